@@ -8,6 +8,8 @@
 # slow the creates that follow (see research/physical-limits.md, inode reuse).
 # Every benchmark runs BENCHCOUNT times and the report takes the median: the
 # virtual disk's rate drifts 2-3x within minutes, a single run can mislead.
+# Anything else running (other test suites) skews the disk figures: the load
+# average before and after is recorded and shown under the report.
 # Override with e.g. `make bench BENCHTIME=3s BENCHCOUNT=5`.
 BENCHTIME ?= 1s
 BENCHCOUNT ?= 3
@@ -15,8 +17,10 @@ BENCHCOUNT ?= 3
 .PHONY: bench
 bench:
 	@mkdir -p .bench
-	@{ TAVERN_BENCH_DIR="$(CURDIR)/.bench/tmp" go test -p 1 -run '^$$' -bench . \
-		-benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) -timeout 15m ./... 2>&1; echo $$? > .bench/status; } \
+	@{ echo "bench-note: load average before: $$(cat /proc/loadavg 2>/dev/null)"; \
+	TAVERN_BENCH_DIR="$(CURDIR)/.bench/tmp" go test -p 1 -run '^$$' -bench . \
+		-benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) -timeout 15m ./... 2>&1; echo $$? > .bench/status; \
+	echo "bench-note: load average after: $$(cat /proc/loadavg 2>/dev/null)"; } \
 		| tee .bench/last.txt
 	@rm -rf .bench/tmp
 	@echo
