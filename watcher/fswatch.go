@@ -168,6 +168,9 @@ type FSWatcher struct {
 	openHook   func(string) (*os.File, error) // replaces os.OpenFile when set
 }
 
+// testOpenHook, when set, replaces os.OpenFile for every watcher (tests).
+var testOpenHook func(string) (*os.File, error)
+
 type dirEntry struct {
 	dev, ino uint64
 	watched  bool
@@ -759,6 +762,9 @@ var errRecheck = errors.New("changed type while reading")
 func (w *FSWatcher) readFile(rel string) readResult {
 	seen := time.Now().UnixNano()
 	open := w.openHook
+	if open == nil {
+		open = testOpenHook
+	}
 	if open == nil {
 		open = func(p string) (*os.File, error) { return os.OpenFile(p, openFlags, 0) }
 	}
