@@ -39,3 +39,11 @@ func (e *WatchError) Error() string {
 }
 
 func (e *WatchError) Unwrap() error { return e.Err }
+
+// ErrNoType is returned when an event has no type (or, reading the journal,
+// no id): every journal line must say what happened.
+var ErrNoType = errors.New("event has no type or id")
+
+// ErrTrailingData is returned when a journal line holds more than one JSON
+// value (two events torn together into one line).
+var ErrTrailingData = errors.New("trailing data after event")
