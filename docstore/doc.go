@@ -1,1 +1,52 @@
+// Package docstore keeps documents — YAML frontmatter plus a markdown body —
+// as files under a .tavern/ directory, and provides the few primitives every
+// other Tavern package builds on.
+//
+// # Basics
+//
+// There are only a few types: Store (an open .tavern directory), Doc (one
+// document, edited in place with line-exact fidelity) and Lock (an flock
+// on a file under .tavern/.locks/).
+//
+//   - Reads: Get, List, Resolve ("agents/alice" → "agents/alice.md").
+//   - Writes: Create (fails if the document exists), Update and UpdateIf
+//     (a closure under the document's lock; UpdateIf is optimistic and
+//     fails with ErrConflict on a stale revision), Delete (moves the file
+//     to .trash/), Move.
+//   - Claims: Claim(lockKey, from, to) locks, then renames a document from
+//     one state directory to another. Exactly one racer wins; the others
+//     get ErrLost.
+//
+// Every document write goes through one path, WriteFile: temp file in
+// .tavern/.tmp/, write, fsync, rename into place, fsync of the directory.
+// A crash leaves the old or the new version, never a torn or empty file.
+// The revision of a document (Doc.Rev) is a hash of its bytes, so hand
+// edits change it too and UpdateIf notices them.
+//
+// # Round-trip fidelity
+//
+// A Doc keeps the bytes it was parsed from. Set, SetYAML, Delete and
+// Rename rewrite only the lines of the field they touch; comments, key
+// order, quoting style, unknown keys, CRLF line endings and the body are
+// untouched, so `git diff` after an engine write shows exactly the change.
+//
+// # Caveats
+//
+//   - Atomicity relies on rename(2) being atomic within one filesystem.
+//     .tmp/ must be on the same filesystem as the documents (it is inside
+//     .tavern/). NFS gives atomic renames on the server, but clients cache:
+//     use the watcher's polling mode there and treat flock as advisory.
+//   - flock locks are dropped by the kernel when their process dies; that
+//     is the liveness signal for claims. On NFS, flock is emulated with
+//     POSIX locks and may be lost on a network partition (fencing with
+//     claim attempts covers that in package queues).
+//   - Lock files are never deleted while they might be held: Lock.Remove
+//     unlinks only while holding, and every acquirer re-checks that the
+//     file it locked is still the one at the path (inode comparison).
+//   - `durability: relaxed` in tavern.md skips every fsync: writes are still
+//     atomic but the last ones may be lost on power failure.
+//   - Documents are limited to MaxDocSize (8 MiB) and must be valid UTF-8
+//     without NUL bytes; larger or binary files are reported, never read
+//     whole.
+//   - Symlinks are followed only if they resolve inside the store.
 package docstore

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/docstore"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:  "init",
+		Usage: "create .tavern/ with tavern.md and the kind directories",
+		Description: `Creates .tavern/ in the working directory (or the directory named by --dir).
+Running it again on an existing store only adds missing directories.
+
+Examples:
+   tavern init
+   tavern --dir /srv/project/.tavern init --name project`,
+		Flags: []cli.Flag{&cli.StringFlag{Name: "name", Usage: "project name recorded in tavern.md"}},
+		Action: func(c *cli.Context) error {
+			dir := c.String("dir")
+			if dir == "" {
+				wd, err := os.Getwd()
+				if err != nil {
+					return err
+				}
+				dir = filepath.Join(wd, docstore.DirName)
+			}
+			name := c.String("name")
+			if name == "" {
+				name = filepath.Base(filepath.Dir(mustAbs(dir)))
+			}
+			s, created, err := docstore.Init(dir, name)
+			if err != nil {
+				return err
+			}
+			if created {
+				outf(c, "Initialized tavern store in %s\n", s.Root())
+			} else {
+				outf(c, "Store already exists in %s (missing directories added)\n", s.Root())
+			}
+			return nil
+		},
+	})
+}
+
+func mustAbs(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
+)
+
+var bodyFlag = &cli.StringFlag{Name: "body", Usage: "read the markdown body from `FILE` (- for stdin)"}
+
+func init() {
+	register(&cli.Command{
+		Name:      "new",
+		Usage:     "create a document",
+		ArgsUsage: "KIND NAME [field=value...]",
+		Description: `Creates .tavern/<kind dir>/<NAME>.md with the kind's defaults, then the given
+fields. Values are YAML: n=3 is an integer, tags=[a,b] a list, note='"3"' a string.
+Fails (exit 1) if the document exists; nothing is written if it would be invalid (exit 5).
+
+Examples:
+   tavern new agent alice role=reviewer queue=build
+   tavern new constitution reviewer --body reviewer.md
+   echo "Remember the parser rewrite" | tavern new memory alice/parser-note topic=parser --body -`,
+		Flags: []cli.Flag{bodyFlag, jsonFlag},
+		Action: func(c *cli.Context) error {
+			if c.NArg() < 2 {
+				return usageErr("new takes KIND NAME [field=value...]")
+			}
+			s, err := openStore(c)
+			if err != nil {
+				return err
+			}
+			k, err := schema.Lookup(c.Args().Get(0))
+			if err != nil {
+				return err
+			}
+			name := c.Args().Get(1)
+			rel, err := k.Path(name, nil)
+			if err != nil {
+				return err
+			}
+			assigns, err := parseAssignments(c.Args().Slice()[2:])
+			if err != nil {
+				return err
+			}
+			body, err := readBody(c)
+			if err != nil {
+				return err
+			}
+			d, err := newDoc(k, name, body)
+			if err != nil {
+				return err
+			}
+			for _, a := range assigns {
+				if err := d.SetYAML(a[0], a[1]); err != nil {
+					return err
+				}
+			}
+			if err := s.Create(rel, d); err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return printJSON(c, docJSON(s, d, true))
+			}
+			outf(c, "%s\n", rel)
+			return nil
+		},
+	})
+}
+
+// newDoc builds a document with schema_version, id, name, timestamps and
+// the kind's defaults.
+func newDoc(k *schema.Kind, name string, body []byte) (*docstore.Doc, error) {
+	now := time.Now()
+	fields := [][2]any{{schema.VersionField, k.Version}}
+	if k.Field("id") != nil {
+		fields = append(fields, [2]any{"id", docstore.NewID()})
+	}
+	if k.Field("name") != nil {
+		fields = append(fields, [2]any{"name", name[strings.LastIndex(name, "/")+1:]})
+	}
+	for _, f := range k.Fields {
+		if f.Default != nil && f.Name != "name" {
+			fields = append(fields, [2]any{f.Name, f.Default})
+		}
+	}
+	if k.Field("created") != nil {
+		fields = append(fields, [2]any{"created", now}, [2]any{"updated", now})
+	}
+	if len(body) == 0 || body[0] != '\n' {
+		body = append([]byte("\n"), body...)
+	}
+	return docstore.New(k, fields, body)
+}
+
+// parseAssignments splits field=value arguments.
+func parseAssignments(args []string) ([][2]string, error) {
+	var out [][2]string
+	for _, a := range args {
+		k, v, ok := strings.Cut(a, "=")
+		if !ok || k == "" || strings.ContainsAny(k, " \t") {
+			return nil, usageErr("%q is not field=value", a)
+		}
+		out = append(out, [2]string{k, v})
+	}
+	return out, nil
+}
+
+func readBody(c *cli.Context) ([]byte, error) {
+	switch f := c.String("body"); f {
+	case "":
+		return nil, nil
+	case "-":
+		return io.ReadAll(c.App.Reader)
+	default:
+		return os.ReadFile(f)
+	}
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/docstore"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:      "set",
+		Usage:     "set frontmatter fields of a document",
+		ArgsUsage: "REF field=value...",
+		Description: `Each value is written as a YAML scalar or flow value: n=3 is an integer,
+tags=[a,b] a list, name='"007"' a string. Only the lines of the named fields
+change. With --if-rev the update fails with exit 4 unless the document is
+still at that revision (from show --json), so read-modify-write loops are safe.
+The result is validated first; an invalid result is refused (exit 5).
+
+Examples:
+   tavern set agents/alice state=working
+   tavern set agents/alice spawns=4 --if-rev 3f2a9c0d1e2b4a5c
+   tavern set agents/alice --unset pid --unset host`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "if-rev", Usage: "only update if the current revision is `REV`"},
+			&cli.StringSliceFlag{Name: "unset", Usage: "remove `FIELD` (repeatable)"},
+			jsonFlag,
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() < 1 || (c.NArg() < 2 && len(c.StringSlice("unset")) == 0) {
+				return usageErr("set takes REF field=value...")
+			}
+			assigns, err := parseAssignments(c.Args().Slice()[1:])
+			if err != nil {
+				return err
+			}
+			s, err := openStore(c)
+			if err != nil {
+				return err
+			}
+			rel, err := resolveRef(s, c.Args().First())
+			if err != nil {
+				return err
+			}
+			d, err := s.UpdateIf(rel, c.String("if-rev"), func(d *docstore.Doc) error {
+				for _, a := range assigns {
+					if err := d.SetYAML(a[0], a[1]); err != nil {
+						return err
+					}
+				}
+				for _, f := range c.StringSlice("unset") {
+					if err := d.Delete(f); err != nil {
+						return err
+					}
+				}
+				return nil // only the named lines change: no automatic `updated`
+			})
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return printJSON(c, docJSON(s, d, false))
+			}
+			outf(c, "%s %s\n", rel, d.Rev)
+			return nil
+		},
+	})
+}

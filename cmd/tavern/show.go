@@ -1,0 +1,96 @@
+package main
+
+import (
+	"path/filepath"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/docstore"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:      "show",
+		Usage:     "print a document",
+		ArgsUsage: "REF",
+		Description: `REF is kind/name (agents/alice, agent/alice, items/ID, commitments/alice/ID)
+or a path to the file. Text output is the file as it is on disk.
+
+Examples:
+   tavern show agents/alice
+   tavern show .tavern/queues/build/pending/0001.md --json`,
+		Flags: []cli.Flag{jsonFlag},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return usageErr("show takes one REF")
+			}
+			s, err := openStore(c)
+			if err != nil {
+				return err
+			}
+			rel, err := resolveRef(s, c.Args().First())
+			if err != nil {
+				return err
+			}
+			d, err := s.Get(rel)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return printJSON(c, docJSON(s, d, true))
+			}
+			_, err = c.App.Writer.Write(d.Bytes())
+			for _, e := range d.Validate(false) {
+				errf(c, "tavern: warning: %v\n", e)
+			}
+			return err
+		},
+	})
+}
+
+// resolveRef accepts kind/name references and file paths (relative to
+// the working directory or absolute).
+func resolveRef(s *docstore.Store, ref string) (string, error) {
+	if filepath.IsAbs(ref) || filepath.Ext(ref) == ".md" {
+		if rel, err := s.Rel(ref); err == nil {
+			return rel, nil
+		}
+	}
+	return s.Resolve(ref)
+}
+
+// docObject is the JSON shape of a document (show --json, ls --json).
+type docObject struct {
+	Path   string         `json:"path"` // absolute path of the file
+	Rel    string         `json:"rel"`  // path relative to the .tavern directory
+	Kind   string         `json:"kind"`
+	Name   string         `json:"name"`
+	Rev    string         `json:"rev"`
+	Valid  bool           `json:"valid"`
+	Errors []string       `json:"errors,omitempty"`
+	Fields map[string]any `json:"fields"`
+	Body   *string        `json:"body,omitempty"`
+}
+
+func docJSON(s *docstore.Store, d *docstore.Doc, withBody bool) *docObject {
+	o := &docObject{
+		Path:   filepath.Join(s.Root(), filepath.FromSlash(d.Path)),
+		Rel:    d.Path,
+		Name:   d.Name,
+		Rev:    d.Rev,
+		Fields: d.Fields(),
+		Valid:  true,
+	}
+	if d.Kind != nil {
+		o.Kind = d.Kind.Name
+	}
+	for _, e := range d.Validate(false) {
+		o.Valid = false
+		o.Errors = append(o.Errors, e.Error())
+	}
+	if withBody {
+		b := string(d.Body())
+		o.Body = &b
+	}
+	return o
+}

@@ -1,0 +1,269 @@
+package docstore
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"strconv"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/tavernhq/tavern/schema"
+)
+
+// MaxDocSize bounds the size of a document file. Larger files are refused
+// before they are read, so a stray log or binary cannot exhaust memory.
+const MaxDocSize = 8 << 20
+
+// Doc is one document: YAML frontmatter and a markdown body.
+//
+// A Doc keeps the exact bytes it was parsed from. Edits rewrite only the
+// lines of the fields they touch, so key order, comments, quoting, unknown
+// keys, line endings and the body survive byte for byte.
+//
+// The splitter is our own rather than adrg/frontmatter's: that package
+// returns the decoded values and the body but not the byte offsets of the
+// fences, and those offsets are what line-exact editing and path:line:col
+// errors need.
+type Doc struct {
+	Path string       // slash-separated path relative to the store root
+	Kind *schema.Kind // nil when the path matches no kind
+	Name string       // the document's name within its kind
+	Rev  string       // content hash of the bytes last read or written
+
+	head  []byte // optional BOM and the opening "---" line
+	front []byte // frontmatter text, every line ending in a newline
+	tail  []byte // the closing "---" line
+	body  []byte
+	nl    string     // line ending of the fences: "\n" or "\r\n"
+	root  *yaml.Node // the frontmatter mapping
+}
+
+// Revision is the content hash used as a document's revision.
+func Revision(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8])
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// Parse splits and parses a document. path is used only in errors.
+func Parse(path string, data []byte) (*Doc, error) {
+	perr := func(line, col int, format string, args ...any) error {
+		return &ParseError{Path: path, Line: line, Col: col, Msg: fmt.Sprintf(format, args...)}
+	}
+	if len(data) > MaxDocSize {
+		return nil, perr(0, 0, "%d bytes is larger than the %d byte limit", len(data), MaxDocSize)
+	}
+	if i := bytes.IndexByte(data, 0); i >= 0 {
+		line, col := position(data, i)
+		return nil, perr(line, col, "binary content (NUL byte); not a markdown document")
+	}
+	if !utf8.Valid(data) {
+		i := 0
+		for i < len(data) {
+			r, size := utf8.DecodeRune(data[i:])
+			if r == utf8.RuneError && size <= 1 {
+				break
+			}
+			i += size
+		}
+		line, col := position(data, i)
+		return nil, perr(line, col, "invalid UTF-8")
+	}
+	d := &Doc{Path: path, Rev: Revision(data)}
+	rest := data
+	bom := []byte{}
+	if bytes.HasPrefix(rest, []byte("\xef\xbb\xbf")) {
+		bom, rest = rest[:3], rest[3:]
+	}
+	first, after, ok := cutLine(rest)
+	if !ok || trimEOL(first) != "---" {
+		return nil, perr(1, 1, "missing frontmatter: a document starts with a line `---`")
+	}
+	d.head = append(append([]byte{}, bom...), first...)
+	d.nl = eol(first)
+	frontStart := len(data) - len(after)
+	rest = after
+	line := 2
+	for {
+		l, next, ok := cutLine(rest)
+		if !ok {
+			return nil, perr(1, 1, "missing closing `---`: the frontmatter opened on line 1 is never closed")
+		}
+		if s := trimEOL(l); s == "---" || s == "..." {
+			d.front = data[frontStart : len(data)-len(rest)]
+			d.tail = l
+			d.body = next
+			break
+		}
+		rest = next
+		line++
+	}
+	if err := d.parseFront(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// parseFront (re)builds the node tree from d.front.
+func (d *Doc) parseFront() error {
+	var n yaml.Node
+	if err := yaml.Unmarshal(d.front, &n); err != nil {
+		msg := err.Error()
+		line := 0
+		if m := yamlLine.FindStringSubmatch(msg); m != nil {
+			line, _ = strconv.Atoi(m[1])
+			msg = m[2]
+			line += d.frontLine() - 1
+		}
+		return &ParseError{Path: d.Path, Line: line, Col: 1, Msg: "frontmatter: " + msg}
+	}
+	if len(n.Content) == 0 {
+		d.root = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: 1, Column: 1}
+		return nil
+	}
+	root := n.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return &ParseError{Path: d.Path, Line: root.Line + d.frontLine() - 1, Col: root.Column,
+			Msg: "frontmatter must be a mapping of `field: value` lines"}
+	}
+	for i := 0; i < len(root.Content); i += 2 {
+		if k := root.Content[i]; k.Kind != yaml.ScalarNode {
+			return &ParseError{Path: d.Path, Line: k.Line + d.frontLine() - 1, Col: k.Column, Msg: "frontmatter keys must be plain names"}
+		}
+	}
+	d.root = root
+	return nil
+}
+
+// frontLine is the file line number of the first frontmatter line.
+func (d *Doc) frontLine() int { return 2 }
+
+// New returns an empty document of a kind with the given fields set in
+// order, and the body.
+func New(kind *schema.Kind, fields [][2]any, body []byte) (*Doc, error) {
+	d := &Doc{Kind: kind, head: []byte("---\n"), tail: []byte("---\n"), nl: "\n", body: body}
+	d.root = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	for _, kv := range fields {
+		if err := d.Set(kv[0].(string), kv[1]); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// Bytes renders the document.
+func (d *Doc) Bytes() []byte {
+	out := make([]byte, 0, len(d.head)+len(d.front)+len(d.tail)+len(d.body))
+	out = append(out, d.head...)
+	out = append(out, d.front...)
+	out = append(out, d.tail...)
+	return append(out, d.body...)
+}
+
+// Body returns the markdown after the frontmatter.
+func (d *Doc) Body() []byte { return d.body }
+
+// SetBody replaces the markdown body.
+func (d *Doc) SetBody(b []byte) {
+	if len(b) > 0 && !bytes.HasSuffix(d.tail, []byte("\n")) {
+		d.tail = append(append([]byte{}, d.tail...), d.nl...)
+	}
+	d.body = append([]byte(nil), b...)
+}
+
+// Front returns the frontmatter mapping node. Callers must not modify it;
+// use Set, SetNode, Delete and Rename.
+func (d *Doc) Front() *yaml.Node { return d.root }
+
+// Clone returns an independent copy.
+func (d *Doc) Clone() *Doc {
+	c, err := Parse(d.Path, d.Bytes())
+	if err != nil { // cannot happen: d was parsed or built by us
+		panic("docstore: clone of unparsable document: " + err.Error())
+	}
+	c.Kind, c.Name, c.Rev = d.Kind, d.Name, d.Rev
+	return c
+}
+
+// Validate checks the document against its kind's schema after migrating
+// a copy in memory, and returns the problems with file positions.
+func (d *Doc) Validate(strict bool) []*schema.FieldError {
+	if d.Kind == nil {
+		return []*schema.FieldError{{Path: d.Path, Line: 1, Col: 1, Msg: "not a document of any known kind"}}
+	}
+	v := d.View()
+	errs := d.Kind.Validate(v.root, strict)
+	for _, e := range errs {
+		e.Path = d.Path
+		e.Line += d.frontLine() - 1
+		if len(v.root.Content) == 0 && e.Line < d.frontLine() {
+			e.Line = 1
+		}
+	}
+	return errs
+}
+
+// View returns the document as the current schema sees it: d itself, or
+// a migrated copy if d was written by an older schema version. Nothing is
+// written; `tavern migrate` does that.
+func (d *Doc) View() *Doc {
+	if d.Kind == nil {
+		return d
+	}
+	if v, _ := schema.DocVersion(d); v >= d.Kind.Version {
+		return d
+	}
+	c := d.Clone()
+	if _, err := d.Kind.Migrate(c); err != nil {
+		return d
+	}
+	return c
+}
+
+func position(data []byte, off int) (line, col int) {
+	line = 1 + bytes.Count(data[:off], []byte("\n"))
+	start := bytes.LastIndexByte(data[:off], '\n') + 1
+	return line, utf8.RuneCount(data[start:off]) + 1
+}
+
+// cutLine returns the first line including its newline. ok is false when
+// there is no complete line (no newline) and data is empty; a last line
+// without a newline is returned as a line.
+func cutLine(data []byte) (line, rest []byte, ok bool) {
+	if len(data) == 0 {
+		return nil, nil, false
+	}
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return data[:i+1], data[i+1:], true
+	}
+	return data, nil, true
+}
+
+func trimEOL(l []byte) string {
+	l = bytes.TrimSuffix(l, []byte("\n"))
+	l = bytes.TrimSuffix(l, []byte("\r"))
+	return string(bytes.TrimRight(l, " \t"))
+}
+
+func eol(l []byte) string {
+	if bytes.HasSuffix(l, []byte("\r\n")) {
+		return "\r\n"
+	}
+	return "\n"
+}
+
+// Replace swaps the whole content of d for data (as written by an editor),
+// keeping its path, kind and name. d is unchanged if data does not parse.
+func (d *Doc) Replace(data []byte) error {
+	n, err := Parse(d.Path, data)
+	if err != nil {
+		return err
+	}
+	d.head, d.front, d.tail, d.body, d.nl, d.root = n.head, n.front, n.tail, n.body, n.nl, n.root
+	return nil
+}

@@ -1,0 +1,179 @@
+package docstore
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func readRoundtrip(tb testing.TB) map[string][]byte {
+	tb.Helper()
+	files, err := filepath.Glob("testdata/roundtrip/*.md")
+	if err != nil || len(files) == 0 {
+		tb.Fatalf("no golden documents: %v", err)
+	}
+	out := map[string][]byte{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out[filepath.Base(f)] = data
+	}
+	return out
+}
+
+func TestRoundTrip(t *testing.T) {
+	for name, data := range readRoundtrip(t) {
+		t.Run(name, func(t *testing.T) {
+			d, err := Parse(name, data)
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if got := d.Bytes(); !bytes.Equal(got, data) {
+				t.Fatalf("render(parse(x)) != x\ngot:\n%q\nwant:\n%q", got, data)
+			}
+		})
+	}
+}
+
+// diffLines returns the lines of a that differ from b, when both have the
+// same number of lines; ok is false otherwise.
+func diffLines(a, b []byte) (changed []string, ok bool) {
+	la, lb := strings.SplitAfter(string(a), "\n"), strings.SplitAfter(string(b), "\n")
+	if len(la) != len(lb) {
+		return nil, false
+	}
+	for i := range la {
+		if la[i] != lb[i] {
+			changed = append(changed, lb[i])
+		}
+	}
+	return changed, true
+}
+
+// Setting any single-line field changes exactly that one line.
+func TestSetOneLineDiff(t *testing.T) {
+	for name, data := range readRoundtrip(t) {
+		d, err := Parse(name, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range d.Keys() {
+			k, v := d.Front().Content, d.Get(key)
+			_ = k
+			if v.Kind != 8 /* scalar */ || strings.ContainsAny(v.Value, "\n") || v.Style&(1<<4|1<<5) != 0 {
+				continue
+			}
+			t.Run(name+"/"+key, func(t *testing.T) {
+				c, _ := Parse(name, data)
+				if err := c.SetYAML(key, "changed-value"); err != nil {
+					t.Fatal(err)
+				}
+				changed, ok := diffLines(data, c.Bytes())
+				if !ok || len(changed) != 1 || !strings.Contains(changed[0], key) || !strings.Contains(changed[0], "changed-value") {
+					t.Fatalf("set %s: want exactly one changed line, got %q (same line count: %v)\n%s", key, changed, ok, c.Bytes())
+				}
+				// The rest of the document, including comments, survives.
+				if _, err := Parse(name, c.Bytes()); err != nil {
+					t.Fatalf("result does not parse: %v", err)
+				}
+			})
+		}
+	}
+}
+
+func TestSetGolden(t *testing.T) {
+	tests := []struct {
+		file, key, value, want string
+	}{
+		{"comments.md", "name", "bob", "name: bob   # the unique name\n"},
+		{"quoting.md", "title", `"new: title"`, "title: 'new: title'\n"},
+		{"quoting.md", "desc", "plain", "desc: \"plain\"\n"},
+		{"quoting.md", "priority", "7", "priority: 7\n"},
+		{"crlf.md", "spawns", "2", "spawns: 2\r\n"},
+		{"unicode.md", "title", "ascii", "title: \"ascii\"   # comment after unicode\n"},
+	}
+	docs := readRoundtrip(t)
+	for _, tt := range tests {
+		d, err := Parse(tt.file, docs[tt.file])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.SetYAML(tt.key, tt.value); err != nil {
+			t.Fatal(err)
+		}
+		changed, ok := diffLines(docs[tt.file], d.Bytes())
+		if !ok || len(changed) != 1 || changed[0] != tt.want {
+			t.Errorf("%s: set %s=%s: got changed lines %q, want [%q]", tt.file, tt.key, tt.value, changed, tt.want)
+		}
+	}
+}
+
+func TestSetMultiLineAndNew(t *testing.T) {
+	docs := readRoundtrip(t)
+	d, _ := Parse("quoting.md", docs["quoting.md"])
+	if err := d.SetYAML("tags", "[one, two]"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.SetYAML("multi", "single"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.SetYAML("added", "3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Delete("nested"); err != nil {
+		t.Fatal(err)
+	}
+	got := string(d.Bytes())
+	want := `---
+title: 'single quoted: with colon'
+desc: "double \"quoted\" text"
+plain: just words here
+number_as_string: "42"
+tags: [one, two]
+multi: single
+folded: >
+  folded text
+  continues
+priority: 2
+added: 3
+---
+Body without blank line.
+`
+	if got != want {
+		t.Fatalf("got:\n%s\nwant:\n%s", got, want)
+	}
+	if n, ok := d.Int("added"); !ok || n != 3 {
+		t.Fatalf("Int(added) = %d, %v; want 3, true", n, ok)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name, data string
+		line       int
+		msg        string
+	}{
+		{"nofront", "just text\n", 1, "missing frontmatter"},
+		{"unclosed", "---\nname: x\nbody\n", 1, "missing closing"},
+		{"badyaml", "---\nname: x\nrole: [unclosed\n---\n", -1, "frontmatter"}, // yaml.v3 reports a nearby line
+		{"list", "---\n- a\n- b\n---\n", 2, "must be a mapping"},
+		{"nul", "---\nname: \x00\n---\n", 2, "binary"},
+		{"badutf8", "---\nname: \xff\xfe\n---\n", 2, "UTF-8"},
+		{"tab", "---\nname: x\n\tbad: y\n---\n", 3, "frontmatter"},
+	}
+	for _, tt := range tests {
+		_, err := Parse(tt.name, []byte(tt.data))
+		var pe *ParseError
+		if !errorsAs(err, &pe) {
+			t.Errorf("%s: got %v, want *ParseError", tt.name, err)
+			continue
+		}
+		if (tt.line > 0 && pe.Line != tt.line) || pe.Line == 0 || !strings.Contains(pe.Msg, tt.msg) {
+			t.Errorf("%s: got %s, want line %d containing %q", tt.name, pe, tt.line, tt.msg)
+		}
+	}
+}

@@ -1,0 +1,395 @@
+package docstore
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/tavernhq/tavern/schema"
+)
+
+// Get returns the value node of a top-level field, or nil.
+func (d *Doc) Get(key string) *yaml.Node {
+	if i := d.index(key); i >= 0 {
+		return d.root.Content[i+1]
+	}
+	return nil
+}
+
+// Has reports whether the field is present and not null.
+func (d *Doc) Has(key string) bool {
+	n := d.Get(key)
+	return n != nil && !(n.Kind == yaml.ScalarNode && n.Tag == "!!null")
+}
+
+// String returns a scalar field's text, or "" if absent or not a scalar.
+func (d *Doc) String(key string) string {
+	n := d.Get(key)
+	if n == nil || n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		return ""
+	}
+	return n.Value
+}
+
+// Int returns an integer field; ok is false if absent or not an integer.
+func (d *Doc) Int(key string) (v int64, ok bool) {
+	n := d.Get(key)
+	if n == nil || n.Kind != yaml.ScalarNode {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(n.Value, 0, 64)
+	return v, err == nil
+}
+
+// Bool returns a boolean field (false when absent).
+func (d *Doc) Bool(key string) bool {
+	n := d.Get(key)
+	return n != nil && n.Kind == yaml.ScalarNode && n.Tag == "!!bool" && (n.Value == "true" || n.Value == "True" || n.Value == "TRUE")
+}
+
+// Time returns a timestamp field; ok is false if absent or unparsable.
+func (d *Doc) Time(key string) (time.Time, bool) {
+	s := d.String(key)
+	if s == "" {
+		return time.Time{}, false
+	}
+	t, err := schema.ParseTime(s)
+	return t, err == nil
+}
+
+// Strings returns a list field's scalar entries.
+func (d *Doc) Strings(key string) []string {
+	n := d.Get(key)
+	if n == nil || n.Kind != yaml.SequenceNode {
+		return nil
+	}
+	out := make([]string, 0, len(n.Content))
+	for _, c := range n.Content {
+		out = append(out, c.Value)
+	}
+	return out
+}
+
+// Keys returns the top-level field names in file order.
+func (d *Doc) Keys() []string {
+	keys := make([]string, 0, len(d.root.Content)/2)
+	for i := 0; i < len(d.root.Content); i += 2 {
+		keys = append(keys, d.root.Content[i].Value)
+	}
+	return keys
+}
+
+// Fields decodes the frontmatter into plain Go values for JSON output
+// and queries. Timestamps stay strings, as written.
+func (d *Doc) Fields() map[string]any {
+	out := make(map[string]any, len(d.root.Content)/2)
+	for i := 0; i+1 < len(d.root.Content); i += 2 {
+		out[d.root.Content[i].Value] = plain(d.root.Content[i+1])
+	}
+	return out
+}
+
+// plain converts a node to JSON-friendly values. Unlike yaml's own decoder
+// it keeps timestamps as the text the file holds.
+func plain(n *yaml.Node) any {
+	switch n.Kind {
+	case yaml.AliasNode:
+		return plain(n.Alias)
+	case yaml.SequenceNode:
+		out := make([]any, len(n.Content))
+		for i, c := range n.Content {
+			out[i] = plain(c)
+		}
+		return out
+	case yaml.MappingNode:
+		out := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			out[n.Content[i].Value] = plain(n.Content[i+1])
+		}
+		return out
+	}
+	switch n.Tag {
+	case "!!null":
+		return nil
+	case "!!int", "!!float", "!!bool":
+		var v any
+		if err := n.Decode(&v); err == nil {
+			return v
+		}
+	}
+	return n.Value
+}
+
+// Set sets a top-level field to v, encoded as YAML. A *yaml.Node is used
+// as is. Only the lines of that field change.
+func (d *Doc) Set(key string, v any) error {
+	n, ok := v.(*yaml.Node)
+	if !ok {
+		if t, isTime := v.(time.Time); isTime {
+			return d.SetNode(key, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!timestamp", Value: schema.FormatTime(t)})
+		}
+		n = &yaml.Node{}
+		if err := n.Encode(v); err != nil {
+			return fmt.Errorf("set %s: %w", key, err)
+		}
+	}
+	return d.SetNode(key, n)
+}
+
+// SetYAML sets a field from YAML text as typed on a command line: `3` is
+// an integer, `[a, b]` a list, `"3"` a string. Empty text sets "".
+func (d *Doc) SetYAML(key, text string) error {
+	if strings.TrimSpace(text) == "" {
+		return d.SetNode(key, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: text, Style: yaml.DoubleQuotedStyle})
+	}
+	var n yaml.Node
+	if err := yaml.Unmarshal([]byte(text), &n); err != nil || len(n.Content) == 0 {
+		// Not YAML on its own (e.g. "a: b: c"): keep it as a string.
+		return d.SetNode(key, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: text})
+	}
+	v := n.Content[0]
+	if v.Kind == yaml.ScalarNode && v.Tag == "!!str" {
+		// Quotes on the command line only make the value a string; the
+		// file's own quoting style is kept (SetNode).
+		v.Style = 0
+	}
+	return d.SetNode(key, v)
+}
+
+// SetNode sets a top-level field to a node.
+func (d *Doc) SetNode(key string, n *yaml.Node) error {
+	if key == "" || strings.ContainsAny(key, "\n\r") {
+		return fmt.Errorf("invalid field name %q", key)
+	}
+	i := d.index(key)
+	if i < 0 {
+		text, err := renderEntry(key, n, d.nl)
+		if err != nil {
+			return err
+		}
+		return d.replaceFront(append(append([]byte{}, d.front...), text...))
+	}
+	old := d.root.Content[i+1]
+	// Keep the quoting style the file used for strings.
+	if n.Kind == yaml.ScalarNode && old.Kind == yaml.ScalarNode && n.Tag == "!!str" && old.Tag == "!!str" && n.Style == 0 &&
+		(old.Style == yaml.SingleQuotedStyle || old.Style == yaml.DoubleQuotedStyle) && !strings.Contains(n.Value, "\n") {
+		n.Style = old.Style
+	}
+	if d.root.Style&yaml.FlowStyle != 0 {
+		return d.reencode(func(m *yaml.Node) { m.Content[i+1] = n })
+	}
+	lines := splitLines(d.front)
+	first, last := d.entryLines(i, lines)
+	if n.Kind == yaml.ScalarNode && old.Kind == yaml.ScalarNode && first == last &&
+		old.Line == d.root.Content[i].Line && old.Style&(yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
+		if text, ok := scalarText(n); ok {
+			line := lines[first]
+			start := byteOffset(line, old.Column-1)
+			end := len(bytes.TrimRight(line, " \t\r\n"))
+			if c := lineComment(d.root.Content[i], old); c != "" {
+				if j := bytes.LastIndex(line, []byte(c)); j >= start {
+					end = len(bytes.TrimRight(line[:j], " \t"))
+				}
+			}
+			if start <= end {
+				nl := append([]byte{}, line[:start]...)
+				nl = append(nl, text...)
+				nl = append(nl, line[end:]...)
+				lines[first] = nl
+				return d.replaceFront(bytes.Join(lines, nil))
+			}
+		}
+	}
+	text, err := renderEntry(key, n, eol(lines[first]))
+	if err != nil {
+		return err
+	}
+	out := append([][]byte{}, lines[:first]...)
+	out = append(out, text)
+	out = append(out, lines[last+1:]...)
+	return d.replaceFront(bytes.Join(out, nil))
+}
+
+// Delete removes a top-level field and its lines.
+func (d *Doc) Delete(key string) error {
+	i := d.index(key)
+	if i < 0 {
+		return nil
+	}
+	if d.root.Style&yaml.FlowStyle != 0 {
+		return d.reencode(func(m *yaml.Node) { m.Content = append(m.Content[:i], m.Content[i+2:]...) })
+	}
+	lines := splitLines(d.front)
+	first, last := d.entryLines(i, lines)
+	out := append(append([][]byte{}, lines[:first]...), lines[last+1:]...)
+	return d.replaceFront(bytes.Join(out, nil))
+}
+
+// Rename changes a field's name, keeping its value and position.
+func (d *Doc) Rename(oldKey, newKey string) error {
+	i := d.index(oldKey)
+	if i < 0 {
+		return nil
+	}
+	if d.index(newKey) >= 0 {
+		return fmt.Errorf("rename %s: field %s already exists", oldKey, newKey)
+	}
+	k := d.root.Content[i]
+	lines := splitLines(d.front)
+	if k.Style == 0 && d.root.Style&yaml.FlowStyle == 0 && k.Line-1 < len(lines) {
+		line := lines[k.Line-1]
+		start := byteOffset(line, k.Column-1)
+		if bytes.HasPrefix(line[start:], []byte(oldKey)) {
+			nl := append(append(append([]byte{}, line[:start]...), newKey...), line[start+len(oldKey):]...)
+			lines[k.Line-1] = nl
+			return d.replaceFront(bytes.Join(lines, nil))
+		}
+	}
+	v := d.root.Content[i+1]
+	if err := d.Delete(oldKey); err != nil {
+		return err
+	}
+	return d.SetNode(newKey, v)
+}
+
+func (d *Doc) index(key string) int {
+	if d.root == nil {
+		return -1
+	}
+	for i := 0; i+1 < len(d.root.Content); i += 2 {
+		if d.root.Content[i].Value == key {
+			return i
+		}
+	}
+	return -1
+}
+
+// entryLines returns the 0-based first and last line of the i-th entry:
+// from its key to the line before the next key, less trailing blank and
+// comment lines, which belong to the next entry.
+func (d *Doc) entryLines(i int, lines [][]byte) (first, last int) {
+	first = d.root.Content[i].Line - 1
+	last = len(lines) - 1
+	if i+2 < len(d.root.Content) {
+		last = d.root.Content[i+2].Line - 2
+	}
+	for last > first {
+		t := bytes.TrimSpace(lines[last])
+		if len(t) == 0 || t[0] == '#' {
+			last--
+			continue
+		}
+		break
+	}
+	return first, last
+}
+
+func (d *Doc) replaceFront(front []byte) error {
+	old, oldRoot := d.front, d.root
+	d.front = front
+	if err := d.parseFront(); err != nil {
+		d.front, d.root = old, oldRoot
+		return fmt.Errorf("edit produced invalid YAML (a bug; nothing changed): %w", err)
+	}
+	return nil
+}
+
+// reencode is the fallback for flow-style frontmatter ({a: 1}), which has
+// no lines to edit: the mapping is rewritten in block style.
+func (d *Doc) reencode(edit func(*yaml.Node)) error {
+	m := *d.root
+	m.Content = append([]*yaml.Node(nil), d.root.Content...)
+	m.Style = 0
+	edit(&m)
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(&m); err != nil {
+		return err
+	}
+	return d.replaceFront(fixEOL(buf.Bytes(), d.nl))
+}
+
+func renderEntry(key string, n *yaml.Node, nl string) ([]byte, error) {
+	m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{
+		{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, clean(n)}}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(m); err != nil {
+		return nil, fmt.Errorf("set %s: %w", key, err)
+	}
+	return fixEOL(buf.Bytes(), nl), nil
+}
+
+// clean drops position and comment data from a node taken from another
+// document, so the encoder does not reproduce foreign comments.
+func clean(n *yaml.Node) *yaml.Node {
+	c := *n
+	c.Line, c.Column = 0, 0
+	c.HeadComment, c.LineComment, c.FootComment = "", "", ""
+	if len(n.Content) > 0 {
+		c.Content = make([]*yaml.Node, len(n.Content))
+		for i, ch := range n.Content {
+			c.Content[i] = clean(ch)
+		}
+	}
+	return &c
+}
+
+// scalarText renders a scalar as it would appear after "key: ".
+func scalarText(n *yaml.Node) ([]byte, bool) {
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	if err := enc.Encode(clean(n)); err != nil {
+		return nil, false
+	}
+	out := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	if bytes.Contains(out, []byte("\n")) || bytes.HasPrefix(out, []byte("|")) || bytes.HasPrefix(out, []byte(">")) {
+		return nil, false
+	}
+	return out, true
+}
+
+func lineComment(k, v *yaml.Node) string {
+	if v.LineComment != "" {
+		return v.LineComment
+	}
+	return k.LineComment
+}
+
+func fixEOL(b []byte, nl string) []byte {
+	if nl == "\n" {
+		return b
+	}
+	return bytes.ReplaceAll(b, []byte("\n"), []byte(nl))
+}
+
+func splitLines(b []byte) [][]byte {
+	var out [][]byte
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			out = append(out, b)
+			break
+		}
+		out = append(out, b[:i+1])
+		b = b[i+1:]
+	}
+	return out
+}
+
+// byteOffset converts a 0-based character column to a byte offset.
+func byteOffset(line []byte, col int) int {
+	off := 0
+	for i := 0; i < col && off < len(line); i++ {
+		_, size := utf8.DecodeRune(line[off:])
+		off += size
+	}
+	return off
+}

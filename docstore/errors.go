@@ -1,0 +1,124 @@
+package docstore
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"github.com/tavernhq/tavern/schema"
+)
+
+var (
+	// ErrNotExist is returned when a document or store does not exist.
+	ErrNotExist = fs.ErrNotExist
+
+	// ErrExist is returned by Create when the document already exists.
+	ErrExist = fs.ErrExist
+
+	// ErrNoStore is returned by Find and Open when there is no .tavern
+	// directory (or it has no tavern.md).
+	ErrNoStore = errors.New("no .tavern store found (run `tavern init`, or pass --dir / set TAVERN_DIR)")
+
+	// ErrConflict is returned when an update's base revision is stale: the
+	// document changed since the caller read it.
+	ErrConflict = errors.New("conflict: document changed since it was read")
+
+	// ErrLost is returned by Claim when another process won the race for
+	// the same document. It is a normal outcome, not a failure.
+	ErrLost = errors.New("lost the claim race")
+
+	// ErrUnsafePath is returned for paths that leave the store (via "..",
+	// absolute paths or symlinks) or name engine-private files.
+	ErrUnsafePath = errors.New("path is outside the store")
+
+	// ErrTooLarge is returned for documents larger than MaxDocSize.
+	ErrTooLarge = errors.New("document too large")
+
+	// ErrAmbiguous is returned when a reference matches several documents.
+	ErrAmbiguous = errors.New("reference matches several documents")
+
+	// ErrParse is matched by every *ParseError.
+	ErrParse = errors.New("cannot parse document")
+)
+
+// PathError records a failed operation on a document path. Path is
+// relative to the store root where one is known.
+type PathError = fs.PathError
+
+func pathErr(op, path string, err error) error {
+	return &fs.PathError{Op: op, Path: path, Err: err}
+}
+
+// ParseError is a syntax problem at a position in a document file.
+type ParseError struct {
+	Path string
+	Line int // 1-based; 0 when unknown
+	Col  int
+	Msg  string
+}
+
+func (e *ParseError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Path)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d:%d", e.Line, e.Col)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+func (e *ParseError) Unwrap() error { return ErrParse }
+
+// ValidationError lists every schema problem of one document.
+type ValidationError struct {
+	Path   string
+	Errors []*schema.FieldError
+}
+
+func (e *ValidationError) Error() string {
+	msgs := make([]string, len(e.Errors))
+	for i, fe := range e.Errors {
+		msgs[i] = fe.Error()
+	}
+	return strings.Join(msgs, "\n")
+}
+
+func (e *ValidationError) Unwrap() error { return schema.ErrInvalid }
+
+// ConflictError says which revision the caller expected and which it found.
+type ConflictError struct {
+	Path string
+	Want string // base revision the caller had
+	Got  string // current revision on disk
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("%s: conflict: revision is %s, not %s (re-read and retry)", e.Path, e.Got, e.Want)
+}
+
+func (e *ConflictError) Unwrap() error { return ErrConflict }
+
+// Position returns path, line and column for errors that have them, for
+// one-line messages and JSON error objects.
+func Position(err error) (path string, line, col int) {
+	var pe *ParseError
+	var fe *schema.FieldError
+	var ve *ValidationError
+	var ce *ConflictError
+	var ph *fs.PathError
+	switch {
+	case errors.As(err, &pe):
+		return pe.Path, pe.Line, pe.Col
+	case errors.As(err, &fe):
+		return fe.Path, fe.Line, fe.Col
+	case errors.As(err, &ve) && len(ve.Errors) > 0:
+		return ve.Path, ve.Errors[0].Line, ve.Errors[0].Col
+	case errors.As(err, &ce):
+		return ce.Path, 0, 0
+	case errors.As(err, &ph):
+		return ph.Path, 0, 0
+	}
+	return "", 0, 0
+}

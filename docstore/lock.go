@@ -1,0 +1,142 @@
+package docstore
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gofrs/flock"
+)
+
+// Lock is an exclusive flock on a lock file under .tavern/.locks/. The
+// kernel drops it when the holding process dies, which is how the engine
+// tells a dead claim holder from a live one.
+//
+// Each acquisition opens its own file description (gofrs/flock instances
+// are re-entrant and must not be shared), so two goroutines of one process
+// exclude each other just as two processes do.
+type Lock struct {
+	fl   *flock.Flock
+	Key  string
+	path string
+}
+
+// DocLockKey is the lock key that serialises writers of one document.
+func DocLockKey(rel string) string { return "docs/" + rel }
+
+func (s *Store) lockPath(key string) (string, error) {
+	for _, part := range strings.Split(key, "/") {
+		if part == "" || part == "." || part == ".." || strings.ContainsRune(part, 0) {
+			return "", pathErr("lock", key, ErrUnsafePath)
+		}
+	}
+	return filepath.Join(s.root, locksDir, filepath.FromSlash(key)+".lock"), nil
+}
+
+// Lock blocks until it holds the lock for key.
+func (s *Store) Lock(key string) (*Lock, error) {
+	return s.LockContext(context.Background(), key)
+}
+
+// LockContext is Lock that gives up when ctx is done.
+func (s *Store) LockContext(ctx context.Context, key string) (*Lock, error) {
+	for {
+		l, ok, err := s.tryLock(key, func(fl *flock.Flock) (bool, error) {
+			if ctx.Done() == nil {
+				return true, fl.Lock()
+			}
+			return fl.TryLockContext(ctx, time.Millisecond)
+		})
+		if err != nil || ok {
+			return l, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// TryLock takes the lock for key if it is free. ok is false if another
+// holder has it.
+func (s *Store) TryLock(key string) (l *Lock, ok bool, err error) {
+	return s.tryLock(key, func(fl *flock.Flock) (bool, error) { return fl.TryLock() })
+}
+
+func (s *Store) tryLock(key string, acquire func(*flock.Flock) (bool, error)) (*Lock, bool, error) {
+	path, err := s.lockPath(key)
+	if err != nil {
+		return nil, false, err
+	}
+	for {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, false, pathErr("lock", key, err)
+		}
+		fl := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR))
+		ok, err := acquire(fl)
+		if err != nil {
+			fl.Close()
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return nil, false, err
+			}
+			return nil, false, pathErr("lock", key, err)
+		}
+		if !ok {
+			fl.Close()
+			return nil, false, nil
+		}
+		// The lock file may have been removed (by Remove, under its lock)
+		// between our open and our flock: then we hold a lock on an
+		// orphaned inode that nobody else will see. Check and retry.
+		if sameInode(fl, path) {
+			return &Lock{fl: fl, Key: key, path: path}, true, nil
+		}
+		fl.Unlock()
+		fl.Close()
+	}
+}
+
+func sameInode(fl *flock.Flock, path string) bool {
+	held, err := fl.Stat()
+	if err != nil {
+		return false
+	}
+	cur, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	hs, ok1 := held.Sys().(*syscall.Stat_t)
+	cs, ok2 := cur.Sys().(*syscall.Stat_t)
+	return ok1 && ok2 && hs.Ino == cs.Ino && hs.Dev == cs.Dev && hs.Nlink > 0
+}
+
+// Unlock releases the lock. It is safe to call more than once.
+func (l *Lock) Unlock() error {
+	if l == nil || l.fl == nil {
+		return nil
+	}
+	err := l.fl.Unlock()
+	l.fl.Close()
+	l.fl = nil
+	return err
+}
+
+// Remove deletes the lock file and releases the lock. Only the holder may
+// remove it; acquirers re-check the inode, so a removal never lets two
+// processes hold the "same" lock.
+func (l *Lock) Remove() error {
+	if l == nil || l.fl == nil {
+		return nil
+	}
+	err := os.Remove(l.path)
+	if uerr := l.Unlock(); err == nil {
+		err = uerr
+	}
+	return err
+}
+
+// Held reports whether this Lock is still held by us.
+func (l *Lock) Held() bool { return l != nil && l.fl != nil && l.fl.Locked() }

@@ -1,0 +1,208 @@
+package docstore
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tavernhq/tavern/schema"
+)
+
+// ErrBadExpr is returned (wrapped) for a --where expression that does not
+// parse.
+var ErrBadExpr = errors.New("bad --where expression")
+
+// Op is a comparison in a --where expression.
+type Op string
+
+// The comparison operators, longest first for parsing.
+const (
+	OpNe     Op = "!="
+	OpLe     Op = "<="
+	OpGe     Op = ">="
+	OpEq     Op = "="
+	OpLt     Op = "<"
+	OpGt     Op = ">"
+	OpHas    Op = "~"
+	OpExists Op = "?"
+)
+
+var ops = []Op{OpNe, OpLe, OpGe, OpEq, OpLt, OpGt, OpHas}
+
+// Cond is one parsed --where expression: field OP value, or field? .
+// Field may be dotted to reach into mappings (bookmarks.general).
+type Cond struct {
+	Field string
+	Op    Op
+	Value string
+}
+
+func (c Cond) String() string {
+	if c.Op == OpExists {
+		return c.Field + "?"
+	}
+	return c.Field + string(c.Op) + c.Value
+}
+
+// ParseWhere parses "field=value", "field!=value", "field<N", "field<=N",
+// "field>N", "field>=N", "field~substring" or "field?".
+func ParseWhere(expr string) (Cond, error) {
+	bad := func(why string) (Cond, error) {
+		return Cond{}, fmt.Errorf("%w %q: %s (want field=value, field!=value, field<N, field>=N, field~text or field?)", ErrBadExpr, expr, why)
+	}
+	if f, ok := strings.CutSuffix(expr, "?"); ok && validField(f) {
+		return Cond{Field: f, Op: OpExists}, nil
+	}
+	best, bestOp := -1, Op("")
+	for _, op := range ops {
+		if i := strings.Index(expr, string(op)); i >= 0 && (best < 0 || i < best || (i == best && len(op) > len(bestOp))) {
+			best, bestOp = i, op
+		}
+	}
+	if best < 0 {
+		return bad("no operator")
+	}
+	c := Cond{Field: strings.TrimSpace(expr[:best]), Op: bestOp, Value: expr[best+len(bestOp):]}
+	if !validField(c.Field) {
+		return bad("missing or invalid field name")
+	}
+	return c, nil
+}
+
+func validField(f string) bool {
+	if f == "" {
+		return false
+	}
+	for _, part := range strings.Split(f, ".") {
+		if part == "" || strings.ContainsAny(part, " \t=!<>~?") {
+			return false
+		}
+	}
+	return true
+}
+
+// Lookup finds a dotted field in decoded frontmatter.
+func Lookup(fields map[string]any, field string) (any, bool) {
+	var cur any = fields
+	for _, part := range strings.Split(field, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[part]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// Match reports whether decoded frontmatter satisfies the condition. A
+// list matches = and ~ if any entry does, and != if none does.
+func (c Cond) Match(fields map[string]any) bool {
+	v, ok := Lookup(fields, c.Field)
+	if c.Op == OpExists {
+		return ok && v != nil
+	}
+	if list, isList := v.([]any); isList {
+		hit := false
+		for _, e := range list {
+			if (Cond{Field: "v", Op: c.Op, Value: c.Value}).Match(map[string]any{"v": e}) != (c.Op == OpNe) {
+				hit = true
+				break
+			}
+		}
+		if c.Op == OpNe {
+			return !hit
+		}
+		return hit
+	}
+	if !ok || v == nil {
+		return c.Op == OpNe && c.Value != ""
+	}
+	s := scalarString(v)
+	switch c.Op {
+	case OpEq:
+		return s == c.Value
+	case OpNe:
+		return s != c.Value
+	case OpHas:
+		return strings.Contains(strings.ToLower(s), strings.ToLower(c.Value))
+	}
+	cmp, ok := compare(s, c.Value)
+	if !ok {
+		return false
+	}
+	switch c.Op {
+	case OpLt:
+		return cmp < 0
+	case OpLe:
+		return cmp <= 0
+	case OpGt:
+		return cmp > 0
+	case OpGe:
+		return cmp >= 0
+	}
+	return false
+}
+
+func scalarString(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case time.Time:
+		return schema.FormatTime(x)
+	}
+	return fmt.Sprint(v)
+}
+
+// compare orders two values as numbers, then as timestamps, then as text.
+func compare(a, b string) (int, bool) {
+	if x, err := strconv.ParseFloat(a, 64); err == nil {
+		if y, err := strconv.ParseFloat(b, 64); err == nil {
+			switch {
+			case x < y:
+				return -1, true
+			case x > y:
+				return 1, true
+			}
+			return 0, true
+		}
+		return 0, false
+	}
+	if x, err := schema.ParseTime(a); err == nil {
+		if y, err := schema.ParseTime(b); err == nil {
+			return x.Compare(y), true
+		}
+	}
+	return strings.Compare(a, b), true
+}
+
+// SortBy sorts items by a field of their frontmatter; a leading "-"
+// reverses. Missing values sort last; ties keep their order.
+func SortBy[T any](items []T, field string, fields func(T) map[string]any) {
+	desc := strings.HasPrefix(field, "-")
+	field = strings.TrimPrefix(field, "-")
+	sort.SliceStable(items, func(i, j int) bool {
+		a, okA := Lookup(fields(items[i]), field)
+		b, okB := Lookup(fields(items[j]), field)
+		if !okA || a == nil {
+			return false
+		}
+		if !okB || b == nil {
+			return true
+		}
+		c, ok := compare(scalarString(a), scalarString(b))
+		if !ok {
+			c = strings.Compare(scalarString(a), scalarString(b))
+		}
+		if desc {
+			return c > 0
+		}
+		return c < 0
+	})
+}

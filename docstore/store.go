@@ -1,0 +1,548 @@
+package docstore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tavernhq/tavern/schema"
+)
+
+// Engine-private directories inside .tavern/. Nothing in them is a document.
+const (
+	tmpDir   = ".tmp"
+	locksDir = ".locks"
+	trashDir = ".trash"
+	// ConfigFile is the store configuration document.
+	ConfigFile = "tavern.md"
+	// DirName is the name of the store directory searched for by Find.
+	DirName = ".tavern"
+)
+
+// Store is an open .tavern directory.
+type Store struct {
+	root    string // absolute, symlinks resolved
+	durable bool
+	observe func(Mutation)
+}
+
+// Mutation describes a change the engine made, for journaling.
+type Mutation struct {
+	Op   string // "create", "update", "delete", "move"
+	Path string // document path after the change
+	From string // for "move": the path before
+	Doc  *Doc   // the document as written (nil for delete)
+	Prev *Doc   // the document before the change, where known
+}
+
+// Observe registers fn to be called after every successful mutation made
+// through this Store. The watcher package uses it to journal engine
+// mutations; fn must not call back into the Store's mutating methods.
+func (s *Store) Observe(fn func(Mutation)) { s.observe = fn }
+
+func (s *Store) notify(m Mutation) {
+	if s.observe != nil {
+		s.observe(m)
+	}
+}
+
+// Find searches start and its parents for a .tavern directory, like git
+// does for .git, and returns its absolute path.
+func Find(start string) (string, error) {
+	dir, err := filepath.Abs(start)
+	if err != nil {
+		return "", err
+	}
+	for {
+		cand := filepath.Join(dir, DirName)
+		if fi, err := os.Stat(cand); err == nil && fi.IsDir() {
+			return cand, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", ErrNoStore
+		}
+		dir = parent
+	}
+}
+
+// Open opens the store at dir, the .tavern directory itself.
+func Open(dir string) (*Store, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	root, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, pathErr("open", abs, ErrNoStore)
+		}
+		return nil, err
+	}
+	if fi, err := os.Stat(filepath.Join(root, ConfigFile)); err != nil || !fi.Mode().IsRegular() {
+		return nil, pathErr("open", abs, ErrNoStore)
+	}
+	s := &Store{root: root, durable: true}
+	for _, d := range []string{tmpDir, locksDir, trashDir} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if cfg, err := s.Get(ConfigFile); err == nil && cfg.String("durability") == "relaxed" {
+		s.durable = false
+	}
+	return s, nil
+}
+
+// InitDirs are the directories `tavern init` creates.
+var InitDirs = []string{"agents", "constitutions", "queues", "commitments", "channels", "messages", "notes",
+	"tuples", "memory", "knowledge", "pools", "questions", "bookmarks", "events", tmpDir, locksDir, trashDir}
+
+// Init creates a store at dir (the .tavern directory) with its config
+// and kind directories. It is idempotent: existing files are kept.
+// created reports whether tavern.md was new.
+func Init(dir, name string) (s *Store, created bool, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, false, err
+	}
+	for _, d := range InitDirs {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return nil, false, err
+		}
+	}
+	cfgPath := filepath.Join(dir, ConfigFile)
+	if _, err := os.Lstat(cfgPath); errors.Is(err, fs.ErrNotExist) {
+		s := &Store{durable: true}
+		if s.root, err = filepath.EvalSymlinks(dir); err != nil {
+			return nil, false, err
+		}
+		body := []byte("\n# Tavern store\n\nThis directory is the coordination state of the project. Every file is\n" +
+			"markdown with YAML frontmatter; edit by hand or with `tavern`.\n")
+		doc, err := New(schema.Config, [][2]any{
+			{schema.VersionField, schema.Config.Version},
+			{"name", name},
+			{"durability", "durable"},
+			{"created", time.Now()},
+		}, body)
+		if err != nil {
+			return nil, false, err
+		}
+		if err := s.createFile(ConfigFile, doc.Bytes()); err != nil && !errors.Is(err, ErrExist) {
+			return nil, false, err
+		}
+		created = true
+	}
+	s, err = Open(dir)
+	return s, created, err
+}
+
+// Root returns the absolute path of the .tavern directory.
+func (s *Store) Root() string { return s.root }
+
+// Durable reports whether writes are fsynced.
+func (s *Store) Durable() bool { return s.durable }
+
+// Abs returns the absolute file path of a document path, after checking
+// that it stays inside the store.
+func (s *Store) Abs(rel string) (string, error) { return s.abs(rel) }
+
+// abs validates rel and joins it to the root. It refuses absolute paths,
+// "..", engine-private names and symlinks that resolve outside the store.
+func (s *Store) abs(rel string) (string, error) {
+	if rel == "" || filepath.IsAbs(rel) || strings.ContainsRune(rel, 0) {
+		return "", ErrUnsafePath
+	}
+	clean := filepath.ToSlash(filepath.Clean(rel))
+	if clean == ".." || strings.HasPrefix(clean, "../") || clean != strings.TrimPrefix(rel, "./") {
+		return "", ErrUnsafePath
+	}
+	full := filepath.Join(s.root, filepath.FromSlash(clean))
+	// Resolve the deepest existing ancestor: a symlink anywhere on the
+	// way must still land inside the store.
+	probe := full
+	for {
+		real, err := filepath.EvalSymlinks(probe)
+		if err == nil {
+			if real != s.root && !strings.HasPrefix(real, s.root+string(filepath.Separator)) {
+				return "", ErrUnsafePath
+			}
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		parent := filepath.Dir(probe)
+		if parent == probe || len(parent) < len(s.root) {
+			break
+		}
+		probe = parent
+	}
+	return full, nil
+}
+
+// Rel converts an absolute file path to a document path, refusing paths
+// outside the store.
+func (s *Store) Rel(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	} else if dir, err2 := filepath.EvalSymlinks(filepath.Dir(abs)); err2 == nil {
+		abs = filepath.Join(dir, filepath.Base(abs))
+	}
+	rel, err := filepath.Rel(s.root, abs)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return "", pathErr("resolve", path, ErrUnsafePath)
+	}
+	return filepath.ToSlash(rel), nil
+}
+
+// ReadFile reads a file inside the store, refusing files over MaxDocSize.
+func (s *Store) ReadFile(rel string) ([]byte, error) {
+	full, err := s.abs(rel)
+	if err != nil {
+		return nil, pathErr("read", rel, err)
+	}
+	f, err := os.Open(full)
+	if err != nil {
+		return nil, pathErr("read", rel, unwrapPath(err))
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, pathErr("read", rel, err)
+	}
+	if fi.IsDir() {
+		return nil, pathErr("read", rel, errors.New("is a directory"))
+	}
+	if fi.Size() > MaxDocSize {
+		return nil, &ParseError{Path: rel, Msg: fmt.Sprintf("%d bytes is larger than the %d byte limit", fi.Size(), MaxDocSize)}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxDocSize+1))
+	if err != nil {
+		return nil, pathErr("read", rel, err)
+	}
+	if len(data) > MaxDocSize {
+		return nil, &ParseError{Path: rel, Msg: fmt.Sprintf("larger than the %d byte limit", MaxDocSize)}
+	}
+	return data, nil
+}
+
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// Get reads and parses the document at rel. The Doc is returned as
+// written; Doc.View gives the migrated view.
+func (s *Store) Get(rel string) (*Doc, error) {
+	data, err := s.ReadFile(rel)
+	if err != nil {
+		return nil, err
+	}
+	d, err := Parse(rel, data)
+	if err != nil {
+		return nil, err
+	}
+	s.classify(d)
+	return d, nil
+}
+
+func (s *Store) classify(d *Doc) {
+	if k, caps, err := schema.KindOfPath(d.Path); err == nil {
+		d.Kind = k
+		d.Name = k.DocName(caps)
+	}
+}
+
+// Create writes a new document at rel, failing with ErrExist if there is
+// one. The document is validated first; nothing is written if invalid.
+func (s *Store) Create(rel string, d *Doc) error {
+	d.Path = rel
+	s.classify(d)
+	if d.Kind == nil {
+		return &schema.UnknownKindError{Path: rel}
+	}
+	if errs := d.Validate(false); len(errs) > 0 {
+		return &ValidationError{Path: rel, Errors: errs}
+	}
+	data := d.Bytes()
+	if err := s.createFile(rel, data); err != nil {
+		return err
+	}
+	d.Rev = Revision(data)
+	s.notify(Mutation{Op: "create", Path: rel, Doc: d})
+	return nil
+}
+
+// Update applies fn to the current version of the document under its
+// lock and writes the result if fn changed it. If fn returns an error,
+// nothing is written. A document that a person edits concurrently (without
+// the lock) is detected by its revision and reported as ErrConflict.
+func (s *Store) Update(rel string, fn func(*Doc) error) (*Doc, error) {
+	return s.UpdateIf(rel, "", fn)
+}
+
+// UpdateIf is Update that fails with ErrConflict unless the document's
+// current revision is baseRev (optimistic concurrency). An empty baseRev
+// accepts any revision.
+func (s *Store) UpdateIf(rel, baseRev string, fn func(*Doc) error) (*Doc, error) {
+	l, err := s.Lock(DocLockKey(rel))
+	if err != nil {
+		return nil, err
+	}
+	defer l.Unlock()
+	return s.updateHeld(rel, baseRev, fn)
+}
+
+// UpdateHeld is Update for a caller that already holds the lock which
+// serialises writers of rel (e.g. a queue item's claim lock). l is not
+// used beyond documenting that contract.
+func (s *Store) UpdateHeld(l *Lock, rel string, fn func(*Doc) error) (*Doc, error) {
+	return s.updateHeld(rel, "", fn)
+}
+
+func (s *Store) updateHeld(rel, baseRev string, fn func(*Doc) error) (*Doc, error) {
+	d, err := s.Get(rel)
+	if err != nil {
+		return nil, err
+	}
+	if baseRev != "" && d.Rev != baseRev {
+		return nil, &ConflictError{Path: rel, Want: baseRev, Got: d.Rev}
+	}
+	prev := d.Clone()
+	if err := fn(d); err != nil {
+		return nil, err
+	}
+	data := d.Bytes()
+	if bytes.Equal(data, prev.Bytes()) {
+		return d, nil
+	}
+	if errs := d.Validate(false); len(errs) > 0 {
+		return nil, &ValidationError{Path: rel, Errors: errs}
+	}
+	// A hand edit that raced us since Get: do not overwrite it.
+	if cur, err := s.ReadFile(rel); err != nil || Revision(cur) != prev.Rev {
+		got := "deleted"
+		if err == nil {
+			got = Revision(cur)
+		}
+		return nil, &ConflictError{Path: rel, Want: prev.Rev, Got: got}
+	}
+	if err := s.WriteFile(rel, data); err != nil {
+		return nil, err
+	}
+	d.Rev = Revision(data)
+	s.notify(Mutation{Op: "update", Path: rel, Doc: d, Prev: prev})
+	return d, nil
+}
+
+// Delete moves the document to .trash/ (never an unlink of user data).
+func (s *Store) Delete(rel string) error {
+	l, err := s.Lock(DocLockKey(rel))
+	if err != nil {
+		return err
+	}
+	defer l.Unlock()
+	prev, _ := s.Get(rel)
+	full, err := s.abs(rel)
+	if err != nil {
+		return pathErr("delete", rel, err)
+	}
+	if _, err := os.Lstat(full); err != nil {
+		return pathErr("delete", rel, unwrapPath(err))
+	}
+	trash := filepath.Join(s.root, trashDir, time.Now().UTC().Format("20060102T150405.000000000")+"-"+strings.ReplaceAll(rel, "/", "__"))
+	if err := os.Rename(full, trash); err != nil {
+		return pathErr("delete", rel, unwrapPath(err))
+	}
+	if err := s.syncDir(filepath.Dir(full)); err != nil {
+		return err
+	}
+	s.notify(Mutation{Op: "delete", Path: rel, Prev: prev})
+	return nil
+}
+
+// Move writes the document at from, after fn edits it, to the new path to
+// and removes from. The caller holds the lock that serialises writers of
+// the document. The new file is durable before the old one is removed, so
+// a crash in between leaves both copies; readers resolve that by
+// preferring the later state (see queues).
+func (s *Store) Move(l *Lock, from, to string, fn func(*Doc) error) (*Doc, error) {
+	d, err := s.Get(from)
+	if err != nil {
+		return nil, err
+	}
+	prev := d.Clone()
+	if fn != nil {
+		if err := fn(d); err != nil {
+			return nil, err
+		}
+	}
+	d.Path = to
+	s.classify(d)
+	if errs := d.Validate(false); len(errs) > 0 {
+		return nil, &ValidationError{Path: from, Errors: errs}
+	}
+	data := d.Bytes()
+	if err := s.createFile(to, data); err != nil {
+		return nil, err
+	}
+	fromAbs, _ := s.abs(from)
+	if err := os.Remove(fromAbs); err != nil {
+		return nil, pathErr("move", from, unwrapPath(err))
+	}
+	if err := s.syncDir(filepath.Dir(fromAbs)); err != nil {
+		return nil, err
+	}
+	d.Rev = Revision(data)
+	s.notify(Mutation{Op: "move", Path: to, From: from, Doc: d, Prev: prev})
+	return d, nil
+}
+
+// ListFiles returns the document paths of a kind, sorted. Files that do
+// not match the kind's pattern (stray files, temp files) are skipped.
+func (s *Store) ListFiles(k *schema.Kind) ([]string, error) {
+	var out []string
+	dir := k.Dir()
+	start := filepath.Join(s.root, filepath.FromSlash(dir))
+	if dir == "" { // fixed file at the root, e.g. tavern.md
+		if _, ok := k.Match(ConfigFile); ok {
+			if _, err := os.Stat(filepath.Join(s.root, ConfigFile)); err == nil {
+				out = append(out, ConfigFile)
+			}
+		}
+		return out, nil
+	}
+	err := filepath.WalkDir(start, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if e.IsDir() {
+			if p != start && strings.HasPrefix(e.Name(), ".") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		rel, _ := filepath.Rel(s.root, p)
+		rel = filepath.ToSlash(rel)
+		if _, ok := k.Match(rel); ok {
+			out = append(out, rel)
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return out, err
+}
+
+// List reads every document of a kind. Documents that cannot be read or
+// parsed are returned as errors alongside the rest; one bad file never
+// hides the others.
+func (s *Store) List(k *schema.Kind) ([]*Doc, []error) {
+	paths, err := s.ListFiles(k)
+	if err != nil {
+		return nil, []error{err}
+	}
+	var docs []*Doc
+	var errs []error
+	for _, p := range paths {
+		d, err := s.Get(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		docs = append(docs, d)
+	}
+	return docs, errs
+}
+
+// Resolve turns a reference into a document path. A reference is
+// "kind/name" (singular or plural kind: agents/alice, agent/alice), a name
+// with fewer parts where the rest is unambiguous (items/ID, commitments/ID),
+// or a path relative to the store root.
+func (s *Store) Resolve(ref string) (string, error) {
+	ref = strings.TrimPrefix(filepath.ToSlash(ref), "./")
+	if strings.HasSuffix(ref, ".md") {
+		if k, _, err := schema.KindOfPath(ref); err == nil && k != nil {
+			if _, err := s.abs(ref); err != nil {
+				return "", pathErr("resolve", ref, err)
+			}
+			return ref, nil
+		}
+	}
+	kindName, name, _ := strings.Cut(ref, "/")
+	k, err := schema.Lookup(kindName)
+	if err != nil {
+		return "", err
+	}
+	name = strings.TrimSuffix(name, ".md")
+	if k.NameParts() == 0 {
+		return k.Path("", nil)
+	}
+	parts := strings.Split(name, "/")
+	for _, p := range parts {
+		if err := schema.ValidName(p); err != nil {
+			return "", err
+		}
+	}
+	if len(parts) > k.NameParts() {
+		return "", &schema.NameError{Name: name, Reason: fmt.Sprintf("%s names have at most %d part(s)", k.Name, k.NameParts())}
+	}
+	// Fill the leading captures with wildcards and glob.
+	pattern := k.Pattern
+	free := k.NameParts() - len(parts)
+	i := 0
+	var b strings.Builder
+	for _, seg := range strings.Split(strings.TrimSuffix(pattern, ".md"), "/") {
+		if b.Len() > 0 {
+			b.WriteByte('/')
+		}
+		switch {
+		case !strings.HasPrefix(seg, "{"):
+			b.WriteString(seg)
+		case strings.Contains(seg, ":"):
+			b.WriteString("*")
+		case free > 0:
+			b.WriteString("*")
+			free--
+		default:
+			b.WriteString(parts[i])
+			i++
+		}
+	}
+	glob := b.String() + ".md"
+	if !strings.Contains(glob, "*") {
+		return glob, nil
+	}
+	matches, _ := filepath.Glob(filepath.Join(s.root, filepath.FromSlash(glob)))
+	var found []string
+	for _, m := range matches {
+		rel, _ := filepath.Rel(s.root, m)
+		rel = filepath.ToSlash(rel)
+		if _, ok := k.Match(rel); ok {
+			found = append(found, rel)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", pathErr("resolve", ref, ErrNotExist)
+	case 1:
+		return found[0], nil
+	}
+	return "", pathErr("resolve", ref, fmt.Errorf("%w: %s", ErrAmbiguous, strings.Join(found, ", ")))
+}

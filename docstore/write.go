@@ -1,0 +1,142 @@
+package docstore
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+var tmpSeq atomic.Uint64
+
+// WriteFile is the one durable write path of the engine: a temp file in
+// .tavern/.tmp/, write, fsync, rename over rel, fsync of rel's directory.
+// A crash at any instant leaves the old or the new version of rel, never a
+// torn or empty one. With `durability: relaxed` the fsyncs are skipped:
+// still atomic, no longer durable across power loss.
+func (s *Store) WriteFile(rel string, data []byte) error {
+	return s.publish(rel, data, false)
+}
+
+// createFile is WriteFile that fails with ErrExist instead of replacing.
+func (s *Store) createFile(rel string, data []byte) error {
+	return s.publish(rel, data, true)
+}
+
+func (s *Store) publish(rel string, data []byte, exclusive bool) (err error) {
+	op := "write"
+	if exclusive {
+		op = "create"
+	}
+	full, err := s.abs(rel)
+	if err != nil {
+		return pathErr(op, rel, err)
+	}
+	if err := s.mkdirAll(filepath.Dir(full)); err != nil {
+		return pathErr(op, rel, err)
+	}
+	if fi, err := os.Lstat(full); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return pathErr(op, rel, ErrUnsafePath)
+	}
+	tmp, err := s.writeTemp(data)
+	if err != nil {
+		return pathErr(op, rel, err)
+	}
+	defer func() {
+		if err != nil {
+			os.Remove(tmp)
+		}
+	}()
+	if exclusive {
+		err = renameNoReplace(tmp, full)
+	} else {
+		err = os.Rename(tmp, full)
+	}
+	if err != nil {
+		return pathErr(op, rel, unwrapLink(err))
+	}
+	return s.syncDir(filepath.Dir(full))
+}
+
+// writeTemp writes data to a new file in .tmp/ and fsyncs it.
+func (s *Store) writeTemp(data []byte) (name string, err error) {
+	name = filepath.Join(s.root, tmpDir, strconv.Itoa(os.Getpid())+"-"+strconv.FormatUint(tmpSeq.Add(1), 10)+".tmp")
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(data)
+	if err == nil && s.durable {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(name)
+		return "", err
+	}
+	return name, nil
+}
+
+func (s *Store) syncDir(dir string) error {
+	if !s.durable {
+		return nil
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// renameNoReplace renames old to new unless new exists (EEXIST). It uses
+// renameat2(RENAME_NOREPLACE) and falls back to link+unlink where the
+// filesystem lacks it.
+func renameNoReplace(oldpath, newpath string) error {
+	err := unix.Renameat2(unix.AT_FDCWD, oldpath, unix.AT_FDCWD, newpath, unix.RENAME_NOREPLACE)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOSYS) && !errors.Is(err, unix.ENOTSUP) {
+		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: err}
+	}
+	if err := os.Link(oldpath, newpath); err != nil {
+		return err
+	}
+	return os.Remove(oldpath)
+}
+
+func unwrapLink(err error) error {
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		if errors.Is(le.Err, syscall.EEXIST) {
+			return ErrExist
+		}
+		if errors.Is(le.Err, syscall.ENOENT) {
+			return ErrNotExist
+		}
+		return le.Err
+	}
+	return err
+}
+
+// mkdirAll creates dir (inside the store) and its parents.
+func (s *Store) mkdirAll(dir string) error {
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	// New directory entries must survive a crash too.
+	return s.syncDir(filepath.Dir(dir))
+}

@@ -1,0 +1,66 @@
+package schema
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrUnknownKind is returned (wrapped in *UnknownKindError) when a kind
+// name or a document path matches no registered kind.
+var ErrUnknownKind = errors.New("unknown kind")
+
+// ErrInvalidName is returned (wrapped in *NameError) when a name cannot be
+// used as a path segment.
+var ErrInvalidName = errors.New("invalid name")
+
+// ErrInvalid is matched by every *FieldError, so callers can test
+// errors.Is(err, schema.ErrInvalid) for "the document does not validate".
+var ErrInvalid = errors.New("invalid document")
+
+// UnknownKindError names the kind or the path that matched nothing.
+type UnknownKindError struct {
+	Name string // the kind name given, if any
+	Path string // the document path given, if any
+}
+
+func (e *UnknownKindError) Error() string {
+	if e.Path != "" {
+		return fmt.Sprintf("%s: not a document of any known kind", e.Path)
+	}
+	return fmt.Sprintf("unknown kind %q (see `tavern schema` for the list)", e.Name)
+}
+
+func (e *UnknownKindError) Unwrap() error { return ErrUnknownKind }
+
+// NameError explains why a name was refused.
+type NameError struct {
+	Name   string
+	Reason string
+}
+
+func (e *NameError) Error() string { return fmt.Sprintf("invalid name %q: %s", e.Name, e.Reason) }
+
+func (e *NameError) Unwrap() error { return ErrInvalidName }
+
+// FieldError is one validation problem at a position in a document.
+type FieldError struct {
+	Path    string // document path; set by the caller that knows it
+	Line    int
+	Col     int
+	Field   string // empty for problems with the document as a whole
+	Msg     string
+	Unknown bool // an unknown field, reported only in strict mode
+}
+
+func (e *FieldError) Error() string {
+	loc := fmt.Sprintf("%d:%d", e.Line, e.Col)
+	if e.Path != "" {
+		loc = e.Path + ":" + loc
+	}
+	if e.Field == "" {
+		return loc + ": " + e.Msg
+	}
+	return loc + ": " + e.Field + ": " + e.Msg
+}
+
+func (e *FieldError) Unwrap() error { return ErrInvalid }

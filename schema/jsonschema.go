@@ -1,0 +1,69 @@
+package schema
+
+// JSONSchema returns a JSON Schema (draft 2020-12) for the kind's
+// frontmatter, for editors that validate YAML against JSON Schema.
+// Unknown fields are allowed, as they are in tavern.
+func (k *Kind) JSONSchema() map[string]any {
+	props := map[string]any{
+		VersionField: map[string]any{"type": "integer", "maximum": k.Version, "description": "schema version of this document"},
+	}
+	var required []string
+	for _, f := range k.Fields {
+		p := map[string]any{}
+		switch f.Type {
+		case String:
+			p["type"] = "string"
+			if len(f.Enum) > 0 {
+				p["enum"] = f.Enum
+			}
+			switch f.Pattern {
+			case "kebab":
+				p["pattern"] = kebab.String()
+			case "name":
+				p["pattern"] = `^[^./\\][^/\\]*$`
+			}
+		case Int:
+			p["type"] = "integer"
+			if f.Min != nil {
+				p["minimum"] = *f.Min
+			}
+		case Number:
+			p["type"] = "number"
+		case Bool:
+			p["type"] = "boolean"
+		case Time:
+			p["type"] = "string"
+			p["format"] = "date-time"
+		case Duration:
+			p["type"] = "string"
+			p["pattern"] = `^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+		case Strings:
+			p["type"] = "array"
+			p["items"] = map[string]any{"type": []string{"string", "number", "boolean"}}
+		case Map:
+			p["type"] = "object"
+		}
+		if f.Doc != "" {
+			p["description"] = f.Doc
+		}
+		if f.Default != nil {
+			p["default"] = f.Default
+		}
+		props[f.Name] = p
+		if f.Required {
+			required = append(required, f.Name)
+		}
+	}
+	s := map[string]any{
+		"$schema":              "https://json-schema.org/draft/2020-12/schema",
+		"title":                "tavern " + k.Name,
+		"description":          k.Doc,
+		"type":                 "object",
+		"properties":           props,
+		"additionalProperties": true,
+	}
+	if len(required) > 0 {
+		s["required"] = required
+	}
+	return s
+}

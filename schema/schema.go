@@ -1,0 +1,264 @@
+package schema
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Type is the type of a frontmatter field.
+type Type string
+
+// The field types. Durations are Go duration strings ("90s", "5m").
+// Times are RFC 3339 timestamps (YAML timestamps or strings).
+const (
+	String   Type = "string"
+	Int      Type = "int"
+	Number   Type = "number"
+	Bool     Type = "bool"
+	Time     Type = "time"
+	Duration Type = "duration"
+	Strings  Type = "strings" // list of strings
+	Map      Type = "map"     // any mapping
+	Any      Type = "any"
+)
+
+// Field describes one frontmatter key of a kind.
+type Field struct {
+	Name     string
+	Type     Type
+	Required bool
+	Enum     []string // allowed values for String fields
+	Default  any      // value new documents get when the field is not given
+	Min      *int64   // lower bound for Int fields
+	Pattern  string   // "name" for path-safe names, "kebab" for kebab-case
+	Doc      string
+}
+
+// Kind is one document kind: where its files live and which fields they have.
+type Kind struct {
+	Name    string   // singular: "agent"
+	Plural  string   // directory-style plural: "agents"
+	Aliases []string // other accepted spellings
+	// Pattern maps documents to paths relative to the store root.
+	// Segments in braces capture names: "{agent}". A capture written
+	// "{state:a|b}" only matches the listed values and is not part of the
+	// document's name. The last segment ends in ".md".
+	Pattern string
+	Version int // current schema_version
+	Fields  []Field
+	// Migrations upgrade documents written by older versions, in order.
+	Migrations []Migration
+	Doc        string
+}
+
+// Field returns the named field, or nil.
+func (k *Kind) Field(name string) *Field {
+	for i := range k.Fields {
+		if k.Fields[i].Name == name {
+			return &k.Fields[i]
+		}
+	}
+	return nil
+}
+
+var registry = map[string]*Kind{}
+var ordered []*Kind
+
+// Register adds a kind to the registry. It panics on a duplicate name, which
+// is a programming error.
+func Register(k *Kind) {
+	for _, n := range append([]string{k.Name, k.Plural}, k.Aliases...) {
+		if registry[n] == k {
+			continue
+		}
+		if _, dup := registry[n]; dup {
+			panic("schema: duplicate kind name " + n)
+		}
+		registry[n] = k
+	}
+	ordered = append(ordered, k)
+	sort.Slice(ordered, func(i, j int) bool { return ordered[i].Name < ordered[j].Name })
+}
+
+// Lookup finds a kind by its singular, plural or alias name.
+func Lookup(name string) (*Kind, error) {
+	if k, ok := registry[strings.ToLower(name)]; ok {
+		return k, nil
+	}
+	return nil, &UnknownKindError{Name: name}
+}
+
+// Kinds returns every registered kind sorted by name.
+func Kinds() []*Kind { return append([]*Kind(nil), ordered...) }
+
+type segment struct {
+	literal string
+	capture string
+	choices []string // for {x:a|b}
+}
+
+func (k *Kind) segments() []segment {
+	parts := strings.Split(strings.TrimSuffix(k.Pattern, ".md"), "/")
+	segs := make([]segment, len(parts))
+	for i, p := range parts {
+		if strings.HasPrefix(p, "{") && strings.HasSuffix(p, "}") {
+			name, choices, _ := strings.Cut(p[1:len(p)-1], ":")
+			segs[i].capture = name
+			if choices != "" {
+				segs[i].choices = strings.Split(choices, "|")
+			}
+		} else {
+			segs[i].literal = p
+		}
+	}
+	return segs
+}
+
+// Match reports whether rel (slash-separated, relative to the store root)
+// is a document of this kind, and returns its captures.
+func (k *Kind) Match(rel string) (map[string]string, bool) {
+	if !strings.HasSuffix(rel, ".md") {
+		return nil, false
+	}
+	parts := strings.Split(strings.TrimSuffix(rel, ".md"), "/")
+	segs := k.segments()
+	if len(parts) != len(segs) {
+		return nil, false
+	}
+	caps := map[string]string{}
+	for i, s := range segs {
+		switch {
+		case s.literal != "":
+			if parts[i] != s.literal {
+				return nil, false
+			}
+		case s.choices != nil:
+			if !contains(s.choices, parts[i]) {
+				return nil, false
+			}
+			caps[s.capture] = parts[i]
+		default:
+			if ValidName(parts[i]) != nil {
+				return nil, false
+			}
+			caps[s.capture] = parts[i]
+		}
+	}
+	return caps, true
+}
+
+// DocName is the document's name within its kind: the free captures of
+// its path joined by "/" ("alice", "alice/01J..." for commitments).
+func (k *Kind) DocName(caps map[string]string) string {
+	var parts []string
+	for _, s := range k.segments() {
+		if s.capture != "" && s.choices == nil {
+			parts = append(parts, caps[s.capture])
+		}
+	}
+	return strings.Join(parts, "/")
+}
+
+// NameParts is the number of "/"-separated parts in a document name.
+func (k *Kind) NameParts() int {
+	n := 0
+	for _, s := range k.segments() {
+		if s.capture != "" && s.choices == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// Path builds a document path from a name ("alice", or "alice/ID") and
+// values for enumerated captures (e.g. state). It validates every part.
+func (k *Kind) Path(name string, choice map[string]string) (string, error) {
+	var parts []string
+	if name != "" {
+		parts = strings.Split(name, "/")
+	}
+	if len(parts) != k.NameParts() {
+		return "", &NameError{Name: name, Reason: fmt.Sprintf("%s names have %d part(s) separated by /", k.Name, k.NameParts())}
+	}
+	var out []string
+	i := 0
+	for _, s := range k.segments() {
+		switch {
+		case s.literal != "":
+			out = append(out, s.literal)
+		case s.choices != nil:
+			v := choice[s.capture]
+			if v == "" {
+				v = s.choices[0]
+			}
+			if !contains(s.choices, v) {
+				return "", &NameError{Name: v, Reason: s.capture + " must be one of " + strings.Join(s.choices, ", ")}
+			}
+			out = append(out, v)
+		default:
+			if err := ValidName(parts[i]); err != nil {
+				return "", err
+			}
+			out = append(out, parts[i])
+			i++
+		}
+	}
+	return strings.Join(out, "/") + ".md", nil
+}
+
+// Dir returns the directory holding this kind's documents, up to the first
+// capture ("agents", "queues", "" for the store config).
+func (k *Kind) Dir() string {
+	var out []string
+	for _, s := range k.segments() {
+		if s.literal == "" {
+			break
+		}
+		out = append(out, s.literal)
+	}
+	if len(out) == len(k.segments()) { // a fixed path like tavern.md
+		out = out[:len(out)-1]
+	}
+	return strings.Join(out, "/")
+}
+
+// KindOfPath finds the kind whose pattern matches rel.
+func KindOfPath(rel string) (*Kind, map[string]string, error) {
+	for _, k := range ordered {
+		if caps, ok := k.Match(rel); ok {
+			return k, caps, nil
+		}
+	}
+	return nil, nil, &UnknownKindError{Path: rel}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// ValidName reports whether s may be used as one path segment of a
+// document: no "/", "\", "..", control characters, or leading dot.
+func ValidName(s string) error {
+	switch {
+	case s == "":
+		return &NameError{Name: s, Reason: "empty name"}
+	case len(s) > 200:
+		return &NameError{Name: s, Reason: "longer than 200 bytes"}
+	case strings.HasPrefix(s, "."):
+		return &NameError{Name: s, Reason: "leading dot"}
+	case strings.ContainsAny(s, `/\`):
+		return &NameError{Name: s, Reason: "contains a path separator"}
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || r == 0xfffd {
+			return &NameError{Name: s, Reason: "contains a control or invalid character"}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,175 @@
+package schema
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// VersionField is the frontmatter key holding a document's schema version.
+const VersionField = "schema_version"
+
+var kebab = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+
+// Validate checks a frontmatter mapping node against the kind. Unknown
+// fields are reported (with Unknown set) only when strict is true. The
+// returned errors carry line and column but no path; callers add it.
+func (k *Kind) Validate(m *yaml.Node, strict bool) []*FieldError {
+	if m == nil || m.Kind != yaml.MappingNode {
+		line, col := 1, 1
+		if m != nil {
+			line, col = m.Line, m.Column
+		}
+		return []*FieldError{{Line: line, Col: col, Msg: "frontmatter must be a mapping of field: value"}}
+	}
+	var errs []*FieldError
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		key, val := m.Content[i], m.Content[i+1]
+		name := key.Value
+		if seen[name] {
+			errs = append(errs, &FieldError{Line: key.Line, Col: key.Column, Field: name, Msg: "duplicate field"})
+			continue
+		}
+		seen[name] = true
+		if name == VersionField {
+			if val.Tag != "!!int" {
+				errs = append(errs, &FieldError{Line: val.Line, Col: val.Column, Field: name, Msg: "must be an integer"})
+			} else if v, _ := strconv.Atoi(val.Value); v > k.Version {
+				errs = append(errs, &FieldError{Line: val.Line, Col: val.Column, Field: name,
+					Msg: fmt.Sprintf("version %d is newer than this tavern understands (%d)", v, k.Version)})
+			}
+			continue
+		}
+		f := k.Field(name)
+		if f == nil {
+			if strict {
+				errs = append(errs, &FieldError{Line: key.Line, Col: key.Column, Field: name, Msg: "unknown field", Unknown: true})
+			}
+			continue
+		}
+		if isNull(val) {
+			if f.Required {
+				errs = append(errs, &FieldError{Line: val.Line, Col: val.Column, Field: name, Msg: "required, but empty"})
+			}
+			continue
+		}
+		if msg := f.check(val); msg != "" {
+			errs = append(errs, &FieldError{Line: val.Line, Col: val.Column, Field: name, Msg: msg})
+		}
+	}
+	for _, f := range k.Fields {
+		if f.Required && !seen[f.Name] {
+			errs = append(errs, &FieldError{Line: m.Line, Col: m.Column, Field: f.Name, Msg: "required field missing"})
+		}
+	}
+	return errs
+}
+
+func isNull(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.Tag == "!!null"
+}
+
+func (f *Field) check(n *yaml.Node) string {
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	scalar := n.Kind == yaml.ScalarNode
+	switch f.Type {
+	case String:
+		if !scalar {
+			return "must be a single value (text), not a list or mapping"
+		}
+		if len(f.Enum) > 0 && !contains(f.Enum, n.Value) {
+			return fmt.Sprintf("%q is not one of %s", n.Value, strings.Join(f.Enum, ", "))
+		}
+		switch f.Pattern {
+		case "name":
+			if err := ValidName(n.Value); err != nil {
+				return err.Error()
+			}
+		case "kebab":
+			if !kebab.MatchString(n.Value) {
+				return fmt.Sprintf("%q must be kebab-case (lowercase words joined by -)", n.Value)
+			}
+		}
+	case Int:
+		if !scalar || n.Tag != "!!int" {
+			return fmt.Sprintf("must be an integer, got %s", describe(n))
+		}
+		v, err := strconv.ParseInt(n.Value, 0, 64)
+		if err != nil {
+			return "integer out of range"
+		}
+		if f.Min != nil && v < *f.Min {
+			return fmt.Sprintf("must be at least %d", *f.Min)
+		}
+	case Number:
+		if !scalar || (n.Tag != "!!int" && n.Tag != "!!float") {
+			return fmt.Sprintf("must be a number, got %s", describe(n))
+		}
+	case Bool:
+		if !scalar || n.Tag != "!!bool" {
+			return fmt.Sprintf("must be true or false, got %s", describe(n))
+		}
+	case Time:
+		if !scalar {
+			return "must be a timestamp (RFC 3339)"
+		}
+		if _, err := ParseTime(n.Value); err != nil {
+			return fmt.Sprintf("%q is not a timestamp (want RFC 3339, e.g. 2026-01-02T15:04:05Z)", n.Value)
+		}
+	case Duration:
+		if !scalar {
+			return "must be a duration like 30s or 5m"
+		}
+		if _, err := time.ParseDuration(n.Value); err != nil {
+			return fmt.Sprintf("%q is not a duration (e.g. 30s, 5m, 1h)", n.Value)
+		}
+	case Strings:
+		if n.Kind != yaml.SequenceNode {
+			return fmt.Sprintf("must be a list, got %s", describe(n))
+		}
+		for _, c := range n.Content {
+			if c.Kind != yaml.ScalarNode {
+				return "list entries must be single values"
+			}
+		}
+	case Map:
+		if n.Kind != yaml.MappingNode {
+			return fmt.Sprintf("must be a mapping, got %s", describe(n))
+		}
+	}
+	return ""
+}
+
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.MappingNode:
+		return "a mapping"
+	}
+	return fmt.Sprintf("%q", n.Value)
+}
+
+// ParseTime accepts RFC 3339 with or without fractional seconds, and the
+// space-separated form YAML allows.
+func ParseTime(s string) (time.Time, error) {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999Z07:00", "2006-01-02T15:04:05.999999999", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("not a timestamp: %q", s)
+}
+
+// FormatTime is the one timestamp format the engine writes: RFC 3339 in
+// UTC with millisecond precision, which sorts lexically.
+func FormatTime(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
