@@ -591,4 +591,3 @@ func (p *Projection) follow() {
 
 // Path returns the absolute path of a document path.
 func (p *Projection) Path(rel string) string { return filepath.Join(p.root, filepath.FromSlash(rel)) }
-
