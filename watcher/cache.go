@@ -142,6 +142,7 @@ func writeCache(root string, cd *cacheData) error {
 	if err != nil {
 		return err
 	}
+	_ = f.Chmod(0o644) // readable like the documents it indexes
 	if _, err := f.Write(buf.Bytes()); err != nil {
 		f.Close()
 		os.Remove(f.Name())

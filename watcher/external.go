@@ -143,11 +143,14 @@ func MutationEvent(m docstore.Mutation) Event {
 }
 
 // RecordMutations journals every mutation made through s into j, so the
-// watcher can tell engine changes from external ones. onErr (may be nil)
-// receives append failures: the mutation itself has already happened.
-func RecordMutations(s *docstore.Store, j *Journal, onErr func(error)) {
+// watcher can tell engine changes from external ones. agent (may be "")
+// is recorded as the acting agent. onErr (may be nil) receives append
+// failures: the mutation itself has already happened.
+func RecordMutations(s *docstore.Store, j *Journal, agent string, onErr func(error)) {
 	s.Observe(func(m docstore.Mutation) {
-		if _, err := j.Append(MutationEvent(m)); err != nil && onErr != nil {
+		e := MutationEvent(m)
+		e.Agent = agent
+		if _, err := j.Append(e); err != nil && onErr != nil {
 			onErr(err)
 		}
 	})

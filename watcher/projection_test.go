@@ -390,7 +390,7 @@ func TestExternalEdits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	RecordMutations(s, j, func(err error) { t.Errorf("journal: %v", err) })
+	RecordMutations(s, j, "", func(err error) { t.Errorf("journal: %v", err) })
 	writeDoc(t, s, "agents/eng.md", agentDoc("eng", "idle"))
 	writeDoc(t, s, "agents/hand.md", agentDoc("hand", "idle"))
 	p := openProj(t, s, Options{Watch: true, Reconcile: -1, Journal: j, ExternalGrace: 200 * time.Millisecond})
