@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 	"unicode"
 
@@ -109,7 +111,7 @@ func ensureChannel(s *docstore.Store, name string) (*docstore.Doc, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := s.Get(rel)
+	d, err := cachedGet(s, rel)
 	if err == nil {
 		return d, nil
 	}
@@ -119,7 +121,49 @@ func ensureChannel(s *docstore.Store, name string) (*docstore.Doc, error) {
 	if _, err := CreateChannel(s, name, ""); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, err
 	}
-	return s.Get(rel)
+	return cachedGet(s, rel)
+}
+
+// docCache holds parsed documents that are read on every send (tavern.md,
+// channel documents), keyed by file identity. Every engine write replaces
+// the file by rename, so a new version has a new inode; size and mtime
+// catch in-place edits. Cached documents are shared: read only.
+var docCache sync.Map // absolute path -> cachedDoc
+
+type cachedDoc struct {
+	ino, dev uint64
+	size     int64
+	mtime    int64
+	doc      *docstore.Doc
+}
+
+func cachedGet(s *docstore.Store, rel string) (*docstore.Doc, error) {
+	abs, err := s.Abs(rel)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return s.Get(rel) // the store's error, with its path
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return s.Get(rel)
+	}
+	key := cachedDoc{ino: st.Ino, dev: uint64(st.Dev), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	if v, ok := docCache.Load(abs); ok {
+		c := v.(cachedDoc)
+		if c.ino == key.ino && c.dev == key.dev && c.size == key.size && c.mtime == key.mtime {
+			return c.doc, nil
+		}
+	}
+	d, err := s.Get(rel)
+	if err != nil {
+		return nil, err
+	}
+	key.doc = d
+	docCache.Store(abs, key)
+	return d, nil
 }
 
 func channelOf(d *docstore.Doc) *Channel {

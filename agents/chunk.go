@@ -84,6 +84,9 @@ func (e *ChunkError) Unwrap() error { return ErrBadChunk }
 // silently skipping it would lose a message.
 func ParseChunkBody(body []byte) ([]Message, error) {
 	lines := strings.Split(string(body), "\n")
+	if n := len(lines); n > 0 && lines[n-1] == "" {
+		lines = lines[:n-1] // the body's final newline ends a line, it is not one
+	}
 	var out []Message
 	var cur *Message
 	var text []string

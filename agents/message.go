@@ -91,29 +91,82 @@ func SendMessages(s *docstore.Store, channel, sender string, texts []string) (id
 	if ch.Bool("archived") {
 		return nil, &fs.PathError{Op: "send", Path: ch.Path, Err: ErrArchived}
 	}
-	a, err := openAppender(s, l, channel)
+	chunks, err := chunkFiles(s, channel)
 	if err != nil {
 		return nil, err
 	}
-	for _, t := range clean {
-		now := time.Now().UTC().Truncate(time.Millisecond)
-		if now.Before(a.lastTime) {
-			now = a.lastTime // clocks step back; times in a channel never do
+	var st chunkState
+	pending := clean
+	if len(chunks) > 0 {
+		// Fill the latest chunk inside one read-modify-write; UpdateHeld
+		// writes nothing if it is already full.
+		latest := chunks[len(chunks)-1]
+		var added []string
+		_, err := s.UpdateHeld(l, latest, func(d *docstore.Doc) error {
+			msgs, err := chunkMessages(d)
+			if err != nil {
+				return err
+			}
+			st = stateOf(msgs)
+			var buf bytes.Buffer
+			added, pending = st.fill(&buf, channel, sender, pending, size, len(d.Body()))
+			if len(added) == 0 {
+				return nil
+			}
+			body := d.Body()
+			nb := make([]byte, 0, len(body)+2+buf.Len())
+			nb = append(nb, body...)
+			if len(nb) > 0 && !bytes.HasSuffix(nb, []byte("\n\n")) {
+				// A hand edit dropped the separator: restore it so the
+				// next header starts a line of its own.
+				if !bytes.HasSuffix(nb, []byte("\n")) {
+					nb = append(nb, '\n')
+				}
+				nb = append(nb, '\n')
+			}
+			d.SetBody(append(nb, buf.Bytes()...))
+			return st.setFields(d, st.count == len(added))
+		})
+		if err != nil {
+			return nil, err
 		}
-		m := Message{ID: nextID(a.lastID), Channel: channel, Sender: sender, Time: now, Text: t}
-		if err := a.add(m, size); err != nil {
-			return ids, err
-		}
-		ids = append(ids, m.ID)
+		ids = append(ids, added...)
 	}
-	if err := a.flush(); err != nil {
-		return nil, err
+	for len(pending) > 0 {
+		last, lastTime := st.lastID, st.lastTime
+		st = chunkState{lastID: last, lastTime: lastTime}
+		var buf bytes.Buffer
+		var added []string
+		added, pending = st.fill(&buf, channel, sender, pending, size, 0)
+		rel, err := schema.Chunk.Path(channel+"/"+st.firstID, nil)
+		if err != nil {
+			return nil, err
+		}
+		d, err := docstore.New(schema.Chunk, [][2]any{
+			{schema.VersionField, schema.Chunk.Version},
+			{"id", st.firstID},
+			{"channel", channel},
+			{"first_id", st.firstID},
+			{"last_id", st.lastID},
+			{"first_time", st.firstTime},
+			{"last_time", st.lastTime},
+			{"message_count", st.count},
+			{"created", st.firstTime},
+			{"updated", st.lastTime},
+		}, append([]byte("\n"), buf.Bytes()...))
+		if err != nil {
+			return nil, err
+		}
+		if err := s.Create(rel, d); err != nil {
+			return nil, err
+		}
+		ids = append(ids, added...)
 	}
 	return ids, nil
 }
 
 func chunkSize(s *docstore.Store) int {
-	if d, err := s.Get(docstore.ConfigFile); err == nil {
+	if d, err := cachedGet(s, docstore.ConfigFile); err == nil {
 		if n, ok := d.Int("chunk_size"); ok && n > 0 {
 			return int(n)
 		}
@@ -121,154 +174,77 @@ func chunkSize(s *docstore.Store) int {
 	return DefaultChunkSize
 }
 
-// appender builds up the writes of one SendMessages call.
-type appender struct {
-	s       *docstore.Store
-	l       *docstore.Lock
-	channel string
-
-	lastID   string
-	lastTime time.Time
-
-	// The open chunk: the latest one, or a new one not yet on disk.
-	rel       string
-	doc       *docstore.Doc // nil for a new chunk
-	isNew     bool
-	body      bytes.Buffer // sections added by this call
-	baseLen   int          // body length already on disk
+// chunkState is what an append needs to know about the open chunk.
+type chunkState struct {
 	count     int
 	firstID   string
 	firstTime time.Time
-	dirty     bool
+	lastID    string
+	lastTime  time.Time
 }
 
-func openAppender(s *docstore.Store, l *docstore.Lock, channel string) (*appender, error) {
-	a := &appender{s: s, l: l, channel: channel}
-	chunks, err := chunkFiles(s, channel)
-	if err != nil {
-		return nil, err
-	}
-	if len(chunks) == 0 {
-		return a, nil
-	}
-	rel := chunks[len(chunks)-1]
-	d, err := s.Get(rel)
-	if err != nil {
-		return nil, err
-	}
-	msgs, err := chunkMessages(d)
-	if err != nil {
-		return nil, err
-	}
-	a.rel, a.doc = rel, d
-	a.baseLen = len(d.Body())
-	a.count = len(msgs)
+func stateOf(msgs []Message) chunkState {
+	var st chunkState
 	if len(msgs) > 0 {
-		a.firstID, a.firstTime = msgs[0].ID, msgs[0].Time
+		st.count = len(msgs)
+		st.firstID, st.firstTime = msgs[0].ID, msgs[0].Time
 		last := msgs[len(msgs)-1]
-		a.lastID, a.lastTime = last.ID, last.Time
-	} else {
-		a.firstID = d.String("first_id")
+		st.lastID, st.lastTime = last.ID, last.Time
 	}
-	return a, nil
+	return st
 }
 
-func (a *appender) add(m Message, size int) error {
-	var sec bytes.Buffer
-	renderMessage(&sec, m)
-	full := a.rel == "" || a.count >= size ||
-		(a.count > 0 && m.Time.Sub(a.firstTime) >= ChunkSpan) ||
-		(a.count > 0 && a.baseLen+a.body.Len()+sec.Len() > maxChunkBytes)
-	if full {
-		if err := a.flush(); err != nil {
-			return err
+// fill renders texts into buf as new messages of the chunk while it has
+// room (count, ChunkSpan, maxChunkBytes; an empty chunk always takes one),
+// and returns the ids added and the texts left over.
+func (st *chunkState) fill(buf *bytes.Buffer, channel, sender string, texts []string, size, baseLen int) (ids, rest []string) {
+	for len(texts) > 0 {
+		now := time.Now().UTC().Truncate(time.Millisecond)
+		if now.Before(st.lastTime) {
+			now = st.lastTime // clocks step back; times in a channel never do
 		}
-		rel, err := schema.Chunk.Path(a.channel+"/"+m.ID, nil)
-		if err != nil {
-			return err
+		if st.count >= size || (st.count > 0 && now.Sub(st.firstTime) >= ChunkSpan) {
+			break
 		}
-		a.rel, a.doc, a.isNew = rel, nil, true
-		a.body.Reset()
-		a.baseLen, a.count = 0, 0
+		m := Message{ID: nextID(st.lastID), Channel: channel, Sender: sender, Time: now, Text: texts[0]}
+		mark := buf.Len()
+		renderMessage(buf, m)
+		if st.count > 0 && baseLen+buf.Len() > maxChunkBytes {
+			buf.Truncate(mark)
+			break
+		}
+		if st.count == 0 {
+			st.firstID, st.firstTime = m.ID, m.Time
+		}
+		st.count++
+		st.lastID, st.lastTime = m.ID, m.Time
+		ids = append(ids, m.ID)
+		texts = texts[1:]
 	}
-	if a.count == 0 {
-		a.firstID, a.firstTime = m.ID, m.Time
-	}
-	a.body.Write(sec.Bytes())
-	a.count++
-	a.lastID, a.lastTime = m.ID, m.Time
-	a.dirty = true
-	return nil
+	return ids, texts
 }
 
-// flush writes the open chunk if this call added to it.
-func (a *appender) flush() error {
-	if !a.dirty {
-		return nil
+// setFields records the chunk's state in its frontmatter. Only the fields
+// an append changes are set, each Set being a re-parse of the frontmatter.
+func (st *chunkState) setFields(d *docstore.Doc, wasEmpty bool) error {
+	if wasEmpty { // a chunk emptied by hand
+		if err := d.Set("first_id", st.firstID); err != nil {
+			return err
+		}
+		if err := d.Set("first_time", st.firstTime); err != nil {
+			return err
+		}
 	}
-	a.dirty = false
-	set := func(d *docstore.Doc) error {
-		for _, kv := range [][2]any{
-			{"channel", a.channel},
-			{"first_id", a.firstID},
-			{"last_id", a.lastID},
-			{"first_time", a.firstTime},
-			{"last_time", a.lastTime},
-			{"message_count", a.count},
-			{"updated", a.lastTime},
-		} {
-			if err := d.Set(kv[0].(string), kv[1]); err != nil {
-				return err
-			}
+	for _, kv := range [][2]any{
+		{"last_id", st.lastID},
+		{"last_time", st.lastTime},
+		{"message_count", st.count},
+		{"updated", st.lastTime},
+	} {
+		if err := d.Set(kv[0].(string), kv[1]); err != nil {
+			return err
 		}
-		return nil
 	}
-	if a.isNew {
-		d, err := docstore.New(schema.Chunk, [][2]any{
-			{schema.VersionField, schema.Chunk.Version},
-			{"id", a.firstID},
-			{"channel", a.channel},
-			{"created", a.firstTime},
-		}, nil)
-		if err != nil {
-			return err
-		}
-		if err := set(d); err != nil {
-			return err
-		}
-		d.SetBody(append([]byte("\n"), a.body.Bytes()...))
-		if err := a.s.Create(a.rel, d); err != nil {
-			return err
-		}
-		a.isNew, a.doc = false, d
-	} else {
-		add := a.body.Bytes()
-		d, err := a.s.UpdateHeld(a.l, a.rel, func(d *docstore.Doc) error {
-			body := d.Body()
-			if a.doc != nil && !bytes.Equal(body, a.doc.Body()) {
-				return &docstore.ConflictError{Path: a.rel, Want: a.doc.Rev, Got: d.Rev}
-			}
-			nb := make([]byte, 0, len(body)+1+len(add))
-			nb = append(nb, body...)
-			if len(nb) > 0 && !bytes.HasSuffix(nb, []byte("\n\n")) {
-				// A hand edit dropped the separator: restore it so our
-				// header starts a line of its own.
-				if !bytes.HasSuffix(nb, []byte("\n")) {
-					nb = append(nb, '\n')
-				}
-				nb = append(nb, '\n')
-			}
-			nb = append(nb, add...)
-			d.SetBody(nb)
-			return set(d)
-		})
-		if err != nil {
-			return err
-		}
-		a.doc = d
-	}
-	a.baseLen = len(a.doc.Body())
-	a.body.Reset()
 	return nil
 }
 
