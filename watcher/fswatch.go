@@ -162,9 +162,9 @@ type FSWatcher struct {
 	// renamed within the tree keeps its inode (and its inotify watch), so
 	// the old path's watch must go before the new path is watched.
 	dirByIno map[[2]uint64]string
-	errs  map[string]string
-	out   []Change
-	reads []string
+	errs     map[string]string
+	out      []Change
+	reads    []string
 
 	done      chan struct{}
 	closeOnce sync.Once
