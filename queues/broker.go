@@ -22,6 +22,7 @@ type Broker struct {
 	now     func() time.Time
 	who     string
 	reapGap time.Duration
+	recheck time.Duration
 
 	mu       sync.Mutex
 	lastReap map[string]time.Time // queue -> last automatic reap in Take
@@ -44,6 +45,11 @@ type Options struct {
 	ReapInterval time.Duration
 	// Seed seeds the stealing rotation (0: random).
 	Seed uint64
+	// Recheck is how often a blocked Take looks again without an event
+	// (default 2s): for what inotify cannot see, a claim holder dying
+	// (a dropped flock is no file event) and other machines' writes on a
+	// network filesystem.
+	Recheck time.Duration
 }
 
 // Open returns a Broker for s.
@@ -52,6 +58,10 @@ func Open(s *docstore.Store, opt Options) (*Broker, error) {
 		lastReap: map[string]time.Time{}, pass: map[string]float64{}, qcache: map[string]cachedQueue{}}
 	if b.now == nil {
 		b.now = time.Now
+	}
+	b.recheck = opt.Recheck
+	if b.recheck <= 0 {
+		b.recheck = 2 * time.Second
 	}
 	if b.reapGap == 0 {
 		b.reapGap = time.Second
