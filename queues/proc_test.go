@@ -109,14 +109,20 @@ func startHelper(t *testing.T, s *docstore.Store, mode, arg string) *helper {
 // TestExactlyOnceProcesses: 8 worker processes take and complete every
 // item of one queue. Each item must be completed exactly once: once in
 // done/, once in the workers' reports, one item.claimed and one
-// item.completed event, attempts 1. Full size is 5,000 items on a durable
-// store; under -race (make test) the workers are race-instrumented and
-// about 5x slower, so it runs 1,500 items on a relaxed store (same claim
-// protocol, no fsync); -short runs 400.
+// item.completed event, attempts 1.
+//
+// Sizes: 5,000 items on a relaxed store (the claim protocol is the same;
+// only the fsyncs are skipped) in a plain `go test`; under -race (`make
+// test`) the workers are race-instrumented and several times slower, so
+// 1,500 items; with -tags long, 5,000 items on a durable store; -short,
+// 400.
 func TestExactlyOnceProcesses(t *testing.T) {
-	n, durable := 5000, true
-	if raceEnabled {
-		n, durable = 1500, false
+	n, durable := 5000, false
+	switch {
+	case longTests:
+		durable = true
+	case raceEnabled:
+		n = 1500
 	}
 	if testing.Short() {
 		n = 400
