@@ -30,6 +30,10 @@ type Broker struct {
 	vtime    float64
 	rng      *rand.Rand
 	qcache   map[string]cachedQueue
+
+	holdMu  sync.Mutex
+	hold    *docstore.Lock // the holder lock of HoldLock claims, taken lazily
+	holdKey string
 }
 
 // Options configure Open. The zero value is right for production.
@@ -83,14 +87,52 @@ func Open(s *docstore.Store, opt Options) (*Broker, error) {
 	return b, nil
 }
 
-// Close releases the journal if the Broker opened it. Claims held by this
-// process are not released: their locks die with the process or with
-// Claim.Complete/Fail/Release.
+// Close releases the journal if the Broker opened it.
+//
+// Close drops the Broker's holder lock: HoldLock claims still claimed
+// become dead claims that the next reaper returns to pending.
 func (b *Broker) Close() error {
+	b.holdMu.Lock()
+	if b.hold != nil {
+		b.hold.Remove()
+		b.hold = nil
+	}
+	b.holdMu.Unlock()
 	if b.ownJ {
 		return b.j.Close()
 	}
 	return nil
+}
+
+// holderLock takes (once) and returns the key of the lock that keeps this
+// Broker's HoldLock claims alive.
+func (b *Broker) holderLock() (string, error) {
+	b.holdMu.Lock()
+	defer b.holdMu.Unlock()
+	if b.hold != nil {
+		return b.holdKey, nil
+	}
+	host, _ := os.Hostname()
+	var nonce [4]byte
+	for i := range nonce {
+		nonce[i] = "abcdefghijklmnopqrstuvwxyz0123456789"[rand.IntN(36)]
+	}
+	key := HolderLockKey(host, os.Getpid(), string(nonce[:]))
+	l, ok, err := b.s.TryLock(key)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", fmt.Errorf("holder lock %s is taken", key)
+	}
+	b.hold, b.holdKey = l, key
+	return key, nil
+}
+
+func (b *Broker) holderHeld() bool {
+	b.holdMu.Lock()
+	defer b.holdMu.Unlock()
+	return b.hold.Held()
 }
 
 // Store returns the underlying document store.

@@ -22,8 +22,10 @@
 // # Claims
 //
 // Take lists pending/ in name order and, for each candidate, TryLocks the
-// item lock (ItemLockKey, items/<q>/<id>: one key per item whatever its
-// state; a busy lock means another taker is on it, so it moves on), reads
+// item lock (ItemLockKey, items/<q>/<stripe>: a function of the item id
+// only, whatever its state; striped 256 ways so lock files are reused
+// instead of created per item; a busy lock means another taker is on it
+// or on a neighbour, so it moves on), reads
 // the file, skips it if not_before is in the future or a dependency is not
 // in done/, and otherwise writes the claimed copy claimed/<id>.md (a
 // no-replace create: temp, fsync, rename, fsync dir) with claimed_by,
@@ -47,11 +49,13 @@
 //     queue take`) make these: their flock would die with them at once.
 //     The holder renews (Renew, `tavern item renew`); once lease_until
 //     passes, the next reaper returns the item.
-//   - claim_kind: liveness, liveness_lock: items/<q>/<id>.<attempt>
-//     (ClaimLockKey): the claiming process (HoldLock, e.g. a pool worker
-//     using the library) holds that lock until Complete/Fail/Release. The
-//     key is per attempt so that a hung holder, reaped after its lease,
-//     cannot keep the item from being claimed again.
+//   - claim_kind: liveness, liveness_lock: holders/<host>-<pid>-<nonce>
+//     (HolderLockKey): the claiming process (HoldLock, e.g. a pool worker
+//     using the library) holds its Broker's holder lock from its first
+//     claim until Close or death. One lock per process, so no lock file
+//     is created per claim, and a hung holder reaped after its lease
+//     cannot keep the item from being claimed again (claims never wait for
+//     liveness locks, only reapers look at them).
 //   - claim_kind: liveness, liveness_lock: agents/<name> (AgentLockKey):
 //     `take --as NAME` (AgentLock) while some process holds NAME's
 //     liveness lock (the agent's spawn wrapper in package agents). If that
@@ -122,8 +126,12 @@
 // moved to .trash/; a claimed copy whose done/ or dead/ copy exists is
 // stale for reapers and fenced calls; lookups prefer the later state).
 // With `durability: relaxed` in tavern.md there is no fsync at all (still
-// atomic). Lock files are created per item and per HoldLock claim (no
-// fsync; they hold no data).
+// atomic). Lock files are reused (256 item-lock stripes per queue, one
+// holder lock per process): a cycle creates two inodes (the claimed and
+// the done copy) and frees two (the pending and the claimed copy). On a
+// disk without a journal and with `discard`, inode allocation after
+// frees and synchronous discards are the main cost besides fsync (see
+// research/physical-limits.md).
 //
 // # Journal
 //

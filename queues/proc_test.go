@@ -235,9 +235,12 @@ func TestKilledHolderReapedAtOnce(t *testing.T) {
 	if len(reaped) != 1 || !strings.Contains(fmt.Sprint(reaped[0].Data["reason"]), "owner died") {
 		t.Errorf("reaped events = %+v", reaped)
 	}
-	// The dead holder's claim lock file is gone.
-	if _, err := os.Stat(filepath.Join(s.Root(), ".locks", queues.ClaimLockKey("q", it.ID, 1)+".lock")); !os.IsNotExist(err) {
-		t.Errorf("claim lock of the dead holder: %v, want removed", err)
+	// The dead holder's lock file is gone.
+	last := reaped[0]
+	if key, _ := last.Data["liveness_lock"].(string); !strings.HasPrefix(key, "holders/") {
+		t.Fatalf("reaped event liveness_lock = %v, want a holders/ key", last.Data["liveness_lock"])
+	} else if _, err := os.Stat(filepath.Join(s.Root(), ".locks", key+".lock")); !os.IsNotExist(err) {
+		t.Errorf("lock of the dead holder: %v, want removed", err)
 	}
 }
 
