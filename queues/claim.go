@@ -412,12 +412,11 @@ type kv struct {
 }
 
 func setFields(d *docstore.Doc, fields ...kv) error {
-	for _, f := range fields {
-		if err := d.Set(f.k, f.v); err != nil {
-			return err
-		}
+	pairs := make([][2]any, len(fields))
+	for i, f := range fields {
+		pairs[i] = [2]any{f.k, f.v}
 	}
-	return nil
+	return d.SetMany(pairs) // one re-parse, not one per field
 }
 
 func delFields(d *docstore.Doc, keys ...string) error {
