@@ -184,27 +184,10 @@ func (d *Doc) SetNode(key string, n *yaml.Node) error {
 		return d.reencode(func(m *yaml.Node) { m.Content[i+1] = n })
 	}
 	lines := splitLines(d.front)
-	first, last := d.entryLines(i, lines)
-	if n.Kind == yaml.ScalarNode && old.Kind == yaml.ScalarNode && first == last &&
-		old.Line == d.root.Content[i].Line && old.Style&(yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
-		if text, ok := scalarText(n); ok {
-			line := lines[first]
-			start := byteOffset(line, old.Column-1)
-			end := len(bytes.TrimRight(line, " \t\r\n"))
-			if c := lineComment(d.root.Content[i], old); c != "" {
-				if j := bytes.LastIndex(line, []byte(c)); j >= start {
-					end = len(bytes.TrimRight(line[:j], " \t"))
-				}
-			}
-			if start <= end {
-				nl := append([]byte{}, line[:start]...)
-				nl = append(nl, text...)
-				nl = append(nl, line[end:]...)
-				lines[first] = nl
-				return d.replaceFront(bytes.Join(lines, nil))
-			}
-		}
+	if d.editInPlace(lines, i, n) {
+		return d.replaceFront(bytes.Join(lines, nil))
 	}
+	first, last := d.entryLines(i, lines)
 	text, err := renderEntry(key, n, eol(lines[first]))
 	if err != nil {
 		return err
@@ -213,6 +196,134 @@ func (d *Doc) SetNode(key string, n *yaml.Node) error {
 	out = append(out, text)
 	out = append(out, lines[last+1:]...)
 	return d.replaceFront(bytes.Join(out, nil))
+}
+
+// editInPlace rewrites the value of the i-th entry on its own line when
+// both the old and the new value are one-line scalars, keeping the key,
+// the spacing and a trailing comment. It changes lines[first] only, so
+// the line numbers of every other entry stay valid (SetMany relies on
+// that). It reports false if the entry needs the general path.
+func (d *Doc) editInPlace(lines [][]byte, i int, n *yaml.Node) bool {
+	old := d.root.Content[i+1]
+	first, last := d.entryLines(i, lines)
+	if n.Kind != yaml.ScalarNode || old.Kind != yaml.ScalarNode || first != last ||
+		old.Line != d.root.Content[i].Line || old.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+		return false
+	}
+	text, ok := scalarText(n)
+	if !ok {
+		return false
+	}
+	line := lines[first]
+	start := byteOffset(line, old.Column-1)
+	end := len(bytes.TrimRight(line, " \t\r\n"))
+	if c := lineComment(d.root.Content[i], old); c != "" {
+		if j := bytes.LastIndex(line, []byte(c)); j >= start {
+			end = len(bytes.TrimRight(line[:j], " \t"))
+		}
+	}
+	if start > end {
+		return false
+	}
+	nl := append([]byte{}, line[:start]...)
+	nl = append(nl, text...)
+	nl = append(nl, line[end:]...)
+	lines[first] = nl
+	return true
+}
+
+// SetMany sets several top-level fields like successive Set calls, with
+// one YAML re-parse instead of one per field where it can: one-line
+// scalar values are edited in place and new fields appended, and only a
+// field needing the general path (multi-line values, flow-style
+// frontmatter) forces an intermediate parse. The result is byte for byte
+// that of the Set calls. On error the document is unchanged.
+func (d *Doc) SetMany(fields [][2]any) error {
+	if d.root.Style&yaml.FlowStyle != 0 {
+		for _, kv := range fields {
+			if err := d.Set(kv[0].(string), kv[1]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	orig, origRoot := d.front, d.root
+	lines := splitLines(d.front)
+	var tail []byte // new entries, appended after the existing ones
+	seen := map[string]bool{}
+	flush := func() error {
+		if err := d.replaceFront(append(bytes.Join(lines, nil), tail...)); err != nil {
+			return err
+		}
+		lines, tail, seen = splitLines(d.front), nil, map[string]bool{}
+		return nil
+	}
+	for _, kv := range fields {
+		key := kv[0].(string)
+		n, err := valueNode(key, kv[1])
+		if err != nil {
+			d.front, d.root = orig, origRoot
+			return err
+		}
+		if key == "" || strings.ContainsAny(key, "\n\r") {
+			d.front, d.root = orig, origRoot
+			return fmt.Errorf("invalid field name %q", key)
+		}
+		if seen[key] {
+			if err := flush(); err != nil {
+				d.front, d.root = orig, origRoot
+				return err
+			}
+		}
+		seen[key] = true
+		i := d.index(key)
+		if i < 0 {
+			text, err := renderEntry(key, n, d.nl)
+			if err != nil {
+				d.front, d.root = orig, origRoot
+				return err
+			}
+			tail = append(tail, text...)
+			continue
+		}
+		old := d.root.Content[i+1]
+		if n.Kind == yaml.ScalarNode && old.Kind == yaml.ScalarNode && n.Tag == "!!str" && old.Tag == "!!str" && n.Style == 0 &&
+			(old.Style == yaml.SingleQuotedStyle || old.Style == yaml.DoubleQuotedStyle) && !strings.Contains(n.Value, "\n") {
+			n.Style = old.Style
+		}
+		if d.editInPlace(lines, i, n) {
+			continue
+		}
+		if err := flush(); err != nil {
+			d.front, d.root = orig, origRoot
+			return err
+		}
+		if err := d.SetNode(key, n); err != nil {
+			d.front, d.root = orig, origRoot
+			return err
+		}
+		lines = splitLines(d.front)
+	}
+	if err := flush(); err != nil {
+		d.front, d.root = orig, origRoot
+		return err
+	}
+	return nil
+}
+
+// valueNode converts a Set value to a node (times as timestamps).
+func valueNode(key string, v any) (*yaml.Node, error) {
+	if n, ok := v.(*yaml.Node); ok {
+		return n, nil
+	}
+	if t, isTime := v.(time.Time); isTime {
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!timestamp", Value: schema.FormatTime(t)}, nil
+	}
+	n := &yaml.Node{}
+	if err := n.Encode(v); err != nil {
+		return nil, fmt.Errorf("set %s: %w", key, err)
+	}
+	return n, nil
 }
 
 // Delete removes a top-level field and its lines.
