@@ -9,13 +9,13 @@ import (
 // Glob is a path pattern for reservations, relative to the project root
 // (the directory holding .tavern/), with slash separators:
 //
-//	*       any run of characters within one path segment
-//	?       one character other than /
-//	[a-z]   a character class ([!x] or [^x] negates); never matches /
-//	**      as a whole segment: any number of segments ("src/**/*.go"
-//	        matches src/a.go and src/a/b/c.go; "src/**" everything under src)
-//	\x      the character x itself
-//	dir/    shorthand for dir/**
+//   - any run of characters within one path segment
+//     ?       one character other than /
+//     [a-z]   a character class ([!x] or [^x] negates); never matches /
+//     **      as a whole segment: any number of segments ("src/**/*.go"
+//     matches src/a.go and src/a/b/c.go; "src/**" everything under src)
+//     \x      the character x itself
+//     dir/    shorthand for dir/**
 //
 // Braces are not special. Two globs overlap when some path matches both;
 // that is decided exactly (intersection of the two automata), so
