@@ -22,6 +22,7 @@ import (
 type Space struct {
 	store   *docstore.Store
 	journal *watcher.Journal
+	proj    *watcher.Projection
 	now     func() time.Time
 	recheck time.Duration
 	poll    time.Duration
@@ -34,6 +35,10 @@ type SpaceOptions struct {
 	// the store's journal; set NoJournal to run without one.
 	Journal   *watcher.Journal
 	NoJournal bool
+	// Projection, when set (a long-running process that keeps one open
+	// with Watch), wakes blocked Rd/In through its WaitFor instead of a
+	// private inotify watch on the type's directory.
+	Projection *watcher.Projection
 	// Recheck is the safety-net interval at which a blocked Rd/In re-scans
 	// even without a filesystem event (a missed or overflowed event, a
 	// network filesystem). Default 10s.
@@ -48,7 +53,7 @@ type SpaceOptions struct {
 
 // NewSpace returns the tuple space of s.
 func NewSpace(s *docstore.Store, opt SpaceOptions) (*Space, error) {
-	sp := &Space{store: s, journal: opt.Journal, now: opt.Now, recheck: opt.Recheck, poll: opt.LivenessPoll}
+	sp := &Space{store: s, journal: opt.Journal, proj: opt.Projection, now: opt.Now, recheck: opt.Recheck, poll: opt.LivenessPoll}
 	if sp.now == nil {
 		sp.now = time.Now
 	}
@@ -391,6 +396,9 @@ func (sp *Space) block(ctx context.Context, typ string, p Pattern, try func(stri
 		return nil, err
 	}
 	start := time.Now()
+	if sp.proj != nil {
+		return sp.blockProjected(ctx, typ, p, try, start)
+	}
 	w, err := sp.watchDir(typeDir(typ))
 	if err != nil {
 		return nil, err
@@ -412,6 +420,66 @@ func (sp *Space) block(ctx context.Context, typ string, p Pattern, try func(stri
 			return nil, werr
 		}
 	}
+}
+
+// blockProjected waits with the projection's WaitFor: it returns as soon
+// as the projection holds a live match, then the real (file) read or take
+// is tried. A miss after a hit means the projection lagged (the tuple was
+// taken meanwhile): Sync it before waiting again, or WaitFor would hand
+// back the same stale entry.
+func (sp *Space) blockProjected(ctx context.Context, typ string, p Pattern, try func(string, Pattern) (*Tuple, error), start time.Time) (*Tuple, error) {
+	prefix := typeDir(typ) + "/"
+	pred := func(e watcher.Entry) bool {
+		if !strings.HasPrefix(e.Path, prefix) || strings.Contains(e.Path[len(prefix):], "/") || e.Fields == nil {
+			return false
+		}
+		if s, ok := e.Fields["expires"].(string); ok {
+			if exp, err := schema.ParseTime(s); err == nil && !sp.now().Before(exp) {
+				return false
+			}
+		}
+		_, ok := p.Match(e.Fields)
+		return ok
+	}
+	hit := false
+	for {
+		t, err := try(typ, p)
+		if err == nil || !errors.Is(err, ErrNoTuple) {
+			return t, err
+		}
+		if hit {
+			if err := sp.proj.Sync(ctx); err != nil {
+				return nil, sp.waitErr(err, typ, p, start)
+			}
+		}
+		// The safety net: WaitFor at most Recheck at a time, then look at
+		// the files again whatever the projection says.
+		wctx, cancel := context.WithTimeout(ctx, sp.recheck)
+		_, err = sp.proj.WaitFor(wctx, schema.Tuple.Name, pred)
+		cancel()
+		switch {
+		case err == nil:
+			hit = true
+		case ctx.Err() != nil:
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				if t, err := try(typ, p); err == nil || !errors.Is(err, ErrNoTuple) {
+					return t, err
+				}
+			}
+			return nil, sp.waitErr(ctx.Err(), typ, p, start)
+		case errors.Is(err, context.DeadlineExceeded):
+			hit = false
+		default:
+			return nil, err
+		}
+	}
+}
+
+func (sp *Space) waitErr(err error, typ string, p Pattern, start time.Time) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &NoTupleError{Type: typ, Pattern: p, Waited: time.Since(start)}
+	}
+	return err
 }
 
 // List returns every live tuple of typ matching p, oldest first, and the

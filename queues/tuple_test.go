@@ -366,3 +366,51 @@ func TestInRaceGoroutines(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockingWithProjection: with a watching projection, Rd and In are
+// woken through its WaitFor, and a stale projection entry (a tuple taken
+// by someone else) does not make In return or spin.
+func TestBlockingWithProjection(t *testing.T) {
+	sp0 := newSpace(t, SpaceOptions{})
+	// The type's directory exists before the projection opens: see the
+	// report on the watcher's new-directory race.
+	out(t, sp0, "job", "other", 1)
+	proj, err := watcher.Open(sp0.Store(), watcher.Options{Watch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proj.Close()
+	sp, err := NewSpace(sp0.Store(), SpaceOptions{Projection: proj, Recheck: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	type res struct {
+		t   *Tuple
+		err error
+	}
+	in := make(chan res, 2)
+	for i := 0; i < 2; i++ {
+		go func() { t, err := sp.In(ctx, "job", pattern(t, "n=?")); in <- res{t, err} }()
+	}
+	a := out(t, sp, "job", "n", 1)
+	first := <-in
+	if first.err != nil || first.t.ID != a.ID {
+		t.Fatalf("first In = %v, %v", first.t, first.err)
+	}
+	select {
+	case r := <-in:
+		t.Fatalf("second In returned %v, %v with nothing left", r.t, r.err)
+	default:
+	}
+	b := out(t, sp, "job", "n", 2)
+	if second := <-in; second.err != nil || second.t.ID != b.ID {
+		t.Fatalf("second In = %v, %v", second.t, second.err)
+	}
+	short, cancel2 := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel2()
+	if _, err := sp.Rd(short, "job", pattern(t, "n=?")); !errors.Is(err, ErrNoTuple) {
+		t.Fatalf("Rd on an empty type: %v", err)
+	}
+}
