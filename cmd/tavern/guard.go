@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
 )
 
@@ -56,6 +57,12 @@ Examples:
 				return nil
 			}
 			sp, err := openSpace(c)
+			if errors.Is(err, docstore.ErrNoStore) {
+				// No store, no reservations: a hook must not block every
+				// commit of a checkout that has no .tavern/.
+				errf(c, "tavern guard: no .tavern store found; nothing is reserved\n")
+				return nil
+			}
 			if err != nil {
 				return err
 			}

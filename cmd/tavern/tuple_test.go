@@ -492,6 +492,11 @@ func cliGuardHook(p *cliRun) {
 	if r := p.git("log", "--oneline"); strings.Count(r.out, "\n") != 2 {
 		t.Fatalf("git log:\n%s", r.out)
 	}
+	// Without a store there is nothing reserved: the hook lets commits by.
+	noStore := &cliRun{t: t, bin: p.bin, dir: t.TempDir()}
+	if r := noStore.run("guard"); r.code != 0 || !strings.Contains(r.err, "no .tavern store") {
+		t.Fatalf("guard without a store: %s", r)
+	}
 	// A foreign hook is kept unless --force.
 	os.WriteFile(hook, []byte("#!/bin/sh\nexit 0\n"), 0o755)
 	p.fails(1, "guard", "--install")
