@@ -13,9 +13,6 @@ import (
 	"github.com/tavernhq/tavern/schema"
 )
 
-// asFlag names the agent acting; spawned agents have TAVERN_AGENT set.
-var asFlag = &cli.StringFlag{Name: "as", Usage: "act as agent `NAME`", EnvVars: []string{"TAVERN_AGENT"}}
-
 func init() {
 	register(&cli.Command{
 		Name:  "token",
