@@ -294,14 +294,14 @@ func TestBlockingWokenByEvents(t *testing.T) {
 	rd := make(chan res, 1)
 	in := make(chan res, 1)
 	go func() { t, err := sp.Rd(ctx, "job", pattern(t, "n=2")); rd <- res{t, err} }()
-	go func() { t, err := sp.In(ctx, "job", pattern(t, "n=2")); in <- res{t, err} }()
+	go func() { t, err := sp.In(ctx, "job", pattern(t, "n=3")); in <- res{t, err} }()
 	out(t, sp, "job", "n", 1) // does not match: nobody returns
-	want := out(t, sp, "job", "n", 2)
+	want := map[string]*Tuple{"rd": out(t, sp, "job", "n", 2), "in": out(t, sp, "job", "n", 3)}
 	for name, ch := range map[string]chan res{"rd": rd, "in": in} {
 		select {
 		case r := <-ch:
-			if r.err != nil || r.t.ID != want.ID {
-				t.Fatalf("%s = %v, %v; want %s", name, r.t, r.err, want.ID)
+			if r.err != nil || r.t.ID != want[name].ID {
+				t.Fatalf("%s = %v, %v; want %s", name, r.t, r.err, want[name].ID)
 			}
 		case <-ctx.Done():
 			t.Fatalf("%s was not woken by the write", name)
