@@ -52,7 +52,7 @@ func TestReserveRefusesBroadOverNarrow(t *testing.T) {
 	if !errors.As(err, &re) || len(re.Conflicts) != 2 {
 		t.Fatalf("carol src/** over alice and bob: %v", err)
 	}
-	if ev := events(t, sp, "reservation.conflict"); len(ev) != 2 || ev[0].Agent != "carol" {
+	if ev := tupleEvents(t, sp, "reservation.conflict"); len(ev) != 2 || ev[0].Agent != "carol" {
 		t.Fatalf("journal reservation.conflict = %+v", ev)
 	}
 	// The same agent may overlap itself; re-reserving renews.
@@ -74,7 +74,7 @@ func TestReserveRefusesBroadOverNarrow(t *testing.T) {
 		t.Fatalf("unreserve bob = %d, %v", n, err)
 	}
 	mustReserve(t, sp, "carol", "src/**")
-	if ev := events(t, sp, "reservation.released"); len(ev) != 3 {
+	if ev := tupleEvents(t, sp, "reservation.released"); len(ev) != 3 {
 		t.Fatalf("journal reservation.released = %d events, want 3", len(ev))
 	}
 }

@@ -62,7 +62,7 @@ func TestTokenInitAcquireRelease(t *testing.T) {
 	}
 	c.Release()
 	var types []string
-	for _, e := range events(t, sp, "token.") {
+	for _, e := range tupleEvents(t, sp, "token.") {
 		types = append(types, e.Type)
 	}
 	want := []string{"token.init", "token.init", "token.acquired", "token.acquired", "token.released", "token.init", "token.released", "token.acquired", "token.released"}
@@ -108,7 +108,7 @@ func TestTokenLease(t *testing.T) {
 		t.Fatalf("acquire after the lease ran out: %v", err)
 	}
 	tok2.Detach()
-	if ev := events(t, sp, "token.reclaimed"); len(ev) != 1 || ev[0].Data["reason"] != "lease expired" {
+	if ev := tupleEvents(t, sp, "token.reclaimed"); len(ev) != 1 || ev[0].Data["reason"] != "lease expired" {
 		t.Fatalf("journal token.reclaimed = %+v", ev)
 	}
 	if n, err := sp.ReleaseAgentTokens("quota", "carol"); err != nil || n != 1 {

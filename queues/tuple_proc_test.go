@@ -78,13 +78,13 @@ func TestTupleHelper(t *testing.T) {
 	os.Exit(0)
 }
 
-type helper struct {
+type tupleHelper struct {
 	cmd   *exec.Cmd
 	lines chan string
 }
 
-// startHelper starts the test binary as a helper process in mode.
-func startHelper(tb testing.TB, sp *Space, mode string, env ...string) *helper {
+// startTupleHelper starts the test binary as a helper process in mode.
+func startTupleHelper(tb testing.TB, sp *Space, mode string, env ...string) *tupleHelper {
 	tb.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestTupleHelper$", "-test.count=1")
 	cmd.Env = append(os.Environ(), helperEnv+"="+mode, "TAVERN_DIR="+sp.Store().Root())
@@ -100,7 +100,7 @@ func startHelper(tb testing.TB, sp *Space, mode string, env ...string) *helper {
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
-	h := &helper{cmd: cmd, lines: make(chan string, 4096)}
+	h := &tupleHelper{cmd: cmd, lines: make(chan string, 4096)}
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
@@ -113,7 +113,7 @@ func startHelper(tb testing.TB, sp *Space, mode string, env ...string) *helper {
 }
 
 // line waits for the helper's next output line.
-func (h *helper) line(tb testing.TB) string {
+func (h *tupleHelper) line(tb testing.TB) string {
 	tb.Helper()
 	select {
 	case l, ok := <-h.lines:
@@ -132,7 +132,7 @@ func (h *helper) line(tb testing.TB) string {
 
 // kill SIGKILLs the helper and waits until it is gone (its flocks are
 // released by the kernel when its last descriptor closes, at exit).
-func (h *helper) kill(tb testing.TB) {
+func (h *tupleHelper) kill(tb testing.TB) {
 	tb.Helper()
 	if err := h.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		tb.Fatal(err)
@@ -149,9 +149,9 @@ func TestInRaceProcesses(t *testing.T) {
 	}
 	const workers, n = 4, 1000
 	sp := newSpace(t, SpaceOptions{})
-	var hs []*helper
+	var hs []*tupleHelper
 	for i := 0; i < workers; i++ {
-		h := startHelper(t, sp, "in")
+		h := startTupleHelper(t, sp, "in")
 		if got := h.line(t); got != "ready" {
 			t.Fatalf("worker said %q", got)
 		}
@@ -192,7 +192,7 @@ func TestInRaceProcesses(t *testing.T) {
 		t.Fatalf("%d tuples archived, want %d", len(trash), len(want))
 	}
 	ins := map[string]int{}
-	for _, e := range events(t, sp, "tuple.in") {
+	for _, e := range tupleEvents(t, sp, "tuple.in") {
 		ins[e.Data["id"].(string)]++
 	}
 	if len(ins) != len(want) {
@@ -212,7 +212,7 @@ func TestTokenHolderKilled(t *testing.T) {
 	if _, err := sp.InitToken("merge", 1); err != nil {
 		t.Fatal(err)
 	}
-	h := startHelper(t, sp, "hold-token")
+	h := startTupleHelper(t, sp, "hold-token")
 	handle := h.line(t)
 	if _, err := sp.TryAcquire("merge", AcquireOptions{}); !errors.Is(err, ErrTokenBusy) {
 		t.Fatalf("acquire while held: %v, want ErrTokenBusy", err)
@@ -235,7 +235,7 @@ func TestTokenHolderKilled(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Fatalf("acquire after the holder was killed: %v", err)
 	}
-	ev := events(t, sp, "token.reclaimed")
+	ev := tupleEvents(t, sp, "token.reclaimed")
 	if len(ev) != 1 || ev[0].Data["reason"] != "holder process died" {
 		t.Fatalf("journal token.reclaimed = %+v", ev)
 	}
@@ -252,7 +252,7 @@ func TestTokenAgentDied(t *testing.T) {
 	if _, err := sp.TryAcquire("quota", AcquireOptions{As: "alice"}); !errors.Is(err, ErrHolderNotAlive) {
 		t.Fatalf("acquire for an agent with no live wrapper: %v, want ErrHolderNotAlive", err)
 	}
-	h := startHelper(t, sp, "agent", "TAVERN_AGENT=alice")
+	h := startTupleHelper(t, sp, "agent", "TAVERN_AGENT=alice")
 	if got := h.line(t); got != "alive" {
 		t.Fatalf("agent helper said %q", got)
 	}

@@ -52,7 +52,7 @@ func pattern(tb testing.TB, terms ...string) Pattern {
 }
 
 // events returns the journal's event types in order, filtered by prefix.
-func events(tb testing.TB, sp *Space, prefix string) []watcher.Event {
+func tupleEvents(tb testing.TB, sp *Space, prefix string) []watcher.Event {
 	tb.Helper()
 	var out []watcher.Event
 	_, err := watcher.ReadJournal(sp.Store().Root(), watcher.Filter{Types: []string{prefix}}, func(e watcher.Event, err error) bool {
@@ -129,7 +129,7 @@ func TestOutRdIn(t *testing.T) {
 		t.Fatalf("staging not empty: %v", taken)
 	}
 	var types []string
-	for _, e := range events(t, sp, "tuple.") {
+	for _, e := range tupleEvents(t, sp, "tuple.") {
 		types = append(types, e.Type)
 	}
 	if got, want := strings.Join(types, " "), "tuple.out tuple.out tuple.out tuple.in tuple.in"; got != want {
@@ -194,7 +194,7 @@ func TestTTL(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(sp.Store().Root(), short.Path)); !os.IsNotExist(err) {
 		t.Fatalf("expired tuple still in place: %v", err)
 	}
-	if ev := events(t, sp, "tuple.expired"); len(ev) != 1 || ev[0].Data["id"] != short.ID {
+	if ev := tupleEvents(t, sp, "tuple.expired"); len(ev) != 1 || ev[0].Data["id"] != short.ID {
 		t.Fatalf("journal tuple.expired = %v", ev)
 	}
 	advance(time.Hour)
@@ -218,7 +218,7 @@ func TestReapDeadConsumer(t *testing.T) {
 	if got.ID != a.ID {
 		t.Fatalf("inp = %s, want %s back", got.ID, a.ID)
 	}
-	if ev := events(t, sp, "tuple.returned"); len(ev) != 1 {
+	if ev := tupleEvents(t, sp, "tuple.returned"); len(ev) != 1 {
 		t.Fatalf("journal tuple.returned = %v", ev)
 	}
 	// A live claimer (its lock held) is left alone.
