@@ -3,7 +3,6 @@ package watcher
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/gob"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -20,7 +19,7 @@ const CacheFile = ".index"
 
 // cacheMagic starts every cache file; the version after it changes when the
 // format or the meaning of Entry changes.
-const cacheMagic = "tavern-index\x00v1\x00"
+const cacheMagic = "tavern-index\x00v2\x00"
 
 // ErrCacheCorrupt is returned when the index cache fails its checksum or
 // does not decode. The caller rebuilds it from the documents.
@@ -38,12 +37,6 @@ type cacheRecord struct {
 type cacheData struct {
 	Schema  string
 	Records []cacheRecord
-}
-
-func init() {
-	// Interface values in Entry.Fields.
-	gob.Register([]any{})
-	gob.Register(map[string]any{})
 }
 
 // schemaFingerprint changes whenever the kinds' names, patterns, versions
@@ -75,8 +68,8 @@ func loadCache(root string) ([]*Entry, map[string]FileState, error) {
 	if !bytes.Equal(sum[:], data[len(data)-sha256.Size:]) {
 		return nil, nil, ErrCacheCorrupt
 	}
-	var cd cacheData
-	if err := gob.NewDecoder(bytes.NewReader(body)).Decode(&cd); err != nil {
+	cd, err := decodeCache(body)
+	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrCacheCorrupt, err)
 	}
 	if cd.Schema != schemaFingerprint() {
@@ -129,9 +122,7 @@ func (p *Projection) SaveCache() error {
 func writeCache(root string, cd *cacheData) error {
 	var buf bytes.Buffer
 	buf.WriteString(cacheMagic)
-	if err := gob.NewEncoder(&buf).Encode(cd); err != nil {
-		return err
-	}
+	buf.Write(encodeCache(cd))
 	sum := sha256.Sum256(buf.Bytes()[len(cacheMagic):])
 	buf.Write(sum[:])
 	tmpDir := filepath.Join(root, ".tmp")

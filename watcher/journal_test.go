@@ -44,11 +44,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	code := m.Run()
-	for _, f := range benchCleanup {
-		f()
-	}
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
 func TestJournalConcurrentProcesses(t *testing.T) {
