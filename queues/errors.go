@@ -80,7 +80,6 @@ func (e *QueueError) Error() string {
 
 func (e *QueueError) Unwrap() error { return e.Err }
 
-
 // ---- Tuple space, tokens, reservations (tuple*.go, token*.go, reserve*.go, guard*.go) ----
 
 var (
