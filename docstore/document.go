@@ -56,7 +56,7 @@ func Parse(path string, data []byte) (*Doc, error) {
 		return &ParseError{Path: path, Line: line, Col: col, Msg: fmt.Sprintf(format, args...)}
 	}
 	if len(data) > MaxDocSize {
-		return nil, perr(0, 0, "%d bytes is larger than the %d byte limit", len(data), MaxDocSize)
+		return nil, &ParseError{Path: path, Msg: fmt.Sprintf("%d bytes is larger than the %d byte limit", len(data), MaxDocSize), Err: ErrTooLarge}
 	}
 	if i := bytes.IndexByte(data, 0); i >= 0 {
 		line, col := position(data, i)

@@ -56,6 +56,7 @@ type ParseError struct {
 	Line int // 1-based; 0 when unknown
 	Col  int
 	Msg  string
+	Err  error // a more specific sentinel (ErrTooLarge), or nil
 }
 
 func (e *ParseError) Error() string {
@@ -69,7 +70,13 @@ func (e *ParseError) Error() string {
 	return b.String()
 }
 
-func (e *ParseError) Unwrap() error { return ErrParse }
+// Unwrap makes every ParseError match ErrParse, and also Err if set.
+func (e *ParseError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrParse, e.Err}
+	}
+	return []error{ErrParse}
+}
 
 // ValidationError lists every schema problem of one document.
 type ValidationError struct {
