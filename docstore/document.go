@@ -103,6 +103,25 @@ func Parse(path string, data []byte) (*Doc, error) {
 		rest = next
 		line++
 	}
+	// YAML also breaks lines at a lone CR, NEL, LS and PS. Line-exact
+	// editing counts "\n" lines, so such a break would make an edit of one
+	// field swallow the next; refuse them with their position instead.
+	for i := 0; i < len(d.front); i++ {
+		c := d.front[i]
+		bad := ""
+		switch {
+		case c == '\r' && (i+1 == len(d.front) || d.front[i+1] != '\n'):
+			bad = "a carriage return without a newline"
+		case c == 0xc2 && i+1 < len(d.front) && d.front[i+1] == 0x85:
+			bad = "U+0085 (NEL)"
+		case c == 0xe2 && i+2 < len(d.front) && d.front[i+1] == 0x80 && (d.front[i+2] == 0xa8 || d.front[i+2] == 0xa9):
+			bad = "U+2028/U+2029 (line or paragraph separator)"
+		}
+		if bad != "" {
+			line, col := position(data, frontStart+i)
+			return nil, perr(line, col, "frontmatter contains %s, which YAML reads as a line break; use \\n or \\r\\n line endings", bad)
+		}
+	}
 	if err := d.parseFront(); err != nil {
 		return nil, err
 	}
