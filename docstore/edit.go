@@ -3,6 +3,8 @@ package docstore
 import (
 	"bytes"
 	"fmt"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -220,11 +222,83 @@ func hasComment(n *yaml.Node) bool {
 // SetNode sets a top-level field to a node. If the old value carried an
 // anchor (`base: &b x`), the new value keeps it, so aliases elsewhere in
 // the frontmatter (`copy: *b`) still resolve, now to the new value.
+//
+// The edit is checked: if rewriting lines would change any other field
+// (possible in unusual layouts, e.g. a value continued on a less indented
+// line), the frontmatter is re-encoded instead. That keeps comments
+// attached to fields but not the exact layout; it is the price of never
+// writing a wrong document.
 func (d *Doc) SetNode(key string, n *yaml.Node) error {
 	if key == "" || strings.ContainsAny(key, "\n\r") {
 		return fmt.Errorf("invalid field name %q", key)
 	}
 	i := d.index(key)
+	keys := d.Keys()
+	if i < 0 {
+		keys = append(keys, key)
+	} else {
+		old := d.root.Content[i+1]
+		if old.Anchor != "" && n.Anchor == "" {
+			c := *n
+			c.Anchor = old.Anchor
+			n = &c
+		}
+		// Keep the quoting style the file used for strings.
+		if n.Kind == yaml.ScalarNode && old.Kind == yaml.ScalarNode && n.Tag == "!!str" && old.Tag == "!!str" && n.Style == 0 &&
+			(old.Style == yaml.SingleQuotedStyle || old.Style == yaml.DoubleQuotedStyle) && !strings.Contains(n.Value, "\n") {
+			c := *n
+			c.Style = old.Style
+			n = &c
+		}
+	}
+	return d.checked(key, keys, func() error { return d.setLines(key, i, n) }, func(m *yaml.Node) {
+		if i < 0 {
+			m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, n)
+		} else {
+			m.Content[i+1] = n
+		}
+	})
+}
+
+// checked runs a line edit and verifies that the result has exactly the
+// keys want and that no field other than key changed value; otherwise it
+// restores d and applies fallback to a re-encoded copy of the mapping.
+func (d *Doc) checked(key string, want []string, edit func() error, fallback func(*yaml.Node)) error {
+	front, root := d.front, d.root
+	var others map[string]any
+	if !hasAnchors(root) { // with anchors an alias may rightly follow the edit
+		others = d.Fields()
+		delete(others, key)
+	}
+	err := edit()
+	if err == nil && slices.Equal(d.Keys(), want) {
+		if others == nil {
+			return nil
+		}
+		now := d.Fields()
+		delete(now, key)
+		if reflect.DeepEqual(now, others) {
+			return nil
+		}
+	}
+	d.front, d.root = front, root
+	return d.reencode(fallback)
+}
+
+func hasAnchors(n *yaml.Node) bool {
+	if n.Anchor != "" || n.Kind == yaml.AliasNode {
+		return true
+	}
+	for _, c := range n.Content {
+		if hasAnchors(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// setLines is SetNode's line-exact edit of entry i (-1: a new key).
+func (d *Doc) setLines(key string, i int, n *yaml.Node) error {
 	if i < 0 && d.root.Style&yaml.FlowStyle != 0 {
 		k := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}
 		return d.reencode(func(m *yaml.Node) { m.Content = append(m.Content, k, n) })
@@ -237,16 +311,6 @@ func (d *Doc) SetNode(key string, n *yaml.Node) error {
 		return d.replaceFront(append(append([]byte{}, d.front...), text...))
 	}
 	old := d.root.Content[i+1]
-	if old.Anchor != "" && n.Anchor == "" {
-		c := *n
-		c.Anchor = old.Anchor
-		n = &c
-	}
-	// Keep the quoting style the file used for strings.
-	if n.Kind == yaml.ScalarNode && old.Kind == yaml.ScalarNode && n.Tag == "!!str" && old.Tag == "!!str" && n.Style == 0 &&
-		(old.Style == yaml.SingleQuotedStyle || old.Style == yaml.DoubleQuotedStyle) && !strings.Contains(n.Value, "\n") {
-		n.Style = old.Style
-	}
 	if d.root.Style&yaml.FlowStyle != 0 {
 		return d.reencode(func(m *yaml.Node) { m.Content[i+1] = n })
 	}
@@ -299,13 +363,18 @@ func (d *Doc) Delete(key string) error {
 	if a := anchorUsed(d.root, d.root.Content[i+1]); a != "" {
 		return fmt.Errorf("delete %s: its anchor &%s is used by an alias elsewhere in the frontmatter", key, a)
 	}
+	drop := func(m *yaml.Node) { m.Content = append(m.Content[:i:i], m.Content[i+2:]...) }
 	if d.root.Style&yaml.FlowStyle != 0 {
-		return d.reencode(func(m *yaml.Node) { m.Content = append(m.Content[:i], m.Content[i+2:]...) })
+		return d.reencode(drop)
 	}
-	lines := splitLines(d.front)
-	first, last := d.entryLines(i, lines)
-	out := append(append([][]byte{}, lines[:first]...), lines[last+1:]...)
-	return d.replaceFront(bytes.Join(out, nil))
+	keys := d.Keys()
+	keys = append(keys[:i/2:i/2], keys[i/2+1:]...)
+	return d.checked(key, keys, func() error {
+		lines := splitLines(d.front)
+		first, last := d.entryLines(i, lines)
+		out := append(append([][]byte{}, lines[:first]...), lines[last+1:]...)
+		return d.replaceFront(bytes.Join(out, nil))
+	}, drop)
 }
 
 // anchorUsed returns the name of an anchor defined in v (or below it) that
