@@ -251,7 +251,16 @@ func (d *Doc) SetNode(key string, n *yaml.Node) error {
 			n = &c
 		}
 	}
-	return d.checked(key, keys, func() error { return d.setLines(key, i, n) }, func(m *yaml.Node) {
+	want := (&plainer{budget: maxExpand, open: map[*yaml.Node]bool{}}).plain(n)
+	return d.checked(key, keys, func() error {
+		if err := d.setLines(key, i, n); err != nil {
+			return err
+		}
+		if got := d.Fields()[key]; !reflect.DeepEqual(got, want) {
+			return fmt.Errorf("set %s: line edit gave %v, not %v", key, got, want)
+		}
+		return nil
+	}, func(m *yaml.Node) {
 		if i < 0 {
 			m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, n)
 		} else {
@@ -332,6 +341,9 @@ func (d *Doc) setLines(key string, i int, n *yaml.Node) error {
 			if start < end {
 				nl := append([]byte{}, line[:start]...)
 				nl = append(nl, text...)
+				if end < len(line) && line[end] == '#' {
+					nl = append(nl, ' ') // `""#c` parses, `42#c` is one plain scalar
+				}
 				nl = append(nl, line[end:]...)
 				lines[first] = nl
 				return d.replaceFront(bytes.Join(lines, nil))

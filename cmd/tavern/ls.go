@@ -19,8 +19,17 @@ func init() {
 		Description: `Lists documents, filtered by --where (all must match), sorted and limited.
 EXPR is field=value, field!=value, field<N, field<=N, field>N, field>=N,
 field~substring (case-insensitive) or field? (exists). Fields may be dotted
-(bookmarks.general). --sort -field sorts descending. Invalid documents are
-listed and marked; their errors go to stderr.
+(bookmarks.general). A list field matches = and ~ if any entry does. Fields
+are compared as the current schema sees them (older documents migrated in
+memory). < <= > >= compare as numbers when both sides are numbers, as times
+when both are timestamps, else as text; a numeric field never matches a
+non-numeric bound.
+--sort -field sorts descending; documents without the field sort last.
+--limit applies after sorting. Documents that fail validation are listed and
+marked INVALID; files that do not parse are not listed, and each gives one
+error line on stderr (a JSON error object under --json) without failing ls.
+An empty result is not an error: exit 0, and [] under --json.
+--json prints an array of show --json objects without "body" (add --body).
 
 Examples:
    tavern ls agents --where state=working
@@ -54,7 +63,7 @@ Examples:
 			}
 			docs, errs := s.List(k)
 			for _, e := range errs {
-				errf(c, "tavern: %v\n", e)
+				warn(c, e)
 			}
 			docs = filterDocs(docs, conds)
 			if f := c.String("sort"); f != "" {
