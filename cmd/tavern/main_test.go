@@ -114,7 +114,9 @@ func (p *project) fails(code int, args ...string) result {
 	return r
 }
 
-func (p *project) path(rel string) string { return filepath.Join(p.dir, ".tavern", filepath.FromSlash(rel)) }
+func (p *project) path(rel string) string {
+	return filepath.Join(p.dir, ".tavern", filepath.FromSlash(rel))
+}
 
 func (p *project) read(rel string) string {
 	p.t.Helper()
