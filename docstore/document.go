@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -137,6 +138,16 @@ func (d *Doc) parseFront() error {
 		if m := yamlLine.FindStringSubmatch(msg); m != nil {
 			line, _ = strconv.Atoi(m[1])
 			msg = m[2]
+		} else {
+			msg = strings.TrimPrefix(msg, "yaml: ")
+		}
+		// yaml.v3 prints scanner error lines 1-based but parser error
+		// lines 0-based (the line of the enclosing collection), and no line
+		// at all when that is 0. Shift parser errors to 1-based.
+		if isParserError(msg) {
+			line++
+		}
+		if line > 0 {
 			line += d.frontLine() - 1
 		}
 		return &ParseError{Path: d.Path, Line: line, Col: 1, Msg: "frontmatter: " + msg}
@@ -157,6 +168,21 @@ func (d *Doc) parseFront() error {
 	}
 	d.root = root
 	return nil
+}
+
+// parserErrors are yaml.v3's parser (not scanner) messages; see parseFront.
+var parserErrors = []string{"did not find expected <document start>", "did not find expected node content",
+	"did not find expected key", "did not find expected '-' indicator", "did not find expected ',' or ']'",
+	"did not find expected ',' or '}'", "found undefined tag handle", "found duplicate %YAML directive",
+	"found incompatible YAML document", "found duplicate %TAG directive"}
+
+func isParserError(msg string) bool {
+	for _, p := range parserErrors {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // frontLine is the file line number of the first frontmatter line.

@@ -291,7 +291,11 @@ func (d *Doc) checked(key string, want []string, edit func() error, fallback fun
 		}
 	}
 	d.front, d.root = front, root
-	return d.reencode(fallback)
+	if rerr := d.reencode(fallback); rerr != nil {
+		d.front, d.root = front, root
+		return fmt.Errorf("%w: %s: %v", ErrUneditable, key, rerr)
+	}
+	return nil
 }
 
 func hasAnchors(n *yaml.Node) bool {

@@ -38,6 +38,12 @@ var (
 	// ErrAmbiguous is returned when a reference matches several documents.
 	ErrAmbiguous = errors.New("reference matches several documents")
 
+	// ErrUneditable is returned by Set, SetNode and Delete when neither a
+	// line edit nor re-encoding the frontmatter gives a document that
+	// differs only in that field: exotic YAML (custom tags, duplicate keys)
+	// that yaml.v3 cannot write back. Nothing is changed; edit by hand.
+	ErrUneditable = errors.New("cannot edit this frontmatter automatically (edit the file by hand)")
+
 	// ErrParse is matched by every *ParseError.
 	ErrParse = errors.New("cannot parse document")
 )

@@ -506,7 +506,7 @@ func (s *Store) Resolve(ref string) (string, error) {
 	kindName, name, _ := strings.Cut(ref, "/")
 	k, err := schema.Lookup(kindName)
 	if err != nil {
-		return "", err
+		return "", pathErr("resolve", ref, err) // the message names the whole reference
 	}
 	name = strings.TrimSuffix(name, ".md")
 	if k.NameParts() == 0 {
@@ -515,11 +515,11 @@ func (s *Store) Resolve(ref string) (string, error) {
 	parts := strings.Split(name, "/")
 	for _, p := range parts {
 		if err := schema.ValidName(p); err != nil {
-			return "", err
+			return "", pathErr("resolve", ref, err)
 		}
 	}
 	if len(parts) > k.NameParts() {
-		return "", &schema.NameError{Name: name, Reason: fmt.Sprintf("%s names have at most %d part(s)", k.Name, k.NameParts())}
+		return "", pathErr("resolve", ref, &schema.NameError{Name: name, Reason: fmt.Sprintf("%s names have at most %d part(s)", k.Name, k.NameParts())})
 	}
 	// Fill the leading captures with wildcards and glob.
 	pattern := k.Pattern
