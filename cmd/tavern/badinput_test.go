@@ -230,7 +230,7 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("check line %q is not path[:line:col]: message", l)
 		}
 	}
-	checked := len(badInput) + 5 // + good, tavern.md, gadget, huge, passwd
+	checked := len(badInput) + 5                                                                              // + good, tavern.md, gadget, huge, passwd
 	if want := fmt.Sprintf("%d documents checked", checked+1); !strings.Contains(lines[len(lines)-1], want) { // + queues/evil
 		t.Errorf("check summary %q, want %q", lines[len(lines)-1], want)
 	}
