@@ -506,6 +506,14 @@ func TestCheck(t *testing.T) {
 	p := newProject(t)
 	p.ok("new", "agent", "alice", "custom=1")
 	p.ok("new", "agent", "bob")
+	// Engine-private leftovers (a killed writer's temp file, trashed or
+	// lock files) are not documents: never listed, never checked.
+	p.write(".tmp/4242-7.tmp", "---\nname: torn")
+	p.write(".trash/20260101T000000.000000000-agents__x.md", "---\nbroken: [\n---\n")
+	p.write(".locks/docs/agents/alice.md.lock", "")
+	if out := p.ok("ls", "agents"); strings.Contains(out, "4242") || strings.Count(out, "\n") != 3 {
+		t.Fatalf("ls lists engine-private files:\n%s", out)
+	}
 	if out := p.ok("check"); !strings.Contains(out, "all valid") {
 		t.Fatalf("check of a valid store printed %q", out)
 	}
