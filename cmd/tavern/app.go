@@ -126,7 +126,12 @@ func openStore(c *cli.Context) (*docstore.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return docstore.Open(dir)
+	s, err := docstore.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	recordJournal(c, s) // log.go: every mutation is journaled
+	return s, nil
 }
 
 // printJSON writes v as indented JSON to the command's output.

@@ -464,7 +464,7 @@ func TestEdit(t *testing.T) {
 		t.Fatalf("failing editor: %s", r)
 	}
 	// Someone else writes while the editor runs: exit 4, copy kept.
-	r = runIn(t, p.dir, "", editor(`sed -i 's/^role: visual$/role: mine/' "$1"; `+tavernBin+` set agents/alice spawns=9`), "edit", "agents/alice")
+	r = runIn(t, p.dir, "", editor(`sed -i 's/^role: visual$/role: mine/' "$1"; `+builtBin+` set agents/alice spawns=9`), "edit", "agents/alice")
 	if r.code != 4 || !strings.Contains(r.err, "your edit is kept in") {
 		t.Fatalf("concurrent edit: %s", r)
 	}

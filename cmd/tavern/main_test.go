@@ -14,7 +14,7 @@ import (
 	"testing"
 )
 
-var tavernBin string
+var builtBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "tavern-cli-test-")
@@ -22,8 +22,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	tavernBin = filepath.Join(dir, "tavern")
-	build := exec.Command("go", "build", "-o", tavernBin, ".")
+	builtBin = filepath.Join(dir, "tavern")
+	build := exec.Command("go", "build", "-o", builtBin, ".")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building tavern:", err)
@@ -48,7 +48,7 @@ func (r result) String() string {
 // own TAVERN_DIR/EDITOR/VISUAL never leak in.
 func runIn(t testing.TB, dir, stdin string, env []string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(tavernBin, args...)
+	cmd := exec.Command(builtBin, args...)
 	cmd.Dir = dir
 	for _, e := range os.Environ() {
 		if k, _, _ := strings.Cut(e, "="); k != "TAVERN_DIR" && k != "EDITOR" && k != "VISUAL" {

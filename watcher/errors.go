@@ -1,0 +1,49 @@
+package watcher
+
+import "errors"
+
+// ErrSymlink is returned (inside a *WatchError) when a path under the root
+// is a symbolic link. Links are never followed: a link can leave the store
+// or form a loop, and the store's invariant is that every document is a
+// regular file inside it.
+var ErrSymlink = errors.New("symbolic link not followed")
+
+// ErrNotRegular is returned (inside a *WatchError) when a path under the
+// root is neither a regular file nor a directory (FIFO, socket, device).
+var ErrNotRegular = errors.New("not a regular file or directory")
+
+// ErrClosed is returned by methods called on a closed watcher.
+var ErrClosed = errors.New("watcher closed")
+
+// ErrOverflow is reported when the kernel event queue overflowed (or the
+// backend reported any other error) and a full rescan was started to
+// reconcile with the disk. It is informational: no change is lost.
+var ErrOverflow = errors.New("event queue overflow: full rescan")
+
+// WatchError is the error carried by an OpError change. It names the
+// operation that failed and the store-relative path, and unwraps to the
+// underlying cause (fs.ErrPermission, ErrSymlink, ...), in the style of
+// *fs.PathError.
+type WatchError struct {
+	Op   string // "read", "readdir", "watch", "lstat", ...
+	Path string // slash-separated, relative to the watched root
+	Err  error
+}
+
+func (e *WatchError) Error() string {
+	p := e.Path
+	if p == "" {
+		p = "."
+	}
+	return e.Op + " " + p + ": " + e.Err.Error()
+}
+
+func (e *WatchError) Unwrap() error { return e.Err }
+
+// ErrNoType is returned when an event has no type (or, reading the journal,
+// no id): every journal line must say what happened.
+var ErrNoType = errors.New("event has no type or id")
+
+// ErrTrailingData is returned when a journal line holds more than one JSON
+// value (two events torn together into one line).
+var ErrTrailingData = errors.New("trailing data after event")

@@ -1,0 +1,980 @@
+package watcher
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// Defaults for FSOptions.
+const (
+	DefaultReconcile = 30 * time.Second
+	DefaultDebounce  = 2 * time.Millisecond
+	DefaultPoll      = time.Second
+
+	// racyWindow: a file whose mtime or ctime is this close to (or after)
+	// the moment its content was read may have been rewritten within the
+	// same timestamp tick, so a stat-only comparison cannot prove it is
+	// unchanged and its content is re-read (git's "racy" rule). Two seconds
+	// also covers client/server clock skew on network filesystems.
+	racyWindow = 2 * time.Second
+
+	// maxBatch bounds how many read results are held before they are
+	// delivered, so a scan of a large store does not hold every file.
+	maxBatch = 2048
+)
+
+// ChangeOp is the kind of a logical file change.
+type ChangeOp uint8
+
+const (
+	OpCreate ChangeOp = iota + 1 // a file appeared
+	OpUpdate                     // a known file's content changed
+	OpRemove                     // a known file disappeared
+	OpError                      // a path could not be read or watched; Err says why
+)
+
+func (o ChangeOp) String() string {
+	switch o {
+	case OpCreate:
+		return "create"
+	case OpUpdate:
+		return "update"
+	case OpRemove:
+		return "remove"
+	case OpError:
+		return "error"
+	}
+	return "op(" + strconv.Itoa(int(o)) + ")"
+}
+
+// FileState is what the watcher knows about one file: its identity on disk
+// and the hash of the content last read. Two states with the same Hash are
+// the same document content, whatever their inode or mtime.
+type FileState struct {
+	Dev   uint64   `json:"dev,omitempty"`
+	Ino   uint64   `json:"ino,omitempty"`
+	Size  int64    `json:"size"`
+	MTime int64    `json:"mtime"`           // unix ns
+	CTime int64    `json:"ctime,omitempty"` // unix ns
+	Hash  [32]byte `json:"hash"`            // sha256 of the content
+	Seen  int64    `json:"seen"`            // unix ns just before the content was read
+}
+
+// SameStat reports whether s and o have the same on-disk identity (device,
+// inode, size, mtime, ctime). It says nothing about content.
+func (s FileState) SameStat(o FileState) bool {
+	return s.Dev == o.Dev && s.Ino == o.Ino && s.Size == o.Size &&
+		s.MTime == o.MTime && s.CTime == o.CTime
+}
+
+// Racy reports whether the file was modified so close to the moment it was
+// read that an unchanged stat does not prove unchanged content.
+func (s FileState) Racy() bool {
+	t := max(s.MTime, s.CTime)
+	return t >= s.Seen-int64(racyWindow)
+}
+
+// Change is one logical change: emitted only when a file's content really
+// differs from what was known (or a path starts or stops failing).
+type Change struct {
+	Op    ChangeOp
+	Path  string    // slash-separated, relative to the root
+	State FileState // new state (Create, Update)
+	Prev  FileState // previous state (Update, Remove)
+	Data  []byte    // the content read (Create, Update); owned by the receiver
+	Err   error     // *WatchError (Error)
+}
+
+// FSOptions configure WatchFS.
+type FSOptions struct {
+	// Poll > 0 forces polling at that interval. Zero selects fsnotify unless
+	// the root is on a filesystem where inotify cannot see other clients'
+	// writes (NFS, SMB, FUSE, ...), which is then polled every DefaultPoll.
+	// Poll < 0 forces fsnotify.
+	Poll time.Duration
+	// Reconcile is the interval of the full rescan that catches anything
+	// events missed. Zero means DefaultReconcile; negative disables it.
+	Reconcile time.Duration
+	// Debounce is how long a path must be quiet before it is re-checked
+	// (default 2ms, at most 20x that under a steady stream of events), so
+	// multi-step editor saves are usually seen as one change. It adds to
+	// every event's latency, which is why it is short: engine writes are
+	// atomic renames and never need it. Correctness does not depend on it:
+	// every check compares the content with what is known.
+	Debounce time.Duration
+	// Ignore, if set, hides additional paths (beyond Ignored) from the
+	// watcher. rel is slash-separated; dir says whether it is a directory.
+	Ignore func(rel string, dir bool) bool
+	// Known seeds the watcher with states from a previous run (an index
+	// cache). Files whose stat still matches (and is not racy) are not
+	// read and produce no change; the others are reported as usual.
+	Known map[string]FileState
+	// OnChange receives every batch of changes, sorted by path, from a
+	// single goroutine. It must not call back into the watcher's methods
+	// other than State (and must not block for long: events queue up).
+	OnChange func([]Change)
+	// Workers is the number of parallel readers for scans (default 8).
+	Workers int
+}
+
+// FSWatcher watches a directory tree and reports logical file changes.
+type FSWatcher struct {
+	root     string
+	opt      FSOptions
+	fsw      *fsnotify.Watcher
+	poll     time.Duration
+	mode     string
+	debounce time.Duration
+
+	// pending work, fed by the event drain and the API.
+	pmu         sync.Mutex
+	dirty       map[string]struct{}
+	firstAt     time.Time // first event of the pending batch
+	lastAt      time.Time // latest event of the pending batch
+	slow        bool      // the batch holds a write, remove or rename
+	full        bool
+	syncs       []chan struct{}
+	markers     map[string]chan struct{}
+	markerSeq   uint64
+	kick        chan struct{}
+	backendErrs []error
+
+	// state, written only by the processing goroutine (and WatchFS).
+	smu   sync.RWMutex
+	files map[string]FileState
+	dirs  map[string]*dirEntry
+	// dirByIno finds the watched directory path of an inode: a directory
+	// renamed within the tree keeps its inode (and its inotify watch), so
+	// the old path's watch must go before the new path is watched.
+	dirByIno map[[2]uint64]string
+	errs     map[string]string
+	out      []Change
+	reads    []string
+
+	done      chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+	closed    atomic.Bool
+
+	// test hooks
+	dropEvents atomic.Bool                    // drain discards events (simulates loss)
+	openHook   func(string) (*os.File, error) // replaces os.OpenFile when set
+}
+
+// testOpenHook, when set, replaces os.OpenFile for every watcher (tests).
+var testOpenHook func(string) (*os.File, error)
+
+type dirEntry struct {
+	dev, ino uint64
+	watched  bool
+	children map[string]struct{} // names of known child files and dirs
+}
+
+// WatchFS starts watching root. Before it returns it has scanned the whole
+// tree and delivered the initial changes (relative to opt.Known) to
+// opt.OnChange; afterwards changes are delivered as they happen.
+func WatchFS(root string, opt FSOptions) (*FSWatcher, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, &fs.PathError{Op: "watch", Path: abs, Err: syscall.ENOTDIR}
+	}
+	if opt.OnChange == nil {
+		opt.OnChange = func([]Change) {}
+	}
+	if opt.Workers <= 0 {
+		opt.Workers = 8
+	}
+	w := &FSWatcher{
+		root:     abs,
+		opt:      opt,
+		debounce: opt.Debounce,
+		dirty:    map[string]struct{}{},
+		dirByIno: map[[2]uint64]string{},
+		markers:  map[string]chan struct{}{},
+		kick:     make(chan struct{}, 1),
+		files:    map[string]FileState{},
+		dirs:     map[string]*dirEntry{},
+		errs:     map[string]string{},
+		done:     make(chan struct{}),
+	}
+	if w.debounce <= 0 {
+		w.debounce = DefaultDebounce
+	}
+	switch {
+	case opt.Poll > 0:
+		w.poll, w.mode = opt.Poll, "poll"
+	case opt.Poll == 0:
+		if fsType := remoteFS(abs); fsType != "" {
+			w.poll, w.mode = DefaultPoll, "poll ("+fsType+")"
+		}
+	}
+	if w.poll == 0 {
+		w.fsw, err = fsnotify.NewBufferedWatcher(4096)
+		if err != nil {
+			// Out of inotify instances: polling still gives right answers.
+			w.poll, w.mode = DefaultPoll, "poll (inotify unavailable: "+err.Error()+")"
+		} else {
+			w.mode = "fsnotify"
+		}
+	}
+	// Seed the known state so the initial scan only reports differences.
+	for p, st := range opt.Known {
+		if w.ignored(p, false) {
+			continue
+		}
+		w.files[p] = st
+		w.ensureDirs(p)
+	}
+	w.dirs[""] = w.dirEntry("")
+	if w.fsw != nil {
+		// Drain before scanning: a long first scan must not let the kernel
+		// queue overflow.
+		w.wg.Add(1)
+		go w.drain()
+	}
+	w.smu.Lock()
+	w.reconcile("")
+	w.smu.Unlock()
+	w.flush()
+	w.wg.Add(1)
+	go w.process()
+	return w, nil
+}
+
+// Root returns the absolute path of the watched directory.
+func (w *FSWatcher) Root() string { return w.root }
+
+// Mode describes how changes are detected: "fsnotify", "poll",
+// "poll (nfs)", ...
+func (w *FSWatcher) Mode() string { return w.mode }
+
+// State returns a copy of every known file state, keyed by relative path.
+func (w *FSWatcher) State() map[string]FileState {
+	w.smu.RLock()
+	defer w.smu.RUnlock()
+	m := make(map[string]FileState, len(w.files))
+	for k, v := range w.files {
+		m[k] = v
+	}
+	return m
+}
+
+// Close stops watching. OnChange is not called after Close returns.
+func (w *FSWatcher) Close() error {
+	var err error
+	w.closeOnce.Do(func() {
+		w.closed.Store(true)
+		close(w.done)
+		if w.fsw != nil {
+			err = w.fsw.Close()
+		}
+		w.wg.Wait()
+		w.pmu.Lock()
+		for _, c := range w.syncs {
+			close(c)
+		}
+		w.syncs = nil
+		w.pmu.Unlock()
+	})
+	return err
+}
+
+// Rescan requests a full reconcile with the disk and waits for it.
+func (w *FSWatcher) Rescan(ctx context.Context) error {
+	ch := make(chan struct{})
+	w.pmu.Lock()
+	w.full = true
+	w.syncs = append(w.syncs, ch)
+	w.pmu.Unlock()
+	w.poke()
+	return w.wait(ctx, ch)
+}
+
+// Sync waits until every change made to the tree before the call has been
+// processed and delivered. With fsnotify it writes a marker file (a dot file,
+// invisible to documents) into the root and waits for its event: the kernel
+// queue is ordered, so every earlier event has been read by then. When
+// polling it runs a full reconcile.
+func (w *FSWatcher) Sync(ctx context.Context) error {
+	if w.closed.Load() {
+		return ErrClosed
+	}
+	if w.fsw == nil {
+		return w.Rescan(ctx)
+	}
+	ch := make(chan struct{})
+	w.pmu.Lock()
+	w.markerSeq++
+	name := fmt.Sprintf(".tavern-sync.%d.%p.%d", os.Getpid(), w, w.markerSeq)
+	w.markers[name] = ch
+	w.pmu.Unlock()
+	full := filepath.Join(w.root, name)
+	if err := os.WriteFile(full, nil, 0o600); err != nil {
+		w.pmu.Lock()
+		delete(w.markers, name)
+		w.pmu.Unlock()
+		return err
+	}
+	err := w.wait(ctx, ch)
+	os.Remove(full)
+	w.pmu.Lock()
+	delete(w.markers, name)
+	w.pmu.Unlock()
+	return err
+}
+
+func (w *FSWatcher) wait(ctx context.Context, ch chan struct{}) error {
+	select {
+	case <-ch:
+		if w.closed.Load() {
+			return ErrClosed
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-w.done:
+		return ErrClosed
+	}
+}
+
+func (w *FSWatcher) poke() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (w *FSWatcher) rel(abs string) (string, bool) {
+	if abs == w.root {
+		return "", true
+	}
+	if !strings.HasPrefix(abs, w.root+string(filepath.Separator)) {
+		return "", false
+	}
+	return filepath.ToSlash(abs[len(w.root)+1:]), true
+}
+
+func (w *FSWatcher) abs(rel string) string {
+	if rel == "" {
+		return w.root
+	}
+	return filepath.Join(w.root, filepath.FromSlash(rel))
+}
+
+func (w *FSWatcher) ignored(rel string, dir bool) bool {
+	if rel == "" {
+		return false
+	}
+	if Ignored(rel) {
+		return true
+	}
+	return w.opt.Ignore != nil && w.opt.Ignore(rel, dir)
+}
+
+// drain moves kernel events into the dirty set as fast as they come, so
+// slow processing never overflows the kernel queue.
+func (w *FSWatcher) drain() {
+	defer w.wg.Done()
+	for {
+		select {
+		case <-w.done:
+			return
+		case ev, ok := <-w.fsw.Events:
+			if !ok {
+				return
+			}
+			rel, ok := w.rel(ev.Name)
+			if !ok {
+				continue
+			}
+			w.pmu.Lock()
+			if ch, ok := w.markers[rel]; ok {
+				delete(w.markers, rel)
+				w.syncs = append(w.syncs, ch)
+				w.pmu.Unlock()
+				w.poke()
+				continue
+			}
+			if w.dropEvents.Load() || Ignored(rel) {
+				w.pmu.Unlock()
+				continue
+			}
+			w.markDirty(rel, !ev.Has(fsnotify.Create))
+			w.pmu.Unlock()
+			w.poke()
+		case err, ok := <-w.fsw.Errors:
+			if !ok {
+				return
+			}
+			w.watchError(err)
+		}
+	}
+}
+
+// markDirty records an event for rel; pmu is held. A batch of only Create
+// events (how a rename into place, the engine's only way of writing,
+// looks) settles after Debounce/8 of quiet; a write, remove or rename
+// suggests an editor's multi-step save and waits the full Debounce. The
+// whole batch is taken at once, so bursts are processed in bulk.
+func (w *FSWatcher) markDirty(rel string, slow bool) {
+	now := time.Now()
+	if len(w.dirty) == 0 {
+		w.firstAt = now
+		w.slow = false
+	}
+	w.lastAt = now
+	w.slow = w.slow || slow
+	w.dirty[rel] = struct{}{}
+}
+
+// watchError handles an error from the event backend: whatever it was,
+// events may have been lost, so the answer is a full reconcile.
+func (w *FSWatcher) watchError(err error) {
+	w.pmu.Lock()
+	w.full = true
+	if !errors.Is(err, fsnotify.ErrEventOverflow) {
+		w.backendErrs = append(w.backendErrs, err)
+	}
+	w.pmu.Unlock()
+	w.poke()
+}
+
+func (w *FSWatcher) process() {
+	defer w.wg.Done()
+	var tick <-chan time.Time
+	interval := w.poll
+	if interval == 0 {
+		interval = w.opt.Reconcile
+		if interval == 0 {
+			interval = DefaultReconcile
+		}
+	}
+	if interval > 0 {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		tick = t.C
+	}
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		select {
+		case <-w.done:
+			return
+		case <-w.kick:
+		case <-timer.C:
+		case <-tick:
+			w.pmu.Lock()
+			w.full = true
+			w.pmu.Unlock()
+		}
+		w.pmu.Lock()
+		full := w.full
+		syncs := w.syncs
+		berrs := w.backendErrs
+		var dirty []string
+		take := full || len(syncs) > 0
+		if !take && len(w.dirty) > 0 {
+			now := time.Now()
+			settle := w.debounce
+			if !w.slow {
+				settle = w.debounce / 8
+			}
+			left := min(settle-now.Sub(w.lastAt), 20*w.debounce-now.Sub(w.firstAt))
+			if left <= 0 {
+				take = true
+			} else {
+				timer.Reset(left)
+			}
+		}
+		if take {
+			dirty = make([]string, 0, len(w.dirty))
+			for p := range w.dirty {
+				dirty = append(dirty, p)
+			}
+			clear(w.dirty)
+		}
+		w.full = false
+		w.syncs = nil
+		w.backendErrs = nil
+		w.pmu.Unlock()
+		if !full && len(syncs) == 0 && len(dirty) == 0 && len(berrs) == 0 {
+			continue
+		}
+
+		w.smu.Lock()
+		for _, err := range berrs {
+			// Not deduplicated: each backend error is its own incident.
+			w.out = append(w.out, Change{Op: OpError, Err: &WatchError{Op: "watch", Err: err}})
+		}
+		if full {
+			w.reconcile("")
+		} else {
+			paths := dirty
+			slices.Sort(paths)
+			for _, p := range paths {
+				w.check(p)
+			}
+			w.readPending()
+		}
+		w.smu.Unlock()
+		w.flush()
+		for _, c := range syncs {
+			close(c)
+		}
+	}
+}
+
+// flush delivers the collected changes. Called without smu held.
+func (w *FSWatcher) flush() {
+	w.smu.Lock()
+	out := w.out
+	w.out = nil
+	w.smu.Unlock()
+	w.emit(out)
+}
+
+func (w *FSWatcher) emit(out []Change) {
+	if len(out) == 0 || w.closed.Load() {
+		return
+	}
+	slices.SortStableFunc(out, func(a, b Change) int { return strings.Compare(a.Path, b.Path) })
+	w.opt.OnChange(out)
+}
+
+// check re-examines one path that may have changed. smu is held.
+func (w *FSWatcher) check(rel string) {
+	if w.ignored(rel, false) {
+		return
+	}
+	if rel != "" {
+		if parent := parentOf(rel); w.dirs[parent] == nil {
+			// The parent is new to us: reconciling it covers rel.
+			w.check(parent)
+			return
+		}
+	}
+	fi, err := os.Lstat(w.abs(rel))
+	switch {
+	case err != nil && isGone(err):
+		w.removePath(rel)
+		return
+	case err != nil:
+		w.reportErr(rel, "lstat", err)
+		return
+	}
+	switch m := fi.Mode(); {
+	case m.IsDir():
+		if w.ignored(rel, true) {
+			return
+		}
+		if _, ok := w.files[rel]; ok {
+			w.removeFile(rel)
+		}
+		w.reconcile(rel)
+	case m.IsRegular():
+		if w.dirs[rel] != nil {
+			w.removeDir(rel)
+		}
+		w.reads = append(w.reads, rel)
+	case m&fs.ModeSymlink != 0:
+		w.forget(rel)
+		w.reportErr(rel, "lstat", ErrSymlink)
+	default:
+		w.forget(rel)
+		w.reportErr(rel, "lstat", ErrNotRegular)
+	}
+}
+
+// reconcile makes the known state under dir equal to the disk: it watches
+// every directory, reads every file whose stat changed (or is racy), and
+// removes what is gone. smu is held.
+func (w *FSWatcher) reconcile(dir string) {
+	w.walk(dir)
+	w.readPending()
+}
+
+func (w *FSWatcher) walk(dir string) {
+	fi, err := os.Lstat(w.abs(dir))
+	if err != nil {
+		if isGone(err) {
+			w.removePath(dir)
+		} else {
+			w.reportErr(dir, "lstat", err)
+		}
+		return
+	}
+	if !fi.IsDir() {
+		w.check(dir)
+		return
+	}
+	d := w.dirEntry(dir)
+	w.watchDir(dir, d, fi)
+	// Read the directory only after the watch exists: anything created
+	// from now on produces an event, anything before is in the listing.
+	f, err := os.Open(w.abs(dir))
+	var ents []fs.DirEntry
+	if err == nil {
+		ents, err = f.ReadDir(-1)
+		f.Close()
+	}
+	if err != nil {
+		if isGone(err) {
+			w.removePath(dir)
+		} else {
+			// Keep what we knew: a transient EACCES must not look like
+			// every document under dir was deleted.
+			w.reportErr(dir, "readdir", err)
+		}
+		return
+	}
+	w.clearErr(dir)
+	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	seen := make(map[string]struct{}, len(ents))
+	for _, e := range ents {
+		name := e.Name()
+		child := joinRel(dir, name)
+		t := e.Type()
+		if w.ignored(child, t.IsDir()) {
+			continue
+		}
+		seen[name] = struct{}{}
+		switch {
+		case t.IsDir():
+			if _, ok := w.files[child]; ok {
+				w.removeFile(child)
+			}
+			w.walk(child)
+		case t.IsRegular():
+			if w.dirs[child] != nil {
+				w.removeDir(child)
+			}
+			old, known := w.files[child]
+			if known && w.errs[child] == "" && !old.Racy() {
+				cfi, err := e.Info()
+				if err == nil {
+					var st FileState
+					fillStat(&st, cfi)
+					if st.SameStat(old) {
+						d.children[name] = struct{}{}
+						continue
+					}
+				}
+			}
+			w.reads = append(w.reads, child)
+			if len(w.reads) >= maxBatch {
+				w.readPending()
+			}
+		case t&fs.ModeSymlink != 0:
+			w.forget(child)
+			w.reportErr(child, "lstat", ErrSymlink)
+		default:
+			w.forget(child)
+			w.reportErr(child, "lstat", ErrNotRegular)
+		}
+	}
+	for name := range d.children {
+		if _, ok := seen[name]; !ok {
+			w.removePath(joinRel(dir, name))
+		}
+	}
+	// Errors on names that no longer exist are resolved.
+	for p := range w.errs {
+		if p != dir && parentOf(p) == dir {
+			if _, ok := seen[p[strings.LastIndexByte(p, '/')+1:]]; !ok {
+				delete(w.errs, p)
+			}
+		}
+	}
+}
+
+func (w *FSWatcher) watchDir(rel string, d *dirEntry, fi fs.FileInfo) {
+	var st FileState
+	fillStat(&st, fi)
+	if w.fsw == nil {
+		d.dev, d.ino = st.Dev, st.Ino
+		return
+	}
+	if d.watched && d.dev == st.Dev && d.ino == st.Ino {
+		return
+	}
+	abs := w.abs(rel)
+	if d.watched {
+		// Same path, different directory (renamed away and replaced):
+		// the old watch follows the old inode, so drop it.
+		_ = w.fsw.Remove(abs)
+		delete(w.dirByIno, [2]uint64{d.dev, d.ino})
+		d.watched = false
+	}
+	key := [2]uint64{st.Dev, st.Ino}
+	if old, ok := w.dirByIno[key]; ok && old != rel {
+		// This directory was watched under its old name: it moved here.
+		// Forget the old path (its files are reported removed and found
+		// again below) and its watch, or inotify would hand back the old
+		// watch and go on reporting the old name.
+		if od := w.dirs[old]; od != nil {
+			w.removeDir(old)
+		} else {
+			_ = w.fsw.Remove(w.abs(old))
+		}
+		delete(w.dirByIno, key)
+	}
+	d.dev, d.ino = st.Dev, st.Ino
+	if err := w.fsw.Add(abs); err != nil {
+		w.reportErr(rel, "watch", err)
+		return
+	}
+	d.watched = true
+	w.dirByIno[key] = rel
+}
+
+type readResult struct {
+	st   FileState
+	data []byte
+	err  error
+}
+
+// readPending reads the queued files in parallel and compares each with
+// what is known. smu is held.
+func (w *FSWatcher) readPending() {
+	for len(w.reads) > 0 {
+		paths := w.reads
+		w.reads = nil
+		slices.Sort(paths)
+		paths = slices.Compact(paths)
+		res := make([]readResult, len(paths))
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		n := min(w.opt.Workers, len(paths))
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					i := int(next.Add(1)) - 1
+					if i >= len(paths) {
+						return
+					}
+					res[i] = w.readFile(paths[i])
+				}
+			}()
+		}
+		wg.Wait()
+		for i, p := range paths {
+			w.apply(p, res[i])
+		}
+		if len(w.out) >= maxBatch {
+			// Deliver now rather than holding a whole store's content. The
+			// maps are consistent here; only this goroutine mutates them.
+			out := w.out
+			w.out = nil
+			w.smu.Unlock()
+			w.emit(out)
+			w.smu.Lock()
+		}
+	}
+}
+
+var errRecheck = errors.New("changed type while reading")
+
+func (w *FSWatcher) readFile(rel string) readResult {
+	seen := time.Now().UnixNano()
+	open := w.openHook
+	if open == nil {
+		open = testOpenHook
+	}
+	if open == nil {
+		open = func(p string) (*os.File, error) { return os.OpenFile(p, openFlags, 0) }
+	}
+	f, err := open(w.abs(rel))
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.EISDIR) {
+			err = errRecheck
+		}
+		return readResult{err: err}
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return readResult{err: err}
+	}
+	if !fi.Mode().IsRegular() {
+		return readResult{err: errRecheck}
+	}
+	data := make([]byte, 0, fi.Size()+1)
+	for {
+		n, err := f.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return readResult{err: err}
+		}
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
+	}
+	r := readResult{data: data}
+	fillStat(&r.st, fi)
+	r.st.Hash = sha256.Sum256(data)
+	r.st.Seen = seen
+	return r
+}
+
+func (w *FSWatcher) apply(rel string, r readResult) {
+	switch {
+	case r.err == errRecheck:
+		// It stopped being a regular file between lstat and open.
+		w.pmu.Lock()
+		w.markDirty(rel, true)
+		w.pmu.Unlock()
+		w.poke()
+		return
+	case r.err != nil && isGone(r.err):
+		w.removePath(rel) // deleted mid-read
+		return
+	case r.err != nil:
+		w.reportErr(rel, "read", r.err)
+		return
+	}
+	old, known := w.files[rel]
+	_, hadErr := w.errs[rel]
+	w.clearErr(rel)
+	w.files[rel] = r.st
+	w.ensureDirs(rel)
+	switch {
+	case !known:
+		w.out = append(w.out, Change{Op: OpCreate, Path: rel, State: r.st, Data: r.data})
+	case old.Hash != r.st.Hash || hadErr:
+		// After an error the receiver may have marked the file broken,
+		// so it gets the content again even if it is unchanged.
+		w.out = append(w.out, Change{Op: OpUpdate, Path: rel, State: r.st, Prev: old, Data: r.data})
+	}
+}
+
+func (w *FSWatcher) reportErr(rel, op string, err error) {
+	msg := op + ": " + err.Error()
+	if w.errs[rel] == msg {
+		return
+	}
+	w.errs[rel] = msg
+	w.out = append(w.out, Change{Op: OpError, Path: rel, Err: &WatchError{Op: op, Path: rel, Err: err}})
+}
+
+func (w *FSWatcher) clearErr(rel string) { delete(w.errs, rel) }
+
+// removePath forgets rel, file or directory tree, emitting Remove for every
+// known file.
+func (w *FSWatcher) removePath(rel string) {
+	w.forget(rel)
+	delete(w.errs, rel)
+}
+
+// forget is removePath without clearing rel's error, for paths that still
+// exist but are not documents (links, FIFOs).
+func (w *FSWatcher) forget(rel string) {
+	if _, ok := w.files[rel]; ok {
+		w.removeFile(rel)
+	}
+	if w.dirs[rel] != nil && rel != "" {
+		w.removeDir(rel)
+	}
+	if rel != "" {
+		if p := w.dirs[parentOf(rel)]; p != nil {
+			delete(p.children, baseOf(rel))
+		}
+	}
+}
+
+func (w *FSWatcher) removeFile(rel string) {
+	old := w.files[rel]
+	delete(w.files, rel)
+	if p := w.dirs[parentOf(rel)]; p != nil {
+		delete(p.children, baseOf(rel))
+	}
+	w.out = append(w.out, Change{Op: OpRemove, Path: rel, Prev: old})
+}
+
+func (w *FSWatcher) removeDir(rel string) {
+	d := w.dirs[rel]
+	for name := range d.children {
+		child := joinRel(rel, name)
+		if _, ok := w.files[child]; ok {
+			w.removeFile(child)
+		}
+		if w.dirs[child] != nil {
+			w.removeDir(child)
+		}
+		delete(w.errs, child)
+	}
+	if d.watched && w.fsw != nil {
+		_ = w.fsw.Remove(w.abs(rel))
+		if w.dirByIno[[2]uint64{d.dev, d.ino}] == rel {
+			delete(w.dirByIno, [2]uint64{d.dev, d.ino})
+		}
+	}
+	delete(w.dirs, rel)
+	if p := w.dirs[parentOf(rel)]; p != nil {
+		delete(p.children, baseOf(rel))
+	}
+}
+
+func (w *FSWatcher) dirEntry(rel string) *dirEntry {
+	d := w.dirs[rel]
+	if d == nil {
+		d = &dirEntry{children: map[string]struct{}{}}
+		w.dirs[rel] = d
+		if rel != "" {
+			w.dirEntry(parentOf(rel)).children[baseOf(rel)] = struct{}{}
+		}
+	}
+	return d
+}
+
+// ensureDirs links file rel into its parent directory entries.
+func (w *FSWatcher) ensureDirs(rel string) {
+	w.dirEntry(parentOf(rel)).children[baseOf(rel)] = struct{}{}
+}
+
+func parentOf(rel string) string {
+	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+		return rel[:i]
+	}
+	return ""
+}
+
+func baseOf(rel string) string { return rel[strings.LastIndexByte(rel, '/')+1:] }
+
+func joinRel(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
+
+func isGone(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+}

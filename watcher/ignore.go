@@ -1,0 +1,58 @@
+package watcher
+
+import "strings"
+
+// ignoredSuffixes are editor swap, backup and temp names. Documents are
+// written atomically by the engine and by well-behaved editors; these names
+// are their intermediate steps and never documents.
+var ignoredSuffixes = []string{
+	"~",                             // vim/emacs backup
+	".swp", ".swo", ".swx", ".swpx", // vim swap (usually dot-prefixed too)
+	".tmp", ".bak", ".orig", ".part", ".crswap",
+	"___jb_tmp___", "___jb_old___", // JetBrains safe write
+}
+
+// IgnoredName reports whether a single path element is never a document:
+// dot names (engine-private .tmp/, .locks/, .trash/, .index, and .git, .#x
+// emacs locks, .x.swp), editor swap/backup names, and vim's all-digit write
+// probe ("4913", "5036", ...).
+func IgnoredName(name string) bool {
+	if name == "" {
+		return false
+	}
+	if name[0] == '.' {
+		return true
+	}
+	if len(name) > 1 && name[0] == '#' && name[len(name)-1] == '#' {
+		return true // emacs auto-save
+	}
+	for _, s := range ignoredSuffixes {
+		if strings.HasSuffix(name, s) {
+			return true
+		}
+	}
+	allDigits := true
+	for i := 0; i < len(name); i++ {
+		if name[i] < '0' || name[i] > '9' {
+			allDigits = false
+			break
+		}
+	}
+	return allDigits
+}
+
+// Ignored reports whether any element of the slash-separated relative path
+// rel is ignored by IgnoredName.
+func Ignored(rel string) bool {
+	for rel != "" {
+		i := strings.IndexByte(rel, '/')
+		if i < 0 {
+			return IgnoredName(rel)
+		}
+		if IgnoredName(rel[:i]) {
+			return true
+		}
+		rel = rel[i+1:]
+	}
+	return false
+}

@@ -1,0 +1,506 @@
+package watcher
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/google/uuid"
+)
+
+// Event types produced by the watcher itself. Engine packages add their own
+// ("item.claimed", "agent.spawned", ...): a type is a free-form dotted name.
+const (
+	TypeCreated  = "doc.created"  // a document appeared
+	TypeUpdated  = "doc.updated"  // a document's content changed
+	TypeRemoved  = "doc.removed"  // a document disappeared
+	TypeInvalid  = "doc.invalid"  // a document failed to parse or validate
+	TypeError    = "watch.error"  // a path could not be read or watched
+	TypeExternal = "external"     // a change no engine call made (hand edit, git checkout)
+	TypeMissed   = "watch.missed" // a subscriber fell behind; Data["missed"] events were dropped
+)
+
+// JournalDir is the journal's directory inside the store root.
+const JournalDir = "events"
+
+// Event is one journal record and one subscription message. Empty fields
+// are omitted from the JSON line so the journal stays greppable.
+type Event struct {
+	ID     string         `json:"id"`               // UUIDv7: time-ordered, unique
+	Time   time.Time      `json:"time"`             // UTC
+	Writer string         `json:"writer,omitempty"` // host/pid/random of the appending Journal
+	Seq    uint64         `json:"seq,omitempty"`    // per-writer sequence, from 1, no gaps
+	Type   string         `json:"type"`
+	Kind   string         `json:"kind,omitempty"`
+	Path   string         `json:"path,omitempty"` // store-relative, slash-separated
+	Rev    string         `json:"rev,omitempty"`  // document revision after the change
+	Agent  string         `json:"agent,omitempty"`
+	Parent string         `json:"parent,omitempty"`
+	Item   string         `json:"item,omitempty"`
+	Queue  string         `json:"queue,omitempty"`
+	Data   map[string]any `json:"data,omitempty"`
+}
+
+// Journal appends events to <root>/events/<yyyy-mm-dd>.jsonl.
+//
+// Each event is one line written with a single write(2) on an O_APPEND
+// descriptor while holding an exclusive flock on the day file, so lines
+// from any number of processes never interleave or tear, also on
+// filesystems where O_APPEND alone is not atomic. A Journal is safe for
+// concurrent use; its Seq numbers follow file order.
+type Journal struct {
+	dir    string
+	writer string
+	sync   bool
+
+	mu   sync.Mutex
+	seq  uint64
+	day  string
+	file *os.File
+	// observers see every event this Journal appended (in-process
+	// subscribers); called with mu held, so they must not block.
+	observers []func(Event)
+}
+
+// JournalOptions configure OpenJournal.
+type JournalOptions struct {
+	// Sync fsyncs the day file after every append. Off by default: the
+	// documents are the truth, the journal their history.
+	Sync bool
+	// Writer overrides the writer identity (default host/pid/random).
+	Writer string
+}
+
+// OpenJournal opens (creating if needed) the journal of the store at root.
+func OpenJournal(root string, opt JournalOptions) (*Journal, error) {
+	dir := filepath.Join(root, JournalDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	w := opt.Writer
+	if w == "" {
+		host, _ := os.Hostname()
+		var b [3]byte
+		_, _ = rand.Read(b[:])
+		w = fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	return &Journal{dir: dir, writer: w, sync: opt.Sync}, nil
+}
+
+// Writer returns the identity stamped on every event this Journal appends.
+func (j *Journal) Writer() string { return j.writer }
+
+// Dir returns the journal directory.
+func (j *Journal) Dir() string { return j.dir }
+
+// Append stamps e (ID, Time if zero, Writer, Seq) and appends it as one
+// line. The stamped event is returned so callers can log or publish it.
+func (j *Journal) Append(e Event) (Event, error) {
+	e, _, err := j.append(e, false)
+	return e, err
+}
+
+// AppendOnce appends e unless an event of the same type, path and revision
+// is among the last events of the day file; the check and the append are
+// done under the file lock, so concurrent watchers record it once. It
+// reports whether e was appended.
+func (j *Journal) AppendOnce(e Event) (Event, bool, error) {
+	return j.append(e, true)
+}
+
+func (j *Journal) append(e Event, once bool) (Event, bool, error) {
+	if e.Type == "" {
+		return e, false, fmt.Errorf("append event: %w", ErrNoType)
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return e, false, err
+	}
+	e.ID = id.String()
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	e.Time = e.Time.UTC()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	e.Writer = j.writer
+	e.Seq = j.seq + 1
+	line, err := json.Marshal(e)
+	if err != nil {
+		return e, false, fmt.Errorf("append event: %w", err)
+	}
+	line = append(line, '\n')
+	f, err := j.open(e.Time.Format(time.DateOnly))
+	if err != nil {
+		return e, false, err
+	}
+	if err := flock(f, syscall.LOCK_EX); err != nil {
+		return e, false, &fs.PathError{Op: "flock", Path: f.Name(), Err: err}
+	}
+	defer flock(f, syscall.LOCK_UN)
+	if once && tailHas(f.Name(), e) {
+		return e, false, nil
+	}
+	n, err := f.Write(line)
+	if err == nil && n < len(line) {
+		err = io.ErrShortWrite
+	}
+	if err != nil && n > 0 {
+		// Terminate the partial line so the next event starts clean;
+		// readers report the fragment as malformed.
+		_, _ = f.Write([]byte{'\n'})
+	}
+	if err == nil && j.sync {
+		err = f.Sync()
+	}
+	if err != nil {
+		return e, false, &fs.PathError{Op: "append", Path: f.Name(), Err: err}
+	}
+	j.seq++
+	for _, o := range j.observers {
+		o(e)
+	}
+	return e, true, nil
+}
+
+func (j *Journal) open(day string) (*os.File, error) {
+	if j.file != nil && j.day == day {
+		return j.file, nil
+	}
+	if j.file != nil {
+		j.file.Close()
+		j.file = nil
+	}
+	f, err := os.OpenFile(filepath.Join(j.dir, day+".jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	j.file, j.day = f, day
+	return f, nil
+}
+
+// observe registers fn to see every event appended through j.
+func (j *Journal) observe(fn func(Event)) {
+	j.mu.Lock()
+	j.observers = append(j.observers, fn)
+	j.mu.Unlock()
+}
+
+// Close releases the open day file.
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.file == nil {
+		return nil
+	}
+	err := j.file.Close()
+	j.file = nil
+	return err
+}
+
+func flock(f *os.File, how int) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), how)
+		if err != syscall.EINTR {
+			return err
+		}
+	}
+}
+
+// LineError reports a journal line that is not a well-formed event. It is
+// passed to the reader's callback, never fatal: one bad line (a torn write
+// after a full disk, a hand edit) must not hide the rest of the history.
+type LineError struct {
+	Path string
+	Line int
+	Err  error
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("%s:%d: %v", e.Path, e.Line, e.Err) }
+func (e *LineError) Unwrap() error { return e.Err }
+
+// Filter selects events. Empty fields match everything. A Types entry
+// ending in "." or "*" matches by prefix ("item." matches "item.claimed").
+type Filter struct {
+	Types  []string
+	Kinds  []string
+	Agent  string
+	Parent string
+	Path   string    // exact path, or a prefix ending in "/"
+	Since  time.Time // inclusive
+	Until  time.Time // exclusive
+}
+
+// Match reports whether e passes the filter.
+func (f Filter) Match(e Event) bool {
+	if len(f.Types) > 0 && !slices.ContainsFunc(f.Types, func(t string) bool { return typeMatch(t, e.Type) }) {
+		return false
+	}
+	if len(f.Kinds) > 0 && !slices.Contains(f.Kinds, e.Kind) {
+		return false
+	}
+	if f.Agent != "" && e.Agent != f.Agent {
+		return false
+	}
+	if f.Parent != "" && e.Parent != f.Parent {
+		return false
+	}
+	if f.Path != "" && e.Path != f.Path && !(strings.HasSuffix(f.Path, "/") && strings.HasPrefix(e.Path, f.Path)) {
+		return false
+	}
+	if !f.Since.IsZero() && e.Time.Before(f.Since) {
+		return false
+	}
+	if !f.Until.IsZero() && !e.Time.Before(f.Until) {
+		return false
+	}
+	return true
+}
+
+func typeMatch(pattern, typ string) bool {
+	switch {
+	case strings.HasSuffix(pattern, "*"):
+		return strings.HasPrefix(typ, strings.TrimSuffix(pattern, "*"))
+	case strings.HasSuffix(pattern, "."):
+		return strings.HasPrefix(typ, pattern)
+	}
+	return pattern == typ
+}
+
+// ParseEventLine decodes one journal line.
+func ParseEventLine(line []byte) (Event, error) {
+	var e Event
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if err := dec.Decode(&e); err != nil {
+		return Event{}, err
+	}
+	if dec.More() {
+		return Event{}, ErrTrailingData
+	}
+	if e.ID == "" || e.Type == "" {
+		return Event{}, ErrNoType
+	}
+	return e, nil
+}
+
+// Cursor is a position in the journal: a day file and a byte offset.
+type Cursor struct {
+	Day    string // yyyy-mm-dd
+	Offset int64
+}
+
+// ReadJournal calls fn for every event in the journal of the store at root
+// that matches f, in file order (day by day, append order within a day).
+// Malformed lines are passed as a *LineError with a zero Event. fn returns
+// false to stop. The returned Cursor points after the last complete line
+// read, for Follow.
+func ReadJournal(root string, f Filter, fn func(Event, error) bool) (Cursor, error) {
+	return readFrom(filepath.Join(root, JournalDir), Cursor{}, f, fn)
+}
+
+func journalDays(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var days []string
+	for _, e := range ents {
+		n := e.Name()
+		if day, ok := strings.CutSuffix(n, ".jsonl"); ok && e.Type().IsRegular() {
+			if _, err := time.Parse(time.DateOnly, day); err == nil {
+				days = append(days, day)
+			}
+		}
+	}
+	slices.Sort(days)
+	return days, nil
+}
+
+func readFrom(dir string, from Cursor, f Filter, fn func(Event, error) bool) (Cursor, error) {
+	days, err := journalDays(dir)
+	if err != nil {
+		return from, err
+	}
+	cur := from
+	for _, day := range days {
+		if day < from.Day {
+			continue
+		}
+		// A day file only holds events of that (UTC) day: skip whole
+		// files outside the window.
+		if !f.Since.IsZero() && day < f.Since.UTC().Format(time.DateOnly) {
+			continue
+		}
+		if !f.Until.IsZero() && day > f.Until.UTC().Format(time.DateOnly) {
+			continue
+		}
+		off := int64(0)
+		if day == from.Day {
+			off = from.Offset
+		}
+		end, stop, err := readDay(filepath.Join(dir, day+".jsonl"), off, f, fn)
+		if err != nil {
+			return cur, err
+		}
+		cur = Cursor{Day: day, Offset: end}
+		if stop {
+			return cur, nil
+		}
+	}
+	return cur, nil
+}
+
+// readDay reads complete lines of one file from off; it returns the offset
+// after the last complete line (a line still being written is left for the
+// next read).
+func readDay(path string, off int64, f Filter, fn func(Event, error) bool) (int64, bool, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return off, false, nil
+		}
+		return off, false, err
+	}
+	defer fh.Close()
+	if _, err := fh.Seek(off, io.SeekStart); err != nil {
+		return off, false, err
+	}
+	br := bufio.NewReaderSize(fh, 256<<10)
+	lineNo := 0 // relative when off > 0; only used in messages
+	for {
+		line, err := br.ReadBytes('\n')
+		if err == io.EOF {
+			return off, false, nil // partial tail: not consumed
+		}
+		if err != nil {
+			return off, false, err
+		}
+		off += int64(len(line))
+		lineNo++
+		body := bytes.TrimSpace(line)
+		if len(body) == 0 {
+			continue
+		}
+		e, perr := ParseEventLine(body)
+		if perr != nil {
+			if !fn(Event{}, &LineError{Path: path, Line: lineNo, Err: perr}) {
+				return off, true, nil
+			}
+			continue
+		}
+		if f.Match(e) && !fn(e, nil) {
+			return off, true, nil
+		}
+	}
+}
+
+// FollowJournal calls fn for every matching event appended after cursor
+// (use the Cursor returned by ReadJournal, or the zero Cursor for
+// everything) until ctx is done or fn returns false. It waits on fsnotify
+// events for the journal directory; poll > 0 additionally re-reads at that
+// interval, for network filesystems where other machines' appends produce
+// no events.
+func FollowJournal(ctx context.Context, root string, from Cursor, f Filter, poll time.Duration, fn func(Event, error) bool) error {
+	dir := filepath.Join(root, JournalDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	fw, err := fsnotify.NewWatcher()
+	if err != nil {
+		if poll <= 0 {
+			poll = DefaultPoll
+		}
+	} else {
+		defer fw.Close()
+		if err := fw.Add(dir); err != nil {
+			return err
+		}
+	}
+	var tick <-chan time.Time
+	if poll > 0 {
+		t := time.NewTicker(poll)
+		defer t.Stop()
+		tick = t.C
+	}
+	var events <-chan fsnotify.Event
+	var errs <-chan error
+	if fw != nil {
+		events, errs = fw.Events, fw.Errors
+	}
+	cur := from
+	stopped := false
+	read := func() error {
+		c, err := readFrom(dir, cur, f, func(e Event, err error) bool {
+			if !fn(e, err) {
+				stopped = true
+				return false
+			}
+			return true
+		})
+		cur = c
+		return err
+	}
+	// The watch exists now: read everything already there, then follow.
+	if err := read(); err != nil || stopped {
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-events:
+		case <-errs: // overflow or backend error: a re-read covers it
+		case <-tick:
+		}
+		if err := read(); err != nil || stopped {
+			return err
+		}
+	}
+}
+
+// onceWindow is how much of the day file's tail AppendOnce searches.
+const onceWindow = 256 << 10
+
+func tailHas(name string, e Event) bool {
+	fh, err := os.Open(name)
+	if err != nil {
+		return false
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return false
+	}
+	off := max(fi.Size()-onceWindow, 0)
+	buf := make([]byte, fi.Size()-off)
+	if _, err := fh.ReadAt(buf, off); err != nil && err != io.EOF {
+		return false
+	}
+	for _, line := range bytes.Split(buf, []byte{'\n'}) {
+		if !bytes.Contains(line, []byte(e.Path)) {
+			continue
+		}
+		if o, err := ParseEventLine(line); err == nil && o.Type == e.Type && o.Path == e.Path && o.Rev == e.Rev {
+			return true
+		}
+	}
+	return false
+}

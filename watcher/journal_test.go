@@ -1,0 +1,232 @@
+package watcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func journalWorker(args []string) error {
+	root := args[0]
+	n, _ := strconv.Atoi(args[1])
+	id := args[2]
+	j, err := OpenJournal(root, JournalOptions{Writer: "w" + id})
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	big := strings.Repeat("y", 9000) // beyond PIPE_BUF: only the lock keeps it whole
+	for i := range n {
+		e := Event{Type: "test.append", Agent: "w" + id, Data: map[string]any{"i": i}}
+		if i%10 == 0 {
+			e.Data["pad"] = big
+		}
+		if _, err := j.Append(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func TestMain(m *testing.M) {
+	if os.Getenv("TAVERN_WATCHER_HELPER") == "journal" {
+		if err := journalWorker(strings.Split(os.Getenv("TAVERN_WATCHER_ARGS"), ",")); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	code := m.Run()
+	for _, f := range benchCleanup {
+		f()
+	}
+	os.Exit(code)
+}
+
+func TestJournalConcurrentProcesses(t *testing.T) {
+	const procs, each = 8, 5000
+	root := t.TempDir()
+	var cmds []*exec.Cmd
+	for p := range procs {
+		c := helper(t, "journal", root, strconv.Itoa(each), strconv.Itoa(p))
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, c)
+	}
+	for _, c := range cmds {
+		if err := c.Wait(); err != nil {
+			t.Fatalf("worker: %v", err)
+		}
+	}
+	lastSeq := map[string]uint64{}
+	ids := map[string]bool{}
+	total := 0
+	_, err := ReadJournal(root, Filter{}, func(e Event, err error) bool {
+		if err != nil {
+			t.Errorf("malformed line: %v", err)
+			return true
+		}
+		total++
+		if ids[e.ID] {
+			t.Errorf("duplicate id %s", e.ID)
+		}
+		ids[e.ID] = true
+		if e.Seq != lastSeq[e.Writer]+1 {
+			t.Errorf("writer %s: seq %d after %d (lost or reordered)", e.Writer, e.Seq, lastSeq[e.Writer])
+		}
+		lastSeq[e.Writer] = e.Seq
+		if i, _ := e.Data["i"].(float64); uint64(i)+1 != e.Seq {
+			t.Errorf("writer %s: data i=%v at seq %d", e.Writer, e.Data["i"], e.Seq)
+		}
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total != procs*each {
+		t.Errorf("events: got %d, want %d", total, procs*each)
+	}
+	if len(lastSeq) != procs {
+		t.Errorf("writers: got %d, want %d", len(lastSeq), procs)
+	}
+}
+
+func TestJournalFilterAndMalformed(t *testing.T) {
+	root := t.TempDir()
+	j, err := OpenJournal(root, JournalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	day := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	evs := []Event{
+		{Type: "item.claimed", Kind: "item", Agent: "a1", Time: day},
+		{Type: "item.completed", Kind: "item", Agent: "a2", Time: day.Add(time.Hour)},
+		{Type: "agent.spawned", Kind: "agent", Agent: "a1", Parent: "boss", Time: day.Add(24 * time.Hour)},
+	}
+	for _, e := range evs {
+		if _, err := j.Append(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := j.Append(Event{}); !errors.Is(err, ErrNoType) {
+		t.Errorf("Append without type: got %v, want ErrNoType", err)
+	}
+	// A torn fragment and a hand-written junk line in the middle.
+	f, _ := os.OpenFile(filepath.Join(root, JournalDir, "2026-11-20.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString("{\"id\":\"x\",\"type\":\"t\"}{\"id\":\n")
+	f.WriteString("not json\n")
+	f.Close()
+	for _, tc := range []struct {
+		name string
+		f    Filter
+		want string
+	}{
+		{"all", Filter{}, "item.claimed,item.completed,agent.spawned"},
+		{"type prefix", Filter{Types: []string{"item."}}, "item.claimed,item.completed"},
+		{"type glob", Filter{Types: []string{"agent*"}}, "agent.spawned"},
+		{"agent", Filter{Agent: "a1"}, "item.claimed,agent.spawned"},
+		{"parent", Filter{Parent: "boss"}, "agent.spawned"},
+		{"since", Filter{Since: day.Add(30 * time.Minute)}, "item.completed,agent.spawned"},
+		{"until", Filter{Until: day.Add(30 * time.Minute)}, "item.claimed"},
+		{"kind", Filter{Kinds: []string{"agent"}}, "agent.spawned"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			bad := 0
+			_, err := ReadJournal(root, tc.f, func(e Event, err error) bool {
+				var le *LineError
+				if errors.As(err, &le) {
+					bad++
+					return true
+				}
+				got = append(got, e.Type)
+				return true
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := strings.Join(got, ","); s != tc.want {
+				t.Errorf("got %s, want %s", s, tc.want)
+			}
+			if tc.name == "all" && bad != 2 {
+				t.Errorf("malformed lines reported: got %d, want 2", bad)
+			}
+		})
+	}
+}
+
+func TestFollowJournal(t *testing.T) {
+	root := t.TempDir()
+	j, err := OpenJournal(root, JournalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if _, err := j.Append(Event{Type: "before"}); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := ReadJournal(root, Filter{}, func(Event, error) bool { return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	got := make(chan string, 10)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	ready := make(chan struct{})
+	go func() {
+		defer wg.Done()
+		close(ready)
+		// No poll: only fsnotify can wake it.
+		FollowJournal(ctx, root, cur, Filter{Types: []string{"x."}}, 0, func(e Event, err error) bool {
+			got <- e.Type
+			return e.Type != "x.stop"
+		})
+	}()
+	<-ready
+	for _, typ := range []string{"y.skip", "x.one", "x.stop"} {
+		if _, err := j.Append(Event{Type: typ}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var seq []string
+	for len(seq) < 2 {
+		select {
+		case s := <-got:
+			seq = append(seq, s)
+		case <-ctx.Done():
+			t.Fatalf("follow saw %v before deadline", seq)
+		}
+	}
+	wg.Wait()
+	if s := strings.Join(seq, ","); s != "x.one,x.stop" {
+		t.Errorf("followed: got %s, want x.one,x.stop", s)
+	}
+}
+
+func FuzzParseEventLine(f *testing.F) {
+	f.Add([]byte(`{"id":"0190a1b2-0000-7000-8000-000000000000","time":"2026-11-22T00:00:00Z","type":"item.claimed","path":"queues/q/claimed/a.md","data":{"attempt":2}}`))
+	f.Add([]byte(`{"id":"x","type":"t"}{"id":`))
+	f.Add([]byte(`not json`))
+	f.Add([]byte(`{"id":"x","type":"t","time":"bad"}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		e, err := ParseEventLine(line)
+		if err != nil {
+			return
+		}
+		if e.ID == "" || e.Type == "" {
+			t.Fatalf("accepted event without id/type: %+v", e)
+		}
+	})
+}
