@@ -142,6 +142,15 @@ func storeFiles(s *docstore.Store, dir string) ([]string, error) {
 			return nil
 		}
 		name := e.Name()
+		if e.Type()&fs.ModeSymlink != 0 && !strings.HasPrefix(name, ".") {
+			// WalkDir does not follow symlinks. One that leaves the store
+			// (or dangles) is a problem to report, not a file to skip;
+			// checkDoc refuses to read through it and says so.
+			if real, err := filepath.EvalSymlinks(p); err != nil || !insideDir(s.Root(), real) {
+				out = append(out, p)
+				return nil
+			}
+		}
 		if e.IsDir() {
 			if p != dir && (strings.HasPrefix(name, ".") || (filepath.Dir(p) == s.Root() && name == "events")) {
 				return filepath.SkipDir
@@ -160,4 +169,8 @@ func storeFiles(s *docstore.Store, dir string) ([]string, error) {
 		}
 	}
 	return out, err
+}
+
+func insideDir(root, p string) bool {
+	return p == root || strings.HasPrefix(p, root+string(filepath.Separator))
 }

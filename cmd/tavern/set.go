@@ -12,8 +12,10 @@ func init() {
 		Usage:     "set frontmatter fields of a document",
 		ArgsUsage: "REF field=value...",
 		Description: `Each value is written as a YAML scalar or flow value: n=3 is an integer,
-tags=[a,b] a list, name='"007"' a string. Only the lines of the named fields
-change. With --if-rev the update fails with exit 4 unless the document is
+tags=[a,b] a list, name='"007"' a string. Text that is not a one-line YAML
+scalar or flow value stays text exactly as typed: title=Fix #12 is "Fix #12"
+(not "Fix" and a comment), note=a: b is "a: b". Only the lines of the named
+fields change; a quoted string keeps the file's quoting style. With --if-rev the update fails with exit 4 unless the document is
 still at that revision (from show --json), so read-modify-write loops are safe.
 The result is validated first; an invalid result is refused (exit 5).
 
