@@ -18,6 +18,10 @@ const (
 
 var md = goldmark.New()
 
+// sectionClosers end whatever block a body may have left open.
+var sectionClosers = []string{"", "```", "~~~", strings.Repeat("`", 16), strings.Repeat("~", 16),
+	"</pre></script></style></textarea>", "-->", "?>", "]]>", ">"}
+
 // span is the byte range of a level-2 section: from the start of its
 // heading line to the start of the next heading of level 1 or 2 (or EOF).
 type span struct{ head, start, end int } // head: heading line start; start: content start
@@ -38,7 +42,10 @@ func findSection(body []byte, title string) (span, bool) {
 			found.end = line
 			return *found, true
 		}
-		if h.Level == 2 && strings.TrimSpace(string(headingText(h, body))) == title {
+		// Only ATX headings ("## Notes") name sections: a setext heading's
+		// underline would otherwise be taken for content.
+		atx := bytes.HasPrefix(bytes.TrimLeft(body[line:], " "), []byte("#"))
+		if h.Level == 2 && atx && strings.TrimSpace(string(headingText(h, body))) == title {
 			found = &span{head: line, start: lineEnd(body, line), end: len(body)}
 		}
 	}
@@ -102,15 +109,26 @@ func SetSection(body []byte, title, content string) []byte {
 	}
 	sp, ok := findSection(body, title)
 	if !ok {
-		out := append([]byte(nil), body...)
-		if len(out) > 0 && !bytes.HasSuffix(out, []byte("\n")) {
-			out = append(out, '\n')
+		// Append. A body ending inside an open code fence or raw HTML
+		// block would swallow the new heading: close it first.
+		for _, closer := range sectionClosers {
+			out := append([]byte(nil), body...)
+			if closer != "" {
+				out = append(out, "\n"+closer+"\n"...)
+			}
+			if len(out) > 0 && !bytes.HasSuffix(out, []byte("\n")) {
+				out = append(out, '\n')
+			}
+			if len(out) > 0 && !bytes.HasSuffix(out, []byte("\n\n")) {
+				out = append(out, '\n')
+			}
+			out = append(out, "## "+title+"\n"...)
+			out = append(out, strings.TrimRight(block, "\n")+"\n"...)
+			if _, ok := findSection(out, title); ok {
+				return out
+			}
 		}
-		if len(out) > 0 && !bytes.HasSuffix(out, []byte("\n\n")) {
-			out = append(out, '\n')
-		}
-		out = append(out, "## "+title+"\n"...)
-		return append(out, strings.TrimRight(block, "\n")+"\n"...)
+		return body
 	}
 	out := append([]byte(nil), body[:sp.start]...)
 	if sp.end == len(body) {
