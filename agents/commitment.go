@@ -182,7 +182,7 @@ func (m *Manager) Verify(ctx context.Context, agent, by string) ([]Result, error
 	if err != nil {
 		return nil, err
 	}
-	var results []Result
+	results := []Result{} // non-nil: verified, even with no commitments
 	for _, c := range cs {
 		if err := ctx.Err(); err != nil {
 			return results, err
