@@ -78,6 +78,7 @@ var (
 			Field{Name: "backoff_max", Type: Duration, Default: "10m"},
 			Field{Name: "on_empty", Type: String, Enum: EmptyModes, Default: "idle"},
 			Field{Name: "steal", Type: Bool, Default: true, Doc: "may workers of other queues steal from this one"},
+			Field{Name: "lease_grace", Type: Duration, Default: "30s", Doc: "how long a claim whose lease expired but whose holder is alive (hung) is left before it is returned"},
 		)}
 
 	Item = &Kind{Name: "item", Plural: "items", Pattern: "queues/{queue}/{state:pending|claimed|done|dead}/{id}.md", Version: 1,
@@ -92,6 +93,8 @@ var (
 			Field{Name: "claimed_by", Type: String},
 			Field{Name: "claim_attempt", Type: Int, Min: atLeast(0), Doc: "fencing token: completions must carry it"},
 			Field{Name: "claim_kind", Type: String, Enum: []string{"lease", "liveness"}},
+			Field{Name: "liveness_lock", Type: String, Doc: "lock key whose holder keeps a liveness claim alive (free lock = dead owner)"},
+			Field{Name: "hung_since", Type: Time, Doc: "when a reaper first saw the lease expired while the holder was alive"},
 			Field{Name: "lease_until", Type: Time},
 			Field{Name: "not_before", Type: Time},
 			Field{Name: "started", Type: Time},

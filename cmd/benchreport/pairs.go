@@ -1,0 +1,30 @@
+package main
+
+// pairs is the pairing table: each Tavern figure next to the same-run
+// baseline it is judged against. Names are as `go test -bench` prints them,
+// without the -GOMAXPROCS suffix. Metric is a unit the benchmark reports
+// ("ops/s" is also derived from ns/op when not reported). Ratio is
+// value/baseline, so for latencies lower is better. Min/Max, when set, are
+// the goals from the issues; a row without a figure shows "-".
+//
+// To add a pair: add a row here and make sure both benchmarks report Metric.
+var pairs = []pair{
+	// Issue 2: docstore.
+	{Name: "BenchmarkParseDoc", Metric: "ops/s", Base: "BenchmarkRawParse"},
+	{Name: "BenchmarkUpdateDurable", Metric: "ops/s", Base: "BenchmarkRawDurableWrite"},
+	{Name: "BenchmarkListWhere/docs=10000", Metric: "files/s", Base: "BenchmarkRawGrep/files=10000"},
+
+	// Issue 3: watcher and projection.
+	{Name: "BenchmarkWatchLatency", Metric: "p50-µs", Base: "BenchmarkRawNotify/rename"},
+	{Name: "BenchmarkWatchLatency", Metric: "p99-µs", Base: "BenchmarkRawNotify/rename"},
+	{Name: "BenchmarkScan/files=10000", Metric: "files/s", Base: "BenchmarkRawGrep/files=10000"},
+	{Name: "BenchmarkQueryIndexed/files=10000", Metric: "files/s", Base: "BenchmarkScan/files=10000"},
+
+	// Issue 4: queues. Durable take+done cycles against SQLite FULL and the
+	// raw durable rename rate; relaxed durability against SQLite NORMAL.
+	{Name: "BenchmarkQueueTakeDone/workers=1", Metric: "ops/s", Base: "BenchmarkSQLiteQueue/full/workers=1"},
+	{Name: "BenchmarkQueueTakeDone/workers=1", Metric: "ops/s", Base: "BenchmarkRawDurableRename/workers=1"},
+	{Name: "BenchmarkQueueTakeDone/workers=8", Metric: "ops/s", Base: "BenchmarkSQLiteQueue/full/workers=8", Min: 1.0},
+	{Name: "BenchmarkQueueTakeDone/workers=8", Metric: "ops/s", Base: "BenchmarkRawDurableRename/workers=8", Min: 0.33},
+	{Name: "BenchmarkQueueTakeDoneRelaxed/workers=8", Metric: "ops/s", Base: "BenchmarkSQLiteQueue/normal/workers=8", Min: 1.0},
+}

@@ -1,0 +1,124 @@
+package queues
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/watcher"
+)
+
+// Broker is the queue engine over one store. It is safe for concurrent
+// use by many goroutines; any number of Brokers in any number of processes
+// may share one store (the files and their locks are the only shared
+// state; a Broker's in-memory state is a cache and a fairness counter).
+type Broker struct {
+	s       *docstore.Store
+	j       *watcher.Journal
+	ownJ    bool
+	now     func() time.Time
+	who     string
+	reapGap time.Duration
+
+	mu       sync.Mutex
+	lastReap map[string]time.Time // queue -> last automatic reap in Take
+	pass     map[string]float64   // queue -> stride-scheduling pass (stealing)
+	vtime    float64
+	rng      *rand.Rand
+	qcache   map[string]cachedQueue
+}
+
+// Options configure Open. The zero value is right for production.
+type Options struct {
+	// Journal receives the domain events. Nil opens the store's journal
+	// (events/<day>.jsonl); the Broker closes only a journal it opened.
+	Journal *watcher.Journal
+	// Now is the clock (tests move it to expire leases without sleeping).
+	Now func() time.Time
+	// ReapInterval is the least time between two automatic reaps of one
+	// queue inside Take (default 1s; a Take that finds nothing always
+	// reaps). Reap and `tavern reap` are not limited.
+	ReapInterval time.Duration
+	// Seed seeds the stealing rotation (0: random).
+	Seed uint64
+}
+
+// Open returns a Broker for s.
+func Open(s *docstore.Store, opt Options) (*Broker, error) {
+	b := &Broker{s: s, j: opt.Journal, now: opt.Now, reapGap: opt.ReapInterval,
+		lastReap: map[string]time.Time{}, pass: map[string]float64{}, qcache: map[string]cachedQueue{}}
+	if b.now == nil {
+		b.now = time.Now
+	}
+	if b.reapGap == 0 {
+		b.reapGap = time.Second
+	}
+	seed := opt.Seed
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	b.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	if b.j == nil {
+		j, err := watcher.OpenJournal(s.Root(), watcher.JournalOptions{})
+		if err != nil {
+			return nil, err
+		}
+		b.j, b.ownJ = j, true
+	}
+	host, _ := os.Hostname()
+	b.who = fmt.Sprintf("%s/%d", host, os.Getpid())
+	return b, nil
+}
+
+// Close releases the journal if the Broker opened it. Claims held by this
+// process are not released: their locks die with the process or with
+// Claim.Complete/Fail/Release.
+func (b *Broker) Close() error {
+	if b.ownJ {
+		return b.j.Close()
+	}
+	return nil
+}
+
+// Store returns the underlying document store.
+func (b *Broker) Store() *docstore.Store { return b.s }
+
+// Journal returns the journal events are appended to.
+func (b *Broker) Journal() *watcher.Journal { return b.j }
+
+// Event types journaled by this package (watcher.Event.Type).
+const (
+	EventAdded        = "item.added"
+	EventClaimed      = "item.claimed"
+	EventCompleted    = "item.completed"
+	EventFailed       = "item.failed" // returned to pending with a backoff
+	EventDead         = "item.dead"
+	EventReleased     = "item.released"
+	EventReaped       = "item.reaped"        // owner dead or lease expired: back to pending (or dead)
+	EventLeaseExpired = "item.lease_expired" // holder alive but its lease ran out (hung)
+	EventRetried      = "item.retried"       // dead -> pending
+	EventQueueCreated = "queue.created"
+)
+
+// journal appends a domain event. A journal failure does not undo the
+// state change (the item files are the truth, the journal their
+// history); it is returned to the caller alongside success by the
+// operations that can report it, and otherwise dropped.
+func (b *Broker) journal(typ string, it *Item, agent string, data map[string]any) error {
+	e := watcher.Event{Type: typ, Kind: "item", Agent: agent, Data: data}
+	if it != nil {
+		e.Path, e.Item, e.Queue = it.Path, it.ID, it.Queue
+		if it.Doc != nil {
+			e.Rev = it.Doc.Rev
+		}
+	}
+	_, err := b.j.Append(e)
+	return err
+}
+
+func eventQueue(typ, name, path string) watcher.Event {
+	return watcher.Event{Type: typ, Kind: "queue", Queue: name, Path: path}
+}

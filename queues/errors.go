@@ -1,0 +1,79 @@
+package queues
+
+import (
+	"errors"
+	"fmt"
+)
+
+// --- queues and items ---------------------------------------------------
+
+var (
+	// ErrUnknownQueue is returned when a named queue has no queue.md. It
+	// wraps fs.ErrNotExist semantics for callers: errors.Is(err,
+	// ErrUnknownQueue) is the check to use.
+	ErrUnknownQueue = errors.New("unknown queue")
+
+	// ErrQueueExists is returned by CreateQueue when the queue exists.
+	ErrQueueExists = errors.New("queue already exists")
+
+	// ErrEmpty is returned by Take when no item of the queues it looked at
+	// is claimable (after waiting, if it was asked to wait).
+	ErrEmpty = errors.New("no claimable item")
+
+	// ErrStale is returned when a done/fail/renew/release carries a claim
+	// attempt that is not the item's current claim: the item was reaped,
+	// released or completed since. Nothing was changed.
+	ErrStale = errors.New("stale claim attempt")
+
+	// ErrState is returned for an operation that is illegal in the item's
+	// current state (e.g. retry of an item that is not dead).
+	ErrState = errors.New("illegal in the item's current state")
+
+	// ErrPriority is returned for an item or queue priority outside
+	// MinPriority..MaxPriority.
+	ErrPriority = errors.New("priority out of range")
+
+	// ErrCycle is returned by Add when depends_on would form a cycle.
+	ErrCycle = errors.New("dependency cycle")
+
+	// ErrBadDependency is returned by Add for a depends_on id that names no
+	// item.
+	ErrBadDependency = errors.New("dependency names no item")
+
+	// ErrBadOption is returned for an invalid option value (negative
+	// duration, unknown on_empty mode, max_attempts < 1...).
+	ErrBadOption = errors.New("invalid option")
+)
+
+// ItemError names the item an operation failed on and unwraps to the
+// cause (ErrStale, ErrState, fs.ErrNotExist...), in the style of
+// *fs.PathError: Path is the item's document path where known.
+type ItemError struct {
+	Op   string
+	ID   string
+	Path string
+	Err  error
+}
+
+func (e *ItemError) Error() string {
+	where := e.Path
+	if where == "" {
+		where = e.ID
+	}
+	return fmt.Sprintf("%s %s: %v", e.Op, where, e.Err)
+}
+
+func (e *ItemError) Unwrap() error { return e.Err }
+
+// QueueError names the queue an operation failed on.
+type QueueError struct {
+	Op    string
+	Queue string
+	Err   error
+}
+
+func (e *QueueError) Error() string {
+	return fmt.Sprintf("%s queue %q: %v", e.Op, e.Queue, e.Err)
+}
+
+func (e *QueueError) Unwrap() error { return e.Err }

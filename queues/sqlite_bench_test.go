@@ -1,0 +1,224 @@
+package queues_test
+
+// BenchmarkSQLiteQueue is the queue a user would pick instead of Tavern:
+// SQLite in WAL mode (modernc.org/sqlite, pure Go), one table of items,
+// claim with UPDATE … RETURNING, complete with a second UPDATE, each an
+// autocommit transaction. `make bench` prints the Tavern take+done figures
+// as ratios of this one (see cmd/benchreport/pairs.go), so the sub-benchmark
+// names (full|normal / workers=1|8) and the "ops/s" metric are a contract.
+//
+// Enqueueing is setup (one transaction, not timed): only the take+done
+// cycle is measured, matching BenchmarkQueueTakeDone. The exactly-once
+// property is checked after every run: every item claimed by exactly one
+// worker and completed once, nothing left pending or claimed.
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	_ "modernc.org/sqlite"
+)
+
+var payload = strings.Repeat("x", 1024)
+
+func BenchmarkSQLiteQueue(b *testing.B) {
+	for _, level := range []string{"full", "normal"} {
+		for _, workers := range []int{1, 8} {
+			b.Run(fmt.Sprintf("%s/workers=%d", level, workers), func(b *testing.B) {
+				benchSQLiteQueue(b, strings.ToUpper(level), workers)
+			})
+		}
+	}
+}
+
+func benchSQLiteQueue(b *testing.B, synchronous string, workers int) {
+	ctx := context.Background()
+	path := filepath.Join(benchDir(b), "queue.db")
+	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(30000)" +
+		"&_pragma=synchronous(" + synchronous + ")"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(workers + 1)
+	db.SetMaxIdleConns(workers + 1)
+
+	if _, err := db.ExecContext(ctx, `CREATE TABLE items (
+		id INTEGER PRIMARY KEY,
+		state TEXT NOT NULL DEFAULT 'pending',
+		worker INTEGER,
+		payload TEXT NOT NULL,
+		result TEXT)`); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `CREATE INDEX items_state ON items(state, id)`); err != nil {
+		b.Fatal(err)
+	}
+	var mode string
+	if err := db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
+		b.Fatalf("journal_mode = %q, %v; want wal", mode, err)
+	}
+
+	n := b.N
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO items (payload) VALUES (?)`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		if _, err := ins.ExecContext(ctx, payload); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		b.Fatal(err)
+	}
+	syscall.Sync()
+
+	// Open one connection per worker before the timer starts, each checked
+	// for the synchronous level the DSN asked for.
+	want := map[string]int{"FULL": 2, "NORMAL": 1}[synchronous]
+	conns := make([]*sql.Conn, workers)
+	for w := range conns {
+		c, err := db.Conn(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		var got int
+		if err := c.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&got); err != nil || got != want {
+			b.Fatalf("synchronous = %d, %v; want %d", got, err, want)
+		}
+		conns[w] = c
+	}
+
+	claims := make([][]int64, workers)
+	errc := make(chan error, workers)
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := conns[w]
+			for {
+				var id int64
+				var p string
+				err := c.QueryRowContext(ctx, `UPDATE items SET state = 'claimed', worker = ?
+					WHERE id = (SELECT id FROM items WHERE state = 'pending' ORDER BY id LIMIT 1)
+					RETURNING id, payload`, w).Scan(&id, &p)
+				if err == sql.ErrNoRows {
+					return
+				}
+				if err != nil {
+					errc <- fmt.Errorf("claim: %w", err)
+					return
+				}
+				if len(p) != len(payload) {
+					errc <- fmt.Errorf("item %d: payload of %d bytes, want %d", id, len(p), len(payload))
+					return
+				}
+				res, err := c.ExecContext(ctx, `UPDATE items SET state = 'done', result = 'ok'
+					WHERE id = ? AND state = 'claimed' AND worker = ?`, id, w)
+				if err != nil {
+					errc <- fmt.Errorf("complete %d: %w", id, err)
+					return
+				}
+				if k, err := res.RowsAffected(); err != nil || k != 1 {
+					errc <- fmt.Errorf("complete %d: %d rows, %v; lost the claim", id, k, err)
+					return
+				}
+				claims[w] = append(claims[w], id)
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	close(errc)
+	for err := range errc {
+		b.Fatal(err)
+	}
+
+	// Exactly once: every id 1..n claimed by one worker, once.
+	seen := make([]int, n+1)
+	for _, ids := range claims {
+		for _, id := range ids {
+			if id < 1 || id > int64(n) {
+				b.Fatalf("claimed unknown id %d", id)
+			}
+			seen[id]++
+		}
+	}
+	for id := 1; id <= n; id++ {
+		if seen[id] != 1 {
+			b.Fatalf("item %d claimed %d times, want exactly once", id, seen[id])
+		}
+	}
+	var notDone int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM items WHERE state != 'done'`).Scan(&notDone); err != nil {
+		b.Fatal(err)
+	}
+	if notDone != 0 {
+		b.Fatalf("%d items not done, want 0", notDone)
+	}
+	if s := b.Elapsed().Seconds(); s > 0 {
+		b.ReportMetric(float64(n)/s, "ops/s")
+	}
+}
+
+// benchDir returns a fresh, empty directory on the work disk for one
+// benchmark run. TMPDIR may be tmpfs (fsync is free there), so the default
+// is <module root>/.bench/tmp (gitignored), next to the code on the disk a
+// store would live on; TAVERN_BENCH_DIR overrides the base. The directory
+// is deliberately not removed here: deleting trees between repetitions
+// slows the next creates (inode reuse); `make bench` removes .bench/tmp at
+// the end. Falls back to b.TempDir() if no module root is found.
+func benchDir(b *testing.B) string {
+	b.Helper()
+	base := os.Getenv("TAVERN_BENCH_DIR")
+	if base == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for d := wd; ; d = filepath.Dir(d) {
+			if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+				base = filepath.Join(d, ".bench", "tmp")
+				break
+			}
+			if filepath.Dir(d) == d {
+				break
+			}
+		}
+	}
+	if base == "" {
+		return b.TempDir()
+	}
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	name := strings.NewReplacer("/", "_", "=", "").Replace(b.Name())
+	dir, err := os.MkdirTemp(base, name+"-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err == nil && st.Type == 0x01021994 { // TMPFS_MAGIC
+		b.Logf("%s is on tmpfs: fsync costs nothing here, figures are not disk figures", dir)
+	}
+	return dir
+}
