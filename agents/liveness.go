@@ -27,17 +27,17 @@ func (m *Manager) Alive(agent string) (bool, error) {
 }
 
 // ReapAgents marks failed every agent whose wrapper died: the document
-// says a process (pid) on this host runs it, in working or waiting, but
-// nobody holds its liveness lock. The wrapper clears pid before it lets the
-// lock go, so a free lock with a pid left behind means the wrapper was
-// killed or crashed. Agents running on other hosts are left to those hosts.
+// says a wrapper on this host runs it (host is set, in working or waiting)
+// but nobody holds its liveness lock. The wrapper sets host when the agent
+// starts working and clears host and pid before it lets the lock go, so a
+// free lock with host left behind means the wrapper was killed or crashed. Agents running on other hosts are left to those hosts.
 // It returns the names reaped.
 func (m *Manager) ReapAgents() ([]string, error) {
 	agents, errs := m.ListAgents()
 	var reaped []string
 	var errOut error
 	for _, a := range agents {
-		if a.PID == 0 || (a.Host != "" && a.Host != m.Host) || !running(a.Effective()) {
+		if a.Host == "" || a.Host != m.Host || !running(a.Effective()) {
 			continue
 		}
 		name, err := m.reapOne(a.Name)
@@ -60,7 +60,7 @@ func (m *Manager) reapOne(name string) (string, error) {
 	// Holding the liveness lock, no wrapper can start for this agent:
 	// re-check under it.
 	a, err := m.GetAgent(name)
-	if err != nil || a.PID == 0 || !running(a.Effective()) {
+	if err != nil || a.Host == "" || !running(a.Effective()) {
 		return "", err
 	}
 	pid, host := a.PID, a.Host

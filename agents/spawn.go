@@ -38,10 +38,11 @@ type WorkClaim interface {
 
 // WorkSource hands out claims. Take claims one item from queues (in
 // order, stealing from others when steal is set) for agent, as a liveness
-// claim kept alive by the lock named lockKey, which the caller holds. It
-// returns ErrNoWork when there is nothing to claim.
+// claim kept alive by the lock named lockKey, which the caller holds,
+// waiting up to wait for one. It returns ErrNoWork when there is nothing
+// to claim.
 type WorkSource interface {
-	Take(ctx context.Context, queues []string, agent, lockKey string, steal bool) (WorkClaim, error)
+	Take(ctx context.Context, queues []string, agent, lockKey string, steal bool, wait time.Duration) (WorkClaim, error)
 }
 
 // SpawnOptions describe one run of the spawn wrapper.
@@ -53,6 +54,9 @@ type SpawnOptions struct {
 	Pool    string
 	Queues  []string // claim one item first (drone: one task, then exit)
 	Steal   bool
+	// Wait is how long to wait for an item when none is claimable (an
+	// idle drone); 0 returns ErrNoWork at once.
+	Wait    time.Duration
 	Command []string // the child's argv
 	// Env is the child's base environment (the cmd passes os.Environ());
 	// the TAVERN_* variables are added to it.
@@ -150,7 +154,7 @@ func (m *Manager) Spawn(ctx context.Context, opt SpawnOptions) (*SpawnResult, er
 
 	var claim WorkClaim
 	if len(opt.Queues) > 0 {
-		claim, err = opt.Work.Take(ctx, opt.Queues, name, LockKey(name), opt.Steal)
+		claim, err = opt.Work.Take(ctx, opt.Queues, name, LockKey(name), opt.Steal, opt.Wait)
 		if errors.Is(err, ErrNoWork) {
 			res.Outcome, res.State = OutcomeNoWork, a.Effective()
 			res.Duration = time.Since(start).Round(time.Millisecond).String()
@@ -212,17 +216,10 @@ func (m *Manager) Spawn(ctx context.Context, opt SpawnOptions) (*SpawnResult, er
 	if claim != nil {
 		assignment = fmt.Sprintf("Item `%s` from queue `%s` (attempt %d): %s\n\n%s", claim.ItemID(), claim.Queue(), claim.Attempt(), claim.Title(), clip(string(claim.Body()), 2000))
 	}
-	if err := cmd.Start(); err != nil {
-		outW.Close()
-		errW.Close()
-		capt.close()
-		m.releaseOnError(claim, err)
-		return nil, &AgentError{Op: "spawn", Path: AgentPath(name), Err: err}
-	}
-	res.PID = cmd.Process.Pid
-	res.Spawns = spawns
+	// Working before the child runs: the child may at once ask a
+	// question (working -> waiting) or be looked at by others.
 	_, terr := m.Transition(name, Working, TransitionOptions{By: "spawn", Reason: "spawn " + strconv.Itoa(spawns), Edit: func(d *docstore.Doc) error {
-		kv := [][2]any{{"spawns", spawns}, {"pid", cmd.Process.Pid}, {"host", m.Host}}
+		kv := [][2]any{{"spawns", spawns}, {"host", m.Host}}
 		if sha != "" {
 			kv = append(kv, [2]any{"constitution_sha256", sha})
 		}
@@ -248,13 +245,30 @@ func (m *Manager) Spawn(ctx context.Context, opt SpawnOptions) (*SpawnResult, er
 	if terr != nil {
 		// The agent document refused (hand edit, invalid): do not run
 		// unrecorded work.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
 		outW.Close()
 		errW.Close()
 		capt.close()
 		m.releaseOnError(claim, terr)
 		return nil, terr
+	}
+	res.Spawns = spawns
+	if err := cmd.Start(); err != nil {
+		outW.Close()
+		errW.Close()
+		capt.close()
+		m.releaseOnError(claim, err)
+		_, _ = m.Transition(name, Failed, TransitionOptions{By: "spawn", Reason: "start: " + err.Error(), Edit: clearProcess})
+		return nil, &AgentError{Op: "spawn", Path: AgentPath(name), Err: err}
+	}
+	res.PID = cmd.Process.Pid
+	if _, err := m.EditAgent(name, func(d *docstore.Doc) error { return d.Set("pid", cmd.Process.Pid) }); err != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		outW.Close()
+		errW.Close()
+		capt.close()
+		m.releaseOnError(claim, err)
+		return nil, err
 	}
 	ev := map[string]any{"spawns": spawns, "pid": cmd.Process.Pid, "command": opt.Command}
 	if accepted {
@@ -414,7 +428,7 @@ func (m *Manager) prepare(name string, opt SpawnOptions) (*Agent, error) {
 		return nil, CheckAgent(a)
 	}
 	st := a.Effective()
-	if running(st) && a.PID != 0 {
+	if running(st) && a.Host != "" {
 		// We hold the liveness lock, so the process recorded is gone: reap
 		// it here (ReapAgents would need the lock we hold).
 		pid := a.PID
