@@ -47,13 +47,13 @@ type WorkSource interface {
 
 // SpawnOptions describe one run of the spawn wrapper.
 type SpawnOptions struct {
-	Name    string // "" draws a themed name
-	Role    string
-	Parent  string
-	Model   string
-	Pool    string
-	Queues  []string // claim one item first (drone: one task, then exit)
-	Steal   bool
+	Name   string // "" draws a themed name
+	Role   string
+	Parent string
+	Model  string
+	Pool   string
+	Queues []string // claim one item first (drone: one task, then exit)
+	Steal  bool
 	// Wait is how long to wait for an item when none is claimable (an
 	// idle drone); 0 returns ErrNoWork at once.
 	Wait    time.Duration

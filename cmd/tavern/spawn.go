@@ -144,4 +144,3 @@ func splitList(vals []string) []string {
 	}
 	return out
 }
-
