@@ -24,6 +24,23 @@ func newManager(tb testing.TB) *Manager {
 	return m
 }
 
+// newRelaxedManager is newManager on a store with durability: relaxed
+// (atomic renames, no fsync): for tests of concurrency at scale, where
+// fsync only costs time and proves nothing.
+func newRelaxedManager(tb testing.TB) *Manager {
+	tb.Helper()
+	m := newManager(tb)
+	if _, err := m.Store.Update(docstore.ConfigFile, func(d *docstore.Doc) error { return d.Set("durability", "relaxed") }); err != nil {
+		tb.Fatal(err)
+	}
+	s, err := docstore.Open(m.Store.Root())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	m.Store = s
+	return m
+}
+
 func mustAgent(tb testing.TB, m *Manager, spec AgentSpec) *Agent {
 	tb.Helper()
 	a, err := m.CreateAgent(spec)
