@@ -355,3 +355,22 @@ func (m *Manager) waitFor(ctx context.Context, dir string, cond func() (bool, er
 		}
 	}
 }
+
+// WaitAgent blocks until the agent's effective state is one of states (or
+// ctx is done), woken by the watcher on agents/. It returns the agent.
+func (m *Manager) WaitAgent(ctx context.Context, name string, states ...string) (*Agent, error) {
+	var a *Agent
+	err := m.waitFor(ctx, "agents", func() (bool, error) {
+		var err error
+		if a, err = m.GetAgent(name); err != nil {
+			return false, err
+		}
+		for _, s := range states {
+			if a.Effective() == s {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return a, err
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 
 	"github.com/urfave/cli/v2"
@@ -50,4 +51,11 @@ func actor(c *cli.Context) string {
 // writes them.
 func commitmentGuard(rel string, fields []string) error {
 	return agents.CheckCommitmentWrite(rel, os.Getenv("TAVERN_AGENT"), fields)
+}
+
+// contextWithoutCancel keeps the command's values but not main's
+// cancellation on SIGINT: commands that drain on their own signal channel
+// (pool run) decide themselves what a signal means.
+func contextWithoutCancel(c *cli.Context) context.Context {
+	return context.WithoutCancel(c.Context)
 }
