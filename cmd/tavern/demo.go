@@ -199,4 +199,3 @@ func runDemo(c *cli.Context) error {
 	}
 	return nil
 }
-
