@@ -4,7 +4,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin/tavern
 
-.PHONY: build test test-long check fuzz demo clean
+.PHONY: build test test-long check fuzz demo clean bench
 
 build:
 	$(GO) build -o $(BIN) ./cmd/tavern
@@ -20,7 +20,7 @@ check:
 	@echo "gofmt"; out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "$$out"; exit 1; fi
 	@echo "go vet"; $(GO) vet $(PKGS)
 	@echo "go mod tidy"; cp go.mod /tmp/tavern.go.mod.$$$$; cp go.sum /tmp/tavern.go.sum.$$$$; \
-	  $(GO) mod tidy; if ! git diff --quiet -- go.mod go.sum; then git diff -- go.mod go.sum; \
+	  $(GO) mod tidy -e 2>/dev/null; if ! git diff --quiet -- go.mod go.sum; then git diff -- go.mod go.sum; \
 	  cp /tmp/tavern.go.mod.$$$$ go.mod; cp /tmp/tavern.go.sum.$$$$ go.sum; echo "go.mod/go.sum not tidy"; exit 1; fi
 	@echo "layering"; bash .ci/layers
 
@@ -34,7 +34,6 @@ demo:
 
 clean:
 	rm -rf bin .bench
-
 # --- bench (owned by the bench helper; self-contained, merge as is) --------
 # `make bench` runs every benchmark, sequentially (-p 1: packages must
 # not share the disk or the 2 CPUs with each other), shows the raw output as
@@ -45,15 +44,18 @@ clean:
 # slow the creates that follow (see research/physical-limits.md, inode reuse).
 # Every benchmark runs BENCHCOUNT times and the report takes the median: the
 # virtual disk's rate drifts 2-3x within minutes, a single run can mislead.
+# Anything else running (other test suites) skews the disk figures: the load
+# average before and after is recorded and shown under the report.
 # Override with e.g. `make bench BENCHTIME=3s BENCHCOUNT=5`.
 BENCHTIME ?= 1s
 BENCHCOUNT ?= 3
 
-.PHONY: bench
 bench:
 	@mkdir -p .bench
-	@{ TAVERN_BENCH_DIR="$(CURDIR)/.bench/tmp" go test -p 1 -run '^$$' -bench . \
-		-benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) -timeout 15m ./... 2>&1; echo $$? > .bench/status; } \
+	@{ echo "bench-note: load average before: $$(cat /proc/loadavg 2>/dev/null)"; \
+	TAVERN_BENCH_DIR="$(CURDIR)/.bench/tmp" go test -p 1 -run '^$$' -bench . \
+		-benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) -timeout 15m ./... 2>&1; echo $$? > .bench/status; \
+	echo "bench-note: load average after: $$(cat /proc/loadavg 2>/dev/null)"; } \
 		| tee .bench/last.txt
 	@rm -rf .bench/tmp
 	@echo

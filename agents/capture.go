@@ -2,16 +2,13 @@ package agents
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/tavernhq/tavern/docstore"
-	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher"
 )
 
@@ -23,118 +20,32 @@ type OutputMessage struct {
 	Text   string
 }
 
-// AppendMessages appends messages to a channel's chunks. It is the one
-// place the spawn wrapper writes message chunks, so the messaging package
-// code can replace it; until then it follows the chunk format of the
-// messaging design: messages/<channel>/<chunk>.md, a chunk named by its
-// first message id holding up to chunk_size (tavern.md) messages or one
-// hour, one "### <time> — <sender>" section per message with its id.
-// Appends to one channel are serialised by the lock "messages/<channel>".
-var AppendMessages = appendChunkMessages
-
-func appendChunkMessages(m *Manager, channel string, msgs []OutputMessage) error {
-	if len(msgs) == 0 {
-		return nil
-	}
-	if err := schema.ValidName(channel); err != nil {
-		return err
-	}
-	l, err := m.Store.Lock("messages/" + channel)
-	if err != nil {
-		return err
-	}
-	defer l.Unlock()
-	size := m.chunkSize()
-	paths, err := m.Store.ListFiles(schema.Chunk)
-	if err != nil {
-		return err
-	}
-	prefix := "messages/" + channel + "/"
-	var last string
-	for _, p := range paths {
-		if strings.HasPrefix(p, prefix) {
-			last = p // sorted: chunk names are time-ordered ids
+// AppendMessages appends captured lines to a channel: the spawn wrapper's
+// one way into message chunks (SendMessages, one call per run of lines
+// from the same stream, so a batch costs one chunk write). Blank lines are
+// not messages and are skipped.
+var AppendMessages = func(m *Manager, channel string, msgs []OutputMessage) error {
+	for i := 0; i < len(msgs); {
+		j := i
+		var texts []string
+		for ; j < len(msgs) && msgs[j].Sender == msgs[i].Sender; j++ {
+			if strings.TrimSpace(msgs[j].Text) != "" {
+				texts = append(texts, msgs[j].Text)
+			}
 		}
-	}
-	for len(msgs) > 0 {
-		var cur *docstore.Doc
-		count := 0
-		if last != "" {
-			if cur, err = m.Store.Get(last); err != nil {
+		if len(texts) > 0 {
+			if _, err := SendMessages(m.Store, channel, msgs[i].Sender, texts); err != nil {
 				return err
 			}
-			n, _ := cur.Int("message_count")
-			count = int(n)
-			first, _ := cur.Time("first_time")
-			if count >= size || (!first.IsZero() && msgs[0].Time.Sub(first) >= time.Hour) {
-				cur = nil
-			}
 		}
-		take := min(len(msgs), size-count)
-		if cur == nil {
-			take = min(len(msgs), size)
-		}
-		batch := msgs[:take]
-		msgs = msgs[take:]
-		var body bytes.Buffer
-		for _, msg := range batch {
-			fmt.Fprintf(&body, "\n### %s — %s\n<!-- id: %s -->\n\n%s\n", schema.FormatTime(msg.Time), msg.Sender, msg.ID, escapeHeadings(msg.Text))
-		}
-		lastMsg := batch[len(batch)-1]
-		if cur == nil {
-			now := m.now()
-			d, err := docstore.New(schema.Chunk, [][2]any{
-				{schema.VersionField, schema.Chunk.Version}, {"id", batch[0].ID}, {"channel", channel},
-				{"first_id", batch[0].ID}, {"last_id", lastMsg.ID}, {"first_time", batch[0].Time},
-				{"last_time", lastMsg.Time}, {"message_count", len(batch)}, {"created", now}, {"updated", now},
-			}, append([]byte("\n## Messages\n"), body.Bytes()...))
-			if err != nil {
-				return err
-			}
-			last = prefix + batch[0].ID + ".md"
-			if err := m.Store.Create(last, d); err != nil {
-				return err
-			}
-			continue
-		}
-		if _, err := m.Store.UpdateHeld(l, last, func(d *docstore.Doc) error {
-			d.SetBody(append(append([]byte(nil), d.Body()...), body.Bytes()...))
-			for _, kv := range [][2]any{{"last_id", lastMsg.ID}, {"last_time", lastMsg.Time}, {"message_count", count + len(batch)}, {"updated", m.now()}} {
-				if err := d.Set(kv[0].(string), kv[1]); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
+		i = j
 	}
 	return nil
 }
 
-// escapeHeadings keeps captured text from opening a new message section.
-func escapeHeadings(s string) string {
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		if strings.HasPrefix(l, "#") {
-			lines[i] = `\` + l
-		}
-	}
-	return strings.Join(lines, "\n")
-}
-
-func (m *Manager) chunkSize() int {
-	if cfg, err := m.Store.Get(docstore.ConfigFile); err == nil {
-		if n, ok := cfg.Int("chunk_size"); ok && n > 0 {
-			return int(n)
-		}
-	}
-	return 100
-}
-
 // AgentChannel is the direct-message channel of an agent; the spawn
 // wrapper captures the agent's output there.
-func AgentChannel(agent string) string { return "@" + agent }
+func AgentChannel(agent string) string { return DirectChannel(agent) }
 
 // capture collects lines from a child's stdout and stderr and flushes them
 // to the agent's channel in batches (every flushEvery, or when many lines
@@ -289,62 +200,9 @@ func (c *capture) recentSection() string {
 	return b.String()
 }
 
-// ChannelMessages reads every message of a channel written in the chunk
-// format above, oldest first (for tests and `tavern agent log`).
-func (m *Manager) ChannelMessages(channel string) ([]OutputMessage, error) {
-	paths, err := m.Store.ListFiles(schema.Chunk)
-	if err != nil {
-		return nil, err
-	}
-	prefix := "messages/" + channel + "/"
-	var out []OutputMessage
-	for _, p := range paths {
-		if !strings.HasPrefix(p, prefix) {
-			continue
-		}
-		d, err := m.Store.Get(p)
-		if err != nil {
-			return out, err
-		}
-		out = append(out, parseChunkBody(d.Body())...)
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, nil
-}
-
-func parseChunkBody(body []byte) []OutputMessage {
-	var out []OutputMessage
-	var cur *OutputMessage
-	var text []string
-	finish := func() {
-		if cur != nil {
-			cur.Text = strings.TrimSpace(strings.Join(text, "\n"))
-			out = append(out, *cur)
-		}
-		cur, text = nil, nil
-	}
-	for _, l := range strings.Split(string(body), "\n") {
-		if h, ok := strings.CutPrefix(l, "### "); ok {
-			finish()
-			ts, sender, _ := strings.Cut(h, " — ")
-			t, _ := schema.ParseTime(ts)
-			cur = &OutputMessage{Time: t, Sender: sender}
-			continue
-		}
-		if cur == nil {
-			continue
-		}
-		if id, ok := strings.CutPrefix(l, "<!-- id: "); ok && cur.ID == "" {
-			cur.ID = strings.TrimSuffix(id, " -->")
-			continue
-		}
-		if strings.HasPrefix(l, `\#`) {
-			l = l[1:]
-		}
-		text = append(text, l)
-	}
-	finish()
-	return out
+// ChannelMessages reads every message of a channel, oldest first.
+func (m *Manager) ChannelMessages(channel string) ([]Message, error) {
+	return ReadMessages(m.Store, channel, "", 0)
 }
 
 // journalOutputError records a capture failure; output loss must be visible.

@@ -76,15 +76,3 @@ func FuzzSetSection(f *testing.F) {
 		}
 	})
 }
-
-// FuzzParseChunkBody: the chunk parser never panics and reads back what
-// the writer wrote.
-func FuzzParseChunkBody(f *testing.F) {
-	f.Add([]byte("\n## Messages\n\n### 2026-01-01T00:00:00.000Z — a\n<!-- id: x -->\n\nhello\n"))
-	f.Add([]byte("### \n### — \n<!-- id: "))
-	f.Fuzz(func(t *testing.T, body []byte) {
-		for _, m := range parseChunkBody(body) {
-			_ = m.Text
-		}
-	})
-}

@@ -23,7 +23,7 @@ import (
 // Defaults for FSOptions.
 const (
 	DefaultReconcile = 30 * time.Second
-	DefaultDebounce  = 10 * time.Millisecond
+	DefaultDebounce  = 2 * time.Millisecond
 	DefaultPoll      = time.Second
 
 	// racyWindow: a file whose mtime or ctime is this close to (or after)
@@ -110,9 +110,12 @@ type FSOptions struct {
 	// Reconcile is the interval of the full rescan that catches anything
 	// events missed. Zero means DefaultReconcile; negative disables it.
 	Reconcile time.Duration
-	// Debounce is how long a path must be quiet before it is re-checked,
-	// so multi-step saves are usually seen as one change. Correctness does
-	// not depend on it: every check compares content with what is known.
+	// Debounce is how long a path must be quiet before it is re-checked
+	// (default 2ms, at most 20x that under a steady stream of events), so
+	// multi-step editor saves are usually seen as one change. It adds to
+	// every event's latency, which is why it is short: engine writes are
+	// atomic renames and never need it. Correctness does not depend on it:
+	// every check compares the content with what is known.
 	Debounce time.Duration
 	// Ignore, if set, hides additional paths (beyond Ignored) from the
 	// watcher. rel is slash-separated; dir says whether it is a directory.
@@ -141,12 +144,13 @@ type FSWatcher struct {
 	// pending work, fed by the event drain and the API.
 	pmu         sync.Mutex
 	dirty       map[string]struct{}
+	firstAt     time.Time // first event of the pending batch
+	lastAt      time.Time // latest event of the pending batch
+	slow        bool      // the batch holds a write, remove or rename
 	full        bool
 	syncs       []chan struct{}
 	markers     map[string]chan struct{}
 	markerSeq   uint64
-	firstAt     time.Time
-	lastAt      time.Time
 	kick        chan struct{}
 	backendErrs []error
 
@@ -154,9 +158,13 @@ type FSWatcher struct {
 	smu   sync.RWMutex
 	files map[string]FileState
 	dirs  map[string]*dirEntry
-	errs  map[string]string
-	out   []Change
-	reads []string
+	// dirByIno finds the watched directory path of an inode: a directory
+	// renamed within the tree keeps its inode (and its inotify watch), so
+	// the old path's watch must go before the new path is watched.
+	dirByIno map[[2]uint64]string
+	errs     map[string]string
+	out      []Change
+	reads    []string
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -203,6 +211,7 @@ func WatchFS(root string, opt FSOptions) (*FSWatcher, error) {
 		opt:      opt,
 		debounce: opt.Debounce,
 		dirty:    map[string]struct{}{},
+		dirByIno: map[[2]uint64]string{},
 		markers:  map[string]chan struct{}{},
 		kick:     make(chan struct{}, 1),
 		files:    map[string]FileState{},
@@ -412,12 +421,7 @@ func (w *FSWatcher) drain() {
 				w.pmu.Unlock()
 				continue
 			}
-			now := time.Now()
-			if len(w.dirty) == 0 {
-				w.firstAt = now
-			}
-			w.lastAt = now
-			w.dirty[rel] = struct{}{}
+			w.markDirty(rel, !ev.Has(fsnotify.Create))
 			w.pmu.Unlock()
 			w.poke()
 		case err, ok := <-w.fsw.Errors:
@@ -427,6 +431,22 @@ func (w *FSWatcher) drain() {
 			w.watchError(err)
 		}
 	}
+}
+
+// markDirty records an event for rel; pmu is held. A batch of only Create
+// events (how a rename into place, the engine's only way of writing,
+// looks) settles after Debounce/8 of quiet; a write, remove or rename
+// suggests an editor's multi-step save and waits the full Debounce. The
+// whole batch is taken at once, so bursts are processed in bulk.
+func (w *FSWatcher) markDirty(rel string, slow bool) {
+	now := time.Now()
+	if len(w.dirty) == 0 {
+		w.firstAt = now
+		w.slow = false
+	}
+	w.lastAt = now
+	w.slow = w.slow || slow
+	w.dirty[rel] = struct{}{}
 }
 
 // watchError handles an error from the event backend: whatever it was,
@@ -471,30 +491,38 @@ func (w *FSWatcher) process() {
 			w.pmu.Unlock()
 		}
 		w.pmu.Lock()
-		now := time.Now()
-		ready := w.full || len(w.syncs) > 0
-		if !ready && len(w.dirty) > 0 {
-			quiet := now.Sub(w.lastAt)
-			age := now.Sub(w.firstAt)
-			if quiet >= w.debounce || age >= 20*w.debounce {
-				ready = true
-			} else {
-				timer.Reset(min(w.debounce-quiet, 20*w.debounce-age))
-			}
-		}
-		if !ready {
-			w.pmu.Unlock()
-			continue
-		}
 		full := w.full
-		dirty := w.dirty
 		syncs := w.syncs
 		berrs := w.backendErrs
+		var dirty []string
+		take := full || len(syncs) > 0
+		if !take && len(w.dirty) > 0 {
+			now := time.Now()
+			settle := w.debounce
+			if !w.slow {
+				settle = w.debounce / 8
+			}
+			left := min(settle-now.Sub(w.lastAt), 20*w.debounce-now.Sub(w.firstAt))
+			if left <= 0 {
+				take = true
+			} else {
+				timer.Reset(left)
+			}
+		}
+		if take {
+			dirty = make([]string, 0, len(w.dirty))
+			for p := range w.dirty {
+				dirty = append(dirty, p)
+			}
+			clear(w.dirty)
+		}
 		w.full = false
-		w.dirty = map[string]struct{}{}
 		w.syncs = nil
 		w.backendErrs = nil
 		w.pmu.Unlock()
+		if !full && len(syncs) == 0 && len(dirty) == 0 && len(berrs) == 0 {
+			continue
+		}
 
 		w.smu.Lock()
 		for _, err := range berrs {
@@ -504,10 +532,7 @@ func (w *FSWatcher) process() {
 		if full {
 			w.reconcile("")
 		} else {
-			paths := make([]string, 0, len(dirty))
-			for p := range dirty {
-				paths = append(paths, p)
-			}
+			paths := dirty
 			slices.Sort(paths)
 			for _, p := range paths {
 				w.check(p)
@@ -700,14 +725,29 @@ func (w *FSWatcher) watchDir(rel string, d *dirEntry, fi fs.FileInfo) {
 		// Same path, different directory (renamed away and replaced):
 		// the old watch follows the old inode, so drop it.
 		_ = w.fsw.Remove(abs)
+		delete(w.dirByIno, [2]uint64{d.dev, d.ino})
+		d.watched = false
+	}
+	key := [2]uint64{st.Dev, st.Ino}
+	if old, ok := w.dirByIno[key]; ok && old != rel {
+		// This directory was watched under its old name: it moved here.
+		// Forget the old path (its files are reported removed and found
+		// again below) and its watch, or inotify would hand back the old
+		// watch and go on reporting the old name.
+		if od := w.dirs[old]; od != nil {
+			w.removeDir(old)
+		} else {
+			_ = w.fsw.Remove(w.abs(old))
+		}
+		delete(w.dirByIno, key)
 	}
 	d.dev, d.ino = st.Dev, st.Ino
 	if err := w.fsw.Add(abs); err != nil {
-		d.watched = false
 		w.reportErr(rel, "watch", err)
 		return
 	}
 	d.watched = true
+	w.dirByIno[key] = rel
 }
 
 type readResult struct {
@@ -809,8 +849,7 @@ func (w *FSWatcher) apply(rel string, r readResult) {
 	case r.err == errRecheck:
 		// It stopped being a regular file between lstat and open.
 		w.pmu.Lock()
-		w.dirty[rel] = struct{}{}
-		w.lastAt = time.Now()
+		w.markDirty(rel, true)
 		w.pmu.Unlock()
 		w.poke()
 		return
@@ -893,6 +932,9 @@ func (w *FSWatcher) removeDir(rel string) {
 	}
 	if d.watched && w.fsw != nil {
 		_ = w.fsw.Remove(w.abs(rel))
+		if w.dirByIno[[2]uint64{d.dev, d.ino}] == rel {
+			delete(w.dirByIno, [2]uint64{d.dev, d.ino})
+		}
 	}
 	delete(w.dirs, rel)
 	if p := w.dirs[parentOf(rel)]; p != nil {

@@ -111,12 +111,25 @@ func (j *Journal) Dir() string { return j.dir }
 // Append stamps e (ID, Time if zero, Writer, Seq) and appends it as one
 // line. The stamped event is returned so callers can log or publish it.
 func (j *Journal) Append(e Event) (Event, error) {
+	e, _, err := j.append(e, false)
+	return e, err
+}
+
+// AppendOnce appends e unless an event of the same type, path and revision
+// is among the last events of the day file; the check and the append are
+// done under the file lock, so concurrent watchers record it once. It
+// reports whether e was appended.
+func (j *Journal) AppendOnce(e Event) (Event, bool, error) {
+	return j.append(e, true)
+}
+
+func (j *Journal) append(e Event, once bool) (Event, bool, error) {
 	if e.Type == "" {
-		return e, fmt.Errorf("append event: %w", ErrNoType)
+		return e, false, fmt.Errorf("append event: %w", ErrNoType)
 	}
 	id, err := uuid.NewV7()
 	if err != nil {
-		return e, err
+		return e, false, err
 	}
 	e.ID = id.String()
 	if e.Time.IsZero() {
@@ -129,15 +142,19 @@ func (j *Journal) Append(e Event) (Event, error) {
 	e.Seq = j.seq + 1
 	line, err := json.Marshal(e)
 	if err != nil {
-		return e, fmt.Errorf("append event: %w", err)
+		return e, false, fmt.Errorf("append event: %w", err)
 	}
 	line = append(line, '\n')
 	f, err := j.open(e.Time.Format(time.DateOnly))
 	if err != nil {
-		return e, err
+		return e, false, err
 	}
 	if err := flock(f, syscall.LOCK_EX); err != nil {
-		return e, &fs.PathError{Op: "flock", Path: f.Name(), Err: err}
+		return e, false, &fs.PathError{Op: "flock", Path: f.Name(), Err: err}
+	}
+	defer flock(f, syscall.LOCK_UN)
+	if once && tailHas(f.Name(), e) {
+		return e, false, nil
 	}
 	n, err := f.Write(line)
 	if err == nil && n < len(line) {
@@ -151,15 +168,14 @@ func (j *Journal) Append(e Event) (Event, error) {
 	if err == nil && j.sync {
 		err = f.Sync()
 	}
-	_ = flock(f, syscall.LOCK_UN)
 	if err != nil {
-		return e, &fs.PathError{Op: "append", Path: f.Name(), Err: err}
+		return e, false, &fs.PathError{Op: "append", Path: f.Name(), Err: err}
 	}
 	j.seq++
 	for _, o := range j.observers {
 		o(e)
 	}
-	return e, nil
+	return e, true, nil
 }
 
 func (j *Journal) open(day string) (*os.File, error) {
@@ -458,4 +474,33 @@ func FollowJournal(ctx context.Context, root string, from Cursor, f Filter, poll
 			return err
 		}
 	}
+}
+
+// onceWindow is how much of the day file's tail AppendOnce searches.
+const onceWindow = 256 << 10
+
+func tailHas(name string, e Event) bool {
+	fh, err := os.Open(name)
+	if err != nil {
+		return false
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return false
+	}
+	off := max(fi.Size()-onceWindow, 0)
+	buf := make([]byte, fi.Size()-off)
+	if _, err := fh.ReadAt(buf, off); err != nil && err != io.EOF {
+		return false
+	}
+	for _, line := range bytes.Split(buf, []byte{'\n'}) {
+		if !bytes.Contains(line, []byte(e.Path)) {
+			continue
+		}
+		if o, err := ParseEventLine(line); err == nil && o.Type == e.Type && o.Path == e.Path && o.Rev == e.Rev {
+			return true
+		}
+	}
+	return false
 }

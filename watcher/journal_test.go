@@ -44,7 +44,11 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	for _, f := range benchCleanup {
+		f()
+	}
+	os.Exit(code)
 }
 
 func TestJournalConcurrentProcesses(t *testing.T) {

@@ -168,7 +168,10 @@ func runScript(t *testing.T, s script, mode string) {
 		doOp(t, nil, root, op)
 	}
 	rec := &recorder{}
-	opt := FSOptions{OnChange: rec.onChange, Reconcile: -1, Poll: -1}
+	// Debounce far beyond the test: only Sync makes the watcher look at
+	// the disk, so the output is exact and proves that coalescing comes
+	// from comparing states, not from timing.
+	opt := FSOptions{OnChange: rec.onChange, Reconcile: -1, Poll: -1, Debounce: time.Hour}
 	if mode == "poll" {
 		// A poll interval far beyond the test: only Sync drives it, so
 		// the outcome does not depend on timing.

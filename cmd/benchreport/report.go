@@ -31,6 +31,7 @@ type results struct {
 	Benches  []*bench // in input order
 	byName   map[string]*bench
 	Failures []string // "--- FAIL" / "FAIL" lines, verbatim
+	Notes    []string // "bench-note: " lines (make bench records the load average)
 }
 
 // procSuffix is the -GOMAXPROCS suffix go test appends to every name when
@@ -51,6 +52,10 @@ func parse(r io.Reader) (*results, error) {
 	for sc.Scan() {
 		t := sc.Text()
 		trimmed := strings.TrimSpace(t)
+		if note, ok := strings.CutPrefix(t, "bench-note: "); ok {
+			res.Notes = append(res.Notes, note)
+			continue
+		}
 		if strings.HasPrefix(trimmed, "--- FAIL") || strings.HasPrefix(t, "FAIL") || strings.HasPrefix(t, "panic:") {
 			res.Failures = append(res.Failures, trimmed)
 			continue
@@ -246,6 +251,12 @@ func renderTables(w io.Writer, r *results, pairs []pair) error {
 		return err
 	}
 
+	if len(r.Notes) > 0 {
+		fmt.Fprintln(w)
+		for _, n := range r.Notes {
+			fmt.Fprintln(w, "note: "+n)
+		}
+	}
 	if len(r.Failures) > 0 {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "FAILURES in the benchmark run:")

@@ -35,13 +35,11 @@ func openManager(c *cli.Context) (*agents.Manager, error) {
 	return agents.NewManager(s)
 }
 
-var asFlag = &cli.StringFlag{Name: "as", Usage: "act as agent `NAME` (default $TAVERN_AGENT)"}
-
 // actor is the agent identity of the caller: --as, else TAVERN_AGENT
 // (set by the spawn wrapper for its child), else "" (a person).
 func actor(c *cli.Context) string {
-	if c.IsSet("as") {
-		return c.String("as")
+	if v := c.String("as"); v != "" {
+		return v
 	}
 	return os.Getenv("TAVERN_AGENT")
 }

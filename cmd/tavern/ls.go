@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
+	"github.com/tavernhq/tavern/watcher"
 )
 
 func init() {
@@ -52,49 +54,77 @@ Examples:
 			if err != nil {
 				return err
 			}
-			docs, errs := s.List(k)
-			for _, e := range errs {
-				errf(c, "tavern: %v\n", e)
+			// Served from the projection: the index cache (.tavern/.index)
+			// means only documents changed since the last run are read.
+			p, err := watcher.Open(s, watcher.Options{Cache: true})
+			if err != nil {
+				return err
 			}
-			docs = filterDocs(docs, conds)
-			if f := c.String("sort"); f != "" {
-				docstore.SortBy(docs, f, func(d *docstore.Doc) map[string]any { return d.View().Fields() })
+			defer p.Close()
+			entries, err := p.Query(watcher.Query{Kind: k.Name, Where: conds, Sort: c.String("sort")})
+			if err != nil {
+				return err
 			}
-			if n := c.Int("limit"); n > 0 && len(docs) > n {
-				docs = docs[:n]
+			// Unparseable files are reported, not listed; documents that
+			// parse but fail validation are listed and marked.
+			listed := entries[:0]
+			for _, e := range entries {
+				for _, pr := range e.Errors {
+					errf(c, "tavern: %s\n", pr.Msg)
+				}
+				if e.Fields != nil {
+					listed = append(listed, e)
+				}
+			}
+			entries = listed
+			if n := c.Int("limit"); n > 0 && len(entries) > n {
+				entries = entries[:n]
 			}
 			if c.Bool("json") {
-				out := make([]*docObject, 0, len(docs))
-				for _, d := range docs {
-					out = append(out, docJSON(s, d, c.Bool("body")))
+				out := make([]*docObject, 0, len(entries))
+				for _, e := range entries {
+					o, err := entryJSON(s, e, c.Bool("body"))
+					if err != nil {
+						return err
+					}
+					out = append(out, o)
 				}
 				return printJSON(c, out)
 			}
-			printTable(c, k, docs)
+			printTable(c, k, entries)
 			return nil
 		},
 	})
 }
 
-func filterDocs(docs []*docstore.Doc, conds []docstore.Cond) []*docstore.Doc {
-	out := docs[:0:0]
-next:
-	for _, d := range docs {
-		f := d.View().Fields()
-		for _, c := range conds {
-			if !c.Match(f) {
-				continue next
-			}
-		}
-		out = append(out, d)
+func entryJSON(s *docstore.Store, e watcher.Entry, withBody bool) (*docObject, error) {
+	o := &docObject{
+		Path:   filepath.Join(s.Root(), filepath.FromSlash(e.Path)),
+		Rel:    e.Path,
+		Kind:   e.Kind,
+		Name:   e.Name,
+		Rev:    e.Rev,
+		Fields: e.Fields,
+		Valid:  e.Valid,
 	}
-	return out
+	for _, pr := range e.Errors {
+		o.Errors = append(o.Errors, pr.Msg)
+	}
+	if withBody {
+		d, err := s.Get(e.Path)
+		if err != nil {
+			return nil, err
+		}
+		b := string(d.Body())
+		o.Body = &b
+	}
+	return o, nil
 }
 
 // summaryFields are shown as columns by `ls` when a kind has them.
 var summaryFields = []string{"state", "status", "role", "queue", "title", "priority", "attempts", "claimed_by", "topic", "domain", "description", "message_count"}
 
-func printTable(c *cli.Context, k *schema.Kind, docs []*docstore.Doc) {
+func printTable(c *cli.Context, k *schema.Kind, docs []watcher.Entry) {
 	var cols []string
 	for _, f := range summaryFields {
 		if k.Field(f) != nil {
@@ -107,17 +137,19 @@ func printTable(c *cli.Context, k *schema.Kind, docs []*docstore.Doc) {
 	tw := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "NAME\t%s\tREV\n", strings.ToUpper(strings.Join(cols, "\t")))
 	for _, d := range docs {
-		v := d.View()
 		row := []string{d.Name}
 		for _, col := range cols {
-			val := v.String(col)
+			val := ""
+			if x, ok := d.Fields[col]; ok && x != nil {
+				val = fmt.Sprint(x)
+			}
 			if len(val) > 40 {
 				val = val[:37] + "..."
 			}
 			row = append(row, val)
 		}
 		rev := d.Rev
-		if len(d.Validate(false)) > 0 {
+		if !d.Valid {
 			rev += " INVALID"
 		}
 		fmt.Fprintf(tw, "%s\t%s\n", strings.Join(row, "\t"), rev)

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
+	"github.com/tavernhq/tavern/watcher"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:  "log",
+		Usage: "show the event journal",
+		Description: `Prints events from .tavern/events/ (one JSON object per line, greppable),
+oldest first. --type matches exactly, or by prefix when it ends in "." or
+"*" (--type item. shows item.claimed, item.completed...). --since takes a
+duration back from now (90m, 2h) or a time (RFC 3339, or YYYY-MM-DD);
+--until a time. --follow keeps printing new events until interrupted.
+
+Examples:
+   tavern log --since 1h
+   tavern log --type external --json
+   tavern log --agent alice --follow`,
+		Flags: []cli.Flag{
+			&cli.StringSliceFlag{Name: "type", Aliases: []string{"t"}, Usage: "event `TYPE` (repeatable)"},
+			&cli.StringFlag{Name: "agent", Usage: "only events of `AGENT`"},
+			&cli.StringFlag{Name: "parent", Usage: "only events with parent `AGENT`"},
+			&cli.StringFlag{Name: "kind", Usage: "only events about documents of `KIND`"},
+			&cli.StringFlag{Name: "since", Usage: "from `DUR` ago or from TIME"},
+			&cli.StringFlag{Name: "until", Usage: "before `TIME`"},
+			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "wait for and print new events"},
+			&cli.DurationFlag{Name: "poll", Usage: "with --follow, also re-read every `DUR` (network filesystems)"},
+			jsonFlag,
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 0 {
+				return usageErr("log takes no arguments")
+			}
+			f, err := eventFilter(c)
+			if err != nil {
+				return err
+			}
+			if s := c.String("since"); s != "" {
+				if f.Since, err = parseWhen(s, true); err != nil {
+					return err
+				}
+			}
+			if s := c.String("until"); s != "" {
+				if f.Until, err = parseWhen(s, false); err != nil {
+					return err
+				}
+			}
+			dir, err := storeDir(c)
+			if err != nil {
+				return err
+			}
+			if _, err := docstore.Open(dir); err != nil {
+				return err
+			}
+			print := eventPrinter(c)
+			cur, err := watcher.ReadJournal(dir, f, print)
+			if err != nil || !c.Bool("follow") {
+				return err
+			}
+			err = watcher.FollowJournal(c.Context, dir, cur, f, c.Duration("poll"), print)
+			if c.Context.Err() != nil {
+				return nil // interrupted: the normal way to stop --follow
+			}
+			return err
+		},
+	})
+}
+
+// eventFilter builds the filter shared by log and watch.
+func eventFilter(c *cli.Context) (watcher.Filter, error) {
+	f := watcher.Filter{Types: c.StringSlice("type"), Agent: c.String("agent"), Parent: c.String("parent")}
+	if k := c.String("kind"); k != "" {
+		kind, err := schema.Lookup(k)
+		if err != nil {
+			return f, err
+		}
+		f.Kinds = []string{kind.Name}
+	}
+	return f, nil
+}
+
+// parseWhen reads "90m" (ago, if ago is allowed), an RFC 3339 time or a
+// date.
+func parseWhen(s string, ago bool) (time.Time, error) {
+	if ago {
+		if d, err := time.ParseDuration(s); err == nil {
+			return time.Now().Add(-d), nil
+		}
+	}
+	if t, err := schema.ParseTime(s); err == nil {
+		return t, nil
+	}
+	if t, err := time.ParseInLocation(time.DateOnly, s, time.Local); err == nil {
+		return t, nil
+	}
+	return time.Time{}, usageErr("bad time %q: want a duration like 90m, an RFC 3339 time or YYYY-MM-DD", s)
+}
+
+// eventPrinter prints events as JSON lines or one readable line each;
+// malformed journal lines are reported on stderr and skipped.
+func eventPrinter(c *cli.Context) func(watcher.Event, error) bool {
+	asJSON := c.Bool("json")
+	return func(e watcher.Event, err error) bool {
+		if err != nil {
+			errf(c, "tavern: %v\n", err)
+			return true
+		}
+		if asJSON {
+			b, _ := json.Marshal(e)
+			outf(c, "%s\n", b)
+			return true
+		}
+		outf(c, "%s\n", formatEvent(e))
+		return true
+	}
+}
+
+func formatEvent(e watcher.Event) string {
+	var b strings.Builder
+	b.WriteString(e.Time.Local().Format("2006-01-02 15:04:05.000"))
+	b.WriteString("  ")
+	b.WriteString(e.Type)
+	for _, kv := range [][2]string{{"", e.Path}, {"agent=", e.Agent}, {"parent=", e.Parent}, {"queue=", e.Queue}, {"item=", e.Item}, {"rev=", e.Rev}} {
+		if kv[1] != "" {
+			b.WriteString("  " + kv[0] + kv[1])
+		}
+	}
+	keys := make([]string, 0, len(e.Data))
+	for k := range e.Data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := e.Data[k]
+		if list, ok := v.([]any); ok {
+			parts := make([]string, len(list))
+			for i, x := range list {
+				parts[i] = fmt.Sprint(x)
+			}
+			v = strings.Join(parts, ",")
+		} else if list, ok := v.([]string); ok {
+			v = strings.Join(list, ",")
+		}
+		fmt.Fprintf(&b, "  %s=%v", k, v)
+	}
+	return b.String()
+}
+
+// recordJournal makes every mutation through s append its event to the
+// journal. TAVERN_AGENT names the acting agent.
+func recordJournal(c *cli.Context, s *docstore.Store) {
+	j, err := watcher.OpenJournal(s.Root(), watcher.JournalOptions{})
+	if err != nil {
+		errf(c, "tavern: journal: %v\n", err)
+		return
+	}
+	watcher.RecordMutations(s, j, os.Getenv("TAVERN_AGENT"), func(err error) {
+		errf(c, "tavern: journal: %v\n", err)
+	})
+}

@@ -1,0 +1,593 @@
+package watcher
+
+import (
+	"context"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
+)
+
+// Problem is one reason a document is invalid, with its position.
+type Problem struct {
+	Line int    `json:"line,omitempty"`
+	Col  int    `json:"col,omitempty"`
+	Msg  string `json:"msg"` // full message: path:line:col: what is wrong
+}
+
+// Entry is the projection of one document file.
+type Entry struct {
+	Path   string         `json:"rel"`
+	Kind   string         `json:"kind"` // singular kind name; "" if the path matches no kind
+	Name   string         `json:"name"`
+	Rev    string         `json:"rev"`
+	Valid  bool           `json:"valid"`
+	Errors []Problem      `json:"errors,omitempty"`
+	Fields map[string]any `json:"fields"` // migrated view; nil when the file does not parse
+}
+
+// Options configure Open.
+type Options struct {
+	// Watch keeps the projection current after the first scan. Without it
+	// the projection is a one-shot snapshot (what `tavern ls` needs).
+	Watch bool
+	// Poll, Reconcile, Debounce: see FSOptions.
+	Poll, Reconcile, Debounce time.Duration
+	// Cache loads and saves the index cache (.index in the store root),
+	// so unchanged documents are not read or parsed again.
+	Cache bool
+	// Journal, if set, receives an "external" event for every change
+	// that no engine call journaled (hand edits, git checkout), and its
+	// own appends are published to subscribers.
+	Journal *Journal
+	// FollowJournal publishes events other processes append to the
+	// journal (domain events such as item.claimed) to subscribers.
+	FollowJournal bool
+	// ExternalGrace is how long a change waits for the engine's journal
+	// event before it is called external (default 2s): the engine writes
+	// the document first and journals it right after.
+	ExternalGrace time.Duration
+}
+
+// Projection is an in-memory index of every document of a store.
+type Projection struct {
+	store *docstore.Store
+	root  string
+	opt   Options
+	fw    *FSWatcher
+
+	mu      sync.RWMutex
+	docs    map[string]*Entry
+	byKind  map[string]map[string]*Entry
+	waiters map[*waiter]struct{}
+	dirty   bool // differs from the saved cache
+	// external: changes are compared with the engine's journal. Off for a
+	// first scan without a cache, where everything is new to us, not
+	// edited behind the engine's back.
+	external bool
+
+	smu  sync.Mutex
+	subs map[*Subscription]struct{}
+
+	ext *externals
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+type waiter struct {
+	kind string
+	pred func(Entry) bool
+	ch   chan Entry
+}
+
+// Open builds the projection of the store: from the index cache when
+// enabled and valid, then a parallel scan that reads and parses only what
+// changed. With opt.Watch it stays current until Close.
+func Open(s *docstore.Store, opt Options) (*Projection, error) {
+	if opt.ExternalGrace <= 0 {
+		opt.ExternalGrace = 2 * time.Second
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Projection{
+		store:   s,
+		root:    s.Root(),
+		opt:     opt,
+		docs:    map[string]*Entry{},
+		byKind:  map[string]map[string]*Entry{},
+		waiters: map[*waiter]struct{}{},
+		subs:    map[*Subscription]struct{}{},
+		ctx:     ctx,
+		cancel:  cancel,
+	}
+	var known map[string]FileState
+	if opt.Cache {
+		entries, states, err := loadCache(p.root)
+		if err == nil {
+			known = states
+			p.external = true
+			for _, e := range entries {
+				p.put(e)
+			}
+		} else {
+			p.dirty = true // missing, stale format or corrupt: rebuild
+		}
+	}
+	if opt.Journal != nil {
+		p.ext = newExternals(p, opt.Journal)
+		opt.Journal.observe(p.ext.engineEvent)
+		opt.Journal.observe(func(e Event) {
+			if !strings.HasPrefix(e.Type, "doc.") { // seen from the files
+				p.publish(e)
+			}
+		})
+	}
+	fopt := FSOptions{
+		Poll:      opt.Poll,
+		Reconcile: opt.Reconcile,
+		Debounce:  opt.Debounce,
+		Ignore:    ignoreNonDocs,
+		Known:     known,
+		OnChange:  p.apply,
+	}
+	if !opt.Watch {
+		fopt.Poll = time.Duration(1<<63 - 1) // no watches: one scan
+	}
+	fw, err := WatchFS(p.root, fopt)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	p.fw = fw
+	p.mu.Lock()
+	p.external = true
+	p.mu.Unlock()
+	if !opt.Watch {
+		fw.Close()
+	}
+	if opt.Cache {
+		if err := p.SaveCache(); err != nil {
+			// A cache that cannot be written costs speed, not truth.
+			p.publish(Event{Type: TypeError, Time: time.Now().UTC(), Data: map[string]any{"error": err.Error()}})
+		}
+	}
+	if opt.FollowJournal {
+		p.wg.Add(1)
+		go p.follow()
+	}
+	return p, nil
+}
+
+// ignoreNonDocs hides the journal and anything that is not a .md file.
+func ignoreNonDocs(rel string, dir bool) bool {
+	if rel == JournalDir || strings.HasPrefix(rel, JournalDir+"/") {
+		return true
+	}
+	return !dir && !strings.HasSuffix(rel, ".md")
+}
+
+// Close stops watching and saves the index cache if enabled.
+func (p *Projection) Close() error {
+	p.cancel()
+	var err error
+	if p.fw != nil {
+		err = p.fw.Close()
+	}
+	p.wg.Wait()
+	if p.ext != nil {
+		p.ext.stop()
+	}
+	p.smu.Lock()
+	for s := range p.subs {
+		delete(p.subs, s)
+		close(s.c)
+	}
+	p.smu.Unlock()
+	if p.opt.Cache {
+		if e := p.SaveCache(); err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+// Sync waits until every change made before the call is in the projection.
+func (p *Projection) Sync(ctx context.Context) error { return p.fw.Sync(ctx) }
+
+// Mode says how the projection detects changes ("fsnotify", "poll (nfs)").
+func (p *Projection) Mode() string { return p.fw.Mode() }
+
+// parseEntry turns file content into an Entry. It never fails: problems
+// become the entry's Errors.
+func parseEntry(rel string, data []byte) *Entry {
+	e := &Entry{Path: rel, Rev: docstore.Revision(data), Valid: true}
+	k, caps, kerr := schema.KindOfPath(rel)
+	if kerr == nil {
+		e.Kind = k.Name
+		e.Name = k.DocName(caps)
+	}
+	d, err := docstore.Parse(rel, data)
+	if err != nil {
+		e.Valid = false
+		_, line, col := docstore.Position(err)
+		e.Errors = []Problem{{Line: line, Col: col, Msg: err.Error()}}
+		return e
+	}
+	d.Kind = k
+	e.Fields = d.View().Fields()
+	for _, fe := range d.Validate(false) {
+		e.Valid = false
+		e.Errors = append(e.Errors, Problem{Line: fe.Line, Col: fe.Col, Msg: fe.Error()})
+	}
+	return e
+}
+
+// apply is the FSWatcher callback: parse changed files in parallel, then
+// update the index, wake waiters and publish events.
+func (p *Projection) apply(cs []Change) {
+	parsed := make([]*Entry, len(cs))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(runtime.GOMAXPROCS(0), len(cs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if c := cs[i]; c.Op == OpCreate || c.Op == OpUpdate {
+					parsed[i] = parseEntry(c.Path, c.Data)
+				}
+			}
+		}()
+	}
+	for i := range cs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+
+	now := time.Now().UTC()
+	var events []Event
+	p.mu.Lock()
+	external := p.external
+	for i, c := range cs {
+		var ev Event
+		switch c.Op {
+		case OpCreate, OpUpdate:
+			e := parsed[i]
+			old := p.docs[c.Path]
+			if old != nil && old.Rev == e.Rev && old.Valid == e.Valid {
+				// Same bytes as the cached entry (a re-read after a
+				// restart): not a change.
+				p.put(e)
+				continue
+			}
+			p.put(e)
+			ev = docEvent(e, old, now)
+			p.wake(e)
+		case OpRemove:
+			old := p.docs[c.Path]
+			if old == nil {
+				continue
+			}
+			p.drop(c.Path)
+			ev = Event{Type: TypeRemoved, Time: now, Kind: old.Kind, Path: c.Path}
+		case OpError:
+			ev = Event{Type: TypeError, Time: now, Path: c.Path, Data: map[string]any{"error": c.Err.Error()}}
+		}
+		p.dirty = true
+		events = append(events, ev)
+	}
+	p.mu.Unlock()
+	for _, ev := range events {
+		p.publish(ev)
+		if p.ext != nil && external {
+			p.ext.observed(ev)
+		}
+	}
+}
+
+func docEvent(e, old *Entry, now time.Time) Event {
+	ev := Event{Type: TypeUpdated, Time: now, Kind: e.Kind, Path: e.Path, Rev: e.Rev}
+	if old == nil {
+		ev.Type = TypeCreated
+	}
+	if !e.Valid {
+		ev.Type = TypeInvalid
+		pr := e.Errors[0]
+		ev.Data = map[string]any{"error": pr.Msg, "line": pr.Line, "col": pr.Col}
+		return ev
+	}
+	if old != nil {
+		if ch := changedFields(old.Fields, e.Fields); len(ch) > 0 {
+			ev.Data = map[string]any{"changed": ch}
+		}
+	}
+	return ev
+}
+
+// changedFields lists top-level keys whose values differ, sorted.
+func changedFields(a, b map[string]any) []string {
+	var out []string
+	for k, v := range b {
+		if w, ok := a[k]; !ok || !reflect.DeepEqual(v, w) {
+			out = append(out, k)
+		}
+	}
+	for k := range a {
+		if _, ok := b[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// put and drop maintain both indexes; p.mu is held.
+func (p *Projection) put(e *Entry) {
+	if old := p.docs[e.Path]; old != nil && old.Kind != e.Kind {
+		delete(p.byKind[old.Kind], e.Path)
+	}
+	p.docs[e.Path] = e
+	m := p.byKind[e.Kind]
+	if m == nil {
+		m = map[string]*Entry{}
+		p.byKind[e.Kind] = m
+	}
+	m[e.Path] = e
+}
+
+func (p *Projection) drop(rel string) {
+	if old := p.docs[rel]; old != nil {
+		delete(p.byKind[old.Kind], rel)
+		delete(p.docs, rel)
+	}
+}
+
+// wake hands e to every waiter it satisfies; p.mu is held.
+func (p *Projection) wake(e *Entry) {
+	if !e.Valid {
+		return
+	}
+	for w := range p.waiters {
+		if w.kind == e.Kind && w.pred(*e) {
+			w.ch <- *e // buffered, one send per waiter
+			delete(p.waiters, w)
+		}
+	}
+}
+
+// Get returns the entry for a document path.
+func (p *Projection) Get(rel string) (Entry, bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	e, ok := p.docs[rel]
+	if !ok {
+		return Entry{}, false
+	}
+	return *e, true
+}
+
+// Len returns the number of documents.
+func (p *Projection) Len() int {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return len(p.docs)
+}
+
+// Query selects entries. Kind is a singular, plural or alias kind name
+// ("" for all). Where conditions all must hold (docstore.ParseWhere
+// syntax); Match, if set, too. Sort is a field name, "-field" for
+// descending; ties and the unsorted order are by path. Limit <= 0 means
+// all. Invalid documents are included (Valid false) when they match:
+// queries show them marked rather than silently using an old state.
+type Query struct {
+	Kind  string
+	Where []docstore.Cond
+	Match func(Entry) bool
+	Sort  string
+	Limit int
+}
+
+// Query returns the entries selected by q.
+func (p *Projection) Query(q Query) ([]Entry, error) {
+	kind := ""
+	if q.Kind != "" {
+		k, err := schema.Lookup(q.Kind)
+		if err != nil {
+			return nil, err
+		}
+		kind = k.Name
+	}
+	p.mu.RLock()
+	var src map[string]*Entry
+	if q.Kind != "" {
+		src = p.byKind[kind]
+	} else {
+		src = p.docs
+	}
+	out := make([]Entry, 0, len(src))
+next:
+	for _, e := range src {
+		for _, c := range q.Where {
+			if e.Fields == nil || !c.Match(e.Fields) {
+				continue next
+			}
+		}
+		if q.Match != nil && !q.Match(*e) {
+			continue
+		}
+		out = append(out, *e)
+	}
+	p.mu.RUnlock()
+	slices.SortFunc(out, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
+	if q.Sort != "" {
+		docstore.SortBy(out, q.Sort, func(e Entry) map[string]any { return e.Fields })
+	}
+	if q.Limit > 0 && len(out) > q.Limit {
+		out = out[:q.Limit]
+	}
+	return out, nil
+}
+
+// WaitFor returns the first valid document of kind for which pred holds:
+// at once if one exists, else as soon as the watcher projects one. It is
+// woken by the change itself, not by polling. pred runs under the
+// projection's lock: keep it cheap and do not call the projection from it.
+//
+// A caller that loses the race for the returned document (someone else
+// claimed it) should Sync before waiting again, or it may be handed the
+// same, already-gone document.
+func (p *Projection) WaitFor(ctx context.Context, kind string, pred func(Entry) bool) (Entry, error) {
+	k, err := schema.Lookup(kind)
+	if err != nil {
+		return Entry{}, err
+	}
+	if pred == nil {
+		pred = func(Entry) bool { return true }
+	}
+	w := &waiter{kind: k.Name, pred: pred, ch: make(chan Entry, 1)}
+	p.mu.Lock()
+	paths := make([]string, 0, len(p.byKind[k.Name]))
+	for path := range p.byKind[k.Name] {
+		paths = append(paths, path)
+	}
+	slices.Sort(paths) // oldest first: names are time-ordered IDs
+	for _, path := range paths {
+		if e := p.byKind[k.Name][path]; e.Valid && pred(*e) {
+			p.mu.Unlock()
+			return *e, nil
+		}
+	}
+	p.waiters[w] = struct{}{}
+	p.mu.Unlock()
+	select {
+	case e := <-w.ch:
+		return e, nil
+	case <-ctx.Done():
+	case <-p.ctx.Done():
+	}
+	p.mu.Lock()
+	delete(p.waiters, w)
+	p.mu.Unlock()
+	select {
+	case e := <-w.ch: // woken while giving up: the match still counts
+		return e, nil
+	default:
+	}
+	if ctx.Err() != nil {
+		return Entry{}, ctx.Err()
+	}
+	return Entry{}, ErrClosed
+}
+
+// Subscription delivers events that match its filter. A subscriber that
+// does not keep up is never blocked on and never silently loses events:
+// overflowing events are counted and, as soon as there is room, a
+// TypeMissed event with Data["missed"] = N says how many were dropped, so
+// the subscriber can resync (re-query the projection or re-read the
+// journal).
+type Subscription struct {
+	C      <-chan Event
+	c      chan Event
+	f      Filter
+	p      *Projection
+	missed int
+}
+
+// Subscribe starts delivering matching events with a buffer of buf
+// (default 256).
+func (p *Projection) Subscribe(f Filter, buf int) *Subscription {
+	if buf <= 0 {
+		buf = 256
+	}
+	c := make(chan Event, buf)
+	s := &Subscription{C: c, c: c, f: f, p: p}
+	p.smu.Lock()
+	p.subs[s] = struct{}{}
+	p.smu.Unlock()
+	return s
+}
+
+// Close stops the subscription and closes C.
+func (s *Subscription) Close() {
+	s.p.smu.Lock()
+	defer s.p.smu.Unlock()
+	if _, ok := s.p.subs[s]; ok {
+		delete(s.p.subs, s)
+		close(s.c)
+	}
+}
+
+// Missed returns how many events were dropped and not yet reported.
+func (s *Subscription) Missed() int {
+	s.p.smu.Lock()
+	defer s.p.smu.Unlock()
+	return s.missed
+}
+
+func (p *Projection) publish(e Event) {
+	p.smu.Lock()
+	defer p.smu.Unlock()
+	for s := range p.subs {
+		if !s.f.Match(e) {
+			continue
+		}
+		if s.missed > 0 {
+			m := Event{Type: TypeMissed, Time: time.Now().UTC(), Data: map[string]any{"missed": s.missed}}
+			select {
+			case s.c <- m:
+				s.missed = 0
+			default:
+				s.missed++
+				continue
+			}
+		}
+		select {
+		case s.c <- e:
+		default:
+			s.missed++
+		}
+	}
+}
+
+// follow publishes journal events appended by other processes. Document
+// events are skipped: the projection reports those from the files.
+func (p *Projection) follow() {
+	defer p.wg.Done()
+	cur, err := ReadJournal(p.root, Filter{Since: time.Now()}, func(Event, error) bool { return true })
+	if err != nil {
+		return
+	}
+	own := ""
+	if p.opt.Journal != nil {
+		own = p.opt.Journal.Writer()
+	}
+	poll := time.Duration(0)
+	if strings.HasPrefix(p.fw.Mode(), "poll") {
+		poll = p.fw.poll
+	}
+	_ = FollowJournal(p.ctx, p.root, cur, Filter{}, poll, func(e Event, err error) bool {
+		if err != nil {
+			p.publish(Event{Type: TypeError, Time: time.Now().UTC(), Data: map[string]any{"error": err.Error()}})
+			return true
+		}
+		if p.ext != nil {
+			p.ext.engineEvent(e)
+		}
+		if e.Writer == own || strings.HasPrefix(e.Type, "doc.") {
+			return true
+		}
+		p.publish(e)
+		return true
+	})
+}
+
+// Path returns the absolute path of a document path.
+func (p *Projection) Path(rel string) string { return filepath.Join(p.root, filepath.FromSlash(rel)) }

@@ -1,0 +1,433 @@
+package watcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tavernhq/tavern/docstore"
+)
+
+func newStore(tb testing.TB) *docstore.Store {
+	tb.Helper()
+	s, _, err := docstore.Init(filepath.Join(tb.TempDir(), ".tavern"), "test")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+func agentDoc(name, state string) string {
+	return fmt.Sprintf("---\nname: %s\nstate: %s\n---\nnotes\n", name, state)
+}
+
+func writeDoc(tb testing.TB, s *docstore.Store, rel, text string) {
+	tb.Helper()
+	p := filepath.Join(s.Root(), filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func openProj(tb testing.TB, s *docstore.Store, opt Options) *Projection {
+	tb.Helper()
+	p, err := Open(s, opt)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { p.Close() })
+	return p
+}
+
+func paths(es []Entry) string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Path)
+	}
+	return strings.Join(out, ",")
+}
+
+func TestProjectionQuery(t *testing.T) {
+	s := newStore(t)
+	writeDoc(t, s, "agents/carol.md", agentDoc("carol", "working"))
+	writeDoc(t, s, "agents/alice.md", agentDoc("alice", "working"))
+	writeDoc(t, s, "agents/bob.md", agentDoc("bob", "idle"))
+	writeDoc(t, s, "agents/bad.md", agentDoc("bad", "sleepy")) // not in the enum
+	writeDoc(t, s, "agents/broken.md", "---\nname: [unclosed\n---\n")
+	writeDoc(t, s, "agents/README.txt", "not a document")
+	p := openProj(t, s, Options{})
+	where := func(exprs ...string) []docstore.Cond {
+		var cs []docstore.Cond
+		for _, x := range exprs {
+			c, err := docstore.ParseWhere(x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs = append(cs, c)
+		}
+		return cs
+	}
+	for _, tc := range []struct {
+		name string
+		q    Query
+		want string
+	}{
+		{"all agents by path", Query{Kind: "agents"}, "agents/alice.md,agents/bad.md,agents/bob.md,agents/broken.md,agents/carol.md"},
+		{"where", Query{Kind: "agent", Where: where("state=working")}, "agents/alice.md,agents/carol.md"},
+		{"sort desc limit", Query{Kind: "agent", Where: where("state=working"), Sort: "-name", Limit: 1}, "agents/carol.md"},
+		{"invalid still matches, marked", Query{Kind: "agent", Where: where("state=sleepy")}, "agents/bad.md"},
+		{"match func", Query{Kind: "agent", Match: func(e Entry) bool { return !e.Valid }}, "agents/bad.md,agents/broken.md"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := p.Query(tc.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if paths(got) != tc.want {
+				t.Errorf("got %s, want %s", paths(got), tc.want)
+			}
+		})
+	}
+	e, ok := p.Get("agents/broken.md")
+	if !ok || e.Valid || e.Fields != nil || len(e.Errors) == 0 || e.Errors[0].Line == 0 {
+		t.Errorf("broken entry: got %+v", e)
+	}
+	if _, err := p.Query(Query{Kind: "nosuchkind"}); err == nil {
+		t.Error("unknown kind: got nil error")
+	}
+}
+
+func next(tb testing.TB, sub *Subscription) Event {
+	tb.Helper()
+	select {
+	case e, ok := <-sub.C:
+		if !ok {
+			tb.Fatal("subscription closed")
+		}
+		return e
+	case <-time.After(10 * time.Second):
+		tb.Fatal("no event within 10s")
+	}
+	return Event{}
+}
+
+func TestHandEditInvalidAndBack(t *testing.T) {
+	s := newStore(t)
+	p := openProj(t, s, Options{Watch: true, Reconcile: -1})
+	sub := p.Subscribe(Filter{Kinds: []string{"agent"}}, 16)
+	writeDoc(t, s, "agents/alice.md", agentDoc("alice", "idle"))
+	if e := next(t, sub); e.Type != TypeCreated || e.Path != "agents/alice.md" {
+		t.Fatalf("got %+v, want created", e)
+	}
+	writeDoc(t, s, "agents/alice.md", "---\nname: alice\nstate: [working\n---\nnotes\n")
+	e := next(t, sub)
+	// path:line:col (yaml.v3 places this error on the line the mapping
+	// entry starts, so only require a position inside the frontmatter).
+	if line, _ := e.Data["line"].(int); e.Type != TypeInvalid || line < 2 || line > 3 ||
+		!strings.HasPrefix(fmt.Sprint(e.Data["error"]), "agents/alice.md:") {
+		t.Fatalf("got %+v, want invalid with path:line:col", e)
+	}
+	got, _ := p.Get("agents/alice.md")
+	if got.Valid || got.Fields != nil {
+		t.Errorf("invalid doc still carries its last valid state: %+v", got)
+	}
+	raw, _ := os.ReadFile(filepath.Join(s.Root(), "agents/alice.md"))
+	if !strings.Contains(string(raw), "[working") {
+		t.Error("broken file was rewritten")
+	}
+	writeDoc(t, s, "agents/alice.md", agentDoc("alice", "working"))
+	e = next(t, sub)
+	if e.Type != TypeUpdated {
+		t.Fatalf("got %+v, want updated", e)
+	}
+	got, _ = p.Get("agents/alice.md")
+	if !got.Valid || got.Fields["state"] != "working" {
+		t.Errorf("after repair: %+v", got)
+	}
+	os.Remove(filepath.Join(s.Root(), "agents/alice.md"))
+	if e := next(t, sub); e.Type != TypeRemoved {
+		t.Fatalf("got %+v, want removed", e)
+	}
+}
+
+func TestWaitForWokenByEvent(t *testing.T) {
+	s := newStore(t)
+	// No reconcile, no polling: only an event can wake the waiter.
+	p := openProj(t, s, Options{Watch: true, Reconcile: -1, Poll: -1})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	type res struct {
+		e   Entry
+		err error
+	}
+	done := make(chan res, 1)
+	registered := make(chan struct{})
+	go func() {
+		e, err := p.WaitFor(ctx, "agents", func(e Entry) bool {
+			select {
+			case <-registered:
+			default:
+				close(registered) // the first call is the initial check
+			}
+			return e.Fields["state"] == "working"
+		})
+		done <- res{e, err}
+	}()
+	writeDoc(t, s, "agents/zed.md", agentDoc("zed", "idle")) // not a match
+	<-registered
+	writeDoc(t, s, "agents/bob.md", agentDoc("bob", "working"))
+	select {
+	case r := <-done:
+		if r.err != nil || r.e.Path != "agents/bob.md" {
+			t.Fatalf("WaitFor: got %+v, %v", r.e, r.err)
+		}
+	case <-ctx.Done():
+		t.Fatal("WaitFor not woken by the write")
+	}
+	// Already there: returns at once.
+	e, err := p.WaitFor(ctx, "agent", func(e Entry) bool { return e.Name == "bob" })
+	if err != nil || e.Path != "agents/bob.md" {
+		t.Errorf("existing match: got %+v, %v", e, err)
+	}
+}
+
+func TestWaitForCancel(t *testing.T) {
+	s := newStore(t)
+	p := openProj(t, s, Options{Watch: true, Reconcile: -1})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.WaitFor(ctx, "agent", func(Entry) bool { return false })
+		done <- err
+	}()
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("got %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("WaitFor ignored cancellation")
+	}
+	p.mu.RLock()
+	n := len(p.waiters)
+	p.mu.RUnlock()
+	if n != 0 {
+		t.Errorf("%d waiters left registered", n)
+	}
+}
+
+func TestSlowSubscriberGetsMissed(t *testing.T) {
+	s := newStore(t)
+	p := openProj(t, s, Options{Watch: true, Reconcile: -1})
+	sub := p.Subscribe(Filter{Types: []string{TypeCreated}}, 2)
+	for i := range 5 {
+		writeDoc(t, s, fmt.Sprintf("agents/a%d.md", i), agentDoc(fmt.Sprintf("a%d", i), "idle"))
+		if err := p.Sync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := sub.Missed(); got != 3 {
+		t.Errorf("Missed() = %d, want 3", got)
+	}
+	next(t, sub)
+	next(t, sub)
+	writeDoc(t, s, "agents/late.md", agentDoc("late", "idle"))
+	m := next(t, sub)
+	if m.Type != TypeMissed || m.Data["missed"] != 3 {
+		t.Fatalf("got %+v, want missed=3", m)
+	}
+	if e := next(t, sub); e.Path != "agents/late.md" {
+		t.Errorf("after the missed signal: got %+v", e)
+	}
+}
+
+// freshEntries is what a projection built from scratch, without a cache,
+// sees.
+func freshEntries(tb testing.TB, s *docstore.Store) []Entry {
+	tb.Helper()
+	p, err := Open(s, Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer p.Close()
+	es, err := p.Query(Query{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return es
+}
+
+func assertSameEntries(tb testing.TB, got, want []Entry) {
+	tb.Helper()
+	if len(got) != len(want) {
+		tb.Fatalf("entries: got %d, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if !reflect.DeepEqual(got[i], want[i]) {
+			tb.Fatalf("entry %d:\ngot  %+v\nwant %+v", i, got[i], want[i])
+		}
+	}
+}
+
+func TestIndexCache(t *testing.T) {
+	s := newStore(t)
+	for i := range 50 {
+		writeDoc(t, s, fmt.Sprintf("agents/a%02d.md", i), agentDoc(fmt.Sprintf("a%02d", i), "idle"))
+	}
+	writeDoc(t, s, "agents/broken.md", "---\nname: [\n---\n")
+	cachePath := filepath.Join(s.Root(), CacheFile)
+	query := func() []Entry {
+		p := openProj(t, s, Options{Cache: true})
+		es, err := p.Query(Query{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return es
+	}
+	query() // builds the cache
+	if _, err := os.Stat(cachePath); err != nil {
+		t.Fatalf("no cache written: %v", err)
+	}
+	t.Run("warm", func(t *testing.T) {
+		// Age the cached states so none is racy (instead of sleeping),
+		// then no document may be read: everything comes from the cache.
+		entries, states, err := loadCache(s.Root())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var recs []cacheRecord
+		for _, e := range entries {
+			st := states[e.Path]
+			st.Seen = max(st.MTime, st.CTime) + int64(time.Hour)
+			recs = append(recs, cacheRecord{State: st, Entry: *e})
+		}
+		if err := writeCache(s.Root(), &cacheData{Schema: schemaFingerprint(), Records: recs}); err != nil {
+			t.Fatal(err)
+		}
+		var reads atomic.Int64
+		testOpenHook = func(p string) (*os.File, error) {
+			reads.Add(1)
+			return os.OpenFile(p, openFlags, 0)
+		}
+		got := query()
+		testOpenHook = nil
+		if n := reads.Load(); n != 0 {
+			t.Errorf("warm open read %d documents, want 0", n)
+		}
+		assertSameEntries(t, got, freshEntries(t, s))
+	})
+	t.Run("stale", func(t *testing.T) {
+		writeDoc(t, s, "agents/a03.md", agentDoc("a03", "working"))
+		os.Remove(filepath.Join(s.Root(), "agents/a04.md"))
+		writeDoc(t, s, "agents/new.md", agentDoc("new", "idle"))
+		assertSameEntries(t, query(), freshEntries(t, s))
+	})
+	t.Run("corrupt", func(t *testing.T) {
+		data, _ := os.ReadFile(cachePath)
+		data[len(data)/2] ^= 0xff
+		os.WriteFile(cachePath, data, 0o644)
+		if _, _, err := loadCache(s.Root()); !errors.Is(err, ErrCacheCorrupt) {
+			t.Fatalf("loadCache of flipped byte: got %v, want ErrCacheCorrupt", err)
+		}
+		writeDoc(t, s, "agents/a05.md", agentDoc("a05", "done"))
+		assertSameEntries(t, query(), freshEntries(t, s))
+		if _, _, err := loadCache(s.Root()); err != nil {
+			t.Errorf("cache not rebuilt: %v", err)
+		}
+	})
+	t.Run("truncated", func(t *testing.T) {
+		data, _ := os.ReadFile(cachePath)
+		os.WriteFile(cachePath, data[:len(data)/3], 0o644)
+		assertSameEntries(t, query(), freshEntries(t, s))
+	})
+	t.Run("garbage", func(t *testing.T) {
+		os.WriteFile(cachePath, []byte("hello"), 0o644)
+		assertSameEntries(t, query(), freshEntries(t, s))
+	})
+	t.Run("other schema", func(t *testing.T) {
+		writeCache(s.Root(), &cacheData{Schema: "other", Records: []cacheRecord{{Entry: Entry{Path: "agents/ghost.md"}}}})
+		if _, _, err := loadCache(s.Root()); !errors.Is(err, ErrCacheStale) {
+			t.Fatalf("got %v, want ErrCacheStale", err)
+		}
+		assertSameEntries(t, query(), freshEntries(t, s))
+	})
+	t.Run("lying entry with matching stat", func(t *testing.T) {
+		// Each entry's revision must be the hash its state records; an
+		// entry that disagrees (and a ghost for a missing file) makes
+		// the whole cache suspect.
+		_, states, err := loadCache(s.Root())
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs := []cacheRecord{{State: FileState{Size: 1, Seen: 1}, Entry: Entry{Path: "agents/ghost.md", Kind: "agent"}}}
+		for path, st := range states {
+			recs = append(recs, cacheRecord{State: st, Entry: Entry{Path: path}})
+			break
+		}
+		writeCache(s.Root(), &cacheData{Schema: schemaFingerprint(), Records: recs})
+		assertSameEntries(t, query(), freshEntries(t, s))
+	})
+}
+
+func TestExternalEdits(t *testing.T) {
+	s := newStore(t)
+	j, err := OpenJournal(s.Root(), JournalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	RecordMutations(s, j, "", func(err error) { t.Errorf("journal: %v", err) })
+	writeDoc(t, s, "agents/eng.md", agentDoc("eng", "idle"))
+	writeDoc(t, s, "agents/hand.md", agentDoc("hand", "idle"))
+	p := openProj(t, s, Options{Watch: true, Reconcile: -1, Journal: j, ExternalGrace: 200 * time.Millisecond})
+	if _, err := s.Update("agents/eng.md", func(d *docstore.Doc) error { return d.Set("state", "working") }); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	writeDoc(t, s, "agents/hand.md", agentDoc("hand", "done"))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var ext Event
+	err = FollowJournal(ctx, s.Root(), Cursor{}, Filter{Types: []string{TypeExternal}}, 0, func(e Event, err error) bool {
+		if err != nil {
+			t.Errorf("journal: %v", err)
+			return true
+		}
+		ext = e
+		return false
+	})
+	if err != nil {
+		t.Fatalf("no external event: %v", err)
+	}
+	if ext.Path != "agents/hand.md" || fmt.Sprint(ext.Data["changed"]) != "[state]" || ext.Data["op"] != TypeUpdated {
+		t.Errorf("external event: got %+v", ext)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	ReadJournal(s.Root(), Filter{}, func(e Event, err error) bool {
+		types = append(types, e.Type+" "+e.Path)
+		return true
+	})
+	want := "doc.updated agents/eng.md,external agents/hand.md"
+	if got := strings.Join(types, ","); got != want {
+		t.Errorf("journal: got %s, want %s", got, want)
+	}
+}
