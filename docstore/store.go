@@ -164,6 +164,13 @@ func (s *Store) abs(rel string) (string, error) {
 		return "", ErrUnsafePath
 	}
 	full := filepath.Join(s.root, filepath.FromSlash(clean))
+	// Fast path: the root is already resolved, so if no component below
+	// it is a symlink the path is inside the store. One lstat per
+	// component, instead of EvalSymlinks' walk of the whole absolute path
+	// (several times slower on the claim path).
+	if noLinksBelow(s.root, clean) {
+		return full, nil
+	}
 	// Resolve the deepest existing ancestor: a symlink anywhere on the
 	// way must still land inside the store.
 	probe := full
@@ -185,6 +192,24 @@ func (s *Store) abs(rel string) (string, error) {
 		probe = parent
 	}
 	return full, nil
+}
+
+// noLinksBelow reports whether no existing component of clean (a cleaned
+// slash path relative to root) is a symlink. A missing component ends the
+// walk: nothing below it exists to be a link.
+func noLinksBelow(root, clean string) bool {
+	p := root
+	for _, part := range strings.Split(clean, "/") {
+		p += string(filepath.Separator) + part
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return errors.Is(err, fs.ErrNotExist)
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Rel converts an absolute file path to a document path, refusing paths

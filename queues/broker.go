@@ -22,6 +22,7 @@ type Broker struct {
 	now     func() time.Time
 	who     string
 	reapGap time.Duration
+	recheck time.Duration
 
 	mu       sync.Mutex
 	lastReap map[string]time.Time // queue -> last automatic reap in Take
@@ -29,6 +30,10 @@ type Broker struct {
 	vtime    float64
 	rng      *rand.Rand
 	qcache   map[string]cachedQueue
+
+	holdMu  sync.Mutex
+	hold    *docstore.Lock // the holder lock of HoldLock claims, taken lazily
+	holdKey string
 }
 
 // Options configure Open. The zero value is right for production.
@@ -44,6 +49,11 @@ type Options struct {
 	ReapInterval time.Duration
 	// Seed seeds the stealing rotation (0: random).
 	Seed uint64
+	// Recheck is how often a blocked Take looks again without an event
+	// (default 2s): for what inotify cannot see, a claim holder dying
+	// (a dropped flock is no file event) and other machines' writes on a
+	// network filesystem.
+	Recheck time.Duration
 }
 
 // Open returns a Broker for s.
@@ -52,6 +62,10 @@ func Open(s *docstore.Store, opt Options) (*Broker, error) {
 		lastReap: map[string]time.Time{}, pass: map[string]float64{}, qcache: map[string]cachedQueue{}}
 	if b.now == nil {
 		b.now = time.Now
+	}
+	b.recheck = opt.Recheck
+	if b.recheck <= 0 {
+		b.recheck = 2 * time.Second
 	}
 	if b.reapGap == 0 {
 		b.reapGap = time.Second
@@ -73,14 +87,52 @@ func Open(s *docstore.Store, opt Options) (*Broker, error) {
 	return b, nil
 }
 
-// Close releases the journal if the Broker opened it. Claims held by this
-// process are not released: their locks die with the process or with
-// Claim.Complete/Fail/Release.
+// Close releases the journal if the Broker opened it.
+//
+// Close drops the Broker's holder lock: HoldLock claims still claimed
+// become dead claims that the next reaper returns to pending.
 func (b *Broker) Close() error {
+	b.holdMu.Lock()
+	if b.hold != nil {
+		b.hold.Remove()
+		b.hold = nil
+	}
+	b.holdMu.Unlock()
 	if b.ownJ {
 		return b.j.Close()
 	}
 	return nil
+}
+
+// holderLock takes (once) and returns the key of the lock that keeps this
+// Broker's HoldLock claims alive.
+func (b *Broker) holderLock() (string, error) {
+	b.holdMu.Lock()
+	defer b.holdMu.Unlock()
+	if b.hold != nil {
+		return b.holdKey, nil
+	}
+	host, _ := os.Hostname()
+	var nonce [4]byte
+	for i := range nonce {
+		nonce[i] = "abcdefghijklmnopqrstuvwxyz0123456789"[rand.IntN(36)]
+	}
+	key := HolderLockKey(host, os.Getpid(), string(nonce[:]))
+	l, ok, err := b.s.TryLock(key)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", fmt.Errorf("holder lock %s is taken", key)
+	}
+	b.hold, b.holdKey = l, key
+	return key, nil
+}
+
+func (b *Broker) holderHeld() bool {
+	b.holdMu.Lock()
+	defer b.holdMu.Unlock()
+	return b.hold.Held()
 }
 
 // Store returns the underlying document store.

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
-	"strconv"
 	"strings"
 	"time"
 
@@ -20,10 +20,13 @@ const (
 	// For processes that exit right after claiming, like `tavern queue
 	// take`: their own lock could not outlive them.
 	LeaseOnly Liveness = iota
-	// HoldLock claims are tied to this process: the returned *Claim holds
-	// the claim lock (ClaimLockKey) until Complete, Fail or Release. When
-	// the process dies the kernel drops the lock and the next reaper
-	// returns the item to pending at once, without waiting for the lease.
+	// HoldLock claims are tied to this process: their liveness_lock is the
+	// Broker's holder lock (HolderLockKey), which the Broker takes at its
+	// first HoldLock claim and holds until Close. When the process dies
+	// the kernel drops the lock and the next reaper returns all its
+	// claimed items to pending at once, without waiting for their leases.
+	// One lock per process, not per claim: no lock file is created or
+	// removed per claim (inode churn is the dominant cost on some disks).
 	HoldLock
 	// AgentLock claims are tied to the agent named by TakeOptions.As: the
 	// item stays claimed while some process (the agent's spawn wrapper)
@@ -36,15 +39,20 @@ const (
 
 // ItemLockKey serialises every state change of one item (claim, done,
 // fail, renew, release, reap, retry), in any state. It is held only for
-// the duration of one change.
-func ItemLockKey(queue, id string) string { return "items/" + queue + "/" + id }
+// the duration of one change. Keys are striped (256 per queue, by a hash
+// of the id) so lock files are created once and reused, never one per
+// item; two items sharing a stripe only make a taker skip to the next
+// candidate, or a done wait a few microseconds.
+func ItemLockKey(queue, id string) string {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return fmt.Sprintf("items/%s/%02x", queue, h.Sum32()&0xff)
+}
 
-// ClaimLockKey is the liveness lock of one claim of an item: the
-// HoldLock claimer holds it for as long as it works. It is per attempt so
-// that a hung holder reaped after its lease cannot keep the item from
-// being claimed again.
-func ClaimLockKey(queue, id string, attempt int) string {
-	return "items/" + queue + "/" + id + "." + strconv.Itoa(attempt)
+// HolderLockKey is the liveness lock of one Broker's HoldLock claims:
+// holders/<host>-<pid>-<random>.
+func HolderLockKey(host string, pid int, nonce string) string {
+	return fmt.Sprintf("holders/%s-%d-%s", host, pid, nonce)
 }
 
 // AgentLockKey is the liveness lock of a running agent, held by its spawn
@@ -62,33 +70,27 @@ type Claim struct {
 	Notes *Diagnostics
 
 	b    *Broker
-	hold *docstore.Lock // HoldLock: released when the claim ends
+	held bool // HoldLock: the Broker's holder lock keeps it alive
 }
 
-// Held reports whether this process holds the claim's liveness lock.
-func (c *Claim) Held() bool { return c.hold.Held() }
+// Held reports whether this process keeps the claim alive by its lock.
+func (c *Claim) Held() bool { return c.held && c.b.holderHeld() }
 
 // Complete moves the item to done/ with result (see Broker.Complete) and
 // drops the claim lock.
 func (c *Claim) Complete(result string) (*Item, error) {
-	it, err := c.b.Complete(c.ID, c.Attempt, result)
-	c.drop(err)
-	return it, err
+	return c.b.Complete(c.ID, c.Attempt, result)
 }
 
 // Fail records reason and returns the item to pending/ with a backoff, or
 // moves it to dead/ past max_attempts (see Broker.Fail).
 func (c *Claim) Fail(reason string) (*Item, error) {
-	it, err := c.b.Fail(c.ID, c.Attempt, reason)
-	c.drop(err)
-	return it, err
+	return c.b.Fail(c.ID, c.Attempt, reason)
 }
 
 // Release gives the item back to pending/ without counting the attempt.
 func (c *Claim) Release() (*Item, error) {
-	it, err := c.b.Release(c.ID, c.Attempt)
-	c.drop(err)
-	return it, err
+	return c.b.Release(c.ID, c.Attempt)
 }
 
 // Renew extends the lease by the queue's lease duration.
@@ -123,17 +125,6 @@ func (c *Claim) KeepAlive(ctx context.Context) error {
 				return err
 			}
 		}
-	}
-}
-
-func (c *Claim) drop(err error) {
-	if c.hold == nil {
-		return
-	}
-	if err == nil || errors.Is(err, ErrStale) || errors.Is(err, fs.ErrNotExist) {
-		// The claim is over: its lock file is no longer needed.
-		_ = c.hold.Remove()
-		c.hold = nil
 	}
 }
 
@@ -200,7 +191,6 @@ func (b *Broker) Complete(id string, attempt int, result string) (*Item, error) 
 	if err != nil {
 		return nil, err
 	}
-	b.removeClaimLock(out)
 	return out, nil
 }
 
@@ -261,7 +251,6 @@ func (b *Broker) Fail(id string, attempt int, reason string) (*Item, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.removeClaimLock(out)
 	return out, nil
 }
 
@@ -324,7 +313,6 @@ func (b *Broker) Release(id string, attempt int) (*Item, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.removeClaimLock(out)
 	return out, nil
 }
 
@@ -347,18 +335,6 @@ func (b *Broker) Renew(id string, attempt int) (*Item, error) {
 		}
 		return itemFromDoc(d)
 	})
-}
-
-// removeClaimLock deletes the lock file of a finished HoldLock claim made
-// by another process (the holder is gone, or it will find its claim stale).
-// A lock still held is left alone.
-func (b *Broker) removeClaimLock(it *Item) {
-	if it == nil || it.ClaimAttempt == 0 {
-		return
-	}
-	if l, ok, err := b.s.TryLock(ClaimLockKey(it.Queue, it.ID, it.ClaimAttempt)); err == nil && ok {
-		_ = l.Remove()
-	}
 }
 
 // Retry moves dead items of a queue back to pending/ with attempts reset

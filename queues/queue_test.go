@@ -384,7 +384,13 @@ func TestMultiQueueTakeAndStealFairness(t *testing.T) {
 
 func TestTakeWaitWakesOnAdd(t *testing.T) {
 	s := newStore(t, true)
-	b := newBroker(t, s, nil)
+	// No periodic recheck within the test's deadline: only the file
+	// event can wake the waiter.
+	b, err := queues.Open(s, queues.Options{Recheck: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
 	mustQueue(t, b, "q", queues.QueueOptions{})
 	start := time.Now()
 	if _, err := b.Take(context.Background(), queues.TakeOptions{Queues: []string{"q"}, Wait: 50 * time.Millisecond}); !isEmpty(err) {

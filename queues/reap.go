@@ -144,8 +144,8 @@ func (b *Broker) reapOne(q *Queue, id string, rep *ReapReport) error {
 			return err
 		}
 		if free {
-			if strings.HasPrefix(it.LivenessLock, "items/") {
-				ll.Remove() // a claim lock: nobody will use it again
+			if strings.HasPrefix(it.LivenessLock, "holders/") {
+				ll.Remove() // a dead Broker's lock: nobody will use it again
 			} else {
 				ll.Unlock() // an agent's lock: not ours to remove
 			}
@@ -221,7 +221,7 @@ func (b *Broker) giveBack(l *docstore.Lock, q *Queue, it *Item, why string, rep 
 	if err != nil {
 		return err
 	}
-	_ = b.journal(EventReaped, out, it.ClaimedBy, map[string]any{"attempt": it.ClaimAttempt, "reason": why})
+	_ = b.journal(EventReaped, out, it.ClaimedBy, map[string]any{"attempt": it.ClaimAttempt, "reason": why, "liveness_lock": it.LivenessLock})
 	rep.Returned = append(rep.Returned, out)
 	return nil
 }

@@ -122,7 +122,11 @@ func (b *Broker) Take(ctx context.Context, opt TakeOptions) (*Claim, error) {
 	h := holder{who: who, kind: "lease"}
 	switch opt.Liveness {
 	case HoldLock:
-		h.kind, h.hold = "liveness", true
+		key, err := b.holderLock()
+		if err != nil {
+			return nil, err
+		}
+		h.kind, h.lock, h.held = "liveness", key, true
 	case AgentLock:
 		if opt.As == "" {
 			return nil, fmt.Errorf("take: %w: AgentLock needs As (the agent name)", ErrBadOption)
@@ -157,7 +161,7 @@ func (b *Broker) Take(ctx context.Context, opt TakeOptions) (*Claim, error) {
 		if w == nil {
 			// Watch first, then scan again: a file that arrived between
 			// the scan and the watch is seen by the second scan.
-			if w, err = newDirWaiter(b.waitDirs(own, opt.Steal)); err != nil {
+			if w, err = newDirWaiter(b.waitDirs(own, opt.Steal), b.recheck); err != nil {
 				return nil, err
 			}
 			continue
@@ -171,8 +175,8 @@ func (b *Broker) Take(ctx context.Context, opt TakeOptions) (*Claim, error) {
 type holder struct {
 	who  string
 	kind string // lease | liveness
-	lock string // liveness via another holder's lock (AgentLockKey)
-	hold bool   // liveness via a lock this process takes and keeps
+	lock string // liveness_lock: the Broker's holder lock or an agent's lock
+	held bool   // lock is this Broker's holder lock
 }
 
 func (b *Broker) waitDirs(own []*Queue, steal bool) []string {
@@ -342,7 +346,6 @@ func (b *Broker) claimOne(q *Queue, id string, h holder, diag *Diagnostics) (*Cl
 	defer l.Unlock()
 	from, to := ItemPath(q.Name, Pending, id), ItemPath(q.Name, Claimed, id)
 	now := b.now()
-	var hold *docstore.Lock
 	var attempt int
 	d, err := b.move(l, from, to, func(d *docstore.Doc) error {
 		if errs := d.Validate(false); len(errs) > 0 {
@@ -375,16 +378,6 @@ func (b *Broker) claimOne(q *Queue, id string, h holder, diag *Diagnostics) (*Cl
 			}
 		}
 		attempt = it.ClaimAttempt + 1
-		if h.hold {
-			var ok bool
-			hold, ok, err = b.s.TryLock(ClaimLockKey(q.Name, id, attempt))
-			if err != nil {
-				return err
-			}
-			if !ok { // cannot happen: attempts only grow
-				return errSkip{}
-			}
-		}
 		fields := []kv{
 			{"attempts", it.Attempts + 1},
 			{"claimed_by", h.who},
@@ -394,10 +387,7 @@ func (b *Broker) claimOne(q *Queue, id string, h holder, diag *Diagnostics) (*Cl
 			{"started", now},
 			{"updated", now},
 		}
-		switch {
-		case h.hold:
-			fields = append(fields, kv{"liveness_lock", ClaimLockKey(q.Name, id, attempt)})
-		case h.lock != "":
+		if h.lock != "" {
 			fields = append(fields, kv{"liveness_lock", h.lock})
 		}
 		if err := setFields(d, fields...); err != nil {
@@ -410,9 +400,6 @@ func (b *Broker) claimOne(q *Queue, id string, h holder, diag *Diagnostics) (*Cl
 		return delFields(d, fl...)
 	})
 	if err != nil {
-		if hold != nil {
-			hold.Remove()
-		}
 		var skip errSkip
 		switch {
 		case errors.As(err, &skip), errors.Is(err, fs.ErrNotExist):
@@ -433,7 +420,7 @@ func (b *Broker) claimOne(q *Queue, id string, h holder, diag *Diagnostics) (*Cl
 		return nil, err
 	}
 	_ = b.journal(EventClaimed, it, h.who, map[string]any{"attempt": attempt, "claim_kind": h.kind})
-	return &Claim{Item: it, Attempt: attempt, Notes: diag, b: b, hold: hold}, nil
+	return &Claim{Item: it, Attempt: attempt, Notes: diag, b: b, held: h.held}, nil
 }
 
 // resolveDup handles an item that has both a pending and a claimed copy

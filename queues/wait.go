@@ -7,19 +7,15 @@ import (
 	"github.com/fsnotify/fsnotify"
 )
 
-// safetyRecheck bounds how long a blocked Take goes without looking, for
-// what inotify cannot see: a claim holder dying (a dropped flock makes no
-// file event) and writes by other machines on a network filesystem.
-const safetyRecheck = 2 * time.Second
-
 // dirWaiter wakes a blocked Take when something changes in the directories
 // it watches. It is the one place to switch to the watcher package's
 // WaitFor once that exists; until then it uses fsnotify directly.
 type dirWaiter struct {
-	w *fsnotify.Watcher
+	w       *fsnotify.Watcher
+	recheck time.Duration // Options.Recheck
 }
 
-func newDirWaiter(dirs []string) (*dirWaiter, error) {
+func newDirWaiter(dirs []string, recheck time.Duration) (*dirWaiter, error) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil, err
@@ -30,14 +26,14 @@ func newDirWaiter(dirs []string) (*dirWaiter, error) {
 			return nil, err
 		}
 	}
-	return &dirWaiter{w: w}, nil
+	return &dirWaiter{w: w, recheck: recheck}, nil
 }
 
 // wait blocks until an event (or a watch error, which means "rescan"),
-// until wake (if set), or safetyRecheck passes. It returns false when ctx
+// until wake (if set), or the recheck interval passes. It returns false when ctx
 // is done.
 func (d *dirWaiter) wait(ctx context.Context, wake time.Time) bool {
-	timeout := safetyRecheck
+	timeout := d.recheck
 	if !wake.IsZero() {
 		if until := time.Until(wake); until < timeout {
 			timeout = max(until, time.Millisecond)
