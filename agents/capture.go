@@ -2,6 +2,7 @@ package agents
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -25,6 +26,7 @@ type OutputMessage struct {
 // from the same stream, so a batch costs one chunk write). Blank lines are
 // not messages and are skipped.
 var AppendMessages = func(m *Manager, channel string, msgs []OutputMessage) error {
+	var errs []error
 	for i := 0; i < len(msgs); {
 		j := i
 		var texts []string
@@ -35,12 +37,12 @@ var AppendMessages = func(m *Manager, channel string, msgs []OutputMessage) erro
 		}
 		if len(texts) > 0 {
 			if _, err := SendMessages(m.Store, channel, msgs[i].Sender, texts); err != nil {
-				return err
+				errs = append(errs, err)
 			}
 		}
 		i = j
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // AgentChannel is the direct-message channel of an agent; the spawn
@@ -109,9 +111,11 @@ func (c *capture) line(stream, text string) {
 	if w := c.tee[stream]; w != nil {
 		fmt.Fprintln(w, text)
 	}
+	// Senders are agent-like names without spaces; ":" can never be part
+	// of an agent name, so "alice:stderr" cannot collide with an agent.
 	sender := c.agent
 	if stream != "stdout" {
-		sender += " (" + stream + ")"
+		sender += ":" + stream
 	}
 	msg := OutputMessage{ID: docstore.NewID(), Time: c.m.now(), Sender: sender, Text: text}
 	c.mu.Lock()
