@@ -66,7 +66,7 @@ echo "did $TAVERN_ITEM"
 func TestPool(t *testing.T) {
 	n, maxDrones := 500, 8
 	if raceEnabled || testing.Short() {
-		n = 120 // the race detector makes each drone process several times slower
+		n = 80 // the race detector makes each drone process several times slower
 	}
 	m := newRelaxedManager(t)
 	b := newBroker(t, m)
