@@ -98,6 +98,10 @@ Examples:
 	})
 }
 
+// checkHooks add semantic checks beyond the schema (package agents: an
+// agent state edited by hand to an illegal transition).
+var checkHooks []func(*docstore.Doc) error
+
 type problem struct {
 	Path    string `json:"path"`
 	Line    int    `json:"line,omitempty"`
@@ -125,6 +129,11 @@ func checkDoc(s *docstore.Store, rel string, strict bool) []problem {
 	var out []problem
 	for _, e := range d.Validate(strict) {
 		out = append(out, problem{Path: e.Path, Line: e.Line, Col: e.Col, Field: e.Field, Error: e.Msg, Message: e.Error(), Unknown: e.Unknown})
+	}
+	for _, hook := range checkHooks {
+		if err := hook(d); err != nil {
+			out = append(out, problem{Path: rel, Error: err.Error(), Message: err.Error()})
+		}
 	}
 	return out
 }
