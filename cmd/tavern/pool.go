@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 
 	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/queues"
@@ -133,15 +135,37 @@ func poolOptions(c *cli.Context, m *agents.Manager, b *queues.Broker, name strin
 	}
 }
 
-// progressLine rewrites one compact status line on stderr.
+// progressLine rewrites one compact status line on stderr when it is a
+// terminal; otherwise (logs, CI) it prints a plain line at most every
+// few seconds, so a redirected log stays readable.
 func progressLine(c *cli.Context) func(agents.PoolMetrics) {
-	last := ""
+	last, lastAt := "", time.Time{}
+	tty := isTerminal(c.App.ErrWriter)
 	return func(p agents.PoolMetrics) {
-		line := fmt.Sprintf("\r%s %s: %d drones | %d done %d failed | %d pending %d claimed | %.1f/min util %.2f",
+		line := fmt.Sprintf("%s %s: %d drones | %d done %d failed | %d pending %d claimed | %.1f/min util %.2f",
 			p.Name, p.State, p.Drones, p.ItemsDone, p.ItemsFailed, p.Pending, p.Claimed, p.Throughput, p.Utilization)
-		if line != last {
-			fmt.Fprintf(c.App.ErrWriter, "%-100s", line)
-			last = line
+		if line == last {
+			return
 		}
+		switch {
+		case tty:
+			fmt.Fprintf(c.App.ErrWriter, "\r%-100s", line)
+		case time.Since(lastAt) >= 3*time.Second || p.State != "running":
+			fmt.Fprintln(c.App.ErrWriter, line)
+			lastAt = time.Now()
+		default:
+			return
+		}
+		last = line
 	}
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
