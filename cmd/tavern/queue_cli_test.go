@@ -206,18 +206,18 @@ func TestQueueCLIBadInputAndDeps(t *testing.T) {
 	if !strings.HasPrefix(r.out, a+" 1") {
 		t.Fatalf("take with a broken item at the head: %q", r.out)
 	}
-	if !strings.Contains(r.err, "queues/q/pending/p00-0-handmade.md:2:") {
+	if !strings.Contains(r.err, "queues/q/pending/p00-0-handmade.md:3:") {
 		t.Errorf("take did not report the broken file with path:line:col: %q", r.err)
 	}
 	if _, err := os.Stat(bad); err != nil {
 		t.Errorf("broken file moved: %v", err)
 	}
 	r = q.code(0, "queue", "ls", "q")
-	if !strings.Contains(r.err, "p00-0-handmade.md:2:") {
+	if !strings.Contains(r.err, "p00-0-handmade.md:3:") {
 		t.Errorf("ls did not report the broken file: %q", r.err)
 	}
 	r = q.code(5, "check")
-	if !strings.Contains(r.err+r.out, "p00-0-handmade.md:2") {
+	if !strings.Contains(r.err+r.out, "p00-0-handmade.md:3") {
 		t.Errorf("check did not report the broken file: %q", r.err+r.out)
 	}
 	// a dies: b is blocked, and take says so.

@@ -499,6 +499,6 @@ func cliGuardHook(p *cliRun) {
 	}
 	// A foreign hook is kept unless --force.
 	os.WriteFile(hook, []byte("#!/bin/sh\nexit 0\n"), 0o755)
-	p.fails(1, "guard", "--install")
+	p.fails(4, "guard", "--install") // exists: a conflict, like `new` on an existing document
 	p.ok("guard", "--install", "--force")
 }
