@@ -2,6 +2,7 @@ package watcher
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -108,7 +109,11 @@ func Open(s *docstore.Store, opt Options) (*Projection, error) {
 		cancel:  cancel,
 	}
 	var known map[string]FileState
+	var cacheTime time.Time
 	if opt.Cache {
+		if fi, err := os.Stat(filepath.Join(p.root, CacheFile)); err == nil {
+			cacheTime = fi.ModTime()
+		}
 		entries, states, err := loadCache(p.root)
 		if err == nil {
 			known = states
@@ -123,6 +128,18 @@ func Open(s *docstore.Store, opt Options) (*Projection, error) {
 	if opt.Journal != nil {
 		p.ext = newExternals(p, opt.Journal)
 		opt.Journal.observe(p.ext.engineEvent)
+		if known != nil && !cacheTime.IsZero() {
+			// The scan below reports every change since the cache was
+			// saved. Those the engine made are in the journal: without
+			// them every such change would be journaled as external.
+			// The slack covers writes between the cache's scan and save.
+			_, _ = ReadJournal(p.root, Filter{Since: cacheTime.Add(-time.Minute)}, func(e Event, err error) bool {
+				if err == nil && e.Type != TypeExternal {
+					p.ext.engineEvent(e)
+				}
+				return true
+			})
+		}
 		opt.Journal.observe(func(e Event) {
 			if !strings.HasPrefix(e.Type, "doc.") { // seen from the files
 				p.publish(e)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -218,6 +219,11 @@ func reorderArgs(app *cli.App, args []string) []string {
 		pos = append(pos, a)
 	}
 	out = append(out, fl...)
+	// `tavern ls agents --help` asks for the command's help; passed on,
+	// the positionals would read as a help topic ("No help topic for ...").
+	if slices.ContainsFunc(fl, func(f string) bool { return f == "--help" || f == "-h" || f == "-help" }) {
+		return out
+	}
 	if len(pos)+len(rest) > 0 {
 		out = append(out, "--")
 		out = append(out, pos...)

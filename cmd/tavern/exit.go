@@ -94,7 +94,7 @@ func exitCode(err error) int {
 	}
 	// urfave/cli reports these without a typed error; an unknown command
 	// even comes as cli.Exit(..., 3), which would read as "not found".
-	if strings.HasPrefix(err.Error(), "flag provided but not defined") || strings.HasPrefix(err.Error(), "No help topic") {
+	if msg := err.Error(); strings.HasPrefix(msg, "flag provided but not defined") || strings.HasPrefix(msg, "No help topic") || strings.HasPrefix(msg, "Required flag") {
 		return exitUsage
 	}
 	var ee cli.ExitCoder

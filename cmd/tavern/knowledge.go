@@ -25,14 +25,16 @@ Examples:
 			{
 				Name: "add", Usage: "add an entry", ArgsUsage: "[TEXT...]",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "domain", Usage: "`DOMAIN`, e.g. architecture, decision", Required: true},
+					&cli.StringFlag{Name: "domain", Value: "general", Usage: "`DOMAIN`, e.g. architecture, decision"},
 					&cli.StringFlag{Name: "title", Usage: "a short title"},
 					asFlag, jsonFlag,
 				},
 				Action: func(c *cli.Context) error {
-					agent, err := actingAgent(c)
-					if err != nil {
-						return err
+					// Shared knowledge may come from a person: without --as
+					// the contributor is "user" (as verify's verified_by).
+					agent := c.String("as")
+					if agent == "" {
+						agent = "user"
 					}
 					text, err := textArg(c, 0)
 					if err != nil {

@@ -18,7 +18,11 @@ var asFlag = &cli.StringFlag{Name: "as", Usage: "act as `AGENT` (default $TAVERN
 func actingAgent(c *cli.Context) (string, error) {
 	a := c.String("as")
 	if a == "" {
-		return "", usageErr("%s needs --as AGENT (or TAVERN_AGENT)", c.Command.FullName())
+		name := strings.TrimPrefix(c.Command.HelpName, c.App.Name+" ") // "memory add", not "add"
+		if name == "" {
+			name = c.Command.Name
+		}
+		return "", usageErr("%s needs --as AGENT (or TAVERN_AGENT)", name)
 	}
 	return a, nil
 }

@@ -33,6 +33,9 @@ Example:
 			if err != nil {
 				return err
 			}
+			if err := ensureAgent(s, as); err != nil {
+				return err
+			}
 			m, err := agents.Sleep(s, as, summary, time.Now())
 			if err != nil {
 				return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -25,7 +26,9 @@ handle ID:EPOCH; release gives it back. What keeps a slot held:
                      spawn wrapper) is held: it comes back when A's process dies
    --as A --ttl DUR  (A alive) back when A dies or the lease runs out
    --as A, A not alive
-                     refused (exit 1) unless --ttl is given: then a lease
+                     a lease in A's name: held until --ttl passes (default:
+                     default_lease; a note on stderr says so); --ttl 0 refuses
+                     (exit 1)
    no --as           a lease: held until --ttl passes (default: default_lease
                      in tavern.md, 5m), then it comes back
 
@@ -128,13 +131,23 @@ func tokenAcquire(c *cli.Context) error {
 		}
 	}
 	name := c.Args().First()
-	var tok *queues.Token
-	if wait := c.Duration("wait"); wait > 0 {
-		ctx, cancel := context.WithTimeout(c.Context, wait)
-		defer cancel()
-		tok, err = sp.Acquire(ctx, name, opt)
-	} else {
-		tok, err = sp.TryAcquire(name, opt)
+	acquire := func() (*queues.Token, error) {
+		if wait := c.Duration("wait"); wait > 0 {
+			ctx, cancel := context.WithTimeout(c.Context, wait)
+			defer cancel()
+			return sp.Acquire(ctx, name, opt)
+		}
+		return sp.TryAcquire(name, opt)
+	}
+	tok, err := acquire()
+	if errors.Is(err, queues.ErrHolderNotAlive) && !c.IsSet("ttl") {
+		// `token acquire NAME --as A` from a shell: nothing alive stands
+		// for A, so the hold is a lease in A's name, like reserve --as.
+		// Said on stderr so it is not a silent downgrade.
+		opt.TTL = defaultLease(sp.Store())
+		if tok, err = acquire(); err == nil && !c.Bool("json") {
+			errf(c, "tavern: note: %s has no live `tavern spawn` process; the slot is held as a lease for %s (release it, or pass --ttl)\n", opt.As, opt.TTL)
+		}
 	}
 	if err != nil {
 		return err

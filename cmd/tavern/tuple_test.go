@@ -321,10 +321,13 @@ func cliTokens(p *cliRun) {
 	if time.Since(start) < 300*time.Millisecond {
 		t.Fatal("acquire --wait returned before its wait")
 	}
-	r := p.fails(1, "token", "acquire", "merge", "--as", "carol")
+	// carol has no live wrapper: with --ttl 0 that is refused; without
+	// --ttl the CLI falls back to a lease in her name (exit 3 here: full).
+	r := p.fails(1, "token", "acquire", "merge", "--as", "carol", "--ttl", "0")
 	if !strings.Contains(r.err, "no live process") {
-		t.Fatalf("acquire --as a dead agent: %s", r)
+		t.Fatalf("acquire --as a dead agent --ttl 0: %s", r)
 	}
+	p.fails(3, "token", "acquire", "merge", "--as", "carol")
 	p.fails(4, "token", "release", "merge", h1+"7") // wrong epoch
 	p.ok("token", "release", "merge", h1)
 	p.fails(4, "token", "release", "merge", h1)
