@@ -195,4 +195,3 @@ func TestAcceptWatchNoSpuriousExternal(t *testing.T) {
 		}
 	}
 }
-
