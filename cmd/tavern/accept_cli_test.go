@@ -195,3 +195,61 @@ func TestAcceptWatchNoSpuriousExternal(t *testing.T) {
 		}
 	}
 }
+
+// helpCommands parses the COMMANDS: section of a help text.
+func helpCommands(help string) []string {
+	var names []string
+	in := false
+	for _, line := range strings.Split(help, "\n") {
+		switch {
+		case strings.HasPrefix(line, "COMMANDS:"):
+			in = true
+		case in && (strings.TrimSpace(line) == "" || !strings.HasPrefix(line, "   ")):
+			in = false
+		case in:
+			name := strings.TrimSuffix(strings.Fields(line)[0], ",")
+			if name != "help" {
+				names = append(names, name)
+			}
+		}
+	}
+	return names
+}
+
+// Every command and subcommand shows at least one example in --help.
+func TestAcceptHelpHasExamples(t *testing.T) {
+	p := newProject(t)
+	top := helpCommands(p.ok("--help"))
+	if len(top) < 40 {
+		t.Fatalf("tavern --help lists %d commands: %v", len(top), top)
+	}
+	for _, c := range top {
+		help := p.ok(c, "--help")
+		if !strings.Contains(help, "Example") {
+			t.Errorf("tavern %s --help has no example", c)
+		}
+		for _, s := range helpCommands(help) {
+			if !strings.Contains(p.ok(c, s, "--help"), "Example") {
+				t.Errorf("tavern %s %s --help has no example", c, s)
+			}
+		}
+	}
+}
+
+// An unknown command or subcommand is a usage error that names it, also
+// when flags follow (they used to be blamed on the parent command).
+func TestAcceptUnknownCommand(t *testing.T) {
+	p := newProject(t)
+	r := p.fails(2, "queue", "bogus")
+	if !strings.Contains(r.err, `unknown command "bogus"`) || strings.Contains(r.err, `""`) {
+		t.Errorf("queue bogus: %s", r)
+	}
+	r = p.fails(2, "lss", "agents")
+	if !strings.Contains(r.err, `unknown command "lss"; did you mean "ls"?`) {
+		t.Errorf("lss: %s", r)
+	}
+	r = p.fails(2, "item", "shwo", "x", "--json")
+	if e := jsonErr(t, r); !strings.Contains(e["error"].(string), `unknown command "shwo"`) {
+		t.Errorf("item shwo --json: %v", e)
+	}
+}

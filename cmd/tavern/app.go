@@ -34,7 +34,29 @@ type ctxKey struct{}
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	app := newApp(stdin, stdout, stderr)
 	err := app.RunContext(ctx, reorderArgs(app, args))
-	return reportError(app, args, err)
+	return reportError(app, args, unknownCommand(err))
+}
+
+// unknownCommand rewrites urfave/cli's report of an unknown (sub)command,
+// "No help topic for 'x'. Did you mean \"\"?", as a usage error that says
+// what happened.
+func unknownCommand(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	rest, ok := strings.CutPrefix(msg, "No help topic for '")
+	if !ok {
+		return err
+	}
+	name, hint, _ := strings.Cut(rest, "'.")
+	out := fmt.Sprintf("unknown command %q", name)
+	if _, s, ok := strings.Cut(hint, "Did you mean "); ok {
+		if s = strings.TrimSuffix(s, "?"); s != `""` && s != "" {
+			out += "; did you mean " + s + "?"
+		}
+	}
+	return usageErr("%s", out)
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
@@ -42,6 +64,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 	for _, c := range commands {
 		addDirFlag(c)
 	}
+	addExamples("", commands)
 	return &cli.App{
 		Name:  "tavern",
 		Usage: "coordinate agents through a directory of markdown documents",
@@ -198,7 +221,9 @@ func reorderArgs(app *cli.App, args []string) []string {
 			break
 		}
 	}
-	if cmd == nil || cmd.SkipFlagParsing {
+	// An unknown subcommand (`tavern item shwo X --json`): leave the rest
+	// alone so it is reported as such, not as a flag of the parent.
+	if cmd == nil || cmd.SkipFlagParsing || len(cmd.Subcommands) > 0 {
 		return append(out, args[i:]...)
 	}
 	var fl, pos, rest []string
