@@ -253,3 +253,54 @@ func TestAcceptUnknownCommand(t *testing.T) {
 		t.Errorf("item shwo --json: %v", e)
 	}
 }
+
+// check takes a REF or a store-relative path as show does, not only a
+// file path relative to the working directory.
+func TestAcceptCheckRef(t *testing.T) {
+	p := newProject(t)
+	p.ok("new", "agent", "alice")
+	p.write("agents/y.md", "---\nname: y\nstate: bogus\n---\n")
+	p.ok("check", "agents/alice")
+	for _, arg := range []string{"agents/y", "agents/y.md", ".tavern/agents/y.md"} {
+		r := p.fails(5, "check", arg)
+		if !strings.Contains(r.err, "agents/y.md:3:8: state:") {
+			t.Errorf("check %s: %s", arg, r)
+		}
+	}
+	p.fails(3, "check", "agents/nobody")
+}
+
+// An item's state is its directory: ls items shows it, --where state=
+// filters on it, and show --json / ls --json carry it.
+func TestAcceptItemState(t *testing.T) {
+	p := newProject(t)
+	p.ok("queue", "create", "q")
+	a := strings.TrimSpace(p.ok("queue", "add", "q", "--title", "a"))
+	b := strings.TrimSpace(p.ok("queue", "add", "q", "--title", "b"))
+	p.ok("queue", "take", "q")
+	p.ok("item", "done", a)
+	names := func(args ...string) (out []string) {
+		for _, o := range objsOf(t, p.ok(append([]string{"ls", "items", "--json"}, args...)...)) {
+			out = append(out, o["name"].(string)+":"+o["state"].(string))
+		}
+		return out
+	}
+	if got := strings.Join(names(), " "); got != "q/"+a+":done q/"+b+":pending" {
+		t.Errorf("ls items --json: %s", got)
+	}
+	if got := strings.Join(names("--where", "state=done"), " "); got != "q/"+a+":done" {
+		t.Errorf("ls items --where state=done: %s", got)
+	}
+	if got := strings.Join(names("--where", "state!=done", "--where", "title=b"), " "); got != "q/"+b+":pending" {
+		t.Errorf("ls items --where state!=done: %s", got)
+	}
+	if out := p.ok("ls", "items"); !strings.Contains(out, "STATE") || !strings.Contains(out, "done") {
+		t.Errorf("ls items table lacks the state:\n%s", out)
+	}
+	if st := p.showJSON("queues/q/done/" + a + ".md")["state"]; st != "done" {
+		t.Errorf("show --json state = %v", st)
+	}
+	if _, ok := p.showJSON("queues/q/queue.md")["state"]; ok {
+		t.Error("show --json of a queue has a state")
+	}
+}

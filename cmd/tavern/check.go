@@ -47,6 +47,16 @@ Examples:
 					return err
 				}
 				fi, err := os.Stat(abs)
+				if errors.Is(err, fs.ErrNotExist) {
+					// Not a file here: a REF (agents/alice) or a path
+					// inside the store (agents/alice.md), as show takes.
+					if rel, rerr := resolveRef(s, a); rerr == nil {
+						if full, aerr := s.Abs(rel); aerr == nil {
+							abs = full
+							fi, err = os.Stat(abs)
+						}
+					}
+				}
 				if err != nil {
 					return err
 				}

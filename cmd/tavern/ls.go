@@ -52,11 +52,16 @@ Examples:
 			if err != nil {
 				return err
 			}
-			var conds []docstore.Cond
+			var conds, stateConds []docstore.Cond
 			for _, w := range c.StringSlice("where") {
 				cond, err := docstore.ParseWhere(w)
 				if err != nil {
 					return err
+				}
+				if k == schema.Item && cond.Field == "state" {
+					// An item's state is its directory, not a field.
+					stateConds = append(stateConds, cond)
+					continue
 				}
 				conds = append(conds, cond)
 			}
@@ -82,7 +87,7 @@ Examples:
 				for _, pr := range e.Errors {
 					warnProblem(c, e.Path, pr)
 				}
-				if e.Fields != nil {
+				if e.Fields != nil && matchState(stateConds, itemState(e.Kind, e.Path)) {
 					listed = append(listed, e)
 				}
 			}
@@ -116,6 +121,7 @@ func entryJSON(s *docstore.Store, e watcher.Entry, withBody bool) (*docObject, e
 		Rev:    e.Rev,
 		Fields: e.Fields,
 		Valid:  e.Valid,
+		State:  itemState(e.Kind, e.Path),
 	}
 	for _, pr := range e.Errors {
 		o.Errors = append(o.Errors, pr.Msg)
@@ -144,13 +150,19 @@ func printTable(c *cli.Context, k *schema.Kind, docs []watcher.Entry) {
 	if len(cols) > 4 {
 		cols = cols[:4]
 	}
+	item := k == schema.Item
+	if item {
+		cols = append([]string{"state"}, cols...)
+	}
 	tw := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "NAME\t%s\tREV\n", strings.ToUpper(strings.Join(cols, "\t")))
 	for _, d := range docs {
 		row := []string{d.Name}
-		for _, col := range cols {
+		for i, col := range cols {
 			val := ""
-			if x, ok := d.Fields[col]; ok && x != nil {
+			if item && i == 0 {
+				val = itemState(d.Kind, d.Path)
+			} else if x, ok := d.Fields[col]; ok && x != nil {
 				val = fmt.Sprint(x)
 			}
 			if len(val) > 40 {
@@ -180,4 +192,14 @@ func warnProblem(c *cli.Context, path string, pr watcher.Problem) {
 	}
 	b, _ := json.Marshal(obj)
 	errf(c, "%s\n", b)
+}
+
+// matchState applies --where conditions on an item's state.
+func matchState(conds []docstore.Cond, state string) bool {
+	for _, c := range conds {
+		if !c.Match(map[string]any{"state": state}) {
+			return false
+		}
+	}
+	return true
 }

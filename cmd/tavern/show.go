@@ -2,10 +2,12 @@ package main
 
 import (
 	"path/filepath"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
 )
 
 func init() {
@@ -71,6 +73,7 @@ type docObject struct {
 	Name   string         `json:"name"`
 	Rev    string         `json:"rev"`
 	Valid  bool           `json:"valid"`
+	State  string         `json:"state,omitempty"` // an item's state: its directory
 	Errors []string       `json:"errors,omitempty"`
 	Fields map[string]any `json:"fields"`
 	Body   *string        `json:"body,omitempty"`
@@ -88,6 +91,7 @@ func docJSON(s *docstore.Store, d *docstore.Doc, withBody bool) *docObject {
 	if d.Kind != nil {
 		o.Kind = d.Kind.Name
 	}
+	o.State = itemState(o.Kind, d.Path)
 	for _, e := range d.Validate(false) {
 		o.Valid = false
 		o.Errors = append(o.Errors, e.Error())
@@ -97,4 +101,16 @@ func docJSON(s *docstore.Store, d *docstore.Doc, withBody bool) *docObject {
 		o.Body = &b
 	}
 	return o
+}
+
+// itemState is the state of an item, which is its directory
+// (queues/<q>/<state>/<id>.md), or "" for other kinds.
+func itemState(kind, rel string) string {
+	if kind != schema.Item.Name {
+		return ""
+	}
+	if parts := strings.Split(rel, "/"); len(parts) == 4 {
+		return parts[2]
+	}
+	return ""
 }
