@@ -304,3 +304,18 @@ func TestAcceptItemState(t *testing.T) {
 		t.Error("show --json of a queue has a state")
 	}
 }
+
+// constitution sha is a read command: it takes --json like the others.
+func TestAcceptConstitutionShaJSON(t *testing.T) {
+	p := newProject(t)
+	p.ok("constitution", "set", "builder", "--text", "Be careful.")
+	var o map[string]string
+	if err := json.Unmarshal([]byte(p.ok("constitution", "sha", "builder", "--json")), &o); err != nil {
+		t.Fatal(err)
+	}
+	if o["role"] != "builder" || len(o["sha256"]) != 64 || strings.TrimSpace(p.ok("constitution", "sha", "builder")) != o["sha256"] {
+		t.Errorf("constitution sha --json = %v", o)
+	}
+	jsonErr(t, p.fails(3, "constitution", "sha", "nobody", "--json"))
+	p.fails(2, "constitution", "sha")
+}

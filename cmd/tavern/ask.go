@@ -205,7 +205,11 @@ Example (inside a spawned agent):
 				Name:      "sha",
 				Usage:     "print the sha256 agents record for ROLE",
 				ArgsUsage: "ROLE",
+				Flags:     []cli.Flag{jsonFlag},
 				Action: func(c *cli.Context) error {
+					if c.NArg() != 1 {
+						return usageErr("constitution sha takes ROLE")
+					}
 					m, err := openManager(c)
 					if err != nil {
 						return err
@@ -214,6 +218,9 @@ Example (inside a spawned agent):
 					sha, err := m.ConstitutionSHA(c.Args().First())
 					if err != nil {
 						return err
+					}
+					if c.Bool("json") {
+						return printJSON(c, map[string]string{"role": c.Args().First(), "sha256": sha})
 					}
 					outf(c, "%s\n", sha)
 					return nil
