@@ -115,8 +115,9 @@ func (j *Journal) Append(e Event) (Event, error) {
 	return e, err
 }
 
-// AppendOnce appends e unless an event of the same type, path and revision
-// is among the last events of the day file; the check and the append are
+// AppendOnce appends e unless an event of the same type, path and revision,
+// or an engine document event (doc.*) for that path and revision, is among
+// the last events (256 KiB) of the day file; the check and the append are
 // done under the file lock, so concurrent watchers record it once. It
 // reports whether e was appended.
 func (j *Journal) AppendOnce(e Event) (Event, bool, error) {
@@ -498,7 +499,10 @@ func tailHas(name string, e Event) bool {
 		if !bytes.Contains(line, []byte(e.Path)) {
 			continue
 		}
-		if o, err := ParseEventLine(line); err == nil && o.Type == e.Type && o.Path == e.Path && o.Rev == e.Rev {
+		// The same record, or the engine's own event for this revision
+		// (journaled while no watcher was running to hear of it).
+		if o, err := ParseEventLine(line); err == nil && o.Path == e.Path && o.Rev == e.Rev &&
+			(o.Type == e.Type || strings.HasPrefix(o.Type, "doc.")) {
 			return true
 		}
 	}
