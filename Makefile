@@ -28,6 +28,8 @@ check:
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./docstore
 	$(GO) test -run '^$$' -fuzz FuzzParseWhere -fuzztime 30s ./docstore
+	$(GO) test -run '^$$' -fuzz FuzzParseEventLine -fuzztime 30s ./watcher
+	$(GO) test -run '^$$' -fuzz FuzzDecodeCache -fuzztime 30s ./watcher
 
 demo:
 	$(GO) run ./cmd/tavern demo
