@@ -413,6 +413,39 @@ func readDay(path string, off int64, f Filter, fn func(Event, error) bool) (int6
 	}
 }
 
+// JournalEnd returns the cursor after the last complete line of the
+// journal, without reading it: where to start following only new events.
+func JournalEnd(root string) (Cursor, error) {
+	dir := filepath.Join(root, JournalDir)
+	days, err := journalDays(dir)
+	if err != nil || len(days) == 0 {
+		return Cursor{}, err
+	}
+	day := days[len(days)-1]
+	f, err := os.Open(filepath.Join(dir, day+".jsonl"))
+	if err != nil {
+		return Cursor{}, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return Cursor{}, err
+	}
+	// A line being written right now is not complete: stop before it.
+	for end := fi.Size(); end > 0; {
+		start := max(end-64<<10, 0)
+		buf := make([]byte, end-start)
+		if _, err := f.ReadAt(buf, start); err != nil && err != io.EOF {
+			return Cursor{}, err
+		}
+		if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
+			return Cursor{Day: day, Offset: start + int64(i) + 1}, nil
+		}
+		end = start
+	}
+	return Cursor{Day: day}, nil
+}
+
 // FollowJournal calls fn for every matching event appended after cursor
 // (use the Cursor returned by ReadJournal, or the zero Cursor for
 // everything) until ctx is done or fn returns false. It waits on fsnotify

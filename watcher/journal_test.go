@@ -175,6 +175,9 @@ func TestFollowJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if end, err := JournalEnd(root); err != nil || end != cur {
+		t.Errorf("JournalEnd = %+v, %v; ReadJournal ended at %+v", end, err, cur)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	got := make(chan string, 10)
