@@ -176,6 +176,9 @@ type FSWatcher struct {
 	openHook   func(string) (*os.File, error) // replaces os.OpenFile when set
 }
 
+// detectRemote is remoteFS, replaceable in tests.
+var detectRemote = remoteFS
+
 // testOpenHook, when set, replaces os.OpenFile for every watcher (tests).
 var testOpenHook func(string) (*os.File, error)
 
@@ -226,7 +229,7 @@ func WatchFS(root string, opt FSOptions) (*FSWatcher, error) {
 	case opt.Poll > 0:
 		w.poll, w.mode = opt.Poll, "poll"
 	case opt.Poll == 0:
-		if fsType := remoteFS(abs); fsType != "" {
+		if fsType := detectRemote(abs); fsType != "" {
 			w.poll, w.mode = DefaultPoll, "poll ("+fsType+")"
 		}
 	}
