@@ -569,7 +569,9 @@ func (w *FSWatcher) emit(out []Change) {
 
 // check re-examines one path that may have changed. smu is held.
 func (w *FSWatcher) check(rel string) {
-	if w.ignored(rel, false) {
+	// Only name rules here: Options.Ignore needs to know whether rel is a
+	// directory, which the lstat below tells.
+	if rel != "" && Ignored(rel) {
 		return
 	}
 	if rel != "" {
@@ -591,12 +593,15 @@ func (w *FSWatcher) check(rel string) {
 	switch m := fi.Mode(); {
 	case m.IsDir():
 		if w.ignored(rel, true) {
+			w.removePath(rel)
 			return
 		}
 		if _, ok := w.files[rel]; ok {
 			w.removeFile(rel)
 		}
 		w.reconcile(rel)
+	case w.ignored(rel, false):
+		w.removePath(rel) // a directory before, perhaps
 	case m.IsRegular():
 		if w.dirs[rel] != nil {
 			w.removeDir(rel)

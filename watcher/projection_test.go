@@ -431,3 +431,47 @@ func TestExternalEdits(t *testing.T) {
 		t.Errorf("journal: got %s, want %s", got, want)
 	}
 }
+
+func TestProjectionSeesNewDirectories(t *testing.T) {
+	s := newStore(t)
+	p := openProj(t, s, Options{Watch: true, Reconcile: -1, Poll: -1})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	got := make(chan Entry, 1)
+	go func() {
+		e, err := p.WaitFor(ctx, "items", nil)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- e
+	}()
+	// mkdir -p of the queue's directories and an item in one go: the
+	// item's directory did not exist when the projection started.
+	writeDoc(t, s, "queues/build/pending/0001.md", "---\nqueue: build\n---\nwork\n")
+	writeDoc(t, s, "queues/build/notes.txt", "not a document")
+	select {
+	case e := <-got:
+		if e.Path != "queues/build/pending/0001.md" || e.Kind != "item" {
+			t.Errorf("got %+v", e)
+		}
+	case <-ctx.Done():
+		t.Fatal("item in a new directory never projected")
+	}
+	if err := p.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := p.Get("queues/build/notes.txt"); ok {
+		t.Error("a .txt file was projected")
+	}
+	// Renamed directory: the item moves with it.
+	if err := os.Rename(filepath.Join(s.Root(), "queues/build"), filepath.Join(s.Root(), "queues/ship")); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	es, _ := p.Query(Query{Kind: "items"})
+	if paths(es) != "queues/ship/pending/0001.md" {
+		t.Errorf("after renaming the queue dir: %s", paths(es))
+	}
+}
