@@ -84,7 +84,20 @@ func addDirFlag(c *cli.Command) {
 // upward from the working directory. --dir names the .tavern directory
 // itself; a project directory holding a .tavern/ is accepted too.
 func storeDir(c *cli.Context) (string, error) {
-	if d := c.String("dir"); d != "" {
+	// --dir may be given at any level (`tavern --dir X channel create`,
+	// `tavern channel create --dir X`); the innermost one set wins. A
+	// subcommand's own unset --dir must not hide its parent's.
+	d := ""
+	for _, ctx := range c.Lineage() {
+		if ctx.IsSet("dir") {
+			d = ctx.String("dir")
+			break
+		}
+	}
+	if d == "" {
+		d = os.Getenv("TAVERN_DIR")
+	}
+	if d != "" {
 		abs, err := filepath.Abs(d)
 		if err != nil {
 			return "", err

@@ -1,0 +1,187 @@
+package agents
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
+)
+
+// Bookmarks are bookmarks/<agent>.md: a `channels` map from channel name to
+// the id of the last message the agent has read there. Message ids strictly
+// increase within a channel, so "unread" is "id greater than the bookmark".
+
+func bookmarkPath(agent string) (string, error) {
+	if err := validAgent(agent); err != nil {
+		return "", err
+	}
+	return schema.Bookmark.Path(agent, nil)
+}
+
+// ensureBookmarks creates the agent's bookmark document if it is missing.
+func ensureBookmarks(s *docstore.Store, agent string) (string, error) {
+	rel, err := bookmarkPath(agent)
+	if err != nil {
+		return "", err
+	}
+	if _, err := cachedGet(s, rel); err == nil {
+		return rel, nil
+	}
+	now := time.Now()
+	d, err := docstore.New(schema.Bookmark, [][2]any{
+		{schema.VersionField, schema.Bookmark.Version},
+		{"id", docstore.NewID()},
+		{"agent", agent},
+		{"channels", map[string]string{}},
+		{"created", now},
+		{"updated", now},
+	}, []byte("\n"))
+	if err != nil {
+		return "", err
+	}
+	if err := s.Create(rel, d); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", err
+	}
+	return rel, nil
+}
+
+// Bookmarks returns the agent's last-read message id per channel (empty if
+// it has never read anything).
+func Bookmarks(s *docstore.Store, agent string) (map[string]string, error) {
+	rel, err := bookmarkPath(agent)
+	if err != nil {
+		return nil, err
+	}
+	d, err := s.Get(rel)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return bookmarkMap(d), nil
+}
+
+func bookmarkMap(d *docstore.Doc) map[string]string {
+	out := map[string]string{}
+	if n := d.Get("channels"); n != nil {
+		var m map[string]string
+		if n.Decode(&m) == nil {
+			for k, v := range m {
+				out[k] = v
+			}
+		}
+	}
+	return out
+}
+
+// RecvOptions tune Recv.
+type RecvOptions struct {
+	// All returns every message of the channel, read or not (the bookmark
+	// still advances to the newest).
+	All bool
+	// Limit caps the messages returned (0: no cap); the bookmark advances
+	// only past the returned ones, so the rest stay unread.
+	Limit int
+}
+
+// Recv returns the agent's unread messages of channel, oldest first, and
+// advances its bookmark past them. Reading and advancing happen under the
+// bookmark document's lock, so two concurrent Recvs by one agent never
+// return the same message twice.
+func Recv(s *docstore.Store, agent, channel string, opt RecvOptions) ([]Message, error) {
+	if err := ValidChannel(channel); err != nil {
+		return nil, err
+	}
+	rel, err := ensureBookmarks(s, agent)
+	if err != nil {
+		return nil, err
+	}
+	var msgs []Message
+	_, err = s.Update(rel, func(d *docstore.Doc) error {
+		marks := bookmarkMap(d)
+		after := marks[channel]
+		from := after
+		if opt.All {
+			from = ""
+		}
+		msgs, err = ReadMessages(s, channel, from, opt.Limit)
+		if err != nil {
+			return err
+		}
+		if len(msgs) == 0 {
+			return nil
+		}
+		if last := msgs[len(msgs)-1].ID; last > after {
+			marks[channel] = last
+			if err := d.Set("channels", marks); err != nil {
+				return err
+			}
+			return d.Set("updated", time.Now())
+		}
+		return nil
+	})
+	return msgs, err
+}
+
+// RecvWait is Recv that, when nothing is unread, blocks until a message
+// arrives or ctx is done (then it returns ctx's error).
+func RecvWait(ctx context.Context, s *docstore.Store, agent, channel string, opt RecvOptions) ([]Message, error) {
+	if opt.All {
+		if msgs, err := Recv(s, agent, channel, opt); err != nil || len(msgs) > 0 {
+			return msgs, err
+		}
+	}
+	opt.All = false
+	var msgs []Message
+	err := WaitChannel(ctx, s, channel, func() (bool, error) {
+		var err error
+		msgs, err = Recv(s, agent, channel, opt)
+		return len(msgs) > 0, err
+	})
+	return msgs, err
+}
+
+// Unread is one line of an agent's inbox.
+type Unread struct {
+	Channel string `json:"channel"`
+	Count   int    `json:"unread"`
+	LastID  string `json:"last_id,omitempty"` // newest message of the channel
+}
+
+// Inbox returns the agent's unread counts for every active channel it can
+// read — all channels except other agents' direct channels — highest
+// count first, then by name.
+func Inbox(s *docstore.Store, agent string) ([]Unread, error) {
+	marks, err := Bookmarks(s, agent)
+	if err != nil {
+		return nil, err
+	}
+	chs, errs := ListChannels(s, false)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	var out []Unread
+	for _, c := range chs {
+		if strings.HasPrefix(c.Name, "@") && c.Name != DirectChannel(agent) {
+			continue
+		}
+		n, last, err := countAfter(s, c.Name, marks[c.Name])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Unread{Channel: c.Name, Count: n, LastID: last})
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		return out[i].Channel < out[j].Channel
+	})
+	return out, nil
+}

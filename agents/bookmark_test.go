@@ -1,0 +1,166 @@
+package agents
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+)
+
+func texts(msgs []Message) []string {
+	var out []string
+	for _, m := range msgs {
+		out = append(out, m.Text)
+	}
+	return out
+}
+
+func TestBookmarksAndInbox(t *testing.T) {
+	s := msgStore(t)
+	if _, err := CreateChannel(s, "general", "everything"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CreateChannel(s, "quiet", ""); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := SendMessage(s, "general", "alice", fmt.Sprintf("g%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := SendMessage(s, "@bob", "alice", "psst bob"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := SendMessage(s, "@carol", "alice", "psst carol"); err != nil {
+		t.Fatal(err)
+	}
+
+	inbox := func(agent string) map[string]int {
+		t.Helper()
+		u, err := Inbox(s, agent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int{}
+		for i, x := range u {
+			out[x.Channel] = x.Count
+			if i > 0 && u[i-1].Count < x.Count {
+				t.Errorf("inbox %s not sorted by count: %+v", agent, u)
+			}
+		}
+		return out
+	}
+	if got := inbox("bob"); got["general"] != 3 || got["@bob"] != 1 || got["quiet"] != 0 || len(got) != 3 {
+		t.Errorf("bob's inbox: got %v, want general 3, @bob 1, quiet 0 and no @carol", got)
+	}
+
+	got, err := Recv(s, "bob", "general", RecvOptions{Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(texts(got)) != "[g0 g1]" {
+		t.Errorf("bob recv limit 2: got %v", texts(got))
+	}
+	if got := inbox("bob"); got["general"] != 1 {
+		t.Errorf("bob's general unread after reading 2: got %d, want 1", got["general"])
+	}
+	// Carol's bookmark is independent of Bob's.
+	if got := inbox("carol"); got["general"] != 3 || got["@carol"] != 1 {
+		t.Errorf("carol's inbox: got %v", got)
+	}
+	if got, _ := Recv(s, "bob", "general", RecvOptions{}); fmt.Sprint(texts(got)) != "[g2]" {
+		t.Errorf("bob recv: got %v, want [g2]", texts(got))
+	}
+	if got, _ := Recv(s, "bob", "general", RecvOptions{}); len(got) != 0 {
+		t.Errorf("bob recv again: got %v, want nothing", texts(got))
+	}
+	if got, _ := Recv(s, "bob", "general", RecvOptions{All: true}); len(got) != 3 {
+		t.Errorf("bob recv --all: got %v, want all 3", texts(got))
+	}
+	if _, err := SendMessage(s, "general", "carol", "g3"); err != nil {
+		t.Fatal(err)
+	}
+	if got := inbox("bob"); got["general"] != 1 {
+		t.Errorf("bob's general unread after a new message: got %d, want 1", got["general"])
+	}
+	marks, err := Bookmarks(s, "bob")
+	if err != nil || marks["general"] == "" {
+		t.Errorf("Bookmarks: %v %v", marks, err)
+	}
+}
+
+func TestNotesOutsideTimeline(t *testing.T) {
+	s := msgStore(t)
+	if _, err := SendMessage(s, "research", "alice", "proposal"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AddNote(s, "research", "alice", "I think the proposal is weak"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AddNote(s, "research", "bob", "second thoughts"); err != nil {
+		t.Fatal(err)
+	}
+	notes, err := ListNotes(s, "research")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(notes) != 2 || notes[0].Agent != "alice" || notes[1].Text != "second thoughts" {
+		t.Errorf("notes: got %+v", notes)
+	}
+	msgs, _ := ReadMessages(s, "research", "", 0)
+	if len(msgs) != 1 {
+		t.Errorf("timeline: got %d messages, want notes left out", len(msgs))
+	}
+	if n, _ := ListNotes(s, "other"); len(n) != 0 {
+		t.Errorf("other channel: got %d notes", len(n))
+	}
+}
+
+// recv --wait is woken by a message another process sends: the sender is
+// started only once the waiter has checked and found nothing, and the
+// safety re-check is pushed out of reach, so only the directory event can
+// wake it.
+func TestRecvWaitWokenByOtherProcess(t *testing.T) {
+	s := msgStore(t)
+	old := WaitSafetyInterval
+	WaitSafetyInterval = time.Hour
+	defer func() { WaitSafetyInterval = old; waitingHook = nil }()
+	waiting := make(chan struct{})
+	waitingHook = func() { close(waiting) }
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	type result struct {
+		msgs []Message
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		msgs, err := RecvWait(ctx, s, "bob", "news", RecvOptions{})
+		done <- result{msgs, err}
+	}()
+	select {
+	case <-waiting:
+	case r := <-done:
+		t.Fatalf("RecvWait returned before any send: %v %v", r.msgs, r.err)
+	}
+	cmd := helperCmd(t, s, "send", "TAVERN_MSG_CHANNEL=news", "TAVERN_MSG_SENDER=alice", "TAVERN_MSG_N=1")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if len(r.msgs) != 1 || r.msgs[0].Text != "alice 0" {
+		t.Errorf("got %v, want the other process's message", texts(r.msgs))
+	}
+	// And a wait with nothing coming times out with the context's error.
+	short, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel2()
+	waitingHook = nil
+	if _, err := RecvWait(short, s, "bob", "news", RecvOptions{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("idle wait: got %v, want DeadlineExceeded", err)
+	}
+}

@@ -1,0 +1,238 @@
+package agents
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
+)
+
+// Channel is a channel document (channels/<name>.md).
+type Channel struct {
+	Name     string    `json:"name"`
+	Topic    string    `json:"topic,omitempty"`
+	Archived bool      `json:"archived"`
+	Created  time.Time `json:"created"`
+	Path     string    `json:"path"`
+	// Messages is filled in by ListChannels: the sum of its chunks'
+	// message_count.
+	Messages int `json:"messages"`
+}
+
+// DirectChannel is the channel of direct messages to agent: "@agent".
+func DirectChannel(agent string) string { return "@" + agent }
+
+// ValidChannel reports whether name may be a channel: a path-safe name
+// without white space, so it works as a directory name and in a shell. A
+// leading "@" marks a direct-message channel; the rest must then be a valid
+// agent name.
+func ValidChannel(name string) error {
+	if err := schema.ValidName(name); err != nil {
+		return fmt.Errorf("channel %w", err)
+	}
+	if strings.IndexFunc(name, unicode.IsSpace) >= 0 {
+		return &schema.NameError{Name: name, Reason: "channel names cannot contain white space"}
+	}
+	if rest, ok := strings.CutPrefix(name, "@"); ok {
+		if err := validAgent(rest); err != nil {
+			return err
+		}
+	} else if strings.Contains(name, "@") {
+		return &schema.NameError{Name: name, Reason: `"@" may only start a channel name (direct messages: @agent)`}
+	}
+	return nil
+}
+
+// validAgent checks an agent name used as a path segment (memory/<agent>/,
+// bookmarks/<agent>.md).
+func validAgent(name string) error {
+	if err := schema.ValidName(name); err != nil {
+		return err
+	}
+	if strings.IndexFunc(name, unicode.IsSpace) >= 0 || strings.ContainsAny(name, "@") {
+		return &schema.NameError{Name: name, Reason: "agent names cannot contain white space or @"}
+	}
+	return nil
+}
+
+func channelPath(name string) (string, error) {
+	if err := ValidChannel(name); err != nil {
+		return "", err
+	}
+	return schema.Channel.Path(name, nil)
+}
+
+// channelLockKey serialises appends to one channel's chunks.
+func channelLockKey(name string) string { return "channels/" + name }
+
+func messagesDir(name string) string { return "messages/" + name }
+
+// CreateChannel creates channels/<name>.md. It fails with ErrExist (from
+// docstore) if the channel exists.
+func CreateChannel(s *docstore.Store, name, topic string) (*Channel, error) {
+	rel, err := channelPath(name)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	d, err := docstore.New(schema.Channel, [][2]any{
+		{schema.VersionField, schema.Channel.Version},
+		{"id", docstore.NewID()},
+		{"name", name},
+		{"topic", topic},
+		{"archived", false},
+		{"created", now},
+		{"updated", now},
+	}, []byte("\n"))
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Create(rel, d); err != nil {
+		return nil, err
+	}
+	return channelOf(d), nil
+}
+
+// ensureChannel returns the channel document, creating it if it does not
+// exist (the first message to a channel creates it, so `send @bob` works
+// without ceremony).
+func ensureChannel(s *docstore.Store, name string) (*docstore.Doc, error) {
+	rel, err := channelPath(name)
+	if err != nil {
+		return nil, err
+	}
+	d, err := cachedGet(s, rel)
+	if err == nil {
+		return d, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if _, err := CreateChannel(s, name, ""); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, err
+	}
+	return cachedGet(s, rel)
+}
+
+// docCache holds parsed documents that are read on every send (tavern.md,
+// channel documents), keyed by file identity. Every engine write replaces
+// the file by rename, so a new version has a new inode; size and mtime
+// catch in-place edits. Cached documents are shared: read only.
+var docCache sync.Map // absolute path -> cachedDoc
+
+type cachedDoc struct {
+	ino, dev uint64
+	size     int64
+	mtime    int64
+	doc      *docstore.Doc
+}
+
+func cachedGet(s *docstore.Store, rel string) (*docstore.Doc, error) {
+	abs, err := s.Abs(rel)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return s.Get(rel) // the store's error, with its path
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return s.Get(rel)
+	}
+	key := cachedDoc{ino: st.Ino, dev: uint64(st.Dev), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	if v, ok := docCache.Load(abs); ok {
+		c := v.(cachedDoc)
+		if c.ino == key.ino && c.dev == key.dev && c.size == key.size && c.mtime == key.mtime {
+			return c.doc, nil
+		}
+	}
+	d, err := s.Get(rel)
+	if err != nil {
+		return nil, err
+	}
+	key.doc = d
+	docCache.Store(abs, key)
+	return d, nil
+}
+
+func channelOf(d *docstore.Doc) *Channel {
+	c := &Channel{Name: d.Name, Topic: d.String("topic"), Archived: d.Bool("archived"), Path: d.Path}
+	c.Created, _ = d.Time("created")
+	return c
+}
+
+// GetChannel reads one channel.
+func GetChannel(s *docstore.Store, name string) (*Channel, error) {
+	rel, err := channelPath(name)
+	if err != nil {
+		return nil, err
+	}
+	d, err := s.Get(rel)
+	if err != nil {
+		return nil, err
+	}
+	return channelOf(d), nil
+}
+
+// ListChannels returns the channels sorted by name: every channel document
+// plus message directories that have no document (made by hand or by an
+// older version). Archived channels are left out unless all is set.
+// Unreadable channel documents are returned as errors beside the rest.
+func ListChannels(s *docstore.Store, all bool) ([]*Channel, []error) {
+	docs, errs := s.List(schema.Channel)
+	seen := map[string]bool{}
+	var out []*Channel
+	for _, d := range docs {
+		c := channelOf(d)
+		seen[c.Name] = true
+		if c.Archived && !all {
+			continue
+		}
+		out = append(out, c)
+	}
+	ents, err := os.ReadDir(filepath.Join(s.Root(), "messages"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		errs = append(errs, err)
+	}
+	for _, e := range ents {
+		if e.IsDir() && !seen[e.Name()] && ValidChannel(e.Name()) == nil {
+			out = append(out, &Channel{Name: e.Name()})
+		}
+	}
+	for _, c := range out {
+		n, err := countMessages(s, c.Name)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		c.Messages = n
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, errs
+}
+
+// ArchiveChannel marks a channel archived: it leaves active lists and
+// refuses new messages; its messages are kept.
+func ArchiveChannel(s *docstore.Store, name string) error {
+	rel, err := channelPath(name)
+	if err != nil {
+		return err
+	}
+	_, err = s.Update(rel, func(d *docstore.Doc) error {
+		if err := d.Set("archived", true); err != nil {
+			return err
+		}
+		return d.Set("updated", time.Now())
+	})
+	return err
+}

@@ -1,0 +1,189 @@
+package agents
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
+	"github.com/tavernhq/tavern/watcher"
+)
+
+// Context sources, in the order `tavern context` shows them.
+var ContextSources = []string{"event", "memory", "knowledge", "message", "item"}
+
+// Context limits.
+const (
+	ContextTimelineMax = 10
+	ContextStateMax    = 5
+)
+
+// ContextHit is one match of a context search.
+type ContextHit struct {
+	Source string    `json:"source"` // one of ContextSources
+	Time   time.Time `json:"time"`
+	ID     string    `json:"id"`
+	Agent  string    `json:"agent,omitempty"`
+	Where  string    `json:"where,omitempty"` // channel, domain, topic, queue or event type
+	Text   string    `json:"text"`
+	Path   string    `json:"path,omitempty"`
+}
+
+// ContextResult is the answer of Context.
+type ContextResult struct {
+	Query string `json:"query"`
+	// Timeline is the last ContextTimelineMax matches, oldest first: how
+	// the subject evolved.
+	Timeline []ContextHit `json:"timeline"`
+	// State is the newest ContextStateMax matches per source.
+	State map[string][]ContextHit `json:"state"`
+}
+
+// Context searches the journal, memory, knowledge, messages and queue
+// items for query: every word of query must occur (case-insensitively).
+// With agent set, only that agent's events and memories are searched and
+// other agents' direct channels are skipped; without it, memory (private)
+// is not searched at all. Identical texts by the same agent are reported
+// once.
+func Context(s *docstore.Store, query, agent string) (*ContextResult, error) {
+	words := strings.Fields(strings.ToLower(query))
+	match := func(texts ...string) bool {
+		if len(words) == 0 {
+			return false
+		}
+		all := strings.ToLower(strings.Join(texts, "\n"))
+		for _, w := range words {
+			if !strings.Contains(all, w) {
+				return false
+			}
+		}
+		return true
+	}
+	var hits []ContextHit
+	seen := map[string]bool{}
+	add := func(h ContextHit) {
+		key := h.Agent + "\x00" + h.Text
+		if seen[key] {
+			return
+		}
+		seen[key] = true
+		hits = append(hits, h)
+	}
+
+	// Events.
+	f := watcher.Filter{}
+	if agent != "" {
+		f.Agent = agent
+	}
+	if _, err := watcher.ReadJournal(s.Root(), f, func(e watcher.Event, err error) bool {
+		if err != nil {
+			return true // a torn or hand-broken line: skip it here, `tavern check` reports it
+		}
+		data, _ := json.Marshal(e.Data)
+		if match(e.Type, e.Path, e.Agent, e.Item, e.Queue, string(data)) {
+			text := e.Type + " " + e.Path
+			if len(e.Data) > 0 {
+				text += " " + string(data)
+			}
+			add(ContextHit{Source: "event", Time: e.Time, ID: e.ID, Agent: e.Agent, Where: e.Type, Text: strings.TrimSpace(text), Path: e.Path})
+		}
+		return true
+	}); err != nil {
+		return nil, err
+	}
+
+	// Memory: private, so only with an agent.
+	if agent != "" {
+		mems, err := ListMemory(s, agent, MemoryFilter{})
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range mems {
+			if match(m.Topic, m.Text) {
+				add(ContextHit{Source: "memory", Time: m.Updated, ID: m.ID, Agent: m.Agent, Where: m.Topic, Text: m.Text, Path: m.Path})
+			}
+		}
+	}
+
+	// Knowledge.
+	ks, err := ListKnowledge(s, KnowledgeFilter{})
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range ks {
+		if match(k.Domain, k.Title, k.Text) {
+			add(ContextHit{Source: "knowledge", Time: k.Updated, ID: k.ID, Agent: k.Contributor, Where: k.Domain, Text: k.Text, Path: k.Path})
+		}
+	}
+
+	// Messages.
+	chs, errs := ListChannels(s, true)
+	if len(errs) > 0 {
+		return nil, errs[0]
+	}
+	for _, c := range chs {
+		if agent != "" && strings.HasPrefix(c.Name, "@") && c.Name != DirectChannel(agent) {
+			continue
+		}
+		msgs, err := ReadMessages(s, c.Name, "", 0)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range msgs {
+			if match(m.Text) {
+				add(ContextHit{Source: "message", Time: m.Time, ID: m.ID, Agent: m.Sender, Where: c.Name, Text: m.Text, Path: m.Chunk})
+			}
+		}
+	}
+
+	// Queue items, in every state.
+	items, err := filepath.Glob(filepath.Join(s.Root(), "queues", "*", "*", "*.md"))
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range items {
+		rel, err := s.Rel(p)
+		if err != nil {
+			continue
+		}
+		k, caps, err := schema.KindOfPath(rel)
+		if err != nil || k != schema.Item {
+			continue
+		}
+		d, err := s.Get(rel)
+		if err != nil {
+			continue // moved while we looked, or broken: `tavern check` reports it
+		}
+		body := strings.TrimSpace(string(d.Body()))
+		if match(d.String("title"), body, d.String("result"), d.String("last_error")) {
+			t, ok := d.Time("updated")
+			if !ok {
+				t, _ = d.Time("created")
+			}
+			text := d.String("title")
+			if text == "" {
+				text = body
+			}
+			add(ContextHit{Source: "item", Time: t, ID: caps["id"], Agent: d.String("claimed_by"),
+				Where: caps["queue"] + "/" + caps["state"], Text: text, Path: rel})
+		}
+	}
+
+	sort.SliceStable(hits, func(i, j int) bool { return hits[i].Time.Before(hits[j].Time) })
+	res := &ContextResult{Query: query, Timeline: []ContextHit{}, State: map[string][]ContextHit{}}
+	if n := len(hits); n > ContextTimelineMax {
+		res.Timeline = append(res.Timeline, hits[n-ContextTimelineMax:]...)
+	} else {
+		res.Timeline = append(res.Timeline, hits...)
+	}
+	for i := len(hits) - 1; i >= 0; i-- {
+		h := hits[i]
+		if len(res.State[h.Source]) < ContextStateMax {
+			res.State[h.Source] = append(res.State[h.Source], h)
+		}
+	}
+	return res, nil
+}

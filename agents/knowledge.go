@@ -1,0 +1,187 @@
+package agents
+
+import (
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
+)
+
+// Knowledge is one shared knowledge entry (knowledge/<domain>/<id>.md).
+// Any agent may add; contributor records who did.
+type Knowledge struct {
+	ID          string    `json:"id"`
+	Domain      string    `json:"domain"`
+	Title       string    `json:"title,omitempty"`
+	Contributor string    `json:"contributor"`
+	Archived    bool      `json:"archived"`
+	Created     time.Time `json:"created"`
+	Updated     time.Time `json:"updated"`
+	Text        string    `json:"text"`
+	Path        string    `json:"path"`
+}
+
+// KnowledgeHit is a search or inspect result.
+type KnowledgeHit struct {
+	*Knowledge
+	Score float64 `json:"score"`
+}
+
+// AddKnowledge writes a knowledge entry in domain (a path-safe name, e.g.
+// "architecture", "decision") contributed by contributor.
+func AddKnowledge(s *docstore.Store, domain, contributor, title, text string) (*Knowledge, error) {
+	if err := validAgent(domain); err != nil {
+		return nil, err
+	}
+	if err := validAgent(contributor); err != nil {
+		return nil, err
+	}
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return nil, ErrEmptyMessage
+	}
+	id := docstore.NewID()
+	rel, err := schema.Knowledge.Path(domain+"/"+id, nil)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	fields := [][2]any{
+		{schema.VersionField, schema.Knowledge.Version},
+		{"id", id},
+		{"domain", domain},
+	}
+	if title != "" {
+		fields = append(fields, [2]any{"title", title})
+	}
+	fields = append(fields, [][2]any{
+		{"contributor", contributor},
+		{"archived", false},
+		{"created", now},
+		{"updated", now},
+	}...)
+	d, err := docstore.New(schema.Knowledge, fields, []byte("\n"+text+"\n"))
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Create(rel, d); err != nil {
+		return nil, err
+	}
+	return knowledgeOf(d), nil
+}
+
+func knowledgeOf(d *docstore.Doc) *Knowledge {
+	k := &Knowledge{ID: d.String("id"), Domain: d.String("domain"), Title: d.String("title"), Contributor: d.String("contributor"),
+		Archived: d.Bool("archived"), Path: d.Path, Text: strings.TrimSpace(string(d.Body()))}
+	if _, caps, err := schema.KindOfPath(d.Path); err == nil {
+		if k.ID == "" {
+			k.ID = caps["id"]
+		}
+		k.Domain = caps["domain"] // the directory is the truth
+	}
+	k.Created, _ = d.Time("created")
+	k.Updated, _ = d.Time("updated")
+	return k
+}
+
+// KnowledgeFilter selects entries for ListKnowledge.
+type KnowledgeFilter struct {
+	Domains  []string // only these domains (any if empty)
+	Archived bool     // include archived entries
+	Since    time.Time
+}
+
+// ListKnowledge returns knowledge entries, newest first.
+func ListKnowledge(s *docstore.Store, f KnowledgeFilter) ([]*Knowledge, error) {
+	docs, errs := s.List(schema.Knowledge)
+	if len(errs) > 0 {
+		return nil, errs[0]
+	}
+	var out []*Knowledge
+	for _, d := range docs {
+		k := knowledgeOf(d)
+		if (k.Archived && !f.Archived) || (len(f.Domains) > 0 && !slices.Contains(f.Domains, k.Domain)) ||
+			(!f.Since.IsZero() && k.Updated.Before(f.Since) && k.Created.Before(f.Since)) {
+			continue
+		}
+		out = append(out, k)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].ID > out[j].ID })
+	return out, nil
+}
+
+// GetKnowledge finds an entry by id or unique id prefix.
+func GetKnowledge(s *docstore.Store, id string) (*Knowledge, error) {
+	all, err := ListKnowledge(s, KnowledgeFilter{Archived: true})
+	if err != nil {
+		return nil, err
+	}
+	return pickByID(all, id, func(k *Knowledge) string { return k.ID }, "knowledge")
+}
+
+// ArchiveKnowledge marks an entry archived: hidden, kept.
+func ArchiveKnowledge(s *docstore.Store, id string) (*Knowledge, error) {
+	k, err := GetKnowledge(s, id)
+	if err != nil {
+		return nil, err
+	}
+	d, err := s.Update(k.Path, func(d *docstore.Doc) error {
+		if err := d.Set("archived", true); err != nil {
+			return err
+		}
+		return d.Set("updated", time.Now())
+	})
+	if err != nil {
+		return nil, err
+	}
+	return knowledgeOf(d), nil
+}
+
+func knowledgeIndex(list []*Knowledge) *Index {
+	entries := make([]IndexEntry, len(list))
+	for i, k := range list {
+		entries[i] = IndexEntry{ID: k.ID, Text: k.Domain + "\n" + k.Title + "\n" + k.Text}
+	}
+	return BuildIndex(entries)
+}
+
+// SearchKnowledge ranks unarchived entries (of domains, if given) by
+// keyword similarity to query.
+func SearchKnowledge(s *docstore.Store, query string, domains []string, limit int) ([]KnowledgeHit, error) {
+	list, err := ListKnowledge(s, KnowledgeFilter{Domains: domains})
+	if err != nil {
+		return nil, err
+	}
+	return knowledgeHits(list, knowledgeIndex(list).Search(query, limit)), nil
+}
+
+// InspectKnowledge returns an entry and its most related other entries.
+func InspectKnowledge(s *docstore.Store, id string, limit int) (*Knowledge, []KnowledgeHit, error) {
+	k, err := GetKnowledge(s, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	list, err := ListKnowledge(s, KnowledgeFilter{})
+	if err != nil {
+		return nil, nil, err
+	}
+	if k.Archived {
+		list = append(list, k)
+	}
+	return k, knowledgeHits(list, knowledgeIndex(list).Related(k.ID, limit)), nil
+}
+
+func knowledgeHits(list []*Knowledge, hits []Hit) []KnowledgeHit {
+	byID := map[string]*Knowledge{}
+	for _, k := range list {
+		byID[k.ID] = k
+	}
+	out := []KnowledgeHit{}
+	for _, h := range hits {
+		out = append(out, KnowledgeHit{Knowledge: byID[h.ID], Score: h.Score})
+	}
+	return out
+}

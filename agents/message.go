@@ -1,0 +1,452 @@
+package agents
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
+)
+
+const (
+	// DefaultChunkSize is the number of messages per chunk when tavern.md
+	// does not set chunk_size.
+	DefaultChunkSize = 100
+	// ChunkSpan is the longest time one chunk covers: a message more than
+	// this after the chunk's first message starts a new chunk, so a quiet
+	// channel's files still split by hour.
+	ChunkSpan = time.Hour
+	// MaxMessageSize bounds one message's text.
+	MaxMessageSize = 1 << 20
+	// maxChunkBytes starts a new chunk early when the current one is this
+	// large, keeping chunks well under docstore.MaxDocSize whatever the
+	// message sizes.
+	maxChunkBytes = 4 << 20
+)
+
+// SendMessage appends one message from sender to channel and returns its
+// id. It is SendMessages with one text.
+func SendMessage(s *docstore.Store, channel, sender, text string) (id string, err error) {
+	ids, err := SendMessages(s, channel, sender, []string{text})
+	if err != nil {
+		return "", err
+	}
+	return ids[0], nil
+}
+
+// SendMessages appends texts, in order, as messages from sender to channel
+// and returns their ids. The channel document is created on first use.
+//
+// Appends hold the channel's lock (.locks/channels/<name>.lock) while they
+// read the current chunk, add the messages and write the whole chunk back
+// through the durable write path, so concurrent senders in any number of
+// processes never lose or duplicate a message. A batch costs one durable
+// write per chunk it touches, which is why spawn's output capture batches
+// lines. When SendMessages returns nil, every message is on disk.
+//
+// Trailing newlines of a text are dropped; an empty text is refused
+// (ErrEmptyMessage) so a stray blank line never becomes a message.
+func SendMessages(s *docstore.Store, channel, sender string, texts []string) (ids []string, err error) {
+	if err := ValidChannel(channel); err != nil {
+		return nil, err
+	}
+	if err := validAgent(sender); err != nil {
+		return nil, fmt.Errorf("sender: %w", err)
+	}
+	clean := make([]string, len(texts))
+	for i, t := range texts {
+		t = strings.TrimRight(t, "\r\n")
+		switch {
+		case strings.TrimSpace(t) == "":
+			return nil, ErrEmptyMessage
+		case len(t) > MaxMessageSize:
+			return nil, ErrMessageTooLarge
+		case strings.ContainsRune(t, 0):
+			return nil, fmt.Errorf("%w: NUL byte in message text", ErrBadMessage)
+		}
+		clean[i] = strings.ToValidUTF8(t, "\uFFFD")
+	}
+	if len(clean) == 0 {
+		return nil, nil
+	}
+	size := chunkSize(s)
+	l, err := s.Lock(channelLockKey(channel))
+	if err != nil {
+		return nil, err
+	}
+	defer l.Unlock()
+	ch, err := ensureChannel(s, channel)
+	if err != nil {
+		return nil, err
+	}
+	if ch.Bool("archived") {
+		return nil, &fs.PathError{Op: "send", Path: ch.Path, Err: ErrArchived}
+	}
+	chunks, err := chunkFiles(s, channel)
+	if err != nil {
+		return nil, err
+	}
+	var st chunkState
+	pending := clean
+	if len(chunks) > 0 {
+		// Fill the latest chunk inside one read-modify-write; UpdateHeld
+		// writes nothing if it is already full.
+		latest := chunks[len(chunks)-1]
+		var added []string
+		_, err := s.UpdateHeld(l, latest, func(d *docstore.Doc) error {
+			msgs, err := chunkMessages(d)
+			if err != nil {
+				return err
+			}
+			st = stateOf(msgs)
+			var buf bytes.Buffer
+			added, pending = st.fill(&buf, channel, sender, pending, size, len(d.Body()))
+			if len(added) == 0 {
+				return nil
+			}
+			body := d.Body()
+			nb := make([]byte, 0, len(body)+2+buf.Len())
+			nb = append(nb, body...)
+			if len(nb) > 0 && !bytes.HasSuffix(nb, []byte("\n\n")) {
+				// A hand edit dropped the separator: restore it so the
+				// next header starts a line of its own.
+				if !bytes.HasSuffix(nb, []byte("\n")) {
+					nb = append(nb, '\n')
+				}
+				nb = append(nb, '\n')
+			}
+			d.SetBody(append(nb, buf.Bytes()...))
+			return st.setFields(d, st.count == len(added))
+		})
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, added...)
+	}
+	for len(pending) > 0 {
+		last, lastTime := st.lastID, st.lastTime
+		st = chunkState{lastID: last, lastTime: lastTime}
+		var buf bytes.Buffer
+		var added []string
+		added, pending = st.fill(&buf, channel, sender, pending, size, 0)
+		rel, err := schema.Chunk.Path(channel+"/"+st.firstID, nil)
+		if err != nil {
+			return nil, err
+		}
+		d, err := docstore.New(schema.Chunk, [][2]any{
+			{schema.VersionField, schema.Chunk.Version},
+			{"id", st.firstID},
+			{"channel", channel},
+			{"first_id", st.firstID},
+			{"last_id", st.lastID},
+			{"first_time", st.firstTime},
+			{"last_time", st.lastTime},
+			{"message_count", st.count},
+			{"created", st.firstTime},
+			{"updated", st.lastTime},
+		}, append([]byte("\n"), buf.Bytes()...))
+		if err != nil {
+			return nil, err
+		}
+		if err := s.Create(rel, d); err != nil {
+			return nil, err
+		}
+		ids = append(ids, added...)
+	}
+	return ids, nil
+}
+
+func chunkSize(s *docstore.Store) int {
+	if d, err := cachedGet(s, docstore.ConfigFile); err == nil {
+		if n, ok := d.Int("chunk_size"); ok && n > 0 {
+			return int(n)
+		}
+	}
+	return DefaultChunkSize
+}
+
+// chunkState is what an append needs to know about the open chunk.
+type chunkState struct {
+	count     int
+	firstID   string
+	firstTime time.Time
+	lastID    string
+	lastTime  time.Time
+}
+
+func stateOf(msgs []Message) chunkState {
+	var st chunkState
+	if len(msgs) > 0 {
+		st.count = len(msgs)
+		st.firstID, st.firstTime = msgs[0].ID, msgs[0].Time
+		last := msgs[len(msgs)-1]
+		st.lastID, st.lastTime = last.ID, last.Time
+	}
+	return st
+}
+
+// fill renders texts into buf as new messages of the chunk while it has
+// room (count, ChunkSpan, maxChunkBytes; an empty chunk always takes one),
+// and returns the ids added and the texts left over.
+func (st *chunkState) fill(buf *bytes.Buffer, channel, sender string, texts []string, size, baseLen int) (ids, rest []string) {
+	for len(texts) > 0 {
+		now := time.Now().UTC().Truncate(time.Millisecond)
+		if now.Before(st.lastTime) {
+			now = st.lastTime // clocks step back; times in a channel never do
+		}
+		if st.count >= size || (st.count > 0 && now.Sub(st.firstTime) >= ChunkSpan) {
+			break
+		}
+		m := Message{ID: nextID(st.lastID), Channel: channel, Sender: sender, Time: now, Text: texts[0]}
+		mark := buf.Len()
+		renderMessage(buf, m)
+		if st.count > 0 && baseLen+buf.Len() > maxChunkBytes {
+			buf.Truncate(mark)
+			break
+		}
+		if st.count == 0 {
+			st.firstID, st.firstTime = m.ID, m.Time
+		}
+		st.count++
+		st.lastID, st.lastTime = m.ID, m.Time
+		ids = append(ids, m.ID)
+		texts = texts[1:]
+	}
+	return ids, texts
+}
+
+// setFields records the chunk's state in its frontmatter. Only the fields
+// an append changes are set, each Set being a re-parse of the frontmatter.
+func (st *chunkState) setFields(d *docstore.Doc, wasEmpty bool) error {
+	if wasEmpty { // a chunk emptied by hand
+		if err := d.Set("first_id", st.firstID); err != nil {
+			return err
+		}
+		if err := d.Set("first_time", st.firstTime); err != nil {
+			return err
+		}
+	}
+	for _, kv := range [][2]any{
+		{"last_id", st.lastID},
+		{"last_time", st.lastTime},
+		{"message_count", st.count},
+		{"updated", st.lastTime},
+	} {
+		if err := d.Set(kv[0].(string), kv[1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// chunkFiles lists a channel's chunk paths in time order (chunk names are
+// the UUIDv7 id of their first message, so name order is time order).
+func chunkFiles(s *docstore.Store, channel string) ([]string, error) {
+	dir := filepath.Join(s.Root(), "messages", channel)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		name := e.Name()
+		if !e.Type().IsRegular() || !strings.HasSuffix(name, ".md") || strings.HasPrefix(name, ".") {
+			continue
+		}
+		out = append(out, messagesDir(channel)+"/"+name)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// chunkMessages parses a chunk document's messages, reporting a malformed
+// section as a *docstore.ParseError with its file line.
+func chunkMessages(d *docstore.Doc) ([]Message, error) {
+	msgs, err := ParseChunkBody(d.Body())
+	if err != nil {
+		var ce *ChunkError
+		if errors.As(err, &ce) {
+			all := d.Bytes()
+			bodyLine := bytes.Count(all[:len(all)-len(d.Body())], []byte("\n"))
+			return nil, &docstore.ParseError{Path: d.Path, Line: bodyLine + ce.Line, Col: 1, Msg: ce.Msg}
+		}
+		return nil, err
+	}
+	ch := d.String("channel")
+	if ch == "" {
+		if _, caps, err := schema.KindOfPath(d.Path); err == nil {
+			ch = caps["channel"]
+		}
+	}
+	for i := range msgs {
+		msgs[i].Channel = ch
+		msgs[i].Chunk = d.Path
+	}
+	return msgs, nil
+}
+
+// ReadMessages returns the messages of channel with an id greater than
+// after ("" for all), oldest first, at most limit (0 for no limit).
+func ReadMessages(s *docstore.Store, channel, after string, limit int) ([]Message, error) {
+	if err := ValidChannel(channel); err != nil {
+		return nil, err
+	}
+	chunks, err := chunkFiles(s, channel)
+	if err != nil {
+		return nil, err
+	}
+	// Skip chunks that end before after: the chunk holding after is the
+	// last one whose name (first id) is <= after.
+	start := 0
+	if after != "" {
+		for i, c := range chunks {
+			if chunkName(c) <= after {
+				start = i
+			}
+		}
+	}
+	var out []Message
+	for _, c := range chunks[start:] {
+		d, err := s.Get(c)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return out, err
+		}
+		msgs, err := chunkMessages(d)
+		if err != nil {
+			return out, err
+		}
+		for _, m := range msgs {
+			if m.ID > after {
+				out = append(out, m)
+				if limit > 0 && len(out) >= limit {
+					return out, nil
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// countMessages counts a channel's messages from the chunks' frontmatter.
+func countMessages(s *docstore.Store, channel string) (int, error) {
+	chunks, err := chunkFiles(s, channel)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, c := range chunks {
+		d, err := s.Get(c)
+		if err != nil {
+			return n, err
+		}
+		k, _ := d.Int("message_count")
+		n += int(k)
+	}
+	return n, nil
+}
+
+// countAfter counts the messages of channel with an id greater than after,
+// parsing only the chunk that holds after and trusting message_count of the
+// chunks past it.
+func countAfter(s *docstore.Store, channel, after string) (int, string, error) {
+	chunks, err := chunkFiles(s, channel)
+	if err != nil {
+		return 0, "", err
+	}
+	n := 0
+	last := ""
+	for i, c := range chunks {
+		if after != "" && i+1 < len(chunks) && chunkName(chunks[i+1]) <= after {
+			continue // wholly before after
+		}
+		d, err := s.Get(c)
+		if err != nil {
+			return n, last, err
+		}
+		if l := d.String("last_id"); l > last {
+			last = l
+		}
+		if after == "" || chunkName(c) > after {
+			k, _ := d.Int("message_count")
+			n += int(k)
+			continue
+		}
+		msgs, err := chunkMessages(d)
+		if err != nil {
+			return n, last, err
+		}
+		for _, m := range msgs {
+			if m.ID > after {
+				n++
+			}
+		}
+	}
+	return n, last, nil
+}
+
+func chunkName(rel string) string {
+	return strings.TrimSuffix(rel[strings.LastIndexByte(rel, '/')+1:], ".md")
+}
+
+// nextID returns a new UUIDv7 greater than last. UUIDv7s of different
+// processes made in the same millisecond are unordered, and a message id
+// must sort after every earlier message of its channel; so when a fresh id
+// does not, the successor of last (its random bits plus one) is used. Both
+// keep the version and variant bits, so the result is still a valid UUIDv7
+// whose time is within a millisecond of the truth.
+func nextID(last string) string {
+	id := docstore.NewID()
+	if id > last {
+		return id
+	}
+	u, err := uuid.Parse(last)
+	if err != nil {
+		return id // a hand-made last id; order cannot be kept anyway
+	}
+	// Increment the 62 random bits of octets 8..15 (below the variant).
+	for i := 15; i >= 8; i-- {
+		if i == 8 {
+			v := u[8]&0x3f + 1
+			u[8] = u[8]&0xc0 | v&0x3f
+			if v <= 0x3f {
+				return u.String()
+			}
+			break
+		}
+		u[i]++
+		if u[i] != 0 {
+			return u.String()
+		}
+	}
+	// rand_b wrapped: carry into the 12 bits of rand_a, then the time.
+	for i := 7; i >= 0; i-- {
+		if i == 6 {
+			v := u[6]&0x0f + 1
+			u[6] = u[6]&0xf0 | v&0x0f
+			if v <= 0x0f {
+				return u.String()
+			}
+			continue
+		}
+		u[i]++ // octet 7 is rand_a's low byte, 0..5 the millisecond time
+		if u[i] != 0 {
+			return u.String()
+		}
+	}
+	return id
+}

@@ -1,0 +1,75 @@
+package agents
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/tavernhq/tavern/docstore"
+)
+
+// WaitSafetyInterval is how often WaitChannel re-checks without an event.
+// Events come from fsnotify on the channel's message directory; the
+// re-check covers what inotify cannot see (writes from other machines on a
+// network filesystem, a dropped event queue). It is a safety net, not the
+// wake-up path, hence long.
+var WaitSafetyInterval = 30 * time.Second
+
+// waitingHook, if set (by tests), runs once a waiter's first check found
+// nothing and it is about to block.
+var waitingHook func()
+
+// WaitChannel calls check until it reports true, re-checking whenever the
+// channel's message directory changes, and returns ctx's error when ctx is
+// done first. The watch is in place before the first check, so a message
+// written between the check and the wait is not missed.
+func WaitChannel(ctx context.Context, s *docstore.Store, channel string, check func() (bool, error)) error {
+	if err := ValidChannel(channel); err != nil {
+		return err
+	}
+	dir := filepath.Join(s.Root(), "messages", channel)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	w, err := fsnotify.NewWatcher()
+	if err == nil {
+		defer w.Close()
+		if err := w.Add(dir); err != nil {
+			w.Close()
+			w = nil
+		}
+	} else {
+		w = nil
+	}
+	interval := WaitSafetyInterval
+	if w == nil {
+		interval = time.Second // no inotify: poll
+	}
+	var events <-chan fsnotify.Event
+	var errs <-chan error
+	if w != nil {
+		events, errs = w.Events, w.Errors
+	}
+	t := time.NewTimer(interval)
+	defer t.Stop()
+	for first := true; ; first = false {
+		ok, err := check()
+		if err != nil || ok {
+			return err
+		}
+		if first && waitingHook != nil {
+			waitingHook()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-events:
+		case <-errs: // overflow or similar: just re-check
+		case <-t.C:
+			t.Reset(interval)
+		}
+	}
+}

@@ -1,0 +1,87 @@
+package agents
+
+import (
+	"strings"
+	"time"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
+)
+
+// Note is a reflection an agent attached to a channel
+// (notes/<channel>/<id>.md). Notes are not messages: they are not in the
+// channel's timeline and have no unread state.
+type Note struct {
+	ID      string    `json:"id"`
+	Channel string    `json:"channel"`
+	Agent   string    `json:"agent"`
+	Created time.Time `json:"created"`
+	Text    string    `json:"text"`
+	Path    string    `json:"path"`
+}
+
+// AddNote writes a note by agent on channel.
+func AddNote(s *docstore.Store, channel, agent, text string) (*Note, error) {
+	if err := ValidChannel(channel); err != nil {
+		return nil, err
+	}
+	if err := validAgent(agent); err != nil {
+		return nil, err
+	}
+	text = strings.TrimRight(text, "\r\n")
+	if strings.TrimSpace(text) == "" {
+		return nil, ErrEmptyMessage
+	}
+	id := docstore.NewID()
+	rel, err := schema.Note.Path(channel+"/"+id, nil)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	d, err := docstore.New(schema.Note, [][2]any{
+		{schema.VersionField, schema.Note.Version},
+		{"id", id},
+		{"channel", channel},
+		{"agent", agent},
+		{"created", now},
+		{"updated", now},
+	}, []byte("\n"+text+"\n"))
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Create(rel, d); err != nil {
+		return nil, err
+	}
+	return noteOf(d), nil
+}
+
+func noteOf(d *docstore.Doc) *Note {
+	n := &Note{ID: d.String("id"), Channel: d.String("channel"), Agent: d.String("agent"), Path: d.Path,
+		Text: strings.TrimSpace(string(d.Body()))}
+	n.Created, _ = d.Time("created")
+	return n
+}
+
+// ListNotes returns the notes of channel, oldest first.
+func ListNotes(s *docstore.Store, channel string) ([]*Note, error) {
+	if err := ValidChannel(channel); err != nil {
+		return nil, err
+	}
+	paths, err := s.ListFiles(schema.Note)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Note
+	prefix := "notes/" + channel + "/"
+	for _, p := range paths {
+		if !strings.HasPrefix(p, prefix) {
+			continue
+		}
+		d, err := s.Get(p)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, noteOf(d))
+	}
+	return out, nil
+}

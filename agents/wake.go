@@ -1,0 +1,257 @@
+package agents
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
+)
+
+// Wake limits: the briefing is pasted into an LLM's first prompt, so every
+// list is short and every entry one line.
+const (
+	WakeRecentWindow    = 7 * 24 * time.Hour
+	WakeRecentMax       = 20
+	WakeCoreMax         = 20
+	WakeKnowledgeWindow = 24 * time.Hour
+	wakeLine            = 160 // characters of an entry shown
+)
+
+// WakeDomains are the knowledge domains a briefing includes.
+var WakeDomains = []string{"decision", "architecture"}
+
+// Briefing is what `tavern wake` tells an agent at the start of a session.
+type Briefing struct {
+	Agent     string         `json:"agent"`
+	Spawns    int64          `json:"spawns"`
+	LastSleep *time.Time     `json:"last_sleep,omitempty"`
+	Core      []*Memory      `json:"core"`
+	Recent    []*Memory      `json:"recent"`
+	Unread    []Unread       `json:"unread"`
+	Suggested string         `json:"suggested_channel,omitempty"`
+	Knowledge []*Knowledge   `json:"knowledge"`
+	Items     []WakeItem     `json:"items"`
+	Questions []WakeQuestion `json:"questions"`
+}
+
+// WakeItem is a queue item claimed by the agent.
+type WakeItem struct {
+	ID    string `json:"id"`
+	Queue string `json:"queue"`
+	Title string `json:"title,omitempty"`
+	Path  string `json:"path"`
+}
+
+// WakeQuestion is an open question addressed to the agent.
+type WakeQuestion struct {
+	ID       string `json:"id"`
+	From     string `json:"from,omitempty"`
+	Priority int64  `json:"priority,omitempty"`
+	Text     string `json:"text"`
+	Path     string `json:"path"`
+}
+
+// Wake increments the agent's spawn counter (agents/<agent>.md must exist)
+// and assembles its briefing as of now.
+func Wake(s *docstore.Store, agent string, now time.Time) (*Briefing, error) {
+	if err := validAgent(agent); err != nil {
+		return nil, err
+	}
+	rel, err := schema.Agent.Path(agent, nil)
+	if err != nil {
+		return nil, err
+	}
+	d, err := s.Update(rel, func(d *docstore.Doc) error {
+		n, _ := d.Int("spawns")
+		if err := d.Set("spawns", n+1); err != nil {
+			return err
+		}
+		return d.Set("updated", now)
+	})
+	if err != nil {
+		return nil, err
+	}
+	b := &Briefing{Agent: agent, Core: []*Memory{}, Recent: []*Memory{}, Unread: []Unread{}, Knowledge: []*Knowledge{},
+		Items: []WakeItem{}, Questions: []WakeQuestion{}}
+	b.Spawns, _ = d.Int("spawns")
+	if t, ok := d.Time("last_sleep"); ok {
+		b.LastSleep = &t
+	}
+	mems, err := ListMemory(s, agent, MemoryFilter{})
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range mems { // core first, then newest first
+		switch {
+		case m.Core && len(b.Core) < WakeCoreMax:
+			b.Core = append(b.Core, m)
+		case !m.Core && len(b.Recent) < WakeRecentMax && !m.Created.Before(now.Add(-WakeRecentWindow)):
+			b.Recent = append(b.Recent, m)
+		}
+	}
+	unread, err := Inbox(s, agent)
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range unread {
+		if u.Count > 0 {
+			b.Unread = append(b.Unread, u)
+		}
+	}
+	if len(b.Unread) > 0 {
+		b.Suggested = b.Unread[0].Channel // highest unread count
+	}
+	if b.Knowledge, err = ListKnowledge(s, KnowledgeFilter{Domains: WakeDomains, Since: now.Add(-WakeKnowledgeWindow)}); err != nil {
+		return nil, err
+	}
+	if b.Knowledge == nil {
+		b.Knowledge = []*Knowledge{}
+	}
+	if b.Items, err = claimedItems(s, agent); err != nil {
+		return nil, err
+	}
+	if b.Questions, err = openQuestions(s, agent); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// claimedItems lists queues/*/claimed/*.md whose claimed_by is agent.
+func claimedItems(s *docstore.Store, agent string) ([]WakeItem, error) {
+	matches, err := filepath.Glob(filepath.Join(s.Root(), "queues", "*", "claimed", "*.md"))
+	if err != nil {
+		return nil, err
+	}
+	out := []WakeItem{}
+	for _, m := range matches {
+		rel, err := s.Rel(m)
+		if err != nil {
+			continue
+		}
+		d, err := s.Get(rel)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // completed since the glob
+		}
+		if err != nil {
+			return nil, err
+		}
+		if d.String("claimed_by") != agent {
+			continue
+		}
+		_, caps, _ := schema.KindOfPath(rel)
+		out = append(out, WakeItem{ID: caps["id"], Queue: caps["queue"], Title: d.String("title"), Path: rel})
+	}
+	return out, nil
+}
+
+// openQuestions lists questions to agent with status open, highest
+// priority (lowest number) first.
+func openQuestions(s *docstore.Store, agent string) ([]WakeQuestion, error) {
+	docs, errs := s.List(schema.Question)
+	if len(errs) > 0 {
+		return nil, errs[0]
+	}
+	out := []WakeQuestion{}
+	for _, d := range docs {
+		if d.String("to") != agent || (d.Has("status") && d.String("status") != "open") {
+			continue
+		}
+		p, _ := d.Int("priority")
+		out = append(out, WakeQuestion{ID: d.Name, From: d.String("from"), Priority: p, Text: strings.TrimSpace(string(d.Body())), Path: d.Path})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Priority < out[j].Priority })
+	return out, nil
+}
+
+// Sleep ends a session: it stores summary as a core memory of topic
+// "summary" and records last_sleep on the agent document.
+func Sleep(s *docstore.Store, agent, summary string, now time.Time) (*Memory, error) {
+	rel, err := schema.Agent.Path(agent, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.Get(rel); err != nil {
+		return nil, err
+	}
+	m, err := AddMemory(s, agent, "summary", summary, true)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.Update(rel, func(d *docstore.Doc) error {
+		if err := d.Set("last_sleep", now); err != nil {
+			return err
+		}
+		return d.Set("updated", now)
+	}); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// oneLine shortens text to its first line and at most n characters.
+func oneLine(text string, n int) string {
+	line, _, more := strings.Cut(strings.TrimSpace(text), "\n")
+	r := []rune(line)
+	if len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	if more {
+		return line + " …"
+	}
+	return line
+}
+
+// Text renders the briefing compactly for an LLM prompt. Empty sections
+// are left out.
+func (b *Briefing) Text() string {
+	var w strings.Builder
+	fmt.Fprintf(&w, "# %s (wake %d)\n", b.Agent, b.Spawns)
+	if b.LastSleep != nil {
+		fmt.Fprintf(&w, "last sleep: %s\n", schema.FormatTime(*b.LastSleep))
+	}
+	if len(b.Core) > 0 {
+		w.WriteString("\n## core memories\n")
+		for _, m := range b.Core {
+			fmt.Fprintf(&w, "- [%s] %s\n", m.Topic, oneLine(m.Text, wakeLine))
+		}
+	}
+	if len(b.Recent) > 0 {
+		w.WriteString("\n## recent memories\n")
+		for _, m := range b.Recent {
+			fmt.Fprintf(&w, "- %s [%s] %s\n", m.Created.UTC().Format("01-02"), m.Topic, oneLine(m.Text, wakeLine))
+		}
+	}
+	if len(b.Unread) > 0 {
+		w.WriteString("\n## unread\n")
+		parts := make([]string, len(b.Unread))
+		for i, u := range b.Unread {
+			parts[i] = fmt.Sprintf("%s %d", u.Channel, u.Count)
+		}
+		fmt.Fprintf(&w, "%s; start with: tavern recv %s\n", strings.Join(parts, ", "), b.Suggested)
+	}
+	if len(b.Knowledge) > 0 {
+		w.WriteString("\n## new knowledge\n")
+		for _, k := range b.Knowledge {
+			fmt.Fprintf(&w, "- [%s] %s (%s)\n", k.Domain, oneLine(k.Text, wakeLine), k.Contributor)
+		}
+	}
+	if len(b.Items) > 0 {
+		w.WriteString("\n## your open items\n")
+		for _, it := range b.Items {
+			fmt.Fprintf(&w, "- %s/%s %s\n", it.Queue, it.ID, it.Title)
+		}
+	}
+	if len(b.Questions) > 0 {
+		w.WriteString("\n## open questions to you\n")
+		for _, q := range b.Questions {
+			fmt.Fprintf(&w, "- %s from %s: %s\n", q.ID, q.From, oneLine(q.Text, wakeLine))
+		}
+	}
+	return w.String()
+}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/agents"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:  "inbox",
+		Usage: "unread message counts per channel, highest first",
+		Description: `Lists the agent's unread counts for every active channel (other agents'
+@direct channels excluded), highest first.
+
+Example:
+   tavern inbox --as zealot-1`,
+		Flags: []cli.Flag{asFlag, jsonFlag},
+		Action: func(c *cli.Context) error {
+			as, err := actingAgent(c)
+			if err != nil {
+				return err
+			}
+			s, err := openStore(c)
+			if err != nil {
+				return err
+			}
+			u, err := agents.Inbox(s, as)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				if u == nil {
+					u = []agents.Unread{}
+				}
+				return printJSON(c, u)
+			}
+			for _, x := range u {
+				outf(c, "%6d  %s\n", x.Count, x.Channel)
+			}
+			return nil
+		},
+	})
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/schema"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:      "note",
+		Usage:     "attach a reflection to a channel (not a message)",
+		ArgsUsage: "CHANNEL [TEXT...]",
+		Description: `Writes notes/CHANNEL/ID.md. Notes are not in the channel's timeline and are
+never unread. Without TEXT the note is read from stdin.
+
+Example:
+   tavern note research "the proposal ignores crash recovery" --as zealot-1`,
+		Flags: []cli.Flag{asFlag, jsonFlag},
+		Action: func(c *cli.Context) error {
+			if c.NArg() < 1 {
+				return usageErr("note takes CHANNEL [TEXT...]")
+			}
+			as, err := actingAgent(c)
+			if err != nil {
+				return err
+			}
+			text, err := textArg(c, 1)
+			if err != nil {
+				return err
+			}
+			s, err := openStore(c)
+			if err != nil {
+				return err
+			}
+			n, err := agents.AddNote(s, c.Args().First(), as, text)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return printJSON(c, n)
+			}
+			outf(c, "%s\n", n.Path)
+			return nil
+		},
+	})
+	register(&cli.Command{
+		Name:      "notes",
+		Usage:     "list the notes of a channel",
+		ArgsUsage: "CHANNEL",
+		Flags:     []cli.Flag{jsonFlag},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return usageErr("notes takes CHANNEL")
+			}
+			s, err := openStore(c)
+			if err != nil {
+				return err
+			}
+			notes, err := agents.ListNotes(s, c.Args().First())
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				if notes == nil {
+					notes = []*agents.Note{}
+				}
+				return printJSON(c, notes)
+			}
+			for _, n := range notes {
+				outf(c, "%s %s: %s\n", schema.FormatTime(n.Created), n.Agent, n.Text)
+			}
+			return nil
+		},
+	})
+}

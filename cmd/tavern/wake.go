@@ -1,0 +1,43 @@
+package main
+
+import (
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/agents"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:  "wake",
+		Usage: "start an agent's session: count the spawn, print its briefing",
+		Description: `Increments spawns on agents/AGENT.md and prints a compact briefing for the
+agent's first prompt: core memories, recent memories (7 days, 20 max), unread
+counts and the channel to read first, knowledge of the last 24 h in the
+decision and architecture domains, its claimed items and open questions.
+
+Example:
+   tavern wake --as zealot-2`,
+		Flags: []cli.Flag{asFlag, jsonFlag},
+		Action: func(c *cli.Context) error {
+			as, err := actingAgent(c)
+			if err != nil {
+				return err
+			}
+			s, err := openStore(c)
+			if err != nil {
+				return err
+			}
+			b, err := agents.Wake(s, as, time.Now())
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return printJSON(c, b)
+			}
+			outf(c, "%s", b.Text())
+			return nil
+		},
+	})
+}
