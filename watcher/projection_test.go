@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -401,16 +402,32 @@ func TestExternalEdits(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeDoc(t, s, "agents/hand.md", agentDoc("hand", "done"))
+	// A hand edit followed at once by an engine update of the same
+	// document: the hand edit is still external.
+	writeDoc(t, s, "agents/mixed.md", agentDoc("mixed", "idle"))
+	if err := p.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Update("agents/mixed.md", func(d *docstore.Doc) error { return d.Set("state", "working") }); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var ext Event
+	seen := map[string]bool{}
 	err = FollowJournal(ctx, s.Root(), Cursor{}, Filter{Types: []string{TypeExternal}}, 0, func(e Event, err error) bool {
 		if err != nil {
 			t.Errorf("journal: %v", err)
 			return true
 		}
-		ext = e
-		return false
+		if e.Path == "agents/hand.md" {
+			ext = e
+		}
+		seen[e.Path] = true
+		return len(seen) < 2
 	})
 	if err != nil {
 		t.Fatalf("no external event: %v", err)
@@ -426,7 +443,8 @@ func TestExternalEdits(t *testing.T) {
 		types = append(types, e.Type+" "+e.Path)
 		return true
 	})
-	want := "doc.updated agents/eng.md,external agents/hand.md"
+	slices.Sort(types) // the two externals are decided at the same moment
+	want := "doc.updated agents/eng.md,doc.updated agents/mixed.md,external agents/hand.md,external agents/mixed.md"
 	if got := strings.Join(types, ","); got != want {
 		t.Errorf("journal: got %s, want %s", got, want)
 	}
