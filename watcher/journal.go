@@ -88,10 +88,9 @@ type JournalOptions struct {
 
 // OpenJournal opens (creating if needed) the journal of the store at root.
 func OpenJournal(root string, opt JournalOptions) (*Journal, error) {
+	// The directory is created by the first append, so opening a journal
+	// on a read-only store (a command that only reads) costs nothing.
 	dir := filepath.Join(root, JournalDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
 	w := opt.Writer
 	if w == "" {
 		host, _ := os.Hostname()
@@ -187,7 +186,14 @@ func (j *Journal) open(day string) (*os.File, error) {
 		j.file.Close()
 		j.file = nil
 	}
-	f, err := os.OpenFile(filepath.Join(j.dir, day+".jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	name := filepath.Join(j.dir, day+".jsonl")
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(j.dir, 0o755); err != nil {
+			return nil, err
+		}
+		f, err = os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	}
 	if err != nil {
 		return nil, err
 	}

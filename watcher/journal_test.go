@@ -229,3 +229,23 @@ func FuzzParseEventLine(f *testing.F) {
 		}
 	})
 }
+
+func TestJournalCreatesDirOnFirstAppend(t *testing.T) {
+	root := t.TempDir()
+	j, err := OpenJournal(root, JournalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if _, err := os.Stat(filepath.Join(root, JournalDir)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("OpenJournal created the directory (stat: %v)", err)
+	}
+	if _, err := j.Append(Event{Type: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	ReadJournal(root, Filter{}, func(Event, error) bool { n++; return true })
+	if n != 1 {
+		t.Errorf("events: got %d, want 1", n)
+	}
+}

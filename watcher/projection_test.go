@@ -394,7 +394,7 @@ func TestExternalEdits(t *testing.T) {
 	RecordMutations(s, j, "", func(err error) { t.Errorf("journal: %v", err) })
 	writeDoc(t, s, "agents/eng.md", agentDoc("eng", "idle"))
 	writeDoc(t, s, "agents/hand.md", agentDoc("hand", "idle"))
-	p := openProj(t, s, Options{Watch: true, Reconcile: -1, Journal: j, ExternalGrace: 200 * time.Millisecond})
+	p := openProj(t, s, Options{Watch: true, Reconcile: -1, Journal: j, ExternalGrace: time.Second})
 	if _, err := s.Update("agents/eng.md", func(d *docstore.Doc) error { return d.Set("state", "working") }); err != nil {
 		t.Fatal(err)
 	}
