@@ -164,6 +164,7 @@ type FSWatcher struct {
 	dirByIno map[[2]uint64]string
 	errs     map[string]string
 	out      []Change
+	stats    []string // known files to lstat before deciding to read them
 	reads    []string
 
 	done      chan struct{}
@@ -621,7 +622,58 @@ func (w *FSWatcher) check(rel string) {
 // removes what is gone. smu is held.
 func (w *FSWatcher) reconcile(dir string) {
 	w.walk(dir)
+	w.statPending()
 	w.readPending()
+}
+
+// statPending lstats known files in parallel and queues for reading those
+// whose stat changed or that could not be stat'ed (readFile reports why,
+// or finds them gone). smu is held.
+func (w *FSWatcher) statPending() {
+	paths := w.stats
+	w.stats = nil
+	if len(paths) == 0 {
+		return
+	}
+	changed := make([]bool, len(paths))
+	parallel(len(paths), w.opt.Workers, func(i int) {
+		fi, err := os.Lstat(w.abs(paths[i]))
+		if err != nil || !fi.Mode().IsRegular() {
+			changed[i] = true
+			return
+		}
+		var st FileState
+		fillStat(&st, fi)
+		changed[i] = !st.SameStat(w.files[paths[i]]) // map read only: safe
+	})
+	for i, p := range paths {
+		if changed[i] {
+			w.reads = append(w.reads, p)
+		}
+	}
+	if len(w.reads) >= maxBatch {
+		w.readPending()
+	}
+}
+
+// parallel runs fn(0..n-1) on up to workers goroutines.
+func parallel(n, workers int, fn func(int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				fn(i)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 func (w *FSWatcher) walk(dir string) {
@@ -681,15 +733,14 @@ func (w *FSWatcher) walk(dir string) {
 			}
 			old, known := w.files[child]
 			if known && w.errs[child] == "" && !old.Racy() {
-				cfi, err := e.Info()
-				if err == nil {
-					var st FileState
-					fillStat(&st, cfi)
-					if st.SameStat(old) {
-						d.children[name] = struct{}{}
-						continue
-					}
+				// Probably unchanged: lstat it (in parallel, later) and
+				// read it only if its stat differs.
+				d.children[name] = struct{}{}
+				w.stats = append(w.stats, child)
+				if len(w.stats) >= 4*maxBatch {
+					w.statPending()
 				}
+				continue
 			}
 			w.reads = append(w.reads, child)
 			if len(w.reads) >= maxBatch {
@@ -773,23 +824,7 @@ func (w *FSWatcher) readPending() {
 		slices.Sort(paths)
 		paths = slices.Compact(paths)
 		res := make([]readResult, len(paths))
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		n := min(w.opt.Workers, len(paths))
-		for range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					i := int(next.Add(1)) - 1
-					if i >= len(paths) {
-						return
-					}
-					res[i] = w.readFile(paths[i])
-				}
-			}()
-		}
-		wg.Wait()
+		parallel(len(paths), w.opt.Workers, func(i int) { res[i] = w.readFile(paths[i]) })
 		for i, p := range paths {
 			w.apply(p, res[i])
 		}
