@@ -25,11 +25,14 @@ check:
 	@echo "layering"; bash .ci/layers
 
 # Short fuzzing session for every parser (the seed corpus runs in `make test`).
+# -fuzz is a regexp that must match exactly one fuzz test, hence the anchors.
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./docstore
-	$(GO) test -run '^$$' -fuzz FuzzParseWhere -fuzztime 30s ./docstore
-	$(GO) test -run '^$$' -fuzz FuzzParseEventLine -fuzztime 30s ./watcher
-	$(GO) test -run '^$$' -fuzz FuzzDecodeCache -fuzztime 30s ./watcher
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 30s ./docstore
+	$(GO) test -run '^$$' -fuzz '^FuzzParseWhere$$' -fuzztime 30s ./docstore
+	$(GO) test -run '^$$' -fuzz '^FuzzParsePattern$$' -fuzztime 30s ./queues
+	$(GO) test -run '^$$' -fuzz '^FuzzGlob$$' -fuzztime 30s ./queues
+	$(GO) test -run '^$$' -fuzz '^FuzzParseEventLine$$' -fuzztime 30s ./watcher
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCache$$' -fuzztime 30s ./watcher
 
 demo:
 	$(GO) run ./cmd/tavern demo

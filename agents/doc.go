@@ -99,4 +99,120 @@
 //   - The chunk, bookmark and memory writes go through docstore (Create,
 //     UpdateHeld, Update), so docstore's mutation observer journals them;
 //     no typed "message.sent" event is written yet.
+//
+// # Agents and their state machine
+//
+// An agent is agents/<name>.md (names: [a-z0-9._-], so "@user" and
+// "name:stderr" can never be agents). Manager is the entry point; every
+// state change it makes is journaled ("agent.state", with from, to, by,
+// reason). The body has three sections located with a markdown parser
+// (goldmark), so a "## Notes" inside a code block is not a heading:
+// "## Assignment", "## Notes" (verification failures are appended here) and
+// "## Recent Messages" (the last lines the spawn wrapper captured; the full
+// output is in the @<name> channel).
+//
+// The transition table (Transitions):
+//
+//	idle      -> working (spawned)            | failed
+//	working   -> waiting (asked a question)   | verifying (exit 0, has commitments)
+//	          |  done (exit 0, no commitments) | idle (interrupted: item released) | failed
+//	waiting   -> working (answered)           | idle (interrupted) | failed
+//	verifying -> done (all commitments passed) | working (a verification failed) | failed (too many)
+//	done      -> idle (respawn)               | failed
+//	failed    -> idle (respawn)
+//
+// Staying in a state is not a transition. Moving to done with commitments
+// that have not all passed is refused (ErrUnverified): only the verifier
+// gets an agent with commitments to done.
+//
+// Hand edits. The document keeps state (what a person sees and edits) and
+// applied_state (what the engine last applied and journaled). When they
+// differ, a legal applied_state -> state move is accepted: the next engine
+// touch (Transition, Audit, `tavern agent audit`) journals it "by": "hand"
+// and applied_state catches up. An illegal one is reported as invalid
+// (TransitionError wrapping ErrIllegalEdit; `tavern check` and `tavern agent
+// audit` exit 5) and never acted on: the engine keeps using applied_state
+// and refuses transitions until someone restores the state or forces one
+// (`tavern agent state NAME STATE --force`, journaled as forced). Caveat: a
+// person who edits both fields forges the record; the journal still has
+// the true history.
+//
+// Constitutions are constitutions/<role>.md. An agent records the sha256 of
+// the whole file when created (or at its first spawn); a spawn under a
+// changed file fails with ErrConstitutionChanged unless AcceptConstitution
+// records the new sha256 (journaled with the spawn). Unnamed agents get a
+// themed name ("amber-tankard"); the document is created exclusively and a
+// collision draws again, so concurrent creators never share a name.
+//
+// # The spawn wrapper
+//
+// Spawn runs any command as an agent. It takes the agent's liveness lock
+// (LockKey: "agents/<name>", the same key queues.AgentLockKey names) and
+// holds it for the child's whole life; with queues it then claims one item
+// as an AgentLock claim, so the item lives exactly as long as the wrapper.
+// The agent goes to working (spawns+1, host) before the child starts, so
+// the child may ask a question at once; pid is recorded right after. The
+// child runs in the project directory, in its own process group, with the
+// item body on stdin and TAVERN_DIR, TAVERN_AGENT, TAVERN_PARENT,
+// TAVERN_ITEM, TAVERN_ITEM_PATH, TAVERN_QUEUE, TAVERN_ATTEMPT, TAVERN_RESULT,
+// TAVERN_ROLE, TAVERN_CONSTITUTION and TAVERN_MODEL. The lease is renewed
+// every third of the queue's lease. Output lines are batched (every 200 ms
+// or 256 lines) into SendMessages on the @<name> channel, sender <name> or
+// <name>:stderr. On exit: 0 completes the item (result: the TAVERN_RESULT
+// file, else the last 5 stdout lines) and moves the agent to verifying (it
+// has commitments) or done; non-zero fails the item with the exit status
+// and the stderr tail and moves the agent to failed; a forwarded signal
+// releases the item and moves the agent to idle. pid and host are cleared
+// before the lock is released.
+//
+// Liveness. If the wrapper dies (SIGKILL), the kernel drops its lock: the
+// queue's reaper returns the item at once, and ReapAgents (the verifier
+// daemon, pools, `tavern agent reap`, the next spawn of the agent) marks
+// failed every agent in working or waiting whose document names this host
+// but whose lock is free. Caveats: a liveness lock proves nothing across
+// hosts, so agents of other hosts are left alone; the child is in its own
+// process group, so an orphaned child of a SIGKILLed wrapper keeps running
+// until someone kills it (its item is already back in the queue, and its
+// completion would be refused by the claim's fencing token).
+//
+// # Pools
+//
+// RunPool keeps Min..Max drones, each a separate spawn wrapper process
+// (`tavern spawn --json` of the same binary) that claims one item and
+// exits. Each pass reads the queues' stats and starts drones up to
+// min(claimable items, Max); it wakes on drone exits and on watcher events
+// under queues/, plus a 1 s tick that also writes pools/<name>.md (drones,
+// peak, spawned, crashed, items done/failed/released, steals, throughput
+// per minute, utilization = busy drone-time / (Max x elapsed),
+// amplification = average concurrent drones). Empty behaviour: idle keeps
+// Min drones blocked in a take with a wait; hibernate runs none until items
+// appear; terminate returns when the queues are drained and nothing is
+// claimed. The first interrupt drains (no new drones), the second forwards
+// SIGTERM (items released). Drone counts come from the drones' own JSON
+// results; a drone that dies without one counts as crashed and its item
+// comes back by liveness.
+//
+// # Commitments and the verifier
+//
+// commitments/<agent>/<id>.md holds a description and a shell assertion.
+// Verify runs each with `sh -c` in the project directory under its timeout
+// (the whole process group is SIGKILLed on timeout) and writes status,
+// exit_code, output (last 2 KiB), verified_at, verified_by and duration.
+// An agent cannot verify itself (ErrSelfVerify), and CheckCommitmentWrite
+// refuses an agent's write of its own commitments' status fields (used by
+// `tavern set`). RunVerifier watches agents/ and verifies every agent that
+// enters verifying: done if all passed, else back to working with the
+// failures in its Notes and verify_attempts+1, or failed after MaxAttempts.
+// Concurrent verifiers exclude each other per agent ("verify/<name>" lock).
+//
+// # Questions
+//
+// questions/<id>.md: from, to, asked_to, priority, status, answer. Ask
+// sends to "parent" (the asker's parent, or "@user" without one), "user" or
+// an agent, and moves a working asker to waiting. Answer records the answer
+// and moves the asker back to working when it has no other open question;
+// WaitAnswer blocks on a watch of questions/. Bubble moves questions open
+// longer than bubble_after (tavern.md, default 10m) at their recipient to
+// the recipient's parent, up to "@user"; the verifier daemon bubbles on
+// each pass and sleeps until the next question is due.
 package agents

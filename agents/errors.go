@@ -1,6 +1,100 @@
 package agents
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
+
+// --- Agents, spawning, pools, commitments, questions (issue 5) ---
+
+var (
+	// ErrIllegalTransition is returned when an agent state change is not in
+	// the transition table (see doc.go). It is wrapped in a *TransitionError.
+	ErrIllegalTransition = errors.New("illegal state transition")
+
+	// ErrIllegalEdit is returned when an agent document's state was edited
+	// by hand to a state that cannot follow the state the engine last
+	// applied. The edit is reported, never acted on. Wrapped in a
+	// *TransitionError.
+	ErrIllegalEdit = errors.New("agent state was edited by hand to an illegal state")
+
+	// ErrConstitutionChanged is returned by Spawn when the constitution of
+	// the agent's role changed since the agent recorded its sha256 and the
+	// caller did not accept the new one.
+	ErrConstitutionChanged = errors.New("role constitution changed since the agent was created")
+
+	// ErrBusy is returned when an agent already has a live process (its
+	// liveness lock is held) or is in a state that cannot be spawned.
+	ErrBusy = errors.New("agent is busy")
+
+	// ErrSelfVerify is returned when an agent tries to verify its own
+	// commitments or write their status.
+	ErrSelfVerify = errors.New("an agent cannot verify its own commitments")
+
+	// ErrUnverified is returned when an agent with commitments that have not
+	// all passed is moved to done.
+	ErrUnverified = errors.New("agent has commitments that have not passed verification")
+
+	// ErrNoWork is returned by Spawn with queues when there was no item to
+	// claim.
+	ErrNoWork = errors.New("no work item to claim")
+
+	// ErrAnswered is returned when a question that is already answered is
+	// answered again.
+	ErrAnswered = errors.New("question already answered")
+
+	// ErrBadAgentName is returned for agent names outside [a-z0-9._-]
+	// (names become file names, lock keys and channel names).
+	ErrBadAgentName = errors.New("invalid agent name")
+)
+
+// TransitionError describes a refused state change.
+type TransitionError struct {
+	Path  string // agents/<name>.md
+	Agent string
+	From  string // the state the engine last applied
+	To    string
+	Err   error // ErrIllegalTransition or ErrIllegalEdit
+}
+
+func (e *TransitionError) Error() string {
+	if errors.Is(e.Err, ErrIllegalEdit) {
+		return fmt.Sprintf("%s: state %q was edited by hand; it cannot follow %q (the state last applied); "+
+			"restore it or force a state with `tavern agent state %s STATE --force`", e.Path, e.To, e.From, e.Agent)
+	}
+	return fmt.Sprintf("%s: %s: %s -> %s (allowed from %s: %s)", e.Path, e.Err, e.From, e.To, e.From, allowedList(e.From))
+}
+
+func (e *TransitionError) Unwrap() error { return e.Err }
+
+// ConstitutionError says which constitution changed.
+type ConstitutionError struct {
+	Path     string // constitutions/<role>.md
+	Agent    string
+	Recorded string // sha256 the agent recorded
+	Current  string // sha256 of the file now ("" if it is gone)
+}
+
+func (e *ConstitutionError) Error() string {
+	cur := e.Current
+	if cur == "" {
+		cur = "(missing)"
+	}
+	return fmt.Sprintf("%s: constitution changed since agent %s was created (recorded sha256 %.12s, now %.12s); "+
+		"pass --accept-constitution to spawn under the new one", e.Path, e.Agent, e.Recorded, cur)
+}
+
+func (e *ConstitutionError) Unwrap() error { return ErrConstitutionChanged }
+
+// AgentError is an error about one agent document.
+type AgentError struct {
+	Op   string
+	Path string
+	Err  error
+}
+
+func (e *AgentError) Error() string { return e.Op + " " + e.Path + ": " + e.Err.Error() }
+func (e *AgentError) Unwrap() error { return e.Err }
 
 // Errors of channels, messages, bookmarks, notes, memory, knowledge, wake,
 // sleep, context and backup (messaging helper's section).

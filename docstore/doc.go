@@ -49,4 +49,16 @@
 //     without NUL bytes; larger or binary files are reported, never read
 //     whole.
 //   - Symlinks are followed only if they resolve inside the store.
+//   - A process killed mid-write leaves a temp file in .tmp/ (never a torn
+//     document). Open removes temp files older than StaleTemp (15 min);
+//     younger ones may belong to a live writer, possibly on another host.
+//   - Line edits are verified (same keys, no other value changed). An
+//     unusual layout that defeats them is re-encoded instead (comments kept,
+//     exact layout not); exotic YAML that yaml.v3 cannot write back (custom
+//     tags, duplicate keys) gives ErrUneditable and is left unchanged.
+//   - Frontmatter may not contain a lone CR, NEL, LS or PS: YAML treats
+//     them as line breaks that line-exact editing cannot see.
+//   - Fields expands YAML aliases, but cuts cycles (`a: &x [*x]`) and stops
+//     after 65536 values reached through aliases ("billion laughs"); the
+//     cut-off values read as null.
 package docstore

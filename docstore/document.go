@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -56,7 +57,7 @@ func Parse(path string, data []byte) (*Doc, error) {
 		return &ParseError{Path: path, Line: line, Col: col, Msg: fmt.Sprintf(format, args...)}
 	}
 	if len(data) > MaxDocSize {
-		return nil, perr(0, 0, "%d bytes is larger than the %d byte limit", len(data), MaxDocSize)
+		return nil, &ParseError{Path: path, Msg: fmt.Sprintf("%d bytes is larger than the %d byte limit", len(data), MaxDocSize), Err: ErrTooLarge}
 	}
 	if i := bytes.IndexByte(data, 0); i >= 0 {
 		line, col := position(data, i)
@@ -103,6 +104,25 @@ func Parse(path string, data []byte) (*Doc, error) {
 		rest = next
 		line++
 	}
+	// YAML also breaks lines at a lone CR, NEL, LS and PS. Line-exact
+	// editing counts "\n" lines, so such a break would make an edit of one
+	// field swallow the next; refuse them with their position instead.
+	for i := 0; i < len(d.front); i++ {
+		c := d.front[i]
+		bad := ""
+		switch {
+		case c == '\r' && (i+1 == len(d.front) || d.front[i+1] != '\n'):
+			bad = "a carriage return without a newline"
+		case c == 0xc2 && i+1 < len(d.front) && d.front[i+1] == 0x85:
+			bad = "U+0085 (NEL)"
+		case c == 0xe2 && i+2 < len(d.front) && d.front[i+1] == 0x80 && (d.front[i+2] == 0xa8 || d.front[i+2] == 0xa9):
+			bad = "U+2028/U+2029 (line or paragraph separator)"
+		}
+		if bad != "" {
+			line, col := position(data, frontStart+i)
+			return nil, perr(line, col, "frontmatter contains %s, which YAML reads as a line break; use \\n or \\r\\n line endings", bad)
+		}
+	}
 	if err := d.parseFront(); err != nil {
 		return nil, err
 	}
@@ -118,6 +138,16 @@ func (d *Doc) parseFront() error {
 		if m := yamlLine.FindStringSubmatch(msg); m != nil {
 			line, _ = strconv.Atoi(m[1])
 			msg = m[2]
+		} else {
+			msg = strings.TrimPrefix(msg, "yaml: ")
+		}
+		// yaml.v3 prints scanner error lines 1-based but parser error
+		// lines 0-based (the line of the enclosing collection), and no line
+		// at all when that is 0. Shift parser errors to 1-based.
+		if isParserError(msg) {
+			line++
+		}
+		if line > 0 {
 			line += d.frontLine() - 1
 		}
 		return &ParseError{Path: d.Path, Line: line, Col: 1, Msg: "frontmatter: " + msg}
@@ -138,6 +168,21 @@ func (d *Doc) parseFront() error {
 	}
 	d.root = root
 	return nil
+}
+
+// parserErrors are yaml.v3's parser (not scanner) messages; see parseFront.
+var parserErrors = []string{"did not find expected <document start>", "did not find expected node content",
+	"did not find expected key", "did not find expected '-' indicator", "did not find expected ',' or ']'",
+	"did not find expected ',' or '}'", "found undefined tag handle", "found duplicate %YAML directive",
+	"found incompatible YAML document", "found duplicate %TAG directive"}
+
+func isParserError(msg string) bool {
+	for _, p := range parserErrors {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // frontLine is the file line number of the first frontmatter line.

@@ -2,10 +2,15 @@ package docstore
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 )
 
 func readRoundtrip(tb testing.TB) map[string][]byte {
@@ -54,7 +59,10 @@ func diffLines(a, b []byte) (changed []string, ok bool) {
 	return changed, true
 }
 
-// Setting any single-line field changes exactly that one line.
+// Setting any scalar field changes exactly its own lines: one line when
+// the value sits on the key's line, else the entry's lines become one.
+// Every other line, comments included, is untouched, and every other
+// field keeps its value.
 func TestSetOneLineDiff(t *testing.T) {
 	for name, data := range readRoundtrip(t) {
 		d, err := Parse(name, data)
@@ -62,9 +70,8 @@ func TestSetOneLineDiff(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, key := range d.Keys() {
-			k, v := d.Front().Content, d.Get(key)
-			_ = k
-			if v.Kind != 8 /* scalar */ || strings.ContainsAny(v.Value, "\n") || v.Style&(1<<4|1<<5) != 0 {
+			v := d.Get(key)
+			if v.Kind != yaml.ScalarNode || strings.Contains(v.Value, "\n") || v.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
 				continue
 			}
 			t.Run(name+"/"+key, func(t *testing.T) {
@@ -72,17 +79,59 @@ func TestSetOneLineDiff(t *testing.T) {
 				if err := c.SetYAML(key, "changed-value"); err != nil {
 					t.Fatal(err)
 				}
-				changed, ok := diffLines(data, c.Bytes())
-				if !ok || len(changed) != 1 || !strings.Contains(changed[0], key) || !strings.Contains(changed[0], "changed-value") {
-					t.Fatalf("set %s: want exactly one changed line, got %q (same line count: %v)\n%s", key, changed, ok, c.Bytes())
+				got := c.Bytes()
+				if v.Line == keyNode(d, key).Line {
+					changed, ok := diffLines(data, got)
+					if !ok || len(changed) != 1 || !strings.Contains(changed[0], "changed-value") {
+						t.Fatalf("set %s: want exactly one changed line, got %q (same line count: %v)\n%s", key, changed, ok, got)
+					}
+				} else {
+					// queue: # comment
+					//   build
+					lines := strings.SplitAfter(string(data), "\n")
+					first := keyNode(d, key).Line // 1-based line of the key in the file (after the opening fence)
+					before := strings.Join(lines[:first], "")
+					after := strings.Join(lines[v.Line+1:], "")
+					if !strings.HasPrefix(string(got), before) || !strings.HasSuffix(string(got), after) ||
+						strings.Count(string(got), "\n") != strings.Count(string(data), "\n")-(v.Line-first+1)+1 {
+						t.Fatalf("set %s: lines outside the entry changed:\n%s", key, got)
+					}
 				}
-				// The rest of the document, including comments, survives.
-				if _, err := Parse(name, c.Bytes()); err != nil {
+				if err := checkOtherFields(d, c, key); err != "" {
+					t.Fatal(err)
+				}
+				r, err := Parse(name, got)
+				if err != nil {
 					t.Fatalf("result does not parse: %v", err)
+				}
+				if r.String(key) != "changed-value" {
+					t.Fatalf("after set, %s = %q, want changed-value", key, r.String(key))
 				}
 			})
 		}
 	}
+}
+
+func keyNode(d *Doc, key string) *yaml.Node {
+	return d.Front().Content[d.index(key)]
+}
+
+// checkOtherFields reports fields other than key whose value changed
+// between a and b, unless key's value is anchored (aliases follow it).
+func checkOtherFields(a, b *Doc, key string) string {
+	if a.Get(key).Anchor != "" {
+		return ""
+	}
+	fa, fb := a.Fields(), b.Fields()
+	delete(fa, key)
+	delete(fb, key)
+	if !reflect.DeepEqual(fa, fb) {
+		return fmt.Sprintf("other fields changed:\n%v\n%v", fa, fb)
+	}
+	if !slices.Equal(a.Keys(), b.Keys()) {
+		return fmt.Sprintf("key order changed: %q, want %q", b.Keys(), a.Keys())
+	}
+	return ""
 }
 
 func TestSetGolden(t *testing.T) {

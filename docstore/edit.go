@@ -3,6 +3,8 @@ package docstore
 import (
 	"bytes"
 	"fmt"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -88,28 +90,62 @@ func (d *Doc) Keys() []string {
 // and queries. Timestamps stay strings, as written.
 func (d *Doc) Fields() map[string]any {
 	out := make(map[string]any, len(d.root.Content)/2)
+	p := &plainer{budget: maxExpand, open: map[*yaml.Node]bool{}}
 	for i := 0; i+1 < len(d.root.Content); i += 2 {
-		out[d.root.Content[i].Value] = plain(d.root.Content[i+1])
+		out[d.root.Content[i].Value] = p.plain(d.root.Content[i+1])
 	}
 	return out
 }
 
+// maxExpand bounds the number of values Fields builds from one document.
+// Aliases are expanded, and a hand-written "billion laughs" document (each
+// anchor aliasing the previous one nine times) would otherwise take minutes
+// and gigabytes; real documents stay far below it.
+const maxExpand = 1 << 16
+
+// plainer converts nodes to JSON-friendly values, expanding aliases
+// within a budget and cutting cycles (`a: &x [*x]` is valid YAML).
+type plainer struct {
+	budget  int                 // values left to build through aliases
+	aliased int                 // depth of alias expansion
+	open    map[*yaml.Node]bool // nodes being converted: an alias to one is a cycle
+}
+
 // plain converts a node to JSON-friendly values. Unlike yaml's own decoder
-// it keeps timestamps as the text the file holds.
-func plain(n *yaml.Node) any {
+// it keeps timestamps as the text the file holds. An alias that closes a
+// cycle, or a value reached through aliases after the budget is spent,
+// becomes nil.
+func (p *plainer) plain(n *yaml.Node) any {
+	if p.open[n] {
+		return nil
+	}
+	if p.aliased > 0 {
+		if p.budget--; p.budget < 0 {
+			return nil
+		}
+	}
 	switch n.Kind {
 	case yaml.AliasNode:
-		return plain(n.Alias)
+		if n.Alias == nil {
+			return nil
+		}
+		p.aliased++
+		defer func() { p.aliased-- }()
+		return p.plain(n.Alias)
 	case yaml.SequenceNode:
+		p.open[n] = true
+		defer delete(p.open, n)
 		out := make([]any, len(n.Content))
 		for i, c := range n.Content {
-			out[i] = plain(c)
+			out[i] = p.plain(c)
 		}
 		return out
 	case yaml.MappingNode:
+		p.open[n] = true
+		defer delete(p.open, n)
 		out := make(map[string]any, len(n.Content)/2)
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			out[n.Content[i].Value] = plain(n.Content[i+1])
+			out[n.Content[i].Value] = p.plain(n.Content[i+1])
 		}
 		return out
 	}
@@ -147,12 +183,21 @@ func (d *Doc) SetYAML(key, text string) error {
 	if strings.TrimSpace(text) == "" {
 		return d.SetNode(key, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: text, Style: yaml.DoubleQuotedStyle})
 	}
+	str := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: text}
 	var n yaml.Node
 	if err := yaml.Unmarshal([]byte(text), &n); err != nil || len(n.Content) == 0 {
 		// Not YAML on its own (e.g. "a: b: c"): keep it as a string.
-		return d.SetNode(key, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: text})
+		return d.SetNode(key, str)
 	}
 	v := n.Content[0]
+	// Only one-line scalars and flow collections ([a, b], {a: 1}) are
+	// typed. Anything else is what a person means as text: "Fix #12" is
+	// not "Fix" plus a comment, "a: b" is not a mapping, "- x" not a list,
+	// and a value with a newline or an anchor stays exactly as typed.
+	if strings.ContainsAny(text, "\r\n") || hasComment(&n) || v.Anchor != "" ||
+		(v.Kind != yaml.ScalarNode && v.Style&yaml.FlowStyle == 0) {
+		return d.SetNode(key, str)
+	}
 	if v.Kind == yaml.ScalarNode && v.Tag == "!!str" {
 		// Quotes on the command line only make the value a string; the
 		// file's own quoting style is kept (SetNode).
@@ -161,25 +206,124 @@ func (d *Doc) SetYAML(key, text string) error {
 	return d.SetNode(key, v)
 }
 
-// SetNode sets a top-level field to a node.
+// hasComment reports whether any node of a tree carries a comment.
+func hasComment(n *yaml.Node) bool {
+	if n.HeadComment != "" || n.LineComment != "" || n.FootComment != "" {
+		return true
+	}
+	for _, c := range n.Content {
+		if hasComment(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// SetNode sets a top-level field to a node. If the old value carried an
+// anchor (`base: &b x`), the new value keeps it, so aliases elsewhere in
+// the frontmatter (`copy: *b`) still resolve, now to the new value.
+//
+// The edit is checked: if rewriting lines would change any other field
+// (possible in unusual layouts, e.g. a value continued on a less indented
+// line), the frontmatter is re-encoded instead. That keeps comments
+// attached to fields but not the exact layout; it is the price of never
+// writing a wrong document.
 func (d *Doc) SetNode(key string, n *yaml.Node) error {
 	if key == "" || strings.ContainsAny(key, "\n\r") {
 		return fmt.Errorf("invalid field name %q", key)
 	}
 	i := d.index(key)
+	keys := d.Keys()
 	if i < 0 {
-		text, err := renderEntry(key, n, d.nl)
+		keys = append(keys, key)
+	} else {
+		old := d.root.Content[i+1]
+		if old.Anchor != "" && n.Anchor == "" {
+			c := *n
+			c.Anchor = old.Anchor
+			n = &c
+		}
+		// Keep the quoting style the file used for strings.
+		if n.Kind == yaml.ScalarNode && old.Kind == yaml.ScalarNode && n.Tag == "!!str" && old.Tag == "!!str" && n.Style == 0 &&
+			(old.Style == yaml.SingleQuotedStyle || old.Style == yaml.DoubleQuotedStyle) && !strings.Contains(n.Value, "\n") {
+			c := *n
+			c.Style = old.Style
+			n = &c
+		}
+	}
+	want := (&plainer{budget: maxExpand, open: map[*yaml.Node]bool{}}).plain(n)
+	return d.checked(key, keys, func() error {
+		if err := d.setLines(key, i, n); err != nil {
+			return err
+		}
+		if got := d.Fields()[key]; !reflect.DeepEqual(got, want) {
+			return fmt.Errorf("set %s: line edit gave %v, not %v", key, got, want)
+		}
+		return nil
+	}, func(m *yaml.Node) {
+		if i < 0 {
+			m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, n)
+		} else {
+			m.Content[i+1] = n
+		}
+	})
+}
+
+// checked runs a line edit and verifies that the result has exactly the
+// keys want and that no field other than key changed value; otherwise it
+// restores d and applies fallback to a re-encoded copy of the mapping.
+func (d *Doc) checked(key string, want []string, edit func() error, fallback func(*yaml.Node)) error {
+	front, root := d.front, d.root
+	var others map[string]any
+	if !hasAnchors(root) { // with anchors an alias may rightly follow the edit
+		others = d.Fields()
+		delete(others, key)
+	}
+	err := edit()
+	if err == nil && slices.Equal(d.Keys(), want) {
+		if others == nil {
+			return nil
+		}
+		now := d.Fields()
+		delete(now, key)
+		if reflect.DeepEqual(now, others) {
+			return nil
+		}
+	}
+	d.front, d.root = front, root
+	if rerr := d.reencode(fallback); rerr != nil {
+		d.front, d.root = front, root
+		return fmt.Errorf("%w: %s: %v", ErrUneditable, key, rerr)
+	}
+	return nil
+}
+
+func hasAnchors(n *yaml.Node) bool {
+	if n.Anchor != "" || n.Kind == yaml.AliasNode {
+		return true
+	}
+	for _, c := range n.Content {
+		if hasAnchors(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// setLines is SetNode's line-exact edit of entry i (-1: a new key).
+func (d *Doc) setLines(key string, i int, n *yaml.Node) error {
+	if i < 0 && d.root.Style&yaml.FlowStyle != 0 {
+		k := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}
+		return d.reencode(func(m *yaml.Node) { m.Content = append(m.Content, k, n) })
+	}
+	if i < 0 {
+		text, err := renderEntry(&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, n, d.nl, d.indent())
 		if err != nil {
 			return err
 		}
 		return d.replaceFront(append(append([]byte{}, d.front...), text...))
 	}
 	old := d.root.Content[i+1]
-	// Keep the quoting style the file used for strings.
-	if n.Kind == yaml.ScalarNode && old.Kind == yaml.ScalarNode && n.Tag == "!!str" && old.Tag == "!!str" && n.Style == 0 &&
-		(old.Style == yaml.SingleQuotedStyle || old.Style == yaml.DoubleQuotedStyle) && !strings.Contains(n.Value, "\n") {
-		n.Style = old.Style
-	}
 	if d.root.Style&yaml.FlowStyle != 0 {
 		return d.reencode(func(m *yaml.Node) { m.Content[i+1] = n })
 	}
@@ -196,16 +340,27 @@ func (d *Doc) SetNode(key string, n *yaml.Node) error {
 					end = len(bytes.TrimRight(line[:j], " \t"))
 				}
 			}
-			if start <= end {
+			// start == end: an empty (null) value, `a:` or `a: # why`;
+			// renderEntry puts the space after the colon.
+			if start < end {
 				nl := append([]byte{}, line[:start]...)
 				nl = append(nl, text...)
+				if end < len(line) && line[end] == '#' {
+					nl = append(nl, ' ') // `""#c` parses, `42#c` is one plain scalar
+				}
 				nl = append(nl, line[end:]...)
 				lines[first] = nl
 				return d.replaceFront(bytes.Join(lines, nil))
 			}
 		}
 	}
-	text, err := renderEntry(key, n, eol(lines[first]))
+	// The key keeps its quoting and its line comment (`queue: # why`).
+	k := *d.root.Content[i]
+	k.HeadComment, k.FootComment = "", ""
+	if k.LineComment == "" {
+		k.LineComment = old.LineComment
+	}
+	text, err := renderEntry(&k, n, eol(lines[first]), d.indent())
 	if err != nil {
 		return err
 	}
@@ -221,13 +376,56 @@ func (d *Doc) Delete(key string) error {
 	if i < 0 {
 		return nil
 	}
-	if d.root.Style&yaml.FlowStyle != 0 {
-		return d.reencode(func(m *yaml.Node) { m.Content = append(m.Content[:i], m.Content[i+2:]...) })
+	if a := anchorUsed(d.root, d.root.Content[i+1]); a != "" {
+		return fmt.Errorf("delete %s: its anchor &%s is used by an alias elsewhere in the frontmatter", key, a)
 	}
-	lines := splitLines(d.front)
-	first, last := d.entryLines(i, lines)
-	out := append(append([][]byte{}, lines[:first]...), lines[last+1:]...)
-	return d.replaceFront(bytes.Join(out, nil))
+	drop := func(m *yaml.Node) { m.Content = append(m.Content[:i:i], m.Content[i+2:]...) }
+	if d.root.Style&yaml.FlowStyle != 0 {
+		return d.reencode(drop)
+	}
+	keys := d.Keys()
+	keys = append(keys[:i/2:i/2], keys[i/2+1:]...)
+	return d.checked(key, keys, func() error {
+		lines := splitLines(d.front)
+		first, last := d.entryLines(i, lines)
+		out := append(append([][]byte{}, lines[:first]...), lines[last+1:]...)
+		return d.replaceFront(bytes.Join(out, nil))
+	}, drop)
+}
+
+// anchorUsed returns the name of an anchor defined in v (or below it) that
+// an alias outside v refers to, or "".
+func anchorUsed(root, v *yaml.Node) string {
+	defined := map[*yaml.Node]bool{}
+	var mark func(*yaml.Node)
+	mark = func(n *yaml.Node) {
+		if n.Anchor != "" {
+			defined[n] = true
+		}
+		for _, c := range n.Content {
+			mark(c)
+		}
+	}
+	mark(v)
+	if len(defined) == 0 {
+		return ""
+	}
+	var find func(*yaml.Node) string
+	find = func(n *yaml.Node) string {
+		if n == v {
+			return ""
+		}
+		if n.Kind == yaml.AliasNode && defined[n.Alias] {
+			return n.Alias.Anchor
+		}
+		for _, c := range n.Content {
+			if a := find(c); a != "" {
+				return a
+			}
+		}
+		return ""
+	}
+	return find(root)
 }
 
 // Rename changes a field's name, keeping its value and position.
@@ -315,16 +513,47 @@ func (d *Doc) reencode(edit func(*yaml.Node)) error {
 	return d.replaceFront(fixEOL(buf.Bytes(), d.nl))
 }
 
-func renderEntry(key string, n *yaml.Node, nl string) ([]byte, error) {
-	m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{
-		{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, clean(n)}}
+// indent is the column of the frontmatter's keys less one: 0, unless the
+// whole mapping is indented (valid YAML, if unusual).
+func (d *Doc) indent() int {
+	if d.root == nil || len(d.root.Content) == 0 {
+		return 0
+	}
+	lines := splitLines(d.front)
+	k := d.root.Content[0]
+	if k.Line < 1 || k.Line > len(lines) {
+		return 0
+	}
+	line := lines[k.Line-1]
+	n := 0
+	for n < len(line) && line[n] == ' ' {
+		n++
+	}
+	return n
+}
+
+// renderEntry renders "key: value" as block YAML lines, indented by
+// indent spaces. Only the key's line comment is kept.
+func renderEntry(key, n *yaml.Node, nl string, indent int) ([]byte, error) {
+	k := clean(key)
+	k.LineComment = key.LineComment
+	m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{k, clean(n)}}
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
 	if err := enc.Encode(m); err != nil {
-		return nil, fmt.Errorf("set %s: %w", key, err)
+		return nil, fmt.Errorf("set %s: %w", key.Value, err)
 	}
-	return fixEOL(buf.Bytes(), nl), nil
+	out := buf.Bytes()
+	if indent > 0 {
+		pad := bytes.Repeat([]byte(" "), indent)
+		lines := splitLines(out)
+		for i, l := range lines {
+			lines[i] = append(append([]byte{}, pad...), l...)
+		}
+		out = bytes.Join(lines, nil)
+	}
+	return fixEOL(out, nl), nil
 }
 
 // clean drops position and comment data from a node taken from another
@@ -392,4 +621,17 @@ func byteOffset(line []byte, col int) int {
 		off += size
 	}
 	return off
+}
+
+// SetMany sets several top-level fields like successive Set calls. On
+// error the document is unchanged.
+func (d *Doc) SetMany(fields [][2]any) error {
+	orig, origRoot := d.front, d.root
+	for _, kv := range fields {
+		if err := d.Set(kv[0].(string), kv[1]); err != nil {
+			d.front, d.root = orig, origRoot
+			return err
+		}
+	}
+	return nil
 }

@@ -38,6 +38,12 @@ var (
 	// ErrAmbiguous is returned when a reference matches several documents.
 	ErrAmbiguous = errors.New("reference matches several documents")
 
+	// ErrUneditable is returned by Set, SetNode and Delete when neither a
+	// line edit nor re-encoding the frontmatter gives a document that
+	// differs only in that field: exotic YAML (custom tags, duplicate keys)
+	// that yaml.v3 cannot write back. Nothing is changed; edit by hand.
+	ErrUneditable = errors.New("cannot edit this frontmatter automatically (edit the file by hand)")
+
 	// ErrParse is matched by every *ParseError.
 	ErrParse = errors.New("cannot parse document")
 )
@@ -56,6 +62,7 @@ type ParseError struct {
 	Line int // 1-based; 0 when unknown
 	Col  int
 	Msg  string
+	Err  error // a more specific sentinel (ErrTooLarge), or nil
 }
 
 func (e *ParseError) Error() string {
@@ -69,7 +76,13 @@ func (e *ParseError) Error() string {
 	return b.String()
 }
 
-func (e *ParseError) Unwrap() error { return ErrParse }
+// Unwrap makes every ParseError match ErrParse, and also Err if set.
+func (e *ParseError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrParse, e.Err}
+	}
+	return []error{ErrParse}
+}
 
 // ValidationError lists every schema problem of one document.
 type ValidationError struct {

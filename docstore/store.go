@@ -98,6 +98,7 @@ func Open(dir string) (*Store, error) {
 	if cfg, err := s.Get(ConfigFile); err == nil && cfg.String("durability") == "relaxed" {
 		s.durable = false
 	}
+	s.removeStaleTemps(time.Now())
 	return s, nil
 }
 
@@ -164,6 +165,13 @@ func (s *Store) abs(rel string) (string, error) {
 		return "", ErrUnsafePath
 	}
 	full := filepath.Join(s.root, filepath.FromSlash(clean))
+	// Fast path: the root is already resolved, so if no component below
+	// it is a symlink the path is inside the store. One lstat per
+	// component, instead of EvalSymlinks' walk of the whole absolute path
+	// (several times slower on the claim path).
+	if noLinksBelow(s.root, clean) {
+		return full, nil
+	}
 	// Resolve the deepest existing ancestor: a symlink anywhere on the
 	// way must still land inside the store.
 	probe := full
@@ -185,6 +193,24 @@ func (s *Store) abs(rel string) (string, error) {
 		probe = parent
 	}
 	return full, nil
+}
+
+// noLinksBelow reports whether no existing component of clean (a cleaned
+// slash path relative to root) is a symlink. A missing component ends the
+// walk: nothing below it exists to be a link.
+func noLinksBelow(root, clean string) bool {
+	p := root
+	for _, part := range strings.Split(clean, "/") {
+		p += string(filepath.Separator) + part
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return errors.Is(err, fs.ErrNotExist)
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Rel converts an absolute file path to a document path, refusing paths
@@ -212,6 +238,11 @@ func (s *Store) ReadFile(rel string) ([]byte, error) {
 	if err != nil {
 		return nil, pathErr("read", rel, err)
 	}
+	// A FIFO or device would block or never end: refuse anything that is
+	// not a regular file (or directory, reported below) before opening.
+	if fi, err := os.Stat(full); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+		return nil, pathErr("read", rel, fmt.Errorf("not a regular file (%s)", fi.Mode().Type()))
+	}
 	f, err := os.Open(full)
 	if err != nil {
 		return nil, pathErr("read", rel, unwrapPath(err))
@@ -225,14 +256,14 @@ func (s *Store) ReadFile(rel string) ([]byte, error) {
 		return nil, pathErr("read", rel, errors.New("is a directory"))
 	}
 	if fi.Size() > MaxDocSize {
-		return nil, &ParseError{Path: rel, Msg: fmt.Sprintf("%d bytes is larger than the %d byte limit", fi.Size(), MaxDocSize)}
+		return nil, &ParseError{Path: rel, Msg: fmt.Sprintf("%d bytes is larger than the %d byte limit", fi.Size(), MaxDocSize), Err: ErrTooLarge}
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxDocSize+1))
 	if err != nil {
 		return nil, pathErr("read", rel, err)
 	}
 	if len(data) > MaxDocSize {
-		return nil, &ParseError{Path: rel, Msg: fmt.Sprintf("larger than the %d byte limit", MaxDocSize)}
+		return nil, &ParseError{Path: rel, Msg: fmt.Sprintf("larger than the %d byte limit", MaxDocSize), Err: ErrTooLarge}
 	}
 	return data, nil
 }
@@ -368,7 +399,12 @@ func (s *Store) Delete(rel string) error {
 	if err := os.Rename(full, trash); err != nil {
 		return pathErr("delete", rel, unwrapPath(err))
 	}
+	// Both directories: the entry must be durably gone from one and
+	// present in the other, or a crash could lose the document.
 	if err := s.syncDir(filepath.Dir(full)); err != nil {
+		return err
+	}
+	if err := s.syncDir(filepath.Dir(trash)); err != nil {
 		return err
 	}
 	s.notify(Mutation{Op: "delete", Path: rel, Prev: prev})
@@ -471,6 +507,13 @@ func (s *Store) List(k *schema.Kind) ([]*Doc, []error) {
 	return docs, errs
 }
 
+// globEscape quotes the characters filepath.Match treats specially, so a
+// name such as "*" matches only a file named "*" and never stands for
+// whatever documents happen to exist.
+func globEscape(s string) string {
+	return strings.NewReplacer(`*`, `\*`, `?`, `\?`, `[`, `\[`, `\`, `\\`).Replace(s)
+}
+
 // Resolve turns a reference into a document path. A reference is
 // "kind/name" (singular or plural kind: agents/alice, agent/alice), a name
 // with fewer parts where the rest is unambiguous (items/ID, commitments/ID),
@@ -488,7 +531,7 @@ func (s *Store) Resolve(ref string) (string, error) {
 	kindName, name, _ := strings.Cut(ref, "/")
 	k, err := schema.Lookup(kindName)
 	if err != nil {
-		return "", err
+		return "", pathErr("resolve", ref, err) // the message names the whole reference
 	}
 	name = strings.TrimSuffix(name, ".md")
 	if k.NameParts() == 0 {
@@ -497,11 +540,11 @@ func (s *Store) Resolve(ref string) (string, error) {
 	parts := strings.Split(name, "/")
 	for _, p := range parts {
 		if err := schema.ValidName(p); err != nil {
-			return "", err
+			return "", pathErr("resolve", ref, err)
 		}
 	}
 	if len(parts) > k.NameParts() {
-		return "", &schema.NameError{Name: name, Reason: fmt.Sprintf("%s names have at most %d part(s)", k.Name, k.NameParts())}
+		return "", pathErr("resolve", ref, &schema.NameError{Name: name, Reason: fmt.Sprintf("%s names have at most %d part(s)", k.Name, k.NameParts())})
 	}
 	// Fill the leading captures with wildcards and glob.
 	pattern := k.Pattern
@@ -521,13 +564,15 @@ func (s *Store) Resolve(ref string) (string, error) {
 			b.WriteString("*")
 			free--
 		default:
-			b.WriteString(parts[i])
+			b.WriteString(globEscape(parts[i]))
 			i++
 		}
 	}
 	glob := b.String() + ".md"
-	if !strings.Contains(glob, "*") {
-		return glob, nil
+	if free == 0 && !strings.Contains(k.Pattern, ":") {
+		// Every part was given: the path is exact (not a pattern, even if
+		// a name contains *, ? or [).
+		return k.Path(name, nil)
 	}
 	matches, _ := filepath.Glob(filepath.Join(s.root, filepath.FromSlash(glob)))
 	var found []string

@@ -5,8 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -139,4 +141,31 @@ func (s *Store) mkdirAll(dir string) error {
 	}
 	// New directory entries must survive a crash too.
 	return s.syncDir(filepath.Dir(dir))
+}
+
+// StaleTemp is how old a file in .tmp/ must be before Open removes it. A
+// write holds its temp file for milliseconds; one this old was left by a
+// process killed between creating and renaming it. Age decides, not the
+// pid in the name: on a shared filesystem the pid may be another host's,
+// and pids are reused.
+const StaleTemp = 15 * time.Minute
+
+// removeStaleTemps deletes leftover temp files older than StaleTemp. It is
+// best effort: a failure only leaves garbage that nothing reads (.tmp/ is
+// never listed as documents).
+func (s *Store) removeStaleTemps(now time.Time) {
+	dir := filepath.Join(s.root, tmpDir)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".tmp") {
+			continue
+		}
+		fi, err := e.Info()
+		if err == nil && now.Sub(fi.ModTime()) > StaleTemp {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }

@@ -1,1 +1,264 @@
+// Package queues holds the claim-based coordination of a Tavern store:
+// work queues and items, and the Linda tuple space with the resource
+// tokens and path reservations built on it.
+//
+// # Queues and items
+//
+// A queue is queues/<q>/queue.md (priority, max_attempts, lease,
+// lease_grace, backoff, backoff_max, on_empty, steal) plus one file per
+// item in pending/, claimed/, done/ and dead/: the directory is the state,
+// so `ls` shows a queue and `grep` finds an item. A Broker (Open) is the
+// engine over one store; any number of Brokers in any number of processes
+// share it through the files and their flocks only.
+//
+// Item ids are "p" + two-digit priority + "-" + UUIDv7, e.g.
+// p05-019a8c8e-5f1c-7b7e-9a43-3f0b2a7c1d10, and the id is the file's stem
+// in every state. So `ls pending/` is the take order (priority 0 first,
+// then age), and `tavern show items/ID` / `tavern item show ID` find the
+// item wherever it is. Priorities are 0 (highest) .. 99; the file name
+// keeps the priority given at Add (editing the priority field by hand does
+// not reorder the queue).
+//
+// # Claims
+//
+// Take lists pending/ in name order and, for each candidate, TryLocks the
+// item lock (ItemLockKey, items/<q>/<stripe>: a function of the item id
+// only, whatever its state; striped 256 ways so lock files are reused
+// instead of created per item; a busy lock means another taker is on it
+// or on a neighbour, so it moves on), reads
+// the file, skips it if not_before is in the future or a dependency is not
+// in done/, and otherwise writes the claimed copy claimed/<id>.md (a
+// no-replace create: temp, fsync, rename, fsync dir) with claimed_by,
+// claim_attempt, attempts+1, lease_until, started, claim_kind and
+// liveness_lock, then removes the pending copy. Every state change of an
+// item (claim, done, fail, renew, release, reap, retry) happens under its
+// item lock, which makes the claim exactly-once: the loser of a race finds
+// the lock busy or the pending file gone.
+//
+// claim_attempt is the fencing token. It only grows (release and retry do
+// not reset it); Complete, Fail, Renew and Release take it and refuse with
+// ErrStale (exit 4) if it is not the item's current claim, changing
+// nothing. attempts is what counts against max_attempts: it grows at each
+// claim, Release gives the attempt back, Retry resets it.
+//
+// # Liveness
+//
+// What keeps a claim alive is recorded in the item:
+//
+//   - claim_kind: lease: only lease_until. One-shot processes (`tavern
+//     queue take`) make these: their flock would die with them at once.
+//     The holder renews (Renew, `tavern item renew`); once lease_until
+//     passes, the next reaper returns the item.
+//   - claim_kind: liveness, liveness_lock: holders/<host>-<pid>-<nonce>
+//     (HolderLockKey): the claiming process (HoldLock, e.g. a pool worker
+//     using the library) holds its Broker's holder lock from its first
+//     claim until Close or death. One lock per process, so no lock file
+//     is created per claim, and a hung holder reaped after its lease
+//     cannot keep the item from being claimed again (claims never wait for
+//     liveness locks, only reapers look at them).
+//   - claim_kind: liveness, liveness_lock: agents/<name> (AgentLockKey):
+//     `take --as NAME` (AgentLock) while some process holds NAME's
+//     liveness lock (the agent's spawn wrapper in package agents). If that
+//     lock is free when the claim is made, the agent is not running and
+//     the claim is lease-only.
+//
+// A reaper (Reap, `tavern reap`, and Take itself: once per ReapInterval per
+// queue and always before reporting a queue empty) takes each claimed
+// item's lock and, for a liveness claim, TryLocks its liveness_lock. If it
+// gets it, the kernel has dropped the holder's flock: the holder is dead,
+// and the item goes back to pending/ at once (its attempt stays counted; on
+// its last attempt it goes to dead/). If the holder is alive but
+// lease_until has passed, the item is hung: hung_since is set and
+// item.lease_expired journaled once, and after lease_grace the item is
+// returned anyway; the hung holder's late done is refused by the fence.
+// Note that the reaper holds an agent's lock for a moment while it checks
+// it: a spawn wrapper must take its lock with a blocking Lock, not
+// TryLock.
+//
+// # Failure, backoff, dead letters, dependencies
+//
+// Fail records last_error and returns the item to pending/ with not_before
+// = now + backoff·2^(attempts-1), capped at backoff_max; once attempts
+// reaches max_attempts (the item's own, else the queue's) it moves to
+// dead/ with dead_reason. Retry moves dead items back with attempts reset.
+// An item is claimable only when every depends_on id is in done/ (in any
+// queue); a dependency in dead/ (or missing) is reported as blocking by
+// Take's *EmptyError, Claim.Notes and Stats. Add refuses unknown
+// dependencies and dependency graphs with a cycle (possible only through
+// hand edits, since ids are fresh).
+//
+// # Several queues, stealing, waiting
+//
+// Take tries its own queues in queue priority order. With Steal, when they
+// have nothing, it takes from the other queues with steal: true by stride
+// scheduling: each queue has a pass value advanced by 1+priority when it
+// yields an item, and the queue with the lowest pass goes first, so queue
+// shares are proportional to 1/(1+priority) and no stealable queue
+// starves. A queue that was empty rejoins at the current pass. Within one
+// Broker this is exact; separate one-shot processes start from random
+// passes, which gives the same shares on average.
+//
+// Wait makes Take block, event-driven: an inotify watch on the pending/ and
+// done/ directories of the queues involved (done/ because a finished
+// dependency makes items claimable), a timer for the earliest not_before
+// or lease expiry it saw, and a recheck every Options.Recheck (2s) for
+// what inotify cannot see (a holder's death drops a flock, which is no file
+// event; writes from other machines). The watch is set up before the
+// second scan, so nothing that arrives in between is missed. (This uses
+// fsnotify directly in wait.go; it is the one place to switch to the
+// watcher package's WaitFor.)
+//
+// # Bad input
+//
+// An item file that does not parse or validate stays where it is. Take
+// skips it and reports it (Claim.Notes.Invalid, EmptyError.Diag.Invalid:
+// *docstore.ParseError / *docstore.ValidationError with path:line:col), as
+// do Stats and Reap; it never blocks the rest of the queue.
+//
+// # Costs (durable store)
+//
+// A take+done cycle makes two document writes, each a no-replace create
+// (fsync of the temp file, fsync of the target directory) plus an unlink
+// of the old copy: 4 fsyncs per cycle. The old copy's directory is not
+// fsynced after the unlink: after a crash the old copy may come back next
+// to the new one, and every reader resolves such pairs (a pending copy
+// whose done/ copy exists, or whose claimed/ copy is newer by `updated`, is
+// moved to .trash/; a claimed copy whose done/ or dead/ copy exists is
+// stale for reapers and fenced calls; lookups prefer the later state).
+// With `durability: relaxed` in tavern.md there is no fsync at all (still
+// atomic). Lock files are reused (256 item-lock stripes per queue, one
+// holder lock per process): a cycle creates two inodes (the claimed and
+// the done copy) and frees two (the pending and the claimed copy). On a
+// disk without a journal and with `discard`, inode allocation after
+// frees and synchronous discards are the main cost besides fsync (see
+// research/physical-limits.md).
+//
+// # Journal
+//
+// Every state change appends an event to the store's journal
+// (watcher.Journal): item.added, item.claimed, item.completed,
+// item.failed, item.dead, item.released, item.reaped, item.lease_expired,
+// item.retried, queue.created, with the item id, queue, path and the claim
+// attempt. The files are the truth; a journal write failure does not undo
+// a state change.
+//
+// # Caveats
+//
+//   - Liveness needs flock semantics: on NFS flocks are emulated and may
+//     be lost on a partition, so rely on leases (and the fence) there.
+//   - Clocks: leases and backoffs compare wall clocks of the processes
+//     involved; keep machines sharing a store in NTP sync.
+//   - A liveness claim must still be renewed (Claim.KeepAlive) if its
+//     work can outlast the lease, or a reaper will call it hung and
+//     return it after lease_grace.
+//
+// # Tuple space
+//
+// A tuple is a document tuples/<type>/<id>.md whose frontmatter fields,
+// apart from schema_version, id, created and expires, are its values. Ids
+// are UUIDv7, so directory order is age order and Rd/In take the oldest
+// match: a FIFO per pattern, not a promise Linda makes but one people
+// reading `ls` expect. Space.Out writes one durably (temp, fsync, rename,
+// fsync dir). Rdp/Inp answer at once; Rd/In block until a match appears or
+// the context ends.
+//
+// Patterns (ParsePattern) are docstore --where conditions (field=value,
+// !=, <, <=, >, >=, ~substring, field? exists) plus the formal field=?,
+// which matches any non-null value and returns it in Tuple.Captures.
+// Lists match = and ~ if any element does, as in `tavern ls --where`.
+//
+// In is the docstore claim: lock the tuple's key tuples/<type>/<id>, rename
+// the file into tuples/<type>/.taken/ (rename is the arbiter: one racer
+// wins, the others see ErrLost and move on to the next match), re-read and
+// re-match it there (a hand edit may have changed it since the scan; a
+// tuple that no longer matches is put back), rename it into the store's
+// .trash/ (named <time>-tuples__<type>__<id>.md, like deleted documents:
+// consumed tuples are archived, never unlinked) and remove its lock file.
+// The consumed tuple is gone from the space the moment the first rename
+// lands; that rename is fsynced, so an acknowledged In survives a crash.
+// A consumer that dies between the two renames leaves the tuple in .taken/
+// with its lock free: the next Inp that finds nothing, GC, or a blocked
+// In's safety-net re-scan puts it back, so a crash there redelivers rather
+// than loses (at-least-once for that window; once the archive rename has
+// happened, delivery to a process that then dies is lost, as in any
+// at-most-once take).
+//
+// The staging directory starts with a dot, so it is outside the tuple
+// kind's path pattern: docstore.List, `tavern ls tuples`, `tavern check`
+// and the watcher's projection (which ignores dot names) never see a taken
+// tuple, and to the watcher a take is the tuple's removal.
+//
+// Rd and In are woken by inotify events on tuples/<type>/ (the watch is
+// added before the first scan, so a write after the scan cannot be
+// missed), with a full re-scan every SpaceOptions.Recheck (10s) as a
+// safety net for lost or overflowed events and network filesystems, and a
+// 200ms poll if inotify is unavailable. This is a stand-in until the
+// watcher package's WaitFor exists; the waits are in tuple_wait.go only.
+// Every waiter re-scans on every relevant event: with many waiters on a
+// busy type that is a thundering herd, bounded by the directory size.
+//
+// TTL: OutOptions.TTL writes expires: now+TTL (an expires field written by
+// hand works too). Expired tuples are invisible to Rd, In and List at
+// once; GC archives them to .trash/ under the same claim lock, so GC
+// racing an In cannot archive a tuple the In took.
+//
+// Caveats: matching scans and parses the type's directory oldest first
+// (no index yet; a pattern-less In parses one file); a file that does not
+// parse is skipped by Rd/In and reported by List (and `tavern check`),
+// never moved. Lock files of consumed tuples are removed by their
+// consumer; a racer that lost after the winner finished re-creates one,
+// and GC sweeps those (it relies on docstore's .locks/<key>.lock layout).
+//
+// # Resource tokens
+//
+// A token NAME with count N is N tuples of type "token" (TokenType) with
+// token: NAME, slot: i and epoch: k. TryAcquire/Acquire take a free slot
+// with the same claim; a held slot stays in tuples/token/.taken/ with its
+// holder written into it: hold (process, agent or lease), held_by,
+// liveness_lock, lease_until, acquired, and epoch incremented. The handle
+// ID:EPOCH fences releases: a holder whose slot was reclaimed and taken
+// again cannot free the new holding (ErrNotHolder).
+//
+// What keeps a slot held, and what brings it back without a release:
+//
+//   - HoldProcess (library, no As, no TTL): the acquiring process keeps the
+//     slot's flock. The kernel drops it when the process dies, and the next
+//     reaper that can take the lock returns the slot.
+//   - HoldAgent (As: an agent whose liveness lock agents/<name> is held,
+//     by its spawn wrapper): the slot stays held while that lock is held,
+//     even after the one-shot CLI that acquired it exits; it comes back
+//     when the agent's process dies (or its optional lease runs out).
+//     Acquiring for an agent with no live lock and no TTL is refused
+//     (ErrHolderNotAlive) rather than silently becoming a lease.
+//   - HoldLease (TTL, nothing alive standing for it): held until
+//     lease_until. The CLI's plain `token acquire` is this, with the
+//     store's default_lease.
+//
+// Reaping happens inside every acquire, `token ls` and GC; a blocked
+// Acquire re-checks every LivenessPoll (1s), because a death or a lease
+// running out is not a filesystem event. Probing an agent's liveness takes
+// its lock for an instant when it is free; an agent wrapper must therefore
+// retry (block on) its own lock rather than fail on a momentary conflict.
+//
+// # Path reservations
+//
+// A reservation is a tuple of type "reservation" with agent, glob, reason
+// and expires (TTL; the CLI defaults to 1h). Reserve checks every
+// requested glob against every other agent's live reservation and writes
+// all or nothing, under one store-wide lock ("reservations") so two agents
+// cannot both win overlapping globs. Overlap is decided exactly, both
+// ways: a Glob is compiled to an automaton and two globs overlap when the
+// product automaton accepts some path ("src/**/*.go", "src/a/b.go" and
+// "src/a/*" overlap pairwise; "src/*.go" and "src/a/*.go" do not).
+// Reservations are advisory for everything but commits: Guard (`tavern
+// guard`, installed as a pre-commit hook by `tavern guard --install`) reads
+// `git diff --cached --name-only` and refuses paths reserved by another
+// agent. Globs and staged paths are relative to the project root, the
+// directory that holds .tavern/.
+//
+// Journal: tuple.out, tuple.in, tuple.expired, tuple.returned,
+// token.init, token.acquired, token.released, token.reclaimed,
+// reservation.made, reservation.renewed, reservation.released and
+// reservation.conflict go to the store's event journal (watcher.Journal).
+// A failed journal append does not fail the mutation, which has happened.
 package queues

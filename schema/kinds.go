@@ -56,6 +56,9 @@ var (
 			Field{Name: "last_sleep", Type: Time},
 			Field{Name: "verify_attempts", Type: Int, Min: atLeast(0)},
 			Field{Name: "bookmarks", Type: Map, Doc: "channel: last-read message id"},
+			Field{Name: "applied_state", Type: String, Enum: AgentStates, Doc: "the state the engine last applied and journaled; differs from state after a hand edit"},
+			Field{Name: "state_changed", Type: Time, Doc: "when applied_state was entered"},
+			Field{Name: "pool", Type: String, Doc: "the pool whose drone this agent is"},
 		),
 		Migrations: []Migration{{From: 0, Doc: "status was renamed to state", Apply: renameField("status", "state")}},
 	}
@@ -75,6 +78,7 @@ var (
 			Field{Name: "backoff_max", Type: Duration, Default: "10m"},
 			Field{Name: "on_empty", Type: String, Enum: EmptyModes, Default: "idle"},
 			Field{Name: "steal", Type: Bool, Default: true, Doc: "may workers of other queues steal from this one"},
+			Field{Name: "lease_grace", Type: Duration, Default: "30s", Doc: "how long a claim whose lease expired but whose holder is alive (hung) is left before it is returned"},
 		)}
 
 	Item = &Kind{Name: "item", Plural: "items", Pattern: "queues/{queue}/{state:pending|claimed|done|dead}/{id}.md", Version: 1,
@@ -89,6 +93,8 @@ var (
 			Field{Name: "claimed_by", Type: String},
 			Field{Name: "claim_attempt", Type: Int, Min: atLeast(0), Doc: "fencing token: completions must carry it"},
 			Field{Name: "claim_kind", Type: String, Enum: []string{"lease", "liveness"}},
+			Field{Name: "liveness_lock", Type: String, Doc: "lock key whose holder keeps a liveness claim alive (free lock = dead owner)"},
+			Field{Name: "hung_since", Type: Time, Doc: "when a reaper first saw the lease expired while the holder was alive"},
 			Field{Name: "lease_until", Type: Time},
 			Field{Name: "not_before", Type: Time},
 			Field{Name: "started", Type: Time},
@@ -110,6 +116,7 @@ var (
 			Field{Name: "output", Type: String},
 			Field{Name: "verified_at", Type: Time},
 			Field{Name: "verified_by", Type: String},
+			Field{Name: "duration", Type: Duration, Doc: "how long the last verification ran"},
 		)}
 
 	Channel = &Kind{Name: "channel", Plural: "channels", Pattern: "channels/{name}.md", Version: 1,
@@ -165,6 +172,23 @@ var (
 			Field{Name: "max", Type: Int, Min: atLeast(1)},
 			Field{Name: "on_empty", Type: String, Enum: EmptyModes},
 			Field{Name: "state", Type: String},
+			Field{Name: "command", Type: Strings},
+			Field{Name: "model", Type: String},
+			Field{Name: "steal", Type: Bool},
+			Field{Name: "pid", Type: Int},
+			Field{Name: "host", Type: String},
+			Field{Name: "started", Type: Time},
+			Field{Name: "drones", Type: Int, Min: atLeast(0), Doc: "drones running now"},
+			Field{Name: "peak_drones", Type: Int, Min: atLeast(0)},
+			Field{Name: "spawned", Type: Int, Min: atLeast(0), Doc: "drone processes started"},
+			Field{Name: "crashed", Type: Int, Min: atLeast(0), Doc: "drones that died without reporting (killed, crashed wrapper)"},
+			Field{Name: "items_done", Type: Int, Min: atLeast(0)},
+			Field{Name: "items_failed", Type: Int, Min: atLeast(0), Doc: "failed attempts (retried or dead-lettered)"},
+			Field{Name: "items_released", Type: Int, Min: atLeast(0)},
+			Field{Name: "steals", Type: Int, Min: atLeast(0)},
+			Field{Name: "throughput", Type: Number, Doc: "items done per minute since start"},
+			Field{Name: "utilization", Type: Number, Doc: "drone-seconds busy / (max drones x seconds running)"},
+			Field{Name: "amplification", Type: Number, Doc: "average concurrent drones"},
 		)}
 
 	Question = &Kind{Name: "question", Plural: "questions", Pattern: "questions/{id}.md", Version: 1,
@@ -177,6 +201,9 @@ var (
 			Field{Name: "answer", Type: String},
 			Field{Name: "answered_by", Type: String},
 			Field{Name: "answered_at", Type: Time},
+			Field{Name: "asked_to", Type: String, Doc: "the first recipient, before any bubbling"},
+			Field{Name: "to_since", Type: Time, Doc: "when the question reached its current recipient"},
+			Field{Name: "hops", Type: Int, Min: atLeast(0), Doc: "how many times it bubbled up"},
 		)}
 
 	Bookmark = &Kind{Name: "bookmark", Plural: "bookmarks", Pattern: "bookmarks/{agent}.md", Version: 1,

@@ -135,6 +135,9 @@ func (f *Field) check(n *yaml.Node) string {
 			return fmt.Sprintf("must be a list, got %s", describe(n))
 		}
 		for _, c := range n.Content {
+			if c.Kind == yaml.AliasNode && c.Alias != nil {
+				c = c.Alias // [*base, test]
+			}
 			if c.Kind != yaml.ScalarNode {
 				return "list entries must be single values"
 			}

@@ -10,9 +10,11 @@ package main
 // To add a pair: add a row here and make sure both benchmarks report Metric.
 var pairs = []pair{
 	// Issue 2: docstore.
-	{Name: "BenchmarkParseDoc", Metric: "ops/s", Base: "BenchmarkRawParse"},
+	// BenchmarkListWhere10k reports ops/s (queries) and files/s (documents
+	// read, parsed and matched); files/s is the one comparable to grep.
+	{Name: "BenchmarkParse", Metric: "ops/s", Base: "BenchmarkRawParse"},
 	{Name: "BenchmarkUpdateDurable", Metric: "ops/s", Base: "BenchmarkRawDurableWrite"},
-	{Name: "BenchmarkListWhere/docs=10000", Metric: "files/s", Base: "BenchmarkRawGrep/files=10000"},
+	{Name: "BenchmarkListWhere10k", Metric: "files/s", Base: "BenchmarkRawGrep/files=10000"},
 
 	// Issue 3: watcher and projection.
 	{Name: "BenchmarkWatchLatency", Metric: "p50-µs", Base: "BenchmarkRawNotify/rename"},

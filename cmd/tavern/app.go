@@ -84,20 +84,7 @@ func addDirFlag(c *cli.Command) {
 // upward from the working directory. --dir names the .tavern directory
 // itself; a project directory holding a .tavern/ is accepted too.
 func storeDir(c *cli.Context) (string, error) {
-	// --dir may be given at any level (`tavern --dir X channel create`,
-	// `tavern channel create --dir X`); the innermost one set wins. A
-	// subcommand's own unset --dir must not hide its parent's.
-	d := ""
-	for _, ctx := range c.Lineage() {
-		if ctx.IsSet("dir") {
-			d = ctx.String("dir")
-			break
-		}
-	}
-	if d == "" {
-		d = os.Getenv("TAVERN_DIR")
-	}
-	if d != "" {
+	if d := dirOption(c); d != "" {
 		abs, err := filepath.Abs(d)
 		if err != nil {
 			return "", err
@@ -114,6 +101,24 @@ func storeDir(c *cli.Context) (string, error) {
 		return "", err
 	}
 	return docstore.Find(wd)
+}
+
+// dirOption is the --dir value: given after the command, else before it
+// (`tavern --dir D show x`), else TAVERN_DIR. Every command defines --dir
+// too (so it may follow the command), and urfave/cli reads a flag from the
+// innermost context that defines it, which would silently drop a --dir
+// given before the command; hence the walk up the lineage.
+func dirOption(c *cli.Context) string {
+	env := os.Getenv("TAVERN_DIR")
+	for _, cc := range c.Lineage() {
+		if cc.App == nil {
+			continue // the bare root context, which has no flags
+		}
+		if v := cc.String("dir"); v != env {
+			return v
+		}
+	}
+	return env
 }
 
 func openStore(c *cli.Context) (*docstore.Store, error) {

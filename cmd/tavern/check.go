@@ -98,6 +98,10 @@ Examples:
 	})
 }
 
+// checkHooks add semantic checks beyond the schema (package agents: an
+// agent state edited by hand to an illegal transition).
+var checkHooks []func(*docstore.Doc) error
+
 type problem struct {
 	Path    string `json:"path"`
 	Line    int    `json:"line,omitempty"`
@@ -126,6 +130,11 @@ func checkDoc(s *docstore.Store, rel string, strict bool) []problem {
 	for _, e := range d.Validate(strict) {
 		out = append(out, problem{Path: e.Path, Line: e.Line, Col: e.Col, Field: e.Field, Error: e.Msg, Message: e.Error(), Unknown: e.Unknown})
 	}
+	for _, hook := range checkHooks {
+		if err := hook(d); err != nil {
+			out = append(out, problem{Path: rel, Error: err.Error(), Message: err.Error()})
+		}
+	}
 	return out
 }
 
@@ -142,6 +151,15 @@ func storeFiles(s *docstore.Store, dir string) ([]string, error) {
 			return nil
 		}
 		name := e.Name()
+		if e.Type()&fs.ModeSymlink != 0 && !strings.HasPrefix(name, ".") {
+			// WalkDir does not follow symlinks. One that leaves the store
+			// (or dangles) is a problem to report, not a file to skip;
+			// checkDoc refuses to read through it and says so.
+			if real, err := filepath.EvalSymlinks(p); err != nil || !insideDir(s.Root(), real) {
+				out = append(out, p)
+				return nil
+			}
+		}
 		if e.IsDir() {
 			if p != dir && (strings.HasPrefix(name, ".") || (filepath.Dir(p) == s.Root() && name == "events")) {
 				return filepath.SkipDir
@@ -160,4 +178,8 @@ func storeFiles(s *docstore.Store, dir string) ([]string, error) {
 		}
 	}
 	return out, err
+}
+
+func insideDir(root, p string) bool {
+	return p == root || strings.HasPrefix(p, root+string(filepath.Separator))
 }

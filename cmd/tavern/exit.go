@@ -41,6 +41,7 @@ var exitCodes = []struct {
 	{docstore.ErrLost, exitConflict},
 	{schema.ErrInvalid, exitInvalid},
 	{docstore.ErrParse, exitInvalid},
+	{fs.ErrExist, exitConflict}, // create-if-absent lost to an existing document
 	{errNothing, exitNotFound},
 	{docstore.ErrNoStore, exitNotFound},
 	{fs.ErrNotExist, exitNotFound},
@@ -91,6 +92,11 @@ func exitCode(err error) int {
 	if errors.As(err, &ce) {
 		return ce.code
 	}
+	// urfave/cli reports these without a typed error; an unknown command
+	// even comes as cli.Exit(..., 3), which would read as "not found".
+	if strings.HasPrefix(err.Error(), "flag provided but not defined") || strings.HasPrefix(err.Error(), "No help topic") {
+		return exitUsage
+	}
 	var ee cli.ExitCoder
 	if errors.As(err, &ee) {
 		return ee.ExitCode()
@@ -99,9 +105,6 @@ func exitCode(err error) int {
 		if errors.Is(err, e.err) {
 			return e.code
 		}
-	}
-	if strings.HasPrefix(err.Error(), "flag provided but not defined") || strings.HasPrefix(err.Error(), "No help topic") {
-		return exitUsage // urfave/cli reports these without a typed error
 	}
 	return exitError
 }
@@ -114,16 +117,7 @@ func reportError(app *cli.App, args []string, err error) int {
 		return code
 	}
 	if wantsJSON(args) {
-		path, line, col := docstore.Position(err)
-		obj := map[string]any{"error": err.Error(), "code": code}
-		if path != "" {
-			obj["path"] = path
-		}
-		if line > 0 {
-			obj["line"], obj["col"] = line, col
-		}
-		b, _ := json.Marshal(obj)
-		fmt.Fprintln(app.ErrWriter, string(b))
+		fmt.Fprintln(app.ErrWriter, jsonError(err, code))
 		return code
 	}
 	fmt.Fprintf(app.ErrWriter, "tavern: %v\n", err)
@@ -143,4 +137,30 @@ func wantsJSON(args []string) bool {
 		}
 	}
 	return false
+}
+
+// jsonError renders err as the one-line JSON error object of the CLI
+// contract. Every key is always present (path, line and col are null when
+// the error has none), so consumers need no existence checks.
+func jsonError(err error, code int) string {
+	path, line, col := docstore.Position(err)
+	obj := map[string]any{"error": err.Error(), "code": code, "path": nil, "line": nil, "col": nil}
+	if path != "" {
+		obj["path"] = path
+	}
+	if line > 0 {
+		obj["line"], obj["col"] = line, col
+	}
+	b, _ := json.Marshal(obj)
+	return string(b)
+}
+
+// warn reports a problem that does not stop the command (a document ls
+// could not read): a JSON error object under --json, else a text line.
+func warn(c *cli.Context, err error) {
+	if c.Bool("json") {
+		errf(c, "%s\n", jsonError(err, exitCode(err)))
+		return
+	}
+	errf(c, "tavern: %v\n", err)
 }

@@ -21,7 +21,7 @@ Examples:
    tavern --dir /srv/project/.tavern init --name project`,
 		Flags: []cli.Flag{&cli.StringFlag{Name: "name", Usage: "project name recorded in tavern.md"}},
 		Action: func(c *cli.Context) error {
-			dir := c.String("dir")
+			dir := dirOption(c)
 			if dir == "" {
 				wd, err := os.Getwd()
 				if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -21,8 +22,17 @@ func init() {
 		Description: `Lists documents, filtered by --where (all must match), sorted and limited.
 EXPR is field=value, field!=value, field<N, field<=N, field>N, field>=N,
 field~substring (case-insensitive) or field? (exists). Fields may be dotted
-(bookmarks.general). --sort -field sorts descending. Invalid documents are
-listed and marked; their errors go to stderr.
+(bookmarks.general). A list field matches = and ~ if any entry does. Fields
+are compared as the current schema sees them (older documents migrated in
+memory). < <= > >= compare as numbers when both sides are numbers, as times
+when both are timestamps, else as text; a numeric field never matches a
+non-numeric bound.
+--sort -field sorts descending; documents without the field sort last.
+--limit applies after sorting. Documents that fail validation are listed and
+marked INVALID; files that do not parse are not listed. Each problem gives
+one line on stderr (a JSON error object under --json) and ls still exits 0.
+An empty result is not an error: exit 0, and [] under --json.
+--json prints an array of show --json objects without "body" (add --body).
 
 Examples:
    tavern ls agents --where state=working
@@ -70,7 +80,7 @@ Examples:
 			listed := entries[:0]
 			for _, e := range entries {
 				for _, pr := range e.Errors {
-					errf(c, "tavern: %s\n", pr.Msg)
+					warnProblem(c, e.Path, pr)
 				}
 				if e.Fields != nil {
 					listed = append(listed, e)
@@ -155,4 +165,19 @@ func printTable(c *cli.Context, k *schema.Kind, docs []watcher.Entry) {
 		fmt.Fprintf(tw, "%s\t%s\n", strings.Join(row, "\t"), rev)
 	}
 	tw.Flush()
+}
+
+// warnProblem reports one problem of a listed (or unlistable) document:
+// a JSON error object under --json, else a text line.
+func warnProblem(c *cli.Context, path string, pr watcher.Problem) {
+	if !c.Bool("json") {
+		errf(c, "tavern: %s\n", pr.Msg)
+		return
+	}
+	obj := map[string]any{"error": pr.Msg, "code": exitInvalid, "path": path, "line": nil, "col": nil}
+	if pr.Line > 0 {
+		obj["line"], obj["col"] = pr.Line, pr.Col
+	}
+	b, _ := json.Marshal(obj)
+	errf(c, "%s\n", b)
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/docstore"
@@ -14,6 +16,9 @@ func init() {
 		Description: `Documents from older schema versions are migrated in memory whenever they are
 read. migrate writes the migrated form back (only the changed lines), so the
 files match the current schema. --dry-run prints the diff and writes nothing.
+A document that would be invalid after migration is left untouched and
+reported; the others are still migrated, and the exit code is then 5.
+Documents that do not parse are reported and skipped.
 
 Examples:
    tavern migrate --dry-run
@@ -28,6 +33,7 @@ Examples:
 				return err
 			}
 			var changed []map[string]string
+			invalid := 0
 			for _, k := range schema.Kinds() {
 				docs, errs := s.List(k)
 				for _, e := range errs {
@@ -55,6 +61,13 @@ Examples:
 						_, err := k.Migrate(cur)
 						return err
 					}); err != nil {
+						if errors.Is(err, schema.ErrInvalid) {
+							// Invalid after migration: leave it as it is,
+							// report it, migrate the rest.
+							warn(c, err)
+							invalid++
+							continue
+						}
 						return err
 					}
 					if !c.Bool("json") {
@@ -66,10 +79,15 @@ Examples:
 				if changed == nil {
 					changed = []map[string]string{}
 				}
-				return printJSON(c, changed)
-			}
-			if len(changed) == 0 {
+				if err := printJSON(c, changed); err != nil {
+					return err
+				}
+			} else if len(changed) == 0 {
 				outf(c, "all documents are at the current schema version\n")
+			}
+			if invalid > 0 {
+				errf(c, "tavern: %d document(s) not migrated: invalid after migration (fix them, then run migrate again)\n", invalid)
+				return withCode(exitInvalid, errSilent)
 			}
 			return nil
 		},

@@ -20,8 +20,13 @@ func init() {
 		Usage:     "create a document",
 		ArgsUsage: "KIND NAME [field=value...]",
 		Description: `Creates .tavern/<kind dir>/<NAME>.md with the kind's defaults, then the given
-fields. Values are YAML: n=3 is an integer, tags=[a,b] a list, note='"3"' a string.
-Fails (exit 1) if the document exists; nothing is written if it would be invalid (exit 5).
+fields. Values are YAML: n=3 is an integer, tags=[a,b] a list, note='"3"' a string;
+text that is not a one-line YAML value (title=Fix #12, note=a: b) stays text.
+If the document exists nothing is written and the exit code is 4 (conflict:
+another writer got there first), so create-if-absent scripts can tell it from
+other failures (1). Nothing is written if it would be invalid (exit 5); an
+unusable NAME (../x, .hidden, a/b for a one-part kind) is a usage error (exit 2).
+--body FILE or --body - (stdin) sets the markdown body, after one blank line.
 
 Examples:
    tavern new agent alice role=reviewer queue=build

@@ -6,14 +6,20 @@ import (
 	"github.com/tavernhq/tavern/docstore"
 )
 
+// setGuards may refuse a write of the named fields of rel before anything
+// is written (package agents: only a verifier writes commitment status).
+var setGuards []func(rel string, fields []string) error
+
 func init() {
 	register(&cli.Command{
 		Name:      "set",
 		Usage:     "set frontmatter fields of a document",
 		ArgsUsage: "REF field=value...",
 		Description: `Each value is written as a YAML scalar or flow value: n=3 is an integer,
-tags=[a,b] a list, name='"007"' a string. Only the lines of the named fields
-change. With --if-rev the update fails with exit 4 unless the document is
+tags=[a,b] a list, name='"007"' a string. Text that is not a one-line YAML
+scalar or flow value stays text exactly as typed: title=Fix #12 is "Fix #12"
+(not "Fix" and a comment), note=a: b is "a: b". Only the lines of the named
+fields change; a quoted string keeps the file's quoting style. With --if-rev the update fails with exit 4 unless the document is
 still at that revision (from show --json), so read-modify-write loops are safe.
 The result is validated first; an invalid result is refused (exit 5).
 
@@ -41,6 +47,15 @@ Examples:
 			rel, err := resolveRef(s, c.Args().First())
 			if err != nil {
 				return err
+			}
+			fields := append([]string(nil), c.StringSlice("unset")...)
+			for _, a := range assigns {
+				fields = append(fields, a[0])
+			}
+			for _, guard := range setGuards {
+				if err := guard(rel, fields); err != nil {
+					return err
+				}
 			}
 			d, err := s.UpdateIf(rel, c.String("if-rev"), func(d *docstore.Doc) error {
 				for _, a := range assigns {

@@ -52,8 +52,12 @@ Examples:
 // the working directory or absolute).
 func resolveRef(s *docstore.Store, ref string) (string, error) {
 	if filepath.IsAbs(ref) || filepath.Ext(ref) == ".md" {
-		if rel, err := s.Rel(ref); err == nil {
+		rel, err := s.Rel(ref)
+		if err == nil {
 			return rel, nil
+		}
+		if filepath.IsAbs(ref) {
+			return "", err // an absolute path outside the store is not a kind/name
 		}
 	}
 	return s.Resolve(ref)

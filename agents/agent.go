@@ -1,0 +1,441 @@
+package agents
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
+	"github.com/tavernhq/tavern/watcher"
+)
+
+// User is the recipient at the top of every hierarchy: questions that
+// bubble past the last parent reach "@user".
+const User = "@user"
+
+// Manager runs the agent operations of one store: agent documents and
+// their state machine, constitutions, commitments and their verification,
+// questions, the spawn wrapper and pools. Every state change it makes is
+// appended to the store's event journal. A Manager is safe for concurrent
+// use; several processes may each have one on the same store.
+type Manager struct {
+	Store   *docstore.Store
+	Journal *watcher.Journal // nil: nothing is journaled
+	// Now is the clock (tests replace it); nil means time.Now.
+	Now func() time.Time
+	// Host identifies this machine in agent documents (pid/host); liveness
+	// locks only prove anything on the host that took them.
+	Host string
+
+	ownJournal bool
+}
+
+// NewManager opens the store's journal and returns a Manager.
+func NewManager(s *docstore.Store) (*Manager, error) {
+	j, err := watcher.OpenJournal(s.Root(), watcher.JournalOptions{})
+	if err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	return &Manager{Store: s, Journal: j, Host: host, ownJournal: true}, nil
+}
+
+// Close releases the journal if NewManager opened it.
+func (m *Manager) Close() error {
+	if m.ownJournal && m.Journal != nil {
+		return m.Journal.Close()
+	}
+	return nil
+}
+
+func (m *Manager) now() time.Time {
+	if m.Now != nil {
+		return m.Now()
+	}
+	return time.Now()
+}
+
+// ProjectDir is the directory holding .tavern/: assertions and spawned
+// commands run there.
+func (m *Manager) ProjectDir() string { return filepath.Dir(m.Store.Root()) }
+
+// event journals one event. Journal failures do not undo the document
+// change (the documents are the truth; the journal is their history), so
+// they are returned for the caller to report, never hidden.
+func (m *Manager) event(e watcher.Event) error {
+	if m.Journal == nil {
+		return nil
+	}
+	_, err := m.Journal.Append(e)
+	return err
+}
+
+// Agent is the parsed frontmatter of an agent document.
+type Agent struct {
+	Name           string    `json:"name"`
+	ID             string    `json:"id,omitempty"`
+	Role           string    `json:"role,omitempty"`
+	State          string    `json:"state"`
+	AppliedState   string    `json:"applied_state,omitempty"`
+	Parent         string    `json:"parent,omitempty"`
+	Queues         []string  `json:"queues,omitempty"`
+	Model          string    `json:"model,omitempty"`
+	Pool           string    `json:"pool,omitempty"`
+	Constitution   string    `json:"constitution_sha256,omitempty"`
+	Spawns         int       `json:"spawns"`
+	PID            int       `json:"pid,omitempty"`
+	Host           string    `json:"host,omitempty"`
+	SessionID      string    `json:"session_id,omitempty"`
+	VerifyAttempts int       `json:"verify_attempts,omitempty"`
+	Created        time.Time `json:"created,omitzero"`
+	Updated        time.Time `json:"updated,omitzero"`
+	Path           string    `json:"path"`
+	Rev            string    `json:"rev"`
+}
+
+// Effective is the state the engine acts on: the state last applied, or
+// the document's state when it has no applied_state (a document created by
+// hand) or the hand edit is a legal transition.
+func (a *Agent) Effective() string {
+	if a.AppliedState == "" || a.AppliedState == a.State || Legal(a.AppliedState, a.State) {
+		return a.State
+	}
+	return a.AppliedState
+}
+
+// IllegalEdit reports whether the document's state is an illegal hand edit.
+func (a *Agent) IllegalEdit() bool {
+	return a.AppliedState != "" && a.AppliedState != a.State && !Legal(a.AppliedState, a.State)
+}
+
+func agentFromDoc(d *docstore.Doc) *Agent {
+	a := &Agent{
+		Name: d.Name, ID: d.String("id"), Role: d.String("role"), State: d.String("state"),
+		AppliedState: d.String("applied_state"), Parent: d.String("parent"), Model: d.String("model"),
+		Pool: d.String("pool"), Constitution: d.String("constitution_sha256"), Host: d.String("host"),
+		SessionID: d.String("session_id"), Path: d.Path, Rev: d.Rev,
+	}
+	if a.Name == "" {
+		a.Name = strings.TrimSuffix(filepath.Base(d.Path), ".md")
+	}
+	if a.State == "" {
+		a.State = Idle
+	}
+	a.Queues = d.Strings("queues")
+	if q := d.String("queue"); q != "" && len(a.Queues) == 0 {
+		a.Queues = []string{q}
+	}
+	n, _ := d.Int("spawns")
+	a.Spawns = int(n)
+	n, _ = d.Int("pid")
+	a.PID = int(n)
+	n, _ = d.Int("verify_attempts")
+	a.VerifyAttempts = int(n)
+	a.Created, _ = d.Time("created")
+	a.Updated, _ = d.Time("updated")
+	return a
+}
+
+// AgentPath is the document path of an agent.
+func AgentPath(name string) string { return "agents/" + name + ".md" }
+
+// GetAgent reads an agent.
+func (m *Manager) GetAgent(name string) (*Agent, error) {
+	if err := ValidAgentName(name); err != nil {
+		return nil, err
+	}
+	d, err := m.Store.Get(AgentPath(name))
+	if err != nil {
+		return nil, err
+	}
+	return agentFromDoc(d), nil
+}
+
+// GetAgentDoc reads an agent's document (frontmatter and body).
+func (m *Manager) GetAgentDoc(name string) (*docstore.Doc, error) {
+	if err := ValidAgentName(name); err != nil {
+		return nil, err
+	}
+	return m.Store.Get(AgentPath(name))
+}
+
+// ListAgents reads every agent; unreadable documents come back as errors.
+func (m *Manager) ListAgents() ([]*Agent, []error) {
+	docs, errs := m.Store.List(schema.Agent)
+	out := make([]*Agent, 0, len(docs))
+	for _, d := range docs {
+		out = append(out, agentFromDoc(d))
+	}
+	return out, errs
+}
+
+// AgentSpec describes a new agent.
+type AgentSpec struct {
+	Name       string // "" draws a themed name
+	Role       string
+	Parent     string
+	Model      string
+	Queues     []string
+	Pool       string
+	Assignment string
+}
+
+// CreateAgent writes a new agent document in state idle. With a role that
+// has a constitution, the constitution's sha256 is recorded: later spawns
+// refuse to run the agent under a changed constitution. An unnamed agent
+// gets a themed name; the document is created exclusively, so concurrent
+// creators never share a name.
+func (m *Manager) CreateAgent(spec AgentSpec) (*Agent, error) {
+	if spec.Name != "" {
+		if err := ValidAgentName(spec.Name); err != nil {
+			return nil, err
+		}
+	}
+	if spec.Parent != "" {
+		if err := ValidAgentName(spec.Parent); err != nil {
+			return nil, fmt.Errorf("parent: %w", err)
+		}
+	}
+	sha := ""
+	if spec.Role != "" {
+		if err := schema.ValidName(spec.Role); err != nil {
+			return nil, err
+		}
+		var err error
+		if sha, err = m.ConstitutionSHA(spec.Role); err != nil && !errors.Is(err, docstore.ErrNotExist) {
+			return nil, err
+		}
+	}
+	for try := 0; ; try++ {
+		name := spec.Name
+		if name == "" {
+			name = themedName(try)
+		}
+		d, err := m.newAgentDoc(name, spec, sha)
+		if err != nil {
+			return nil, err
+		}
+		err = m.Store.Create(AgentPath(name), d)
+		if errors.Is(err, docstore.ErrExist) && spec.Name == "" && try < 64 {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		a := agentFromDoc(d)
+		return a, m.event(watcher.Event{Type: "agent.created", Kind: "agent", Path: d.Path, Rev: d.Rev,
+			Agent: name, Parent: spec.Parent, Data: map[string]any{"role": spec.Role, "state": Idle}})
+	}
+}
+
+func (m *Manager) newAgentDoc(name string, spec AgentSpec, sha string) (*docstore.Doc, error) {
+	now := m.now()
+	f := [][2]any{
+		{schema.VersionField, schema.Agent.Version},
+		{"id", docstore.NewID()},
+		{"name", name},
+	}
+	add := func(k string, v any, ok bool) {
+		if ok {
+			f = append(f, [2]any{k, v})
+		}
+	}
+	add("role", spec.Role, spec.Role != "")
+	f = append(f, [2]any{"state", Idle}, [2]any{"applied_state", Idle})
+	add("parent", spec.Parent, spec.Parent != "")
+	add("queues", spec.Queues, len(spec.Queues) > 0)
+	add("model", spec.Model, spec.Model != "")
+	add("pool", spec.Pool, spec.Pool != "")
+	add("constitution_sha256", sha, sha != "")
+	f = append(f, [2]any{"spawns", 0}, [2]any{"created", now}, [2]any{"updated", now}, [2]any{"state_changed", now})
+	assignment := strings.TrimSpace(spec.Assignment)
+	body := fmt.Sprintf("\n# %s\n\n## %s\n\n%s\n\n## %s\n\n## %s\n", name, SectionAssignment, orNone(assignment), SectionNotes, SectionMessages)
+	return docstore.New(schema.Agent, f, []byte(body))
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "_none_"
+	}
+	return s
+}
+
+// TransitionOptions qualify a state change.
+type TransitionOptions struct {
+	By     string // who asks: an agent name, "verifier", "user", "spawn"...
+	Reason string // journaled with the event
+	// Force applies any state, legal or not, and even over an illegal hand
+	// edit. It is journaled as forced: the escape hatch for a person.
+	Force bool
+	// Edit, if set, also edits the document in the same write.
+	Edit func(*docstore.Doc) error
+}
+
+// Transition moves an agent to state to. The move must be legal from the
+// effective state (see Agent.Effective); a document whose state was edited
+// by hand to an illegal value is refused with ErrIllegalEdit until someone
+// restores it or forces a state. Moving to done with commitments that have
+// not all passed is refused with ErrUnverified. Staying in the same state
+// writes nothing. Each transition is journaled as "agent.state".
+func (m *Manager) Transition(name, to string, opt TransitionOptions) (*Agent, error) {
+	if !ValidState(to) {
+		return nil, fmt.Errorf("%w: unknown state %q (states: idle, working, waiting, verifying, done, failed)", ErrIllegalTransition, to)
+	}
+	if err := ValidAgentName(name); err != nil {
+		return nil, err
+	}
+	rel := AgentPath(name)
+	if to == Done && !opt.Force {
+		if err := m.requireVerified(name); err != nil {
+			return nil, err
+		}
+	}
+	var from string
+	var handFrom string // a legal hand edit applied by this write
+	d, err := m.Store.Update(rel, func(d *docstore.Doc) error {
+		a := agentFromDoc(d)
+		from = a.Effective()
+		handFrom = ""
+		if a.IllegalEdit() && !opt.Force {
+			return &TransitionError{Path: rel, Agent: name, From: a.AppliedState, To: a.State, Err: ErrIllegalEdit}
+		}
+		if a.AppliedState != "" && a.AppliedState != a.State && !a.IllegalEdit() {
+			handFrom = a.AppliedState
+		}
+		if from == to && handFrom == "" && a.AppliedState != "" {
+			return nil // no change
+		}
+		if !opt.Force && !Legal(from, to) {
+			return &TransitionError{Path: rel, Agent: name, From: from, To: to, Err: ErrIllegalTransition}
+		}
+		now := m.now()
+		for _, kv := range [][2]any{{"state", to}, {"applied_state", to}, {"state_changed", now}, {"updated", now}} {
+			if err := d.Set(kv[0].(string), kv[1]); err != nil {
+				return err
+			}
+		}
+		if opt.Edit != nil {
+			return opt.Edit(d)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	a := agentFromDoc(d)
+	var jerr error
+	if handFrom != "" && handFrom != from {
+		jerr = m.event(watcher.Event{Type: "agent.state", Kind: "agent", Path: rel, Agent: name, Parent: a.Parent,
+			Data: map[string]any{"from": handFrom, "to": from, "by": "hand"}})
+	}
+	if from != to || opt.Force {
+		data := map[string]any{"from": from, "to": to}
+		if opt.By != "" {
+			data["by"] = opt.By
+		}
+		if opt.Reason != "" {
+			data["reason"] = opt.Reason
+		}
+		if opt.Force {
+			data["forced"] = true
+		}
+		if err := m.event(watcher.Event{Type: "agent.state", Kind: "agent", Path: rel, Rev: d.Rev, Agent: name, Parent: a.Parent, Data: data}); err != nil {
+			jerr = err
+		}
+	}
+	return a, jerr
+}
+
+// requireVerified refuses done for an agent with unpassed commitments.
+func (m *Manager) requireVerified(name string) error {
+	cs, err := m.Commitments(name)
+	if err != nil {
+		return err
+	}
+	var pending []string
+	for _, c := range cs {
+		if c.Status != StatusPassed {
+			pending = append(pending, c.ID+" ("+c.Status+")")
+		}
+	}
+	if len(pending) > 0 {
+		return &AgentError{Op: "done", Path: AgentPath(name), Err: fmt.Errorf("%w: %s", ErrUnverified, strings.Join(pending, ", "))}
+	}
+	return nil
+}
+
+// EditAgent applies fn to the agent's document under its lock (body
+// sections, fields other than state). Use Transition for state.
+func (m *Manager) EditAgent(name string, fn func(*docstore.Doc) error) (*Agent, error) {
+	if err := ValidAgentName(name); err != nil {
+		return nil, err
+	}
+	d, err := m.Store.Update(AgentPath(name), func(d *docstore.Doc) error {
+		if err := fn(d); err != nil {
+			return err
+		}
+		return d.Set("updated", m.now())
+	})
+	if err != nil {
+		return nil, err
+	}
+	return agentFromDoc(d), nil
+}
+
+// AddNote appends a paragraph to the agent's Notes section.
+func (m *Manager) AddNote(name, note string) (*Agent, error) {
+	return m.EditAgent(name, func(d *docstore.Doc) error {
+		d.SetBody(AppendSection(d.Body(), SectionNotes, note))
+		return nil
+	})
+}
+
+// AuditProblem is an agent document whose state is an illegal hand edit.
+type AuditProblem = TransitionError
+
+// Audit checks every agent document: a state edited by hand to a value that
+// cannot follow the state last applied is returned as a problem (and is not
+// acted on by the engine). Legal hand edits are accepted: they are
+// journaled as transitions "by": "hand" and applied_state catches up.
+func (m *Manager) Audit() ([]*TransitionError, error) {
+	agents, errs := m.ListAgents()
+	var probs []*TransitionError
+	for _, a := range agents {
+		if p := CheckAgent(a); p != nil {
+			probs = append(probs, p)
+			continue
+		}
+		if a.AppliedState != "" && a.AppliedState != a.State {
+			if _, err := m.Transition(a.Name, a.State, TransitionOptions{By: "hand"}); err != nil {
+				return probs, err
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return probs, errors.Join(errs...)
+	}
+	return probs, nil
+}
+
+// CheckAgent reports an illegal hand edit of an agent's state, or nil.
+func CheckAgent(a *Agent) *TransitionError {
+	if a.IllegalEdit() {
+		return &TransitionError{Path: a.Path, Agent: a.Name, From: a.AppliedState, To: a.State, Err: ErrIllegalEdit}
+	}
+	return nil
+}
+
+// CheckAgentDoc is CheckAgent for a parsed document (tavern check).
+func CheckAgentDoc(d *docstore.Doc) error {
+	if d.Kind != schema.Agent {
+		return nil
+	}
+	if p := CheckAgent(agentFromDoc(d)); p != nil {
+		return p
+	}
+	return nil
+}

@@ -1,0 +1,298 @@
+package agents
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
+	"github.com/tavernhq/tavern/watcher"
+)
+
+// Commitment statuses.
+const (
+	StatusPending = "pending"
+	StatusPassed  = "passed"
+	StatusFailed  = "failed"
+)
+
+// DefaultAssertionTimeout applies to commitments without a timeout.
+const DefaultAssertionTimeout = 60 * time.Second
+
+// outputTail is how much of an assertion's output a commitment keeps.
+const outputTail = 2048
+
+// Commitment is the parsed frontmatter of commitments/<agent>/<id>.md.
+type Commitment struct {
+	ID          string        `json:"id"`
+	Agent       string        `json:"agent"`
+	Description string        `json:"description"`
+	Assertion   string        `json:"assertion"`
+	Timeout     time.Duration `json:"timeout_ns"`
+	Status      string        `json:"status"`
+	ExitCode    *int          `json:"exit_code,omitempty"`
+	Output      string        `json:"output,omitempty"`
+	VerifiedAt  time.Time     `json:"verified_at,omitzero"`
+	VerifiedBy  string        `json:"verified_by,omitempty"`
+	Path        string        `json:"path"`
+}
+
+func commitmentFromDoc(d *docstore.Doc) *Commitment {
+	c := &Commitment{ID: d.String("id"), Agent: d.String("agent"), Description: d.String("description"),
+		Assertion: d.String("assertion"), Status: d.String("status"), Output: d.String("output"),
+		VerifiedBy: d.String("verified_by"), Path: d.Path}
+	if parts := strings.SplitN(d.Name, "/", 2); len(parts) == 2 {
+		if c.Agent == "" {
+			c.Agent = parts[0]
+		}
+		if c.ID == "" {
+			c.ID = parts[1]
+		}
+	}
+	if c.Status == "" {
+		c.Status = StatusPending
+	}
+	c.Timeout = DefaultAssertionTimeout
+	if t, err := time.ParseDuration(d.String("timeout")); err == nil && t > 0 {
+		c.Timeout = t
+	}
+	if n, ok := d.Int("exit_code"); ok {
+		v := int(n)
+		c.ExitCode = &v
+	}
+	c.VerifiedAt, _ = d.Time("verified_at")
+	return c
+}
+
+// AddCommitment records a claim the agent makes and the shell assertion
+// that checks it. timeout 0 means DefaultAssertionTimeout.
+func (m *Manager) AddCommitment(agent, description, assertion string, timeout time.Duration) (*Commitment, error) {
+	if err := ValidAgentName(agent); err != nil {
+		return nil, err
+	}
+	if _, err := m.GetAgent(agent); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(assertion) == "" || strings.TrimSpace(description) == "" {
+		return nil, fmt.Errorf("%w: a commitment needs a description and an assertion", schema.ErrInvalid)
+	}
+	if timeout <= 0 {
+		timeout = DefaultAssertionTimeout
+	}
+	id := docstore.NewID()
+	rel := "commitments/" + agent + "/" + id + ".md"
+	now := m.now()
+	d, err := docstore.New(schema.Commitment, [][2]any{
+		{schema.VersionField, schema.Commitment.Version}, {"id", id}, {"agent", agent},
+		{"description", description}, {"assertion", assertion}, {"timeout", timeout.String()},
+		{"status", StatusPending}, {"created", now}, {"updated", now},
+	}, []byte("\n"))
+	if err != nil {
+		return nil, err
+	}
+	if err := m.Store.Create(rel, d); err != nil {
+		return nil, err
+	}
+	c := commitmentFromDoc(d)
+	return c, m.event(watcher.Event{Type: "commitment.added", Kind: "commitment", Path: rel, Agent: agent,
+		Data: map[string]any{"description": description, "assertion": assertion}})
+}
+
+// Commitments lists an agent's commitments, oldest first.
+func (m *Manager) Commitments(agent string) ([]*Commitment, error) {
+	if err := ValidAgentName(agent); err != nil {
+		return nil, err
+	}
+	paths, err := m.Store.ListFiles(schema.Commitment)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Commitment
+	prefix := "commitments/" + agent + "/"
+	for _, p := range paths {
+		if !strings.HasPrefix(p, prefix) {
+			continue
+		}
+		d, err := m.Store.Get(p)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, commitmentFromDoc(d))
+	}
+	return out, nil
+}
+
+// StatusFields are the commitment fields only a verifier may write.
+var StatusFields = []string{"status", "exit_code", "output", "verified_at", "verified_by", "duration"}
+
+// CheckCommitmentWrite refuses a write of a commitment's status fields by
+// the agent that made the commitment (actor is the writer's agent identity,
+// "" for a person or a verifier without one). rel is the commitment path;
+// fields are the fields being written.
+func CheckCommitmentWrite(rel, actor string, fields []string) error {
+	k, caps, err := schema.KindOfPath(rel)
+	if err != nil || k != schema.Commitment || actor == "" {
+		return nil
+	}
+	if caps["agent"] != actor {
+		return nil
+	}
+	for _, f := range fields {
+		for _, s := range StatusFields {
+			if f == s {
+				return &AgentError{Op: "set " + f, Path: rel, Err: ErrSelfVerify}
+			}
+		}
+	}
+	return nil
+}
+
+// Result is the outcome of one assertion run.
+type Result struct {
+	Commitment *Commitment    `json:"commitment"`
+	Passed     bool           `json:"passed"`
+	ExitCode   int            `json:"exit_code"`
+	TimedOut   bool           `json:"timed_out,omitempty"`
+	Output     string         `json:"output,omitempty"`
+	Duration   time.Duration  `json:"duration_ns"`
+	Err        error          `json:"-"`
+	Extra      map[string]any `json:"-"`
+}
+
+// Verify runs every assertion of the agent's commitments (sh -c, in the
+// project directory, each under its timeout; the whole process group is
+// killed on timeout) and writes status, exit_code, output tail,
+// verified_at and verified_by into each commitment. by names the verifier;
+// an agent verifying itself is refused with ErrSelfVerify. It does not
+// change the agent's state (see VerifyAgent).
+func (m *Manager) Verify(ctx context.Context, agent, by string) ([]Result, error) {
+	if by == agent {
+		return nil, &AgentError{Op: "verify", Path: AgentPath(agent), Err: ErrSelfVerify}
+	}
+	if by == "" {
+		by = "verifier"
+	}
+	cs, err := m.Commitments(agent)
+	if err != nil {
+		return nil, err
+	}
+	results := []Result{} // non-nil: verified, even with no commitments
+	for _, c := range cs {
+		if err := ctx.Err(); err != nil {
+			return results, err
+		}
+		r := m.runAssertion(ctx, c)
+		if ctx.Err() != nil { // interrupted: not a verdict
+			return results, ctx.Err()
+		}
+		now := m.now()
+		d, err := m.Store.Update(c.Path, func(d *docstore.Doc) error {
+			status := StatusFailed
+			if r.Passed {
+				status = StatusPassed
+			}
+			for _, kv := range [][2]any{{"status", status}, {"exit_code", r.ExitCode}, {"output", r.Output},
+				{"verified_at", now}, {"verified_by", by}, {"duration", r.Duration.Round(time.Millisecond).String()}, {"updated", now}} {
+				if err := d.Set(kv[0].(string), kv[1]); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return results, err
+		}
+		r.Commitment = commitmentFromDoc(d)
+		results = append(results, r)
+		if err := m.event(watcher.Event{Type: "commitment.verified", Kind: "commitment", Path: c.Path, Agent: agent,
+			Data: map[string]any{"passed": r.Passed, "exit_code": r.ExitCode, "timed_out": r.TimedOut, "by": by}}); err != nil {
+			return results, err
+		}
+	}
+	return results, nil
+}
+
+func (m *Manager) runAssertion(ctx context.Context, c *Commitment) Result {
+	start := time.Now()
+	code, out, timedOut, err := RunShell(ctx, m.ProjectDir(), c.Assertion, c.Timeout, nil)
+	r := Result{Commitment: c, ExitCode: code, TimedOut: timedOut, Output: out, Duration: time.Since(start), Err: err}
+	if timedOut {
+		r.Output = strings.TrimSpace(r.Output + fmt.Sprintf("\n[timed out after %s; process group killed]", c.Timeout))
+	} else if err != nil {
+		r.Output = strings.TrimSpace(r.Output + "\n[" + err.Error() + "]")
+	}
+	r.Passed = err == nil && !timedOut && code == 0
+	return r
+}
+
+// RunShell runs script with `sh -c` in dir, in its own process group,
+// combining stdout and stderr and keeping the last outputTail bytes. After
+// timeout (or when ctx ends) the whole group is killed with SIGKILL, so
+// children of the shell cannot keep running or hold the output open. env
+// nil inherits the environment.
+func RunShell(ctx context.Context, dir, script string, timeout time.Duration, env []string) (exitCode int, output string, timedOut bool, err error) {
+	tctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(tctx, "/bin/sh", "-c", script)
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.Stdin = nil
+	var buf tailBuffer
+	buf.max = outputTail
+	cmd.Stdout = &buf
+	cmd.Stderr = &buf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 2 * time.Second
+	err = cmd.Run()
+	// The shell may have exited while its group lives on: kill it anyway.
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	timedOut = errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, buf.String(), false, nil
+	case errors.As(err, &ee):
+		code := ee.ExitCode()
+		if code < 0 { // killed by a signal
+			code = 128
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				code = 128 + int(ws.Signal())
+			}
+		}
+		return code, buf.String(), timedOut, nil
+	case errors.Is(err, exec.ErrWaitDelay):
+		return 0, buf.String(), timedOut, nil
+	}
+	return -1, buf.String(), timedOut, &os.PathError{Op: "run", Path: "/bin/sh", Err: err}
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if len(t.b) > 2*t.max {
+		t.b = append([]byte(nil), t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	b := t.b
+	if len(b) > t.max {
+		b = b[len(b)-t.max:]
+	}
+	return strings.TrimSpace(strings.ToValidUTF8(string(b), "?"))
+}

@@ -1,0 +1,90 @@
+package agents
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
+	"github.com/tavernhq/tavern/watcher"
+)
+
+// ConstitutionPath is the document path of a role's constitution.
+func ConstitutionPath(role string) string { return "constitutions/" + role + ".md" }
+
+// ConstitutionSHA returns the sha256 (hex) of the role's constitution file
+// as it is on disk, every byte included: any edit, even of whitespace or
+// frontmatter, is a change an agent must not inherit silently.
+func (m *Manager) ConstitutionSHA(role string) (string, error) {
+	if err := schema.ValidName(role); err != nil {
+		return "", err
+	}
+	data, err := m.Store.ReadFile(ConstitutionPath(role))
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// WriteConstitution creates or replaces a role's constitution. Agents
+// created under the old text will be refused at their next spawn until
+// they accept the new one.
+func (m *Manager) WriteConstitution(role, description, text string) (string, error) {
+	if err := schema.ValidName(role); err != nil {
+		return "", err
+	}
+	rel := ConstitutionPath(role)
+	now := m.now()
+	d, err := docstore.New(schema.Constitution, [][2]any{
+		{schema.VersionField, schema.Constitution.Version},
+		{"id", docstore.NewID()}, {"role", role}, {"description", description},
+		{"created", now}, {"updated", now},
+	}, []byte("\n"+text+"\n"))
+	if err != nil {
+		return "", err
+	}
+	if err := m.Store.Create(rel, d); errors.Is(err, docstore.ErrExist) {
+		if _, err2 := m.Store.Update(rel, func(cur *docstore.Doc) error {
+			cur.SetBody([]byte("\n" + text + "\n"))
+			if description != "" {
+				if err := cur.Set("description", description); err != nil {
+					return err
+				}
+			}
+			return cur.Set("updated", now)
+		}); err2 != nil {
+			return "", err2
+		}
+	} else if err != nil {
+		return "", err
+	}
+	sha, err := m.ConstitutionSHA(role)
+	if err != nil {
+		return "", err
+	}
+	return sha, m.event(watcher.Event{Type: "constitution.written", Kind: "constitution", Path: rel, Data: map[string]any{"role": role, "sha256": sha}})
+}
+
+// checkConstitution compares the agent's recorded constitution with the
+// current file. It returns the sha to record (unchanged, first recording,
+// or the accepted new one) and whether it was accepted anew.
+func (m *Manager) checkConstitution(a *Agent, accept bool) (sha string, accepted bool, err error) {
+	if a.Role == "" {
+		return a.Constitution, false, nil
+	}
+	cur, err := m.ConstitutionSHA(a.Role)
+	if err != nil && !errors.Is(err, docstore.ErrNotExist) {
+		return "", false, err
+	}
+	switch {
+	case a.Constitution == "":
+		return cur, false, nil // first spawn under a role without a recorded constitution
+	case a.Constitution == cur:
+		return cur, false, nil
+	case accept:
+		return cur, true, nil
+	}
+	return "", false, &ConstitutionError{Path: ConstitutionPath(a.Role), Agent: a.Name, Recorded: a.Constitution, Current: cur}
+}

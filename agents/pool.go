@@ -1,0 +1,451 @@
+package agents
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/schema"
+	"github.com/tavernhq/tavern/watcher"
+)
+
+// Pool empty-queue behaviours.
+const (
+	EmptyIdle      = "idle"      // keep min drones waiting for items
+	EmptyHibernate = "hibernate" // no drones while empty; wake on new items
+	EmptyTerminate = "terminate" // exit once drained and nothing is claimed
+)
+
+// PoolOptions configure RunPool.
+type PoolOptions struct {
+	Name    string
+	Queues  []string
+	Min     int
+	Max     int
+	OnEmpty string // idle | hibernate | terminate; "" takes the first queue's on_empty
+	Steal   bool
+	Model   string
+	Command []string // the drones' command (recorded in the pool document)
+	// Drone builds the process of one drone for agent name: a spawn
+	// wrapper (`tavern spawn --name NAME --pool P --queue Q --json -- CMD`)
+	// that prints its SpawnResult as JSON on stdout. wait > 0 asks it to
+	// wait that long for an item (idle drones).
+	Drone  func(agent string, wait time.Duration) *exec.Cmd
+	Broker *queues.Broker
+	// IdleWait is how long an idle drone waits for an item before it exits
+	// and is replaced (default 1m).
+	IdleWait time.Duration
+	// Tick is the interval of metrics writes and of the rescan that catches
+	// backoffs ending (default 1s).
+	Tick time.Duration
+	// Interrupt: the first signal drains (no new drones; running drones
+	// finish), the second forwards SIGTERM to the drones (their items are
+	// released). Cancelling ctx drains too.
+	Interrupt <-chan os.Signal
+	// Progress is called after every change of the metrics.
+	Progress func(PoolMetrics)
+	// OnError reports drone problems that do not stop the pool.
+	OnError func(error)
+}
+
+// PoolMetrics are the live numbers of a pool (also its document's fields).
+type PoolMetrics struct {
+	Name          string  `json:"name"`
+	State         string  `json:"state"` // running | draining | stopped
+	Drones        int     `json:"drones"`
+	PeakDrones    int     `json:"peak_drones"`
+	Spawned       int     `json:"spawned"`
+	Crashed       int     `json:"crashed"`
+	ItemsDone     int     `json:"items_done"`
+	ItemsFailed   int     `json:"items_failed"`
+	ItemsReleased int     `json:"items_released"`
+	Steals        int     `json:"steals"`
+	Pending       int     `json:"pending"` // ready + waiting items in the pool's queues
+	Claimed       int     `json:"claimed"`
+	Throughput    float64 `json:"throughput"`    // items done per minute
+	Utilization   float64 `json:"utilization"`   // busy drone-seconds / (max x elapsed)
+	Amplification float64 `json:"amplification"` // average concurrent drones
+	Elapsed       string  `json:"elapsed"`
+}
+
+// PoolPath is the document path of a pool.
+func PoolPath(name string) string { return "pools/" + name + ".md" }
+
+type drone struct {
+	name   string
+	cmd    *exec.Cmd
+	start  time.Time
+	stdout bytes.Buffer
+	stderr tailBuffer
+}
+
+type droneExit struct {
+	d   *drone
+	res *SpawnResult
+	err error
+}
+
+// RunPool keeps between Min and Max drones working on the pool's queues:
+// each drone is a spawn wrapper process that claims one item, runs the
+// command on it and exits. It scales with the number of claimable items,
+// replaces drones as they exit (a crashed drone's item comes back by
+// liveness), follows the empty-queue behaviour, and keeps pools/<name>.md
+// up to date with the metrics. It returns the final metrics when it has
+// drained (terminate mode, or after an interrupt).
+func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, error) {
+	if err := ValidAgentName(opt.Name); err != nil {
+		return nil, err
+	}
+	if len(opt.Queues) == 0 || opt.Drone == nil || opt.Broker == nil {
+		return nil, errors.New("pool: queues, a drone command and a broker are required")
+	}
+	if opt.Max <= 0 {
+		opt.Max = 1
+	}
+	if opt.Min < 0 || opt.Min > opt.Max {
+		return nil, fmt.Errorf("pool: min %d must be between 0 and max %d", opt.Min, opt.Max)
+	}
+	if opt.Tick <= 0 {
+		opt.Tick = time.Second
+	}
+	if opt.IdleWait <= 0 {
+		opt.IdleWait = time.Minute
+	}
+	for _, q := range opt.Queues {
+		if _, err := opt.Broker.Queue(q); err != nil {
+			return nil, err
+		}
+	}
+	if opt.OnEmpty == "" {
+		q, _ := opt.Broker.Queue(opt.Queues[0])
+		opt.OnEmpty = q.OnEmpty
+		if opt.OnEmpty == "steal" {
+			opt.OnEmpty, opt.Steal = EmptyIdle, true
+		}
+	}
+	switch opt.OnEmpty {
+	case EmptyIdle, EmptyHibernate, EmptyTerminate:
+	default:
+		return nil, fmt.Errorf("pool: on_empty %q: want idle, hibernate or terminate", opt.OnEmpty)
+	}
+	report := func(err error) {
+		if err != nil && opt.OnError != nil {
+			opt.OnError(err)
+		}
+	}
+
+	p := &poolRun{m: m, opt: opt, started: time.Now(), running: map[string]*drone{}}
+	p.metrics.Name, p.metrics.State = opt.Name, "running"
+	if err := p.writeDoc(true); err != nil {
+		return nil, err
+	}
+	report(m.event(watcher.Event{Type: "pool.started", Kind: "pool", Path: PoolPath(opt.Name),
+		Data: map[string]any{"queues": opt.Queues, "min": opt.Min, "max": opt.Max, "on_empty": opt.OnEmpty, "steal": opt.Steal}}))
+
+	wake := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	w, err := watcher.WatchFS(filepath.Join(m.Store.Root(), "queues"), watcher.FSOptions{
+		OnChange: func([]watcher.Change) { poke() }, Reconcile: -1})
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	exits := make(chan droneExit, opt.Max)
+	tick := time.NewTicker(opt.Tick)
+	defer tick.Stop()
+
+	draining, forwarded := false, false
+	quiet := false // drones found no work: launch again only after a change
+	ctxDone := ctx.Done()
+	for {
+		if !draining {
+			st, err := p.stats()
+			report(err)
+			want := min(st.ready, opt.Max)
+			if opt.OnEmpty == EmptyIdle {
+				want = max(want, opt.Min)
+			} else if st.ready > 0 {
+				want = max(want, min(opt.Min, opt.Max))
+			}
+			if quiet && st.ready > 0 && opt.OnEmpty != EmptyIdle {
+				want = min(want, len(p.running))
+			}
+			for len(p.running) < want {
+				wait := time.Duration(0)
+				if opt.OnEmpty == EmptyIdle {
+					wait = opt.IdleWait
+				}
+				if err := p.launch(wait, exits); err != nil {
+					report(err)
+					break
+				}
+			}
+			if opt.OnEmpty == EmptyTerminate && len(p.running) == 0 && st.pending == 0 && st.claimed == 0 {
+				break
+			}
+		} else if len(p.running) == 0 {
+			break
+		}
+		p.progress()
+		select {
+		case <-ctxDone:
+			ctxDone = nil
+			draining = true
+			p.setState("draining")
+		case sig := <-opt.Interrupt:
+			if !draining {
+				draining = true
+				p.setState("draining")
+			} else if !forwarded {
+				forwarded = true
+				for _, d := range p.running {
+					_ = syscall.Kill(d.cmd.Process.Pid, syscall.SIGTERM)
+				}
+				report(m.event(watcher.Event{Type: "pool.interrupted", Kind: "pool", Path: PoolPath(opt.Name), Data: map[string]any{"signal": sig.String()}}))
+			}
+		case e := <-exits:
+			noWork := p.finish(e, report)
+			quiet = noWork
+		case <-wake:
+			quiet = false
+		case <-tick.C:
+			quiet = false
+			report(p.writeDoc(false))
+		}
+	}
+	p.setState("stopped")
+	report(p.writeDoc(false))
+	final := p.snapshot()
+	report(m.event(watcher.Event{Type: "pool.stopped", Kind: "pool", Path: PoolPath(opt.Name), Data: map[string]any{
+		"items_done": final.ItemsDone, "items_failed": final.ItemsFailed, "spawned": final.Spawned, "crashed": final.Crashed, "steals": final.Steals}}))
+	return &final, nil
+}
+
+type poolRun struct {
+	m       *Manager
+	opt     PoolOptions
+	started time.Time
+
+	mu      sync.Mutex
+	metrics PoolMetrics
+	running map[string]*drone
+	busy    time.Duration // drone-time of finished drones
+	next    int
+}
+
+type poolStats struct{ ready, pending, claimed int }
+
+func (p *poolRun) stats() (poolStats, error) {
+	var st poolStats
+	names := p.opt.Queues
+	if p.opt.Steal {
+		all, err := p.opt.Broker.QueueNames()
+		if err != nil {
+			return st, err
+		}
+		names = all
+	}
+	var errs []error
+	for _, n := range names {
+		s, err := p.opt.Broker.Stats(n)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		own := slices.Contains(p.opt.Queues, n)
+		if !own && !s.Steal {
+			continue
+		}
+		st.ready += s.Ready
+		if own {
+			st.pending += s.Pending
+			st.claimed += s.Claimed
+		}
+	}
+	p.mu.Lock()
+	p.metrics.Pending, p.metrics.Claimed = st.pending, st.claimed
+	p.mu.Unlock()
+	return st, errors.Join(errs...)
+}
+
+// droneName picks the lowest-numbered drone name not running now and not
+// waiting for its verifier.
+func (p *poolRun) droneName() string {
+	for i := 1; ; i++ {
+		name := p.opt.Name + "-" + strconv.Itoa(i)
+		if _, busy := p.running[name]; busy {
+			continue
+		}
+		if a, err := p.m.GetAgent(name); err == nil && (a.Effective() == Verifying || a.IllegalEdit()) {
+			continue
+		}
+		return name
+	}
+}
+
+func (p *poolRun) launch(wait time.Duration, exits chan<- droneExit) error {
+	name := p.droneName()
+	d := &drone{name: name, cmd: p.opt.Drone(name, wait), start: time.Now()}
+	d.stderr.max = 4096
+	d.cmd.Stdout = &d.stdout
+	d.cmd.Stderr = &d.stderr
+	// Own process group: a terminal Ctrl-C reaches the pool only, which
+	// drains instead of killing its drones mid-item.
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := d.cmd.Start(); err != nil {
+		return fmt.Errorf("pool %s: start drone %s: %w", p.opt.Name, name, err)
+	}
+	p.mu.Lock()
+	p.running[name] = d
+	p.metrics.Spawned++
+	p.metrics.Drones = len(p.running)
+	p.metrics.PeakDrones = max(p.metrics.PeakDrones, len(p.running))
+	p.mu.Unlock()
+	go func() {
+		err := d.cmd.Wait()
+		var res *SpawnResult
+		if out := bytes.TrimSpace(d.stdout.Bytes()); len(out) > 0 {
+			var r SpawnResult
+			if jerr := json.Unmarshal(out, &r); jerr == nil && r.Outcome != "" {
+				res = &r
+			}
+		}
+		exits <- droneExit{d: d, res: res, err: err}
+	}()
+	return nil
+}
+
+// finish accounts for an exited drone; it reports whether the drone found
+// no work.
+func (p *poolRun) finish(e droneExit, report func(error)) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.running, e.d.name)
+	p.metrics.Drones = len(p.running)
+	noWork := false
+	switch {
+	case e.res == nil:
+		// The wrapper died without reporting: its item comes back by
+		// liveness (the next take or reap), its agent by ReapAgents.
+		p.metrics.Crashed++
+		p.busy += time.Since(e.d.start)
+		report(fmt.Errorf("pool %s: drone %s crashed (%v): %s", p.opt.Name, e.d.name, e.err, e.d.stderr.String()))
+		_ = p.m.event(watcher.Event{Type: "pool.drone_crashed", Kind: "pool", Path: PoolPath(p.opt.Name), Agent: e.d.name,
+			Data: map[string]any{"error": fmt.Sprint(e.err), "stderr": e.d.stderr.String()}})
+		go func() { _, _ = p.m.ReapAgents(); _, _ = p.opt.Broker.Reap(p.opt.Queues...) }()
+	case e.res.Outcome == OutcomeNoWork:
+		noWork = true
+	default:
+		p.busy += time.Since(e.d.start)
+		switch {
+		case e.res.ItemError != "":
+			report(fmt.Errorf("pool %s: drone %s: item %s: %s", p.opt.Name, e.d.name, e.res.Item, e.res.ItemError))
+		case e.res.Outcome == OutcomeDone:
+			p.metrics.ItemsDone++
+		case e.res.Outcome == OutcomeFailed:
+			p.metrics.ItemsFailed++
+		case e.res.Outcome == OutcomeReleased:
+			p.metrics.ItemsReleased++
+		}
+		if e.res.Stolen {
+			p.metrics.Steals++
+		}
+	}
+	return noWork
+}
+
+func (p *poolRun) setState(s string) {
+	p.mu.Lock()
+	p.metrics.State = s
+	p.mu.Unlock()
+}
+
+func (p *poolRun) snapshot() PoolMetrics {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	el := time.Since(p.started)
+	busy := p.busy
+	for _, d := range p.running {
+		busy += time.Since(d.start)
+	}
+	mt := p.metrics
+	if secs := el.Seconds(); secs > 0 {
+		mt.Throughput = round2(float64(mt.ItemsDone) / el.Minutes())
+		mt.Amplification = round2(busy.Seconds() / secs)
+		mt.Utilization = round2(busy.Seconds() / (secs * float64(p.opt.Max)))
+	}
+	mt.Elapsed = el.Round(time.Millisecond).String()
+	return mt
+}
+
+func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
+
+func (p *poolRun) progress() {
+	if p.opt.Progress != nil {
+		p.opt.Progress(p.snapshot())
+	}
+}
+
+// writeDoc creates or updates pools/<name>.md with the configuration and
+// the current metrics.
+func (p *poolRun) writeDoc(first bool) error {
+	mt := p.snapshot()
+	now := p.m.now()
+	fields := [][2]any{
+		{"queues", p.opt.Queues}, {"min", p.opt.Min}, {"max", p.opt.Max}, {"on_empty", p.opt.OnEmpty},
+		{"steal", p.opt.Steal}, {"state", mt.State}, {"drones", mt.Drones}, {"peak_drones", mt.PeakDrones},
+		{"spawned", mt.Spawned}, {"crashed", mt.Crashed}, {"items_done", mt.ItemsDone}, {"items_failed", mt.ItemsFailed},
+		{"items_released", mt.ItemsReleased}, {"steals", mt.Steals}, {"throughput", mt.Throughput},
+		{"utilization", mt.Utilization}, {"amplification", mt.Amplification}, {"updated", now},
+	}
+	if first {
+		fields = append(fields, [2]any{"command", p.opt.Command}, [2]any{"pid", os.Getpid()}, [2]any{"host", p.m.Host}, [2]any{"started", now})
+		if p.opt.Model != "" {
+			fields = append(fields, [2]any{"model", p.opt.Model})
+		}
+	}
+	set := func(d *docstore.Doc) error {
+		for _, kv := range fields {
+			if err := d.Set(kv[0].(string), kv[1]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	rel := PoolPath(p.opt.Name)
+	if first {
+		d, err := docstore.New(schema.Pool, [][2]any{{schema.VersionField, schema.Pool.Version}, {"id", docstore.NewID()}, {"created", now}},
+			[]byte(fmt.Sprintf("\n# Pool %s\n\nDrones run `%s` on %s. The numbers above are live while the pool runs.\n", p.opt.Name,
+				strings.Join(p.opt.Command, " "), strings.Join(p.opt.Queues, ", "))))
+		if err != nil {
+			return err
+		}
+		if err := set(d); err != nil {
+			return err
+		}
+		if err := p.m.Store.Create(rel, d); err == nil || !errors.Is(err, docstore.ErrExist) {
+			return err
+		}
+		// An existing pool document (an earlier run): its counters restart.
+	}
+	_, err := p.m.Store.Update(rel, set)
+	return err
+}

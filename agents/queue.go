@@ -1,0 +1,61 @@
+package agents
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/tavernhq/tavern/queues"
+)
+
+// QueueWork is the WorkSource of package queues: items are taken as
+// AgentLock claims, alive while the spawn wrapper holds the agent's
+// liveness lock (queues.AgentLockKey, the same key as LockKey).
+func QueueWork(b *queues.Broker) WorkSource { return queueWork{b} }
+
+type queueWork struct{ b *queues.Broker }
+
+func (w queueWork) Take(ctx context.Context, qs []string, agent, lockKey string, steal bool, wait time.Duration) (WorkClaim, error) {
+	if lockKey != queues.AgentLockKey(agent) {
+		return nil, fmt.Errorf("take: liveness lock %q is not the agent lock %q", lockKey, queues.AgentLockKey(agent))
+	}
+	c, err := w.b.Take(ctx, queues.TakeOptions{Queues: qs, Steal: steal, As: agent, Liveness: queues.AgentLock, Wait: wait})
+	if errors.Is(err, queues.ErrEmpty) {
+		return nil, fmt.Errorf("%w: %w", ErrNoWork, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	lease := 5 * time.Minute
+	if q, err := w.b.Queue(c.Item.Queue); err == nil && q.Lease > 0 {
+		lease = q.Lease
+	}
+	return &queueClaim{c: c, lease: lease, stolen: !slices.Contains(qs, c.Item.Queue)}, nil
+}
+
+type queueClaim struct {
+	c      *queues.Claim
+	lease  time.Duration
+	stolen bool
+}
+
+func (q *queueClaim) ItemID() string       { return q.c.ID }
+func (q *queueClaim) Queue() string        { return q.c.Item.Queue }
+func (q *queueClaim) Path() string         { return q.c.Path }
+func (q *queueClaim) Attempt() int         { return q.c.Attempt }
+func (q *queueClaim) Title() string        { return q.c.Title }
+func (q *queueClaim) Stolen() bool         { return q.stolen }
+func (q *queueClaim) Lease() time.Duration { return q.lease }
+func (q *queueClaim) Body() []byte {
+	if q.c.Doc == nil {
+		return nil
+	}
+	return bytes.TrimLeft(q.c.Doc.Body(), "\n")
+}
+func (q *queueClaim) Renew() error                 { _, err := q.c.Renew(); return err }
+func (q *queueClaim) Complete(result string) error { _, err := q.c.Complete(result); return err }
+func (q *queueClaim) Fail(reason string) error     { _, err := q.c.Fail(reason); return err }
+func (q *queueClaim) Release(string) error         { _, err := q.c.Release(); return err }

@@ -1,0 +1,183 @@
+package agents
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestVerifyPassFailTimeout(t *testing.T) {
+	m := newManager(t)
+	mustAgent(t, m, AgentSpec{Name: "ann"})
+	// The assertion runs in the project directory (parent of .tavern).
+	if err := os.WriteFile(filepath.Join(m.ProjectDir(), "marker"), []byte("ok"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pass, _ := m.AddCommitment("ann", "marker exists", "test -f marker && echo found", 0)
+	fail, _ := m.AddCommitment("ann", "impossible", "echo boom >&2; exit 3", 0)
+	// The shell's child keeps sleeping after the shell is killed unless
+	// the whole group goes: the timeout must not wait for it.
+	slow, _ := m.AddCommitment("ann", "slow", "sleep 30 & sleep 30; echo never", 300*time.Millisecond)
+
+	start := time.Now()
+	res, err := m.Verify(context.Background(), "ann", "verifier")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el > 10*time.Second {
+		t.Fatalf("verify took %s: the timed-out group was not killed", el)
+	}
+	if len(res) != 3 {
+		t.Fatalf("%d results", len(res))
+	}
+	byID := map[string]Result{}
+	for _, r := range res {
+		byID[r.Commitment.ID] = r
+	}
+	if r := byID[pass.ID]; !r.Passed || r.ExitCode != 0 || r.Output != "found" {
+		t.Errorf("pass: %+v", r)
+	}
+	if r := byID[fail.ID]; r.Passed || r.ExitCode != 3 || !strings.Contains(r.Output, "boom") {
+		t.Errorf("fail: %+v", r)
+	}
+	if r := byID[slow.ID]; r.Passed || !r.TimedOut || !strings.Contains(r.Output, "timed out") {
+		t.Errorf("timeout: %+v", r)
+	}
+	// Written into the commitment documents.
+	cs, _ := m.Commitments("ann")
+	got := map[string]string{}
+	for _, c := range cs {
+		got[c.ID] = c.Status
+		if c.VerifiedBy != "verifier" || c.VerifiedAt.IsZero() || c.ExitCode == nil {
+			t.Errorf("%s: verified_by %q at %v exit %v", c.ID, c.VerifiedBy, c.VerifiedAt, c.ExitCode)
+		}
+	}
+	if got[pass.ID] != StatusPassed || got[fail.ID] != StatusFailed || got[slow.ID] != StatusFailed {
+		t.Errorf("statuses = %v", got)
+	}
+	if n := len(events(t, m, "commitment.verified")); n != 3 {
+		t.Errorf("%d commitment.verified events, want 3", n)
+	}
+}
+
+func TestSelfVerificationRefused(t *testing.T) {
+	m := newManager(t)
+	mustAgent(t, m, AgentSpec{Name: "sly"})
+	c, _ := m.AddCommitment("sly", "all good", "false", 0)
+	_, err := m.Verify(context.Background(), "sly", "sly")
+	wantErr(t, err, ErrSelfVerify)
+	wantErr(t, CheckCommitmentWrite(c.Path, "sly", []string{"status"}), ErrSelfVerify)
+	if err := CheckCommitmentWrite(c.Path, "sly", []string{"description"}); err != nil {
+		t.Errorf("editing the description: %v", err)
+	}
+	if err := CheckCommitmentWrite(c.Path, "", []string{"status"}); err != nil {
+		t.Errorf("a person setting status: %v", err)
+	}
+	if err := CheckCommitmentWrite(c.Path, "boss", []string{"status"}); err != nil {
+		t.Errorf("another agent setting status: %v", err)
+	}
+	cs, _ := m.Commitments("sly")
+	if cs[0].Status != StatusPending {
+		t.Errorf("status = %s", cs[0].Status)
+	}
+}
+
+func TestVerifyAgentMovesState(t *testing.T) {
+	m := newManager(t)
+	mustAgent(t, m, AgentSpec{Name: "vic"})
+	flag := filepath.Join(m.ProjectDir(), "flag")
+	m.AddCommitment("vic", "flag set", "test -f flag", 0)
+	m.Transition("vic", Working, TransitionOptions{})
+	m.Transition("vic", Verifying, TransitionOptions{})
+
+	st, _, err := m.VerifyAgent(context.Background(), "vic", "", 2)
+	if err != nil || st != Working {
+		t.Fatalf("state %s err %v, want working", st, err)
+	}
+	d, _ := m.GetAgentDoc("vic")
+	notes, _ := Section(d.Body(), SectionNotes)
+	if !strings.Contains(notes, "Verification 1 failed") || !strings.Contains(notes, "test -f flag") {
+		t.Errorf("notes = %q", notes)
+	}
+	a, _ := m.GetAgent("vic")
+	if a.VerifyAttempts != 1 {
+		t.Errorf("verify_attempts = %d", a.VerifyAttempts)
+	}
+
+	os.WriteFile(flag, nil, 0o644)
+	m.Transition("vic", Verifying, TransitionOptions{})
+	st, res, err := m.VerifyAgent(context.Background(), "vic", "", 2)
+	if err != nil || st != Done || len(res) != 1 || !res[0].Passed {
+		t.Fatalf("state %s res %v err %v, want done", st, res, err)
+	}
+
+	// Failing past max attempts: failed.
+	mustAgent(t, m, AgentSpec{Name: "wes"})
+	m.AddCommitment("wes", "never", "false", 0)
+	m.Transition("wes", Working, TransitionOptions{})
+	for i := 1; i <= 2; i++ {
+		m.Transition("wes", Verifying, TransitionOptions{})
+		st, _, err = m.VerifyAgent(context.Background(), "wes", "", 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st != Failed {
+		t.Errorf("after 2 failed verifications: %s, want failed", st)
+	}
+}
+
+// The daemon is woken by the watcher when an agent enters verifying.
+func TestVerifierDaemonEventDriven(t *testing.T) {
+	m := newManager(t)
+	mustAgent(t, m, AgentSpec{Name: "eve"})
+	m.AddCommitment("eve", "true", "true", 0)
+	m.Transition("eve", Working, TransitionOptions{})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	verified := make(chan string, 4)
+	done := make(chan error, 1)
+	go func() {
+		done <- m.RunVerifier(ctx, VerifierOptions{Reconcile: time.Hour, BubbleAfter: -1,
+			OnVerified: func(agent, state string, _ []Result) { verified <- agent + ":" + state },
+			OnError:    func(err error) { t.Errorf("verifier: %v", err) }})
+	}()
+	// A second Manager (as another process would) moves it to verifying.
+	m2, err := NewManager(m.Store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	// The reconcile interval is an hour, so only a watcher event can wake
+	// the daemon: transition until it reports (the first transition may
+	// land before its watch exists; the initial pass covers that).
+	if _, err := m2.Transition("eve", Verifying, TransitionOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-verified:
+		if got != "eve:done" {
+			t.Fatalf("verified %s", got)
+		}
+	case <-ctx.Done():
+		t.Fatal("verifier never woke")
+	}
+	// And again, now certainly through an event.
+	mustAgent(t, m2, AgentSpec{Name: "fay"})
+	m2.Transition("fay", Working, TransitionOptions{})
+	m2.Transition("fay", Verifying, TransitionOptions{})
+	select {
+	case got := <-verified:
+		if got != "fay:done" {
+			t.Fatalf("verified %s", got)
+		}
+	case <-ctx.Done():
+		t.Fatal("verifier never woke for fay")
+	}
+	cancel()
+	<-done
+}

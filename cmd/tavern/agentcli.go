@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/agents"
+)
+
+// Shared by the agent commands (agent, constitution, commit, verify,
+// verifier, ask, questions, answer, bubble, spawn, pool, demo).
+
+func init() {
+	mapExit(agents.ErrBadAgentName, exitUsage)
+	mapExit(agents.ErrIllegalTransition, exitConflict)
+	mapExit(agents.ErrIllegalEdit, exitInvalid)
+	mapExit(agents.ErrConstitutionChanged, exitConflict)
+	mapExit(agents.ErrBusy, exitConflict)
+	mapExit(agents.ErrSelfVerify, exitConflict)
+	mapExit(agents.ErrUnverified, exitConflict)
+	mapExit(agents.ErrAnswered, exitConflict)
+	mapExit(agents.ErrNoWork, exitNotFound)
+	setGuards = append(setGuards, commitmentGuard)
+	checkHooks = append(checkHooks, agents.CheckAgentDoc)
+}
+
+// openManager opens the store and its agent manager.
+func openManager(c *cli.Context) (*agents.Manager, error) {
+	s, err := openStore(c)
+	if err != nil {
+		return nil, err
+	}
+	return agents.NewManager(s)
+}
+
+// actor is the agent identity of the caller: --as, else TAVERN_AGENT
+// (set by the spawn wrapper for its child), else "" (a person).
+func actor(c *cli.Context) string {
+	if v := c.String("as"); v != "" {
+		return v
+	}
+	return os.Getenv("TAVERN_AGENT")
+}
+
+// commitmentGuard refuses `tavern set` of a commitment's status fields by
+// the agent that made it (identified by TAVERN_AGENT): only a verifier
+// writes them.
+func commitmentGuard(rel string, fields []string) error {
+	return agents.CheckCommitmentWrite(rel, os.Getenv("TAVERN_AGENT"), fields)
+}
+
+// contextWithoutCancel keeps the command's values but not main's
+// cancellation on SIGINT: commands that drain on their own signal channel
+// (pool run) decide themselves what a signal means.
+func contextWithoutCancel(c *cli.Context) context.Context {
+	return context.WithoutCancel(c.Context)
+}

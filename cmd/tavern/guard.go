@@ -1,0 +1,96 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:  "guard",
+		Usage: "refuse a commit that touches paths reserved by another agent (git pre-commit hook)",
+		Description: `Reads the staged paths (git diff --cached --name-only) of the git work tree
+in the working directory and checks them against live reservations of agents
+other than --as / $TAVERN_AGENT. With no identity, every reservation counts.
+Conflicts are listed on stderr and the exit status is 4, which makes git
+abort the commit. --install writes .git/hooks/pre-commit to run this
+binary's guard (an existing foreign hook is kept unless --force).
+git commit --no-verify skips the hook.
+
+Examples:
+   tavern guard --install
+   TAVERN_AGENT=alice git commit -m "parser: rewrite"
+   tavern guard --as alice --json`,
+		Flags: []cli.Flag{
+			asFlag,
+			&cli.BoolFlag{Name: "install", Usage: "install as the pre-commit hook of the git repository here"},
+			&cli.BoolFlag{Name: "force", Usage: "with --install: replace an existing pre-commit hook"},
+			jsonFlag,
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 0 {
+				return usageErr("guard takes no arguments")
+			}
+			wd, err := os.Getwd()
+			if err != nil {
+				return err
+			}
+			if c.Bool("install") {
+				bin, err := os.Executable()
+				if err != nil {
+					return err
+				}
+				if bin, err = filepath.EvalSymlinks(bin); err != nil {
+					return err
+				}
+				path, err := queues.InstallHook(c.Context, wd, bin, c.Bool("force"))
+				if err != nil {
+					return err
+				}
+				outf(c, "%s\n", path)
+				return nil
+			}
+			sp, err := openSpace(c)
+			if errors.Is(err, docstore.ErrNoStore) {
+				// No store, no reservations: a hook must not block every
+				// commit of a checkout that has no .tavern/.
+				errf(c, "tavern guard: no .tavern store found; nothing is reserved\n")
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			conflicts, err := sp.Guard(c.Context, wd, c.String("as"))
+			if err != nil && !errors.Is(err, queues.ErrReserved) {
+				return err
+			}
+			if c.Bool("json") {
+				if conflicts == nil {
+					conflicts = []queues.Conflict{}
+				}
+				if perr := printJSON(c, map[string]any{"ok": len(conflicts) == 0, "conflicts": conflicts}); perr != nil {
+					return perr
+				}
+				if err != nil {
+					return withCode(exitConflict, errSilent)
+				}
+				return nil
+			}
+			if err == nil {
+				return nil
+			}
+			errf(c, "tavern guard: commit refused, staged paths are reserved by other agents:\n")
+			for _, cf := range conflicts {
+				errf(c, "  %s\n", cf)
+			}
+			errf(c, "Ask the holder, wait for the reservation to lapse, or unstage the paths.\n")
+			return withCode(exitConflict, errSilent)
+		},
+	})
+}

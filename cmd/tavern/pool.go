@@ -1,0 +1,171 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
+
+	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/queues"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:  "pool",
+		Usage: "run a pool of drones on queues",
+		Subcommands: []*cli.Command{{
+			Name:      "run",
+			Usage:     "keep MIN..MAX drones working on the queues",
+			ArgsUsage: "NAME -- CMD [ARGS...]",
+			Description: `Each drone is a 'tavern spawn' process (this binary) named NAME-<n> that claims
+one item, runs CMD on it (item body on stdin, TAVERN_* in the environment) and
+exits. The pool scales with the number of claimable items, replaces drones as
+they exit (a crashed drone's item comes back by liveness), and keeps
+pools/NAME.md up to date: drones running, items done/failed, throughput,
+utilization, amplification, steals.
+
+--on-empty (default: the first queue's on_empty):
+   idle       keep --min drones waiting for items
+   hibernate  no drones while the queues are empty; wake on new items
+   terminate  exit once the queues are drained and nothing is claimed
+
+Ctrl-C drains: no new drones, running ones finish. A second Ctrl-C forwards
+SIGTERM to the drones: their items are released, not failed.
+
+Example:
+   tavern pool run builders --queue build,test --max 8 --on-empty terminate -- ./build-one.sh`,
+			Flags: []cli.Flag{
+				&cli.StringSliceFlag{Name: "queue", Usage: "queue `Q` (repeatable, or Q1,Q2)", Required: true},
+				&cli.IntFlag{Name: "min", Usage: "drones to keep (idle mode)", Value: 0},
+				&cli.IntFlag{Name: "max", Usage: "most drones at once", Value: 4},
+				&cli.StringFlag{Name: "on-empty", Usage: "idle | hibernate | terminate"},
+				&cli.BoolFlag{Name: "steal", Usage: "drones take from other queues when these are empty"},
+				&cli.StringFlag{Name: "model", Usage: "model `M` for the drones"},
+				&cli.StringFlag{Name: "role", Usage: "role `R` of the drones"},
+				&cli.DurationFlag{Name: "idle-wait", Value: time.Minute, Usage: "how long an idle drone waits for an item"},
+				&cli.BoolFlag{Name: "quiet", Usage: "no progress line"},
+				jsonFlag,
+			},
+			Action: func(c *cli.Context) error {
+				if c.NArg() < 2 {
+					return usageErr("pool run takes NAME -- CMD")
+				}
+				m, err := openManager(c)
+				if err != nil {
+					return err
+				}
+				defer m.Close()
+				b, err := queues.Open(m.Store, queues.Options{Journal: m.Journal})
+				if err != nil {
+					return err
+				}
+				defer b.Close()
+				sigs := make(chan os.Signal, 2)
+				signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+				defer signal.Stop(sigs)
+				name, command := c.Args().First(), c.Args().Slice()[1:]
+				opt := poolOptions(c, m, b, name, command)
+				opt.Interrupt = sigs
+				if !c.Bool("quiet") {
+					opt.Progress = progressLine(c)
+				}
+				// The pool drains on its own signal channel; main's context
+				// must not cancel it on the first Ctrl-C.
+				mt, err := m.RunPool(contextWithoutCancel(c), opt)
+				if !c.Bool("quiet") {
+					errf(c, "\n")
+				}
+				if err != nil {
+					return err
+				}
+				if c.Bool("json") {
+					return printJSON(c, mt)
+				}
+				outf(c, "pool %s: %d done, %d failed, %d released, %d steals, %d drones spawned (peak %d, %d crashed) in %s; utilization %.2f\n",
+					name, mt.ItemsDone, mt.ItemsFailed, mt.ItemsReleased, mt.Steals, mt.Spawned, mt.PeakDrones, mt.Crashed, mt.Elapsed, mt.Utilization)
+				return nil
+			},
+		}},
+	})
+}
+
+func poolOptions(c *cli.Context, m *agents.Manager, b *queues.Broker, name string, command []string) agents.PoolOptions {
+	qs := splitList(c.StringSlice("queue"))
+	self, err := os.Executable()
+	if err != nil {
+		self = os.Args[0]
+	}
+	parent := os.Getenv("TAVERN_AGENT")
+	return agents.PoolOptions{
+		Name: name, Queues: qs, Min: c.Int("min"), Max: c.Int("max"), OnEmpty: c.String("on-empty"),
+		Steal: c.Bool("steal"), Model: c.String("model"), Command: command, Broker: b, IdleWait: c.Duration("idle-wait"),
+		OnError: func(err error) { errf(c, "\ntavern: %v\n", err) },
+		Drone: func(agent string, wait time.Duration) *exec.Cmd {
+			args := []string{"spawn", "--dir", m.Store.Root(), "--name", agent, "--pool", name, "--json"}
+			for _, q := range qs {
+				args = append(args, "--queue", q)
+			}
+			if c.Bool("steal") {
+				args = append(args, "--steal")
+			}
+			if c.String("model") != "" {
+				args = append(args, "--model", c.String("model"))
+			}
+			if c.String("role") != "" {
+				args = append(args, "--role", c.String("role"))
+			}
+			if parent != "" {
+				args = append(args, "--parent", parent)
+			}
+			if wait > 0 {
+				args = append(args, "--wait", wait.String())
+			}
+			args = append(args, "--")
+			cmd := exec.Command(self, append(args, command...)...)
+			cmd.Env = childBaseEnv()
+			return cmd
+		},
+	}
+}
+
+// progressLine rewrites one compact status line on stderr when it is a
+// terminal; otherwise (logs, CI) it prints a plain line at most every
+// few seconds, so a redirected log stays readable.
+func progressLine(c *cli.Context) func(agents.PoolMetrics) {
+	last, lastAt := "", time.Time{}
+	tty := isTerminal(c.App.ErrWriter)
+	return func(p agents.PoolMetrics) {
+		line := fmt.Sprintf("%s %s: %d drones | %d done %d failed | %d pending %d claimed | %.1f/min util %.2f",
+			p.Name, p.State, p.Drones, p.ItemsDone, p.ItemsFailed, p.Pending, p.Claimed, p.Throughput, p.Utilization)
+		if line == last {
+			return
+		}
+		switch {
+		case tty:
+			fmt.Fprintf(c.App.ErrWriter, "\r%-100s", line)
+		case time.Since(lastAt) >= 3*time.Second || p.State != "running":
+			fmt.Fprintln(c.App.ErrWriter, line)
+			lastAt = time.Now()
+		default:
+			return
+		}
+		last = line
+	}
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}

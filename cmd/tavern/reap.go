@@ -1,0 +1,61 @@
+package main
+
+import (
+	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/queues"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:      "reap",
+		Usage:     "return claimed items whose owner died or whose lease ran out",
+		ArgsUsage: "[Q...]",
+		Description: `For every claimed item (of the given queues, or all): a liveness claim whose
+lock can be taken has a dead owner and goes back to pending/ at once; a
+lease-only claim goes back when its lease has run out; a live holder past its
+lease is reported as hung (item.lease_expired) and reaped after the queue's
+lease_grace. An item reaped on its last attempt goes to dead/. take reaps
+too; this command is for cron jobs and supervisors.
+
+Output: one line per item: "returned ID", "dead ID" or "hung ID".
+
+Examples:
+   tavern reap
+   tavern reap build --json`,
+		Flags: []cli.Flag{jsonFlag},
+		Action: func(c *cli.Context) error {
+			s, b, err := openBroker(c)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			rep, err := b.Reap(c.Args().Slice()...)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				list := func(items []*queues.Item) []*itemJSON {
+					out := []*itemJSON{}
+					for _, it := range items {
+						out = append(out, itemObject(s, it))
+					}
+					return out
+				}
+				return printJSON(c, map[string]any{"returned": list(rep.Returned), "dead": list(rep.Dead),
+					"hung": list(rep.Hung), "invalid": errorsJSON(rep.Invalid)})
+			}
+			for _, it := range rep.Returned {
+				outf(c, "returned %s\n", it.ID)
+			}
+			for _, it := range rep.Dead {
+				outf(c, "dead %s\n", it.ID)
+			}
+			for _, it := range rep.Hung {
+				outf(c, "hung %s\n", it.ID)
+			}
+			warnDiag(c, rep.Invalid, nil)
+			return nil
+		},
+	})
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/queues"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:      "spawn",
+		Usage:     "run a command as an agent (the spawn wrapper)",
+		ArgsUsage: "-- CMD [ARGS...]",
+		Description: `Creates or updates agents/NAME.md, takes the agent's liveness lock for the life
+of the child, and with --queue claims one item first (a drone: one task, then
+exit). The child runs in the project directory with the item body on stdin and
+TAVERN_DIR, TAVERN_AGENT, TAVERN_PARENT, TAVERN_ITEM, TAVERN_ITEM_PATH,
+TAVERN_QUEUE, TAVERN_ATTEMPT, TAVERN_RESULT (a file it may write its result to),
+TAVERN_ROLE, TAVERN_CONSTITUTION and TAVERN_MODEL in its environment. Its
+stdout and stderr are captured line by line into the agent's messages
+(messages/@NAME/), and copied to the terminal with --tee.
+
+Exit 0: the item is done (result: the TAVERN_RESULT file, else the last output
+lines) and the agent goes to verifying if it has commitments, else done.
+Non-zero: the item fails (exit status and stderr tail as last_error) and the
+agent goes to failed. SIGINT/SIGTERM are forwarded to the child; the item is
+then released, not failed, and the agent goes back to idle.
+
+tavern spawn exits with the child's exit status (128+N if killed by signal N),
+or 3 when --queue found no item, 4 when the agent is busy or its role's
+constitution changed (--accept-constitution to accept the new one).
+
+Examples:
+   tavern spawn --name critic --role reviewer -- claude -p "Review the diff in HEAD"
+   tavern spawn --queue build --tee -- ./build-one.sh`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "name", Usage: "agent `NAME` (default: a new themed name)"},
+			&cli.StringFlag{Name: "role", Usage: "role `R` (constitutions/R.md)"},
+			&cli.StringFlag{Name: "parent", Usage: "parent agent `P` (default $TAVERN_AGENT)"},
+			&cli.StringSliceFlag{Name: "queue", Usage: "claim one item from `Q` first (repeatable, or Q1,Q2)"},
+			&cli.BoolFlag{Name: "steal", Usage: "with --queue: take from other queues when these are empty"},
+			&cli.DurationFlag{Name: "wait", Usage: "with --queue: wait up to `DUR` for an item"},
+			&cli.StringFlag{Name: "model", Usage: "model `M` (TAVERN_MODEL)"},
+			&cli.StringFlag{Name: "pool", Usage: "the pool this drone belongs to"},
+			&cli.BoolFlag{Name: "tee", Usage: "copy the child's output to this terminal"},
+			&cli.BoolFlag{Name: "accept-constitution", Usage: "run under a changed role constitution and record it"},
+			jsonFlag,
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				return usageErr("spawn needs a command after --")
+			}
+			m, err := openManager(c)
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			// Take the signals ourselves (main's context would only say
+			// that one came): each is forwarded to the child's group.
+			sigs := make(chan os.Signal, 4)
+			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+			defer signal.Stop(sigs)
+			parent := c.String("parent")
+			if parent == "" {
+				parent = os.Getenv("TAVERN_AGENT")
+			}
+			opt := agents.SpawnOptions{
+				Name: c.String("name"), Role: c.String("role"), Parent: parent, Model: c.String("model"), Pool: c.String("pool"),
+				Queues: splitList(c.StringSlice("queue")), Steal: c.Bool("steal"), Wait: c.Duration("wait"),
+				Command: c.Args().Slice(), Env: childBaseEnv(), Stdin: c.App.Reader, Signals: sigs,
+				AcceptConstitution: c.Bool("accept-constitution"),
+			}
+			if c.Bool("tee") {
+				opt.TeeOut, opt.TeeErr = c.App.Writer, c.App.ErrWriter
+			}
+			if len(opt.Queues) > 0 {
+				b, err := queues.Open(m.Store, queues.Options{Journal: m.Journal})
+				if err != nil {
+					return err
+				}
+				defer b.Close()
+				opt.Work = agents.QueueWork(b)
+			}
+			// A signal before the child starts: stop at once.
+			ctx := c.Context
+			res, err := m.Spawn(ctx, opt)
+			if res != nil && c.Bool("json") {
+				if perr := printJSON(c, res); perr != nil {
+					return perr
+				}
+			} else if res != nil && !c.Bool("json") && res.Outcome != agents.OutcomeNoWork {
+				errf(c, "tavern: %s: exit %d, %s, agent %s (%s)\n", res.Agent, res.ExitCode, res.Outcome, res.State, res.Duration)
+			}
+			if err != nil {
+				if errors.Is(err, agents.ErrNoWork) && c.Bool("json") {
+					return withCode(exitNotFound, errSilent)
+				}
+				return err
+			}
+			if res.ExitCode != 0 {
+				code := res.ExitCode
+				if code < 0 || code > 255 {
+					code = exitError
+				}
+				return withCode(code, errSilent)
+			}
+			return nil
+		},
+	})
+}
+
+// childBaseEnv is the wrapper's environment minus the TAVERN_* identity of
+// the wrapper's own caller (the child gets its own).
+func childBaseEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "TAVERN_AGENT", "TAVERN_ITEM", "TAVERN_ITEM_PATH", "TAVERN_ATTEMPT", "TAVERN_QUEUE", "TAVERN_RESULT",
+			"TAVERN_PARENT", "TAVERN_ROLE", "TAVERN_CONSTITUTION", "TAVERN_MODEL", "TAVERN_DIR":
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// splitList accepts repeated flags and comma lists: --queue a,b --queue c.
+func splitList(vals []string) []string {
+	var out []string
+	for _, v := range vals {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/schema"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:  "token",
+		Usage: "resource tokens (merge slots, API quota) with holder liveness",
+		Description: `A token NAME with --count N is N slot tuples under .tavern/tuples/token/.
+acquire takes a free slot (exactly one caller gets each) and prints its
+handle ID:EPOCH; release gives it back. What keeps a slot held:
+
+   --as A, A alive   held while agent A's liveness lock (agents/A, held by A's
+                     spawn wrapper) is held: it comes back when A's process dies
+   --as A --ttl DUR  (A alive) back when A dies or the lease runs out
+   --as A, A not alive
+                     refused (exit 1) unless --ttl is given: then a lease
+   no --as           a lease: held until --ttl passes (default: default_lease
+                     in tavern.md, 5m), then it comes back
+
+A token held by a process that died, an agent that died or an expired
+lease comes back at the next acquire, token ls or tuple gc (a waiting
+acquire re-checks every second: a death is not a filesystem event).
+
+A release with a stale handle (the slot was reclaimed and taken again) is
+refused with exit 4. Exit 3: no free slot within --wait.
+
+Examples:
+   tavern token init merge --count 2
+   h=$(tavern token acquire merge --wait 10m --as alice)
+   tavern token release merge "$h"
+   tavern token release merge --as alice
+   tavern token ls --json`,
+		Subcommands: []*cli.Command{
+			{
+				Name:      "init",
+				Usage:     "create a token with N slots (or change its count)",
+				ArgsUsage: "NAME",
+				Flags:     []cli.Flag{&cli.IntFlag{Name: "count", Usage: "number of slots `N`", Required: true}, jsonFlag},
+				Action:    tokenInit,
+			},
+			{
+				Name:      "acquire",
+				Usage:     "take a slot; prints its handle ID:EPOCH",
+				ArgsUsage: "NAME",
+				Flags: []cli.Flag{
+					&cli.DurationFlag{Name: "wait", Usage: "wait up to `DUR` for a free slot"},
+					asFlag,
+					&cli.DurationFlag{Name: "ttl", Usage: "lease: the slot comes back after `DUR`"},
+					jsonFlag,
+				},
+				Action: tokenAcquire,
+			},
+			{
+				Name:      "release",
+				Usage:     "give a slot back, by handle or every slot an agent holds",
+				ArgsUsage: "NAME [ID[:EPOCH]]",
+				Flags:     []cli.Flag{asFlag, jsonFlag},
+				Action:    tokenRelease,
+			},
+			{
+				Name:      "ls",
+				Usage:     "list the slots of a token (of every token)",
+				ArgsUsage: "[NAME]",
+				Flags:     []cli.Flag{jsonFlag},
+				Action:    tokenLs,
+			},
+		},
+	})
+}
+
+func tokenInit(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageErr("token init takes NAME --count N")
+	}
+	sp, err := openSpace(c)
+	if err != nil {
+		return err
+	}
+	name := c.Args().First()
+	n, err := sp.InitToken(name, c.Int("count"))
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c, map[string]any{"token": name, "count": c.Int("count"), "added": n})
+	}
+	outf(c, "%s: %d slots (%+d)\n", name, c.Int("count"), n)
+	return nil
+}
+
+// defaultLease is the lease of a one-shot acquire nothing alive stands
+// for: --ttl, else default_lease from tavern.md, else 5m.
+func defaultLease(s *docstore.Store) time.Duration {
+	if cfg, err := s.Get(docstore.ConfigFile); err == nil {
+		if d, err := time.ParseDuration(cfg.String("default_lease")); err == nil && d > 0 {
+			return d
+		}
+	}
+	return 5 * time.Minute
+}
+
+func tokenAcquire(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageErr("token acquire takes NAME")
+	}
+	sp, err := openSpace(c)
+	if err != nil {
+		return err
+	}
+	opt := queues.AcquireOptions{As: c.String("as"), TTL: c.Duration("ttl")}
+	if opt.TTL == 0 {
+		// This process exits right away: without a live agent nothing
+		// would stand for the hold, so it is a lease.
+		if opt.As == "" {
+			opt.TTL = defaultLease(sp.Store())
+		}
+	}
+	name := c.Args().First()
+	var tok *queues.Token
+	if wait := c.Duration("wait"); wait > 0 {
+		ctx, cancel := context.WithTimeout(c.Context, wait)
+		defer cancel()
+		tok, err = sp.Acquire(ctx, name, opt)
+	} else {
+		tok, err = sp.TryAcquire(name, opt)
+	}
+	if err != nil {
+		return err
+	}
+	tok.Detach() // the hold is the agent's liveness or the lease, not us
+	if c.Bool("json") {
+		return printJSON(c, tokenJSON(tok))
+	}
+	outf(c, "%s\n", tok.Handle())
+	return nil
+}
+
+func tokenJSON(t *queues.Token) map[string]any {
+	o := map[string]any{"token": t.Name, "id": t.ID, "handle": t.Handle(), "slot": t.Slot, "epoch": t.Epoch, "hold": t.Hold, "held_by": t.HeldBy}
+	if !t.LeaseUntil.IsZero() {
+		o["lease_until"] = schema.FormatTime(t.LeaseUntil)
+	}
+	return o
+}
+
+func tokenRelease(c *cli.Context) error {
+	if c.NArg() < 1 || c.NArg() > 2 || (c.NArg() == 1 && c.String("as") == "") {
+		return usageErr("token release takes NAME ID[:EPOCH], or NAME --as AGENT")
+	}
+	sp, err := openSpace(c)
+	if err != nil {
+		return err
+	}
+	name := c.Args().First()
+	n := 1
+	if c.NArg() == 2 {
+		err = sp.ReleaseToken(name, c.Args().Get(1), c.String("as"))
+	} else {
+		n, err = sp.ReleaseAgentTokens(name, c.String("as"))
+	}
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c, map[string]any{"token": name, "released": n})
+	}
+	outf(c, "%s: released %d\n", name, n)
+	return nil
+}
+
+func tokenLs(c *cli.Context) error {
+	if c.NArg() > 1 {
+		return usageErr("token ls takes at most one NAME")
+	}
+	sp, err := openSpace(c)
+	if err != nil {
+		return err
+	}
+	slots, err := sp.TokenSlots(c.Args().First())
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		if slots == nil {
+			slots = []queues.TokenSlot{}
+		}
+		return printJSON(c, slots)
+	}
+	tw := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOKEN\tSLOT\tSTATE\tHELD BY\tHOLD\tLEASE UNTIL\tHANDLE")
+	for _, s := range slots {
+		state, lease := "free", ""
+		if !s.Free {
+			state = "held"
+		}
+		if !s.LeaseUntil.IsZero() {
+			lease = schema.FormatTime(s.LeaseUntil)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s:%d\n", s.Name, s.Slot, state, s.HeldBy, s.Hold, lease, s.ID, s.Epoch)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,289 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/schema"
+)
+
+func init() {
+	mapExit(queues.ErrNoTuple, exitNotFound)
+	mapExit(queues.ErrTokenBusy, exitNotFound)
+	mapExit(queues.ErrUnknownToken, exitNotFound)
+	mapExit(queues.ErrBadPattern, exitUsage)
+	mapExit(queues.ErrBadGlob, exitUsage)
+	mapExit(queues.ErrBadTuple, exitUsage)
+	mapExit(queues.ErrReserved, exitConflict)
+	mapExit(queues.ErrNotHolder, exitConflict)
+	mapExit(queues.ErrTokenCount, exitConflict)
+
+	waitFlag := &cli.DurationFlag{Name: "wait", Usage: "block up to `DUR` for a match (default: answer at once, like rdp/inp)"}
+	readCmd := func(name, alias, usage string, take bool) *cli.Command {
+		return &cli.Command{
+			Name:      name,
+			Aliases:   []string{alias},
+			Usage:     usage,
+			ArgsUsage: "TYPE [PATTERN...]",
+			Flags:     []cli.Flag{waitFlag, jsonFlag},
+			Action:    func(c *cli.Context) error { return tupleRead(c, take) },
+		}
+	}
+	register(&cli.Command{
+		Name:  "tuple",
+		Usage: "the Linda tuple space: out, rd, in, ls, gc",
+		Description: `Tuples are documents under .tavern/tuples/<TYPE>/<ID>.md; their frontmatter
+fields are the tuple's values. IDs are time-ordered, so rd and in take the
+oldest match.
+
+PATTERN terms (all must match):
+   field=value    actual value          field=?     formal: any value, captured
+   field!=value   field<N  field<=N     field>N  field>=N
+   field~text     substring (case-insensitive)
+   field?         field exists          field=\?    the literal value "?"
+
+rd returns a copy; in takes the tuple (exactly one caller gets it) and
+archives it to .tavern/.trash/. Without --wait they answer at once (rdp,
+inp); with --wait they block until a match is written or DUR passes, woken
+by filesystem events. Exit 3: nothing matched / timed out. Tuples past
+their --ttl are invisible and collected by gc (and lazily).
+
+Examples:
+   tavern tuple out job status=pending n=3 --ttl 1h
+   tavern tuple in job status=pending n=? --wait 30s --json
+   tavern tuple rd result task=42 --wait 5m
+   tavern tuple ls job 'n>2'`,
+		Subcommands: []*cli.Command{
+			{
+				Name:      "out",
+				Usage:     "write a tuple; prints its id",
+				ArgsUsage: "TYPE field=value...",
+				Flags: []cli.Flag{
+					&cli.DurationFlag{Name: "ttl", Usage: "the tuple expires after `DUR`"},
+					bodyFlag, jsonFlag,
+				},
+				Action: tupleOut,
+			},
+			readCmd("rd", "rdp", "read a copy of the oldest matching tuple", false),
+			readCmd("in", "inp", "take the oldest matching tuple", true),
+			{
+				Name:      "ls",
+				Usage:     "list live tuples of a type (or the types)",
+				ArgsUsage: "[TYPE [PATTERN...]]",
+				Flags:     []cli.Flag{&cli.BoolFlag{Name: "body", Usage: "include bodies in --json output"}, jsonFlag},
+				Action:    tupleLs,
+			},
+			{
+				Name:      "gc",
+				Usage:     "archive expired tuples, return tuples of dead claimers, drop stale lock files",
+				ArgsUsage: "[TYPE...]",
+				Flags:     []cli.Flag{jsonFlag},
+				Action:    tupleGC,
+			},
+		},
+	})
+}
+
+// openSpace opens the store and its tuple space (journaling to the
+// store's event journal).
+func openSpace(c *cli.Context) (*queues.Space, error) {
+	s, err := openStore(c)
+	if err != nil {
+		return nil, err
+	}
+	return queues.NewSpace(s, queues.SpaceOptions{})
+}
+
+// tupleObject is the JSON shape of a tuple: the show --json object plus
+// the tuple's id, type, own values and captured formals.
+type tupleObject struct {
+	*docObject
+	ID       string         `json:"id"`
+	Type     string         `json:"type"`
+	Values   map[string]any `json:"values"`
+	Expires  string         `json:"expires,omitempty"`
+	Captures map[string]any `json:"captures,omitempty"`
+}
+
+func tupleJSON(s *docstore.Store, t *queues.Tuple, withBody bool) *tupleObject {
+	o := &tupleObject{docObject: docJSON(s, t.Doc, withBody), ID: t.ID, Type: t.Type, Values: t.Values(), Captures: t.Captures}
+	if !t.Expires.IsZero() {
+		o.Expires = schema.FormatTime(t.Expires)
+	}
+	return o
+}
+
+func tupleOut(c *cli.Context) error {
+	if c.NArg() < 1 {
+		return usageErr("tuple out takes TYPE field=value...")
+	}
+	assigns, err := parseAssignments(c.Args().Slice()[1:])
+	if err != nil {
+		return err
+	}
+	body, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	sp, err := openSpace(c)
+	if err != nil {
+		return err
+	}
+	t, err := sp.Out(c.Args().First(), nil, queues.OutOptions{
+		TTL:  c.Duration("ttl"),
+		Body: body,
+		Edit: func(d *docstore.Doc) error {
+			for _, a := range assigns {
+				switch a[0] {
+				case schema.VersionField, "id", "created", "updated":
+					return fmt.Errorf("%w: %q is set by the engine", queues.ErrBadTuple, a[0])
+				}
+				if err := d.SetYAML(a[0], a[1]); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c, tupleJSON(sp.Store(), t, true))
+	}
+	outf(c, "%s\n", t.ID)
+	return nil
+}
+
+func tupleRead(c *cli.Context, take bool) error {
+	if c.NArg() < 1 {
+		return usageErr("%s takes TYPE [PATTERN...]", c.Command.Name)
+	}
+	typ := c.Args().First()
+	p, err := queues.ParsePattern(c.Args().Slice()[1:])
+	if err != nil {
+		return err
+	}
+	sp, err := openSpace(c)
+	if err != nil {
+		return err
+	}
+	var t *queues.Tuple
+	switch wait := c.Duration("wait"); {
+	case wait > 0:
+		ctx, cancel := context.WithTimeout(c.Context, wait)
+		defer cancel()
+		if take {
+			t, err = sp.In(ctx, typ, p)
+		} else {
+			t, err = sp.Rd(ctx, typ, p)
+		}
+	case take:
+		t, err = sp.Inp(typ, p)
+	default:
+		t, err = sp.Rdp(typ, p)
+	}
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c, tupleJSON(sp.Store(), t, true))
+	}
+	_, err = c.App.Writer.Write(t.Doc.Bytes())
+	return err
+}
+
+func tupleLs(c *cli.Context) error {
+	sp, err := openSpace(c)
+	if err != nil {
+		return err
+	}
+	if c.NArg() == 0 {
+		types, err := sp.Types()
+		if err != nil {
+			return err
+		}
+		counts := map[string]int{}
+		for _, typ := range types {
+			ts, _ := sp.List(typ, nil)
+			counts[typ] = len(ts)
+		}
+		if c.Bool("json") {
+			return printJSON(c, counts)
+		}
+		tw := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TYPE\tLIVE")
+		for _, typ := range types {
+			fmt.Fprintf(tw, "%s\t%d\n", typ, counts[typ])
+		}
+		return tw.Flush()
+	}
+	p, err := queues.ParsePattern(c.Args().Slice()[1:])
+	if err != nil {
+		return err
+	}
+	ts, errs := sp.List(c.Args().First(), p)
+	for _, e := range errs {
+		errf(c, "tavern: %v\n", e)
+	}
+	if c.Bool("json") {
+		out := make([]*tupleObject, 0, len(ts))
+		for _, t := range ts {
+			out = append(out, tupleJSON(sp.Store(), t, c.Bool("body")))
+		}
+		return printJSON(c, out)
+	}
+	tw := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tAGE\tEXPIRES\tVALUES")
+	now := time.Now()
+	for _, t := range ts {
+		exp := "-"
+		if !t.Expires.IsZero() {
+			exp = "in " + t.Expires.Sub(now).Round(time.Second).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, now.Sub(t.Created).Round(time.Second), exp, valuesText(t.Values(), 60))
+	}
+	return tw.Flush()
+}
+
+// valuesText renders values as sorted k=v pairs, cut at max bytes.
+func valuesText(v map[string]any, max int) string {
+	keys := make([]string, 0, len(v))
+	for k := range v {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%v", k, v[k])
+	}
+	s := strings.Join(parts, " ")
+	if len(s) > max {
+		s = s[:max-3] + "..."
+	}
+	return s
+}
+
+func tupleGC(c *cli.Context) error {
+	sp, err := openSpace(c)
+	if err != nil {
+		return err
+	}
+	st, err := sp.GC(c.Args().Slice()...)
+	if c.Bool("json") {
+		if perr := printJSON(c, map[string]int{"expired": st.Expired, "returned": st.Returned, "locks": st.Locks}); perr != nil {
+			return perr
+		}
+	} else {
+		outf(c, "expired %d, returned %d, lock files removed %d\n", st.Expired, st.Returned, st.Locks)
+	}
+	return err
+}

@@ -1,0 +1,435 @@
+package queues
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"strings"
+	"time"
+
+	"github.com/tavernhq/tavern/docstore"
+)
+
+// Liveness says what keeps a claim alive.
+type Liveness int
+
+const (
+	// LeaseOnly claims live as long as their lease (renewed with Renew).
+	// For processes that exit right after claiming, like `tavern queue
+	// take`: their own lock could not outlive them.
+	LeaseOnly Liveness = iota
+	// HoldLock claims are tied to this process: their liveness_lock is the
+	// Broker's holder lock (HolderLockKey), which the Broker takes at its
+	// first HoldLock claim and holds until Close. When the process dies
+	// the kernel drops the lock and the next reaper returns all its
+	// claimed items to pending at once, without waiting for their leases.
+	// One lock per process, not per claim: no lock file is created or
+	// removed per claim (inode churn is the dominant cost on some disks).
+	HoldLock
+	// AgentLock claims are tied to the agent named by TakeOptions.As: the
+	// item stays claimed while some process (the agent's spawn wrapper)
+	// holds AgentLockKey(As). If nobody holds that lock when the claim is
+	// made, the agent is not running and the claim is LeaseOnly.
+	AgentLock
+)
+
+// Lock keys. Lock files live under .tavern/.locks/<key>.lock.
+
+// ItemLockKey serialises every state change of one item (claim, done,
+// fail, renew, release, reap, retry), in any state. It is held only for
+// the duration of one change. Keys are striped (256 per queue, by a hash
+// of the id) so lock files are created once and reused, never one per
+// item; two items sharing a stripe only make a taker skip to the next
+// candidate, or a done wait a few microseconds.
+func ItemLockKey(queue, id string) string {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return fmt.Sprintf("items/%s/%02x", queue, h.Sum32()&0xff)
+}
+
+// HolderLockKey is the liveness lock of one Broker's HoldLock claims:
+// holders/<host>-<pid>-<random>.
+func HolderLockKey(host string, pid int, nonce string) string {
+	return fmt.Sprintf("holders/%s-%d-%s", host, pid, nonce)
+}
+
+// AgentLockKey is the liveness lock of a running agent, held by its spawn
+// wrapper (package agents) for the life of the agent's process.
+func AgentLockKey(name string) string { return "agents/" + name }
+
+// Claim is a claimed item. Attempt is its fencing token: Complete, Fail,
+// Renew and Release check it against the file and refuse (ErrStale) if
+// the item was reaped or re-claimed since.
+type Claim struct {
+	*Item
+	Attempt int
+	// Notes lists what Take saw on the way: invalid item files it
+	// skipped, items blocked by a dead dependency.
+	Notes *Diagnostics
+
+	b    *Broker
+	held bool // HoldLock: the Broker's holder lock keeps it alive
+}
+
+// Held reports whether this process keeps the claim alive by its lock.
+func (c *Claim) Held() bool { return c.held && c.b.holderHeld() }
+
+// Complete moves the item to done/ with result (see Broker.Complete) and
+// drops the claim lock.
+func (c *Claim) Complete(result string) (*Item, error) {
+	return c.b.Complete(c.ID, c.Attempt, result)
+}
+
+// Fail records reason and returns the item to pending/ with a backoff, or
+// moves it to dead/ past max_attempts (see Broker.Fail).
+func (c *Claim) Fail(reason string) (*Item, error) {
+	return c.b.Fail(c.ID, c.Attempt, reason)
+}
+
+// Release gives the item back to pending/ without counting the attempt.
+func (c *Claim) Release() (*Item, error) {
+	return c.b.Release(c.ID, c.Attempt)
+}
+
+// Renew extends the lease by the queue's lease duration.
+func (c *Claim) Renew() (*Item, error) {
+	it, err := c.b.Renew(c.ID, c.Attempt)
+	if err == nil {
+		c.Item = it
+	}
+	return it, err
+}
+
+// KeepAlive renews the lease every third of the queue's lease until ctx
+// is done or a renewal fails (the error is returned: ErrStale means the
+// claim is lost and the work should stop).
+func (c *Claim) KeepAlive(ctx context.Context) error {
+	q, err := c.b.Queue(c.Queue)
+	if err != nil {
+		return err
+	}
+	every := q.Lease / 3
+	if every <= 0 {
+		every = time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if _, err := c.Renew(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// fenced runs fn on the claimed copy of item id under the item lock, after
+// checking that attempt is its current claim (attempt 0 accepts any).
+func (b *Broker) fenced(op, id string, attempt int, fn func(l *docstore.Lock, it *Item) (*Item, error)) (*Item, error) {
+	loc, err := b.locate(id)
+	if err != nil {
+		return nil, err
+	}
+	l, err := b.s.Lock(ItemLockKey(loc.queue, id))
+	if err != nil {
+		return nil, err
+	}
+	defer l.Unlock()
+	rel := ItemPath(loc.queue, Claimed, id)
+	it, err := b.readItem(rel)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			state := "gone"
+			if loc, err := b.locate(id); err == nil {
+				state = loc.state
+			}
+			return nil, &ItemError{Op: op, ID: id, Path: rel, Err: fmt.Errorf("%w: attempt %d is over, the item is %s", ErrStale, attempt, state)}
+		}
+		return nil, err
+	}
+	if b.leftover(it) {
+		return nil, &ItemError{Op: op, ID: id, Path: rel, Err: fmt.Errorf("%w: the item is already done or dead", ErrStale)}
+	}
+	if attempt != 0 && it.ClaimAttempt != attempt {
+		return nil, &ItemError{Op: op, ID: id, Path: rel, Err: fmt.Errorf("%w: attempt %d, the current claim is attempt %d by %s", ErrStale, attempt, it.ClaimAttempt, it.ClaimedBy)}
+	}
+	return fn(l, it)
+}
+
+// Complete moves a claimed item to done/, recording completed and the
+// result. A result longer than one line or 200 bytes is appended to the
+// body under "## Result" and its first line kept in the result field.
+func (b *Broker) Complete(id string, attempt int, result string) (*Item, error) {
+	var out *Item
+	_, err := b.fenced("complete", id, attempt, func(l *docstore.Lock, it *Item) (*Item, error) {
+		now := b.now()
+		d, err := b.move(l, it.Path, ItemPath(it.Queue, Done, id), func(d *docstore.Doc) error {
+			summary, full := resultText(result)
+			if err := setFields(d, kv{"completed", now}, kv{"updated", now}, kv{"result", summary}); err != nil {
+				return err
+			}
+			if full != "" {
+				d.SetBody(append(append([]byte(nil), d.Body()...), []byte("\n## Result\n\n"+full+"\n")...))
+			}
+			return delFields(d, "lease_until", "hung_since")
+		})
+		if err != nil {
+			return nil, err
+		}
+		out, err = itemFromDoc(d)
+		if err != nil {
+			return nil, err
+		}
+		_ = b.journal(EventCompleted, out, it.ClaimedBy, map[string]any{"attempt": it.ClaimAttempt})
+		return out, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func resultText(r string) (summary, full string) {
+	r = strings.TrimRight(r, "\n")
+	if r == "" {
+		return "", ""
+	}
+	first, _, multi := strings.Cut(r, "\n")
+	if !multi && len(r) <= 200 {
+		return r, ""
+	}
+	if len(first) > 200 {
+		first = first[:200]
+	}
+	return first + " …", r
+}
+
+// Fail records reason as last_error and returns the item to pending/ with
+// not_before = now + backoff·2^(attempts-1) (capped at backoff_max); if
+// the item has used max_attempts it moves to dead/ with dead_reason. The
+// returned item says which (State).
+func (b *Broker) Fail(id string, attempt int, reason string) (*Item, error) {
+	var out *Item
+	_, err := b.fenced("fail", id, attempt, func(l *docstore.Lock, it *Item) (*Item, error) {
+		q, err := b.Queue(it.Queue)
+		if err != nil {
+			return nil, err
+		}
+		now := b.now()
+		if reason == "" {
+			reason = "failed"
+		}
+		max := q.MaxAttempts
+		if it.MaxAttempts > 0 {
+			max = it.MaxAttempts
+		}
+		if it.Attempts >= max {
+			out, err = b.toDead(l, it, reason, fmt.Sprintf("failed %d of %d attempts; last error: %s", it.Attempts, max, reason))
+			return out, err
+		}
+		delay := backoff(q, it.Attempts)
+		d, err := b.move(l, it.Path, ItemPath(it.Queue, Pending, id), func(d *docstore.Doc) error {
+			if err := setFields(d, kv{"last_error", reason}, kv{"not_before", now.Add(delay)}, kv{"updated", now}); err != nil {
+				return err
+			}
+			return clearClaim(d)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if out, err = itemFromDoc(d); err != nil {
+			return nil, err
+		}
+		_ = b.journal(EventFailed, out, it.ClaimedBy, map[string]any{"attempt": it.ClaimAttempt, "error": reason, "retry_in": delay.String()})
+		return out, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// backoff is the delay before attempt n+1 after n failed attempts.
+func backoff(q *Queue, n int) time.Duration {
+	d := q.Backoff
+	for i := 1; i < n && d < q.BackoffMax; i++ {
+		d *= 2
+	}
+	if q.BackoffMax > 0 && d > q.BackoffMax {
+		d = q.BackoffMax
+	}
+	return d
+}
+
+func (b *Broker) toDead(l *docstore.Lock, it *Item, lastErr, why string) (*Item, error) {
+	now := b.now()
+	d, err := b.move(l, it.Path, ItemPath(it.Queue, Dead, it.ID), func(d *docstore.Doc) error {
+		if err := setFields(d, kv{"last_error", lastErr}, kv{"dead_reason", why}, kv{"updated", now}); err != nil {
+			return err
+		}
+		return clearClaim(d)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out, err := itemFromDoc(d)
+	if err != nil {
+		return nil, err
+	}
+	_ = b.journal(EventDead, out, it.ClaimedBy, map[string]any{"attempt": it.ClaimAttempt, "reason": why})
+	return out, nil
+}
+
+// Release returns a claimed item to pending/ at once; the attempt is not
+// counted against max_attempts (the fencing token still advances).
+func (b *Broker) Release(id string, attempt int) (*Item, error) {
+	var out *Item
+	_, err := b.fenced("release", id, attempt, func(l *docstore.Lock, it *Item) (*Item, error) {
+		now := b.now()
+		d, err := b.move(l, it.Path, ItemPath(it.Queue, Pending, id), func(d *docstore.Doc) error {
+			n := it.Attempts - 1
+			if n < 0 {
+				n = 0
+			}
+			if err := setFields(d, kv{"attempts", n}, kv{"updated", now}); err != nil {
+				return err
+			}
+			return clearClaim(d)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if out, err = itemFromDoc(d); err != nil {
+			return nil, err
+		}
+		_ = b.journal(EventReleased, out, it.ClaimedBy, map[string]any{"attempt": it.ClaimAttempt})
+		return out, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Renew sets lease_until to now + the queue's lease.
+func (b *Broker) Renew(id string, attempt int) (*Item, error) {
+	return b.fenced("renew", id, attempt, func(l *docstore.Lock, it *Item) (*Item, error) {
+		q, err := b.Queue(it.Queue)
+		if err != nil {
+			return nil, err
+		}
+		now := b.now()
+		d, err := b.s.UpdateHeld(l, it.Path, func(d *docstore.Doc) error {
+			if err := setFields(d, kv{"lease_until", now.Add(q.Lease)}, kv{"updated", now}); err != nil {
+				return err
+			}
+			return delFields(d, "hung_since")
+		})
+		if err != nil {
+			return nil, err
+		}
+		return itemFromDoc(d)
+	})
+}
+
+// Retry moves dead items of a queue back to pending/ with attempts reset
+// (all of them if ids is empty). It returns the items moved.
+func (b *Broker) Retry(queue string, ids ...string) ([]*Item, error) {
+	if _, err := b.Queue(queue); err != nil {
+		return nil, err
+	}
+	if len(ids) == 0 {
+		names, err := b.listDir(queue, Dead)
+		if err != nil {
+			return nil, err
+		}
+		ids = names
+	}
+	var out []*Item
+	for _, id := range ids {
+		it, err := b.retryOne(queue, id)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, it)
+	}
+	return out, nil
+}
+
+func (b *Broker) retryOne(queue, id string) (*Item, error) {
+	if err := validID(id); err != nil {
+		return nil, &ItemError{Op: "retry", ID: id, Err: err}
+	}
+	l, err := b.s.Lock(ItemLockKey(queue, id))
+	if err != nil {
+		return nil, err
+	}
+	defer l.Unlock()
+	rel := ItemPath(queue, Dead, id)
+	it, err := b.readItem(rel)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			if loc, lerr := b.locate(id); lerr == nil {
+				return nil, &ItemError{Op: "retry", ID: id, Path: loc.path, Err: fmt.Errorf("%w: the item is %s, not dead", ErrState, loc.state)}
+			}
+		}
+		return nil, err
+	}
+	now := b.now()
+	d, err := b.move(l, rel, ItemPath(queue, Pending, id), func(d *docstore.Doc) error {
+		if err := setFields(d, kv{"attempts", 0}, kv{"updated", now}); err != nil {
+			return err
+		}
+		return delFields(d, "dead_reason", "not_before")
+	})
+	if err != nil {
+		return nil, err
+	}
+	out, err := itemFromDoc(d)
+	if err != nil {
+		return nil, err
+	}
+	_ = b.journal(EventRetried, out, "", map[string]any{"last_error": it.LastError})
+	return out, nil
+}
+
+func validID(id string) error {
+	if id == "" || strings.ContainsAny(id, "/\\") || strings.HasPrefix(id, ".") {
+		return fmt.Errorf("invalid item id %q", id)
+	}
+	return nil
+}
+
+// kv is one field assignment for setFields.
+type kv struct {
+	k string
+	v any
+}
+
+func setFields(d *docstore.Doc, fields ...kv) error {
+	pairs := make([][2]any, len(fields))
+	for i, f := range fields {
+		pairs[i] = [2]any{f.k, f.v}
+	}
+	return d.SetMany(pairs) // one re-parse, not one per field
+}
+
+func delFields(d *docstore.Doc, keys ...string) error {
+	for _, k := range keys {
+		if err := d.Delete(k); err != nil { // no-op when absent
+			return err
+		}
+	}
+	return nil
+}
+
+// clearClaim removes the fields of the claim that ended. claim_attempt
+// stays: it is the fencing counter and only ever grows.
+func clearClaim(d *docstore.Doc) error {
+	return delFields(d, "claimed_by", "claim_kind", "liveness_lock", "lease_until", "started", "hung_since")
+}

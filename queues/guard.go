@@ -1,0 +1,126 @@
+package queues
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/tavernhq/tavern/watcher"
+)
+
+// StagedPaths returns the paths staged for commit in the git work tree
+// containing dir (`git diff --cached --name-only -z`), relative to the
+// project root (the directory holding the store's .tavern/). Staged paths
+// outside the project are left out. Deletions and renames count: removing
+// a reserved file is touching it.
+func (sp *Space) StagedPaths(ctx context.Context, dir string) ([]string, error) {
+	top, err := git(ctx, dir, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return nil, err
+	}
+	out, err := git(ctx, dir, "diff", "--cached", "--name-only", "-z", "--no-renames")
+	if err != nil {
+		return nil, err
+	}
+	topDir := strings.TrimSpace(string(top))
+	if real, err := filepath.EvalSymlinks(topDir); err == nil {
+		topDir = real
+	}
+	project := filepath.Dir(sp.store.Root())
+	var paths []string
+	for _, p := range bytes.Split(out, []byte{0}) {
+		if len(p) == 0 {
+			continue
+		}
+		abs := filepath.Join(topDir, filepath.FromSlash(string(p)))
+		rel, err := filepath.Rel(project, abs)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			continue
+		}
+		paths = append(paths, filepath.ToSlash(rel))
+	}
+	return paths, nil
+}
+
+// Guard checks the staged paths of the git work tree containing dir
+// against other agents' reservations (agent is the committer's identity;
+// empty means every reservation counts). It returns the conflicts and,
+// if there are any, a *ReservedError. It is what `tavern guard` runs as a
+// pre-commit hook.
+func (sp *Space) Guard(ctx context.Context, dir, agent string) ([]Conflict, error) {
+	paths, err := sp.StagedPaths(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	conflicts, err := sp.CheckPaths(agent, paths)
+	if err != nil {
+		return nil, err
+	}
+	if len(conflicts) > 0 {
+		for _, c := range conflicts {
+			sp.event("reservation.conflict", watcher.Event{Agent: agent, Path: c.Held.Path, Data: map[string]any{
+				"path": c.Want, "held_glob": c.Held.Glob, "held_by": c.Held.Agent, "by": "guard"}})
+		}
+		return conflicts, &ReservedError{Conflicts: conflicts}
+	}
+	return nil, nil
+}
+
+func git(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	// Inside a hook git exports GIT_DIR and GIT_INDEX_FILE for the
+	// repository being committed; keep them, they are what we must read.
+	cmd.Env = os.Environ()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return out, nil
+}
+
+// HookScript is the pre-commit hook `tavern guard --install` writes: it
+// runs the given tavern binary's guard, so a commit touching paths
+// reserved by another agent is refused. TAVERN_AGENT names the committer.
+func HookScript(tavernBin string) string {
+	return "#!/bin/sh\n# Installed by `tavern guard --install`: refuse commits that touch paths\n" +
+		"# reserved by another agent (tavern reserve). Identity: $TAVERN_AGENT.\n" +
+		"# Bypass once with `git commit --no-verify`.\n" +
+		"exec " + shellQuote(tavernBin) + " guard\n"
+}
+
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// InstallHook writes HookScript into the pre-commit hook of the git
+// repository containing dir and returns the hook's path. An existing hook
+// that is not ours is kept unless force is set.
+func InstallHook(ctx context.Context, dir, tavernBin string, force bool) (string, error) {
+	out, err := git(ctx, dir, "rev-parse", "--git-path", "hooks")
+	if err != nil {
+		return "", err
+	}
+	hooks := strings.TrimSpace(string(out))
+	if !filepath.IsAbs(hooks) {
+		hooks = filepath.Join(dir, hooks)
+	}
+	if err := os.MkdirAll(hooks, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(hooks, "pre-commit")
+	if old, err := os.ReadFile(path); err == nil && !force && !bytes.Contains(old, []byte("tavern guard --install")) {
+		return path, fmt.Errorf("%s exists and was not written by tavern (use --force to replace it): %w", path, os.ErrExist)
+	}
+	// The hook is not a document: a plain write, then chmod +x.
+	if err := os.WriteFile(path, []byte(HookScript(tavernBin)), 0o755); err != nil {
+		return "", err
+	}
+	return path, os.Chmod(path, 0o755)
+}

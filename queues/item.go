@@ -1,0 +1,291 @@
+package queues
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
+)
+
+// Item is a work item as read from its file. The directory it is in is
+// its State.
+type Item struct {
+	ID           string
+	Queue        string
+	State        string // pending | claimed | done | dead
+	Title        string
+	Priority     int
+	DependsOn    []string
+	Attempts     int // claims so far (a claim counts when it is made)
+	MaxAttempts  int // the item's own override; 0 = the queue's
+	ClaimedBy    string
+	ClaimAttempt int    // fencing token of the current (or last) claim
+	ClaimKind    string // lease | liveness
+	LivenessLock string // lock key whose holder keeps a liveness claim alive
+	LeaseUntil   time.Time
+	NotBefore    time.Time
+	Created      time.Time
+	Started      time.Time
+	Completed    time.Time
+	HungSince    time.Time
+	Result       string
+	LastError    string
+	DeadReason   string
+	Path         string
+	Doc          *docstore.Doc
+}
+
+// NewItemID returns a new item id: "p" + two-digit priority + "-" +
+// UUIDv7, e.g. p05-019a8c8e-5f1c-7b7e-9a43-3f0b2a7c1d10. The id is the
+// file's stem in every state directory, so `ls pending/` lists the queue
+// in take order (priority, then age) and `tavern show items/ID` finds the
+// item wherever it is.
+func NewItemID(priority int) string {
+	return fmt.Sprintf("p%02d-%s", priority, docstore.NewID())
+}
+
+// IDPriority returns the priority encoded in an id made by NewItemID.
+func IDPriority(id string) (int, bool) {
+	if len(id) < 4 || id[0] != 'p' || id[3] != '-' {
+		return 0, false
+	}
+	n, err := strconv.Atoi(id[1:3])
+	return n, err == nil
+}
+
+func itemFromDoc(d *docstore.Doc) (*Item, error) {
+	caps, ok := schema.Item.Match(d.Path)
+	if !ok {
+		return nil, &ItemError{Op: "read", Path: d.Path, Err: errors.New("not an item path (queues/Q/STATE/ID.md)")}
+	}
+	it := &Item{ID: caps["id"], Queue: caps["queue"], State: caps["state"], Path: d.Path, Doc: d}
+	it.Title = d.String("title")
+	geti := func(k string) int {
+		v, _ := d.Int(k)
+		return int(v)
+	}
+	gett := func(k string) time.Time {
+		t, _ := d.Time(k)
+		return t
+	}
+	it.Priority = geti("priority")
+	it.DependsOn = d.Strings("depends_on")
+	it.Attempts = geti("attempts")
+	it.MaxAttempts = geti("max_attempts")
+	it.ClaimedBy = d.String("claimed_by")
+	it.ClaimAttempt = geti("claim_attempt")
+	it.ClaimKind = d.String("claim_kind")
+	it.LivenessLock = d.String("liveness_lock")
+	it.LeaseUntil = gett("lease_until")
+	it.NotBefore = gett("not_before")
+	it.Created = gett("created")
+	it.Started = gett("started")
+	it.Completed = gett("completed")
+	it.HungSince = gett("hung_since")
+	it.Result = d.String("result")
+	it.LastError = d.String("last_error")
+	it.DeadReason = d.String("dead_reason")
+	return it, nil
+}
+
+// readItem reads and validates an item file. Parse and validation errors
+// carry path:line:col.
+func (b *Broker) readItem(rel string) (*Item, error) {
+	d, err := b.s.Get(rel)
+	if err != nil {
+		return nil, err
+	}
+	if errs := d.Validate(false); len(errs) > 0 {
+		return nil, &docstore.ValidationError{Path: rel, Errors: errs}
+	}
+	return itemFromDoc(d)
+}
+
+// AddOptions describe a new item.
+type AddOptions struct {
+	Title       string
+	Priority    int // MinPriority (0, highest) .. MaxPriority (99)
+	DependsOn   []string
+	MaxAttempts int // 0: the queue's
+	Body        []byte
+}
+
+// Add enqueues a new item in pending/ and returns it. The queue must
+// exist. Every depends_on id must name an existing item (in any queue),
+// and the dependency graph reachable from the new item must be acyclic
+// (a cycle could never become claimable).
+func (b *Broker) Add(queue string, opt AddOptions) (*Item, error) {
+	if _, err := b.Queue(queue); err != nil {
+		return nil, err
+	}
+	if opt.Priority < MinPriority || opt.Priority > MaxPriority {
+		return nil, &QueueError{Op: "add to", Queue: queue, Err: fmt.Errorf("%w: %d is not in %d (highest) .. %d (lowest)", ErrPriority, opt.Priority, MinPriority, MaxPriority)}
+	}
+	if opt.MaxAttempts < 0 {
+		return nil, &QueueError{Op: "add to", Queue: queue, Err: fmt.Errorf("%w: max attempts %d", ErrBadOption, opt.MaxAttempts)}
+	}
+	if err := b.checkDeps(opt.DependsOn); err != nil {
+		return nil, &QueueError{Op: "add to", Queue: queue, Err: err}
+	}
+	id := NewItemID(opt.Priority)
+	now := b.now()
+	fields := [][2]any{
+		{schema.VersionField, schema.Item.Version},
+		{"id", id},
+		{"queue", queue},
+	}
+	if opt.Title != "" {
+		fields = append(fields, [2]any{"title", opt.Title})
+	}
+	fields = append(fields, [2]any{"priority", opt.Priority})
+	if len(opt.DependsOn) > 0 {
+		fields = append(fields, [2]any{"depends_on", opt.DependsOn})
+	}
+	fields = append(fields, [2]any{"attempts", 0})
+	if opt.MaxAttempts > 0 {
+		fields = append(fields, [2]any{"max_attempts", opt.MaxAttempts})
+	}
+	fields = append(fields, [2]any{"created", now}, [2]any{"updated", now})
+	body := opt.Body
+	if len(body) > 0 && body[0] != '\n' {
+		body = append([]byte("\n"), body...)
+	}
+	d, err := docstore.New(schema.Item, fields, body)
+	if err != nil {
+		return nil, err
+	}
+	rel := ItemPath(queue, Pending, id)
+	if err := b.s.Create(rel, d); err != nil {
+		return nil, err
+	}
+	it, err := itemFromDoc(d)
+	if err != nil {
+		return nil, err
+	}
+	_ = b.journal(EventAdded, it, "", map[string]any{"priority": opt.Priority})
+	return it, nil
+}
+
+// checkDeps verifies that every dependency exists and that no cycle is
+// reachable from them.
+func (b *Broker) checkDeps(deps []string) error {
+	seen := map[string]int{} // 1 = on the DFS path, 2 = finished
+	var path []string
+	var visit func(id string) error
+	visit = func(id string) error {
+		switch seen[id] {
+		case 1:
+			i := 0
+			for path[i] != id {
+				i++
+			}
+			return fmt.Errorf("%w: %s -> %s", ErrCycle, strings.Join(path[i:], " -> "), id)
+		case 2:
+			return nil
+		}
+		seen[id] = 1
+		path = append(path, id)
+		loc, err := b.locate(id)
+		if err != nil {
+			return err
+		}
+		d, err := b.s.Get(loc.path)
+		if err == nil {
+			for _, dep := range d.Strings("depends_on") {
+				if _, err := b.locate(dep); err != nil {
+					continue // a dangling hand-edited dependency: blocks, but is no cycle
+				}
+				if err := visit(dep); err != nil {
+					return err
+				}
+			}
+		}
+		path = path[:len(path)-1]
+		seen[id] = 2
+		return nil
+	}
+	for _, dep := range deps {
+		if err := schema.ValidName(dep); err != nil {
+			return fmt.Errorf("%w: %q: %v", ErrBadDependency, dep, err)
+		}
+		if _, err := b.locate(dep); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("%w: %s", ErrBadDependency, dep)
+			}
+			return err
+		}
+		if err := visit(dep); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type location struct {
+	queue, state, path string
+}
+
+// stateRank orders copies of one item left by a crash between writing
+// the new copy and removing the old one: the later state wins.
+var stateRank = map[string]int{Pending: 0, Claimed: 1, Dead: 2, Done: 3}
+
+// locate finds an item by id in any queue. If a crash left two copies,
+// the later state wins (done > dead > claimed > pending).
+func (b *Broker) locate(id string) (location, error) {
+	if err := schema.ValidName(id); err != nil {
+		return location{}, &ItemError{Op: "find", ID: id, Err: err}
+	}
+	names, err := b.QueueNames()
+	if err != nil {
+		return location{}, err
+	}
+	var best location
+	found := false
+	for _, q := range names {
+		for _, st := range schema.ItemStates {
+			rel := ItemPath(q, st, id)
+			if b.exists(rel) {
+				if !found || stateRank[st] > stateRank[best.state] {
+					best = location{queue: q, state: st, path: rel}
+					found = true
+				}
+			}
+		}
+	}
+	if !found {
+		return location{}, &ItemError{Op: "find", ID: id, Err: fs.ErrNotExist}
+	}
+	return best, nil
+}
+
+// Get reads an item by id, wherever it is.
+func (b *Broker) Get(id string) (*Item, error) {
+	loc, err := b.locate(id)
+	if err != nil {
+		return nil, err
+	}
+	d, err := b.s.Get(loc.path)
+	if err != nil {
+		return nil, err
+	}
+	return itemFromDoc(d)
+}
+
+// itemState returns the state of item id ("" if it does not exist). The
+// common case, a dependency in the same queue that is done, costs one
+// stat.
+func (b *Broker) itemState(queue, id string) string {
+	if b.exists(ItemPath(queue, Done, id)) {
+		return Done
+	}
+	loc, err := b.locate(id)
+	if err != nil {
+		return ""
+	}
+	return loc.state
+}

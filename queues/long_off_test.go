@@ -1,0 +1,5 @@
+//go:build !long
+
+package queues_test
+
+const longTests = false

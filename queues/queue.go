@@ -1,0 +1,328 @@
+package queues
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
+)
+
+// Priorities of items and queues: 0 is the highest, 99 the lowest. Item
+// file names carry the priority in two digits, so the range is fixed.
+const (
+	MinPriority = 0
+	MaxPriority = 99
+)
+
+// Queue is a queue's configuration, read from queues/<name>/queue.md.
+// Fields missing from the file take the schema defaults.
+type Queue struct {
+	Name        string
+	Priority    int // 0 highest: order for multi-queue take and stealing weight
+	MaxAttempts int
+	Lease       time.Duration
+	LeaseGrace  time.Duration // hung holder: returned this long after its lease expired
+	Backoff     time.Duration // base delay after a failure, doubled per attempt
+	BackoffMax  time.Duration
+	OnEmpty     string // idle | hibernate | terminate | steal (for pools)
+	Steal       bool   // may workers of other queues steal from this one
+	Path        string
+	Doc         *docstore.Doc
+}
+
+// QueueOptions are the settings of CreateQueue. Zero values take the
+// schema defaults (max_attempts from tavern.md's default_max_attempts,
+// lease from its default_lease).
+type QueueOptions struct {
+	Priority    int
+	MaxAttempts int
+	Lease       time.Duration
+	LeaseGrace  time.Duration
+	Backoff     time.Duration
+	BackoffMax  time.Duration
+	OnEmpty     string
+	NoSteal     bool
+}
+
+// QueuePath is the path of a queue's configuration document.
+func QueuePath(name string) string { return "queues/" + name + "/queue.md" }
+
+// ItemPath is the path of an item in a state directory.
+func ItemPath(queue, state, id string) string {
+	return "queues/" + queue + "/" + state + "/" + id + ".md"
+}
+
+// States of an item, in lifecycle order; the directory is the state.
+const (
+	Pending = "pending"
+	Claimed = "claimed"
+	Done    = "done"
+	Dead    = "dead"
+)
+
+// CreateQueue writes queues/<name>/queue.md and the four state
+// directories. It fails with ErrQueueExists if the queue exists.
+func (b *Broker) CreateQueue(name string, opt QueueOptions) (*Queue, error) {
+	if err := schema.ValidName(name); err != nil {
+		return nil, &QueueError{Op: "create", Queue: name, Err: err}
+	}
+	if opt.Priority < MinPriority || opt.Priority > MaxPriority {
+		return nil, &QueueError{Op: "create", Queue: name, Err: fmt.Errorf("%w: %d is not in %d..%d", ErrPriority, opt.Priority, MinPriority, MaxPriority)}
+	}
+	if opt.MaxAttempts < 0 || opt.Lease < 0 || opt.LeaseGrace < 0 || opt.Backoff < 0 || opt.BackoffMax < 0 {
+		return nil, &QueueError{Op: "create", Queue: name, Err: fmt.Errorf("%w: negative max-attempts or duration", ErrBadOption)}
+	}
+	if opt.OnEmpty != "" && !slices.Contains(schema.EmptyModes, opt.OnEmpty) {
+		return nil, &QueueError{Op: "create", Queue: name, Err: fmt.Errorf("%w: on-empty must be one of %s", ErrBadOption, strings.Join(schema.EmptyModes, ", "))}
+	}
+	def := b.storeDefaults()
+	maxAtt := opt.MaxAttempts
+	if maxAtt == 0 {
+		maxAtt = def.maxAttempts
+	}
+	lease := opt.Lease
+	if lease == 0 {
+		lease = def.lease
+	}
+	fields := [][2]any{
+		{schema.VersionField, schema.Queue.Version},
+		{"name", name},
+		{"priority", opt.Priority},
+		{"max_attempts", maxAtt},
+		{"lease", lease.String()},
+		{"lease_grace", durOr(opt.LeaseGrace, defaultDur(schema.Queue, "lease_grace")).String()},
+		{"backoff", durOr(opt.Backoff, defaultDur(schema.Queue, "backoff")).String()},
+		{"backoff_max", durOr(opt.BackoffMax, defaultDur(schema.Queue, "backoff_max")).String()},
+		{"on_empty", strOr(opt.OnEmpty, "idle")},
+		{"steal", !opt.NoSteal},
+		{"created", b.now()},
+	}
+	body := []byte("\n# Queue " + name + "\n\nItems live in pending/, claimed/, done/ and dead/ next to this file.\n" +
+		"`ls pending/` is the queue order: file names sort by priority, then age.\n")
+	d, err := docstore.New(schema.Queue, fields, body)
+	if err != nil {
+		return nil, err
+	}
+	rel := QueuePath(name)
+	if err := b.s.Create(rel, d); err != nil {
+		if errors.Is(err, docstore.ErrExist) {
+			return nil, &QueueError{Op: "create", Queue: name, Err: ErrQueueExists}
+		}
+		return nil, err
+	}
+	for _, st := range schema.ItemStates {
+		full, err := b.s.Abs("queues/" + name + "/" + st)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(full, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if b.s.Durable() {
+		full, _ := b.s.Abs("queues/" + name)
+		if err := syncDir(full); err != nil {
+			return nil, err
+		}
+	}
+	_, _ = b.j.Append(eventQueue(EventQueueCreated, name, rel))
+	return b.Queue(name)
+}
+
+type storeDefaults struct {
+	lease       time.Duration
+	maxAttempts int
+}
+
+func (b *Broker) storeDefaults() storeDefaults {
+	def := storeDefaults{lease: defaultDur(schema.Queue, "lease"), maxAttempts: 3}
+	if cfg, err := b.s.Get(docstore.ConfigFile); err == nil {
+		if v, err := time.ParseDuration(cfg.String("default_lease")); err == nil && v > 0 {
+			def.lease = v
+		}
+		if n, ok := cfg.Int("default_max_attempts"); ok && n >= 1 {
+			def.maxAttempts = int(n)
+		}
+	}
+	return def
+}
+
+func durOr(v, def time.Duration) time.Duration {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+func strOr(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+func defaultDur(k *schema.Kind, field string) time.Duration {
+	if f := k.Field(field); f != nil {
+		if s, ok := f.Default.(string); ok {
+			if d, err := time.ParseDuration(s); err == nil {
+				return d
+			}
+		}
+	}
+	return 0
+}
+
+type cachedQueue struct {
+	ino, size int64
+	mtime     time.Time
+	q         *Queue
+}
+
+// Queue reads a queue's configuration. An unknown queue is
+// ErrUnknownQueue (wrapped in *QueueError); a queue.md that does not parse
+// is returned as its *docstore.ParseError.
+func (b *Broker) Queue(name string) (*Queue, error) {
+	if err := schema.ValidName(name); err != nil {
+		return nil, &QueueError{Op: "open", Queue: name, Err: err}
+	}
+	rel := QueuePath(name)
+	full, err := b.s.Abs(rel)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(full)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, &QueueError{Op: "open", Queue: name, Err: fmt.Errorf("%w (no %s; create it with `tavern queue create %s`)", ErrUnknownQueue, rel, name)}
+		}
+		return nil, err
+	}
+	var ino int64
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		ino = int64(st.Ino)
+	}
+	b.mu.Lock()
+	c, ok := b.qcache[name]
+	b.mu.Unlock()
+	if ok && c.ino == ino && c.size == fi.Size() && c.mtime.Equal(fi.ModTime()) {
+		return c.q, nil
+	}
+	d, err := b.s.Get(rel)
+	if err != nil {
+		return nil, err
+	}
+	q, err := queueFromDoc(name, d)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	b.qcache[name] = cachedQueue{ino: ino, size: fi.Size(), mtime: fi.ModTime(), q: q}
+	b.mu.Unlock()
+	return q, nil
+}
+
+func queueFromDoc(name string, d *docstore.Doc) (*Queue, error) {
+	if errs := d.Validate(false); len(errs) > 0 {
+		return nil, &docstore.ValidationError{Path: d.Path, Errors: errs}
+	}
+	q := &Queue{Name: name, Path: d.Path, Doc: d, Steal: true, OnEmpty: "idle", MaxAttempts: 3}
+	if v, ok := d.Int("priority"); ok {
+		q.Priority = int(v)
+	}
+	if v, ok := d.Int("max_attempts"); ok {
+		q.MaxAttempts = int(v)
+	}
+	dur := func(field string) time.Duration {
+		if v, err := time.ParseDuration(d.String(field)); err == nil {
+			return v
+		}
+		return defaultDur(schema.Queue, field)
+	}
+	q.Lease, q.LeaseGrace, q.Backoff, q.BackoffMax = dur("lease"), dur("lease_grace"), dur("backoff"), dur("backoff_max")
+	if d.Has("steal") {
+		q.Steal = d.Bool("steal")
+	}
+	if s := d.String("on_empty"); s != "" {
+		q.OnEmpty = s
+	}
+	if q.Priority < MinPriority || q.Priority > MaxPriority {
+		return nil, &ItemError{Op: "open queue", Path: d.Path, Err: fmt.Errorf("%w: priority %d", ErrPriority, q.Priority)}
+	}
+	return q, nil
+}
+
+// QueueNames lists the queues of the store (directories under queues/
+// with a queue.md), sorted by name.
+func (b *Broker) QueueNames() ([]string, error) {
+	full, err := b.s.Abs("queues")
+	if err != nil {
+		return nil, err
+	}
+	ents, err := os.ReadDir(full)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		if !e.IsDir() || schema.ValidName(e.Name()) != nil {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(full, e.Name(), "queue.md")); err == nil {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
+// Queues reads every queue's configuration, sorted by priority then
+// name. A queue.md that cannot be read is returned in errs; the others
+// are still returned.
+func (b *Broker) Queues() (qs []*Queue, errs []error) {
+	names, err := b.QueueNames()
+	if err != nil {
+		return nil, []error{err}
+	}
+	for _, n := range names {
+		q, err := b.Queue(n)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		qs = append(qs, q)
+	}
+	sortQueues(qs)
+	return qs, errs
+}
+
+func sortQueues(qs []*Queue) {
+	sort.SliceStable(qs, func(i, j int) bool {
+		if qs[i].Priority != qs[j].Priority {
+			return qs[i].Priority < qs[j].Priority
+		}
+		return qs[i].Name < qs[j].Name
+	})
+}
+
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,121 @@
+package queues
+
+import (
+	"errors"
+	"io/fs"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
+)
+
+// Stats is a queue's depth per state and what its pending and claimed
+// items are doing. It is a snapshot read without locks.
+type Stats struct {
+	Queue    string
+	Priority int
+	Steal    bool
+	OnEmpty  string
+
+	Pending, Claimed, Done, Dead int
+
+	Ready   int       // pending items claimable now
+	Backoff int       // pending items waiting for not_before
+	Waiting int       // pending items waiting for dependencies to finish
+	Blocked []Blocked // pending items whose dependency is dead or missing
+
+	OldestPending time.Time      // created time of the oldest pending item
+	Owners        map[string]int // claimed_by -> number of claims
+	Hung          int            // claims past their lease
+	Invalid       []error        // item files that do not parse or validate
+}
+
+// Stats reads the state of one queue. Pending and claimed items are
+// parsed (done and dead are only counted).
+func (b *Broker) Stats(queue string) (*Stats, error) {
+	q, err := b.Queue(queue)
+	if err != nil {
+		return nil, err
+	}
+	st := &Stats{Queue: q.Name, Priority: q.Priority, Steal: q.Steal, OnEmpty: q.OnEmpty, Owners: map[string]int{}}
+	now := b.now()
+	counts := map[string]*int{Pending: &st.Pending, Claimed: &st.Claimed, Done: &st.Done, Dead: &st.Dead}
+	for _, state := range schema.ItemStates {
+		ids, err := b.listDir(q.Name, state)
+		if err != nil {
+			return nil, err
+		}
+		*counts[state] = len(ids)
+		if state != Pending && state != Claimed {
+			continue
+		}
+		for _, id := range ids {
+			it, err := b.readItem(ItemPath(q.Name, state, id))
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					continue
+				}
+				if errors.Is(err, docstore.ErrParse) || errors.Is(err, schema.ErrInvalid) {
+					st.Invalid = append(st.Invalid, err)
+					continue
+				}
+				return nil, err
+			}
+			if state == Claimed {
+				st.Owners[it.ClaimedBy]++
+				if !it.LeaseUntil.IsZero() && now.After(it.LeaseUntil) {
+					st.Hung++
+				}
+				continue
+			}
+			created := it.Created
+			if created.IsZero() {
+				created = idTime(id)
+			}
+			if !created.IsZero() && (st.OldestPending.IsZero() || created.Before(st.OldestPending)) {
+				st.OldestPending = created
+			}
+			switch {
+			case it.NotBefore.After(now):
+				st.Backoff++
+			default:
+				ready := true
+			deps:
+				for _, dep := range it.DependsOn {
+					switch s := b.itemState(q.Name, dep); s {
+					case Done:
+						continue
+					case Dead, "":
+						if s == "" {
+							s = "missing"
+						}
+						st.Blocked = append(st.Blocked, Blocked{ID: id, Queue: q.Name, Path: it.Path, Dep: dep, DepState: s})
+					default:
+						st.Waiting++
+					}
+					ready = false
+					break deps
+				}
+				if ready {
+					st.Ready++
+				}
+			}
+		}
+	}
+	return st, nil
+}
+
+// idTime is the creation time embedded in an id made by NewItemID.
+func idTime(id string) time.Time {
+	if len(id) < 5 {
+		return time.Time{}
+	}
+	u, err := uuid.Parse(id[4:])
+	if err != nil || u.Version() != 7 {
+		return time.Time{}
+	}
+	sec, nsec := u.Time().UnixTime()
+	return time.Unix(sec, nsec)
+}

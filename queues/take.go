@@ -1,0 +1,471 @@
+package queues
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
+)
+
+// TakeOptions say where to take an item from and who holds the claim.
+type TakeOptions struct {
+	// Queues are the taker's own queues, tried in queue priority order
+	// (ties keep this order): the first claimable item of the first queue
+	// that has one is taken.
+	Queues []string
+	// Steal: when the own queues have nothing claimable, take from the
+	// other queues that allow stealing (steal: true), fairly: stride
+	// scheduling weighted 1/(1+priority), so a low-priority queue gets a
+	// smaller share but never starves.
+	Steal bool
+	// As is recorded as claimed_by (default host/pid of this process).
+	As string
+	// Liveness says what keeps the claim alive (LeaseOnly, HoldLock,
+	// AgentLock).
+	Liveness Liveness
+	// Wait blocks up to this long for an item to become claimable. The
+	// wait is event-driven (inotify on the pending and done directories,
+	// timers for backoffs and lease expiries), not a polling loop.
+	Wait time.Duration
+}
+
+// Blocked is a pending item that can never be claimed as things stand:
+// a dependency is dead (or missing).
+type Blocked struct {
+	ID, Queue, Path string
+	Dep             string // the blocking dependency
+	DepState        string // "dead", or "missing"
+}
+
+func (b Blocked) String() string {
+	return fmt.Sprintf("%s is blocked: dependency %s is %s", b.Path, b.Dep, b.DepState)
+}
+
+// Diagnostics is what Take (and Stats) saw besides claimable items.
+type Diagnostics struct {
+	Invalid []error   // item files that do not parse or validate (path:line:col); left in place
+	Blocked []Blocked // items whose dependency is dead or missing
+	Backoff int       // items waiting for not_before
+	Waiting int       // items waiting for dependencies to finish
+	Wake    time.Time // earliest known moment something may become claimable
+}
+
+func (d *Diagnostics) wakeAt(t time.Time) {
+	if !t.IsZero() && (d.Wake.IsZero() || t.Before(d.Wake)) {
+		d.Wake = t
+	}
+}
+
+// EmptyError is returned by Take when nothing is claimable. It unwraps to
+// ErrEmpty and says why the items that exist are not claimable.
+type EmptyError struct {
+	Queues []string
+	Diag   *Diagnostics
+}
+
+func (e *EmptyError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "no claimable item in %s", strings.Join(e.Queues, ", "))
+	var why []string
+	if e.Diag != nil {
+		if e.Diag.Backoff > 0 {
+			why = append(why, fmt.Sprintf("%d in backoff", e.Diag.Backoff))
+		}
+		if e.Diag.Waiting > 0 {
+			why = append(why, fmt.Sprintf("%d waiting for dependencies", e.Diag.Waiting))
+		}
+		if n := len(e.Diag.Blocked); n > 0 {
+			why = append(why, fmt.Sprintf("%d blocked by dead dependencies", n))
+		}
+		if n := len(e.Diag.Invalid); n > 0 {
+			why = append(why, fmt.Sprintf("%d invalid item files", n))
+		}
+	}
+	if len(why) > 0 {
+		b.WriteString(" (" + strings.Join(why, ", ") + ")")
+	}
+	return b.String()
+}
+
+func (e *EmptyError) Unwrap() error { return ErrEmpty }
+
+// Take claims the next claimable item: the first, in file-name order
+// (priority, then age), of the first of opt.Queues that has one whose
+// not_before has passed and whose dependencies are all done; then, with
+// opt.Steal, from other queues. Claimed items whose owner died are
+// reaped on the way. It returns *EmptyError (ErrEmpty) when there is
+// nothing, after waiting up to opt.Wait.
+func (b *Broker) Take(ctx context.Context, opt TakeOptions) (*Claim, error) {
+	if len(opt.Queues) == 0 {
+		return nil, fmt.Errorf("take: %w: no queue given", ErrBadOption)
+	}
+	var own []*Queue
+	for _, name := range opt.Queues {
+		q, err := b.Queue(name)
+		if err != nil {
+			return nil, err
+		}
+		own = append(own, q)
+	}
+	sort.SliceStable(own, func(i, j int) bool { return own[i].Priority < own[j].Priority })
+	who := opt.As
+	if who == "" {
+		who = b.who
+	}
+	h := holder{who: who, kind: "lease"}
+	switch opt.Liveness {
+	case HoldLock:
+		key, err := b.holderLock()
+		if err != nil {
+			return nil, err
+		}
+		h.kind, h.lock, h.held = "liveness", key, true
+	case AgentLock:
+		if opt.As == "" {
+			return nil, fmt.Errorf("take: %w: AgentLock needs As (the agent name)", ErrBadOption)
+		}
+		key := AgentLockKey(opt.As)
+		l, free, err := b.s.TryLock(key)
+		if err != nil {
+			return nil, err
+		}
+		if free {
+			l.Unlock() // the agent is not running: its claim can only live by its lease
+		} else {
+			h.kind, h.lock = "liveness", key
+		}
+	}
+	if opt.Wait > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opt.Wait)
+		defer cancel()
+	}
+	var w *dirWaiter
+	defer func() { w.Close() }()
+	for {
+		c, diag, err := b.tryTake(own, opt.Steal, h)
+		if c != nil || err != nil {
+			return c, err
+		}
+		empty := &EmptyError{Queues: opt.Queues, Diag: diag}
+		if opt.Wait <= 0 {
+			return nil, empty
+		}
+		if w == nil {
+			// Watch first, then scan again: a file that arrived between
+			// the scan and the watch is seen by the second scan.
+			if w, err = newDirWaiter(b.waitDirs(own, opt.Steal), b.recheck); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if !w.wait(ctx, diag.Wake) {
+			return nil, empty
+		}
+	}
+}
+
+type holder struct {
+	who  string
+	kind string // lease | liveness
+	lock string // liveness_lock: the Broker's holder lock or an agent's lock
+	held bool   // lock is this Broker's holder lock
+}
+
+func (b *Broker) waitDirs(own []*Queue, steal bool) []string {
+	var dirs []string
+	add := func(q string) {
+		for _, st := range []string{Pending, Done} {
+			if full, err := b.s.Abs("queues/" + q + "/" + st); err == nil {
+				dirs = append(dirs, full)
+			}
+		}
+	}
+	for _, q := range own {
+		add(q.Name)
+	}
+	if steal {
+		if qs, _ := b.Queues(); qs != nil {
+			for _, q := range qs {
+				if q.Steal {
+					add(q.Name)
+				}
+			}
+		}
+	}
+	return dirs
+}
+
+func (b *Broker) tryTake(own []*Queue, steal bool, h holder) (*Claim, *Diagnostics, error) {
+	diag := &Diagnostics{}
+	for pass := 0; pass < 2; pass++ {
+		force := pass == 1 // nothing found: reap everything before giving up
+		for _, q := range own {
+			b.maybeReap(q, force, diag)
+			c, err := b.scanQueue(q, h, diag)
+			if c != nil || err != nil {
+				return c, diag, err
+			}
+		}
+		if steal {
+			c, err := b.steal(own, h, force, diag)
+			if c != nil || err != nil {
+				return c, diag, err
+			}
+		}
+		if pass == 0 {
+			diag = &Diagnostics{}
+		}
+	}
+	return nil, diag, nil
+}
+
+// steal tries the other stealable queues in stride-scheduling order.
+func (b *Broker) steal(own []*Queue, h holder, force bool, diag *Diagnostics) (*Claim, error) {
+	all, errs := b.Queues()
+	diag.Invalid = append(diag.Invalid, errs...)
+	mine := map[string]bool{}
+	for _, q := range own {
+		mine[q.Name] = true
+	}
+	var cands []*Queue
+	for _, q := range all {
+		if q.Steal && !mine[q.Name] {
+			cands = append(cands, q)
+		}
+	}
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	b.mu.Lock()
+	for _, q := range cands {
+		if _, ok := b.pass[q.Name]; !ok {
+			b.pass[q.Name] = b.vtime + b.rng.Float64()*stride(q)
+		}
+	}
+	pass := make(map[string]float64, len(cands))
+	for _, q := range cands {
+		pass[q.Name] = b.pass[q.Name]
+	}
+	b.mu.Unlock()
+	sort.SliceStable(cands, func(i, j int) bool { return pass[cands[i].Name] < pass[cands[j].Name] })
+	var empty []string
+	for _, q := range cands {
+		b.maybeReap(q, force, diag)
+		c, err := b.scanQueue(q, h, diag)
+		if err != nil {
+			return nil, err
+		}
+		if c == nil {
+			empty = append(empty, q.Name)
+			continue
+		}
+		b.mu.Lock()
+		p := b.pass[q.Name]
+		if p > b.vtime {
+			b.vtime = p
+		}
+		b.pass[q.Name] = p + stride(q)
+		// A queue that was empty must not bank credit while it was: it
+		// rejoins at the current virtual time.
+		for _, e := range empty {
+			if b.pass[e] < b.vtime {
+				b.pass[e] = b.vtime
+			}
+		}
+		b.mu.Unlock()
+		return c, nil
+	}
+	return nil, nil
+}
+
+func stride(q *Queue) float64 { return float64(1 + q.Priority) }
+
+// listDir returns the item ids in a state directory, in file-name order.
+func (b *Broker) listDir(queue, state string) ([]string, error) {
+	f, err := os.Open(b.path("queues/" + queue + "/" + state))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	out := names[:0]
+	for _, n := range names {
+		if strings.HasSuffix(n, ".md") && schema.ValidName(n) == nil {
+			out = append(out, strings.TrimSuffix(n, ".md"))
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// errSkip aborts a claim (inside Move's edit function) of an item that is
+// not claimable now; nothing is written.
+type errSkip struct{}
+
+func (errSkip) Error() string { return "not claimable" }
+
+// scanQueue claims the first claimable pending item of q.
+func (b *Broker) scanQueue(q *Queue, h holder, diag *Diagnostics) (*Claim, error) {
+	ids, err := b.listDir(q.Name, Pending)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		c, err := b.claimOne(q, id, h, diag)
+		if c != nil || err != nil {
+			return c, err
+		}
+	}
+	return nil, nil
+}
+
+// claimOne tries to claim pending item id of q. It returns nil, nil when
+// the item is not claimable or another taker got it.
+func (b *Broker) claimOne(q *Queue, id string, h holder, diag *Diagnostics) (*Claim, error) {
+	l, ok, err := b.s.TryLock(ItemLockKey(q.Name, id))
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, nil // another taker or a reaper is on it
+	}
+	defer l.Unlock()
+	from, to := ItemPath(q.Name, Pending, id), ItemPath(q.Name, Claimed, id)
+	now := b.now()
+	var attempt int
+	d, err := b.move(l, from, to, func(d *docstore.Doc) error {
+		if errs := d.Validate(false); len(errs) > 0 {
+			return &docstore.ValidationError{Path: from, Errors: errs}
+		}
+		it, err := itemFromDoc(d)
+		if err != nil {
+			return err
+		}
+		if b.staleCopy(it) {
+			return errSkip{}
+		}
+		if it.NotBefore.After(now) {
+			diag.Backoff++
+			diag.wakeAt(it.NotBefore)
+			return errSkip{}
+		}
+		for _, dep := range it.DependsOn {
+			switch st := b.itemState(q.Name, dep); st {
+			case Done:
+			case Dead, "":
+				if st == "" {
+					st = "missing"
+				}
+				diag.Blocked = append(diag.Blocked, Blocked{ID: id, Queue: q.Name, Path: from, Dep: dep, DepState: st})
+				return errSkip{}
+			default:
+				diag.Waiting++
+				return errSkip{}
+			}
+		}
+		attempt = it.ClaimAttempt + 1
+		fields := []kv{
+			{"attempts", it.Attempts + 1},
+			{"claimed_by", h.who},
+			{"claim_attempt", attempt},
+			{"claim_kind", h.kind},
+			{"lease_until", now.Add(q.Lease)},
+			{"started", now},
+			{"updated", now},
+		}
+		if h.lock != "" {
+			fields = append(fields, kv{"liveness_lock", h.lock})
+		}
+		if err := setFields(d, fields...); err != nil {
+			return err
+		}
+		fl := []string{"not_before", "hung_since"}
+		if h.kind == "lease" {
+			fl = append(fl, "liveness_lock")
+		}
+		return delFields(d, fl...)
+	})
+	if err != nil {
+		var skip errSkip
+		switch {
+		case errors.As(err, &skip), errors.Is(err, fs.ErrNotExist):
+			return nil, nil // not claimable, or someone else claimed it first
+		case errors.Is(err, docstore.ErrParse), errors.Is(err, schema.ErrInvalid):
+			diag.Invalid = append(diag.Invalid, err)
+			return nil, nil
+		case errors.Is(err, fs.ErrExist):
+			// A claimed copy exists already: a crash between writing a
+			// new copy and removing the old one. Keep the newer.
+			b.resolveDup(q.Name, id, diag)
+			return nil, nil
+		}
+		return nil, err
+	}
+	it, err := itemFromDoc(d)
+	if err != nil {
+		return nil, err
+	}
+	_ = b.journal(EventClaimed, it, h.who, map[string]any{"attempt": attempt, "claim_kind": h.kind})
+	return &Claim{Item: it, Attempt: attempt, Notes: diag, b: b, held: h.held}, nil
+}
+
+// resolveDup handles an item that has both a pending and a claimed copy
+// (left by a crash in the middle of a move). The copy with the later
+// `updated` stamp wins; the other goes to .trash/. The caller holds the
+// item lock.
+func (b *Broker) resolveDup(queue, id string, diag *Diagnostics) {
+	p, perr := b.readItem(ItemPath(queue, Pending, id))
+	c, cerr := b.readItem(ItemPath(queue, Claimed, id))
+	if perr != nil || cerr != nil {
+		diag.Invalid = append(diag.Invalid, fmt.Errorf("%s: both pending and claimed copies exist (resolve by hand): %v %v", ItemPath(queue, Pending, id), perr, cerr))
+		return
+	}
+	pu, _ := p.Doc.Time("updated")
+	cu, _ := c.Doc.Time("updated")
+	if pu.After(cu) {
+		_ = b.s.Delete(c.Path)
+	} else {
+		_ = b.s.Delete(p.Path)
+	}
+}
+
+// staleCopy reports whether a pending copy is a crash leftover because a
+// later copy of the item exists in done/ (final) or a newer one in dead/;
+// the stale copy goes to .trash/. An older dead copy left by a crashed
+// retry is trashed instead. The caller holds the item lock.
+func (b *Broker) staleCopy(p *Item) bool {
+	if b.exists(ItemPath(p.Queue, Done, p.ID)) {
+		_ = b.s.Delete(p.Path)
+		return true
+	}
+	deadRel := ItemPath(p.Queue, Dead, p.ID)
+	if !b.exists(deadRel) {
+		return false
+	}
+	dd, err := b.s.Get(deadRel)
+	if err != nil {
+		return true // unreadable dead copy: leave both for a person
+	}
+	pu, _ := p.Doc.Time("updated")
+	du, _ := dd.Time("updated")
+	if pu.After(du) {
+		_ = b.s.Delete(deadRel)
+		return false
+	}
+	_ = b.s.Delete(p.Path)
+	return true
+}

@@ -1,0 +1,140 @@
+package queues
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestTokenInitAcquireRelease(t *testing.T) {
+	sp := newSpace(t, SpaceOptions{})
+	if _, err := sp.TryAcquire("merge", AcquireOptions{}); !errors.Is(err, ErrUnknownToken) {
+		t.Fatalf("acquire of an unknown token: %v", err)
+	}
+	if n, err := sp.InitToken("merge", 2); err != nil || n != 2 {
+		t.Fatalf("init = %d, %v", n, err)
+	}
+	if n, err := sp.InitToken("merge", 2); err != nil || n != 0 {
+		t.Fatalf("init again = %d, %v; want idempotent", n, err)
+	}
+	a, err := sp.TryAcquire("merge", AcquireOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := sp.TryAcquire("merge", AcquireOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.ID == b.ID || a.Hold != HoldProcess {
+		t.Fatalf("slots %s %s hold %s", a.ID, b.ID, a.Hold)
+	}
+	if _, err := sp.TryAcquire("merge", AcquireOptions{}); !errors.Is(err, ErrTokenBusy) {
+		t.Fatalf("third acquire: %v, want ErrTokenBusy", err)
+	}
+	// A held slot is not a match for anyone reading the space.
+	if ts, _ := sp.List(TokenType, pattern(t, "token=merge")); len(ts) != 0 {
+		t.Fatalf("ls shows %d free slots, want 0", len(ts))
+	}
+	slots, err := sp.TokenSlots("merge")
+	if err != nil || len(slots) != 2 || slots[0].Free || slots[0].HeldBy == "" {
+		t.Fatalf("slots = %+v, %v", slots, err)
+	}
+	// Cannot shrink below what is held.
+	if _, err := sp.InitToken("merge", 1); !errors.Is(err, ErrTokenCount) {
+		t.Fatalf("shrink while held: %v, want ErrTokenCount", err)
+	}
+	if err := a.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(); !errors.Is(err, ErrNotHolder) {
+		t.Fatalf("double release: %v, want ErrNotHolder", err)
+	}
+	if n, err := sp.InitToken("merge", 1); err != nil || n != -1 {
+		t.Fatalf("shrink to 1 = %d, %v", n, err)
+	}
+	if err := b.Release(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := sp.TryAcquire("merge", AcquireOptions{})
+	if err != nil || c.ID != b.ID || c.Epoch != b.Epoch+1 {
+		t.Fatalf("reacquire = %+v, %v; want slot %s epoch %d", c, err, b.ID, b.Epoch+1)
+	}
+	c.Release()
+	var types []string
+	for _, e := range tupleEvents(t, sp, "token.") {
+		types = append(types, e.Type)
+	}
+	want := []string{"token.init", "token.init", "token.acquired", "token.acquired", "token.released", "token.init", "token.released", "token.acquired", "token.released"}
+	if len(types) != len(want) {
+		t.Fatalf("journal = %v, want %v", types, want)
+	}
+	for i := range want {
+		if types[i] != want[i] {
+			t.Fatalf("journal = %v, want %v", types, want)
+		}
+	}
+}
+
+func TestTokenLease(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	sp := newSpace(t, SpaceOptions{Now: clock})
+	sp.InitToken("quota", 1)
+	tok, err := sp.TryAcquire("quota", AcquireOptions{As: "bob", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.Hold != HoldLease || tok.HeldBy != "bob" {
+		t.Fatalf("hold %s by %s, want a lease by bob", tok.Hold, tok.HeldBy)
+	}
+	tok.Detach()
+	if _, err := sp.TryAcquire("quota", AcquireOptions{}); !errors.Is(err, ErrTokenBusy) {
+		t.Fatalf("acquire within the lease: %v", err)
+	}
+	// Another agent cannot release bob's slot; bob can, by agent name.
+	if _, err := sp.ReleaseAgentTokens("quota", "carol"); !errors.Is(err, ErrNotHolder) {
+		t.Fatalf("carol releasing bob's slot: %v", err)
+	}
+	if err := sp.ReleaseToken("quota", tok.ID, "carol"); !errors.Is(err, ErrNotHolder) {
+		t.Fatalf("carol releasing bob's slot by id: %v", err)
+	}
+	mu.Lock()
+	now = now.Add(2 * time.Minute)
+	mu.Unlock()
+	tok2, err := sp.TryAcquire("quota", AcquireOptions{As: "carol", TTL: time.Minute})
+	if err != nil {
+		t.Fatalf("acquire after the lease ran out: %v", err)
+	}
+	tok2.Detach()
+	if ev := tupleEvents(t, sp, "token.reclaimed"); len(ev) != 1 || ev[0].Data["reason"] != "lease expired" {
+		t.Fatalf("journal token.reclaimed = %+v", ev)
+	}
+	if n, err := sp.ReleaseAgentTokens("quota", "carol"); err != nil || n != 1 {
+		t.Fatalf("carol releases = %d, %v", n, err)
+	}
+}
+
+func TestTokenReleaseErrors(t *testing.T) {
+	sp := newSpace(t, SpaceOptions{})
+	sp.InitToken("merge", 1)
+	sp.InitToken("other", 1)
+	tok, _ := sp.TryAcquire("merge", AcquireOptions{TTL: time.Hour})
+	tok.Detach()
+	for _, tt := range []struct{ name, handle string }{
+		{"other", tok.Handle()}, // wrong token
+		{"merge", tok.ID + ":99"},
+		{"merge", "0190aaaa-0000-7000-8000-000000000000"}, // no such slot
+	} {
+		if err := sp.ReleaseToken(tt.name, tt.handle, ""); !errors.Is(err, ErrNotHolder) {
+			t.Errorf("release %s %s: %v, want ErrNotHolder", tt.name, tt.handle, err)
+		}
+	}
+	if err := sp.ReleaseToken("merge", tok.ID+":x", ""); !errors.Is(err, ErrBadTuple) {
+		t.Errorf("release with a bad handle: %v", err)
+	}
+	if err := sp.ReleaseToken("merge", tok.Handle(), ""); err != nil {
+		t.Fatalf("release by handle: %v", err)
+	}
+}
