@@ -101,11 +101,13 @@
 //     never documents. The projection also ignores events/ and every file
 //     that does not end in .md.
 //   - Debounce trades latency for fewer intermediate states: a batch of
-//     Create events only (a rename into place, how the engine writes)
-//     settles after Debounce/8, a batch with writes, removes or renames
-//     after the full Debounce (2 ms). An editor that pauses longer than
-//     that in the middle of a save may show an intermediate state (an
-//     empty file) for a moment; the final state is always right.
+//     Create events only (a rename into place, how the engine writes) is
+//     processed as soon as no further event is queued (Debounce/8 when
+//     that is 1 ms or more), a batch with writes, removes or renames after
+//     the full Debounce (2 ms) of quiet. A program that creates a file and
+//     writes it much later, or an editor that pauses longer than that in
+//     the middle of a save, may show an intermediate state (an empty file)
+//     for a moment; the final state is always right.
 //   - Unreadable paths (EACCES) are reported once as OpError and keep their
 //     last known state until readable again; they are then re-delivered
 //     even if the content did not change, so receivers can clear the error.

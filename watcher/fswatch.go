@@ -111,7 +111,9 @@ type FSOptions struct {
 	// events missed. Zero means DefaultReconcile; negative disables it.
 	Reconcile time.Duration
 	// Debounce is how long a path must be quiet before it is re-checked
-	// (default 2ms, at most 20x that under a steady stream of events), so
+	// (default 2ms, at most 20x that under a steady stream of events; a
+	// batch of Create events only waits Debounce/8, or with the default
+	// just until no further event is queued), so
 	// multi-step editor saves are usually seen as one change. It adds to
 	// every event's latency, which is why it is short: engine writes are
 	// atomic renames and never need it. Correctness does not depend on it:
@@ -165,6 +167,7 @@ type FSWatcher struct {
 	errs     map[string]string
 	out      []Change
 	stats    []string // known files to lstat before deciding to read them
+	early    bool     // this batch was taken before its settle time
 	reads    []string
 
 	done      chan struct{}
@@ -500,6 +503,7 @@ func (w *FSWatcher) process() {
 		berrs := w.backendErrs
 		var dirty []string
 		take := full || len(syncs) > 0
+		early := false // taken before the settle time: see apply
 		if !take && len(w.dirty) > 0 {
 			now := time.Now()
 			settle := w.debounce
@@ -507,9 +511,20 @@ func (w *FSWatcher) process() {
 				settle = w.debounce / 8
 			}
 			left := min(settle-now.Sub(w.lastAt), 20*w.debounce-now.Sub(w.firstAt))
-			if left <= 0 {
+			switch {
+			case left <= 0:
 				take = true
-			} else {
+			case !w.slow && settle < time.Millisecond && w.fsw != nil:
+				// Timers shorter than a millisecond round up to one (the
+				// poller's resolution), which would be most of an engine
+				// write's latency. A Create-only batch is taken as soon as
+				// no further event is waiting: an editor's write after
+				// its create is normally already queued behind it.
+				if len(w.fsw.Events) == 0 {
+					take, early = true, true
+				}
+				// else: the drain pokes us again for the next event.
+			default:
 				timer.Reset(left)
 			}
 		}
@@ -529,6 +544,7 @@ func (w *FSWatcher) process() {
 		}
 
 		w.smu.Lock()
+		w.early = early
 		for _, err := range berrs {
 			// Not deduplicated: each backend error is its own incident.
 			w.out = append(w.out, Change{Op: OpError, Err: &WatchError{Op: "watch", Err: err}})
@@ -898,6 +914,15 @@ func (w *FSWatcher) apply(rel string, r readResult) {
 		return
 	case r.err != nil && isGone(r.err):
 		w.removePath(rel) // deleted mid-read
+		return
+	case r.err == nil && len(r.data) == 0 && w.early:
+		// Taken early as a rename into place, but empty: most likely
+		// created and not yet written (no document is empty). Look
+		// again after the full settle time.
+		w.pmu.Lock()
+		w.markDirty(rel, true)
+		w.pmu.Unlock()
+		w.poke()
 		return
 	case r.err != nil:
 		w.reportErr(rel, "read", r.err)
