@@ -522,8 +522,11 @@ func (w *FSWatcher) process() {
 				// its create is normally already queued behind it.
 				if len(w.fsw.Events) == 0 {
 					take, early = true, true
+				} else {
+					// The drain pokes us for the next event unless it is
+					// ignored: the timer is the backstop.
+					timer.Reset(left)
 				}
-				// else: the drain pokes us again for the next event.
 			default:
 				timer.Reset(left)
 			}
