@@ -31,6 +31,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseWhere$$' -fuzztime 30s ./docstore
 	$(GO) test -run '^$$' -fuzz '^FuzzParsePattern$$' -fuzztime 30s ./queues
 	$(GO) test -run '^$$' -fuzz '^FuzzGlob$$' -fuzztime 30s ./queues
+	$(GO) test -run '^$$' -fuzz '^FuzzParseEventLine$$' -fuzztime 30s ./watcher
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCache$$' -fuzztime 30s ./watcher
 
 demo:
 	$(GO) run ./cmd/tavern demo

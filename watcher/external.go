@@ -17,8 +17,8 @@ type externals struct {
 	p       *Projection
 	j       *Journal
 	mu      sync.Mutex
-	engine  map[string]time.Time // path\x00rev journaled by the engine
-	pending map[string]*time.Timer
+	engine  map[string]time.Time   // path\x00rev journaled by the engine
+	pending map[string]*time.Timer // path\x00rev waiting for its decision
 	stopped bool
 	wg      sync.WaitGroup // decisions in flight
 }
@@ -64,23 +64,22 @@ func (x *externals) observed(ev Event) {
 	if _, ok := x.engine[key]; ok {
 		return
 	}
-	if t := x.pending[ev.Path]; t != nil && t.Stop() {
-		x.wg.Done() // superseded by this newer change
+	if x.pending[key] != nil {
+		return // the same revision is already waiting
 	}
+	// Every observed revision gets its own decision: a hand edit followed
+	// by an engine update is still journaled as external.
 	x.wg.Add(1)
-	t := time.AfterFunc(x.p.opt.ExternalGrace, func() {
+	x.pending[key] = time.AfterFunc(x.p.opt.ExternalGrace, func() {
 		defer x.wg.Done()
 		x.decide(ev, key)
 	})
-	x.pending[ev.Path] = t
 }
 
 func (x *externals) decide(ev Event, key string) {
 	x.mu.Lock()
 	_, engine := x.engine[key]
-	if x.pending[ev.Path] != nil {
-		delete(x.pending, ev.Path)
-	}
+	delete(x.pending, key)
 	stopped := x.stopped
 	x.mu.Unlock()
 	if engine || stopped {

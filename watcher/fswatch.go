@@ -111,7 +111,9 @@ type FSOptions struct {
 	// events missed. Zero means DefaultReconcile; negative disables it.
 	Reconcile time.Duration
 	// Debounce is how long a path must be quiet before it is re-checked
-	// (default 2ms, at most 20x that under a steady stream of events), so
+	// (default 2ms, at most 20x that under a steady stream of events; a
+	// batch of Create events only waits Debounce/8, or with the default
+	// just until no further event is queued), so
 	// multi-step editor saves are usually seen as one change. It adds to
 	// every event's latency, which is why it is short: engine writes are
 	// atomic renames and never need it. Correctness does not depend on it:
@@ -164,6 +166,8 @@ type FSWatcher struct {
 	dirByIno map[[2]uint64]string
 	errs     map[string]string
 	out      []Change
+	stats    []string // known files to lstat before deciding to read them
+	early    bool     // this batch was taken before its settle time
 	reads    []string
 
 	done      chan struct{}
@@ -175,6 +179,9 @@ type FSWatcher struct {
 	dropEvents atomic.Bool                    // drain discards events (simulates loss)
 	openHook   func(string) (*os.File, error) // replaces os.OpenFile when set
 }
+
+// detectRemote is remoteFS, replaceable in tests.
+var detectRemote = remoteFS
 
 // testOpenHook, when set, replaces os.OpenFile for every watcher (tests).
 var testOpenHook func(string) (*os.File, error)
@@ -226,7 +233,7 @@ func WatchFS(root string, opt FSOptions) (*FSWatcher, error) {
 	case opt.Poll > 0:
 		w.poll, w.mode = opt.Poll, "poll"
 	case opt.Poll == 0:
-		if fsType := remoteFS(abs); fsType != "" {
+		if fsType := detectRemote(abs); fsType != "" {
 			w.poll, w.mode = DefaultPoll, "poll ("+fsType+")"
 		}
 	}
@@ -496,6 +503,7 @@ func (w *FSWatcher) process() {
 		berrs := w.backendErrs
 		var dirty []string
 		take := full || len(syncs) > 0
+		early := false // taken before the settle time: see apply
 		if !take && len(w.dirty) > 0 {
 			now := time.Now()
 			settle := w.debounce
@@ -503,9 +511,23 @@ func (w *FSWatcher) process() {
 				settle = w.debounce / 8
 			}
 			left := min(settle-now.Sub(w.lastAt), 20*w.debounce-now.Sub(w.firstAt))
-			if left <= 0 {
+			switch {
+			case left <= 0:
 				take = true
-			} else {
+			case !w.slow && settle < time.Millisecond && w.fsw != nil:
+				// Timers shorter than a millisecond round up to one (the
+				// poller's resolution), which would be most of an engine
+				// write's latency. A Create-only batch is taken as soon as
+				// no further event is waiting: an editor's write after
+				// its create is normally already queued behind it.
+				if len(w.fsw.Events) == 0 {
+					take, early = true, true
+				} else {
+					// The drain pokes us for the next event unless it is
+					// ignored: the timer is the backstop.
+					timer.Reset(left)
+				}
+			default:
 				timer.Reset(left)
 			}
 		}
@@ -525,6 +547,7 @@ func (w *FSWatcher) process() {
 		}
 
 		w.smu.Lock()
+		w.early = early
 		for _, err := range berrs {
 			// Not deduplicated: each backend error is its own incident.
 			w.out = append(w.out, Change{Op: OpError, Err: &WatchError{Op: "watch", Err: err}})
@@ -566,7 +589,9 @@ func (w *FSWatcher) emit(out []Change) {
 
 // check re-examines one path that may have changed. smu is held.
 func (w *FSWatcher) check(rel string) {
-	if w.ignored(rel, false) {
+	// Only name rules here: Options.Ignore needs to know whether rel is a
+	// directory, which the lstat below tells.
+	if rel != "" && Ignored(rel) {
 		return
 	}
 	if rel != "" {
@@ -588,12 +613,15 @@ func (w *FSWatcher) check(rel string) {
 	switch m := fi.Mode(); {
 	case m.IsDir():
 		if w.ignored(rel, true) {
+			w.removePath(rel)
 			return
 		}
 		if _, ok := w.files[rel]; ok {
 			w.removeFile(rel)
 		}
 		w.reconcile(rel)
+	case w.ignored(rel, false):
+		w.removePath(rel) // a directory before, perhaps
 	case m.IsRegular():
 		if w.dirs[rel] != nil {
 			w.removeDir(rel)
@@ -613,7 +641,58 @@ func (w *FSWatcher) check(rel string) {
 // removes what is gone. smu is held.
 func (w *FSWatcher) reconcile(dir string) {
 	w.walk(dir)
+	w.statPending()
 	w.readPending()
+}
+
+// statPending lstats known files in parallel and queues for reading those
+// whose stat changed or that could not be stat'ed (readFile reports why,
+// or finds them gone). smu is held.
+func (w *FSWatcher) statPending() {
+	paths := w.stats
+	w.stats = nil
+	if len(paths) == 0 {
+		return
+	}
+	changed := make([]bool, len(paths))
+	parallel(len(paths), w.opt.Workers, func(i int) {
+		fi, err := os.Lstat(w.abs(paths[i]))
+		if err != nil || !fi.Mode().IsRegular() {
+			changed[i] = true
+			return
+		}
+		var st FileState
+		fillStat(&st, fi)
+		changed[i] = !st.SameStat(w.files[paths[i]]) // map read only: safe
+	})
+	for i, p := range paths {
+		if changed[i] {
+			w.reads = append(w.reads, p)
+		}
+	}
+	if len(w.reads) >= maxBatch {
+		w.readPending()
+	}
+}
+
+// parallel runs fn(0..n-1) on up to workers goroutines.
+func parallel(n, workers int, fn func(int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				fn(i)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 func (w *FSWatcher) walk(dir string) {
@@ -673,15 +752,14 @@ func (w *FSWatcher) walk(dir string) {
 			}
 			old, known := w.files[child]
 			if known && w.errs[child] == "" && !old.Racy() {
-				cfi, err := e.Info()
-				if err == nil {
-					var st FileState
-					fillStat(&st, cfi)
-					if st.SameStat(old) {
-						d.children[name] = struct{}{}
-						continue
-					}
+				// Probably unchanged: lstat it (in parallel, later) and
+				// read it only if its stat differs.
+				d.children[name] = struct{}{}
+				w.stats = append(w.stats, child)
+				if len(w.stats) >= 4*maxBatch {
+					w.statPending()
 				}
+				continue
 			}
 			w.reads = append(w.reads, child)
 			if len(w.reads) >= maxBatch {
@@ -765,23 +843,7 @@ func (w *FSWatcher) readPending() {
 		slices.Sort(paths)
 		paths = slices.Compact(paths)
 		res := make([]readResult, len(paths))
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		n := min(w.opt.Workers, len(paths))
-		for range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					i := int(next.Add(1)) - 1
-					if i >= len(paths) {
-						return
-					}
-					res[i] = w.readFile(paths[i])
-				}
-			}()
-		}
-		wg.Wait()
+		parallel(len(paths), w.opt.Workers, func(i int) { res[i] = w.readFile(paths[i]) })
 		for i, p := range paths {
 			w.apply(p, res[i])
 		}
@@ -855,6 +917,15 @@ func (w *FSWatcher) apply(rel string, r readResult) {
 		return
 	case r.err != nil && isGone(r.err):
 		w.removePath(rel) // deleted mid-read
+		return
+	case r.err == nil && len(r.data) == 0 && w.early:
+		// Taken early as a rename into place, but empty: most likely
+		// created and not yet written (no document is empty). Look
+		// again after the full settle time.
+		w.pmu.Lock()
+		w.markDirty(rel, true)
+		w.pmu.Unlock()
+		w.poke()
 		return
 	case r.err != nil:
 		w.reportErr(rel, "read", r.err)

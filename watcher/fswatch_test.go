@@ -300,3 +300,35 @@ func TestKnownSeedSkipsUnchanged(t *testing.T) {
 		}
 	}
 }
+
+func TestRemoteFilesystemIsPolled(t *testing.T) {
+	if got := remoteFS(t.TempDir()); got != "" {
+		t.Skipf("test directory is on %s", got)
+	}
+	detectRemote = func(string) string { return "nfs" }
+	defer func() { detectRemote = remoteFS }()
+	root := t.TempDir()
+	rec := &recorder{}
+	w, err := WatchFS(root, FSOptions{OnChange: rec.onChange})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if w.Mode() != "poll (nfs)" || w.fsw != nil {
+		t.Fatalf("Mode() = %q, want poll (nfs) without inotify", w.Mode())
+	}
+	os.WriteFile(filepath.Join(root, "a.md"), []byte("a"), 0o644)
+	syncW(t, w)
+	if got := strings.Join(rec.lines(), ","); got != "create a.md" {
+		t.Errorf("got %s, want create a.md", got)
+	}
+	// An explicit negative Poll forces inotify even there.
+	w2, err := WatchFS(root, FSOptions{Poll: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Close()
+	if w2.Mode() != "fsnotify" {
+		t.Errorf("Poll -1: Mode() = %q, want fsnotify", w2.Mode())
+	}
+}

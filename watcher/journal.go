@@ -88,10 +88,9 @@ type JournalOptions struct {
 
 // OpenJournal opens (creating if needed) the journal of the store at root.
 func OpenJournal(root string, opt JournalOptions) (*Journal, error) {
+	// The directory is created by the first append, so opening a journal
+	// on a read-only store (a command that only reads) costs nothing.
 	dir := filepath.Join(root, JournalDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
 	w := opt.Writer
 	if w == "" {
 		host, _ := os.Hostname()
@@ -115,8 +114,9 @@ func (j *Journal) Append(e Event) (Event, error) {
 	return e, err
 }
 
-// AppendOnce appends e unless an event of the same type, path and revision
-// is among the last events of the day file; the check and the append are
+// AppendOnce appends e unless an event of the same type, path and revision,
+// or an engine document event (doc.*) for that path and revision, is among
+// the last events (256 KiB) of the day file; the check and the append are
 // done under the file lock, so concurrent watchers record it once. It
 // reports whether e was appended.
 func (j *Journal) AppendOnce(e Event) (Event, bool, error) {
@@ -186,7 +186,14 @@ func (j *Journal) open(day string) (*os.File, error) {
 		j.file.Close()
 		j.file = nil
 	}
-	f, err := os.OpenFile(filepath.Join(j.dir, day+".jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	name := filepath.Join(j.dir, day+".jsonl")
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(j.dir, 0o755); err != nil {
+			return nil, err
+		}
+		f, err = os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -412,6 +419,39 @@ func readDay(path string, off int64, f Filter, fn func(Event, error) bool) (int6
 	}
 }
 
+// JournalEnd returns the cursor after the last complete line of the
+// journal, without reading it: where to start following only new events.
+func JournalEnd(root string) (Cursor, error) {
+	dir := filepath.Join(root, JournalDir)
+	days, err := journalDays(dir)
+	if err != nil || len(days) == 0 {
+		return Cursor{}, err
+	}
+	day := days[len(days)-1]
+	f, err := os.Open(filepath.Join(dir, day+".jsonl"))
+	if err != nil {
+		return Cursor{}, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return Cursor{}, err
+	}
+	// A line being written right now is not complete: stop before it.
+	for end := fi.Size(); end > 0; {
+		start := max(end-64<<10, 0)
+		buf := make([]byte, end-start)
+		if _, err := f.ReadAt(buf, start); err != nil && err != io.EOF {
+			return Cursor{}, err
+		}
+		if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
+			return Cursor{Day: day, Offset: start + int64(i) + 1}, nil
+		}
+		end = start
+	}
+	return Cursor{Day: day}, nil
+}
+
 // FollowJournal calls fn for every matching event appended after cursor
 // (use the Cursor returned by ReadJournal, or the zero Cursor for
 // everything) until ctx is done or fn returns false. It waits on fsnotify
@@ -498,7 +538,10 @@ func tailHas(name string, e Event) bool {
 		if !bytes.Contains(line, []byte(e.Path)) {
 			continue
 		}
-		if o, err := ParseEventLine(line); err == nil && o.Type == e.Type && o.Path == e.Path && o.Rev == e.Rev {
+		// The same record, or the engine's own event for this revision
+		// (journaled while no watcher was running to hear of it).
+		if o, err := ParseEventLine(line); err == nil && o.Path == e.Path && o.Rev == e.Rev &&
+			(o.Type == e.Type || strings.HasPrefix(o.Type, "doc.")) {
 			return true
 		}
 	}

@@ -175,6 +175,9 @@ func TestFollowJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if end, err := JournalEnd(root); err != nil || end != cur {
+		t.Errorf("JournalEnd = %+v, %v; ReadJournal ended at %+v", end, err, cur)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	got := make(chan string, 10)
@@ -225,4 +228,24 @@ func FuzzParseEventLine(f *testing.F) {
 			t.Fatalf("accepted event without id/type: %+v", e)
 		}
 	})
+}
+
+func TestJournalCreatesDirOnFirstAppend(t *testing.T) {
+	root := t.TempDir()
+	j, err := OpenJournal(root, JournalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if _, err := os.Stat(filepath.Join(root, JournalDir)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("OpenJournal created the directory (stat: %v)", err)
+	}
+	if _, err := j.Append(Event{Type: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	ReadJournal(root, Filter{}, func(Event, error) bool { n++; return true })
+	if n != 1 {
+		t.Errorf("events: got %d, want 1", n)
+	}
 }

@@ -412,7 +412,9 @@ type Query struct {
 	Limit int
 }
 
-// Query returns the entries selected by q.
+// Query returns the entries selected by q. The entries are copies, but
+// their Fields maps are shared with the projection: treat them as
+// read-only.
 func (p *Projection) Query(q Query) ([]Entry, error) {
 	kind := ""
 	if q.Kind != "" {
@@ -578,7 +580,7 @@ func (p *Projection) publish(e Event) {
 // events are skipped: the projection reports those from the files.
 func (p *Projection) follow() {
 	defer p.wg.Done()
-	cur, err := ReadJournal(p.root, Filter{Since: time.Now()}, func(Event, error) bool { return true })
+	cur, err := JournalEnd(p.root)
 	if err != nil {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -393,7 +394,7 @@ func TestExternalEdits(t *testing.T) {
 	RecordMutations(s, j, "", func(err error) { t.Errorf("journal: %v", err) })
 	writeDoc(t, s, "agents/eng.md", agentDoc("eng", "idle"))
 	writeDoc(t, s, "agents/hand.md", agentDoc("hand", "idle"))
-	p := openProj(t, s, Options{Watch: true, Reconcile: -1, Journal: j, ExternalGrace: 200 * time.Millisecond})
+	p := openProj(t, s, Options{Watch: true, Reconcile: -1, Journal: j, ExternalGrace: time.Second})
 	if _, err := s.Update("agents/eng.md", func(d *docstore.Doc) error { return d.Set("state", "working") }); err != nil {
 		t.Fatal(err)
 	}
@@ -401,16 +402,32 @@ func TestExternalEdits(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeDoc(t, s, "agents/hand.md", agentDoc("hand", "done"))
+	// A hand edit followed at once by an engine update of the same
+	// document: the hand edit is still external.
+	writeDoc(t, s, "agents/mixed.md", agentDoc("mixed", "idle"))
+	if err := p.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Update("agents/mixed.md", func(d *docstore.Doc) error { return d.Set("state", "working") }); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var ext Event
+	seen := map[string]bool{}
 	err = FollowJournal(ctx, s.Root(), Cursor{}, Filter{Types: []string{TypeExternal}}, 0, func(e Event, err error) bool {
 		if err != nil {
 			t.Errorf("journal: %v", err)
 			return true
 		}
-		ext = e
-		return false
+		if e.Path == "agents/hand.md" {
+			ext = e
+		}
+		seen[e.Path] = true
+		return len(seen) < 2
 	})
 	if err != nil {
 		t.Fatalf("no external event: %v", err)
@@ -426,8 +443,53 @@ func TestExternalEdits(t *testing.T) {
 		types = append(types, e.Type+" "+e.Path)
 		return true
 	})
-	want := "doc.updated agents/eng.md,external agents/hand.md"
+	slices.Sort(types) // the two externals are decided at the same moment
+	want := "doc.updated agents/eng.md,doc.updated agents/mixed.md,external agents/hand.md,external agents/mixed.md"
 	if got := strings.Join(types, ","); got != want {
 		t.Errorf("journal: got %s, want %s", got, want)
+	}
+}
+
+func TestProjectionSeesNewDirectories(t *testing.T) {
+	s := newStore(t)
+	p := openProj(t, s, Options{Watch: true, Reconcile: -1, Poll: -1})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	got := make(chan Entry, 1)
+	go func() {
+		e, err := p.WaitFor(ctx, "items", nil)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- e
+	}()
+	// mkdir -p of the queue's directories and an item in one go: the
+	// item's directory did not exist when the projection started.
+	writeDoc(t, s, "queues/build/pending/0001.md", "---\nqueue: build\n---\nwork\n")
+	writeDoc(t, s, "queues/build/notes.txt", "not a document")
+	select {
+	case e := <-got:
+		if e.Path != "queues/build/pending/0001.md" || e.Kind != "item" {
+			t.Errorf("got %+v", e)
+		}
+	case <-ctx.Done():
+		t.Fatal("item in a new directory never projected")
+	}
+	if err := p.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := p.Get("queues/build/notes.txt"); ok {
+		t.Error("a .txt file was projected")
+	}
+	// Renamed directory: the item moves with it.
+	if err := os.Rename(filepath.Join(s.Root(), "queues/build"), filepath.Join(s.Root(), "queues/ship")); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	es, _ := p.Query(Query{Kind: "items"})
+	if paths(es) != "queues/ship/pending/0001.md" {
+		t.Errorf("after renaming the queue dir: %s", paths(es))
 	}
 }

@@ -106,32 +106,59 @@ func TestWatchCommand(t *testing.T) {
 		}
 		close(lines)
 	}()
-	nextEvent := func() watcher.Event {
-		t.Helper()
-		select {
-		case e := <-lines:
-			return e
-		case <-time.After(20 * time.Second):
-			t.Fatal("no event")
+	var history []string
+	defer func() {
+		if t.Failed() {
+			t.Logf("events seen:\n%s", strings.Join(history, "\n"))
 		}
-		return watcher.Event{}
+	}()
+	// waitFor skips unrelated events (an "external" record of the hand
+	// edit may come in between) until one matching want arrives.
+	waitFor := func(what string, want func(watcher.Event) bool) watcher.Event {
+		t.Helper()
+		deadline := time.After(20 * time.Second)
+		for {
+			select {
+			case e := <-lines:
+				b, _ := json.Marshal(e)
+				history = append(history, string(b))
+				if want(e) {
+					return e
+				}
+			case <-deadline:
+				t.Fatalf("no %s event", what)
+			}
+		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "agents", "hand.md"), []byte("---\nname: hand\n---\n"), 0o644); err != nil {
-		t.Fatal(err)
+	// Hand edits land atomically (temp file, rename), so no intermediate
+	// state can be observed whatever the machine's load.
+	handWrite := func(rel, text string) {
+		t.Helper()
+		tmp := filepath.Join(dir, ".tmp", "hand")
+		if err := os.WriteFile(tmp, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, rel)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if e := nextEvent(); e.Type != watcher.TypeCreated || e.Path != "agents/hand.md" || e.Kind != "agent" {
+	handWrite("agents/hand.md", "---\nname: hand\n---\n")
+	e := waitFor("doc.created", func(e watcher.Event) bool { return e.Type == watcher.TypeCreated })
+	if e.Path != "agents/hand.md" || e.Kind != "agent" {
 		t.Errorf("got %+v, want doc.created agents/hand.md", e)
 	}
 	if out, code := tavernRun(t, dir, nil, "set", "agents/hand", "state=working"); code != 0 {
 		t.Fatalf("set: exit %d %s", code, out)
 	}
-	if e := nextEvent(); e.Type != watcher.TypeUpdated || strings.Join(anyStrings(e.Data["changed"]), ",") != "state" {
+	e = waitFor("doc.updated", func(e watcher.Event) bool { return e.Type == watcher.TypeUpdated })
+	if e.Path != "agents/hand.md" || strings.Join(anyStrings(e.Data["changed"]), ",") != "state" {
 		t.Errorf("got %+v, want doc.updated changed=[state]", e)
 	}
 	// Not an agent: filtered out; the next agent event proves it was seen.
-	os.WriteFile(filepath.Join(dir, "tavern.md"), []byte("---\nname: x\n---\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "agents", "hand.md"), []byte("---\nname: [\n---\n"), 0o644)
-	if e := nextEvent(); e.Type != watcher.TypeInvalid || e.Path != "agents/hand.md" {
+	handWrite("tavern.md", "---\nname: x\n---\n")
+	handWrite("agents/hand.md", "---\nname: [\n---\n")
+	e = waitFor("doc.invalid", func(e watcher.Event) bool { return e.Type != watcher.TypeExternal })
+	if e.Type != watcher.TypeInvalid || e.Path != "agents/hand.md" {
 		t.Errorf("got %+v, want doc.invalid agents/hand.md", e)
 	}
 	cmd.Process.Signal(syscall.SIGINT)
