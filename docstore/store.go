@@ -30,7 +30,7 @@ const (
 type Store struct {
 	root    string // absolute, symlinks resolved
 	durable bool
-	observe func(Mutation)
+	observers []func(Mutation)
 }
 
 // Mutation describes a change the engine made, for journaling.
@@ -43,13 +43,15 @@ type Mutation struct {
 }
 
 // Observe registers fn to be called after every successful mutation made
-// through this Store. The watcher package uses it to journal engine
-// mutations; fn must not call back into the Store's mutating methods.
-func (s *Store) Observe(fn func(Mutation)) { s.observe = fn }
+// through this Store, after the observers registered before it. The watcher
+// package uses it to journal engine mutations; fn must not call back into
+// the Store's mutating methods. Register observers before sharing the
+// Store between goroutines.
+func (s *Store) Observe(fn func(Mutation)) { s.observers = append(s.observers, fn) }
 
 func (s *Store) notify(m Mutation) {
-	if s.observe != nil {
-		s.observe(m)
+	for _, fn := range s.observers {
+		fn(m)
 	}
 }
 
