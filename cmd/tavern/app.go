@@ -29,12 +29,12 @@ var dirFlag = &cli.StringFlag{
 
 type ctxKey struct{}
 
-// run is the whole program: it parses args, runs one command and returns
-// the exit code. Tests call it directly or through the built binary.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// run is the whole program but for exiting: it parses args and runs one
+// command. main reports the error and maps it to the exit code (exit.go).
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	app := newApp(stdin, stdout, stderr)
 	err := app.RunContext(ctx, reorderArgs(app, args))
-	return reportError(app, args, unknownCommand(err))
+	return unknownCommand(err)
 }
 
 // unknownCommand rewrites urfave/cli's report of an unknown (sub)command,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"strings"
 
@@ -111,18 +112,18 @@ func exitCode(err error) int {
 
 // reportError prints err (as text, or as a JSON object when --json was
 // given) and returns the exit code.
-func reportError(app *cli.App, args []string, err error) int {
+func reportError(stderr io.Writer, args []string, err error) int {
 	code := exitCode(err)
 	if err == nil || errors.Is(err, errSilent) {
 		return code
 	}
 	if wantsJSON(args) {
-		fmt.Fprintln(app.ErrWriter, jsonError(err, code))
+		fmt.Fprintln(stderr, jsonError(err, code))
 		return code
 	}
-	fmt.Fprintf(app.ErrWriter, "tavern: %v\n", err)
+	fmt.Fprintf(stderr, "tavern: %v\n", err)
 	if code == exitUsage && errors.Is(err, errUsage) {
-		fmt.Fprintln(app.ErrWriter, "Run `tavern --help` or `tavern COMMAND --help` for usage.")
+		fmt.Fprintln(stderr, "Run `tavern --help` or `tavern COMMAND --help` for usage.")
 	}
 	return code
 }

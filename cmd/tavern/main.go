@@ -12,7 +12,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
+	err := run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
 	stop()
-	os.Exit(code)
+	os.Exit(reportError(os.Stderr, os.Args, err))
 }
