@@ -36,6 +36,7 @@ var (
 			{Name: "chunk_size", Type: Int, Min: atLeast(1), Default: 100, Doc: "messages per chunk"},
 			{Name: "bubble_after", Type: Duration, Default: "10m", Doc: "unanswered questions move to the parent's parent after this"},
 			{Name: "reconcile", Type: Duration, Default: "30s", Doc: "watcher full-reconcile interval"},
+			{Name: "created", Type: Time},
 		}}
 
 	Agent = &Kind{Name: "agent", Plural: "agents", Pattern: "agents/{name}.md", Version: 1,
@@ -144,6 +145,7 @@ var (
 
 	Tuple = &Kind{Name: "tuple", Plural: "tuples", Pattern: "tuples/{type}/{id}.md", Version: 1,
 		Doc:    "a Linda tuple; its other fields are the tuple's values",
+		Open:   true,
 		Fields: withCommon(Field{Name: "expires", Type: Time, Doc: "collected after this time (TTL)"})}
 
 	Memory = &Kind{Name: "memory", Plural: "memory", Aliases: []string{"memories"}, Pattern: "memory/{agent}/{id}.md", Version: 1,

@@ -50,6 +50,9 @@ type Kind struct {
 	// Migrations upgrade documents written by older versions, in order.
 	Migrations []Migration
 	Doc        string
+	// Open kinds take any extra field as data (tuple values), so strict
+	// validation does not report them as unknown.
+	Open bool
 }
 
 // Field returns the named field, or nil.

@@ -47,7 +47,7 @@ func (k *Kind) Validate(m *yaml.Node, strict bool) []*FieldError {
 		}
 		f := k.Field(name)
 		if f == nil {
-			if strict {
+			if strict && !k.Open {
 				errs = append(errs, &FieldError{Line: key.Line, Col: key.Column, Field: name, Msg: "unknown field", Unknown: true})
 			}
 			continue
