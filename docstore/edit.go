@@ -133,9 +133,9 @@ func (d *Doc) Set(key string, v any) error {
 		if t, isTime := v.(time.Time); isTime {
 			return d.SetNode(key, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!timestamp", Value: schema.FormatTime(t)})
 		}
-		n = &yaml.Node{}
-		if err := n.Encode(v); err != nil {
-			return fmt.Errorf("set %s: %w", key, err)
+		var err error
+		if n, err = valueNode(key, v); err != nil {
+			return err
 		}
 	}
 	return d.SetNode(key, n)
@@ -319,11 +319,79 @@ func valueNode(key string, v any) (*yaml.Node, error) {
 	if t, isTime := v.(time.Time); isTime {
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!timestamp", Value: schema.FormatTime(t)}, nil
 	}
+	if n := fastNode(v); n != nil {
+		return n, nil
+	}
 	n := &yaml.Node{}
 	if err := n.Encode(v); err != nil {
 		return nil, fmt.Errorf("set %s: %w", key, err)
 	}
 	return n, nil
+}
+
+// fastNode is yaml's Node.Encode for the values the engine sets on every
+// state change (counters, names, ids), without running the encoder (which
+// was most of the CPU of a queue claim). It returns nil for anything
+// else; TestFastScalarMatchesEncoder checks it against the encoder.
+func fastNode(v any) *yaml.Node {
+	switch x := v.(type) {
+	case int:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(x)}
+	case int64:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.FormatInt(x, 10)}
+	case string:
+		if plainSafe(x) {
+			return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: x}
+		}
+	}
+	return nil
+}
+
+// plainSafe reports whether s is a string the YAML encoder writes plain
+// (unquoted) and a decoder reads back as the same string: a letter, then
+// letters, digits and _ . / - only, and not a word YAML 1.1 reads as a
+// boolean or null. Conservative: anything else takes the encoder.
+func plainSafe(s string) bool {
+	if s == "" || len(s) > 200 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+		case i > 0 && (c >= '0' && c <= '9' || c == '_' || c == '.' || c == '/' || c == '-'):
+		default:
+			return false
+		}
+	}
+	switch strings.ToLower(s) {
+	case "y", "n", "yes", "no", "on", "off", "true", "false", "null":
+		return false
+	}
+	return true
+}
+
+// fastScalarText is scalarText for nodes fastNode makes and timestamps
+// from valueNode; ok is false for anything else.
+func fastScalarText(n *yaml.Node) (string, bool) {
+	if n.Kind != yaml.ScalarNode || n.Style != 0 || n.HeadComment != "" || n.LineComment != "" || n.FootComment != "" || n.Anchor != "" {
+		return "", false
+	}
+	switch n.Tag {
+	case "!!int":
+		if v, err := strconv.ParseInt(n.Value, 10, 64); err == nil && n.Value == strconv.FormatInt(v, 10) {
+			return n.Value, true
+		}
+	case "!!str":
+		if plainSafe(n.Value) {
+			return n.Value, true
+		}
+	case "!!timestamp":
+		if t, err := time.Parse(time.RFC3339Nano, n.Value); err == nil && schema.FormatTime(t) == n.Value {
+			return n.Value, true
+		}
+	}
+	return "", false
 }
 
 // Delete removes a top-level field and its lines.
@@ -427,6 +495,9 @@ func (d *Doc) reencode(edit func(*yaml.Node)) error {
 }
 
 func renderEntry(key string, n *yaml.Node, nl string) ([]byte, error) {
+	if text, ok := fastScalarText(n); ok && plainSafe(key) {
+		return []byte(key + ": " + text + nl), nil
+	}
 	m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{
 		{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, clean(n)}}
 	var buf bytes.Buffer
@@ -455,6 +526,9 @@ func clean(n *yaml.Node) *yaml.Node {
 
 // scalarText renders a scalar as it would appear after "key: ".
 func scalarText(n *yaml.Node) ([]byte, bool) {
+	if text, ok := fastScalarText(n); ok {
+		return []byte(text), true
+	}
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	if err := enc.Encode(clean(n)); err != nil {
