@@ -239,6 +239,40 @@ func (d *Doc) editInPlace(lines [][]byte, i int, n *yaml.Node) bool {
 // frontmatter) forces an intermediate parse. The result is byte for byte
 // that of the Set calls. On error the document is unchanged.
 func (d *Doc) SetMany(fields [][2]any) error {
+	return d.Edit(fields)
+}
+
+// Edit is SetMany, then Delete of each key in del, with one re-parse for
+// all of it where it can (a queue state change sets a few fields and
+// drops a few: each re-parse is a whole YAML decode). The result is byte
+// for byte that of SetMany followed by the Delete calls. On error the
+// document is unchanged.
+func (d *Doc) Edit(fields [][2]any, del ...string) error {
+	orig, origRoot := d.front, d.root
+	slow := d.root.Style&yaml.FlowStyle != 0
+	for _, k := range del {
+		for _, kv := range fields {
+			if kv[0].(string) == k {
+				slow = true // set then deleted in one edit: take the plain path
+			}
+		}
+	}
+	if slow {
+		if err := d.setMany(fields, nil); err != nil {
+			return err
+		}
+		for _, k := range del {
+			if err := d.Delete(k); err != nil {
+				d.front, d.root = orig, origRoot
+				return err
+			}
+		}
+		return nil
+	}
+	return d.setMany(fields, del)
+}
+
+func (d *Doc) setMany(fields [][2]any, del []string) error {
 	if d.root.Style&yaml.FlowStyle != 0 {
 		for _, kv := range fields {
 			if err := d.Set(kv[0].(string), kv[1]); err != nil {
@@ -303,6 +337,17 @@ func (d *Doc) SetMany(fields [][2]any) error {
 			return err
 		}
 		lines = splitLines(d.front)
+	}
+	// Deleted entries: blank their lines. In-place edits changed no line
+	// numbers and new entries are in tail, so d.root's positions still
+	// index lines; a blanked line counts as blank for the entries after.
+	for _, k := range del {
+		if i := d.index(k); i >= 0 {
+			first, last := d.entryLines(i, lines)
+			for j := first; j <= last; j++ {
+				lines[j] = nil
+			}
+		}
 	}
 	if err := flush(); err != nil {
 		d.front, d.root = orig, origRoot

@@ -43,3 +43,48 @@ func TestSetManyMatchesSet(t *testing.T) {
 		}
 	}
 }
+
+// Edit must give exactly what SetMany then Delete give.
+func TestEditMatchesSetManyDelete(t *testing.T) {
+	docs := []string{
+		"---\ntitle: a\nattempts: 1 # counted\nlease_until: 2026-01-01T00:00:00.000Z\nqueue: 'q'\nhung_since: x\n---\nbody\n",
+		"---\r\ntitle: a\r\nlease_until: 1\r\nattempts: 1\r\n---\r\n",
+		"---\n# head comment\ntitle: \"quoted\"\ntags:\n  - x\n  - y\n\nattempts: 2\nlease_until: z # c\n\n# tail\n---\n",
+		"---\n{title: a, attempts: 1, lease_until: 3}\n---\n",
+		"---\n---\nempty front\n",
+		"---\ntitle: |\n  multi\n  line\nlease_until: 0\nhung_since: |\n  a\n  b\n---\n",
+	}
+	when := time.Date(2026, 11, 22, 1, 2, 3, 4e6, time.UTC)
+	sets := [][][2]any{
+		{{"completed", when}, {"updated", when}, {"result", "ok"}},
+		{{"title", "two\nlines"}, {"attempts", 3}},
+		{{"tags", "now scalar"}, {"lease_until", 5}},
+		{},
+	}
+	dels := [][]string{{"lease_until", "hung_since"}, {"tags", "title"}, {"absent"}, {"lease_until"}, nil}
+	for i, src := range docs {
+		for j, fields := range sets {
+			for k, del := range dels {
+				want, err := Parse("x.md", []byte(src))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := want.Clone()
+				if err := want.SetMany(fields); err != nil {
+					t.Fatal(err)
+				}
+				for _, key := range del {
+					if err := want.Delete(key); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := got.Edit(fields, del...); err != nil {
+					t.Fatalf("doc %d set %d del %d: %v", i, j, k, err)
+				}
+				if string(got.Bytes()) != string(want.Bytes()) {
+					t.Errorf("doc %d set %d del %d:\ngot:\n%q\nwant:\n%q", i, j, k, got.Bytes(), want.Bytes())
+				}
+			}
+		}
+	}
+}

@@ -185,13 +185,13 @@ func (b *Broker) complete(queue, id string, attempt int, result string) (*Item, 
 		now := b.now()
 		d, err := b.moveDoc(l, it.Doc, ItemPath(it.Queue, Done, id), func(d *docstore.Doc) error {
 			summary, full := resultText(result)
-			if err := setFields(d, kv{"completed", now}, kv{"updated", now}, kv{"result", summary}); err != nil {
+			if err := editFields(d, []kv{{"completed", now}, {"updated", now}, {"result", summary}}, "lease_until", "hung_since"); err != nil {
 				return err
 			}
 			if full != "" {
 				d.SetBody(append(append([]byte(nil), d.Body()...), []byte("\n## Result\n\n"+full+"\n")...))
 			}
-			return delFields(d, "lease_until", "hung_since")
+			return nil
 		})
 		if err != nil {
 			return nil, err
@@ -432,6 +432,15 @@ func setFields(d *docstore.Doc, fields ...kv) error {
 		pairs[i] = [2]any{f.k, f.v}
 	}
 	return d.SetMany(pairs) // one re-parse, not one per field
+}
+
+// editFields sets fields and deletes keys with one re-parse.
+func editFields(d *docstore.Doc, fields []kv, del ...string) error {
+	pairs := make([][2]any, len(fields))
+	for i, f := range fields {
+		pairs[i] = [2]any{f.k, f.v}
+	}
+	return d.Edit(pairs, del...)
 }
 
 func delFields(d *docstore.Doc, keys ...string) error {

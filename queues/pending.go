@@ -28,13 +28,15 @@ import (
 // right now (inflight): the Broker's other takers skip them instead of all
 // racing for the head of the queue and losing on its lock.
 type pendingIndex struct {
-	mu       sync.Mutex
-	fd       int // inotify instance (nonblocking); -1: none, list every time
-	failed   bool
-	queues   map[string]*pendingDir
-	byWD     map[int32]*pendingDir
+	mu     sync.Mutex
+	fd     int // inotify instance (nonblocking); -1: none, list every time
+	failed bool
+	queues map[string]*pendingDir
+	byWD   map[int32]*pendingDir
+	buf    []byte
+
+	imu      sync.Mutex      // guards inflight (done must not wait for a drain)
 	inflight map[string]bool // queue+"/"+id
-	buf      []byte
 }
 
 type pendingDir struct {
@@ -226,19 +228,25 @@ func (p *pendingIndex) next(b *Broker, queue, after string) (id string, found, o
 		if _, ok := d.set[id]; !ok {
 			continue
 		}
-		if p.inflight[queue+"/"+id] {
+		key := queue + "/" + id
+		p.imu.Lock()
+		busy := p.inflight[key]
+		if !busy {
+			p.inflight[key] = true
+		}
+		p.imu.Unlock()
+		if busy {
 			continue
 		}
-		p.inflight[queue+"/"+id] = true
 		return id, true, true
 	}
 	return "", false, true
 }
 
 func (p *pendingIndex) done(queue, id string) {
-	p.mu.Lock()
+	p.imu.Lock()
 	delete(p.inflight, queue+"/"+id)
-	p.mu.Unlock()
+	p.imu.Unlock()
 }
 
 // invalidate makes the next use of queue's view list the directory again.

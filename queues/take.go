@@ -415,14 +415,11 @@ func (b *Broker) claimOne(q *Queue, id string, h holder, diag *Diagnostics) (*Cl
 		if h.lock != "" {
 			fields = append(fields, kv{"liveness_lock", h.lock})
 		}
-		if err := setFields(d, fields...); err != nil {
-			return err
-		}
 		fl := []string{"not_before", "hung_since"}
 		if h.kind == "lease" {
 			fl = append(fl, "liveness_lock")
 		}
-		return delFields(d, fl...)
+		return editFields(d, fields, fl...)
 	})
 	if err != nil {
 		var skip errSkip
