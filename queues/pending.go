@@ -45,6 +45,7 @@ type pendingDir struct {
 	valid  bool                // set and sorted reflect the directory
 	set    map[string]struct{} // ids present
 	sorted []string            // superset of set, sorted; ids not in set are skipped
+	head   int                 // sorted[:head] are all gone (taken): skipped without lookups
 	dirty  bool                // sorted is missing ids: rebuild before use
 }
 
@@ -110,7 +111,7 @@ func (p *pendingIndex) dir(b *Broker, queue string) (*pendingDir, bool) {
 		for _, id := range ids {
 			d.set[id] = struct{}{}
 		}
-		d.sorted, d.dirty, d.valid = ids, false, true
+		d.sorted, d.dirty, d.valid, d.head = ids, false, true, 0
 		// Changes made while listing: applying them again is harmless
 		// (the last event of a name decides whether it is there).
 		p.drain()
@@ -121,7 +122,7 @@ func (p *pendingIndex) dir(b *Broker, queue string) (*pendingDir, bool) {
 			d.sorted = append(d.sorted, id)
 		}
 		sort.Strings(d.sorted)
-		d.dirty = false
+		d.dirty, d.head = false, 0
 	} else if len(d.sorted) > 64 && len(d.sorted) > 2*len(d.set) {
 		n := d.sorted[:0]
 		for _, id := range d.sorted {
@@ -130,7 +131,7 @@ func (p *pendingIndex) dir(b *Broker, queue string) (*pendingDir, bool) {
 			}
 		}
 		clear(d.sorted[len(n):])
-		d.sorted = n
+		d.sorted, d.head = n, 0
 	}
 	return d, true
 }
@@ -191,7 +192,8 @@ func (p *pendingIndex) drain() {
 				} else if !d.dirty {
 					i := sort.SearchStrings(d.sorted, id)
 					if i < len(d.sorted) && d.sorted[i] == id {
-						continue // still listed (removed, now back)
+						d.head = min(d.head, i) // still listed (removed, now back)
+						continue
 					}
 					d.dirty = true
 				}
@@ -219,9 +221,15 @@ func (p *pendingIndex) next(b *Broker, queue, after string) (id string, found, o
 	if !ok {
 		return "", false, false
 	}
-	i := 0
+	for d.head < len(d.sorted) {
+		if _, ok := d.set[d.sorted[d.head]]; ok {
+			break
+		}
+		d.head++
+	}
+	i := d.head
 	if after != "" {
-		i = sort.Search(len(d.sorted), func(i int) bool { return d.sorted[i] > after })
+		i = max(i, sort.Search(len(d.sorted), func(i int) bool { return d.sorted[i] > after }))
 	}
 	for ; i < len(d.sorted); i++ {
 		id := d.sorted[i]
