@@ -140,10 +140,11 @@ func (s *Store) linkNew(full string, data []byte) (ok bool, err error) {
 		return true, nil
 	case errors.Is(err, unix.EEXIST):
 		return true, ErrExist
-	case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) ||
-		errors.Is(err, unix.EXDEV) || errors.Is(err, unix.EOPNOTSUPP):
-		noTmpfile.Store(true)
+	case errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EXDEV) || errors.Is(err, unix.EOPNOTSUPP):
+		noTmpfile.Store(true) // linking an unnamed file is not allowed here
 		return false, nil
+	case errors.Is(err, unix.ENOENT):
+		return false, nil // no /proc, or the directory went away: the rename path says which
 	}
 	return true, err
 }

@@ -21,14 +21,14 @@
 //
 // # Claims
 //
-// Take lists pending/ in name order and, for each candidate, TryLocks the
+// Take walks pending/ in name order and, for each candidate, TryLocks the
 // item lock (ItemLockKey, items/<q>/<stripe>: a function of the item id
 // only, whatever its state; striped 256 ways so lock files are reused
 // instead of created per item; a busy lock means another taker is on it
 // or on a neighbour, so it moves on), reads
 // the file, skips it if not_before is in the future or a dependency is not
 // in done/, and otherwise writes the claimed copy claimed/<id>.md (a
-// no-replace create: temp, fsync, rename, fsync dir) with claimed_by,
+// no-replace create: O_TMPFILE, fsync, link, fsync dir) with claimed_by,
 // claim_attempt, attempts+1, lease_until, started, claim_kind and
 // liveness_lock, then removes the pending copy. Every state change of an
 // item (claim, done, fail, renew, release, reap, retry) happens under its
@@ -115,23 +115,72 @@
 // *docstore.ParseError / *docstore.ValidationError with path:line:col), as
 // do Stats and Reap; it never blocks the rest of the queue.
 //
-// # Costs (durable store)
+// # Costs and performance notes
 //
 // A take+done cycle makes two document writes, each a no-replace create
-// (fsync of the temp file, fsync of the target directory) plus an unlink
-// of the old copy: 4 fsyncs per cycle. The old copy's directory is not
-// fsynced after the unlink: after a crash the old copy may come back next
-// to the new one, and every reader resolves such pairs (a pending copy
-// whose done/ copy exists, or whose claimed/ copy is newer by `updated`, is
-// moved to .trash/; a claimed copy whose done/ or dead/ copy exists is
-// stale for reapers and fenced calls; lookups prefer the later state).
-// With `durability: relaxed` in tavern.md there is no fsync at all (still
-// atomic). Lock files are reused (256 item-lock stripes per queue, one
-// holder lock per process): a cycle creates two inodes (the claimed and
-// the done copy) and frees two (the pending and the claimed copy). On a
-// disk without a journal and with `discard`, inode allocation after
-// frees and synchronous discards are the main cost besides fsync (see
-// research/physical-limits.md).
+// (docstore: an O_TMPFILE in the target directory, fsync, link(2) into
+// place, fsync of the directory) plus an unlink of the old copy. The old
+// copy's directory is not fsynced after the unlink: after a crash the old
+// copy may come back next to the new one, and every reader resolves such
+// pairs (a pending copy whose done/ copy exists, or whose claimed/ copy is
+// newer by `updated`, is moved to .trash/; a claimed copy whose done/ or
+// dead/ copy exists is stale for reapers and fenced calls; lookups prefer
+// the later state). A claim or completion is durable before Take or
+// Complete returns. With `durability: relaxed` in tavern.md there is no
+// fsync at all (still atomic). Lock files are reused (256 item-lock
+// stripes per queue, one holder lock per process).
+//
+// Per cycle, counted with strace on BenchmarkQueueTakeDone (1000 cycles):
+//
+//	                          before (main 9d22aae)       now
+//	fsync (durable, 1 worker) 4                           4
+//	fsync (durable, 8)        4                           3.6 (directory fsyncs shared; 2 + 2/k at best)
+//	rename                    2 (.tmp/ -> claimed, done)  0 (2 linkat)
+//	rename over existing      0                           0
+//	unlink                    2 (pending, claimed copy)   2
+//	syscalls, all             ~165 (1 worker), ~205 (8)   ~100, ~113
+//	YAML decodes              6                           4
+//	ReadDir of pending/       1 per take (whole dir)      0 (inotify-fed index)
+//
+// What was slow, in order (profiles of BenchmarkQueueTakeDone*):
+//
+//   - Every take listed pending/ (getdents, sort, name check of every
+//     entry): O(queue length) per take, O(n²) to drain a queue; with 8
+//     workers all racing for the same head item and losing on its lock.
+//     The Broker now keeps an inotify-fed index of each pending/ it takes
+//     from (pending.go; events are queued inside the syscall that made the
+//     change, so draining them before choosing sees every finished change,
+//     like a ReadDir would; overflow, an unavailable inotify or a Take that
+//     finds nothing relist the directory) and an in-flight set so its own
+//     takers spread over the queue instead of racing for the head.
+//   - Renames from .tmp/ across directories waited on the filesystem-wide
+//     rename lock behind other processes' replacing renames (their
+//     synchronous discards): p50 30 µs, but stalls up to 2.8 s, which is
+//     why relaxed ran slower than durable on a loaded machine.
+//   - CPU: YAML. Set/SetMany ran the YAML encoder per field; plain scalars
+//     now skip it (docstore fastNode, checked against the encoder), a
+//     state change sets and deletes fields with one re-parse (Doc.Edit),
+//     and Complete through a Claim neither searches every queue for the
+//     id nor re-reads the item it just read under the lock.
+//
+// Same-run medians of 3 (2s each, load average 4-9 from other work on
+// the 2 vCPUs; cycles/s; ratios against the baselines of the same run):
+//
+//	                       before   now    SQLite FULL / NORMAL   raw durable rename
+//	durable, 1 worker        231    601    3324 (FULL)            4179
+//	durable, 8 workers       229    891    2665 (FULL)            10960
+//	relaxed, 1 worker        336   1049    6923 (NORMAL)
+//	relaxed, 8 workers       398   1468    5546 (NORMAL)
+//
+// At 8 workers: durable 0.09x -> 0.33x SQLite FULL (goal 1.0x) and
+// 0.02x -> 0.08x the raw durable rename rate (goal 0.33x); relaxed
+// 0.07x -> 0.26x SQLite NORMAL (goal 1.0x). The goals are not met.
+//
+// What remains (2 vCPUs shared with other work): about 0.5 ms of CPU per
+// cycle, a quarter of it 4 YAML decodes, a quarter syscalls (creating two
+// inodes: ext4 skips recently freed ones; unlinks whose freed blocks are
+// discarded synchronously on this disk), most of the rest allocation and
+// GC. Durable cycles also wait on 2 file fsyncs that cannot be shared.
 //
 // # Journal
 //
