@@ -285,7 +285,12 @@ func (d *Doc) setMany(fields [][2]any, del []string) error {
 	lines := splitLines(d.front)
 	var tail []byte // new entries, appended after the existing ones
 	seen := map[string]bool{}
+	// While every change is a plain one-line scalar in a frontmatter
+	// without comments, anchors, tags or block scalars, the node tree is
+	// patched instead of re-parsed (patchTree; TestEditPatchMatchesParse).
+	p := &treePatch{ok: d.nl == "\n" && !bytes.ContainsAny(d.front, "#&*!|>")}
 	flush := func() error {
+		p.ok = false
 		if err := d.replaceFront(append(bytes.Join(lines, nil), tail...)); err != nil {
 			return err
 		}
@@ -318,6 +323,11 @@ func (d *Doc) setMany(fields [][2]any, del []string) error {
 				return err
 			}
 			tail = append(tail, text...)
+			if v, ok := fastScalarText(n); ok && p.ok && plainSafe(key) && v != "" {
+				p.tail = append(p.tail, [2]*yaml.Node{{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, {Kind: yaml.ScalarNode, Tag: n.Tag, Value: n.Value}})
+			} else {
+				p.ok = false
+			}
 			continue
 		}
 		old := d.root.Content[i+1]
@@ -326,6 +336,11 @@ func (d *Doc) setMany(fields [][2]any, del []string) error {
 			n.Style = old.Style
 		}
 		if d.editInPlace(lines, i, n) {
+			if _, ok := fastScalarText(n); ok && old.Style == 0 {
+				p.set = append(p.set, treeSet{i + 1, n.Tag, n.Value})
+			} else {
+				p.ok = false
+			}
 			continue
 		}
 		if err := flush(); err != nil {
@@ -347,6 +362,13 @@ func (d *Doc) setMany(fields [][2]any, del []string) error {
 			for j := first; j <= last; j++ {
 				lines[j] = nil
 			}
+			p.del = append(p.del, treeDel{i, first + 1, last + 1})
+		}
+	}
+	if p.ok {
+		if root := p.apply(d.root, len(lines)); root != nil {
+			d.front, d.root = append(bytes.Join(lines, nil), tail...), root
+			return nil
 		}
 	}
 	if err := flush(); err != nil {
@@ -354,6 +376,91 @@ func (d *Doc) setMany(fields [][2]any, del []string) error {
 		return err
 	}
 	return nil
+}
+
+// treePatch records the edits of one setMany so the node tree can be
+// updated as a re-parse of the edited text would build it.
+type treePatch struct {
+	ok   bool
+	set  []treeSet       // in-place values
+	del  []treeDel       // deleted entries
+	tail [][2]*yaml.Node // appended key/value, one line each
+}
+
+type treeSet struct {
+	i          int // index of the value node in root.Content
+	tag, value string
+}
+
+type treeDel struct {
+	i           int // index of the key node in root.Content
+	first, last int // 1-based lines removed
+}
+
+// apply returns the patched tree (a copy; nodes of the old tree are not
+// changed), or nil when it cannot (the caller re-parses). nlines is the
+// number of lines of the frontmatter before the deletions.
+func (p *treePatch) apply(root *yaml.Node, nlines int) *yaml.Node {
+	removed := func(line int) int { // lines removed above line
+		n := 0
+		for _, d := range p.del {
+			if d.last < line {
+				n += d.last - d.first + 1
+			}
+		}
+		return n
+	}
+	gone := map[int]bool{}
+	for _, d := range p.del {
+		gone[d.i] = true
+	}
+	vals := map[int]treeSet{}
+	for _, s := range p.set {
+		vals[s.i] = s
+	}
+	out := *root
+	out.Content = nil
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if gone[i] {
+			continue
+		}
+		k, v := root.Content[i], root.Content[i+1]
+		if s, ok := vals[i+1]; ok {
+			c := *v
+			c.Tag, c.Value = s.tag, s.value
+			v = &c
+		}
+		if delta := removed(k.Line); delta > 0 {
+			k, v = shiftLines(k, delta), shiftLines(v, delta)
+		}
+		out.Content = append(out.Content, k, v)
+	}
+	line := nlines - removed(nlines+1) // lines left
+	for _, kv := range p.tail {
+		line++
+		k, v := *kv[0], *kv[1]
+		k.Line, k.Column = line, 1
+		v.Line, v.Column = line, len(k.Value)+3
+		out.Content = append(out.Content, &k, &v)
+	}
+	if len(out.Content) == 0 {
+		return nil
+	}
+	out.Line, out.Column = out.Content[0].Line, out.Content[0].Column
+	return &out
+}
+
+// shiftLines returns a copy of n and its children moved up delta lines.
+func shiftLines(n *yaml.Node, delta int) *yaml.Node {
+	c := *n
+	c.Line -= delta
+	if len(n.Content) > 0 {
+		c.Content = make([]*yaml.Node, len(n.Content))
+		for i, ch := range n.Content {
+			c.Content[i] = shiftLines(ch, delta)
+		}
+	}
+	return &c
 }
 
 // valueNode converts a Set value to a node (times as timestamps).
