@@ -134,12 +134,12 @@
 //
 //	                          before (main 9d22aae)       now
 //	fsync (durable, 1 worker) 4                           4
-//	fsync (durable, 8)        4                           3.6 (directory fsyncs shared; 2 + 2/k at best)
+//	fsync (durable, 8)        4                           3.6 under strace (directory fsyncs shared; 2 + 2/k at best)
 //	rename                    2 (.tmp/ -> claimed, done)  0 (2 linkat)
 //	rename over existing      0                           0
 //	unlink                    2 (pending, claimed copy)   2
 //	syscalls, all             ~165 (1 worker), ~205 (8)   ~100, ~113
-//	YAML decodes              6                           4
+//	YAML decodes              6                           2 (Doc.Edit patches the tree)
 //	ReadDir of pending/       1 per take (whole dir)      0 (inotify-fed index)
 //
 // What was slow, in order (profiles of BenchmarkQueueTakeDone*):
@@ -153,34 +153,45 @@
 //     like a ReadDir would; overflow, an unavailable inotify or a Take that
 //     finds nothing relist the directory) and an in-flight set so its own
 //     takers spread over the queue instead of racing for the head.
+//     Each Broker that takes holds one inotify instance (the per-user
+//     limit is often 128) until Close; without one it lists as before.
 //   - Renames from .tmp/ across directories waited on the filesystem-wide
 //     rename lock behind other processes' replacing renames (their
 //     synchronous discards): p50 30 µs, but stalls up to 2.8 s, which is
 //     why relaxed ran slower than durable on a loaded machine.
 //   - CPU: YAML. Set/SetMany ran the YAML encoder per field; plain scalars
 //     now skip it (docstore fastNode, checked against the encoder), a
-//     state change sets and deletes fields with one re-parse (Doc.Edit),
-//     and Complete through a Claim neither searches every queue for the
+//     state change sets and deletes fields with one re-parse, or none
+//     when the tree can be patched (Doc.Edit), and Complete through a Claim neither searches every queue for the
 //     id nor re-reads the item it just read under the lock.
 //
-// Same-run medians of 3 (2s each, load average 4-9 from other work on
-// the 2 vCPUs; cycles/s; ratios against the baselines of the same run):
+// Same-run medians of 3 (2s each; cycles/s; the baselines ran in the
+// same loop). The 2 vCPUs were shared with other work (load average
+// 4-10) and rates moved 3-5x within minutes, so only the ratios of one
+// run mean much. Run A (before Doc.Edit patched the tree), then run B:
 //
-//	                       before   now    SQLite FULL / NORMAL   raw durable rename
-//	durable, 1 worker        231    601    3324 (FULL)            4179
-//	durable, 8 workers       229    891    2665 (FULL)            10960
-//	relaxed, 1 worker        336   1049    6923 (NORMAL)
-//	relaxed, 8 workers       398   1468    5546 (NORMAL)
+//	                     before A/B   now A/B     baseline A/B
+//	durable, 1 worker     231/266     601/440     SQLite FULL 3324/2988, raw rename 4179/4747
+//	durable, 8 workers    229/522     891/957     SQLite FULL 2665/3627, raw rename 10960/15583
+//	relaxed, 1 worker     336/307    1049/634     SQLite NORMAL 6923/9846
+//	relaxed, 8 workers    398/460    1468/1529    SQLite NORMAL 5546/7782
 //
-// At 8 workers: durable 0.09x -> 0.33x SQLite FULL (goal 1.0x) and
-// 0.02x -> 0.08x the raw durable rename rate (goal 0.33x); relaxed
-// 0.07x -> 0.26x SQLite NORMAL (goal 1.0x). The goals are not met.
+// At 8 workers, durable vs SQLite FULL: 0.09x/0.14x before, 0.33x/0.26x
+// now (goal 1.0x); durable vs the raw durable rename rate: 0.02x/0.03x
+// before, 0.08x/0.06x now (goal 0.33x); relaxed vs SQLite NORMAL:
+// 0.07x/0.06x before, 0.26x/0.20x now (goal 1.0x). The goals are not met.
 //
-// What remains (2 vCPUs shared with other work): about 0.5 ms of CPU per
-// cycle, a quarter of it 4 YAML decodes, a quarter syscalls (creating two
-// inodes: ext4 skips recently freed ones; unlinks whose freed blocks are
-// discarded synchronously on this disk), most of the rest allocation and
-// GC. Durable cycles also wait on 2 file fsyncs that cannot be shared.
+// What remains (2 vCPUs shared with other work): roughly 0.4-0.5 ms of
+// CPU per cycle: 2 YAML decodes (the pending copy at claim, the claimed
+// copy at Complete, ~50 us each), ~100 syscalls (creating two inodes:
+// ext4 skips recently freed ones; two unlinks whose freed blocks are
+// discarded synchronously on this disk; 4 lstats per docstore path
+// check; lock files opened per acquisition), journal appends (flock per
+// event), allocation and GC. Durable cycles also wait on 2 file fsyncs
+// that cannot be shared. Ideas not done: keep lock fds open per stripe,
+// batch journal appends (watcher), reuse the claimed copy parsed at claim
+// time in Complete (its revision proves the file unchanged), recycle
+// freed item files as temp files to avoid inode allocation and discard.
 //
 // # Journal
 //
