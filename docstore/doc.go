@@ -20,6 +20,15 @@
 // Every document write goes through one path, WriteFile: temp file in
 // .tavern/.tmp/, write, fsync, rename into place, fsync of the directory.
 // A crash leaves the old or the new version, never a torn or empty file.
+// Creates of new names (Create, Move) write an unnamed O_TMPFILE in the
+// target directory instead, fsync it and link(2) it into place (EEXIST if
+// the name exists): the same guarantee without a rename, whose
+// cross-directory form takes a filesystem-wide lock that other processes
+// hold while their replaced files are discarded (measured stalls of
+// milliseconds to seconds on a shared disk); where O_TMPFILE or linking
+// by /proc/self/fd is unavailable it falls back to .tmp/ and a rename.
+// Directory fsyncs are shared by concurrent writers to one directory
+// (group commit): each waits for an fsync that started after its change.
 // The revision of a document (Doc.Rev) is a hash of its bytes, so hand
 // edits change it too and UpdateIf notices them.
 //

@@ -635,3 +635,20 @@ func (d *Doc) SetMany(fields [][2]any) error {
 	}
 	return nil
 }
+
+// Edit sets fields and deletes keys as one change: like SetMany followed
+// by Delete of each key. On error the document is unchanged.
+func (d *Doc) Edit(fields [][2]any, del ...string) error {
+	orig, origRoot := d.front, d.root
+	err := d.SetMany(fields)
+	for _, k := range del {
+		if err != nil {
+			break
+		}
+		err = d.Delete(k)
+	}
+	if err != nil {
+		d.front, d.root = orig, origRoot
+	}
+	return err
+}

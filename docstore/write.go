@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -40,6 +41,16 @@ func (s *Store) publish(rel string, data []byte, exclusive bool) (err error) {
 	}
 	if err := s.mkdirAll(filepath.Dir(full)); err != nil {
 		return pathErr(op, rel, err)
+	}
+	if exclusive {
+		// Linking an unnamed temp file in place cannot follow or replace
+		// anything at full (EEXIST), so no symlink check is needed.
+		if ok, err := s.linkNew(full, data); ok {
+			if err != nil {
+				return pathErr(op, rel, err)
+			}
+			return s.syncDir(filepath.Dir(full))
+		}
 	}
 	if fi, err := os.Lstat(full); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 		return pathErr(op, rel, ErrUnsafePath)
@@ -85,10 +96,119 @@ func (s *Store) writeTemp(data []byte) (name string, err error) {
 	return name, nil
 }
 
+// noTmpfile is set once O_TMPFILE or linking it by /proc/self/fd turned
+// out not to work here: creates then go through .tmp/ and a rename.
+var noTmpfile atomic.Bool
+
+// linkNew creates full (which must not exist) with data: an unnamed file
+// (O_TMPFILE) in full's directory is written, fsynced, then linked in
+// place. The name appears complete or not at all, like with a temp file
+// and a rename, but with no rename: a rename across directories takes the
+// filesystem-wide rename lock (s_vfs_rename_mutex), which other processes'
+// renames hold while their replaced files are discarded; and no .tmp/
+// name is created and removed. ok is false when this is not supported
+// (the caller falls back to writeTemp and a rename).
+func (s *Store) linkNew(full string, data []byte) (ok bool, err error) {
+	if noTmpfile.Load() {
+		return false, nil
+	}
+	fd, err := unix.Open(filepath.Dir(full), unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) {
+			if !errors.Is(err, unix.ENOENT) {
+				noTmpfile.Store(true)
+			}
+			return false, nil
+		}
+		return true, err
+	}
+	f := os.NewFile(uintptr(fd), full)
+	defer f.Close()
+	if _, err := f.Write(data); err != nil {
+		return true, err
+	}
+	if s.durable {
+		if err := f.Sync(); err != nil {
+			return true, err
+		}
+	}
+	err = unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(int(f.Fd())), unix.AT_FDCWD, full, unix.AT_SYMLINK_FOLLOW)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+		// No /proc: AT_EMPTY_PATH (needs CAP_DAC_READ_SEARCH before 6.10).
+		err = unix.Linkat(int(f.Fd()), "", unix.AT_FDCWD, full, unix.AT_EMPTY_PATH)
+	}
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, unix.EEXIST):
+		return true, ErrExist
+	case errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EXDEV) || errors.Is(err, unix.EOPNOTSUPP):
+		noTmpfile.Store(true) // linking an unnamed file is not allowed here
+		return false, nil
+	case errors.Is(err, unix.ENOENT):
+		return false, nil // no /proc, or the directory went away: the rename path says which
+	}
+	return true, err
+}
+
+// syncDir fsyncs dir. Concurrent callers for one directory share
+// fsyncs (group commit): a caller waits for the next fsync that starts
+// after it arrived, which covers every entry it changed before calling;
+// one fsync then serves every writer that queued behind the one running.
 func (s *Store) syncDir(dir string) error {
 	if !s.durable {
 		return nil
 	}
+	v, _ := dirSyncers.LoadOrStore(dir, &dirSyncer{})
+	return v.(*dirSyncer).sync(dir)
+}
+
+var dirSyncers sync.Map // directory path -> *dirSyncer
+
+type dirSyncer struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	running bool
+	started uint64 // fsyncs started
+	done    uint64 // fsyncs finished (the one numbered done is over)
+	errGen  uint64 // the last fsync that failed
+	err     error
+}
+
+func (d *dirSyncer) sync(dir string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cond == nil {
+		d.cond = sync.NewCond(&d.mu)
+	}
+	// The fsync running now may have started before our change: we need
+	// the one after it.
+	need := d.started + 1
+	for d.done < need {
+		if !d.running {
+			d.running = true
+			d.started++
+			gen := d.started
+			d.mu.Unlock()
+			err := fsyncDir(dir)
+			d.mu.Lock()
+			d.running = false
+			d.done = gen
+			if err != nil {
+				d.errGen, d.err = gen, err
+			}
+			d.cond.Broadcast()
+			continue
+		}
+		d.cond.Wait()
+	}
+	if d.err != nil && d.errGen >= need {
+		return d.err
+	}
+	return nil
+}
+
+func fsyncDir(dir string) error {
 	f, err := os.Open(dir)
 	if err != nil {
 		return err

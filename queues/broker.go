@@ -30,6 +30,7 @@ type Broker struct {
 	vtime    float64
 	rng      *rand.Rand
 	qcache   map[string]cachedQueue
+	pending  *pendingIndex
 
 	holdMu  sync.Mutex
 	hold    *docstore.Lock // the holder lock of HoldLock claims, taken lazily
@@ -59,7 +60,7 @@ type Options struct {
 // Open returns a Broker for s.
 func Open(s *docstore.Store, opt Options) (*Broker, error) {
 	b := &Broker{s: s, j: opt.Journal, now: opt.Now, reapGap: opt.ReapInterval,
-		lastReap: map[string]time.Time{}, pass: map[string]float64{}, qcache: map[string]cachedQueue{}}
+		lastReap: map[string]time.Time{}, pass: map[string]float64{}, qcache: map[string]cachedQueue{}, pending: newPendingIndex()}
 	if b.now == nil {
 		b.now = time.Now
 	}
@@ -92,6 +93,7 @@ func Open(s *docstore.Store, opt Options) (*Broker, error) {
 // Close drops the Broker's holder lock: HoldLock claims still claimed
 // become dead claims that the next reaper returns to pending.
 func (b *Broker) Close() error {
+	b.pending.close()
 	b.holdMu.Lock()
 	if b.hold != nil {
 		b.hold.Remove()

@@ -79,7 +79,7 @@ func (c *Claim) Held() bool { return c.held && c.b.holderHeld() }
 // Complete moves the item to done/ with result (see Broker.Complete) and
 // drops the claim lock.
 func (c *Claim) Complete(result string) (*Item, error) {
-	return c.b.Complete(c.ID, c.Attempt, result)
+	return c.b.complete(c.Queue, c.ID, c.Attempt, result)
 }
 
 // Fail records reason and returns the item to pending/ with a backoff, or
@@ -131,16 +131,27 @@ func (c *Claim) KeepAlive(ctx context.Context) error {
 // fenced runs fn on the claimed copy of item id under the item lock, after
 // checking that attempt is its current claim (attempt 0 accepts any).
 func (b *Broker) fenced(op, id string, attempt int, fn func(l *docstore.Lock, it *Item) (*Item, error)) (*Item, error) {
-	loc, err := b.locate(id)
-	if err != nil {
-		return nil, err
+	return b.fencedIn(op, "", id, attempt, fn)
+}
+
+// fencedIn is fenced for a caller that knows the item's queue (a Claim):
+// no search of every queue's state directories for the id.
+func (b *Broker) fencedIn(op, queue, id string, attempt int, fn func(l *docstore.Lock, it *Item) (*Item, error)) (*Item, error) {
+	if queue == "" {
+		loc, err := b.locate(id)
+		if err != nil {
+			return nil, err
+		}
+		queue = loc.queue
+	} else if err := validID(id); err != nil {
+		return nil, &ItemError{Op: op, ID: id, Err: err}
 	}
-	l, err := b.s.Lock(ItemLockKey(loc.queue, id))
+	l, err := b.s.Lock(ItemLockKey(queue, id))
 	if err != nil {
 		return nil, err
 	}
 	defer l.Unlock()
-	rel := ItemPath(loc.queue, Claimed, id)
+	rel := ItemPath(queue, Claimed, id)
 	it, err := b.readItem(rel)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -165,18 +176,22 @@ func (b *Broker) fenced(op, id string, attempt int, fn func(l *docstore.Lock, it
 // result. A result longer than one line or 200 bytes is appended to the
 // body under "## Result" and its first line kept in the result field.
 func (b *Broker) Complete(id string, attempt int, result string) (*Item, error) {
+	return b.complete("", id, attempt, result)
+}
+
+func (b *Broker) complete(queue, id string, attempt int, result string) (*Item, error) {
 	var out *Item
-	_, err := b.fenced("complete", id, attempt, func(l *docstore.Lock, it *Item) (*Item, error) {
+	_, err := b.fencedIn("complete", queue, id, attempt, func(l *docstore.Lock, it *Item) (*Item, error) {
 		now := b.now()
-		d, err := b.move(l, it.Path, ItemPath(it.Queue, Done, id), func(d *docstore.Doc) error {
+		d, err := b.moveDoc(l, it.Doc, ItemPath(it.Queue, Done, id), func(d *docstore.Doc) error {
 			summary, full := resultText(result)
-			if err := setFields(d, kv{"completed", now}, kv{"updated", now}, kv{"result", summary}); err != nil {
+			if err := editFields(d, []kv{{"completed", now}, {"updated", now}, {"result", summary}}, "lease_until", "hung_since"); err != nil {
 				return err
 			}
 			if full != "" {
 				d.SetBody(append(append([]byte(nil), d.Body()...), []byte("\n## Result\n\n"+full+"\n")...))
 			}
-			return delFields(d, "lease_until", "hung_since")
+			return nil
 		})
 		if err != nil {
 			return nil, err
@@ -233,7 +248,7 @@ func (b *Broker) Fail(id string, attempt int, reason string) (*Item, error) {
 			return out, err
 		}
 		delay := backoff(q, it.Attempts)
-		d, err := b.move(l, it.Path, ItemPath(it.Queue, Pending, id), func(d *docstore.Doc) error {
+		d, err := b.moveDoc(l, it.Doc, ItemPath(it.Queue, Pending, id), func(d *docstore.Doc) error {
 			if err := setFields(d, kv{"last_error", reason}, kv{"not_before", now.Add(delay)}, kv{"updated", now}); err != nil {
 				return err
 			}
@@ -268,7 +283,7 @@ func backoff(q *Queue, n int) time.Duration {
 
 func (b *Broker) toDead(l *docstore.Lock, it *Item, lastErr, why string) (*Item, error) {
 	now := b.now()
-	d, err := b.move(l, it.Path, ItemPath(it.Queue, Dead, it.ID), func(d *docstore.Doc) error {
+	d, err := b.moveDoc(l, it.Doc, ItemPath(it.Queue, Dead, it.ID), func(d *docstore.Doc) error {
 		if err := setFields(d, kv{"last_error", lastErr}, kv{"dead_reason", why}, kv{"updated", now}); err != nil {
 			return err
 		}
@@ -291,7 +306,7 @@ func (b *Broker) Release(id string, attempt int) (*Item, error) {
 	var out *Item
 	_, err := b.fenced("release", id, attempt, func(l *docstore.Lock, it *Item) (*Item, error) {
 		now := b.now()
-		d, err := b.move(l, it.Path, ItemPath(it.Queue, Pending, id), func(d *docstore.Doc) error {
+		d, err := b.moveDoc(l, it.Doc, ItemPath(it.Queue, Pending, id), func(d *docstore.Doc) error {
 			n := it.Attempts - 1
 			if n < 0 {
 				n = 0
@@ -417,6 +432,15 @@ func setFields(d *docstore.Doc, fields ...kv) error {
 		pairs[i] = [2]any{f.k, f.v}
 	}
 	return d.SetMany(pairs) // one re-parse, not one per field
+}
+
+// editFields sets fields and deletes keys with one re-parse.
+func editFields(d *docstore.Doc, fields []kv, del ...string) error {
+	pairs := make([][2]any, len(fields))
+	for i, f := range fields {
+		pairs[i] = [2]any{f.k, f.v}
+	}
+	return d.Edit(pairs, del...)
 }
 
 func delFields(d *docstore.Doc, keys ...string) error {

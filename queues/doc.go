@@ -21,14 +21,14 @@
 //
 // # Claims
 //
-// Take lists pending/ in name order and, for each candidate, TryLocks the
+// Take walks pending/ in name order and, for each candidate, TryLocks the
 // item lock (ItemLockKey, items/<q>/<stripe>: a function of the item id
 // only, whatever its state; striped 256 ways so lock files are reused
 // instead of created per item; a busy lock means another taker is on it
 // or on a neighbour, so it moves on), reads
 // the file, skips it if not_before is in the future or a dependency is not
 // in done/, and otherwise writes the claimed copy claimed/<id>.md (a
-// no-replace create: temp, fsync, rename, fsync dir) with claimed_by,
+// no-replace create: O_TMPFILE, fsync, link, fsync dir) with claimed_by,
 // claim_attempt, attempts+1, lease_until, started, claim_kind and
 // liveness_lock, then removes the pending copy. Every state change of an
 // item (claim, done, fail, renew, release, reap, retry) happens under its
@@ -115,23 +115,83 @@
 // *docstore.ParseError / *docstore.ValidationError with path:line:col), as
 // do Stats and Reap; it never blocks the rest of the queue.
 //
-// # Costs (durable store)
+// # Costs and performance notes
 //
 // A take+done cycle makes two document writes, each a no-replace create
-// (fsync of the temp file, fsync of the target directory) plus an unlink
-// of the old copy: 4 fsyncs per cycle. The old copy's directory is not
-// fsynced after the unlink: after a crash the old copy may come back next
-// to the new one, and every reader resolves such pairs (a pending copy
-// whose done/ copy exists, or whose claimed/ copy is newer by `updated`, is
-// moved to .trash/; a claimed copy whose done/ or dead/ copy exists is
-// stale for reapers and fenced calls; lookups prefer the later state).
-// With `durability: relaxed` in tavern.md there is no fsync at all (still
-// atomic). Lock files are reused (256 item-lock stripes per queue, one
-// holder lock per process): a cycle creates two inodes (the claimed and
-// the done copy) and frees two (the pending and the claimed copy). On a
-// disk without a journal and with `discard`, inode allocation after
-// frees and synchronous discards are the main cost besides fsync (see
-// research/physical-limits.md).
+// (docstore: an O_TMPFILE in the target directory, fsync, link(2) into
+// place, fsync of the directory) plus an unlink of the old copy. The old
+// copy's directory is not fsynced after the unlink: after a crash the old
+// copy may come back next to the new one, and every reader resolves such
+// pairs (a pending copy whose done/ copy exists, or whose claimed/ copy is
+// newer by `updated`, is moved to .trash/; a claimed copy whose done/ or
+// dead/ copy exists is stale for reapers and fenced calls; lookups prefer
+// the later state). A claim or completion is durable before Take or
+// Complete returns. With `durability: relaxed` in tavern.md there is no
+// fsync at all (still atomic). Lock files are reused (256 item-lock
+// stripes per queue, one holder lock per process).
+//
+// Per cycle, counted with strace on BenchmarkQueueTakeDone (1000 cycles):
+//
+//	                          before (main 9d22aae)       now
+//	fsync (durable, 1 worker) 4                           4
+//	fsync (durable, 8)        4                           3.6 under strace (directory fsyncs shared; 2 + 2/k at best)
+//	rename                    2 (.tmp/ -> claimed, done)  0 (2 linkat)
+//	rename over existing      0                           0
+//	unlink                    2 (pending, claimed copy)   2
+//	syscalls, all             ~165 (1 worker), ~205 (8)   ~100, ~113
+//	YAML decodes              6                           2 (Doc.Edit patches the tree)
+//	ReadDir of pending/       1 per take (whole dir)      0 (inotify-fed index)
+//
+// What was slow, in order (profiles of BenchmarkQueueTakeDone*):
+//
+//   - Every take listed pending/ (getdents, sort, name check of every
+//     entry): O(queue length) per take, O(n²) to drain a queue; with 8
+//     workers all racing for the same head item and losing on its lock.
+//     The Broker now keeps an inotify-fed index of each pending/ it takes
+//     from (pending.go; events are queued inside the syscall that made the
+//     change, so draining them before choosing sees every finished change,
+//     like a ReadDir would; overflow, an unavailable inotify or a Take that
+//     finds nothing relist the directory) and an in-flight set so its own
+//     takers spread over the queue instead of racing for the head.
+//     Each Broker that takes holds one inotify instance (the per-user
+//     limit is often 128) until Close; without one it lists as before.
+//   - Renames from .tmp/ across directories waited on the filesystem-wide
+//     rename lock behind other processes' replacing renames (their
+//     synchronous discards): p50 30 µs, but stalls up to 2.8 s, which is
+//     why relaxed ran slower than durable on a loaded machine.
+//   - CPU: YAML. Set/SetMany ran the YAML encoder per field; plain scalars
+//     now skip it (docstore fastNode, checked against the encoder), a
+//     state change sets and deletes fields with one re-parse, or none
+//     when the tree can be patched (Doc.Edit), and Complete through a Claim neither searches every queue for the
+//     id nor re-reads the item it just read under the lock.
+//
+// Same-run medians of 3 (2s each; cycles/s; the baselines ran in the
+// same loop). The 2 vCPUs were shared with other work (load average
+// 4-10) and rates moved 3-5x within minutes, so only the ratios of one
+// run mean much. Run A (before Doc.Edit patched the tree), then run B:
+//
+//	                     before A/B   now A/B     baseline A/B
+//	durable, 1 worker     231/266     601/440     SQLite FULL 3324/2988, raw rename 4179/4747
+//	durable, 8 workers    229/522     891/957     SQLite FULL 2665/3627, raw rename 10960/15583
+//	relaxed, 1 worker     336/307    1049/634     SQLite NORMAL 6923/9846
+//	relaxed, 8 workers    398/460    1468/1529    SQLite NORMAL 5546/7782
+//
+// At 8 workers, durable vs SQLite FULL: 0.09x/0.14x before, 0.33x/0.26x
+// now (goal 1.0x); durable vs the raw durable rename rate: 0.02x/0.03x
+// before, 0.08x/0.06x now (goal 0.33x); relaxed vs SQLite NORMAL:
+// 0.07x/0.06x before, 0.26x/0.20x now (goal 1.0x). The goals are not met.
+//
+// What remains (2 vCPUs shared with other work): roughly 0.4-0.5 ms of
+// CPU per cycle: 2 YAML decodes (the pending copy at claim, the claimed
+// copy at Complete, ~50 us each), ~100 syscalls (creating two inodes:
+// ext4 skips recently freed ones; two unlinks whose freed blocks are
+// discarded synchronously on this disk; 4 lstats per docstore path
+// check; lock files opened per acquisition), journal appends (flock per
+// event), allocation and GC. Durable cycles also wait on 2 file fsyncs
+// that cannot be shared. Ideas not done: keep lock fds open per stripe,
+// batch journal appends (watcher), reuse the claimed copy parsed at claim
+// time in Complete (its revision proves the file unchanged), recycle
+// freed item files as temp files to avoid inode allocation and discard.
 //
 // # Journal
 //

@@ -24,6 +24,13 @@ func (b *Broker) move(l *docstore.Lock, from, to string, fn func(*docstore.Doc) 
 	if err != nil {
 		return nil, err
 	}
+	return b.moveDoc(l, d, to, fn)
+}
+
+// moveDoc is move for a document the caller read under the same hold of
+// the item lock (so it is current): one read and parse less.
+func (b *Broker) moveDoc(l *docstore.Lock, d *docstore.Doc, to string, fn func(*docstore.Doc) error) (*docstore.Doc, error) {
+	from := d.Path
 	if fn != nil {
 		if err := fn(d); err != nil {
 			return nil, err

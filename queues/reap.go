@@ -204,7 +204,7 @@ func (b *Broker) giveBack(l *docstore.Lock, q *Queue, it *Item, why string, rep 
 		return nil
 	}
 	now := b.now()
-	d, err := b.move(l, it.Path, ItemPath(it.Queue, Pending, it.ID), func(d *docstore.Doc) error {
+	d, err := b.moveDoc(l, it.Doc, ItemPath(it.Queue, Pending, it.ID), func(d *docstore.Doc) error {
 		if err := setFields(d, kv{"last_error", "reaped: " + why}, kv{"updated", now}); err != nil {
 			return err
 		}

@@ -209,7 +209,7 @@ func (b *Broker) tryTake(own []*Queue, steal bool, h holder) (*Claim, *Diagnosti
 		force := pass == 1 // nothing found: reap everything before giving up
 		for _, q := range own {
 			b.maybeReap(q, force, diag)
-			c, err := b.scanQueue(q, h, diag)
+			c, err := b.scanQueue(q, h, diag, force)
 			if c != nil || err != nil {
 				return c, diag, err
 			}
@@ -259,7 +259,7 @@ func (b *Broker) steal(own []*Queue, h holder, force bool, diag *Diagnostics) (*
 	var empty []string
 	for _, q := range cands {
 		b.maybeReap(q, force, diag)
-		c, err := b.scanQueue(q, h, diag)
+		c, err := b.scanQueue(q, h, diag, force)
 		if err != nil {
 			return nil, err
 		}
@@ -318,8 +318,33 @@ type errSkip struct{}
 
 func (errSkip) Error() string { return "not claimable" }
 
-// scanQueue claims the first claimable pending item of q.
-func (b *Broker) scanQueue(q *Queue, h holder, diag *Diagnostics) (*Claim, error) {
+// scanQueue claims the first claimable pending item of q. relist makes
+// the Broker's pending index read the directory again first (a Take that
+// found nothing does, as a safety net under the inotify-fed index).
+func (b *Broker) scanQueue(q *Queue, h holder, diag *Diagnostics, relist bool) (*Claim, error) {
+	if relist {
+		b.pending.invalidate(q.Name)
+	}
+	after := ""
+	for {
+		id, found, ok := b.pending.next(b, q.Name, after)
+		if !ok {
+			return b.scanList(q, h, diag)
+		}
+		if !found {
+			return nil, nil
+		}
+		c, err := b.claimOne(q, id, h, diag)
+		b.pending.done(q.Name, id)
+		if c != nil || err != nil {
+			return c, err
+		}
+		after = id
+	}
+}
+
+// scanList is scanQueue without the index: list the directory.
+func (b *Broker) scanList(q *Queue, h holder, diag *Diagnostics) (*Claim, error) {
 	ids, err := b.listDir(q.Name, Pending)
 	if err != nil {
 		return nil, err
@@ -390,14 +415,11 @@ func (b *Broker) claimOne(q *Queue, id string, h holder, diag *Diagnostics) (*Cl
 		if h.lock != "" {
 			fields = append(fields, kv{"liveness_lock", h.lock})
 		}
-		if err := setFields(d, fields...); err != nil {
-			return err
-		}
 		fl := []string{"not_before", "hung_since"}
 		if h.kind == "lease" {
 			fl = append(fl, "liveness_lock")
 		}
-		return delFields(d, fl...)
+		return editFields(d, fields, fl...)
 	})
 	if err != nil {
 		var skip errSkip
