@@ -28,8 +28,8 @@ const (
 
 // Store is an open .tavern directory.
 type Store struct {
-	root    string // absolute, symlinks resolved
-	durable bool
+	root      string // absolute, symlinks resolved
+	durable   bool
 	observers []func(Mutation)
 }
 
