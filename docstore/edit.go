@@ -625,15 +625,160 @@ func byteOffset(line []byte, col int) int {
 
 // SetMany sets several top-level fields like successive Set calls. On
 // error the document is unchanged.
+//
+// The common case — block-style frontmatter without anchors, each field
+// absent or a one-line plain scalar, each new value a scalar — is done as
+// one text edit and one re-parse, then verified: the keys, the new values
+// and every other field must come out as intended. Anything else, or a
+// failed verification, takes the field-by-field path.
 func (d *Doc) SetMany(fields [][2]any) error {
 	orig, origRoot := d.front, d.root
-	for _, kv := range fields {
-		if err := d.Set(kv[0].(string), kv[1]); err != nil {
+	nodes := make([]*yaml.Node, len(fields))
+	for i, kv := range fields {
+		n, err := valueNode(kv[0].(string), kv[1])
+		if err != nil {
+			return err
+		}
+		nodes[i] = n
+	}
+	if d.setManyLines(fields, nodes) {
+		return nil
+	}
+	d.front, d.root = orig, origRoot
+	for i, kv := range fields {
+		if err := d.SetNode(kv[0].(string), nodes[i]); err != nil {
 			d.front, d.root = orig, origRoot
 			return err
 		}
 	}
 	return nil
+}
+
+// valueNode is the node Set would write for v.
+func valueNode(key string, v any) (*yaml.Node, error) {
+	switch x := v.(type) {
+	case *yaml.Node:
+		return x, nil
+	case time.Time:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!timestamp", Value: schema.FormatTime(x)}, nil
+	case int:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(x)}, nil
+	case int64:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.FormatInt(x, 10)}, nil
+	}
+	n := &yaml.Node{}
+	if err := n.Encode(v); err != nil {
+		return nil, fmt.Errorf("set %s: %w", key, err)
+	}
+	return n, nil
+}
+
+// setManyLines is SetMany's single-edit path; it reports false (leaving
+// d possibly changed, the caller restores it) when it does not apply.
+func (d *Doc) setManyLines(fields [][2]any, nodes []*yaml.Node) bool {
+	if d.root.Style&yaml.FlowStyle != 0 || hasAnchors(d.root) || d.indent() != 0 {
+		return false
+	}
+	lines := splitLines(d.front)
+	var tail []byte
+	want := d.Keys()
+	setKeys := map[string]*yaml.Node{}
+	for i, kv := range fields {
+		key, n := kv[0].(string), nodes[i]
+		if n.Kind != yaml.ScalarNode || setKeys[key] != nil || key == "" || !plainSafe(key) {
+			return false
+		}
+		setKeys[key] = n
+		text, ok := fastScalarText(n)
+		if !ok {
+			return false
+		}
+		j := d.index(key)
+		if j < 0 {
+			tail = append(tail, key+": "+text+d.nl...)
+			want = append(want, key)
+			continue
+		}
+		k, old := d.root.Content[j], d.root.Content[j+1]
+		first, last := d.entryLines(j, lines)
+		if old.Kind != yaml.ScalarNode || old.Style != 0 || old.Tag == "!!null" || first != last || old.Line != k.Line ||
+			old.LineComment != "" || k.LineComment != "" {
+			return false
+		}
+		line := lines[first]
+		start := byteOffset(line, old.Column-1)
+		end := len(bytes.TrimRight(line, " \t\r\n"))
+		if start >= end {
+			return false
+		}
+		nl := append([]byte{}, line[:start]...)
+		nl = append(nl, text...)
+		lines[first] = append(nl, line[end:]...)
+	}
+	before := d.Fields()
+	if err := d.replaceFront(append(bytes.Join(lines, nil), tail...)); err != nil {
+		return false
+	}
+	if !slices.Equal(d.Keys(), want) {
+		return false
+	}
+	after := d.Fields()
+	for key, v := range after {
+		if n, ok := setKeys[key]; ok {
+			if !reflect.DeepEqual(v, plainValue(n)) {
+				return false
+			}
+		} else if !reflect.DeepEqual(v, before[key]) {
+			return false
+		}
+	}
+	return true
+}
+
+func plainValue(n *yaml.Node) any {
+	p := &plainer{budget: maxExpand, open: map[*yaml.Node]bool{}}
+	return p.plain(n)
+}
+
+// plainSafe reports whether s can be written as a plain YAML scalar that
+// reads back as the same string: letters, digits and a few punctuation
+// marks, not starting like a number or an indicator, not a YAML keyword.
+func plainSafe(s string) bool {
+	if s == "" || len(s) > 200 {
+		return false
+	}
+	switch strings.ToLower(s) {
+	case "true", "false", "yes", "no", "on", "off", "y", "n", "null", "~":
+		return false
+	}
+	c := s[0]
+	if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_') {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.' || c == '/' || c == '@') {
+			return false
+		}
+	}
+	return true
+}
+
+// fastScalarText renders a scalar for the single-edit path without the
+// encoder where the text is obvious; the edit is verified afterwards.
+func fastScalarText(n *yaml.Node) (string, bool) {
+	switch n.Tag {
+	case "!!int", "!!timestamp", "!!bool":
+		if n.Style == 0 && n.Value != "" && !strings.ContainsAny(n.Value, " #:\n") {
+			return n.Value, true
+		}
+	case "!!str":
+		if n.Style == 0 && plainSafe(n.Value) {
+			return n.Value, true
+		}
+	}
+	b, ok := scalarText(n)
+	return string(b), ok
 }
 
 // Edit sets fields and deletes keys as one change: like SetMany followed
