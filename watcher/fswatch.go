@@ -130,6 +130,10 @@ type FSOptions struct {
 	// single goroutine. It must not call back into the watcher's methods
 	// other than State (and must not block for long: events queue up).
 	OnChange func([]Change)
+	// OnRestat, if set, receives (like OnChange) the paths whose stat
+	// changed while their content did not (a touch, a racy re-read): no
+	// change for OnChange, but saved states (Known) are out of date.
+	OnRestat func([]string)
 	// Workers is the number of parallel readers for scans (default 8).
 	Workers int
 }
@@ -166,6 +170,7 @@ type FSWatcher struct {
 	dirByIno map[[2]uint64]string
 	errs     map[string]string
 	out      []Change
+	restat   []string // see FSOptions.OnRestat
 	stats    []string // known files to lstat before deciding to read them
 	early    bool     // this batch was taken before its settle time
 	reads    []string
@@ -573,10 +578,13 @@ func (w *FSWatcher) process() {
 // flush delivers the collected changes. Called without smu held.
 func (w *FSWatcher) flush() {
 	w.smu.Lock()
-	out := w.out
-	w.out = nil
+	out, restat := w.out, w.restat
+	w.out, w.restat = nil, nil
 	w.smu.Unlock()
 	w.emit(out)
+	if len(restat) > 0 && w.opt.OnRestat != nil && !w.closed.Load() {
+		w.opt.OnRestat(restat)
+	}
 }
 
 func (w *FSWatcher) emit(out []Change) {
@@ -654,19 +662,9 @@ func (w *FSWatcher) statPending() {
 	if len(paths) == 0 {
 		return
 	}
-	changed := make([]bool, len(paths))
-	parallel(len(paths), w.opt.Workers, func(i int) {
-		fi, err := os.Lstat(w.abs(paths[i]))
-		if err != nil || !fi.Mode().IsRegular() {
-			changed[i] = true
-			return
-		}
-		var st FileState
-		fillStat(&st, fi)
-		changed[i] = !st.SameStat(w.files[paths[i]]) // map read only: safe
-	})
+	sts, ok := lstatAll(w.root, paths, w.opt.Workers)
 	for i, p := range paths {
-		if changed[i] {
+		if !ok[i] || !sts[i].SameStat(w.files[p]) {
 			w.reads = append(w.reads, p)
 		}
 	}
@@ -943,6 +941,8 @@ func (w *FSWatcher) apply(rel string, r readResult) {
 		// After an error the receiver may have marked the file broken,
 		// so it gets the content again even if it is unchanged.
 		w.out = append(w.out, Change{Op: OpUpdate, Path: rel, State: r.st, Prev: old, Data: r.data})
+	case old != r.st:
+		w.restat = append(w.restat, rel)
 	}
 }
 

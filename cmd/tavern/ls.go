@@ -71,7 +71,7 @@ Examples:
 			}
 			// Served from the projection: the index cache (.tavern/.index)
 			// means only documents changed since the last run are read.
-			p, err := watcher.Open(s, watcher.Options{Cache: true})
+			p, err := watcher.Open(s, watcher.Options{Cache: true, Kinds: []string{k.Name}})
 			if err != nil {
 				return err
 			}
