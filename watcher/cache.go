@@ -148,7 +148,8 @@ func loadCache(root string, kinds []string) (entries []*Entry, states map[string
 	if kinds == nil {
 		kinds = allSections()
 	}
-	states = map[string]FileState{}
+	var cds []*cacheData
+	n := 0
 	for _, kind := range kinds {
 		cd, e := loadSection(root, kind)
 		if e != nil {
@@ -158,6 +159,12 @@ func loadCache(root string, kinds []string) (entries []*Entry, states map[string
 			}
 			continue
 		}
+		cds = append(cds, cd)
+		n += len(cd.Records)
+	}
+	states = make(map[string]FileState, n)
+	entries = make([]*Entry, 0, n)
+	for _, cd := range cds {
 		for i := range cd.Records {
 			r := &cd.Records[i]
 			entries = append(entries, &r.Entry)

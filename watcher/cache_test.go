@@ -88,6 +88,24 @@ func TestKindPattern(t *testing.T) {
 		{"queue", "queues/q/queue.md", false, true},
 		{"config", "tavern.md", false, true},
 		{"config", "tavern", true, false},
+		{"agent", "a.md", false, false},
+		{"config", "agents/tavern.md", false, false},
+		{"item", "queues/q/done/.x.md", false, false},
+		{"item", "queues/q/done/x.md", false, true},
+	}
+	// One filter per kind across all cases: the memo must follow the
+	// directory changes.
+	shared := map[string]*scopeFilter{}
+	for _, tt := range tests {
+		f := shared[tt.kind]
+		if f == nil {
+			sc, _ := newScope([]string{tt.kind})
+			f = &scopeFilter{sc: sc}
+			shared[tt.kind] = f
+		}
+		if got := !f.excludes(tt.rel, tt.dir); got != tt.want {
+			t.Errorf("shared filter: %s covers %q (dir %v): got %v, want %v", tt.kind, tt.rel, tt.dir, got, tt.want)
+		}
 	}
 	for _, tt := range tests {
 		sc, err := newScope([]string{tt.kind})
@@ -96,6 +114,12 @@ func TestKindPattern(t *testing.T) {
 		}
 		if got := !sc.excludes(tt.rel, tt.dir); got != tt.want {
 			t.Errorf("%s covers %q (dir %v): got %v, want %v", tt.kind, tt.rel, tt.dir, got, tt.want)
+		}
+		f := &scopeFilter{sc: sc}
+		for range 2 { // cold, then from the memo
+			if got := !f.excludes(tt.rel, tt.dir); got != tt.want {
+				t.Errorf("filter: %s covers %q (dir %v): got %v, want %v", tt.kind, tt.rel, tt.dir, got, tt.want)
+			}
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
+	"sync/atomic"
 )
 
 // The index cache is a compact binary encoding, not gob: gob spends most
@@ -419,15 +421,26 @@ func decodeCache(body string) (*cacheData, error) {
 		if d.err != nil {
 			return nil, d.err
 		}
-		if err := checkFields(en.raw); err != nil {
-			return nil, err
-		}
 	}
 	if d.err == nil && len(d.s) != 0 {
 		d.err = errors.New("trailing bytes")
 	}
 	if d.err != nil {
 		return nil, d.err
+	}
+	// Fields stay encoded, but they are checked now (on every core), so
+	// decoding them later cannot fail.
+	var bad atomic.Bool
+	const chunk = 4096
+	parallel((len(cd.Records)+chunk-1)/chunk, runtime.GOMAXPROCS(0), func(c int) {
+		for i := c * chunk; i < min((c+1)*chunk, len(cd.Records)) && !bad.Load(); i++ {
+			if checkFields(cd.Records[i].Entry.raw) != nil {
+				bad.Store(true)
+			}
+		}
+	})
+	if bad.Load() {
+		return nil, errors.New("bad fields")
 	}
 	return cd, nil
 }

@@ -125,6 +125,7 @@ type FSOptions struct {
 	// Known seeds the watcher with states from a previous run (an index
 	// cache). Files whose stat still matches (and is not racy) are not
 	// read and produce no change; the others are reported as usual.
+	// WatchFS takes the map over: the caller must not use it afterwards.
 	Known map[string]FileState
 	// OnChange receives every batch of changes, sorted by path, from a
 	// single goroutine. It must not call back into the watcher's methods
@@ -252,11 +253,15 @@ func WatchFS(root string, opt FSOptions) (*FSWatcher, error) {
 		}
 	}
 	// Seed the known state so the initial scan only reports differences.
-	for p, st := range opt.Known {
+	if opt.Known != nil {
+		w.files = opt.Known // taken over: saves copying a big store's map
+		w.opt.Known = nil
+	}
+	for p := range w.files {
 		if w.ignored(p, false) {
+			delete(w.files, p)
 			continue
 		}
-		w.files[p] = st
 		w.ensureDirs(p)
 	}
 	w.dirs[""] = w.dirEntry("")
@@ -728,13 +733,15 @@ func (w *FSWatcher) walk(dir string) {
 		return
 	}
 	w.clearErr(dir)
-	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	// No need to sort ents: the changes are sorted when emitted.
 	seen := make(map[string]struct{}, len(ents))
 	for _, e := range ents {
 		name := e.Name()
 		child := joinRel(dir, name)
 		t := e.Type()
-		if w.ignored(child, t.IsDir()) {
+		// dir is not ignored, so of the name rules only the last
+		// segment's can hide child.
+		if IgnoredName(name) || (w.opt.Ignore != nil && w.opt.Ignore(child, t.IsDir())) {
 			continue
 		}
 		seen[name] = struct{}{}

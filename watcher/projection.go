@@ -151,6 +151,10 @@ func Open(s *docstore.Store, opt Options) (*Projection, error) {
 		// Changes found against a partial cache are not edits made
 		// behind the engine's back: the missing sections are new to us.
 		p.external = len(bad) == 0
+		p.docs = make(map[string]*Entry, len(entries)) // no rehashing while filling
+		if sc != nil && len(sc) == 1 {
+			p.byKind[sc[0].kind] = make(map[string]*Entry, len(entries))
+		}
 		for _, e := range entries {
 			if opt.Watch {
 				// Long-lived: decode once rather than on every look.
@@ -180,12 +184,13 @@ func Open(s *docstore.Store, opt Options) (*Projection, error) {
 			}
 		})
 	}
+	filter := &scopeFilter{sc: sc}
 	fopt := FSOptions{
 		Poll:      opt.Poll,
 		Reconcile: opt.Reconcile,
 		Debounce:  opt.Debounce,
 		Ignore: func(rel string, dir bool) bool {
-			return ignoreNonDocs(rel, dir) || sc.excludes(rel, dir)
+			return ignoreNonDocs(rel, dir) || filter.excludes(rel, dir)
 		},
 		Known:    known,
 		OnChange: p.apply,

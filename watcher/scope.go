@@ -2,6 +2,7 @@ package watcher
 
 import (
 	"strings"
+	"sync"
 
 	"github.com/tavernhq/tavern/schema"
 )
@@ -80,12 +81,71 @@ func (p *kindPattern) match(rel string, file bool) bool {
 	return false
 }
 
+// dirOf reports whether dir is exactly the directory part of a path of
+// the pattern (its files then match if their name does).
+func (p *kindPattern) dirOf(dir string) bool {
+	n := len(p.segs) - 1
+	if dir == "" {
+		return n == 0
+	}
+	for i := range n {
+		name, rest, more := strings.Cut(dir, "/")
+		if !p.matchSeg(i, name) {
+			return false
+		}
+		if !more {
+			return i == n-1
+		}
+		dir = rest
+	}
+	return false
+}
+
 func (p *kindPattern) matchFile(rel string) bool { return p.match(rel, true) }
 func (p *kindPattern) matchDir(rel string) bool  { return p.match(rel, false) }
 
 // scope is the set of kinds a projection covers; nil covers everything,
 // including files that match no kind.
 type scope []*kindPattern
+
+// scopeFilter is a scope's Ignore rule with a memo of the last directory
+// whose files it looked at: a walk asks about every file of a directory
+// in turn, and only the last segment then needs matching.
+type scopeFilter struct {
+	sc      scope
+	mu      sync.Mutex
+	lastDir string
+	dirOK   []bool // per pattern: lastDir matches its directory part
+}
+
+func (f *scopeFilter) excludes(rel string, dir bool) bool {
+	if f.sc == nil {
+		return false
+	}
+	if dir || !strings.HasSuffix(rel, ".md") {
+		return f.sc.excludes(rel, dir)
+	}
+	parent, name := "", rel
+	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+		parent, name = rel[:i], rel[i+1:]
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.dirOK == nil || f.lastDir != parent {
+		f.dirOK = f.dirOK[:0]
+		for _, p := range f.sc {
+			f.dirOK = append(f.dirOK, p.dirOf(parent))
+		}
+		f.lastDir = parent
+	}
+	name = name[:len(name)-3]
+	for i, p := range f.sc {
+		if f.dirOK[i] && p.matchSeg(len(p.segs)-1, name) {
+			return false
+		}
+	}
+	return true
+}
 
 func newScope(kinds []string) (scope, error) {
 	if kinds == nil {
