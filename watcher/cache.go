@@ -3,23 +3,25 @@ package watcher
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/tavernhq/tavern/schema"
 )
 
-// CacheFile is the index cache's name in the store root. It is a dot file:
-// engine-private, ignored by the watcher, safe to delete at any time.
+// CacheFile is the index cache's directory in the store root: one file
+// per kind (see sectionFile). It is a dot name: engine-private, ignored by
+// the watcher, safe to delete at any time.
 const CacheFile = ".index"
 
-// cacheMagic starts every cache file; the version after it changes when the
-// format or the meaning of Entry changes.
-const cacheMagic = "tavern-index\x00v2\x00"
+// cacheMagic starts every section file; the version after it changes when
+// the format or the meaning of Entry changes.
+const cacheMagic = "tavern-index\x00v3\x00"
 
 // ErrCacheCorrupt is returned when the index cache fails its checksum or
 // does not decode. The caller rebuilds it from the documents.
@@ -34,14 +36,23 @@ type cacheRecord struct {
 	Entry Entry
 }
 
+// cacheData is one section: the documents of one kind ("" for files
+// that match no kind).
 type cacheData struct {
 	Schema  string
+	Kind    string
 	Records []cacheRecord
 }
 
-// schemaFingerprint changes whenever the kinds' names, patterns, versions
-// or fields change, so entries parsed under other rules are not reused.
-func schemaFingerprint() string {
+// sectionFile names the section of a kind inside the cache directory.
+func sectionFile(kind string) string {
+	if kind == "" {
+		return "_nokind"
+	}
+	return kind
+}
+
+var fingerprint = sync.OnceValue(func() string {
 	h := sha256.New()
 	for _, k := range schema.Kinds() {
 		fmt.Fprintf(h, "%s|%s|%d|", k.Name, k.Pattern, k.Version)
@@ -50,81 +61,175 @@ func schemaFingerprint() string {
 		}
 	}
 	return fmt.Sprintf("%x", h.Sum(nil)[:12])
+})
+
+// schemaFingerprint changes whenever the kinds' names, patterns, versions
+// or fields change, so entries parsed under other rules are not reused.
+// (Kinds register in init: it is computed once, on first use.)
+func schemaFingerprint() string { return fingerprint() }
+
+// allSections lists every section name: each kind, then "" (no kind).
+func allSections() []string {
+	var out []string
+	for _, k := range schema.Kinds() {
+		out = append(out, k.Name)
+	}
+	return append(out, "")
 }
 
-// loadCache reads the index cache of the store at root. The entries are
-// trusted only together with their states: the watcher re-reads every
-// file whose (inode, size, mtime, ctime) differs or is racy.
-func loadCache(root string) ([]*Entry, map[string]FileState, error) {
-	data, err := os.ReadFile(filepath.Join(root, CacheFile))
+// loadSection reads the cache section of kind. The entries are trusted
+// only together with their states: the watcher lstats every file and
+// re-reads those whose (inode, size, mtime, ctime) differs or is racy.
+func loadSection(root, kind string) (*cacheData, error) {
+	raw, err := os.ReadFile(filepath.Join(root, CacheFile, sectionFile(kind)))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if !bytes.HasPrefix(data, []byte(cacheMagic)) || len(data) < len(cacheMagic)+sha256.Size {
-		return nil, nil, ErrCacheCorrupt
+	if !bytes.HasPrefix(raw, []byte(cacheMagic)) || len(raw) < len(cacheMagic)+sha256.Size {
+		return nil, ErrCacheCorrupt
 	}
-	body := data[len(cacheMagic) : len(data)-sha256.Size]
+	body := raw[len(cacheMagic) : len(raw)-sha256.Size]
 	sum := sha256.Sum256(body)
-	if !bytes.Equal(sum[:], data[len(data)-sha256.Size:]) {
-		return nil, nil, ErrCacheCorrupt
+	if !bytes.Equal(sum[:], raw[len(raw)-sha256.Size:]) {
+		return nil, ErrCacheCorrupt
 	}
-	cd, err := decodeCache(body)
+	cd, err := decodeCache(string(body)) // one copy; every string is a slice of it
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrCacheCorrupt, err)
+		return nil, fmt.Errorf("%w: %v", ErrCacheCorrupt, err)
 	}
 	if cd.Schema != schemaFingerprint() {
-		return nil, nil, ErrCacheStale
+		return nil, ErrCacheStale
 	}
-	entries := make([]*Entry, 0, len(cd.Records))
-	states := make(map[string]FileState, len(cd.Records))
+	var pat *kindPattern
+	if kind != "" {
+		k, err := schema.Lookup(kind)
+		if err != nil || k.Name != kind {
+			return nil, ErrCacheCorrupt
+		}
+		pat = newKindPattern(k)
+	}
+	if cd.Kind != kind {
+		return nil, ErrCacheCorrupt
+	}
 	for i := range cd.Records {
 		r := &cd.Records[i]
-		if r.Entry.Path == "" || Ignored(r.Entry.Path) || strings.Contains(r.Entry.Path, "..") ||
-			r.Entry.Rev != hex.EncodeToString(r.State.Hash[:8]) {
+		p := r.Entry.Path
+		if p == "" || Ignored(p) || strings.Contains(p, "..") || !revOf(r.Entry.Rev, &r.State.Hash) ||
+			(pat != nil && !pat.matchFile(p)) {
 			// The revision is docstore.Revision of the content the state
-			// hashed: a mismatch means this is not what we wrote.
-			return nil, nil, ErrCacheCorrupt
+			// hashed, and the path is one of the section's kind: a
+			// mismatch means this is not what we wrote.
+			return nil, ErrCacheCorrupt
 		}
-		entries = append(entries, &r.Entry)
-		states[r.Entry.Path] = r.State
 	}
-	return entries, states, nil
+	return cd, nil
 }
 
-// SaveCache writes the index cache (atomically: temp file in .tmp/, then
-// rename). It is a no-op when nothing changed since the last save.
+// revOf reports whether rev is docstore.Revision of content hashing to h
+// (the hex of its first 8 bytes), without allocating.
+func revOf(rev string, h *[32]byte) bool {
+	const digits = "0123456789abcdef"
+	if len(rev) != 16 {
+		return false
+	}
+	for i := range 8 {
+		if rev[2*i] != digits[h[i]>>4] || rev[2*i+1] != digits[h[i]&15] {
+			return false
+		}
+	}
+	return true
+}
+
+// loadCache reads the sections of kinds (every section if nil) and
+// returns their entries and states. Sections that are missing, corrupt
+// or stale are left out and returned in bad, to be rebuilt; the first
+// such error is returned too.
+func loadCache(root string, kinds []string) (entries []*Entry, states map[string]FileState, bad []string, err error) {
+	if kinds == nil {
+		kinds = allSections()
+	}
+	var cds []*cacheData
+	n := 0
+	for _, kind := range kinds {
+		cd, e := loadSection(root, kind)
+		if e != nil {
+			bad = append(bad, kind)
+			if err == nil {
+				err = e
+			}
+			continue
+		}
+		cds = append(cds, cd)
+		n += len(cd.Records)
+	}
+	states = make(map[string]FileState, n)
+	entries = make([]*Entry, 0, n)
+	for _, cd := range cds {
+		for i := range cd.Records {
+			r := &cd.Records[i]
+			entries = append(entries, &r.Entry)
+			states[r.Entry.Path] = r.State
+		}
+	}
+	return entries, states, bad, err
+}
+
+// SaveCache writes the sections of the index cache whose kind changed
+// since they were loaded or saved (each atomically: temp file in .tmp/,
+// then rename). A projection scoped to some kinds writes only theirs.
 func (p *Projection) SaveCache() error {
-	states := p.fw.State()
 	p.mu.Lock()
-	if !p.dirty {
+	if len(p.dirty) == 0 {
 		p.mu.Unlock()
 		return nil
 	}
-	cd := cacheData{Schema: schemaFingerprint(), Records: make([]cacheRecord, 0, len(p.docs))}
-	for path, e := range p.docs {
-		st, ok := states[path]
-		if !ok {
-			continue // not yet confirmed by the watcher
-		}
-		cd.Records = append(cd.Records, cacheRecord{State: st, Entry: *e})
-	}
-	p.dirty = false
+	dirty := p.dirty
+	p.dirty = map[string]bool{}
 	p.mu.Unlock()
-	err := writeCache(p.root, &cd)
-	if err != nil {
-		p.mu.Lock()
-		p.dirty = true
-		p.mu.Unlock()
+	states := p.fw.State()
+	var firstErr error
+	for kind := range dirty {
+		p.mu.RLock()
+		cd := cacheData{Schema: schemaFingerprint(), Kind: kind, Records: make([]cacheRecord, 0, len(p.byKind[kind]))}
+		for path, e := range p.byKind[kind] {
+			st, ok := states[path]
+			if !ok {
+				continue // not yet confirmed by the watcher
+			}
+			cd.Records = append(cd.Records, cacheRecord{State: st, Entry: *e})
+		}
+		p.mu.RUnlock()
+		if err := writeSection(p.root, &cd); err != nil {
+			p.mu.Lock()
+			p.dirty[kind] = true
+			p.mu.Unlock()
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
 	}
-	return err
+	return firstErr
 }
 
-func writeCache(root string, cd *cacheData) error {
+func writeSection(root string, cd *cacheData) error {
 	var buf bytes.Buffer
 	buf.WriteString(cacheMagic)
 	buf.Write(encodeCache(cd))
 	sum := sha256.Sum256(buf.Bytes()[len(cacheMagic):])
 	buf.Write(sum[:])
+	dir := filepath.Join(root, CacheFile)
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	if fi, err := os.Lstat(dir); err == nil && !fi.IsDir() {
+		// The single-file cache of an older version: replace it.
+		if err := os.Remove(dir); err != nil {
+			return err
+		}
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
 	tmpDir := filepath.Join(root, ".tmp")
 	if err := os.MkdirAll(tmpDir, 0o755); err != nil {
 		return err
@@ -145,7 +250,7 @@ func writeCache(root string, cd *cacheData) error {
 	}
 	// No fsync: a lost or torn cache is detected by the checksum and
 	// rebuilt; it is never the truth.
-	if err := os.Rename(f.Name(), filepath.Join(root, CacheFile)); err != nil {
+	if err := os.Rename(f.Name(), filepath.Join(dir, sectionFile(cd.Kind))); err != nil {
 		os.Remove(f.Name())
 		return err
 	}

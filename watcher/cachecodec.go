@@ -5,21 +5,27 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
+	"sync/atomic"
 )
 
-// The index cache body is a compact binary encoding, not gob: gob spends
-// most of its time on type information for every interface value in
-// Entry.Fields, which made a warm `ls` slower than it needs to be.
+// The index cache is a compact binary encoding, not gob: gob spends most
+// of its time on type information for every interface value in
+// Entry.Fields. One section (file) holds the documents of one kind:
 //
-//	body    = str(schema) uvarint(n) record*n
+//	body    = str(schema) str(kind) uvarint(n) record*n
 //	record  = str(path) state entry
 //	state   = uvarint(dev) uvarint(ino) varint(size) varint(mtime)
 //	          varint(ctime) varint(seen) hash[32]
-//	entry   = str(kind) str(name) str(rev) byte(valid)
+//	entry   = str(name) str(rev) byte(valid)
 //	          uvarint(nerr) (varint(line) varint(col) str(msg))*nerr
-//	          value(fields)        -- a map, or nil
+//	          str(fields)          -- value(map) or value(nil), length-prefixed
 //	value   = tag ...  (see the tag constants)
 //	str     = uvarint(len) bytes
+//
+// The fields are length-prefixed so a load can keep them encoded: they
+// are decoded only for the entries a query touches, and of those first
+// only the keys its conditions name (see Entry.raw).
 
 const (
 	tagNil byte = iota
@@ -90,8 +96,28 @@ func (e *encoder) value(v any) error {
 	return nil
 }
 
+// encodeFields returns the encoded fields of an entry: its still-encoded
+// raw form when it was never decoded.
+func encodeFields(en *Entry) (string, error) {
+	if en.raw != "" {
+		return en.raw, nil
+	}
+	var fields any
+	if en.Fields != nil {
+		fields = en.Fields
+	}
+	var f encoder
+	if err := f.value(fields); err != nil {
+		return "", err
+	}
+	return string(f.b), nil
+}
+
 func (e *encoder) record(r *cacheRecord) error {
-	mark := len(e.b)
+	fields, err := encodeFields(&r.Entry)
+	if err != nil {
+		return err // leave this one out: it is re-read next time
+	}
 	e.str(r.Entry.Path)
 	st := &r.State
 	e.uvarint(st.Dev)
@@ -102,7 +128,6 @@ func (e *encoder) record(r *cacheRecord) error {
 	e.varint(st.Seen)
 	e.b = append(e.b, st.Hash[:]...)
 	en := &r.Entry
-	e.str(en.Kind)
 	e.str(en.Name)
 	e.str(en.Rev)
 	if en.Valid {
@@ -116,25 +141,21 @@ func (e *encoder) record(r *cacheRecord) error {
 		e.varint(int64(p.Col))
 		e.str(p.Msg)
 	}
-	var fields any
-	if en.Fields != nil {
-		fields = en.Fields
-	}
-	if err := e.value(fields); err != nil {
-		e.b = e.b[:mark] // leave this one out: it is re-read next time
-		return err
-	}
+	e.str(fields)
 	return nil
 }
 
+// encodeCache encodes one section. Records of another kind than cd.Kind
+// are a programming error and left out.
 func encodeCache(cd *cacheData) []byte {
 	e := &encoder{b: make([]byte, 0, 256*len(cd.Records)+64)}
 	e.str(cd.Schema)
+	e.str(cd.Kind)
 	countAt := len(e.b)
 	e.b = append(e.b, make([]byte, binary.MaxVarintLen64)...) // patched below
 	n := 0
 	for i := range cd.Records {
-		if e.record(&cd.Records[i]) == nil {
+		if cd.Records[i].Entry.Kind == cd.Kind && e.record(&cd.Records[i]) == nil {
 			n++
 		}
 	}
@@ -154,8 +175,10 @@ func padUvarint(v uint64) []byte {
 	return out
 }
 
+// decoder reads from a string, so every string it returns (paths, names,
+// raw fields) is a substring of one allocation rather than one each.
 type decoder struct {
-	b   []byte
+	s   string
 	err error
 }
 
@@ -169,56 +192,64 @@ func (d *decoder) uvarint() uint64 {
 	if d.err != nil {
 		return 0
 	}
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail(errShort)
-		return 0
+	var v uint64
+	for i := 0; i < len(d.s) && i < binary.MaxVarintLen64; i++ {
+		b := d.s[i]
+		if b < 0x80 {
+			if i == binary.MaxVarintLen64-1 && b > 1 {
+				break // overflow
+			}
+			d.s = d.s[i+1:]
+			return v | uint64(b)<<(7*i)
+		}
+		v |= uint64(b&0x7f) << (7 * i)
 	}
-	d.b = d.b[n:]
-	return v
+	d.fail(errShort)
+	return 0
 }
 
 func (d *decoder) varint() int64 {
-	if d.err != nil {
-		return 0
+	u := d.uvarint()
+	v := int64(u >> 1)
+	if u&1 != 0 {
+		v = ^v
 	}
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail(errShort)
-		return 0
-	}
-	d.b = d.b[n:]
 	return v
 }
 
-func (d *decoder) bytes(n uint64) []byte {
+func (d *decoder) bytes(n uint64) string {
 	if d.err != nil {
-		return nil
+		return ""
 	}
-	if n > uint64(len(d.b)) {
+	if n > uint64(len(d.s)) {
 		d.fail(errShort)
-		return nil
+		return ""
 	}
-	out := d.b[:n]
-	d.b = d.b[n:]
+	out := d.s[:n]
+	d.s = d.s[n:]
 	return out
 }
 
-func (d *decoder) str() string { return string(d.bytes(d.uvarint())) }
+func (d *decoder) str() string { return d.bytes(d.uvarint()) }
 
 func (d *decoder) byte1() byte {
-	b := d.bytes(1)
-	if b == nil {
+	if d.err != nil {
 		return 0
 	}
-	return b[0]
+	if len(d.s) == 0 {
+		d.fail(errShort)
+		return 0
+	}
+	b := d.s[0]
+	d.s = d.s[1:]
+	return b
 }
 
 // count reads a length and checks it against what is left (each element
 // takes at least one byte), so corrupt input cannot make us allocate.
 func (d *decoder) count() int {
 	n := d.uvarint()
-	if n > uint64(len(d.b)) {
+	if n > uint64(len(d.s)) {
 		d.fail(errShort)
 		return 0
 	}
@@ -243,10 +274,10 @@ func (d *decoder) value(depth int) any {
 		return d.uvarint()
 	case tagFloat:
 		b := d.bytes(8)
-		if b == nil {
+		if len(b) != 8 {
 			return nil
 		}
-		return math.Float64frombits(binary.LittleEndian.Uint64(b))
+		return math.Float64frombits(binary.LittleEndian.Uint64([]byte(b)))
 	case tagTrue:
 		return true
 	case tagFalse:
@@ -272,9 +303,96 @@ func (d *decoder) value(depth int) any {
 	}
 }
 
-func decodeCache(body []byte) (*cacheData, error) {
-	d := &decoder{b: body}
-	cd := &cacheData{Schema: d.str()}
+// skip checks and passes over one value without building it.
+func (d *decoder) skip(depth int) {
+	if depth > 64 {
+		d.fail(errors.New("nesting too deep"))
+		return
+	}
+	switch tag := d.byte1(); tag {
+	case tagNil, tagTrue, tagFalse:
+	case tagString:
+		d.str()
+	case tagInt, tagInt64:
+		d.varint()
+	case tagUint64:
+		d.uvarint()
+	case tagFloat:
+		d.bytes(8)
+	case tagList:
+		for range d.count() {
+			d.skip(depth + 1)
+		}
+	case tagMap:
+		for range d.count() {
+			d.str()
+			d.skip(depth + 1)
+		}
+	default:
+		d.fail(fmt.Errorf("bad value tag %d", tag))
+	}
+}
+
+// checkFields reports whether raw is exactly one map or nil value.
+func checkFields(raw string) error {
+	d := &decoder{s: raw}
+	if raw == "" || (raw[0] != tagMap && raw[0] != tagNil) {
+		return errors.New("fields are not a map")
+	}
+	d.skip(0)
+	if d.err == nil && d.s != "" {
+		d.err = errors.New("trailing bytes after fields")
+	}
+	return d.err
+}
+
+// decodeFields decodes raw fields checked by checkFields.
+func decodeFields(raw string) map[string]any {
+	d := &decoder{s: raw}
+	m, _ := d.value(0).(map[string]any)
+	return m
+}
+
+// decodeSomeFields decodes only the top-level keys in want (nil if raw
+// holds no map): enough to evaluate conditions on those keys.
+func decodeSomeFields(raw string, want []string) map[string]any {
+	return decodeSomeFieldsInto(nil, raw, want)
+}
+
+// decodeSomeFieldsInto is decodeSomeFields reusing out (cleared) if not
+// nil, so filtering many entries does not allocate a map for each.
+func decodeSomeFieldsInto(out map[string]any, raw string, want []string) map[string]any {
+	d := &decoder{s: raw}
+	if d.byte1() != tagMap {
+		return nil
+	}
+	if out == nil {
+		out = make(map[string]any, len(want))
+	}
+	clear(out)
+	for range d.count() {
+		k := d.str()
+		hit := false
+		for _, w := range want {
+			if w == k {
+				hit = true
+				break
+			}
+		}
+		if hit {
+			out[k] = d.value(1)
+		} else {
+			d.skip(1)
+		}
+	}
+	return out
+}
+
+// decodeCache decodes one section. Entries keep their fields encoded
+// (Entry.raw), checked but not built.
+func decodeCache(body string) (*cacheData, error) {
+	d := &decoder{s: body}
+	cd := &cacheData{Schema: d.str(), Kind: d.str()}
 	n := d.count()
 	cd.Records = make([]cacheRecord, n)
 	for i := range cd.Records {
@@ -289,7 +407,7 @@ func decodeCache(body []byte) (*cacheData, error) {
 		st.Seen = d.varint()
 		copy(st.Hash[:], d.bytes(32))
 		en := &r.Entry
-		en.Kind = d.str()
+		en.Kind = cd.Kind
 		en.Name = d.str()
 		en.Rev = d.str()
 		en.Valid = d.byte1() == 1
@@ -299,18 +417,30 @@ func decodeCache(body []byte) (*cacheData, error) {
 				en.Errors[j] = Problem{Line: int(d.varint()), Col: int(d.varint()), Msg: d.str()}
 			}
 		}
-		if m, ok := d.value(0).(map[string]any); ok {
-			en.Fields = m
-		}
+		en.raw = d.str()
 		if d.err != nil {
 			return nil, d.err
 		}
 	}
-	if d.err == nil && len(d.b) != 0 {
+	if d.err == nil && len(d.s) != 0 {
 		d.err = errors.New("trailing bytes")
 	}
 	if d.err != nil {
 		return nil, d.err
+	}
+	// Fields stay encoded, but they are checked now (on every core), so
+	// decoding them later cannot fail.
+	var bad atomic.Bool
+	const chunk = 4096
+	parallel((len(cd.Records)+chunk-1)/chunk, runtime.GOMAXPROCS(0), func(c int) {
+		for i := c * chunk; i < min((c+1)*chunk, len(cd.Records)) && !bad.Load(); i++ {
+			if checkFields(cd.Records[i].Entry.raw) != nil {
+				bad.Store(true)
+			}
+		}
+	})
+	if bad.Load() {
+		return nil, errors.New("bad fields")
 	}
 	return cd, nil
 }

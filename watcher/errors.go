@@ -47,3 +47,7 @@ var ErrNoType = errors.New("event has no type or id")
 // ErrTrailingData is returned when a journal line holds more than one JSON
 // value (two events torn together into one line).
 var ErrTrailingData = errors.New("trailing data after event")
+
+// ErrOutOfScope is returned by Query and WaitFor for a kind that a
+// projection opened with Options.Kinds does not cover.
+var ErrOutOfScope = errors.New("kind not covered by this projection")

@@ -125,11 +125,16 @@ type FSOptions struct {
 	// Known seeds the watcher with states from a previous run (an index
 	// cache). Files whose stat still matches (and is not racy) are not
 	// read and produce no change; the others are reported as usual.
+	// WatchFS takes the map over: the caller must not use it afterwards.
 	Known map[string]FileState
 	// OnChange receives every batch of changes, sorted by path, from a
 	// single goroutine. It must not call back into the watcher's methods
 	// other than State (and must not block for long: events queue up).
 	OnChange func([]Change)
+	// OnRestat, if set, receives (like OnChange) the paths whose stat
+	// changed while their content did not (a touch, a racy re-read): no
+	// change for OnChange, but saved states (Known) are out of date.
+	OnRestat func([]string)
 	// Workers is the number of parallel readers for scans (default 8).
 	Workers int
 }
@@ -166,6 +171,7 @@ type FSWatcher struct {
 	dirByIno map[[2]uint64]string
 	errs     map[string]string
 	out      []Change
+	restat   []string // see FSOptions.OnRestat
 	stats    []string // known files to lstat before deciding to read them
 	early    bool     // this batch was taken before its settle time
 	reads    []string
@@ -247,11 +253,15 @@ func WatchFS(root string, opt FSOptions) (*FSWatcher, error) {
 		}
 	}
 	// Seed the known state so the initial scan only reports differences.
-	for p, st := range opt.Known {
+	if opt.Known != nil {
+		w.files = opt.Known // taken over: saves copying a big store's map
+		w.opt.Known = nil
+	}
+	for p := range w.files {
 		if w.ignored(p, false) {
+			delete(w.files, p)
 			continue
 		}
-		w.files[p] = st
 		w.ensureDirs(p)
 	}
 	w.dirs[""] = w.dirEntry("")
@@ -573,10 +583,13 @@ func (w *FSWatcher) process() {
 // flush delivers the collected changes. Called without smu held.
 func (w *FSWatcher) flush() {
 	w.smu.Lock()
-	out := w.out
-	w.out = nil
+	out, restat := w.out, w.restat
+	w.out, w.restat = nil, nil
 	w.smu.Unlock()
 	w.emit(out)
+	if len(restat) > 0 && w.opt.OnRestat != nil && !w.closed.Load() {
+		w.opt.OnRestat(restat)
+	}
 }
 
 func (w *FSWatcher) emit(out []Change) {
@@ -654,19 +667,9 @@ func (w *FSWatcher) statPending() {
 	if len(paths) == 0 {
 		return
 	}
-	changed := make([]bool, len(paths))
-	parallel(len(paths), w.opt.Workers, func(i int) {
-		fi, err := os.Lstat(w.abs(paths[i]))
-		if err != nil || !fi.Mode().IsRegular() {
-			changed[i] = true
-			return
-		}
-		var st FileState
-		fillStat(&st, fi)
-		changed[i] = !st.SameStat(w.files[paths[i]]) // map read only: safe
-	})
+	sts, ok := lstatAll(w.root, paths, w.opt.Workers)
 	for i, p := range paths {
-		if changed[i] {
+		if !ok[i] || !sts[i].SameStat(w.files[p]) {
 			w.reads = append(w.reads, p)
 		}
 	}
@@ -730,13 +733,15 @@ func (w *FSWatcher) walk(dir string) {
 		return
 	}
 	w.clearErr(dir)
-	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	// No need to sort ents: the changes are sorted when emitted.
 	seen := make(map[string]struct{}, len(ents))
 	for _, e := range ents {
 		name := e.Name()
 		child := joinRel(dir, name)
 		t := e.Type()
-		if w.ignored(child, t.IsDir()) {
+		// dir is not ignored, so of the name rules only the last
+		// segment's can hide child.
+		if IgnoredName(name) || (w.opt.Ignore != nil && w.opt.Ignore(child, t.IsDir())) {
 			continue
 		}
 		seen[name] = struct{}{}
@@ -943,6 +948,8 @@ func (w *FSWatcher) apply(rel string, r readResult) {
 		// After an error the receiver may have marked the file broken,
 		// so it gets the content again even if it is unchanged.
 		w.out = append(w.out, Change{Op: OpUpdate, Path: rel, State: r.st, Prev: old, Data: r.data})
+	case old != r.st:
+		w.restat = append(w.restat, rel)
 	}
 }
 

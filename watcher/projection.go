@@ -31,6 +31,21 @@ type Entry struct {
 	Valid  bool           `json:"valid"`
 	Errors []Problem      `json:"errors,omitempty"`
 	Fields map[string]any `json:"fields"` // migrated view; nil when the file does not parse
+
+	// raw holds Fields still encoded as in the index cache (see
+	// cachecodec.go) when non-empty; Fields is then nil until view
+	// decodes it. Entries handed out are always views.
+	raw string
+}
+
+// view returns a copy of e with its fields decoded.
+func (e *Entry) view() Entry {
+	c := *e
+	if c.raw != "" {
+		c.Fields = decodeFields(c.raw)
+		c.raw = ""
+	}
+	return c
 }
 
 // Options configure Open.
@@ -43,6 +58,11 @@ type Options struct {
 	// Cache loads and saves the index cache (.index in the store root),
 	// so unchanged documents are not read or parsed again.
 	Cache bool
+	// Kinds, if not nil, restricts the projection to documents of these
+	// kinds (singular, plural or alias names): only the directories their
+	// path patterns can match are listed, stat'ed, watched and cached.
+	// Query and WaitFor for any other kind return ErrOutOfScope.
+	Kinds []string
 	// Journal, if set, receives an "external" event for every change
 	// that no engine call journaled (hand edits, git checkout), and its
 	// own appends are published to subscribers.
@@ -67,7 +87,8 @@ type Projection struct {
 	docs    map[string]*Entry
 	byKind  map[string]map[string]*Entry
 	waiters map[*waiter]struct{}
-	dirty   bool // differs from the saved cache
+	dirty   map[string]bool // kinds whose cache section differs from the saved one
+	scope   scope
 	// external: changes are compared with the engine's journal. Off for a
 	// first scan without a cache, where everything is new to us, not
 	// edited behind the engine's back.
@@ -96,8 +117,14 @@ func Open(s *docstore.Store, opt Options) (*Projection, error) {
 	if opt.ExternalGrace <= 0 {
 		opt.ExternalGrace = 2 * time.Second
 	}
+	sc, err := newScope(opt.Kinds)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Projection{
+		scope:   sc,
+		dirty:   map[string]bool{},
 		store:   s,
 		root:    s.Root(),
 		opt:     opt,
@@ -114,15 +141,26 @@ func Open(s *docstore.Store, opt Options) (*Projection, error) {
 		if fi, err := os.Stat(filepath.Join(p.root, CacheFile)); err == nil {
 			cacheTime = fi.ModTime()
 		}
-		entries, states, err := loadCache(p.root)
-		if err == nil {
+		entries, states, bad, _ := loadCache(p.root, sc.kinds())
+		for _, kind := range bad {
+			p.dirty[kind] = true // missing, stale format or corrupt: rebuild
+		}
+		if len(entries) > 0 || len(bad) == 0 {
 			known = states
-			p.external = true
-			for _, e := range entries {
-				p.put(e)
+		}
+		// Changes found against a partial cache are not edits made
+		// behind the engine's back: the missing sections are new to us.
+		p.external = len(bad) == 0
+		p.docs = make(map[string]*Entry, len(entries)) // no rehashing while filling
+		if sc != nil && len(sc) == 1 {
+			p.byKind[sc[0].kind] = make(map[string]*Entry, len(entries))
+		}
+		for _, e := range entries {
+			if opt.Watch {
+				// Long-lived: decode once rather than on every look.
+				e.Fields, e.raw = decodeFields(e.raw), ""
 			}
-		} else {
-			p.dirty = true // missing, stale format or corrupt: rebuild
+			p.put(e)
 		}
 	}
 	if opt.Journal != nil {
@@ -146,13 +184,17 @@ func Open(s *docstore.Store, opt Options) (*Projection, error) {
 			}
 		})
 	}
+	filter := &scopeFilter{sc: sc}
 	fopt := FSOptions{
 		Poll:      opt.Poll,
 		Reconcile: opt.Reconcile,
 		Debounce:  opt.Debounce,
-		Ignore:    ignoreNonDocs,
-		Known:     known,
-		OnChange:  p.apply,
+		Ignore: func(rel string, dir bool) bool {
+			return ignoreNonDocs(rel, dir) || filter.excludes(rel, dir)
+		},
+		Known:    known,
+		OnChange: p.apply,
+		OnRestat: p.restat,
 	}
 	if !opt.Watch {
 		fopt.Poll = time.Duration(1<<63 - 1) // no watches: one scan
@@ -279,11 +321,19 @@ func (p *Projection) apply(cs []Change) {
 		case OpCreate, OpUpdate:
 			e := parsed[i]
 			old := p.docs[c.Path]
+			p.dirty[e.Kind] = true
+			if old != nil {
+				p.dirty[old.Kind] = true
+			}
 			if old != nil && old.Rev == e.Rev && old.Valid == e.Valid {
 				// Same bytes as the cached entry (a re-read after a
 				// restart): not a change.
 				p.put(e)
 				continue
+			}
+			if old != nil && old.raw != "" {
+				o := old.view()
+				old = &o
 			}
 			p.put(e)
 			ev = docEvent(e, old, now)
@@ -294,11 +344,11 @@ func (p *Projection) apply(cs []Change) {
 				continue
 			}
 			p.drop(c.Path)
+			p.dirty[old.Kind] = true
 			ev = Event{Type: TypeRemoved, Time: now, Kind: old.Kind, Path: c.Path}
 		case OpError:
 			ev = Event{Type: TypeError, Time: now, Path: c.Path, Data: map[string]any{"error": c.Err.Error()}}
 		}
-		p.dirty = true
 		events = append(events, ev)
 	}
 	p.mu.Unlock()
@@ -306,6 +356,19 @@ func (p *Projection) apply(cs []Change) {
 		p.publish(ev)
 		if p.ext != nil && external {
 			p.ext.observed(ev)
+		}
+	}
+}
+
+// restat is the FSWatcher's OnRestat callback: files whose stat changed
+// but not their content. Their cache sections must be saved with the new
+// states, or they would be re-read on every run.
+func (p *Projection) restat(paths []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, path := range paths {
+		if e := p.docs[path]; e != nil {
+			p.dirty[e.Kind] = true
 		}
 	}
 }
@@ -388,7 +451,7 @@ func (p *Projection) Get(rel string) (Entry, bool) {
 	if !ok {
 		return Entry{}, false
 	}
-	return *e, true
+	return e.view(), true
 }
 
 // Len returns the number of documents.
@@ -424,6 +487,19 @@ func (p *Projection) Query(q Query) ([]Entry, error) {
 		}
 		kind = k.Name
 	}
+	if p.scope != nil && (q.Kind == "" || !p.scope.has(kind)) {
+		return nil, ErrOutOfScope
+	}
+	// Entries still encoded (from the cache) are filtered on just the
+	// top-level keys the conditions name, and decoded in full only if
+	// they match.
+	var keys []string
+	for _, c := range q.Where {
+		k, _, _ := strings.Cut(c.Field, ".")
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
 	p.mu.RLock()
 	var src map[string]*Entry
 	if q.Kind != "" {
@@ -432,17 +508,25 @@ func (p *Projection) Query(q Query) ([]Entry, error) {
 		src = p.docs
 	}
 	out := make([]Entry, 0, len(src))
+	some := map[string]any{}
 next:
 	for _, e := range src {
-		for _, c := range q.Where {
-			if e.Fields == nil || !c.Match(e.Fields) {
-				continue next
+		if len(q.Where) > 0 {
+			fields := e.Fields
+			if e.raw != "" {
+				fields = decodeSomeFieldsInto(some, e.raw, keys)
+			}
+			for _, c := range q.Where {
+				if fields == nil || !c.Match(fields) {
+					continue next
+				}
 			}
 		}
-		if q.Match != nil && !q.Match(*e) {
+		v := e.view()
+		if q.Match != nil && !q.Match(v) {
 			continue
 		}
-		out = append(out, *e)
+		out = append(out, v)
 	}
 	p.mu.RUnlock()
 	slices.SortFunc(out, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
@@ -468,6 +552,9 @@ func (p *Projection) WaitFor(ctx context.Context, kind string, pred func(Entry) 
 	if err != nil {
 		return Entry{}, err
 	}
+	if !p.scope.has(k.Name) {
+		return Entry{}, ErrOutOfScope
+	}
 	if pred == nil {
 		pred = func(Entry) bool { return true }
 	}
@@ -479,9 +566,11 @@ func (p *Projection) WaitFor(ctx context.Context, kind string, pred func(Entry) 
 	}
 	slices.Sort(paths) // oldest first: names are time-ordered IDs
 	for _, path := range paths {
-		if e := p.byKind[k.Name][path]; e.Valid && pred(*e) {
-			p.mu.Unlock()
-			return *e, nil
+		if e := p.byKind[k.Name][path]; e.Valid {
+			if v := e.view(); pred(v) {
+				p.mu.Unlock()
+				return v, nil
+			}
 		}
 	}
 	p.waiters[w] = struct{}{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -287,7 +288,11 @@ func TestIndexCache(t *testing.T) {
 		writeDoc(t, s, fmt.Sprintf("agents/a%02d.md", i), agentDoc(fmt.Sprintf("a%02d", i), "idle"))
 	}
 	writeDoc(t, s, "agents/broken.md", "---\nname: [\n---\n")
-	cachePath := filepath.Join(s.Root(), CacheFile)
+	cachePath := filepath.Join(s.Root(), CacheFile, "agent")
+	load := func() ([]*Entry, map[string]FileState, error) {
+		entries, states, _, err := loadCache(s.Root(), []string{"agent"})
+		return entries, states, err
+	}
 	query := func() []Entry {
 		p := openProj(t, s, Options{Cache: true})
 		es, err := p.Query(Query{})
@@ -306,19 +311,7 @@ func TestIndexCache(t *testing.T) {
 	t.Run("warm", func(t *testing.T) {
 		// Age the cached states so none is racy (instead of sleeping),
 		// then no document may be read: everything comes from the cache.
-		entries, states, err := loadCache(s.Root())
-		if err != nil {
-			t.Fatal(err)
-		}
-		var recs []cacheRecord
-		for _, e := range entries {
-			st := states[e.Path]
-			st.Seen = max(st.MTime, st.CTime) + int64(time.Hour)
-			recs = append(recs, cacheRecord{State: st, Entry: *e})
-		}
-		if err := writeCache(s.Root(), &cacheData{Schema: schemaFingerprint(), Records: recs}); err != nil {
-			t.Fatal(err)
-		}
+		ageCache(t, s.Root())
 		var reads atomic.Int64
 		testOpenHook = func(p string) (*os.File, error) {
 			reads.Add(1)
@@ -341,12 +334,12 @@ func TestIndexCache(t *testing.T) {
 		data, _ := os.ReadFile(cachePath)
 		data[len(data)/2] ^= 0xff
 		os.WriteFile(cachePath, data, 0o644)
-		if _, _, err := loadCache(s.Root()); !errors.Is(err, ErrCacheCorrupt) {
+		if _, _, err := load(); !errors.Is(err, ErrCacheCorrupt) {
 			t.Fatalf("loadCache of flipped byte: got %v, want ErrCacheCorrupt", err)
 		}
 		writeDoc(t, s, "agents/a05.md", agentDoc("a05", "done"))
 		assertSameEntries(t, query(), freshEntries(t, s))
-		if _, _, err := loadCache(s.Root()); err != nil {
+		if _, _, err := load(); err != nil {
 			t.Errorf("cache not rebuilt: %v", err)
 		}
 	})
@@ -360,8 +353,8 @@ func TestIndexCache(t *testing.T) {
 		assertSameEntries(t, query(), freshEntries(t, s))
 	})
 	t.Run("other schema", func(t *testing.T) {
-		writeCache(s.Root(), &cacheData{Schema: "other", Records: []cacheRecord{{Entry: Entry{Path: "agents/ghost.md"}}}})
-		if _, _, err := loadCache(s.Root()); !errors.Is(err, ErrCacheStale) {
+		writeSection(s.Root(), &cacheData{Schema: "other", Kind: "agent", Records: []cacheRecord{{Entry: Entry{Path: "agents/ghost.md", Kind: "agent"}}}})
+		if _, _, err := load(); !errors.Is(err, ErrCacheStale) {
 			t.Fatalf("got %v, want ErrCacheStale", err)
 		}
 		assertSameEntries(t, query(), freshEntries(t, s))
@@ -370,18 +363,40 @@ func TestIndexCache(t *testing.T) {
 		// Each entry's revision must be the hash its state records; an
 		// entry that disagrees (and a ghost for a missing file) makes
 		// the whole cache suspect.
-		_, states, err := loadCache(s.Root())
+		_, states, err := load()
 		if err != nil {
 			t.Fatal(err)
 		}
 		recs := []cacheRecord{{State: FileState{Size: 1, Seen: 1}, Entry: Entry{Path: "agents/ghost.md", Kind: "agent"}}}
 		for path, st := range states {
-			recs = append(recs, cacheRecord{State: st, Entry: Entry{Path: path}})
+			recs = append(recs, cacheRecord{State: st, Entry: Entry{Path: path, Kind: "agent"}})
 			break
 		}
-		writeCache(s.Root(), &cacheData{Schema: schemaFingerprint(), Records: recs})
+		writeSection(s.Root(), &cacheData{Schema: schemaFingerprint(), Kind: "agent", Records: recs})
 		assertSameEntries(t, query(), freshEntries(t, s))
 	})
+}
+
+// ageCache rewrites every cache section with states aged so none is
+// racy (instead of sleeping).
+func ageCache(t *testing.T, root string) {
+	t.Helper()
+	for _, kind := range allSections() {
+		cd, err := loadSection(root, kind)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // not cached (yet)
+		}
+		if err != nil {
+			t.Fatalf("section %q: %v", kind, err)
+		}
+		for i := range cd.Records {
+			st := &cd.Records[i].State
+			st.Seen = max(st.MTime, st.CTime) + int64(time.Hour)
+		}
+		if err := writeSection(root, cd); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func TestExternalEdits(t *testing.T) {

@@ -2,6 +2,7 @@ package watcher
 
 import (
 	"io/fs"
+	"path/filepath"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -49,4 +50,48 @@ func remoteFS(path string) string {
 		return ""
 	}
 	return remoteMagic[int64(st.Type)&0xffffffff]
+}
+
+// lstatAll lstats every root/paths[i] in parallel, relative to an open
+// descriptor of each file's directory: one path lookup per directory
+// rather than a walk of the whole path per file. paths are grouped by
+// directory (a walk's order). ok[i] is false when the file could not be
+// stat'ed or is not a regular file.
+func lstatAll(root string, paths []string, workers int) (sts []FileState, ok []bool) {
+	sts = make([]FileState, len(paths))
+	ok = make([]bool, len(paths))
+	dirOf := make([]int32, len(paths))
+	var fds []int
+	last := "\x00"
+	for i, p := range paths {
+		if d := parentOf(p); d != last {
+			fd, err := unix.Open(filepath.Join(root, filepath.FromSlash(d)), unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err != nil {
+				fd = -1
+			}
+			fds, last = append(fds, fd), d
+		}
+		dirOf[i] = int32(len(fds) - 1)
+	}
+	defer func() {
+		for _, fd := range fds {
+			if fd >= 0 {
+				unix.Close(fd)
+			}
+		}
+	}()
+	parallel(len(paths), workers, func(i int) {
+		fd := fds[dirOf[i]]
+		if fd < 0 {
+			return
+		}
+		var s unix.Stat_t
+		if err := unix.Fstatat(fd, baseOf(paths[i]), &s, unix.AT_SYMLINK_NOFOLLOW); err != nil || s.Mode&unix.S_IFMT != unix.S_IFREG {
+			return
+		}
+		sts[i] = FileState{Dev: uint64(s.Dev), Ino: s.Ino, Size: s.Size,
+			MTime: s.Mtim.Sec*1e9 + s.Mtim.Nsec, CTime: s.Ctim.Sec*1e9 + s.Ctim.Nsec}
+		ok[i] = true
+	})
+	return sts, ok
 }

@@ -5,6 +5,7 @@ package watcher
 import (
 	"io/fs"
 	"os"
+	"path/filepath"
 )
 
 const openFlags = os.O_RDONLY
@@ -17,3 +18,19 @@ func fillStat(st *FileState, fi fs.FileInfo) {
 // remoteFS: detection is implemented for Linux only; elsewhere pass an
 // explicit poll interval for network filesystems.
 func remoteFS(path string) string { return "" }
+
+// lstatAll lstats every root/paths[i] in parallel; ok[i] is false when
+// the file could not be stat'ed or is not a regular file.
+func lstatAll(root string, paths []string, workers int) (sts []FileState, ok []bool) {
+	sts = make([]FileState, len(paths))
+	ok = make([]bool, len(paths))
+	parallel(len(paths), workers, func(i int) {
+		fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(paths[i])))
+		if err != nil || !fi.Mode().IsRegular() {
+			return
+		}
+		fillStat(&sts[i], fi)
+		ok[i] = true
+	})
+	return sts, ok
+}

@@ -53,8 +53,11 @@ func snapshot(t *testing.T, root string) map[string]string {
 		if e.IsDir() && (rel == ".locks" || rel == ".tmp") {
 			return filepath.SkipDir
 		}
-		if rel == ".index" {
-			return nil // the projection's cache (engine-private)
+		if rel == ".index" { // the projection's cache (engine-private)
+			if e.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
 		}
 		fi, err := os.Lstat(p)
 		if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -71,7 +72,7 @@ Examples:
 			}
 			// Served from the projection: the index cache (.tavern/.index)
 			// means only documents changed since the last run are read.
-			p, err := watcher.Open(s, watcher.Options{Cache: true})
+			p, err := watcher.Open(s, watcher.Options{Cache: true, Kinds: []string{k.Name}})
 			if err != nil {
 				return err
 			}
@@ -154,7 +155,11 @@ func printTable(c *cli.Context, k *schema.Kind, docs []watcher.Entry) {
 	if item {
 		cols = append([]string{"state"}, cols...)
 	}
-	tw := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
+	// Buffered: tabwriter writes each cell separately, which on a big
+	// listing is thousands of write(2) calls.
+	bw := bufio.NewWriterSize(c.App.Writer, 64<<10)
+	defer bw.Flush()
+	tw := tabwriter.NewWriter(bw, 2, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "NAME\t%s\tREV\n", strings.ToUpper(strings.Join(cols, "\t")))
 	for _, d := range docs {
 		row := []string{d.Name}
