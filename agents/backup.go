@@ -86,13 +86,13 @@ func Backup(s *docstore.Store, dest string, now time.Time) (*BackupResult, error
 			}
 		}
 	}
-	if err := syncDir(tmp); err != nil {
+	if err := docstore.SyncDir(tmp); err != nil {
 		return nil, err
 	}
 	if err := os.Rename(tmp, final); err != nil {
 		return nil, err
 	}
-	if err := syncDir(absDest); err != nil {
+	if err := docstore.SyncDir(absDest); err != nil {
 		return nil, err
 	}
 	ok = true
@@ -125,7 +125,7 @@ func backupMessages(s *docstore.Store, src, dst string, res *BackupResult) error
 			return err
 		}
 	}
-	return syncDir(dst)
+	return docstore.SyncDir(dst)
 }
 
 // copyTree copies src (file or directory) to dst, skipping dot entries,
@@ -155,7 +155,7 @@ func copyTree(src, dst string, res *BackupResult) error {
 				return err
 			}
 		}
-		return syncDir(dst)
+		return docstore.SyncDir(dst)
 	case fi.Mode().IsRegular():
 		data, err := os.ReadFile(src)
 		if err != nil {
@@ -186,18 +186,6 @@ func writeSynced(path string, data []byte, perm fs.FileMode) error {
 	if err == nil {
 		err = f.Sync()
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -261,7 +249,7 @@ func Restore(src, target string, force bool, now time.Time) (*RestoreResult, err
 	if err := os.Rename(tmp, target); err != nil {
 		return nil, err
 	}
-	if err := syncDir(filepath.Dir(target)); err != nil {
+	if err := docstore.SyncDir(filepath.Dir(target)); err != nil {
 		return nil, err
 	}
 	return res, nil

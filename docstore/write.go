@@ -251,17 +251,50 @@ func unwrapLink(err error) error {
 	return err
 }
 
-// mkdirAll creates dir (inside the store) and its parents.
+// MkdirAll creates the directory rel inside the store, and its parents,
+// durably: every new directory entry is fsynced into its parent.
+func (s *Store) MkdirAll(rel string) error {
+	full, err := s.abs(rel)
+	if err != nil {
+		return pathErr("mkdir", rel, err)
+	}
+	if err := s.mkdirAll(full); err != nil {
+		return pathErr("mkdir", rel, err)
+	}
+	return nil
+}
+
+// mkdirAll creates dir (an absolute path inside the store) and its parents.
 func (s *Store) mkdirAll(dir string) error {
 	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
 		return nil
 	}
+	top := dir // the highest directory this call creates
+	for {
+		parent := filepath.Dir(top)
+		if _, err := os.Stat(parent); err == nil || parent == top {
+			break
+		}
+		top = parent
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	// New directory entries must survive a crash too.
-	return s.syncDir(filepath.Dir(dir))
+	// New directory entries must survive a crash too, at every level.
+	for d := dir; ; d = filepath.Dir(d) {
+		if err := s.syncDir(filepath.Dir(d)); err != nil {
+			return err
+		}
+		if d == top {
+			return nil
+		}
+	}
 }
+
+// SyncDir fsyncs a directory so that the entries created, renamed or
+// removed in it survive a crash. Store methods do this themselves; it is
+// for writers outside a store, such as backups.
+func SyncDir(dir string) error { return fsyncDir(dir) }
 
 // StaleTemp is how old a file in .tmp/ must be before Open removes it. A
 // write holds its temp file for milliseconds; one this old was left by a

@@ -120,17 +120,7 @@ func (b *Broker) CreateQueue(name string, opt QueueOptions) (*Queue, error) {
 		return nil, err
 	}
 	for _, st := range schema.ItemStates {
-		full, err := b.s.Abs("queues/" + name + "/" + st)
-		if err != nil {
-			return nil, err
-		}
-		if err := os.MkdirAll(full, 0o755); err != nil {
-			return nil, err
-		}
-	}
-	if b.s.Durable() {
-		full, _ := b.s.Abs("queues/" + name)
-		if err := syncDir(full); err != nil {
+		if err := b.s.MkdirAll("queues/" + name + "/" + st); err != nil {
 			return nil, err
 		}
 	}
@@ -313,16 +303,4 @@ func sortQueues(qs []*Queue) {
 		}
 		return qs[i].Name < qs[j].Name
 	})
-}
-
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
