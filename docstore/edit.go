@@ -665,6 +665,10 @@ func valueNode(key string, v any) (*yaml.Node, error) {
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(x)}, nil
 	case int64:
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.FormatInt(x, 10)}, nil
+	case string:
+		if plainSafe(x) { // what the encoder gives, without running it
+			return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: x}, nil
+		}
 	}
 	n := &yaml.Node{}
 	if err := n.Encode(v); err != nil {
