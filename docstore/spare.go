@@ -30,7 +30,7 @@ import (
 
 const (
 	spareMax   = 256 // retired files kept; beyond this Retire unlinks
-	spareBatch = 16  // waiting spares that trigger a directory fsync
+	spareBatch = 64  // waiting spares that trigger a directory fsync
 )
 
 type spare struct {
