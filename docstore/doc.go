@@ -52,8 +52,21 @@
 //   - Lock files are never deleted while they might be held: Lock.Remove
 //     unlinks only while holding, and every acquirer re-checks that the
 //     file it locked is still the one at the path (inode comparison).
-//   - `durability: relaxed` in tavern.md skips every fsync: writes are still
-//     atomic but the last ones may be lost on power failure.
+//   - `durability: relaxed` in tavern.md skips every file fsync: writes are still
+//     atomic but the last ones may be lost on power failure. (Its only fsyncs are
+//     the batched directory fsyncs that make spare files reusable.)
+//   - Retire (used by queue state changes for the superseded copy) does
+//     not unlink: it renames the file into .tmp/ as a spare, and a later
+//     create in this process rewrites it in place and renames it to the
+//     new name (no replace). On a disk mounted `discard` without a journal
+//     freeing blocks waits for a synchronous discard; a spare frees none
+//     while the new content fits its blocks. A spare is reused only after
+//     an fsync of the directory it left finished after it left (forced
+//     when 64 wait), so a crash cannot bring its old name back onto new
+//     content. A process keeps at most 256; leftovers of a dead process
+//     are stale temp files. A spare older than StaleTemp (by mtime: a
+//     long-pending item's) may be swept by another process's Open; the
+//     create then falls back to a fresh file.
 //   - Documents are limited to MaxDocSize (8 MiB) and must be valid UTF-8
 //     without NUL bytes; larger or binary files are reported, never read
 //     whole.

@@ -641,7 +641,7 @@ func (d *Doc) SetMany(fields [][2]any) error {
 		}
 		nodes[i] = n
 	}
-	if d.setManyLines(fields, nodes) {
+	if d.setManyLines(fields, nodes, nil) {
 		return nil
 	}
 	d.front, d.root = orig, origRoot
@@ -665,6 +665,10 @@ func valueNode(key string, v any) (*yaml.Node, error) {
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(x)}, nil
 	case int64:
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.FormatInt(x, 10)}, nil
+	case string:
+		if plainSafe(x) { // what the encoder gives, without running it
+			return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: x}, nil
+		}
 	}
 	n := &yaml.Node{}
 	if err := n.Encode(v); err != nil {
@@ -675,7 +679,8 @@ func valueNode(key string, v any) (*yaml.Node, error) {
 
 // setManyLines is SetMany's single-edit path; it reports false (leaving
 // d possibly changed, the caller restores it) when it does not apply.
-func (d *Doc) setManyLines(fields [][2]any, nodes []*yaml.Node) bool {
+// del are keys to delete in the same edit (Edit), absent ones ignored.
+func (d *Doc) setManyLines(fields [][2]any, nodes []*yaml.Node, del []string) bool {
 	if d.root.Style&yaml.FlowStyle != 0 || hasAnchors(d.root) || d.indent() != 0 {
 		return false
 	}
@@ -683,6 +688,21 @@ func (d *Doc) setManyLines(fields [][2]any, nodes []*yaml.Node) bool {
 	var tail []byte
 	want := d.Keys()
 	setKeys := map[string]*yaml.Node{}
+	var drop map[int]bool
+	for _, key := range del {
+		j := d.index(key)
+		if j < 0 {
+			continue
+		}
+		if drop == nil {
+			drop = map[int]bool{}
+		}
+		first, last := d.entryLines(j, lines)
+		for l := first; l <= last; l++ {
+			drop[l] = true
+		}
+		want = slices.DeleteFunc(want, func(k string) bool { return k == key })
+	}
 	for i, kv := range fields {
 		key, n := kv[0].(string), nodes[i]
 		if n.Kind != yaml.ScalarNode || setKeys[key] != nil || key == "" || !plainSafe(key) {
@@ -702,7 +722,7 @@ func (d *Doc) setManyLines(fields [][2]any, nodes []*yaml.Node) bool {
 		k, old := d.root.Content[j], d.root.Content[j+1]
 		first, last := d.entryLines(j, lines)
 		if old.Kind != yaml.ScalarNode || old.Style != 0 || old.Tag == "!!null" || first != last || old.Line != k.Line ||
-			old.LineComment != "" || k.LineComment != "" {
+			old.LineComment != "" || k.LineComment != "" || drop[first] {
 			return false
 		}
 		line := lines[first]
@@ -715,7 +735,24 @@ func (d *Doc) setManyLines(fields [][2]any, nodes []*yaml.Node) bool {
 		nl = append(nl, text...)
 		lines[first] = append(nl, line[end:]...)
 	}
+	for _, key := range del {
+		if setKeys[key] != nil {
+			return false // set and deleted: let the step-by-step path order them
+		}
+	}
+	if drop != nil {
+		kept := lines[:0:0]
+		for l, line := range lines {
+			if !drop[l] {
+				kept = append(kept, line)
+			}
+		}
+		lines = kept
+	}
 	before := d.Fields()
+	for _, key := range del {
+		delete(before, key)
+	}
 	if err := d.replaceFront(append(bytes.Join(lines, nil), tail...)); err != nil {
 		return false
 	}
@@ -785,6 +822,22 @@ func fastScalarText(n *yaml.Node) (string, bool) {
 // by Delete of each key. On error the document is unchanged.
 func (d *Doc) Edit(fields [][2]any, del ...string) error {
 	orig, origRoot := d.front, d.root
+	if len(del) > 0 {
+		// One text edit and one re-parse for the sets and the deletes
+		// together, verified like SetMany's.
+		nodes := make([]*yaml.Node, len(fields))
+		for i, kv := range fields {
+			n, err := valueNode(kv[0].(string), kv[1])
+			if err != nil {
+				return err
+			}
+			nodes[i] = n
+		}
+		if d.setManyLines(fields, nodes, del) {
+			return nil
+		}
+		d.front, d.root = orig, origRoot
+	}
 	err := d.SetMany(fields)
 	for _, k := range del {
 		if err != nil {

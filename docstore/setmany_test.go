@@ -148,3 +148,21 @@ func TestEditPatchMatchesParse(t *testing.T) {
 		}
 	}
 }
+
+// valueNode's shortcut for plain-safe strings must give the node the
+// encoder gives.
+func TestValueNodeStringMatchesEncoder(t *testing.T) {
+	for _, v := range []string{"ok", "w0", "vm/123", "holders/vm-1-abcd", "lease", "liveness", "a.b@c", "_x", "Nan", "Inf"} {
+		got, err := valueNode("k", v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want yaml.Node
+		if err := want.Encode(v); err != nil {
+			t.Fatal(err)
+		}
+		if d := sameTree(got, &want, v); d != "" {
+			t.Errorf("valueNode(%q): %s", v, d)
+		}
+	}
+}

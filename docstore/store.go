@@ -31,6 +31,7 @@ type Store struct {
 	root      string // absolute, symlinks resolved
 	durable   bool
 	observers []func(Mutation)
+	spares    sparePool // retired files for reuse (spare.go)
 }
 
 // Mutation describes a change the engine made, for journaling.

@@ -44,8 +44,13 @@ func (s *Store) publish(rel string, data []byte, exclusive bool) (err error) {
 	}
 	if exclusive {
 		// Linking an unnamed temp file in place cannot follow or replace
-		// anything at full (EEXIST), so no symlink check is needed.
-		if ok, err := s.linkNew(full, data); ok {
+		// anything at full (EEXIST), so no symlink check is needed; nor
+		// for a no-replace rename of a spare file.
+		ok, err := s.linkSpare(full, data)
+		if !ok {
+			ok, err = s.linkNew(full, data)
+		}
+		if ok {
 			if err != nil {
 				return pathErr(op, rel, err)
 			}

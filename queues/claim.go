@@ -1,12 +1,15 @@
 package queues
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"io/fs"
+	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tavernhq/tavern/docstore"
@@ -71,6 +74,10 @@ type Claim struct {
 
 	b    *Broker
 	held bool // HoldLock: the Broker's holder lock keeps it alive
+	// doc is the claimed copy as written at claim time (Item.Doc). The
+	// first Complete takes it: if the file's bytes are still these, it
+	// is used instead of parsing the file again, and edited in place.
+	doc atomic.Pointer[docstore.Doc]
 }
 
 // Held reports whether this process keeps the claim alive by its lock.
@@ -78,8 +85,11 @@ func (c *Claim) Held() bool { return c.held && c.b.holderHeld() }
 
 // Complete moves the item to done/ with result (see Broker.Complete) and
 // drops the claim lock.
+//
+// It reuses the document read at claim time when the file is unchanged
+// (byte for byte), so afterwards c.Item.Doc holds the done copy.
 func (c *Claim) Complete(result string) (*Item, error) {
-	return c.b.complete(c.Queue, c.ID, c.Attempt, result)
+	return c.b.complete(c.Queue, c.ID, c.Attempt, result, c.doc.Swap(nil))
 }
 
 // Fail records reason and returns the item to pending/ with a backoff, or
@@ -131,12 +141,14 @@ func (c *Claim) KeepAlive(ctx context.Context) error {
 // fenced runs fn on the claimed copy of item id under the item lock, after
 // checking that attempt is its current claim (attempt 0 accepts any).
 func (b *Broker) fenced(op, id string, attempt int, fn func(l *docstore.Lock, it *Item) (*Item, error)) (*Item, error) {
-	return b.fencedIn(op, "", id, attempt, fn)
+	return b.fencedIn(op, "", id, attempt, nil, fn)
 }
 
 // fencedIn is fenced for a caller that knows the item's queue (a Claim):
-// no search of every queue's state directories for the id.
-func (b *Broker) fencedIn(op, queue, id string, attempt int, fn func(l *docstore.Lock, it *Item) (*Item, error)) (*Item, error) {
+// no search of every queue's state directories for the id. cached, if
+// not nil, is a valid claimed copy this process wrote: used when the file
+// holds exactly its bytes.
+func (b *Broker) fencedIn(op, queue, id string, attempt int, cached *docstore.Doc, fn func(l *docstore.Lock, it *Item) (*Item, error)) (*Item, error) {
 	if queue == "" {
 		loc, err := b.locate(id)
 		if err != nil {
@@ -152,7 +164,17 @@ func (b *Broker) fencedIn(op, queue, id string, attempt int, fn func(l *docstore
 	}
 	defer l.Unlock()
 	rel := ItemPath(queue, Claimed, id)
-	it, err := b.readItem(rel)
+	var it *Item
+	if cached != nil && cached.Path == rel {
+		if data, rerr := os.ReadFile(b.path(rel)); rerr == nil && bytes.Equal(data, cached.Bytes()) {
+			if cit, cerr := itemFromDoc(cached); cerr == nil {
+				it = cit
+			}
+		}
+	}
+	if it == nil {
+		it, err = b.readItem(rel)
+	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			state := "gone"
@@ -176,12 +198,12 @@ func (b *Broker) fencedIn(op, queue, id string, attempt int, fn func(l *docstore
 // result. A result longer than one line or 200 bytes is appended to the
 // body under "## Result" and its first line kept in the result field.
 func (b *Broker) Complete(id string, attempt int, result string) (*Item, error) {
-	return b.complete("", id, attempt, result)
+	return b.complete("", id, attempt, result, nil)
 }
 
-func (b *Broker) complete(queue, id string, attempt int, result string) (*Item, error) {
+func (b *Broker) complete(queue, id string, attempt int, result string, cached *docstore.Doc) (*Item, error) {
 	var out *Item
-	_, err := b.fencedIn("complete", queue, id, attempt, func(l *docstore.Lock, it *Item) (*Item, error) {
+	_, err := b.fencedIn("complete", queue, id, attempt, cached, func(l *docstore.Lock, it *Item) (*Item, error) {
 		now := b.now()
 		d, err := b.moveDoc(l, it.Doc, ItemPath(it.Queue, Done, id), func(d *docstore.Doc) error {
 			summary, full := resultText(result)

@@ -39,7 +39,9 @@ func (b *Broker) moveDoc(l *docstore.Lock, d *docstore.Doc, to string, fn func(*
 	if err := b.s.Create(to, d); err != nil {
 		return nil, err
 	}
-	if err := os.Remove(b.path(from)); err != nil && !os.IsNotExist(err) {
+	// Retire, not unlink: the old copy's file becomes a spare that the
+	// next create rewrites (no block freed, so no synchronous discard).
+	if err := b.s.RetireAbs(b.path(from)); err != nil {
 		return d, &docstore.PathError{Op: "move", Path: from, Err: err}
 	}
 	return d, nil

@@ -445,3 +445,43 @@ func TestJournalEvents(t *testing.T) {
 		}
 	}
 }
+
+// Claim.Complete reuses the document read at claim time only while the
+// file is byte for byte what the claim wrote: a hand edit of the claimed
+// copy is kept, and a claim reaped and re-taken since is refused.
+func TestClaimCompleteSeesFileChanges(t *testing.T) {
+	s := newStore(t, true)
+	clk := &clock{}
+	b := newBroker(t, s, clk)
+	mustQueue(t, b, "q", queues.QueueOptions{Lease: time.Minute})
+	mustAdd(t, b, "q", queues.AddOptions{Title: "t"})
+	c := mustTake(t, b, take1("q"))
+	if _, err := s.Update(c.Path, func(d *docstore.Doc) error { return d.Set("note", "by hand") }); err != nil {
+		t.Fatal(err)
+	}
+	done, err := c.Complete("ok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.Get(done.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := d.String("note"), "by hand"; got != want {
+		t.Errorf("done copy note = %q, want %q (the hand edit)", got, want)
+	}
+
+	mustAdd(t, b, "q", queues.AddOptions{Title: "t2"})
+	c1 := mustTake(t, b, take1("q"))
+	clk.Advance(2 * time.Minute)
+	if rep, err := b.Reap("q"); err != nil || len(rep.Returned) != 1 {
+		t.Fatalf("reap: %v, %+v", err, rep)
+	}
+	c2 := mustTake(t, b, take1("q"))
+	if _, err := c1.Complete("late"); !errors.Is(err, queues.ErrStale) {
+		t.Errorf("complete by the reaped claim: got %v, want ErrStale", err)
+	}
+	if _, err := c2.Complete("ok"); err != nil {
+		t.Errorf("complete by the current claim: %v", err)
+	}
+}

@@ -442,7 +442,9 @@ func (b *Broker) claimOne(q *Queue, id string, h holder, diag *Diagnostics) (*Cl
 		return nil, err
 	}
 	_ = b.journal(EventClaimed, it, h.who, map[string]any{"attempt": attempt, "claim_kind": h.kind})
-	return &Claim{Item: it, Attempt: attempt, Notes: diag, b: b, held: h.held}, nil
+	c := &Claim{Item: it, Attempt: attempt, Notes: diag, b: b, held: h.held}
+	c.doc.Store(d)
+	return c, nil
 }
 
 // resolveDup handles an item that has both a pending and a claimed copy

@@ -1,0 +1,204 @@
+package docstore
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Spare files: Retire removes a document's name but keeps its inode, as
+// a nameless-to-readers file in .tmp/, and the next create reuses it
+// (overwrite from offset 0, truncate, fsync, rename into place) instead
+// of allocating a new inode. On a disk mounted with `discard` and no
+// journal, freeing a file's blocks waits for a synchronous discard
+// (~0.2 ms); a queue cycle freed two files. A spare keeps its blocks:
+// overwriting allocated blocks frees nothing while the size stays within
+// them.
+//
+// Safety: a spare is reused only after an fsync of its old directory that
+// started after it left that directory has finished, so a crash can
+// never bring the old name back pointing at rewritten content. Until
+// then it waits in the pool; when enough are waiting, one fsync of their
+// directories (shared with other writers, group commit) makes them all
+// reusable. In relaxed mode the same rule holds (those batched directory
+// fsyncs are the only fsyncs relaxed mode makes). Spares belong to the
+// process that retired them: one left by a dead process is an ordinary
+// stale temp file (removed by Open after StaleTemp), never reused.
+
+const (
+	spareMax   = 256 // retired files kept; beyond this Retire unlinks
+	spareBatch = 64  // waiting spares that trigger a directory fsync
+)
+
+type spare struct {
+	name string     // in .tmp/
+	dir  *dirSyncer // the directory it left
+	need uint64     // reusable when dir.done >= need
+	path string     // that directory's path, for a forced fsync
+}
+
+type sparePool struct {
+	mu    sync.Mutex
+	ready []spare
+	wait  []spare
+}
+
+// Retire removes the document rel like a delete that skips .trash/ (for
+// superseded copies the caller has written elsewhere), keeping the file
+// for reuse. The removal of the name is not fsynced here. A missing rel
+// is not an error.
+func (s *Store) Retire(rel string) error {
+	full, err := s.abs(rel)
+	if err != nil {
+		return pathErr("retire", rel, err)
+	}
+	return s.retireAbs(full)
+}
+
+// RetireAbs is Retire for a path the caller already made absolute and
+// checked (queues builds item paths from validated names).
+func (s *Store) RetireAbs(full string) error { return s.retireAbs(full) }
+
+func (s *Store) retireAbs(full string) error {
+	p := &s.spares
+	p.mu.Lock()
+	n := len(p.ready) + len(p.wait)
+	p.mu.Unlock()
+	if n >= spareMax || noTmpfile.Load() {
+		if err := os.Remove(full); err != nil && !os.IsNotExist(err) {
+			return pathErr("retire", full, err)
+		}
+		return nil
+	}
+	name := filepath.Join(s.root, tmpDir, strconv.Itoa(os.Getpid())+"-"+strconv.FormatUint(tmpSeq.Add(1), 10)+".tmp")
+	dir := filepath.Dir(full)
+	ds := s.dirSyncer(dir)
+	if err := unix.Renameat2(unix.AT_FDCWD, full, unix.AT_FDCWD, name, unix.RENAME_NOREPLACE); err != nil {
+		if err == unix.ENOENT {
+			return nil
+		}
+		if err := os.Remove(full); err != nil && !os.IsNotExist(err) {
+			return pathErr("retire", full, err)
+		}
+		return nil
+	}
+	// The rename is done: only an fsync of dir that starts from now on
+	// makes the removal durable.
+	need := ds.next()
+	p.mu.Lock()
+	p.wait = append(p.wait, spare{name: name, dir: ds, need: need, path: dir})
+	p.mu.Unlock()
+	return nil
+}
+
+// takeSpare returns a spare file whose old name is durably gone, or "".
+func (s *Store) takeSpare() string {
+	p := &s.spares
+	p.mu.Lock()
+	if len(p.ready) == 0 && len(p.wait) > 0 {
+		// Promote those whose directory has been fsynced since.
+		keep := p.wait[:0]
+		for _, sp := range p.wait {
+			if sp.dir.synced(sp.need) {
+				p.ready = append(p.ready, sp)
+			} else {
+				keep = append(keep, sp)
+			}
+		}
+		p.wait = keep
+		if len(p.ready) == 0 && len(p.wait) >= spareBatch {
+			dirs := map[string]*dirSyncer{}
+			for _, sp := range p.wait {
+				dirs[sp.path] = sp.dir
+			}
+			p.mu.Unlock()
+			for path, ds := range dirs {
+				if ds.sync(path) != nil {
+					return ""
+				}
+			}
+			p.mu.Lock()
+			keep := p.wait[:0]
+			for _, sp := range p.wait {
+				if sp.dir.synced(sp.need) {
+					p.ready = append(p.ready, sp)
+				} else {
+					keep = append(keep, sp)
+				}
+			}
+			p.wait = keep
+		}
+	}
+	if len(p.ready) == 0 {
+		p.mu.Unlock()
+		return ""
+	}
+	sp := p.ready[len(p.ready)-1]
+	p.ready = p.ready[:len(p.ready)-1]
+	p.mu.Unlock()
+	return sp.name
+}
+
+// linkSpare creates full (which must not exist) with data by rewriting a
+// spare file and renaming it into place (no replace). ok is false when
+// no spare is ready.
+func (s *Store) linkSpare(full string, data []byte) (ok bool, err error) {
+	name := s.takeSpare()
+	if name == "" {
+		return false, nil
+	}
+	f, err := os.OpenFile(name, os.O_WRONLY, 0)
+	if err != nil {
+		os.Remove(name)
+		return false, nil
+	}
+	_, err = f.WriteAt(data, 0)
+	if err == nil {
+		err = f.Truncate(int64(len(data)))
+	}
+	if err == nil && s.durable {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(name)
+		return true, err
+	}
+	if err := unix.Renameat2(unix.AT_FDCWD, name, unix.AT_FDCWD, full, unix.RENAME_NOREPLACE); err != nil {
+		switch err {
+		case unix.EEXIST:
+			s.spares.mu.Lock()
+			s.spares.ready = append(s.spares.ready, spare{name: name})
+			s.spares.mu.Unlock()
+			return true, ErrExist
+		}
+		os.Remove(name)
+		return false, nil // target directory gone, or no RENAME_NOREPLACE: the other path says // e.g. no RENAME_NOREPLACE here: use the other path
+	}
+	return true, nil
+}
+
+func (s *Store) dirSyncer(dir string) *dirSyncer {
+	v, _ := dirSyncers.LoadOrStore(dir, &dirSyncer{})
+	return v.(*dirSyncer)
+}
+
+// next is the number of the first fsync of the directory that starts
+// after now.
+func (d *dirSyncer) next() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.started + 1
+}
+
+// synced reports whether fsync number need has finished without error.
+func (d *dirSyncer) synced(need uint64) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.done >= need && !(d.err != nil && d.errGen >= need)
+}

@@ -1,0 +1,109 @@
+package docstore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+func inodeOf(tb testing.TB, path string) uint64 {
+	tb.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return fi.Sys().(*syscall.Stat_t).Ino
+}
+
+// A retired file is reused by a later create only after its old
+// directory has been fsynced since it left; the new document is exactly
+// the new bytes (a longer old content is truncated away), the old name is
+// gone, and a create onto an existing name still fails with ErrExist
+// without losing the spare.
+func TestRetireReusesAfterDirSync(t *testing.T) {
+	s, _, err := Init(filepath.Join(t.TempDir(), DirName), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := []byte("---\nlong: " + string(bytes.Repeat([]byte("x"), 3000)) + "\n---\n")
+	if err := s.createFile("notes/old.md", long); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.createFile("notes/exists.md", []byte("---\na: 1\n---\n")); err != nil {
+		t.Fatal(err)
+	}
+	oldIno := inodeOf(t, abs0(t, s, "notes/old.md"))
+	if err := s.Retire("notes/old.md"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(abs0(t, s, "notes/old.md")); !os.IsNotExist(err) {
+		t.Fatalf("old name after Retire: err = %v, want not exist", err)
+	}
+	// notes/ has not been fsynced since: the spare must not be used.
+	if name := s.takeSpare(); name != "" {
+		t.Fatalf("takeSpare before a directory fsync = %q, want none", name)
+	}
+	if err := s.syncDir(abs0(t, s, "notes")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.createFile("notes/exists.md", []byte("---\na: 2\n---\n")); !errors.Is(err, ErrExist) {
+		t.Fatalf("create over an existing name: err = %v, want ErrExist", err)
+	}
+	short := []byte("---\nshort: 1\n---\n")
+	if err := s.createFile("notes/new.md", short); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(abs0(t, s, "notes/new.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, short) {
+		t.Fatalf("new.md = %q, want %q", got, short)
+	}
+	if ino := inodeOf(t, abs0(t, s, "notes/new.md")); ino != oldIno {
+		t.Fatalf("new.md inode = %d, want the retired file's %d", ino, oldIno)
+	}
+	if left, _ := os.ReadDir(filepath.Join(s.Root(), tmpDir)); len(left) != 0 {
+		t.Fatalf(".tmp/ after reuse holds %d files, want 0", len(left))
+	}
+}
+
+// Enough waiting spares trigger one fsync of their directories, after
+// which they are reused.
+func TestRetireBatchSync(t *testing.T) {
+	s, _, err := Init(filepath.Join(t.TempDir(), DirName), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < spareBatch; i++ {
+		rel := fmt.Sprintf("notes/o%02d.md", i)
+		if err := s.createFile(rel, []byte("---\na: 1\n---\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < spareBatch; i++ {
+		if err := s.Retire(fmt.Sprintf("notes/o%02d.md", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.createFile("queues/x.md", []byte("---\nb: 1\n---\n")); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := os.ReadDir(filepath.Join(s.Root(), tmpDir))
+	if got, want := len(left), spareBatch-1; got != want {
+		t.Fatalf("spares left = %d, want %d (one reused)", got, want)
+	}
+}
+
+func abs0(tb testing.TB, s *Store, rel string) string {
+	tb.Helper()
+	p, err := s.Abs(rel)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
