@@ -43,31 +43,13 @@ func AddKnowledge(s *docstore.Store, domain, contributor, title, text string) (*
 	if text == "" {
 		return nil, ErrEmptyMessage
 	}
-	id := docstore.NewID()
-	rel, err := schema.Knowledge.Path(domain+"/"+id, nil)
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	fields := [][2]any{
-		{schema.VersionField, schema.Knowledge.Version},
-		{"id", id},
-		{"domain", domain},
-	}
+	fields := [][2]any{{"domain", domain}}
 	if title != "" {
 		fields = append(fields, [2]any{"title", title})
 	}
-	fields = append(fields, [][2]any{
-		{"contributor", contributor},
-		{"archived", false},
-		{"created", now},
-		{"updated", now},
-	}...)
-	d, err := docstore.New(schema.Knowledge, fields, []byte("\n"+text+"\n"))
+	fields = append(fields, [2]any{"contributor", contributor}, [2]any{"archived", false})
+	d, err := createEntry(s, schema.Knowledge, domain, fields, text)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.Create(rel, d); err != nil {
 		return nil, err
 	}
 	return knowledgeOf(d), nil

@@ -51,26 +51,13 @@ func AddMemory(s *docstore.Store, agent, topic, text string, core bool) (*Memory
 	if text == "" {
 		return nil, ErrEmptyMessage
 	}
-	id := docstore.NewID()
-	rel, err := schema.Memory.Path(agent+"/"+id, nil)
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	d, err := docstore.New(schema.Memory, [][2]any{
-		{schema.VersionField, schema.Memory.Version},
-		{"id", id},
+	d, err := createEntry(s, schema.Memory, agent, [][2]any{
 		{"agent", agent},
 		{"topic", topic},
 		{"core", core},
 		{"archived", false},
-		{"created", now},
-		{"updated", now},
-	}, []byte("\n"+text+"\n"))
+	}, text)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.Create(rel, d); err != nil {
 		return nil, err
 	}
 	return memoryOf(d), nil

@@ -32,24 +32,11 @@ func AddNote(s *docstore.Store, channel, agent, text string) (*Note, error) {
 	if strings.TrimSpace(text) == "" {
 		return nil, ErrEmptyMessage
 	}
-	id := docstore.NewID()
-	rel, err := schema.Note.Path(channel+"/"+id, nil)
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	d, err := docstore.New(schema.Note, [][2]any{
-		{schema.VersionField, schema.Note.Version},
-		{"id", id},
+	d, err := createEntry(s, schema.Note, channel, [][2]any{
 		{"channel", channel},
 		{"agent", agent},
-		{"created", now},
-		{"updated", now},
-	}, []byte("\n"+text+"\n"))
+	}, text)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.Create(rel, d); err != nil {
 		return nil, err
 	}
 	return noteOf(d), nil
