@@ -12,9 +12,9 @@ import (
 // open of a regular file, more than the open itself. Documents are read
 // and spares rewritten with plain syscalls instead.
 
-func openRaw(path string, flags int) (int, error) {
+func openRaw(path string, flags int, mode uint32) (int, error) {
 	for {
-		fd, err := unix.Open(path, flags|unix.O_CLOEXEC, 0)
+		fd, err := unix.Open(path, flags|unix.O_CLOEXEC, mode)
 		if err != unix.EINTR {
 			return fd, err
 		}
@@ -27,7 +27,7 @@ func openRaw(path string, flags int) (int, error) {
 // Op and Path. It opens with O_NONBLOCK so a FIFO cannot block the open,
 // and checks the type on the open descriptor before reading.
 func ReadFileAbs(full string) ([]byte, error) {
-	fd, err := openRaw(full, unix.O_RDONLY|unix.O_NONBLOCK)
+	fd, err := openRaw(full, unix.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +85,7 @@ func (e errTooLarge) Error() string {
 // truncates it to len(data) and, if sync, fsyncs it. opened is false
 // when the open failed.
 func rewriteRaw(name string, data []byte, sync bool) (opened bool, err error) {
-	fd, err := openRaw(name, unix.O_WRONLY)
+	fd, err := openRaw(name, unix.O_WRONLY, 0)
 	if err != nil {
 		return false, err
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tavernhq/tavern/schema"
@@ -31,6 +32,8 @@ type Store struct {
 	durable   bool
 	observers []func(Mutation)
 	spares    sparePool // retired files for reuse (spare.go)
+	lockOnce  sync.Once
+	lockc     *lockCache // open lock files (lockcache.go)
 }
 
 // Mutation describes a change the engine made, for journaling.
