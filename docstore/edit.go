@@ -805,6 +805,14 @@ func plainSafe(s string) bool {
 // encoder where the text is obvious; the edit is verified afterwards.
 func fastScalarText(n *yaml.Node) (string, bool) {
 	switch n.Tag {
+	case "!!timestamp":
+		// schema.FormatTime's form, 2006-01-02T15:04:05.000Z: its colons
+		// are never followed by a space, so it is a plain scalar.
+		if n.Style == 0 && stampSafe(n.Value) {
+			return n.Value, true
+		}
+	}
+	switch n.Tag {
 	case "!!int", "!!timestamp", "!!bool":
 		if n.Style == 0 && n.Value != "" && !strings.ContainsAny(n.Value, " #:\n") {
 			return n.Value, true
@@ -816,6 +824,21 @@ func fastScalarText(n *yaml.Node) (string, bool) {
 	}
 	b, ok := scalarText(n)
 	return string(b), ok
+}
+
+// stampSafe reports whether s is a date or timestamp made only of digits
+// and the separators of RFC 3339, starting with a digit.
+func stampSafe(s string) bool {
+	if s == "" || len(s) > 40 || s[0] < '0' || s[0] > '9' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c == '-' || c == ':' || c == '.' || c == 'T' || c == 'Z' || c == '+') {
+			return false
+		}
+	}
+	return true
 }
 
 // Edit sets fields and deletes keys as one change: like SetMany followed
