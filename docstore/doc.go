@@ -52,6 +52,12 @@
 //   - Lock files are never deleted while they might be held: Lock.Remove
 //     unlinks only while holding, and every acquirer re-checks that the
 //     file it locked is still the one at the path (inode comparison).
+//   - A Store keeps the lock files it has used open (up to 1024
+//     descriptors, released when the Store is garbage): goroutines of one
+//     Store exclude each other with a mutex per lock file, and the flock
+//     on the shared descriptor excludes everyone else. A blocking Lock
+//     holds that mutex while it waits; LockContext with a cancellable
+//     context opens its own descriptor as before.
 //   - `durability: relaxed` in tavern.md skips every file fsync: writes are still
 //     atomic but the last ones may be lost on power failure. (Its only fsyncs are
 //     the batched directory fsyncs that make spare files reusable.)

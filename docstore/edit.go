@@ -688,6 +688,11 @@ func (d *Doc) setManyLines(fields [][2]any, nodes []*yaml.Node, del []string) bo
 	var tail []byte
 	want := d.Keys()
 	setKeys := map[string]*yaml.Node{}
+	// For patching the tree instead of re-parsing (patchTree).
+	patch := bytes.IndexByte(d.front, '#') < 0
+	var repl map[int]*yaml.Node
+	var adds [][2]*yaml.Node
+	var delIdx map[int]bool
 	var drop map[int]bool
 	for _, key := range del {
 		j := d.index(key)
@@ -701,6 +706,10 @@ func (d *Doc) setManyLines(fields [][2]any, nodes []*yaml.Node, del []string) bo
 		for l := first; l <= last; l++ {
 			drop[l] = true
 		}
+		if delIdx == nil {
+			delIdx = map[int]bool{}
+		}
+		delIdx[j] = true
 		want = slices.DeleteFunc(want, func(k string) bool { return k == key })
 	}
 	for i, kv := range fields {
@@ -713,10 +722,12 @@ func (d *Doc) setManyLines(fields [][2]any, nodes []*yaml.Node, del []string) bo
 		if !ok {
 			return false
 		}
+		patch = patch && patchSafe(n, text)
 		j := d.index(key)
 		if j < 0 {
 			tail = append(tail, key+": "+text+d.nl...)
 			want = append(want, key)
+			adds = append(adds, [2]*yaml.Node{{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, n})
 			continue
 		}
 		k, old := d.root.Content[j], d.root.Content[j+1]
@@ -734,6 +745,10 @@ func (d *Doc) setManyLines(fields [][2]any, nodes []*yaml.Node, del []string) bo
 		nl := append([]byte{}, line[:start]...)
 		nl = append(nl, text...)
 		lines[first] = append(nl, line[end:]...)
+		if repl == nil {
+			repl = map[int]*yaml.Node{}
+		}
+		repl[j+1] = n
 	}
 	for _, key := range del {
 		if setKeys[key] != nil {
@@ -748,6 +763,12 @@ func (d *Doc) setManyLines(fields [][2]any, nodes []*yaml.Node, del []string) bo
 			}
 		}
 		lines = kept
+	}
+	if patch {
+		if root := d.patchTree(repl, delIdx, adds, drop, len(lines)); root != nil {
+			d.front, d.root = append(bytes.Join(lines, nil), tail...), root
+			return true
+		}
 	}
 	before := d.Fields()
 	for _, key := range del {
@@ -805,6 +826,14 @@ func plainSafe(s string) bool {
 // encoder where the text is obvious; the edit is verified afterwards.
 func fastScalarText(n *yaml.Node) (string, bool) {
 	switch n.Tag {
+	case "!!timestamp":
+		// schema.FormatTime's form, 2006-01-02T15:04:05.000Z: its colons
+		// are never followed by a space, so it is a plain scalar.
+		if n.Style == 0 && stampSafe(n.Value) {
+			return n.Value, true
+		}
+	}
+	switch n.Tag {
 	case "!!int", "!!timestamp", "!!bool":
 		if n.Style == 0 && n.Value != "" && !strings.ContainsAny(n.Value, " #:\n") {
 			return n.Value, true
@@ -816,6 +845,112 @@ func fastScalarText(n *yaml.Node) (string, bool) {
 	}
 	b, ok := scalarText(n)
 	return string(b), ok
+}
+
+// patchSafe reports whether the parser reads text, written plain after
+// "key: ", back as exactly n (kind, tag, value, style), so the tree can be
+// patched with n instead of re-parsed.
+func patchSafe(n *yaml.Node, text string) bool {
+	if n.Kind != yaml.ScalarNode || n.Style != 0 || n.Anchor != "" || text != n.Value || hasComment(n) {
+		return false
+	}
+	switch n.Tag {
+	case "!!str":
+		return plainSafe(n.Value)
+	case "!!timestamp":
+		_, err := time.Parse("2006-01-02T15:04:05.000Z", n.Value)
+		return err == nil
+	case "!!int":
+		v := strings.TrimPrefix(n.Value, "-")
+		if v == "" || len(v) > 18 || v != "0" && v[0] == '0' {
+			return false
+		}
+		for i := 0; i < len(v); i++ {
+			if v[i] < '0' || v[i] > '9' {
+				return false
+			}
+		}
+		return true
+	case "!!bool":
+		return n.Value == "true" || n.Value == "false"
+	}
+	return false
+}
+
+// patchTree builds the mapping the parser would give for the edited text
+// (setManyLines' single-line edits of a comment-free frontmatter):
+// value nodes at content index i replaced by repl[i] (same line and
+// column), the entries at key index delIdx removed with their lines
+// (drop, 0-based lines of the old text) and every later node moved up,
+// adds appended as one line each after the n remaining lines. The old
+// tree is not changed (Docs may share it). It returns nil when it does
+// not apply.
+func (d *Doc) patchTree(repl map[int]*yaml.Node, delIdx map[int]bool, adds [][2]*yaml.Node, drop map[int]bool, n int) *yaml.Node {
+	var dropped []int // sorted 0-based old lines
+	for l := range drop {
+		dropped = append(dropped, l)
+	}
+	slices.Sort(dropped)
+	shift := func(line int) int { // 1-based old line -> new line
+		k, _ := slices.BinarySearch(dropped, line-1)
+		return line - k
+	}
+	root := *d.root
+	root.Content = make([]*yaml.Node, 0, len(d.root.Content)+2*len(adds))
+	for i := 0; i+1 < len(d.root.Content); i += 2 {
+		if delIdx[i] {
+			continue
+		}
+		k, v := d.root.Content[i], d.root.Content[i+1]
+		if nv := repl[i+1]; nv != nil {
+			c := *nv
+			c.Line, c.Column = v.Line, v.Column
+			v = &c
+		}
+		if len(dropped) > 0 && shift(k.Line) != k.Line {
+			k, v = shiftedCopy(k, shift), shiftedCopy(v, shift)
+		}
+		root.Content = append(root.Content, k, v)
+	}
+	for i, kv := range adds {
+		k, v := *kv[0], *kv[1]
+		k.Line, k.Column = n+1+i, 1
+		v.Line, v.Column = n+1+i, len(k.Value)+3
+		root.Content = append(root.Content, &k, &v)
+	}
+	if len(root.Content) == 0 {
+		return nil
+	}
+	root.Line, root.Column = root.Content[0].Line, root.Content[0].Column
+	return &root
+}
+
+// shiftedCopy deep-copies n with every line moved by shift.
+func shiftedCopy(n *yaml.Node, shift func(int) int) *yaml.Node {
+	c := *n
+	c.Line = shift(n.Line)
+	if len(n.Content) > 0 {
+		c.Content = make([]*yaml.Node, len(n.Content))
+		for i, ch := range n.Content {
+			c.Content[i] = shiftedCopy(ch, shift)
+		}
+	}
+	return &c
+}
+
+// stampSafe reports whether s is a date or timestamp made only of digits
+// and the separators of RFC 3339, starting with a digit.
+func stampSafe(s string) bool {
+	if s == "" || len(s) > 40 || s[0] < '0' || s[0] > '9' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c == '-' || c == ':' || c == '.' || c == 'T' || c == 'Z' || c == '+') {
+			return false
+		}
+	}
+	return true
 }
 
 // Edit sets fields and deletes keys as one change: like SetMany followed

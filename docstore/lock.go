@@ -21,6 +21,8 @@ import (
 // exclude each other just as two processes do.
 type Lock struct {
 	fl   *flock.Flock
+	slot *lockSlot // instead of fl: a cached descriptor (lockcache.go)
+	s    *Store    // keeps the Store, and so the slot's descriptor, alive while held
 	Key  string
 	path string
 }
@@ -44,6 +46,11 @@ func (s *Store) Lock(key string) (*Lock, error) {
 
 // LockContext is Lock that gives up when ctx is done.
 func (s *Store) LockContext(ctx context.Context, key string) (*Lock, error) {
+	if ctx.Done() == nil {
+		if l, _, cached, err := s.cachedLock(key, true); cached {
+			return l, err
+		}
+	}
 	for {
 		l, ok, err := s.tryLock(key, func(fl *flock.Flock) (bool, error) {
 			if ctx.Done() == nil {
@@ -63,7 +70,32 @@ func (s *Store) LockContext(ctx context.Context, key string) (*Lock, error) {
 // TryLock takes the lock for key if it is free. ok is false if another
 // holder has it.
 func (s *Store) TryLock(key string) (l *Lock, ok bool, err error) {
+	if l, ok, cached, err := s.cachedLock(key, false); cached {
+		return l, ok, err
+	}
 	return s.tryLock(key, func(fl *flock.Flock) (bool, error) { return fl.TryLock() })
+}
+
+// cachedLock takes the lock for key through the Store's open lock file
+// (lockcache.go). cached is false when the cache is full: use the
+// uncached path.
+func (s *Store) cachedLock(key string, wait bool) (l *Lock, ok, cached bool, err error) {
+	path, err := s.lockPath(key)
+	if err != nil {
+		return nil, false, true, err
+	}
+	sl := s.lockSlot(path)
+	if sl == nil {
+		return nil, false, false, nil
+	}
+	ok, err = sl.acquire(wait)
+	if err != nil {
+		return nil, false, true, pathErr("lock", key, err)
+	}
+	if !ok {
+		return nil, false, true, nil
+	}
+	return &Lock{slot: sl, s: s, Key: key, path: path}, true, true, nil
 }
 
 func (s *Store) tryLock(key string, acquire func(*flock.Flock) (bool, error)) (*Lock, bool, error) {
@@ -115,7 +147,15 @@ func sameInode(fl *flock.Flock, path string) bool {
 
 // Unlock releases the lock. It is safe to call more than once.
 func (l *Lock) Unlock() error {
-	if l == nil || l.fl == nil {
+	if l == nil {
+		return nil
+	}
+	if l.slot != nil {
+		err := l.slot.release()
+		l.slot, l.s = nil, nil
+		return err
+	}
+	if l.fl == nil {
 		return nil
 	}
 	err := l.fl.Unlock()
@@ -128,10 +168,18 @@ func (l *Lock) Unlock() error {
 // remove it; acquirers re-check the inode, so a removal never lets two
 // processes hold the "same" lock.
 func (l *Lock) Remove() error {
-	if l == nil || l.fl == nil {
+	if l == nil || l.fl == nil && l.slot == nil {
 		return nil
 	}
 	err := os.Remove(l.path)
+	if l.slot != nil {
+		// The descriptor is on the removed inode now: close it (which
+		// releases the flock) so the next acquisition opens the new file.
+		l.slot.drop()
+		l.slot.mu.Unlock()
+		l.slot, l.s = nil, nil
+		return err
+	}
 	if uerr := l.Unlock(); err == nil {
 		err = uerr
 	}
@@ -139,4 +187,6 @@ func (l *Lock) Remove() error {
 }
 
 // Held reports whether this Lock is still held by us.
-func (l *Lock) Held() bool { return l != nil && l.fl != nil && l.fl.Locked() }
+func (l *Lock) Held() bool {
+	return l != nil && (l.slot != nil || l.fl != nil && l.fl.Locked())
+}

@@ -150,23 +150,11 @@ func (s *Store) linkSpare(full string, data []byte) (ok bool, err error) {
 	if name == "" {
 		return false, nil
 	}
-	f, err := os.OpenFile(name, os.O_WRONLY, 0)
-	if err != nil {
+	if opened, err := rewriteRaw(name, data, s.durable); err != nil {
 		os.Remove(name)
-		return false, nil
-	}
-	_, err = f.WriteAt(data, 0)
-	if err == nil {
-		err = f.Truncate(int64(len(data)))
-	}
-	if err == nil && s.durable {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(name)
+		if !opened {
+			return false, nil
+		}
 		return true, err
 	}
 	if err := unix.Renameat2(unix.AT_FDCWD, name, unix.AT_FDCWD, full, unix.RENAME_NOREPLACE); err != nil {

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tavernhq/tavern/schema"
@@ -32,6 +32,8 @@ type Store struct {
 	durable   bool
 	observers []func(Mutation)
 	spares    sparePool // retired files for reuse (spare.go)
+	lockOnce  sync.Once
+	lockc     *lockCache // open lock files (lockcache.go)
 }
 
 // Mutation describes a change the engine made, for journaling.
@@ -241,32 +243,21 @@ func (s *Store) ReadFile(rel string) ([]byte, error) {
 	if err != nil {
 		return nil, pathErr("read", rel, err)
 	}
-	// A FIFO or device would block or never end: refuse anything that is
-	// not a regular file (or directory, reported below) before opening.
-	if fi, err := os.Stat(full); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
-		return nil, pathErr("read", rel, fmt.Errorf("not a regular file (%s)", fi.Mode().Type()))
-	}
-	f, err := os.Open(full)
+	// A FIFO or device would block or never end: ReadFileAbs opens
+	// without blocking and refuses anything but a regular file (or
+	// directory, reported as such) before reading.
+	data, err := ReadFileAbs(full)
 	if err != nil {
-		return nil, pathErr("read", rel, unwrapPath(err))
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
+		var tl errTooLarge
+		switch {
+		case errors.As(err, &tl):
+			return nil, &ParseError{Path: rel, Msg: tl.Error(), Err: ErrTooLarge}
+		case errors.Is(err, errNotRegular):
+			if fi, serr := os.Stat(full); serr == nil {
+				err = fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
+			}
+		}
 		return nil, pathErr("read", rel, err)
-	}
-	if fi.IsDir() {
-		return nil, pathErr("read", rel, errors.New("is a directory"))
-	}
-	if fi.Size() > MaxDocSize {
-		return nil, &ParseError{Path: rel, Msg: fmt.Sprintf("%d bytes is larger than the %d byte limit", fi.Size(), MaxDocSize), Err: ErrTooLarge}
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxDocSize+1))
-	if err != nil {
-		return nil, pathErr("read", rel, err)
-	}
-	if len(data) > MaxDocSize {
-		return nil, &ParseError{Path: rel, Msg: fmt.Sprintf("larger than the %d byte limit", MaxDocSize), Err: ErrTooLarge}
 	}
 	return data, nil
 }
