@@ -175,6 +175,15 @@ type FSWatcher struct {
 	stats    []string // known files to lstat before deciding to read them
 	early    bool     // this batch was taken before its settle time
 	reads    []string
+	// emptyOnce holds files read empty once: no document is empty, so an
+	// empty file is most likely created and not yet written (a plain
+	// os.WriteFile, seen between its open and its write when the machine
+	// is busy). It is looked at again after the settle time before it is
+	// reported (as invalid, if it is still empty).
+	emptyOnce map[string]bool
+	// eventBatch: this batch only follows file events. Scans, rescans and
+	// Sync answers report what is on disk now, empty files included.
+	eventBatch bool
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -231,6 +240,8 @@ func WatchFS(root string, opt FSOptions) (*FSWatcher, error) {
 		dirs:     map[string]*dirEntry{},
 		errs:     map[string]string{},
 		done:     make(chan struct{}),
+
+		emptyOnce: map[string]bool{},
 	}
 	if w.debounce <= 0 {
 		w.debounce = DefaultDebounce
@@ -558,6 +569,7 @@ func (w *FSWatcher) process() {
 
 		w.smu.Lock()
 		w.early = early
+		w.eventBatch = !full && len(syncs) == 0
 		for _, err := range berrs {
 			// Not deduplicated: each backend error is its own incident.
 			w.out = append(w.out, Change{Op: OpError, Err: &WatchError{Op: "watch", Err: err}})
@@ -572,6 +584,7 @@ func (w *FSWatcher) process() {
 			}
 			w.readPending()
 		}
+		w.early, w.eventBatch = false, false
 		w.smu.Unlock()
 		w.flush()
 		for _, c := range syncs {
@@ -923,10 +936,12 @@ func (w *FSWatcher) apply(rel string, r readResult) {
 	case r.err != nil && isGone(r.err):
 		w.removePath(rel) // deleted mid-read
 		return
-	case r.err == nil && len(r.data) == 0 && w.early:
-		// Taken early as a rename into place, but empty: most likely
-		// created and not yet written (no document is empty). Look
-		// again after the full settle time.
+	case r.err == nil && len(r.data) == 0 && (w.early || (w.eventBatch && !w.emptyOnce[rel])):
+		// Empty: most likely created and not yet written (no document
+		// is empty). Look again after the full settle time.
+		if !w.early {
+			w.emptyOnce[rel] = true
+		}
 		w.pmu.Lock()
 		w.markDirty(rel, true)
 		w.pmu.Unlock()
@@ -936,6 +951,7 @@ func (w *FSWatcher) apply(rel string, r readResult) {
 		w.reportErr(rel, "read", r.err)
 		return
 	}
+	delete(w.emptyOnce, rel)
 	old, known := w.files[rel]
 	_, hadErr := w.errs[rel]
 	w.clearErr(rel)
@@ -969,6 +985,7 @@ func (w *FSWatcher) clearErr(rel string) { delete(w.errs, rel) }
 func (w *FSWatcher) removePath(rel string) {
 	w.forget(rel)
 	delete(w.errs, rel)
+	delete(w.emptyOnce, rel)
 }
 
 // forget is removePath without clearing rel's error, for paths that still

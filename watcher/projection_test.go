@@ -41,6 +41,18 @@ func writeDoc(tb testing.TB, s *docstore.Store, rel, text string) {
 	}
 }
 
+func writeDocAtomic(tb testing.TB, s *docstore.Store, rel, text string) {
+	tb.Helper()
+	p := filepath.Join(s.Root(), filepath.FromSlash(rel))
+	tmp := filepath.Join(s.Root(), ".tmp", filepath.Base(rel)+".writing")
+	if err := os.WriteFile(tmp, []byte(text), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		tb.Fatal(err)
+	}
+}
+
 func openProj(tb testing.TB, s *docstore.Store, opt Options) *Projection {
 	tb.Helper()
 	p, err := Open(s, opt)
@@ -234,7 +246,10 @@ func TestSlowSubscriberGetsMissed(t *testing.T) {
 	p := openProj(t, s, Options{Watch: true, Reconcile: -1})
 	sub := p.Subscribe(Filter{Types: []string{TypeCreated}}, 2)
 	for i := range 5 {
-		writeDoc(t, s, fmt.Sprintf("agents/a%d.md", i), agentDoc(fmt.Sprintf("a%d", i), "idle"))
+		// Written whole (temp + rename): a plain write can be seen empty
+		// for a moment on a busy machine, which is reported as invalid
+		// and then updated, not created; this test is about overflow.
+		writeDocAtomic(t, s, fmt.Sprintf("agents/a%d.md", i), agentDoc(fmt.Sprintf("a%d", i), "idle"))
 		if err := p.Sync(context.Background()); err != nil {
 			t.Fatal(err)
 		}
