@@ -1,0 +1,31 @@
+package agents
+
+import (
+	"time"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
+)
+
+// createEntry writes a new append-only record (a memory, a note, a
+// knowledge entry): a fresh time-ordered id under dir ("alice" for
+// memory/alice/<id>.md), schema_version and id first, then fields, then
+// created/updated, and text as the body.
+func createEntry(s *docstore.Store, k *schema.Kind, dir string, fields [][2]any, text string) (*docstore.Doc, error) {
+	id := docstore.NewID()
+	rel, err := k.Path(dir+"/"+id, nil)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	all := append([][2]any{{schema.VersionField, k.Version}, {"id", id}}, fields...)
+	all = append(all, [2]any{"created", now}, [2]any{"updated", now})
+	d, err := docstore.New(k, all, []byte("\n"+text+"\n"))
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Create(rel, d); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
