@@ -2,6 +2,7 @@ package agents
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -34,13 +35,23 @@ type Commitment struct {
 	Agent       string        `json:"agent"`
 	Description string        `json:"description"`
 	Assertion   string        `json:"assertion"`
-	Timeout     time.Duration `json:"timeout_ns"`
+	Timeout     time.Duration `json:"-"` // "timeout" in JSON, as written in the file (60s)
 	Status      string        `json:"status"`
 	ExitCode    *int          `json:"exit_code,omitempty"`
 	Output      string        `json:"output,omitempty"`
 	VerifiedAt  time.Time     `json:"verified_at,omitzero"`
 	VerifiedBy  string        `json:"verified_by,omitempty"`
 	Path        string        `json:"path"`
+}
+
+// MarshalJSON writes the timeout as a duration string, the way the
+// commitment file holds it, rather than as nanoseconds.
+func (c Commitment) MarshalJSON() ([]byte, error) {
+	type plain Commitment
+	return json.Marshal(struct {
+		plain
+		Timeout string `json:"timeout"`
+	}{plain(c), c.Timeout.String()})
 }
 
 func commitmentFromDoc(d *docstore.Doc) *Commitment {
