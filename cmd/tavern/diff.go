@@ -5,11 +5,11 @@ import (
 	"strings"
 )
 
-// unifiedDiff renders a minimal unified diff of two small texts (whole
-// file as one hunk with 2 lines of context), enough to review migrations.
+// unifiedDiff renders a unified diff of two small texts (hunks with 2
+// lines of context), to review migrations or apply them with `patch`.
 func unifiedDiff(path string, a, b []byte) string {
-	x := strings.SplitAfter(string(a), "\n")
-	y := strings.SplitAfter(string(b), "\n")
+	x := diffLines(string(a))
+	y := diffLines(string(b))
 	// Longest common subsequence table; documents are small.
 	n, m := len(x), len(y)
 	lcs := make([][]int, n+1)
@@ -37,7 +37,7 @@ func unifiedDiff(path string, a, b []byte) string {
 			ops = append(ops, line{' ', x[i]})
 			i++
 			j++
-		case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
+		case j < m && (i == n || lcs[i][j+1] > lcs[i+1][j]):
 			ops = append(ops, line{'+', y[j]})
 			j++
 		default:
@@ -45,24 +45,72 @@ func unifiedDiff(path string, a, b []byte) string {
 			i++
 		}
 	}
+	// Group the edit script into hunks with 2 lines of context, as
+	// `diff -U2` does, so that `patch` can apply the output.
+	const ctx = 2
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "--- a/%s\n+++ b/%s\n", path, path)
-	for k, l := range ops {
-		near := false
-		for d := -2; d <= 2; d++ {
-			if k+d >= 0 && k+d < len(ops) && ops[k+d].op != ' ' {
-				near = true
-			}
-		}
-		if !near {
+	for k := 0; k < len(ops); {
+		if ops[k].op == ' ' {
+			k++
 			continue
 		}
-		t := l.text
-		if !strings.HasSuffix(t, "\n") {
-			t += "\n"
+		start := max(k-ctx, 0)
+		end := k
+		for end < len(ops) {
+			if ops[end].op != ' ' {
+				end++
+				continue
+			}
+			run := end
+			for run < len(ops) && ops[run].op == ' ' {
+				run++
+			}
+			if run == len(ops) || run-end > 2*ctx {
+				end = min(end+ctx, len(ops))
+				break
+			}
+			end = run
 		}
-		sb.WriteByte(l.op)
-		sb.WriteString(t)
+		// Line numbers of the hunk's first line in a and in b (1-based).
+		aLine, bLine := 1, 1
+		for _, o := range ops[:start] {
+			if o.op != '+' {
+				aLine++
+			}
+			if o.op != '-' {
+				bLine++
+			}
+		}
+		aCount, bCount := 0, 0
+		for _, o := range ops[start:end] {
+			if o.op != '+' {
+				aCount++
+			}
+			if o.op != '-' {
+				bCount++
+			}
+		}
+		fmt.Fprintf(&sb, "@@ -%d,%d +%d,%d @@\n", aLine, aCount, bLine, bCount)
+		for _, l := range ops[start:end] {
+			t := l.text
+			if !strings.HasSuffix(t, "\n") {
+				t += "\n"
+			}
+			sb.WriteByte(l.op)
+			sb.WriteString(t)
+		}
+		k = end
 	}
 	return sb.String()
+}
+
+// diffLines splits after each newline, without the empty string
+// strings.SplitAfter leaves after a final newline.
+func diffLines(s string) []string {
+	lines := strings.SplitAfter(s, "\n")
+	if len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	return lines
 }
