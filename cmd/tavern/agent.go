@@ -65,12 +65,7 @@ accepted and journaled, an illegal one is reported by 'agent audit' and
 				Name:  "ls",
 				Usage: "list agents with their state",
 				Flags: []cli.Flag{jsonFlag},
-				Action: func(c *cli.Context) error {
-					m, err := openManager(c)
-					if err != nil {
-						return err
-					}
-					defer m.Close()
+				Action: withManager(func(c *cli.Context, m *agents.Manager) error {
 					list, errs := m.ListAgents()
 					for _, e := range errs {
 						errf(c, "tavern: %v\n", e)
@@ -95,7 +90,7 @@ accepted and journaled, an illegal one is reported by 'agent audit' and
 						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", a.Name, st, dash(a.Role), dash(a.Parent), a.Spawns, pid)
 					}
 					return tw.Flush()
-				},
+				}),
 			},
 			{
 				Name:      "show",
@@ -184,12 +179,7 @@ accepted and journaled, an illegal one is reported by 'agent audit' and
 				Name:  "audit",
 				Usage: "report agents whose state was edited by hand illegally; accept legal hand edits",
 				Flags: []cli.Flag{jsonFlag},
-				Action: func(c *cli.Context) error {
-					m, err := openManager(c)
-					if err != nil {
-						return err
-					}
-					defer m.Close()
+				Action: withManager(func(c *cli.Context, m *agents.Manager) error {
 					probs, err := m.Audit()
 					if c.Bool("json") {
 						out := []map[string]string{}
@@ -211,18 +201,13 @@ accepted and journaled, an illegal one is reported by 'agent audit' and
 						return withCode(exitInvalid, errSilent)
 					}
 					return nil
-				},
+				}),
 			},
 			{
 				Name:  "reap",
 				Usage: "mark failed the agents whose spawn wrapper died",
 				Flags: []cli.Flag{jsonFlag},
-				Action: func(c *cli.Context) error {
-					m, err := openManager(c)
-					if err != nil {
-						return err
-					}
-					defer m.Close()
+				Action: withManager(func(c *cli.Context, m *agents.Manager) error {
 					names, err := m.ReapAgents()
 					if c.Bool("json") {
 						if names == nil {
@@ -237,7 +222,7 @@ accepted and journaled, an illegal one is reported by 'agent audit' and
 						}
 					}
 					return err
-				},
+				}),
 			},
 			{
 				Name:      "note",

@@ -57,3 +57,16 @@ func commitmentGuard(rel string, fields []string) error {
 func contextWithoutCancel(c *cli.Context) context.Context {
 	return context.WithoutCancel(c.Context)
 }
+
+// withManager is an Action that opens the agents Manager for fn and
+// closes it afterwards.
+func withManager(fn func(*cli.Context, *agents.Manager) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		m, err := openManager(c)
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		return fn(c, m)
+	}
+}

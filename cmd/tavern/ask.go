@@ -78,17 +78,13 @@ Example (inside a spawned agent):
 			&cli.BoolFlag{Name: "all", Usage: "every question, open or answered, for anyone"},
 			jsonFlag,
 		},
-		Action: func(c *cli.Context) error {
-			m, err := openManager(c)
-			if err != nil {
-				return err
-			}
-			defer m.Close()
+		Action: withManager(func(c *cli.Context, m *agents.Manager) error {
 			to := actor(c)
 			if to == "" {
 				to = agents.User
 			}
 			var qs []*agents.Question
+			var err error
 			if c.Bool("all") {
 				qs, err = m.Questions("", false)
 			} else {
@@ -107,7 +103,7 @@ Example (inside a spawned agent):
 					time.Since(q.Created).Round(time.Second), clipLine(q.Text, 70))
 			}
 			return tw.Flush()
-		},
+		}),
 	})
 	register(&cli.Command{
 		Name:      "answer",
@@ -141,12 +137,7 @@ Example (inside a spawned agent):
 			&cli.DurationFlag{Name: "after", Usage: "override bubble_after (`DUR`)"},
 			jsonFlag,
 		},
-		Action: func(c *cli.Context) error {
-			m, err := openManager(c)
-			if err != nil {
-				return err
-			}
-			defer m.Close()
+		Action: withManager(func(c *cli.Context, m *agents.Manager) error {
 			after := c.Duration("after")
 			if after <= 0 {
 				after = m.BubbleAfter()
@@ -162,7 +153,7 @@ Example (inside a spawned agent):
 				}
 			}
 			return err
-		},
+		}),
 	})
 	register(&cli.Command{
 		Name:  "constitution",

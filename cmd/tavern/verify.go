@@ -96,13 +96,8 @@ Runs until interrupted; --once does one pass.`,
 			&cli.DurationFlag{Name: "reconcile", Value: 30 * time.Second, Usage: "full rescan interval besides watcher events"},
 			&cli.BoolFlag{Name: "once", Usage: "one pass, then exit"},
 		},
-		Action: func(c *cli.Context) error {
-			m, err := openManager(c)
-			if err != nil {
-				return err
-			}
-			defer m.Close()
-			err = m.RunVerifier(c.Context, agents.VerifierOptions{
+		Action: withManager(func(c *cli.Context, m *agents.Manager) error {
+			err := m.RunVerifier(c.Context, agents.VerifierOptions{
 				By: c.String("as"), MaxAttempts: c.Int("max-attempts"), BubbleAfter: c.Duration("bubble-after"),
 				Reconcile: c.Duration("reconcile"), Once: c.Bool("once"),
 				OnVerified: func(agent, state string, results []agents.Result) {
@@ -121,7 +116,7 @@ Runs until interrupted; --once does one pass.`,
 				return nil // interrupted: a clean stop
 			}
 			return err
-		},
+		}),
 	})
 }
 
