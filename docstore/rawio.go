@@ -31,6 +31,11 @@ func ReadFileAbs(full string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return readFD(fd)
+}
+
+// readFD reads the regular file open at fd and closes fd.
+func readFD(fd int) ([]byte, error) {
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
@@ -81,11 +86,17 @@ func (e errTooLarge) Error() string {
 	return fmt.Sprintf("%d bytes is larger than the %d byte limit", e.n, MaxDocSize)
 }
 
-// rewriteRaw overwrites the existing file name with data from offset 0,
-// truncates it to len(data) and, if sync, fsyncs it. opened is false
-// when the open failed.
-func rewriteRaw(name string, data []byte, sync bool) (opened bool, err error) {
-	fd, err := openRaw(name, unix.O_WRONLY, 0)
+// rewriteAt overwrites the existing file name (relative to dirfd) with
+// data from offset 0, truncates it to len(data) and, if sync, fsyncs it.
+// opened is false when the open failed.
+func rewriteAt(dirfd int, name string, data []byte, sync bool) (opened bool, err error) {
+	var fd int
+	for {
+		fd, err = unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != unix.EINTR {
+			break
+		}
+	}
 	if err != nil {
 		return false, err
 	}

@@ -1,9 +1,7 @@
 package docstore
 
 import (
-	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -34,7 +32,7 @@ const (
 )
 
 type spare struct {
-	name string     // in .tmp/
+	name string     // base name in .tmp/
 	dir  *dirSyncer // the directory it left
 	need uint64     // reusable when dir.done >= need
 	path string     // that directory's path, for a forced fsync
@@ -55,41 +53,52 @@ func (s *Store) Retire(rel string) error {
 	if err != nil {
 		return pathErr("retire", rel, err)
 	}
-	return s.retireAbs(full)
+	if err := s.retire(unix.AT_FDCWD, full, filepath.Dir(full)); err != nil {
+		return pathErr("retire", rel, err)
+	}
+	return nil
 }
 
 // RetireAbs is Retire for a path the caller already made absolute and
 // checked (queues builds item paths from validated names).
-func (s *Store) RetireAbs(full string) error { return s.retireAbs(full) }
+func (s *Store) RetireAbs(full string) error {
+	if err := s.retire(unix.AT_FDCWD, full, filepath.Dir(full)); err != nil {
+		return pathErr("retire", full, err)
+	}
+	return nil
+}
 
-func (s *Store) retireAbs(full string) error {
+// retire renames name (relative to dirfd) into .tmp/ as a spare, or
+// unlinks it when the pool is full. dirPath is the absolute path of its
+// directory: its fsync makes the spare reusable.
+func (s *Store) retire(dirfd int, name, dirPath string) error {
 	p := &s.spares
 	p.mu.Lock()
 	n := len(p.ready) + len(p.wait)
 	p.mu.Unlock()
-	if n >= spareMax || noTmpfile.Load() {
-		if err := os.Remove(full); err != nil && !os.IsNotExist(err) {
-			return pathErr("retire", full, err)
+	tfd := s.tmpFD()
+	if n >= spareMax || noTmpfile.Load() || tfd < 0 {
+		if err := unix.Unlinkat(dirfd, name, 0); err != nil && err != unix.ENOENT {
+			return err
 		}
 		return nil
 	}
-	name := filepath.Join(s.root, tmpDir, strconv.Itoa(os.Getpid())+"-"+strconv.FormatUint(tmpSeq.Add(1), 10)+".tmp")
-	dir := filepath.Dir(full)
-	ds := s.dirSyncer(dir)
-	if err := unix.Renameat2(unix.AT_FDCWD, full, unix.AT_FDCWD, name, unix.RENAME_NOREPLACE); err != nil {
+	base := tempName()
+	ds := s.dirSyncer(dirPath)
+	if err := unix.Renameat2(dirfd, name, tfd, base, unix.RENAME_NOREPLACE); err != nil {
 		if err == unix.ENOENT {
 			return nil
 		}
-		if err := os.Remove(full); err != nil && !os.IsNotExist(err) {
-			return pathErr("retire", full, err)
+		if err := unix.Unlinkat(dirfd, name, 0); err != nil && err != unix.ENOENT {
+			return err
 		}
 		return nil
 	}
-	// The rename is done: only an fsync of dir that starts from now on
-	// makes the removal durable.
+	// The rename is done: only an fsync of dirPath that starts from now
+	// on makes the removal durable.
 	need := ds.next()
 	p.mu.Lock()
-	p.wait = append(p.wait, spare{name: name, dir: ds, need: need, path: dir})
+	p.wait = append(p.wait, spare{name: base, dir: ds, need: need, path: dirPath})
 	p.mu.Unlock()
 	return nil
 }
@@ -142,31 +151,31 @@ func (s *Store) takeSpare() string {
 	return sp.name
 }
 
-// linkSpare creates full (which must not exist) with data by rewriting a
+// linkSpare creates t (which must not exist) with data by rewriting a
 // spare file and renaming it into place (no replace). ok is false when
 // no spare is ready.
-func (s *Store) linkSpare(full string, data []byte) (ok bool, err error) {
+func (s *Store) linkSpare(t target, data []byte) (ok bool, err error) {
 	name := s.takeSpare()
 	if name == "" {
 		return false, nil
 	}
-	if opened, err := rewriteRaw(name, data, s.durable); err != nil {
-		os.Remove(name)
+	tfd := s.tmpFD() // open: spares exist only once it was
+	if opened, err := rewriteAt(tfd, name, data, s.durable); err != nil {
+		unix.Unlinkat(tfd, name, 0)
 		if !opened {
 			return false, nil
 		}
 		return true, err
 	}
-	if err := unix.Renameat2(unix.AT_FDCWD, name, unix.AT_FDCWD, full, unix.RENAME_NOREPLACE); err != nil {
-		switch err {
-		case unix.EEXIST:
+	if err := unix.Renameat2(tfd, name, t.dirfd, t.name, unix.RENAME_NOREPLACE); err != nil {
+		if err == unix.EEXIST {
 			s.spares.mu.Lock()
 			s.spares.ready = append(s.spares.ready, spare{name: name})
 			s.spares.mu.Unlock()
 			return true, ErrExist
 		}
-		os.Remove(name)
-		return false, nil // target directory gone, or no RENAME_NOREPLACE: the other path says // e.g. no RENAME_NOREPLACE here: use the other path
+		unix.Unlinkat(tfd, name, 0)
+		return false, nil // target directory gone, or no RENAME_NOREPLACE: the other paths say
 	}
 	return true, nil
 }

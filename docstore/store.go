@@ -34,6 +34,8 @@ type Store struct {
 	spares    sparePool // retired files for reuse (spare.go)
 	lockOnce  sync.Once
 	lockc     *lockCache // open lock files (lockcache.go)
+	tmpOnce   sync.Once
+	tmpfd     int // .tmp/, for spares (dir.go); -1 if it cannot be opened
 }
 
 // Mutation describes a change the engine made, for journaling.

@@ -46,9 +46,10 @@ func (s *Store) publish(rel string, data []byte, exclusive bool) (err error) {
 		// Linking an unnamed temp file in place cannot follow or replace
 		// anything at full (EEXIST), so no symlink check is needed; nor
 		// for a no-replace rename of a spare file.
-		ok, err := s.linkSpare(full, data)
+		t := pathTarget(full)
+		ok, err := s.linkSpare(t, data)
 		if !ok {
-			ok, err = s.linkNew(full, data)
+			ok, err = s.linkNew(t, data)
 		}
 		if ok {
 			if err != nil {
@@ -82,7 +83,7 @@ func (s *Store) publish(rel string, data []byte, exclusive bool) (err error) {
 
 // writeTemp writes data to a new file in .tmp/ and fsyncs it.
 func (s *Store) writeTemp(data []byte) (name string, err error) {
-	name = filepath.Join(s.root, tmpDir, strconv.Itoa(os.Getpid())+"-"+strconv.FormatUint(tmpSeq.Add(1), 10)+".tmp")
+	name = filepath.Join(s.root, tmpDir, tempName())
 	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return "", err
@@ -105,19 +106,25 @@ func (s *Store) writeTemp(data []byte) (name string, err error) {
 // out not to work here: creates then go through .tmp/ and a rename.
 var noTmpfile atomic.Bool
 
-// linkNew creates full (which must not exist) with data: an unnamed file
-// (O_TMPFILE) in full's directory is written, fsynced, then linked in
+// linkNew creates t (which must not exist) with data: an unnamed file
+// (O_TMPFILE) in t's directory is written, fsynced, then linked in
 // place. The name appears complete or not at all, like with a temp file
 // and a rename, but with no rename: a rename across directories takes the
 // filesystem-wide rename lock (s_vfs_rename_mutex), which other processes'
 // renames hold while their replaced files are discarded; and no .tmp/
 // name is created and removed. ok is false when this is not supported
 // (the caller falls back to writeTemp and a rename).
-func (s *Store) linkNew(full string, data []byte) (ok bool, err error) {
+func (s *Store) linkNew(t target, data []byte) (ok bool, err error) {
 	if noTmpfile.Load() {
 		return false, nil
 	}
-	fd, err := unix.Open(filepath.Dir(full), unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+	var fd int
+	for {
+		fd, err = unix.Openat(t.dirfd, t.dir, unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+		if err != unix.EINTR {
+			break
+		}
+	}
 	if err != nil {
 		if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) {
 			if !errors.Is(err, unix.ENOENT) {
@@ -127,33 +134,59 @@ func (s *Store) linkNew(full string, data []byte) (ok bool, err error) {
 		}
 		return true, err
 	}
-	f := os.NewFile(uintptr(fd), full)
-	defer f.Close()
-	if _, err := f.Write(data); err != nil {
+	defer unix.Close(fd)
+	if err := writeAll(fd, data); err != nil {
 		return true, err
 	}
 	if s.durable {
-		if err := f.Sync(); err != nil {
+		if err := unix.Fsync(fd); err != nil {
 			return true, err
 		}
 	}
-	err = unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(int(f.Fd())), unix.AT_FDCWD, full, unix.AT_SYMLINK_FOLLOW)
-	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+	err = unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), t.dirfd, t.name, unix.AT_SYMLINK_FOLLOW)
+	if err == unix.ENOENT && !haveProcFD() || err == unix.EPERM || err == unix.EACCES {
 		// No /proc: AT_EMPTY_PATH (needs CAP_DAC_READ_SEARCH before 6.10).
-		err = unix.Linkat(int(f.Fd()), "", unix.AT_FDCWD, full, unix.AT_EMPTY_PATH)
+		err = unix.Linkat(fd, "", t.dirfd, t.name, unix.AT_EMPTY_PATH)
 	}
 	switch {
 	case err == nil:
 		return true, nil
-	case errors.Is(err, unix.EEXIST):
+	case err == unix.EEXIST:
 		return true, ErrExist
-	case errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EXDEV) || errors.Is(err, unix.EOPNOTSUPP):
+	case err == unix.ENOENT && haveProcFD():
+		// The target directory was removed since it was opened or
+		// checked: a real error, not a missing feature.
+		return true, err
+	case err == unix.EPERM || err == unix.EACCES || err == unix.EXDEV || err == unix.EOPNOTSUPP || err == unix.ENOENT:
 		noTmpfile.Store(true) // linking an unnamed file is not allowed here
 		return false, nil
-	case errors.Is(err, unix.ENOENT):
-		return false, nil // no /proc, or the directory went away: the rename path says which
 	}
 	return true, err
+}
+
+// haveProcFD reports whether /proc/self/fd is there to link unnamed
+// files by.
+var haveProcFD = sync.OnceValue(func() bool {
+	_, err := os.Stat("/proc/self/fd")
+	return err == nil
+})
+
+// writeAll writes data to fd from its current offset.
+func writeAll(fd int, data []byte) error {
+	for len(data) > 0 {
+		m, err := unix.Write(fd, data)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if m == 0 {
+			return unix.EIO
+		}
+		data = data[m:]
+	}
+	return nil
 }
 
 // syncDir fsyncs dir. Concurrent callers for one directory share

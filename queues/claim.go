@@ -165,7 +165,7 @@ func (b *Broker) fencedIn(op, queue, id string, attempt int, cached *docstore.Do
 	rel := ItemPath(queue, Claimed, id)
 	var it *Item
 	if cached != nil && cached.Path == rel {
-		if data, rerr := docstore.ReadFileAbs(b.path(rel)); rerr == nil && bytes.Equal(data, cached.Bytes()) {
+		if data, rerr := b.readFile(rel); rerr == nil && bytes.Equal(data, cached.Bytes()) {
 			if cit, cerr := itemFromDoc(cached); cerr == nil {
 				it = cit
 			}

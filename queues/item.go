@@ -96,7 +96,7 @@ func itemFromDoc(d *docstore.Doc) (*Item, error) {
 // readItem reads and validates an item file. Parse and validation errors
 // carry path:line:col.
 func (b *Broker) readItem(rel string) (*Item, error) {
-	d, err := b.s.Get(rel)
+	d, err := b.get(rel)
 	if err != nil {
 		return nil, err
 	}

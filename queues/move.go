@@ -2,7 +2,10 @@ package queues
 
 import (
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/tavernhq/tavern/docstore"
 )
@@ -20,7 +23,7 @@ import (
 // claimed copy whose done/dead copy exists (leftover), and locate prefers
 // the later state.
 func (b *Broker) move(l *docstore.Lock, from, to string, fn func(*docstore.Doc) error) (*docstore.Doc, error) {
-	d, err := b.s.Get(from)
+	d, err := b.get(from)
 	if err != nil {
 		return nil, err
 	}
@@ -36,15 +39,156 @@ func (b *Broker) moveDoc(l *docstore.Lock, d *docstore.Doc, to string, fn func(*
 			return nil, err
 		}
 	}
-	if err := b.s.Create(to, d); err != nil {
+	if err := b.create(to, d); err != nil {
 		return nil, err
 	}
 	// Retire, not unlink: the old copy's file becomes a spare that the
 	// next create rewrites (no block freed, so no synchronous discard).
-	if err := b.s.RetireAbs(b.path(from)); err != nil {
+	if err := b.retire(from); err != nil {
 		return d, &docstore.PathError{Op: "move", Path: from, Err: err}
 	}
 	return d, nil
+}
+
+// Item state directories are used through open docstore.Dir handles
+// (one per queue and state, opened on first use): every read, create,
+// rename and existence check of the claim cycle then resolves one path
+// component instead of the store's absolute path, with no per-call
+// symlink walk, because OpenDir reached the directory without following
+// any. A handle whose path was removed or replaced since (Dir.Stale) is
+// dropped and the operation retried on the path; Queue drops a queue's
+// handles whenever it reloads queue.md, and a handle is checked against
+// its path (one lstat) at most every dirRecheck, so a state directory
+// renamed or replaced by hand is followed within that time rather than
+// written into under its old name. Paths that are not item paths, or
+// whose directory does not exist yet, go through the path-based Store
+// methods as before.
+
+// itemDir returns the open state directory holding the item document
+// rel (queues/<q>/<state>/<id>.md) and the file name in it, or nil.
+func (b *Broker) itemDir(rel string) (*docstore.Dir, string) {
+	dir, name := path.Split(rel)
+	dir = strings.TrimSuffix(dir, "/")
+	if strings.Count(dir, "/") != 2 || !strings.HasPrefix(dir, "queues/") {
+		return nil, ""
+	}
+	switch path.Base(dir) {
+	case Pending, Claimed, Done, Dead:
+	default:
+		return nil, ""
+	}
+	now := time.Now()
+	b.mu.Lock()
+	h, ok := b.dirs[dir]
+	b.mu.Unlock()
+	if ok {
+		if now.Sub(h.checked) < dirRecheck {
+			return h.d, name
+		}
+		if !h.d.Stale() {
+			b.mu.Lock()
+			if b.dirs[dir].d == h.d {
+				b.dirs[dir] = dirHandle{d: h.d, checked: now}
+			}
+			b.mu.Unlock()
+			return h.d, name
+		}
+		b.dropDir(h.d)
+	}
+	d, err := b.s.OpenDir(dir)
+	if err != nil {
+		return nil, "" // missing (a create makes it) or unsafe (the path methods say so)
+	}
+	b.mu.Lock()
+	if old, ok := b.dirs[dir]; ok {
+		b.mu.Unlock()
+		d.Close()
+		return old.d, name
+	}
+	b.dirs[dir] = dirHandle{d: d, checked: now}
+	b.mu.Unlock()
+	return d, name
+}
+
+// dirRecheck is how long an open state directory handle is used before
+// its path is checked again.
+const dirRecheck = 100 * time.Millisecond
+
+type dirHandle struct {
+	d       *docstore.Dir
+	checked time.Time
+}
+
+// dropDir forgets a handle found stale. It is not closed here: another
+// goroutine may be using it; the runtime closes it once unreachable.
+func (b *Broker) dropDir(d *docstore.Dir) {
+	b.mu.Lock()
+	if b.dirs[d.Path()].d == d {
+		delete(b.dirs, d.Path())
+	}
+	b.mu.Unlock()
+}
+
+// dropQueueDirs forgets the handles of one queue's state directories.
+func (b *Broker) dropQueueDirs(queue string) {
+	b.mu.Lock()
+	for _, st := range []string{Pending, Claimed, Done, Dead} {
+		delete(b.dirs, "queues/"+queue+"/"+st)
+	}
+	b.mu.Unlock()
+}
+
+// viaDir runs op on rel's open state directory, or returns ok=false when
+// there is none; a failure on a handle that turned out stale is retried
+// on a fresh one (or reported as ok=false, for the path methods to
+// retry).
+func (b *Broker) viaDir(rel string, op func(d *docstore.Dir, name string) error) (ok bool, err error) {
+	d, name := b.itemDir(rel)
+	if d == nil {
+		return false, nil
+	}
+	err = op(d, name)
+	if err != nil && d.Stale() {
+		b.dropDir(d)
+		return false, nil
+	}
+	return true, err
+}
+
+func (b *Broker) get(rel string) (doc *docstore.Doc, err error) {
+	if ok, err := b.viaDir(rel, func(d *docstore.Dir, name string) error {
+		doc, err = d.Get(name)
+		return err
+	}); ok {
+		return doc, err
+	}
+	return b.s.Get(rel)
+}
+
+func (b *Broker) readFile(rel string) (data []byte, err error) {
+	if ok, err := b.viaDir(rel, func(d *docstore.Dir, name string) error {
+		data, err = d.ReadFile(name)
+		return err
+	}); ok {
+		return data, err
+	}
+	return b.s.ReadFile(rel)
+}
+
+func (b *Broker) create(rel string, doc *docstore.Doc) error {
+	if ok, err := b.viaDir(rel, func(d *docstore.Dir, name string) error {
+		return d.Create(name, doc)
+	}); ok {
+		return err
+	}
+	return b.s.Create(rel, doc)
+}
+
+func (b *Broker) retire(rel string) error {
+	if ok, err := b.viaDir(rel, func(d *docstore.Dir, name string) error { return d.Retire(name) }); ok {
+		return err
+	}
+	return b.s.RetireAbs(b.path(rel))
 }
 
 // path joins a document path to the store root without docstore's
@@ -55,6 +199,9 @@ func (b *Broker) path(rel string) string {
 }
 
 func (b *Broker) exists(rel string) bool {
+	if d, name := b.itemDir(rel); d != nil {
+		return d.Exists(name)
+	}
 	_, err := os.Lstat(b.path(rel))
 	return err == nil
 }

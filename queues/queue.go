@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -54,7 +55,9 @@ type QueueOptions struct {
 }
 
 // QueuePath is the path of a queue's configuration document.
-func QueuePath(name string) string { return "queues/" + name + "/queue.md" }
+func QueuePath(name string) string { return "queues/" + name + "/" + queueFile }
+
+const queueFile = "queue.md"
 
 // ItemPath is the path of an item in a state directory.
 func ItemPath(queue, state, id string) string {
@@ -175,6 +178,22 @@ type cachedQueue struct {
 	ino, size int64
 	mtime     time.Time
 	q         *Queue
+	// dir is the open queue directory and checked when the full check
+	// below last ran: until dirRecheck has passed, one short lstat of
+	// queue.md through it decides whether the cache still holds.
+	dir     *docstore.Dir
+	checked time.Time
+}
+
+func (c *cachedQueue) same(fi fs.FileInfo, ino int64) bool {
+	return c.ino == ino && c.size == fi.Size() && c.mtime.Equal(fi.ModTime())
+}
+
+func inode(fi fs.FileInfo) int64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int64(st.Ino)
+	}
+	return 0
 }
 
 // Queue reads a queue's configuration. An unknown queue is
@@ -183,6 +202,15 @@ type cachedQueue struct {
 func (b *Broker) Queue(name string) (*Queue, error) {
 	if err := schema.ValidName(name); err != nil {
 		return nil, &QueueError{Op: "open", Queue: name, Err: err}
+	}
+	now := time.Now()
+	b.mu.Lock()
+	c, ok := b.qcache[name]
+	b.mu.Unlock()
+	if ok && c.dir != nil && now.Sub(c.checked) < dirRecheck {
+		if fi, err := c.dir.Lstat(queueFile); err == nil && fi.Mode().IsRegular() && c.same(fi, inode(fi)) {
+			return c.q, nil
+		}
 	}
 	rel := QueuePath(name)
 	full, err := b.s.Abs(rel)
@@ -196,14 +224,17 @@ func (b *Broker) Queue(name string) (*Queue, error) {
 		}
 		return nil, err
 	}
-	var ino int64
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		ino = int64(st.Ino)
+	ino := inode(fi)
+	dir := c.dir
+	if dir == nil || dir.Stale() {
+		if dir, err = b.s.OpenDir(path.Dir(rel)); err != nil {
+			dir = nil // the path checks above passed: only the fast path is lost
+		}
 	}
-	b.mu.Lock()
-	c, ok := b.qcache[name]
-	b.mu.Unlock()
-	if ok && c.ino == ino && c.size == fi.Size() && c.mtime.Equal(fi.ModTime()) {
+	if ok && c.same(fi, ino) {
+		b.mu.Lock()
+		b.qcache[name] = cachedQueue{ino: ino, size: fi.Size(), mtime: fi.ModTime(), q: c.q, dir: dir, checked: now}
+		b.mu.Unlock()
 		return c.q, nil
 	}
 	d, err := b.s.Get(rel)
@@ -214,8 +245,11 @@ func (b *Broker) Queue(name string) (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ok {
+		b.dropQueueDirs(name) // queue.md changed: maybe a new queue directory
+	}
 	b.mu.Lock()
-	b.qcache[name] = cachedQueue{ino: ino, size: fi.Size(), mtime: fi.ModTime(), q: q}
+	b.qcache[name] = cachedQueue{ino: ino, size: fi.Size(), mtime: fi.ModTime(), q: q, dir: dir, checked: now}
 	b.mu.Unlock()
 	return q, nil
 }

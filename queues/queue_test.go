@@ -485,3 +485,81 @@ func TestClaimCompleteSeesFileChanges(t *testing.T) {
 		t.Errorf("complete by the current claim: %v", err)
 	}
 }
+
+// The Broker keeps its state directories open (move.go). A directory
+// replaced by hand is followed: a claimed/ rebuilt under the same path
+// still lets the claim complete, and the item lands in done/.
+func TestStateDirReplacedByHand(t *testing.T) {
+	s := newStore(t, true)
+	b := newBroker(t, s, &clock{})
+	mustQueue(t, b, "q", queues.QueueOptions{Lease: time.Minute})
+	mustAdd(t, b, "q", queues.AddOptions{Title: "warm"})
+	mustTake(t, b, take1("q")) // opens the handles
+	it := mustAdd(t, b, "q", queues.AddOptions{Title: "t"})
+	c := mustTake(t, b, take1("q"))
+	if c.Item.ID != it.ID {
+		t.Fatalf("took %s, want %s", c.Item.ID, it.ID)
+	}
+	claimed := filepath.Join(s.Root(), "queues", "q", "claimed")
+	if err := os.Rename(claimed, claimed+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(claimed, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(claimed + ".old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if err := os.Rename(filepath.Join(claimed+".old", e.Name()), filepath.Join(claimed, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Complete("ok"); err != nil {
+		t.Fatalf("complete after claimed/ was rebuilt: %v", err)
+	}
+	if got := ls(t, s, "q", queues.Done); !slices.Contains(got, it.ID) {
+		t.Errorf("done/ = %v, want it to hold %s", got, it.ID)
+	}
+	if got, _ := os.ReadDir(claimed + ".old"); len(got) != 0 {
+		t.Errorf("the old claimed/ got %d entries back", len(got))
+	}
+}
+
+// A state directory replaced by a symlink leaving the store is never
+// followed: take reports or skips, and the file outside stays untouched.
+func TestStateDirSymlinkRefused(t *testing.T) {
+	s := newStore(t, true)
+	b := newBroker(t, s, &clock{})
+	mustQueue(t, b, "q", queues.QueueOptions{})
+	it := mustAdd(t, b, "q", queues.AddOptions{Title: "outside"})
+	pending := filepath.Join(s.Root(), "queues", "q", "pending")
+	outside := t.TempDir()
+	if err := os.Rename(filepath.Join(pending, it.ID+".md"), filepath.Join(outside, it.ID+".md")); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(filepath.Join(outside, it.ID+".md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(pending); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, pending); err != nil {
+		t.Fatal(err)
+	}
+	b2 := newBroker(t, s, &clock{})
+	if c, err := b2.Take(context.Background(), take1("q")); err == nil {
+		t.Fatalf("took %s through a symlink leaving the store", c.Item.ID)
+	}
+	after, err := os.ReadFile(filepath.Join(outside, it.ID+".md"))
+	if err != nil || string(after) != string(before) {
+		t.Fatalf("file outside the store changed or went away: %v", err)
+	}
+	for _, st := range []string{queues.Claimed, queues.Done} {
+		if got := ls(t, s, "q", st); len(got) != 0 {
+			t.Errorf("%s/ = %v, want empty", st, got)
+		}
+	}
+}

@@ -109,6 +109,7 @@ func benchSQLiteQueue(b *testing.B, synchronous string, workers int) {
 	claims := make([][]int64, workers)
 	errc := make(chan error, workers)
 	var wg sync.WaitGroup
+	cpu0 := cpuTime(b)
 	b.ResetTimer()
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
@@ -148,6 +149,7 @@ func benchSQLiteQueue(b *testing.B, synchronous string, workers int) {
 	}
 	wg.Wait()
 	b.StopTimer()
+	b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 	close(errc)
 	for err := range errc {
 		b.Fatal(err)

@@ -480,7 +480,7 @@ func (b *Broker) staleCopy(p *Item) bool {
 	if !b.exists(deadRel) {
 		return false
 	}
-	dd, err := b.s.Get(deadRel)
+	dd, err := b.get(deadRel)
 	if err != nil {
 		return true // unreadable dead copy: leave both for a person
 	}

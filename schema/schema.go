@@ -53,6 +53,11 @@ type Kind struct {
 	// Open kinds take any extra field as data (tuple values), so strict
 	// validation does not report them as unknown.
 	Open bool
+
+	// segs caches the parsed Pattern (for the Pattern it was parsed from):
+	// KindOfPath tries every kind for every document a store touches.
+	segs    []segment
+	segsFor string
 }
 
 // Field returns the named field, or nil.
@@ -80,6 +85,7 @@ func Register(k *Kind) {
 		}
 		registry[n] = k
 	}
+	k.segs, k.segsFor = parseSegments(k.Pattern), k.Pattern
 	ordered = append(ordered, k)
 	sort.Slice(ordered, func(i, j int) bool { return ordered[i].Name < ordered[j].Name })
 }
@@ -102,7 +108,14 @@ type segment struct {
 }
 
 func (k *Kind) segments() []segment {
-	parts := strings.Split(strings.TrimSuffix(k.Pattern, ".md"), "/")
+	if k.segsFor == k.Pattern && k.segs != nil {
+		return k.segs
+	}
+	return parseSegments(k.Pattern)
+}
+
+func parseSegments(pattern string) []segment {
+	parts := strings.Split(strings.TrimSuffix(pattern, ".md"), "/")
 	segs := make([]segment, len(parts))
 	for i, p := range parts {
 		if strings.HasPrefix(p, "{") && strings.HasSuffix(p, "}") {
@@ -121,30 +134,44 @@ func (k *Kind) segments() []segment {
 // Match reports whether rel (slash-separated, relative to the store root)
 // is a document of this kind, and returns its captures.
 func (k *Kind) Match(rel string) (map[string]string, bool) {
-	if !strings.HasSuffix(rel, ".md") {
+	rest, ok := strings.CutSuffix(rel, ".md")
+	if !ok {
 		return nil, false
 	}
-	parts := strings.Split(strings.TrimSuffix(rel, ".md"), "/")
+	// No allocation until the whole path matched: KindOfPath tries
+	// every kind in turn.
 	segs := k.segments()
-	if len(parts) != len(segs) {
-		return nil, false
-	}
-	caps := map[string]string{}
+	var buf [8]string
+	parts := buf[:0]
 	for i, s := range segs {
+		var p string
+		if i == len(segs)-1 {
+			if strings.IndexByte(rest, '/') >= 0 {
+				return nil, false
+			}
+			p = rest
+		} else if p, rest, ok = strings.Cut(rest, "/"); !ok {
+			return nil, false
+		}
 		switch {
 		case s.literal != "":
-			if parts[i] != s.literal {
+			if p != s.literal {
 				return nil, false
 			}
 		case s.choices != nil:
-			if !contains(s.choices, parts[i]) {
+			if !contains(s.choices, p) {
 				return nil, false
 			}
-			caps[s.capture] = parts[i]
 		default:
-			if ValidName(parts[i]) != nil {
+			if ValidName(p) != nil {
 				return nil, false
 			}
+		}
+		parts = append(parts, p)
+	}
+	caps := make(map[string]string, len(parts))
+	for i, s := range segs {
+		if s.capture != "" {
 			caps[s.capture] = parts[i]
 		}
 	}
