@@ -275,7 +275,7 @@ func (d *Dir) Create(name string, doc *Doc) error {
 		}
 		return pathErr("create", rel, err)
 	}
-	if err := d.s.syncDir(d.full); err != nil {
+	if err := d.s.syncDirFD(d.full, d.fd); err != nil {
 		return pathErr("create", rel, err)
 	}
 	doc.Rev = Revision(data)

@@ -120,10 +120,20 @@ func rewriteAt(dirfd int, name string, data []byte, sync bool) (opened bool, err
 		err = unix.Ftruncate(fd, int64(len(data)))
 	}
 	if err == nil && sync {
-		err = unix.Fsync(fd)
+		// fdatasync: the data and the size (needed to read it back) are
+		// durable; only the timestamps may not be, which nothing reads.
+		err = fdatasync(fd)
 	}
 	if cerr := unix.Close(fd); err == nil {
 		err = cerr
 	}
 	return true, err
+}
+
+func fdatasync(fd int) error {
+	for {
+		if err := unix.Fdatasync(fd); err != unix.EINTR {
+			return err
+		}
+	}
 }

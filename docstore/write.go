@@ -2,6 +2,7 @@ package docstore
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -139,7 +140,7 @@ func (s *Store) linkNew(t target, data []byte) (ok bool, err error) {
 		return true, err
 	}
 	if s.durable {
-		if err := unix.Fsync(fd); err != nil {
+		if err := fdatasync(fd); err != nil {
 			return true, err
 		}
 	}
@@ -201,6 +202,16 @@ func (s *Store) syncDir(dir string) error {
 	return v.(*dirSyncer).sync(dir)
 }
 
+// syncDirFD is syncDir for a directory the caller has open as fd (a Dir):
+// the fsync uses fd instead of opening the path.
+func (s *Store) syncDirFD(dir string, fd int) error {
+	if !s.durable {
+		return nil
+	}
+	v, _ := dirSyncers.LoadOrStore(dir, &dirSyncer{})
+	return v.(*dirSyncer).run(func() error { return fsyncFD(fd) })
+}
+
 var dirSyncers sync.Map // directory path -> *dirSyncer
 
 type dirSyncer struct {
@@ -214,6 +225,12 @@ type dirSyncer struct {
 }
 
 func (d *dirSyncer) sync(dir string) error {
+	return d.run(func() error { return fsyncDir(dir) })
+}
+
+// run waits for an fsync of the directory (done by fsync) that starts
+// after the call, starting one if none is running.
+func (d *dirSyncer) run(fsync func() error) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.cond == nil {
@@ -228,7 +245,7 @@ func (d *dirSyncer) sync(dir string) error {
 			d.started++
 			gen := d.started
 			d.mu.Unlock()
-			err := fsyncDir(dir)
+			err := fsync()
 			d.mu.Lock()
 			d.running = false
 			d.done = gen
@@ -247,15 +264,26 @@ func (d *dirSyncer) sync(dir string) error {
 }
 
 func fsyncDir(dir string) error {
-	f, err := os.Open(dir)
+	fd, err := openRaw(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
-		return err
+		return &fs.PathError{Op: "open", Path: dir, Err: err}
 	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
+	err = fsyncFD(fd)
+	if cerr := unix.Close(fd); err == nil {
 		err = cerr
 	}
-	return err
+	if err != nil {
+		return &fs.PathError{Op: "sync", Path: dir, Err: err}
+	}
+	return nil
+}
+
+func fsyncFD(fd int) error {
+	for {
+		if err := unix.Fsync(fd); err != unix.EINTR {
+			return err
+		}
+	}
 }
 
 // renameNoReplace renames old to new unless new exists (EEXIST). It uses

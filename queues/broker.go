@@ -30,7 +30,7 @@ type Broker struct {
 	vtime    float64
 	rng      *rand.Rand
 	qcache   map[string]cachedQueue
-	dirs     map[string]dirHandle // open item state directories (move.go)
+	dirs     sync.Map // dir path -> *dirHandle: open item state directories (move.go)
 	pending  *pendingIndex
 
 	holdMu  sync.Mutex
@@ -61,7 +61,7 @@ type Options struct {
 // Open returns a Broker for s.
 func Open(s *docstore.Store, opt Options) (*Broker, error) {
 	b := &Broker{s: s, j: opt.Journal, now: opt.Now, reapGap: opt.ReapInterval,
-		lastReap: map[string]time.Time{}, pass: map[string]float64{}, qcache: map[string]cachedQueue{}, dirs: map[string]dirHandle{}, pending: newPendingIndex()}
+		lastReap: map[string]time.Time{}, pass: map[string]float64{}, qcache: map[string]cachedQueue{}, pending: newPendingIndex()}
 	if b.now == nil {
 		b.now = time.Now
 	}
@@ -95,11 +95,12 @@ func Open(s *docstore.Store, opt Options) (*Broker, error) {
 // become dead claims that the next reaper returns to pending.
 func (b *Broker) Close() error {
 	b.pending.close()
+	b.dirs.Range(func(k, v any) bool {
+		v.(*dirHandle).d.Close()
+		b.dirs.Delete(k)
+		return true
+	})
 	b.mu.Lock()
-	for k, h := range b.dirs {
-		h.d.Close()
-		delete(b.dirs, k)
-	}
 	for k, c := range b.qcache {
 		if c.dir != nil {
 			c.dir.Close()

@@ -78,19 +78,13 @@ func (b *Broker) itemDir(rel string) (*docstore.Dir, string) {
 		return nil, ""
 	}
 	now := time.Now()
-	b.mu.Lock()
-	h, ok := b.dirs[dir]
-	b.mu.Unlock()
-	if ok {
+	if v, ok := b.dirs.Load(dir); ok {
+		h := v.(*dirHandle)
 		if now.Sub(h.checked) < dirRecheck {
 			return h.d, name
 		}
 		if !h.d.Stale() {
-			b.mu.Lock()
-			if b.dirs[dir].d == h.d {
-				b.dirs[dir] = dirHandle{d: h.d, checked: now}
-			}
-			b.mu.Unlock()
+			b.dirs.CompareAndSwap(dir, h, &dirHandle{d: h.d, checked: now})
 			return h.d, name
 		}
 		b.dropDir(h.d)
@@ -99,14 +93,10 @@ func (b *Broker) itemDir(rel string) (*docstore.Dir, string) {
 	if err != nil {
 		return nil, "" // missing (a create makes it) or unsafe (the path methods say so)
 	}
-	b.mu.Lock()
-	if old, ok := b.dirs[dir]; ok {
-		b.mu.Unlock()
+	if v, loaded := b.dirs.LoadOrStore(dir, &dirHandle{d: d, checked: now}); loaded {
 		d.Close()
-		return old.d, name
+		return v.(*dirHandle).d, name
 	}
-	b.dirs[dir] = dirHandle{d: d, checked: now}
-	b.mu.Unlock()
 	return d, name
 }
 
@@ -122,20 +112,16 @@ type dirHandle struct {
 // dropDir forgets a handle found stale. It is not closed here: another
 // goroutine may be using it; the runtime closes it once unreachable.
 func (b *Broker) dropDir(d *docstore.Dir) {
-	b.mu.Lock()
-	if b.dirs[d.Path()].d == d {
-		delete(b.dirs, d.Path())
+	if v, ok := b.dirs.Load(d.Path()); ok && v.(*dirHandle).d == d {
+		b.dirs.CompareAndDelete(d.Path(), v)
 	}
-	b.mu.Unlock()
 }
 
 // dropQueueDirs forgets the handles of one queue's state directories.
 func (b *Broker) dropQueueDirs(queue string) {
-	b.mu.Lock()
 	for _, st := range []string{Pending, Claimed, Done, Dead} {
-		delete(b.dirs, "queues/"+queue+"/"+st)
+		b.dirs.Delete("queues/" + queue + "/" + st)
 	}
-	b.mu.Unlock()
 }
 
 // viaDir runs op on rel's open state directory, or returns ok=false when
