@@ -131,6 +131,11 @@ func Parse(path string, data []byte) (*Doc, error) {
 
 // parseFront (re)builds the node tree from d.front.
 func (d *Doc) parseFront() error {
+	// The common shape without yaml.v3 (same tree); anything else below.
+	if root, ok := parseFrontFast(d.front); ok {
+		d.root = root
+		return nil
+	}
 	var n yaml.Node
 	if err := yaml.Unmarshal(d.front, &n); err != nil {
 		msg := err.Error()

@@ -1,0 +1,664 @@
+package docstore
+
+import (
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+)
+
+// parseFrontFast builds the node tree of frontmatter in the shape Tavern
+// writes without running yaml.v3, whose parser is most of the CPU of a
+// queue take+done cycle. It accepts only a conservative subset and reports
+// ok=false for anything else, and then the caller parses with yaml.v3 as
+// before. For every input it accepts, the result is identical, field for
+// field (Kind, Style, Tag, Value, Line, Column, no comments or anchors),
+// to the mapping yaml.Unmarshal gives; TestParseFrontFastDifferential and
+// FuzzParseFrontFast check that against yaml.v3 itself.
+//
+// Accepted, line by line (each ending in "\n" or "\r\n"):
+//
+//	key: plain            key: 'single quoted'     key: [a, b, 3]
+//	key:                  key: "no escapes"        key: |-
+//	  - item              (a block list)             two-space indented
+//	                                                 lines, none blank
+//
+// Keys are [a-z_][a-z0-9_]*, unique. Block list items are indented by
+// two spaces and are plain or quoted scalars. Plain scalars are strings,
+// canonical decimal ints, decimal floats with a fraction, true/false and
+// RFC 3339 timestamps; their tags come from resolveTag, a copy of
+// yaml.v3's resolver. Comments, tabs, blank or indented lines, anchors,
+// aliases, tags, escapes, folded scalars, flow mappings, plain or
+// quoted scalars over several lines and anything else are refused.
+func parseFrontFast(front []byte) (*yaml.Node, bool) {
+	if len(front) == 0 || front[len(front)-1] != '\n' {
+		return nil, false
+	}
+	lines := 0
+	for _, c := range front {
+		if c == '\n' {
+			lines++
+		}
+	}
+	// One string for all values (substrings share it) and one slab of
+	// nodes: a few allocations per document instead of a few per field.
+	src := string(front)
+	a := nodeSlab{buf: make([]yaml.Node, 0, 1+2*lines)}
+	root := a.new()
+	root.Kind, root.Tag, root.Line, root.Column = yaml.MappingNode, "!!map", 1, 1
+	root.Content = make([]*yaml.Node, 0, 2*lines)
+
+	var open *yaml.Node // value of a "key:" line: null, or a block list if items follow
+	var keyLen int      // length of that key, for the null's column
+	var seq *yaml.Node  // the block list items are being added to
+	var seen map[string]bool
+	line := 0
+	for pos := 0; pos < len(src); {
+		line++
+		end := pos + strings.IndexByte(src[pos:], '\n')
+		l := src[pos:end]
+		pos = end + 1
+		if n := len(l); n > 0 && l[n-1] == '\r' {
+			l = l[:n-1]
+		}
+		if strings.HasPrefix(l, "  - ") {
+			if seq == nil {
+				if open == nil {
+					return nil, false
+				}
+				seq = open
+				seq.Kind, seq.Tag, seq.Line, seq.Column = yaml.SequenceNode, "!!seq", line, 3
+				open = nil
+			}
+			v := a.new()
+			if !blockScalar(v, l[4:], line, 5) {
+				return nil, false
+			}
+			seq.Content = append(seq.Content, v)
+			continue
+		}
+		seq = nil
+		if open != nil {
+			closeNull(open, keyLen)
+			open = nil
+		}
+		// key
+		i := 0
+		for i < len(l) && (l[i] >= 'a' && l[i] <= 'z' || l[i] == '_' || i > 0 && l[i] >= '0' && l[i] <= '9') {
+			i++
+		}
+		if i == 0 || i > 128 || i == len(l) || l[i] != ':' {
+			return nil, false
+		}
+		key := l[:i]
+		if resolveTag(key) != "!!str" {
+			return nil, false // true:, null:
+		}
+		if len(root.Content) < 32 {
+			for j := 0; j < len(root.Content); j += 2 {
+				if root.Content[j].Value == key {
+					return nil, false
+				}
+			}
+		} else {
+			if seen == nil {
+				seen = make(map[string]bool, len(root.Content))
+				for j := 0; j < len(root.Content); j += 2 {
+					seen[root.Content[j].Value] = true
+				}
+			}
+			if seen[key] {
+				return nil, false
+			}
+			seen[key] = true
+		}
+		k := a.new()
+		k.Kind, k.Tag, k.Value, k.Line, k.Column = yaml.ScalarNode, "!!str", key, line, 1
+		v := a.new()
+		root.Content = append(root.Content, k, v)
+		rest := l[i+1:]
+		if rest == "" {
+			v.Line = line
+			open, keyLen = v, len(key)
+			continue
+		}
+		if rest[0] != ' ' {
+			return nil, false
+		}
+		rest = rest[1:]
+		if rest == "|-" || rest == "|" {
+			n, ok := literal(src[pos:], rest == "|")
+			if !ok {
+				return nil, false
+			}
+			v.Kind, v.Tag, v.Style, v.Line, v.Column = yaml.ScalarNode, "!!str", yaml.LiteralStyle, line, i+3
+			v.Value = n.value
+			pos += n.size
+			line += n.lines
+			continue
+		}
+		if rest != "" && rest[0] == '[' {
+			if !flowList(&a, v, rest, line, i+3) {
+				return nil, false
+			}
+			continue
+		}
+		if !blockScalar(v, rest, line, i+3) {
+			return nil, false
+		}
+	}
+	if open != nil {
+		closeNull(open, keyLen)
+	}
+	return root, true
+}
+
+// closeNull makes v, its Line set, the empty value of a "key:" line:
+// yaml.v3 places it just after the colon.
+func closeNull(v *yaml.Node, keyLen int) {
+	v.Kind, v.Tag, v.Column = yaml.ScalarNode, "!!null", keyLen+2
+}
+
+// nodeSlab hands out nodes from shared arrays.
+type nodeSlab struct{ buf []yaml.Node }
+
+func (a *nodeSlab) new() *yaml.Node {
+	if len(a.buf) == cap(a.buf) {
+		a.buf = make([]yaml.Node, 0, 16)
+	}
+	a.buf = a.buf[:len(a.buf)+1]
+	return &a.buf[len(a.buf)-1]
+}
+
+// blockScalar fills v from s, the rest of a line after "key: " or "  - "
+// at column col, if s is a one-line plain or quoted scalar we accept.
+func blockScalar(v *yaml.Node, s string, line, col int) bool {
+	if s == "" {
+		return false
+	}
+	v.Kind, v.Line, v.Column = yaml.ScalarNode, line, col
+	switch s[0] {
+	case '\'':
+		val, ok := singleQuoted(s)
+		if !ok {
+			return false
+		}
+		v.Tag, v.Value, v.Style = "!!str", val, yaml.SingleQuotedStyle
+		return true
+	case '"':
+		val, ok := doubleQuoted(s)
+		if !ok {
+			return false
+		}
+		v.Tag, v.Value, v.Style = "!!str", val, yaml.DoubleQuotedStyle
+		return true
+	}
+	if !plainStart(s) {
+		return false
+	}
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if !safeRune(r) {
+				return false
+			}
+			i += size
+			continue
+		}
+		switch {
+		case c == ':':
+			// ": " starts a mapping, a final ':' a key: not one scalar.
+			if i+1 == len(s) || s[i+1] == ' ' {
+				return false
+			}
+		case c == ' ':
+			if i+1 == len(s) {
+				return false // yaml.v3 drops trailing spaces
+			}
+		case c == '#' || c < ' ' || c > '~':
+			return false
+		}
+		i++
+	}
+	tag, ok := plainTag(s)
+	if !ok {
+		return false
+	}
+	v.Tag, v.Value = tag, s
+	return true
+}
+
+// plainStart reports whether a plain scalar may start like s: a letter,
+// digit, '_', '/' or '.', or '-' before a digit; never an indicator.
+func plainStart(s string) bool {
+	c := s[0]
+	switch {
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '/', c == '.':
+		return true
+	case c == '-':
+		return len(s) > 1 && s[1] >= '0' && s[1] <= '9'
+	}
+	return false
+}
+
+// plainTag is the tag yaml.v3 gives plain scalar s, if it is one we
+// accept: strings, canonical decimal ints, decimal floats with a
+// fraction, true/false and RFC 3339 timestamps. Other floats (1e3, .5,
+// .inf), other ints (0x1f, 0o17, 1_000, 012, +1), True/TRUE, ~, Null
+// and the like are refused.
+func plainTag(s string) (string, bool) {
+	tag := resolveTag(s)
+	switch tag {
+	case "!!str":
+		return tag, true
+	case "!!int":
+		return tag, canonicalInt(s)
+	case "!!bool":
+		return tag, s == "true" || s == "false"
+	case "!!timestamp":
+		return tag, rfc3339Stamp(s)
+	case "!!float":
+		return tag, decimalFloat(s)
+	}
+	return "", false
+}
+
+// canonicalInt reports whether s is 0 or -?[1-9][0-9]{0,17}.
+func canonicalInt(s string) bool {
+	v := strings.TrimPrefix(s, "-")
+	if v == "" || len(v) > 18 || v[0] == '0' && (v != "0" || len(s) != 1) {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// decimalFloat reports whether s is -?(0|[1-9][0-9]*)\.[0-9]+, the way
+// Go prints a float64 with a fraction (3.5, -0.25), at most 40 bytes.
+func decimalFloat(s string) bool {
+	v := strings.TrimPrefix(s, "-")
+	dot := strings.IndexByte(v, '.')
+	if len(v) > 40 || dot < 1 || dot == len(v)-1 || v[0] == '0' && dot != 1 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if i != dot && (v[i] < '0' || v[i] > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// rfc3339Stamp reports whether s, which yaml.v3 resolved to a timestamp
+// (so time.Parse accepted it), has the shape of RFC 3339 as Tavern
+// writes it (schema.FormatTime): 2006-01-02T15:04:05, an optional
+// fraction of 1 to 9 digits, and Z or a ±hh:mm offset.
+func rfc3339Stamp(s string) bool {
+	const shape = "dddd-dd-ddTdd:dd:dd"
+	if len(s) < len(shape)+1 {
+		return false
+	}
+	for i := 0; i < len(shape); i++ {
+		if shape[i] == 'd' && !isDigit(s[i]) || shape[i] != 'd' && s[i] != shape[i] {
+			return false
+		}
+	}
+	rest := s[len(shape):]
+	if rest[0] == '.' {
+		n := 1
+		for n < len(rest) && isDigit(rest[n]) {
+			n++
+		}
+		if n == 1 || n > 10 {
+			return false
+		}
+		rest = rest[n:]
+	}
+	if rest == "Z" {
+		return true
+	}
+	return len(rest) == 6 && (rest[0] == '+' || rest[0] == '-') && isDigit(rest[1]) && isDigit(rest[2]) &&
+		rest[3] == ':' && isDigit(rest[4]) && isDigit(rest[5])
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// safeRune reports whether r, inside a scalar that ends its line, is
+// read by yaml.v3 as an ordinary character: printable (its reader refuses
+// control characters), not a line break (NEL, LS, PS), not a BOM.
+func safeRune(r rune) bool {
+	switch {
+	case r == utf8.RuneError, r < 0xA0, r == 0x2028, r == 0x2029, r == 0xFEFF:
+		return false
+	case r <= 0xD7FF, r >= 0xE000 && r <= 0xFFFD, r >= 0x10000 && r <= 0x10FFFF:
+		return true
+	}
+	return false
+}
+
+// singleQuoted decodes s, a whole single-quoted scalar ending its line.
+func singleQuoted(s string) (string, bool) {
+	if len(s) < 2 || s[len(s)-1] != '\'' {
+		return "", false
+	}
+	body := s[1 : len(s)-1]
+	esc := false
+	for i := 0; i < len(body); {
+		c := body[i]
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(body[i:])
+			if !safeRune(r) {
+				return "", false
+			}
+			i += size
+			continue
+		}
+		if c < ' ' || c > '~' {
+			return "", false
+		}
+		if c == '\'' {
+			// Only '' (an escaped quote) may appear inside.
+			if i+1 == len(body) || body[i+1] != '\'' {
+				return "", false
+			}
+			esc = true
+			i += 2
+			continue
+		}
+		i++
+	}
+	if esc {
+		return strings.ReplaceAll(body, "''", "'"), true
+	}
+	return body, true
+}
+
+type literalText struct {
+	value string
+	size  int // bytes of src it spans
+	lines int
+}
+
+// literal reads the content lines of a "key: |-" (or, clip, "key: |")
+// block scalar at the start of src: one or more lines indented by two
+// spaces (the first by exactly two), none blank, up to the next line
+// that does not start with two spaces.
+func literal(src string, clip bool) (literalText, bool) {
+	var b strings.Builder
+	var t literalText
+	for t.size < len(src) && strings.HasPrefix(src[t.size:], "  ") {
+		end := t.size + strings.IndexByte(src[t.size:], '\n')
+		l := src[t.size+2 : end]
+		if n := len(l); n > 0 && l[n-1] == '\r' {
+			l = l[:n-1]
+		}
+		if strings.TrimLeft(l, " ") == "" || t.lines == 0 && l[0] == ' ' {
+			return t, false
+		}
+		for i := 0; i < len(l); {
+			c := l[i]
+			if c >= utf8.RuneSelf {
+				r, size := utf8.DecodeRuneInString(l[i:])
+				if !safeRune(r) {
+					return t, false
+				}
+				i += size
+				continue
+			}
+			if c < ' ' || c > '~' {
+				return t, false
+			}
+			i++
+		}
+		if t.lines > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(l)
+		t.lines++
+		t.size = end + 1
+	}
+	if t.lines == 0 {
+		return t, false
+	}
+	if clip {
+		b.WriteByte('\n')
+	}
+	t.value = b.String()
+	return t, true
+}
+
+// doubleQuoted decodes s, a whole double-quoted scalar ending its line,
+// if it has no escapes: the encoder's "" and "true".
+func doubleQuoted(s string) (string, bool) {
+	if len(s) < 2 || s[len(s)-1] != '"' {
+		return "", false
+	}
+	body := s[1 : len(s)-1]
+	for i := 0; i < len(body); {
+		c := body[i]
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(body[i:])
+			if !safeRune(r) {
+				return "", false
+			}
+			i += size
+			continue
+		}
+		if c < ' ' || c > '~' || c == '"' || c == '\\' {
+			return "", false
+		}
+		i++
+	}
+	return body, true
+}
+
+// flowList fills v from s, "[...]" ending the line at column col: []
+// or plain scalars (letters, digits, _ . @ / + = -; no spaces) separated
+// by ", ".
+func flowList(a *nodeSlab, v *yaml.Node, s string, line, col int) bool {
+	if len(s) < 2 || s[len(s)-1] != ']' {
+		return false
+	}
+	v.Kind, v.Tag, v.Style, v.Line, v.Column = yaml.SequenceNode, "!!seq", yaml.FlowStyle, line, col
+	body := s[1 : len(s)-1]
+	if body == "" {
+		return true
+	}
+	n := strings.Count(body, ", ") + 1
+	v.Content = make([]*yaml.Node, 0, n)
+	off := 1 // offset of the element in s
+	for {
+		e := body
+		j := strings.IndexByte(body, ',')
+		if j >= 0 {
+			e = body[:j]
+		}
+		if e == "" || !plainStart(e) {
+			return false
+		}
+		for i := 0; i < len(e); i++ {
+			c := e[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+				c == '_' || c == '.' || c == '@' || c == '/' || c == '+' || c == '=' || c == '-') {
+				return false
+			}
+		}
+		tag, ok := plainTag(e)
+		if !ok || tag == "!!timestamp" {
+			return false
+		}
+		el := a.new()
+		el.Kind, el.Tag, el.Value, el.Line, el.Column = yaml.ScalarNode, tag, e, line, col+off
+		v.Content = append(v.Content, el)
+		if j < 0 {
+			return true
+		}
+		if j+1 == len(body) || body[j+1] != ' ' {
+			return false
+		}
+		body = body[j+2:]
+		off += j + 2
+	}
+}
+
+// resolveTag is the tag yaml.v3 (v3.0.1, resolve.go: resolve with no
+// explicit tag) gives the plain scalar in: the same hint table, map,
+// parsers and order of attempts, keeping only the tag. Kept a copy, not
+// an approximation, so that which strings are !!str is exact; the
+// differential tests compare with yaml.v3 itself.
+func resolveTag(in string) string {
+	hint := byte('N')
+	if in != "" {
+		hint = resolveHint(in[0])
+	}
+	if hint == 0 {
+		return "!!str"
+	}
+	switch in {
+	case "true", "True", "TRUE", "false", "False", "FALSE":
+		return "!!bool"
+	case "", "~", "null", "Null", "NULL":
+		return "!!null"
+	case ".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF":
+		return "!!float"
+	case "<<":
+		return "!!merge"
+	}
+	switch hint {
+	case '.':
+		if _, err := strconv.ParseFloat(in, 64); err == nil {
+			return "!!float"
+		}
+	case 'D', 'S':
+		if _, ok := yamlTimestamp(in); ok {
+			return "!!timestamp"
+		}
+		plain := strings.ReplaceAll(in, "_", "")
+		if _, err := strconv.ParseInt(plain, 0, 64); err == nil {
+			return "!!int"
+		}
+		if _, err := strconv.ParseUint(plain, 0, 64); err == nil {
+			return "!!int"
+		}
+		if yamlStyleFloat(plain) {
+			if _, err := strconv.ParseFloat(plain, 64); err == nil {
+				return "!!float"
+			}
+		}
+		if strings.HasPrefix(plain, "0b") {
+			if _, err := strconv.ParseInt(plain[2:], 2, 64); err == nil {
+				return "!!int"
+			}
+			if _, err := strconv.ParseUint(plain[2:], 2, 64); err == nil {
+				return "!!int"
+			}
+		} else if strings.HasPrefix(plain, "-0b") {
+			if _, err := strconv.ParseInt("-"+plain[3:], 2, 64); err == nil {
+				return "!!int"
+			}
+		}
+		if strings.HasPrefix(plain, "0o") {
+			if _, err := strconv.ParseInt(plain[2:], 8, 64); err == nil {
+				return "!!int"
+			}
+			if _, err := strconv.ParseUint(plain[2:], 8, 64); err == nil {
+				return "!!int"
+			}
+		} else if strings.HasPrefix(plain, "-0o") {
+			if _, err := strconv.ParseInt("-"+plain[3:], 8, 64); err == nil {
+				return "!!int"
+			}
+		}
+	}
+	return "!!str"
+}
+
+// resolveHint is yaml.v3's resolveTable.
+func resolveHint(c byte) byte {
+	switch c {
+	case '+', '-':
+		return 'S'
+	case '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return 'D'
+	case 'y', 'Y', 'n', 'N', 't', 'T', 'f', 'F', 'o', 'O', '~':
+		return 'M'
+	case '.':
+		return '.'
+	}
+	return 0
+}
+
+// yamlStyleFloat matches what yaml.v3's regexp of the same name does,
+// ^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$, without the
+// regexp engine (FuzzParseFrontFast compares the two).
+func yamlStyleFloat(s string) bool {
+	i := 0
+	digits := func() int {
+		j := i
+		for i < len(s) && isDigit(s[i]) {
+			i++
+		}
+		return i - j
+	}
+	if i < len(s) && (s[i] == '-' || s[i] == '+') {
+		i++
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	} else {
+		if digits() == 0 {
+			return false
+		}
+		if i < len(s) && s[i] == '.' {
+			i++
+			digits()
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '-' || s[i] == '+') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(s)
+}
+
+// yamlTimestampFormats and yamlTimestamp are yaml.v3's
+// allowedTimestampFormats and parseTimestamp.
+var yamlTimestampFormats = []string{
+	"2006-1-2T15:4:5.999999999Z07:00",
+	"2006-1-2t15:4:5.999999999Z07:00",
+	"2006-1-2 15:4:5.999999999",
+	"2006-1-2",
+}
+
+func yamlTimestamp(s string) (time.Time, bool) {
+	i := 0
+	for ; i < len(s); i++ {
+		if c := s[i]; c < '0' || c > '9' {
+			break
+		}
+	}
+	if i != 4 || i == len(s) || s[i] != '-' {
+		return time.Time{}, false
+	}
+	for _, format := range yamlTimestampFormats {
+		if t, err := time.Parse(format, s); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
