@@ -3,6 +3,7 @@ package docstore
 import (
 	"path/filepath"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -19,29 +20,35 @@ import (
 // Safety: a spare is reused only after an fsync of its old directory that
 // started after it left that directory has finished, so a crash can
 // never bring the old name back pointing at rewritten content. Until
-// then it waits in the pool; when enough are waiting, one fsync of their
-// directories (shared with other writers, group commit) makes them all
-// reusable. In relaxed mode the same rule holds (those batched directory
-// fsyncs are the only fsyncs relaxed mode makes). Spares belong to the
-// process that retired them: one left by a dead process is an ordinary
-// stale temp file (removed by Open after StaleTemp), never reused.
+// then it waits in the pool; once spareKick are waiting, a background
+// goroutine fsyncs their directories (shared with other writers, group
+// commit) and makes them reusable. Writers never wait for it: a create
+// that finds no ready spare makes a new file instead. (They used to
+// force that fsync themselves; with 8 writers each forced fsync stalled
+// all of them, a third of their blocked time.) In relaxed mode the same
+// rule holds (those batched directory fsyncs are the only fsyncs relaxed
+// mode makes). Spares belong to the process that retired them: one left
+// by a dead process is an ordinary stale temp file (removed by Open
+// after StaleTemp), never reused.
 
 const (
-	spareMax   = 256 // retired files kept; beyond this Retire unlinks
-	spareBatch = 64  // waiting spares that trigger a directory fsync
+	spareMax  = 256 // retired files kept; beyond this Retire unlinks
+	spareKick = 16  // waiting spares that start a background directory fsync
 )
 
 type spare struct {
 	name string     // base name in .tmp/
 	dir  *dirSyncer // the directory it left
 	need uint64     // reusable when dir.done >= need
-	path string     // that directory's path, for a forced fsync
+	path string     // that directory's path, for the fsync
 }
 
 type sparePool struct {
-	mu    sync.Mutex
-	ready []spare
-	wait  []spare
+	mu      sync.Mutex
+	ready   []spare
+	wait    []spare
+	syncing chan struct{} // non-nil while syncSpares runs; closed when it ends
+	failed  time.Time     // last failed fsync: no new attempt for a second
 }
 
 // Retire removes the document rel like a delete that skips .trash/ (for
@@ -99,8 +106,71 @@ func (s *Store) retire(dirfd int, name, dirPath string) error {
 	need := ds.next()
 	p.mu.Lock()
 	p.wait = append(p.wait, spare{name: base, dir: ds, need: need, path: dirPath})
+	kick := len(p.wait) >= spareKick && p.syncing == nil && time.Since(p.failed) > time.Second
+	if kick {
+		p.syncing = make(chan struct{})
+	}
 	p.mu.Unlock()
+	if kick {
+		go s.syncSpares()
+	}
 	return nil
+}
+
+// syncSpares fsyncs the directories the waiting spares left and makes
+// them ready, until fewer than spareKick are waiting.
+func (s *Store) syncSpares() {
+	p := &s.spares
+	for {
+		p.mu.Lock()
+		dirs := map[string]*dirSyncer{}
+		for _, sp := range p.wait {
+			dirs[sp.path] = sp.dir
+		}
+		p.mu.Unlock()
+		var err error
+		for path, ds := range dirs {
+			if e := ds.sync(path); e != nil {
+				err = e
+			}
+		}
+		p.mu.Lock()
+		p.promote()
+		if err != nil {
+			p.failed = time.Now()
+		}
+		if err != nil || len(p.wait) < spareKick {
+			close(p.syncing)
+			p.syncing = nil
+			p.mu.Unlock()
+			return
+		}
+		p.mu.Unlock()
+	}
+}
+
+// promote moves the waiting spares whose directory has been fsynced
+// since they left to ready. The caller holds p.mu.
+func (p *sparePool) promote() {
+	keep := p.wait[:0]
+	for _, sp := range p.wait {
+		if sp.dir.synced(sp.need) {
+			p.ready = append(p.ready, sp)
+		} else {
+			keep = append(keep, sp)
+		}
+	}
+	p.wait = keep
+}
+
+// waitSync waits for a running background fsync of spares to end.
+func (p *sparePool) waitSync() {
+	p.mu.Lock()
+	ch := p.syncing
+	p.mu.Unlock()
+	if ch != nil {
+		<-ch
+	}
 }
 
 // takeSpare returns a spare file whose old name is durably gone, or "".
@@ -108,38 +178,7 @@ func (s *Store) takeSpare() string {
 	p := &s.spares
 	p.mu.Lock()
 	if len(p.ready) == 0 && len(p.wait) > 0 {
-		// Promote those whose directory has been fsynced since.
-		keep := p.wait[:0]
-		for _, sp := range p.wait {
-			if sp.dir.synced(sp.need) {
-				p.ready = append(p.ready, sp)
-			} else {
-				keep = append(keep, sp)
-			}
-		}
-		p.wait = keep
-		if len(p.ready) == 0 && len(p.wait) >= spareBatch {
-			dirs := map[string]*dirSyncer{}
-			for _, sp := range p.wait {
-				dirs[sp.path] = sp.dir
-			}
-			p.mu.Unlock()
-			for path, ds := range dirs {
-				if ds.sync(path) != nil {
-					return ""
-				}
-			}
-			p.mu.Lock()
-			keep := p.wait[:0]
-			for _, sp := range p.wait {
-				if sp.dir.synced(sp.need) {
-					p.ready = append(p.ready, sp)
-				} else {
-					keep = append(keep, sp)
-				}
-			}
-			p.wait = keep
-		}
+		p.promote() // directories fsynced since by other writes
 	}
 	if len(p.ready) == 0 {
 		p.mu.Unlock()

@@ -72,29 +72,36 @@ func TestRetireReusesAfterDirSync(t *testing.T) {
 	}
 }
 
-// Enough waiting spares trigger one fsync of their directories, after
-// which they are reused.
+// Enough waiting spares start one background fsync of their
+// directories, after which they are reused.
 func TestRetireBatchSync(t *testing.T) {
 	s, _, err := Init(filepath.Join(t.TempDir(), DirName), "t")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < spareBatch; i++ {
+	for i := 0; i < spareKick; i++ {
 		rel := fmt.Sprintf("notes/o%02d.md", i)
 		if err := s.createFile(rel, []byte("---\na: 1\n---\n")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for i := 0; i < spareBatch; i++ {
+	for i := 0; i < spareKick; i++ {
 		if err := s.Retire(fmt.Sprintf("notes/o%02d.md", i)); err != nil {
 			t.Fatal(err)
 		}
+	}
+	s.spares.waitSync()
+	s.spares.mu.Lock()
+	ready, waiting := len(s.spares.ready), len(s.spares.wait)
+	s.spares.mu.Unlock()
+	if ready != spareKick || waiting != 0 {
+		t.Fatalf("after the background fsync: %d ready, %d waiting; want %d, 0", ready, waiting, spareKick)
 	}
 	if err := s.createFile("queues/x.md", []byte("---\nb: 1\n---\n")); err != nil {
 		t.Fatal(err)
 	}
 	left, _ := os.ReadDir(filepath.Join(s.Root(), tmpDir))
-	if got, want := len(left), spareBatch-1; got != want {
+	if got, want := len(left), spareKick-1; got != want {
 		t.Fatalf("spares left = %d, want %d (one reused)", got, want)
 	}
 }
