@@ -64,13 +64,15 @@ type Event struct {
 // filesystems where O_APPEND alone is not atomic. A Journal is safe for
 // concurrent use; its Seq numbers follow file order.
 //
-// Concurrent appends of one Journal are committed as a group: the first
-// caller writes its line and those of every caller queued behind it with
-// one flock, one write(2) and one unlock, and the next waiting caller
-// leads the following group. The lines of a group are written by one
-// write(2) too, so the guarantees above hold for the group as for one
-// line. Every Append returns only after its own line is written (and
-// fsynced, with JournalOptions.Sync), with the error of that write.
+// Concurrent appends of one Journal are committed in groups: a caller
+// that finds no write in progress writes its line and those of every
+// caller that queued meanwhile with one flock, one write(2) and one
+// unlock (then, a few times, what queued during that write), while the
+// others wait. A group's lines are written by one write(2), so the
+// guarantees above hold for a group as for one line. Every Append returns
+// only after its own line is written (and fsynced, with
+// JournalOptions.Sync), with the error of that write, and after the
+// in-process observers saw it.
 type Journal struct {
 	dir    string
 	writer string
@@ -83,7 +85,7 @@ type Journal struct {
 	// queue holds the appends waiting for the group being written, spare
 	// the other buffer of the pair the leader swaps.
 	queue, spare []*appendReq
-	leading      bool // an append is writing a group; the queue waits for it
+	leading      bool // a caller is writing groups; the queue waits for it
 	// observers see every event this Journal appended (in-process
 	// subscribers), in order; called by the group's leader, one at a
 	// time, so they must not block or append.
@@ -111,10 +113,11 @@ type appendReq struct {
 	once  bool
 	wrote bool // the line is in the file
 	err   error
-	wake  chan bool // true: lead the next group; false: done
+	done  bool          // the outcome is set (guarded by Journal.mu)
+	wake  chan struct{} // done or Journal.leading may have changed
 }
 
-var appendReqs = sync.Pool{New: func() any { return &appendReq{wake: make(chan bool, 1)} }}
+var appendReqs = sync.Pool{New: func() any { return &appendReq{wake: make(chan struct{}, 1)} }}
 
 // JournalOptions configure OpenJournal.
 type JournalOptions struct {
@@ -188,65 +191,92 @@ func (j *Journal) append(e Event, once bool) (Event, bool, error) {
 
 	j.mu.Lock()
 	j.queue = append(j.queue, r)
-	lead := !j.leading
-	j.leading = true
+	for !r.done {
+		if !j.leading {
+			// Nobody is writing: write the queue, r among it.
+			j.leading = true
+			j.mu.Unlock()
+			j.lead()
+			j.mu.Lock()
+			continue
+		}
+		j.mu.Unlock()
+		<-r.wake // something changed: done, or the lead is free
+		j.mu.Lock()
+	}
 	j.mu.Unlock()
-	if !lead {
-		lead = <-r.wake
-	}
-	if lead {
-		j.lead(r)
-	}
 	return r.e, r.wrote, r.err
 }
 
 func putAppendReq(r *appendReq) {
-	r.e, r.err, r.wrote = Event{}, nil, false
+	select {
+	case <-r.wake: // a stale notification (r's own leader sent it)
+	default:
+	}
+	r.e, r.err, r.wrote, r.done = Event{}, nil, false, false
 	if cap(r.body) > 64<<10 {
 		r.body = nil
 	}
 	appendReqs.Put(r)
 }
 
-// lead writes the queued appends as one group (self among them), then
-// hands the lead to the first append queued meanwhile, if any: handing
-// over rather than looping keeps one caller from writing for the others
-// indefinitely.
-func (j *Journal) lead(self *appendReq) {
-	j.mu.Lock()
-	group := j.queue
-	j.queue = j.spare[:0]
-	observers := j.observers
-	j.mu.Unlock()
+// maxLeadRounds bounds how many groups one leader writes before it
+// leaves the rest to a waiting caller: enough that a running caller, not
+// a parked one it would have to wake, writes what queued up during its
+// write (handing the lead to a goroutine that is not running stalls
+// everyone behind it), few enough that its own caller is not kept
+// writing for the others indefinitely.
+const maxLeadRounds = 4
 
-	j.fmu.Lock()
-	j.writeGroup(group)
-	j.fmu.Unlock()
-	for _, r := range group {
-		if r.wrote {
-			for _, o := range observers {
-				o(r.e)
+// lead writes the queued appends as one group, then the appends queued
+// meanwhile as the next, up to maxLeadRounds groups. Called with
+// j.leading set; it clears it.
+func (j *Journal) lead() {
+	for round := 1; ; round++ {
+		j.mu.Lock()
+		group := j.queue
+		j.queue = j.spare[:0]
+		observers := j.observers
+		j.mu.Unlock()
+
+		j.fmu.Lock()
+		j.writeGroup(group)
+		j.fmu.Unlock()
+		for _, r := range group {
+			if r.wrote {
+				for _, o := range observers {
+					o(r.e)
+				}
 			}
 		}
-	}
-	for _, r := range group {
-		if r != self {
-			r.wake <- false
-		}
-	}
 
-	j.mu.Lock()
-	clear(group)
-	j.spare = group[:0]
-	var next *appendReq
-	if len(j.queue) > 0 {
-		next = j.queue[0]
-	} else {
-		j.leading = false
+		j.mu.Lock()
+		for _, r := range group {
+			r.done = true
+			wake(r)
+		}
+		clear(group)
+		j.spare = group[:0]
+		if len(j.queue) == 0 || round == maxLeadRounds {
+			j.leading = false
+			if len(j.queue) > 0 {
+				// The first waiter leads next, unless a running
+				// caller takes the lead first.
+				wake(j.queue[0])
+			}
+			j.mu.Unlock()
+			return
+		}
+		j.mu.Unlock()
 	}
-	j.mu.Unlock()
-	if next != nil {
-		next.wake <- true
+}
+
+// wake notifies r's caller that its state changed, without blocking: one
+// pending notification is enough, the caller re-checks under j.mu.
+func wake(r *appendReq) {
+	select {
+	case r.wake <- struct{}{}:
+	default:
 	}
 }
 

@@ -293,3 +293,64 @@ func TestV7Source(t *testing.T) {
 		t.Errorf("clock stepped back: %s after %s", u, last)
 	}
 }
+
+// TestJournalLeadRounds: a leader writes at most maxLeadRounds groups;
+// what queued during its last one is written by a waiting caller it
+// wakes (without that, the last append would wait forever).
+func TestJournalLeadRounds(t *testing.T) {
+	root := t.TempDir()
+	j, err := OpenJournal(root, JournalOptions{Writer: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	gates := map[string]chan struct{}{}
+	for i := 1; i <= maxLeadRounds; i++ {
+		gates[fmt.Sprintf("g%d", i)] = make(chan struct{})
+	}
+	entered := make(chan string, 1)
+	j.observe(func(e Event) {
+		if g, ok := gates[e.Type]; ok {
+			entered <- e.Type
+			<-g
+		}
+	})
+	h := &groupHarness{t: t, j: j, root: root}
+	appendType := func(typ string) func() {
+		return func() {
+			if _, err := j.Append(Event{Type: typ}); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	h.wg.Go(appendType("g1"))
+	for i := 1; i <= maxLeadRounds; i++ {
+		select {
+		case got := <-entered:
+			if want := fmt.Sprintf("g%d", i); got != want {
+				t.Fatalf("round %d observed %s, want %s", i, got, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d never reached its observer", i)
+		}
+		h.queue(appendType(fmt.Sprintf("g%d", i+1)))
+		close(gates[fmt.Sprintf("g%d", i)])
+	}
+	done := make(chan struct{})
+	go func() { h.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the append queued during the last round was never written")
+	}
+	var want []string
+	for i := 1; i <= maxLeadRounds+1; i++ {
+		want = append(want, fmt.Sprintf("g%d#%d", i, i))
+	}
+	if got := describeEvents(h.lines(time.Now().UTC().Format(time.DateOnly))); got != strings.Join(want, " ") {
+		t.Errorf("file: got %s, want %s", got, strings.Join(want, " "))
+	}
+	if j.writes != maxLeadRounds+1 {
+		t.Errorf("writes: got %d, want %d", j.writes, maxLeadRounds+1)
+	}
+}
