@@ -14,13 +14,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
-	"github.com/google/uuid"
 )
 
 // Event types produced by the watcher itself. Engine packages add their own
@@ -63,19 +63,61 @@ type Event struct {
 // from any number of processes never interleave or tear, also on
 // filesystems where O_APPEND alone is not atomic. A Journal is safe for
 // concurrent use; its Seq numbers follow file order.
+//
+// Concurrent appends of one Journal are committed in groups: a caller
+// that finds no write in progress writes its line and those of every
+// caller that queued meanwhile with one flock, one write(2) and one
+// unlock (then, a few times, what queued during that write), while the
+// others wait. A group's lines are written by one write(2), so the
+// guarantees above hold for a group as for one line. Every Append returns
+// only after its own line is written (and fsynced, with
+// JournalOptions.Sync), with the error of that write, and after the
+// in-process observers saw it.
 type Journal struct {
 	dir    string
 	writer string
 	sync   bool
+	// writerSeq is `,"writer":<writer>,"seq":`, the JSON between an
+	// event's time and its sequence number.
+	writerSeq []byte
 
-	mu   sync.Mutex
-	seq  uint64
-	day  string
-	file *os.File
+	mu sync.Mutex
+	// queue holds the appends waiting for the group being written, spare
+	// the other buffer of the pair the leader swaps.
+	queue, spare []*appendReq
+	leading      bool // a caller is writing groups; the queue waits for it
 	// observers see every event this Journal appended (in-process
-	// subscribers); called with mu held, so they must not block.
+	// subscribers), in order; called by the group's leader, one at a
+	// time, so they must not block or append.
 	observers []func(Event)
+
+	// Owned by the leader of the group being written; fmu keeps Close
+	// off the file while a group is written.
+	fmu    sync.Mutex
+	seq    uint64
+	ids    v7Source
+	day    int // yyyymmdd of file
+	file   *os.File
+	buf    []byte
+	ends   []int // end offset in buf of each line
+	writes int   // group writes so far (tests check the grouping)
 }
+
+// appendReq is one queued append: the event, its JSON without id, writer
+// and seq (encoded by the caller, outside the lock), and its outcome.
+type appendReq struct {
+	e     Event
+	body  []byte // JSON of e.Time, then ,"type":... through the closing brace
+	split int    // where the time ends in body
+	day   int    // yyyymmdd of e.Time
+	once  bool
+	wrote bool // the line is in the file
+	err   error
+	done  bool          // the outcome is set (guarded by Journal.mu)
+	wake  chan struct{} // done or Journal.leading may have changed
+}
+
+var appendReqs = sync.Pool{New: func() any { return &appendReq{wake: make(chan struct{}, 1)} }}
 
 // JournalOptions configure OpenJournal.
 type JournalOptions struct {
@@ -98,7 +140,8 @@ func OpenJournal(root string, opt JournalOptions) (*Journal, error) {
 		_, _ = rand.Read(b[:])
 		w = fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 	}
-	return &Journal{dir: dir, writer: w, sync: opt.Sync}, nil
+	ws := append(appendJSONString([]byte(`,"writer":`), w), `,"seq":`...)
+	return &Journal{dir: dir, writer: w, sync: opt.Sync, writerSeq: ws, ids: newV7Source()}, nil
 }
 
 // Writer returns the identity stamped on every event this Journal appends.
@@ -127,40 +170,195 @@ func (j *Journal) append(e Event, once bool) (Event, bool, error) {
 	if e.Type == "" {
 		return e, false, fmt.Errorf("append event: %w", ErrNoType)
 	}
-	id, err := uuid.NewV7()
-	if err != nil {
-		return e, false, err
-	}
-	e.ID = id.String()
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}
 	e.Time = e.Time.UTC()
-	j.mu.Lock()
-	defer j.mu.Unlock()
 	e.Writer = j.writer
-	e.Seq = j.seq + 1
-	line, err := json.Marshal(e)
+	r := appendReqs.Get().(*appendReq)
+	defer putAppendReq(r)
+	// Encoded here, in parallel; the leader only splices in id and seq.
+	body, err := appendEventTime(r.body[:0], e.Time)
+	if err == nil {
+		r.split = len(body)
+		body, err = appendEventTail(body, &e)
+	}
 	if err != nil {
 		return e, false, fmt.Errorf("append event: %w", err)
 	}
-	line = append(line, '\n')
-	f, err := j.open(e.Time.Format(time.DateOnly))
+	y, m, d := e.Time.Date()
+	r.e, r.body, r.day, r.once = e, body, y*10000+int(m)*100+d, once
+
+	j.mu.Lock()
+	j.queue = append(j.queue, r)
+	for !r.done {
+		if !j.leading {
+			// Nobody is writing: write the queue, r among it.
+			j.leading = true
+			j.mu.Unlock()
+			j.lead()
+			j.mu.Lock()
+			continue
+		}
+		j.mu.Unlock()
+		<-r.wake // something changed: done, or the lead is free
+		j.mu.Lock()
+	}
+	j.mu.Unlock()
+	return r.e, r.wrote, r.err
+}
+
+func putAppendReq(r *appendReq) {
+	select {
+	case <-r.wake: // a stale notification (r's own leader sent it)
+	default:
+	}
+	r.e, r.err, r.wrote, r.done = Event{}, nil, false, false
+	if cap(r.body) > 64<<10 {
+		r.body = nil
+	}
+	appendReqs.Put(r)
+}
+
+// maxLeadRounds bounds how many groups one leader writes before it
+// leaves the rest to a waiting caller: enough that a running caller, not
+// a parked one it would have to wake, writes what queued up during its
+// write (handing the lead to a goroutine that is not running stalls
+// everyone behind it), few enough that its own caller is not kept
+// writing for the others indefinitely.
+const maxLeadRounds = 4
+
+// lead writes the queued appends as one group, then the appends queued
+// meanwhile as the next, up to maxLeadRounds groups. Called with
+// j.leading set; it clears it.
+func (j *Journal) lead() {
+	for round := 1; ; round++ {
+		j.mu.Lock()
+		group := j.queue
+		j.queue = j.spare[:0]
+		observers := j.observers
+		j.mu.Unlock()
+
+		j.fmu.Lock()
+		j.writeGroup(group)
+		j.fmu.Unlock()
+		for _, r := range group {
+			if r.wrote {
+				for _, o := range observers {
+					o(r.e)
+				}
+			}
+		}
+
+		j.mu.Lock()
+		for _, r := range group {
+			r.done = true
+			wake(r)
+		}
+		clear(group)
+		j.spare = group[:0]
+		if len(j.queue) == 0 || round == maxLeadRounds {
+			j.leading = false
+			if len(j.queue) > 0 {
+				// The first waiter leads next, unless a running
+				// caller takes the lead first.
+				wake(j.queue[0])
+			}
+			j.mu.Unlock()
+			return
+		}
+		j.mu.Unlock()
+	}
+}
+
+// wake notifies r's caller that its state changed, without blocking: one
+// pending notification is enough, the caller re-checks under j.mu.
+func wake(r *appendReq) {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// writeGroup writes the lines of group, in order: one flock and one
+// write(2) per day file (an AppendOnce splits it, its check must see
+// the lines before it).
+func (j *Journal) writeGroup(group []*appendReq) {
+	now := time.Now()
+	for len(group) > 0 {
+		n := 1
+		for n < len(group) && group[n].day == group[0].day {
+			n++
+		}
+		j.writeDay(group[:n], now)
+		group = group[n:]
+	}
+}
+
+func (j *Journal) writeDay(group []*appendReq, now time.Time) {
+	fail := func(rs []*appendReq, err error) {
+		for _, r := range rs {
+			r.err = err
+		}
+	}
+	f, err := j.open(group[0].day, group[0].e.Time)
 	if err != nil {
-		return e, false, err
+		fail(group, err)
+		return
 	}
 	if err := flock(f, syscall.LOCK_EX); err != nil {
-		return e, false, &fs.PathError{Op: "flock", Path: f.Name(), Err: err}
+		fail(group, &fs.PathError{Op: "flock", Path: f.Name(), Err: err})
+		return
 	}
 	defer flock(f, syscall.LOCK_UN)
-	if once && tailHas(f.Name(), e) {
-		return e, false, nil
+	j.buf, j.ends = j.buf[:0], j.ends[:0]
+	first := 0 // group[first:i] are encoded in j.buf
+	for i, r := range group {
+		if r.once {
+			if first < i {
+				if err := j.write(f, group[first:i]); err != nil {
+					fail(group[i:], err)
+					return
+				}
+				first = i
+			}
+			if tailHas(f.Name(), r.e) {
+				r.e.ID = j.ids.next(now).String()
+				first = i + 1
+				continue
+			}
+		}
+		start := len(j.buf)
+		j.buf = append(j.buf, `{"id":"`...)
+		j.buf = j.ids.next(now).appendString(j.buf)
+		r.e.ID = string(j.buf[start+len(`{"id":"`):])
+		r.e.Seq = j.seq + uint64(i-first) + 1
+		j.buf = append(j.buf, `","time":`...)
+		j.buf = append(j.buf, r.body[:r.split]...)
+		j.buf = append(j.buf, j.writerSeq...)
+		j.buf = strconv.AppendUint(j.buf, r.e.Seq, 10)
+		j.buf = append(j.buf, r.body[r.split:]...)
+		j.buf = append(j.buf, '\n')
+		j.ends = append(j.ends, len(j.buf))
 	}
-	n, err := f.Write(line)
-	if err == nil && n < len(line) {
+	if first < len(group) {
+		_ = j.write(f, group[first:])
+	}
+	if cap(j.buf) > 1<<20 {
+		j.buf = nil
+	}
+}
+
+// write writes j.buf, the lines of group, with one write(2) and resets
+// j.buf. The lines written whole count as appended (whatever the error,
+// they are in the file: their Seq is spent); the others get the error.
+func (j *Journal) write(f *os.File, group []*appendReq) error {
+	j.writes++
+	n, err := f.Write(j.buf)
+	if err == nil && n < len(j.buf) {
 		err = io.ErrShortWrite
 	}
-	if err != nil && n > 0 {
+	if err != nil && n > 0 && j.buf[n-1] != '\n' {
 		// Terminate the partial line so the next event starts clean;
 		// readers report the fragment as malformed.
 		_, _ = f.Write([]byte{'\n'})
@@ -169,16 +367,21 @@ func (j *Journal) append(e Event, once bool) (Event, bool, error) {
 		err = f.Sync()
 	}
 	if err != nil {
-		return e, false, &fs.PathError{Op: "append", Path: f.Name(), Err: err}
+		err = &fs.PathError{Op: "append", Path: f.Name(), Err: err}
 	}
-	j.seq++
-	for _, o := range j.observers {
-		o(e)
+	for i, r := range group {
+		if j.ends[i] <= n {
+			r.wrote, r.err = true, err
+			j.seq = r.e.Seq
+		} else {
+			r.err = err
+		}
 	}
-	return e, true, nil
+	j.buf, j.ends = j.buf[:0], j.ends[:0]
+	return err
 }
 
-func (j *Journal) open(day string) (*os.File, error) {
+func (j *Journal) open(day int, t time.Time) (*os.File, error) {
 	if j.file != nil && j.day == day {
 		return j.file, nil
 	}
@@ -186,7 +389,7 @@ func (j *Journal) open(day string) (*os.File, error) {
 		j.file.Close()
 		j.file = nil
 	}
-	name := filepath.Join(j.dir, day+".jsonl")
+	name := filepath.Join(j.dir, t.Format(time.DateOnly)+".jsonl")
 	f, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(j.dir, 0o755); err != nil {
@@ -210,8 +413,8 @@ func (j *Journal) observe(fn func(Event)) {
 
 // Close releases the open day file.
 func (j *Journal) Close() error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
+	j.fmu.Lock()
+	defer j.fmu.Unlock()
 	if j.file == nil {
 		return nil
 	}

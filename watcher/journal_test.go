@@ -14,22 +14,38 @@ import (
 	"time"
 )
 
+// journalWorker appends args[1] events from each of args[3] goroutines
+// sharing one Journal (writer "w"+args[2]), so the appends of a process
+// are written in groups while other processes append to the same file.
 func journalWorker(args []string) error {
 	root := args[0]
 	n, _ := strconv.Atoi(args[1])
 	id := args[2]
+	g, _ := strconv.Atoi(args[3])
 	j, err := OpenJournal(root, JournalOptions{Writer: "w" + id})
 	if err != nil {
 		return err
 	}
 	defer j.Close()
 	big := strings.Repeat("y", 9000) // beyond PIPE_BUF: only the lock keeps it whole
-	for i := range n {
-		e := Event{Type: "test.append", Agent: "w" + id, Data: map[string]any{"i": i}}
-		if i%10 == 0 {
-			e.Data["pad"] = big
-		}
-		if _, err := j.Append(e); err != nil {
+	errs := make(chan error, g)
+	for k := range g {
+		go func() {
+			for i := range n {
+				e := Event{Type: "test.append", Agent: fmt.Sprintf("w%s/g%d", id, k), Data: map[string]any{"i": i}}
+				if i%10 == 0 {
+					e.Data["pad"] = big
+				}
+				if _, err := j.Append(e); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range g {
+		if err := <-errs; err != nil {
 			return err
 		}
 	}
@@ -47,12 +63,16 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// TestJournalConcurrentProcesses: procs processes × goroutines goroutines
+// × each appends to one journal. Every line parses (none torn or
+// interleaved), none is lost or duplicated, each writer's Seq runs 1, 2,
+// 3... in file order, and each goroutine's events are in its append order.
 func TestJournalConcurrentProcesses(t *testing.T) {
-	const procs, each = 8, 5000
+	const procs, goroutines, each = 4, 4, 2500
 	root := t.TempDir()
 	var cmds []*exec.Cmd
 	for p := range procs {
-		c := helper(t, "journal", root, strconv.Itoa(each), strconv.Itoa(p))
+		c := helper(t, "journal", root, strconv.Itoa(each), strconv.Itoa(p), strconv.Itoa(goroutines))
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -64,6 +84,8 @@ func TestJournalConcurrentProcesses(t *testing.T) {
 		}
 	}
 	lastSeq := map[string]uint64{}
+	lastID := map[string]string{}
+	next := map[string]int{} // per goroutine (Agent): the i expected next
 	ids := map[string]bool{}
 	total := 0
 	_, err := ReadJournal(root, Filter{}, func(e Event, err error) bool {
@@ -80,19 +102,35 @@ func TestJournalConcurrentProcesses(t *testing.T) {
 			t.Errorf("writer %s: seq %d after %d (lost or reordered)", e.Writer, e.Seq, lastSeq[e.Writer])
 		}
 		lastSeq[e.Writer] = e.Seq
-		if i, _ := e.Data["i"].(float64); uint64(i)+1 != e.Seq {
-			t.Errorf("writer %s: data i=%v at seq %d", e.Writer, e.Data["i"], e.Seq)
+		if e.ID <= lastID[e.Writer] {
+			t.Errorf("writer %s: id %s after %s (ids must increase in file order)", e.Writer, e.ID, lastID[e.Writer])
+		}
+		lastID[e.Writer] = e.ID
+		if i, _ := e.Data["i"].(float64); int(i) != next[e.Agent] {
+			t.Errorf("goroutine %s: data i=%v, want %d", e.Agent, e.Data["i"], next[e.Agent])
+		}
+		next[e.Agent]++
+		if pad, ok := e.Data["pad"].(string); next[e.Agent]%10 == 1 && len(pad) != 9000 {
+			t.Errorf("goroutine %s: pad of %d bytes, want 9000 (ok %v)", e.Agent, len(pad), ok)
 		}
 		return true
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if total != procs*each {
-		t.Errorf("events: got %d, want %d", total, procs*each)
+	if total != procs*goroutines*each {
+		t.Errorf("events: got %d, want %d", total, procs*goroutines*each)
 	}
 	if len(lastSeq) != procs {
 		t.Errorf("writers: got %d, want %d", len(lastSeq), procs)
+	}
+	if len(next) != procs*goroutines {
+		t.Errorf("goroutines: got %d, want %d", len(next), procs*goroutines)
+	}
+	for a, n := range next {
+		if n != each {
+			t.Errorf("goroutine %s: %d events, want %d", a, n, each)
+		}
 	}
 }
 

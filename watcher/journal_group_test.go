@@ -1,0 +1,356 @@
+package watcher
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// groupHarness holds a Journal's lead: an observer blocks while the leader
+// publishes the "block" event, so appends made meanwhile queue up and are
+// written as one group once released.
+type groupHarness struct {
+	t       *testing.T
+	j       *Journal
+	root    string
+	release chan struct{}
+	mu      sync.Mutex
+	seen    []Event // what observers saw, in order
+	wg      sync.WaitGroup
+}
+
+func newGroupHarness(t *testing.T) *groupHarness {
+	t.Helper()
+	root := t.TempDir()
+	j, err := OpenJournal(root, JournalOptions{Writer: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	h := &groupHarness{t: t, j: j, root: root, release: make(chan struct{})}
+	entered := make(chan struct{})
+	j.observe(func(e Event) {
+		h.mu.Lock()
+		h.seen = append(h.seen, e)
+		h.mu.Unlock()
+		if e.Type == "block" {
+			close(entered)
+			<-h.release
+		}
+	})
+	h.wg.Go(func() {
+		if _, err := j.Append(Event{Type: "block"}); err != nil {
+			t.Error(err)
+		}
+	})
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first append never reached its observer")
+	}
+	return h
+}
+
+// queue starts fn (an append) and returns once it is queued behind the
+// blocked leader, so appends queue in the order of the calls.
+func (h *groupHarness) queue(fn func()) {
+	h.t.Helper()
+	h.j.mu.Lock()
+	n := len(h.j.queue)
+	h.j.mu.Unlock()
+	h.wg.Go(fn)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		h.j.mu.Lock()
+		m := len(h.j.queue)
+		h.j.mu.Unlock()
+		if m > n {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("append not queued after 10s (queue %d)", m)
+		}
+		time.Sleep(time.Millisecond) // polling a condition, with a deadline
+	}
+}
+
+// finish releases the leader and waits for every append.
+func (h *groupHarness) finish() {
+	close(h.release)
+	h.wg.Wait()
+}
+
+func (h *groupHarness) lines(day string) []Event {
+	h.t.Helper()
+	var out []Event
+	data, err := os.ReadFile(filepath.Join(h.root, JournalDir, day+".jsonl"))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		e, err := ParseEventLine([]byte(l))
+		if err != nil {
+			h.t.Fatalf("line %q: %v", l, err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func describeEvents(evs []Event) string {
+	var s []string
+	for _, e := range evs {
+		s = append(s, fmt.Sprintf("%s#%d", e.Type, e.Seq))
+	}
+	return strings.Join(s, " ")
+}
+
+// TestJournalGroupCommit: appends queued behind a busy leader are written
+// with one write(2), in queue order, with consecutive Seq, and every
+// caller gets its own stamped event back.
+func TestJournalGroupCommit(t *testing.T) {
+	h := newGroupHarness(t)
+	const n = 7
+	got := make([]Event, n)
+	for i := range n {
+		h.queue(func() {
+			e, err := h.j.Append(Event{Type: fmt.Sprintf("e%d", i)})
+			if err != nil {
+				t.Error(err)
+			}
+			got[i] = e
+		})
+	}
+	h.finish()
+	if h.j.writes != 2 {
+		t.Errorf("writes: got %d, want 2 (the first event, then one group of %d)", h.j.writes, n)
+	}
+	want := "block#1 e0#2 e1#3 e2#4 e3#5 e4#6 e5#7 e6#8"
+	file := h.lines(time.Now().UTC().Format(time.DateOnly))
+	if s := describeEvents(file); s != want {
+		t.Errorf("file: got %s, want %s", s, want)
+	}
+	if s := describeEvents(h.seen); s != want {
+		t.Errorf("observed: got %s, want %s", s, want)
+	}
+	for i, e := range got {
+		if f := file[i+1]; e.ID != f.ID || e.Seq != f.Seq || e.Writer != "w" {
+			t.Errorf("append %d returned id %s seq %d writer %q; its line has id %s seq %d", i, e.ID, e.Seq, e.Writer, f.ID, f.Seq)
+		}
+	}
+}
+
+// TestJournalGroupOnceAndDays: within one group an AppendOnce sees the
+// lines queued before it (the duplicate is skipped and spends no Seq),
+// and events of different days go to their own day files.
+func TestJournalGroupOnceAndDays(t *testing.T) {
+	h := newGroupHarness(t)
+	d1 := time.Date(2026, 11, 20, 23, 59, 59, 0, time.UTC)
+	d2 := d1.Add(time.Second)
+	var mu sync.Mutex
+	appended := map[string]int{}
+	once := func(name string, e Event) func() {
+		return func() {
+			_, ok, err := h.j.AppendOnce(e)
+			if err != nil {
+				t.Error(err)
+			}
+			if ok {
+				mu.Lock()
+				appended[name]++
+				mu.Unlock()
+			}
+		}
+	}
+	add := func(e Event) func() {
+		return func() {
+			if _, err := h.j.Append(e); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	x := Event{Type: TypeExternal, Path: "notes/a.md", Rev: "2-ab", Time: d1}
+	h.queue(add(Event{Type: "a", Time: d1}))
+	h.queue(once("x1", x))
+	h.queue(once("x2", x))
+	h.queue(add(Event{Type: "b", Time: d2}))
+	h.queue(add(Event{Type: "c", Time: d1}))
+	h.queue(once("y", Event{Type: TypeExternal, Path: "notes/a.md", Rev: "3-cd", Time: d1}))
+	h.finish()
+	if appended["x1"] != 1 || appended["x2"] != 0 || appended["y"] != 1 {
+		t.Errorf("AppendOnce appended: got %v, want x1:1 y:1", appended)
+	}
+	if s, want := describeEvents(h.lines("2026-11-20")), "a#2 external#3 c#5 external#6"; s != want {
+		t.Errorf("day 1: got %s, want %s", s, want)
+	}
+	if s, want := describeEvents(h.lines("2026-11-21")), "b#4"; s != want {
+		t.Errorf("day 2: got %s, want %s", s, want)
+	}
+	if s, want := describeEvents(h.seen), "block#1 a#2 external#3 b#4 c#5 external#6"; s != want {
+		t.Errorf("observed: got %s, want %s", s, want)
+	}
+}
+
+// TestJournalConcurrentAppends: many goroutines of one process; observers
+// see Seq 1..n in order, the file holds the same, and each Append returned
+// its own line's id and Seq.
+func TestJournalConcurrentAppends(t *testing.T) {
+	const goroutines, each = 8, 500
+	root := t.TempDir()
+	j, err := OpenJournal(root, JournalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	var seen []uint64 // observers run one at a time: no lock needed, -race checks
+	j.observe(func(e Event) { seen = append(seen, e.Seq) })
+	returned := make([][]Event, goroutines)
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range each {
+				e, err := j.Append(Event{Type: "t", Agent: fmt.Sprint(g), Data: map[string]any{"i": i}})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				returned[g] = append(returned[g], e)
+			}
+		})
+	}
+	wg.Wait()
+	byID := map[string]Event{}
+	var seqs []uint64
+	ReadJournal(root, Filter{}, func(e Event, err error) bool {
+		if err != nil {
+			t.Error(err)
+		}
+		byID[e.ID] = e
+		seqs = append(seqs, e.Seq)
+		return true
+	})
+	if len(seqs) != goroutines*each {
+		t.Fatalf("lines: got %d, want %d", len(seqs), goroutines*each)
+	}
+	for i, s := range seqs {
+		if s != uint64(i+1) {
+			t.Fatalf("line %d: seq %d, want %d", i+1, s, i+1)
+		}
+	}
+	if !slices.Equal(seen, seqs) {
+		t.Errorf("observers saw %d events not in file order", len(seen))
+	}
+	for g, evs := range returned {
+		for i, e := range evs {
+			f, ok := byID[e.ID]
+			if !ok || f.Seq != e.Seq || f.Agent != fmt.Sprint(g) || f.Data["i"] != float64(i) {
+				t.Fatalf("goroutine %d append %d returned id %s seq %d; file has %+v", g, i, e.ID, e.Seq, f)
+			}
+			if i > 0 && e.Seq <= evs[i-1].Seq {
+				t.Fatalf("goroutine %d: seq %d after %d", g, e.Seq, evs[i-1].Seq)
+			}
+		}
+	}
+	if j.writes >= goroutines*each {
+		t.Logf("no append was grouped (%d writes): possible on an idle machine, not a failure", j.writes)
+	}
+}
+
+// TestV7Source: ids are RFC 9562 version 7 UUIDs in the canonical form,
+// carry the millisecond time, and strictly increase even when the clock
+// does not move.
+func TestV7Source(t *testing.T) {
+	s := newV7Source()
+	now := time.Date(2026, 11, 22, 1, 2, 3, 456789012, time.UTC)
+	var last string
+	for i := range 5000 {
+		u := s.next(now) // the same instant every time
+		str := u.String()
+		p, err := uuid.Parse(str)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Version() != 7 || p.Variant() != uuid.RFC4122 || p.String() != str {
+			t.Fatalf("%s: version %d variant %v, canonical %s", str, p.Version(), p.Variant(), p.String())
+		}
+		sec, nsec := p.Time().UnixTime()
+		if ms := sec*1000 + nsec/1e6; i == 0 && ms != now.UnixMilli() {
+			t.Fatalf("%s: time %d ms, want %d", str, ms, now.UnixMilli())
+		}
+		if str <= last {
+			t.Fatalf("id %d: %s after %s", i, str, last)
+		}
+		last = str
+	}
+	if u := s.next(now.Add(-time.Hour)); u.String() <= last {
+		t.Errorf("clock stepped back: %s after %s", u, last)
+	}
+}
+
+// TestJournalLeadRounds: a leader writes at most maxLeadRounds groups;
+// what queued during its last one is written by a waiting caller it
+// wakes (without that, the last append would wait forever).
+func TestJournalLeadRounds(t *testing.T) {
+	root := t.TempDir()
+	j, err := OpenJournal(root, JournalOptions{Writer: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	gates := map[string]chan struct{}{}
+	for i := 1; i <= maxLeadRounds; i++ {
+		gates[fmt.Sprintf("g%d", i)] = make(chan struct{})
+	}
+	entered := make(chan string, 1)
+	j.observe(func(e Event) {
+		if g, ok := gates[e.Type]; ok {
+			entered <- e.Type
+			<-g
+		}
+	})
+	h := &groupHarness{t: t, j: j, root: root}
+	appendType := func(typ string) func() {
+		return func() {
+			if _, err := j.Append(Event{Type: typ}); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	h.wg.Go(appendType("g1"))
+	for i := 1; i <= maxLeadRounds; i++ {
+		select {
+		case got := <-entered:
+			if want := fmt.Sprintf("g%d", i); got != want {
+				t.Fatalf("round %d observed %s, want %s", i, got, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d never reached its observer", i)
+		}
+		h.queue(appendType(fmt.Sprintf("g%d", i+1)))
+		close(gates[fmt.Sprintf("g%d", i)])
+	}
+	done := make(chan struct{})
+	go func() { h.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the append queued during the last round was never written")
+	}
+	var want []string
+	for i := 1; i <= maxLeadRounds+1; i++ {
+		want = append(want, fmt.Sprintf("g%d#%d", i, i))
+	}
+	if got := describeEvents(h.lines(time.Now().UTC().Format(time.DateOnly))); got != strings.Join(want, " ") {
+		t.Errorf("file: got %s, want %s", got, strings.Join(want, " "))
+	}
+	if j.writes != maxLeadRounds+1 {
+		t.Errorf("writes: got %d, want %d", j.writes, maxLeadRounds+1)
+	}
+}
