@@ -32,6 +32,25 @@
 // The revision of a document (Doc.Rev) is a hash of its bytes, so hand
 // edits change it too and UpdateIf notices them.
 //
+// A Dir (Store.OpenDir) is an open directory for callers that make many
+// changes in a few directories (the queue broker's state directories): it
+// is reached component by component with O_NOFOLLOW, and its ReadFile,
+// Get, Create, Retire, Exists and Lstat name files relative to the
+// descriptor (openat, renameat2, linkat, fstatat), never following the
+// last component either. The kernel then resolves one name per call
+// instead of the whole absolute path, and no per-call symlink walk is
+// needed. A Dir keeps naming the directory it opened even if its path is
+// later given to another one; Stale tells, and callers recheck (the
+// broker does at most every 100ms and after any failure).
+//
+// Parsing: frontmatter in the shapes Tavern itself writes (one
+// `key: value` per line, plain or simply quoted scalars, `|`/`|-` blocks,
+// flow and two-space block lists of scalars, no comments, anchors or
+// tags) is read by a small scanner (fastfront.go) that builds the same
+// yaml.Node tree yaml.v3 would, node for node; anything else goes to
+// yaml.v3. A differential test and FuzzParseFrontFast compare the two on
+// every input the scanner accepts.
+//
 // # Round-trip fidelity
 //
 // A Doc keeps the bytes it was parsed from. Set, SetYAML, Delete and
@@ -67,16 +86,18 @@
 //     new name (no replace). On a disk mounted `discard` without a journal
 //     freeing blocks waits for a synchronous discard; a spare frees none
 //     while the new content fits its blocks. A spare is reused only after
-//     an fsync of the directory it left finished after it left (forced
-//     when 64 wait), so a crash cannot bring its old name back onto new
-//     content. A process keeps at most 256; leftovers of a dead process
+//     an fsync of the directory it left finished after it left (a
+//     background goroutine fsyncs those directories once 16 wait; a
+//     create never waits for it), so a crash cannot bring its old name
+//     back onto new content. A process keeps at most 256; leftovers of a dead process
 //     are stale temp files. A spare older than StaleTemp (by mtime: a
 //     long-pending item's) may be swept by another process's Open; the
 //     create then falls back to a fresh file.
 //   - Documents are limited to MaxDocSize (8 MiB) and must be valid UTF-8
 //     without NUL bytes; larger or binary files are reported, never read
 //     whole.
-//   - Symlinks are followed only if they resolve inside the store.
+//   - Symlinks are followed only if they resolve inside the store (never,
+//     through a Dir).
 //   - A process killed mid-write leaves a temp file in .tmp/ (never a torn
 //     document). Open removes temp files older than StaleTemp (15 min);
 //     younger ones may belong to a live writer, possibly on another host.

@@ -127,7 +127,7 @@
 // journal, mounted `discard`) every freed block costs a synchronous
 // discard of ~0.2 ms, and that was most of the cycle. A spare is reused
 // only once an fsync of the directory it left has finished after it left
-// (forced, shared, when 64 spares wait), so a crash can never bring the
+// (done in the background once 16 spares wait), so a crash can never bring the
 // old name back onto rewritten content. When no spare is ready a create
 // is an O_TMPFILE in the target directory, fsync, link(2) into place.
 // The old copy's directory is otherwise not fsynced after the retire:
@@ -138,8 +138,8 @@
 // fenced calls; lookups prefer the later state). A claim or completion is
 // durable before Take or Complete returns. With `durability: relaxed` in
 // tavern.md no file is fsynced (still atomic); the only fsyncs are the
-// batched directory fsyncs that make spares reusable (about 0.1 per
-// cycle). Spares belong to their process (at most 256); ones left by a
+// batched background directory fsyncs that make spares reusable (about
+// 0.25 per cycle). Spares belong to their process (at most 256); ones left by a
 // dead process are stale temp files, removed by a later Open after 15
 // minutes. Lock files are reused (256 item-lock stripes per queue, one
 // holder lock per process).
@@ -293,14 +293,74 @@
 // main, 0.17x/0.16x now (goal 0.33x); relaxed vs SQLite NORMAL:
 // 0.17x/0.27x on main, 0.60x/0.49x now (goal 1.0x).
 //
-// The goals are still not met. What remains per cycle: the claim's YAML
-// parse, ~33 fstatat (docstore path checks: an lstat per component on
-// every Create/Get, Queue's checks of queue.md, the done/dead lookups),
-// 4 renames, ~5 opens, the journal's 2 appends (flock, write, unlock
-// each), GC, and, durable, 2 file fsyncs that cannot be shared (each a
-// device FLUSH). Ideas not done: a Create/Get variant for paths the
-// Broker built from validated names (like RetireAbs), Queue's cache hit
-// on 2 lstats instead of 4 stats, journal appends batched per writer.
+// Round 4, path walks, parses and stalls. A profile of round 3's code
+// (relaxed, 8 workers) put a third of the workers' CPU in system calls,
+// most of it the kernel walking the store's absolute path (ten or more
+// components in the benchmark) for every read, create, rename and stat,
+// plus docstore's lstat of each component before each of them; YAML
+// parsing was next. The block profile showed the workers waiting on each
+// other: on the journal's mutex (held across flock, write, unlock) and on
+// the spare directory fsync that whoever found no spare forced on all.
+// Changes:
+//   - The Broker keeps queues/<q>/{pending,claimed,done,dead} open as
+//     docstore.Dir handles (move.go): every file operation of the cycle
+//     names one component relative to a descriptor. A handle is checked
+//     against its path at most every 100ms and after any failure, and a
+//     queue's handles are dropped when queue.md changes; Queue's cache
+//     hit is one short lstat of queue.md through the queue directory.
+//     Spares are named relative to one .tmp/ descriptor.
+//   - Frontmatter Tavern wrote is parsed by docstore's scanner instead of
+//     yaml.v3 (same node tree; 47 -> 8 µs for a claimed item).
+//   - Journal appends of concurrent callers share one flock and one
+//     write, the event is encoded without reflection, ids come from a
+//     local UUIDv7 source (watcher).
+//   - Spare directories are fsynced by a background goroutine; a create
+//     never waits for it.
+//   - fdatasync for spare and O_TMPFILE data; a completion whose claimed
+//     file is byte for byte the claim's skips the done/dead lookups;
+//     schema.Kind.Match stopped splitting the path and allocating per
+//     kind tried.
+//
+// Per cycle now (strace, relaxed, 1 worker, steady state): 42 system
+// calls: 4 renameat2 between directory descriptors, 5 fstatat of one
+// component (queue.md, the claim's done/ and dead/ lookups, two lock
+// re-checks), 4 openat (2 reads, 2 spare rewrites), 2 pwrite and 2
+// ftruncate, 8 flock (item lock twice, journal twice), 2 journal writes,
+// 2 inotify reads, closes; plus about 0.25 background directory fsyncs.
+// Durable adds 2 fdatasync and the claimed/ and done/ directory fsyncs
+// (shared between concurrent writers).
+//
+// One `make bench` (3 runs of 1s each, medians; load average 2-3 from
+// the session's other work), cycles/s and CPU per cycle (user+system):
+//
+//	                     round 4      baseline (same run)
+//	durable, 1 worker     1343        SQLite FULL 3273 (0.41x), raw durable rename 5198 (0.26x)
+//	durable, 8 workers    2491        SQLite FULL 2793 (0.89x), raw durable rename 12766 (0.20x)
+//	relaxed, 8 workers    5123        SQLite NORMAL 5613 (0.91x)
+//	CPU, durable, 8       529 µs      SQLite FULL 225 µs (2.35x)
+//	CPU, relaxed, 8       336 µs      SQLite NORMAL 186 µs (1.80x)
+//
+// Round 3's code in the same session, interleaved runs with this one:
+// relaxed 8 workers 290-430 µs of CPU per cycle against 200-340 now.
+// The goals (1.0x SQLite FULL and 0.33x the raw durable rename at 8
+// workers, 1.0x SQLite NORMAL relaxed) are closer and still not met.
+//
+// What remains is mostly the kernel. All four renames of a cycle cross
+// directories (.tmp/ and a state directory), so each takes the
+// filesystem-wide rename mutex (s_vfs_rename_mutex) and both directories'
+// locks: with 8 workers on 2 CPUs a rename costs about 17 µs of CPU
+// instead of 8, the kernel spinning on contended locks. A protocol with
+// one cross-directory rename per state change would halve that: rename
+// pending/X to claimed/X (the arbiter, as DESIGN.md words the claim),
+// then RENAME_EXCHANGE the new content in from a spare kept in the same
+// directory, so each state directory's spare pool refills itself. It
+// needs dot-named spares inside the state directories (hidden from every
+// listing, the watcher and check) and crash handling for a claimed copy
+// without claim fields; not done. SQLite spends less CPU per cycle but
+// runs one writer at a time; Tavern's workers run on both CPUs, which is
+// why cycles/s come closer than CPU does. Durable mode adds about 190 µs
+// of CPU per cycle over relaxed (fsync work in the kernel and the Go
+// scheduler handing off threads blocked in fsync).
 //
 // # Journal
 //
