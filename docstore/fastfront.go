@@ -1,7 +1,6 @@
 package docstore
 
 import (
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -28,8 +27,8 @@ import (
 // Keys are [a-z_][a-z0-9_]*, unique. Block list items are indented by
 // two spaces and are plain or quoted scalars. Plain scalars are strings,
 // canonical decimal ints, decimal floats with a fraction, true/false and
-// RFC 3339 timestamps; their tags come from resolveTag, a copy of
-// yaml.v3's resolver. Comments, tabs, blank or indented lines, anchors,
+// RFC 3339 timestamps (mayNotBeString refuses whatever else a resolver
+// might not read as a string). Comments, tabs, blank or indented lines, anchors,
 // aliases, tags, escapes, folded scalars, flow mappings, plain or
 // quoted scalars over several lines and anything else are refused.
 func parseFrontFast(front []byte) (*yaml.Node, bool) {
@@ -93,7 +92,7 @@ func parseFrontFast(front []byte) (*yaml.Node, bool) {
 			return nil, false
 		}
 		key := l[:i]
-		if resolveTag(key) != "!!str" {
+		if mayNotBeString(key) {
 			return nil, false // true:, null:
 		}
 		if len(root.Content) < 32 {
@@ -250,20 +249,22 @@ func plainStart(s string) bool {
 // .inf), other ints (0x1f, 0o17, 1_000, 012, +1), True/TRUE, ~, Null
 // and the like are refused.
 func plainTag(s string) (string, bool) {
-	tag := resolveTag(s)
-	switch tag {
-	case "!!str":
-		return tag, true
-	case "!!int":
-		return tag, canonicalInt(s)
-	case "!!bool":
-		return tag, s == "true" || s == "false"
-	case "!!timestamp":
-		return tag, rfc3339Stamp(s)
-	case "!!float":
-		return tag, decimalFloat(s)
+	switch {
+	case s == "true" || s == "false":
+		return "!!bool", true
+	case canonicalInt(s):
+		return "!!int", true
+	case decimalFloat(s):
+		return "!!float", true
+	case rfc3339Stamp(s):
+		if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
+			return "", false // 2026-13-45...: not a time, and not surely a string
+		}
+		return "!!timestamp", true
+	case mayNotBeString(s):
+		return "", false
 	}
-	return "", false
+	return "!!str", true
 }
 
 // canonicalInt reports whether s is 0 or -?[1-9][0-9]{0,17}.
@@ -296,8 +297,7 @@ func decimalFloat(s string) bool {
 	return true
 }
 
-// rfc3339Stamp reports whether s, which yaml.v3 resolved to a timestamp
-// (so time.Parse accepted it), has the shape of RFC 3339 as Tavern
+// rfc3339Stamp reports whether s has the shape of RFC 3339 as Tavern
 // writes it (schema.FormatTime): 2006-01-02T15:04:05, an optional
 // fraction of 1 to 9 digits, and Z or a ±hh:mm offset.
 func rfc3339Stamp(s string) bool {
@@ -508,157 +508,58 @@ func flowList(a *nodeSlab, v *yaml.Node, s string, line, col int) bool {
 	}
 }
 
-// resolveTag is the tag yaml.v3 (v3.0.1, resolve.go: resolve with no
-// explicit tag) gives the plain scalar in: the same hint table, map,
-// parsers and order of attempts, keeping only the tag. Kept a copy, not
-// an approximation, so that which strings are !!str is exact; the
-// differential tests compare with yaml.v3 itself.
-func resolveTag(in string) string {
-	hint := byte('N')
-	if in != "" {
-		hint = resolveHint(in[0])
+// mayNotBeString reports whether a YAML resolver could read the plain
+// scalar s as something other than a string. It errs on the side of yes
+// (refusing costs only the fast path): true, false and null in any case,
+// ~, anything starting like a number or a special float (.5, .inf,
+// +1), a merge key, and digit-first values unless they are a UUID or
+// hold a letter that no number, date or time in any base uses (as 5m0s
+// does). Other values are strings for every YAML 1.2 resolver.
+func mayNotBeString(s string) bool {
+	if s == "" {
+		return true
 	}
-	if hint == 0 {
-		return "!!str"
+	switch strings.ToLower(s) {
+	case "true", "false", "null", ".inf", ".nan":
+		return true
 	}
-	switch in {
-	case "true", "True", "TRUE", "false", "False", "FALSE":
-		return "!!bool"
-	case "", "~", "null", "Null", "NULL":
-		return "!!null"
-	case ".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF":
-		return "!!float"
-	case "<<":
-		return "!!merge"
+	c := s[0]
+	switch {
+	case c == '+' || c == '-' || c == '~' || c == '<' || c == '=':
+		return true
+	case c == '.':
+		return len(s) > 1 && isDigit(s[1])
+	case isDigit(c):
+		if isUUID(s) {
+			return false // hex groups and dashes: no number, no date (4 digits then '-')
+		}
+		for i := 0; i < len(s); i++ {
+			if l := s[i] | 0x20; l >= 'a' && l <= 'z' && !strings.ContainsRune("abcdefotxz", rune(l)) {
+				return false // 5m0s, 2h, 10k: no number or timestamp has these letters
+			}
+		}
+		return true
 	}
-	switch hint {
-	case '.':
-		if _, err := strconv.ParseFloat(in, 64); err == nil {
-			return "!!float"
-		}
-	case 'D', 'S':
-		if _, ok := yamlTimestamp(in); ok {
-			return "!!timestamp"
-		}
-		plain := strings.ReplaceAll(in, "_", "")
-		if _, err := strconv.ParseInt(plain, 0, 64); err == nil {
-			return "!!int"
-		}
-		if _, err := strconv.ParseUint(plain, 0, 64); err == nil {
-			return "!!int"
-		}
-		if yamlStyleFloat(plain) {
-			if _, err := strconv.ParseFloat(plain, 64); err == nil {
-				return "!!float"
-			}
-		}
-		if strings.HasPrefix(plain, "0b") {
-			if _, err := strconv.ParseInt(plain[2:], 2, 64); err == nil {
-				return "!!int"
-			}
-			if _, err := strconv.ParseUint(plain[2:], 2, 64); err == nil {
-				return "!!int"
-			}
-		} else if strings.HasPrefix(plain, "-0b") {
-			if _, err := strconv.ParseInt("-"+plain[3:], 2, 64); err == nil {
-				return "!!int"
-			}
-		}
-		if strings.HasPrefix(plain, "0o") {
-			if _, err := strconv.ParseInt(plain[2:], 8, 64); err == nil {
-				return "!!int"
-			}
-			if _, err := strconv.ParseUint(plain[2:], 8, 64); err == nil {
-				return "!!int"
-			}
-		} else if strings.HasPrefix(plain, "-0o") {
-			if _, err := strconv.ParseInt("-"+plain[3:], 8, 64); err == nil {
-				return "!!int"
-			}
-		}
-	}
-	return "!!str"
+	return false
 }
 
-// resolveHint is yaml.v3's resolveTable.
-func resolveHint(c byte) byte {
-	switch c {
-	case '+', '-':
-		return 'S'
-	case '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-		return 'D'
-	case 'y', 'Y', 'n', 'N', 't', 'T', 'f', 'F', 'o', 'O', '~':
-		return 'M'
-	case '.':
-		return '.'
+// isUUID reports whether s is 8-4-4-4-12 lowercase hex digits.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
 	}
-	return 0
-}
-
-// yamlStyleFloat matches what yaml.v3's regexp of the same name does,
-// ^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$, without the
-// regexp engine (FuzzParseFrontFast compares the two).
-func yamlStyleFloat(s string) bool {
-	i := 0
-	digits := func() int {
-		j := i
-		for i < len(s) && isDigit(s[i]) {
-			i++
-		}
-		return i - j
-	}
-	if i < len(s) && (s[i] == '-' || s[i] == '+') {
-		i++
-	}
-	if i < len(s) && s[i] == '.' {
-		i++
-		if digits() == 0 {
-			return false
-		}
-	} else {
-		if digits() == 0 {
-			return false
-		}
-		if i < len(s) && s[i] == '.' {
-			i++
-			digits()
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !isDigit(c) && (c < 'a' || c > 'f') {
+				return false
+			}
 		}
 	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '-' || s[i] == '+') {
-			i++
-		}
-		if digits() == 0 {
-			return false
-		}
-	}
-	return i == len(s)
-}
-
-// yamlTimestampFormats and yamlTimestamp are yaml.v3's
-// allowedTimestampFormats and parseTimestamp.
-var yamlTimestampFormats = []string{
-	"2006-1-2T15:4:5.999999999Z07:00",
-	"2006-1-2t15:4:5.999999999Z07:00",
-	"2006-1-2 15:4:5.999999999",
-	"2006-1-2",
-}
-
-func yamlTimestamp(s string) (time.Time, bool) {
-	i := 0
-	for ; i < len(s); i++ {
-		if c := s[i]; c < '0' || c > '9' {
-			break
-		}
-	}
-	if i != 4 || i == len(s) || s[i] != '-' {
-		return time.Time{}, false
-	}
-	for _, format := range yamlTimestampFormats {
-		if t, err := time.Parse(format, s); err == nil {
-			return t, true
-		}
-	}
-	return time.Time{}, false
+	return true
 }

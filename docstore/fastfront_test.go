@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -117,7 +116,7 @@ func TestParseFrontFastTable(t *testing.T) {
 		"a: b\nlast:\n",
 		"_x: 1\nx_1_y: z\n",
 		"on: 1\nyes: y\nno: n\noff: o\n",
-		"v: 1.2.3\nw: 2026-13-45T00:00:00Z\nu: 12abc\nfeb30: 2026-02-30T10:00:00Z\n",
+		"v: 1.5m\nu: 12abcg\n",
 		"f: 1.5\ng: -0.25\nh: 385.04\ni: 0.0\nl: [1.5, 2]\n",
 		"last_error: |-\n  exit status 1\n  spilled the ale: # on p00\nresult: x\n",
 		"a: |\n  b\n    c  \n  - d\n  e: f\n  ---\n  'g' …\n",
@@ -138,6 +137,10 @@ func TestParseFrontFastTable(t *testing.T) {
 		}
 	}
 	reject := []string{
+		// Not surely strings to every resolver (mayNotBeString): refused
+		// rather than classified.
+		"v: 1.2.3\n", "w: 2026-13-45T00:00:00Z\n", "u: 12abc\n", "feb30: 2026-02-30T10:00:00Z\n", "x: 0x1f\n", "x: 1_000\n",
+		"x: .5\n", "x: .Inf\n", "x: NULL\n", "x: 2026-11-22\n", "x: 2026-11-22 10:00:00\n", "TRUE: 1\n",
 		"", "a: b", "\n", "a: b\n\n", "# c\na: b\n", "a: b # c\n", "a: b\n# c\n",
 		"---\na: b\n", "a: b\n---\n", "a: b\n...\n", " a: b\n", "a:\tb\n", "a: b\t\n", "a:  b\n", "a: b \n", "a:b\n",
 		"A: b\n", "1a: b\n", "a-b: c\n", "a.b: c\n", "true: x\n", "null: x\n", "false: x\n",
@@ -323,18 +326,6 @@ func readCorpus(tb testing.TB, dir string) map[string][]byte {
 	return out
 }
 
-// yamlStyleFloatRE is yaml.v3's (resolve.go), for yamlStyleFloat.
-var yamlStyleFloatRE = regexp.MustCompile(`^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`)
-
-func TestYAMLStyleFloat(t *testing.T) {
-	for _, s := range []string{"", "1", "-1", "+1", "1.", ".5", ".", "-.", "1.5", "1e3", "1E-3", "1.e3", ".5e+3", "e3", "1e", "1e+",
-		"1.2.3", "--1", "1_0", "0x1f", "inf", "1e3e3", "01.50", "+.5E07", "5m0s"} {
-		if got, want := yamlStyleFloat(s), yamlStyleFloatRE.MatchString(s); got != want {
-			t.Errorf("yamlStyleFloat(%q) = %v, want %v", s, got, want)
-		}
-	}
-}
-
 // FuzzParseFrontFast: whenever the fast path accepts a frontmatter,
 // yaml.v3 parses it to the identical mapping. Seeds: testdata/fuzz/
 // FuzzParseFrontFast (documents written by tavern, and every divergence
@@ -349,9 +340,6 @@ func FuzzParseFrontFast(f *testing.F) {
 	f.Fuzz(func(t *testing.T, front []byte) {
 		checkFast(t, front)
 		checkFast(t, synthFront(front))
-		if got, want := yamlStyleFloat(string(front)), yamlStyleFloatRE.MatchString(string(front)); got != want {
-			t.Fatalf("yamlStyleFloat(%q) = %v, yaml.v3's regexp says %v", front, got, want)
-		}
 	})
 }
 

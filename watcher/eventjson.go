@@ -2,9 +2,11 @@ package watcher
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -18,77 +20,59 @@ import (
 // TestEventJSON and FuzzEventJSON hold the output byte-identical to
 // json.Marshal, HTML escaping (<, >, & as \u003c...) included.
 
-// jsonSafe[b] reports whether encoding/json copies the ASCII byte b into a
-// string unescaped (its htmlSafeSet: the default Marshal escapes HTML).
-var jsonSafe = func() (t [utf8.RuneSelf]bool) {
-	for b := ' '; b < utf8.RuneSelf; b++ {
-		t[b] = b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
+// asciiEscape[b] is what an ASCII byte b becomes inside a JSON string
+// as encoding/json writes it by default: "" for bytes copied as they are;
+// two-character escapes for quote, backslash, \n, \r, \t, \b and \f;
+// \u00XX for the other control bytes and for <, > and & (HTML-safe).
+var asciiEscape = func() (t [utf8.RuneSelf]string) {
+	short := map[byte]string{'"': `\"`, '\\': `\\`, '\n': `\n`, '\r': `\r`, '\t': `\t`, '\b': `\b`, '\f': `\f`}
+	for b := 0; b < utf8.RuneSelf; b++ {
+		switch e, ok := short[byte(b)]; {
+		case ok:
+			t[b] = e
+		case b < 0x20 || b == '<' || b == '>' || b == '&':
+			t[b] = fmt.Sprintf(`\u%04x`, b)
+		}
 	}
 	return t
 }()
 
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string exactly as encoding/json
-// does: control characters, quote and backslash escaped, <, > and &
-// escaped for HTML, U+2028 and U+2029 escaped for JSONP, invalid UTF-8
-// replaced by \ufffd.
+// appendJSONString appends s as a JSON string, byte for byte what
+// encoding/json writes: see asciiEscape; invalid UTF-8 becomes \ufffd,
+// and U+2028 and U+2029 are escaped (for JSONP).
 func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		// Skip 8 plain bytes at a time: most of an event is paths and ids.
-		for i+8 <= len(s) && plain8(s[i:i+8]) {
-			i += 8
+	for len(s) > 0 {
+		// Copy the longest run that needs nothing, 8 bytes at a time
+		// where it can (most of an event is paths and ids).
+		n := 0
+		for n+8 <= len(s) && plain8(s[n:n+8]) {
+			n += 8
 		}
-		if i >= len(s) {
-			break
+		for n < len(s) && s[n] < utf8.RuneSelf && asciiEscape[s[n]] == "" {
+			n++
 		}
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if jsonSafe[c] {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
+		if n == len(s) {
+			return append(append(b, s...), '"')
+		}
+		b, s = append(b, s[:n]...), s[n:]
+		if c := s[0]; c < utf8.RuneSelf {
+			b, s = append(b, asciiEscape[c]...), s[1:]
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
+		r, size := utf8.DecodeRuneInString(s)
+		switch {
+		case r == utf8.RuneError && size == 1:
 			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
+		case r == '\u2028':
+			b = append(b, `\u2028`...)
+		case r == '\u2029':
+			b = append(b, `\u2029`...)
+		default:
+			b = append(b, s[:size]...)
 		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
+		s = s[size:]
 	}
-	b = append(b, s[start:]...)
 	return append(b, '"')
 }
 
@@ -269,21 +253,16 @@ func appendMarshal(b []byte, v any) ([]byte, error) {
 	return append(b, js...), nil
 }
 
-// appendJSONFloat appends a finite f as encoding/json does (ES6 number
-// formatting: exponent form below 1e-6 and from 1e21, exponent unpadded).
+// appendJSONFloat appends a finite f the way encoding/json and
+// JavaScript print numbers: positional notation from 1e-6 up to (not
+// including) 1e21, exponent notation outside that, with the shortest
+// digits that read back as f and no leading zero in the exponent.
 func appendJSONFloat(b []byte, f float64) []byte {
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
+	if a := math.Abs(f); a == 0 || a >= 1e-6 && a < 1e21 {
+		return strconv.AppendFloat(b, f, 'f', -1, 64)
 	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		// e-09 to e-9
-		n := len(b)
-		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b
+	e := strconv.AppendFloat(nil, f, 'e', -1, 64) // d.ddde±XX
+	mant, exp, _ := strings.Cut(string(e), "e")
+	sign, digits := exp[:1], strings.TrimLeft(exp[1:], "0")
+	return append(append(append(append(b, mant...), 'e'), sign...), digits...)
 }

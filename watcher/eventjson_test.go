@@ -202,7 +202,7 @@ func TestPlain8(t *testing.T) {
 		t.Helper()
 		want := true
 		for _, c := range w {
-			want = want && c < utf8.RuneSelf && jsonSafe[c]
+			want = want && c < utf8.RuneSelf && asciiEscape[c] == ""
 		}
 		if got := plain8(string(w)); got != want {
 			t.Fatalf("plain8(%q) = %v, want %v", w, got, want)
