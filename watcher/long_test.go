@@ -66,10 +66,10 @@ func TestLongBurstPollAndWatch(t *testing.T) {
 }
 
 func TestLongJournal(t *testing.T) {
-	const procs, each = 8, 50000
+	const procs, goroutines, each = 8, 4, 12500 // 50000 events a process, appended in groups
 	root := t.TempDir()
 	for p := range procs {
-		c := helper(t, "journal", root, strconv.Itoa(each), strconv.Itoa(p))
+		c := helper(t, "journal", root, strconv.Itoa(each), strconv.Itoa(p), strconv.Itoa(goroutines))
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -95,8 +95,8 @@ func TestLongJournal(t *testing.T) {
 			total++
 			return true
 		})
-		if total != procs*each {
-			t.Errorf("events: got %d, want %d", total, procs*each)
+		if total != procs*goroutines*each {
+			t.Errorf("events: got %d, want %d", total, procs*goroutines*each)
 		}
 	})
 	_ = os.Getpid
