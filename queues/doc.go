@@ -340,10 +340,17 @@
 //	CPU, durable, 8       529 µs      SQLite FULL 225 µs (2.35x)
 //	CPU, relaxed, 8       336 µs      SQLite NORMAL 186 µs (1.80x)
 //
+// A second `make bench` on the final code (load average 4.6 falling to
+// 1.4): durable 8 workers 2560 against SQLite FULL 2558 (1.00x) and the
+// raw durable rename 12162 (0.21x); relaxed 5590 against SQLite NORMAL
+// 6235 (0.90x); CPU per cycle 509 and 306 µs against 246 and 175.
+//
 // Round 3's code in the same session, interleaved runs with this one:
 // relaxed 8 workers 290-430 µs of CPU per cycle against 200-340 now.
 // The goals (1.0x SQLite FULL and 0.33x the raw durable rename at 8
-// workers, 1.0x SQLite NORMAL relaxed) are closer and still not met.
+// workers, 1.0x SQLite NORMAL relaxed): the first is at the line (0.89x
+// and 1.00x in two runs), the last close (0.91x, 0.90x), the middle one
+// far (0.20x, 0.21x).
 //
 // What remains is mostly the kernel. All four renames of a cycle cross
 // directories (.tmp/ and a state directory), so each takes the
