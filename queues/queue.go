@@ -287,7 +287,18 @@ func queueFromDoc(name string, d *docstore.Doc) (*Queue, error) {
 // QueueNames lists the queues of the store (directories under queues/
 // with a queue.md), sorted by name.
 func (b *Broker) QueueNames() ([]string, error) {
-	full, err := b.s.Abs("queues")
+	return subdirs(b.s, "queues", func(dir string) bool {
+		_, err := os.Stat(filepath.Join(dir, queueFile))
+		return err == nil
+	})
+}
+
+// subdirs lists the directories under the store directory rel whose
+// names are valid document names and for which keep (given the
+// directory's absolute path) is true, in directory-name order. A missing
+// rel has none.
+func subdirs(s *docstore.Store, rel string, keep func(dir string) bool) ([]string, error) {
+	full, err := s.Abs(rel)
 	if err != nil {
 		return nil, err
 	}
@@ -300,10 +311,7 @@ func (b *Broker) QueueNames() ([]string, error) {
 	}
 	var out []string
 	for _, e := range ents {
-		if !e.IsDir() || schema.ValidName(e.Name()) != nil {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(full, e.Name(), "queue.md")); err == nil {
+		if e.IsDir() && schema.ValidName(e.Name()) == nil && (keep == nil || keep(filepath.Join(full, e.Name()))) {
 			out = append(out, e.Name())
 		}
 	}

@@ -503,26 +503,7 @@ func (sp *Space) List(typ string, p Pattern) ([]*Tuple, []error) {
 }
 
 // Types returns the tuple types that have a directory, sorted.
-func (sp *Space) Types() ([]string, error) {
-	dir, err := sp.store.Abs("tuples")
-	if err != nil {
-		return nil, err
-	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	var out []string
-	for _, e := range ents {
-		if e.IsDir() && schema.ValidName(e.Name()) == nil {
-			out = append(out, e.Name())
-		}
-	}
-	return out, nil
-}
+func (sp *Space) Types() ([]string, error) { return subdirs(sp.store, "tuples", nil) }
 
 // GCStats counts what GC did.
 type GCStats struct {
