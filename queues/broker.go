@@ -23,6 +23,8 @@ type Broker struct {
 	who     string
 	reapGap time.Duration
 	recheck time.Duration
+	// dirRecheck: see Options.DirRecheck.
+	dirRecheck time.Duration
 
 	mu       sync.Mutex
 	lastReap map[string]time.Time // queue -> last automatic reap in Take
@@ -56,6 +58,11 @@ type Options struct {
 	// (a dropped flock is no file event) and other machines' writes on a
 	// network filesystem.
 	Recheck time.Duration
+	// DirRecheck is how long an open state directory (move.go) is used
+	// before its path is checked again (default 100ms; negative: before
+	// every use). Within it, a state directory renamed away by hand may
+	// still receive the Broker's writes.
+	DirRecheck time.Duration
 }
 
 // Open returns a Broker for s.
@@ -64,6 +71,10 @@ func Open(s *docstore.Store, opt Options) (*Broker, error) {
 		lastReap: map[string]time.Time{}, pass: map[string]float64{}, qcache: map[string]cachedQueue{}, pending: newPendingIndex()}
 	if b.now == nil {
 		b.now = time.Now
+	}
+	b.dirRecheck = opt.DirRecheck
+	if b.dirRecheck == 0 {
+		b.dirRecheck = 100 * time.Millisecond
 	}
 	b.recheck = opt.Recheck
 	if b.recheck <= 0 {

@@ -58,7 +58,7 @@ func (b *Broker) moveDoc(l *docstore.Lock, d *docstore.Doc, to string, fn func(*
 // any. A handle whose path was removed or replaced since (Dir.Stale) is
 // dropped and the operation retried on the path; Queue drops a queue's
 // handles whenever it reloads queue.md, and a handle is checked against
-// its path (one lstat) at most every dirRecheck, so a state directory
+// its path (one lstat) at most every Options.DirRecheck (100ms), so a state directory
 // renamed or replaced by hand is followed within that time rather than
 // written into under its old name. Paths that are not item paths, or
 // whose directory does not exist yet, go through the path-based Store
@@ -80,7 +80,7 @@ func (b *Broker) itemDir(rel string) (*docstore.Dir, string) {
 	now := time.Now()
 	if v, ok := b.dirs.Load(dir); ok {
 		h := v.(*dirHandle)
-		if now.Sub(h.checked) < dirRecheck {
+		if now.Sub(h.checked) < b.dirRecheck {
 			return h.d, name
 		}
 		if !h.d.Stale() {
@@ -99,10 +99,6 @@ func (b *Broker) itemDir(rel string) (*docstore.Dir, string) {
 	}
 	return d, name
 }
-
-// dirRecheck is how long an open state directory handle is used before
-// its path is checked again.
-const dirRecheck = 100 * time.Millisecond
 
 type dirHandle struct {
 	d       *docstore.Dir

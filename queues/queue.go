@@ -179,7 +179,7 @@ type cachedQueue struct {
 	mtime     time.Time
 	q         *Queue
 	// dir is the open queue directory and checked when the full check
-	// below last ran: until dirRecheck has passed, one short lstat of
+	// below last ran: until Options.DirRecheck has passed, one short lstat of
 	// queue.md through it decides whether the cache still holds.
 	dir     *docstore.Dir
 	checked time.Time
@@ -207,7 +207,7 @@ func (b *Broker) Queue(name string) (*Queue, error) {
 	b.mu.Lock()
 	c, ok := b.qcache[name]
 	b.mu.Unlock()
-	if ok && c.dir != nil && now.Sub(c.checked) < dirRecheck {
+	if ok && c.dir != nil && now.Sub(c.checked) < b.dirRecheck {
 		if fi, err := c.dir.Lstat(queueFile); err == nil && fi.Mode().IsRegular() && c.same(fi, inode(fi)) {
 			return c.q, nil
 		}

@@ -563,3 +563,39 @@ func TestStateDirSymlinkRefused(t *testing.T) {
 		}
 	}
 }
+
+// A state directory renamed away by hand and made anew is followed once
+// the handle is rechecked (Options.DirRecheck; negative: every use): the
+// completion lands in the new done/, nothing in the old one.
+func TestStateDirRecheck(t *testing.T) {
+	s := newStore(t, true)
+	b, err := queues.Open(s, queues.Options{DirRecheck: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	mustQueue(t, b, "q", queues.QueueOptions{})
+	mustAdd(t, b, "q", queues.AddOptions{Title: "warm"})
+	warm := mustTake(t, b, take1("q"))
+	if _, err := warm.Complete("ok"); err != nil { // opens the done/ handle
+		t.Fatal(err)
+	}
+	it := mustAdd(t, b, "q", queues.AddOptions{Title: "t"})
+	c := mustTake(t, b, take1("q"))
+	done := filepath.Join(s.Root(), "queues", "q", "done")
+	if err := os.Rename(done, done+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(done, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Complete("ok"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(done, it.ID+".md")); err != nil {
+		t.Errorf("completed item not in the new done/: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(done+".old", it.ID+".md")); err == nil {
+		t.Errorf("completed item written into the done/ renamed away")
+	}
+}
