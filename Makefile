@@ -35,6 +35,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseEventLine$$' -fuzztime 30s ./watcher
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCache$$' -fuzztime 30s ./watcher
 	$(GO) test -run '^$$' -fuzz '^FuzzEventJSON$$' -fuzztime 30s ./watcher
+	$(GO) test -run '^$$' -fuzz '^FuzzParseStamp$$' -fuzztime 30s ./schema
 
 demo:
 	$(GO) run ./cmd/tavern demo

@@ -215,6 +215,21 @@ func (d *Doc) Bytes() []byte {
 	return append(out, d.body...)
 }
 
+// EqualBytes reports whether data is what Bytes would render, without
+// rendering it.
+func (d *Doc) EqualBytes(data []byte) bool {
+	if len(data) != len(d.head)+len(d.front)+len(d.tail)+len(d.body) {
+		return false
+	}
+	for _, part := range [4][]byte{d.head, d.front, d.tail, d.body} {
+		if !bytes.HasPrefix(data, part) {
+			return false
+		}
+		data = data[len(part):]
+	}
+	return true
+}
+
 // Body returns the markdown after the frontmatter.
 func (d *Doc) Body() []byte { return d.body }
 

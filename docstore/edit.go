@@ -519,12 +519,18 @@ func (d *Doc) indent() int {
 	if d.root == nil || len(d.root.Content) == 0 {
 		return 0
 	}
-	lines := splitLines(d.front)
 	k := d.root.Content[0]
-	if k.Line < 1 || k.Line > len(lines) {
+	line := d.front
+	for l := 1; l < k.Line; l++ {
+		i := bytes.IndexByte(line, '\n')
+		if i < 0 {
+			return 0
+		}
+		line = line[i+1:]
+	}
+	if k.Line < 1 || len(line) == 0 {
 		return 0
 	}
-	line := lines[k.Line-1]
 	n := 0
 	for n < len(line) && line[n] == ' ' {
 		n++
@@ -633,15 +639,11 @@ func byteOffset(line []byte, col int) int {
 // failed verification, takes the field-by-field path.
 func (d *Doc) SetMany(fields [][2]any) error {
 	orig, origRoot := d.front, d.root
-	nodes := make([]*yaml.Node, len(fields))
-	for i, kv := range fields {
-		n, err := valueNode(kv[0].(string), kv[1])
-		if err != nil {
-			return err
-		}
-		nodes[i] = n
+	nodes, owned, err := valueNodes(fields)
+	if err != nil {
+		return err
 	}
-	if d.setManyLines(fields, nodes, nil) {
+	if d.setManyLines(fields, nodes, nil, owned) {
 		return nil
 	}
 	d.front, d.root = orig, origRoot
@@ -656,68 +658,100 @@ func (d *Doc) SetMany(fields [][2]any) error {
 
 // valueNode is the node Set would write for v.
 func valueNode(key string, v any) (*yaml.Node, error) {
-	switch x := v.(type) {
-	case *yaml.Node:
+	if x, ok := v.(*yaml.Node); ok {
 		return x, nil
-	case time.Time:
-		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!timestamp", Value: schema.FormatTime(x)}, nil
-	case int:
-		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(x)}, nil
-	case int64:
-		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.FormatInt(x, 10)}, nil
-	case string:
-		if plainSafe(x) { // what the encoder gives, without running it
-			return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: x}, nil
-		}
 	}
 	n := &yaml.Node{}
-	if err := n.Encode(v); err != nil {
-		return nil, fmt.Errorf("set %s: %w", key, err)
+	if err := fillValueNode(n, key, v); err != nil {
+		return nil, err
 	}
 	return n, nil
+}
+
+// valueNodes is valueNode for each field, the nodes in one allocation;
+// owned is false if the caller passed any *yaml.Node of its own.
+func valueNodes(fields [][2]any) (nodes []*yaml.Node, owned bool, err error) {
+	nodes = make([]*yaml.Node, len(fields))
+	slab := make([]yaml.Node, len(fields))
+	owned = true
+	for i, kv := range fields {
+		if x, ok := kv[1].(*yaml.Node); ok {
+			nodes[i], owned = x, false
+			continue
+		}
+		if err := fillValueNode(&slab[i], kv[0].(string), kv[1]); err != nil {
+			return nil, false, err
+		}
+		nodes[i] = &slab[i]
+	}
+	return nodes, owned, nil
+}
+
+func fillValueNode(n *yaml.Node, key string, v any) error {
+	switch x := v.(type) {
+	case time.Time:
+		*n = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!timestamp", Value: schema.FormatTime(x)}
+		return nil
+	case int:
+		*n = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(x)}
+		return nil
+	case int64:
+		*n = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.FormatInt(x, 10)}
+		return nil
+	case string:
+		if plainSafe(x) { // what the encoder gives, without running it
+			*n = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: x}
+			return nil
+		}
+	}
+	if err := n.Encode(v); err != nil {
+		return fmt.Errorf("set %s: %w", key, err)
+	}
+	return nil
 }
 
 // setManyLines is SetMany's single-edit path; it reports false (leaving
 // d possibly changed, the caller restores it) when it does not apply.
 // del are keys to delete in the same edit (Edit), absent ones ignored.
-func (d *Doc) setManyLines(fields [][2]any, nodes []*yaml.Node, del []string) bool {
+//
+// It runs twice per queue state change, so it keeps allocations few:
+// slices instead of maps, the new text built in one buffer, and (with
+// owned set) the value nodes in nodes taken into the tree as they are.
+func (d *Doc) setManyLines(fields [][2]any, nodes []*yaml.Node, del []string, owned bool) bool {
 	if d.root.Style&yaml.FlowStyle != 0 || hasAnchors(d.root) || d.indent() != 0 {
 		return false
 	}
 	lines := splitLines(d.front)
-	var tail []byte
-	want := d.Keys()
-	setKeys := map[string]*yaml.Node{}
 	// For patching the tree instead of re-parsing (patchTree).
 	patch := bytes.IndexByte(d.front, '#') < 0
-	var repl map[int]*yaml.Node
-	var adds [][2]*yaml.Node
-	var delIdx map[int]bool
-	var drop map[int]bool
+	var edits []lineEdit // one per replaced value, in fields order
+	var adds []lineAdd   // keys not present, appended
+	var delIdx []int     // content indexes of deleted keys
+	var drop []bool      // by old line: dropped with a deleted entry
 	for _, key := range del {
 		j := d.index(key)
 		if j < 0 {
 			continue
 		}
 		if drop == nil {
-			drop = map[int]bool{}
+			drop = make([]bool, len(lines))
 		}
 		first, last := d.entryLines(j, lines)
 		for l := first; l <= last; l++ {
 			drop[l] = true
 		}
-		if delIdx == nil {
-			delIdx = map[int]bool{}
-		}
-		delIdx[j] = true
-		want = slices.DeleteFunc(want, func(k string) bool { return k == key })
+		delIdx = append(delIdx, j)
 	}
 	for i, kv := range fields {
 		key, n := kv[0].(string), nodes[i]
-		if n.Kind != yaml.ScalarNode || setKeys[key] != nil || key == "" || !plainSafe(key) {
-			return false
+		if n.Kind != yaml.ScalarNode || key == "" || !plainSafe(key) || slices.Contains(del, key) {
+			return false // a set and a delete of one key: the step-by-step path orders them
 		}
-		setKeys[key] = n
+		for _, prev := range fields[:i] {
+			if prev[0].(string) == key {
+				return false
+			}
+		}
 		text, ok := fastScalarText(n)
 		if !ok {
 			return false
@@ -725,15 +759,13 @@ func (d *Doc) setManyLines(fields [][2]any, nodes []*yaml.Node, del []string) bo
 		patch = patch && patchSafe(n, text)
 		j := d.index(key)
 		if j < 0 {
-			tail = append(tail, key+": "+text+d.nl...)
-			want = append(want, key)
-			adds = append(adds, [2]*yaml.Node{{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, n})
+			adds = append(adds, lineAdd{key: key, text: text, node: n})
 			continue
 		}
 		k, old := d.root.Content[j], d.root.Content[j+1]
 		first, last := d.entryLines(j, lines)
 		if old.Kind != yaml.ScalarNode || old.Style != 0 || old.Tag == "!!null" || first != last || old.Line != k.Line ||
-			old.LineComment != "" || k.LineComment != "" || drop[first] {
+			old.LineComment != "" || k.LineComment != "" || drop != nil && drop[first] {
 			return false
 		}
 		line := lines[first]
@@ -742,39 +774,27 @@ func (d *Doc) setManyLines(fields [][2]any, nodes []*yaml.Node, del []string) bo
 		if start >= end {
 			return false
 		}
-		nl := append([]byte{}, line[:start]...)
-		nl = append(nl, text...)
-		lines[first] = append(nl, line[end:]...)
-		if repl == nil {
-			repl = map[int]*yaml.Node{}
-		}
-		repl[j+1] = n
+		edits = append(edits, lineEdit{line: first, start: start, end: end, text: text, idx: j + 1, node: n})
 	}
-	for _, key := range del {
-		if setKeys[key] != nil {
-			return false // set and deleted: let the step-by-step path order them
-		}
-	}
-	if drop != nil {
-		kept := lines[:0:0]
-		for l, line := range lines {
-			if !drop[l] {
-				kept = append(kept, line)
-			}
-		}
-		lines = kept
-	}
+	front := d.editedFront(lines, edits, drop, adds)
 	if patch {
-		if root := d.patchTree(repl, delIdx, adds, drop, len(lines)); root != nil {
-			d.front, d.root = append(bytes.Join(lines, nil), tail...), root
+		if root := d.patchTree(edits, delIdx, adds, drop, len(lines), owned); root != nil {
+			d.front, d.root = front, root
 			return true
 		}
+	}
+	// Verify by re-parsing: same keys in the intended order, the new
+	// values as set, every other value as it was.
+	want := d.Keys()
+	want = slices.DeleteFunc(want, func(k string) bool { return slices.Contains(del, k) })
+	for _, a := range adds {
+		want = append(want, a.key)
 	}
 	before := d.Fields()
 	for _, key := range del {
 		delete(before, key)
 	}
-	if err := d.replaceFront(append(bytes.Join(lines, nil), tail...)); err != nil {
+	if err := d.replaceFront(front); err != nil {
 		return false
 	}
 	if !slices.Equal(d.Keys(), want) {
@@ -782,8 +802,8 @@ func (d *Doc) setManyLines(fields [][2]any, nodes []*yaml.Node, del []string) bo
 	}
 	after := d.Fields()
 	for key, v := range after {
-		if n, ok := setKeys[key]; ok {
-			if !reflect.DeepEqual(v, plainValue(n)) {
+		if i := slices.IndexFunc(fields, func(f [2]any) bool { return f[0].(string) == key }); i >= 0 {
+			if !reflect.DeepEqual(v, plainValue(nodes[i])) {
 				return false
 			}
 		} else if !reflect.DeepEqual(v, before[key]) {
@@ -791,6 +811,60 @@ func (d *Doc) setManyLines(fields [][2]any, nodes []*yaml.Node, del []string) bo
 		}
 	}
 	return true
+}
+
+// lineEdit replaces bytes [start, end) of old line `line` with text: the
+// value node at content index idx becomes node.
+type lineEdit struct {
+	line, start, end int
+	text             string
+	idx              int
+	node             *yaml.Node
+}
+
+// lineAdd is a field setManyLines appends as one "key: text" line.
+type lineAdd struct {
+	key, text string
+	node      *yaml.Node
+}
+
+// editedFront renders setManyLines' edit in one buffer: the old lines
+// with edits applied and dropped lines left out, then one "key: value"
+// line per added field.
+func (d *Doc) editedFront(lines [][]byte, edits []lineEdit, drop []bool, adds []lineAdd) []byte {
+	size := len(d.front)
+	for _, e := range edits {
+		size += len(e.text) - (e.end - e.start)
+	}
+	for _, a := range adds {
+		size += len(a.key) + 2 + len(a.text) + len(d.nl)
+	}
+	out := make([]byte, 0, size+16)
+	for l, line := range lines {
+		if drop != nil && drop[l] {
+			continue
+		}
+		edited := false
+		for _, e := range edits {
+			if e.line == l {
+				out = append(out, line[:e.start]...)
+				out = append(out, e.text...)
+				out = append(out, line[e.end:]...)
+				edited = true
+				break
+			}
+		}
+		if !edited {
+			out = append(out, line...)
+		}
+	}
+	for _, a := range adds {
+		out = append(out, a.key...)
+		out = append(out, ": "...)
+		out = append(out, a.text...)
+		out = append(out, d.nl...)
+	}
+	return out
 }
 
 func plainValue(n *yaml.Node) any {
@@ -878,45 +952,60 @@ func patchSafe(n *yaml.Node, text string) bool {
 }
 
 // patchTree builds the mapping the parser would give for the edited text
-// (setManyLines' single-line edits of a comment-free frontmatter):
-// value nodes at content index i replaced by repl[i] (same line and
-// column), the entries at key index delIdx removed with their lines
-// (drop, 0-based lines of the old text) and every later node moved up,
-// adds appended as one line each after the n remaining lines. The old
-// tree is not changed (Docs may share it). It returns nil when it does
-// not apply.
-func (d *Doc) patchTree(repl map[int]*yaml.Node, delIdx map[int]bool, adds [][2]*yaml.Node, drop map[int]bool, n int) *yaml.Node {
+// (setManyLines' single-line edits of a comment-free frontmatter): the
+// value nodes of edits replaced (same line and column), the entries at
+// key index delIdx removed with their lines (drop, by 0-based old line)
+// and every later node moved up, adds appended as one line each after
+// the n old lines less the dropped ones. The old tree is not changed
+// (Docs may share it). The new value nodes are placed in the tree as
+// they are when owned (the caller made them for this edit), else copied.
+// It returns nil when it does not apply.
+func (d *Doc) patchTree(edits []lineEdit, delIdx []int, adds []lineAdd, drop []bool, n int, owned bool) *yaml.Node {
 	var dropped []int // sorted 0-based old lines
-	for l := range drop {
-		dropped = append(dropped, l)
+	for l, x := range drop {
+		if x {
+			dropped = append(dropped, l)
+		}
 	}
-	slices.Sort(dropped)
+	n -= len(dropped)
 	shift := func(line int) int { // 1-based old line -> new line
 		k, _ := slices.BinarySearch(dropped, line-1)
 		return line - k
 	}
+	place := func(nv *yaml.Node, line, col int) *yaml.Node {
+		if !owned {
+			c := *nv
+			nv = &c
+		}
+		nv.Line, nv.Column = line, col
+		return nv
+	}
 	root := *d.root
 	root.Content = make([]*yaml.Node, 0, len(d.root.Content)+2*len(adds))
+	var keys []yaml.Node // key nodes of adds, one allocation
+	if len(adds) > 0 {
+		keys = make([]yaml.Node, len(adds))
+	}
 	for i := 0; i+1 < len(d.root.Content); i += 2 {
-		if delIdx[i] {
+		if slices.Contains(delIdx, i) {
 			continue
 		}
 		k, v := d.root.Content[i], d.root.Content[i+1]
-		if nv := repl[i+1]; nv != nil {
-			c := *nv
-			c.Line, c.Column = v.Line, v.Column
-			v = &c
+		for _, e := range edits {
+			if e.idx == i+1 {
+				v = place(e.node, v.Line, v.Column)
+				break
+			}
 		}
 		if len(dropped) > 0 && shift(k.Line) != k.Line {
 			k, v = shiftedCopy(k, shift), shiftedCopy(v, shift)
 		}
 		root.Content = append(root.Content, k, v)
 	}
-	for i, kv := range adds {
-		k, v := *kv[0], *kv[1]
-		k.Line, k.Column = n+1+i, 1
-		v.Line, v.Column = n+1+i, len(k.Value)+3
-		root.Content = append(root.Content, &k, &v)
+	for i, a := range adds {
+		k := &keys[i]
+		*k = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: a.key, Line: n + 1 + i, Column: 1}
+		root.Content = append(root.Content, k, place(a.node, n+1+i, len(a.key)+3))
 	}
 	if len(root.Content) == 0 {
 		return nil
@@ -960,15 +1049,11 @@ func (d *Doc) Edit(fields [][2]any, del ...string) error {
 	if len(del) > 0 {
 		// One text edit and one re-parse for the sets and the deletes
 		// together, verified like SetMany's.
-		nodes := make([]*yaml.Node, len(fields))
-		for i, kv := range fields {
-			n, err := valueNode(kv[0].(string), kv[1])
-			if err != nil {
-				return err
-			}
-			nodes[i] = n
+		nodes, owned, err := valueNodes(fields)
+		if err != nil {
+			return err
 		}
-		if d.setManyLines(fields, nodes, del) {
+		if d.setManyLines(fields, nodes, del, owned) {
 			return nil
 		}
 		d.front, d.root = orig, origRoot

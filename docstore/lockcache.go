@@ -10,8 +10,8 @@ import (
 )
 
 // A lockCache keeps one open descriptor per lock file (up to
-// maxCachedLocks per Store), so taking a lock costs a flock and a stat
-// (the inode re-check) instead of a mkdir check, an open (with Go's
+// maxCachedLocks per Store), so taking a lock costs a flock and an fstat
+// (the link re-check) instead of a mkdir check, an open (with Go's
 // netpoller probing: four fcntl and an epoll_ctl), the flock, two stats
 // and a close.
 //
@@ -28,10 +28,9 @@ type lockCache struct {
 }
 
 type lockSlot struct {
-	mu       sync.Mutex // held from acquisition to Unlock
-	path     string
-	fd       int // -1: not open
-	ino, dev uint64
+	mu   sync.Mutex // held from acquisition to Unlock
+	path string
+	fd   int // -1: not open
 }
 
 // maxCachedLocks bounds the descriptors a Store keeps open (256 item-lock
@@ -108,9 +107,12 @@ func (sl *lockSlot) acquire(wait bool) (ok bool, err error) {
 		}
 		// The file may have been removed (by Remove, under its lock)
 		// before or while we locked: then this lock is on an orphaned
-		// inode that nobody else will see. Reopen and retry.
+		// inode that nobody else will see. Reopen and retry. A removed
+		// file has no links left, which fstat tells without walking the
+		// path again (lock files are only ever created and removed, never
+		// renamed, so a linked inode is the one at the path).
 		var st unix.Stat_t
-		if unix.Stat(sl.path, &st) == nil && st.Ino == sl.ino && uint64(st.Dev) == sl.dev {
+		if unix.Fstat(sl.fd, &st) == nil && st.Nlink > 0 {
 			return true, nil
 		}
 		sl.drop()
@@ -125,12 +127,7 @@ func (sl *lockSlot) open() error {
 	if err != nil {
 		return err
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
-		return err
-	}
-	sl.fd, sl.ino, sl.dev = fd, st.Ino, uint64(st.Dev)
+	sl.fd = fd
 	return nil
 }
 

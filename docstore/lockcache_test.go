@@ -3,6 +3,7 @@ package docstore
 import (
 	"context"
 	"errors"
+	"golang.org/x/sys/unix"
 	"os"
 	"path/filepath"
 	"testing"
@@ -89,7 +90,11 @@ func TestLockCacheExclusion(t *testing.T) {
 	if !ok || err != nil {
 		t.Fatalf("TryLock once free: ok=%v err=%v", ok, err)
 	}
-	if got, want := inodeOf(t, path), l2.slot.ino; got != want {
+	var st unix.Stat_t
+	if err := unix.Fstat(l2.slot.fd, &st); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := inodeOf(t, path), st.Ino; got != want {
 		t.Fatalf("held inode %d, lock file inode %d", want, got)
 	}
 	if err := l2.Unlock(); err != nil {

@@ -117,7 +117,13 @@ func rewriteAt(dirfd int, name string, data []byte, sync bool) (opened bool, err
 		off += m
 	}
 	if err == nil {
-		err = unix.Ftruncate(fd, int64(len(data)))
+		// Shorten only a longer file: ftruncate costs more than the
+		// fstat, and the new document is usually the longer one (a claim
+		// or a completion adds fields to the copy it replaces).
+		var st unix.Stat_t
+		if err = unix.Fstat(fd, &st); err == nil && st.Size != int64(len(data)) {
+			err = unix.Ftruncate(fd, int64(len(data)))
+		}
 	}
 	if err == nil && sync {
 		// fdatasync: the data and the size (needed to read it back) are

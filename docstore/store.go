@@ -288,9 +288,9 @@ func (s *Store) Get(rel string) (*Doc, error) {
 }
 
 func (s *Store) classify(d *Doc) {
-	if k, caps, err := schema.KindOfPath(d.Path); err == nil {
+	if k, name, err := schema.NameOfPath(d.Path); err == nil {
 		d.Kind = k
-		d.Name = k.DocName(caps)
+		d.Name = name
 	}
 }
 
@@ -451,7 +451,7 @@ func (s *Store) ListFiles(k *schema.Kind) ([]string, error) {
 	dir := k.Dir()
 	start := filepath.Join(s.root, filepath.FromSlash(dir))
 	if dir == "" { // fixed file at the root, e.g. tavern.md
-		if _, ok := k.Match(ConfigFile); ok {
+		if k.Matches(ConfigFile) {
 			if _, err := os.Stat(filepath.Join(s.root, ConfigFile)); err == nil {
 				out = append(out, ConfigFile)
 			}
@@ -473,7 +473,7 @@ func (s *Store) ListFiles(k *schema.Kind) ([]string, error) {
 		}
 		rel, _ := filepath.Rel(s.root, p)
 		rel = filepath.ToSlash(rel)
-		if _, ok := k.Match(rel); ok {
+		if k.Matches(rel) {
 			out = append(out, rel)
 		}
 		return nil
@@ -575,7 +575,7 @@ func (s *Store) Resolve(ref string) (string, error) {
 	for _, m := range matches {
 		rel, _ := filepath.Rel(s.root, m)
 		rel = filepath.ToSlash(rel)
-		if _, ok := k.Match(rel); ok {
+		if k.Matches(rel) {
 			found = append(found, rel)
 		}
 	}

@@ -1,7 +1,6 @@
 package queues
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -166,7 +165,7 @@ func (b *Broker) fencedIn(op, queue, id string, attempt int, cached *docstore.Do
 	var it *Item
 	fromClaim := false
 	if cached != nil && cached.Path == rel {
-		if data, rerr := b.readFile(rel); rerr == nil && bytes.Equal(data, cached.Bytes()) {
+		if data, rerr := b.readFile(rel); rerr == nil && cached.EqualBytes(data) {
 			if cit, cerr := itemFromDoc(cached); cerr == nil {
 				it, fromClaim = cit, true
 			}

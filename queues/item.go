@@ -59,11 +59,12 @@ func IDPriority(id string) (int, bool) {
 }
 
 func itemFromDoc(d *docstore.Doc) (*Item, error) {
-	caps, ok := schema.Item.Match(d.Path)
-	if !ok {
+	var buf [3]string
+	caps, ok := schema.Item.Captures(d.Path, buf[:0]) // queue, state, id
+	if !ok || len(caps) != 3 {
 		return nil, &ItemError{Op: "read", Path: d.Path, Err: errors.New("not an item path (queues/Q/STATE/ID.md)")}
 	}
-	it := &Item{ID: caps["id"], Queue: caps["queue"], State: caps["state"], Path: d.Path, Doc: d}
+	it := &Item{ID: caps[2], Queue: caps[0], State: caps[1], Path: d.Path, Doc: d}
 	it.Title = d.String("title")
 	geti := func(k string) int {
 		v, _ := d.Int(k)

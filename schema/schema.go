@@ -134,15 +134,54 @@ func parseSegments(pattern string) []segment {
 // Match reports whether rel (slash-separated, relative to the store root)
 // is a document of this kind, and returns its captures.
 func (k *Kind) Match(rel string) (map[string]string, bool) {
+	var buf [8]string
+	parts, ok := k.match(rel, buf[:0])
+	if !ok {
+		return nil, false
+	}
+	segs := k.segments()
+	caps := make(map[string]string, len(parts))
+	for i, s := range segs {
+		if s.capture != "" {
+			caps[s.capture] = parts[i]
+		}
+	}
+	return caps, true
+}
+
+// Matches reports whether rel is a document of this kind (Match without
+// the captures).
+func (k *Kind) Matches(rel string) bool {
+	var buf [8]string
+	_, ok := k.match(rel, buf[:0])
+	return ok
+}
+
+// Captures is Match for hot paths: the captured values in the pattern's
+// order (for items: queue, state, id), appended to dst, no map.
+func (k *Kind) Captures(rel string, dst []string) ([]string, bool) {
+	var buf [8]string
+	parts, ok := k.match(rel, buf[:0])
+	if !ok {
+		return dst, false
+	}
+	for i, s := range k.segments() {
+		if s.capture != "" {
+			dst = append(dst, parts[i])
+		}
+	}
+	return dst, true
+}
+
+// match splits rel into one part per pattern segment, checking each. It
+// does not allocate while parts has room: KindOfPath tries every kind in
+// turn.
+func (k *Kind) match(rel string, parts []string) ([]string, bool) {
 	rest, ok := strings.CutSuffix(rel, ".md")
 	if !ok {
 		return nil, false
 	}
-	// No allocation until the whole path matched: KindOfPath tries
-	// every kind in turn.
 	segs := k.segments()
-	var buf [8]string
-	parts := buf[:0]
 	for i, s := range segs {
 		var p string
 		if i == len(segs)-1 {
@@ -169,13 +208,7 @@ func (k *Kind) Match(rel string) (map[string]string, bool) {
 		}
 		parts = append(parts, p)
 	}
-	caps := make(map[string]string, len(parts))
-	for i, s := range segs {
-		if s.capture != "" {
-			caps[s.capture] = parts[i]
-		}
-	}
-	return caps, true
+	return parts, true
 }
 
 // DocName is the document's name within its kind: the free captures of
@@ -251,6 +284,31 @@ func (k *Kind) Dir() string {
 		out = out[:len(out)-1]
 	}
 	return strings.Join(out, "/")
+}
+
+// NameOfPath is KindOfPath giving the document's name (DocName) instead
+// of the captures; it allocates only for names of several parts.
+func NameOfPath(rel string) (*Kind, string, error) {
+	for _, k := range ordered {
+		var buf [8]string
+		parts, ok := k.match(rel, buf[:0])
+		if !ok {
+			continue
+		}
+		name := ""
+		for i, s := range k.segments() {
+			if s.capture == "" || s.choices != nil {
+				continue
+			}
+			if name == "" {
+				name = parts[i]
+			} else {
+				name += "/" + parts[i]
+			}
+		}
+		return k, name, nil
+	}
+	return nil, "", &UnknownKindError{Path: rel}
 }
 
 // KindOfPath finds the kind whose pattern matches rel.

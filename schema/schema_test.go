@@ -192,3 +192,26 @@ func TestTime(t *testing.T) {
 		t.Errorf("FormatTime = %s", got)
 	}
 }
+
+// NameOfPath must agree with KindOfPath and DocName on every kind.
+func TestNameOfPathMatchesDocName(t *testing.T) {
+	paths := []string{
+		"agents/alice.md", "queues/build/pending/0193a1f2-7c4e-7b1a-9d2e-3f4a5b6c7d8e.md", "queues/build/queue.md",
+		"tuples/token/x.md", "tavern.md", "nope/x.md", "queues/q/elsewhere/x.md", "queues/../x.md",
+	}
+	for _, k := range Kinds() {
+		p := strings.NewReplacer("{", "", "}", "", "|", "", ":", "").Replace(k.Pattern)
+		paths = append(paths, p)
+	}
+	for _, p := range paths {
+		k1, caps, err1 := KindOfPath(p)
+		k2, name, err2 := NameOfPath(p)
+		if (err1 == nil) != (err2 == nil) || k1 != k2 {
+			t.Errorf("%s: KindOfPath = %v, %v; NameOfPath = %v, %v", p, k1, err1, k2, err2)
+			continue
+		}
+		if err1 == nil && k1.DocName(caps) != name {
+			t.Errorf("%s: name %q, want %q", p, name, k1.DocName(caps))
+		}
+	}
+}

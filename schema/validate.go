@@ -27,15 +27,13 @@ func (k *Kind) Validate(m *yaml.Node, strict bool) []*FieldError {
 		return []*FieldError{{Line: line, Col: col, Msg: "frontmatter must be a mapping of field: value"}}
 	}
 	var errs []*FieldError
-	seen := map[string]bool{}
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		key, val := m.Content[i], m.Content[i+1]
 		name := key.Value
-		if seen[name] {
+		if seenBefore(m.Content[:i], name) {
 			errs = append(errs, &FieldError{Line: key.Line, Col: key.Column, Field: name, Msg: "duplicate field"})
 			continue
 		}
-		seen[name] = true
 		if name == VersionField {
 			if val.Tag != "!!int" {
 				errs = append(errs, &FieldError{Line: val.Line, Col: val.Column, Field: name, Msg: "must be an integer"})
@@ -63,7 +61,7 @@ func (k *Kind) Validate(m *yaml.Node, strict bool) []*FieldError {
 		}
 	}
 	for _, f := range k.Fields {
-		if f.Required && !seen[f.Name] {
+		if f.Required && !seenBefore(m.Content, f.Name) {
 			errs = append(errs, &FieldError{Line: m.Line, Col: m.Column, Field: f.Name, Msg: "required field missing"})
 		}
 	}
@@ -163,6 +161,9 @@ func describe(n *yaml.Node) string {
 // ParseTime accepts RFC 3339 with or without fractional seconds, and the
 // space-separated form YAML allows.
 func ParseTime(s string) (time.Time, error) {
+	if t, ok := parseStamp(s); ok {
+		return t, nil
+	}
 	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999Z07:00", "2006-01-02T15:04:05.999999999", "2006-01-02"} {
 		if t, err := time.Parse(layout, s); err == nil {
 			return t, nil
@@ -175,4 +176,71 @@ func ParseTime(s string) (time.Time, error) {
 // UTC with millisecond precision, which sorts lexically.
 func FormatTime(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+// seenBefore reports whether key is among the keys of the mapping
+// entries content (key, value, key, value...). Quadratic, but documents
+// have tens of fields and a map costs more at that size.
+func seenBefore(content []*yaml.Node, key string) bool {
+	for j := 0; j+1 < len(content); j += 2 {
+		if content[j].Value == key {
+			return true
+		}
+	}
+	return false
+}
+
+// parseStamp parses FormatTime's form and RFC 3339 in UTC with 0 to 9
+// fraction digits (2006-01-02T15:04:05[.000]Z), the stamps the engine
+// writes and reads on every state change, without time.Parse's layout
+// interpretation. It gives what time.Parse(time.RFC3339Nano, s) gives,
+// and ok=false for anything else (including out-of-range fields), which
+// ParseTime then hands to time.Parse.
+func parseStamp(s string) (time.Time, bool) {
+	if len(s) < 20 || len(s) > 30 || s[len(s)-1] != 'Z' || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
+		return time.Time{}, false
+	}
+	num := func(a, b int) (int, bool) {
+		n := 0
+		for i := a; i < b; i++ {
+			c := s[i]
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n, true
+	}
+	year, ok1 := num(0, 4)
+	month, ok2 := num(5, 7)
+	day, ok3 := num(8, 10)
+	hour, ok4 := num(11, 13)
+	minute, ok5 := num(14, 16)
+	sec, ok6 := num(17, 19)
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) {
+		return time.Time{}, false
+	}
+	nsec := 0
+	switch frac := s[19 : len(s)-1]; {
+	case frac == "":
+	case frac[0] == '.' && len(frac) >= 2 && len(frac) <= 10:
+		n, ok := num(20, len(s)-1)
+		if !ok {
+			return time.Time{}, false
+		}
+		for i := len(frac) - 1; i < 9; i++ {
+			n *= 10
+		}
+		nsec = n
+	default:
+		return time.Time{}, false
+	}
+	if month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	t := time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC)
+	if t.Day() != day { // Feb 30 and the like: time.Parse refuses them
+		return time.Time{}, false
+	}
+	return t, true
 }
