@@ -606,7 +606,7 @@ func fixEOL(b []byte, nl string) []byte {
 }
 
 func splitLines(b []byte) [][]byte {
-	var out [][]byte
+	out := make([][]byte, 0, bytes.Count(b, []byte{'\n'})+1)
 	for len(b) > 0 {
 		i := bytes.IndexByte(b, '\n')
 		if i < 0 {
@@ -724,8 +724,8 @@ func (d *Doc) setManyLines(fields [][2]any, nodes []*yaml.Node, del []string, ow
 	lines := splitLines(d.front)
 	// For patching the tree instead of re-parsing (patchTree).
 	patch := bytes.IndexByte(d.front, '#') < 0
-	var edits []lineEdit // one per replaced value, in fields order
-	var adds []lineAdd   // keys not present, appended
+	edits := make([]lineEdit, 0, len(fields)) // one per replaced value, in fields order
+	var adds []lineAdd                        // keys not present, appended
 	var delIdx []int     // content indexes of deleted keys
 	var drop []bool      // by old line: dropped with a deleted entry
 	for _, key := range del {
@@ -759,6 +759,9 @@ func (d *Doc) setManyLines(fields [][2]any, nodes []*yaml.Node, del []string, ow
 		patch = patch && patchSafe(n, text)
 		j := d.index(key)
 		if j < 0 {
+			if adds == nil {
+				adds = make([]lineAdd, 0, len(fields)-i)
+			}
 			adds = append(adds, lineAdd{key: key, text: text, node: n})
 			continue
 		}
@@ -982,6 +985,7 @@ func (d *Doc) patchTree(edits []lineEdit, delIdx []int, adds []lineAdd, drop []b
 	}
 	root := *d.root
 	root.Content = make([]*yaml.Node, 0, len(d.root.Content)+2*len(adds))
+	var slab []yaml.Node // moved copies of scalar nodes, one allocation
 	var keys []yaml.Node // key nodes of adds, one allocation
 	if len(adds) > 0 {
 		keys = make([]yaml.Node, len(adds))
@@ -998,7 +1002,10 @@ func (d *Doc) patchTree(edits []lineEdit, delIdx []int, adds []lineAdd, drop []b
 			}
 		}
 		if len(dropped) > 0 && shift(k.Line) != k.Line {
-			k, v = shiftedCopy(k, shift), shiftedCopy(v, shift)
+			if slab == nil {
+				slab = make([]yaml.Node, 0, len(d.root.Content)-i)
+			}
+			k, v = shiftedCopy(k, shift, &slab), shiftedCopy(v, shift, &slab)
 		}
 		root.Content = append(root.Content, k, v)
 	}
@@ -1014,17 +1021,26 @@ func (d *Doc) patchTree(edits []lineEdit, delIdx []int, adds []lineAdd, drop []b
 	return &root
 }
 
-// shiftedCopy deep-copies n with every line moved by shift.
-func shiftedCopy(n *yaml.Node, shift func(int) int) *yaml.Node {
-	c := *n
+// shiftedCopy deep-copies n with every line moved by shift. Scalars are
+// copied into *slab while it has room (it never grows: nodes in it are
+// pointed to), the rest allocated one by one.
+func shiftedCopy(n *yaml.Node, shift func(int) int, slab *[]yaml.Node) *yaml.Node {
+	var c *yaml.Node
+	if len(n.Content) == 0 && len(*slab) < cap(*slab) {
+		*slab = append(*slab, *n)
+		c = &(*slab)[len(*slab)-1]
+	} else {
+		cp := *n
+		c = &cp
+	}
 	c.Line = shift(n.Line)
 	if len(n.Content) > 0 {
 		c.Content = make([]*yaml.Node, len(n.Content))
 		for i, ch := range n.Content {
-			c.Content[i] = shiftedCopy(ch, shift)
+			c.Content[i] = shiftedCopy(ch, shift, slab)
 		}
 	}
-	return &c
+	return c
 }
 
 // stampSafe reports whether s is a date or timestamp made only of digits
