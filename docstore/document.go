@@ -82,7 +82,7 @@ func Parse(path string, data []byte) (*Doc, error) {
 		bom, rest = rest[:3], rest[3:]
 	}
 	first, after, ok := cutLine(rest)
-	if !ok || trimEOL(first) != "---" {
+	if !ok || string(trimEOL(first)) != "---" {
 		return nil, perr(1, 1, "missing frontmatter: a document starts with a line `---`")
 	}
 	d.head = append(append([]byte{}, bom...), first...)
@@ -95,7 +95,7 @@ func Parse(path string, data []byte) (*Doc, error) {
 		if !ok {
 			return nil, perr(1, 1, "missing closing `---`: the frontmatter opened on line 1 is never closed")
 		}
-		if s := trimEOL(l); s == "---" || s == "..." {
+		if s := trimEOL(l); string(s) == "---" || string(s) == "..." { // no allocation: compared, not kept
 			d.front = data[frontStart : len(data)-len(rest)]
 			d.tail = l
 			d.body = next
@@ -309,10 +309,10 @@ func cutLine(data []byte) (line, rest []byte, ok bool) {
 	return data, nil, true
 }
 
-func trimEOL(l []byte) string {
+func trimEOL(l []byte) []byte {
 	l = bytes.TrimSuffix(l, []byte("\n"))
 	l = bytes.TrimSuffix(l, []byte("\r"))
-	return string(bytes.TrimRight(l, " \t"))
+	return bytes.TrimRight(l, " \t")
 }
 
 func eol(l []byte) string {

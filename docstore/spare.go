@@ -219,7 +219,14 @@ func (s *Store) linkSpare(t target, data []byte) (ok bool, err error) {
 	return true, nil
 }
 
-func (s *Store) dirSyncer(dir string) *dirSyncer {
+func (s *Store) dirSyncer(dir string) *dirSyncer { return dirSyncerOf(dir) }
+
+// dirSyncerOf returns the shared syncer of dir, allocating only the first
+// time (LoadOrStore alone would allocate a new one on every call).
+func dirSyncerOf(dir string) *dirSyncer {
+	if v, ok := dirSyncers.Load(dir); ok {
+		return v.(*dirSyncer)
+	}
 	v, _ := dirSyncers.LoadOrStore(dir, &dirSyncer{})
 	return v.(*dirSyncer)
 }

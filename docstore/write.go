@@ -198,8 +198,7 @@ func (s *Store) syncDir(dir string) error {
 	if !s.durable {
 		return nil
 	}
-	v, _ := dirSyncers.LoadOrStore(dir, &dirSyncer{})
-	return v.(*dirSyncer).sync(dir)
+	return dirSyncerOf(dir).sync(dir)
 }
 
 // syncDirFD is syncDir for a directory the caller has open as fd (a Dir):
@@ -208,8 +207,7 @@ func (s *Store) syncDirFD(dir string, fd int) error {
 	if !s.durable {
 		return nil
 	}
-	v, _ := dirSyncers.LoadOrStore(dir, &dirSyncer{})
-	return v.(*dirSyncer).run(func() error { return fsyncFD(fd) })
+	return dirSyncerOf(dir).run(func() error { return fsyncFD(fd) })
 }
 
 var dirSyncers sync.Map // directory path -> *dirSyncer

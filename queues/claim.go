@@ -446,27 +446,18 @@ func validID(id string) error {
 	return nil
 }
 
-// kv is one field assignment for setFields.
-type kv struct {
-	k string
-	v any
-}
+// kv is one field assignment for setFields and editFields: key, value.
+// It is docstore's pair type itself, so a constant key is not boxed
+// again on every edit.
+type kv = [2]any
 
 func setFields(d *docstore.Doc, fields ...kv) error {
-	pairs := make([][2]any, len(fields))
-	for i, f := range fields {
-		pairs[i] = [2]any{f.k, f.v}
-	}
-	return d.SetMany(pairs) // one re-parse, not one per field
+	return d.SetMany(fields) // one re-parse, not one per field
 }
 
 // editFields sets fields and deletes keys with one re-parse.
 func editFields(d *docstore.Doc, fields []kv, del ...string) error {
-	pairs := make([][2]any, len(fields))
-	for i, f := range fields {
-		pairs[i] = [2]any{f.k, f.v}
-	}
-	return d.Edit(pairs, del...)
+	return d.Edit(fields, del...)
 }
 
 func delFields(d *docstore.Doc, keys ...string) error {
