@@ -726,8 +726,8 @@ func (d *Doc) setManyLines(fields [][2]any, nodes []*yaml.Node, del []string, ow
 	patch := bytes.IndexByte(d.front, '#') < 0
 	edits := make([]lineEdit, 0, len(fields)) // one per replaced value, in fields order
 	var adds []lineAdd                        // keys not present, appended
-	var delIdx []int     // content indexes of deleted keys
-	var drop []bool      // by old line: dropped with a deleted entry
+	var delIdx []int                          // content indexes of deleted keys
+	var drop []bool                           // by old line: dropped with a deleted entry
 	for _, key := range del {
 		j := d.index(key)
 		if j < 0 {
