@@ -52,6 +52,10 @@ clean:
 # slow the creates that follow (see research/physical-limits.md, inode reuse).
 # Every benchmark runs BENCHCOUNT times and the report takes the median: the
 # virtual disk's rate drifts 2-3x within minutes, a single run can mislead.
+# The repetitions are rounds over the whole suite (-count=1 each), not
+# -count=N: a Tavern figure and its baseline (the SQLite queue beside the
+# queue benchmarks) then run seconds apart in every round and see the same
+# phase of the disk, instead of minutes apart.
 # Anything else running (other test suites) skews the disk figures: the load
 # average before and after is recorded and shown under the report.
 # Override with e.g. `make bench BENCHTIME=3s BENCHCOUNT=5`.
@@ -61,8 +65,10 @@ BENCHCOUNT ?= 3
 bench:
 	@mkdir -p .bench
 	@{ echo "bench-note: load average before: $$(cat /proc/loadavg 2>/dev/null)"; \
+	echo 0 > .bench/status; for round in $$(seq $(BENCHCOUNT)); do \
+	echo "bench-note: round $$round of $(BENCHCOUNT)"; \
 	TAVERN_BENCH_DIR="$(CURDIR)/.bench/tmp" go test -p 1 -run '^$$' -bench . \
-		-benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) -timeout 15m ./... 2>&1; echo $$? > .bench/status; \
+		-benchtime=$(BENCHTIME) -count=1 -timeout 15m ./... 2>&1 || echo 1 > .bench/status; done; \
 	echo "bench-note: load average after: $$(cat /proc/loadavg 2>/dev/null)"; } \
 		| tee .bench/last.txt
 	@rm -rf .bench/tmp

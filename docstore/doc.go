@@ -70,7 +70,11 @@
 //     claim attempts covers that in package queues).
 //   - Lock files are never deleted while they might be held: Lock.Remove
 //     unlinks only while holding, and every acquirer re-checks that the
-//     file it locked is still the one at the path (inode comparison).
+//     file it locked is still the one at the path: an inode comparison
+//     with the path, or, through a Store's cached descriptor, that the
+//     file still has a link. The second assumes lock files are only
+//     created and removed, never renamed: do not move files under
+//     .tavern/.locks/ by hand while Tavern runs (deleting them is safe).
 //   - A Store keeps the lock files it has used open (up to 1024
 //     descriptors, released when the Store is garbage): goroutines of one
 //     Store exclude each other with a mutex per lock file, and the flock

@@ -19,7 +19,7 @@ import (
 // through the cached descriptor, so a slot's mutex excludes the
 // goroutines of this process and the flock excludes other processes (and
 // other Stores and uncached acquisitions in this one, which open their
-// own descriptions). The inode re-check is kept: a lock file removed
+// own descriptions). The re-check is kept, as a link count: a lock file removed
 // (Lock.Remove) while we opened or waited is an orphan, so the slot
 // drops its descriptor and reopens the path.
 type lockCache struct {
