@@ -71,6 +71,11 @@ func readFD(fd int) ([]byte, error) {
 			break
 		}
 		n += m
+		if n < len(buf) {
+			// A short read of a regular file is its end: no second read
+			// to see 0 (the file is as long as fstat said, or shorter).
+			break
+		}
 	}
 	if n > MaxDocSize {
 		return nil, errTooLarge{int64(n)}

@@ -149,6 +149,7 @@ func (p *pendingIndex) drain() {
 			}
 			return
 		}
+		short := n < len(p.buf)-(unix.SizeofInotifyEvent+unix.PathMax+1)
 		for off := 0; off+unix.SizeofInotifyEvent <= n; {
 			ev := (*unix.InotifyEvent)(unsafe.Pointer(&p.buf[off]))
 			name := ""
@@ -200,6 +201,12 @@ func (p *pendingIndex) drain() {
 			case ev.Mask&(unix.IN_DELETE|unix.IN_MOVED_FROM) != 0:
 				delete(d.set, id)
 			}
+		}
+		if short {
+			// The read took every queued event with room to spare: the
+			// queue was empty then, which is all a drain promises. Saves
+			// the read that would return EAGAIN.
+			return
 		}
 	}
 }
