@@ -226,3 +226,22 @@ func TestParseErrors(t *testing.T) {
 		}
 	}
 }
+
+// EqualBytes agrees with comparing Bytes, for the document itself and for
+// data that differs anywhere (head, frontmatter, fence, body, length).
+func TestEqualBytes(t *testing.T) {
+	src := "---\ntitle: a\nn: 1\n---\nbody\n"
+	d, err := Parse("notes/x.md", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, data := range []string{
+		src, "", "---\n", src[:len(src)-1], src + "x",
+		"--- \ntitle: a\nn: 1\n---\nbody\n", "---\ntitle: b\nn: 1\n---\nbody\n",
+		"---\ntitle: a\nn: 1\n...\nbody\n", "---\ntitle: a\nn: 1\n---\nbodY\n",
+	} {
+		if got, want := d.EqualBytes([]byte(data)), string(d.Bytes()) == data; got != want {
+			t.Errorf("EqualBytes(%q) = %v, want %v", data, got, want)
+		}
+	}
+}

@@ -215,3 +215,19 @@ func TestNameOfPathMatchesDocName(t *testing.T) {
 		}
 	}
 }
+
+// Captures gives Match's captures in pattern order, and nothing for a
+// path of another kind.
+func TestCaptures(t *testing.T) {
+	rel := "queues/build/claimed/01J.md"
+	got, ok := Item.Captures(rel, nil)
+	caps, _ := Item.Match(rel)
+	if !ok || len(got) != 3 || got[0] != caps["queue"] || got[1] != caps["state"] || got[2] != caps["id"] {
+		t.Fatalf("Captures(%q) = %q, %v; want queue, state, id of %v", rel, got, ok, caps)
+	}
+	for _, bad := range []string{"queues/build/elsewhere/01J.md", "queues/build/claimed/.x.md", "queues/build/claimed/01J.txt", "agents/a.md"} {
+		if got, ok := Item.Captures(bad, nil); ok || Item.Matches(bad) {
+			t.Errorf("Captures(%q) = %q, %v; Matches = %v; want no match", bad, got, ok, Item.Matches(bad))
+		}
+	}
+}
