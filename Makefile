@@ -30,6 +30,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 30s ./docstore
 	$(GO) test -run '^$$' -fuzz '^FuzzParseWhere$$' -fuzztime 30s ./docstore
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFrontFast$$' -fuzztime 30s ./docstore
+	$(GO) test -run '^$$' -fuzz '^FuzzEditPatch$$' -fuzztime 30s ./docstore
 	$(GO) test -run '^$$' -fuzz '^FuzzParsePattern$$' -fuzztime 30s ./queues
 	$(GO) test -run '^$$' -fuzz '^FuzzGlob$$' -fuzztime 30s ./queues
 	$(GO) test -run '^$$' -fuzz '^FuzzParseEventLine$$' -fuzztime 30s ./watcher

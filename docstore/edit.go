@@ -722,8 +722,12 @@ func (d *Doc) setManyLines(fields [][2]any, nodes []*yaml.Node, del []string, ow
 		return false
 	}
 	lines := splitLines(d.front)
-	// For patching the tree instead of re-parsing (patchTree).
-	patch := bytes.IndexByte(d.front, '#') < 0
+	// For patching the tree instead of re-parsing (patchTree): no
+	// comments, and a plain block mapping that starts at its first key
+	// (a tag on a line of its own puts the mapping's start elsewhere).
+	patch := bytes.IndexByte(d.front, '#') < 0 && d.root.Style == 0 && d.root.Tag == "!!map" &&
+		d.root.Anchor == "" && len(d.root.Content) > 0 &&
+		d.root.Line == d.root.Content[0].Line && d.root.Column == d.root.Content[0].Column
 	edits := make([]lineEdit, 0, len(fields)) // one per replaced value, in fields order
 	var adds []lineAdd                        // keys not present, appended
 	var delIdx []int                          // content indexes of deleted keys

@@ -2,9 +2,12 @@ package docstore
 
 import (
 	"fmt"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/tavernhq/tavern/schema"
 	"gopkg.in/yaml.v3"
 )
 
@@ -104,4 +107,81 @@ func TestPatchSafe(t *testing.T) {
 			t.Errorf("patchSafe(%s %q style %v) = %v, want %v", tc.n.Tag, tc.n.Value, tc.n.Style, got, tc.want)
 		}
 	}
+}
+
+// FuzzEditPatch: for any document that parses, a claim-like or
+// completion-like Edit either fails and leaves the document as it was, or
+// gives text that parses to the tree the edit left in memory (so later
+// edits and line:col errors stay right), with the set fields as set, the
+// deleted ones gone and every other field as it was.
+func FuzzEditPatch(f *testing.F) {
+	f.Add("---\nschema_version: 1\nid: x\ntitle: item\nattempts: 0\nnot_before: 2026-11-22T01:00:00.000Z\ntags:\n  - a\nqueue: q\n---\nbody\n", uint8(0))
+	f.Add("---\r\ntitle: a\r\nattempts: 1\r\nlease_until: 2026-11-22T01:00:00.000Z\r\nlist:\r\n  - 1\r\n---\r\n", uint8(1))
+	f.Add("---\nfirst: gone # c\nsecond: 2\nhung_since: x\n\n---\n", uint8(2))
+	f.Add("---\n{a: 1, lease_until: 2}\n---\n", uint8(3))
+	when := time.Date(2026, 11, 22, 1, 2, 3, 4e6, time.UTC)
+	edits := []struct {
+		set [][2]any
+		del []string
+	}{
+		{[][2]any{{"attempts", 1}, {"claimed_by", "w1"}, {"claim_attempt", 2}, {"lease_until", when}, {"started", when}}, []string{"not_before", "hung_since"}},
+		{[][2]any{{"completed", when}, {"updated", when}, {"result", "ok"}}, []string{"lease_until", "hung_since"}},
+		{[][2]any{{"title", "new title"}, {"n", int64(-3)}}, nil},
+		{nil, []string{"first", "tags", "queue"}},
+	}
+	f.Fuzz(func(t *testing.T, src string, which uint8) {
+		d, err := Parse("x.md", []byte(src))
+		if err != nil || d.root == nil {
+			return
+		}
+		e := edits[int(which)%len(edits)]
+		before := string(d.Bytes())
+		oldFields := d.Fields()
+		if err := d.Edit(e.set, e.del...); err != nil {
+			if got := string(d.Bytes()); got != before {
+				t.Fatalf("failed Edit (%v) changed the document:\n%q\nto\n%q", err, before, got)
+			}
+			return
+		}
+		fresh, err := Parse("x.md", d.Bytes())
+		if err != nil {
+			t.Fatalf("edited text does not parse: %v\n%q", err, d.Bytes())
+		}
+		if err := samePatched(d.root, fresh.root, "root"); err != nil {
+			t.Fatalf("%v\nbefore %q\nafter  %q", err, before, d.Bytes())
+		}
+		got := fresh.Fields()
+		for _, kv := range e.set {
+			k := kv[0].(string)
+			want := kv[1]
+			if tm, ok := want.(time.Time); ok {
+				want = schema.FormatTime(tm) // Fields gives timestamps as written
+			}
+			if fmt.Sprint(got[k]) != fmt.Sprint(want) {
+				t.Fatalf("%s = %#v, want %#v\n%q", k, got[k], want, d.Bytes())
+			}
+		}
+		for _, k := range e.del {
+			if _, ok := got[k]; ok && !setsKey(e.set, k) {
+				t.Fatalf("%s still present after delete\n%q", k, d.Bytes())
+			}
+		}
+		for k, v := range oldFields {
+			if setsKey(e.set, k) || slices.Contains(e.del, k) {
+				continue
+			}
+			if !reflect.DeepEqual(got[k], v) {
+				t.Fatalf("untouched field %s changed: %#v -> %#v\n%q", k, v, got[k], d.Bytes())
+			}
+		}
+	})
+}
+
+func setsKey(set [][2]any, k string) bool {
+	for _, kv := range set {
+		if kv[0].(string) == k {
+			return true
+		}
+	}
+	return false
 }
