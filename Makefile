@@ -33,6 +33,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzEditPatch$$' -fuzztime 30s ./docstore
 	$(GO) test -run '^$$' -fuzz '^FuzzParsePattern$$' -fuzztime 30s ./queues
 	$(GO) test -run '^$$' -fuzz '^FuzzGlob$$' -fuzztime 30s ./queues
+	$(GO) test -run '^$$' -fuzz '^FuzzTakeHandEdited$$' -fuzztime 30s ./queues
 	$(GO) test -run '^$$' -fuzz '^FuzzParseEventLine$$' -fuzztime 30s ./watcher
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCache$$' -fuzztime 30s ./watcher
 	$(GO) test -run '^$$' -fuzz '^FuzzEventJSON$$' -fuzztime 30s ./watcher
