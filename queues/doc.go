@@ -421,7 +421,7 @@
 // and a cycle waits for four flushes in sequence. A take+done is two
 // content changes, each of which must reach the disk before its rename
 // (or a crash leaves a name on stale content), so by request count alone
-// it is held to about 4/11 = 0.36x the baseline's rate, before any CPU
+// it is held to about 4.0/11.3 = 0.35x the baseline's rate, before any CPU
 // of its own; measured: 0.19-0.24x.
 //
 // The round-4 note above blamed the filesystem-wide rename mutex for the
