@@ -10,7 +10,7 @@ import (
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
-	"github.com/tavernhq/tavern/watcher"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 // User is the recipient at the top of every hierarchy: questions that
@@ -24,7 +24,7 @@ const User = "@user"
 // use; several processes may each have one on the same store.
 type Manager struct {
 	Store   *docstore.Store
-	Journal *watcher.Journal // nil: nothing is journaled
+	Journal *journal.Journal // nil: nothing is journaled
 	// Now is the clock (tests replace it); nil means time.Now.
 	Now func() time.Time
 	// Host identifies this machine in agent documents (pid/host); liveness
@@ -36,7 +36,7 @@ type Manager struct {
 
 // NewManager opens the store's journal and returns a Manager.
 func NewManager(s *docstore.Store) (*Manager, error) {
-	j, err := watcher.OpenJournal(s.Root(), watcher.JournalOptions{})
+	j, err := journal.Open(s.Root(), journal.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func (m *Manager) ProjectDir() string { return filepath.Dir(m.Store.Root()) }
 // event journals one event. Journal failures do not undo the document
 // change (the documents are the truth; the journal is their history), so
 // they are returned for the caller to report, never hidden.
-func (m *Manager) event(e watcher.Event) error {
+func (m *Manager) event(e journal.Event) error {
 	if m.Journal == nil {
 		return nil
 	}
@@ -227,7 +227,7 @@ func (m *Manager) CreateAgent(spec AgentSpec) (*Agent, error) {
 			return nil, err
 		}
 		a := agentFromDoc(d)
-		return a, m.event(watcher.Event{Type: "agent.created", Kind: "agent", Path: d.Path, Rev: d.Rev,
+		return a, m.event(journal.Event{Type: "agent.created", Kind: "agent", Path: d.Path, Rev: d.Rev,
 			Agent: name, Parent: spec.Parent, Data: map[string]any{"role": spec.Role, "state": Idle}})
 	}
 }
@@ -329,7 +329,7 @@ func (m *Manager) Transition(name, to string, opt TransitionOptions) (*Agent, er
 	a := agentFromDoc(d)
 	var jerr error
 	if handFrom != "" && handFrom != from {
-		jerr = m.event(watcher.Event{Type: "agent.state", Kind: "agent", Path: rel, Agent: name, Parent: a.Parent,
+		jerr = m.event(journal.Event{Type: "agent.state", Kind: "agent", Path: rel, Agent: name, Parent: a.Parent,
 			Data: map[string]any{"from": handFrom, "to": from, "by": "hand"}})
 	}
 	if from != to || opt.Force {
@@ -343,7 +343,7 @@ func (m *Manager) Transition(name, to string, opt TransitionOptions) (*Agent, er
 		if opt.Force {
 			data["forced"] = true
 		}
-		if err := m.event(watcher.Event{Type: "agent.state", Kind: "agent", Path: rel, Rev: d.Rev, Agent: name, Parent: a.Parent, Data: data}); err != nil {
+		if err := m.event(journal.Event{Type: "agent.state", Kind: "agent", Path: rel, Rev: d.Rev, Agent: name, Parent: a.Parent, Data: data}); err != nil {
 			jerr = err
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/tavernhq/tavern/docstore"
-	"github.com/tavernhq/tavern/watcher"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 // OutputMessage is one captured line (or message) for a channel.
@@ -211,6 +211,6 @@ func (m *Manager) ChannelMessages(channel string) ([]Message, error) {
 
 // journalOutputError records a capture failure; output loss must be visible.
 func (m *Manager) journalOutputError(agent string, err error) error {
-	return m.event(watcher.Event{Type: "agent.output_error", Kind: "agent", Path: AgentPath(agent), Agent: agent,
+	return m.event(journal.Event{Type: "agent.output_error", Kind: "agent", Path: AgentPath(agent), Agent: agent,
 		Data: map[string]any{"error": err.Error()}})
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
-	"github.com/tavernhq/tavern/watcher"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 // Commitment statuses.
@@ -111,7 +111,7 @@ func (m *Manager) AddCommitment(agent, description, assertion string, timeout ti
 		return nil, err
 	}
 	c := commitmentFromDoc(d)
-	return c, m.event(watcher.Event{Type: "commitment.added", Kind: "commitment", Path: rel, Agent: agent,
+	return c, m.event(journal.Event{Type: "commitment.added", Kind: "commitment", Path: rel, Agent: agent,
 		Data: map[string]any{"description": description, "assertion": assertion}})
 }
 
@@ -221,7 +221,7 @@ func (m *Manager) Verify(ctx context.Context, agent, by string) ([]Result, error
 		}
 		r.Commitment = commitmentFromDoc(d)
 		results = append(results, r)
-		if err := m.event(watcher.Event{Type: "commitment.verified", Kind: "commitment", Path: c.Path, Agent: agent,
+		if err := m.event(journal.Event{Type: "commitment.verified", Kind: "commitment", Path: c.Path, Agent: agent,
 			Data: map[string]any{"passed": r.Passed, "exit_code": r.ExitCode, "timed_out": r.TimedOut, "by": by}}); err != nil {
 			return results, err
 		}

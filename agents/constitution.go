@@ -7,7 +7,7 @@ import (
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
-	"github.com/tavernhq/tavern/watcher"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 // ConstitutionPath is the document path of a role's constitution.
@@ -64,7 +64,7 @@ func (m *Manager) WriteConstitution(role, description, text string) (string, err
 	if err != nil {
 		return "", err
 	}
-	return sha, m.event(watcher.Event{Type: "constitution.written", Kind: "constitution", Path: rel, Data: map[string]any{"role": role, "sha256": sha}})
+	return sha, m.event(journal.Event{Type: "constitution.written", Kind: "constitution", Path: rel, Data: map[string]any{"role": role, "sha256": sha}})
 }
 
 // checkConstitution compares the agent's recorded constitution with the

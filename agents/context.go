@@ -9,7 +9,7 @@ import (
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
-	"github.com/tavernhq/tavern/watcher"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 // Context sources, in the order `tavern context` shows them.
@@ -74,11 +74,11 @@ func Context(s *docstore.Store, query, agent string) (*ContextResult, error) {
 	}
 
 	// Events.
-	f := watcher.Filter{}
+	f := journal.Filter{}
 	if agent != "" {
 		f.Agent = agent
 	}
-	if _, err := watcher.ReadJournal(s.Root(), f, func(e watcher.Event, err error) bool {
+	if _, err := journal.Read(s.Root(), f, func(e journal.Event, err error) bool {
 		if err != nil {
 			return true // a torn or hand-broken line: skip it here, `tavern check` reports it
 		}

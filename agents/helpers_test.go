@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/tavernhq/tavern/docstore"
-	"github.com/tavernhq/tavern/watcher"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 // newManager returns a Manager on a fresh store in a temp dir.
@@ -51,10 +51,10 @@ func mustAgent(tb testing.TB, m *Manager, spec AgentSpec) *Agent {
 }
 
 // events reads the journal and returns the events of the given type.
-func events(tb testing.TB, m *Manager, typ string) []watcher.Event {
+func events(tb testing.TB, m *Manager, typ string) []journal.Event {
 	tb.Helper()
-	var out []watcher.Event
-	_, err := watcher.ReadJournal(m.Store.Root(), watcher.Filter{Types: []string{typ}}, func(e watcher.Event, err error) bool {
+	var out []journal.Event
+	_, err := journal.Read(m.Store.Root(), journal.Filter{Types: []string{typ}}, func(e journal.Event, err error) bool {
 		if err != nil {
 			tb.Errorf("journal: %v", err)
 			return true

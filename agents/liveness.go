@@ -4,7 +4,7 @@ import (
 	"errors"
 
 	"github.com/tavernhq/tavern/docstore"
-	"github.com/tavernhq/tavern/watcher"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 // LockKey is the liveness lock of an agent. The spawn wrapper holds it for
@@ -68,7 +68,7 @@ func (m *Manager) reapOne(name string) (string, error) {
 		Edit: func(d *docstore.Doc) error { return clearProcess(d) }}); err != nil {
 		return "", err
 	}
-	return name, m.event(watcher.Event{Type: "agent.reaped", Kind: "agent", Path: AgentPath(name), Agent: name, Parent: a.Parent,
+	return name, m.event(journal.Event{Type: "agent.reaped", Kind: "agent", Path: AgentPath(name), Agent: name, Parent: a.Parent,
 		Data: map[string]any{"pid": pid, "host": host}})
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 // Pool empty-queue behaviours.
@@ -152,7 +153,7 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 	if err := p.writeDoc(true); err != nil {
 		return nil, err
 	}
-	report(m.event(watcher.Event{Type: "pool.started", Kind: "pool", Path: PoolPath(opt.Name),
+	report(m.event(journal.Event{Type: "pool.started", Kind: "pool", Path: PoolPath(opt.Name),
 		Data: map[string]any{"queues": opt.Queues, "min": opt.Min, "max": opt.Max, "on_empty": opt.OnEmpty, "steal": opt.Steal}}))
 
 	wake := make(chan struct{}, 1)
@@ -219,7 +220,7 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 				for _, d := range p.running {
 					_ = syscall.Kill(d.cmd.Process.Pid, syscall.SIGTERM)
 				}
-				report(m.event(watcher.Event{Type: "pool.interrupted", Kind: "pool", Path: PoolPath(opt.Name), Data: map[string]any{"signal": sig.String()}}))
+				report(m.event(journal.Event{Type: "pool.interrupted", Kind: "pool", Path: PoolPath(opt.Name), Data: map[string]any{"signal": sig.String()}}))
 			}
 		case e := <-exits:
 			noWork := p.finish(e, report)
@@ -234,7 +235,7 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 	p.setState("stopped")
 	report(p.writeDoc(false))
 	final := p.snapshot()
-	report(m.event(watcher.Event{Type: "pool.stopped", Kind: "pool", Path: PoolPath(opt.Name), Data: map[string]any{
+	report(m.event(journal.Event{Type: "pool.stopped", Kind: "pool", Path: PoolPath(opt.Name), Data: map[string]any{
 		"items_done": final.ItemsDone, "items_failed": final.ItemsFailed, "spawned": final.Spawned, "crashed": final.Crashed, "steals": final.Steals}}))
 	return &final, nil
 }
@@ -348,7 +349,7 @@ func (p *poolRun) finish(e droneExit, report func(error)) bool {
 		p.metrics.Crashed++
 		p.busy += time.Since(e.d.start)
 		report(fmt.Errorf("pool %s: drone %s crashed (%v): %s", p.opt.Name, e.d.name, e.err, e.d.stderr.String()))
-		_ = p.m.event(watcher.Event{Type: "pool.drone_crashed", Kind: "pool", Path: PoolPath(p.opt.Name), Agent: e.d.name,
+		_ = p.m.event(journal.Event{Type: "pool.drone_crashed", Kind: "pool", Path: PoolPath(p.opt.Name), Agent: e.d.name,
 			Data: map[string]any{"error": fmt.Sprint(e.err), "stderr": e.d.stderr.String()}})
 		go func() { _, _ = p.m.ReapAgents(); _, _ = p.opt.Broker.Reap(p.opt.Queues...) }()
 	case e.res.Outcome == OutcomeNoWork:

@@ -12,6 +12,7 @@ import (
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 // Question statuses.
@@ -142,7 +143,7 @@ func (m *Manager) Ask(from, to string, priority int, text string) (*Question, er
 		return nil, err
 	}
 	q := questionFromDoc(d)
-	if err := m.event(watcher.Event{Type: "question.raised", Kind: "question", Path: rel, Agent: from,
+	if err := m.event(journal.Event{Type: "question.raised", Kind: "question", Path: rel, Agent: from,
 		Data: map[string]any{"to": target, "priority": priority}}); err != nil {
 		return q, err
 	}
@@ -224,7 +225,7 @@ func (m *Manager) Answer(id, text, by string) (*Question, error) {
 		return nil, err
 	}
 	q := questionFromDoc(d)
-	if err := m.event(watcher.Event{Type: "question.answered", Kind: "question", Path: rel, Agent: q.From,
+	if err := m.event(journal.Event{Type: "question.answered", Kind: "question", Path: rel, Agent: q.From,
 		Data: map[string]any{"by": orUser(by), "to": q.To}}); err != nil {
 		return q, err
 	}
@@ -316,7 +317,7 @@ func (m *Manager) Bubble(after time.Duration) (moved []*Question, nextDue time.T
 			continue
 		}
 		moved = append(moved, nq)
-		err = errors.Join(err, m.event(watcher.Event{Type: "question.bubbled", Kind: "question", Path: q.Path, Agent: q.From,
+		err = errors.Join(err, m.event(journal.Event{Type: "question.bubbled", Kind: "question", Path: q.Path, Agent: q.From,
 			Data: map[string]any{"from": from, "to": up, "hops": nq.Hops}}))
 		if up != User {
 			if d := now.Add(after); nextDue.IsZero() || d.Before(nextDue) {

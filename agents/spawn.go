@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/tavernhq/tavern/docstore"
-	"github.com/tavernhq/tavern/watcher"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 // WorkClaim is an item the spawn wrapper claimed for its child. The queues
@@ -277,7 +277,7 @@ func (m *Manager) Spawn(ctx context.Context, opt SpawnOptions) (*SpawnResult, er
 	if claim != nil {
 		ev["item"], ev["queue"], ev["attempt"] = claim.ItemID(), claim.Queue(), claim.Attempt()
 	}
-	jerr := m.event(watcher.Event{Type: "agent.spawned", Kind: "agent", Path: AgentPath(name), Agent: name, Parent: a.Parent, Item: res.Item, Queue: res.Queue, Data: ev})
+	jerr := m.event(journal.Event{Type: "agent.spawned", Kind: "agent", Path: AgentPath(name), Agent: name, Parent: a.Parent, Item: res.Item, Queue: res.Queue, Data: ev})
 	if opt.OnStart != nil {
 		opt.OnStart(name, cmd.Process.Pid, claim)
 	}
@@ -404,7 +404,7 @@ loop:
 	if res.ItemError != "" {
 		data["item_error"] = res.ItemError
 	}
-	jerr = errors.Join(jerr, m.event(watcher.Event{Type: "agent.exited", Kind: "agent", Path: AgentPath(name), Agent: name, Parent: a.Parent, Item: res.Item, Queue: res.Queue, Data: data}))
+	jerr = errors.Join(jerr, m.event(journal.Event{Type: "agent.exited", Kind: "agent", Path: AgentPath(name), Agent: name, Parent: a.Parent, Item: res.Item, Queue: res.Queue, Data: data}))
 	if err != nil {
 		return res, err
 	}
@@ -436,7 +436,7 @@ func (m *Manager) prepare(name string, opt SpawnOptions) (*Agent, error) {
 			Edit: clearProcess}); err != nil {
 			return nil, err
 		}
-		if err := m.event(watcher.Event{Type: "agent.reaped", Kind: "agent", Path: AgentPath(name), Agent: name, Data: map[string]any{"pid": pid}}); err != nil {
+		if err := m.event(journal.Event{Type: "agent.reaped", Kind: "agent", Path: AgentPath(name), Agent: name, Data: map[string]any{"pid": pid}}); err != nil {
 			return nil, err
 		}
 		st = Failed

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/tavernhq/tavern/docstore"
-	"github.com/tavernhq/tavern/watcher"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 func writeDoc(tb testing.TB, s *docstore.Store, rel, text string) {
@@ -109,15 +109,15 @@ func TestWakeSleepRoundTrip(t *testing.T) {
 
 func TestContextAcrossSubsystems(t *testing.T) {
 	s := msgStore(t)
-	j, err := watcher.OpenJournal(s.Root(), watcher.JournalOptions{})
+	j, err := journal.Open(s.Root(), journal.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	if _, err := j.Append(watcher.Event{Type: "item.failed", Agent: "zealot", Path: "queues/build/pending/x.md", Data: map[string]any{"error": "stateless assembly crashed"}}); err != nil {
+	if _, err := j.Append(journal.Event{Type: "item.failed", Agent: "zealot", Path: "queues/build/pending/x.md", Data: map[string]any{"error": "stateless assembly crashed"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := j.Append(watcher.Event{Type: "item.failed", Agent: "other", Data: map[string]any{"error": "stateless elsewhere"}}); err != nil {
+	if _, err := j.Append(journal.Event{Type: "item.failed", Agent: "other", Data: map[string]any{"error": "stateless elsewhere"}}); err != nil {
 		t.Fatal(err)
 	}
 	AddMemory(s, "zealot", "ideas", "Stateless context assembly is the plan", false)

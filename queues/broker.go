@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/tavernhq/tavern/docstore"
-	"github.com/tavernhq/tavern/watcher"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 // Broker is the queue engine over one store. It is safe for concurrent
@@ -17,7 +17,7 @@ import (
 // state; a Broker's in-memory state is a cache and a fairness counter).
 type Broker struct {
 	s       *docstore.Store
-	j       *watcher.Journal
+	j       *journal.Journal
 	ownJ    bool
 	now     func() time.Time
 	who     string
@@ -44,7 +44,7 @@ type Broker struct {
 type Options struct {
 	// Journal receives the domain events. Nil opens the store's journal
 	// (events/<day>.jsonl); the Broker closes only a journal it opened.
-	Journal *watcher.Journal
+	Journal *journal.Journal
 	// Now is the clock (tests move it to expire leases without sleeping).
 	Now func() time.Time
 	// ReapInterval is the least time between two automatic reaps of one
@@ -89,7 +89,7 @@ func Open(s *docstore.Store, opt Options) (*Broker, error) {
 	}
 	b.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	if b.j == nil {
-		j, err := watcher.OpenJournal(s.Root(), watcher.JournalOptions{})
+		j, err := journal.Open(s.Root(), journal.Options{})
 		if err != nil {
 			return nil, err
 		}
@@ -166,7 +166,7 @@ func (b *Broker) holderHeld() bool {
 func (b *Broker) Store() *docstore.Store { return b.s }
 
 // Journal returns the journal events are appended to.
-func (b *Broker) Journal() *watcher.Journal { return b.j }
+func (b *Broker) Journal() *journal.Journal { return b.j }
 
 // Event types journaled by this package (watcher.Event.Type).
 const (
@@ -187,7 +187,7 @@ const (
 // history); it is returned to the caller alongside success by the
 // operations that can report it, and otherwise dropped.
 func (b *Broker) journal(typ string, it *Item, agent string, data map[string]any) error {
-	e := watcher.Event{Type: typ, Kind: "item", Agent: agent, Data: data}
+	e := journal.Event{Type: typ, Kind: "item", Agent: agent, Data: data}
 	if it != nil {
 		e.Path, e.Item, e.Queue = it.Path, it.ID, it.Queue
 		if it.Doc != nil {
@@ -198,6 +198,6 @@ func (b *Broker) journal(typ string, it *Item, agent string, data map[string]any
 	return err
 }
 
-func eventQueue(typ, name, path string) watcher.Event {
-	return watcher.Event{Type: typ, Kind: "queue", Queue: name, Path: path}
+func eventQueue(typ, name, path string) journal.Event {
+	return journal.Event{Type: typ, Kind: "queue", Queue: name, Path: path}
 }

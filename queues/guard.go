@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/tavernhq/tavern/watcher"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 // StagedPaths returns the paths staged for commit in the git work tree
@@ -62,7 +62,7 @@ func (sp *Space) Guard(ctx context.Context, dir, agent string) ([]Conflict, erro
 	}
 	if len(conflicts) > 0 {
 		for _, c := range conflicts {
-			sp.event("reservation.conflict", watcher.Event{Agent: agent, Path: c.Held.Path, Data: map[string]any{
+			sp.event("reservation.conflict", journal.Event{Agent: agent, Path: c.Held.Path, Data: map[string]any{
 				"path": c.Want, "held_glob": c.Held.Glob, "held_by": c.Held.Agent, "by": "guard"}})
 		}
 		return conflicts, &ReservedError{Conflicts: conflicts}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
-	"github.com/tavernhq/tavern/watcher"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 func isEmpty(err error) bool { return errors.Is(err, queues.ErrEmpty) }
@@ -111,10 +111,10 @@ func ls(tb testing.TB, s *docstore.Store, q, state string) []string {
 }
 
 // events reads the journal's events of the given type.
-func events(tb testing.TB, s *docstore.Store, typ string) []watcher.Event {
+func events(tb testing.TB, s *docstore.Store, typ string) []journal.Event {
 	tb.Helper()
-	var out []watcher.Event
-	_, err := watcher.ReadJournal(s.Root(), watcher.Filter{Types: []string{typ}}, func(e watcher.Event, err error) bool {
+	var out []journal.Event
+	_, err := journal.Read(s.Root(), journal.Filter{Types: []string{typ}}, func(e journal.Event, err error) bool {
 		if err != nil {
 			tb.Errorf("journal: %v", err)
 			return true

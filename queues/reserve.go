@@ -8,7 +8,7 @@ import (
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
-	"github.com/tavernhq/tavern/watcher"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 // ReservationType is the tuple type of path reservations: one tuple
@@ -98,7 +98,7 @@ func (sp *Space) Reserve(agent string, globs []string, opt ReserveOptions) ([]*R
 	}
 	if len(conflicts) > 0 {
 		for _, c := range conflicts {
-			sp.event("reservation.conflict", watcher.Event{Agent: agent, Path: c.Held.Path, Data: map[string]any{
+			sp.event("reservation.conflict", journal.Event{Agent: agent, Path: c.Held.Path, Data: map[string]any{
 				"glob": c.Want, "held_glob": c.Held.Glob, "held_by": c.Held.Agent}})
 		}
 		return nil, &ReservedError{Conflicts: conflicts}
@@ -145,7 +145,7 @@ func (sp *Space) reserveOne(agent string, g Glob, opt ReserveOptions, live []*Re
 			return nil, err
 		}
 		nr := sp.reservationOf(d)
-		sp.event("reservation.renewed", watcher.Event{Agent: agent, Path: nr.Path, Data: map[string]any{"glob": nr.Glob}})
+		sp.event("reservation.renewed", journal.Event{Agent: agent, Path: nr.Path, Data: map[string]any{"glob": nr.Glob}})
 		return nr, nil
 	}
 	values := [][2]any{{"agent", agent}, {"glob", g.String()}}
@@ -157,7 +157,7 @@ func (sp *Space) reserveOne(agent string, g Glob, opt ReserveOptions, live []*Re
 		return nil, err
 	}
 	r := sp.reservationOf(t.Doc)
-	sp.event("reservation.made", watcher.Event{Agent: agent, Path: r.Path, Data: map[string]any{"glob": r.Glob}})
+	sp.event("reservation.made", journal.Event{Agent: agent, Path: r.Path, Data: map[string]any{"glob": r.Glob}})
 	return r, nil
 }
 
@@ -225,7 +225,7 @@ func (sp *Space) Unreserve(agent string, globs []string) (int, error) {
 		}
 		if ok {
 			n++
-			sp.event("reservation.released", watcher.Event{Agent: agent, Path: r.Path, Data: map[string]any{"glob": r.Glob}})
+			sp.event("reservation.released", journal.Event{Agent: agent, Path: r.Path, Data: map[string]any{"glob": r.Glob}})
 		}
 	}
 	return n, errors.Join(errs...)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
-	"github.com/tavernhq/tavern/watcher"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 // TokenType is the tuple type of resource token slots: a token NAME with
@@ -134,7 +134,7 @@ func (sp *Space) InitToken(name string, count int) (int, error) {
 			return -removed, fmt.Errorf("%w: %s: slots were acquired while shrinking; %d of %d removed", ErrTokenCount, name, removed, drop)
 		}
 	}
-	sp.event("token.init", watcher.Event{Data: map[string]any{"token": name, "count": count, "was": total}})
+	sp.event("token.init", journal.Event{Data: map[string]any{"token": name, "count": count, "was": total}})
 	return count - total, nil
 }
 
@@ -262,7 +262,7 @@ func (sp *Space) acquireSlot(name, id, hold, lockKey string, opt AcquireOptions)
 	if err := sp.store.WriteFile(to, d.Bytes()); err != nil {
 		return putBack(err)
 	}
-	sp.event("token.acquired", watcher.Event{Path: to, Agent: opt.As, Data: map[string]any{
+	sp.event("token.acquired", journal.Event{Path: to, Agent: opt.As, Data: map[string]any{
 		"token": name, "id": id, "slot": slot, "epoch": epoch, "hold": hold, "held_by": heldBy}})
 	return t, nil
 }
@@ -401,7 +401,7 @@ func (sp *Space) freeSlot(_ *docstore.Lock, typ, id string, d *docstore.Doc, ev,
 		return err
 	}
 	epoch, _ := d.Int("epoch")
-	sp.event(ev, watcher.Event{Path: tuplePath(typ, id), Agent: heldBy, Data: map[string]any{
+	sp.event(ev, journal.Event{Path: tuplePath(typ, id), Agent: heldBy, Data: map[string]any{
 		"token": d.String("token"), "id": id, "epoch": epoch, "held_by": heldBy, "reason": why}})
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 // Space is the Linda tuple space of a store: tuples/<type>/<id>.md. It also
@@ -21,7 +22,7 @@ import (
 // processes may use the same store at once.
 type Space struct {
 	store   *docstore.Store
-	journal *watcher.Journal
+	journal *journal.Journal
 	proj    *watcher.Projection
 	now     func() time.Time
 	recheck time.Duration
@@ -33,7 +34,7 @@ type Space struct {
 type SpaceOptions struct {
 	// Journal receives the tuple, token and reservation events. Nil opens
 	// the store's journal; set NoJournal to run without one.
-	Journal   *watcher.Journal
+	Journal   *journal.Journal
 	NoJournal bool
 	// Projection, when set (a long-running process that keeps one open
 	// with Watch), wakes blocked Rd/In through its WaitFor instead of a
@@ -64,7 +65,7 @@ func NewSpace(s *docstore.Store, opt SpaceOptions) (*Space, error) {
 		sp.poll = time.Second
 	}
 	if sp.journal == nil && !opt.NoJournal {
-		j, err := watcher.OpenJournal(s.Root(), watcher.JournalOptions{})
+		j, err := journal.Open(s.Root(), journal.Options{})
 		if err != nil {
 			return nil, err
 		}
@@ -181,7 +182,7 @@ func (sp *Space) Out(typ string, values [][2]any, opt OutOptions) (*Tuple, error
 		return nil, err
 	}
 	t := sp.tupleOf(typ, d)
-	sp.event("tuple.out", watcher.Event{Path: rel, Rev: d.Rev, Data: map[string]any{"type": typ, "id": id}})
+	sp.event("tuple.out", journal.Event{Path: rel, Rev: d.Rev, Data: map[string]any{"type": typ, "id": id}})
 	return t, nil
 }
 
@@ -374,7 +375,7 @@ func (sp *Space) take(typ, name string, p Pattern) (*Tuple, error) {
 	d.Path = from
 	t := sp.tupleOf(typ, d)
 	t.Captures = caps
-	sp.event("tuple.in", watcher.Event{Path: from, Rev: d.Rev, Data: map[string]any{"type": typ, "id": t.ID}})
+	sp.event("tuple.in", journal.Event{Path: from, Rev: d.Rev, Data: map[string]any{"type": typ, "id": t.ID}})
 	return t, nil
 }
 
@@ -543,7 +544,7 @@ func (sp *Space) GC(types ...string) (GCStats, error) {
 			errs = append(errs, err)
 			if ok {
 				st.Expired++
-				sp.event("tuple.expired", watcher.Event{Path: tuplePath(typ, id), Data: map[string]any{"type": typ, "id": id}})
+				sp.event("tuple.expired", journal.Event{Path: tuplePath(typ, id), Data: map[string]any{"type": typ, "id": id}})
 			}
 		}
 		n, err = sp.sweepLocks(typ)
@@ -637,11 +638,11 @@ func (sp *Space) reapOne(typ, id string) (bool, error) {
 	if err := sp.store.Rename(taken, tuplePath(typ, id)); err != nil {
 		return false, err
 	}
-	sp.event("tuple.returned", watcher.Event{Path: tuplePath(typ, id), Data: map[string]any{"type": typ, "id": id, "reason": why}})
+	sp.event("tuple.returned", journal.Event{Path: tuplePath(typ, id), Data: map[string]any{"type": typ, "id": id, "reason": why}})
 	return true, nil
 }
 
-func (sp *Space) event(typ string, e watcher.Event) {
+func (sp *Space) event(typ string, e journal.Event) {
 	if sp.journal == nil {
 		return
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/watcher"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 // newSpace returns a tuple space in a fresh store. The journal is real so
@@ -52,10 +53,10 @@ func pattern(tb testing.TB, terms ...string) Pattern {
 }
 
 // events returns the journal's event types in order, filtered by prefix.
-func tupleEvents(tb testing.TB, sp *Space, prefix string) []watcher.Event {
+func tupleEvents(tb testing.TB, sp *Space, prefix string) []journal.Event {
 	tb.Helper()
-	var out []watcher.Event
-	_, err := watcher.ReadJournal(sp.Store().Root(), watcher.Filter{Types: []string{prefix}}, func(e watcher.Event, err error) bool {
+	var out []journal.Event
+	_, err := journal.Read(sp.Store().Root(), journal.Filter{Types: []string{prefix}}, func(e journal.Event, err error) bool {
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -40,14 +40,6 @@ func (e *WatchError) Error() string {
 
 func (e *WatchError) Unwrap() error { return e.Err }
 
-// ErrNoType is returned when an event has no type (or, reading the journal,
-// no id): every journal line must say what happened.
-var ErrNoType = errors.New("event has no type or id")
-
-// ErrTrailingData is returned when a journal line holds more than one JSON
-// value (two events torn together into one line).
-var ErrTrailingData = errors.New("trailing data after event")
-
 // ErrOutOfScope is returned by Query and WaitFor for a kind that a
 // projection opened with Options.Kinds does not cover.
 var ErrOutOfScope = errors.New("kind not covered by this projection")

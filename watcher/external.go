@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 // externals decides which observed changes no engine call made. The engine
@@ -15,7 +15,7 @@ import (
 // (path, rev).
 type externals struct {
 	p       *Projection
-	j       *Journal
+	j       *journal.Journal
 	mu      sync.Mutex
 	engine  map[string]time.Time   // path\x00rev journaled by the engine
 	pending map[string]*time.Timer // path\x00rev waiting for its decision
@@ -23,14 +23,14 @@ type externals struct {
 	wg      sync.WaitGroup // decisions in flight
 }
 
-func newExternals(p *Projection, j *Journal) *externals {
+func newExternals(p *Projection, j *journal.Journal) *externals {
 	return &externals{p: p, j: j, engine: map[string]time.Time{}, pending: map[string]*time.Timer{}}
 }
 
 func extKey(path, rev string) string { return path + "\x00" + rev }
 
 // engineEvent records a mutation the engine journaled.
-func (x *externals) engineEvent(e Event) {
+func (x *externals) engineEvent(e journal.Event) {
 	if e.Path == "" {
 		return
 	}
@@ -51,8 +51,8 @@ func (x *externals) engineEvent(e Event) {
 }
 
 // observed considers one change the projection saw.
-func (x *externals) observed(ev Event) {
-	if ev.Path == "" || ev.Type == TypeError {
+func (x *externals) observed(ev journal.Event) {
+	if ev.Path == "" || ev.Type == journal.TypeError {
 		return
 	}
 	key := extKey(ev.Path, ev.Rev)
@@ -76,7 +76,7 @@ func (x *externals) observed(ev Event) {
 	})
 }
 
-func (x *externals) decide(ev Event, key string) {
+func (x *externals) decide(ev journal.Event, key string) {
 	x.mu.Lock()
 	_, engine := x.engine[key]
 	delete(x.pending, key)
@@ -85,7 +85,7 @@ func (x *externals) decide(ev Event, key string) {
 	if engine || stopped {
 		return
 	}
-	out := Event{Type: TypeExternal, Kind: ev.Kind, Path: ev.Path, Rev: ev.Rev, Data: map[string]any{"op": ev.Type}}
+	out := journal.Event{Type: journal.TypeExternal, Kind: ev.Kind, Path: ev.Path, Rev: ev.Rev, Data: map[string]any{"op": ev.Type}}
 	for k, v := range ev.Data {
 		out.Data[k] = v
 	}
@@ -104,53 +104,4 @@ func (x *externals) stop() {
 	x.pending = map[string]*time.Timer{}
 	x.mu.Unlock()
 	x.wg.Wait()
-}
-
-// MutationEvent converts a docstore mutation into its journal event.
-func MutationEvent(m docstore.Mutation) Event {
-	e := Event{Path: m.Path}
-	switch m.Op {
-	case "create":
-		e.Type = TypeCreated
-	case "update":
-		e.Type = TypeUpdated
-	case "delete":
-		e.Type = TypeRemoved
-	case "move":
-		e.Type = "doc.moved"
-		e.Data = map[string]any{"from": m.From}
-	default:
-		e.Type = "doc." + m.Op
-	}
-	if m.Doc != nil {
-		e.Rev = m.Doc.Rev
-		if m.Doc.Kind != nil {
-			e.Kind = m.Doc.Kind.Name
-		}
-		if m.Prev != nil {
-			if ch := changedFields(m.Prev.Fields(), m.Doc.Fields()); len(ch) > 0 {
-				if e.Data == nil {
-					e.Data = map[string]any{}
-				}
-				e.Data["changed"] = ch
-			}
-		}
-	} else if m.Prev != nil && m.Prev.Kind != nil {
-		e.Kind = m.Prev.Kind.Name
-	}
-	return e
-}
-
-// RecordMutations journals every mutation made through s into j, so the
-// watcher can tell engine changes from external ones. agent (may be "")
-// is recorded as the acting agent. onErr (may be nil) receives append
-// failures: the mutation itself has already happened.
-func RecordMutations(s *docstore.Store, j *Journal, agent string, onErr func(error)) {
-	s.Observe(func(m docstore.Mutation) {
-		e := MutationEvent(m)
-		e.Agent = agent
-		if _, err := j.Append(e); err != nil && onErr != nil {
-			onErr(err)
-		}
-	})
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 // Soak variants of the burst and journal tests (make test-long).
@@ -83,7 +85,7 @@ func TestLongJournal(t *testing.T) {
 	t.Cleanup(func() {
 		total := 0
 		last := map[string]uint64{}
-		ReadJournal(root, Filter{}, func(e Event, err error) bool {
+		journal.Read(root, journal.Filter{}, func(e journal.Event, err error) bool {
 			if err != nil {
 				t.Errorf("malformed: %v", err)
 				return true

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 // Problem is one reason a document is invalid, with its position.
@@ -66,7 +66,7 @@ type Options struct {
 	// Journal, if set, receives an "external" event for every change
 	// that no engine call journaled (hand edits, git checkout), and its
 	// own appends are published to subscribers.
-	Journal *Journal
+	Journal *journal.Journal
 	// FollowJournal publishes events other processes append to the
 	// journal (domain events such as item.claimed) to subscribers.
 	FollowJournal bool
@@ -165,20 +165,20 @@ func Open(s *docstore.Store, opt Options) (*Projection, error) {
 	}
 	if opt.Journal != nil {
 		p.ext = newExternals(p, opt.Journal)
-		opt.Journal.observe(p.ext.engineEvent)
+		opt.Journal.Observe(p.ext.engineEvent)
 		if known != nil && !cacheTime.IsZero() {
 			// The scan below reports every change since the cache was
 			// saved. Those the engine made are in the journal: without
 			// them every such change would be journaled as external.
 			// The slack covers writes between the cache's scan and save.
-			_, _ = ReadJournal(p.root, Filter{Since: cacheTime.Add(-time.Minute)}, func(e Event, err error) bool {
-				if err == nil && e.Type != TypeExternal {
+			_, _ = journal.Read(p.root, journal.Filter{Since: cacheTime.Add(-time.Minute)}, func(e journal.Event, err error) bool {
+				if err == nil && e.Type != journal.TypeExternal {
 					p.ext.engineEvent(e)
 				}
 				return true
 			})
 		}
-		opt.Journal.observe(func(e Event) {
+		opt.Journal.Observe(func(e journal.Event) {
 			if !strings.HasPrefix(e.Type, "doc.") { // seen from the files
 				p.publish(e)
 			}
@@ -214,7 +214,7 @@ func Open(s *docstore.Store, opt Options) (*Projection, error) {
 	if opt.Cache {
 		if err := p.SaveCache(); err != nil {
 			// A cache that cannot be written costs speed, not truth.
-			p.publish(Event{Type: TypeError, Time: time.Now().UTC(), Data: map[string]any{"error": err.Error()}})
+			p.publish(journal.Event{Type: journal.TypeError, Time: time.Now().UTC(), Data: map[string]any{"error": err.Error()}})
 		}
 	}
 	if opt.FollowJournal {
@@ -226,7 +226,7 @@ func Open(s *docstore.Store, opt Options) (*Projection, error) {
 
 // ignoreNonDocs hides the journal and anything that is not a .md file.
 func ignoreNonDocs(rel string, dir bool) bool {
-	if rel == JournalDir || strings.HasPrefix(rel, JournalDir+"/") {
+	if rel == journal.Dir || strings.HasPrefix(rel, journal.Dir+"/") {
 		return true
 	}
 	return !dir && !strings.HasSuffix(rel, ".md")
@@ -312,11 +312,11 @@ func (p *Projection) apply(cs []Change) {
 	wg.Wait()
 
 	now := time.Now().UTC()
-	var events []Event
+	var events []journal.Event
 	p.mu.Lock()
 	external := p.external
 	for i, c := range cs {
-		var ev Event
+		var ev journal.Event
 		switch c.Op {
 		case OpCreate, OpUpdate:
 			e := parsed[i]
@@ -345,9 +345,9 @@ func (p *Projection) apply(cs []Change) {
 			}
 			p.drop(c.Path)
 			p.dirty[old.Kind] = true
-			ev = Event{Type: TypeRemoved, Time: now, Kind: old.Kind, Path: c.Path}
+			ev = journal.Event{Type: journal.TypeRemoved, Time: now, Kind: old.Kind, Path: c.Path}
 		case OpError:
-			ev = Event{Type: TypeError, Time: now, Path: c.Path, Data: map[string]any{"error": c.Err.Error()}}
+			ev = journal.Event{Type: journal.TypeError, Time: now, Path: c.Path, Data: map[string]any{"error": c.Err.Error()}}
 		}
 		events = append(events, ev)
 	}
@@ -373,40 +373,23 @@ func (p *Projection) restat(paths []string) {
 	}
 }
 
-func docEvent(e, old *Entry, now time.Time) Event {
-	ev := Event{Type: TypeUpdated, Time: now, Kind: e.Kind, Path: e.Path, Rev: e.Rev}
+func docEvent(e, old *Entry, now time.Time) journal.Event {
+	ev := journal.Event{Type: journal.TypeUpdated, Time: now, Kind: e.Kind, Path: e.Path, Rev: e.Rev}
 	if old == nil {
-		ev.Type = TypeCreated
+		ev.Type = journal.TypeCreated
 	}
 	if !e.Valid {
-		ev.Type = TypeInvalid
+		ev.Type = journal.TypeInvalid
 		pr := e.Errors[0]
 		ev.Data = map[string]any{"error": pr.Msg, "line": pr.Line, "col": pr.Col}
 		return ev
 	}
 	if old != nil {
-		if ch := changedFields(old.Fields, e.Fields); len(ch) > 0 {
+		if ch := journal.ChangedFields(old.Fields, e.Fields); len(ch) > 0 {
 			ev.Data = map[string]any{"changed": ch}
 		}
 	}
 	return ev
-}
-
-// changedFields lists top-level keys whose values differ, sorted.
-func changedFields(a, b map[string]any) []string {
-	var out []string
-	for k, v := range b {
-		if w, ok := a[k]; !ok || !reflect.DeepEqual(v, w) {
-			out = append(out, k)
-		}
-	}
-	for k := range a {
-		if _, ok := b[k]; !ok {
-			out = append(out, k)
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 // put and drop maintain both indexes; p.mu is held.
@@ -602,20 +585,20 @@ func (p *Projection) WaitFor(ctx context.Context, kind string, pred func(Entry) 
 // the subscriber can resync (re-query the projection or re-read the
 // journal).
 type Subscription struct {
-	C      <-chan Event
-	c      chan Event
-	f      Filter
+	C      <-chan journal.Event
+	c      chan journal.Event
+	f      journal.Filter
 	p      *Projection
 	missed int
 }
 
 // Subscribe starts delivering matching events with a buffer of buf
 // (default 256).
-func (p *Projection) Subscribe(f Filter, buf int) *Subscription {
+func (p *Projection) Subscribe(f journal.Filter, buf int) *Subscription {
 	if buf <= 0 {
 		buf = 256
 	}
-	c := make(chan Event, buf)
+	c := make(chan journal.Event, buf)
 	s := &Subscription{C: c, c: c, f: f, p: p}
 	p.smu.Lock()
 	p.subs[s] = struct{}{}
@@ -640,7 +623,7 @@ func (s *Subscription) Missed() int {
 	return s.missed
 }
 
-func (p *Projection) publish(e Event) {
+func (p *Projection) publish(e journal.Event) {
 	p.smu.Lock()
 	defer p.smu.Unlock()
 	for s := range p.subs {
@@ -648,7 +631,7 @@ func (p *Projection) publish(e Event) {
 			continue
 		}
 		if s.missed > 0 {
-			m := Event{Type: TypeMissed, Time: time.Now().UTC(), Data: map[string]any{"missed": s.missed}}
+			m := journal.Event{Type: journal.TypeMissed, Time: time.Now().UTC(), Data: map[string]any{"missed": s.missed}}
 			select {
 			case s.c <- m:
 				s.missed = 0
@@ -669,7 +652,7 @@ func (p *Projection) publish(e Event) {
 // events are skipped: the projection reports those from the files.
 func (p *Projection) follow() {
 	defer p.wg.Done()
-	cur, err := JournalEnd(p.root)
+	cur, err := journal.End(p.root)
 	if err != nil {
 		return
 	}
@@ -681,9 +664,9 @@ func (p *Projection) follow() {
 	if strings.HasPrefix(p.fw.Mode(), "poll") {
 		poll = p.fw.poll
 	}
-	_ = FollowJournal(p.ctx, p.root, cur, Filter{}, poll, func(e Event, err error) bool {
+	_ = journal.Follow(p.ctx, p.root, cur, journal.Filter{}, poll, func(e journal.Event, err error) bool {
 		if err != nil {
-			p.publish(Event{Type: TypeError, Time: time.Now().UTC(), Data: map[string]any{"error": err.Error()}})
+			p.publish(journal.Event{Type: journal.TypeError, Time: time.Now().UTC(), Data: map[string]any{"error": err.Error()}})
 			return true
 		}
 		if p.ext != nil {

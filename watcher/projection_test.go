@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 func newStore(tb testing.TB) *docstore.Store {
@@ -121,7 +122,7 @@ func TestProjectionQuery(t *testing.T) {
 	}
 }
 
-func next(tb testing.TB, sub *Subscription) Event {
+func next(tb testing.TB, sub *Subscription) journal.Event {
 	tb.Helper()
 	select {
 	case e, ok := <-sub.C:
@@ -132,22 +133,22 @@ func next(tb testing.TB, sub *Subscription) Event {
 	case <-time.After(10 * time.Second):
 		tb.Fatal("no event within 10s")
 	}
-	return Event{}
+	return journal.Event{}
 }
 
 func TestHandEditInvalidAndBack(t *testing.T) {
 	s := newStore(t)
 	p := openProj(t, s, Options{Watch: true, Reconcile: -1})
-	sub := p.Subscribe(Filter{Kinds: []string{"agent"}}, 16)
+	sub := p.Subscribe(journal.Filter{Kinds: []string{"agent"}}, 16)
 	writeDoc(t, s, "agents/alice.md", agentDoc("alice", "idle"))
-	if e := next(t, sub); e.Type != TypeCreated || e.Path != "agents/alice.md" {
+	if e := next(t, sub); e.Type != journal.TypeCreated || e.Path != "agents/alice.md" {
 		t.Fatalf("got %+v, want created", e)
 	}
 	writeDoc(t, s, "agents/alice.md", "---\nname: alice\nstate: [working\n---\nnotes\n")
 	e := next(t, sub)
 	// path:line:col (yaml.v3 places this error on the line the mapping
 	// entry starts, so only require a position inside the frontmatter).
-	if line, _ := e.Data["line"].(int); e.Type != TypeInvalid || line < 2 || line > 3 ||
+	if line, _ := e.Data["line"].(int); e.Type != journal.TypeInvalid || line < 2 || line > 3 ||
 		!strings.HasPrefix(fmt.Sprint(e.Data["error"]), "agents/alice.md:") {
 		t.Fatalf("got %+v, want invalid with path:line:col", e)
 	}
@@ -161,7 +162,7 @@ func TestHandEditInvalidAndBack(t *testing.T) {
 	}
 	writeDoc(t, s, "agents/alice.md", agentDoc("alice", "working"))
 	e = next(t, sub)
-	if e.Type != TypeUpdated {
+	if e.Type != journal.TypeUpdated {
 		t.Fatalf("got %+v, want updated", e)
 	}
 	got, _ = p.Get("agents/alice.md")
@@ -169,7 +170,7 @@ func TestHandEditInvalidAndBack(t *testing.T) {
 		t.Errorf("after repair: %+v", got)
 	}
 	os.Remove(filepath.Join(s.Root(), "agents/alice.md"))
-	if e := next(t, sub); e.Type != TypeRemoved {
+	if e := next(t, sub); e.Type != journal.TypeRemoved {
 		t.Fatalf("got %+v, want removed", e)
 	}
 }
@@ -244,7 +245,7 @@ func TestWaitForCancel(t *testing.T) {
 func TestSlowSubscriberGetsMissed(t *testing.T) {
 	s := newStore(t)
 	p := openProj(t, s, Options{Watch: true, Reconcile: -1})
-	sub := p.Subscribe(Filter{Types: []string{TypeCreated}}, 2)
+	sub := p.Subscribe(journal.Filter{Types: []string{journal.TypeCreated}}, 2)
 	for i := range 5 {
 		// Written whole (temp + rename): a plain write can be seen empty
 		// for a moment on a busy machine, which is reported as invalid
@@ -261,7 +262,7 @@ func TestSlowSubscriberGetsMissed(t *testing.T) {
 	next(t, sub)
 	writeDoc(t, s, "agents/late.md", agentDoc("late", "idle"))
 	m := next(t, sub)
-	if m.Type != TypeMissed || m.Data["missed"] != 3 {
+	if m.Type != journal.TypeMissed || m.Data["missed"] != 3 {
 		t.Fatalf("got %+v, want missed=3", m)
 	}
 	if e := next(t, sub); e.Path != "agents/late.md" {
@@ -416,12 +417,12 @@ func ageCache(t *testing.T, root string) {
 
 func TestExternalEdits(t *testing.T) {
 	s := newStore(t)
-	j, err := OpenJournal(s.Root(), JournalOptions{})
+	j, err := journal.Open(s.Root(), journal.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	RecordMutations(s, j, "", func(err error) { t.Errorf("journal: %v", err) })
+	journal.RecordMutations(s, j, "", func(err error) { t.Errorf("journal: %v", err) })
 	writeDoc(t, s, "agents/eng.md", agentDoc("eng", "idle"))
 	writeDoc(t, s, "agents/hand.md", agentDoc("hand", "idle"))
 	p := openProj(t, s, Options{Watch: true, Reconcile: -1, Journal: j, ExternalGrace: time.Second})
@@ -446,9 +447,9 @@ func TestExternalEdits(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	var ext Event
+	var ext journal.Event
 	seen := map[string]bool{}
-	err = FollowJournal(ctx, s.Root(), Cursor{}, Filter{Types: []string{TypeExternal}}, 0, func(e Event, err error) bool {
+	err = journal.Follow(ctx, s.Root(), journal.Cursor{}, journal.Filter{Types: []string{journal.TypeExternal}}, 0, func(e journal.Event, err error) bool {
 		if err != nil {
 			t.Errorf("journal: %v", err)
 			return true
@@ -462,14 +463,14 @@ func TestExternalEdits(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no external event: %v", err)
 	}
-	if ext.Path != "agents/hand.md" || fmt.Sprint(ext.Data["changed"]) != "[state]" || ext.Data["op"] != TypeUpdated {
+	if ext.Path != "agents/hand.md" || fmt.Sprint(ext.Data["changed"]) != "[state]" || ext.Data["op"] != journal.TypeUpdated {
 		t.Errorf("external event: got %+v", ext)
 	}
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
 	var types []string
-	ReadJournal(s.Root(), Filter{}, func(e Event, err error) bool {
+	journal.Read(s.Root(), journal.Filter{}, func(e journal.Event, err error) bool {
 		types = append(types, e.Type+" "+e.Path)
 		return true
 	})

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 // Projection scripts (testdata/projection/*.txt) use the same operations
@@ -33,7 +35,7 @@ func TestProjectionScripts(t *testing.T) {
 					opt.Poll = time.Hour
 				}
 				p := openProj(t, store, opt)
-				sub := p.Subscribe(Filter{}, 1024)
+				sub := p.Subscribe(journal.Filter{}, 1024)
 				var got []string
 				for _, op := range s.ops {
 					doOp(t, p.fw, root, op)
@@ -70,14 +72,14 @@ func mustQuery(tb testing.TB, p *Projection) []Entry {
 	return es
 }
 
-func describeEvent(e Event) string {
+func describeEvent(e journal.Event) string {
 	verb := strings.TrimPrefix(e.Type, "doc.")
 	switch e.Type {
-	case TypeCreated, TypeRemoved:
+	case journal.TypeCreated, journal.TypeRemoved:
 		return verb + " " + e.Path
-	case TypeUpdated:
+	case journal.TypeUpdated:
 		return fmt.Sprintf("%s %s %v", verb, e.Path, e.Data["changed"])
-	case TypeInvalid:
+	case journal.TypeInvalid:
 		return fmt.Sprintf("%s %s %v:%v", verb, e.Path, e.Data["line"], e.Data["col"])
 	}
 	return e.Type + " " + e.Path

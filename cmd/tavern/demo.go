@@ -20,7 +20,7 @@ import (
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/examples/demo"
 	"github.com/tavernhq/tavern/queues"
-	"github.com/tavernhq/tavern/watcher"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 func init() {
@@ -173,7 +173,7 @@ func runDemo(c *cli.Context) error {
 		outf(c, "  %-7s %s\n", cm.Status, cm.Description)
 	}
 	counts := map[string]int{}
-	watcher.ReadJournal(s.Root(), watcher.Filter{}, func(e watcher.Event, err error) bool {
+	journal.Read(s.Root(), journal.Filter{}, func(e journal.Event, err error) bool {
 		if err == nil {
 			counts[e.Type]++
 		}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
-	"github.com/tavernhq/tavern/watcher"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 func init() {
@@ -66,11 +66,11 @@ Examples:
 				return err
 			}
 			print := eventPrinter(c)
-			cur, err := watcher.ReadJournal(dir, f, print)
+			cur, err := journal.Read(dir, f, print)
 			if err != nil || !c.Bool("follow") {
 				return err
 			}
-			err = watcher.FollowJournal(c.Context, dir, cur, f, c.Duration("poll"), print)
+			err = journal.Follow(c.Context, dir, cur, f, c.Duration("poll"), print)
 			if c.Context.Err() != nil {
 				return nil // interrupted: the normal way to stop --follow
 			}
@@ -80,8 +80,8 @@ Examples:
 }
 
 // eventFilter builds the filter shared by log and watch.
-func eventFilter(c *cli.Context) (watcher.Filter, error) {
-	f := watcher.Filter{Types: c.StringSlice("type"), Agent: c.String("agent"), Parent: c.String("parent")}
+func eventFilter(c *cli.Context) (journal.Filter, error) {
+	f := journal.Filter{Types: c.StringSlice("type"), Agent: c.String("agent"), Parent: c.String("parent")}
 	if k := c.String("kind"); k != "" {
 		kind, err := schema.Lookup(k)
 		if err != nil {
@@ -111,9 +111,9 @@ func parseWhen(s string, ago bool) (time.Time, error) {
 
 // eventPrinter prints events as JSON lines or one readable line each;
 // malformed journal lines are reported on stderr and skipped.
-func eventPrinter(c *cli.Context) func(watcher.Event, error) bool {
+func eventPrinter(c *cli.Context) func(journal.Event, error) bool {
 	asJSON := c.Bool("json")
-	return func(e watcher.Event, err error) bool {
+	return func(e journal.Event, err error) bool {
 		if err != nil {
 			errf(c, "tavern: %v\n", err)
 			return true
@@ -128,7 +128,7 @@ func eventPrinter(c *cli.Context) func(watcher.Event, error) bool {
 	}
 }
 
-func formatEvent(e watcher.Event) string {
+func formatEvent(e journal.Event) string {
 	var b strings.Builder
 	b.WriteString(e.Time.Local().Format("2006-01-02 15:04:05.000"))
 	b.WriteString("  ")
@@ -162,12 +162,12 @@ func formatEvent(e watcher.Event) string {
 // recordJournal makes every mutation through s append its event to the
 // journal. TAVERN_AGENT names the acting agent.
 func recordJournal(c *cli.Context, s *docstore.Store) {
-	j, err := watcher.OpenJournal(s.Root(), watcher.JournalOptions{})
+	j, err := journal.Open(s.Root(), journal.Options{})
 	if err != nil {
 		errf(c, "tavern: journal: %v\n", err)
 		return
 	}
-	watcher.RecordMutations(s, j, os.Getenv("TAVERN_AGENT"), func(err error) {
+	journal.RecordMutations(s, j, os.Getenv("TAVERN_AGENT"), func(err error) {
 		errf(c, "tavern: journal: %v\n", err)
 	})
 }

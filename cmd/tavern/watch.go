@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/watcher"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 func init() {
@@ -45,7 +46,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			j, err := watcher.OpenJournal(s.Root(), watcher.JournalOptions{})
+			j, err := journal.Open(s.Root(), journal.Options{})
 			if err != nil {
 				return err
 			}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tavernhq/tavern/watcher"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 var (
@@ -93,11 +94,11 @@ func TestWatchCommand(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("watch never became ready")
 	}
-	lines := make(chan watcher.Event, 16)
+	lines := make(chan journal.Event, 16)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			var e watcher.Event
+			var e journal.Event
 			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 				t.Errorf("bad JSON line %q: %v", sc.Text(), err)
 				continue
@@ -114,7 +115,7 @@ func TestWatchCommand(t *testing.T) {
 	}()
 	// waitFor skips unrelated events (an "external" record of the hand
 	// edit may come in between) until one matching want arrives.
-	waitFor := func(what string, want func(watcher.Event) bool) watcher.Event {
+	waitFor := func(what string, want func(journal.Event) bool) journal.Event {
 		t.Helper()
 		deadline := time.After(20 * time.Second)
 		for {
@@ -143,22 +144,22 @@ func TestWatchCommand(t *testing.T) {
 		}
 	}
 	handWrite("agents/hand.md", "---\nname: hand\n---\n")
-	e := waitFor("doc.created", func(e watcher.Event) bool { return e.Type == watcher.TypeCreated })
+	e := waitFor("doc.created", func(e journal.Event) bool { return e.Type == journal.TypeCreated })
 	if e.Path != "agents/hand.md" || e.Kind != "agent" {
 		t.Errorf("got %+v, want doc.created agents/hand.md", e)
 	}
 	if out, code := tavernRun(t, dir, nil, "set", "agents/hand", "state=working"); code != 0 {
 		t.Fatalf("set: exit %d %s", code, out)
 	}
-	e = waitFor("doc.updated", func(e watcher.Event) bool { return e.Type == watcher.TypeUpdated })
+	e = waitFor("doc.updated", func(e journal.Event) bool { return e.Type == journal.TypeUpdated })
 	if e.Path != "agents/hand.md" || strings.Join(anyStrings(e.Data["changed"]), ",") != "state" {
 		t.Errorf("got %+v, want doc.updated changed=[state]", e)
 	}
 	// Not an agent: filtered out; the next agent event proves it was seen.
 	handWrite("tavern.md", "---\nname: x\n---\n")
 	handWrite("agents/hand.md", "---\nname: [\n---\n")
-	e = waitFor("doc.invalid", func(e watcher.Event) bool { return e.Type != watcher.TypeExternal })
-	if e.Type != watcher.TypeInvalid || e.Path != "agents/hand.md" {
+	e = waitFor("doc.invalid", func(e journal.Event) bool { return e.Type != journal.TypeExternal })
+	if e.Type != journal.TypeInvalid || e.Path != "agents/hand.md" {
 		t.Errorf("got %+v, want doc.invalid agents/hand.md", e)
 	}
 	cmd.Process.Signal(syscall.SIGINT)
@@ -196,7 +197,7 @@ func TestLogCommand(t *testing.T) {
 			if l == "" {
 				continue
 			}
-			if _, err := watcher.ParseEventLine([]byte(l)); err != nil {
+			if _, err := journal.ParseEventLine([]byte(l)); err != nil {
 				t.Errorf("bad line %q: %v", l, err)
 			}
 			n++

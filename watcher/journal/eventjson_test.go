@@ -1,4 +1,4 @@
-package watcher
+package journal
 
 import (
 	"bytes"
@@ -105,7 +105,7 @@ func TestEventJSON(t *testing.T) {
 // the event Append returns.
 func TestJournalLinesMatchMarshal(t *testing.T) {
 	root := t.TempDir()
-	j, err := OpenJournal(root, JournalOptions{Writer: "host/1/<&>\u2028"})
+	j, err := Open(root, Options{Writer: "host/1/<&>\u2028"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestJournalLinesMatchMarshal(t *testing.T) {
 		want = append(want, append(line, '\n'))
 	}
 	day := time.Now().UTC().Format(time.DateOnly)
-	got, err := os.ReadFile(filepath.Join(root, JournalDir, day+".jsonl"))
+	got, err := os.ReadFile(filepath.Join(root, Dir, day+".jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package watcher
+package journal
 
 import (
 	"bufio"
@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/tavernhq/tavern/docstore"
 )
 
 // Event types produced by the watcher itself. Engine packages add their own
@@ -35,8 +37,8 @@ const (
 	TypeMissed   = "watch.missed" // a subscriber fell behind; Data["missed"] events were dropped
 )
 
-// JournalDir is the journal's directory inside the store root.
-const JournalDir = "events"
+// Dir is the journal's directory inside the store root.
+const Dir = "events"
 
 // Event is one journal record and one subscription message. Empty fields
 // are omitted from the JSON line so the journal stays greppable.
@@ -95,7 +97,6 @@ type Journal struct {
 	// off the file while a group is written.
 	fmu    sync.Mutex
 	seq    uint64
-	ids    v7Source
 	day    int // yyyymmdd of file
 	file   *os.File
 	buf    []byte
@@ -119,8 +120,8 @@ type appendReq struct {
 
 var appendReqs = sync.Pool{New: func() any { return &appendReq{wake: make(chan struct{}, 1)} }}
 
-// JournalOptions configure OpenJournal.
-type JournalOptions struct {
+// Options configure Open.
+type Options struct {
 	// Sync fsyncs the day file after every append. Off by default: the
 	// documents are the truth, the journal their history.
 	Sync bool
@@ -128,11 +129,11 @@ type JournalOptions struct {
 	Writer string
 }
 
-// OpenJournal opens (creating if needed) the journal of the store at root.
-func OpenJournal(root string, opt JournalOptions) (*Journal, error) {
+// Open opens (creating if needed) the journal of the store at root.
+func Open(root string, opt Options) (*Journal, error) {
 	// The directory is created by the first append, so opening a journal
 	// on a read-only store (a command that only reads) costs nothing.
-	dir := filepath.Join(root, JournalDir)
+	dir := filepath.Join(root, Dir)
 	w := opt.Writer
 	if w == "" {
 		host, _ := os.Hostname()
@@ -141,7 +142,7 @@ func OpenJournal(root string, opt JournalOptions) (*Journal, error) {
 		w = fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 	}
 	ws := append(appendJSONString([]byte(`,"writer":`), w), `,"seq":`...)
-	return &Journal{dir: dir, writer: w, sync: opt.Sync, writerSeq: ws, ids: newV7Source()}, nil
+	return &Journal{dir: dir, writer: w, sync: opt.Sync, writerSeq: ws}, nil
 }
 
 // Writer returns the identity stamped on every event this Journal appends.
@@ -323,14 +324,14 @@ func (j *Journal) writeDay(group []*appendReq, now time.Time) {
 				first = i
 			}
 			if tailHas(f.Name(), r.e) {
-				r.e.ID = j.ids.next(now).String()
+				r.e.ID = docstore.NewID()
 				first = i + 1
 				continue
 			}
 		}
 		start := len(j.buf)
 		j.buf = append(j.buf, `{"id":"`...)
-		j.buf = j.ids.next(now).appendString(j.buf)
+		j.buf = append(j.buf, docstore.NewID()...)
 		r.e.ID = string(j.buf[start+len(`{"id":"`):])
 		r.e.Seq = j.seq + uint64(i-first) + 1
 		j.buf = append(j.buf, `","time":`...)
@@ -404,8 +405,10 @@ func (j *Journal) open(day int, t time.Time) (*os.File, error) {
 	return f, nil
 }
 
-// observe registers fn to see every event appended through j.
-func (j *Journal) observe(fn func(Event)) {
+// Observe registers fn to see every event appended through j, in file
+// order, called by the appending group's leader: fn must not block or
+// append. The watcher uses it to tell engine writes from external ones.
+func (j *Journal) Observe(fn func(Event)) {
 	j.mu.Lock()
 	j.observers = append(j.observers, fn)
 	j.mu.Unlock()
@@ -431,18 +434,6 @@ func flock(f *os.File, how int) error {
 		}
 	}
 }
-
-// LineError reports a journal line that is not a well-formed event. It is
-// passed to the reader's callback, never fatal: one bad line (a torn write
-// after a full disk, a hand edit) must not hide the rest of the history.
-type LineError struct {
-	Path string
-	Line int
-	Err  error
-}
-
-func (e *LineError) Error() string { return fmt.Sprintf("%s:%d: %v", e.Path, e.Line, e.Err) }
-func (e *LineError) Unwrap() error { return e.Err }
 
 // Filter selects events. Empty fields match everything. A Types entry
 // ending in "." or "*" matches by prefix ("item." matches "item.claimed").
@@ -519,8 +510,8 @@ type Cursor struct {
 // Malformed lines are passed as a *LineError with a zero Event. fn returns
 // false to stop. The returned Cursor points after the last complete line
 // read, for Follow.
-func ReadJournal(root string, f Filter, fn func(Event, error) bool) (Cursor, error) {
-	return readFrom(filepath.Join(root, JournalDir), Cursor{}, f, fn)
+func Read(root string, f Filter, fn func(Event, error) bool) (Cursor, error) {
+	return readFrom(filepath.Join(root, Dir), Cursor{}, f, fn)
 }
 
 func journalDays(dir string) ([]string, error) {
@@ -624,8 +615,8 @@ func readDay(path string, off int64, f Filter, fn func(Event, error) bool) (int6
 
 // JournalEnd returns the cursor after the last complete line of the
 // journal, without reading it: where to start following only new events.
-func JournalEnd(root string) (Cursor, error) {
-	dir := filepath.Join(root, JournalDir)
+func End(root string) (Cursor, error) {
+	dir := filepath.Join(root, Dir)
 	days, err := journalDays(dir)
 	if err != nil || len(days) == 0 {
 		return Cursor{}, err
@@ -661,15 +652,15 @@ func JournalEnd(root string) (Cursor, error) {
 // events for the journal directory; poll > 0 additionally re-reads at that
 // interval, for network filesystems where other machines' appends produce
 // no events.
-func FollowJournal(ctx context.Context, root string, from Cursor, f Filter, poll time.Duration, fn func(Event, error) bool) error {
-	dir := filepath.Join(root, JournalDir)
+func Follow(ctx context.Context, root string, from Cursor, f Filter, poll time.Duration, fn func(Event, error) bool) error {
+	dir := filepath.Join(root, Dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	fw, err := fsnotify.NewWatcher()
 	if err != nil {
 		if poll <= 0 {
-			poll = DefaultPoll
+			poll = time.Second // the watcher's DefaultPoll
 		}
 	} else {
 		defer fw.Close()

@@ -1,4 +1,4 @@
-package watcher
+package journal
 
 import (
 	"context"
@@ -22,7 +22,7 @@ func journalWorker(args []string) error {
 	n, _ := strconv.Atoi(args[1])
 	id := args[2]
 	g, _ := strconv.Atoi(args[3])
-	j, err := OpenJournal(root, JournalOptions{Writer: "w" + id})
+	j, err := Open(root, Options{Writer: "w" + id})
 	if err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func TestJournalConcurrentProcesses(t *testing.T) {
 	next := map[string]int{} // per goroutine (Agent): the i expected next
 	ids := map[string]bool{}
 	total := 0
-	_, err := ReadJournal(root, Filter{}, func(e Event, err error) bool {
+	_, err := Read(root, Filter{}, func(e Event, err error) bool {
 		if err != nil {
 			t.Errorf("malformed line: %v", err)
 			return true
@@ -136,7 +136,7 @@ func TestJournalConcurrentProcesses(t *testing.T) {
 
 func TestJournalFilterAndMalformed(t *testing.T) {
 	root := t.TempDir()
-	j, err := OpenJournal(root, JournalOptions{})
+	j, err := Open(root, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestJournalFilterAndMalformed(t *testing.T) {
 		t.Errorf("Append without type: got %v, want ErrNoType", err)
 	}
 	// A torn fragment and a hand-written junk line in the middle.
-	f, _ := os.OpenFile(filepath.Join(root, JournalDir, "2026-11-20.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+	f, _ := os.OpenFile(filepath.Join(root, Dir, "2026-11-20.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString("{\"id\":\"x\",\"type\":\"t\"}{\"id\":\n")
 	f.WriteString("not json\n")
 	f.Close()
@@ -177,7 +177,7 @@ func TestJournalFilterAndMalformed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
 			bad := 0
-			_, err := ReadJournal(root, tc.f, func(e Event, err error) bool {
+			_, err := Read(root, tc.f, func(e Event, err error) bool {
 				var le *LineError
 				if errors.As(err, &le) {
 					bad++
@@ -201,7 +201,7 @@ func TestJournalFilterAndMalformed(t *testing.T) {
 
 func TestFollowJournal(t *testing.T) {
 	root := t.TempDir()
-	j, err := OpenJournal(root, JournalOptions{})
+	j, err := Open(root, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,11 +209,11 @@ func TestFollowJournal(t *testing.T) {
 	if _, err := j.Append(Event{Type: "before"}); err != nil {
 		t.Fatal(err)
 	}
-	cur, err := ReadJournal(root, Filter{}, func(Event, error) bool { return true })
+	cur, err := Read(root, Filter{}, func(Event, error) bool { return true })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if end, err := JournalEnd(root); err != nil || end != cur {
+	if end, err := End(root); err != nil || end != cur {
 		t.Errorf("JournalEnd = %+v, %v; ReadJournal ended at %+v", end, err, cur)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -226,7 +226,7 @@ func TestFollowJournal(t *testing.T) {
 		defer wg.Done()
 		close(ready)
 		// No poll: only fsnotify can wake it.
-		FollowJournal(ctx, root, cur, Filter{Types: []string{"x."}}, 0, func(e Event, err error) bool {
+		Follow(ctx, root, cur, Filter{Types: []string{"x."}}, 0, func(e Event, err error) bool {
 			got <- e.Type
 			return e.Type != "x.stop"
 		})
@@ -270,20 +270,28 @@ func FuzzParseEventLine(f *testing.F) {
 
 func TestJournalCreatesDirOnFirstAppend(t *testing.T) {
 	root := t.TempDir()
-	j, err := OpenJournal(root, JournalOptions{})
+	j, err := Open(root, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	if _, err := os.Stat(filepath.Join(root, JournalDir)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(root, Dir)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("OpenJournal created the directory (stat: %v)", err)
 	}
 	if _, err := j.Append(Event{Type: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	n := 0
-	ReadJournal(root, Filter{}, func(Event, error) bool { n++; return true })
+	Read(root, Filter{}, func(Event, error) bool { n++; return true })
 	if n != 1 {
 		t.Errorf("events: got %d, want 1", n)
 	}
+}
+
+// helper starts this test binary as another process in role (see TestMain).
+func helper(tb testing.TB, role string, args ...string) *exec.Cmd {
+	tb.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "TAVERN_WATCHER_HELPER="+role, "TAVERN_WATCHER_ARGS="+strings.Join(args, ","))
+	return cmd
 }

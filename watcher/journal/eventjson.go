@@ -1,4 +1,4 @@
-package watcher
+package journal
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package watcher
+package journal
 
 import (
 	"fmt"
@@ -29,14 +29,14 @@ type groupHarness struct {
 func newGroupHarness(t *testing.T) *groupHarness {
 	t.Helper()
 	root := t.TempDir()
-	j, err := OpenJournal(root, JournalOptions{Writer: "w"})
+	j, err := Open(root, Options{Writer: "w"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { j.Close() })
 	h := &groupHarness{t: t, j: j, root: root, release: make(chan struct{})}
 	entered := make(chan struct{})
-	j.observe(func(e Event) {
+	j.Observe(func(e Event) {
 		h.mu.Lock()
 		h.seen = append(h.seen, e)
 		h.mu.Unlock()
@@ -90,7 +90,7 @@ func (h *groupHarness) finish() {
 func (h *groupHarness) lines(day string) []Event {
 	h.t.Helper()
 	var out []Event
-	data, err := os.ReadFile(filepath.Join(h.root, JournalDir, day+".jsonl"))
+	data, err := os.ReadFile(filepath.Join(h.root, Dir, day+".jsonl"))
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -204,13 +204,13 @@ func TestJournalGroupOnceAndDays(t *testing.T) {
 func TestJournalConcurrentAppends(t *testing.T) {
 	const goroutines, each = 8, 500
 	root := t.TempDir()
-	j, err := OpenJournal(root, JournalOptions{})
+	j, err := Open(root, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer j.Close()
 	var seen []uint64 // observers run one at a time: no lock needed, -race checks
-	j.observe(func(e Event) { seen = append(seen, e.Seq) })
+	j.Observe(func(e Event) { seen = append(seen, e.Seq) })
 	returned := make([][]Event, goroutines)
 	var wg sync.WaitGroup
 	for g := range goroutines {
@@ -228,7 +228,7 @@ func TestJournalConcurrentAppends(t *testing.T) {
 	wg.Wait()
 	byID := map[string]Event{}
 	var seqs []uint64
-	ReadJournal(root, Filter{}, func(e Event, err error) bool {
+	Read(root, Filter{}, func(e Event, err error) bool {
 		if err != nil {
 			t.Error(err)
 		}
@@ -263,34 +263,47 @@ func TestJournalConcurrentAppends(t *testing.T) {
 	}
 }
 
-// TestV7Source: ids are RFC 9562 version 7 UUIDs in the canonical form,
-// carry the millisecond time, and strictly increase even when the clock
-// does not move.
-func TestV7Source(t *testing.T) {
-	s := newV7Source()
-	now := time.Date(2026, 11, 22, 1, 2, 3, 456789012, time.UTC)
+// TestEventIDs: event ids are RFC 9562 version 7 UUIDs in the canonical
+// form (docstore.NewID, the one id source) and strictly increase in the
+// file order of one Journal, even when appends come faster than the clock
+// moves.
+func TestEventIDs(t *testing.T) {
+	root := t.TempDir()
+	j, err := Open(root, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	for i := range 2000 {
+		if _, err := j.Append(Event{Type: "test.id", Data: map[string]any{"i": i}}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var last string
-	for i := range 5000 {
-		u := s.next(now) // the same instant every time
-		str := u.String()
-		p, err := uuid.Parse(str)
+	n := 0
+	_, err = Read(root, Filter{}, func(e Event, err error) bool {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Version() != 7 || p.Variant() != uuid.RFC4122 || p.String() != str {
-			t.Fatalf("%s: version %d variant %v, canonical %s", str, p.Version(), p.Variant(), p.String())
+		p, perr := uuid.Parse(e.ID)
+		if perr != nil {
+			t.Fatal(perr)
 		}
-		sec, nsec := p.Time().UnixTime()
-		if ms := sec*1000 + nsec/1e6; i == 0 && ms != now.UnixMilli() {
-			t.Fatalf("%s: time %d ms, want %d", str, ms, now.UnixMilli())
+		if p.Version() != 7 || p.Variant() != uuid.RFC4122 || p.String() != e.ID {
+			t.Fatalf("%s: version %d variant %v, canonical %s", e.ID, p.Version(), p.Variant(), p.String())
 		}
-		if str <= last {
-			t.Fatalf("id %d: %s after %s", i, str, last)
+		if e.ID <= last {
+			t.Fatalf("id %d: %s after %s", n, e.ID, last)
 		}
-		last = str
+		last = e.ID
+		n++
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if u := s.next(now.Add(-time.Hour)); u.String() <= last {
-		t.Errorf("clock stepped back: %s after %s", u, last)
+	if got, want := n, 2000; got != want {
+		t.Errorf("events: got %d, want %d", got, want)
 	}
 }
 
@@ -299,7 +312,7 @@ func TestV7Source(t *testing.T) {
 // wakes (without that, the last append would wait forever).
 func TestJournalLeadRounds(t *testing.T) {
 	root := t.TempDir()
-	j, err := OpenJournal(root, JournalOptions{Writer: "w"})
+	j, err := Open(root, Options{Writer: "w"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +322,7 @@ func TestJournalLeadRounds(t *testing.T) {
 		gates[fmt.Sprintf("g%d", i)] = make(chan struct{})
 	}
 	entered := make(chan string, 1)
-	j.observe(func(e Event) {
+	j.Observe(func(e Event) {
 		if g, ok := gates[e.Type]; ok {
 			entered <- e.Type
 			<-g

@@ -1,11 +1,11 @@
-package watcher_test
+package journal_test
 
 import (
 	"fmt"
 	"sync"
 	"testing"
 
-	"github.com/tavernhq/tavern/watcher"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 // BenchmarkJournalAppend: Journal.Append of a queue-like event (the
@@ -14,7 +14,7 @@ import (
 func BenchmarkJournalAppend(b *testing.B) {
 	for _, g := range []int{1, 8} {
 		b.Run(fmt.Sprintf("goroutines=%d", g), func(b *testing.B) {
-			j, err := watcher.OpenJournal(benchDir(b), watcher.JournalOptions{})
+			j, err := journal.Open(b.TempDir(), journal.Options{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -30,7 +30,7 @@ func BenchmarkJournalAppend(b *testing.B) {
 				agent := fmt.Sprintf("worker-%d", w)
 				wg.Go(func() {
 					for i := range n {
-						e := watcher.Event{
+						e := journal.Event{
 							Type: "item.claimed", Kind: "item", Agent: agent,
 							Path: "queues/q/claimed/0190a1b2-0000-7000-8000-000000000000.md",
 							Rev:  "3-9f8e7d6c", Item: "0190a1b2-0000-7000-8000-000000000000", Queue: "q",

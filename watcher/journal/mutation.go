@@ -1,0 +1,75 @@
+package journal
+
+import (
+	"reflect"
+	"slices"
+
+	"github.com/tavernhq/tavern/docstore"
+)
+
+// MutationEvent converts a docstore mutation into its journal event.
+func MutationEvent(m docstore.Mutation) Event {
+	e := Event{Path: m.Path}
+	switch m.Op {
+	case "create":
+		e.Type = TypeCreated
+	case "update":
+		e.Type = TypeUpdated
+	case "delete":
+		e.Type = TypeRemoved
+	case "move":
+		e.Type = "doc.moved"
+		e.Data = map[string]any{"from": m.From}
+	default:
+		e.Type = "doc." + m.Op
+	}
+	if m.Doc != nil {
+		e.Rev = m.Doc.Rev
+		if m.Doc.Kind != nil {
+			e.Kind = m.Doc.Kind.Name
+		}
+		if m.Prev != nil {
+			if ch := ChangedFields(m.Prev.Fields(), m.Doc.Fields()); len(ch) > 0 {
+				if e.Data == nil {
+					e.Data = map[string]any{}
+				}
+				e.Data["changed"] = ch
+			}
+		}
+	} else if m.Prev != nil && m.Prev.Kind != nil {
+		e.Kind = m.Prev.Kind.Name
+	}
+	return e
+}
+
+// RecordMutations journals every mutation made through s into j, so the
+// watcher can tell engine changes from external ones. agent (may be "")
+// is recorded as the acting agent. onErr (may be nil) receives append
+// failures: the mutation itself has already happened.
+func RecordMutations(s *docstore.Store, j *Journal, agent string, onErr func(error)) {
+	s.Observe(func(m docstore.Mutation) {
+		e := MutationEvent(m)
+		e.Agent = agent
+		if _, err := j.Append(e); err != nil && onErr != nil {
+			onErr(err)
+		}
+	})
+}
+
+// ChangedFields lists, sorted, the top-level fields that differ between
+// a and b (added, removed or changed).
+func ChangedFields(a, b map[string]any) []string {
+	var out []string
+	for k, v := range b {
+		if w, ok := a[k]; !ok || !reflect.DeepEqual(v, w) {
+			out = append(out, k)
+		}
+	}
+	for k := range a {
+		if _, ok := b[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
