@@ -31,12 +31,12 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseWhere$$' -fuzztime 30s ./docstore
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFrontFast$$' -fuzztime 30s ./docstore
 	$(GO) test -run '^$$' -fuzz '^FuzzEditPatch$$' -fuzztime 30s ./docstore
-	$(GO) test -run '^$$' -fuzz '^FuzzParsePattern$$' -fuzztime 30s ./queues
-	$(GO) test -run '^$$' -fuzz '^FuzzGlob$$' -fuzztime 30s ./queues
+	$(GO) test -run '^$$' -fuzz '^FuzzParsePattern$$' -fuzztime 30s ./queues/tuples
+	$(GO) test -run '^$$' -fuzz '^FuzzGlob$$' -fuzztime 30s ./queues/tuples
 	$(GO) test -run '^$$' -fuzz '^FuzzTakeHandEdited$$' -fuzztime 30s ./queues
-	$(GO) test -run '^$$' -fuzz '^FuzzParseEventLine$$' -fuzztime 30s ./watcher
+	$(GO) test -run '^$$' -fuzz '^FuzzParseEventLine$$' -fuzztime 30s ./watcher/journal
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCache$$' -fuzztime 30s ./watcher
-	$(GO) test -run '^$$' -fuzz '^FuzzEventJSON$$' -fuzztime 30s ./watcher
+	$(GO) test -run '^$$' -fuzz '^FuzzEventJSON$$' -fuzztime 30s ./watcher/journal
 	$(GO) test -run '^$$' -fuzz '^FuzzParseStamp$$' -fuzztime 30s ./schema
 
 demo:

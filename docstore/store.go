@@ -587,3 +587,28 @@ func (s *Store) Resolve(ref string) (string, error) {
 	}
 	return "", pathErr("resolve", ref, fmt.Errorf("%w: %s", ErrAmbiguous, strings.Join(found, ", ")))
 }
+
+// Subdirs lists the directories directly under rel whose names pass the
+// name rule (and keep, when not nil, given the directory's full path). A
+// missing rel is an empty list, not an error: a kind with no documents
+// yet has no directory.
+func (s *Store) Subdirs(rel string, keep func(dir string) bool) ([]string, error) {
+	full, err := s.Abs(rel)
+	if err != nil {
+		return nil, err
+	}
+	ents, err := os.ReadDir(full)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() && schema.ValidName(e.Name()) == nil && (keep == nil || keep(filepath.Join(full, e.Name()))) {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}

@@ -287,35 +287,10 @@ func queueFromDoc(name string, d *docstore.Doc) (*Queue, error) {
 // QueueNames lists the queues of the store (directories under queues/
 // with a queue.md), sorted by name.
 func (b *Broker) QueueNames() ([]string, error) {
-	return subdirs(b.s, "queues", func(dir string) bool {
+	return b.s.Subdirs("queues", func(dir string) bool {
 		_, err := os.Stat(filepath.Join(dir, queueFile))
 		return err == nil
 	})
-}
-
-// subdirs lists the directories under the store directory rel whose
-// names are valid document names and for which keep (given the
-// directory's absolute path) is true, in directory-name order. A missing
-// rel has none.
-func subdirs(s *docstore.Store, rel string, keep func(dir string) bool) ([]string, error) {
-	full, err := s.Abs(rel)
-	if err != nil {
-		return nil, err
-	}
-	ents, err := os.ReadDir(full)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	var out []string
-	for _, e := range ents {
-		if e.IsDir() && schema.ValidName(e.Name()) == nil && (keep == nil || keep(filepath.Join(full, e.Name()))) {
-			out = append(out, e.Name())
-		}
-	}
-	return out, nil
 }
 
 // Queues reads every queue's configuration, sorted by priority then

@@ -8,7 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/docstore"
-	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/queues/tuples"
 )
 
 func init() {
@@ -49,7 +49,7 @@ Examples:
 				if bin, err = filepath.EvalSymlinks(bin); err != nil {
 					return err
 				}
-				path, err := queues.InstallHook(c.Context, wd, bin, c.Bool("force"))
+				path, err := tuples.InstallHook(c.Context, wd, bin, c.Bool("force"))
 				if err != nil {
 					return err
 				}
@@ -67,12 +67,12 @@ Examples:
 				return err
 			}
 			conflicts, err := sp.Guard(c.Context, wd, c.String("as"))
-			if err != nil && !errors.Is(err, queues.ErrReserved) {
+			if err != nil && !errors.Is(err, tuples.ErrReserved) {
 				return err
 			}
 			if c.Bool("json") {
 				if conflicts == nil {
-					conflicts = []queues.Conflict{}
+					conflicts = []tuples.Conflict{}
 				}
 				if perr := printJSON(c, map[string]any{"ok": len(conflicts) == 0, "conflicts": conflicts}); perr != nil {
 					return perr

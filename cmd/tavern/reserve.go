@@ -7,7 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/queues/tuples"
 	"github.com/tavernhq/tavern/schema"
 )
 
@@ -49,7 +49,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			rs, err := sp.Reserve(c.String("as"), c.Args().Slice(), queues.ReserveOptions{TTL: c.Duration("ttl"), Reason: c.String("reason")})
+			rs, err := sp.Reserve(c.String("as"), c.Args().Slice(), tuples.ReserveOptions{TTL: c.Duration("ttl"), Reason: c.String("reason")})
 			if err != nil {
 				return err
 			}
@@ -112,7 +112,7 @@ func listReservations(c *cli.Context) error {
 	}
 	if c.Bool("json") {
 		if rs == nil {
-			rs = []*queues.Reservation{}
+			rs = []*tuples.Reservation{}
 		}
 		return printJSON(c, rs)
 	}

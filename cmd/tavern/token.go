@@ -10,7 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/docstore"
-	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/queues/tuples"
 	"github.com/tavernhq/tavern/schema"
 )
 
@@ -122,7 +122,7 @@ func tokenAcquire(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	opt := queues.AcquireOptions{As: c.String("as"), TTL: c.Duration("ttl")}
+	opt := tuples.AcquireOptions{As: c.String("as"), TTL: c.Duration("ttl")}
 	if opt.TTL == 0 {
 		// This process exits right away: without a live agent nothing
 		// would stand for the hold, so it is a lease.
@@ -131,7 +131,7 @@ func tokenAcquire(c *cli.Context) error {
 		}
 	}
 	name := c.Args().First()
-	acquire := func() (*queues.Token, error) {
+	acquire := func() (*tuples.Token, error) {
 		if wait := c.Duration("wait"); wait > 0 {
 			ctx, cancel := context.WithTimeout(c.Context, wait)
 			defer cancel()
@@ -140,7 +140,7 @@ func tokenAcquire(c *cli.Context) error {
 		return sp.TryAcquire(name, opt)
 	}
 	tok, err := acquire()
-	if errors.Is(err, queues.ErrHolderNotAlive) && !c.IsSet("ttl") {
+	if errors.Is(err, tuples.ErrHolderNotAlive) && !c.IsSet("ttl") {
 		// `token acquire NAME --as A` from a shell: nothing alive stands
 		// for A, so the hold is a lease in A's name, like reserve --as.
 		// Said on stderr so it is not a silent downgrade.
@@ -160,7 +160,7 @@ func tokenAcquire(c *cli.Context) error {
 	return nil
 }
 
-func tokenJSON(t *queues.Token) map[string]any {
+func tokenJSON(t *tuples.Token) map[string]any {
 	o := map[string]any{"token": t.Name, "id": t.ID, "handle": t.Handle(), "slot": t.Slot, "epoch": t.Epoch, "hold": t.Hold, "held_by": t.HeldBy}
 	if !t.LeaseUntil.IsZero() {
 		o["lease_until"] = schema.FormatTime(t.LeaseUntil)
@@ -207,7 +207,7 @@ func tokenLs(c *cli.Context) error {
 	}
 	if c.Bool("json") {
 		if slots == nil {
-			slots = []queues.TokenSlot{}
+			slots = []tuples.TokenSlot{}
 		}
 		return printJSON(c, slots)
 	}

@@ -11,20 +11,20 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/docstore"
-	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/queues/tuples"
 	"github.com/tavernhq/tavern/schema"
 )
 
 func init() {
-	mapExit(queues.ErrNoTuple, exitNotFound)
-	mapExit(queues.ErrTokenBusy, exitNotFound)
-	mapExit(queues.ErrUnknownToken, exitNotFound)
-	mapExit(queues.ErrBadPattern, exitUsage)
-	mapExit(queues.ErrBadGlob, exitUsage)
-	mapExit(queues.ErrBadTuple, exitUsage)
-	mapExit(queues.ErrReserved, exitConflict)
-	mapExit(queues.ErrNotHolder, exitConflict)
-	mapExit(queues.ErrTokenCount, exitConflict)
+	mapExit(tuples.ErrNoTuple, exitNotFound)
+	mapExit(tuples.ErrTokenBusy, exitNotFound)
+	mapExit(tuples.ErrUnknownToken, exitNotFound)
+	mapExit(tuples.ErrBadPattern, exitUsage)
+	mapExit(tuples.ErrBadGlob, exitUsage)
+	mapExit(tuples.ErrBadTuple, exitUsage)
+	mapExit(tuples.ErrReserved, exitConflict)
+	mapExit(tuples.ErrNotHolder, exitConflict)
+	mapExit(tuples.ErrTokenCount, exitConflict)
 
 	waitFlag := &cli.DurationFlag{Name: "wait", Usage: "block up to `DUR` for a match (default: answer at once, like rdp/inp)"}
 	readCmd := func(name, alias, usage string, take bool) *cli.Command {
@@ -94,12 +94,12 @@ Examples:
 
 // openSpace opens the store and its tuple space (journaling to the
 // store's event journal).
-func openSpace(c *cli.Context) (*queues.Space, error) {
+func openSpace(c *cli.Context) (*tuples.Space, error) {
 	s, err := openStore(c)
 	if err != nil {
 		return nil, err
 	}
-	return queues.NewSpace(s, queues.SpaceOptions{})
+	return tuples.NewSpace(s, tuples.SpaceOptions{})
 }
 
 // tupleObject is the JSON shape of a tuple: the show --json object plus
@@ -113,7 +113,7 @@ type tupleObject struct {
 	Captures map[string]any `json:"captures,omitempty"`
 }
 
-func tupleJSON(s *docstore.Store, t *queues.Tuple, withBody bool) *tupleObject {
+func tupleJSON(s *docstore.Store, t *tuples.Tuple, withBody bool) *tupleObject {
 	o := &tupleObject{docObject: docJSON(s, t.Doc, withBody), ID: t.ID, Type: t.Type, Values: t.Values(), Captures: t.Captures}
 	if !t.Expires.IsZero() {
 		o.Expires = schema.FormatTime(t.Expires)
@@ -137,14 +137,14 @@ func tupleOut(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	t, err := sp.Out(c.Args().First(), nil, queues.OutOptions{
+	t, err := sp.Out(c.Args().First(), nil, tuples.OutOptions{
 		TTL:  c.Duration("ttl"),
 		Body: body,
 		Edit: func(d *docstore.Doc) error {
 			for _, a := range assigns {
 				switch a[0] {
 				case schema.VersionField, "id", "created", "updated":
-					return fmt.Errorf("%w: %q is set by the engine", queues.ErrBadTuple, a[0])
+					return fmt.Errorf("%w: %q is set by the engine", tuples.ErrBadTuple, a[0])
 				}
 				if err := d.SetYAML(a[0], a[1]); err != nil {
 					return err
@@ -168,7 +168,7 @@ func tupleRead(c *cli.Context, take bool) error {
 		return usageErr("%s takes TYPE [PATTERN...]", c.Command.Name)
 	}
 	typ := c.Args().First()
-	p, err := queues.ParsePattern(c.Args().Slice()[1:])
+	p, err := tuples.ParsePattern(c.Args().Slice()[1:])
 	if err != nil {
 		return err
 	}
@@ -176,7 +176,7 @@ func tupleRead(c *cli.Context, take bool) error {
 	if err != nil {
 		return err
 	}
-	var t *queues.Tuple
+	var t *tuples.Tuple
 	switch wait := c.Duration("wait"); {
 	case wait > 0:
 		ctx, cancel := context.WithTimeout(c.Context, wait)
@@ -226,7 +226,7 @@ func tupleLs(c *cli.Context) error {
 		}
 		return tw.Flush()
 	}
-	p, err := queues.ParsePattern(c.Args().Slice()[1:])
+	p, err := tuples.ParsePattern(c.Args().Slice()[1:])
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package queues
+package tuples
 
 import (
 	"context"
@@ -504,7 +504,7 @@ func (sp *Space) List(typ string, p Pattern) ([]*Tuple, []error) {
 }
 
 // Types returns the tuple types that have a directory, sorted.
-func (sp *Space) Types() ([]string, error) { return subdirs(sp.store, "tuples", nil) }
+func (sp *Space) Types() ([]string, error) { return sp.store.Subdirs("tuples", nil) }
 
 // GCStats counts what GC did.
 type GCStats struct {

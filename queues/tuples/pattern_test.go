@@ -1,4 +1,4 @@
-package queues
+package tuples
 
 import (
 	"errors"

@@ -1,0 +1,91 @@
+package tuples
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+var (
+	// ErrNoTuple is returned when no live tuple matches a pattern: at once
+	// by Rdp and Inp, and by Rd and In when their wait ends.
+	ErrNoTuple = errors.New("no matching tuple")
+
+	// ErrBadPattern is returned (wrapped, with docstore.ErrBadExpr where
+	// the expression itself is malformed) for a tuple pattern term that
+	// does not parse.
+	ErrBadPattern = errors.New("bad tuple pattern")
+
+	// ErrBadTuple is returned when a tuple to write is malformed: a
+	// reserved field name among its values, or a bad TTL.
+	ErrBadTuple = errors.New("bad tuple")
+
+	// ErrUnknownToken is returned when a token name has no slots at all
+	// (never initialised with InitToken).
+	ErrUnknownToken = errors.New("unknown token (create it with `tavern token init NAME --count N`)")
+
+	// ErrTokenBusy is returned when every slot of a token is held: at once
+	// by TryAcquire, and by Acquire when its wait ends.
+	ErrTokenBusy = errors.New("all slots of the token are held")
+
+	// ErrTokenCount is returned when InitToken would have to drop slots
+	// that are held.
+	ErrTokenCount = errors.New("cannot shrink the token below the slots that are held")
+
+	// ErrNotHolder is returned when a token release names a slot that the
+	// caller does not hold: a stale epoch (the slot was reclaimed and
+	// acquired again), another agent's slot, a slot that is free, or one
+	// held by a live process that must release it itself.
+	ErrNotHolder = errors.New("token slot is not held by the caller")
+
+	// ErrHolderNotAlive is returned when a token is acquired for an agent
+	// (--as A) whose liveness lock is not held by a live process and no
+	// lease was given: nothing would keep the token held.
+	ErrHolderNotAlive = errors.New("agent has no live process holding its liveness lock")
+
+	// ErrBadGlob is returned (wrapped) for a reservation glob that does not
+	// parse or leaves the project (absolute, "..").
+	ErrBadGlob = errors.New("bad path glob")
+
+	// ErrReserved is matched by *ReservedError: the paths or globs overlap
+	// a live reservation of another agent.
+	ErrReserved = errors.New("reserved by another agent")
+)
+
+// NoTupleError says which pattern found nothing and how long it waited.
+type NoTupleError struct {
+	Type    string
+	Pattern Pattern
+	Waited  time.Duration // 0 for the non-blocking calls
+}
+
+func (e *NoTupleError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "no tuple of type %q", e.Type)
+	if len(e.Pattern) > 0 {
+		fmt.Fprintf(&b, " matches %s", e.Pattern)
+	}
+	if e.Waited > 0 {
+		fmt.Fprintf(&b, " (waited %s)", e.Waited.Round(time.Millisecond))
+	}
+	return b.String()
+}
+
+func (e *NoTupleError) Unwrap() error { return ErrNoTuple }
+
+// ReservedError lists every overlap between the globs or paths asked for
+// and other agents' live reservations.
+type ReservedError struct {
+	Conflicts []Conflict
+}
+
+func (e *ReservedError) Error() string {
+	msgs := make([]string, len(e.Conflicts))
+	for i, c := range e.Conflicts {
+		msgs[i] = c.String()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (e *ReservedError) Unwrap() error { return ErrReserved }
