@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
 )
 
 // Backup and restore.
@@ -109,13 +111,13 @@ func backupMessages(s *docstore.Store, src, dst string, res *BackupResult) error
 		return err
 	}
 	for _, e := range ents {
-		if !e.IsDir() || ValidChannel(e.Name()) != nil {
+		if !e.IsDir() || messages.ValidChannel(e.Name()) != nil {
 			if err := copyTree(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name()), res); err != nil {
 				return err
 			}
 			continue
 		}
-		l, err := s.Lock(channelLockKey(e.Name()))
+		l, err := s.Lock(schema.ChannelLockKey(e.Name()))
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
@@ -21,11 +22,11 @@ type OutputMessage struct {
 	Text   string
 }
 
-// AppendMessages appends captured lines to a channel: the spawn wrapper's
+// appendMessages appends captured lines to a channel: the spawn wrapper's
 // one way into message chunks (SendMessages, one call per run of lines
 // from the same stream, so a batch costs one chunk write). Blank lines are
 // not messages and are skipped.
-var AppendMessages = func(m *Manager, channel string, msgs []OutputMessage) error {
+func appendMessages(m *Manager, channel string, msgs []OutputMessage) error {
 	var errs []error
 	for i := 0; i < len(msgs); {
 		j := i
@@ -36,7 +37,7 @@ var AppendMessages = func(m *Manager, channel string, msgs []OutputMessage) erro
 			}
 		}
 		if len(texts) > 0 {
-			if _, err := SendMessages(m.Store, channel, msgs[i].Sender, texts); err != nil {
+			if _, err := messages.SendMessages(m.Store, channel, msgs[i].Sender, texts); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -44,10 +45,6 @@ var AppendMessages = func(m *Manager, channel string, msgs []OutputMessage) erro
 	}
 	return errors.Join(errs...)
 }
-
-// AgentChannel is the direct-message channel of an agent; the spawn
-// wrapper captures the agent's output there.
-func AgentChannel(agent string) string { return DirectChannel(agent) }
 
 // capture collects lines from a child's stdout and stderr and flushes them
 // to the agent's channel in batches (every flushEvery, or when many lines
@@ -79,7 +76,7 @@ const (
 )
 
 func newCapture(m *Manager, agent string, tee map[string]io.Writer) *capture {
-	c := &capture{m: m, channel: AgentChannel(agent), agent: agent, tee: tee,
+	c := &capture{m: m, channel: messages.DirectChannel(agent), agent: agent, tee: tee,
 		tails: map[string][]string{}, kick: make(chan struct{}, 1), done: make(chan struct{})}
 	c.wg.Add(1)
 	go c.flusher()
@@ -163,7 +160,7 @@ func (c *capture) flush() {
 	if len(batch) == 0 {
 		return
 	}
-	if err := AppendMessages(c.m, c.channel, batch); err != nil {
+	if err := appendMessages(c.m, c.channel, batch); err != nil {
 		c.mu.Lock()
 		if c.err == nil {
 			c.err = err
@@ -205,8 +202,8 @@ func (c *capture) recentSection() string {
 }
 
 // ChannelMessages reads every message of a channel, oldest first.
-func (m *Manager) ChannelMessages(channel string) ([]Message, error) {
-	return ReadMessages(m.Store, channel, "", 0)
+func (m *Manager) ChannelMessages(channel string) ([]messages.Message, error) {
+	return messages.ReadMessages(m.Store, channel, "", 0)
 }
 
 // journalOutputError records a capture failure; output loss must be visible.

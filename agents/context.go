@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tavernhq/tavern/agents/messages"
+	"github.com/tavernhq/tavern/agents/recall"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher/journal"
@@ -97,7 +99,7 @@ func Context(s *docstore.Store, query, agent string) (*ContextResult, error) {
 
 	// Memory: private, so only with an agent.
 	if agent != "" {
-		mems, err := ListMemory(s, agent, MemoryFilter{})
+		mems, err := recall.ListMemory(s, agent, recall.MemoryFilter{})
 		if err != nil {
 			return nil, err
 		}
@@ -109,7 +111,7 @@ func Context(s *docstore.Store, query, agent string) (*ContextResult, error) {
 	}
 
 	// Knowledge.
-	ks, err := ListKnowledge(s, KnowledgeFilter{})
+	ks, err := recall.ListKnowledge(s, recall.KnowledgeFilter{})
 	if err != nil {
 		return nil, err
 	}
@@ -120,15 +122,15 @@ func Context(s *docstore.Store, query, agent string) (*ContextResult, error) {
 	}
 
 	// Messages.
-	chs, errs := ListChannels(s, true)
+	chs, errs := messages.ListChannels(s, true)
 	if len(errs) > 0 {
 		return nil, errs[0]
 	}
 	for _, c := range chs {
-		if agent != "" && strings.HasPrefix(c.Name, "@") && c.Name != DirectChannel(agent) {
+		if agent != "" && strings.HasPrefix(c.Name, "@") && c.Name != messages.DirectChannel(agent) {
 			continue
 		}
-		msgs, err := ReadMessages(s, c.Name, "", 0)
+		msgs, err := messages.ReadMessages(s, c.Name, "", 0)
 		if err != nil {
 			return nil, err
 		}

@@ -147,7 +147,7 @@
 // # The spawn wrapper
 //
 // Spawn runs any command as an agent. It takes the agent's liveness lock
-// (LockKey: "agents/<name>", the same key queues.AgentLockKey names) and
+// (schema.AgentLockKey: "agents/<name>") and
 // holds it for the child's whole life; with queues it then claims one item
 // as an AgentLock claim, so the item lives exactly as long as the wrapper.
 // The agent goes to working (spawns+1, host) before the child starts, so

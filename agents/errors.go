@@ -3,9 +3,9 @@ package agents
 import (
 	"errors"
 	"fmt"
-)
 
-// --- Agents, spawning, pools, commitments, questions (issue 5) ---
+	"github.com/tavernhq/tavern/schema"
+)
 
 var (
 	// ErrIllegalTransition is returned when an agent state change is not in
@@ -43,9 +43,9 @@ var (
 	// answered again.
 	ErrAnswered = errors.New("question already answered")
 
-	// ErrBadAgentName is returned for agent names outside [a-z0-9._-]
-	// (names become file names, lock keys and channel names).
-	ErrBadAgentName = errors.New("invalid agent name")
+	// ErrBadAgentName is schema.ErrBadAgentName: an agent name outside
+	// the one name rule.
+	ErrBadAgentName = schema.ErrBadAgentName
 )
 
 // TransitionError describes a refused state change.
@@ -96,29 +96,7 @@ type AgentError struct {
 func (e *AgentError) Error() string { return e.Op + " " + e.Path + ": " + e.Err.Error() }
 func (e *AgentError) Unwrap() error { return e.Err }
 
-// Errors of channels, messages, bookmarks, notes, memory, knowledge, wake,
-// sleep, context and backup (messaging helper's section).
 var (
-	// ErrEmptyMessage is returned when a message text is empty or only
-	// white space.
-	ErrEmptyMessage = errors.New("empty message")
-
-	// ErrMessageTooLarge is returned when a message text is larger than
-	// MaxMessageSize.
-	ErrMessageTooLarge = errors.New("message too large")
-
-	// ErrBadMessage is returned when a message text cannot be stored (a NUL
-	// byte).
-	ErrBadMessage = errors.New("bad message text")
-
-	// ErrArchived is returned when sending to an archived channel, or
-	// editing an archived memory or knowledge entry.
-	ErrArchived = errors.New("archived")
-
-	// ErrBadChunk is matched by every *ChunkError: a message section of a
-	// chunk body that does not parse.
-	ErrBadChunk = errors.New("malformed message chunk")
-
 	// ErrNotEmpty is returned by Restore when the target store already
 	// holds documents and force is not set.
 	ErrNotEmpty = errors.New("store is not empty")

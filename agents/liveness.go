@@ -4,18 +4,13 @@ import (
 	"errors"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
 
-// LockKey is the liveness lock of an agent. The spawn wrapper holds it for
-// the whole life of the child; queue claims made for the agent name it as
-// their liveness lock, so when the wrapper dies (even by SIGKILL) the
-// kernel drops the lock and reapers know the agent and its item are dead.
-func LockKey(agent string) string { return "agents/" + agent }
-
 // Alive reports whether a process holds the agent's liveness lock.
 func (m *Manager) Alive(agent string) (bool, error) {
-	l, ok, err := m.Store.TryLock(LockKey(agent))
+	l, ok, err := m.Store.TryLock(schema.AgentLockKey(agent))
 	if err != nil {
 		return false, err
 	}
@@ -52,7 +47,7 @@ func (m *Manager) ReapAgents() ([]string, error) {
 }
 
 func (m *Manager) reapOne(name string) (string, error) {
-	l, ok, err := m.Store.TryLock(LockKey(name))
+	l, ok, err := m.Store.TryLock(schema.AgentLockKey(name))
 	if err != nil || !ok {
 		return "", err // alive (or unknowable): leave it
 	}

@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"fmt"
 	"math/big"
+
+	"github.com/tavernhq/tavern/schema"
 )
 
 // Themed names for agents spawned without one: an adjective and a piece of
@@ -43,21 +45,5 @@ func themedName(try int) string {
 	return n
 }
 
-// ValidAgentName reports whether name can be an agent name: 1-64 bytes of
-// [a-z0-9._-] starting with a letter or digit. Names become file names,
-// lock keys and the direct-message channel "@name", and "@user" (the
-// person at the top of every hierarchy) can never collide with an agent.
-func ValidAgentName(name string) error {
-	if len(name) == 0 || len(name) > 64 {
-		return fmt.Errorf("%w %q: 1 to 64 characters", ErrBadAgentName, name)
-	}
-	for i, r := range name {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
-		case (r == '-' || r == '_' || r == '.') && i > 0:
-		default:
-			return fmt.Errorf("%w %q: use lower-case letters, digits, '-', '_' and '.', starting with a letter or digit", ErrBadAgentName, name)
-		}
-	}
-	return nil
-}
+// ValidAgentName is schema.ValidAgentName, the one agent name rule.
+func ValidAgentName(name string) error { return schema.ValidAgentName(name) }

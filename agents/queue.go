@@ -9,18 +9,19 @@ import (
 	"time"
 
 	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/schema"
 )
 
 // QueueWork is the WorkSource of package queues: items are taken as
 // AgentLock claims, alive while the spawn wrapper holds the agent's
-// liveness lock (queues.AgentLockKey, the same key as LockKey).
+// liveness lock (schema.AgentLockKey).
 func QueueWork(b *queues.Broker) WorkSource { return queueWork{b} }
 
 type queueWork struct{ b *queues.Broker }
 
 func (w queueWork) Take(ctx context.Context, qs []string, agent, lockKey string, steal bool, wait time.Duration) (WorkClaim, error) {
-	if lockKey != queues.AgentLockKey(agent) {
-		return nil, fmt.Errorf("take: liveness lock %q is not the agent lock %q", lockKey, queues.AgentLockKey(agent))
+	if lockKey != schema.AgentLockKey(agent) {
+		return nil, fmt.Errorf("take: liveness lock %q is not the agent lock %q", lockKey, schema.AgentLockKey(agent))
 	}
 	c, err := w.b.Take(ctx, queues.TakeOptions{Queues: qs, Steal: steal, As: agent, Liveness: queues.AgentLock, Wait: wait})
 	if errors.Is(err, queues.ErrEmpty) {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
 
@@ -137,7 +138,7 @@ func (m *Manager) Spawn(ctx context.Context, opt SpawnOptions) (*SpawnResult, er
 	} else if err != nil {
 		return nil, err
 	}
-	lock, ok, err := m.Store.TryLock(LockKey(name))
+	lock, ok, err := m.Store.TryLock(schema.AgentLockKey(name))
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +155,7 @@ func (m *Manager) Spawn(ctx context.Context, opt SpawnOptions) (*SpawnResult, er
 
 	var claim WorkClaim
 	if len(opt.Queues) > 0 {
-		claim, err = opt.Work.Take(ctx, opt.Queues, name, LockKey(name), opt.Steal, opt.Wait)
+		claim, err = opt.Work.Take(ctx, opt.Queues, name, schema.AgentLockKey(name), opt.Steal, opt.Wait)
 		if errors.Is(err, ErrNoWork) {
 			res.Outcome, res.State = OutcomeNoWork, a.Effective()
 			res.Duration = time.Since(start).Round(time.Millisecond).String()

@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/schema"
 )
 
 func newBroker(tb testing.TB, m *Manager) *queues.Broker {
@@ -92,7 +94,7 @@ func TestSpawnDeliversItemAndEnv(t *testing.T) {
 	if err != nil || done.State != queues.Done || done.Result != "the result" {
 		t.Fatalf("item = %+v, %v", done, err)
 	}
-	msgs, err := m.ChannelMessages(AgentChannel("drone-1"))
+	msgs, err := m.ChannelMessages(messages.DirectChannel("drone-1"))
 	if err != nil || len(msgs) != 1 || msgs[0].Text != "working" || msgs[0].Sender != "drone-1" {
 		t.Fatalf("captured = %+v, %v", msgs, err)
 	}
@@ -233,7 +235,7 @@ func TestSpawnConstitutionChangeRefused(t *testing.T) {
 func TestSpawnBusy(t *testing.T) {
 	m := newManager(t)
 	mustAgent(t, m, AgentSpec{Name: "b1"})
-	l, err := m.Store.Lock(LockKey("b1"))
+	l, err := m.Store.Lock(schema.AgentLockKey("b1"))
 	if err != nil {
 		t.Fatal(err)
 	}

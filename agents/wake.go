@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tavernhq/tavern/agents/messages"
+	"github.com/tavernhq/tavern/agents/recall"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
 )
@@ -28,16 +30,16 @@ var WakeDomains = []string{"decision", "architecture"}
 
 // Briefing is what `tavern wake` tells an agent at the start of a session.
 type Briefing struct {
-	Agent     string         `json:"agent"`
-	Spawns    int64          `json:"spawns"`
-	LastSleep *time.Time     `json:"last_sleep,omitempty"`
-	Core      []*Memory      `json:"core"`
-	Recent    []*Memory      `json:"recent"`
-	Unread    []Unread       `json:"unread"`
-	Suggested string         `json:"suggested_channel,omitempty"`
-	Knowledge []*Knowledge   `json:"knowledge"`
-	Items     []WakeItem     `json:"items"`
-	Questions []WakeQuestion `json:"questions"`
+	Agent     string              `json:"agent"`
+	Spawns    int64               `json:"spawns"`
+	LastSleep *time.Time          `json:"last_sleep,omitempty"`
+	Core      []*recall.Memory    `json:"core"`
+	Recent    []*recall.Memory    `json:"recent"`
+	Unread    []messages.Unread   `json:"unread"`
+	Suggested string              `json:"suggested_channel,omitempty"`
+	Knowledge []*recall.Knowledge `json:"knowledge"`
+	Items     []WakeItem          `json:"items"`
+	Questions []WakeQuestion      `json:"questions"`
 }
 
 // WakeItem is a queue item claimed by the agent.
@@ -60,7 +62,7 @@ type WakeQuestion struct {
 // Wake increments the agent's spawn counter (agents/<agent>.md must exist)
 // and assembles its briefing as of now.
 func Wake(s *docstore.Store, agent string, now time.Time) (*Briefing, error) {
-	if err := validAgent(agent); err != nil {
+	if err := schema.ValidAgentName(agent); err != nil {
 		return nil, err
 	}
 	rel, err := schema.Agent.Path(agent, nil)
@@ -77,13 +79,13 @@ func Wake(s *docstore.Store, agent string, now time.Time) (*Briefing, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Briefing{Agent: agent, Core: []*Memory{}, Recent: []*Memory{}, Unread: []Unread{}, Knowledge: []*Knowledge{},
+	b := &Briefing{Agent: agent, Core: []*recall.Memory{}, Recent: []*recall.Memory{}, Unread: []messages.Unread{}, Knowledge: []*recall.Knowledge{},
 		Items: []WakeItem{}, Questions: []WakeQuestion{}}
 	b.Spawns, _ = d.Int("spawns")
 	if t, ok := d.Time("last_sleep"); ok {
 		b.LastSleep = &t
 	}
-	mems, err := ListMemory(s, agent, MemoryFilter{})
+	mems, err := recall.ListMemory(s, agent, recall.MemoryFilter{})
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +97,7 @@ func Wake(s *docstore.Store, agent string, now time.Time) (*Briefing, error) {
 			b.Recent = append(b.Recent, m)
 		}
 	}
-	unread, err := Inbox(s, agent)
+	unread, err := messages.Inbox(s, agent)
 	if err != nil {
 		return nil, err
 	}
@@ -107,11 +109,11 @@ func Wake(s *docstore.Store, agent string, now time.Time) (*Briefing, error) {
 	if len(b.Unread) > 0 {
 		b.Suggested = b.Unread[0].Channel // highest unread count
 	}
-	if b.Knowledge, err = ListKnowledge(s, KnowledgeFilter{Domains: WakeDomains, Since: now.Add(-WakeKnowledgeWindow)}); err != nil {
+	if b.Knowledge, err = recall.ListKnowledge(s, recall.KnowledgeFilter{Domains: WakeDomains, Since: now.Add(-WakeKnowledgeWindow)}); err != nil {
 		return nil, err
 	}
 	if b.Knowledge == nil {
-		b.Knowledge = []*Knowledge{}
+		b.Knowledge = []*recall.Knowledge{}
 	}
 	if b.Items, err = claimedItems(s, agent); err != nil {
 		return nil, err
@@ -171,7 +173,7 @@ func openQuestions(s *docstore.Store, agent string) ([]WakeQuestion, error) {
 
 // Sleep ends a session: it stores summary as a core memory of topic
 // "summary" and records last_sleep on the agent document.
-func Sleep(s *docstore.Store, agent, summary string, now time.Time) (*Memory, error) {
+func Sleep(s *docstore.Store, agent, summary string, now time.Time) (*recall.Memory, error) {
 	rel, err := schema.Agent.Path(agent, nil)
 	if err != nil {
 		return nil, err
@@ -179,7 +181,7 @@ func Sleep(s *docstore.Store, agent, summary string, now time.Time) (*Memory, er
 	if _, err := s.Get(rel); err != nil {
 		return nil, err
 	}
-	m, err := AddMemory(s, agent, "summary", summary, true)
+	m, err := recall.AddMemory(s, agent, "summary", summary, true)
 	if err != nil {
 		return nil, err
 	}

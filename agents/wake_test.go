@@ -4,14 +4,18 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/tavernhq/tavern/agents/messages"
+	"github.com/tavernhq/tavern/agents/recall"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
@@ -34,21 +38,21 @@ func TestWakeSleepRoundTrip(t *testing.T) {
 	writeDoc(t, s, "queues/build/claimed/01J0000000000000000000OTHR.md", "---\nqueue: build\ntitle: not mine\nclaimed_by: other\n---\n")
 	writeDoc(t, s, "questions/01J00000000000000000000QQQ.md", "---\nfrom: boss\nto: zealot\nstatus: open\n---\nWhich parser?\n")
 	writeDoc(t, s, "questions/01J00000000000000000000QQR.md", "---\nfrom: boss\nto: zealot\nstatus: answered\n---\nold\n")
-	if _, err := AddMemory(s, "zealot", "identity", "I write parsers", true); err != nil {
+	if _, err := recall.AddMemory(s, "zealot", "identity", "I write parsers", true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := AddMemory(s, "zealot", "parser", "goldmark is fine", false); err != nil {
+	if _, err := recall.AddMemory(s, "zealot", "parser", "goldmark is fine", false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := AddKnowledge(s, "architecture", "boss", "", "one package per concern"); err != nil {
+	if _, err := recall.AddKnowledge(s, "architecture", "boss", "", "one package per concern"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := AddKnowledge(s, "gossip", "boss", "", "not in the briefing"); err != nil {
+	if _, err := recall.AddKnowledge(s, "gossip", "boss", "", "not in the briefing"); err != nil {
 		t.Fatal(err)
 	}
-	SendMessage(s, "general", "boss", "hello")
-	SendMessage(s, "@zealot", "boss", "one")
-	SendMessage(s, "@zealot", "boss", "two")
+	messages.SendMessage(s, "general", "boss", "hello")
+	messages.SendMessage(s, "@zealot", "boss", "one")
+	messages.SendMessage(s, "@zealot", "boss", "two")
 
 	b, err := Wake(s, "zealot", now)
 	if err != nil {
@@ -120,15 +124,17 @@ func TestContextAcrossSubsystems(t *testing.T) {
 	if _, err := j.Append(journal.Event{Type: "item.failed", Agent: "other", Data: map[string]any{"error": "stateless elsewhere"}}); err != nil {
 		t.Fatal(err)
 	}
-	AddMemory(s, "zealot", "ideas", "Stateless context assembly is the plan", false)
-	AddMemory(s, "bob", "ideas", "bob's private stateless note", false)
-	AddKnowledge(s, "architecture", "bob", "", "Context assembly must be stateless")
-	SendMessage(s, "research", "zealot", "Proposal: stateless context assembly. Thoughts?")
-	SendMessage(s, "research", "bob", "Proposal: stateless context assembly. Thoughts?")    // other agent: kept
-	SendMessage(s, "research", "zealot", "Proposal: stateless context assembly. Thoughts?") // duplicate: once
-	SendMessage(s, "@carol", "bob", "stateless secret for carol")
+	recall.AddMemory(s, "zealot", "ideas", "Stateless context assembly is the plan", false)
+	recall.AddMemory(s, "bob", "ideas", "bob's private stateless note", false)
+	recall.AddKnowledge(s, "architecture", "bob", "", "Context assembly must be stateless")
+	messages.SendMessage(s, "research", "zealot", "Proposal: stateless context assembly. Thoughts?")
+	messages.SendMessage(s, "research", "bob", "Proposal: stateless context assembly. Thoughts?")
+	messages. // other agent: kept
+			SendMessage(s, "research", "zealot", "Proposal: stateless context assembly. Thoughts?")
+	messages. // duplicate: once
+			SendMessage(s, "@carol", "bob", "stateless secret for carol")
 	writeDoc(t, s, "queues/build/pending/01J0000000000000000000ITEM.md", "---\nqueue: build\ntitle: make assembly stateless\n---\n")
-	SendMessage(s, "research", "zealot", "unrelated")
+	messages.SendMessage(s, "research", "zealot", "unrelated")
 
 	r, err := Context(s, "STATELESS assembly", "zealot")
 	if err != nil {
@@ -164,7 +170,7 @@ func TestContextAcrossSubsystems(t *testing.T) {
 func TestBackupWhileWritersRun(t *testing.T) {
 	s := msgStore(t)
 	setConfig(t, s, "chunk_size", 20)
-	AddMemory(s, "alice", "x", "a memory", true)
+	recall.AddMemory(s, "alice", "x", "a memory", true)
 	var mu sync.Mutex
 	acked := map[string]bool{}
 	var wg sync.WaitGroup
@@ -239,7 +245,10 @@ func TestBackupWhileWritersRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkAllDocs(t, r)
-	msgs := checkChunks(t, r, "busy", 20)
+	msgs, err := messages.ReadMessages(r, "busy", "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	have := map[string]bool{}
 	for _, m := range msgs {
 		have[m.ID] = true
@@ -249,7 +258,7 @@ func TestBackupWhileWritersRun(t *testing.T) {
 			t.Errorf("message %s acknowledged before the backup is missing", id)
 		}
 	}
-	if m, _ := ListMemory(r, "alice", MemoryFilter{}); len(m) != 1 {
+	if m, _ := recall.ListMemory(r, "alice", recall.MemoryFilter{}); len(m) != 1 {
 		t.Errorf("restored memory: got %d entries", len(m))
 	}
 	// --force replaces and keeps the old store aside.
@@ -286,7 +295,7 @@ func checkAllDocs(tb testing.TB, s *docstore.Store) {
 			tb.Errorf("%s: %v", rel, errs)
 		}
 		if strings.HasPrefix(rel, "messages/") {
-			if _, err := chunkMessages(d); err != nil {
+			if _, err := messages.ParseChunkBody(d.Body()); err != nil {
 				tb.Errorf("%s: %v", rel, err)
 			}
 		}
@@ -304,9 +313,58 @@ func waitAck(s *docstore.Store) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	first := true
-	WaitChannel(ctx, s, "busy", func() (bool, error) {
+	messages.WaitChannel(ctx, s, "busy", func() (bool, error) {
 		done := !first
 		first = false
 		return done, nil
 	})
+}
+
+func msgStore(tb testing.TB) *docstore.Store {
+	tb.Helper()
+	s, _, err := docstore.Init(filepath.Join(tb.TempDir(), ".tavern"), "test")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+func setConfig(tb testing.TB, s *docstore.Store, key string, v any) {
+	tb.Helper()
+	if _, err := s.Update(docstore.ConfigFile, func(d *docstore.Doc) error { return d.Set(key, v) }); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// TestSendHelperProcess is not a test: it is the sender other tests start
+// by re-executing the test binary (TAVERN_MSG_HELPER=send).
+func TestSendHelperProcess(t *testing.T) {
+	if os.Getenv("TAVERN_MSG_HELPER") != "send" {
+		t.Skip("helper process")
+	}
+	s, err := docstore.Open(os.Getenv("TAVERN_MSG_DIR"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	name := os.Getenv("TAVERN_MSG_SENDER")
+	n, _ := strconv.Atoi(os.Getenv("TAVERN_MSG_N"))
+	for i := range n {
+		id, err := messages.SendMessage(s, os.Getenv("TAVERN_MSG_CHANNEL"), name, fmt.Sprintf("%s %d", name, i))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Println(id) // acknowledged: printed only after the durable write
+	}
+	os.Exit(0)
+}
+
+func helperCmd(tb testing.TB, s *docstore.Store, role string, env ...string) *exec.Cmd {
+	tb.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSendHelperProcess$")
+	cmd.Env = append(os.Environ(), "TAVERN_MSG_HELPER="+role, "TAVERN_MSG_DIR="+s.Root())
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Stderr = os.Stderr
+	return cmd
 }

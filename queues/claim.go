@@ -31,7 +31,7 @@ const (
 	HoldLock
 	// AgentLock claims are tied to the agent named by TakeOptions.As: the
 	// item stays claimed while some process (the agent's spawn wrapper)
-	// holds AgentLockKey(As). If nobody holds that lock when the claim is
+	// holds schema.AgentLockKey(As). If nobody holds that lock when the claim is
 	// made, the agent is not running and the claim is LeaseOnly.
 	AgentLock
 )
@@ -55,10 +55,6 @@ func ItemLockKey(queue, id string) string {
 func HolderLockKey(host string, pid int, nonce string) string {
 	return fmt.Sprintf("holders/%s-%d-%s", host, pid, nonce)
 }
-
-// AgentLockKey is the liveness lock of a running agent, held by its spawn
-// wrapper (package agents) for the life of the agent's process.
-func AgentLockKey(name string) string { return "agents/" + name }
 
 // Claim is a claimed item. Attempt is its fencing token: Complete, Fail,
 // Renew and Release check it against the file and refuse (ErrStale) if

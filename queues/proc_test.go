@@ -18,6 +18,7 @@ import (
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/schema"
 )
 
 // TestHelperProcess is not a test: it is the worker body of the
@@ -69,7 +70,7 @@ func helperMain(mode, dir, arg string) error {
 		out.Flush()
 		select {}
 	case "agent": // hold an agent's liveness lock, as its spawn wrapper would
-		l, err := s.Lock(queues.AgentLockKey(arg))
+		l, err := s.Lock(schema.AgentLockKey(arg))
 		if err != nil {
 			return err
 		}

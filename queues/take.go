@@ -131,7 +131,7 @@ func (b *Broker) Take(ctx context.Context, opt TakeOptions) (*Claim, error) {
 		if opt.As == "" {
 			return nil, fmt.Errorf("take: %w: AgentLock needs As (the agent name)", ErrBadOption)
 		}
-		key := AgentLockKey(opt.As)
+		key := schema.AgentLockKey(opt.As)
 		l, free, err := b.s.TryLock(key)
 		if err != nil {
 			return nil, err

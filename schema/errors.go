@@ -13,6 +13,10 @@ var ErrUnknownKind = errors.New("unknown kind")
 // used as a path segment.
 var ErrInvalidName = errors.New("invalid name")
 
+// ErrBadAgentName is returned (wrapped) for a name outside the agent name
+// rule (ValidAgentName).
+var ErrBadAgentName = errors.New("invalid agent name")
+
 // ErrInvalid is matched by every *FieldError, so callers can test
 // errors.Is(err, schema.ErrInvalid) for "the document does not validate".
 var ErrInvalid = errors.New("invalid document")
@@ -32,15 +36,27 @@ func (e *UnknownKindError) Error() string {
 
 func (e *UnknownKindError) Unwrap() error { return ErrUnknownKind }
 
-// NameError explains why a name was refused.
+// NameError explains why a name was refused. Every NameError matches
+// ErrInvalidName; one from the agent name rule matches ErrBadAgentName too.
 type NameError struct {
 	Name   string
 	Reason string
+	Agent  bool // refused by ValidAgentName
 }
 
-func (e *NameError) Error() string { return fmt.Sprintf("invalid name %q: %s", e.Name, e.Reason) }
+func (e *NameError) Error() string {
+	if e.Agent {
+		return fmt.Sprintf("invalid agent name %q: %s", e.Name, e.Reason)
+	}
+	return fmt.Sprintf("invalid name %q: %s", e.Name, e.Reason)
+}
 
-func (e *NameError) Unwrap() error { return ErrInvalidName }
+func (e *NameError) Unwrap() []error {
+	if e.Agent {
+		return []error{ErrBadAgentName, ErrInvalidName}
+	}
+	return []error{ErrInvalidName}
+}
 
 // FieldError is one validation problem at a position in a document.
 type FieldError struct {

@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/agents/messages"
 )
 
 func init() {
@@ -255,7 +256,7 @@ accepted and journaled, an illegal one is reported by 'agent audit' and
 						return err
 					}
 					defer m.Close()
-					msgs, err := m.ChannelMessages(agents.AgentChannel(c.Args().First()))
+					msgs, err := m.ChannelMessages(messages.DirectChannel(c.Args().First()))
 					if err != nil {
 						return err
 					}

@@ -3,9 +3,8 @@ package main
 import (
 	"errors"
 
+	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/urfave/cli/v2"
-
-	"github.com/tavernhq/tavern/agents"
 )
 
 func init() {
@@ -26,7 +25,7 @@ func init() {
 					if err != nil {
 						return err
 					}
-					ch, err := agents.CreateChannel(s, c.Args().First(), c.String("topic"))
+					ch, err := messages.CreateChannel(s, c.Args().First(), c.String("topic"))
 					if err != nil {
 						return err
 					}
@@ -46,10 +45,10 @@ func init() {
 					if err != nil {
 						return err
 					}
-					chs, errs := agents.ListChannels(s, c.Bool("all"))
+					chs, errs := messages.ListChannels(s, c.Bool("all"))
 					if c.Bool("json") {
 						if chs == nil {
-							chs = []*agents.Channel{}
+							chs = []*messages.Channel{}
 						}
 						if err := printJSON(c, chs); err != nil {
 							return err
@@ -78,7 +77,7 @@ func init() {
 					if err != nil {
 						return err
 					}
-					return agents.ArchiveChannel(s, c.Args().First())
+					return messages.ArchiveChannel(s, c.Args().First())
 				},
 			},
 		},

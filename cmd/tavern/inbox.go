@@ -1,9 +1,8 @@
 package main
 
 import (
+	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/urfave/cli/v2"
-
-	"github.com/tavernhq/tavern/agents"
 )
 
 func init() {
@@ -25,13 +24,13 @@ Example:
 			if err != nil {
 				return err
 			}
-			u, err := agents.Inbox(s, as)
+			u, err := messages.Inbox(s, as)
 			if err != nil {
 				return err
 			}
 			if c.Bool("json") {
 				if u == nil {
-					u = []agents.Unread{}
+					u = []messages.Unread{}
 				}
 				return printJSON(c, u)
 			}

@@ -3,9 +3,8 @@ package main
 import (
 	"fmt"
 
+	"github.com/tavernhq/tavern/agents/recall"
 	"github.com/urfave/cli/v2"
-
-	"github.com/tavernhq/tavern/agents"
 )
 
 func init() {
@@ -44,7 +43,7 @@ Examples:
 					if err != nil {
 						return err
 					}
-					k, err := agents.AddKnowledge(s, c.String("domain"), agent, c.String("title"), text)
+					k, err := recall.AddKnowledge(s, c.String("domain"), agent, c.String("title"), text)
 					if err != nil {
 						return err
 					}
@@ -63,13 +62,13 @@ Examples:
 					if err != nil {
 						return err
 					}
-					list, err := agents.ListKnowledge(s, agents.KnowledgeFilter{Domains: c.StringSlice("domain"), Archived: c.Bool("archived")})
+					list, err := recall.ListKnowledge(s, recall.KnowledgeFilter{Domains: c.StringSlice("domain"), Archived: c.Bool("archived")})
 					if err != nil {
 						return err
 					}
 					if c.Bool("json") {
 						if list == nil {
-							list = []*agents.Knowledge{}
+							list = []*recall.Knowledge{}
 						}
 						return printJSON(c, list)
 					}
@@ -91,7 +90,7 @@ Examples:
 					if err != nil {
 						return err
 					}
-					hits, err := agents.SearchKnowledge(s, q, c.StringSlice("domain"), c.Int("limit"))
+					hits, err := recall.SearchKnowledge(s, q, c.StringSlice("domain"), c.Int("limit"))
 					if err != nil {
 						return err
 					}
@@ -118,7 +117,7 @@ Examples:
 					if err != nil {
 						return err
 					}
-					k, rel, err := agents.InspectKnowledge(s, c.Args().First(), c.Int("limit"))
+					k, rel, err := recall.InspectKnowledge(s, c.Args().First(), c.Int("limit"))
 					if err != nil {
 						return err
 					}
@@ -143,7 +142,7 @@ Examples:
 					if err != nil {
 						return err
 					}
-					k, err := agents.ArchiveKnowledge(s, c.Args().First())
+					k, err := recall.ArchiveKnowledge(s, c.Args().First())
 					if err != nil {
 						return err
 					}
@@ -158,7 +157,7 @@ Examples:
 	})
 }
 
-func knowledgeLine(k *agents.Knowledge, score float64) string {
+func knowledgeLine(k *recall.Knowledge, score float64) string {
 	s := ""
 	if score >= 0 {
 		s = fmt.Sprintf("%.3f ", score)

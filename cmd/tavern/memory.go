@@ -3,9 +3,8 @@ package main
 import (
 	"fmt"
 
+	"github.com/tavernhq/tavern/agents/recall"
 	"github.com/urfave/cli/v2"
-
-	"github.com/tavernhq/tavern/agents"
 )
 
 func init() {
@@ -26,7 +25,7 @@ Examples:
 			{
 				Name: "add", Usage: "add a memory", ArgsUsage: "[TEXT...]",
 				Flags: append([]cli.Flag{
-					&cli.StringFlag{Name: "topic", Usage: "kebab-case `TOPIC`", Value: agents.DefaultTopic},
+					&cli.StringFlag{Name: "topic", Usage: "kebab-case `TOPIC`", Value: recall.DefaultTopic},
 					&cli.BoolFlag{Name: "core", Usage: "a core memory: always in the wake briefing"},
 				}, as...),
 				Action: func(c *cli.Context) error {
@@ -42,7 +41,7 @@ Examples:
 					if err != nil {
 						return err
 					}
-					m, err := agents.AddMemory(s, agent, c.String("topic"), text, c.Bool("core"))
+					m, err := recall.AddMemory(s, agent, c.String("topic"), text, c.Bool("core"))
 					if err != nil {
 						return err
 					}
@@ -69,13 +68,13 @@ Examples:
 					if err != nil {
 						return err
 					}
-					list, err := agents.ListMemory(s, agent, agents.MemoryFilter{Topic: c.String("topic"), CoreOnly: c.Bool("core"), Archived: c.Bool("archived")})
+					list, err := recall.ListMemory(s, agent, recall.MemoryFilter{Topic: c.String("topic"), CoreOnly: c.Bool("core"), Archived: c.Bool("archived")})
 					if err != nil {
 						return err
 					}
 					if c.Bool("json") {
 						if list == nil {
-							list = []*agents.Memory{}
+							list = []*recall.Memory{}
 						}
 						return printJSON(c, list)
 					}
@@ -101,7 +100,7 @@ Examples:
 					if err != nil {
 						return err
 					}
-					hits, err := agents.SearchMemory(s, agent, q, c.Int("limit"))
+					hits, err := recall.SearchMemory(s, agent, q, c.Int("limit"))
 					if err != nil {
 						return err
 					}
@@ -123,7 +122,7 @@ Examples:
 					if err != nil {
 						return err
 					}
-					m, rel, err := agents.InspectMemory(s, agent, c.Args().First(), c.Int("limit"))
+					m, rel, err := recall.InspectMemory(s, agent, c.Args().First(), c.Int("limit"))
 					if err != nil {
 						return err
 					}
@@ -152,7 +151,7 @@ Examples:
 					if err != nil {
 						return err
 					}
-					m, err := agents.ArchiveMemory(s, agent, c.Args().First())
+					m, err := recall.ArchiveMemory(s, agent, c.Args().First())
 					if err != nil {
 						return err
 					}
@@ -167,7 +166,7 @@ Examples:
 	})
 }
 
-func memoryLine(m *agents.Memory, score float64) string {
+func memoryLine(m *recall.Memory, score float64) string {
 	core := " "
 	if m.Core {
 		core = "*"
@@ -179,7 +178,7 @@ func memoryLine(m *agents.Memory, score float64) string {
 	return fmt.Sprintf("%s%s %s %-16s %s", s, m.ID, core, m.Topic, oneLineCLI(m.Text))
 }
 
-func printMemoryHits(c *cli.Context, hits []agents.MemoryHit) error {
+func printMemoryHits(c *cli.Context, hits []recall.MemoryHit) error {
 	if c.Bool("json") {
 		return printJSON(c, hits)
 	}

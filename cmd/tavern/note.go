@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
-	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/schema"
 )
 
@@ -34,7 +34,7 @@ Example:
 			if err != nil {
 				return err
 			}
-			n, err := agents.AddNote(s, c.Args().First(), as, text)
+			n, err := messages.AddNote(s, c.Args().First(), as, text)
 			if err != nil {
 				return err
 			}
@@ -58,13 +58,13 @@ Example:
 			if err != nil {
 				return err
 			}
-			notes, err := agents.ListNotes(s, c.Args().First())
+			notes, err := messages.ListNotes(s, c.Args().First())
 			if err != nil {
 				return err
 			}
 			if c.Bool("json") {
 				if notes == nil {
-					notes = []*agents.Note{}
+					notes = []*messages.Note{}
 				}
 				return printJSON(c, notes)
 			}

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/tavernhq/tavern/docstore"
-	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/schema"
 )
 
 var (
@@ -243,7 +243,7 @@ func TestQueueCLIAgentLiveness(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := s.Lock(queues.AgentLockKey("alice"))
+	l, err := s.Lock(schema.AgentLockKey("alice"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/schema"
 )
 
@@ -42,24 +42,24 @@ Examples:
 			if err != nil {
 				return err
 			}
-			opt := agents.RecvOptions{All: c.Bool("all"), Limit: c.Int("limit")}
-			var msgs []agents.Message
+			opt := messages.RecvOptions{All: c.Bool("all"), Limit: c.Int("limit")}
+			var msgs []messages.Message
 			if d := c.Duration("wait"); d > 0 {
 				ctx, cancel := context.WithTimeout(c.Context, d)
 				defer cancel()
-				msgs, err = agents.RecvWait(ctx, s, as, c.Args().First(), opt)
+				msgs, err = messages.RecvWait(ctx, s, as, c.Args().First(), opt)
 				if errors.Is(err, context.DeadlineExceeded) {
 					err = fmt.Errorf("no new message on %s within %s: %w", c.Args().First(), d, err)
 				}
 			} else {
-				msgs, err = agents.Recv(s, as, c.Args().First(), opt)
+				msgs, err = messages.Recv(s, as, c.Args().First(), opt)
 			}
 			if err != nil {
 				return err
 			}
 			if c.Bool("json") {
 				if msgs == nil {
-					msgs = []agents.Message{}
+					msgs = []messages.Message{}
 				}
 				if err := printJSON(c, msgs); err != nil {
 					return err
@@ -80,7 +80,7 @@ Examples:
 // errSilentNothing: nothing to print, exit 3, no message.
 var errSilentNothing = withCode(exitNotFound, errSilent)
 
-func formatMessage(m agents.Message) string {
+func formatMessage(m messages.Message) string {
 	text := strings.ReplaceAll(m.Text, "\n", "\n  ")
 	return fmt.Sprintf("%s %s: %s", schema.FormatTime(m.Time), m.Sender, text)
 }

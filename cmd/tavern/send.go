@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/agents/messages"
 )
 
 // asFlag names the acting agent; TAVERN_AGENT (set by `tavern spawn` in a
@@ -44,12 +45,12 @@ func textArg(c *cli.Context, from int) (string, error) {
 }
 
 func init() {
-	mapExit(agents.ErrEmptyMessage, exitUsage)
-	mapExit(agents.ErrMessageTooLarge, exitUsage)
-	mapExit(agents.ErrBadMessage, exitUsage)
-	mapExit(agents.ErrArchived, exitConflict)
+	mapExit(messages.ErrEmptyMessage, exitUsage)
+	mapExit(messages.ErrMessageTooLarge, exitUsage)
+	mapExit(messages.ErrBadMessage, exitUsage)
+	mapExit(messages.ErrArchived, exitConflict)
 	mapExit(agents.ErrNotEmpty, exitConflict)
-	mapExit(agents.ErrBadChunk, exitInvalid)
+	mapExit(messages.ErrBadChunk, exitInvalid)
 	register(&cli.Command{
 		Name:      "send",
 		Usage:     "send a message to a channel",
@@ -78,9 +79,9 @@ Examples:
 			if err != nil {
 				return err
 			}
-			id, err := agents.SendMessage(s, c.Args().First(), as, text)
+			id, err := messages.SendMessage(s, c.Args().First(), as, text)
 			if err != nil {
-				if errors.Is(err, agents.ErrEmptyMessage) {
+				if errors.Is(err, messages.ErrEmptyMessage) {
 					return withCode(exitUsage, err)
 				}
 				return err

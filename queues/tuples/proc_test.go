@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
 )
 
 // The test binary re-executes itself as worker processes: TestTupleHelper
@@ -66,7 +67,7 @@ func TestTupleHelper(t *testing.T) {
 		fmt.Println(tok.Handle())
 		io.Copy(io.Discard, os.Stdin) // until killed
 	case "agent": // stand in for an agent's spawn wrapper
-		l, err := s.Lock(agentLivenessKey(os.Getenv("TAVERN_AGENT")))
+		l, err := s.Lock(schema.AgentLockKey(os.Getenv("TAVERN_AGENT")))
 		if err != nil {
 			fmt.Println("error:", err)
 			os.Exit(1)

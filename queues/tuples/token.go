@@ -38,10 +38,6 @@ const (
 
 var holdFields = []string{"hold", "held_by", "liveness_lock", "lease_until", "acquired", "holder"}
 
-// agentLivenessKey is the lock key an agent's spawn wrapper holds for the
-// life of the agent's process (package agents must use the same key).
-func agentLivenessKey(agent string) string { return "agents/" + agent }
-
 func tokenInitKey(name string) string { return "tokens/" + name }
 
 // Token is one held slot of a resource token.
@@ -187,10 +183,10 @@ func (sp *Space) TryAcquire(name string, opt AcquireOptions) (*Token, error) {
 	}
 	hold, lockKey := HoldProcess, ""
 	switch {
-	case opt.As != "" && sp.lockHeld(agentLivenessKey(opt.As)):
-		hold, lockKey = HoldAgent, agentLivenessKey(opt.As)
+	case opt.As != "" && sp.lockHeld(schema.AgentLockKey(opt.As)):
+		hold, lockKey = HoldAgent, schema.AgentLockKey(opt.As)
 	case opt.As != "" && opt.TTL == 0:
-		return nil, fmt.Errorf("%w: %s (lock %s is free); run it under `tavern spawn` or give a --ttl", ErrHolderNotAlive, opt.As, agentLivenessKey(opt.As))
+		return nil, fmt.Errorf("%w: %s (lock %s is free); run it under `tavern spawn` or give a --ttl", ErrHolderNotAlive, opt.As, schema.AgentLockKey(opt.As))
 	case opt.TTL > 0:
 		hold = HoldLease
 	}
@@ -418,7 +414,7 @@ func (sp *Space) releasable(d *docstore.Doc) (string, bool) {
 		}
 		key := d.String("liveness_lock")
 		if key == "" {
-			key = agentLivenessKey(d.String("held_by"))
+			key = schema.AgentLockKey(d.String("held_by"))
 		}
 		if !sp.lockHeld(key) {
 			return "agent " + d.String("held_by") + " is not alive", true

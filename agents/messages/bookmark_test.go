@@ -1,4 +1,4 @@
-package agents
+package messages
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package agents
+package recall
 
 import (
 	"math"

@@ -1,4 +1,4 @@
-package agents
+package recall
 
 import (
 	"errors"
@@ -9,12 +9,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tavernhq/tavern/docstore"
 )
 
 var updateGolden = flag.Bool("update-search-golden", false, "rewrite testdata/search.golden")
 
 func TestMemoryPrivacyAndArchive(t *testing.T) {
-	s := msgStore(t)
+	s := newStore(t)
 	a, err := AddMemory(s, "alice", "parser", "the parser rewrite uses goldmark", false)
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +81,7 @@ func TestMemoryPrivacyAndArchive(t *testing.T) {
 }
 
 func TestKnowledgeArchiveAndProvenance(t *testing.T) {
-	s := msgStore(t)
+	s := newStore(t)
 	k, err := AddKnowledge(s, "architecture", "alice", "layering", "cmd imports agents imports queues")
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +159,7 @@ func TestTokenize(t *testing.T) {
 
 // The search index over a store: memory search ranks by the same index.
 func TestMemorySearchAndInspect(t *testing.T) {
-	s := msgStore(t)
+	s := newStore(t)
 	ids := map[string]string{}
 	for _, e := range searchCorpus {
 		m, err := AddMemory(s, "alice", e.ID, e.Text, false)
@@ -190,4 +192,13 @@ func TestMemorySearchAndInspect(t *testing.T) {
 	if ids[m.ID] != "lease" || len(rel) != 1 || ids[rel[0].ID] != "flock-nfs" {
 		t.Errorf("inspect lease: got %v", rel)
 	}
+}
+
+func newStore(tb testing.TB) *docstore.Store {
+	tb.Helper()
+	s, _, err := docstore.Init(filepath.Join(tb.TempDir(), ".tavern"), "test")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
 }

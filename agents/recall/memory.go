@@ -1,4 +1,4 @@
-package agents
+package recall
 
 import (
 	"fmt"
@@ -41,7 +41,7 @@ type MemoryHit struct {
 // AddMemory writes a memory for agent. topic must be kebab-case ("" means
 // DefaultTopic).
 func AddMemory(s *docstore.Store, agent, topic, text string, core bool) (*Memory, error) {
-	if err := validAgent(agent); err != nil {
+	if err := schema.ValidAgentName(agent); err != nil {
 		return nil, err
 	}
 	if topic == "" {
@@ -49,9 +49,9 @@ func AddMemory(s *docstore.Store, agent, topic, text string, core bool) (*Memory
 	}
 	text = strings.TrimSpace(text)
 	if text == "" {
-		return nil, ErrEmptyMessage
+		return nil, ErrEmpty
 	}
-	d, err := createEntry(s, schema.Memory, agent, [][2]any{
+	d, err := s.CreateEntry(schema.Memory, agent, [][2]any{
 		{"agent", agent},
 		{"topic", topic},
 		{"core", core},
@@ -107,7 +107,7 @@ func ListMemory(s *docstore.Store, agent string, f MemoryFilter) ([]*Memory, err
 }
 
 func agentMemories(s *docstore.Store, agent string) ([]*Memory, error) {
-	if err := validAgent(agent); err != nil {
+	if err := schema.ValidAgentName(agent); err != nil {
 		return nil, err
 	}
 	paths, err := s.ListFiles(schema.Memory)

@@ -1,4 +1,4 @@
-package agents
+package messages
 
 import (
 	"strings"
@@ -25,14 +25,14 @@ func AddNote(s *docstore.Store, channel, agent, text string) (*Note, error) {
 	if err := ValidChannel(channel); err != nil {
 		return nil, err
 	}
-	if err := validAgent(agent); err != nil {
+	if err := schema.ValidAgentName(agent); err != nil {
 		return nil, err
 	}
 	text = strings.TrimRight(text, "\r\n")
 	if strings.TrimSpace(text) == "" {
 		return nil, ErrEmptyMessage
 	}
-	d, err := createEntry(s, schema.Note, channel, [][2]any{
+	d, err := s.CreateEntry(schema.Note, channel, [][2]any{
 		{"channel", channel},
 		{"agent", agent},
 	}, text)

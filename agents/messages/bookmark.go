@@ -1,4 +1,4 @@
-package agents
+package messages
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // increase within a channel, so "unread" is "id greater than the bookmark".
 
 func bookmarkPath(agent string) (string, error) {
-	if err := validAgent(agent); err != nil {
+	if err := schema.ValidAgentName(agent); err != nil {
 		return "", err
 	}
 	return schema.Bookmark.Path(agent, nil)

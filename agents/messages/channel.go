@@ -1,4 +1,4 @@
-package agents
+package messages
 
 import (
 	"errors"
@@ -44,23 +44,11 @@ func ValidChannel(name string) error {
 		return &schema.NameError{Name: name, Reason: "channel names cannot contain white space"}
 	}
 	if rest, ok := strings.CutPrefix(name, "@"); ok {
-		if err := validAgent(rest); err != nil {
+		if err := schema.ValidAgentName(rest); err != nil {
 			return err
 		}
 	} else if strings.Contains(name, "@") {
 		return &schema.NameError{Name: name, Reason: `"@" may only start a channel name (direct messages: @agent)`}
-	}
-	return nil
-}
-
-// validAgent checks an agent name used as a path segment (memory/<agent>/,
-// bookmarks/<agent>.md).
-func validAgent(name string) error {
-	if err := schema.ValidName(name); err != nil {
-		return err
-	}
-	if strings.IndexFunc(name, unicode.IsSpace) >= 0 || strings.ContainsAny(name, "@") {
-		return &schema.NameError{Name: name, Reason: "agent names cannot contain white space or @"}
 	}
 	return nil
 }
@@ -71,9 +59,6 @@ func channelPath(name string) (string, error) {
 	}
 	return schema.Channel.Path(name, nil)
 }
-
-// channelLockKey serialises appends to one channel's chunks.
-func channelLockKey(name string) string { return "channels/" + name }
 
 func messagesDir(name string) string { return "messages/" + name }
 

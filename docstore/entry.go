@@ -1,18 +1,17 @@
-package agents
+package docstore
 
 import (
 	"time"
 
-	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
 )
 
-// createEntry writes a new append-only record (a memory, a note, a
+// CreateEntry writes a new append-only record (a memory, a note, a
 // knowledge entry): a fresh time-ordered id under dir ("alice" for
 // memory/alice/<id>.md), schema_version and id first, then fields, then
 // created/updated, and text as the body.
-func createEntry(s *docstore.Store, k *schema.Kind, dir string, fields [][2]any, text string) (*docstore.Doc, error) {
-	id := docstore.NewID()
+func (s *Store) CreateEntry(k *schema.Kind, dir string, fields [][2]any, text string) (*Doc, error) {
+	id := NewID()
 	rel, err := k.Path(dir+"/"+id, nil)
 	if err != nil {
 		return nil, err
@@ -20,7 +19,7 @@ func createEntry(s *docstore.Store, k *schema.Kind, dir string, fields [][2]any,
 	now := time.Now()
 	all := append([][2]any{{schema.VersionField, k.Version}, {"id", id}}, fields...)
 	all = append(all, [2]any{"created", now}, [2]any{"updated", now})
-	d, err := docstore.New(k, all, []byte("\n"+text+"\n"))
+	d, err := New(k, all, []byte("\n"+text+"\n"))
 	if err != nil {
 		return nil, err
 	}

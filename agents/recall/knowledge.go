@@ -1,4 +1,4 @@
-package agents
+package recall
 
 import (
 	"slices"
@@ -33,22 +33,22 @@ type KnowledgeHit struct {
 // AddKnowledge writes a knowledge entry in domain (a path-safe name, e.g.
 // "architecture", "decision") contributed by contributor.
 func AddKnowledge(s *docstore.Store, domain, contributor, title, text string) (*Knowledge, error) {
-	if err := validAgent(domain); err != nil {
+	if err := schema.ValidAgentName(domain); err != nil {
 		return nil, err
 	}
-	if err := validAgent(contributor); err != nil {
+	if err := schema.ValidAgentName(contributor); err != nil {
 		return nil, err
 	}
 	text = strings.TrimSpace(text)
 	if text == "" {
-		return nil, ErrEmptyMessage
+		return nil, ErrEmpty
 	}
 	fields := [][2]any{{"domain", domain}}
 	if title != "" {
 		fields = append(fields, [2]any{"title", title})
 	}
 	fields = append(fields, [2]any{"contributor", contributor}, [2]any{"archived", false})
-	d, err := createEntry(s, schema.Knowledge, domain, fields, text)
+	d, err := s.CreateEntry(schema.Knowledge, domain, fields, text)
 	if err != nil {
 		return nil, err
 	}

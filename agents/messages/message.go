@@ -1,4 +1,4 @@
-package agents
+package messages
 
 import (
 	"bytes"
@@ -59,8 +59,8 @@ func SendMessages(s *docstore.Store, channel, sender string, texts []string) (id
 	if err := ValidChannel(channel); err != nil {
 		return nil, err
 	}
-	if err := validAgent(sender); err != nil {
-		return nil, fmt.Errorf("sender: %w", err)
+	if err := validSender(sender); err != nil {
+		return nil, err
 	}
 	clean := make([]string, len(texts))
 	for i, t := range texts {
@@ -79,7 +79,7 @@ func SendMessages(s *docstore.Store, channel, sender string, texts []string) (id
 		return nil, nil
 	}
 	size := chunkSize(s)
-	l, err := s.Lock(channelLockKey(channel))
+	l, err := s.Lock(schema.ChannelLockKey(channel))
 	if err != nil {
 		return nil, err
 	}
@@ -449,4 +449,18 @@ func nextID(last string) string {
 		}
 	}
 	return id
+}
+
+// validSender checks a message sender: an agent name, optionally with a
+// ":stream" suffix (the spawn wrapper's "alice:stderr"). ':' is never part
+// of an agent name, so the suffixed form cannot collide with an agent.
+func validSender(sender string) error {
+	name, stream, suffixed := strings.Cut(sender, ":")
+	if err := schema.ValidAgentName(name); err != nil {
+		return fmt.Errorf("sender: %w", err)
+	}
+	if suffixed && schema.ValidAgentName(stream) != nil {
+		return fmt.Errorf("sender %q: %w", sender, &schema.NameError{Name: stream, Reason: "a stream suffix is lower-case letters and digits"})
+	}
+	return nil
 }

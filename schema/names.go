@@ -1,0 +1,31 @@
+package schema
+
+// ValidAgentName is the one name rule for agents: 1-64 bytes of
+// [a-z0-9._-] starting with a letter or digit. Agent names become file
+// names (agents/<name>.md, memory/<name>/), lock keys and the
+// direct-message channel "@name"; "@user" (the person at the top of every
+// hierarchy) can never collide with one. Every --as, every claimer and
+// every holder name goes through it.
+func ValidAgentName(name string) error {
+	if len(name) == 0 || len(name) > 64 {
+		return &NameError{Name: name, Reason: "1 to 64 characters", Agent: true}
+	}
+	for i, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+		case (r == '-' || r == '_' || r == '.') && i > 0:
+		default:
+			return &NameError{Name: name, Reason: "use lower-case letters, digits, '-', '_' and '.', starting with a letter or digit", Agent: true}
+		}
+	}
+	return nil
+}
+
+// AgentLockKey is the lock key of an agent's liveness lock: held by the
+// agent's live process, so a lock that can be taken means nobody runs as
+// that agent.
+func AgentLockKey(name string) string { return "agents/" + name }
+
+// ChannelLockKey is the lock key that serialises appends to one channel's
+// message chunks (backup takes it too, for a consistent copy).
+func ChannelLockKey(channel string) string { return "channels/" + channel }
