@@ -234,24 +234,24 @@ func (m *Manager) CreateAgent(spec AgentSpec) (*Agent, error) {
 
 func (m *Manager) newAgentDoc(name string, spec AgentSpec, sha string) (*docstore.Doc, error) {
 	now := m.now()
-	f := [][2]any{
-		{schema.VersionField, schema.Agent.Version},
-		{"id", docstore.NewID()},
-		{"name", name},
+	f := []docstore.Field{
+		{Key: schema.VersionField, Value: schema.Agent.Version},
+		{Key: "id", Value: docstore.NewID()},
+		{Key: "name", Value: name},
 	}
 	add := func(k string, v any, ok bool) {
 		if ok {
-			f = append(f, [2]any{k, v})
+			f = append(f, docstore.Field{Key: k, Value: v})
 		}
 	}
 	add("role", spec.Role, spec.Role != "")
-	f = append(f, [2]any{"state", Idle}, [2]any{"applied_state", Idle})
+	f = append(f, docstore.Field{Key: "state", Value: Idle}, docstore.Field{Key: "applied_state", Value: Idle})
 	add("parent", spec.Parent, spec.Parent != "")
 	add("queues", spec.Queues, len(spec.Queues) > 0)
 	add("model", spec.Model, spec.Model != "")
 	add("pool", spec.Pool, spec.Pool != "")
 	add("constitution_sha256", sha, sha != "")
-	f = append(f, [2]any{"spawns", 0}, [2]any{"created", now}, [2]any{"updated", now}, [2]any{"state_changed", now})
+	f = append(f, docstore.Field{Key: "spawns", Value: 0}, docstore.Field{Key: "created", Value: now}, docstore.Field{Key: "updated", Value: now}, docstore.Field{Key: "state_changed", Value: now})
 	assignment := strings.TrimSpace(spec.Assignment)
 	body := fmt.Sprintf("\n# %s\n\n## %s\n\n%s\n\n## %s\n\n## %s\n", name, SectionAssignment, orNone(assignment), SectionNotes, SectionMessages)
 	return docstore.New(schema.Agent, f, []byte(body))
@@ -313,10 +313,8 @@ func (m *Manager) Transition(name, to string, opt TransitionOptions) (*Agent, er
 			return &TransitionError{Path: rel, Agent: name, From: from, To: to, Err: ErrIllegalTransition}
 		}
 		now := m.now()
-		for _, kv := range [][2]any{{"state", to}, {"applied_state", to}, {"state_changed", now}, {"updated", now}} {
-			if err := d.Set(kv[0].(string), kv[1]); err != nil {
-				return err
-			}
+		if err := d.SetMany([]docstore.Field{{Key: "state", Value: to}, {Key: "applied_state", Value: to}, {Key: "state_changed", Value: now}, {Key: "updated", Value: now}}); err != nil {
+			return err
 		}
 		if opt.Edit != nil {
 			return opt.Edit(d)

@@ -99,10 +99,10 @@ func (m *Manager) AddCommitment(agent, description, assertion string, timeout ti
 	id := docstore.NewID()
 	rel := "commitments/" + agent + "/" + id + ".md"
 	now := m.now()
-	d, err := docstore.New(schema.Commitment, [][2]any{
-		{schema.VersionField, schema.Commitment.Version}, {"id", id}, {"agent", agent},
-		{"description", description}, {"assertion", assertion}, {"timeout", timeout.String()},
-		{"status", StatusPending}, {"created", now}, {"updated", now},
+	d, err := docstore.New(schema.Commitment, []docstore.Field{
+		{Key: schema.VersionField, Value: schema.Commitment.Version}, {Key: "id", Value: id}, {Key: "agent", Value: agent},
+		{Key: "description", Value: description}, {Key: "assertion", Value: assertion}, {Key: "timeout", Value: timeout.String()},
+		{Key: "status", Value: StatusPending}, {Key: "created", Value: now}, {Key: "updated", Value: now},
 	}, []byte("\n"))
 	if err != nil {
 		return nil, err
@@ -208,11 +208,9 @@ func (m *Manager) Verify(ctx context.Context, agent, by string) ([]Result, error
 			if r.Passed {
 				status = StatusPassed
 			}
-			for _, kv := range [][2]any{{"status", status}, {"exit_code", r.ExitCode}, {"output", r.Output},
-				{"verified_at", now}, {"verified_by", by}, {"duration", r.Duration.Round(time.Millisecond).String()}, {"updated", now}} {
-				if err := d.Set(kv[0].(string), kv[1]); err != nil {
-					return err
-				}
+			if err := d.SetMany([]docstore.Field{{Key: "status", Value: status}, {Key: "exit_code", Value: r.ExitCode}, {Key: "output", Value: r.Output},
+				{Key: "verified_at", Value: now}, {Key: "verified_by", Value: by}, {Key: "duration", Value: r.Duration.Round(time.Millisecond).String()}, {Key: "updated", Value: now}}); err != nil {
+				return err
 			}
 			return nil
 		})

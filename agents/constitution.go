@@ -37,10 +37,10 @@ func (m *Manager) WriteConstitution(role, description, text string) (string, err
 	}
 	rel := ConstitutionPath(role)
 	now := m.now()
-	d, err := docstore.New(schema.Constitution, [][2]any{
-		{schema.VersionField, schema.Constitution.Version},
-		{"id", docstore.NewID()}, {"role", role}, {"description", description},
-		{"created", now}, {"updated", now},
+	d, err := docstore.New(schema.Constitution, []docstore.Field{
+		{Key: schema.VersionField, Value: schema.Constitution.Version},
+		{Key: "id", Value: docstore.NewID()}, {Key: "role", Value: role}, {Key: "description", Value: description},
+		{Key: "created", Value: now}, {Key: "updated", Value: now},
 	}, []byte("\n"+text+"\n"))
 	if err != nil {
 		return "", err

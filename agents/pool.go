@@ -410,30 +410,28 @@ func (p *poolRun) progress() {
 func (p *poolRun) writeDoc(first bool) error {
 	mt := p.snapshot()
 	now := p.m.now()
-	fields := [][2]any{
-		{"queues", p.opt.Queues}, {"min", p.opt.Min}, {"max", p.opt.Max}, {"on_empty", p.opt.OnEmpty},
-		{"steal", p.opt.Steal}, {"state", mt.State}, {"drones", mt.Drones}, {"peak_drones", mt.PeakDrones},
-		{"spawned", mt.Spawned}, {"crashed", mt.Crashed}, {"items_done", mt.ItemsDone}, {"items_failed", mt.ItemsFailed},
-		{"items_released", mt.ItemsReleased}, {"steals", mt.Steals}, {"throughput", mt.Throughput},
-		{"utilization", mt.Utilization}, {"amplification", mt.Amplification}, {"updated", now},
+	fields := []docstore.Field{
+		{Key: "queues", Value: p.opt.Queues}, {Key: "min", Value: p.opt.Min}, {Key: "max", Value: p.opt.Max}, {Key: "on_empty", Value: p.opt.OnEmpty},
+		{Key: "steal", Value: p.opt.Steal}, {Key: "state", Value: mt.State}, {Key: "drones", Value: mt.Drones}, {Key: "peak_drones", Value: mt.PeakDrones},
+		{Key: "spawned", Value: mt.Spawned}, {Key: "crashed", Value: mt.Crashed}, {Key: "items_done", Value: mt.ItemsDone}, {Key: "items_failed", Value: mt.ItemsFailed},
+		{Key: "items_released", Value: mt.ItemsReleased}, {Key: "steals", Value: mt.Steals}, {Key: "throughput", Value: mt.Throughput},
+		{Key: "utilization", Value: mt.Utilization}, {Key: "amplification", Value: mt.Amplification}, {Key: "updated", Value: now},
 	}
 	if first {
-		fields = append(fields, [2]any{"command", p.opt.Command}, [2]any{"pid", os.Getpid()}, [2]any{"host", p.m.Host}, [2]any{"started", now})
+		fields = append(fields, docstore.Field{Key: "command", Value: p.opt.Command}, docstore.Field{Key: "pid", Value: os.Getpid()}, docstore.Field{Key: "host", Value: p.m.Host}, docstore.Field{Key: "started", Value: now})
 		if p.opt.Model != "" {
-			fields = append(fields, [2]any{"model", p.opt.Model})
+			fields = append(fields, docstore.Field{Key: "model", Value: p.opt.Model})
 		}
 	}
 	set := func(d *docstore.Doc) error {
-		for _, kv := range fields {
-			if err := d.Set(kv[0].(string), kv[1]); err != nil {
-				return err
-			}
+		if err := d.SetMany(fields); err != nil {
+			return err
 		}
 		return nil
 	}
 	rel := PoolPath(p.opt.Name)
 	if first {
-		d, err := docstore.New(schema.Pool, [][2]any{{schema.VersionField, schema.Pool.Version}, {"id", docstore.NewID()}, {"created", now}},
+		d, err := docstore.New(schema.Pool, []docstore.Field{{Key: schema.VersionField, Value: schema.Pool.Version}, {Key: "id", Value: docstore.NewID()}, {Key: "created", Value: now}},
 			[]byte(fmt.Sprintf("\n# Pool %s\n\nDrones run `%s` on %s. The numbers above are live while the pool runs.\n", p.opt.Name,
 				strings.Join(p.opt.Command, " "), strings.Join(p.opt.Queues, ", "))))
 		if err != nil {

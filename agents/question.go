@@ -130,10 +130,10 @@ func (m *Manager) Ask(from, to string, priority int, text string) (*Question, er
 	}
 	id := docstore.NewID()
 	now := m.now()
-	d, err := docstore.New(schema.Question, [][2]any{
-		{schema.VersionField, schema.Question.Version}, {"id", id}, {"from", orUser(from)}, {"to", target},
-		{"asked_to", target}, {"priority", priority}, {"status", QuestionOpen}, {"to_since", now}, {"hops", 0},
-		{"created", now}, {"updated", now},
+	d, err := docstore.New(schema.Question, []docstore.Field{
+		{Key: schema.VersionField, Value: schema.Question.Version}, {Key: "id", Value: id}, {Key: "from", Value: orUser(from)}, {Key: "to", Value: target},
+		{Key: "asked_to", Value: target}, {Key: "priority", Value: priority}, {Key: "status", Value: QuestionOpen}, {Key: "to_since", Value: now}, {Key: "hops", Value: 0},
+		{Key: "created", Value: now}, {Key: "updated", Value: now},
 	}, []byte("\n"+strings.TrimSpace(text)+"\n"))
 	if err != nil {
 		return nil, err
@@ -214,10 +214,8 @@ func (m *Manager) Answer(id, text, by string) (*Question, error) {
 		if st := d.String("status"); st == QuestionAnswered {
 			return &AgentError{Op: "answer", Path: rel, Err: ErrAnswered}
 		}
-		for _, kv := range [][2]any{{"status", QuestionAnswered}, {"answer", text}, {"answered_by", orUser(by)}, {"answered_at", now}, {"updated", now}} {
-			if err := d.Set(kv[0].(string), kv[1]); err != nil {
-				return err
-			}
+		if err := d.SetMany([]docstore.Field{{Key: "status", Value: QuestionAnswered}, {Key: "answer", Value: text}, {Key: "answered_by", Value: orUser(by)}, {Key: "answered_at", Value: now}, {Key: "updated", Value: now}}); err != nil {
+			return err
 		}
 		return nil
 	})
@@ -301,10 +299,8 @@ func (m *Manager) Bubble(after time.Duration) (moved []*Question, nextDue time.T
 				return nil // answered or moved meanwhile
 			}
 			hops, _ := d.Int("hops")
-			for _, kv := range [][2]any{{"to", up}, {"to_since", now}, {"hops", hops + 1}, {"updated", now}} {
-				if err := d.Set(kv[0].(string), kv[1]); err != nil {
-					return err
-				}
+			if err := d.SetMany([]docstore.Field{{Key: "to", Value: up}, {Key: "to_since", Value: now}, {Key: "hops", Value: hops + 1}, {Key: "updated", Value: now}}); err != nil {
+				return err
 			}
 			return nil
 		})

@@ -2,6 +2,7 @@ package agents
 
 import (
 	"bytes"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,6 +35,9 @@ func TestSections(t *testing.T) {
 	}
 }
 
+// update rewrites the golden files under testdata/ (go test -update).
+var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+
 func TestSectionGolden(t *testing.T) {
 	in, err := os.ReadFile(filepath.Join("testdata", "agent_body.md"))
 	if err != nil {
@@ -42,8 +46,10 @@ func TestSectionGolden(t *testing.T) {
 	out := SetSection(in, SectionNotes, "Verification 1 failed:\n\n- tests: `go test` exit 1")
 	out = SetSection(out, SectionMessages, "- 10:00:00 alice: hello")
 	golden := filepath.Join("testdata", "agent_body.golden.md")
-	if os.Getenv("UPDATE_GOLDEN") != "" {
-		os.WriteFile(golden, out, 0o644)
+	if *update {
+		if err := os.WriteFile(golden, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	want, err := os.ReadFile(golden)
 	if err != nil {

@@ -220,23 +220,21 @@ func (m *Manager) Spawn(ctx context.Context, opt SpawnOptions) (*SpawnResult, er
 	// Working before the child runs: the child may at once ask a
 	// question (working -> waiting) or be looked at by others.
 	_, terr := m.Transition(name, Working, TransitionOptions{By: "spawn", Reason: "spawn " + strconv.Itoa(spawns), Edit: func(d *docstore.Doc) error {
-		kv := [][2]any{{"spawns", spawns}, {"host", m.Host}}
+		kv := []docstore.Field{{Key: "spawns", Value: spawns}, {Key: "host", Value: m.Host}}
 		if sha != "" {
-			kv = append(kv, [2]any{"constitution_sha256", sha})
+			kv = append(kv, docstore.Field{Key: "constitution_sha256", Value: sha})
 		}
 		if opt.Model != "" {
-			kv = append(kv, [2]any{"model", opt.Model})
+			kv = append(kv, docstore.Field{Key: "model", Value: opt.Model})
 		}
 		if opt.Pool != "" {
-			kv = append(kv, [2]any{"pool", opt.Pool})
+			kv = append(kv, docstore.Field{Key: "pool", Value: opt.Pool})
 		}
 		if len(opt.Queues) > 0 {
-			kv = append(kv, [2]any{"queues", opt.Queues})
+			kv = append(kv, docstore.Field{Key: "queues", Value: opt.Queues})
 		}
-		for _, f := range kv {
-			if err := d.Set(f[0].(string), f[1]); err != nil {
-				return err
-			}
+		if err := d.SetMany(kv); err != nil {
+			return err
 		}
 		if assignment != "" {
 			d.SetBody(SetSection(d.Body(), SectionAssignment, assignment))

@@ -23,7 +23,7 @@ func mustInitStore(tb testing.TB) *Store {
 
 func noteDoc(tb testing.TB, title string) *Doc {
 	tb.Helper()
-	d, err := New(schema.Note, [][2]any{{schema.VersionField, schema.Note.Version}, {"title", title}, {"created", time.Now()}}, []byte("body\n"))
+	d, err := New(schema.Note, []Field{{Key: schema.VersionField, Value: schema.Note.Version}, {Key: "title", Value: title}, {Key: "created", Value: time.Now()}}, []byte("body\n"))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -195,11 +195,11 @@ func (d *Doc) frontLine() int { return 2 }
 
 // New returns an empty document of a kind with the given fields set in
 // order, and the body.
-func New(kind *schema.Kind, fields [][2]any, body []byte) (*Doc, error) {
+func New(kind *schema.Kind, fields []Field, body []byte) (*Doc, error) {
 	d := &Doc{Kind: kind, head: []byte("---\n"), tail: []byte("---\n"), nl: "\n", body: body}
 	d.root = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 	for _, kv := range fields {
-		if err := d.Set(kv[0].(string), kv[1]); err != nil {
+		if err := d.Set(kv.Key, kv.Value); err != nil {
 			return nil, err
 		}
 	}
@@ -331,4 +331,12 @@ func (d *Doc) Replace(data []byte) error {
 	}
 	d.head, d.front, d.tail, d.body, d.nl, d.root = n.head, n.front, n.tail, n.body, n.nl, n.root
 	return nil
+}
+
+// Field is one frontmatter key and its value, in the order a document
+// lists them: New, SetMany and Edit take a []Field so the order a caller
+// writes is the order the file shows.
+type Field struct {
+	Key   string
+	Value any
 }

@@ -637,7 +637,7 @@ func byteOffset(line []byte, col int) int {
 // one text edit and one re-parse, then verified: the keys, the new values
 // and every other field must come out as intended. Anything else, or a
 // failed verification, takes the field-by-field path.
-func (d *Doc) SetMany(fields [][2]any) error {
+func (d *Doc) SetMany(fields []Field) error {
 	orig, origRoot := d.front, d.root
 	nodes, owned, err := valueNodes(fields)
 	if err != nil {
@@ -648,7 +648,7 @@ func (d *Doc) SetMany(fields [][2]any) error {
 	}
 	d.front, d.root = orig, origRoot
 	for i, kv := range fields {
-		if err := d.SetNode(kv[0].(string), nodes[i]); err != nil {
+		if err := d.SetNode(kv.Key, nodes[i]); err != nil {
 			d.front, d.root = orig, origRoot
 			return err
 		}
@@ -670,16 +670,16 @@ func valueNode(key string, v any) (*yaml.Node, error) {
 
 // valueNodes is valueNode for each field, the nodes in one allocation;
 // owned is false if the caller passed any *yaml.Node of its own.
-func valueNodes(fields [][2]any) (nodes []*yaml.Node, owned bool, err error) {
+func valueNodes(fields []Field) (nodes []*yaml.Node, owned bool, err error) {
 	nodes = make([]*yaml.Node, len(fields))
 	slab := make([]yaml.Node, len(fields))
 	owned = true
 	for i, kv := range fields {
-		if x, ok := kv[1].(*yaml.Node); ok {
+		if x, ok := kv.Value.(*yaml.Node); ok {
 			nodes[i], owned = x, false
 			continue
 		}
-		if err := fillValueNode(&slab[i], kv[0].(string), kv[1]); err != nil {
+		if err := fillValueNode(&slab[i], kv.Key, kv.Value); err != nil {
 			return nil, false, err
 		}
 		nodes[i] = &slab[i]
@@ -717,7 +717,7 @@ func fillValueNode(n *yaml.Node, key string, v any) error {
 // It runs twice per queue state change, so it keeps allocations few:
 // slices instead of maps, the new text built in one buffer, and (with
 // owned set) the value nodes in nodes taken into the tree as they are.
-func (d *Doc) setManyLines(fields [][2]any, nodes []*yaml.Node, del []string, owned bool) bool {
+func (d *Doc) setManyLines(fields []Field, nodes []*yaml.Node, del []string, owned bool) bool {
 	if d.root.Style&yaml.FlowStyle != 0 || hasAnchors(d.root) || d.indent() != 0 {
 		return false
 	}
@@ -747,12 +747,12 @@ func (d *Doc) setManyLines(fields [][2]any, nodes []*yaml.Node, del []string, ow
 		delIdx = append(delIdx, j)
 	}
 	for i, kv := range fields {
-		key, n := kv[0].(string), nodes[i]
+		key, n := kv.Key, nodes[i]
 		if n.Kind != yaml.ScalarNode || key == "" || !plainSafe(key) || slices.Contains(del, key) {
 			return false // a set and a delete of one key: the step-by-step path orders them
 		}
 		for _, prev := range fields[:i] {
-			if prev[0].(string) == key {
+			if prev.Key == key {
 				return false
 			}
 		}
@@ -809,7 +809,7 @@ func (d *Doc) setManyLines(fields [][2]any, nodes []*yaml.Node, del []string, ow
 	}
 	after := d.Fields()
 	for key, v := range after {
-		if i := slices.IndexFunc(fields, func(f [2]any) bool { return f[0].(string) == key }); i >= 0 {
+		if i := slices.IndexFunc(fields, func(f Field) bool { return f.Key == key }); i >= 0 {
 			if !reflect.DeepEqual(v, plainValue(nodes[i])) {
 				return false
 			}
@@ -1064,7 +1064,7 @@ func stampSafe(s string) bool {
 
 // Edit sets fields and deletes keys as one change: like SetMany followed
 // by Delete of each key. On error the document is unchanged.
-func (d *Doc) Edit(fields [][2]any, del ...string) error {
+func (d *Doc) Edit(fields []Field, del ...string) error {
 	orig, origRoot := d.front, d.root
 	if len(del) > 0 {
 		// One text edit and one re-parse for the sets and the deletes

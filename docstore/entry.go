@@ -10,15 +10,15 @@ import (
 // knowledge entry): a fresh time-ordered id under dir ("alice" for
 // memory/alice/<id>.md), schema_version and id first, then fields, then
 // created/updated, and text as the body.
-func (s *Store) CreateEntry(k *schema.Kind, dir string, fields [][2]any, text string) (*Doc, error) {
+func (s *Store) CreateEntry(k *schema.Kind, dir string, fields []Field, text string) (*Doc, error) {
 	id := NewID()
 	rel, err := k.Path(dir+"/"+id, nil)
 	if err != nil {
 		return nil, err
 	}
 	now := time.Now()
-	all := append([][2]any{{schema.VersionField, k.Version}, {"id", id}}, fields...)
-	all = append(all, [2]any{"created", now}, [2]any{"updated", now})
+	all := append([]Field{{Key: schema.VersionField, Value: k.Version}, {Key: "id", Value: id}}, fields...)
+	all = append(all, Field{Key: "created", Value: now}, Field{Key: "updated", Value: now})
 	d, err := New(k, all, []byte("\n"+text+"\n"))
 	if err != nil {
 		return nil, err

@@ -178,19 +178,19 @@ func tavernFronts(tb testing.TB) map[string][]byte {
 	out := map[string][]byte{}
 	titles := []string{"compile parser", "link it: now", "fix #12", "it's", "café", "3 tests", "true", "a, b", ""}
 	for i, title := range titles {
-		fields := [][2]any{
-			{schema.VersionField, 1},
-			{"id", fmt.Sprintf("p%02d-%s", i, NewID())},
-			{"queue", "build"},
+		fields := []Field{
+			{Key: schema.VersionField, Value: 1},
+			{Key: "id", Value: fmt.Sprintf("p%02d-%s", i, NewID())},
+			{Key: "queue", Value: "build"},
 		}
 		if title != "" {
-			fields = append(fields, [2]any{"title", title})
+			fields = append(fields, Field{Key: "title", Value: title})
 		}
-		fields = append(fields, [2]any{"priority", i})
+		fields = append(fields, Field{Key: "priority", Value: i})
 		if i%2 == 1 {
-			fields = append(fields, [2]any{"depends_on", []string{"p01-" + NewID(), "p02-" + NewID()}})
+			fields = append(fields, Field{Key: "depends_on", Value: []string{"p01-" + NewID(), "p02-" + NewID()}})
 		}
-		fields = append(fields, [2]any{"attempts", 0}, [2]any{"created", now}, [2]any{"updated", now})
+		fields = append(fields, Field{Key: "attempts", Value: 0}, Field{Key: "created", Value: now}, Field{Key: "updated", Value: now})
 		d, err := New(schema.Item, fields, []byte("\nbody\n"))
 		if err != nil {
 			tb.Fatal(err)
@@ -201,21 +201,21 @@ func tavernFronts(tb testing.TB) map[string][]byte {
 		}
 		out[fmt.Sprintf("item-%d-pending", i)] = d.front
 		// claim, as queues' take does it
-		if err := d.SetMany([][2]any{{"attempts", 1}, {"updated", now.Add(time.Second)}, {"claimed_by", "root@vm"},
-			{"claim_attempt", 1}, {"claim_kind", "lease"}, {"lease_until", now.Add(5 * time.Minute)}, {"started", now.Add(time.Second)}}); err != nil {
+		if err := d.SetMany([]Field{{Key: "attempts", Value: 1}, {Key: "updated", Value: now.Add(time.Second)}, {Key: "claimed_by", Value: "root@vm"},
+			{Key: "claim_attempt", Value: 1}, {Key: "claim_kind", Value: "lease"}, {Key: "lease_until", Value: now.Add(5 * time.Minute)}, {Key: "started", Value: now.Add(time.Second)}}); err != nil {
 			tb.Fatal(err)
 		}
 		out[fmt.Sprintf("item-%d-claimed", i)] = d.front
 		// completion
-		if err := d.Edit([][2]any{{"updated", now.Add(2 * time.Second)}, {"completed", now.Add(2 * time.Second)},
-			{"result", "done: all " + strconv.Itoa(i) + " tests pass …"}}, "lease_until"); err != nil {
+		if err := d.Edit([]Field{{Key: "updated", Value: now.Add(2 * time.Second)}, {Key: "completed", Value: now.Add(2 * time.Second)},
+			{Key: "result", Value: "done: all " + strconv.Itoa(i) + " tests pass …"}}, "lease_until"); err != nil {
 			tb.Fatal(err)
 		}
 		out[fmt.Sprintf("item-%d-done", i)] = d.front
 	}
-	agent, err := New(schema.Agent, [][2]any{{schema.VersionField, 1}, {"id", NewID()}, {"name", "alice"}, {"role", "builder"},
-		{"state", "idle"}, {"applied_state", "idle"}, {"queues", []string{"build", "docs"}}, {"spawns", 0},
-		{"created", now}, {"updated", now}, {"state_changed", now}}, nil)
+	agent, err := New(schema.Agent, []Field{{Key: schema.VersionField, Value: 1}, {Key: "id", Value: NewID()}, {Key: "name", Value: "alice"}, {Key: "role", Value: "builder"},
+		{Key: "state", Value: "idle"}, {Key: "applied_state", Value: "idle"}, {Key: "queues", Value: []string{"build", "docs"}}, {Key: "spawns", Value: 0},
+		{Key: "created", Value: now}, {Key: "updated", Value: now}, {Key: "state_changed", Value: now}}, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

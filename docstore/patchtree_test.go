@@ -39,19 +39,19 @@ func TestEditPatchedTreeMatchesParse(t *testing.T) {
 	}
 	when := time.Date(2026, 11, 22, 1, 2, 3, 4e6, time.UTC)
 	type edit struct {
-		set [][2]any
+		set []Field
 		del []string
 	}
 	chains := [][]edit{
 		{ // claim, then complete
-			{[][2]any{{"attempts", 1}, {"claimed_by", "w1"}, {"claim_attempt", 1}, {"lease_until", when}, {"started", when}, {"liveness_lock", "holders/h-1-abcd"}}, []string{"not_before", "hung_since"}},
-			{[][2]any{{"completed", when}, {"updated", when}, {"result", "ok"}}, []string{"lease_until", "hung_since"}},
+			{[]Field{{Key: "attempts", Value: 1}, {Key: "claimed_by", Value: "w1"}, {Key: "claim_attempt", Value: 1}, {Key: "lease_until", Value: when}, {Key: "started", Value: when}, {Key: "liveness_lock", Value: "holders/h-1-abcd"}}, []string{"not_before", "hung_since"}},
+			{[]Field{{Key: "completed", Value: when}, {Key: "updated", Value: when}, {Key: "result", Value: "ok"}}, []string{"lease_until", "hung_since"}},
 		},
 		{
 			{nil, []string{"tags", "first"}},
-			{[][2]any{{"meta", "flat"}, {"second", 3}, {"flag", true}}, nil},
+			{[]Field{{Key: "meta", Value: "flat"}, {Key: "second", Value: 3}, {Key: "flag", Value: true}}, nil},
 			{nil, []string{"queue", "attempts", "title"}},
-			{[][2]any{{"late", -12}}, []string{"list"}},
+			{[]Field{{Key: "late", Value: -12}}, []string{"list"}},
 		},
 	}
 	patched := 0
@@ -121,12 +121,12 @@ func FuzzEditPatch(f *testing.F) {
 	f.Add("---\n{a: 1, lease_until: 2}\n---\n", uint8(3))
 	when := time.Date(2026, 11, 22, 1, 2, 3, 4e6, time.UTC)
 	edits := []struct {
-		set [][2]any
+		set []Field
 		del []string
 	}{
-		{[][2]any{{"attempts", 1}, {"claimed_by", "w1"}, {"claim_attempt", 2}, {"lease_until", when}, {"started", when}}, []string{"not_before", "hung_since"}},
-		{[][2]any{{"completed", when}, {"updated", when}, {"result", "ok"}}, []string{"lease_until", "hung_since"}},
-		{[][2]any{{"title", "new title"}, {"n", int64(-3)}}, nil},
+		{[]Field{{Key: "attempts", Value: 1}, {Key: "claimed_by", Value: "w1"}, {Key: "claim_attempt", Value: 2}, {Key: "lease_until", Value: when}, {Key: "started", Value: when}}, []string{"not_before", "hung_since"}},
+		{[]Field{{Key: "completed", Value: when}, {Key: "updated", Value: when}, {Key: "result", Value: "ok"}}, []string{"lease_until", "hung_since"}},
+		{[]Field{{Key: "title", Value: "new title"}, {Key: "n", Value: int64(-3)}}, nil},
 		{nil, []string{"first", "tags", "queue"}},
 	}
 	f.Fuzz(func(t *testing.T, src string, which uint8) {
@@ -152,8 +152,8 @@ func FuzzEditPatch(f *testing.F) {
 		}
 		got := fresh.Fields()
 		for _, kv := range e.set {
-			k := kv[0].(string)
-			want := kv[1]
+			k := kv.Key
+			want := kv.Value
 			if tm, ok := want.(time.Time); ok {
 				want = schema.FormatTime(tm) // Fields gives timestamps as written
 			}
@@ -177,9 +177,9 @@ func FuzzEditPatch(f *testing.F) {
 	})
 }
 
-func setsKey(set [][2]any, k string) bool {
+func setsKey(set []Field, k string) bool {
 	for _, kv := range set {
-		if kv[0].(string) == k {
+		if kv.Key == k {
 			return true
 		}
 	}

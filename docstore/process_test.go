@@ -99,8 +99,8 @@ func setVersion(d *Doc, seq int64) error {
 	body := payload(seq)
 	sum := sha256.Sum256(body)
 	d.SetBody(body)
-	for _, kv := range [][2]any{{"seq", seq}, {"size", len(body)}, {"sha256", hex.EncodeToString(sum[:])}} {
-		if err := d.Set(kv[0].(string), kv[1]); err != nil {
+	for _, kv := range []Field{{Key: "seq", Value: seq}, {Key: "size", Value: len(body)}, {Key: "sha256", Value: hex.EncodeToString(sum[:])}} {
+		if err := d.Set(kv.Key, kv.Value); err != nil {
 			return err
 		}
 	}
@@ -166,13 +166,13 @@ func newTestStore(tb testing.TB) *Store {
 	return s
 }
 
-func createAgent(tb testing.TB, s *Store, name string, fields ...[2]any) string {
+func createAgent(tb testing.TB, s *Store, name string, fields ...Field) string {
 	tb.Helper()
 	rel, err := schema.Agent.Path(name, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	d, err := New(schema.Agent, append([][2]any{{"schema_version", 1}, {"name", name}}, fields...), []byte("\nbody\n"))
+	d, err := New(schema.Agent, append([]Field{{Key: "schema_version", Value: 1}, {Key: "name", Value: name}}, fields...), []byte("\nbody\n"))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func createAgent(tb testing.TB, s *Store, name string, fields ...[2]any) string 
 func TestLostUpdateProcesses(t *testing.T) {
 	const workers, each = 8, 200
 	s := newTestStore(t)
-	rel := createAgent(t, s, "counter", [2]any{"spawns", 0})
+	rel := createAgent(t, s, "counter", Field{Key: "spawns", Value: 0})
 	var cmds []*exec.Cmd
 	var releases []func()
 	for range workers {

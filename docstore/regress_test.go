@@ -130,7 +130,7 @@ func TestResolveGlobCharacters(t *testing.T) {
 		t.Errorf("Resolve(agents/a*) = %q, %v", rel, err)
 	}
 	// Items: the free part (queue, state) is globbed, the given id is not.
-	d, _ := New(schema.Item, [][2]any{{"title", "t"}}, nil)
+	d, _ := New(schema.Item, []Field{{Key: "title", Value: "t"}}, nil)
 	if err := s.Create("queues/build/pending/x1.md", d); err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ func TestSetManyMatchesSet(t *testing.T) {
 		"---\ntitle: |\n  multi\n  line\nattempts: 0\n---\n",
 	}
 	when := time.Date(2026, 11, 22, 1, 2, 3, 4e6, time.UTC)
-	sets := [][][2]any{
+	sets := [][]Field{
 		{{"attempts", 2}, {"title", "b"}, {"claimed_by", "w1"}, {"lease_until", when}},
 		{{"title", "two\nlines"}, {"attempts", 3}, {"new", []string{"a", "b"}}},
 		{{"tags", "now scalar"}, {"queue", "q2"}, {"queue", "q3"}, {"x", 1}, {"x", 2}},
@@ -33,7 +33,7 @@ func TestSetManyMatchesSet(t *testing.T) {
 			}
 			got := want.Clone()
 			for _, kv := range fields {
-				if err := want.Set(kv[0].(string), kv[1]); err != nil {
+				if err := want.Set(kv.Key, kv.Value); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -58,7 +58,7 @@ func TestEditMatchesSetManyDelete(t *testing.T) {
 		"---\ntitle: |\n  multi\n  line\nlease_until: 0\nhung_since: |\n  a\n  b\n---\n",
 	}
 	when := time.Date(2026, 11, 22, 1, 2, 3, 4e6, time.UTC)
-	sets := [][][2]any{
+	sets := [][]Field{
 		{{"completed", when}, {"updated", when}, {"result", "ok"}},
 		{{"title", "two\nlines"}, {"attempts", 3}},
 		{{"tags", "now scalar"}, {"lease_until", 5}},
@@ -119,7 +119,7 @@ func TestEditPatchMatchesParse(t *testing.T) {
 		"---\nonly: 1\n---\n",
 	}
 	when := time.Date(2026, 11, 22, 1, 2, 3, 4e6, time.UTC)
-	sets := [][][2]any{
+	sets := [][]Field{
 		{{"attempts", 1}, {"claimed_by", "vm/123"}, {"claim_attempt", 1}, {"claim_kind", "liveness"}, {"lease_until", when}, {"started", when}, {"updated", when}, {"liveness_lock", "holders/vm-1-abcd"}},
 		{{"completed", when}, {"updated", when}, {"result", "ok"}},
 		{{"title", "renamed"}, {"claimed_by", "w9"}},

@@ -133,11 +133,11 @@ func Init(dir, name string) (s *Store, created bool, err error) {
 		}
 		body := []byte("\n# Tavern store\n\nThis directory is the coordination state of the project. Every file is\n" +
 			"markdown with YAML frontmatter; edit by hand or with `tavern`.\n")
-		doc, err := New(schema.Config, [][2]any{
-			{schema.VersionField, schema.Config.Version},
-			{"name", name},
-			{"durability", "durable"},
-			{"created", time.Now()},
+		doc, err := New(schema.Config, []Field{
+			{Key: schema.VersionField, Value: schema.Config.Version},
+			{Key: "name", Value: name},
+			{Key: "durability", Value: "durable"},
+			{Key: "created", Value: time.Now()},
 		}, body)
 		if err != nil {
 			return nil, false, err

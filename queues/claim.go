@@ -207,7 +207,7 @@ func (b *Broker) complete(queue, id string, attempt int, result string, cached *
 		now := b.now()
 		d, err := b.moveDoc(l, it.Doc, ItemPath(it.Queue, Done, id), func(d *docstore.Doc) error {
 			summary, full := resultText(result)
-			if err := editFields(d, []kv{{"completed", now}, {"updated", now}, {"result", summary}}, "lease_until", "hung_since"); err != nil {
+			if err := editFields(d, []docstore.Field{{Key: "completed", Value: now}, {Key: "updated", Value: now}, {Key: "result", Value: summary}}, "lease_until", "hung_since"); err != nil {
 				return err
 			}
 			if full != "" {
@@ -271,7 +271,7 @@ func (b *Broker) Fail(id string, attempt int, reason string) (*Item, error) {
 		}
 		delay := backoff(q, it.Attempts)
 		d, err := b.moveDoc(l, it.Doc, ItemPath(it.Queue, Pending, id), func(d *docstore.Doc) error {
-			if err := setFields(d, kv{"last_error", reason}, kv{"not_before", now.Add(delay)}, kv{"updated", now}); err != nil {
+			if err := setFields(d, docstore.Field{Key: "last_error", Value: reason}, docstore.Field{Key: "not_before", Value: now.Add(delay)}, docstore.Field{Key: "updated", Value: now}); err != nil {
 				return err
 			}
 			return clearClaim(d)
@@ -306,7 +306,7 @@ func backoff(q *Queue, n int) time.Duration {
 func (b *Broker) toDead(l *docstore.Lock, it *Item, lastErr, why string) (*Item, error) {
 	now := b.now()
 	d, err := b.moveDoc(l, it.Doc, ItemPath(it.Queue, Dead, it.ID), func(d *docstore.Doc) error {
-		if err := setFields(d, kv{"last_error", lastErr}, kv{"dead_reason", why}, kv{"updated", now}); err != nil {
+		if err := setFields(d, docstore.Field{Key: "last_error", Value: lastErr}, docstore.Field{Key: "dead_reason", Value: why}, docstore.Field{Key: "updated", Value: now}); err != nil {
 			return err
 		}
 		return clearClaim(d)
@@ -333,7 +333,7 @@ func (b *Broker) Release(id string, attempt int) (*Item, error) {
 			if n < 0 {
 				n = 0
 			}
-			if err := setFields(d, kv{"attempts", n}, kv{"updated", now}); err != nil {
+			if err := setFields(d, docstore.Field{Key: "attempts", Value: n}, docstore.Field{Key: "updated", Value: now}); err != nil {
 				return err
 			}
 			return clearClaim(d)
@@ -362,7 +362,7 @@ func (b *Broker) Renew(id string, attempt int) (*Item, error) {
 		}
 		now := b.now()
 		d, err := b.s.UpdateHeld(l, it.Path, func(d *docstore.Doc) error {
-			if err := setFields(d, kv{"lease_until", now.Add(q.Lease)}, kv{"updated", now}); err != nil {
+			if err := setFields(d, docstore.Field{Key: "lease_until", Value: now.Add(q.Lease)}, docstore.Field{Key: "updated", Value: now}); err != nil {
 				return err
 			}
 			return delFields(d, "hung_since")
@@ -419,7 +419,7 @@ func (b *Broker) retryOne(queue, id string) (*Item, error) {
 	}
 	now := b.now()
 	d, err := b.move(l, rel, ItemPath(queue, Pending, id), func(d *docstore.Doc) error {
-		if err := setFields(d, kv{"attempts", 0}, kv{"updated", now}); err != nil {
+		if err := setFields(d, docstore.Field{Key: "attempts", Value: 0}, docstore.Field{Key: "updated", Value: now}); err != nil {
 			return err
 		}
 		return delFields(d, "dead_reason", "not_before")
@@ -442,17 +442,12 @@ func validID(id string) error {
 	return nil
 }
 
-// kv is one field assignment for setFields and editFields: key, value.
-// It is docstore's pair type itself, so a constant key is not boxed
-// again on every edit.
-type kv = [2]any
-
-func setFields(d *docstore.Doc, fields ...kv) error {
+func setFields(d *docstore.Doc, fields ...docstore.Field) error {
 	return d.SetMany(fields) // one re-parse, not one per field
 }
 
 // editFields sets fields and deletes keys with one re-parse.
-func editFields(d *docstore.Doc, fields []kv, del ...string) error {
+func editFields(d *docstore.Doc, fields []docstore.Field, del ...string) error {
 	return d.Edit(fields, del...)
 }
 

@@ -135,23 +135,23 @@ func (b *Broker) Add(queue string, opt AddOptions) (*Item, error) {
 	}
 	id := NewItemID(opt.Priority)
 	now := b.now()
-	fields := [][2]any{
-		{schema.VersionField, schema.Item.Version},
-		{"id", id},
-		{"queue", queue},
+	fields := []docstore.Field{
+		{Key: schema.VersionField, Value: schema.Item.Version},
+		{Key: "id", Value: id},
+		{Key: "queue", Value: queue},
 	}
 	if opt.Title != "" {
-		fields = append(fields, [2]any{"title", opt.Title})
+		fields = append(fields, docstore.Field{Key: "title", Value: opt.Title})
 	}
-	fields = append(fields, [2]any{"priority", opt.Priority})
+	fields = append(fields, docstore.Field{Key: "priority", Value: opt.Priority})
 	if len(opt.DependsOn) > 0 {
-		fields = append(fields, [2]any{"depends_on", opt.DependsOn})
+		fields = append(fields, docstore.Field{Key: "depends_on", Value: opt.DependsOn})
 	}
-	fields = append(fields, [2]any{"attempts", 0})
+	fields = append(fields, docstore.Field{Key: "attempts", Value: 0})
 	if opt.MaxAttempts > 0 {
-		fields = append(fields, [2]any{"max_attempts", opt.MaxAttempts})
+		fields = append(fields, docstore.Field{Key: "max_attempts", Value: opt.MaxAttempts})
 	}
-	fields = append(fields, [2]any{"created", now}, [2]any{"updated", now})
+	fields = append(fields, docstore.Field{Key: "created", Value: now}, docstore.Field{Key: "updated", Value: now})
 	body := opt.Body
 	if len(body) > 0 && body[0] != '\n' {
 		body = append([]byte("\n"), body...)

@@ -96,18 +96,18 @@ func (b *Broker) CreateQueue(name string, opt QueueOptions) (*Queue, error) {
 	if lease == 0 {
 		lease = def.lease
 	}
-	fields := [][2]any{
-		{schema.VersionField, schema.Queue.Version},
-		{"name", name},
-		{"priority", opt.Priority},
-		{"max_attempts", maxAtt},
-		{"lease", lease.String()},
-		{"lease_grace", durOr(opt.LeaseGrace, defaultDur(schema.Queue, "lease_grace")).String()},
-		{"backoff", durOr(opt.Backoff, defaultDur(schema.Queue, "backoff")).String()},
-		{"backoff_max", durOr(opt.BackoffMax, defaultDur(schema.Queue, "backoff_max")).String()},
-		{"on_empty", strOr(opt.OnEmpty, "idle")},
-		{"steal", !opt.NoSteal},
-		{"created", b.now()},
+	fields := []docstore.Field{
+		{Key: schema.VersionField, Value: schema.Queue.Version},
+		{Key: "name", Value: name},
+		{Key: "priority", Value: opt.Priority},
+		{Key: "max_attempts", Value: maxAtt},
+		{Key: "lease", Value: lease.String()},
+		{Key: "lease_grace", Value: durOr(opt.LeaseGrace, defaultDur(schema.Queue, "lease_grace")).String()},
+		{Key: "backoff", Value: durOr(opt.Backoff, defaultDur(schema.Queue, "backoff")).String()},
+		{Key: "backoff_max", Value: durOr(opt.BackoffMax, defaultDur(schema.Queue, "backoff_max")).String()},
+		{Key: "on_empty", Value: strOr(opt.OnEmpty, "idle")},
+		{Key: "steal", Value: !opt.NoSteal},
+		{Key: "created", Value: b.now()},
 	}
 	body := []byte("\n# Queue " + name + "\n\nItems live in pending/, claimed/, done/ and dead/ next to this file.\n" +
 		"`ls pending/` is the queue order: file names sort by priority, then age.\n")

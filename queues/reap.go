@@ -205,7 +205,7 @@ func (b *Broker) giveBack(l *docstore.Lock, q *Queue, it *Item, why string, rep 
 	}
 	now := b.now()
 	d, err := b.moveDoc(l, it.Doc, ItemPath(it.Queue, Pending, it.ID), func(d *docstore.Doc) error {
-		if err := setFields(d, kv{"last_error", "reaped: " + why}, kv{"updated", now}); err != nil {
+		if err := setFields(d, docstore.Field{Key: "last_error", Value: "reaped: " + why}, docstore.Field{Key: "updated", Value: now}); err != nil {
 			return err
 		}
 		return clearClaim(d)

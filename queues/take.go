@@ -403,17 +403,17 @@ func (b *Broker) claimOne(q *Queue, id string, h holder, diag *Diagnostics) (*Cl
 			}
 		}
 		attempt = it.ClaimAttempt + 1
-		fields := []kv{
-			{"attempts", it.Attempts + 1},
-			{"claimed_by", h.who},
-			{"claim_attempt", attempt},
-			{"claim_kind", h.kind},
-			{"lease_until", now.Add(q.Lease)},
-			{"started", now},
-			{"updated", now},
+		fields := []docstore.Field{
+			{Key: "attempts", Value: it.Attempts + 1},
+			{Key: "claimed_by", Value: h.who},
+			{Key: "claim_attempt", Value: attempt},
+			{Key: "claim_kind", Value: h.kind},
+			{Key: "lease_until", Value: now.Add(q.Lease)},
+			{Key: "started", Value: now},
+			{Key: "updated", Value: now},
 		}
 		if h.lock != "" {
-			fields = append(fields, kv{"liveness_lock", h.lock})
+			fields = append(fields, docstore.Field{Key: "liveness_lock", Value: h.lock})
 		}
 		fl := []string{"not_before", "hung_since"}
 		if h.kind == "lease" {

@@ -33,13 +33,13 @@ func ensureBookmarks(s *docstore.Store, agent string) (string, error) {
 		return rel, nil
 	}
 	now := time.Now()
-	d, err := docstore.New(schema.Bookmark, [][2]any{
-		{schema.VersionField, schema.Bookmark.Version},
-		{"id", docstore.NewID()},
-		{"agent", agent},
-		{"channels", map[string]string{}},
-		{"created", now},
-		{"updated", now},
+	d, err := docstore.New(schema.Bookmark, []docstore.Field{
+		{Key: schema.VersionField, Value: schema.Bookmark.Version},
+		{Key: "id", Value: docstore.NewID()},
+		{Key: "agent", Value: agent},
+		{Key: "channels", Value: map[string]string{}},
+		{Key: "created", Value: now},
+		{Key: "updated", Value: now},
 	}, []byte("\n"))
 	if err != nil {
 		return "", err

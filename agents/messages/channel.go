@@ -70,14 +70,14 @@ func CreateChannel(s *docstore.Store, name, topic string) (*Channel, error) {
 		return nil, err
 	}
 	now := time.Now()
-	d, err := docstore.New(schema.Channel, [][2]any{
-		{schema.VersionField, schema.Channel.Version},
-		{"id", docstore.NewID()},
-		{"name", name},
-		{"topic", topic},
-		{"archived", false},
-		{"created", now},
-		{"updated", now},
+	d, err := docstore.New(schema.Channel, []docstore.Field{
+		{Key: schema.VersionField, Value: schema.Channel.Version},
+		{Key: "id", Value: docstore.NewID()},
+		{Key: "name", Value: name},
+		{Key: "topic", Value: topic},
+		{Key: "archived", Value: false},
+		{Key: "created", Value: now},
+		{Key: "updated", Value: now},
 	}, []byte("\n"))
 	if err != nil {
 		return nil, err

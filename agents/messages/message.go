@@ -142,17 +142,17 @@ func SendMessages(s *docstore.Store, channel, sender string, texts []string) (id
 		if err != nil {
 			return nil, err
 		}
-		d, err := docstore.New(schema.Chunk, [][2]any{
-			{schema.VersionField, schema.Chunk.Version},
-			{"id", st.firstID},
-			{"channel", channel},
-			{"first_id", st.firstID},
-			{"last_id", st.lastID},
-			{"first_time", st.firstTime},
-			{"last_time", st.lastTime},
-			{"message_count", st.count},
-			{"created", st.firstTime},
-			{"updated", st.lastTime},
+		d, err := docstore.New(schema.Chunk, []docstore.Field{
+			{Key: schema.VersionField, Value: schema.Chunk.Version},
+			{Key: "id", Value: st.firstID},
+			{Key: "channel", Value: channel},
+			{Key: "first_id", Value: st.firstID},
+			{Key: "last_id", Value: st.lastID},
+			{Key: "first_time", Value: st.firstTime},
+			{Key: "last_time", Value: st.lastTime},
+			{Key: "message_count", Value: st.count},
+			{Key: "created", Value: st.firstTime},
+			{Key: "updated", Value: st.lastTime},
 		}, append([]byte("\n"), buf.Bytes()...))
 		if err != nil {
 			return nil, err
@@ -235,15 +235,13 @@ func (st *chunkState) setFields(d *docstore.Doc, wasEmpty bool) error {
 			return err
 		}
 	}
-	for _, kv := range [][2]any{
-		{"last_id", st.lastID},
-		{"last_time", st.lastTime},
-		{"message_count", st.count},
-		{"updated", st.lastTime},
-	} {
-		if err := d.Set(kv[0].(string), kv[1]); err != nil {
-			return err
-		}
+	if err := d.SetMany([]docstore.Field{
+		{Key: "last_id", Value: st.lastID},
+		{Key: "last_time", Value: st.lastTime},
+		{Key: "message_count", Value: st.count},
+		{Key: "updated", Value: st.lastTime},
+	}); err != nil {
+		return err
 	}
 	return nil
 }

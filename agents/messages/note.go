@@ -32,9 +32,9 @@ func AddNote(s *docstore.Store, channel, agent, text string) (*Note, error) {
 	if strings.TrimSpace(text) == "" {
 		return nil, ErrEmptyMessage
 	}
-	d, err := s.CreateEntry(schema.Note, channel, [][2]any{
-		{"channel", channel},
-		{"agent", agent},
+	d, err := s.CreateEntry(schema.Note, channel, []docstore.Field{
+		{Key: "channel", Value: channel},
+		{Key: "agent", Value: agent},
 	}, text)
 	if err != nil {
 		return nil, err

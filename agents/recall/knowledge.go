@@ -43,11 +43,11 @@ func AddKnowledge(s *docstore.Store, domain, contributor, title, text string) (*
 	if text == "" {
 		return nil, ErrEmpty
 	}
-	fields := [][2]any{{"domain", domain}}
+	fields := []docstore.Field{{Key: "domain", Value: domain}}
 	if title != "" {
-		fields = append(fields, [2]any{"title", title})
+		fields = append(fields, docstore.Field{Key: "title", Value: title})
 	}
-	fields = append(fields, [2]any{"contributor", contributor}, [2]any{"archived", false})
+	fields = append(fields, docstore.Field{Key: "contributor", Value: contributor}, docstore.Field{Key: "archived", Value: false})
 	d, err := s.CreateEntry(schema.Knowledge, domain, fields, text)
 	if err != nil {
 		return nil, err

@@ -51,11 +51,11 @@ func AddMemory(s *docstore.Store, agent, topic, text string, core bool) (*Memory
 	if text == "" {
 		return nil, ErrEmpty
 	}
-	d, err := s.CreateEntry(schema.Memory, agent, [][2]any{
-		{"agent", agent},
-		{"topic", topic},
-		{"core", core},
-		{"archived", false},
+	d, err := s.CreateEntry(schema.Memory, agent, []docstore.Field{
+		{Key: "agent", Value: agent},
+		{Key: "topic", Value: topic},
+		{Key: "core", Value: core},
+		{Key: "archived", Value: false},
 	}, text)
 	if err != nil {
 		return nil, err

@@ -13,7 +13,7 @@ import (
 	"github.com/tavernhq/tavern/docstore"
 )
 
-var updateGolden = flag.Bool("update-search-golden", false, "rewrite testdata/search.golden")
+var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
 func TestMemoryPrivacyAndArchive(t *testing.T) {
 	s := newStore(t)
@@ -136,7 +136,7 @@ func TestSearchRankingGolden(t *testing.T) {
 		}
 	}
 	golden := filepath.Join("testdata", "search.golden")
-	if *updateGolden {
+	if *update {
 		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -83,20 +83,20 @@ Examples:
 // the kind's defaults.
 func newDoc(k *schema.Kind, name string, body []byte) (*docstore.Doc, error) {
 	now := time.Now()
-	fields := [][2]any{{schema.VersionField, k.Version}}
+	fields := []docstore.Field{{Key: schema.VersionField, Value: k.Version}}
 	if k.Field("id") != nil {
-		fields = append(fields, [2]any{"id", docstore.NewID()})
+		fields = append(fields, docstore.Field{Key: "id", Value: docstore.NewID()})
 	}
 	if k.Field("name") != nil {
-		fields = append(fields, [2]any{"name", name[strings.LastIndex(name, "/")+1:]})
+		fields = append(fields, docstore.Field{Key: "name", Value: name[strings.LastIndex(name, "/")+1:]})
 	}
 	for _, f := range k.Fields {
 		if f.Default != nil && f.Name != "name" {
-			fields = append(fields, [2]any{f.Name, f.Default})
+			fields = append(fields, docstore.Field{Key: f.Name, Value: f.Default})
 		}
 	}
 	if k.Field("created") != nil {
-		fields = append(fields, [2]any{"created", now}, [2]any{"updated", now})
+		fields = append(fields, docstore.Field{Key: "created", Value: now}, docstore.Field{Key: "updated", Value: now})
 	}
 	if len(body) == 0 || body[0] != '\n' {
 		body = append([]byte("\n"), body...)

@@ -3,6 +3,8 @@ package tuples
 import (
 	"fmt"
 	"testing"
+
+	"github.com/tavernhq/tavern/docstore"
 )
 
 // BenchmarkOutIn is one durable out plus one in (claim, archive) per op.
@@ -10,7 +12,7 @@ func BenchmarkOutIn(b *testing.B) {
 	sp := newSpace(b, SpaceOptions{NoJournal: true})
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
-		if _, err := sp.Out("job", [][2]any{{"n", i}}, OutOptions{}); err != nil {
+		if _, err := sp.Out("job", []docstore.Field{{Key: "n", Value: i}}, OutOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := sp.Inp("job", nil); err != nil {

@@ -148,9 +148,9 @@ func (sp *Space) reserveOne(agent string, g Glob, opt ReserveOptions, live []*Re
 		sp.event("reservation.renewed", journal.Event{Agent: agent, Path: nr.Path, Data: map[string]any{"glob": nr.Glob}})
 		return nr, nil
 	}
-	values := [][2]any{{"agent", agent}, {"glob", g.String()}}
+	values := []docstore.Field{{Key: "agent", Value: agent}, {Key: "glob", Value: g.String()}}
 	if opt.Reason != "" {
-		values = append(values, [2]any{"reason", opt.Reason})
+		values = append(values, docstore.Field{Key: "reason", Value: opt.Reason})
 	}
 	t, err := sp.Out(ReservationType, values, OutOptions{TTL: opt.TTL})
 	if err != nil {

@@ -141,7 +141,7 @@ type OutOptions struct {
 // returns it. The write is durable before Out returns; blocked readers
 // are woken by its appearance in the directory. The id is a UUIDv7, so
 // file names sort by age and Rd/In take the oldest match first.
-func (sp *Space) Out(typ string, values [][2]any, opt OutOptions) (*Tuple, error) {
+func (sp *Space) Out(typ string, values []docstore.Field, opt OutOptions) (*Tuple, error) {
 	if err := checkType(typ); err != nil {
 		return nil, err
 	}
@@ -150,16 +150,16 @@ func (sp *Space) Out(typ string, values [][2]any, opt OutOptions) (*Tuple, error
 	}
 	now := sp.now()
 	id := docstore.NewID()
-	fields := [][2]any{{schema.VersionField, schema.Tuple.Version}, {"id", id}, {"created", now}}
+	fields := []docstore.Field{{Key: schema.VersionField, Value: schema.Tuple.Version}, {Key: "id", Value: id}, {Key: "created", Value: now}}
 	if opt.TTL > 0 {
-		fields = append(fields, [2]any{"expires", now.Add(opt.TTL)})
+		fields = append(fields, docstore.Field{Key: "expires", Value: now.Add(opt.TTL)})
 	}
 	for _, kv := range values {
-		k, _ := kv[0].(string)
+		k := kv.Key
 		if isReserved(k) {
 			return nil, fmt.Errorf("%w: %q is set by the engine", ErrBadTuple, k)
 		}
-		fields = append(fields, [2]any{k, kv[1]})
+		fields = append(fields, docstore.Field{Key: k, Value: kv.Value})
 	}
 	body := opt.Body
 	if len(body) == 0 || body[0] != '\n' {

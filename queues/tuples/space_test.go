@@ -32,9 +32,9 @@ func newSpace(tb testing.TB, opt SpaceOptions) *Space {
 
 func out(tb testing.TB, sp *Space, typ string, kv ...any) *Tuple {
 	tb.Helper()
-	var values [][2]any
+	var values []docstore.Field
 	for i := 0; i+1 < len(kv); i += 2 {
-		values = append(values, [2]any{kv[i], kv[i+1]})
+		values = append(values, docstore.Field{Key: kv[i].(string), Value: kv[i+1]})
 	}
 	t, err := sp.Out(typ, values, OutOptions{})
 	if err != nil {
@@ -145,7 +145,7 @@ func TestOutRejects(t *testing.T) {
 			t.Errorf("Out(%q) succeeded", typ)
 		}
 	}
-	if _, err := sp.Out("job", [][2]any{{"id", "x"}}, OutOptions{}); !errors.Is(err, ErrBadTuple) {
+	if _, err := sp.Out("job", []docstore.Field{{Key: "id", Value: "x"}}, OutOptions{}); !errors.Is(err, ErrBadTuple) {
 		t.Errorf("Out with id value: %v, want ErrBadTuple", err)
 	}
 	if _, err := sp.Out("job", nil, OutOptions{TTL: -time.Second}); !errors.Is(err, ErrBadTuple) {
@@ -160,11 +160,11 @@ func TestTTL(t *testing.T) {
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 	sp := newSpace(t, SpaceOptions{Now: clock})
 
-	short, err := sp.Out("lock", [][2]any{{"who", "a"}}, OutOptions{TTL: time.Minute})
+	short, err := sp.Out("lock", []docstore.Field{{Key: "who", Value: "a"}}, OutOptions{TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	long, err := sp.Out("lock", [][2]any{{"who", "b"}}, OutOptions{TTL: time.Hour})
+	long, err := sp.Out("lock", []docstore.Field{{Key: "who", Value: "b"}}, OutOptions{TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

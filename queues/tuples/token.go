@@ -102,7 +102,7 @@ func (sp *Space) InitToken(name string, count int) (int, error) {
 	case count > total:
 		for i := 0; i < count-total; i++ {
 			maxSlot++
-			if _, err := sp.Out(TokenType, [][2]any{{"token", name}, {"slot", maxSlot}, {"epoch", 0}}, OutOptions{}); err != nil {
+			if _, err := sp.Out(TokenType, []docstore.Field{{Key: "token", Value: name}, {Key: "slot", Value: maxSlot}, {Key: "epoch", Value: 0}}, OutOptions{}); err != nil {
 				return i, err
 			}
 		}
@@ -242,18 +242,16 @@ func (sp *Space) acquireSlot(name, id, hold, lockKey string, opt AcquireOptions)
 		heldBy = fmt.Sprintf("pid %d on %s", os.Getpid(), host)
 	}
 	t := &Token{Name: name, ID: id, Slot: slot, Epoch: epoch, Hold: hold, HeldBy: heldBy, sp: sp, lock: l}
-	set := [][2]any{{"epoch", epoch}, {"hold", hold}, {"held_by", heldBy}, {"acquired", now}}
+	set := []docstore.Field{{Key: "epoch", Value: epoch}, {Key: "hold", Value: hold}, {Key: "held_by", Value: heldBy}, {Key: "acquired", Value: now}}
 	if lockKey != "" {
-		set = append(set, [2]any{"liveness_lock", lockKey})
+		set = append(set, docstore.Field{Key: "liveness_lock", Value: lockKey})
 	}
 	if opt.TTL > 0 {
 		t.LeaseUntil = now.Add(opt.TTL)
-		set = append(set, [2]any{"lease_until", t.LeaseUntil})
+		set = append(set, docstore.Field{Key: "lease_until", Value: t.LeaseUntil})
 	}
-	for _, kv := range set {
-		if err := d.Set(kv[0].(string), kv[1]); err != nil {
-			return putBack(err)
-		}
+	if err := d.SetMany(set); err != nil {
+		return putBack(err)
 	}
 	if err := sp.store.WriteFile(to, d.Bytes()); err != nil {
 		return putBack(err)
