@@ -41,6 +41,7 @@ type Doc struct {
 	body  []byte
 	nl    string     // line ending of the fences: "\n" or "\r\n"
 	root  *yaml.Node // the frontmatter mapping
+	perm  uint32     // permission bits of the file it was read from; 0: a new document (mode.go)
 }
 
 // Revision is the content hash used as a document's revision.
@@ -251,7 +252,7 @@ func (d *Doc) Clone() *Doc {
 	if err != nil { // cannot happen: d was parsed or built by us
 		panic("docstore: clone of unparsable document: " + err.Error())
 	}
-	c.Kind, c.Name, c.Rev = d.Kind, d.Name, d.Rev
+	c.Kind, c.Name, c.Rev, c.perm = d.Kind, d.Name, d.Rev, d.perm
 	return c
 }
 

@@ -104,10 +104,10 @@ func (s *Store) tryLock(key string, acquire func(*flock.Flock) (bool, error)) (*
 		return nil, false, err
 	}
 	for {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
 			return nil, false, pathErr("lock", key, err)
 		}
-		fl := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR))
+		fl := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(0o666))
 		ok, err := acquire(fl)
 		if err != nil {
 			fl.Close()

@@ -100,7 +100,7 @@ func TestTooLargeAndNonRegular(t *testing.T) {
 	go func() { _, err := s.Get("agents/pipe.md"); done <- err }()
 	select {
 	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		if !errors.Is(err, ErrOddFile) {
 			t.Errorf("Get of a FIFO: %v", err)
 		}
 	case <-time.After(10 * time.Second):
