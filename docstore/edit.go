@@ -23,6 +23,15 @@ func (d *Doc) Get(key string) *yaml.Node {
 	return nil
 }
 
+// KeyLine returns the file line (1-based) of a top-level field's key, or
+// 0 if the field is absent: for errors that point at a field.
+func (d *Doc) KeyLine(key string) int {
+	if i := d.index(key); i >= 0 && d.root.Content[i].Line > 0 {
+		return d.root.Content[i].Line + d.frontLine() - 1
+	}
+	return 0
+}
+
 // Has reports whether the field is present and not null.
 func (d *Doc) Has(key string) bool {
 	n := d.Get(key)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
 )
 
@@ -57,7 +56,7 @@ func (b *Broker) Stats(queue string) (*Stats, error) {
 				if errors.Is(err, fs.ErrNotExist) {
 					continue
 				}
-				if errors.Is(err, docstore.ErrParse) || errors.Is(err, schema.ErrInvalid) {
+				if badFile(err) {
 					st.Invalid = append(st.Invalid, err)
 					continue
 				}

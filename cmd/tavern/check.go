@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
 )
 
 func init() {
@@ -78,6 +79,7 @@ Examples:
 			for _, rel := range paths {
 				problems = append(problems, checkDoc(s, rel, c.Bool("strict"))...)
 			}
+			problems = append(problems, cycleProblems(s, paths)...)
 			if c.Bool("json") {
 				if problems == nil {
 					problems = []problem{}
@@ -143,6 +145,30 @@ func checkDoc(s *docstore.Store, rel string, strict bool) []problem {
 	for _, hook := range checkHooks {
 		if err := hook(d); err != nil {
 			out = append(out, problem{Path: rel, Error: err.Error(), Message: err.Error()})
+		}
+	}
+	return out
+}
+
+// cycleProblems reports the dependency cycles among the items checked
+// (package queues finds them), one problem per member at its depends_on
+// line.
+func cycleProblems(s *docstore.Store, paths []string) []problem {
+	checked := map[string]bool{}
+	for _, p := range paths {
+		checked[p] = true
+	}
+	cycles, err := queues.FindCycles(s)
+	if err != nil {
+		return []problem{{Path: "queues", Error: err.Error(), Message: err.Error()}}
+	}
+	var out []problem
+	for _, cy := range cycles {
+		for i, e := range cy.Errors() {
+			m := cy.Members[i]
+			if checked[m.Path] {
+				out = append(out, problem{Path: m.Path, Line: m.Line, Col: 1, Field: "depends_on", Error: e.Error(), Message: e.Error()})
+			}
 		}
 	}
 	return out

@@ -56,8 +56,8 @@ Examples:
 			}
 			defer b.Close()
 			opt := queues.TakeOptions{Queues: names, Steal: c.Bool("steal"), Wait: c.Duration("wait"), As: c.String("as")}
-			if opt.As != "" {
-				opt.Liveness = queues.AgentLock
+			if c.IsSet("as") {
+				opt.Liveness = queues.AgentLock // the library checks the name
 			} else {
 				opt.As = cliHolder()
 			}

@@ -1,0 +1,153 @@
+package queues
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
+)
+
+// Cycle is a dependency cycle among items: each member's depends_on names
+// the next member, and the last one's names the first. Add refuses to make
+// one, but a hand edit can; its items can never become claimable, so Take
+// names it in its empty report and `tavern check` reports it.
+type Cycle struct {
+	Members []CycleMember
+}
+
+// CycleMember is one item of a cycle: where its depends_on line is.
+type CycleMember struct {
+	ID, Queue, Path string
+	Line            int // file line of its depends_on field
+}
+
+func (c Cycle) String() string {
+	var parts []string
+	for _, m := range c.Members {
+		parts = append(parts, m.ID)
+	}
+	if len(c.Members) > 0 {
+		parts = append(parts, c.Members[0].ID)
+	}
+	return "dependency cycle " + strings.Join(parts, " -> ")
+}
+
+// Errors returns one error per member, path:line first, for reports.
+func (c Cycle) Errors() []error {
+	var out []error
+	for i, m := range c.Members {
+		next := c.Members[(i+1)%len(c.Members)]
+		out = append(out, fmt.Errorf("%s:%d: depends_on: %w: %s depends on %s (%s)", m.Path, m.Line, ErrCycle, m.ID, next.ID, c))
+	}
+	return out
+}
+
+// Cycles finds the dependency cycles among the items not yet done or dead
+// (pending and claimed, in every queue). Each cycle is reported once,
+// starting at its smallest id. Files that do not parse are skipped (Stats
+// and Take report them).
+func (b *Broker) Cycles() ([]Cycle, error) {
+	names, err := b.QueueNames()
+	if err != nil {
+		return nil, err
+	}
+	type node struct {
+		m    CycleMember
+		deps []string
+	}
+	nodes := map[string]*node{}
+	for _, q := range names {
+		for _, st := range []string{Pending, Claimed} {
+			ids, err := b.listDir(q, st)
+			if err != nil {
+				return nil, err
+			}
+			for _, id := range ids {
+				rel := ItemPath(q, st, id)
+				d, err := b.get(rel)
+				if err != nil {
+					continue
+				}
+				deps := d.Strings("depends_on")
+				if len(deps) == 0 {
+					continue
+				}
+				if _, dup := nodes[id]; dup {
+					continue // a crash leftover pair: one copy is enough
+				}
+				nodes[id] = &node{m: CycleMember{ID: id, Queue: q, Path: rel, Line: d.KeyLine("depends_on")}, deps: deps}
+			}
+		}
+	}
+	ids := make([]string, 0, len(nodes))
+	for id := range nodes {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	// Depth-first search with colours: a dependency on the current path
+	// closes a cycle.
+	const (
+		white = iota
+		grey
+		black
+	)
+	colour := map[string]int{}
+	seen := map[string]bool{}
+	var out []Cycle
+	var path []string
+	var visit func(id string)
+	visit = func(id string) {
+		colour[id] = grey
+		path = append(path, id)
+		for _, dep := range nodes[id].deps {
+			if nodes[dep] == nil || schema.ValidName(dep) != nil {
+				continue // done, dead, missing or not waiting on anything
+			}
+			switch colour[dep] {
+			case white:
+				visit(dep)
+			case grey:
+				i := len(path) - 1
+				for path[i] != dep {
+					i--
+				}
+				members := append([]string(nil), path[i:]...)
+				// Start at the smallest id: one key per cycle.
+				min := 0
+				for j, m := range members {
+					if m < members[min] {
+						min = j
+					}
+				}
+				members = append(members[min:], members[:min]...)
+				key := strings.Join(members, " ")
+				if !seen[key] {
+					seen[key] = true
+					c := Cycle{}
+					for _, m := range members {
+						c.Members = append(c.Members, nodes[m].m)
+					}
+					out = append(out, c)
+				}
+			}
+		}
+		path = path[:len(path)-1]
+		colour[id] = black
+	}
+	for _, id := range ids {
+		if colour[id] == white {
+			visit(id)
+		}
+	}
+	return out, nil
+}
+
+// FindCycles is Broker.Cycles for a reader that has no Broker (`tavern
+// check`): it opens no journal and writes nothing.
+func FindCycles(s *docstore.Store) ([]Cycle, error) {
+	b := &Broker{s: s, dirRecheck: -1, qcache: map[string]cachedQueue{}, pending: newPendingIndex()}
+	defer b.Close()
+	return b.Cycles()
+}
