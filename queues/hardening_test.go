@@ -221,10 +221,10 @@ func TestInstanceFence(t *testing.T) {
 	defer nb.Close()
 	c2 := mustTake(t, nb, queues.TakeOptions{Queues: []string{"q"}, As: "drone-1"})
 	for name, call := range map[string]func() error{
-		"done":    func() error { _, err := old.Complete(it.ID, 0, "late"); return err },
-		"fail":    func() error { _, err := old.Fail(it.ID, 0, "late"); return err },
-		"renew":   func() error { _, err := old.Renew(it.ID, 0); return err },
-		"release": func() error { _, err := old.Release(it.ID, 0); return err },
+		"done":                    func() error { _, err := old.Complete(it.ID, 0, "late"); return err },
+		"fail":                    func() error { _, err := old.Fail(it.ID, 0, "late"); return err },
+		"renew":                   func() error { _, err := old.Renew(it.ID, 0); return err },
+		"release":                 func() error { _, err := old.Release(it.ID, 0); return err },
 		"done, the right attempt": func() error { _, err := old.Complete(it.ID, c2.Attempt, "late"); return err },
 	} {
 		if err := call(); !errors.Is(err, queues.ErrStale) {
