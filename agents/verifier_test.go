@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
 )
 
 func TestVerifyPassFailTimeout(t *testing.T) {
@@ -91,6 +94,9 @@ func TestVerifyAgentMovesState(t *testing.T) {
 	flag := filepath.Join(m.ProjectDir(), "flag")
 	m.AddCommitment("vic", "flag set", "test -f flag", 0)
 	m.Transition("vic", Working, TransitionOptions{})
+	// A process runs vic (one that moves itself to verifying without
+	// exiting): a failed verification sends it back to work.
+	m.EditAgent("vic", func(d *docstore.Doc) error { return d.Set("pid", os.Getpid()) })
 	m.Transition("vic", Verifying, TransitionOptions{})
 
 	st, _, err := m.VerifyAgent(context.Background(), "vic", "", 2)
@@ -180,4 +186,38 @@ func TestVerifierDaemonEventDriven(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// An agent whose child exited (the spawn wrapper cleared its pid) and
+// whose verification fails has nobody to work on it: the verifier moves
+// it to failed, which agent ls flags as needing attention, instead of
+// back to working with no process, forever.
+func TestFailedVerificationWithoutProcessFails(t *testing.T) {
+	m := newManager(t)
+	b := newBroker(t, m)
+	mustQueue(t, b, "q", queues.QueueOptions{})
+	mustItem(t, b, "q", "x", "x")
+	mustAgent(t, m, AgentSpec{Name: "ned"})
+	if _, err := m.AddCommitment("ned", "never", "false", 0); err != nil {
+		t.Fatal(err)
+	}
+	res, err := m.Spawn(context.Background(), SpawnOptions{Name: "ned", Queues: []string{"q"}, Work: QueueWork(b), Command: []string{"true"}})
+	if err != nil || res.State != Verifying {
+		t.Fatalf("spawn: %+v %v, want verifying", res, err)
+	}
+	if err := m.RunVerifier(context.Background(), VerifierOptions{Once: true, MaxAttempts: 3}); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := m.GetAgent("ned")
+	if got := a.Effective(); got != Failed {
+		t.Fatalf("after a failed verification with no process: %s, want failed", got)
+	}
+	if a.Attention() == "" {
+		t.Error("a failed agent does not ask for attention")
+	}
+	// A respawn resumes it.
+	res, err = m.Spawn(context.Background(), SpawnOptions{Name: "ned", Command: []string{"true"}})
+	if err != nil || res.State != Verifying {
+		t.Fatalf("respawn: %+v %v, want verifying again", res, err)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+	"golang.org/x/sys/unix"
 )
 
 // Lock is an exclusive flock on a lock file under .tavern/.locks/. The
@@ -21,6 +22,7 @@ import (
 // exclude each other just as two processes do.
 type Lock struct {
 	fl   *flock.Flock
+	file *os.File  // instead of fl: an inheritable lock's descriptor (locktree.go)
 	slot *lockSlot // instead of fl: a cached descriptor (lockcache.go)
 	s    *Store    // keeps the Store, and so the slot's descriptor, alive while held
 	Key  string
@@ -155,6 +157,12 @@ func (l *Lock) Unlock() error {
 		l.slot, l.s = nil, nil
 		return err
 	}
+	if l.file != nil {
+		err := unix.Flock(int(l.file.Fd()), unix.LOCK_UN)
+		l.file.Close()
+		l.file = nil
+		return err
+	}
 	if l.fl == nil {
 		return nil
 	}
@@ -168,7 +176,7 @@ func (l *Lock) Unlock() error {
 // remove it; acquirers re-check the inode, so a removal never lets two
 // processes hold the "same" lock.
 func (l *Lock) Remove() error {
-	if l == nil || l.fl == nil && l.slot == nil {
+	if l == nil || l.fl == nil && l.slot == nil && l.file == nil {
 		return nil
 	}
 	err := os.Remove(l.path)
@@ -188,5 +196,5 @@ func (l *Lock) Remove() error {
 
 // Held reports whether this Lock is still held by us.
 func (l *Lock) Held() bool {
-	return l != nil && (l.slot != nil || l.fl != nil && l.fl.Locked())
+	return l != nil && (l.slot != nil || l.file != nil || l.fl != nil && l.fl.Locked())
 }

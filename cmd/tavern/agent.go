@@ -83,6 +83,8 @@ accepted and journaled, an illegal one is reported by 'agent audit' and
 						st := a.State
 						if a.IllegalEdit() {
 							st += " (invalid: applied " + a.AppliedState + ")"
+						} else if a.Attention() != "" {
+							st += " (needs attention)"
 						}
 						pid := ""
 						if a.PID != 0 {
