@@ -21,7 +21,7 @@ func init() {
 		Description: `Creates or updates agents/NAME.md, takes the agent's liveness lock for the life
 of the child, and with --queue claims one item first (a drone: one task, then
 exit). The child runs in the project directory with the item body on stdin and
-TAVERN_DIR, TAVERN_AGENT, TAVERN_PARENT, TAVERN_ITEM, TAVERN_ITEM_PATH,
+TAVERN_DIR, TAVERN_AGENT, TAVERN_INSTANCE, TAVERN_PARENT, TAVERN_ITEM, TAVERN_ITEM_PATH,
 TAVERN_QUEUE, TAVERN_ATTEMPT, TAVERN_RESULT (a file it may write its result to),
 TAVERN_ROLE, TAVERN_CONSTITUTION and TAVERN_MODEL in its environment. Its
 stdout and stderr are captured line by line into the agent's messages
@@ -123,7 +123,7 @@ func childBaseEnv() []string {
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "TAVERN_AGENT", "TAVERN_ITEM", "TAVERN_ITEM_PATH", "TAVERN_ATTEMPT", "TAVERN_QUEUE", "TAVERN_RESULT",
+		case "TAVERN_AGENT", "TAVERN_INSTANCE", "TAVERN_ITEM", "TAVERN_ITEM_PATH", "TAVERN_ATTEMPT", "TAVERN_QUEUE", "TAVERN_RESULT",
 			"TAVERN_PARENT", "TAVERN_ROLE", "TAVERN_CONSTITUTION", "TAVERN_MODEL", "TAVERN_DIR":
 			continue
 		}

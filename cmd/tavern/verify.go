@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/queues"
 )
 
 var errVerifyFailed = errors.New("verification failed")
@@ -97,7 +98,13 @@ Runs until interrupted; --once does one pass.`,
 			&cli.BoolFlag{Name: "once", Usage: "one pass, then exit"},
 		},
 		Action: withManager(func(c *cli.Context, m *agents.Manager) error {
-			err := m.RunVerifier(c.Context, agents.VerifierOptions{
+			b, err := queues.Open(m.Store, queues.Options{Journal: m.Journal})
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			err = m.RunVerifier(c.Context, agents.VerifierOptions{
+				Broker: b,
 				By: c.String("as"), MaxAttempts: c.Int("max-attempts"), BubbleAfter: c.Duration("bubble-after"),
 				Reconcile: c.Duration("reconcile"), Once: c.Bool("once"),
 				OnVerified: func(agent, state string, results []agents.Result) {

@@ -20,7 +20,9 @@ invalid with path:line:col) and every event other processes journal
 command made (hand edits, git checkout) are also journaled as "external".
 A line "watch.missed" means output could not keep up and N events were
 dropped: re-run ls or log to resync. --poll forces polling (network
-filesystems are detected and polled automatically).
+filesystems are detected and polled automatically). While it runs, watch
+reaps every second (claims of dead holders go back to pending, agents of
+dead wrappers to failed), like tavern reap.
 
 Examples:
    tavern watch
@@ -65,6 +67,9 @@ Examples:
 				return err
 			}
 			defer p.Close()
+			// A long-running process reaps: a holder's death is no file
+			// event, and nobody else may be taking from its queue.
+			defer startReaper(c, s)()
 			sub := p.Subscribe(f, 4096)
 			defer sub.Close()
 			// The ready line goes to stderr so scripts (and tests) know
