@@ -105,7 +105,7 @@ Runs until interrupted; --once does one pass.`,
 			defer b.Close()
 			err = m.RunVerifier(c.Context, agents.VerifierOptions{
 				Broker: b,
-				By: c.String("as"), MaxAttempts: c.Int("max-attempts"), BubbleAfter: c.Duration("bubble-after"),
+				By:     c.String("as"), MaxAttempts: c.Int("max-attempts"), BubbleAfter: c.Duration("bubble-after"),
 				Reconcile: c.Duration("reconcile"), Once: c.Bool("once"),
 				OnVerified: func(agent, state string, results []agents.Result) {
 					passed := 0
