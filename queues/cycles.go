@@ -37,9 +37,14 @@ func (c Cycle) String() string {
 // Errors returns one error per member, path:line first, for reports.
 func (c Cycle) Errors() []error {
 	var out []error
+	n := len(c.Members)
 	for i, m := range c.Members {
-		next := c.Members[(i+1)%len(c.Members)]
-		out = append(out, fmt.Errorf("%s:%d: depends_on: %w: %s depends on %s (%s)", m.Path, m.Line, ErrCycle, m.ID, next.ID, c))
+		// The cycle as seen from this member: it, what it depends on, ...
+		parts := make([]string, 0, n+1)
+		for j := 0; j <= n; j++ {
+			parts = append(parts, c.Members[(i+j)%n].ID)
+		}
+		out = append(out, fmt.Errorf("%s:%d:1: depends_on: %w: %s", m.Path, m.Line, ErrCycle, strings.Join(parts, " -> ")))
 	}
 	return out
 }
