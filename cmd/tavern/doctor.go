@@ -1,7 +1,6 @@
 package main
 
 import (
-
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/docstore"
@@ -98,4 +97,3 @@ func runDoctor(c *cli.Context) error {
 	}
 	return nil
 }
-

@@ -260,7 +260,11 @@ func TestDeadHolderShownAndReapedInBackground(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { watch.Process.Kill(); watch.Wait() }()
-	go func() { sc := bufio.NewScanner(stderr); for sc.Scan() { } }()
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+		}
+	}()
 	waitFor(t, 30*time.Second, "watch to reap the item", func() bool { return p.exists("queues/q/pending/" + id + ".md") })
 	if st := p.fields("agents/d1")["state"]; st != "failed" {
 		t.Errorf("agent d1 is %v after the reap, want failed", st)
