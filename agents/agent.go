@@ -143,7 +143,8 @@ func agentFromDoc(d *docstore.Doc) *Agent {
 
 // Attention says why the agent needs a person ("" when it does not):
 // it failed (a crash, a failed child, a failed verification: respawn or
-// resolve it), or it is working or waiting with no process recorded.
+// resolve it), or it was spawned and is working or waiting with no
+// process recorded (an agent never spawned is driven by hand).
 // `tavern agent ls` shows it.
 func (a *Agent) Attention() string {
 	if a.IllegalEdit() {
@@ -152,8 +153,8 @@ func (a *Agent) Attention() string {
 	switch st := a.Effective(); {
 	case st == Failed:
 		return "failed: respawn or resolve it"
-	case running(st) && a.PID == 0 && a.Host == "":
-		return st + " with no process running it"
+	case running(st) && a.PID == 0 && a.Host == "" && a.Spawns > 0:
+		return st + " with no process running it" // a spawned agent whose child is gone
 	}
 	return ""
 }

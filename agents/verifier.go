@@ -71,12 +71,13 @@ func (m *Manager) VerifyAgent(ctx context.Context, name, by string, maxAttempts 
 	switch {
 	case attempt >= maxAttempts:
 		to = Failed
-	case a.PID == 0:
-		// Nobody would work on it: the spawn wrapper cleared pid when
-		// its child exited (before verifying). Back in working it would
-		// sit there with no process, forever; failed is where the state
-		// machine puts an agent that needs a person (or a respawn, which
-		// resumes it with the failures in its Notes).
+	case a.PID == 0 && a.Spawns > 0:
+		// A spawned agent whose child exited (the wrapper cleared pid
+		// before verifying): nobody would work on it. Back in working
+		// it would sit there with no process, forever; failed is where
+		// the state machine puts an agent that needs a person (or a
+		// respawn, which resumes it with the failures in its Notes). An
+		// agent never spawned is driven by hand: back to working.
 		to = Failed
 	}
 	note := fmt.Sprintf("Verification %d failed (%s, by %s):\n\n%s", attempt, m.now().UTC().Format(time.RFC3339), by, strings.Join(failures, "\n"))

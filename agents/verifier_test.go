@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
 )
 
@@ -94,9 +93,6 @@ func TestVerifyAgentMovesState(t *testing.T) {
 	flag := filepath.Join(m.ProjectDir(), "flag")
 	m.AddCommitment("vic", "flag set", "test -f flag", 0)
 	m.Transition("vic", Working, TransitionOptions{})
-	// A process runs vic (one that moves itself to verifying without
-	// exiting): a failed verification sends it back to work.
-	m.EditAgent("vic", func(d *docstore.Doc) error { return d.Set("pid", os.Getpid()) })
 	m.Transition("vic", Verifying, TransitionOptions{})
 
 	st, _, err := m.VerifyAgent(context.Background(), "vic", "", 2)
