@@ -35,11 +35,11 @@ import (
 
 // row is one scenario's figures.
 type row struct {
-	name                          string
+	name                           string
 	tried, lost, twice, torn, left int
-	skipped                       string // why the scenario did not run
-	note                          string
-	took                          time.Duration
+	skipped                        string // why the scenario did not run
+	note                           string
+	took                           time.Duration
 }
 
 func (r row) bad() bool { return r.skipped == "" && (r.lost+r.twice+r.torn+r.left) > 0 }
