@@ -144,6 +144,7 @@ func crashPoints(e *env) row {
 	if r.torn > 0 {
 		r.note = strings.TrimSpace(r.note + " first torn: " + first)
 	}
+	r.note = strings.TrimSpace(fmt.Sprintf("%d claims. %s", claims(dir), r.note))
 	if tried < target {
 		r.note = strings.TrimSpace(fmt.Sprintf("%s only %d crash points in %d runs", r.note, tried, runs))
 	}

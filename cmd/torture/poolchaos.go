@@ -25,7 +25,7 @@ exec 8>>"$LOGDIR/$TAVERN_ITEM.lock"
 if ! flock -n 8; then echo "overlap $TAVERN_ITEM $TAVERN_ATTEMPT" >> "$LOGDIR/log"; exit 3; fi
 echo "start $TAVERN_ITEM $TAVERN_ATTEMPT" >> "$LOGDIR/log"
 : > "$LOGDIR/pids/child-$$"
-sleep 0.05
+sleep 0.2
 echo "end $TAVERN_ITEM $TAVERN_ATTEMPT" >> "$LOGDIR/log"
 rm -f "$LOGDIR/pids/child-$$"
 `
@@ -129,7 +129,7 @@ func poolChaos(e *env) row {
 	}
 	r.twice += overlaps
 	r.torn, _ = torn(dir, nil)
-	r.note = strings.TrimSpace(fmt.Sprintf("%d SIGKILLs (%d wrappers, %d drones), pool restarted once. %s", killed, wrappers, killed-wrappers, r.note))
+	r.note = strings.TrimSpace(fmt.Sprintf("%d claims, %d SIGKILLs (%d wrappers, %d drones), pool restarted once. %s", claims(dir), killed, wrappers, killed-wrappers, r.note))
 	return r
 }
 

@@ -47,14 +47,14 @@ func queueWorker(args []string) int {
 			continue
 		}
 		fmt.Fprintf(log, "start %s %d\n", c.ID, c.Attempt)
-		time.Sleep(time.Duration(20+rand.IntN(40)) * time.Millisecond)
+		time.Sleep(time.Duration(2+rand.IntN(8)) * time.Millisecond)
 		if _, err := c.Complete("ok"); err == nil {
 			fmt.Fprintf(log, "done %s %d\n", c.ID, c.Attempt)
 		}
 	}
 }
 
-// queueChaos runs 8 worker processes over 2000 items (times the scale)
+// queueChaos runs 8 worker processes over 5000 items (times the scale)
 // while it SIGKILLs workers (and starts new ones) and SIGSTOPs others
 // for up to 2 s (their claims go hung, are reaped after the lease and its
 // grace, and their late completions are refused). Every item must end
@@ -62,7 +62,7 @@ func queueWorker(args []string) int {
 func queueChaos(e *env) row {
 	dir := e.project("queue")
 	root := filepath.Join(dir, ".tavern")
-	n := 2000 * e.scale
+	n := 5000 * e.scale
 	s, err := docstore.Open(root)
 	if err != nil {
 		fatal(err)
@@ -160,6 +160,6 @@ func queueChaos(e *env) row {
 		r.twice = max(r.twice, twice)
 	}
 	r.torn, _ = torn(dir, nil)
-	r.note = strings.TrimSpace(fmt.Sprintf("%d SIGKILLs, %d SIGSTOPs. %s", kills, stops, r.note))
+	r.note = strings.TrimSpace(fmt.Sprintf("%d claims, %d SIGKILLs, %d SIGSTOPs. %s", claims(dir), kills, stops, r.note))
 	return r
 }

@@ -83,3 +83,15 @@ func twiceCompleted(dir string) int {
 	}
 	return n
 }
+
+// claims counts item.claimed events.
+func claims(dir string) int {
+	n := 0
+	journal.Read(filepath.Join(dir, ".tavern"), journal.Filter{Types: []string{queues.EventClaimed}}, func(e journal.Event, err error) bool {
+		if err == nil {
+			n++
+		}
+		return true
+	})
+	return n
+}
