@@ -146,42 +146,91 @@
 //
 // # The spawn wrapper
 //
-// Spawn runs any command as an agent. It takes the agent's liveness lock
-// (schema.AgentLockKey: "agents/<name>") and
-// holds it for the child's whole life; with queues it then claims one item
-// as an AgentLock claim, so the item lives exactly as long as the wrapper.
-// The agent goes to working (spawns+1, host) before the child starts, so
-// the child may ask a question at once; pid is recorded right after. The
-// child runs in the project directory, in its own process group, with the
-// item body on stdin and TAVERN_DIR, TAVERN_AGENT, TAVERN_PARENT,
-// TAVERN_ITEM, TAVERN_ITEM_PATH, TAVERN_QUEUE, TAVERN_ATTEMPT, TAVERN_RESULT,
-// TAVERN_ROLE, TAVERN_CONSTITUTION and TAVERN_MODEL. The lease is renewed
-// every third of the queue's lease. Output lines are batched (every 200 ms
-// or 256 lines) into SendMessages on the @<name> channel, sender <name> or
-// <name>:stderr. On exit: 0 completes the item (result: the TAVERN_RESULT
-// file, else the last 5 stdout lines) and moves the agent to verifying (it
-// has commitments) or done; non-zero fails the item with the exit status
-// and the stderr tail and moves the agent to failed; a forwarded signal
-// releases the item and moves the agent to idle. pid and host are cleared
-// before the lock is released.
+// Spawn runs any command as an agent, in steps (spawn.go: ensure the
+// agent, lock, prepare, claim, start the child, supervise, exit status,
+// settle; a failing step calls the one abort sequence). It takes the
+// agent's lock (schema.AgentLockKey: "agents/<name>"; held: ErrBusy) and
+// starts an instance: a new id (docstore.NewID) recorded as the agent's
+// instance field and passed to the child as TAVERN_INSTANCE, with its own
+// liveness lock (schema.InstanceLockKey: "instances/<id>"). With queues it
+// then claims one item for the instance: the claim records the instance
+// and lives as long as the instance's lock. The agent goes to working
+// (spawns+1, host, instance) before the child starts, so the child may ask
+// a question at once; pid is recorded right after. The child runs in the
+// project directory, in its own process group, with the item body on
+// stdin and TAVERN_DIR, TAVERN_AGENT, TAVERN_INSTANCE, TAVERN_PARENT,
+// TAVERN_ITEM, TAVERN_ITEM_PATH, TAVERN_QUEUE, TAVERN_ATTEMPT,
+// TAVERN_RESULT, TAVERN_ROLE, TAVERN_CONSTITUTION and TAVERN_MODEL. The
+// lease is renewed every third of the queue's lease. Output lines are
+// batched (every 200 ms or 256 lines) into SendMessages on the @<name>
+// channel, sender <name> or <name>:stderr. On exit: 0 completes the item
+// (result: the TAVERN_RESULT file, else the last 5 stdout lines) and moves
+// the agent to verifying (it has commitments) or done; non-zero fails the
+// item with the exit status ("killed by SIGKILL" for a signal) and the
+// stderr tail and moves the agent to failed; a forwarded signal releases
+// the item and moves the agent to idle. pid and host are cleared before
+// the locks are released.
 //
-// Liveness. If the wrapper dies (SIGKILL), the kernel drops its lock: the
-// queue's reaper returns the item at once, and ReapAgents (the verifier
-// daemon, pools, `tavern agent reap`, the next spawn of the agent) marks
-// failed every agent in working or waiting whose document names this host
-// but whose lock is free. Caveats: a liveness lock proves nothing across
-// hosts, so agents of other hosts are left alone; the child is in its own
-// process group, so an orphaned child of a SIGKILLed wrapper keeps running
-// until someone kills it (its item is already back in the queue, and its
-// completion would be refused by the claim's fencing token).
+// # Supervision
+//
+// The guarantee: an item claimed through the spawn wrapper is never handed
+// out again while any process of its execution can still be running, and
+// a dead execution's late actions are refused.
+//
+//   - The instance's lock is taken on a descriptor the child inherits (as
+//     descriptor 3; docstore.TryLockInheritable), so the flock is held by
+//     the wrapper and by every process of the child's tree that keeps the
+//     descriptor: a SIGKILLed wrapper does not free it while its child or
+//     a grandchild lives, and the queue's reaper leaves the item claimed.
+//   - The child runs in its own process group and gets SIGKILL when the
+//     wrapper dies (Linux Pdeathsig; it is started from a goroutine locked
+//     to its OS thread until the child is reaped, since the signal follows
+//     the thread that forked it). When the child exits, the wrapper kills
+//     what is left in its group, and any other process still holding the
+//     instance's lock, before it settles the item (while the zombie keeps
+//     the group id from being reused).
+//   - A dead wrapper's tree that outlived it (grandchildren in the group,
+//     or that made groups of their own) is killed by whoever finds the
+//     wrapper dead: the next spawn of the agent (prepare), the agent reaper
+//     (ReapAgents, run by pools, the verifier, `tavern watch`, `tavern
+//     reap`, `tavern doctor --fix`). They find the tree's processes through
+//     /proc (those whose descriptor holds the lock: docstore.LockHolders),
+//     SIGKILL them and their groups, and wait until the lock is free; the
+//     item then goes back to pending.
+//   - A late done/fail/renew/release from a dead instance (an orphan that
+//     escaped, a SIGSTOPped holder resumed) carries its TAVERN_INSTANCE and
+//     is refused (queues.ErrStale) once the claim belongs to another
+//     instance, whatever the agent name.
+//
+// Limits: Pdeathsig and the /proc search are Linux only (elsewhere the
+// wrapper and the reaper can only kill the child's process group); a
+// process that closes descriptor 3 and leaves the child's process group
+// (a daemon that closes every descriptor and calls setsid) escapes both the
+// lock and the kill; a liveness lock proves nothing across hosts, so
+// agents of other hosts are left alone and their claims live by lease;
+// the kernel cannot kill a process in uninterruptible sleep (the reaper
+// waits up to 30 s for the lock, then reports it).
+//
+// Liveness. If the wrapper dies (SIGKILL), the kernel drops the agent's
+// lock and, once its tree is dead, the instance's: the queue's reaper
+// returns the item at once, and ReapAgents (the verifier daemon, pools,
+// `tavern agent reap`, `tavern reap`, the next spawn of the agent) kills
+// the tree and marks failed every agent in working or waiting whose
+// document names this host but whose lock is free. Long-running processes
+// reap every second (RunReaper): a holder's death drops a flock, which is
+// no file event.
 //
 // # Pools
 //
 // RunPool keeps Min..Max drones, each a separate spawn wrapper process
 // (`tavern spawn --json` of the same binary) that claims one item and
-// exits. Each pass reads the queues' stats and starts drones up to
-// min(claimable items, Max); it wakes on drone exits and on watcher events
-// under queues/, plus a 1 s tick that also writes pools/<name>.md (drones,
+// exits. Each pass reads the queues' stats and fills every free slot:
+// drones that hold a claim do not count against the claimable items, so
+// it runs up to min(busy drones + claimable items, Max). A drone name that
+// a live wrapper of another process holds (a drone of an earlier run of
+// the pool) is skipped. It wakes on drone exits and on watcher events
+// under queues/, plus a 1 s tick that reaps (Manager.Reap, in the
+// background; at once when a drone crashed) and writes pools/<name>.md (drones,
 // peak, spawned, crashed, items done/failed/released, steals, throughput
 // per minute, utilization = busy drone-time / (Max x elapsed),
 // amplification = average concurrent drones). Empty behaviour: idle keeps
@@ -203,6 +252,11 @@
 // `tavern set`). RunVerifier watches agents/ and verifies every agent that
 // enters verifying: done if all passed, else back to working with the
 // failures in its Notes and verify_attempts+1, or failed after MaxAttempts.
+// A spawned agent whose child has exited goes to failed instead of working
+// (nobody would work on it; Agent.Attention flags it and `agent ls` shows
+// it as needing attention; a respawn resumes it with the failures in its
+// Notes); an agent never spawned is driven by hand and goes back to
+// working. With a Broker it also reaps queue claims every second.
 // Concurrent verifiers exclude each other per agent ("verify/<name>" lock).
 //
 // # Questions

@@ -60,7 +60,22 @@
 //     `take --as NAME` (AgentLock) while some process holds NAME's
 //     liveness lock (the agent's spawn wrapper in package agents). If that
 //     lock is free when the claim is made, the agent is not running and
-//     the claim is lease-only.
+//     the claim is lease-only. NAME must pass schema.ValidAgentName.
+//   - claim_kind: liveness, liveness_lock: instances/<id>
+//     (schema.InstanceLockKey), instance: <id>: an AgentLock claim made for
+//     a spawn instance (TakeOptions.Instance, or Options.Instance: the CLI
+//     passes $TAVERN_INSTANCE). The spawn wrapper holds that lock on a
+//     descriptor its child inherits, so the claim lives while any process
+//     of the child's tree does (package agents, "Supervision"). A reaper
+//     that finds it free removes its lock file: no instance comes back.
+//
+// Instance fence. A claim records the instance that made it (instance).
+// Complete, Fail, Renew and Release of a Broker opened with an Instance,
+// and every method of a Claim, refuse a claim recorded with another
+// instance (or none) with ErrStale, whatever the attempt and claimed_by
+// say: a late action of a dead instance never touches its successor's
+// claim, even under the same agent name. A Broker without an Instance (a
+// person at a shell) is fenced by the attempt only.
 //
 // A reaper (Reap, `tavern reap`, and Take itself: once per ReapInterval per
 // queue and always before reporting a queue empty) takes each claimed
@@ -85,7 +100,9 @@
 // queue); a dependency in dead/ (or missing) is reported as blocking by
 // Take's *EmptyError, Claim.Notes and Stats. Add refuses unknown
 // dependencies and dependency graphs with a cycle (possible only through
-// hand edits, since ids are fresh).
+// hand edits, since ids are fresh). A cycle made by hand is named in Take's
+// empty report (Diagnostics.Cycles) and found by Cycles/FindCycles, which
+// `tavern check` reports at each member's depends_on line.
 //
 // # Several queues, stealing, waiting
 //
@@ -113,7 +130,13 @@
 // An item file that does not parse or validate stays where it is. Take
 // skips it and reports it (Claim.Notes.Invalid, EmptyError.Diag.Invalid:
 // *docstore.ParseError / *docstore.ValidationError with path:line:col), as
-// do Stats and Reap; it never blocks the rest of the queue.
+// do Stats and Reap; it never blocks the rest of the queue. So is a path
+// named like an item that is not a document file (a FIFO, a directory, a
+// symlink even inside the store, an unreadable file: *docstore.
+// OddFileError); a FIFO is never opened. A move that fails after writing
+// the new copy (the old one cannot be removed: an immutable or read-only
+// directory) removes the new copy before it returns the error, so a failed
+// take leaves no claim behind.
 //
 // # Costs and performance notes
 //
@@ -457,7 +480,14 @@
 // item.failed, item.dead, item.released, item.reaped, item.lease_expired,
 // item.retried, queue.created, with the item id, queue, path and the claim
 // attempt. The files are the truth; a journal write failure does not undo
-// a state change.
+// a state change. The move comes first and the event after, so a process
+// killed in between leaves a journal gap (an item in done/ without its
+// item.completed): Findings reports it and `tavern doctor --fix` appends
+// the missing event with "recovered": true. Journaling the intent first
+// would instead record completions that never happened.
+//
+// Stats.DeadOwners counts claims whose holder is dead and that no reaper
+// has returned yet (`queue ls` shows them as NAME(N, D dead)).
 //
 // # Caveats
 //
