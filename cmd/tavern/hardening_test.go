@@ -100,6 +100,17 @@ func TestFileModesCLI(t *testing.T) {
 	if fi, _ := os.Stat(p.path("agents/alice.md")); fi.Mode().Perm() != 0o600 {
 		t.Errorf("after set: mode %v, want 0600", fi.Mode().Perm())
 	}
+	// The next send to a chunk someone made private.
+	p.ok("send", "c", "hello", "--as", "bob")
+	chunks, _ := filepath.Glob(p.path("messages/c/*.md"))
+	if len(chunks) != 1 {
+		t.Fatalf("chunks: %v", chunks)
+	}
+	os.Chmod(chunks[0], 0o600)
+	p.ok("send", "c", "again", "--as", "bob")
+	if fi, _ := os.Stat(chunks[0]); fi.Mode().Perm() != 0o600 {
+		t.Errorf("after send: chunk mode %v, want 0600", fi.Mode().Perm())
+	}
 	p.ok("queue", "create", "q")
 	id := p.addItem("q")
 	os.Chmod(p.path("queues/q/pending/"+id+".md"), 0o640)
