@@ -198,12 +198,22 @@
 // Verify runs each with `sh -c` in the project directory under its timeout
 // (the whole process group is SIGKILLed on timeout) and writes status,
 // exit_code, output (last 2 KiB), verified_at, verified_by and duration.
-// An agent cannot verify itself (ErrSelfVerify), and CheckCommitmentWrite
-// refuses an agent's write of its own commitments' status fields (used by
-// `tavern set`). RunVerifier watches agents/ and verifies every agent that
+// An agent cannot verify itself (ErrSelfVerify). AddCommitment journals
+// the sha256 of the assertion (commitment.added); an assertion whose text
+// no longer has it (TamperedError) is never run and fails. RunVerifier watches agents/ and verifies every agent that
 // enters verifying: done if all passed, else back to working with the
 // failures in its Notes and verify_attempts+1, or failed after MaxAttempts.
 // Concurrent verifiers exclude each other per agent ("verify/<name>" lock).
+//
+// # Rules on every write
+//
+// InstallRules puts the state machine and the commitment rules on a
+// docstore.Store (NewManager does, for a person; the CLI does, for
+// TAVERN_AGENT), so raw writes obey them as Transition does: a state that
+// cannot follow the applied one, applied_state that does not follow state,
+// done with unpassed commitments, or an agent writing its own commitment's
+// assertion or result fail with a *docstore.RefusedError. It also installs
+// the checks of `tavern check` (illegal hand edits, tampered assertions).
 //
 // # Questions
 //

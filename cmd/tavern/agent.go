@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -178,14 +179,18 @@ accepted and journaled, an illegal one is reported by 'agent audit' and
 			},
 			{
 				Name:  "audit",
-				Usage: "report agents whose state was edited by hand illegally; accept legal hand edits",
+				Usage: "report illegal hand edits of agent states and tampered commitments; accept legal hand edits",
 				Flags: []cli.Flag{jsonFlag},
 				Action: withManager(func(c *cli.Context, m *agents.Manager) error {
 					probs, err := m.Audit()
+					tampered, terr := m.Tampered()
 					if c.Bool("json") {
-						out := []map[string]string{}
+						out := []map[string]any{}
 						for _, p := range probs {
-							out = append(out, map[string]string{"path": p.Path, "agent": p.Agent, "state": p.To, "applied_state": p.From, "error": p.Error()})
+							out = append(out, map[string]any{"path": p.Path, "agent": p.Agent, "state": p.To, "applied_state": p.From, "error": p.Error()})
+						}
+						for _, t := range tampered {
+							out = append(out, map[string]any{"path": t.Path, "tampered": true, "recorded_sha256": t.Recorded, "sha256": t.Current, "error": t.Error()})
 						}
 						if perr := printJSON(c, out); perr != nil {
 							return perr
@@ -194,11 +199,14 @@ accepted and journaled, an illegal one is reported by 'agent audit' and
 						for _, p := range probs {
 							errf(c, "%v\n", p)
 						}
+						for _, t := range tampered {
+							errf(c, "%v\n", t)
+						}
 					}
-					if err != nil {
+					if err = errors.Join(err, terr); err != nil {
 						return err
 					}
-					if len(probs) > 0 {
+					if len(probs)+len(tampered) > 0 {
 						return withCode(exitInvalid, errSilent)
 					}
 					return nil

@@ -22,8 +22,8 @@ func init() {
 	mapExit(agents.ErrUnverified, exitConflict)
 	mapExit(agents.ErrAnswered, exitConflict)
 	mapExit(agents.ErrNoWork, exitNotFound)
-	setGuards = append(setGuards, commitmentGuard)
-	checkHooks = append(checkHooks, agents.CheckAgentDoc)
+	mapExit(agents.ErrOwnAssertion, exitConflict)
+	mapExit(agents.ErrTampered, exitInvalid)
 }
 
 // openManager opens the store and its agent manager.
@@ -42,13 +42,6 @@ func actor(c *cli.Context) string {
 		return v
 	}
 	return os.Getenv("TAVERN_AGENT")
-}
-
-// commitmentGuard refuses `tavern set` of a commitment's status fields by
-// the agent that made it (identified by TAVERN_AGENT): only a verifier
-// writes them.
-func commitmentGuard(rel string, fields []string) error {
-	return agents.CheckCommitmentWrite(rel, os.Getenv("TAVERN_AGENT"), fields)
 }
 
 // contextWithoutCancel keeps the command's values but not main's

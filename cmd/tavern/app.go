@@ -13,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/docstore"
 )
 
@@ -154,6 +155,10 @@ func openStore(c *cli.Context) (*docstore.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The agent rules hold on every write path: set and edit as well as
+	// the agent commands. TAVERN_AGENT is who writes (the spawn wrapper
+	// sets it for its child).
+	agents.InstallRules(s, os.Getenv("TAVERN_AGENT"))
 	recordJournal(c, s) // log.go: every mutation is journaled
 	return s, nil
 }

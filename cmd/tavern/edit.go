@@ -21,7 +21,10 @@ func init() {
 		ArgsUsage: "REF",
 		Description: `Opens a copy of the document in $VISUAL or $EDITOR (default vi). When the editor
 exits the copy is validated; on errors they are shown and you are offered to
-edit again. Nothing is saved until the document is valid. If someone else
+edit again. Nothing is saved until the document is valid and the write obeys
+the store's rules (the agent state machine; an agent may not change its own
+commitment's assertion or result): a refused write is shown the same way and
+exits 4 if you do not edit again. If someone else
 changed the document meanwhile, the save is refused (exit 4) and your copy is
 kept so you can merge by hand.
 
@@ -70,22 +73,25 @@ Example:
 				verr := validateEdit(orig, data)
 				if verr == nil {
 					_, err := s.UpdateIf(rel, orig.Rev, func(d *docstore.Doc) error { return d.Replace(data) })
-					if err != nil {
-						if errors.Is(err, docstore.ErrConflict) {
-							errf(c, "tavern: your edit is kept in %s\n", tmpName)
-						}
+					switch {
+					case err == nil:
+						os.Remove(tmpName)
+						outf(c, "saved %s\n", rel)
+						return nil
+					case errors.Is(err, docstore.ErrConflict):
+						errf(c, "tavern: your edit is kept in %s\n", tmpName)
+						return err
+					case !errors.Is(err, docstore.ErrRefused):
 						return err
 					}
-					os.Remove(tmpName)
-					outf(c, "saved %s\n", rel)
-					return nil
+					verr = err // a rule refused it: edit again, as for an invalid edit
 				}
 				errf(c, "%v\n", verr)
 				errf(c, "Edit again? [Y/n] ")
 				answer, rerr := in.ReadString('\n')
 				if rerr != nil || strings.HasPrefix(strings.ToLower(strings.TrimSpace(answer)), "n") {
 					errf(c, "\nnothing saved; your edit is kept in %s\n", tmpName)
-					return withCode(exitInvalid, errSilent)
+					return withCode(exitCode(verr), errSilent)
 				}
 			}
 		},

@@ -11,7 +11,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/schema"
 )
 
@@ -121,7 +123,7 @@ func reportError(stderr io.Writer, args []string, err error) int {
 		fmt.Fprintln(stderr, jsonError(err, code))
 		return code
 	}
-	fmt.Fprintf(stderr, "tavern: %v\n", err)
+	fmt.Fprintf(stderr, "tavern: %v%s\n", err, hint(err))
 	if code == exitUsage && errors.Is(err, errUsage) {
 		fmt.Fprintln(stderr, "Run `tavern --help` or `tavern COMMAND --help` for usage.")
 	}
@@ -145,7 +147,7 @@ func wantsJSON(args []string) bool {
 // the error has none), so consumers need no existence checks.
 func jsonError(err error, code int) string {
 	path, line, col := docstore.Position(err)
-	obj := map[string]any{"error": err.Error(), "code": code, "path": nil, "line": nil, "col": nil}
+	obj := map[string]any{"error": err.Error() + hint(err), "code": code, "path": nil, "line": nil, "col": nil}
 	if path != "" {
 		obj["path"] = path
 	}
@@ -154,6 +156,27 @@ func jsonError(err error, code int) string {
 	}
 	b, _ := json.Marshal(obj)
 	return string(b)
+}
+
+// hint is the command-line advice for an error, which the library's
+// errors do not carry: what to run next.
+func hint(err error) string {
+	var ke *schema.UnknownKindError
+	var qe *queues.QueueError
+	var te *agents.TransitionError
+	switch {
+	case errors.Is(err, docstore.ErrNoStore):
+		return " (run `tavern init`, or pass --dir / set TAVERN_DIR)"
+	case errors.As(err, &ke) && ke.Name != "":
+		return " (see `tavern schema` for the list)"
+	case errors.As(err, &qe) && errors.Is(err, queues.ErrUnknownQueue):
+		return fmt.Sprintf(" (create it with `tavern queue create %s`)", qe.Queue)
+	case errors.Is(err, agents.ErrConstitutionChanged):
+		return " (pass --accept-constitution to spawn under the new one)"
+	case errors.As(err, &te) && errors.Is(err, agents.ErrIllegalEdit):
+		return fmt.Sprintf(" (`tavern agent state %s STATE --force`)", te.Agent)
+	}
+	return ""
 }
 
 // warn reports a problem that does not stop the command (a document ls

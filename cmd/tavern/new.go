@@ -4,7 +4,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -58,7 +57,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			d, err := newDoc(k, name, body)
+			d, err := docstore.NewDoc(k, docstore.Template{Name: name[strings.LastIndex(name, "/")+1:], Defaults: true, Body: body})
 			if err != nil {
 				return err
 			}
@@ -77,31 +76,6 @@ Examples:
 			return nil
 		},
 	})
-}
-
-// newDoc builds a document with schema_version, id, name, timestamps and
-// the kind's defaults.
-func newDoc(k *schema.Kind, name string, body []byte) (*docstore.Doc, error) {
-	now := time.Now()
-	fields := []docstore.Field{{Key: schema.VersionField, Value: k.Version}}
-	if k.Field("id") != nil {
-		fields = append(fields, docstore.Field{Key: "id", Value: docstore.NewID()})
-	}
-	if k.Field("name") != nil {
-		fields = append(fields, docstore.Field{Key: "name", Value: name[strings.LastIndex(name, "/")+1:]})
-	}
-	for _, f := range k.Fields {
-		if f.Default != nil && f.Name != "name" {
-			fields = append(fields, docstore.Field{Key: f.Name, Value: f.Default})
-		}
-	}
-	if k.Field("created") != nil {
-		fields = append(fields, docstore.Field{Key: "created", Value: now}, docstore.Field{Key: "updated", Value: now})
-	}
-	if len(body) == 0 || body[0] != '\n' {
-		body = append([]byte("\n"), body...)
-	}
-	return docstore.New(k, fields, body)
 }
 
 // parseAssignments splits field=value arguments.

@@ -6,10 +6,6 @@ import (
 	"github.com/tavernhq/tavern/docstore"
 )
 
-// setGuards may refuse a write of the named fields of rel before anything
-// is written (package agents: only a verifier writes commitment status).
-var setGuards []func(rel string, fields []string) error
-
 func init() {
 	register(&cli.Command{
 		Name:      "set",
@@ -47,15 +43,6 @@ Examples:
 			rel, err := resolveRef(s, c.Args().First())
 			if err != nil {
 				return err
-			}
-			fields := append([]string(nil), c.StringSlice("unset")...)
-			for _, a := range assigns {
-				fields = append(fields, a[0])
-			}
-			for _, guard := range setGuards {
-				if err := guard(rel, fields); err != nil {
-					return err
-				}
 			}
 			d, err := s.UpdateIf(rel, c.String("if-rev"), func(d *docstore.Doc) error {
 				for _, a := range assigns {

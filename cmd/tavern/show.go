@@ -85,7 +85,7 @@ func docJSON(s *docstore.Store, d *docstore.Doc, withBody bool) *docObject {
 		Rel:    d.Path,
 		Name:   d.Name,
 		Rev:    d.Rev,
-		Fields: d.Fields(),
+		Fields: d.View().Fields(), // as the current schema sees it, like ls
 		Valid:  true,
 	}
 	if d.Kind != nil {
