@@ -11,14 +11,16 @@ import (
 	"github.com/tavernhq/tavern/docstore"
 )
 
-func init() {
-	register(&cli.Command{
+func newCheckCommand() *cli.Command {
+	return &cli.Command{
 		Name:      "check",
 		Usage:     "validate the store or the given files",
 		ArgsUsage: "[PATH...]",
 		Description: `Parses and validates every document (or the given files and directories) and
 lists every problem as path:line:col: field: message. Exit 5 if any document is
-invalid. Unknown fields are reported only with --strict.
+invalid. Unknown fields are reported only with --strict. Beyond the schema it
+reports agent states edited by hand to an illegal value and commitments whose
+assertion changed since they were made.
 
 Examples:
    tavern check
@@ -26,45 +28,43 @@ Examples:
    tavern check --json`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "strict", Usage: "also report fields the schema does not know"},
-			jsonFlag,
+			jsonFlag(),
 		},
-		Action: func(c *cli.Context) error {
-			s, err := openStore(c)
-			if err != nil {
-				return err
-			}
-			var targets []string
-			for _, a := range c.Args().Slice() {
-				rel, err := checkTarget(s, a)
-				if err != nil {
-					return err
-				}
-				targets = append(targets, rel)
-			}
-			rep, err := s.Check(targets, c.Bool("strict"))
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				if err := printJSON(c, rep); err != nil {
-					return err
-				}
-			} else {
-				for _, p := range rep.Problems {
-					errf(c, "%s\n", p.Message)
-				}
-				if len(rep.Problems) == 0 {
-					outf(c, "%d documents checked, all valid\n", rep.Checked)
-				} else {
-					errf(c, "%d documents checked, %d problem(s)\n", rep.Checked, len(rep.Problems))
-				}
-			}
-			if !rep.Valid(c.Bool("strict")) {
-				return withCode(exitInvalid, errSilent)
-			}
-			return nil
-		},
-	})
+		Action: withStore(runCheck),
+	}
+}
+
+func runCheck(c *cli.Context, s *docstore.Store) error {
+	var targets []string
+	for _, a := range c.Args().Slice() {
+		rel, err := checkTarget(s, a)
+		if err != nil {
+			return err
+		}
+		targets = append(targets, rel)
+	}
+	rep, err := s.Check(targets, c.Bool("strict"))
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		if err := printJSON(c, rep); err != nil {
+			return err
+		}
+	} else {
+		for _, p := range rep.Problems {
+			errf(c, "%s\n", p.Message)
+		}
+		if len(rep.Problems) == 0 {
+			outf(c, "%d documents checked, all valid\n", rep.Checked)
+		} else {
+			errf(c, "%d documents checked, %d problem(s)\n", rep.Checked, len(rep.Problems))
+		}
+	}
+	if !rep.Valid(c.Bool("strict")) {
+		return withCode(exitInvalid, errSilent)
+	}
+	return nil
 }
 
 // checkTarget turns an argument of check into a store-relative path: a

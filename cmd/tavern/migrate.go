@@ -6,8 +6,8 @@ import (
 	"github.com/tavernhq/tavern/docstore"
 )
 
-func init() {
-	register(&cli.Command{
+func newMigrateCommand() *cli.Command {
+	return &cli.Command{
 		Name:  "migrate",
 		Usage: "rewrite documents written by older schema versions",
 		Description: `Documents from older schema versions are migrated in memory whenever they are
@@ -22,53 +22,55 @@ Examples:
    tavern migrate`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "dry-run", Usage: "show the changes as a diff; write nothing"},
-			jsonFlag,
+			jsonFlag(),
 		},
-		Action: func(c *cli.Context) error {
-			s, err := openStore(c)
-			if err != nil {
-				return err
-			}
-			changed := []map[string]string{}
-			invalid := 0
-			err = s.Migrate(c.Bool("dry-run"), func(m docstore.Migration) error {
-				switch {
-				case m.Before == nil:
-					errf(c, "tavern: skipped: %v\n", m.Err)
-					return nil
-				case m.After == nil:
-					errf(c, "tavern: %s: %v\n", m.Path, m.Err)
-					return nil
-				}
-				diff := unifiedDiff(m.Path, m.Before, m.After)
-				changed = append(changed, map[string]string{"path": m.Path, "diff": diff})
-				switch {
-				case m.Err != nil: // invalid after migration: left as it is
-					warn(c, m.Err)
-					invalid++
-				case c.Bool("json"):
-				case m.Written:
-					outf(c, "migrated %s\n", m.Path)
-				default:
-					outf(c, "%s", diff)
-				}
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				if err := printJSON(c, changed); err != nil {
-					return err
-				}
-			} else if len(changed) == 0 {
-				outf(c, "all documents are at the current schema version\n")
-			}
-			if invalid > 0 {
-				errf(c, "tavern: %d document(s) not migrated: invalid after migration (fix them, then run migrate again)\n", invalid)
-				return withCode(exitInvalid, errSilent)
-			}
+		Action: runMigrate,
+	}
+}
+
+func runMigrate(c *cli.Context) error {
+	s, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	changed := []map[string]string{}
+	invalid := 0
+	err = s.Migrate(c.Bool("dry-run"), func(m docstore.Migration) error {
+		switch {
+		case m.Before == nil:
+			errf(c, "tavern: skipped: %v\n", m.Err)
 			return nil
-		},
+		case m.After == nil:
+			errf(c, "tavern: %s: %v\n", m.Path, m.Err)
+			return nil
+		}
+		diff := unifiedDiff(m.Path, m.Before, m.After)
+		changed = append(changed, map[string]string{"path": m.Path, "diff": diff})
+		switch {
+		case m.Err != nil: // invalid after migration: left as it is
+			warn(c, m.Err)
+			invalid++
+		case c.Bool("json"):
+		case m.Written:
+			outf(c, "migrated %s\n", m.Path)
+		default:
+			outf(c, "%s", diff)
+		}
+		return nil
 	})
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		if err := printJSON(c, changed); err != nil {
+			return err
+		}
+	} else if len(changed) == 0 {
+		outf(c, "all documents are at the current schema version\n")
+	}
+	if invalid > 0 {
+		errf(c, "tavern: %d document(s) not migrated: invalid after migration (fix them, then run migrate again)\n", invalid)
+		return withCode(exitInvalid, errSilent)
+	}
+	return nil
 }

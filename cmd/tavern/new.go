@@ -1,8 +1,6 @@
 package main
 
 import (
-	"io"
-	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -11,10 +9,8 @@ import (
 	"github.com/tavernhq/tavern/schema"
 )
 
-var bodyFlag = &cli.StringFlag{Name: "body", Usage: "read the markdown body from `FILE` (- for stdin)"}
-
-func init() {
-	register(&cli.Command{
+func newNewCommand() *cli.Command {
+	return &cli.Command{
 		Name:      "new",
 		Usage:     "create a document",
 		ArgsUsage: "KIND NAME [field=value...]",
@@ -31,73 +27,51 @@ Examples:
    tavern new agent alice role=reviewer queue=build
    tavern new constitution reviewer --body reviewer.md
    echo "Remember the parser rewrite" | tavern new memory alice/parser-note topic=parser --body -`,
-		Flags: []cli.Flag{bodyFlag, jsonFlag},
-		Action: func(c *cli.Context) error {
-			if c.NArg() < 2 {
-				return usageErr("new takes KIND NAME [field=value...]")
-			}
-			s, err := openStore(c)
-			if err != nil {
-				return err
-			}
-			k, err := schema.Lookup(c.Args().Get(0))
-			if err != nil {
-				return err
-			}
-			name := c.Args().Get(1)
-			rel, err := k.Path(name, nil)
-			if err != nil {
-				return err
-			}
-			assigns, err := parseAssignments(c.Args().Slice()[2:])
-			if err != nil {
-				return err
-			}
-			body, err := readBody(c)
-			if err != nil {
-				return err
-			}
-			d, err := docstore.NewDoc(k, docstore.Template{Name: name[strings.LastIndex(name, "/")+1:], Defaults: true, Body: body})
-			if err != nil {
-				return err
-			}
-			for _, a := range assigns {
-				if err := d.SetYAML(a[0], a[1]); err != nil {
-					return err
-				}
-			}
-			if err := s.Create(rel, d); err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return printJSON(c, docJSON(s, d, true))
-			}
-			outf(c, "%s\n", rel)
-			return nil
-		},
-	})
+		Flags:  []cli.Flag{bodyFlag(), jsonFlag()},
+		Action: runNew,
+	}
 }
 
-// parseAssignments splits field=value arguments.
-func parseAssignments(args []string) ([][2]string, error) {
-	var out [][2]string
-	for _, a := range args {
-		k, v, ok := strings.Cut(a, "=")
-		if !ok || k == "" || strings.ContainsAny(k, " \t") {
-			return nil, usageErr("%q is not field=value", a)
+func runNew(c *cli.Context) error {
+	if c.NArg() < 2 {
+		return usageErr("new takes KIND NAME [field=value...]")
+	}
+	s, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	k, err := schema.Lookup(c.Args().Get(0))
+	if err != nil {
+		return err
+	}
+	name := c.Args().Get(1)
+	rel, err := k.Path(name, nil)
+	if err != nil {
+		return err
+	}
+	assigns, err := parseAssignments(c.Args().Slice()[2:])
+	if err != nil {
+		return err
+	}
+	body, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	d, err := docstore.NewDoc(k, docstore.Template{Name: name[strings.LastIndex(name, "/")+1:], Defaults: true, Body: body})
+	if err != nil {
+		return err
+	}
+	for _, a := range assigns {
+		if err := d.SetYAML(a[0], a[1]); err != nil {
+			return err
 		}
-		out = append(out, [2]string{k, v})
 	}
-	return out, nil
-}
-
-func readBody(c *cli.Context) ([]byte, error) {
-	switch f := c.String("body"); f {
-	case "":
-		return nil, nil
-	case "-":
-		return io.ReadAll(c.App.Reader)
-	default:
-		return os.ReadFile(f)
+	if err := s.Create(rel, d); err != nil {
+		return err
 	}
+	if c.Bool("json") {
+		return printJSON(c, docJSON(s, d, true))
+	}
+	outf(c, "%s\n", rel)
+	return nil
 }

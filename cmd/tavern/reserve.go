@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -11,8 +9,8 @@ import (
 	"github.com/tavernhq/tavern/schema"
 )
 
-func init() {
-	register(&cli.Command{
+func newReserveCommand() *cli.Command {
+	return &cli.Command{
 		Name:      "reserve",
 		Usage:     "reserve paths for an agent (exclusive, with a TTL)",
 		ArgsUsage: "GLOB...",
@@ -32,66 +30,38 @@ Examples:
    tavern reserve --list --json
    tavern unreserve --as alice`,
 		Flags: []cli.Flag{
-			asFlag,
+			asFlag(),
 			&cli.DurationFlag{Name: "ttl", Value: time.Hour, Usage: "the reservation lapses after `DUR` (0: never)"},
 			&cli.StringFlag{Name: "reason", Usage: "why, shown to agents that conflict"},
 			&cli.BoolFlag{Name: "list", Usage: "list live reservations instead"},
-			jsonFlag,
+			jsonFlag(),
 		},
-		Action: func(c *cli.Context) error {
-			if c.Bool("list") {
-				return listReservations(c)
-			}
-			if c.NArg() == 0 || c.String("as") == "" {
-				return usageErr("reserve takes GLOB... --as AGENT")
-			}
-			sp, err := openSpace(c)
-			if err != nil {
-				return err
-			}
-			rs, err := sp.Reserve(c.String("as"), c.Args().Slice(), tuples.ReserveOptions{TTL: c.Duration("ttl"), Reason: c.String("reason")})
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return printJSON(c, rs)
-			}
-			for _, r := range rs {
-				outf(c, "%s\t%s\t%s\n", r.ID, r.Glob, until(r.Expires))
-			}
-			return nil
-		},
-	})
-	register(&cli.Command{
-		Name:      "unreserve",
-		Usage:     "drop an agent's reservations (of GLOBs, or all)",
-		ArgsUsage: "[GLOB...]",
-		Flags:     []cli.Flag{asFlag, jsonFlag},
-		Action: func(c *cli.Context) error {
-			if c.String("as") == "" {
-				return usageErr("unreserve takes [GLOB...] --as AGENT")
-			}
-			sp, err := openSpace(c)
-			if err != nil {
-				return err
-			}
-			n, err := sp.Unreserve(c.String("as"), c.Args().Slice())
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return printJSON(c, map[string]int{"released": n})
-			}
-			outf(c, "released %d\n", n)
-			return nil
-		},
-	})
-	register(&cli.Command{
-		Name:   "reservations",
-		Usage:  "list live path reservations",
-		Flags:  []cli.Flag{jsonFlag},
-		Action: listReservations,
-	})
+		Action: runReserve,
+	}
+}
+
+func runReserve(c *cli.Context) error {
+	if c.Bool("list") {
+		return runReservations(c)
+	}
+	if c.NArg() == 0 || c.String("as") == "" {
+		return usageErr("reserve takes GLOB... --as AGENT")
+	}
+	sp, err := openSpace(c)
+	if err != nil {
+		return err
+	}
+	rs, err := sp.Reserve(c.String("as"), c.Args().Slice(), tuples.ReserveOptions{TTL: c.Duration("ttl"), Reason: c.String("reason")})
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c, rs)
+	}
+	for _, r := range rs {
+		outf(c, "%s\t%s\t%s\n", r.ID, r.Glob, until(r.Expires))
+	}
+	return nil
 }
 
 func until(t time.Time) string {
@@ -99,31 +69,4 @@ func until(t time.Time) string {
 		return "until unreserved"
 	}
 	return "until " + schema.FormatTime(t)
-}
-
-func listReservations(c *cli.Context) error {
-	sp, err := openSpace(c)
-	if err != nil {
-		return err
-	}
-	rs, errs := sp.Reservations()
-	for _, e := range errs {
-		errf(c, "tavern: %v\n", e)
-	}
-	if c.Bool("json") {
-		if rs == nil {
-			rs = []*tuples.Reservation{}
-		}
-		return printJSON(c, rs)
-	}
-	tw := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tGLOB\tEXPIRES\tREASON")
-	for _, r := range rs {
-		exp := "-"
-		if !r.Expires.IsZero() {
-			exp = schema.FormatTime(r.Expires)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Agent, r.Glob, exp, r.Reason)
-	}
-	return tw.Flush()
 }
