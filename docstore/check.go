@@ -14,6 +14,7 @@ type Problem struct {
 	Error   string `json:"error"`   // the message alone
 	Message string `json:"message"` // path[:line:col]: [field: ]message, one line
 	Unknown bool   `json:"unknown_field,omitempty"`
+	Err     error  `json:"-"` // the error reported, for errors.Is/As
 }
 
 // CheckReport is the outcome of Check.
@@ -73,11 +74,11 @@ func (s *Store) checkDoc(rel string, strict bool) []Problem {
 		if errors.As(err, &pe) {
 			msg = rel + ": " + pe.Err.Error()
 		}
-		return []Problem{{Path: path, Line: line, Col: col, Error: msg, Message: msg}}
+		return []Problem{{Path: path, Line: line, Col: col, Error: msg, Message: msg, Err: err}}
 	}
 	var out []Problem
 	for _, e := range d.Validate(strict) {
-		out = append(out, Problem{Path: e.Path, Line: e.Line, Col: e.Col, Field: e.Field, Error: e.Msg, Message: e.Error(), Unknown: e.Unknown})
+		out = append(out, Problem{Path: e.Path, Line: e.Line, Col: e.Col, Field: e.Field, Error: e.Msg, Message: e.Error(), Unknown: e.Unknown, Err: e})
 	}
 	for _, c := range s.checks {
 		for _, err := range c.fn(d) {
@@ -85,7 +86,7 @@ func (s *Store) checkDoc(rel string, strict bool) []Problem {
 			if path == "" {
 				path = rel
 			}
-			out = append(out, Problem{Path: path, Line: line, Col: col, Error: err.Error(), Message: err.Error()})
+			out = append(out, Problem{Path: path, Line: line, Col: col, Error: err.Error(), Message: err.Error(), Err: err})
 		}
 	}
 	return out

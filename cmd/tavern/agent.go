@@ -253,7 +253,7 @@ func runAgentAudit(c *cli.Context, m *agents.Manager) error {
 	if c.Bool("json") {
 		out := []map[string]any{}
 		for _, p := range probs {
-			out = append(out, map[string]any{"path": p.Path, "agent": p.Agent, "state": p.To, "applied_state": p.From, "error": p.Error()})
+			out = append(out, map[string]any{"path": p.Path, "agent": p.Agent, "state": p.To, "applied_state": p.From, "error": p.Error() + hint(p)})
 		}
 		for _, t := range tampered {
 			out = append(out, map[string]any{"path": t.Path, "tampered": true, "recorded_sha256": t.Recorded, "sha256": t.Current, "error": t.Error()})
@@ -263,7 +263,7 @@ func runAgentAudit(c *cli.Context, m *agents.Manager) error {
 		}
 	} else {
 		for _, p := range probs {
-			errf(c, "%v\n", p)
+			errf(c, "%v%s\n", p, hint(p))
 		}
 		for _, t := range tampered {
 			errf(c, "%v\n", t)

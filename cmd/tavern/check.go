@@ -53,7 +53,7 @@ func runCheck(c *cli.Context, s *docstore.Store) error {
 		}
 	} else {
 		for _, p := range rep.Problems {
-			errf(c, "%s\n", p.Message)
+			errf(c, "%s%s\n", p.Message, hint(p.Err))
 		}
 		if len(rep.Problems) == 0 {
 			outf(c, "%d documents checked, all valid\n", rep.Checked)
