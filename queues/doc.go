@@ -104,9 +104,9 @@
 // or lease expiry it saw, and a recheck every Options.Recheck (2s) for
 // what inotify cannot see (a holder's death drops a flock, which is no file
 // event; writes from other machines). The watch is set up before the
-// second scan, so nothing that arrives in between is missed. (This uses
-// fsnotify directly in wait.go; it is the one place to switch to the
-// watcher package's WaitFor.)
+// second scan, so nothing that arrives in between is missed (the engine's
+// one directory wait, watcher.WaitDir; it polls where inotify is out of
+// watches).
 //
 // # Bad input
 //

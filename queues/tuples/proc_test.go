@@ -219,7 +219,7 @@ func TestTokenHolderKilled(t *testing.T) {
 		t.Fatalf("acquire while held: %v, want ErrTokenBusy", err)
 	}
 	// Nobody else can release a slot a live process holds.
-	if err := sp.ReleaseToken("merge", handle, ""); !errors.Is(err, ErrNotHolder) {
+	if err := sp.ReleaseToken("merge", handle, ReleaseOptions{}); !errors.Is(err, ErrNotHolder) {
 		t.Fatalf("release of a live process's slot: %v, want ErrNotHolder", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -277,7 +277,7 @@ func TestTokenAgentDied(t *testing.T) {
 		t.Fatalf("epoch = %d, want %d", tok2.Epoch, tok.Epoch+1)
 	}
 	// The dead agent's stale handle cannot free the new holding.
-	if err := sp.ReleaseToken("quota", tok.Handle(), ""); !errors.Is(err, ErrNotHolder) {
+	if err := sp.ReleaseToken("quota", tok.Handle(), ReleaseOptions{}); !errors.Is(err, ErrNotHolder) {
 		t.Fatalf("stale release: %v, want ErrNotHolder", err)
 	}
 	if err := tok2.Release(); err != nil {

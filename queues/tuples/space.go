@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tavernhq/tavern/docstore"
@@ -27,6 +28,9 @@ type Space struct {
 	now     func() time.Time
 	recheck time.Duration
 	poll    time.Duration
+
+	holdMu sync.Mutex
+	hold   *docstore.Lock // process-held reservations' liveness lock, once taken
 }
 
 // SpaceOptions configure NewSpace. The zero value is the production
@@ -72,6 +76,20 @@ func NewSpace(s *docstore.Store, opt SpaceOptions) (*Space, error) {
 		sp.journal = j
 	}
 	return sp, nil
+}
+
+// Close lets go of what this Space holds for its process: reservations
+// made with ReserveOptions.Process stop standing. The Space is usable
+// afterwards (a new Process reservation takes a new lock).
+func (sp *Space) Close() error {
+	sp.holdMu.Lock()
+	defer sp.holdMu.Unlock()
+	if sp.hold == nil {
+		return nil
+	}
+	err := sp.hold.Remove()
+	sp.hold = nil
+	return err
 }
 
 // Store returns the store the space lives in.
@@ -234,6 +252,27 @@ func (sp *Space) names(typ string) ([]string, error) {
 		ids = append(ids, id)
 	}
 	return ids, nil
+}
+
+// scanAll calls fn with every tuple of typ, expired or not, oldest first.
+// Files that vanish under it are skipped; files that do not parse are
+// passed to bad.
+func (sp *Space) scanAll(typ string, bad func(error), fn func(d *docstore.Doc)) error {
+	ids, err := sp.names(typ)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		d, err := sp.store.Get(tuplePath(typ, id))
+		if err != nil {
+			if !errors.Is(err, docstore.ErrNotExist) && bad != nil {
+				bad(err)
+			}
+			continue
+		}
+		fn(d)
+	}
+	return nil
 }
 
 // scan calls fn with each live (not expired) tuple of typ that matches p,
@@ -400,27 +439,29 @@ func (sp *Space) block(ctx context.Context, typ string, p Pattern, try func(stri
 	if sp.proj != nil {
 		return sp.blockProjected(ctx, typ, p, try, start)
 	}
-	w, err := sp.watchDir(typeDir(typ))
+	dir, err := sp.typeDirAbs(typ)
 	if err != nil {
 		return nil, err
 	}
-	defer w.Close()
-	for {
+	var got *Tuple
+	werr := watcher.WaitDir(ctx, []string{dir}, sp.waitOptions(appeared, nil, nil), func() (bool, error) {
 		t, err := try(typ, p)
-		if err == nil || !errors.Is(err, ErrNoTuple) {
+		if err != nil && errors.Is(err, ErrNoTuple) {
+			return false, nil
+		}
+		got = t
+		return true, err
+	})
+	if werr == nil || ctx.Err() == nil {
+		return got, werr
+	}
+	if errors.Is(werr, context.DeadlineExceeded) {
+		// One last look: the deadline may have raced a write.
+		if t, err := try(typ, p); err == nil || !errors.Is(err, ErrNoTuple) {
 			return t, err
 		}
-		if werr := w.Wait(ctx, sp.recheck); werr != nil {
-			if errors.Is(werr, context.DeadlineExceeded) {
-				// One last look: the deadline may have raced a write.
-				if t, err := try(typ, p); err == nil || !errors.Is(err, ErrNoTuple) {
-					return t, err
-				}
-				return nil, &NoTupleError{Type: typ, Pattern: p, Waited: time.Since(start)}
-			}
-			return nil, werr
-		}
 	}
+	return nil, sp.waitErr(werr, typ, p, start)
 }
 
 // blockProjected waits with the projection's WaitFor: it returns as soon
