@@ -66,6 +66,13 @@ func TestTupleHelper(t *testing.T) {
 		}
 		fmt.Println(tok.Handle())
 		io.Copy(io.Discard, os.Stdin) // until killed
+	case "reserve-process": // reserve for the life of this process
+		if _, err := sp.Reserve(os.Getenv("TAVERN_AGENT"), []string{"src/**"}, ReserveOptions{Process: true}); err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Println("reserved")
+		io.Copy(io.Discard, os.Stdin) // until killed
 	case "agent": // stand in for an agent's spawn wrapper
 		l, err := s.Lock(schema.AgentLockKey(os.Getenv("TAVERN_AGENT")))
 		if err != nil {

@@ -157,7 +157,7 @@ func (sp *Space) InitToken(name string, count int) (int, error) {
 // slots returns the free and held slot documents of token name.
 func (sp *Space) slots(name string) (free, held []*docstore.Doc, err error) {
 	p := Pattern{{Cond: docstore.Cond{Field: "token", Op: docstore.OpEq, Value: name}}}
-	err = sp.scan(TokenType, p, nil, func(d *docstore.Doc, _ map[string]any) bool {
+	_, err = sp.scan(TokenType, p, nil, func(d *docstore.Doc, _ map[string]any) bool {
 		free = append(free, d)
 		return true
 	})
@@ -214,7 +214,7 @@ func (sp *Space) tryAcquire(name string, opt AcquireOptions) (*Token, time.Time,
 	var got *Token
 	var ferr error
 	seen := false
-	err = sp.scan(TokenType, p, nil, func(d *docstore.Doc, _ map[string]any) bool {
+	_, err = sp.scan(TokenType, p, nil, func(d *docstore.Doc, _ map[string]any) bool {
 		seen = true
 		got, ferr = sp.acquireSlot(name, d.String("id"), hold, opt)
 		return got == nil && ferr == nil
@@ -224,6 +224,9 @@ func (sp *Space) tryAcquire(name string, opt AcquireOptions) (*Token, time.Time,
 	}
 	if err != nil || got != nil {
 		return got, time.Time{}, err
+	}
+	if afterFreeScan != nil {
+		afterFreeScan()
 	}
 	held, err := sp.heldSlots(name)
 	if err != nil {
@@ -246,6 +249,11 @@ func (sp *Space) tryAcquire(name string, opt AcquireOptions) (*Token, time.Time,
 	}
 	return nil, wake, fmt.Errorf("%s: %w (%d held)", name, ErrTokenBusy, len(held))
 }
+
+// afterFreeScan, if set (tests), runs between the scan of the free slots
+// and the read of the held ones: where a release makes a slot invisible
+// to both.
+var afterFreeScan func()
 
 // holder is who a token slot or a reservation is held for and what keeps
 // it held.
@@ -694,7 +702,7 @@ func (sp *Space) TokenSlots(name string) ([]TokenSlot, error) {
 		p = Pattern{{Cond: docstore.Cond{Field: "token", Op: docstore.OpEq, Value: name}}}
 	}
 	var docs []*docstore.Doc
-	err := sp.scan(TokenType, p, nil, func(d *docstore.Doc, _ map[string]any) bool {
+	_, err := sp.scan(TokenType, p, nil, func(d *docstore.Doc, _ map[string]any) bool {
 		docs = append(docs, d)
 		return true
 	})
