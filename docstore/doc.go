@@ -16,6 +16,10 @@
 //   - Claims: Claim(lockKey, from, to) locks, then renames a document from
 //     one state directory to another. Exactly one racer wins; the others
 //     get ErrLost.
+//   - New builds a document of a kind from a []Field list and a body;
+//     CreateEntry creates one under a fresh id (NewID: UUIDv7, time
+//     ordered). Observe registers a hook that sees every Mutation (package
+//     watcher/journal turns them into events).
 //
 // Every document write goes through one path, WriteFile: temp file in
 // .tavern/.tmp/, write, fsync, rename into place, fsync of the directory.
@@ -43,10 +47,8 @@
 // later given to another one; Stale tells, and callers recheck (the
 // broker does at most every 100ms and after any failure).
 //
-// Parsing: frontmatter in the shapes Tavern itself writes (one
-// `key: value` per line, plain or simply quoted scalars, `|`/`|-` blocks,
-// flow and two-space block lists of scalars, no comments, anchors or
-// tags) is read by a small scanner (fastfront.go) that builds the same
+// Parsing: frontmatter in the shapes Tavern itself writes is read by a
+// small scanner (fastfront.go, which says why) that builds the same
 // yaml.Node tree yaml.v3 would, node for node; anything else goes to
 // yaml.v3. A differential test and FuzzParseFrontFast compare the two on
 // every input the scanner accepts.
