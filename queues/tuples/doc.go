@@ -1,136 +1,100 @@
-// Package tuples is the Linda tuple space of a Tavern store and the two
-// coordination primitives built on it: resource tokens (N-slot
-// semaphores such as a merge slot) and path reservations (an agent's
-// exclusive claim on the files a glob matches), with the git pre-commit
-// guard that enforces reservations.
+// Package tuples is the Linda tuple space of a Tavern store, and the
+// resource tokens and path reservations built on it.
 //
-// # Tuples
+// # Basics
 //
 // A tuple is a document tuples/<type>/<id>.md whose frontmatter fields,
-// apart from schema_version, id, created and expires, are its values. Ids
-// are UUIDv7, so directory order is age order and Rd/In take the oldest
-// match. Out writes one durably. Rdp/Inp answer at once; Rd/In block until
-// a match appears or the context ends. Patterns (ParsePattern) are
-// docstore --where conditions plus the formal field=?, which matches any
-// non-null value and returns it in Tuple.Captures.
+// apart from schema_version, id, created and expires, are its values. A
+// Space (NewSpace) is the API: Out writes a tuple durably; Rdp and Inp
+// read or take the oldest match at once; Rd and In block until one
+// appears or the context ends. Ids are UUIDv7, so directory order is age
+// order and each pattern is served first in, first out.
 //
-// In is the docstore claim: lock tuples/<type>/<id>, rename the file into
-// tuples/<type>/.taken/ (one racer wins, the others see ErrLost and try
-// the next match), re-read and re-match it there (a hand edit may have
-// changed it), archive it to .trash/ and remove its lock file. So each
-// tuple is taken exactly once, and an acknowledged In survives a crash. A
-// consumer that dies between the two renames leaves the tuple in .taken/
-// with its lock free; the next Inp that finds nothing, or GC, puts it
-// back (redelivered, never lost, in that window). The staging directory
-// starts with a dot: listings, `tavern check` and the watcher never see a
-// taken tuple.
+// A Pattern (ParsePattern) is a list of docstore --where conditions
+// (field=value, !=, <, <=, >, >=, ~substring, field? exists) plus the
+// formal field=?, which matches any non-null value and returns it in
+// Tuple.Captures. Lists match = and ~ if any element does.
 //
-// Expired tuples (OutOptions.TTL) are invisible to Rd, In and List at
-// once, and archived to .trash/ by the next In of their type that finds
-// nothing, or by GC, under the claim lock.
+// In is docstore's claim: under the tuple's lock, rename it into
+// tuples/<type>/.taken/ (one racer wins, the others get ErrLost and move
+// on), re-read and re-match it there (a tuple a hand edit changed is put
+// back), then archive it into the store's .trash/. Each tuple is taken
+// exactly once; consumed tuples are never unlinked; the first rename is
+// fsynced, so an acknowledged In survives a crash. The .taken/ directory
+// starts with a dot, so listings, `tavern check` and the watcher never
+// see a taken tuple. Expired tuples (OutOptions.TTL, or a hand-written
+// expires) are invisible at once and archived by the next In of their
+// type that finds nothing, or by GC, under the same lock.
 //
-// # Waiting
+// A Token NAME with count N is N tuples of type "token", one per slot.
+// TryAcquire and Acquire take a free slot with the same claim, so there
+// are never more holders than slots; the held slot stays in .taken/ with
+// its holder written into it. The handle ID:EPOCH fences releases
+// (ErrNotHolder for a holder whose slot was reclaimed). ErrUnknownToken is
+// said only of a token with no slot: a slot that changed hands while the
+// free and held slots were read is looked up exactly. What keeps a slot
+// held: the acquiring process's flock (HoldProcess), an agent's liveness
+// lock held by its spawn wrapper (HoldAgent; refused with
+// ErrHolderNotAlive if the agent is not running and no TTL is given), or
+// a lease (HoldLease). Every acquire, TokenSlots and GC reclaims slots
+// whose holder is gone.
 //
-// Every blocking call (Rd, In, Acquire, ReserveWait) is watcher.WaitDir
-// on its type's directory: the inotify watch is in place before the first
-// look, the write or release that can satisfy the caller wakes it, and a
-// burst of events costs one look. What makes no filesystem event is
-// looked at on a timer: a holder's death (a dropped flock) every
-// SpaceOptions.LivenessPoll (1s) while a live holder is in the way, a
-// lease or TTL when it runs out, and everything every Recheck (10s, the
-// safety net). Without inotify a wait polls every 200ms. With
-// SpaceOptions.Projection, Rd/In wait on the projection instead.
+// A Reservation is a tuple of type "reservation": an agent, a Glob, a
+// reason, an expiry and, when a live holder stands for it, what keeps it
+// (hold, liveness_lock, instance). Reserve checks every requested glob
+// against every other agent's live reservation and writes all or nothing,
+// under one store-wide lock, so two agents never hold overlapping globs.
+// Overlap is decided exactly: two globs overlap when the product of their
+// automata accepts some path ("src/**/*.go" and "src/a/*" overlap;
+// "src/*.go" and "src/a/*.go" do not). A reservation made for a running
+// agent is tied to its life like a token (ReserveOptions.Process: to the
+// calling process, until Space.Close); expired ones and those whose holder
+// is gone are released by the next look (ReserveOptions.Released hears of
+// those in the way). ReserveWait blocks until the paths are free.
+// Reservations are advisory except for commits: Guard (`tavern guard`, a
+// git pre-commit hook installed by InstallHook) refuses staged paths
+// reserved by another agent. Globs and paths are relative to the
+// directory that holds .tavern/.
 //
-// # Resource tokens
+// Identity: every holder name passes schema.ValidAgentName, and slots and
+// reservations record the agent instance that took them (each spawn is
+// one, $TAVERN_INSTANCE; the agent document names the current one). A
+// release or unreserve by name from another instance, or an acquire or
+// reserve by a replaced one, changes nothing: *FencedError (ErrFenced).
+// A full handle, or UnreserveID, names one holding and works from
+// anywhere. A hold of a replaced instance is reclaimed like a dead one.
 //
-// A token NAME with count N is N tuples of type "token" with token: NAME,
-// slot: i and epoch: k. Acquire takes a free slot with the tuple claim; a
-// held slot stays in tuples/token/.taken/ with hold, held_by,
-// liveness_lock, lease_until, acquired, instance, and epoch incremented.
-// Guarantees:
-//
-//   - Never more holders than the count at any instant: a slot moves only
-//     by rename under its lock.
-//   - The handle ID:EPOCH fences: a holder whose slot was reclaimed and
-//     taken again cannot free the new holding (ErrNotHolder).
-//   - ErrUnknownToken only for a token with no slot at all: a slot that
-//     changed hands while the free and the held slots were read is looked
-//     up exactly (tokenExists), and the answer is "busy", never "unknown".
-//   - Acquire with a deadline succeeds if a slot frees before it.
-//
-// What keeps a slot held, and what brings it back without a release:
-//
-//   - HoldProcess (library, no As, no TTL): the acquiring process keeps the
-//     slot's flock; its death drops it.
-//   - HoldAgent (As: an agent whose liveness lock agents/<name> is held by
-//     its spawn wrapper): held while that lock is held and the agent's
-//     document names the same instance; back when the process dies or a
-//     newer instance replaces it (or an optional lease runs out).
-//     Acquiring for an agent with no live lock and no TTL is refused
-//     (ErrHolderNotAlive).
-//   - HoldLease (TTL, nothing alive standing for it): until lease_until.
-//
-// Reaping happens inside every acquire, TokenSlots and GC.
-//
-// # Path reservations
-//
-// A reservation is a tuple of type "reservation" with agent, glob,
-// reason, expires (TTL) and, when a live holder stands for it, hold,
-// liveness_lock and instance. Reserve checks every requested glob against
-// every other agent's live reservation and writes all or nothing, under
-// one store-wide lock, so two agents never hold overlapping globs at
-// once. Overlap is decided exactly, both ways: globs compile to automata
-// and two globs overlap when their product accepts some path.
-//
-// A reservation made for a live agent (its liveness lock held) is tied to
-// that agent instance's life like a token; with ReserveOptions.Process,
-// to the calling process (a holder lock released by Space.Close or
-// death); otherwise it lasts until its TTL or an unreserve. Expired
-// reservations and those whose holder is gone are released by the next
-// look (Reserve, Reservations, CheckPaths, Guard), journaled as
-// reservation.expired / reservation.reclaimed; a Reserve they stood in
-// the way of hears of each through ReserveOptions.Released.
-//
-// ReserveWait waits until the paths are free: woken by an unreserve, by
-// the first conflicting TTL, and each LivenessPoll while a live holder is
-// in the way. It journals one reservation.waiting and, if it gives up, one
-// reservation.conflict, not every refusal.
-//
-// Guard (`tavern guard`, the pre-commit hook `tavern guard --install`
-// writes) reads `git diff --cached --name-only` and refuses paths
-// reserved by another agent. Globs and staged paths are relative to the
-// project root, the directory that holds .tavern/.
-//
-// # Identity and fencing
-//
-// Every holder name goes through schema.ValidAgentName. Each spawn of an
-// agent is an instance (TAVERN_INSTANCE, recorded as instance in the
-// agent document). Slots and reservations record the instance that took
-// them. A release or unreserve by name (or by a bare slot id) from
-// another instance changes nothing and returns a *FencedError
-// (ErrFenced); an acquire or reserve by an instance the agent document
-// no longer names is refused the same way. A release by full handle
-// (ID:EPOCH) or an unreserve by id works from anywhere: those name one
-// holding exactly.
-//
-// # Journal
-//
-// tuple.out, tuple.in, tuple.expired, tuple.returned, token.init,
-// token.acquired, token.waiting, token.released, token.reclaimed,
-// reservation.made, reservation.renewed, reservation.released,
-// reservation.reclaimed, reservation.expired, reservation.waiting,
-// reservation.conflict and wait.polling go to the store's journal. A
-// failed append does not fail the mutation, which has happened.
+// Every change is journaled (tuple.*, token.*, reservation.*; see
+// watcher/journal); a blocked Acquire or ReserveWait journals one
+// *.waiting, not each refusal. A failed append does not fail the change,
+// which has happened.
 //
 // # Caveats
 //
-//   - Liveness is flock: local filesystems only; on NFS rely on TTLs.
-//   - A death is noticed at the next look, not as an event: within one
-//     LivenessPoll for a waiter, at the next call otherwise.
-//   - Probing an agent's liveness takes its lock for an instant when it
-//     is free; a spawn wrapper must retry its own lock, not fail on it.
-//   - Until the agent document records instances, a respawn under the
-//     same name looks like its predecessor: what the dead instance held
-//     stays until the successor exits.
-//   - Matching scans and parses the type's directory (no index).
+//   - A consumer that dies between the two renames of an In leaves the
+//     tuple in .taken/ with its lock free: the next Inp that finds
+//     nothing, GC, or a blocked In's re-scan puts it back. That window
+//     redelivers (at-least-once); after the archive rename a take is
+//     at-most-once, as in any take.
+//   - Blocked calls wait with watcher.WaitDir on tuples/<type>/ (Rd/In
+//     also on SpaceOptions.Projection's WaitFor): the watch is added before
+//     the first scan, a re-scan every SpaceOptions.Recheck (10s) is the
+//     safety net, and without inotify they poll every 200ms. Every waiter
+//     re-scans on every event: many waiters on a busy type are a
+//     thundering herd, bounded by the directory size.
+//   - A holder's death or a lease running out is no filesystem event: a
+//     blocked Acquire or ReserveWait re-checks every
+//     SpaceOptions.LivenessPoll (1s) while a live holder is in its way, and
+//     at the first expiry otherwise. Probing an agent's liveness takes its
+//     lock for an instant, so an agent's wrapper must block on its own
+//     lock, not TryLock it.
+//   - Liveness is flock: on NFS rely on TTLs. Until the agent document
+//     records each spawn's instance, a respawn under the same name looks
+//     like its predecessor, and what the dead instance held stays held.
+//   - Matching scans and parses the type's directory oldest first; there
+//     is no index. A file that does not parse is skipped by Rd/In and
+//     reported by List (and `tavern check`), never moved.
+//   - Lock files of consumed tuples are removed by their consumer; a racer
+//     that lost after the winner finished re-creates one, and GC sweeps
+//     those (relying on docstore's .locks/<key>.lock layout).
 package tuples
