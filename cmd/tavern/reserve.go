@@ -45,6 +45,7 @@ segments, a trailing / for everything below, \x for a literal x.
 
 Examples:
    tavern reserve 'src/parser/**' docs/parser.md --as alice --ttl 2h --reason "parser rewrite"
+   tavern reserve src/lexer.go --as alice --wait 10m
    tavern reserve --list --json
    tavern unreserve --as alice`,
 		Flags: []cli.Flag{
