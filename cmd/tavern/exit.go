@@ -91,6 +91,8 @@ var exitCodes = []struct {
 	{tuples.ErrReserved, exitConflict},
 	{tuples.ErrNotHolder, exitConflict},
 	{tuples.ErrTokenCount, exitConflict},
+	{tuples.ErrFenced, exitConflict},
+	{tuples.ErrNotReserved, exitNotFound},
 
 	// docstore
 	{docstore.ErrUnsafePath, exitUsage},

@@ -26,6 +26,14 @@ func bodyFlag() cli.Flag {
 	return &cli.StringFlag{Name: "body", Usage: "read the markdown body from `FILE` (- for stdin)"}
 }
 
+// instanceFlag is the caller's agent instance: each `tavern spawn` of an
+// agent is a new instance (TAVERN_INSTANCE in the child's environment).
+// Token slots and reservations record it, and a release or unreserve by
+// name from another instance of the same agent is fenced (exit 4).
+func instanceFlag() cli.Flag {
+	return &cli.StringFlag{Name: "instance", Usage: "act as agent instance `ID` (default $TAVERN_INSTANCE)", EnvVars: []string{"TAVERN_INSTANCE"}}
+}
+
 func attemptFlag() cli.Flag {
 	return &cli.IntFlag{Name: "attempt", Usage: "the claim attempt `N` printed by take (fencing token; 0 = the current claim)"}
 }

@@ -58,8 +58,16 @@ var (
 // thousands of runs, which does not fit `make test`'s budget; the race
 // detector is for the library, whose tests run under it.
 func binDir(tb testing.TB) string {
+	dir, err := plainBuild()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return dir
+}
+
+func plainBuild() (string, error) {
 	if !raceEnabled {
-		return ""
+		return "", nil
 	}
 	plainOnce.Do(func() {
 		plainDir, plainErr = os.MkdirTemp("", "tavern-plain-")
@@ -71,10 +79,7 @@ func binDir(tb testing.TB) string {
 			plainErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	})
-	if plainErr != nil {
-		tb.Fatal(plainErr)
-	}
-	return plainDir
+	return plainDir, plainErr
 }
 
 func TestScripts(t *testing.T) {

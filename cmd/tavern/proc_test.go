@@ -31,14 +31,20 @@ import (
 // plain build (binDir).
 func tavernBin(tb testing.TB) string {
 	tb.Helper()
-	if dir := binDir(tb); dir != "" {
-		return filepath.Join(dir, "tavern")
-	}
-	p, err := exec.LookPath("tavern")
+	p, err := tavernPath()
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return p
+}
+
+// tavernPath is tavernBin for code without a testing.TB.
+func tavernPath() (string, error) {
+	dir, err := plainBuild()
+	if err != nil || dir != "" {
+		return filepath.Join(dir, "tavern"), err
+	}
+	return exec.LookPath("tavern")
 }
 
 type result struct {

@@ -32,12 +32,20 @@ handle ID:EPOCH; release gives it back. What keeps a slot held:
    no --as           a lease: held until --ttl passes (default: default_lease
                      in tavern.md, 5m), then it comes back
 
-A token held by a process that died, an agent that died or an expired
-lease comes back at the next acquire, token ls or tuple gc (a waiting
-acquire re-checks every second: a death is not a filesystem event).
+A token held by a process that died, an agent that died (or whose instance
+a newer spawn replaced) or an expired lease comes back at the next acquire,
+token ls or tuple gc. acquire --wait is woken by a release at once, and
+looks again every second while a live holder holds a slot (a death is not
+a filesystem event) or when the first lease runs out.
+
+Instances: a slot records the acquirer's instance (--instance, default
+$TAVERN_INSTANCE, set by tavern spawn). release --as A, or by bare ID, from
+another instance of A changes nothing (exit 4, "fenced"): a late release of
+a dead instance cannot free what its successor holds. A full handle
+ID:EPOCH releases that holding whatever the instance.
 
 A release with a stale handle (the slot was reclaimed and taken again) is
-refused with exit 4. Exit 3: no free slot within --wait.
+refused with exit 4. Exit 3: no free slot within --wait, or no such token.
 
 Examples:
    tavern token init merge --count 2
@@ -70,6 +78,7 @@ Examples:
 				Flags: []cli.Flag{
 					&cli.DurationFlag{Name: "wait", Usage: "wait up to `DUR` for a free slot"},
 					asFlag(),
+					instanceFlag(),
 					&cli.DurationFlag{Name: "ttl", Usage: "lease: the slot comes back after `DUR`"},
 					jsonFlag(),
 				},
@@ -84,7 +93,7 @@ Examples:
 Examples:
    tavern token release merge "$h"
    tavern token release merge --as alice`,
-				Flags:  []cli.Flag{asFlag(), jsonFlag()},
+				Flags:  []cli.Flag{asFlag(), instanceFlag(), jsonFlag()},
 				Action: runTokenRelease,
 			},
 			{
@@ -142,7 +151,7 @@ func runTokenAcquire(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	opt := tuples.AcquireOptions{As: c.String("as"), TTL: c.Duration("ttl")}
+	opt := tuples.AcquireOptions{As: c.String("as"), TTL: c.Duration("ttl"), Instance: c.String("instance")}
 	if opt.TTL == 0 {
 		// This process exits right away: without a live agent nothing
 		// would stand for the hold, so it is a lease.
@@ -198,10 +207,11 @@ func runTokenRelease(c *cli.Context) error {
 	}
 	name := c.Args().First()
 	n := 1
+	opt := tuples.ReleaseOptions{As: c.String("as"), Instance: c.String("instance")}
 	if c.NArg() == 2 {
-		err = sp.ReleaseToken(name, c.Args().Get(1), c.String("as"))
+		err = sp.ReleaseToken(name, c.Args().Get(1), opt)
 	} else {
-		n, err = sp.ReleaseAgentTokens(name, c.String("as"))
+		n, err = sp.ReleaseAgentTokens(name, opt)
 	}
 	if err != nil {
 		return err
