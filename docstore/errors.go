@@ -20,7 +20,7 @@ var (
 
 	// ErrNoStore is returned by Find and Open when there is no .tavern
 	// directory (or it has no tavern.md).
-	ErrNoStore = errors.New("no .tavern store found (run `tavern init`, or pass --dir / set TAVERN_DIR)")
+	ErrNoStore = errors.New("no .tavern store found")
 
 	// ErrConflict is returned when an update's base revision is stale: the
 	// document changed since the caller read it.
@@ -52,7 +52,27 @@ var (
 	// ErrOddFile is matched by every *OddFileError: a path named like a
 	// document that is not a regular file this process can read.
 	ErrOddFile = errors.New("not a document file")
+
+	// ErrRefused is matched by every *RefusedError: a write a rule
+	// (Store.AddRule) refused.
+	ErrRefused = errors.New("write refused")
 )
+
+// RefusedError is a write that a rule refused; nothing was written. Err is
+// the rule's own error (package agents: a *TransitionError for an illegal
+// state, ErrSelfVerify for an agent writing its own commitment's result).
+type RefusedError struct {
+	Op   string // "create", "update" or "move"
+	Path string
+	Rule string // the rule's name
+	Err  error
+}
+
+// Error is the rule's message: it names the document and what is allowed.
+func (e *RefusedError) Error() string { return e.Err.Error() }
+
+// Unwrap makes every RefusedError match ErrRefused and the rule's error.
+func (e *RefusedError) Unwrap() []error { return []error{ErrRefused, e.Err} }
 
 // OddFileError is a path named like a document that is not one: a FIFO,
 // socket, device, directory or symbolic link (even one pointing inside the
@@ -186,6 +206,7 @@ func Position(err error) (path string, line, col int) {
 	var fe *schema.FieldError
 	var ve *ValidationError
 	var ce *ConflictError
+	var re *RefusedError
 	var ph *fs.PathError
 	switch {
 	case errors.As(err, &pe):
@@ -196,6 +217,8 @@ func Position(err error) (path string, line, col int) {
 		return ve.Path, ve.Errors[0].Line, ve.Errors[0].Col
 	case errors.As(err, &ce):
 		return ce.Path, 0, 0
+	case errors.As(err, &re):
+		return re.Path, 0, 0
 	case errors.As(err, &ph):
 		return ph.Path, 0, 0
 	}

@@ -1,9 +1,9 @@
 package queues
 
 import (
-	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
@@ -34,19 +34,66 @@ func (c Cycle) String() string {
 	return "dependency cycle " + strings.Join(parts, " -> ")
 }
 
-// Errors returns one error per member, path:line first, for reports.
+// Errors returns one *CycleError per member, for reports.
 func (c Cycle) Errors() []error {
 	var out []error
-	n := len(c.Members)
-	for i, m := range c.Members {
-		// The cycle as seen from this member: it, what it depends on, ...
-		parts := make([]string, 0, n+1)
-		for j := 0; j <= n; j++ {
-			parts = append(parts, c.Members[(i+j)%n].ID)
-		}
-		out = append(out, fmt.Errorf("%s:%d:1: depends_on: %w: %s", m.Path, m.Line, ErrCycle, strings.Join(parts, " -> ")))
+	for i := range c.Members {
+		out = append(out, &CycleError{Cycle: c, Member: i})
 	}
 	return out
+}
+
+// CycleError is one member of a dependency cycle, at its depends_on line:
+// "path:line:1: depends_on: dependency cycle: a -> b -> a" (the cycle as
+// seen from that member). It matches ErrCycle and, through a
+// *schema.FieldError, schema.ErrInvalid (an invalid document: `tavern
+// check` exits 5) and docstore.Position.
+type CycleError struct {
+	Cycle  Cycle
+	Member int
+}
+
+func (e *CycleError) field() *schema.FieldError {
+	n := len(e.Cycle.Members)
+	parts := make([]string, 0, n+1)
+	for j := 0; j <= n; j++ {
+		parts = append(parts, e.Cycle.Members[(e.Member+j)%n].ID)
+	}
+	m := e.Cycle.Members[e.Member]
+	return &schema.FieldError{Path: m.Path, Line: m.Line, Col: 1, Field: "depends_on", Msg: ErrCycle.Error() + ": " + strings.Join(parts, " -> ")}
+}
+
+func (e *CycleError) Error() string   { return e.field().Error() }
+func (e *CycleError) Unwrap() []error { return []error{ErrCycle, e.field()} }
+
+// InstallChecks adds the queues' checks to s (docstore.Store.AddCheck, run
+// by `tavern check`): an item on a dependency cycle is reported at its
+// depends_on line. The cycles are found once, over the whole store, at
+// the first item checked (a check is a one-shot pass).
+func InstallChecks(s *docstore.Store) {
+	var once sync.Once
+	var byPath map[string]error
+	s.AddCheck("queues.cycles", func(d *docstore.Doc) []error {
+		if d.Kind != schema.Item || !d.Has("depends_on") {
+			return nil
+		}
+		once.Do(func() {
+			byPath = map[string]error{}
+			cs, err := FindCycles(s)
+			if err != nil {
+				return
+			}
+			for _, c := range cs {
+				for i, m := range c.Members {
+					byPath[m.Path] = &CycleError{Cycle: c, Member: i}
+				}
+			}
+		})
+		if err := byPath[d.Path]; err != nil {
+			return []error{err}
+		}
+		return nil
+	})
 }
 
 // Cycles finds the dependency cycles among the items not yet done or dead

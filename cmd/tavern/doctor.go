@@ -7,8 +7,6 @@ import (
 	"github.com/tavernhq/tavern/queues"
 )
 
-func init() { register(newDoctorCommand()) }
-
 func newDoctorCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "doctor",
@@ -36,7 +34,7 @@ Examples:
    tavern doctor --fix --json`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "fix", Usage: "repair what is found"},
-			jsonFlag,
+			jsonFlag(),
 		},
 		Action: runDoctor,
 	}
