@@ -30,8 +30,17 @@ stdout and stderr are captured line by line into the agent's messages
 Exit 0: the item is done (result: the TAVERN_RESULT file, else the last output
 lines) and the agent goes to verifying if it has commitments, else done.
 Non-zero: the item fails (exit status and stderr tail as last_error) and the
-agent goes to failed. SIGINT/SIGTERM are forwarded to the child; the item is
-then released, not failed, and the agent goes back to idle.
+agent goes to failed (a signal: "killed by SIGKILL"). SIGINT/SIGTERM are
+forwarded to the child; the item is then released, not failed, and the agent
+goes back to idle.
+
+Each run is an instance (TAVERN_INSTANCE, recorded in the agent document and
+on the claimed item). The child inherits the instance's liveness lock as
+descriptor 3 (keep it open): the item stays claimed while any process of the
+child's tree lives. The child runs in its own process group and is killed if
+the wrapper dies (Linux); what is left of its group when it exits is killed
+before the item is settled. A late done/fail/renew/release from another
+instance exits 4.
 
 tavern spawn exits with the child's exit status (128+N if killed by signal N),
 or 3 when --queue found no item, 4 when the agent is busy or its role's
