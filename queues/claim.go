@@ -204,6 +204,9 @@ func (b *Broker) Complete(id string, attempt int, result string) (*Item, error) 
 func (b *Broker) complete(queue, id string, attempt int, result string, cached *docstore.Doc) (*Item, error) {
 	var out *Item
 	_, err := b.fencedIn("complete", queue, id, attempt, cached, func(l *docstore.Lock, it *Item) (*Item, error) {
+		if err := b.completeGate(it); err != nil {
+			return nil, &ItemError{Op: "complete", ID: id, Path: it.Path, Err: err}
+		}
 		now := b.now()
 		d, err := b.moveDoc(l, it.Doc, ItemPath(it.Queue, Done, id), func(d *docstore.Doc) error {
 			summary, full := resultText(result)
@@ -422,7 +425,7 @@ func (b *Broker) retryOne(queue, id string) (*Item, error) {
 		if err := setFields(d, docstore.Field{Key: "attempts", Value: 0}, docstore.Field{Key: "updated", Value: now}); err != nil {
 			return err
 		}
-		return delFields(d, "dead_reason", "not_before")
+		return delFields(d, "dead_reason", "not_before", "cancelled")
 	})
 	if err != nil {
 		return nil, err
@@ -432,6 +435,7 @@ func (b *Broker) retryOne(queue, id string) (*Item, error) {
 		return nil, err
 	}
 	_ = b.journal(EventRetried, out, "", map[string]any{"last_error": it.LastError})
+	b.reopenGates(out)
 	return out, nil
 }
 
