@@ -309,7 +309,11 @@ func backoff(q *Queue, n int) time.Duration {
 func (b *Broker) toDead(l *docstore.Lock, it *Item, lastErr, why string) (*Item, error) {
 	now := b.now()
 	d, err := b.moveDoc(l, it.Doc, ItemPath(it.Queue, Dead, it.ID), func(d *docstore.Doc) error {
-		if err := setFields(d, docstore.Field{Key: "last_error", Value: lastErr}, docstore.Field{Key: "dead_reason", Value: why}, docstore.Field{Key: "updated", Value: now}); err != nil {
+		f := []docstore.Field{{Key: "last_error", Value: lastErr}, {Key: "dead_reason", Value: why}, {Key: "updated", Value: now}}
+		if it.ClaimedBy != "" {
+			f = append(f, docstore.Field{Key: "last_claimed_by", Value: it.ClaimedBy}) // who to escalate from (on_dead)
+		}
+		if err := setFields(d, f...); err != nil {
 			return err
 		}
 		return clearClaim(d)

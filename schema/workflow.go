@@ -134,15 +134,20 @@ var (
 		{Name: "cancelled", Type: Bool, Doc: "cancelled (by its plan or a person), not failed"},
 		{Name: "resolved_by", Type: String, Doc: "who completed or cancelled it by hand"},
 		{Name: "escalated", Type: String, Doc: "where its dead letter was escalated (question id or channel)"},
+		{Name: "last_claimed_by", Type: String, Doc: "who held it when it went to dead/"},
 	}
 	queueWorkflowFields = []Field{
 		{Name: "on_dead", Type: String, Doc: "where dead items go: ask parent | ask user | notify CHANNEL"},
+	}
+	poolWorkflowFields = []Field{
+		{Name: "paused", Type: String, Doc: "why the pool takes no new items (a budget is spent)"},
 	}
 )
 
 func init() {
 	Item.Fields = append(Item.Fields, itemWorkflowFields...)
 	Queue.Fields = append(Queue.Fields, queueWorkflowFields...)
+	Pool.Fields = append(Pool.Fields, poolWorkflowFields...)
 	for _, k := range []*Kind{Plan, Gate, Approval, Merge, Usage, Budget} {
 		Register(k)
 	}
