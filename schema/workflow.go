@@ -13,7 +13,7 @@ var (
 	// Decisions of an approval record.
 	GateDecisions = []string{"approved", "rejected"}
 	// MergeStatuses are the steps of one merge through the merge queue.
-	MergeStatuses = []string{"started", "rebased", "checked", "landed", "failed", "rolled_back"}
+	MergeStatuses = []string{"started", "rebased", "checked", "landing", "landed", "failed", "rolled_back"}
 )
 
 var (
