@@ -139,6 +139,8 @@ type AddOptions struct {
 	Gate string
 	// Plan names the plan (plans/<name>.md) the item comes from.
 	Plan string
+	// By is who adds it (journaled as the item.added event's agent).
+	By string
 }
 
 // Add enqueues a new item in pending/ and returns it. The queue must
@@ -202,7 +204,11 @@ func (b *Broker) Add(queue string, opt AddOptions) (*Item, error) {
 	if err != nil {
 		return nil, err
 	}
-	_ = b.journal(EventAdded, it, "", map[string]any{"priority": opt.Priority})
+	data := map[string]any{"priority": opt.Priority}
+	if opt.Plan != "" {
+		data["plan"] = opt.Plan
+	}
+	_ = b.journal(EventAdded, it, opt.By, data)
 	return it, nil
 }
 
