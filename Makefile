@@ -4,7 +4,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin/tavern
 
-.PHONY: build test test-long check fuzz demo clean bench
+.PHONY: build test test-long check fuzz demo demo-workflow clean bench
 
 build:
 	$(GO) build -o $(BIN) ./cmd/tavern
@@ -41,6 +41,11 @@ fuzz:
 
 demo:
 	$(GO) run ./cmd/tavern demo
+
+# From a plan to merged code: worktrees, the merge queue, a human gate,
+# the usage ledger and a trace (examples/workflow).
+demo-workflow:
+	$(GO) run ./cmd/tavern demo workflow
 
 clean:
 	rm -rf bin .bench

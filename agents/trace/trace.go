@@ -97,8 +97,16 @@ func Item(b *queues.Broker, id string) (*Trace, error) {
 	if err != nil {
 		return nil, err
 	}
-	open := map[int]*Attempt{}
+	domainRev := map[string]bool{} // revisions a domain event (item.*) already stands for
 	for _, e := range evs {
+		if e.Kind == "item" && e.Rev != "" && !strings.HasPrefix(e.Type, "doc.") {
+			domainRev[e.Rev] = true
+		}
+	}
+	for _, e := range evs {
+		if strings.HasPrefix(e.Type, "doc.") && e.Rev != "" && domainRev[e.Rev] {
+			continue // the document write behind an item.* event: said once
+		}
 		attempt := intOf(e.Data["attempt"])
 		ent := Entry{Time: e.Time, Kind: "event", Type: e.Type, Actor: e.Agent, Attempt: attempt, Ref: e.Path, Data: e.Data}
 		ent.Summary = summarize(e)
@@ -110,9 +118,7 @@ func Item(b *queues.Broker, id string) (*Trace, error) {
 				t.CreatedBy = e.Writer
 			}
 		case queues.EventClaimed:
-			a := &Attempt{N: attempt, Holder: e.Agent, Liveness: str(e.Data["claim_kind"]), Claimed: e.Time}
-			t.Attempts = append(t.Attempts, *a)
-			open[attempt] = &t.Attempts[len(t.Attempts)-1]
+			t.Attempts = append(t.Attempts, Attempt{N: attempt, Holder: e.Agent, Liveness: str(e.Data["claim_kind"]), Claimed: e.Time})
 		case queues.EventCompleted, queues.EventFailed, queues.EventDead, queues.EventReleased, queues.EventReaped:
 			n := attempt
 			if n == 0 {
@@ -175,8 +181,14 @@ func Item(b *queues.Broker, id string) (*Trace, error) {
 		}
 		t.Merges = append(t.Merges, d.Path)
 		at, _ := d.Time("updated")
-		t.Timeline = append(t.Timeline, Entry{Time: at, Kind: "merge", Type: d.String("status"), Actor: d.String("agent"),
-			Summary: fmt.Sprintf("%s of %s into %s: %s %s", d.String("status"), d.String("branch"), d.String("base"), short(d.String("head")), d.String("reason")), Ref: d.Path})
+		sum := fmt.Sprintf("merge of %s into %s: %s", d.String("branch"), d.String("base"), d.String("status"))
+		if h := d.String("head"); h != "" && d.String("status") == "landed" {
+			sum += " as " + short(h)
+		}
+		if r := d.String("reason"); r != "" {
+			sum += " (" + r + ")"
+		}
+		t.Timeline = append(t.Timeline, Entry{Time: at, Kind: "merge", Type: "record", Actor: d.String("agent"), Summary: sum, Ref: d.Path})
 	}
 	recs, _ := s.List(schema.Usage)
 	for _, d := range recs {

@@ -113,7 +113,7 @@ func Load(s *docstore.Store, f Filter) ([]Record, []error) {
 type Row struct {
 	Key       string  `json:"key"`
 	Runs      int     `json:"runs"`
-	Failed    int     `json:"failed"` // runs that did not exit 0
+	Failed    int     `json:"failed"` // runs whose item failed (a child exiting 0 whose merge failed counts)
 	Wall      float64 `json:"wall_seconds"`
 	CPU       float64 `json:"cpu_seconds"`
 	TokensIn  int64   `json:"tokens_in"`
@@ -127,7 +127,7 @@ func (r Row) Tokens() int64 { return r.TokensIn + r.TokensOut }
 
 func (r *Row) add(rec Record) {
 	r.Runs++
-	if rec.ExitCode != 0 {
+	if rec.Outcome == "failed" || (rec.Outcome == "" && rec.ExitCode != 0) {
 		r.Failed++
 	}
 	r.Wall += rec.Wall

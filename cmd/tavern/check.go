@@ -112,6 +112,10 @@ Examples:
 // agent state edited by hand to an illegal transition).
 var checkHooks []func(*docstore.Doc) error
 
+// checkStoreHooks are semantic checks that read other documents (a gate
+// and its approval record).
+var checkStoreHooks []func(*docstore.Store, *docstore.Doc) error
+
 type problem struct {
 	Path    string `json:"path"`
 	Line    int    `json:"line,omitempty"`
@@ -142,6 +146,11 @@ func checkDoc(s *docstore.Store, rel string, strict bool) []problem {
 	}
 	for _, hook := range checkHooks {
 		if err := hook(d); err != nil {
+			out = append(out, problem{Path: rel, Error: err.Error(), Message: err.Error()})
+		}
+	}
+	for _, hook := range checkStoreHooks {
+		if err := hook(s, d); err != nil {
 			out = append(out, problem{Path: rel, Error: err.Error(), Message: err.Error()})
 		}
 	}

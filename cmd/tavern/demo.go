@@ -37,7 +37,8 @@ you to look at ('ls', 'cat', 'tavern ls agents' in it).`,
 			&cli.BoolFlag{Name: "keep", Usage: "keep the demo directory"},
 			&cli.IntFlag{Name: "max", Value: 4, Usage: "most drones at once"},
 		},
-		Action: runDemo,
+		Action:      runDemo,
+		Subcommands: []*cli.Command{newDemoWorkflowCommand()},
 	})
 }
 

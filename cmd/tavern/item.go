@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/queues/plans"
 )
 
 var attemptFlag = &cli.IntFlag{Name: "attempt", Usage: "the claim attempt `N` printed by take (fencing token; 0 = the current claim)"}
@@ -61,6 +62,12 @@ Examples:
 				it, err := do(c, b, c.Args().First(), c.Int("attempt"))
 				if err != nil {
 					return err
+				}
+				if it.Plan != "" {
+					// Its box follows (a done item ticks it).
+					if _, err := plans.SyncItem(b, it.ID); err != nil {
+						warn(c, err)
+					}
 				}
 				if c.Bool("json") {
 					return printJSON(c, itemObject(s, it))

@@ -19,12 +19,14 @@ them are in done/. A dependency graph with a cycle is rejected (exit 2).
 
 Examples:
    id=$(tavern queue add build --title "compile parser" --priority 1)
-   tavern queue add build --title "link" --depends-on "$id" --body task.md`,
+   tavern queue add build --title "link" --depends-on "$id" --body task.md
+   tavern queue add deploy --title "ship 2.0" --gate human`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "title", Usage: "one-line title"},
 			&cli.IntFlag{Name: "priority", Usage: "0 (highest) .. 99"},
 			&cli.StringSliceFlag{Name: "depends-on", Usage: "item `ID` that must be done first (repeatable)"},
 			&cli.IntFlag{Name: "max-attempts", Usage: "override the queue's max attempts"},
+			&cli.StringFlag{Name: "gate", Usage: "human: a person approves (tavern approve) before the item is done"},
 			bodyFlag,
 			jsonFlag,
 		},
@@ -43,7 +45,7 @@ Examples:
 			defer b.Close()
 			it, err := b.Add(c.Args().First(), queues.AddOptions{
 				Title: c.String("title"), Priority: c.Int("priority"), DependsOn: c.StringSlice("depends-on"),
-				MaxAttempts: c.Int("max-attempts"), Body: body,
+				MaxAttempts: c.Int("max-attempts"), Body: body, Gate: c.String("gate"), By: actorOrUser(c),
 			})
 			if err != nil {
 				return err

@@ -17,7 +17,8 @@ weights stealing. Durations are Go durations (90s, 5m, 1h).
 
 Examples:
    tavern queue create build
-   tavern queue create review --priority 2 --max-attempts 5 --lease 10m --backoff 30s --no-steal`,
+   tavern queue create review --priority 2 --max-attempts 5 --lease 10m --backoff 30s --no-steal
+   tavern queue create code --on-dead "ask parent"`,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "priority", Usage: "queue priority, 0 (highest) .. 99"},
 			&cli.IntFlag{Name: "max-attempts", Usage: "claims before an item goes to dead/ (default: tavern.md default_max_attempts)"},
@@ -27,11 +28,15 @@ Examples:
 			&cli.DurationFlag{Name: "lease-grace", Usage: "how long a hung holder keeps an expired claim (default 30s)"},
 			&cli.StringFlag{Name: "on-empty", Usage: "what pools do when it is empty: idle | hibernate | terminate | steal"},
 			&cli.BoolFlag{Name: "no-steal", Usage: "other queues' workers may not steal from this one"},
+			&cli.StringFlag{Name: "on-dead", Usage: "where dead items are escalated: 'ask parent' | 'ask user' | 'notify CHANNEL'"},
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usageErr("queue create takes one queue name")
+			}
+			if _, err := queues.ParseOnDead(c.String("on-dead")); err != nil {
+				return err
 			}
 			s, b, err := openBroker(c)
 			if err != nil {
@@ -45,6 +50,11 @@ Examples:
 			})
 			if err != nil {
 				return err
+			}
+			if od := c.String("on-dead"); od != "" {
+				if q, err = b.SetOnDead(q.Name, od); err != nil {
+					return err
+				}
 			}
 			if c.Bool("json") {
 				return printJSON(c, docJSON(s, q.Doc, true))

@@ -82,7 +82,7 @@ func Import(b *queues.Broker, opt ImportOptions) (*Report, error) {
 	}
 	defer l.Unlock()
 	if _, err := s.ReadFile(rel); err == nil {
-		return nil, &PlanError{Path: rel, Msg: "exists; use `tavern plan sync " + opt.Name + "` (or remove it first): " + ErrExists.Error()}
+		return nil, fmt.Errorf("%s: %w (to follow changes to its file, edit the plan and run `tavern plan sync %s`)", rel, ErrExists, opt.Name)
 	}
 	front, body := splitFront(opt.Data)
 	tasks, err := Parse(body)
@@ -107,7 +107,7 @@ func Import(b *queues.Broker, opt ImportOptions) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Plan: opt.Name}
-	ids, err := createItems(b, opt.Name, opt.Queue, tasks, nil, nil, rep)
+	ids, err := createItems(b, opt.Name, opt.Queue, opt.By, tasks, nil, nil, rep)
 	if len(rep.Added) > 0 {
 		m := map[string]string{}
 		for i, id := range ids {
@@ -248,7 +248,7 @@ func order(tasks []*Task, want func(*Task) bool) ([]*Task, error) {
 // dependency order. It returns the ids by task index ("" for none), and
 // records what it did in rep. adopt maps titles to orphan items of the
 // plan (a crashed import or sync) to take over instead of adding anew.
-func createItems(b *queues.Broker, plan, queue string, tasks []*Task, known map[int]string, adopt map[string][]string, rep *Report) ([]string, error) {
+func createItems(b *queues.Broker, plan, queue, by string, tasks []*Task, known map[int]string, adopt map[string][]string, rep *Report) ([]string, error) {
 	ids := make([]string, len(tasks))
 	for i, id := range known {
 		ids[i] = id
@@ -274,7 +274,7 @@ func createItems(b *queues.Broker, plan, queue string, tasks []*Task, known map[
 		if body == "" {
 			body = t.Title + "\n"
 		}
-		it, err := b.Add(queue, queues.AddOptions{Title: t.Title, DependsOn: dep, Body: []byte(body), Gate: t.Gate, Plan: plan})
+		it, err := b.Add(queue, queues.AddOptions{Title: t.Title, DependsOn: dep, Body: []byte(body), Gate: t.Gate, Plan: plan, By: by})
 		if err != nil {
 			return ids, fmt.Errorf("line %d %q: %w", t.Line, t.Title, err)
 		}
@@ -532,7 +532,7 @@ func syncOnce(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
 			break
 		}
 	}
-	ids, cerr := createItems(b, name, queue, tasks, known, adopt, rep)
+	ids, cerr := createItems(b, name, queue, opt.By, tasks, known, adopt, rep)
 	for _, t := range tasks {
 		if id := ids[t.Index]; id != "" && known[t.Index] == "" {
 			newMap[id] = t.Key
@@ -564,8 +564,8 @@ func syncOnce(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
 	if err != nil {
 		return rep, errors.Join(cerr, err)
 	}
-	for i, id := range rep.Ticked {
-		_, _ = b.Journal().Append(journal.Event{Type: EventTicked, Kind: "plan", Path: rel, Item: id, Queue: queue, Data: map[string]any{"n": i + 1}})
+	for _, id := range rep.Ticked {
+		_, _ = b.Journal().Append(journal.Event{Type: EventTicked, Kind: "plan", Path: rel, Item: id, Queue: queue, Data: map[string]any{"message": "its box is ticked in " + rel}})
 	}
 	return rep, cerr
 }
