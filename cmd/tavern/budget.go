@@ -31,6 +31,9 @@ Examples:
 				Name:      "set",
 				Usage:     "create or change a budget",
 				ArgsUsage: "NAME",
+				Description: `Examples:
+   tavern budget set drones-daily --pool drones --cost 5 --time 2h
+   tavern budget set everyone --tokens 2000000`,
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "pool", Usage: "the pool `P` it limits (default: every pool)"},
 					&cli.Int64Flag{Name: "tokens", Usage: "most tokens (in + out) per day"},
@@ -41,8 +44,11 @@ Examples:
 				Action: runBudgetSet,
 			},
 			{
-				Name:   "ls",
-				Usage:  "list budgets and today's spending against them",
+				Name:  "ls",
+				Usage: "list budgets and today's spending against them",
+				Description: `Examples:
+   tavern budget ls
+   tavern budget ls --json`,
 				Flags:  []cli.Flag{jsonFlag},
 				Action: runBudgetLs,
 			},

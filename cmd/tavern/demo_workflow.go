@@ -38,7 +38,12 @@ merge fails with a conflict and is retried (the drone rebases and resolves it).
 The last task waits at a human gate until this demo approves it as a person
 (tavern approve). The plan's boxes are ticked as items complete. At the end it
 prints the plan, main's history, the usage table and the trace of the item
-that conflicted. --keep leaves the directory to look at.`,
+that conflicted. --keep leaves the directory to look at.
+
+Examples:
+   tavern demo workflow
+   tavern demo workflow --keep --max 6
+   make demo-workflow   # the same, from a clone`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "keep", Usage: "keep the demo directory"},
 			&cli.IntFlag{Name: "max", Value: 4, Usage: "most drones at once (at least 2)"},

@@ -28,12 +28,23 @@ the item's when it has one pending gate). Agents cannot decide: a process
 with TAVERN_AGENT or TAVERN_INSTANCE set, or started by a spawn wrapper, is
 refused. A gate edited by hand to approved, without the approval record
 (.tavern/approvals/ID.md) that tavern approve writes, is ignored by the
-engine and reported by ` + "`tavern check`" + `.`,
+engine and reported by ` + "`tavern check`" + `.
+
+Examples:
+   tavern gate add p00-0193... --reason "review the migration before it runs" --before claim
+   tavern gate ls
+   tavern approve p00-0193...`,
 		Subcommands: []*cli.Command{
 			{
 				Name:      "add",
 				Usage:     "add a gate to an item",
 				ArgsUsage: "ITEM",
+				Description: `Prints the new gate's id.
+
+Examples:
+   tavern gate add p00-0193... --reason "a person reads the diff first"
+   tavern gate add p00-0193... --reason "check the plan" --before claim
+   tavern gate add p00-0193... --until 2026-02-01T09:00:00Z`,
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "reason", Usage: "what the person decides (shown in the needs-you list)"},
 					&cli.StringFlag{Name: "before", Usage: "claim | complete (default complete; claim for --until)"},
@@ -43,8 +54,11 @@ engine and reported by ` + "`tavern check`" + `.`,
 				Action: runGateAdd,
 			},
 			{
-				Name:   "ls",
-				Usage:  "list the gates waiting for a person (every gate with --all)",
+				Name:  "ls",
+				Usage: "list the gates waiting for a person (every gate with --all)",
+				Description: `Examples:
+   tavern gate ls
+   tavern gate ls --all --json`,
 				Flags:  []cli.Flag{&cli.BoolFlag{Name: "all", Usage: "every gate, decided or not"}, jsonFlag},
 				Action: runGateLs,
 			},

@@ -29,12 +29,26 @@ The plan and its items follow each other: a done item ticks its box (one
 line changes); a box ticked by hand completes its item, "[-]" or a
 struck-through ticked box cancels it, a new unchecked box becomes an item, a
 removed box cancels its item. Hand edits that contradict the engine (ticked
-while claimed, ticked while a gate waits) are reported, never acted on.`,
+while claimed, ticked while a gate waits) are reported, never acted on.
+
+Examples:
+   tavern plan import launch.md --queue work
+   tavern plan status launch
+   tavern plan sync`,
 		Subcommands: []*cli.Command{
 			{
 				Name:      "import",
 				Usage:     "make plans/NAME.md and an item per unchecked box",
 				ArgsUsage: "FILE.md",
+				Description: `Copies FILE.md into .tavern/plans/NAME.md (the body byte for byte) and adds an
+item to Q for every unchecked box, children before parents. Prints the plan's
+path and the number of items. A plan that exists already exits 4; a plan whose
+markers cannot be read (an (after:) naming no task, a cycle) exits 5 with
+FILE:LINE and changes nothing.
+
+Examples:
+   tavern plan import launch.md --queue work
+   tavern plan import docs/todo.md --queue docs --name docs-todo --json`,
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "queue", Usage: "the queue `Q` the items go to (must exist)", Required: true},
 					&cli.StringFlag{Name: "name", Usage: "the plan's `NAME` (default: the file name without .md)"},
@@ -46,15 +60,24 @@ while claimed, ticked while a gate waits) are reported, never acted on.`,
 				Name:      "sync",
 				Usage:     "reconcile a plan and its items both ways (every plan without NAME)",
 				ArgsUsage: "[NAME]",
-				Flags:     []cli.Flag{jsonFlag},
-				Action:    runPlanSync,
+				Description: `Ticks the boxes of done items and acts on hand edits of the plan file
+(ticked, cancelled, added and removed boxes); conflicts go to stderr.
+
+Examples:
+   tavern plan sync launch
+   tavern plan sync --json`,
+				Flags:  []cli.Flag{jsonFlag},
+				Action: runPlanSync,
 			},
 			{
 				Name:      "status",
 				Usage:     "sync, then show a plan's progress box by box",
 				ArgsUsage: "NAME",
-				Flags:     []cli.Flag{&cli.BoolFlag{Name: "no-sync", Usage: "show without syncing first"}, jsonFlag},
-				Action:    runPlanStatus,
+				Description: `Examples:
+   tavern plan status launch
+   tavern plan status launch --no-sync --json`,
+				Flags:  []cli.Flag{&cli.BoolFlag{Name: "no-sync", Usage: "show without syncing first"}, jsonFlag},
+				Action: runPlanStatus,
 			},
 		},
 	}

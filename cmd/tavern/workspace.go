@@ -27,10 +27,16 @@ func newWorkspaceCommand() *cli.Command {
 (<git dir>/tavern/worktrees/<item>) on a branch named after it. A merged item's
 worktree and branch are removed, a dead item's worktree is removed and its
 branch kept. ls shows every worktree with its item's state and size; an orphan
-is one whose item is done, dead or gone. prune removes the orphans.`,
+is one whose item is done, dead or gone. prune removes the orphans.
+
+Examples:
+   tavern workspace ls
+   tavern workspace prune --base main`,
 		Subcommands: []*cli.Command{
-			{Name: "ls", Usage: "list worktrees and their items", Flags: flags(), Action: runWorkspaceLs},
-			{Name: "prune", Usage: "remove orphan worktrees", Flags: flags(), Action: runWorkspacePrune},
+			{Name: "ls", Usage: "list worktrees and their items", Flags: flags(), Action: runWorkspaceLs,
+				Description: "Examples:\n   tavern workspace ls\n   tavern workspace ls --json"},
+			{Name: "prune", Usage: "remove orphan worktrees", Flags: flags(), Action: runWorkspacePrune,
+				Description: "Removes the worktrees of done, dead or missing items (and the merged branches of done ones).\n\nExamples:\n   tavern workspace prune\n   tavern workspace prune --json"},
 		},
 	}
 }
