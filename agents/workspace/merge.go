@@ -97,22 +97,7 @@ func (w *Workspaces) acquire(ctx context.Context) (*tuples.Token, error) {
 	if err == nil {
 		return tok, nil
 	}
-	for {
-		tok, err := w.opt.Space.Acquire(ctx, w.token, tuples.AcquireOptions{})
-		if !errors.Is(err, tuples.ErrUnknownToken) {
-			return tok, err
-		}
-		// The token exists (made above, or by a racer), but a scan that
-		// met its only slot in flight between states reports it unknown:
-		// look again shortly.
-		t := time.NewTimer(50 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
-		}
-	}
+	return w.opt.Space.Acquire(ctx, w.token, tuples.AcquireOptions{})
 }
 
 // commitLeftovers commits what the drone changed but did not commit.

@@ -526,3 +526,25 @@ func TestDemoWorkflowCommand(t *testing.T) {
 		}
 	}
 }
+
+func TestOnDeadCLI(t *testing.T) {
+	w := newWF(t)
+	if r := w.runEnv(nil, "queue", "create", "fragile", "--on-dead", "shout"); r.code != 2 || w.exists("queues/fragile/queue.md") {
+		t.Fatalf("a bad --on-dead: %s", r)
+	}
+	w.must("queue", "create", "fragile", "--max-attempts", "1", "--on-dead", "notify alerts")
+	id := strings.TrimSpace(w.must("queue", "add", "fragile", "--title", "brittle"))
+	if r := w.runEnv(nil, "spawn", "--name", "d1", "--queue", "fragile", "--", "sh", "-c", "exit 1"); r.code != 1 {
+		t.Fatalf("spawn: %s", r)
+	}
+	if got := w.state(id); got != "dead" {
+		t.Fatalf("item is %s", got)
+	}
+	files, _ := filepath.Glob(w.path("messages/alerts/*.md"))
+	if len(files) != 1 || !strings.Contains(readText(t, files[0]), id) {
+		t.Fatalf("no alert about %s in %v", id, files)
+	}
+	if esc, _ := w.item(id).Fields["escalated"].(string); esc != "channel:alerts" {
+		t.Fatalf("escalated: %q", esc)
+	}
+}

@@ -52,7 +52,7 @@ func Parse(body []byte) ([]*Task, error) {
 	inFence := ""
 	type open struct{ idx, indent int }
 	var stack []open
-	titles := map[string]int{}
+	keys := map[string]bool{}
 	var cur *Task // the task whose body we are reading
 	var bodyLines []string
 	flush := func() {
@@ -115,11 +115,13 @@ func Parse(body []byte) ([]*Task, error) {
 			tasks[p].Kids = append(tasks[p].Kids, t.Index)
 		}
 		stack = append(stack, open{t.Index, t.Indent})
-		titles[t.Title]++
+		// The key is the title, made unique with " (n)" (the n-th box of
+		// that title, or the next free n if a box is titled so literally).
 		t.Key = t.Title
-		if n := titles[t.Title]; n > 1 {
+		for n := 2; keys[t.Key]; n++ {
 			t.Key = t.Title + " (" + strconv.Itoa(n) + ")"
 		}
+		keys[t.Key] = true
 		tasks = append(tasks, t)
 		cur = t
 		off += len(raw)
