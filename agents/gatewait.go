@@ -46,13 +46,8 @@ func (m *Manager) awaitGates(ctx context.Context, name string, claim WorkClaim) 
 		if err != nil {
 			return err
 		}
-		if it.State != queues.Claimed || it.ClaimAttempt != claim.Attempt() {
-			why := it.State
-			if it.DeadReason != "" {
-				why += ": " + it.DeadReason
-			}
-			return fmt.Errorf("%w: while waiting at its gate the item became %s", queues.ErrStale, why)
-		}
+		// Gates first: a rejection also moves the item to dead/, and the
+		// rejection is the reason to report.
 		var open []*queues.Gate
 		for _, g := range b.ItemGates(it) {
 			if g.Stage != queues.StageComplete {
@@ -64,6 +59,13 @@ func (m *Manager) awaitGates(ctx context.Context, name string, claim WorkClaim) 
 			case queues.GateStatePending:
 				open = append(open, g)
 			}
+		}
+		if it.State != queues.Claimed || it.ClaimAttempt != claim.Attempt() {
+			why := it.State
+			if it.DeadReason != "" {
+				why += ": " + it.DeadReason
+			}
+			return fmt.Errorf("%w: while waiting at its gate the item became %s", queues.ErrStale, why)
 		}
 		if len(open) == 0 {
 			return nil

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/agents/workspace"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
@@ -454,6 +455,28 @@ while [ ! -f "$GO" ]; do sleep 0.02; done
 			if tc.landed {
 				if rec, _ := w.Landed(it.ID); rec == nil {
 					t.Fatal("Landed does not see the resumed merge")
+				}
+				// The item's next claim completes it without running its
+				// drone again (this one would fail). The other items of
+				// the queue (merged directly above) are finished first.
+				ents, _ := os.ReadDir(filepath.Join(f.s.Root(), "queues/code/pending"))
+				for _, e := range ents {
+					if id := strings.TrimSuffix(e.Name(), ".md"); id != it.ID {
+						f.b.Resolve(id, queues.ResolveOptions{})
+					}
+				}
+				m, err := agents.NewManager(f.s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer m.Close()
+				res, err := m.Spawn(ctx, agents.SpawnOptions{Name: "after-kill", Queues: []string{"code"}, Work: agents.QueueWork(f.b),
+					Command: []string{"/bin/sh", "-c", "exit 1"}, Hooks: []agents.SpawnHooks{w.Hooks()}})
+				if err != nil || res.Outcome != agents.OutcomeDone || res.Item != it.ID || res.PID != 0 {
+					t.Fatalf("spawn after a landed merge: %v %+v", err, res)
+				}
+				if got, _ := f.b.Get(it.ID); got.State != queues.Done || !strings.Contains(got.Result, "landed before its wrapper died") {
+					t.Fatalf("the item is %s (%q)", got.State, got.Result)
 				}
 				return
 			}
