@@ -6,7 +6,6 @@ package main
 // git repositories.
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -502,28 +501,6 @@ func TestUsageBudgetTraceCLI(t *testing.T) {
 	w.jsonOf(&budgets, "budget", "ls")
 	if len(budgets) != 1 || len(budgets[0].Over) != 1 {
 		t.Fatalf("budget ls: %+v", budgets)
-	}
-}
-
-func TestDemoWorkflowCommand(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a real pool")
-	}
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
-	cmd := exec.Command(builtBin, "demo", "workflow")
-	cmd.Env = append(os.Environ(), "TAVERN_AGENT=", "TAVERN_DIR=")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("demo workflow: %v\n%s\n%s", err, out.String(), errb.String())
-	}
-	for _, want := range []string{"12 items in queue tasks", "== plans/release.md: 12 of 12 boxes ticked ==", "a person runs `tavern approve",
-		"merge conflict in banner.txt", "== tavern usage (by agent) ==", "== tavern trace ", "0 worktrees left"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("demo output lacks %q:\n%s", want, out.String())
-		}
 	}
 }
 
