@@ -395,6 +395,7 @@ loop:
 	switch {
 	case forwarded != nil:
 		res.Outcome = OutcomeReleased
+		stopRenewal()
 		if claim != nil {
 			itemErr = claim.Release("wrapper interrupted by " + forwarded.String())
 		}
@@ -423,6 +424,7 @@ loop:
 		}
 	default:
 		res.Outcome = OutcomeFailed
+		stopRenewal()
 		if claim != nil {
 			reason := "exit status " + strconv.Itoa(code)
 			if res.Signal != "" {
