@@ -829,3 +829,14 @@ func parentPID(pid int) int {
 	}
 	return ppid
 }
+
+// InstallChecks adds the queue checks `tavern check` (docstore.Store.Check)
+// runs beyond the schema: a gate whose decision has no approval record.
+func InstallChecks(s *docstore.Store) {
+	s.AddCheck("queues/gates", func(d *docstore.Doc) []error {
+		if err := CheckGate(s, d); err != nil {
+			return []error{err}
+		}
+		return nil
+	})
+}

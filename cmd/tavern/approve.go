@@ -6,8 +6,6 @@ import (
 	"github.com/tavernhq/tavern/queues"
 )
 
-func init() { register(newApproveCommand()) }
-
 func newApproveCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "approve",
@@ -27,7 +25,7 @@ Example:
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "reason", Usage: "a note kept with the decision"},
 			&cli.StringFlag{Name: "by", Usage: "who decides (default $USER)"},
-			jsonFlag,
+			jsonFlag(),
 		},
 		Action: runApprove,
 	}

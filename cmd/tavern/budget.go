@@ -11,8 +11,6 @@ import (
 	"github.com/tavernhq/tavern/agents/usage"
 )
 
-func init() { register(newBudgetCommand()) }
-
 func newBudgetCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "budget",
@@ -39,7 +37,7 @@ Examples:
 					&cli.Int64Flag{Name: "tokens", Usage: "most tokens (in + out) per day"},
 					&cli.Float64Flag{Name: "cost", Usage: "most cost in USD per day"},
 					&cli.DurationFlag{Name: "time", Usage: "most drone wall time per day"},
-					jsonFlag,
+					jsonFlag(),
 				},
 				Action: runBudgetSet,
 			},
@@ -49,7 +47,7 @@ Examples:
 				Description: `Examples:
    tavern budget ls
    tavern budget ls --json`,
-				Flags:  []cli.Flag{jsonFlag},
+				Flags:  []cli.Flag{jsonFlag()},
 				Action: runBudgetLs,
 			},
 		},

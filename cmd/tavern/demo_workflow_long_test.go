@@ -20,7 +20,7 @@ func TestDemoWorkflowCommand(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
-	cmd := exec.Command(builtBin, "demo", "workflow")
+	cmd := exec.Command(tavernBin(t), "demo", "workflow")
 	cmd.Env = append(os.Environ(), "TAVERN_AGENT=", "TAVERN_DIR=")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -11,8 +11,6 @@ import (
 	"github.com/tavernhq/tavern/schema"
 )
 
-func init() { register(newGateCommand()) }
-
 func newGateCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "gate",
@@ -49,7 +47,7 @@ Examples:
 					&cli.StringFlag{Name: "reason", Usage: "what the person decides (shown in the needs-you list)"},
 					&cli.StringFlag{Name: "before", Usage: "claim | complete (default complete; claim for --until)"},
 					&cli.StringFlag{Name: "until", Usage: "a timer gate: not before `TIME` (RFC 3339, or a duration from now)"},
-					jsonFlag,
+					jsonFlag(),
 				},
 				Action: runGateAdd,
 			},
@@ -59,7 +57,7 @@ Examples:
 				Description: `Examples:
    tavern gate ls
    tavern gate ls --all --json`,
-				Flags:  []cli.Flag{&cli.BoolFlag{Name: "all", Usage: "every gate, decided or not"}, jsonFlag},
+				Flags:  []cli.Flag{&cli.BoolFlag{Name: "all", Usage: "every gate, decided or not"}, jsonFlag()},
 				Action: runGateLs,
 			},
 		},

@@ -13,8 +13,6 @@ import (
 	"github.com/tavernhq/tavern/schema"
 )
 
-func init() { register(newPlanCommand()) }
-
 func newPlanCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "plan",
@@ -50,10 +48,11 @@ Examples:
    tavern plan import launch.md --queue work
    tavern plan import docs/todo.md --queue docs --name docs-todo --json`,
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "queue", Usage: "the queue `Q` the items go to (must exist)", Required: true},
+					&cli.StringFlag{Name: "queue", Usage: "the queue `Q` the items go to (must exist)"},
 					&cli.StringFlag{Name: "name", Usage: "the plan's `NAME` (default: the file name without .md)"},
-					jsonFlag,
+					jsonFlag(),
 				},
+				Before: requireFlags("queue"),
 				Action: runPlanImport,
 			},
 			{
@@ -66,7 +65,7 @@ Examples:
 Examples:
    tavern plan sync launch
    tavern plan sync --json`,
-				Flags:  []cli.Flag{jsonFlag},
+				Flags:  []cli.Flag{jsonFlag()},
 				Action: runPlanSync,
 			},
 			{
@@ -76,7 +75,7 @@ Examples:
 				Description: `Examples:
    tavern plan status launch
    tavern plan status launch --no-sync --json`,
-				Flags:  []cli.Flag{&cli.BoolFlag{Name: "no-sync", Usage: "show without syncing first"}, jsonFlag},
+				Flags:  []cli.Flag{&cli.BoolFlag{Name: "no-sync", Usage: "show without syncing first"}, jsonFlag()},
 				Action: runPlanStatus,
 			},
 		},

@@ -19,10 +19,14 @@ import (
 	"github.com/tavernhq/tavern/queues/plans"
 )
 
-func init() {
-	register(&cli.Command{
+func newPoolCommand() *cli.Command {
+	return &cli.Command{
 		Name:  "pool",
 		Usage: "run a pool of drones on queues",
+		Description: `Run a pool of drones on queues.
+
+Examples:
+   tavern pool run builders --queue build,test --max 8 --on-empty terminate -- ./build-one.sh`,
 		Subcommands: []*cli.Command{{
 			Name:      "run",
 			Usage:     "keep MIN..MAX drones working on the queues",
@@ -46,13 +50,15 @@ SIGTERM to the drones: their items are released, not failed.
 own git worktree and merges successful branches through the merge queue.
 
 A budget (tavern budget) that is spent pauses the pool: no new drones until
-the next day or a raised budget; pools/NAME.md says why (paused:).
+the next day or a raised budget; pools/NAME.md says why (paused:). On every
+tick the pool syncs the plans of its queues (tavern plan) and escalates dead
+letters as their queue's on_dead says.
 
 Example:
    tavern pool run builders --queue build,test --max 8 --on-empty terminate -- ./build-one.sh
    tavern pool run coders --queue code --worktree --check "make test" -- ./agent.sh`,
 			Flags: append([]cli.Flag{
-				&cli.StringSliceFlag{Name: "queue", Usage: "queue `Q` (repeatable, or Q1,Q2)", Required: true},
+				&cli.StringSliceFlag{Name: "queue", Usage: "queue `Q` (repeatable, or Q1,Q2; required)"},
 				&cli.IntFlag{Name: "min", Usage: "drones to keep (idle mode)", Value: 0},
 				&cli.IntFlag{Name: "max", Usage: "most drones at once", Value: 4},
 				&cli.StringFlag{Name: "on-empty", Usage: "idle | hibernate | terminate"},
@@ -61,55 +67,58 @@ Example:
 				&cli.StringFlag{Name: "role", Usage: "role `R` of the drones"},
 				&cli.DurationFlag{Name: "idle-wait", Value: time.Minute, Usage: "how long an idle drone waits for an item"},
 				&cli.BoolFlag{Name: "quiet", Usage: "no progress line"},
-				jsonFlag,
-			}, worktreeFlags...),
-			Action: func(c *cli.Context) error {
-				if c.NArg() < 2 {
-					return usageErr("pool run takes NAME -- CMD")
-				}
-				m, err := openManager(c)
-				if err != nil {
-					return err
-				}
-				defer m.Close()
-				b, err := queues.Open(m.Store, queues.Options{Journal: m.Journal})
-				if err != nil {
-					return err
-				}
-				defer b.Close()
-				sigs := make(chan os.Signal, 2)
-				signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-				defer signal.Stop(sigs)
-				name, command := c.Args().First(), c.Args().Slice()[1:]
-				if c.Bool("worktree") {
-					// Fail before any drone starts: no repository, no base.
-					if _, err := openWorkspaces(c, m.Store, b); err != nil {
-						return err
-					}
-				}
-				opt := poolOptions(c, m, b, name, command)
-				opt.Interrupt = sigs
-				if !c.Bool("quiet") {
-					opt.Progress = progressLine(c)
-				}
-				// The pool drains on its own signal channel; main's context
-				// must not cancel it on the first Ctrl-C.
-				mt, err := m.RunPool(contextWithoutCancel(c), opt)
-				if !c.Bool("quiet") {
-					errf(c, "\n")
-				}
-				if err != nil {
-					return err
-				}
-				if c.Bool("json") {
-					return printJSON(c, mt)
-				}
-				outf(c, "pool %s: %d done, %d failed, %d released, %d steals, %d drones spawned (peak %d, %d crashed) in %s; utilization %.2f\n",
-					name, mt.ItemsDone, mt.ItemsFailed, mt.ItemsReleased, mt.Steals, mt.Spawned, mt.PeakDrones, mt.Crashed, mt.Elapsed, mt.Utilization)
-				return nil
-			},
+				jsonFlag(),
+			}, worktreeFlags()...),
+			Before: requireFlags("queue"),
+			Action: runPoolRun,
 		}},
-	})
+	}
+}
+
+func runPoolRun(c *cli.Context) error {
+	if c.NArg() < 2 {
+		return usageErr("pool run takes NAME -- CMD")
+	}
+	m, err := openManager(c)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	b, err := queues.Open(m.Store, queues.Options{Journal: m.Journal})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	name, command := c.Args().First(), c.Args().Slice()[1:]
+	if c.Bool("worktree") {
+		// Fail before any drone starts: no repository, no base.
+		if _, err := openWorkspaces(c, m.Store, b); err != nil {
+			return err
+		}
+	}
+	opt := poolOptions(c, m, b, name, command)
+	opt.Interrupt = sigs
+	if !c.Bool("quiet") {
+		opt.Progress = progressLine(c)
+	}
+	// The pool drains on its own signal channel; main's context
+	// must not cancel it on the first Ctrl-C.
+	mt, err := m.RunPool(contextWithoutCancel(c), opt)
+	if !c.Bool("quiet") {
+		errf(c, "\n")
+	}
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c, mt)
+	}
+	outf(c, "pool %s: %d done, %d failed, %d released, %d steals, %d drones spawned (peak %d, %d crashed) in %s; utilization %.2f\n",
+		name, mt.ItemsDone, mt.ItemsFailed, mt.ItemsReleased, mt.Steals, mt.Spawned, mt.PeakDrones, mt.Crashed, mt.Elapsed, mt.Utilization)
+	return nil
 }
 
 func poolOptions(c *cli.Context, m *agents.Manager, b *queues.Broker, name string, command []string) agents.PoolOptions {
@@ -118,7 +127,7 @@ func poolOptions(c *cli.Context, m *agents.Manager, b *queues.Broker, name strin
 	if err != nil {
 		self = os.Args[0]
 	}
-	parent := os.Getenv("TAVERN_AGENT")
+	parent := envAgent()
 	lastTick := ""
 	return agents.PoolOptions{
 		// A spent budget pauses the pool (tavern budget).

@@ -2,8 +2,6 @@ package main
 
 import "github.com/urfave/cli/v2"
 
-func init() { register(newRejectCommand()) }
-
 func newRejectCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "reject",
@@ -17,10 +15,11 @@ item back and re-opens the gate. Refused (exit 4) for agents, as approve.
 Example:
    tavern reject p00-0193... --reason "wrong approach: use the existing parser"`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "reason", Usage: "why (required)", Required: true},
+			&cli.StringFlag{Name: "reason", Usage: "why (required)"},
 			&cli.StringFlag{Name: "by", Usage: "who decides (default $USER)"},
-			jsonFlag,
+			jsonFlag(),
 		},
+		Before: requireFlags("reason"),
 		Action: runReject,
 	}
 }

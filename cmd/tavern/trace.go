@@ -11,8 +11,6 @@ import (
 	"github.com/tavernhq/tavern/schema"
 )
 
-func init() { register(newTraceCommand()) }
-
 func newTraceCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "trace",
@@ -37,7 +35,7 @@ Examples:
    tavern trace --at 2026-01-20T10:00:00Z items/p00-0193...`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "at", Usage: "show the document as of `TIME` (RFC 3339, date, or duration ago)"},
-			jsonFlag,
+			jsonFlag(),
 		},
 		Action: runTrace,
 	}

@@ -11,8 +11,6 @@ import (
 	"github.com/tavernhq/tavern/agents/usage"
 )
 
-func init() { register(newUsageCommand()) }
-
 func newUsageCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "usage",
@@ -35,7 +33,7 @@ Examples:
 			&cli.StringFlag{Name: "pool", Usage: "only pool `P`"},
 			&cli.StringFlag{Name: "agent", Usage: "only agent `A`"},
 			&cli.StringFlag{Name: "item", Usage: "only item `ID`"},
-			jsonFlag,
+			jsonFlag(),
 		},
 		Action: runUsage,
 	}

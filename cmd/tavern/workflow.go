@@ -9,8 +9,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/agents"
-	"github.com/tavernhq/tavern/agents/trace"
-	"github.com/tavernhq/tavern/agents/usage"
 	"github.com/tavernhq/tavern/agents/workspace"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
@@ -21,31 +19,19 @@ import (
 // Shared by the workflow commands (plan, gate, approve, reject, budget,
 // usage, trace, workspace) and the --worktree options of spawn and pool.
 
-func init() {
-	mapExit(queues.ErrGated, exitConflict)
-	mapExit(queues.ErrRejected, exitConflict)
-	mapExit(queues.ErrNotHuman, exitConflict)
-	mapExit(queues.ErrDecided, exitConflict)
-	mapExit(queues.ErrForged, exitInvalid)
-	mapExit(plans.ErrPlan, exitInvalid)
-	mapExit(workspace.ErrConfig, exitUsage)
-	mapExit(workspace.ErrConflict, exitConflict)
-	mapExit(usage.ErrGrouping, exitUsage)
-	mapExit(trace.ErrUnknown, exitNotFound)
-	checkStoreHooks = append(checkStoreHooks, queues.CheckGate)
-}
-
 // worktreeFlags are the workspace and merge-queue options of spawn and
 // pool run.
-var worktreeFlags = []cli.Flag{
-	&cli.BoolFlag{Name: "worktree", Usage: "run the drone in its item's own git worktree and merge its branch through the merge queue when it succeeds"},
-	&cli.StringFlag{Name: "base", Value: "main", Usage: "with --worktree: the `BRANCH` worktrees start from and merges land on"},
-	&cli.StringFlag{Name: "repo", Usage: "with --worktree: a `DIR` in the git repository (default: the project directory)"},
-	&cli.StringFlag{Name: "merge-mode", Value: "rebase", Usage: "with --worktree: rebase | merge (how a branch comes onto the base)"},
-	&cli.StringFlag{Name: "check", Usage: "with --worktree: shell `CMD` run in the worktree after the rebase; the base moves only if it exits 0"},
-	&cli.DurationFlag{Name: "check-timeout", Value: 10 * time.Minute, Usage: "with --worktree: how long --check may run"},
-	&cli.IntFlag{Name: "max-worktrees", Value: 64, Usage: "with --worktree: most worktrees at once (orphans are pruned first)"},
-	&cli.StringFlag{Name: "worktree-root", Usage: "with --worktree: where worktrees go (default <git dir>/tavern/worktrees)"},
+func worktreeFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "worktree", Usage: "run the drone in its item's own git worktree and merge its branch through the merge queue when it succeeds"},
+		&cli.StringFlag{Name: "base", Value: "main", Usage: "with --worktree: the `BRANCH` worktrees start from and merges land on"},
+		&cli.StringFlag{Name: "repo", Usage: "with --worktree: a `DIR` in the git repository (default: the project directory)"},
+		&cli.StringFlag{Name: "merge-mode", Value: "rebase", Usage: "with --worktree: rebase | merge (how a branch comes onto the base)"},
+		&cli.StringFlag{Name: "check", Usage: "with --worktree: shell `CMD` run in the worktree after the rebase; the base moves only if it exits 0"},
+		&cli.DurationFlag{Name: "check-timeout", Value: 10 * time.Minute, Usage: "with --worktree: how long --check may run"},
+		&cli.IntFlag{Name: "max-worktrees", Value: 64, Usage: "with --worktree: most worktrees at once (orphans are pruned first)"},
+		&cli.StringFlag{Name: "worktree-root", Usage: "with --worktree: where worktrees go (default <git dir>/tavern/worktrees)"},
+	}
 }
 
 // worktreeArgs passes the workspace options of `pool run` on to its

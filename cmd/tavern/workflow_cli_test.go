@@ -6,6 +6,8 @@ package main
 // git repositories.
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -18,26 +20,45 @@ import (
 	"time"
 )
 
-// wf is a project for the workflow tests: a store, optionally a git
-// repository around it.
+// wf is a project for the workflow tests, optionally in a git
+// repository.
 type wf struct {
 	*project
-	env []string
 }
 
 func newWF(t *testing.T) *wf {
 	t.Helper()
-	return &wf{project: newProject(t), env: []string{"TAVERN_AGENT=", "TAVERN_INSTANCE="}}
+	return &wf{project: newProject(t)}
 }
 
-func (w *wf) runEnv(env []string, args ...string) result {
+// runEnv runs tavern with env added and stdin.
+func (w *wf) runEnv(env []string, stdin string, args ...string) result {
 	w.t.Helper()
-	return runIn(w.t, w.dir, "", append(append([]string(nil), w.env...), env...), args...)
+	cmd := w.tavern(args...)
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := result{out: out.String(), err: errb.String()}
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			w.t.Fatalf("tavern %q: %v", args, err)
+		}
+		r.code = ee.ExitCode()
+	}
+	return r
 }
 
 func (w *wf) must(args ...string) string {
 	w.t.Helper()
-	r := w.runEnv(nil, args...)
+	return w.ok(args...)
+}
+
+func (w *wf) mustStdin(stdin string, args ...string) string {
+	w.t.Helper()
+	r := w.runEnv(nil, stdin, args...)
 	if r.code != 0 {
 		w.t.Fatalf("tavern %s: %s", strings.Join(args, " "), r)
 	}
@@ -57,11 +78,17 @@ func (w *wf) jsonOf(v any, args ...string) {
 	}
 }
 
+func (w *wf) fields(ref string) map[string]any {
+	w.t.Helper()
+	var d wfDoc
+	w.jsonOf(&d, "show", ref)
+	return d.Fields
+}
+
 func (w *wf) git(args ...string) string {
 	w.t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = w.dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+	cmd := w.cmd(context.Background(), "git", args...)
+	cmd.Env = append(cmd.Env, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		w.t.Fatalf("git %v: %v\n%s", args, err, out)
@@ -114,171 +141,6 @@ func (w *wf) state(id string) string {
 	return parts[2]
 }
 
-const cliPlan = `# Launch
-
-- [ ] Release (after: Announce)
-  Tag and publish.
-  - [ ] Build
-  - [x] Vendor
-  - [ ] Test
-- [ ] Announce
-- [ ] Approve launch (gate: human)
-`
-
-func TestPlanCLI(t *testing.T) {
-	w := newWF(t)
-	w.must("queue", "create", "work")
-	os.WriteFile(filepath.Join(w.dir, "launch.md"), []byte(cliPlan), 0o644)
-	if out := w.must("plan", "import", "launch.md", "--queue", "work"); !strings.Contains(out, "plans/launch.md: 5 items in queue work") {
-		t.Fatalf("import: %s", out)
-	}
-	// Importing again is a conflict; a bad plan is an invalid document
-	// with its line.
-	if r := w.runEnv(nil, "plan", "import", "launch.md", "--queue", "work"); r.code != 4 {
-		t.Fatalf("second import: %s", r)
-	}
-	os.WriteFile(filepath.Join(w.dir, "bad.md"), []byte("- [ ] A\n- [ ] B (after: Nope)\n"), 0o644)
-	if r := w.runEnv(nil, "plan", "import", "bad.md", "--queue", "work"); r.code != 5 || !strings.Contains(r.err, "bad.md:2: (after: Nope) names no task") {
-		t.Fatalf("bad plan: %s", r)
-	}
-	var st struct {
-		Total, Done, Pending int
-		Tasks                []struct{ Title, Item, State, Box string }
-	}
-	w.jsonOf(&st, "plan", "status", "launch")
-	if st.Total != 6 || st.Done != 1 || st.Pending != 5 {
-		t.Fatalf("status: %+v", st)
-	}
-	ids := map[string]string{}
-	for _, ts := range st.Tasks {
-		ids[ts.Title] = ts.Item
-	}
-	// A done item ticks its box: one line changes.
-	before := w.read("plans/launch.md")
-	take := w.must("queue", "take", "work", "--as", "bob")
-	id := strings.Fields(take)[0]
-	w.must("item", "done", id)
-	after := w.read("plans/launch.md")
-	changed, ok := changedLines(before, after)
-	if !ok || len(changed) != 1 || !strings.Contains(changed[0], "- [x] ") {
-		t.Fatalf("item done changed the plan on %v lines:\n%s", changed, after)
-	}
-	// Hand edits: a ticked box completes its item; ticked while claimed
-	// is a conflict.
-	held := strings.Fields(w.must("queue", "take", "work", "--as", "carol"))[0]
-	var heldTitle string
-	for title, iid := range ids {
-		if iid == held {
-			heldTitle = title
-		}
-	}
-	doc := w.read("plans/launch.md")
-	doc = strings.Replace(doc, "- [ ] Announce\n", "- [x] Announce\n", 1)
-	doc = strings.Replace(doc, "- [ ] "+heldTitle+"\n", "- [x] "+heldTitle+"\n", 1)
-	w.write("plans/launch.md", doc)
-	r := w.runEnv(nil, "plan", "sync", "launch")
-	if r.code != 0 || !strings.Contains(r.err, "conflict") || !strings.Contains(r.err, "while carol holds it") {
-		t.Fatalf("sync with a conflict: %s", r)
-	}
-	if ids["Announce"] != held {
-		if got := w.state(ids["Announce"]); got != "done" {
-			t.Fatalf("Announce ticked by hand is %s", got)
-		}
-	}
-	if got := w.state(held); got != "claimed" {
-		t.Fatalf("the claimed item ticked by hand is %s", got)
-	}
-	var events []map[string]any
-	out := w.must("log", "--type", "external", "--json")
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		var e map[string]any
-		if json.Unmarshal([]byte(line), &e) == nil {
-			events = append(events, e)
-		}
-	}
-	found := false
-	for _, e := range events {
-		if e["kind"] == "plan" && e["item"] == ids["Announce"] {
-			found = true
-		}
-	}
-	if ids["Announce"] != held && !found {
-		t.Fatalf("the hand-ticked box is not journaled as external: %s", out)
-	}
-	// The plan is a document like any other.
-	w.must("check", "plans/launch")
-	if out := w.must("ls", "plans"); !strings.Contains(out, "launch") {
-		t.Fatalf("ls plans: %s", out)
-	}
-}
-
-func TestGateCLI(t *testing.T) {
-	w := newWF(t)
-	w.must("queue", "create", "deploy")
-	id := strings.TrimSpace(w.must("queue", "add", "deploy", "--title", "ship 2.0", "--gate", "human"))
-	other := strings.TrimSpace(w.must("queue", "add", "deploy", "--title", "migrate"))
-	gid := strings.TrimSpace(w.must("gate", "add", other, "--reason", "a person checks the migration plan", "--before", "claim"))
-	var gates []struct{ ID, Item, State string }
-	w.jsonOf(&gates, "gate", "ls")
-	if len(gates) != 2 {
-		t.Fatalf("gate ls: %+v", gates)
-	}
-	// The claim-stage gate keeps "migrate" from being claimed; "ship 2.0"
-	// (complete stage) can be claimed but not completed.
-	take := strings.Fields(w.must("queue", "take", "deploy", "--as", "bob"))
-	if take[0] != id {
-		t.Fatalf("took %s, want %s (the other waits at its claim gate)", take[0], id)
-	}
-	if r := w.runEnv(nil, "queue", "take", "deploy"); r.code != 3 || !strings.Contains(r.err, "waiting at gates") {
-		t.Fatalf("take at a claim gate: %s", r)
-	}
-	if r := w.runEnv(nil, "item", "done", id); r.code != 4 || !strings.Contains(r.err, "waiting at a gate") {
-		t.Fatalf("done at a pending gate: %s", r)
-	}
-	// Agents cannot decide: by their environment, or from inside a
-	// spawned process even with the variables removed.
-	if r := w.runEnv([]string{"TAVERN_AGENT=bob"}, "approve", id); r.code != 4 || !strings.Contains(r.err, "an agent cannot pass a gate") {
-		t.Fatalf("approve with TAVERN_AGENT: %s", r)
-	}
-	sneak := fmt.Sprintf("env -u TAVERN_AGENT -u TAVERN_INSTANCE %s approve %s --dir %s", builtBin, gid, filepath.Join(w.dir, ".tavern"))
-	r := w.runEnv(nil, "spawn", "--name", "sneaky", "--tee", "--", "sh", "-c", sneak)
-	if r.code != 4 || !strings.Contains(r.err, "an agent cannot pass a gate: runs inside") {
-		t.Fatalf("approve from inside a spawned process: %s", r)
-	}
-	if ents, _ := os.ReadDir(w.path("approvals")); len(ents) != 0 {
-		t.Fatalf("refused decisions wrote %d approval records", len(ents))
-	}
-	// A hand edit to approved: check reports it, the engine ignores it.
-	doc := w.read("gates/" + gid + ".md")
-	w.write("gates/"+gid+".md", strings.Replace(doc, "status: pending", "status: approved", 1))
-	if r := w.runEnv(nil, "check"); r.code != 5 || !strings.Contains(r.err, "gates/"+gid+".md:") || !strings.Contains(r.err, "without its approval record") {
-		t.Fatalf("check of a forged approval: %s", r)
-	}
-	if r := w.runEnv(nil, "queue", "take", "deploy"); r.code != 3 {
-		t.Fatalf("the engine acted on a forged approval: %s", r)
-	}
-	w.write("gates/"+gid+".md", doc)
-	// A person decides.
-	if out := w.must("approve", id, "--reason", "ok", "--by", "ann"); !strings.Contains(out, "approved") {
-		t.Fatalf("approve: %s", out)
-	}
-	w.must("item", "done", id)
-	if out := w.must("reject", gid, "--reason", "not this quarter"); !strings.Contains(out, "rejected") {
-		t.Fatalf("reject: %s", out)
-	}
-	if got := w.state(other); got != "dead" {
-		t.Fatalf("rejected item is %s", got)
-	}
-	w.must("check")
-	if r := w.runEnv(nil, "reject", gid); r.code != 2 {
-		t.Fatalf("reject without --reason: %s", r)
-	}
-}
-
-// TestPoolWorktreeMergeQueueCLI: a pool of drones, each in its own
-// worktree; six change different files, two the same line. One of the
-// two fails with a conflict, is retried, rebases and resolves, and
-// merges; main ends with eight commits and no worktree is left.
 func TestPoolWorktreeMergeQueueCLI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a real pool")
@@ -287,10 +149,10 @@ func TestPoolWorktreeMergeQueueCLI(t *testing.T) {
 	w.initRepo()
 	w.must("queue", "create", "code", "--max-attempts", "3", "--backoff", "100ms", "--on-empty", "terminate")
 	for i := 0; i < 6; i++ {
-		w.runEnvStdin(fmt.Sprintf("file: f%d.txt\ntext: drone %d\n", i, i), "queue", "add", "code", "--title", fmt.Sprintf("file %d", i), "--body", "-")
+		w.mustStdin(fmt.Sprintf("file: f%d.txt\ntext: drone %d\n", i, i), "queue", "add", "code", "--title", fmt.Sprintf("file %d", i), "--body", "-")
 	}
 	for _, word := range []string{"Welcome", "Bienvenue"} {
-		w.runEnvStdin("file: banner.txt\ntext: "+word+"\nmeet: banner\n", "queue", "add", "code", "--title", "banner "+word, "--body", "-")
+		w.mustStdin("file: banner.txt\ntext: "+word+"\nmeet: banner\n", "queue", "add", "code", "--title", "banner "+word, "--body", "-")
 	}
 	var mt struct {
 		ItemsDone   int `json:"items_done"`
@@ -329,15 +191,6 @@ func TestPoolWorktreeMergeQueueCLI(t *testing.T) {
 	}
 }
 
-func (w *wf) runEnvStdin(stdin string, args ...string) string {
-	w.t.Helper()
-	r := runIn(w.t, w.dir, stdin, w.env, args...)
-	if r.code != 0 {
-		w.t.Fatalf("tavern %s: %s", strings.Join(args, " "), r)
-	}
-	return r.out
-}
-
 // TestMergerSIGKILLCLI kills a spawn wrapper in the middle of its merge
 // (during the check): main does not move, the slot and the item come
 // back, and the next spawn rolls the merge back and lands the branch.
@@ -348,14 +201,12 @@ func TestMergerSIGKILLCLI(t *testing.T) {
 	w := newWF(t)
 	w.initRepo()
 	w.must("queue", "create", "code", "--backoff", "10ms")
-	id := strings.TrimSpace(w.runEnvStdin("file: x.txt\ntext: x\n", "queue", "add", "code", "--title", "x", "--body", "-"))
+	id := strings.TrimSpace(w.mustStdin("file: x.txt\ntext: x\n", "queue", "add", "code", "--title", "x", "--body", "-"))
 	before := w.git("rev-parse", "main")
 	tmp := t.TempDir()
 	ready, pidf := filepath.Join(tmp, "ready"), filepath.Join(tmp, "pid")
 	check := fmt.Sprintf(`echo $$ > %s; touch %s; sleep 60`, pidf, ready)
-	cmd := exec.Command(builtBin, "spawn", "--name", "m1", "--queue", "code", "--worktree", "--check", check, "--", "sh", w.script("drone.sh"))
-	cmd.Dir = w.dir
-	cmd.Env = append(os.Environ(), w.env...)
+	cmd := w.tavern("spawn", "--name", "m1", "--queue", "code", "--worktree", "--check", check, "--", "sh", w.script("drone.sh"))
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -378,7 +229,7 @@ func TestMergerSIGKILLCLI(t *testing.T) {
 	if got := w.state(id); got != "pending" {
 		t.Fatalf("after reap the item is %s", got)
 	}
-	r := w.runEnv(nil, "spawn", "--name", "m2", "--queue", "code", "--worktree", "--check", "true", "--", "sh", w.script("drone.sh"))
+	r := w.runEnv(nil, "", "spawn", "--name", "m2", "--queue", "code", "--worktree", "--check", "true", "--", "sh", w.script("drone.sh"))
 	if r.code != 0 {
 		t.Fatalf("second spawn: %s", r)
 	}
@@ -416,11 +267,11 @@ func TestUsageBudgetTraceCLI(t *testing.T) {
 	w.must("queue", "create", "q", "--backoff", "10ms", "--on-empty", "terminate")
 	id := strings.TrimSpace(w.must("queue", "add", "q", "--title", "first"))
 	// Attempt 1 fails, attempt 2 prints a Claude Code result.
-	w.runEnv(nil, "spawn", "--name", "solo", "--queue", "q", "--", "sh", "-c", "echo trying; exit 2")
+	w.runEnv(nil, "", "spawn", "--name", "solo", "--queue", "q", "--", "sh", "-c", "echo trying; exit 2")
 	t0 := time.Now()
 	time.Sleep(20 * time.Millisecond)
 	poll(t, "the backoff", func() bool {
-		return w.runEnv(nil, "spawn", "--name", "solo", "--queue", "q", "--", "sh", "-c", "echo working; cat "+fixture).code == 0
+		return w.runEnv(nil, "", "spawn", "--name", "solo", "--queue", "q", "--", "sh", "-c", "echo working; cat "+fixture).code == 0
 	})
 	var u struct {
 		Rows []struct {
@@ -475,7 +326,7 @@ func TestUsageBudgetTraceCLI(t *testing.T) {
 	if snap.Item.State != "pending" || !strings.Contains(snap.Item.Error, "exit status 2") {
 		t.Fatalf("item at t0: %+v", snap.Item)
 	}
-	if r := w.runEnv(nil, "trace", "--at", "1h", "agents/nobody"); r.code != 3 {
+	if r := w.runEnv(nil, "", "trace", "--at", "1h", "agents/nobody"); r.code != 3 {
 		t.Fatalf("trace of nothing: %s", r)
 	}
 	// A budget: the pool stops taking items once it is spent.
@@ -501,27 +352,5 @@ func TestUsageBudgetTraceCLI(t *testing.T) {
 	w.jsonOf(&budgets, "budget", "ls")
 	if len(budgets) != 1 || len(budgets[0].Over) != 1 {
 		t.Fatalf("budget ls: %+v", budgets)
-	}
-}
-
-func TestOnDeadCLI(t *testing.T) {
-	w := newWF(t)
-	if r := w.runEnv(nil, "queue", "create", "fragile", "--on-dead", "shout"); r.code != 2 || w.exists("queues/fragile/queue.md") {
-		t.Fatalf("a bad --on-dead: %s", r)
-	}
-	w.must("queue", "create", "fragile", "--max-attempts", "1", "--on-dead", "notify alerts")
-	id := strings.TrimSpace(w.must("queue", "add", "fragile", "--title", "brittle"))
-	if r := w.runEnv(nil, "spawn", "--name", "d1", "--queue", "fragile", "--", "sh", "-c", "exit 1"); r.code != 1 {
-		t.Fatalf("spawn: %s", r)
-	}
-	if got := w.state(id); got != "dead" {
-		t.Fatalf("item is %s", got)
-	}
-	files, _ := filepath.Glob(w.path("messages/alerts/*.md"))
-	if len(files) != 1 || !strings.Contains(readText(t, files[0]), id) {
-		t.Fatalf("no alert about %s in %v", id, files)
-	}
-	if esc, _ := w.item(id).Fields["escalated"].(string); esc != "channel:alerts" {
-		t.Fatalf("escalated: %q", esc)
 	}
 }

@@ -9,15 +9,13 @@ import (
 	"github.com/tavernhq/tavern/agents/workspace"
 )
 
-func init() { register(newWorkspaceCommand()) }
-
 func newWorkspaceCommand() *cli.Command {
 	flags := func() []cli.Flag {
 		return []cli.Flag{
 			&cli.StringFlag{Name: "base", Value: "main", Usage: "the base `BRANCH`"},
 			&cli.StringFlag{Name: "repo", Usage: "a `DIR` in the git repository (default: the project directory)"},
 			&cli.StringFlag{Name: "worktree-root", Usage: "where the worktrees are (default <git dir>/tavern/worktrees)"},
-			jsonFlag,
+			jsonFlag(),
 		}
 	}
 	return &cli.Command{
