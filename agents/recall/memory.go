@@ -180,14 +180,16 @@ func ArchiveMemory(s *docstore.Store, agent, id string) (*Memory, error) {
 	return memoryOf(d), nil
 }
 
-func memoryText(m *Memory) string {
-	return strings.ReplaceAll(m.Topic, "-", " ") + "\n" + m.Text
+// memoryEntry is what the index sees of a memory: the topic is a tag (it
+// helps a search, it does not make two memories related).
+func memoryEntry(m *Memory) IndexEntry {
+	return IndexEntry{ID: m.ID, Text: m.Text, Tags: strings.ReplaceAll(m.Topic, "-", " ")}
 }
 
 func memoryIndex(list []*Memory) *Index {
 	entries := make([]IndexEntry, len(list))
 	for i, m := range list {
-		entries[i] = IndexEntry{ID: m.ID, Text: memoryText(m)}
+		entries[i] = memoryEntry(m)
 	}
 	return BuildIndex(entries)
 }
