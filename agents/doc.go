@@ -62,24 +62,33 @@
 // archived: true; archived entries are hidden from lists, search, inspect
 // and wake but never deleted. Ids may be given as a unique prefix.
 //
-// Search and inspect use a TF-IDF index (search.go) built per call from the
-// entries in scope (one agent's memory, or all knowledge): sublinear tf,
-// smoothed idf, cosine similarity, English stopwords removed, no stemming.
-// At the scale the design assumes (<1000 memories per agent, <10k
-// knowledge entries) building it costs less than reading the files, which
-// every call does anyway to see hand edits; there is no stored index.
+// Search and inspect use a BM25 index (recall/search.go) built per call
+// from the entries in scope (one agent's memory, or all knowledge): words
+// reduced to their Snowball English stems ("databases" is "database"),
+// query words of four letters or more also matching the words they begin
+// ("postgres" finds "PostgreSQL"), the title weighted twice, the domain or
+// topic half; inspect leaves the domain and topic out, so entries are not
+// related merely by sharing one. At the scale the design assumes (<1000
+// memories per agent, <10k knowledge entries) building the index costs
+// less than reading the files, which every call does anyway to see hand
+// edits; there is no stored index.
 //
 // # Wake, sleep, context
 //
-// Wake increments agents/<agent>.md's spawns and returns a Briefing: core
-// memories, memories of the last 7 days (20 max), unread counts with the
-// channel to read first, decision/architecture knowledge of the last 24 h,
-// the agent's claimed queue items and open questions. Briefing.Text is
-// short on purpose: it is pasted into an LLM prompt. Sleep stores a core
-// memory of topic "summary" and sets last_sleep. Context searches the
+// Wake returns a Briefing: every core memory (the sleep summaries among
+// them only the newest 3: one is written per sleep and they must not push
+// the agent's own core memories out), memories of the last 7 days (20
+// max), unread counts with the channel to read first, decision/architecture
+// knowledge of the last 24 h, the agent's claimed queue items and open
+// questions. It counts the session in agents/<agent>.md's spawns, unless a
+// process holds the agent's liveness lock: the spawn wrapper (or a hook
+// session keeper) then started the session and counted it. Briefing.Text
+// is short on purpose: it is pasted into an LLM prompt. Sleep stores a
+// core memory of topic "summary" and sets last_sleep. Context searches the
 // journal (package watcher), memory (only the acting agent's), knowledge,
-// messages and queue items for every word of a query, and returns the last
-// 10 matches as a timeline and the newest 5 per subsystem.
+// messages, notes, questions and queue items for every word of a query
+// (matched as recall's index matches: by stem or prefix), and returns the
+// last 10 matches as a timeline and the newest 5 per subsystem.
 //
 // # Backup and restore
 //
@@ -164,6 +173,12 @@
 // and the stderr tail and moves the agent to failed; a forwarded signal
 // releases the item and moves the agent to idle. pid and host are cleared
 // before the lock is released.
+//
+// Refusals. A spawn is refused — agent busy (its liveness lock is held),
+// in verifying, hand-edited into an illegal state, or under a changed
+// constitution not accepted — before anything changes: no state moves, no
+// item is claimed. Each refusal is journaled as "agent.spawn_refused" with
+// its reason.
 //
 // Liveness. If the wrapper dies (SIGKILL), the kernel drops its lock: the
 // queue's reaper returns the item at once, and ReapAgents (the verifier

@@ -16,14 +16,19 @@ import (
 )
 
 // Wake limits: the briefing is pasted into an LLM's first prompt, so every
-// list is short and every entry one line.
+// list is short and every entry one line. Core memories are never cut:
+// they are what the agent is; only the sleep summaries among them (topic
+// SummaryTopic, one per sleep) are limited to the newest WakeSummaryMax.
 const (
 	WakeRecentWindow    = 7 * 24 * time.Hour
 	WakeRecentMax       = 20
-	WakeCoreMax         = 20
+	WakeSummaryMax      = 3
 	WakeKnowledgeWindow = 24 * time.Hour
 	wakeLine            = 160 // characters of an entry shown
 )
+
+// SummaryTopic is the topic of the core memory Sleep writes.
+const SummaryTopic = "summary"
 
 // WakeDomains are the knowledge domains a briefing includes.
 var WakeDomains = []string{"decision", "architecture"}
@@ -59,8 +64,11 @@ type WakeQuestion struct {
 	Path     string `json:"path"`
 }
 
-// Wake increments the agent's spawn counter (agents/<agent>.md must exist)
-// and assembles its briefing as of now.
+// Wake starts a session of the agent (agents/<agent>.md must exist) and
+// assembles its briefing as of now. It counts the session in spawns unless
+// a process holds the agent's liveness lock: then a spawn wrapper (or a
+// hook session keeper) started this session and counted it already, and a
+// child that runs `tavern wake` must not count it twice.
 func Wake(s *docstore.Store, agent string, now time.Time) (*Briefing, error) {
 	if err := schema.ValidAgentName(agent); err != nil {
 		return nil, err
@@ -69,13 +77,19 @@ func Wake(s *docstore.Store, agent string, now time.Time) (*Briefing, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := s.Update(rel, func(d *docstore.Doc) error {
-		n, _ := d.Int("spawns")
-		if err := d.Set("spawns", n+1); err != nil {
-			return err
-		}
-		return d.Set("updated", now)
-	})
+	held, err := LockHeld(s, schema.AgentLockKey(agent))
+	if err != nil {
+		return nil, err
+	}
+	var d *docstore.Doc
+	if held {
+		d, err = s.Get(rel)
+	} else {
+		d, err = s.Update(rel, func(d *docstore.Doc) error {
+			n, _ := d.Int("spawns")
+			return d.SetMany([]docstore.Field{{Key: "spawns", Value: n + 1}, {Key: "updated", Value: now}})
+		})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -89,11 +103,17 @@ func Wake(s *docstore.Store, agent string, now time.Time) (*Briefing, error) {
 	if err != nil {
 		return nil, err
 	}
+	summaries := 0
 	for _, m := range mems { // core first, then newest first
 		switch {
-		case m.Core && len(b.Core) < WakeCoreMax:
+		case m.Core && m.Topic == SummaryTopic:
+			if summaries < WakeSummaryMax {
+				b.Core = append(b.Core, m)
+			}
+			summaries++
+		case m.Core:
 			b.Core = append(b.Core, m)
-		case !m.Core && len(b.Recent) < WakeRecentMax && !m.Created.Before(now.Add(-WakeRecentWindow)):
+		case len(b.Recent) < WakeRecentMax && !m.Created.Before(now.Add(-WakeRecentWindow)):
 			b.Recent = append(b.Recent, m)
 		}
 	}
@@ -181,7 +201,7 @@ func Sleep(s *docstore.Store, agent, summary string, now time.Time) (*recall.Mem
 	if _, err := s.Get(rel); err != nil {
 		return nil, err
 	}
-	m, err := recall.AddMemory(s, agent, "summary", summary, true)
+	m, err := recall.AddMemory(s, agent, SummaryTopic, summary, true)
 	if err != nil {
 		return nil, err
 	}
@@ -194,6 +214,22 @@ func Sleep(s *docstore.Store, agent, summary string, now time.Time) (*recall.Mem
 		return nil, err
 	}
 	return m, nil
+}
+
+// LockHeld reports whether another process (or another lock handle) holds
+// the lock key. It probes with a non-blocking try, so for a moment the
+// probe itself holds the lock: a concurrent TryLock of the key may lose to
+// it, as with Manager.Alive.
+func LockHeld(s *docstore.Store, key string) (bool, error) {
+	l, ok, err := s.TryLock(key)
+	if err != nil {
+		return false, err
+	}
+	if ok {
+		l.Unlock()
+		return false, nil
+	}
+	return true, nil
 }
 
 // oneLine shortens text to its first line and at most n characters.
