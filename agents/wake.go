@@ -49,10 +49,11 @@ type Briefing struct {
 
 // WakeItem is a queue item claimed by the agent.
 type WakeItem struct {
-	ID    string `json:"id"`
-	Queue string `json:"queue"`
-	Title string `json:"title,omitempty"`
-	Path  string `json:"path"`
+	ID      string `json:"id"`
+	Queue   string `json:"queue"`
+	Title   string `json:"title,omitempty"`
+	Attempt int64  `json:"attempt,omitempty"` // the claim's fencing token (item done --attempt)
+	Path    string `json:"path"`
 }
 
 // WakeQuestion is an open question addressed to the agent.
@@ -135,17 +136,17 @@ func Wake(s *docstore.Store, agent string, now time.Time) (*Briefing, error) {
 	if b.Knowledge == nil {
 		b.Knowledge = []*recall.Knowledge{}
 	}
-	if b.Items, err = claimedItems(s, agent); err != nil {
+	if b.Items, err = ClaimedItems(s, agent); err != nil {
 		return nil, err
 	}
-	if b.Questions, err = openQuestions(s, agent); err != nil {
+	if b.Questions, err = OpenQuestions(s, agent); err != nil {
 		return nil, err
 	}
 	return b, nil
 }
 
-// claimedItems lists queues/*/claimed/*.md whose claimed_by is agent.
-func claimedItems(s *docstore.Store, agent string) ([]WakeItem, error) {
+// ClaimedItems lists queues/*/claimed/*.md whose claimed_by is agent.
+func ClaimedItems(s *docstore.Store, agent string) ([]WakeItem, error) {
 	matches, err := filepath.Glob(filepath.Join(s.Root(), "queues", "*", "claimed", "*.md"))
 	if err != nil {
 		return nil, err
@@ -167,14 +168,15 @@ func claimedItems(s *docstore.Store, agent string) ([]WakeItem, error) {
 			continue
 		}
 		_, caps, _ := schema.KindOfPath(rel)
-		out = append(out, WakeItem{ID: caps["id"], Queue: caps["queue"], Title: d.String("title"), Path: rel})
+		attempt, _ := d.Int("claim_attempt")
+		out = append(out, WakeItem{ID: caps["id"], Queue: caps["queue"], Title: d.String("title"), Attempt: attempt, Path: rel})
 	}
 	return out, nil
 }
 
-// openQuestions lists questions to agent with status open, highest
+// OpenQuestions lists questions to agent with status open, highest
 // priority (lowest number) first.
-func openQuestions(s *docstore.Store, agent string) ([]WakeQuestion, error) {
+func OpenQuestions(s *docstore.Store, agent string) ([]WakeQuestion, error) {
 	docs, errs := s.List(schema.Question)
 	if len(errs) > 0 {
 		return nil, errs[0]
