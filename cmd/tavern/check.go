@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
 )
 
 func init() {
@@ -177,6 +178,9 @@ func storeFiles(s *docstore.Store, dir string) ([]string, error) {
 			return nil
 		}
 		if strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".md") {
+			return nil
+		}
+		if rel, err := filepath.Rel(s.Root(), p); err == nil && schema.PlainFile(filepath.ToSlash(rel)) {
 			return nil
 		}
 		out = append(out, p)
