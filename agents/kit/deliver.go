@@ -1,6 +1,7 @@
 package kit
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -76,12 +77,25 @@ func Deliver(e *Env, agent string) (string, error) {
 		w.WriteString("New messages for you (Tavern):\n" + strings.Join(msgLines, "\n") + "\n")
 	}
 
-	docs, lerrs := e.Store.List(schema.Question)
-	errs = append(errs, lerrs...)
+	qpaths, err := e.Store.ListFiles(schema.Question)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	now := e.now()
-	for _, d := range docs {
+	for _, rel := range qpaths {
 		if full() {
 			break
+		}
+		// Most questions are not this agent's: skip them before parsing
+		// (this runs after every tool call).
+		data, err := e.Store.ReadFile(rel)
+		if err != nil || !bytes.Contains(data, []byte(agent)) {
+			continue
+		}
+		d, err := docstore.Parse(rel, data)
+		if err != nil {
+			errs = append(errs, err)
+			continue
 		}
 		from, to, status := d.String("from"), d.String("to"), d.String("status")
 		if status == "" {
@@ -89,12 +103,12 @@ func Deliver(e *Env, agent string) (string, error) {
 		}
 		id := d.String("id")
 		if id == "" {
-			id = d.Name
+			id = strings.TrimSuffix(strings.TrimPrefix(rel, "questions/"), ".md")
 		}
 		switch {
 		case from == agent && status == agents.QuestionAnswered && !d.Has("answer_delivered"):
 			line := fmt.Sprintf("Answer to your question %s (%s): %s\n", id, orDash(d.String("answered_by")), clip(d.String("answer"), deliverText))
-			if err := markQuestion(e.Store, d.Path, func(d *docstore.Doc) (bool, error) {
+			if err := markQuestion(e.Store, rel, func(d *docstore.Doc) (bool, error) {
 				if d.Has("answer_delivered") {
 					return false, nil // another hook delivered it meanwhile
 				}
@@ -108,7 +122,7 @@ func Deliver(e *Env, agent string) (string, error) {
 			w.WriteString(line)
 		case to == agent && status == agents.QuestionOpen && d.String("notified_to") != agent:
 			line := fmt.Sprintf("Question for you from %s (%s): %s\nAnswer with `tavern answer %s \"...\" --as %s`.\n", orDash(from), id, clip(strings.TrimSpace(string(d.Body())), deliverText), id, agent)
-			if err := markQuestion(e.Store, d.Path, func(d *docstore.Doc) (bool, error) {
+			if err := markQuestion(e.Store, rel, func(d *docstore.Doc) (bool, error) {
 				if d.String("notified_to") == agent {
 					return false, nil
 				}

@@ -1,8 +1,10 @@
 package recall
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -110,17 +112,26 @@ func agentMemories(s *docstore.Store, agent string) ([]*Memory, error) {
 	if err := schema.ValidAgentName(agent); err != nil {
 		return nil, err
 	}
-	paths, err := s.ListFiles(schema.Memory)
+	// Only memory/<agent>/: privacy by construction, and no walk of every
+	// other agent's memory.
+	abs, err := s.Abs("memory/" + agent)
+	if err != nil {
+		return nil, err
+	}
+	ents, err := os.ReadDir(abs)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
 	var out []*Memory
-	prefix := "memory/" + agent + "/"
-	for _, p := range paths {
-		if !strings.HasPrefix(p, prefix) {
+	for _, e := range ents {
+		n := e.Name()
+		if e.IsDir() || !strings.HasSuffix(n, ".md") || strings.HasPrefix(n, ".") {
 			continue
 		}
-		d, err := s.Get(p)
+		d, err := s.Get("memory/" + agent + "/" + n)
 		if err != nil {
 			return nil, err
 		}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -173,6 +174,11 @@ func startKeeper(s *docstore.Store) func(agent, session string, pid int) (bool, 
 		defer r.Close()
 		cmd := exec.Command(exe, "hook", "keep", "--dir", s.Root(), "--agent", agent, "--session", session, "--pid", strconv.Itoa(pid))
 		cmd.Dir = filepath.Dir(s.Root())
+		for _, e := range os.Environ() {
+			if !strings.HasPrefix(e, "TAVERN_CPUPROFILE=") { // the hook's profile, not the keeper's
+				cmd.Env = append(cmd.Env, e)
+			}
+		}
 		cmd.ExtraFiles = []*os.File{w}
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 		err = cmd.Start()

@@ -509,3 +509,34 @@ func TestSetupCLI(t *testing.T) {
 		t.Errorf("setup outside a project: %s", r)
 	}
 }
+
+// Under the spawn wrapper (print mode in a pool), the tool's hooks find the
+// wrapper holding the agent's lock: they prime, but the agent's state,
+// its spawn count and its item stay the wrapper's.
+func TestHookUnderSpawnWrapper(t *testing.T) {
+	p := newProject(t)
+	p.ok("setup", "claude", "--bin", builtBin)
+	p.ok("queue", "create", "build")
+	p.ok("queue", "add", "build", "--title", "one")
+	payloads := t.TempDir()
+	start := filepath.Join(payloads, "start.json")
+	end := filepath.Join(payloads, "end.json")
+	os.WriteFile(start, []byte(fixture(t, kit.Claude, kit.SessionStart, p.dir, "")), 0o644)
+	os.WriteFile(end, []byte(fixture(t, kit.Claude, kit.SessionEnd, p.dir, "")), 0o644)
+	script := fmt.Sprintf("%s hook session-start --tool claude < %s > primed.json && %s hook session-end --tool claude < %s", builtBin, start, builtBin, end)
+	r := runIn(t, p.dir, "", nil, "spawn", "--name", "w", "--queue", "build", "--", "sh", "-c", script)
+	if r.code != 0 {
+		t.Fatal(r)
+	}
+	primed, _ := os.ReadFile(filepath.Join(p.dir, "primed.json"))
+	if !strings.Contains(string(primed), "you are w") {
+		t.Errorf("prime under the wrapper: %s", primed)
+	}
+	a := agentDoc(t, openProjectStore(t, p), "w")
+	if a.Spawns != 1 || a.State != agents.Done || a.SessionID != "" {
+		t.Errorf("agent after a hooked print-mode run: %+v", a)
+	}
+	if out := p.ok("ls", "items", "--json"); !strings.Contains(out, `"done"`) {
+		t.Errorf("the wrapper's item:\n%s", out)
+	}
+}
