@@ -8,8 +8,8 @@ import (
 )
 
 // dirWaiter wakes a blocked Take when something changes in the directories
-// it watches. It is the one place to switch to the watcher package's
-// WaitFor once that exists; until then it uses fsnotify directly.
+// it watches. It uses fsnotify directly rather than a watcher Projection:
+// a Take needs a few flat directories, not a scan of the whole store.
 type dirWaiter struct {
 	w       *fsnotify.Watcher
 	recheck time.Duration // Options.Recheck

@@ -20,6 +20,7 @@ import (
 	"github.com/tavernhq/tavern/agents/kit"
 	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/docstore/storetest"
 	"github.com/tavernhq/tavern/schema"
 )
 
@@ -39,20 +40,8 @@ var (
 func bigStore(b *testing.B) string {
 	b.Helper()
 	bigStoreOnce.Do(func() {
-		base := os.Getenv("TAVERN_BENCH_DIR") // make bench removes it after the run
-		if base == "" {
-			base = filepath.Dir(builtBin) // TestMain removes it
-		}
-		if bigStoreErr = os.MkdirAll(base, 0o755); bigStoreErr != nil {
-			return
-		}
-		dir, err := os.MkdirTemp(base, "hookbench-")
-		if err != nil {
-			bigStoreErr = err
-			return
-		}
-		bigStoreDir = dir
-		bigStoreErr = fillBigStore(dir)
+		bigStoreDir = storetest.BenchDir(b) // on the work disk; make bench removes it
+		bigStoreErr = fillBigStore(bigStoreDir)
 	})
 	if bigStoreErr != nil {
 		b.Fatal(bigStoreErr)
