@@ -35,6 +35,9 @@ func OpenEnv(s *docstore.Store) (*Env, error) {
 // Close releases what OpenEnv and first uses opened.
 func (e *Env) Close() error {
 	var errs []error
+	if e.space != nil {
+		errs = append(errs, e.space.Close())
+	}
 	if e.broker != nil {
 		errs = append(errs, e.broker.Close())
 	}

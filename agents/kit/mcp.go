@@ -280,7 +280,7 @@ func (ms *mcpServer) reserve(_ context.Context, _ *mcp.CallToolRequest, in reser
 		return nil, nil, err
 	}
 	if in.Release {
-		n, err := sp.Unreserve(agent, in.Globs)
+		n, err := sp.Unreserve(agent, in.Globs, tuples.UnreserveOptions{})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues/tuples"
 	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
@@ -164,7 +165,7 @@ func EndSession(e *Env, agent, sessionID, reason string) error {
 	}
 	unreserved := 0
 	if sp, err := e.Space(); err == nil {
-		n, err := sp.Unreserve(agent, nil)
+		n, err := sp.Unreserve(agent, nil, tuples.UnreserveOptions{})
 		unreserved = n
 		errs = append(errs, err)
 	} else {
