@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"strings"
@@ -123,7 +122,7 @@ func (m *Manager) Commitments(agent string) ([]*Commitment, error) {
 	}
 	// Only the agent's own directory: a hook asks on every stop, and a
 	// walk of every agent's commitments grows with the team.
-	paths, err := agentDirFiles(m.Store, "commitments", agent)
+	paths, err := m.Store.Docs("commitments/" + agent)
 	if err != nil {
 		return nil, err
 	}
@@ -303,27 +302,4 @@ func (t *tailBuffer) String() string {
 		b = b[len(b)-t.max:]
 	}
 	return strings.TrimSpace(strings.ToValidUTF8(string(b), "?"))
-}
-
-// agentDirFiles lists the documents of DIR/<agent>/ (sorted: ids sort by
-// time), without walking the other agents' directories.
-func agentDirFiles(s *docstore.Store, dir, agent string) ([]string, error) {
-	abs, err := s.Abs(dir + "/" + agent)
-	if err != nil {
-		return nil, err
-	}
-	ents, err := os.ReadDir(abs)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, e := range ents {
-		if n := e.Name(); !e.IsDir() && strings.HasSuffix(n, ".md") && !strings.HasPrefix(n, ".") {
-			out = append(out, dir+"/"+agent+"/"+n)
-		}
-	}
-	return out, nil
 }

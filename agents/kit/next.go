@@ -2,10 +2,8 @@ package kit
 
 import (
 	"context"
-	"errors"
-	"io/fs"
 	"os"
-	"path/filepath"
+	"path"
 	"sort"
 	"strings"
 	"time"
@@ -100,18 +98,13 @@ func nextQueues(b *queues.Broker, agent string, given []string) ([]string, error
 // pendingIDs lists queues/<q>/pending/ in take order (ids sort by
 // priority, then age).
 func pendingIDs(s *docstore.Store, queue string) ([]string, error) {
-	ents, err := os.ReadDir(filepath.Join(s.Root(), "queues", queue, queues.Pending))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	paths, err := s.Docs("queues/" + queue + "/" + queues.Pending)
 	if err != nil {
 		return nil, err
 	}
-	var ids []string
-	for _, e := range ents {
-		if n := e.Name(); !e.IsDir() && strings.HasSuffix(n, ".md") && !strings.HasPrefix(n, ".") {
-			ids = append(ids, strings.TrimSuffix(n, ".md"))
-		}
+	ids := make([]string, len(paths))
+	for i, p := range paths {
+		ids[i] = strings.TrimSuffix(path.Base(p), ".md")
 	}
 	sort.Strings(ids)
 	return ids, nil

@@ -313,17 +313,52 @@ func writeFileAtomic(path string, data []byte) error {
 	return nil
 }
 
+// loadHooks reads a tool's settings file and its "hooks" object (created
+// when create is set; nil when absent otherwise).
+func loadHooks(project, rel string, create bool) (*hooksFile, *jsonObject, error) {
+	f, err := readHooksFile(project, rel)
+	if err != nil {
+		return nil, nil, err
+	}
+	hooks, err := f.hooksObject(create)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, hooks, nil
+}
+
+// dropOurs takes setup's handlers out of every event of hooks but those in
+// keep, deleting events it leaves empty, and reports whether anything
+// changed.
+func dropOurs(hooks *jsonObject, keep map[string]bool) bool {
+	if hooks == nil {
+		return false
+	}
+	changed := false
+	for _, k := range slices.Clone(hooks.keys) {
+		arr, ok := hooks.vals[k].([]any)
+		if keep[k] || !ok {
+			continue
+		}
+		if arr, ch := removeOurs(arr); ch {
+			changed = true
+			if len(arr) == 0 {
+				hooks.del(k)
+			} else {
+				hooks.set(k, arr)
+			}
+		}
+	}
+	return changed
+}
+
 // Setup installs tool's hooks and instructions in the project, merging
 // with what is there: other keys, other hooks and other text are kept as
 // they are, and running it again changes nothing.
 func Setup(t Tool, opt SetupOptions) ([]Change, error) {
 	var changes []Change
 	if rel, specs := toolHooks(t); rel != "" {
-		f, err := readHooksFile(opt.Project, rel)
-		if err != nil {
-			return nil, err
-		}
-		hooks, err := f.hooksObject(true)
+		f, hooks, err := loadHooks(opt.Project, rel, true)
 		if err != nil {
 			return nil, err
 		}
@@ -345,20 +380,8 @@ func Setup(t Tool, opt SetupOptions) ([]Change, error) {
 			hooks.set(spec.native, append(arr, want))
 			changed = true
 		}
-		for _, k := range slices.Clone(hooks.keys) { // ours under events setup no longer installs
-			if wanted[k] {
-				continue
-			}
-			if arr, ok := hooks.vals[k].([]any); ok {
-				if arr, ch := removeOurs(arr); ch {
-					changed = true
-					if len(arr) == 0 {
-						hooks.del(k)
-					} else {
-						hooks.set(k, arr)
-					}
-				}
-			}
+		if dropOurs(hooks, wanted) { // ours under events setup no longer installs
+			changed = true
 		}
 		action := "unchanged"
 		if changed {
@@ -428,11 +451,7 @@ func countOurs(arr []any) int {
 func Check(t Tool, opt SetupOptions) ([]CheckItem, error) {
 	var items []CheckItem
 	if rel, specs := toolHooks(t); rel != "" {
-		f, err := readHooksFile(opt.Project, rel)
-		if err != nil {
-			return nil, err
-		}
-		hooks, err := f.hooksObject(false)
+		f, hooks, err := loadHooks(opt.Project, rel, false)
 		if err != nil {
 			return nil, err
 		}
@@ -479,33 +498,13 @@ func Check(t Tool, opt SetupOptions) ([]CheckItem, error) {
 func Remove(t Tool, opt SetupOptions) ([]Change, error) {
 	var changes []Change
 	if rel, _ := toolHooks(t); rel != "" {
-		f, err := readHooksFile(opt.Project, rel)
+		f, hooks, err := loadHooks(opt.Project, rel, false)
 		if err != nil {
 			return nil, err
 		}
-		hooks, err := f.hooksObject(false)
-		if err != nil {
-			return nil, err
-		}
-		changed := false
-		if hooks != nil {
-			for _, k := range slices.Clone(hooks.keys) {
-				arr, ok := hooks.vals[k].([]any)
-				if !ok {
-					continue
-				}
-				if arr, ch := removeOurs(arr); ch {
-					changed = true
-					if len(arr) == 0 {
-						hooks.del(k)
-					} else {
-						hooks.set(k, arr)
-					}
-				}
-			}
-			if changed && hooks.len() == 0 {
-				f.root.del("hooks")
-			}
+		changed := dropOurs(hooks, nil)
+		if changed && hooks.len() == 0 {
+			f.root.del("hooks")
 		}
 		if changed {
 			if err := f.write(); err != nil {
@@ -551,12 +550,8 @@ func Remove(t Tool, opt SetupOptions) ([]Change, error) {
 // installed reports whether tool's setup is (at least partly) present.
 func installed(t Tool, project string) bool {
 	if rel, _ := toolHooks(t); rel != "" {
-		f, err := readHooksFile(project, rel)
-		if err != nil {
-			return false
-		}
-		hooks, _ := f.hooksObject(false)
-		if hooks == nil {
+		_, hooks, err := loadHooks(project, rel, false)
+		if err != nil || hooks == nil {
 			return false
 		}
 		for _, k := range hooks.keys {

@@ -1,10 +1,8 @@
 package recall
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -114,24 +112,13 @@ func agentMemories(s *docstore.Store, agent string) ([]*Memory, error) {
 	}
 	// Only memory/<agent>/: privacy by construction, and no walk of every
 	// other agent's memory.
-	abs, err := s.Abs("memory/" + agent)
-	if err != nil {
-		return nil, err
-	}
-	ents, err := os.ReadDir(abs)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	paths, err := s.Docs("memory/" + agent)
 	if err != nil {
 		return nil, err
 	}
 	var out []*Memory
-	for _, e := range ents {
-		n := e.Name()
-		if e.IsDir() || !strings.HasSuffix(n, ".md") || strings.HasPrefix(n, ".") {
-			continue
-		}
-		d, err := s.Get("memory/" + agent + "/" + n)
+	for _, p := range paths {
+		d, err := s.Get(p)
 		if err != nil {
 			return nil, err
 		}
