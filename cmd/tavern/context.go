@@ -6,10 +6,11 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/docstore"
 )
 
-func init() {
-	register(&cli.Command{
+func newContextCommand() *cli.Command {
+	return &cli.Command{
 		Name:      "context",
 		Usage:     "search events, memory, knowledge, messages, notes, questions and items together",
 		ArgsUsage: "QUERY...",
@@ -23,30 +24,36 @@ nothing matched.
 
 Example:
    tavern context stateless --as zealot-2`,
-		Flags: []cli.Flag{asFlag, jsonFlag},
-		Action: func(c *cli.Context) error {
-			if c.NArg() == 0 {
-				return usageErr("context takes QUERY")
-			}
-			s, err := openStore(c)
-			if err != nil {
-				return err
-			}
-			r, err := agents.Context(s, strings.Join(c.Args().Slice(), " "), c.String("as"))
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				if err := printJSON(c, r); err != nil {
-					return err
-				}
-			} else {
-				outf(c, "%s", r.Text())
-			}
-			if len(r.Timeline) == 0 {
-				return errSilentNothing
-			}
-			return nil
-		},
-	})
+		Flags:  []cli.Flag{asFlag(), jsonFlag()},
+		Action: runContext,
+	}
+}
+
+func runContext(c *cli.Context) error {
+	if c.NArg() == 0 {
+		return usageErr("context takes QUERY")
+	}
+	s, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	return printContext(c, s, strings.Join(c.Args().Slice(), " "))
+}
+
+func printContext(c *cli.Context, s *docstore.Store, query string) error {
+	r, err := agents.Context(s, query, c.String("as"))
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		if err := printJSON(c, r); err != nil {
+			return err
+		}
+	} else {
+		outf(c, "%s", r.Text())
+	}
+	if len(r.Timeline) == 0 {
+		return errSilentNothing
+	}
+	return nil
 }

@@ -23,7 +23,7 @@ func runRecipe(t *testing.T, script string, args ...string) string {
 			env = append(env, e)
 		}
 	}
-	cmd.Env = append(env, "PATH="+filepath.Dir(builtBin)+":"+os.Getenv("PATH"), "TAVERN_STAND_IN=1")
+	cmd.Env = append(env, "PATH="+filepath.Dir(tavernBin(t))+":"+os.Getenv("PATH"), "TAVERN_STAND_IN=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s %v: %v\n%s", script, args, err, out)

@@ -138,7 +138,7 @@ func benchHook(b *testing.B, dir string, ev kit.Event, payload func(i int) strin
 		if before != nil {
 			before(i)
 		}
-		cmd := exec.Command(builtBin, "hook", string(ev), "--tool", "claude")
+		cmd := exec.Command(tavernBin(b), "hook", string(ev), "--tool", "claude")
 		cmd.Dir = dir
 		cmd.Env = envs
 		cmd.Stdin = strings.NewReader(payload(i))
@@ -170,7 +170,7 @@ func claudePayload(ev, session, dir, extra string) string {
 
 func runTavern(b *testing.B, dir string, stdin string, env []string, args ...string) {
 	b.Helper()
-	cmd := exec.Command(builtBin, args...)
+	cmd := exec.Command(tavernBin(b), args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = strings.NewReader(stdin)
@@ -252,7 +252,7 @@ func BenchmarkHookBaseline(b *testing.B) {
 		name string
 		argv []string
 	}{
-		{"tavern-help", []string{builtBin, "--help"}},
+		{"tavern-help", []string{tavernBin(b), "--help"}},
 		{"true", []string{"true"}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {

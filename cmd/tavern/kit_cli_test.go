@@ -176,7 +176,7 @@ func hookSpecific(t *testing.T, out string) map[string]any {
 // it held.
 func TestClaudeSessionEndToEnd(t *testing.T) {
 	p := newProject(t)
-	p.ok("setup", "claude", "--bin", builtBin)
+	p.ok("setup", "claude", "--bin", tavernBin(t))
 	p.ok("queue", "create", "build")
 	p.ok("queue", "add", "build", "--title", "rewrite the lexer")
 	tool := standIn(t)
@@ -299,7 +299,7 @@ func TestHookPayloadsAllTools(t *testing.T) {
 	} {
 		t.Run(string(tc.tool), func(t *testing.T) {
 			p := newProject(t)
-			p.ok("setup", string(tc.tool), "--bin", builtBin)
+			p.ok("setup", string(tc.tool), "--bin", tavernBin(t))
 			tool := standIn(t)
 			s := newSession(t, p, tc.tool, tc.settings, "TAVERN_SESSION_PID="+fmt.Sprint(tool.Process.Pid))
 			file := filepath.Join(p.dir, "src", "parser", "lexer.go")
@@ -379,7 +379,7 @@ func TestHookPayloadsAllTools(t *testing.T) {
 // keeper: the item comes back at once.
 func TestHookToolDiesKeeperEnds(t *testing.T) {
 	p := newProject(t)
-	p.ok("setup", "claude", "--bin", builtBin)
+	p.ok("setup", "claude", "--bin", tavernBin(t))
 	p.ok("queue", "create", "build")
 	p.ok("queue", "add", "build", "--title", "x")
 	tool := standIn(t)
@@ -490,9 +490,9 @@ func TestNextCLI(t *testing.T) {
 
 func TestSetupCLI(t *testing.T) {
 	p := newProject(t)
-	p.fails(3, "setup", "claude", "--check", "--bin", builtBin)
-	p.ok("setup", "claude", "--bin", builtBin)
-	p.ok("setup", "claude", "--check", "--bin", builtBin)
+	p.fails(3, "setup", "claude", "--check", "--bin", tavernBin(t))
+	p.ok("setup", "claude", "--bin", tavernBin(t))
+	p.ok("setup", "claude", "--check", "--bin", tavernBin(t))
 	p.fails(2, "setup", "vim")
 	p.ok("setup", "claude", "--remove")
 	if _, err := os.Stat(filepath.Join(p.dir, ".claude")); err == nil {
@@ -515,7 +515,7 @@ func TestSetupCLI(t *testing.T) {
 // its spawn count and its item stay the wrapper's.
 func TestHookUnderSpawnWrapper(t *testing.T) {
 	p := newProject(t)
-	p.ok("setup", "claude", "--bin", builtBin)
+	p.ok("setup", "claude", "--bin", tavernBin(t))
 	p.ok("queue", "create", "build")
 	p.ok("queue", "add", "build", "--title", "one")
 	payloads := t.TempDir()
@@ -523,7 +523,7 @@ func TestHookUnderSpawnWrapper(t *testing.T) {
 	end := filepath.Join(payloads, "end.json")
 	os.WriteFile(start, []byte(fixture(t, kit.Claude, kit.SessionStart, p.dir, "")), 0o644)
 	os.WriteFile(end, []byte(fixture(t, kit.Claude, kit.SessionEnd, p.dir, "")), 0o644)
-	script := fmt.Sprintf("%s hook session-start --tool claude < %s > primed.json && %s hook session-end --tool claude < %s", builtBin, start, builtBin, end)
+	script := fmt.Sprintf("%s hook session-start --tool claude < %s > primed.json && %s hook session-end --tool claude < %s", tavernBin(t), start, tavernBin(t), end)
 	r := runIn(t, p.dir, "", nil, "spawn", "--name", "w", "--queue", "build", "--", "sh", "-c", script)
 	if r.code != 0 {
 		t.Fatal(r)
@@ -539,4 +539,31 @@ func TestHookUnderSpawnWrapper(t *testing.T) {
 	if out := p.ok("ls", "items", "--json"); !strings.Contains(out, `"done"`) {
 		t.Errorf("the wrapper's item:\n%s", out)
 	}
+}
+
+// runIn runs tavern in dir with stdin and extra environment, without the
+// test's own TAVERN_* variables.
+func runIn(t testing.TB, dir, stdin string, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(tavernBin(t), args...)
+	cmd.Dir = dir
+	for _, e := range os.Environ() {
+		if k, _, _ := strings.Cut(e, "="); !strings.HasPrefix(k, "TAVERN_") {
+			cmd.Env = append(cmd.Env, e)
+		}
+	}
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := result{out: out.String(), err: errb.String()}
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("tavern %q: %v", args, err)
+		}
+		r.code = ee.ExitCode()
+	}
+	return r
 }

@@ -7,10 +7,6 @@ import (
 	"github.com/tavernhq/tavern/agents/kit"
 )
 
-func init() {
-	register(newMCPCommand())
-}
-
 func newMCPCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "mcp",
@@ -26,7 +22,7 @@ whose tool started the server.
 
 Example (Claude Code, .mcp.json):
    {"mcpServers": {"tavern": {"command": "tavern", "args": ["mcp"]}}}`,
-		Flags:  []cli.Flag{asFlag},
+		Flags:  []cli.Flag{asFlag()},
 		Action: runMCP,
 	}
 }

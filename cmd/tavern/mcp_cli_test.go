@@ -26,7 +26,7 @@ func TestMCPServerBuiltBinary(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.Command(builtBin, "mcp")
+	cmd := exec.Command(tavernBin(t), "mcp")
 	cmd.Dir = p.dir
 	for _, e := range os.Environ() {
 		if k, _, _ := strings.Cut(e, "="); k != "TAVERN_DIR" && k != "TAVERN_AGENT" {

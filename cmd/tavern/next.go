@@ -12,10 +12,6 @@ import (
 	"github.com/tavernhq/tavern/queues"
 )
 
-func init() {
-	register(newNextCommand())
-}
-
 func newNextCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "next",
@@ -34,12 +30,12 @@ Examples:
    tavern next --as alice
    read id attempt < <(tavern next --take --as alice | head -1)`,
 		Flags: []cli.Flag{
-			asFlag,
+			asFlag(),
 			&cli.StringSliceFlag{Name: "queue", Usage: "look in `Q` only (repeatable, or Q1,Q2)"},
 			&cli.IntFlag{Name: "limit", Value: 3, Usage: "offer up to `N` items"},
 			&cli.BoolFlag{Name: "take", Usage: "claim the next item"},
 			&cli.DurationFlag{Name: "wait", Usage: "with --take: wait up to `DUR` for an item"},
-			jsonFlag,
+			jsonFlag(),
 		},
 		Action: runNext,
 	}

@@ -11,11 +11,6 @@ import (
 	"github.com/tavernhq/tavern/docstore"
 )
 
-func init() {
-	mapExit(kit.ErrNoAgent, exitUsage)
-	register(newPrimeCommand())
-}
-
 func newPrimeCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "prime",
@@ -41,10 +36,10 @@ Examples:
    tavern prime --as alice
    tavern prime --hook-json < hook-payload.json`,
 		Flags: []cli.Flag{
-			asFlag,
+			asFlag(),
 			&cli.BoolFlag{Name: "hook-json", Usage: "print the SessionStart hook envelope"},
 			&cli.BoolFlag{Name: "memories-only", Usage: "only identity, core memories and commands (after a compaction)"},
-			jsonFlag,
+			jsonFlag(),
 		},
 		Action: runPrime,
 	}

@@ -10,7 +10,7 @@ import (
 // prompt would) is the same session: spawns is 1, not 2.
 func TestSpawnedWakeCountsOnce(t *testing.T) {
 	p := newProject(t)
-	p.ok("spawn", "--name", "w", "--", builtBin, "wake", "--json")
+	p.ok("spawn", "--name", "w", "--", tavernBin(t), "wake", "--json")
 	var a struct {
 		Fields struct {
 			Spawns int `json:"spawns"`

@@ -10,11 +10,6 @@ import (
 	"github.com/tavernhq/tavern/agents/kit"
 )
 
-func init() {
-	mapExit(kit.ErrBadConfig, exitInvalid)
-	register(newSetupCommand())
-}
-
 func newSetupCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "setup",
@@ -53,7 +48,7 @@ Examples:
 			&cli.BoolFlag{Name: "check", Usage: "report what is installed and whether it is current"},
 			&cli.BoolFlag{Name: "remove", Usage: "take out what setup added"},
 			&cli.StringFlag{Name: "bin", Value: "tavern", Usage: "the tavern `COMMAND` the hooks run"},
-			jsonFlag,
+			jsonFlag(),
 		},
 		Action: runSetup,
 	}
