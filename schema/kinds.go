@@ -206,6 +206,8 @@ var (
 			Field{Name: "asked_to", Type: String, Doc: "the first recipient, before any bubbling"},
 			Field{Name: "to_since", Type: Time, Doc: "when the question reached its current recipient"},
 			Field{Name: "hops", Type: Int, Min: atLeast(0), Doc: "how many times it bubbled up"},
+			Field{Name: "notified_to", Type: String, Doc: "the recipient a session hook last told about the question"},
+			Field{Name: "answer_delivered", Type: Time, Doc: "when a session hook gave the answer to the asker"},
 		)}
 
 	Bookmark = &Kind{Name: "bookmark", Plural: "bookmarks", Pattern: "bookmarks/{agent}.md", Version: 1,

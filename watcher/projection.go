@@ -224,12 +224,13 @@ func Open(s *docstore.Store, opt Options) (*Projection, error) {
 	return p, nil
 }
 
-// ignoreNonDocs hides the journal and anything that is not a .md file.
+// ignoreNonDocs hides the journal, the plain files (schema.PlainFiles) and
+// anything that is not a .md file.
 func ignoreNonDocs(rel string, dir bool) bool {
 	if rel == journal.Dir || strings.HasPrefix(rel, journal.Dir+"/") {
 		return true
 	}
-	return !dir && !strings.HasSuffix(rel, ".md")
+	return !dir && (!strings.HasSuffix(rel, ".md") || schema.PlainFile(rel))
 }
 
 // Close stops watching and saves the index cache if enabled.
