@@ -14,8 +14,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/fsnotify/fsnotify"
 )
 
 // A script is a list of file operations, one per line, followed by a line
@@ -281,7 +279,7 @@ func doOp(t *testing.T, w *FSWatcher, root string, op []string) {
 		}
 	case "overflow":
 		if w != nil {
-			w.watchError(fsnotify.ErrEventOverflow)
+			w.watchError(ErrOverflow)
 		}
 	case "rescan":
 		if w != nil {
