@@ -161,9 +161,7 @@ func (b *Broker) Take(ctx context.Context, opt TakeOptions) (*Claim, error) {
 		if w == nil {
 			// Watch first, then scan again: a file that arrived between
 			// the scan and the watch is seen by the second scan.
-			if w, err = newDirWaiter(b.waitDirs(own, opt.Steal), b.recheck); err != nil {
-				return nil, err
-			}
+			w = b.newDirWaiter(b.waitDirs(own, opt.Steal))
 			continue
 		}
 		if !w.wait(ctx, diag.Wake) {

@@ -4,29 +4,20 @@ import (
 	"context"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
+	"github.com/tavernhq/tavern/watcher"
 )
 
-// dirWaiter wakes a blocked Take when something changes in the directories
-// it watches. It is the one place to switch to the watcher package's
-// WaitFor once that exists; until then it uses fsnotify directly.
+// dirWaiter wakes a blocked Take when something changes in the
+// directories it watches (watcher.DirWatch: inotify, or polling with a
+// warning in the journal when inotify cannot be had).
 type dirWaiter struct {
-	w       *fsnotify.Watcher
+	w       *watcher.DirWatch
 	recheck time.Duration // Options.Recheck
 }
 
-func newDirWaiter(dirs []string, recheck time.Duration) (*dirWaiter, error) {
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		return nil, err
-	}
-	for _, d := range dirs {
-		if err := w.Add(d); err != nil {
-			w.Close()
-			return nil, err
-		}
-	}
-	return &dirWaiter{w: w, recheck: recheck}, nil
+func (b *Broker) newDirWaiter(dirs []string) *dirWaiter {
+	w := watcher.WatchDirs(dirs, watcher.DirWatchOptions{Journal: b.j, Root: b.s.Root()})
+	return &dirWaiter{w: w, recheck: b.recheck}
 }
 
 // wait blocks until an event (or a watch error, which means "rescan"),
@@ -44,19 +35,10 @@ func (d *dirWaiter) wait(ctx context.Context, wake time.Time) bool {
 	select {
 	case <-ctx.Done():
 		return false
-	case <-d.w.Events:
-	case <-d.w.Errors:
+	case <-d.w.C:
 	case <-t.C:
 	}
-	// Coalesce a burst: whatever else is queued is covered by the rescan.
-	for {
-		select {
-		case <-d.w.Events:
-		case <-d.w.Errors:
-		default:
-			return true
-		}
-	}
+	return true
 }
 
 func (d *dirWaiter) Close() {

@@ -174,7 +174,8 @@ type FSWatcher struct {
 	slow        bool      // the batch holds a write, remove or rename
 	full        bool
 	syncs       []chan struct{}
-	markers     map[string]chan struct{}
+	markers     map[string]syncReq
+	forceSync   bool // a queued sync decides settling paths as of now
 	markerSeq   uint64
 	kick        chan struct{}
 	backendErrs []error
@@ -270,7 +271,7 @@ func WatchFS(root string, opt FSOptions) (*FSWatcher, error) {
 		debounce: opt.Debounce,
 		dirty:    map[string]struct{}{},
 		dirByIno: map[[2]uint64]string{},
-		markers:  map[string]chan struct{}{},
+		markers:  map[string]syncReq{},
 		kick:     make(chan struct{}, 1),
 		files:    map[string]FileState{},
 		dirs:     map[string]*dirEntry{},
@@ -401,33 +402,49 @@ func (w *FSWatcher) Close() error {
 }
 
 // Rescan requests a full reconcile with the disk and waits for it.
-func (w *FSWatcher) Rescan(ctx context.Context) error {
+// Paths in the middle of a change are decided as they are now (a missing
+// file is removed), except files a writer still has open.
+func (w *FSWatcher) Rescan(ctx context.Context) error { return w.rescan(ctx, true) }
+
+func (w *FSWatcher) rescan(ctx context.Context, force bool) error {
 	ch := make(chan struct{})
 	w.pmu.Lock()
 	w.full = true
 	w.syncs = append(w.syncs, ch)
+	w.forceSync = w.forceSync || force
 	w.pmu.Unlock()
 	w.poke()
 	return w.wait(ctx, ch)
+}
+
+// syncReq is a Sync waiting for its marker's event.
+type syncReq struct {
+	ch    chan struct{}
+	force bool
 }
 
 // Sync waits until every change made to the tree before the call has been
 // processed and delivered. With fsnotify it writes a marker file (a dot file,
 // invisible to documents) into the root and waits for its event: the kernel
 // queue is ordered, so every earlier event has been read by then. When
-// polling it runs a full reconcile.
-func (w *FSWatcher) Sync(ctx context.Context) error {
+// polling it runs a full reconcile. Paths in the middle of a change are
+// decided as they are now, as with Rescan.
+func (w *FSWatcher) Sync(ctx context.Context) error { return w.sync(ctx, true) }
+
+// sync is Sync; with force false, paths in the middle of a change keep
+// settling (tests look at the settle logic this way).
+func (w *FSWatcher) sync(ctx context.Context, force bool) error {
 	if w.closed.Load() {
 		return ErrClosed
 	}
 	if w.polling.Load() {
-		return w.Rescan(ctx)
+		return w.rescan(ctx, force)
 	}
 	ch := make(chan struct{})
 	w.pmu.Lock()
 	w.markerSeq++
 	name := fmt.Sprintf(".tavern-sync.%d.%p.%d", os.Getpid(), w, w.markerSeq)
-	w.markers[name] = ch
+	w.markers[name] = syncReq{ch, force}
 	w.pmu.Unlock()
 	full := filepath.Join(w.root, name)
 	if err := os.WriteFile(full, nil, 0o600); err != nil {
@@ -502,9 +519,10 @@ func (w *FSWatcher) onEvent(ev rawEvent) {
 		return
 	}
 	w.pmu.Lock()
-	if ch, ok := w.markers[rel]; ok {
+	if r, ok := w.markers[rel]; ok {
 		delete(w.markers, rel)
-		w.syncs = append(w.syncs, ch)
+		w.syncs = append(w.syncs, r.ch)
+		w.forceSync = w.forceSync || r.force
 		w.pmu.Unlock()
 		w.poke()
 		return
@@ -623,6 +641,7 @@ func (w *FSWatcher) process() {
 		w.pmu.Lock()
 		full := w.full
 		syncs := w.syncs
+		force := w.forceSync
 		berrs := w.backendErrs
 		var dirty []string
 		take := full || len(syncs) > 0
@@ -661,7 +680,7 @@ func (w *FSWatcher) process() {
 				dirty = append(dirty, p)
 			}
 			clear(w.dirty)
-			if len(syncs) > 0 {
+			if force {
 				// Sync and Rescan report what is there now: removals
 				// that were settling are decided.
 				for p := range w.gone {
@@ -671,6 +690,7 @@ func (w *FSWatcher) process() {
 		}
 		w.full = false
 		w.syncs = nil
+		w.forceSync = false
 		w.backendErrs = nil
 		w.pmu.Unlock()
 		if !next.IsZero() {
@@ -683,7 +703,7 @@ func (w *FSWatcher) process() {
 		w.smu.Lock()
 		w.early = early
 		w.eventBatch = !full && len(syncs) == 0
-		w.force = len(syncs) > 0
+		w.force = force
 		for _, err := range berrs {
 			// Not deduplicated: each backend error is its own incident.
 			w.out = append(w.out, Change{Op: OpError, Err: &WatchError{Op: "watch", Err: err}})
@@ -748,6 +768,20 @@ func (w *FSWatcher) fluxDue(now time.Time) time.Time {
 		due(p, since) // check decides, and forgets it
 	}
 	return next
+}
+
+// expireSettles makes the settle time of every path in the middle of a
+// change up (tests).
+func (w *FSWatcher) expireSettles() {
+	w.pmu.Lock()
+	past := time.Now().Add(-2 * w.settle)
+	for p := range w.writing {
+		w.writing[p] = past
+	}
+	for p := range w.gone {
+		w.gone[p] = past
+	}
+	w.pmu.Unlock()
 }
 
 // stillWriting reports whether a writer has rel open since less than the

@@ -76,6 +76,13 @@ type Options struct {
 	// event before it is called external (default 2s): the engine writes
 	// the document first and journals it right after.
 	ExternalGrace time.Duration
+	// Settle: see FSOptions.Settle.
+	Settle time.Duration
+	// OnDegrade, if set, is told when the projection cannot use inotify
+	// (out of watches or instances) and polls instead (see
+	// FSOptions.OnDegrade), besides ReportDegraded (the journal and the
+	// process's degrade handler).
+	OnDegrade func(err error)
 }
 
 // Projection is an in-memory index of every document of a store.
@@ -194,9 +201,11 @@ func Open(s *docstore.Store, opt Options) (*Projection, error) {
 		Ignore: func(rel string, dir bool) bool {
 			return ignoreNonDocs(rel, dir) || filter.excludes(rel, dir)
 		},
-		Known:    known,
-		OnChange: p.apply,
-		OnRestat: p.restat,
+		Known:     known,
+		OnChange:  p.apply,
+		OnRestat:  p.restat,
+		Settle:    opt.Settle,
+		OnDegrade: p.degraded,
 	}
 	if !opt.Watch {
 		fopt.Poll = time.Duration(1<<63 - 1) // no watches: one scan
@@ -224,6 +233,16 @@ func Open(s *docstore.Store, opt Options) (*Projection, error) {
 		go p.follow()
 	}
 	return p, nil
+}
+
+// degraded reports a switch to polling: journaled (a person looking at
+// the journal learns why changes come late), told to the process's
+// degrade handler and to the caller.
+func (p *Projection) degraded(err error) {
+	ReportDegraded(p.opt.Journal, p.root, err)
+	if p.opt.OnDegrade != nil {
+		p.opt.OnDegrade(err)
+	}
 }
 
 // ignoreNonDocs hides the journal and anything that is not a .md file.
@@ -853,3 +872,39 @@ func (p *Projection) follow() {
 
 // Path returns the absolute path of a document path.
 func (p *Projection) Path(rel string) string { return filepath.Join(p.root, filepath.FromSlash(rel)) }
+
+// DocMatcher selects journal events by the fields of the document they
+// are about, as it is on disk now (`tavern log --where`): the journal
+// records revisions, not fields. Events without a path, and events about
+// documents that no longer exist or do not parse, never match.
+type DocMatcher struct {
+	store *docstore.Store
+	where []docstore.Cond
+	memo  map[string]bool // path -> matches, while Fresh is false
+	// Fresh re-reads the document for every event (following the
+	// journal, where documents change as their events come); otherwise
+	// each document is read once.
+	Fresh bool
+}
+
+// NewDocMatcher returns a matcher for the conditions where.
+func NewDocMatcher(s *docstore.Store, where []docstore.Cond) *DocMatcher {
+	return &DocMatcher{store: s, where: where, memo: map[string]bool{}}
+}
+
+// Match reports whether e is about a document that satisfies every
+// condition.
+func (m *DocMatcher) Match(e journal.Event) bool {
+	if e.Path == "" {
+		return false
+	}
+	if ok, seen := m.memo[e.Path]; seen && !m.Fresh {
+		return ok
+	}
+	ok := false
+	if data, err := m.store.ReadFile(e.Path); err == nil {
+		ok = matchAll(m.where, parseEntry(e.Path, data).Fields)
+	}
+	m.memo[e.Path] = ok
+	return ok
+}

@@ -6,13 +6,12 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
-
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/watcher"
 )
 
 // WaitSafetyInterval is how often WaitChannel re-checks without an event.
-// Events come from fsnotify on the channel's message directory; the
+// Events come from inotify on the channel's message directory; the
 // re-check covers what inotify cannot see (writes from other machines on a
 // network filesystem, a dropped event queue). It is a safety net, not the
 // wake-up path, hence long.
@@ -34,24 +33,13 @@ func WaitChannel(ctx context.Context, s *docstore.Store, channel string, check f
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	w, err := fsnotify.NewWatcher()
-	if err == nil {
-		defer w.Close()
-		if err := w.Add(dir); err != nil {
-			w.Close()
-			w = nil
-		}
-	} else {
-		w = nil
-	}
+	// inotify on the directory, or polling every second (journaled as a
+	// warning) when it cannot be had.
+	w := watcher.WatchDirs([]string{dir}, watcher.DirWatchOptions{Poll: time.Second, Root: s.Root()})
+	defer w.Close()
 	interval := WaitSafetyInterval
-	if w == nil {
-		interval = time.Second // no inotify: poll
-	}
-	var events <-chan fsnotify.Event
-	var errs <-chan error
-	if w != nil {
-		events, errs = w.Events, w.Errors
+	if w.Polling() {
+		interval = time.Second
 	}
 	t := time.NewTimer(interval)
 	defer t.Stop()
@@ -66,8 +54,7 @@ func WaitChannel(ctx context.Context, s *docstore.Store, channel string, check f
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-events:
-		case <-errs: // overflow or similar: just re-check
+		case <-w.C:
 		case <-t.C:
 			t.Reset(interval)
 		}

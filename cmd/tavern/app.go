@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/watcher"
 )
 
 var commands []*cli.Command
@@ -32,6 +33,9 @@ type ctxKey struct{}
 // run is the whole program but for exiting: it parses args and runs one
 // command. main reports the error and maps it to the exit code (exit.go).
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	// A watch that cannot use inotify polls and says so (the journal
+	// records it too): pools, the verifier, watch, blocking waits.
+	watcher.SetDegradeHandler(func(err error) { fmt.Fprintf(stderr, "tavern: warning: %v\n", err) })
 	app := newApp(stdin, stdout, stderr)
 	err := app.RunContext(ctx, reorderArgs(app, args))
 	return unknownCommand(err)

@@ -74,7 +74,15 @@ type watchProc struct {
 // ready (its "watching" line on stderr).
 func startWatch(t testing.TB, p *project, args ...string) *watchProc {
 	t.Helper()
-	cmd := exec.Command(builtBin, append([]string{"watch", "--json"}, args...)...)
+	return startWatchIn(t, p, nil, args...)
+}
+
+// startWatchIn is startWatch with the command run through wrap (e.g. a
+// shell in a user namespace), which must exec its last arguments.
+func startWatchIn(t testing.TB, p *project, wrap []string, args ...string) *watchProc {
+	t.Helper()
+	argv := append(append(slices.Clone(wrap), builtBin, "watch", "--json"), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = p.dir
 	cmd.Env = append(os.Environ(), "TAVERN_DIR=")
 	stdout, err := cmd.StdoutPipe()
@@ -771,5 +779,117 @@ func TestJournalEngineWritesNotExternal(t *testing.T) {
 	p.ok("rm", "agents/alice")
 	if ext := fence(t, p); len(ext) > 0 {
 		t.Errorf("engine writes journaled as external:\n%s", describeEvents(ext))
+	}
+}
+
+// inLowWatchLimit returns a command prefix that runs a program with at
+// most n inotify watches (a user namespace with its own
+// max_inotify_watches: the machine's limit stays as it is), or skips.
+func inLowWatchLimit(t *testing.T, n int) []string {
+	t.Helper()
+	unshare := needProgram(t, "unshare")
+	script := fmt.Sprintf("echo %d > /proc/sys/user/max_inotify_watches && exec \"$@\"", n)
+	if out, err := exec.Command(unshare, "-U", "-r", "sh", "-c", script, "sh", "true").CombinedOutput(); err != nil {
+		t.Skipf("cannot lower the inotify watch limit in a user namespace here (%v: %s); "+
+			"the fallback is also tested by injecting ENOSPC at the system call (watcher: TestWatchLimitFallsBackToPolling)", err, out)
+	}
+	return []string{unshare, "-U", "-r", "sh", "-c", script, "sh"}
+}
+
+// TestWatchLimitWarns (issue 13, "inotify exhaustion is silent"): with
+// fewer inotify watches left than the store has directories, `tavern
+// watch` polls instead of losing events, says so on stderr and in the
+// journal, and still reports and journals a hand edit; a blocking take
+// in the same situation warns and still gets the item.
+func TestWatchLimitWarns(t *testing.T) {
+	wrap := inLowWatchLimit(t, 6)
+	p := newProject(t)
+	w := startWatchIn(t, p, wrap)
+	if e := w.errText(); !strings.Contains(e, "warning") || !strings.Contains(e, "watch limit") || !strings.Contains(e, "poll") {
+		t.Errorf("watch stderr does not warn about the watch limit:\n%s", e)
+	}
+	var degraded []journal.Event
+	for _, line := range strings.Split(strings.TrimSpace(p.ok("log", "--type", journal.TypeDegraded, "--json")), "\n") {
+		if e, err := journal.ParseEventLine([]byte(line)); err == nil {
+			degraded = append(degraded, e)
+		}
+	}
+	if len(degraded) == 0 {
+		t.Errorf("no %s event in the journal", journal.TypeDegraded)
+	}
+	writeAtomic(t, p.path("queues/x.md"), "---\nname: x\n---\n") // a directory it may not watch
+	w.waitStream("the hand edit", 1, func(e journal.Event) bool { return e.Path == "queues/x.md" })
+	if ext := fence(t, p); !slices.ContainsFunc(ext, func(e journal.Event) bool { return e.Path == "queues/x.md" }) {
+		t.Errorf("hand edit not journaled:\n%s", describeEvents(ext))
+	}
+
+	p.ok("queue", "create", "build")
+	// No watch left at all (other processes of the user hold them).
+	wrap = inLowWatchLimit(t, 0)
+	take := exec.Command(wrap[0], append(wrap[1:], builtBin, "queue", "take", "build", "--wait", "60s", "--json")...)
+	take.Dir = p.dir
+	var out, errb bytes.Buffer
+	take.Stdout, take.Stderr = &out, &errb
+	if err := take.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The take is waiting once its warning is in the journal.
+	deadline := time.Now().Add(60 * time.Second)
+	for strings.Count(p.ok("log", "--type", journal.TypeDegraded), "\n") <= len(degraded) {
+		if time.Now().After(deadline) {
+			t.Fatal("the waiting take journaled no warning")
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition, with a deadline
+	}
+	p.ok("queue", "add", "build", "--title", "late")
+	if err := take.Wait(); err != nil {
+		t.Fatalf("take --wait: %v\n%s", err, errb.String())
+	}
+	if !strings.Contains(out.String(), "late") || !strings.Contains(errb.String(), "watch limit") {
+		t.Errorf("take --wait: stdout %q, stderr %q: want the item and a warning", out.String(), errb.String())
+	}
+}
+
+// TestWatchWhereAndPath: `watch --where` streams the changes of the
+// documents that match (after each change), and a document that stops
+// matching once as doc.left; `watch --path` one document's.
+func TestWatchWhereAndPath(t *testing.T) {
+	p := newProject(t)
+	p.ok("new", "agent", "alice")
+	p.ok("new", "agent", "bob")
+	where := startWatch(t, p, "--kind", "agents", "--where", "state=working")
+	path := startWatch(t, p, "--path", "agents/bob.md")
+	p.ok("set", "agents/alice", "role=idle-role") // does not match: not shown
+	p.ok("set", "agents/alice", "state=working")  // starts matching
+	p.ok("set", "agents/alice", "role=builder")   // still matches
+	p.ok("set", "agents/alice", "state=idle")     // leaves
+	p.ok("set", "agents/alice", "role=tester")    // no longer matches: not shown
+	p.ok("set", "agents/bob", "state=working")    // matches
+	p.ok("rm", "agents/bob")                      // leaves
+	where.waitStream("bob leaving", 1, func(e journal.Event) bool {
+		return e.Path == "agents/bob.md" && e.Type == journal.TypeLeft
+	})
+	var got []string
+	for _, e := range where.streamed() {
+		got = append(got, fmt.Sprintf("%s %s %v", e.Type, e.Path, e.Data["changed"]))
+	}
+	want := []string{
+		"doc.updated agents/alice.md [state]",
+		"doc.updated agents/alice.md [role]",
+		"doc.left agents/alice.md <nil>",
+		"doc.updated agents/bob.md [state]",
+		"doc.left agents/bob.md <nil>",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("watch --where:\ngot:\n\t%s\nwant:\n\t%s", strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
+	}
+	path.waitStream("bob removed", 1, func(e journal.Event) bool { return e.Type == journal.TypeRemoved })
+	for _, e := range path.streamed() {
+		if e.Path != "agents/bob.md" {
+			t.Errorf("watch --path agents/bob.md printed %s %s", e.Type, e.Path)
+		}
+	}
+	if n := len(path.streamed()); n != 2 {
+		t.Errorf("watch --path: %d events, want 2 (updated, removed):\n%s", n, describeEvents(path.streamed()))
 	}
 }

@@ -20,17 +20,26 @@ invalid with path:line:col) and every event other processes journal
 command made (hand edits, git checkout) are also journaled as "external".
 A line "watch.missed" means output could not keep up and N events were
 dropped: re-run ls or log to resync. --poll forces polling (network
-filesystems are detected and polled automatically).
+filesystems are detected and polled automatically, and a store too big for
+the inotify watch limit is polled with a warning).
+
+--where keeps the documents whose fields match (the expressions of ls
+--where, all must hold) after each change; a change that makes a document
+stop matching is printed once as doc.left. --path keeps one document, or
+the documents under a directory given with a trailing "/".
 
 Examples:
    tavern watch
    tavern watch --kind items --json
-   tavern watch --type doc.invalid --type external`,
+   tavern watch --type doc.invalid --type external
+   tavern watch --kind agents --where state=working
+   tavern watch --path queues/build/`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "kind", Usage: "only documents of `KIND`"},
 			&cli.StringSliceFlag{Name: "type", Aliases: []string{"t"}, Usage: "event `TYPE` (repeatable; item. matches by prefix)"},
 			&cli.StringFlag{Name: "agent", Usage: "only events of `AGENT`"},
 			&cli.StringFlag{Name: "parent", Usage: "only events with parent `AGENT`"},
+			whereFlag, pathFlag,
 			&cli.DurationFlag{Name: "poll", Usage: "poll every `DUR` instead of using inotify"},
 			jsonFlag,
 		},
@@ -39,6 +48,10 @@ Examples:
 				return usageErr("watch takes no arguments")
 			}
 			f, err := eventFilter(c)
+			if err != nil {
+				return err
+			}
+			where, err := whereConds(c)
 			if err != nil {
 				return err
 			}
@@ -65,7 +78,7 @@ Examples:
 				return err
 			}
 			defer p.Close()
-			sub := p.Subscribe(f, 4096)
+			sub := p.SubscribeWhere(f, where, 4096)
 			defer sub.Close()
 			// The ready line goes to stderr so scripts (and tests) know
 			// that every later change will be reported.

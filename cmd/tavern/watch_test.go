@@ -208,13 +208,18 @@ func TestLogCommand(t *testing.T) {
 		args []string
 		want int
 	}{
-		{nil, 2},
+		// init journals tavern.md, then alice is created and updated.
+		{nil, 3},
 		{[]string{"--agent", "boss"}, 1},
-		{[]string{"--type", "doc.created"}, 1},
-		{[]string{"--type", "doc."}, 2},
+		{[]string{"--type", "doc.created"}, 2},
+		{[]string{"--type", "doc."}, 3},
 		{[]string{"--kind", "agents"}, 2},
-		{[]string{"--since", "1h"}, 2},
+		{[]string{"--since", "1h"}, 3},
 		{[]string{"--until", "2000-01-01"}, 0},
+		{[]string{"--path", "agents/alice.md"}, 2},
+		{[]string{"--path", "agents/"}, 2},
+		{[]string{"--where", "state=working"}, 2},
+		{[]string{"--where", "state=idle"}, 0},
 	} {
 		if got := count(tc.args...); got != tc.want {
 			t.Errorf("log %v: %d events, want %d", tc.args, got, tc.want)

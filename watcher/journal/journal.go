@@ -725,22 +725,31 @@ func End(root string) (Cursor, error) {
 // everything) until ctx is done or fn returns false. It waits on fsnotify
 // events for the journal directory; poll > 0 additionally re-reads at that
 // interval, for network filesystems where other machines' appends produce
-// no events.
+// no events. If inotify cannot be used it polls (every poll, or a second)
+// and passes fn the reason as an error first.
 func Follow(ctx context.Context, root string, from Cursor, f Filter, poll time.Duration, fn func(Event, error) bool) error {
 	dir := filepath.Join(root, Dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	fw, err := fsnotify.NewWatcher()
+	if err == nil {
+		if err = fw.Add(dir); err != nil {
+			fw.Close()
+			fw = nil
+		}
+	}
 	if err != nil {
+		// Out of inotify instances or watches: poll, and say so (a
+		// warning for the caller, not the end of following).
 		if poll <= 0 {
 			poll = time.Second // the watcher's DefaultPoll
 		}
+		if !fn(Event{}, fmt.Errorf("follow %s: %w: polling every %v", dir, err, poll)) {
+			return nil
+		}
 	} else {
 		defer fw.Close()
-		if err := fw.Add(dir); err != nil {
-			return err
-		}
 	}
 	var tick <-chan time.Time
 	if poll > 0 {
