@@ -256,14 +256,21 @@ func fence(t testing.TB, p *project) []journal.Event {
 	writeAtomic(t, p.path(rel), "---\nname: "+name+"\nstate: idle\n---\n")
 	deadline := time.Now().Add(120 * time.Second)
 	for {
-		es := externals(t, p)
-		if slices.ContainsFunc(es, func(e journal.Event) bool { return e.Path == rel }) {
-			return withoutFences(es)
+		// Polled in-process (cheap); the answer is read as a user would.
+		found := false
+		if _, err := journal.Read(p.path(""), journal.Filter{Path: rel}, func(journal.Event, error) bool {
+			found = true
+			return false
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if found {
+			return withoutFences(externals(t, p))
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("fence %s never journaled; externals:\n%s", rel, describeEvents(es))
+			t.Fatalf("fence %s never journaled; externals:\n%s", rel, describeEvents(externals(t, p)))
 		}
-		time.Sleep(50 * time.Millisecond) // polling a condition, with a deadline
+		time.Sleep(20 * time.Millisecond) // polling a condition, with a deadline
 	}
 }
 
@@ -281,6 +288,16 @@ func writeAtomic(t testing.TB, path, text string) {
 	if err := os.Rename(tmp, path); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// toolProject is a store for tests where only hand edits happen: the
+// watcher's grace for the engine's journal entry is short, which makes
+// fences quick.
+func toolProject(t testing.TB) *project {
+	t.Helper()
+	p := newProject(t)
+	p.ok("set", "tavern.md", "external_grace="+journalGrace, "settle="+journalSettle)
+	return p
 }
 
 func agentText(name, state string) string {
@@ -362,8 +379,9 @@ func docEvents(es []journal.Event, prefix string) []journal.Event {
 // saves toggle a field, so every other one reverts to an earlier
 // revision (which the journal used to skip).
 func TestJournalVimSaves(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes: overlap them
 	vim := needProgram(t, "vim")
-	for _, mode := range []struct {
+	for i, mode := range []struct {
 		name      string
 		set       string
 		sameInode bool // the save rewrites the file in place
@@ -376,8 +394,11 @@ func TestJournalVimSaves(t *testing.T) {
 		{"nowritebackup", "set nowritebackup nobackup", true},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
+			if i > 0 && !journalLong {
+				t.Skip("the other write modes run with -tags long (make test-long)")
+			}
 			burnCPU(t)
-			p := newProject(t)
+			p := toolProject(t)
 			rel := "agents/v.md"
 			writeAtomic(t, p.path(rel), agentText("v", "idle"))
 			w := startWatch(t, p)
@@ -391,7 +412,7 @@ func TestJournalVimSaves(t *testing.T) {
 			}
 			inodes := map[uint64]bool{ino(): true}
 			state := "idle"
-			for i := range 20 {
+			for i := range vimSaves {
 				next := map[string]string{"idle": "working", "working": "idle"}[state]
 				cmd := exec.Command(vim, "-N", "-u", "NONE", "-i", "NONE", "-es",
 					"-c", mode.set, "-c", "%s/^state: "+state+"$/state: "+next+"/", "-c", "wq", p.path(rel))
@@ -411,8 +432,8 @@ func TestJournalVimSaves(t *testing.T) {
 				t.Errorf("vim wrote in place: %v, want %v (%d inodes): the mode under test was not exercised", got, mode.sameInode, len(inodes))
 			}
 			ext := since(fence(t, p), base)
-			checkTally(t, "journal", ext, map[string]int{rel + " doc.updated [state]": 20})
-			checkTally(t, "stream", docEvents(w.streamed(), rel), map[string]int{rel + " doc.updated [state]": 20})
+			checkTally(t, "journal", ext, map[string]int{rel + " doc.updated [state]": vimSaves})
+			checkTally(t, "stream", docEvents(w.streamed(), rel), map[string]int{rel + " doc.updated [state]": vimSaves})
 		})
 	}
 }
@@ -421,14 +442,15 @@ func TestJournalVimSaves(t *testing.T) {
 // updates, each document twice (the second time back to a revision the
 // journal has seen before).
 func TestJournalSedRoundTrip(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes: overlap them
 	sed := needProgram(t, "sed")
 	burnCPU(t)
-	p := newProject(t)
+	p := toolProject(t)
 	w := startWatch(t, p)
 	// Written while the watcher runs: their first revision is journaled,
 	// so the way back is to a revision the journal holds.
-	rels := handAgents(t, p, "s", 500, "idle")
-	w.waitStream("creation", 500, func(e journal.Event) bool {
+	rels := handAgents(t, p, "s", sedDocs, "idle")
+	w.waitStream("creation", sedDocs, func(e journal.Event) bool {
 		return strings.HasPrefix(e.Path, "agents/s") && e.Type == journal.TypeCreated
 	})
 	base := len(fence(t, p))
@@ -446,9 +468,9 @@ func TestJournalSedRoundTrip(t *testing.T) {
 		return strings.HasPrefix(e.Path, "agents/s") && e.Type == journal.TypeUpdated
 	}
 	run("idle", "working")
-	w.waitStream("sed forward", 500, isUpdate)
+	w.waitStream("sed forward", sedDocs, isUpdate)
 	run("working", "idle")
-	w.waitStream("sed back", 1000, isUpdate)
+	w.waitStream("sed back", 2*sedDocs, isUpdate)
 	ext := since(fence(t, p), base)
 	want := map[string]int{}
 	for _, r := range rels {
@@ -477,25 +499,26 @@ func gitRepo(t testing.TB, p *project) func(args ...string) {
 	}
 }
 
-// gitBranches sets up branch main with agents a000..a299 and branch
-// other where 300 of them differ: a000..a099 deleted, a100..a199
-// modified, b000..b099 created. It returns the journal entries a switch
-// from main to other (and back) must produce.
+// gitBranches sets up branch main with 3*gitDocs agents a000.. and
+// branch other where 3*gitDocs documents differ (with gitDocs 100:
+// a000..a099 deleted, a100..a199 modified, b000..b099 created). It
+// returns the journal entries a switch from main to other (and back)
+// must produce.
 func gitBranches(t testing.TB, p *project, git func(...string)) (toOther, toMain map[string]int) {
 	t.Helper()
 	git("init", "-q", "-b", "main")
-	handAgents(t, p, "a", 300, "idle")
+	handAgents(t, p, "a", 3*gitDocs, "idle")
 	git("add", ".tavern/agents")
 	git("commit", "-q", "-m", "main")
 	git("checkout", "-q", "-b", "other")
 	toOther, toMain = map[string]int{}, map[string]int{}
-	for i := range 100 {
+	for i := range gitDocs {
 		a := fmt.Sprintf("agents/a%03d.md", i)
 		git("rm", "-q", ".tavern/"+a)
 		toOther[a+" doc.removed <nil>"] = 1
 		toMain[a+" doc.created <nil>"] = 1
-		m := fmt.Sprintf("agents/a%03d.md", 100+i)
-		writeAtomic(t, p.path(m), agentText(fmt.Sprintf("a%03d", 100+i), "working"))
+		m := fmt.Sprintf("agents/a%03d.md", gitDocs+i)
+		writeAtomic(t, p.path(m), agentText(fmt.Sprintf("a%03d", gitDocs+i), "working"))
 		toOther[m+" doc.updated [state]"] = 1
 		toMain[m+" doc.updated [state]"] = 1
 		b := fmt.Sprintf("agents/b%03d.md", i)
@@ -521,8 +544,9 @@ func addTally(dst, src map[string]int) {
 // that git replaces is never seen as a removal plus a creation, and a
 // file git is still writing is never journaled.
 func TestJournalGitCheckout(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes: overlap them
 	burnCPU(t)
-	p := newProject(t)
+	p := toolProject(t)
 	git := gitRepo(t, p)
 	toOther, toMain := gitBranches(t, p, git)
 	w := startWatch(t, p)
@@ -531,17 +555,13 @@ func TestJournalGitCheckout(t *testing.T) {
 	agent := func(e journal.Event) bool {
 		return strings.HasPrefix(e.Path, "agents/a") || strings.HasPrefix(e.Path, "agents/b")
 	}
-	rounds := 1
-	if testing.Short() {
-		rounds = 1
-	}
 	n := 0
-	for range rounds {
+	for range gitRounds {
 		git("checkout", "-q", "other")
-		n += 300
+		n += 3 * gitDocs
 		w.waitStream("checkout other", n, agent)
 		git("checkout", "-q", "main")
-		n += 300
+		n += 3 * gitDocs
 		w.waitStream("checkout main", n, agent)
 		addTally(want, toOther)
 		addTally(want, toMain)
@@ -549,8 +569,8 @@ func TestJournalGitCheckout(t *testing.T) {
 	// stash: 10 documents edited by hand, stashed (back to the commit)
 	// and popped (the edit again, a revision journaled before).
 	for i := range 10 {
-		rel := fmt.Sprintf("agents/a%03d.md", 200+i)
-		writeAtomic(t, p.path(rel), agentText(fmt.Sprintf("a%03d", 200+i), "done"))
+		rel := fmt.Sprintf("agents/a%03d.md", 2*gitDocs+i)
+		writeAtomic(t, p.path(rel), agentText(fmt.Sprintf("a%03d", 2*gitDocs+i), "done"))
 		want[rel+" doc.updated [state]"] += 3
 	}
 	n += 10
@@ -570,8 +590,9 @@ func TestJournalGitCheckout(t *testing.T) {
 // switch journals what changed since the last journaled state, also when
 // a switch back makes every document a revision journaled before.
 func TestJournalGitCheckoutWithoutWatcher(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes: overlap them
 	burnCPU(t)
-	p := newProject(t)
+	p := toolProject(t)
 	git := gitRepo(t, p)
 	toOther, toMain := gitBranches(t, p, git)
 	w := startWatch(t, p)
@@ -595,23 +616,25 @@ func TestJournalGitCheckoutWithoutWatcher(t *testing.T) {
 // TestJournalRsync: rsync -a --delete into a watched store journals each
 // created, updated and deleted document once.
 func TestJournalRsync(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes: overlap them
 	rsync := needProgram(t, "rsync")
 	burnCPU(t)
-	p := newProject(t)
-	handAgents(t, p, "r", 150, "idle")
+	p := toolProject(t)
+	n := rsyncDocs
+	handAgents(t, p, "r", 3*n, "idle")
 	src := t.TempDir()
 	want := map[string]int{}
-	for i := range 200 {
+	for i := range 4 * n {
 		name := fmt.Sprintf("r%03d", i)
 		rel := "agents/" + name + ".md"
 		switch {
-		case i < 50: // deleted by --delete
+		case i < n: // deleted by --delete
 			want[rel+" doc.removed <nil>"] = 1
 			continue
-		case i < 100: // modified
+		case i < 2*n: // modified
 			want[rel+" doc.updated [state]"] = 1
 			os.WriteFile(filepath.Join(src, name+".md"), []byte(agentText(name, "working")), 0o644)
-		case i < 150: // unchanged content, newer mtime: rsync rewrites it
+		case i < 3*n: // unchanged content, newer mtime: rsync rewrites it
 			os.WriteFile(filepath.Join(src, name+".md"), []byte(agentText(name, "idle")), 0o644)
 		default: // created
 			want[rel+" doc.created <nil>"] = 1
@@ -623,7 +646,7 @@ func TestJournalRsync(t *testing.T) {
 	if out, err := exec.Command(rsync, "-a", "--delete", src+"/", p.path("agents")+"/").CombinedOutput(); err != nil {
 		t.Fatalf("rsync: %v\n%s", err, out)
 	}
-	w.waitStream("rsync", 150, func(e journal.Event) bool { return strings.HasPrefix(e.Path, "agents/r") })
+	w.waitStream("rsync", 3*n, func(e journal.Event) bool { return strings.HasPrefix(e.Path, "agents/r") })
 	ext := since(fence(t, p), base)
 	checkTally(t, "journal", ext, want)
 	checkTally(t, "stream", docEvents(w.streamed(), "agents/r"), want)
@@ -633,8 +656,9 @@ func TestJournalRsync(t *testing.T) {
 // halves 50 ms apart (not atomically) is journaled once, complete: a new
 // document as created, an existing one as updated, never invalid.
 func TestJournalTwoHalvesWriter(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes: overlap them
 	burnCPU(t)
-	p := newProject(t)
+	p := toolProject(t)
 	handAgents(t, p, "h", 5, "idle")
 	w := startWatch(t, p)
 	base := len(fence(t, p))
@@ -676,8 +700,9 @@ func TestJournalTwoHalvesWriter(t *testing.T) {
 // TestJournalNoContentChange: touch, chmod and rewrites with the same
 // bytes (in place and by rename) change no document: no entries.
 func TestJournalNoContentChange(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes: overlap them
 	burnCPU(t)
-	p := newProject(t)
+	p := toolProject(t)
 	rels := handAgents(t, p, "t", 4, "idle")
 	w := startWatch(t, p)
 	base := len(fence(t, p))
@@ -705,6 +730,7 @@ func TestJournalNoContentChange(t *testing.T) {
 // the engine ever wrote (no watcher running) is known by its revision
 // alone, so its change is journaled without the list.
 func TestJournalLsDoesNotSwallow(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes: overlap them
 	for _, tc := range []struct {
 		name    string
 		ls      []string
@@ -716,6 +742,9 @@ func TestJournalLsDoesNotSwallow(t *testing.T) {
 		{"never-watched", []string{"ls", "agents"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "no-index" && !journalLong {
+				t.Skip("runs with -tags long (make test-long)")
+			}
 			p := newProject(t)
 			p.ok("new", "agent", "alice")
 			p.ok("new", "agent", "bob")
@@ -751,6 +780,7 @@ func TestJournalLsDoesNotSwallow(t *testing.T) {
 // tokens, tuples, messages, a spawned agent) is never journaled as
 // external.
 func TestJournalEngineWritesNotExternal(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes: overlap them
 	p := newProject(t)
 	startWatch(t, p)
 	fence(t, p)
@@ -802,6 +832,7 @@ func inLowWatchLimit(t *testing.T, n int) []string {
 // journal, and still reports and journals a hand edit; a blocking take
 // in the same situation warns and still gets the item.
 func TestWatchLimitWarns(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes: overlap them
 	wrap := inLowWatchLimit(t, 6)
 	p := newProject(t)
 	w := startWatchIn(t, p, wrap)
@@ -854,6 +885,7 @@ func TestWatchLimitWarns(t *testing.T) {
 // documents that match (after each change), and a document that stops
 // matching once as doc.left; `watch --path` one document's.
 func TestWatchWhereAndPath(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes: overlap them
 	p := newProject(t)
 	p.ok("new", "agent", "alice")
 	p.ok("new", "agent", "bob")

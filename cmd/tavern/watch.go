@@ -64,14 +64,21 @@ Examples:
 				return err
 			}
 			defer j.Close()
-			reconcile := time.Duration(0)
+			// Timings from tavern.md (defaults when absent or unreadable).
+			var reconcile, settle, grace time.Duration
 			if cfg, err := s.Get("tavern.md"); err == nil {
-				if d, err := time.ParseDuration(cfg.String("reconcile")); err == nil {
-					reconcile = d
+				for _, f := range []struct {
+					key string
+					d   *time.Duration
+				}{{"reconcile", &reconcile}, {"settle", &settle}, {"external_grace", &grace}} {
+					if d, err := time.ParseDuration(cfg.String(f.key)); err == nil {
+						*f.d = d
+					}
 				}
 			}
 			p, err := watcher.Open(s, watcher.Options{
 				Watch: true, Poll: c.Duration("poll"), Reconcile: reconcile,
+				Settle: settle, ExternalGrace: grace,
 				Cache: true, Journal: j, FollowJournal: true,
 			})
 			if err != nil {
