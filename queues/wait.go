@@ -8,8 +8,9 @@ import (
 )
 
 // dirWaiter wakes a blocked Take when something changes in the
-// directories it watches (watcher.DirWatch: inotify, or polling with a
-// warning in the journal when inotify cannot be had).
+// directories it watches: a watcher.DirWatch (inotify, or polling with a
+// warning in the journal when inotify cannot be had), not a Projection:
+// a Take needs a few flat directories, not a scan of the whole store.
 type dirWaiter struct {
 	w       *watcher.DirWatch
 	recheck time.Duration // Options.Recheck
