@@ -63,7 +63,8 @@
 // pending/ and done/ (a finished dependency makes items claimable), a timer
 // for the next not_before or lease expiry, and a recheck every
 // Options.Recheck (2s) for what inotify cannot see (a holder's death
-// drops a flock, which is no file event).
+// drops a flock, which is no file event). Without inotify watches it
+// polls (250ms) and journals a watch.degraded warning (watcher.DirWatch).
 //
 // An item file that does not parse or validate stays where it is: Take
 // skips it and reports it with path:line:col (Claim.Notes,

@@ -62,7 +62,8 @@
 //   - Blocked Rd/In wake on an inotify watch of tuples/<type>/ added
 //     before the first scan (or on SpaceOptions.Projection's WaitFor),
 //     with a re-scan every SpaceOptions.Recheck (10s) as a safety net and
-//     a 200ms poll without inotify. Every waiter re-scans on every event:
+//     a 200ms poll without inotify (journaled as watch.degraded,
+//     watcher.DirWatch). Every waiter re-scans on every event:
 //     many waiters on a busy type are a thundering herd, bounded by the
 //     directory size.
 //   - Matching scans and parses the type's directory oldest first; there
