@@ -442,6 +442,11 @@ func (w *FSWatcher) sync(ctx context.Context, force bool) error {
 	}
 	ch := make(chan struct{})
 	w.pmu.Lock()
+	if w.polling.Load() {
+		// A degrade came in between: its rescan answers.
+		w.pmu.Unlock()
+		return w.rescan(ctx, force)
+	}
 	w.markerSeq++
 	name := fmt.Sprintf(".tavern-sync.%d.%p.%d", os.Getpid(), w, w.markerSeq)
 	w.markers[name] = syncReq{ch, force}
@@ -854,7 +859,14 @@ func (w *FSWatcher) applyDegrade() {
 	w.pmu.Lock()
 	clear(w.writing) // no close events any more
 	w.full = true    // what happened since the failed watch
+	// Syncs waiting for their marker's event get the rescan instead.
+	for name, r := range w.markers {
+		delete(w.markers, name)
+		w.syncs = append(w.syncs, r.ch)
+		w.forceSync = w.forceSync || r.force
+	}
 	w.pmu.Unlock()
+	w.poke()
 	if w.opt.OnDegrade != nil && !w.closed.Load() {
 		w.opt.OnDegrade(err)
 	}
