@@ -782,7 +782,7 @@ func TestJournalLsDoesNotSwallow(t *testing.T) {
 func TestJournalEngineWritesNotExternal(t *testing.T) {
 	t.Parallel() // mostly waiting on other processes: overlap them
 	p := newProject(t)
-	startWatch(t, p)
+	w := startWatch(t, p)
 	fence(t, p)
 	p.ok("new", "agent", "alice")
 	p.ok("set", "agents/alice", "role=builder")
@@ -809,6 +809,13 @@ func TestJournalEngineWritesNotExternal(t *testing.T) {
 	p.ok("rm", "agents/alice")
 	if ext := fence(t, p); len(ext) > 0 {
 		t.Errorf("engine writes journaled as external:\n%s", describeEvents(ext))
+	}
+	// A watcher started afterwards finds the journal's record of every
+	// path in agreement with the disk.
+	w.stop()
+	startWatch(t, p)
+	if ext := fence(t, p); len(ext) > 0 {
+		t.Errorf("engine writes journaled as external by the next watcher:\n%s", describeEvents(ext))
 	}
 }
 

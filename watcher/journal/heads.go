@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -46,9 +47,9 @@ type Head struct {
 // What sets a head: doc.removed (removed), doc.moved (its from path
 // removed, its path present with the revision, or the from path's when
 // the record has none: a rename keeps the content), an external record
-// (Data["op"] says which), and any other record with a path and a
-// revision (doc.created, doc.updated, item.claimed...: the engine wrote
-// that revision). Records without a revision do not change a head.
+// (Data["op"] says which), and any other doc.* record with a revision
+// (doc.created, doc.updated: the engine wrote that revision). Domain
+// events (item.claimed...) and records without a revision do not.
 //
 // A Heads is kept current by CatchUp, which reads the journal from where
 // it stopped; Save writes a checkpoint (events/.heads: the heads and the
@@ -294,7 +295,10 @@ func (h *Heads) apply(e Event) {
 			h.set(e.Path, e.Rev, true, false, at)
 		}
 	default:
-		if e.Rev != "" {
+		// Domain events (item.claimed, tuple.in...) repeat what the doc.*
+		// event of the same write says, sometimes for a path the
+		// document has already left: only doc.* events set heads.
+		if e.Rev != "" && strings.HasPrefix(e.Type, "doc.") {
 			h.set(e.Path, e.Rev, true, true, at)
 		}
 	}

@@ -29,8 +29,9 @@ func TestHeads(t *testing.T) {
 		{Type: TypeMoved, Path: "b.md", Time: at(5), Data: map[string]any{"from": "a.md"}},
 		{Type: TypeExternal, Path: "c.md", Rev: "bad", Time: at(6), Data: map[string]any{"op": TypeInvalid, "seen": seen(6)}},
 		{Type: TypeExternal, Path: "c.md", Rev: "good", Time: at(7), Data: map[string]any{"op": TypeCreated, "seen": seen(7)}},
-		{Type: "item.claimed", Path: "d.md", Rev: "r9", Time: at(8)},
-		{Type: "queue.created", Path: "e.md", Time: at(8)}, // no revision: no head
+		{Type: TypeUpdated, Path: "d.md", Rev: "r9", Time: at(8)},
+		{Type: "tuple.in", Path: "f.md", Rev: "r7", Time: at(8)}, // a domain event: no head
+		{Type: "queue.created", Path: "e.md", Time: at(8)},       // no revision: no head
 	} {
 		if _, err := j.Append(e); err != nil {
 			t.Fatal(err)
@@ -50,6 +51,7 @@ func TestHeads(t *testing.T) {
 		{"c.md", Head{Rev: "good", Present: true, Valid: true, At: at(7), LastValid: "good"}, true},
 		{"d.md", Head{Rev: "r9", Present: true, Valid: true, At: at(8), LastValid: "r9"}, true},
 		{"e.md", Head{}, false},
+		{"f.md", Head{}, false},
 	} {
 		got, ok := h.Get(tc.path)
 		if ok != tc.ok || got != tc.want {
