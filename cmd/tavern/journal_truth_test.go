@@ -932,3 +932,25 @@ func TestWatchWhereAndPath(t *testing.T) {
 		t.Errorf("watch --path: %d events, want 2 (updated, removed):\n%s", n, describeEvents(path.streamed()))
 	}
 }
+
+// TestJournalTwoWatchers: with two watchers running, each hand edit is
+// journaled once, also when it returns to an earlier revision.
+func TestJournalTwoWatchers(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes: overlap them
+	burnCPU(t)
+	p := toolProject(t)
+	rel := "agents/two.md"
+	writeAtomic(t, p.path(rel), agentText("two", "idle"))
+	w1 := startWatch(t, p)
+	w2 := startWatch(t, p)
+	base := len(fence(t, p))
+	state := "idle"
+	for i := range 10 {
+		state = map[string]string{"idle": "working", "working": "idle"}[state]
+		writeAtomic(t, p.path(rel), agentText("two", state))
+		for _, w := range []*watchProc{w1, w2} {
+			w.waitStream(fmt.Sprintf("edit %d", i+1), i+1, func(e journal.Event) bool { return e.Path == rel && e.Type == journal.TypeUpdated })
+		}
+	}
+	checkTally(t, "journal", since(fence(t, p), base), map[string]int{rel + " doc.updated [state]": 10})
+}
