@@ -59,12 +59,12 @@
 // capped at backoff_max, or moves it to dead/ at max_attempts. With
 // TakeOptions.Steal, Take also takes from other queues marked steal: true,
 // by stride scheduling (shares proportional to 1/(1+priority); no
-// stealable queue starves). With Wait, Take blocks on inotify watches of
-// pending/ and done/ (a finished dependency makes items claimable), a timer
-// for the next not_before or lease expiry, and a recheck every
-// Options.Recheck (2s) for what inotify cannot see (a holder's death
-// drops a flock, which is no file event). Without inotify watches it
-// polls (250ms) and journals a watch.degraded warning (watcher.DirWatch).
+// stealable queue starves). With Wait, Take blocks (watcher.WaitDir) on
+// inotify watches of pending/ and done/ (a finished dependency makes items
+// claimable), a timer for the next not_before or lease expiry, and a
+// recheck every Options.Recheck (2s) for what inotify cannot see (a
+// holder's death drops a flock, which is no file event). Out of inotify
+// watches, it polls and says so (watch.degraded, a warning).
 //
 // An item file that does not parse or validate stays where it is: Take
 // skips it and reports it with path:line:col (Claim.Notes,

@@ -3,6 +3,7 @@
 package watcher
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -154,21 +155,30 @@ func TestWatchLimitLater(t *testing.T) {
 	assertStateMatchesDisk(t, w)
 }
 
-// TestDirWatchFallsBack: a wait that cannot have its watch polls, wakes
-// its waiter, and says so in the journal and to the degrade handler.
-func TestDirWatchFallsBack(t *testing.T) {
+// TestWaitDirFallsBack: a wait that cannot have its watch (out of
+// watches) polls, still sees the change, and says so in the journal and
+// to the degrade handler.
+func TestWaitDirFallsBack(t *testing.T) {
 	s := newStore(t)
 	limitWatches(t, 0)
 	rec := recordDegrades(t)
-	d := WatchDirs([]string{filepath.Join(s.Root(), "agents")}, DirWatchOptions{Poll: 10 * time.Millisecond, Root: s.Root()})
-	defer d.Close()
-	if !d.Polling() {
-		t.Fatal("not polling without a watch")
+	dir := filepath.Join(s.Root(), "agents")
+	target := filepath.Join(dir, "x.md")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var told atomic.Int32
+	opt := WaitDirOptions{Recheck: time.Hour, Poll: 10 * time.Millisecond, Root: s.Root(),
+		Degraded: func(string, error) { told.Add(1) }}
+	blocked, done, _ := waitDirAsync(t, ctx, []string{dir}, opt, func() bool { return exists(target) })
+	<-blocked
+	if err := os.WriteFile(target, nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
-	select {
-	case <-d.C:
-	case <-time.After(30 * time.Second):
-		t.Fatal("a polling DirWatch never woke its waiter")
+	if err := <-done; err != nil {
+		t.Fatalf("WaitDir = %v", err)
+	}
+	if told.Load() != 1 {
+		t.Errorf("Degraded called %d times, want 1", told.Load())
 	}
 	if errs := rec.list(); len(errs) != 1 || !errors.Is(errs[0], ErrWatchLimit) {
 		t.Errorf("degrade handler got %v", errs)

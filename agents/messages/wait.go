@@ -11,7 +11,7 @@ import (
 )
 
 // WaitSafetyInterval is how often WaitChannel re-checks without an event.
-// Events come from inotify on the channel's message directory; the
+// Events come from fsnotify on the channel's message directory; the
 // re-check covers what inotify cannot see (writes from other machines on a
 // network filesystem, a dropped event queue). It is a safety net, not the
 // wake-up path, hence long.
@@ -24,7 +24,8 @@ var waitingHook func()
 // WaitChannel calls check until it reports true, re-checking whenever the
 // channel's message directory changes, and returns ctx's error when ctx is
 // done first. The watch is in place before the first check, so a message
-// written between the check and the wait is not missed.
+// written between the check and the wait is not missed (watcher.WaitDir;
+// without inotify it polls every second).
 func WaitChannel(ctx context.Context, s *docstore.Store, channel string, check func() (bool, error)) error {
 	if err := ValidChannel(channel); err != nil {
 		return err
@@ -33,30 +34,10 @@ func WaitChannel(ctx context.Context, s *docstore.Store, channel string, check f
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	// inotify on the directory, or polling every second (journaled as a
-	// warning) when it cannot be had.
-	w := watcher.WatchDirs([]string{dir}, watcher.DirWatchOptions{Poll: time.Second, Root: s.Root()})
-	defer w.Close()
-	interval := WaitSafetyInterval
-	if w.Polling() {
-		interval = time.Second
-	}
-	t := time.NewTimer(interval)
-	defer t.Stop()
-	for first := true; ; first = false {
-		ok, err := check()
-		if err != nil || ok {
-			return err
-		}
-		if first && waitingHook != nil {
-			waitingHook()
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-w.C:
-		case <-t.C:
-			t.Reset(interval)
-		}
-	}
+	return watcher.WaitDir(ctx, []string{dir}, watcher.WaitDirOptions{
+		Recheck: WaitSafetyInterval,
+		Poll:    time.Second,
+		Waiting: waitingHook,
+		Root:    s.Root(), // a poll forced by inotify's limits is journaled
+	}, check)
 }

@@ -11,6 +11,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -70,21 +71,19 @@ type watchProc struct {
 	ended  bool
 }
 
-// startWatch runs `tavern watch --json ARGS` in p and waits until it is
+// watchJSON runs `tavern watch --json ARGS` in p and waits until it is
 // ready (its "watching" line on stderr).
-func startWatch(t testing.TB, p *project, args ...string) *watchProc {
+func watchJSON(t testing.TB, p *project, args ...string) *watchProc {
 	t.Helper()
-	return startWatchIn(t, p, nil, args...)
+	return watchJSONIn(t, p, nil, args...)
 }
 
-// startWatchIn is startWatch with the command run through wrap (e.g. a
+// watchJSONIn is watchJSON with the command run through wrap (e.g. a
 // shell in a user namespace), which must exec its last arguments.
-func startWatchIn(t testing.TB, p *project, wrap []string, args ...string) *watchProc {
+func watchJSONIn(t testing.TB, p *project, wrap []string, args ...string) *watchProc {
 	t.Helper()
-	argv := append(append(slices.Clone(wrap), builtBin, "watch", "--json"), args...)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = p.dir
-	cmd.Env = append(os.Environ(), "TAVERN_DIR=")
+	argv := append(append(slices.Clone(wrap), tavernBin(t), "watch", "--json"), args...)
+	cmd := p.cmd(context.Background(), argv[0], argv[1:]...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -401,7 +400,7 @@ func TestJournalVimSaves(t *testing.T) {
 			p := toolProject(t)
 			rel := "agents/v.md"
 			writeAtomic(t, p.path(rel), agentText("v", "idle"))
-			w := startWatch(t, p)
+			w := watchJSON(t, p)
 			base := len(fence(t, p))
 			ino := func() uint64 {
 				fi, err := os.Stat(p.path(rel))
@@ -414,9 +413,8 @@ func TestJournalVimSaves(t *testing.T) {
 			state := "idle"
 			for i := range vimSaves {
 				next := map[string]string{"idle": "working", "working": "idle"}[state]
-				cmd := exec.Command(vim, "-N", "-u", "NONE", "-i", "NONE", "-es",
+				cmd := p.cmd(context.Background(), vim, "-N", "-u", "NONE", "-i", "NONE", "-es",
 					"-c", mode.set, "-c", "%s/^state: "+state+"$/state: "+next+"/", "-c", "wq", p.path(rel))
-				cmd.Dir = p.dir
 				if out, err := cmd.CombinedOutput(); err != nil {
 					t.Fatalf("vim save %d: %v\n%s", i+1, err, out)
 				}
@@ -446,7 +444,7 @@ func TestJournalSedRoundTrip(t *testing.T) {
 	sed := needProgram(t, "sed")
 	burnCPU(t)
 	p := toolProject(t)
-	w := startWatch(t, p)
+	w := watchJSON(t, p)
 	// Written while the watcher runs: their first revision is journaled,
 	// so the way back is to a revision the journal holds.
 	rels := handAgents(t, p, "s", sedDocs, "idle")
@@ -489,10 +487,9 @@ func gitRepo(t testing.TB, p *project) func(args ...string) {
 	git := needProgram(t, "git")
 	return func(args ...string) {
 		t.Helper()
-		cmd := exec.Command(git, args...)
-		cmd.Dir = p.dir
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
-			"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		cmd := p.cmd(context.Background(), git, args...)
+		cmd.Env = append(cmd.Env, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
+			"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
@@ -549,7 +546,7 @@ func TestJournalGitCheckout(t *testing.T) {
 	p := toolProject(t)
 	git := gitRepo(t, p)
 	toOther, toMain := gitBranches(t, p, git)
-	w := startWatch(t, p)
+	w := watchJSON(t, p)
 	base := len(fence(t, p))
 	want := map[string]int{}
 	agent := func(e journal.Event) bool {
@@ -595,7 +592,7 @@ func TestJournalGitCheckoutWithoutWatcher(t *testing.T) {
 	p := toolProject(t)
 	git := gitRepo(t, p)
 	toOther, toMain := gitBranches(t, p, git)
-	w := startWatch(t, p)
+	w := watchJSON(t, p)
 	base := len(fence(t, p))
 	w.stop()
 	for i, step := range []struct {
@@ -605,7 +602,7 @@ func TestJournalGitCheckoutWithoutWatcher(t *testing.T) {
 		git("checkout", "-q", step.branch)
 		// ls refreshes the index in between: it must not swallow anything.
 		p.ok("ls", "agents")
-		w := startWatch(t, p)
+		w := watchJSON(t, p)
 		all := fence(t, p)
 		checkTally(t, fmt.Sprintf("step %d (%s)", i+1, step.branch), since(all, base), step.want)
 		base = len(all)
@@ -641,7 +638,7 @@ func TestJournalRsync(t *testing.T) {
 			os.WriteFile(filepath.Join(src, name+".md"), []byte(agentText(name, "idle")), 0o644)
 		}
 	}
-	w := startWatch(t, p)
+	w := watchJSON(t, p)
 	base := len(fence(t, p))
 	if out, err := exec.Command(rsync, "-a", "--delete", src+"/", p.path("agents")+"/").CombinedOutput(); err != nil {
 		t.Fatalf("rsync: %v\n%s", err, out)
@@ -660,7 +657,7 @@ func TestJournalTwoHalvesWriter(t *testing.T) {
 	burnCPU(t)
 	p := toolProject(t)
 	handAgents(t, p, "h", 5, "idle")
-	w := startWatch(t, p)
+	w := watchJSON(t, p)
 	base := len(fence(t, p))
 	halves := func(rel, text string) {
 		t.Helper()
@@ -704,7 +701,7 @@ func TestJournalNoContentChange(t *testing.T) {
 	burnCPU(t)
 	p := toolProject(t)
 	rels := handAgents(t, p, "t", 4, "idle")
-	w := startWatch(t, p)
+	w := watchJSON(t, p)
 	base := len(fence(t, p))
 	later := time.Now().Add(time.Hour)
 	if err := os.Chtimes(p.path(rels[0]), later, later); err != nil {
@@ -749,7 +746,7 @@ func TestJournalLsDoesNotSwallow(t *testing.T) {
 			p.ok("new", "agent", "alice")
 			p.ok("new", "agent", "bob")
 			if tc.watched {
-				w := startWatch(t, p)
+				w := watchJSON(t, p)
 				fence(t, p)
 				w.stop()
 				os.RemoveAll(p.path(".index"))
@@ -762,7 +759,7 @@ func TestJournalLsDoesNotSwallow(t *testing.T) {
 			if tc.ls != nil {
 				p.ok(tc.ls...)
 			}
-			startWatch(t, p)
+			watchJSON(t, p)
 			changed := "[state]"
 			if !tc.watched {
 				changed = "<nil>"
@@ -782,7 +779,7 @@ func TestJournalLsDoesNotSwallow(t *testing.T) {
 func TestJournalEngineWritesNotExternal(t *testing.T) {
 	t.Parallel() // mostly waiting on other processes: overlap them
 	p := newProject(t)
-	w := startWatch(t, p)
+	w := watchJSON(t, p)
 	fence(t, p)
 	p.ok("new", "agent", "alice")
 	p.ok("set", "agents/alice", "role=builder")
@@ -813,7 +810,7 @@ func TestJournalEngineWritesNotExternal(t *testing.T) {
 	// A watcher started afterwards finds the journal's record of every
 	// path in agreement with the disk.
 	w.stop()
-	startWatch(t, p)
+	watchJSON(t, p)
 	if ext := fence(t, p); len(ext) > 0 {
 		t.Errorf("engine writes journaled as external by the next watcher:\n%s", describeEvents(ext))
 	}
@@ -842,7 +839,7 @@ func TestWatchLimitWarns(t *testing.T) {
 	t.Parallel() // mostly waiting on other processes: overlap them
 	wrap := inLowWatchLimit(t, 6)
 	p := newProject(t)
-	w := startWatchIn(t, p, wrap)
+	w := watchJSONIn(t, p, wrap)
 	if e := w.errText(); !strings.Contains(e, "warning") || !strings.Contains(e, "watch limit") || !strings.Contains(e, "poll") {
 		t.Errorf("watch stderr does not warn about the watch limit:\n%s", e)
 	}
@@ -864,8 +861,7 @@ func TestWatchLimitWarns(t *testing.T) {
 	p.ok("queue", "create", "build")
 	// No watch left at all (other processes of the user hold them).
 	wrap = inLowWatchLimit(t, 0)
-	take := exec.Command(wrap[0], append(wrap[1:], builtBin, "queue", "take", "build", "--wait", "60s", "--json")...)
-	take.Dir = p.dir
+	take := p.cmd(context.Background(), wrap[0], append(wrap[1:], tavernBin(t), "queue", "take", "build", "--wait", "60s", "--json")...)
 	var out, errb bytes.Buffer
 	take.Stdout, take.Stderr = &out, &errb
 	if err := take.Start(); err != nil {
@@ -896,8 +892,8 @@ func TestWatchWhereAndPath(t *testing.T) {
 	p := newProject(t)
 	p.ok("new", "agent", "alice")
 	p.ok("new", "agent", "bob")
-	where := startWatch(t, p, "--kind", "agents", "--where", "state=working")
-	path := startWatch(t, p, "--path", "agents/bob.md")
+	where := watchJSON(t, p, "--kind", "agents", "--where", "state=working")
+	path := watchJSON(t, p, "--path", "agents/bob.md")
 	p.ok("set", "agents/alice", "role=idle-role") // does not match: not shown
 	p.ok("set", "agents/alice", "state=working")  // starts matching
 	p.ok("set", "agents/alice", "role=builder")   // still matches
@@ -941,8 +937,8 @@ func TestJournalTwoWatchers(t *testing.T) {
 	p := toolProject(t)
 	rel := "agents/two.md"
 	writeAtomic(t, p.path(rel), agentText("two", "idle"))
-	w1 := startWatch(t, p)
-	w2 := startWatch(t, p)
+	w1 := watchJSON(t, p)
+	w2 := watchJSON(t, p)
 	base := len(fence(t, p))
 	state := "idle"
 	for i := range 10 {

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -16,8 +15,8 @@ import (
 	"github.com/tavernhq/tavern/watcher/journal"
 )
 
-func init() {
-	register(&cli.Command{
+func newLogCommand() *cli.Command {
+	return &cli.Command{
 		Name:  "log",
 		Usage: "show the event journal",
 		Description: `Prints events from .tavern/events/ (one JSON object per line, greppable),
@@ -42,71 +41,80 @@ Examples:
 			&cli.StringFlag{Name: "agent", Usage: "only events of `AGENT`"},
 			&cli.StringFlag{Name: "parent", Usage: "only events with parent `AGENT`"},
 			&cli.StringFlag{Name: "kind", Usage: "only events about documents of `KIND`"},
-			whereFlag, pathFlag,
+			whereFlag(), pathFlag(),
 			&cli.StringFlag{Name: "since", Usage: "from `DUR` ago or from TIME"},
 			&cli.StringFlag{Name: "until", Usage: "before `TIME`"},
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "wait for and print new events"},
 			&cli.DurationFlag{Name: "poll", Usage: "with --follow, also re-read every `DUR` (network filesystems)"},
-			jsonFlag,
+			jsonFlag(),
 		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 0 {
-				return usageErr("log takes no arguments")
-			}
-			f, err := eventFilter(c)
-			if err != nil {
-				return err
-			}
-			if s := c.String("since"); s != "" {
-				if f.Since, err = parseWhen(s, true); err != nil {
-					return err
-				}
-			}
-			if s := c.String("until"); s != "" {
-				if f.Until, err = parseWhen(s, false); err != nil {
-					return err
-				}
-			}
-			where, err := whereConds(c)
-			if err != nil {
-				return err
-			}
-			dir, err := storeDir(c)
-			if err != nil {
-				return err
-			}
-			s, err := docstore.Open(dir)
-			if err != nil {
-				return err
-			}
-			print := eventPrinter(c)
-			if len(where) > 0 {
-				m := watcher.NewDocMatcher(s, where)
-				all := print
-				print = func(e journal.Event, err error) bool {
-					if err != nil || m.Match(e) {
-						return all(e, err)
-					}
-					return true
-				}
-			}
-			cur, err := journal.Read(dir, f, print)
-			if err != nil || !c.Bool("follow") {
-				return err
-			}
-			err = journal.Follow(c.Context, dir, cur, f, c.Duration("poll"), print)
-			if c.Context.Err() != nil {
-				return nil // interrupted: the normal way to stop --follow
-			}
-			return err
-		},
-	})
+		Action: runLog,
+	}
 }
 
-var (
-	whereFlag = &cli.StringSliceFlag{Name: "where", Aliases: []string{"w"}, Usage: "only documents whose fields match `EXPR` (as ls --where; repeatable)"}
-	pathFlag  = &cli.StringFlag{Name: "path", Usage: "only the document `PATH` (store-relative), or those under a directory ending in /"}
-)
+func runLog(c *cli.Context) error {
+	if c.NArg() != 0 {
+		return usageErr("log takes no arguments")
+	}
+	f, err := eventFilter(c)
+	if err != nil {
+		return err
+	}
+	if s := c.String("since"); s != "" {
+		if f.Since, err = parseWhen(s, true); err != nil {
+			return err
+		}
+	}
+	if s := c.String("until"); s != "" {
+		if f.Until, err = parseWhen(s, false); err != nil {
+			return err
+		}
+	}
+	where, err := whereConds(c)
+	if err != nil {
+		return err
+	}
+	dir, err := storeDir(c)
+	if err != nil {
+		return err
+	}
+	s, err := docstore.Open(dir)
+	if err != nil {
+		return err
+	}
+	print := eventPrinter(c)
+	var m *watcher.DocMatcher
+	if len(where) > 0 {
+		m = watcher.NewDocMatcher(s, where)
+		all := print
+		print = func(e journal.Event, err error) bool {
+			if err != nil || m.Match(e) {
+				return all(e, err)
+			}
+			return true
+		}
+	}
+	cur, err := journal.Read(dir, f, print)
+	if err != nil || !c.Bool("follow") {
+		return err
+	}
+	if m != nil {
+		m.Fresh = true // new events: their documents as they are now
+	}
+	err = journal.Follow(c.Context, dir, cur, f, c.Duration("poll"), print)
+	if c.Context.Err() != nil {
+		return nil // interrupted: the normal way to stop --follow
+	}
+	return err
+}
+
+func whereFlag() cli.Flag {
+	return &cli.StringSliceFlag{Name: "where", Aliases: []string{"w"}, Usage: "only documents whose fields match `EXPR` (as ls --where; repeatable)"}
+}
+
+func pathFlag() cli.Flag {
+	return &cli.StringFlag{Name: "path", Usage: "only the document `PATH` (store-relative), or those under a directory ending in /"}
+}
 
 // whereConds parses the --where expressions.
 func whereConds(c *cli.Context) ([]docstore.Cond, error) {
@@ -199,17 +207,4 @@ func formatEvent(e journal.Event) string {
 		fmt.Fprintf(&b, "  %s=%v", k, v)
 	}
 	return b.String()
-}
-
-// recordJournal makes every mutation through s append its event to the
-// journal. TAVERN_AGENT names the acting agent.
-func recordJournal(c *cli.Context, s *docstore.Store) {
-	j, err := journal.Open(s.Root(), journal.Options{})
-	if err != nil {
-		errf(c, "tavern: journal: %v\n", err)
-		return
-	}
-	journal.RecordMutations(s, j, os.Getenv("TAVERN_AGENT"), func(err error) {
-		errf(c, "tavern: journal: %v\n", err)
-	})
 }

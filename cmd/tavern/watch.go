@@ -10,8 +10,8 @@ import (
 	"github.com/tavernhq/tavern/watcher/journal"
 )
 
-func init() {
-	register(&cli.Command{
+func newWatchCommand() *cli.Command {
+	return &cli.Command{
 		Name:  "watch",
 		Usage: "stream document changes and journal events as they happen",
 		Description: `Prints every change to the store's documents (created, updated, removed,
@@ -39,74 +39,76 @@ Examples:
 			&cli.StringSliceFlag{Name: "type", Aliases: []string{"t"}, Usage: "event `TYPE` (repeatable; item. matches by prefix)"},
 			&cli.StringFlag{Name: "agent", Usage: "only events of `AGENT`"},
 			&cli.StringFlag{Name: "parent", Usage: "only events with parent `AGENT`"},
-			whereFlag, pathFlag,
+			whereFlag(), pathFlag(),
 			&cli.DurationFlag{Name: "poll", Usage: "poll every `DUR` instead of using inotify"},
-			jsonFlag,
+			jsonFlag(),
 		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 0 {
-				return usageErr("watch takes no arguments")
+		Action: runWatch,
+	}
+}
+
+func runWatch(c *cli.Context) error {
+	if c.NArg() != 0 {
+		return usageErr("watch takes no arguments")
+	}
+	f, err := eventFilter(c)
+	if err != nil {
+		return err
+	}
+	where, err := whereConds(c)
+	if err != nil {
+		return err
+	}
+	s, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	j, err := journal.Open(s.Root(), journal.Options{})
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	// Timings from tavern.md (defaults when absent or unreadable).
+	var reconcile, settle, grace time.Duration
+	if cfg, err := s.Get("tavern.md"); err == nil {
+		for _, f := range []struct {
+			key string
+			d   *time.Duration
+		}{{"reconcile", &reconcile}, {"settle", &settle}, {"external_grace", &grace}} {
+			if d, err := time.ParseDuration(cfg.String(f.key)); err == nil {
+				*f.d = d
 			}
-			f, err := eventFilter(c)
-			if err != nil {
-				return err
-			}
-			where, err := whereConds(c)
-			if err != nil {
-				return err
-			}
-			s, err := openStore(c)
-			if err != nil {
-				return err
-			}
-			j, err := journal.Open(s.Root(), journal.Options{})
-			if err != nil {
-				return err
-			}
-			defer j.Close()
-			// Timings from tavern.md (defaults when absent or unreadable).
-			var reconcile, settle, grace time.Duration
-			if cfg, err := s.Get("tavern.md"); err == nil {
-				for _, f := range []struct {
-					key string
-					d   *time.Duration
-				}{{"reconcile", &reconcile}, {"settle", &settle}, {"external_grace", &grace}} {
-					if d, err := time.ParseDuration(cfg.String(f.key)); err == nil {
-						*f.d = d
-					}
-				}
-			}
-			p, err := watcher.Open(s, watcher.Options{
-				Watch: true, Poll: c.Duration("poll"), Reconcile: reconcile,
-				Settle: settle, ExternalGrace: grace,
-				Cache: true, Journal: j, FollowJournal: true,
-			})
-			if err != nil {
-				return err
-			}
-			defer p.Close()
-			sub := p.SubscribeWhere(f, where, 4096)
-			defer sub.Close()
-			// The ready line goes to stderr so scripts (and tests) know
-			// that every later change will be reported.
-			errf(c, "tavern: watching %s (%s, %d documents)\n", s.Root(), p.Mode(), p.Len())
-			asJSON := c.Bool("json")
-			for {
-				select {
-				case <-c.Context.Done():
-					return nil
-				case e, ok := <-sub.C:
-					if !ok {
-						return nil
-					}
-					if asJSON {
-						b, _ := json.Marshal(e)
-						outf(c, "%s\n", b)
-					} else {
-						outf(c, "%s\n", formatEvent(e))
-					}
-				}
-			}
-		},
+		}
+	}
+	p, err := watcher.Open(s, watcher.Options{
+		Watch: true, Poll: c.Duration("poll"), Reconcile: reconcile,
+		Settle: settle, ExternalGrace: grace,
+		Cache: true, Journal: j, FollowJournal: true,
 	})
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	sub := p.SubscribeWhere(f, where, 4096)
+	defer sub.Close()
+	// The ready line goes to stderr so scripts (and tests) know
+	// that every later change will be reported.
+	errf(c, "tavern: watching %s (%s, %d documents)\n", s.Root(), p.Mode(), p.Len())
+	asJSON := c.Bool("json")
+	for {
+		select {
+		case <-c.Context.Done():
+			return nil
+		case e, ok := <-sub.C:
+			if !ok {
+				return nil
+			}
+			if asJSON {
+				b, _ := json.Marshal(e)
+				outf(c, "%s\n", b)
+			} else {
+				outf(c, "%s\n", formatEvent(e))
+			}
+		}
+	}
 }

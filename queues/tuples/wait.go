@@ -1,53 +1,62 @@
 package tuples
 
 import (
-	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
 
 	"github.com/tavernhq/tavern/watcher"
 )
 
-// dirWatch wakes a blocked Rd/In/Acquire when a document may have appeared
-// in one directory (tuples/<type>/): a watcher.DirWatch, which polls (and
-// says so in the journal) when inotify cannot be had. The watch is added
-// before the caller's first scan, so nothing written after that scan is
-// missed, and every wake-up is only a hint to re-scan.
-type dirWatch struct {
-	w *watcher.DirWatch
-}
+// pollFallback is the re-scan interval of a blocked call when inotify
+// cannot watch the directory (out of watches or instances).
+const pollFallback = 200 * time.Millisecond
 
-func (sp *Space) watchDir(rel string) (*dirWatch, error) {
-	abs, err := sp.store.Abs(rel)
+// typeDirAbs returns the absolute directory of a tuple type, creating it:
+// a waiter watches it before anything was ever written there.
+func (sp *Space) typeDirAbs(typ string) (string, error) {
+	abs, err := sp.store.Abs(typeDir(typ))
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	if err := os.MkdirAll(abs, 0o755); err != nil {
-		return nil, err
-	}
-	w := watcher.WatchDirs([]string{abs}, watcher.DirWatchOptions{
-		Poll:    200 * time.Millisecond,
-		Appear:  true, // removals and renames away cannot make a new match
-		Name:    func(n string) bool { return !strings.HasPrefix(n, ".") && strings.HasSuffix(n, ".md") },
-		Journal: sp.journal, Root: sp.store.Root(),
-	})
-	return &dirWatch{w: w}, nil
+	return abs, os.MkdirAll(abs, 0o755)
 }
 
-// Wait returns when a .md file may have been created or rewritten in the
-// directory, when max has passed (the safety net), or with ctx's error.
-func (dw *dirWatch) Wait(ctx context.Context, max time.Duration) error {
-	t := time.NewTimer(max)
-	defer t.Stop()
-	select {
-	case <-dw.w.C:
-		return nil
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+// waitOptions are the watcher.WaitDir options of a blocked call: wake on
+// the events relevant says matter, at wake (a lease or expiry running
+// out, the next liveness check), and at the latest every Recheck.
+func (sp *Space) waitOptions(relevant func(fsnotify.Event) bool, wake func() time.Time, waiting func()) watcher.WaitDirOptions {
+	return watcher.WaitDirOptions{
+		Recheck:  sp.recheck,
+		Poll:     pollFallback,
+		Relevant: relevant,
+		Wake:     wake,
+		Waiting:  waiting,
+		// Out of inotify watches: journaled as watch.degraded and told
+		// to the process's degrade handler (a warning on stderr).
+		Journal: sp.journal,
+		Root:    sp.store.Root(),
 	}
 }
 
-func (dw *dirWatch) Close() { dw.w.Close() }
+// isDoc reports whether an event is about a document of the directory
+// (not a staging name such as .taken or an editor's swap file).
+func isDoc(ev fsnotify.Event) bool {
+	name := filepath.Base(ev.Name)
+	return !strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".md")
+}
+
+// appeared keeps the events that can make a new match visible: a document
+// created or renamed into the directory (engine writes, a released token
+// slot, editors' safe saves) or written in place. Removals and renames
+// away cannot, and under contention they are most events.
+func appeared(ev fsnotify.Event) bool {
+	return isDoc(ev) && ev.Op&(fsnotify.Create|fsnotify.Write) != 0
+}
+
+// anyChange keeps every event of a document: a reservation that leaves
+// (unreserved, collected) frees paths, one edited by hand may too.
+func anyChange(ev fsnotify.Event) bool { return isDoc(ev) }
