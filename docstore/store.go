@@ -46,6 +46,7 @@ type Mutation struct {
 	From string // for "move": the path before
 	Doc  *Doc   // the document as written (nil for delete)
 	Prev *Doc   // the document before the change, where known
+	Rev  string // the revision written when Doc is nil (WriteFile)
 }
 
 // Observe registers fn to be called after every successful mutation made
@@ -390,7 +391,7 @@ func (s *Store) updateHeld(rel string, opt UpdateOptions, fn func(*Doc) error) (
 		}
 		return nil, &ConflictError{Path: rel, Want: prev.Rev, Got: got}
 	}
-	if err := s.WriteFile(rel, data); err != nil {
+	if err := s.publish(rel, data, false); err != nil {
 		return nil, err
 	}
 	d.Rev = Revision(data)

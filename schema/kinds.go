@@ -36,6 +36,10 @@ var (
 			{Name: "chunk_size", Type: Int, Min: atLeast(1), Default: 100, Doc: "messages per chunk"},
 			{Name: "bubble_after", Type: Duration, Default: "10m", Doc: "unanswered questions move to the parent's parent after this"},
 			{Name: "reconcile", Type: Duration, Default: "30s", Doc: "watcher full-reconcile interval"},
+			{Name: "settle", Type: Duration, Default: "1s",
+				Doc: "longest a file may stay open half-written, or gone, before the watcher reports it as it is"},
+			{Name: "external_grace", Type: Duration, Default: "2s",
+				Doc: "how long a watcher waits for the engine's journal entry of a change before journaling it as external"},
 			{Name: "created", Type: Time},
 		}}
 
