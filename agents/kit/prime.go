@@ -67,10 +67,10 @@ type Prime struct {
 	// Gates are the human gates waiting for a person (package queues):
 	// work blocked until someone runs `tavern approve` in their own
 	// terminal (agents are refused).
-	Gates []*queues.Gate `json:"gates"`
-	Commands     []Command             `json:"commands"`
-	Usage        string                `json:"usage,omitempty"` // PRIME.md as applied, when there is one
-	Errors       []string              `json:"errors,omitempty"`
+	Gates    []*queues.Gate `json:"gates"`
+	Commands []Command      `json:"commands"`
+	Usage    string         `json:"usage,omitempty"` // PRIME.md as applied, when there is one
+	Errors   []string       `json:"errors,omitempty"`
 }
 
 // PrimeOptions tune BuildPrime.
