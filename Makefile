@@ -4,17 +4,30 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin/tavern
 
-.PHONY: build test test-long check fuzz demo clean bench torture
+.PHONY: build test test-long tools check fuzz demo demo-workflow clean bench torture
 
 build:
 	$(GO) build -o $(BIN) ./cmd/tavern
 
-test:
+test: tools
 	$(GO) test -race -timeout 9m $(PKGS)
 
 # Soak and large-scale tests that do not fit in `make test`.
-test-long:
+test-long: tools
 	$(GO) test -race -tags long -timeout 60m $(PKGS)
+
+# Programs the tests drive as a user would (the journal's hand-edit
+# tests: vim, git, rsync; unshare for the inotify limit), installed with
+# apt-get where missing. Tests skip, saying why, where that is impossible.
+TOOLS := vim git rsync unshare
+tools:
+	@missing=""; for t in $(TOOLS); do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
+	if [ -n "$$missing" ]; then \
+	  pkgs=$$(echo $$missing | sed 's/unshare/util-linux/'); \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    echo "installing:$$pkgs"; apt-get update -qq && apt-get install -y -qq $$pkgs >/dev/null; \
+	  else echo "warning: missing$$missing (tests that need them skip)"; fi; \
+	fi
 
 check:
 	@echo "gofmt"; out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "$$out"; exit 1; fi
@@ -46,9 +59,15 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCache$$' -fuzztime 30s ./watcher
 	$(GO) test -run '^$$' -fuzz '^FuzzEventJSON$$' -fuzztime 30s ./watcher/journal
 	$(GO) test -run '^$$' -fuzz '^FuzzParseStamp$$' -fuzztime 30s ./schema
+	$(GO) test -run '^$$' -fuzz '^FuzzParsePlan$$' -fuzztime 30s ./queues/plans
 
 demo:
 	$(GO) run ./cmd/tavern demo
+
+# From a plan to merged code: worktrees, the merge queue, a human gate,
+# the usage ledger and a trace (examples/workflow).
+demo-workflow:
+	$(GO) run ./cmd/tavern demo workflow
 
 clean:
 	rm -rf bin .bench

@@ -66,12 +66,18 @@
 // fail with a *docstore.RefusedError. It also installs the checks of
 // `tavern check` (illegal hand edits, tampered assertions).
 //
-// Wake returns a Briefing (core and recent memories, unread counts,
-// recent decisions, claimed items, open questions), short on purpose: it
-// is pasted into an LLM prompt. Sleep stores a summary memory. Context
-// searches the journal, memory, knowledge, messages and queue items for a
-// query. Backup copies .tavern/ to DEST/tavern-<time> (renamed into place
-// when complete); Restore puts one back, keeping the replaced store.
+// Wake returns a Briefing (every core memory — of the sleep summaries
+// only the newest 3, so summaries never push the agent's own core
+// memories out — recent memories, unread counts, recent decisions,
+// claimed items, open questions), short on purpose: it is pasted into an
+// LLM prompt. It counts the session in spawns unless a process holds the
+// agent's liveness lock (the spawn wrapper, or a hooked session's keeper,
+// counted it already). Sleep stores a summary memory. Context searches the
+// journal, memory, knowledge, messages, notes, questions and queue items
+// for a query, matching words as recall's index does (stem or prefix),
+// and renders no empty section. Backup copies .tavern/ to
+// DEST/tavern-<time> (renamed into place when complete); Restore puts one
+// back, keeping the replaced store.
 //
 // # The spawn wrapper
 //
@@ -96,6 +102,28 @@
 // with the exit status ("killed by SIGKILL") and the stderr tail and moves
 // the agent to failed; a forwarded signal releases the item and moves the
 // agent to idle. pid and host are cleared before the locks are released.
+//
+// A spawn is refused — the agent busy (its lock held), in verifying,
+// hand-edited into an illegal state, or under a changed constitution not
+// accepted — before anything changes (no state moves, no item is
+// claimed), and the refusal is journaled as "agent.spawn_refused".
+//
+// Around that run (hooks.go): SpawnHooks.Prepare runs once the item is
+// claimed (a workspace: another working directory, more environment;
+// AlreadyDone completes the item without a child), SpawnHooks.Finish
+// after a child that exited 0 (the merge queue: an error fails the item
+// with its text), SpawnHooks.Exit once the item is settled (cleanup,
+// plans). Before Finish, an item with a complete-stage gate (package
+// queues) holds the wrapper: the agent goes to waiting until a person
+// approves (then on) or rejects (the item is dead, the run failed); the
+// lease is renewed meanwhile. Every run appends a usage record
+// (usage/<agent>/<id>.md: wall and CPU time, exit status, and the tokens
+// and cost the child reported in Claude Code, Codex or Gemini CLI JSON
+// output; see usage.go and ParseUsage), and a failed run whose item went
+// to dead/ is escalated as its queue's on_dead says (EscalateDead: a
+// question to the holder's parent or the user, or a channel message,
+// once per item). Pools take an Admit hook (a spent budget pauses them;
+// package agents/usage) and an OnTick hook.
 //
 // # Supervision
 //

@@ -46,7 +46,7 @@ func InstallRules(s *docstore.Store, actor string) {
 	s.AddRule(RuleCommitment, func(w docstore.Write) error { return commitmentRule(actor, w) })
 	records := newAssertionRecords(s.Root())
 	s.AddCheck("agents", func(d *docstore.Doc) []error { return checkDoc(records, d) })
-	queues.InstallChecks(s) // dependency cycles
+	queues.InstallChecks(s) // gates decided by hand without a record, dependency cycles
 }
 
 // agentStateRule enforces the state machine on every write of an agent.

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
@@ -92,6 +93,10 @@ type SpawnOptions struct {
 	ResultLines int
 	// OnStart is called once the child runs (pid, claimed item or nil).
 	OnStart func(agent string, pid int, item WorkClaim)
+	// Hooks extend the run (workspaces, the merge queue, plans; see
+	// SpawnHooks). Every run also gates (a complete-stage gate holds a
+	// successful item until a person decides) and records its usage.
+	Hooks []SpawnHooks
 }
 
 // SpawnResult is what happened.
@@ -130,9 +135,11 @@ const (
 // wrapper" and "Supervision"). The error is about the wrapper; the
 // child's failure is in the result.
 //
-// The steps, each a method of run: ensure the agent, lock, prepare,
-// claim, start the child, supervise, read its exit status, settle. A
-// step that fails calls abort, the one undo sequence.
+// The steps, each a method of spawnRun: ensure the agent, lock, prepare
+// (refusals first: a refused spawn changes nothing), claim, the Prepare
+// hooks, start the child, supervise, read its exit status, settle (gates,
+// Finish hooks, item, agent, usage, Exit hooks). A step that fails calls
+// abort, the one undo sequence.
 func (m *Manager) Spawn(ctx context.Context, opt SpawnOptions) (*SpawnResult, error) {
 	if len(opt.Command) == 0 {
 		return nil, errors.New("spawn: no command")
@@ -140,8 +147,9 @@ func (m *Manager) Spawn(ctx context.Context, opt SpawnOptions) (*SpawnResult, er
 	if len(opt.Queues) > 0 && opt.Work == nil {
 		return nil, errors.New("spawn: queues given without a work source")
 	}
-	r := &run{m: m, opt: opt, start: time.Now()}
+	r := &spawnRun{m: m, opt: opt, start: time.Now()}
 	defer r.unlock()
+	defer r.stopRenewal()
 	if err := r.ensureAgent(); err != nil {
 		return nil, err
 	}
@@ -159,16 +167,23 @@ func (m *Manager) Spawn(ctx context.Context, opt SpawnOptions) (*SpawnResult, er
 		}
 		return nil, r.abort(err)
 	}
+	if err := r.prepareHooks(ctx); err != nil {
+		var done *AlreadyDone
+		if errors.As(err, &done) {
+			return m.completeWithoutChild(r.name, r.a, r.claim, done.Result, r.res, r.start)
+		}
+		return nil, r.abort(err)
+	}
 	if err := r.startChild(); err != nil {
 		return nil, r.abort(err)
 	}
 	r.supervise(ctx)
 	r.exitStatus()
-	return r.settle()
+	return r.settle(ctx)
 }
 
-// run is one execution of the spawn wrapper.
-type run struct {
+// spawnRun is one execution of the spawn wrapper.
+type spawnRun struct {
 	m     *Manager
 	opt   SpawnOptions
 	start time.Time
@@ -182,6 +197,7 @@ type run struct {
 	claim    WorkClaim
 	sha      string // constitution to record
 	accepted bool   // sha accepted anew
+	hook     *Run   // what the hooks see and change (hooks.go)
 
 	scratch    string // the child's TAVERN_RESULT lives here
 	cmd        *exec.Cmd
@@ -190,18 +206,23 @@ type run struct {
 	outW, errW io.WriteCloser
 	outWait    func()
 	errWait    func()
-	working    bool // the agent was moved to working
+	outTail    *byteTail // the end of stdout, for the usage ledger
+	working    bool      // the agent was moved to working
 	waitDone   chan error
 	jerr       error // journal failures, reported after the run
 
+	stopRenew chan struct{} // nil: no renewal running
+	renewWG   sync.WaitGroup
+	renewMu   sync.Mutex
+	renewErr  error
+
 	waitErr   error
 	forwarded os.Signal
-	renewErr  error
 }
 
 // ensureAgent creates the agent document if needed (drawing a themed
 // name when none is given).
-func (r *run) ensureAgent() error {
+func (r *spawnRun) ensureAgent() error {
 	m, opt := r.m, r.opt
 	spec := AgentSpec{Name: opt.Name, Role: opt.Role, Parent: opt.Parent, Model: opt.Model, Queues: opt.Queues, Pool: opt.Pool}
 	if opt.Name == "" {
@@ -225,14 +246,14 @@ func (r *run) ensureAgent() error {
 
 // lock takes the agent's lock (busy: another wrapper runs the agent) and
 // the new instance's liveness lock, on a descriptor the child inherits.
-func (r *run) lock() error {
+func (r *spawnRun) lock() error {
 	m := r.m
 	l, ok, err := m.Store.TryLock(schema.AgentLockKey(r.name))
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return &AgentError{Op: "spawn", Path: AgentPath(r.name), Err: fmt.Errorf("%w: a live process holds its liveness lock", ErrBusy)}
+		return m.refuseSpawn(r.name, &AgentError{Op: "spawn", Path: AgentPath(r.name), Err: fmt.Errorf("%w: a live process holds its liveness lock", ErrBusy)})
 	}
 	r.agent = l
 	r.instance = docstore.NewID()
@@ -250,7 +271,7 @@ func (r *run) lock() error {
 
 // unlock releases the instance's lock (removing its file: no instance
 // is ever reused) and the agent's lock, in that order.
-func (r *run) unlock() {
+func (r *spawnRun) unlock() {
 	if r.tree != nil {
 		_ = r.tree.Remove()
 		r.tree = nil
@@ -261,7 +282,13 @@ func (r *run) unlock() {
 	}
 }
 
-func (r *run) prepare() error {
+// prepare checks every reason to refuse before anything changes (a
+// refused spawn leaves the agent, its items and the queues as they were),
+// then reconciles the agent's state (Manager.prepare).
+func (r *spawnRun) prepare() error {
+	if err := r.m.spawnRefusal(r.name, r.opt); err != nil {
+		return r.m.refuseSpawn(r.name, err)
+	}
 	a, err := r.m.prepare(r.name, r.opt)
 	if err != nil {
 		return err
@@ -271,8 +298,8 @@ func (r *run) prepare() error {
 }
 
 // claimWork claims one item for the instance when queues are given, and
-// checks the role's constitution.
-func (r *run) claimWork(ctx context.Context) error {
+// reads the role's constitution to record.
+func (r *spawnRun) claimWork(ctx context.Context) error {
 	opt := r.opt
 	if len(opt.Queues) > 0 {
 		c, err := takeFor(ctx, opt.Work, opt.Queues, r.name, r.instance, opt.Steal, opt.Wait)
@@ -299,10 +326,28 @@ func takeFor(ctx context.Context, w WorkSource, qs []string, agent, instance str
 	return w.Take(ctx, qs, agent, schema.AgentLockKey(agent), steal, wait)
 }
 
+// prepareHooks builds what the hooks see (Run) and runs their Prepare
+// step (a workspace, a recovered merge) when an item was claimed.
+func (r *spawnRun) prepareHooks(ctx context.Context) error {
+	opt, a := r.opt, r.a
+	dir := opt.Dir
+	if dir == "" {
+		dir = r.m.ProjectDir()
+	}
+	r.hook = &Run{M: r.m, Agent: r.name, Role: a.Role, Model: opt.Model, Pool: opt.Pool, Parent: opt.Parent, Claim: r.claim, Dir: dir}
+	if r.hook.Model == "" {
+		r.hook.Model = a.Model
+	}
+	if r.claim == nil {
+		return nil
+	}
+	return runPrepare(ctx, opt.Hooks, r.hook)
+}
+
 // startChild moves the agent to working (recording the instance) and
 // starts the child: own process group, SIGKILL when the wrapper dies
 // (Linux), the instance's lock inherited as descriptor 3.
-func (r *run) startChild() error {
+func (r *spawnRun) startChild() error {
 	m, opt, a := r.m, r.opt, r.a
 	scratch, err := os.MkdirTemp("", "tavern-spawn-")
 	if err != nil {
@@ -310,13 +355,9 @@ func (r *run) startChild() error {
 	}
 	r.scratch = scratch
 	resultFile := filepath.Join(scratch, "result")
-	dir := opt.Dir
-	if dir == "" {
-		dir = m.ProjectDir()
-	}
 	cmd := exec.Command(opt.Command[0], opt.Command[1:]...)
-	cmd.Dir = dir
-	cmd.Env = append(append([]string(nil), opt.Env...), m.childEnv(a, opt, r.claim, resultFile, r.instance)...)
+	cmd.Dir = r.hook.Dir
+	cmd.Env = append(append(append([]string(nil), opt.Env...), m.childEnv(a, opt, r.claim, resultFile, r.instance)...), r.hook.Env...)
 	switch {
 	case r.claim != nil:
 		cmd.Stdin = bytes.NewReader(r.claim.Body())
@@ -325,8 +366,7 @@ func (r *run) startChild() error {
 	}
 	// Own process group: a terminal's Ctrl-C reaches only the wrapper,
 	// which forwards it once to the whole group (child and grandchildren).
-	// Pdeathsig: the child dies with the wrapper (see supervise for the
-	// thread it is started on).
+	// Pdeathsig: the child dies with the wrapper (see startOnLockedThread).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.ExtraFiles = []*os.File{r.tree.File()}
 	tee := map[string]io.Writer{}
@@ -339,7 +379,8 @@ func (r *run) startChild() error {
 	r.capt = newCapture(m, r.name, tee)
 	r.outW, r.outWait = r.capt.stream("stdout")
 	r.errW, r.errWait = r.capt.stream("stderr")
-	cmd.Stdout, cmd.Stderr = r.outW, r.errW
+	r.outTail = &byteTail{max: MaxUsageOutput}
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(r.outW, r.outTail), r.errW
 	r.cmd = cmd
 
 	spawns := a.Spawns + 1
@@ -382,6 +423,7 @@ func (r *run) startChild() error {
 		return &AgentError{Op: "spawn", Path: AgentPath(r.name), Err: err}
 	}
 	r.res.PID = cmd.Process.Pid
+	r.hook.Started = time.Now()
 	if _, err := m.EditAgent(r.name, func(d *docstore.Doc) error { return d.Set("pid", cmd.Process.Pid) }); err != nil {
 		return err
 	}
@@ -404,7 +446,7 @@ func (r *run) startChild() error {
 // thread that forked the child exits, not the process, and the Go runtime
 // may end an idle thread that no goroutine is locked to. The goroutine
 // then waits for the child (waitChild); its result arrives on r.waitDone.
-func (r *run) startOnLockedThread() error {
+func (r *spawnRun) startOnLockedThread() error {
 	started := make(chan error, 1)
 	r.waitDone = make(chan error, 1)
 	go func() {
@@ -423,7 +465,7 @@ func (r *run) startOnLockedThread() error {
 // waitChild waits for the child to exit, kills what is left of its tree
 // while its pid (its group's id) is still reserved by the zombie, then
 // reaps it and waits for its output to drain.
-func (r *run) waitChild() error {
+func (r *spawnRun) waitChild() error {
 	pid := r.cmd.Process.Pid
 	if err := waitExited(pid); err == nil {
 		// Leftovers of the run (background jobs of the child, in its
@@ -437,28 +479,28 @@ func (r *run) waitChild() error {
 	return r.cmd.Wait()
 }
 
-// supervise renews the lease while the child runs and forwards signals
-// (and the cancellation of ctx, as SIGTERM) to its process group.
-func (r *run) supervise(ctx context.Context) {
-	var renewMu sync.Mutex
-	stopRenew := make(chan struct{})
-	var renewWG sync.WaitGroup
+// supervise renews the lease while the child runs (and after, until
+// settle stops it: gates and Finish hooks hold the item too) and forwards
+// signals (and the cancellation of ctx, as SIGTERM) to its process group.
+func (r *spawnRun) supervise(ctx context.Context) {
 	if c := r.claim; c != nil {
-		renewWG.Add(1)
+		r.stopRenew = make(chan struct{})
+		stop := r.stopRenew
+		r.renewWG.Add(1)
 		go func() {
-			defer renewWG.Done()
+			defer r.renewWG.Done()
 			every := max(c.Lease()/3, 10*time.Millisecond)
 			t := time.NewTicker(every)
 			defer t.Stop()
 			for {
 				select {
-				case <-stopRenew:
+				case <-stop:
 					return
 				case <-t.C:
 					if err := c.Renew(); err != nil {
-						renewMu.Lock()
+						r.renewMu.Lock()
 						r.renewErr = err
-						renewMu.Unlock()
+						r.renewMu.Unlock()
 					}
 				}
 			}
@@ -486,15 +528,23 @@ loop:
 			_ = syscall.Kill(-pgid, syscall.SIGTERM)
 		}
 	}
-	close(stopRenew)
-	renewWG.Wait()
+	r.hook.Ended = time.Now()
 	// The pipes close when the child (and any grandchild holding them)
 	// exits; wait for the last lines, then flush.
 	r.closeOutput()
 }
 
+// stopRenewal ends the lease renewal (once; before the item is settled).
+func (r *spawnRun) stopRenewal() {
+	if r.stopRenew != nil {
+		close(r.stopRenew)
+		r.renewWG.Wait()
+		r.stopRenew = nil
+	}
+}
+
 // closeOutput ends the capture: pipes closed, last lines read, flushed.
-func (r *run) closeOutput() {
+func (r *spawnRun) closeOutput() {
 	if r.capt == nil || r.captClosed {
 		return
 	}
@@ -508,8 +558,9 @@ func (r *run) closeOutput() {
 	}
 }
 
-// exitStatus reads the child's exit code and the signal that ended it.
-func (r *run) exitStatus() {
+// exitStatus reads the child's exit code, the signal that ended it and
+// its CPU time.
+func (r *spawnRun) exitStatus() {
 	code := 0
 	var ee *exec.ExitError
 	if errors.As(r.waitErr, &ee) {
@@ -526,27 +577,51 @@ func (r *run) exitStatus() {
 	}
 	r.res.ExitCode = code
 	r.res.Interrupted = r.forwarded != nil
+	r.hook.ExitCode, r.hook.Output = code, r.outTail.Bytes()
+	if ps := r.cmd.ProcessState; ps != nil {
+		r.hook.CPU = ps.UserTime() + ps.SystemTime()
+	}
 }
 
 // settle maps the exit to the item (first: the queue is the shared
-// truth), then to the agent, and journals agent.exited. The locks are
+// truth; a successful item waits at its gates and goes through the
+// Finish hooks, its lease still renewed), then to the agent, journals
+// agent.exited, records usage and runs the Exit hooks. The locks are
 // released after (unlock, deferred by Spawn).
-func (r *run) settle() (*SpawnResult, error) {
+func (r *spawnRun) settle(ctx context.Context) (*SpawnResult, error) {
 	m, res, claim := r.m, r.res, r.claim
 	var itemErr error
 	switch {
 	case r.forwarded != nil:
 		res.Outcome = OutcomeReleased
+		r.stopRenewal()
 		if claim != nil {
 			itemErr = claim.Release("wrapper interrupted by " + r.forwarded.String())
 		}
 	case res.ExitCode == 0:
 		res.Outcome = OutcomeDone
 		if claim != nil {
-			itemErr = claim.Complete(m.result(filepath.Join(r.scratch, "result"), r.capt, r.opt.ResultLines))
+			r.hook.Result = m.result(filepath.Join(r.scratch, "result"), r.capt, r.opt.ResultLines)
+			if err := m.awaitGates(ctx, r.name, claim); err != nil {
+				res.Outcome = OutcomeFailed
+				r.stopRenewal()
+				if errors.Is(err, queues.ErrRejected) || errors.Is(err, queues.ErrStale) {
+					itemErr = err // the item is no longer ours (dead, or re-claimed)
+				} else {
+					itemErr = claim.Fail(err.Error())
+				}
+			} else if err := runFinish(ctx, r.opt.Hooks, r.hook); err != nil {
+				res.Outcome = OutcomeFailed
+				r.stopRenewal()
+				itemErr = claim.Fail(err.Error())
+			} else {
+				r.stopRenewal()
+				itemErr = claim.Complete(r.hook.Result)
+			}
 		}
 	default:
 		res.Outcome = OutcomeFailed
+		r.stopRenewal()
 		if claim != nil {
 			reason := "exit status " + strconv.Itoa(res.ExitCode)
 			if res.Signal != "" {
@@ -558,13 +633,16 @@ func (r *run) settle() (*SpawnResult, error) {
 			itemErr = claim.Fail(reason)
 		}
 	}
+	r.stopRenewal()
 	_ = os.RemoveAll(r.scratch)
 	if itemErr != nil {
 		res.ItemError = itemErr.Error()
 	}
+	r.renewMu.Lock()
 	if r.renewErr != nil && res.ItemError == "" {
 		res.ItemError = "lease renewal: " + r.renewErr.Error()
 	}
+	r.renewMu.Unlock()
 
 	final, err := m.finish(r.name, res, r.capt)
 	res.State = final
@@ -577,6 +655,15 @@ func (r *run) settle() (*SpawnResult, error) {
 		data["item_error"] = res.ItemError
 	}
 	jerr := errors.Join(r.jerr, m.event(journal.Event{Type: "agent.exited", Kind: "agent", Path: AgentPath(r.name), Agent: r.name, Parent: r.a.Parent, Item: res.Item, Queue: res.Queue, Data: data}))
+	// The ledger, the hooks' cleanup, dead-letter escalation: reported,
+	// never changing the outcome.
+	jerr = errors.Join(jerr, m.recordUsage(r.hook, res), runExit(r.opt.Hooks, r.hook, res))
+	if res.Outcome == OutcomeFailed {
+		if qc, ok := claim.(*queueClaim); ok {
+			_, eerr := m.EscalateDead(qc.b, claim.Queue())
+			jerr = errors.Join(jerr, eerr)
+		}
+	}
 	if err != nil {
 		return res, err
 	}
@@ -588,10 +675,10 @@ func (r *run) settle() (*SpawnResult, error) {
 
 // abort undoes a run that failed before the child ran to its end, in
 // reverse order of the steps: the child (if started) is killed with its
-// tree and reaped, the output closed, the claim released, the agent
-// (if moved to working) marked failed. It returns err. The locks are
+// group and reaped, the output closed, the claim released, the agent (if
+// moved to working) marked failed. It returns err. The locks are
 // released after (unlock, deferred by Spawn).
-func (r *run) abort(err error) error {
+func (r *spawnRun) abort(err error) error {
 	if r.cmd != nil && r.cmd.Process != nil {
 		_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
 		<-r.waitDone
@@ -605,6 +692,34 @@ func (r *run) abort(err error) error {
 	}
 	if r.scratch != "" {
 		_ = os.RemoveAll(r.scratch)
+	}
+	return err
+}
+
+// spawnRefusal returns why the agent may not be spawned now (nil: it may),
+// without changing anything: a hand edit the engine will not act on, an
+// agent waiting for its verifier, a changed constitution not accepted.
+func (m *Manager) spawnRefusal(name string, opt SpawnOptions) error {
+	a, err := m.GetAgent(name)
+	if err != nil {
+		return err
+	}
+	if a.IllegalEdit() {
+		return CheckAgent(a)
+	}
+	if st := a.Effective(); st == Verifying {
+		return &AgentError{Op: "spawn", Path: AgentPath(name), Err: fmt.Errorf("%w: in verifying (run `tavern verify %s` or the verifier)", ErrBusy, name)}
+	}
+	_, _, err = m.checkConstitution(a, opt.AcceptConstitution)
+	return err
+}
+
+// refuseSpawn journals a refused spawn ("agent.spawn_refused", with the
+// reason) and returns err.
+func (m *Manager) refuseSpawn(name string, err error) error {
+	if jerr := m.event(journal.Event{Type: "agent.spawn_refused", Kind: "agent", Path: AgentPath(name), Agent: name,
+		Data: map[string]any{"reason": err.Error()}}); jerr != nil {
+		return errors.Join(err, jerr)
 	}
 	return err
 }

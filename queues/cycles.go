@@ -66,11 +66,11 @@ func (e *CycleError) field() *schema.FieldError {
 func (e *CycleError) Error() string   { return e.field().Error() }
 func (e *CycleError) Unwrap() []error { return []error{ErrCycle, e.field()} }
 
-// InstallChecks adds the queues' checks to s (docstore.Store.AddCheck, run
-// by `tavern check`): an item on a dependency cycle is reported at its
-// depends_on line. The cycles are found once, over the whole store, at
-// the first item checked (a check is a one-shot pass).
-func InstallChecks(s *docstore.Store) {
+// installCycleCheck adds the dependency cycle check to s (InstallChecks;
+// run by `tavern check`): an item on a dependency cycle is reported at
+// its depends_on line. The cycles are found once, over the whole store,
+// at the first item checked (a check is a one-shot pass).
+func installCycleCheck(s *docstore.Store) {
 	var once sync.Once
 	var byPath map[string]error
 	s.AddCheck("queues.cycles", func(d *docstore.Doc) []error {

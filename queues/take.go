@@ -62,6 +62,7 @@ type Diagnostics struct {
 	Blocked []Blocked // items whose dependency is dead or missing
 	Backoff int       // items waiting for not_before
 	Waiting int       // items waiting for dependencies to finish
+	Gated   int       // items waiting at a claim-stage gate (a person, a timer)
 	Cycles  []Cycle   // dependency cycles (filled by an empty Take when items wait)
 	Wake    time.Time // earliest known moment something may become claimable
 }
@@ -89,6 +90,9 @@ func (e *EmptyError) Error() string {
 		}
 		if e.Diag.Waiting > 0 {
 			why = append(why, fmt.Sprintf("%d waiting for dependencies", e.Diag.Waiting))
+		}
+		if e.Diag.Gated > 0 {
+			why = append(why, fmt.Sprintf("%d waiting at gates", e.Diag.Gated))
 		}
 		if n := len(e.Diag.Blocked); n > 0 {
 			why = append(why, fmt.Sprintf("%d blocked by dead dependencies", n))
@@ -183,6 +187,7 @@ func (b *Broker) Take(ctx context.Context, opt TakeOptions) (*Claim, error) {
 	werr := watcher.WaitDir(ctx, b.waitDirs(own, opt.Steal), watcher.WaitDirOptions{
 		Recheck: b.recheck,
 		Wake:    func() time.Time { return diag.Wake },
+		Journal: b.j, Root: b.s.Root(), // a poll forced by inotify's limits is journaled
 	}, func() (bool, error) {
 		c, diag, err = b.tryTake(own, opt.Steal, h)
 		return c != nil, err
@@ -437,6 +442,9 @@ func (b *Broker) claimOne(q *Queue, id string, h holder, diag *Diagnostics) (*Cl
 				diag.Waiting++
 				return errSkip{}
 			}
+		}
+		if b.claimGated(it, diag) {
+			return errSkip{}
 		}
 		attempt = it.ClaimAttempt + 1
 		fields := []docstore.Field{
