@@ -67,10 +67,9 @@ Example:
 					outf(c, "no changes\n")
 					return nil
 				}
-				verr := validateEdit(orig, data)
+				verr := docstore.CheckEdit(orig, data)
 				if verr == nil {
-					_, err := s.UpdateIf(rel, orig.Rev, func(d *docstore.Doc) error { return d.Replace(data) })
-					if err != nil {
+					if _, err := s.SaveEdit(rel, orig.Rev, data); err != nil {
 						if errors.Is(err, docstore.ErrConflict) {
 							errf(c, "tavern: your edit is kept in %s\n", tmpName)
 						}
@@ -90,17 +89,6 @@ Example:
 			}
 		},
 	})
-}
-
-func validateEdit(orig *docstore.Doc, data []byte) error {
-	d := orig.Clone()
-	if err := d.Replace(data); err != nil {
-		return err
-	}
-	if errs := d.Validate(false); len(errs) > 0 {
-		return &docstore.ValidationError{Path: d.Path, Errors: errs}
-	}
-	return nil
 }
 
 func runEditor(c *cli.Context, file string) error {
