@@ -8,7 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 )
+
+// sinceSlack is how far out of time order Tail expects appends to be.
+const sinceSlack = time.Minute
 
 // tailBlock is how much of a day file Tail reads at a time, from the end.
 const tailBlock = 256 << 10
@@ -20,6 +24,9 @@ const tailBlock = 256 << 10
 // the tail it returns, not of the history (Read scans every line). A line
 // still being written is left out (it is Follow's). Malformed lines are
 // skipped; Read reports them. n <= 0 returns no events, only the cursor.
+// With f.Since, reading stops at the first event more than a minute older
+// than Since (appends from several processes are in time order up to
+// their clock skew), so a window costs its own size.
 func Tail(root string, n int, f Filter) ([]Event, Cursor, error) {
 	n = max(n, 0)
 	dir := filepath.Join(root, Dir)
@@ -107,7 +114,13 @@ func tailDay(path string, n int, f Filter, out *[]Event) (int64, error) {
 				continue
 			}
 			e, err := ParseEventLine(body)
-			if err != nil || !f.Match(e) {
+			if err != nil {
+				continue
+			}
+			if !f.Since.IsZero() && e.Time.Before(f.Since.Add(-sinceSlack)) {
+				return end, nil
+			}
+			if !f.Match(e) {
 				continue
 			}
 			*out = append(*out, e)
@@ -121,3 +134,4 @@ func tailDay(path string, n int, f Filter, out *[]Event) (int64, error) {
 	}
 	return end, nil
 }
+

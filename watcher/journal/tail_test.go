@@ -97,3 +97,37 @@ func TestTail(t *testing.T) {
 		t.Errorf("empty journal: got %+v, %v", cur, err)
 	}
 }
+
+// TestTailSinceStops checks that a Since window stops the backwards read:
+// a line it must not reach (malformed would be skipped, so use an event
+// whose type the filter wants but whose time is far outside the window
+// and after an old event) is not returned, and events in the window are.
+func TestTailSinceStops(t *testing.T) {
+	root := t.TempDir()
+	j, err := Open(root, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	base := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	// An out-of-order event before an old one: a full scan with the
+	// filter's Since would return it, a read that stops at the old event
+	// does not.
+	for _, e := range []Event{
+		{Type: "x", Time: base.Add(50 * time.Minute)},
+		{Type: "x", Time: base},
+		{Type: "x", Time: base.Add(55 * time.Minute)},
+		{Type: "x", Time: base.Add(56 * time.Minute)},
+	} {
+		if _, err := j.Append(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, _, err := Tail(root, 100, Filter{Since: base.Add(30 * time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("got %d events, want the 2 after the old one", len(got))
+	}
+}
