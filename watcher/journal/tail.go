@@ -134,4 +134,3 @@ func tailDay(path string, n int, f Filter, out *[]Event) (int64, error) {
 	}
 	return end, nil
 }
-
