@@ -45,3 +45,27 @@ func TestSaveEdit(t *testing.T) {
 		})
 	}
 }
+
+// TestSaveEditRepairsUnparsable checks that a document that does not parse
+// can be replaced by a valid one (compared by the revision of its bytes),
+// and that a stale revision or an invalid replacement is still refused.
+func TestSaveEditRepairsUnparsable(t *testing.T) {
+	s := newTestStore(t)
+	broken := []byte("---\nname: [alice\n---\n")
+	if err := s.WriteFile("agents/alice.md", broken); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SaveEdit("agents/alice.md", "0000", []byte("---\nname: alice\n---\n")); !errors.Is(err, ErrConflict) {
+		t.Fatalf("stale revision: got %v, want ErrConflict", err)
+	}
+	if err := CheckEdit("agents/alice.md", []byte("---\nstate: 3x\n---\n")); !errors.Is(err, schema.ErrInvalid) {
+		t.Fatalf("CheckEdit of an invalid agent: got %v, want ErrInvalid", err)
+	}
+	fixed := "---\nname: alice\nstate: idle\n---\n"
+	if _, err := s.SaveEdit("agents/alice.md", Revision(broken), []byte(fixed)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.ReadFile("agents/alice.md"); string(got) != fixed {
+		t.Fatalf("got %q, want %q", got, fixed)
+	}
+}

@@ -67,7 +67,7 @@ Example:
 					outf(c, "no changes\n")
 					return nil
 				}
-				verr := docstore.CheckEdit(orig, data)
+				verr := docstore.CheckEdit(rel, data)
 				if verr == nil {
 					if _, err := s.SaveEdit(rel, orig.Rev, data); err != nil {
 						if errors.Is(err, docstore.ErrConflict) {
