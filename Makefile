@@ -4,13 +4,18 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin/tavern
 
-.PHONY: build test test-long check fuzz demo clean bench
+.PHONY: build test test-deps test-long check fuzz demo clean bench
 
 build:
 	$(GO) build -o $(BIN) ./cmd/tavern
 
 test:
 	$(GO) test -race -timeout 9m $(PKGS)
+
+# The programs the end-to-end tests drive (tmux, chromium), installed with
+# apt-get when missing; .ci/run does this before make test.
+test-deps:
+	bash .ci/test-deps
 
 # Soak and large-scale tests that do not fit in `make test`.
 test-long:
