@@ -11,6 +11,11 @@ import (
 // keeps, per queue and state, the set of item ids, fed by the projection's
 // events, and for pending items their dependencies; the fields of the few
 // items a board column shows are read from the projection when it is built.
+// Each column's first ids are cached and kept up to date as ids come and
+// go (an id that sorts before the column's last one is inserted), and
+// chosen again from the whole set only when one of them leaves: a
+// completion moves one id out of pending (usually not among the first) and
+// one into done (the newest: inserted at the top).
 
 var itemStates = [...]string{queues.Pending, queues.Claimed, queues.Done, queues.Dead}
 
@@ -23,13 +28,30 @@ func stateIndex(st string) int {
 	return -1
 }
 
+// columnOrder is how each state's column is ordered: pending and claimed
+// in take order (the id: priority, then age), done and dead newest first.
+var columnOrder = [len(itemStates)]func(a, b string) bool{
+	func(a, b string) bool { return a < b },
+	func(a, b string) bool { return a < b },
+	func(a, b string) bool { return idTime(a) > idTime(b) },
+	func(a, b string) bool { return idTime(a) > idTime(b) },
+}
+
+func olderID(a, b string) bool { return idTime(a) < idTime(b) }
+
 type itemIndex struct {
-	queues map[string]*queueItems
-	where  map[string]*itemLoc // by id
+	queues  map[string]*queueItems
+	where   map[string]*itemLoc // by id
+	deps    map[string]struct{} // pending ids with depends_on
+	invalid map[string]struct{} // paths of documents (any kind) that are invalid
+	limit   [len(itemStates)]int
 }
 
 type queueItems struct {
-	ids [len(itemStates)]map[string]struct{}
+	ids    [len(itemStates)]map[string]struct{}
+	top    [len(itemStates)][]string // the column's first ids; nil: choose again
+	oldest string                    // oldest pending id; "" with stale: choose again
+	stale  bool
 }
 
 type itemLoc struct {
@@ -38,8 +60,10 @@ type itemLoc struct {
 	deps   []string // depends_on, while pending
 }
 
-func newItemIndex() *itemIndex {
-	return &itemIndex{queues: map[string]*queueItems{}, where: map[string]*itemLoc{}}
+func newItemIndex(column int) *itemIndex {
+	x := &itemIndex{queues: map[string]*queueItems{}, where: map[string]*itemLoc{}, deps: map[string]struct{}{}, invalid: map[string]struct{}{}}
+	x.limit = [len(itemStates)]int{column, max(column, 200), column, column}
+	return x
 }
 
 func (x *itemIndex) queue(q string) *queueItems {
@@ -59,15 +83,29 @@ func (x *itemIndex) put(q, st, id string, fields map[string]any) {
 	if i < 0 {
 		return
 	}
-	x.queue(q).ids[i][id] = struct{}{}
+	qi := x.queue(q)
+	if _, ok := qi.ids[i][id]; !ok {
+		qi.ids[i][id] = struct{}{}
+		if qi.top[i] != nil {
+			qi.top[i] = insertTop(qi.top[i], id, x.limit[i], columnOrder[i])
+		}
+		if i == 0 && !qi.stale && (qi.oldest == "" || olderID(id, qi.oldest)) {
+			qi.oldest = id
+		}
+	}
 	loc := x.where[id]
 	if loc == nil {
 		loc = &itemLoc{queue: q}
 		x.where[id] = loc
 	}
 	loc.states |= 1 << i
-	if st == queues.Pending {
+	if i == 0 {
 		loc.deps = fstrings(fields, "depends_on")
+		if len(loc.deps) > 0 {
+			x.deps[id] = struct{}{}
+		} else {
+			delete(x.deps, id)
+		}
 	}
 }
 
@@ -77,17 +115,49 @@ func (x *itemIndex) drop(q, st, id string) {
 		return
 	}
 	if qi := x.queues[q]; qi != nil {
-		delete(qi.ids[i], id)
+		if _, ok := qi.ids[i][id]; ok {
+			delete(qi.ids[i], id)
+			for _, t := range qi.top[i] {
+				if t == id {
+					qi.top[i] = nil // choose again at the next snapshot
+					break
+				}
+			}
+			if i == 0 && qi.oldest == id {
+				qi.oldest, qi.stale = "", true
+			}
+		}
 	}
 	if loc := x.where[id]; loc != nil {
 		loc.states &^= 1 << i
 		if i == 0 {
 			loc.deps = nil
+			delete(x.deps, id)
 		}
 		if loc.states == 0 {
 			delete(x.where, id)
 		}
 	}
+}
+
+// column returns the first ids of a queue's state, from the cache or
+// chosen again.
+func (x *itemIndex) column(qi *queueItems, i int) []string {
+	if qi.top[i] == nil {
+		qi.top[i] = top(qi.ids[i], x.limit[i], columnOrder[i])
+	}
+	return qi.top[i]
+}
+
+// oldestPending returns the oldest pending id of a queue ("" if none).
+func (x *itemIndex) oldestPending(qi *queueItems) string {
+	if qi.stale {
+		qi.oldest, qi.stale = "", false
+		if o := top(qi.ids[0], 1, olderID); len(o) == 1 {
+			qi.oldest = o[0]
+		}
+	}
+	return qi.oldest
 }
 
 // state is where an item is, preferring the later state when a crash left
@@ -120,10 +190,11 @@ func itemPath(rel string) (queue, state, id string, ok bool) {
 }
 
 // idTime is the part of an item id that sorts by creation time: ids are
-// "p<priority>-<UUIDv7>".
+// "p<two-digit priority>-<UUIDv7>". Other names (hand-made items) sort by
+// the whole name.
 func idTime(id string) string {
-	if _, rest, ok := strings.Cut(id, "-"); ok {
-		return rest
+	if len(id) > 4 && id[0] == 'p' && id[3] == '-' {
+		return id[4:]
 	}
 	return id
 }
@@ -133,18 +204,24 @@ func idTime(id string) string {
 func top(set map[string]struct{}, n int, less func(a, b string) bool) []string {
 	out := make([]string, 0, min(n, len(set)))
 	for id := range set {
-		if len(out) == n && !less(id, out[n-1]) {
-			continue
-		}
-		i := len(out)
-		for i > 0 && less(id, out[i-1]) {
-			i--
-		}
-		if len(out) < n {
-			out = append(out, "")
-		}
-		copy(out[i+1:], out[i:len(out)-1])
-		out[i] = id
+		out = insertTop(out, id, n, less)
 	}
+	return out
+}
+
+// insertTop inserts id into the sorted out, keeping at most n entries.
+func insertTop(out []string, id string, n int, less func(a, b string) bool) []string {
+	if len(out) == n && !less(id, out[n-1]) {
+		return out
+	}
+	i := len(out)
+	for i > 0 && less(id, out[i-1]) {
+		i--
+	}
+	if len(out) < n {
+		out = append(out, "")
+	}
+	copy(out[i+1:], out[i:len(out)-1])
+	out[i] = id
 	return out
 }

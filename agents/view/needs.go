@@ -144,8 +144,9 @@ func (v *View) needs(s *Snapshot, claims []claimed, now time.Time) []Need {
 	}
 
 	v.mu.Lock()
-	for id, loc := range v.items.where {
-		if loc.states&1 == 0 || len(loc.deps) == 0 {
+	for id := range v.items.deps {
+		loc := v.items.where[id]
+		if loc == nil || loc.states&1 == 0 || len(loc.deps) == 0 {
 			continue
 		}
 		for _, dep := range loc.deps {

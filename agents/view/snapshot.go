@@ -40,12 +40,17 @@ func (v *View) snapshot(ver uint64) (*Snapshot, error) {
 		}
 		kinds[k] = ents
 	}
-	invalid, err := v.p.Query(watcher.Query{Match: func(e watcher.Entry) bool { return !e.Valid }})
-	if err != nil {
-		return nil, err
+	v.mu.Lock()
+	invalid := make([]string, 0, len(v.items.invalid))
+	for p := range v.items.invalid {
+		invalid = append(invalid, p)
 	}
-	for _, e := range invalid {
-		s.Invalid = append(s.Invalid, invalidOf(e))
+	v.mu.Unlock()
+	sort.Strings(invalid)
+	for _, rel := range invalid {
+		if e, ok := v.p.Get(rel); ok && !e.Valid {
+			s.Invalid = append(s.Invalid, invalidOf(e))
+		}
 	}
 
 	claims := v.queuesOf(s, kinds["queue"], now)
@@ -131,22 +136,14 @@ func (v *View) queuesOf(s *Snapshot, docs []watcher.Entry, now time.Time) []clai
 		oldest string
 	}
 	picked := map[string]*cols{}
-	n := v.opt.Column
 	for _, name := range names {
 		c := &cols{}
 		if qi := ix.queues[name]; qi != nil {
 			for i, set := range qi.ids {
 				c.totals[i] = len(set)
+				c.ids[i] = slices.Clone(ix.column(qi, i))
 			}
-			asc := func(a, b string) bool { return a < b }
-			newest := func(a, b string) bool { return idTime(a) > idTime(b) }
-			c.ids[0] = top(qi.ids[0], n, asc)
-			c.ids[1] = top(qi.ids[1], max(n, 200), asc)
-			c.ids[2] = top(qi.ids[2], n, newest)
-			c.ids[3] = top(qi.ids[3], n, newest)
-			if o := top(qi.ids[0], 1, func(a, b string) bool { return idTime(a) < idTime(b) }); len(o) == 1 {
-				c.oldest = o[0]
-			}
+			c.oldest = ix.oldestPending(qi)
 		}
 		picked[name] = c
 	}

@@ -356,8 +356,13 @@ func (v *View) apply(batch []journal.Event) {
 			continue
 		}
 		changed = true
+		ent, exists := v.p.Get(e.Path)
+		if exists && !ent.Valid {
+			v.items.invalid[e.Path] = struct{}{}
+		} else {
+			delete(v.items.invalid, e.Path)
+		}
 		if q, st, id, ok := itemPath(e.Path); ok {
-			ent, exists := v.p.Get(e.Path)
 			if exists {
 				v.items.put(q, st, id, ent.Fields)
 			} else {
@@ -442,17 +447,24 @@ func needsKey(ns []Need) string {
 	return b.String()
 }
 
-// reindex rebuilds the item index from the projection.
+// reindex rebuilds the item index (and the set of invalid documents) from
+// the projection. It visits every document once, through Query's Match,
+// which keeps none: no copy of 100k entries is made or sorted.
 func (v *View) reindex() error {
-	ents, err := v.p.Query(watcher.Query{Kind: "item"})
+	ix := newItemIndex(v.opt.Column)
+	_, err := v.p.Query(watcher.Query{Match: func(e watcher.Entry) bool {
+		if !e.Valid {
+			ix.invalid[e.Path] = struct{}{}
+		}
+		if e.Kind == "item" {
+			if q, st, id, ok := itemPath(e.Path); ok {
+				ix.put(q, st, id, e.Fields)
+			}
+		}
+		return false
+	}})
 	if err != nil {
 		return err
-	}
-	ix := newItemIndex()
-	for _, e := range ents {
-		if q, st, id, ok := itemPath(e.Path); ok {
-			ix.put(q, st, id, e.Fields)
-		}
 	}
 	v.mu.Lock()
 	v.items = ix
