@@ -135,6 +135,13 @@ func (m *Model) agentMarkdown(s *view.Snapshot, a view.Agent) string {
 	if a.Commitments != "" {
 		fmt.Fprintf(&b, "- commitments: %s\n", a.Commitments)
 	}
+	if inbox, err := m.v.Inbox(a.Name); err == nil && len(inbox) > 0 {
+		b.WriteString("- inbox:")
+		for _, u := range inbox {
+			fmt.Fprintf(&b, " %s (%d unread)", u.Channel, u.Count)
+		}
+		b.WriteString("\n")
+	}
 	if d, err := m.v.Doc(a.Path, false); err == nil && strings.TrimSpace(d.Body) != "" {
 		fmt.Fprintf(&b, "\n%s\n", d.Body)
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/agents/view"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
@@ -31,6 +32,7 @@ type Page struct {
 	Channel  *view.Channel
 	Messages []view.Message
 	Commits  []view.Commitment
+	Inbox    []messages.Unread // an agent's unread messages per channel
 	Asked    []view.Question
 	Events   []journal.Event
 	Filter   JournalFilter
@@ -109,6 +111,7 @@ func agentPage(v *view.View, snap *view.Snapshot, name string) (*Page, error) {
 		}
 	}
 	p.Messages, _ = v.Messages("@"+name, 30)
+	p.Inbox, _ = v.Inbox(name)
 	for i := len(snap.Journal) - 1; i >= 0 && len(p.Events) < 30; i-- {
 		if snap.Journal[i].Agent == name {
 			p.Events = append(p.Events, snap.Journal[i])

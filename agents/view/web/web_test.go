@@ -123,7 +123,7 @@ func TestPages(t *testing.T) {
 	}{
 		{"/", []string{"Needs you", "alice asks a question", "<strong>SQLite</strong>", `name="action" value="answer"`, "flaky test", "segfault"}},
 		{"/agents", []string{`href="/agents/alice"`, "waiting", "coder"}},
-		{"/agents/alice", []string{"Questions asked", "Send to @alice"}},
+		{"/agents/alice", []string{"Questions asked", "Send to @alice", "Inbox", `href="/channels/general"`}},
 		{"/queues", []string{"build", "flaky test", `class="col c-dead"`}},
 		{"/items/" + f.dead, []string{"flaky test", "History", "item.dead", "segfault"}},
 		{"/channels", []string{"general", "Overseer message"}},
