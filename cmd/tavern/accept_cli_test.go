@@ -1,6 +1,6 @@
 package main
 
-// Acceptance tests: the contract of the issues and DESIGN.md, driven
+// Acceptance tests: the CLI's documented contract (README), driven
 // through the built binary the way an outside test suite would. Each test
 // pins a mismatch found in review (see the commit messages).
 

@@ -8,7 +8,8 @@ import (
 
 // helpExamples are the examples shown by `tavern CMD --help` for commands
 // whose own description has none, keyed by the command path. Every
-// command's help shows at least one example (issue 2's CLI contract).
+// command's help shows at least one example (a CLI contract, checked by
+// the tests).
 var helpExamples = map[string][]string{
 	"agent":             {"tavern agent new alice --role builder --queue build", "tavern agent state alice working", "tavern agent ls --json"},
 	"agent new":         {"tavern agent new alice --role builder --parent lead --queue build", "tavern agent new --role reviewer   # a themed name"},

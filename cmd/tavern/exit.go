@@ -74,7 +74,7 @@ func usageErr(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
-// exitError carries an explicit exit code with an error.
+// codedError carries an explicit exit code with an error.
 type codedError struct {
 	err  error
 	code int

@@ -20,7 +20,7 @@ claimed/, done/ and dead/. Item ids are p<priority>-<uuidv7> (priority 0 is
 the highest, 99 the lowest), so ` + "`ls pending/`" + ` is the take order.`,
 }
 
-// itemCmd is `tavern item`; subcommands in item_*.go.
+// itemCmd is `tavern item`; its subcommands are in item.go.
 var itemCmd = &cli.Command{
 	Name:  "item",
 	Usage: "work items: show, done, fail, renew, release",

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -24,15 +25,33 @@ conflicts are listed (exit 4). Re-reserving your own glob renews it.
 Reservations lapse after --ttl (default 1h; 0 = until unreserve).
 tavern guard, as a pre-commit hook, refuses commits touching others' paths.
 
+--wait DUR blocks until the paths are free or DUR passes (exit 4 then),
+woken by every unreserve at once; the refusals while it waits are not
+journaled one by one.
+
+A reservation made --as a live agent (one running under tavern spawn) is
+tied to that agent's life, like a claim or a token: when its process dies,
+or a newer instance replaces it, the reservation is released at the next
+look (a note on stderr names what was released in your way). Expired
+reservations are collected as they are met.
+
+Instances: a reservation records --instance (default $TAVERN_INSTANCE, set
+by tavern spawn); unreserve --as A from another instance of A changes
+nothing (exit 4, "fenced"). unreserve --id ID drops one reservation by its
+id, whatever the instance.
+
 GLOB: * and ? within a path segment, [a-z] classes, ** for any number of
 segments, a trailing / for everything below, \x for a literal x.
 
 Examples:
    tavern reserve 'src/parser/**' docs/parser.md --as alice --ttl 2h --reason "parser rewrite"
+   tavern reserve src/lexer.go --as alice --wait 10m
    tavern reserve --list --json
    tavern unreserve --as alice`,
 		Flags: []cli.Flag{
 			asFlag,
+			instanceFlag,
+			&cli.DurationFlag{Name: "wait", Usage: "wait up to `DUR` for the paths to be free"},
 			&cli.DurationFlag{Name: "ttl", Value: time.Hour, Usage: "the reservation lapses after `DUR` (0: never)"},
 			&cli.StringFlag{Name: "reason", Usage: "why, shown to agents that conflict"},
 			&cli.BoolFlag{Name: "list", Usage: "list live reservations instead"},
@@ -49,7 +68,16 @@ Examples:
 			if err != nil {
 				return err
 			}
-			rs, err := sp.Reserve(c.String("as"), c.Args().Slice(), tuples.ReserveOptions{TTL: c.Duration("ttl"), Reason: c.String("reason")})
+			opt := tuples.ReserveOptions{TTL: c.Duration("ttl"), Reason: c.String("reason"), Instance: c.String("instance"),
+				Released: func(cf tuples.Conflict) { errf(c, "tavern: note: %s\n", cf) }}
+			var rs []*tuples.Reservation
+			if wait := c.Duration("wait"); wait > 0 {
+				ctx, cancel := context.WithTimeout(c.Context, wait)
+				defer cancel()
+				rs, err = sp.ReserveWait(ctx, c.String("as"), c.Args().Slice(), opt)
+			} else {
+				rs, err = sp.Reserve(c.String("as"), c.Args().Slice(), opt)
+			}
 			if err != nil {
 				return err
 			}
@@ -64,18 +92,26 @@ Examples:
 	})
 	register(&cli.Command{
 		Name:      "unreserve",
-		Usage:     "drop an agent's reservations (of GLOBs, or all)",
+		Usage:     "drop an agent's reservations (of GLOBs, or all), or one by --id",
 		ArgsUsage: "[GLOB...]",
-		Flags:     []cli.Flag{asFlag, jsonFlag},
+		Flags: []cli.Flag{asFlag, instanceFlag,
+			&cli.StringFlag{Name: "id", Usage: "drop the reservation `ID` (any instance)"},
+			jsonFlag},
 		Action: func(c *cli.Context) error {
-			if c.String("as") == "" {
-				return usageErr("unreserve takes [GLOB...] --as AGENT")
+			id := c.String("id")
+			if (id == "" && c.String("as") == "") || (id != "" && c.NArg() > 0) {
+				return usageErr("unreserve takes [GLOB...] --as AGENT, or --id ID")
 			}
 			sp, err := openSpace(c)
 			if err != nil {
 				return err
 			}
-			n, err := sp.Unreserve(c.String("as"), c.Args().Slice())
+			n := 1
+			if id != "" {
+				err = sp.UnreserveID(id, c.String("as"))
+			} else {
+				n, err = sp.Unreserve(c.String("as"), c.Args().Slice(), tuples.UnreserveOptions{Instance: c.String("instance")})
+			}
 			if err != nil {
 				return err
 			}

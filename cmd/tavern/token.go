@@ -14,6 +14,12 @@ import (
 	"github.com/tavernhq/tavern/schema"
 )
 
+// instanceFlag is the caller's agent instance: each `tavern spawn` of an
+// agent is a new instance (TAVERN_INSTANCE in the child's environment).
+// Token slots and reservations record it, and a release or unreserve by
+// name from another instance of the same agent is fenced (exit 4).
+var instanceFlag = &cli.StringFlag{Name: "instance", Usage: "act as agent instance `ID` (default $TAVERN_INSTANCE)", EnvVars: []string{"TAVERN_INSTANCE"}}
+
 func init() {
 	register(&cli.Command{
 		Name:  "token",
@@ -32,12 +38,20 @@ handle ID:EPOCH; release gives it back. What keeps a slot held:
    no --as           a lease: held until --ttl passes (default: default_lease
                      in tavern.md, 5m), then it comes back
 
-A token held by a process that died, an agent that died or an expired
-lease comes back at the next acquire, token ls or tuple gc (a waiting
-acquire re-checks every second: a death is not a filesystem event).
+A token held by a process that died, an agent that died (or whose instance
+a newer spawn replaced) or an expired lease comes back at the next acquire,
+token ls or tuple gc. acquire --wait is woken by a release at once, and
+looks again every second while a live holder holds a slot (a death is not
+a filesystem event) or when the first lease runs out.
+
+Instances: a slot records the acquirer's instance (--instance, default
+$TAVERN_INSTANCE, set by tavern spawn). release --as A, or by bare ID, from
+another instance of A changes nothing (exit 4, "fenced"): a late release of
+a dead instance cannot free what its successor holds. A full handle
+ID:EPOCH releases that holding whatever the instance.
 
 A release with a stale handle (the slot was reclaimed and taken again) is
-refused with exit 4. Exit 3: no free slot within --wait.
+refused with exit 4. Exit 3: no free slot within --wait, or no such token.
 
 Examples:
    tavern token init merge --count 2
@@ -60,6 +74,7 @@ Examples:
 				Flags: []cli.Flag{
 					&cli.DurationFlag{Name: "wait", Usage: "wait up to `DUR` for a free slot"},
 					asFlag,
+					instanceFlag,
 					&cli.DurationFlag{Name: "ttl", Usage: "lease: the slot comes back after `DUR`"},
 					jsonFlag,
 				},
@@ -69,7 +84,7 @@ Examples:
 				Name:      "release",
 				Usage:     "give a slot back, by handle or every slot an agent holds",
 				ArgsUsage: "NAME [ID[:EPOCH]]",
-				Flags:     []cli.Flag{asFlag, jsonFlag},
+				Flags:     []cli.Flag{asFlag, instanceFlag, jsonFlag},
 				Action:    tokenRelease,
 			},
 			{
@@ -122,7 +137,7 @@ func tokenAcquire(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	opt := tuples.AcquireOptions{As: c.String("as"), TTL: c.Duration("ttl")}
+	opt := tuples.AcquireOptions{As: c.String("as"), TTL: c.Duration("ttl"), Instance: c.String("instance")}
 	if opt.TTL == 0 {
 		// This process exits right away: without a live agent nothing
 		// would stand for the hold, so it is a lease.
@@ -178,10 +193,11 @@ func tokenRelease(c *cli.Context) error {
 	}
 	name := c.Args().First()
 	n := 1
+	opt := tuples.ReleaseOptions{As: c.String("as"), Instance: c.String("instance")}
 	if c.NArg() == 2 {
-		err = sp.ReleaseToken(name, c.Args().Get(1), c.String("as"))
+		err = sp.ReleaseToken(name, c.Args().Get(1), opt)
 	} else {
-		n, err = sp.ReleaseAgentTokens(name, c.String("as"))
+		n, err = sp.ReleaseAgentTokens(name, opt)
 	}
 	if err != nil {
 		return err

@@ -25,6 +25,8 @@ func init() {
 	mapExit(tuples.ErrReserved, exitConflict)
 	mapExit(tuples.ErrNotHolder, exitConflict)
 	mapExit(tuples.ErrTokenCount, exitConflict)
+	mapExit(tuples.ErrFenced, exitConflict)
+	mapExit(tuples.ErrNotReserved, exitNotFound)
 
 	waitFlag := &cli.DurationFlag{Name: "wait", Usage: "block up to `DUR` for a match (default: answer at once, like rdp/inp)"}
 	readCmd := func(name, alias, usage string, take bool) *cli.Command {
