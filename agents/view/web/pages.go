@@ -9,6 +9,7 @@ import (
 
 	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/agents/view"
+	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
 
@@ -55,7 +56,11 @@ func (f JournalFilter) match(e journal.Event) bool {
 		jf.Types = []string{f.Type}
 	}
 	if f.Kind != "" {
-		jf.Kinds = []string{f.Kind}
+		kind := f.Kind
+		if k, err := schema.Lookup(kind); err == nil {
+			kind = k.Name // "items" and "item" both mean the kind item
+		}
+		jf.Kinds = []string{kind}
 	}
 	if !jf.Match(e) {
 		return false

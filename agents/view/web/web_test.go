@@ -130,6 +130,7 @@ func TestPages(t *testing.T) {
 		{"/channels/general", []string{"hello <em>team</em>"}},
 		{"/resources", []string{"Reservations", "Tokens", "Pools"}},
 		{"/journal?type=question.", []string{"question.raised"}},
+		{"/journal?kind=questions", []string{"question.raised"}},
 		{"/docs/agents/alice.md", []string{"Edit", `name="rev"`, "state: waiting"}},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
