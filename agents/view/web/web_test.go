@@ -152,6 +152,9 @@ func TestPages(t *testing.T) {
 	if code, body := f.get(t, "/journal?type=agent.state"); code != 200 || strings.Contains(body, "question.raised") {
 		t.Errorf("journal filter: got %d, question events in an agent.state filter", code)
 	}
+	if _, body := f.get(t, "/queues"); strings.Contains(body, `class="card invalid"`) {
+		t.Error("a valid item's card is marked invalid")
+	}
 	if code, _ := f.get(t, "/items/p00-nope"); code != 404 {
 		t.Errorf("unknown item: got %d, want 404", code)
 	}
