@@ -45,8 +45,11 @@
 // runs none until items appear (hibernate), or returns (terminate).
 //
 // A Commitment (commitments/<agent>/<id>.md) is a description and a shell
-// assertion. Verify runs each with `sh -c` under its timeout and records
-// the result; an agent cannot verify itself (ErrSelfVerify). RunVerifier
+// assertion. AddCommitment journals the sha256 of the assertion
+// (commitment.added); Verify runs each assertion that still has it with
+// `sh -c` under its timeout and records the result (a changed one is
+// never run: TamperedError); an agent cannot verify itself
+// (ErrSelfVerify). RunVerifier
 // watches for agents entering verifying and moves them to done, back to
 // working with the failures in their Notes, or to failed after
 // MaxAttempts. Questions (questions/<id>.md) go to the asker's parent,
@@ -54,6 +57,14 @@
 // working, and Bubble passes questions open longer than bubble_after
 // (tavern.md, default 10m) up the parent chain to "@user"; the verifier
 // daemon bubbles on each pass.
+//
+// InstallRules puts the state machine and the commitment rules on a
+// docstore.Store (NewManager does, for a person; the CLI does, for
+// TAVERN_AGENT), so every write obeys them, raw writes as Transition: a
+// state that cannot follow the applied one, done with unpassed
+// commitments, an agent writing its own commitment's assertion or result
+// fail with a *docstore.RefusedError. It also installs the checks of
+// `tavern check` (illegal hand edits, tampered assertions).
 //
 // Wake returns a Briefing (core and recent memories, unread counts,
 // recent decisions, claimed items, open questions), short on purpose: it
@@ -98,7 +109,9 @@
 //     already back in the queue, and its completion would be refused by
 //     the claim's fencing token.
 //   - A person who edits both state and applied_state forges the record;
-//     the journal still has the true history.
+//     the journal still has the true history. Likewise an assertion's hash
+//     is checked against the journal: whoever can append to the journal
+//     can forge it (the rules keep agents honest; they are no sandbox).
 //   - Concurrent verifiers exclude each other per agent ("verify/<name>"
 //     lock); a timed-out assertion's whole process group is SIGKILLed.
 //   - A pool's drone that dies without its JSON result counts as crashed;

@@ -59,14 +59,19 @@ func (s *Store) SaveEdit(rel, baseRev string, data []byte) (*Doc, error) {
 	if bytes.Equal(cur, data) {
 		return d, nil
 	}
-	if err := s.WriteFile(rel, data); err != nil {
-		return nil, err
-	}
 	prev, perr := Parse(rel, cur)
 	if perr != nil {
 		prev = nil // it did not parse: there are no previous fields
 	} else {
 		classify(prev)
+	}
+	// The store's rules (the agent state machine, the commitment rules)
+	// see the edit as any other update.
+	if err := s.checkRules(Write{Op: "update", Path: rel, Prev: prev, Doc: d}); err != nil {
+		return nil, err
+	}
+	if err := s.WriteFile(rel, data); err != nil {
+		return nil, err
 	}
 	s.notify(Mutation{Op: "update", Path: rel, Doc: d, Prev: prev})
 	return d, nil

@@ -328,6 +328,18 @@ func TestActions(t *testing.T) {
 			t.Fatalf("edit over a stale revision: got %v, want ErrConflict", err)
 		}
 	})
+	t.Run("edit obeys the store's rules", func(t *testing.T) {
+		// bob is idle (respawned above); idle -> done is not a transition.
+		before := must(f.s.ReadFile("agents/bob.md"))
+		text := strings.Replace(string(before), "state: idle", "state: done", 1)
+		_, err := v.Do(ctx, Action{Name: ActEdit, Target: "agents/bob.md", Rev: docstore.Revision(before), Text: text})
+		if !errors.Is(err, docstore.ErrRefused) || !errors.Is(err, agents.ErrIllegalTransition) {
+			t.Fatalf("illegal state by edit: got %v, want a refusal by the state machine", err)
+		}
+		if got := must(f.s.ReadFile("agents/bob.md")); string(got) != string(before) {
+			t.Fatalf("a refused edit changed the file: %q", got)
+		}
+	})
 	t.Run("unknown", func(t *testing.T) {
 		if _, err := v.Do(ctx, Action{Name: "launch"}); !errors.Is(err, ErrUnknownAction) {
 			t.Fatalf("got %v, want ErrUnknownAction", err)

@@ -7,13 +7,17 @@
 //
 // Each command parses its flags, calls the library (docstore, watcher,
 // queues, queues/tuples, agents/messages, agents/recall, agents), where
-// the rules live, and prints text or, with --json, JSON. The store is
+// the rules live, and prints text or, with --json, JSON. The commands are
+// listed once, in app.go; each has its file (agent.go: newAgentCommand and
+// its runAgent... functions). run(ctx, args, stdin, stdout, stderr) is
+// the whole program but for exiting. The store is opened with the agent
+// rules installed (agents.InstallRules), so set and edit obey them too. The store is
 // found with --dir or $TAVERN_DIR, else by searching upward from the
 // working directory; the acting agent (--as) defaults to $TAVERN_AGENT,
 // which `tavern spawn` sets for its child. The views (ui, serve, export)
 // act as a person instead: --as, else $TAVERN_USER, else the login name.
 //
-// Exit codes (exit.go maps errors to them):
+// Exit codes (exit.go maps errors to them, in one table):
 // 0 ok, 1 error, 2 usage, 3 not found or nothing matched or timed out,
 // 4 conflict (stale revision, lost claim, illegal transition, stale
 // attempt), 5 invalid documents. With --json, errors go to stderr as one

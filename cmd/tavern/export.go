@@ -8,8 +8,6 @@ import (
 	"github.com/tavernhq/tavern/agents/view/web"
 )
 
-func init() { register(newExportCommand()) }
-
 func newExportCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "export",
@@ -28,7 +26,7 @@ Examples:
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "html", Usage: "write HTML pages into DIR"},
 			&cli.BoolFlag{Name: "md", Usage: "write Markdown pages into DIR, or one document to stdout without DIR"},
-			jsonFlag, personFlag,
+			jsonFlag(), personFlag,
 		},
 		Action: runExport,
 	}

@@ -36,8 +36,8 @@ printf %%s "$TAVERN_INSTANCE" > %[2]s.instance
 %[1]s token acquire merge > %[2]s.handle
 %[1]s reserve 'src/**' --ttl 1h --json > %[2]s.reserve
 echo $$ > %[2]s.ready
-exec sleep 600`, builtBin, files)
-	w := exec.Command(builtBin, "spawn", "--name", agent, "--", "sh", "-c", script)
+exec sleep 600`, tavernBin(t), files)
+	w := exec.Command(tavernBin(t), "spawn", "--name", agent, "--", "sh", "-c", script)
 	w.Dir = dir
 	for _, e := range os.Environ() {
 		if k, _, _ := strings.Cut(e, "="); !strings.HasPrefix(k, "TAVERN_") {

@@ -15,12 +15,6 @@ import (
 	"github.com/tavernhq/tavern/docstore"
 )
 
-func init() {
-	mapExit(view.ErrNoInput, exitUsage)
-	mapExit(view.ErrUnknownAction, exitUsage)
-	register(newServeCommand())
-}
-
 // DefaultListen is where `tavern serve` listens without --listen.
 const defaultListen = "127.0.0.1:7878"
 

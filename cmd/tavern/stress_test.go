@@ -32,7 +32,11 @@ const stressWait = "60s"
 // tv runs the built binary in dir with extra environment and returns its
 // stdout, stderr and exit code; it is safe to call from any goroutine.
 func tv(dir string, env []string, args ...string) (string, string, int, error) {
-	cmd := exec.Command(builtBin, args...)
+	bin, err := tavernPath()
+	if err != nil {
+		return "", "", 0, err
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	for _, e := range os.Environ() {
 		if k, _, _ := strings.Cut(e, "="); !strings.HasPrefix(k, "TAVERN_") {
@@ -42,7 +46,7 @@ func tv(dir string, env []string, args ...string) (string, string, int, error) {
 	cmd.Env = append(cmd.Env, env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+	err = cmd.Run()
 	if ee, ok := err.(*exec.ExitError); ok {
 		return out.String(), errb.String(), ee.ExitCode(), nil
 	}

@@ -14,14 +14,8 @@ import (
 	"github.com/tavernhq/tavern/schema"
 )
 
-// instanceFlag is the caller's agent instance: each `tavern spawn` of an
-// agent is a new instance (TAVERN_INSTANCE in the child's environment).
-// Token slots and reservations record it, and a release or unreserve by
-// name from another instance of the same agent is fenced (exit 4).
-var instanceFlag = &cli.StringFlag{Name: "instance", Usage: "act as agent instance `ID` (default $TAVERN_INSTANCE)", EnvVars: []string{"TAVERN_INSTANCE"}}
-
-func init() {
-	register(&cli.Command{
+func newTokenCommand() *cli.Command {
+	return &cli.Command{
 		Name:  "token",
 		Usage: "resource tokens (merge slots, API quota) with holder liveness",
 		Description: `A token NAME with --count N is N slot tuples under .tavern/tuples/token/.
@@ -64,41 +58,61 @@ Examples:
 				Name:      "init",
 				Usage:     "create a token with N slots (or change its count)",
 				ArgsUsage: "NAME",
-				Flags:     []cli.Flag{&cli.IntFlag{Name: "count", Usage: "number of slots `N`", Required: true}, jsonFlag},
-				Action:    tokenInit,
+				Description: `Create a token with N slots (or change its count).
+
+Examples:
+   tavern token init merge --count 2`,
+				Before: requireFlags("count"),
+				Flags:  []cli.Flag{&cli.IntFlag{Name: "count", Usage: "number of slots `N` (required)"}, jsonFlag()},
+				Action: runTokenInit,
 			},
 			{
 				Name:      "acquire",
 				Usage:     "take a slot; prints its handle ID:EPOCH",
 				ArgsUsage: "NAME",
+				Description: `Take a slot; prints its handle ID:EPOCH.
+
+Examples:
+   h=$(tavern token acquire merge --wait 10m --as alice)
+   tavern token acquire api-quota --ttl 1m --json`,
 				Flags: []cli.Flag{
 					&cli.DurationFlag{Name: "wait", Usage: "wait up to `DUR` for a free slot"},
-					asFlag,
-					instanceFlag,
+					asFlag(),
+					instanceFlag(),
 					&cli.DurationFlag{Name: "ttl", Usage: "lease: the slot comes back after `DUR`"},
-					jsonFlag,
+					jsonFlag(),
 				},
-				Action: tokenAcquire,
+				Action: runTokenAcquire,
 			},
 			{
 				Name:      "release",
 				Usage:     "give a slot back, by handle or every slot an agent holds",
 				ArgsUsage: "NAME [ID[:EPOCH]]",
-				Flags:     []cli.Flag{asFlag, instanceFlag, jsonFlag},
-				Action:    tokenRelease,
+				Description: `Give a slot back, by handle or every slot an agent holds.
+
+Examples:
+   tavern token release merge "$h"
+   tavern token release merge --as alice`,
+				Flags:  []cli.Flag{asFlag(), instanceFlag(), jsonFlag()},
+				Action: runTokenRelease,
 			},
 			{
 				Name:      "ls",
 				Usage:     "list the slots of a token (of every token)",
 				ArgsUsage: "[NAME]",
-				Flags:     []cli.Flag{jsonFlag},
-				Action:    tokenLs,
+				Description: `List the slots of a token (of every token).
+
+Examples:
+   tavern token ls
+   tavern token ls merge --json`,
+				Flags:  []cli.Flag{jsonFlag()},
+				Action: runTokenLs,
 			},
 		},
-	})
+	}
 }
 
-func tokenInit(c *cli.Context) error {
+func runTokenInit(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return usageErr("token init takes NAME --count N")
 	}
@@ -129,7 +143,7 @@ func defaultLease(s *docstore.Store) time.Duration {
 	return 5 * time.Minute
 }
 
-func tokenAcquire(c *cli.Context) error {
+func runTokenAcquire(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return usageErr("token acquire takes NAME")
 	}
@@ -183,7 +197,7 @@ func tokenJSON(t *tuples.Token) map[string]any {
 	return o
 }
 
-func tokenRelease(c *cli.Context) error {
+func runTokenRelease(c *cli.Context) error {
 	if c.NArg() < 1 || c.NArg() > 2 || (c.NArg() == 1 && c.String("as") == "") {
 		return usageErr("token release takes NAME ID[:EPOCH], or NAME --as AGENT")
 	}
@@ -209,7 +223,7 @@ func tokenRelease(c *cli.Context) error {
 	return nil
 }
 
-func tokenLs(c *cli.Context) error {
+func runTokenLs(c *cli.Context) error {
 	if c.NArg() > 1 {
 		return usageErr("token ls takes at most one NAME")
 	}
@@ -222,10 +236,7 @@ func tokenLs(c *cli.Context) error {
 		return err
 	}
 	if c.Bool("json") {
-		if slots == nil {
-			slots = []tuples.TokenSlot{}
-		}
-		return printJSON(c, slots)
+		return printJSON(c, orEmpty(slots))
 	}
 	tw := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOKEN\tSLOT\tSTATE\tHELD BY\tHOLD\tLEASE UNTIL\tHANDLE")

@@ -10,8 +10,6 @@ import (
 	"github.com/tavernhq/tavern/agents/view/tui"
 )
 
-func init() { register(newUICommand()) }
-
 // lenses are the parts of the snapshot `tavern ui --json --lens` prints.
 var lenses = map[string]func(*view.Snapshot) any{
 	"needs":        func(s *view.Snapshot) any { return orEmpty(s.Needs) },
@@ -48,7 +46,7 @@ Examples:
    tavern ui
    tavern ui --json --lens needs`,
 		Flags: []cli.Flag{
-			jsonFlag,
+			jsonFlag(),
 			&cli.StringFlag{Name: "lens", Usage: "with --json, only `PART`: needs, agents, queues, questions, commitments, channels, reservations, tokens, pools, invalid, journal"},
 			personFlag, pollFlag,
 		},

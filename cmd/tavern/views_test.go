@@ -1,8 +1,10 @@
 package main
 
-// End-to-end tests of the human views through the built binary: tavern ui
-// in a real terminal (tmux), tavern serve in a real browser (headless
-// Chromium through chromedp), tavern export, and the refusals.
+// End-to-end tests of the human views through the built binary, with
+// several processes: tavern ui in a real terminal (tmux), tavern serve in
+// a real browser (headless Chromium through chromedp) and over HTTP. The
+// single-process contracts (the refusal without a terminal, --json,
+// export) are testdata/script/views.txtar.
 
 import (
 	"bufio"
@@ -70,9 +72,7 @@ func viewsProject(t *testing.T) *project {
 // blocked on the user's answer.
 func startAsk(t *testing.T, p *project, question string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
-	cmd := exec.Command(builtBin, "ask", "--as", "alice", "--to", "user", "--wait", "2m", question)
-	cmd.Dir = p.dir
-	cmd.Env = cleanEnv()
+	cmd := p.tavern("ask", "--as", "alice", "--to", "user", "--wait", "2m", question)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = io.Discard
@@ -103,108 +103,9 @@ func waitExit(t *testing.T, cmd *exec.Cmd, d time.Duration) int {
 	return -1
 }
 
-func cleanEnv() []string {
-	var env []string
-	for _, e := range os.Environ() {
-		if k, _, _ := strings.Cut(e, "="); k != "TAVERN_DIR" && k != "EDITOR" && k != "VISUAL" && k != "TAVERN_AGENT" && k != "TAVERN_USER" {
-			env = append(env, e)
-		}
-	}
-	return env
-}
-
-func TestUIRefusesWithoutTerminal(t *testing.T) {
-	p := newProject(t)
-	start := time.Now()
-	r := p.fails(exitUsage, "ui")
-	if !strings.Contains(r.err, "terminal") || !strings.Contains(r.err, "tavern ui --json") {
-		t.Errorf("refusal does not point to --json:\n%s", r.err)
-	}
-	if time.Since(start) > 10*time.Second {
-		t.Errorf("refusing took %s", time.Since(start))
-	}
-	if r.out != "" {
-		t.Errorf("refusal wrote to stdout: %q", r.out)
-	}
-}
-
-func TestUIJSON(t *testing.T) {
-	p := viewsProject(t)
-	var snap struct {
-		Needs []struct {
-			Kind, What string
-		} `json:"needs_you"`
-		Agents []struct{ Name, State string } `json:"agents"`
-		Queues []struct {
-			Name          string
-			Pending, Dead int
-		} `json:"queues"`
-	}
-	if err := json.Unmarshal([]byte(p.ok("ui", "--json")), &snap); err != nil {
-		t.Fatal(err)
-	}
-	kinds := map[string]bool{}
-	for _, n := range snap.Needs {
-		kinds[n.Kind] = true
-	}
-	if !kinds["failed"] || !kinds["dead-letter"] {
-		t.Errorf("needs: %+v", snap.Needs)
-	}
-	if len(snap.Queues) != 1 || snap.Queues[0].Pending != 1 || snap.Queues[0].Dead != 1 {
-		t.Errorf("queues: %+v", snap.Queues)
-	}
-	var needs []map[string]any
-	if err := json.Unmarshal([]byte(p.ok("ui", "--json", "--lens", "needs")), &needs); err != nil || len(needs) != len(snap.Needs) {
-		t.Errorf("--lens needs: %v, %d entries", err, len(needs))
-	}
-	p.fails(exitUsage, "ui", "--json", "--lens", "nope")
-	p.fails(exitUsage, "ui", "--lens", "needs")
-}
-
-func TestExportCLI(t *testing.T) {
-	p := viewsProject(t)
-	dir := filepath.Join(t.TempDir(), "snap")
-	r := p.run("export", "--html", dir)
-	if r.code != 0 {
-		t.Fatal(r)
-	}
-	index, err := os.ReadFile(filepath.Join(dir, "index.html"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, w := range []string{"Needs you", "bob failed", "flaky integration test", "segfault in the linker"} {
-		if !bytes.Contains(index, []byte(w)) {
-			t.Errorf("index.html lacks %q", w)
-		}
-	}
-	if _, err := os.Stat(filepath.Join(dir, "queues.html")); err != nil {
-		t.Error(err)
-	}
-	md := p.ok("export", "--md")
-	for _, w := range []string{"# Needs you", "# Queues", "| build |"} {
-		if !strings.Contains(md, w) {
-			t.Errorf("export --md lacks %q", w)
-		}
-	}
-	mdDir := filepath.Join(t.TempDir(), "md")
-	p.ok("export", "--md", mdDir)
-	if _, err := os.Stat(filepath.Join(mdDir, "README.md")); err != nil {
-		t.Error(err)
-	}
-	p.fails(exitUsage, "export")
-	p.fails(exitUsage, "export", "--html")
-	// The store is unchanged by an export: only the journal may grow.
-	if r := p.run("check"); r.code != 5 && r.code != 0 {
-		t.Errorf("check after export: %s", r)
-	}
-}
-
-// startServe runs `tavern serve` and returns the URL it printed.
 func startServe(t *testing.T, p *project, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(builtBin, append([]string{"serve", "--as", "pat"}, args...)...)
-	cmd.Dir = p.dir
-	cmd.Env = cleanEnv()
+	cmd := p.tavern(append([]string{"serve", "--as", "pat"}, args...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -451,13 +352,13 @@ func TestUITmux(t *testing.T) {
 	p := viewsProject(t)
 	sock := filepath.Join(t.TempDir(), "tmux.sock")
 	tmux := func(args ...string) (string, error) {
-		cmd := exec.Command("tmux", append([]string{"-S", sock, "-f", "/dev/null"}, args...)...)
-		cmd.Env = append(cleanEnv(), "TAVERN_USER=pat")
+		cmd := p.cmd(context.Background(), "tmux", append([]string{"-S", sock, "-f", "/dev/null"}, args...)...)
+		cmd.Env = append(cmd.Env, "TAVERN_USER=pat")
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
 	status := filepath.Join(t.TempDir(), "status")
-	run := fmt.Sprintf("cd %q && %q ui; echo $? > %q", p.dir, builtBin, status)
+	run := fmt.Sprintf("cd %q && %q ui; echo $? > %q", p.dir, tavernBin(t), status)
 	if out, err := tmux("new-session", "-d", "-s", "ui", "-x", "180", "-y", "45", run); err != nil {
 		t.Fatalf("tmux new-session: %v\n%s", err, out)
 	}
