@@ -17,6 +17,10 @@
 // which `tavern spawn` sets for its child. The views (ui, serve, export)
 // act as a person instead: --as, else $TAVERN_USER, else the login name.
 //
+// The agent tools' commands — prime, next, setup, hook, mcp — are thin
+// too: package agents/kit holds their logic (prime's data, next-item
+// selection, hook decisions, setup's merging, the MCP tools).
+//
 // Exit codes (exit.go maps errors to them, in one table):
 // 0 ok, 1 error, 2 usage, 3 not found or nothing matched or timed out,
 // 4 conflict (stale revision, lost claim, illegal transition, stale
