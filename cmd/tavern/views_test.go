@@ -388,7 +388,8 @@ func TestUITmux(t *testing.T) {
 
 	ask, askOut := startAsk(t, p, "Postgres or SQLite for the cache?")
 	waitPane("alice asks a question")
-	keys("g") // the question is first: questions lead the lens
+	keys("g")                                     // the question is first: questions lead the lens
+	waitPane("Postgres or SQLite for the cache?") // its text in the detail pane
 	keys("a")
 	waitPane("your answer")
 	keys("-l", "SQLite")

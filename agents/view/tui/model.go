@@ -146,6 +146,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.setStatus(msg.err.Error(), true)
 			return m, nil
 		}
+		if m.snap != nil && msg.s.Version < m.snap.Version {
+			// Snapshots are taken in commands, which may finish out of
+			// order: an older one must not undo a newer one.
+			return m, nil
+		}
 		m.snap = msg.s
 		m.rebuild()
 		return m, nil

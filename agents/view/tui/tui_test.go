@@ -198,3 +198,18 @@ func TestEditLoop(t *testing.T) {
 	})
 	waitOutput(t, tm, "saved agents/alice.md")
 }
+
+// TestStaleSnapshotIgnored: snapshots are taken in commands that may
+// finish out of order; an older one must not replace a newer one (the
+// selection would jump to what the older list had).
+func TestStaleSnapshotIgnored(t *testing.T) {
+	f := newFixture(t)
+	m := New(f.v, Options{Glamour: "notty"})
+	newer := &view.Snapshot{Version: 5, Needs: []view.Need{{Key: "question:q", Kind: view.NeedQuestion, What: "new"}}}
+	older := &view.Snapshot{Version: 3}
+	m.Update(snapMsg{s: newer})
+	m.Update(snapMsg{s: older})
+	if m.snap != newer || len(m.list) != 1 {
+		t.Fatalf("got version %d with %d rows, want the newer snapshot", m.snap.Version, len(m.list))
+	}
+}
