@@ -4,7 +4,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin/tavern
 
-.PHONY: build test test-long tools check fuzz demo clean bench
+.PHONY: build test test-long tools check fuzz demo demo-workflow clean bench
 
 build:
 	$(GO) build -o $(BIN) ./cmd/tavern
@@ -57,9 +57,15 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCache$$' -fuzztime 30s ./watcher
 	$(GO) test -run '^$$' -fuzz '^FuzzEventJSON$$' -fuzztime 30s ./watcher/journal
 	$(GO) test -run '^$$' -fuzz '^FuzzParseStamp$$' -fuzztime 30s ./schema
+	$(GO) test -run '^$$' -fuzz '^FuzzParsePlan$$' -fuzztime 30s ./queues/plans
 
 demo:
 	$(GO) run ./cmd/tavern demo
+
+# From a plan to merged code: worktrees, the merge queue, a human gate,
+# the usage ledger and a trace (examples/workflow).
+demo-workflow:
+	$(GO) run ./cmd/tavern demo workflow
 
 clean:
 	rm -rf bin .bench

@@ -105,6 +105,23 @@
 // accepted — before anything changes (no state moves, no item is
 // claimed), and the refusal is journaled as "agent.spawn_refused".
 //
+// Around that run (hooks.go): SpawnHooks.Prepare runs once the item is
+// claimed (a workspace: another working directory, more environment;
+// AlreadyDone completes the item without a child), SpawnHooks.Finish
+// after a child that exited 0 (the merge queue: an error fails the item
+// with its text), SpawnHooks.Exit once the item is settled (cleanup,
+// plans). Before Finish, an item with a complete-stage gate (package
+// queues) holds the wrapper: the agent goes to waiting until a person
+// approves (then on) or rejects (the item is dead, the run failed); the
+// lease is renewed meanwhile. Every run appends a usage record
+// (usage/<agent>/<id>.md: wall and CPU time, exit status, and the tokens
+// and cost the child reported in Claude Code, Codex or Gemini CLI JSON
+// output; see usage.go and ParseUsage), and a failed run whose item went
+// to dead/ is escalated as its queue's on_dead says (EscalateDead: a
+// question to the holder's parent or the user, or a channel message,
+// once per item). Pools take an Admit hook (a spent budget pauses them;
+// package agents/usage) and an OnTick hook.
+//
 // If the wrapper dies (SIGKILL), the kernel drops its lock: the queue's
 // reaper returns the item at once, and ReapAgents (the verifier daemon,
 // pools, `tavern agent reap`, the next spawn of the agent) marks failed

@@ -60,12 +60,20 @@ type PoolOptions struct {
 	Progress func(PoolMetrics)
 	// OnError reports drone problems that do not stop the pool.
 	OnError func(error)
+	// Admit is asked before drones are launched; an error (a spent
+	// budget, see agents/usage) pauses the pool: no new drones, running
+	// ones finish, the reason is written to the pool document (paused:)
+	// and journaled; the pool resumes when Admit passes again. A
+	// terminating pool that is paused with nothing running stops.
+	Admit func() error
+	// OnTick runs on every tick (plans sync, dead-letter escalation).
+	OnTick func()
 }
 
 // PoolMetrics are the live numbers of a pool (also its document's fields).
 type PoolMetrics struct {
 	Name          string  `json:"name"`
-	State         string  `json:"state"` // running | draining | stopped
+	State         string  `json:"state"` // running | paused | draining | stopped
 	Drones        int     `json:"drones"`
 	PeakDrones    int     `json:"peak_drones"`
 	Spawned       int     `json:"spawned"`
@@ -174,6 +182,7 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 	defer tick.Stop()
 
 	draining, forwarded := false, false
+	paused := ""
 	quiet := false // drones found no work: launch again only after a change
 	ctxDone := ctx.Done()
 	for {
@@ -188,6 +197,28 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 			}
 			if quiet && st.ready > 0 && opt.OnEmpty != EmptyIdle {
 				want = min(want, len(p.running))
+			}
+			if opt.Admit != nil && want > len(p.running) {
+				why := ""
+				if err := opt.Admit(); err != nil {
+					why = err.Error()
+				}
+				if why != paused {
+					paused = why
+					p.setPaused(why)
+					report(p.writeDoc(false))
+					typ := "pool.resumed"
+					if why != "" {
+						typ = "pool.paused"
+					}
+					report(m.event(journal.Event{Type: typ, Kind: "pool", Path: PoolPath(opt.Name), Data: map[string]any{"reason": why}}))
+				}
+				if paused != "" {
+					want = len(p.running)
+					if opt.OnEmpty == EmptyTerminate && len(p.running) == 0 {
+						break
+					}
+				}
 			}
 			for len(p.running) < want {
 				wait := time.Duration(0)
@@ -229,6 +260,9 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 			quiet = false
 		case <-tick.C:
 			quiet = false
+			if opt.OnTick != nil {
+				opt.OnTick()
+			}
 			report(p.writeDoc(false))
 		}
 	}
@@ -244,6 +278,7 @@ type poolRun struct {
 	m       *Manager
 	opt     PoolOptions
 	started time.Time
+	paused  string // why no drones are launched ("" running)
 
 	mu      sync.Mutex
 	metrics PoolMetrics
@@ -373,6 +408,18 @@ func (p *poolRun) finish(e droneExit, report func(error)) bool {
 	return noWork
 }
 
+func (p *poolRun) setPaused(why string) {
+	p.mu.Lock()
+	p.paused = why
+	if p.metrics.State == "running" || p.metrics.State == "paused" {
+		p.metrics.State = "running"
+		if why != "" {
+			p.metrics.State = "paused"
+		}
+	}
+	p.mu.Unlock()
+}
+
 func (p *poolRun) setState(s string) {
 	p.mu.Lock()
 	p.metrics.State = s
@@ -417,6 +464,9 @@ func (p *poolRun) writeDoc(first bool) error {
 		{Key: "items_released", Value: mt.ItemsReleased}, {Key: "steals", Value: mt.Steals}, {Key: "throughput", Value: mt.Throughput},
 		{Key: "utilization", Value: mt.Utilization}, {Key: "amplification", Value: mt.Amplification}, {Key: "updated", Value: now},
 	}
+	p.mu.Lock()
+	paused := p.paused
+	p.mu.Unlock()
 	if first {
 		fields = append(fields, docstore.Field{Key: "command", Value: p.opt.Command}, docstore.Field{Key: "pid", Value: os.Getpid()}, docstore.Field{Key: "host", Value: p.m.Host}, docstore.Field{Key: "started", Value: now})
 		if p.opt.Model != "" {
@@ -427,7 +477,10 @@ func (p *poolRun) writeDoc(first bool) error {
 		if err := d.SetMany(fields); err != nil {
 			return err
 		}
-		return nil
+		if paused != "" {
+			return d.Set("paused", paused)
+		}
+		return d.Delete("paused")
 	}
 	rel := PoolPath(p.opt.Name)
 	if first {

@@ -34,11 +34,12 @@ func (w queueWork) Take(ctx context.Context, qs []string, agent, lockKey string,
 	if q, err := w.b.Queue(c.Item.Queue); err == nil && q.Lease > 0 {
 		lease = q.Lease
 	}
-	return &queueClaim{c: c, lease: lease, stolen: !slices.Contains(qs, c.Item.Queue)}, nil
+	return &queueClaim{c: c, b: w.b, lease: lease, stolen: !slices.Contains(qs, c.Item.Queue)}, nil
 }
 
 type queueClaim struct {
 	c      *queues.Claim
+	b      *queues.Broker
 	lease  time.Duration
 	stolen bool
 }

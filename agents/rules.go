@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
@@ -44,6 +45,7 @@ func InstallRules(s *docstore.Store, actor string) {
 	s.AddRule(RuleCommitment, func(w docstore.Write) error { return commitmentRule(actor, w) })
 	records := newAssertionRecords(s.Root())
 	s.AddCheck("agents", func(d *docstore.Doc) []error { return checkDoc(records, d) })
+	queues.InstallChecks(s) // gates decided by hand without a record
 }
 
 // agentStateRule enforces the state machine on every write of an agent.

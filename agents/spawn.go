@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
@@ -81,6 +82,10 @@ type SpawnOptions struct {
 	ResultLines int
 	// OnStart is called once the child runs (pid, claimed item or nil).
 	OnStart func(agent string, pid int, item WorkClaim)
+	// Hooks extend the run (workspaces, the merge queue, plans; see
+	// SpawnHooks). Every run also gates (a complete-stage gate holds a
+	// successful item until a person decides) and records its usage.
+	Hooks []SpawnHooks
 }
 
 // SpawnResult is what happened.
@@ -193,9 +198,23 @@ func (m *Manager) Spawn(ctx context.Context, opt SpawnOptions) (*SpawnResult, er
 	if dir == "" {
 		dir = m.ProjectDir()
 	}
+	run := &Run{M: m, Agent: name, Role: a.Role, Model: opt.Model, Pool: opt.Pool, Parent: opt.Parent, Claim: claim, Dir: dir}
+	if run.Model == "" {
+		run.Model = a.Model
+	}
+	if claim != nil {
+		if err := runPrepare(ctx, opt.Hooks, run); err != nil {
+			var done *AlreadyDone
+			if errors.As(err, &done) {
+				return m.completeWithoutChild(name, a, claim, done.Result, res, start)
+			}
+			m.releaseOnError(claim, err)
+			return nil, err
+		}
+	}
 	cmd := exec.Command(opt.Command[0], opt.Command[1:]...)
-	cmd.Dir = dir
-	cmd.Env = append(append([]string(nil), opt.Env...), m.childEnv(a, opt, claim, resultFile)...)
+	cmd.Dir = run.Dir
+	cmd.Env = append(append(append([]string(nil), opt.Env...), m.childEnv(a, opt, claim, resultFile)...), run.Env...)
 	switch {
 	case claim != nil:
 		cmd.Stdin = bytes.NewReader(claim.Body())
@@ -215,7 +234,8 @@ func (m *Manager) Spawn(ctx context.Context, opt SpawnOptions) (*SpawnResult, er
 	capt := newCapture(m, name, tee)
 	outW, outWait := capt.stream("stdout")
 	errW, errWait := capt.stream("stderr")
-	cmd.Stdout, cmd.Stderr = outW, errW
+	outTail := &byteTail{max: MaxUsageOutput} // the end of stdout, for the usage ledger
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(outW, outTail), errW
 
 	spawns := a.Spawns + 1
 	assignment := ""
@@ -265,6 +285,7 @@ func (m *Manager) Spawn(ctx context.Context, opt SpawnOptions) (*SpawnResult, er
 		return nil, &AgentError{Op: "spawn", Path: AgentPath(name), Err: err}
 	}
 	res.PID = cmd.Process.Pid
+	run.Started = time.Now()
 	if _, err := m.EditAgent(name, func(d *docstore.Doc) error { return d.Set("pid", cmd.Process.Pid) }); err != nil {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Wait()
@@ -337,8 +358,15 @@ loop:
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 		}
 	}
-	close(stopRenew)
-	renewWG.Wait()
+	run.Ended = time.Now()
+	stopRenewal := func() {
+		if stopRenew != nil {
+			close(stopRenew)
+			renewWG.Wait()
+			stopRenew = nil
+		}
+	}
+	defer stopRenewal()
 	// The pipes close when the child (and any grandchild holding them)
 	// exits; wait for the last lines, then flush.
 	outW.Close()
@@ -362,22 +390,46 @@ loop:
 	}
 	res.ExitCode = code
 	res.Interrupted = forwarded != nil
+	run.ExitCode, run.Output = code, outTail.Bytes()
+	if ps := cmd.ProcessState; ps != nil {
+		run.CPU = ps.UserTime() + ps.SystemTime()
+	}
 
 	// Item first (the queue is the shared truth), then the agent.
 	var itemErr error
 	switch {
 	case forwarded != nil:
 		res.Outcome = OutcomeReleased
+		stopRenewal()
 		if claim != nil {
 			itemErr = claim.Release("wrapper interrupted by " + forwarded.String())
 		}
 	case code == 0:
 		res.Outcome = OutcomeDone
 		if claim != nil {
-			itemErr = claim.Complete(m.result(resultFile, capt, opt.ResultLines))
+			// The lease is still renewed while the item waits at its
+			// gates and goes through the Finish hooks (the merge queue).
+			run.Result = m.result(resultFile, capt, opt.ResultLines)
+			if err := m.awaitGates(ctx, name, claim); err != nil {
+				res.Outcome = OutcomeFailed
+				stopRenewal()
+				if errors.Is(err, queues.ErrRejected) || errors.Is(err, queues.ErrStale) {
+					itemErr = err // the item is no longer ours (dead, or re-claimed)
+				} else {
+					itemErr = claim.Fail(err.Error())
+				}
+			} else if err := runFinish(ctx, opt.Hooks, run); err != nil {
+				res.Outcome = OutcomeFailed
+				stopRenewal()
+				itemErr = claim.Fail(err.Error())
+			} else {
+				stopRenewal()
+				itemErr = claim.Complete(run.Result)
+			}
 		}
 	default:
 		res.Outcome = OutcomeFailed
+		stopRenewal()
 		if claim != nil {
 			reason := "exit status " + strconv.Itoa(code)
 			if res.Signal != "" {
@@ -398,6 +450,7 @@ loop:
 	}
 	renewMu.Unlock()
 
+	stopRenewal()
 	final, err := m.finish(name, res, capt)
 	res.State = final
 	res.Duration = time.Since(start).Round(time.Millisecond).String()
@@ -409,6 +462,15 @@ loop:
 		data["item_error"] = res.ItemError
 	}
 	jerr = errors.Join(jerr, m.event(journal.Event{Type: "agent.exited", Kind: "agent", Path: AgentPath(name), Agent: name, Parent: a.Parent, Item: res.Item, Queue: res.Queue, Data: data}))
+	// The ledger, the hooks' cleanup, dead-letter escalation: reported,
+	// never changing the outcome.
+	jerr = errors.Join(jerr, m.recordUsage(run, res), runExit(opt.Hooks, run, res))
+	if res.Outcome == OutcomeFailed {
+		if qc, ok := claim.(*queueClaim); ok {
+			_, eerr := m.EscalateDead(qc.b, claim.Queue())
+			jerr = errors.Join(jerr, eerr)
+		}
+	}
 	if err != nil {
 		return res, err
 	}

@@ -113,7 +113,8 @@ func Open(dir string) (*Store, error) {
 
 // InitDirs are the directories `tavern init` creates.
 var InitDirs = []string{"agents", "constitutions", "queues", "commitments", "channels", "messages", "notes",
-	"tuples", "memory", "knowledge", "pools", "questions", "bookmarks", "events", tmpDir, locksDir, trashDir}
+	"tuples", "memory", "knowledge", "pools", "questions", "bookmarks", "events", tmpDir, locksDir, trashDir,
+	"plans", "gates", "approvals", "merges", "usage", "budgets"}
 
 // Init creates a store at dir (the .tavern directory) with its config
 // and kind directories. It is idempotent: existing files are kept.

@@ -204,6 +204,9 @@ func (b *Broker) Complete(id string, attempt int, result string) (*Item, error) 
 func (b *Broker) complete(queue, id string, attempt int, result string, cached *docstore.Doc) (*Item, error) {
 	var out *Item
 	_, err := b.fencedIn("complete", queue, id, attempt, cached, func(l *docstore.Lock, it *Item) (*Item, error) {
+		if err := b.completeGate(it); err != nil {
+			return nil, &ItemError{Op: "complete", ID: id, Path: it.Path, Err: err}
+		}
 		now := b.now()
 		d, err := b.moveDoc(l, it.Doc, ItemPath(it.Queue, Done, id), func(d *docstore.Doc) error {
 			summary, full := resultText(result)
@@ -306,7 +309,11 @@ func backoff(q *Queue, n int) time.Duration {
 func (b *Broker) toDead(l *docstore.Lock, it *Item, lastErr, why string) (*Item, error) {
 	now := b.now()
 	d, err := b.moveDoc(l, it.Doc, ItemPath(it.Queue, Dead, it.ID), func(d *docstore.Doc) error {
-		if err := setFields(d, docstore.Field{Key: "last_error", Value: lastErr}, docstore.Field{Key: "dead_reason", Value: why}, docstore.Field{Key: "updated", Value: now}); err != nil {
+		f := []docstore.Field{{Key: "last_error", Value: lastErr}, {Key: "dead_reason", Value: why}, {Key: "updated", Value: now}}
+		if it.ClaimedBy != "" {
+			f = append(f, docstore.Field{Key: "last_claimed_by", Value: it.ClaimedBy}) // who to escalate from (on_dead)
+		}
+		if err := setFields(d, f...); err != nil {
 			return err
 		}
 		return clearClaim(d)
@@ -422,7 +429,7 @@ func (b *Broker) retryOne(queue, id string) (*Item, error) {
 		if err := setFields(d, docstore.Field{Key: "attempts", Value: 0}, docstore.Field{Key: "updated", Value: now}); err != nil {
 			return err
 		}
-		return delFields(d, "dead_reason", "not_before")
+		return delFields(d, "dead_reason", "not_before", "cancelled")
 	})
 	if err != nil {
 		return nil, err
@@ -432,6 +439,7 @@ func (b *Broker) retryOne(queue, id string) (*Item, error) {
 		return nil, err
 	}
 	_ = b.journal(EventRetried, out, "", map[string]any{"last_error": it.LastError})
+	b.reopenGates(out)
 	return out, nil
 }
 

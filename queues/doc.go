@@ -70,11 +70,29 @@
 // skips it and reports it with path:line:col (Claim.Notes,
 // EmptyError.Diag), as do Stats and Reap; it never blocks the queue.
 //
+// Gates (gate.go) are decisions an item waits for: gates/<id>.md names
+// the item, a stage (claim: Take skips the item; complete: Complete
+// refuses with ErrGated) and a type (human, or timer: "not before").
+// `gate: human` in an item stands for the gate whose id is the item's
+// own. A human gate passes only with an approval record
+// (approvals/<id>.md, written by Approve or Reject before the gate points
+// at it); a hand edit to approved without one is ignored (CheckGate
+// reports it), and Approve and Reject refuse callers that are agents or
+// run inside one (Caller: TAVERN_AGENT / TAVERN_INSTANCE in the
+// environment, a spawn wrapper or agent among the parent processes).
+// Reject moves the item to dead/; Retry re-opens its rejected gates.
+// Resolve completes or cancels (cancelled: true, in dead/) an item nobody
+// holds, by hand; Annotate records workflow fields (worktree, branch,
+// merged, escalated); AddDependency adds a dependency to a pending item;
+// a queue's on_dead names where its dead letters are escalated
+// (ParseOnDead; package agents acts on it).
+//
 // Every state change appends an event to the store's journal (package
 // watcher/journal): item.added, item.claimed, item.completed, item.failed,
 // item.dead, item.released, item.reaped, item.lease_expired, item.retried,
-// queue.created. The files are the truth; a journal write failure does not
-// undo a state change.
+// item.cancelled, item.annotated, queue.created, gate.added, gate.approved,
+// gate.rejected, gate.reopened, gate.refused. The files are the truth; a
+// journal write failure does not undo a state change.
 //
 // # Costs
 //

@@ -55,6 +55,7 @@ type Diagnostics struct {
 	Blocked []Blocked // items whose dependency is dead or missing
 	Backoff int       // items waiting for not_before
 	Waiting int       // items waiting for dependencies to finish
+	Gated   int       // items waiting at a claim-stage gate (a person, a timer)
 	Wake    time.Time // earliest known moment something may become claimable
 }
 
@@ -81,6 +82,9 @@ func (e *EmptyError) Error() string {
 		}
 		if e.Diag.Waiting > 0 {
 			why = append(why, fmt.Sprintf("%d waiting for dependencies", e.Diag.Waiting))
+		}
+		if e.Diag.Gated > 0 {
+			why = append(why, fmt.Sprintf("%d waiting at gates", e.Diag.Gated))
 		}
 		if n := len(e.Diag.Blocked); n > 0 {
 			why = append(why, fmt.Sprintf("%d blocked by dead dependencies", n))
@@ -403,6 +407,9 @@ func (b *Broker) claimOne(q *Queue, id string, h holder, diag *Diagnostics) (*Cl
 				diag.Waiting++
 				return errSkip{}
 			}
+		}
+		if b.claimGated(it, diag) {
+			return errSkip{}
 		}
 		attempt = it.ClaimAttempt + 1
 		fields := []docstore.Field{

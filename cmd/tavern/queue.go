@@ -48,7 +48,8 @@ weights stealing. Durations are Go durations (90s, 5m, 1h).
 
 Examples:
    tavern queue create build
-   tavern queue create review --priority 2 --max-attempts 5 --lease 10m --backoff 30s --no-steal`,
+   tavern queue create review --priority 2 --max-attempts 5 --lease 10m --backoff 30s --no-steal
+   tavern queue create code --on-dead "ask parent"`,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "priority", Usage: "queue priority, 0 (highest) .. 99"},
 			&cli.IntFlag{Name: "max-attempts", Usage: "claims before an item goes to dead/ (default: tavern.md default_max_attempts)"},
@@ -58,6 +59,7 @@ Examples:
 			&cli.DurationFlag{Name: "lease-grace", Usage: "how long a hung holder keeps an expired claim (default 30s)"},
 			&cli.StringFlag{Name: "on-empty", Usage: "what pools do when it is empty: idle | hibernate | terminate | steal"},
 			&cli.BoolFlag{Name: "no-steal", Usage: "other queues' workers may not steal from this one"},
+			&cli.StringFlag{Name: "on-dead", Usage: "where dead items are escalated: 'ask parent' | 'ask user' | 'notify CHANNEL'"},
 			jsonFlag(),
 		},
 		Action: runQueueCreate,
@@ -67,6 +69,9 @@ Examples:
 func runQueueCreate(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return usageErr("queue create takes one queue name")
+	}
+	if _, err := queues.ParseOnDead(c.String("on-dead")); err != nil {
+		return err
 	}
 	s, b, err := openBroker(c)
 	if err != nil {
@@ -80,6 +85,11 @@ func runQueueCreate(c *cli.Context) error {
 	})
 	if err != nil {
 		return err
+	}
+	if od := c.String("on-dead"); od != "" {
+		if q, err = b.SetOnDead(q.Name, od); err != nil {
+			return err
+		}
 	}
 	if c.Bool("json") {
 		return printJSON(c, docJSON(s, q.Doc, true))
@@ -101,12 +111,14 @@ them are in done/. A dependency graph with a cycle is rejected (exit 2).
 
 Examples:
    id=$(tavern queue add build --title "compile parser" --priority 1)
-   tavern queue add build --title "link" --depends-on "$id" --body task.md`,
+   tavern queue add build --title "link" --depends-on "$id" --body task.md
+   tavern queue add deploy --title "ship 2.0" --gate human`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "title", Usage: "one-line title"},
 			&cli.IntFlag{Name: "priority", Usage: "0 (highest) .. 99"},
 			&cli.StringSliceFlag{Name: "depends-on", Usage: "item `ID` that must be done first (repeatable)"},
 			&cli.IntFlag{Name: "max-attempts", Usage: "override the queue's max attempts"},
+			&cli.StringFlag{Name: "gate", Usage: "human: a person approves (tavern approve) before the item is done"},
 			bodyFlag(),
 			jsonFlag(),
 		},
@@ -129,7 +141,7 @@ func runQueueAdd(c *cli.Context) error {
 	defer b.Close()
 	it, err := b.Add(c.Args().First(), queues.AddOptions{
 		Title: c.String("title"), Priority: c.Int("priority"), DependsOn: c.StringSlice("depends-on"),
-		MaxAttempts: c.Int("max-attempts"), Body: body,
+		MaxAttempts: c.Int("max-attempts"), Body: body, Gate: c.String("gate"), By: actorOrUser(c),
 	})
 	if err != nil {
 		return err

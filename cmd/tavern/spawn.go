@@ -37,10 +37,23 @@ tavern spawn exits with the child's exit status (128+N if killed by signal N),
 or 3 when --queue found no item, 4 when the agent is busy or its role's
 constitution changed (--accept-constitution to accept the new one).
 
+With --worktree the child runs in its item's own git worktree, on a branch
+named after the item, made from --base (TAVERN_WORKTREE, TAVERN_BRANCH,
+TAVERN_BASE, TAVERN_REPO are set). When it exits 0 (and the item passed its
+gates) the branch goes through the merge queue: one merge at a time per base
+(the merge-slot token), rebase (or --merge-mode merge) onto the base, --check
+in the worktree, then the base moves by compare-and-swap. A conflict or a
+failing check fails the item with the output (retried like any failure).
+An item with a pending complete-stage gate (tavern gate) holds its wrapper
+in "waiting" until a person approves or rejects it.
+
+Every run appends a usage record (tavern usage).
+
 Examples:
    tavern spawn --name critic --role reviewer -- claude -p "Review the diff in HEAD"
-   tavern spawn --queue build --tee -- ./build-one.sh`,
-		Flags: []cli.Flag{
+   tavern spawn --queue build --tee -- ./build-one.sh
+   tavern spawn --queue code --worktree --check "go test ./..." -- ./agent.sh`,
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "name", Usage: "agent `NAME` (default: a new themed name)"},
 			&cli.StringFlag{Name: "role", Usage: "role `R` (constitutions/R.md)"},
 			&cli.StringFlag{Name: "parent", Usage: "parent agent `P` (default $TAVERN_AGENT)"},
@@ -52,7 +65,7 @@ Examples:
 			&cli.BoolFlag{Name: "tee", Usage: "copy the child's output to this terminal"},
 			&cli.BoolFlag{Name: "accept-constitution", Usage: "run under a changed role constitution and record it"},
 			jsonFlag(),
-		},
+		}, worktreeFlags()...),
 		Action: runSpawn,
 	}
 }
@@ -91,6 +104,11 @@ func runSpawn(c *cli.Context) error {
 		}
 		defer b.Close()
 		opt.Work = agents.QueueWork(b)
+		if opt.Hooks, err = spawnHooks(c, m.Store, b); err != nil {
+			return err
+		}
+	} else if c.Bool("worktree") {
+		return usageErr("--worktree needs --queue: the worktree is the item's")
 	}
 	res, err := m.Spawn(c.Context, opt)
 	return spawnResult(c, res, err)
