@@ -7,6 +7,7 @@ import (
 
 	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/agents/messages"
+	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
 
@@ -130,6 +131,21 @@ func (v *View) do(ctx context.Context, a Action) (string, error) {
 			return "", err
 		}
 		return "saved " + a.Target, nil
+	case ActApprove:
+		g, err := v.b.Approve(a.Target, queues.Decision{By: v.opt.Person, Reason: text})
+		if err != nil {
+			return "", err
+		}
+		return "approved the gate of " + g.Item, nil
+	case ActReject:
+		if err := need(); err != nil {
+			return "", err // a rejection says why
+		}
+		g, err := v.b.Reject(a.Target, queues.Decision{By: v.opt.Person, Reason: text})
+		if err != nil {
+			return "", err
+		}
+		return "rejected the gate of " + g.Item + "; the item is dead", nil
 	}
 	if fn := v.opt.Actions[a.Name]; fn != nil {
 		return fn(ctx, v, a)

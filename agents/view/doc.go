@@ -27,20 +27,21 @@
 // # Needs you
 //
 // Needs are what only a person can unblock: questions bubbled up to the
-// user, failing or timed-out commitments, agents in failed, claims whose
+// user, human gates waiting for approval (queues.Broker.PendingGates),
+// failing or timed-out commitments, agents in failed, claims whose
 // holder died and were not reaped yet (a free liveness lock; an agent
 // whose wrapper died on this host), hung claims (lease over, holder
 // alive), dead letters, pending items blocked forever by a dead or missing
 // dependency, and invalid documents (path:line:col). Each says what it is,
 // why it is there and what to do, and offers Actions. Options.Needs and
-// Options.Actions are the hook for kinds this package does not know:
-// the workflow issue lists its gates awaiting approval there (NeedGate)
-// with their approve action.
+// Options.Actions are the hook for kinds this package does not know yet.
 //
 // # Actions
 //
 // Do acts as Options.Person through the library's rules only: answer
-// (agents.Manager.Answer, which wakes the asker), retry (queues
+// (agents.Manager.Answer, which wakes the asker), approve and reject
+// (queues.Broker.Approve/Reject: an approval record, refused when the
+// view runs inside an agent), retry (queues
 // Broker.Retry), release (Broker.Release, fenced by the claim's attempt),
 // reap (Broker.Reap, Manager.ReapAgents), respawn (the agent state
 // machine, failed -> idle), send (agents/messages), edit (docstore

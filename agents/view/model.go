@@ -55,7 +55,7 @@ type Need struct {
 // Kinds of Need, in the order the lens lists them (then by age).
 const (
 	NeedQuestion   = "question"    // a question bubbled up to the user
-	NeedGate       = "gate"        // a workflow gate awaiting approval (see NeedsSource)
+	NeedGate       = "gate"        // a human gate of the workflow awaiting approval
 	NeedCommitment = "commitment"  // a commitment failed or timed out
 	NeedFailed     = "failed"      // an agent in failed
 	NeedDeadHolder = "dead-holder" // a claim or agent whose process died, not reaped yet
@@ -93,6 +93,8 @@ const (
 	ActSend    = "send"    // send a message (Target: channel or @agent, Text)
 	ActRespawn = "respawn" // failed -> idle through the state machine (Target: agent)
 	ActEdit    = "edit"    // replace a document after the edit check (Target: path, Rev, Text)
+	ActApprove = "approve" // pass a human gate (Target: gate id; Text: an optional reason)
+	ActReject  = "reject"  // reject a human gate, the item goes to dead/ (Target: gate id, Text: the reason)
 )
 
 // Agent is one agent as the Agents lens shows it.

@@ -32,6 +32,33 @@ func (v *View) needs(s *Snapshot, claims []claimed, now time.Time) []Need {
 				Confirm: "Send this answer to " + orUser(q.From) + "?"}}})
 	}
 
+	// Human gates: decided by a person only (queues refuses agents and
+	// processes run by one), so they are the view's to offer.
+	gates, _ := v.b.PendingGates() // unreadable ones are in Invalid
+	for _, g := range gates {
+		title := g.Title
+		if title == "" {
+			title = g.Item
+		}
+		why := "its " + g.Stage + " gate waits for a person"
+		if g.Stage == "complete" {
+			why = "the work is done or under way; it is not done until a person approves"
+		} else if g.Stage == "claim" {
+			why = "no worker may take it until a person approves"
+		}
+		if g.Reason != "" {
+			why += ": " + g.Reason
+		}
+		add(Need{Key: "gate:" + g.ID, Kind: NeedGate, Severity: 3,
+			What: fmt.Sprintf("item %q in %s waits for your approval", title, orDash(g.Queue)), Why: why,
+			Do:   "approve it, or reject it with a reason (the item goes to dead/; retry re-opens the gate) (tavern approve " + g.ID + ")",
+			Path: g.Path,
+			Actions: []Action{
+				{Name: ActApprove, Label: "Approve", Target: g.ID, Confirm: "Approve the gate of " + title + "?"},
+				{Name: ActReject, Label: "Reject", Target: g.ID, Input: "reason", Confirm: "Reject " + title + " (it goes to dead/)?"},
+			}})
+	}
+
 	for _, c := range s.Commitments {
 		if c.Status != agents.StatusFailed {
 			continue
@@ -181,8 +208,8 @@ func (v *View) needs(s *Snapshot, claims []claimed, now time.Time) []Need {
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
-		if needOrder[a.Kind] != needOrder[b.Kind] {
-			return needOrder[a.Kind] < needOrder[b.Kind]
+		if ra, rb := needRank(a.Kind), needRank(b.Kind); ra != rb {
+			return ra < rb
 		}
 		if a.Priority != b.Priority {
 			return a.Priority < b.Priority
@@ -198,6 +225,21 @@ func (v *View) needs(s *Snapshot, claims []claimed, now time.Time) []Need {
 // ReapAgents is the Target of a reap action that reaps agents rather than
 // a queue.
 const ReapAgents = "@agents"
+
+// needRank orders kinds for the lens; kinds from Options.Needs come last.
+func needRank(kind string) int {
+	if r, ok := needOrder[kind]; ok {
+		return r
+	}
+	return len(needOrder)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
 
 func orUser(s string) string {
 	if s == "" {

@@ -52,10 +52,8 @@ type Options struct {
 	// Column is how many items each board column lists. Default
 	// DefaultColumn.
 	Column int
-	// Needs adds sources of Needs-you entries. This is the hook for gates:
-	// the workflow issue adds one that lists gates awaiting approval as
-	// NeedGate entries (with an approve action handled by its own Do
-	// hook, Actions).
+	// Needs adds sources of Needs-you entries, for kinds of waiting this
+	// package does not know (with their actions in Actions).
 	Needs []NeedsSource
 	// Actions adds action handlers, by action name, for actions that
 	// Needs sources offer (gates' "approve"). A handler runs with the

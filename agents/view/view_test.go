@@ -375,27 +375,27 @@ func TestActions(t *testing.T) {
 	}
 }
 
-// TestGateHook checks the hook the workflow issue's gates will use: an
-// extra NeedsSource and its action handler.
-func TestGateHook(t *testing.T) {
+// TestNeedsHook checks the hook for kinds of waiting the view does not
+// know: an extra NeedsSource and its action handler.
+func TestNeedsHook(t *testing.T) {
 	s := newStore(t)
 	approved := ""
 	v := must(Open(s, Options{Person: "pat",
 		Needs: []NeedsSource{func(*Snapshot) []Need {
-			return []Need{{Key: "gate:release", Kind: NeedGate, What: "release gate", Why: "awaiting approval", Do: "approve it",
-				Actions: []Action{{Name: "approve", Target: "release"}}}}
+			return []Need{{Key: "signoff:release", Kind: "signoff", What: "release sign-off", Why: "awaiting approval", Do: "approve it",
+				Actions: []Action{{Name: "sign-off", Target: "release"}}}}
 		}},
-		Actions: map[string]ActionFunc{"approve": func(_ context.Context, v *View, a Action) (string, error) {
+		Actions: map[string]ActionFunc{"sign-off": func(_ context.Context, v *View, a Action) (string, error) {
 			approved = a.Target + " by " + v.Person()
 			return "approved", nil
 		}},
 	}))
 	defer v.Close()
 	snap := must(v.Snapshot())
-	if _, ok := findNeed(snap.Needs, "gate:release"); !ok {
+	if _, ok := findNeed(snap.Needs, "signoff:release"); !ok {
 		t.Fatalf("gate not listed: %v", needKeys(snap.Needs))
 	}
-	must(v.Do(context.Background(), Action{Name: "approve", Target: "release"}))
+	must(v.Do(context.Background(), Action{Name: "sign-off", Target: "release"}))
 	if approved != "release by pat" {
 		t.Errorf("got %q", approved)
 	}
@@ -430,4 +430,63 @@ func TestNeedsDeadHolder(t *testing.T) {
 	if it := must(b2.Get(c.ID)); it.State != queues.Pending {
 		t.Errorf("after reap: got %s, want pending", it.State)
 	}
+}
+
+// TestNeedsGate: a human gate waiting for a person is listed, approving
+// it passes the gate (with an approval record naming the person), and a
+// rejection needs a reason and sends the item to dead/.
+func TestNeedsGate(t *testing.T) {
+	s := newStore(t)
+	b := must(queues.Open(s, queues.Options{}))
+	defer b.Close()
+	must(b.CreateQueue("ship", queues.QueueOptions{}))
+	one := must(b.Add("ship", queues.AddOptions{Title: "release notes", Gate: "human"}))
+	two := must(b.Add("ship", queues.AddOptions{Title: "deploy"}))
+	must(b.AddGate(two.ID, queues.GateOptions{Reason: "prod", Stage: "claim"}))
+	v := must(Open(s, Options{Person: "pat"}))
+	defer v.Close()
+	snap := must(v.build())
+	var gates []Need
+	for _, n := range snap.Needs {
+		if n.Kind == NeedGate {
+			gates = append(gates, n)
+		}
+	}
+	if len(gates) != 2 {
+		t.Fatalf("gate needs: got %v", needKeys(snap.Needs))
+	}
+	var approve, reject Action
+	for _, n := range gates {
+		if strings.Contains(n.What, "release notes") {
+			approve = n.Actions[0]
+		} else {
+			reject = n.Actions[1]
+			if !strings.Contains(n.Why, "prod") {
+				t.Errorf("why: %q", n.Why)
+			}
+		}
+	}
+	if approve.Name != ActApprove || reject.Name != ActReject || reject.Input == "" {
+		t.Fatalf("actions: %+v %+v", approve, reject)
+	}
+	ctx := context.Background()
+	must(v.Do(ctx, approve))
+	if _, err := v.Do(ctx, reject); !errors.Is(err, ErrNoInput) {
+		t.Fatalf("reject without a reason: got %v", err)
+	}
+	reject.Text = "not this week"
+	must(v.Do(ctx, reject))
+	if it := must(b.Get(two.ID)); it.State != queues.Dead {
+		t.Errorf("rejected item: %s", it.State)
+	}
+	left := 0
+	for _, n := range must(v.build()).Needs {
+		if n.Kind == NeedGate {
+			left++
+		}
+	}
+	if left != 0 {
+		t.Errorf("gates still waiting after the decisions: %d", left)
+	}
+	_ = one
 }

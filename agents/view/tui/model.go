@@ -372,7 +372,7 @@ func (m *Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 		if r := m.selected(); r != nil && len(r.actions) > 0 {
 			return m, m.ask(r.actions[0])
 		}
-	case "a", "r", "x", "R", "s":
+	case "a", "r", "x", "R", "s", "p", "d":
 		if a, ok := m.actionFor(s); ok {
 			return m, m.ask(a)
 		}
@@ -400,7 +400,8 @@ func (m *Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 
 // keyAction maps the action keys to action names; actionKey is the
 // reverse, for hints.
-var keyAction = map[string]string{"a": view.ActAnswer, "r": view.ActRetry, "x": view.ActRelease, "R": view.ActReap, "s": view.ActRespawn}
+var keyAction = map[string]string{"a": view.ActAnswer, "r": view.ActRetry, "x": view.ActRelease, "R": view.ActReap, "s": view.ActRespawn,
+	"p": view.ActApprove, "d": view.ActReject}
 
 func actionKey(name string) string {
 	for k, n := range keyAction {
@@ -435,7 +436,7 @@ func (m *Model) actionFor(key string) (view.Action, bool) {
 func (m *Model) ask(a view.Action) tea.Cmd {
 	m.pending = a
 	switch a.Input {
-	case "answer", "message":
+	case "answer", "message", "reason":
 		m.mode = modeInput
 		m.input.Reset()
 		m.input.Placeholder = "your " + a.Input + " (enter to confirm, esc to cancel)"

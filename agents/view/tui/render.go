@@ -118,7 +118,7 @@ func (m *Model) footer() string {
 	case modeReedit:
 		return errStyle.Render(truncate(m.status, m.width-24)) + hotStyle.Render("  Edit again? [Y/n]")
 	}
-	st := dimStyle.Render("tab/1-6 switch · j/k move · / filter · enter act · a answer · r retry · x release · R reap · s respawn · m message · e edit · ? help · q quit")
+	st := dimStyle.Render("tab/1-6 switch · j/k move · / filter · enter act · a answer · r retry · x release · R reap · s respawn · p/d approve/reject · m message · e edit · ? help · q quit")
 	if m.status != "" {
 		if m.isErr {
 			st = errStyle.Render(truncate(m.status, m.width-1))
@@ -144,6 +144,7 @@ const help = `tavern ui — keys
   x                          release the claim (fenced by its attempt)
   R                          reap dead holders
   s                          respawn a failed agent (failed -> idle)
+  p / d                      approve / reject (deny) a human gate
   m                          send a message (to the agent, channel, or one you name)
   e                          edit the document in $EDITOR (nothing is saved until it is valid)
   q, ctrl+c                  quit
