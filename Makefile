@@ -4,7 +4,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin/tavern
 
-.PHONY: build test test-long tools check fuzz demo demo-workflow clean bench
+.PHONY: build test test-long tools check fuzz demo demo-workflow clean bench torture
 
 build:
 	$(GO) build -o $(BIN) ./cmd/tavern
@@ -42,6 +42,14 @@ check:
 	  $(GO) mod tidy -e 2>/dev/null; if ! git diff --quiet -- go.mod go.sum; then git diff -- go.mod go.sum; \
 	  cp /tmp/tavern.go.mod.$$$$ go.mod; cp /tmp/tavern.go.sum.$$$$ go.sum; echo "go.mod/go.sum not tidy"; exit 1; fi
 	@echo "layering"; bash .ci/layers
+
+# The torture harness (cmd/torture): crash points, queue and pool chaos,
+# fault injection (tmpfs; needs root), bad input; prints a table and fails
+# unless nothing was lost, executed twice, torn or left after doctor.
+# About 5-10 minutes on 2 cores; TORTURE_SCALE=10 for the 10^5-claim run.
+# Not part of `make test`.
+torture:
+	$(GO) run ./cmd/torture
 
 # Short fuzzing session for every parser (the seed corpus runs in `make test`).
 # -fuzz is a regexp that must match exactly one fuzz test, hence the anchors.

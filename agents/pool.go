@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -189,7 +190,17 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 		if !draining {
 			st, err := p.stats()
 			report(err)
-			want := min(st.ready, opt.Max)
+			// Fill every free slot while claimable items wait: drones
+			// that hold a claim do not count against the ready items;
+			// drones that hold none (starting, or waiting for an item)
+			// will take one each.
+			busy := 0
+			for name := range p.running {
+				if st.owners[name] > 0 {
+					busy++
+				}
+			}
+			want := min(busy+st.ready, opt.Max)
 			if opt.OnEmpty == EmptyIdle {
 				want = max(want, opt.Min)
 			} else if st.ready > 0 {
@@ -264,8 +275,10 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 				opt.OnTick()
 			}
 			report(p.writeDoc(false))
+			p.reap(report)
 		}
 	}
+	p.reapWG.Wait()
 	p.setState("stopped")
 	report(p.writeDoc(false))
 	final := p.snapshot()
@@ -285,12 +298,34 @@ type poolRun struct {
 	running map[string]*drone
 	busy    time.Duration // drone-time of finished drones
 	next    int
+	reaping atomic.Bool // a background reap runs
+	reapWG  sync.WaitGroup
 }
 
-type poolStats struct{ ready, pending, claimed int }
+// reap returns claims of dead holders in the pool's queues, and kills and
+// marks failed the agents whose wrapper died (Manager.Reap), in the
+// background: on every tick (a holder's death is no file event) and at
+// once when a drone crashed. One reap at a time.
+func (p *poolRun) reap(report func(error)) {
+	if !p.reaping.CompareAndSwap(false, true) {
+		return
+	}
+	p.reapWG.Add(1)
+	go func() {
+		defer p.reapWG.Done()
+		defer p.reaping.Store(false)
+		_, err := p.m.Reap(p.opt.Broker, p.opt.Queues...)
+		report(err)
+	}()
+}
+
+type poolStats struct {
+	ready, pending, claimed int
+	owners                  map[string]int // claimed_by -> claims, in every queue looked at
+}
 
 func (p *poolRun) stats() (poolStats, error) {
-	var st poolStats
+	st := poolStats{owners: map[string]int{}}
 	names := p.opt.Queues
 	if p.opt.Steal {
 		all, err := p.opt.Broker.QueueNames()
@@ -305,6 +340,9 @@ func (p *poolRun) stats() (poolStats, error) {
 		if err != nil {
 			errs = append(errs, err)
 			continue
+		}
+		for who, c := range s.Owners {
+			st.owners[who] += c
 		}
 		own := slices.Contains(p.opt.Queues, n)
 		if !own && !s.Steal {
@@ -331,6 +369,12 @@ func (p *poolRun) droneName() string {
 			continue
 		}
 		if a, err := p.m.GetAgent(name); err == nil && (a.Effective() == Verifying || a.IllegalEdit()) {
+			continue
+		}
+		// A wrapper of another process runs it (a drone of an earlier run
+		// of this pool that outlived it): its lock would make our drone
+		// exit "busy" at once, again and again.
+		if alive, err := p.m.Alive(name); err != nil || alive {
 			continue
 		}
 		return name
@@ -386,7 +430,7 @@ func (p *poolRun) finish(e droneExit, report func(error)) bool {
 		report(fmt.Errorf("pool %s: drone %s crashed (%v): %s", p.opt.Name, e.d.name, e.err, e.d.stderr.String()))
 		_ = p.m.event(journal.Event{Type: "pool.drone_crashed", Kind: "pool", Path: PoolPath(p.opt.Name), Agent: e.d.name,
 			Data: map[string]any{"error": fmt.Sprint(e.err), "stderr": e.d.stderr.String()}})
-		go func() { _, _ = p.m.ReapAgents(); _, _ = p.opt.Broker.Reap(p.opt.Queues...) }()
+		p.reap(report)
 	case e.res.Outcome == OutcomeNoWork:
 		noWork = true
 	default:

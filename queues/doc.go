@@ -44,9 +44,22 @@
 //     reaper returns the item.
 //   - liveness with a holder lock (HolderLockKey, HoldLock): the claiming
 //     process holds one lock from its first claim until Close or death.
-//   - liveness with an agent's lock (schema.AgentLockKey, AgentLock): the
-//     agent's spawn wrapper holds it. If it is free when the claim is
-//     made, the agent is not running and the claim is lease-only.
+//   - liveness with an agent's lock (schema.AgentLockKey, AgentLock; the
+//     name passes schema.ValidAgentName): the agent's spawn wrapper holds
+//     it. If it is free when the claim is made, the agent is not running
+//     and the claim is lease-only.
+//   - liveness with an instance's lock (schema.InstanceLockKey): an
+//     AgentLock claim made for a spawn instance (TakeOptions.Instance or
+//     Options.Instance, the CLI's $TAVERN_INSTANCE). The wrapper holds it
+//     on a descriptor its child inherits, so the claim lives while any
+//     process of the child's tree does (package agents, Supervision).
+//
+// A claim records the instance that made it (instance). Complete, Fail,
+// Renew and Release of a Broker opened with an Instance, and every method
+// of a Claim, refuse with ErrStale a claim recorded with another instance
+// (or none): a late action of a dead instance never touches its
+// successor's claim, whatever the agent name. A Broker without an
+// Instance (a person at a shell) is fenced by the attempt only.
 //
 // A reaper (Reap, `tavern reap`, and Take itself, once per ReapInterval
 // and before reporting a queue empty) TryLocks a liveness claim's lock: if
@@ -68,7 +81,13 @@
 //
 // An item file that does not parse or validate stays where it is: Take
 // skips it and reports it with path:line:col (Claim.Notes,
-// EmptyError.Diag), as do Stats and Reap; it never blocks the queue.
+// EmptyError.Diag), as do Stats and Reap; it never blocks the queue. So
+// is a path named like an item that is not a document file (a FIFO,
+// never opened; a directory; a symlink, even inside the store; an
+// unreadable file: docstore.ErrOddFile). A move that fails after writing
+// the new copy removes it again, so a failed take leaves no claim. A
+// dependency cycle made by hand is named in Take's empty report
+// (Diagnostics.Cycles) and by `tavern check` (FindCycles).
 //
 // Gates (gate.go) are decisions an item waits for: gates/<id>.md names
 // the item, a stage (claim: Take skips the item; complete: Complete
@@ -92,7 +111,13 @@
 // item.dead, item.released, item.reaped, item.lease_expired, item.retried,
 // item.cancelled, item.annotated, queue.created, gate.added, gate.approved,
 // gate.rejected, gate.reopened, gate.refused. The files are the truth; a
-// journal write failure does not undo a state change.
+// journal write failure does not undo a state change. The move comes first
+// and the event after: a process killed in between leaves a gap (an item
+// in done/ without its item.completed), which Findings reports and `tavern
+// doctor --fix` fills with the event marked "recovered": true. (Journaling
+// the intent first would record completions that never happened.)
+// Stats.DeadOwners counts claims whose holder is dead and not yet reaped
+// (`queue ls`: NAME(N, D dead)).
 //
 // # Costs
 //

@@ -831,8 +831,10 @@ func parentPID(pid int) int {
 }
 
 // InstallChecks adds the queue checks `tavern check` (docstore.Store.Check)
-// runs beyond the schema: a gate whose decision has no approval record.
+// runs beyond the schema: a gate whose decision has no approval record, an
+// item on a dependency cycle (cycles.go).
 func InstallChecks(s *docstore.Store) {
+	installCycleCheck(s)
 	s.AddCheck("queues/gates", func(d *docstore.Doc) []error {
 		if err := CheckGate(s, d); err != nil {
 			return []error{err}

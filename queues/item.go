@@ -27,6 +27,7 @@ type Item struct {
 	ClaimAttempt int    // fencing token of the current (or last) claim
 	ClaimKind    string // lease | liveness
 	LivenessLock string // lock key whose holder keeps a liveness claim alive
+	Instance     string // the spawn instance holding the claim ("" for none)
 	LeaseUntil   time.Time
 	NotBefore    time.Time
 	Created      time.Time
@@ -92,6 +93,7 @@ func itemFromDoc(d *docstore.Doc) (*Item, error) {
 	it.ClaimAttempt = geti("claim_attempt")
 	it.ClaimKind = d.String("claim_kind")
 	it.LivenessLock = d.String("liveness_lock")
+	it.Instance = d.String("instance")
 	it.LeaseUntil = gett("lease_until")
 	it.NotBefore = gett("not_before")
 	it.Created = gett("created")

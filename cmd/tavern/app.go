@@ -29,6 +29,7 @@ func commands() []*cli.Command {
 		newConstitutionCommand(),
 		newContextCommand(),
 		newDemoCommand(),
+		newDoctorCommand(),
 		newEditCommand(),
 		newExportCommand(),
 		newGateCommand(),

@@ -199,8 +199,8 @@ func runQueueTake(c *cli.Context) error {
 	}
 	defer b.Close()
 	opt := queues.TakeOptions{Queues: splitList([]string{c.Args().First()}), Steal: c.Bool("steal"), Wait: c.Duration("wait"), As: c.String("as")}
-	if opt.As != "" {
-		opt.Liveness = queues.AgentLock
+	if c.IsSet("as") {
+		opt.Liveness = queues.AgentLock // the library checks the name
 	} else {
 		opt.As = cliHolder()
 	}
@@ -230,7 +230,8 @@ func newQueueLsCommand() *cli.Command {
 		ArgsUsage: "[Q]",
 		Description: `One line per queue (or just Q): items per state; of the pending ones how many
 are ready, in backoff, waiting for dependencies; the age of the oldest pending
-item; who holds the claims. Items blocked by a dead dependency and invalid
+item; who holds the claims (a holder that died and was not reaped yet is shown
+as dead: NAME(N, D dead)). Items blocked by a dead dependency and invalid
 item files are reported on stderr (path:line:col).
 
 Examples:
@@ -285,7 +286,7 @@ func queueStatsJSON(stats []*queues.Stats, now time.Time) []map[string]any {
 			"queue": st.Queue, "priority": st.Priority, "steal": st.Steal, "on_empty": st.OnEmpty,
 			"pending": st.Pending, "claimed": st.Claimed, "done": st.Done, "dead": st.Dead,
 			"ready": st.Ready, "backoff": st.Backoff, "waiting": st.Waiting, "hung": st.Hung,
-			"blocked": blockedJSON(st.Blocked), "invalid": errorsJSON(st.Invalid), "owners": st.Owners,
+			"blocked": blockedJSON(st.Blocked), "invalid": errorsJSON(st.Invalid), "owners": st.Owners, "dead_owners": st.DeadOwners,
 		}
 		if !st.OldestPending.IsZero() {
 			m["oldest_pending"] = st.OldestPending.UTC().Format(time.RFC3339Nano)
@@ -305,17 +306,23 @@ func printQueueStats(c *cli.Context, stats []*queues.Stats, now time.Time) {
 			age = now.Sub(st.OldestPending).Round(time.Second).String()
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", st.Queue, st.Priority, st.Pending, st.Ready,
-			st.Backoff, st.Waiting, len(st.Blocked), st.Claimed, st.Done, st.Dead, age, owners(st.Owners))
+			st.Backoff, st.Waiting, len(st.Blocked), st.Claimed, st.Done, st.Dead, age, owners(st.Owners, st.DeadOwners))
 	}
 	tw.Flush()
 }
 
-func owners(m map[string]int) string {
+// owners renders claim holders as NAME(N), or NAME(N, D dead) when D of
+// the claims have a dead holder that no reaper has seen yet.
+func owners(m, dead map[string]int) string {
 	if len(m) == 0 {
 		return "-"
 	}
 	var out []string
 	for k, n := range m {
+		if d := dead[k]; d > 0 {
+			out = append(out, fmt.Sprintf("%s(%d, %d dead)", k, n, d))
+			continue
+		}
 		out = append(out, fmt.Sprintf("%s(%d)", k, n))
 	}
 	sort.Strings(out)

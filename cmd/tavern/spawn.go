@@ -21,7 +21,7 @@ func newSpawnCommand() *cli.Command {
 		Description: `Creates or updates agents/NAME.md, takes the agent's liveness lock for the life
 of the child, and with --queue claims one item first (a drone: one task, then
 exit). The child runs in the project directory with the item body on stdin and
-TAVERN_DIR, TAVERN_AGENT, TAVERN_PARENT, TAVERN_ITEM, TAVERN_ITEM_PATH,
+TAVERN_DIR, TAVERN_AGENT, TAVERN_INSTANCE, TAVERN_PARENT, TAVERN_ITEM, TAVERN_ITEM_PATH,
 TAVERN_QUEUE, TAVERN_ATTEMPT, TAVERN_RESULT (a file it may write its result to),
 TAVERN_ROLE, TAVERN_CONSTITUTION and TAVERN_MODEL in its environment. Its
 stdout and stderr are captured line by line into the agent's messages
@@ -30,8 +30,17 @@ stdout and stderr are captured line by line into the agent's messages
 Exit 0: the item is done (result: the TAVERN_RESULT file, else the last output
 lines) and the agent goes to verifying if it has commitments, else done.
 Non-zero: the item fails (exit status and stderr tail as last_error) and the
-agent goes to failed. SIGINT/SIGTERM are forwarded to the child; the item is
-then released, not failed, and the agent goes back to idle.
+agent goes to failed (a signal: "killed by SIGKILL"). SIGINT/SIGTERM are
+forwarded to the child; the item is then released, not failed, and the agent
+goes back to idle.
+
+Each run is an instance (TAVERN_INSTANCE, recorded in the agent document and
+on the claimed item). The child inherits the instance's liveness lock as
+descriptor 3 (keep it open): the item stays claimed while any process of the
+child's tree lives. The child runs in its own process group and is killed if
+the wrapper dies (Linux); what is left of its group when it exits is killed
+before the item is settled. A late done/fail/renew/release from another
+instance exits 4.
 
 tavern spawn exits with the child's exit status (128+N if killed by signal N),
 or 3 when --queue found no item, 4 when the agent is busy or its role's
@@ -147,7 +156,7 @@ func childBaseEnv() []string {
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "TAVERN_AGENT", "TAVERN_ITEM", "TAVERN_ITEM_PATH", "TAVERN_ATTEMPT", "TAVERN_QUEUE", "TAVERN_RESULT",
+		case "TAVERN_AGENT", "TAVERN_INSTANCE", "TAVERN_ITEM", "TAVERN_ITEM_PATH", "TAVERN_ATTEMPT", "TAVERN_QUEUE", "TAVERN_RESULT",
 			"TAVERN_PARENT", "TAVERN_ROLE", "TAVERN_CONSTITUTION", "TAVERN_MODEL", "TAVERN_DIR":
 			continue
 		}
