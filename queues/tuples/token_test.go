@@ -141,6 +141,42 @@ func TestTokenReleaseErrors(t *testing.T) {
 	}
 }
 
+// TestSlotsDoesNotReap checks that Slots only looks: a slot whose lease
+// ran out stays held (and no token.reclaimed is journaled) until
+// TokenSlots, which reaps, is called.
+func TestSlotsDoesNotReap(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	sp := newSpace(t, SpaceOptions{Now: clock})
+	sp.InitToken("quota", 1)
+	tok, err := sp.TryAcquire("quota", AcquireOptions{As: "bob", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok.Detach()
+	mu.Lock()
+	now = now.Add(2 * time.Minute)
+	mu.Unlock()
+	slots, err := sp.Slots("quota")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(slots) != 1 || slots[0].Free || slots[0].HeldBy != "bob" {
+		t.Fatalf("Slots = %+v, want one slot held by bob", slots)
+	}
+	if ev := tupleEvents(t, sp, "token.reclaimed"); len(ev) != 0 {
+		t.Fatalf("Slots reclaimed: %+v", ev)
+	}
+	slots, err = sp.TokenSlots("quota")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(slots) != 1 || !slots[0].Free {
+		t.Fatalf("TokenSlots = %+v, want the expired slot free", slots)
+	}
+}
+
 // TestInitTokenWhileSlotsChangeHands: re-initialising a token to the count
 // it has never fails while its slot is acquired and released by others. A
 // slot acquired between InitToken's read of the free and the held slots
