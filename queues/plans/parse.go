@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Task is one checkbox line of a plan.
@@ -37,10 +38,14 @@ func (t *Task) Cancelled() bool { return t.State == '-' || (t.State == 'x' && t.
 // Checked reports whether the box is ticked as done.
 func (t *Task) Checked() bool { return t.State == 'x' && !t.Struck }
 
+// Compiled on first use: package-level regexps would be compiled at the
+// start of every tavern command.
 var (
-	taskLine = regexp.MustCompile(`^([ \t]*)([-*+]|[0-9]{1,9}[.)])[ \t]+\[([ xX-])\](?:[ \t]+(.*?))?[ \t]*$`)
-	marker   = regexp.MustCompile(`\((after|gate)\s*:\s*([^)]*)\)`)
-	fence    = regexp.MustCompile("^[ \t]*(```|~~~)")
+	taskLine = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^([ \t]*)([-*+]|[0-9]{1,9}[.)])[ \t]+\[([ xX-])\](?:[ \t]+(.*?))?[ \t]*$`)
+	})
+	marker = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\((after|gate)\s*:\s*([^)]*)\)`) })
+	fence  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("^[ \t]*(```|~~~)") })
 )
 
 // Parse reads the tasks of a checklist body. Checkbox lines inside
@@ -63,7 +68,7 @@ func Parse(body []byte) ([]*Task, error) {
 	}
 	for i, raw := range lines {
 		line := strings.TrimRight(raw, "\r\n")
-		if m := fence.FindStringSubmatch(line); m != nil {
+		if m := fence().FindStringSubmatch(line); m != nil {
 			switch {
 			case inFence == "":
 				inFence = m[1]
@@ -83,7 +88,7 @@ func Parse(body []byte) ([]*Task, error) {
 			off += len(raw)
 			continue
 		}
-		m := taskLine.FindStringSubmatchIndex(line)
+		m := taskLine().FindStringSubmatchIndex(line)
 		if m == nil {
 			if cur != nil && (strings.TrimSpace(line) == "" || width(leading(line)) > cur.Indent) {
 				bodyLines = append(bodyLines, line)
@@ -132,7 +137,7 @@ func Parse(body []byte) ([]*Task, error) {
 
 func (t *Task) parseMarkers() {
 	title := t.Raw
-	for _, m := range marker.FindAllStringSubmatch(t.Raw, -1) {
+	for _, m := range marker().FindAllStringSubmatch(t.Raw, -1) {
 		val := strings.TrimSpace(m[2])
 		switch m[1] {
 		case "after":

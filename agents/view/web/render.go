@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/yuin/goldmark"
@@ -24,31 +25,35 @@ var assets embed.FS
 // md renders markdown bodies. goldmark's default renderer drops raw HTML
 // ("<!-- raw HTML omitted -->") and unsafe link schemes (javascript:):
 // documents are written by agents and must not script the page.
-var md = goldmark.New(goldmark.WithExtensions(extension.GFM))
+// Made on first use, like the templates: a package-level value would
+// be built at the start of every tavern command, not only serve's.
+var md = sync.OnceValue(func() goldmark.Markdown { return goldmark.New(goldmark.WithExtensions(extension.GFM)) })
 
-var tmpl = template.Must(template.New("").Funcs(template.FuncMap{
-	"md":        renderMD,
-	"age":       view.Age,
-	"ts":        func(t time.Time) string { return stamp(t) },
-	"event":     eventData,
-	"lower":     strings.ToLower,
-	"path":      url.PathEscape,
-	"query":     url.QueryEscape,
-	"join":      strings.Join,
-	"owners":    owners,
-	"percent":   func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
-	"rate":      func(f float64) string { return fmt.Sprintf("%.1f", f) },
-	"hasPrefix": strings.HasPrefix,
-	"sub":       func(a, b int) int { return a - b },
-	"dict":      dict,
-	"action": func(name, target, label string) view.Action {
-		return view.Action{Name: name, Target: target, Label: label, Input: "message"}
-	},
-	"css": func() template.CSS {
-		b, _ := assets.ReadFile("static/style.css")
-		return template.CSS(b)
-	},
-}).ParseFS(assets, "templates/*.html"))
+var tmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("").Funcs(template.FuncMap{
+		"md":        renderMD,
+		"age":       view.Age,
+		"ts":        func(t time.Time) string { return stamp(t) },
+		"event":     eventData,
+		"lower":     strings.ToLower,
+		"path":      url.PathEscape,
+		"query":     url.QueryEscape,
+		"join":      strings.Join,
+		"owners":    owners,
+		"percent":   func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
+		"rate":      func(f float64) string { return fmt.Sprintf("%.1f", f) },
+		"hasPrefix": strings.HasPrefix,
+		"sub":       func(a, b int) int { return a - b },
+		"dict":      dict,
+		"action": func(name, target, label string) view.Action {
+			return view.Action{Name: name, Target: target, Label: label, Input: "message"}
+		},
+		"css": func() template.CSS {
+			b, _ := assets.ReadFile("static/style.css")
+			return template.CSS(b)
+		},
+	}).ParseFS(assets, "templates/*.html"))
+})
 
 // dict builds the argument of a sub-template that needs the page and one
 // value: {{template "action" (dict "P" $ "A" .)}}.
@@ -61,12 +66,12 @@ func dict(kv ...any) map[string]any {
 }
 
 func render(w io.Writer, name string, p *Page) error {
-	return tmpl.ExecuteTemplate(w, name, p)
+	return tmpl().ExecuteTemplate(w, name, p)
 }
 
 func renderMD(s string) template.HTML {
 	var b bytes.Buffer
-	if err := md.Convert([]byte(s), &b); err != nil {
+	if err := md().Convert([]byte(s), &b); err != nil {
 		return template.HTML(template.HTMLEscapeString(s))
 	}
 	return template.HTML(b.String())
