@@ -3,6 +3,7 @@ package agents
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"time"
 
 	"github.com/tavernhq/tavern/docstore"
@@ -31,7 +32,7 @@ func (m *Manager) Alive(agent string) (bool, error) {
 // free lock with host left behind means the wrapper was killed or crashed. Agents running on other hosts are left to those hosts.
 // It returns the names reaped.
 func (m *Manager) ReapAgents() ([]string, error) {
-	agents, errs := m.ListAgents()
+	agents, errs := m.reapList()
 	var reaped []string
 	var errOut error
 	for _, a := range agents {
@@ -47,6 +48,32 @@ func (m *Manager) ReapAgents() ([]string, error) {
 		}
 	}
 	return reaped, errors.Join(append(errs, errOut)...)
+}
+
+// reapList is the agents ReapAgents looks at: ReapCandidates' when set
+// (read afresh: the reaper decides from the documents), else all.
+func (m *Manager) reapList() ([]*Agent, []error) {
+	fn := m.reapCandidates.Load()
+	if fn == nil {
+		return m.ListAgents()
+	}
+	names, err := (*fn)()
+	if err != nil {
+		return m.ListAgents()
+	}
+	var out []*Agent
+	var errs []error
+	for _, name := range names {
+		a, err := m.GetAgent(name)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		out = append(out, a)
+	}
+	return out, errs
 }
 
 // Reap is what a long-running process (a pool, the verifier, `tavern

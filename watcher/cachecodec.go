@@ -444,3 +444,73 @@ func decodeCache(body string) (*cacheData, error) {
 	}
 	return cd, nil
 }
+
+// AppendEntries encodes entries for another process (the query daemon's
+// answers) in the index cache's record layout without file states:
+// uvarint(n) then per entry str(path) str(kind) entry. Fields keep their
+// exact types (ints stay ints), which JSON would not.
+func AppendEntries(b []byte, es []Entry) []byte {
+	e := &encoder{b: b}
+	e.uvarint(uint64(len(es)))
+	for i := range es {
+		en := &es[i]
+		fields, err := encodeFields(en)
+		if err != nil {
+			fields = string([]byte{tagNil}) // unreachable: projected fields always encode
+		}
+		e.str(en.Path)
+		e.str(en.Kind)
+		e.str(en.Name)
+		e.str(en.Rev)
+		if en.Valid {
+			e.b = append(e.b, 1)
+		} else {
+			e.b = append(e.b, 0)
+		}
+		e.uvarint(uint64(len(en.Errors)))
+		for _, p := range en.Errors {
+			e.varint(int64(p.Line))
+			e.varint(int64(p.Col))
+			e.str(p.Msg)
+		}
+		e.str(fields)
+	}
+	return e.b
+}
+
+// DecodeEntries decodes what AppendEntries wrote. The entries' fields are
+// checked and decoded.
+func DecodeEntries(b []byte) ([]Entry, error) {
+	d := &decoder{s: string(b)}
+	n := d.count()
+	out := make([]Entry, n)
+	for i := range out {
+		en := &out[i]
+		en.Path = d.str()
+		en.Kind = d.str()
+		en.Name = d.str()
+		en.Rev = d.str()
+		en.Valid = d.byte1() == 1
+		if ne := d.count(); ne > 0 {
+			en.Errors = make([]Problem, ne)
+			for j := range en.Errors {
+				en.Errors[j] = Problem{Line: int(d.varint()), Col: int(d.varint()), Msg: d.str()}
+			}
+		}
+		raw := d.str()
+		if d.err != nil {
+			return nil, d.err
+		}
+		if err := checkFields(raw); err != nil {
+			return nil, err
+		}
+		en.Fields = decodeFields(raw)
+	}
+	if d.err == nil && d.s != "" {
+		d.err = errors.New("trailing bytes")
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCacheCorrupt, d.err)
+	}
+	return out, nil
+}

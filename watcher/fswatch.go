@@ -596,6 +596,14 @@ func (w *FSWatcher) watchError(err error) {
 	if !errors.Is(err, ErrOverflow) {
 		w.backendErrs = append(w.backendErrs, err)
 	}
+	// A marker's event may be among the lost ones: the syncs waiting for
+	// one get the full reconcile instead, which starts after they were
+	// registered and so sees every change made before them.
+	for name, r := range w.markers {
+		delete(w.markers, name)
+		w.syncs = append(w.syncs, r.ch)
+		w.forceSync = w.forceSync || r.force
+	}
 	w.pmu.Unlock()
 	w.poke()
 }

@@ -285,6 +285,20 @@ func (p *Projection) Sync(ctx context.Context) error { return p.fw.Sync(ctx) }
 // Mode says how the projection detects changes ("fsnotify", "poll (nfs)").
 func (p *Projection) Mode() string { return p.fw.Mode() }
 
+// Polling reports whether changes are found by polling (a network
+// filesystem, no inotify, or chosen) rather than by kernel events.
+func (p *Projection) Polling() bool { return p.fw.Polling() }
+
+// Root returns the store root the projection is of.
+func (p *Projection) Root() string { return p.root }
+
+// Scoped reports whether the projection holds only some kinds
+// (Options.Kinds).
+func (p *Projection) Scoped() bool { return p.scope != nil }
+
+// Watching reports whether the projection follows changes (Options.Watch).
+func (p *Projection) Watching() bool { return p.opt.Watch }
+
 // parseEntry turns file content into an Entry. It never fails: problems
 // become the entry's Errors.
 func parseEntry(rel string, data []byte) *Entry {

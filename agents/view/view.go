@@ -248,6 +248,10 @@ func (v *View) Close() error {
 // Person is who acts through this view.
 func (v *View) Person() string { return v.opt.Person }
 
+// Projection is the projection the view reads (watching with
+// Options.Watch): a long-running face serves queries from it.
+func (v *View) Projection() *watcher.Projection { return v.p }
+
 // Store is the store the view shows.
 func (v *View) Store() *docstore.Store { return v.s }
 

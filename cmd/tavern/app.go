@@ -28,6 +28,7 @@ func commands() []*cli.Command {
 		newCommitCommand(),
 		newConstitutionCommand(),
 		newContextCommand(),
+		newDaemonCommand(),
 		newDemoCommand(),
 		newDoctorCommand(),
 		newEditCommand(),

@@ -56,51 +56,110 @@ func runLs(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	conds, stateConds, err := lsConditions(c, k)
-	if err != nil {
+	args := lsArgs{Kind: k.Name, Where: c.StringSlice("where"), Sort: c.String("sort"), Limit: c.Int("limit")}
+	if _, _, err := lsConditions(k, args.Where); err != nil {
 		return err
 	}
 	s, err := openStore(c)
 	if err != nil {
 		return err
 	}
-	// Served from the projection: the index cache (.tavern/.index)
-	// means only documents changed since the last run are read.
-	p, err := watcher.Open(s, watcher.Options{Cache: true, Kinds: []string{k.Name}})
-	if err != nil {
-		return err
-	}
-	defer p.Close()
-	entries, err := p.Query(watcher.Query{Kind: k.Name, Where: conds, Sort: c.String("sort")})
+	res, err := lsSelect(c, s, args)
 	if err != nil {
 		return err
 	}
 	// Unparseable files are reported, not listed; documents that
 	// parse but fail validation are listed and marked.
+	for _, pr := range res.Problems {
+		warnProblem(c, pr.Path, pr.Problem)
+	}
+	if c.Bool("json") {
+		return printEntries(c, s, res.Entries)
+	}
+	printTable(c, k, res.Entries)
+	return nil
+}
+
+// lsArgs is an ls query, as sent to the query daemon.
+type lsArgs struct {
+	Kind  string   `json:"kind"`
+	Where []string `json:"where,omitempty"`
+	Sort  string   `json:"sort,omitempty"`
+	Limit int      `json:"limit,omitempty"`
+}
+
+// lsResult is what ls prints: the problems of every selected document,
+// then the listed entries.
+type lsResult struct {
+	Problems []pathProblem
+	Entries  []watcher.Entry
+}
+
+type pathProblem struct {
+	Path string `json:"path"`
+	watcher.Problem
+}
+
+// lsSelect answers an ls query from the query daemon when one answers,
+// else from a one-shot projection: the index cache (.tavern/.index)
+// means only documents changed since the last run are read.
+func lsSelect(c *cli.Context, s *docstore.Store, a lsArgs) (*lsResult, error) {
+	info, payload, ok, err := askDaemon(c, s, "ls", a)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		res := &lsResult{}
+		if err := json.Unmarshal(info, &res.Problems); err == nil {
+			if res.Entries, err = watcher.DecodeEntries(payload); err == nil {
+				return res, nil
+			}
+		}
+	}
+	p, err := watcher.Open(s, watcher.Options{Cache: true, Kinds: []string{a.Kind}})
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	return lsRun(p, a)
+}
+
+// lsRun selects an ls query's entries from a projection: the one-shot
+// path and the daemon's handler alike.
+func lsRun(p *watcher.Projection, a lsArgs) (*lsResult, error) {
+	k, err := schema.Lookup(a.Kind)
+	if err != nil {
+		return nil, err
+	}
+	conds, stateConds, err := lsConditions(k, a.Where)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := p.Query(watcher.Query{Kind: k.Name, Where: conds, Sort: a.Sort})
+	if err != nil {
+		return nil, err
+	}
+	res := &lsResult{Problems: []pathProblem{}}
 	listed := entries[:0]
 	for _, e := range entries {
 		for _, pr := range e.Errors {
-			warnProblem(c, e.Path, pr)
+			res.Problems = append(res.Problems, pathProblem{Path: e.Path, Problem: pr})
 		}
 		if e.Fields != nil && matchState(stateConds, itemState(e.Kind, e.Path)) {
 			listed = append(listed, e)
 		}
 	}
-	entries = listed
-	if n := c.Int("limit"); n > 0 && len(entries) > n {
-		entries = entries[:n]
+	if a.Limit > 0 && len(listed) > a.Limit {
+		listed = listed[:a.Limit]
 	}
-	if c.Bool("json") {
-		return printEntries(c, s, entries)
-	}
-	printTable(c, k, entries)
-	return nil
+	res.Entries = listed
+	return res, nil
 }
 
 // lsConditions parses --where; an item's state is its directory, not a
 // field, so conditions on it come apart.
-func lsConditions(c *cli.Context, k *schema.Kind) (conds, stateConds []docstore.Cond, err error) {
-	for _, w := range c.StringSlice("where") {
+func lsConditions(k *schema.Kind, where []string) (conds, stateConds []docstore.Cond, err error) {
+	for _, w := range where {
 		cond, err := docstore.ParseWhere(w)
 		if err != nil {
 			return nil, nil, err

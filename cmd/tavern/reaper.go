@@ -22,9 +22,18 @@ func startReaper(c *cli.Context, s *docstore.Store) func() {
 		errf(c, "tavern: warning: no background reaper: %v\n", err)
 		return func() {}
 	}
-	b, err := queues.Open(s, queues.Options{Journal: m.Journal})
-	if err != nil {
+	stop := startReaperWith(c, m)
+	return func() {
+		stop()
 		m.Close()
+	}
+}
+
+// startReaperWith is startReaper with the caller's Manager (whose
+// ReapCandidates may come from a projection); the caller closes it.
+func startReaperWith(c *cli.Context, m *agents.Manager) func() {
+	b, err := queues.Open(m.Store, queues.Options{Journal: m.Journal})
+	if err != nil {
 		errf(c, "tavern: warning: no background reaper: %v\n", err)
 		return func() {}
 	}
@@ -39,6 +48,5 @@ func startReaper(c *cli.Context, s *docstore.Store) func() {
 		cancel()
 		wg.Wait()
 		b.Close()
-		m.Close()
 	}
 }

@@ -66,6 +66,7 @@ func runServe(c *cli.Context) error {
 		return err
 	}
 	defer v.Close()
+	defer serveQueries(c, v.Store(), v.Projection(), "tavern serve")()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err

@@ -92,5 +92,6 @@ func runUI(c *cli.Context) error {
 		return err
 	}
 	defer v.Close()
+	defer serveQueries(c, v.Store(), v.Projection(), "tavern ui")()
 	return tui.Run(c.Context, v, tui.Options{}, in, out)
 }

@@ -40,6 +40,9 @@ func runVerifier(c *cli.Context, m *agents.Manager) error {
 		return err
 	}
 	defer b.Close()
+	if !c.Bool("once") {
+		defer openServingProjection(c, m, "tavern verifier")()
+	}
 	err = m.RunVerifier(c.Context, agents.VerifierOptions{
 		Broker: b,
 		By:     c.String("as"), MaxAttempts: c.Int("max-attempts"), BubbleAfter: c.Duration("bubble-after"),

@@ -6,6 +6,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tavernhq/tavern/agents"
+
 	"github.com/tavernhq/tavern/watcher"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
@@ -92,8 +94,16 @@ func runWatch(c *cli.Context) error {
 	}
 	defer p.Close()
 	// A long-running process reaps: a holder's death is no file event,
-	// and nobody else may be taking from its queue.
-	defer startReaper(c, s)()
+	// and nobody else may be taking from its queue. Its agents come from
+	// the projection, not from reading every agent document each second.
+	m, err := agents.NewManager(s)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	m.SetReapCandidates(reapCandidates(p, m.Host))
+	defer startReaperWith(c, m)()
+	defer serveQueries(c, s, p, "tavern watch")()
 	sub := p.SubscribeWhere(f, where, 4096)
 	defer sub.Close()
 	// The ready line goes to stderr so scripts (and tests) know

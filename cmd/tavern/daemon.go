@@ -1,0 +1,349 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/watcher"
+	"github.com/tavernhq/tavern/watcher/daemon"
+)
+
+func newDaemonCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "daemon",
+		Usage: "the query daemon: one-shot reads answered from a live projection",
+		Description: `While a long-running tavern process watches the store (tavern watch, serve,
+ui, pool run, verifier) or an explicit daemon runs, one-shot reads (ls, queue
+ls) ask it over the socket .tavern/.daemon.sock and get the projection's
+answer without reading the documents. The daemon first makes sure it has
+seen every change made before the question (it writes a marker file and
+waits for its inotify event), so an answer is never older than the files;
+without a daemon, or with one that is dead, stopped, busy past the timeout
+or serving another store, commands answer from the files as before.
+
+One process serves at a time (it holds .tavern/.locks/daemon.lock); when it
+ends, another long-running process takes over within seconds.
+
+TAVERN_DAEMON=off makes commands ignore any daemon and long-running
+processes not serve; TAVERN_DAEMON=require makes a read fail (exit 1) when
+no daemon answers. TAVERN_DAEMON_TIMEOUT bounds a read's wait for the
+daemon (default 1s).
+
+Examples:
+   tavern daemon start
+   tavern daemon status --json
+   tavern daemon stop`,
+		Subcommands: []*cli.Command{
+			{
+				Name:  "start",
+				Usage: "start an explicit daemon (in the background unless --foreground)",
+				Description: `Starts a daemon process for the store and returns once it answers. If a
+process already serves the store, says which and exits 0. Its log is
+.tavern/.daemon.log. --foreground serves from this process until
+interrupted (or tavern daemon stop).
+
+Examples:
+   tavern daemon start
+   tavern daemon start --foreground &`,
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "foreground", Usage: "serve from this process"},
+					&cli.DurationFlag{Name: "wait", Value: 2 * time.Minute, Usage: "wait at most `DUR` for the daemon to answer"},
+				},
+				Action: runDaemonStart,
+			},
+			{
+				Name:  "stop",
+				Usage: "stop the explicit daemon",
+				Description: `Asks the explicit daemon to stop and waits until it has. Exit 3 if none
+serves; exit 1 if the store is served by another kind of process (stop that
+process instead).
+
+Examples:
+   tavern daemon stop`,
+				Action: runDaemonStop,
+			},
+			{
+				Name:  "status",
+				Usage: "which process serves the store's queries",
+				Description: `Prints the serving process, its pid, the documents it holds, how many
+syncs and queries it has done. Exit 3 if none serves.
+
+Examples:
+   tavern daemon status
+   tavern daemon status --json`,
+				Flags:  []cli.Flag{jsonFlag()},
+				Action: runDaemonStatus,
+			},
+		},
+	}
+}
+
+// daemonMode is TAVERN_DAEMON: "" (use a daemon when one answers), "off",
+// "require".
+func daemonMode() string { return strings.ToLower(os.Getenv("TAVERN_DAEMON")) }
+
+func daemonTimeout() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("TAVERN_DAEMON_TIMEOUT")); err == nil && d > 0 {
+		return d
+	}
+	return daemon.DefaultTimeout
+}
+
+// errNoDaemon: TAVERN_DAEMON=require and no daemon answered.
+var errNoDaemon = errors.New("TAVERN_DAEMON=require: no query daemon answered")
+
+// askDaemon runs op on the store's daemon. ok is false when the caller
+// must answer from the files (no daemon, or it failed); err is set only
+// under TAVERN_DAEMON=require.
+func askDaemon(c *cli.Context, s *docstore.Store, op string, args any) (info json.RawMessage, payload []byte, ok bool, err error) {
+	mode := daemonMode()
+	if mode == "off" {
+		return nil, nil, false, nil
+	}
+	info, payload, err = daemon.Call(c.Context, s.Root(), op, args, daemonTimeout())
+	if err != nil {
+		if mode == "require" {
+			return nil, nil, false, fmt.Errorf("%w: %w", errNoDaemon, err)
+		}
+		return nil, nil, false, nil
+	}
+	return info, payload, true, nil
+}
+
+// serveQueries makes this long-running process the store's query daemon
+// (now, or when the current one ends), answering from p. It returns the
+// function that stops serving.
+func serveQueries(c *cli.Context, s *docstore.Store, p *watcher.Projection, who string) func() {
+	if daemonMode() == "off" {
+		return func() {}
+	}
+	srv, err := daemon.Start(p, daemon.Options{Who: who, Handlers: queryHandlers(s),
+		OnError: func(err error) { errf(c, "tavern: daemon: %v\n", err) }})
+	if err != nil {
+		return func() {} // a polling projection: reads go to the files
+	}
+	return func() { srv.Close() }
+}
+
+// openServingProjection opens, in the background, a full watching
+// projection for a long-running process that has none of its own (pool
+// run, verifier), serves queries from it, and gives the manager's reaper
+// its agents from it. It returns the function that stops all that (it
+// waits for an opening still under way); with TAVERN_DAEMON=off it does
+// nothing.
+func openServingProjection(c *cli.Context, m *agents.Manager, who string) func() {
+	if daemonMode() == "off" {
+		return func() {}
+	}
+	var (
+		mu      sync.Mutex
+		stopped bool
+		cleanup = func() {}
+	)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p, err := watcher.Open(m.Store, watcher.Options{Watch: true, Cache: true})
+		if err != nil {
+			errf(c, "tavern: warning: no query daemon: %v\n", err)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			p.Close()
+			return
+		}
+		m.SetReapCandidates(reapCandidates(p, m.Host))
+		stop := serveQueries(c, m.Store, p, who)
+		cleanup = func() {
+			m.SetReapCandidates(nil)
+			stop()
+			p.Close()
+		}
+	}()
+	return func() {
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
+		<-done
+		cleanup()
+	}
+}
+
+// reapCandidates answers agents.Manager.ReapCandidates from a watching
+// projection: the agents whose document names this host.
+func reapCandidates(p *watcher.Projection, host string) func() ([]string, error) {
+	return func() ([]string, error) {
+		es, err := p.Query(watcher.Query{Kind: "agents", Where: []docstore.Cond{{Field: "host", Op: "=", Value: host}}})
+		if err != nil {
+			return nil, err
+		}
+		names := make([]string, 0, len(es))
+		for _, e := range es {
+			names = append(names, e.Name)
+		}
+		return names, nil
+	}
+}
+
+func runDaemonStart(c *cli.Context) error {
+	if c.NArg() != 0 {
+		return usageErr("daemon start takes no arguments")
+	}
+	dir, err := storeDir(c)
+	if err != nil {
+		return err
+	}
+	if st, err := daemon.GetStatus(c.Context, dir, daemonTimeout()); err == nil {
+		outf(c, "already served by %s (pid %d)\n", st.Who, st.PID)
+		return nil
+	}
+	if c.Bool("foreground") {
+		return runDaemonForeground(c)
+	}
+	// This program, as it was started (a build run from $PATH under
+	// another name, or a test binary standing in for tavern, dispatches
+	// on its name).
+	exe, err := exec.LookPath(os.Args[0])
+	if err != nil {
+		if exe, err = os.Executable(); err != nil {
+			return err
+		}
+	}
+	if exe, err = filepath.Abs(exe); err != nil {
+		return err
+	}
+	logPath := filepath.Join(dir, ".daemon.log")
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command(exe, "daemon", "start", "--foreground")
+	cmd.Env = append(os.Environ(), "TAVERN_DIR="+dir)
+	cmd.Dir = filepath.Dir(dir)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // outlives this shell
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.Now().Add(c.Duration("wait"))
+	for {
+		if st, err := daemon.GetStatus(c.Context, dir, daemonTimeout()); err == nil {
+			outf(c, "started: pid %d serves %s (%d documents)\n", st.PID, dir, st.Docs)
+			return nil
+		}
+		select {
+		case err := <-exited:
+			log, _ := os.ReadFile(logPath)
+			return fmt.Errorf("daemon exited before serving (%v): %s", err, strings.TrimSpace(string(log)))
+		case <-c.Context.Done():
+			return c.Context.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("daemon pid %d did not answer within %s (see %s): %w", cmd.Process.Pid, c.Duration("wait"), logPath, context.DeadlineExceeded)
+		}
+	}
+}
+
+// runDaemonForeground is the explicit daemon: a full watching projection
+// that serves queries and reaps, until interrupted or stopped.
+func runDaemonForeground(c *cli.Context) error {
+	m, err := openManager(c)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	p, err := watcher.Open(m.Store, watcher.Options{Watch: true, Cache: true})
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	if p.Polling() {
+		return fmt.Errorf("%s: %s: a polling projection cannot prove it is current, so it cannot serve queries", m.Store.Root(), p.Mode())
+	}
+	ctx, stop := context.WithCancel(c.Context)
+	defer stop()
+	srv, err := daemon.Start(p, daemon.Options{Who: "tavern daemon", Explicit: true, OnStop: stop,
+		Handlers: queryHandlers(m.Store), OnError: func(err error) { errf(c, "tavern: daemon: %v\n", err) }})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	m.SetReapCandidates(reapCandidates(p, m.Host))
+	defer startReaperWith(c, m)()
+	errf(c, "tavern: daemon for %s (%d documents)\n", m.Store.Root(), p.Len())
+	<-ctx.Done()
+	return nil
+}
+
+func runDaemonStop(c *cli.Context) error {
+	dir, err := storeDir(c)
+	if err != nil {
+		return err
+	}
+	st, err := daemon.GetStatus(c.Context, dir, daemonTimeout())
+	if err != nil {
+		return fmt.Errorf("no daemon serves %s: %w", dir, errNothing)
+	}
+	if !st.Explicit {
+		return fmt.Errorf("%s is served by %s (pid %d), which does not stop on request: stop that process", dir, st.Who, st.PID)
+	}
+	if err := daemon.Stop(c.Context, dir, daemonTimeout()); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		cur, err := daemon.GetStatus(c.Context, dir, daemonTimeout())
+		if err != nil || cur.PID != st.PID {
+			outf(c, "stopped: pid %d\n", st.PID)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("daemon pid %d still serves after 30s: %w", st.PID, context.DeadlineExceeded)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func runDaemonStatus(c *cli.Context) error {
+	dir, err := storeDir(c)
+	if err != nil {
+		return err
+	}
+	st, err := daemon.GetStatus(c.Context, dir, daemonTimeout())
+	if err != nil {
+		if c.Bool("json") {
+			printJSON(c, map[string]any{"running": false, "root": dir})
+			return errSilentNothing
+		}
+		return fmt.Errorf("no daemon serves %s: %w", dir, errNothing)
+	}
+	if c.Bool("json") {
+		return printJSON(c, struct {
+			Running bool `json:"running"`
+			*daemon.Status
+		}{true, st})
+	}
+	outf(c, "%s (pid %d) serves %s\n", st.Who, st.PID, st.Root)
+	outf(c, "  since %s, %d documents, %s\n", st.Started.Format(time.RFC3339), st.Docs, st.Mode)
+	outf(c, "  %d syncs, %d queries answered\n", st.Gen, st.Served)
+	return nil
+}

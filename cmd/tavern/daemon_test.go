@@ -1,0 +1,315 @@
+package main
+
+// The query daemon through the built binary: reads through a daemon see
+// every write that came before them (the CLI's, hand edits with sed and
+// vim, from many processes at once), and a daemon that is stopped,
+// killed, or serving another store is ignored with the right answer.
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// startDaemon runs `tavern daemon start` and returns the daemon's pid; the
+// daemon is stopped (killed, if it will not stop) when the test ends.
+func startDaemon(t *testing.T, p *project) int {
+	t.Helper()
+	p.ok("daemon", "start")
+	var st struct {
+		Running bool
+		PID     int
+	}
+	p.json(&st, "daemon", "status")
+	if !st.Running || st.PID == 0 {
+		t.Fatalf("daemon status after start: %+v", st)
+	}
+	t.Cleanup(func() {
+		if proc, err := os.FindProcess(st.PID); err == nil {
+			proc.Signal(syscall.SIGCONT)
+			proc.Kill()
+		}
+	})
+	return st.PID
+}
+
+// daemonServed is the number of queries the store's daemon answered.
+func daemonServed(t *testing.T, p *project) int {
+	t.Helper()
+	var st struct{ Served int }
+	p.json(&st, "daemon", "status")
+	return st.Served
+}
+
+// lsNames runs ls --json with env and returns the names listed.
+func lsNames(t *testing.T, p *project, env []string, args ...string) ([]string, error) {
+	t.Helper()
+	cmd := p.tavern(append(append([]string{"ls"}, args...), "--json")...)
+	cmd.Env = append(cmd.Env, env...)
+	out, err := cmd.Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			return nil, fmt.Errorf("tavern ls %s: %v: %s", strings.Join(args, " "), err, ee.Stderr)
+		}
+		return nil, err
+	}
+	var list []struct{ Name string }
+	if err := json.Unmarshal(out, &list); err != nil {
+		return nil, fmt.Errorf("ls --json: %v\n%s", err, out)
+	}
+	names := make([]string, 0, len(list))
+	for _, e := range list {
+		names = append(names, e.Name)
+	}
+	return names, nil
+}
+
+// viaDaemon: reads that must be answered by the daemon (else they fail),
+// with a timeout no loaded machine reaches: these tests are about
+// freshness, not speed.
+var viaDaemon = []string{"TAVERN_DAEMON=require", "TAVERN_DAEMON_TIMEOUT=60s"}
+
+func seqAgentDoc(name string, seq int) string {
+	return fmt.Sprintf("---\nschema_version: 1\nname: %s\nstate: idle\nspawns: 0\nseq: %d\n---\n", name, seq)
+}
+
+// TestDaemonReadsItsWrites: writers in parallel, each a loop of a write
+// followed at once by a read through the daemon that must see it. The
+// writes alternate between tavern set, sed -i (a new file renamed over
+// the old one) and an in-place rewrite (O_TRUNC, same inode).
+func TestDaemonReadsItsWrites(t *testing.T) {
+	t.Parallel()
+	sed := needProgram(t, "sed")
+	p := newProject(t)
+	const writers, rounds = 4, 12
+	for w := range writers {
+		p.write(fmt.Sprintf("agents/w%d.md", w), seqAgentDoc(fmt.Sprintf("w%d", w), 0))
+	}
+	startDaemon(t, p)
+	before := daemonServed(t, p)
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := fmt.Sprintf("w%d", w)
+			path := p.path("agents/" + name + ".md")
+			for i := 1; i <= rounds; i++ {
+				seq := strconv.Itoa(i)
+				var err error
+				switch i % 3 {
+				case 0:
+					if r := p.run("set", "agents/"+name, "seq="+seq); r.code != 0 {
+						err = fmt.Errorf("set: %s", r)
+					}
+				case 1:
+					err = exec.Command(sed, "-i", fmt.Sprintf("s/^seq: .*/seq: %s/", seq), path).Run()
+				case 2:
+					err = os.WriteFile(path, []byte(seqAgentDoc(name, i)), 0o644)
+				}
+				if err != nil {
+					errs <- fmt.Errorf("%s round %d: write: %v", name, i, err)
+					return
+				}
+				names, err := lsNames(t, p, viaDaemon, "agents", "--where", "seq="+seq, "--where", "name="+name)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if len(names) != 1 || names[0] != name {
+					errs <- fmt.Errorf("%s round %d: ls --where seq=%s through the daemon lists %q right after the write, want [%s]", name, i, seq, names, name)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if got := daemonServed(t, p) - before; got < writers*rounds {
+		t.Errorf("the daemon answered %d queries, want at least %d: the reads did not go through it", got, writers*rounds)
+	}
+}
+
+// TestDaemonSeesVimSaves: vim's save (the old file renamed to a backup, a
+// new one written) is seen by the next read through the daemon.
+func TestDaemonSeesVimSaves(t *testing.T) {
+	t.Parallel()
+	vim := needProgram(t, "vim")
+	p := newProject(t)
+	rel := "agents/v.md"
+	p.write(rel, seqAgentDoc("v", 0))
+	startDaemon(t, p)
+	for i := 1; i <= 6; i++ {
+		cmd := p.cmd(t.Context(), vim, "-N", "-u", "NONE", "-i", "NONE", "-es",
+			"-c", "set backupcopy=auto backupskip=", "-c", fmt.Sprintf("%%s/^seq: .*$/seq: %d/", i), "-c", "wq", p.path(rel))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("vim save %d: %v\n%s", i, err, out)
+		}
+		names, err := lsNames(t, p, viaDaemon, "agents", "--where", "seq="+strconv.Itoa(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(names) != 1 || names[0] != "v" {
+			t.Fatalf("after vim save %d: ls --where seq=%d through the daemon lists %q, want [v]", i, i, names)
+		}
+	}
+}
+
+// TestDaemonStoppedOrKilled: readers hammer ls while the daemon is
+// stopped (SIGSTOP: it accepts nothing, answers nothing), continued, and
+// finally killed (its socket left behind). Every answer is the right one,
+// and with the daemon stopped or dead a read still ends within seconds.
+func TestDaemonStoppedOrKilled(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	want := map[string]bool{}
+	for i := range 30 {
+		name := fmt.Sprintf("a%02d", i)
+		seq := i % 3
+		if seq == 1 {
+			want[name] = true
+		}
+		p.write("agents/"+name+".md", seqAgentDoc(name, seq))
+	}
+	pid := startDaemon(t, p)
+	proc, _ := os.FindProcess(pid)
+	env := []string{"TAVERN_DAEMON_TIMEOUT=300ms"}
+	check := func(stage string) {
+		t.Helper()
+		start := time.Now()
+		names, err := lsNames(t, p, env, "agents", "--where", "seq=1")
+		if err != nil {
+			t.Fatalf("%s: %v", stage, err)
+		}
+		if len(names) != len(want) {
+			t.Fatalf("%s: ls lists %d agents %q, want %d", stage, len(names), names, len(want))
+		}
+		for _, n := range names {
+			if !want[n] {
+				t.Fatalf("%s: ls lists %s, which has seq != 1", stage, n)
+			}
+		}
+		if d := time.Since(start); d > 20*time.Second {
+			t.Fatalf("%s: ls took %s", stage, d)
+		}
+	}
+	check("daemon running")
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // stop and continue the daemon at random points of the reads
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				proc.Signal(syscall.SIGCONT)
+				return
+			case <-time.After(time.Duration(7+i%5*13) * time.Millisecond):
+			}
+			if i%2 == 0 {
+				proc.Signal(syscall.SIGSTOP)
+			} else {
+				proc.Signal(syscall.SIGCONT)
+			}
+		}
+	}()
+	for i := range 15 {
+		check(fmt.Sprintf("read %d while the daemon is stopped and continued", i))
+	}
+	close(stop)
+	wg.Wait()
+	proc.Signal(syscall.SIGSTOP)
+	check("daemon stopped")
+	proc.Signal(syscall.SIGCONT)
+	proc.Kill()
+	proc.Wait()
+	if _, err := os.Lstat(p.path(".daemon.sock")); err != nil {
+		t.Logf("socket gone after SIGKILL (%v): the dead-socket case is not exercised", err)
+	}
+	check("daemon killed, socket left behind")
+	p.fails(3, "daemon", "status")
+}
+
+// TestDaemonOtherStore: a socket that leads to the daemon of another
+// store (here a symbolic link to it) is not trusted: the read answers
+// from its own files.
+func TestDaemonOtherStore(t *testing.T) {
+	t.Parallel()
+	a, b := newProject(t), newProject(t)
+	a.write("agents/x.md", seqAgentDoc("x", 1))
+	b.write("agents/y.md", seqAgentDoc("y", 1))
+	startDaemon(t, a)
+	if err := os.Symlink(a.path(".daemon.sock"), b.path(".daemon.sock")); err != nil {
+		t.Fatal(err)
+	}
+	names, err := lsNames(t, b, nil, "agents", "--where", "seq=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != 1 || names[0] != "y" {
+		t.Fatalf("ls in store b lists %q, want [y] (not store a's daemon's answer)", names)
+	}
+	if _, err := lsNames(t, b, viaDaemon, "agents"); err == nil {
+		t.Fatal("TAVERN_DAEMON=require in store b succeeded through store a's daemon")
+	}
+}
+
+// TestDaemonStartStopStatus: the command's contract, and a long-running
+// process (tavern watch) taking over serving when the daemon stops.
+func TestDaemonStartStopStatus(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	p.fails(3, "daemon", "status")
+	p.fails(3, "daemon", "stop")
+	pid := startDaemon(t, p)
+	if out := p.ok("daemon", "start"); !strings.Contains(out, "already served by tavern daemon (pid "+strconv.Itoa(pid)+")") {
+		t.Errorf("second start: %q", out)
+	}
+	if out := p.ok("daemon", "status"); !strings.Contains(out, "tavern daemon (pid "+strconv.Itoa(pid)+")") {
+		t.Errorf("status: %q", out)
+	}
+	p.ok("daemon", "stop")
+	p.fails(3, "daemon", "status")
+	if _, err := os.Lstat(p.path(".daemon.sock")); err == nil {
+		t.Error("the socket is left after daemon stop")
+	}
+
+	// A long-running process (tavern watch) started while a daemon
+	// serves takes over when that daemon stops.
+	startDaemon(t, p)
+	w, _ := startWatch(t, p)
+	defer func() {
+		w.Process.Signal(syscall.SIGTERM)
+		w.Wait()
+	}()
+	p.ok("daemon", "stop")
+	poll(t, "tavern watch taking over", func() bool {
+		return strings.Contains(p.run("daemon", "status").out, "tavern watch")
+	})
+	// daemon stop refuses to stop it; daemon start finds it serving.
+	if r := p.fails(1, "daemon", "stop"); !strings.Contains(r.err, "tavern watch") {
+		t.Errorf("daemon stop with watch serving: %s", r)
+	}
+	if out := p.ok("daemon", "start"); !strings.Contains(out, "already served by tavern watch") {
+		t.Errorf("start with watch serving: %q", out)
+	}
+	names, err := lsNames(t, p, viaDaemon, "agents")
+	if err != nil || len(names) != 0 {
+		t.Errorf("ls through tavern watch: %q, %v", names, err)
+	}
+	if _, err := os.Stat(filepath.Join(p.dir, ".tavern", ".daemon.log")); err != nil {
+		t.Errorf("no daemon log: %v", err)
+	}
+}
