@@ -86,6 +86,10 @@ func validField(f string) bool {
 
 // Lookup finds a dotted field in decoded frontmatter.
 func Lookup(fields map[string]any, field string) (any, bool) {
+	if !strings.Contains(field, ".") {
+		v, ok := fields[field]
+		return v, ok
+	}
 	var cur any = fields
 	for _, part := range strings.Split(field, ".") {
 		m, ok := cur.(map[string]any)
@@ -120,9 +124,22 @@ func (c Cond) Match(fields map[string]any) bool {
 		return hit
 	}
 	if !ok || v == nil {
+		return c.MatchScalar("", false)
+	}
+	return c.MatchScalar(scalarString(v), true)
+}
+
+// MatchScalar is Match for a scalar value in its text form (a number as
+// strconv.FormatFloat(x, 'f', -1, 64) or its decimal digits, a boolean
+// as true/false); present false means the field is missing or null.
+// Projections that keep fields encoded match with it without decoding.
+func (c Cond) MatchScalar(s string, present bool) bool {
+	if c.Op == OpExists {
+		return present
+	}
+	if !present {
 		return c.Op == OpNe && c.Value != ""
 	}
-	s := scalarString(v)
 	switch c.Op {
 	case OpEq:
 		return s == c.Value

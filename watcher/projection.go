@@ -108,6 +108,10 @@ type Projection struct {
 	// cached entries it replaced, for their fields).
 	startup   bool
 	startPrev map[string]*Entry
+	// Field indexes (fieldindex.go), built by queries of a watching
+	// projection.
+	indexes    map[indexKey]*fieldIndex
+	indexClock uint64
 
 	smu  sync.Mutex
 	subs map[*Subscription]struct{}
@@ -166,10 +170,8 @@ func Open(s *docstore.Store, opt Options) (*Projection, error) {
 			p.byKind[sc[0].kind] = make(map[string]*Entry, len(entries))
 		}
 		for _, e := range entries {
-			if opt.Watch {
-				// Long-lived: decode once rather than on every look.
-				e.Fields, e.raw = decodeFields(e.raw), ""
-			}
+			// Fields stay encoded (also when watching): a third of the
+			// memory of decoded maps, and queries match on the encoding.
 			p.put(e)
 		}
 	}
@@ -364,7 +366,7 @@ func (p *Projection) apply(cs []Change) {
 			if old != nil && old.Rev == e.Rev && old.Valid == e.Valid {
 				// Same bytes as the cached entry (a re-read after a
 				// restart): not a change.
-				p.put(e)
+				p.put(compact(e))
 				continue
 			}
 			if old != nil && old.raw != "" {
@@ -381,7 +383,7 @@ func (p *Projection) apply(cs []Change) {
 			} else if prev != nil {
 				p.lastValid[c.Path] = prev
 			}
-			p.put(e)
+			p.put(compact(e))
 			ev = docEvent{e: docEventOf(e, old, prev, now), fields: e.Fields}
 			p.wake(e)
 			if p.startup {
@@ -443,17 +445,18 @@ func seenTime(ns int64) time.Time {
 func (p *Projection) observeStartup(start time.Time, filter *scopeFilter) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var obs, same []*observation
+	var obs []*observation
+	var same []*Entry
 	for path, e := range p.docs {
-		if e.raw != "" {
-			v := e.view()
-			e = &v
-		}
 		if p.ext.h.Explained(path, e.Rev, true, start) {
 			// Unchanged since journaled: its fields are what the next
 			// change is compared with.
-			same = append(same, &observation{path: path, present: true, entry: e})
+			same = append(same, e)
 			continue
+		}
+		if e.raw != "" {
+			v := e.view()
+			e = &v
 		}
 		prev := p.startPrev[path]
 		if prev == nil && e.Valid {
@@ -482,9 +485,13 @@ func (p *Projection) observeStartup(start time.Time, filter *scopeFilter) {
 	p.startPrev = nil
 	go func() {
 		// Digests only for revisions not recorded yet: after the first
-		// run, the few documents that changed.
-		for _, o := range same {
-			p.ext.seenState(o)
+		// run, the few documents that changed. (Entries are never
+		// changed in place, so reading them here is safe.)
+		for _, e := range same {
+			if e.Valid && !p.ext.h.HasFields(e.Path, e.Rev) {
+				v := e.view()
+				p.ext.seenState(&observation{path: e.Path, present: true, entry: &v})
+			}
 		}
 	}()
 }
@@ -524,11 +531,29 @@ func docEventOf(e, old, prev *Entry, now time.Time) journal.Event {
 	return ev
 }
 
+// compact returns the entry the projection keeps for e: its fields
+// encoded (Entry.raw), which take a third of the memory of the decoded
+// maps; e itself keeps its map for the events of the change.
+func compact(e *Entry) *Entry {
+	if e.raw != "" {
+		return e
+	}
+	raw, err := encodeFields(e)
+	if err != nil {
+		return e // a value the encoding does not know: keep the map
+	}
+	c := *e
+	c.raw, c.Fields = raw, nil
+	return &c
+}
+
 // put and drop maintain both indexes; p.mu is held.
 func (p *Projection) put(e *Entry) {
-	if old := p.docs[e.Path]; old != nil && old.Kind != e.Kind {
+	old := p.docs[e.Path]
+	if old != nil && old.Kind != e.Kind {
 		delete(p.byKind[old.Kind], e.Path)
 	}
+	p.indexPut(old, e)
 	p.docs[e.Path] = e
 	m := p.byKind[e.Kind]
 	if m == nil {
@@ -540,6 +565,7 @@ func (p *Projection) put(e *Entry) {
 
 func (p *Projection) drop(rel string) {
 	if old := p.docs[rel]; old != nil {
+		p.indexDrop(old)
 		delete(p.byKind[old.Kind], rel)
 		delete(p.docs, rel)
 	}
@@ -615,6 +641,28 @@ func (p *Projection) Query(q Query) ([]Entry, error) {
 			keys = append(keys, k)
 		}
 	}
+	if q.Kind != "" && slices.ContainsFunc(q.Where, indexable) && p.opt.Watch {
+		// An equality on a field: the field's index gives the entries
+		// that can match (building it takes the write lock).
+		p.mu.Lock()
+		if cands, ok := p.candidates(kind, q.Where); ok {
+			var out []Entry
+			some := map[string]any{}
+			for _, e := range cands {
+				if !matchEntry(e, q.Where, keys, some) {
+					continue
+				}
+				v := e.view()
+				if q.Match != nil && !q.Match(v) {
+					continue
+				}
+				out = append(out, v)
+			}
+			p.mu.Unlock()
+			return finishQuery(out, q), nil
+		}
+		p.mu.Unlock()
+	}
 	p.mu.RLock()
 	var src map[string]*Entry
 	if q.Kind != "" {
@@ -622,20 +670,14 @@ func (p *Projection) Query(q Query) ([]Entry, error) {
 	} else {
 		src = p.docs
 	}
-	out := make([]Entry, 0, len(src))
+	var out []Entry
+	if len(q.Where) == 0 {
+		out = make([]Entry, 0, len(src))
+	}
 	some := map[string]any{}
-next:
 	for _, e := range src {
-		if len(q.Where) > 0 {
-			fields := e.Fields
-			if e.raw != "" {
-				fields = decodeSomeFieldsInto(some, e.raw, keys)
-			}
-			for _, c := range q.Where {
-				if fields == nil || !c.Match(fields) {
-					continue next
-				}
-			}
+		if len(q.Where) > 0 && !matchEntry(e, q.Where, keys, some) {
+			continue
 		}
 		v := e.view()
 		if q.Match != nil && !q.Match(v) {
@@ -644,6 +686,11 @@ next:
 		out = append(out, v)
 	}
 	p.mu.RUnlock()
+	return finishQuery(out, q), nil
+}
+
+// finishQuery sorts and limits a query's result.
+func finishQuery(out []Entry, q Query) []Entry {
 	slices.SortFunc(out, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
 	if q.Sort != "" {
 		docstore.SortBy(out, q.Sort, func(e Entry) map[string]any { return e.Fields })
@@ -651,7 +698,27 @@ next:
 	if q.Limit > 0 && len(out) > q.Limit {
 		out = out[:q.Limit]
 	}
-	return out, nil
+	return out
+}
+
+// matchEntry reports whether e's fields satisfy every condition: on the
+// encoded fields when it can, else on the decoded keys the conditions
+// name (keys; some is a scratch map). Entries without fields match no
+// condition.
+func matchEntry(e *Entry, where []docstore.Cond, keys []string, some map[string]any) bool {
+	fields := e.Fields
+	if e.raw != "" {
+		if match, decided := matchRaw(e.raw, where); decided {
+			return match
+		}
+		fields = decodeSomeFieldsInto(some, e.raw, keys)
+	}
+	for _, c := range where {
+		if fields == nil || !c.Match(fields) {
+			return false
+		}
+	}
+	return true
 }
 
 // WaitFor returns the first valid document of kind for which pred holds:
@@ -753,9 +820,14 @@ func (p *Projection) SubscribeWhere(f journal.Filter, where []docstore.Cond, buf
 	defer p.mu.RUnlock()
 	if len(where) > 0 {
 		s.in = map[string]bool{}
+		var keys []string
+		for _, c := range where {
+			k, _, _ := strings.Cut(c.Field, ".")
+			keys = append(keys, k)
+		}
+		some := map[string]any{}
 		for path, e := range p.docs {
-			v := e.view()
-			if matchAll(where, v.Fields) {
+			if matchEntry(e, where, keys, some) {
 				s.in[path] = true
 			}
 		}

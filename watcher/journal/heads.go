@@ -232,6 +232,15 @@ func (h *Heads) SetFields(path, rev string, fields map[string]any) {
 	}
 }
 
+// HasFields reports whether SetFields recorded the fields of revision rev
+// of path.
+func (h *Heads) HasFields(path, rev string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.paths[path]
+	return ok && rev != "" && s.fieldsRev == rev
+}
+
 // FieldsOf returns the digest of the fields of revision rev of path, if
 // recorded by SetFields.
 func (h *Heads) FieldsOf(path, rev string) (FieldDigest, bool) {
