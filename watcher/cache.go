@@ -185,7 +185,14 @@ func revOf(rev string, h *[32]byte) bool {
 // returns their entries and states. Sections that are missing, corrupt
 // or stale are left out and returned in bad, to be rebuilt; the first
 // such error is returned too.
-func loadCache(root string, kinds []string) (entries []*Entry, states map[string]FileState, bad []string, err error) {
+//
+// With own, every entry is allocated on its own with its strings copied
+// out of the section (what a long-running projection wants: an entry
+// replaced by an edit is then freed, where entries pointing into the
+// section and a shared slab would keep all of it, and the old strings,
+// for the life of the process); else they share the section's bytes and
+// one slab (cheapest for a one-shot projection).
+func loadCache(root string, kinds []string, own bool) (entries []*Entry, states map[string]FileState, bad []string, err error) {
 	if kinds == nil {
 		kinds = allSections()
 	}
@@ -205,14 +212,54 @@ func loadCache(root string, kinds []string) (entries []*Entry, states map[string
 	}
 	states = make(map[string]FileState, n)
 	entries = make([]*Entry, 0, n)
+	// The entries go to a slab of their own: the records' slab (entry and
+	// state side by side) is garbage once the states are in the map, 80
+	// bytes a document that a long-running projection would keep.
+	var slab []Entry
+	if !own {
+		slab = make([]Entry, n)
+	}
+	k := 0
 	for _, cd := range cds {
+		kind := cd.Kind
+		if kk, err := schema.Lookup(kind); err == nil {
+			kind = kk.Name // not a substring of the section
+		}
 		for i := range cd.Records {
 			r := &cd.Records[i]
-			entries = append(entries, &r.Entry)
-			states[r.Entry.Path] = r.State
+			var e *Entry
+			if own {
+				e = ownEntry(&r.Entry, kind)
+			} else {
+				slab[k] = r.Entry
+				e = &slab[k]
+			}
+			entries = append(entries, e)
+			states[e.Path] = r.State
+			k++
 		}
+		cd.Records = nil
 	}
 	return entries, states, bad, err
+}
+
+// ownEntry copies e with its strings in allocations of their own: the
+// path alone (maps key on it, and a key outlives the entries stored
+// under it), the rest together.
+func ownEntry(e *Entry, kind string) *Entry {
+	c := *e
+	c.Kind = kind
+	c.Path = strings.Clone(e.Path)
+	all := e.Name + e.Rev + e.raw
+	a, b := len(e.Name), len(e.Name)+len(e.Rev)
+	c.Name, c.Rev, c.raw = all[:a], all[a:b], all[b:]
+	if len(e.Errors) > 0 {
+		c.Errors = make([]Problem, len(e.Errors))
+		for i, pr := range e.Errors {
+			c.Errors[i] = Problem{Line: pr.Line, Col: pr.Col, Msg: strings.Clone(pr.Msg)}
+		}
+	}
+	return &c
 }
 
 // SaveCache writes the sections of the index cache whose kind changed

@@ -158,16 +158,21 @@ func Open(s *docstore.Store, opt Options) (*Projection, error) {
 	}
 	var known map[string]FileState
 	if opt.Cache {
-		entries, states, bad, _ := loadCache(p.root, sc.kinds())
+		entries, states, bad, _ := loadCache(p.root, sc.kinds(), opt.Watch)
 		for _, kind := range bad {
 			p.dirty[kind] = true // missing, stale format or corrupt: rebuild
 		}
 		if len(entries) > 0 || len(bad) == 0 {
 			known = states
 		}
-		p.docs = make(map[string]*Entry, len(entries)) // no rehashing while filling
-		if sc != nil && len(sc) == 1 {
-			p.byKind[sc[0].kind] = make(map[string]*Entry, len(entries))
+		// Sized up front: no rehashing while filling.
+		p.docs = make(map[string]*Entry, len(entries))
+		perKind := map[string]int{}
+		for _, e := range entries {
+			perKind[e.Kind]++
+		}
+		for kind, n := range perKind {
+			p.byKind[kind] = make(map[string]*Entry, n)
 		}
 		for _, e := range entries {
 			// Fields stay encoded (also when watching): a third of the

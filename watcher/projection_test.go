@@ -306,7 +306,7 @@ func TestIndexCache(t *testing.T) {
 	writeDoc(t, s, "agents/broken.md", "---\nname: [\n---\n")
 	cachePath := filepath.Join(s.Root(), CacheFile, "agent")
 	load := func() ([]*Entry, map[string]FileState, error) {
-		entries, states, _, err := loadCache(s.Root(), []string{"agent"})
+		entries, states, _, err := loadCache(s.Root(), []string{"agent"}, false)
 		return entries, states, err
 	}
 	query := func() []Entry {

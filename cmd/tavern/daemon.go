@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"sync"
 	"syscall"
@@ -169,6 +171,7 @@ func openServingProjection(c *cli.Context, m *agents.Manager, who string) func()
 		}
 		m.SetReapCandidates(reapCandidates(p, m.Host))
 		stop := serveQueries(c, m.Store, p, who)
+		longRunningMemory()
 		cleanup = func() {
 			m.SetReapCandidates(nil)
 			stop()
@@ -289,6 +292,7 @@ func runDaemonForeground(c *cli.Context) error {
 	defer srv.Close()
 	m.SetReapCandidates(reapCandidates(p, m.Host))
 	defer startReaperWith(c, m)()
+	longRunningMemory()
 	errf(c, "tavern: daemon for %s (%d documents)\n", m.Store.Root(), p.Len())
 	<-ctx.Done()
 	return nil
@@ -347,3 +351,38 @@ func runDaemonStatus(c *cli.Context) error {
 	outf(c, "  %d syncs, %d queries answered\n", st.Gen, st.Served)
 	return nil
 }
+
+// longRunningMemory tunes the garbage collector of a process that keeps
+// a projection for hours (watch, serve, ui, the daemon, pools). With the
+// default GOGC=100 the heap grows to twice what is live before a
+// collection, and memory freed after a burst of edits is returned to the
+// system slowly: a 100k-document projection with 105 MB live ran at
+// 170-250 MB resident, growing with edits. A soft memory limit a little
+// above the live heap (re-set every few seconds, so a growing store is
+// never squeezed: the limit follows it) makes the collector and the
+// scavenger keep the resident size near what is live. The start-up
+// garbage (the index file, the journal's checkpoint) is returned once the
+// projection is built. GOGC or GOMEMLIMIT in the environment leave the
+// runtime as they set it.
+func longRunningMemory() {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	memOnce.Do(func() {
+		go func() {
+			debug.FreeOSMemory()
+			sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+			for {
+				metrics.Read(sample)
+				if sample[0].Value.Kind() == metrics.KindUint64 {
+					if live := sample[0].Value.Uint64(); live > 0 {
+						debug.SetMemoryLimit(int64(live + live/4 + 16<<20))
+					}
+				}
+				time.Sleep(5 * time.Second)
+			}
+		}()
+	})
+}
+
+var memOnce sync.Once

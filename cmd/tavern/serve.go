@@ -67,6 +67,7 @@ func runServe(c *cli.Context) error {
 	}
 	defer v.Close()
 	defer serveQueries(c, v.Store(), v.Projection(), "tavern serve")()
+	longRunningMemory()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err

@@ -93,5 +93,6 @@ func runUI(c *cli.Context) error {
 	}
 	defer v.Close()
 	defer serveQueries(c, v.Store(), v.Projection(), "tavern ui")()
+	longRunningMemory()
 	return tui.Run(c.Context, v, tui.Options{}, in, out)
 }

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -136,5 +137,131 @@ func TestHeads(t *testing.T) {
 	}
 	if got, ok := h3.Get("b.md"); ok {
 		t.Errorf("b.md from the cut journal: %+v (the stale checkpoint was used)", got)
+	}
+}
+
+// TestHeadsCheckpointRoundTrip: heads loaded from a checkpoint answer
+// Get, HeadAt, Explained and FieldsOf as the heads that wrote it, also
+// after both take the same later records; a checkpoint with a flipped
+// byte is not used (the heads are read from the journal).
+func TestHeadsCheckpointRoundTrip(t *testing.T) {
+	root := t.TempDir()
+	j, err := Open(root, Options{Writer: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	t0 := time.Now().UTC().Add(-time.Minute)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	var paths []string
+	for i := range 40 {
+		p := fmt.Sprintf("agents/a%d.md", i)
+		paths = append(paths, p)
+		evs := []Event{{Type: TypeCreated, Path: p, Rev: fmt.Sprintf("r%d-1", i), Time: at(1)}}
+		switch i % 4 {
+		case 1:
+			evs = append(evs, Event{Type: TypeInvalid, Path: p, Rev: fmt.Sprintf("r%d-bad", i), Time: at(2)})
+		case 2:
+			evs = append(evs, Event{Type: TypeRemoved, Path: p, Time: at(2)})
+		case 3:
+			evs = append(evs, Event{Type: TypeUpdated, Path: p, Rev: fmt.Sprintf("r%d-2", i), Time: at(3)})
+		}
+		for _, e := range evs {
+			if _, err := j.Append(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	h, err := LoadHeads(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range paths {
+		if i%3 == 0 {
+			hd, _ := h.Get(p)
+			h.SetFields(p, hd.Rev, map[string]any{"state": "idle", "n": i})
+		}
+	}
+	if err := h.Save(); err != nil {
+		t.Fatal(err)
+	}
+	h2, err := LoadHeads(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A checkpoint keeps each path's head, not its history: from the
+	// head's time on, both answer alike.
+	for _, p := range paths {
+		a, aok := h.Get(p)
+		b, bok := h2.Get(p)
+		if a != b || aok != bok {
+			t.Errorf("Get(%s): %+v %v, loaded %+v %v", p, a, aok, b, bok)
+		}
+		for s := 3; s <= 6; s++ {
+			x, xok := h.HeadAt(p, at(s))
+			y, yok := h2.HeadAt(p, at(s))
+			if x != y || xok != yok {
+				t.Errorf("HeadAt(%s, %ds): %+v %v, loaded %+v %v", p, s, x, xok, y, yok)
+			}
+			for _, rev := range []string{"", a.Rev, a.LastValid, "other"} {
+				for _, present := range []bool{true, false} {
+					if x, y := h.Explained(p, rev, present, at(s)), h2.Explained(p, rev, present, at(s)); x != y {
+						t.Errorf("Explained(%s, %q, %v, %ds): %v, loaded %v", p, rev, present, s, x, y)
+					}
+				}
+			}
+		}
+		da, aok := h.FieldsOf(p, a.Rev)
+		db, bok := h2.FieldsOf(p, a.Rev)
+		if aok != bok || fmt.Sprint(da) != fmt.Sprint(db) {
+			t.Errorf("FieldsOf(%s): %v %v, loaded %v %v", p, da, aok, db, bok)
+		}
+	}
+	// Later records fold on the loaded head: just before a new record,
+	// the state is the loaded one; a record older than the head (journaled
+	// late) leaves it the head but is remembered.
+	for i, p := range paths {
+		loaded, _ := h2.Get(p)
+		e := Event{Type: TypeUpdated, Path: p, Rev: fmt.Sprintf("r%d-5", i), Time: at(5)}
+		if i%2 == 0 {
+			e.Time = at(0)
+		}
+		h2.Apply(e)
+		if i%2 == 1 {
+			if got, ok := h2.HeadAt(p, at(4)); !ok || got != loaded {
+				t.Errorf("HeadAt(%s, 4s) after a record at 5s: %+v %v, want the loaded head %+v", p, got, ok, loaded)
+			}
+			if got, _ := h2.Get(p); got.Rev != e.Rev {
+				t.Errorf("Get(%s) after a record at 5s: %+v", p, got)
+			}
+		} else {
+			if got, _ := h2.Get(p); got != loaded {
+				t.Errorf("Get(%s) after a late record: %+v, want the loaded head %+v", p, got, loaded)
+			}
+			if !h2.Explained(p, e.Rev, true, at(-1)) {
+				t.Errorf("Explained(%s, %s) after a late record: false", p, e.Rev)
+			}
+		}
+	}
+
+	file := filepath.Join(root, Dir, HeadsFile)
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)-3] ^= 0x40
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h3, err := LoadHeads(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range paths {
+		a, _ := h.Get(p)
+		b, _ := h3.Get(p)
+		if a != b {
+			t.Errorf("after a corrupt checkpoint: Get(%s) %+v, want %+v (from the journal)", p, b, a)
+		}
 	}
 }
