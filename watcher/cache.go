@@ -274,20 +274,15 @@ func (p *Projection) SaveCache() error {
 	dirty := p.dirty
 	p.dirty = map[string]bool{}
 	p.mu.Unlock()
-	states := p.fw.State()
 	var firstErr error
 	for kind := range dirty {
+		var body []byte
 		p.mu.RLock()
-		cd := cacheData{Schema: schemaFingerprint(), Kind: kind, Records: make([]cacheRecord, 0, len(p.byKind[kind]))}
-		for path, e := range p.byKind[kind] {
-			st, ok := states[path]
-			if !ok {
-				continue // not yet confirmed by the watcher
-			}
-			cd.Records = append(cd.Records, cacheRecord{State: st, Entry: *e})
-		}
+		p.fw.withState(func(states map[string]FileState) {
+			body = encodeSection(kind, p.byKind[kind], states)
+		})
 		p.mu.RUnlock()
-		if err := writeSection(p.root, &cd); err != nil {
+		if err := writeSectionBody(p.root, kind, body); err != nil {
 			p.mu.Lock()
 			p.dirty[kind] = true
 			p.mu.Unlock()
@@ -300,11 +295,12 @@ func (p *Projection) SaveCache() error {
 }
 
 func writeSection(root string, cd *cacheData) error {
-	var buf bytes.Buffer
-	buf.WriteString(cacheMagic)
-	buf.Write(encodeCache(cd))
-	sum := sha256.Sum256(buf.Bytes()[len(cacheMagic):])
-	buf.Write(sum[:])
+	return writeSectionBody(root, cd.Kind, encodeCache(cd))
+}
+
+// writeSectionBody writes an encoded section with its magic and checksum.
+func writeSectionBody(root, kind string, body []byte) error {
+	sum := sha256.Sum256(body)
 	dir := filepath.Join(root, CacheFile)
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
@@ -327,10 +323,14 @@ func writeSection(root string, cd *cacheData) error {
 		return err
 	}
 	_ = f.Chmod(0o644) // readable like the documents it indexes
-	if _, err := f.Write(buf.Bytes()); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return err
+	// Three writes rather than one buffer: at 100k documents the body
+	// is 26 MB, and a copy of it would raise the peak by as much.
+	for _, part := range [][]byte{[]byte(cacheMagic), body, sum[:]} {
+		if _, err := f.Write(part); err != nil {
+			f.Close()
+			os.Remove(f.Name())
+			return err
+		}
 	}
 	if err := f.Close(); err != nil {
 		os.Remove(f.Name())
@@ -338,7 +338,7 @@ func writeSection(root string, cd *cacheData) error {
 	}
 	// No fsync: a lost or torn cache is detected by the checksum and
 	// rebuilt; it is never the truth.
-	if err := os.Rename(f.Name(), filepath.Join(dir, sectionFile(cd.Kind))); err != nil {
+	if err := os.Rename(f.Name(), filepath.Join(dir, sectionFile(kind))); err != nil {
 		os.Remove(f.Name())
 		return err
 	}

@@ -113,13 +113,14 @@ func encodeFields(en *Entry) (string, error) {
 	return string(f.b), nil
 }
 
-func (e *encoder) record(r *cacheRecord) error {
-	fields, err := encodeFields(&r.Entry)
+func (e *encoder) record(r *cacheRecord) error { return e.recordOf(&r.State, &r.Entry) }
+
+func (e *encoder) recordOf(st *FileState, en *Entry) error {
+	fields, err := encodeFields(en)
 	if err != nil {
 		return err // leave this one out: it is re-read next time
 	}
-	e.str(r.Entry.Path)
-	st := &r.State
+	e.str(en.Path)
 	e.uvarint(st.Dev)
 	e.uvarint(st.Ino)
 	e.varint(st.Size)
@@ -127,7 +128,6 @@ func (e *encoder) record(r *cacheRecord) error {
 	e.varint(st.CTime)
 	e.varint(st.Seen)
 	e.b = append(e.b, st.Hash[:]...)
-	en := &r.Entry
 	e.str(en.Name)
 	e.str(en.Rev)
 	if en.Valid {
@@ -160,6 +160,29 @@ func encodeCache(cd *cacheData) []byte {
 		}
 	}
 	// Fixed-width count, so it can be patched in after the records.
+	copy(e.b[countAt:], padUvarint(uint64(n)))
+	return e.b
+}
+
+// encodeSection encodes the section of kind from a projection's entries
+// and the watcher's states, without copying them first (a copy of 100k
+// records is 20 MB more at the peak of building the index).
+func encodeSection(kind string, entries map[string]*Entry, states map[string]FileState) []byte {
+	e := &encoder{b: make([]byte, 0, 256*len(entries)+64)}
+	e.str(schemaFingerprint())
+	e.str(kind)
+	countAt := len(e.b)
+	e.b = append(e.b, make([]byte, binary.MaxVarintLen64)...) // patched below
+	n := 0
+	for path, en := range entries {
+		st, ok := states[path]
+		if !ok || en.Kind != kind {
+			continue // not yet confirmed by the watcher
+		}
+		if e.recordOf(&st, en) == nil {
+			n++
+		}
+	}
 	copy(e.b[countAt:], padUvarint(uint64(n)))
 	return e.b
 }

@@ -383,6 +383,14 @@ func (w *FSWatcher) State() map[string]FileState {
 	return m
 }
 
+// withState runs fn with the states (read-only, not copied) under the
+// watcher's lock.
+func (w *FSWatcher) withState(fn func(map[string]FileState)) {
+	w.smu.RLock()
+	defer w.smu.RUnlock()
+	fn(w.files)
+}
+
 // Close stops watching. OnChange is not called after Close returns.
 func (w *FSWatcher) Close() error {
 	var err error

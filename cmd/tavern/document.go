@@ -2,6 +2,8 @@ package main
 
 import (
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
@@ -94,6 +96,16 @@ func entryJSON(s *docstore.Store, e watcher.Entry, withBody bool) (*docObject, e
 func itemState(kind, rel string) string {
 	if kind != schema.Item.Name {
 		return ""
+	}
+	// queues/{queue}/{state}/{id}.md: the third segment, when the path is
+	// an item's at all (an entry of kind item always is); this runs for
+	// every listed item, where KindOfPath tried every kind's pattern.
+	if rest, ok := strings.CutPrefix(rel, "queues/"); ok {
+		if _, rest, ok = strings.Cut(rest, "/"); ok {
+			if state, id, ok := strings.Cut(rest, "/"); ok && !strings.Contains(id, "/") && slices.Contains(schema.ItemStates, state) {
+				return state
+			}
+		}
 	}
 	_, caps, err := schema.KindOfPath(rel)
 	if err != nil {

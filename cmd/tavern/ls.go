@@ -182,7 +182,12 @@ func printEntries(c *cli.Context, s *docstore.Store, entries []watcher.Entry) er
 		}
 		out = append(out, o)
 	}
-	return printJSON(c, out)
+	b, err := appendDocs(make([]byte, 0, 512*len(out)+16), out)
+	if err != nil {
+		return err
+	}
+	_, err = c.App.Writer.Write(b)
+	return err
 }
 
 // summaryFields are shown as columns by `ls` when a kind has them.

@@ -37,7 +37,12 @@ func runShow(c *cli.Context) error {
 		return err
 	}
 	if c.Bool("json") {
-		return printJSON(c, docJSON(s, d, true))
+		b, err := appendDoc(nil, docJSON(s, d, true), "")
+		if err != nil {
+			return err
+		}
+		_, err = c.App.Writer.Write(append(b, '\n'))
+		return err
 	}
 	_, err = c.App.Writer.Write(d.Bytes())
 	for _, e := range d.Validate(false) {
