@@ -6,8 +6,10 @@ BIN     := bin/tavern
 
 .PHONY: build test test-long tools check fuzz demo demo-workflow clean bench torture
 
+# urfave_cli_no_docs leaves out urfave/cli's man-page generator (and the
+# markdown package it pulls in, whose package init every command paid).
 build:
-	$(GO) build -o $(BIN) ./cmd/tavern
+	$(GO) build -tags urfave_cli_no_docs -o $(BIN) ./cmd/tavern
 
 test: tools
 	$(GO) test -race -timeout 9m $(PKGS)

@@ -415,7 +415,7 @@ func (h *Heads) Save() error {
 		body = appendHead(body, p, s)
 	}
 	hdr, _ := json.Marshal(headsHeader{V: headsVersion, Day: h.cur.Day, Offset: h.cur.Offset, Tail: tail,
-		N: len(h.paths), CRC: crc32.Checksum(body, castagnoli)})
+		N: len(h.paths), CRC: crc32.Checksum(body, castagnoli())})
 	var b bytes.Buffer
 	b.Grow(len(hdr) + 1 + len(body))
 	b.Write(hdr)
@@ -444,7 +444,9 @@ func (h *Heads) Save() error {
 
 const headsVersion = 3
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// Built on first use: making the table at package init would cost every
+// tavern command.
+var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 type headsHeader struct {
 	V      int    `json:"v"`
@@ -619,7 +621,7 @@ func (h *Heads) load() error {
 	if hdr.V != headsVersion {
 		return fmt.Errorf("%w: version %d", errBadCheckpoint, hdr.V)
 	}
-	if crc32.Checksum(body, castagnoli) != hdr.CRC || hdr.N < 0 || hdr.N > len(body) {
+	if crc32.Checksum(body, castagnoli()) != hdr.CRC || hdr.N < 0 || hdr.N > len(body) {
 		return fmt.Errorf("%w: checksum", errBadCheckpoint)
 	}
 	cur := Cursor{Day: hdr.Day, Offset: hdr.Offset}
