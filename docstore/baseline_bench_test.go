@@ -190,6 +190,92 @@ func BenchmarkRawDurableRename(b *testing.B) {
 	}
 }
 
+// BenchmarkRawDurableWritePair is the physical floor of a durable
+// take+done (issue 21): two content changes, each made durable before its
+// name appears, as two raw writes: write a new copy in .tmp/, fsync it,
+// rename it to claimed/X, fsync claimed/; then the same into done/X, fsync
+// done/. No engine, no locks, no journal; workers take disjoint items.
+// ops/s = pairs/s.
+func BenchmarkRawDurableWritePair(b *testing.B) {
+	for _, workers := range []int{1, 8} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			root := storetest.BenchDir(b)
+			tmp := filepath.Join(root, ".tmp")
+			claimed := filepath.Join(root, "claimed")
+			done := filepath.Join(root, "done")
+			mkdirs(b, tmp, claimed, done)
+			syscall.Sync()
+			n := b.N
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			errc := make(chan error, workers)
+			write := func(dir *os.File, dirPath, name string, i int) error {
+				tp := filepath.Join(tmp, fmt.Sprintf("%s.%d", name, i))
+				f, err := os.OpenFile(tp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+				if err != nil {
+					return err
+				}
+				if _, err := f.Write(benchDoc); err != nil {
+					f.Close()
+					return err
+				}
+				if err := f.Sync(); err != nil {
+					f.Close()
+					return err
+				}
+				if err := f.Close(); err != nil {
+					return err
+				}
+				if err := os.Rename(tp, filepath.Join(dirPath, name)); err != nil {
+					return err
+				}
+				return dir.Sync()
+			}
+			b.ResetTimer()
+			for range workers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					cd, err := os.Open(claimed)
+					if err != nil {
+						errc <- err
+						return
+					}
+					defer cd.Close()
+					dd, err := os.Open(done)
+					if err != nil {
+						errc <- err
+						return
+					}
+					defer dd.Close()
+					for {
+						i := int(next.Add(1)) - 1
+						if i >= n {
+							return
+						}
+						name := fmt.Sprintf("%09d.md", i)
+						if err := write(cd, claimed, name, 2*i); err != nil {
+							errc <- err
+							return
+						}
+						if err := write(dd, done, name, 2*i+1); err != nil {
+							errc <- err
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.StopTimer()
+			close(errc)
+			for err := range errc {
+				b.Fatal(err)
+			}
+			storetest.ReportOpsPerSec(b, n)
+		})
+	}
+}
+
 // BenchmarkRawParse is the ceiling for reading a document: split the
 // frontmatter off a 1 KiB document and decode it with yaml.v3 into a node
 // tree (what a round-trip-preserving parser must build). One goroutine.

@@ -20,6 +20,9 @@ type pair struct {
 	// latency against the typical, p50, write).
 	BaseMetric string
 	Min, Max   float64 // goals on the ratio; 0 means none
+	AbsMax     float64 // without Base: a goal on the value itself
+	// Label and Shape put the row in the README (see readme.go).
+	Label, Shape string
 }
 
 // bench holds one benchmark's figures; with -count > 1 each metric has one
@@ -177,6 +180,60 @@ func num(v float64) string {
 	}
 }
 
+// row is a pair's figures as the tables print them.
+type row struct {
+	value, base, baseValue, ratio, goal string
+	met, missed                        bool
+}
+
+// evaluate computes a pair's figures and whether its goal is met.
+func evaluate(r *results, p pair) row {
+	v, okv := r.metric(p.Name, p.Metric)
+	out := row{value: "-", base: "-", baseValue: "-", ratio: "-"}
+	if okv {
+		out.value = num(v)
+	}
+	if p.Base == "" {
+		if p.AbsMax > 0 {
+			out.goal = "≤ " + num(p.AbsMax)
+			if okv {
+				out.met, out.missed = v <= p.AbsMax, v > p.AbsMax
+			}
+		}
+	} else {
+		bm, base := p.Metric, p.Base
+		if p.BaseMetric != "" && p.BaseMetric != p.Metric {
+			bm, base = p.BaseMetric, p.Base+" ("+p.BaseMetric+")"
+		}
+		out.base = base
+		bv, okb := r.metric(p.Base, bm)
+		if okb {
+			out.baseValue = num(bv)
+		}
+		if p.Min > 0 {
+			out.goal = fmt.Sprintf("≥ %.2f×", p.Min)
+		}
+		if p.Max > 0 {
+			out.goal = strings.TrimSpace(out.goal + fmt.Sprintf(" ≤ %.2f×", p.Max))
+		}
+		if okv && okb && bv != 0 {
+			x := v / bv
+			out.ratio = fmt.Sprintf("%.2f×", x)
+			if out.goal != "" {
+				out.missed = (p.Min > 0 && x < p.Min) || (p.Max > 0 && x > p.Max)
+				out.met = !out.missed
+			}
+		}
+	}
+	switch {
+	case out.missed:
+		out.goal += " MISSED"
+	case out.met:
+		out.goal += " met"
+	}
+	return out
+}
+
 // render writes the report. It is built in a buffer so the padding after
 // empty last cells can be trimmed (stable golden files, clean diffs).
 func render(out io.Writer, r *results, pairs []pair) error {
@@ -222,37 +279,8 @@ func renderTables(w io.Writer, r *results, pairs []pair) error {
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "benchmark\tmetric\t%10s\tbaseline\t%14s\t%7s\tgoal\n", "value", "baseline value", "ratio")
 	for _, p := range pairs {
-		v, okv := r.metric(p.Name, p.Metric)
-		bm, base := p.Metric, p.Base
-		if p.BaseMetric != "" && p.BaseMetric != p.Metric {
-			bm, base = p.BaseMetric, p.Base+" ("+p.BaseMetric+")"
-		}
-		bv, okb := r.metric(p.Base, bm)
-		vs, bs, ratio, goal := "-", "-", "-", ""
-		if okv {
-			vs = num(v)
-		}
-		if okb {
-			bs = num(bv)
-		}
-		if p.Min > 0 {
-			goal = fmt.Sprintf("≥ %.2f×", p.Min)
-		}
-		if p.Max > 0 {
-			goal = strings.TrimSpace(goal + fmt.Sprintf(" ≤ %.2f×", p.Max))
-		}
-		if okv && okb && bv != 0 {
-			x := v / bv
-			ratio = fmt.Sprintf("%.2f×", x)
-			if goal != "" {
-				if (p.Min > 0 && x < p.Min) || (p.Max > 0 && x > p.Max) {
-					goal += " MISSED"
-				} else {
-					goal += " met"
-				}
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%10s\t%s\t%14s\t%7s\t%s\n", p.Name, p.Metric, vs, base, bs, ratio, goal)
+		row := evaluate(r, p)
+		fmt.Fprintf(tw, "%s\t%s\t%10s\t%s\t%14s\t%7s\t%s\n", p.Name, p.Metric, row.value, row.base, row.baseValue, row.ratio, row.goal)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -145,18 +145,70 @@ func TestNum(t *testing.T) {
 func TestPairsWellFormed(t *testing.T) {
 	seen := map[pair]bool{}
 	for _, p := range pairs {
-		if !strings.HasPrefix(p.Name, "Benchmark") || !strings.HasPrefix(p.Base, "Benchmark") || p.Metric == "" {
+		absolute := p.Base == ""
+		if !strings.HasPrefix(p.Name, "Benchmark") || (!absolute && !strings.HasPrefix(p.Base, "Benchmark")) || p.Metric == "" {
 			t.Errorf("malformed pair %+v", p)
+		}
+		if absolute && (p.Min != 0 || p.Max != 0 || p.BaseMetric != "") {
+			t.Errorf("pair %+v: a ratio goal without a baseline", p)
+		}
+		if !absolute && p.AbsMax != 0 {
+			t.Errorf("pair %+v: an absolute goal with a baseline", p)
 		}
 		if strings.ContainsAny(p.Name+p.Base, " \t") {
 			t.Errorf("pair %+v: go test never prints spaces in names", p)
 		}
-		if p.Name == p.Base {
-			t.Errorf("pair %+v compares a benchmark with itself", p)
+		if p.Name == p.Base && (p.BaseMetric == "" || p.BaseMetric == p.Metric) {
+			t.Errorf("pair %+v compares a figure with itself", p)
 		}
 		if seen[p] {
 			t.Errorf("duplicate pair %+v", p)
 		}
 		seen[p] = true
+	}
+}
+
+// TestReadme renders the README section of the recorded run twice (as
+// two runs) into a README, between its markers, leaving the rest alone.
+func TestReadme(t *testing.T) {
+	in, err := os.ReadFile(filepath.Join("testdata", "run.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run.txt")
+	if err := os.WriteFile(run, in, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	readme := filepath.Join(dir, "README.md")
+	before, after := "# T\n\n## Performance\n\n", "\n## Next\n"
+	if err := os.WriteFile(readme, []byte(before+readmeBegin+"\nSTALE-CONTENT\n"+readmeEnd+after), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeReadme(readme, []string{run, run}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(readme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "readme.golden")
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("README differs from %s (run with -update after checking):\n%s", golden, got)
+	}
+	if !strings.HasPrefix(string(got), before+readmeBegin) || !strings.HasSuffix(string(got), readmeEnd+after) || strings.Contains(string(got), "STALE-CONTENT") {
+		t.Errorf("the section was not replaced in place:\n%s", got)
+	}
+	if err := writeReadme(filepath.Join(dir, "none.md"), []string{run}); err == nil {
+		t.Error("a README without the markers: no error")
 	}
 }
