@@ -4,7 +4,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin/tavern
 
-.PHONY: build test test-long tools check fuzz demo demo-workflow clean bench torture
+.PHONY: build test test-long tools check fuzz demo demo-workflow clean bench bench-tools bench-readme torture
 
 # urfave_cli_no_docs leaves out urfave/cli's man-page generator (and the
 # markdown package it pulls in, whose package init every command paid).
@@ -101,8 +101,15 @@ clean:
 BENCHTIME ?= 1s
 BENCHCOUNT ?= 3
 
-bench:
+# The one-shot baselines run the sqlite3 command (installed when missing).
+bench-tools:
+	@command -v sqlite3 >/dev/null 2>&1 || { if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	  echo "installing: sqlite3"; apt-get update -qq && apt-get install -y -qq sqlite3 >/dev/null; \
+	  else echo "warning: sqlite3 missing (the one-shot baselines skip)"; fi; }
+
+bench: bench-tools
 	@mkdir -p .bench
+	@if [ -f .bench/last.txt ]; then mv .bench/last.txt .bench/prev.txt; fi
 	@{ echo "bench-note: load average before: $$(cat /proc/loadavg 2>/dev/null)"; \
 	echo 0 > .bench/status; for round in $$(seq $(BENCHCOUNT)); do \
 	echo "bench-note: round $$round of $(BENCHCOUNT)"; \
@@ -114,5 +121,11 @@ bench:
 	@echo
 	@status=$$(cat .bench/status); \
 	go run ./cmd/benchreport < .bench/last.txt || status=1; \
-	echo "raw output: .bench/last.txt"; \
+	echo "raw output: .bench/last.txt (the run before: .bench/prev.txt)"; \
 	exit $$status
+
+# README's performance section is generated from the last two make bench
+# runs (.bench/prev.txt, .bench/last.txt): never typed by hand.
+bench-readme:
+	@runs=""; for f in .bench/prev.txt .bench/last.txt; do [ -f $$f ] && runs="$$runs $$f"; done; \
+	go run ./cmd/benchreport -readme README.md $$runs
