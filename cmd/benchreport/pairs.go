@@ -16,15 +16,15 @@ var pairs = []pair{
 	// docstore.
 	// BenchmarkListWhere10k reports ops/s (queries) and files/s (documents
 	// read, parsed and matched); files/s is the one comparable to grep.
-	{Name: "BenchmarkParse", Metric: "ops/s", Base: "BenchmarkRawParse"},
-	{Name: "BenchmarkUpdateDurable", Metric: "ops/s", Base: "BenchmarkRawDurableWrite"},
+	{Name: "BenchmarkParse", Metric: "ops/s", Base: "BenchmarkRawParse", Label: "documents parsed/s", Shape: "one 1 KiB document"},
+	{Name: "BenchmarkUpdateDurable", Metric: "ops/s", Base: "BenchmarkRawDurableWrite", Label: "durable `Update`/s", Shape: "one 1 KiB document"},
 	{Name: "BenchmarkListWhere10k", Metric: "files/s", Base: "BenchmarkRawGrep/files=10000"},
 
 	// watcher and projection.
-	{Name: "BenchmarkWatchLatency", Metric: "p50-µs", Base: "BenchmarkRawNotify/rename"},
+	{Name: "BenchmarkWatchLatency", Metric: "p50-µs", Base: "BenchmarkRawNotify/rename", Label: "write-to-event latency p50 (µs)", Shape: "one watched directory"},
 	{Name: "BenchmarkWatchLatency", Metric: "p99-µs", Base: "BenchmarkRawNotify/rename"},
 	{Name: "BenchmarkScan/files=10000", Metric: "files/s", Base: "BenchmarkRawGrep/files=10000"},
-	{Name: "BenchmarkQueryIndexed/files=10000", Metric: "files/s", Base: "BenchmarkScan/files=10000"},
+	{Name: "BenchmarkQueryIndexed/files=10000", Metric: "files/s", Base: "BenchmarkScan/files=10000", Label: "indexed query (docs/s)", Shape: "10k 1 KiB items in 100 queues"},
 
 	// queues. Durable take+done cycles against SQLite FULL and the
 	// raw durable rename rate; relaxed durability against SQLite NORMAL.
@@ -53,21 +53,30 @@ var pairs = []pair{
 	// event on the page <= 200 ms p99); against the 0.64 ms p50 write of
 	// DESIGN.md they are 1560x and 312x. ms: open the view and serve the
 	// first pages; page-ms: the first pages of a running server.
-	{Name: "BenchmarkViewFirstPaint", Metric: "ms", Base: "BenchmarkViewWrite", Max: 1560},
-	{Name: "BenchmarkViewFirstPaint", Metric: "page-ms", Base: "BenchmarkViewWrite", BaseMetric: "ms", Max: 1560},
+	{Name: "BenchmarkViewFirstPaint", Metric: "ms", Base: "BenchmarkViewWrite", Max: 1560,
+		Label: "views: open and serve the first pages (ms)", Shape: shapeView},
+	{Name: "BenchmarkViewFirstPaint", Metric: "page-ms", Base: "BenchmarkViewWrite", BaseMetric: "ms", Max: 1560,
+		Label: "views: first pages of a running server (ms)", Shape: shapeView},
 	{Name: "BenchmarkViewEventToPage", Metric: "p50-ms", Base: "BenchmarkViewWrite"},
-	{Name: "BenchmarkViewEventToPage", Metric: "p99-ms", Base: "BenchmarkViewWrite", BaseMetric: "p50-ms", Max: 312},
+	{Name: "BenchmarkViewEventToPage", Metric: "p99-ms", Base: "BenchmarkViewWrite", BaseMetric: "p50-ms", Max: 312,
+		Label: "views: an event on the page, p99 (ms)", Shape: shapeView},
 	// Issue 17: each hook handler, the built binary on a 10k-document
 	// store, against starting the binary at all (tavern --help). The goal
 	// is an absolute one, <= 50 ms wall per handler: read the ms/op column
 	// (wall) next to cpu-ms/op (the hook process's user+system time, which
 	// a loaded machine does not inflate).
-	{Name: "BenchmarkHook/session-start", Metric: "ms/op", Base: "BenchmarkHookBaseline/tavern-help"},
-	{Name: "BenchmarkHook/pre-tool-use", Metric: "ms/op", Base: "BenchmarkHookBaseline/tavern-help"},
-	{Name: "BenchmarkHook/user-prompt-submit", Metric: "ms/op", Base: "BenchmarkHookBaseline/tavern-help"},
-	{Name: "BenchmarkHook/post-tool-use", Metric: "ms/op", Base: "BenchmarkHookBaseline/tavern-help"},
-	{Name: "BenchmarkHook/stop", Metric: "ms/op", Base: "BenchmarkHookBaseline/tavern-help"},
-	{Name: "BenchmarkHook/session-end", Metric: "ms/op", Base: "BenchmarkHookBaseline/tavern-help"},
+	{Name: "BenchmarkHook/session-start", Metric: "ms/op", Base: "BenchmarkHookBaseline/tavern-help",
+		Label: "hook session-start (ms)", Shape: shapeHooks},
+	{Name: "BenchmarkHook/pre-tool-use", Metric: "ms/op", Base: "BenchmarkHookBaseline/tavern-help",
+		Label: "hook pre-tool-use (ms)", Shape: shapeHooks},
+	{Name: "BenchmarkHook/user-prompt-submit", Metric: "ms/op", Base: "BenchmarkHookBaseline/tavern-help",
+		Label: "hook user-prompt-submit (ms)", Shape: shapeHooks},
+	{Name: "BenchmarkHook/post-tool-use", Metric: "ms/op", Base: "BenchmarkHookBaseline/tavern-help",
+		Label: "hook post-tool-use (ms)", Shape: shapeHooks},
+	{Name: "BenchmarkHook/stop", Metric: "ms/op", Base: "BenchmarkHookBaseline/tavern-help",
+		Label: "hook stop (ms)", Shape: shapeHooks},
+	{Name: "BenchmarkHook/session-end", Metric: "ms/op", Base: "BenchmarkHookBaseline/tavern-help",
+		Label: "hook session-end (ms)", Shape: shapeHooks},
 	{Name: "BenchmarkHook/session-start", Metric: "cpu-ms/op", Base: "BenchmarkHookBaseline/tavern-help"},
 	{Name: "BenchmarkHook/pre-tool-use", Metric: "cpu-ms/op", Base: "BenchmarkHookBaseline/tavern-help"},
 	{Name: "BenchmarkHook/user-prompt-submit", Metric: "cpu-ms/op", Base: "BenchmarkHookBaseline/tavern-help"},
@@ -156,6 +165,8 @@ var pairs = []pair{
 
 // Store shapes named in the README.
 const (
-	shape100k = "100k agent documents of 1 KiB, 1% working"
-	shape2k   = "2,000 items in one queue, 1 agent, 1 channel (git repo)"
+	shape100k  = "100k agent documents of 1 KiB, 1% working"
+	shape2k    = "2,000 items in one queue, 1 agent, 1 channel (git repo)"
+	shapeView  = "100k documents (97k done items), 10 completions/s"
+	shapeHooks = "10.8k documents (4k items, 2k memories, 2k knowledge, 1k agents...)"
 )

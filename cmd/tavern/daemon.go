@@ -369,7 +369,7 @@ func longRunningMemory() {
 		return
 	}
 	memOnce.Do(func() {
-		debug.SetGCPercent(100) // oneShotMemory turned it off
+		debug.SetGCPercent(100) // oneShotMemory raised it
 		go func() {
 			debug.FreeOSMemory()
 			sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
