@@ -145,8 +145,11 @@ func serveQueries(c *cli.Context, s *docstore.Store, p *watcher.Projection, who 
 // run, verifier), serves queries from it, and gives the manager's reaper
 // its agents from it. It returns the function that stops all that (it
 // waits for an opening still under way); with TAVERN_DAEMON=off it does
-// nothing.
-func openServingProjection(c *cli.Context, m *agents.Manager, who string) func() {
+// nothing. With onlyIfNone (a pool, which reaps through its takes and
+// needs no projection of its own) it opens one only while no other process
+// serves the store, checked every few seconds: a hundred pools on one
+// store do not each hold a projection of it.
+func openServingProjection(c *cli.Context, m *agents.Manager, who string, onlyIfNone bool) func() {
 	if daemonMode() == "off" {
 		return func() {}
 	}
@@ -155,9 +158,20 @@ func openServingProjection(c *cli.Context, m *agents.Manager, who string) func()
 		stopped bool
 		cleanup = func() {}
 	)
+	quit := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		for onlyIfNone {
+			if _, err := daemon.GetStatus(context.Background(), m.Store.Root(), daemonTimeout()); err != nil {
+				break
+			}
+			select {
+			case <-quit:
+				return
+			case <-time.After(5 * time.Second):
+			}
+		}
 		p, err := watcher.Open(m.Store, watcher.Options{Watch: true, Cache: true})
 		if err != nil {
 			errf(c, "tavern: warning: no query daemon: %v\n", err)
@@ -182,6 +196,7 @@ func openServingProjection(c *cli.Context, m *agents.Manager, who string) func()
 		mu.Lock()
 		stopped = true
 		mu.Unlock()
+		close(quit)
 		<-done
 		cleanup()
 	}

@@ -313,3 +313,61 @@ func TestDaemonStartStopStatus(t *testing.T) {
 		t.Errorf("no daemon log: %v", err)
 	}
 }
+
+// inotifyWatches is the number of inotify watches process pid holds (a
+// watching projection holds one per directory of the store).
+func inotifyWatches(t *testing.T, pid int) int {
+	t.Helper()
+	fds, err := filepath.Glob(fmt.Sprintf("/proc/%d/fdinfo/*", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, fd := range fds {
+		b, err := os.ReadFile(fd)
+		if err != nil {
+			continue // closed since the glob
+		}
+		n += strings.Count(string(b), "inotify wd:")
+	}
+	return n
+}
+
+// TestDaemonPoolOnlyIfNone: a pool started while another process serves
+// the store opens no projection of its own (a hundred pools on one store
+// do not each watch all of it), and takes over serving when that process
+// stops.
+func TestDaemonPoolOnlyIfNone(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/proc/self/fdinfo"); err != nil {
+		t.Skip("needs /proc to count a process's inotify watches")
+	}
+	p := newProject(t)
+	for i := range 20 {
+		p.ok("queue", "create", fmt.Sprintf("q%02d", i))
+	}
+	startDaemon(t, p)
+	pool := p.tavern("pool", "run", "p", "--queue", "q00", "--min", "1", "--max", "1", "--on-empty", "idle", "--quiet", "--", "sleep", "600")
+	if err := pool.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pool.Process.Kill(); pool.Wait() })
+	poll(t, "the pool's drone", func() bool {
+		var list []struct{ Name string }
+		p.json(&list, "agent", "ls")
+		return len(list) > 0
+	})
+	before := inotifyWatches(t, pool.Process.Pid)
+	p.ok("daemon", "stop")
+	poll(t, "tavern pool run taking over", func() bool {
+		return strings.Contains(p.run("daemon", "status").out, "tavern pool run")
+	})
+	after := inotifyWatches(t, pool.Process.Pid)
+	if after < 20 || before >= after {
+		t.Fatalf("pool's inotify watches: %d while the daemon served, %d once it serves; want far fewer before", before, after)
+	}
+	names, err := lsNames(t, p, viaDaemon, "agents")
+	if err != nil || len(names) != 1 {
+		t.Errorf("ls through the pool: %q, %v", names, err)
+	}
+}

@@ -89,7 +89,7 @@ func runPoolRun(c *cli.Context) error {
 		return err
 	}
 	defer b.Close()
-	defer openServingProjection(c, m, "tavern pool run")()
+	defer openServingProjection(c, m, "tavern pool run", true)()
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)

@@ -41,7 +41,7 @@ func runVerifier(c *cli.Context, m *agents.Manager) error {
 	}
 	defer b.Close()
 	if !c.Bool("once") {
-		defer openServingProjection(c, m, "tavern verifier")()
+		defer openServingProjection(c, m, "tavern verifier", false)()
 	}
 	err = m.RunVerifier(c.Context, agents.VerifierOptions{
 		Broker: b,
