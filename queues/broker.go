@@ -35,6 +35,9 @@ type Broker struct {
 	dirs     sync.Map // dir path -> *dirHandle: open item state directories (move.go)
 	pending  *pendingIndex
 
+	coord    Coordinator // tavern.md coordination engine; nil: local (coord.go)
+	ownCoord bool
+
 	holdMu  sync.Mutex
 	hold    *docstore.Lock // the holder lock of HoldLock claims, taken lazily
 	holdKey string
@@ -63,6 +66,10 @@ type Options struct {
 	// every use). Within it, a state directory renamed away by hand may
 	// still receive the Broker's writes.
 	DirRecheck time.Duration
+	// Coordinator arbitrates claims across machines. Nil opens the engine
+	// tavern.md names (OpenCoordinator; none for coordination: local);
+	// the Broker closes only an engine it opened.
+	Coordinator Coordinator
 }
 
 // Open returns a Broker for s.
@@ -97,6 +104,16 @@ func Open(s *docstore.Store, opt Options) (*Broker, error) {
 	}
 	host, _ := os.Hostname()
 	b.who = fmt.Sprintf("%s/%d", host, os.Getpid())
+	if b.coord = opt.Coordinator; b.coord == nil {
+		c, err := OpenCoordinator(s)
+		if err != nil {
+			if b.ownJ {
+				b.j.Close()
+			}
+			return nil, err
+		}
+		b.coord, b.ownCoord = c, c != nil
+	}
 	return b, nil
 }
 
@@ -125,6 +142,9 @@ func (b *Broker) Close() error {
 		b.hold = nil
 	}
 	b.holdMu.Unlock()
+	if b.ownCoord {
+		b.coord.Close()
+	}
 	if b.ownJ {
 		return b.j.Close()
 	}

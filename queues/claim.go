@@ -204,6 +204,9 @@ func (b *Broker) Complete(id string, attempt int, result string) (*Item, error) 
 func (b *Broker) complete(queue, id string, attempt int, result string, cached *docstore.Doc) (*Item, error) {
 	var out *Item
 	_, err := b.fencedIn("complete", queue, id, attempt, cached, func(l *docstore.Lock, it *Item) (*Item, error) {
+		if err := b.coordEnd("done", it, result, 0); err != nil {
+			return nil, err
+		}
 		now := b.now()
 		d, err := b.moveDoc(l, it.Doc, ItemPath(it.Queue, Done, id), func(d *docstore.Doc) error {
 			summary, full := resultText(result)
@@ -266,8 +269,14 @@ func (b *Broker) Fail(id string, attempt int, reason string) (*Item, error) {
 			max = it.MaxAttempts
 		}
 		if it.Attempts >= max {
+			if err := b.coordEnd("dead", it, reason, 0); err != nil {
+				return nil, err
+			}
 			out, err = b.toDead(l, it, reason, fmt.Sprintf("failed %d of %d attempts; last error: %s", it.Attempts, max, reason))
 			return out, err
+		}
+		if err := b.coordEnd("fail", it, reason, 0); err != nil {
+			return nil, err
 		}
 		delay := backoff(q, it.Attempts)
 		d, err := b.moveDoc(l, it.Doc, ItemPath(it.Queue, Pending, id), func(d *docstore.Doc) error {
@@ -327,6 +336,9 @@ func (b *Broker) toDead(l *docstore.Lock, it *Item, lastErr, why string) (*Item,
 func (b *Broker) Release(id string, attempt int) (*Item, error) {
 	var out *Item
 	_, err := b.fenced("release", id, attempt, func(l *docstore.Lock, it *Item) (*Item, error) {
+		if err := b.coordEnd("release", it, "", 0); err != nil {
+			return nil, err
+		}
 		now := b.now()
 		d, err := b.moveDoc(l, it.Doc, ItemPath(it.Queue, Pending, id), func(d *docstore.Doc) error {
 			n := it.Attempts - 1
@@ -358,6 +370,9 @@ func (b *Broker) Renew(id string, attempt int) (*Item, error) {
 	return b.fenced("renew", id, attempt, func(l *docstore.Lock, it *Item) (*Item, error) {
 		q, err := b.Queue(it.Queue)
 		if err != nil {
+			return nil, err
+		}
+		if err := b.coordEnd("renew", it, "", q.Lease); err != nil {
 			return nil, err
 		}
 		now := b.now()
@@ -417,6 +432,9 @@ func (b *Broker) retryOne(queue, id string) (*Item, error) {
 		}
 		return nil, err
 	}
+	if err := b.coordReopen(it); err != nil {
+		return nil, err
+	}
 	now := b.now()
 	d, err := b.move(l, rel, ItemPath(queue, Pending, id), func(d *docstore.Doc) error {
 		if err := setFields(d, docstore.Field{Key: "attempts", Value: 0}, docstore.Field{Key: "updated", Value: now}); err != nil {
@@ -463,5 +481,5 @@ func delFields(d *docstore.Doc, keys ...string) error {
 // clearClaim removes the fields of the claim that ended. claim_attempt
 // stays: it is the fencing counter and only ever grows.
 func clearClaim(d *docstore.Doc) error {
-	return delFields(d, "claimed_by", "claim_kind", "liveness_lock", "lease_until", "started", "hung_since")
+	return delFields(d, "claimed_by", "claim_kind", "liveness_lock", "lease_until", "started", "hung_since", "claim_machine", "claim_lease")
 }

@@ -54,7 +54,10 @@ type Diagnostics struct {
 	Blocked []Blocked // items whose dependency is dead or missing
 	Backoff int       // items waiting for not_before
 	Waiting int       // items waiting for dependencies to finish
-	Wake    time.Time // earliest known moment something may become claimable
+	// Elsewhere counts items the coordination engine says are held or
+	// finished on another machine (their local copy is not synced yet).
+	Elsewhere int
+	Wake      time.Time // earliest known moment something may become claimable
 }
 
 func (d *Diagnostics) wakeAt(t time.Time) {
@@ -77,6 +80,9 @@ func (e *EmptyError) Error() string {
 	if e.Diag != nil {
 		if e.Diag.Backoff > 0 {
 			why = append(why, fmt.Sprintf("%d in backoff", e.Diag.Backoff))
+		}
+		if e.Diag.Elsewhere > 0 {
+			why = append(why, fmt.Sprintf("%d held or finished on other machines", e.Diag.Elsewhere))
 		}
 		if e.Diag.Waiting > 0 {
 			why = append(why, fmt.Sprintf("%d waiting for dependencies", e.Diag.Waiting))
@@ -372,6 +378,7 @@ func (b *Broker) claimOne(q *Queue, id string, h holder, diag *Diagnostics) (*Cl
 	from, to := ItemPath(q.Name, Pending, id), ItemPath(q.Name, Claimed, id)
 	now := b.now()
 	var attempt int
+	var grant *coordGrant // coordination: etcd/git (coord.go)
 	d, err := b.move(l, from, to, func(d *docstore.Doc) error {
 		if errs := d.Validate(false); len(errs) > 0 {
 			return &docstore.ValidationError{Path: from, Errors: errs}
@@ -403,8 +410,15 @@ func (b *Broker) claimOne(q *Queue, id string, h holder, diag *Diagnostics) (*Cl
 			}
 		}
 		attempt = it.ClaimAttempt + 1
+		attempts := it.Attempts + 1
+		if b.coord != nil {
+			if grant, err = b.coordClaim(q, it, h, diag); err != nil {
+				return err
+			}
+		}
+		coordFields := grant.apply(&attempt, &attempts)
 		fields := []docstore.Field{
-			{Key: "attempts", Value: it.Attempts + 1},
+			{Key: "attempts", Value: attempts},
 			{Key: "claimed_by", Value: h.who},
 			{Key: "claim_attempt", Value: attempt},
 			{Key: "claim_kind", Value: h.kind},
@@ -415,6 +429,7 @@ func (b *Broker) claimOne(q *Queue, id string, h holder, diag *Diagnostics) (*Cl
 		if h.lock != "" {
 			fields = append(fields, docstore.Field{Key: "liveness_lock", Value: h.lock})
 		}
+		fields = append(fields, coordFields...)
 		fl := []string{"not_before", "hung_since"}
 		if h.kind == "lease" {
 			fl = append(fl, "liveness_lock")
@@ -422,6 +437,7 @@ func (b *Broker) claimOne(q *Queue, id string, h holder, diag *Diagnostics) (*Cl
 		return editFields(d, fields, fl...)
 	})
 	if err != nil {
+		b.coordUndo(grant, err)
 		var skip errSkip
 		switch {
 		case errors.As(err, &skip), errors.Is(err, fs.ErrNotExist):

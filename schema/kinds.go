@@ -36,6 +36,10 @@ var (
 			{Name: "chunk_size", Type: Int, Min: atLeast(1), Default: 100, Doc: "messages per chunk"},
 			{Name: "bubble_after", Type: Duration, Default: "10m", Doc: "unanswered questions move to the parent's parent after this"},
 			{Name: "reconcile", Type: Duration, Default: "30s", Doc: "watcher full-reconcile interval"},
+			{Name: "coordination", Type: String, Enum: []string{"local", "etcd", "git"}, Default: "local",
+				Doc: "who arbitrates claims: local (rename + flock, one machine), etcd, or git (compare-and-swap on refs of the sync remote)"},
+			{Name: "etcd", Type: Map, Doc: "etcd engine: endpoints, prefix, lease_ttl, dial_timeout, op_timeout, username, password_env, tls {ca, cert, key, server_name}"},
+			{Name: "sync", Type: Map, Doc: "git sync of the documents: remote, ref (refs/tavern/state), every, claim_ttl"},
 			{Name: "created", Type: Time},
 		}}
 
@@ -94,6 +98,8 @@ var (
 			Field{Name: "claimed_by", Type: String},
 			Field{Name: "claim_attempt", Type: Int, Min: atLeast(0), Doc: "fencing token: completions must carry it"},
 			Field{Name: "claim_kind", Type: String, Enum: []string{"lease", "liveness"}},
+			Field{Name: "claim_machine", Type: String, Doc: "machine of the current claim (coordination: etcd or git)"},
+			Field{Name: "claim_lease", Type: String, Doc: "the coordination engine's lease of the current claim (etcd lease id)"},
 			Field{Name: "liveness_lock", Type: String, Doc: "lock key whose holder keeps a liveness claim alive (free lock = dead owner)"},
 			Field{Name: "hung_since", Type: Time, Doc: "when a reaper first saw the lease expired while the holder was alive"},
 			Field{Name: "lease_until", Type: Time},

@@ -1,0 +1,233 @@
+// Package etcdtest starts a real etcd server (Debian's etcd-server
+// package, the `etcd` binary) on free loopback ports for tests, and a TCP
+// proxy in front of it that a test can cut to partition one client.
+//
+// The server runs with a short election timeout so leases can be as
+// short as one second, and keeps its data on tmpfs (/dev/shm) when there
+// is one: etcd 3.4 has no --unsafe-no-fsync, and a test must not load
+// the shared disk. Tests that need it call Start, which skips the test
+// with a clear message when no etcd binary is installed (.ci/run installs
+// it).
+package etcdtest
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Server is a running etcd.
+type Server struct {
+	Client string // host:port of the client URL
+	cmd    *exec.Cmd
+	log    *bytes.Buffer
+	dir    string
+}
+
+// Binary returns the etcd binary, or "" when none is installed.
+func Binary() string {
+	if p := os.Getenv("TAVERN_ETCD_BIN"); p != "" {
+		return p
+	}
+	p, err := exec.LookPath("etcd")
+	if err != nil {
+		return ""
+	}
+	return p
+}
+
+func freePort(tb testing.TB) int {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Start starts etcd and stops it when the test ends. dataDir "" means a
+// temporary directory on tmpfs if there is one.
+func Start(tb testing.TB) *Server {
+	tb.Helper()
+	bin := Binary()
+	if bin == "" {
+		tb.Skip("etcd is not installed: apt-get install etcd-server (.ci/run does)")
+	}
+	base := ""
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		base = "/dev/shm"
+	}
+	dir, err := os.MkdirTemp(base, "tavern-etcd-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	var last error
+	for try := 0; try < 5; try++ {
+		s, err := start(bin, dir, freePort(tb), freePort(tb))
+		if err == nil {
+			tb.Cleanup(s.Stop)
+			return s
+		}
+		last = err
+	}
+	tb.Fatalf("etcd did not start: %v", last)
+	return nil
+}
+
+func start(bin, dir string, cport, pport int) (*Server, error) {
+	client := fmt.Sprintf("127.0.0.1:%d", cport)
+	peer := fmt.Sprintf("http://127.0.0.1:%d", pport)
+	data := filepath.Join(dir, fmt.Sprintf("data-%d", cport))
+	cmd := exec.Command(bin, "--name", "t", "--data-dir", data,
+		"--listen-client-urls", "http://"+client, "--advertise-client-urls", "http://"+client,
+		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+		"--initial-cluster", "t="+peer, "--heartbeat-interval", "50", "--election-timeout", "500",
+		"--log-level", "error", "--logger", "zap")
+	log := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &Server{Client: client, cmd: cmd, log: log, dir: data}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-exited:
+			return nil, fmt.Errorf("etcd exited: %v: %s", err, log.String())
+		default:
+		}
+		if healthy(client) {
+			go func() { <-exited }()
+			return s, nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	return nil, fmt.Errorf("etcd not healthy after 20s: %s", log.String())
+}
+
+// healthy asks the server's /health endpoint (plain HTTP on the client
+// port) whether it has a leader.
+func healthy(client string) bool {
+	c, err := net.DialTimeout("tcp", client, time.Second)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	fmt.Fprintf(c, "GET /health HTTP/1.0\r\nHost: %s\r\n\r\n", client)
+	b, _ := io.ReadAll(c)
+	return strings.Contains(string(b), `"health":"true"`)
+}
+
+// Stop kills the server.
+func (s *Server) Stop() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = syscall.Kill(s.cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
+
+// Proxy forwards TCP connections to a target; Cut drops every connection
+// and refuses new ones until Heal: a network partition of whoever dials
+// Addr, while everyone dialing the target directly is unaffected.
+type Proxy struct {
+	Addr   string
+	target string
+	l      net.Listener
+	mu     sync.Mutex
+	cut    bool
+	conns  map[net.Conn]bool
+}
+
+// NewProxy listens on a free loopback port and forwards to target.
+func NewProxy(tb testing.TB, target string) *Proxy {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p := &Proxy{Addr: l.Addr().String(), target: target, l: l, conns: map[net.Conn]bool{}}
+	go p.serve()
+	tb.Cleanup(func() { l.Close(); p.Cut() })
+	return p
+}
+
+func (p *Proxy) serve() {
+	for {
+		c, err := p.l.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.cut {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		p.mu.Unlock()
+		go p.pipe(c)
+	}
+}
+
+func (p *Proxy) pipe(c net.Conn) {
+	u, err := net.DialTimeout("tcp", p.target, 2*time.Second)
+	if err != nil {
+		c.Close()
+		return
+	}
+	p.mu.Lock()
+	if p.cut {
+		p.mu.Unlock()
+		c.Close()
+		u.Close()
+		return
+	}
+	p.conns[c], p.conns[u] = true, true
+	p.mu.Unlock()
+	done := make(chan struct{}, 2)
+	cp := func(dst, src net.Conn) {
+		io.Copy(dst, src)
+		dst.Close()
+		src.Close()
+		done <- struct{}{}
+	}
+	go cp(u, c)
+	go cp(c, u)
+	<-done
+	<-done
+	p.mu.Lock()
+	delete(p.conns, c)
+	delete(p.conns, u)
+	p.mu.Unlock()
+}
+
+// Cut drops every proxied connection and refuses new ones.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = true
+	for c := range p.conns {
+		c.Close()
+	}
+}
+
+// Heal accepts connections again.
+func (p *Proxy) Heal() {
+	p.mu.Lock()
+	p.cut = false
+	p.mu.Unlock()
+}
