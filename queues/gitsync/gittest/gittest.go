@@ -1,0 +1,87 @@
+// Package gittest serves bare git repositories over git://127.0.0.1 with
+// a real `git daemon` (receive-pack enabled), for tests of the git sync
+// and the git coordination engine.
+package gittest
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Server is a running git daemon.
+type Server struct {
+	Base string // directory the daemon serves
+	Port int
+	cmd  *exec.Cmd
+	log  *bytes.Buffer
+}
+
+// Start runs git daemon on a free loopback port serving a new temporary
+// directory, until the test ends. It skips the test if git is missing.
+func Start(tb testing.TB) *Server {
+	tb.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		tb.Skip("git is not installed")
+	}
+	base := tb.TempDir()
+	for try := 0; try < 5; try++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		log := &bytes.Buffer{}
+		cmd := exec.Command("git", "daemon", "--reuseaddr", "--listen=127.0.0.1", fmt.Sprintf("--port=%d", port),
+			"--base-path="+base, "--export-all", "--enable=receive-pack", "--informative-errors",
+			"--max-connections=0", base)
+		cmd.Stdout, cmd.Stderr = log, log
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			tb.Fatal(err)
+		}
+		go cmd.Wait()
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+			if err == nil {
+				c.Close()
+				s := &Server{Base: base, Port: port, cmd: cmd, log: log}
+				tb.Cleanup(s.Stop)
+				return s
+			}
+			if cmd.ProcessState != nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		cmd.Process.Kill()
+	}
+	tb.Fatal("git daemon did not start")
+	return nil
+}
+
+// Repo creates a bare repository name.git and returns its git:// URL.
+func (s *Server) Repo(tb testing.TB, name string) string {
+	tb.Helper()
+	dir := filepath.Join(s.Base, name+".git")
+	if out, err := exec.Command("git", "init", "--bare", "--quiet", dir).CombinedOutput(); err != nil {
+		tb.Fatalf("git init: %v %s", err, out)
+	}
+	return fmt.Sprintf("git://127.0.0.1:%d/%s.git", s.Port, name)
+}
+
+// Stop kills the daemon.
+func (s *Server) Stop() {
+	if s.cmd.Process != nil {
+		_ = syscall.Kill(s.cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
