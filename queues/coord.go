@@ -57,6 +57,13 @@ type Coordinator interface {
 	Close() error
 }
 
+// Hinter is implemented by engines that can use the lease a claim was
+// granted with (Grant.Lease, recorded as claim_lease) to skip a round
+// trip when another process ends the claim.
+type Hinter interface {
+	Hint(key, lease string)
+}
+
 // ClaimRequest says who claims and what keeps the claim alive.
 type ClaimRequest struct {
 	Holder string
@@ -84,6 +91,7 @@ type ClaimState struct {
 	LeaseUntil time.Time // when known (git: the claim's own lease_until)
 	Finished   string    // "done" or "dead" once finished
 	FinishedBy int64     // the fence that finished it
+	FinishedAt time.Time // when (the finishing machine's clock)
 	Result     string
 	Attempts   int
 }
@@ -337,7 +345,7 @@ func (b *Broker) coordClaim(q *Queue, it *Item, h holder, diag *Diagnostics) (*c
 		return nil, errSkip{}
 	case errors.Is(err, ErrFinished):
 		diag.Elsewhere++
-		return nil, errSkip{}
+		return nil, errFinishedElsewhere{}
 	}
 	return nil, &ItemError{Op: "claim", ID: it.ID, Path: it.Path, Err: err}
 }
@@ -360,8 +368,29 @@ func (g *coordGrant) apply(attempt, attempts *int) []docstore.Field {
 	return out
 }
 
-// coordUndo gives back a grant whose claimed file was not written.
-func (b *Broker) coordUndo(g *coordGrant, err error) {
+// errFinishedElsewhere skips a pending copy the engine says is finished
+// (claimOne then considers recovering its done/ or dead/ copy).
+type errFinishedElsewhere struct{ errSkip }
+
+func (errFinishedElsewhere) Unwrap() error { return errSkip{} }
+
+// recoverChecks: key -> time before which coordRecover does not ask the
+// engine again (a one-shot process asks once; a long-lived Broker at most
+// every RecoverAfter/3 per item).
+var recoverChecks sync.Map
+
+// coordUndo gives back a grant whose claimed file was not written, and
+// after a claim refused because the item is finished elsewhere, writes
+// the finished copy here if the machine that finished it has not synced
+// it for RecoverAfter (coordRecover).
+func (b *Broker) coordUndo(l *docstore.Lock, q *Queue, id string, g *coordGrant, err error) {
+	var fe errFinishedElsewhere
+	if errors.As(err, &fe) {
+		if it, rerr := b.readItem(ItemPath(q.Name, Pending, id)); rerr == nil {
+			_ = b.coordRecover(l, it)
+		}
+		return
+	}
 	if g == nil || err == nil {
 		return
 	}
@@ -380,6 +409,9 @@ func (b *Broker) coordEnd(op string, it *Item, result string, ttl time.Duration)
 	}
 	key := ItemKey(it.Queue, it.ID)
 	fence := int64(it.ClaimAttempt)
+	if h, ok := b.coord.(Hinter); ok && it.Doc != nil {
+		h.Hint(key, it.Doc.String("claim_lease"))
+	}
 	ctx, cancel := b.coordCtx()
 	defer cancel()
 	var err error
@@ -416,8 +448,9 @@ func (b *Broker) coordReap(l *docstore.Lock, q *Queue, it *Item, rep *ReapReport
 	st, err := b.coord.State(ctx, key)
 	cancel()
 	if err != nil {
-		rep.Invalid = append(rep.Invalid, &ItemError{Op: "reap", ID: it.ID, Path: it.Path, Err: err})
-		return nil
+		// Without the engine nothing can be decided: the reap (and a
+		// Take that finds nothing else) fails with it.
+		return &ItemError{Op: "reap", ID: it.ID, Path: it.Path, Err: err}
 	}
 	fence := int64(it.ClaimAttempt)
 	switch {
@@ -427,14 +460,12 @@ func (b *Broker) coordReap(l *docstore.Lock, q *Queue, it *Item, rep *ReapReport
 		}
 		return nil
 	case st.Finished != "":
-		if st.FinishedBy != fence || it.Doc.String("claim_machine") != b.coord.Machine() {
-			return nil
+		if st.FinishedBy == fence && it.Doc.String("claim_machine") == b.coord.Machine() {
+			// This machine's own completion crashed between the engine
+			// and the file: finish it now.
+			return b.recoverFinished(l, it, st)
 		}
-		if st.Finished == "dead" {
-			_, err := b.toDead(l, it, "finished as dead on "+b.coord.Engine(), st.Result)
-			return err
-		}
-		return b.finishLocal(l, it, st.Result)
+		return b.coordRecover(l, it)
 	case st.Held:
 		// Claimed again elsewhere since: this copy is stale. Back to
 		// pending locally; the sync brings the new claim's copy.
@@ -476,12 +507,67 @@ func (b *Broker) giveBackLocal(l *docstore.Lock, q *Queue, it *Item, why string,
 	return b.giveBack(l, &unlimited, &own, why, rep)
 }
 
-// finishLocal moves a claimed item to done/ with result, after the engine
-// already finished it (a completion that crashed in between).
-func (b *Broker) finishLocal(l *docstore.Lock, it *Item, result string) error {
-	now := b.now()
-	d, err := b.moveDoc(l, it.Doc, ItemPath(it.Queue, Done, it.ID), func(d *docstore.Doc) error {
-		return editFields(d, []docstore.Field{{Key: "completed", Value: now}, {Key: "updated", Value: now}, {Key: "result", Value: result}}, "lease_until", "hung_since")
+// RecoverAfter is how long a machine waits for another machine's done/
+// or dead/ copy of an item the engine says is finished before it writes
+// one itself from the engine's record: the other machine died (or cannot
+// sync) after finishing the item on the engine, and its copy may never
+// come. It is 3 × tavern.md's sync.every (default 10s). The recovered
+// copy carries the engine's fence, machine, time and result (at most
+// 4 KiB of it); should the original arrive after all, the sync keeps the
+// original (its updated is later) and journals the recovered one.
+func (b *Broker) recoverAfter() time.Duration {
+	every := 10 * time.Second
+	if cfg, err := b.s.Get(docstore.ConfigFile); err == nil {
+		if sec, ok := cfg.Fields()["sync"].(map[string]any); ok {
+			if v, ok := sec["every"].(string); ok {
+				if d, err := time.ParseDuration(v); err == nil && d > 0 {
+					every = d
+				}
+			}
+		}
+	}
+	return 3 * every
+}
+
+// coordRecover writes the done/ or dead/ copy of an item the engine says
+// is finished by another claim, once that is RecoverAfter old.
+func (b *Broker) coordRecover(l *docstore.Lock, it *Item) error {
+	key := ItemKey(it.Queue, it.ID)
+	if next, ok := recoverChecks.Load(b.s.Root() + "\x00" + key); ok && time.Now().Before(next.(time.Time)) {
+		return nil
+	}
+	recoverChecks.Store(b.s.Root()+"\x00"+key, time.Now().Add(b.recoverAfter()/3))
+	ctx, cancel := b.coordCtx()
+	st, err := b.coord.State(ctx, ItemKey(it.Queue, it.ID))
+	cancel()
+	if err != nil || st.Finished == "" || st.FinishedAt.IsZero() || time.Since(st.FinishedAt) < b.recoverAfter() {
+		return err
+	}
+	return b.recoverFinished(l, it, st)
+}
+
+// recoverFinished moves a pending or claimed copy to done/ or dead/ as the
+// engine finished it.
+func (b *Broker) recoverFinished(l *docstore.Lock, it *Item, st ClaimState) error {
+	state, typ := Done, EventCompleted
+	if st.Finished == "dead" {
+		state, typ = Dead, EventDead
+	}
+	at := st.FinishedAt
+	if at.IsZero() {
+		at = b.now()
+	}
+	d, err := b.moveDoc(l, it.Doc, ItemPath(it.Queue, state, it.ID), func(d *docstore.Doc) error {
+		fields := []docstore.Field{{Key: "claim_attempt", Value: int(st.FinishedBy)}, {Key: "updated", Value: at}}
+		if st.Machine != "" {
+			fields = append(fields, docstore.Field{Key: "claim_machine", Value: st.Machine})
+		}
+		if state == Done {
+			fields = append(fields, docstore.Field{Key: "completed", Value: at}, docstore.Field{Key: "result", Value: st.Result})
+		} else {
+			fields = append(fields, docstore.Field{Key: "dead_reason", Value: st.Result})
+		}
+		return editFields(d, fields, "lease_until", "hung_since", "not_before", "liveness_lock", "claim_lease")
 	})
 	if err != nil {
 		return err
@@ -490,7 +576,8 @@ func (b *Broker) finishLocal(l *docstore.Lock, it *Item, result string) error {
 	if err != nil {
 		return err
 	}
-	_ = b.journal(EventCompleted, out, it.ClaimedBy, map[string]any{"attempt": it.ClaimAttempt, "recovered": true})
+	_ = b.journal(typ, out, st.Holder, map[string]any{"attempt": st.FinishedBy, "recovered": true, "machine": st.Machine,
+		"why": "finished on " + b.coord.Engine() + " by " + st.Machine + "; its copy never arrived"})
 	return nil
 }
 
@@ -503,6 +590,18 @@ func (b *Broker) coordReopen(it *Item) error {
 	defer cancel()
 	if err := b.coord.Reopen(ctx, ItemKey(it.Queue, it.ID)); err != nil {
 		return &ItemError{Op: "retry", ID: it.ID, Path: it.Path, Err: err}
+	}
+	return nil
+}
+
+// engineDown returns the first diagnostic that says the coordination
+// engine could not be reached: a Take that found nothing reports it
+// instead of "empty" (it could not tell).
+func (d *Diagnostics) engineDown() error {
+	for _, e := range d.Invalid {
+		if errors.Is(e, ErrUnavailable) {
+			return e
+		}
 	}
 	return nil
 }

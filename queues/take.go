@@ -230,7 +230,7 @@ func (b *Broker) tryTake(own []*Queue, steal bool, h holder) (*Claim, *Diagnosti
 			diag = &Diagnostics{}
 		}
 	}
-	return nil, diag, nil
+	return nil, diag, diag.engineDown()
 }
 
 // steal tries the other stealable queues in stride-scheduling order.
@@ -437,7 +437,7 @@ func (b *Broker) claimOne(q *Queue, id string, h holder, diag *Diagnostics) (*Cl
 		return editFields(d, fields, fl...)
 	})
 	if err != nil {
-		b.coordUndo(grant, err)
+		b.coordUndo(l, q, id, grant, err)
 		var skip errSkip
 		switch {
 		case errors.As(err, &skip), errors.Is(err, fs.ErrNotExist):

@@ -67,6 +67,7 @@ Example:
 					return err
 				}
 				defer b.Close()
+				defer startBackgroundSync(c, m.Store, m.Journal)() // sync.go: several machines
 				sigs := make(chan os.Signal, 2)
 				signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 				defer signal.Stop(sigs)

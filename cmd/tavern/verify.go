@@ -97,6 +97,9 @@ Runs until interrupted; --once does one pass.`,
 			&cli.BoolFlag{Name: "once", Usage: "one pass, then exit"},
 		},
 		Action: withManager(func(c *cli.Context, m *agents.Manager) error {
+			if !c.Bool("once") {
+				defer startBackgroundSync(c, m.Store, m.Journal)() // sync.go: several machines
+			}
 			err := m.RunVerifier(c.Context, agents.VerifierOptions{
 				By: c.String("as"), MaxAttempts: c.Int("max-attempts"), BubbleAfter: c.Duration("bubble-after"),
 				Reconcile: c.Duration("reconcile"), Once: c.Bool("once"),

@@ -582,6 +582,7 @@ func (e *Engine) State(parent context.Context, key string) (queues.ClaimState, e
 		var d doneVal
 		_ = json.Unmarshal(done.Kvs[0].Value, &d)
 		st.Finished, st.FinishedBy, st.Result, st.Machine = d.Outcome, d.Fence, d.Result, d.Machine
+		st.FinishedAt, _ = time.Parse(time.RFC3339Nano, d.At)
 	}
 	return st, nil
 }

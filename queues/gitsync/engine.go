@@ -34,6 +34,7 @@ type record struct {
 	Machine    string    `json:"machine,omitempty"`
 	LeaseUntil time.Time `json:"lease_until,omitzero"`
 	Result     string    `json:"result,omitempty"`
+	At         time.Time `json:"at,omitzero"` // when it was finished
 }
 
 type viewEntry struct {
@@ -61,6 +62,7 @@ type RefEngine struct {
 	view   map[string]viewEntry // key -> latest known record
 	viewAt map[string]time.Time // key directory -> last fetch
 	live   map[string]int64     // Live claims of this process: key -> fence
+	hinted map[string]bool      // view entries from Hint, not yet tried
 	stop   chan struct{}
 	once   sync.Once
 }
@@ -89,7 +91,7 @@ func OpenEngine(cc queues.CoordConfig) (queues.Coordinator, error) {
 		return nil, err
 	}
 	return &RefEngine{s: cc.Store, repo: r, remote: remote, machine: cc.Machine, liveTTL: ttl, maxAge: time.Second,
-		view: map[string]viewEntry{}, viewAt: map[string]time.Time{}, live: map[string]int64{}, stop: make(chan struct{})}, nil
+		view: map[string]viewEntry{}, viewAt: map[string]time.Time{}, live: map[string]int64{}, hinted: map[string]bool{}, stop: make(chan struct{})}, nil
 }
 
 // Engine implements queues.Coordinator.
@@ -199,11 +201,43 @@ func unescape(s string) string {
 	return b.String()
 }
 
+// Hint tells the engine the claim record a claim was granted with (the
+// item's claim_lease, "git:<oid>"), so that a process that did not make
+// the claim (`tavern item done` after `tavern queue take`) can
+// compare-and-swap against it at once instead of fetching first. The
+// record is read from this clone's repository, where the claiming process
+// made it; a stale hint only costs a rejected push and a fetch.
+func (e *RefEngine) Hint(key, lease string) {
+	oid, ok := strings.CutPrefix(lease, "git:")
+	if !ok || oid == "" {
+		return
+	}
+	out, err := e.repo.git(nil, "log", "-1", "--format=%s", oid)
+	if err != nil {
+		return
+	}
+	var r record
+	if json.Unmarshal([]byte(strings.TrimSpace(string(out))), &r) != nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if cur, ok := e.view[key]; !ok || cur.rec.Fence <= r.Fence {
+		e.view[key] = viewEntry{oid: oid, rec: r}
+		e.hinted[key] = true
+	}
+}
+
 // lookup returns the key's record, fetching if the view is older than
-// maxAge or force.
+// maxAge or force (a hinted record is tried once without fetching).
 func (e *RefEngine) lookup(key string, force bool) (viewEntry, bool, error) {
 	e.mu.Lock()
 	at := e.viewAt[keyDir(key)]
+	if v, ok := e.view[key]; ok && e.hinted[key] && !force {
+		delete(e.hinted, key)
+		e.mu.Unlock()
+		return v, true, nil
+	}
 	e.mu.Unlock()
 	if force || time.Since(at) > e.maxAge {
 		if err := e.refresh(key); err != nil {
@@ -279,7 +313,10 @@ func (e *RefEngine) Claim(ctx context.Context, key string, req queues.ClaimReque
 			if req.Live {
 				e.keepAlive(key, next.Fence)
 			}
-			return queues.Grant{Fence: next.Fence, Attempts: next.Attempts, Lease: "git:" + next.LeaseUntil.Format(time.RFC3339)}, nil
+			e.mu.Lock()
+			oid := e.view[key].oid
+			e.mu.Unlock()
+			return queues.Grant{Fence: next.Fence, Attempts: next.Attempts, Lease: "git:" + oid}, nil
 		}
 		force = true // someone pushed first: read again
 	}
@@ -347,7 +384,7 @@ func (e *RefEngine) Finish(_ context.Context, key string, fence int64, outcome, 
 		result = result[:4096]
 	}
 	return e.change(key, fence, func(r *record) {
-		r.State, r.Result, r.LeaseUntil = outcome, result, time.Time{}
+		r.State, r.Result, r.LeaseUntil, r.At = outcome, result, time.Time{}, time.Now().UTC()
 	})
 }
 
@@ -384,7 +421,7 @@ func (e *RefEngine) State(_ context.Context, key string) (queues.ClaimState, err
 	case "held":
 		st.Held = time.Now().Before(r.LeaseUntil)
 	case "done", "dead":
-		st.Finished, st.FinishedBy, st.Result = r.State, r.Fence, r.Result
+		st.Finished, st.FinishedBy, st.Result, st.FinishedAt = r.State, r.Fence, r.Result, r.At
 	}
 	return st, nil
 }

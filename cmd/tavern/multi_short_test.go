@@ -1,0 +1,11 @@
+//go:build !long
+
+package main
+
+// Sizes of the several-machines runs in `make test`; `-tags long` runs
+// the issue's 1,000 items (multi_long_test.go).
+const (
+	multiItems     = 60
+	multiItemsGit  = 24
+	multiItemsKill = 32
+)

@@ -1,0 +1,608 @@
+package main
+
+// Several machines, one store (issue 20): clones of one store in
+// separate directories, each with its own worker processes and its own
+// `tavern sync --every`, exchanging documents through a real git daemon
+// on 127.0.0.1 and arbitrating claims through a real etcd (Debian's
+// etcd-server) or through compare-and-swap pushes of claim refs.
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/queues/etcd/etcdtest"
+	"github.com/tavernhq/tavern/queues/gitsync/gittest"
+)
+
+// A worker: a shell loop of one-shot tavern processes, as a script on a
+// machine would run one. It logs each execution (start, end) and each
+// completion the fence accepted (done) or refused to $LOG, with the
+// time, appending single lines (atomic in O_APPEND).
+const workerScript = `set -f
+while [ ! -e "$STOP" ]; do
+  out=$("$TAVERN" queue take work --wait 1s 2>>"$ERRLOG")
+  rc=$?
+  if [ $rc -eq 3 ]; then continue; fi
+  if [ $rc -ne 0 ]; then echo "takeerr $W $rc $(date +%s%N)" >> "$LOG"; sleep 0.2; continue; fi
+  set -- $out
+  id=$1; att=$2
+  echo "start $id $att $W $(date +%s%N)" >> "$LOG"
+  if [ -n "$WORK" ]; then sleep "$WORK"; fi
+  echo "end $id $att $W $(date +%s%N)" >> "$LOG"
+  "$TAVERN" item done "$id" --attempt "$att" >/dev/null 2>>"$ERRLOG"
+  rc=$?
+  if [ $rc -eq 0 ]; then echo "done $id $att $W $(date +%s%N)" >> "$LOG"; else echo "refused $id $att $W $(date +%s%N) $rc" >> "$LOG"; fi
+done
+`
+
+// cluster is one store cloned on several "machines" (directories, each
+// with its own processes, engine-private state and machine name).
+type cluster struct {
+	t        *testing.T
+	mode     string // etcd | git
+	root     string
+	url      string
+	etcd     *etcdtest.Server
+	machines []*machine
+	log      string
+	stop     string
+}
+
+type machine struct {
+	name string
+	dir  string // the project directory (holding .tavern/)
+	env  []string
+	mu   sync.Mutex
+	proc []*exec.Cmd // workers and syncer, each in its own process group
+}
+
+func (m *machine) store() string { return filepath.Join(m.dir, ".tavern") }
+
+// newCluster makes the first machine's store with queue "work" (lease),
+// configures the engine, adds items, pushes, and clones it n-1 times.
+func newCluster(t *testing.T, mode string, n, items int, lease time.Duration) *cluster {
+	t.Helper()
+	c := &cluster{t: t, mode: mode, root: t.TempDir()}
+	c.log = filepath.Join(c.root, "executions.log")
+	c.stop = filepath.Join(c.root, "STOP")
+	srv := gittest.Start(t)
+	c.url = srv.Repo(t, "project")
+	cfg := "sync:\n  remote: " + c.url + "\n  every: 1s\n  claim_ttl: 3s\n"
+	switch mode {
+	case "etcd":
+		c.etcd = etcdtest.Start(t)
+		cfg = "coordination: etcd\netcd:\n  endpoints: [" + c.etcd.Client + "]\n  prefix: /tavern/" + t.Name() + "/\n  lease_ttl: 2s\n" + cfg
+	case "git":
+		cfg = "coordination: git\n" + cfg
+	}
+	m0 := c.addMachine("m0")
+	if r := runIn(t, m0.dir, "", m0.env, "init"); r.code != 0 {
+		t.Fatal(r)
+	}
+	cfgPath := filepath.Join(m0.store(), "tavern.md")
+	b, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A hand edit of tavern.md, as the README tells a team to make.
+	text := strings.Replace(string(b), "\n---\n", "\n"+cfg+"---\n", 1)
+	if err := os.WriteFile(cfgPath, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.ok(m0, "queue", "create", "work", "--lease", lease.String(), "--max-attempts", "10")
+	s, err := docstore.Open(m0.store())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b0, err := queues.Open(s, queues.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < items; i++ {
+		if _, err := b0.Add("work", queues.AddOptions{Title: "item " + strconv.Itoa(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b0.Close()
+	c.ok(m0, "sync")
+	for i := 1; i < n; i++ {
+		m := c.addMachine("m" + strconv.Itoa(i))
+		c.ok(m, "sync", "--clone", c.url)
+	}
+	return c
+}
+
+func (c *cluster) addMachine(name string) *machine {
+	dir := filepath.Join(c.root, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		c.t.Fatal(err)
+	}
+	m := &machine{name: name, dir: dir, env: []string{"TAVERN_DIR=" + filepath.Join(dir, ".tavern")}}
+	c.machines = append(c.machines, m)
+	return m
+}
+
+func (c *cluster) ok(m *machine, args ...string) string {
+	c.t.Helper()
+	r := runIn(c.t, m.dir, "", m.env, args...)
+	if r.code != 0 {
+		c.t.Fatalf("%s: tavern %s: %s", m.name, strings.Join(args, " "), r)
+	}
+	return r.out
+}
+
+// start runs a process of machine m in a process group of its own.
+func (c *cluster) start(m *machine, env []string, name string, args ...string) *exec.Cmd {
+	c.t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = m.dir
+	for _, e := range os.Environ() {
+		if k, _, _ := strings.Cut(e, "="); k != "TAVERN_DIR" {
+			cmd.Env = append(cmd.Env, e)
+		}
+	}
+	cmd.Env = append(append(cmd.Env, m.env...), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	errLog, err := os.OpenFile(filepath.Join(c.root, m.name+".stderr"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = errLog, errLog
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	m.mu.Lock()
+	m.proc = append(m.proc, cmd)
+	m.mu.Unlock()
+	c.t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait(); errLog.Close() })
+	return cmd
+}
+
+// run starts every machine's syncer and workers.
+func (c *cluster) run(workers int, work string) {
+	for _, m := range c.machines {
+		c.start(m, nil, builtBin, "sync", "--every", "1s", "--quiet")
+		for w := 0; w < workers; w++ {
+			c.start(m, []string{"TAVERN=" + builtBin, "LOG=" + c.log, "STOP=" + c.stop, "WORK=" + work,
+				"W=" + m.name + "." + strconv.Itoa(w), "ERRLOG=" + filepath.Join(c.root, m.name+".stderr")},
+				"sh", "-c", workerScript)
+		}
+	}
+}
+
+// kill SIGKILLs every process of machine m: its machine dies.
+func (c *cluster) kill(m *machine) time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, p := range m.proc {
+		syscall.Kill(-p.Process.Pid, syscall.SIGKILL)
+	}
+	for _, p := range m.proc {
+		p.Wait()
+	}
+	m.proc = nil
+	return time.Now()
+}
+
+type execution struct {
+	id, attempt, worker string
+	start, end          int64 // ns; end 0: never ended (killed)
+}
+
+type runLog struct {
+	execs    []execution
+	done     map[string][]string // id -> workers whose completion was accepted
+	refused  int
+	takeErrs int
+}
+
+func (c *cluster) readLog() runLog {
+	c.t.Helper()
+	f, err := os.Open(c.log)
+	rl := runLog{done: map[string][]string{}}
+	if err != nil {
+		return rl
+	}
+	defer f.Close()
+	open := map[string]int{} // id+worker -> index of its running execution
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) < 2 {
+			continue
+		}
+		switch fs[0] {
+		case "takeerr":
+			rl.takeErrs++
+		case "start", "end", "done", "refused":
+			if len(fs) < 5 {
+				continue
+			}
+			ts, _ := strconv.ParseInt(fs[4], 10, 64)
+			key := fs[1] + " " + fs[3]
+			switch fs[0] {
+			case "start":
+				open[key] = len(rl.execs)
+				rl.execs = append(rl.execs, execution{id: fs[1], attempt: fs[2], worker: fs[3], start: ts})
+			case "end":
+				if i, ok := open[key]; ok {
+					rl.execs[i].end = ts
+					delete(open, key)
+				}
+			case "done":
+				rl.done[fs[1]] = append(rl.done[fs[1]], fs[3])
+			case "refused":
+				rl.refused++
+			}
+		}
+	}
+	return rl
+}
+
+// waitDone waits until machine m's done/ holds n items (its own and,
+// through its syncer, every other machine's).
+func (c *cluster) waitDone(m *machine, n int, d time.Duration) {
+	c.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		ents, _ := os.ReadDir(filepath.Join(m.store(), "queues", "work", "done"))
+		if len(ents) >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			rl := c.readLog()
+			c.dumpStderr()
+			c.t.Fatalf("after %s: %d of %d items in %s's done/ (%d accepted completions logged, %d executions, %d refused, %d take errors)", d, len(ents), n, m.name, len(rl.done), len(rl.execs), rl.refused, rl.takeErrs)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (c *cluster) dumpStderr() {
+	for _, m := range c.machines {
+		b, _ := os.ReadFile(filepath.Join(c.root, m.name+".stderr"))
+		if len(b) > 4000 {
+			b = b[len(b)-4000:]
+		}
+		c.t.Logf("%s stderr (tail):\n%s", m.name, b)
+	}
+}
+
+// finish stops workers and syncers, then syncs every machine until all
+// have everything (rounds in turn: the first cannot see the last's).
+func (c *cluster) finish() {
+	c.t.Helper()
+	os.WriteFile(c.stop, nil, 0o644)
+	for _, m := range c.machines {
+		m.mu.Lock()
+		procs := m.proc
+		m.mu.Unlock()
+		for _, p := range procs {
+			if len(p.Args) > 1 && p.Args[1] == "sync" {
+				syscall.Kill(-p.Process.Pid, syscall.SIGKILL)
+			}
+		}
+		done := make(chan struct{})
+		go func() {
+			for _, p := range procs {
+				p.Wait()
+			}
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(2 * time.Minute):
+			c.t.Fatalf("%s's workers did not stop", m.name)
+		}
+	}
+	for round := 0; round < 2; round++ {
+		for _, m := range c.machines {
+			c.ok(m, "sync")
+		}
+	}
+}
+
+// checkExactlyOnce: every item is done once, by one claim (the fence in
+// its done/ copy) whose execution is in the log; no other completion was
+// accepted; no two executions of one item overlapped in time (a killed
+// machine's executions end at killedAt); and on the live machines each
+// item ran at most once (exactly once, unless the dead machine's
+// completion of it counted).
+func (c *cluster) checkExactlyOnce(rl runLog, items int, killed string, killedAt time.Time) {
+	c.t.Helper()
+	m := c.machines[0]
+	ents, _ := os.ReadDir(filepath.Join(m.store(), "queues", "work", "done"))
+	if len(ents) != items {
+		c.t.Errorf("%d items done, want %d", len(ents), items)
+	}
+	dead := func(w string) bool { return killed != "" && strings.HasPrefix(w, killed+".") }
+	byID := map[string][]execution{}
+	for _, e := range rl.execs {
+		if e.end == 0 && dead(e.worker) {
+			e.end = killedAt.UnixNano() // the machine died: so did the execution
+		}
+		byID[e.id] = append(byID[e.id], e)
+	}
+	for _, ent := range ents {
+		id := strings.TrimSuffix(ent.Name(), ".md")
+		out := strings.ReplaceAll(c.ok(m, "item", "show", id, "--json"), " ", "")
+		var fence string
+		if i := strings.Index(out, `"attempt":`); i >= 0 {
+			fence = strings.TrimRight(strings.SplitN(out[i+len(`"attempt":`):], ",", 2)[0], "}\n")
+		}
+		if ws := rl.done[id]; len(ws) > 1 {
+			c.t.Errorf("item %s: %d completions accepted (%v)", id, len(ws), ws)
+		}
+		es := byID[id]
+		sort.Slice(es, func(i, j int) bool { return es[i].start < es[j].start })
+		counted, live := 0, 0
+		for i, e := range es {
+			if e.attempt == fence {
+				counted++
+			}
+			if !dead(e.worker) {
+				live++
+			}
+			if e.end == 0 {
+				c.t.Errorf("item %s: execution by %s never ended", id, e.worker)
+			} else if i > 0 && e.start < es[i-1].end {
+				c.t.Errorf("item %s: executions by %s and %s overlap", id, es[i-1].worker, e.worker)
+			}
+		}
+		if counted != 1 {
+			c.t.Errorf("item %s: done by claim %s, which has %d executions in the log (%v)", id, fence, counted, es)
+		}
+		if live > 1 || (live == 0 && killed == "") {
+			c.t.Errorf("item %s executed %d times on the live machines", id, live)
+		}
+	}
+}
+
+// checkClonesAgree: after the final sync every machine's queue
+// directories list the same files, all items are in done/, and `tavern
+// ls items` prints the same on every machine; check is clean.
+func (c *cluster) checkClonesAgree(items int) {
+	c.t.Helper()
+	var want string
+	for i, m := range c.machines {
+		var b strings.Builder
+		for _, st := range []string{"pending", "claimed", "done", "dead"} {
+			ents, _ := os.ReadDir(filepath.Join(m.store(), "queues", "work", st))
+			n := 0
+			for _, e := range ents {
+				if strings.HasSuffix(e.Name(), ".md") {
+					fmt.Fprintf(&b, "%s/%s\n", st, e.Name())
+					n++
+				}
+			}
+			if st == "done" && n != items {
+				c.t.Errorf("%s: %d items in done/, want %d:\n%s", m.name, n, items, b.String())
+			}
+		}
+		ls := c.ok(m, "ls", "items", "--json")
+		var lines []string
+		for _, l := range strings.Split(ls, "\n") {
+			if !strings.Contains(l, `"path": "/`) { // absolute: differs per clone
+				lines = append(lines, l)
+			}
+		}
+		got := b.String() + strings.Join(lines, "\n")
+		if i == 0 {
+			want = got
+		} else if got != want {
+			c.t.Errorf("%s's ls differs from %s's:\n%s\n---\n%s", m.name, c.machines[0].name, got, want)
+		}
+		if r := runIn(c.t, m.dir, "", m.env, "check"); r.code != 0 {
+			c.t.Errorf("%s: check: %s", m.name, r)
+		}
+	}
+}
+
+func testDrain(t *testing.T, mode string, items, perMachine int, work string) {
+	c := newCluster(t, mode, 3, items, 30*time.Second)
+	c.run(perMachine, work)
+	c.waitDone(c.machines[0], items, 10*time.Minute)
+	c.finish()
+	rl := c.readLog()
+	c.checkExactlyOnce(rl, items, "", time.Time{})
+	c.checkClonesAgree(items)
+	byMachine := map[string]int{}
+	for _, ws := range rl.done {
+		byMachine[strings.Split(ws[0], ".")[0]]++
+	}
+	t.Logf("%s: %d items by %v; %d refused, %d take errors", mode, items, byMachine, rl.refused, rl.takeErrs)
+}
+
+// 3 clones x 4 worker processes drain one queue through etcd.
+func TestMultiDrainEtcd(t *testing.T) {
+	testDrain(t, "etcd", multiItems, 4, "")
+}
+
+// The same through git only: claims are compare-and-swap pushes.
+func TestMultiDrainGit(t *testing.T) {
+	testDrain(t, "git", multiItemsGit, 4, "")
+}
+
+func testKill(t *testing.T, mode string, items int) {
+	c := newCluster(t, mode, 3, items, 4*time.Second)
+	c.run(4, "0.2")
+	victim := c.machines[2]
+	// Kill once a quarter of the work is done and the victim is in the
+	// middle of an execution (the log is a file: polled, no event).
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		rl := c.readLog()
+		running := 0
+		for _, e := range rl.execs {
+			if e.end == 0 && strings.HasPrefix(e.worker, victim.name+".") {
+				running++
+			}
+		}
+		if len(rl.done) >= items/4 && running > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no execution on %s to interrupt", victim.name)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	killedAt := c.kill(victim)
+	c.machines = c.machines[:2] // the dead machine syncs no more
+	c.waitDone(c.machines[0], items, 10*time.Minute)
+	c.finish()
+	rl := c.readLog()
+	c.checkExactlyOnce(rl, items, victim.name, killedAt)
+	c.checkClonesAgree(items)
+	inFlight := 0
+	for _, e := range rl.execs {
+		if strings.HasPrefix(e.worker, victim.name+".") && e.end == 0 {
+			inFlight++
+		}
+	}
+	t.Logf("%s: %s killed with %d executions in flight; all %d items done once", mode, victim.name, inFlight, items)
+}
+
+// A machine dies (SIGKILL of every process of one clone) mid-run: its
+// claims come back when their lease runs out and every item is still
+// done exactly once.
+func TestMultiMachineDiesEtcd(t *testing.T) { testKill(t, "etcd", multiItemsKill) }
+
+func TestMultiMachineDiesGit(t *testing.T) { testKill(t, "git", multiItemsKill) }
+
+// One machine loses etcd (its connection is cut): it stops taking work
+// (take fails instead of claiming without arbitration); its claim runs
+// out and another machine takes and finishes the item; once the
+// partition heals, its late completion is refused by the fence (exit 4).
+func TestMultiPartitionEtcd(t *testing.T) {
+	c := newCluster(t, "etcd", 2, 2, 2*time.Second)
+	a, p := c.machines[0], c.machines[1]
+	px := etcdtest.NewProxy(t, c.etcd.Client)
+	p.env = append(p.env, "TAVERN_ETCD_ENDPOINTS="+px.Addr)
+	out := c.ok(p, "queue", "take", "work")
+	var id string
+	var fence int
+	fmt.Sscan(out, &id, &fence)
+	px.Cut()
+	r := runIn(t, p.dir, "", p.env, "queue", "take", "work")
+	if r.code == 0 || r.code == 3 || !strings.Contains(r.err, "unavailable") {
+		t.Fatalf("take while partitioned: %s (want a failure naming the unavailable engine)", r)
+	}
+	// The other machine takes the free item, then, once p's claim ran
+	// out (2s), p's.
+	var id2 string
+	var fence2 int
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := runIn(t, a.dir, "", a.env, "queue", "take", "work")
+		if r.code == 0 {
+			fmt.Sscan(r.out, &id2, &fence2)
+			if id2 == id {
+				break
+			}
+			c.ok(a, "item", "done", id2, "--attempt", strconv.Itoa(fence2))
+			continue
+		}
+		if r.code != 3 || time.Now().After(deadline) {
+			t.Fatalf("take on the other machine: %s", r)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if id2 != id || fence2 <= fence {
+		t.Fatalf("other machine took %s fence %d after %s fence %d", id2, fence2, id, fence)
+	}
+	c.ok(a, "item", "done", id, "--attempt", strconv.Itoa(fence2))
+	if r := runIn(t, a.dir, "", a.env, "queue", "take", "work"); r.code == 0 { // the other item, if still there
+		var id3 string
+		var f3 int
+		fmt.Sscan(r.out, &id3, &f3)
+		c.ok(a, "item", "done", id3, "--attempt", strconv.Itoa(f3))
+	}
+	px.Heal()
+	r = runIn(t, p.dir, "", p.env, "item", "done", id, "--attempt", strconv.Itoa(fence))
+	if r.code != 4 || !strings.Contains(r.err, "no longer held") {
+		t.Fatalf("late completion after the partition: %s (want exit 4, refused by the fence)", r)
+	}
+	// The refused copy stays claimed on p until its reaper or the sync
+	// resolves it: after syncing both agree it is done, by a.
+	c.finish()
+	for _, m := range c.machines {
+		show := strings.ReplaceAll(c.ok(m, "item", "show", id, "--json"), " ", "")
+		if !strings.Contains(show, `"state":"done"`) || !strings.Contains(show, `"attempt":`+strconv.Itoa(fence2)) {
+			t.Fatalf("%s: item after the final sync:\n%s", m.name, show)
+		}
+	}
+	c.checkClonesAgree(2)
+}
+
+// Two machines edit one agent document at once: different fields merge,
+// the same field follows the rule (later updated wins) and the other
+// value is journaled on the machine that merged; check is clean on both.
+func TestMultiConcurrentEdits(t *testing.T) {
+	c := newCluster(t, "local", 2, 0, time.Minute)
+	a, b := c.machines[0], c.machines[1]
+	c.ok(a, "new", "agent", "ann")
+	c.ok(a, "sync")
+	c.ok(b, "sync")
+	c.ok(a, "set", "agents/ann", "model=opus")
+	c.ok(b, "set", "agents/ann", "queue=build")
+	c.ok(a, "sync")
+	c.ok(b, "sync")
+	c.ok(a, "sync")
+	for _, m := range c.machines {
+		out := c.ok(m, "show", "agents/ann")
+		if !strings.Contains(out, "model: opus") || !strings.Contains(out, "queue: build") {
+			t.Fatalf("%s after merging different fields:\n%s", m.name, out)
+		}
+	}
+	// `tavern set` leaves updated alone: both copies carry the same one,
+	// and the documented tie-break decides: the greater machine name.
+	c.ok(a, "set", "agents/ann", "role=reviewer")
+	c.ok(b, "set", "agents/ann", "role=tester")
+	na, _ := os.ReadFile(filepath.Join(a.store(), ".machine"))
+	nb, _ := os.ReadFile(filepath.Join(b.store(), ".machine"))
+	kept, lost := "tester", "reviewer"
+	if strings.TrimSpace(string(na)) > strings.TrimSpace(string(nb)) {
+		kept, lost = lost, kept
+	}
+	c.ok(a, "sync")
+	r := runIn(t, b.dir, "", b.env, "sync")
+	if r.code != 0 || !strings.Contains(r.err, `conflict agents/ann.md role: kept "`+kept+`"`) {
+		t.Fatalf("sync with a same-field conflict: %s", r)
+	}
+	c.ok(a, "sync")
+	for _, m := range c.machines {
+		if out := c.ok(m, "show", "agents/ann"); !strings.Contains(out, "role: "+kept) {
+			t.Fatalf("%s: role after the conflict:\n%s", m.name, out)
+		}
+		if r := runIn(t, m.dir, "", m.env, "check"); r.code != 0 {
+			t.Fatalf("%s: check: %s", m.name, r)
+		}
+	}
+	log := c.ok(b, "log", "--type", "sync.conflict", "--json")
+	if !strings.Contains(strings.ReplaceAll(log, " ", ""), `"lost":"`+lost+`"`) {
+		t.Fatalf("the lost value is not journaled:\n%s", log)
+	}
+	// The later `updated` wins over the machine names.
+	c.ok(a, "set", "agents/ann", "role=first", "updated=2030-01-01T00:00:00Z")
+	c.ok(b, "set", "agents/ann", "role=second", "updated=2030-01-01T00:00:01Z")
+	c.ok(a, "sync")
+	c.ok(b, "sync")
+	c.ok(a, "sync")
+	for _, m := range c.machines {
+		if out := c.ok(m, "show", "agents/ann"); !strings.Contains(out, "role: second") {
+			t.Fatalf("%s: role after the later writer:\n%s", m.name, out)
+		}
+	}
+}
