@@ -4,17 +4,24 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin/tavern
 
-.PHONY: build test test-long check fuzz demo clean bench
+.PHONY: build test test-long deps check fuzz demo clean bench
 
 build:
 	$(GO) build -o $(BIN) ./cmd/tavern
 
-test:
+test: deps
 	$(GO) test -race -timeout 9m $(PKGS)
 
 # Soak and large-scale tests that do not fit in `make test`.
-test-long:
+test-long: deps
 	$(GO) test -race -tags long -timeout 60m $(PKGS)
+
+# Programs the tests run for real: etcd (Debian's etcd-server) for the
+# several-machines tests; git daemon ships with git. Installed when
+# missing and apt-get can (root); otherwise those tests skip and say why.
+deps:
+	@if ! command -v etcd >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	  echo "installing etcd-server"; apt-get update -qq && apt-get install -y -qq etcd-server >/dev/null; fi
 
 check:
 	@echo "gofmt"; out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "$$out"; exit 1; fi

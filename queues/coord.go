@@ -64,6 +64,25 @@ type Hinter interface {
 	Hint(key, lease string)
 }
 
+// Skipper is implemented by engines that remember recent answers: Skip
+// reports that key was just seen held by another claim or finished, so a
+// Take passes it over without reading the file or asking the engine (a
+// clone's pending/ lists items other machines hold or finished until the
+// sync brings their copies). A wrong "skip" only delays a claim.
+type Skipper interface {
+	Skip(key string) bool
+}
+
+// coordSkip reports whether the engine already knows item id of q is not
+// claimable here.
+func (b *Broker) coordSkip(q *Queue, id string, diag *Diagnostics) bool {
+	if sk, ok := b.coord.(Skipper); ok && sk.Skip(ItemKey(q.Name, id)) {
+		diag.Elsewhere++
+		return true
+	}
+	return false
+}
+
 // ClaimRequest says who claims and what keeps the claim alive.
 type ClaimRequest struct {
 	Holder string

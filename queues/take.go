@@ -367,6 +367,9 @@ func (b *Broker) scanList(q *Queue, h holder, diag *Diagnostics) (*Claim, error)
 // claimOne tries to claim pending item id of q. It returns nil, nil when
 // the item is not claimable or another taker got it.
 func (b *Broker) claimOne(q *Queue, id string, h holder, diag *Diagnostics) (*Claim, error) {
+	if b.coord != nil && b.coordSkip(q, id, diag) {
+		return nil, nil // held or finished on another machine (coord.go)
+	}
 	l, ok, err := b.s.TryLock(ItemLockKey(q.Name, id))
 	if err != nil {
 		return nil, err

@@ -33,4 +33,14 @@ var pairs = []pair{
 	// moves far less between runs than cycles/s does.
 	{Name: "BenchmarkQueueTakeDone/workers=8", Metric: "cpu-µs/op", Base: "BenchmarkSQLiteQueue/full/workers=8"},
 	{Name: "BenchmarkQueueTakeDoneRelaxed/workers=8", Metric: "cpu-µs/op", Base: "BenchmarkSQLiteQueue/normal/workers=8"},
+
+	// Issue 20: several machines. Take+done cycles across 3 clones x 4
+	// workers with claims through etcd and through git, against the same
+	// 12 workers on one store (rename + flock); the latency of a document
+	// edit reaching another clone (both sync rounds) against plain git's
+	// commit, push and pull of one file.
+	{Name: "BenchmarkMultiClaims/etcd", Metric: "ops/s", Base: "BenchmarkMultiClaims/local"},
+	{Name: "BenchmarkMultiClaims/git", Metric: "ops/s", Base: "BenchmarkMultiClaims/local"},
+	{Name: "BenchmarkSyncLatency", Metric: "p50-ms", Base: "BenchmarkRawGitRoundTrip"},
+	{Name: "BenchmarkSyncLatency", Metric: "p99-ms", Base: "BenchmarkRawGitRoundTrip"},
 }

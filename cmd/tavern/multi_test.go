@@ -606,3 +606,61 @@ func TestMultiConcurrentEdits(t *testing.T) {
 		}
 	}
 }
+
+// An edit on one machine reaches another machine's watch stream, as an
+// external change naming the machine that made it, within one sync
+// interval of the other machine's push.
+func TestMultiWatchSeesRemoteEdit(t *testing.T) {
+	c := newCluster(t, "local", 2, 0, time.Minute)
+	a, b := c.machines[0], c.machines[1]
+	c.ok(a, "new", "agent", "ann")
+	c.ok(a, "sync")
+	c.ok(b, "sync")
+	nameA, _ := os.ReadFile(filepath.Join(a.store(), ".machine"))
+	watch := exec.Command(builtBin, "watch", "--json", "--type", "external")
+	watch.Dir = b.dir
+	watch.Env = append(os.Environ(), b.env...)
+	out, err := watch.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, _ := watch.StderrPipe()
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { watch.Process.Kill(); watch.Wait() }()
+	ready := bufio.NewReader(stderr)
+	if line, err := ready.ReadString('\n'); err != nil || !strings.Contains(line, "watching") {
+		t.Fatalf("watch did not start: %q %v", line, err)
+	}
+	c.start(b, nil, builtBin, "sync", "--every", "1s", "--quiet")
+	c.ok(a, "set", "agents/ann", "role=remote-edit")
+	c.ok(a, "sync")
+	pushed := time.Now()
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatal("watch exited")
+			}
+			if strings.Contains(l, `"agents/ann.md"`) && strings.Contains(l, `"machine":"`+strings.TrimSpace(string(nameA))+`"`) {
+				t.Logf("seen on the other machine %s after the push: %s", time.Since(pushed).Round(time.Millisecond), l)
+				if got := c.ok(b, "show", "agents/ann"); !strings.Contains(got, "role: remote-edit") {
+					t.Fatalf("b's copy:\n%s", got)
+				}
+				return
+			}
+		case <-deadline:
+			t.Fatal("the remote edit never reached the other machine's watch stream")
+		}
+	}
+}

@@ -197,6 +197,27 @@ type Engine struct {
 	sessDone chan struct{}    // closed when the session's keep-alive stops
 	cancel   context.CancelFunc
 	finished map[string]time.Time // keys seen finished (Claim answers without a round trip)
+	seenHeld map[string]time.Time // keys seen held by another claim (Skip, briefly)
+}
+
+// heldMemory is how long Skip remembers a key held elsewhere; finished
+// keys are remembered 30s (only a retry of a dead item reopens one).
+const heldMemory = time.Second
+
+// Skip implements queues.Skipper.
+func (e *Engine) Skip(key string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if t, ok := e.finished[key]; ok && time.Since(t) < 30*time.Second {
+		return true
+	}
+	if t, ok := e.seenHeld[key]; ok {
+		if time.Since(t) < heldMemory {
+			return true
+		}
+		delete(e.seenHeld, key)
+	}
+	return false
 }
 
 // New connects to etcd (the connection is made lazily: an unreachable
@@ -217,7 +238,7 @@ func New(cfg Config, machine string) (*Engine, error) {
 	if err != nil {
 		return nil, &queues.CoordError{Op: "connect", Key: strings.Join(cfg.Endpoints, ","), Err: fmt.Errorf("%w: %v", queues.ErrUnavailable, err)}
 	}
-	return &Engine{cfg: cfg, machine: machine, cli: cli, finished: map[string]time.Time{}}, nil
+	return &Engine{cfg: cfg, machine: machine, cli: cli, finished: map[string]time.Time{}, seenHeld: map[string]time.Time{}}, nil
 }
 
 // Engine implements queues.Coordinator.
@@ -325,6 +346,12 @@ func (e *Engine) Claim(parent context.Context, key string, req queues.ClaimReque
 		if len(claim.Kvs) > 0 {
 			var v claimVal
 			_ = json.Unmarshal(claim.Kvs[0].Value, &v)
+			e.mu.Lock()
+			if len(e.seenHeld) > 100000 {
+				e.seenHeld = map[string]time.Time{}
+			}
+			e.seenHeld[key] = time.Now()
+			e.mu.Unlock()
 			return queues.Grant{}, &queues.HeldError{Key: key, Holder: v.Holder, Machine: v.Machine, Fence: claim.Kvs[0].CreateRevision}
 		}
 		n, metaRev := attemptsOf(meta)

@@ -276,6 +276,24 @@ func (e *RefEngine) cas(key string, prev viewEntry, hadPrev bool, rec record) (b
 	return false, e.unavailable("push", key, err)
 }
 
+// Skip implements queues.Skipper from the view (no fetch): a key whose
+// last known record is finished, or held and within its lease.
+func (e *RefEngine) Skip(key string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	v, ok := e.view[key]
+	if !ok {
+		return false
+	}
+	switch v.rec.State {
+	case "done", "dead":
+		return true
+	case "held":
+		return v.rec.Machine != e.machine && time.Now().Before(v.rec.LeaseUntil)
+	}
+	return false
+}
+
 // Claim implements queues.Coordinator.
 func (e *RefEngine) Claim(ctx context.Context, key string, req queues.ClaimRequest) (queues.Grant, error) {
 	ttl := req.TTL
