@@ -83,6 +83,12 @@ func (b *Broker) coordSkip(q *Queue, id string, diag *Diagnostics) bool {
 	return false
 }
 
+// Lister is implemented by engines that can list the keys under a
+// prefix (reservations need every live one, whichever machine made it).
+type Lister interface {
+	List(ctx context.Context, prefix string) (map[string]ClaimState, error)
+}
+
 // ClaimRequest says who claims and what keeps the claim alive.
 type ClaimRequest struct {
 	Holder string

@@ -613,3 +613,21 @@ func (e *Engine) State(parent context.Context, key string) (queues.ClaimState, e
 	}
 	return st, nil
 }
+
+// List implements queues.Lister: the claims held under prefix.
+func (e *Engine) List(parent context.Context, prefix string) (map[string]queues.ClaimState, error) {
+	ctx, cancel := e.ctx(parent)
+	defer cancel()
+	r, err := e.cli.Get(ctx, e.claimKey(prefix), clientv3.WithPrefix())
+	if err != nil {
+		return nil, e.fail("list", prefix, err)
+	}
+	out := map[string]queues.ClaimState{}
+	for _, kv := range r.Kvs {
+		var v claimVal
+		_ = json.Unmarshal(kv.Value, &v)
+		key := strings.TrimPrefix(string(kv.Key), e.claimKey(""))
+		out[key] = queues.ClaimState{Held: true, Fence: kv.CreateRevision, Holder: v.Holder, Machine: v.Machine}
+	}
+	return out, nil
+}

@@ -143,8 +143,11 @@ func (e *RefEngine) unavailable(op, key string, err error) error {
 
 // refresh fetches the claim refs of key's directory (one fetch for a
 // whole queue) and rebuilds their view.
-func (e *RefEngine) refresh(key string) error {
-	dir := keyDir(key)
+func (e *RefEngine) refresh(key string) error { return e.refreshDir(keyDir(key)) }
+
+// refreshDir fetches the claim refs under dir (every depth).
+func (e *RefEngine) refreshDir(dir string) error {
+	key := dir
 	// Fetches of one clone update the same local refs: one at a time.
 	l, err := e.s.Lock("gitclaims")
 	if err != nil {
@@ -433,7 +436,10 @@ func (e *RefEngine) State(_ context.Context, key string) (queues.ClaimState, err
 	if err != nil || !ok {
 		return queues.ClaimState{}, err
 	}
-	r := cur.rec
+	return stateOf(cur.rec), nil
+}
+
+func stateOf(r record) queues.ClaimState {
 	st := queues.ClaimState{Fence: r.Fence, Holder: r.Holder, Machine: r.Machine, Attempts: r.Attempts, LeaseUntil: r.LeaseUntil}
 	switch r.State {
 	case "held":
@@ -441,7 +447,7 @@ func (e *RefEngine) State(_ context.Context, key string) (queues.ClaimState, err
 	case "done", "dead":
 		st.Finished, st.FinishedBy, st.Result, st.FinishedAt = r.State, r.Fence, r.Result, r.At
 	}
-	return st, nil
+	return st
 }
 
 // keepAlive renews a Live claim every liveTTL/3 until it is released,
@@ -478,4 +484,22 @@ func (e *RefEngine) forget(key string) {
 	e.mu.Lock()
 	delete(e.live, key)
 	e.mu.Unlock()
+}
+
+// List implements queues.Lister from a fresh fetch of prefix's claim refs.
+func (e *RefEngine) List(ctx context.Context, prefix string) (map[string]queues.ClaimState, error) {
+	dir := strings.TrimSuffix(prefix, "/")
+	// refresh fetches the directory of a key: one below prefix.
+	if err := e.refreshDir(dir); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := map[string]queues.ClaimState{}
+	for k, v := range e.view {
+		if st := stateOf(v.rec); strings.HasPrefix(k, dir+"/") && st.Held {
+			out[k] = st
+		}
+	}
+	return out, nil
 }

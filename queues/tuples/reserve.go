@@ -87,6 +87,11 @@ func (sp *Space) Reserve(agent string, globs []string, opt ReserveOptions) ([]*R
 		return nil, err
 	}
 	defer l.Unlock()
+	unlock, err := sp.coordReserveLock() // several machines (coord.go)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	live, _ := sp.Reservations()
 	var conflicts []Conflict
 	for _, g := range want {
@@ -126,6 +131,13 @@ func (sp *Space) reserveOne(agent string, g Glob, opt ReserveOptions, live []*Re
 		}
 		// Renew in place. Writers of reservations hold reservationsLockKey.
 		d, err := sp.store.UpdateHeld(nil, r.Path, func(d *docstore.Doc) error {
+			fence, err := sp.coordReserve(agent, g, opt, d)
+			if err != nil {
+				return err
+			}
+			if err := d.SetMany(fence); err != nil {
+				return err
+			}
 			if opt.TTL > 0 {
 				if err := d.Set("expires", sp.now().Add(opt.TTL)); err != nil {
 					return err
@@ -152,7 +164,11 @@ func (sp *Space) reserveOne(agent string, g Glob, opt ReserveOptions, live []*Re
 	if opt.Reason != "" {
 		values = append(values, docstore.Field{Key: "reason", Value: opt.Reason})
 	}
-	t, err := sp.Out(ReservationType, values, OutOptions{TTL: opt.TTL})
+	fence, err := sp.coordReserve(agent, g, opt, nil)
+	if err != nil {
+		return nil, err
+	}
+	t, err := sp.Out(ReservationType, append(values, fence...), OutOptions{TTL: opt.TTL})
 	if err != nil {
 		return nil, err
 	}
@@ -172,6 +188,11 @@ func (sp *Space) reservationOf(d *docstore.Doc) *Reservation {
 // reservation file whose glob does not parse is reported in the errors
 // and ignored.
 func (sp *Space) Reservations() ([]*Reservation, []error) {
+	out, errs := sp.localReservations()
+	return sp.withRemote(out), errs // several machines (coord.go)
+}
+
+func (sp *Space) localReservations() ([]*Reservation, []error) {
 	tuples, errs := sp.List(ReservationType, nil)
 	out := make([]*Reservation, 0, len(tuples))
 	for _, t := range tuples {
@@ -216,6 +237,11 @@ func (sp *Space) Unreserve(agent string, globs []string) (int, error) {
 	var errs []error
 	for _, r := range live {
 		if r.Agent != agent || (len(which) > 0 && !which[r.Glob]) {
+			continue
+		}
+		sp.coordUnreserve(r) // several machines (coord.go)
+		if r.ID == "" {
+			n++ // made on another machine and not synced here yet
 			continue
 		}
 		ok, err := sp.discard(ReservationType, r.ID, nil)

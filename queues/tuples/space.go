@@ -27,6 +27,7 @@ type Space struct {
 	now     func() time.Time
 	recheck time.Duration
 	poll    time.Duration
+	cs      coordState // coordination engine, opened on first use (coord.go)
 }
 
 // SpaceOptions configure NewSpace. The zero value is the production

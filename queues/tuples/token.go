@@ -209,6 +209,10 @@ func (sp *Space) TryAcquire(name string, opt AcquireOptions) (*Token, error) {
 		return nil, err
 	}
 	if len(held) == 0 {
+		if free, _, _ := sp.slots(name); len(free) > 0 {
+			// Free here, held on other machines (coord.go).
+			return nil, fmt.Errorf("%s: %w (held on other machines)", name, ErrTokenBusy)
+		}
 		return nil, fmt.Errorf("%s: %w", name, ErrUnknownToken)
 	}
 	return nil, fmt.Errorf("%s: %w (%d held)", name, ErrTokenBusy, len(held))
@@ -241,8 +245,18 @@ func (sp *Space) acquireSlot(name, id, hold, lockKey string, opt AcquireOptions)
 		host, _ := os.Hostname()
 		heldBy = fmt.Sprintf("pid %d on %s", os.Getpid(), host)
 	}
+	fence, err := sp.coordAcquire(name, id, heldBy, hold, opt) // several machines (coord.go)
+	if err != nil {
+		if errors.Is(err, errSlotElsewhere) {
+			return putBack(nil)
+		}
+		return putBack(err)
+	}
 	t := &Token{Name: name, ID: id, Slot: slot, Epoch: epoch, Hold: hold, HeldBy: heldBy, sp: sp, lock: l}
 	set := []docstore.Field{{Key: "epoch", Value: epoch}, {Key: "hold", Value: hold}, {Key: "held_by", Value: heldBy}, {Key: "acquired", Value: now}}
+	if fence > 0 {
+		set = append(set, docstore.Field{Key: "claim_fence", Value: fence})
+	}
 	if lockKey != "" {
 		set = append(set, docstore.Field{Key: "liveness_lock", Value: lockKey})
 	}
@@ -383,6 +397,7 @@ func (sp *Space) ReleaseAgentTokens(name, agent string) (int, error) {
 func (sp *Space) freeSlot(_ *docstore.Lock, typ, id string, d *docstore.Doc, ev, why string) error {
 	taken := takenPath(typ, id)
 	heldBy := d.String("held_by")
+	sp.coordRelease(d) // several machines (coord.go)
 	for _, f := range holdFields {
 		if err := d.Delete(f); err != nil {
 			return err
