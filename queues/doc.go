@@ -450,6 +450,30 @@
 // SQLite FULL, 0.19x and 0.21x the raw rename, relaxed 0.76x and 1.02x
 // SQLite NORMAL (per round within the last run: 1.43x, 0.92x, 0.82x).
 //
+// # Several machines
+//
+// With `coordination: etcd` or `coordination: git` in tavern.md, a
+// Broker arbitrates claims through a Coordinator (coord.go; engines in
+// queues/etcd and queues/gitsync register themselves, and an engine that
+// is named but not linked is an error, never a fallback to local
+// claims). The files still move through pending/, claimed/ and done/ on
+// each machine; the engine is consulted under the item lock at each
+// step: Take claims the item's key before writing claimed/ (a key held
+// or finished elsewhere is skipped and counted as Diagnostics.Elsewhere;
+// an unreachable engine fails the Take), and its fence (etcd: the claim
+// key's revision) becomes claim_attempt, with claim_machine and
+// claim_lease; Complete, Fail, Release and Renew end or extend the
+// engine's claim first and refuse with ErrStale when it is no longer
+// theirs; the reaper returns a claimed copy whose engine claim is gone
+// (the holder's lease ran out) instead of looking at flocks and
+// lease_until, which say nothing about other machines; Retry reopens the
+// key. An item the engine says is finished by a machine whose done/ copy
+// never arrived is recovered from the engine's record after 3 ×
+// sync.every. Attempts are counted by the engine across machines. Local
+// coordination (the default) takes none of these paths. The documents
+// travel with the git sync (queues/gitsync); its package doc says what is
+// guaranteed across machines.
+//
 // # Journal
 //
 // Every state change appends an event to the store's journal

@@ -664,3 +664,43 @@ func TestMultiWatchSeesRemoteEdit(t *testing.T) {
 		}
 	}
 }
+
+// The README's recipe: a pool on each of two machines, claims through
+// etcd, documents through the background sync of `pool run`. Every item
+// is done once, by one of the pools, and both clones agree after a final
+// sync.
+func TestMultiPoolsOnTwoMachines(t *testing.T) {
+	const items = 16
+	c := newCluster(t, "etcd", 2, items, 30*time.Second)
+	var wg sync.WaitGroup
+	for _, m := range c.machines {
+		m := m
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			script := `echo "start $TAVERN_ITEM x $TAVERN_AGENT $(date +%s%N)" >> "$LOG"; sleep 0.1; echo "end $TAVERN_ITEM x $TAVERN_AGENT $(date +%s%N)" >> "$LOG"`
+			r := runIn(t, m.dir, "", append(m.env, "LOG="+c.log), "pool", "run", "pool-"+m.name, "--queue", "work", "--max", "3",
+				"--on-empty", "terminate", "--idle-wait", "2s", "--quiet", "--", "sh", "-c", script)
+			if r.code != 0 {
+				t.Errorf("%s: pool: %s", m.name, r)
+			}
+		}()
+	}
+	c.waitDone(c.machines[0], items, 5*time.Minute)
+	wg.Wait()
+	c.finish()
+	rl := c.readLog()
+	starts := map[string]int{}
+	for _, e := range rl.execs {
+		starts[e.id]++
+	}
+	if len(starts) != items {
+		t.Errorf("%d items executed, want %d", len(starts), items)
+	}
+	for id, n := range starts {
+		if n != 1 {
+			t.Errorf("item %s executed %d times", id, n)
+		}
+	}
+	c.checkClonesAgree(items)
+}
