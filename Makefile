@@ -58,7 +58,9 @@ clean:
 # ops/s for every benchmark and each Tavern figure as a ratio of its same-run baseline.
 # Scratch trees go to .bench/tmp on the work disk (TMPDIR may be tmpfs) and
 # are removed once, after the run: deleting trees between repetitions would
-# slow the creates that follow (see research/physical-limits.md, inode reuse).
+# slow the creates that follow (ext4 skips inodes freed in the last 1-60 s,
+# up to 360 s if their block is dirty: creating 20k files 2 s after deleting
+# 20k ran at a tenth of the fresh rate).
 # Every benchmark runs BENCHCOUNT times and the report takes the median: the
 # virtual disk's rate drifts 2-3x within minutes, a single run can mislead.
 # The repetitions are rounds over the whole suite (-count=1 each), not

@@ -34,11 +34,15 @@ type Manager struct {
 	ownJournal bool
 }
 
-// NewManager opens the store's journal and returns a Manager.
+// NewManager opens the store's journal and returns a Manager. A store
+// without the agent rules gets them (InstallRules, for a person).
 func NewManager(s *docstore.Store) (*Manager, error) {
 	j, err := journal.Open(s.Root(), journal.Options{})
 	if err != nil {
 		return nil, err
+	}
+	if !s.HasRule(RuleAgentState) {
+		InstallRules(s, "")
 	}
 	host, _ := os.Hostname()
 	return &Manager{Store: s, Journal: j, Host: host, ownJournal: true}, nil
@@ -296,7 +300,7 @@ func (m *Manager) Transition(name, to string, opt TransitionOptions) (*Agent, er
 	}
 	var from string
 	var handFrom string // a legal hand edit applied by this write
-	d, err := m.Store.Update(rel, func(d *docstore.Doc) error {
+	d, err := m.Store.UpdateWith(rel, docstore.UpdateOptions{Force: opt.Force}, func(d *docstore.Doc) error {
 		a := agentFromDoc(d)
 		from = a.Effective()
 		handFrom = ""
@@ -349,8 +353,11 @@ func (m *Manager) Transition(name, to string, opt TransitionOptions) (*Agent, er
 }
 
 // requireVerified refuses done for an agent with unpassed commitments.
-func (m *Manager) requireVerified(name string) error {
-	cs, err := m.Commitments(name)
+func (m *Manager) requireVerified(name string) error { return unverified(m.Store, name) }
+
+// unverified refuses done for an agent with unpassed commitments.
+func unverified(s *docstore.Store, name string) error {
+	cs, err := commitments(s, name)
 	if err != nil {
 		return err
 	}
@@ -427,12 +434,12 @@ func CheckAgent(a *Agent) *TransitionError {
 	return nil
 }
 
-// CheckAgentDoc is CheckAgent for a parsed document (tavern check).
+// CheckAgentDoc is CheckAgent for a parsed document.
 func CheckAgentDoc(d *docstore.Doc) error {
 	if d.Kind != schema.Agent {
 		return nil
 	}
-	if p := CheckAgent(agentFromDoc(d)); p != nil {
+	if p := CheckAgent(agentFromDoc(d.View())); p != nil {
 		return p
 	}
 	return nil

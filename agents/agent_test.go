@@ -273,3 +273,44 @@ func TestNotesAppend(t *testing.T) {
 		t.Errorf("recent messages section = %q %v", s, ok)
 	}
 }
+
+// Every write through the store obeys the state machine, not only
+// Transition: a raw field write (what `tavern set` does) of an illegal
+// state is refused and names what is allowed.
+func TestStateRuleOnRawWrites(t *testing.T) {
+	m := newManager(t)
+	mustAgent(t, m, AgentSpec{Name: "raw"})
+	set := func(opt docstore.UpdateOptions, kv ...docstore.Field) error {
+		_, err := m.Store.UpdateWith(AgentPath("raw"), opt, func(d *docstore.Doc) error { return d.SetMany(kv) })
+		return err
+	}
+	err := set(docstore.UpdateOptions{}, docstore.Field{Key: "state", Value: Done})
+	var te *TransitionError
+	if !errors.As(err, &te) || !errors.Is(err, docstore.ErrRefused) || te.From != Idle || te.To != Done ||
+		!strings.Contains(err.Error(), "allowed from idle: working, failed") {
+		t.Fatalf("idle -> done by a raw write: %v", err)
+	}
+	// applied_state is the engine's record: it only follows state.
+	err = set(docstore.UpdateOptions{}, docstore.Field{Key: "state", Value: Working}, docstore.Field{Key: "applied_state", Value: Done})
+	wantErr(t, err, ErrIllegalTransition)
+	// Legal: written as a hand edit would be (applied_state stays).
+	if err := set(docstore.UpdateOptions{}, docstore.Field{Key: "state", Value: Working}); err != nil {
+		t.Fatal(err)
+	}
+	// Done needs every commitment passed, also by a raw write.
+	if _, err := m.AddCommitment("raw", "x", "true", 0); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, set(docstore.UpdateOptions{}, docstore.Field{Key: "state", Value: Done}), ErrUnverified)
+	// Unrelated fields of an agent are not the state machine's business.
+	if err := set(docstore.UpdateOptions{}, docstore.Field{Key: "role", Value: "dev"}); err != nil {
+		t.Fatal(err)
+	}
+	// Force overrides (the escape hatch of `agent state --force`).
+	if err := set(docstore.UpdateOptions{Force: true}, docstore.Field{Key: "state", Value: Done}); err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := m.GetAgent("raw"); a.State != Done {
+		t.Fatalf("state %s", a.State)
+	}
+}

@@ -41,8 +41,6 @@ type BackupResult struct {
 // BackupName is the directory name of a backup taken at t.
 func BackupName(t time.Time) string { return "tavern-" + t.UTC().Format("20060102T150405.000Z") }
 
-func privateDir(name string) bool { return strings.HasPrefix(name, ".") }
-
 // Backup copies the store into a new directory BackupName(now) under dest
 // (created if needed) and returns it.
 func Backup(s *docstore.Store, dest string, now time.Time) (*BackupResult, error) {
@@ -76,7 +74,7 @@ func Backup(s *docstore.Store, dest string, now time.Time) (*BackupResult, error
 	for _, e := range ents {
 		name := e.Name()
 		switch {
-		case privateDir(name):
+		case docstore.Private(name):
 			continue
 		case name == "messages" && e.IsDir():
 			if err := backupMessages(s, filepath.Join(root, name), filepath.Join(tmp, name), res); err != nil {
@@ -150,7 +148,7 @@ func copyTree(src, dst string, res *BackupResult) error {
 			return err
 		}
 		for _, e := range ents {
-			if privateDir(e.Name()) {
+			if docstore.Private(e.Name()) {
 				continue
 			}
 			if err := copyTree(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name()), res); err != nil {
@@ -265,7 +263,7 @@ func storeHasDocs(dir string) (bool, error) {
 		if err != nil {
 			return err
 		}
-		if p != dir && privateDir(e.Name()) {
+		if p != dir && docstore.Private(e.Name()) {
 			if e.IsDir() {
 				return filepath.SkipDir
 			}

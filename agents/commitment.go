@@ -112,15 +112,19 @@ func (m *Manager) AddCommitment(agent, description, assertion string, timeout ti
 	}
 	c := commitmentFromDoc(d)
 	return c, m.event(journal.Event{Type: "commitment.added", Kind: "commitment", Path: rel, Agent: agent,
-		Data: map[string]any{"description": description, "assertion": assertion}})
+		Data: map[string]any{"description": description, "assertion": assertion, "assertion_sha256": AssertionHash(assertion)}})
 }
 
 // Commitments lists an agent's commitments, oldest first.
 func (m *Manager) Commitments(agent string) ([]*Commitment, error) {
+	return commitments(m.Store, agent)
+}
+
+func commitments(s *docstore.Store, agent string) ([]*Commitment, error) {
 	if err := ValidAgentName(agent); err != nil {
 		return nil, err
 	}
-	paths, err := m.Store.ListFiles(schema.Commitment)
+	paths, err := s.ListFiles(schema.Commitment)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +134,7 @@ func (m *Manager) Commitments(agent string) ([]*Commitment, error) {
 		if !strings.HasPrefix(p, prefix) {
 			continue
 		}
-		d, err := m.Store.Get(p)
+		d, err := s.Get(p)
 		if err != nil {
 			return out, err
 		}
@@ -139,30 +143,9 @@ func (m *Manager) Commitments(agent string) ([]*Commitment, error) {
 	return out, nil
 }
 
-// StatusFields are the commitment fields only a verifier may write.
+// StatusFields are the commitment fields only a verifier writes (see
+// InstallRules).
 var StatusFields = []string{"status", "exit_code", "output", "verified_at", "verified_by", "duration"}
-
-// CheckCommitmentWrite refuses a write of a commitment's status fields by
-// the agent that made the commitment (actor is the writer's agent identity,
-// "" for a person or a verifier without one). rel is the commitment path;
-// fields are the fields being written.
-func CheckCommitmentWrite(rel, actor string, fields []string) error {
-	k, caps, err := schema.KindOfPath(rel)
-	if err != nil || k != schema.Commitment || actor == "" {
-		return nil
-	}
-	if caps["agent"] != actor {
-		return nil
-	}
-	for _, f := range fields {
-		for _, s := range StatusFields {
-			if f == s {
-				return &AgentError{Op: "set " + f, Path: rel, Err: ErrSelfVerify}
-			}
-		}
-	}
-	return nil
-}
 
 // Result is the outcome of one assertion run.
 type Result struct {
@@ -170,6 +153,7 @@ type Result struct {
 	Passed     bool           `json:"passed"`
 	ExitCode   int            `json:"exit_code"`
 	TimedOut   bool           `json:"timed_out,omitempty"`
+	Tampered   bool           `json:"tampered,omitempty"` // not run: ErrTampered
 	Output     string         `json:"output,omitempty"`
 	Duration   time.Duration  `json:"duration_ns"`
 	Err        error          `json:"-"`
@@ -180,8 +164,10 @@ type Result struct {
 // project directory, each under its timeout; the whole process group is
 // killed on timeout) and writes status, exit_code, output tail,
 // verified_at and verified_by into each commitment. by names the verifier;
-// an agent verifying itself is refused with ErrSelfVerify. It does not
-// change the agent's state (see VerifyAgent).
+// an agent verifying itself is refused with ErrSelfVerify. An assertion
+// whose text does not match the hash journaled when the commitment was
+// made is never run: the commitment fails, Tampered, with the reason as
+// its output. It does not change the agent's state (see VerifyAgent).
 func (m *Manager) Verify(ctx context.Context, agent, by string) ([]Result, error) {
 	if by == agent {
 		return nil, &AgentError{Op: "verify", Path: AgentPath(agent), Err: ErrSelfVerify}
@@ -194,11 +180,17 @@ func (m *Manager) Verify(ctx context.Context, agent, by string) ([]Result, error
 		return nil, err
 	}
 	results := []Result{} // non-nil: verified, even with no commitments
+	records := newAssertionRecords(m.Store.Root())
 	for _, c := range cs {
 		if err := ctx.Err(); err != nil {
 			return results, err
 		}
-		r := m.runAssertion(ctx, c)
+		var r Result
+		if terr := records.check(c); terr != nil {
+			r = Result{Commitment: c, ExitCode: -1, Tampered: true, Output: "not run: " + terr.Error()}
+		} else {
+			r = m.runAssertion(ctx, c)
+		}
 		if ctx.Err() != nil { // interrupted: not a verdict
 			return results, ctx.Err()
 		}
@@ -219,8 +211,11 @@ func (m *Manager) Verify(ctx context.Context, agent, by string) ([]Result, error
 		}
 		r.Commitment = commitmentFromDoc(d)
 		results = append(results, r)
-		if err := m.event(journal.Event{Type: "commitment.verified", Kind: "commitment", Path: c.Path, Agent: agent,
-			Data: map[string]any{"passed": r.Passed, "exit_code": r.ExitCode, "timed_out": r.TimedOut, "by": by}}); err != nil {
+		data := map[string]any{"passed": r.Passed, "exit_code": r.ExitCode, "timed_out": r.TimedOut, "by": by}
+		if r.Tampered {
+			data["tampered"] = true
+		}
+		if err := m.event(journal.Event{Type: "commitment.verified", Kind: "commitment", Path: c.Path, Agent: agent, Data: data}); err != nil {
 			return results, err
 		}
 	}
@@ -304,4 +299,21 @@ func (t *tailBuffer) String() string {
 		b = b[len(b)-t.max:]
 	}
 	return strings.TrimSpace(strings.ToValidUTF8(string(b), "?"))
+}
+
+// Tampered lists the commitments whose assertion does not match the hash
+// journaled when they were made (see TamperedError): `tavern agent audit`
+// and `tavern check` report them. Unreadable commitments come back as
+// errors.
+func (m *Manager) Tampered() ([]*TamperedError, error) {
+	docs, errs := m.Store.List(schema.Commitment)
+	records := newAssertionRecords(m.Store.Root())
+	var out []*TamperedError
+	for _, d := range docs {
+		var te *TamperedError
+		if errors.As(records.check(commitmentFromDoc(d)), &te) {
+			out = append(out, te)
+		}
+	}
+	return out, errors.Join(errs...)
 }

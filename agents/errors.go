@@ -31,6 +31,16 @@ var (
 	// commitments or write their status.
 	ErrSelfVerify = errors.New("an agent cannot verify its own commitments")
 
+	// ErrOwnAssertion is returned when an agent tries to change the
+	// assertion of its own commitment.
+	ErrOwnAssertion = errors.New("an agent cannot change its own commitment's assertion")
+
+	// ErrTampered is reported for a commitment whose assertion does not
+	// match the sha256 recorded in the journal when it was made (`commit
+	// add`), or that has no such record: the assertion is shell code, and
+	// a changed one is never run.
+	ErrTampered = errors.New("assertion changed since the commitment was made")
+
 	// ErrUnverified is returned when an agent with commitments that have not
 	// all passed is moved to done.
 	ErrUnverified = errors.New("agent has commitments that have not passed verification")
@@ -60,7 +70,7 @@ type TransitionError struct {
 func (e *TransitionError) Error() string {
 	if errors.Is(e.Err, ErrIllegalEdit) {
 		return fmt.Sprintf("%s: state %q was edited by hand; it cannot follow %q (the state last applied); "+
-			"restore it or force a state with `tavern agent state %s STATE --force`", e.Path, e.To, e.From, e.Agent)
+			"restore it or force a state", e.Path, e.To, e.From)
 	}
 	return fmt.Sprintf("%s: %s: %s -> %s (allowed from %s: %s)", e.Path, e.Err, e.From, e.To, e.From, allowedList(e.From))
 }
@@ -80,8 +90,8 @@ func (e *ConstitutionError) Error() string {
 	if cur == "" {
 		cur = "(missing)"
 	}
-	return fmt.Sprintf("%s: constitution changed since agent %s was created (recorded sha256 %.12s, now %.12s); "+
-		"pass --accept-constitution to spawn under the new one", e.Path, e.Agent, e.Recorded, cur)
+	return fmt.Sprintf("%s: constitution changed since agent %s was created (recorded sha256 %.12s, now %.12s)",
+		e.Path, e.Agent, e.Recorded, cur)
 }
 
 func (e *ConstitutionError) Unwrap() error { return ErrConstitutionChanged }

@@ -138,21 +138,28 @@ func (m *Manager) Ask(from, to string, priority int, text string) (*Question, er
 	if err != nil {
 		return nil, err
 	}
+	// The asker waits before its question exists: whoever sees the
+	// question (a watcher, the answerer) sees the asker waiting too.
+	waited := false
+	if from != "" {
+		if a, err := m.GetAgent(from); err == nil && a.Effective() == Working {
+			if _, err := m.Transition(from, Waiting, TransitionOptions{By: from, Reason: "asked " + id}); err != nil {
+				return nil, err
+			}
+			waited = true
+		}
+	}
 	rel := QuestionPath(id)
 	if err := m.Store.Create(rel, d); err != nil {
+		if waited {
+			_, _ = m.Transition(from, Working, TransitionOptions{By: from, Reason: "question " + id + " not written"})
+		}
 		return nil, err
 	}
 	q := questionFromDoc(d)
 	if err := m.event(journal.Event{Type: "question.raised", Kind: "question", Path: rel, Agent: from,
 		Data: map[string]any{"to": target, "priority": priority}}); err != nil {
 		return q, err
-	}
-	if from != "" {
-		if a, err := m.GetAgent(from); err == nil && a.Effective() == Working {
-			if _, err := m.Transition(from, Waiting, TransitionOptions{By: from, Reason: "asked " + id}); err != nil {
-				return q, err
-			}
-		}
 	}
 	return q, nil
 }

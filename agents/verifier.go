@@ -54,6 +54,9 @@ func (m *Manager) VerifyAgent(ctx context.Context, name, by string, maxAttempts 
 			if r.TimedOut {
 				line += " (timed out)"
 			}
+			if r.Tampered {
+				line += " (not run: the assertion changed since the commitment was made)"
+			}
 			if out := lastLines(r.Output, 3); out != "" {
 				line += "\n\n  ```\n  " + strings.ReplaceAll(out, "\n", "\n  ") + "\n  ```"
 			}

@@ -2,11 +2,16 @@ package agents
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
 )
 
 func TestVerifyPassFailTimeout(t *testing.T) {
@@ -69,20 +74,111 @@ func TestSelfVerificationRefused(t *testing.T) {
 	c, _ := m.AddCommitment("sly", "all good", "false", 0)
 	_, err := m.Verify(context.Background(), "sly", "sly")
 	wantErr(t, err, ErrSelfVerify)
-	wantErr(t, CheckCommitmentWrite(c.Path, "sly", []string{"status"}), ErrSelfVerify)
-	if err := CheckCommitmentWrite(c.Path, "sly", []string{"description"}); err != nil {
-		t.Errorf("editing the description: %v", err)
+	// Writes through the store obey the commitment rule for the writing
+	// agent: sly may not write its own result or assertion, but may edit
+	// the description; a person and another agent may write the status.
+	write := func(actor, key string, v any) error {
+		InstallRules(m.Store, actor)
+		_, err := m.Store.Update(c.Path, func(d *docstore.Doc) error { return d.Set(key, v) })
+		return err
 	}
-	if err := CheckCommitmentWrite(c.Path, "", []string{"status"}); err != nil {
-		t.Errorf("a person setting status: %v", err)
+	tests := []struct {
+		actor, key string
+		v          any
+		want       error
+	}{
+		{"sly", "status", StatusPassed, ErrSelfVerify},
+		{"sly", "exit_code", 0, ErrSelfVerify},
+		{"sly", "assertion", "true", ErrOwnAssertion},
+		{"sly", "description", "still good", nil},
+		{"", "status", StatusFailed, nil},
+		{"boss", "status", StatusPending, nil},
 	}
-	if err := CheckCommitmentWrite(c.Path, "boss", []string{"status"}); err != nil {
-		t.Errorf("another agent setting status: %v", err)
+	for _, tt := range tests {
+		err := write(tt.actor, tt.key, tt.v)
+		if tt.want == nil && err != nil || tt.want != nil && (!errors.Is(err, tt.want) || !errors.Is(err, docstore.ErrRefused)) {
+			t.Errorf("%q writes %s: err = %v, want %v", tt.actor, tt.key, err, tt.want)
+		}
 	}
 	cs, _ := m.Commitments("sly")
-	if cs[0].Status != StatusPending {
-		t.Errorf("status = %s", cs[0].Status)
+	if cs[0].Status != StatusPending || cs[0].Assertion != "false" || cs[0].Description != "still good" {
+		t.Errorf("commitment = %+v", cs[0])
 	}
+	// Nor may sly make a commitment that already carries a result.
+	InstallRules(m.Store, "sly")
+	d, _ := docstore.NewDoc(schema.Commitment, docstore.Template{Fields: []docstore.Field{
+		{Key: "agent", Value: "sly"}, {Key: "description", Value: "x"}, {Key: "assertion", Value: "true"}, {Key: "status", Value: StatusPassed}}})
+	wantErr(t, m.Store.Create("commitments/sly/"+docstore.NewID()+".md", d), ErrSelfVerify)
+}
+
+// An assertion changed after the commitment was made is never run, and
+// check reports it.
+func TestTamperedAssertionNotRun(t *testing.T) {
+	m := newManager(t)
+	mustAgent(t, m, AgentSpec{Name: "tam"})
+	ok, _ := m.AddCommitment("tam", "kept", "true", 0)
+	bad, _ := m.AddCommitment("tam", "changed", "test -f never", 0)
+	hand, _ := docstore.NewDoc(schema.Commitment, docstore.Template{Fields: []docstore.Field{
+		{Key: "agent", Value: "tam"}, {Key: "description", Value: "by hand"}, {Key: "assertion", Value: "touch ran-hand"}}})
+	handPath := "commitments/tam/" + docstore.NewID() + ".md"
+	if err := m.Store.Create(handPath, hand); err != nil {
+		t.Fatal(err)
+	}
+	// The file edited behind the engine's back, as sed would.
+	p, _ := m.Store.Abs(bad.Path)
+	data, _ := os.ReadFile(p)
+	os.WriteFile(p, []byte(strings.Replace(string(data), "assertion: test -f never", "assertion: touch ran-bad", 1)), 0o644)
+
+	rep, err := m.Store.Check([]string{"commitments"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flagged []string
+	for _, pr := range rep.Problems {
+		flagged = append(flagged, pr.Path)
+		if !strings.Contains(pr.Message, "never run") {
+			t.Errorf("problem %q", pr.Message)
+		}
+	}
+	slices.Sort(flagged)
+	if want := []string{bad.Path, handPath}; !slices.Equal(flagged, sortedCopy(want)) {
+		t.Errorf("check flagged %v, want %v", flagged, want)
+	}
+	tampered, err := m.Tampered()
+	if err != nil || len(tampered) != 2 {
+		t.Fatalf("Tampered = %v, %v", tampered, err)
+	}
+
+	res, err := m.Verify(context.Background(), "tam", "verifier")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		want := r.Commitment.ID == ok.ID
+		if r.Passed != want || r.Tampered == want {
+			t.Errorf("%s: passed %v tampered %v", r.Commitment.Description, r.Passed, r.Tampered)
+		}
+	}
+	for _, f := range []string{"ran-bad", "ran-hand"} {
+		if _, err := os.Stat(filepath.Join(m.ProjectDir(), f)); err == nil {
+			t.Errorf("a tampered assertion ran (%s exists)", f)
+		}
+	}
+	cs, _ := m.Commitments("tam")
+	for _, c := range cs {
+		if c.ID != ok.ID && (c.Status != StatusFailed || !strings.Contains(c.Output, "not run")) {
+			t.Errorf("%s: status %s output %q", c.Description, c.Status, c.Output)
+		}
+	}
+	if evs := events(t, m, "commitment.added"); len(evs) != 2 || evs[0].Data["assertion_sha256"] != AssertionHash("true") {
+		t.Errorf("commitment.added events = %v", evs)
+	}
+}
+
+func sortedCopy(s []string) []string {
+	c := slices.Clone(s)
+	slices.Sort(c)
+	return c
 }
 
 func TestVerifyAgentMovesState(t *testing.T) {

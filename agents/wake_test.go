@@ -17,6 +17,7 @@ import (
 	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/agents/recall"
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/docstore/storetest"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
 
@@ -337,9 +338,9 @@ func setConfig(tb testing.TB, s *docstore.Store, key string, v any) {
 }
 
 // TestSendHelperProcess is not a test: it is the sender other tests start
-// by re-executing the test binary (TAVERN_MSG_HELPER=send).
+// by re-executing the test binary in role "send".
 func TestSendHelperProcess(t *testing.T) {
-	if os.Getenv("TAVERN_MSG_HELPER") != "send" {
+	if storetest.HelperRole() != "send" {
 		t.Skip("helper process")
 	}
 	s, err := docstore.Open(os.Getenv("TAVERN_MSG_DIR"))
@@ -362,9 +363,5 @@ func TestSendHelperProcess(t *testing.T) {
 
 func helperCmd(tb testing.TB, s *docstore.Store, role string, env ...string) *exec.Cmd {
 	tb.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestSendHelperProcess$")
-	cmd.Env = append(os.Environ(), "TAVERN_MSG_HELPER="+role, "TAVERN_MSG_DIR="+s.Root())
-	cmd.Env = append(cmd.Env, env...)
-	cmd.Stderr = os.Stderr
-	return cmd
+	return storetest.HelperCommand(tb, "^TestSendHelperProcess$", role, append(env, "TAVERN_MSG_DIR="+s.Root())...)
 }

@@ -6,9 +6,9 @@ package docstore_test
 // units here are part of the pairing table in cmd/benchreport/pairs.go.
 //
 // Trees live on the work disk, not in TMPDIR (which may be tmpfs, where
-// fsync is free): see benchDir. Trees are never deleted and recreated
+// fsync is free): see storetest.BenchDir. Trees are never deleted and recreated
 // between repetitions, because a mass delete slows creates in the same
-// filesystem for about a minute (physical-limits.md, "inode reuse");
+// filesystem for about a minute (ext4 skips recently freed inodes);
 // `make bench` removes .bench/tmp once at the end of the run.
 
 import (
@@ -23,10 +23,13 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/tavernhq/tavern/docstore/storetest"
 )
 
 // benchDoc is a 1 KiB item document: ~270 B frontmatter with 11 fields
-// (two timestamps, two lists), the shape physical-limits.md measured.
+// (two timestamps, two lists), the shape the baselines were first
+// measured with.
 var benchDoc = func() []byte {
 	fm := `---
 schema_version: 1
@@ -57,7 +60,7 @@ owner: alice
 // filesystem, write 1 KiB, fsync, rename over the existing document, fsync
 // the directory. One writer. ops/s = writes/s.
 func BenchmarkRawDurableWrite(b *testing.B) {
-	root := benchDir(b)
+	root := storetest.BenchDir(b)
 	tmp := filepath.Join(root, ".tmp")
 	docs := filepath.Join(root, "items")
 	mkdirs(b, tmp, docs)
@@ -97,7 +100,7 @@ func BenchmarkRawDurableWrite(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	reportOpsPerSec(b, b.N)
+	storetest.ReportOpsPerSec(b, b.N)
 }
 
 // BenchmarkRawDurableRename is the ceiling for a durable claim: rename
@@ -108,7 +111,7 @@ func BenchmarkRawDurableWrite(b *testing.B) {
 func BenchmarkRawDurableRename(b *testing.B) {
 	for _, workers := range []int{1, 8} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
-			root := benchDir(b)
+			root := storetest.BenchDir(b)
 			pending := filepath.Join(root, "pending")
 			claimed := filepath.Join(root, "claimed")
 			mkdirs(b, pending, claimed)
@@ -182,7 +185,7 @@ func BenchmarkRawDurableRename(b *testing.B) {
 			if len(left) != 0 {
 				b.Fatalf("%d items left in pending/, want 0", len(left))
 			}
-			reportOpsPerSec(b, n)
+			storetest.ReportOpsPerSec(b, n)
 		})
 	}
 }
@@ -211,7 +214,7 @@ func BenchmarkRawParse(b *testing.B) {
 			b.Fatalf("decoded %d top-level nodes, want one mapping of 11 fields", len(n.Content))
 		}
 	}
-	reportOpsPerSec(b, b.N)
+	storetest.ReportOpsPerSec(b, b.N)
 }
 
 func mkdirs(tb testing.TB, dirs ...string) {
@@ -221,55 +224,4 @@ func mkdirs(tb testing.TB, dirs ...string) {
 			tb.Fatal(err)
 		}
 	}
-}
-
-// reportOpsPerSec reports ops/s from the timer (so setup is excluded).
-func reportOpsPerSec(b *testing.B, ops int) {
-	b.Helper()
-	if s := b.Elapsed().Seconds(); s > 0 {
-		b.ReportMetric(float64(ops)/s, "ops/s")
-	}
-}
-
-// benchDir returns a fresh, empty directory on the work disk for one
-// benchmark run. TMPDIR may be tmpfs (fsync is free there), so the default
-// is <module root>/.bench/tmp (gitignored), next to the code on the disk a
-// store would live on; TAVERN_BENCH_DIR overrides the base. The directory
-// is deliberately not removed here: deleting trees between repetitions
-// slows the next creates (inode reuse); `make bench` removes .bench/tmp at
-// the end. Falls back to b.TempDir() if no module root is found.
-func benchDir(b *testing.B) string {
-	b.Helper()
-	base := os.Getenv("TAVERN_BENCH_DIR")
-	if base == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			b.Fatal(err)
-		}
-		for d := wd; ; d = filepath.Dir(d) {
-			if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-				base = filepath.Join(d, ".bench", "tmp")
-				break
-			}
-			if filepath.Dir(d) == d {
-				break
-			}
-		}
-	}
-	if base == "" {
-		return b.TempDir()
-	}
-	if err := os.MkdirAll(base, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	name := strings.NewReplacer("/", "_", "=", "").Replace(b.Name())
-	dir, err := os.MkdirTemp(base, name+"-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err == nil && st.Type == 0x01021994 { // TMPFS_MAGIC
-		b.Logf("%s is on tmpfs: fsync costs nothing here, figures are not disk figures", dir)
-	}
-	return dir
 }

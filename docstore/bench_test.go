@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/docstore/storetest"
 	"github.com/tavernhq/tavern/schema"
 )
 
@@ -27,13 +28,13 @@ func BenchmarkParse(b *testing.B) {
 			b.Fatalf("parsed %d fields, want 11", len(d.Keys()))
 		}
 	}
-	reportOpsPerSec(b, b.N)
+	storetest.ReportOpsPerSec(b, b.N)
 }
 
-// benchStore creates a durable store on the work disk (see benchDir).
+// benchStore creates a durable store on the work disk (see storetest.BenchDir).
 func benchStore(b *testing.B) *docstore.Store {
 	b.Helper()
-	s, _, err := docstore.Init(filepath.Join(benchDir(b), docstore.DirName), "bench")
+	s, _, err := docstore.Init(filepath.Join(storetest.BenchDir(b), docstore.DirName), "bench")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func BenchmarkUpdateDurable(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	reportOpsPerSec(b, b.N)
+	storetest.ReportOpsPerSec(b, b.N)
 }
 
 // BenchmarkListWhere10k: `tavern ls agents --where state=working` over
@@ -109,7 +110,7 @@ func BenchmarkListWhere10k(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	reportOpsPerSec(b, b.N)
+	storetest.ReportOpsPerSec(b, b.N)
 	if s := b.Elapsed().Seconds(); s > 0 {
 		b.ReportMetric(float64(b.N*n)/s, "files/s")
 	}

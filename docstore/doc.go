@@ -16,6 +16,10 @@
 //   - Claims: Claim(lockKey, from, to) locks, then renames a document from
 //     one state directory to another. Exactly one racer wins; the others
 //     get ErrLost.
+//   - New builds a document of a kind from a []Field list and a body;
+//     CreateEntry creates one under a fresh id (NewID: UUIDv7, time
+//     ordered). Observe registers a hook that sees every Mutation (package
+//     watcher/journal turns them into events).
 //
 // Every document write goes through one path, WriteFile: temp file in
 // .tavern/.tmp/, write, fsync, rename into place, fsync of the directory.
@@ -32,21 +36,14 @@
 // The revision of a document (Doc.Rev) is a hash of its bytes, so hand
 // edits change it too and UpdateIf notices them.
 //
-// A Dir (Store.OpenDir) is an open directory for callers that make many
-// changes in a few directories (the queue broker's state directories): it
-// is reached component by component with O_NOFOLLOW, and its ReadFile,
-// Get, Create, Retire, Exists and Lstat name files relative to the
-// descriptor (openat, renameat2, linkat, fstatat), never following the
-// last component either. The kernel then resolves one name per call
-// instead of the whole absolute path, and no per-call symlink walk is
-// needed. A Dir keeps naming the directory it opened even if its path is
-// later given to another one; Stale tells, and callers recheck (the
-// broker does at most every 100ms and after any failure).
+// A Dir (Store.OpenDir) is an open directory whose methods name files
+// relative to its descriptor, never following links, for callers that
+// make many changes in a few directories (the queue broker). It keeps
+// naming the directory it opened even if the path is later given to
+// another one: Stale tells, and callers reopen.
 //
-// Parsing: frontmatter in the shapes Tavern itself writes (one
-// `key: value` per line, plain or simply quoted scalars, `|`/`|-` blocks,
-// flow and two-space block lists of scalars, no comments, anchors or
-// tags) is read by a small scanner (fastfront.go) that builds the same
+// Parsing: frontmatter in the shapes Tavern itself writes is read by a
+// small scanner (fastfront.go, which says why) that builds the same
 // yaml.Node tree yaml.v3 would, node for node; anything else goes to
 // yaml.v3. A differential test and FuzzParseFrontFast compare the two on
 // every input the scanner accepts.
@@ -84,19 +81,12 @@
 //   - `durability: relaxed` in tavern.md skips every file fsync: writes are still
 //     atomic but the last ones may be lost on power failure. (Its only fsyncs are
 //     the batched directory fsyncs that make spare files reusable.)
-//   - Retire (used by queue state changes for the superseded copy) does
-//     not unlink: it renames the file into .tmp/ as a spare, and a later
-//     create in this process rewrites it in place and renames it to the
-//     new name (no replace). On a disk mounted `discard` without a journal
-//     freeing blocks waits for a synchronous discard; a spare frees none
-//     while the new content fits its blocks. A spare is reused only after
-//     an fsync of the directory it left finished after it left (a
-//     background goroutine fsyncs those directories once 16 wait; a
-//     create never waits for it), so a crash cannot bring its old name
-//     back onto new content. A process keeps at most 256; leftovers of a dead process
-//     are stale temp files. A spare older than StaleTemp (by mtime: a
-//     long-pending item's) may be swept by another process's Open; the
-//     create then falls back to a fresh file.
+//   - Retire (for superseded copies) does not unlink: the file waits in
+//     .tmp/ as a spare that a later create in this process rewrites in
+//     place, so no block is freed (spare.go says why and when a spare is
+//     safe to reuse). A process keeps at most 256; a dead process's are
+//     stale temp files, and one older than StaleTemp may be swept by
+//     another process's Open (the create then makes a fresh file).
 //   - Documents are limited to MaxDocSize (8 MiB) and must be valid UTF-8
 //     without NUL bytes; larger or binary files are reported, never read
 //     whole.

@@ -1,10 +1,6 @@
 package docstore
 
-import (
-	"time"
-
-	"github.com/tavernhq/tavern/schema"
-)
+import "github.com/tavernhq/tavern/schema"
 
 // CreateEntry writes a new append-only record (a memory, a note, a
 // knowledge entry): a fresh time-ordered id under dir ("alice" for
@@ -16,10 +12,7 @@ func (s *Store) CreateEntry(k *schema.Kind, dir string, fields []Field, text str
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
-	all := append([]Field{{Key: schema.VersionField, Value: k.Version}, {Key: "id", Value: id}}, fields...)
-	all = append(all, Field{Key: "created", Value: now}, Field{Key: "updated", Value: now})
-	d, err := New(k, all, []byte("\n"+text+"\n"))
+	d, err := NewDoc(k, Template{ID: id, Fields: fields, Body: []byte("\n" + text + "\n")})
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,7 @@ var (
 
 	// ErrNoStore is returned by Find and Open when there is no .tavern
 	// directory (or it has no tavern.md).
-	ErrNoStore = errors.New("no .tavern store found (run `tavern init`, or pass --dir / set TAVERN_DIR)")
+	ErrNoStore = errors.New("no .tavern store found")
 
 	// ErrConflict is returned when an update's base revision is stale: the
 	// document changed since the caller read it.
@@ -46,7 +46,27 @@ var (
 
 	// ErrParse is matched by every *ParseError.
 	ErrParse = errors.New("cannot parse document")
+
+	// ErrRefused is matched by every *RefusedError: a write a rule
+	// (Store.AddRule) refused.
+	ErrRefused = errors.New("write refused")
 )
+
+// RefusedError is a write that a rule refused; nothing was written. Err is
+// the rule's own error (package agents: a *TransitionError for an illegal
+// state, ErrSelfVerify for an agent writing its own commitment's result).
+type RefusedError struct {
+	Op   string // "create", "update" or "move"
+	Path string
+	Rule string // the rule's name
+	Err  error
+}
+
+// Error is the rule's message: it names the document and what is allowed.
+func (e *RefusedError) Error() string { return e.Err.Error() }
+
+// Unwrap makes every RefusedError match ErrRefused and the rule's error.
+func (e *RefusedError) Unwrap() []error { return []error{ErrRefused, e.Err} }
 
 // PathError records a failed operation on a document path. Path is
 // relative to the store root where one is known.
@@ -120,6 +140,7 @@ func Position(err error) (path string, line, col int) {
 	var fe *schema.FieldError
 	var ve *ValidationError
 	var ce *ConflictError
+	var re *RefusedError
 	var ph *fs.PathError
 	switch {
 	case errors.As(err, &pe):
@@ -130,6 +151,8 @@ func Position(err error) (path string, line, col int) {
 		return ve.Path, ve.Errors[0].Line, ve.Errors[0].Col
 	case errors.As(err, &ce):
 		return ce.Path, 0, 0
+	case errors.As(err, &re):
+		return re.Path, 0, 0
 	case errors.As(err, &ph):
 		return ph.Path, 0, 0
 	}

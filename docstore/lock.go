@@ -16,9 +16,12 @@ import (
 // kernel drops it when the holding process dies, which is how the engine
 // tells a dead claim holder from a live one.
 //
-// Each acquisition opens its own file description (gofrs/flock instances
-// are re-entrant and must not be shared), so two goroutines of one process
-// exclude each other just as two processes do.
+// Most acquisitions go through the Store's cache of one descriptor per
+// lock file (lockcache.go): the slot's mutex excludes this Store's
+// goroutines, the flock on the shared descriptor everyone else. The
+// others (LockContext with a cancellable context, keys beyond the cache's
+// bound) open their own file description with gofrs/flock, whose
+// instances are re-entrant and so are never shared between acquisitions.
 type Lock struct {
 	fl   *flock.Flock
 	slot *lockSlot // instead of fl: a cached descriptor (lockcache.go)

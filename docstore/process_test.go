@@ -1,7 +1,7 @@
 package docstore
 
 // Multi-process tests: the test binary re-executes itself as workers
-// (TestHelperProcess, selected by TAVERN_HELPER), so the processes are
+// (TestHelperProcess, in the role storetest.HelperCommand gives), so the processes are
 // real, share nothing but the store directory, and can be SIGKILLed.
 
 import (
@@ -21,15 +21,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tavernhq/tavern/docstore/storetest"
 	"github.com/tavernhq/tavern/schema"
 )
 
-const helperEnv = "TAVERN_HELPER"
-
 // TestHelperProcess is not a test: it is the worker body when the test
-// binary runs itself with TAVERN_HELPER set.
+// binary runs itself as a helper (storetest.HelperCommand).
 func TestHelperProcess(t *testing.T) {
-	mode := os.Getenv(helperEnv)
+	mode := storetest.HelperRole()
 	if mode == "" {
 		t.Skip("helper process for the multi-process tests")
 	}
@@ -129,8 +128,7 @@ func checkVersion(d *Doc) (int64, error) {
 // stdin is closed (release).
 func helper(t *testing.T, mode, dir, rel string, n int) (cmd *exec.Cmd, release func(), stdout io.Reader) {
 	t.Helper()
-	cmd = exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), helperEnv+"="+mode, "TAVERN_HELPER_STORE="+dir, "TAVERN_HELPER_DOC="+rel,
+	cmd = storetest.HelperCommand(t, "^TestHelperProcess$", mode, "TAVERN_HELPER_STORE="+dir, "TAVERN_HELPER_DOC="+rel,
 		"TAVERN_HELPER_N="+strconv.Itoa(n))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -31,7 +30,9 @@ type Store struct {
 	root      string // absolute, symlinks resolved
 	durable   bool
 	observers []func(Mutation)
-	spares    sparePool // retired files for reuse (spare.go)
+	rules     []namedRule  // rules.go
+	checks    []namedCheck // check.go
+	spares    sparePool    // retired files for reuse (spare.go)
 	lockOnce  sync.Once
 	lockc     *lockCache // open lock files (lockcache.go)
 	tmpOnce   sync.Once
@@ -305,6 +306,9 @@ func (s *Store) Create(rel string, d *Doc) error {
 	if errs := d.Validate(false); len(errs) > 0 {
 		return &ValidationError{Path: rel, Errors: errs}
 	}
+	if err := s.checkRules(Write{Op: "create", Path: rel, Doc: d}); err != nil {
+		return err
+	}
 	data := d.Bytes()
 	if err := s.createFile(rel, data); err != nil {
 		return err
@@ -326,28 +330,43 @@ func (s *Store) Update(rel string, fn func(*Doc) error) (*Doc, error) {
 // current revision is baseRev (optimistic concurrency). An empty baseRev
 // accepts any revision.
 func (s *Store) UpdateIf(rel, baseRev string, fn func(*Doc) error) (*Doc, error) {
+	return s.UpdateWith(rel, UpdateOptions{IfRev: baseRev}, fn)
+}
+
+// UpdateOptions qualify an update (UpdateWith).
+type UpdateOptions struct {
+	// IfRev makes the update fail with ErrConflict unless the document's
+	// current revision is IfRev ("" accepts any).
+	IfRev string
+	// Force is passed to the rules as Write.Force: the writer overrides
+	// what a rule lets be overridden (package agents: a forced state).
+	Force bool
+}
+
+// UpdateWith is Update with options.
+func (s *Store) UpdateWith(rel string, opt UpdateOptions, fn func(*Doc) error) (*Doc, error) {
 	l, err := s.Lock(DocLockKey(rel))
 	if err != nil {
 		return nil, err
 	}
 	defer l.Unlock()
-	return s.updateHeld(rel, baseRev, fn)
+	return s.updateHeld(rel, opt, fn)
 }
 
 // UpdateHeld is Update for a caller that already holds the lock which
 // serialises writers of rel (e.g. a queue item's claim lock). l is not
 // used beyond documenting that contract.
 func (s *Store) UpdateHeld(l *Lock, rel string, fn func(*Doc) error) (*Doc, error) {
-	return s.updateHeld(rel, "", fn)
+	return s.updateHeld(rel, UpdateOptions{}, fn)
 }
 
-func (s *Store) updateHeld(rel, baseRev string, fn func(*Doc) error) (*Doc, error) {
+func (s *Store) updateHeld(rel string, opt UpdateOptions, fn func(*Doc) error) (*Doc, error) {
 	d, err := s.Get(rel)
 	if err != nil {
 		return nil, err
 	}
-	if baseRev != "" && d.Rev != baseRev {
-		return nil, &ConflictError{Path: rel, Want: baseRev, Got: d.Rev}
+	if opt.IfRev != "" && d.Rev != opt.IfRev {
+		return nil, &ConflictError{Path: rel, Want: opt.IfRev, Got: d.Rev}
 	}
 	prev := d.Clone()
 	if err := fn(d); err != nil {
@@ -359,6 +378,9 @@ func (s *Store) updateHeld(rel, baseRev string, fn func(*Doc) error) (*Doc, erro
 	}
 	if errs := d.Validate(false); len(errs) > 0 {
 		return nil, &ValidationError{Path: rel, Errors: errs}
+	}
+	if err := s.checkRules(Write{Op: "update", Path: rel, Prev: prev, Doc: d, Force: opt.Force}); err != nil {
+		return nil, err
 	}
 	// A hand edit that raced us since Get: do not overwrite it.
 	if cur, err := s.ReadFile(rel); err != nil || Revision(cur) != prev.Rev {
@@ -428,6 +450,9 @@ func (s *Store) Move(l *Lock, from, to string, fn func(*Doc) error) (*Doc, error
 	if errs := d.Validate(false); len(errs) > 0 {
 		return nil, &ValidationError{Path: from, Errors: errs}
 	}
+	if err := s.checkRules(Write{Op: "move", Path: to, Prev: prev, Doc: d}); err != nil {
+		return nil, err
+	}
 	data := d.Bytes()
 	if err := s.createFile(to, data); err != nil {
 		return nil, err
@@ -444,12 +469,12 @@ func (s *Store) Move(l *Lock, from, to string, fn func(*Doc) error) (*Doc, error
 	return d, nil
 }
 
-// ListFiles returns the document paths of a kind, sorted. Files that do
-// not match the kind's pattern (stray files, temp files) are skipped.
+// ListFiles returns the document paths of a kind, sorted: the documents
+// under the kind's directory (Walk) that match its pattern. Stray and
+// temp files are skipped.
 func (s *Store) ListFiles(k *schema.Kind) ([]string, error) {
 	var out []string
 	dir := k.Dir()
-	start := filepath.Join(s.root, filepath.FromSlash(dir))
 	if dir == "" { // fixed file at the root, e.g. tavern.md
 		if k.Matches(ConfigFile) {
 			if _, err := os.Stat(filepath.Join(s.root, ConfigFile)); err == nil {
@@ -458,27 +483,12 @@ func (s *Store) ListFiles(k *schema.Kind) ([]string, error) {
 		}
 		return out, nil
 	}
-	err := filepath.WalkDir(start, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		if e.IsDir() {
-			if p != start && strings.HasPrefix(e.Name(), ".") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		rel, _ := filepath.Rel(s.root, p)
-		rel = filepath.ToSlash(rel)
+	err := s.Walk(dir, func(rel string) error {
 		if k.Matches(rel) {
 			out = append(out, rel)
 		}
 		return nil
 	})
-	sort.Strings(out)
 	return out, err
 }
 

@@ -188,7 +188,7 @@ func (b *Broker) Store() *docstore.Store { return b.s }
 // Journal returns the journal events are appended to.
 func (b *Broker) Journal() *journal.Journal { return b.j }
 
-// Event types journaled by this package (watcher.Event.Type).
+// Event types journaled by this package (journal.Event.Type).
 const (
 	EventAdded        = "item.added"
 	EventClaimed      = "item.claimed"

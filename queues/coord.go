@@ -109,7 +109,9 @@ type Grant struct {
 
 // ClaimState is what an engine knows about a key.
 type ClaimState struct {
-	Held       bool
+	Held bool
+	// Fence is the current claim's fence, or, not held, the last claim's
+	// (0: none known; the git engine's cached view may lag behind).
 	Fence      int64
 	Holder     string
 	Machine    string
@@ -494,6 +496,10 @@ func (b *Broker) coordReap(l *docstore.Lock, q *Queue, it *Item, rep *ReapReport
 	case st.Held:
 		// Claimed again elsewhere since: this copy is stale. Back to
 		// pending locally; the sync brings the new claim's copy.
+	case st.Fence < fence:
+		// The engine's answer predates this claim (a cached view of the
+		// git engine that has not seen it yet): nothing to decide now.
+		return nil
 	}
 	why := fmt.Sprintf("claim %d is no longer held on %s (its holder's lease ran out)", fence, b.coord.Engine())
 	max := q.MaxAttempts

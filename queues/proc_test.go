@@ -1,7 +1,7 @@
 package queues_test
 
 // Multi-process tests: the test binary re-executes itself as workers
-// (TestHelperProcess with QUEUES_HELPER set), so claims race across real
+// (TestHelperProcess, storetest.HelperCommand), so claims race across real
 // processes, and SIGKILL/SIGSTOP hit real flock holders.
 
 import (
@@ -17,14 +17,15 @@ import (
 	"time"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/docstore/storetest"
 	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/schema"
 )
 
 // TestHelperProcess is not a test: it is the worker body of the
-// multi-process tests, selected by QUEUES_HELPER.
+// multi-process tests, selected by its role (storetest.HelperRole).
 func TestHelperProcess(t *testing.T) {
-	mode := os.Getenv("QUEUES_HELPER")
+	mode := storetest.HelperRole()
 	if mode == "" {
 		t.Skip("helper process only")
 	}
@@ -89,9 +90,7 @@ type helper struct {
 
 func startHelper(t *testing.T, s *docstore.Store, mode, arg string) *helper {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
-	cmd.Env = append(os.Environ(), "QUEUES_HELPER="+mode, "QUEUES_DIR="+s.Root(), "QUEUES_ARG="+arg)
-	cmd.Stderr = os.Stderr
+	cmd := storetest.HelperCommand(t, "^TestHelperProcess$", mode, "QUEUES_DIR="+s.Root(), "QUEUES_ARG="+arg)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -220,7 +220,7 @@ func (b *Broker) Queue(name string) (*Queue, error) {
 	fi, err := os.Stat(full)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, &QueueError{Op: "open", Queue: name, Err: fmt.Errorf("%w (no %s; create it with `tavern queue create %s`)", ErrUnknownQueue, rel, name)}
+			return nil, &QueueError{Op: "open", Queue: name, Err: fmt.Errorf("%w: no %s", ErrUnknownQueue, rel)}
 		}
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/docstore/storetest"
 	"github.com/tavernhq/tavern/queues"
 )
 
@@ -35,7 +36,7 @@ func BenchmarkQueueTakeDoneRelaxed(b *testing.B) {
 }
 
 func benchTakeDone(b *testing.B, workers int, durability string) {
-	dir := filepath.Join(benchDir(b), ".tavern")
+	dir := filepath.Join(storetest.BenchDir(b), ".tavern")
 	s, _, err := docstore.Init(dir, "bench")
 	if err != nil {
 		b.Fatal(err)
@@ -115,9 +116,7 @@ func benchTakeDone(b *testing.B, workers int, durability string) {
 	if total != b.N {
 		b.Fatalf("completed %d items, want %d", total, b.N)
 	}
-	if s := b.Elapsed().Seconds(); s > 0 {
-		b.ReportMetric(float64(b.N)/s, "ops/s")
-	}
+	storetest.ReportOpsPerSec(b, b.N)
 }
 
 // cpuTime is the process's user+system CPU time so far. CPU per cycle

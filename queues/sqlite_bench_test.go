@@ -16,7 +16,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -24,6 +23,8 @@ import (
 	"testing"
 
 	_ "modernc.org/sqlite"
+
+	"github.com/tavernhq/tavern/docstore/storetest"
 )
 
 var payload = strings.Repeat("x", 1024)
@@ -40,7 +41,7 @@ func BenchmarkSQLiteQueue(b *testing.B) {
 
 func benchSQLiteQueue(b *testing.B, synchronous string, workers int) {
 	ctx := context.Background()
-	path := filepath.Join(benchDir(b), "queue.db")
+	path := filepath.Join(storetest.BenchDir(b), "queue.db")
 	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(30000)" +
 		"&_pragma=synchronous(" + synchronous + ")"
 	db, err := sql.Open("sqlite", dsn)
@@ -177,50 +178,5 @@ func benchSQLiteQueue(b *testing.B, synchronous string, workers int) {
 	if notDone != 0 {
 		b.Fatalf("%d items not done, want 0", notDone)
 	}
-	if s := b.Elapsed().Seconds(); s > 0 {
-		b.ReportMetric(float64(n)/s, "ops/s")
-	}
-}
-
-// benchDir returns a fresh, empty directory on the work disk for one
-// benchmark run. TMPDIR may be tmpfs (fsync is free there), so the default
-// is <module root>/.bench/tmp (gitignored), next to the code on the disk a
-// store would live on; TAVERN_BENCH_DIR overrides the base. The directory
-// is deliberately not removed here: deleting trees between repetitions
-// slows the next creates (inode reuse); `make bench` removes .bench/tmp at
-// the end. Falls back to b.TempDir() if no module root is found.
-func benchDir(b *testing.B) string {
-	b.Helper()
-	base := os.Getenv("TAVERN_BENCH_DIR")
-	if base == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			b.Fatal(err)
-		}
-		for d := wd; ; d = filepath.Dir(d) {
-			if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-				base = filepath.Join(d, ".bench", "tmp")
-				break
-			}
-			if filepath.Dir(d) == d {
-				break
-			}
-		}
-	}
-	if base == "" {
-		return b.TempDir()
-	}
-	if err := os.MkdirAll(base, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	name := strings.NewReplacer("/", "_", "=", "").Replace(b.Name())
-	dir, err := os.MkdirTemp(base, name+"-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err == nil && st.Type == 0x01021994 { // TMPFS_MAGIC
-		b.Logf("%s is on tmpfs: fsync costs nothing here, figures are not disk figures", dir)
-	}
-	return dir
+	storetest.ReportOpsPerSec(b, n)
 }

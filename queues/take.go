@@ -12,6 +12,7 @@ import (
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
+	"github.com/tavernhq/tavern/watcher"
 )
 
 // TakeOptions say where to take an item from and who holds the claim.
@@ -153,29 +154,29 @@ func (b *Broker) Take(ctx context.Context, opt TakeOptions) (*Claim, error) {
 		ctx, cancel = context.WithTimeout(ctx, opt.Wait)
 		defer cancel()
 	}
-	var w *dirWaiter
-	defer func() { w.Close() }()
-	for {
-		c, diag, err := b.tryTake(own, opt.Steal, h)
-		if c != nil || err != nil {
-			return c, err
-		}
-		empty := &EmptyError{Queues: opt.Queues, Diag: diag}
-		if opt.Wait <= 0 {
-			return nil, empty
-		}
-		if w == nil {
-			// Watch first, then scan again: a file that arrived between
-			// the scan and the watch is seen by the second scan.
-			if w, err = newDirWaiter(b.waitDirs(own, opt.Steal), b.recheck); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if !w.wait(ctx, diag.Wake) {
-			return nil, empty
-		}
+	c, diag, err := b.tryTake(own, opt.Steal, h)
+	if c != nil || err != nil {
+		return c, err
 	}
+	if opt.Wait <= 0 {
+		return nil, &EmptyError{Queues: opt.Queues, Diag: diag}
+	}
+	// Wait: the watches go in first and the scan runs again, so a file
+	// that arrived between the scan above and the watch is seen.
+	werr := watcher.WaitDir(ctx, b.waitDirs(own, opt.Steal), watcher.WaitDirOptions{
+		Recheck: b.recheck,
+		Wake:    func() time.Time { return diag.Wake },
+	}, func() (bool, error) {
+		c, diag, err = b.tryTake(own, opt.Steal, h)
+		return c != nil, err
+	})
+	if c != nil || werr == nil {
+		return c, werr
+	}
+	if ctx.Err() != nil {
+		return nil, &EmptyError{Queues: opt.Queues, Diag: diag}
+	}
+	return nil, werr
 }
 
 type holder struct {

@@ -31,7 +31,7 @@ func (e *UnknownKindError) Error() string {
 	if e.Path != "" {
 		return fmt.Sprintf("%s: not a document of any known kind", e.Path)
 	}
-	return fmt.Sprintf("unknown kind %q (see `tavern schema` for the list)", e.Name)
+	return fmt.Sprintf("unknown kind %q", e.Name)
 }
 
 func (e *UnknownKindError) Unwrap() error { return ErrUnknownKind }

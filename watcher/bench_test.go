@@ -11,10 +11,11 @@ import (
 	"time"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/docstore/storetest"
 	"github.com/tavernhq/tavern/watcher"
 )
 
-// Benchmarks for issue 3, paired with the same-run baselines in
+// The watcher's benchmarks, paired with the same-run baselines in
 // rawnotify_bench_test.go by cmd/benchreport (make bench):
 //
 //   - BenchmarkWatchLatency (p50-µs, p99-µs) vs BenchmarkRawNotify/rename
@@ -27,7 +28,7 @@ import (
 // every engine write lands), from just before rename(2) to the watcher's
 // logical change: event, re-stat, read, hash, compare, delivery.
 func BenchmarkWatchLatency(b *testing.B) {
-	root := benchDir(b)
+	root := storetest.BenchDir(b)
 	src := filepath.Join(root, ".tmp") // engine-private: not watched
 	dst := filepath.Join(root, "docs")
 	for _, d := range []string{src, dst} {
@@ -90,7 +91,7 @@ func benchSizes() []int {
 // 10% of them with state: done (the same documents RawGrep scans).
 func benchStore(b *testing.B, n int) (*docstore.Store, int) {
 	b.Helper()
-	s, _, err := docstore.Init(filepath.Join(benchDir(b), ".tavern"), "bench")
+	s, _, err := docstore.Init(filepath.Join(storetest.BenchDir(b), ".tavern"), "bench")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -216,7 +217,7 @@ func BenchmarkQueryIndexedAgents(b *testing.B) {
 
 // BenchmarkSync: one Sync round trip on an idle watched tree.
 func BenchmarkSync(b *testing.B) {
-	w, err := watcher.WatchFS(benchDir(b), watcher.FSOptions{Reconcile: -1, Poll: -1})
+	w, err := watcher.WatchFS(storetest.BenchDir(b), watcher.FSOptions{Reconcile: -1, Poll: -1})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -14,6 +14,47 @@ import (
 	"github.com/tavernhq/tavern/schema"
 )
 
+// The index cache.
+//
+// .tavern/.index is a directory with one section file per kind (named
+// after the kind; _nokind for .md files that match no kind's pattern):
+//
+//	"tavern-index\0v3\0" body sha256(body)
+//	body = schema-fingerprint kind count record*
+//
+// (cachecodec.go has the byte layout.) A record is a document's path, its
+// FileState (device, inode, size, mtime, ctime, content SHA-256, and when
+// it was read) and its Entry, with the frontmatter fields in a compact
+// tagged encoding behind a length prefix. Loading a section checks the
+// magic and version, the checksum, the schema fingerprint (a hash of
+// every kind's pattern, version and fields), that every path is of the
+// section's kind and that every revision is the one its hash gives; any
+// failure discards the section, which is rebuilt from the documents. A
+// load keeps the fields encoded, as slices of one string: a query
+// decodes only the keys its --where conditions name, and everything
+// only for the entries that match. An older single-file .index is
+// replaced.
+//
+// Freshness. A cached entry is used only if its file's lstat still gives
+// the same (device, inode, size, mtime, ctime) and the state is not
+// "racy" (mtime or ctime within 2 s of the moment it was read, when a
+// same-tick rewrite could hide behind an equal stat); otherwise the file
+// is read, hashed, and parsed again if the hash differs. The lstats run
+// in parallel relative to an open descriptor of each directory (fstatat),
+// and the directories are listed (getdents, whose entry types spare an
+// lstat per directory), so new, renamed and deleted files are found too.
+// A scoped projection walks only the directories the kind's path pattern
+// can match and loads and writes only its kind's section. That is enough:
+// a file's kind is a function of its path, so no file outside those
+// directories can be a document of the kind, and every file inside is
+// checked on every run. Sections of other kinds may then be out of date
+// on disk; they are checked the same way when their kind is next queried.
+// A section is rewritten (temp file, rename; no fsync: a torn one fails
+// its checksum) only when something of its kind changed, including a stat
+// change without a content change (a touch, a settled racy file), so such
+// files are not re-read on every run. Concurrent writers each replace a
+// whole section; the last one wins and either is valid.
+
 // CacheFile is the index cache's directory in the store root: one file
 // per kind (see sectionFile). It is a dot name: engine-private, ignored by
 // the watcher, safe to delete at any time.

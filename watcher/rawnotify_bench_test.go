@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/tavernhq/tavern/docstore/storetest"
 )
 
 // BenchmarkRawNotify measures write-to-event latency of a bare fsnotify
@@ -36,7 +38,7 @@ import (
 // figures are latency, not throughput. Metrics: p50-µs, p99-µs.
 func BenchmarkRawNotify(b *testing.B) {
 	b.Run("write", func(b *testing.B) {
-		dir := benchDir(b)
+		dir := storetest.BenchDir(b)
 		path := filepath.Join(dir, "doc.md")
 		f, err := os.Create(path)
 		if err != nil {
@@ -57,7 +59,7 @@ func BenchmarkRawNotify(b *testing.B) {
 		reportLatency(b, lat)
 	})
 	b.Run("rename", func(b *testing.B) {
-		root := benchDir(b)
+		root := storetest.BenchDir(b)
 		src := filepath.Join(root, "src")
 		dst := filepath.Join(root, "dst")
 		for _, d := range []string{src, dst} {
@@ -154,7 +156,7 @@ func BenchmarkRawGrep(b *testing.B) {
 	}
 	const dirs, perDir, files = 100, 100, 100 * 100
 	b.Run(fmt.Sprintf("files=%d", files), func(b *testing.B) {
-		root := benchDir(b)
+		root := storetest.BenchDir(b)
 		want := 0
 		for d := 0; d < dirs; d++ {
 			sub := filepath.Join(root, "items", fmt.Sprintf("d%03d", d))
@@ -194,47 +196,4 @@ func grepDoc(state string) []byte {
 		s.WriteString("Body text of the work item, plain markdown. ")
 	}
 	return []byte(s.String()[:1023] + "\n")
-}
-
-// benchDir returns a fresh, empty directory on the work disk for one
-// benchmark run. TMPDIR may be tmpfs (fsync is free there), so the default
-// is <module root>/.bench/tmp (gitignored), next to the code on the disk a
-// store would live on; TAVERN_BENCH_DIR overrides the base. The directory
-// is deliberately not removed here: deleting trees between repetitions
-// slows the next creates (inode reuse); `make bench` removes .bench/tmp at
-// the end. Falls back to b.TempDir() if no module root is found.
-func benchDir(b *testing.B) string {
-	b.Helper()
-	base := os.Getenv("TAVERN_BENCH_DIR")
-	if base == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			b.Fatal(err)
-		}
-		for d := wd; ; d = filepath.Dir(d) {
-			if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-				base = filepath.Join(d, ".bench", "tmp")
-				break
-			}
-			if filepath.Dir(d) == d {
-				break
-			}
-		}
-	}
-	if base == "" {
-		return b.TempDir()
-	}
-	if err := os.MkdirAll(base, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	name := strings.NewReplacer("/", "_", "=", "").Replace(b.Name())
-	dir, err := os.MkdirTemp(base, name+"-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err == nil && st.Type == 0x01021994 { // TMPFS_MAGIC
-		b.Logf("%s is on tmpfs: fsync costs nothing here, figures are not disk figures", dir)
-	}
-	return dir
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/docstore/storetest"
 	"github.com/tavernhq/tavern/schema"
 )
 
@@ -296,7 +297,7 @@ func checkChunks(tb testing.TB, s *docstore.Store, channel string, size int) []M
 // TestMessagingHelperProcess is not a test: it is the worker other tests
 // start by re-executing the test binary.
 func TestMessagingHelperProcess(t *testing.T) {
-	role := os.Getenv("TAVERN_MSG_HELPER")
+	role := storetest.HelperRole()
 	if role == "" {
 		t.Skip("helper process")
 	}
@@ -327,11 +328,7 @@ func TestMessagingHelperProcess(t *testing.T) {
 
 func helperCmd(tb testing.TB, s *docstore.Store, role string, env ...string) *exec.Cmd {
 	tb.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestMessagingHelperProcess$")
-	cmd.Env = append(os.Environ(), "TAVERN_MSG_HELPER="+role, "TAVERN_MSG_DIR="+s.Root())
-	cmd.Env = append(cmd.Env, env...)
-	cmd.Stderr = os.Stderr
-	return cmd
+	return storetest.HelperCommand(tb, "^TestMessagingHelperProcess$", role, append(env, "TAVERN_MSG_DIR="+s.Root())...)
 }
 
 // Eight processes send 500 messages each into one channel: exactly 4,000

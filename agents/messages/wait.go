@@ -6,9 +6,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
-
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/watcher"
 )
 
 // WaitSafetyInterval is how often WaitChannel re-checks without an event.
@@ -25,7 +24,8 @@ var waitingHook func()
 // WaitChannel calls check until it reports true, re-checking whenever the
 // channel's message directory changes, and returns ctx's error when ctx is
 // done first. The watch is in place before the first check, so a message
-// written between the check and the wait is not missed.
+// written between the check and the wait is not missed (watcher.WaitDir;
+// without inotify it polls every second).
 func WaitChannel(ctx context.Context, s *docstore.Store, channel string, check func() (bool, error)) error {
 	if err := ValidChannel(channel); err != nil {
 		return err
@@ -34,42 +34,9 @@ func WaitChannel(ctx context.Context, s *docstore.Store, channel string, check f
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	w, err := fsnotify.NewWatcher()
-	if err == nil {
-		defer w.Close()
-		if err := w.Add(dir); err != nil {
-			w.Close()
-			w = nil
-		}
-	} else {
-		w = nil
-	}
-	interval := WaitSafetyInterval
-	if w == nil {
-		interval = time.Second // no inotify: poll
-	}
-	var events <-chan fsnotify.Event
-	var errs <-chan error
-	if w != nil {
-		events, errs = w.Events, w.Errors
-	}
-	t := time.NewTimer(interval)
-	defer t.Stop()
-	for first := true; ; first = false {
-		ok, err := check()
-		if err != nil || ok {
-			return err
-		}
-		if first && waitingHook != nil {
-			waitingHook()
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-events:
-		case <-errs: // overflow or similar: just re-check
-		case <-t.C:
-			t.Reset(interval)
-		}
-	}
+	return watcher.WaitDir(ctx, []string{dir}, watcher.WaitDirOptions{
+		Recheck: WaitSafetyInterval,
+		Poll:    time.Second,
+		Waiting: waitingHook,
+	}, check)
 }

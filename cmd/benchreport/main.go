@@ -1,10 +1,3 @@
-// Command benchreport reads `go test -bench` output on stdin and prints
-// every benchmark's ops/s, then each Tavern figure next to its same-run
-// baseline as a ratio (the pairing table is in pairs.go). Benchmarks missing
-// from the input show as "-". It exits 1 if the input reports a failure, after
-// printing the report, so `make bench` fails visibly.
-//
-//	go test -run '^$' -bench . ./... | go run ./cmd/benchreport
 package main
 
 import (

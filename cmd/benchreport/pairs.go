@@ -5,24 +5,24 @@ package main
 // without the -GOMAXPROCS suffix. Metric is a unit the benchmark reports
 // ("ops/s" is also derived from ns/op when not reported). Ratio is
 // value/baseline, so for latencies lower is better. Min/Max, when set, are
-// the goals from the issues; a row without a figure shows "-".
+// the project's performance goals; a row without a figure shows "-".
 //
 // To add a pair: add a row here and make sure both benchmarks report Metric.
 var pairs = []pair{
-	// Issue 2: docstore.
+	// docstore.
 	// BenchmarkListWhere10k reports ops/s (queries) and files/s (documents
 	// read, parsed and matched); files/s is the one comparable to grep.
 	{Name: "BenchmarkParse", Metric: "ops/s", Base: "BenchmarkRawParse"},
 	{Name: "BenchmarkUpdateDurable", Metric: "ops/s", Base: "BenchmarkRawDurableWrite"},
 	{Name: "BenchmarkListWhere10k", Metric: "files/s", Base: "BenchmarkRawGrep/files=10000"},
 
-	// Issue 3: watcher and projection.
+	// watcher and projection.
 	{Name: "BenchmarkWatchLatency", Metric: "p50-µs", Base: "BenchmarkRawNotify/rename"},
 	{Name: "BenchmarkWatchLatency", Metric: "p99-µs", Base: "BenchmarkRawNotify/rename"},
 	{Name: "BenchmarkScan/files=10000", Metric: "files/s", Base: "BenchmarkRawGrep/files=10000"},
 	{Name: "BenchmarkQueryIndexed/files=10000", Metric: "files/s", Base: "BenchmarkScan/files=10000"},
 
-	// Issue 4: queues. Durable take+done cycles against SQLite FULL and the
+	// queues. Durable take+done cycles against SQLite FULL and the
 	// raw durable rename rate; relaxed durability against SQLite NORMAL.
 	{Name: "BenchmarkQueueTakeDone/workers=1", Metric: "ops/s", Base: "BenchmarkSQLiteQueue/full/workers=1"},
 	{Name: "BenchmarkQueueTakeDone/workers=1", Metric: "ops/s", Base: "BenchmarkRawDurableRename/workers=1"},

@@ -6,11 +6,12 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
 )
 
-func init() {
-	register(&cli.Command{
+func newContextCommand() *cli.Command {
+	return &cli.Command{
 		Name:      "context",
 		Usage:     "search events, memory, knowledge, messages and items together",
 		ArgsUsage: "QUERY...",
@@ -21,45 +22,51 @@ subsystem). Exit 3 if nothing matched.
 
 Example:
    tavern context stateless --as zealot-2`,
-		Flags: []cli.Flag{asFlag, jsonFlag},
-		Action: func(c *cli.Context) error {
-			if c.NArg() == 0 {
-				return usageErr("context takes QUERY")
+		Flags:  []cli.Flag{asFlag(), jsonFlag()},
+		Action: runContext,
+	}
+}
+
+func runContext(c *cli.Context) error {
+	if c.NArg() == 0 {
+		return usageErr("context takes QUERY")
+	}
+	s, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	return printContext(c, s, strings.Join(c.Args().Slice(), " "))
+}
+
+func printContext(c *cli.Context, s *docstore.Store, query string) error {
+	r, err := agents.Context(s, query, c.String("as"))
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		if err := printJSON(c, r); err != nil {
+			return err
+		}
+	} else {
+		outf(c, "## timeline\n")
+		for _, h := range r.Timeline {
+			outf(c, "%s\n", contextLine(h))
+		}
+		outf(c, "\n## current state\n")
+		for _, src := range agents.ContextSources {
+			if len(r.State[src]) == 0 {
+				continue
 			}
-			s, err := openStore(c)
-			if err != nil {
-				return err
+			outf(c, "%s:\n", src)
+			for _, h := range r.State[src] {
+				outf(c, "  %s\n", contextLine(h))
 			}
-			r, err := agents.Context(s, strings.Join(c.Args().Slice(), " "), c.String("as"))
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				if err := printJSON(c, r); err != nil {
-					return err
-				}
-			} else {
-				outf(c, "## timeline\n")
-				for _, h := range r.Timeline {
-					outf(c, "%s\n", contextLine(h))
-				}
-				outf(c, "\n## current state\n")
-				for _, src := range agents.ContextSources {
-					if len(r.State[src]) == 0 {
-						continue
-					}
-					outf(c, "%s:\n", src)
-					for _, h := range r.State[src] {
-						outf(c, "  %s\n", contextLine(h))
-					}
-				}
-			}
-			if len(r.Timeline) == 0 {
-				return errSilentNothing
-			}
-			return nil
-		},
-	})
+		}
+	}
+	if len(r.Timeline) == 0 {
+		return errSilentNothing
+	}
+	return nil
 }
 
 func contextLine(h agents.ContextHit) string {
@@ -67,5 +74,5 @@ func contextLine(h agents.ContextHit) string {
 	if who != "" {
 		who = " " + who
 	}
-	return schema.FormatTime(h.Time) + " " + h.Source + " " + h.Where + who + ": " + oneLineCLI(h.Text)
+	return schema.FormatTime(h.Time) + " " + h.Source + " " + h.Where + who + ": " + oneLine(h.Text)
 }

@@ -23,8 +23,8 @@ import (
 	"github.com/tavernhq/tavern/watcher/journal"
 )
 
-func init() {
-	register(&cli.Command{
+func newDemoCommand() *cli.Command {
+	return &cli.Command{
 		Name:  "demo",
 		Usage: "run the end-to-end demo in a temporary directory",
 		Description: `Creates a store in a temporary directory, a "drone" role with its constitution,
@@ -32,14 +32,29 @@ a queue of 20 items, a lead agent with two commitments, then runs a real pool of
 shell-script drones (examples/demo/drone.sh, one 'tavern spawn' process per
 item, about one in five failing and retried) with the verifier daemon checking
 the lead's commitments, and prints a summary. --keep leaves the directory for
-you to look at ('ls', 'cat', 'tavern ls agents' in it).`,
+you to look at ('ls', 'cat', 'tavern ls agents' in it).
+
+Examples:
+   tavern demo
+   make demo   # the same, from a clone`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "keep", Usage: "keep the demo directory"},
 			&cli.IntFlag{Name: "max", Value: 4, Usage: "most drones at once"},
 		},
 		Action: runDemo,
-	})
+	}
 }
+
+// demoRun is one run of the demo: the project directory and what runs in it.
+type demoRun struct {
+	c   *cli.Context
+	dir string
+	s   *docstore.Store
+	m   *agents.Manager
+	b   *queues.Broker
+}
+
+func (d *demoRun) say(format string, args ...any) { outf(d.c, "demo: "+format+"\n", args...) }
 
 func runDemo(c *cli.Context) error {
 	start := time.Now()
@@ -50,116 +65,148 @@ func runDemo(c *cli.Context) error {
 	if !c.Bool("keep") {
 		defer os.RemoveAll(dir)
 	}
-	say := func(format string, args ...any) { outf(c, "demo: "+format+"\n", args...) }
-	say("project %s", dir)
+	d := &demoRun{c: c, dir: dir}
+	d.say("project %s", dir)
+	if err := d.open(); err != nil {
+		return err
+	}
+	defer d.m.Close()
+	defer d.b.Close()
+	if err := d.setup(); err != nil {
+		return err
+	}
+	lead, mt, err := d.runPool()
+	if err != nil {
+		return err
+	}
+	if err := d.summary(lead, mt); err != nil {
+		return err
+	}
+	outf(c, "finished in %s\n", time.Since(start).Round(time.Millisecond))
+	if c.Bool("keep") {
+		outf(c, "kept %s — try: cd %s && tavern ls agents && cat .tavern/pools/counters.md\n", dir, dir)
+	}
+	if lead.State != agents.Done {
+		return fmt.Errorf("demo: the lead ended in %s, not done", lead.State)
+	}
+	return nil
+}
 
-	s, _, err := docstore.Init(filepath.Join(dir, docstore.DirName), "demo")
+// open creates the store, its agent manager and its queue broker.
+func (d *demoRun) open() error {
+	s, _, err := docstore.Init(filepath.Join(d.dir, docstore.DirName), "demo")
 	if err != nil {
 		return err
 	}
-	m, err := agents.NewManager(s)
-	if err != nil {
+	d.s = s
+	if d.m, err = agents.NewManager(s); err != nil {
 		return err
 	}
-	defer m.Close()
-	b, err := queues.Open(s, queues.Options{Journal: m.Journal})
-	if err != nil {
+	if d.b, err = queues.Open(s, queues.Options{Journal: d.m.Journal}); err != nil {
+		d.m.Close()
 		return err
 	}
-	defer b.Close()
+	return nil
+}
 
-	// The scenario files.
+// setup writes the scenario: the drone role, the queue of phrases, and
+// the lead with its two commitments, working.
+func (d *demoRun) setup() error {
 	constitution, _ := fs.ReadFile(demo.Files, "constitution.md")
 	script, _ := fs.ReadFile(demo.Files, "drone.sh")
 	items, _ := fs.ReadFile(demo.Files, "items.txt")
-	if err := os.WriteFile(filepath.Join(dir, "drone.sh"), script, 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(d.dir, "drone.sh"), script, 0o755); err != nil {
 		return err
 	}
-	sha, err := m.WriteConstitution("drone", "counts letters, one item per run", string(constitution))
+	sha, err := d.m.WriteConstitution("drone", "counts letters, one item per run", string(constitution))
 	if err != nil {
 		return err
 	}
-	say("constitutions/drone.md sha256 %.12s", sha)
-
-	if _, err := b.CreateQueue("phrases", queues.QueueOptions{MaxAttempts: 3, Backoff: 100 * time.Millisecond, BackoffMax: time.Second, OnEmpty: "terminate"}); err != nil {
+	d.say("constitutions/drone.md sha256 %.12s", sha)
+	if _, err := d.b.CreateQueue("phrases", queues.QueueOptions{MaxAttempts: 3, Backoff: 100 * time.Millisecond, BackoffMax: time.Second, OnEmpty: "terminate"}); err != nil {
 		return err
 	}
 	n := 0
 	sc := bufio.NewScanner(bytes.NewReader(items))
 	for sc.Scan() {
 		if line := strings.TrimSpace(sc.Text()); line != "" {
-			if _, err := b.Add("phrases", queues.AddOptions{Title: line, Body: []byte(line + "\n")}); err != nil {
+			if _, err := d.b.Add("phrases", queues.AddOptions{Title: line, Body: []byte(line + "\n")}); err != nil {
 				return err
 			}
 			n++
 		}
 	}
-	say("queue phrases: %d items", n)
-
+	d.say("queue phrases: %d items", n)
 	// The lead owns the work; its commitments are checked by the verifier.
-	if _, err := m.CreateAgent(agents.AgentSpec{Name: "lead", Assignment: "Have every phrase counted by the drone pool."}); err != nil {
+	if _, err := d.m.CreateAgent(agents.AgentSpec{Name: "lead", Assignment: "Have every phrase counted by the drone pool."}); err != nil {
 		return err
 	}
 	for _, cm := range [][2]string{
 		{"every done item has its output file", `test "$(ls out | wc -l)" -eq "$(ls .tavern/queues/phrases/done | wc -l)"`},
 		{"nothing left pending or claimed", `test -z "$(find .tavern/queues/phrases/pending .tavern/queues/phrases/claimed -name '*.md')"`},
 	} {
-		if _, err := m.AddCommitment("lead", cm[0], cm[1], 10*time.Second); err != nil {
+		if _, err := d.m.AddCommitment("lead", cm[0], cm[1], 10*time.Second); err != nil {
 			return err
 		}
 	}
-	if _, err := m.Transition("lead", agents.Working, agents.TransitionOptions{By: "demo"}); err != nil {
+	if _, err := d.m.Transition("lead", agents.Working, agents.TransitionOptions{By: "demo"}); err != nil {
 		return err
 	}
-	say("lead: working, 2 commitments")
+	d.say("lead: working, 2 commitments")
+	return nil
+}
 
-	// The verifier daemon, as `tavern verifier` would run it.
+// runPool runs the verifier daemon and a pool of real `tavern spawn`
+// drones of this binary until the queue is drained, then moves the lead
+// to verifying and waits for the verifier's verdict.
+func (d *demoRun) runPool() (*agents.Agent, *agents.PoolMetrics, error) {
+	c := d.c
 	vctx, stopVerifier := context.WithCancel(c.Context)
 	defer stopVerifier()
 	verr := make(chan error, 1)
 	go func() {
-		verr <- m.RunVerifier(vctx, agents.VerifierOptions{BubbleAfter: -1,
-			OnVerified: func(agent, state string, results []agents.Result) {
-				say("verifier: %s -> %s", agent, state)
-			}})
+		verr <- d.m.RunVerifier(vctx, agents.VerifierOptions{BubbleAfter: -1,
+			OnVerified: func(agent, state string, results []agents.Result) { d.say("verifier: %s -> %s", agent, state) }})
 	}()
-
-	// The pool: real `tavern spawn` processes of this binary.
 	self, err := os.Executable()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	say("pool counters: up to %d drones running drone.sh", c.Int("max"))
+	d.say("pool counters: up to %d drones running drone.sh", c.Int("max"))
 	opt := agents.PoolOptions{Name: "counters", Queues: []string{"phrases"}, Max: c.Int("max"), OnEmpty: agents.EmptyTerminate,
-		Command: []string{"./drone.sh"}, Broker: b, Tick: 250 * time.Millisecond,
+		Command: []string{"./drone.sh"}, Broker: d.b, Tick: 250 * time.Millisecond,
 		Progress: progressLine(c), OnError: func(err error) { errf(c, "\ndemo: %v\n", err) }}
 	opt.Drone = func(agent string, wait time.Duration) *exec.Cmd {
-		cmd := exec.Command(self, "spawn", "--dir", s.Root(), "--name", agent, "--pool", "counters", "--role", "drone",
+		cmd := exec.Command(self, "spawn", "--dir", d.s.Root(), "--name", agent, "--pool", "counters", "--role", "drone",
 			"--parent", "lead", "--queue", "phrases", "--json", "--", "./drone.sh")
 		cmd.Env = childBaseEnv()
 		return cmd
 	}
-	mt, err := m.RunPool(context.WithoutCancel(c.Context), opt)
+	mt, err := d.m.RunPool(context.WithoutCancel(c.Context), opt)
 	errf(c, "\n")
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-
 	// The lead claims it is done: the verifier decides.
-	if _, err := m.Transition("lead", agents.Verifying, agents.TransitionOptions{By: "lead", Reason: "pool drained"}); err != nil {
-		return err
+	if _, err := d.m.Transition("lead", agents.Verifying, agents.TransitionOptions{By: "lead", Reason: "pool drained"}); err != nil {
+		return nil, nil, err
 	}
 	wctx, cancel := context.WithTimeout(c.Context, time.Minute)
-	lead, err := m.WaitAgent(wctx, "lead", agents.Done, agents.Working, agents.Failed)
+	lead, err := d.m.WaitAgent(wctx, "lead", agents.Done, agents.Working, agents.Failed)
 	cancel()
 	stopVerifier()
 	<-verr
 	if err != nil {
-		return fmt.Errorf("waiting for the verifier: %w", err)
+		return nil, nil, fmt.Errorf("waiting for the verifier: %w", err)
 	}
+	return lead, mt, nil
+}
 
-	// Summary.
-	st, err := b.Stats("phrases")
+// summary prints what happened: items, pool metrics, the lead's
+// commitments and the journal's event counts.
+func (d *demoRun) summary(lead *agents.Agent, mt *agents.PoolMetrics) error {
+	c := d.c
+	st, err := d.b.Stats("phrases")
 	if err != nil {
 		return err
 	}
@@ -167,13 +214,13 @@ func runDemo(c *cli.Context) error {
 	outf(c, "items: %d done, %d dead (after %d attempts), %d pending\n", st.Done, st.Dead, 3, st.Pending)
 	outf(c, "pool: %d drones spawned (peak %d concurrent), %d runs failed and were retried or dead-lettered, utilization %.2f, amplification %.2f\n",
 		mt.Spawned, mt.PeakDrones, mt.ItemsFailed, mt.Utilization, mt.Amplification)
-	cs, _ := m.Commitments("lead")
+	cs, _ := d.m.Commitments("lead")
 	outf(c, "lead: %s\n", lead.State)
 	for _, cm := range cs {
 		outf(c, "  %-7s %s\n", cm.Status, cm.Description)
 	}
 	counts := map[string]int{}
-	journal.Read(s.Root(), journal.Filter{}, func(e journal.Event, err error) bool {
+	journal.Read(d.s.Root(), journal.Filter{}, func(e journal.Event, err error) bool {
 		if err == nil {
 			counts[e.Type]++
 		}
@@ -189,13 +236,5 @@ func runDemo(c *cli.Context) error {
 	for _, t := range types {
 		fmt.Fprintf(tw, "  %s\t%d\n", t, counts[t])
 	}
-	tw.Flush()
-	outf(c, "finished in %s\n", time.Since(start).Round(time.Millisecond))
-	if c.Bool("keep") {
-		outf(c, "kept %s — try: cd %s && tavern ls agents && cat .tavern/pools/counters.md\n", dir, dir)
-	}
-	if lead.State != agents.Done {
-		return fmt.Errorf("demo: the lead ended in %s, not done", lead.State)
-	}
-	return nil
+	return tw.Flush()
 }

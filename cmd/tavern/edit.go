@@ -14,82 +14,97 @@ import (
 	"github.com/tavernhq/tavern/docstore"
 )
 
-func init() {
-	register(&cli.Command{
+func newEditCommand() *cli.Command {
+	return &cli.Command{
 		Name:      "edit",
 		Usage:     "edit a document in $EDITOR; nothing is saved until it is valid",
 		ArgsUsage: "REF",
 		Description: `Opens a copy of the document in $VISUAL or $EDITOR (default vi). When the editor
 exits the copy is validated; on errors they are shown and you are offered to
-edit again. Nothing is saved until the document is valid. If someone else
-changed the document meanwhile, the save is refused (exit 4) and your copy is
-kept so you can merge by hand.
+edit again. Nothing is saved until the document is valid and the write obeys
+the store's rules (the agent state machine; an agent may not change its own
+commitment's assertion or result): a refused write is shown the same way and
+exits 4 if you do not edit again. If someone else changed the document
+meanwhile, the save is refused (exit 4) and your copy is kept so you can
+merge by hand.
 
 Example:
    EDITOR=nano tavern edit agents/alice`,
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return usageErr("edit takes one REF")
-			}
-			s, err := openStore(c)
-			if err != nil {
+		Action: runEdit,
+	}
+}
+
+func runEdit(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageErr("edit takes one REF")
+	}
+	s, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	rel, err := resolveRef(s, c.Args().First())
+	if err != nil {
+		return err
+	}
+	orig, err := s.Get(rel)
+	if err != nil {
+		return err
+	}
+	tmpName, err := editCopy(orig)
+	if err != nil {
+		return err
+	}
+	in := bufio.NewReader(c.App.Reader)
+	for {
+		if err := runEditor(c, tmpName); err != nil {
+			return err
+		}
+		data, err := os.ReadFile(tmpName)
+		if err != nil {
+			return err
+		}
+		if bytes.Equal(data, orig.Bytes()) {
+			os.Remove(tmpName)
+			outf(c, "no changes\n")
+			return nil
+		}
+		verr := validateEdit(orig, data)
+		if verr == nil {
+			_, err := s.UpdateIf(rel, orig.Rev, func(d *docstore.Doc) error { return d.Replace(data) })
+			switch {
+			case err == nil:
+				os.Remove(tmpName)
+				outf(c, "saved %s\n", rel)
+				return nil
+			case errors.Is(err, docstore.ErrConflict):
+				errf(c, "tavern: your edit is kept in %s\n", tmpName)
+				return err
+			case !errors.Is(err, docstore.ErrRefused):
 				return err
 			}
-			rel, err := resolveRef(s, c.Args().First())
-			if err != nil {
-				return err
-			}
-			orig, err := s.Get(rel)
-			if err != nil {
-				return err
-			}
-			tmp, err := os.CreateTemp("", "tavern-edit-*-"+filepath.Base(rel))
-			if err != nil {
-				return err
-			}
-			tmpName := tmp.Name()
-			_, err = tmp.Write(orig.Bytes())
-			tmp.Close()
-			if err != nil {
-				return err
-			}
-			in := bufio.NewReader(c.App.Reader)
-			for {
-				if err := runEditor(c, tmpName); err != nil {
-					return err
-				}
-				data, err := os.ReadFile(tmpName)
-				if err != nil {
-					return err
-				}
-				if bytes.Equal(data, orig.Bytes()) {
-					os.Remove(tmpName)
-					outf(c, "no changes\n")
-					return nil
-				}
-				verr := validateEdit(orig, data)
-				if verr == nil {
-					_, err := s.UpdateIf(rel, orig.Rev, func(d *docstore.Doc) error { return d.Replace(data) })
-					if err != nil {
-						if errors.Is(err, docstore.ErrConflict) {
-							errf(c, "tavern: your edit is kept in %s\n", tmpName)
-						}
-						return err
-					}
-					os.Remove(tmpName)
-					outf(c, "saved %s\n", rel)
-					return nil
-				}
-				errf(c, "%v\n", verr)
-				errf(c, "Edit again? [Y/n] ")
-				answer, rerr := in.ReadString('\n')
-				if rerr != nil || strings.HasPrefix(strings.ToLower(strings.TrimSpace(answer)), "n") {
-					errf(c, "\nnothing saved; your edit is kept in %s\n", tmpName)
-					return withCode(exitInvalid, errSilent)
-				}
-			}
-		},
-	})
+			verr = err // a rule refused it: edit again, as for an invalid edit
+		}
+		errf(c, "%v\n", verr)
+		errf(c, "Edit again? [Y/n] ")
+		answer, rerr := in.ReadString('\n')
+		if rerr != nil || strings.HasPrefix(strings.ToLower(strings.TrimSpace(answer)), "n") {
+			errf(c, "\nnothing saved; your edit is kept in %s\n", tmpName)
+			return withCode(exitCode(verr), errSilent)
+		}
+	}
+}
+
+// editCopy writes the document to a temporary file for the editor.
+func editCopy(orig *docstore.Doc) (string, error) {
+	tmp, err := os.CreateTemp("", "tavern-edit-*-"+filepath.Base(orig.Path))
+	if err != nil {
+		return "", err
+	}
+	_, err = tmp.Write(orig.Bytes())
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	return tmp.Name(), err
 }
 
 func validateEdit(orig *docstore.Doc, data []byte) error {

@@ -7,11 +7,16 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/agents/messages"
+	"github.com/tavernhq/tavern/agents/recall"
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/queues/gitsync"
+	"github.com/tavernhq/tavern/queues/tuples"
 	"github.com/tavernhq/tavern/schema"
 )
 
@@ -26,35 +31,88 @@ const (
 	exitInvalid  = 5 // invalid documents
 )
 
-// exitCodes maps library errors to exit codes; the first match wins.
-// Command files for other packages add their sentinels with mapExit.
+// exitCodes maps errors to exit codes with errors.Is, in order: the first
+// match wins, so the more specific errors come before the general ones
+// (a refused write takes the code of the rule's error, else 4).
 var exitCodes = []struct {
 	err  error
 	code int
 }{
+	// The command line itself.
 	{errUsage, exitUsage},
+	{errNothing, exitNotFound},
+
+	// schema
 	{schema.ErrUnknownKind, exitUsage},
 	{schema.ErrInvalidName, exitUsage},
+	{schema.ErrBadAgentName, exitUsage},
+
+	// agents (before docstore: a refused write takes the rule's code)
+	{agents.ErrIllegalTransition, exitConflict},
+	{agents.ErrIllegalEdit, exitInvalid},
+	{agents.ErrConstitutionChanged, exitConflict},
+	{agents.ErrBusy, exitConflict},
+	{agents.ErrSelfVerify, exitConflict},
+	{agents.ErrOwnAssertion, exitConflict},
+	{agents.ErrTampered, exitInvalid},
+	{agents.ErrUnverified, exitConflict},
+	{agents.ErrAnswered, exitConflict},
+	{agents.ErrNoWork, exitNotFound},
+	{agents.ErrNotEmpty, exitConflict},
+
+	// agents/messages
+	{messages.ErrEmptyMessage, exitUsage},
+	{messages.ErrMessageTooLarge, exitUsage},
+	{messages.ErrBadMessage, exitUsage},
+	{messages.ErrArchived, exitConflict},
+	{messages.ErrBadChunk, exitInvalid},
+
+	// agents/recall
+	{recall.ErrEmpty, exitUsage},
+	{recall.ErrArchived, exitConflict},
+
+	// queues
+	{queues.ErrUnknownQueue, exitNotFound},
+	{queues.ErrEmpty, exitNotFound},
+	{queues.ErrStale, exitConflict},
+	{queues.ErrState, exitConflict},
+	{queues.ErrQueueExists, exitConflict},
+	{queues.ErrPriority, exitUsage},
+	{queues.ErrCycle, exitUsage},
+	{queues.ErrBadDependency, exitUsage},
+	{queues.ErrBadOption, exitUsage},
+	{queues.ErrUnavailable, exitError}, // several machines: etcd or the git remote is away
+	{queues.ErrNoEngine, exitUsage},
+	{gitsync.ErrNoRemote, exitUsage},
+
+	// queues/tuples
+	{tuples.ErrNoTuple, exitNotFound},
+	{tuples.ErrTokenBusy, exitNotFound},
+	{tuples.ErrUnknownToken, exitNotFound},
+	{tuples.ErrBadPattern, exitUsage},
+	{tuples.ErrBadGlob, exitUsage},
+	{tuples.ErrBadTuple, exitUsage},
+	{tuples.ErrReserved, exitConflict},
+	{tuples.ErrNotHolder, exitConflict},
+	{tuples.ErrTokenCount, exitConflict},
+	{tuples.ErrFenced, exitConflict},
+	{tuples.ErrNotReserved, exitNotFound},
+
+	// docstore
 	{docstore.ErrUnsafePath, exitUsage},
 	{docstore.ErrBadExpr, exitUsage},
 	{docstore.ErrAmbiguous, exitUsage},
 	{docstore.ErrConflict, exitConflict},
 	{docstore.ErrLost, exitConflict},
+	{docstore.ErrRefused, exitConflict},
 	{schema.ErrInvalid, exitInvalid},
 	{docstore.ErrParse, exitInvalid},
-	{fs.ErrExist, exitConflict}, // create-if-absent lost to an existing document
-	{errNothing, exitNotFound},
 	{docstore.ErrNoStore, exitNotFound},
+
+	// The standard library.
+	{fs.ErrExist, exitConflict}, // create-if-absent lost to an existing document
 	{fs.ErrNotExist, exitNotFound},
 	{context.DeadlineExceeded, exitNotFound},
-}
-
-// mapExit adds a library error to the exit code table.
-func mapExit(err error, code int) {
-	exitCodes = append(exitCodes, struct {
-		err  error
-		code int
-	}{err, code})
 }
 
 var (
@@ -65,6 +123,8 @@ var (
 	errSilent = errors.New("already reported")
 )
 
+// usageError is a bad command line: flags (urfave/cli's parse errors come
+// through OnUsageError), arguments or an unknown command.
 type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
@@ -74,7 +134,8 @@ func usageErr(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
-// exitError carries an explicit exit code with an error.
+// codedError carries an explicit exit code with an error: the child's
+// status from spawn, or a code for a result already printed (errSilent).
 type codedError struct {
 	err  error
 	code int
@@ -85,6 +146,7 @@ func (e *codedError) Unwrap() error { return e.err }
 
 func withCode(code int, err error) error { return &codedError{err: err, code: code} }
 
+// exitCode maps an error to the exit code.
 func exitCode(err error) int {
 	if err == nil {
 		return exitOK
@@ -93,21 +155,39 @@ func exitCode(err error) int {
 	if errors.As(err, &ce) {
 		return ce.code
 	}
-	// urfave/cli reports these without a typed error; an unknown command
-	// even comes as cli.Exit(..., 3), which would read as "not found".
-	if msg := err.Error(); strings.HasPrefix(msg, "flag provided but not defined") || strings.HasPrefix(msg, "No help topic") || strings.HasPrefix(msg, "Required flag") {
-		return exitUsage
-	}
-	var ee cli.ExitCoder
-	if errors.As(err, &ee) {
-		return ee.ExitCode()
-	}
 	for _, e := range exitCodes {
 		if errors.Is(err, e.err) {
 			return e.code
 		}
 	}
+	// urfave/cli's own cli.Exit errors are about the command line ("No
+	// help topic for ...", code 3, which would read as "not found").
+	var ee cli.ExitCoder
+	if errors.As(err, &ee) {
+		return exitUsage
+	}
 	return exitError
+}
+
+// hint is the command-line advice for an error, which the library's
+// errors do not carry: what to run next.
+func hint(err error) string {
+	var ke *schema.UnknownKindError
+	var qe *queues.QueueError
+	var te *agents.TransitionError
+	switch {
+	case errors.Is(err, docstore.ErrNoStore):
+		return " (run `tavern init`, or pass --dir / set TAVERN_DIR)"
+	case errors.As(err, &ke) && ke.Name != "":
+		return " (see `tavern schema` for the list)"
+	case errors.As(err, &qe) && errors.Is(err, queues.ErrUnknownQueue):
+		return fmt.Sprintf(" (create it with `tavern queue create %s`)", qe.Queue)
+	case errors.Is(err, agents.ErrConstitutionChanged):
+		return " (pass --accept-constitution to spawn under the new one)"
+	case errors.As(err, &te) && errors.Is(err, agents.ErrIllegalEdit):
+		return fmt.Sprintf(" (`tavern agent state %s STATE --force`)", te.Agent)
+	}
+	return ""
 }
 
 // reportError prints err (as text, or as a JSON object when --json was
@@ -121,7 +201,7 @@ func reportError(stderr io.Writer, args []string, err error) int {
 		fmt.Fprintln(stderr, jsonError(err, code))
 		return code
 	}
-	fmt.Fprintf(stderr, "tavern: %v\n", err)
+	fmt.Fprintf(stderr, "tavern: %v%s\n", err, hint(err))
 	if code == exitUsage && errors.Is(err, errUsage) {
 		fmt.Fprintln(stderr, "Run `tavern --help` or `tavern COMMAND --help` for usage.")
 	}
@@ -145,7 +225,7 @@ func wantsJSON(args []string) bool {
 // the error has none), so consumers need no existence checks.
 func jsonError(err error, code int) string {
 	path, line, col := docstore.Position(err)
-	obj := map[string]any{"error": err.Error(), "code": code, "path": nil, "line": nil, "col": nil}
+	obj := map[string]any{"error": err.Error() + hint(err), "code": code, "path": nil, "line": nil, "col": nil}
 	if path != "" {
 		obj["path"] = path
 	}

@@ -11,8 +11,8 @@ import (
 	"github.com/tavernhq/tavern/queues/tuples"
 )
 
-func init() {
-	register(&cli.Command{
+func newGuardCommand() *cli.Command {
+	return &cli.Command{
 		Name:  "guard",
 		Usage: "refuse a commit that touches paths reserved by another agent (git pre-commit hook)",
 		Description: `Reads the staged paths (git diff --cached --name-only) of the git work tree
@@ -28,69 +28,73 @@ Examples:
    TAVERN_AGENT=alice git commit -m "parser: rewrite"
    tavern guard --as alice --json`,
 		Flags: []cli.Flag{
-			asFlag,
+			asFlag(),
 			&cli.BoolFlag{Name: "install", Usage: "install as the pre-commit hook of the git repository here"},
 			&cli.BoolFlag{Name: "force", Usage: "with --install: replace an existing pre-commit hook"},
-			jsonFlag,
+			jsonFlag(),
 		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 0 {
-				return usageErr("guard takes no arguments")
-			}
-			wd, err := os.Getwd()
-			if err != nil {
-				return err
-			}
-			if c.Bool("install") {
-				bin, err := os.Executable()
-				if err != nil {
-					return err
-				}
-				if bin, err = filepath.EvalSymlinks(bin); err != nil {
-					return err
-				}
-				path, err := tuples.InstallHook(c.Context, wd, bin, c.Bool("force"))
-				if err != nil {
-					return err
-				}
-				outf(c, "%s\n", path)
-				return nil
-			}
-			sp, err := openSpace(c)
-			if errors.Is(err, docstore.ErrNoStore) {
-				// No store, no reservations: a hook must not block every
-				// commit of a checkout that has no .tavern/.
-				errf(c, "tavern guard: no .tavern store found; nothing is reserved\n")
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			conflicts, err := sp.Guard(c.Context, wd, c.String("as"))
-			if err != nil && !errors.Is(err, tuples.ErrReserved) {
-				return err
-			}
-			if c.Bool("json") {
-				if conflicts == nil {
-					conflicts = []tuples.Conflict{}
-				}
-				if perr := printJSON(c, map[string]any{"ok": len(conflicts) == 0, "conflicts": conflicts}); perr != nil {
-					return perr
-				}
-				if err != nil {
-					return withCode(exitConflict, errSilent)
-				}
-				return nil
-			}
-			if err == nil {
-				return nil
-			}
-			errf(c, "tavern guard: commit refused, staged paths are reserved by other agents:\n")
-			for _, cf := range conflicts {
-				errf(c, "  %s\n", cf)
-			}
-			errf(c, "Ask the holder, wait for the reservation to lapse, or unstage the paths.\n")
+		Action: runGuard,
+	}
+}
+
+func runGuard(c *cli.Context) error {
+	if c.NArg() != 0 {
+		return usageErr("guard takes no arguments")
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	if c.Bool("install") {
+		return installGuard(c, wd)
+	}
+	sp, err := openSpace(c)
+	if errors.Is(err, docstore.ErrNoStore) {
+		// No store, no reservations: a hook must not block every
+		// commit of a checkout that has no .tavern/.
+		errf(c, "tavern guard: no .tavern store found; nothing is reserved\n")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	conflicts, err := sp.Guard(c.Context, wd, c.String("as"))
+	if err != nil && !errors.Is(err, tuples.ErrReserved) {
+		return err
+	}
+	if c.Bool("json") {
+		if perr := printJSON(c, map[string]any{"ok": len(conflicts) == 0, "conflicts": orEmpty(conflicts)}); perr != nil {
+			return perr
+		}
+		if err != nil {
 			return withCode(exitConflict, errSilent)
-		},
-	})
+		}
+		return nil
+	}
+	if err == nil {
+		return nil
+	}
+	errf(c, "tavern guard: commit refused, staged paths are reserved by other agents:\n")
+	for _, cf := range conflicts {
+		errf(c, "  %s\n", cf)
+	}
+	errf(c, "Ask the holder, wait for the reservation to lapse, or unstage the paths.\n")
+	return withCode(exitConflict, errSilent)
+}
+
+// installGuard writes the pre-commit hook that runs this binary's guard.
+func installGuard(c *cli.Context, wd string) error {
+	bin, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if bin, err = filepath.EvalSymlinks(bin); err != nil {
+		return err
+	}
+	path, err := tuples.InstallHook(c.Context, wd, bin, c.Bool("force"))
+	if err != nil {
+		return err
+	}
+	outf(c, "%s\n", path)
+	return nil
 }

@@ -1,12 +1,13 @@
 package main
 
 import (
-	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/agents/messages"
 )
 
-func init() {
-	register(&cli.Command{
+func newInboxCommand() *cli.Command {
+	return &cli.Command{
 		Name:  "inbox",
 		Usage: "unread message counts per channel, highest first",
 		Description: `Lists the agent's unread counts for every active channel (other agents'
@@ -14,30 +15,29 @@ func init() {
 
 Example:
    tavern inbox --as zealot-1`,
-		Flags: []cli.Flag{asFlag, jsonFlag},
-		Action: func(c *cli.Context) error {
-			as, err := actingAgent(c)
-			if err != nil {
-				return err
-			}
-			s, err := openStore(c)
-			if err != nil {
-				return err
-			}
-			u, err := messages.Inbox(s, as)
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				if u == nil {
-					u = []messages.Unread{}
-				}
-				return printJSON(c, u)
-			}
-			for _, x := range u {
-				outf(c, "%6d  %s\n", x.Count, x.Channel)
-			}
-			return nil
-		},
-	})
+		Flags:  []cli.Flag{asFlag(), jsonFlag()},
+		Action: runInbox,
+	}
+}
+
+func runInbox(c *cli.Context) error {
+	as, err := actingAgent(c)
+	if err != nil {
+		return err
+	}
+	s, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	u, err := messages.Inbox(s, as)
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c, orEmpty(u))
+	}
+	for _, x := range u {
+		outf(c, "%6d  %s\n", x.Count, x.Channel)
+	}
+	return nil
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/tavernhq/tavern/docstore"
 )
 
-func init() {
-	register(&cli.Command{
+func newInitCommand() *cli.Command {
+	return &cli.Command{
 		Name:  "init",
 		Usage: "create .tavern/ with tavern.md and the kind directories",
 		Description: `Creates .tavern/ in the working directory (or the directory named by --dir).
@@ -19,37 +19,36 @@ Running it again on an existing store only adds missing directories.
 Examples:
    tavern init
    tavern --dir /srv/project/.tavern init --name project`,
-		Flags: []cli.Flag{&cli.StringFlag{Name: "name", Usage: "project name recorded in tavern.md"}},
-		Action: func(c *cli.Context) error {
-			dir := dirOption(c)
-			if dir == "" {
-				wd, err := os.Getwd()
-				if err != nil {
-					return err
-				}
-				dir = filepath.Join(wd, docstore.DirName)
-			}
-			name := c.String("name")
-			if name == "" {
-				name = filepath.Base(filepath.Dir(mustAbs(dir)))
-			}
-			s, created, err := docstore.Init(dir, name)
-			if err != nil {
-				return err
-			}
-			if created {
-				outf(c, "Initialized tavern store in %s\n", s.Root())
-			} else {
-				outf(c, "Store already exists in %s (missing directories added)\n", s.Root())
-			}
-			return nil
-		},
-	})
+		Flags:  []cli.Flag{&cli.StringFlag{Name: "name", Usage: "project name recorded in tavern.md"}},
+		Action: runInit,
+	}
 }
 
-func mustAbs(p string) string {
-	if a, err := filepath.Abs(p); err == nil {
-		return a
+func runInit(c *cli.Context) error {
+	dir := dirOption(c)
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return err
+		}
+		dir = filepath.Join(wd, docstore.DirName)
 	}
-	return p
+	name := c.String("name")
+	if name == "" {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return err
+		}
+		name = filepath.Base(filepath.Dir(abs))
+	}
+	s, created, err := docstore.Init(dir, name)
+	if err != nil {
+		return err
+	}
+	if created {
+		outf(c, "Initialized tavern store in %s\n", s.Root())
+	} else {
+		outf(c, "Store already exists in %s (missing directories added)\n", s.Root())
+	}
+	return nil
 }

@@ -1,18 +1,54 @@
 package main
 
 import (
-	"io"
-	"os"
-
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/queues"
 )
 
-var attemptFlag = &cli.IntFlag{Name: "attempt", Usage: "the claim attempt `N` printed by take (fencing token; 0 = the current claim)"}
+func newItemCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "item",
+		Usage: "work items: show, done, fail, renew, release",
+		Description: `Every change to a claimed item carries the claim attempt printed by
+` + "`tavern queue take`" + ` (--attempt N, the fencing token): a stale attempt (the item was
+reaped, released or completed since) exits 4 and changes nothing. Without
+--attempt the current claim is used, whatever its attempt.
 
-func init() {
-	addItemCmd(&cli.Command{
+Examples:
+   tavern item show ID --json
+   tavern item done ID --attempt 1 --result out.md
+   tavern item fail ID --attempt 1 --reason "tests fail"`,
+		Subcommands: []*cli.Command{
+			newItemShowCommand(),
+			newItemChangeCommand("done", "complete a claimed item", `Moves the item to done/ with completed and result (--result FILE, - for
+stdin; a multi-line result goes to the body under "## Result").
+
+Example:
+   tavern item done "$id" --attempt "$attempt" --result out.txt`,
+				[]cli.Flag{&cli.StringFlag{Name: "result", Usage: "read the result from `FILE` (- for stdin)"}}, itemDone),
+			newItemChangeCommand("fail", "fail a claimed item (retried with backoff, dead after max attempts)", `Records --reason as last_error. The item goes back to pending/ with
+not_before = now + backoff * 2^(attempts-1) (capped at backoff_max), or to
+dead/ once it has used max_attempts.
+
+Example:
+   tavern item fail "$id" --attempt "$attempt" --reason "tests failed"`,
+				[]cli.Flag{&cli.StringFlag{Name: "reason", Usage: "why it failed"}}, itemFail),
+			newItemChangeCommand("renew", "extend a claim's lease by the queue's lease", `Sets lease_until to now + the queue's lease. Heartbeat with it while working.
+
+Example:
+   tavern item renew "$id" --attempt "$attempt"`, nil, itemRenew),
+			newItemChangeCommand("release", "give a claimed item back to pending (attempt not counted)", `Returns the item to pending/ at once; the attempt does not count against
+max_attempts.
+
+Example:
+   tavern item release "$id" --attempt "$attempt"`, nil, itemRelease),
+		},
+	}
+}
+
+func newItemShowCommand() *cli.Command {
+	return &cli.Command{
 		Name:      "show",
 		Usage:     "print an item wherever it is",
 		ArgsUsage: "ID",
@@ -21,105 +57,82 @@ func init() {
 Examples:
    tavern item show p01-0193...
    tavern item show p01-0193... --json`,
-		Flags: []cli.Flag{jsonFlag},
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return usageErr("item show takes one ID")
-			}
-			s, b, err := openBroker(c)
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			it, err := b.Get(c.Args().First())
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return printJSON(c, itemObject(s, it))
-			}
-			_, err = c.App.Writer.Write(it.Doc.Bytes())
-			return err
-		},
-	})
-	itemAction := func(name, usage, desc string, flags []cli.Flag, do func(c *cli.Context, b *queues.Broker, id string, attempt int) (*queues.Item, error)) {
-		addItemCmd(&cli.Command{
-			Name:        name,
-			Usage:       usage,
-			ArgsUsage:   "ID",
-			Description: desc + "\n\nPrints \"ID STATE\". A stale --attempt exits 4 and changes nothing.",
-			Flags:       append(append([]cli.Flag{attemptFlag}, flags...), jsonFlag),
-			Action: func(c *cli.Context) error {
-				if c.NArg() != 1 {
-					return usageErr("item %s takes one ID", name)
-				}
-				s, b, err := openBroker(c)
-				if err != nil {
-					return err
-				}
-				defer b.Close()
-				it, err := do(c, b, c.Args().First(), c.Int("attempt"))
-				if err != nil {
-					return err
-				}
-				if c.Bool("json") {
-					return printJSON(c, itemObject(s, it))
-				}
-				outf(c, "%s %s\n", it.ID, it.State)
-				return nil
-			},
-		})
+		Flags:  []cli.Flag{jsonFlag()},
+		Action: runItemShow,
 	}
-	itemAction("done", "complete a claimed item", `Moves the item to done/ with completed and result (--result FILE, - for
-stdin; a multi-line result goes to the body under "## Result").
-
-Example:
-   tavern item done "$id" --attempt "$attempt" --result out.txt`,
-		[]cli.Flag{&cli.StringFlag{Name: "result", Usage: "read the result from `FILE` (- for stdin)"}},
-		func(c *cli.Context, b *queues.Broker, id string, attempt int) (*queues.Item, error) {
-			res, err := readFileArg(c, c.String("result"))
-			if err != nil {
-				return nil, err
-			}
-			return b.Complete(id, attempt, string(res))
-		})
-	itemAction("fail", "fail a claimed item (retried with backoff, dead after max attempts)", `Records --reason as last_error. The item goes back to pending/ with
-not_before = now + backoff * 2^(attempts-1) (capped at backoff_max), or to
-dead/ once it has used max_attempts.
-
-Example:
-   tavern item fail "$id" --attempt "$attempt" --reason "tests failed"`,
-		[]cli.Flag{&cli.StringFlag{Name: "reason", Usage: "why it failed"}},
-		func(c *cli.Context, b *queues.Broker, id string, attempt int) (*queues.Item, error) {
-			return b.Fail(id, attempt, c.String("reason"))
-		})
-	itemAction("renew", "extend a claim's lease by the queue's lease", `Sets lease_until to now + the queue's lease. Heartbeat with it while working.
-
-Example:
-   tavern item renew "$id" --attempt "$attempt"`, nil,
-		func(c *cli.Context, b *queues.Broker, id string, attempt int) (*queues.Item, error) {
-			return b.Renew(id, attempt)
-		})
-	itemAction("release", "give a claimed item back to pending (attempt not counted)", `Returns the item to pending/ at once; the attempt does not count against
-max_attempts.
-
-Example:
-   tavern item release "$id" --attempt "$attempt"`, nil,
-		func(c *cli.Context, b *queues.Broker, id string, attempt int) (*queues.Item, error) {
-			return b.Release(id, attempt)
-		})
 }
 
-// readFileArg reads FILE, or stdin for "-"; "" is no content.
-func readFileArg(c *cli.Context, f string) ([]byte, error) {
-	switch f {
-	case "":
-		return nil, nil
-	case "-":
-		return readAllStdin(c)
+func runItemShow(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageErr("item show takes one ID")
 	}
-	return readFile(f)
+	s, b, err := openBroker(c)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	it, err := b.Get(c.Args().First())
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c, itemObject(s, it))
+	}
+	_, err = c.App.Writer.Write(it.Doc.Bytes())
+	return err
 }
 
-func readAllStdin(c *cli.Context) ([]byte, error) { return io.ReadAll(c.App.Reader) }
-func readFile(f string) ([]byte, error)           { return os.ReadFile(f) }
+// itemChange is one change of a claimed item (done, fail, renew,
+// release) at claim attempt attempt.
+type itemChange func(c *cli.Context, b *queues.Broker, id string, attempt int) (*queues.Item, error)
+
+func newItemChangeCommand(name, usage, desc string, flags []cli.Flag, do itemChange) *cli.Command {
+	return &cli.Command{
+		Name:        name,
+		Usage:       usage,
+		ArgsUsage:   "ID",
+		Description: desc + "\n\nPrints \"ID STATE\". A stale --attempt exits 4 and changes nothing.",
+		Flags:       append(append([]cli.Flag{attemptFlag()}, flags...), jsonFlag()),
+		Action:      func(c *cli.Context) error { return runItemChange(c, do) },
+	}
+}
+
+func runItemChange(c *cli.Context, do itemChange) error {
+	if c.NArg() != 1 {
+		return usageErr("item %s takes one ID", c.Command.Name)
+	}
+	s, b, err := openBroker(c)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	it, err := do(c, b, c.Args().First(), c.Int("attempt"))
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c, itemObject(s, it))
+	}
+	outf(c, "%s %s\n", it.ID, it.State)
+	return nil
+}
+
+func itemDone(c *cli.Context, b *queues.Broker, id string, attempt int) (*queues.Item, error) {
+	res, err := readFileArg(c, c.String("result"))
+	if err != nil {
+		return nil, err
+	}
+	return b.Complete(id, attempt, string(res))
+}
+
+func itemFail(c *cli.Context, b *queues.Broker, id string, attempt int) (*queues.Item, error) {
+	return b.Fail(id, attempt, c.String("reason"))
+}
+
+func itemRenew(_ *cli.Context, b *queues.Broker, id string, attempt int) (*queues.Item, error) {
+	return b.Renew(id, attempt)
+}
+
+func itemRelease(_ *cli.Context, b *queues.Broker, id string, attempt int) (*queues.Item, error) {
+	return b.Release(id, attempt)
+}

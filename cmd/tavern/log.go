@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -15,8 +14,8 @@ import (
 	"github.com/tavernhq/tavern/watcher/journal"
 )
 
-func init() {
-	register(&cli.Command{
+func newLogCommand() *cli.Command {
+	return &cli.Command{
 		Name:  "log",
 		Usage: "show the event journal",
 		Description: `Prints events from .tavern/events/ (one JSON object per line, greppable),
@@ -38,45 +37,47 @@ Examples:
 			&cli.StringFlag{Name: "until", Usage: "before `TIME`"},
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "wait for and print new events"},
 			&cli.DurationFlag{Name: "poll", Usage: "with --follow, also re-read every `DUR` (network filesystems)"},
-			jsonFlag,
+			jsonFlag(),
 		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 0 {
-				return usageErr("log takes no arguments")
-			}
-			f, err := eventFilter(c)
-			if err != nil {
-				return err
-			}
-			if s := c.String("since"); s != "" {
-				if f.Since, err = parseWhen(s, true); err != nil {
-					return err
-				}
-			}
-			if s := c.String("until"); s != "" {
-				if f.Until, err = parseWhen(s, false); err != nil {
-					return err
-				}
-			}
-			dir, err := storeDir(c)
-			if err != nil {
-				return err
-			}
-			if _, err := docstore.Open(dir); err != nil {
-				return err
-			}
-			print := eventPrinter(c)
-			cur, err := journal.Read(dir, f, print)
-			if err != nil || !c.Bool("follow") {
-				return err
-			}
-			err = journal.Follow(c.Context, dir, cur, f, c.Duration("poll"), print)
-			if c.Context.Err() != nil {
-				return nil // interrupted: the normal way to stop --follow
-			}
+		Action: runLog,
+	}
+}
+
+func runLog(c *cli.Context) error {
+	if c.NArg() != 0 {
+		return usageErr("log takes no arguments")
+	}
+	f, err := eventFilter(c)
+	if err != nil {
+		return err
+	}
+	if s := c.String("since"); s != "" {
+		if f.Since, err = parseWhen(s, true); err != nil {
 			return err
-		},
-	})
+		}
+	}
+	if s := c.String("until"); s != "" {
+		if f.Until, err = parseWhen(s, false); err != nil {
+			return err
+		}
+	}
+	dir, err := storeDir(c)
+	if err != nil {
+		return err
+	}
+	if _, err := docstore.Open(dir); err != nil {
+		return err
+	}
+	print := eventPrinter(c)
+	cur, err := journal.Read(dir, f, print)
+	if err != nil || !c.Bool("follow") {
+		return err
+	}
+	err = journal.Follow(c.Context, dir, cur, f, c.Duration("poll"), print)
+	if c.Context.Err() != nil {
+		return nil // interrupted: the normal way to stop --follow
+	}
+	return err
 }
 
 // eventFilter builds the filter shared by log and watch.
@@ -157,17 +158,4 @@ func formatEvent(e journal.Event) string {
 		fmt.Fprintf(&b, "  %s=%v", k, v)
 	}
 	return b.String()
-}
-
-// recordJournal makes every mutation through s append its event to the
-// journal. TAVERN_AGENT names the acting agent.
-func recordJournal(c *cli.Context, s *docstore.Store) {
-	j, err := journal.Open(s.Root(), journal.Options{})
-	if err != nil {
-		errf(c, "tavern: journal: %v\n", err)
-		return
-	}
-	journal.RecordMutations(s, j, os.Getenv("TAVERN_AGENT"), func(err error) {
-		errf(c, "tavern: journal: %v\n", err)
-	})
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -15,8 +14,8 @@ import (
 	"github.com/tavernhq/tavern/watcher"
 )
 
-func init() {
-	register(&cli.Command{
+func newLsCommand() *cli.Command {
+	return &cli.Command{
 		Name:      "ls",
 		Usage:     "list documents of a kind",
 		ArgsUsage: "KIND",
@@ -43,99 +42,88 @@ Examples:
 			&cli.StringFlag{Name: "sort", Usage: "sort by `FIELD` (-FIELD for descending)"},
 			&cli.IntFlag{Name: "limit", Usage: "print at most `N` documents"},
 			&cli.BoolFlag{Name: "body", Usage: "include bodies in --json output"},
-			jsonFlag,
+			jsonFlag(),
 		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return usageErr("ls takes one KIND (see `tavern schema` for the kinds)")
-			}
-			k, err := schema.Lookup(c.Args().First())
-			if err != nil {
-				return err
-			}
-			var conds, stateConds []docstore.Cond
-			for _, w := range c.StringSlice("where") {
-				cond, err := docstore.ParseWhere(w)
-				if err != nil {
-					return err
-				}
-				if k == schema.Item && cond.Field == "state" {
-					// An item's state is its directory, not a field.
-					stateConds = append(stateConds, cond)
-					continue
-				}
-				conds = append(conds, cond)
-			}
-			s, err := openStore(c)
-			if err != nil {
-				return err
-			}
-			// Served from the projection: the index cache (.tavern/.index)
-			// means only documents changed since the last run are read.
-			p, err := watcher.Open(s, watcher.Options{Cache: true, Kinds: []string{k.Name}})
-			if err != nil {
-				return err
-			}
-			defer p.Close()
-			entries, err := p.Query(watcher.Query{Kind: k.Name, Where: conds, Sort: c.String("sort")})
-			if err != nil {
-				return err
-			}
-			// Unparseable files are reported, not listed; documents that
-			// parse but fail validation are listed and marked.
-			listed := entries[:0]
-			for _, e := range entries {
-				for _, pr := range e.Errors {
-					warnProblem(c, e.Path, pr)
-				}
-				if e.Fields != nil && matchState(stateConds, itemState(e.Kind, e.Path)) {
-					listed = append(listed, e)
-				}
-			}
-			entries = listed
-			if n := c.Int("limit"); n > 0 && len(entries) > n {
-				entries = entries[:n]
-			}
-			if c.Bool("json") {
-				out := make([]*docObject, 0, len(entries))
-				for _, e := range entries {
-					o, err := entryJSON(s, e, c.Bool("body"))
-					if err != nil {
-						return err
-					}
-					out = append(out, o)
-				}
-				return printJSON(c, out)
-			}
-			printTable(c, k, entries)
-			return nil
-		},
-	})
+		Action: runLs,
+	}
 }
 
-func entryJSON(s *docstore.Store, e watcher.Entry, withBody bool) (*docObject, error) {
-	o := &docObject{
-		Path:   filepath.Join(s.Root(), filepath.FromSlash(e.Path)),
-		Rel:    e.Path,
-		Kind:   e.Kind,
-		Name:   e.Name,
-		Rev:    e.Rev,
-		Fields: e.Fields,
-		Valid:  e.Valid,
-		State:  itemState(e.Kind, e.Path),
+func runLs(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageErr("ls takes one KIND (see `tavern schema` for the kinds)")
 	}
-	for _, pr := range e.Errors {
-		o.Errors = append(o.Errors, pr.Msg)
+	k, err := schema.Lookup(c.Args().First())
+	if err != nil {
+		return err
 	}
-	if withBody {
-		d, err := s.Get(e.Path)
-		if err != nil {
-			return nil, err
+	conds, stateConds, err := lsConditions(c, k)
+	if err != nil {
+		return err
+	}
+	s, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	// Served from the projection: the index cache (.tavern/.index)
+	// means only documents changed since the last run are read.
+	p, err := watcher.Open(s, watcher.Options{Cache: true, Kinds: []string{k.Name}})
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	entries, err := p.Query(watcher.Query{Kind: k.Name, Where: conds, Sort: c.String("sort")})
+	if err != nil {
+		return err
+	}
+	// Unparseable files are reported, not listed; documents that
+	// parse but fail validation are listed and marked.
+	listed := entries[:0]
+	for _, e := range entries {
+		for _, pr := range e.Errors {
+			warnProblem(c, e.Path, pr)
 		}
-		b := string(d.Body())
-		o.Body = &b
+		if e.Fields != nil && matchState(stateConds, itemState(e.Kind, e.Path)) {
+			listed = append(listed, e)
+		}
 	}
-	return o, nil
+	entries = listed
+	if n := c.Int("limit"); n > 0 && len(entries) > n {
+		entries = entries[:n]
+	}
+	if c.Bool("json") {
+		return printEntries(c, s, entries)
+	}
+	printTable(c, k, entries)
+	return nil
+}
+
+// lsConditions parses --where; an item's state is its directory, not a
+// field, so conditions on it come apart.
+func lsConditions(c *cli.Context, k *schema.Kind) (conds, stateConds []docstore.Cond, err error) {
+	for _, w := range c.StringSlice("where") {
+		cond, err := docstore.ParseWhere(w)
+		if err != nil {
+			return nil, nil, err
+		}
+		if k == schema.Item && cond.Field == "state" {
+			stateConds = append(stateConds, cond)
+			continue
+		}
+		conds = append(conds, cond)
+	}
+	return conds, stateConds, nil
+}
+
+func printEntries(c *cli.Context, s *docstore.Store, entries []watcher.Entry) error {
+	out := make([]*docObject, 0, len(entries))
+	for _, e := range entries {
+		o, err := entryJSON(s, e, c.Bool("body"))
+		if err != nil {
+			return err
+		}
+		out = append(out, o)
+	}
+	return printJSON(c, out)
 }
 
 // summaryFields are shown as columns by `ls` when a kind has them.

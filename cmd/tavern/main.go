@@ -1,6 +1,3 @@
-// Command tavern is the command-line interface to a Tavern store: a
-// .tavern/ directory of markdown documents that many agents coordinate
-// through. Run `tavern --help` for the commands.
 package main
 
 import (

@@ -1,202 +1,394 @@
 package main
 
-// CLI tests drive the built binary (built once in TestMain) against a
-// store in t.TempDir(), as a user or a script would.
+// The CLI's contract (commands, output, exit codes, files on disk) is
+// tested by the scripts in testdata/script/*.txtar (testscript: `exec
+// tavern ...` runs this package's main in a subprocess, the test binary
+// standing in for the tavern binary). Tests of several processes at once
+// (races, blocked waits woken by another process, signals, crashes) stay
+// in Go, in proc_test.go; they run the same binary from $PATH.
 
 import (
-	"bytes"
+	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
 )
 
-var builtBin string
-
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "tavern-cli-test-")
+	testscript.Main(cleanupM{m}, map[string]func(){"tavern": main})
+}
+
+// cleanupM removes the plain build (binDir) after the tests.
+type cleanupM struct{ m *testing.M }
+
+func (c cleanupM) Run() int {
+	code := c.m.Run()
+	if plainDir != "" {
+		os.RemoveAll(plainDir)
+	}
+	return code
+}
+
+var (
+	plainOnce sync.Once
+	plainDir  string
+	plainErr  error
+)
+
+// binDir is a directory to put before $PATH so that `tavern` is a build
+// of this command without the race detector, or "" to run this test
+// binary, which testscript.Main installed on $PATH as tavern. Under -race
+// that binary pays the race runtime's start-up (0.2s against 0.03s, and a
+// second's sleep at exit unless GORACE says otherwise) on each of the
+// thousands of runs, which does not fit `make test`'s budget; the race
+// detector is for the library, whose tests run under it.
+func binDir(tb testing.TB) string {
+	dir, err := plainBuild()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		tb.Fatal(err)
 	}
-	builtBin = filepath.Join(dir, "tavern")
-	build := exec.Command("go", "build", "-o", builtBin, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building tavern:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
+	return dir
+}
+
+func plainBuild() (string, error) {
+	if !raceEnabled {
+		return "", nil
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	plainOnce.Do(func() {
+		plainDir, plainErr = os.MkdirTemp("", "tavern-plain-")
+		if plainErr != nil {
+			return
+		}
+		out, err := exec.Command("go", "build", "-o", filepath.Join(plainDir, "tavern"), ".").CombinedOutput()
+		if err != nil {
+			plainErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	return plainDir, plainErr
 }
 
-type result struct {
-	out, err string
-	code     int
+func TestScripts(t *testing.T) {
+	t.Parallel()
+	testscript.Run(t, testscript.Params{
+		Dir:                 filepath.Join("testdata", "script"),
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		Setup: func(env *testscript.Env) error {
+			if dir := binDir(t); dir != "" {
+				env.Setenv("PATH", dir+string(filepath.ListSeparator)+env.Getenv("PATH"))
+			}
+			// git in scripts: no user or system configuration.
+			env.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
+			env.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+			// The repository's test data (golden documents, bad input).
+			wd, err := os.Getwd()
+			if err != nil {
+				return err
+			}
+			env.Setenv("TESTDATA", filepath.Join(wd, "testdata"))
+			env.Values[snapshotKey{}] = map[string]map[string]string{}
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"exits":     cmdExits,
+			"json":      cmdJSON,
+			"capture":   cmdCapture,
+			"changed":   cmdChanged,
+			"snapshot":  cmdSnapshot,
+			"unchanged": cmdUnchanged,
+			"sparse":    cmdSparse,
+			"sleep":     cmdSleep,
+		},
+	})
 }
 
-func (r result) String() string {
-	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
+// exits [-min DUR] CODE PROG [ARGS...] runs a program (as exec does) and
+// checks its exit status; -min also checks it took at least DUR.
+func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! exits")
+	}
+	var min time.Duration
+	if len(args) > 1 && args[0] == "-min" {
+		d, err := time.ParseDuration(args[1])
+		ts.Check(err)
+		min, args = d, args[2:]
+	}
+	if len(args) < 2 {
+		ts.Fatalf("usage: exits [-min DUR] CODE PROG [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	start := time.Now()
+	err = ts.Exec(args[1], args[2:]...)
+	took := time.Since(start)
+	got := 0
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		got = ee.ExitCode()
+	case err != nil:
+		ts.Fatalf("%s: %v", args[1], err)
+	}
+	if got != want {
+		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
+	}
+	if took < min {
+		ts.Fatalf("%s returned after %s, before %s", args[1], took, min)
+	}
 }
 
-// runIn runs tavern in dir with stdin and extra environment. The test's
-// own TAVERN_DIR/EDITOR/VISUAL never leak in.
-func runIn(t testing.TB, dir, stdin string, env []string, args ...string) result {
-	t.Helper()
-	cmd := exec.Command(builtBin, args...)
-	cmd.Dir = dir
-	for _, e := range os.Environ() {
-		if k, _, _ := strings.Cut(e, "="); k != "TAVERN_DIR" && k != "EDITOR" && k != "VISUAL" {
-			cmd.Env = append(cmd.Env, e)
+// json [-stderr] PATH WANT checks a value in the JSON of the last
+// command's stdout (or stderr, a one-line JSON object). PATH is a dot
+// path: .key, .3 (a list index), .[] (every element: the values become a
+// list), .len() (the length of a list or object); "." is the whole
+// document.
+// WANT is JSON, or else taken as a string. ! json checks the value is
+// different.
+func cmdJSON(ts *testscript.TestScript, neg bool, args []string) {
+	src := "stdout"
+	if len(args) > 0 && args[0] == "-stderr" {
+		src, args = "stderr", args[1:]
+	}
+	if len(args) != 2 {
+		ts.Fatalf("usage: json [-stderr] PATH WANT")
+	}
+	var doc any
+	if err := json.Unmarshal([]byte(ts.ReadFile(src)), &doc); err != nil {
+		ts.Fatalf("%s is not JSON: %v", src, err)
+	}
+	got, err := jsonPath(doc, args[0])
+	if err != nil {
+		ts.Fatalf("%s: %v", args[0], err)
+	}
+	var want any
+	if err := json.Unmarshal([]byte(args[1]), &want); err != nil {
+		want = args[1]
+	}
+	if reflect.DeepEqual(got, want) == neg {
+		g, _ := json.Marshal(got)
+		ts.Fatalf("%s %s is %s, want %s%s", src, args[0], g, map[bool]string{true: "not "}[neg], args[1])
+	}
+}
+
+func jsonPath(v any, path string) (any, error) {
+	if path == "." {
+		return v, nil
+	}
+	if !strings.HasPrefix(path, ".") {
+		return nil, fmt.Errorf("a path starts with a dot")
+	}
+	parts := strings.Split(path[1:], ".")
+	var walk func(v any, parts []string) (any, error)
+	walk = func(v any, parts []string) (any, error) {
+		if len(parts) == 0 {
+			return v, nil
+		}
+		p, rest := parts[0], parts[1:]
+		switch x := v.(type) {
+		case []any:
+			switch p {
+			case "len()":
+				return float64(len(x)), nil
+			case "[]":
+				out := []any{}
+				for _, e := range x {
+					w, err := walk(e, rest)
+					if err != nil {
+						return nil, err
+					}
+					out = append(out, w)
+				}
+				return out, nil
+			}
+			i, err := strconv.Atoi(p)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil, fmt.Errorf("no element %q in a list of %d", p, len(x))
+			}
+			return walk(x[i], rest)
+		case map[string]any:
+			if p == "len()" {
+				return float64(len(x)), nil
+			}
+			return walk(x[p], rest)
+		case nil:
+			return nil, nil
+		}
+		return nil, fmt.Errorf("%q: not a list or object", p)
+	}
+	return walk(v, parts)
+}
+
+// capture [-stderr] NAME [REGEXP] sets the environment variable NAME to
+// the last command's stdout (or stderr), trimmed, or to REGEXP's first
+// group in it.
+func cmdCapture(ts *testscript.TestScript, neg bool, args []string) {
+	src := "stdout"
+	if len(args) > 0 && args[0] == "-stderr" {
+		src, args = "stderr", args[1:]
+	}
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: capture [-stderr] NAME [REGEXP]")
+	}
+	out := ts.ReadFile(src)
+	val := strings.TrimSpace(out)
+	if len(args) == 2 {
+		m := regexp.MustCompile(args[1]).FindStringSubmatch(out)
+		if len(m) < 2 {
+			ts.Fatalf("%s does not match %s", src, args[1])
+		}
+		val = m[1]
+	}
+	ts.Setenv(args[0], val)
+}
+
+// changed BEFORE AFTER LINE... checks that two files have the same
+// number of lines and differ in exactly the given lines of AFTER (in
+// order); ! changed checks they differ in line count.
+func cmdChanged(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 {
+		ts.Fatalf("usage: changed BEFORE AFTER LINE...")
+	}
+	a := strings.SplitAfter(ts.ReadFile(args[0]), "\n")
+	b := strings.SplitAfter(ts.ReadFile(args[1]), "\n")
+	if neg {
+		if len(a) == len(b) {
+			ts.Fatalf("%s and %s have the same number of lines", args[0], args[1])
+		}
+		return
+	}
+	if len(a) != len(b) {
+		ts.Fatalf("%s has %d lines, %s %d", args[0], len(a), args[1], len(b))
+	}
+	var diff []string
+	for i := range a {
+		if a[i] != b[i] {
+			diff = append(diff, strings.TrimSuffix(b[i], "\n"))
 		}
 	}
-	cmd.Env = append(cmd.Env, env...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := result{out: out.String(), err: errb.String()}
-	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			t.Fatalf("tavern %q: %v", args, err)
-		}
-		r.code = ee.ExitCode()
-	}
-	return r
-}
-
-// project is a directory holding an initialised .tavern store.
-type project struct {
-	t   testing.TB
-	dir string
-}
-
-func newProject(t testing.TB) *project {
-	t.Helper()
-	p := &project{t: t, dir: t.TempDir()}
-	p.ok("init")
-	return p
-}
-
-func (p *project) run(args ...string) result {
-	p.t.Helper()
-	return runIn(p.t, p.dir, "", nil, args...)
-}
-
-func (p *project) runStdin(stdin string, args ...string) result {
-	p.t.Helper()
-	return runIn(p.t, p.dir, stdin, nil, args...)
-}
-
-// ok runs a command that must succeed and returns its stdout.
-func (p *project) ok(args ...string) string {
-	p.t.Helper()
-	r := p.run(args...)
-	if r.code != 0 {
-		p.t.Fatalf("tavern %s: %s", strings.Join(args, " "), r)
-	}
-	return r.out
-}
-
-// fails runs a command that must exit with code and returns the result.
-func (p *project) fails(code int, args ...string) result {
-	p.t.Helper()
-	r := p.run(args...)
-	if r.code != code {
-		p.t.Fatalf("tavern %s: got exit %d, want %d\n%s", strings.Join(args, " "), r.code, code, r)
-	}
-	return r
-}
-
-func (p *project) path(rel string) string {
-	return filepath.Join(p.dir, ".tavern", filepath.FromSlash(rel))
-}
-
-func (p *project) read(rel string) string {
-	p.t.Helper()
-	b, err := os.ReadFile(p.path(rel))
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return string(b)
-}
-
-func (p *project) write(rel, data string) {
-	p.t.Helper()
-	full := p.path(rel)
-	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-		p.t.Fatal(err)
-	}
-	if err := os.WriteFile(full, []byte(data), 0o644); err != nil {
-		p.t.Fatal(err)
+	if !reflect.DeepEqual(diff, args[2:]) && !(len(diff) == 0 && len(args) == 2) {
+		ts.Fatalf("changed lines %q, want %q", diff, args[2:])
 	}
 }
 
-func (p *project) exists(rel string) bool {
-	_, err := os.Lstat(p.path(rel))
-	return err == nil
-}
-
-// showJSON returns the decoded `show --json` object of ref.
-func (p *project) showJSON(ref string) map[string]any {
-	p.t.Helper()
-	var obj map[string]any
-	out := p.ok("show", ref, "--json")
-	if err := json.Unmarshal([]byte(out), &obj); err != nil {
-		p.t.Fatalf("show --json: %v\n%s", err, out)
+// snapshot NAME DIR records every file and symlink under DIR (bytes,
+// mode, size, mtime; link targets), but the engine-private .locks/, .tmp/
+// and .index; unchanged NAME DIR checks nothing changed since.
+func cmdSnapshot(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: snapshot NAME DIR")
 	}
-	return obj
+	snap, err := snapshotDir(ts.MkAbs(args[1]))
+	ts.Check(err)
+	ts.Value(snapshotKey{}).(map[string]map[string]string)[args[0]] = snap
 }
 
-func (p *project) fields(ref string) map[string]any {
-	p.t.Helper()
-	f, ok := p.showJSON(ref)["fields"].(map[string]any)
+type snapshotKey struct{}
+
+func cmdUnchanged(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: unchanged NAME DIR")
+	}
+	before, ok := ts.Value(snapshotKey{}).(map[string]map[string]string)[args[0]]
 	if !ok {
-		p.t.Fatalf("show --json %s: no fields object", ref)
+		ts.Fatalf("no snapshot %s", args[0])
 	}
-	return f
-}
-
-// jsonErr decodes the one-line JSON error object a --json command prints
-// on stderr and checks it has every key of the contract.
-func jsonErr(t testing.TB, r result) map[string]any {
-	t.Helper()
-	lines := strings.Split(strings.TrimSpace(r.err), "\n")
-	if len(lines) != 1 {
-		t.Fatalf("want one JSON error line on stderr, got %d\n%s", len(lines), r)
-	}
-	var obj map[string]any
-	if err := json.Unmarshal([]byte(lines[0]), &obj); err != nil {
-		t.Fatalf("stderr is not a JSON object: %v\n%s", err, r)
-	}
-	for _, k := range []string{"error", "path", "line", "col"} {
-		if _, ok := obj[k]; !ok {
-			t.Fatalf("JSON error lacks %q: %s", k, lines[0])
+	after, err := snapshotDir(ts.MkAbs(args[1]))
+	ts.Check(err)
+	var diff []string
+	for k, v := range before {
+		if after[k] != v {
+			diff = append(diff, fmt.Sprintf("%s: %q -> %q", k, v, after[k]))
 		}
 	}
-	if s, _ := obj["error"].(string); s == "" {
-		t.Fatalf("JSON error has an empty message: %s", lines[0])
-	}
-	return obj
-}
-
-// changedLines compares two texts with the same number of lines and
-// returns the lines of b that differ; ok is false if the counts differ.
-func changedLines(a, b string) (changed []string, ok bool) {
-	la, lb := strings.SplitAfter(a, "\n"), strings.SplitAfter(b, "\n")
-	if len(la) != len(lb) {
-		return nil, false
-	}
-	for i := range la {
-		if la[i] != lb[i] {
-			changed = append(changed, lb[i])
+	for k, v := range after {
+		if _, ok := before[k]; !ok {
+			diff = append(diff, fmt.Sprintf("%s: new %q", k, v))
 		}
 	}
-	return changed, true
+	sort.Strings(diff)
+	if len(diff) > 0 {
+		ts.Fatalf("%s changed:\n%s", args[1], strings.Join(diff, "\n"))
+	}
+}
+
+func snapshotDir(root string) (map[string]string, error) {
+	snap := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if rel == ".locks" || rel == ".tmp" || rel == ".index" {
+			if e.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, _ := os.Readlink(p)
+			snap[rel] = "link " + target
+		case fi.Mode().IsRegular():
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			h := sha256.New()
+			_, err = io.Copy(h, f)
+			f.Close()
+			if err != nil {
+				return err
+			}
+			snap[rel] = fmt.Sprintf("%x %v %d %d", h.Sum(nil), fi.Mode(), fi.Size(), fi.ModTime().UnixNano())
+		case fi.IsDir():
+			snap[rel] = "dir"
+		}
+		return nil
+	})
+	return snap, err
+}
+
+// sparse FILE SIZE makes a sparse file of SIZE bytes (a huge document
+// that costs no disk).
+func cmdSparse(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: sparse FILE SIZE")
+	}
+	n, err := strconv.ParseInt(args[1], 10, 64)
+	ts.Check(err)
+	f, err := os.Create(ts.MkAbs(args[0]))
+	ts.Check(err)
+	ts.Check(f.Truncate(n))
+	ts.Check(f.Close())
+}
+
+// sleep DUR: for wall-clock contracts only (a TTL running out), never to
+// wait for another process.
+func cmdSleep(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: sleep DUR")
+	}
+	d, err := time.ParseDuration(args[0])
+	ts.Check(err)
+	time.Sleep(d)
 }

@@ -3,14 +3,16 @@ package main
 import (
 	"fmt"
 
-	"github.com/tavernhq/tavern/agents/recall"
 	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/agents/recall"
+	"github.com/tavernhq/tavern/docstore"
 )
 
-func init() {
-	as := []cli.Flag{asFlag, jsonFlag}
-	limit := &cli.IntFlag{Name: "limit", Value: 10, Usage: "show at most `N` results"}
-	register(&cli.Command{
+func newMemoryCommand() *cli.Command {
+	as := func(more ...cli.Flag) []cli.Flag { return append(more, asFlag(), jsonFlag()) }
+	limit := func() cli.Flag { return &cli.IntFlag{Name: "limit", Value: 10, Usage: "show at most `N` results"} }
+	return &cli.Command{
 		Name:  "memory",
 		Usage: "an agent's private memory: add, ls, search, inspect, archive",
 		Description: `Memory entries are memory/AGENT/ID.md with a kebab-case topic, a core flag
@@ -24,161 +26,129 @@ Examples:
 		Subcommands: []*cli.Command{
 			{
 				Name: "add", Usage: "add a memory", ArgsUsage: "[TEXT...]",
-				Flags: append([]cli.Flag{
+				Description: `Add a memory.
+
+Examples:
+   tavern memory add --as alice --topic db-choice "we chose postgres"
+   tavern memory add --as alice --topic role --core "I own the parser"`,
+				Flags: as(
 					&cli.StringFlag{Name: "topic", Usage: "kebab-case `TOPIC`", Value: recall.DefaultTopic},
 					&cli.BoolFlag{Name: "core", Usage: "a core memory: always in the wake briefing"},
-				}, as...),
-				Action: func(c *cli.Context) error {
-					agent, err := actingAgent(c)
-					if err != nil {
-						return err
-					}
-					text, err := textArg(c, 0)
-					if err != nil {
-						return err
-					}
-					s, err := openStore(c)
-					if err != nil {
-						return err
-					}
-					m, err := recall.AddMemory(s, agent, c.String("topic"), text, c.Bool("core"))
-					if err != nil {
-						return err
-					}
-					if c.Bool("json") {
-						return printJSON(c, m)
-					}
-					outf(c, "%s\n", m.ID)
-					return nil
-				},
+				),
+				Action: runMemoryAdd,
 			},
 			{
 				Name: "ls", Usage: "list memories (core first, then newest)",
-				Flags: append([]cli.Flag{
+				Description: `List memories (core first, then newest).
+
+Examples:
+   tavern memory ls --as alice
+   tavern memory ls --as alice --core --json`,
+				Flags: as(
 					&cli.StringFlag{Name: "topic", Usage: "only `TOPIC`"},
 					&cli.BoolFlag{Name: "core", Usage: "only core memories"},
 					&cli.BoolFlag{Name: "archived", Usage: "include archived entries"},
-				}, as...),
-				Action: func(c *cli.Context) error {
-					agent, err := actingAgent(c)
-					if err != nil {
-						return err
-					}
-					s, err := openStore(c)
-					if err != nil {
-						return err
-					}
-					list, err := recall.ListMemory(s, agent, recall.MemoryFilter{Topic: c.String("topic"), CoreOnly: c.Bool("core"), Archived: c.Bool("archived")})
-					if err != nil {
-						return err
-					}
-					if c.Bool("json") {
-						if list == nil {
-							list = []*recall.Memory{}
-						}
-						return printJSON(c, list)
-					}
-					for _, m := range list {
-						outf(c, "%s\n", memoryLine(m, -1))
-					}
-					return nil
-				},
+				),
+				Action: withAgentStore(nil, runMemoryLs),
 			},
 			{
 				Name: "search", Usage: "rank memories by keyword similarity", ArgsUsage: "QUERY...",
-				Flags: append([]cli.Flag{limit}, as...),
-				Action: func(c *cli.Context) error {
-					agent, err := actingAgent(c)
-					if err != nil {
-						return err
-					}
-					if c.NArg() == 0 {
-						return usageErr("memory search takes QUERY")
-					}
-					q, _ := textArg(c, 0)
-					s, err := openStore(c)
-					if err != nil {
-						return err
-					}
-					hits, err := recall.SearchMemory(s, agent, q, c.Int("limit"))
-					if err != nil {
-						return err
-					}
-					return printMemoryHits(c, hits)
-				},
+				Description: `Rank memories by keyword similarity. Exit 3 if nothing matched.
+
+Examples:
+   tavern memory search postgres --as alice
+   tavern memory search "parser bug" --as alice --limit 3 --json`,
+				Flags:  as(limit()),
+				Action: withAgentStore(needArgs("memory search takes QUERY", 1, -1), runMemorySearch),
 			},
 			{
 				Name: "inspect", Usage: "show a memory and its most related entries", ArgsUsage: "ID",
-				Flags: append([]cli.Flag{limit}, as...),
-				Action: func(c *cli.Context) error {
-					agent, err := actingAgent(c)
-					if err != nil {
-						return err
-					}
-					if c.NArg() != 1 {
-						return usageErr("memory inspect takes ID")
-					}
-					s, err := openStore(c)
-					if err != nil {
-						return err
-					}
-					m, rel, err := recall.InspectMemory(s, agent, c.Args().First(), c.Int("limit"))
-					if err != nil {
-						return err
-					}
-					if c.Bool("json") {
-						return printJSON(c, map[string]any{"entry": m, "related": rel})
-					}
-					outf(c, "%s\n%s\n\nrelated:\n", memoryLine(m, -1), m.Text)
-					for _, h := range rel {
-						outf(c, "%s\n", memoryLine(h.Memory, h.Score))
-					}
-					return nil
-				},
+				Description: `Show a memory and its most related entries.
+
+Examples:
+   tavern memory inspect 01a2f0c4 --as alice`,
+				Flags:  as(limit()),
+				Action: withAgentStore(needArgs("memory inspect takes ID", 1, 1), runMemoryInspect),
 			},
 			{
 				Name: "archive", Usage: "archive a memory (hidden, kept)", ArgsUsage: "ID",
-				Flags: as,
-				Action: func(c *cli.Context) error {
-					agent, err := actingAgent(c)
-					if err != nil {
-						return err
-					}
-					if c.NArg() != 1 {
-						return usageErr("memory archive takes ID")
-					}
-					s, err := openStore(c)
-					if err != nil {
-						return err
-					}
-					m, err := recall.ArchiveMemory(s, agent, c.Args().First())
-					if err != nil {
-						return err
-					}
-					if c.Bool("json") {
-						return printJSON(c, m)
-					}
-					outf(c, "%s\n", m.Path)
-					return nil
-				},
+				Description: `Archive a memory (hidden, kept).
+
+Examples:
+   tavern memory archive 01a2f0c4 --as alice`,
+				Flags:  as(),
+				Action: withAgentStore(needArgs("memory archive takes ID", 1, 1), runMemoryArchive),
 			},
 		},
-	})
+	}
 }
 
-func memoryLine(m *recall.Memory, score float64) string {
-	core := " "
-	if m.Core {
-		core = "*"
+// withAgentStore is an Action for the commands that act --as an agent:
+// the agent first (a usage error without one), then the arguments (args
+// says what they must be; nil takes any), then the store.
+func withAgentStore(args func(c *cli.Context) error, fn func(c *cli.Context, s *docstore.Store, agent string) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		agent, err := actingAgent(c)
+		if err != nil {
+			return err
+		}
+		if args != nil {
+			if err := args(c); err != nil {
+				return err
+			}
+		}
+		s, err := openStore(c)
+		if err != nil {
+			return err
+		}
+		return fn(c, s, agent)
 	}
-	s := ""
-	if score >= 0 {
-		s = fmt.Sprintf("%.3f ", score)
-	}
-	return fmt.Sprintf("%s%s %s %-16s %s", s, m.ID, core, m.Topic, oneLineCLI(m.Text))
 }
 
-func printMemoryHits(c *cli.Context, hits []recall.MemoryHit) error {
+func runMemoryAdd(c *cli.Context) error {
+	agent, err := actingAgent(c)
+	if err != nil {
+		return err
+	}
+	text, err := textArg(c, 0)
+	if err != nil {
+		return err
+	}
+	s, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	m, err := recall.AddMemory(s, agent, c.String("topic"), text, c.Bool("core"))
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c, m)
+	}
+	outf(c, "%s\n", m.ID)
+	return nil
+}
+
+func runMemoryLs(c *cli.Context, s *docstore.Store, agent string) error {
+	list, err := recall.ListMemory(s, agent, recall.MemoryFilter{Topic: c.String("topic"), CoreOnly: c.Bool("core"), Archived: c.Bool("archived")})
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c, orEmpty(list))
+	}
+	for _, m := range list {
+		outf(c, "%s\n", memoryLine(m, -1))
+	}
+	return nil
+}
+
+func runMemorySearch(c *cli.Context, s *docstore.Store, agent string) error {
+	q, _ := textArg(c, 0)
+	hits, err := recall.SearchMemory(s, agent, q, c.Int("limit"))
+	if err != nil {
+		return err
+	}
 	if c.Bool("json") {
 		return printJSON(c, hits)
 	}
@@ -191,15 +161,41 @@ func printMemoryHits(c *cli.Context, hits []recall.MemoryHit) error {
 	return nil
 }
 
-func oneLineCLI(s string) string {
-	r := []rune(s)
-	for i, x := range r {
-		if x == '\n' {
-			return string(r[:i]) + " …"
-		}
-		if i >= 100 {
-			return string(r[:i]) + "…"
-		}
+func runMemoryInspect(c *cli.Context, s *docstore.Store, agent string) error {
+	m, rel, err := recall.InspectMemory(s, agent, c.Args().First(), c.Int("limit"))
+	if err != nil {
+		return err
 	}
-	return s
+	if c.Bool("json") {
+		return printJSON(c, map[string]any{"entry": m, "related": rel})
+	}
+	outf(c, "%s\n%s\n\nrelated:\n", memoryLine(m, -1), m.Text)
+	for _, h := range rel {
+		outf(c, "%s\n", memoryLine(h.Memory, h.Score))
+	}
+	return nil
+}
+
+func runMemoryArchive(c *cli.Context, s *docstore.Store, agent string) error {
+	m, err := recall.ArchiveMemory(s, agent, c.Args().First())
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c, m)
+	}
+	outf(c, "%s\n", m.Path)
+	return nil
+}
+
+func memoryLine(m *recall.Memory, score float64) string {
+	core := " "
+	if m.Core {
+		core = "*"
+	}
+	s := ""
+	if score >= 0 {
+		s = fmt.Sprintf("%.3f ", score)
+	}
+	return fmt.Sprintf("%s%s %s %-16s %s", s, m.ID, core, m.Topic, oneLine(m.Text))
 }

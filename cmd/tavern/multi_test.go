@@ -47,6 +47,40 @@ while [ ! -e "$STOP" ]; do
 done
 `
 
+// multiEnv is the environment of the cluster's processes: the test's,
+// without its TAVERN_*, GIT_* or editor settings, plus extra.
+func multiEnv(extra []string) []string {
+	var env []string
+	for _, e := range os.Environ() {
+		if k, _, _ := strings.Cut(e, "="); !strings.HasPrefix(k, "TAVERN_") && !strings.HasPrefix(k, "GIT_") && k != "EDITOR" && k != "VISUAL" {
+			env = append(env, e)
+		}
+	}
+	env = append(env, "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	return append(env, extra...)
+}
+
+// runIn runs tavern in dir with stdin and extra environment.
+func runIn(t testing.TB, dir, stdin string, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(tavernBin(t), args...)
+	cmd.Dir = dir
+	cmd.Env = multiEnv(env)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := result{out: out.String(), err: errb.String()}
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("tavern %q: %v", args, err)
+		}
+		r.code = ee.ExitCode()
+	}
+	return r
+}
+
 // cluster is one store cloned on several "machines" (directories, each
 // with its own processes, engine-private state and machine name).
 type cluster struct {
@@ -148,12 +182,7 @@ func (c *cluster) start(m *machine, env []string, name string, args ...string) *
 	c.t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Dir = m.dir
-	for _, e := range os.Environ() {
-		if k, _, _ := strings.Cut(e, "="); k != "TAVERN_DIR" {
-			cmd.Env = append(cmd.Env, e)
-		}
-	}
-	cmd.Env = append(append(cmd.Env, m.env...), env...)
+	cmd.Env = multiEnv(append(append([]string(nil), m.env...), env...))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	errLog, err := os.OpenFile(filepath.Join(c.root, m.name+".stderr"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -173,9 +202,9 @@ func (c *cluster) start(m *machine, env []string, name string, args ...string) *
 // run starts every machine's syncer and workers.
 func (c *cluster) run(workers int, work string) {
 	for _, m := range c.machines {
-		c.start(m, nil, builtBin, "sync", "--every", "1s", "--quiet")
+		c.start(m, nil, tavernBin(c.t), "sync", "--every", "1s", "--quiet")
 		for w := 0; w < workers; w++ {
-			c.start(m, []string{"TAVERN=" + builtBin, "LOG=" + c.log, "STOP=" + c.stop, "WORK=" + work,
+			c.start(m, []string{"TAVERN=" + tavernBin(c.t), "LOG=" + c.log, "STOP=" + c.stop, "WORK=" + work,
 				"W=" + m.name + "." + strconv.Itoa(w), "ERRLOG=" + filepath.Join(c.root, m.name+".stderr")},
 				"sh", "-c", workerScript)
 		}
@@ -201,17 +230,17 @@ type execution struct {
 	start, end          int64 // ns; end 0: never ended (killed)
 }
 
-type runLog struct {
+type execLog struct {
 	execs    []execution
 	done     map[string][]string // id -> workers whose completion was accepted
 	refused  int
 	takeErrs int
 }
 
-func (c *cluster) readLog() runLog {
+func (c *cluster) readLog() execLog {
 	c.t.Helper()
 	f, err := os.Open(c.log)
-	rl := runLog{done: map[string][]string{}}
+	rl := execLog{done: map[string][]string{}}
 	if err != nil {
 		return rl
 	}
@@ -270,6 +299,27 @@ func (c *cluster) waitDone(m *machine, n int, d time.Duration) {
 	}
 }
 
+// grepLog returns the execution log's lines about id, and what the
+// machines' stderr says about it.
+func (c *cluster) grepLog(id string) string {
+	var b strings.Builder
+	data, _ := os.ReadFile(c.log)
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, id) {
+			b.WriteString("  " + l + "\n")
+		}
+	}
+	for _, m := range c.machines {
+		data, _ := os.ReadFile(filepath.Join(c.root, m.name+".stderr"))
+		for _, l := range strings.Split(string(data), "\n") {
+			if strings.Contains(l, id) {
+				b.WriteString("  " + m.name + ": " + l + "\n")
+			}
+		}
+	}
+	return b.String()
+}
+
 func (c *cluster) dumpStderr() {
 	for _, m := range c.machines {
 		b, _ := os.ReadFile(filepath.Join(c.root, m.name+".stderr"))
@@ -320,7 +370,7 @@ func (c *cluster) finish() {
 // machine's executions end at killedAt); and on the live machines each
 // item ran at most once (exactly once, unless the dead machine's
 // completion of it counted).
-func (c *cluster) checkExactlyOnce(rl runLog, items int, killed string, killedAt time.Time) {
+func (c *cluster) checkExactlyOnce(rl execLog, items int, killed string, killedAt time.Time) {
 	c.t.Helper()
 	m := c.machines[0]
 	ents, _ := os.ReadDir(filepath.Join(m.store(), "queues", "work", "done"))
@@ -365,7 +415,7 @@ func (c *cluster) checkExactlyOnce(rl runLog, items int, killed string, killedAt
 			c.t.Errorf("item %s: done by claim %s, which has %d executions in the log (%v)", id, fence, counted, es)
 		}
 		if live > 1 || (live == 0 && killed == "") {
-			c.t.Errorf("item %s executed %d times on the live machines", id, live)
+			c.t.Errorf("item %s executed %d times on the live machines (done by claim %s):\n%s", id, live, fence, c.grepLog(id))
 		}
 	}
 }
@@ -617,9 +667,9 @@ func TestMultiWatchSeesRemoteEdit(t *testing.T) {
 	c.ok(a, "sync")
 	c.ok(b, "sync")
 	nameA, _ := os.ReadFile(filepath.Join(a.store(), ".machine"))
-	watch := exec.Command(builtBin, "watch", "--json", "--type", "external")
+	watch := exec.Command(tavernBin(c.t), "watch", "--json", "--type", "external")
 	watch.Dir = b.dir
-	watch.Env = append(os.Environ(), b.env...)
+	watch.Env = multiEnv(b.env)
 	out, err := watch.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -633,7 +683,7 @@ func TestMultiWatchSeesRemoteEdit(t *testing.T) {
 	if line, err := ready.ReadString('\n'); err != nil || !strings.Contains(line, "watching") {
 		t.Fatalf("watch did not start: %q %v", line, err)
 	}
-	c.start(b, nil, builtBin, "sync", "--every", "1s", "--quiet")
+	c.start(b, nil, tavernBin(c.t), "sync", "--every", "1s", "--quiet")
 	c.ok(a, "set", "agents/ann", "role=remote-edit")
 	c.ok(a, "sync")
 	pushed := time.Now()

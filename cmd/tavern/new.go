@@ -1,10 +1,7 @@
 package main
 
 import (
-	"io"
-	"os"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -12,10 +9,8 @@ import (
 	"github.com/tavernhq/tavern/schema"
 )
 
-var bodyFlag = &cli.StringFlag{Name: "body", Usage: "read the markdown body from `FILE` (- for stdin)"}
-
-func init() {
-	register(&cli.Command{
+func newNewCommand() *cli.Command {
+	return &cli.Command{
 		Name:      "new",
 		Usage:     "create a document",
 		ArgsUsage: "KIND NAME [field=value...]",
@@ -32,98 +27,51 @@ Examples:
    tavern new agent alice role=reviewer queue=build
    tavern new constitution reviewer --body reviewer.md
    echo "Remember the parser rewrite" | tavern new memory alice/parser-note topic=parser --body -`,
-		Flags: []cli.Flag{bodyFlag, jsonFlag},
-		Action: func(c *cli.Context) error {
-			if c.NArg() < 2 {
-				return usageErr("new takes KIND NAME [field=value...]")
-			}
-			s, err := openStore(c)
-			if err != nil {
-				return err
-			}
-			k, err := schema.Lookup(c.Args().Get(0))
-			if err != nil {
-				return err
-			}
-			name := c.Args().Get(1)
-			rel, err := k.Path(name, nil)
-			if err != nil {
-				return err
-			}
-			assigns, err := parseAssignments(c.Args().Slice()[2:])
-			if err != nil {
-				return err
-			}
-			body, err := readBody(c)
-			if err != nil {
-				return err
-			}
-			d, err := newDoc(k, name, body)
-			if err != nil {
-				return err
-			}
-			for _, a := range assigns {
-				if err := d.SetYAML(a[0], a[1]); err != nil {
-					return err
-				}
-			}
-			if err := s.Create(rel, d); err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return printJSON(c, docJSON(s, d, true))
-			}
-			outf(c, "%s\n", rel)
-			return nil
-		},
-	})
+		Flags:  []cli.Flag{bodyFlag(), jsonFlag()},
+		Action: runNew,
+	}
 }
 
-// newDoc builds a document with schema_version, id, name, timestamps and
-// the kind's defaults.
-func newDoc(k *schema.Kind, name string, body []byte) (*docstore.Doc, error) {
-	now := time.Now()
-	fields := []docstore.Field{{Key: schema.VersionField, Value: k.Version}}
-	if k.Field("id") != nil {
-		fields = append(fields, docstore.Field{Key: "id", Value: docstore.NewID()})
+func runNew(c *cli.Context) error {
+	if c.NArg() < 2 {
+		return usageErr("new takes KIND NAME [field=value...]")
 	}
-	if k.Field("name") != nil {
-		fields = append(fields, docstore.Field{Key: "name", Value: name[strings.LastIndex(name, "/")+1:]})
+	s, err := openStore(c)
+	if err != nil {
+		return err
 	}
-	for _, f := range k.Fields {
-		if f.Default != nil && f.Name != "name" {
-			fields = append(fields, docstore.Field{Key: f.Name, Value: f.Default})
+	k, err := schema.Lookup(c.Args().Get(0))
+	if err != nil {
+		return err
+	}
+	name := c.Args().Get(1)
+	rel, err := k.Path(name, nil)
+	if err != nil {
+		return err
+	}
+	assigns, err := parseAssignments(c.Args().Slice()[2:])
+	if err != nil {
+		return err
+	}
+	body, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	d, err := docstore.NewDoc(k, docstore.Template{Name: name[strings.LastIndex(name, "/")+1:], Defaults: true, Body: body})
+	if err != nil {
+		return err
+	}
+	for _, a := range assigns {
+		if err := d.SetYAML(a[0], a[1]); err != nil {
+			return err
 		}
 	}
-	if k.Field("created") != nil {
-		fields = append(fields, docstore.Field{Key: "created", Value: now}, docstore.Field{Key: "updated", Value: now})
+	if err := s.Create(rel, d); err != nil {
+		return err
 	}
-	if len(body) == 0 || body[0] != '\n' {
-		body = append([]byte("\n"), body...)
+	if c.Bool("json") {
+		return printJSON(c, docJSON(s, d, true))
 	}
-	return docstore.New(k, fields, body)
-}
-
-// parseAssignments splits field=value arguments.
-func parseAssignments(args []string) ([][2]string, error) {
-	var out [][2]string
-	for _, a := range args {
-		k, v, ok := strings.Cut(a, "=")
-		if !ok || k == "" || strings.ContainsAny(k, " \t") {
-			return nil, usageErr("%q is not field=value", a)
-		}
-		out = append(out, [2]string{k, v})
-	}
-	return out, nil
-}
-
-func readBody(c *cli.Context) ([]byte, error) {
-	switch f := c.String("body"); f {
-	case "":
-		return nil, nil
-	case "-":
-		return io.ReadAll(c.App.Reader)
-	default:
-		return os.ReadFile(f)
-	}
+	outf(c, "%s\n", rel)
+	return nil
 }

@@ -4,11 +4,10 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/agents/messages"
-	"github.com/tavernhq/tavern/schema"
 )
 
-func init() {
-	register(&cli.Command{
+func newNoteCommand() *cli.Command {
+	return &cli.Command{
 		Name:      "note",
 		Usage:     "attach a reflection to a channel (not a message)",
 		ArgsUsage: "CHANNEL [TEXT...]",
@@ -17,61 +16,34 @@ never unread. Without TEXT the note is read from stdin.
 
 Example:
    tavern note research "the proposal ignores crash recovery" --as zealot-1`,
-		Flags: []cli.Flag{asFlag, jsonFlag},
-		Action: func(c *cli.Context) error {
-			if c.NArg() < 1 {
-				return usageErr("note takes CHANNEL [TEXT...]")
-			}
-			as, err := actingAgent(c)
-			if err != nil {
-				return err
-			}
-			text, err := textArg(c, 1)
-			if err != nil {
-				return err
-			}
-			s, err := openStore(c)
-			if err != nil {
-				return err
-			}
-			n, err := messages.AddNote(s, c.Args().First(), as, text)
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return printJSON(c, n)
-			}
-			outf(c, "%s\n", n.Path)
-			return nil
-		},
-	})
-	register(&cli.Command{
-		Name:      "notes",
-		Usage:     "list the notes of a channel",
-		ArgsUsage: "CHANNEL",
-		Flags:     []cli.Flag{jsonFlag},
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return usageErr("notes takes CHANNEL")
-			}
-			s, err := openStore(c)
-			if err != nil {
-				return err
-			}
-			notes, err := messages.ListNotes(s, c.Args().First())
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				if notes == nil {
-					notes = []*messages.Note{}
-				}
-				return printJSON(c, notes)
-			}
-			for _, n := range notes {
-				outf(c, "%s %s: %s\n", schema.FormatTime(n.Created), n.Agent, n.Text)
-			}
-			return nil
-		},
-	})
+		Flags:  []cli.Flag{asFlag(), jsonFlag()},
+		Action: runNote,
+	}
+}
+
+func runNote(c *cli.Context) error {
+	if c.NArg() < 1 {
+		return usageErr("note takes CHANNEL [TEXT...]")
+	}
+	as, err := actingAgent(c)
+	if err != nil {
+		return err
+	}
+	text, err := textArg(c, 1)
+	if err != nil {
+		return err
+	}
+	s, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	n, err := messages.AddNote(s, c.Args().First(), as, text)
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c, n)
+	}
+	outf(c, "%s\n", n.Path)
+	return nil
 }

@@ -16,10 +16,14 @@ import (
 	"github.com/tavernhq/tavern/queues"
 )
 
-func init() {
-	register(&cli.Command{
+func newPoolCommand() *cli.Command {
+	return &cli.Command{
 		Name:  "pool",
 		Usage: "run a pool of drones on queues",
+		Description: `Run a pool of drones on queues.
+
+Examples:
+   tavern pool run builders --queue build,test --max 8 --on-empty terminate -- ./build-one.sh`,
 		Subcommands: []*cli.Command{{
 			Name:      "run",
 			Usage:     "keep MIN..MAX drones working on the queues",
@@ -42,7 +46,7 @@ SIGTERM to the drones: their items are released, not failed.
 Example:
    tavern pool run builders --queue build,test --max 8 --on-empty terminate -- ./build-one.sh`,
 			Flags: []cli.Flag{
-				&cli.StringSliceFlag{Name: "queue", Usage: "queue `Q` (repeatable, or Q1,Q2)", Required: true},
+				&cli.StringSliceFlag{Name: "queue", Usage: "queue `Q` (repeatable, or Q1,Q2; required)"},
 				&cli.IntFlag{Name: "min", Usage: "drones to keep (idle mode)", Value: 0},
 				&cli.IntFlag{Name: "max", Usage: "most drones at once", Value: 4},
 				&cli.StringFlag{Name: "on-empty", Usage: "idle | hibernate | terminate"},
@@ -51,50 +55,53 @@ Example:
 				&cli.StringFlag{Name: "role", Usage: "role `R` of the drones"},
 				&cli.DurationFlag{Name: "idle-wait", Value: time.Minute, Usage: "how long an idle drone waits for an item"},
 				&cli.BoolFlag{Name: "quiet", Usage: "no progress line"},
-				jsonFlag,
+				jsonFlag(),
 			},
-			Action: func(c *cli.Context) error {
-				if c.NArg() < 2 {
-					return usageErr("pool run takes NAME -- CMD")
-				}
-				m, err := openManager(c)
-				if err != nil {
-					return err
-				}
-				defer m.Close()
-				b, err := queues.Open(m.Store, queues.Options{Journal: m.Journal})
-				if err != nil {
-					return err
-				}
-				defer b.Close()
-				defer startBackgroundSync(c, m.Store, m.Journal)() // sync.go: several machines
-				sigs := make(chan os.Signal, 2)
-				signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-				defer signal.Stop(sigs)
-				name, command := c.Args().First(), c.Args().Slice()[1:]
-				opt := poolOptions(c, m, b, name, command)
-				opt.Interrupt = sigs
-				if !c.Bool("quiet") {
-					opt.Progress = progressLine(c)
-				}
-				// The pool drains on its own signal channel; main's context
-				// must not cancel it on the first Ctrl-C.
-				mt, err := m.RunPool(contextWithoutCancel(c), opt)
-				if !c.Bool("quiet") {
-					errf(c, "\n")
-				}
-				if err != nil {
-					return err
-				}
-				if c.Bool("json") {
-					return printJSON(c, mt)
-				}
-				outf(c, "pool %s: %d done, %d failed, %d released, %d steals, %d drones spawned (peak %d, %d crashed) in %s; utilization %.2f\n",
-					name, mt.ItemsDone, mt.ItemsFailed, mt.ItemsReleased, mt.Steals, mt.Spawned, mt.PeakDrones, mt.Crashed, mt.Elapsed, mt.Utilization)
-				return nil
-			},
+			Before: requireFlags("queue"),
+			Action: runPoolRun,
 		}},
-	})
+	}
+}
+
+func runPoolRun(c *cli.Context) error {
+	if c.NArg() < 2 {
+		return usageErr("pool run takes NAME -- CMD")
+	}
+	m, err := openManager(c)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	b, err := queues.Open(m.Store, queues.Options{Journal: m.Journal})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	defer startBackgroundSync(c, m.Store, m.Journal)() // sync.go: several machines
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	name, command := c.Args().First(), c.Args().Slice()[1:]
+	opt := poolOptions(c, m, b, name, command)
+	opt.Interrupt = sigs
+	if !c.Bool("quiet") {
+		opt.Progress = progressLine(c)
+	}
+	// The pool drains on its own signal channel; main's context
+	// must not cancel it on the first Ctrl-C.
+	mt, err := m.RunPool(contextWithoutCancel(c), opt)
+	if !c.Bool("quiet") {
+		errf(c, "\n")
+	}
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c, mt)
+	}
+	outf(c, "pool %s: %d done, %d failed, %d released, %d steals, %d drones spawned (peak %d, %d crashed) in %s; utilization %.2f\n",
+		name, mt.ItemsDone, mt.ItemsFailed, mt.ItemsReleased, mt.Steals, mt.Spawned, mt.PeakDrones, mt.Crashed, mt.Elapsed, mt.Utilization)
+	return nil
 }
 
 func poolOptions(c *cli.Context, m *agents.Manager, b *queues.Broker, name string, command []string) agents.PoolOptions {
@@ -103,7 +110,7 @@ func poolOptions(c *cli.Context, m *agents.Manager, b *queues.Broker, name strin
 	if err != nil {
 		self = os.Args[0]
 	}
-	parent := os.Getenv("TAVERN_AGENT")
+	parent := envAgent()
 	return agents.PoolOptions{
 		Name: name, Queues: qs, Min: c.Int("min"), Max: c.Int("max"), OnEmpty: c.String("on-empty"),
 		Steal: c.Bool("steal"), Model: c.String("model"), Command: command, Broker: b, IdleWait: c.Duration("idle-wait"),

@@ -1,8 +1,12 @@
 package main
 
 import (
-	"os"
-	"os/user"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -10,64 +14,343 @@ import (
 	"github.com/tavernhq/tavern/queues"
 )
 
-// queueCmd is `tavern queue`; its subcommands live in queue_*.go, one
-// file each, and add themselves from init.
-var queueCmd = &cli.Command{
-	Name:  "queue",
-	Usage: "work queues: create, add, take, ls, retry",
-	Description: `A queue is .tavern/queues/<Q>/queue.md plus one file per item in pending/,
+func newQueueCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "queue",
+		Usage: "work queues: create, add, take, ls, retry",
+		Description: `A queue is .tavern/queues/<Q>/queue.md plus one file per item in pending/,
 claimed/, done/ and dead/. Item ids are p<priority>-<uuidv7> (priority 0 is
-the highest, 99 the lowest), so ` + "`ls pending/`" + ` is the take order.`,
+the highest, 99 the lowest), so ` + "`ls pending/`" + ` is the take order.
+
+Examples:
+   tavern queue create build --max-attempts 3 --lease 5m
+   id=$(tavern queue add build --title "compile parser")
+   tavern queue take build --json
+   tavern queue ls`,
+		Subcommands: []*cli.Command{
+			newQueueAddCommand(),
+			newQueueCreateCommand(),
+			newQueueLsCommand(),
+			newQueueRetryCommand(),
+			newQueueTakeCommand(),
+		},
+	}
 }
 
-// itemCmd is `tavern item`; subcommands in item_*.go.
-var itemCmd = &cli.Command{
-	Name:  "item",
-	Usage: "work items: show, done, fail, renew, release",
-	Description: `Every change to a claimed item carries the claim attempt printed by
-` + "`tavern queue take`" + ` (--attempt N, the fencing token): a stale attempt (the item was
-reaped, released or completed since) exits 4 and changes nothing. Without
---attempt the current claim is used, whatever its attempt.`,
+func newQueueCreateCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "create",
+		Usage:     "create a queue",
+		ArgsUsage: "Q",
+		Description: `Writes .tavern/queues/Q/queue.md and the pending/ claimed/ done/ dead/
+directories. Priority 0 is the highest (0..99): it orders multi-queue take and
+weights stealing. Durations are Go durations (90s, 5m, 1h).
+
+Examples:
+   tavern queue create build
+   tavern queue create review --priority 2 --max-attempts 5 --lease 10m --backoff 30s --no-steal`,
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "priority", Usage: "queue priority, 0 (highest) .. 99"},
+			&cli.IntFlag{Name: "max-attempts", Usage: "claims before an item goes to dead/ (default: tavern.md default_max_attempts)"},
+			&cli.DurationFlag{Name: "lease", Usage: "claim lease (default: tavern.md default_lease)"},
+			&cli.DurationFlag{Name: "backoff", Usage: "delay after the first failure, doubled per attempt (default 10s)"},
+			&cli.DurationFlag{Name: "backoff-max", Usage: "backoff cap (default 10m)"},
+			&cli.DurationFlag{Name: "lease-grace", Usage: "how long a hung holder keeps an expired claim (default 30s)"},
+			&cli.StringFlag{Name: "on-empty", Usage: "what pools do when it is empty: idle | hibernate | terminate | steal"},
+			&cli.BoolFlag{Name: "no-steal", Usage: "other queues' workers may not steal from this one"},
+			jsonFlag(),
+		},
+		Action: runQueueCreate,
+	}
 }
 
-func init() {
-	register(queueCmd)
-	register(itemCmd)
-	mapExit(queues.ErrUnknownQueue, exitNotFound)
-	mapExit(queues.ErrEmpty, exitNotFound)
-	mapExit(queues.ErrStale, exitConflict)
-	mapExit(queues.ErrState, exitConflict)
-	mapExit(queues.ErrQueueExists, exitConflict)
-	mapExit(queues.ErrPriority, exitUsage)
-	mapExit(queues.ErrCycle, exitUsage)
-	mapExit(queues.ErrBadDependency, exitUsage)
-	mapExit(queues.ErrBadOption, exitUsage)
-}
-
-func addQueueCmd(c *cli.Command) { queueCmd.Subcommands = append(queueCmd.Subcommands, c) }
-func addItemCmd(c *cli.Command)  { itemCmd.Subcommands = append(itemCmd.Subcommands, c) }
-
-// openBroker opens the store and a queue broker on it.
-func openBroker(c *cli.Context) (*docstore.Store, *queues.Broker, error) {
-	s, err := openStore(c)
+func runQueueCreate(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageErr("queue create takes one queue name")
+	}
+	s, b, err := openBroker(c)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	b, err := queues.Open(s, queues.Options{})
+	defer b.Close()
+	q, err := b.CreateQueue(c.Args().First(), queues.QueueOptions{
+		Priority: c.Int("priority"), MaxAttempts: c.Int("max-attempts"), Lease: c.Duration("lease"),
+		Backoff: c.Duration("backoff"), BackoffMax: c.Duration("backoff-max"), LeaseGrace: c.Duration("lease-grace"),
+		OnEmpty: c.String("on-empty"), NoSteal: c.Bool("no-steal"),
+	})
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	return s, b, nil
+	if c.Bool("json") {
+		return printJSON(c, docJSON(s, q.Doc, true))
+	}
+	outf(c, "%s\n", q.Path)
+	return nil
 }
 
-// cliHolder names a claimer that gave no --as: user@host.
-func cliHolder() string {
-	name := "cli"
-	if u, err := user.Current(); err == nil {
-		name = u.Username
+func newQueueAddCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "add",
+		Usage:     "enqueue an item; prints its id",
+		ArgsUsage: "Q",
+		Description: `Creates queues/Q/pending/<id>.md; the body (--body FILE, or - for stdin) is
+the assignment. The id is p<priority>-<uuidv7>, so pending/ lists in take order.
+Priority: 0 (highest) .. 99; anything else is rejected (exit 2). Every
+--depends-on must name an existing item; the item is claimable once all of
+them are in done/. A dependency graph with a cycle is rejected (exit 2).
+
+Examples:
+   id=$(tavern queue add build --title "compile parser" --priority 1)
+   tavern queue add build --title "link" --depends-on "$id" --body task.md`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "title", Usage: "one-line title"},
+			&cli.IntFlag{Name: "priority", Usage: "0 (highest) .. 99"},
+			&cli.StringSliceFlag{Name: "depends-on", Usage: "item `ID` that must be done first (repeatable)"},
+			&cli.IntFlag{Name: "max-attempts", Usage: "override the queue's max attempts"},
+			bodyFlag(),
+			jsonFlag(),
+		},
+		Action: runQueueAdd,
 	}
-	host, _ := os.Hostname()
-	return name + "@" + host
+}
+
+func runQueueAdd(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageErr("queue add takes one queue name")
+	}
+	body, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	s, b, err := openBroker(c)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	it, err := b.Add(c.Args().First(), queues.AddOptions{
+		Title: c.String("title"), Priority: c.Int("priority"), DependsOn: c.StringSlice("depends-on"),
+		MaxAttempts: c.Int("max-attempts"), Body: body,
+	})
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c, itemObject(s, it))
+	}
+	outf(c, "%s\n", it.ID)
+	return nil
+}
+
+func newQueueTakeCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "take",
+		Usage:     "claim the next item",
+		ArgsUsage: "Q[,Q2...]",
+		Description: `Claims the first claimable item (not_before passed, all depends_on done) of
+the first queue, in queue priority order, that has one; with --steal, when
+those are empty, from other queues that allow stealing (weighted by their
+priority, so none starves). Claims whose owner died are reaped on the way.
+
+Output: the first line is "ID ATTEMPT" (for scripts: read id attempt), then
+the item file as on disk. Pass ATTEMPT to item done/fail/renew/release
+--attempt. With --json: the show --json object plus id, queue, attempt.
+Invalid item files and items blocked by a dead dependency are reported on
+stderr (path:line:col) and skipped. Exit 3 if nothing is claimable (after --wait).
+
+The claim is lease-only (this process exits at once): renew it with
+` + "`tavern item renew`" + ` or it returns to pending when the lease runs out. With
+--as AGENT while AGENT's liveness lock (.locks/agents/AGENT.lock, held by its
+spawn wrapper) is held, the claim is a liveness claim tied to that lock:
+when the wrapper dies the item returns to pending at the next take or reap,
+without waiting for the lease.
+
+Examples:
+   read id attempt < <(tavern queue take build | head -1)
+   tavern queue take build,docs --steal --wait 30s --json`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "as", Usage: "claim as `AGENT` (recorded as claimed_by)"},
+			&cli.DurationFlag{Name: "wait", Usage: "wait up to `DUR` for an item (event-driven)"},
+			&cli.BoolFlag{Name: "steal", Usage: "take from other stealable queues when these are empty"},
+			jsonFlag(),
+		},
+		Action: runQueueTake,
+	}
+}
+
+func runQueueTake(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageErr("queue take takes Q[,Q2...]")
+	}
+	s, b, err := openBroker(c)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	opt := queues.TakeOptions{Queues: splitList([]string{c.Args().First()}), Steal: c.Bool("steal"), Wait: c.Duration("wait"), As: c.String("as")}
+	if opt.As != "" {
+		opt.Liveness = queues.AgentLock
+	} else {
+		opt.As = cliHolder()
+	}
+	cl, err := b.Take(c.Context, opt)
+	if err != nil {
+		var ee *queues.EmptyError
+		if errors.As(err, &ee) && ee.Diag != nil {
+			warnDiag(c, ee.Diag.Invalid, ee.Diag.Blocked)
+		}
+		return err
+	}
+	if cl.Notes != nil {
+		warnDiag(c, cl.Notes.Invalid, cl.Notes.Blocked)
+	}
+	if c.Bool("json") {
+		return printJSON(c, itemObject(s, cl.Item))
+	}
+	outf(c, "%s %d\n", cl.ID, cl.Attempt)
+	_, err = c.App.Writer.Write(cl.Doc.Bytes())
+	return err
+}
+
+func newQueueLsCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "ls",
+		Usage:     "queue depths per state, oldest pending age, claim owners",
+		ArgsUsage: "[Q]",
+		Description: `One line per queue (or just Q): items per state; of the pending ones how many
+are ready, in backoff, waiting for dependencies; the age of the oldest pending
+item; who holds the claims. Items blocked by a dead dependency and invalid
+item files are reported on stderr (path:line:col).
+
+Examples:
+   tavern queue ls
+   tavern queue ls build --json`,
+		Flags:  []cli.Flag{jsonFlag()},
+		Action: runQueueLs,
+	}
+}
+
+func runQueueLs(c *cli.Context) error {
+	if c.NArg() > 1 {
+		return usageErr("queue ls takes at most one queue name")
+	}
+	_, b, err := openBroker(c)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	var names []string
+	if c.NArg() == 1 {
+		names = []string{c.Args().First()}
+	} else {
+		qs, errs := b.Queues()
+		warnDiag(c, errs, nil)
+		for _, q := range qs {
+			names = append(names, q.Name)
+		}
+	}
+	var stats []*queues.Stats
+	for _, n := range names {
+		st, err := b.Stats(n)
+		if err != nil {
+			return err
+		}
+		stats = append(stats, st)
+	}
+	if c.Bool("json") {
+		return printJSON(c, queueStatsJSON(stats, time.Now()))
+	}
+	printQueueStats(c, stats, time.Now())
+	for _, st := range stats {
+		warnDiag(c, st.Invalid, st.Blocked)
+	}
+	return nil
+}
+
+func queueStatsJSON(stats []*queues.Stats, now time.Time) []map[string]any {
+	out := []map[string]any{}
+	for _, st := range stats {
+		m := map[string]any{
+			"queue": st.Queue, "priority": st.Priority, "steal": st.Steal, "on_empty": st.OnEmpty,
+			"pending": st.Pending, "claimed": st.Claimed, "done": st.Done, "dead": st.Dead,
+			"ready": st.Ready, "backoff": st.Backoff, "waiting": st.Waiting, "hung": st.Hung,
+			"blocked": blockedJSON(st.Blocked), "invalid": errorsJSON(st.Invalid), "owners": st.Owners,
+		}
+		if !st.OldestPending.IsZero() {
+			m["oldest_pending"] = st.OldestPending.UTC().Format(time.RFC3339Nano)
+			m["oldest_pending_age_seconds"] = now.Sub(st.OldestPending).Seconds()
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func printQueueStats(c *cli.Context, stats []*queues.Stats, now time.Time) {
+	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "QUEUE\tPRI\tPENDING\tREADY\tBACKOFF\tWAITING\tBLOCKED\tCLAIMED\tDONE\tDEAD\tOLDEST\tOWNERS")
+	for _, st := range stats {
+		age := "-"
+		if !st.OldestPending.IsZero() {
+			age = now.Sub(st.OldestPending).Round(time.Second).String()
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", st.Queue, st.Priority, st.Pending, st.Ready,
+			st.Backoff, st.Waiting, len(st.Blocked), st.Claimed, st.Done, st.Dead, age, owners(st.Owners))
+	}
+	tw.Flush()
+}
+
+func owners(m map[string]int) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	var out []string
+	for k, n := range m {
+		out = append(out, fmt.Sprintf("%s(%d)", k, n))
+	}
+	sort.Strings(out)
+	return strings.Join(out, " ")
+}
+
+func newQueueRetryCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "retry",
+		Usage:     "move dead items back to pending",
+		ArgsUsage: "Q [ID...]",
+		Description: `Moves the given dead items (all of Q's dead items if none are given) back to
+pending/ with attempts reset to 0; last_error is kept. An item that is not
+in dead/ exits 4.
+
+Examples:
+   tavern queue retry build
+   tavern queue retry build p01-0193...`,
+		Flags:  []cli.Flag{jsonFlag()},
+		Action: runQueueRetry,
+	}
+}
+
+func runQueueRetry(c *cli.Context) error {
+	if c.NArg() < 1 {
+		return usageErr("queue retry takes Q [ID...]")
+	}
+	s, b, err := openBroker(c)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	items, err := b.Retry(c.Args().First(), c.Args().Slice()[1:]...)
+	if c.Bool("json") {
+		out := []*itemJSON{}
+		for _, it := range items {
+			out = append(out, itemObject(s, it))
+		}
+		if perr := printJSON(c, out); err == nil {
+			err = perr
+		}
+		return err
+	}
+	for _, it := range items {
+		outf(c, "%s pending\n", it.ID)
+	}
+	return err
 }
 
 // warnDiag prints what take/ls saw besides claimable items: invalid

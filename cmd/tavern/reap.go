@@ -6,8 +6,8 @@ import (
 	"github.com/tavernhq/tavern/queues"
 )
 
-func init() {
-	register(&cli.Command{
+func newReapCommand() *cli.Command {
+	return &cli.Command{
 		Name:      "reap",
 		Usage:     "return claimed items whose owner died or whose lease ran out",
 		ArgsUsage: "[Q...]",
@@ -23,39 +23,41 @@ Output: one line per item: "returned ID", "dead ID" or "hung ID".
 Examples:
    tavern reap
    tavern reap build --json`,
-		Flags: []cli.Flag{jsonFlag},
-		Action: func(c *cli.Context) error {
-			s, b, err := openBroker(c)
-			if err != nil {
-				return err
+		Flags:  []cli.Flag{jsonFlag()},
+		Action: runReap,
+	}
+}
+
+func runReap(c *cli.Context) error {
+	s, b, err := openBroker(c)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	rep, err := b.Reap(c.Args().Slice()...)
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		list := func(items []*queues.Item) []*itemJSON {
+			out := []*itemJSON{}
+			for _, it := range items {
+				out = append(out, itemObject(s, it))
 			}
-			defer b.Close()
-			rep, err := b.Reap(c.Args().Slice()...)
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				list := func(items []*queues.Item) []*itemJSON {
-					out := []*itemJSON{}
-					for _, it := range items {
-						out = append(out, itemObject(s, it))
-					}
-					return out
-				}
-				return printJSON(c, map[string]any{"returned": list(rep.Returned), "dead": list(rep.Dead),
-					"hung": list(rep.Hung), "invalid": errorsJSON(rep.Invalid)})
-			}
-			for _, it := range rep.Returned {
-				outf(c, "returned %s\n", it.ID)
-			}
-			for _, it := range rep.Dead {
-				outf(c, "dead %s\n", it.ID)
-			}
-			for _, it := range rep.Hung {
-				outf(c, "hung %s\n", it.ID)
-			}
-			warnDiag(c, rep.Invalid, nil)
-			return nil
-		},
-	})
+			return out
+		}
+		return printJSON(c, map[string]any{"returned": list(rep.Returned), "dead": list(rep.Dead),
+			"hung": list(rep.Hung), "invalid": errorsJSON(rep.Invalid)})
+	}
+	for _, it := range rep.Returned {
+		outf(c, "returned %s\n", it.ID)
+	}
+	for _, it := range rep.Dead {
+		outf(c, "dead %s\n", it.ID)
+	}
+	for _, it := range rep.Hung {
+		outf(c, "hung %s\n", it.ID)
+	}
+	warnDiag(c, rep.Invalid, nil)
+	return nil
 }

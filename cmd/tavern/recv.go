@@ -12,8 +12,8 @@ import (
 	"github.com/tavernhq/tavern/schema"
 )
 
-func init() {
-	register(&cli.Command{
+func newRecvCommand() *cli.Command {
+	return &cli.Command{
 		Name:      "recv",
 		Usage:     "read unread messages of a channel and advance the bookmark",
 		ArgsUsage: "CHANNEL",
@@ -25,60 +25,59 @@ if none came in time. Exit 3 also when there is nothing unread and no --wait.
 Examples:
    tavern recv research --as harbinger-1
    tavern recv @zealot --as zealot --wait 10m --json`,
-		Flags: []cli.Flag{asFlag, jsonFlag,
+		Flags: []cli.Flag{asFlag(), jsonFlag(),
 			&cli.DurationFlag{Name: "wait", Usage: "block up to `DUR` for a new message"},
 			&cli.BoolFlag{Name: "all", Usage: "print every message, read or not"},
 			&cli.IntFlag{Name: "limit", Usage: "print at most `N` messages (the rest stay unread)"},
 		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return usageErr("recv takes CHANNEL")
-			}
-			as, err := actingAgent(c)
-			if err != nil {
-				return err
-			}
-			s, err := openStore(c)
-			if err != nil {
-				return err
-			}
-			opt := messages.RecvOptions{All: c.Bool("all"), Limit: c.Int("limit")}
-			var msgs []messages.Message
-			if d := c.Duration("wait"); d > 0 {
-				ctx, cancel := context.WithTimeout(c.Context, d)
-				defer cancel()
-				msgs, err = messages.RecvWait(ctx, s, as, c.Args().First(), opt)
-				if errors.Is(err, context.DeadlineExceeded) {
-					err = fmt.Errorf("no new message on %s within %s: %w", c.Args().First(), d, err)
-				}
-			} else {
-				msgs, err = messages.Recv(s, as, c.Args().First(), opt)
-			}
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				if msgs == nil {
-					msgs = []messages.Message{}
-				}
-				if err := printJSON(c, msgs); err != nil {
-					return err
-				}
-			} else {
-				for _, m := range msgs {
-					outf(c, "%s\n", formatMessage(m))
-				}
-			}
-			if len(msgs) == 0 {
-				return errSilentNothing
-			}
-			return nil
-		},
-	})
+		Action: runRecv,
+	}
 }
 
-// errSilentNothing: nothing to print, exit 3, no message.
-var errSilentNothing = withCode(exitNotFound, errSilent)
+func runRecv(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageErr("recv takes CHANNEL")
+	}
+	as, err := actingAgent(c)
+	if err != nil {
+		return err
+	}
+	s, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	opt := messages.RecvOptions{All: c.Bool("all"), Limit: c.Int("limit")}
+	var msgs []messages.Message
+	if d := c.Duration("wait"); d > 0 {
+		ctx, cancel := context.WithTimeout(c.Context, d)
+		defer cancel()
+		msgs, err = messages.RecvWait(ctx, s, as, c.Args().First(), opt)
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("no new message on %s within %s: %w", c.Args().First(), d, err)
+		}
+	} else {
+		msgs, err = messages.Recv(s, as, c.Args().First(), opt)
+	}
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		if msgs == nil {
+			msgs = []messages.Message{}
+		}
+		if err := printJSON(c, msgs); err != nil {
+			return err
+		}
+	} else {
+		for _, m := range msgs {
+			outf(c, "%s\n", formatMessage(m))
+		}
+	}
+	if len(msgs) == 0 {
+		return errSilentNothing
+	}
+	return nil
+}
 
 func formatMessage(m messages.Message) string {
 	text := strings.ReplaceAll(m.Text, "\n", "\n  ")

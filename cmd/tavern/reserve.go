@@ -1,8 +1,7 @@
 package main
 
 import (
-	"fmt"
-	"text/tabwriter"
+	"context"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -11,8 +10,8 @@ import (
 	"github.com/tavernhq/tavern/schema"
 )
 
-func init() {
-	register(&cli.Command{
+func newReserveCommand() *cli.Command {
+	return &cli.Command{
 		Name:      "reserve",
 		Usage:     "reserve paths for an agent (exclusive, with a TTL)",
 		ArgsUsage: "GLOB...",
@@ -24,74 +23,73 @@ conflicts are listed (exit 4). Re-reserving your own glob renews it.
 Reservations lapse after --ttl (default 1h; 0 = until unreserve).
 tavern guard, as a pre-commit hook, refuses commits touching others' paths.
 
+--wait DUR blocks until the paths are free or DUR passes (exit 4 then),
+woken by every unreserve at once; the refusals while it waits are not
+journaled one by one.
+
+A reservation made --as a live agent (one running under tavern spawn) is
+tied to that agent's life, like a claim or a token: when its process dies,
+or a newer instance replaces it, the reservation is released at the next
+look (a note on stderr names what was released in your way). Expired
+reservations are collected as they are met.
+
+Instances: a reservation records --instance (default $TAVERN_INSTANCE, set
+by tavern spawn); unreserve --as A from another instance of A changes
+nothing (exit 4, "fenced"). unreserve --id ID drops one reservation by its
+id, whatever the instance.
+
 GLOB: * and ? within a path segment, [a-z] classes, ** for any number of
 segments, a trailing / for everything below, \x for a literal x.
 
 Examples:
    tavern reserve 'src/parser/**' docs/parser.md --as alice --ttl 2h --reason "parser rewrite"
+   tavern reserve src/lexer.go --as alice --wait 10m
    tavern reserve --list --json
    tavern unreserve --as alice`,
 		Flags: []cli.Flag{
-			asFlag,
+			asFlag(),
+			instanceFlag(),
+			&cli.DurationFlag{Name: "wait", Usage: "wait up to `DUR` for the paths to be free"},
 			&cli.DurationFlag{Name: "ttl", Value: time.Hour, Usage: "the reservation lapses after `DUR` (0: never)"},
 			&cli.StringFlag{Name: "reason", Usage: "why, shown to agents that conflict"},
 			&cli.BoolFlag{Name: "list", Usage: "list live reservations instead"},
-			jsonFlag,
+			jsonFlag(),
 		},
-		Action: func(c *cli.Context) error {
-			if c.Bool("list") {
-				return listReservations(c)
-			}
-			if c.NArg() == 0 || c.String("as") == "" {
-				return usageErr("reserve takes GLOB... --as AGENT")
-			}
-			sp, err := openSpace(c)
-			if err != nil {
-				return err
-			}
-			rs, err := sp.Reserve(c.String("as"), c.Args().Slice(), tuples.ReserveOptions{TTL: c.Duration("ttl"), Reason: c.String("reason")})
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return printJSON(c, rs)
-			}
-			for _, r := range rs {
-				outf(c, "%s\t%s\t%s\n", r.ID, r.Glob, until(r.Expires))
-			}
-			return nil
-		},
-	})
-	register(&cli.Command{
-		Name:      "unreserve",
-		Usage:     "drop an agent's reservations (of GLOBs, or all)",
-		ArgsUsage: "[GLOB...]",
-		Flags:     []cli.Flag{asFlag, jsonFlag},
-		Action: func(c *cli.Context) error {
-			if c.String("as") == "" {
-				return usageErr("unreserve takes [GLOB...] --as AGENT")
-			}
-			sp, err := openSpace(c)
-			if err != nil {
-				return err
-			}
-			n, err := sp.Unreserve(c.String("as"), c.Args().Slice())
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return printJSON(c, map[string]int{"released": n})
-			}
-			outf(c, "released %d\n", n)
-			return nil
-		},
-	})
-	register(&cli.Command{
-		Name:   "reservations",
-		Usage:  "list live path reservations",
-		Flags:  []cli.Flag{jsonFlag},
-		Action: listReservations,
-	})
+		Action: runReserve,
+	}
+}
+
+func runReserve(c *cli.Context) error {
+	if c.Bool("list") {
+		return runReservations(c)
+	}
+	if c.NArg() == 0 || c.String("as") == "" {
+		return usageErr("reserve takes GLOB... --as AGENT")
+	}
+	sp, err := openSpace(c)
+	if err != nil {
+		return err
+	}
+	opt := tuples.ReserveOptions{TTL: c.Duration("ttl"), Reason: c.String("reason"), Instance: c.String("instance"),
+		Released: func(cf tuples.Conflict) { errf(c, "tavern: note: %s\n", cf) }}
+	var rs []*tuples.Reservation
+	if wait := c.Duration("wait"); wait > 0 {
+		ctx, cancel := context.WithTimeout(c.Context, wait)
+		defer cancel()
+		rs, err = sp.ReserveWait(ctx, c.String("as"), c.Args().Slice(), opt)
+	} else {
+		rs, err = sp.Reserve(c.String("as"), c.Args().Slice(), opt)
+	}
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c, rs)
+	}
+	for _, r := range rs {
+		outf(c, "%s\t%s\t%s\n", r.ID, r.Glob, until(r.Expires))
+	}
+	return nil
 }
 
 func until(t time.Time) string {
@@ -99,31 +97,4 @@ func until(t time.Time) string {
 		return "until unreserved"
 	}
 	return "until " + schema.FormatTime(t)
-}
-
-func listReservations(c *cli.Context) error {
-	sp, err := openSpace(c)
-	if err != nil {
-		return err
-	}
-	rs, errs := sp.Reservations()
-	for _, e := range errs {
-		errf(c, "tavern: %v\n", e)
-	}
-	if c.Bool("json") {
-		if rs == nil {
-			rs = []*tuples.Reservation{}
-		}
-		return printJSON(c, rs)
-	}
-	tw := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tGLOB\tEXPIRES\tREASON")
-	for _, r := range rs {
-		exp := "-"
-		if !r.Expires.IsZero() {
-			exp = schema.FormatTime(r.Expires)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Agent, r.Glob, exp, r.Reason)
-	}
-	return tw.Flush()
 }

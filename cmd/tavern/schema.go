@@ -10,8 +10,8 @@ import (
 	"github.com/tavernhq/tavern/schema"
 )
 
-func init() {
-	register(&cli.Command{
+func newSchemaCommand() *cli.Command {
+	return &cli.Command{
 		Name:      "schema",
 		Usage:     "describe the document kinds and their fields",
 		ArgsUsage: "[KIND]",
@@ -25,49 +25,51 @@ Examples:
    tavern schema --json-schema item > item.schema.json`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json-schema", Usage: "print the JSON Schema of KIND"},
-			jsonFlag,
+			jsonFlag(),
 		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() > 1 {
-				return usageErr("schema takes at most one KIND")
-			}
-			if c.NArg() == 0 {
-				if c.Bool("json-schema") {
-					return usageErr("--json-schema needs a KIND")
-				}
-				return listKinds(c)
-			}
-			k, err := schema.Lookup(c.Args().First())
-			if err != nil {
-				return err
-			}
-			if c.Bool("json-schema") {
-				return printJSON(c, k.JSONSchema())
-			}
-			if c.Bool("json") {
-				return printJSON(c, kindJSON(k))
-			}
-			outf(c, "%s (%s): %s\nfile: .tavern/%s   schema_version: %d\n\n", k.Name, k.Plural, k.Doc, k.Pattern, k.Version)
-			tw := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "FIELD\tTYPE\tREQUIRED\tDEFAULT\tNOTES")
-			for _, f := range k.Fields {
-				notes := f.Doc
-				if len(f.Enum) > 0 {
-					notes = strings.TrimSpace("one of " + strings.Join(f.Enum, "|") + " " + notes)
-				}
-				def := ""
-				if f.Default != nil {
-					def = fmt.Sprint(f.Default)
-				}
-				req := ""
-				if f.Required {
-					req = "yes"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.Name, f.Type, req, def, notes)
-			}
-			return tw.Flush()
-		},
-	})
+		Action: runSchema,
+	}
+}
+
+func runSchema(c *cli.Context) error {
+	if c.NArg() > 1 {
+		return usageErr("schema takes at most one KIND")
+	}
+	if c.NArg() == 0 {
+		if c.Bool("json-schema") {
+			return usageErr("--json-schema needs a KIND")
+		}
+		return listKinds(c)
+	}
+	k, err := schema.Lookup(c.Args().First())
+	if err != nil {
+		return err
+	}
+	if c.Bool("json-schema") {
+		return printJSON(c, k.JSONSchema())
+	}
+	if c.Bool("json") {
+		return printJSON(c, kindJSON(k))
+	}
+	outf(c, "%s (%s): %s\nfile: .tavern/%s   schema_version: %d\n\n", k.Name, k.Plural, k.Doc, k.Pattern, k.Version)
+	tw := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FIELD\tTYPE\tREQUIRED\tDEFAULT\tNOTES")
+	for _, f := range k.Fields {
+		notes := f.Doc
+		if len(f.Enum) > 0 {
+			notes = strings.TrimSpace("one of " + strings.Join(f.Enum, "|") + " " + notes)
+		}
+		def := ""
+		if f.Default != nil {
+			def = fmt.Sprint(f.Default)
+		}
+		req := ""
+		if f.Required {
+			req = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.Name, f.Type, req, def, notes)
+	}
+	return tw.Flush()
 }
 
 func listKinds(c *cli.Context) error {

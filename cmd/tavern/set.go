@@ -6,12 +6,8 @@ import (
 	"github.com/tavernhq/tavern/docstore"
 )
 
-// setGuards may refuse a write of the named fields of rel before anything
-// is written (package agents: only a verifier writes commitment status).
-var setGuards []func(rel string, fields []string) error
-
-func init() {
-	register(&cli.Command{
+func newSetCommand() *cli.Command {
+	return &cli.Command{
 		Name:      "set",
 		Usage:     "set frontmatter fields of a document",
 		ArgsUsage: "REF field=value...",
@@ -30,54 +26,47 @@ Examples:
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "if-rev", Usage: "only update if the current revision is `REV`"},
 			&cli.StringSliceFlag{Name: "unset", Usage: "remove `FIELD` (repeatable)"},
-			jsonFlag,
+			jsonFlag(),
 		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() < 1 || (c.NArg() < 2 && len(c.StringSlice("unset")) == 0) {
-				return usageErr("set takes REF field=value...")
-			}
-			assigns, err := parseAssignments(c.Args().Slice()[1:])
-			if err != nil {
+		Action: runSet,
+	}
+}
+
+func runSet(c *cli.Context) error {
+	if c.NArg() < 1 || (c.NArg() < 2 && len(c.StringSlice("unset")) == 0) {
+		return usageErr("set takes REF field=value...")
+	}
+	assigns, err := parseAssignments(c.Args().Slice()[1:])
+	if err != nil {
+		return err
+	}
+	s, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	rel, err := resolveRef(s, c.Args().First())
+	if err != nil {
+		return err
+	}
+	d, err := s.UpdateIf(rel, c.String("if-rev"), func(d *docstore.Doc) error {
+		for _, a := range assigns {
+			if err := d.SetYAML(a[0], a[1]); err != nil {
 				return err
 			}
-			s, err := openStore(c)
-			if err != nil {
+		}
+		for _, f := range c.StringSlice("unset") {
+			if err := d.Delete(f); err != nil {
 				return err
 			}
-			rel, err := resolveRef(s, c.Args().First())
-			if err != nil {
-				return err
-			}
-			fields := append([]string(nil), c.StringSlice("unset")...)
-			for _, a := range assigns {
-				fields = append(fields, a[0])
-			}
-			for _, guard := range setGuards {
-				if err := guard(rel, fields); err != nil {
-					return err
-				}
-			}
-			d, err := s.UpdateIf(rel, c.String("if-rev"), func(d *docstore.Doc) error {
-				for _, a := range assigns {
-					if err := d.SetYAML(a[0], a[1]); err != nil {
-						return err
-					}
-				}
-				for _, f := range c.StringSlice("unset") {
-					if err := d.Delete(f); err != nil {
-						return err
-					}
-				}
-				return nil // only the named lines change: no automatic `updated`
-			})
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return printJSON(c, docJSON(s, d, false))
-			}
-			outf(c, "%s %s\n", rel, d.Rev)
-			return nil
-		},
+		}
+		return nil // only the named lines change: no automatic `updated`
 	})
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c, docJSON(s, d, false))
+	}
+	outf(c, "%s %s\n", rel, d.Rev)
+	return nil
 }

@@ -8,8 +8,8 @@ import (
 	"github.com/tavernhq/tavern/agents"
 )
 
-func init() {
-	register(&cli.Command{
+func newSleepCommand() *cli.Command {
+	return &cli.Command{
 		Name:  "sleep",
 		Usage: "end an agent's session: store its summary as a core memory",
 		Description: `Writes --summary as a core memory of topic "summary" and sets last_sleep on
@@ -17,34 +17,37 @@ agents/AGENT.md. "--summary -" reads the summary from stdin.
 
 Example:
    tavern sleep --as zealot-2 --summary "parser half done; next: lists"`,
-		Flags: []cli.Flag{asFlag, jsonFlag, &cli.StringFlag{Name: "summary", Usage: "what this session did and what is next", Required: true}},
-		Action: func(c *cli.Context) error {
-			as, err := actingAgent(c)
-			if err != nil {
-				return err
-			}
-			summary := c.String("summary")
-			if summary == "-" {
-				if summary, err = textArg(c, c.NArg()); err != nil {
-					return err
-				}
-			}
-			s, err := openStore(c)
-			if err != nil {
-				return err
-			}
-			if err := ensureAgent(s, as); err != nil {
-				return err
-			}
-			m, err := agents.Sleep(s, as, summary, time.Now())
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return printJSON(c, m)
-			}
-			outf(c, "%s\n", m.Path)
-			return nil
-		},
-	})
+		Flags:  []cli.Flag{asFlag(), jsonFlag(), &cli.StringFlag{Name: "summary", Usage: "what this session did and what is next (required)"}},
+		Before: requireFlags("summary"),
+		Action: runSleep,
+	}
+}
+
+func runSleep(c *cli.Context) error {
+	as, err := actingAgent(c)
+	if err != nil {
+		return err
+	}
+	summary := c.String("summary")
+	if summary == "-" {
+		if summary, err = textArg(c, c.NArg()); err != nil {
+			return err
+		}
+	}
+	s, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	if err := ensureAgent(s, as); err != nil {
+		return err
+	}
+	m, err := agents.Sleep(s, as, summary, time.Now())
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c, m)
+	}
+	outf(c, "%s\n", m.Path)
+	return nil
 }

@@ -13,8 +13,8 @@ import (
 	"github.com/tavernhq/tavern/queues"
 )
 
-func init() {
-	register(&cli.Command{
+func newSpawnCommand() *cli.Command {
+	return &cli.Command{
 		Name:      "spawn",
 		Usage:     "run a command as an agent (the spawn wrapper)",
 		ArgsUsage: "-- CMD [ARGS...]",
@@ -51,69 +51,75 @@ Examples:
 			&cli.StringFlag{Name: "pool", Usage: "the pool this drone belongs to"},
 			&cli.BoolFlag{Name: "tee", Usage: "copy the child's output to this terminal"},
 			&cli.BoolFlag{Name: "accept-constitution", Usage: "run under a changed role constitution and record it"},
-			jsonFlag,
+			jsonFlag(),
 		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() == 0 {
-				return usageErr("spawn needs a command after --")
-			}
-			m, err := openManager(c)
-			if err != nil {
-				return err
-			}
-			defer m.Close()
-			// Take the signals ourselves (main's context would only say
-			// that one came): each is forwarded to the child's group.
-			sigs := make(chan os.Signal, 4)
-			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-			defer signal.Stop(sigs)
-			parent := c.String("parent")
-			if parent == "" {
-				parent = os.Getenv("TAVERN_AGENT")
-			}
-			opt := agents.SpawnOptions{
-				Name: c.String("name"), Role: c.String("role"), Parent: parent, Model: c.String("model"), Pool: c.String("pool"),
-				Queues: splitList(c.StringSlice("queue")), Steal: c.Bool("steal"), Wait: c.Duration("wait"),
-				Command: c.Args().Slice(), Env: childBaseEnv(), Stdin: c.App.Reader, Signals: sigs,
-				AcceptConstitution: c.Bool("accept-constitution"),
-			}
-			if c.Bool("tee") {
-				opt.TeeOut, opt.TeeErr = c.App.Writer, c.App.ErrWriter
-			}
-			if len(opt.Queues) > 0 {
-				b, err := queues.Open(m.Store, queues.Options{Journal: m.Journal})
-				if err != nil {
-					return err
-				}
-				defer b.Close()
-				opt.Work = agents.QueueWork(b)
-			}
-			// A signal before the child starts: stop at once.
-			ctx := c.Context
-			res, err := m.Spawn(ctx, opt)
-			if res != nil && c.Bool("json") {
-				if perr := printJSON(c, res); perr != nil {
-					return perr
-				}
-			} else if res != nil && !c.Bool("json") && res.Outcome != agents.OutcomeNoWork {
-				errf(c, "tavern: %s: exit %d, %s, agent %s (%s)\n", res.Agent, res.ExitCode, res.Outcome, res.State, res.Duration)
-			}
-			if err != nil {
-				if errors.Is(err, agents.ErrNoWork) && c.Bool("json") {
-					return withCode(exitNotFound, errSilent)
-				}
-				return err
-			}
-			if res.ExitCode != 0 {
-				code := res.ExitCode
-				if code < 0 || code > 255 {
-					code = exitError
-				}
-				return withCode(code, errSilent)
-			}
-			return nil
-		},
-	})
+		Action: runSpawn,
+	}
+}
+
+func runSpawn(c *cli.Context) error {
+	if c.NArg() == 0 {
+		return usageErr("spawn needs a command after --")
+	}
+	m, err := openManager(c)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	// Take the signals ourselves (main's context would only say
+	// that one came): each is forwarded to the child's group.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	parent := c.String("parent")
+	if parent == "" {
+		parent = envAgent()
+	}
+	opt := agents.SpawnOptions{
+		Name: c.String("name"), Role: c.String("role"), Parent: parent, Model: c.String("model"), Pool: c.String("pool"),
+		Queues: splitList(c.StringSlice("queue")), Steal: c.Bool("steal"), Wait: c.Duration("wait"),
+		Command: c.Args().Slice(), Env: childBaseEnv(), Stdin: c.App.Reader, Signals: sigs,
+		AcceptConstitution: c.Bool("accept-constitution"),
+	}
+	if c.Bool("tee") {
+		opt.TeeOut, opt.TeeErr = c.App.Writer, c.App.ErrWriter
+	}
+	if len(opt.Queues) > 0 {
+		b, err := queues.Open(m.Store, queues.Options{Journal: m.Journal})
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		opt.Work = agents.QueueWork(b)
+	}
+	res, err := m.Spawn(c.Context, opt)
+	return spawnResult(c, res, err)
+}
+
+// spawnResult reports a run and gives the wrapper's exit: the child's
+// status.
+func spawnResult(c *cli.Context, res *agents.SpawnResult, err error) error {
+	if res != nil && c.Bool("json") {
+		if perr := printJSON(c, res); perr != nil {
+			return perr
+		}
+	} else if res != nil && res.Outcome != agents.OutcomeNoWork {
+		errf(c, "tavern: %s: exit %d, %s, agent %s (%s)\n", res.Agent, res.ExitCode, res.Outcome, res.State, res.Duration)
+	}
+	if err != nil {
+		if errors.Is(err, agents.ErrNoWork) && c.Bool("json") {
+			return withCode(exitNotFound, errSilent)
+		}
+		return err
+	}
+	if res.ExitCode != 0 {
+		code := res.ExitCode
+		if code < 0 || code > 255 {
+			code = exitError
+		}
+		return withCode(code, errSilent)
+	}
+	return nil
 }
 
 // childBaseEnv is the wrapper's environment minus the TAVERN_* identity of
@@ -128,19 +134,6 @@ func childBaseEnv() []string {
 			continue
 		}
 		out = append(out, kv)
-	}
-	return out
-}
-
-// splitList accepts repeated flags and comma lists: --queue a,b --queue c.
-func splitList(vals []string) []string {
-	var out []string
-	for _, v := range vals {
-		for _, p := range strings.Split(v, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				out = append(out, p)
-			}
-		}
 	}
 	return out
 }

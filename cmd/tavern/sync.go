@@ -19,13 +19,8 @@ import (
 	"github.com/tavernhq/tavern/watcher/journal"
 )
 
-func init() {
-	register(newSyncCommand())
-	mapExit(queues.ErrNoEngine, exitUsage)
-	mapExit(gitsync.ErrNoRemote, exitUsage)
-	mapExit(errOffline, exitError)
-}
-
+// errOffline: the remote could not be reached or kept rejecting the push
+// (exit 1, like any error not in the exit table).
 var errOffline = errors.New("sync remote unreachable")
 
 func newSyncCommand() *cli.Command {
@@ -67,7 +62,7 @@ Examples:
 			&cli.StringFlag{Name: "ref", Usage: "with --clone: the remote `REF` (default refs/tavern/state)"},
 			&cli.DurationFlag{Name: "every", Usage: "keep syncing every `DUR` (and on local changes) until interrupted"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only conflicts and errors"},
-			jsonFlag,
+			jsonFlag(),
 		},
 		Action: runSync,
 	}

@@ -14,8 +14,8 @@ import (
 	"github.com/tavernhq/tavern/schema"
 )
 
-func init() {
-	register(&cli.Command{
+func newTokenCommand() *cli.Command {
+	return &cli.Command{
 		Name:  "token",
 		Usage: "resource tokens (merge slots, API quota) with holder liveness",
 		Description: `A token NAME with --count N is N slot tuples under .tavern/tuples/token/.
@@ -32,12 +32,20 @@ handle ID:EPOCH; release gives it back. What keeps a slot held:
    no --as           a lease: held until --ttl passes (default: default_lease
                      in tavern.md, 5m), then it comes back
 
-A token held by a process that died, an agent that died or an expired
-lease comes back at the next acquire, token ls or tuple gc (a waiting
-acquire re-checks every second: a death is not a filesystem event).
+A token held by a process that died, an agent that died (or whose instance
+a newer spawn replaced) or an expired lease comes back at the next acquire,
+token ls or tuple gc. acquire --wait is woken by a release at once, and
+looks again every second while a live holder holds a slot (a death is not
+a filesystem event) or when the first lease runs out.
+
+Instances: a slot records the acquirer's instance (--instance, default
+$TAVERN_INSTANCE, set by tavern spawn). release --as A, or by bare ID, from
+another instance of A changes nothing (exit 4, "fenced"): a late release of
+a dead instance cannot free what its successor holds. A full handle
+ID:EPOCH releases that holding whatever the instance.
 
 A release with a stale handle (the slot was reclaimed and taken again) is
-refused with exit 4. Exit 3: no free slot within --wait.
+refused with exit 4. Exit 3: no free slot within --wait, or no such token.
 
 Examples:
    tavern token init merge --count 2
@@ -50,40 +58,61 @@ Examples:
 				Name:      "init",
 				Usage:     "create a token with N slots (or change its count)",
 				ArgsUsage: "NAME",
-				Flags:     []cli.Flag{&cli.IntFlag{Name: "count", Usage: "number of slots `N`", Required: true}, jsonFlag},
-				Action:    tokenInit,
+				Description: `Create a token with N slots (or change its count).
+
+Examples:
+   tavern token init merge --count 2`,
+				Before: requireFlags("count"),
+				Flags:  []cli.Flag{&cli.IntFlag{Name: "count", Usage: "number of slots `N` (required)"}, jsonFlag()},
+				Action: runTokenInit,
 			},
 			{
 				Name:      "acquire",
 				Usage:     "take a slot; prints its handle ID:EPOCH",
 				ArgsUsage: "NAME",
+				Description: `Take a slot; prints its handle ID:EPOCH.
+
+Examples:
+   h=$(tavern token acquire merge --wait 10m --as alice)
+   tavern token acquire api-quota --ttl 1m --json`,
 				Flags: []cli.Flag{
 					&cli.DurationFlag{Name: "wait", Usage: "wait up to `DUR` for a free slot"},
-					asFlag,
+					asFlag(),
+					instanceFlag(),
 					&cli.DurationFlag{Name: "ttl", Usage: "lease: the slot comes back after `DUR`"},
-					jsonFlag,
+					jsonFlag(),
 				},
-				Action: tokenAcquire,
+				Action: runTokenAcquire,
 			},
 			{
 				Name:      "release",
 				Usage:     "give a slot back, by handle or every slot an agent holds",
 				ArgsUsage: "NAME [ID[:EPOCH]]",
-				Flags:     []cli.Flag{asFlag, jsonFlag},
-				Action:    tokenRelease,
+				Description: `Give a slot back, by handle or every slot an agent holds.
+
+Examples:
+   tavern token release merge "$h"
+   tavern token release merge --as alice`,
+				Flags:  []cli.Flag{asFlag(), instanceFlag(), jsonFlag()},
+				Action: runTokenRelease,
 			},
 			{
 				Name:      "ls",
 				Usage:     "list the slots of a token (of every token)",
 				ArgsUsage: "[NAME]",
-				Flags:     []cli.Flag{jsonFlag},
-				Action:    tokenLs,
+				Description: `List the slots of a token (of every token).
+
+Examples:
+   tavern token ls
+   tavern token ls merge --json`,
+				Flags:  []cli.Flag{jsonFlag()},
+				Action: runTokenLs,
 			},
 		},
-	})
+	}
 }
 
-func tokenInit(c *cli.Context) error {
+func runTokenInit(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return usageErr("token init takes NAME --count N")
 	}
@@ -114,7 +143,7 @@ func defaultLease(s *docstore.Store) time.Duration {
 	return 5 * time.Minute
 }
 
-func tokenAcquire(c *cli.Context) error {
+func runTokenAcquire(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return usageErr("token acquire takes NAME")
 	}
@@ -122,7 +151,7 @@ func tokenAcquire(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	opt := tuples.AcquireOptions{As: c.String("as"), TTL: c.Duration("ttl")}
+	opt := tuples.AcquireOptions{As: c.String("as"), TTL: c.Duration("ttl"), Instance: c.String("instance")}
 	if opt.TTL == 0 {
 		// This process exits right away: without a live agent nothing
 		// would stand for the hold, so it is a lease.
@@ -168,7 +197,7 @@ func tokenJSON(t *tuples.Token) map[string]any {
 	return o
 }
 
-func tokenRelease(c *cli.Context) error {
+func runTokenRelease(c *cli.Context) error {
 	if c.NArg() < 1 || c.NArg() > 2 || (c.NArg() == 1 && c.String("as") == "") {
 		return usageErr("token release takes NAME ID[:EPOCH], or NAME --as AGENT")
 	}
@@ -178,10 +207,11 @@ func tokenRelease(c *cli.Context) error {
 	}
 	name := c.Args().First()
 	n := 1
+	opt := tuples.ReleaseOptions{As: c.String("as"), Instance: c.String("instance")}
 	if c.NArg() == 2 {
-		err = sp.ReleaseToken(name, c.Args().Get(1), c.String("as"))
+		err = sp.ReleaseToken(name, c.Args().Get(1), opt)
 	} else {
-		n, err = sp.ReleaseAgentTokens(name, c.String("as"))
+		n, err = sp.ReleaseAgentTokens(name, opt)
 	}
 	if err != nil {
 		return err
@@ -193,7 +223,7 @@ func tokenRelease(c *cli.Context) error {
 	return nil
 }
 
-func tokenLs(c *cli.Context) error {
+func runTokenLs(c *cli.Context) error {
 	if c.NArg() > 1 {
 		return usageErr("token ls takes at most one NAME")
 	}
@@ -206,10 +236,7 @@ func tokenLs(c *cli.Context) error {
 		return err
 	}
 	if c.Bool("json") {
-		if slots == nil {
-			slots = []tuples.TokenSlot{}
-		}
-		return printJSON(c, slots)
+		return printJSON(c, orEmpty(slots))
 	}
 	tw := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOKEN\tSLOT\tSTATE\tHELD BY\tHOLD\tLEASE UNTIL\tHANDLE")

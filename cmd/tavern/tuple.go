@@ -15,29 +15,22 @@ import (
 	"github.com/tavernhq/tavern/schema"
 )
 
-func init() {
-	mapExit(tuples.ErrNoTuple, exitNotFound)
-	mapExit(tuples.ErrTokenBusy, exitNotFound)
-	mapExit(tuples.ErrUnknownToken, exitNotFound)
-	mapExit(tuples.ErrBadPattern, exitUsage)
-	mapExit(tuples.ErrBadGlob, exitUsage)
-	mapExit(tuples.ErrBadTuple, exitUsage)
-	mapExit(tuples.ErrReserved, exitConflict)
-	mapExit(tuples.ErrNotHolder, exitConflict)
-	mapExit(tuples.ErrTokenCount, exitConflict)
-
-	waitFlag := &cli.DurationFlag{Name: "wait", Usage: "block up to `DUR` for a match (default: answer at once, like rdp/inp)"}
-	readCmd := func(name, alias, usage string, take bool) *cli.Command {
+func newTupleCommand() *cli.Command {
+	waitFlag := func() cli.Flag {
+		return &cli.DurationFlag{Name: "wait", Usage: "block up to `DUR` for a match (default: answer at once, like rdp/inp)"}
+	}
+	readCmd := func(name, alias, usage, examples string, take bool) *cli.Command {
 		return &cli.Command{
-			Name:      name,
-			Aliases:   []string{alias},
-			Usage:     usage,
-			ArgsUsage: "TYPE [PATTERN...]",
-			Flags:     []cli.Flag{waitFlag, jsonFlag},
-			Action:    func(c *cli.Context) error { return tupleRead(c, take) },
+			Name:        name,
+			Aliases:     []string{alias},
+			Usage:       usage,
+			ArgsUsage:   "TYPE [PATTERN...]",
+			Description: examples,
+			Flags:       []cli.Flag{waitFlag(), jsonFlag()},
+			Action:      func(c *cli.Context) error { return runTupleRead(c, take) },
 		}
 	}
-	register(&cli.Command{
+	return &cli.Command{
 		Name:  "tuple",
 		Usage: "the Linda tuple space: out, rd, in, ls, gc",
 		Description: `Tuples are documents under .tavern/tuples/<TYPE>/<ID>.md; their frontmatter
@@ -66,40 +59,53 @@ Examples:
 				Name:      "out",
 				Usage:     "write a tuple; prints its id",
 				ArgsUsage: "TYPE field=value...",
+				Description: `Write a tuple; prints its id.
+
+Examples:
+   tavern tuple out job status=pending n=3 --ttl 1h
+   echo "details" | tavern tuple out job status=pending --body -`,
 				Flags: []cli.Flag{
 					&cli.DurationFlag{Name: "ttl", Usage: "the tuple expires after `DUR`"},
-					bodyFlag, jsonFlag,
+					bodyFlag(), jsonFlag(),
 				},
-				Action: tupleOut,
+				Action: runTupleOut,
 			},
-			readCmd("rd", "rdp", "read a copy of the oldest matching tuple", false),
-			readCmd("in", "inp", "take the oldest matching tuple", true),
+			readCmd("rd", "rdp", "read a copy of the oldest matching tuple", `Read a copy of the oldest matching tuple.
+
+Examples:
+   tavern tuple rd job status=pending       # rdp: answer at once
+   tavern tuple rd result task=42 --wait 5m --json`, false),
+			readCmd("in", "inp", "take the oldest matching tuple", `Take the oldest matching tuple.
+
+Examples:
+   tavern tuple in job status=pending n=?  # inp: answer at once
+   tavern tuple in job status=pending --wait 30s --json`, true),
 			{
 				Name:      "ls",
 				Usage:     "list live tuples of a type (or the types)",
 				ArgsUsage: "[TYPE [PATTERN...]]",
-				Flags:     []cli.Flag{&cli.BoolFlag{Name: "body", Usage: "include bodies in --json output"}, jsonFlag},
-				Action:    tupleLs,
+				Description: `List live tuples of a type (or the types).
+
+Examples:
+   tavern tuple ls
+   tavern tuple ls job 'n>2' --json`,
+				Flags:  []cli.Flag{&cli.BoolFlag{Name: "body", Usage: "include bodies in --json output"}, jsonFlag()},
+				Action: runTupleLs,
 			},
 			{
 				Name:      "gc",
 				Usage:     "archive expired tuples, return tuples of dead claimers, drop stale lock files",
 				ArgsUsage: "[TYPE...]",
-				Flags:     []cli.Flag{jsonFlag},
-				Action:    tupleGC,
+				Description: `Archive expired tuples, return tuples of dead claimers, drop stale lock files.
+
+Examples:
+   tavern tuple gc
+   tavern tuple gc job --json`,
+				Flags:  []cli.Flag{jsonFlag()},
+				Action: runTupleGC,
 			},
 		},
-	})
-}
-
-// openSpace opens the store and its tuple space (journaling to the
-// store's event journal).
-func openSpace(c *cli.Context) (*tuples.Space, error) {
-	s, err := openStore(c)
-	if err != nil {
-		return nil, err
 	}
-	return tuples.NewSpace(s, tuples.SpaceOptions{})
 }
 
 // tupleObject is the JSON shape of a tuple: the show --json object plus
@@ -121,7 +127,7 @@ func tupleJSON(s *docstore.Store, t *tuples.Tuple, withBody bool) *tupleObject {
 	return o
 }
 
-func tupleOut(c *cli.Context) error {
+func runTupleOut(c *cli.Context) error {
 	if c.NArg() < 1 {
 		return usageErr("tuple out takes TYPE field=value...")
 	}
@@ -163,7 +169,7 @@ func tupleOut(c *cli.Context) error {
 	return nil
 }
 
-func tupleRead(c *cli.Context, take bool) error {
+func runTupleRead(c *cli.Context, take bool) error {
 	if c.NArg() < 1 {
 		return usageErr("%s takes TYPE [PATTERN...]", c.Command.Name)
 	}
@@ -201,7 +207,7 @@ func tupleRead(c *cli.Context, take bool) error {
 	return err
 }
 
-func tupleLs(c *cli.Context) error {
+func runTupleLs(c *cli.Context) error {
 	sp, err := openSpace(c)
 	if err != nil {
 		return err
@@ -272,7 +278,7 @@ func valuesText(v map[string]any, max int) string {
 	return s
 }
 
-func tupleGC(c *cli.Context) error {
+func runTupleGC(c *cli.Context) error {
 	sp, err := openSpace(c)
 	if err != nil {
 		return err

@@ -13,8 +13,8 @@ import (
 	"github.com/tavernhq/tavern/schema"
 )
 
-func init() {
-	register(&cli.Command{
+func newWakeCommand() *cli.Command {
+	return &cli.Command{
 		Name:  "wake",
 		Usage: "start an agent's session: count the spawn, print its briefing",
 		Description: `Increments spawns on agents/AGENT.md and prints a compact briefing for the
@@ -24,30 +24,32 @@ decision and architecture domains, its claimed items and open questions.
 
 Example:
    tavern wake --as zealot-2`,
-		Flags: []cli.Flag{asFlag, jsonFlag},
-		Action: func(c *cli.Context) error {
-			as, err := actingAgent(c)
-			if err != nil {
-				return err
-			}
-			s, err := openStore(c)
-			if err != nil {
-				return err
-			}
-			if err := ensureAgent(s, as); err != nil {
-				return err
-			}
-			b, err := agents.Wake(s, as, time.Now())
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return printJSON(c, b)
-			}
-			outf(c, "%s", b.Text())
-			return nil
-		},
-	})
+		Flags:  []cli.Flag{asFlag(), jsonFlag()},
+		Action: runWake,
+	}
+}
+
+func runWake(c *cli.Context) error {
+	as, err := actingAgent(c)
+	if err != nil {
+		return err
+	}
+	s, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	if err := ensureAgent(s, as); err != nil {
+		return err
+	}
+	b, err := agents.Wake(s, as, time.Now())
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c, b)
+	}
+	outf(c, "%s", b.Text())
+	return nil
 }
 
 // ensureAgent creates agents/NAME.md (idle, journaled) when NAME has none

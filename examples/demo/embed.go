@@ -1,7 +1,3 @@
-// Package demo holds the scenario of `tavern demo` (and `make demo`): a
-// role constitution, a drone script and the work items, embedded so the
-// demo runs from the binary alone. Read the files: they double as an
-// example of driving Tavern from shell scripts.
 package demo
 
 import "embed"

@@ -599,7 +599,9 @@ func (e *Engine) State(parent context.Context, key string) (queues.ClaimState, e
 		return queues.ClaimState{}, e.fail("state", key, err)
 	}
 	var st queues.ClaimState
-	st.Attempts, _ = attemptsOf(meta)
+	// Not held: the fence of the last claim is meta's revision (meta is
+	// written in the claim's transaction, and only later by a release).
+	st.Attempts, st.Fence = attemptsOf(meta)
 	if len(claim.Kvs) > 0 {
 		var v claimVal
 		_ = json.Unmarshal(claim.Kvs[0].Value, &v)

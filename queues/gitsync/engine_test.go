@@ -154,3 +154,60 @@ func TestRefEngineFenceAndLease(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// A reaper whose view of the claim refs predates a claim made by another
+// process of the same clone must not take that claim for a dead one (it
+// did: the holder's completion was then refused and the item ran twice).
+func TestRefEngineStaleViewDoesNotReap(t *testing.T) {
+	srv := gittest.Start(t)
+	url := srv.Repo(t, "p")
+	root := t.TempDir()
+	s := newOrigin(t, root, "alpha", url)
+	if _, err := s.Update(docstore.ConfigFile, func(d *docstore.Doc) error {
+		return d.Set("coordination", "git")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	b1, err := queues.Open(s, queues.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b1.Close()
+	b2, err := queues.Open(s, queues.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b2.Close()
+	if _, err := b1.CreateQueue("q", queues.QueueOptions{Lease: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	first, err := b1.Add("q", queues.AddOptions{Title: "warm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c0, err := b2.Take(ctx, queues.TakeOptions{Queues: []string{"q"}}) // b2 reads the claim refs now
+	if err != nil || c0.ID != first.ID {
+		t.Fatal(c0, err)
+	}
+	it, err := b1.Add("q", queues.AddOptions{Title: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := b1.Take(ctx, queues.TakeOptions{Queues: []string{"q"}})
+	if err != nil || c.ID != it.ID {
+		t.Fatal(c, err)
+	}
+	rep, err := b2.Reap("q") // within a second: b2's view has not seen c
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Returned {
+		if r.ID == it.ID {
+			t.Fatalf("a live claim was reaped from a stale view")
+		}
+	}
+	if _, err := c.Complete("ok"); err != nil {
+		t.Fatalf("the holder's completion: %v", err)
+	}
+}

@@ -95,7 +95,7 @@ func TestReservationAcrossMachines(t *testing.T) {
 	if err != nil || len(cs) != 1 {
 		t.Fatalf("guard on the other machine: %v %v", cs, err)
 	}
-	if n, err := a.Unreserve("alice", nil); err != nil || n != 1 {
+	if n, err := a.Unreserve("alice", nil, tuples.UnreserveOptions{}); err != nil || n != 1 {
 		t.Fatalf("unreserve: %d %v", n, err)
 	}
 	if _, err := b.Reserve("bob", []string{"src/a.go"}, tuples.ReserveOptions{}); err != nil {

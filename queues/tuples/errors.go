@@ -44,9 +44,19 @@ var (
 	// lease was given: nothing would keep the token held.
 	ErrHolderNotAlive = errors.New("agent has no live process holding its liveness lock")
 
+	// ErrFenced is matched by *FencedError: a release or unreserve by
+	// name from an instance of an agent other than the one recorded on
+	// the hold, or an acquire or reserve by an instance that a newer
+	// spawn of the agent replaced. Nothing was changed.
+	ErrFenced = errors.New("fenced")
+
 	// ErrBadGlob is returned (wrapped) for a reservation glob that does not
 	// parse or leaves the project (absolute, "..").
 	ErrBadGlob = errors.New("bad path glob")
+
+	// ErrNotReserved is returned when an unreserve by id names no live
+	// reservation.
+	ErrNotReserved = errors.New("no such reservation")
 
 	// ErrReserved is matched by *ReservedError: the paths or globs overlap
 	// a live reservation of another agent.
@@ -89,3 +99,25 @@ func (e *ReservedError) Error() string {
 }
 
 func (e *ReservedError) Unwrap() error { return ErrReserved }
+
+// FencedError is an action refused because the caller is not the agent
+// instance that holds (or may take) the token slot or reservation: each
+// spawn of an agent is a new instance ($TAVERN_INSTANCE), and a late
+// action of a dead instance must not touch what its successor holds.
+type FencedError struct {
+	Op         string // "release merge", "unreserve", "acquire merge", "reserve"
+	Agent      string
+	Instance   string // the caller's instance
+	Holder     string // the instance recorded on the hold, or the agent's current one
+	Superseded bool   // the caller's instance was replaced by Holder
+	Path       string // the held slot or reservation, if one
+}
+
+func (e *FencedError) Error() string {
+	if e.Superseded {
+		return fmt.Sprintf("%s: %v: instance %s of %s was replaced by instance %s", e.Op, ErrFenced, e.Instance, e.Agent, e.Holder)
+	}
+	return fmt.Sprintf("%s: %v: %s is held by instance %s of %s, not by this instance %s; nothing changed", e.Op, ErrFenced, e.Path, e.Holder, e.Agent, e.Instance)
+}
+
+func (e *FencedError) Unwrap() error { return ErrFenced }

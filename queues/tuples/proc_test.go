@@ -66,6 +66,13 @@ func TestTupleHelper(t *testing.T) {
 		}
 		fmt.Println(tok.Handle())
 		io.Copy(io.Discard, os.Stdin) // until killed
+	case "reserve-process": // reserve for the life of this process
+		if _, err := sp.Reserve(os.Getenv("TAVERN_AGENT"), []string{"src/**"}, ReserveOptions{Process: true}); err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Println("reserved")
+		io.Copy(io.Discard, os.Stdin) // until killed
 	case "agent": // stand in for an agent's spawn wrapper
 		l, err := s.Lock(schema.AgentLockKey(os.Getenv("TAVERN_AGENT")))
 		if err != nil {
@@ -219,7 +226,7 @@ func TestTokenHolderKilled(t *testing.T) {
 		t.Fatalf("acquire while held: %v, want ErrTokenBusy", err)
 	}
 	// Nobody else can release a slot a live process holds.
-	if err := sp.ReleaseToken("merge", handle, ""); !errors.Is(err, ErrNotHolder) {
+	if err := sp.ReleaseToken("merge", handle, ReleaseOptions{}); !errors.Is(err, ErrNotHolder) {
 		t.Fatalf("release of a live process's slot: %v, want ErrNotHolder", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -277,7 +284,7 @@ func TestTokenAgentDied(t *testing.T) {
 		t.Fatalf("epoch = %d, want %d", tok2.Epoch, tok.Epoch+1)
 	}
 	// The dead agent's stale handle cannot free the new holding.
-	if err := sp.ReleaseToken("quota", tok.Handle(), ""); !errors.Is(err, ErrNotHolder) {
+	if err := sp.ReleaseToken("quota", tok.Handle(), ReleaseOptions{}); !errors.Is(err, ErrNotHolder) {
 		t.Fatalf("stale release: %v, want ErrNotHolder", err)
 	}
 	if err := tok2.Release(); err != nil {

@@ -1,19 +1,25 @@
 package tuples
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"sort"
 	"time"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/schema"
+	"github.com/tavernhq/tavern/watcher"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 // ReservationType is the tuple type of path reservations: one tuple
 // tuples/reservation/<id>.md per (agent, glob), with agent:, glob:,
-// optional reason: and expires: for the TTL.
+// optional reason:, expires: for the TTL, and for a reservation tied to a
+// live holder hold:, liveness_lock: and instance:.
 const ReservationType = "reservation"
 
 // reservationsLockKey serialises every reservation writer, so that the
@@ -23,15 +29,18 @@ const reservationsLockKey = "reservations"
 
 // Reservation is one agent's exclusive claim on the paths a glob matches.
 type Reservation struct {
-	ID      string    `json:"id"`
-	Agent   string    `json:"agent"`
-	Glob    string    `json:"glob"`
-	Reason  string    `json:"reason,omitempty"`
-	Created time.Time `json:"created"`
-	Expires time.Time `json:"expires,omitzero"` // zero: until unreserved
-	Path    string    `json:"path"`
+	ID       string    `json:"id"`
+	Agent    string    `json:"agent"`
+	Glob     string    `json:"glob"`
+	Reason   string    `json:"reason,omitempty"`
+	Created  time.Time `json:"created"`
+	Expires  time.Time `json:"expires,omitzero"` // zero: until unreserved (or its holder dies)
+	Hold     string    `json:"hold,omitempty"`   // HoldAgent, HoldProcess; "": a lease (Expires) or until unreserved
+	Instance string    `json:"instance,omitempty"`
+	Path     string    `json:"path"`
 
-	glob Glob
+	lockKey string // liveness_lock
+	glob    Glob
 }
 
 // Conflict is one overlap between what an agent asked for (a glob to
@@ -40,10 +49,17 @@ type Reservation struct {
 type Conflict struct {
 	Want string       `json:"want"`
 	Held *Reservation `json:"held"`
+	// Gone, when set, says why the holder is gone (its process died, a
+	// newer instance replaced it): the reservation is being released and
+	// does not stand in the way.
+	Gone string `json:"holder_gone,omitempty"`
 }
 
 func (c Conflict) String() string {
 	s := fmt.Sprintf("%s overlaps %s reserved by %s", c.Want, c.Held.Glob, c.Held.Agent)
+	if c.Gone != "" {
+		return s + " (holder gone: " + c.Gone + "; the reservation is being released)"
+	}
 	if !c.Held.Expires.IsZero() {
 		s += " until " + schema.FormatTime(c.Held.Expires)
 	}
@@ -55,8 +71,27 @@ func (c Conflict) String() string {
 
 // ReserveOptions are the optional parts of a reservation.
 type ReserveOptions struct {
-	TTL    time.Duration // > 0: the reservation lapses after it; 0: until unreserved
+	TTL    time.Duration // > 0: the reservation lapses after it; 0: until unreserved (or its holder dies)
 	Reason string
+	// Instance is the caller's instance of the agent ($TAVERN_INSTANCE).
+	// It is recorded, so an unreserve by another instance of the same
+	// agent name is fenced; an instance that a newer spawn replaced
+	// cannot reserve.
+	Instance string
+	// Process ties reservations of an agent that has no live liveness
+	// lock to this Space's process instead: they are released when the
+	// process dies or the Space is closed (a long-running library user).
+	Process bool
+	// Released, if set, is told of each overlapping reservation Reserve
+	// released because its holder is gone (Conflict.Gone says why).
+	Released func(Conflict)
+}
+
+// UnreserveOptions say who drops reservations.
+type UnreserveOptions struct {
+	// Instance, if set, is the caller's instance: an agent's reservation
+	// recorded with another instance is not dropped (FencedError).
+	Instance string
 }
 
 // Reserve gives agent exclusive reservations on globs, all or nothing: if
@@ -64,35 +99,148 @@ type ReserveOptions struct {
 // written and a *ReservedError lists every conflict. Overlaps are checked
 // both ways (a broad glob against narrow ones already held and the
 // reverse). Re-reserving a glob the agent holds renews its TTL.
+//
+// What keeps a reservation: if agent's liveness lock is held (a spawned
+// agent), the agent's life (and instance), like a token or a claim; with
+// opt.Process, this process's; otherwise its TTL, or an unreserve.
+// Reservations whose holder is gone and expired ones are released on the
+// way (opt.Released hears of those that overlapped).
 func (sp *Space) Reserve(agent string, globs []string, opt ReserveOptions) ([]*Reservation, error) {
-	if err := schema.ValidName(agent); err != nil {
-		return nil, fmt.Errorf("agent name: %w", err)
+	rs, conflicts, err := sp.reserve(agent, globs, opt)
+	if err == nil && len(conflicts) > 0 {
+		for _, c := range conflicts {
+			sp.event("reservation.conflict", journal.Event{Agent: agent, Path: c.Held.Path, Data: map[string]any{
+				"glob": c.Want, "held_glob": c.Held.Glob, "held_by": c.Held.Agent}})
+		}
+		err = &ReservedError{Conflicts: conflicts}
+	}
+	return rs, err
+}
+
+// ReserveWait is Reserve that, while another agent's live reservation
+// overlaps, waits until ctx is done (then it returns the last
+// *ReservedError). It wakes when a reservation is dropped or changed, when
+// the first conflicting one expires, and every LivenessPoll while a
+// conflicting one is tied to a live holder (a death drops a lock, which is
+// no filesystem event). The refusals while it waits are not journaled one
+// by one: one reservation.waiting when it starts to wait, one
+// reservation.conflict if it gives up.
+func (sp *Space) ReserveWait(ctx context.Context, agent string, globs []string, opt ReserveOptions) ([]*Reservation, error) {
+	dir, err := sp.typeDirAbs(ReservationType)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	var rs []*Reservation
+	var conflicts []Conflict
+	refusals := 0
+	wake := func() time.Time { return sp.nextReservationLook(conflicts) }
+	waiting := func() {
+		sp.event("reservation.waiting", journal.Event{Agent: agent, Data: map[string]any{"globs": globs, "conflicts": conflictData(conflicts)}})
+	}
+	werr := watcher.WaitDir(ctx, []string{dir}, sp.waitOptions(anyChange, wake, waiting), func() (bool, error) {
+		var err error
+		rs, conflicts, err = sp.reserve(agent, globs, opt)
+		if err == nil && len(conflicts) > 0 {
+			refusals++
+			return false, nil
+		}
+		return true, err
+	})
+	if werr == nil || ctx.Err() == nil {
+		return rs, werr
+	}
+	// One last try: the deadline may have raced an unreserve.
+	if rs, conflicts, err = sp.reserve(agent, globs, opt); err != nil || len(conflicts) == 0 {
+		return rs, err
+	}
+	sp.event("reservation.conflict", journal.Event{Agent: agent, Data: map[string]any{
+		"globs": globs, "conflicts": conflictData(conflicts), "waited": time.Since(start).Round(time.Millisecond).String(), "refusals": refusals + 1}})
+	return nil, &ReservedError{Conflicts: conflicts}
+}
+
+func conflictData(cs []Conflict) []map[string]any {
+	out := make([]map[string]any, len(cs))
+	for i, c := range cs {
+		out[i] = map[string]any{"glob": c.Want, "held_glob": c.Held.Glob, "held_by": c.Held.Agent, "path": c.Held.Path}
+	}
+	return out
+}
+
+// nextReservationLook is when a waiter should look at its conflicts again
+// without an event: at the next liveness check if a live holder keeps one,
+// else when the first one expires (zero: only events wake it).
+func (sp *Space) nextReservationLook(conflicts []Conflict) time.Time {
+	var first time.Time
+	for _, c := range conflicts {
+		if c.Held.Hold != "" {
+			return sp.now().Add(sp.poll)
+		}
+		if e := c.Held.Expires; !e.IsZero() && (first.IsZero() || e.Before(first)) {
+			first = e
+		}
+	}
+	return first
+}
+
+// reserve is one attempt of Reserve: the reservations, or the conflicts
+// that refused them (and a nil error).
+func (sp *Space) reserve(agent string, globs []string, opt ReserveOptions) ([]*Reservation, []Conflict, error) {
+	if err := schema.ValidAgentName(agent); err != nil {
+		return nil, nil, err
 	}
 	if len(globs) == 0 {
-		return nil, fmt.Errorf("%w: no glob given", ErrBadGlob)
-	}
-	if opt.TTL < 0 {
-		return nil, fmt.Errorf("%w: negative TTL %s", ErrBadTuple, opt.TTL)
+		return nil, nil, fmt.Errorf("%w: no glob given", ErrBadGlob)
 	}
 	want := make([]Glob, len(globs))
 	for i, s := range globs {
 		g, err := ParseGlob(s)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		want[i] = g
 	}
+	h, err := sp.holdFor("reserve", agent, opt.Instance, opt.TTL)
+	if errors.Is(err, ErrHolderNotAlive) {
+		// Not a live agent and no TTL: until unreserved, or the
+		// process's life if asked.
+		h, err = holder{as: agent, instance: opt.Instance}, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if h.hold != HoldAgent {
+		h.hold = ""
+		if opt.Process {
+			key, err := sp.holderLock()
+			if err != nil {
+				return nil, nil, err
+			}
+			h.hold, h.lockKey = HoldProcess, key
+		}
+	}
 	l, err := sp.store.Lock(reservationsLockKey)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer l.Unlock()
 	unlock, err := sp.coordReserveLock() // several machines (coord.go)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer unlock()
-	live, _ := sp.Reservations()
+	live, _ := sp.reservations(func(c Conflict) {
+		if opt.Released == nil {
+			return
+		}
+		for _, g := range want {
+			if c.Held.Agent != agent && g.Overlaps(c.Held.glob) {
+				c.Want = g.String()
+				opt.Released(c)
+				return
+			}
+		}
+	})
 	var conflicts []Conflict
 	for _, g := range want {
 		for _, r := range live {
@@ -102,11 +250,7 @@ func (sp *Space) Reserve(agent string, globs []string, opt ReserveOptions) ([]*R
 		}
 	}
 	if len(conflicts) > 0 {
-		for _, c := range conflicts {
-			sp.event("reservation.conflict", journal.Event{Agent: agent, Path: c.Held.Path, Data: map[string]any{
-				"glob": c.Want, "held_glob": c.Held.Glob, "held_by": c.Held.Agent}})
-		}
-		return nil, &ReservedError{Conflicts: conflicts}
+		return nil, conflicts, nil
 	}
 	var out []*Reservation
 	seen := map[string]bool{}
@@ -115,23 +259,24 @@ func (sp *Space) Reserve(agent string, globs []string, opt ReserveOptions) ([]*R
 			continue
 		}
 		seen[g.String()] = true
-		r, err := sp.reserveOne(agent, g, opt, live)
+		r, err := sp.reserveOne(agent, g, h, opt, live)
 		if err != nil {
-			return out, err
+			return out, nil, err
 		}
 		out = append(out, r)
 	}
-	return out, nil
+	return out, nil, nil
 }
 
-func (sp *Space) reserveOne(agent string, g Glob, opt ReserveOptions, live []*Reservation) (*Reservation, error) {
+func (sp *Space) reserveOne(agent string, g Glob, h holder, opt ReserveOptions, live []*Reservation) (*Reservation, error) {
 	for _, r := range live {
 		if r.Agent != agent || r.Glob != g.String() {
 			continue
 		}
-		// Renew in place. Writers of reservations hold reservationsLockKey.
+		// Renew in place, and tie it to the renewing holder. Writers of
+		// reservations hold reservationsLockKey.
 		d, err := sp.store.UpdateHeld(nil, r.Path, func(d *docstore.Doc) error {
-			fence, err := sp.coordReserve(agent, g, opt, d)
+			fence, err := sp.coordReserve(agent, g, opt, d) // several machines (coord.go)
 			if err != nil {
 				return err
 			}
@@ -146,78 +291,170 @@ func (sp *Space) reserveOne(agent string, g Glob, opt ReserveOptions, live []*Re
 				return err
 			}
 			if opt.Reason != "" {
-				return d.Set("reason", opt.Reason)
+				if err := d.Set("reason", opt.Reason); err != nil {
+					return err
+				}
 			}
-			return nil
+			return setHolder(d, h)
 		})
 		if errors.Is(err, docstore.ErrNotExist) {
-			break // collected as it expired: make a new one
+			break // collected meanwhile: make a new one
 		}
 		if err != nil {
 			return nil, err
 		}
 		nr := sp.reservationOf(d)
-		sp.event("reservation.renewed", journal.Event{Agent: agent, Path: nr.Path, Data: map[string]any{"glob": nr.Glob}})
+		sp.event("reservation.renewed", journal.Event{Agent: agent, Path: nr.Path, Data: reservationData(nr)})
 		return nr, nil
 	}
 	values := []docstore.Field{{Key: "agent", Value: agent}, {Key: "glob", Value: g.String()}}
 	if opt.Reason != "" {
 		values = append(values, docstore.Field{Key: "reason", Value: opt.Reason})
 	}
-	fence, err := sp.coordReserve(agent, g, opt, nil)
+	fence, err := sp.coordReserve(agent, g, opt, nil) // several machines (coord.go)
 	if err != nil {
 		return nil, err
 	}
-	t, err := sp.Out(ReservationType, append(values, fence...), OutOptions{TTL: opt.TTL})
+	values = append(values, fence...)
+	t, err := sp.Out(ReservationType, values, OutOptions{TTL: opt.TTL, Edit: func(d *docstore.Doc) error { return setHolder(d, h) }})
 	if err != nil {
 		return nil, err
 	}
 	r := sp.reservationOf(t.Doc)
-	sp.event("reservation.made", journal.Event{Agent: agent, Path: r.Path, Data: map[string]any{"glob": r.Glob}})
+	sp.event("reservation.made", journal.Event{Agent: agent, Path: r.Path, Data: reservationData(r)})
 	return r, nil
 }
 
+func reservationData(r *Reservation) map[string]any {
+	m := map[string]any{"glob": r.Glob, "id": r.ID}
+	if r.Hold != "" {
+		m["hold"] = r.Hold
+	}
+	if r.Instance != "" {
+		m["instance"] = r.Instance
+	}
+	return m
+}
+
+// setHolder records what keeps a reservation (nothing: a lease or until
+// unreserved).
+func setHolder(d *docstore.Doc, h holder) error {
+	for _, f := range []struct{ key, value string }{{"hold", h.hold}, {"liveness_lock", h.lockKey}, {"instance", h.instance}} {
+		var err error
+		if f.value == "" {
+			err = d.Delete(f.key)
+		} else {
+			err = d.Set(f.key, f.value)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (sp *Space) reservationOf(d *docstore.Doc) *Reservation {
-	r := &Reservation{ID: d.String("id"), Agent: d.String("agent"), Glob: d.String("glob"), Reason: d.String("reason"), Path: d.Path}
+	r := &Reservation{ID: d.String("id"), Agent: d.String("agent"), Glob: d.String("glob"), Reason: d.String("reason"), Path: d.Path,
+		Hold: d.String("hold"), Instance: d.String("instance"), lockKey: d.String("liveness_lock")}
 	r.Created, _ = d.Time("created")
 	r.Expires, _ = d.Time("expires")
 	return r
 }
 
-// Reservations returns every live reservation, oldest first. A
-// reservation file whose glob does not parse is reported in the errors
-// and ignored.
+// Reservations returns every live reservation, oldest first. Expired ones
+// and those whose holder is gone are released on the way. A reservation
+// file whose glob does not parse is reported in the errors and ignored.
 func (sp *Space) Reservations() ([]*Reservation, []error) {
-	out, errs := sp.localReservations()
-	return sp.withRemote(out), errs // several machines (coord.go)
+	return sp.reservations(nil)
 }
 
-func (sp *Space) localReservations() ([]*Reservation, []error) {
-	tuples, errs := sp.List(ReservationType, nil)
-	out := make([]*Reservation, 0, len(tuples))
-	for _, t := range tuples {
-		r := sp.reservationOf(t.Doc)
+func (sp *Space) reservations(released func(Conflict)) ([]*Reservation, []error) {
+	// List skips expired tuples; read them all to collect those too.
+	var docs []*docstore.Doc
+	var errs []error
+	if err := sp.scanAll(ReservationType, func(err error) { errs = append(errs, err) }, func(d *docstore.Doc) { docs = append(docs, d) }); err != nil {
+		errs = append(errs, err)
+	}
+	out := make([]*Reservation, 0, len(docs))
+	for _, d := range docs {
+		r := sp.reservationOf(d)
 		g, err := ParseGlob(r.Glob)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", t.Path, err))
+			errs = append(errs, fmt.Errorf("%s: %w", r.Path, err))
 			continue
 		}
 		if schema.ValidName(r.Agent) != nil {
-			errs = append(errs, fmt.Errorf("%s: reservation without a valid agent", t.Path))
+			errs = append(errs, fmt.Errorf("%s: reservation without a valid agent", r.Path))
 			continue
 		}
 		r.glob = g
+		if why, gone := sp.reservationGone(d); gone {
+			ok, err := sp.releaseReservation(r, why)
+			switch {
+			case err != nil:
+				errs = append(errs, err)
+			case ok:
+				if released != nil {
+					released(Conflict{Held: r, Gone: why})
+				}
+			default:
+				// Kept: renewed since we read it (by a live successor), or
+				// someone else is releasing it. Read it again.
+				if d, err := sp.store.Get(r.Path); err == nil {
+					if _, gone := sp.reservationGone(d); !gone {
+						nr := sp.reservationOf(d)
+						nr.glob = g
+						out = append(out, nr)
+					}
+				}
+			}
+			continue
+		}
 		out = append(out, r)
 	}
-	return out, errs
+	return sp.withRemote(out), errs // several machines (coord.go)
+}
+
+// reservationGone says whether a reservation no longer stands: expired,
+// or its holder is gone.
+func (sp *Space) reservationGone(d *docstore.Doc) (string, bool) {
+	if sp.expired(d) {
+		return "expired", true
+	}
+	switch d.String("hold") {
+	case HoldAgent:
+		return sp.agentGone(d.String("agent"), d.String("liveness_lock"), d.String("instance"))
+	case HoldProcess:
+		if !sp.lockHeld(d.String("liveness_lock")) {
+			return "holder process died", true
+		}
+	}
+	return "", false
+}
+
+// releaseReservation archives a reservation that no longer stands, after
+// checking again under its claim (it may have been renewed meanwhile).
+func (sp *Space) releaseReservation(r *Reservation, why string) (bool, error) {
+	ok, err := sp.discard(ReservationType, r.ID, func(d *docstore.Doc) bool { _, gone := sp.reservationGone(d); return !gone })
+	if !ok || err != nil {
+		return false, err
+	}
+	sp.coordUnreserve(r) // several machines (coord.go)
+	ev := "reservation.reclaimed"
+	if why == "expired" {
+		ev = "reservation.expired"
+	}
+	sp.event(ev, journal.Event{Agent: r.Agent, Path: r.Path, Data: map[string]any{"glob": r.Glob, "id": r.ID, "reason": why}})
+	return true, nil
 }
 
 // Unreserve drops agent's reservations of the given globs (all of its
 // reservations if none are given), archiving them to .trash/, and returns
-// how many it dropped.
-func (sp *Space) Unreserve(agent string, globs []string) (int, error) {
-	if err := schema.ValidName(agent); err != nil {
-		return 0, fmt.Errorf("agent name: %w", err)
+// how many it dropped. If any of them is recorded with an instance other
+// than opt.Instance (when set), nothing is dropped: *FencedError.
+func (sp *Space) Unreserve(agent string, globs []string, opt UnreserveOptions) (int, error) {
+	if err := schema.ValidAgentName(agent); err != nil {
+		return 0, err
 	}
 	which := map[string]bool{}
 	for _, s := range globs {
@@ -227,18 +464,63 @@ func (sp *Space) Unreserve(agent string, globs []string) (int, error) {
 		}
 		which[g.String()] = true
 	}
+	return sp.unreserve(func(r *Reservation) bool {
+		return r.Agent == agent && (len(which) == 0 || which[r.Glob])
+	}, opt.Instance)
+}
+
+// UnreserveID drops one reservation by its id, whoever holds it and
+// whatever its instance: an id names one reservation and is never reused,
+// so it is its own fence. With agent set, it must be agent's. It returns
+// ErrNotReserved if no live reservation has that id.
+func (sp *Space) UnreserveID(id, agent string) error {
+	if err := schema.ValidName(id); err != nil {
+		return fmt.Errorf("reservation id: %w", err)
+	}
+	if agent != "" {
+		if err := schema.ValidAgentName(agent); err != nil {
+			return err
+		}
+	}
+	var other string
+	n, err := sp.unreserve(func(r *Reservation) bool {
+		if r.ID == id && agent != "" && r.Agent != agent {
+			other = r.Agent
+			return false
+		}
+		return r.ID == id
+	}, "")
+	switch {
+	case err != nil:
+		return err
+	case other != "":
+		return fmt.Errorf("reservation %s: %w: it is %s's, not %s's", id, ErrNotReserved, other, agent)
+	case n == 0:
+		return fmt.Errorf("reservation %s: %w", id, ErrNotReserved)
+	}
+	return nil
+}
+
+func (sp *Space) unreserve(match func(*Reservation) bool, instance string) (int, error) {
 	l, err := sp.store.Lock(reservationsLockKey)
 	if err != nil {
 		return 0, err
 	}
 	defer l.Unlock()
-	live, _ := sp.Reservations()
-	n := 0
-	var errs []error
+	live, _ := sp.reservations(nil)
+	var mine []*Reservation
 	for _, r := range live {
-		if r.Agent != agent || (len(which) > 0 && !which[r.Glob]) {
+		if !match(r) {
 			continue
 		}
+		if instance != "" && r.Instance != "" && r.Instance != instance {
+			return 0, &FencedError{Op: "unreserve", Agent: r.Agent, Instance: instance, Holder: r.Instance, Path: r.Path}
+		}
+		mine = append(mine, r)
+	}
+	n := 0
+	var errs []error
+	for _, r := range mine {
 		sp.coordUnreserve(r) // several machines (coord.go)
 		if r.ID == "" {
 			n++ // made on another machine and not synced here yet
@@ -251,7 +533,7 @@ func (sp *Space) Unreserve(agent string, globs []string) (int, error) {
 		}
 		if ok {
 			n++
-			sp.event("reservation.released", journal.Event{Agent: agent, Path: r.Path, Data: map[string]any{"glob": r.Glob}})
+			sp.event("reservation.released", journal.Event{Agent: r.Agent, Path: r.Path, Data: map[string]any{"glob": r.Glob, "id": r.ID}})
 		}
 	}
 	return n, errors.Join(errs...)
@@ -259,7 +541,8 @@ func (sp *Space) Unreserve(agent string, globs []string) (int, error) {
 
 // CheckPaths returns the conflicts between paths (relative to the project
 // root, slash-separated) and live reservations of agents other than
-// agent. An empty agent conflicts with every reservation.
+// agent. An empty agent conflicts with every reservation. Reservations
+// whose holder is gone do not conflict (they are released on the way).
 func (sp *Space) CheckPaths(agent string, paths []string) ([]Conflict, error) {
 	live, _ := sp.Reservations()
 	var out []Conflict
@@ -272,4 +555,29 @@ func (sp *Space) CheckPaths(agent string, paths []string) ([]Conflict, error) {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Want < out[j].Want })
 	return out, nil
+}
+
+// holderLock takes (once) and returns the key of the lock that keeps
+// this Space's process-held reservations alive; Close lets go of it.
+func (sp *Space) holderLock() (string, error) {
+	sp.holdMu.Lock()
+	defer sp.holdMu.Unlock()
+	if sp.hold != nil {
+		return sp.hold.Key, nil
+	}
+	host, _ := os.Hostname()
+	var nonce [6]byte
+	for i := range nonce {
+		nonce[i] = "abcdefghijklmnopqrstuvwxyz0123456789"[rand.IntN(36)]
+	}
+	key := queues.HolderLockKey(host, os.Getpid(), string(nonce[:]))
+	l, ok, err := sp.store.TryLock(key)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", fmt.Errorf("holder lock %s is taken", key)
+	}
+	sp.hold = l
+	return key, nil
 }

@@ -64,13 +64,13 @@ func TestReserveRefusesBroadOverNarrow(t *testing.T) {
 		t.Fatalf("re-reserve changed the count: %d then %d", len(before), len(after))
 	}
 	// Unreserve one glob, then all.
-	if n, err := sp.Unreserve("alice", []string{"src/a/b.go"}); err != nil || n != 1 {
+	if n, err := sp.Unreserve("alice", []string{"src/a/b.go"}, UnreserveOptions{}); err != nil || n != 1 {
 		t.Fatalf("unreserve one = %d, %v", n, err)
 	}
-	if n, err := sp.Unreserve("alice", nil); err != nil || n != 1 {
+	if n, err := sp.Unreserve("alice", nil, UnreserveOptions{}); err != nil || n != 1 {
 		t.Fatalf("unreserve all = %d, %v", n, err)
 	}
-	if n, err := sp.Unreserve("bob", nil); err != nil || n != 1 {
+	if n, err := sp.Unreserve("bob", nil, UnreserveOptions{}); err != nil || n != 1 {
 		t.Fatalf("unreserve bob = %d, %v", n, err)
 	}
 	mustReserve(t, sp, "carol", "src/**")
@@ -103,8 +103,17 @@ func TestReserveTTL(t *testing.T) {
 	if _, err := sp.Reserve("bob", []string{"a/x"}, ReserveOptions{}); err != nil {
 		t.Fatalf("after the TTL: %v", err)
 	}
-	if st, _ := sp.GC(ReservationType); st.Expired != 1 {
-		t.Fatalf("gc = %+v, want alice's expired reservation", st)
+	// Issue 15: the expired file was collected on the way, not left for
+	// `tuple gc`.
+	if ev := tupleEvents(t, sp, "reservation.expired"); len(ev) != 1 || ev[0].Agent != "alice" {
+		t.Fatalf("journal reservation.expired = %+v, want alice's", ev)
+	}
+	if st, _ := sp.GC(ReservationType); st.Expired != 0 {
+		t.Fatalf("gc = %+v, want nothing left to collect", st)
+	}
+	trash, _ := filepath.Glob(filepath.Join(sp.Store().Root(), ".trash", "*-tuples__reservation__*.md"))
+	if len(trash) != 1 {
+		t.Fatalf("%d reservations archived, want alice's", len(trash))
 	}
 }
 

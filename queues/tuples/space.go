@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tavernhq/tavern/docstore"
@@ -27,7 +28,11 @@ type Space struct {
 	now     func() time.Time
 	recheck time.Duration
 	poll    time.Duration
-	cs      coordState // coordination engine, opened on first use (coord.go)
+
+	holdMu sync.Mutex
+	hold   *docstore.Lock // process-held reservations' liveness lock, once taken
+
+	cs coordState // coordination engine, opened on first use (coord.go)
 }
 
 // SpaceOptions configure NewSpace. The zero value is the production
@@ -73,6 +78,20 @@ func NewSpace(s *docstore.Store, opt SpaceOptions) (*Space, error) {
 		sp.journal = j
 	}
 	return sp, nil
+}
+
+// Close lets go of what this Space holds for its process: reservations
+// made with ReserveOptions.Process stop standing. The Space is usable
+// afterwards (a new Process reservation takes a new lock).
+func (sp *Space) Close() error {
+	sp.holdMu.Lock()
+	defer sp.holdMu.Unlock()
+	if sp.hold == nil {
+		return nil
+	}
+	err := sp.hold.Remove()
+	sp.hold = nil
+	return err
 }
 
 // Store returns the store the space lives in.
@@ -237,14 +256,37 @@ func (sp *Space) names(typ string) ([]string, error) {
 	return ids, nil
 }
 
-// scan calls fn with each live (not expired) tuple of typ that matches p,
-// oldest first, until fn returns false. Files that vanish under it (taken
-// by someone else) are skipped; files that do not parse are passed to bad.
-func (sp *Space) scan(typ string, p Pattern, bad func(error), fn func(d *docstore.Doc, caps map[string]any) bool) error {
+// scanAll calls fn with every tuple of typ, expired or not, oldest first.
+// Files that vanish under it are skipped; files that do not parse are
+// passed to bad.
+func (sp *Space) scanAll(typ string, bad func(error), fn func(d *docstore.Doc)) error {
 	ids, err := sp.names(typ)
 	if err != nil {
 		return err
 	}
+	for _, id := range ids {
+		d, err := sp.store.Get(tuplePath(typ, id))
+		if err != nil {
+			if !errors.Is(err, docstore.ErrNotExist) && bad != nil {
+				bad(err)
+			}
+			continue
+		}
+		fn(d)
+	}
+	return nil
+}
+
+// scan calls fn with each live (not expired) tuple of typ that matches p,
+// oldest first, until fn returns false. Files that vanish under it (taken
+// by someone else) are skipped; files that do not parse are passed to bad.
+// It returns the ids of the expired tuples it passed over.
+func (sp *Space) scan(typ string, p Pattern, bad func(error), fn func(d *docstore.Doc, caps map[string]any) bool) ([]string, error) {
+	ids, err := sp.names(typ)
+	if err != nil {
+		return nil, err
+	}
+	var expired []string
 	for _, id := range ids {
 		d, err := sp.store.Get(tuplePath(typ, id))
 		if err != nil {
@@ -257,6 +299,7 @@ func (sp *Space) scan(typ string, p Pattern, bad func(error), fn func(d *docstor
 			continue
 		}
 		if sp.expired(d) {
+			expired = append(expired, id)
 			continue
 		}
 		caps, ok := p.Match(d.Fields())
@@ -264,10 +307,10 @@ func (sp *Space) scan(typ string, p Pattern, bad func(error), fn func(d *docstor
 			continue
 		}
 		if !fn(d, caps) {
-			return nil
+			return expired, nil
 		}
 	}
-	return nil
+	return expired, nil
 }
 
 // Rdp returns a copy of the oldest live tuple of typ matching p, or a
@@ -277,7 +320,7 @@ func (sp *Space) Rdp(typ string, p Pattern) (*Tuple, error) {
 		return nil, err
 	}
 	var found *Tuple
-	err := sp.scan(typ, p, nil, func(d *docstore.Doc, caps map[string]any) bool {
+	_, err := sp.scan(typ, p, nil, func(d *docstore.Doc, caps map[string]any) bool {
 		found = sp.tupleOf(typ, d)
 		found.Captures = caps
 		return false
@@ -322,7 +365,7 @@ func (sp *Space) Inp(typ string, p Pattern) (*Tuple, error) {
 func (sp *Space) inOnce(typ string, p Pattern) (*Tuple, error) {
 	var got *Tuple
 	var ferr error
-	err := sp.scan(typ, p, nil, func(d *docstore.Doc, _ map[string]any) bool {
+	expired, err := sp.scan(typ, p, nil, func(d *docstore.Doc, _ map[string]any) bool {
 		t, err := sp.take(typ, strings.TrimSuffix(filepath.Base(d.Path), ".md"), p)
 		if err != nil {
 			ferr = err
@@ -336,6 +379,10 @@ func (sp *Space) inOnce(typ string, p Pattern) (*Tuple, error) {
 	})
 	if err == nil {
 		err = ferr
+	}
+	if got == nil && err == nil {
+		// Expired tuples are collected as they are met, not left for GC.
+		sp.collectExpired(typ, expired)
 	}
 	return got, err
 }
@@ -401,27 +448,29 @@ func (sp *Space) block(ctx context.Context, typ string, p Pattern, try func(stri
 	if sp.proj != nil {
 		return sp.blockProjected(ctx, typ, p, try, start)
 	}
-	w, err := sp.watchDir(typeDir(typ))
+	dir, err := sp.typeDirAbs(typ)
 	if err != nil {
 		return nil, err
 	}
-	defer w.Close()
-	for {
+	var got *Tuple
+	werr := watcher.WaitDir(ctx, []string{dir}, sp.waitOptions(appeared, nil, nil), func() (bool, error) {
 		t, err := try(typ, p)
-		if err == nil || !errors.Is(err, ErrNoTuple) {
+		if err != nil && errors.Is(err, ErrNoTuple) {
+			return false, nil
+		}
+		got = t
+		return true, err
+	})
+	if werr == nil || ctx.Err() == nil {
+		return got, werr
+	}
+	if errors.Is(werr, context.DeadlineExceeded) {
+		// One last look: the deadline may have raced a write.
+		if t, err := try(typ, p); err == nil || !errors.Is(err, ErrNoTuple) {
 			return t, err
 		}
-		if werr := w.Wait(ctx, sp.recheck); werr != nil {
-			if errors.Is(werr, context.DeadlineExceeded) {
-				// One last look: the deadline may have raced a write.
-				if t, err := try(typ, p); err == nil || !errors.Is(err, ErrNoTuple) {
-					return t, err
-				}
-				return nil, &NoTupleError{Type: typ, Pattern: p, Waited: time.Since(start)}
-			}
-			return nil, werr
-		}
 	}
+	return nil, sp.waitErr(werr, typ, p, start)
 }
 
 // blockProjected waits with the projection's WaitFor: it returns as soon
@@ -492,7 +541,7 @@ func (sp *Space) List(typ string, p Pattern) ([]*Tuple, []error) {
 	}
 	var out []*Tuple
 	var bad []error
-	err := sp.scan(typ, p, func(err error) { bad = append(bad, err) }, func(d *docstore.Doc, caps map[string]any) bool {
+	_, err := sp.scan(typ, p, func(err error) { bad = append(bad, err) }, func(d *docstore.Doc, caps map[string]any) bool {
 		t := sp.tupleOf(typ, d)
 		t.Captures = caps
 		out = append(out, t)
@@ -536,23 +585,36 @@ func (sp *Space) GC(types ...string) (GCStats, error) {
 		errs = append(errs, err)
 		ids, err := sp.names(typ)
 		errs = append(errs, err)
+		var expired []string
 		for _, id := range ids {
-			d, err := sp.store.Get(tuplePath(typ, id))
-			if err != nil || !sp.expired(d) {
-				continue
-			}
-			ok, err := sp.discard(typ, id, func(d *docstore.Doc) bool { return !sp.expired(d) })
-			errs = append(errs, err)
-			if ok {
-				st.Expired++
-				sp.event("tuple.expired", journal.Event{Path: tuplePath(typ, id), Data: map[string]any{"type": typ, "id": id}})
+			if d, err := sp.store.Get(tuplePath(typ, id)); err == nil && sp.expired(d) {
+				expired = append(expired, id)
 			}
 		}
+		n, err = sp.collectExpired(typ, expired)
+		st.Expired += n
+		errs = append(errs, err)
 		n, err = sp.sweepLocks(typ)
 		st.Locks += n
 		errs = append(errs, err)
 	}
 	return st, errors.Join(errs...)
+}
+
+// collectExpired archives the expired tuples ids of typ to .trash/ (each
+// checked again under its claim lock) and journals tuple.expired.
+func (sp *Space) collectExpired(typ string, ids []string) (int, error) {
+	n := 0
+	var errs []error
+	for _, id := range ids {
+		ok, err := sp.discard(typ, id, func(d *docstore.Doc) bool { return !sp.expired(d) })
+		errs = append(errs, err)
+		if ok {
+			n++
+			sp.event("tuple.expired", journal.Event{Path: tuplePath(typ, id), Data: map[string]any{"type": typ, "id": id}})
+		}
+	}
+	return n, errors.Join(errs...)
 }
 
 // discard archives one live tuple to .trash/ under its claim lock. keep,

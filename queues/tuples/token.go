@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
+	"github.com/tavernhq/tavern/watcher"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
 
@@ -36,7 +38,7 @@ const (
 	HoldLease = "lease"
 )
 
-var holdFields = []string{"hold", "held_by", "liveness_lock", "lease_until", "acquired", "holder"}
+var holdFields = []string{"hold", "held_by", "liveness_lock", "lease_until", "acquired", "holder", "instance"}
 
 func tokenInitKey(name string) string { return "tokens/" + name }
 
@@ -48,6 +50,7 @@ type Token struct {
 	Epoch      int64 // incremented by every acquisition: the fencing token
 	Hold       string
 	HeldBy     string
+	Instance   string    // the holding instance ($TAVERN_INSTANCE), or ""
 	LeaseUntil time.Time // zero: no lease
 
 	sp   *Space
@@ -69,6 +72,23 @@ type AcquireOptions struct {
 	// acquired+TTL even if its holder is alive. With neither As nor TTL
 	// the hold is the calling process's lifetime (HoldProcess).
 	TTL time.Duration
+	// Instance is the caller's instance of As (a spawned agent's
+	// $TAVERN_INSTANCE). It is recorded on the slot, so a release by
+	// name from another instance of the same agent is fenced; an
+	// instance that a newer spawn of As replaced cannot acquire. Empty
+	// with a live As: the instance in As's agent document, if any.
+	Instance string
+}
+
+// ReleaseOptions say who releases a token slot.
+type ReleaseOptions struct {
+	// As, if set, must be the agent the slot is held by.
+	As string
+	// Instance, if set, is the caller's instance: a slot recorded with
+	// another instance is not released by name or bare id (FencedError).
+	// A full handle ID:EPOCH releases whatever the instance: the epoch
+	// is the fence.
+	Instance string
 }
 
 // InitToken makes token name have exactly count slots: it adds slots, or
@@ -137,7 +157,7 @@ func (sp *Space) InitToken(name string, count int) (int, error) {
 // slots returns the free and held slot documents of token name.
 func (sp *Space) slots(name string) (free, held []*docstore.Doc, err error) {
 	p := Pattern{{Cond: docstore.Cond{Field: "token", Op: docstore.OpEq, Value: name}}}
-	err = sp.scan(TokenType, p, nil, func(d *docstore.Doc, _ map[string]any) bool {
+	_, err = sp.scan(TokenType, p, nil, func(d *docstore.Doc, _ map[string]any) bool {
 		free = append(free, d)
 		return true
 	})
@@ -164,61 +184,208 @@ func (sp *Space) heldSlots(name string) ([]*docstore.Doc, error) {
 
 // TryAcquire takes a free slot of token name, first returning slots whose
 // holders are gone. It fails at once with ErrTokenBusy when every slot is
-// held, ErrUnknownToken when the token has no slots.
+// held, ErrUnknownToken when the token has no slots at all (said only of a
+// token that has none: a slot changing hands while we look is not taken
+// for a missing one), and a *FencedError when opt.Instance is an instance
+// of opt.As that a newer one replaced.
 //
 // The returned Token holds the slot's lock: for HoldProcess that lock is
 // the hold. Call Release when done, or Detach to leave an agent or lease
 // hold in place after this process exits.
 func (sp *Space) TryAcquire(name string, opt AcquireOptions) (*Token, error) {
+	tok, _, err := sp.tryAcquire(name, opt)
+	return tok, err
+}
+
+// tryAcquire is TryAcquire that also says, when every slot is held, when
+// to look again without a filesystem event: at the next liveness check if
+// a holder's life (a lock, which makes no event) keeps a slot held, else
+// when the first lease runs out.
+func (sp *Space) tryAcquire(name string, opt AcquireOptions) (*Token, time.Time, error) {
+	hold, err := sp.holdFor("acquire "+name, opt.As, opt.Instance, opt.TTL)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
 	if err := schema.ValidName(name); err != nil {
-		return nil, fmt.Errorf("token name: %w", err)
-	}
-	if opt.As != "" {
-		if err := schema.ValidName(opt.As); err != nil {
-			return nil, fmt.Errorf("agent name: %w", err)
-		}
-	}
-	if opt.TTL < 0 {
-		return nil, fmt.Errorf("%w: negative TTL %s", ErrBadTuple, opt.TTL)
-	}
-	hold, lockKey := HoldProcess, ""
-	switch {
-	case opt.As != "" && sp.lockHeld(schema.AgentLockKey(opt.As)):
-		hold, lockKey = HoldAgent, schema.AgentLockKey(opt.As)
-	case opt.As != "" && opt.TTL == 0:
-		return nil, fmt.Errorf("%w: %s (lock %s is free); run it under `tavern spawn` or give a --ttl", ErrHolderNotAlive, opt.As, schema.AgentLockKey(opt.As))
-	case opt.TTL > 0:
-		hold = HoldLease
+		return nil, time.Time{}, fmt.Errorf("token name: %w", err)
 	}
 	_, _ = sp.reapTaken(TokenType)
 	p := Pattern{{Cond: docstore.Cond{Field: "token", Op: docstore.OpEq, Value: name}}}
 	var got *Token
 	var ferr error
-	err := sp.scan(TokenType, p, nil, func(d *docstore.Doc, _ map[string]any) bool {
-		got, ferr = sp.acquireSlot(name, d.String("id"), hold, lockKey, opt)
+	seen := false
+	_, err = sp.scan(TokenType, p, nil, func(d *docstore.Doc, _ map[string]any) bool {
+		seen = true
+		got, ferr = sp.acquireSlot(name, d.String("id"), hold, opt)
 		return got == nil && ferr == nil
 	})
 	if err == nil {
 		err = ferr
 	}
 	if err != nil || got != nil {
-		return got, err
+		return got, time.Time{}, err
+	}
+	if afterFreeScan != nil {
+		afterFreeScan()
 	}
 	held, err := sp.heldSlots(name)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
-	if len(held) == 0 {
-		if free, _, _ := sp.slots(name); len(free) > 0 {
-			// Free here, held on other machines (coord.go).
-			return nil, fmt.Errorf("%s: %w (held on other machines)", name, ErrTokenBusy)
+	wake := sp.now().Add(sp.poll)
+	if len(held) > 0 {
+		wake = sp.nextLook(held)
+	}
+	if len(held) == 0 && !seen {
+		// Neither free nor held: a slot may have changed hands between
+		// the two reads. Decide exactly before calling it unknown.
+		ok, err := sp.tokenExists(name)
+		if err != nil {
+			return nil, time.Time{}, err
 		}
-		return nil, fmt.Errorf("%s: %w", name, ErrUnknownToken)
+		if !ok {
+			return nil, time.Time{}, fmt.Errorf("%s: %w", name, ErrUnknownToken)
+		}
 	}
-	return nil, fmt.Errorf("%s: %w (%d held)", name, ErrTokenBusy, len(held))
+	return nil, wake, fmt.Errorf("%s: %w (%d held)", name, ErrTokenBusy, len(held))
 }
 
-func (sp *Space) acquireSlot(name, id, hold, lockKey string, opt AcquireOptions) (*Token, error) {
+// afterFreeScan, if set (tests), runs between the scan of the free slots
+// and the read of the held ones: where a release makes a slot invisible
+// to both.
+var afterFreeScan func()
+
+// holder is who a token slot or a reservation is held for and what keeps
+// it held.
+type holder struct {
+	hold     string // HoldProcess, HoldAgent, HoldLease
+	as       string // agent name, or ""
+	lockKey  string // HoldAgent: the agent's liveness lock
+	instance string // the holding instance, or ""
+}
+
+// holdFor decides what keeps a hold of agent as (or of the calling
+// process, as empty) alive, and refuses a caller whose instance a newer
+// instance of the agent replaced.
+func (sp *Space) holdFor(op, as, instance string, ttl time.Duration) (holder, error) {
+	h := holder{hold: HoldProcess, as: as, instance: instance}
+	if ttl < 0 {
+		return h, fmt.Errorf("%w: negative TTL %s", ErrBadTuple, ttl)
+	}
+	if instance != "" {
+		if err := schema.ValidName(instance); err != nil {
+			return h, fmt.Errorf("instance: %w", err)
+		}
+	}
+	if as == "" {
+		if ttl > 0 {
+			h.hold = HoldLease
+		}
+		return h, nil
+	}
+	if err := schema.ValidAgentName(as); err != nil {
+		return h, err
+	}
+	cur := sp.agentInstance(as)
+	if instance != "" && cur != "" && cur != instance {
+		return h, &FencedError{Op: op, Agent: as, Instance: instance, Holder: cur, Superseded: true}
+	}
+	switch key := schema.AgentLockKey(as); {
+	case sp.lockHeld(key):
+		h.hold, h.lockKey = HoldAgent, key
+		if h.instance == "" {
+			h.instance = cur // the live instance the hold is tied to
+		}
+	case ttl == 0:
+		return h, fmt.Errorf("%w: %s (lock %s is free); run it under `tavern spawn` or give a --ttl", ErrHolderNotAlive, as, key)
+	default:
+		h.hold = HoldLease
+	}
+	return h, nil
+}
+
+// agentInstance returns the instance recorded in agent's document (its
+// current spawn), or "" if none is recorded.
+func (sp *Space) agentInstance(agent string) string {
+	d, err := sp.store.Get("agents/" + agent + ".md")
+	if err != nil {
+		return ""
+	}
+	return d.String("instance")
+}
+
+// nextLook is when a waiter should look at held slots again without a
+// filesystem event: at the next liveness check if a live process keeps
+// one held, else when the first lease runs out.
+func (sp *Space) nextLook(held []*docstore.Doc) time.Time {
+	var first time.Time
+	for _, d := range held {
+		lease, ok := d.Time("lease_until")
+		if d.String("hold") != HoldLease || !ok {
+			return sp.now().Add(sp.poll)
+		}
+		if first.IsZero() || lease.Before(first) {
+			first = lease
+		}
+	}
+	return first
+}
+
+// tokenExists decides exactly whether token name has a slot, after a scan
+// of the free slots and a read of the held ones saw none: a slot that was
+// released between the two reads is seen by neither. Every move of a slot
+// happens under its lock, and a slot that ever moved has a lock file
+// (docstore.Claim creates it before the first rename) that stays as long
+// as the slot does. So the candidates are the free slot files, listed
+// first, and the lock files, listed second; each is found in one of its
+// two places, or looked at under its lock, where it cannot move.
+func (sp *Space) tokenExists(name string) (bool, error) {
+	ids, err := sp.names(TokenType)
+	if err != nil {
+		return false, err
+	}
+	locks, err := os.ReadDir(filepath.Join(sp.store.Root(), ".locks", "tuples", TokenType))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, err
+	}
+	for _, e := range locks {
+		if id, ok := strings.CutSuffix(e.Name(), ".lock"); ok && schema.ValidName(id) == nil {
+			ids = append(ids, id)
+		}
+	}
+	find := func(id string) (*docstore.Doc, bool) {
+		for _, rel := range []string{takenPath(TokenType, id), tuplePath(TokenType, id)} {
+			if d, err := sp.store.Get(rel); err == nil {
+				return d, true
+			} else if !errors.Is(err, docstore.ErrNotExist) {
+				return nil, true // there, but broken: not a slot we can use
+			}
+		}
+		return nil, false
+	}
+	for _, id := range ids {
+		d, found := find(id)
+		if !found {
+			// It moved twice while we looked, or it is gone: look again
+			// under its lock (held only for moments unless a process
+			// holds the slot, and then the slot sits still in .taken/).
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			l, err := sp.store.LockContext(ctx, tupleLockKey(TokenType, id))
+			cancel()
+			if err != nil {
+				return true, nil // cannot tell: say busy, never a false "unknown"
+			}
+			d, found = find(id)
+			l.Unlock()
+		}
+		if found && d != nil && d.String("token") == name {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (sp *Space) acquireSlot(name, id string, h holder, opt AcquireOptions) (*Token, error) {
 	from, to := tuplePath(TokenType, id), takenPath(TokenType, id)
 	l, err := sp.store.Claim(tupleLockKey(TokenType, id), from, to)
 	if err != nil {
@@ -245,20 +412,23 @@ func (sp *Space) acquireSlot(name, id, hold, lockKey string, opt AcquireOptions)
 		host, _ := os.Hostname()
 		heldBy = fmt.Sprintf("pid %d on %s", os.Getpid(), host)
 	}
-	fence, err := sp.coordAcquire(name, id, heldBy, hold, opt) // several machines (coord.go)
+	fence, err := sp.coordAcquire(name, id, heldBy, h.hold, opt) // several machines (coord.go)
 	if err != nil {
 		if errors.Is(err, errSlotElsewhere) {
 			return putBack(nil)
 		}
 		return putBack(err)
 	}
-	t := &Token{Name: name, ID: id, Slot: slot, Epoch: epoch, Hold: hold, HeldBy: heldBy, sp: sp, lock: l}
-	set := []docstore.Field{{Key: "epoch", Value: epoch}, {Key: "hold", Value: hold}, {Key: "held_by", Value: heldBy}, {Key: "acquired", Value: now}}
+	t := &Token{Name: name, ID: id, Slot: slot, Epoch: epoch, Hold: h.hold, HeldBy: heldBy, Instance: h.instance, sp: sp, lock: l}
+	set := []docstore.Field{{Key: "epoch", Value: epoch}, {Key: "hold", Value: h.hold}, {Key: "held_by", Value: heldBy}, {Key: "acquired", Value: now}}
 	if fence > 0 {
 		set = append(set, docstore.Field{Key: "claim_fence", Value: fence})
 	}
-	if lockKey != "" {
-		set = append(set, docstore.Field{Key: "liveness_lock", Value: lockKey})
+	if h.lockKey != "" {
+		set = append(set, docstore.Field{Key: "liveness_lock", Value: h.lockKey})
+	}
+	if h.instance != "" {
+		set = append(set, docstore.Field{Key: "instance", Value: h.instance})
 	}
 	if opt.TTL > 0 {
 		t.LeaseUntil = now.Add(opt.TTL)
@@ -270,43 +440,55 @@ func (sp *Space) acquireSlot(name, id, hold, lockKey string, opt AcquireOptions)
 	if err := sp.store.WriteFile(to, d.Bytes()); err != nil {
 		return putBack(err)
 	}
-	sp.event("token.acquired", journal.Event{Path: to, Agent: opt.As, Data: map[string]any{
-		"token": name, "id": id, "slot": slot, "epoch": epoch, "hold": hold, "held_by": heldBy}})
+	data := map[string]any{"token": name, "id": id, "slot": slot, "epoch": epoch, "hold": h.hold, "held_by": heldBy}
+	if h.instance != "" {
+		data["instance"] = h.instance
+	}
+	sp.event("token.acquired", journal.Event{Path: to, Agent: opt.As, Data: data})
 	return t, nil
 }
 
 // Acquire is TryAcquire that waits while every slot is held, until ctx
-// is done (ErrTokenBusy after its deadline). It wakes when a slot file
-// reappears, and every LivenessPoll to notice dead holders and expired
-// leases, which make no filesystem event.
+// is done (ErrTokenBusy after its deadline). It is woken by a slot file
+// reappearing (a release), by the first lease running out, and every
+// LivenessPoll while a live holder (agent or process) holds a slot: a
+// death drops a lock, which is no filesystem event. It journals one
+// token.waiting when it first has to wait, not every refusal.
 func (sp *Space) Acquire(ctx context.Context, name string, opt AcquireOptions) (*Token, error) {
-	w, err := sp.watchDir(typeDir(TokenType))
+	var tok *Token
+	var wake time.Time
+	var last error
+	dir, err := sp.typeDirAbs(TokenType)
 	if err != nil {
 		return nil, err
 	}
-	defer w.Close()
-	for {
-		t, err := sp.TryAcquire(name, opt)
-		if !errors.Is(err, ErrTokenBusy) {
-			return t, err
+	werr := watcher.WaitDir(ctx, []string{dir}, sp.waitOptions(appeared, func() time.Time { return wake }, func() {
+		sp.event("token.waiting", journal.Event{Agent: opt.As, Data: map[string]any{"token": name}})
+	}), func() (bool, error) {
+		tok, wake, last = sp.tryAcquire(name, opt)
+		if errors.Is(last, ErrTokenBusy) {
+			return false, nil
 		}
-		if werr := w.Wait(ctx, sp.poll); werr != nil {
-			if errors.Is(werr, context.DeadlineExceeded) {
-				if t, err2 := sp.TryAcquire(name, opt); !errors.Is(err2, ErrTokenBusy) {
-					return t, err2
-				}
-				return nil, err
-			}
-			return nil, werr
-		}
+		return true, last
+	})
+	switch {
+	case werr == nil:
+		return tok, nil
+	case ctx.Err() == nil || !errors.Is(werr, context.DeadlineExceeded):
+		return nil, werr
 	}
+	// One last look: the deadline may have raced a release.
+	if tok, err := sp.TryAcquire(name, opt); !errors.Is(err, ErrTokenBusy) {
+		return tok, err
+	}
+	return nil, last
 }
 
 // Release frees the slot. The Token must still hold its lock (it was not
 // Detached); a slot edited or reclaimed meanwhile gives ErrNotHolder.
 func (t *Token) Release() error {
 	if t.lock == nil || !t.lock.Held() {
-		return t.sp.ReleaseToken(t.Name, t.Handle(), "")
+		return t.sp.ReleaseToken(t.Name, t.Handle(), ReleaseOptions{})
 	}
 	defer t.lock.Unlock()
 	d, err := t.sp.store.Get(takenPath(TokenType, t.ID))
@@ -325,14 +507,26 @@ func (t *Token) Detach() {
 	t.lock.Unlock()
 }
 
-// ReleaseToken frees a slot of token name by handle ("ID:EPOCH", or a bare
-// ID to release whatever holding is current). With agent set, the slot
-// must be held by that agent. A slot whose lock a live process holds
-// (HoldProcess via the library) can only be released by that process.
-func (sp *Space) ReleaseToken(name, handle, agent string) error {
+// releaseWait bounds how long a release waits for a slot's lock, which
+// others hold only for moments (an acquirer losing the race for it, a
+// reaper looking) unless a library process holds the slot itself.
+const releaseWait = 10 * time.Second
+
+// ReleaseToken frees a slot of token name by handle: "ID:EPOCH" releases
+// exactly that holding (a stale epoch is refused), a bare ID whatever
+// holding is current. With opt.As set, the slot must be held by that
+// agent; with opt.Instance set, a bare-ID release of a slot recorded with
+// another instance is fenced (*FencedError, nothing changes). A slot held
+// by a live process (HoldProcess) can only be released by that process.
+func (sp *Space) ReleaseToken(name, handle string, opt ReleaseOptions) error {
 	id, epochText, fenced := strings.Cut(handle, ":")
 	if err := schema.ValidName(id); err != nil {
 		return fmt.Errorf("token id: %w", err)
+	}
+	if opt.As != "" {
+		if err := schema.ValidAgentName(opt.As); err != nil {
+			return err
+		}
 	}
 	var epoch int64
 	if fenced {
@@ -341,16 +535,35 @@ func (sp *Space) ReleaseToken(name, handle, agent string) error {
 			return fmt.Errorf("%w: token handle %q: want ID or ID:EPOCH", ErrBadTuple, handle)
 		}
 	}
-	l, ok, err := sp.store.TryLock(tupleLockKey(TokenType, id))
+	taken := takenPath(TokenType, id)
+	d, err := sp.store.Get(taken)
+	if err != nil {
+		if errors.Is(err, docstore.ErrNotExist) {
+			return fmt.Errorf("%s %s: %w: not held", name, id, ErrNotHolder)
+		}
+		return err
+	}
+	var l *docstore.Lock
+	if d.String("hold") == HoldProcess {
+		// Its holder keeps the lock for as long as it holds the slot.
+		var ok bool
+		if l, ok, err = sp.store.TryLock(tupleLockKey(TokenType, id)); err == nil && !ok {
+			err = fmt.Errorf("%s %s: %w: a live process holds it and must release it itself", name, id, ErrNotHolder)
+		}
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), releaseWait)
+		l, err = sp.store.LockContext(ctx, tupleLockKey(TokenType, id))
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("%s %s: %w: a live process holds its lock and must release it itself", name, id, ErrNotHolder)
+		}
+	}
 	if err != nil {
 		return err
 	}
-	if !ok {
-		return fmt.Errorf("%s %s: %w: a live process holds it and must release it itself", name, id, ErrNotHolder)
-	}
 	defer l.Unlock()
-	d, err := sp.store.Get(takenPath(TokenType, id))
-	if err != nil {
+	// Under the lock: the slot cannot change hands while we decide.
+	if d, err = sp.store.Get(taken); err != nil {
 		if errors.Is(err, docstore.ErrNotExist) {
 			return fmt.Errorf("%s %s: %w: not held", name, id, ErrNotHolder)
 		}
@@ -361,15 +574,22 @@ func (sp *Space) ReleaseToken(name, handle, agent string) error {
 		return fmt.Errorf("%s %s: %w: it is a slot of %q", name, id, ErrNotHolder, d.String("token"))
 	case fenced && e != epoch:
 		return fmt.Errorf("%s %s: %w: stale epoch %d (now %d)", name, id, ErrNotHolder, epoch, e)
-	case agent != "" && d.String("held_by") != agent:
-		return fmt.Errorf("%s %s: %w: held by %s, not %s", name, id, ErrNotHolder, d.String("held_by"), agent)
+	case opt.As != "" && d.String("held_by") != opt.As:
+		return fmt.Errorf("%s %s: %w: held by %s, not %s", name, id, ErrNotHolder, d.String("held_by"), opt.As)
+	case !fenced && opt.Instance != "" && d.String("instance") != "" && d.String("instance") != opt.Instance:
+		return &FencedError{Op: "release " + name, Agent: d.String("held_by"), Instance: opt.Instance, Holder: d.String("instance"), Path: taken}
 	}
 	return sp.freeSlot(l, TokenType, id, d, "token.released", "released")
 }
 
-// ReleaseAgentTokens frees every slot of token name held by agent and
-// returns how many; none held gives ErrNotHolder.
-func (sp *Space) ReleaseAgentTokens(name, agent string) (int, error) {
+// ReleaseAgentTokens frees every slot of token name held by opt.As and
+// returns how many; none held gives ErrNotHolder. Slots recorded with an
+// instance other than opt.Instance (when set) are left held and reported
+// in a *FencedError.
+func (sp *Space) ReleaseAgentTokens(name string, opt ReleaseOptions) (int, error) {
+	if err := schema.ValidAgentName(opt.As); err != nil {
+		return 0, err
+	}
 	held, err := sp.heldSlots(name)
 	if err != nil {
 		return 0, err
@@ -377,17 +597,17 @@ func (sp *Space) ReleaseAgentTokens(name, agent string) (int, error) {
 	n := 0
 	var errs []error
 	for _, d := range held {
-		if d.String("held_by") != agent {
+		if d.String("held_by") != opt.As {
 			continue
 		}
-		if err := sp.ReleaseToken(name, d.String("id"), agent); err != nil {
+		if err := sp.ReleaseToken(name, d.String("id"), opt); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		n++
 	}
 	if n == 0 && len(errs) == 0 {
-		return 0, fmt.Errorf("%s: %w: %s holds no slot", name, ErrNotHolder, agent)
+		return 0, fmt.Errorf("%s: %w: %s holds no slot", name, ErrNotHolder, opt.As)
 	}
 	return n, errors.Join(errs...)
 }
@@ -425,14 +645,7 @@ func (sp *Space) releasable(d *docstore.Doc) (string, bool) {
 		if expired {
 			return "lease expired", true
 		}
-		key := d.String("liveness_lock")
-		if key == "" {
-			key = schema.AgentLockKey(d.String("held_by"))
-		}
-		if !sp.lockHeld(key) {
-			return "agent " + d.String("held_by") + " is not alive", true
-		}
-		return "", false
+		return sp.agentGone(d.String("held_by"), d.String("liveness_lock"), d.String("instance"))
 	case HoldLease:
 		if expired || !hasLease {
 			return "lease expired", true
@@ -442,6 +655,24 @@ func (sp *Space) releasable(d *docstore.Doc) (string, bool) {
 		return "holder process died", true
 	}
 	return "claimer died before finishing", true
+}
+
+// agentGone says whether the agent instance a hold is tied to is gone:
+// its liveness lock is free (its process died), or its agent document
+// names a newer instance (it was respawned; the lock is the successor's).
+func (sp *Space) agentGone(agent, lockKey, instance string) (string, bool) {
+	if lockKey == "" {
+		lockKey = schema.AgentLockKey(agent)
+	}
+	if !sp.lockHeld(lockKey) {
+		return "agent " + agent + " is not alive", true
+	}
+	if instance != "" {
+		if cur := sp.agentInstance(agent); cur != "" && cur != instance {
+			return "instance " + instance + " of agent " + agent + " was replaced by " + cur, true
+		}
+	}
+	return "", false
 }
 
 // lockHeld reports whether some live process holds the lock key. Probing
@@ -467,6 +698,7 @@ type TokenSlot struct {
 	Free       bool      `json:"free"`
 	Hold       string    `json:"hold,omitempty"`
 	HeldBy     string    `json:"held_by,omitempty"`
+	Instance   string    `json:"instance,omitempty"`
 	Acquired   time.Time `json:"acquired,omitzero"`
 	LeaseUntil time.Time `json:"lease_until,omitzero"`
 	Path       string    `json:"path"`
@@ -481,7 +713,7 @@ func (sp *Space) TokenSlots(name string) ([]TokenSlot, error) {
 		p = Pattern{{Cond: docstore.Cond{Field: "token", Op: docstore.OpEq, Value: name}}}
 	}
 	var docs []*docstore.Doc
-	err := sp.scan(TokenType, p, nil, func(d *docstore.Doc, _ map[string]any) bool {
+	_, err := sp.scan(TokenType, p, nil, func(d *docstore.Doc, _ map[string]any) bool {
 		docs = append(docs, d)
 		return true
 	})
@@ -500,7 +732,7 @@ func (sp *Space) TokenSlots(name string) ([]TokenSlot, error) {
 	var out []TokenSlot
 	for i, d := range append(docs, held...) {
 		s := TokenSlot{Name: d.String("token"), ID: d.String("id"), Free: i < len(docs), Path: d.Path,
-			Hold: d.String("hold"), HeldBy: d.String("held_by")}
+			Hold: d.String("hold"), HeldBy: d.String("held_by"), Instance: d.String("instance")}
 		s.Slot, _ = d.Int("slot")
 		s.Epoch, _ = d.Int("epoch")
 		s.Acquired, _ = d.Time("acquired")

@@ -94,10 +94,10 @@ func TestTokenLease(t *testing.T) {
 		t.Fatalf("acquire within the lease: %v", err)
 	}
 	// Another agent cannot release bob's slot; bob can, by agent name.
-	if _, err := sp.ReleaseAgentTokens("quota", "carol"); !errors.Is(err, ErrNotHolder) {
+	if _, err := sp.ReleaseAgentTokens("quota", ReleaseOptions{As: "carol"}); !errors.Is(err, ErrNotHolder) {
 		t.Fatalf("carol releasing bob's slot: %v", err)
 	}
-	if err := sp.ReleaseToken("quota", tok.ID, "carol"); !errors.Is(err, ErrNotHolder) {
+	if err := sp.ReleaseToken("quota", tok.ID, ReleaseOptions{As: "carol"}); !errors.Is(err, ErrNotHolder) {
 		t.Fatalf("carol releasing bob's slot by id: %v", err)
 	}
 	mu.Lock()
@@ -111,7 +111,7 @@ func TestTokenLease(t *testing.T) {
 	if ev := tupleEvents(t, sp, "token.reclaimed"); len(ev) != 1 || ev[0].Data["reason"] != "lease expired" {
 		t.Fatalf("journal token.reclaimed = %+v", ev)
 	}
-	if n, err := sp.ReleaseAgentTokens("quota", "carol"); err != nil || n != 1 {
+	if n, err := sp.ReleaseAgentTokens("quota", ReleaseOptions{As: "carol"}); err != nil || n != 1 {
 		t.Fatalf("carol releases = %d, %v", n, err)
 	}
 }
@@ -127,14 +127,14 @@ func TestTokenReleaseErrors(t *testing.T) {
 		{"merge", tok.ID + ":99"},
 		{"merge", "0190aaaa-0000-7000-8000-000000000000"}, // no such slot
 	} {
-		if err := sp.ReleaseToken(tt.name, tt.handle, ""); !errors.Is(err, ErrNotHolder) {
+		if err := sp.ReleaseToken(tt.name, tt.handle, ReleaseOptions{}); !errors.Is(err, ErrNotHolder) {
 			t.Errorf("release %s %s: %v, want ErrNotHolder", tt.name, tt.handle, err)
 		}
 	}
-	if err := sp.ReleaseToken("merge", tok.ID+":x", ""); !errors.Is(err, ErrBadTuple) {
+	if err := sp.ReleaseToken("merge", tok.ID+":x", ReleaseOptions{}); !errors.Is(err, ErrBadTuple) {
 		t.Errorf("release with a bad handle: %v", err)
 	}
-	if err := sp.ReleaseToken("merge", tok.Handle(), ""); err != nil {
+	if err := sp.ReleaseToken("merge", tok.Handle(), ReleaseOptions{}); err != nil {
 		t.Fatalf("release by handle: %v", err)
 	}
 }

@@ -25,7 +25,8 @@ import (
 	"github.com/tavernhq/tavern/docstore"
 )
 
-// Event types produced by the watcher itself. Engine packages add their own
+// Event types of document changes (RecordMutations, the watcher) and of the
+// watcher's own reports. Engine packages add their own
 // ("item.claimed", "agent.spawned", ...): a type is a free-form dotted name.
 const (
 	TypeCreated  = "doc.created"  // a document appeared
@@ -73,7 +74,7 @@ type Event struct {
 // others wait. A group's lines are written by one write(2), so the
 // guarantees above hold for a group as for one line. Every Append returns
 // only after its own line is written (and fsynced, with
-// JournalOptions.Sync), with the error of that write, and after the
+// Options.Sync), with the error of that write, and after the
 // in-process observers saw it.
 type Journal struct {
 	dir    string
@@ -505,7 +506,7 @@ type Cursor struct {
 	Offset int64
 }
 
-// ReadJournal calls fn for every event in the journal of the store at root
+// Read calls fn for every event in the journal of the store at root
 // that matches f, in file order (day by day, append order within a day).
 // Malformed lines are passed as a *LineError with a zero Event. fn returns
 // false to stop. The returned Cursor points after the last complete line
@@ -613,7 +614,7 @@ func readDay(path string, off int64, f Filter, fn func(Event, error) bool) (int6
 	}
 }
 
-// JournalEnd returns the cursor after the last complete line of the
+// End returns the cursor after the last complete line of the
 // journal, without reading it: where to start following only new events.
 func End(root string) (Cursor, error) {
 	dir := filepath.Join(root, Dir)
@@ -646,8 +647,8 @@ func End(root string) (Cursor, error) {
 	return Cursor{Day: day}, nil
 }
 
-// FollowJournal calls fn for every matching event appended after cursor
-// (use the Cursor returned by ReadJournal, or the zero Cursor for
+// Follow calls fn for every matching event appended after cursor
+// (use the Cursor returned by Read, or the zero Cursor for
 // everything) until ctx is done or fn returns false. It waits on fsnotify
 // events for the journal directory; poll > 0 additionally re-reads at that
 // interval, for network filesystems where other machines' appends produce

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tavernhq/tavern/docstore/storetest"
 )
 
 // journalWorker appends args[1] events from each of args[3] goroutines
@@ -53,7 +55,7 @@ func journalWorker(args []string) error {
 }
 
 func TestMain(m *testing.M) {
-	if os.Getenv("TAVERN_WATCHER_HELPER") == "journal" {
+	if storetest.HelperRole() == "journal" {
 		if err := journalWorker(strings.Split(os.Getenv("TAVERN_WATCHER_ARGS"), ",")); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
@@ -291,7 +293,5 @@ func TestJournalCreatesDirOnFirstAppend(t *testing.T) {
 // helper starts this test binary as another process in role (see TestMain).
 func helper(tb testing.TB, role string, args ...string) *exec.Cmd {
 	tb.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "TAVERN_WATCHER_HELPER="+role, "TAVERN_WATCHER_ARGS="+strings.Join(args, ","))
-	return cmd
+	return storetest.HelperCommand(tb, "^$", role, "TAVERN_WATCHER_ARGS="+strings.Join(args, ","))
 }

@@ -1,0 +1,118 @@
+package agents
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
+	"github.com/tavernhq/tavern/watcher/journal"
+)
+
+// Rule names on a docstore.Store (docstore.Store.AddRule).
+const (
+	RuleAgentState = "agents/state"      // the state machine
+	RuleCommitment = "agents/commitment" // an agent does not judge itself
+)
+
+// InstallRules makes every write through s obey the agent rules, whatever
+// the path (`tavern set`, `tavern edit`, a Manager, any library caller):
+//
+//   - An agent's state follows the state machine (Transitions) from the
+//     state the engine acts on (Agent.Effective); moving to done needs
+//     every commitment passed; applied_state is the engine's own record
+//     and only follows the state. A forced update
+//     (docstore.UpdateOptions.Force, `agent state --force`) may do
+//     anything. A document created by hand may start in any state.
+//   - actor, the writing agent ("" for a person; the CLI passes
+//     TAVERN_AGENT, which the spawn wrapper sets for its child), may not
+//     change its own commitments' assertion or result fields
+//     (StatusFields), nor create one that carries a result: only a
+//     verifier records results.
+//
+// It also installs the checks `tavern check` runs beyond the schema: an
+// agent state edited by hand to an illegal value, and a commitment whose
+// assertion no longer matches the hash recorded when it was made
+// (ErrTampered). Writes that break a rule fail with a
+// *docstore.RefusedError wrapping the rule's error (a *TransitionError,
+// or an *AgentError with ErrSelfVerify or ErrOwnAssertion). Hand edits of
+// the files are not writes through the store: check and Manager.Audit
+// report them. NewManager installs the rules (for a person) on a store
+// that has none.
+func InstallRules(s *docstore.Store, actor string) {
+	s.AddRule(RuleAgentState, func(w docstore.Write) error { return agentStateRule(s, w) })
+	s.AddRule(RuleCommitment, func(w docstore.Write) error { return commitmentRule(actor, w) })
+	records := newAssertionRecords(s.Root())
+	s.AddCheck("agents", func(d *docstore.Doc) []error { return checkDoc(records, d) })
+}
+
+// agentStateRule enforces the state machine on every write of an agent.
+func agentStateRule(s *docstore.Store, w docstore.Write) error {
+	if w.Doc.Kind != schema.Agent || w.Prev == nil || w.Force {
+		return nil
+	}
+	prev, next := agentFromDoc(w.Prev.View()), agentFromDoc(w.Doc.View())
+	if next.State == prev.State && next.AppliedState == prev.AppliedState {
+		return nil
+	}
+	from, to := prev.Effective(), next.State
+	if !Legal(from, to) {
+		return &TransitionError{Path: w.Path, Agent: next.Name, From: from, To: to, Err: ErrIllegalTransition}
+	}
+	if next.AppliedState != prev.AppliedState && next.AppliedState != to {
+		return &AgentError{Op: "set applied_state", Path: w.Path,
+			Err: fmt.Errorf("%w: applied_state is the state the engine last applied; it can only follow state", ErrIllegalTransition)}
+	}
+	if to == Done && from != Done {
+		return unverified(s, next.Name)
+	}
+	return nil
+}
+
+// commitmentRule keeps an agent from changing its own commitment's
+// assertion or result.
+func commitmentRule(actor string, w docstore.Write) error {
+	if actor == "" || w.Doc.Kind != schema.Commitment {
+		return nil
+	}
+	_, caps, err := schema.KindOfPath(w.Path)
+	if err != nil || caps["agent"] != actor {
+		return nil
+	}
+	if w.Prev == nil {
+		for _, f := range StatusFields {
+			if f == "status" && w.Doc.String(f) == StatusPending {
+				continue
+			}
+			if w.Doc.Has(f) {
+				return &AgentError{Op: "set " + f, Path: w.Path, Err: ErrSelfVerify}
+			}
+		}
+		return nil
+	}
+	changed := journal.ChangedFields(w.Prev.Fields(), w.Doc.Fields())
+	for _, f := range changed {
+		switch {
+		case f == "assertion":
+			return &AgentError{Op: "set " + f, Path: w.Path, Err: ErrOwnAssertion}
+		case slices.Contains(StatusFields, f):
+			return &AgentError{Op: "set " + f, Path: w.Path, Err: ErrSelfVerify}
+		}
+	}
+	return nil
+}
+
+// checkDoc is the agents' part of `tavern check`.
+func checkDoc(records *assertionRecords, d *docstore.Doc) []error {
+	switch d.Kind {
+	case schema.Agent:
+		if p := CheckAgent(agentFromDoc(d.View())); p != nil {
+			return []error{p}
+		}
+	case schema.Commitment:
+		if err := records.check(commitmentFromDoc(d)); err != nil {
+			return []error{err}
+		}
+	}
+	return nil
+}

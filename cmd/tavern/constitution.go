@@ -1,0 +1,94 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/agents"
+)
+
+func newConstitutionCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "constitution",
+		Usage: "write a role's constitution or print its sha256",
+		Description: `Write a role's constitution or print its sha256.
+
+Examples:
+   tavern constitution set builder --body builder.md
+   tavern constitution sha builder`,
+		Subcommands: []*cli.Command{
+			{
+				Name:      "set",
+				Usage:     "create or replace constitutions/ROLE.md (agents under the old text must --accept-constitution)",
+				ArgsUsage: "ROLE",
+				Description: `Create or replace constitutions/ROLE.md (agents under the old text must --accept-constitution).
+
+Examples:
+   tavern constitution set builder --body builder.md
+   tavern constitution set reviewer --text "Never merge your own work."`,
+				Flags:  []cli.Flag{bodyFlag(), &cli.StringFlag{Name: "description"}, &cli.StringFlag{Name: "text", Usage: "the constitution `TEXT` (or --body)"}},
+				Action: runConstitutionSet,
+			},
+			{
+				Name:      "sha",
+				Usage:     "print the sha256 agents record for ROLE",
+				ArgsUsage: "ROLE",
+				Description: `Print the sha256 agents record for ROLE.
+
+Examples:
+   tavern constitution sha builder`,
+				Flags:  []cli.Flag{jsonFlag()},
+				Action: runConstitutionSHA,
+			},
+		},
+	}
+}
+
+func runConstitutionSet(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageErr("constitution set takes one ROLE")
+	}
+	text := c.String("text")
+	if text == "" {
+		b, err := readBody(c)
+		if err != nil {
+			return err
+		}
+		text = string(b)
+	}
+	if strings.TrimSpace(text) == "" {
+		return usageErr("constitution set needs --text or --body")
+	}
+	m, err := openManager(c)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	sha, err := m.WriteConstitution(c.Args().First(), c.String("description"), strings.TrimSpace(text))
+	if err != nil {
+		return err
+	}
+	outf(c, "%s %s\n", agents.ConstitutionPath(c.Args().First()), sha)
+	return nil
+}
+
+func runConstitutionSHA(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageErr("constitution sha takes ROLE")
+	}
+	m, err := openManager(c)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	sha, err := m.ConstitutionSHA(c.Args().First())
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c, map[string]string{"role": c.Args().First(), "sha256": sha})
+	}
+	outf(c, "%s\n", sha)
+	return nil
+}

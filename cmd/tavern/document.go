@@ -1,0 +1,103 @@
+package main
+
+import (
+	"path/filepath"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
+	"github.com/tavernhq/tavern/watcher"
+)
+
+// resolveRef accepts kind/name references and file paths (relative to
+// the working directory or absolute).
+func resolveRef(s *docstore.Store, ref string) (string, error) {
+	if filepath.IsAbs(ref) || filepath.Ext(ref) == ".md" {
+		rel, err := s.Rel(ref)
+		if err == nil {
+			return rel, nil
+		}
+		if filepath.IsAbs(ref) {
+			return "", err // an absolute path outside the store is not a kind/name
+		}
+	}
+	return s.Resolve(ref)
+}
+
+// docObject is the JSON shape of a document (show --json, ls --json).
+type docObject struct {
+	Path   string         `json:"path"` // absolute path of the file
+	Rel    string         `json:"rel"`  // path relative to the .tavern directory
+	Kind   string         `json:"kind"`
+	Name   string         `json:"name"`
+	Rev    string         `json:"rev"`
+	Valid  bool           `json:"valid"`
+	State  string         `json:"state,omitempty"` // an item's state: its directory
+	Errors []string       `json:"errors,omitempty"`
+	Fields map[string]any `json:"fields"`
+	Body   *string        `json:"body,omitempty"`
+}
+
+// docJSON is the JSON of a document with its fields as the current schema
+// sees them (migrated in memory, as ls shows them).
+func docJSON(s *docstore.Store, d *docstore.Doc, withBody bool) *docObject {
+	o := &docObject{
+		Path:   filepath.Join(s.Root(), filepath.FromSlash(d.Path)),
+		Rel:    d.Path,
+		Name:   d.Name,
+		Rev:    d.Rev,
+		Fields: d.View().Fields(),
+		Valid:  true,
+	}
+	if d.Kind != nil {
+		o.Kind = d.Kind.Name
+	}
+	o.State = itemState(o.Kind, d.Path)
+	for _, e := range d.Validate(false) {
+		o.Valid = false
+		o.Errors = append(o.Errors, e.Error())
+	}
+	if withBody {
+		b := string(d.Body())
+		o.Body = &b
+	}
+	return o
+}
+
+// entryJSON is docJSON for an entry of the projection (ls).
+func entryJSON(s *docstore.Store, e watcher.Entry, withBody bool) (*docObject, error) {
+	o := &docObject{
+		Path:   filepath.Join(s.Root(), filepath.FromSlash(e.Path)),
+		Rel:    e.Path,
+		Kind:   e.Kind,
+		Name:   e.Name,
+		Rev:    e.Rev,
+		Fields: e.Fields,
+		Valid:  e.Valid,
+		State:  itemState(e.Kind, e.Path),
+	}
+	for _, pr := range e.Errors {
+		o.Errors = append(o.Errors, pr.Msg)
+	}
+	if withBody {
+		d, err := s.Get(e.Path)
+		if err != nil {
+			return nil, err
+		}
+		b := string(d.Body())
+		o.Body = &b
+	}
+	return o, nil
+}
+
+// itemState is the state of an item, which is its directory (the {state}
+// of the item's path pattern), or "" for other kinds.
+func itemState(kind, rel string) string {
+	if kind != schema.Item.Name {
+		return ""
+	}
+	_, caps, err := schema.KindOfPath(rel)
+	if err != nil {
+		return ""
+	}
+	return caps["state"]
+}

@@ -1,0 +1,39 @@
+package main
+
+import "github.com/urfave/cli/v2"
+
+// The flags several commands share. Each call makes a new flag: urfave/cli
+// keeps parse state in a flag, so one value must not serve two commands.
+
+func dirFlag() cli.Flag {
+	return &cli.StringFlag{
+		Name:    "dir",
+		Usage:   "the .tavern directory to use (default: search upward from the working directory)",
+		EnvVars: []string{"TAVERN_DIR"},
+	}
+}
+
+func jsonFlag() cli.Flag { return &cli.BoolFlag{Name: "json", Usage: "print JSON instead of text"} }
+
+// asFlag names the acting agent; TAVERN_AGENT (set by `tavern spawn` in a
+// child's environment) is the default.
+func asFlag() cli.Flag {
+	return &cli.StringFlag{Name: "as", Usage: "act as `AGENT` (default $TAVERN_AGENT)", EnvVars: []string{"TAVERN_AGENT"}}
+}
+
+// bodyFlag reads a document body from a file or stdin.
+func bodyFlag() cli.Flag {
+	return &cli.StringFlag{Name: "body", Usage: "read the markdown body from `FILE` (- for stdin)"}
+}
+
+// instanceFlag is the caller's agent instance: each `tavern spawn` of an
+// agent is a new instance (TAVERN_INSTANCE in the child's environment).
+// Token slots and reservations record it, and a release or unreserve by
+// name from another instance of the same agent is fenced (exit 4).
+func instanceFlag() cli.Flag {
+	return &cli.StringFlag{Name: "instance", Usage: "act as agent instance `ID` (default $TAVERN_INSTANCE)", EnvVars: []string{"TAVERN_INSTANCE"}}
+}
+
+func attemptFlag() cli.Flag {
+	return &cli.IntFlag{Name: "attempt", Usage: "the claim attempt `N` printed by take (fencing token; 0 = the current claim)"}
+}

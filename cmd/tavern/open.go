@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/queues/tuples"
+	"github.com/tavernhq/tavern/watcher/journal"
+)
+
+// envAgent is the agent this process acts for: TAVERN_AGENT, which the
+// spawn wrapper sets for its child ("" for a person).
+func envAgent() string { return os.Getenv("TAVERN_AGENT") }
+
+// storeDir finds the .tavern directory: --dir / TAVERN_DIR, else search
+// upward from the working directory. --dir names the .tavern directory
+// itself; a project directory holding a .tavern/ is accepted too.
+func storeDir(c *cli.Context) (string, error) {
+	if d := dirOption(c); d != "" {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return "", err
+		}
+		if _, err := os.Stat(filepath.Join(abs, docstore.ConfigFile)); err != nil {
+			if fi, err := os.Stat(filepath.Join(abs, docstore.DirName, docstore.ConfigFile)); err == nil && !fi.IsDir() {
+				return filepath.Join(abs, docstore.DirName), nil
+			}
+		}
+		return abs, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	return docstore.Find(wd)
+}
+
+// dirOption is the --dir value: given after the command, else before it
+// (`tavern --dir D show x`), else TAVERN_DIR. Every command defines --dir
+// too (so it may follow the command), and urfave/cli reads a flag from the
+// innermost context that defines it, which would silently drop a --dir
+// given before the command; hence the walk up the lineage.
+func dirOption(c *cli.Context) string {
+	env := os.Getenv("TAVERN_DIR")
+	for _, cc := range c.Lineage() {
+		if cc.App == nil {
+			continue // the bare root context, which has no flags
+		}
+		if v := cc.String("dir"); v != env {
+			return v
+		}
+	}
+	return env
+}
+
+// openStore opens the store with the agent rules on it (every write path
+// obeys them: set and edit as well as the agent commands; the writer is
+// envAgent) and every mutation journaled.
+func openStore(c *cli.Context) (*docstore.Store, error) {
+	dir, err := storeDir(c)
+	if err != nil {
+		return nil, err
+	}
+	s, err := docstore.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	agents.InstallRules(s, envAgent())
+	recordJournal(c, s)
+	return s, nil
+}
+
+// recordJournal makes every mutation through s append its event to the
+// journal, in the name of envAgent.
+func recordJournal(c *cli.Context, s *docstore.Store) {
+	j, err := journal.Open(s.Root(), journal.Options{})
+	if err != nil {
+		errf(c, "tavern: journal: %v\n", err)
+		return
+	}
+	journal.RecordMutations(s, j, envAgent(), func(err error) {
+		errf(c, "tavern: journal: %v\n", err)
+	})
+}
+
+// openManager opens the store and its agent manager.
+func openManager(c *cli.Context) (*agents.Manager, error) {
+	s, err := openStore(c)
+	if err != nil {
+		return nil, err
+	}
+	return agents.NewManager(s)
+}
+
+// withManager is an Action that opens the agents Manager for fn and
+// closes it afterwards.
+func withManager(fn func(*cli.Context, *agents.Manager) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		m, err := openManager(c)
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		return fn(c, m)
+	}
+}
+
+// withStore is an Action that opens the store for fn.
+func withStore(fn func(*cli.Context, *docstore.Store) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		s, err := openStore(c)
+		if err != nil {
+			return err
+		}
+		return fn(c, s)
+	}
+}
+
+// openBroker opens the store and a queue broker on it.
+func openBroker(c *cli.Context) (*docstore.Store, *queues.Broker, error) {
+	s, err := openStore(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := queues.Open(s, queues.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, b, nil
+}
+
+// openSpace opens the store and its tuple space (journaling to the
+// store's event journal).
+func openSpace(c *cli.Context) (*tuples.Space, error) {
+	s, err := openStore(c)
+	if err != nil {
+		return nil, err
+	}
+	return tuples.NewSpace(s, tuples.SpaceOptions{})
+}
+
+// actor is the agent identity of the caller: --as, else TAVERN_AGENT,
+// else "" (a person).
+func actor(c *cli.Context) string {
+	if v := c.String("as"); v != "" {
+		return v
+	}
+	return envAgent()
+}
+
+// actingAgent is --as (default TAVERN_AGENT) for the commands that need
+// one.
+func actingAgent(c *cli.Context) (string, error) {
+	a := c.String("as")
+	if a == "" {
+		name := strings.TrimPrefix(c.Command.HelpName, c.App.Name+" ") // "memory add", not "add"
+		if name == "" {
+			name = c.Command.Name
+		}
+		return "", usageErr("%s needs --as AGENT (or TAVERN_AGENT)", name)
+	}
+	return a, nil
+}
+
+// contextWithoutCancel keeps the command's values but not main's
+// cancellation on SIGINT: commands that drain on their own signal channel
+// (pool run) decide themselves what a signal means.
+func contextWithoutCancel(c *cli.Context) context.Context {
+	return context.WithoutCancel(c.Context)
+}
+
+// cliHolder names a claimer that gave no --as: user@host.
+func cliHolder() string {
+	name := "cli"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	host, _ := os.Hostname()
+	return name + "@" + host
+}

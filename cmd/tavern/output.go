@@ -1,0 +1,71 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// printJSON writes v as indented JSON to the command's output.
+func printJSON(c *cli.Context, v any) error {
+	enc := json.NewEncoder(c.App.Writer)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+func outf(c *cli.Context, format string, args ...any) {
+	fmt.Fprintf(c.App.Writer, format, args...)
+}
+
+func errf(c *cli.Context, format string, args ...any) {
+	fmt.Fprintf(c.App.ErrWriter, format, args...)
+}
+
+// orEmpty makes a nil list print as [] in JSON.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// errSilentNothing: nothing to print, exit 3, no message.
+var errSilentNothing = withCode(exitNotFound, errSilent)
+
+func dash(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "-"
+	}
+	return s
+}
+
+// clipLine is s on one line, cut at n runes' worth of bytes.
+func clipLine(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > n {
+		return s[:n-1] + "…"
+	}
+	return s
+}
+
+// oneLine is the first line of s, at most 100 runes.
+func oneLine(s string) string {
+	r := []rune(s)
+	for i, x := range r {
+		if x == '\n' {
+			return string(r[:i]) + " …"
+		}
+		if i >= 100 {
+			return string(r[:i]) + "…"
+		}
+	}
+	return s
+}
+
+// indent indents every line of s by four spaces.
+func indent(s string) string {
+	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
+}

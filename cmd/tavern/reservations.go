@@ -1,0 +1,48 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/schema"
+)
+
+func newReservationsCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "reservations",
+		Usage: "list live path reservations",
+		Description: `List live path reservations.
+
+Examples:
+   tavern reservations
+   tavern reservations --json`,
+		Flags:  []cli.Flag{jsonFlag()},
+		Action: runReservations,
+	}
+}
+
+func runReservations(c *cli.Context) error {
+	sp, err := openSpace(c)
+	if err != nil {
+		return err
+	}
+	rs, errs := sp.Reservations()
+	for _, e := range errs {
+		errf(c, "tavern: %v\n", e)
+	}
+	if c.Bool("json") {
+		return printJSON(c, orEmpty(rs))
+	}
+	tw := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tGLOB\tEXPIRES\tREASON")
+	for _, r := range rs {
+		exp := "-"
+		if !r.Expires.IsZero() {
+			exp = schema.FormatTime(r.Expires)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Agent, r.Glob, exp, r.Reason)
+	}
+	return tw.Flush()
+}

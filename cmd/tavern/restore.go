@@ -1,0 +1,54 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/docstore"
+)
+
+func newRestoreCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "restore",
+		Usage:     "replace the store with a backup",
+		ArgsUsage: "SRC",
+		Description: `Restores the backup directory SRC as the store (--dir, or ./.tavern when no
+store is found). Refuses (exit 4) if the store holds documents, unless
+--force; a replaced store is kept as .tavern.before-restore-<time>.
+
+Example:
+   tavern restore .tavern-backups/tavern-20260124T100000.000Z --force`,
+		Flags:  []cli.Flag{&cli.BoolFlag{Name: "force", Usage: "replace a non-empty store"}, jsonFlag()},
+		Action: runRestore,
+	}
+}
+
+func runRestore(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageErr("restore takes SRC")
+	}
+	target, err := storeDir(c)
+	if err != nil {
+		wd, werr := os.Getwd()
+		if werr != nil {
+			return werr
+		}
+		target = filepath.Join(wd, docstore.DirName)
+	}
+	res, err := agents.Restore(c.Args().First(), target, c.Bool("force"), time.Now())
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c, res)
+	}
+	outf(c, "%s\n", res.Dir)
+	if res.Previous != "" {
+		outf(c, "previous store kept at %s\n", res.Previous)
+	}
+	return nil
+}

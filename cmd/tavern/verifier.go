@@ -1,0 +1,59 @@
+package main
+
+import (
+	"errors"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/agents"
+)
+
+func newVerifierCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "verifier",
+		Usage: "run the verification daemon",
+		Description: `Watches agents/ and verifies every agent that enters verifying, moving it to
+done or back to working with the failures in its Notes. On each pass it also
+marks failed the agents whose spawn wrapper died, and bubbles questions left
+unanswered for longer than bubble_after (tavern.md) to the next parent.
+Runs until interrupted; --once does one pass.
+
+Examples:
+   tavern verifier                # runs until Ctrl-C
+   tavern verifier --once`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "as", Value: "verifier", Usage: "verified_by `NAME`"},
+			&cli.IntFlag{Name: "max-attempts", Value: agents.DefaultVerifyAttempts},
+			&cli.DurationFlag{Name: "bubble-after", Usage: "override bubble_after (`DUR`; negative: never bubble)"},
+			&cli.DurationFlag{Name: "reconcile", Value: 30 * time.Second, Usage: "full rescan interval besides watcher events"},
+			&cli.BoolFlag{Name: "once", Usage: "one pass, then exit"},
+		},
+		Action: withManager(runVerifier),
+	}
+}
+
+func runVerifier(c *cli.Context, m *agents.Manager) error {
+	if !c.Bool("once") {
+		defer startBackgroundSync(c, m.Store, m.Journal)() // sync.go: several machines
+	}
+	err := m.RunVerifier(c.Context, agents.VerifierOptions{
+		By: c.String("as"), MaxAttempts: c.Int("max-attempts"), BubbleAfter: c.Duration("bubble-after"),
+		Reconcile: c.Duration("reconcile"), Once: c.Bool("once"),
+		OnVerified: func(agent, state string, results []agents.Result) {
+			passed := 0
+			for _, r := range results {
+				if r.Passed {
+					passed++
+				}
+			}
+			errf(c, "verifier: %s: %d/%d passed -> %s\n", agent, passed, len(results), state)
+		},
+		OnBubbled: func(q *agents.Question) { errf(c, "verifier: question %s bubbled to %s\n", q.ID, q.To) },
+		OnError:   func(err error) { errf(c, "verifier: %v\n", err) },
+	})
+	if errors.Is(err, c.Context.Err()) && c.Context.Err() != nil {
+		return nil // interrupted: a clean stop
+	}
+	return err
+}

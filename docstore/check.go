@@ -1,0 +1,93 @@
+package docstore
+
+import (
+	"errors"
+	"io/fs"
+)
+
+// Problem is one thing wrong with a document, as Check reports it.
+type Problem struct {
+	Path    string `json:"path"`
+	Line    int    `json:"line,omitempty"`
+	Col     int    `json:"col,omitempty"`
+	Field   string `json:"field,omitempty"`
+	Error   string `json:"error"`   // the message alone
+	Message string `json:"message"` // path[:line:col]: [field: ]message, one line
+	Unknown bool   `json:"unknown_field,omitempty"`
+	Err     error  `json:"-"` // the error reported, for errors.Is/As
+}
+
+// CheckReport is the outcome of Check.
+type CheckReport struct {
+	Checked  int       `json:"checked"`
+	Problems []Problem `json:"problems"`
+}
+
+// Valid reports whether the checked documents are valid: no problems,
+// where fields the schema does not know count only when strict.
+func (r *CheckReport) Valid(strict bool) bool {
+	for _, p := range r.Problems {
+		if !p.Unknown || strict {
+			return false
+		}
+	}
+	return true
+}
+
+// Check parses and validates documents and runs the installed Checks
+// (AddCheck) on each one that parses. targets are store-relative paths
+// of documents or of directories, walked with Walk; none means the whole
+// store. Every problem is reported, one bad file never hides another;
+// fields the schema does not know are reported only when strict. The
+// error is for a target that cannot be walked at all.
+func (s *Store) Check(targets []string, strict bool) (*CheckReport, error) {
+	var paths []string
+	add := func(rel string) error { paths = append(paths, rel); return nil }
+	if len(targets) == 0 {
+		targets = []string{""}
+	}
+	for _, t := range targets {
+		if t == "" || s.isDir(t) {
+			if err := s.Walk(t, add); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		paths = append(paths, t)
+	}
+	r := &CheckReport{Checked: len(paths), Problems: []Problem{}}
+	for _, rel := range paths {
+		r.Problems = append(r.Problems, s.checkDoc(rel, strict)...)
+	}
+	return r, nil
+}
+
+func (s *Store) checkDoc(rel string, strict bool) []Problem {
+	d, err := s.Get(rel)
+	if err != nil {
+		path, line, col := Position(err)
+		if path == "" {
+			path = rel
+		}
+		msg := err.Error()
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			msg = rel + ": " + pe.Err.Error()
+		}
+		return []Problem{{Path: path, Line: line, Col: col, Error: msg, Message: msg, Err: err}}
+	}
+	var out []Problem
+	for _, e := range d.Validate(strict) {
+		out = append(out, Problem{Path: e.Path, Line: e.Line, Col: e.Col, Field: e.Field, Error: e.Msg, Message: e.Error(), Unknown: e.Unknown, Err: e})
+	}
+	for _, c := range s.checks {
+		for _, err := range c.fn(d) {
+			path, line, col := Position(err)
+			if path == "" {
+				path = rel
+			}
+			out = append(out, Problem{Path: path, Line: line, Col: col, Error: err.Error(), Message: err.Error(), Err: err})
+		}
+	}
+	return out
+}

@@ -1,0 +1,52 @@
+// Package journal is a Tavern store's event journal: an append-only log of
+// every change, .tavern/events/<yyyy-mm-dd>.jsonl (UTC days), one JSON
+// object per line, greppable.
+//
+// # Basics
+//
+// An Event has a type (a dotted name: "doc.updated", "item.claimed",
+// "agent.state"), a path, kind, revision, agent and free-form Data. A
+// Journal (Open) appends them: Append stamps an event with a UUIDv7 id
+// (docstore.NewID), the time, the writer's identity (host/pid/random) and
+// a per-writer sequence number without gaps, and writes the line with one
+// write(2) on an O_APPEND descriptor while holding an exclusive flock on
+// the day file, so lines from any number of processes never tear or
+// interleave. Concurrent Appends in one process share one flock and one
+// write. AppendOnce appends unless the same event is in the recent tail of
+// the day file, so several watching processes record it once.
+//
+// Read calls a function for every event that matches a Filter and returns
+// a Cursor; Follow continues from a Cursor as lines are appended (End is
+// the Cursor of "only new events").
+//
+// Engine mutations are journaled through docstore's observer hook:
+//
+//	j, _ := journal.Open(store.Root(), journal.Options{})
+//	journal.RecordMutations(store, j, agentName, onErr)
+//
+// turns every Create/Update/Delete/Move of the store into a doc.created /
+// doc.updated / doc.removed / doc.moved event with the new revision and
+// the changed fields (MutationEvent, ChangedFields). Domain events
+// (item.claimed, agent.spawned, ...) are appended by their packages with
+// j.Append(journal.Event{Type: ..., ...}). Edits no engine call made are
+// journaled as TypeExternal by package watcher.
+//
+// The encoder (eventjson.go) writes the bytes json.Marshal would, without
+// reflection for the common Data values; TestEventJSON and FuzzEventJSON
+// hold the two byte-identical.
+//
+// # Caveats
+//
+//   - Append does not fsync by default (Options.Sync): the documents are
+//     the truth, the journal their history. A torn last line after a
+//     crash or a full disk is passed to readers as a *LineError and
+//     skipped; one bad line never hides the rest.
+//   - A journal append that fails does not undo the change it records:
+//     callers report it and go on.
+//   - File order is append order. Ids increase within a process, but
+//     across processes and machines they follow the clocks: when the
+//     order of different writers matters, use the file position.
+//   - Follow waits on fsnotify events for the journal directory; on a
+//     network filesystem other machines' appends produce none, so pass a
+//     poll interval there.
+package journal
