@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -153,12 +154,21 @@ func printSyncReport(c *cli.Context, sy *gitsync.Syncer, rep *gitsync.Report, lo
 		}
 		if n := len(rep.Applied); n > 0 {
 			from := map[string]int{}
+			journals := 0
 			for _, a := range rep.Applied {
+				if strings.HasPrefix(a.Path, "events/") {
+					journals++ // other machines' journals: counted apart
+					continue
+				}
 				from[a.Machine]++
 			}
 			var fs []string
 			for m, k := range from {
 				fs = append(fs, fmt.Sprintf("%d from %s", k, m))
+			}
+			sort.Strings(fs)
+			if journals > 0 {
+				fs = append(fs, fmt.Sprintf("%d journal files", journals))
 			}
 			parts = append(parts, "applied "+strings.Join(fs, ", "))
 		}

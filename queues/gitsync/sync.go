@@ -262,6 +262,21 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 		return nil, err
 	}
 	tree := work
+	// Journals are append-only and never removed by a round: one that
+	// is gone from this worktree (its machine renamed, a clone re-made)
+	// stays as head has it.
+	copied := false
+	for p, e := range headFiles {
+		if _, ok := work[p]; !ok && strings.HasPrefix(p, "events/") {
+			if !copied {
+				tree, copied = make(map[string]entry, len(work)+1), true
+				for k, v := range work {
+					tree[k] = v
+				}
+			}
+			tree[p] = e
+		}
+	}
 	if len(st.Pending) > 0 {
 		// Paths whose local copy changed during an earlier round descend
 		// from that round's local copy, not from head: merge them.

@@ -384,3 +384,29 @@ func TestItemMovedOnTwoMachines(t *testing.T) {
 	}
 	checkClean(t, a)
 }
+
+// A machine renamed (or a clone re-made under another name) does not
+// delete its old journal from the shared tree: journals only grow.
+func TestJournalSurvivesRename(t *testing.T) {
+	srv := gittest.Start(t)
+	url := srv.Repo(t, "p")
+	root := t.TempDir()
+	a := newOrigin(t, root, "alpha", url)
+	newAgent(t, a, "ann")
+	syncOnce(t, a)
+	setField(t, a, "agents/ann.md", "role", "y", time.Now())
+	syncOnce(t, a) // the first round's own journal entry goes out now
+	setMachine(t, a, "alpha2")
+	setField(t, a, "agents/ann.md", "role", "x", time.Now())
+	rep := syncOnce(t, a)
+	for _, c := range rep.Conflicts {
+		t.Errorf("conflict %+v", c)
+	}
+	b := clone(t, root, "beta", url)
+	if _, err := os.Stat(filepath.Join(b.Root(), "events", "alpha")); err != nil {
+		t.Fatalf("alpha's journal is gone from the shared tree: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(b.Root(), "events", "alpha2")); err != nil {
+		t.Fatalf("alpha2's journal did not arrive: %v", err)
+	}
+}
