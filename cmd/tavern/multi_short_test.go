@@ -5,7 +5,7 @@ package main
 // Sizes of the several-machines runs in `make test`; `-tags long` runs
 // the issue's 1,000 items (multi_long_test.go).
 const (
-	multiItems     = 60
-	multiItemsGit  = 24
-	multiItemsKill = 32
+	multiItems     = 36
+	multiItemsGit  = 16
+	multiItemsKill = 24
 )

@@ -486,7 +486,7 @@ func TestMultiDrainGit(t *testing.T) {
 }
 
 func testKill(t *testing.T, mode string, items int) {
-	c := newCluster(t, mode, 3, items, 4*time.Second)
+	c := newCluster(t, mode, 3, items, 8*time.Second)
 	c.run(4, "0.2")
 	victim := c.machines[2]
 	// Kill once a quarter of the work is done and the victim is in the
