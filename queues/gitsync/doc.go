@@ -122,6 +122,11 @@
 //     and then its own (sync.every apart, 10s by default; a round also
 //     follows local changes within a quarter interval). `make bench`
 //     measures both rounds back to back.
+//   - Per-item settings a machine decides alone travel with the sync, not
+//     the engine: a failed item's backoff (not_before) holds on the
+//     machine that failed it, while another machine whose copy is not
+//     synced yet may claim it again at once (attempts are still counted
+//     by the engine, so max_attempts holds).
 //   - Agent documents (pid, host, state) are shared like any document.
 //     A machine judges the liveness of the agents whose host is its own
 //     hostname only (package agents): two clones on one host (a test, two

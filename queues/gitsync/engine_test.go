@@ -84,7 +84,7 @@ func TestRefEngineFenceAndLease(t *testing.T) {
 	b := gitEngine(t, root, "beta", url)
 	ctx := context.Background()
 	key := "items/q/x"
-	g1, err := a.Claim(ctx, key, queues.ClaimRequest{Holder: "wa", TTL: time.Second})
+	g1, err := a.Claim(ctx, key, queues.ClaimRequest{Holder: "wa", TTL: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

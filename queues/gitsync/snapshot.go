@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/watcher"
 )
 
@@ -26,13 +27,13 @@ func private(rel string) bool { return watcher.Ignored(rel) }
 // clone under events/<that machine>/ (greppable; `tavern log` reads this
 // machine's own).
 func ownJournal(rel string) bool {
-	return strings.HasPrefix(rel, "events/") && strings.Count(rel, "/") == 1 && strings.HasSuffix(rel, ".jsonl")
+	return strings.HasPrefix(rel, docstore.JournalDir+"/") && strings.Count(rel, "/") == 1 && strings.HasSuffix(rel, ".jsonl")
 }
 
 // treePath maps a worktree path to its path in the shared tree.
 func (sy *Syncer) treePath(rel string) string {
 	if ownJournal(rel) {
-		return "events/" + sy.machine + "/" + strings.TrimPrefix(rel, "events/")
+		return docstore.JournalDir + "/" + sy.machine + "/" + strings.TrimPrefix(rel, docstore.JournalDir+"/")
 	}
 	return rel
 }
@@ -40,7 +41,7 @@ func (sy *Syncer) treePath(rel string) string {
 // workPath maps a shared-tree path back ("" for this machine's own
 // journal, which only this machine writes).
 func (sy *Syncer) workPath(p string) string {
-	if strings.HasPrefix(p, "events/"+sy.machine+"/") {
+	if strings.HasPrefix(p, docstore.JournalDir+"/"+sy.machine+"/") {
 		return ""
 	}
 	return p

@@ -267,7 +267,7 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 	// stays as head has it.
 	copied := false
 	for p, e := range headFiles {
-		if _, ok := work[p]; !ok && strings.HasPrefix(p, "events/") {
+		if _, ok := work[p]; !ok && strings.HasPrefix(p, docstore.JournalDir+"/") {
 			if !copied {
 				tree, copied = make(map[string]entry, len(work)+1), true
 				for k, v := range work {
@@ -480,7 +480,7 @@ func (sy *Syncer) apply(work, m map[string]entry, origin map[string]string, rep 
 				continue
 			}
 			k := lockKey(p)
-			if strings.HasPrefix(p, "events/") {
+			if strings.HasPrefix(p, docstore.JournalDir+"/") {
 				k = "" // other machines' journals: only this sync writes them
 			}
 			units[k] = append(units[k], p)
@@ -568,7 +568,7 @@ func (sy *Syncer) applyUnit(key string, paths []string, work, m map[string]entry
 			ch.Op = "removed"
 		}
 		rep.Applied = append(rep.Applied, ch)
-		if !strings.HasPrefix(p, "events/") && strings.HasSuffix(p, ".md") {
+		if !strings.HasPrefix(p, docstore.JournalDir+"/") && strings.HasSuffix(p, ".md") {
 			kind := ""
 			if k, _, err := schema.NameOfPath(p); err == nil && k != nil {
 				kind = k.Name
@@ -586,7 +586,7 @@ func (sy *Syncer) applyUnit(key string, paths []string, work, m map[string]entry
 // delete (never an unlink of user data).
 func (sy *Syncer) remove(p string) error {
 	full := filepath.Join(sy.s.Root(), filepath.FromSlash(p))
-	if g, _ := itemOf(p); g != "" || strings.HasPrefix(p, "events/") {
+	if g, _ := itemOf(p); g != "" || strings.HasPrefix(p, docstore.JournalDir+"/") {
 		if err := os.Remove(full); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
@@ -739,10 +739,10 @@ func Clone(dir, remote, ref string) (*docstore.Store, error) {
 	// back as its own (events/<day>.jsonl), or its next round would
 	// replace it.
 	if m, err := queues.MachineName(s); err == nil {
-		own := filepath.Join(dir, "events", m)
+		own := filepath.Join(dir, docstore.JournalDir, m)
 		if ents, err := os.ReadDir(own); err == nil {
 			for _, e := range ents {
-				if err := os.Rename(filepath.Join(own, e.Name()), filepath.Join(dir, "events", e.Name())); err != nil {
+				if err := os.Rename(filepath.Join(own, e.Name()), filepath.Join(dir, docstore.JournalDir, e.Name())); err != nil {
 					return nil, err
 				}
 			}

@@ -48,8 +48,10 @@ func Start(tb testing.TB) *Server {
 		if err := cmd.Start(); err != nil {
 			tb.Fatal(err)
 		}
-		go cmd.Wait()
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
 		deadline := time.Now().Add(10 * time.Second)
+	wait:
 		for time.Now().Before(deadline) {
 			c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
 			if err == nil {
@@ -58,10 +60,11 @@ func Start(tb testing.TB) *Server {
 				tb.Cleanup(s.Stop)
 				return s
 			}
-			if cmd.ProcessState != nil {
-				break
+			select {
+			case <-exited:
+				break wait // the port was taken meanwhile: another one
+			case <-time.After(20 * time.Millisecond):
 			}
-			time.Sleep(20 * time.Millisecond)
 		}
 		cmd.Process.Kill()
 	}

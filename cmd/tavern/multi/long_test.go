@@ -1,6 +1,6 @@
 //go:build long
 
-package main
+package multi
 
 // Sizes of the several-machines runs under `-tags long` (make
 // test-long): issue 20's 1,000 items through etcd and through git.
