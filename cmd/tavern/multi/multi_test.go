@@ -465,7 +465,9 @@ func (c *cluster) checkClonesAgree(items int) {
 func testDrain(t *testing.T, mode string, items, perMachine int, work string) {
 	c := newCluster(t, mode, 3, items, 30*time.Second)
 	c.run(perMachine, work)
-	c.waitDone(c.machines[0], items, 10*time.Minute)
+	// Generous: git claims take a fetch and a push each (about a second
+	// per item on a loaded 2-CPU machine, spread over 12 workers).
+	c.waitDone(c.machines[0], items, 5*time.Minute+time.Duration(items)*3*time.Second)
 	c.finish()
 	rl := c.readLog()
 	c.checkExactlyOnce(rl, items, "", time.Time{})
@@ -512,7 +514,7 @@ func testKill(t *testing.T, mode string, items int) {
 	}
 	killedAt := c.kill(victim)
 	c.machines = c.machines[:2] // the dead machine syncs no more
-	c.waitDone(c.machines[0], items, 10*time.Minute)
+	c.waitDone(c.machines[0], items, 5*time.Minute+time.Duration(items)*3*time.Second)
 	c.finish()
 	rl := c.readLog()
 	c.checkExactlyOnce(rl, items, victim.name, killedAt)
