@@ -31,7 +31,7 @@
 //
 //   - claim/K: the current claim (holder, machine, lease), bound to an etcd
 //     lease. Claim is one transaction: create claim/K only if claim/K and
-//     done/K do not exist and meta/K is at the revision read, else nothing.
+//     done/K do not exist (and count the attempt), else read who holds it.
 //     Exactly one of any number of racing claims succeeds.
 //   - The fencing token is claim/K's create revision, recorded as the
 //     item's claim_attempt. Complete, Fail, Release and Renew compare it
@@ -44,8 +44,11 @@
 //     again (until a retry of a dead item reopens it). Done records are
 //     kept: a clone that has not synced yet must still learn the item is
 //     done. They cost about 200 bytes per item.
-//   - meta/K: the attempt count across machines (max_attempts holds across
-//     machines).
+//   - meta/K and back/K: counters of claims and of given-back attempts
+//     (their key versions, put in the claim's and the release's own
+//     transactions), so attempts = claims - given back holds across
+//     machines (max_attempts), and a claim is one round trip. A retry of
+//     a dead item deletes both.
 //
 // # Leases
 //

@@ -269,6 +269,7 @@ func (e *Engine) Close() error {
 func (e *Engine) claimKey(k string) string { return e.cfg.Prefix + "claim/" + k }
 func (e *Engine) doneKey(k string) string  { return e.cfg.Prefix + "done/" + k }
 func (e *Engine) metaKey(k string) string  { return e.cfg.Prefix + "meta/" + k }
+func (e *Engine) backKey(k string) string  { return e.cfg.Prefix + "back/" + k }
 
 type claimVal struct {
 	Holder  string `json:"holder"`
@@ -286,10 +287,6 @@ type doneVal struct {
 	At      string `json:"at"`
 }
 
-type metaVal struct {
-	Attempts int `json:"attempts"`
-}
-
 func (e *Engine) ctx(parent context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(parent, e.cfg.OpTimeout)
 }
@@ -302,27 +299,38 @@ func (e *Engine) fail(op, key string, err error) error {
 }
 
 // state reads a key's claim, done and meta records at one revision.
-func (e *Engine) state(ctx context.Context, key string) (claim *clientv3.GetResponse, done *clientv3.GetResponse, meta *clientv3.GetResponse, rev int64, err error) {
-	r, err := e.cli.Txn(ctx).Then(clientv3.OpGet(e.claimKey(key)), clientv3.OpGet(e.doneKey(key)), clientv3.OpGet(e.metaKey(key))).Commit()
+func (e *Engine) state(ctx context.Context, key string) (claim, done, meta, back *clientv3.GetResponse, err error) {
+	r, err := e.cli.Txn(ctx).Then(clientv3.OpGet(e.claimKey(key)), clientv3.OpGet(e.doneKey(key)), clientv3.OpGet(e.metaKey(key)), clientv3.OpGet(e.backKey(key))).Commit()
 	if err != nil {
-		return nil, nil, nil, 0, err
+		return nil, nil, nil, nil, err
 	}
 	g := func(i int) *clientv3.GetResponse { return (*clientv3.GetResponse)(r.Responses[i].GetResponseRange()) }
-	return g(0), g(1), g(2), r.Header.Revision, nil
+	return g(0), g(1), g(2), g(3), nil
 }
 
-func attemptsOf(meta *clientv3.GetResponse) (n int, modRev int64) {
-	if len(meta.Kvs) == 0 {
-		return 0, 0
+// attempts counts claims less those given back: the claims counter
+// (meta/K) is put once per claim and the give-back counter (back/K) once
+// per given-back attempt, so their versions (puts since creation) are the
+// counts, kept in the same transactions as the claims, without a read
+// before the write.
+func attempts(meta, back *clientv3.GetResponse) int {
+	n := int64(0)
+	if len(meta.Kvs) > 0 {
+		n = meta.Kvs[0].Version
 	}
-	var m metaVal
-	_ = json.Unmarshal(meta.Kvs[0].Value, &m)
-	return m.Attempts, meta.Kvs[0].ModRevision
+	if len(back.Kvs) > 0 {
+		n -= back.Kvs[0].Version
+	}
+	if n < 0 {
+		n = 0
+	}
+	return int(n)
 }
 
-// Claim implements queues.Coordinator: a transaction that creates the
-// claim key only if neither it nor the done key exists (and the attempt
-// counter is the one read), bound to a lease.
+// Claim implements queues.Coordinator: one transaction that creates the
+// claim key only if neither it nor the done key exists, bound to a lease,
+// and counts the attempt (a put of the claims counter) in the same step;
+// when it does not succeed it reads who holds the key instead.
 func (e *Engine) Claim(parent context.Context, key string, req queues.ClaimRequest) (queues.Grant, error) {
 	e.mu.Lock()
 	if t, ok := e.finished[key]; ok && time.Since(t) < 30*time.Second {
@@ -332,57 +340,55 @@ func (e *Engine) Claim(parent context.Context, key string, req queues.ClaimReque
 	e.mu.Unlock()
 	ctx, cancel := e.ctx(parent)
 	defer cancel()
-	for try := 0; ; try++ {
-		claim, done, meta, _, err := e.state(ctx, key)
-		if err != nil {
-			return queues.Grant{}, e.fail("claim", key, err)
+	lease, err := e.lease(ctx, req)
+	if err != nil {
+		return queues.Grant{}, e.fail("claim", key, err)
+	}
+	cv, _ := json.Marshal(claimVal{Holder: req.Holder, Machine: e.machine, Lease: strconv.FormatInt(int64(lease), 16), Live: req.Live, At: time.Now().UTC().Format(time.RFC3339Nano)})
+	r, err := e.cli.Txn(ctx).If(
+		clientv3.Compare(clientv3.CreateRevision(e.claimKey(key)), "=", 0),
+		clientv3.Compare(clientv3.CreateRevision(e.doneKey(key)), "=", 0),
+	).Then(
+		clientv3.OpPut(e.claimKey(key), string(cv), clientv3.WithLease(lease)),
+		clientv3.OpPut(e.metaKey(key), ""),
+		clientv3.OpGet(e.metaKey(key)),
+		clientv3.OpGet(e.backKey(key)),
+	).Else(
+		clientv3.OpGet(e.claimKey(key)),
+		clientv3.OpGet(e.doneKey(key)),
+	).Commit()
+	if err != nil || !r.Succeeded {
+		if !req.Live {
+			e.revokeLater(lease)
 		}
+	}
+	if err != nil {
+		return queues.Grant{}, e.fail("claim", key, err)
+	}
+	get := func(i int) *clientv3.GetResponse { return (*clientv3.GetResponse)(r.Responses[i].GetResponseRange()) }
+	if !r.Succeeded {
+		claim, done := get(0), get(1)
 		if len(done.Kvs) > 0 {
 			e.mu.Lock()
 			e.finished[key] = time.Now()
 			e.mu.Unlock()
 			return queues.Grant{}, fmt.Errorf("%s: %w", key, queues.ErrFinished)
 		}
+		he := &queues.HeldError{Key: key, Holder: "?", Machine: "?"}
 		if len(claim.Kvs) > 0 {
 			var v claimVal
 			_ = json.Unmarshal(claim.Kvs[0].Value, &v)
-			e.mu.Lock()
-			if len(e.seenHeld) > 100000 {
-				e.seenHeld = map[string]time.Time{}
-			}
-			e.seenHeld[key] = time.Now()
-			e.mu.Unlock()
-			return queues.Grant{}, &queues.HeldError{Key: key, Holder: v.Holder, Machine: v.Machine, Fence: claim.Kvs[0].CreateRevision}
+			he.Holder, he.Machine, he.Fence = v.Holder, v.Machine, claim.Kvs[0].CreateRevision
 		}
-		n, metaRev := attemptsOf(meta)
-		lease, err := e.lease(ctx, req)
-		if err != nil {
-			return queues.Grant{}, e.fail("claim", key, err)
+		e.mu.Lock()
+		if len(e.seenHeld) > 100000 {
+			e.seenHeld = map[string]time.Time{}
 		}
-		cv, _ := json.Marshal(claimVal{Holder: req.Holder, Machine: e.machine, Lease: strconv.FormatInt(int64(lease), 16), Live: req.Live, At: time.Now().UTC().Format(time.RFC3339Nano)})
-		mv, _ := json.Marshal(metaVal{Attempts: n + 1})
-		r, err := e.cli.Txn(ctx).If(
-			clientv3.Compare(clientv3.CreateRevision(e.claimKey(key)), "=", 0),
-			clientv3.Compare(clientv3.CreateRevision(e.doneKey(key)), "=", 0),
-			clientv3.Compare(clientv3.ModRevision(e.metaKey(key)), "=", metaRev),
-		).Then(
-			clientv3.OpPut(e.claimKey(key), string(cv), clientv3.WithLease(lease)),
-			clientv3.OpPut(e.metaKey(key), string(mv)),
-		).Commit()
-		if err != nil || !r.Succeeded {
-			if !req.Live {
-				e.revokeLater(lease)
-			}
-			if err != nil {
-				return queues.Grant{}, e.fail("claim", key, err)
-			}
-			if try < 4 {
-				continue // someone moved first: look again
-			}
-			return queues.Grant{}, &queues.HeldError{Key: key, Holder: "?", Machine: "?"}
-		}
-		return queues.Grant{Fence: r.Header.Revision, Attempts: n + 1, Lease: "etcd:" + strconv.FormatInt(int64(lease), 16)}, nil
+		e.seenHeld[key] = time.Now()
+		e.mu.Unlock()
+		return queues.Grant{}, he
 	}
+	return queues.Grant{Fence: r.Header.Revision, Attempts: attempts(get(2), get(3)), Lease: "etcd:" + strconv.FormatInt(int64(lease), 16)}, nil
 }
 
 // lease returns the lease a claim is bound to: the process's session
@@ -503,39 +509,28 @@ func (e *Engine) Renew(parent context.Context, key string, fence int64, _ time.D
 	return nil
 }
 
-// Release implements queues.Coordinator.
+// Release implements queues.Coordinator: one transaction that deletes
+// the claim key if fence still holds it (and counts a given-back attempt).
 func (e *Engine) Release(parent context.Context, key string, fence int64, giveBack bool) error {
 	ctx, cancel := e.ctx(parent)
 	defer cancel()
-	for try := 0; try < 5; try++ {
-		claim, _, meta, _, err := e.state(ctx, key)
-		if err != nil {
-			return e.fail("release", key, err)
-		}
-		if len(claim.Kvs) == 0 || claim.Kvs[0].CreateRevision != fence {
-			return e.lost(ctx, key, fence)
-		}
-		var v claimVal
-		_ = json.Unmarshal(claim.Kvs[0].Value, &v)
-		n, metaRev := attemptsOf(meta)
-		ops := []clientv3.Op{clientv3.OpDelete(e.claimKey(key))}
-		if giveBack && n > 0 {
-			mv, _ := json.Marshal(metaVal{Attempts: n - 1})
-			ops = append(ops, clientv3.OpPut(e.metaKey(key), string(mv)))
-		}
-		r, err := e.cli.Txn(ctx).If(
-			clientv3.Compare(clientv3.CreateRevision(e.claimKey(key)), "=", fence),
-			clientv3.Compare(clientv3.ModRevision(e.metaKey(key)), "=", metaRev),
-		).Then(ops...).Commit()
-		if err != nil {
-			return e.fail("release", key, err)
-		}
-		if r.Succeeded {
-			e.revokeOwn(v)
-			return nil
-		}
+	ops := []clientv3.Op{clientv3.OpDelete(e.claimKey(key), clientv3.WithPrevKV())}
+	if giveBack {
+		ops = append(ops, clientv3.OpPut(e.backKey(key), ""))
 	}
-	return e.lost(ctx, key, fence)
+	r, err := e.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(e.claimKey(key)), "=", fence)).Then(ops...).Commit()
+	if err != nil {
+		return e.fail("release", key, err)
+	}
+	if !r.Succeeded {
+		return e.lost(ctx, key, fence)
+	}
+	if del := r.Responses[0].GetResponseDeleteRange(); del != nil && len(del.PrevKvs) > 0 {
+		var v claimVal
+		_ = json.Unmarshal(del.PrevKvs[0].Value, &v)
+		e.revokeOwn(v)
+	}
+	return nil
 }
 
 // revokeOwn revokes a per-claim lease once its claim is gone (a session
@@ -579,8 +574,9 @@ func (e *Engine) Finish(parent context.Context, key string, fence int64, outcome
 func (e *Engine) Reopen(parent context.Context, key string) error {
 	ctx, cancel := e.ctx(parent)
 	defer cancel()
-	mv, _ := json.Marshal(metaVal{})
-	_, err := e.cli.Txn(ctx).Then(clientv3.OpDelete(e.doneKey(key)), clientv3.OpPut(e.metaKey(key), string(mv))).Commit()
+	// Deleting the counters resets the attempts (a key's version starts
+	// again at 1 when it is created anew).
+	_, err := e.cli.Txn(ctx).Then(clientv3.OpDelete(e.doneKey(key)), clientv3.OpDelete(e.metaKey(key)), clientv3.OpDelete(e.backKey(key))).Commit()
 	if err != nil {
 		return e.fail("reopen", key, err)
 	}
@@ -594,14 +590,17 @@ func (e *Engine) Reopen(parent context.Context, key string) error {
 func (e *Engine) State(parent context.Context, key string) (queues.ClaimState, error) {
 	ctx, cancel := e.ctx(parent)
 	defer cancel()
-	claim, done, meta, _, err := e.state(ctx, key)
+	claim, done, meta, back, err := e.state(ctx, key)
 	if err != nil {
 		return queues.ClaimState{}, e.fail("state", key, err)
 	}
 	var st queues.ClaimState
-	// Not held: the fence of the last claim is meta's revision (meta is
-	// written in the claim's transaction, and only later by a release).
-	st.Attempts, st.Fence = attemptsOf(meta)
+	st.Attempts = attempts(meta, back)
+	if len(meta.Kvs) > 0 {
+		// Not held: the fence of the last claim is the claims counter's
+		// revision (it is put in the claim's transaction, and only there).
+		st.Fence = meta.Kvs[0].ModRevision
+	}
 	if len(claim.Kvs) > 0 {
 		var v claimVal
 		_ = json.Unmarshal(claim.Kvs[0].Value, &v)
