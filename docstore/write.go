@@ -84,8 +84,16 @@ func (s *Store) publish(rel string, data []byte, exclusive bool) (err error) {
 
 // writeTemp writes data to a new file in .tmp/ and fsyncs it.
 func (s *Store) writeTemp(data []byte) (name string, err error) {
-	name = filepath.Join(s.root, tmpDir, tempName())
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	var f *os.File
+	for try := 0; ; try++ {
+		name = filepath.Join(s.root, tmpDir, tempName())
+		f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		// A name taken by a temp file that a killed process left behind
+		// under the same pid (pids are reused): take the next one.
+		if err == nil || !errors.Is(err, fs.ErrExist) || try == 100 {
+			break
+		}
+	}
 	if err != nil {
 		return "", err
 	}
