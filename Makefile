@@ -4,24 +4,32 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin/tavern
 
-.PHONY: build test test-long deps check fuzz demo clean bench
+.PHONY: build test test-long tools check fuzz demo demo-workflow clean bench torture
 
 build:
 	$(GO) build -o $(BIN) ./cmd/tavern
 
-test: deps
+test: tools
 	$(GO) test -race -timeout 9m $(PKGS)
 
 # Soak and large-scale tests that do not fit in `make test`.
-test-long: deps
+test-long: tools
 	$(GO) test -race -tags long -timeout 60m $(PKGS)
 
-# Programs the tests run for real: etcd (Debian's etcd-server) for the
-# several-machines tests; git daemon ships with git. Installed when
-# missing and apt-get can (root); otherwise those tests skip and say why.
-deps:
-	@if ! command -v etcd >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
-	  echo "installing etcd-server"; apt-get update -qq && apt-get install -y -qq etcd-server >/dev/null; fi
+# Programs the tests drive as a user would (the journal's hand-edit
+# tests: vim, git, rsync; unshare for the inotify limit; etcd, Debian's
+# etcd-server, and git daemon for the several-machines tests), installed
+# with apt-get where missing. Tests skip, saying why, where that is
+# impossible.
+TOOLS := vim git rsync unshare etcd
+tools:
+	@missing=""; for t in $(TOOLS); do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
+	if [ -n "$$missing" ]; then \
+	  pkgs=$$(echo $$missing | sed 's/unshare/util-linux/; s/etcd/etcd-server/'); \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    echo "installing:$$pkgs"; apt-get update -qq && apt-get install -y -qq $$pkgs >/dev/null; \
+	  else echo "warning: missing$$missing (tests that need them skip)"; fi; \
+	fi
 
 check:
 	@echo "gofmt"; out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "$$out"; exit 1; fi
@@ -30,6 +38,14 @@ check:
 	  $(GO) mod tidy -e 2>/dev/null; if ! git diff --quiet -- go.mod go.sum; then git diff -- go.mod go.sum; \
 	  cp /tmp/tavern.go.mod.$$$$ go.mod; cp /tmp/tavern.go.sum.$$$$ go.sum; echo "go.mod/go.sum not tidy"; exit 1; fi
 	@echo "layering"; bash .ci/layers
+
+# The torture harness (cmd/torture): crash points, queue and pool chaos,
+# fault injection (tmpfs; needs root), bad input; prints a table and fails
+# unless nothing was lost, executed twice, torn or left after doctor.
+# About 5-10 minutes on 2 cores; TORTURE_SCALE=10 for the 10^5-claim run.
+# Not part of `make test`.
+torture:
+	$(GO) run ./cmd/torture
 
 # Short fuzzing session for every parser (the seed corpus runs in `make test`).
 # -fuzz is a regexp that must match exactly one fuzz test, hence the anchors.
@@ -45,9 +61,15 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCache$$' -fuzztime 30s ./watcher
 	$(GO) test -run '^$$' -fuzz '^FuzzEventJSON$$' -fuzztime 30s ./watcher/journal
 	$(GO) test -run '^$$' -fuzz '^FuzzParseStamp$$' -fuzztime 30s ./schema
+	$(GO) test -run '^$$' -fuzz '^FuzzParsePlan$$' -fuzztime 30s ./queues/plans
 
 demo:
 	$(GO) run ./cmd/tavern demo
+
+# From a plan to merged code: worktrees, the merge queue, a human gate,
+# the usage ledger and a trace (examples/workflow).
+demo-workflow:
+	$(GO) run ./cmd/tavern demo workflow
 
 clean:
 	rm -rf bin .bench

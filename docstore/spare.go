@@ -1,8 +1,10 @@
 package docstore
 
 import (
+	"cmp"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -34,6 +36,11 @@ import (
 const (
 	spareMax  = 256 // retired files kept; beyond this Retire unlinks
 	spareKick = 16  // waiting spares that start a background directory fsync
+	// spareWarmup is how many files a Store retires (unlinks) before it
+	// starts keeping spares: a short-lived process (a CLI take or done
+	// retires one or two) would leave its spares in .tmp/ for nobody,
+	// since spares belong to the process that retired them.
+	spareWarmup = spareKick
 )
 
 type spare struct {
@@ -44,6 +51,9 @@ type spare struct {
 }
 
 type sparePool struct {
+	retired atomic.Int64 // files retired so far (spareWarmup)
+	warmup  int64        // retires that unlink before spares are kept; set by Open
+
 	mu      sync.Mutex
 	ready   []spare
 	wait    []spare
@@ -54,7 +64,8 @@ type sparePool struct {
 // Retire removes the document rel like a delete that skips .trash/ (for
 // superseded copies the caller has written elsewhere), keeping the file
 // for reuse. The removal of the name is not fsynced here. A missing rel
-// is not an error.
+// is not an error. Observers see a "delete" mutation: a watcher must
+// know the engine removed the name.
 func (s *Store) Retire(rel string) error {
 	full, err := s.abs(rel)
 	if err != nil {
@@ -63,6 +74,7 @@ func (s *Store) Retire(rel string) error {
 	if err := s.retire(unix.AT_FDCWD, full, filepath.Dir(full)); err != nil {
 		return pathErr("retire", rel, err)
 	}
+	s.notify(Mutation{Op: "delete", Path: rel})
 	return nil
 }
 
@@ -71,6 +83,9 @@ func (s *Store) Retire(rel string) error {
 func (s *Store) RetireAbs(full string) error {
 	if err := s.retire(unix.AT_FDCWD, full, filepath.Dir(full)); err != nil {
 		return pathErr("retire", full, err)
+	}
+	if rel, err := filepath.Rel(s.root, full); err == nil {
+		s.notify(Mutation{Op: "delete", Path: filepath.ToSlash(rel)})
 	}
 	return nil
 }
@@ -84,7 +99,7 @@ func (s *Store) retire(dirfd int, name, dirPath string) error {
 	n := len(p.ready) + len(p.wait)
 	p.mu.Unlock()
 	tfd := s.tmpFD()
-	if n >= spareMax || noTmpfile.Load() || tfd < 0 {
+	if n >= spareMax || noTmpfile.Load() || tfd < 0 || p.retired.Add(1) <= p.warmup {
 		if err := unix.Unlinkat(dirfd, name, 0); err != nil && err != unix.ENOENT {
 			return err
 		}
@@ -193,13 +208,13 @@ func (s *Store) takeSpare() string {
 // linkSpare creates t (which must not exist) with data by rewriting a
 // spare file and renaming it into place (no replace). ok is false when
 // no spare is ready.
-func (s *Store) linkSpare(t target, data []byte) (ok bool, err error) {
+func (s *Store) linkSpare(t target, data []byte, perm uint32) (ok bool, err error) {
 	name := s.takeSpare()
 	if name == "" {
 		return false, nil
 	}
 	tfd := s.tmpFD() // open: spares exist only once it was
-	if opened, err := rewriteAt(tfd, name, data, s.durable); err != nil {
+	if opened, err := rewriteAt(tfd, name, data, s.durable, cmp.Or(perm, newFilePerm())); err != nil {
 		unix.Unlinkat(tfd, name, 0)
 		if !opened {
 			return false, nil

@@ -636,3 +636,47 @@ func (d *Diagnostics) engineDown() error {
 	}
 	return nil
 }
+
+// coordSettle finishes item it on the engine as outcome ("done" or
+// "dead") for a state change made outside a claim (Resolve, a rejected
+// gate), so that no machine claims it again. A claim held on the engine
+// by anyone but the item's own current claim refuses it with ErrState.
+func (b *Broker) coordSettle(it *Item, outcome, why string) error {
+	if b.coord == nil {
+		return nil
+	}
+	key := ItemKey(it.Queue, it.ID)
+	ctx, cancel := b.coordCtx()
+	defer cancel()
+	st, err := b.coord.State(ctx, key)
+	if err != nil {
+		return &ItemError{Op: outcome, ID: it.ID, Path: it.Path, Err: err}
+	}
+	if st.Finished == outcome {
+		return nil
+	}
+	if st.Finished != "" {
+		if err := b.coord.Reopen(ctx, key); err != nil {
+			return &ItemError{Op: outcome, ID: it.ID, Path: it.Path, Err: err}
+		}
+		st.Held = false
+	}
+	fence := st.Fence
+	if !st.Held || st.Fence != int64(it.ClaimAttempt) || it.State != Claimed {
+		if st.Held {
+			return &ItemError{Op: outcome, ID: it.ID, Path: it.Path, Err: fmt.Errorf("%w: held by %s on %s", ErrState, st.Holder, st.Machine)}
+		}
+		g, err := b.coord.Claim(ctx, key, ClaimRequest{Holder: b.who, TTL: time.Minute})
+		if err != nil {
+			if errors.Is(err, ErrHeld) {
+				err = fmt.Errorf("%w: %v", ErrState, err)
+			}
+			return &ItemError{Op: outcome, ID: it.ID, Path: it.Path, Err: err}
+		}
+		fence = g.Fence
+	}
+	if err := b.coord.Finish(ctx, key, fence, outcome, why); err != nil {
+		return &ItemError{Op: outcome, ID: it.ID, Path: it.Path, Err: err}
+	}
+	return nil
+}

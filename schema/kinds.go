@@ -40,6 +40,10 @@ var (
 				Doc: "who arbitrates claims: local (rename + flock, one machine), etcd, or git (compare-and-swap on refs of the sync remote)"},
 			{Name: "etcd", Type: Map, Doc: "etcd engine: endpoints, prefix, lease_ttl, dial_timeout, op_timeout, username, password_env, tls {ca, cert, key, server_name}"},
 			{Name: "sync", Type: Map, Doc: "git sync of the documents: remote, ref (refs/tavern/state), every, claim_ttl"},
+			{Name: "settle", Type: Duration, Default: "1s",
+				Doc: "longest a file may stay open half-written, or gone, before the watcher reports it as it is"},
+			{Name: "external_grace", Type: Duration, Default: "2s",
+				Doc: "how long a watcher waits for the engine's journal entry of a change before journaling it as external"},
 			{Name: "created", Type: Time},
 		}}
 
@@ -64,6 +68,7 @@ var (
 			Field{Name: "applied_state", Type: String, Enum: AgentStates, Doc: "the state the engine last applied and journaled; differs from state after a hand edit"},
 			Field{Name: "state_changed", Type: Time, Doc: "when applied_state was entered"},
 			Field{Name: "pool", Type: String, Doc: "the pool whose drone this agent is"},
+			Field{Name: "instance", Type: String, Doc: "id of the agent's current (or last) spawn; a late action of another instance is refused"},
 		),
 		Migrations: []Migration{{From: 0, Doc: "status was renamed to state", Apply: renameField("status", "state")}},
 	}
@@ -101,6 +106,7 @@ var (
 			Field{Name: "claim_machine", Type: String, Doc: "machine of the current claim (coordination: etcd or git)"},
 			Field{Name: "claim_lease", Type: String, Doc: "the coordination engine's lease of the current claim (etcd lease id)"},
 			Field{Name: "liveness_lock", Type: String, Doc: "lock key whose holder keeps a liveness claim alive (free lock = dead owner)"},
+			Field{Name: "instance", Type: String, Doc: "the spawn instance holding the claim; done/fail/renew/release from another instance are refused"},
 			Field{Name: "hung_since", Type: Time, Doc: "when a reaper first saw the lease expired while the holder was alive"},
 			Field{Name: "lease_until", Type: Time},
 			Field{Name: "not_before", Type: Time},
@@ -212,6 +218,8 @@ var (
 			Field{Name: "asked_to", Type: String, Doc: "the first recipient, before any bubbling"},
 			Field{Name: "to_since", Type: Time, Doc: "when the question reached its current recipient"},
 			Field{Name: "hops", Type: Int, Min: atLeast(0), Doc: "how many times it bubbled up"},
+			Field{Name: "notified_to", Type: String, Doc: "the recipient a session hook last told about the question"},
+			Field{Name: "answer_delivered", Type: Time, Doc: "when a session hook gave the answer to the asker"},
 		)}
 
 	Bookmark = &Kind{Name: "bookmark", Plural: "bookmarks", Pattern: "bookmarks/{agent}.md", Version: 1,

@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/watcher"
 )
 
 // commands is every top-level command, one file each (command_name.go
@@ -15,33 +18,43 @@ func commands() []*cli.Command {
 	return []*cli.Command{
 		newAgentCommand(),
 		newAnswerCommand(),
+		newApproveCommand(),
 		newAskCommand(),
 		newBackupCommand(),
 		newBubbleCommand(),
+		newBudgetCommand(),
 		newChannelCommand(),
 		newCheckCommand(),
 		newCommitCommand(),
 		newConstitutionCommand(),
 		newContextCommand(),
 		newDemoCommand(),
+		newDoctorCommand(),
 		newEditCommand(),
+		newGateCommand(),
 		newGuardCommand(),
+		newHookCommand(),
 		newInboxCommand(),
 		newInitCommand(),
 		newItemCommand(),
 		newKnowledgeCommand(),
 		newLogCommand(),
 		newLsCommand(),
+		newMCPCommand(),
 		newMemoryCommand(),
 		newMigrateCommand(),
 		newNewCommand(),
+		newNextCommand(),
 		newNoteCommand(),
 		newNotesCommand(),
+		newPlanCommand(),
 		newPoolCommand(),
+		newPrimeCommand(),
 		newQuestionsCommand(),
 		newQueueCommand(),
 		newReapCommand(),
 		newRecvCommand(),
+		newRejectCommand(),
 		newReservationsCommand(),
 		newReserveCommand(),
 		newRestoreCommand(),
@@ -49,23 +62,30 @@ func commands() []*cli.Command {
 		newSchemaCommand(),
 		newSendCommand(),
 		newSetCommand(),
+		newSetupCommand(),
 		newShowCommand(),
 		newSleepCommand(),
 		newSpawnCommand(),
 		newSyncCommand(),
 		newTokenCommand(),
+		newTraceCommand(),
 		newTupleCommand(),
 		newUnreserveCommand(),
+		newUsageCommand(),
 		newVerifierCommand(),
 		newVerifyCommand(),
 		newWakeCommand(),
 		newWatchCommand(),
+		newWorkspaceCommand(),
 	}
 }
 
 // run is the whole program but for exiting: it parses args and runs one
 // command. main reports the error and maps it to the exit code (exit.go).
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	// A watch that cannot use inotify polls and says so (the journal
+	// records it too): pools, the verifier, watch, blocking waits.
+	watcher.SetDegradeHandler(func(err error) { fmt.Fprintf(stderr, "tavern: warning: %v\n", err) })
 	app := newApp(stdin, stdout, stderr)
 	return app.RunContext(ctx, reorderArgs(app, args))
 }

@@ -11,11 +11,16 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/agents/kit"
 	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/agents/recall"
+	"github.com/tavernhq/tavern/agents/trace"
+	"github.com/tavernhq/tavern/agents/usage"
+	"github.com/tavernhq/tavern/agents/workspace"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/queues/gitsync"
+	"github.com/tavernhq/tavern/queues/plans"
 	"github.com/tavernhq/tavern/queues/tuples"
 	"github.com/tavernhq/tavern/schema"
 )
@@ -71,6 +76,12 @@ var exitCodes = []struct {
 	{recall.ErrEmpty, exitUsage},
 	{recall.ErrArchived, exitConflict},
 
+	// agents/kit
+	{kit.ErrNoAgent, exitUsage},
+	{kit.ErrUnknownTool, exitUsage},
+	{kit.ErrUnknownEvent, exitUsage},
+	{kit.ErrBadConfig, exitInvalid},
+
 	// queues
 	{queues.ErrUnknownQueue, exitNotFound},
 	{queues.ErrEmpty, exitNotFound},
@@ -84,6 +95,20 @@ var exitCodes = []struct {
 	{queues.ErrUnavailable, exitError}, // several machines: etcd or the git remote is away
 	{queues.ErrNoEngine, exitUsage},
 	{gitsync.ErrNoRemote, exitUsage},
+	{queues.ErrGated, exitConflict},
+	{queues.ErrRejected, exitConflict},
+	{queues.ErrNotHuman, exitConflict},
+	{queues.ErrDecided, exitConflict},
+	{queues.ErrForged, exitInvalid},
+
+	// queues/plans
+	{plans.ErrPlan, exitInvalid},
+
+	// agents/workspace, agents/usage, agents/trace
+	{workspace.ErrConfig, exitUsage},
+	{workspace.ErrConflict, exitConflict},
+	{usage.ErrGrouping, exitUsage},
+	{trace.ErrUnknown, exitNotFound},
 
 	// queues/tuples
 	{tuples.ErrNoTuple, exitNotFound},

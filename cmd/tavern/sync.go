@@ -92,7 +92,7 @@ func runSync(c *cli.Context) error {
 				errf(c, "tavern: sync: %v\n", err)
 				return
 			}
-			printSyncReport(c, sy, rep, true)
+			printGitSyncReport(c, sy, rep, true)
 		})
 		return nil
 	}
@@ -105,7 +105,7 @@ func runSync(c *cli.Context) error {
 			return err
 		}
 	} else {
-		printSyncReport(c, sy, rep, false)
+		printGitSyncReport(c, sy, rep, false)
 	}
 	if rep.Offline != "" {
 		return fmt.Errorf("%w: %s (local changes are committed and go out with the next round)", errOffline, rep.Offline)
@@ -137,10 +137,10 @@ func runSyncClone(c *cli.Context, url string) error {
 	return nil
 }
 
-// printSyncReport prints what a round did: one summary line (none in a
+// printGitSyncReport prints what a round did: one summary line (none in a
 // loop when nothing happened, or with --quiet), then every conflict and
 // deferred path.
-func printSyncReport(c *cli.Context, sy *gitsync.Syncer, rep *gitsync.Report, loop bool) {
+func printGitSyncReport(c *cli.Context, sy *gitsync.Syncer, rep *gitsync.Report, loop bool) {
 	quiet := c.Bool("quiet")
 	if c.Bool("json") && loop {
 		_ = printJSON(c, rep)

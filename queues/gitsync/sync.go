@@ -573,7 +573,7 @@ func (sy *Syncer) applyUnit(key string, paths []string, work, m map[string]entry
 			if k, _, err := schema.NameOfPath(p); err == nil && k != nil {
 				kind = k.Name
 			}
-			_, _, _ = sy.j.AppendOnce(journal.Event{Type: journal.TypeExternal, Kind: kind, Path: p, Rev: rev,
+			_, _ = sy.j.Append(journal.Event{Type: journal.TypeExternal, Kind: kind, Path: p, Rev: rev,
 				Data: map[string]any{"op": "doc." + ch.Op, "machine": ch.Machine, "via": "sync"}})
 		}
 	}
