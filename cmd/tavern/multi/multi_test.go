@@ -230,6 +230,7 @@ func (c *cluster) kill(m *machine) time.Time {
 type execution struct {
 	id, attempt, worker string
 	start, end          int64 // ns; end 0: never ended (killed)
+	refused             bool  // its completion was refused by the fence
 }
 
 type execLog struct {
@@ -276,6 +277,12 @@ func (c *cluster) readLog() execLog {
 				rl.done[fs[1]] = append(rl.done[fs[1]], fs[3])
 			case "refused":
 				rl.refused++
+				for i := len(rl.execs) - 1; i >= 0; i-- {
+					if e := &rl.execs[i]; e.id == fs[1] && e.worker == fs[3] && e.attempt == fs[2] {
+						e.refused = true
+						break
+					}
+				}
 			}
 		}
 	}
@@ -371,7 +378,10 @@ func (c *cluster) finish() {
 // accepted; no two executions of one item overlapped in time (a killed
 // machine's executions end at killedAt); and on the live machines each
 // item ran at most once (exactly once, unless the dead machine's
-// completion of it counted).
+// completion of it counted), not counting executions whose completion
+// the fence refused: a one-shot claim whose holder took longer than the
+// lease (a loaded machine) is taken again, and its late completion
+// refused, which is the protocol working, not a double.
 func (c *cluster) checkExactlyOnce(rl execLog, items int, killed string, killedAt time.Time) {
 	c.t.Helper()
 	m := c.machines[0]
@@ -404,7 +414,7 @@ func (c *cluster) checkExactlyOnce(rl execLog, items int, killed string, killedA
 			if e.attempt == fence {
 				counted++
 			}
-			if !dead(e.worker) {
+			if !dead(e.worker) && !e.refused {
 				live++
 			}
 			if e.end == 0 {
@@ -463,7 +473,7 @@ func (c *cluster) checkClonesAgree(items int) {
 }
 
 func testDrain(t *testing.T, mode string, items, perMachine int, work string) {
-	c := newCluster(t, mode, 3, items, 30*time.Second)
+	c := newCluster(t, mode, 3, items, 60*time.Second)
 	c.run(perMachine, work)
 	// Generous: git claims take a fetch and a push each (about a second
 	// per item on a loaded 2-CPU machine, spread over 12 workers).
