@@ -12,16 +12,21 @@ build:
 test: tools
 	$(GO) test -race -timeout 9m $(PKGS)
 
+# The programs the end-to-end tests drive (tmux, chromium), installed with
+# apt-get when missing; .ci/run does this before make test.
+test-deps:
+	bash .ci/test-deps
+
 # Soak and large-scale tests that do not fit in `make test`.
 test-long: tools
 	$(GO) test -race -tags long -timeout 60m $(PKGS)
 
 # Programs the tests drive as a user would (the journal's hand-edit
-# tests: vim, git, rsync; unshare for the inotify limit; etcd, Debian's
-# etcd-server, and git daemon for the several-machines tests), installed
-# with apt-get where missing. Tests skip, saying why, where that is
-# impossible.
-TOOLS := vim git rsync unshare etcd
+# tests: vim, git, rsync; unshare for the inotify limit; tmux and chromium
+# for tavern ui and tavern serve; etcd, Debian's etcd-server, and git
+# daemon for the several-machines tests), installed with apt-get where
+# missing. Tests skip, saying why, where that is impossible.
+TOOLS := vim git rsync unshare tmux chromium etcd
 tools:
 	@missing=""; for t in $(TOOLS); do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
 	if [ -n "$$missing" ]; then \

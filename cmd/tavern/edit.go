@@ -68,9 +68,9 @@ func runEdit(c *cli.Context) error {
 			outf(c, "no changes\n")
 			return nil
 		}
-		verr := validateEdit(orig, data)
+		verr := docstore.CheckEdit(rel, data)
 		if verr == nil {
-			_, err := s.UpdateIf(rel, orig.Rev, func(d *docstore.Doc) error { return d.Replace(data) })
+			_, err := s.SaveEdit(rel, orig.Rev, data)
 			switch {
 			case err == nil:
 				os.Remove(tmpName)
@@ -105,17 +105,6 @@ func editCopy(orig *docstore.Doc) (string, error) {
 		err = cerr
 	}
 	return tmp.Name(), err
-}
-
-func validateEdit(orig *docstore.Doc, data []byte) error {
-	d := orig.Clone()
-	if err := d.Replace(data); err != nil {
-		return err
-	}
-	if errs := d.Validate(false); len(errs) > 0 {
-		return &docstore.ValidationError{Path: d.Path, Errors: errs}
-	}
-	return nil
 }
 
 func runEditor(c *cli.Context, file string) error {

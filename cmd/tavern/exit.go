@@ -16,6 +16,7 @@ import (
 	"github.com/tavernhq/tavern/agents/recall"
 	"github.com/tavernhq/tavern/agents/trace"
 	"github.com/tavernhq/tavern/agents/usage"
+	"github.com/tavernhq/tavern/agents/view"
 	"github.com/tavernhq/tavern/agents/workspace"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
@@ -64,6 +65,10 @@ var exitCodes = []struct {
 	{agents.ErrAnswered, exitConflict},
 	{agents.ErrNoWork, exitNotFound},
 	{agents.ErrNotEmpty, exitConflict},
+
+	// agents/view
+	{view.ErrNoInput, exitUsage},
+	{view.ErrUnknownAction, exitUsage},
 
 	// agents/messages
 	{messages.ErrEmptyMessage, exitUsage},
