@@ -20,6 +20,8 @@ import (
 	"github.com/tavernhq/tavern/queues/gitsync"
 	"github.com/tavernhq/tavern/queues/gitsync/gittest"
 	"github.com/tavernhq/tavern/schema"
+	"github.com/tavernhq/tavern/watcher"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 // benchBase is a fresh directory on the work disk (TAVERN_BENCH_DIR, as
@@ -303,4 +305,120 @@ func BenchmarkRawGitRoundTrip(b *testing.B) {
 	}
 	b.StopTimer()
 	reportPercentiles(b, lat)
+}
+
+// BenchmarkSyncToWatch measures what a person on another machine sees:
+// the time from a document edit on one clone to the change being in the
+// other clone's projection and on its watch stream (a Subscription of
+// `external` events naming the editing machine, as `tavern watch`
+// shows), with both clones syncing in the background the way
+// long-running commands do (Syncer.Run, sync.every 1s; the editing clone
+// also syncs soon after its local change). p50 and p99 in ms and in sync
+// intervals (cmd/benchreport pairs the p99 with BenchmarkSyncLatency,
+// the two rounds back to back without waiting for an interval).
+func BenchmarkSyncToWatch(b *testing.B) {
+	const every = time.Second
+	srv := gittest.Start(b)
+	url := srv.Repo(b, "p")
+	root := benchBase(b)
+	a, _, err := docstore.Init(filepath.Join(root, "a", ".tavern"), "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	a.Update(docstore.ConfigFile, func(d *docstore.Doc) error {
+		return d.SetYAML("sync", "{remote: '"+url+"', every: "+every.String()+"}")
+	})
+	if err := os.WriteFile(filepath.Join(a.Root(), queues.MachineFile), []byte("alpha\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < 200; i++ {
+		newAgentDoc(b, a, fmt.Sprintf("n%03d", i))
+	}
+	newAgentDoc(b, a, "ann")
+	ja, err := journal.Open(a.Root(), journal.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ja.Close()
+	sa, err := gitsync.Open(a, gitsync.Options{Journal: ja})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sa.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := sa.Sync(ctx); err != nil {
+		b.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(root, "b"), 0o755)
+	bs, err := gitsync.Clone(filepath.Join(root, "b", ".tavern"), url, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	jb, err := journal.Open(bs.Root(), journal.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer jb.Close()
+	p, err := watcher.Open(bs, watcher.Options{Watch: true, Journal: jb, FollowJournal: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	sub := p.Subscribe(journal.Filter{Types: []string{journal.TypeExternal}}, 1024)
+	defer sub.Close()
+	sb, err := gitsync.Open(bs, gitsync.Options{Journal: jb})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sb.Close()
+	var wg sync.WaitGroup
+	for _, sy := range []*gitsync.Syncer{sa, sb} {
+		wg.Add(1)
+		go func(sy *gitsync.Syncer) {
+			defer wg.Done()
+			sy.Run(ctx, 0, nil)
+		}(sy)
+	}
+	defer wg.Wait()
+	defer cancel()
+	// Enough samples for a p99 whatever b.N (each is about an interval).
+	n := b.N
+	if n < 30 {
+		n = 30
+	}
+	lat := make([]time.Duration, 0, n)
+	b.ResetTimer()
+	for i := 0; i < n; i++ {
+		v := fmt.Sprint("v", i)
+		start := time.Now()
+		// An edit as the tavern command makes it: the write, then its
+		// journal event (which also wakes the editing clone's sync).
+		d, err := a.Update("agents/ann.md", func(d *docstore.Doc) error { return d.Set("model", v) })
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := ja.Append(journal.Event{Type: "doc.updated", Kind: "agent", Path: "agents/ann.md", Rev: d.Rev}); err != nil {
+			b.Fatal(err)
+		}
+		wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+		if _, err := p.WaitFor(wctx, "agent", func(e watcher.Entry) bool { return e.Name == "ann" && e.Fields["model"] == v }); err != nil {
+			b.Fatalf("edit %d never reached the other clone's projection: %v", i, err)
+		}
+		for seen := false; !seen; {
+			select {
+			case e := <-sub.C:
+				seen = e.Path == "agents/ann.md" && e.Data["machine"] == "alpha"
+			case <-wctx.Done():
+				b.Fatalf("edit %d never reached the other clone's watch stream", i)
+			}
+		}
+		wcancel()
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	reportPercentiles(b, lat)
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2])/float64(every), "p50-intervals")
+	b.ReportMetric(float64(lat[(len(lat)-1)*99/100])/float64(every), "p99-intervals")
 }

@@ -28,7 +28,10 @@
 //     their merge base, by the rules below, into a merge commit.
 //  3. Push it (a plain push: the remote refuses a non-fast-forward, so
 //     two machines pushing at once cannot both win; the loser fetches,
-//     merges and pushes again, up to 5 times).
+//     merges and pushes again, up to 8 times, after a random pause that
+//     grows with each try so colliding machines fall out of step). A
+//     push the remote declines for any other reason (a hook, a protected
+//     ref) is not retried: the round reports it (Report.Offline).
 //  4. Write into the store what the merge has and the store lacks. Each
 //     file is written (durable write: temp, fsync, rename) under the lock
 //     the engine's writers of it take (an item's claim lock, a channel's

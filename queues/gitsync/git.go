@@ -338,6 +338,13 @@ const (
 
 // push pushes src to dst on remote. expect, if not nil, is the
 // compare-and-swap: the remote ref must be *expect ("" = must not exist).
+//
+// Rejected means the ref moved under the push: git's own checks
+// ([rejected] fetch first, non-fast-forward, stale info) or the
+// server's, when two pushes race inside the remote ([remote rejected]
+// failed to update ref / cannot lock ref). A rejection for any other
+// reason (a hook declined it, a protected or hidden ref, a full disk)
+// would be the same next time: it is a failure, with git's reason.
 func (r *repo) push(remote, src, dst string, expect *string) (pushResult, error) {
 	args := []string{"push", "--porcelain", "--quiet"}
 	if expect != nil {
@@ -348,16 +355,42 @@ func (r *repo) push(remote, src, dst string, expect *string) (pushResult, error)
 	if err == nil {
 		return pushOK, nil
 	}
+	var ge *GitError
+	stderr := ""
+	if errors.As(err, &ge) {
+		stderr = ge.Stderr
+	}
 	for _, line := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(line, "!\t") && strings.Contains(line, "rejected") {
+		if !strings.HasPrefix(line, "!\t") {
+			continue
+		}
+		switch {
+		case strings.Contains(line, "[rejected]"):
 			return pushRejected, err
+		case strings.Contains(line, "[remote rejected]"):
+			if lostRace(line + "\n" + stderr) {
+				return pushRejected, err
+			}
+			_, reason, _ := strings.Cut(line, "[remote rejected]")
+			return pushFailed, fmt.Errorf("the remote declined the push%s: %w", strings.TrimSpace(" "+strings.TrimSpace(reason)), err)
 		}
 	}
-	var ge *GitError
-	if errors.As(err, &ge) && (strings.Contains(ge.Stderr, "stale info") || strings.Contains(ge.Stderr, "fetch first") || strings.Contains(ge.Stderr, "non-fast-forward")) {
+	if strings.Contains(stderr, "stale info") || strings.Contains(stderr, "fetch first") || strings.Contains(stderr, "non-fast-forward") {
 		return pushRejected, err
 	}
 	return pushFailed, err
+}
+
+// lostRace reports whether a [remote rejected] push lost a race inside
+// the remote: another push updated the ref between this push's check and
+// its update.
+func lostRace(s string) bool {
+	for _, m := range []string{"failed to update ref", "cannot lock ref", "failed to lock", "but expected"} {
+		if strings.Contains(s, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // fetch runs git fetch of refspecs from remote. A refspec whose remote

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -192,6 +193,7 @@ type Report struct {
 	Conflicts []Loss        `json:"conflicts"`
 	Problems  []string      `json:"problems,omitempty"` // files that cannot travel (symlinks, ...)
 	Offline   string        `json:"offline,omitempty"`  // the remote could not be reached (local changes are committed)
+	Started   time.Time     `json:"started"`            // when the round began (before waiting for another round of this clone)
 	Duration  time.Duration `json:"duration"`
 }
 
@@ -242,7 +244,7 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 		return nil, err
 	}
 	defer l.Unlock()
-	rep := &Report{}
+	rep := &Report{Started: start}
 	defer func() { rep.Duration = time.Since(start) }()
 	st := sy.loadState()
 	snap, err := sy.snapshotWork()
@@ -347,8 +349,18 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 			rep.Pushed = true
 			break
 		}
-		if res == pushRejected && try < 5 {
-			continue // another machine pushed first: fetch and merge again
+		if res == pushRejected {
+			if try < pushTries-1 {
+				// Another machine pushed first: fetch and merge again,
+				// after a random pause that grows with the tries, so
+				// machines that keep colliding fall out of step.
+				if err := sleepCtx(ctx, pushBackoff(try)); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			rep.Offline = fmt.Sprintf("other machines pushed first %d times in a row (the next round tries again): %v", pushTries, err)
+			break
 		}
 		rep.Offline = err.Error()
 		break
@@ -660,6 +672,30 @@ func (sy *Syncer) Run(ctx context.Context, every time.Duration, report func(*Rep
 		if report != nil {
 			report(rep, err)
 		}
+	}
+}
+
+// pushTries bounds the fetch-merge-push attempts of one round.
+const pushTries = 8
+
+// pushBackoff is the pause after the try-th push that lost a race: random
+// in [0, 50ms << try), at most 2s.
+func pushBackoff(try int) time.Duration {
+	d := 50 * time.Millisecond << try
+	if d > 2*time.Second {
+		d = 2 * time.Second
+	}
+	return time.Duration(rand.Int64N(int64(d)))
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 

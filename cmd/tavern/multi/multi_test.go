@@ -8,7 +8,9 @@ package multi
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -474,10 +476,12 @@ func (c *cluster) checkClonesAgree(items int) {
 
 func testDrain(t *testing.T, mode string, items, perMachine int, work string) {
 	c := newCluster(t, mode, 3, items, 60*time.Second)
+	start := time.Now()
 	c.run(perMachine, work)
 	// Generous: git claims take a fetch and a push each (about a second
 	// per item on a loaded 2-CPU machine, spread over 12 workers).
 	c.waitDone(c.machines[0], items, 5*time.Minute+time.Duration(items)*3*time.Second)
+	drained := time.Since(start)
 	c.finish()
 	rl := c.readLog()
 	c.checkExactlyOnce(rl, items, "", time.Time{})
@@ -486,7 +490,8 @@ func testDrain(t *testing.T, mode string, items, perMachine int, work string) {
 	for _, ws := range rl.done {
 		byMachine[strings.Split(ws[0], ".")[0]]++
 	}
-	t.Logf("%s: %d items by %v; %d refused, %d take errors", mode, items, byMachine, rl.refused, rl.takeErrs)
+	t.Logf("%s: %d items done exactly once by %v in %s (%.1f items/s, until all were in %s's done/); %d executions, %d completions refused by the fence, %d take errors",
+		mode, items, byMachine, drained.Round(time.Second), float64(items)/drained.Seconds(), c.machines[0].name, len(rl.execs), rl.refused, rl.takeErrs)
 }
 
 // 3 clones x 4 worker processes drain one queue through etcd.
@@ -501,6 +506,7 @@ func TestMultiDrainGit(t *testing.T) {
 
 func testKill(t *testing.T, mode string, items int) {
 	c := newCluster(t, mode, 3, items, 8*time.Second)
+	start := time.Now()
 	c.run(4, "0.5")
 	victim := c.machines[2]
 	// Kill once some work is done and the victim is in the middle of an
@@ -525,6 +531,7 @@ func testKill(t *testing.T, mode string, items int) {
 	killedAt := c.kill(victim)
 	c.machines = c.machines[:2] // the dead machine syncs no more
 	c.waitDone(c.machines[0], items, 5*time.Minute+time.Duration(items)*3*time.Second)
+	drained := time.Since(start)
 	c.finish()
 	rl := c.readLog()
 	c.checkExactlyOnce(rl, items, victim.name, killedAt)
@@ -535,7 +542,8 @@ func testKill(t *testing.T, mode string, items int) {
 			inFlight++
 		}
 	}
-	t.Logf("%s: %s killed with %d executions in flight; all %d items done once", mode, victim.name, inFlight, items)
+	t.Logf("%s: %s killed %s into the run with %d executions in flight; all %d items done exactly once in %s (%d executions, %d completions refused by the fence)",
+		mode, victim.name, killedAt.Sub(start).Round(time.Second), inFlight, items, drained.Round(time.Second), len(rl.execs), rl.refused)
 }
 
 // A machine dies (SIGKILL of every process of one clone) mid-run: its
@@ -675,7 +683,9 @@ func TestMultiConcurrentEdits(t *testing.T) {
 
 // An edit on one machine reaches another machine's watch stream, as an
 // external change naming the machine that made it, within one sync
-// interval of the other machine's push.
+// interval of the push: the first round the other machine's `tavern sync
+// --every` starts after the push applies it (its rounds are read from
+// its --json reports), and `tavern watch` there shows it once.
 func TestMultiWatchSeesRemoteEdit(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, "local", 2, 0, time.Minute)
@@ -700,7 +710,35 @@ func TestMultiWatchSeesRemoteEdit(t *testing.T) {
 	if line, err := ready.ReadString('\n'); err != nil || !strings.Contains(line, "watching") {
 		t.Fatalf("watch did not start: %q %v", line, err)
 	}
-	c.start(b, nil, tavernBin(c.t), "sync", "--every", "1s", "--quiet")
+	const every = 2 * time.Second
+	syncer := exec.Command(tavernBin(t), "sync", "--every", every.String(), "--json")
+	syncer.Dir = b.dir
+	syncer.Env = multiEnv(b.env)
+	reports, err := syncer.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syncer.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { syncer.Process.Kill(); syncer.Wait() }()
+	type round struct {
+		Started  time.Time
+		Duration time.Duration
+		Applied  []struct{ Path, Machine string }
+	}
+	rounds := make(chan round, 100)
+	go func() {
+		dec := json.NewDecoder(reports)
+		for {
+			var r round
+			if dec.Decode(&r) != nil {
+				close(rounds)
+				return
+			}
+			rounds <- r
+		}
+	}()
 	c.ok(a, "set", "agents/ann", "role=remote-edit")
 	c.ok(a, "sync")
 	pushed := time.Now()
@@ -712,23 +750,51 @@ func TestMultiWatchSeesRemoteEdit(t *testing.T) {
 		}
 		close(lines)
 	}()
-	deadline := time.After(30 * time.Second)
-	for {
+	deadline := time.After(time.Minute)
+	var seen time.Time
+	for seen.IsZero() {
 		select {
 		case l, ok := <-lines:
 			if !ok {
 				t.Fatal("watch exited")
 			}
 			if strings.Contains(l, `"agents/ann.md"`) && strings.Contains(l, `"machine":"`+strings.TrimSpace(string(nameA))+`"`) {
-				t.Logf("seen on the other machine %s after the push: %s", time.Since(pushed).Round(time.Millisecond), l)
-				if got := c.ok(b, "show", "agents/ann"); !strings.Contains(got, "role: remote-edit") {
-					t.Fatalf("b's copy:\n%s", got)
-				}
-				return
+				seen = time.Now()
+				t.Logf("seen on the other machine's watch stream %s after the push (sync every %s): %s", seen.Sub(pushed).Round(time.Millisecond), every, l)
 			}
 		case <-deadline:
 			t.Fatal("the remote edit never reached the other machine's watch stream")
 		}
+	}
+	// The round that applied it is no later than the first that started
+	// after the push.
+	for {
+		r, ok := <-rounds
+		if !ok {
+			t.Fatal("the syncer's reports ended before the round that applied the edit")
+		}
+		applied := false
+		for _, ch := range r.Applied {
+			applied = applied || (ch.Path == "agents/ann.md" && ch.Machine == strings.TrimSpace(string(nameA)))
+		}
+		if applied {
+			t.Logf("applied by the round started %s after the push (%s long)", r.Started.Sub(pushed).Round(time.Millisecond), r.Duration.Round(time.Millisecond))
+			break
+		}
+		if r.Started.After(pushed) {
+			t.Fatalf("a round started %s after the push and did not apply the edit", r.Started.Sub(pushed))
+		}
+	}
+	if got := c.ok(b, "show", "agents/ann"); !strings.Contains(got, "role: remote-edit") {
+		t.Fatalf("b's copy:\n%s", got)
+	}
+	// Once: no second external event for the same change.
+	select {
+	case l := <-lines:
+		if strings.Contains(l, `"agents/ann.md"`) {
+			t.Fatalf("the change was shown twice: %s", l)
+		}
+	case <-time.After(every):
 	}
 }
 
@@ -770,4 +836,93 @@ func TestMultiPoolsOnTwoMachines(t *testing.T) {
 		}
 	}
 	c.checkClonesAgree(items)
+}
+
+// `tavern serve` is a long-running process: on a store that syncs it
+// syncs in the background, so an edit made on another machine shows up
+// in its pages (the snapshot behind them) with the journal naming the
+// machine, with no `tavern sync` run by hand on this one.
+func TestMultiServeSyncs(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, "local", 2, 0, time.Minute)
+	a, b := c.machines[0], c.machines[1]
+	c.ok(a, "new", "agent", "ann")
+	c.ok(a, "sync")
+	c.ok(b, "sync")
+	nameA, _ := os.ReadFile(filepath.Join(a.store(), ".machine"))
+	serve := exec.Command(tavernBin(t), "serve", "--listen", "127.0.0.1:0", "--as", "pat")
+	serve.Dir = b.dir
+	serve.Env = multiEnv(b.env)
+	out, err := serve.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	serve.Stderr = &stderr
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { serve.Process.Kill(); serve.Wait() }()
+	url, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("serve printed no URL: %v\n%s", err, stderr.String())
+	}
+	url = strings.TrimSpace(url)
+	c.ok(a, "set", "agents/ann", "role=from-a")
+	c.ok(a, "sync")
+	pushed := time.Now()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		resp, err := http.Get(url + "api/snapshot")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var snap struct {
+			Agents []struct {
+				Name, Role string
+			}
+			Journal []struct {
+				Type, Path string
+				Data       map[string]any
+			}
+		}
+		err = json.NewDecoder(resp.Body).Decode(&snap)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		role, named := "", false
+		for _, ag := range snap.Agents {
+			if ag.Name == "ann" {
+				role = ag.Role
+			}
+		}
+		for _, e := range snap.Journal {
+			if e.Type == "external" && e.Path == "agents/ann.md" && e.Data["machine"] == strings.TrimSpace(string(nameA)) {
+				named = true
+			}
+		}
+		if role == "from-a" && named {
+			t.Logf("the other machine's edit was on the page %s after its push", time.Since(pushed).Round(time.Millisecond))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve's page after a minute: ann's role %q, external event naming %s: %v\nserve stderr:\n%s", role, nameA, named, stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// And the other way: an edit made here (through the store, as the
+	// page's edit action would) goes out without a hand-run sync.
+	c.ok(b, "set", "agents/ann", "model=from-b")
+	deadline = time.Now().Add(time.Minute)
+	for {
+		c.ok(a, "sync")
+		if strings.Contains(c.ok(a, "show", "agents/ann"), "model: from-b") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("an edit on serve's machine never went out\nserve stderr:\n%s", stderr.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
