@@ -19,7 +19,7 @@ test-deps:
 
 # Soak and large-scale tests that do not fit in `make test`.
 test-long: tools
-	$(GO) test -race -tags long -timeout 60m $(PKGS)
+	$(GO) test -race -tags long -timeout 150m $(PKGS)
 
 # Programs the tests drive as a user would (the journal's hand-edit
 # tests: vim, git, rsync; unshare for the inotify limit; tmux and chromium

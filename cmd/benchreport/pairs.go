@@ -43,6 +43,12 @@ var pairs = []pair{
 	{Name: "BenchmarkMultiClaims/git", Metric: "ops/s", Base: "BenchmarkMultiClaims/local"},
 	{Name: "BenchmarkSyncLatency", Metric: "p50-ms", Base: "BenchmarkRawGitRoundTrip"},
 	{Name: "BenchmarkSyncLatency", Metric: "p99-ms", Base: "BenchmarkRawGitRoundTrip"},
+	// What a person on the other machine sees: edit to its projection and
+	// watch stream with both clones syncing in the background every 1s,
+	// against the two rounds back to back; the raw output also gives it
+	// in sync intervals (p50-intervals, p99-intervals).
+	{Name: "BenchmarkSyncToWatch", Metric: "p50-ms", Base: "BenchmarkSyncLatency"},
+	{Name: "BenchmarkSyncToWatch", Metric: "p99-ms", Base: "BenchmarkSyncLatency"},
 	// Issue 18: views, on a 100k-document store while items complete at
 	// 10/s, against one durable document write on the same store. The
 	// issue's goals are absolute on this machine (first paint <= 1 s, an

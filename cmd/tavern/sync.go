@@ -46,9 +46,9 @@ both. Changes written here are journaled as 'external' with the machine that
 made them. A file changed here while the round ran is merged next round.
 
 --every runs rounds until interrupted, every DUR and soon after local
-changes (long-running commands such as 'pool run' do this on their own when
-the store syncs). --clone creates .tavern/ here (or --dir) from the remote's
-state: how a new machine joins.
+changes (the long-running commands 'pool run', 'verifier' and 'serve' do
+this on their own when the store syncs). --clone creates .tavern/ here (or
+--dir) from the remote's state: how a new machine joins.
 
 Exit 1 if the remote cannot be reached or keeps rejecting the push (local
 changes are committed in .tavern/.sync/ and go out with the next round).
@@ -230,8 +230,8 @@ func syncConfigured(s *docstore.Store) bool {
 // startBackgroundSync runs the git sync of s in the background (every
 // sync.every and on local changes) when the store syncs; the returned
 // function stops it after one last round. Long-running commands (pool
-// run) call it. Errors are reported on stderr, never fatal: the work goes
-// on while the remote is away.
+// run, verifier, serve) call it. Errors are reported on stderr, never
+// fatal: the work goes on while the remote is away.
 func startBackgroundSync(c *cli.Context, s *docstore.Store, j *journal.Journal) func() {
 	if !syncConfigured(s) {
 		return func() {}

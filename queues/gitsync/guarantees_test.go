@@ -236,3 +236,63 @@ func TestRefEngineRemoteDeclines(t *testing.T) {
 		t.Fatalf("claim once the remote accepts: %v", err)
 	}
 }
+
+// New documents made on two machines at once never collide: their names
+// carry time-ordered ids (UUIDv7), so both sets merge without a conflict
+// and `ls` lists them in creation order on every clone.
+func TestNewDocumentsOnTwoMachinesNeverCollide(t *testing.T) {
+	srv := gittest.Start(t)
+	url := srv.Repo(t, "p")
+	root := t.TempDir()
+	a := newOrigin(t, root, "alpha", url)
+	ba, err := queues.Open(a, queues.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ba.Close()
+	ba.CreateQueue("q", queues.QueueOptions{})
+	syncOnce(t, a)
+	b := clone(t, root, "beta", url)
+	bb, err := queues.Open(b, queues.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bb.Close()
+	const n = 40
+	for i := 0; i < n; i++ { // interleaved in time
+		if _, err := ba.Add("q", queues.AddOptions{Title: "from alpha"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bb.Add("q", queues.AddOptions{Title: "from beta"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	syncOnce(t, a)
+	rep := syncOnce(t, b)
+	syncOnce(t, a)
+	if len(rep.Conflicts) != 0 {
+		t.Fatalf("conflicts merging new documents: %+v", rep.Conflicts)
+	}
+	sameTrees(t, a, b)
+	for _, s := range []*docstore.Store{a, b} {
+		ents, err := os.ReadDir(filepath.Join(s.Root(), "queues/q/pending"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ents) != 2*n {
+			t.Fatalf("%s: %d items, want %d", s.Root(), len(ents), 2*n)
+		}
+		var last time.Time
+		for _, e := range ents { // ReadDir sorts by name
+			id := strings.TrimSuffix(e.Name()[strings.Index(e.Name(), "-")+1:], ".md")
+			at, ok := docstore.IDTime(id)
+			if !ok {
+				t.Fatalf("%s: not a time-ordered id", e.Name())
+			}
+			if at.Before(last) {
+				t.Fatalf("%s sorts after a later id", e.Name())
+			}
+			last = at
+		}
+	}
+}

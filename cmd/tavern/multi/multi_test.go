@@ -64,12 +64,21 @@ func multiEnv(extra []string) []string {
 	return append(env, extra...)
 }
 
-// runIn runs tavern in dir with stdin and extra environment.
-func runIn(t testing.TB, dir, stdin string, env []string, args ...string) result {
+// command is name with args as a process of machine m: in its project
+// directory, with its environment plus extra, in its network namespace
+// when it has one.
+func (m *machine) command(extra []string, name string, args ...string) *exec.Cmd {
+	name, args = m.lab.wrap(m.idx, name, args...)
+	cmd := exec.Command(name, args...)
+	cmd.Dir = m.dir
+	cmd.Env = multiEnv(append(append([]string(nil), m.env...), extra...))
+	return cmd
+}
+
+// run runs tavern on machine m with stdin and extra environment.
+func (m *machine) run(t testing.TB, stdin string, extra []string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(tavernBin(t), args...)
-	cmd.Dir = dir
-	cmd.Env = multiEnv(env)
+	cmd := m.command(extra, tavernBin(t), args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -93,6 +102,8 @@ type cluster struct {
 	root     string
 	url      string
 	etcd     *etcdtest.Server
+	git      *gittest.Server
+	lab      *netLab
 	machines []*machine
 	log      string
 	stop     string
@@ -100,33 +111,48 @@ type cluster struct {
 
 type machine struct {
 	name string
-	dir  string // the project directory (holding .tavern/)
+	idx  int
+	lab  *netLab // nil: the host's network
+	dir  string  // the project directory (holding .tavern/)
 	env  []string
+	url  string // the sync remote as this machine reaches it
 	mu   sync.Mutex
 	proc []*exec.Cmd // workers and syncer, each in its own process group
+	sync []*exec.Cmd // the syncers among them
 }
 
 func (m *machine) store() string { return filepath.Join(m.dir, ".tavern") }
 
 // newCluster makes the first machine's store with queue "work" (lease),
 // configures the engine, adds items, pushes, and clones it n-1 times.
+// With an engine (etcd, git) each machine has a network namespace of its
+// own where the machine allows it (netLab); mode local (documents only)
+// shares the loopback, so that the test can talk to a machine's server.
 func newCluster(t *testing.T, mode string, n, items int, lease time.Duration) *cluster {
 	t.Helper()
 	c := &cluster{t: t, mode: mode, root: t.TempDir()}
 	c.log = filepath.Join(c.root, "executions.log")
 	c.stop = filepath.Join(c.root, "STOP")
-	srv := gittest.Start(t)
+	if mode != "local" {
+		c.lab = newNetLab(t, n)
+	}
+	var hosts []string
+	if c.lab != nil {
+		hosts = c.lab.hosts
+	}
+	srv := gittest.Start(t, hosts...)
 	c.url = srv.Repo(t, "project")
+	c.git = srv
 	cfg := "sync:\n  remote: " + c.url + "\n  every: 1s\n  claim_ttl: 3s\n"
 	switch mode {
 	case "etcd":
-		c.etcd = etcdtest.Start(t)
+		c.etcd = etcdtest.Start(t, hosts...)
 		cfg = "coordination: etcd\netcd:\n  endpoints: [" + c.etcd.Client + "]\n  prefix: /tavern/" + t.Name() + "/\n  lease_ttl: 2s\n" + cfg
 	case "git":
 		cfg = "coordination: git\n" + cfg
 	}
 	m0 := c.addMachine("m0")
-	if r := runIn(t, m0.dir, "", m0.env, "init"); r.code != 0 {
+	if r := m0.run(t, "", nil, "init"); r.code != 0 {
 		t.Fatal(r)
 	}
 	cfgPath := filepath.Join(m0.store(), "tavern.md")
@@ -157,7 +183,7 @@ func newCluster(t *testing.T, mode string, n, items int, lease time.Duration) *c
 	c.ok(m0, "sync")
 	for i := 1; i < n; i++ {
 		m := c.addMachine("m" + strconv.Itoa(i))
-		c.ok(m, "sync", "--clone", c.url)
+		c.ok(m, "sync", "--clone", m.url)
 	}
 	return c
 }
@@ -167,14 +193,32 @@ func (c *cluster) addMachine(name string) *machine {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		c.t.Fatal(err)
 	}
-	m := &machine{name: name, dir: dir, env: []string{"TAVERN_DIR=" + filepath.Join(dir, ".tavern")}}
+	m := &machine{name: name, idx: len(c.machines), dir: dir, env: []string{"TAVERN_DIR=" + filepath.Join(dir, ".tavern")}, url: c.url}
+	if c.lab != nil {
+		// This machine reaches the servers at its link's host end.
+		m.lab = c.lab
+		host := c.lab.hosts[m.idx]
+		m.url = c.git.URL(host, "project")
+		m.env = append(m.env, "TAVERN_SYNC_REMOTE="+m.url)
+		if c.etcd != nil {
+			m.env = append(m.env, "TAVERN_ETCD_ENDPOINTS="+c.etcd.ClientOn(host))
+		}
+	}
 	c.machines = append(c.machines, m)
 	return m
 }
 
+// hostOf is the address at which machine m reaches this host's servers.
+func (c *cluster) hostOf(m *machine) string {
+	if m.lab == nil {
+		return "127.0.0.1"
+	}
+	return m.lab.hosts[m.idx]
+}
+
 func (c *cluster) ok(m *machine, args ...string) string {
 	c.t.Helper()
-	r := runIn(c.t, m.dir, "", m.env, args...)
+	r := m.run(c.t, "", nil, args...)
 	if r.code != 0 {
 		c.t.Fatalf("%s: tavern %s: %s", m.name, strings.Join(args, " "), r)
 	}
@@ -184,9 +228,7 @@ func (c *cluster) ok(m *machine, args ...string) string {
 // start runs a process of machine m in a process group of its own.
 func (c *cluster) start(m *machine, env []string, name string, args ...string) *exec.Cmd {
 	c.t.Helper()
-	cmd := exec.Command(name, args...)
-	cmd.Dir = m.dir
-	cmd.Env = multiEnv(append(append([]string(nil), m.env...), env...))
+	cmd := m.command(env, name, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	errLog, err := os.OpenFile(filepath.Join(c.root, m.name+".stderr"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -198,6 +240,9 @@ func (c *cluster) start(m *machine, env []string, name string, args ...string) *
 	}
 	m.mu.Lock()
 	m.proc = append(m.proc, cmd)
+	if name == tavernBin(c.t) && len(args) > 0 && args[0] == "sync" {
+		m.sync = append(m.sync, cmd)
+	}
 	m.mu.Unlock()
 	c.t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait(); errLog.Close() })
 	return cmd
@@ -225,7 +270,7 @@ func (c *cluster) kill(m *machine) time.Time {
 	for _, p := range m.proc {
 		p.Wait()
 	}
-	m.proc = nil
+	m.proc, m.sync = nil, nil
 	return time.Now()
 }
 
@@ -348,12 +393,10 @@ func (c *cluster) finish() {
 	os.WriteFile(c.stop, nil, 0o644)
 	for _, m := range c.machines {
 		m.mu.Lock()
-		procs := m.proc
+		procs, syncers := m.proc, m.sync
 		m.mu.Unlock()
-		for _, p := range procs {
-			if len(p.Args) > 1 && p.Args[1] == "sync" {
-				syscall.Kill(-p.Process.Pid, syscall.SIGKILL)
-			}
+		for _, p := range syncers {
+			syscall.Kill(-p.Process.Pid, syscall.SIGKILL)
 		}
 		done := make(chan struct{})
 		go func() {
@@ -468,7 +511,7 @@ func (c *cluster) checkClonesAgree(items int) {
 		} else if got != want {
 			c.t.Errorf("%s's ls differs from %s's:\n%s\n---\n%s", m.name, c.machines[0].name, got, want)
 		}
-		if r := runIn(c.t, m.dir, "", m.env, "check"); r.code != 0 {
+		if r := m.run(c.t, "", nil, "check"); r.code != 0 {
 			c.t.Errorf("%s: check: %s", m.name, r)
 		}
 	}
@@ -561,14 +604,14 @@ func TestMultiPartitionEtcd(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, "etcd", 2, 2, 2*time.Second)
 	a, p := c.machines[0], c.machines[1]
-	px := etcdtest.NewProxy(t, c.etcd.Client)
+	px := etcdtest.NewProxyOn(t, c.hostOf(p), c.etcd.Client) // where p reaches etcd
 	p.env = append(p.env, "TAVERN_ETCD_ENDPOINTS="+px.Addr)
 	out := c.ok(p, "queue", "take", "work")
 	var id string
 	var fence int
 	fmt.Sscan(out, &id, &fence)
 	px.Cut()
-	r := runIn(t, p.dir, "", p.env, "queue", "take", "work")
+	r := p.run(t, "", nil, "queue", "take", "work")
 	if r.code == 0 || r.code == 3 || !strings.Contains(r.err, "unavailable") {
 		t.Fatalf("take while partitioned: %s (want a failure naming the unavailable engine)", r)
 	}
@@ -578,7 +621,7 @@ func TestMultiPartitionEtcd(t *testing.T) {
 	var fence2 int
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		r := runIn(t, a.dir, "", a.env, "queue", "take", "work")
+		r := a.run(t, "", nil, "queue", "take", "work")
 		if r.code == 0 {
 			fmt.Sscan(r.out, &id2, &fence2)
 			if id2 == id {
@@ -596,14 +639,14 @@ func TestMultiPartitionEtcd(t *testing.T) {
 		t.Fatalf("other machine took %s fence %d after %s fence %d", id2, fence2, id, fence)
 	}
 	c.ok(a, "item", "done", id, "--attempt", strconv.Itoa(fence2))
-	if r := runIn(t, a.dir, "", a.env, "queue", "take", "work"); r.code == 0 { // the other item, if still there
+	if r := a.run(t, "", nil, "queue", "take", "work"); r.code == 0 { // the other item, if still there
 		var id3 string
 		var f3 int
 		fmt.Sscan(r.out, &id3, &f3)
 		c.ok(a, "item", "done", id3, "--attempt", strconv.Itoa(f3))
 	}
 	px.Heal()
-	r = runIn(t, p.dir, "", p.env, "item", "done", id, "--attempt", strconv.Itoa(fence))
+	r = p.run(t, "", nil, "item", "done", id, "--attempt", strconv.Itoa(fence))
 	if r.code != 4 || !strings.Contains(r.err, "no longer held") {
 		t.Fatalf("late completion after the partition: %s (want exit 4, refused by the fence)", r)
 	}
@@ -651,7 +694,7 @@ func TestMultiConcurrentEdits(t *testing.T) {
 		kept, lost = lost, kept
 	}
 	c.ok(a, "sync")
-	r := runIn(t, b.dir, "", b.env, "sync")
+	r := b.run(t, "", nil, "sync")
 	if r.code != 0 || !strings.Contains(r.err, `conflict agents/ann.md role: kept "`+kept+`"`) {
 		t.Fatalf("sync with a same-field conflict: %s", r)
 	}
@@ -660,7 +703,7 @@ func TestMultiConcurrentEdits(t *testing.T) {
 		if out := c.ok(m, "show", "agents/ann"); !strings.Contains(out, "role: "+kept) {
 			t.Fatalf("%s: role after the conflict:\n%s", m.name, out)
 		}
-		if r := runIn(t, m.dir, "", m.env, "check"); r.code != 0 {
+		if r := m.run(t, "", nil, "check"); r.code != 0 {
 			t.Fatalf("%s: check: %s", m.name, r)
 		}
 	}
@@ -694,9 +737,7 @@ func TestMultiWatchSeesRemoteEdit(t *testing.T) {
 	c.ok(a, "sync")
 	c.ok(b, "sync")
 	nameA, _ := os.ReadFile(filepath.Join(a.store(), ".machine"))
-	watch := exec.Command(tavernBin(c.t), "watch", "--json", "--type", "external")
-	watch.Dir = b.dir
-	watch.Env = multiEnv(b.env)
+	watch := b.command(nil, tavernBin(c.t), "watch", "--json", "--type", "external")
 	out, err := watch.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -711,9 +752,7 @@ func TestMultiWatchSeesRemoteEdit(t *testing.T) {
 		t.Fatalf("watch did not start: %q %v", line, err)
 	}
 	const every = 2 * time.Second
-	syncer := exec.Command(tavernBin(t), "sync", "--every", every.String(), "--json")
-	syncer.Dir = b.dir
-	syncer.Env = multiEnv(b.env)
+	syncer := b.command(nil, tavernBin(t), "sync", "--every", every.String(), "--json")
 	reports, err := syncer.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -812,7 +851,7 @@ func TestMultiPoolsOnTwoMachines(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			script := `echo "start $TAVERN_ITEM x $TAVERN_AGENT $(date +%s%N)" >> "$LOG"; sleep 0.1; echo "end $TAVERN_ITEM x $TAVERN_AGENT $(date +%s%N)" >> "$LOG"`
-			r := runIn(t, m.dir, "", append(m.env, "LOG="+c.log), "pool", "run", "pool-"+m.name, "--queue", "work", "--max", "3",
+			r := m.run(t, "", []string{"LOG=" + c.log}, "pool", "run", "pool-"+m.name, "--queue", "work", "--max", "3",
 				"--on-empty", "terminate", "--idle-wait", "2s", "--quiet", "--", "sh", "-c", script)
 			if r.code != 0 {
 				t.Errorf("%s: pool: %s", m.name, r)
@@ -850,9 +889,7 @@ func TestMultiServeSyncs(t *testing.T) {
 	c.ok(a, "sync")
 	c.ok(b, "sync")
 	nameA, _ := os.ReadFile(filepath.Join(a.store(), ".machine"))
-	serve := exec.Command(tavernBin(t), "serve", "--listen", "127.0.0.1:0", "--as", "pat")
-	serve.Dir = b.dir
-	serve.Env = multiEnv(b.env)
+	serve := b.command(nil, tavernBin(t), "serve", "--listen", "127.0.0.1:0", "--as", "pat")
 	out, err := serve.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -27,7 +27,8 @@ import (
 
 // Server is a running etcd.
 type Server struct {
-	Client string // host:port of the client URL
+	Client string // host:port of the client URL on 127.0.0.1
+	Port   int    // the client port, on 127.0.0.1 and every host given to Start
 	cmd    *exec.Cmd
 	log    *bytes.Buffer
 	dir    string
@@ -55,9 +56,11 @@ func freePort(tb testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// Start starts etcd and stops it when the test ends. dataDir "" means a
-// temporary directory on tmpfs if there is one.
-func Start(tb testing.TB) *Server {
+// Start starts etcd and stops it when the test ends, its data in a
+// temporary directory on tmpfs if there is one. It serves clients on
+// 127.0.0.1 and on each of hosts (other addresses of this machine, such
+// as the host ends of network namespaces' links).
+func Start(tb testing.TB, hosts ...string) *Server {
 	tb.Helper()
 	bin := Binary()
 	if bin == "" {
@@ -74,7 +77,7 @@ func Start(tb testing.TB) *Server {
 	tb.Cleanup(func() { os.RemoveAll(dir) })
 	var last error
 	for try := 0; try < 5; try++ {
-		s, err := start(bin, dir, freePort(tb), freePort(tb))
+		s, err := start(bin, dir, freePort(tb), freePort(tb), hosts)
 		if err == nil {
 			tb.Cleanup(s.Stop)
 			return s
@@ -85,12 +88,16 @@ func Start(tb testing.TB) *Server {
 	return nil
 }
 
-func start(bin, dir string, cport, pport int) (*Server, error) {
+func start(bin, dir string, cport, pport int, hosts []string) (*Server, error) {
 	client := fmt.Sprintf("127.0.0.1:%d", cport)
+	listen := "http://" + client
+	for _, h := range hosts {
+		listen += ",http://" + net.JoinHostPort(h, fmt.Sprint(cport))
+	}
 	peer := fmt.Sprintf("http://127.0.0.1:%d", pport)
 	data := filepath.Join(dir, fmt.Sprintf("data-%d", cport))
 	cmd := exec.Command(bin, "--name", "t", "--data-dir", data,
-		"--listen-client-urls", "http://"+client, "--advertise-client-urls", "http://"+client,
+		"--listen-client-urls", listen, "--advertise-client-urls", "http://"+client,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
 		"--initial-cluster", "t="+peer, "--heartbeat-interval", "50", "--election-timeout", "500",
 		"--log-level", "error", "--logger", "zap")
@@ -100,7 +107,7 @@ func start(bin, dir string, cport, pport int) (*Server, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	s := &Server{Client: client, cmd: cmd, log: log, dir: data}
+	s := &Server{Client: client, Port: cport, cmd: cmd, log: log, dir: data}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	deadline := time.Now().Add(20 * time.Second)
@@ -153,10 +160,16 @@ type Proxy struct {
 	conns  map[net.Conn]bool
 }
 
+// ClientOn is the client address at host (one Start listens on).
+func (s *Server) ClientOn(host string) string { return net.JoinHostPort(host, fmt.Sprint(s.Port)) }
+
 // NewProxy listens on a free loopback port and forwards to target.
-func NewProxy(tb testing.TB, target string) *Proxy {
+func NewProxy(tb testing.TB, target string) *Proxy { return NewProxyOn(tb, "127.0.0.1", target) }
+
+// NewProxyOn is NewProxy listening on host (an address of this machine).
+func NewProxyOn(tb testing.TB, host, target string) *Proxy {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		tb.Fatal(err)
 	}

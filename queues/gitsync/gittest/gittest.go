@@ -24,8 +24,10 @@ type Server struct {
 }
 
 // Start runs git daemon on a free loopback port serving a new temporary
-// directory, until the test ends. It skips the test if git is missing.
-func Start(tb testing.TB) *Server {
+// directory, until the test ends; also on the same port of each of hosts
+// (other addresses of this machine, such as the host ends of network
+// namespaces' links). It skips the test if git is missing.
+func Start(tb testing.TB, hosts ...string) *Server {
 	tb.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		tb.Skip("git is not installed")
@@ -39,9 +41,13 @@ func Start(tb testing.TB) *Server {
 		port := l.Addr().(*net.TCPAddr).Port
 		l.Close()
 		log := &bytes.Buffer{}
-		cmd := exec.Command("git", "daemon", "--reuseaddr", "--listen=127.0.0.1", fmt.Sprintf("--port=%d", port),
-			"--base-path="+base, "--export-all", "--enable=receive-pack", "--informative-errors",
-			"--max-connections=0", base)
+		args := []string{"daemon", "--reuseaddr", "--listen=127.0.0.1"}
+		for _, h := range hosts {
+			args = append(args, "--listen="+h)
+		}
+		args = append(args, fmt.Sprintf("--port=%d", port), "--base-path="+base, "--export-all", "--enable=receive-pack",
+			"--informative-errors", "--max-connections=0", base)
+		cmd := exec.Command("git", args...)
 		cmd.Stdout, cmd.Stderr = log, log
 		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -79,7 +85,12 @@ func (s *Server) Repo(tb testing.TB, name string) string {
 	if out, err := exec.Command("git", "init", "--bare", "--quiet", dir).CombinedOutput(); err != nil {
 		tb.Fatalf("git init: %v %s", err, out)
 	}
-	return fmt.Sprintf("git://127.0.0.1:%d/%s.git", s.Port, name)
+	return s.URL("127.0.0.1", name)
+}
+
+// URL is the git:// URL of repository name at host (one Start listens on).
+func (s *Server) URL(host, name string) string {
+	return fmt.Sprintf("git://%s/%s.git", net.JoinHostPort(host, fmt.Sprint(s.Port)), name)
 }
 
 // Stop kills the daemon.
