@@ -2,6 +2,8 @@ package etcd_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"os"
 	"os/exec"
@@ -10,6 +12,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
@@ -349,5 +354,86 @@ func TestBrokersOnTwoClones(t *testing.T) {
 	var ee *queues.EmptyError
 	if !errors.As(err, &ee) || ee.Diag.Elsewhere == 0 {
 		t.Fatalf("take on a after b finished: %v, want empty with items finished elsewhere", err)
+	}
+}
+
+// tavern.md's TLS and auth options against an etcd that serves TLS only,
+// requires client certificates and has authentication enabled: with the
+// CA, the client's certificate and the password (from the variable
+// password_env names) claims work; a wrong password or a missing client
+// certificate fails, naming the engine as unavailable, and claims nothing.
+func TestTLSAndAuth(t *testing.T) {
+	srv := etcdtest.StartTLS(t)
+	tlsCfg := func() *tls.Config {
+		pair, err := tls.LoadX509KeyPair(srv.Cert, srv.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pem, _ := os.ReadFile(srv.CA)
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(pem)
+		return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}}
+	}
+	admin, err := clientv3.New(clientv3.Config{Endpoints: []string{srv.Client}, TLS: tlsCfg(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, step := range []func() error{
+		func() error { _, err := admin.UserAdd(ctx, "root", "s3cret"); return err },
+		func() error { _, err := admin.UserGrantRole(ctx, "root", "root"); return err },
+		func() error { _, err := admin.AuthEnable(ctx); return err },
+	} {
+		if err := step(); err != nil {
+			t.Fatalf("setting up etcd auth: %v", err)
+		}
+	}
+	open := func(tlsYAML, password string) (queues.Coordinator, error) {
+		t.Helper()
+		dir := filepath.Join(t.TempDir(), ".tavern")
+		s, _, err := docstore.Init(dir, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := "---\nname: t\ncoordination: etcd\netcd:\n  endpoints: [" + srv.Client + "]\n  op_timeout: 3s\n  dial_timeout: 3s\n" +
+			"  username: root\n  password_env: TAVERN_TEST_ETCD_PASSWORD\n  tls: " + tlsYAML + "\n---\n"
+		if err := os.WriteFile(filepath.Join(dir, "tavern.md"), []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv("TAVERN_TEST_ETCD_PASSWORD", password)
+		c, err := queues.OpenCoordinator(s)
+		if err != nil {
+			return nil, err
+		}
+		t.Cleanup(func() { c.Close() })
+		_, err = c.Claim(ctx, "items/q/k", queues.ClaimRequest{Holder: "w", TTL: time.Minute})
+		return c, err
+	}
+	full := "{ca: " + srv.CA + ", cert: " + srv.Cert + ", key: " + srv.Key + "}"
+	if _, err := open(full, "wrong"); err == nil || !errors.Is(err, queues.ErrUnavailable) {
+		t.Fatalf("claim with a wrong password: %v (want the engine unavailable)", err)
+	}
+	if _, err := open("{ca: "+srv.CA+"}", "s3cret"); err == nil || !errors.Is(err, queues.ErrUnavailable) {
+		t.Fatalf("claim without a client certificate: %v (want the engine unavailable)", err)
+	}
+	c, err := open(full, "s3cret")
+	if err != nil {
+		t.Fatalf("claim with TLS and the password: %v", err)
+	}
+	if c.Engine() != "etcd" {
+		t.Fatalf("engine %s", c.Engine())
+	}
+	// The claim is in etcd.
+	root, err := clientv3.New(clientv3.Config{Endpoints: []string{srv.Client}, TLS: tlsCfg(), DialTimeout: 5 * time.Second,
+		Username: "root", Password: "s3cret", Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	resp, err := root.Get(ctx, "/tavern/t/claim/", clientv3.WithPrefix())
+	if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Key) != "/tavern/t/claim/items/q/k" {
+		t.Fatalf("claims in etcd: %v %v", resp, err)
 	}
 }

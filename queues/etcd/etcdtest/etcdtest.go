@@ -12,6 +12,7 @@ package etcdtest
 
 import (
 	"bytes"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -29,9 +30,13 @@ import (
 type Server struct {
 	Client string // host:port of the client URL on 127.0.0.1
 	Port   int    // the client port, on 127.0.0.1 and every host given to Start
-	cmd    *exec.Cmd
-	log    *bytes.Buffer
-	dir    string
+	// With StartTLS: PEM files of the CA that signed the server's and the
+	// client's certificates, and the client's certificate and key.
+	CA, Cert, Key string
+	cmd           *exec.Cmd
+	log           *bytes.Buffer
+	dir           string
+	tls           *tls.Config // the client side, for the health check
 }
 
 // Binary returns the etcd binary, or "" when none is installed.
@@ -75,9 +80,31 @@ func Start(tb testing.TB, hosts ...string) *Server {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { os.RemoveAll(dir) })
+	return startIn(tb, bin, dir, hosts, nil)
+}
+
+// StartTLS starts etcd serving clients over TLS only, with client
+// certificates required (--client-cert-auth): the CA and the client's
+// certificate and key are in s.CA, s.Cert and s.Key (made for the test).
+func StartTLS(tb testing.TB) *Server {
+	tb.Helper()
+	bin := Binary()
+	if bin == "" {
+		tb.Skip("etcd is not installed: apt-get install etcd-server (.ci/run does)")
+	}
+	dir := tb.TempDir()
+	c, err := newCerts(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return startIn(tb, bin, dir, nil, c)
+}
+
+func startIn(tb testing.TB, bin, dir string, hosts []string, c *certs) *Server {
+	tb.Helper()
 	var last error
 	for try := 0; try < 5; try++ {
-		s, err := start(bin, dir, freePort(tb), freePort(tb), hosts)
+		s, err := start(bin, dir, freePort(tb), freePort(tb), hosts, c)
 		if err == nil {
 			tb.Cleanup(s.Stop)
 			return s
@@ -88,19 +115,28 @@ func Start(tb testing.TB, hosts ...string) *Server {
 	return nil
 }
 
-func start(bin, dir string, cport, pport int, hosts []string) (*Server, error) {
+func start(bin, dir string, cport, pport int, hosts []string, c *certs) (*Server, error) {
+	scheme := "http://"
+	if c != nil {
+		scheme = "https://"
+	}
 	client := fmt.Sprintf("127.0.0.1:%d", cport)
-	listen := "http://" + client
+	listen := scheme + client
 	for _, h := range hosts {
-		listen += ",http://" + net.JoinHostPort(h, fmt.Sprint(cport))
+		listen += "," + scheme + net.JoinHostPort(h, fmt.Sprint(cport))
 	}
 	peer := fmt.Sprintf("http://127.0.0.1:%d", pport)
 	data := filepath.Join(dir, fmt.Sprintf("data-%d", cport))
-	cmd := exec.Command(bin, "--name", "t", "--data-dir", data,
-		"--listen-client-urls", listen, "--advertise-client-urls", "http://"+client,
+	args := []string{"--name", "t", "--data-dir", data,
+		"--listen-client-urls", listen, "--advertise-client-urls", scheme + client,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-		"--initial-cluster", "t="+peer, "--heartbeat-interval", "50", "--election-timeout", "500",
-		"--log-level", "error", "--logger", "zap")
+		"--initial-cluster", "t=" + peer, "--heartbeat-interval", "50", "--election-timeout", "500",
+		"--log-level", "error", "--logger", "zap"}
+	if c != nil {
+		args = append(args, "--cert-file", c.serverCert, "--key-file", c.serverKey,
+			"--trusted-ca-file", c.ca, "--client-cert-auth")
+	}
+	cmd := exec.Command(bin, args...)
 	log := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -108,6 +144,9 @@ func start(bin, dir string, cport, pport int, hosts []string) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{Client: client, Port: cport, cmd: cmd, log: log, dir: data}
+	if c != nil {
+		s.CA, s.Cert, s.Key, s.tls = c.ca, c.clientCert, c.clientKey, c.clientTLS
+	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	deadline := time.Now().Add(20 * time.Second)
@@ -117,7 +156,7 @@ func start(bin, dir string, cport, pport int, hosts []string) (*Server, error) {
 			return nil, fmt.Errorf("etcd exited: %v: %s", err, log.String())
 		default:
 		}
-		if healthy(client) {
+		if healthy(client, s.tls) {
 			go func() { <-exited }()
 			return s, nil
 		}
@@ -129,8 +168,15 @@ func start(bin, dir string, cport, pport int, hosts []string) (*Server, error) {
 
 // healthy asks the server's /health endpoint (plain HTTP on the client
 // port) whether it has a leader.
-func healthy(client string) bool {
-	c, err := net.DialTimeout("tcp", client, time.Second)
+func healthy(client string, tc *tls.Config) bool {
+	var c net.Conn
+	var err error
+	d := &net.Dialer{Timeout: time.Second}
+	if tc != nil {
+		c, err = tls.DialWithDialer(d, "tcp", client, tc)
+	} else {
+		c, err = d.Dial("tcp", client)
+	}
 	if err != nil {
 		return false
 	}
