@@ -15,7 +15,6 @@ import (
 	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
-	_ "github.com/tavernhq/tavern/queues/etcd"  // coordination: etcd
 	"github.com/tavernhq/tavern/queues/gitsync" // tavern sync; coordination: git
 	"github.com/tavernhq/tavern/watcher/journal"
 )
