@@ -218,9 +218,10 @@ func BenchmarkSyncLatency(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer sb.Close()
-	lat := make([]time.Duration, 0, b.N)
+	n := samples(b)
+	lat := make([]time.Duration, 0, n)
 	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	for i := 0; i < n; i++ {
 		v := fmt.Sprint("v", i)
 		start := time.Now()
 		if _, err := a.Update("agents/ann.md", func(d *docstore.Doc) error { return d.Set("model", v) }); err != nil {
@@ -251,6 +252,16 @@ func newAgentDoc(tb testing.TB, s *docstore.Store, name string) {
 	if err := s.WriteFile("agents/"+name+".md", d.Bytes()); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// samples is how many latencies a percentile benchmark takes: b.N, but
+// at least 30, so the p99 means something whatever -benchtime gives
+// (each sample takes about a second: b.N alone would be 1 or 2).
+func samples(b *testing.B) int {
+	if b.N < 30 {
+		return 30
+	}
+	return b.N
 }
 
 func reportPercentiles(b *testing.B, lat []time.Duration) {
@@ -293,9 +304,10 @@ func BenchmarkRawGitRoundTrip(b *testing.B) {
 	if out, err := exec.Command("git", "clone", "-q", "-b", "main", url, c).CombinedOutput(); err != nil {
 		b.Fatalf("clone: %v %s", err, out)
 	}
-	lat := make([]time.Duration, 0, b.N)
+	n := samples(b)
+	lat := make([]time.Duration, 0, n)
 	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	for i := 0; i < n; i++ {
 		start := time.Now()
 		os.WriteFile(filepath.Join(a, "ann.md"), []byte(fmt.Sprintf("model: v%d\n", i)), 0o644)
 		git(a, "commit", "-qam", "edit")
@@ -377,16 +389,16 @@ func BenchmarkSyncToWatch(b *testing.B) {
 		wg.Add(1)
 		go func(sy *gitsync.Syncer) {
 			defer wg.Done()
-			sy.Run(ctx, 0, nil)
+			sy.Run(ctx, 0, func(rep *gitsync.Report, err error) {
+				if os.Getenv("TAVERN_BENCH_DEBUG") != "" && rep != nil {
+					fmt.Fprintf(os.Stderr, "%s round at %s: %s pushed=%v applied=%d deferred=%v offline=%q err=%v\n", sy.Machine(), rep.Started.Format("15:04:05.000"), rep.Duration, rep.Pushed, len(rep.Applied), rep.Deferred, rep.Offline, err)
+				}
+			})
 		}(sy)
 	}
 	defer wg.Wait()
 	defer cancel()
-	// Enough samples for a p99 whatever b.N (each is about an interval).
-	n := b.N
-	if n < 30 {
-		n = 30
-	}
+	n := samples(b)
 	lat := make([]time.Duration, 0, n)
 	b.ResetTimer()
 	for i := 0; i < n; i++ {
@@ -415,6 +427,9 @@ func BenchmarkSyncToWatch(b *testing.B) {
 		}
 		wcancel()
 		lat = append(lat, time.Since(start))
+		if os.Getenv("TAVERN_BENCH_DEBUG") != "" {
+			fmt.Fprintf(os.Stderr, "edit %d at %s seen after %s\n", i, start.Format("15:04:05.000"), time.Since(start))
+		}
 	}
 	b.StopTimer()
 	reportPercentiles(b, lat)

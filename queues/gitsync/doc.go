@@ -105,11 +105,18 @@
 //   - Without coordination (local, the default), claims are per machine:
 //     two machines may take the same item; the sync keeps one record and
 //     journals the other.
-//   - Leases: a dead or partitioned machine's claims come back after
-//     their lease (etcd lease_ttl; git claim_ttl, or the queue's lease
-//     for one-shot claims). Work a partitioned holder finishes after that
-//     is refused, not committed: at-most-once commits, at-least-once
-//     execution across a partition, as with any lease.
+//   - Partitions: a machine cut from its engine takes no new work (a
+//     take fails after etcd's op_timeout, or the git remote's error,
+//     naming the engine: never a claim without arbitration). Its claims
+//     come back after their lease (etcd lease_ttl; git claim_ttl, or the
+//     queue's lease for one-shot claims). Work a partitioned holder
+//     finishes after that is refused, not committed: at-most-once
+//     commits, at-least-once execution across a partition, as with any
+//     lease. Cut from the git remote only (etcd still reachable), a
+//     machine keeps working and its documents wait in .sync/ for the next
+//     push; the others see its completions through the engine's records.
+//     Documents edited on both sides of a partition merge by the rules
+//     above when it heals.
 //   - Clock skew: etcd leases and fences use etcd's clock and revisions
 //     only. The git engine's leases compare lease_until, written by the
 //     holder's clock, with the reader's clock: keep machines in NTP sync
@@ -118,13 +125,24 @@
 //     a skewed clock wins or loses those ties wrongly (and the loser is
 //     journaled, never lost).
 //   - A remote that rejects pushes (permissions, protected refs, a hook,
-//     a full disk): rounds fail to push (Report.Offline, `tavern sync`
-//     exits 1) and local changes stay committed in .sync/ until a push
-//     succeeds; with coordination: git no claim can be made at all.
+//     a full disk): rounds fail to push (Report.Offline with the remote's
+//     reason, `tavern sync` exits 1), other machines see none of this
+//     machine's changes, and local changes stay committed in .sync/ until
+//     a push succeeds, then go out whole. With coordination: git no claim
+//     can be made at all: a take fails with queues.ErrUnavailable and the
+//     remote's reason (it never passes items over as held elsewhere).
+//     Pushes that lose races to other machines are retried (8 tries a
+//     round); a round that loses them all says so and the next retries.
 //   - Latency: another machine sees a change after this machine's round
-//     and then its own (sync.every apart, 10s by default; a round also
-//     follows local changes within a quarter interval). `make bench`
-//     measures both rounds back to back.
+//     and then its own: the first round it starts after the push (within
+//     sync.every, 10s by default; a round also follows local changes
+//     within a quarter interval) writes it, journals it as `external`
+//     naming the machine, and projections and `tavern watch` show it.
+//     There is no push notification: the wait for the other machine's
+//     next round is the bulk of it. `make bench` measures both rounds
+//     back to back (BenchmarkSyncLatency) and, with background sync,
+//     the edit to the other machine's projection and watch stream
+//     (BenchmarkSyncToWatch).
 //   - Per-item settings a machine decides alone travel with the sync, not
 //     the engine: a failed item's backoff (not_before) holds on the
 //     machine that failed it, while another machine whose copy is not

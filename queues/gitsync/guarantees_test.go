@@ -296,3 +296,46 @@ func TestNewDocumentsOnTwoMachinesNeverCollide(t *testing.T) {
 		}
 	}
 }
+
+// Rounds with nothing new commit and push nothing: after an edit has
+// gone around (its journal entries included), both machines' rounds are
+// idle and the remote ref stays where it is. (Each round used to journal
+// itself, which was a change for the next round to commit: every machine
+// pushed every interval forever, and the others lost push races to it.)
+func TestIdleRoundsPushNothing(t *testing.T) {
+	srv := gittest.Start(t)
+	url := srv.Repo(t, "p")
+	root := t.TempDir()
+	a := newOrigin(t, root, "alpha", url)
+	newAgent(t, a, "ann")
+	syncOnce(t, a)
+	b := clone(t, root, "beta", url)
+	setField(t, a, "agents/ann.md", "role", "edited", time.Now())
+	// Let the change and the journals it causes settle.
+	for i := 0; i < 3; i++ {
+		syncOnce(t, a)
+		syncOnce(t, b)
+	}
+	bare := filepath.Join(srv.Base, "p.git")
+	head := func() string {
+		out, err := exec.Command("git", "--git-dir="+bare, "rev-parse", gitsync.DefaultRef).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	before := head()
+	for i := 0; i < 3; i++ {
+		for _, s := range []*docstore.Store{a, b} {
+			if rep := syncOnce(t, s); rep.Committed || rep.Pushed || rep.Merged || len(rep.Applied) > 0 {
+				t.Fatalf("idle round %d of %s: %+v", i, s.Root(), rep)
+			}
+		}
+	}
+	if after := head(); after != before {
+		t.Fatalf("the remote ref moved from %s to %s with nothing to sync", before, after)
+	}
+	if d, _ := b.Get("agents/ann.md"); d.String("role") != "edited" {
+		t.Fatal("the edit did not arrive")
+	}
+}

@@ -382,7 +382,17 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 	if err := sy.saveState(st); err != nil {
 		return nil, err
 	}
-	if rep.Committed || rep.Merged || len(rep.Applied) > 0 {
+	// Journaled only when documents came in or a value was dropped: a
+	// round that only carried journals (this machine's, or others') must
+	// not change the journal again, or every round would have something
+	// to commit and machines would push each other's journals forever.
+	docs := 0
+	for _, a := range rep.Applied {
+		if !strings.HasPrefix(a.Path, docstore.JournalDir+"/") {
+			docs++
+		}
+	}
+	if docs > 0 || len(rep.Conflicts) > 0 {
 		_, _ = sy.j.Append(journal.Event{Type: EventSynced, Data: map[string]any{"head": M, "pushed": rep.Pushed,
 			"applied": len(rep.Applied), "conflicts": len(rep.Conflicts), "machine": sy.machine}})
 	}

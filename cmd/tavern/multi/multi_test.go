@@ -552,9 +552,10 @@ func testKill(t *testing.T, mode string, items int) {
 	start := time.Now()
 	c.run(4, "0.5")
 	victim := c.machines[2]
-	// Kill once some work is done and the victim is in the middle of an
-	// execution (the log is a file: polled, no event).
-	deadline := time.Now().Add(5 * time.Minute)
+	// Kill mid-run: once a third of the items are done and the victim is
+	// in the middle of an execution (the log is a file: polled, no event).
+	deadline := time.Now().Add(5*time.Minute + time.Duration(items)*3*time.Second)
+	doneAtKill := 0
 	for {
 		rl := c.readLog()
 		running := 0
@@ -563,7 +564,8 @@ func testKill(t *testing.T, mode string, items int) {
 				running++
 			}
 		}
-		if len(rl.done) > 0 && running > 0 {
+		if len(rl.done) >= items/3 && running > 0 {
+			doneAtKill = len(rl.done)
 			break
 		}
 		if time.Now().After(deadline) {
@@ -585,8 +587,8 @@ func testKill(t *testing.T, mode string, items int) {
 			inFlight++
 		}
 	}
-	t.Logf("%s: %s killed %s into the run with %d executions in flight; all %d items done exactly once in %s (%d executions, %d completions refused by the fence)",
-		mode, victim.name, killedAt.Sub(start).Round(time.Second), inFlight, items, drained.Round(time.Second), len(rl.execs), rl.refused)
+	t.Logf("%s: %s killed %s into the run (%d of %d items done) with %d executions in flight; all %d items done exactly once in %s (%d executions, %d completions refused by the fence)",
+		mode, victim.name, killedAt.Sub(start).Round(time.Second), doneAtKill, items, inFlight, items, drained.Round(time.Second), len(rl.execs), rl.refused)
 }
 
 // A machine dies (SIGKILL of every process of one clone) mid-run: its
