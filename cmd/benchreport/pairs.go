@@ -51,9 +51,9 @@ var pairs = []pair{
 	{Name: "BenchmarkSyncToWatch", Metric: "p99-ms", Base: "BenchmarkSyncLatency"},
 	// Local mode (the default) with the engines linked in, against the
 	// same command built with -tags tavern_local_only: a take+done cycle
-	// of one-shot commands and --help, CPU per op (interleaved op by op).
-	{Name: "BenchmarkLocalMode/take-done", Metric: "cpu-ms", Base: "BenchmarkLocalMode/take-done", BaseMetric: "local-only-cpu-ms"},
-	{Name: "BenchmarkLocalMode/help", Metric: "cpu-ms", Base: "BenchmarkLocalMode/help", BaseMetric: "local-only-cpu-ms"},
+	// of one-shot commands and --help, CPU per op.
+	{Name: "BenchmarkLocalMode/take-done/engines", Metric: "cpu-ms/op", Base: "BenchmarkLocalMode/take-done/local-only"},
+	{Name: "BenchmarkLocalMode/help/engines", Metric: "cpu-ms/op", Base: "BenchmarkLocalMode/help/local-only"},
 	// Issue 18: views, on a 100k-document store while items complete at
 	// 10/s, against one durable document write on the same store. The
 	// issue's goals are absolute on this machine (first paint <= 1 s, an

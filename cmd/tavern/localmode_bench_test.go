@@ -4,11 +4,9 @@ package main
 // not use them (coordination: local, the default). The same command is
 // built twice, as shipped and with -tags tavern_local_only (without the
 // etcd engine and its gRPC client), and each runs a take+done cycle of
-// one-shot commands on a local store, and --help, interleaved op by op so
-// both see the same load. Both builds' figures are metrics of one
-// benchmark (cpu-ms and wall-ms as shipped, local-only-cpu-ms and
-// local-only-wall-ms without the engine); cmd/benchreport prints the
-// ratio shipped / local-only.
+// one-shot commands on a local store, and --help, one right after the
+// other (sub-benchmarks engines and local-only); cmd/benchreport prints
+// the CPU per op as shipped against local-only.
 
 import (
 	"fmt"
@@ -73,11 +71,11 @@ func (t *localModeTimes) run(b *testing.B, dir string, argv ...string) string {
 
 func BenchmarkLocalMode(b *testing.B) {
 	bins := localModeBins(b)
-	b.Run("take-done", func(b *testing.B) {
-		var stores [2]string
-		for i := range stores {
-			stores[i] = storetest.BenchDir(b)
-			s, _, err := docstore.Init(filepath.Join(stores[i], ".tavern"), "bench")
+	names := [2]string{"engines", "local-only"}
+	for i := range bins {
+		b.Run("take-done/"+names[i], func(b *testing.B) {
+			dir := storetest.BenchDir(b)
+			s, _, err := docstore.Init(filepath.Join(dir, ".tavern"), "bench")
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -92,37 +90,32 @@ func BenchmarkLocalMode(b *testing.B) {
 				}
 			}
 			br.Close()
-		}
-		var t [2]localModeTimes
-		b.ResetTimer()
-		for n := 0; n < b.N; n++ {
-			for i := range bins {
-				f := strings.Fields(t[i].run(b, stores[i], bins[i], "queue", "take", "q"))
+			var t localModeTimes
+			b.ResetTimer()
+			for n := 0; n < b.N; n++ {
+				f := strings.Fields(t.run(b, dir, bins[i], "queue", "take", "q"))
 				if len(f) < 2 {
 					b.Fatalf("take printed %q", f)
 				}
-				t[i].run(b, stores[i], bins[i], "item", "done", f[0], "--attempt", f[1])
+				t.run(b, dir, bins[i], "item", "done", f[0], "--attempt", f[1])
 			}
-		}
-		b.StopTimer()
-		report(b, t)
-	})
-	b.Run("help", func(b *testing.B) {
-		var t [2]localModeTimes
-		dir := b.TempDir()
-		for n := 0; n < b.N; n++ {
-			for i := range bins {
-				t[i].run(b, dir, bins[i], "--help")
+			b.StopTimer()
+			t.report(b)
+		})
+	}
+	for i := range bins {
+		b.Run("help/"+names[i], func(b *testing.B) {
+			var t localModeTimes
+			dir := b.TempDir()
+			for n := 0; n < b.N; n++ {
+				t.run(b, dir, bins[i], "--help")
 			}
-		}
-		report(b, t)
-	})
+			t.report(b)
+		})
+	}
 }
 
-// report gives both builds' figures per op.
-func report(b *testing.B, t [2]localModeTimes) {
-	for i, prefix := range []string{"", "local-only-"} {
-		b.ReportMetric(float64(t[i].wall.Microseconds())/1000/float64(b.N), prefix+"wall-ms")
-		b.ReportMetric(float64(t[i].cpu.Microseconds())/1000/float64(b.N), prefix+"cpu-ms")
-	}
+func (t *localModeTimes) report(b *testing.B) {
+	b.ReportMetric(float64(t.wall.Microseconds())/1000/float64(b.N), "ms/op")
+	b.ReportMetric(float64(t.cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op")
 }

@@ -395,7 +395,8 @@ func TestJournalSurvivesRename(t *testing.T) {
 	newAgent(t, a, "ann")
 	syncOnce(t, a)
 	setField(t, a, "agents/ann.md", "role", "y", time.Now())
-	syncOnce(t, a) // the first round's own journal entry goes out now
+	journalEdit(t, a, "agents/ann.md") // as the tavern command does
+	syncOnce(t, a)
 	setMachine(t, a, "alpha2")
 	setField(t, a, "agents/ann.md", "role", "x", time.Now())
 	rep := syncOnce(t, a)
@@ -408,5 +409,19 @@ func TestJournalSurvivesRename(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(b.Root(), "events", "alpha2")); err != nil {
 		t.Fatalf("alpha2's journal did not arrive: %v", err)
+	}
+}
+
+// journalEdit appends the event the tavern command journals for an edit
+// of path (the library's Update alone journals nothing).
+func journalEdit(t *testing.T, s *docstore.Store, path string) {
+	t.Helper()
+	j, err := journal.Open(s.Root(), journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if _, err := j.Append(journal.Event{Type: "doc.updated", Kind: "agent", Path: path}); err != nil {
+		t.Fatal(err)
 	}
 }
