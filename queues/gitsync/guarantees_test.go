@@ -339,3 +339,36 @@ func TestIdleRoundsPushNothing(t *testing.T) {
 		t.Fatal("the edit did not arrive")
 	}
 }
+
+// Git keeps no empty directory: a clone still has the whole layout (the
+// directories `tavern init` makes and each queue's state directories),
+// also for a queue that arrives later by a sync round.
+func TestCloneHasTheLayout(t *testing.T) {
+	srv := gittest.Start(t)
+	url := srv.Repo(t, "p")
+	root := t.TempDir()
+	a := newOrigin(t, root, "alpha", url)
+	ba, err := queues.Open(a, queues.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ba.Close()
+	ba.CreateQueue("q", queues.QueueOptions{})
+	syncOnce(t, a)
+	b := clone(t, root, "beta", url)
+	ba.CreateQueue("later", queues.QueueOptions{})
+	syncOnce(t, a)
+	syncOnce(t, b)
+	var want []string
+	want = append(want, docstore.InitDirs...)
+	for _, q := range []string{"q", "later"} {
+		for _, st := range []string{"pending", "claimed", "done", "dead"} {
+			want = append(want, "queues/"+q+"/"+st)
+		}
+	}
+	for _, d := range want {
+		if fi, err := os.Stat(filepath.Join(b.Root(), d)); err != nil || !fi.IsDir() {
+			t.Errorf("the clone lacks %s/: %v", d, err)
+		}
+	}
+}

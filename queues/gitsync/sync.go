@@ -377,6 +377,9 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := ensureLayout(sy.s.Root(), mFiles); err != nil {
+		return nil, err
+	}
 	st.Head, st.Pending = M, pending
 	rep.Head = M
 	if err := sy.saveState(st); err != nil {
@@ -685,6 +688,28 @@ func (sy *Syncer) Run(ctx context.Context, every time.Duration, report func(*Rep
 	}
 }
 
+// ensureLayout creates the directories a store has (those `tavern init`
+// makes, and each queue's state directories) that files of the shared
+// tree did not bring: git keeps no empty directory, so a clone would
+// lack questions/ or a queue's done/ until something is written there,
+// and the commands that list them would fail.
+func ensureLayout(root string, files map[string]entry) error {
+	dirs := append([]string(nil), docstore.InitDirs...)
+	for p := range files {
+		if q, ok := strings.CutSuffix(p, "/queue.md"); ok && strings.HasPrefix(q, "queues/") && strings.Count(q, "/") == 1 {
+			for _, st := range schema.ItemStates {
+				dirs = append(dirs, q+"/"+st)
+			}
+		}
+	}
+	for _, d := range dirs {
+		if err := os.MkdirAll(filepath.Join(root, filepath.FromSlash(d)), 0o777); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // pushTries bounds the fetch-merge-push attempts of one round.
 const pushTries = 8
 
@@ -772,6 +797,9 @@ func Clone(dir, remote, ref string) (*docstore.Store, error) {
 	st := syncState{Head: R}
 	b, _ := json.Marshal(st)
 	if err := os.WriteFile(filepath.Join(tmp, Dir, "state.json"), b, 0o644); err != nil {
+		return fail(err)
+	}
+	if err := ensureLayout(tmp, files); err != nil {
 		return fail(err)
 	}
 	if err := os.Rename(tmp, dir); err != nil {

@@ -965,3 +965,38 @@ func TestMultiServeSyncs(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// `tavern verifier` is a long-running process too: running on one
+// machine only, it gets an agent that entered verifying on another
+// machine through its background sync, verifies it, and its verdict goes
+// back the same way; nobody runs `tavern sync` on the verifier's machine.
+func TestMultiVerifierOnAnotherMachine(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, "local", 2, 0, time.Minute)
+	a, b := c.machines[0], c.machines[1]
+	c.ok(a, "agent", "new", "carl")
+	c.ok(a, "commit", "add", "carl", "--desc", "always", "--assert", "true")
+	c.ok(a, "agent", "state", "carl", "working")
+	c.ok(a, "sync")
+	c.ok(b, "sync")
+	c.start(b, nil, tavernBin(t), "verifier", "--reconcile", "1s")
+	c.ok(a, "agent", "state", "carl", "verifying")
+	c.ok(a, "sync")
+	deadline := time.Now().Add(time.Minute)
+	for {
+		c.ok(a, "sync")
+		out := strings.ReplaceAll(c.ok(a, "agent", "ls", "--json"), " ", "")
+		if strings.Contains(out, `"state":"done"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			c.dumpStderr()
+			t.Fatalf("carl on the first machine a minute after entering verifying:\n%s", out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	out := strings.ReplaceAll(c.ok(a, "commit", "ls", "carl", "--json"), " ", "")
+	if !strings.Contains(out, `"status":"passed"`) {
+		t.Fatalf("carl's commitment on the first machine:\n%s", out)
+	}
+}
