@@ -40,9 +40,10 @@ Merging never writes conflict markers. Items keep the copy of the later claim;
 other documents merge field by field: a field changed on one machine takes
 that change, a field changed on both takes the later 'updated' (ties: the
 greater machine name), and the other value is journaled as sync.conflict
-('tavern log --type sync.conflict'); message chunks keep every message of
-both. Changes written here are journaled as 'external' with the machine that
-made them. A file changed here while the round ran is merged next round.
+('tavern log --machines --type sync.conflict' on any clone); message
+chunks keep every message of both. Changes written here are journaled as
+'external' with the machine that made them. A file changed here while the
+round ran is merged next round.
 
 --every runs rounds until interrupted, every DUR and soon after local
 changes (the long-running commands 'pool run', 'verifier' and 'serve' do

@@ -74,8 +74,9 @@
 //     whole document the last writer's.
 //   - Every value a rule drops is journaled as sync.conflict (path,
 //     field, kept and lost values, both machines, the rule) on the machine
-//     that merged, whose journal reaches every clone: `tavern log --type
-//     sync.conflict`.
+//     that merged, whose journal reaches every clone with its next
+//     round: `tavern log --machines --type sync.conflict` on any clone
+//     (journal.ReadOthers).
 //   - Other files changed on both sides keep the lines of both.
 //
 // # coordination: git

@@ -713,6 +713,15 @@ func TestMultiConcurrentEdits(t *testing.T) {
 	if !strings.Contains(strings.ReplaceAll(log, " ", ""), `"lost":"`+lost+`"`) {
 		t.Fatalf("the lost value is not journaled:\n%s", log)
 	}
+	// The other machine reads it in the merging machine's journal, which
+	// the sync brings (with the merging machine's next round: the record
+	// is written while that round merges).
+	c.ok(b, "sync")
+	c.ok(a, "sync")
+	log = strings.ReplaceAll(c.ok(a, "log", "--machines", "--type", "sync.conflict", "--json"), " ", "")
+	if !strings.Contains(log, `"from_machine":"`+strings.TrimSpace(string(nb))+`"`) || !strings.Contains(log, `"lost":"`+lost+`"`) {
+		t.Fatalf("the lost value, on the other machine:\n%s", log)
+	}
 	// The later `updated` wins over the machine names.
 	c.ok(a, "set", "agents/ann", "role=first", "updated=2030-01-01T00:00:00Z")
 	c.ok(b, "set", "agents/ann", "role=second", "updated=2030-01-01T00:00:01Z")
