@@ -186,6 +186,10 @@ type AgentSpec struct {
 	Queues     []string
 	Pool       string
 	Assignment string
+	// Edit, if set, edits the new document before it is written (the
+	// fields of `tavern new agent NAME field=value...`); the result must
+	// be valid and obey the store's rules like any write.
+	Edit func(*docstore.Doc) error
 }
 
 // CreateAgent writes a new agent document in state idle. With a role that
@@ -198,9 +202,14 @@ func (m *Manager) CreateAgent(spec AgentSpec) (*Agent, error) {
 		if err := ValidAgentName(spec.Name); err != nil {
 			return nil, err
 		}
+		if spec.Name == Person {
+			return nil, &schema.NameError{Name: Person, Reason: `"user" is the person running tavern; pick another agent name`, Agent: true}
+		}
 	}
-	if spec.Parent != "" {
-		if err := ValidAgentName(spec.Parent); err != nil {
+	if spec.Parent != "" && spec.Parent != Person {
+		// A parent that names nothing is a typo: questions would bubble
+		// to nobody.
+		if err := AgentExists(m.Store, spec.Parent); err != nil {
 			return nil, fmt.Errorf("parent: %w", err)
 		}
 	}
@@ -222,6 +231,11 @@ func (m *Manager) CreateAgent(spec AgentSpec) (*Agent, error) {
 		d, err := m.newAgentDoc(name, spec, sha)
 		if err != nil {
 			return nil, err
+		}
+		if spec.Edit != nil {
+			if err := spec.Edit(d); err != nil {
+				return nil, err
+			}
 		}
 		err = m.Store.Create(AgentPath(name), d)
 		if errors.Is(err, docstore.ErrExist) && spec.Name == "" && try < 64 {
@@ -310,7 +324,7 @@ func (m *Manager) Transition(name, to string, opt TransitionOptions) (*Agent, er
 		if a.AppliedState != "" && a.AppliedState != a.State && !a.IllegalEdit() {
 			handFrom = a.AppliedState
 		}
-		if from == to && handFrom == "" && a.AppliedState != "" {
+		if from == to && handFrom == "" && a.AppliedState != "" && a.State == to {
 			return nil // no change
 		}
 		if !opt.Force && !Legal(from, to) {

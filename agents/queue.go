@@ -34,13 +34,26 @@ func (w queueWork) Take(ctx context.Context, qs []string, agent, lockKey string,
 	if q, err := w.b.Queue(c.Item.Queue); err == nil && q.Lease > 0 {
 		lease = q.Lease
 	}
-	return &queueClaim{c: c, lease: lease, stolen: !slices.Contains(qs, c.Item.Queue)}, nil
+	return &queueClaim{b: w.b, c: c, lease: lease, stolen: !slices.Contains(qs, c.Item.Queue)}, nil
 }
 
 type queueClaim struct {
+	b      *queues.Broker
 	c      *queues.Claim
 	lease  time.Duration
 	stolen bool
+}
+
+// ownDone reports whether a stale-attempt refusal only means that the
+// item was completed by this very claim: the child ran `tavern item done
+// "$TAVERN_ITEM"` itself. Its completion stands, and is no failure of the
+// wrapper.
+func (q *queueClaim) ownDone(err error) bool {
+	if !errors.Is(err, queues.ErrStale) {
+		return false
+	}
+	it, gerr := q.b.Get(q.c.ID)
+	return gerr == nil && it.State == queues.Done && it.ClaimAttempt == q.c.Attempt && it.ClaimedBy == q.c.ClaimedBy
 }
 
 func (q *queueClaim) ItemID() string       { return q.c.ID }
@@ -56,7 +69,32 @@ func (q *queueClaim) Body() []byte {
 	}
 	return bytes.TrimLeft(q.c.Doc.Body(), "\n")
 }
-func (q *queueClaim) Renew() error                 { _, err := q.c.Renew(); return err }
-func (q *queueClaim) Complete(result string) error { _, err := q.c.Complete(result); return err }
-func (q *queueClaim) Fail(reason string) error     { _, err := q.c.Fail(reason); return err }
-func (q *queueClaim) Release(string) error         { _, err := q.c.Release(); return err }
+func (q *queueClaim) Renew() error {
+	if _, err := q.c.Renew(); err != nil && !q.ownDone(err) {
+		return err
+	}
+	return nil
+}
+
+// Complete, Fail and Release leave an item the child completed itself as
+// it is (see ownDone).
+func (q *queueClaim) Complete(result string) error {
+	if _, err := q.c.Complete(result); err != nil && !q.ownDone(err) {
+		return err
+	}
+	return nil
+}
+
+func (q *queueClaim) Fail(reason string) error {
+	if _, err := q.c.Fail(reason); err != nil && !q.ownDone(err) {
+		return err
+	}
+	return nil
+}
+
+func (q *queueClaim) Release(string) error {
+	if _, err := q.c.Release(); err != nil && !q.ownDone(err) {
+		return err
+	}
+	return nil
+}

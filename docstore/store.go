@@ -622,3 +622,21 @@ func (s *Store) Subdirs(rel string, keep func(dir string) bool) ([]string, error
 	}
 	return out, nil
 }
+
+// CheckNested returns a *NestedError if dir (a .tavern directory to be
+// created) lies in the project of another store: a store in a parent
+// directory, which commands run below it would otherwise use. Creating
+// one there is allowed, but only on purpose (`tavern init --nested`).
+func CheckNested(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	project := filepath.Dir(abs)
+	if parent := filepath.Dir(project); parent != project {
+		if above, err := Find(parent); err == nil && above != abs {
+			return &NestedError{Path: abs, Above: above}
+		}
+	}
+	return nil
+}

@@ -215,11 +215,11 @@ func runAgentState(c *cli.Context) error {
 		return err
 	}
 	defer m.Close()
-	by := actor(c)
-	if by == "" {
-		by = "user"
+	by, err := actorOf(c, m.Store)
+	if err != nil {
+		return err
 	}
-	a, err := m.Transition(c.Args().Get(0), c.Args().Get(1), agents.TransitionOptions{By: by, Reason: c.String("reason"), Force: c.Bool("force")})
+	a, err := m.Transition(c.Args().Get(0), c.Args().Get(1), agents.TransitionOptions{By: by.Name, Reason: c.String("reason"), Force: c.Bool("force")})
 	if err != nil {
 		return err
 	}

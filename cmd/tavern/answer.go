@@ -30,7 +30,11 @@ func runAnswer(c *cli.Context) error {
 		return err
 	}
 	defer m.Close()
-	q, err := m.Answer(c.Args().First(), strings.Join(c.Args().Slice()[1:], " "), actor(c))
+	by, err := actorOf(c, m.Store)
+	if err != nil {
+		return err
+	}
+	q, err := m.Answer(c.Args().First(), strings.Join(c.Args().Slice()[1:], " "), by.AgentName())
 	if err != nil {
 		return err
 	}

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -42,7 +40,11 @@ func runAsk(c *cli.Context) error {
 		return err
 	}
 	defer m.Close()
-	q, err := m.Ask(actor(c), c.String("to"), c.Int("priority"), strings.Join(c.Args().Slice(), " "))
+	from, err := actorOf(c, m.Store)
+	if err != nil {
+		return err
+	}
+	q, err := m.Ask(from.AgentName(), c.String("to"), c.Int("priority"), strings.Join(c.Args().Slice(), " "))
 	if err != nil {
 		return err
 	}
@@ -58,9 +60,7 @@ func runAsk(c *cli.Context) error {
 	ctx, cancel := context.WithTimeout(c.Context, wait)
 	defer cancel()
 	a, err := m.WaitAnswer(ctx, q.ID)
-	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("no answer to %s within %s: %w", q.ID, wait, err)
-	}
+	err = timedOut(err, wait, "no answer to question %s", q.ID)
 	if err != nil {
 		return err
 	}

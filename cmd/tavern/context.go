@@ -18,7 +18,8 @@ func newContextCommand() *cli.Command {
 		Description: `Finds QUERY (every word, any case) in the event journal, the agent's memory
 (only with --as), knowledge, messages and queue items. Prints a timeline (the
 last 10 matches, oldest first) and the current state (the newest 5 per
-subsystem). Exit 3 if nothing matched.
+subsystem). No match prints empty sections and exits 0, as every listing
+does.
 
 Example:
    tavern context stateless --as zealot-2`,
@@ -39,7 +40,11 @@ func runContext(c *cli.Context) error {
 }
 
 func printContext(c *cli.Context, s *docstore.Store, query string) error {
-	r, err := agents.Context(s, query, c.String("as"))
+	as, err := actorOf(c, s)
+	if err != nil {
+		return err
+	}
+	r, err := agents.Context(s, query, as.AgentName())
 	if err != nil {
 		return err
 	}
@@ -62,9 +67,6 @@ func printContext(c *cli.Context, s *docstore.Store, query string) error {
 				outf(c, "  %s\n", contextLine(h))
 			}
 		}
-	}
-	if len(r.Timeline) == 0 {
-		return errSilentNothing
 	}
 	return nil
 }

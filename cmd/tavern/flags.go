@@ -15,10 +15,11 @@ func dirFlag() cli.Flag {
 
 func jsonFlag() cli.Flag { return &cli.BoolFlag{Name: "json", Usage: "print JSON instead of text"} }
 
-// asFlag names the acting agent; TAVERN_AGENT (set by `tavern spawn` in a
-// child's environment) is the default.
+// asFlag names the agent a command acts for. The default is resolved in
+// one place (actorOf, agents.ResolveActor) and said once here: the flag
+// has no EnvVars, or help would show it a second time.
 func asFlag() cli.Flag {
-	return &cli.StringFlag{Name: "as", Usage: "act as `AGENT` (default $TAVERN_AGENT)", EnvVars: []string{"TAVERN_AGENT"}}
+	return &cli.StringFlag{Name: "as", Usage: "act as `AGENT` (default: $TAVERN_AGENT, else you: \"user\")"}
 }
 
 // bodyFlag reads a document body from a file or stdin.

@@ -32,9 +32,6 @@ func orEmpty[T any](s []T) []T {
 	return s
 }
 
-// errSilentNothing: nothing to print, exit 3, no message.
-var errSilentNothing = withCode(exitNotFound, errSilent)
-
 func dash(s string) string {
 	if strings.TrimSpace(s) == "" {
 		return "-"

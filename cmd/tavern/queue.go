@@ -168,7 +168,7 @@ Examples:
    read id attempt < <(tavern queue take build | head -1)
    tavern queue take build,docs --steal --wait 30s --json`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "as", Usage: "claim as `AGENT` (recorded as claimed_by)"},
+			asFlag(),
 			&cli.DurationFlag{Name: "wait", Usage: "wait up to `DUR` for an item (event-driven)"},
 			&cli.BoolFlag{Name: "steal", Usage: "take from other stealable queues when these are empty"},
 			jsonFlag(),
@@ -186,11 +186,13 @@ func runQueueTake(c *cli.Context) error {
 		return err
 	}
 	defer b.Close()
-	opt := queues.TakeOptions{Queues: splitList([]string{c.Args().First()}), Steal: c.Bool("steal"), Wait: c.Duration("wait"), As: c.String("as")}
-	if opt.As != "" {
+	as, err := actorOf(c, s)
+	if err != nil {
+		return err
+	}
+	opt := queues.TakeOptions{Queues: splitList([]string{c.Args().First()}), Steal: c.Bool("steal"), Wait: c.Duration("wait"), As: as.Name}
+	if as.Agent {
 		opt.Liveness = queues.AgentLock
-	} else {
-		opt.As = cliHolder()
 	}
 	cl, err := b.Take(c.Context, opt)
 	if err != nil {

@@ -151,20 +151,23 @@ func runTokenAcquire(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	opt := tuples.AcquireOptions{As: c.String("as"), TTL: c.Duration("ttl"), Instance: c.String("instance")}
-	if opt.TTL == 0 {
+	as, err := actorOf(c, sp.Store())
+	if err != nil {
+		return err
+	}
+	opt := tuples.AcquireOptions{As: as.Name, TTL: c.Duration("ttl"), Instance: c.String("instance")}
+	if !as.Agent && !c.IsSet("ttl") {
 		// This process exits right away: without a live agent nothing
 		// would stand for the hold, so it is a lease.
-		if opt.As == "" {
-			opt.TTL = defaultLease(sp.Store())
-		}
+		opt.TTL = defaultLease(sp.Store())
 	}
 	name := c.Args().First()
 	acquire := func() (*tuples.Token, error) {
 		if wait := c.Duration("wait"); wait > 0 {
 			ctx, cancel := context.WithTimeout(c.Context, wait)
 			defer cancel()
-			return sp.Acquire(ctx, name, opt)
+			tok, err := sp.Acquire(ctx, name, opt)
+			return tok, timedOut(err, wait, "no slot of token %s came free", name)
 		}
 		return sp.TryAcquire(name, opt)
 	}
@@ -198,16 +201,20 @@ func tokenJSON(t *tuples.Token) map[string]any {
 }
 
 func runTokenRelease(c *cli.Context) error {
-	if c.NArg() < 1 || c.NArg() > 2 || (c.NArg() == 1 && c.String("as") == "") {
-		return usageErr("token release takes NAME ID[:EPOCH], or NAME --as AGENT")
+	if c.NArg() < 1 || c.NArg() > 2 {
+		return usageErr("token release takes NAME ID[:EPOCH], or NAME [--as AGENT]")
 	}
 	sp, err := openSpace(c)
 	if err != nil {
 		return err
 	}
+	as, err := actorOf(c, sp.Store())
+	if err != nil {
+		return err
+	}
 	name := c.Args().First()
 	n := 1
-	opt := tuples.ReleaseOptions{As: c.String("as"), Instance: c.String("instance")}
+	opt := tuples.ReleaseOptions{As: as.Name, Instance: c.String("instance")}
 	if c.NArg() == 2 {
 		err = sp.ReleaseToken(name, c.Args().Get(1), opt)
 	} else {

@@ -192,6 +192,7 @@ func runTupleRead(c *cli.Context, take bool) error {
 		} else {
 			t, err = sp.Rd(ctx, typ, p)
 		}
+		err = timedOut(err, wait, "no %s tuple matched", typ)
 	case take:
 		t, err = sp.Inp(typ, p)
 	default:

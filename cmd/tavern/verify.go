@@ -42,12 +42,13 @@ func runVerify(c *cli.Context) error {
 	}
 	defer m.Close()
 	name := c.Args().First()
-	by := actor(c)
+	actor, err := actorOf(c, m.Store)
+	if err != nil {
+		return err
+	}
+	by := actor.Name
 	if by == name {
 		return &agents.AgentError{Op: "verify", Path: agents.AgentPath(name), Err: agents.ErrSelfVerify}
-	}
-	if by == "" {
-		by = "user"
 	}
 	a, err := m.GetAgent(name)
 	if err != nil {
