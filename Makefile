@@ -4,17 +4,30 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin/tavern
 
-.PHONY: build test test-long check fuzz demo clean bench
+.PHONY: build test test-long tools check fuzz demo clean bench
 
 build:
 	$(GO) build -o $(BIN) ./cmd/tavern
 
-test:
+test: tools
 	$(GO) test -race -timeout 9m $(PKGS)
 
 # Soak and large-scale tests that do not fit in `make test`.
-test-long:
+test-long: tools
 	$(GO) test -race -tags long -timeout 60m $(PKGS)
+
+# Programs the tests drive as a user would (the journal's hand-edit
+# tests: vim, git, rsync; unshare for the inotify limit), installed with
+# apt-get where missing. Tests skip, saying why, where that is impossible.
+TOOLS := vim git rsync unshare
+tools:
+	@missing=""; for t in $(TOOLS); do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
+	if [ -n "$$missing" ]; then \
+	  pkgs=$$(echo $$missing | sed 's/unshare/util-linux/'); \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    echo "installing:$$pkgs"; apt-get update -qq && apt-get install -y -qq $$pkgs >/dev/null; \
+	  else echo "warning: missing$$missing (tests that need them skip)"; fi; \
+	fi
 
 check:
 	@echo "gofmt"; out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "$$out"; exit 1; fi

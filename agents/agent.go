@@ -10,6 +10,7 @@ import (
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
+	"github.com/tavernhq/tavern/watcher"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
 
@@ -70,6 +71,11 @@ func (m *Manager) ProjectDir() string { return filepath.Dir(m.Store.Root()) }
 // event journals one event. Journal failures do not undo the document
 // change (the documents are the truth; the journal is their history), so
 // they are returned for the caller to report, never hidden.
+// degraded reports a watch of the store that polls because inotify
+// could not be used (FSOptions.OnDegrade): journaled, and told to the
+// process's degrade handler (the CLI prints a warning).
+func (m *Manager) degraded(err error) { watcher.ReportDegraded(m.Journal, "", err) }
+
 func (m *Manager) event(e journal.Event) error {
 	if m.Journal == nil {
 		return nil

@@ -127,16 +127,14 @@ func commitments(s *docstore.Store, agent string) ([]*Commitment, error) {
 	if err := ValidAgentName(agent); err != nil {
 		return nil, err
 	}
-	paths, err := s.ListFiles(schema.Commitment)
+	// Only the agent's own directory: a hook asks on every stop, and a
+	// walk of every agent's commitments grows with the team.
+	paths, err := s.Docs("commitments/" + agent)
 	if err != nil {
 		return nil, err
 	}
 	var out []*Commitment
-	prefix := "commitments/" + agent + "/"
 	for _, p := range paths {
-		if !strings.HasPrefix(p, prefix) {
-			continue
-		}
 		d, err := s.Get(p)
 		if err != nil {
 			return out, err

@@ -15,7 +15,7 @@ import (
 )
 
 // Context sources, in the order `tavern context` shows them.
-var ContextSources = []string{"event", "memory", "knowledge", "message", "item"}
+var ContextSources = []string{"event", "memory", "knowledge", "message", "note", "question", "item"}
 
 // Context limits.
 const (
@@ -44,26 +44,16 @@ type ContextResult struct {
 	State map[string][]ContextHit `json:"state"`
 }
 
-// Context searches the journal, memory, knowledge, messages and queue
-// items for query: every word of query must occur (case-insensitively).
-// With agent set, only that agent's events and memories are searched and
-// other agents' direct channels are skipped; without it, memory (private)
-// is not searched at all. Identical texts by the same agent are reported
-// once.
+// Context searches the journal, memory, knowledge, messages, notes,
+// questions and queue items for query: every word of query must match a
+// word of the entry the way recall's index matches (same stem, or a prefix
+// of four letters or more: "postgres" finds "PostgreSQL", "databases"
+// finds "database"). With agent set, only that agent's events and memories
+// are searched and other agents' direct channels (messages and notes) are
+// skipped; without it, memory (private) is not searched at all. Identical
+// texts by the same agent are reported once.
 func Context(s *docstore.Store, query, agent string) (*ContextResult, error) {
-	words := strings.Fields(strings.ToLower(query))
-	match := func(texts ...string) bool {
-		if len(words) == 0 {
-			return false
-		}
-		all := strings.ToLower(strings.Join(texts, "\n"))
-		for _, w := range words {
-			if !strings.Contains(all, w) {
-				return false
-			}
-		}
-		return true
-	}
+	match := recall.NewMatcher(query).Match
 	var hits []ContextHit
 	seen := map[string]bool{}
 	add := func(h ContextHit) {
@@ -141,6 +131,43 @@ func Context(s *docstore.Store, query, agent string) (*ContextResult, error) {
 		}
 	}
 
+	// Notes, on the channels the agent may read.
+	for _, c := range chs {
+		if agent != "" && strings.HasPrefix(c.Name, "@") && c.Name != messages.DirectChannel(agent) {
+			continue
+		}
+		notes, err := messages.ListNotes(s, c.Name)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range notes {
+			if match(n.Text) {
+				add(ContextHit{Source: "note", Time: n.Created, ID: n.ID, Agent: n.Agent, Where: n.Channel, Text: n.Text, Path: n.Path})
+			}
+		}
+	}
+
+	// Questions (not private): the question and its answer.
+	qdocs, errs := s.List(schema.Question)
+	if len(errs) > 0 {
+		return nil, errs[0]
+	}
+	for _, d := range qdocs {
+		q := questionFromDoc(d)
+		if !match(q.Text, q.Answer) {
+			continue
+		}
+		t := q.Created
+		if !q.AnsweredAt.IsZero() {
+			t = q.AnsweredAt
+		}
+		text := q.Text
+		if q.Answer != "" {
+			text += " — answer: " + q.Answer
+		}
+		add(ContextHit{Source: "question", Time: t, ID: q.ID, Agent: q.From, Where: q.Status + " to " + q.To, Text: text, Path: q.Path})
+	}
+
 	// Queue items, in every state.
 	items, err := filepath.Glob(filepath.Join(s.Root(), "queues", "*", "*", "*.md"))
 	if err != nil {
@@ -188,4 +215,43 @@ func Context(s *docstore.Store, query, agent string) (*ContextResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// Text renders the result for a person or a prompt: the timeline, then the
+// current state per source. Sections without hits are left out, so an
+// empty result renders as "".
+func (r *ContextResult) Text() string {
+	var w strings.Builder
+	if len(r.Timeline) > 0 {
+		w.WriteString("## timeline\n")
+		for _, h := range r.Timeline {
+			w.WriteString(h.line() + "\n")
+		}
+	}
+	first := true
+	for _, src := range ContextSources {
+		if len(r.State[src]) == 0 {
+			continue
+		}
+		if first {
+			if w.Len() > 0 {
+				w.WriteString("\n")
+			}
+			w.WriteString("## current state\n")
+			first = false
+		}
+		w.WriteString(src + ":\n")
+		for _, h := range r.State[src] {
+			w.WriteString("  " + h.line() + "\n")
+		}
+	}
+	return w.String()
+}
+
+func (h ContextHit) line() string {
+	who := h.Agent
+	if who != "" {
+		who = " " + who
+	}
+	return schema.FormatTime(h.Time) + " " + h.Source + " " + h.Where + who + ": " + oneLine(h.Text, wakeLine)
 }

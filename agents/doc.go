@@ -66,12 +66,18 @@
 // fail with a *docstore.RefusedError. It also installs the checks of
 // `tavern check` (illegal hand edits, tampered assertions).
 //
-// Wake returns a Briefing (core and recent memories, unread counts,
-// recent decisions, claimed items, open questions), short on purpose: it
-// is pasted into an LLM prompt. Sleep stores a summary memory. Context
-// searches the journal, memory, knowledge, messages and queue items for a
-// query. Backup copies .tavern/ to DEST/tavern-<time> (renamed into place
-// when complete); Restore puts one back, keeping the replaced store.
+// Wake returns a Briefing (every core memory — of the sleep summaries
+// only the newest 3, so summaries never push the agent's own core
+// memories out — recent memories, unread counts, recent decisions,
+// claimed items, open questions), short on purpose: it is pasted into an
+// LLM prompt. It counts the session in spawns unless a process holds the
+// agent's liveness lock (the spawn wrapper, or a hooked session's keeper,
+// counted it already). Sleep stores a summary memory. Context searches the
+// journal, memory, knowledge, messages, notes, questions and queue items
+// for a query, matching words as recall's index does (stem or prefix),
+// and renders no empty section. Backup copies .tavern/ to
+// DEST/tavern-<time> (renamed into place when complete); Restore puts one
+// back, keeping the replaced store.
 //
 // # The spawn wrapper
 //
@@ -93,6 +99,11 @@
 // with the exit status and the stderr tail and moves the agent to failed;
 // a forwarded signal releases the item and moves the agent to idle. pid
 // and host are cleared before the lock is released.
+//
+// A spawn is refused — the agent busy (its lock held), in verifying,
+// hand-edited into an illegal state, or under a changed constitution not
+// accepted — before anything changes (no state moves, no item is
+// claimed), and the refusal is journaled as "agent.spawn_refused".
 //
 // If the wrapper dies (SIGKILL), the kernel drops its lock: the queue's
 // reaper returns the item at once, and ReapAgents (the verifier daemon,

@@ -164,7 +164,7 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 		}
 	}
 	w, err := watcher.WatchFS(filepath.Join(m.Store.Root(), "queues"), watcher.FSOptions{
-		OnChange: func([]watcher.Change) { poke() }, Reconcile: -1})
+		OnChange: func([]watcher.Change) { poke() }, Reconcile: -1, OnDegrade: m.degraded})
 	if err != nil {
 		return nil, err
 	}

@@ -365,7 +365,8 @@ func (m *Manager) waitFor(ctx context.Context, dir string, cond func() (bool, er
 			case wake <- struct{}{}:
 			default:
 			}
-		}})
+		},
+		OnDegrade: m.degraded})
 	if err != nil {
 		return err
 	}

@@ -143,10 +143,15 @@ func (m *Manager) Spawn(ctx context.Context, opt SpawnOptions) (*SpawnResult, er
 		return nil, err
 	}
 	if !ok {
-		return nil, &AgentError{Op: "spawn", Path: AgentPath(name), Err: fmt.Errorf("%w: a live process holds its liveness lock", ErrBusy)}
+		return nil, m.refuseSpawn(name, &AgentError{Op: "spawn", Path: AgentPath(name), Err: fmt.Errorf("%w: a live process holds its liveness lock", ErrBusy)})
 	}
 	defer lock.Unlock()
 
+	// Every reason to refuse is checked before anything changes: a refused
+	// spawn leaves the agent, its items and the queues as they were.
+	if err := m.spawnRefusal(name, opt); err != nil {
+		return nil, m.refuseSpawn(name, err)
+	}
 	a, err := m.prepare(name, opt)
 	if err != nil {
 		return nil, err
@@ -411,6 +416,34 @@ loop:
 		return res, itemErr
 	}
 	return res, jerr
+}
+
+// spawnRefusal returns why the agent may not be spawned now (nil: it may),
+// without changing anything: a hand edit the engine will not act on, an
+// agent waiting for its verifier, a changed constitution not accepted.
+func (m *Manager) spawnRefusal(name string, opt SpawnOptions) error {
+	a, err := m.GetAgent(name)
+	if err != nil {
+		return err
+	}
+	if a.IllegalEdit() {
+		return CheckAgent(a)
+	}
+	if st := a.Effective(); st == Verifying {
+		return &AgentError{Op: "spawn", Path: AgentPath(name), Err: fmt.Errorf("%w: in verifying (run `tavern verify %s` or the verifier)", ErrBusy, name)}
+	}
+	_, _, err = m.checkConstitution(a, opt.AcceptConstitution)
+	return err
+}
+
+// refuseSpawn journals a refused spawn ("agent.spawn_refused", with the
+// reason) and returns err.
+func (m *Manager) refuseSpawn(name string, err error) error {
+	if jerr := m.event(journal.Event{Type: "agent.spawn_refused", Kind: "agent", Path: AgentPath(name), Agent: name,
+		Data: map[string]any{"reason": err.Error()}}); jerr != nil {
+		return errors.Join(err, jerr)
+	}
+	return err
 }
 
 // prepare reconciles the agent's state before a run: a previous wrapper

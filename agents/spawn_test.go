@@ -232,6 +232,46 @@ func TestSpawnConstitutionChangeRefused(t *testing.T) {
 	}
 }
 
+// A refused spawn changes nothing — not the agent, not the queue — and is
+// journaled with its reason.
+func TestSpawnRefusedChangesNothing(t *testing.T) {
+	m := newManager(t)
+	b := newBroker(t, m)
+	mustQueue(t, b, "work", queues.QueueOptions{})
+	m.WriteConstitution("drone", "", "Do one thing.")
+	mustAgent(t, m, AgentSpec{Name: "c1", Role: "drone"})
+	if _, err := m.Spawn(context.Background(), SpawnOptions{Name: "c1", Command: []string{"true"}}); err != nil {
+		t.Fatal(err)
+	}
+	it := mustItem(t, b, "work", "an item", "body")
+	m.WriteConstitution("drone", "", "Do one thing. Then another.")
+	agentBefore := readFile(t, m, AgentPath("c1"))
+	itemPath := "queues/work/pending/" + it.ID + ".md"
+	itemBefore := readFile(t, m, itemPath)
+
+	_, err := m.Spawn(context.Background(), SpawnOptions{Name: "c1", Command: []string{"true"}, Queues: []string{"work"}, Work: QueueWork(b)})
+	wantErr(t, err, ErrConstitutionChanged)
+	if got := readFile(t, m, AgentPath("c1")); got != agentBefore {
+		t.Errorf("agent document changed by a refused spawn:\n%s\nwas:\n%s", got, agentBefore)
+	}
+	if got := readFile(t, m, itemPath); got != itemBefore {
+		t.Errorf("item changed by a refused spawn:\n%s\nwas:\n%s", got, itemBefore)
+	}
+	evs := events(t, m, "agent.spawn_refused")
+	if len(evs) != 1 || evs[0].Agent != "c1" || !strings.Contains(fmt.Sprint(evs[0].Data["reason"]), "constitution") {
+		t.Errorf("refusal events: %+v", evs)
+	}
+}
+
+func readFile(tb testing.TB, m *Manager, rel string) string {
+	tb.Helper()
+	data, err := os.ReadFile(filepath.Join(m.Store.Root(), rel))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(data)
+}
+
 func TestSpawnBusy(t *testing.T) {
 	m := newManager(t)
 	mustAgent(t, m, AgentSpec{Name: "b1"})
@@ -242,6 +282,9 @@ func TestSpawnBusy(t *testing.T) {
 	defer l.Unlock()
 	_, err = m.Spawn(context.Background(), SpawnOptions{Name: "b1", Command: []string{"true"}})
 	wantErr(t, err, ErrBusy)
+	if evs := events(t, m, "agent.spawn_refused"); len(evs) != 1 {
+		t.Errorf("refusal events: got %d, want 1", len(evs))
+	}
 }
 
 // TestHelperProcess is the spawn wrapper run as a separate process by

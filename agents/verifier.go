@@ -135,7 +135,7 @@ func (m *Manager) RunVerifier(ctx context.Context, opt VerifierOptions) error {
 	if !opt.Once {
 		for _, dir := range []string{"agents", "questions"} {
 			w, err := watcher.WatchFS(filepath.Join(m.Store.Root(), dir), watcher.FSOptions{
-				OnChange: func([]watcher.Change) { poke() }, Reconcile: opt.Reconcile})
+				OnChange: func([]watcher.Change) { poke() }, Reconcile: opt.Reconcile, OnDegrade: m.degraded})
 			if err != nil {
 				return err
 			}

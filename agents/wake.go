@@ -16,14 +16,19 @@ import (
 )
 
 // Wake limits: the briefing is pasted into an LLM's first prompt, so every
-// list is short and every entry one line.
+// list is short and every entry one line. Core memories are never cut:
+// they are what the agent is; only the sleep summaries among them (topic
+// SummaryTopic, one per sleep) are limited to the newest WakeSummaryMax.
 const (
 	WakeRecentWindow    = 7 * 24 * time.Hour
 	WakeRecentMax       = 20
-	WakeCoreMax         = 20
+	WakeSummaryMax      = 3
 	WakeKnowledgeWindow = 24 * time.Hour
 	wakeLine            = 160 // characters of an entry shown
 )
+
+// SummaryTopic is the topic of the core memory Sleep writes.
+const SummaryTopic = "summary"
 
 // WakeDomains are the knowledge domains a briefing includes.
 var WakeDomains = []string{"decision", "architecture"}
@@ -44,10 +49,11 @@ type Briefing struct {
 
 // WakeItem is a queue item claimed by the agent.
 type WakeItem struct {
-	ID    string `json:"id"`
-	Queue string `json:"queue"`
-	Title string `json:"title,omitempty"`
-	Path  string `json:"path"`
+	ID      string `json:"id"`
+	Queue   string `json:"queue"`
+	Title   string `json:"title,omitempty"`
+	Attempt int64  `json:"attempt,omitempty"` // the claim's fencing token (item done --attempt)
+	Path    string `json:"path"`
 }
 
 // WakeQuestion is an open question addressed to the agent.
@@ -59,8 +65,11 @@ type WakeQuestion struct {
 	Path     string `json:"path"`
 }
 
-// Wake increments the agent's spawn counter (agents/<agent>.md must exist)
-// and assembles its briefing as of now.
+// Wake starts a session of the agent (agents/<agent>.md must exist) and
+// assembles its briefing as of now. It counts the session in spawns unless
+// a process holds the agent's liveness lock: then a spawn wrapper (or a
+// hook session keeper) started this session and counted it already, and a
+// child that runs `tavern wake` must not count it twice.
 func Wake(s *docstore.Store, agent string, now time.Time) (*Briefing, error) {
 	if err := schema.ValidAgentName(agent); err != nil {
 		return nil, err
@@ -69,13 +78,19 @@ func Wake(s *docstore.Store, agent string, now time.Time) (*Briefing, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := s.Update(rel, func(d *docstore.Doc) error {
-		n, _ := d.Int("spawns")
-		if err := d.Set("spawns", n+1); err != nil {
-			return err
-		}
-		return d.Set("updated", now)
-	})
+	held, err := LockHeld(s, schema.AgentLockKey(agent))
+	if err != nil {
+		return nil, err
+	}
+	var d *docstore.Doc
+	if held {
+		d, err = s.Get(rel)
+	} else {
+		d, err = s.Update(rel, func(d *docstore.Doc) error {
+			n, _ := d.Int("spawns")
+			return d.SetMany([]docstore.Field{{Key: "spawns", Value: n + 1}, {Key: "updated", Value: now}})
+		})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -89,11 +104,17 @@ func Wake(s *docstore.Store, agent string, now time.Time) (*Briefing, error) {
 	if err != nil {
 		return nil, err
 	}
+	summaries := 0
 	for _, m := range mems { // core first, then newest first
 		switch {
-		case m.Core && len(b.Core) < WakeCoreMax:
+		case m.Core && m.Topic == SummaryTopic:
+			if summaries < WakeSummaryMax {
+				b.Core = append(b.Core, m)
+			}
+			summaries++
+		case m.Core:
 			b.Core = append(b.Core, m)
-		case !m.Core && len(b.Recent) < WakeRecentMax && !m.Created.Before(now.Add(-WakeRecentWindow)):
+		case len(b.Recent) < WakeRecentMax && !m.Created.Before(now.Add(-WakeRecentWindow)):
 			b.Recent = append(b.Recent, m)
 		}
 	}
@@ -115,17 +136,17 @@ func Wake(s *docstore.Store, agent string, now time.Time) (*Briefing, error) {
 	if b.Knowledge == nil {
 		b.Knowledge = []*recall.Knowledge{}
 	}
-	if b.Items, err = claimedItems(s, agent); err != nil {
+	if b.Items, err = ClaimedItems(s, agent); err != nil {
 		return nil, err
 	}
-	if b.Questions, err = openQuestions(s, agent); err != nil {
+	if b.Questions, err = OpenQuestions(s, agent); err != nil {
 		return nil, err
 	}
 	return b, nil
 }
 
-// claimedItems lists queues/*/claimed/*.md whose claimed_by is agent.
-func claimedItems(s *docstore.Store, agent string) ([]WakeItem, error) {
+// ClaimedItems lists queues/*/claimed/*.md whose claimed_by is agent.
+func ClaimedItems(s *docstore.Store, agent string) ([]WakeItem, error) {
 	matches, err := filepath.Glob(filepath.Join(s.Root(), "queues", "*", "claimed", "*.md"))
 	if err != nil {
 		return nil, err
@@ -147,14 +168,15 @@ func claimedItems(s *docstore.Store, agent string) ([]WakeItem, error) {
 			continue
 		}
 		_, caps, _ := schema.KindOfPath(rel)
-		out = append(out, WakeItem{ID: caps["id"], Queue: caps["queue"], Title: d.String("title"), Path: rel})
+		attempt, _ := d.Int("claim_attempt")
+		out = append(out, WakeItem{ID: caps["id"], Queue: caps["queue"], Title: d.String("title"), Attempt: attempt, Path: rel})
 	}
 	return out, nil
 }
 
-// openQuestions lists questions to agent with status open, highest
+// OpenQuestions lists questions to agent with status open, highest
 // priority (lowest number) first.
-func openQuestions(s *docstore.Store, agent string) ([]WakeQuestion, error) {
+func OpenQuestions(s *docstore.Store, agent string) ([]WakeQuestion, error) {
 	docs, errs := s.List(schema.Question)
 	if len(errs) > 0 {
 		return nil, errs[0]
@@ -181,7 +203,7 @@ func Sleep(s *docstore.Store, agent, summary string, now time.Time) (*recall.Mem
 	if _, err := s.Get(rel); err != nil {
 		return nil, err
 	}
-	m, err := recall.AddMemory(s, agent, "summary", summary, true)
+	m, err := recall.AddMemory(s, agent, SummaryTopic, summary, true)
 	if err != nil {
 		return nil, err
 	}
@@ -194,6 +216,22 @@ func Sleep(s *docstore.Store, agent, summary string, now time.Time) (*recall.Mem
 		return nil, err
 	}
 	return m, nil
+}
+
+// LockHeld reports whether another process (or another lock handle) holds
+// the lock key. It probes with a non-blocking try, so for a moment the
+// probe itself holds the lock: a concurrent TryLock of the key may lose to
+// it, as with Manager.Alive.
+func LockHeld(s *docstore.Store, key string) (bool, error) {
+	l, ok, err := s.TryLock(key)
+	if err != nil {
+		return false, err
+	}
+	if ok {
+		l.Unlock()
+		return false, nil
+	}
+	return true, nil
 }
 
 // oneLine shortens text to its first line and at most n characters.

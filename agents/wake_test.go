@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/tavernhq/tavern/agents/recall"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/docstore/storetest"
+	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
 
@@ -112,6 +114,65 @@ func TestWakeSleepRoundTrip(t *testing.T) {
 	}
 }
 
+// Sleep summaries are core memories too, and there is one per sleep; they
+// must never push the agent's own core memories out of the briefing.
+func TestWakeKeepsCoreMemories(t *testing.T) {
+	s := msgStore(t)
+	writeDoc(t, s, "agents/zealot.md", "---\nname: zealot\n---\n")
+	for _, text := range []string{"I write parsers", "never touch the vendored code", "ask bob about grammars"} {
+		if _, err := recall.AddMemory(s, "zealot", "identity", text, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now()
+	for i := range 25 {
+		if _, err := Sleep(s, "zealot", fmt.Sprintf("session %d done", i), now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := Wake(s, "zealot", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var identity, summaries []string
+	for _, m := range b.Core {
+		if m.Topic == "identity" {
+			identity = append(identity, m.Text)
+		} else {
+			summaries = append(summaries, m.Text)
+		}
+	}
+	if len(identity) != 3 {
+		t.Errorf("core memories after 25 sleeps: got %v, want all 3", identity)
+	}
+	if len(summaries) != WakeSummaryMax || summaries[0] != "session 24 done" {
+		t.Errorf("summaries: got %v, want the newest %d", summaries, WakeSummaryMax)
+	}
+}
+
+// A session started by a process holding the agent's liveness lock (the
+// spawn wrapper) was counted by that process: wake must not count it
+// again.
+func TestWakeUnderLiveLockCountsOnce(t *testing.T) {
+	s := msgStore(t)
+	writeDoc(t, s, "agents/zealot.md", "---\nname: zealot\nspawns: 1\n---\n")
+	l, err := s.Lock(schema.AgentLockKey("zealot"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Wake(s, "zealot", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Spawns != 1 {
+		t.Errorf("wake under a held liveness lock: spawns %d, want 1", b.Spawns)
+	}
+	l.Unlock()
+	if b, _ = Wake(s, "zealot", time.Now()); b.Spawns != 2 {
+		t.Errorf("wake of a free agent: spawns %d, want 2", b.Spawns)
+	}
+}
+
 func TestContextAcrossSubsystems(t *testing.T) {
 	s := msgStore(t)
 	j, err := journal.Open(s.Root(), journal.Options{})
@@ -163,6 +224,56 @@ func TestContextAcrossSubsystems(t *testing.T) {
 	r, _ = Context(s, "stateless", "")
 	if len(r.State["memory"]) != 0 || len(r.State["event"]) != 2 || len(r.State["message"]) != 3 {
 		t.Errorf("anonymous context: %+v", r.State)
+	}
+}
+
+// Context finds by stem and prefix, includes questions and notes, and
+// renders no section it has nothing for.
+func TestContextQuestionsNotesStems(t *testing.T) {
+	m := newManager(t)
+	s := m.Store
+	if _, err := m.CreateAgent(AgentSpec{Name: "zealot"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Ask("zealot", "user", 0, "Which PostgreSQL version do we target?"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := messages.AddNote(s, "research", "zealot", "the databases need a vacuum schedule"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := messages.AddNote(s, "@carol", "bob", "carol's database note"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := messages.CreateChannel(s, "research", ""); err != nil && !errors.Is(err, fs.ErrExist) {
+		t.Fatal(err)
+	}
+	if _, err := messages.CreateChannel(s, "@carol", ""); err != nil && !errors.Is(err, fs.ErrExist) {
+		t.Fatal(err)
+	}
+	r, err := Context(s, "postgres", "zealot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.State["question"]) != 1 {
+		t.Errorf("postgres: got questions %+v, want the PostgreSQL question", r.State["question"])
+	}
+	r, err = Context(s, "database", "zealot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.State["note"]) != 1 || r.State["note"][0].Where != "research" {
+		t.Errorf("database: got notes %+v, want the research note only (carol's channel is private)", r.State["note"])
+	}
+	text := r.Text()
+	if !strings.Contains(text, "## timeline") || !strings.Contains(text, "note:") || strings.Contains(text, "question:") || strings.Contains(text, "event:") {
+		t.Errorf("text: sections without hits are shown, or hits missing:\n%s", text)
+	}
+	r, err = Context(s, "zebra", "zealot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Text(); got != "" {
+		t.Errorf("no match: got text %q, want none", got)
 	}
 }
 

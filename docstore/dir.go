@@ -289,7 +289,11 @@ func (d *Dir) Retire(name string) error {
 		return pathErr("retire", d.Rel(name), err)
 	}
 	defer runtime.KeepAlive(d)
-	return d.s.retire(d.fd, name, d.full)
+	if err := d.s.retire(d.fd, name, d.full); err != nil {
+		return err
+	}
+	d.s.notify(Mutation{Op: "delete", Path: d.Rel(name)})
+	return nil
 }
 
 // target names where a create lands: name relative to dirfd (AT_FDCWD

@@ -16,10 +16,17 @@
 //   - Claims: Claim(lockKey, from, to) locks, then renames a document from
 //     one state directory to another. Exactly one racer wins; the others
 //     get ErrLost.
-//   - New builds a document of a kind from a []Field list and a body;
-//     CreateEntry creates one under a fresh id (NewID: UUIDv7, time
-//     ordered). Observe registers a hook that sees every Mutation (package
-//     watcher/journal turns them into events).
+//   - NewDoc builds a new document with the engine's stamps
+//     (schema_version, id, name, defaults, created/updated); New builds one
+//     from exactly the []Field list given; CreateEntry creates one under a
+//     fresh id (NewID: UUIDv7, time ordered). Observe registers a hook that
+//     sees every Mutation (package watcher/journal turns them into events);
+//     AddRule a rule every write must pass (package agents: the state
+//     machine), refused writes fail with a *RefusedError.
+//   - Walk is the one rule for which files are documents (.md files outside
+//     dot directories and the journal); Check validates documents and runs
+//     the installed checks (AddCheck); Migrate writes documents of older
+//     schema versions in the current one.
 //
 // Every document write goes through one path, WriteFile: temp file in
 // .tavern/.tmp/, write, fsync, rename into place, fsync of the directory.

@@ -28,6 +28,8 @@ type namedRule struct {
 // state machine and the commitment rules this way, so `tavern set` and
 // `tavern edit` obey them as the library does). A rule of the same name
 // is replaced. Install rules before sharing the Store between goroutines.
+// Writes through a Dir and claims (the queue broker's item moves) are not
+// ruled: no rule concerns them, and they are the hot path.
 func (s *Store) AddRule(name string, fn Rule) {
 	i := slices.IndexFunc(s.rules, func(r namedRule) bool { return r.name == name })
 	if i >= 0 {

@@ -54,7 +54,8 @@ type sparePool struct {
 // Retire removes the document rel like a delete that skips .trash/ (for
 // superseded copies the caller has written elsewhere), keeping the file
 // for reuse. The removal of the name is not fsynced here. A missing rel
-// is not an error.
+// is not an error. Observers see a "delete" mutation: a watcher must
+// know the engine removed the name.
 func (s *Store) Retire(rel string) error {
 	full, err := s.abs(rel)
 	if err != nil {
@@ -63,6 +64,7 @@ func (s *Store) Retire(rel string) error {
 	if err := s.retire(unix.AT_FDCWD, full, filepath.Dir(full)); err != nil {
 		return pathErr("retire", rel, err)
 	}
+	s.notify(Mutation{Op: "delete", Path: rel})
 	return nil
 }
 
@@ -71,6 +73,9 @@ func (s *Store) Retire(rel string) error {
 func (s *Store) RetireAbs(full string) error {
 	if err := s.retire(unix.AT_FDCWD, full, filepath.Dir(full)); err != nil {
 		return pathErr("retire", full, err)
+	}
+	if rel, err := filepath.Rel(s.root, full); err == nil {
+		s.notify(Mutation{Op: "delete", Path: filepath.ToSlash(rel)})
 	}
 	return nil
 }

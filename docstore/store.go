@@ -46,6 +46,7 @@ type Mutation struct {
 	From string // for "move": the path before
 	Doc  *Doc   // the document as written (nil for delete)
 	Prev *Doc   // the document before the change, where known
+	Rev  string // the revision written when Doc is nil (WriteFile)
 }
 
 // Observe registers fn to be called after every successful mutation made
@@ -390,7 +391,7 @@ func (s *Store) updateHeld(rel string, opt UpdateOptions, fn func(*Doc) error) (
 		}
 		return nil, &ConflictError{Path: rel, Want: prev.Rev, Got: got}
 	}
-	if err := s.WriteFile(rel, data); err != nil {
+	if err := s.publish(rel, data, false); err != nil {
 		return nil, err
 	}
 	d.Rev = Revision(data)
@@ -598,20 +599,43 @@ func (s *Store) Resolve(ref string) (string, error) {
 	return "", pathErr("resolve", ref, fmt.Errorf("%w: %s", ErrAmbiguous, strings.Join(found, ", ")))
 }
 
+// Docs lists the documents directly under rel, as paths relative to the
+// store (rel/<name>.md), sorted: the names that pass the name rule and end
+// in .md, no directories, no dot files. A missing rel is an empty list.
+// For the kinds whose documents of one owner share a directory
+// (memory/<agent>/, commitments/<agent>/, queues/<q>/pending/): one
+// directory read instead of a walk of every owner's.
+func (s *Store) Docs(rel string) ([]string, error) {
+	_, ents, err := s.readDir(rel)
+	var out []string
+	for _, e := range ents {
+		if n := e.Name(); !e.IsDir() && strings.HasSuffix(n, ".md") && schema.ValidName(n) == nil {
+			out = append(out, rel+"/"+n)
+		}
+	}
+	return out, err
+}
+
+// readDir lists rel's entries (none, without error, when rel is missing).
+func (s *Store) readDir(rel string) (string, []fs.DirEntry, error) {
+	full, err := s.Abs(rel)
+	if err != nil {
+		return "", nil, err
+	}
+	ents, err := os.ReadDir(full)
+	if errors.Is(err, fs.ErrNotExist) {
+		return full, nil, nil
+	}
+	return full, ents, err
+}
+
 // Subdirs lists the directories directly under rel whose names pass the
 // name rule (and keep, when not nil, given the directory's full path). A
 // missing rel is an empty list, not an error: a kind with no documents
 // yet has no directory.
 func (s *Store) Subdirs(rel string, keep func(dir string) bool) ([]string, error) {
-	full, err := s.Abs(rel)
+	full, ents, err := s.readDir(rel)
 	if err != nil {
-		return nil, err
-	}
-	ents, err := os.ReadDir(full)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
-		}
 		return nil, err
 	}
 	var out []string

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/tavernhq/tavern/schema"
 )
 
 // JournalDir is the directory of the event journal (package
@@ -21,7 +23,8 @@ func Private(name string) bool { return strings.HasPrefix(name, ".") }
 // Walk calls fn with the store-relative path of every document file under
 // dir (a store-relative directory; "" is the whole store), in lexical
 // order. This is the one rule for "which files are documents": every .md
-// file outside private directories (see Private) and the event journal.
+// file outside private directories (see Private) and the event journal,
+// but the plain files of the store root (schema.PlainFiles: PRIME.md).
 //
 // Paths that are not documents but cannot be left out silently are passed
 // too, so that reading them (Get) reports the problem: a symlink that
@@ -69,7 +72,7 @@ func (s *Store) Walk(dir string, fn func(rel string) error) error {
 			}
 			return nil
 		}
-		if strings.HasSuffix(name, ".md") {
+		if strings.HasSuffix(name, ".md") && !(filepath.Dir(p) == s.root && schema.PlainFile(name)) {
 			paths = append(paths, p)
 		}
 		return nil

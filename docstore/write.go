@@ -21,9 +21,14 @@ var tmpSeq atomic.Uint64
 // .tavern/.tmp/, write, fsync, rename over rel, fsync of rel's directory.
 // A crash at any instant leaves the old or the new version of rel, never a
 // torn or empty one. With `durability: relaxed` the fsyncs are skipped:
-// still atomic, no longer durable across power loss.
+// still atomic, no longer durable across power loss. Observers see an
+// "update" mutation with the revision written.
 func (s *Store) WriteFile(rel string, data []byte) error {
-	return s.publish(rel, data, false)
+	if err := s.publish(rel, data, false); err != nil {
+		return err
+	}
+	s.notify(Mutation{Op: "update", Path: rel, Rev: Revision(data)})
+	return nil
 }
 
 // createFile is WriteFile that fails with ErrExist instead of replacing.

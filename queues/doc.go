@@ -63,7 +63,8 @@
 // inotify watches of pending/ and done/ (a finished dependency makes items
 // claimable), a timer for the next not_before or lease expiry, and a
 // recheck every Options.Recheck (2s) for what inotify cannot see (a
-// holder's death drops a flock, which is no file event).
+// holder's death drops a flock, which is no file event). Out of inotify
+// watches, it polls and says so (watch.degraded, a warning).
 //
 // An item file that does not parse or validate stays where it is: Take
 // skips it and reports it with path:line:col (Claim.Notes,

@@ -160,6 +160,7 @@ func (b *Broker) Take(ctx context.Context, opt TakeOptions) (*Claim, error) {
 	werr := watcher.WaitDir(ctx, b.waitDirs(own, opt.Steal), watcher.WaitDirOptions{
 		Recheck: b.recheck,
 		Wake:    func() time.Time { return diag.Wake },
+		Journal: b.j, Root: b.s.Root(), // a poll forced by inotify's limits is journaled
 	}, func() (bool, error) {
 		c, diag, err = b.tryTake(own, opt.Steal, h)
 		return c != nil, err

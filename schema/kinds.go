@@ -36,6 +36,10 @@ var (
 			{Name: "chunk_size", Type: Int, Min: atLeast(1), Default: 100, Doc: "messages per chunk"},
 			{Name: "bubble_after", Type: Duration, Default: "10m", Doc: "unanswered questions move to the parent's parent after this"},
 			{Name: "reconcile", Type: Duration, Default: "30s", Doc: "watcher full-reconcile interval"},
+			{Name: "settle", Type: Duration, Default: "1s",
+				Doc: "longest a file may stay open half-written, or gone, before the watcher reports it as it is"},
+			{Name: "external_grace", Type: Duration, Default: "2s",
+				Doc: "how long a watcher waits for the engine's journal entry of a change before journaling it as external"},
 			{Name: "created", Type: Time},
 		}}
 
@@ -206,6 +210,8 @@ var (
 			Field{Name: "asked_to", Type: String, Doc: "the first recipient, before any bubbling"},
 			Field{Name: "to_since", Type: Time, Doc: "when the question reached its current recipient"},
 			Field{Name: "hops", Type: Int, Min: atLeast(0), Doc: "how many times it bubbled up"},
+			Field{Name: "notified_to", Type: String, Doc: "the recipient a session hook last told about the question"},
+			Field{Name: "answer_delivered", Type: Time, Doc: "when a session hook gave the answer to the asker"},
 		)}
 
 	Bookmark = &Kind{Name: "bookmark", Plural: "bookmarks", Pattern: "bookmarks/{agent}.md", Version: 1,

@@ -311,6 +311,20 @@ func NameOfPath(rel string) (*Kind, string, error) {
 	return nil, "", &UnknownKindError{Path: rel}
 }
 
+// PlainFiles are the files in the store that are plain text, not
+// documents: no frontmatter, no kind. `tavern check` and the watcher leave
+// them alone.
+var PlainFiles = map[string]string{
+	"PRIME.md": "replaces or extends the commands tavern prime teaches",
+}
+
+// PlainFile reports whether rel (relative to .tavern/) is one of
+// PlainFiles.
+func PlainFile(rel string) bool {
+	_, ok := PlainFiles[rel]
+	return ok
+}
+
 // KindOfPath finds the kind whose pattern matches rel.
 func KindOfPath(rel string) (*Kind, map[string]string, error) {
 	for _, k := range ordered {

@@ -5,9 +5,10 @@
 // # Basics
 //
 // WatchFS (an FSWatcher) is the filesystem layer. It watches every
-// directory of a tree with fsnotify, including directories created later
-// (each new directory is watched first and listed second, so nothing
-// created in the gap is lost). An event is only a hint: the path is
+// directory of a tree with inotify (used directly on Linux, fsnotify
+// elsewhere), including directories created later (each new directory is
+// watched first and listed second, so nothing created in the gap is
+// lost). An event is only a hint: the path is
 // re-stat'ed and re-read, its content hashed, and a Change is emitted only
 // if the content really differs. That makes a vim rename-save, a VS Code
 // double write and an in-place write each one logical update, whatever
@@ -17,7 +18,18 @@
 // within a clock tick). Polling (FSOptions.Poll, `--poll`) runs the same
 // reconcile on an interval; it is chosen automatically on NFS, SMB, FUSE,
 // Ceph, 9p and the like, where inotify does not see other machines'
-// writes, and when no inotify instance can be had.
+// writes, and when inotify runs out of watches or instances (then with a
+// warning: FSOptions.OnDegrade, ReportDegraded).
+//
+// Settling. A save is often several steps, and a change is reported only
+// once it is complete (FSOptions.Settle, 1s, bounds the wait): a file
+// created or written in place is read when its writer closes it
+// (IN_CLOSE_WRITE), so a program writing in two halves is never seen half
+// written; a known file or directory that disappears is removed only if
+// it stays gone, so vim's rename-to-backup-and-write and git's
+// unlink-and-create are one update; a rename within the tree is final at
+// once (its cookie says where the file went). Sync and Rescan decide
+// what is settling as of now, except files a writer still has open.
 //
 // Open builds a Projection on top: every document's kind, name, revision,
 // decoded (migrated) frontmatter, and validity with path:line:col
@@ -41,15 +53,31 @@
 // fit its buffer is counted and reported as one journal.TypeMissed
 // event, its cue to resync.
 //
-// With Options.Journal the projection also decides which changes no
-// engine call made: an observed change waits Options.ExternalGrace (2s)
-// for the engine's journal event with the same path and revision (from
-// this process or, with Options.FollowJournal, any other); if none comes
-// it is journaled as journal.TypeExternal with the changed fields, once
-// however many processes watch. `tavern watch` runs such a projection; nothing
-// journals hand edits while no projection watches, except that a
-// projection opened from a cache reports the differences it finds at
-// start.
+// SubscribeWhere filters on fields (the expressions of `ls --where`) as
+// they are after each change, and delivers journal.TypeLeft once when a
+// change makes a document stop matching.
+//
+// # External changes
+//
+// With Options.Journal (and Watch) the projection journals every change
+// no engine call made as journal.TypeExternal, exactly once (external.go).
+// It decides from the journal's own per-path state (journal.Heads), never
+// from the index cache: at Open, every document that differs from what
+// the journal last recorded for its path (and every recorded path now
+// gone) is a change made while nobody watched; afterwards, every change
+// the watcher sees. A change waits Options.ExternalGrace (2s: the engine
+// writes, then journals) and is then decided, in the order seen, under
+// the journal's lock with the heads caught up with every process's
+// appends: it is external unless the journal's head for the path is that
+// state, or a record of that state came after this watcher's previous
+// look at the path (the engine wrote it, or another watcher journaled
+// it). So a field toggled back and forth is journaled at every save, the
+// engine's writes from any process never are, and several watchers
+// record a change once. The operation and the changed fields are relative
+// to the journal's state when the change was seen; the fields of a
+// revision are known if the projection held them or a watcher saw that
+// revision before (the heads keep a digest per path), and left out
+// otherwise.
 //
 // # Caveats
 //
@@ -65,12 +93,16 @@
 //     never documents (Ignored). The projection also ignores events/ and
 //     every file that does not end in .md.
 //   - Debounce trades latency for fewer intermediate states: a batch of
-//     creates only (a rename into place, how the engine writes) is
-//     processed as soon as no further event is queued, a batch with
-//     writes, removes or renames after FSOptions.Debounce (2ms) of quiet.
-//     An editor that pauses longer than that mid-save may show an
-//     intermediate state (an empty file) for a moment; the final state is
-//     always right.
+//     complete files (renamed into place, how the engine writes, or
+//     closed by their writer) is processed as soon as no further event is
+//     queued, a batch with writes, removes or renames after
+//     FSOptions.Debounce (2ms) of quiet.
+//   - Settle is a bound: a writer that keeps a file open half written
+//     longer than FSOptions.Settle is read as it is (and again when it
+//     closes it), and a removal is reported Settle late. Without close
+//     events (polling, network filesystems, other OSes) a file is read
+//     after the debounce, and a save split by a longer pause may show its
+//     intermediate state; the final state is always right.
 //   - Unreadable paths (EACCES) are reported once and keep their last
 //     known state until readable again; they are then re-delivered even if
 //     the content did not change, so receivers can clear the error.
@@ -80,6 +112,11 @@
 //   - External-edit detection is a timing decision (ExternalGrace): an
 //     engine whose journal append comes later than that is reported as an
 //     external edit too. It never affects the projection's content.
+//     Record times are compared across processes: on several machines
+//     (a network filesystem) their clocks must agree to well within the
+//     grace.
+//   - A projection journals external changes when it stops, only those
+//     decided by then; the rest are journaled by the next one to start.
 //   - Concurrent writers of the index cache each replace a whole section;
 //     the last one wins and either is valid. Sections of kinds a scoped
 //     projection did not load may be out of date on disk until their kind

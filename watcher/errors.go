@@ -15,6 +15,17 @@ var ErrNotRegular = errors.New("not a regular file or directory")
 // ErrClosed is returned by methods called on a closed watcher.
 var ErrClosed = errors.New("watcher closed")
 
+// ErrWatchLimit is reported (inside a *WatchError, to FSOptions.OnDegrade
+// and as an OpError change) when the kernel refused a directory watch
+// because the per-user limit is reached (inotify_add_watch: ENOSPC,
+// fs.inotify.max_user_watches). The watcher then polls the whole tree.
+var ErrWatchLimit = errors.New("inotify watch limit reached (raise fs.inotify.max_user_watches); polling instead")
+
+// ErrNoNotify is reported like ErrWatchLimit when no notification
+// instance could be had at all (inotify_init1: EMFILE,
+// fs.inotify.max_user_instances).
+var ErrNoNotify = errors.New("file notifications unavailable (raise fs.inotify.max_user_instances); polling instead")
+
 // ErrOverflow is reported when the kernel event queue overflowed (or the
 // backend reported any other error) and a full rescan was started to
 // reconcile with the disk. It is informational: no change is lost.

@@ -1,107 +1,208 @@
 package watcher
 
 import (
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/tavernhq/tavern/watcher/journal"
 )
 
-// externals decides which observed changes no engine call made. The engine
-// journals each mutation (path and new revision) right after writing the
-// file, so an observed change waits ExternalGrace for that event; if none
-// comes, it is journaled as TypeExternal. Several processes may watch the
-// same store: AppendOnce under the journal lock keeps one record per
-// (path, rev).
+// externals decides which observed changes no engine call made, and
+// journals each of them once as TypeExternal.
+//
+// The truth it decides from is the journal's per-path state
+// (journal.Heads), never the index cache. An observation (a path's new
+// revision, or its removal, with the time its content was read) waits
+// Options.ExternalGrace, since the engine journals a mutation right after
+// writing the file; then, under the journal's file lock and with the
+// heads caught up with every process's appends, it is external unless
+// the journal accounts for it: the head of the path is that state, or a
+// record of that state was current after this watcher's previous
+// observation of the path (the engine wrote it, or another watcher
+// journaled it). Decisions are made in the order of observation, so a
+// field toggled back and forth is journaled at every save.
 type externals struct {
-	p       *Projection
-	j       *journal.Journal
+	p *Projection
+	j *journal.Journal
+	h *journal.Heads
+
 	mu      sync.Mutex
-	engine  map[string]time.Time   // path\x00rev journaled by the engine
-	pending map[string]*time.Timer // path\x00rev waiting for its decision
+	queue   []*observation // in observation order
+	last    map[string]time.Time
+	start   time.Time // observations before this have no previous one
+	timer   *time.Timer
+	saved   time.Time // last checkpoint of h
 	stopped bool
-	wg      sync.WaitGroup // decisions in flight
+	busy    sync.WaitGroup // a decision batch in flight
 }
 
-func newExternals(p *Projection, j *journal.Journal) *externals {
-	return &externals{p: p, j: j, engine: map[string]time.Time{}, pending: map[string]*time.Timer{}}
+// observation is one change the projection saw.
+type observation struct {
+	path    string
+	kind    string
+	present bool
+	entry   *Entry    // the new state (present)
+	prev    *Entry    // the last valid state projected before it, if known
+	seen    time.Time // when its content was read (or its absence seen)
+	after   time.Time // seen of the previous observation of the path
 }
 
-func extKey(path, rev string) string { return path + "\x00" + rev }
-
-// engineEvent records a mutation the engine journaled.
-func (x *externals) engineEvent(e journal.Event) {
-	if e.Path == "" {
-		return
-	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	now := time.Now()
-	x.engine[extKey(e.Path, e.Rev)] = now
-	if from, _ := e.Data["from"].(string); from != "" {
-		x.engine[extKey(from, "")] = now // a move removes the old path
-	}
-	if len(x.engine) > 4096 {
-		for k, t := range x.engine {
-			if now.Sub(t) > time.Minute {
-				delete(x.engine, k)
-			}
-		}
-	}
+func newExternals(p *Projection, j *journal.Journal, h *journal.Heads, start time.Time) *externals {
+	return &externals{p: p, j: j, h: h, last: map[string]time.Time{}, start: start, saved: time.Now()}
 }
 
-// observed considers one change the projection saw.
-func (x *externals) observed(ev journal.Event) {
-	if ev.Path == "" || ev.Type == journal.TypeError {
-		return
-	}
-	key := extKey(ev.Path, ev.Rev)
+// observe queues a change for its decision.
+func (x *externals) observe(o *observation) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.stopped {
 		return
 	}
-	if _, ok := x.engine[key]; ok {
+	if t, ok := x.last[o.path]; ok {
+		o.after = t
+	} else {
+		o.after = x.start
+	}
+	if o.seen.After(o.after) {
+		x.last[o.path] = o.seen
+	}
+	x.queue = append(x.queue, o)
+	if x.timer == nil {
+		x.arm()
+	}
+}
+
+// arm sets the timer for the oldest queued observation; x.mu is held.
+func (x *externals) arm() {
+	if len(x.queue) == 0 {
+		x.timer = nil
 		return
 	}
-	if x.pending[key] != nil {
-		return // the same revision is already waiting
-	}
-	// Every observed revision gets its own decision: a hand edit followed
-	// by an engine update is still journaled as external.
-	x.wg.Add(1)
-	x.pending[key] = time.AfterFunc(x.p.opt.ExternalGrace, func() {
-		defer x.wg.Done()
-		x.decide(ev, key)
+	wait := time.Until(x.queue[0].seen.Add(x.p.opt.ExternalGrace))
+	x.busy.Add(1)
+	x.timer = time.AfterFunc(max(wait, 0), func() {
+		defer x.busy.Done()
+		x.decide()
 	})
 }
 
-func (x *externals) decide(ev journal.Event, key string) {
+// decide journals the observations whose grace has passed.
+func (x *externals) decide() {
 	x.mu.Lock()
-	_, engine := x.engine[key]
-	delete(x.pending, key)
-	stopped := x.stopped
-	x.mu.Unlock()
-	if engine || stopped {
+	if x.stopped {
+		x.mu.Unlock()
 		return
 	}
-	out := journal.Event{Type: journal.TypeExternal, Kind: ev.Kind, Path: ev.Path, Rev: ev.Rev, Data: map[string]any{"op": ev.Type}}
-	for k, v := range ev.Data {
-		out.Data[k] = v
+	now := time.Now()
+	n := 0
+	for n < len(x.queue) && !x.queue[n].seen.Add(x.p.opt.ExternalGrace).After(now) {
+		n++
 	}
-	_, _, _ = x.j.AppendOnce(out)
+	batch := slices.Clone(x.queue[:n])
+	x.queue = slices.Delete(x.queue, 0, n)
+	x.mu.Unlock()
+
+	if len(batch) > 0 {
+		evs := make([]journal.Event, len(batch))
+		for i, o := range batch {
+			evs[i] = journal.Event{Type: journal.TypeExternal, Kind: o.kind, Path: o.path}
+		}
+		i := 0
+		_, err := x.j.AppendIf(x.h, evs, func(e *journal.Event) bool {
+			o := batch[i]
+			i++
+			return x.decideOne(o, e)
+		})
+		if err != nil {
+			x.p.publish(journal.Event{Type: journal.TypeError, Time: time.Now().UTC(), Data: map[string]any{"error": err.Error()}})
+		}
+		// Journaled now, or by the engine: either way the state the
+		// journal records, whose fields later changes compare with.
+		for _, o := range batch {
+			x.seenState(o)
+		}
+		if time.Since(x.saved) > time.Minute {
+			x.saved = time.Now()
+			_ = x.h.Save()
+		}
+	}
+
+	x.mu.Lock()
+	x.timer = nil
+	if !x.stopped {
+		x.arm()
+	}
+	x.mu.Unlock()
 }
 
-// stop cancels pending decisions and waits for those already running.
+// decideOne fills in e for o and reports whether o is external. It runs
+// under the journal's lock with the heads current (AppendIf).
+func (x *externals) decideOne(o *observation, e *journal.Event) bool {
+	rev := ""
+	if o.present {
+		rev = o.entry.Rev
+	}
+	if x.h.Explained(o.path, rev, o.present, o.after) {
+		return false
+	}
+	// What the journal said when the change was seen: records of later
+	// changes (an engine update right after a hand edit) do not count.
+	head, _ := x.h.HeadAt(o.path, o.seen)
+	e.Rev = rev
+	e.Data = map[string]any{"seen": o.seen.UTC().Format(time.RFC3339Nano)}
+	switch {
+	case !o.present:
+		e.Data["op"] = journal.TypeRemoved
+	case !o.entry.Valid:
+		e.Data["op"] = journal.TypeInvalid
+		pr := o.entry.Errors[0]
+		e.Data["error"], e.Data["line"], e.Data["col"] = pr.Msg, pr.Line, pr.Col
+	case head.LastValid == "":
+		// Never valid since it appeared (or first seen invalid): the
+		// valid state creates the document.
+		e.Data["op"] = journal.TypeCreated
+	default:
+		e.Data["op"] = journal.TypeUpdated
+		// The changed fields are relative to the last valid state the
+		// journal recorded, when its fields are known: projected before
+		// this change, or seen by a watcher before (the heads keep a
+		// digest). Otherwise the list is left out rather than guessed.
+		var ch []string
+		known := true
+		if o.prev != nil && o.prev.Rev == head.LastValid {
+			ch = journal.ChangedFields(o.prev.Fields, o.entry.Fields)
+		} else if d, ok := x.h.FieldsOf(o.path, head.LastValid); ok {
+			ch = d.Changed(o.entry.Fields)
+		} else {
+			known = false
+		}
+		if known && len(ch) > 0 {
+			e.Data["changed"] = ch
+		}
+	}
+	return true
+}
+
+// seenState records the fields of a state the journal accounts for, so
+// a later change (even one made while no watcher runs) can list its
+// changed fields.
+func (x *externals) seenState(o *observation) {
+	if o.present && o.entry.Valid && o.entry.Fields != nil {
+		x.h.SetFields(o.path, o.entry.Rev, o.entry.Fields)
+	}
+}
+
+// stop cancels the decisions not yet due and waits for one in flight.
 func (x *externals) stop() {
 	x.mu.Lock()
 	x.stopped = true
-	for _, t := range x.pending {
-		if t.Stop() {
-			x.wg.Done()
-		}
+	if x.timer != nil && x.timer.Stop() {
+		x.busy.Done()
 	}
-	x.pending = map[string]*time.Timer{}
+	x.timer = nil
+	x.queue = nil
 	x.mu.Unlock()
-	x.wg.Wait()
+	x.busy.Wait()
+	_ = x.h.Save()
 }

@@ -16,8 +16,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"github.com/fsnotify/fsnotify"
 )
 
 // Defaults for FSOptions.
@@ -25,6 +23,7 @@ const (
 	DefaultReconcile = 30 * time.Second
 	DefaultDebounce  = 2 * time.Millisecond
 	DefaultPoll      = time.Second
+	DefaultSettle    = time.Second
 
 	// racyWindow: a file whose mtime or ctime is this close to (or after)
 	// the moment its content was read may have been rewritten within the
@@ -137,16 +136,35 @@ type FSOptions struct {
 	OnRestat func([]string)
 	// Workers is the number of parallel readers for scans (default 8).
 	Workers int
+	// Settle bounds how long a path may be in the middle of a change
+	// before it is reported as it is (default DefaultSettle, 1s). A file
+	// a writer created or wrote in place is read once the writer closes
+	// it (Linux: IN_CLOSE_WRITE), or after Settle if it keeps it open; a
+	// known file or directory that disappears is reported removed only if
+	// it is still gone after Settle, so a save that replaces it (vim's
+	// rename and rewrite, git's unlink and create) is one update. A path
+	// renamed within the tree is removed at once.
+	Settle time.Duration
+	// OnDegrade, if set, is called once if the watcher cannot use the
+	// kernel's notifications (out of inotify watches or instances) and
+	// polls instead; err is a *WatchError wrapping ErrWatchLimit or
+	// ErrNoNotify. Called from the watcher's goroutine or from WatchFS;
+	// it must not call the watcher's methods. Mode says "poll (...)" from
+	// then on.
+	OnDegrade func(err error)
 }
 
 // FSWatcher watches a directory tree and reports logical file changes.
 type FSWatcher struct {
-	root     string
-	opt      FSOptions
-	fsw      *fsnotify.Watcher
-	poll     time.Duration
-	mode     string
-	debounce time.Duration
+	root      string
+	opt       FSOptions
+	nt        notifier // nil when polling; set before the goroutines start
+	closeInfo bool     // nt says when writers close files
+	polling   atomic.Bool
+	poll      atomic.Int64 // poll interval (ns) when polling
+	mode      atomic.Pointer[string]
+	debounce  time.Duration
+	settle    time.Duration
 
 	// pending work, fed by the event drain and the API.
 	pmu         sync.Mutex
@@ -156,10 +174,24 @@ type FSWatcher struct {
 	slow        bool      // the batch holds a write, remove or rename
 	full        bool
 	syncs       []chan struct{}
-	markers     map[string]chan struct{}
+	markers     map[string]syncReq
+	forceSync   bool // a queued sync decides settling paths as of now
 	markerSeq   uint64
 	kick        chan struct{}
 	backendErrs []error
+	// Paths in the middle of a change (see FSOptions.Settle): writing
+	// holds files a writer created or wrote in place and has not closed
+	// (since when), gone known paths found missing (since when), moved
+	// the sources of renames within the tree (their removal is final),
+	// cookies the sources of recent renames away, by cookie.
+	writing map[string]time.Time
+	gone    map[string]time.Time
+	moved   map[string]bool
+	cookies map[uint32]string
+	cookieQ []uint32
+	// degrade: the notifier failed (out of watches); process switches
+	// to polling.
+	degrade error
 
 	// state, written only by the processing goroutine (and WatchFS).
 	smu   sync.RWMutex
@@ -184,11 +216,16 @@ type FSWatcher struct {
 	// eventBatch: this batch only follows file events. Scans, rescans and
 	// Sync answers report what is on disk now, empty files included.
 	eventBatch bool
+	// force: this batch answers Sync or Rescan: a path found missing is
+	// removed now, without waiting for it to come back.
+	force bool
 
 	done      chan struct{}
 	closeOnce sync.Once
 	wg        sync.WaitGroup
 	closed    atomic.Bool
+	ntMu      sync.Mutex // guards closing nt (Close and a degrade may race)
+	ntClosed  bool
 
 	// test hooks
 	dropEvents atomic.Bool                    // drain discards events (simulates loss)
@@ -234,7 +271,7 @@ func WatchFS(root string, opt FSOptions) (*FSWatcher, error) {
 		debounce: opt.Debounce,
 		dirty:    map[string]struct{}{},
 		dirByIno: map[[2]uint64]string{},
-		markers:  map[string]chan struct{}{},
+		markers:  map[string]syncReq{},
 		kick:     make(chan struct{}, 1),
 		files:    map[string]FileState{},
 		dirs:     map[string]*dirEntry{},
@@ -242,25 +279,41 @@ func WatchFS(root string, opt FSOptions) (*FSWatcher, error) {
 		done:     make(chan struct{}),
 
 		emptyOnce: map[string]bool{},
+		writing:   map[string]time.Time{},
+		gone:      map[string]time.Time{},
+		moved:     map[string]bool{},
+		cookies:   map[uint32]string{},
 	}
 	if w.debounce <= 0 {
 		w.debounce = DefaultDebounce
 	}
+	w.settle = opt.Settle
+	if w.settle <= 0 {
+		w.settle = DefaultSettle
+	}
 	switch {
 	case opt.Poll > 0:
-		w.poll, w.mode = opt.Poll, "poll"
+		w.setPolling(opt.Poll, "poll")
 	case opt.Poll == 0:
 		if fsType := detectRemote(abs); fsType != "" {
-			w.poll, w.mode = DefaultPoll, "poll ("+fsType+")"
+			w.setPolling(DefaultPoll, "poll ("+fsType+")")
 		}
 	}
-	if w.poll == 0 {
-		w.fsw, err = fsnotify.NewBufferedWatcher(4096)
+	if !w.polling.Load() {
+		w.nt, err = newNotifier(w.onEvent, w.watchError)
 		if err != nil {
-			// Out of inotify instances: polling still gives right answers.
-			w.poll, w.mode = DefaultPoll, "poll (inotify unavailable: "+err.Error()+")"
+			// Out of inotify instances: polling still gives right
+			// answers, and the caller is told.
+			werr := &WatchError{Op: "watch", Err: fmt.Errorf("%w: %w", ErrNoNotify, err)}
+			w.setPolling(DefaultPoll, "poll ("+werr.Err.Error()+")")
+			w.out = append(w.out, Change{Op: OpError, Err: werr})
+			if opt.OnDegrade != nil {
+				opt.OnDegrade(werr)
+			}
 		} else {
-			w.mode = "fsnotify"
+			w.closeInfo = w.nt.closeInfo()
+			m := "fsnotify" // the name for kernel notifications, whatever the backend
+			w.mode.Store(&m)
 		}
 	}
 	// Seed the known state so the initial scan only reports differences.
@@ -276,15 +329,14 @@ func WatchFS(root string, opt FSOptions) (*FSWatcher, error) {
 		w.ensureDirs(p)
 	}
 	w.dirs[""] = w.dirEntry("")
-	if w.fsw != nil {
-		// Drain before scanning: a long first scan must not let the kernel
-		// queue overflow.
-		w.wg.Add(1)
-		go w.drain()
-	}
+	// The notifier's reader drains events into the dirty set from now
+	// on: a long first scan must not let the kernel queue overflow.
 	w.smu.Lock()
+	w.force = true // the first scan reports what is there now
 	w.reconcile("")
+	w.force = false
 	w.smu.Unlock()
+	w.applyDegrade()
 	w.flush()
 	w.wg.Add(1)
 	go w.process()
@@ -294,9 +346,31 @@ func WatchFS(root string, opt FSOptions) (*FSWatcher, error) {
 // Root returns the absolute path of the watched directory.
 func (w *FSWatcher) Root() string { return w.root }
 
-// Mode describes how changes are detected: "fsnotify", "poll",
-// "poll (nfs)", ...
-func (w *FSWatcher) Mode() string { return w.mode }
+// Mode describes how changes are detected: "fsnotify" (kernel
+// notifications: inotify on Linux), "poll", "poll (nfs)", "poll (inotify
+// watch limit reached...)", ...
+func (w *FSWatcher) Mode() string { return *w.mode.Load() }
+
+// Polling reports whether the watcher polls (by choice, because the
+// filesystem needs it, or because notifications were unavailable).
+func (w *FSWatcher) Polling() bool { return w.polling.Load() }
+
+func (w *FSWatcher) setPolling(every time.Duration, mode string) {
+	w.poll.Store(int64(every))
+	w.mode.Store(&mode)
+	w.polling.Store(true)
+}
+
+// closeNotifier stops the notifier, once.
+func (w *FSWatcher) closeNotifier() error {
+	w.ntMu.Lock()
+	defer w.ntMu.Unlock()
+	if w.nt == nil || w.ntClosed {
+		return nil
+	}
+	w.ntClosed = true
+	return w.nt.close()
+}
 
 // State returns a copy of every known file state, keyed by relative path.
 func (w *FSWatcher) State() map[string]FileState {
@@ -315,9 +389,7 @@ func (w *FSWatcher) Close() error {
 	w.closeOnce.Do(func() {
 		w.closed.Store(true)
 		close(w.done)
-		if w.fsw != nil {
-			err = w.fsw.Close()
-		}
+		err = w.closeNotifier()
 		w.wg.Wait()
 		w.pmu.Lock()
 		for _, c := range w.syncs {
@@ -330,33 +402,54 @@ func (w *FSWatcher) Close() error {
 }
 
 // Rescan requests a full reconcile with the disk and waits for it.
-func (w *FSWatcher) Rescan(ctx context.Context) error {
+// Paths in the middle of a change are decided as they are now (a missing
+// file is removed), except files a writer still has open.
+func (w *FSWatcher) Rescan(ctx context.Context) error { return w.rescan(ctx, true) }
+
+func (w *FSWatcher) rescan(ctx context.Context, force bool) error {
 	ch := make(chan struct{})
 	w.pmu.Lock()
 	w.full = true
 	w.syncs = append(w.syncs, ch)
+	w.forceSync = w.forceSync || force
 	w.pmu.Unlock()
 	w.poke()
 	return w.wait(ctx, ch)
+}
+
+// syncReq is a Sync waiting for its marker's event.
+type syncReq struct {
+	ch    chan struct{}
+	force bool
 }
 
 // Sync waits until every change made to the tree before the call has been
 // processed and delivered. With fsnotify it writes a marker file (a dot file,
 // invisible to documents) into the root and waits for its event: the kernel
 // queue is ordered, so every earlier event has been read by then. When
-// polling it runs a full reconcile.
-func (w *FSWatcher) Sync(ctx context.Context) error {
+// polling it runs a full reconcile. Paths in the middle of a change are
+// decided as they are now, as with Rescan.
+func (w *FSWatcher) Sync(ctx context.Context) error { return w.sync(ctx, true) }
+
+// sync is Sync; with force false, paths in the middle of a change keep
+// settling (tests look at the settle logic this way).
+func (w *FSWatcher) sync(ctx context.Context, force bool) error {
 	if w.closed.Load() {
 		return ErrClosed
 	}
-	if w.fsw == nil {
-		return w.Rescan(ctx)
+	if w.polling.Load() {
+		return w.rescan(ctx, force)
 	}
 	ch := make(chan struct{})
 	w.pmu.Lock()
+	if w.polling.Load() {
+		// A degrade came in between: its rescan answers.
+		w.pmu.Unlock()
+		return w.rescan(ctx, force)
+	}
 	w.markerSeq++
 	name := fmt.Sprintf(".tavern-sync.%d.%p.%d", os.Getpid(), w, w.markerSeq)
-	w.markers[name] = ch
+	w.markers[name] = syncReq{ch, force}
 	w.pmu.Unlock()
 	full := filepath.Join(w.root, name)
 	if err := os.WriteFile(full, nil, 0o600); err != nil {
@@ -421,44 +514,62 @@ func (w *FSWatcher) ignored(rel string, dir bool) bool {
 	return w.opt.Ignore != nil && w.opt.Ignore(rel, dir)
 }
 
-// drain moves kernel events into the dirty set as fast as they come, so
-// slow processing never overflows the kernel queue.
-func (w *FSWatcher) drain() {
-	defer w.wg.Done()
-	for {
-		select {
-		case <-w.done:
-			return
-		case ev, ok := <-w.fsw.Events:
-			if !ok {
-				return
+// onEvent moves a kernel event into the dirty set, as fast as events
+// come (called by the notifier's reader), so slow processing never
+// overflows the kernel queue. It also keeps the settle state: which
+// files a writer has open, and which paths were renamed within the tree.
+func (w *FSWatcher) onEvent(ev rawEvent) {
+	rel, ok := w.rel(ev.path)
+	if !ok {
+		return
+	}
+	w.pmu.Lock()
+	if r, ok := w.markers[rel]; ok {
+		delete(w.markers, rel)
+		w.syncs = append(w.syncs, r.ch)
+		w.forceSync = w.forceSync || r.force
+		w.pmu.Unlock()
+		w.poke()
+		return
+	}
+	if w.dropEvents.Load() || Ignored(rel) {
+		w.pmu.Unlock()
+		return
+	}
+	if ev.op&evDir == 0 && w.closeInfo {
+		switch {
+		case ev.op&(evCloseWrite|evMovedIn) != 0:
+			delete(w.writing, rel) // complete
+		case ev.op&(evCreate|evWrite) != 0:
+			if _, ok := w.writing[rel]; !ok {
+				w.writing[rel] = time.Now()
 			}
-			rel, ok := w.rel(ev.Name)
-			if !ok {
-				continue
-			}
-			w.pmu.Lock()
-			if ch, ok := w.markers[rel]; ok {
-				delete(w.markers, rel)
-				w.syncs = append(w.syncs, ch)
-				w.pmu.Unlock()
-				w.poke()
-				continue
-			}
-			if w.dropEvents.Load() || Ignored(rel) {
-				w.pmu.Unlock()
-				continue
-			}
-			w.markDirty(rel, !ev.Has(fsnotify.Create))
-			w.pmu.Unlock()
-			w.poke()
-		case err, ok := <-w.fsw.Errors:
-			if !ok {
-				return
-			}
-			w.watchError(err)
 		}
 	}
+	if ev.cookie != 0 {
+		switch {
+		case ev.op&evMovedOut != 0:
+			w.cookies[ev.cookie] = rel
+			w.cookieQ = append(w.cookieQ, ev.cookie)
+			if len(w.cookieQ) > 256 {
+				delete(w.cookies, w.cookieQ[0])
+				w.cookieQ = w.cookieQ[1:]
+			}
+		case ev.op&evMovedIn != 0:
+			if src, ok := w.cookies[ev.cookie]; ok {
+				// Renamed within the tree: the source's removal is
+				// final, whatever comes next at its name.
+				delete(w.cookies, ev.cookie)
+				w.moved[src] = true
+				w.markDirty(src, false)
+			}
+		}
+	}
+	// A file renamed into place or closed by its writer is complete: read
+	// it soon. Anything else may be a step of a longer save.
+	w.markDirty(rel, ev.op&(evMovedIn|evCloseWrite|evCreate) == 0)
+	w.pmu.Unlock()
+	w.poke()
 }
 
 // markDirty records an event for rel; pmu is held. A batch of only Create
@@ -482,7 +593,7 @@ func (w *FSWatcher) markDirty(rel string, slow bool) {
 func (w *FSWatcher) watchError(err error) {
 	w.pmu.Lock()
 	w.full = true
-	if !errors.Is(err, fsnotify.ErrEventOverflow) {
+	if !errors.Is(err, ErrOverflow) {
 		w.backendErrs = append(w.backendErrs, err)
 	}
 	w.pmu.Unlock()
@@ -492,22 +603,36 @@ func (w *FSWatcher) watchError(err error) {
 func (w *FSWatcher) process() {
 	defer w.wg.Done()
 	var tick <-chan time.Time
-	interval := w.poll
-	if interval == 0 {
-		interval = w.opt.Reconcile
-		if interval == 0 {
-			interval = DefaultReconcile
+	var ticker *time.Ticker
+	every := time.Duration(-1) // the ticker's interval
+	defer func() {
+		if ticker != nil {
+			ticker.Stop()
 		}
-	}
-	if interval > 0 {
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		tick = t.C
-	}
+	}()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
 	for {
+		// The interval changes when a degrade switches to polling.
+		interval := w.opt.Reconcile
+		if interval == 0 {
+			interval = DefaultReconcile
+		}
+		if w.polling.Load() {
+			interval = time.Duration(w.poll.Load())
+		}
+		if interval != every {
+			if ticker != nil {
+				ticker.Stop()
+				ticker, tick = nil, nil
+			}
+			if interval > 0 {
+				ticker = time.NewTicker(interval)
+				tick = ticker.C
+			}
+			every = interval
+		}
 		select {
 		case <-w.done:
 			return
@@ -521,12 +646,14 @@ func (w *FSWatcher) process() {
 		w.pmu.Lock()
 		full := w.full
 		syncs := w.syncs
+		force := w.forceSync
 		berrs := w.backendErrs
 		var dirty []string
 		take := full || len(syncs) > 0
 		early := false // taken before the settle time: see apply
+		now := time.Now()
+		next := w.fluxDue(now) // paths whose settle time is up are dirty again
 		if !take && len(w.dirty) > 0 {
-			now := time.Now()
 			settle := w.debounce
 			if !w.slow {
 				settle = w.debounce / 8
@@ -535,34 +662,45 @@ func (w *FSWatcher) process() {
 			switch {
 			case left <= 0:
 				take = true
-			case !w.slow && settle < time.Millisecond && w.fsw != nil:
+			case !w.slow && settle < time.Millisecond && !w.polling.Load():
 				// Timers shorter than a millisecond round up to one (the
 				// poller's resolution), which would be most of an engine
-				// write's latency. A Create-only batch is taken as soon as
-				// no further event is waiting: an editor's write after
-				// its create is normally already queued behind it.
-				if len(w.fsw.Events) == 0 {
+				// write's latency. A batch of complete files is taken as
+				// soon as no further event is waiting: an editor's write
+				// after its create is normally already queued behind it.
+				if !w.nt.pending() {
 					take, early = true, true
 				} else {
-					// The drain pokes us for the next event unless it is
+					// The reader pokes us for the next event unless it is
 					// ignored: the timer is the backstop.
-					timer.Reset(left)
+					next = minDue(next, now.Add(left))
 				}
 			default:
-				timer.Reset(left)
+				next = minDue(next, now.Add(left))
 			}
 		}
 		if take {
-			dirty = make([]string, 0, len(w.dirty))
+			dirty = make([]string, 0, len(w.dirty)+len(w.gone))
 			for p := range w.dirty {
 				dirty = append(dirty, p)
 			}
 			clear(w.dirty)
+			if force {
+				// Sync and Rescan report what is there now: removals
+				// that were settling are decided.
+				for p := range w.gone {
+					dirty = append(dirty, p)
+				}
+			}
 		}
 		w.full = false
 		w.syncs = nil
+		w.forceSync = false
 		w.backendErrs = nil
 		w.pmu.Unlock()
+		if !next.IsZero() {
+			timer.Reset(max(time.Until(next), time.Millisecond))
+		}
 		if !full && len(syncs) == 0 && len(dirty) == 0 && len(berrs) == 0 {
 			continue
 		}
@@ -570,6 +708,7 @@ func (w *FSWatcher) process() {
 		w.smu.Lock()
 		w.early = early
 		w.eventBatch = !full && len(syncs) == 0
+		w.force = force
 		for _, err := range berrs {
 			// Not deduplicated: each backend error is its own incident.
 			w.out = append(w.out, Change{Op: OpError, Err: &WatchError{Op: "watch", Err: err}})
@@ -579,17 +718,157 @@ func (w *FSWatcher) process() {
 		} else {
 			paths := dirty
 			slices.Sort(paths)
+			paths = slices.Compact(paths)
 			for _, p := range paths {
 				w.check(p)
 			}
 			w.readPending()
 		}
-		w.early, w.eventBatch = false, false
+		w.early, w.eventBatch, w.force = false, false, false
 		w.smu.Unlock()
+		w.applyDegrade()
 		w.flush()
 		for _, c := range syncs {
 			close(c)
 		}
+		// Poke once more: a degrade or settle may have queued work.
+		w.pmu.Lock()
+		again := len(w.dirty) > 0 || w.full
+		w.pmu.Unlock()
+		if again {
+			w.poke()
+		}
+	}
+}
+
+func minDue(a, b time.Time) time.Time {
+	if a.IsZero() || b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// fluxDue marks dirty the paths whose settle time is up (a writer that
+// keeps its file open, a path still gone) and returns the next such
+// time, or zero. pmu is held.
+func (w *FSWatcher) fluxDue(now time.Time) time.Time {
+	var next time.Time
+	due := func(p string, since time.Time) bool {
+		at := since.Add(w.settle)
+		if at.After(now) {
+			next = minDue(next, at)
+			return false
+		}
+		if _, dirty := w.dirty[p]; !dirty {
+			w.markDirty(p, false)
+		}
+		return true
+	}
+	for p, since := range w.writing {
+		if due(p, since) {
+			delete(w.writing, p) // the bound is reached: read it as it is
+		}
+	}
+	for p, since := range w.gone {
+		due(p, since) // check decides, and forgets it
+	}
+	return next
+}
+
+// expireSettles makes the settle time of every path in the middle of a
+// change up (tests).
+func (w *FSWatcher) expireSettles() {
+	w.pmu.Lock()
+	past := time.Now().Add(-2 * w.settle)
+	for p := range w.writing {
+		w.writing[p] = past
+	}
+	for p := range w.gone {
+		w.gone[p] = past
+	}
+	w.pmu.Unlock()
+}
+
+// stillWriting reports whether a writer has rel open since less than the
+// settle time (then it is not read yet).
+func (w *FSWatcher) stillWriting(rel string) bool {
+	w.pmu.Lock()
+	defer w.pmu.Unlock()
+	since, ok := w.writing[rel]
+	return ok && time.Since(since) < w.settle
+}
+
+// settling reports whether the removal of rel, found missing, waits for
+// the settle time (rel may come back: a save that replaces it). smu is
+// held.
+func (w *FSWatcher) settling(rel string) bool {
+	if rel == "" {
+		return false
+	}
+	if _, ok := w.files[rel]; !ok && w.dirs[rel] == nil {
+		return false // nothing known to remove
+	}
+	w.pmu.Lock()
+	defer w.pmu.Unlock()
+	if w.moved[rel] || w.force {
+		delete(w.moved, rel)
+		delete(w.gone, rel)
+		return false
+	}
+	since, ok := w.gone[rel]
+	if !ok {
+		w.gone[rel] = time.Now()
+		w.poke() // arm the timer for its settle time
+		return true
+	}
+	if time.Since(since) < w.settle {
+		return true
+	}
+	delete(w.gone, rel)
+	return false
+}
+
+// present notes that rel exists: a removal it was settling is off. smu
+// is held.
+func (w *FSWatcher) present(rel string) {
+	w.pmu.Lock()
+	delete(w.gone, rel)
+	delete(w.moved, rel)
+	w.pmu.Unlock()
+}
+
+// applyDegrade switches to polling if the notifier failed (out of
+// watches) during the last batch, and reports it.
+func (w *FSWatcher) applyDegrade() {
+	w.pmu.Lock()
+	err := w.degrade
+	w.degrade = nil
+	w.pmu.Unlock()
+	if err == nil || w.polling.Load() {
+		return
+	}
+	_ = w.closeNotifier()
+	w.setPolling(DefaultPoll, "poll ("+err.Error()+")")
+	w.smu.Lock()
+	for _, d := range w.dirs {
+		d.watched = false
+	}
+	clear(w.dirByIno)
+	w.out = append(w.out, Change{Op: OpError, Err: err})
+	w.smu.Unlock()
+	w.pmu.Lock()
+	clear(w.writing) // no close events any more
+	w.full = true    // what happened since the failed watch
+	// Syncs waiting for their marker's event get the rescan instead.
+	for name, r := range w.markers {
+		delete(w.markers, name)
+		w.syncs = append(w.syncs, r.ch)
+		w.forceSync = w.forceSync || r.force
+	}
+	w.pmu.Unlock()
+	w.poke()
+	if w.opt.OnDegrade != nil && !w.closed.Load() {
+		w.opt.OnDegrade(err)
 	}
 }
 
@@ -630,12 +909,15 @@ func (w *FSWatcher) check(rel string) {
 	fi, err := os.Lstat(w.abs(rel))
 	switch {
 	case err != nil && isGone(err):
-		w.removePath(rel)
+		if !w.settling(rel) {
+			w.removePath(rel)
+		}
 		return
 	case err != nil:
 		w.reportErr(rel, "lstat", err)
 		return
 	}
+	w.present(rel)
 	switch m := fi.Mode(); {
 	case m.IsDir():
 		if w.ignored(rel, true) {
@@ -652,14 +934,27 @@ func (w *FSWatcher) check(rel string) {
 		if w.dirs[rel] != nil {
 			w.removeDir(rel)
 		}
+		if w.stillWriting(rel) {
+			return // read when its writer closes it (or after Settle)
+		}
 		w.reads = append(w.reads, rel)
 	case m&fs.ModeSymlink != 0:
+		w.notWriting(rel)
 		w.forget(rel)
 		w.reportErr(rel, "lstat", ErrSymlink)
 	default:
+		w.notWriting(rel)
 		w.forget(rel)
 		w.reportErr(rel, "lstat", ErrNotRegular)
 	}
+}
+
+// notWriting forgets that a writer created rel: it is not a regular
+// file (a FIFO or a link created in place), nothing will close it.
+func (w *FSWatcher) notWriting(rel string) {
+	w.pmu.Lock()
+	delete(w.writing, rel)
+	w.pmu.Unlock()
 }
 
 // reconcile makes the known state under dir equal to the disk: it watches
@@ -715,7 +1010,9 @@ func (w *FSWatcher) walk(dir string) {
 	fi, err := os.Lstat(w.abs(dir))
 	if err != nil {
 		if isGone(err) {
-			w.removePath(dir)
+			if !w.settling(dir) {
+				w.removePath(dir)
+			}
 		} else {
 			w.reportErr(dir, "lstat", err)
 		}
@@ -737,7 +1034,9 @@ func (w *FSWatcher) walk(dir string) {
 	}
 	if err != nil {
 		if isGone(err) {
-			w.removePath(dir)
+			if !w.settling(dir) {
+				w.removePath(dir)
+			}
 		} else {
 			// Keep what we knew: a transient EACCES must not look like
 			// every document under dir was deleted.
@@ -763,12 +1062,21 @@ func (w *FSWatcher) walk(dir string) {
 			if _, ok := w.files[child]; ok {
 				w.removeFile(child)
 			}
+			w.present(child)
 			w.walk(child)
 		case t.IsRegular():
 			if w.dirs[child] != nil {
 				w.removeDir(child)
 			}
+			w.present(child)
 			old, known := w.files[child]
+			if w.stillWriting(child) {
+				// Its writer has it open: read when it is closed.
+				if known {
+					d.children[name] = struct{}{}
+				}
+				continue
+			}
 			if known && w.errs[child] == "" && !old.Racy() {
 				// Probably unchanged: lstat it (in parallel, later) and
 				// read it only if its stat differs.
@@ -793,7 +1101,9 @@ func (w *FSWatcher) walk(dir string) {
 	}
 	for name := range d.children {
 		if _, ok := seen[name]; !ok {
-			w.removePath(joinRel(dir, name))
+			if child := joinRel(dir, name); !w.settling(child) {
+				w.removePath(child)
+			}
 		}
 	}
 	// Errors on names that no longer exist are resolved.
@@ -809,7 +1119,7 @@ func (w *FSWatcher) walk(dir string) {
 func (w *FSWatcher) watchDir(rel string, d *dirEntry, fi fs.FileInfo) {
 	var st FileState
 	fillStat(&st, fi)
-	if w.fsw == nil {
+	if w.polling.Load() {
 		d.dev, d.ino = st.Dev, st.Ino
 		return
 	}
@@ -820,7 +1130,7 @@ func (w *FSWatcher) watchDir(rel string, d *dirEntry, fi fs.FileInfo) {
 	if d.watched {
 		// Same path, different directory (renamed away and replaced):
 		// the old watch follows the old inode, so drop it.
-		_ = w.fsw.Remove(abs)
+		w.nt.remove(abs)
 		delete(w.dirByIno, [2]uint64{d.dev, d.ino})
 		d.watched = false
 	}
@@ -833,12 +1143,23 @@ func (w *FSWatcher) watchDir(rel string, d *dirEntry, fi fs.FileInfo) {
 		if od := w.dirs[old]; od != nil {
 			w.removeDir(old)
 		} else {
-			_ = w.fsw.Remove(w.abs(old))
+			w.nt.remove(w.abs(old))
 		}
 		delete(w.dirByIno, key)
 	}
 	d.dev, d.ino = st.Dev, st.Ino
-	if err := w.fsw.Add(abs); err != nil {
+	if err := w.nt.add(abs); err != nil {
+		if errors.Is(err, syscall.ENOSPC) {
+			// Out of watches: events for the unwatched part would be
+			// lost without a word. Poll the whole tree instead, and say
+			// so (applyDegrade, after this batch).
+			w.pmu.Lock()
+			if w.degrade == nil {
+				w.degrade = &WatchError{Op: "watch", Path: rel, Err: fmt.Errorf("%w: %w", ErrWatchLimit, err)}
+			}
+			w.pmu.Unlock()
+			return
+		}
 		w.reportErr(rel, "watch", err)
 		return
 	}
@@ -934,9 +1255,11 @@ func (w *FSWatcher) apply(rel string, r readResult) {
 		w.poke()
 		return
 	case r.err != nil && isGone(r.err):
-		w.removePath(rel) // deleted mid-read
+		if !w.settling(rel) { // deleted mid-read
+			w.removePath(rel)
+		}
 		return
-	case r.err == nil && len(r.data) == 0 && (w.early || (w.eventBatch && !w.emptyOnce[rel])):
+	case r.err == nil && len(r.data) == 0 && !w.closeInfo && (w.early || (w.eventBatch && !w.emptyOnce[rel])):
 		// Empty: most likely created and not yet written (no document
 		// is empty). Look again after the full settle time.
 		if !w.early {
@@ -986,6 +1309,10 @@ func (w *FSWatcher) removePath(rel string) {
 	w.forget(rel)
 	delete(w.errs, rel)
 	delete(w.emptyOnce, rel)
+	w.pmu.Lock()
+	delete(w.gone, rel)
+	delete(w.writing, rel)
+	w.pmu.Unlock()
 }
 
 // forget is removePath without clearing rel's error, for paths that still
@@ -1025,8 +1352,8 @@ func (w *FSWatcher) removeDir(rel string) {
 		}
 		delete(w.errs, child)
 	}
-	if d.watched && w.fsw != nil {
-		_ = w.fsw.Remove(w.abs(rel))
+	if d.watched && !w.polling.Load() {
+		w.nt.remove(w.abs(rel))
 		if w.dirByIno[[2]uint64{d.dev, d.ino}] == rel {
 			delete(w.dirByIno, [2]uint64{d.dev, d.ino})
 		}

@@ -14,8 +14,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/fsnotify/fsnotify"
 )
 
 // TestHelperProcess is not a test: the test binary re-executes itself with
@@ -129,7 +127,7 @@ func TestBurstFromAnotherProcess(t *testing.T) {
 			}
 			if tc.overflow {
 				w.dropEvents.Store(false)
-				w.watchError(fsnotify.ErrEventOverflow)
+				w.watchError(ErrOverflow)
 			}
 			syncW(t, w)
 			mu.Lock()
@@ -314,7 +312,7 @@ func TestRemoteFilesystemIsPolled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if w.Mode() != "poll (nfs)" || w.fsw != nil {
+	if w.Mode() != "poll (nfs)" || !w.Polling() {
 		t.Fatalf("Mode() = %q, want poll (nfs) without inotify", w.Mode())
 	}
 	os.WriteFile(filepath.Join(root, "a.md"), []byte("a"), 0o644)

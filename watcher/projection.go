@@ -64,8 +64,10 @@ type Options struct {
 	// Query and WaitFor for any other kind return ErrOutOfScope.
 	Kinds []string
 	// Journal, if set, receives an "external" event for every change
-	// that no engine call journaled (hand edits, git checkout), and its
-	// own appends are published to subscribers.
+	// that no engine call journaled (hand edits, git checkout), also for
+	// those made while no projection watched (compared at Open with the
+	// journal's per-path state), and its own appends are published to
+	// subscribers. Needs Watch.
 	Journal *journal.Journal
 	// FollowJournal publishes events other processes append to the
 	// journal (domain events such as item.claimed) to subscribers.
@@ -74,6 +76,13 @@ type Options struct {
 	// event before it is called external (default 2s): the engine writes
 	// the document first and journals it right after.
 	ExternalGrace time.Duration
+	// Settle: see FSOptions.Settle.
+	Settle time.Duration
+	// OnDegrade, if set, is told when the projection cannot use inotify
+	// (out of watches or instances) and polls instead (see
+	// FSOptions.OnDegrade), besides ReportDegraded (the journal and the
+	// process's degrade handler).
+	OnDegrade func(err error)
 }
 
 // Projection is an in-memory index of every document of a store.
@@ -89,10 +98,16 @@ type Projection struct {
 	waiters map[*waiter]struct{}
 	dirty   map[string]bool // kinds whose cache section differs from the saved one
 	scope   scope
-	// external: changes are compared with the engine's journal. Off for a
-	// first scan without a cache, where everything is new to us, not
-	// edited behind the engine's back.
-	external bool
+	// lastValid holds, for documents that are invalid now, the last
+	// valid entry projected: a repair's changed fields are relative to
+	// it, and a document never valid before is created by its first
+	// valid state.
+	lastValid map[string]*Entry
+	// startup: the first scan is running; its changes are compared with
+	// the journal's heads as a whole when it ends (startPrev keeps the
+	// cached entries it replaced, for their fields).
+	startup   bool
+	startPrev map[string]*Entry
 
 	smu  sync.Mutex
 	subs map[*Subscription]struct{}
@@ -123,24 +138,22 @@ func Open(s *docstore.Store, opt Options) (*Projection, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Projection{
-		scope:   sc,
-		dirty:   map[string]bool{},
-		store:   s,
-		root:    s.Root(),
-		opt:     opt,
-		docs:    map[string]*Entry{},
-		byKind:  map[string]map[string]*Entry{},
-		waiters: map[*waiter]struct{}{},
-		subs:    map[*Subscription]struct{}{},
-		ctx:     ctx,
-		cancel:  cancel,
+		lastValid: map[string]*Entry{},
+		startPrev: map[string]*Entry{},
+		scope:     sc,
+		dirty:     map[string]bool{},
+		store:     s,
+		root:      s.Root(),
+		opt:       opt,
+		docs:      map[string]*Entry{},
+		byKind:    map[string]map[string]*Entry{},
+		waiters:   map[*waiter]struct{}{},
+		subs:      map[*Subscription]struct{}{},
+		ctx:       ctx,
+		cancel:    cancel,
 	}
 	var known map[string]FileState
-	var cacheTime time.Time
 	if opt.Cache {
-		if fi, err := os.Stat(filepath.Join(p.root, CacheFile)); err == nil {
-			cacheTime = fi.ModTime()
-		}
 		entries, states, bad, _ := loadCache(p.root, sc.kinds())
 		for _, kind := range bad {
 			p.dirty[kind] = true // missing, stale format or corrupt: rebuild
@@ -148,9 +161,6 @@ func Open(s *docstore.Store, opt Options) (*Projection, error) {
 		if len(entries) > 0 || len(bad) == 0 {
 			known = states
 		}
-		// Changes found against a partial cache are not edits made
-		// behind the engine's back: the missing sections are new to us.
-		p.external = len(bad) == 0
 		p.docs = make(map[string]*Entry, len(entries)) // no rehashing while filling
 		if sc != nil && len(sc) == 1 {
 			p.byKind[sc[0].kind] = make(map[string]*Entry, len(entries))
@@ -163,21 +173,20 @@ func Open(s *docstore.Store, opt Options) (*Projection, error) {
 			p.put(e)
 		}
 	}
-	if opt.Journal != nil {
-		p.ext = newExternals(p, opt.Journal)
-		opt.Journal.Observe(p.ext.engineEvent)
-		if known != nil && !cacheTime.IsZero() {
-			// The scan below reports every change since the cache was
-			// saved. Those the engine made are in the journal: without
-			// them every such change would be journaled as external.
-			// The slack covers writes between the cache's scan and save.
-			_, _ = journal.Read(p.root, journal.Filter{Since: cacheTime.Add(-time.Minute)}, func(e journal.Event, err error) bool {
-				if err == nil && e.Type != journal.TypeExternal {
-					p.ext.engineEvent(e)
-				}
-				return true
-			})
+	start := time.Now()
+	if opt.Journal != nil && opt.Watch {
+		// The journal's own record of every path, read before the scan:
+		// what the scan finds that the journal does not account for was
+		// changed while nobody watched.
+		h, err := journal.LoadHeads(p.root)
+		if err != nil {
+			cancel()
+			return nil, err
 		}
+		p.ext = newExternals(p, opt.Journal, h, start)
+		p.startup = true
+	}
+	if opt.Journal != nil {
 		opt.Journal.Observe(func(e journal.Event) {
 			if !strings.HasPrefix(e.Type, "doc.") { // seen from the files
 				p.publish(e)
@@ -192,9 +201,11 @@ func Open(s *docstore.Store, opt Options) (*Projection, error) {
 		Ignore: func(rel string, dir bool) bool {
 			return ignoreNonDocs(rel, dir) || filter.excludes(rel, dir)
 		},
-		Known:    known,
-		OnChange: p.apply,
-		OnRestat: p.restat,
+		Known:     known,
+		OnChange:  p.apply,
+		OnRestat:  p.restat,
+		Settle:    opt.Settle,
+		OnDegrade: p.degraded,
 	}
 	if !opt.Watch {
 		fopt.Poll = time.Duration(1<<63 - 1) // no watches: one scan
@@ -205,9 +216,9 @@ func Open(s *docstore.Store, opt Options) (*Projection, error) {
 		return nil, err
 	}
 	p.fw = fw
-	p.mu.Lock()
-	p.external = true
-	p.mu.Unlock()
+	if p.ext != nil {
+		p.observeStartup(start, filter)
+	}
 	if !opt.Watch {
 		fw.Close()
 	}
@@ -224,12 +235,23 @@ func Open(s *docstore.Store, opt Options) (*Projection, error) {
 	return p, nil
 }
 
-// ignoreNonDocs hides the journal and anything that is not a .md file.
+// degraded reports a switch to polling: journaled (a person looking at
+// the journal learns why changes come late), told to the process's
+// degrade handler and to the caller.
+func (p *Projection) degraded(err error) {
+	ReportDegraded(p.opt.Journal, p.root, err)
+	if p.opt.OnDegrade != nil {
+		p.opt.OnDegrade(err)
+	}
+}
+
+// ignoreNonDocs hides the journal, the plain files (schema.PlainFiles) and
+// anything that is not a .md file.
 func ignoreNonDocs(rel string, dir bool) bool {
 	if rel == journal.Dir || strings.HasPrefix(rel, journal.Dir+"/") {
 		return true
 	}
-	return !dir && !strings.HasSuffix(rel, ".md")
+	return !dir && (!strings.HasSuffix(rel, ".md") || schema.PlainFile(rel))
 }
 
 // Close stops watching and saves the index cache if enabled.
@@ -312,11 +334,11 @@ func (p *Projection) apply(cs []Change) {
 	wg.Wait()
 
 	now := time.Now().UTC()
-	var events []journal.Event
+	var events []docEvent
+	var obs []*observation
 	p.mu.Lock()
-	external := p.external
 	for i, c := range cs {
-		var ev journal.Event
+		var ev docEvent
 		switch c.Op {
 		case OpCreate, OpUpdate:
 			e := parsed[i]
@@ -335,29 +357,122 @@ func (p *Projection) apply(cs []Change) {
 				o := old.view()
 				old = &o
 			}
+			// The last valid state before this one, if any.
+			prev := p.lastValid[c.Path]
+			if old != nil && old.Valid {
+				prev = old
+			}
+			if e.Valid {
+				delete(p.lastValid, c.Path)
+			} else if prev != nil {
+				p.lastValid[c.Path] = prev
+			}
 			p.put(e)
-			ev = docEvent(e, old, now)
+			ev = docEvent{e: docEventOf(e, old, prev, now), fields: e.Fields}
 			p.wake(e)
+			if p.startup {
+				if _, ok := p.startPrev[c.Path]; !ok {
+					p.startPrev[c.Path] = prev
+				}
+			} else if p.ext != nil {
+				obs = append(obs, &observation{path: c.Path, kind: e.Kind, present: true, entry: e, prev: prev, seen: seenTime(c.State.Seen)})
+			}
 		case OpRemove:
 			old := p.docs[c.Path]
 			if old == nil {
 				continue
 			}
+			prev := p.lastValid[c.Path]
+			if old.Valid {
+				prev = old
+			}
 			p.drop(c.Path)
+			delete(p.lastValid, c.Path)
 			p.dirty[old.Kind] = true
-			ev = journal.Event{Type: journal.TypeRemoved, Time: now, Kind: old.Kind, Path: c.Path}
+			ev = docEvent{e: journal.Event{Type: journal.TypeRemoved, Time: now, Kind: old.Kind, Path: c.Path}, gone: true}
+			if !p.startup && p.ext != nil {
+				obs = append(obs, &observation{path: c.Path, kind: old.Kind, prev: prev, seen: time.Now()})
+			}
 		case OpError:
-			ev = journal.Event{Type: journal.TypeError, Time: now, Path: c.Path, Data: map[string]any{"error": c.Err.Error()}}
+			ev = docEvent{e: journal.Event{Type: journal.TypeError, Time: now, Path: c.Path, Data: map[string]any{"error": c.Err.Error()}}}
 		}
 		events = append(events, ev)
 	}
 	p.mu.Unlock()
 	for _, ev := range events {
-		p.publish(ev)
-		if p.ext != nil && external {
-			p.ext.observed(ev)
-		}
+		p.publishDoc(ev)
 	}
+	for _, o := range obs {
+		p.ext.observe(o)
+	}
+}
+
+// docEvent is an event about a document with the fields of its new
+// state (nil if it has none), for subscriptions filtered on fields.
+type docEvent struct {
+	e      journal.Event
+	fields map[string]any
+	gone   bool // the document was removed
+}
+
+func seenTime(ns int64) time.Time {
+	if ns == 0 {
+		return time.Now()
+	}
+	return time.Unix(0, ns)
+}
+
+// observeStartup hands the externals every difference between the
+// documents found by the first scan and the journal's heads: what was
+// changed, created or removed while no projection watched. The index
+// cache plays no part: `tavern ls` refreshing it hides nothing.
+func (p *Projection) observeStartup(start time.Time, filter *scopeFilter) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var obs, same []*observation
+	for path, e := range p.docs {
+		if e.raw != "" {
+			v := e.view()
+			e = &v
+		}
+		if p.ext.h.Explained(path, e.Rev, true, start) {
+			// Unchanged since journaled: its fields are what the next
+			// change is compared with.
+			same = append(same, &observation{path: path, present: true, entry: e})
+			continue
+		}
+		prev := p.startPrev[path]
+		if prev == nil && e.Valid {
+			prev = p.lastValid[path]
+		}
+		obs = append(obs, &observation{path: path, kind: e.Kind, present: true, entry: e, prev: prev, seen: start})
+	}
+	p.ext.h.Paths(func(path string, hd journal.Head) {
+		if _, ok := p.docs[path]; ok || Ignored(path) || ignoreNonDocs(path, false) || filter.excludes(path, false) {
+			return
+		}
+		if _, err := os.Lstat(p.Path(path)); err == nil || !isGone(err) {
+			return // there, but not a document we could read: not a removal
+		}
+		kind := ""
+		if k, _, err := schema.KindOfPath(path); err == nil {
+			kind = k.Name
+		}
+		obs = append(obs, &observation{path: path, kind: kind, seen: start})
+	})
+	slices.SortFunc(obs, func(a, b *observation) int { return strings.Compare(a.path, b.path) })
+	for _, o := range obs {
+		p.ext.observe(o)
+	}
+	p.startup = false
+	p.startPrev = nil
+	go func() {
+		// Digests only for revisions not recorded yet: after the first
+		// run, the few documents that changed.
+		for _, o := range same {
+			p.ext.seenState(o)
+		}
+	}()
 }
 
 // restat is the FSWatcher's OnRestat callback: files whose stat changed
@@ -373,21 +488,24 @@ func (p *Projection) restat(paths []string) {
 	}
 }
 
-func docEvent(e, old *Entry, now time.Time) journal.Event {
+// docEventOf is the event for e replacing old (nil: new to the
+// projection); prev is the last valid state before e, if any. A valid
+// document with no valid state before it (new, or invalid until now) is
+// created; its changed fields are relative to prev.
+func docEventOf(e, old, prev *Entry, now time.Time) journal.Event {
 	ev := journal.Event{Type: journal.TypeUpdated, Time: now, Kind: e.Kind, Path: e.Path, Rev: e.Rev}
-	if old == nil {
-		ev.Type = journal.TypeCreated
-	}
 	if !e.Valid {
 		ev.Type = journal.TypeInvalid
 		pr := e.Errors[0]
 		ev.Data = map[string]any{"error": pr.Msg, "line": pr.Line, "col": pr.Col}
 		return ev
 	}
-	if old != nil {
-		if ch := journal.ChangedFields(old.Fields, e.Fields); len(ch) > 0 {
-			ev.Data = map[string]any{"changed": ch}
-		}
+	if old == nil || prev == nil {
+		ev.Type = journal.TypeCreated
+		return ev
+	}
+	if ch := journal.ChangedFields(prev.Fields, e.Fields); len(ch) > 0 {
+		ev.Data = map[string]any{"changed": ch}
 	}
 	return ev
 }
@@ -590,20 +708,60 @@ type Subscription struct {
 	f      journal.Filter
 	p      *Projection
 	missed int
+	// where: only events about documents whose fields match; in holds
+	// the paths that match now (guarded by p.smu).
+	where []docstore.Cond
+	in    map[string]bool
 }
 
 // Subscribe starts delivering matching events with a buffer of buf
 // (default 256).
 func (p *Projection) Subscribe(f journal.Filter, buf int) *Subscription {
+	return p.SubscribeWhere(f, nil, buf)
+}
+
+// SubscribeWhere is Subscribe for the documents whose fields satisfy
+// every condition of where (the expressions of `tavern ls --where`), as
+// they are after each change. A change that makes a matching document
+// stop matching (or removes it, or makes it unparseable) is delivered
+// once as TypeLeft, so a subscriber's view of the matching set stays
+// right; a document that starts matching arrives with the event of the
+// change (doc.updated, doc.created). Events that are not about a
+// document (no path) are not delivered; other events about a document
+// (item.claimed, external...) are while it matches.
+func (p *Projection) SubscribeWhere(f journal.Filter, where []docstore.Cond, buf int) *Subscription {
 	if buf <= 0 {
 		buf = 256
 	}
 	c := make(chan journal.Event, buf)
-	s := &Subscription{C: c, c: c, f: f, p: p}
+	s := &Subscription{C: c, c: c, f: f, p: p, where: where}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if len(where) > 0 {
+		s.in = map[string]bool{}
+		for path, e := range p.docs {
+			v := e.view()
+			if matchAll(where, v.Fields) {
+				s.in[path] = true
+			}
+		}
+	}
 	p.smu.Lock()
 	p.subs[s] = struct{}{}
 	p.smu.Unlock()
 	return s
+}
+
+func matchAll(where []docstore.Cond, fields map[string]any) bool {
+	if fields == nil {
+		return false
+	}
+	for _, c := range where {
+		if !c.Match(fields) {
+			return false
+		}
+	}
+	return true
 }
 
 // Close stops the subscription and closes C.
@@ -623,28 +781,64 @@ func (s *Subscription) Missed() int {
 	return s.missed
 }
 
+// publish delivers an event that is not a document change.
 func (p *Projection) publish(e journal.Event) {
 	p.smu.Lock()
 	defer p.smu.Unlock()
 	for s := range p.subs {
-		if !s.f.Match(e) {
+		if len(s.where) > 0 && (e.Path == "" || !s.in[e.Path]) {
 			continue
 		}
-		if s.missed > 0 {
-			m := journal.Event{Type: journal.TypeMissed, Time: time.Now().UTC(), Data: map[string]any{"missed": s.missed}}
-			select {
-			case s.c <- m:
-				s.missed = 0
+		s.send(e)
+	}
+}
+
+// publishDoc delivers a document change, and TypeLeft to the field
+// subscriptions the document stops matching.
+func (p *Projection) publishDoc(d docEvent) {
+	p.smu.Lock()
+	defer p.smu.Unlock()
+	for s := range p.subs {
+		e := d.e
+		if len(s.where) > 0 && e.Path != "" && e.Type != journal.TypeError {
+			now := !d.gone && matchAll(s.where, d.fields)
+			was := s.in[e.Path]
+			switch {
+			case now:
+				s.in[e.Path] = true
+			case was:
+				delete(s.in, e.Path)
+				e = journal.Event{Type: journal.TypeLeft, Time: e.Time, Kind: e.Kind, Path: e.Path, Rev: e.Rev,
+					Data: map[string]any{"op": d.e.Type}}
 			default:
-				s.missed++
 				continue
 			}
+		} else if len(s.where) > 0 {
+			continue
 		}
+		s.send(e)
+	}
+}
+
+// send delivers e if it passes the filter; p.smu is held.
+func (s *Subscription) send(e journal.Event) {
+	if !s.f.Match(e) {
+		return
+	}
+	if s.missed > 0 {
+		m := journal.Event{Type: journal.TypeMissed, Time: time.Now().UTC(), Data: map[string]any{"missed": s.missed}}
 		select {
-		case s.c <- e:
+		case s.c <- m:
+			s.missed = 0
 		default:
 			s.missed++
+			return
 		}
+	}
+	select {
+	case s.c <- e:
+	default:
+		s.missed++
 	}
 }
 
@@ -661,16 +855,13 @@ func (p *Projection) follow() {
 		own = p.opt.Journal.Writer()
 	}
 	poll := time.Duration(0)
-	if strings.HasPrefix(p.fw.Mode(), "poll") {
-		poll = p.fw.poll
+	if p.fw.Polling() {
+		poll = time.Duration(p.fw.poll.Load())
 	}
 	_ = journal.Follow(p.ctx, p.root, cur, journal.Filter{}, poll, func(e journal.Event, err error) bool {
 		if err != nil {
 			p.publish(journal.Event{Type: journal.TypeError, Time: time.Now().UTC(), Data: map[string]any{"error": err.Error()}})
 			return true
-		}
-		if p.ext != nil {
-			p.ext.engineEvent(e)
 		}
 		if e.Writer == own || strings.HasPrefix(e.Type, "doc.") {
 			return true
@@ -682,3 +873,39 @@ func (p *Projection) follow() {
 
 // Path returns the absolute path of a document path.
 func (p *Projection) Path(rel string) string { return filepath.Join(p.root, filepath.FromSlash(rel)) }
+
+// DocMatcher selects journal events by the fields of the document they
+// are about, as it is on disk now (`tavern log --where`): the journal
+// records revisions, not fields. Events without a path, and events about
+// documents that no longer exist or do not parse, never match.
+type DocMatcher struct {
+	store *docstore.Store
+	where []docstore.Cond
+	memo  map[string]bool // path -> matches, while Fresh is false
+	// Fresh re-reads the document for every event (following the
+	// journal, where documents change as their events come); otherwise
+	// each document is read once.
+	Fresh bool
+}
+
+// NewDocMatcher returns a matcher for the conditions where.
+func NewDocMatcher(s *docstore.Store, where []docstore.Cond) *DocMatcher {
+	return &DocMatcher{store: s, where: where, memo: map[string]bool{}}
+}
+
+// Match reports whether e is about a document that satisfies every
+// condition.
+func (m *DocMatcher) Match(e journal.Event) bool {
+	if e.Path == "" {
+		return false
+	}
+	if ok, seen := m.memo[e.Path]; seen && !m.Fresh {
+		return ok
+	}
+	ok := false
+	if data, err := m.store.ReadFile(e.Path); err == nil {
+		ok = matchAll(m.where, parseEntry(e.Path, data).Fields)
+	}
+	m.memo[e.Path] = ok
+	return ok
+}

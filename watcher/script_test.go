@@ -14,8 +14,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/fsnotify/fsnotify"
 )
 
 // A script is a list of file operations, one per line, followed by a line
@@ -35,13 +33,22 @@ import (
 //	touch P               change mtime only
 //	mv A B | rm P | mkdir -p P | symlink TARGET P | mkfifo P
 //	drop on|off           discard fsnotify events (simulated loss); no Sync between
-//	overflow              inject fsnotify.ErrEventOverflow
+//	overflow              inject an event queue overflow
 //	rescan                force a full reconcile
+//	open P TEXT           create or truncate P, write TEXT and keep it open
+//	close P TEXT          write TEXT to the open P and close it
+//	peek                  let the watcher look (a Sync that does not decide
+//	                      paths in the middle of a change, as an event would)
+//	expire                the settle time of every path in the middle of a
+//	                      change is up
+//	~ OP ...              run OP without the Sync after it
+//	only MODE             run the script in MODE only (fsnotify or poll)
 type script struct {
 	name   string
 	setup  [][]string
 	ops    [][]string
 	output []string
+	only   string
 }
 
 func parseScript(tb testing.TB, path string) script {
@@ -67,6 +74,8 @@ func parseScript(tb testing.TB, path string) script {
 			inOutput = true
 		case line == "start":
 			s.setup, ops = ops, nil
+		case strings.HasPrefix(line, "only "):
+			s.only = strings.TrimPrefix(line, "only ")
 		default:
 			args, err := splitArgs(line)
 			if err != nil {
@@ -154,6 +163,9 @@ func TestScripts(t *testing.T) {
 	for _, file := range files {
 		s := parseScript(t, file)
 		for _, mode := range []string{"fsnotify", "poll"} {
+			if s.only != "" && s.only != mode {
+				continue
+			}
 			t.Run(strings.TrimSuffix(s.name, ".txt")+"/"+mode, func(t *testing.T) {
 				t.Parallel()
 				runScript(t, s, mode)
@@ -184,11 +196,15 @@ func runScript(t *testing.T, s script, mode string) {
 	defer w.Close()
 	dropping := false
 	for _, op := range s.ops {
+		noSync := op[0] == "~"
+		if noSync {
+			op = op[1:]
+		}
 		doOp(t, w, root, op)
 		if op[0] == "drop" {
 			dropping = op[1] == "on"
 		}
-		if dropping {
+		if dropping || noSync || op[0] == "peek" {
 			// Lost events: nothing may look at the disk until the
 			// overflow, in either mode.
 			continue
@@ -199,6 +215,13 @@ func runScript(t *testing.T, s script, mode string) {
 		}
 		cancel()
 	}
+	// A last Sync: what is still settling is decided now.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	if err := w.Sync(ctx); err != nil {
+		t.Fatalf("final Sync: %v", err)
+	}
+	cancel()
+	closeWriters(t, root)
 	got := rec.lines()
 	if strings.Join(got, "\n") != strings.Join(s.output, "\n") {
 		t.Errorf("changes:\ngot:\n\t%s\nwant:\n\t%s", strings.Join(got, "\n\t"), strings.Join(s.output, "\n\t"))
@@ -281,15 +304,54 @@ func doOp(t *testing.T, w *FSWatcher, root string, op []string) {
 		}
 	case "overflow":
 		if w != nil {
-			w.watchError(fsnotify.ErrEventOverflow)
+			w.watchError(ErrOverflow)
 		}
 	case "rescan":
 		if w != nil {
 			must(w.Rescan(context.Background()))
 		}
+	case "open":
+		f, err := os.OpenFile(p(1), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		must(err)
+		_, err = f.Write(text())
+		must(err)
+		openWriters.Store(p(1), f)
+	case "close":
+		v, ok := openWriters.LoadAndDelete(p(1))
+		if !ok {
+			t.Fatalf("%v: %s is not open", op, op[1])
+		}
+		f := v.(*os.File)
+		_, err := f.Write(text())
+		must(err)
+		must(f.Close())
+	case "peek":
+		if w != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			must(w.sync(ctx, false))
+		}
+	case "expire":
+		if w != nil {
+			w.expireSettles()
+		}
 	default:
 		t.Fatalf("unknown op %q", op[0])
 	}
+}
+
+// openWriters holds the files of "open" ops, by absolute path.
+var openWriters sync.Map
+
+// closeWriters closes what a script left open under root.
+func closeWriters(tb testing.TB, root string) {
+	openWriters.Range(func(k, v any) bool {
+		if strings.HasPrefix(k.(string), root+string(filepath.Separator)) {
+			v.(*os.File).Close()
+			openWriters.Delete(k)
+		}
+		return true
+	})
 }
 
 // assertStateMatchesDisk compares the watcher's state with a fresh scan of

@@ -2,9 +2,13 @@ package watcher
 
 import (
 	"context"
+	"errors"
+	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 // WaitDirOptions tune WaitDir. The zero value wakes on every event in the
@@ -32,6 +36,12 @@ type WaitDirOptions struct {
 	// Degraded, if set, is told once why WaitDir polls a directory
 	// instead of watching it (e.g. inotify's watch limit, ENOSPC).
 	Degraded func(dir string, err error)
+	// Journal, or a journal opened on Root when nil, records a poll
+	// forced by inotify's limits (out of watches or instances) as a
+	// journal.TypeDegraded event, also told to the process's degrade
+	// handler (ReportDegraded): a wait never polls silently.
+	Journal *journal.Journal
+	Root    string
 }
 
 // WaitDir runs check until it reports true or fails, running it again
@@ -52,23 +62,41 @@ func WaitDir(ctx context.Context, dirs []string, opt WaitDirOptions, check func(
 	}
 	opt.Poll = min(opt.Poll, opt.Recheck)
 	interval := opt.Recheck
-	var events <-chan fsnotify.Event
-	var errs <-chan error
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
+	// The events of the same inotify layer as FSWatcher (notify.go),
+	// handed to Relevant in fsnotify's terms.
+	events := make(chan fsnotify.Event, 64)
+	errs := make(chan error, 1)
+	degrade := func(dir string, err error) {
 		interval = opt.Poll
 		if opt.Degraded != nil {
-			opt.Degraded("", err)
+			opt.Degraded(dir, err)
 		}
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+			ReportDegraded(opt.Journal, opt.Root, notifyError(dir, err))
+		}
+	}
+	nt, err := newNotifier(func(ev rawEvent) {
+		select {
+		case events <- fsnotifyEvent(ev):
+		default: // full: the check that follows covers it
+			select {
+			case errs <- ErrOverflow:
+			default:
+			}
+		}
+	}, func(err error) {
+		select {
+		case errs <- err:
+		default:
+		}
+	})
+	if err != nil {
+		degrade("", err)
 	} else {
-		defer w.Close()
-		events, errs = w.Events, w.Errors
+		defer nt.close()
 		for _, d := range dirs {
-			if err := w.Add(d); err != nil {
-				interval = opt.Poll
-				if opt.Degraded != nil {
-					opt.Degraded(d, err)
-				}
+			if err := nt.add(d); err != nil {
+				degrade(d, err)
 			}
 		}
 	}
@@ -119,4 +147,25 @@ func wait(ctx context.Context, events <-chan fsnotify.Event, errs <-chan error, 
 			return nil
 		}
 	}
+}
+
+// fsnotifyEvent says what a notifier event is in fsnotify's terms.
+func fsnotifyEvent(ev rawEvent) fsnotify.Event {
+	e := fsnotify.Event{Name: ev.path}
+	if ev.op&(evCreate|evMovedIn) != 0 {
+		e.Op |= fsnotify.Create
+	}
+	if ev.op&(evWrite|evCloseWrite) != 0 {
+		e.Op |= fsnotify.Write
+	}
+	if ev.op&evRemove != 0 {
+		e.Op |= fsnotify.Remove
+	}
+	if ev.op&evMovedOut != 0 {
+		e.Op |= fsnotify.Rename
+	}
+	if ev.op&evAttrib != 0 {
+		e.Op |= fsnotify.Chmod
+	}
+	return e
 }

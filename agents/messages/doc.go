@@ -46,11 +46,13 @@
 //     before the first message), but a section header that does not parse
 //     is a *ChunkError with its line, never skipped: skipping would lose a
 //     message.
-//   - WaitChannel watches one directory with fsnotify (the watch is added
-//     before the first check) and re-checks every WaitSafetyInterval (30s)
-//     for what inotify cannot see (network filesystems), or every second
-//     without inotify. It does not open a watcher Projection: that scans
-//     the whole store, while one channel directory is all a recv needs.
+//   - WaitChannel watches one directory with inotify (watcher.WaitDir;
+//     the watch is added before the first check) and re-checks every
+//     WaitSafetyInterval (30s) for what inotify cannot see (network
+//     filesystems), or every second without inotify (journaled as
+//     watch.degraded, with a warning). It does not open a watcher
+//     Projection: that scans the whole store, while one channel directory
+//     is all a recv needs.
 //   - Chunk, bookmark and note writes go through docstore, so its mutation
 //     observer journals them as document events; there is no typed
 //     "message.sent" event.

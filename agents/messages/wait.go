@@ -38,5 +38,6 @@ func WaitChannel(ctx context.Context, s *docstore.Store, channel string, check f
 		Recheck: WaitSafetyInterval,
 		Poll:    time.Second,
 		Waiting: waitingHook,
+		Root:    s.Root(), // a poll forced by inotify's limits is journaled
 	}, check)
 }

@@ -13,9 +13,13 @@
 // search, inspect and wake, never deleted.
 //
 // Search and Inspect use an Index (BuildIndex, search.go) built per call
-// from the entries in scope (one agent's memory, or all knowledge): TF-IDF
-// with sublinear tf and smoothed idf, cosine similarity, English stopwords
-// removed, no stemming.
+// from the entries in scope (one agent's memory, or all knowledge): BM25
+// over Snowball English stems ("databases" is "database"), query words of
+// four letters or more also matching the words they begin ("postgres"
+// finds "PostgreSQL"), titles weighted twice and tags (a knowledge
+// domain, a memory topic) half. Inspect leaves the tags out, so two
+// entries are not related merely by their domain. Matcher applies the
+// same word matching without an index (`tavern context`).
 //
 // # Caveats
 //
@@ -26,6 +30,6 @@
 //     memories per agent, <10k knowledge entries) building one costs less
 //     than reading the files, which every call does anyway to see hand
 //     edits; far larger stores would search slowly.
-//   - Search matches words, not meanings: no stemming, no synonyms
-//     ("deploy" does not find "deployment").
+//   - Search matches words, not meanings: stems and prefixes, no
+//     synonyms ("car" does not find "automobile").
 package recall

@@ -125,7 +125,7 @@ func ArchiveKnowledge(s *docstore.Store, id string) (*Knowledge, error) {
 func knowledgeIndex(list []*Knowledge) *Index {
 	entries := make([]IndexEntry, len(list))
 	for i, k := range list {
-		entries[i] = IndexEntry{ID: k.ID, Text: k.Domain + "\n" + k.Title + "\n" + k.Text}
+		entries[i] = IndexEntry{ID: k.ID, Title: k.Title, Text: k.Text, Tags: k.Domain}
 	}
 	return BuildIndex(entries)
 }

@@ -110,16 +110,14 @@ func agentMemories(s *docstore.Store, agent string) ([]*Memory, error) {
 	if err := schema.ValidAgentName(agent); err != nil {
 		return nil, err
 	}
-	paths, err := s.ListFiles(schema.Memory)
+	// Only memory/<agent>/: privacy by construction, and no walk of every
+	// other agent's memory.
+	paths, err := s.Docs("memory/" + agent)
 	if err != nil {
 		return nil, err
 	}
 	var out []*Memory
-	prefix := "memory/" + agent + "/"
 	for _, p := range paths {
-		if !strings.HasPrefix(p, prefix) {
-			continue
-		}
 		d, err := s.Get(p)
 		if err != nil {
 			return nil, err
@@ -180,14 +178,16 @@ func ArchiveMemory(s *docstore.Store, agent, id string) (*Memory, error) {
 	return memoryOf(d), nil
 }
 
-func memoryText(m *Memory) string {
-	return strings.ReplaceAll(m.Topic, "-", " ") + "\n" + m.Text
+// memoryEntry is what the index sees of a memory: the topic is a tag (it
+// helps a search, it does not make two memories related).
+func memoryEntry(m *Memory) IndexEntry {
+	return IndexEntry{ID: m.ID, Text: m.Text, Tags: strings.ReplaceAll(m.Topic, "-", " ")}
 }
 
 func memoryIndex(list []*Memory) *Index {
 	entries := make([]IndexEntry, len(list))
 	for i, m := range list {
-		entries[i] = IndexEntry{ID: m.ID, Text: memoryText(m)}
+		entries[i] = memoryEntry(m)
 	}
 	return BuildIndex(entries)
 }

@@ -3,11 +3,9 @@ package recall
 import (
 	"errors"
 	"flag"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/tavernhq/tavern/docstore"
@@ -107,68 +105,19 @@ func TestKnowledgeArchiveAndProvenance(t *testing.T) {
 	}
 }
 
-// The fixed corpus of the ranking golden test: ids are short names so the
-// golden file reads well.
-var searchCorpus = []IndexEntry{
-	{"lock-files", "Lock files live under .locks and are never deleted while held; acquirers re-check the inode after flock."},
-	{"flock-nfs", "On NFS flock is emulated with POSIX locks; a partitioned client can lose its lock. Use fencing tokens."},
-	{"claim-rename", "A claim is a rename from pending to claimed; exactly one racer wins the rename, losers get ENOENT."},
-	{"durable-write", "Durable write: temp file, fsync, rename, fsync the directory. A crash leaves old or new file."},
-	{"chunk-format", "Message chunks hold up to one hundred messages; each message is a section with its id."},
-	{"tfidf", "The keyword index weighs words by TF-IDF and ranks entries by cosine similarity."},
-	{"inotify", "inotify does not recurse and its queue overflows; the watcher rescans on overflow."},
-	{"lease", "A lease expires unless renewed by a heartbeat; the fencing token rejects a stale holder's writes."},
-}
-
-func TestSearchRankingGolden(t *testing.T) {
-	ix := BuildIndex(searchCorpus)
-	var b strings.Builder
-	for _, q := range []string{"lock", "fsync rename crash", "fencing token", "the and of", "watcher overflow rescan", "nothing matches zebra"} {
-		fmt.Fprintf(&b, "search %q\n", q)
-		for _, h := range ix.Search(q, 5) {
-			fmt.Fprintf(&b, "  %-14s %.4f\n", h.ID, h.Score)
-		}
-	}
-	for _, id := range []string{"lock-files", "lease", "durable-write"} {
-		fmt.Fprintf(&b, "inspect %s (keywords %v)\n", id, ix.Keywords(id, 4))
-		for _, h := range ix.Related(id, 3) {
-			fmt.Fprintf(&b, "  %-14s %.4f\n", h.ID, h.Score)
-		}
-	}
-	golden := filepath.Join("testdata", "search.golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := b.String(); got != string(want) {
-		t.Errorf("ranking changed:\ngot:\n%s\nwant:\n%s", got, want)
-	}
-}
-
-func TestTokenize(t *testing.T) {
-	got := strings.Join(Tokenize("The parser's re-write: UUIDv7 ids, a B-tree and 42 Öl!"), " ")
-	if want := "parser write uuidv7 ids tree 42 öl"; got != want {
-		t.Errorf("got %q, want %q", got, want)
-	}
-}
-
-// The search index over a store: memory search ranks by the same index.
+// The search index over a store: memory search and knowledge inspect rank
+// by the same index as the golden test.
 func TestMemorySearchAndInspect(t *testing.T) {
 	s := newStore(t)
 	ids := map[string]string{}
-	for _, e := range searchCorpus {
+	for _, e := range rankCorpus {
 		m, err := AddMemory(s, "alice", e.ID, e.Text, false)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids[m.ID] = e.ID
 	}
-	hits, err := SearchMemory(s, "alice", "fencing token", 3)
+	hits, err := SearchMemory(s, "alice", "postgres connection", 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,21 +125,53 @@ func TestMemorySearchAndInspect(t *testing.T) {
 	for _, h := range hits {
 		got = append(got, ids[h.ID])
 	}
-	if fmt.Sprint(got) != "[lease flock-nfs]" {
-		t.Errorf("search: got %v, want [lease flock-nfs]", got)
+	if len(got) == 0 || got[0] != "pg-pool" {
+		t.Errorf("search: got %v, want pg-pool first", got)
 	}
-	var leaseID string
+	var redisID string
 	for id, name := range ids {
-		if name == "lease" {
-			leaseID = id
+		if name == "cache-redis" {
+			redisID = id
 		}
 	}
-	m, rel, err := InspectMemory(s, "alice", leaseID, 1)
+	m, rel, err := InspectMemory(s, "alice", redisID, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ids[m.ID] != "lease" || len(rel) != 1 || ids[rel[0].ID] != "flock-nfs" {
-		t.Errorf("inspect lease: got %v", rel)
+	if ids[m.ID] != "cache-redis" || len(rel) != 1 || ids[rel[0].ID] != "cache-invalidation" {
+		t.Errorf("inspect cache-redis: got %v", rel)
+	}
+}
+
+func TestInspectKnowledgeNotByDomain(t *testing.T) {
+	s := newStore(t)
+	names := map[string]string{}
+	var pgPool string
+	for _, e := range rankCorpus {
+		k, err := AddKnowledge(s, e.Tags, "alice", e.Title, e.Text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names[k.ID] = e.ID
+		if e.ID == "pg-pool" {
+			pgPool = k.ID
+		}
+	}
+	_, rel, err := InspectKnowledge(s, pgPool, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, h := range rel {
+		got = append(got, names[h.ID])
+	}
+	if len(got) < 2 || !(got[0] == "pg-choice" || got[0] == "pg-upgrade") || !(got[1] == "pg-choice" || got[1] == "pg-upgrade") {
+		t.Errorf("inspect pg-pool: got %v, want the other PostgreSQL entries (other domains) first", got)
+	}
+	for _, n := range got {
+		if n == "chunk-format" || n == "inotify" {
+			t.Errorf("inspect pg-pool: %s shares only the architecture domain; got %v", n, got)
+		}
 	}
 }
 

@@ -5,110 +5,224 @@ import (
 	"sort"
 	"strings"
 	"unicode"
+
+	"github.com/kljensen/snowball/english"
 )
 
-// The keyword index behind `memory search|inspect` and `knowledge
-// search|inspect`: TF-IDF over the entries' text with English stopwords
-// removed, and cosine similarity between the weighted vectors.
+// The keyword index behind `memory search|inspect`, `knowledge
+// search|inspect`, `tavern context` and the MCP search tool: BM25 over
+// stemmed words, with three weighted fields and prefix expansion.
 //
-// Weights: tf = 1 + ln(count) (sublinear, so a word repeated ten times is
-// not ten times as telling), idf = ln((1+N)/(1+df)) + 1 (smoothed, never
-// zero, so a word every entry has still counts a little). Vectors are L2
-// normalised, so a score is the cosine in [0, 1].
+// Words. Text is lower-cased and split into letters and digits ("-", "_"
+// and "'" split too); English stopwords and one-letter words are dropped;
+// every word is reduced to its Snowball (Porter2) English stem, so
+// "databases", "database" and "Database" are one term.
+//
+// Prefix expansion. A query word of four or more letters also matches the
+// indexed words it is a prefix of ("postgres" finds "PostgreSQL",
+// "auth" does not: too short), at PrefixWeight of an exact match: a
+// stemmer cannot know that a product name and its short form are one
+// thing, and people type the short form.
+//
+// Scoring. BM25 (k1 = 1.2, b = 0.75, idf = ln(1 + (N-df+0.5)/(df+0.5)))
+// over a weighted term frequency: a word in the title counts TitleWeight
+// times, in the body once, in the tags (a knowledge entry's domain, a
+// memory's topic) TagWeight. Scores are comparable within one search only.
+//
+// Related (inspect) uses the entry's own 20 most telling title and body
+// words (tf x idf) as the query, each weighted 1 + ln(tf), and leaves the
+// tags out on both sides: every
+// entry of a domain carries the domain's name, which says nothing about how
+// two entries relate, and used to decide most of an inspect ranking.
 //
 // The index is built per query from the documents (memory of one agent, or
-// all knowledge): with the scale the seeds assume (<1000 memories per
-// agent, <10k knowledge entries) tokenising is cheaper than reading the
+// all knowledge): at the scale the design assumes (<1000 memories per
+// agent, <10k knowledge entries) tokenising costs less than reading the
 // files, which has to happen anyway to see hand edits. There is no stored
 // index to go stale.
 
+// Field weights and parameters of the ranking.
+const (
+	TitleWeight  = 2.0
+	TagWeight    = 0.5
+	PrefixWeight = 0.6
+	minPrefix    = 4 // letters a query word needs to match by prefix
+	relatedTerms = 20
+	bm25K1       = 1.2
+	bm25B        = 0.75
+)
+
 // IndexEntry is one document given to BuildIndex.
 type IndexEntry struct {
-	ID   string
-	Text string
+	ID    string
+	Title string // weighted TitleWeight
+	Text  string
+	Tags  string // weighted TagWeight; ignored by Related
 }
 
-// Hit is a search result: an entry id and its similarity score.
+// Hit is a search result: an entry id and its score.
 type Hit struct {
 	ID    string  `json:"id"`
 	Score float64 `json:"score"`
 }
 
-// Index is a TF-IDF index over a fixed set of entries.
+// Index is a BM25 index over a fixed set of entries.
 type Index struct {
-	ids  []string
-	vecs []map[string]float64
-	idf  map[string]float64
-	pos  map[string]int
+	ids   []string
+	pos   map[string]int
+	docs  []docTerms
+	df    map[string]int
+	n     float64
+	avgdl float64 // all fields, weighted
+	avgcl float64 // title and body only (Related)
+	// vocab is every indexed word as written (lower-cased, unstemmed),
+	// sorted, for prefix expansion; stemOf maps it to its term.
+	vocab  []string
+	stemOf map[string]string
+}
+
+type docTerms struct {
+	tf      map[string]float64 // weighted, all fields
+	content map[string]float64 // title and body only
+	dl, cl  float64
+	word    map[string]string // term -> a word of this entry that has it (for Keywords)
 }
 
 // BuildIndex indexes entries.
 func BuildIndex(entries []IndexEntry) *Index {
-	ix := &Index{idf: map[string]float64{}, pos: map[string]int{}}
-	tfs := make([]map[string]int, len(entries))
-	df := map[string]int{}
+	ix := &Index{pos: map[string]int{}, df: map[string]int{}, stemOf: map[string]string{}}
+	var sumdl, sumcl float64
 	for i, e := range entries {
-		tf := map[string]int{}
-		for _, w := range Tokenize(e.Text) {
-			tf[w]++
+		d := docTerms{tf: map[string]float64{}, content: map[string]float64{}, word: map[string]string{}}
+		add := func(text string, w float64, content bool) {
+			for _, tok := range Tokenize(text) {
+				t := ix.stem(tok)
+				d.tf[t] += w
+				d.dl += w
+				if content {
+					d.content[t] += w
+					d.cl += w
+					if _, ok := d.word[t]; !ok {
+						d.word[t] = tok
+					}
+				}
+			}
 		}
-		for w := range tf {
-			df[w]++
+		add(e.Title, TitleWeight, true)
+		add(e.Text, 1, true)
+		add(e.Tags, TagWeight, false)
+		for t := range d.tf {
+			ix.df[t]++
 		}
-		tfs[i] = tf
+		sumdl += d.dl
+		sumcl += d.cl
 		ix.ids = append(ix.ids, e.ID)
 		ix.pos[e.ID] = i
+		ix.docs = append(ix.docs, d)
 	}
-	n := float64(len(entries))
-	for w, d := range df {
-		ix.idf[w] = math.Log((1+n)/(1+float64(d))) + 1
+	ix.n = float64(len(entries))
+	if ix.n > 0 {
+		ix.avgdl, ix.avgcl = sumdl/ix.n, sumcl/ix.n
 	}
-	for _, tf := range tfs {
-		ix.vecs = append(ix.vecs, ix.weigh(tf))
+	ix.vocab = make([]string, 0, len(ix.stemOf))
+	for w := range ix.stemOf {
+		ix.vocab = append(ix.vocab, w)
 	}
+	sort.Strings(ix.vocab)
 	return ix
 }
 
-func (ix *Index) weigh(tf map[string]int) map[string]float64 {
-	v := make(map[string]float64, len(tf))
-	var norm float64
-	for w, c := range tf {
-		idf, ok := ix.idf[w]
-		if !ok {
-			continue // a query word no entry has
-		}
-		x := (1 + math.Log(float64(c))) * idf
-		v[w] = x
-		norm += x * x
+// stem returns the term of a word, remembering the word for prefix
+// expansion.
+func (ix *Index) stem(w string) string {
+	if t, ok := ix.stemOf[w]; ok {
+		return t
 	}
-	if norm > 0 {
-		norm = math.Sqrt(norm)
-		for w := range v {
-			v[w] /= norm
-		}
-	}
-	return v
+	t := Stem(w)
+	ix.stemOf[w] = t
+	return t
 }
 
-func cosine(a, b map[string]float64) float64 {
-	if len(b) < len(a) {
-		a, b = b, a
+// Stem reduces a lower-cased word to its Snowball English stem.
+func Stem(w string) string { return english.Stem(w, true) }
+
+// Terms returns the stemmed terms of text, in order, stopwords dropped:
+// what BuildIndex indexes.
+func Terms(text string) []string {
+	toks := Tokenize(text)
+	for i, t := range toks {
+		toks[i] = Stem(t)
 	}
-	var s float64
-	for w, x := range a {
-		s += x * b[w]
-	}
-	return s
+	return toks
 }
 
-// Search ranks the entries by similarity to query, best first; entries
-// sharing no keyword with it are left out. Ties keep index order.
+func (ix *Index) idf(t string) float64 {
+	df := float64(ix.df[t])
+	return math.Log(1 + (ix.n-df+0.5)/(df+0.5))
+}
+
+// query turns a query text into weighted terms: the stems of its words
+// (weight 1) and, for words of minPrefix letters or more, the stems of the
+// indexed words they are a prefix of (PrefixWeight).
+func (ix *Index) query(text string) map[string]float64 {
+	q := map[string]float64{}
+	for _, w := range Tokenize(text) {
+		q[Stem(w)] = 1
+	}
+	for _, w := range Tokenize(text) {
+		if len([]rune(w)) < minPrefix {
+			continue
+		}
+		for i := sort.SearchStrings(ix.vocab, w); i < len(ix.vocab) && strings.HasPrefix(ix.vocab[i], w); i++ {
+			if t := ix.stemOf[ix.vocab[i]]; q[t] < PrefixWeight {
+				q[t] = PrefixWeight
+			}
+		}
+	}
+	for t := range q {
+		if ix.df[t] == 0 {
+			delete(q, t) // a word no entry has
+		}
+	}
+	return q
+}
+
+// Search ranks the entries by BM25 against query, best first; entries
+// sharing no term with it are left out. Ties keep index order.
 func (ix *Index) Search(query string, limit int) []Hit {
-	tf := map[string]int{}
-	for _, w := range Tokenize(query) {
-		tf[w]++
+	return ix.rank(ix.query(query), "", false, limit)
+}
+
+// Matches reports, for each entry, whether every word of query matches one
+// of its terms (by stem or by prefix): the "all words" test of `tavern
+// context`. A query without words matches nothing.
+func (ix *Index) Matches(query string) []bool {
+	words := Tokenize(query)
+	out := make([]bool, len(ix.docs))
+	if len(words) == 0 {
+		return out
 	}
-	return ix.rank(ix.weigh(tf), "", limit)
+	alts := make([]map[string]float64, len(words))
+	for i, w := range words {
+		alts[i] = ix.query(w)
+	}
+	for d := range ix.docs {
+		out[d] = true
+		for _, alt := range alts {
+			hit := false
+			for t := range alt {
+				if ix.docs[d].tf[t] > 0 {
+					hit = true
+					break
+				}
+			}
+			if !hit {
+				out[d] = false
+				break
+			}
+		}
+	}
+	return out
 }
 
 // Related ranks the other entries by similarity to entry id: `inspect`.
@@ -118,50 +232,85 @@ func (ix *Index) Related(id string, limit int) []Hit {
 	if !ok {
 		return nil
 	}
-	return ix.rank(ix.vecs[i], id, limit)
+	q := map[string]float64{}
+	for _, t := range ix.topTerms(i, relatedTerms) {
+		q[t] = 1 + math.Log(ix.docs[i].content[t]) // a word the entry repeats (or titles) weighs more
+	}
+	return ix.rank(q, id, true, limit)
 }
 
-// Keywords returns the entry's highest-weighted words, best first.
-func (ix *Index) Keywords(id string, limit int) []string {
-	i, ok := ix.pos[id]
-	if !ok {
-		return nil
-	}
+// topTerms returns the entry's title and body terms with the highest tf x
+// idf, best first (ties by term).
+func (ix *Index) topTerms(i, limit int) []string {
 	type kw struct {
-		w string
+		t string
 		x float64
 	}
 	var ks []kw
-	for w, x := range ix.vecs[i] {
-		ks = append(ks, kw{w, x})
+	for t, tf := range ix.docs[i].content {
+		ks = append(ks, kw{t, tf * ix.idf(t)})
 	}
 	sort.Slice(ks, func(a, b int) bool {
 		if ks[a].x != ks[b].x {
 			return ks[a].x > ks[b].x
 		}
-		return ks[a].w < ks[b].w
+		return ks[a].t < ks[b].t
 	})
 	var out []string
 	for _, k := range ks {
 		if limit > 0 && len(out) >= limit {
 			break
 		}
-		out = append(out, k.w)
+		out = append(out, k.t)
 	}
 	return out
 }
 
-func (ix *Index) rank(q map[string]float64, skip string, limit int) []Hit {
-	var hits []Hit
+// Keywords returns the entry's most telling words (tf x idf over its title
+// and body), best first, each as written in the entry.
+func (ix *Index) Keywords(id string, limit int) []string {
+	i, ok := ix.pos[id]
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, t := range ix.topTerms(i, limit) {
+		out = append(out, ix.docs[i].word[t])
+	}
+	return out
+}
+
+func (ix *Index) rank(q map[string]float64, skip string, contentOnly bool, limit int) []Hit {
 	if len(q) == 0 {
 		return nil
 	}
-	for i, v := range ix.vecs {
+	idf := make(map[string]float64, len(q))
+	for t := range q {
+		idf[t] = ix.idf(t)
+	}
+	var hits []Hit
+	for i, d := range ix.docs {
 		if ix.ids[i] == skip {
 			continue
 		}
+		tfs, dl, avg := d.tf, d.dl, ix.avgdl
+		if contentOnly {
+			tfs, dl, avg = d.content, d.cl, ix.avgcl
+		}
+		var sc float64
+		for t, w := range q {
+			tf := tfs[t]
+			if tf == 0 {
+				continue
+			}
+			norm := 1.0
+			if avg > 0 {
+				norm = 1 - bm25B + bm25B*dl/avg
+			}
+			sc += w * idf[t] * tf * (bm25K1 + 1) / (tf + bm25K1*norm)
+		}
 		// Round away float noise so equal scores tie deterministically.
-		if sc := math.Round(cosine(q, v)*1e9) / 1e9; sc > 0 {
+		if sc = math.Round(sc*1e9) / 1e9; sc > 0 {
 			hits = append(hits, Hit{ID: ix.ids[i], Score: sc})
 		}
 	}
@@ -174,6 +323,7 @@ func (ix *Index) rank(q map[string]float64, skip string, limit int) []Hit {
 
 // Tokenize lower-cases text, splits it into words (letters and digits;
 // "-", "_" and "'" split too) and drops stopwords and one-letter words.
+// The words are not stemmed (see Terms).
 func Tokenize(text string) []string {
 	var out []string
 	for _, f := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
@@ -201,3 +351,53 @@ var stopwords = func() map[string]bool {
 	}
 	return m
 }()
+
+// Matcher tests texts for every word of a query the way the index matches
+// them (same stem, or for words of minPrefix letters or more, a prefix of
+// one of the text's words), without building an index: `tavern context`
+// filters journal lines, messages and items with it.
+type Matcher struct {
+	words []string
+	stems []string
+}
+
+// NewMatcher returns a matcher for query. A query without words (only
+// stopwords, say) matches nothing.
+func NewMatcher(query string) *Matcher {
+	m := &Matcher{words: Tokenize(query)}
+	for _, w := range m.words {
+		m.stems = append(m.stems, Stem(w))
+	}
+	return m
+}
+
+// Match reports whether every query word matches a word of texts.
+func (m *Matcher) Match(texts ...string) bool {
+	if len(m.words) == 0 {
+		return false
+	}
+	found := make([]bool, len(m.words))
+	left := len(m.words)
+	stems := map[string]string{}
+	for _, text := range texts {
+		for _, tok := range Tokenize(text) {
+			st, ok := stems[tok]
+			if !ok {
+				st = Stem(tok)
+				stems[tok] = st
+			}
+			for i, w := range m.words {
+				if found[i] {
+					continue
+				}
+				if st == m.stems[i] || (len([]rune(w)) >= minPrefix && strings.HasPrefix(tok, w)) {
+					found[i] = true
+					if left--; left == 0 {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}

@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/watcher"
 )
 
 // commands is every top-level command, one file each (command_name.go
@@ -26,18 +29,22 @@ func commands() []*cli.Command {
 		newDemoCommand(),
 		newEditCommand(),
 		newGuardCommand(),
+		newHookCommand(),
 		newInboxCommand(),
 		newInitCommand(),
 		newItemCommand(),
 		newKnowledgeCommand(),
 		newLogCommand(),
 		newLsCommand(),
+		newMCPCommand(),
 		newMemoryCommand(),
 		newMigrateCommand(),
 		newNewCommand(),
+		newNextCommand(),
 		newNoteCommand(),
 		newNotesCommand(),
 		newPoolCommand(),
+		newPrimeCommand(),
 		newQuestionsCommand(),
 		newQueueCommand(),
 		newReapCommand(),
@@ -49,6 +56,7 @@ func commands() []*cli.Command {
 		newSchemaCommand(),
 		newSendCommand(),
 		newSetCommand(),
+		newSetupCommand(),
 		newShowCommand(),
 		newSleepCommand(),
 		newSpawnCommand(),
@@ -65,6 +73,9 @@ func commands() []*cli.Command {
 // run is the whole program but for exiting: it parses args and runs one
 // command. main reports the error and maps it to the exit code (exit.go).
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	// A watch that cannot use inotify polls and says so (the journal
+	// records it too): pools, the verifier, watch, blocking waits.
+	watcher.SetDegradeHandler(func(err error) { fmt.Fprintf(stderr, "tavern: warning: %v\n", err) })
 	app := newApp(stdin, stdout, stderr)
 	return app.RunContext(ctx, reorderArgs(app, args))
 }

@@ -7,19 +7,20 @@ import (
 
 	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/docstore"
-	"github.com/tavernhq/tavern/schema"
 )
 
 func newContextCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "context",
-		Usage:     "search events, memory, knowledge, messages and items together",
+		Usage:     "search events, memory, knowledge, messages, notes, questions and items together",
 		ArgsUsage: "QUERY...",
-		Description: `Finds QUERY (every word, any case) in the event journal, the agent's memory
-(only with --as), knowledge, messages and queue items. Prints a timeline (the
-last 10 matches, oldest first) and the current state (the newest 5 per
-subsystem). No match prints empty sections and exits 0, as every listing
-does.
+		Description: `Finds QUERY in the event journal, the agent's memory (only with --as),
+knowledge, messages, notes, questions and queue items: every word must match
+a word of the entry, by stem (databases finds database) or, for words of four
+letters or more, as a prefix (postgres finds PostgreSQL). Prints a timeline
+(the last 10 matches, oldest first) and the current state (the newest 5 per
+subsystem); sections without matches are left out. No match prints nothing
+and exits 0, as every listing does.
 
 Example:
    tavern context stateless --as zealot-2`,
@@ -53,28 +54,7 @@ func printContext(c *cli.Context, s *docstore.Store, query string) error {
 			return err
 		}
 	} else {
-		outf(c, "## timeline\n")
-		for _, h := range r.Timeline {
-			outf(c, "%s\n", contextLine(h))
-		}
-		outf(c, "\n## current state\n")
-		for _, src := range agents.ContextSources {
-			if len(r.State[src]) == 0 {
-				continue
-			}
-			outf(c, "%s:\n", src)
-			for _, h := range r.State[src] {
-				outf(c, "  %s\n", contextLine(h))
-			}
-		}
+		outf(c, "%s", r.Text())
 	}
 	return nil
-}
-
-func contextLine(h agents.ContextHit) string {
-	who := h.Agent
-	if who != "" {
-		who = " " + who
-	}
-	return schema.FormatTime(h.Time) + " " + h.Source + " " + h.Where + who + ": " + oneLine(h.Text)
 }

@@ -16,6 +16,10 @@
 // working directory; the acting agent (--as) defaults to $TAVERN_AGENT,
 // which `tavern spawn` sets for its child.
 //
+// The agent tools' commands — prime, next, setup, hook, mcp — are thin
+// too: package agents/kit holds their logic (prime's data, next-item
+// selection, hook decisions, setup's merging, the MCP tools).
+//
 // Exit codes (exit.go maps errors to them, in one table):
 // 0 ok, 1 error, 2 usage, 3 not found or nothing matched or timed out,
 // 4 conflict (stale revision, lost claim, illegal transition, stale

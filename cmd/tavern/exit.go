@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/agents/kit"
 	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/agents/recall"
 	"github.com/tavernhq/tavern/docstore"
@@ -73,6 +74,12 @@ var exitCodes = []struct {
 	// agents/recall
 	{recall.ErrEmpty, exitUsage},
 	{recall.ErrArchived, exitConflict},
+
+	// agents/kit
+	{kit.ErrNoAgent, exitUsage},
+	{kit.ErrUnknownTool, exitUsage},
+	{kit.ErrUnknownEvent, exitUsage},
+	{kit.ErrBadConfig, exitInvalid},
 
 	// queues
 	{queues.ErrUnknownQueue, exitNotFound},

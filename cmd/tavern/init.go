@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 func newInitCommand() *cli.Command {
@@ -56,9 +57,27 @@ func runInit(c *cli.Context) error {
 		return err
 	}
 	if created {
+		journalInit(c, s)
 		outf(c, "Initialized tavern store in %s\n", s.Root())
 	} else {
 		outf(c, "Store already exists in %s (missing directories added)\n", s.Root())
 	}
 	return nil
+}
+
+// journalInit records the creation of tavern.md, which docstore.Init
+// writes before any journal exists: every document the engine writes is
+// journaled, or a watcher would report it as an external creation.
+func journalInit(c *cli.Context, s *docstore.Store) {
+	d, err := s.Get(docstore.ConfigFile)
+	if err == nil {
+		var j *journal.Journal
+		if j, err = journal.Open(s.Root(), journal.Options{}); err == nil {
+			_, err = j.Append(journal.MutationEvent(docstore.Mutation{Op: "create", Path: docstore.ConfigFile, Doc: d}))
+			j.Close()
+		}
+	}
+	if err != nil {
+		errf(c, "tavern: journal: %v\n", err)
+	}
 }

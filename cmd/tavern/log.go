@@ -11,6 +11,7 @@ import (
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
+	"github.com/tavernhq/tavern/watcher"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
 
@@ -23,16 +24,24 @@ oldest first. --type matches exactly, or by prefix when it ends in "." or
 "*" (--type item. shows item.claimed, item.completed...). --since takes a
 duration back from now (90m, 2h) or a time (RFC 3339, or YYYY-MM-DD);
 --until a time. --follow keeps printing new events until interrupted.
+--path keeps the events of one document, or of the documents under a
+directory given with a trailing "/". --where keeps the events about
+documents whose fields match now (the expressions of ls --where, all must
+hold): the journal records revisions, not fields, so a removed document
+never matches.
 
 Examples:
    tavern log --since 1h
    tavern log --type external --json
-   tavern log --agent alice --follow`,
+   tavern log --agent alice --follow
+   tavern log --path agents/alice.md
+   tavern log --kind agents --where role=builder`,
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "type", Aliases: []string{"t"}, Usage: "event `TYPE` (repeatable)"},
 			&cli.StringFlag{Name: "agent", Usage: "only events of `AGENT`"},
 			&cli.StringFlag{Name: "parent", Usage: "only events with parent `AGENT`"},
 			&cli.StringFlag{Name: "kind", Usage: "only events about documents of `KIND`"},
+			whereFlag(), pathFlag(),
 			&cli.StringFlag{Name: "since", Usage: "from `DUR` ago or from TIME"},
 			&cli.StringFlag{Name: "until", Usage: "before `TIME`"},
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "wait for and print new events"},
@@ -61,17 +70,36 @@ func runLog(c *cli.Context) error {
 			return err
 		}
 	}
+	where, err := whereConds(c)
+	if err != nil {
+		return err
+	}
 	dir, err := storeDir(c)
 	if err != nil {
 		return err
 	}
-	if _, err := docstore.Open(dir); err != nil {
+	s, err := docstore.Open(dir)
+	if err != nil {
 		return err
 	}
 	print := eventPrinter(c)
+	var m *watcher.DocMatcher
+	if len(where) > 0 {
+		m = watcher.NewDocMatcher(s, where)
+		all := print
+		print = func(e journal.Event, err error) bool {
+			if err != nil || m.Match(e) {
+				return all(e, err)
+			}
+			return true
+		}
+	}
 	cur, err := journal.Read(dir, f, print)
 	if err != nil || !c.Bool("follow") {
 		return err
+	}
+	if m != nil {
+		m.Fresh = true // new events: their documents as they are now
 	}
 	err = journal.Follow(c.Context, dir, cur, f, c.Duration("poll"), print)
 	if c.Context.Err() != nil {
@@ -80,9 +108,30 @@ func runLog(c *cli.Context) error {
 	return err
 }
 
+func whereFlag() cli.Flag {
+	return &cli.StringSliceFlag{Name: "where", Aliases: []string{"w"}, Usage: "only documents whose fields match `EXPR` (as ls --where; repeatable)"}
+}
+
+func pathFlag() cli.Flag {
+	return &cli.StringFlag{Name: "path", Usage: "only the document `PATH` (store-relative), or those under a directory ending in /"}
+}
+
+// whereConds parses the --where expressions.
+func whereConds(c *cli.Context) ([]docstore.Cond, error) {
+	var conds []docstore.Cond
+	for _, w := range c.StringSlice("where") {
+		cond, err := docstore.ParseWhere(w)
+		if err != nil {
+			return nil, err
+		}
+		conds = append(conds, cond)
+	}
+	return conds, nil
+}
+
 // eventFilter builds the filter shared by log and watch.
 func eventFilter(c *cli.Context) (journal.Filter, error) {
-	f := journal.Filter{Types: c.StringSlice("type"), Agent: c.String("agent"), Parent: c.String("parent")}
+	f := journal.Filter{Types: c.StringSlice("type"), Agent: c.String("agent"), Parent: c.String("parent"), Path: c.String("path")}
 	if k := c.String("kind"); k != "" {
 		kind, err := schema.Lookup(k)
 		if err != nil {

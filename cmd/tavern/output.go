@@ -66,3 +66,7 @@ func oneLine(s string) string {
 func indent(s string) string {
 	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
 }
+
+// errSilentNothing: nothing to print, exit 3, no message (a command that
+// must find one thing found none and says so by its exit code alone).
+var errSilentNothing = withCode(exitNotFound, errSilent)

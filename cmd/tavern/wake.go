@@ -12,10 +12,13 @@ func newWakeCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "wake",
 		Usage: "start an agent's session: count the spawn, print its briefing",
-		Description: `Increments spawns on agents/AGENT.md and prints a compact briefing for the
-agent's first prompt: core memories, recent memories (7 days, 20 max), unread
-counts and the channel to read first, knowledge of the last 24 h in the
+		Description: `Prints a compact briefing for the agent's first prompt: every core memory
+(of the sleep summaries only the newest 3), recent memories (7 days, 20 max),
+unread counts and the channel to read first, knowledge of the last 24 h in the
 decision and architecture domains, its claimed items and open questions.
+Increments spawns on agents/AGENT.md, unless a process holds the agent's
+liveness lock (a child of tavern spawn, or a hooked session: that process
+counted the session already).
 
 Example:
    tavern wake --as zealot-2`,

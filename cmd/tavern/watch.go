@@ -20,17 +20,26 @@ invalid with path:line:col) and every event other processes journal
 command made (hand edits, git checkout) are also journaled as "external".
 A line "watch.missed" means output could not keep up and N events were
 dropped: re-run ls or log to resync. --poll forces polling (network
-filesystems are detected and polled automatically).
+filesystems are detected and polled automatically, and a store too big for
+the inotify watch limit is polled with a warning).
+
+--where keeps the documents whose fields match (the expressions of ls
+--where, all must hold) after each change; a change that makes a document
+stop matching is printed once as doc.left. --path keeps one document, or
+the documents under a directory given with a trailing "/".
 
 Examples:
    tavern watch
    tavern watch --kind items --json
-   tavern watch --type doc.invalid --type external`,
+   tavern watch --type doc.invalid --type external
+   tavern watch --kind agents --where state=working
+   tavern watch --path queues/build/`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "kind", Usage: "only documents of `KIND`"},
 			&cli.StringSliceFlag{Name: "type", Aliases: []string{"t"}, Usage: "event `TYPE` (repeatable; item. matches by prefix)"},
 			&cli.StringFlag{Name: "agent", Usage: "only events of `AGENT`"},
 			&cli.StringFlag{Name: "parent", Usage: "only events with parent `AGENT`"},
+			whereFlag(), pathFlag(),
 			&cli.DurationFlag{Name: "poll", Usage: "poll every `DUR` instead of using inotify"},
 			jsonFlag(),
 		},
@@ -46,6 +55,10 @@ func runWatch(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	where, err := whereConds(c)
+	if err != nil {
+		return err
+	}
 	s, err := openStore(c)
 	if err != nil {
 		return err
@@ -55,21 +68,28 @@ func runWatch(c *cli.Context) error {
 		return err
 	}
 	defer j.Close()
-	reconcile := time.Duration(0)
+	// Timings from tavern.md (defaults when absent or unreadable).
+	var reconcile, settle, grace time.Duration
 	if cfg, err := s.Get("tavern.md"); err == nil {
-		if d, err := time.ParseDuration(cfg.String("reconcile")); err == nil {
-			reconcile = d
+		for _, f := range []struct {
+			key string
+			d   *time.Duration
+		}{{"reconcile", &reconcile}, {"settle", &settle}, {"external_grace", &grace}} {
+			if d, err := time.ParseDuration(cfg.String(f.key)); err == nil {
+				*f.d = d
+			}
 		}
 	}
 	p, err := watcher.Open(s, watcher.Options{
 		Watch: true, Poll: c.Duration("poll"), Reconcile: reconcile,
+		Settle: settle, ExternalGrace: grace,
 		Cache: true, Journal: j, FollowJournal: true,
 	})
 	if err != nil {
 		return err
 	}
 	defer p.Close()
-	sub := p.Subscribe(f, 4096)
+	sub := p.SubscribeWhere(f, where, 4096)
 	defer sub.Close()
 	// The ready line goes to stderr so scripts (and tests) know
 	// that every later change will be reported.

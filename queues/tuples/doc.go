@@ -79,7 +79,8 @@
 //   - Blocked calls wait with watcher.WaitDir on tuples/<type>/ (Rd/In
 //     also on SpaceOptions.Projection's WaitFor): the watch is added before
 //     the first scan, a re-scan every SpaceOptions.Recheck (10s) is the
-//     safety net, and without inotify they poll every 200ms. Every waiter
+//     safety net, and without inotify they poll every 200ms (journaled as
+//     watch.degraded, with a warning). Every waiter
 //     re-scans on every event: many waiters on a busy type are a
 //     thundering herd, bounded by the directory size.
 //   - A holder's death or a lease running out is no filesystem event: a

@@ -9,7 +9,6 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/tavernhq/tavern/watcher"
-	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 // pollFallback is the re-scan interval of a blocked call when inotify
@@ -36,13 +35,11 @@ func (sp *Space) waitOptions(relevant func(fsnotify.Event) bool, wake func() tim
 		Relevant: relevant,
 		Wake:     wake,
 		Waiting:  waiting,
-		Degraded: sp.degraded,
+		// Out of inotify watches: journaled as watch.degraded and told
+		// to the process's degrade handler (a warning on stderr).
+		Journal: sp.journal,
+		Root:    sp.store.Root(),
 	}
-}
-
-// degraded journals that a wait polls a directory it could not watch.
-func (sp *Space) degraded(dir string, err error) {
-	sp.event("wait.polling", journal.Event{Data: map[string]any{"dir": dir, "error": err.Error(), "interval": pollFallback.String()}})
 }
 
 // isDoc reports whether an event is about a document of the directory

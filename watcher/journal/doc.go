@@ -12,8 +12,19 @@
 // write(2) on an O_APPEND descriptor while holding an exclusive flock on
 // the day file, so lines from any number of processes never tear or
 // interleave. Concurrent Appends in one process share one flock and one
-// write. AppendOnce appends unless the same event is in the recent tail of
-// the day file, so several watching processes record it once.
+// write.
+//
+// Heads (LoadHeads) is the journal's per-path state, derived from the
+// journal alone: for every document path, what its last record says
+// (revision, removed, valid, the last valid revision), ordered by when
+// each state was current, plus the recent records. A checkpoint,
+// events/.heads, saves re-reading the whole journal; it holds a digest of
+// the bytes before its position and is ignored if the journal no longer
+// matches. AppendIf appends the events a callback keeps, deciding under
+// the day file's lock with the heads caught up with every process's
+// appends: the watcher journals each external change once this way,
+// however many processes watch, and from the path's own history rather
+// than a window of recent lines.
 //
 // Read calls a function for every event that matches a Filter and returns
 // a Cursor; Follow continues from a Cursor as lines are appended (End is
@@ -24,9 +35,12 @@
 //	j, _ := journal.Open(store.Root(), journal.Options{})
 //	journal.RecordMutations(store, j, agentName, onErr)
 //
-// turns every Create/Update/Delete/Move of the store into a doc.created /
-// doc.updated / doc.removed / doc.moved event with the new revision and
-// the changed fields (MutationEvent, ChangedFields). Domain events
+// turns every Create/Update/Delete/Move (and WriteFile, Retire, Claim,
+// Rename) of the store into a doc.created / doc.updated / doc.removed /
+// doc.moved event with the new revision and the changed fields
+// (MutationEvent, ChangedFields): every file the engine writes is
+// journaled by its writer, which is how a watcher in any process tells
+// the engine's changes from hand edits. Domain events
 // (item.claimed, agent.spawned, ...) are appended by their packages with
 // j.Append(journal.Event{Type: ..., ...}). Edits no engine call made are
 // journaled as TypeExternal by package watcher.
@@ -48,5 +62,9 @@
 //     order of different writers matters, use the file position.
 //   - Follow waits on fsnotify events for the journal directory; on a
 //     network filesystem other machines' appends produce none, so pass a
-//     poll interval there.
+//     poll interval there. Without inotify (out of watches) it polls and
+//     tells its callback why.
+//   - Heads order records by time (an external record by the time its
+//     content was read, Data["seen"]): the writers' clocks must agree, as
+//     on one machine.
 package journal

@@ -147,26 +147,31 @@ func TestJournalGroupCommit(t *testing.T) {
 	}
 }
 
-// TestJournalGroupOnceAndDays: within one group an AppendOnce sees the
-// lines queued before it (the duplicate is skipped and spends no Seq),
-// and events of different days go to their own day files.
-func TestJournalGroupOnceAndDays(t *testing.T) {
+// TestJournalGroupAppendIfAndDays: within one group an AppendIf decides
+// from heads that saw the lines queued before it and the events kept
+// before it (the duplicates are skipped and spend no Seq), and events of
+// different days go to their own day files.
+func TestJournalGroupAppendIfAndDays(t *testing.T) {
 	h := newGroupHarness(t)
-	d1 := time.Date(2026, 11, 20, 23, 59, 59, 0, time.UTC)
-	d2 := d1.Add(time.Second)
+	heads, err := LoadHeads(h.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	today := time.Now().UTC()
+	other := today.AddDate(0, 0, 1)
 	var mu sync.Mutex
 	appended := map[string]int{}
-	once := func(name string, e Event) func() {
+	appendIf := func(name string, e Event) func() {
 		return func() {
-			_, ok, err := h.j.AppendOnce(e)
+			got, err := h.j.AppendIf(heads, []Event{e}, func(e *Event) bool {
+				return !heads.Explained(e.Path, e.Rev, true, time.Time{})
+			})
 			if err != nil {
 				t.Error(err)
 			}
-			if ok {
-				mu.Lock()
-				appended[name]++
-				mu.Unlock()
-			}
+			mu.Lock()
+			appended[name] += len(got)
+			mu.Unlock()
 		}
 	}
 	add := func(e Event) func() {
@@ -176,31 +181,30 @@ func TestJournalGroupOnceAndDays(t *testing.T) {
 			}
 		}
 	}
-	x := Event{Type: TypeExternal, Path: "notes/a.md", Rev: "2-ab", Time: d1}
-	h.queue(add(Event{Type: "a", Time: d1}))
-	h.queue(once("x1", x))
-	h.queue(once("x2", x))
-	h.queue(add(Event{Type: "b", Time: d2}))
-	h.queue(add(Event{Type: "c", Time: d1}))
-	h.queue(once("y", Event{Type: TypeExternal, Path: "notes/a.md", Rev: "3-cd", Time: d1}))
+	h.queue(add(Event{Type: TypeCreated, Path: "notes/a.md", Rev: "r1", Time: today}))
+	h.queue(appendIf("x", Event{Type: TypeExternal, Path: "notes/a.md", Rev: "r1"}))
+	h.queue(add(Event{Type: "b", Time: other}))
+	h.queue(appendIf("y1", Event{Type: TypeExternal, Path: "notes/a.md", Rev: "r2"}))
+	h.queue(appendIf("y2", Event{Type: TypeExternal, Path: "notes/a.md", Rev: "r2"}))
+	h.queue(add(Event{Type: "c", Time: today}))
 	h.finish()
-	if appended["x1"] != 1 || appended["x2"] != 0 || appended["y"] != 1 {
-		t.Errorf("AppendOnce appended: got %v, want x1:1 y:1", appended)
+	if appended["x"] != 0 || appended["y1"] != 1 || appended["y2"] != 0 {
+		t.Errorf("AppendIf appended: got %v, want y1:1", appended)
 	}
-	if s, want := describeEvents(h.lines("2026-11-20")), "a#2 external#3 c#5 external#6"; s != want {
-		t.Errorf("day 1: got %s, want %s", s, want)
+	if s, want := describeEvents(h.lines(today.Format(time.DateOnly))), "block#1 doc.created#2 external#4 c#5"; s != want {
+		t.Errorf("today: got %s, want %s", s, want)
 	}
-	if s, want := describeEvents(h.lines("2026-11-21")), "b#4"; s != want {
-		t.Errorf("day 2: got %s, want %s", s, want)
+	if s, want := describeEvents(h.lines(other.Format(time.DateOnly))), "b#3"; s != want {
+		t.Errorf("tomorrow: got %s, want %s", s, want)
 	}
-	if s, want := describeEvents(h.seen), "block#1 a#2 external#3 b#4 c#5 external#6"; s != want {
+	if s, want := describeEvents(h.seen), "block#1 doc.created#2 b#3 external#4 c#5"; s != want {
 		t.Errorf("observed: got %s, want %s", s, want)
+	}
+	if hd, _ := heads.Get("notes/a.md"); hd.Rev != "r2" {
+		t.Errorf("head: got %+v, want rev r2", hd)
 	}
 }
 
-// TestJournalConcurrentAppends: many goroutines of one process; observers
-// see Seq 1..n in order, the file holds the same, and each Append returned
-// its own line's id and Seq.
 func TestJournalConcurrentAppends(t *testing.T) {
 	const goroutines, each = 8, 500
 	root := t.TempDir()

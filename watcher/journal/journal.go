@@ -36,6 +36,14 @@ const (
 	TypeError    = "watch.error"  // a path could not be read or watched
 	TypeExternal = "external"     // a change no engine call made (hand edit, git checkout)
 	TypeMissed   = "watch.missed" // a subscriber fell behind; Data["missed"] events were dropped
+	TypeMoved    = "doc.moved"    // a document was renamed; Data["from"] is its old path
+	// TypeLeft is delivered to a subscription filtered on fields when a
+	// change makes a document stop matching; Data["op"] is the change.
+	TypeLeft = "doc.left"
+	// TypeDegraded: a watcher could not use inotify (out of watches or
+	// instances) and polls instead; Data["error"] says why, Data["mode"]
+	// what it does now.
+	TypeDegraded = "watch.degraded"
 )
 
 // Dir is the journal's directory inside the store root.
@@ -112,7 +120,10 @@ type appendReq struct {
 	body  []byte // JSON of e.Time, then ,"type":... through the closing brace
 	split int    // where the time ends in body
 	day   int    // yyyymmdd of e.Time
-	once  bool
+	// keep (AppendIf) decides under the file lock whether e is
+	// appended, from heads caught up with the journal.
+	keep  func(*Event) bool
+	heads *Heads
 	wrote bool // the line is in the file
 	err   error
 	done  bool          // the outcome is set (guarded by Journal.mu)
@@ -155,20 +166,53 @@ func (j *Journal) Dir() string { return j.dir }
 // Append stamps e (ID, Time if zero, Writer, Seq) and appends it as one
 // line. The stamped event is returned so callers can log or publish it.
 func (j *Journal) Append(e Event) (Event, error) {
-	e, _, err := j.append(e, false)
+	e, _, err := j.append(e)
 	return e, err
 }
 
-// AppendOnce appends e unless an event of the same type, path and revision,
-// or an engine document event (doc.*) for that path and revision, is among
-// the last events (256 KiB) of the day file; the check and the append are
-// done under the file lock, so concurrent watchers record it once. It
-// reports whether e was appended.
-func (j *Journal) AppendOnce(e Event) (Event, bool, error) {
-	return j.append(e, true)
+// AppendIf appends each event of evs for which keep returns true, in
+// order, and returns those appended. keep runs while this process holds
+// the day file's lock, after h caught up with every line of the journal
+// (what any process appended before), and after the events kept before
+// it were applied to h: a decision taken from h cannot be raced by
+// another appender, in this process or another. keep may edit the event
+// (its type, data...). The watcher decides external changes this way,
+// so several watchers record each change once.
+func (j *Journal) AppendIf(h *Heads, evs []Event, keep func(*Event) bool) ([]Event, error) {
+	if len(evs) == 0 {
+		return nil, nil
+	}
+	now := time.Now()
+	rs := make([]*appendReq, len(evs))
+	for i, e := range evs {
+		if e.Type == "" {
+			return nil, fmt.Errorf("append event: %w", ErrNoType)
+		}
+		// Stamped now: decided events go to today's file, whose lock
+		// serialises the decisions.
+		e.Time = now.UTC()
+		e.Writer = j.writer
+		r := appendReqs.Get().(*appendReq)
+		defer putAppendReq(r)
+		y, m, d := e.Time.Date()
+		r.e, r.day, r.heads, r.keep = e, y*10000+int(m)*100+d, h, keep
+		rs[i] = r
+	}
+	j.enqueue(rs)
+	var out []Event
+	var err error
+	for _, r := range rs {
+		if r.wrote {
+			out = append(out, r.e)
+		}
+		if r.err != nil && err == nil {
+			err = r.err
+		}
+	}
+	return out, err
 }
 
-func (j *Journal) append(e Event, once bool) (Event, bool, error) {
+func (j *Journal) append(e Event) (Event, bool, error) {
 	if e.Type == "" {
 		return e, false, fmt.Errorf("append event: %w", ErrNoType)
 	}
@@ -180,34 +224,49 @@ func (j *Journal) append(e Event, once bool) (Event, bool, error) {
 	r := appendReqs.Get().(*appendReq)
 	defer putAppendReq(r)
 	// Encoded here, in parallel; the leader only splices in id and seq.
+	if err := r.encode(&e); err != nil {
+		return e, false, err
+	}
+	y, m, d := e.Time.Date()
+	r.e, r.day = e, y*10000+int(m)*100+d
+	j.enqueue([]*appendReq{r})
+	return r.e, r.wrote, r.err
+}
+
+// encode sets r.body and r.split from e.
+func (r *appendReq) encode(e *Event) error {
 	body, err := appendEventTime(r.body[:0], e.Time)
 	if err == nil {
 		r.split = len(body)
-		body, err = appendEventTail(body, &e)
+		body, err = appendEventTail(body, e)
 	}
 	if err != nil {
-		return e, false, fmt.Errorf("append event: %w", err)
+		return fmt.Errorf("append event: %w", err)
 	}
-	y, m, d := e.Time.Date()
-	r.e, r.body, r.day, r.once = e, body, y*10000+int(m)*100+d, once
+	r.body = body
+	return nil
+}
 
+// enqueue queues rs and returns once all of them are written (or failed).
+func (j *Journal) enqueue(rs []*appendReq) {
 	j.mu.Lock()
-	j.queue = append(j.queue, r)
-	for !r.done {
-		if !j.leading {
-			// Nobody is writing: write the queue, r among it.
-			j.leading = true
+	j.queue = append(j.queue, rs...)
+	for _, r := range rs {
+		for !r.done {
+			if !j.leading {
+				// Nobody is writing: write the queue, r among it.
+				j.leading = true
+				j.mu.Unlock()
+				j.lead()
+				j.mu.Lock()
+				continue
+			}
 			j.mu.Unlock()
-			j.lead()
+			<-r.wake // something changed: done, or the lead is free
 			j.mu.Lock()
-			continue
 		}
-		j.mu.Unlock()
-		<-r.wake // something changed: done, or the lead is free
-		j.mu.Lock()
 	}
 	j.mu.Unlock()
-	return r.e, r.wrote, r.err
 }
 
 func putAppendReq(r *appendReq) {
@@ -215,7 +274,7 @@ func putAppendReq(r *appendReq) {
 	case <-r.wake: // a stale notification (r's own leader sent it)
 	default:
 	}
-	r.e, r.err, r.wrote, r.done = Event{}, nil, false, false
+	r.e, r.err, r.wrote, r.done, r.keep, r.heads = Event{}, nil, false, false, nil, nil
 	if cap(r.body) > 64<<10 {
 		r.body = nil
 	}
@@ -283,8 +342,8 @@ func wake(r *appendReq) {
 }
 
 // writeGroup writes the lines of group, in order: one flock and one
-// write(2) per day file (an AppendOnce splits it, its check must see
-// the lines before it).
+// write(2) per day file (an AppendIf splits it: its heads must see the
+// lines before it).
 func (j *Journal) writeGroup(group []*appendReq) {
 	now := time.Now()
 	for len(group) > 0 {
@@ -314,27 +373,41 @@ func (j *Journal) writeDay(group []*appendReq, now time.Time) {
 	}
 	defer flock(f, syscall.LOCK_UN)
 	j.buf, j.ends = j.buf[:0], j.ends[:0]
-	first := 0 // group[first:i] are encoded in j.buf
-	for i, r := range group {
-		if r.once {
-			if first < i {
-				if err := j.write(f, group[first:i]); err != nil {
-					fail(group[i:], err)
-					return
+	var lines []*appendReq // the requests encoded in j.buf, in order
+	var caughtUp *Heads
+	for _, r := range group {
+		if r.keep != nil {
+			if r.heads != caughtUp {
+				// Read what everyone appended so far, our lines queued
+				// before r included, under the lock.
+				if len(lines) > 0 {
+					err := j.write(f, lines)
+					lines = lines[:0]
+					if err != nil {
+						r.err = err
+						continue
+					}
 				}
-				first = i
+				if err := r.heads.CatchUp(); err != nil {
+					r.err = err
+					continue
+				}
+				caughtUp = r.heads
 			}
-			if tailHas(f.Name(), r.e) {
-				r.e.ID = docstore.NewID()
-				first = i + 1
+			if !r.keep(&r.e) {
 				continue
 			}
+			if err := r.encode(&r.e); err != nil {
+				r.err = err
+				continue
+			}
+			r.heads.Apply(r.e)
 		}
 		start := len(j.buf)
 		j.buf = append(j.buf, `{"id":"`...)
 		j.buf = append(j.buf, docstore.NewID()...)
 		r.e.ID = string(j.buf[start+len(`{"id":"`):])
-		r.e.Seq = j.seq + uint64(i-first) + 1
+		r.e.Seq = j.seq + uint64(len(lines)) + 1
 		j.buf = append(j.buf, `","time":`...)
 		j.buf = append(j.buf, r.body[:r.split]...)
 		j.buf = append(j.buf, j.writerSeq...)
@@ -342,9 +415,10 @@ func (j *Journal) writeDay(group []*appendReq, now time.Time) {
 		j.buf = append(j.buf, r.body[r.split:]...)
 		j.buf = append(j.buf, '\n')
 		j.ends = append(j.ends, len(j.buf))
+		lines = append(lines, r)
 	}
-	if first < len(group) {
-		_ = j.write(f, group[first:])
+	if len(lines) > 0 {
+		_ = j.write(f, lines)
 	}
 	if cap(j.buf) > 1<<20 {
 		j.buf = nil
@@ -652,22 +726,31 @@ func End(root string) (Cursor, error) {
 // everything) until ctx is done or fn returns false. It waits on fsnotify
 // events for the journal directory; poll > 0 additionally re-reads at that
 // interval, for network filesystems where other machines' appends produce
-// no events.
+// no events. If inotify cannot be used it polls (every poll, or a second)
+// and passes fn the reason as an error first.
 func Follow(ctx context.Context, root string, from Cursor, f Filter, poll time.Duration, fn func(Event, error) bool) error {
 	dir := filepath.Join(root, Dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	fw, err := fsnotify.NewWatcher()
+	if err == nil {
+		if err = fw.Add(dir); err != nil {
+			fw.Close()
+			fw = nil
+		}
+	}
 	if err != nil {
+		// Out of inotify instances or watches: poll, and say so (a
+		// warning for the caller, not the end of following).
 		if poll <= 0 {
 			poll = time.Second // the watcher's DefaultPoll
 		}
+		if !fn(Event{}, fmt.Errorf("follow %s: %w: polling every %v", dir, err, poll)) {
+			return nil
+		}
 	} else {
 		defer fw.Close()
-		if err := fw.Add(dir); err != nil {
-			return err
-		}
 	}
 	var tick <-chan time.Time
 	if poll > 0 {
@@ -709,36 +792,4 @@ func Follow(ctx context.Context, root string, from Cursor, f Filter, poll time.D
 			return err
 		}
 	}
-}
-
-// onceWindow is how much of the day file's tail AppendOnce searches.
-const onceWindow = 256 << 10
-
-func tailHas(name string, e Event) bool {
-	fh, err := os.Open(name)
-	if err != nil {
-		return false
-	}
-	defer fh.Close()
-	fi, err := fh.Stat()
-	if err != nil {
-		return false
-	}
-	off := max(fi.Size()-onceWindow, 0)
-	buf := make([]byte, fi.Size()-off)
-	if _, err := fh.ReadAt(buf, off); err != nil && err != io.EOF {
-		return false
-	}
-	for _, line := range bytes.Split(buf, []byte{'\n'}) {
-		if !bytes.Contains(line, []byte(e.Path)) {
-			continue
-		}
-		// The same record, or the engine's own event for this revision
-		// (journaled while no watcher was running to hear of it).
-		if o, err := ParseEventLine(line); err == nil && o.Path == e.Path && o.Rev == e.Rev &&
-			(o.Type == e.Type || strings.HasPrefix(o.Type, "doc.")) {
-			return true
-		}
-	}
-	return false
 }

@@ -1,6 +1,8 @@
 package journal
 
 import (
+	"encoding/json"
+	"hash/fnv"
 	"reflect"
 	"slices"
 
@@ -39,6 +41,9 @@ func MutationEvent(m docstore.Mutation) Event {
 	} else if m.Prev != nil && m.Prev.Kind != nil {
 		e.Kind = m.Prev.Kind.Name
 	}
+	if e.Rev == "" {
+		e.Rev = m.Rev
+	}
 	return e
 }
 
@@ -67,6 +72,44 @@ func ChangedFields(a, b map[string]any) []string {
 	}
 	for k := range a {
 		if _, ok := b[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// FieldDigest is a short hash of each top-level field's value: enough to
+// tell which fields differ between two revisions without keeping them.
+type FieldDigest map[string]uint64
+
+// DigestFields hashes each field's JSON encoding (map keys sorted).
+func DigestFields(fields map[string]any) FieldDigest {
+	d := make(FieldDigest, len(fields))
+	for k, v := range fields {
+		b, err := json.Marshal(v)
+		if err != nil {
+			b = []byte(reflect.TypeOf(v).String()) // unencodable: differs from anything encodable
+		}
+		h := fnv.New64a()
+		h.Write(b)
+		d[k] = h.Sum64()
+	}
+	return d
+}
+
+// Changed lists, sorted, the fields that differ between the revision d
+// digests and fields (added, removed or changed), like ChangedFields.
+func (d FieldDigest) Changed(fields map[string]any) []string {
+	n := DigestFields(fields)
+	var out []string
+	for k, h := range n {
+		if o, ok := d[k]; !ok || o != h {
+			out = append(out, k)
+		}
+	}
+	for k := range d {
+		if _, ok := n[k]; !ok {
 			out = append(out, k)
 		}
 	}

@@ -1,0 +1,41 @@
+package kit
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNoAgent is returned when an operation needs an agent identity and
+// none was given (no --as, no $TAVERN_AGENT, no hook session).
+var ErrNoAgent = errors.New("no agent identity")
+
+// ErrUnknownTool is returned for a tool name setup or hook does not know.
+var ErrUnknownTool = errors.New("unknown tool")
+
+// ErrUnknownEvent is returned for a hook event name hook does not know.
+var ErrUnknownEvent = errors.New("unknown hook event")
+
+// ErrBadPayload is returned when a hook's stdin is not the JSON object the
+// tool documents.
+var ErrBadPayload = errors.New("bad hook payload")
+
+// ErrBadConfig is returned when a tool's configuration file (settings.json,
+// hooks.json, .aider.conf.yml) cannot be parsed: setup leaves it as it is.
+var ErrBadConfig = errors.New("bad configuration file")
+
+// Error carries the operation and the path (a file, or a tool/event name)
+// an error is about.
+type Error struct {
+	Op   string
+	Path string
+	Err  error
+}
+
+func (e *Error) Error() string {
+	if e.Path == "" {
+		return e.Op + ": " + e.Err.Error()
+	}
+	return fmt.Sprintf("%s %s: %v", e.Op, e.Path, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }

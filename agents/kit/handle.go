@@ -1,0 +1,207 @@
+package kit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/queues/tuples"
+	"github.com/tavernhq/tavern/schema"
+	"github.com/tavernhq/tavern/watcher/journal"
+)
+
+// HookOptions are the parts of a hook call that do not come from stdin.
+type HookOptions struct {
+	// Agent is the identity given by --as or $TAVERN_AGENT; "" derives it
+	// from the session (SessionAgent).
+	Agent   string
+	Session SessionOptions
+}
+
+// HookAgent is the agent a hook acts as: opt.Agent, else the session's
+// own name. "" when the payload has no session id either.
+func HookAgent(in *Input, opt HookOptions) string {
+	if opt.Agent != "" {
+		return opt.Agent
+	}
+	if in.SessionID == "" {
+		return ""
+	}
+	return SessionAgent(in.Tool, in.SessionID)
+}
+
+// Handle runs the handler of in.Event and returns the response to render.
+// An error is Tavern's own trouble (a broken document, a full disk): the
+// caller reports it on stderr and lets the tool go on — every handler
+// fails open, and the two gates (pre-tool-use, stop) decide against the
+// tool only on a definite conflict. A response may come with an error
+// (part of a delivery failed): both count.
+func Handle(ctx context.Context, e *Env, in *Input, opt HookOptions) (*Response, error) {
+	agent := HookAgent(in, opt)
+	if agent == "" {
+		return nil, nil // no session, no identity: nothing to act as
+	}
+	if err := schema.ValidAgentName(agent); err != nil {
+		return nil, err
+	}
+	switch in.Event {
+	case SessionStart:
+		return StartSession(e, in, agent, opt.Session)
+	case PreToolUse:
+		return CheckWrite(e, in, agent)
+	case UserPromptSubmit, PostToolUse:
+		text, err := Deliver(e, agent)
+		if text == "" {
+			return nil, err
+		}
+		return &Response{Context: text}, err
+	case Stop:
+		reason, err := StopGate(ctx, e, agent)
+		if reason == "" {
+			return nil, err
+		}
+		return &Response{Block: reason}, err
+	case SessionEnd:
+		return nil, EndSession(e, agent, in.SessionID, in.Reason)
+	}
+	return nil, &Error{Op: "hook", Path: string(in.Event), Err: ErrUnknownEvent}
+}
+
+// CheckWrite is the reservation gate: it denies a tool call that is about
+// to write a path another agent has reserved, naming the holder and the
+// ways out, and lets every other call through without a word (no output
+// keeps the tool's own permission flow). Paths outside the project are
+// not Tavern's business.
+func CheckWrite(e *Env, in *Input, agent string) (*Response, error) {
+	proj := filepath.Dir(e.Store.Root())
+	cwd := in.Cwd
+	if cwd == "" {
+		cwd = proj
+	}
+	abs := WritePaths(in.ToolName, in.ToolInput, cwd)
+	if len(abs) == 0 {
+		return nil, nil
+	}
+	roots := []string{proj}
+	if real, err := filepath.EvalSymlinks(proj); err == nil && real != proj {
+		roots = append(roots, real)
+	}
+	var rels []string
+	for _, p := range abs {
+		for _, root := range roots {
+			r, err := filepath.Rel(root, p)
+			if err == nil && r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator)) && r != "." {
+				rels = append(rels, filepath.ToSlash(r))
+				break
+			}
+		}
+	}
+	if len(rels) == 0 {
+		return nil, nil
+	}
+	sp, err := e.Space()
+	if err != nil {
+		return nil, err
+	}
+	conflicts, err := sp.CheckPaths(agent, rels)
+	if err != nil || len(conflicts) == 0 {
+		return nil, err
+	}
+	_, _ = e.Manager.Journal.Append(journal.Event{Type: "reservation.denied", Kind: "tuple", Agent: agent, Path: conflicts[0].Held.Path,
+		Data: map[string]any{"path": conflicts[0].Want, "held_by": conflicts[0].Held.Agent, "glob": conflicts[0].Held.Glob, "tool": in.ToolName}})
+	return &Response{Deny: denyReason(agent, conflicts)}, nil
+}
+
+func denyReason(agent string, cs []tuples.Conflict) string {
+	var b strings.Builder
+	seen := map[string]bool{}
+	for _, c := range cs {
+		line := fmt.Sprintf("%s is reserved by %s (%s", c.Want, c.Held.Agent, c.Held.Glob)
+		if !c.Held.Expires.IsZero() {
+			line += ", until " + schema.FormatTime(c.Held.Expires)
+		}
+		if c.Held.Reason != "" {
+			line += ": " + c.Held.Reason
+		}
+		line += ")"
+		if !seen[line] {
+			seen[line] = true
+			b.WriteString("Tavern: " + line + ".\n")
+		}
+	}
+	h := cs[0].Held.Agent
+	fmt.Fprintf(&b, "Do not edit it now. Ask %s to release it (`tavern send @%s \"need %s\" --as %s`), wait until the reservation lapses, or take other work; `tavern reservations` lists them all.", h, h, cs[0].Want, agent)
+	return b.String()
+}
+
+// StopGate decides whether the session may stop: when the agent holds a
+// claimed item and has commitments that have not passed, it verifies them
+// now (their assertions, as the verifier would, by "hook:stop") and
+// returns the reason to keep working if any fails. "" lets the stop
+// through. Only a definite failure blocks — an assertion that ran and
+// exited non-zero or timed out; an assertion Tavern could not run is
+// reported as an error and the stop goes through.
+func StopGate(ctx context.Context, e *Env, agent string) (string, error) {
+	items, err := agents.ClaimedItems(e.Store, agent)
+	if err != nil || len(items) == 0 {
+		return "", err
+	}
+	cs, err := e.Manager.Commitments(agent)
+	if err != nil {
+		return "", err
+	}
+	open := 0
+	for _, c := range cs {
+		if c.Status != agents.StatusPassed {
+			open++
+		}
+	}
+	if open == 0 {
+		return "", nil
+	}
+	results, err := e.Manager.Verify(ctx, agent, "hook:stop")
+	var fails []string
+	var runErrs []error
+	for _, r := range results {
+		switch {
+		case r.Passed:
+		case r.Err != nil && !r.TimedOut:
+			runErrs = append(runErrs, fmt.Errorf("%s: %w", r.Commitment.Path, r.Err))
+		default:
+			line := fmt.Sprintf("- %s: `%s` exit %d", r.Commitment.Description, r.Commitment.Assertion, r.ExitCode)
+			if r.TimedOut {
+				line += " (timed out)"
+			}
+			if out := lastLines(r.Output, 4); out != "" {
+				line += "\n  " + strings.ReplaceAll(out, "\n", "\n  ")
+			}
+			fails = append(fails, line)
+		}
+	}
+	err = errors.Join(append([]error{err}, runErrs...)...)
+	if len(fails) == 0 {
+		return "", err
+	}
+	var held []string
+	for _, it := range items {
+		held = append(held, fmt.Sprintf("%s/%s (attempt %d)", it.Queue, it.ID, it.Attempt))
+	}
+	first := items[0]
+	reason := fmt.Sprintf("Tavern: you hold %s and %d of your commitments do not pass yet:\n%s\n"+
+		"Keep working until they pass; they are checked again when you stop. "+
+		"If one cannot pass, say so to the user (`tavern ask --to user \"...\" --as %s`) "+
+		"or give the item back: `tavern item release %s --attempt %d`.",
+		strings.Join(held, ", "), len(fails), strings.Join(fails, "\n"), agent, first.ID, first.Attempt)
+	return reason, err
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return clip(strings.Join(lines, "\n"), 600)
+}

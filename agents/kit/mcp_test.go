@@ -1,0 +1,80 @@
+package kit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/docstore"
+)
+
+// The tool surface stays small: at most MCPMaxTools tools whose names,
+// descriptions and input schemas total at most MCPSchemaTokens tokens
+// (characters / 4) — what sits in the model's context all session.
+func TestMCPSchemaBudget(t *testing.T) {
+	e := newEnv(t)
+	srv := NewMCPServer(e, MCPOptions{Agent: "me"})
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(res.Tools); n > MCPMaxTools || n < 6 {
+		t.Errorf("%d tools, want 6..%d", n, MCPMaxTools)
+	}
+	total := 0
+	for _, tool := range res.Tools {
+		data, err := json.Marshal(tool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += len(data)
+	}
+	if tokens := total / 4; tokens > MCPSchemaTokens {
+		t.Errorf("tool schemas are %d tokens (chars/4), budget %d", tokens, MCPSchemaTokens)
+	} else {
+		t.Logf("%d tools, %d tokens of schema", len(res.Tools), tokens)
+	}
+	if ins := cs.InitializeResult().Instructions; !strings.Contains(ins, "Call prime first") {
+		t.Errorf("instructions: %q", ins)
+	}
+}
+
+// Without --as, the server acts as the agent of the hooked session whose
+// tool started it: the agent whose pid is the server's parent.
+func TestMCPIdentityFromSession(t *testing.T) {
+	e := newEnv(t)
+	m := e.Manager
+	if _, err := m.CreateAgent(agents.AgentSpec{Name: "claude-12345678"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.EditAgent("claude-12345678", func(d *docstore.Doc) error {
+		return d.SetMany([]docstore.Field{{Key: "session_id", Value: "s1"}, {Key: "host", Value: m.Host}, {Key: "pid", Value: os.Getppid()}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ms := &mcpServer{e: e}
+	if got, err := ms.whoami(); err != nil || got != "claude-12345678" {
+		t.Errorf("whoami: %q %v", got, err)
+	}
+	if _, err := (&mcpServer{e: newEnv(t)}).whoami(); !errors.Is(err, ErrNoAgent) {
+		t.Errorf("no session: got %v, want ErrNoAgent", err)
+	}
+}

@@ -1,0 +1,158 @@
+package kit
+
+import (
+	"context"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
+)
+
+// NextItem is an item offered by Next: claimable now, held by nobody.
+type NextItem struct {
+	ID       string `json:"id"`
+	Queue    string `json:"queue"`
+	Title    string `json:"title,omitempty"`
+	Priority int    `json:"priority"`
+	Attempts int    `json:"attempts,omitempty"`
+	Path     string `json:"path"`
+}
+
+// NextOptions tune Next.
+type NextOptions struct {
+	// Queues to look in, in this order; empty: the agent's own queues
+	// (agents/<agent>.md queues:), else every queue by queue priority.
+	Queues []string
+	Limit  int // items to offer (default 1)
+	Now    time.Time
+}
+
+// Next answers "what should I do next": the first claimable pending items
+// of the agent's queues, in take order (queue priority, then item priority
+// and age). It only offers items in pending/ that no one holds: not an
+// item with a claimed copy (a crash left both), not one whose not_before
+// is in the future or whose dependencies are not all done. It does not
+// claim; Take does. The items the agent already holds are in Held.
+func Next(b *queues.Broker, agent string, opt NextOptions) ([]NextItem, error) {
+	if opt.Limit <= 0 {
+		opt.Limit = 1
+	}
+	if opt.Now.IsZero() {
+		opt.Now = time.Now()
+	}
+	names, err := nextQueues(b, agent, opt.Queues)
+	if err != nil {
+		return nil, err
+	}
+	s := b.Store()
+	out := []NextItem{}
+	for _, q := range names {
+		ids, err := pendingIDs(s, q)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			it, ok := claimable(b, q, id, opt.Now)
+			if !ok {
+				continue
+			}
+			out = append(out, it)
+			if len(out) >= opt.Limit {
+				return out, nil
+			}
+		}
+	}
+	return out, nil
+}
+
+// nextQueues is the list of queues to look in: given, else the agent's
+// own, else all by priority.
+func nextQueues(b *queues.Broker, agent string, given []string) ([]string, error) {
+	if len(given) > 0 {
+		return given, nil
+	}
+	if agent != "" {
+		if d, err := b.Store().Get(agents.AgentPath(agent)); err == nil {
+			own := d.Strings("queues")
+			if q := d.String("queue"); q != "" && len(own) == 0 {
+				own = []string{q}
+			}
+			if len(own) > 0 {
+				return own, nil
+			}
+		}
+	}
+	qs, _ := b.Queues() // sorted by priority; unreadable queue files are skipped
+	var names []string
+	for _, q := range qs {
+		names = append(names, q.Name)
+	}
+	return names, nil
+}
+
+// pendingIDs lists queues/<q>/pending/ in take order (ids sort by
+// priority, then age).
+func pendingIDs(s *docstore.Store, queue string) ([]string, error) {
+	paths, err := s.Docs("queues/" + queue + "/" + queues.Pending)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(paths))
+	for i, p := range paths {
+		ids[i] = strings.TrimSuffix(path.Base(p), ".md")
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+func claimable(b *queues.Broker, queue, id string, now time.Time) (NextItem, bool) {
+	s := b.Store()
+	rel := queues.ItemPath(queue, queues.Pending, id)
+	d, err := s.Get(rel)
+	if err != nil || len(d.Validate(false)) > 0 {
+		return NextItem{}, false // gone meanwhile, or invalid (take reports those)
+	}
+	if abs, err := s.Abs(queues.ItemPath(queue, queues.Claimed, id)); err == nil {
+		if _, err := os.Lstat(abs); err == nil {
+			return NextItem{}, false // a claimed copy: someone holds it
+		}
+	}
+	if t, ok := d.Time("not_before"); ok && t.After(now) {
+		return NextItem{}, false
+	}
+	for _, dep := range d.Strings("depends_on") {
+		it, err := b.Get(dep)
+		if err != nil || it.State != queues.Done {
+			return NextItem{}, false
+		}
+	}
+	p, _ := d.Int("priority")
+	if p == 0 {
+		if ip, ok := queues.IDPriority(id); ok {
+			p = int64(ip)
+		}
+	}
+	n, _ := d.Int("attempts")
+	return NextItem{ID: id, Queue: queue, Title: d.String("title"), Priority: int(p), Attempts: int(n), Path: rel}, true
+}
+
+// Take claims the next item for agent, as Next would offer it: a liveness
+// claim tied to the agent's lock when a process (a spawn wrapper, a hooked
+// session's keeper) holds it, else a lease the agent renews.
+func Take(ctx context.Context, b *queues.Broker, agent string, queueNames []string, wait time.Duration) (*queues.Claim, error) {
+	if agent == "" {
+		return nil, ErrNoAgent
+	}
+	names, err := nextQueues(b, agent, queueNames)
+	if err != nil {
+		return nil, err
+	}
+	// AgentLock falls back to a lease by itself when nobody holds the
+	// agent's lock.
+	return b.Take(ctx, queues.TakeOptions{Queues: names, As: agent, Wait: wait, Liveness: queues.AgentLock})
+}

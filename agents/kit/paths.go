@@ -1,0 +1,416 @@
+package kit
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+)
+
+// WritePaths returns the files a tool call is about to write, as absolute
+// paths: the file_path of Claude Code's Edit, Write and MultiEdit (the
+// notebook_path of NotebookEdit) and of Gemini's write_file and replace;
+// the files an apply_patch (Codex) adds, updates, deletes or moves to; and
+// the targets of shell commands that clearly write a path (ShellWrites).
+// Anything else — reads, searches, MCP tools, commands it cannot read —
+// writes nothing as far as Tavern can tell. Relative paths are taken from
+// cwd.
+func WritePaths(toolName string, toolInput json.RawMessage, cwd string) []string {
+	var in map[string]any
+	if len(toolInput) == 0 || json.Unmarshal(toolInput, &in) != nil {
+		return nil
+	}
+	str := func(k string) string {
+		s, _ := in[k].(string)
+		return s
+	}
+	var rel []string
+	switch toolName {
+	case "Edit", "Write", "MultiEdit", "write_file", "replace":
+		rel = append(rel, str("file_path"))
+	case "NotebookEdit":
+		rel = append(rel, str("notebook_path"))
+	case "apply_patch":
+		for _, k := range []string{"command", "patch", "input"} {
+			if s := str(k); s != "" {
+				rel = append(rel, PatchPaths(s)...)
+				break
+			}
+		}
+	case "Bash", "run_shell_command", "shell", "local_shell", "exec_command", "container.exec":
+		switch c := in["command"].(type) {
+		case string:
+			rel = append(rel, ShellWrites(c)...)
+		case []any: // argv form (older Codex shell tools)
+			var words []string
+			for _, w := range c {
+				if s, ok := w.(string); ok {
+					words = append(words, s)
+				}
+			}
+			if len(words) == 3 && (words[0] == "bash" || words[0] == "sh" || words[0] == "zsh") && (words[1] == "-c" || words[1] == "-lc") {
+				rel = append(rel, ShellWrites(words[2])...)
+			} else if len(words) > 0 && words[0] == "apply_patch" && len(words) == 2 {
+				rel = append(rel, PatchPaths(words[1])...)
+			} else {
+				rel = append(rel, commandWrites(words)...)
+			}
+		}
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range rel {
+		if p == "" {
+			continue
+		}
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(cwd, p)
+		}
+		p = filepath.Clean(p)
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// PatchPaths returns the files an apply_patch patch touches: the paths of
+// its "*** Add File:", "*** Update File:", "*** Delete File:" and
+// "*** Move to:" lines.
+func PatchPaths(patch string) []string {
+	var out []string
+	for _, line := range strings.Split(patch, "\n") {
+		line = strings.TrimSpace(line)
+		for _, h := range []string{"*** Add File:", "*** Update File:", "*** Delete File:", "*** Move to:"} {
+			if p, ok := strings.CutPrefix(line, h); ok {
+				if p = strings.TrimSpace(p); p != "" {
+					out = append(out, p)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// ShellWrites returns the paths a shell command line clearly writes:
+// targets of output redirections (>, >>, &>, >|, N>), files given to tee,
+// touch, rm, rmdir, mkdir, truncate, sed -i, perl -i, the destination of
+// cp, ln and install, both sides of mv, dd's of=, and git mv / git rm.
+// Words with expansions ($, `, globs) are not clear and are skipped, as is
+// a line that does not tokenize (an open quote).
+func ShellWrites(line string) []string {
+	cmds, ok := parseShell(line)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, c := range cmds {
+		out = append(out, c.redirects...)
+		out = append(out, commandWrites(c.words)...)
+	}
+	return out
+}
+
+type shellWord struct {
+	text    string
+	dynamic bool // contains an expansion or a glob: not a clear path
+}
+
+type simpleCommand struct {
+	words     []string // static words; a dynamic word is ""
+	redirects []string // static output redirection targets
+}
+
+// parseShell splits a command line into simple commands (separated by ;
+// & && || | and newlines), with quotes removed, output redirection
+// targets collected, and here-document bodies skipped.
+func parseShell(line string) ([]simpleCommand, bool) {
+	var cmds []simpleCommand
+	var cur simpleCommand
+	var heredocs []string // delimiters waiting for the next newline
+	rs := []rune(line)
+	i := 0
+	flush := func() {
+		if len(cur.words) > 0 || len(cur.redirects) > 0 {
+			cmds = append(cmds, cur)
+		}
+		cur = simpleCommand{}
+	}
+	readWord := func() (shellWord, bool) {
+		var w strings.Builder
+		dyn := false
+		for i < len(rs) {
+			r := rs[i]
+			switch {
+			case r == '\'':
+				j := i + 1
+				for j < len(rs) && rs[j] != '\'' {
+					j++
+				}
+				if j >= len(rs) {
+					return shellWord{}, false
+				}
+				w.WriteString(string(rs[i+1 : j]))
+				i = j + 1
+			case r == '"':
+				j := i + 1
+				for j < len(rs) && rs[j] != '"' {
+					if rs[j] == '\\' && j+1 < len(rs) {
+						j++
+					} else if rs[j] == '$' || rs[j] == '`' {
+						dyn = true
+					}
+					j++
+				}
+				if j >= len(rs) {
+					return shellWord{}, false
+				}
+				w.WriteString(strings.ReplaceAll(string(rs[i+1:j]), "\\\"", "\""))
+				i = j + 1
+			case r == '\\':
+				if i+1 < len(rs) {
+					w.WriteRune(rs[i+1])
+					i += 2
+				} else {
+					i++
+				}
+			case r == ' ' || r == '\t' || r == '\n' || r == ';' || r == '&' || r == '|' || r == '<' || r == '>' || r == '(' || r == ')':
+				return shellWord{text: w.String(), dynamic: dyn}, true
+			default:
+				if r == '$' || r == '`' || r == '*' || r == '?' || r == '[' || r == '{' || r == '~' {
+					dyn = true
+				}
+				w.WriteRune(r)
+				i++
+			}
+		}
+		return shellWord{text: w.String(), dynamic: dyn}, true
+	}
+	skipBlanks := func() {
+		for i < len(rs) && (rs[i] == ' ' || rs[i] == '\t') {
+			i++
+		}
+	}
+	for i < len(rs) {
+		r := rs[i]
+		switch {
+		case r == ' ' || r == '\t':
+			i++
+		case r == '#' && (i == 0 || rs[i-1] == ' ' || rs[i-1] == '\t' || rs[i-1] == '\n' || rs[i-1] == ';'):
+			for i < len(rs) && rs[i] != '\n' {
+				i++
+			}
+		case r == '\n':
+			flush()
+			i++
+			for _, delim := range heredocs {
+				for i < len(rs) {
+					j := i
+					for j < len(rs) && rs[j] != '\n' {
+						j++
+					}
+					body := strings.TrimLeft(string(rs[i:j]), "\t")
+					i = min(j+1, len(rs))
+					if body == delim {
+						break
+					}
+				}
+			}
+			heredocs = nil
+		case r == ';' || r == '|' || r == '&' || r == '(' || r == ')':
+			// &> and &>> redirect both streams.
+			if r == '&' && i+1 < len(rs) && rs[i+1] == '>' {
+				i++
+				continue
+			}
+			flush()
+			i++
+		case r == '<':
+			if i+1 < len(rs) && rs[i+1] == '<' {
+				i += 2
+				if i < len(rs) && rs[i] == '<' { // here-string <<<
+					i++
+					skipBlanks()
+					if _, ok := readWord(); !ok {
+						return nil, false
+					}
+					continue
+				}
+				if i < len(rs) && rs[i] == '-' {
+					i++
+				}
+				skipBlanks()
+				w, ok := readWord()
+				if !ok {
+					return nil, false
+				}
+				heredocs = append(heredocs, w.text)
+				continue
+			}
+			i++
+			skipBlanks()
+			if _, ok := readWord(); !ok { // input redirection: read, not write
+				return nil, false
+			}
+		case r == '>':
+			i++
+			if i < len(rs) && (rs[i] == '>' || rs[i] == '|') {
+				i++
+			}
+			if i < len(rs) && rs[i] == '&' { // >&2: a descriptor, not a file
+				i++
+				skipBlanks()
+				if _, ok := readWord(); !ok {
+					return nil, false
+				}
+				continue
+			}
+			skipBlanks()
+			w, ok := readWord()
+			if !ok {
+				return nil, false
+			}
+			if !w.dynamic && w.text != "" && !strings.HasPrefix(w.text, "/dev/") {
+				cur.redirects = append(cur.redirects, w.text)
+			}
+		default:
+			w, ok := readWord()
+			if !ok {
+				return nil, false
+			}
+			// "2>" and "1>>": a descriptor number right before >.
+			if i < len(rs) && rs[i] == '>' && w.text != "" && strings.Trim(w.text, "0123456789") == "" && !w.dynamic {
+				continue
+			}
+			if w.dynamic {
+				cur.words = append(cur.words, "")
+			} else {
+				cur.words = append(cur.words, w.text)
+			}
+		}
+	}
+	flush()
+	return cmds, true
+}
+
+// commandWrites returns the paths one simple command clearly writes.
+func commandWrites(words []string) []string {
+	// Skip assignments and wrappers that run the rest as a command.
+	for len(words) > 0 {
+		w := words[0]
+		if w == "" {
+			return nil
+		}
+		if eq := strings.IndexByte(w, '='); eq > 0 && !strings.ContainsAny(w[:eq], "/-.") {
+			words = words[1:]
+			continue
+		}
+		if w == "sudo" || w == "command" || w == "nohup" || w == "time" || w == "exec" || w == "env" || w == "nice" {
+			words = words[1:]
+			continue
+		}
+		break
+	}
+	if len(words) == 0 {
+		return nil
+	}
+	name := filepath.Base(words[0])
+	args := words[1:]
+	operands := func(args []string) []string {
+		var out []string
+		end := false
+		for _, a := range args {
+			switch {
+			case end:
+				out = append(out, a)
+			case a == "--":
+				end = true
+			case strings.HasPrefix(a, "-") && a != "-":
+			default:
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	clean := func(ps []string) []string {
+		var out []string
+		for _, p := range ps {
+			if p != "" && p != "-" && !strings.HasPrefix(p, "/dev/") {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	switch name {
+	case "tee", "touch", "rm", "rmdir", "mkdir", "shred", "unlink":
+		return clean(operands(args))
+	case "truncate":
+		var out []string
+		for i := 0; i < len(args); i++ {
+			a := args[i]
+			if a == "-s" || a == "--size" || a == "-r" || a == "--reference" {
+				i++
+				continue
+			}
+			if !strings.HasPrefix(a, "-") {
+				out = append(out, a)
+			}
+		}
+		return clean(out)
+	case "mv":
+		return clean(operands(args))
+	case "cp", "ln", "install":
+		for i, a := range args {
+			if (a == "-t" || a == "--target-directory") && i+1 < len(args) {
+				return clean([]string{args[i+1]})
+			}
+			if d, ok := strings.CutPrefix(a, "--target-directory="); ok {
+				return clean([]string{d})
+			}
+		}
+		ops := operands(args)
+		if len(ops) < 2 {
+			return nil
+		}
+		return clean(ops[len(ops)-1:])
+	case "dd":
+		for _, a := range args {
+			if f, ok := strings.CutPrefix(a, "of="); ok {
+				return clean([]string{f})
+			}
+		}
+	case "sed", "perl":
+		inPlace := false
+		script := true // the first operand is the script unless -e/-f gave one
+		var files []string
+		for i := 0; i < len(args); i++ {
+			a := args[i]
+			switch {
+			case a == "-i" || strings.HasPrefix(a, "-i") || a == "--in-place" || strings.HasPrefix(a, "--in-place="):
+				inPlace = true
+			case name == "perl" && strings.HasPrefix(a, "-") && strings.Contains(a, "i") && !strings.HasPrefix(a, "--"):
+				inPlace = true
+				if strings.Contains(a, "e") {
+					script = false
+					i++ // -pie 'script'
+				}
+			case a == "-e" || a == "-f" || a == "--expression" || a == "--file":
+				script = false
+				i++
+			case strings.HasPrefix(a, "-"):
+			case script:
+				script = false
+			default:
+				files = append(files, a)
+			}
+		}
+		if inPlace {
+			return clean(files)
+		}
+	case "git":
+		if len(args) > 0 && (args[0] == "mv" || args[0] == "rm") {
+			return clean(operands(args[1:]))
+		}
+	}
+	return nil
+}

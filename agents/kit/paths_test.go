@@ -1,0 +1,68 @@
+package kit
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestWritePaths(t *testing.T) {
+	tests := []struct {
+		tool  string
+		input string
+		want  []string
+	}{
+		{"Write", `{"file_path":"/p/src/a.go","content":"x"}`, []string{"/p/src/a.go"}},
+		{"Edit", `{"file_path":"src/a.go","old_string":"a","new_string":"b"}`, []string{"/p/src/a.go"}},
+		{"MultiEdit", `{"file_path":"/p/b.go","edits":[]}`, []string{"/p/b.go"}},
+		{"NotebookEdit", `{"notebook_path":"/p/n.ipynb","new_source":"x"}`, []string{"/p/n.ipynb"}},
+		{"write_file", `{"file_path":"/p/w.txt","content":"x"}`, []string{"/p/w.txt"}},
+		{"replace", `{"file_path":"/p/r.txt","old_string":"a","new_string":"b"}`, []string{"/p/r.txt"}},
+		{"Read", `{"file_path":"/p/a.go"}`, nil},
+		{"apply_patch", `{"command":"*** Begin Patch\n*** Add File: new.go\n+x\n*** Update File: src/old.go\n*** Move to: src/moved.go\n*** Delete File: gone.go\n*** End Patch"}`,
+			[]string{"/p/new.go", "/p/src/old.go", "/p/src/moved.go", "/p/gone.go"}},
+		{"apply_patch", `{"patch":"*** Update File: x.go\n"}`, []string{"/p/x.go"}},
+		{"Bash", `{"command":"ls -la && cat a.go | grep x"}`, nil},
+		{"Bash", `{"command":"go test ./... > out.txt 2>&1"}`, []string{"/p/out.txt"}},
+		{"run_shell_command", `{"command":"echo hi >> logs/a.log; echo x >/dev/null"}`, []string{"/p/logs/a.log"}},
+		{"Bash", `{"command":"make 2>err.txt &> all.txt"}`, []string{"/p/err.txt", "/p/all.txt"}},
+		{"Bash", `{"command":"echo x | tee -a one.txt two.txt"}`, []string{"/p/one.txt", "/p/two.txt"}},
+		{"Bash", `{"command":"sed -i 's/a/b/' src/a.go src/b.go"}`, []string{"/p/src/a.go", "/p/src/b.go"}},
+		{"Bash", `{"command":"sed -e 's/a/b/' src/a.go"}`, nil},
+		{"Bash", `{"command":"perl -pi -e 's/a/b/' x.pl"}`, []string{"/p/x.pl"}},
+		{"Bash", `{"command":"cp -r a b dest/ && mv old.go new.go"}`, []string{"/p/dest", "/p/old.go", "/p/new.go"}},
+		{"Bash", `{"command":"cp -t target a b"}`, []string{"/p/target"}},
+		{"Bash", `{"command":"rm -f 'src/my file.go' && touch x"}`, []string{"/p/src/my file.go", "/p/x"}},
+		{"Bash", `{"command":"FOO=1 sudo truncate -s 0 big.log"}`, []string{"/p/big.log"}},
+		{"Bash", `{"command":"git mv a.go b.go; git rm -q c.go; git status"}`, []string{"/p/a.go", "/p/b.go", "/p/c.go"}},
+		{"Bash", `{"command":"dd if=/dev/zero of=disk.img bs=1M count=1"}`, []string{"/p/disk.img"}},
+		{"Bash", `{"command":"cat > gen.go <<'EOF'\npackage gen\nrm -rf /\nEOF\necho done > done.txt"}`, []string{"/p/gen.go", "/p/done.txt"}},
+		// Expansions are not clear paths.
+		{"Bash", `{"command":"echo x > \"$OUT\" && rm *.tmp && touch ~/x"}`, nil},
+		// An open quote does not tokenize: nothing is clear.
+		{"Bash", `{"command":"echo 'oops > a.txt"}`, nil},
+		{"Bash", `{"command":"grep -r foo . 2>/dev/null >&2"}`, nil},
+		{"Bash", `{"command":["bash","-lc","echo x > argv.txt"]}`, []string{"/p/argv.txt"}},
+		{"mcp__tavern__send", `{"text":"> x"}`, nil},
+	}
+	for _, tt := range tests {
+		got := WritePaths(tt.tool, json.RawMessage(tt.input), "/p")
+		if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+			t.Errorf("%s %s:\ngot  %q\nwant %q", tt.tool, tt.input, got, tt.want)
+		}
+	}
+}
+
+func FuzzShellWrites(f *testing.F) {
+	for _, s := range []string{"echo > a", "cat <<EOF\nx\nEOF", "a 2>&1 | b", `sed -i "s/x/y/" f`, "'", "\\", "(cd x && touch y)"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		for _, p := range ShellWrites(line) {
+			if p == "" || strings.HasPrefix(p, "/dev/") {
+				t.Fatalf("ShellWrites(%q) gave %q", line, p)
+			}
+		}
+	})
+}

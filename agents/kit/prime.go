@@ -1,0 +1,377 @@
+package kit
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/agents/messages"
+	"github.com/tavernhq/tavern/agents/recall"
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/queues/tuples"
+	"github.com/tavernhq/tavern/schema"
+)
+
+// PrimeTokens is the most prime prints, counted as characters / 4 (the
+// usual estimate for English text and code in LLM tokenizers).
+const PrimeTokens = 1000
+
+// PrimeFile is the file in .tavern/ that replaces or extends the command
+// part of prime: its text replaces the default commands; a line
+// "{{commands}}" in it is replaced by the default commands (extend), and
+// "{{agent}}" anywhere by the agent's name.
+const PrimeFile = "PRIME.md"
+
+// primeFileMax bounds PRIME.md's share of the budget.
+const primeFileMax = 2000
+
+// list limits: prime is read at the start of every session, so it shows
+// the first few of each list and says how to see the rest.
+const (
+	primeItems     = 5
+	primeNext      = 3
+	primeQuestions = 5
+	primeReserved  = 5
+	primeCommits   = 6
+	primeLine      = 140
+)
+
+// Command is one of the commands prime teaches, with one example.
+type Command struct {
+	Does    string `json:"does"`
+	Example string `json:"example"`
+}
+
+// Prime is what an agent needs to start working: who it is, what it holds,
+// what is waiting for it, and how to act. Text renders it in at most
+// PrimeTokens tokens; JSON carries the same data, lists uncut.
+type Prime struct {
+	Agent        string                `json:"agent"`
+	Role         string                `json:"role,omitempty"`
+	State        string                `json:"state,omitempty"`
+	Session      string                `json:"session,omitempty"`
+	Items        []agents.WakeItem     `json:"items"`
+	Next         []NextItem            `json:"next"`
+	Unread       []messages.Unread     `json:"unread"`
+	Questions    []agents.WakeQuestion `json:"questions"`
+	Reservations []*tuples.Reservation `json:"reservations"`
+	Commitments  []*agents.Commitment  `json:"commitments"`
+	Core         []*recall.Memory      `json:"core"`
+	Commands     []Command             `json:"commands"`
+	Usage        string                `json:"usage,omitempty"` // PRIME.md as applied, when there is one
+	Errors       []string              `json:"errors,omitempty"`
+}
+
+// PrimeOptions tune BuildPrime.
+type PrimeOptions struct {
+	Now time.Time
+	// MemoriesOnly leaves out everything but identity and core memories
+	// (after a compaction the rest is still in the context).
+	MemoriesOnly bool
+}
+
+// BuildPrime gathers the prime of agent. Parts that cannot be read (a
+// broken document somewhere) are reported in Errors and left out: prime
+// runs from a hook and must not fail a session for one bad file.
+func BuildPrime(s *docstore.Store, agent string, opt PrimeOptions) (*Prime, error) {
+	if agent == "" {
+		return nil, ErrNoAgent
+	}
+	if err := schema.ValidAgentName(agent); err != nil {
+		return nil, err
+	}
+	if opt.Now.IsZero() {
+		opt.Now = time.Now()
+	}
+	p := &Prime{Agent: agent, Items: []agents.WakeItem{}, Next: []NextItem{}, Unread: []messages.Unread{},
+		Questions: []agents.WakeQuestion{}, Reservations: []*tuples.Reservation{}, Commitments: []*agents.Commitment{},
+		Core: []*recall.Memory{}, Commands: DefaultCommands(agent)}
+	note := func(what string, err error) {
+		if err != nil {
+			p.Errors = append(p.Errors, what+": "+err.Error())
+		}
+	}
+	if d, err := s.Get(agents.AgentPath(agent)); err == nil {
+		p.Role, p.Session = d.String("role"), d.String("session_id")
+		p.State = d.String("state")
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		note("agent", err)
+	}
+	mems, err := recall.ListMemory(s, agent, recall.MemoryFilter{CoreOnly: true})
+	note("memory", err)
+	summaries := 0
+	for _, m := range mems {
+		if m.Topic == agents.SummaryTopic {
+			if summaries++; summaries > 1 {
+				continue // the last session's summary is enough here
+			}
+		}
+		p.Core = append(p.Core, m)
+	}
+	usage, err := readPrimeFile(s, agent)
+	note(PrimeFile, err)
+	p.Usage = usage
+	if opt.MemoriesOnly {
+		return p, nil
+	}
+
+	items, err := agents.ClaimedItems(s, agent)
+	note("items", err)
+	if items != nil {
+		p.Items = items
+	}
+	if len(p.Items) == 0 {
+		b, err := queues.Open(s, queues.Options{})
+		note("queues", err)
+		if err == nil {
+			next, err := Next(b, agent, NextOptions{Limit: primeNext, Now: opt.Now})
+			note("next", err)
+			if next != nil {
+				p.Next = next
+			}
+			b.Close()
+		}
+	}
+	unread, err := messages.Inbox(s, agent)
+	note("inbox", err)
+	for _, u := range unread {
+		if u.Count > 0 {
+			p.Unread = append(p.Unread, u)
+		}
+	}
+	qs, err := agents.OpenQuestions(s, agent)
+	note("questions", err)
+	if qs != nil {
+		p.Questions = qs
+	}
+	sp, err := tuples.NewSpace(s, tuples.SpaceOptions{NoJournal: true})
+	note("reservations", err)
+	if err == nil {
+		rs, _ := sp.Reservations() // unreadable ones are `tavern check`'s to report
+		for _, r := range rs {
+			if r.Agent == agent {
+				p.Reservations = append(p.Reservations, r)
+			}
+		}
+	}
+	m := &agents.Manager{Store: s}
+	cs, err := m.Commitments(agent)
+	note("commitments", err)
+	if cs != nil {
+		p.Commitments = cs
+	}
+	return p, nil
+}
+
+// readPrimeFile returns PRIME.md applied for agent ("" when there is
+// none).
+func readPrimeFile(s *docstore.Store, agent string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(s.Root(), PrimeFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	text := strings.TrimSpace(string(data))
+	if len(text) > primeFileMax {
+		text = text[:primeFileMax] + "\n… (" + PrimeFile + " is longer: read .tavern/" + PrimeFile + ")"
+	}
+	var cmds strings.Builder
+	writeCommands(&cmds, DefaultCommands(agent))
+	text = strings.ReplaceAll(text, "{{commands}}", strings.TrimRight(cmds.String(), "\n"))
+	return strings.ReplaceAll(text, "{{agent}}", agent), nil
+}
+
+// DefaultCommands are the commands prime teaches, for agent.
+func DefaultCommands(agent string) []Command {
+	as := " --as " + agent
+	return []Command{
+		{"take the next item (prints ID and ATTEMPT)", "tavern next --take" + as},
+		{"report it done, or failed", "tavern item done ID --attempt N --result out.txt  |  tavern item fail ID --attempt N --reason \"why\""},
+		{"send a message (@name: direct)", "tavern send @lead \"parser done, see PR\"" + as},
+		{"read your messages", "tavern recv @" + agent + as},
+		{"ask the user (or --to an agent)", "tavern ask --to user \"Postgres or SQLite?\"" + as},
+		{"reserve paths before editing them", "tavern reserve 'src/parser/**'" + as + " --ttl 2h"},
+		{"commit to a check (stop waits until it passes)", "tavern commit add " + agent + " --desc \"tests pass\" --assert \"go test ./...\""},
+		{"remember something for next time", "tavern memory add" + as + " \"the lexer needs Go 1.26\""},
+	}
+}
+
+func writeCommands(w *strings.Builder, cmds []Command) {
+	for _, c := range cmds {
+		fmt.Fprintf(w, "- %s: `%s`\n", c.Does, c.Example)
+	}
+}
+
+// Text renders the prime in at most PrimeTokens tokens (characters / 4):
+// the commands always, then the lists, filled in turns — every list's
+// first entry before any list's second — so a long list cannot crowd out
+// a short one; a cut list ends with how to see the rest.
+func (p *Prime) Text() string {
+	budget := PrimeTokens * 4
+	var head, usage strings.Builder
+	role := ""
+	if p.Role != "" {
+		role = ", role " + p.Role
+	}
+	fmt.Fprintf(&head, "# Tavern: you are %s%s\n", p.Agent, role)
+	fmt.Fprintf(&head, "Act as %s in every tavern command (--as %s). If this is cut off, run `tavern prime --as %s`.\n", p.Agent, p.Agent, p.Agent)
+	usage.WriteString("\n## Commands\n")
+	if p.Usage != "" {
+		usage.WriteString(p.Usage + "\n")
+	} else {
+		writeCommands(&usage, p.Commands)
+	}
+	type section struct {
+		title string
+		lines []string
+		more  int    // entries beyond lines (not even offered)
+		hint  string // how to see the rest
+		shown int
+	}
+	var secs []*section
+	add := func(title string, lines []string, more int, hint string) {
+		if len(lines) > 0 {
+			secs = append(secs, &section{title: title, lines: lines, more: more, hint: hint})
+		}
+	}
+	var lines []string
+	for i, it := range p.Items {
+		if i == primeItems {
+			break
+		}
+		lines = append(lines, fmt.Sprintf("- %s/%s %q (attempt %d)", it.Queue, it.ID, it.Title, it.Attempt))
+	}
+	add("Your items (report with `tavern item done|fail ID --attempt N`)", lines, max(0, len(p.Items)-primeItems), "tavern ls items --where claimed_by="+p.Agent)
+	lines = nil
+	for _, it := range p.Next {
+		lines = append(lines, fmt.Sprintf("- %s/%s %q", it.Queue, it.ID, it.Title))
+	}
+	add("Next, held by nobody (take with `tavern next --take --as "+p.Agent+"`)", lines, 0, "")
+	lines = nil
+	if len(p.Unread) > 0 {
+		parts := make([]string, len(p.Unread))
+		for i, u := range p.Unread {
+			parts[i] = fmt.Sprintf("%s %d", u.Channel, u.Count)
+		}
+		lines = append(lines, fmt.Sprintf("%s; read with `tavern recv %s --as %s`", strings.Join(parts, ", "), p.Unread[0].Channel, p.Agent))
+	}
+	add("Unread messages", lines, 0, "")
+	lines = nil
+	for i, q := range p.Questions {
+		if i == primeQuestions {
+			break
+		}
+		lines = append(lines, fmt.Sprintf("- %s from %s: %s", q.ID, q.From, oneLine(q.Text)))
+	}
+	add("Questions to you (answer with `tavern answer ID \"...\" --as "+p.Agent+"`)", lines, max(0, len(p.Questions)-primeQuestions), "tavern questions --as "+p.Agent)
+	lines = nil
+	for i, r := range p.Reservations {
+		if i == primeReserved {
+			break
+		}
+		until := "until unreserved"
+		if !r.Expires.IsZero() {
+			until = "until " + schema.FormatTime(r.Expires)
+		}
+		lines = append(lines, fmt.Sprintf("- %s %s", r.Glob, until))
+	}
+	add("Your reservations", lines, max(0, len(p.Reservations)-primeReserved), "tavern reservations")
+	lines = nil
+	for i, c := range p.Commitments {
+		if i == primeCommits {
+			break
+		}
+		lines = append(lines, fmt.Sprintf("- [%s] %s: `%s`", c.Status, c.Description, c.Assertion))
+	}
+	add("Your commitments (checked before you may stop)", lines, max(0, len(p.Commitments)-primeCommits), "tavern commit ls "+p.Agent)
+	lines = nil
+	for _, m := range p.Core {
+		lines = append(lines, fmt.Sprintf("- [%s] %s", m.Topic, oneLine(m.Text)))
+	}
+	add("Core memories", lines, 0, "tavern memory ls --core --as "+p.Agent)
+	for _, sec := range secs {
+		for i, l := range sec.lines {
+			sec.lines[i] = clipLine(l)
+		}
+	}
+
+	render := func(sec *section) string {
+		if sec.shown == 0 {
+			return ""
+		}
+		var b strings.Builder
+		b.WriteString("\n## " + sec.title + "\n")
+		for _, l := range sec.lines[:sec.shown] {
+			b.WriteString(l + "\n")
+		}
+		if rest := len(sec.lines) - sec.shown + sec.more; rest > 0 {
+			b.WriteString(moreLine(rest, sec.hint) + "\n")
+		}
+		return b.String()
+	}
+	total := head.Len() + usage.Len()
+	for grew := true; grew; {
+		grew = false
+		for _, sec := range secs {
+			if sec.shown == len(sec.lines) {
+				continue
+			}
+			before := len(render(sec))
+			sec.shown++
+			if total-before+len(render(sec)) > budget {
+				sec.shown--
+				continue
+			}
+			total += len(render(sec)) - before
+			grew = true
+		}
+	}
+	var body strings.Builder
+	for _, sec := range secs {
+		body.WriteString(render(sec))
+	}
+	return head.String() + body.String() + usage.String()
+}
+
+func moreLine(n int, hint string) string {
+	if hint == "" {
+		return fmt.Sprintf("… %d more", n)
+	}
+	return fmt.Sprintf("… %d more: `%s`", n, hint)
+}
+
+func clipLine(s string) string {
+	r := []rune(s)
+	if len(r) > primeLine*2 {
+		return string(r[:primeLine*2-1]) + "…"
+	}
+	return s
+}
+
+// oneLine shortens text to its first line and at most primeLine
+// characters.
+func oneLine(text string) string {
+	line, _, more := strings.Cut(strings.TrimSpace(text), "\n")
+	r := []rune(line)
+	if len(r) > primeLine {
+		return string(r[:primeLine-1]) + "…"
+	}
+	if more {
+		return line + " …"
+	}
+	return line
+}
+
+// HookJSON wraps text in the SessionStart envelope Claude Code, Codex CLI
+// and Gemini CLI share.
+func HookJSON(text string) map[string]any {
+	return map[string]any{"hookSpecificOutput": map[string]any{"hookEventName": "SessionStart", "additionalContext": text}}
+}

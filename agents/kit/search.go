@@ -1,0 +1,93 @@
+package kit
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tavernhq/tavern/agents/messages"
+	"github.com/tavernhq/tavern/agents/recall"
+)
+
+// SearchHit is one result of Search.
+type SearchHit struct {
+	Source string    `json:"source"` // memory, knowledge, message, note
+	ID     string    `json:"id"`
+	Where  string    `json:"where"` // topic, domain or channel
+	Who    string    `json:"who,omitempty"`
+	Time   time.Time `json:"time"`
+	Text   string    `json:"text"`
+	Score  float64   `json:"score"`
+	Path   string    `json:"path"`
+}
+
+// Search ranks what the agent may read — its own memories, all knowledge,
+// the messages and notes of the channels it reads (its @ channel and the
+// shared ones) — against query with recall's BM25 index: stems,
+// prefixes, titles weighted up, multi-word queries rewarding entries that
+// have more of the words. Best first, at most limit (default 10).
+func Search(e *Env, agent, query string, limit int) ([]SearchHit, error) {
+	if limit <= 0 {
+		limit = 10
+	}
+	var entries []recall.IndexEntry
+	var hits []SearchHit
+	addEntry := func(h SearchHit, e recall.IndexEntry) {
+		e.ID = strconv.Itoa(len(hits)) // ids repeat across sources: index by position
+		entries = append(entries, e)
+		hits = append(hits, h)
+	}
+	s := e.Store
+	if agent != "" {
+		mems, err := recall.ListMemory(s, agent, recall.MemoryFilter{})
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range mems {
+			addEntry(SearchHit{Source: "memory", ID: m.ID, Where: m.Topic, Who: m.Agent, Time: m.Updated, Text: m.Text, Path: m.Path},
+				recall.IndexEntry{Text: m.Text, Tags: strings.ReplaceAll(m.Topic, "-", " ")})
+		}
+	}
+	ks, err := recall.ListKnowledge(s, recall.KnowledgeFilter{})
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range ks {
+		addEntry(SearchHit{Source: "knowledge", ID: k.ID, Where: k.Domain, Who: k.Contributor, Time: k.Updated, Text: k.Text, Path: k.Path},
+			recall.IndexEntry{Title: k.Title, Text: k.Text, Tags: k.Domain})
+	}
+	chs, errs := messages.ListChannels(s, true)
+	if len(errs) > 0 {
+		return nil, errs[0]
+	}
+	for _, c := range chs {
+		if strings.HasPrefix(c.Name, "@") && c.Name != messages.DirectChannel(agent) {
+			continue
+		}
+		msgs, err := messages.ReadMessages(s, c.Name, "", 0)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range msgs {
+			addEntry(SearchHit{Source: "message", ID: m.ID, Where: c.Name, Who: m.Sender, Time: m.Time, Text: m.Text, Path: m.Chunk},
+				recall.IndexEntry{Text: m.Text})
+		}
+		notes, err := messages.ListNotes(s, c.Name)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range notes {
+			addEntry(SearchHit{Source: "note", ID: n.ID, Where: n.Channel, Who: n.Agent, Time: n.Created, Text: n.Text, Path: n.Path},
+				recall.IndexEntry{Text: n.Text})
+		}
+	}
+	ix := recall.BuildIndex(entries)
+	out := []SearchHit{}
+	for _, h := range ix.Search(query, limit) {
+		i, _ := strconv.Atoi(h.ID)
+		hit := hits[i]
+		hit.Score = h.Score
+		out = append(out, hit)
+	}
+	return out, nil
+}

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/agents/kit"
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/watcher/journal"
+)
+
+func newHookCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "hook",
+		Usage:     "run a session hook of Claude Code, Codex CLI or Gemini CLI (stdin: the tool's hook JSON)",
+		ArgsUsage: "EVENT",
+		Description: `Reads the tool's hook payload on stdin and answers on stdout in the tool's
+documented format. 'tavern setup TOOL' installs these hooks; you rarely run
+them by hand. EVENT (the tools' own names are accepted too):
+
+   session-start        registers the session as an agent and primes it
+                        (also after a resume, /clear or compaction)
+   pre-tool-use         denies an edit (Edit, Write, MultiEdit, apply_patch,
+                        write_file, replace, shell commands that clearly write
+                        a path) of a path another agent reserved
+   user-prompt-submit   adds new messages, answers and questions as context
+   post-tool-use        the same, after each tool call
+   stop                 blocks the stop while the agent holds an item whose
+                        commitments do not pass
+   session-end          releases what the session held, writes the sleep
+                        summary
+
+The agent is --as, else $TAVERN_AGENT, else one named after the session:
+TOOL-<first 8 letters and digits of the session id>. Its session exports
+TAVERN_AGENT to the tool's shell commands (Claude Code: $CLAUDE_ENV_FILE;
+Codex: the SessionStart env answer).
+
+A hook never stops the tool because of Tavern's own trouble: errors go to
+stderr and the exit status is 0. The reservation and stop gates decide
+against the tool only on a definite conflict. Outside a Tavern project every
+hook prints nothing.
+
+Examples:
+   tavern hook session-start --tool claude < payload.json
+   echo '{"session_id":"s1","tool_name":"Write","tool_input":{"file_path":"src/a.go"}}' | tavern hook pre-tool-use`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "tool", Usage: "`TOOL` that runs the hook: claude, codex or gemini (default: from the payload)"},
+			asFlag(),
+			// `tavern hook keep`: the session keeper session-start starts.
+			&cli.StringFlag{Name: "agent", Hidden: true},
+			&cli.StringFlag{Name: "session", Hidden: true},
+			&cli.IntFlag{Name: "pid", Hidden: true},
+		},
+		Action: runHook,
+	}
+}
+
+func runHook(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageErr("hook takes EVENT (session-start, pre-tool-use, user-prompt-submit, post-tool-use, stop, session-end)")
+	}
+	if c.Args().First() == "keep" {
+		return runHookKeep(c)
+	}
+	ev, err := kit.ParseEvent(c.Args().First())
+	if err != nil {
+		return err
+	}
+	var tool kit.Tool
+	if t := c.String("tool"); t != "" {
+		if tool, err = kit.ParseTool(t); err != nil {
+			return err
+		}
+	}
+	data, err := io.ReadAll(io.LimitReader(c.App.Reader, 16<<20))
+	if err != nil {
+		return failOpen(c, ev, err)
+	}
+	in, err := kit.ParseInput(tool, ev, data)
+	if err != nil {
+		return failOpen(c, ev, err)
+	}
+	s, err := hookStore(c, in.Cwd)
+	if errors.Is(err, docstore.ErrNoStore) {
+		return nil // not a Tavern project: nothing to say
+	}
+	if err != nil {
+		return failOpen(c, ev, err)
+	}
+	recordJournal(c, s)
+	e, err := kit.OpenEnv(s)
+	if err != nil {
+		return failOpen(c, ev, err)
+	}
+	defer e.Close()
+	opt := kit.HookOptions{Agent: c.String("as"), Session: kit.SessionOptions{
+		ToolPID:     kit.ToolPID(),
+		StartKeeper: startKeeper(s),
+		Role:        os.Getenv("TAVERN_ROLE"),
+	}}
+	resp, herr := kit.Handle(c.Context, e, in, opt)
+	if resp != nil && ev == kit.SessionStart && in.Tool == kit.Claude {
+		if err := kit.WriteEnvFile(os.Getenv("CLAUDE_ENV_FILE"), resp.Env); err != nil {
+			herr = errors.Join(herr, err)
+		}
+	}
+	out, err := resp.Render(in.Tool, ev)
+	if err != nil {
+		return failOpen(c, ev, errors.Join(herr, err))
+	}
+	if len(out) > 0 {
+		if _, err := c.App.Writer.Write(out); err != nil {
+			return err
+		}
+	}
+	if herr != nil {
+		return failOpen(c, ev, herr)
+	}
+	return nil
+}
+
+// failOpen reports Tavern's own error on stderr and lets the tool go on:
+// exit 0, no decision.
+func failOpen(c *cli.Context, ev kit.Event, err error) error {
+	errf(c, "tavern hook %s: %v (ignored: the tool goes on)\n", ev, err)
+	return nil
+}
+
+// hookStore finds the store: --dir / TAVERN_DIR, else upward from the
+// payload's cwd, else from the working directory.
+func hookStore(c *cli.Context, cwd string) (*docstore.Store, error) {
+	if dirOption(c) == "" && cwd != "" {
+		if dir, err := docstore.Find(cwd); err == nil {
+			return docstore.Open(dir)
+		}
+	}
+	dir, err := storeDir(c)
+	if err != nil {
+		return nil, err
+	}
+	return docstore.Open(dir)
+}
+
+// startKeeper starts `tavern hook keep` detached (its own session, stdio
+// on /dev/null so the tool does not wait for it) and waits until it holds
+// the agent's lock or found it taken; it reports on a pipe (fd 3).
+func startKeeper(s *docstore.Store) func(agent, session string, pid int) (bool, error) {
+	return func(agent, session string, pid int) (bool, error) {
+		exe, err := os.Executable()
+		if err != nil {
+			return false, err
+		}
+		r, w, err := os.Pipe()
+		if err != nil {
+			return false, err
+		}
+		defer r.Close()
+		cmd := exec.Command(exe, "hook", "keep", "--dir", s.Root(), "--agent", agent, "--session", session, "--pid", strconv.Itoa(pid))
+		cmd.Dir = filepath.Dir(s.Root())
+		for _, e := range os.Environ() {
+			if !strings.HasPrefix(e, "TAVERN_CPUPROFILE=") { // the hook's profile, not the keeper's
+				cmd.Env = append(cmd.Env, e)
+			}
+		}
+		cmd.ExtraFiles = []*os.File{w}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		err = cmd.Start()
+		w.Close()
+		if err != nil {
+			return false, err
+		}
+		_ = cmd.Process.Release()
+		_ = r.SetReadDeadline(time.Now().Add(5 * time.Second))
+		var b [1]byte
+		n, err := r.Read(b[:])
+		if n == 1 {
+			return b[0] == '1', nil
+		}
+		return false, fmt.Errorf("session keeper did not start: %v", err)
+	}
+}
+
+// runHookKeep is the keeper process. It reports readiness on fd 3 when
+// started by session-start; its own errors go to the journal, since
+// nobody reads its stderr.
+func runHookKeep(c *cli.Context) error {
+	ready := func(ok bool) {
+		f := os.NewFile(3, "ready")
+		if f == nil {
+			return
+		}
+		b := []byte("0")
+		if ok {
+			b = []byte("1")
+		}
+		_, _ = f.Write(b)
+		f.Close()
+	}
+	if c.String("agent") == "" || c.String("session") == "" {
+		ready(false)
+		return usageErr("hook keep takes --agent AGENT --session ID [--pid PID]")
+	}
+	s, err := openStore(c)
+	if err != nil {
+		ready(false)
+		return err
+	}
+	e, err := kit.OpenEnv(s)
+	if err != nil {
+		ready(false)
+		return err
+	}
+	defer e.Close()
+	ctx := context.WithoutCancel(c.Context) // a Ctrl-C in the tool's terminal is not the session's end
+	err = kit.RunKeeper(ctx, e, c.String("agent"), c.String("session"), c.Int("pid"), ready)
+	if err != nil {
+		_, _ = e.Manager.Journal.Append(journal.Event{Type: "session.keeper_error", Kind: "agent", Agent: c.String("agent"),
+			Data: map[string]any{"session": c.String("session"), "error": err.Error()}})
+	}
+	return err
+}

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/agents/kit"
+)
+
+func newMCPCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "mcp",
+		Usage: "serve Tavern to an agent over MCP (stdio): eight small tools",
+		Description: `Runs a Model Context Protocol server on stdin/stdout (the official Go SDK)
+with eight tools — prime, next, report, send, inbox, ask, reserve, search —
+whose schemas together stay under 2,000 tokens. The server's instructions tell
+the model to call prime first. The hooks and the CLI are the first door; this
+is the second, for tools that prefer MCP.
+
+The agent is --as, else $TAVERN_AGENT, else the agent of the hooked session
+whose tool started the server.
+
+Example (Claude Code, .mcp.json):
+   {"mcpServers": {"tavern": {"command": "tavern", "args": ["mcp"]}}}`,
+		Flags:  []cli.Flag{asFlag()},
+		Action: runMCP,
+	}
+}
+
+func runMCP(c *cli.Context) error {
+	s, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	e, err := kit.OpenEnv(s)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	srv := kit.NewMCPServer(e, kit.MCPOptions{Agent: c.String("as"), Version: c.App.Version})
+	return srv.Run(c.Context, &mcp.StdioTransport{})
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tavernhq/tavern/agents/kit"
+)
+
+// The MCP server through the built binary, with the SDK's client on its
+// stdin/stdout: initialize, list the tools (within the budget), call each
+// one, and check the store afterwards with the CLI.
+func TestMCPServerBuiltBinary(t *testing.T) {
+	p := newProject(t)
+	p.ok("queue", "create", "build")
+	p.ok("queue", "add", "build", "--title", "port the lexer")
+	p.ok("knowledge", "add", "--domain", "decision", "--title", "Database", "We use PostgreSQL 17 with JSONB")
+	p.ok("send", "@me", "welcome aboard", "--as", "bob")
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.Command(tavernBin(t), "mcp")
+	cmd.Dir = p.dir
+	for _, e := range os.Environ() {
+		if k, _, _ := strings.Cut(e, "="); k != "TAVERN_DIR" && k != "TAVERN_AGENT" {
+			cmd.Env = append(cmd.Env, e)
+		}
+	}
+	cmd.Env = append(cmd.Env, "TAVERN_AGENT=me")
+	client := mcp.NewClient(&mcp.Implementation{Name: "tavern-test", Version: "v0"}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+
+	if ins := cs.InitializeResult().Instructions; !strings.Contains(ins, "Call prime first") {
+		t.Errorf("instructions: %q", ins)
+	}
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := 0
+	for _, tool := range tools.Tools {
+		data, _ := json.Marshal(tool)
+		size += len(data)
+	}
+	if len(tools.Tools) > kit.MCPMaxTools || size/4 > kit.MCPSchemaTokens {
+		t.Errorf("%d tools, %d tokens of schema: over the budget (%d tools, %d tokens)", len(tools.Tools), size/4, kit.MCPMaxTools, kit.MCPSchemaTokens)
+	}
+
+	call := func(name string, args map[string]any) string {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var b strings.Builder
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				b.WriteString(tc.Text)
+			}
+		}
+		if res.IsError {
+			t.Fatalf("%s: tool error: %s", name, b.String())
+		}
+		return b.String()
+	}
+	called := map[string]bool{}
+	do := func(name string, args map[string]any) string {
+		called[name] = true
+		return call(name, args)
+	}
+
+	if out := do("prime", nil); !strings.Contains(out, "you are me") || !strings.Contains(out, "port the lexer") {
+		t.Errorf("prime: %s", out)
+	}
+	if out := do("next", nil); !strings.Contains(out, "port the lexer") {
+		t.Errorf("next: %s", out)
+	}
+	out := do("next", map[string]any{"take": true})
+	if !strings.Contains(out, "claimed build/") || !strings.Contains(out, "attempt 1") {
+		t.Fatalf("next take: %s", out)
+	}
+	id := strings.Fields(strings.TrimPrefix(out, "claimed build/"))[0]
+	if out := do("inbox", nil); !strings.Contains(out, "welcome aboard") {
+		t.Errorf("inbox: %s", out)
+	}
+	do("send", map[string]any{"channel": "@bob", "text": "on it"})
+	do("ask", map[string]any{"question": "Which lexer generator?", "to": "user"})
+	do("reserve", map[string]any{"globs": []string{"src/lexer/**"}, "ttl": "30m"})
+	if out := do("search", map[string]any{"query": "postgres databases"}); !strings.Contains(out, "PostgreSQL 17") {
+		t.Errorf("search: %s", out)
+	}
+	if out := do("report", map[string]any{"id": id, "attempt": 1, "outcome": "done", "text": "lexer ported"}); !strings.Contains(out, "done") {
+		t.Errorf("report: %s", out)
+	}
+	for _, tool := range tools.Tools {
+		if !called[tool.Name] {
+			t.Errorf("tool %s not called by the test", tool.Name)
+		}
+	}
+
+	// The store afterwards, through the CLI.
+	if out := p.ok("show", "items/"+id, "--json"); !strings.Contains(out, `"lexer ported"`) || !strings.Contains(out, "/done/") {
+		t.Errorf("item after report:\n%s", out)
+	}
+	if out := p.ok("recv", "@bob", "--as", "bob"); !strings.Contains(out, "on it") {
+		t.Errorf("bob's messages: %s", out)
+	}
+	if out := p.ok("questions"); !strings.Contains(out, "Which lexer generator?") {
+		t.Errorf("questions to the user: %s", out)
+	}
+	if out := p.ok("reservations"); !strings.Contains(out, "src/lexer/**") || !strings.Contains(out, "me") {
+		t.Errorf("reservations: %s", out)
+	}
+	// A tool error is a tool error, not a broken session.
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "report", Arguments: map[string]any{"id": id, "attempt": 1, "outcome": "done"}})
+	if err != nil || !res.IsError {
+		t.Errorf("second report of a done item: %+v %v, want a tool error", res, err)
+	}
+}

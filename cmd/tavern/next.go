@@ -1,0 +1,120 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/agents/kit"
+	"github.com/tavernhq/tavern/queues"
+)
+
+func newNextCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "next",
+		Usage: "what should I do next: the first items nobody holds (--take claims one)",
+		Description: `Lists the next claimable items of the agent's queues (its queues: field, else
+every queue by priority), in the order take would claim them: pending, not
+held by anyone, not_before passed, dependencies done. It never offers an item
+someone holds. Items the agent already holds come first, marked "held".
+
+--take claims the next item for the agent, like 'tavern queue take' (a
+liveness claim while the agent's session or spawn wrapper runs, else a lease):
+the first line is "ID ATTEMPT", then the item file. Exit 3 if nothing is
+claimable (after --wait).
+
+Examples:
+   tavern next --as alice
+   read id attempt < <(tavern next --take --as alice | head -1)`,
+		Flags: []cli.Flag{
+			asFlag(),
+			&cli.StringSliceFlag{Name: "queue", Usage: "look in `Q` only (repeatable, or Q1,Q2)"},
+			&cli.IntFlag{Name: "limit", Value: 3, Usage: "offer up to `N` items"},
+			&cli.BoolFlag{Name: "take", Usage: "claim the next item"},
+			&cli.DurationFlag{Name: "wait", Usage: "with --take: wait up to `DUR` for an item"},
+			jsonFlag(),
+		},
+		Action: runNext,
+	}
+}
+
+func runNext(c *cli.Context) error {
+	var names []string
+	for _, q := range c.StringSlice("queue") {
+		for _, n := range strings.Split(q, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				names = append(names, n)
+			}
+		}
+	}
+	agent := c.String("as")
+	s, b, err := openBroker(c)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if c.Bool("take") {
+		if agent == "" {
+			return usageErr("next --take needs --as AGENT (or TAVERN_AGENT)")
+		}
+		cl, err := kit.Take(c.Context, b, agent, names, c.Duration("wait"))
+		if err != nil {
+			if ee, ok := err.(*queues.EmptyError); ok && ee.Diag != nil {
+				warnDiag(c, ee.Diag.Invalid, ee.Diag.Blocked)
+			}
+			return err
+		}
+		if c.Bool("json") {
+			return printJSON(c, itemObject(s, cl.Item))
+		}
+		outf(c, "%s %d\n", cl.ID, cl.Attempt)
+		_, err = c.App.Writer.Write(cl.Doc.Bytes())
+		return err
+	}
+	type row struct {
+		kit.NextItem
+		Held    bool  `json:"held,omitempty"`
+		Attempt int64 `json:"attempt,omitempty"`
+	}
+	rows := []row{}
+	if agent != "" {
+		held, err := agents.ClaimedItems(s, agent)
+		if err != nil {
+			return err
+		}
+		for _, it := range held {
+			rows = append(rows, row{NextItem: kit.NextItem{ID: it.ID, Queue: it.Queue, Title: it.Title, Path: it.Path}, Held: true, Attempt: it.Attempt})
+		}
+	}
+	next, err := kit.Next(b, agent, kit.NextOptions{Queues: names, Limit: c.Int("limit")})
+	if err != nil {
+		return err
+	}
+	for _, it := range next {
+		rows = append(rows, row{NextItem: it})
+	}
+	if c.Bool("json") {
+		if err := printJSON(c, rows); err != nil {
+			return err
+		}
+	} else {
+		tw := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
+		for _, r := range rows {
+			mark := "next"
+			if r.Held {
+				mark = fmt.Sprintf("held (attempt %d)", r.Attempt)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ID, r.Queue, mark, r.Title)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(rows) == 0 {
+		return errSilentNothing
+	}
+	return nil
+}

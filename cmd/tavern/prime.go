@@ -1,0 +1,97 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/agents/kit"
+	"github.com/tavernhq/tavern/docstore"
+)
+
+func newPrimeCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "prime",
+		Usage: "print what an agent needs to start working (at most 1,000 tokens)",
+		Description: `Prints who the agent is, the items it holds (or the next ones nobody holds),
+its unread messages, open questions addressed to it, its reservations and
+commitments, its core memories, and the commands it will use, each with one
+example: at most 1,000 tokens (characters/4), lists cut with a pointer to the
+rest. --json gives the same data, lists uncut.
+
+--hook-json wraps the text in the SessionStart envelope Claude Code, Codex CLI
+and Gemini CLI share: {"hookSpecificOutput":{"hookEventName":"SessionStart",
+"additionalContext":"..."}}. Given a hook payload on stdin, it takes the agent
+from the session as 'tavern hook session-start' does (which also registers the
+session; prefer it, see 'tavern setup').
+
+The agent is --as, else $TAVERN_AGENT. Outside a Tavern project prime prints
+nothing and exits 0, so a global hook does no harm. .tavern/PRIME.md replaces
+the command list; a line {{commands}} in it puts the default list there, and
+{{agent}} is replaced by the agent's name.
+
+Examples:
+   tavern prime --as alice
+   tavern prime --hook-json < hook-payload.json`,
+		Flags: []cli.Flag{
+			asFlag(),
+			&cli.BoolFlag{Name: "hook-json", Usage: "print the SessionStart hook envelope"},
+			&cli.BoolFlag{Name: "memories-only", Usage: "only identity, core memories and commands (after a compaction)"},
+			jsonFlag(),
+		},
+		Action: runPrime,
+	}
+}
+
+func runPrime(c *cli.Context) error {
+	s, err := openStore(c)
+	if errors.Is(err, docstore.ErrNoStore) {
+		return nil // hooks run everywhere: outside a project, say nothing
+	}
+	if err != nil {
+		return err
+	}
+	agent := c.String("as")
+	if agent == "" && c.Bool("hook-json") {
+		agent = hookPayloadAgent(c.App.Reader)
+	}
+	if agent == "" {
+		return usageErr("prime needs --as AGENT (or TAVERN_AGENT)")
+	}
+	p, err := kit.BuildPrime(s, agent, kit.PrimeOptions{MemoriesOnly: c.Bool("memories-only")})
+	if err != nil {
+		return err
+	}
+	for _, e := range p.Errors {
+		errf(c, "tavern: prime: %s\n", e)
+	}
+	switch {
+	case c.Bool("json"):
+		return printJSON(c, p)
+	case c.Bool("hook-json"):
+		return printJSON(c, kit.HookJSON(p.Text()))
+	}
+	outf(c, "%s", p.Text())
+	return nil
+}
+
+// hookPayloadAgent reads a hook payload from stdin (not a terminal) and
+// returns the agent of its session, or "".
+func hookPayloadAgent(r io.Reader) string {
+	if f, ok := r.(*os.File); ok {
+		if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeCharDevice != 0 {
+			return ""
+		}
+	}
+	data, err := io.ReadAll(io.LimitReader(r, 16<<20))
+	if err != nil {
+		return ""
+	}
+	in, err := kit.ParseInput("", kit.SessionStart, data)
+	if err != nil {
+		return ""
+	}
+	return kit.HookAgent(in, kit.HookOptions{})
+}
