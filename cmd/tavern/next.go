@@ -50,16 +50,19 @@ func runNext(c *cli.Context) error {
 			}
 		}
 	}
-	agent := c.String("as")
+	agent := asOrEnv(c)
 	s, b, err := openBroker(c)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
 	if c.Bool("take") {
-		if agent == "" {
-			return usageErr("next --take needs --as AGENT (or TAVERN_AGENT)")
+		// Taking acts for someone: the one rule (actorOf).
+		a, err := actorOf(c, s)
+		if err != nil {
+			return err
 		}
+		agent = a.Name
 		cl, err := kit.Take(c.Context, b, agent, names, c.Duration("wait"))
 		if err != nil {
 			if ee, ok := err.(*queues.EmptyError); ok && ee.Diag != nil {

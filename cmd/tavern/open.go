@@ -159,6 +159,18 @@ func actorOf(c *cli.Context, s *docstore.Store) (agents.Actor, error) {
 	return agents.ResolveActor(s, as, envAgent())
 }
 
+// asOrEnv is --as, else $TAVERN_AGENT, unchecked: for the agent-tool
+// commands (hook, prime, mcp, next) that derive an identity of their own
+// (a hook session's agent) when neither is given.
+func asOrEnv(c *cli.Context) string {
+	if hasFlag(c.Command, "as") {
+		if v := c.String("as"); v != "" {
+			return v
+		}
+	}
+	return envAgent()
+}
+
 // agentActor is actorOf for the commands that work only for an agent
 // (wake, sleep): the person is a usage error.
 func agentActor(c *cli.Context, s *docstore.Store) (agents.Actor, error) {
