@@ -174,3 +174,8 @@ func (e *NestedError) Error() string {
 }
 
 func (e *NestedError) Unwrap() error { return ErrNested }
+
+// ErrEngineFile is returned when a document operation names a file the
+// engine owns and needs: tavern.md (every command reads it), the journal,
+// engine-private dot names. Deleting one would break every later command.
+var ErrEngineFile = errors.New("an engine file, not a document")

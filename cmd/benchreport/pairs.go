@@ -34,6 +34,11 @@ var pairs = []pair{
 	{Name: "BenchmarkQueueTakeDone/workers=8", Metric: "cpu-µs/op", Base: "BenchmarkSQLiteQueue/full/workers=8"},
 	{Name: "BenchmarkQueueTakeDoneRelaxed/workers=8", Metric: "cpu-µs/op", Base: "BenchmarkSQLiteQueue/normal/workers=8"},
 
+	// Issue 16: tavern backup of 20k documents (one syncfs, no fsync per
+	// file) against cp -r + sync of the same store. The goal is absolute,
+	// <= 5 s on the development VM: read the ms/op column.
+	{Name: "BenchmarkBackup/docs=20000", Metric: "ms/op", Base: "BenchmarkRawCopySync/docs=20000"},
+
 	// Issue 17: each hook handler, the built binary on a 10k-document
 	// store, against starting the binary at all (tavern --help). The goal
 	// is an absolute one, <= 50 ms wall per handler: read the ms/op column

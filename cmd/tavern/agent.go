@@ -328,8 +328,15 @@ func runAgentNote(c *cli.Context) error {
 		return err
 	}
 	defer m.Close()
-	_, err = m.AddNote(c.Args().Get(0), c.Args().Get(1))
-	return err
+	a, err := m.AddNote(c.Args().Get(0), c.Args().Get(1))
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c, a)
+	}
+	outf(c, "%s\n", a.Path)
+	return nil
 }
 
 func newAgentLogCommand() *cli.Command {

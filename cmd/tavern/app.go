@@ -61,6 +61,7 @@ func commands() []*cli.Command {
 		newSleepCommand(),
 		newSpawnCommand(),
 		newTokenCommand(),
+		newTrashCommand(),
 		newTupleCommand(),
 		newUnreserveCommand(),
 		newVerifierCommand(),
@@ -106,8 +107,9 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 }
 
 // prepare gives every command what all of them take: --dir (so it may
-// follow the command name), flag errors as usage errors, and, for a
-// command with subcommands, an unknown subcommand as a usage error.
+// follow the command name), --json (one meaning everywhere: `tavern
+// --json CMD` is `tavern CMD --json`), flag errors as usage errors, and,
+// for a command with subcommands, an unknown subcommand as a usage error.
 func prepare(c *cli.Command) {
 	for _, s := range c.Subcommands {
 		prepare(s)
@@ -115,9 +117,38 @@ func prepare(c *cli.Command) {
 	if !hasFlag(c, "dir") {
 		c.Flags = append(c.Flags, dirFlag())
 	}
+	if len(c.Subcommands) == 0 {
+		if !hasFlag(c, "json") {
+			c.Flags = append(c.Flags, jsonFlag())
+		}
+		c.Before = inheritJSON(c.Before)
+	}
 	c.OnUsageError = onUsageError
 	if len(c.Subcommands) > 0 && c.Action == nil {
 		c.Action = parentAction
+	}
+}
+
+// inheritJSON runs before a command: a --json given before the command
+// name (`tavern --json ls agents`) sets the command's own --json, which
+// urfave/cli would otherwise read as unset (it reads a flag from the
+// innermost context that defines it).
+func inheritJSON(next cli.BeforeFunc) cli.BeforeFunc {
+	return func(c *cli.Context) error {
+		if !c.IsSet("json") {
+			for _, anc := range c.Lineage()[1:] {
+				if anc.Command != nil && anc.IsSet("json") && anc.Bool("json") {
+					if err := c.Set("json", "true"); err != nil {
+						return err
+					}
+					break
+				}
+			}
+		}
+		if next != nil {
+			return next(c)
+		}
+		return nil
 	}
 }
 

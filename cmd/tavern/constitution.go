@@ -69,6 +69,9 @@ func runConstitutionSet(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.Bool("json") {
+		return printJSON(c, map[string]string{"role": c.Args().First(), "path": agents.ConstitutionPath(c.Args().First()), "sha256": sha})
+	}
 	outf(c, "%s %s\n", agents.ConstitutionPath(c.Args().First()), sha)
 	return nil
 }

@@ -65,15 +65,21 @@ func runEdit(c *cli.Context) error {
 		}
 		if bytes.Equal(data, orig.Bytes()) {
 			os.Remove(tmpName)
+			if c.Bool("json") {
+				return printJSON(c, map[string]any{"rel": rel, "saved": false, "rev": orig.Rev})
+			}
 			outf(c, "no changes\n")
 			return nil
 		}
 		verr := validateEdit(orig, data)
 		if verr == nil {
-			_, err := s.UpdateIf(rel, orig.Rev, func(d *docstore.Doc) error { return d.Replace(data) })
+			saved, err := s.UpdateIf(rel, orig.Rev, func(d *docstore.Doc) error { return d.Replace(data) })
 			switch {
 			case err == nil:
 				os.Remove(tmpName)
+				if c.Bool("json") {
+					return printJSON(c, map[string]any{"rel": rel, "saved": true, "rev": saved.Rev})
+				}
 				outf(c, "saved %s\n", rel)
 				return nil
 			case errors.Is(err, docstore.ErrConflict):

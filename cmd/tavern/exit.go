@@ -108,6 +108,7 @@ var exitCodes = []struct {
 
 	// docstore
 	{docstore.ErrUnsafePath, exitUsage},
+	{docstore.ErrEngineFile, exitUsage},
 	{docstore.ErrBadExpr, exitUsage},
 	{docstore.ErrAmbiguous, exitUsage},
 	{docstore.ErrConflict, exitConflict},

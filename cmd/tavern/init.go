@@ -58,8 +58,13 @@ func runInit(c *cli.Context) error {
 	}
 	if created {
 		journalInit(c, s)
+	}
+	switch {
+	case c.Bool("json"):
+		return printJSON(c, map[string]any{"path": s.Root(), "created": created})
+	case created:
 		outf(c, "Initialized tavern store in %s\n", s.Root())
-	} else {
+	default:
 		outf(c, "Store already exists in %s (missing directories added)\n", s.Root())
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 )
@@ -14,6 +15,16 @@ func printJSON(c *cli.Context, v any) error {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
+}
+
+// jsonLine writes v as one compact JSON line (streams: log, watch,
+// verifier).
+func jsonLine(c *cli.Context, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	outf(c, "%s\n", b)
 }
 
 func outf(c *cli.Context, format string, args ...any) {
@@ -70,3 +81,25 @@ func indent(s string) string {
 // errSilentNothing: nothing to print, exit 3, no message (a command that
 // must find one thing found none and says so by its exit code alone).
 var errSilentNothing = withCode(exitNotFound, errSilent)
+
+// progress returns a progress display for long work (backup, restore,
+// migrate, check, reindex): one line on stderr, rewritten in place at
+// most every 100ms and cleared at the end, when stderr is a terminal
+// and --json is not given; else nil (silent in pipes, logs and JSON).
+func progress(c *cli.Context, what, unit string) func(done, total int) {
+	if c.Bool("json") || !isTerminal(c.App.ErrWriter) {
+		return nil
+	}
+	var last time.Time
+	return func(done, total int) {
+		end := done >= total
+		if !end && time.Since(last) < 100*time.Millisecond {
+			return
+		}
+		last = time.Now()
+		errf(c, "\r%s: %d of %d %s", what, done, total, unit)
+		if end {
+			errf(c, "\r%*s\r", len(what)+len(unit)+32, "")
+		}
+	}
+}

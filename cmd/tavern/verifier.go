@@ -17,7 +17,9 @@ func newVerifierCommand() *cli.Command {
 done or back to working with the failures in its Notes. On each pass it also
 marks failed the agents whose spawn wrapper died, and bubbles questions left
 unanswered for longer than bubble_after (tavern.md) to the next parent.
-Runs until interrupted; --once does one pass.
+Runs until interrupted; --once does one pass. With --json each
+verification and each bubbled question is one JSON object per line on
+stdout.
 
 Examples:
    tavern verifier                # runs until Ctrl-C
@@ -44,10 +46,20 @@ func runVerifier(c *cli.Context, m *agents.Manager) error {
 					passed++
 				}
 			}
-			errf(c, "verifier: %s: %d/%d passed -> %s\n", agent, passed, len(results), state)
+			if c.Bool("json") {
+				jsonLine(c, map[string]any{"event": "verified", "agent": agent, "state": state, "passed": passed, "failed": len(results) - passed})
+				return
+			}
+			errf(c, "verifier: %s: %d of %d passed -> %s\n", agent, passed, len(results), state)
 		},
-		OnBubbled: func(q *agents.Question) { errf(c, "verifier: question %s bubbled to %s\n", q.ID, q.To) },
-		OnError:   func(err error) { errf(c, "verifier: %v\n", err) },
+		OnBubbled: func(q *agents.Question) {
+			if c.Bool("json") {
+				jsonLine(c, map[string]any{"event": "bubbled", "question": q.ID, "to": q.To})
+				return
+			}
+			errf(c, "verifier: question %s bubbled to %s\n", q.ID, q.To)
+		},
+		OnError: func(err error) { errf(c, "verifier: %v\n", err) },
 	})
 	if errors.Is(err, c.Context.Err()) && c.Context.Err() != nil {
 		return nil // interrupted: a clean stop
