@@ -24,11 +24,14 @@ func commands() []*cli.Command {
 		newChannelCommand(),
 		newCheckCommand(),
 		newCommitCommand(),
+		newCompletionCommand(),
+		newCompleteCommand(),
 		newConstitutionCommand(),
 		newContextCommand(),
 		newDemoCommand(),
 		newEditCommand(),
 		newGuardCommand(),
+		newHelpCommand(),
 		newHookCommand(),
 		newInboxCommand(),
 		newInitCommand(),
@@ -94,8 +97,12 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			"diff them; use these commands to create, query, claim and supervise.\n\n" +
 			"Exit codes: 0 ok, 1 error, 2 usage, 3 not found / nothing matched / timed out,\n" +
 			"4 conflict (stale revision, lost claim, illegal transition), 5 invalid documents.",
-		Commands:        cmds,
-		Flags:           []cli.Flag{dirFlag(), jsonFlag()},
+		Commands: cmds,
+		// cli.HelpFlag by hand: urfave/cli adds it only when no command
+		// is called help, and ours is.
+		Flags:           []cli.Flag{dirFlag(), jsonFlag(), &cli.BoolFlag{Name: "version", Usage: "print the version (module version and VCS revision) and exit"}, cli.HelpFlag},
+		Version:         readVersion().Version,
+		HideVersion:     true, // --version is ours: one line, or JSON with --json
 		Reader:          stdin,
 		Writer:          stdout,
 		ErrWriter:       stderr,
@@ -169,6 +176,9 @@ func onUsageError(_ *cli.Context, err error, _ bool) error { return usageErr("%v
 // rootAction runs when the first argument names no command: without
 // arguments it shows the help.
 func rootAction(c *cli.Context) error {
+	if c.Bool("version") {
+		return printVersion(c)
+	}
 	if c.NArg() == 0 {
 		return cli.ShowAppHelp(c)
 	}
