@@ -4,7 +4,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin/tavern
 
-.PHONY: build test test-long tools check docs fuzz demo clean bench
+.PHONY: build test test-long tools check docs fuzz demo demo-workflow clean bench torture
 
 build:
 	$(GO) build -o $(BIN) ./cmd/tavern
@@ -46,6 +46,14 @@ check:
 docs:
 	$(GO) test -count=1 -run '^(TestDocs|TestJSONContract)$$' ./cmd/tavern -update
 
+# The torture harness (cmd/torture): crash points, queue and pool chaos,
+# fault injection (tmpfs; needs root), bad input; prints a table and fails
+# unless nothing was lost, executed twice, torn or left after doctor.
+# About 5-10 minutes on 2 cores; TORTURE_SCALE=10 for the 10^5-claim run.
+# Not part of `make test`.
+torture:
+	$(GO) run ./cmd/torture
+
 # Short fuzzing session for every parser (the seed corpus runs in `make test`).
 # -fuzz is a regexp that must match exactly one fuzz test, hence the anchors.
 fuzz:
@@ -60,9 +68,15 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCache$$' -fuzztime 30s ./watcher
 	$(GO) test -run '^$$' -fuzz '^FuzzEventJSON$$' -fuzztime 30s ./watcher/journal
 	$(GO) test -run '^$$' -fuzz '^FuzzParseStamp$$' -fuzztime 30s ./schema
+	$(GO) test -run '^$$' -fuzz '^FuzzParsePlan$$' -fuzztime 30s ./queues/plans
 
 demo:
 	$(GO) run ./cmd/tavern demo
+
+# From a plan to merged code: worktrees, the merge queue, a human gate,
+# the usage ledger and a trace (examples/workflow).
+demo-workflow:
+	$(GO) run ./cmd/tavern demo workflow
 
 clean:
 	rm -rf bin .bench

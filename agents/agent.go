@@ -99,6 +99,7 @@ type Agent struct {
 	Spawns         int       `json:"spawns"`
 	PID            int       `json:"pid,omitempty"`
 	Host           string    `json:"host,omitempty"`
+	Instance       string    `json:"instance,omitempty"` // the current (or last) spawn's instance id
 	SessionID      string    `json:"session_id,omitempty"`
 	VerifyAttempts int       `json:"verify_attempts,omitempty"`
 	Created        time.Time `json:"created,omitzero"`
@@ -127,7 +128,7 @@ func agentFromDoc(d *docstore.Doc) *Agent {
 		Name: d.Name, ID: d.String("id"), Role: d.String("role"), State: d.String("state"),
 		AppliedState: d.String("applied_state"), Parent: d.String("parent"), Model: d.String("model"),
 		Pool: d.String("pool"), Constitution: d.String("constitution_sha256"), Host: d.String("host"),
-		SessionID: d.String("session_id"), Path: d.Path, Rev: d.Rev,
+		Instance: d.String("instance"), SessionID: d.String("session_id"), Path: d.Path, Rev: d.Rev,
 	}
 	if a.Name == "" {
 		a.Name = strings.TrimSuffix(filepath.Base(d.Path), ".md")
@@ -148,6 +149,24 @@ func agentFromDoc(d *docstore.Doc) *Agent {
 	a.Created, _ = d.Time("created")
 	a.Updated, _ = d.Time("updated")
 	return a
+}
+
+// Attention says why the agent needs a person ("" when it does not):
+// it failed (a crash, a failed child, a failed verification: respawn or
+// resolve it), or it was spawned and is working or waiting with no
+// process recorded (an agent never spawned is driven by hand).
+// `tavern agent ls` shows it.
+func (a *Agent) Attention() string {
+	if a.IllegalEdit() {
+		return "" // shown as invalid
+	}
+	switch st := a.Effective(); {
+	case st == Failed:
+		return "failed: respawn or resolve it"
+	case running(st) && a.PID == 0 && a.Host == "" && a.Spawns > 0:
+		return st + " with no process running it" // a spawned agent whose child is gone
+	}
+	return ""
 }
 
 // AgentPath is the document path of an agent.

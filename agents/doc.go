@@ -81,14 +81,17 @@
 //
 // # The spawn wrapper
 //
-// Spawn runs any command as an agent. It takes the agent's liveness lock
-// (schema.AgentLockKey: "agents/<name>") and holds it for the child's
-// whole life; with queues it then claims one item as an AgentLock claim,
-// so the item lives exactly as long as the wrapper. The agent goes to
-// working (spawns+1, host) before the child starts, so the child may ask
-// a question at once; pid is recorded right after. The child runs in the
-// project directory, in its own process group, with the item body on
-// stdin and TAVERN_DIR, TAVERN_AGENT, TAVERN_PARENT, TAVERN_ITEM,
+// Spawn runs any command as an agent, in steps (spawn.go: ensure the
+// agent, lock, prepare, claim, start the child, supervise, exit status,
+// settle; a failing step calls the one abort sequence). It takes the
+// agent's lock (schema.AgentLockKey; held: ErrBusy) and starts an
+// instance: a new id (docstore.NewID) recorded in the agent's instance
+// field and given to the child as TAVERN_INSTANCE. With queues it claims
+// one item for the instance. The agent goes to working (spawns+1, host,
+// instance) before the child starts, so the child may ask a question at
+// once; pid is recorded right after. The child runs in the project
+// directory, in its own process group, with the item body on stdin and
+// TAVERN_DIR, TAVERN_AGENT, TAVERN_INSTANCE, TAVERN_PARENT, TAVERN_ITEM,
 // TAVERN_ITEM_PATH, TAVERN_QUEUE, TAVERN_ATTEMPT, TAVERN_RESULT,
 // TAVERN_ROLE, TAVERN_CONSTITUTION and TAVERN_MODEL. The lease is renewed
 // every third of the queue's lease. Output lines are batched (every 200
@@ -96,29 +99,76 @@
 // sender <name> or <name>:stderr. On exit: 0 completes the item (result:
 // the TAVERN_RESULT file, else the last 5 stdout lines) and moves the
 // agent to verifying (it has commitments) or done; non-zero fails the item
-// with the exit status and the stderr tail and moves the agent to failed;
-// a forwarded signal releases the item and moves the agent to idle. pid
-// and host are cleared before the lock is released.
+// with the exit status ("killed by SIGKILL") and the stderr tail and moves
+// the agent to failed; a forwarded signal releases the item and moves the
+// agent to idle. pid and host are cleared before the locks are released.
 //
 // A spawn is refused — the agent busy (its lock held), in verifying,
 // hand-edited into an illegal state, or under a changed constitution not
 // accepted — before anything changes (no state moves, no item is
 // claimed), and the refusal is journaled as "agent.spawn_refused".
 //
-// If the wrapper dies (SIGKILL), the kernel drops its lock: the queue's
-// reaper returns the item at once, and ReapAgents (the verifier daemon,
-// pools, `tavern agent reap`, the next spawn of the agent) marks failed
-// every agent in working or waiting whose document names this host but
-// whose lock is free.
+// Around that run (hooks.go): SpawnHooks.Prepare runs once the item is
+// claimed (a workspace: another working directory, more environment;
+// AlreadyDone completes the item without a child), SpawnHooks.Finish
+// after a child that exited 0 (the merge queue: an error fails the item
+// with its text), SpawnHooks.Exit once the item is settled (cleanup,
+// plans). Before Finish, an item with a complete-stage gate (package
+// queues) holds the wrapper: the agent goes to waiting until a person
+// approves (then on) or rejects (the item is dead, the run failed); the
+// lease is renewed meanwhile. Every run appends a usage record
+// (usage/<agent>/<id>.md: wall and CPU time, exit status, and the tokens
+// and cost the child reported in Claude Code, Codex or Gemini CLI JSON
+// output; see usage.go and ParseUsage), and a failed run whose item went
+// to dead/ is escalated as its queue's on_dead says (EscalateDead: a
+// question to the holder's parent or the user, or a channel message,
+// once per item). Pools take an Admit hook (a spent budget pauses them;
+// package agents/usage) and an OnTick hook.
+//
+// # Supervision
+//
+// The guarantee: an item claimed through the spawn wrapper is never handed
+// out again while a process of its execution can still be running, and a
+// dead instance's late actions are refused.
+//
+//   - The instance's liveness lock (schema.InstanceLockKey) is taken on a
+//     descriptor the child inherits as descriptor 3 (docstore.
+//     TryLockInheritable): the flock stays held while the wrapper or any
+//     process of the child's tree that keeps it lives, and the item's
+//     claim (liveness_lock: instances/<id>) with it.
+//   - The child is in its own process group and gets SIGKILL when the
+//     wrapper dies (Linux Pdeathsig; it is started from a goroutine locked
+//     to its OS thread until reaped: the signal follows the forking
+//     thread). When the child exits, the wrapper kills the rest of its
+//     group and any other holder of the instance's lock before it settles
+//     the item (the zombie keeps the group id from being reused).
+//   - A dead wrapper's tree that outlived it is killed by whoever finds
+//     the wrapper dead (agent lock free): the next spawn of the agent,
+//     ReapAgents (run by pools, the verifier, `tavern watch`, `tavern
+//     reap`), `tavern doctor --fix`. The tree's processes are found by the
+//     locked descriptor they hold (/proc: docstore.LockHolders), SIGKILLed
+//     with their groups, and waited for; the item then goes back.
+//   - A late done/fail/renew/release of another instance is refused
+//     (queues.ErrStale; tokens and reservations: tuples.ErrFenced).
+//   - Long-running processes reap every second (RunReaper), since a
+//     holder's death drops a flock, which is no file event. Pools fill
+//     every free slot (busy drones do not count against claimable items)
+//     and skip drone names a live wrapper of another process holds. A
+//     spawned agent whose verification fails after its child exited goes
+//     to failed, not to working with no process (Agent.Attention; `agent
+//     ls` shows it as needing attention).
+//
+// Limits: Pdeathsig and the /proc search are Linux only (elsewhere only
+// the child's process group is killed); a process that closes descriptor
+// 3 and leaves the child's group (a daemon that closes every descriptor
+// and calls setsid) escapes the lock and the kill; a process in
+// uninterruptible sleep cannot be killed (the reaper gives up after 30 s
+// and reports it); liveness proves nothing across hosts.
 //
 // # Caveats
 //
 //   - A liveness lock proves nothing across hosts: ReapAgents marks failed
 //     only agents of this host in working or waiting whose lock is free.
-//   - The child is in its own process group, so the orphaned child of a
-//     SIGKILLed wrapper keeps running until someone kills it; its item is
-//     already back in the queue, and its completion would be refused by
-//     the claim's fencing token.
 //   - A person who edits both state and applied_state forges the record;
 //     the journal still has the true history. Likewise an assertion's hash
 //     is checked against the journal: whoever can append to the journal

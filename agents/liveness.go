@@ -1,9 +1,12 @@
 package agents
 
 import (
+	"context"
 	"errors"
+	"time"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
@@ -46,6 +49,39 @@ func (m *Manager) ReapAgents() ([]string, error) {
 	return reaped, errors.Join(append(errs, errOut)...)
 }
 
+// Reap is what a long-running process (a pool, the verifier, `tavern
+// watch`) runs on every tick, and `tavern reap` once: ReapAgents first
+// (it kills the orphaned trees of dead wrappers, which hold their items'
+// claims), then the queue reaper on queues (all when none are given),
+// which returns the claims of dead holders.
+func (m *Manager) Reap(b *queues.Broker, qs ...string) (*queues.ReapReport, error) {
+	_, aerr := m.ReapAgents()
+	rep, qerr := b.Reap(qs...)
+	return rep, errors.Join(aerr, qerr)
+}
+
+// RunReaper runs Reap on b every interval (default 1s) until ctx is done,
+// reporting errors to onErr (may be nil). A holder's death drops a flock,
+// which is no file event: long-running processes poll liveness this way
+// so that a dead holder's item returns without anyone taking or reaping.
+func (m *Manager) RunReaper(ctx context.Context, b *queues.Broker, every time.Duration, onErr func(error)) {
+	if every <= 0 {
+		every = time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if _, err := m.Reap(b); err != nil && onErr != nil {
+			onErr(err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
 func (m *Manager) reapOne(name string) (string, error) {
 	l, ok, err := m.Store.TryLock(schema.AgentLockKey(name))
 	if err != nil || !ok {
@@ -59,6 +95,12 @@ func (m *Manager) reapOne(name string) (string, error) {
 		return "", err
 	}
 	pid, host := a.PID, a.Host
+	// The wrapper is dead; its child died with it (Pdeathsig), but the
+	// rest of the tree may live on, holding the instance's lock and so
+	// the item: kill it.
+	if err := m.reapTree(a, "reaper"); err != nil {
+		return "", err
+	}
 	if _, err := m.Transition(name, Failed, TransitionOptions{By: "reaper", Reason: "wrapper died (liveness lock free)",
 		Edit: func(d *docstore.Doc) error { return clearProcess(d) }}); err != nil {
 		return "", err

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -60,12 +61,20 @@ type PoolOptions struct {
 	Progress func(PoolMetrics)
 	// OnError reports drone problems that do not stop the pool.
 	OnError func(error)
+	// Admit is asked before drones are launched; an error (a spent
+	// budget, see agents/usage) pauses the pool: no new drones, running
+	// ones finish, the reason is written to the pool document (paused:)
+	// and journaled; the pool resumes when Admit passes again. A
+	// terminating pool that is paused with nothing running stops.
+	Admit func() error
+	// OnTick runs on every tick (plans sync, dead-letter escalation).
+	OnTick func()
 }
 
 // PoolMetrics are the live numbers of a pool (also its document's fields).
 type PoolMetrics struct {
 	Name          string  `json:"name"`
-	State         string  `json:"state"` // running | draining | stopped
+	State         string  `json:"state"` // running | paused | draining | stopped
 	Drones        int     `json:"drones"`
 	PeakDrones    int     `json:"peak_drones"`
 	Spawned       int     `json:"spawned"`
@@ -174,13 +183,24 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 	defer tick.Stop()
 
 	draining, forwarded := false, false
+	paused := ""
 	quiet := false // drones found no work: launch again only after a change
 	ctxDone := ctx.Done()
 	for {
 		if !draining {
 			st, err := p.stats()
 			report(err)
-			want := min(st.ready, opt.Max)
+			// Fill every free slot while claimable items wait: drones
+			// that hold a claim do not count against the ready items;
+			// drones that hold none (starting, or waiting for an item)
+			// will take one each.
+			busy := 0
+			for name := range p.running {
+				if st.owners[name] > 0 {
+					busy++
+				}
+			}
+			want := min(busy+st.ready, opt.Max)
 			if opt.OnEmpty == EmptyIdle {
 				want = max(want, opt.Min)
 			} else if st.ready > 0 {
@@ -188,6 +208,28 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 			}
 			if quiet && st.ready > 0 && opt.OnEmpty != EmptyIdle {
 				want = min(want, len(p.running))
+			}
+			if opt.Admit != nil && want > len(p.running) {
+				why := ""
+				if err := opt.Admit(); err != nil {
+					why = err.Error()
+				}
+				if why != paused {
+					paused = why
+					p.setPaused(why)
+					report(p.writeDoc(false))
+					typ := "pool.resumed"
+					if why != "" {
+						typ = "pool.paused"
+					}
+					report(m.event(journal.Event{Type: typ, Kind: "pool", Path: PoolPath(opt.Name), Data: map[string]any{"reason": why}}))
+				}
+				if paused != "" {
+					want = len(p.running)
+					if opt.OnEmpty == EmptyTerminate && len(p.running) == 0 {
+						break
+					}
+				}
 			}
 			for len(p.running) < want {
 				wait := time.Duration(0)
@@ -229,9 +271,14 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 			quiet = false
 		case <-tick.C:
 			quiet = false
+			if opt.OnTick != nil {
+				opt.OnTick()
+			}
 			report(p.writeDoc(false))
+			p.reap(report)
 		}
 	}
+	p.reapWG.Wait()
 	p.setState("stopped")
 	report(p.writeDoc(false))
 	final := p.snapshot()
@@ -244,18 +291,41 @@ type poolRun struct {
 	m       *Manager
 	opt     PoolOptions
 	started time.Time
+	paused  string // why no drones are launched ("" running)
 
 	mu      sync.Mutex
 	metrics PoolMetrics
 	running map[string]*drone
 	busy    time.Duration // drone-time of finished drones
 	next    int
+	reaping atomic.Bool // a background reap runs
+	reapWG  sync.WaitGroup
 }
 
-type poolStats struct{ ready, pending, claimed int }
+// reap returns claims of dead holders in the pool's queues, and kills and
+// marks failed the agents whose wrapper died (Manager.Reap), in the
+// background: on every tick (a holder's death is no file event) and at
+// once when a drone crashed. One reap at a time.
+func (p *poolRun) reap(report func(error)) {
+	if !p.reaping.CompareAndSwap(false, true) {
+		return
+	}
+	p.reapWG.Add(1)
+	go func() {
+		defer p.reapWG.Done()
+		defer p.reaping.Store(false)
+		_, err := p.m.Reap(p.opt.Broker, p.opt.Queues...)
+		report(err)
+	}()
+}
+
+type poolStats struct {
+	ready, pending, claimed int
+	owners                  map[string]int // claimed_by -> claims, in every queue looked at
+}
 
 func (p *poolRun) stats() (poolStats, error) {
-	var st poolStats
+	st := poolStats{owners: map[string]int{}}
 	names := p.opt.Queues
 	if p.opt.Steal {
 		all, err := p.opt.Broker.QueueNames()
@@ -270,6 +340,9 @@ func (p *poolRun) stats() (poolStats, error) {
 		if err != nil {
 			errs = append(errs, err)
 			continue
+		}
+		for who, c := range s.Owners {
+			st.owners[who] += c
 		}
 		own := slices.Contains(p.opt.Queues, n)
 		if !own && !s.Steal {
@@ -296,6 +369,12 @@ func (p *poolRun) droneName() string {
 			continue
 		}
 		if a, err := p.m.GetAgent(name); err == nil && (a.Effective() == Verifying || a.IllegalEdit()) {
+			continue
+		}
+		// A wrapper of another process runs it (a drone of an earlier run
+		// of this pool that outlived it): its lock would make our drone
+		// exit "busy" at once, again and again.
+		if alive, err := p.m.Alive(name); err != nil || alive {
 			continue
 		}
 		return name
@@ -351,7 +430,7 @@ func (p *poolRun) finish(e droneExit, report func(error)) bool {
 		report(fmt.Errorf("pool %s: drone %s crashed (%v): %s", p.opt.Name, e.d.name, e.err, e.d.stderr.String()))
 		_ = p.m.event(journal.Event{Type: "pool.drone_crashed", Kind: "pool", Path: PoolPath(p.opt.Name), Agent: e.d.name,
 			Data: map[string]any{"error": fmt.Sprint(e.err), "stderr": e.d.stderr.String()}})
-		go func() { _, _ = p.m.ReapAgents(); _, _ = p.opt.Broker.Reap(p.opt.Queues...) }()
+		p.reap(report)
 	case e.res.Outcome == OutcomeNoWork:
 		noWork = true
 	default:
@@ -371,6 +450,18 @@ func (p *poolRun) finish(e droneExit, report func(error)) bool {
 		}
 	}
 	return noWork
+}
+
+func (p *poolRun) setPaused(why string) {
+	p.mu.Lock()
+	p.paused = why
+	if p.metrics.State == "running" || p.metrics.State == "paused" {
+		p.metrics.State = "running"
+		if why != "" {
+			p.metrics.State = "paused"
+		}
+	}
+	p.mu.Unlock()
 }
 
 func (p *poolRun) setState(s string) {
@@ -417,6 +508,9 @@ func (p *poolRun) writeDoc(first bool) error {
 		{Key: "items_released", Value: mt.ItemsReleased}, {Key: "steals", Value: mt.Steals}, {Key: "throughput", Value: mt.Throughput},
 		{Key: "utilization", Value: mt.Utilization}, {Key: "amplification", Value: mt.Amplification}, {Key: "updated", Value: now},
 	}
+	p.mu.Lock()
+	paused := p.paused
+	p.mu.Unlock()
 	if first {
 		fields = append(fields, docstore.Field{Key: "command", Value: p.opt.Command}, docstore.Field{Key: "pid", Value: os.Getpid()}, docstore.Field{Key: "host", Value: p.m.Host}, docstore.Field{Key: "started", Value: now})
 		if p.opt.Model != "" {
@@ -427,7 +521,10 @@ func (p *poolRun) writeDoc(first bool) error {
 		if err := d.SetMany(fields); err != nil {
 			return err
 		}
-		return nil
+		if paused != "" {
+			return d.Set("paused", paused)
+		}
+		return d.Delete("paused")
 	}
 	rel := PoolPath(p.opt.Name)
 	if first {

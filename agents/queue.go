@@ -23,7 +23,14 @@ func (w queueWork) Take(ctx context.Context, qs []string, agent, lockKey string,
 	if lockKey != schema.AgentLockKey(agent) {
 		return nil, fmt.Errorf("take: liveness lock %q is not the agent lock %q", lockKey, schema.AgentLockKey(agent))
 	}
-	c, err := w.b.Take(ctx, queues.TakeOptions{Queues: qs, Steal: steal, As: agent, Liveness: queues.AgentLock, Wait: wait})
+	return w.TakeFor(ctx, qs, agent, "", steal, wait)
+}
+
+// TakeFor claims for a spawn instance: the claim records the instance and
+// lives as long as its lock (schema.InstanceLockKey) is held, by the
+// wrapper or any process of its child's tree.
+func (w queueWork) TakeFor(ctx context.Context, qs []string, agent, instance string, steal bool, wait time.Duration) (WorkClaim, error) {
+	c, err := w.b.Take(ctx, queues.TakeOptions{Queues: qs, Steal: steal, As: agent, Instance: instance, Liveness: queues.AgentLock, Wait: wait})
 	if errors.Is(err, queues.ErrEmpty) {
 		return nil, fmt.Errorf("%w: %w", ErrNoWork, err)
 	}
@@ -34,12 +41,12 @@ func (w queueWork) Take(ctx context.Context, qs []string, agent, lockKey string,
 	if q, err := w.b.Queue(c.Item.Queue); err == nil && q.Lease > 0 {
 		lease = q.Lease
 	}
-	return &queueClaim{b: w.b, c: c, lease: lease, stolen: !slices.Contains(qs, c.Item.Queue)}, nil
+	return &queueClaim{c: c, b: w.b, lease: lease, stolen: !slices.Contains(qs, c.Item.Queue)}, nil
 }
 
 type queueClaim struct {
-	b      *queues.Broker
 	c      *queues.Claim
+	b      *queues.Broker
 	lease  time.Duration
 	stolen bool
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
@@ -31,9 +32,10 @@ const (
 //     verifier records results.
 //
 // It also installs the checks `tavern check` runs beyond the schema: an
-// agent state edited by hand to an illegal value, and a commitment whose
+// agent state edited by hand to an illegal value, a commitment whose
 // assertion no longer matches the hash recorded when it was made
-// (ErrTampered). Writes that break a rule fail with a
+// (ErrTampered), and the queues' (queues.InstallChecks: dependency
+// cycles). Writes that break a rule fail with a
 // *docstore.RefusedError wrapping the rule's error (a *TransitionError,
 // or an *AgentError with ErrSelfVerify or ErrOwnAssertion). Hand edits of
 // the files are not writes through the store: check and Manager.Audit
@@ -44,6 +46,7 @@ func InstallRules(s *docstore.Store, actor string) {
 	s.AddRule(RuleCommitment, func(w docstore.Write) error { return commitmentRule(actor, w) })
 	records := newAssertionRecords(s.Root())
 	s.AddCheck("agents", func(d *docstore.Doc) []error { return checkDoc(records, d) })
+	queues.InstallChecks(s) // gates decided by hand without a record, dependency cycles
 }
 
 // agentStateRule enforces the state machine on every write of an agent.

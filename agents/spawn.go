@@ -9,13 +9,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
@@ -35,6 +39,14 @@ type WorkClaim interface {
 	Complete(result string) error
 	Fail(reason string) error
 	Release(reason string) error
+}
+
+// InstanceSource is a WorkSource that can tie a claim to a spawn
+// instance (QueueWork is one): the claim records the instance and lives
+// as long as the instance's lock (schema.InstanceLockKey), which the
+// wrapper and its child's whole tree hold, instead of the agent's.
+type InstanceSource interface {
+	TakeFor(ctx context.Context, queues []string, agent, instance string, steal bool, wait time.Duration) (WorkClaim, error)
 }
 
 // WorkSource hands out claims. Take claims one item from queues (in
@@ -81,11 +93,16 @@ type SpawnOptions struct {
 	ResultLines int
 	// OnStart is called once the child runs (pid, claimed item or nil).
 	OnStart func(agent string, pid int, item WorkClaim)
+	// Hooks extend the run (workspaces, the merge queue, plans; see
+	// SpawnHooks). Every run also gates (a complete-stage gate holds a
+	// successful item until a person decides) and records its usage.
+	Hooks []SpawnHooks
 }
 
 // SpawnResult is what happened.
 type SpawnResult struct {
 	Agent       string `json:"agent"`
+	Instance    string `json:"instance,omitempty"` // this run's instance id (TAVERN_INSTANCE)
 	Spawns      int    `json:"spawns"`
 	PID         int    `json:"pid,omitempty"`
 	Item        string `json:"item,omitempty"`
@@ -110,12 +127,19 @@ const (
 )
 
 // Spawn runs the spawn wrapper: it creates or updates the agent document,
-// takes the agent's liveness lock and holds it for the life of the child,
-// claims one item when queues are given, starts the child with the item
-// body on stdin and TAVERN_* in its environment, renews the lease while it
-// runs, captures its output into the agent's message chunks, and maps the
-// exit to item and agent states (doc.go, "The spawn wrapper"). The error
-// is about the wrapper; the child's failure is in the result.
+// takes the agent's lock and a new instance's liveness lock (inherited by
+// the child), claims one item when queues are given, starts the child
+// with the item body on stdin and TAVERN_* in its environment, renews the
+// lease while it runs, captures its output into the agent's message
+// chunks, and maps the exit to item and agent states (doc.go, "The spawn
+// wrapper" and "Supervision"). The error is about the wrapper; the
+// child's failure is in the result.
+//
+// The steps, each a method of spawnRun: ensure the agent, lock, prepare
+// (refusals first: a refused spawn changes nothing), claim, the Prepare
+// hooks, start the child, supervise, read its exit status, settle (gates,
+// Finish hooks, item, agent, usage, Exit hooks). A step that fails calls
+// abort, the one undo sequence.
 func (m *Manager) Spawn(ctx context.Context, opt SpawnOptions) (*SpawnResult, error) {
 	if len(opt.Command) == 0 {
 		return nil, errors.New("spawn: no command")
@@ -123,88 +147,228 @@ func (m *Manager) Spawn(ctx context.Context, opt SpawnOptions) (*SpawnResult, er
 	if len(opt.Queues) > 0 && opt.Work == nil {
 		return nil, errors.New("spawn: queues given without a work source")
 	}
-	start := time.Now()
-	name := opt.Name
-	if name == "" {
-		a, err := m.CreateAgent(AgentSpec{Role: opt.Role, Parent: opt.Parent, Model: opt.Model, Queues: opt.Queues, Pool: opt.Pool})
-		if err != nil {
-			return nil, err
+	r := &spawnRun{m: m, opt: opt, start: time.Now()}
+	defer r.unlock()
+	defer r.stopRenewal()
+	if err := r.ensureAgent(); err != nil {
+		return nil, err
+	}
+	if err := r.lock(); err != nil {
+		return nil, err
+	}
+	if err := r.prepare(); err != nil {
+		return nil, err
+	}
+	if err := r.claimWork(ctx); err != nil {
+		if errors.Is(err, ErrNoWork) {
+			r.res.Outcome, r.res.State = OutcomeNoWork, r.a.Effective()
+			r.res.Duration = time.Since(r.start).Round(time.Millisecond).String()
+			return r.res, err
 		}
-		name = a.Name
-	} else if _, err := m.GetAgent(name); errors.Is(err, docstore.ErrNotExist) {
-		if _, err := m.CreateAgent(AgentSpec{Name: name, Role: opt.Role, Parent: opt.Parent, Model: opt.Model, Queues: opt.Queues, Pool: opt.Pool}); err != nil && !errors.Is(err, docstore.ErrExist) {
-			return nil, err
+		return nil, r.abort(err)
+	}
+	if err := r.prepareHooks(ctx); err != nil {
+		var done *AlreadyDone
+		if errors.As(err, &done) {
+			return m.completeWithoutChild(r.name, r.a, r.claim, done.Result, r.res, r.start)
+		}
+		return nil, r.abort(err)
+	}
+	if err := r.startChild(); err != nil {
+		return nil, r.abort(err)
+	}
+	r.supervise(ctx)
+	r.exitStatus()
+	return r.settle(ctx)
+}
+
+// spawnRun is one execution of the spawn wrapper.
+type spawnRun struct {
+	m     *Manager
+	opt   SpawnOptions
+	start time.Time
+
+	name     string
+	instance string         // this run's id (docstore.NewID)
+	agent    *docstore.Lock // schema.AgentLockKey: one wrapper per agent name
+	tree     *docstore.Lock // schema.InstanceLockKey: held by the child's whole tree
+	a        *Agent
+	res      *SpawnResult
+	claim    WorkClaim
+	sha      string // constitution to record
+	accepted bool   // sha accepted anew
+	hook     *Run   // what the hooks see and change (hooks.go)
+
+	scratch    string // the child's TAVERN_RESULT lives here
+	cmd        *exec.Cmd
+	capt       *capture
+	captClosed bool
+	outW, errW io.WriteCloser
+	outWait    func()
+	errWait    func()
+	outTail    *byteTail // the end of stdout, for the usage ledger
+	working    bool      // the agent was moved to working
+	waitDone   chan error
+	jerr       error // journal failures, reported after the run
+
+	stopRenew chan struct{} // nil: no renewal running
+	renewWG   sync.WaitGroup
+	renewMu   sync.Mutex
+	renewErr  error
+
+	waitErr   error
+	forwarded os.Signal
+}
+
+// ensureAgent creates the agent document if needed (drawing a themed
+// name when none is given).
+func (r *spawnRun) ensureAgent() error {
+	m, opt := r.m, r.opt
+	spec := AgentSpec{Name: opt.Name, Role: opt.Role, Parent: opt.Parent, Model: opt.Model, Queues: opt.Queues, Pool: opt.Pool}
+	if opt.Name == "" {
+		a, err := m.CreateAgent(spec)
+		if err != nil {
+			return err
+		}
+		r.name = a.Name
+		return nil
+	}
+	r.name = opt.Name
+	if _, err := m.GetAgent(opt.Name); errors.Is(err, docstore.ErrNotExist) {
+		if _, err := m.CreateAgent(spec); err != nil && !errors.Is(err, docstore.ErrExist) {
+			return err
 		}
 	} else if err != nil {
-		return nil, err
+		return err
 	}
-	lock, ok, err := m.Store.TryLock(schema.AgentLockKey(name))
+	return nil
+}
+
+// lock takes the agent's lock (busy: another wrapper runs the agent) and
+// the new instance's liveness lock, on a descriptor the child inherits.
+func (r *spawnRun) lock() error {
+	m := r.m
+	l, ok, err := m.Store.TryLock(schema.AgentLockKey(r.name))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if !ok {
-		return nil, m.refuseSpawn(name, &AgentError{Op: "spawn", Path: AgentPath(name), Err: fmt.Errorf("%w: a live process holds its liveness lock", ErrBusy)})
+		return m.refuseSpawn(r.name, &AgentError{Op: "spawn", Path: AgentPath(r.name), Err: fmt.Errorf("%w: a live process holds its liveness lock", ErrBusy)})
 	}
-	defer lock.Unlock()
-
-	// Every reason to refuse is checked before anything changes: a refused
-	// spawn leaves the agent, its items and the queues as they were.
-	if err := m.spawnRefusal(name, opt); err != nil {
-		return nil, m.refuseSpawn(name, err)
-	}
-	a, err := m.prepare(name, opt)
+	r.agent = l
+	r.instance = docstore.NewID()
+	t, ok, err := m.Store.TryLockInheritable(schema.InstanceLockKey(r.instance))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	res := &SpawnResult{Agent: name}
+	if !ok { // a fresh UUIDv7: cannot be held
+		return fmt.Errorf("spawn: instance lock %s is held", r.instance)
+	}
+	r.tree = t
+	r.res = &SpawnResult{Agent: r.name, Instance: r.instance}
+	return nil
+}
 
-	var claim WorkClaim
+// unlock releases the instance's lock (removing its file: no instance
+// is ever reused) and the agent's lock, in that order.
+func (r *spawnRun) unlock() {
+	if r.tree != nil {
+		_ = r.tree.Remove()
+		r.tree = nil
+	}
+	if r.agent != nil {
+		_ = r.agent.Unlock()
+		r.agent = nil
+	}
+}
+
+// prepare checks every reason to refuse before anything changes (a
+// refused spawn leaves the agent, its items and the queues as they were),
+// then reconciles the agent's state (Manager.prepare).
+func (r *spawnRun) prepare() error {
+	if err := r.m.spawnRefusal(r.name, r.opt); err != nil {
+		return r.m.refuseSpawn(r.name, err)
+	}
+	a, err := r.m.prepare(r.name, r.opt)
+	if err != nil {
+		return err
+	}
+	r.a = a
+	return nil
+}
+
+// claimWork claims one item for the instance when queues are given, and
+// reads the role's constitution to record.
+func (r *spawnRun) claimWork(ctx context.Context) error {
+	opt := r.opt
 	if len(opt.Queues) > 0 {
-		claim, err = opt.Work.Take(ctx, opt.Queues, name, schema.AgentLockKey(name), opt.Steal, opt.Wait)
-		if errors.Is(err, ErrNoWork) {
-			res.Outcome, res.State = OutcomeNoWork, a.Effective()
-			res.Duration = time.Since(start).Round(time.Millisecond).String()
-			return res, err
-		}
+		c, err := takeFor(ctx, opt.Work, opt.Queues, r.name, r.instance, opt.Steal, opt.Wait)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		res.Item, res.Queue, res.Attempt, res.Stolen = claim.ItemID(), claim.Queue(), claim.Attempt(), claim.Stolen()
+		r.claim = c
+		r.res.Item, r.res.Queue, r.res.Attempt, r.res.Stolen = c.ItemID(), c.Queue(), c.Attempt(), c.Stolen()
 	}
-
-	sha, accepted, err := m.checkConstitution(a, opt.AcceptConstitution)
+	sha, accepted, err := r.m.checkConstitution(r.a, opt.AcceptConstitution)
 	if err != nil {
-		if claim != nil {
-			_ = claim.Release("constitution changed")
-		}
-		return nil, err
+		return err
 	}
+	r.sha, r.accepted = sha, accepted
+	return nil
+}
 
-	// The child's result file lives outside the store: it is scratch.
-	scratch, err := os.MkdirTemp("", "tavern-spawn-")
-	if err != nil {
-		m.releaseOnError(claim, err)
-		return nil, err
+// takeFor takes from w for the instance: an InstanceSource ties the
+// claim to the instance's lock; another WorkSource to the agent's.
+func takeFor(ctx context.Context, w WorkSource, qs []string, agent, instance string, steal bool, wait time.Duration) (WorkClaim, error) {
+	if is, ok := w.(InstanceSource); ok {
+		return is.TakeFor(ctx, qs, agent, instance, steal, wait)
 	}
-	defer os.RemoveAll(scratch)
-	resultFile := filepath.Join(scratch, "result")
+	return w.Take(ctx, qs, agent, schema.AgentLockKey(agent), steal, wait)
+}
 
+// prepareHooks builds what the hooks see (Run) and runs their Prepare
+// step (a workspace, a recovered merge) when an item was claimed.
+func (r *spawnRun) prepareHooks(ctx context.Context) error {
+	opt, a := r.opt, r.a
 	dir := opt.Dir
 	if dir == "" {
-		dir = m.ProjectDir()
+		dir = r.m.ProjectDir()
 	}
+	r.hook = &Run{M: r.m, Agent: r.name, Role: a.Role, Model: opt.Model, Pool: opt.Pool, Parent: opt.Parent, Claim: r.claim, Dir: dir}
+	if r.hook.Model == "" {
+		r.hook.Model = a.Model
+	}
+	if r.claim == nil {
+		return nil
+	}
+	return runPrepare(ctx, opt.Hooks, r.hook)
+}
+
+// startChild moves the agent to working (recording the instance) and
+// starts the child: own process group, SIGKILL when the wrapper dies
+// (Linux), the instance's lock inherited as descriptor 3.
+func (r *spawnRun) startChild() error {
+	m, opt, a := r.m, r.opt, r.a
+	scratch, err := os.MkdirTemp("", "tavern-spawn-")
+	if err != nil {
+		return err
+	}
+	r.scratch = scratch
+	resultFile := filepath.Join(scratch, "result")
 	cmd := exec.Command(opt.Command[0], opt.Command[1:]...)
-	cmd.Dir = dir
-	cmd.Env = append(append([]string(nil), opt.Env...), m.childEnv(a, opt, claim, resultFile)...)
+	cmd.Dir = r.hook.Dir
+	cmd.Env = append(append(append([]string(nil), opt.Env...), m.childEnv(a, opt, r.claim, resultFile, r.instance)...), r.hook.Env...)
 	switch {
-	case claim != nil:
-		cmd.Stdin = bytes.NewReader(claim.Body())
+	case r.claim != nil:
+		cmd.Stdin = bytes.NewReader(r.claim.Body())
 	case opt.Stdin != nil:
 		cmd.Stdin = opt.Stdin
 	}
 	// Own process group: a terminal's Ctrl-C reaches only the wrapper,
 	// which forwards it once to the whole group (child and grandchildren).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: the child dies with the wrapper (see startOnLockedThread).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.ExtraFiles = []*os.File{r.tree.File()}
 	tee := map[string]io.Writer{}
 	if opt.TeeOut != nil {
 		tee["stdout"] = opt.TeeOut
@@ -212,22 +376,24 @@ func (m *Manager) Spawn(ctx context.Context, opt SpawnOptions) (*SpawnResult, er
 	if opt.TeeErr != nil {
 		tee["stderr"] = opt.TeeErr
 	}
-	capt := newCapture(m, name, tee)
-	outW, outWait := capt.stream("stdout")
-	errW, errWait := capt.stream("stderr")
-	cmd.Stdout, cmd.Stderr = outW, errW
+	r.capt = newCapture(m, r.name, tee)
+	r.outW, r.outWait = r.capt.stream("stdout")
+	r.errW, r.errWait = r.capt.stream("stderr")
+	r.outTail = &byteTail{max: MaxUsageOutput}
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(r.outW, r.outTail), r.errW
+	r.cmd = cmd
 
 	spawns := a.Spawns + 1
 	assignment := ""
-	if claim != nil {
-		assignment = fmt.Sprintf("Item `%s` from queue `%s` (attempt %d): %s\n\n%s", claim.ItemID(), claim.Queue(), claim.Attempt(), claim.Title(), clip(string(claim.Body()), 2000))
+	if c := r.claim; c != nil {
+		assignment = fmt.Sprintf("Item `%s` from queue `%s` (attempt %d): %s\n\n%s", c.ItemID(), c.Queue(), c.Attempt(), c.Title(), clip(string(c.Body()), 2000))
 	}
 	// Working before the child runs: the child may at once ask a
 	// question (working -> waiting) or be looked at by others.
-	_, terr := m.Transition(name, Working, TransitionOptions{By: "spawn", Reason: "spawn " + strconv.Itoa(spawns), Edit: func(d *docstore.Doc) error {
-		kv := []docstore.Field{{Key: "spawns", Value: spawns}, {Key: "host", Value: m.Host}}
-		if sha != "" {
-			kv = append(kv, docstore.Field{Key: "constitution_sha256", Value: sha})
+	_, err = m.Transition(r.name, Working, TransitionOptions{By: "spawn", Reason: "spawn " + strconv.Itoa(spawns), Edit: func(d *docstore.Doc) error {
+		kv := []docstore.Field{{Key: "spawns", Value: spawns}, {Key: "host", Value: m.Host}, {Key: "instance", Value: r.instance}}
+		if r.sha != "" {
+			kv = append(kv, docstore.Field{Key: "constitution_sha256", Value: r.sha})
 		}
 		if opt.Model != "" {
 			kv = append(kv, docstore.Field{Key: "model", Value: opt.Model})
@@ -246,169 +412,258 @@ func (m *Manager) Spawn(ctx context.Context, opt SpawnOptions) (*SpawnResult, er
 		}
 		return nil
 	}})
-	if terr != nil {
+	if err != nil {
 		// The agent document refused (hand edit, invalid): do not run
 		// unrecorded work.
-		outW.Close()
-		errW.Close()
-		capt.close()
-		m.releaseOnError(claim, terr)
-		return nil, terr
+		return err
 	}
-	res.Spawns = spawns
-	if err := cmd.Start(); err != nil {
-		outW.Close()
-		errW.Close()
-		capt.close()
-		m.releaseOnError(claim, err)
-		_, _ = m.Transition(name, Failed, TransitionOptions{By: "spawn", Reason: "start: " + err.Error(), Edit: clearProcess})
-		return nil, &AgentError{Op: "spawn", Path: AgentPath(name), Err: err}
+	r.working = true
+	r.res.Spawns = spawns
+	if err := r.startOnLockedThread(); err != nil {
+		return &AgentError{Op: "spawn", Path: AgentPath(r.name), Err: err}
 	}
-	res.PID = cmd.Process.Pid
-	if _, err := m.EditAgent(name, func(d *docstore.Doc) error { return d.Set("pid", cmd.Process.Pid) }); err != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-		outW.Close()
-		errW.Close()
-		capt.close()
-		m.releaseOnError(claim, err)
-		return nil, err
+	r.res.PID = cmd.Process.Pid
+	r.hook.Started = time.Now()
+	if _, err := m.EditAgent(r.name, func(d *docstore.Doc) error { return d.Set("pid", cmd.Process.Pid) }); err != nil {
+		return err
 	}
-	ev := map[string]any{"spawns": spawns, "pid": cmd.Process.Pid, "command": opt.Command}
-	if accepted {
-		ev["constitution_accepted"] = sha
+	ev := map[string]any{"spawns": spawns, "pid": cmd.Process.Pid, "command": opt.Command, "instance": r.instance}
+	if r.accepted {
+		ev["constitution_accepted"] = r.sha
 	}
-	if claim != nil {
-		ev["item"], ev["queue"], ev["attempt"] = claim.ItemID(), claim.Queue(), claim.Attempt()
+	if c := r.claim; c != nil {
+		ev["item"], ev["queue"], ev["attempt"] = c.ItemID(), c.Queue(), c.Attempt()
 	}
-	jerr := m.event(journal.Event{Type: "agent.spawned", Kind: "agent", Path: AgentPath(name), Agent: name, Parent: a.Parent, Item: res.Item, Queue: res.Queue, Data: ev})
+	r.jerr = m.event(journal.Event{Type: "agent.spawned", Kind: "agent", Path: AgentPath(r.name), Agent: r.name, Parent: a.Parent, Item: r.res.Item, Queue: r.res.Queue, Data: ev})
 	if opt.OnStart != nil {
-		opt.OnStart(name, cmd.Process.Pid, claim)
+		opt.OnStart(r.name, cmd.Process.Pid, r.claim)
 	}
+	return nil
+}
 
-	// Renew the lease while the child runs; forward signals.
-	waitDone := make(chan error, 1)
-	go func() { waitDone <- cmd.Wait() }()
-	var renewErr error
-	var renewMu sync.Mutex
-	stopRenew := make(chan struct{})
-	var renewWG sync.WaitGroup
-	if claim != nil {
-		renewWG.Add(1)
+// startOnLockedThread starts the child from a goroutine locked to its OS
+// thread until the child has been reaped: Linux sends Pdeathsig when the
+// thread that forked the child exits, not the process, and the Go runtime
+// may end an idle thread that no goroutine is locked to. The goroutine
+// then waits for the child (waitChild); its result arrives on r.waitDone.
+func (r *spawnRun) startOnLockedThread() error {
+	started := make(chan error, 1)
+	r.waitDone = make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := r.cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		r.waitDone <- r.waitChild()
+	}()
+	return <-started
+}
+
+// waitChild waits for the child to exit, kills what is left of its tree
+// while its pid (its group's id) is still reserved by the zombie, then
+// reaps it and waits for its output to drain.
+func (r *spawnRun) waitChild() error {
+	pid := r.cmd.Process.Pid
+	if err := waitExited(pid); err == nil {
+		// Leftovers of the run (background jobs of the child, in its
+		// group) must not outlive it: the item is about to be settled,
+		// and a failed one handed out again.
+		_ = unix.Kill(-pid, unix.SIGKILL)
+		if _, err := r.m.killTree(r.instance, pid); err != nil {
+			r.jerr = errors.Join(r.jerr, err)
+		}
+	}
+	return r.cmd.Wait()
+}
+
+// supervise renews the lease while the child runs (and after, until
+// settle stops it: gates and Finish hooks hold the item too) and forwards
+// signals (and the cancellation of ctx, as SIGTERM) to its process group.
+func (r *spawnRun) supervise(ctx context.Context) {
+	if c := r.claim; c != nil {
+		r.stopRenew = make(chan struct{})
+		stop := r.stopRenew
+		r.renewWG.Add(1)
 		go func() {
-			defer renewWG.Done()
-			every := max(claim.Lease()/3, 10*time.Millisecond)
+			defer r.renewWG.Done()
+			every := max(c.Lease()/3, 10*time.Millisecond)
 			t := time.NewTicker(every)
 			defer t.Stop()
 			for {
 				select {
-				case <-stopRenew:
+				case <-stop:
 					return
 				case <-t.C:
-					if err := claim.Renew(); err != nil {
-						renewMu.Lock()
-						renewErr = err
-						renewMu.Unlock()
+					if err := c.Renew(); err != nil {
+						r.renewMu.Lock()
+						r.renewErr = err
+						r.renewMu.Unlock()
 					}
 				}
 			}
 		}()
 	}
-	var waitErr error
-	var forwarded os.Signal
+	pgid := r.cmd.Process.Pid
 	ctxDone := ctx.Done()
 loop:
 	for {
 		select {
-		case waitErr = <-waitDone:
+		case r.waitErr = <-r.waitDone:
 			break loop
-		case sig := <-opt.Signals:
-			if forwarded == nil {
-				forwarded = sig
+		case sig := <-r.opt.Signals:
+			if r.forwarded == nil {
+				r.forwarded = sig
 			}
 			if s, ok := sig.(syscall.Signal); ok {
-				_ = syscall.Kill(-cmd.Process.Pid, s)
+				_ = syscall.Kill(-pgid, s)
 			}
 		case <-ctxDone:
 			ctxDone = nil
-			if forwarded == nil {
-				forwarded = syscall.SIGTERM
+			if r.forwarded == nil {
+				r.forwarded = syscall.SIGTERM
 			}
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+			_ = syscall.Kill(-pgid, syscall.SIGTERM)
 		}
 	}
-	close(stopRenew)
-	renewWG.Wait()
+	r.hook.Ended = time.Now()
 	// The pipes close when the child (and any grandchild holding them)
 	// exits; wait for the last lines, then flush.
-	outW.Close()
-	errW.Close()
-	outWait()
-	errWait()
-	if err := capt.close(); err != nil {
-		jerr = errors.Join(jerr, m.journalOutputError(name, err))
-	}
+	r.closeOutput()
+}
 
+// stopRenewal ends the lease renewal (once; before the item is settled).
+func (r *spawnRun) stopRenewal() {
+	if r.stopRenew != nil {
+		close(r.stopRenew)
+		r.renewWG.Wait()
+		r.stopRenew = nil
+	}
+}
+
+// closeOutput ends the capture: pipes closed, last lines read, flushed.
+func (r *spawnRun) closeOutput() {
+	if r.capt == nil || r.captClosed {
+		return
+	}
+	r.captClosed = true
+	r.outW.Close()
+	r.errW.Close()
+	r.outWait()
+	r.errWait()
+	if err := r.capt.close(); err != nil {
+		r.jerr = errors.Join(r.jerr, r.m.journalOutputError(r.name, err))
+	}
+}
+
+// exitStatus reads the child's exit code, the signal that ended it and
+// its CPU time.
+func (r *spawnRun) exitStatus() {
 	code := 0
 	var ee *exec.ExitError
-	if errors.As(waitErr, &ee) {
+	if errors.As(r.waitErr, &ee) {
 		code = ee.ExitCode()
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			res.Signal = ws.Signal().String()
+			r.res.Signal = unix.SignalName(ws.Signal())
+			if r.res.Signal == "" {
+				r.res.Signal = "signal " + strconv.Itoa(int(ws.Signal()))
+			}
 			code = 128 + int(ws.Signal())
 		}
-	} else if waitErr != nil {
+	} else if r.waitErr != nil {
 		code = -1
 	}
-	res.ExitCode = code
-	res.Interrupted = forwarded != nil
+	r.res.ExitCode = code
+	r.res.Interrupted = r.forwarded != nil
+	r.hook.ExitCode, r.hook.Output = code, r.outTail.Bytes()
+	if ps := r.cmd.ProcessState; ps != nil {
+		r.hook.CPU = ps.UserTime() + ps.SystemTime()
+	}
+}
 
-	// Item first (the queue is the shared truth), then the agent.
+// settle maps the exit to the item (first: the queue is the shared
+// truth; a successful item waits at its gates and goes through the
+// Finish hooks, its lease still renewed), then to the agent, journals
+// agent.exited, records usage and runs the Exit hooks. The locks are
+// released after (unlock, deferred by Spawn).
+func (r *spawnRun) settle(ctx context.Context) (*SpawnResult, error) {
+	m, res, claim := r.m, r.res, r.claim
 	var itemErr error
 	switch {
-	case forwarded != nil:
+	case r.forwarded != nil:
 		res.Outcome = OutcomeReleased
+		r.stopRenewal()
 		if claim != nil {
-			itemErr = claim.Release("wrapper interrupted by " + forwarded.String())
+			itemErr = claim.Release("wrapper interrupted by " + r.forwarded.String())
 		}
-	case code == 0:
+	case res.ExitCode == 0:
 		res.Outcome = OutcomeDone
 		if claim != nil {
-			itemErr = claim.Complete(m.result(resultFile, capt, opt.ResultLines))
+			r.hook.Result = m.result(filepath.Join(r.scratch, "result"), r.capt, r.opt.ResultLines)
+			if err := m.awaitGates(ctx, r.name, claim); err != nil {
+				res.Outcome = OutcomeFailed
+				r.stopRenewal()
+				if errors.Is(err, queues.ErrRejected) || errors.Is(err, queues.ErrStale) {
+					itemErr = err // the item is no longer ours (dead, or re-claimed)
+				} else {
+					itemErr = claim.Fail(err.Error())
+				}
+			} else if err := runFinish(ctx, r.opt.Hooks, r.hook); err != nil {
+				res.Outcome = OutcomeFailed
+				r.stopRenewal()
+				itemErr = claim.Fail(err.Error())
+			} else {
+				r.stopRenewal()
+				itemErr = claim.Complete(r.hook.Result)
+			}
 		}
 	default:
 		res.Outcome = OutcomeFailed
+		r.stopRenewal()
 		if claim != nil {
-			reason := "exit status " + strconv.Itoa(code)
+			reason := "exit status " + strconv.Itoa(res.ExitCode)
 			if res.Signal != "" {
 				reason = "killed by " + res.Signal
 			}
-			if t := capt.tail("stderr", 10); len(t) > 0 {
+			if t := r.capt.tail("stderr", 10); len(t) > 0 {
 				reason += "\n" + strings.Join(t, "\n")
 			}
 			itemErr = claim.Fail(reason)
 		}
 	}
+	r.stopRenewal()
+	_ = os.RemoveAll(r.scratch)
 	if itemErr != nil {
 		res.ItemError = itemErr.Error()
 	}
-	renewMu.Lock()
-	if renewErr != nil && res.ItemError == "" {
-		res.ItemError = "lease renewal: " + renewErr.Error()
+	r.renewMu.Lock()
+	if r.renewErr != nil && res.ItemError == "" {
+		res.ItemError = "lease renewal: " + r.renewErr.Error()
 	}
-	renewMu.Unlock()
+	r.renewMu.Unlock()
 
-	final, err := m.finish(name, res, capt)
+	final, err := m.finish(r.name, res, r.capt)
 	res.State = final
-	res.Duration = time.Since(start).Round(time.Millisecond).String()
-	data := map[string]any{"exit_code": code, "outcome": res.Outcome, "state": final, "duration": res.Duration}
+	res.Duration = time.Since(r.start).Round(time.Millisecond).String()
+	data := map[string]any{"exit_code": res.ExitCode, "outcome": res.Outcome, "state": final, "duration": res.Duration, "instance": r.instance}
 	if res.Signal != "" {
 		data["signal"] = res.Signal
 	}
 	if res.ItemError != "" {
 		data["item_error"] = res.ItemError
 	}
-	jerr = errors.Join(jerr, m.event(journal.Event{Type: "agent.exited", Kind: "agent", Path: AgentPath(name), Agent: name, Parent: a.Parent, Item: res.Item, Queue: res.Queue, Data: data}))
+	jerr := errors.Join(r.jerr, m.event(journal.Event{Type: "agent.exited", Kind: "agent", Path: AgentPath(r.name), Agent: r.name, Parent: r.a.Parent, Item: res.Item, Queue: res.Queue, Data: data}))
+	// The ledger, the hooks' cleanup, dead-letter escalation: reported,
+	// never changing the outcome.
+	jerr = errors.Join(jerr, m.recordUsage(r.hook, res), runExit(r.opt.Hooks, r.hook, res))
+	if res.Outcome == OutcomeFailed {
+		if qc, ok := claim.(*queueClaim); ok {
+			_, eerr := m.EscalateDead(qc.b, claim.Queue())
+			jerr = errors.Join(jerr, eerr)
+		}
+	}
 	if err != nil {
 		return res, err
 	}
@@ -416,6 +671,29 @@ loop:
 		return res, itemErr
 	}
 	return res, jerr
+}
+
+// abort undoes a run that failed before the child ran to its end, in
+// reverse order of the steps: the child (if started) is killed with its
+// group and reaped, the output closed, the claim released, the agent (if
+// moved to working) marked failed. It returns err. The locks are
+// released after (unlock, deferred by Spawn).
+func (r *spawnRun) abort(err error) error {
+	if r.cmd != nil && r.cmd.Process != nil {
+		_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+		<-r.waitDone
+	}
+	r.closeOutput()
+	if r.claim != nil {
+		_ = r.claim.Release("spawn failed: " + err.Error())
+	}
+	if r.working {
+		_, _ = r.m.Transition(r.name, Failed, TransitionOptions{By: "spawn", Reason: "start: " + err.Error(), Edit: clearProcess})
+	}
+	if r.scratch != "" {
+		_ = os.RemoveAll(r.scratch)
+	}
+	return err
 }
 
 // spawnRefusal returns why the agent may not be spawned now (nil: it may),
@@ -459,10 +737,16 @@ func (m *Manager) prepare(name string, opt SpawnOptions) (*Agent, error) {
 	if a.IllegalEdit() {
 		return nil, CheckAgent(a)
 	}
+	// We hold the agent's lock, so no wrapper runs the agent: a tree its
+	// last instance left (an orphan of a killed wrapper) is killed
+	// before anything else runs under the name.
+	if err := m.reapTree(a, "spawn"); err != nil {
+		return nil, err
+	}
 	st := a.Effective()
 	if running(st) && a.Host != "" {
-		// We hold the liveness lock, so the process recorded is gone: reap
-		// it here (ReapAgents would need the lock we hold).
+		// The process recorded is gone: reap it here (ReapAgents would
+		// need the lock we hold).
 		pid := a.PID
 		if _, err := m.Transition(name, Failed, TransitionOptions{By: "spawn", Reason: "previous wrapper died (pid " + strconv.Itoa(pid) + ")",
 			Edit: clearProcess}); err != nil {
@@ -488,12 +772,6 @@ func (m *Manager) prepare(name string, opt SpawnOptions) (*Agent, error) {
 		}
 	}
 	return m.GetAgent(name)
-}
-
-func (m *Manager) releaseOnError(claim WorkClaim, err error) {
-	if claim != nil {
-		_ = claim.Release("spawn failed: " + err.Error())
-	}
 }
 
 // result is the item's result: the TAVERN_RESULT file if the child wrote
@@ -552,10 +830,11 @@ func (m *Manager) finish(name string, res *SpawnResult, c *capture) (string, err
 	return to, nil
 }
 
-func (m *Manager) childEnv(a *Agent, opt SpawnOptions, claim WorkClaim, resultFile string) []string {
+func (m *Manager) childEnv(a *Agent, opt SpawnOptions, claim WorkClaim, resultFile, instance string) []string {
 	env := []string{
 		"TAVERN_DIR=" + m.Store.Root(),
 		"TAVERN_AGENT=" + a.Name,
+		"TAVERN_INSTANCE=" + instance,
 		"TAVERN_RESULT=" + resultFile,
 	}
 	parent := a.Parent

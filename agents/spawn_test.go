@@ -313,9 +313,9 @@ func TestHelperProcess(t *testing.T) {
 	}
 }
 
-// SIGKILL of the wrapper: the kernel drops the liveness lock, the item goes
-// back to pending on the next queue reap and the agent is failed on the
-// next agent reap.
+// SIGKILL of the wrapper: its child dies with it, the kernel drops the
+// liveness locks, the item goes back to pending on the next queue reap and
+// the agent is failed on the next agent reap.
 func TestSpawnWrapperKilled(t *testing.T) {
 	m := newManager(t)
 	b := newBroker(t, m)
@@ -347,8 +347,9 @@ func TestSpawnWrapperKilled(t *testing.T) {
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
-	// The child was orphaned in its own process group: clean it up.
-	syscall.Kill(-childPID, syscall.SIGKILL)
+	// The child dies with its wrapper (Pdeathsig); until it has, it holds
+	// the instance's lock and so the item.
+	waitUntil(t, 30*time.Second, "the child to die with its wrapper", func() bool { return gone(childPID) })
 
 	rep, err := b.Reap("q")
 	if err != nil {

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/watcher"
 )
 
@@ -69,11 +71,24 @@ func (m *Manager) VerifyAgent(ctx context.Context, name, by string, maxAttempts 
 	}
 	attempt := a.VerifyAttempts + 1
 	to := Working
-	if attempt >= maxAttempts {
+	switch {
+	case attempt >= maxAttempts:
+		to = Failed
+	case a.PID == 0 && a.Spawns > 0:
+		// A spawned agent whose child exited (the wrapper cleared pid
+		// before verifying): nobody would work on it. Back in working
+		// it would sit there with no process, forever; failed is where
+		// the state machine puts an agent that needs a person (or a
+		// respawn, which resumes it with the failures in its Notes). An
+		// agent never spawned is driven by hand: back to working.
 		to = Failed
 	}
 	note := fmt.Sprintf("Verification %d failed (%s, by %s):\n\n%s", attempt, m.now().UTC().Format(time.RFC3339), by, strings.Join(failures, "\n"))
-	_, err = m.Transition(name, to, TransitionOptions{By: by, Reason: fmt.Sprintf("%d of %d commitment(s) failed, attempt %d", len(failures), len(results), attempt),
+	reason := fmt.Sprintf("%d of %d commitment(s) failed, attempt %d", len(failures), len(results), attempt)
+	if to == Failed && attempt < maxAttempts {
+		reason += "; no process runs the agent: respawn it to resume"
+	}
+	_, err = m.Transition(name, to, TransitionOptions{By: by, Reason: reason,
 		Edit: func(d *docstore.Doc) error {
 			d.SetBody(AppendSection(d.Body(), SectionNotes, note))
 			return d.Set("verify_attempts", attempt)
@@ -105,6 +120,11 @@ type VerifierOptions struct {
 	OnError func(error)
 	// Once does one pass and returns.
 	Once bool
+	// Broker, when set, makes the verifier reap queue claims of dead
+	// holders too (Manager.RunReaper) every ReapEvery (default 1s),
+	// besides the agents of dead wrappers it reaps on each pass.
+	Broker    *queues.Broker
+	ReapEvery time.Duration
 }
 
 // RunVerifier is the verification daemon. It watches agents/ (watcher
@@ -130,6 +150,19 @@ func (m *Manager) RunVerifier(ctx context.Context, opt VerifierOptions) error {
 		select {
 		case wake <- struct{}{}:
 		default:
+		}
+	}
+	if opt.Broker != nil {
+		if opt.Once {
+			_, err := m.Reap(opt.Broker)
+			report(err)
+		} else {
+			rctx, stop := context.WithCancel(ctx)
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() { defer wg.Done(); m.RunReaper(rctx, opt.Broker, opt.ReapEvery, report) }()
+			defer wg.Wait()
+			defer stop()
 		}
 	}
 	if !opt.Once {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/schema"
 )
 
@@ -276,4 +277,38 @@ func TestVerifierDaemonEventDriven(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// An agent whose child exited (the spawn wrapper cleared its pid) and
+// whose verification fails has nobody to work on it: the verifier moves
+// it to failed, which agent ls flags as needing attention, instead of
+// back to working with no process, forever.
+func TestFailedVerificationWithoutProcessFails(t *testing.T) {
+	m := newManager(t)
+	b := newBroker(t, m)
+	mustQueue(t, b, "q", queues.QueueOptions{})
+	mustItem(t, b, "q", "x", "x")
+	mustAgent(t, m, AgentSpec{Name: "ned"})
+	if _, err := m.AddCommitment("ned", "never", "false", 0); err != nil {
+		t.Fatal(err)
+	}
+	res, err := m.Spawn(context.Background(), SpawnOptions{Name: "ned", Queues: []string{"q"}, Work: QueueWork(b), Command: []string{"true"}})
+	if err != nil || res.State != Verifying {
+		t.Fatalf("spawn: %+v %v, want verifying", res, err)
+	}
+	if err := m.RunVerifier(context.Background(), VerifierOptions{Once: true, MaxAttempts: 3}); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := m.GetAgent("ned")
+	if got := a.Effective(); got != Failed {
+		t.Fatalf("after a failed verification with no process: %s, want failed", got)
+	}
+	if a.Attention() == "" {
+		t.Error("a failed agent does not ask for attention")
+	}
+	// A respawn resumes it.
+	res, err = m.Spawn(context.Background(), SpawnOptions{Name: "ned", Command: []string{"true"}})
+	if err != nil || res.State != Verifying {
+		t.Fatalf("respawn: %+v %v, want verifying again", res, err)
+	}
 }

@@ -188,39 +188,55 @@ func (d *Dir) Exists(name string) bool {
 
 // ReadFile reads the regular file name in d, like Store.ReadFile.
 func (d *Dir) ReadFile(name string) ([]byte, error) {
+	data, _, err := d.readFile(name)
+	return data, err
+}
+
+// readFile is ReadFile that also returns the file's permission bits. A
+// name that is not a regular file is refused (*OddFileError) from its
+// lstat, before any open: a FIFO is never opened.
+func (d *Dir) readFile(name string) ([]byte, uint32, error) {
 	rel := d.Rel(name)
 	if err := checkName(name); err != nil {
-		return nil, pathErr("read", rel, err)
+		return nil, 0, pathErr("read", rel, err)
 	}
 	var fd int
 	var err error
 	defer runtime.KeepAlive(d)
+	var st unix.Stat_t
+	if err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil, 0, pathErr("read", rel, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, 0, oddErr(rel, st.Mode, nil)
+	}
 	for {
+		// O_NONBLOCK: a FIFO swapped in since the lstat cannot block.
 		fd, err = unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != unix.EINTR {
 			break
 		}
 	}
-	if err == unix.ELOOP {
-		err = ErrUnsafePath
-	}
 	if err != nil {
-		return nil, pathErr("read", rel, err)
+		return nil, 0, oddErr(rel, 0, err)
 	}
-	data, err := readFD(fd)
+	data, perm, err := readFD(fd)
 	if err != nil {
 		var tl errTooLarge
-		if errors.As(err, &tl) {
-			return nil, &ParseError{Path: rel, Msg: tl.Error(), Err: ErrTooLarge}
+		switch {
+		case errors.As(err, &tl):
+			return nil, 0, &ParseError{Path: rel, Msg: tl.Error(), Err: ErrTooLarge}
+		case errors.Is(err, errNotRegular):
+			return nil, 0, &OddFileError{Op: "read", Path: rel, What: "not a regular file"}
 		}
-		return nil, pathErr("read", rel, err)
+		return nil, 0, pathErr("read", rel, err)
 	}
-	return data, nil
+	return data, perm, nil
 }
 
 // Get reads and parses the document name in d, like Store.Get.
 func (d *Dir) Get(name string) (*Doc, error) {
-	data, err := d.ReadFile(name)
+	data, perm, err := d.readFile(name)
 	if err != nil {
 		return nil, err
 	}
@@ -228,6 +244,7 @@ func (d *Dir) Get(name string) (*Doc, error) {
 	if err != nil {
 		return nil, err
 	}
+	doc.perm = perm
 	d.s.classify(doc)
 	return doc, nil
 }
@@ -251,15 +268,16 @@ func (d *Dir) Create(name string, doc *Doc) error {
 	data := doc.Bytes()
 	defer runtime.KeepAlive(d)
 	t := target{dirfd: d.fd, dir: ".", name: name, syncPath: d.full}
-	ok, err := d.s.linkSpare(t, data)
+	perm := permOf(doc)
+	ok, err := d.s.linkSpare(t, data, perm)
 	if !ok {
-		ok, err = d.s.linkNew(t, data)
+		ok, err = d.s.linkNew(t, data, perm)
 	}
 	if !ok {
 		// Neither a spare nor O_TMPFILE: a temp file in .tmp/ and a
 		// no-replace rename into d.
 		var tmp string
-		if tmp, err = d.s.writeTemp(data); err == nil {
+		if tmp, err = d.s.writeTemp(data, perm); err == nil {
 			err = unix.Renameat2(unix.AT_FDCWD, tmp, d.fd, name, unix.RENAME_NOREPLACE)
 			if err != nil {
 				os.Remove(tmp)

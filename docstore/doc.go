@@ -62,6 +62,21 @@
 // order, quoting style, unknown keys, CRLF line endings and the body are
 // untouched, so `git diff` after an engine write shows exactly the change.
 //
+// # Crashes, modes, odd files
+//
+// A rewrite keeps the permission bits of the file it replaces (a document
+// read from a 0600 file is written back 0600, also when it moves to
+// another directory); new documents, directories and lock files get 0666
+// (0777) minus the umask, read once per process. A path named like a
+// document that is not a regular file, or that this process may not
+// read, is an *OddFileError (ErrOddFile), refused from its lstat: a FIFO
+// is never opened. Frontmatter whose aliases expand past 65536 values (a
+// "billion laughs") or into themselves is a parse error at the alias.
+// TryLockInheritable takes a lock on a descriptor a child process can
+// inherit (it then stays held while any holder lives); LockHolders lists
+// the processes holding it (Linux /proc). Finding is what `tavern doctor`
+// reports; TempFindings, LockKeys, LockFree and RemoveLock serve it.
+//
 // # Caveats
 //
 //   - Atomicity relies on rename(2) being atomic within one filesystem.
@@ -91,16 +106,19 @@
 //   - Retire (for superseded copies) does not unlink: the file waits in
 //     .tmp/ as a spare that a later create in this process rewrites in
 //     place, so no block is freed (spare.go says why and when a spare is
-//     safe to reuse). A process keeps at most 256; a dead process's are
-//     stale temp files, and one older than StaleTemp may be swept by
-//     another process's Open (the create then makes a fresh file).
+//     safe to reuse). A process keeps at most 256, and none before it has
+//     retired 16 files (a short-lived command would leave them for
+//     nobody); a dead process's are stale temp files (`tavern doctor`
+//     finds them), and one older than StaleTemp may be swept by another
+//     process's Open (the create then makes a fresh file).
 //   - Documents are limited to MaxDocSize (8 MiB) and must be valid UTF-8
 //     without NUL bytes; larger or binary files are reported, never read
 //     whole.
 //   - Symlinks are followed only if they resolve inside the store (never,
 //     through a Dir).
 //   - A process killed mid-write leaves a temp file in .tmp/ (never a torn
-//     document). Open removes temp files older than StaleTemp (15 min);
+//     document). Open removes temp files older than StaleTemp (15 min),
+//     and beyond MaxTemps (1024) the oldest older than MinTempAge (10 s);
 //     younger ones may belong to a live writer, possibly on another host.
 //   - Line edits are verified (same keys, no other value changed). An
 //     unusual layout that defeats them is re-encoded instead (comments kept,
@@ -108,7 +126,7 @@
 //     tags, duplicate keys) gives ErrUneditable and is left unchanged.
 //   - Frontmatter may not contain a lone CR, NEL, LS or PS: YAML treats
 //     them as line breaks that line-exact editing cannot see.
-//   - Fields expands YAML aliases, but cuts cycles (`a: &x [*x]`) and stops
-//     after 65536 values reached through aliases ("billion laughs"); the
-//     cut-off values read as null.
+//   - Fields expands YAML aliases. Parse refuses frontmatter whose aliases
+//     would expand past 65536 values ("billion laughs") or into themselves
+//     (`a: &x [*x]`), so no reader ever sees a cut-off value as null.
 package docstore

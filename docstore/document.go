@@ -41,6 +41,7 @@ type Doc struct {
 	body  []byte
 	nl    string     // line ending of the fences: "\n" or "\r\n"
 	root  *yaml.Node // the frontmatter mapping
+	perm  uint32     // permission bits of the file it was read from; 0: a new document (mode.go)
 }
 
 // Revision is the content hash used as a document's revision.
@@ -171,8 +172,74 @@ func (d *Doc) parseFront() error {
 			return &ParseError{Path: d.Path, Line: k.Line + d.frontLine() - 1, Col: k.Column, Msg: "frontmatter keys must be plain names"}
 		}
 	}
+	if bad, msg := checkAliases(root); bad != nil {
+		return &ParseError{Path: d.Path, Line: bad.Line + d.frontLine() - 1, Col: bad.Column, Msg: "frontmatter: " + msg}
+	}
 	d.root = root
 	return nil
+}
+
+// checkAliases refuses frontmatter whose aliases expand to more than
+// maxExpand values (a "billion laughs": each anchor aliasing the previous
+// one nine times is 9^9 values from a few lines) or to infinitely many
+// (an alias inside its own anchor). Readers would otherwise have to cut
+// the expansion and read the rest as null: bad input is reported, never
+// truncated. It returns the alias where the limit is crossed.
+func checkAliases(root *yaml.Node) (*yaml.Node, string) {
+	sizes := map[*yaml.Node]int{}
+	onPath := map[*yaml.Node]bool{}
+	var cyclic *yaml.Node
+	// size is the number of values n stands for, aliases expanded,
+	// saturated at maxExpand+1.
+	var size func(n *yaml.Node) int
+	size = func(n *yaml.Node) int {
+		if n.Kind == yaml.AliasNode {
+			if n.Alias == nil {
+				return 1
+			}
+			if onPath[n.Alias] {
+				if cyclic == nil {
+					cyclic = n
+				}
+				return maxExpand + 1
+			}
+			n = n.Alias
+		}
+		if v, ok := sizes[n]; ok {
+			return v
+		}
+		onPath[n] = true
+		total := 1
+		for _, c := range n.Content {
+			total = min(total+size(c), maxExpand+1)
+		}
+		delete(onPath, n)
+		sizes[n] = total
+		return total
+	}
+	expanded := 0
+	var walk func(n *yaml.Node) *yaml.Node
+	walk = func(n *yaml.Node) *yaml.Node {
+		if n.Kind == yaml.AliasNode {
+			if expanded += size(n); expanded > maxExpand {
+				return n
+			}
+			return nil
+		}
+		for _, c := range n.Content {
+			if bad := walk(c); bad != nil {
+				return bad
+			}
+		}
+		return nil
+	}
+	if bad := walk(root); bad != nil {
+		if cyclic != nil {
+			return cyclic, fmt.Sprintf("alias *%s refers to its own anchor (infinite expansion)", cyclic.Value)
+		}
+		return bad, fmt.Sprintf("alias expansion exceeds %d values", maxExpand)
+	}
+	return nil, ""
 }
 
 // parserErrors are yaml.v3's parser (not scanner) messages; see parseFront.
@@ -251,7 +318,7 @@ func (d *Doc) Clone() *Doc {
 	if err != nil { // cannot happen: d was parsed or built by us
 		panic("docstore: clone of unparsable document: " + err.Error())
 	}
-	c.Kind, c.Name, c.Rev = d.Kind, d.Name, d.Rev
+	c.Kind, c.Name, c.Rev, c.perm = d.Kind, d.Name, d.Rev, d.perm
 	return c
 }
 

@@ -23,6 +23,15 @@ func (d *Doc) Get(key string) *yaml.Node {
 	return nil
 }
 
+// KeyLine returns the file line (1-based) of a top-level field's key, or
+// 0 if the field is absent: for errors that point at a field.
+func (d *Doc) KeyLine(key string) int {
+	if i := d.index(key); i >= 0 && d.root.Content[i].Line > 0 {
+		return d.root.Content[i].Line + d.frontLine() - 1
+	}
+	return 0
+}
+
 // Has reports whether the field is present and not null.
 func (d *Doc) Has(key string) bool {
 	n := d.Get(key)
@@ -164,15 +173,9 @@ func (p *plainer) plain(n *yaml.Node) any {
 // Set sets a top-level field to v, encoded as YAML. A *yaml.Node is used
 // as is. Only the lines of that field change.
 func (d *Doc) Set(key string, v any) error {
-	n, ok := v.(*yaml.Node)
-	if !ok {
-		if t, isTime := v.(time.Time); isTime {
-			return d.SetNode(key, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!timestamp", Value: schema.FormatTime(t)})
-		}
-		n = &yaml.Node{}
-		if err := n.Encode(v); err != nil {
-			return fmt.Errorf("set %s: %w", key, err)
-		}
+	n, err := valueNode(key, v)
+	if err != nil {
+		return err
 	}
 	return d.SetNode(key, n)
 }
@@ -656,6 +659,14 @@ func (d *Doc) SetMany(fields []Field) error {
 	return nil
 }
 
+// blockUnsafe reports whether yaml.v3 would write s as a literal block it
+// reads back differently (a multi-line string whose first line is empty
+// or indented loses that line or indentation): such strings are written
+// double-quoted instead.
+func blockUnsafe(s string) bool {
+	return strings.Contains(s, "\n") && (s[0] == '\n' || s[0] == ' ' || s[0] == '\t' || s[0] == '\r')
+}
+
 // valueNode is the node Set would write for v.
 func valueNode(key string, v any) (*yaml.Node, error) {
 	if x, ok := v.(*yaml.Node); ok {
@@ -703,6 +714,22 @@ func fillValueNode(n *yaml.Node, key string, v any) error {
 			*n = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: x}
 			return nil
 		}
+		if blockUnsafe(x) {
+			*n = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: x, Style: yaml.DoubleQuotedStyle}
+			return nil
+		}
+	case []string:
+		// Built here: Node.Encode of a list holding a blockUnsafe string
+		// fails (yaml.v3 emits a literal block it cannot read back).
+		*n = yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: make([]*yaml.Node, len(x))}
+		for i, s := range x {
+			c := &yaml.Node{}
+			if err := fillValueNode(c, key, s); err != nil {
+				return err
+			}
+			n.Content[i] = c
+		}
+		return nil
 	}
 	if err := n.Encode(v); err != nil {
 		return fmt.Errorf("set %s: %w", key, err)

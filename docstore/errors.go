@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/tavernhq/tavern/schema"
 )
 
@@ -47,6 +49,10 @@ var (
 	// ErrParse is matched by every *ParseError.
 	ErrParse = errors.New("cannot parse document")
 
+	// ErrOddFile is matched by every *OddFileError: a path named like a
+	// document that is not a regular file this process can read.
+	ErrOddFile = errors.New("not a document file")
+
 	// ErrRefused is matched by every *RefusedError: a write a rule
 	// (Store.AddRule) refused.
 	ErrRefused = errors.New("write refused")
@@ -67,6 +73,66 @@ func (e *RefusedError) Error() string { return e.Err.Error() }
 
 // Unwrap makes every RefusedError match ErrRefused and the rule's error.
 func (e *RefusedError) Unwrap() []error { return []error{ErrRefused, e.Err} }
+
+// OddFileError is a path named like a document that is not one: a FIFO,
+// socket, device, directory or symbolic link (even one pointing inside the
+// store), or a regular file this process may not read. Readers that list
+// a directory of documents (queue takes and listings, check) skip and
+// report it like a parse error; it is never opened if it is a FIFO or
+// device, never followed if it is a link, and never changed.
+type OddFileError struct {
+	Op   string
+	Path string
+	What string // "a FIFO", "a directory", "a symbolic link", "unreadable (permission denied)"...
+	Err  error  // the underlying cause (ErrUnsafePath for a link, fs.ErrPermission...), or nil
+}
+
+func (e *OddFileError) Error() string {
+	return e.Op + " " + e.Path + ": " + e.What + ", not a document file"
+}
+
+// Unwrap matches ErrOddFile and the cause.
+func (e *OddFileError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrOddFile}
+	}
+	return []error{ErrOddFile, e.Err}
+}
+
+// oddKind names a file type that is not a regular file, or "".
+func oddKind(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return ""
+	case unix.S_IFDIR:
+		return "a directory"
+	case unix.S_IFIFO:
+		return "a FIFO"
+	case unix.S_IFLNK:
+		return "a symbolic link"
+	case unix.S_IFSOCK:
+		return "a socket"
+	case unix.S_IFCHR:
+		return "a character device"
+	case unix.S_IFBLK:
+		return "a block device"
+	}
+	return "not a regular file"
+}
+
+// oddErr is the error for reading rel whose lstat mode is mode (not a
+// regular file), or for a failed open (errno).
+func oddErr(rel string, mode uint32, errno error) error {
+	switch {
+	case errno == unix.EACCES || errno == unix.EPERM:
+		return &OddFileError{Op: "read", Path: rel, What: "unreadable (permission denied)", Err: fs.ErrPermission}
+	case errno == unix.ELOOP || mode&unix.S_IFMT == unix.S_IFLNK:
+		return &OddFileError{Op: "read", Path: rel, What: "a symbolic link", Err: ErrUnsafePath}
+	case errno != nil:
+		return pathErr("read", rel, errno)
+	}
+	return &OddFileError{Op: "read", Path: rel, What: oddKind(mode)}
+}
 
 // PathError records a failed operation on a document path. Path is
 // relative to the store root where one is known.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+	"golang.org/x/sys/unix"
 )
 
 // Lock is an exclusive flock on a lock file under .tavern/.locks/. The
@@ -24,6 +25,7 @@ import (
 // instances are re-entrant and so are never shared between acquisitions.
 type Lock struct {
 	fl   *flock.Flock
+	file *os.File  // instead of fl: an inheritable lock's descriptor (locktree.go)
 	slot *lockSlot // instead of fl: a cached descriptor (lockcache.go)
 	s    *Store    // keeps the Store, and so the slot's descriptor, alive while held
 	Key  string
@@ -107,10 +109,10 @@ func (s *Store) tryLock(key string, acquire func(*flock.Flock) (bool, error)) (*
 		return nil, false, err
 	}
 	for {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
 			return nil, false, pathErr("lock", key, err)
 		}
-		fl := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR))
+		fl := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(0o666))
 		ok, err := acquire(fl)
 		if err != nil {
 			fl.Close()
@@ -158,6 +160,12 @@ func (l *Lock) Unlock() error {
 		l.slot, l.s = nil, nil
 		return err
 	}
+	if l.file != nil {
+		err := unix.Flock(int(l.file.Fd()), unix.LOCK_UN)
+		l.file.Close()
+		l.file = nil
+		return err
+	}
 	if l.fl == nil {
 		return nil
 	}
@@ -171,7 +179,7 @@ func (l *Lock) Unlock() error {
 // remove it; acquirers re-check the inode, so a removal never lets two
 // processes hold the "same" lock.
 func (l *Lock) Remove() error {
-	if l == nil || l.fl == nil && l.slot == nil {
+	if l == nil || l.fl == nil && l.slot == nil && l.file == nil {
 		return nil
 	}
 	err := os.Remove(l.path)
@@ -191,5 +199,5 @@ func (l *Lock) Remove() error {
 
 // Held reports whether this Lock is still held by us.
 func (l *Lock) Held() bool {
-	return l != nil && (l.slot != nil || l.fl != nil && l.fl.Locked())
+	return l != nil && (l.slot != nil || l.file != nil || l.fl != nil && l.fl.Locked())
 }

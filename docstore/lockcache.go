@@ -120,10 +120,10 @@ func (sl *lockSlot) acquire(wait bool) (ok bool, err error) {
 }
 
 func (sl *lockSlot) open() error {
-	if err := os.MkdirAll(filepath.Dir(sl.path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(sl.path), 0o777); err != nil {
 		return err
 	}
-	fd, err := openRaw(sl.path, unix.O_RDWR|unix.O_CREAT, 0o600)
+	fd, err := openRaw(sl.path, unix.O_RDWR|unix.O_CREAT, 0o666) // the umask decides, like any file
 	if err != nil {
 		return err
 	}

@@ -31,27 +31,36 @@ func ReadFileAbs(full string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return readFD(fd)
+	data, _, err := readFD(fd)
+	return data, err
 }
 
-// readFD reads the regular file open at fd and closes fd.
-func readFD(fd int) ([]byte, error) {
+// readFD reads the regular file open at fd and closes fd. perm is the
+// file's permission bits (a rewrite keeps them).
+func readFD(fd int) (data []byte, perm uint32, err error) {
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
 	case unix.S_IFDIR:
-		return nil, errors.New("is a directory")
+		return nil, 0, errors.New("is a directory")
 	default:
-		return nil, errNotRegular
+		return nil, 0, errNotRegular
 	}
 	if st.Size > MaxDocSize {
-		return nil, errTooLarge{st.Size}
+		return nil, 0, errTooLarge{st.Size}
 	}
-	buf := make([]byte, st.Size+1) // +1: see EOF in one read when the size is right
+	perm = st.Mode & 0o777
+	data, err = readAllFD(fd, st.Size)
+	return data, perm, err
+}
+
+// readAllFD reads fd (a regular file of size bytes by fstat) to its end.
+func readAllFD(fd int, size int64) ([]byte, error) {
+	buf := make([]byte, size+1) // +1: see EOF in one read when the size is right
 	n := 0
 	for {
 		if n == len(buf) {
@@ -94,7 +103,7 @@ func (e errTooLarge) Error() string {
 // rewriteAt overwrites the existing file name (relative to dirfd) with
 // data from offset 0, truncates it to len(data) and, if sync, fsyncs it.
 // opened is false when the open failed.
-func rewriteAt(dirfd int, name string, data []byte, sync bool) (opened bool, err error) {
+func rewriteAt(dirfd int, name string, data []byte, sync bool, perm uint32) (opened bool, err error) {
 	var fd int
 	for {
 		fd, err = unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -128,6 +137,11 @@ func rewriteAt(dirfd int, name string, data []byte, sync bool) (opened bool, err
 		var st unix.Stat_t
 		if err = unix.Fstat(fd, &st); err == nil && st.Size != int64(len(data)) {
 			err = unix.Ftruncate(fd, int64(len(data)))
+		}
+		// A spare keeps the mode of the document it was: give it the
+		// new document's.
+		if err == nil && st.Mode&0o777 != perm {
+			err = unix.Fchmod(fd, perm)
 		}
 	}
 	if err == nil && sync {

@@ -1,8 +1,10 @@
 package docstore
 
 import (
+	"cmp"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -34,6 +36,11 @@ import (
 const (
 	spareMax  = 256 // retired files kept; beyond this Retire unlinks
 	spareKick = 16  // waiting spares that start a background directory fsync
+	// spareWarmup is how many files a Store retires (unlinks) before it
+	// starts keeping spares: a short-lived process (a CLI take or done
+	// retires one or two) would leave its spares in .tmp/ for nobody,
+	// since spares belong to the process that retired them.
+	spareWarmup = spareKick
 )
 
 type spare struct {
@@ -44,6 +51,9 @@ type spare struct {
 }
 
 type sparePool struct {
+	retired atomic.Int64 // files retired so far (spareWarmup)
+	warmup  int64        // retires that unlink before spares are kept; set by Open
+
 	mu      sync.Mutex
 	ready   []spare
 	wait    []spare
@@ -89,7 +99,7 @@ func (s *Store) retire(dirfd int, name, dirPath string) error {
 	n := len(p.ready) + len(p.wait)
 	p.mu.Unlock()
 	tfd := s.tmpFD()
-	if n >= spareMax || noTmpfile.Load() || tfd < 0 {
+	if n >= spareMax || noTmpfile.Load() || tfd < 0 || p.retired.Add(1) <= p.warmup {
 		if err := unix.Unlinkat(dirfd, name, 0); err != nil && err != unix.ENOENT {
 			return err
 		}
@@ -198,13 +208,13 @@ func (s *Store) takeSpare() string {
 // linkSpare creates t (which must not exist) with data by rewriting a
 // spare file and renaming it into place (no replace). ok is false when
 // no spare is ready.
-func (s *Store) linkSpare(t target, data []byte) (ok bool, err error) {
+func (s *Store) linkSpare(t target, data []byte, perm uint32) (ok bool, err error) {
 	name := s.takeSpare()
 	if name == "" {
 		return false, nil
 	}
 	tfd := s.tmpFD() // open: spares exist only once it was
-	if opened, err := rewriteAt(tfd, name, data, s.durable); err != nil {
+	if opened, err := rewriteAt(tfd, name, data, s.durable, cmp.Or(perm, newFilePerm())); err != nil {
 		unix.Unlinkat(tfd, name, 0)
 		if !opened {
 			return false, nil

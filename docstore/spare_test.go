@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func inodeOf(tb testing.TB, path string) uint64 {
@@ -29,11 +30,12 @@ func TestRetireReusesAfterDirSync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.spares.warmup = 0 // keep spares from the first retire
 	long := []byte("---\nlong: " + string(bytes.Repeat([]byte("x"), 3000)) + "\n---\n")
-	if err := s.createFile("notes/old.md", long); err != nil {
+	if err := s.createFile("notes/old.md", long, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.createFile("notes/exists.md", []byte("---\na: 1\n---\n")); err != nil {
+	if err := s.createFile("notes/exists.md", []byte("---\na: 1\n---\n"), 0); err != nil {
 		t.Fatal(err)
 	}
 	oldIno := inodeOf(t, abs0(t, s, "notes/old.md"))
@@ -50,11 +52,11 @@ func TestRetireReusesAfterDirSync(t *testing.T) {
 	if err := s.syncDir(abs0(t, s, "notes")); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.createFile("notes/exists.md", []byte("---\na: 2\n---\n")); !errors.Is(err, ErrExist) {
+	if err := s.createFile("notes/exists.md", []byte("---\na: 2\n---\n"), 0); !errors.Is(err, ErrExist) {
 		t.Fatalf("create over an existing name: err = %v, want ErrExist", err)
 	}
 	short := []byte("---\nshort: 1\n---\n")
-	if err := s.createFile("notes/new.md", short); err != nil {
+	if err := s.createFile("notes/new.md", short, 0); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(abs0(t, s, "notes/new.md"))
@@ -79,9 +81,10 @@ func TestRetireBatchSync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.spares.warmup = 0 // keep spares from the first retire
 	for i := 0; i < spareKick; i++ {
 		rel := fmt.Sprintf("notes/o%02d.md", i)
-		if err := s.createFile(rel, []byte("---\na: 1\n---\n")); err != nil {
+		if err := s.createFile(rel, []byte("---\na: 1\n---\n"), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -97,7 +100,7 @@ func TestRetireBatchSync(t *testing.T) {
 	if ready != spareKick || waiting != 0 {
 		t.Fatalf("after the background fsync: %d ready, %d waiting; want %d, 0", ready, waiting, spareKick)
 	}
-	if err := s.createFile("queues/x.md", []byte("---\nb: 1\n---\n")); err != nil {
+	if err := s.createFile("queues/x.md", []byte("---\nb: 1\n---\n"), 0); err != nil {
 		t.Fatal(err)
 	}
 	left, _ := os.ReadDir(filepath.Join(s.Root(), tmpDir))
@@ -113,4 +116,71 @@ func abs0(tb testing.TB, s *Store, rel string) string {
 		tb.Fatal(err)
 	}
 	return p
+}
+
+// A short-lived process (a CLI take or done retires one or two files)
+// keeps no spares: they would stay in .tmp/ for nobody. A long-running
+// one starts keeping them after spareWarmup retires.
+func TestShortLivedKeepsNoSpares(t *testing.T) {
+	s0 := mustInitStore(t)
+	s, err := Open(s0.Root())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpCount := func() int {
+		t.Helper()
+		es, err := os.ReadDir(filepath.Join(s.Root(), tmpDir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(es)
+	}
+	for i := 0; i < spareWarmup+spareKick; i++ {
+		rel := fmt.Sprintf("notes/c/o%02d.md", i)
+		if err := s.createFile(rel, []byte("---\na: 1\n---\n"), 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Retire(rel); err != nil {
+			t.Fatal(err)
+		}
+		if i < spareWarmup {
+			if n := tmpCount(); n != 0 {
+				t.Fatalf("after %d retires: %d files in .tmp/, want 0", i+1, n)
+			}
+		}
+	}
+	s.spares.waitSync()
+	if n := tmpCount(); n == 0 {
+		t.Errorf("after %d retires: no spare kept", spareWarmup+spareKick)
+	}
+}
+
+// Open bounds .tmp/ by count as well as by age: past MaxTemps files, the
+// oldest ones older than MinTempAge go, the young ones stay.
+func TestOpenBoundsTempCount(t *testing.T) {
+	s := mustInitStore(t)
+	dir := filepath.Join(s.Root(), tmpDir)
+	old := time.Now().Add(-time.Minute)
+	for i := 0; i < MaxTemps+50; i++ {
+		p := filepath.Join(dir, fmt.Sprintf("999-%d.tmp", i))
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if i < MaxTemps+40 {
+			os.Chtimes(p, old, old)
+		}
+	}
+	if _, err := Open(s.Root()); err != nil {
+		t.Fatal(err)
+	}
+	es, _ := os.ReadDir(dir)
+	if got, want := len(es), MaxTemps; got != want {
+		t.Errorf("%d files in .tmp/ after Open, want %d", got, want)
+	}
+	// The 10 young ones are among those kept.
+	for i := MaxTemps + 40; i < MaxTemps+50; i++ {
+		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("999-%d.tmp", i))); err != nil {
+			t.Errorf("young temp file %d removed: %v", i, err)
+		}
+	}
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/tavernhq/tavern/schema"
 )
 
@@ -99,8 +101,9 @@ func Open(dir string) (*Store, error) {
 		return nil, pathErr("open", abs, ErrNoStore)
 	}
 	s := &Store{root: root, durable: true}
+	s.spares.warmup = spareWarmup
 	for _, d := range []string{tmpDir, locksDir, trashDir} {
-		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o777); err != nil {
 			return nil, err
 		}
 	}
@@ -113,17 +116,18 @@ func Open(dir string) (*Store, error) {
 
 // InitDirs are the directories `tavern init` creates.
 var InitDirs = []string{"agents", "constitutions", "queues", "commitments", "channels", "messages", "notes",
-	"tuples", "memory", "knowledge", "pools", "questions", "bookmarks", "events", tmpDir, locksDir, trashDir}
+	"tuples", "memory", "knowledge", "pools", "questions", "bookmarks", "events", tmpDir, locksDir, trashDir,
+	"plans", "gates", "approvals", "merges", "usage", "budgets"}
 
 // Init creates a store at dir (the .tavern directory) with its config
 // and kind directories. It is idempotent: existing files are kept.
 // created reports whether tavern.md was new.
 func Init(dir, name string) (s *Store, created bool, err error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, false, err
 	}
 	for _, d := range InitDirs {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o777); err != nil {
 			return nil, false, err
 		}
 	}
@@ -147,7 +151,7 @@ func Init(dir, name string) (s *Store, created bool, err error) {
 		if err != nil {
 			return nil, false, err
 		}
-		if err := s.createFile(ConfigFile, doc.Bytes()); err != nil && !errors.Is(err, ErrExist) {
+		if err := s.createFile(ConfigFile, doc.Bytes(), 0); err != nil && !errors.Is(err, ErrExist) {
 			return nil, false, err
 		}
 		created = true
@@ -272,29 +276,45 @@ func (s *Store) Rel(path string) (string, error) {
 	return filepath.ToSlash(rel), nil
 }
 
-// ReadFile reads a file inside the store, refusing files over MaxDocSize.
+// ReadFile reads a file inside the store, refusing files over MaxDocSize
+// and anything but a regular file (*OddFileError).
 func (s *Store) ReadFile(rel string) ([]byte, error) {
+	data, _, err := s.readFile(rel)
+	return data, err
+}
+
+// readFile is ReadFile that also returns the file's permission bits.
+func (s *Store) readFile(rel string) ([]byte, uint32, error) {
 	full, err := s.abs(rel)
 	if err != nil {
-		return nil, pathErr("read", rel, err)
+		return nil, 0, pathErr("read", rel, err)
 	}
-	// A FIFO or device would block or never end: ReadFileAbs opens
-	// without blocking and refuses anything but a regular file (or
-	// directory, reported as such) before reading.
-	data, err := ReadFileAbs(full)
+	// A FIFO or device would block or never end: it is refused from its
+	// lstat, never opened; ReadFileAbs opens without blocking and checks
+	// the type again on the descriptor (a file swapped in since).
+	var st unix.Stat_t
+	if err := unix.Lstat(full, &st); err != nil {
+		return nil, 0, pathErr("read", rel, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, 0, oddErr(rel, st.Mode, nil)
+	}
+	fd, err := openRaw(full, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, 0, oddErr(rel, 0, err)
+	}
+	data, perm, err := readFD(fd)
 	if err != nil {
 		var tl errTooLarge
 		switch {
 		case errors.As(err, &tl):
-			return nil, &ParseError{Path: rel, Msg: tl.Error(), Err: ErrTooLarge}
+			return nil, 0, &ParseError{Path: rel, Msg: tl.Error(), Err: ErrTooLarge}
 		case errors.Is(err, errNotRegular):
-			if fi, serr := os.Stat(full); serr == nil {
-				err = fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
-			}
+			return nil, 0, &OddFileError{Op: "read", Path: rel, What: "not a regular file"}
 		}
-		return nil, pathErr("read", rel, err)
+		return nil, 0, pathErr("read", rel, err)
 	}
-	return data, nil
+	return data, perm, nil
 }
 
 func unwrapPath(err error) error {
@@ -308,7 +328,7 @@ func unwrapPath(err error) error {
 // Get reads and parses the document at rel. The Doc is returned as
 // written; Doc.View gives the migrated view.
 func (s *Store) Get(rel string) (*Doc, error) {
-	data, err := s.ReadFile(rel)
+	data, perm, err := s.readFile(rel)
 	if err != nil {
 		return nil, err
 	}
@@ -316,6 +336,7 @@ func (s *Store) Get(rel string) (*Doc, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.perm = perm
 	s.classify(d)
 	return d, nil
 }
@@ -342,7 +363,7 @@ func (s *Store) Create(rel string, d *Doc) error {
 		return err
 	}
 	data := d.Bytes()
-	if err := s.createFile(rel, data); err != nil {
+	if err := s.createFile(rel, data, permOf(d)); err != nil {
 		return err
 	}
 	d.Rev = Revision(data)
@@ -422,7 +443,7 @@ func (s *Store) updateHeld(rel string, opt UpdateOptions, fn func(*Doc) error) (
 		}
 		return nil, &ConflictError{Path: rel, Want: prev.Rev, Got: got}
 	}
-	if err := s.publish(rel, data, false); err != nil {
+	if err := s.publish(rel, data, false, 0); err != nil {
 		return nil, err
 	}
 	d.Rev = Revision(data)
@@ -491,7 +512,7 @@ func (s *Store) Move(l *Lock, from, to string, fn func(*Doc) error) (*Doc, error
 		return nil, err
 	}
 	data := d.Bytes()
-	if err := s.createFile(to, data); err != nil {
+	if err := s.createFile(to, data, permOf(d)); err != nil {
 		return nil, err
 	}
 	fromAbs, _ := s.abs(from)

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,8 +24,11 @@ var tmpSeq atomic.Uint64
 // torn or empty one. With `durability: relaxed` the fsyncs are skipped:
 // still atomic, no longer durable across power loss. Observers see an
 // "update" mutation with the revision written.
+//
+// The new version keeps the permission bits of the file it replaces; a
+// new file gets 0666 minus the umask (mode.go).
 func (s *Store) WriteFile(rel string, data []byte) error {
-	if err := s.publish(rel, data, false); err != nil {
+	if err := s.publish(rel, data, false, 0); err != nil {
 		return err
 	}
 	s.notify(Mutation{Op: "update", Path: rel, Rev: Revision(data)})
@@ -32,11 +36,12 @@ func (s *Store) WriteFile(rel string, data []byte) error {
 }
 
 // createFile is WriteFile that fails with ErrExist instead of replacing.
-func (s *Store) createFile(rel string, data []byte) error {
-	return s.publish(rel, data, true)
+// perm is the new file's permission bits (0: the new-file mode).
+func (s *Store) createFile(rel string, data []byte, perm uint32) error {
+	return s.publish(rel, data, true, perm)
 }
 
-func (s *Store) publish(rel string, data []byte, exclusive bool) (err error) {
+func (s *Store) publish(rel string, data []byte, exclusive bool, perm uint32) (err error) {
 	op := "write"
 	if exclusive {
 		op = "create"
@@ -53,9 +58,9 @@ func (s *Store) publish(rel string, data []byte, exclusive bool) (err error) {
 		// anything at full (EEXIST), so no symlink check is needed; nor
 		// for a no-replace rename of a spare file.
 		t := pathTarget(full)
-		ok, err := s.linkSpare(t, data)
+		ok, err := s.linkSpare(t, data, perm)
 		if !ok {
-			ok, err = s.linkNew(t, data)
+			ok, err = s.linkNew(t, data, perm)
 		}
 		if ok {
 			if err != nil {
@@ -64,10 +69,15 @@ func (s *Store) publish(rel string, data []byte, exclusive bool) (err error) {
 			return s.syncDir(filepath.Dir(full))
 		}
 	}
-	if fi, err := os.Lstat(full); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-		return pathErr(op, rel, ErrUnsafePath)
+	if fi, err := os.Lstat(full); err == nil {
+		if fi.Mode()&os.ModeSymlink != 0 {
+			return pathErr(op, rel, ErrUnsafePath)
+		}
+		if !exclusive {
+			perm = uint32(fi.Mode().Perm()) // a rewrite keeps the mode
+		}
 	}
-	tmp, err := s.writeTemp(data)
+	tmp, err := s.writeTemp(data, perm)
 	if err != nil {
 		return pathErr(op, rel, err)
 	}
@@ -87,14 +97,20 @@ func (s *Store) publish(rel string, data []byte, exclusive bool) (err error) {
 	return s.syncDir(filepath.Dir(full))
 }
 
-// writeTemp writes data to a new file in .tmp/ and fsyncs it.
-func (s *Store) writeTemp(data []byte) (name string, err error) {
+// writeTemp writes data to a new file in .tmp/ and fsyncs it. perm is
+// its permission bits (0: the new-file mode, by the umask).
+func (s *Store) writeTemp(data []byte, perm uint32) (name string, err error) {
 	name = filepath.Join(s.root, tmpDir, tempName())
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 	if err != nil {
 		return "", err
 	}
-	_, err = f.Write(data)
+	if perm != 0 {
+		err = f.Chmod(fs.FileMode(perm))
+	}
+	if err == nil {
+		_, err = f.Write(data)
+	}
 	if err == nil && s.durable {
 		err = f.Sync()
 	}
@@ -120,13 +136,13 @@ var noTmpfile atomic.Bool
 // renames hold while their replaced files are discarded; and no .tmp/
 // name is created and removed. ok is false when this is not supported
 // (the caller falls back to writeTemp and a rename).
-func (s *Store) linkNew(t target, data []byte) (ok bool, err error) {
+func (s *Store) linkNew(t target, data []byte, perm uint32) (ok bool, err error) {
 	if noTmpfile.Load() {
 		return false, nil
 	}
 	var fd int
 	for {
-		fd, err = unix.Openat(t.dirfd, t.dir, unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+		fd, err = unix.Openat(t.dirfd, t.dir, unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o666)
 		if err != unix.EINTR {
 			break
 		}
@@ -141,6 +157,11 @@ func (s *Store) linkNew(t target, data []byte) (ok bool, err error) {
 		return true, err
 	}
 	defer unix.Close(fd)
+	if perm != 0 && perm != newFilePerm() {
+		if err := fchmodTo(fd, perm); err != nil {
+			return true, err
+		}
+	}
 	if err := writeAll(fd, data); err != nil {
 		return true, err
 	}
@@ -346,7 +367,7 @@ func (s *Store) mkdirAll(dir string) error {
 		}
 		top = parent
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return err
 	}
 	// New directory entries must survive a crash too, at every level.
@@ -388,22 +409,53 @@ func SyncFS(path string) error {
 // and pids are reused.
 const StaleTemp = 15 * time.Minute
 
-// removeStaleTemps deletes leftover temp files older than StaleTemp. It is
-// best effort: a failure only leaves garbage that nothing reads (.tmp/ is
-// never listed as documents).
+// MaxTemps bounds the files .tmp/ keeps: past it, Open removes the
+// oldest ones that are older than MinTempAge, whatever StaleTemp says
+// (the spares of killed long-running processes, up to spareMax each).
+const MaxTemps = 4 * spareMax
+
+// MinTempAge is the age under which a file in .tmp/ is never removed by
+// the count bound: a write in flight holds its temp file for
+// milliseconds.
+const MinTempAge = 10 * time.Second
+
+// removeStaleTemps deletes leftover temp files older than StaleTemp, and
+// the oldest beyond MaxTemps that are older than MinTempAge. It is best
+// effort: a failure only leaves garbage that nothing reads (.tmp/ is
+// never listed as documents). Removing a live process's spare is
+// harmless: its next create finds the name gone and makes a new file.
 func (s *Store) removeStaleTemps(now time.Time) {
 	dir := filepath.Join(s.root, tmpDir)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
+	type temp struct {
+		name string
+		mod  time.Time
+	}
+	var keep []temp
 	for _, e := range entries {
 		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".tmp") {
 			continue
 		}
 		fi, err := e.Info()
-		if err == nil && now.Sub(fi.ModTime()) > StaleTemp {
+		if err != nil {
+			continue
+		}
+		if now.Sub(fi.ModTime()) > StaleTemp {
 			os.Remove(filepath.Join(dir, e.Name()))
+			continue
+		}
+		keep = append(keep, temp{e.Name(), fi.ModTime()})
+	}
+	if len(keep) <= MaxTemps {
+		return
+	}
+	sort.Slice(keep, func(i, j int) bool { return keep[i].mod.Before(keep[j].mod) })
+	for _, t := range keep[:len(keep)-MaxTemps] {
+		if now.Sub(t.mod) > MinTempAge {
+			os.Remove(filepath.Join(dir, t.name))
 		}
 	}
 }

@@ -33,7 +33,7 @@ func TestCreateFilePaths(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					errs[i] = s.createFile(fmt.Sprintf("notes/n%02d.md", i), []byte(fmt.Sprintf("---\ni: %d\n---\n", i)))
+					errs[i] = s.createFile(fmt.Sprintf("notes/n%02d.md", i), []byte(fmt.Sprintf("---\ni: %d\n---\n", i)), 0)
 				}()
 			}
 			wg.Wait()
@@ -48,7 +48,7 @@ func TestCreateFilePaths(t *testing.T) {
 					t.Errorf("n%02d.md = %q, %v; want %q", i, got, err, want)
 				}
 			}
-			if err := s.createFile("notes/n00.md", []byte("other")); !errors.Is(err, ErrExist) {
+			if err := s.createFile("notes/n00.md", []byte("other"), 0); !errors.Is(err, ErrExist) {
 				t.Errorf("create over an existing name: %v, want ErrExist", err)
 			}
 			if got, _ := os.ReadFile(filepath.Join(s.Root(), "notes/n00.md")); string(got) != "---\ni: 0\n---\n" {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
 
@@ -21,6 +22,7 @@ type Broker struct {
 	ownJ    bool
 	now     func() time.Time
 	who     string
+	inst    string // Options.Instance
 	reapGap time.Duration
 	recheck time.Duration
 	// dirRecheck: see Options.DirRecheck.
@@ -63,11 +65,25 @@ type Options struct {
 	// every use). Within it, a state directory renamed away by hand may
 	// still receive the Broker's writes.
 	DirRecheck time.Duration
+	// Instance is the spawn instance this Broker acts for (the CLI passes
+	// $TAVERN_INSTANCE, set by the spawn wrapper for its child; "" for
+	// none). Its claims record it in the item's instance field and are
+	// tied to its liveness lock (schema.InstanceLockKey) when held; and
+	// Complete, Fail, Renew and Release refuse, with ErrStale, a claim
+	// recorded with another instance (or none): a late action of a dead
+	// instance never touches its successor's claim, whatever the agent
+	// name.
+	Instance string
 }
 
 // Open returns a Broker for s.
 func Open(s *docstore.Store, opt Options) (*Broker, error) {
-	b := &Broker{s: s, j: opt.Journal, now: opt.Now, reapGap: opt.ReapInterval,
+	if opt.Instance != "" {
+		if err := schema.ValidName(opt.Instance); err != nil {
+			return nil, fmt.Errorf("instance: %w", err)
+		}
+	}
+	b := &Broker{s: s, j: opt.Journal, now: opt.Now, reapGap: opt.ReapInterval, inst: opt.Instance,
 		lastReap: map[string]time.Time{}, pass: map[string]float64{}, qcache: map[string]cachedQueue{}, pending: newPendingIndex()}
 	if b.now == nil {
 		b.now = time.Now

@@ -66,8 +66,9 @@ type Claim struct {
 	// skipped, items blocked by a dead dependency.
 	Notes *Diagnostics
 
-	b    *Broker
-	held bool // HoldLock: the Broker's holder lock keeps it alive
+	b        *Broker
+	held     bool   // HoldLock: the Broker's holder lock keeps it alive
+	instance string // the instance the claim was made for: its fence
 	// doc is the claimed copy as written at claim time (Item.Doc). The
 	// first Complete takes it: if the file's bytes are still these, it
 	// is used instead of parsing the file again, and edited in place.
@@ -83,23 +84,23 @@ func (c *Claim) Held() bool { return c.held && c.b.holderHeld() }
 // It reuses the document read at claim time when the file is unchanged
 // (byte for byte), so afterwards c.Item.Doc holds the done copy.
 func (c *Claim) Complete(result string) (*Item, error) {
-	return c.b.complete(c.Queue, c.ID, c.Attempt, result, c.doc.Swap(nil))
+	return c.b.complete(c.Queue, c.ID, c.Attempt, c.instance, result, c.doc.Swap(nil))
 }
 
 // Fail records reason and returns the item to pending/ with a backoff, or
 // moves it to dead/ past max_attempts (see Broker.Fail).
 func (c *Claim) Fail(reason string) (*Item, error) {
-	return c.b.Fail(c.ID, c.Attempt, reason)
+	return c.b.fail(c.ID, c.Attempt, c.instance, reason)
 }
 
 // Release gives the item back to pending/ without counting the attempt.
 func (c *Claim) Release() (*Item, error) {
-	return c.b.Release(c.ID, c.Attempt)
+	return c.b.release(c.ID, c.Attempt, c.instance)
 }
 
 // Renew extends the lease by the queue's lease duration.
 func (c *Claim) Renew() (*Item, error) {
-	it, err := c.b.Renew(c.ID, c.Attempt)
+	it, err := c.b.renew(c.ID, c.Attempt, c.instance)
 	if err == nil {
 		c.Item = it
 	}
@@ -133,16 +134,17 @@ func (c *Claim) KeepAlive(ctx context.Context) error {
 }
 
 // fenced runs fn on the claimed copy of item id under the item lock, after
-// checking that attempt is its current claim (attempt 0 accepts any).
-func (b *Broker) fenced(op, id string, attempt int, fn func(l *docstore.Lock, it *Item) (*Item, error)) (*Item, error) {
-	return b.fencedIn(op, "", id, attempt, nil, fn)
+// checking that attempt is its current claim (attempt 0 accepts any) and,
+// when instance is set, that the claim is that instance's.
+func (b *Broker) fenced(op, id string, attempt int, instance string, fn func(l *docstore.Lock, it *Item) (*Item, error)) (*Item, error) {
+	return b.fencedIn(op, "", id, attempt, instance, nil, fn)
 }
 
 // fencedIn is fenced for a caller that knows the item's queue (a Claim):
 // no search of every queue's state directories for the id. cached, if
 // not nil, is a valid claimed copy this process wrote: used when the file
 // holds exactly its bytes.
-func (b *Broker) fencedIn(op, queue, id string, attempt int, cached *docstore.Doc, fn func(l *docstore.Lock, it *Item) (*Item, error)) (*Item, error) {
+func (b *Broker) fencedIn(op, queue, id string, attempt int, instance string, cached *docstore.Doc, fn func(l *docstore.Lock, it *Item) (*Item, error)) (*Item, error) {
 	if queue == "" {
 		loc, err := b.locate(id)
 		if err != nil {
@@ -191,6 +193,13 @@ func (b *Broker) fencedIn(op, queue, id string, attempt int, cached *docstore.Do
 	if attempt != 0 && it.ClaimAttempt != attempt {
 		return nil, &ItemError{Op: op, ID: id, Path: rel, Err: fmt.Errorf("%w: attempt %d, the current claim is attempt %d by %s", ErrStale, attempt, it.ClaimAttempt, it.ClaimedBy)}
 	}
+	if instance != "" && it.Instance != instance {
+		holder := "no instance"
+		if it.Instance != "" {
+			holder = "instance " + it.Instance
+		}
+		return nil, &ItemError{Op: op, ID: id, Path: rel, Err: fmt.Errorf("%w: the claim (attempt %d by %s) belongs to %s, not to instance %s", ErrStale, it.ClaimAttempt, it.ClaimedBy, holder, instance)}
+	}
 	return fn(l, it)
 }
 
@@ -198,12 +207,15 @@ func (b *Broker) fencedIn(op, queue, id string, attempt int, cached *docstore.Do
 // result. A result longer than one line or 200 bytes is appended to the
 // body under "## Result" and its first line kept in the result field.
 func (b *Broker) Complete(id string, attempt int, result string) (*Item, error) {
-	return b.complete("", id, attempt, result, nil)
+	return b.complete("", id, attempt, b.inst, result, nil)
 }
 
-func (b *Broker) complete(queue, id string, attempt int, result string, cached *docstore.Doc) (*Item, error) {
+func (b *Broker) complete(queue, id string, attempt int, instance, result string, cached *docstore.Doc) (*Item, error) {
 	var out *Item
-	_, err := b.fencedIn("complete", queue, id, attempt, cached, func(l *docstore.Lock, it *Item) (*Item, error) {
+	_, err := b.fencedIn("complete", queue, id, attempt, instance, cached, func(l *docstore.Lock, it *Item) (*Item, error) {
+		if err := b.completeGate(it); err != nil {
+			return nil, &ItemError{Op: "complete", ID: id, Path: it.Path, Err: err}
+		}
 		now := b.now()
 		d, err := b.moveDoc(l, it.Doc, ItemPath(it.Queue, Done, id), func(d *docstore.Doc) error {
 			summary, full := resultText(result)
@@ -251,8 +263,12 @@ func resultText(r string) (summary, full string) {
 // the item has used max_attempts it moves to dead/ with dead_reason. The
 // returned item says which (State).
 func (b *Broker) Fail(id string, attempt int, reason string) (*Item, error) {
+	return b.fail(id, attempt, b.inst, reason)
+}
+
+func (b *Broker) fail(id string, attempt int, instance, reason string) (*Item, error) {
 	var out *Item
-	_, err := b.fenced("fail", id, attempt, func(l *docstore.Lock, it *Item) (*Item, error) {
+	_, err := b.fenced("fail", id, attempt, instance, func(l *docstore.Lock, it *Item) (*Item, error) {
 		q, err := b.Queue(it.Queue)
 		if err != nil {
 			return nil, err
@@ -306,7 +322,11 @@ func backoff(q *Queue, n int) time.Duration {
 func (b *Broker) toDead(l *docstore.Lock, it *Item, lastErr, why string) (*Item, error) {
 	now := b.now()
 	d, err := b.moveDoc(l, it.Doc, ItemPath(it.Queue, Dead, it.ID), func(d *docstore.Doc) error {
-		if err := setFields(d, docstore.Field{Key: "last_error", Value: lastErr}, docstore.Field{Key: "dead_reason", Value: why}, docstore.Field{Key: "updated", Value: now}); err != nil {
+		f := []docstore.Field{{Key: "last_error", Value: lastErr}, {Key: "dead_reason", Value: why}, {Key: "updated", Value: now}}
+		if it.ClaimedBy != "" {
+			f = append(f, docstore.Field{Key: "last_claimed_by", Value: it.ClaimedBy}) // who to escalate from (on_dead)
+		}
+		if err := setFields(d, f...); err != nil {
 			return err
 		}
 		return clearClaim(d)
@@ -325,8 +345,12 @@ func (b *Broker) toDead(l *docstore.Lock, it *Item, lastErr, why string) (*Item,
 // Release returns a claimed item to pending/ at once; the attempt is not
 // counted against max_attempts (the fencing token still advances).
 func (b *Broker) Release(id string, attempt int) (*Item, error) {
+	return b.release(id, attempt, b.inst)
+}
+
+func (b *Broker) release(id string, attempt int, instance string) (*Item, error) {
 	var out *Item
-	_, err := b.fenced("release", id, attempt, func(l *docstore.Lock, it *Item) (*Item, error) {
+	_, err := b.fenced("release", id, attempt, instance, func(l *docstore.Lock, it *Item) (*Item, error) {
 		now := b.now()
 		d, err := b.moveDoc(l, it.Doc, ItemPath(it.Queue, Pending, id), func(d *docstore.Doc) error {
 			n := it.Attempts - 1
@@ -355,7 +379,11 @@ func (b *Broker) Release(id string, attempt int) (*Item, error) {
 
 // Renew sets lease_until to now + the queue's lease.
 func (b *Broker) Renew(id string, attempt int) (*Item, error) {
-	return b.fenced("renew", id, attempt, func(l *docstore.Lock, it *Item) (*Item, error) {
+	return b.renew(id, attempt, b.inst)
+}
+
+func (b *Broker) renew(id string, attempt int, instance string) (*Item, error) {
+	return b.fenced("renew", id, attempt, instance, func(l *docstore.Lock, it *Item) (*Item, error) {
 		q, err := b.Queue(it.Queue)
 		if err != nil {
 			return nil, err
@@ -422,7 +450,7 @@ func (b *Broker) retryOne(queue, id string) (*Item, error) {
 		if err := setFields(d, docstore.Field{Key: "attempts", Value: 0}, docstore.Field{Key: "updated", Value: now}); err != nil {
 			return err
 		}
-		return delFields(d, "dead_reason", "not_before")
+		return delFields(d, "dead_reason", "not_before", "cancelled")
 	})
 	if err != nil {
 		return nil, err
@@ -432,6 +460,7 @@ func (b *Broker) retryOne(queue, id string) (*Item, error) {
 		return nil, err
 	}
 	_ = b.journal(EventRetried, out, "", map[string]any{"last_error": it.LastError})
+	b.reopenGates(out)
 	return out, nil
 }
 
@@ -463,5 +492,5 @@ func delFields(d *docstore.Doc, keys ...string) error {
 // clearClaim removes the fields of the claim that ended. claim_attempt
 // stays: it is the fencing counter and only ever grows.
 func clearClaim(d *docstore.Doc) error {
-	return delFields(d, "claimed_by", "claim_kind", "liveness_lock", "lease_until", "started", "hung_since")
+	return delFields(d, "claimed_by", "claim_kind", "liveness_lock", "instance", "lease_until", "started", "hung_since")
 }

@@ -44,9 +44,22 @@
 //     reaper returns the item.
 //   - liveness with a holder lock (HolderLockKey, HoldLock): the claiming
 //     process holds one lock from its first claim until Close or death.
-//   - liveness with an agent's lock (schema.AgentLockKey, AgentLock): the
-//     agent's spawn wrapper holds it. If it is free when the claim is
-//     made, the agent is not running and the claim is lease-only.
+//   - liveness with an agent's lock (schema.AgentLockKey, AgentLock; the
+//     name passes schema.ValidAgentName): the agent's spawn wrapper holds
+//     it. If it is free when the claim is made, the agent is not running
+//     and the claim is lease-only.
+//   - liveness with an instance's lock (schema.InstanceLockKey): an
+//     AgentLock claim made for a spawn instance (TakeOptions.Instance or
+//     Options.Instance, the CLI's $TAVERN_INSTANCE). The wrapper holds it
+//     on a descriptor its child inherits, so the claim lives while any
+//     process of the child's tree does (package agents, Supervision).
+//
+// A claim records the instance that made it (instance). Complete, Fail,
+// Renew and Release of a Broker opened with an Instance, and every method
+// of a Claim, refuse with ErrStale a claim recorded with another instance
+// (or none): a late action of a dead instance never touches its
+// successor's claim, whatever the agent name. A Broker without an
+// Instance (a person at a shell) is fenced by the attempt only.
 //
 // A reaper (Reap, `tavern reap`, and Take itself, once per ReapInterval
 // and before reporting a queue empty) TryLocks a liveness claim's lock: if
@@ -68,13 +81,43 @@
 //
 // An item file that does not parse or validate stays where it is: Take
 // skips it and reports it with path:line:col (Claim.Notes,
-// EmptyError.Diag), as do Stats and Reap; it never blocks the queue.
+// EmptyError.Diag), as do Stats and Reap; it never blocks the queue. So
+// is a path named like an item that is not a document file (a FIFO,
+// never opened; a directory; a symlink, even inside the store; an
+// unreadable file: docstore.ErrOddFile). A move that fails after writing
+// the new copy removes it again, so a failed take leaves no claim. A
+// dependency cycle made by hand is named in Take's empty report
+// (Diagnostics.Cycles) and by `tavern check` (FindCycles).
+//
+// Gates (gate.go) are decisions an item waits for: gates/<id>.md names
+// the item, a stage (claim: Take skips the item; complete: Complete
+// refuses with ErrGated) and a type (human, or timer: "not before").
+// `gate: human` in an item stands for the gate whose id is the item's
+// own. A human gate passes only with an approval record
+// (approvals/<id>.md, written by Approve or Reject before the gate points
+// at it); a hand edit to approved without one is ignored (CheckGate
+// reports it), and Approve and Reject refuse callers that are agents or
+// run inside one (Caller: TAVERN_AGENT / TAVERN_INSTANCE in the
+// environment, a spawn wrapper or agent among the parent processes).
+// Reject moves the item to dead/; Retry re-opens its rejected gates.
+// Resolve completes or cancels (cancelled: true, in dead/) an item nobody
+// holds, by hand; Annotate records workflow fields (worktree, branch,
+// merged, escalated); AddDependency adds a dependency to a pending item;
+// a queue's on_dead names where its dead letters are escalated
+// (ParseOnDead; package agents acts on it).
 //
 // Every state change appends an event to the store's journal (package
 // watcher/journal): item.added, item.claimed, item.completed, item.failed,
 // item.dead, item.released, item.reaped, item.lease_expired, item.retried,
-// queue.created. The files are the truth; a journal write failure does not
-// undo a state change.
+// item.cancelled, item.annotated, queue.created, gate.added, gate.approved,
+// gate.rejected, gate.reopened, gate.refused. The files are the truth; a
+// journal write failure does not undo a state change. The move comes first
+// and the event after: a process killed in between leaves a gap (an item
+// in done/ without its item.completed), which Findings reports and `tavern
+// doctor --fix` fills with the event marked "recovered": true. (Journaling
+// the intent first would record completions that never happened.)
+// Stats.DeadOwners counts claims whose holder is dead and not yet reaped
+// (`queue ls`: NAME(N, D dead)).
 //
 // # Costs
 //

@@ -3,6 +3,9 @@ package queues
 import (
 	"errors"
 	"fmt"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
 )
 
 var (
@@ -75,3 +78,11 @@ func (e *QueueError) Error() string {
 }
 
 func (e *QueueError) Unwrap() error { return e.Err }
+
+// badFile reports whether err is about one item file that is reported and
+// skipped, never a reason to fail a whole take or listing: it does not
+// parse or validate, or it is not a document file at all (a FIFO, a
+// directory, a symlink, an unreadable file: docstore.ErrOddFile).
+func badFile(err error) bool {
+	return errors.Is(err, docstore.ErrParse) || errors.Is(err, schema.ErrInvalid) || errors.Is(err, docstore.ErrOddFile)
+}

@@ -28,6 +28,7 @@ type Item struct {
 	ClaimAttempt int    // fencing token of the current (or last) claim
 	ClaimKind    string // lease | liveness
 	LivenessLock string // lock key whose holder keeps a liveness claim alive
+	Instance     string // the spawn instance holding the claim ("" for none)
 	LeaseUntil   time.Time
 	NotBefore    time.Time
 	Created      time.Time
@@ -37,8 +38,18 @@ type Item struct {
 	Result       string
 	LastError    string
 	DeadReason   string
-	Path         string
-	Doc          *docstore.Doc
+	// Workflow fields (plans, gates, workspaces; see gate.go and
+	// resolve.go).
+	Plan      string   // the plan whose box made the item
+	Gate      string   // "human": a person approves before it is done
+	Gates     []string // ids of its gates (gates/<id>.md)
+	Worktree  string
+	Branch    string
+	Base      string
+	Merged    string
+	Cancelled bool
+	Path      string
+	Doc       *docstore.Doc
 }
 
 // NewItemID returns a new item id: "p" + two-digit priority + "-" +
@@ -83,6 +94,7 @@ func itemFromDoc(d *docstore.Doc) (*Item, error) {
 	it.ClaimAttempt = geti("claim_attempt")
 	it.ClaimKind = d.String("claim_kind")
 	it.LivenessLock = d.String("liveness_lock")
+	it.Instance = d.String("instance")
 	it.LeaseUntil = gett("lease_until")
 	it.NotBefore = gett("not_before")
 	it.Created = gett("created")
@@ -92,6 +104,16 @@ func itemFromDoc(d *docstore.Doc) (*Item, error) {
 	it.Result = d.String("result")
 	it.LastError = d.String("last_error")
 	it.DeadReason = d.String("dead_reason")
+	if d.Has("plan") || d.Has("gate") || d.Has("gates") || d.Has("worktree") || d.Has("cancelled") {
+		it.Plan = d.String("plan")
+		it.Gate = d.String("gate")
+		it.Gates = d.Strings("gates")
+		it.Worktree = d.String("worktree")
+		it.Branch = d.String("branch")
+		it.Base = d.String("base")
+		it.Merged = d.String("merged")
+		it.Cancelled = d.Bool("cancelled")
+	}
 	return it, nil
 }
 
@@ -119,6 +141,13 @@ type AddOptions struct {
 	// zero max attempts given explicitly is refused (ErrBadOption), not
 	// taken as "the queue's".
 	Explicit []string
+	// Gate "human" asks for a person's approval before the item is done
+	// (the item's gate: field; see gate.go).
+	Gate string
+	// Plan names the plan (plans/<name>.md) the item comes from.
+	Plan string
+	// By is who adds it (journaled as the item.added event's agent).
+	By string
 }
 
 // Add enqueues a new item in pending/ and returns it. The queue must
@@ -156,6 +185,15 @@ func (b *Broker) Add(queue string, opt AddOptions) (*Item, error) {
 		fields = append(fields, docstore.Field{Key: "depends_on", Value: opt.DependsOn})
 	}
 	fields = append(fields, docstore.Field{Key: "attempts", Value: 0})
+	if opt.Plan != "" {
+		fields = append(fields, docstore.Field{Key: "plan", Value: opt.Plan})
+	}
+	if opt.Gate != "" {
+		if opt.Gate != GateHuman {
+			return nil, &QueueError{Op: "add to", Queue: queue, Err: fmt.Errorf("%w: gate %q (want human)", ErrBadOption, opt.Gate)}
+		}
+		fields = append(fields, docstore.Field{Key: "gate", Value: opt.Gate})
+	}
 	if opt.MaxAttempts > 0 {
 		fields = append(fields, docstore.Field{Key: "max_attempts", Value: opt.MaxAttempts})
 	}
@@ -176,7 +214,11 @@ func (b *Broker) Add(queue string, opt AddOptions) (*Item, error) {
 	if err != nil {
 		return nil, err
 	}
-	_ = b.journal(EventAdded, it, "", map[string]any{"priority": opt.Priority})
+	data := map[string]any{"priority": opt.Priority}
+	if opt.Plan != "" {
+		data["plan"] = opt.Plan
+	}
+	_ = b.journal(EventAdded, it, opt.By, data)
 	return it, nil
 }
 

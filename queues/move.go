@@ -1,6 +1,8 @@
 package queues
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path"
 	"path/filepath"
@@ -45,7 +47,14 @@ func (b *Broker) moveDoc(l *docstore.Lock, d *docstore.Doc, to string, fn func(*
 	// Retire, not unlink: the old copy's file becomes a spare that the
 	// next create rewrites (no block freed, so no synchronous discard).
 	if err := b.retire(from); err != nil {
-		return d, &docstore.PathError{Op: "move", Path: from, Err: err}
+		// The old copy cannot go (an immutable or read-only directory):
+		// undo the new one, so that a failed move leaves the item as it
+		// was (no orphan claim that lives until its lease runs out).
+		err = &docstore.PathError{Op: "move", Path: from, Err: err}
+		if uerr := b.retire(to); uerr != nil {
+			err = errors.Join(err, fmt.Errorf("undo: %s is left beside %s (the later state wins on read): %w", to, from, uerr))
+		}
+		return nil, err
 	}
 	return d, nil
 }

@@ -126,7 +126,7 @@ func (b *Broker) reapOne(q *Queue, id string, rep *ReapReport) error {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
-		if errors.Is(err, docstore.ErrParse) || errors.Is(err, schema.ErrInvalid) {
+		if badFile(err) {
 			rep.Invalid = append(rep.Invalid, err)
 			return nil
 		}
@@ -144,8 +144,8 @@ func (b *Broker) reapOne(q *Queue, id string, rep *ReapReport) error {
 			return err
 		}
 		if free {
-			if strings.HasPrefix(it.LivenessLock, "holders/") {
-				ll.Remove() // a dead Broker's lock: nobody will use it again
+			if strings.HasPrefix(it.LivenessLock, "holders/") || strings.HasPrefix(it.LivenessLock, "instances/") {
+				ll.Remove() // a dead Broker's or instance's lock: nobody will use it again
 			} else {
 				ll.Unlock() // an agent's lock: not ours to remove
 			}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
 )
 
@@ -28,6 +27,7 @@ type Stats struct {
 
 	OldestPending time.Time      // created time of the oldest pending item
 	Owners        map[string]int // claimed_by -> number of claims
+	DeadOwners    map[string]int // claimed_by -> claims whose holder is dead (its liveness lock is free) and that no reaper has returned yet
 	Hung          int            // claims past their lease
 	Invalid       []error        // item files that do not parse or validate
 }
@@ -39,7 +39,7 @@ func (b *Broker) Stats(queue string) (*Stats, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &Stats{Queue: q.Name, Priority: q.Priority, Steal: q.Steal, OnEmpty: q.OnEmpty, Owners: map[string]int{}}
+	st := &Stats{Queue: q.Name, Priority: q.Priority, Steal: q.Steal, OnEmpty: q.OnEmpty, Owners: map[string]int{}, DeadOwners: map[string]int{}}
 	now := b.now()
 	counts := map[string]*int{Pending: &st.Pending, Claimed: &st.Claimed, Done: &st.Done, Dead: &st.Dead}
 	for _, state := range schema.ItemStates {
@@ -57,7 +57,7 @@ func (b *Broker) Stats(queue string) (*Stats, error) {
 				if errors.Is(err, fs.ErrNotExist) {
 					continue
 				}
-				if errors.Is(err, docstore.ErrParse) || errors.Is(err, schema.ErrInvalid) {
+				if badFile(err) {
 					st.Invalid = append(st.Invalid, err)
 					continue
 				}
@@ -65,6 +65,9 @@ func (b *Broker) Stats(queue string) (*Stats, error) {
 			}
 			if state == Claimed {
 				st.Owners[it.ClaimedBy]++
+				if b.holderDead(it) {
+					st.DeadOwners[it.ClaimedBy]++
+				}
 				if !it.LeaseUntil.IsZero() && now.After(it.LeaseUntil) {
 					st.Hung++
 				}
@@ -118,4 +121,19 @@ func idTime(id string) time.Time {
 	}
 	sec, nsec := u.Time().UnixTime()
 	return time.Unix(sec, nsec)
+}
+
+// holderDead reports whether a liveness claim's holder is known dead: its
+// liveness lock can be taken (and is let go at once). Lease claims have no
+// holder to ask (their expiry is Hung).
+func (b *Broker) holderDead(it *Item) bool {
+	if it.ClaimKind != "liveness" || it.LivenessLock == "" {
+		return false
+	}
+	l, free, err := b.s.TryLock(it.LivenessLock)
+	if err != nil || !free {
+		return false
+	}
+	l.Unlock()
+	return true
 }

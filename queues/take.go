@@ -27,7 +27,14 @@ type TakeOptions struct {
 	// smaller share but never starves.
 	Steal bool
 	// As is recorded as claimed_by (default host/pid of this process).
+	// With AgentLock it is an agent name and must pass
+	// schema.ValidAgentName.
 	As string
+	// Instance is the spawn instance the claim is made for (default the
+	// Broker's Options.Instance): recorded in the item's instance field;
+	// with AgentLock, the claim is tied to the instance's liveness lock
+	// (schema.InstanceLockKey) instead of the agent's.
+	Instance string
 	// Liveness says what keeps the claim alive (LeaseOnly, HoldLock,
 	// AgentLock).
 	Liveness Liveness
@@ -55,6 +62,8 @@ type Diagnostics struct {
 	Blocked []Blocked // items whose dependency is dead or missing
 	Backoff int       // items waiting for not_before
 	Waiting int       // items waiting for dependencies to finish
+	Gated   int       // items waiting at a claim-stage gate (a person, a timer)
+	Cycles  []Cycle   // dependency cycles (filled by an empty Take when items wait)
 	Wake    time.Time // earliest known moment something may become claimable
 }
 
@@ -82,11 +91,17 @@ func (e *EmptyError) Error() string {
 		if e.Diag.Waiting > 0 {
 			why = append(why, fmt.Sprintf("%d waiting for dependencies", e.Diag.Waiting))
 		}
+		if e.Diag.Gated > 0 {
+			why = append(why, fmt.Sprintf("%d waiting at gates", e.Diag.Gated))
+		}
 		if n := len(e.Diag.Blocked); n > 0 {
 			why = append(why, fmt.Sprintf("%d blocked by dead dependencies", n))
 		}
 		if n := len(e.Diag.Invalid); n > 0 {
 			why = append(why, fmt.Sprintf("%d invalid item files", n))
+		}
+		for _, c := range e.Diag.Cycles {
+			why = append(why, c.String())
 		}
 	}
 	if len(why) > 0 {
@@ -120,7 +135,13 @@ func (b *Broker) Take(ctx context.Context, opt TakeOptions) (*Claim, error) {
 	if who == "" {
 		who = b.who
 	}
-	h := holder{who: who, kind: "lease"}
+	inst := opt.Instance
+	if inst == "" {
+		inst = b.inst
+	} else if err := schema.ValidName(inst); err != nil {
+		return nil, fmt.Errorf("take: %w: instance: %w", ErrBadOption, err)
+	}
+	h := holder{who: who, kind: "lease", instance: inst}
 	switch opt.Liveness {
 	case HoldLock:
 		key, err := b.holderLock()
@@ -129,10 +150,16 @@ func (b *Broker) Take(ctx context.Context, opt TakeOptions) (*Claim, error) {
 		}
 		h.kind, h.lock, h.held = "liveness", key, true
 	case AgentLock:
-		if opt.As == "" {
-			return nil, fmt.Errorf("take: %w: AgentLock needs As (the agent name)", ErrBadOption)
+		if err := schema.ValidAgentName(opt.As); err != nil {
+			return nil, fmt.Errorf("take --as: %w", err)
 		}
 		key := schema.AgentLockKey(opt.As)
+		if inst != "" {
+			// The instance's lock is held by its whole process tree (the
+			// wrapper and its inherited descriptor): the claim lives as
+			// long as any of them does.
+			key = schema.InstanceLockKey(inst)
+		}
 		l, free, err := b.s.TryLock(key)
 		if err != nil {
 			return nil, err
@@ -153,7 +180,7 @@ func (b *Broker) Take(ctx context.Context, opt TakeOptions) (*Claim, error) {
 		return c, err
 	}
 	if opt.Wait <= 0 {
-		return nil, &EmptyError{Queues: opt.Queues, Diag: diag}
+		return nil, b.withCycles(&EmptyError{Queues: opt.Queues, Diag: diag})
 	}
 	// Wait: the watches go in first and the scan runs again, so a file
 	// that arrived between the scan above and the watch is seen.
@@ -169,16 +196,28 @@ func (b *Broker) Take(ctx context.Context, opt TakeOptions) (*Claim, error) {
 		return c, werr
 	}
 	if ctx.Err() != nil {
-		return nil, &EmptyError{Queues: opt.Queues, Diag: diag}
+		return nil, b.withCycles(&EmptyError{Queues: opt.Queues, Diag: diag})
 	}
 	return nil, werr
 }
 
+// withCycles names the dependency cycles in an empty report when items
+// wait for dependencies: a cycle's items would wait forever.
+func (b *Broker) withCycles(e *EmptyError) error {
+	if e.Diag != nil && e.Diag.Waiting > 0 {
+		if cs, err := b.Cycles(); err == nil {
+			e.Diag.Cycles = cs
+		}
+	}
+	return e
+}
+
 type holder struct {
-	who  string
-	kind string // lease | liveness
-	lock string // liveness_lock: the Broker's holder lock or an agent's lock
-	held bool   // lock is this Broker's holder lock
+	who      string
+	kind     string // lease | liveness
+	lock     string // liveness_lock: the Broker's holder lock, an agent's or an instance's lock
+	held     bool   // lock is this Broker's holder lock
+	instance string // recorded as the claim's instance
 }
 
 func (b *Broker) waitDirs(own []*Queue, steal bool) []string {
@@ -404,6 +443,9 @@ func (b *Broker) claimOne(q *Queue, id string, h holder, diag *Diagnostics) (*Cl
 				return errSkip{}
 			}
 		}
+		if b.claimGated(it, diag) {
+			return errSkip{}
+		}
 		attempt = it.ClaimAttempt + 1
 		fields := []docstore.Field{
 			{Key: "attempts", Value: it.Attempts + 1},
@@ -417,7 +459,13 @@ func (b *Broker) claimOne(q *Queue, id string, h holder, diag *Diagnostics) (*Cl
 		if h.lock != "" {
 			fields = append(fields, docstore.Field{Key: "liveness_lock", Value: h.lock})
 		}
+		if h.instance != "" {
+			fields = append(fields, docstore.Field{Key: "instance", Value: h.instance})
+		}
 		fl := []string{"not_before", "hung_since"}
+		if h.instance == "" {
+			fl = append(fl, "instance")
+		}
 		if h.kind == "lease" {
 			fl = append(fl, "liveness_lock")
 		}
@@ -428,7 +476,7 @@ func (b *Broker) claimOne(q *Queue, id string, h holder, diag *Diagnostics) (*Cl
 		switch {
 		case errors.As(err, &skip), errors.Is(err, fs.ErrNotExist):
 			return nil, nil // not claimable, or someone else claimed it first
-		case errors.Is(err, docstore.ErrParse), errors.Is(err, schema.ErrInvalid):
+		case badFile(err):
 			diag.Invalid = append(diag.Invalid, err)
 			return nil, nil
 		case errors.Is(err, fs.ErrExist):
@@ -444,7 +492,7 @@ func (b *Broker) claimOne(q *Queue, id string, h holder, diag *Diagnostics) (*Cl
 		return nil, err
 	}
 	_ = b.journal(EventClaimed, it, h.who, map[string]any{"attempt": attempt, "claim_kind": h.kind})
-	c := &Claim{Item: it, Attempt: attempt, Notes: diag, b: b, held: h.held}
+	c := &Claim{Item: it, Attempt: attempt, Notes: diag, b: b, held: h.held, instance: h.instance}
 	c.doc.Store(d)
 	return c, nil
 }

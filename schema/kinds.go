@@ -64,6 +64,7 @@ var (
 			Field{Name: "applied_state", Type: String, Enum: AgentStates, Doc: "the state the engine last applied and journaled; differs from state after a hand edit"},
 			Field{Name: "state_changed", Type: Time, Doc: "when applied_state was entered"},
 			Field{Name: "pool", Type: String, Doc: "the pool whose drone this agent is"},
+			Field{Name: "instance", Type: String, Doc: "id of the agent's current (or last) spawn; a late action of another instance is refused"},
 		),
 		Migrations: []Migration{{From: 0, Doc: "status was renamed to state", Apply: renameField("status", "state")}},
 	}
@@ -99,6 +100,7 @@ var (
 			Field{Name: "claim_attempt", Type: Int, Min: atLeast(0), Doc: "fencing token: completions must carry it"},
 			Field{Name: "claim_kind", Type: String, Enum: []string{"lease", "liveness"}},
 			Field{Name: "liveness_lock", Type: String, Doc: "lock key whose holder keeps a liveness claim alive (free lock = dead owner)"},
+			Field{Name: "instance", Type: String, Doc: "the spawn instance holding the claim; done/fail/renew/release from another instance are refused"},
 			Field{Name: "hung_since", Type: Time, Doc: "when a reaper first saw the lease expired while the holder was alive"},
 			Field{Name: "lease_until", Type: Time},
 			Field{Name: "not_before", Type: Time},

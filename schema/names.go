@@ -26,6 +26,13 @@ func ValidAgentName(name string) error {
 // that agent.
 func AgentLockKey(name string) string { return "agents/" + name }
 
+// InstanceLockKey is the liveness lock of one spawn instance (its id,
+// docstore.NewID): taken by the spawn wrapper and inherited by the child
+// as an open descriptor, so it stays held while any process of the
+// instance's tree lives. A claim made by the instance is alive exactly as
+// long as it is held.
+func InstanceLockKey(id string) string { return "instances/" + id }
+
 // ChannelLockKey is the lock key that serialises appends to one channel's
 // message chunks (backup takes it too, for a consistent copy).
 func ChannelLockKey(channel string) string { return "channels/" + channel }

@@ -39,6 +39,7 @@ const (
 	primeQuestions = 5
 	primeReserved  = 5
 	primeCommits   = 6
+	primeGates     = 3
 	primeLine      = 140
 )
 
@@ -63,9 +64,13 @@ type Prime struct {
 	Reservations []*tuples.Reservation `json:"reservations"`
 	Commitments  []*agents.Commitment  `json:"commitments"`
 	Core         []*recall.Memory      `json:"core"`
-	Commands     []Command             `json:"commands"`
-	Usage        string                `json:"usage,omitempty"` // PRIME.md as applied, when there is one
-	Errors       []string              `json:"errors,omitempty"`
+	// Gates are the human gates waiting for a person (package queues):
+	// work blocked until someone runs `tavern approve` in their own
+	// terminal (agents are refused).
+	Gates    []*queues.Gate `json:"gates"`
+	Commands []Command      `json:"commands"`
+	Usage    string         `json:"usage,omitempty"` // PRIME.md as applied, when there is one
+	Errors   []string       `json:"errors,omitempty"`
 }
 
 // PrimeOptions tune BuildPrime.
@@ -91,7 +96,7 @@ func BuildPrime(s *docstore.Store, agent string, opt PrimeOptions) (*Prime, erro
 	}
 	p := &Prime{Agent: agent, Items: []agents.WakeItem{}, Next: []NextItem{}, Unread: []messages.Unread{},
 		Questions: []agents.WakeQuestion{}, Reservations: []*tuples.Reservation{}, Commitments: []*agents.Commitment{},
-		Core: []*recall.Memory{}, Commands: DefaultCommands(agent)}
+		Core: []*recall.Memory{}, Gates: []*queues.Gate{}, Commands: DefaultCommands(agent)}
 	note := func(what string, err error) {
 		if err != nil {
 			p.Errors = append(p.Errors, what+": "+err.Error())
@@ -126,17 +131,19 @@ func BuildPrime(s *docstore.Store, agent string, opt PrimeOptions) (*Prime, erro
 	if items != nil {
 		p.Items = items
 	}
-	if len(p.Items) == 0 {
-		b, err := queues.Open(s, queues.Options{})
+	if b, err := queues.Open(s, queues.Options{}); err != nil {
 		note("queues", err)
-		if err == nil {
+	} else {
+		if len(p.Items) == 0 {
 			next, err := Next(b, agent, NextOptions{Limit: primeNext, Now: opt.Now})
 			note("next", err)
 			if next != nil {
 				p.Next = next
 			}
-			b.Close()
 		}
+		gates, _ := b.PendingGates() // unreadable ones are `tavern check`'s to report
+		p.Gates = append(p.Gates, gates...)
+		b.Close()
 	}
 	unread, err := messages.Inbox(s, agent)
 	note("inbox", err)
@@ -292,6 +299,14 @@ func (p *Prime) Text() string {
 		lines = append(lines, fmt.Sprintf("- [%s] %s: `%s`", c.Status, c.Description, c.Assertion))
 	}
 	add("Your commitments (checked before you may stop)", lines, max(0, len(p.Commitments)-primeCommits), "tavern commit ls "+p.Agent)
+	lines = nil
+	for i, g := range p.Gates {
+		if i == primeGates {
+			break
+		}
+		lines = append(lines, fmt.Sprintf("- %s: item %s %q (%s)", g.ID, g.Item, g.Title, oneLine(g.Reason)))
+	}
+	add("Waiting for a person (they run `tavern approve ID` in their own terminal; agents are refused)", lines, max(0, len(p.Gates)-primeGates), "tavern gate ls")
 	lines = nil
 	for _, m := range p.Core {
 		lines = append(lines, fmt.Sprintf("- [%s] %s", m.Topic, oneLine(m.Text)))

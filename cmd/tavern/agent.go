@@ -118,6 +118,8 @@ func runAgentLs(c *cli.Context, m *agents.Manager) error {
 		st := a.State
 		if a.IllegalEdit() {
 			st += " (invalid: applied " + a.AppliedState + ")"
+		} else if a.Attention() != "" {
+			st += " (needs attention)"
 		}
 		pid := ""
 		if a.PID != 0 {

@@ -41,7 +41,8 @@ Examples:
 			&cli.BoolFlag{Name: "keep", Usage: "keep the demo directory"},
 			&cli.IntFlag{Name: "max", Value: 4, Usage: "most drones at once"},
 		},
-		Action: runDemo,
+		Action:      runDemo,
+		Subcommands: []*cli.Command{newDemoWorkflowCommand()},
 	}
 }
 

@@ -16,8 +16,12 @@ import (
 	"github.com/tavernhq/tavern/agents/kit"
 	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/agents/recall"
+	"github.com/tavernhq/tavern/agents/trace"
+	"github.com/tavernhq/tavern/agents/usage"
+	"github.com/tavernhq/tavern/agents/workspace"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/queues/plans"
 	"github.com/tavernhq/tavern/queues/tuples"
 	"github.com/tavernhq/tavern/schema"
 )
@@ -91,6 +95,20 @@ var exitCodes = []struct {
 	{queues.ErrCycle, exitUsage},
 	{queues.ErrBadDependency, exitUsage},
 	{queues.ErrBadOption, exitUsage},
+	{queues.ErrGated, exitConflict},
+	{queues.ErrRejected, exitConflict},
+	{queues.ErrNotHuman, exitConflict},
+	{queues.ErrDecided, exitConflict},
+	{queues.ErrForged, exitInvalid},
+
+	// queues/plans
+	{plans.ErrPlan, exitInvalid},
+
+	// agents/workspace, agents/usage, agents/trace
+	{workspace.ErrConfig, exitUsage},
+	{workspace.ErrConflict, exitConflict},
+	{usage.ErrGrouping, exitUsage},
+	{trace.ErrUnknown, exitNotFound},
 
 	// queues/tuples
 	{tuples.ErrNoTuple, exitNotFound},

@@ -4,6 +4,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/queues/plans"
 )
 
 func newItemCommand() *cli.Command {
@@ -125,6 +126,12 @@ func runItemChange(c *cli.Context, do itemChange) error {
 	it, err := do(c, b, id, c.Int("attempt"))
 	if err != nil {
 		return err
+	}
+	if it.Plan != "" {
+		// Its box follows (a done item ticks it).
+		if _, err := plans.SyncItem(b, it.ID); err != nil {
+			warn(c, err)
+		}
 	}
 	if c.Bool("json") {
 		return printJSON(c, itemObject(s, it))

@@ -130,7 +130,10 @@ func openBroker(c *cli.Context) (*docstore.Store, *queues.Broker, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := queues.Open(s, queues.Options{})
+	// A spawned child acts for its instance: its late actions after the
+	// instance died are refused (queues.Options.Instance). A bad
+	// TAVERN_INSTANCE is a name error: exit 2.
+	b, err := queues.Open(s, queues.Options{Instance: os.Getenv("TAVERN_INSTANCE")})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,7 +14,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/agents/usage"
 	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/queues/plans"
 )
 
 func newPoolCommand() *cli.Command {
@@ -43,9 +46,18 @@ utilization, amplification, steals.
 Ctrl-C drains: no new drones, running ones finish. A second Ctrl-C forwards
 SIGTERM to the drones: their items are released, not failed.
 
+--worktree (and its options, as for tavern spawn) gives every drone its item's
+own git worktree and merges successful branches through the merge queue.
+
+A budget (tavern budget) that is spent pauses the pool: no new drones until
+the next day or a raised budget; pools/NAME.md says why (paused:). On every
+tick the pool syncs the plans of its queues (tavern plan) and escalates dead
+letters as their queue's on_dead says.
+
 Example:
-   tavern pool run builders --queue build,test --max 8 --on-empty terminate -- ./build-one.sh`,
-			Flags: []cli.Flag{
+   tavern pool run builders --queue build,test --max 8 --on-empty terminate -- ./build-one.sh
+   tavern pool run coders --queue code --worktree --check "make test" -- ./agent.sh`,
+			Flags: append([]cli.Flag{
 				&cli.StringSliceFlag{Name: "queue", Usage: "queue `Q` (repeatable, or Q1,Q2; required)"},
 				&cli.IntFlag{Name: "min", Usage: "drones to keep (idle mode)", Value: 0},
 				&cli.IntFlag{Name: "max", Usage: "most drones at once", Value: 4},
@@ -56,7 +68,7 @@ Example:
 				&cli.DurationFlag{Name: "idle-wait", Value: time.Minute, Usage: "how long an idle drone waits for an item"},
 				&cli.BoolFlag{Name: "quiet", Usage: "no progress line"},
 				jsonFlag(),
-			},
+			}, worktreeFlags()...),
 			Before: requireFlags("queue"),
 			Action: runPoolRun,
 		}},
@@ -81,6 +93,12 @@ func runPoolRun(c *cli.Context) error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	name, command := c.Args().First(), c.Args().Slice()[1:]
+	if c.Bool("worktree") {
+		// Fail before any drone starts: no repository, no base.
+		if _, err := openWorkspaces(c, m.Store, b); err != nil {
+			return err
+		}
+	}
 	opt := poolOptions(c, m, b, name, command)
 	opt.Interrupt = sigs
 	if !c.Bool("quiet") {
@@ -110,7 +128,24 @@ func poolOptions(c *cli.Context, m *agents.Manager, b *queues.Broker, name strin
 		self = os.Args[0]
 	}
 	parent := envAgent()
+	lastTick := ""
 	return agents.PoolOptions{
+		// A spent budget pauses the pool (tavern budget).
+		Admit: usage.Admit(m.Store, name),
+		// Plans follow hand edits; dead letters are escalated.
+		OnTick: func() {
+			var errs []error
+			for _, q := range qs {
+				_, err := plans.SyncAll(b, q)
+				errs = append(errs, err)
+			}
+			_, err := m.EscalateDead(b, qs...)
+			errs = append(errs, err)
+			if err := errors.Join(errs...); err != nil && err.Error() != lastTick {
+				lastTick = err.Error()
+				errf(c, "\ntavern: %v\n", err)
+			}
+		},
 		Name: name, Queues: qs, Min: c.Int("min"), Max: c.Int("max"), OnEmpty: c.String("on-empty"),
 		Steal: c.Bool("steal"), Model: c.String("model"), Command: command, Broker: b, IdleWait: c.Duration("idle-wait"),
 		OnError: func(err error) { errf(c, "\ntavern: %v\n", err) },
@@ -134,6 +169,7 @@ func poolOptions(c *cli.Context, m *agents.Manager, b *queues.Broker, name strin
 			if wait > 0 {
 				args = append(args, "--wait", wait.String())
 			}
+			args = append(args, worktreeArgs(c)...)
 			args = append(args, "--")
 			cmd := exec.Command(self, append(args, command...)...)
 			cmd.Env = childBaseEnv()

@@ -48,7 +48,8 @@ weights stealing. Durations are Go durations (90s, 5m, 1h).
 
 Examples:
    tavern queue create build
-   tavern queue create review --priority 2 --max-attempts 5 --lease 10m --backoff 30s --no-steal`,
+   tavern queue create review --priority 2 --max-attempts 5 --lease 10m --backoff 30s --no-steal
+   tavern queue create code --on-dead "ask parent"`,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "priority", Usage: "queue priority, 0 (highest) .. 99"},
 			&cli.IntFlag{Name: "max-attempts", Usage: "claims before an item goes to dead/ (default: tavern.md default_max_attempts)"},
@@ -58,6 +59,7 @@ Examples:
 			&cli.DurationFlag{Name: "lease-grace", Usage: "how long a hung holder keeps an expired claim (default 30s)"},
 			&cli.StringFlag{Name: "on-empty", Usage: "what pools do when it is empty: idle | hibernate | terminate | steal"},
 			&cli.BoolFlag{Name: "no-steal", Usage: "other queues' workers may not steal from this one"},
+			&cli.StringFlag{Name: "on-dead", Usage: "where dead items are escalated: 'ask parent' | 'ask user' | 'notify CHANNEL'"},
 			jsonFlag(),
 		},
 		Action: runQueueCreate,
@@ -67,6 +69,9 @@ Examples:
 func runQueueCreate(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return usageErr("queue create takes one queue name")
+	}
+	if _, err := queues.ParseOnDead(c.String("on-dead")); err != nil {
+		return err
 	}
 	s, b, err := openBroker(c)
 	if err != nil {
@@ -80,6 +85,11 @@ func runQueueCreate(c *cli.Context) error {
 	})
 	if err != nil {
 		return err
+	}
+	if od := c.String("on-dead"); od != "" {
+		if q, err = b.SetOnDead(q.Name, od); err != nil {
+			return err
+		}
 	}
 	if c.Bool("json") {
 		return printJSON(c, docJSON(s, q.Doc, true))
@@ -101,12 +111,14 @@ them are in done/. A dependency graph with a cycle is rejected (exit 2).
 
 Examples:
    id=$(tavern queue add build --title "compile parser" --priority 1)
-   tavern queue add build --title "link" --depends-on "$id" --body task.md`,
+   tavern queue add build --title "link" --depends-on "$id" --body task.md
+   tavern queue add deploy --title "ship 2.0" --gate human`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "title", Usage: "one-line title"},
 			&cli.IntFlag{Name: "priority", Usage: "0 (highest) .. 99"},
 			&cli.StringSliceFlag{Name: "depends-on", Usage: "item `ID` that must be done first (repeatable)"},
 			&cli.IntFlag{Name: "max-attempts", Usage: "override the queue's max attempts"},
+			&cli.StringFlag{Name: "gate", Usage: "human: a person approves (tavern approve) before the item is done"},
 			bodyFlag(),
 			jsonFlag(),
 		},
@@ -127,9 +139,13 @@ func runQueueAdd(c *cli.Context) error {
 		return err
 	}
 	defer b.Close()
+	by, err := actorOrUser(c, s)
+	if err != nil {
+		return err
+	}
 	it, err := b.Add(c.Args().First(), queues.AddOptions{
 		Title: c.String("title"), Priority: c.Int("priority"), DependsOn: c.StringSlice("depends-on"),
-		MaxAttempts: c.Int("max-attempts"), Body: body,
+		MaxAttempts: c.Int("max-attempts"), Body: body, Gate: c.String("gate"), By: by,
 	})
 	if err != nil {
 		return err
@@ -220,7 +236,8 @@ func newQueueLsCommand() *cli.Command {
 		ArgsUsage: "[Q]",
 		Description: `One line per queue (or just Q): items per state; of the pending ones how many
 are ready, in backoff, waiting for dependencies; the age of the oldest pending
-item; who holds the claims. Items blocked by a dead dependency and invalid
+item; who holds the claims (a holder that died and was not reaped yet is shown
+as dead: NAME(N, D dead)). Items blocked by a dead dependency and invalid
 item files are reported on stderr (path:line:col).
 
 Examples:
@@ -275,7 +292,7 @@ func queueStatsJSON(stats []*queues.Stats, now time.Time) []map[string]any {
 			"queue": st.Queue, "priority": st.Priority, "steal": st.Steal, "on_empty": st.OnEmpty,
 			"pending": st.Pending, "claimed": st.Claimed, "done": st.Done, "dead": st.Dead,
 			"ready": st.Ready, "backoff": st.Backoff, "waiting": st.Waiting, "hung": st.Hung,
-			"blocked": blockedJSON(st.Blocked), "invalid": errorsJSON(st.Invalid), "owners": st.Owners,
+			"blocked": blockedJSON(st.Blocked), "invalid": errorsJSON(st.Invalid), "owners": st.Owners, "dead_owners": st.DeadOwners,
 		}
 		if !st.OldestPending.IsZero() {
 			m["oldest_pending"] = st.OldestPending.UTC().Format(time.RFC3339Nano)
@@ -295,17 +312,23 @@ func printQueueStats(c *cli.Context, stats []*queues.Stats, now time.Time) {
 			age = now.Sub(st.OldestPending).Round(time.Second).String()
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", st.Queue, st.Priority, st.Pending, st.Ready,
-			st.Backoff, st.Waiting, len(st.Blocked), st.Claimed, st.Done, st.Dead, age, owners(st.Owners))
+			st.Backoff, st.Waiting, len(st.Blocked), st.Claimed, st.Done, st.Dead, age, owners(st.Owners, st.DeadOwners))
 	}
 	tw.Flush()
 }
 
-func owners(m map[string]int) string {
+// owners renders claim holders as NAME(N), or NAME(N, D dead) when D of
+// the claims have a dead holder that no reaper has seen yet.
+func owners(m, dead map[string]int) string {
 	if len(m) == 0 {
 		return "-"
 	}
 	var out []string
 	for k, n := range m {
+		if d := dead[k]; d > 0 {
+			out = append(out, fmt.Sprintf("%s(%d, %d dead)", k, n, d))
+			continue
+		}
 		out = append(out, fmt.Sprintf("%s(%d)", k, n))
 	}
 	sort.Strings(out)

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
+	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/queues"
 )
 
@@ -15,8 +16,11 @@ func newReapCommand() *cli.Command {
 lock can be taken has a dead owner and goes back to pending/ at once; a
 lease-only claim goes back when its lease has run out; a live holder past its
 lease is reported as hung (item.lease_expired) and reaped after the queue's
-lease_grace. An item reaped on its last attempt goes to dead/. take reaps
-too; this command is for cron jobs and supervisors.
+lease_grace. An item reaped on its last attempt goes to dead/. First, agents
+whose spawn wrapper died are marked failed and what is left of their child's
+process tree is killed (it holds its item's claim while it lives). take reaps
+too; pools, the verifier and watch reap every second; this command is for
+cron jobs and supervisors.
 
 Output: one line per item: "returned ID", "dead ID" or "hung ID".
 
@@ -34,7 +38,14 @@ func runReap(c *cli.Context) error {
 		return err
 	}
 	defer b.Close()
-	rep, err := b.Reap(c.Args().Slice()...)
+	// Agents first: a dead wrapper's orphaned tree holds its item's claim
+	// until it is killed.
+	m, err := agents.NewManager(s)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	rep, err := m.Reap(b, c.Args().Slice()...)
 	if err != nil {
 		return err
 	}

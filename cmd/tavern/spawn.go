@@ -21,7 +21,7 @@ func newSpawnCommand() *cli.Command {
 		Description: `Creates or updates agents/NAME.md, takes the agent's liveness lock for the life
 of the child, and with --queue claims one item first (a drone: one task, then
 exit). The child runs in the project directory with the item body on stdin and
-TAVERN_DIR, TAVERN_AGENT, TAVERN_PARENT, TAVERN_ITEM, TAVERN_ITEM_PATH,
+TAVERN_DIR, TAVERN_AGENT, TAVERN_INSTANCE, TAVERN_PARENT, TAVERN_ITEM, TAVERN_ITEM_PATH,
 TAVERN_QUEUE, TAVERN_ATTEMPT, TAVERN_RESULT (a file it may write its result to),
 TAVERN_ROLE, TAVERN_CONSTITUTION and TAVERN_MODEL in its environment. Its
 stdout and stderr are captured line by line into the agent's messages
@@ -30,17 +30,39 @@ stdout and stderr are captured line by line into the agent's messages
 Exit 0: the item is done (result: the TAVERN_RESULT file, else the last output
 lines) and the agent goes to verifying if it has commitments, else done.
 Non-zero: the item fails (exit status and stderr tail as last_error) and the
-agent goes to failed. SIGINT/SIGTERM are forwarded to the child; the item is
-then released, not failed, and the agent goes back to idle.
+agent goes to failed (a signal: "killed by SIGKILL"). SIGINT/SIGTERM are
+forwarded to the child; the item is then released, not failed, and the agent
+goes back to idle.
+
+Each run is an instance (TAVERN_INSTANCE, recorded in the agent document and
+on the claimed item). The child inherits the instance's liveness lock as
+descriptor 3 (keep it open): the item stays claimed while any process of the
+child's tree lives. The child runs in its own process group and is killed if
+the wrapper dies (Linux); what is left of its group when it exits is killed
+before the item is settled. A late done/fail/renew/release from another
+instance exits 4.
 
 tavern spawn exits with the child's exit status (128+N if killed by signal N),
 or 3 when --queue found no item, 4 when the agent is busy or its role's
 constitution changed (--accept-constitution to accept the new one).
 
+With --worktree the child runs in its item's own git worktree, on a branch
+named after the item, made from --base (TAVERN_WORKTREE, TAVERN_BRANCH,
+TAVERN_BASE, TAVERN_REPO are set). When it exits 0 (and the item passed its
+gates) the branch goes through the merge queue: one merge at a time per base
+(the merge-slot token), rebase (or --merge-mode merge) onto the base, --check
+in the worktree, then the base moves by compare-and-swap. A conflict or a
+failing check fails the item with the output (retried like any failure).
+An item with a pending complete-stage gate (tavern gate) holds its wrapper
+in "waiting" until a person approves or rejects it.
+
+Every run appends a usage record (tavern usage).
+
 Examples:
    tavern spawn --name critic --role reviewer -- claude -p "Review the diff in HEAD"
-   tavern spawn --queue build --tee -- ./build-one.sh`,
-		Flags: []cli.Flag{
+   tavern spawn --queue build --tee -- ./build-one.sh
+   tavern spawn --queue code --worktree --check "go test ./..." -- ./agent.sh`,
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "name", Usage: "agent `NAME` (default: a new themed name)"},
 			&cli.StringFlag{Name: "role", Usage: "role `R` (constitutions/R.md)"},
 			&cli.StringFlag{Name: "parent", Usage: "parent agent `P` (default $TAVERN_AGENT)"},
@@ -52,7 +74,7 @@ Examples:
 			&cli.BoolFlag{Name: "tee", Usage: "copy the child's output to this terminal"},
 			&cli.BoolFlag{Name: "accept-constitution", Usage: "run under a changed role constitution and record it"},
 			jsonFlag(),
-		},
+		}, worktreeFlags()...),
 		Action: runSpawn,
 	}
 }
@@ -91,6 +113,11 @@ func runSpawn(c *cli.Context) error {
 		}
 		defer b.Close()
 		opt.Work = agents.QueueWork(b)
+		if opt.Hooks, err = spawnHooks(c, m.Store, b); err != nil {
+			return err
+		}
+	} else if c.Bool("worktree") {
+		return usageErr("--worktree needs --queue: the worktree is the item's")
 	}
 	res, err := m.Spawn(c.Context, opt)
 	return spawnResult(c, res, err)
@@ -129,7 +156,7 @@ func childBaseEnv() []string {
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "TAVERN_AGENT", "TAVERN_ITEM", "TAVERN_ITEM_PATH", "TAVERN_ATTEMPT", "TAVERN_QUEUE", "TAVERN_RESULT",
+		case "TAVERN_AGENT", "TAVERN_INSTANCE", "TAVERN_ITEM", "TAVERN_ITEM_PATH", "TAVERN_ATTEMPT", "TAVERN_QUEUE", "TAVERN_RESULT",
 			"TAVERN_PARENT", "TAVERN_ROLE", "TAVERN_CONSTITUTION", "TAVERN_MODEL", "TAVERN_DIR":
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/queues"
 )
 
 func newVerifierCommand() *cli.Command {
@@ -36,8 +37,14 @@ Examples:
 }
 
 func runVerifier(c *cli.Context, m *agents.Manager) error {
-	err := m.RunVerifier(c.Context, agents.VerifierOptions{
-		By: c.String("as"), MaxAttempts: c.Int("max-attempts"), BubbleAfter: c.Duration("bubble-after"),
+	b, err := queues.Open(m.Store, queues.Options{Journal: m.Journal})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	err = m.RunVerifier(c.Context, agents.VerifierOptions{
+		Broker: b,
+		By:     c.String("as"), MaxAttempts: c.Int("max-attempts"), BubbleAfter: c.Duration("bubble-after"),
 		Reconcile: c.Duration("reconcile"), Once: c.Bool("once"),
 		OnVerified: func(agent, state string, results []agents.Result) {
 			passed := 0

@@ -21,7 +21,9 @@ command made (hand edits, git checkout) are also journaled as "external".
 A line "watch.missed" means output could not keep up and N events were
 dropped: re-run ls or log to resync. --poll forces polling (network
 filesystems are detected and polled automatically, and a store too big for
-the inotify watch limit is polled with a warning).
+the inotify watch limit is polled with a warning). While it runs, watch reaps
+every second (claims of dead holders go back to pending, agents of dead
+wrappers to failed), like tavern reap.
 
 --where keeps the documents whose fields match (the expressions of ls
 --where, all must hold) after each change; a change that makes a document
@@ -89,6 +91,9 @@ func runWatch(c *cli.Context) error {
 		return err
 	}
 	defer p.Close()
+	// A long-running process reaps: a holder's death is no file event,
+	// and nobody else may be taking from its queue.
+	defer startReaper(c, s)()
 	sub := p.SubscribeWhere(f, where, 4096)
 	defer sub.Close()
 	// The ready line goes to stderr so scripts (and tests) know

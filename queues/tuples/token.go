@@ -156,16 +156,61 @@ func (sp *Space) InitToken(name string, count int) (int, error) {
 
 // slots returns the free and held slot documents of token name.
 func (sp *Space) slots(name string) (free, held []*docstore.Doc, err error) {
+	// The free and the held slots are two directory reads, not one
+	// snapshot: a slot that changes hands between them is seen twice or
+	// not at all. Bracket the free read with two reads of the held slots
+	// and go again until nothing moved (a few rounds at most in practice;
+	// the last round's view is returned if slots keep moving).
 	p := Pattern{{Cond: docstore.Cond{Field: "token", Op: docstore.OpEq, Value: name}}}
-	_, err = sp.scan(TokenType, p, nil, func(d *docstore.Doc, _ map[string]any) bool {
-		free = append(free, d)
-		return true
-	})
-	if err != nil {
-		return nil, nil, err
+	for round := 0; ; round++ {
+		before, err := sp.heldSlots(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		free = free[:0]
+		if _, err := sp.scan(TokenType, p, nil, func(d *docstore.Doc, _ map[string]any) bool {
+			free = append(free, d)
+			return true
+		}); err != nil {
+			return nil, nil, err
+		}
+		held, err = sp.heldSlots(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		if (sameIDs(before, held) && disjoint(free, held)) || round == 20 {
+			return free, held, nil
+		}
 	}
-	held, err = sp.heldSlots(name)
-	return free, held, err
+}
+
+func sameIDs(a, b []*docstore.Doc) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	ids := make(map[string]bool, len(a))
+	for _, d := range a {
+		ids[d.String("id")] = true
+	}
+	for _, d := range b {
+		if !ids[d.String("id")] {
+			return false
+		}
+	}
+	return true
+}
+
+func disjoint(a, b []*docstore.Doc) bool {
+	ids := make(map[string]bool, len(a))
+	for _, d := range a {
+		ids[d.String("id")] = true
+	}
+	for _, d := range b {
+		if ids[d.String("id")] {
+			return false
+		}
+	}
+	return true
 }
 
 func (sp *Space) heldSlots(name string) ([]*docstore.Doc, error) {

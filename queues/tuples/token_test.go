@@ -3,6 +3,7 @@ package tuples
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -136,5 +137,43 @@ func TestTokenReleaseErrors(t *testing.T) {
 	}
 	if err := sp.ReleaseToken("merge", tok.Handle(), ReleaseOptions{}); err != nil {
 		t.Fatalf("release by handle: %v", err)
+	}
+}
+
+// TestInitTokenWhileSlotsChangeHands: re-initialising a token to the count
+// it has never fails while its slot is acquired and released by others. A
+// slot acquired between InitToken's read of the free and the held slots
+// was counted twice, so InitToken(name, 1) tried to drop one and failed
+// with ErrTokenCount (the merge queue's "make the token on first use").
+func TestInitTokenWhileSlotsChangeHands(t *testing.T) {
+	sp := newSpace(t, SpaceOptions{})
+	if _, err := sp.InitToken("m", 1); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var cycles atomic.Int64
+	go func() {
+		defer close(done)
+		for cycles.Load() < 60 {
+			tok, err := sp.TryAcquire("m", AcquireOptions{})
+			if err != nil {
+				continue
+			}
+			cycles.Add(1)
+			if err := tok.Release(); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		if n, err := sp.InitToken("m", 1); err != nil || n != 0 {
+			t.Fatalf("InitToken(m, 1) with one slot: got %d, %v; want 0, nil", n, err)
+		}
 	}
 }

@@ -1,0 +1,141 @@
+package agents
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/schema"
+	"github.com/tavernhq/tavern/watcher"
+)
+
+// Doctor finds what a crash can leave behind in the store (docstore.
+// Finding) and, with fix, repairs each as it is found. Without fix it
+// changes nothing. The checks run in an order that lets each repair make
+// the next check's findings real ones:
+//
+//  1. agents: dead-wrapper (working or waiting for a wrapper of this host
+//     that died; repair: ReapAgents' work: kill its tree, mark it failed)
+//     and orphan-process (a dead wrapper's tree still holds its instance
+//     lock, and so its item; repair: kill it);
+//  2. queues (Broker.Findings): duplicate-copy, dead-claim, journal-gap,
+//     stale item and holder locks;
+//  3. stale-lock: instance locks nobody holds (their instance is over),
+//     agent locks of removed agents;
+//  4. temp-file: temp files and spares in .tmp/ nobody will reuse
+//     (docstore.Store.TempFindings);
+//  5. stale-index: index cache sections with entries of missing files.
+//
+// The report lists every finding with Fixed or Error set when fix is on.
+// Liveness is judged on this host only (locks, pids): run doctor where
+// the store's processes run.
+func (m *Manager) Doctor(b *queues.Broker, fix bool) ([]docstore.Finding, error) {
+	var all []docstore.Finding
+	var errs []error
+	phase := func(fs []docstore.Finding, err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for i := range fs {
+			f := &fs[i]
+			if fix && f.Repair != nil {
+				if err := f.Repair(); err != nil {
+					f.Error = err.Error()
+				} else {
+					f.Fixed = true
+				}
+			}
+			all = append(all, *f)
+		}
+	}
+	phase(m.agentFindings())
+	phase(b.Findings())
+	phase(m.lockFindings())
+	phase(m.Store.TempFindings())
+	phase(watcher.IndexFindings(m.Store.Root()))
+	return all, errors.Join(errs...)
+}
+
+// agentFindings reports agents whose wrapper died on this host and the
+// orphaned trees of instances whose wrapper is gone.
+func (m *Manager) agentFindings() ([]docstore.Finding, error) {
+	list, errs := m.ListAgents()
+	var out []docstore.Finding
+	for _, a := range list {
+		if a.IllegalEdit() {
+			continue // reported by check
+		}
+		free, err := m.Store.LockFree(schema.AgentLockKey(a.Name))
+		if err != nil || !free {
+			continue // a wrapper runs it (or unknowable)
+		}
+		name := a.Name
+		if a.Host == m.Host && running(a.Effective()) {
+			out = append(out, docstore.Finding{Kind: docstore.FindingDeadAgent, Path: AgentPath(name),
+				Detail: "state " + a.Effective() + " but its wrapper (pid " + itoa(a.PID) + ") is gone",
+				Repair: func() error { _, err := m.reapOne(name); return err }})
+			continue
+		}
+		if a.Instance == "" || schema.ValidName(a.Instance) != nil {
+			continue
+		}
+		if tfree, err := m.Store.LockFree(schema.InstanceLockKey(a.Instance)); err == nil && !tfree {
+			out = append(out, docstore.Finding{Kind: docstore.FindingOrphan, Path: AgentPath(name),
+				Detail: "processes of instance " + a.Instance + " outlived their wrapper",
+				Repair: func() error {
+					l, ok, err := m.Store.TryLock(schema.AgentLockKey(name))
+					if err != nil || !ok {
+						return err // a wrapper started meanwhile: it reaps the tree itself
+					}
+					defer l.Unlock()
+					a, err := m.GetAgent(name)
+					if err != nil {
+						return err
+					}
+					return m.reapTree(a, "doctor")
+				}})
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// lockFindings reports instance locks nobody holds and agent locks of
+// agents that no longer exist.
+func (m *Manager) lockFindings() ([]docstore.Finding, error) {
+	keys, err := m.Store.LockKeys()
+	if err != nil {
+		return nil, err
+	}
+	var out []docstore.Finding
+	for _, key := range keys {
+		why := ""
+		switch {
+		case strings.HasPrefix(key, "instances/"):
+			why = "its instance is over"
+		case strings.HasPrefix(key, "agents/"):
+			name := strings.TrimPrefix(key, "agents/")
+			if _, err := m.Store.ReadFile(AgentPath(name)); errors.Is(err, docstore.ErrNotExist) {
+				why = "agent " + name + " no longer exists"
+			}
+		}
+		if why == "" {
+			continue
+		}
+		if free, err := m.Store.LockFree(key); err != nil || !free {
+			continue
+		}
+		key := key
+		out = append(out, docstore.Finding{Kind: docstore.FindingStaleLock, Path: ".locks/" + key + ".lock", Detail: why,
+			Repair: func() error { _, err := m.Store.RemoveLock(key); return err }})
+	}
+	return out, nil
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "unknown"
+	}
+	return strconv.Itoa(n)
+}

@@ -1,0 +1,186 @@
+package usage
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
+)
+
+// ErrSpent is returned by Admit when a budget of the pool is spent.
+var ErrSpent = errors.New("budget spent")
+
+// Budget is a spending limit per UTC day.
+type Budget struct {
+	Name      string        `json:"name"`
+	Pool      string        `json:"pool,omitempty"` // "": every pool
+	Per       string        `json:"per"`
+	MaxTokens int64         `json:"max_tokens,omitempty"`
+	MaxCost   float64       `json:"max_cost_usd,omitempty"`
+	MaxTime   time.Duration `json:"max_time,omitempty"`
+	Path      string        `json:"path"`
+}
+
+// BudgetPath is the document path of a budget.
+func BudgetPath(name string) string { return "budgets/" + name + ".md" }
+
+func budgetFromDoc(d *docstore.Doc) Budget {
+	b := Budget{Name: d.Name, Pool: d.String("pool"), Per: d.String("per"), Path: d.Path}
+	if b.Per == "" {
+		b.Per = "day"
+	}
+	b.MaxTokens, _ = d.Int("max_tokens")
+	b.MaxCost = num(d.Fields()["max_cost_usd"])
+	b.MaxTime, _ = time.ParseDuration(d.String("max_time"))
+	return b
+}
+
+// Budgets reads every budget.
+func Budgets(s *docstore.Store) ([]Budget, []error) {
+	docs, errs := s.List(schema.Budget)
+	var out []Budget
+	for _, d := range docs {
+		if ve := d.Validate(false); len(ve) > 0 {
+			errs = append(errs, &docstore.ValidationError{Path: d.Path, Errors: ve})
+			continue
+		}
+		out = append(out, budgetFromDoc(d))
+	}
+	return out, errs
+}
+
+// SetBudget creates or changes budget name. Zero limits are removed; at
+// least one limit must remain.
+func SetBudget(s *docstore.Store, b Budget) (*Budget, error) {
+	if err := schema.ValidName(b.Name); err != nil {
+		return nil, fmt.Errorf("budget name: %w", err)
+	}
+	if b.MaxTokens <= 0 && b.MaxCost <= 0 && b.MaxTime <= 0 {
+		return nil, fmt.Errorf("%w: budget %s has no limit (tokens, cost or time)", schema.ErrInvalid, b.Name)
+	}
+	now := time.Now()
+	set := []docstore.Field{}
+	var del []string
+	if b.Pool != "" {
+		set = append(set, docstore.Field{Key: "pool", Value: b.Pool})
+	} else {
+		del = append(del, "pool")
+	}
+	set = append(set, docstore.Field{Key: "per", Value: "day"})
+	if b.MaxTokens > 0 {
+		set = append(set, docstore.Field{Key: "max_tokens", Value: b.MaxTokens})
+	} else {
+		del = append(del, "max_tokens")
+	}
+	if b.MaxCost > 0 {
+		set = append(set, docstore.Field{Key: "max_cost_usd", Value: b.MaxCost})
+	} else {
+		del = append(del, "max_cost_usd")
+	}
+	if b.MaxTime > 0 {
+		set = append(set, docstore.Field{Key: "max_time", Value: b.MaxTime.String()})
+	} else {
+		del = append(del, "max_time")
+	}
+	rel := BudgetPath(b.Name)
+	d, err := s.Update(rel, func(d *docstore.Doc) error {
+		return d.Edit(append(set, docstore.Field{Key: "updated", Value: now}), del...)
+	})
+	if errors.Is(err, docstore.ErrNotExist) {
+		fields := append([]docstore.Field{{Key: schema.VersionField, Value: schema.Budget.Version}, {Key: "id", Value: docstore.NewID()}}, set...)
+		fields = append(fields, docstore.Field{Key: "created", Value: now}, docstore.Field{Key: "updated", Value: now})
+		if d, err = docstore.New(schema.Budget, fields, []byte("\nA pool whose budget is spent takes no new items until the next day (UTC).\n")); err != nil {
+			return nil, err
+		}
+		err = s.Create(rel, d)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := budgetFromDoc(d)
+	return &out, nil
+}
+
+// State is a budget and what was spent against it today.
+type State struct {
+	Budget
+	Day   string `json:"day"`
+	Spent Row    `json:"spent"`
+	// Over lists the limits reached ("cost 1.20 of 1.00 USD").
+	Over []string `json:"over,omitempty"`
+}
+
+// Exhausted reports whether a limit is reached.
+func (st State) Exhausted() bool { return len(st.Over) > 0 }
+
+func (st State) String() string {
+	return fmt.Sprintf("budget %s (%s) is spent for %s: %s", st.Name, st.Path, st.Day, strings.Join(st.Over, ", "))
+}
+
+// Check evaluates the budgets that apply to pool (those naming it, and
+// those naming no pool; pool "" takes every budget) against the records
+// of the current UTC day.
+func Check(s *docstore.Store, pool string, now time.Time) ([]State, error) {
+	budgets, errs := Budgets(s)
+	day := now.UTC().Truncate(24 * time.Hour)
+	recs, rerrs := Load(s, Filter{Since: day})
+	errs = append(errs, rerrs...)
+	var out []State
+	for _, b := range budgets {
+		if pool != "" && b.Pool != "" && b.Pool != pool {
+			continue
+		}
+		st := State{Budget: b, Day: day.Format("2006-01-02")}
+		for _, r := range recs {
+			if b.Pool == "" || r.Pool == b.Pool {
+				st.Spent.add(r)
+			}
+		}
+		if b.MaxTokens > 0 && st.Spent.Tokens() >= b.MaxTokens {
+			st.Over = append(st.Over, fmt.Sprintf("tokens %d of %d", st.Spent.Tokens(), b.MaxTokens))
+		}
+		if b.MaxCost > 0 && st.Spent.Cost >= b.MaxCost {
+			st.Over = append(st.Over, fmt.Sprintf("cost %.2f of %.2f USD", st.Spent.Cost, b.MaxCost))
+		}
+		if b.MaxTime > 0 && time.Duration(st.Spent.Wall*float64(time.Second)) >= b.MaxTime {
+			st.Over = append(st.Over, fmt.Sprintf("drone time %s of %s", time.Duration(st.Spent.Wall*float64(time.Second)).Round(time.Second), b.MaxTime))
+		}
+		out = append(out, st)
+	}
+	return out, errors.Join(errs...)
+}
+
+// Admit is the admission hook of a pool (agents.PoolOptions.Admit): nil
+// while every budget that applies has room, else an error wrapping
+// ErrSpent that says which and why. A ledger it cannot read does not
+// stop the pool (the error is not ErrSpent and Admit lets it pass).
+func Admit(s *docstore.Store, pool string) func() error {
+	return func() error {
+		states, _ := Check(s, pool, time.Now())
+		var over []string
+		for _, st := range states {
+			if st.Exhausted() {
+				over = append(over, st.String())
+			}
+		}
+		if len(over) == 0 {
+			return nil
+		}
+		return fmt.Errorf("%w: %s", ErrSpent, strings.Join(over, "; "))
+	}
+}
+
+// Spent lists the spent budgets of today: the needs-you list's budgets.
+func Spent(s *docstore.Store, now time.Time) ([]State, error) {
+	states, err := Check(s, "", now)
+	var out []State
+	for _, st := range states {
+		if st.Exhausted() {
+			out = append(out, st)
+		}
+	}
+	return out, err
+}

@@ -1,0 +1,183 @@
+package usage
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
+)
+
+// Record is one spawn's entry in the ledger.
+type Record struct {
+	Agent      string    `json:"agent"`
+	Item       string    `json:"item,omitempty"`
+	Queue      string    `json:"queue,omitempty"`
+	Pool       string    `json:"pool,omitempty"`
+	Role       string    `json:"role,omitempty"`
+	Model      string    `json:"model,omitempty"`
+	Source     string    `json:"source,omitempty"`
+	Outcome    string    `json:"outcome,omitempty"`
+	SessionID  string    `json:"session_id,omitempty"`
+	Started    time.Time `json:"started"`
+	Ended      time.Time `json:"ended"`
+	Wall       float64   `json:"wall_seconds"`
+	CPU        float64   `json:"cpu_seconds"`
+	ExitCode   int       `json:"exit_code"`
+	TokensIn   int64     `json:"tokens_in"`
+	TokensOut  int64     `json:"tokens_out"`
+	CacheRead  int64     `json:"tokens_cache_read,omitempty"`
+	CacheWrite int64     `json:"tokens_cache_write,omitempty"`
+	Cost       *float64  `json:"cost_usd,omitempty"`
+	Path       string    `json:"path"`
+}
+
+func recordFromDoc(d *docstore.Doc) Record {
+	r := Record{Agent: d.String("agent"), Item: d.String("item"), Queue: d.String("queue"), Pool: d.String("pool"), Role: d.String("role"),
+		Model: d.String("model"), Source: d.String("source"), Outcome: d.String("outcome"), SessionID: d.String("session_id"), Path: d.Path}
+	r.Started, _ = d.Time("started")
+	r.Ended, _ = d.Time("ended")
+	f := d.Fields()
+	r.Wall, r.CPU = num(f["wall_seconds"]), num(f["cpu_seconds"])
+	if v, ok := d.Int("exit_code"); ok {
+		r.ExitCode = int(v)
+	}
+	r.TokensIn, _ = d.Int("tokens_in")
+	r.TokensOut, _ = d.Int("tokens_out")
+	r.CacheRead, _ = d.Int("tokens_cache_read")
+	r.CacheWrite, _ = d.Int("tokens_cache_write")
+	if v, ok := f["cost_usd"]; ok && v != nil {
+		c := num(v)
+		r.Cost = &c
+	}
+	return r
+}
+
+func num(v any) float64 {
+	switch x := v.(type) {
+	case int:
+		return float64(x)
+	case int64:
+		return float64(x)
+	case float64:
+		return x
+	}
+	return 0
+}
+
+// Filter selects records.
+type Filter struct {
+	Since, Until time.Time // by start time; zero: unbounded
+	Pool         string
+	Agent        string
+	Item         string
+}
+
+func (f Filter) match(r Record) bool {
+	switch {
+	case !f.Since.IsZero() && r.Started.Before(f.Since):
+	case !f.Until.IsZero() && !r.Started.Before(f.Until):
+	case f.Pool != "" && r.Pool != f.Pool:
+	case f.Agent != "" && r.Agent != f.Agent:
+	case f.Item != "" && r.Item != f.Item:
+	default:
+		return true
+	}
+	return false
+}
+
+// Load reads the ledger's records that match f, oldest first. Records
+// that do not parse or validate are returned as errors (path:line:col)
+// and left out.
+func Load(s *docstore.Store, f Filter) ([]Record, []error) {
+	docs, errs := s.List(schema.Usage)
+	var out []Record
+	for _, d := range docs {
+		if ve := d.Validate(false); len(ve) > 0 {
+			errs = append(errs, &docstore.ValidationError{Path: d.Path, Errors: ve})
+			continue
+		}
+		r := recordFromDoc(d)
+		if f.match(r) {
+			out = append(out, r)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Started.Before(out[j].Started) })
+	return out, errs
+}
+
+// Row is a total over a group of records.
+type Row struct {
+	Key       string  `json:"key"`
+	Runs      int     `json:"runs"`
+	Failed    int     `json:"failed"` // runs whose item failed (a child exiting 0 whose merge failed counts)
+	Wall      float64 `json:"wall_seconds"`
+	CPU       float64 `json:"cpu_seconds"`
+	TokensIn  int64   `json:"tokens_in"`
+	TokensOut int64   `json:"tokens_out"`
+	Cost      float64 `json:"cost_usd"`
+	CostRuns  int     `json:"cost_runs"` // runs that reported a cost
+}
+
+// Tokens is tokens in plus out.
+func (r Row) Tokens() int64 { return r.TokensIn + r.TokensOut }
+
+func (r *Row) add(rec Record) {
+	r.Runs++
+	if rec.Outcome == "failed" || (rec.Outcome == "" && rec.ExitCode != 0) {
+		r.Failed++
+	}
+	r.Wall += rec.Wall
+	r.CPU += rec.CPU
+	r.TokensIn += rec.TokensIn
+	r.TokensOut += rec.TokensOut
+	if rec.Cost != nil {
+		r.Cost += *rec.Cost
+		r.CostRuns++
+	}
+}
+
+// Groupings of Summarize.
+var Groupings = []string{"agent", "item", "pool", "queue", "model", "day"}
+
+// ErrGrouping is returned for a grouping Summarize does not know.
+var ErrGrouping = errors.New("unknown grouping")
+
+// Summarize totals records by agent, item, pool, queue, model or day
+// (UTC), sorted by key, and returns the grand total too. Records without
+// the grouping's field count under "-".
+func Summarize(recs []Record, by string) ([]Row, Row, error) {
+	key := map[string]func(Record) string{
+		"agent": func(r Record) string { return r.Agent },
+		"item":  func(r Record) string { return r.Item },
+		"pool":  func(r Record) string { return r.Pool },
+		"queue": func(r Record) string { return r.Queue },
+		"model": func(r Record) string { return r.Model },
+		"day":   func(r Record) string { return r.Started.UTC().Format("2006-01-02") },
+	}[by]
+	if key == nil {
+		return nil, Row{}, fmt.Errorf("%w %q (want %s)", ErrGrouping, by, strings.Join(Groupings, ", "))
+	}
+	rows := map[string]*Row{}
+	total := Row{Key: "total"}
+	for _, r := range recs {
+		k := key(r)
+		if k == "" {
+			k = "-"
+		}
+		if rows[k] == nil {
+			rows[k] = &Row{Key: k}
+		}
+		rows[k].add(r)
+		total.add(r)
+	}
+	out := make([]Row, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, *r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, total, nil
+}

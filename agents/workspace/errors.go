@@ -1,0 +1,59 @@
+package workspace
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+var (
+	// ErrConfig is a repository, base or option that cannot be used.
+	ErrConfig = errors.New("workspace configuration")
+	// ErrLimit is returned by Prepare when the worktree count or disk
+	// bound is reached and no orphan could be pruned.
+	ErrLimit = errors.New("worktree limit reached")
+	// ErrConflict: the branch does not rebase (or merge) cleanly onto
+	// the base.
+	ErrConflict = errors.New("merge conflict")
+	// ErrCheck: the check command failed in the worktree.
+	ErrCheck = errors.New("check failed")
+	// ErrBaseBusy: the base's checkout has local changes, so the merge
+	// queue will not move it.
+	ErrBaseBusy = errors.New("base checkout has local changes")
+)
+
+// MergeError is a merge that did not land: why (Err: ErrConflict,
+// ErrCheck, ...), the files in conflict, and the output of the step that
+// failed. Its text is what the failed item records as last_error.
+type MergeError struct {
+	Item   string
+	Record string // merges/<id>.md
+	Files  []string
+	Code   int // the check's exit status
+	Output string
+	Err    error
+}
+
+func (e *MergeError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v", e.Err)
+	if len(e.Files) > 0 {
+		fmt.Fprintf(&b, " in %s", strings.Join(e.Files, ", "))
+	}
+	if e.Code != 0 {
+		fmt.Fprintf(&b, " (exit %d)", e.Code)
+	}
+	if e.Record != "" {
+		fmt.Fprintf(&b, " [%s]", e.Record)
+	}
+	if out := strings.TrimSpace(e.Output); out != "" {
+		lines := strings.Split(out, "\n")
+		if len(lines) > 15 {
+			lines = append([]string{"…"}, lines[len(lines)-15:]...)
+		}
+		b.WriteString("\n" + strings.Join(lines, "\n"))
+	}
+	return b.String()
+}
+
+func (e *MergeError) Unwrap() error { return e.Err }

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/agents/usage"
+)
+
+func newBudgetCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "budget",
+		Usage: "daily spending limits for pools (tokens, cost, drone time)",
+		Description: `A budget (.tavern/budgets/NAME.md) bounds what one pool (--pool) or every pool
+may spend per UTC day, from the usage ledger: --tokens (in + out), --cost (USD,
+as reported by the agents), --time (drone wall time). A pool whose budget is
+spent takes no new items — running drones finish — writes why in its document
+(paused:) and resumes the next day or when the budget is raised.
+
+Examples:
+   tavern budget set drones-daily --pool drones --cost 5 --time 2h
+   tavern budget ls`,
+		Subcommands: []*cli.Command{
+			{
+				Name:      "set",
+				Usage:     "create or change a budget",
+				ArgsUsage: "NAME",
+				Description: `Examples:
+   tavern budget set drones-daily --pool drones --cost 5 --time 2h
+   tavern budget set everyone --tokens 2000000`,
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "pool", Usage: "the pool `P` it limits (default: every pool)"},
+					&cli.Int64Flag{Name: "tokens", Usage: "most tokens (in + out) per day"},
+					&cli.Float64Flag{Name: "cost", Usage: "most cost in USD per day"},
+					&cli.DurationFlag{Name: "time", Usage: "most drone wall time per day"},
+					jsonFlag(),
+				},
+				Action: runBudgetSet,
+			},
+			{
+				Name:  "ls",
+				Usage: "list budgets and today's spending against them",
+				Description: `Examples:
+   tavern budget ls
+   tavern budget ls --json`,
+				Flags:  []cli.Flag{jsonFlag()},
+				Action: runBudgetLs,
+			},
+		},
+	}
+}
+
+func runBudgetSet(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageErr("budget set takes one NAME")
+	}
+	s, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	b, err := usage.SetBudget(s, usage.Budget{Name: c.Args().First(), Pool: c.String("pool"), MaxTokens: c.Int64("tokens"), MaxCost: c.Float64("cost"), MaxTime: c.Duration("time")})
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c, b)
+	}
+	outf(c, "%s\n", b.Path)
+	return nil
+}
+
+func runBudgetLs(c *cli.Context) error {
+	s, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	states, err := usage.Check(s, "", time.Now())
+	if err != nil {
+		warn(c, err)
+	}
+	if c.Bool("json") {
+		if states == nil {
+			states = []usage.State{}
+		}
+		return printJSON(c, states)
+	}
+	w := tabwriter.NewWriter(c.App.Writer, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(w, "BUDGET\tPOOL\tTOKENS\tCOST USD\tTIME\tSTATE")
+	for _, st := range states {
+		pool := st.Pool
+		if pool == "" {
+			pool = "(all)"
+		}
+		tok, cost, tm := "-", "-", "-"
+		if st.MaxTokens > 0 {
+			tok = fmt.Sprintf("%d/%d", st.Spent.Tokens(), st.MaxTokens)
+		}
+		if st.MaxCost > 0 {
+			cost = fmt.Sprintf("%.2f/%.2f", st.Spent.Cost, st.MaxCost)
+		}
+		if st.MaxTime > 0 {
+			tm = secs(st.Spent.Wall) + "/" + st.MaxTime.String()
+		}
+		state := "ok"
+		if st.Exhausted() {
+			state = "spent: " + strings.Join(st.Over, ", ")
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", st.Name, pool, tok, cost, tm, state)
+	}
+	return w.Flush()
+}

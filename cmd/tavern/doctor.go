@@ -1,0 +1,97 @@
+package main
+
+import (
+	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
+)
+
+func newDoctorCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "doctor",
+		Usage: "find (and with --fix repair) what a crash left behind",
+		Description: `Finds what a crash can leave in the store, one line per finding
+("KIND PATH: DETAIL"):
+
+   dead-wrapper    an agent working for a spawn wrapper (of this host) that died
+   orphan-process  processes of a dead wrapper's child still run (and hold its item)
+   duplicate-copy  an item in two state directories
+   dead-claim      a claim whose holder is dead, not yet reaped
+   journal-gap     an item done or dead whose event the journal lacks
+   stale-lock      a lock file nobody will take again
+   temp-file       a temp file or spare in .tmp/ nobody will reuse
+   stale-index     index cache entries of files that no longer exist
+
+Without --fix it changes nothing and exits 5 if it found anything. With
+--fix it repairs each finding (missing journal events are appended marked
+"recovered": true; losing copies go to .trash/) and exits 0, or 1 if a
+repair failed. Liveness (locks, pids) is judged on this host: run it where
+the store's processes run.
+
+Examples:
+   tavern doctor
+   tavern doctor --fix --json`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "fix", Usage: "repair what is found"},
+			jsonFlag(),
+		},
+		Action: runDoctor,
+	}
+}
+
+func runDoctor(c *cli.Context) error {
+	if c.NArg() != 0 {
+		return usageErr("doctor takes no arguments")
+	}
+	m, err := openManager(c)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	b, err := queues.Open(m.Store, queues.Options{Journal: m.Journal})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	fix := c.Bool("fix")
+	findings, derr := m.Doctor(b, fix)
+	failed := 0
+	for _, f := range findings {
+		if f.Error != "" {
+			failed++
+		}
+	}
+	if c.Bool("json") {
+		if findings == nil {
+			findings = []docstore.Finding{}
+		}
+		if err := printJSON(c, map[string]any{"findings": findings, "fix": fix, "failed": failed}); err != nil {
+			return err
+		}
+	} else {
+		for _, f := range findings {
+			line := f.Kind + " " + f.Path + ": " + f.Detail
+			switch {
+			case f.Error != "":
+				line += " (repair failed: " + f.Error + ")"
+			case f.Fixed:
+				line += " (fixed)"
+			}
+			outf(c, "%s\n", line)
+		}
+		if len(findings) == 0 {
+			outf(c, "nothing found\n")
+		}
+	}
+	if derr != nil {
+		return derr
+	}
+	switch {
+	case failed > 0:
+		return withCode(exitError, errSilent)
+	case !fix && len(findings) > 0:
+		return withCode(exitInvalid, errSilent)
+	}
+	return nil
+}

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues/plans"
+	"github.com/tavernhq/tavern/schema"
+)
+
+func newPlanCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "plan",
+		Usage: "markdown checklists as queues: import, sync, status",
+		Description: `A plan is .tavern/plans/NAME.md: a markdown checklist whose unchecked boxes are
+items of a queue. Nested boxes are dependencies of their parent (children are
+done first); "(after: Title, Other)" in a box waits for those tasks too;
+"(gate: human)" makes its item wait for ` + "`tavern approve`" + ` before it is done. The item's
+body is the text under its box.
+
+The plan and its items follow each other: a done item ticks its box (one
+line changes); a box ticked by hand completes its item, "[-]" or a
+struck-through ticked box cancels it, a new unchecked box becomes an item, a
+removed box cancels its item. Hand edits that contradict the engine (ticked
+while claimed, ticked while a gate waits) are reported, never acted on.
+
+Examples:
+   tavern plan import launch.md --queue work
+   tavern plan status launch
+   tavern plan sync`,
+		Subcommands: []*cli.Command{
+			{
+				Name:      "import",
+				Usage:     "make plans/NAME.md and an item per unchecked box",
+				ArgsUsage: "FILE.md",
+				Description: `Copies FILE.md into .tavern/plans/NAME.md (the body byte for byte) and adds an
+item to Q for every unchecked box, children before parents. Prints the plan's
+path and the number of items. A plan that exists already exits 4; a plan whose
+markers cannot be read (an (after:) naming no task, a cycle) exits 5 with
+FILE:LINE and changes nothing.
+
+Examples:
+   tavern plan import launch.md --queue work
+   tavern plan import docs/todo.md --queue docs --name docs-todo --json`,
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "queue", Usage: "the queue `Q` the items go to (must exist)"},
+					&cli.StringFlag{Name: "name", Usage: "the plan's `NAME` (default: the file name without .md)"},
+					jsonFlag(),
+				},
+				Before: requireFlags("queue"),
+				Action: runPlanImport,
+			},
+			{
+				Name:      "sync",
+				Usage:     "reconcile a plan and its items both ways (every plan without NAME)",
+				ArgsUsage: "[NAME]",
+				Description: `Ticks the boxes of done items and acts on hand edits of the plan file
+(ticked, cancelled, added and removed boxes); conflicts go to stderr.
+
+Examples:
+   tavern plan sync launch
+   tavern plan sync --json`,
+				Flags:  []cli.Flag{jsonFlag()},
+				Action: runPlanSync,
+			},
+			{
+				Name:      "status",
+				Usage:     "sync, then show a plan's progress box by box",
+				ArgsUsage: "NAME",
+				Description: `Examples:
+   tavern plan status launch
+   tavern plan status launch --no-sync --json`,
+				Flags:  []cli.Flag{&cli.BoolFlag{Name: "no-sync", Usage: "show without syncing first"}, jsonFlag()},
+				Action: runPlanStatus,
+			},
+		},
+	}
+}
+
+func runPlanImport(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageErr("plan import takes one FILE.md")
+	}
+	file := c.Args().First()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	name := c.String("name")
+	if name == "" {
+		name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+	}
+	if err := schema.ValidName(name); err != nil {
+		return usageErr("plan name %q: %v (use --name)", name, err)
+	}
+	s, b, err := openBroker(c)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	by, err := actorOrUser(c, s)
+	if err != nil {
+		return err
+	}
+	rep, err := plans.Import(b, plans.ImportOptions{Name: name, Queue: c.String("queue"), Source: file, Data: data, By: by})
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c, rep)
+	}
+	outf(c, "%s: %d items in queue %s\n", plans.Path(name), len(rep.Added), c.String("queue"))
+	return nil
+}
+
+func runPlanSync(c *cli.Context) error {
+	s, b, err := openBroker(c)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	by, err := actorOrUser(c, s)
+	if err != nil {
+		return err
+	}
+	var reps []*plans.Report
+	if c.NArg() == 0 {
+		reps, err = plans.SyncAll(b, "")
+	} else {
+		for _, n := range c.Args().Slice() {
+			r, serr := plans.Sync(b, n, plans.SyncOptions{By: by})
+			if serr != nil {
+				err = serr
+				break
+			}
+			reps = append(reps, r)
+		}
+	}
+	if c.Bool("json") {
+		if reps == nil {
+			reps = []*plans.Report{}
+		}
+		if perr := printJSON(c, reps); perr != nil {
+			return perr
+		}
+		return err
+	}
+	for _, r := range reps {
+		printSyncReport(c, r)
+	}
+	return err
+}
+
+func printSyncReport(c *cli.Context, r *plans.Report) {
+	var parts []string
+	for _, kv := range []struct {
+		n    int
+		what string
+	}{{len(r.Ticked), "ticked"}, {len(r.Completed), "completed by hand"}, {len(r.Cancelled), "cancelled"}, {len(r.Added), "added"}, {len(r.Adopted), "adopted"}} {
+		if kv.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", kv.n, kv.what))
+		}
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "in sync")
+	}
+	outf(c, "%s: %s\n", plans.Path(r.Plan), strings.Join(parts, ", "))
+	for _, x := range r.Conflicts {
+		errf(c, "%s: conflict: %s\n", plans.Path(r.Plan), x)
+	}
+	for _, n := range r.Notes {
+		errf(c, "%s: %s\n", plans.Path(r.Plan), n)
+	}
+}
+
+func runPlanStatus(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageErr("plan status takes one NAME")
+	}
+	_, b, err := openBroker(c)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	st, err := plans.GetStatus(b, c.Args().First(), !c.Bool("no-sync"))
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c, st)
+	}
+	outf(c, "%s (queue %s): %d of %d done", st.Path, st.Queue, st.Done, st.Total)
+	for _, kv := range []struct {
+		n    int
+		what string
+	}{{st.Claimed, "in progress"}, {st.Pending, "pending"}, {st.Gated, "waiting for approval"}, {st.Dead, "dead"}, {st.Cancelled, "cancelled"}} {
+		if kv.n > 0 {
+			outf(c, ", %d %s", kv.n, kv.what)
+		}
+	}
+	outf(c, "\n")
+	w := tabwriter.NewWriter(c.App.Writer, 0, 2, 2, ' ', 0)
+	for _, t := range st.Tasks {
+		state := t.State
+		if t.Holder != "" {
+			state += " by " + t.Holder
+		}
+		if t.Gate == "pending" && t.State != "done" {
+			state += ", gate pending"
+		}
+		fmt.Fprintf(w, "%s- [%s] %s\t%s\t%s\n", strings.Repeat("  ", t.Depth), t.Box, t.Title, state, t.Item)
+	}
+	w.Flush()
+	if st.Report != nil {
+		for _, x := range st.Report.Conflicts {
+			errf(c, "conflict: %s\n", x)
+		}
+	}
+	return nil
+}
+
+// actorOrUser names who acts, for the record: the one rule (actorOf:
+// --as, else $TAVERN_AGENT, else the person, "user").
+func actorOrUser(c *cli.Context, s *docstore.Store) (string, error) {
+	a, err := actorOf(c, s)
+	return a.Name, err
+}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
+)
+
+// startReaper runs the library's background reaper (agents.Manager.
+// RunReaper: agents of dead wrappers, claims of dead holders, every
+// second) for a long-running command that has no other reason to touch
+// queues (watch). It returns the function that stops it.
+func startReaper(c *cli.Context, s *docstore.Store) func() {
+	m, err := agents.NewManager(s)
+	if err != nil {
+		errf(c, "tavern: warning: no background reaper: %v\n", err)
+		return func() {}
+	}
+	b, err := queues.Open(s, queues.Options{Journal: m.Journal})
+	if err != nil {
+		m.Close()
+		errf(c, "tavern: warning: no background reaper: %v\n", err)
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(c.Context)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		m.RunReaper(ctx, b, time.Second, func(err error) { errf(c, "tavern: reaper: %v\n", err) })
+	}()
+	return func() {
+		cancel()
+		wg.Wait()
+		b.Close()
+		m.Close()
+	}
+}

@@ -1,0 +1,356 @@
+package main
+
+// CLI tests of the workflow commands (issue 19): plan, gate, approve,
+// reject, pool/spawn --worktree and the merge queue, usage, budget,
+// trace, workspace, demo workflow. They drive the built binary in real
+// git repositories.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// wf is a project for the workflow tests, optionally in a git
+// repository.
+type wf struct {
+	*project
+}
+
+func newWF(t *testing.T) *wf {
+	t.Helper()
+	return &wf{project: newProject(t)}
+}
+
+// runEnv runs tavern with env added and stdin.
+func (w *wf) runEnv(env []string, stdin string, args ...string) result {
+	w.t.Helper()
+	cmd := w.tavern(args...)
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := result{out: out.String(), err: errb.String()}
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			w.t.Fatalf("tavern %q: %v", args, err)
+		}
+		r.code = ee.ExitCode()
+	}
+	return r
+}
+
+func (w *wf) must(args ...string) string {
+	w.t.Helper()
+	return w.ok(args...)
+}
+
+func (w *wf) mustStdin(stdin string, args ...string) string {
+	w.t.Helper()
+	r := w.runEnv(nil, stdin, args...)
+	if r.code != 0 {
+		w.t.Fatalf("tavern %s: %s", strings.Join(args, " "), r)
+	}
+	return r.out
+}
+
+// jsonOf runs a command with --json (put after its other arguments,
+// unless the caller placed it before a "--") and decodes its output.
+func (w *wf) jsonOf(v any, args ...string) {
+	w.t.Helper()
+	if !strings.Contains(strings.Join(args, " "), "--json") {
+		args = append(args, "--json")
+	}
+	out := w.must(args...)
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		w.t.Fatalf("tavern %s --json: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+func (w *wf) fields(ref string) map[string]any {
+	w.t.Helper()
+	var d wfDoc
+	w.jsonOf(&d, "show", ref)
+	return d.Fields
+}
+
+func (w *wf) git(args ...string) string {
+	w.t.Helper()
+	cmd := w.cmd(context.Background(), "git", args...)
+	cmd.Env = append(cmd.Env, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		w.t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// initRepo makes the project a git repository with main (one commit)
+// and copies the demo's drone and check scripts in.
+func (w *wf) initRepo() {
+	w.t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		w.t.Skip("git is not installed")
+	}
+	os.WriteFile(filepath.Join(w.dir, "banner.txt"), []byte("BANNER\n"), 0o644)
+	os.WriteFile(filepath.Join(w.dir, ".gitignore"), []byte(".tavern/\n.demo/\nscripts/\n"), 0o644)
+	w.git("init", "-q", "-b", "main")
+	w.git("add", ".")
+	w.git("commit", "-qm", "start")
+	os.MkdirAll(filepath.Join(w.dir, "scripts"), 0o755)
+	for _, f := range []string{"drone.sh", "check.sh"} {
+		data, err := os.ReadFile(filepath.Join("..", "..", "examples", "workflow", f))
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(w.dir, "scripts", f), data, 0o755)
+	}
+}
+
+func (w *wf) script(name string) string { return filepath.Join(w.dir, "scripts", name) }
+
+type wfDoc struct {
+	Fields map[string]any `json:"fields"`
+	Rel    string         `json:"rel"`
+}
+
+func (w *wf) item(id string) wfDoc {
+	w.t.Helper()
+	var it wfDoc
+	w.jsonOf(&it, "item", "show", id)
+	return it
+}
+
+func (w *wf) state(id string) string {
+	it := w.item(id)
+	parts := strings.Split(it.Rel, "/")
+	if len(parts) < 3 {
+		w.t.Fatalf("item path %q", it.Rel)
+	}
+	return parts[2]
+}
+
+func TestPoolWorktreeMergeQueueCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a real pool")
+	}
+	w := newWF(t)
+	w.initRepo()
+	w.must("queue", "create", "code", "--max-attempts", "3", "--backoff", "100ms", "--on-empty", "terminate")
+	for i := 0; i < 6; i++ {
+		w.mustStdin(fmt.Sprintf("file: f%d.txt\ntext: drone %d\n", i, i), "queue", "add", "code", "--title", fmt.Sprintf("file %d", i), "--body", "-")
+	}
+	for _, word := range []string{"Welcome", "Bienvenue"} {
+		w.mustStdin("file: banner.txt\ntext: "+word+"\nmeet: banner\n", "queue", "add", "code", "--title", "banner "+word, "--body", "-")
+	}
+	var mt struct {
+		ItemsDone   int `json:"items_done"`
+		ItemsFailed int `json:"items_failed"`
+	}
+	w.jsonOf(&mt, "pool", "run", "coders", "--queue", "code", "--max", "8", "--on-empty", "terminate", "--quiet",
+		"--worktree", "--check", "sh "+w.script("check.sh"), "--json", "--", "sh", w.script("drone.sh"))
+	if mt.ItemsDone != 8 || mt.ItemsFailed != 1 {
+		t.Fatalf("pool: %d done, %d failed; want 8 done after one failed merge", mt.ItemsDone, mt.ItemsFailed)
+	}
+	if n := w.git("rev-list", "--count", "main"); n != "9" {
+		t.Fatalf("main has %s commits, want 9 (start + 8)", n)
+	}
+	if b := w.git("show", "main:banner.txt"); !strings.Contains(b, "Welcome") || !strings.Contains(b, "Bienvenue") {
+		t.Fatalf("banner.txt on main: %q", b)
+	}
+	out := w.must("log", "--type", "item.failed", "--json")
+	if !strings.Contains(out, "merge conflict in banner.txt") {
+		t.Fatalf("no item failed with the conflict:\n%s", out)
+	}
+	var list []any
+	w.jsonOf(&list, "workspace", "ls")
+	if len(list) != 0 {
+		t.Fatalf("worktrees left: %v", list)
+	}
+	if br := w.git("branch", "--list", "tavern/*"); br != "" {
+		t.Fatalf("merged branches left:\n%s", br)
+	}
+	// Each done item records where its branch landed.
+	var items []wfDoc
+	w.jsonOf(&items, "ls", "items")
+	for _, it := range items {
+		if m, _ := it.Fields["merged"].(string); len(m) != 40 {
+			t.Errorf("%s: merged = %q", it.Rel, it.Fields["merged"])
+		}
+	}
+}
+
+// TestMergerSIGKILLCLI kills a spawn wrapper in the middle of its merge
+// (during the check): main does not move, the slot and the item come
+// back, and the next spawn rolls the merge back and lands the branch.
+func TestMergerSIGKILLCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills processes")
+	}
+	w := newWF(t)
+	w.initRepo()
+	w.must("queue", "create", "code", "--backoff", "10ms")
+	id := strings.TrimSpace(w.mustStdin("file: x.txt\ntext: x\n", "queue", "add", "code", "--title", "x", "--body", "-"))
+	before := w.git("rev-parse", "main")
+	tmp := t.TempDir()
+	ready, pidf := filepath.Join(tmp, "ready"), filepath.Join(tmp, "pid")
+	check := fmt.Sprintf(`echo $$ > %s; touch %s; sleep 60`, pidf, ready)
+	cmd := w.tavern("spawn", "--name", "m1", "--queue", "code", "--worktree", "--check", check, "--", "sh", w.script("drone.sh"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitForFile(t, ready)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if pid, err := strconv.Atoi(strings.TrimSpace(readText(t, pidf))); err == nil {
+		defer syscall.Kill(-pid, syscall.SIGKILL) // the orphaned check
+	}
+	if now := w.git("rev-parse", "main"); now != before {
+		t.Fatal("main moved though the merger died before landing")
+	}
+	var recs []wfDoc
+	w.jsonOf(&recs, "ls", "merges")
+	if len(recs) != 1 || recs[0].Fields["status"] != "rebased" {
+		t.Fatalf("merge records after the kill: %+v", recs)
+	}
+	// The item comes back (its holder died) and the next spawn lands it.
+	w.must("reap", "code")
+	if got := w.state(id); got != "pending" {
+		t.Fatalf("after reap the item is %s", got)
+	}
+	r := w.runEnv(nil, "", "spawn", "--name", "m2", "--queue", "code", "--worktree", "--check", "true", "--", "sh", w.script("drone.sh"))
+	if r.code != 0 {
+		t.Fatalf("second spawn: %s", r)
+	}
+	w.jsonOf(&recs, "ls", "merges")
+	statuses := map[any]int{}
+	for _, rec := range recs {
+		statuses[rec.Fields["status"]]++
+	}
+	if statuses["rolled_back"] != 1 || statuses["landed"] != 1 {
+		t.Fatalf("merge records: %v", statuses)
+	}
+	if got := w.git("show", "main:x.txt"); got != "x" {
+		t.Fatalf("x.txt on main: %q", got)
+	}
+	w.git("fsck", "--no-progress")
+}
+
+func waitForFile(t *testing.T, path string) {
+	t.Helper()
+	poll(t, path, func() bool { _, err := os.Stat(path); return err == nil })
+}
+
+func readText(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestUsageBudgetTraceCLI(t *testing.T) {
+	w := newWF(t)
+	fixture, _ := filepath.Abs(filepath.Join("..", "..", "agents", "testdata", "usage", "claude.json"))
+	w.must("queue", "create", "q", "--backoff", "10ms", "--on-empty", "terminate")
+	id := strings.TrimSpace(w.must("queue", "add", "q", "--title", "first"))
+	// Attempt 1 fails, attempt 2 prints a Claude Code result.
+	w.runEnv(nil, "", "spawn", "--name", "solo", "--queue", "q", "--", "sh", "-c", "echo trying; exit 2")
+	t0 := time.Now()
+	time.Sleep(20 * time.Millisecond)
+	poll(t, "the backoff", func() bool {
+		return w.runEnv(nil, "", "spawn", "--name", "solo", "--queue", "q", "--", "sh", "-c", "echo working; cat "+fixture).code == 0
+	})
+	var u struct {
+		Rows []struct {
+			Key       string  `json:"key"`
+			Runs      int     `json:"runs"`
+			Failed    int     `json:"failed"`
+			TokensIn  int64   `json:"tokens_in"`
+			TokensOut int64   `json:"tokens_out"`
+			Cost      float64 `json:"cost_usd"`
+		} `json:"rows"`
+	}
+	w.jsonOf(&u, "usage", "--by", "item")
+	if len(u.Rows) != 1 || u.Rows[0].Key != id || u.Rows[0].Runs != 2 || u.Rows[0].Failed != 1 || u.Rows[0].TokensIn != 17380 || u.Rows[0].TokensOut != 611 || u.Rows[0].Cost != 0.0421375 {
+		t.Fatalf("usage by item: %+v", u.Rows)
+	}
+	if out := w.must("usage", "--by", "day"); !strings.Contains(out, "0.0421") || !strings.Contains(out, "(1/2)") {
+		t.Fatalf("usage table:\n%s", out)
+	}
+	// Trace: both attempts, the output of each holder, the usage.
+	var tr struct {
+		State    string `json:"state"`
+		Attempts []struct {
+			Holder, Outcome string
+		} `json:"attempts"`
+		Timeline []struct{ Kind, Summary string } `json:"timeline"`
+		Usage    struct{ Runs int }
+	}
+	w.jsonOf(&tr, "trace", id)
+	if tr.State != "done" || len(tr.Attempts) != 2 || tr.Attempts[0].Outcome != "failed" || tr.Usage.Runs != 2 {
+		t.Fatalf("trace: %+v", tr)
+	}
+	saw := 0
+	for _, e := range tr.Timeline {
+		if e.Kind == "message" && (strings.Contains(e.Summary, "trying") || strings.Contains(e.Summary, "working")) {
+			saw++
+		}
+	}
+	if saw != 2 {
+		t.Fatalf("the trace shows %d of the holder's 2 messages", saw)
+	}
+	if out := w.must("trace", id); !strings.Contains(out, "attempt 1: solo") || !strings.Contains(out, "attempt 2: solo") {
+		t.Fatalf("trace text:\n%s", out)
+	}
+	// --at: the item between its attempts.
+	var snap struct {
+		Item struct {
+			State string `json:"state"`
+			Error string `json:"last_error"`
+		} `json:"item"`
+	}
+	w.jsonOf(&snap, "trace", "--at", t0.UTC().Format(time.RFC3339Nano), "items/"+id)
+	if snap.Item.State != "pending" || !strings.Contains(snap.Item.Error, "exit status 2") {
+		t.Fatalf("item at t0: %+v", snap.Item)
+	}
+	if r := w.runEnv(nil, "", "trace", "--at", "1h", "agents/nobody"); r.code != 3 {
+		t.Fatalf("trace of nothing: %s", r)
+	}
+	// A budget: the pool stops taking items once it is spent.
+	w.must("budget", "set", "daily", "--pool", "p", "--cost", "0.01")
+	for i := 0; i < 3; i++ {
+		w.must("queue", "add", "q", "--title", fmt.Sprint("more ", i))
+	}
+	var mt struct {
+		ItemsDone int `json:"items_done"`
+	}
+	w.jsonOf(&mt, "pool", "run", "p", "--queue", "q", "--max", "1", "--quiet", "--json", "--", "sh", "-c", "cat "+fixture)
+	if mt.ItemsDone != 1 {
+		t.Fatalf("a pool with a $0.01 budget did %d items at $0.04 each, want 1", mt.ItemsDone)
+	}
+	pool := w.fields("pools/p")
+	if p, _ := pool["paused"].(string); !strings.Contains(p, "budget daily") || !strings.Contains(p, "cost 0.04 of 0.01 USD") {
+		t.Fatalf("pools/p.md paused: %v", pool["paused"])
+	}
+	var budgets []struct {
+		Name string
+		Over []string
+	}
+	w.jsonOf(&budgets, "budget", "ls")
+	if len(budgets) != 1 || len(budgets[0].Over) != 1 {
+		t.Fatalf("budget ls: %+v", budgets)
+	}
+}

@@ -1,0 +1,144 @@
+package docstore
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Inheritable locks. A flock belongs to an open file description, which
+// a child process shares when it inherits the descriptor: the lock then
+// stays held until every process holding that description has closed it
+// or died. The spawn wrapper takes its instance's liveness lock this way
+// and hands the descriptor to its child (and so to the child's whole
+// tree), so a claim tied to the lock stays alive exactly as long as any
+// process that may still be executing it.
+
+// TryLockInheritable takes the lock for key if it is free, on a
+// descriptor of its own (never the Store's lock cache) that File returns
+// for a child to inherit (exec.Cmd.ExtraFiles). Unlock releases the lock
+// for every process sharing the descriptor; Remove deletes the file too.
+func (s *Store) TryLockInheritable(key string) (l *Lock, ok bool, err error) {
+	path, err := s.lockPath(key)
+	if err != nil {
+		return nil, false, err
+	}
+	for {
+		if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
+			return nil, false, pathErr("lock", key, err)
+		}
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o666)
+		if err != nil {
+			return nil, false, pathErr("lock", key, err)
+		}
+		err = flockNB(int(f.Fd()))
+		if err == unix.EWOULDBLOCK {
+			f.Close()
+			return nil, false, nil
+		}
+		if err != nil {
+			f.Close()
+			return nil, false, pathErr("lock", key, err)
+		}
+		// Removed (by Remove, under its lock) between our open and our
+		// flock: a lock on an orphaned inode. Retry on the new file.
+		var st unix.Stat_t
+		if unix.Fstat(int(f.Fd()), &st) == nil && st.Nlink > 0 {
+			return &Lock{file: f, Key: key, path: path}, true, nil
+		}
+		f.Close()
+	}
+}
+
+func flockNB(fd int) error {
+	for {
+		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// File returns the descriptor of a lock taken with TryLockInheritable (nil
+// for other locks), for a child process to inherit.
+func (l *Lock) File() *os.File {
+	if l == nil {
+		return nil
+	}
+	return l.file
+}
+
+// ErrNoProc is returned by LockHolders where processes' open files
+// cannot be listed (no /proc: not Linux).
+var ErrNoProc = errors.New("cannot list the processes holding a file open (no /proc)")
+
+// LockHolders returns the ids of the processes that hold the lock of key:
+// those with a descriptor of the open file description that holds the
+// flock (Linux: /proc/<pid>/fd and fdinfo, whose "lock:" line the kernel
+// shows only for the locked description; ErrNoProc elsewhere). A process
+// that merely has the lock file open (a liveness check, a cached
+// descriptor) is not a holder. Processes this one may not inspect
+// (another user's, without privileges) are not listed.
+func (s *Store) LockHolders(key string) ([]int, error) {
+	path, err := s.lockPath(key)
+	if err != nil {
+		return nil, err
+	}
+	var want unix.Stat_t
+	if err := unix.Stat(path, &want); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil, nil
+		}
+		return nil, pathErr("lock", key, err)
+	}
+	if runtime.GOOS != "linux" {
+		return nil, ErrNoProc
+	}
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, ErrNoProc
+	}
+	var out []int
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil {
+			continue
+		}
+		dir := "/proc/" + p.Name()
+		fds, err := os.ReadDir(dir + "/fd")
+		if err != nil {
+			continue // gone, or not ours to look at
+		}
+		for _, fd := range fds {
+			var st unix.Stat_t
+			if unix.Stat(dir+"/fd/"+fd.Name(), &st) != nil || st.Ino != want.Ino || st.Dev != want.Dev {
+				continue
+			}
+			if holdsFlock(dir + "/fdinfo/" + fd.Name()) {
+				out = append(out, pid)
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// holdsFlock reports whether an fdinfo file lists a flock held through
+// that descriptor's open file description.
+func holdsFlock(fdinfo string) bool {
+	data, err := os.ReadFile(fdinfo)
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "lock:") && strings.Contains(line, "FLOCK") {
+			return true
+		}
+	}
+	return false
+}

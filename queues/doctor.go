@@ -1,0 +1,232 @@
+package queues
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
+	"github.com/tavernhq/tavern/watcher/journal"
+)
+
+// Findings reports what a crash can leave in the queues (for `tavern
+// doctor`), changing nothing:
+//
+//   - duplicate-copy: an item in two state directories (a crash between
+//     writing the new copy and removing the old one). Readers already
+//     resolve it (the later state wins; a pending and a claimed copy by
+//     their updated stamps); Repair moves the losing copy to .trash/.
+//   - dead-claim: a claimed item whose holder is dead (its liveness lock
+//     is free) or whose lease ran out past the grace; Repair reaps the
+//     queue.
+//   - journal-gap: an item in done/ (dead/) with no item.completed
+//     (item.dead) event: the process was killed between the move and
+//     its journal append. The directories are the truth; Repair appends
+//     the missing event, marked "recovered": true.
+//   - stale-lock: item lock stripes of a queue that no longer exists,
+//     and holder locks of dead Brokers; Repair removes the lock file.
+func (b *Broker) Findings() ([]docstore.Finding, error) {
+	names, err := b.QueueNames()
+	if err != nil {
+		return nil, err
+	}
+	var out []docstore.Finding
+	for _, q := range names {
+		fs, err := b.queueFindings(q)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, fs...)
+	}
+	gaps, err := b.journalGaps(names)
+	if err != nil {
+		return out, err
+	}
+	out = append(out, gaps...)
+	locks, err := b.lockFindings(names)
+	return append(out, locks...), err
+}
+
+func (b *Broker) queueFindings(queue string) ([]docstore.Finding, error) {
+	q, err := b.Queue(queue)
+	if err != nil {
+		return nil, err
+	}
+	where := map[string][]string{}
+	var ids []string
+	for _, st := range schema.ItemStates {
+		list, err := b.listDir(queue, st)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range list {
+			if len(where[id]) == 0 {
+				ids = append(ids, id)
+			}
+			where[id] = append(where[id], st)
+		}
+	}
+	var out []docstore.Finding
+	now := b.now()
+	for _, id := range ids {
+		states := where[id]
+		if len(states) > 1 {
+			id := id
+			out = append(out, docstore.Finding{Kind: docstore.FindingDuplicate, Path: ItemPath(queue, states[0], id),
+				Detail: fmt.Sprintf("item %s is in %s", id, strings.Join(states, " and ")),
+				Repair: func() error { return b.resolveCopies(queue, id) }})
+			continue
+		}
+		if states[0] != Claimed {
+			continue
+		}
+		it, err := b.readItem(ItemPath(queue, Claimed, id))
+		if err != nil {
+			continue // reported by check and Stats
+		}
+		why := ""
+		switch {
+		case it.ClaimKind == "liveness" && it.LivenessLock != "":
+			if free, err := b.s.LockFree(it.LivenessLock); err == nil && free {
+				why = "its holder " + it.ClaimedBy + " is dead (liveness lock " + it.LivenessLock + " is free)"
+			}
+		case !it.LeaseUntil.IsZero() && now.After(it.LeaseUntil.Add(q.LeaseGrace)):
+			why = "its lease ran out at " + schema.FormatTime(it.LeaseUntil)
+		}
+		if why == "" {
+			continue
+		}
+		out = append(out, docstore.Finding{Kind: docstore.FindingDeadClaim, Path: it.Path, Detail: why,
+			Repair: func() error { _, err := b.Reap(queue); return err }})
+	}
+	return out, nil
+}
+
+// resolveCopies keeps the copy of an item that readers already prefer and
+// moves the others to .trash/, under the item lock.
+func (b *Broker) resolveCopies(queue, id string) error {
+	l, err := b.s.Lock(ItemLockKey(queue, id))
+	if err != nil {
+		return err
+	}
+	defer l.Unlock()
+	type copy struct {
+		state   string
+		updated time.Time
+	}
+	var copies []copy
+	for _, st := range schema.ItemStates {
+		d, err := b.s.Get(ItemPath(queue, st, id))
+		if err != nil {
+			if errors.Is(err, docstore.ErrNotExist) {
+				continue
+			}
+			return fmt.Errorf("%s: %w (resolve by hand)", ItemPath(queue, st, id), err)
+		}
+		u, _ := d.Time("updated")
+		copies = append(copies, copy{st, u})
+	}
+	if len(copies) < 2 {
+		return nil
+	}
+	// The later state wins (locate); between pending, claimed and dead
+	// copies without a final done one, the newer write wins (resolveDup,
+	// staleCopy): a claim, a release or a retry may be the later.
+	win := copies[0]
+	for _, c := range copies[1:] {
+		switch {
+		case c.state == Done || win.state == Done:
+			if c.state == Done {
+				win = c
+			}
+		case c.updated.After(win.updated):
+			win = c
+		}
+	}
+	for _, c := range copies {
+		if c != win {
+			if err := b.s.Delete(ItemPath(queue, c.state, id)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// journalGaps finds final items whose final event is missing.
+func (b *Broker) journalGaps(queues []string) ([]docstore.Finding, error) {
+	seen := map[string]bool{} // type + " " + item id
+	_, err := journal.Read(b.s.Root(), journal.Filter{Types: []string{EventCompleted, EventDead}}, func(e journal.Event, err error) bool {
+		if err == nil {
+			seen[e.Type+" "+e.Item] = true
+		}
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []docstore.Finding
+	for _, q := range queues {
+		for st, typ := range map[string]string{Done: EventCompleted, Dead: EventDead} {
+			ids, err := b.listDir(q, st)
+			if err != nil {
+				return out, err
+			}
+			for _, id := range ids {
+				if seen[typ+" "+id] {
+					continue
+				}
+				rel := ItemPath(q, st, id)
+				typ := typ
+				out = append(out, docstore.Finding{Kind: docstore.FindingJournalGap, Path: rel,
+					Detail: fmt.Sprintf("item %s is %s but the journal has no %s", id, st, typ),
+					Repair: func() error {
+						it, err := b.readItem(rel)
+						if err != nil {
+							return err
+						}
+						return b.journal(typ, it, it.ClaimedBy, map[string]any{"attempt": it.ClaimAttempt, "recovered": true})
+					}})
+			}
+		}
+	}
+	return out, nil
+}
+
+// lockFindings finds item lock stripes of removed queues and free holder
+// locks (their Broker is gone: no holder lock is ever taken twice).
+func (b *Broker) lockFindings(queues []string) ([]docstore.Finding, error) {
+	keys, err := b.s.LockKeys()
+	if err != nil {
+		return nil, err
+	}
+	exists := map[string]bool{}
+	for _, q := range queues {
+		exists[q] = true
+	}
+	var out []docstore.Finding
+	for _, key := range keys {
+		why := ""
+		switch {
+		case strings.HasPrefix(key, "items/"):
+			q, _, _ := strings.Cut(strings.TrimPrefix(key, "items/"), "/")
+			if !exists[q] {
+				why = "queue " + q + " no longer exists"
+			}
+		case strings.HasPrefix(key, "holders/"):
+			why = "its Broker is gone"
+		}
+		if why == "" {
+			continue
+		}
+		if free, err := b.s.LockFree(key); err != nil || !free {
+			continue
+		}
+		key := key
+		out = append(out, docstore.Finding{Kind: docstore.FindingStaleLock, Path: ".locks/" + key + ".lock", Detail: why,
+			Repair: func() error { _, err := b.s.RemoveLock(key); return err }})
+	}
+	return out, nil
+}

@@ -1,0 +1,251 @@
+package queues_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
+)
+
+// human is a Caller with no agent anywhere in its ancestry.
+func human() *queues.Caller {
+	return &queues.Caller{User: "ann", UID: 1000, PID: 4242, Host: "h", Env: map[string]string{},
+		Ancestry: []queues.Proc{{PID: 4242, Command: "tavern approve"}, {PID: 4000, Command: "bash"}}}
+}
+
+func TestGateHumanBlocksCompletionUntilApproved(t *testing.T) {
+	s := newStore(t, true)
+	b := newBroker(t, s, nil)
+	mustQueue(t, b, "q", queues.QueueOptions{})
+	it := mustAdd(t, b, "q", queues.AddOptions{Title: "deploy", Gate: "human"})
+	c, err := b.Take(context.Background(), queues.TakeOptions{Queues: []string{"q"}})
+	if err != nil {
+		t.Fatalf("a complete-stage gate must not block the claim: %v", err)
+	}
+	if _, err := c.Complete("shipped"); !errors.Is(err, queues.ErrGated) {
+		t.Fatalf("complete at a pending gate: got %v, want ErrGated", err)
+	}
+	if got := stateOf(t, b, it.ID); got != queues.Claimed {
+		t.Fatalf("after a refused completion the item is %s, want claimed", got)
+	}
+	pend, _ := b.PendingGates()
+	if len(pend) != 1 || pend[0].ID != it.ID || !pend[0].Implicit {
+		t.Fatalf("pending gates = %+v, want the implied gate of %s", pend, it.ID)
+	}
+	g, err := b.Approve(it.ID, queues.Decision{Reason: "looks good", Caller: human()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.State != queues.GateStatePassed || g.DecidedBy != "ann" || g.Approval == "" {
+		t.Fatalf("approved gate: %+v", g)
+	}
+	rec, err := s.Get(queues.ApprovalPath(g.Approval))
+	if err != nil {
+		t.Fatalf("approval record: %v", err)
+	}
+	if got, want := rec.String("decision"), "approved"; got != want {
+		t.Errorf("record decision %q, want %q", got, want)
+	}
+	if anc := rec.Strings("ancestry"); len(anc) != 2 || !strings.Contains(anc[1], "bash") {
+		t.Errorf("record ancestry %q", anc)
+	}
+	if _, err := c.Complete("shipped"); err != nil {
+		t.Fatalf("complete after approval: %v", err)
+	}
+	if _, err := b.Approve(it.ID, queues.Decision{Caller: human()}); err == nil {
+		t.Fatal("a second approval of a decided gate was accepted")
+	}
+	if pend, _ := b.PendingGates(); len(pend) != 0 {
+		t.Fatalf("pending gates after approval: %+v", pend)
+	}
+}
+
+func TestGateAgentsCannotDecide(t *testing.T) {
+	s := newStore(t, true)
+	b := newBroker(t, s, nil)
+	mustQueue(t, b, "q", queues.QueueOptions{})
+	it := mustAdd(t, b, "q", queues.AddOptions{Title: "x", Gate: "human"})
+	cases := []struct {
+		name   string
+		caller *queues.Caller
+	}{
+		{"TAVERN_AGENT set", &queues.Caller{Env: map[string]string{"TAVERN_AGENT": "drone-1"}}},
+		{"TAVERN_INSTANCE set", &queues.Caller{Env: map[string]string{"TAVERN_INSTANCE": "i-1"}}},
+		{"parent is an agent", &queues.Caller{Env: map[string]string{}, Ancestry: []queues.Proc{{PID: 9, Command: "tavern approve"}, {PID: 8, Command: "sh", Agent: "drone-1"}}}},
+		{"inside a spawn wrapper", &queues.Caller{Env: map[string]string{}, Ancestry: []queues.Proc{{PID: 9, Command: "tavern approve"}, {PID: 8, Command: "sh"}, {PID: 7, Command: "tavern spawn --name d", Wrapper: true}}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := b.Approve(it.ID, queues.Decision{Caller: tc.caller}); !errors.Is(err, queues.ErrNotHuman) {
+				t.Fatalf("approve: got %v, want ErrNotHuman", err)
+			}
+			if _, err := b.Reject(it.ID, queues.Decision{Reason: "no", Caller: tc.caller}); !errors.Is(err, queues.ErrNotHuman) {
+				t.Fatalf("reject: got %v, want ErrNotHuman", err)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(s.Root(), queues.GatePath(it.ID))); !os.IsNotExist(err) {
+		t.Fatalf("a refused decision wrote the gate document: %v", err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(s.Root(), "approvals")); len(ents) != 0 {
+		t.Fatalf("a refused decision wrote %d approval records", len(ents))
+	}
+}
+
+func TestGateHandEditedApprovalIsIgnored(t *testing.T) {
+	s := newStore(t, true)
+	b := newBroker(t, s, nil)
+	mustQueue(t, b, "q", queues.QueueOptions{})
+	it := mustAdd(t, b, "q", queues.AddOptions{Title: "x"})
+	g, err := b.AddGate(it.ID, queues.GateOptions{Reason: "review", Stage: queues.StageClaim})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Take(context.Background(), queues.TakeOptions{Queues: []string{"q"}}); !isEmpty(err) || !strings.Contains(err.Error(), "1 waiting at gates") {
+		t.Fatalf("take at a claim-stage gate: %v", err)
+	}
+	// A hand edit: status approved, no record (and then a record id that
+	// does not exist, and a record of another decision).
+	path := filepath.Join(s.Root(), g.Path)
+	data, _ := os.ReadFile(path)
+	for _, forged := range []string{"status: approved\n", "status: approved\napproval: 0000-nope\n"} {
+		os.WriteFile(path, []byte(strings.Replace(string(data), "status: pending\n", forged, 1)), 0o644)
+		if _, err := b.Take(context.Background(), queues.TakeOptions{Queues: []string{"q"}}); !isEmpty(err) {
+			t.Fatalf("forged %q: the engine claimed the item (%v)", forged, err)
+		}
+		d, _ := s.Get(g.Path)
+		if err := queues.CheckGate(s, d); !errors.Is(err, queues.ErrForged) || !strings.Contains(err.Error(), g.Path+":") {
+			t.Fatalf("forged %q: CheckGate = %v, want ErrForged with the path", forged, err)
+		}
+	}
+	// A real approval still works over the forged file and passes check.
+	os.WriteFile(path, data, 0o644)
+	if _, err := b.Approve(g.ID, queues.Decision{Caller: human()}); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := s.Get(g.Path)
+	if err := queues.CheckGate(s, d); err != nil {
+		t.Fatalf("check of a real approval: %v", err)
+	}
+	if _, err := b.Take(context.Background(), queues.TakeOptions{Queues: []string{"q"}}); err != nil {
+		t.Fatalf("take after approval: %v", err)
+	}
+}
+
+func TestGateRejectDeadLettersAndRetryReopens(t *testing.T) {
+	s := newStore(t, true)
+	b := newBroker(t, s, nil)
+	mustQueue(t, b, "q", queues.QueueOptions{})
+	it := mustAdd(t, b, "q", queues.AddOptions{Title: "x", Gate: "human"})
+	if _, err := b.Reject(it.ID, queues.Decision{Caller: human()}); !errors.Is(err, queues.ErrBadOption) {
+		t.Fatalf("reject without a reason: %v", err)
+	}
+	if _, err := b.Reject(it.ID, queues.Decision{Reason: "wrong approach", Caller: human()}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := b.Get(it.ID)
+	if got.State != queues.Dead || !strings.Contains(got.DeadReason, "wrong approach") {
+		t.Fatalf("rejected item: state %s, dead_reason %q", got.State, got.DeadReason)
+	}
+	if _, err := b.Retry("q", it.ID); err != nil {
+		t.Fatal(err)
+	}
+	gs := b.ItemGates(mustGet(t, b, it.ID))
+	if len(gs) != 1 || gs[0].State != queues.GateStatePending || gs[0].Status != queues.GatePending {
+		t.Fatalf("after retry the gate is %+v, want pending again", gs)
+	}
+}
+
+func TestGateTimer(t *testing.T) {
+	s := newStore(t, true)
+	clk := &clock{}
+	b := newBroker(t, s, clk)
+	mustQueue(t, b, "q", queues.QueueOptions{})
+	it := mustAdd(t, b, "q", queues.AddOptions{Title: "later"})
+	if _, err := b.AddGate(it.ID, queues.GateOptions{Until: clk.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	var ee *queues.EmptyError
+	if _, err := b.Take(context.Background(), queues.TakeOptions{Queues: []string{"q"}}); !errors.As(err, &ee) || ee.Diag.Wake.IsZero() {
+		t.Fatalf("take before the timer: %v (want empty with a wake time)", err)
+	}
+	if _, err := b.Approve(it.ID, queues.Decision{Caller: human()}); err == nil {
+		t.Fatal("a timer gate was approved by hand")
+	}
+	clk.Advance(2 * time.Hour)
+	if _, err := b.Take(context.Background(), queues.TakeOptions{Queues: []string{"q"}}); err != nil {
+		t.Fatalf("take after the timer: %v", err)
+	}
+}
+
+func TestResolveAndAnnotate(t *testing.T) {
+	s := newStore(t, true)
+	b := newBroker(t, s, nil)
+	mustQueue(t, b, "q", queues.QueueOptions{})
+	a := mustAdd(t, b, "q", queues.AddOptions{Title: "a"})
+	bb := mustAdd(t, b, "q", queues.AddOptions{Title: "b"})
+	c := mustAdd(t, b, "q", queues.AddOptions{Title: "c"})
+	g := mustAdd(t, b, "q", queues.AddOptions{Title: "gated", Gate: "human"})
+	if got, err := b.Resolve(a.ID, queues.ResolveOptions{Reason: "done by hand", By: "plans/p.md", External: true}); err != nil || got.State != queues.Done {
+		t.Fatalf("resolve: %v %+v", err, got)
+	}
+	if got, err := b.Resolve(bb.ID, queues.ResolveOptions{Cancel: true, Reason: "removed"}); err != nil || got.State != queues.Dead || !got.Cancelled {
+		t.Fatalf("cancel: %v %+v", err, got)
+	}
+	if _, err := b.Resolve(g.ID, queues.ResolveOptions{}); !errors.Is(err, queues.ErrGated) {
+		t.Fatalf("resolving a gated item by hand: %v, want ErrGated", err)
+	}
+	cl, err := b.Take(context.Background(), queues.TakeOptions{Queues: []string{"q"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Resolve(cl.ID, queues.ResolveOptions{}); !errors.Is(err, queues.ErrState) {
+		t.Fatalf("resolve of a claimed item: %v, want ErrState", err)
+	}
+	if cl.ID != c.ID {
+		t.Fatalf("took %s, want %s", cl.ID, c.ID)
+	}
+	if _, err := b.Annotate(c.ID, []docstore.Field{{Key: "claimed_by", Value: "me"}}); !errors.Is(err, queues.ErrBadOption) {
+		t.Fatalf("annotate an engine field: %v", err)
+	}
+	got, err := b.Annotate(cl.ID, []docstore.Field{{Key: "worktree", Value: "/tmp/w"}, {Key: "branch", Value: "tavern/c"}})
+	if err != nil || got.Worktree != "/tmp/w" || got.Branch != "tavern/c" || got.State != queues.Claimed {
+		t.Fatalf("annotate: %v %+v", err, got)
+	}
+	// The annotated claim still completes with its attempt.
+	if _, err := cl.Complete("ok"); err != nil {
+		t.Fatalf("complete after annotate: %v", err)
+	}
+}
+
+func mustGet(tb testing.TB, b *queues.Broker, id string) *queues.Item {
+	tb.Helper()
+	it, err := b.Get(id)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return it
+}
+
+func stateOf(tb testing.TB, b *queues.Broker, id string) string {
+	return mustGet(tb, b, id).State
+}
+
+func TestCurrentCallerSeesAgentParent(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	c := queues.CurrentCaller()
+	if len(c.Ancestry) == 0 || c.Ancestry[0].PID != os.Getpid() {
+		t.Fatalf("ancestry %+v does not start with this process", c.Ancestry)
+	}
+	if os.Getenv("TAVERN_AGENT") == "" && c.Agent() != "" && !strings.Contains(c.Agent(), "inside") {
+		t.Fatalf("the test process counts as an agent: %s", c.Agent())
+	}
+}

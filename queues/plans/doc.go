@@ -1,0 +1,50 @@
+// Package plans makes a markdown checklist a queue: every unchecked box
+// of plans/<name>.md is an item, and the file and the items follow each
+// other both ways.
+//
+// # Basics
+//
+// Import reads a checklist ("- [ ] task", "* [ ]", "1. [ ]"; nested by
+// indentation) into plans/<name>.md — the body byte for byte, any
+// frontmatter of the file kept, plus queue:, source: and tasks:, the map
+// from item ids to the text of their boxes — and adds an item for every
+// unchecked box, in dependency order:
+//
+//   - A box nested under another is a dependency of its parent: the
+//     children are done first, the parent last (its item depends_on
+//     theirs).
+//   - "(after: Title, Other title)" in a box makes it depend on those
+//     tasks too (by title, case-insensitive, or a unique prefix of one).
+//   - "(gate: human)" makes its item wait for a person's approval before
+//     it is done (package queues, gates).
+//   - The item's title is the box's text without markers; its body is
+//     the text under the box (the lines indented below it, up to the next
+//     box), dedented.
+//   - Ticked boxes ([x]) are done already: no item.
+//
+// Sync reconciles a plan and its items (see Sync): an item that is done
+// gets its box ticked — one byte of one line, nothing else in the file
+// changes; a box ticked by hand completes its item, "[-]" or a
+// struck-through ticked box ("- [x] ~~text~~") cancels it; a new
+// unchecked box becomes an item; a removed box cancels its item. Hand
+// edits that contradict the engine (ticked while claimed, ticked while a
+// gate waits) are Conflicts: reported and journaled (plan.conflict),
+// never acted on. GetStatus syncs and reports progress box by box.
+//
+// The file stays a plain checklist: it renders on any git host, and the
+// engine's only additions are three frontmatter fields.
+//
+// # Caveats
+//
+//   - A box is identified by its text (and, for repeated texts, its
+//     rank: "Write tests (2)"). Editing a box's text is removing it and
+//     adding another: the old item is cancelled, a new one made.
+//   - Sync runs when asked (`tavern plan sync`, `plan status`), after a
+//     spawn finishes an item of a plan, and on a pool's tick: a hand edit
+//     is acted on at the next of these, not at once.
+//   - A done item whose box is unticked by hand is ticked again: to redo
+//     a task, add a new box.
+//   - Import refuses an existing plan; a crash while it adds items leaves
+//     a plan whose next Sync adopts the items already made (by plan and
+//     title) instead of adding them twice.
+package plans

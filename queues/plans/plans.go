@@ -1,0 +1,637 @@
+package plans
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/schema"
+	"github.com/tavernhq/tavern/watcher/journal"
+)
+
+// Event types of this package.
+const (
+	EventImported  = "plan.imported"
+	EventTicked    = "plan.ticked"    // the engine ticked a box: its item is done
+	EventAdded     = "plan.added"     // a new box became an item
+	EventCancelled = "plan.cancelled" // a removed box cancelled its item
+	EventConflict  = "plan.conflict"  // a hand edit the engine will not act on
+	EventSynced    = "plan.synced"
+)
+
+var (
+	// ErrPlan is wrapped by errors in a plan's checklist (path:line).
+	ErrPlan = errors.New("plan")
+	// ErrExists is returned by Import for a plan that exists.
+	ErrExists = fs.ErrExist
+)
+
+// PlanError is a problem at a line of a plan file.
+type PlanError struct {
+	Path string
+	Line int
+	Msg  string
+}
+
+func (e *PlanError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.Path, e.Line, e.Msg)
+	}
+	return e.Path + ": " + e.Msg
+}
+
+func (e *PlanError) Unwrap() error { return ErrPlan }
+
+// Path is the document path of a plan.
+func Path(name string) string { return "plans/" + name + ".md" }
+
+// ImportOptions describe a plan to import.
+type ImportOptions struct {
+	Name   string // the plan's name (plans/<name>.md)
+	Queue  string // the queue its items go to; must exist
+	Source string // where it came from (recorded, informational)
+	Data   []byte // the markdown checklist (frontmatter, if any, is kept)
+	By     string // who imports (journaled)
+}
+
+// Import writes plans/<name>.md from a markdown checklist and makes an
+// item of every unchecked box, children before their parents (a parent
+// depends on the boxes nested under it) and after the tasks its
+// (after: ...) marker names. The body is kept byte for byte.
+func Import(b *queues.Broker, opt ImportOptions) (*Report, error) {
+	s := b.Store()
+	if err := schema.ValidName(opt.Name); err != nil {
+		return nil, fmt.Errorf("plan name: %w", err)
+	}
+	if _, err := b.Queue(opt.Queue); err != nil {
+		return nil, err
+	}
+	rel := Path(opt.Name)
+	l, err := s.Lock(lockKey(opt.Name))
+	if err != nil {
+		return nil, err
+	}
+	defer l.Unlock()
+	if _, err := s.ReadFile(rel); err == nil {
+		return nil, fmt.Errorf("%s: %w (to follow changes to its file, edit the plan and run `tavern plan sync %s`)", rel, ErrExists, opt.Name)
+	}
+	front, body := splitFront(opt.Data)
+	tasks, err := Parse(body)
+	if err != nil {
+		return nil, err
+	}
+	src := opt.Source
+	if src == "" {
+		src = rel
+	}
+	if err := checkTasks(src, 0, tasks); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	// The document first, with no tasks: a crash while items are created
+	// leaves a plan whose next sync adopts them (by plan and title).
+	doc, err := newPlanDoc(opt, front, body, now)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Create(rel, doc); err != nil {
+		return nil, err
+	}
+	rep := &Report{Plan: opt.Name}
+	ids, err := createItems(b, opt.Name, opt.Queue, opt.By, tasks, nil, nil, rep)
+	if len(rep.Added) > 0 {
+		m := map[string]string{}
+		for i, id := range ids {
+			if id != "" {
+				m[id] = tasks[i].Key
+			}
+		}
+		if _, uerr := s.Update(rel, func(d *docstore.Doc) error { return d.Set("tasks", m) }); uerr != nil {
+			return rep, errors.Join(err, uerr)
+		}
+	}
+	if err != nil {
+		return rep, err
+	}
+	_, _ = b.Journal().Append(journal.Event{Type: EventImported, Kind: "plan", Path: rel, Queue: opt.Queue, Agent: opt.By,
+		Data: map[string]any{"tasks": len(tasks), "items": len(ids), "source": opt.Source}})
+	return rep, nil
+}
+
+func lockKey(name string) string { return "plans/" + name }
+
+// splitFront separates an optional frontmatter block from a markdown file.
+func splitFront(data []byte) (front, body []byte) {
+	if !bytes.HasPrefix(data, []byte("---\n")) && !bytes.HasPrefix(data, []byte("---\r\n")) {
+		return nil, data
+	}
+	d, err := docstore.Parse("plan.md", data)
+	if err != nil {
+		return nil, data
+	}
+	return data[:len(data)-len(d.Body())], d.Body()
+}
+
+func newPlanDoc(opt ImportOptions, front, body []byte, now time.Time) (*docstore.Doc, error) {
+	fields := []docstore.Field{{Key: schema.VersionField, Value: schema.Plan.Version}, {Key: "id", Value: docstore.NewID()},
+		{Key: "queue", Value: opt.Queue}}
+	if opt.Source != "" {
+		fields = append(fields, docstore.Field{Key: "source", Value: opt.Source})
+	}
+	fields = append(fields, docstore.Field{Key: "created", Value: now})
+	if front == nil {
+		return docstore.New(schema.Plan, fields, body)
+	}
+	// Keep the file's own frontmatter and add ours.
+	d, err := docstore.Parse("plan.md", append(append([]byte(nil), front...), body...))
+	if err != nil {
+		return nil, err
+	}
+	if err := d.SetMany(fields); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// checkTasks reports markers that cannot be read and (after:) references
+// that name no task or form a cycle; firstLine is the file line of the
+// body's first line minus one.
+func checkTasks(path string, firstLine int, tasks []*Task) error {
+	var errs []error
+	for _, t := range tasks {
+		if t.MarkErr != "" {
+			errs = append(errs, &PlanError{Path: path, Line: firstLine + t.Line, Msg: t.MarkErr})
+		}
+		for _, ref := range t.After {
+			if _, err := resolveAfter(tasks, ref); err != nil {
+				errs = append(errs, &PlanError{Path: path, Line: firstLine + t.Line, Msg: err.Error()})
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if _, err := order(tasks, func(*Task) bool { return true }); err != nil {
+		var pe *PlanError
+		if errors.As(err, &pe) {
+			pe.Path, pe.Line = path, firstLine+pe.Line
+		}
+		return err
+	}
+	return nil
+}
+
+// deps lists the tasks t waits for: its children, then the tasks its
+// (after:) marker names.
+func deps(tasks []*Task, t *Task) []*Task {
+	var out []*Task
+	for _, k := range t.Kids {
+		out = append(out, tasks[k])
+	}
+	for _, ref := range t.After {
+		if d, err := resolveAfter(tasks, ref); err == nil && d != t {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// order returns the tasks that want (open boxes, usually) in an order
+// where each comes after the tasks it depends on; a cycle is a PlanError
+// at the first task on it.
+func order(tasks []*Task, want func(*Task) bool) ([]*Task, error) {
+	state := make([]int, len(tasks)) // 1 visiting, 2 done
+	var out []*Task
+	var visit func(t *Task, path []*Task) error
+	visit = func(t *Task, path []*Task) error {
+		switch state[t.Index] {
+		case 1:
+			var names []string
+			for _, p := range append(path, t) {
+				names = append(names, fmt.Sprintf("%q (line %d)", p.Title, p.Line))
+			}
+			return &PlanError{Line: t.Line, Msg: "dependency cycle: " + strings.Join(names, " -> ")}
+		case 2:
+			return nil
+		}
+		state[t.Index] = 1
+		for _, d := range deps(tasks, t) {
+			if err := visit(d, append(path, t)); err != nil {
+				return err
+			}
+		}
+		state[t.Index] = 2
+		if want(t) {
+			out = append(out, t)
+		}
+		return nil
+	}
+	for _, t := range tasks {
+		if err := visit(t, nil); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// createItems adds an item for every open box among tasks that has none
+// (known maps task index -> item id of boxes that have one), in
+// dependency order. It returns the ids by task index ("" for none), and
+// records what it did in rep. adopt maps titles to orphan items of the
+// plan (a crashed import or sync) to take over instead of adding anew.
+func createItems(b *queues.Broker, plan, queue, by string, tasks []*Task, known map[int]string, adopt map[string][]string, rep *Report) ([]string, error) {
+	ids := make([]string, len(tasks))
+	for i, id := range known {
+		ids[i] = id
+	}
+	todo, err := order(tasks, func(t *Task) bool { return t.Open() && ids[t.Index] == "" })
+	if err != nil {
+		return ids, err
+	}
+	for _, t := range todo {
+		var dep []string
+		for _, d := range deps(tasks, t) {
+			if id := ids[d.Index]; id != "" && !slices.Contains(dep, id) {
+				dep = append(dep, id)
+			}
+		}
+		if cands := adopt[t.Title]; len(cands) > 0 {
+			ids[t.Index] = cands[0]
+			adopt[t.Title] = cands[1:]
+			rep.Adopted = append(rep.Adopted, cands[0])
+			continue
+		}
+		body := t.Body
+		if body == "" {
+			body = t.Title + "\n"
+		}
+		it, err := b.Add(queue, queues.AddOptions{Title: t.Title, DependsOn: dep, Body: []byte(body), Gate: t.Gate, Plan: plan, By: by})
+		if err != nil {
+			return ids, fmt.Errorf("line %d %q: %w", t.Line, t.Title, err)
+		}
+		ids[t.Index] = it.ID
+		rep.Added = append(rep.Added, it.ID)
+		_, _ = b.Journal().Append(journal.Event{Type: EventAdded, Kind: "plan", Path: Path(plan), Item: it.ID, Queue: queue,
+			Data: map[string]any{"line": t.Line, "title": t.Title}})
+	}
+	return ids, nil
+}
+
+// Report is what Import or Sync did.
+type Report struct {
+	Plan      string     `json:"plan"`
+	Added     []string   `json:"added,omitempty"`     // items made from new boxes
+	Adopted   []string   `json:"adopted,omitempty"`   // orphan items of the plan taken over
+	Ticked    []string   `json:"ticked,omitempty"`    // boxes ticked because their item is done
+	Completed []string   `json:"completed,omitempty"` // items completed by a box ticked by hand
+	Cancelled []string   `json:"cancelled,omitempty"` // items cancelled by a removed or [-] box
+	Conflicts []Conflict `json:"conflicts,omitempty"` // hand edits not acted on
+	Notes     []string   `json:"notes,omitempty"`
+}
+
+// Changed reports whether the sync changed anything.
+func (r *Report) Changed() bool {
+	return len(r.Added)+len(r.Adopted)+len(r.Ticked)+len(r.Completed)+len(r.Cancelled) > 0
+}
+
+// Conflict is a hand edit of a plan the engine does not act on: it says
+// what and why, and leaves both the box and the item as they are.
+type Conflict struct {
+	Line  int    `json:"line,omitempty"`
+	Item  string `json:"item"`
+	Title string `json:"title"`
+	Msg   string `json:"message"`
+}
+
+func (c Conflict) String() string {
+	if c.Line > 0 {
+		return fmt.Sprintf("line %d %q (%s): %s", c.Line, c.Title, c.Item, c.Msg)
+	}
+	return fmt.Sprintf("%q (%s): %s", c.Title, c.Item, c.Msg)
+}
+
+// SyncOptions tune Sync.
+type SyncOptions struct {
+	By string // who syncs (journaled)
+}
+
+// Sync reconciles a plan and its items, both ways:
+//
+//   - an item that is done gets its box ticked (a one-line change);
+//   - a box ticked by hand completes its item, [-] or a struck-through
+//     ticked box (- [x] ~~text~~) cancels it (journaled as external);
+//   - a new unchecked box becomes an item (and a dependency of the open
+//     box it is nested under);
+//   - a removed box cancels its pending item.
+//
+// A hand edit that contradicts the engine — a box ticked or removed
+// while its item is claimed, ticked while a gate is pending — is
+// reported as a Conflict and changes nothing. A box whose text is edited
+// is a removed box plus a new one.
+func Sync(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
+	s := b.Store()
+	if err := schema.ValidName(name); err != nil {
+		return nil, fmt.Errorf("plan name: %w", err)
+	}
+	l, err := s.Lock(lockKey(name))
+	if err != nil {
+		return nil, err
+	}
+	defer l.Unlock()
+	var rep *Report
+	for try := 0; try < 5; try++ {
+		rep, err = syncOnce(b, name, opt)
+		if !errors.Is(err, docstore.ErrConflict) {
+			break
+		}
+	}
+	if err != nil {
+		return rep, err
+	}
+	if rep.Changed() || len(rep.Conflicts) > 0 {
+		_, _ = b.Journal().Append(journal.Event{Type: EventSynced, Kind: "plan", Path: Path(name), Agent: opt.By, Data: map[string]any{
+			"added": len(rep.Added), "ticked": len(rep.Ticked), "completed": len(rep.Completed), "cancelled": len(rep.Cancelled), "conflicts": len(rep.Conflicts)}})
+	}
+	return rep, nil
+}
+
+// bodyLine is the file line of the body's first line, minus one.
+func bodyLine(d *docstore.Doc) int {
+	all := d.Bytes()
+	return bytes.Count(all[:len(all)-len(d.Body())], []byte("\n"))
+}
+
+func readPlan(s *docstore.Store, name string) (*docstore.Doc, error) {
+	d, err := s.Get(Path(name))
+	if err != nil {
+		return nil, err
+	}
+	if errs := d.Validate(false); len(errs) > 0 {
+		return nil, &docstore.ValidationError{Path: d.Path, Errors: errs}
+	}
+	return d, nil
+}
+
+// taskMap reads the plan's tasks: field (item id -> box key).
+func taskMap(d *docstore.Doc) map[string]string {
+	m := map[string]string{}
+	if raw, ok := d.Fields()["tasks"].(map[string]any); ok {
+		for id, v := range raw {
+			if k, ok := v.(string); ok {
+				m[id] = k
+			}
+		}
+	}
+	return m
+}
+
+func syncOnce(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
+	s := b.Store()
+	rel := Path(name)
+	d, err := readPlan(s, name)
+	if err != nil {
+		return nil, err
+	}
+	queue := d.String("queue")
+	first := bodyLine(d)
+	body := d.Body()
+	tasks, err := Parse(body)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkTasks(rel, first, tasks); err != nil {
+		return nil, err
+	}
+	rep := &Report{Plan: name}
+	m := taskMap(d)
+	byKey := map[string]string{}
+	for id, k := range m {
+		byKey[k] = id
+	}
+	newMap := map[string]string{}
+	for id, k := range m {
+		newMap[id] = k
+	}
+	known := map[int]string{}
+	ticks := []int{} // body offsets to tick
+	conflict := func(t *Task, id, msg string) {
+		c := Conflict{Item: id, Msg: msg}
+		if t != nil {
+			c.Line, c.Title = first+t.Line, t.Title
+		}
+		rep.Conflicts = append(rep.Conflicts, c)
+		_, _ = b.Journal().Append(journal.Event{Type: EventConflict, Kind: "plan", Path: rel, Item: id, Queue: queue,
+			Data: map[string]any{"line": c.Line, "message": msg}})
+	}
+	external := func(t *Task, id, action string) {
+		_, _ = b.Journal().Append(journal.Event{Type: journal.TypeExternal, Kind: "plan", Path: rel, Item: id, Queue: queue,
+			Data: map[string]any{"change": "box " + action + " by hand", "line": first + t.Line, "title": t.Title}})
+	}
+	present := map[string]bool{}
+	for _, t := range tasks {
+		id, ok := byKey[t.Key]
+		if !ok {
+			continue
+		}
+		present[id] = true
+		it, err := b.Get(id)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("line %d %q: item %s is gone; the box becomes a new item", first+t.Line, t.Title, id))
+				delete(newMap, id)
+				continue
+			}
+			return nil, err
+		}
+		known[t.Index] = id
+		switch {
+		case t.Cancelled():
+			if it.State == queues.Done || (it.State == queues.Dead && it.Cancelled) {
+				continue
+			}
+			if it.State == queues.Claimed {
+				conflict(t, id, fmt.Sprintf("cancelled by hand while %s holds it (attempt %d); left as is", it.ClaimedBy, it.ClaimAttempt))
+				continue
+			}
+			if _, err := b.Resolve(id, queues.ResolveOptions{Cancel: true, Reason: "cancelled in " + rel, By: rel, External: true}); err != nil {
+				conflict(t, id, err.Error())
+				continue
+			}
+			external(t, id, "cancelled")
+			rep.Cancelled = append(rep.Cancelled, id)
+		case t.Checked():
+			if it.State == queues.Done {
+				continue
+			}
+			if it.State == queues.Claimed {
+				conflict(t, id, fmt.Sprintf("ticked by hand while %s holds it (attempt %d); the box stays ticked, the item stays claimed", it.ClaimedBy, it.ClaimAttempt))
+				continue
+			}
+			if _, err := b.Resolve(id, queues.ResolveOptions{Reason: "ticked in " + rel, By: rel, External: true}); err != nil {
+				conflict(t, id, "ticked by hand, but "+err.Error())
+				continue
+			}
+			external(t, id, "ticked")
+			rep.Completed = append(rep.Completed, id)
+		default: // open box
+			if it.State == queues.Done {
+				ticks = append(ticks, t.Offset)
+				rep.Ticked = append(rep.Ticked, id)
+			}
+		}
+	}
+	// Boxes that are gone: cancel their items.
+	gone := make([]string, 0)
+	for id := range m {
+		if !present[id] {
+			gone = append(gone, id)
+		}
+	}
+	sort.Strings(gone)
+	for _, id := range gone {
+		it, err := b.Get(id)
+		if errors.Is(err, fs.ErrNotExist) {
+			delete(newMap, id)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case it.State == queues.Claimed:
+			conflict(nil, id, fmt.Sprintf("%q: its box was removed while %s holds it; kept until it finishes", m[id], it.ClaimedBy))
+			rep.Conflicts[len(rep.Conflicts)-1].Title = m[id]
+			continue
+		case it.State == queues.Done, it.State == queues.Dead && it.Cancelled:
+		default:
+			if _, err := b.Resolve(id, queues.ResolveOptions{Cancel: true, Reason: "its box was removed from " + rel, By: rel, External: true}); err != nil {
+				return nil, err
+			}
+			rep.Cancelled = append(rep.Cancelled, id)
+			_, _ = b.Journal().Append(journal.Event{Type: EventCancelled, Kind: "plan", Path: rel, Item: id, Queue: queue, Data: map[string]any{"title": m[id]}})
+		}
+		delete(newMap, id)
+	}
+	// New open boxes: items (adopting orphans of a crashed run first).
+	var adopt map[string][]string
+	for _, t := range tasks {
+		if t.Open() && known[t.Index] == "" {
+			adopt, err = orphans(b, name, queue, m)
+			if err != nil {
+				return nil, err
+			}
+			break
+		}
+	}
+	ids, cerr := createItems(b, name, queue, opt.By, tasks, known, adopt, rep)
+	for _, t := range tasks {
+		if id := ids[t.Index]; id != "" && known[t.Index] == "" {
+			newMap[id] = t.Key
+			// A new box nested under an open box that already has an
+			// item: the parent waits for it too.
+			if p := t.Parent; p >= 0 && known[p] != "" {
+				if _, err := b.AddDependency(known[p], id); err != nil {
+					rep.Notes = append(rep.Notes, fmt.Sprintf("line %d %q: %v", first+t.Line, t.Title, err))
+				}
+			}
+		}
+	}
+	if len(ticks) == 0 && mapsEqual(m, newMap) {
+		return rep, cerr
+	}
+	newBody := append([]byte(nil), body...)
+	for _, off := range ticks {
+		newBody[off] = 'x'
+	}
+	_, err = s.UpdateIf(rel, d.Rev, func(doc *docstore.Doc) error {
+		if len(ticks) > 0 {
+			doc.SetBody(newBody)
+		}
+		if !mapsEqual(m, newMap) {
+			return doc.Set("tasks", newMap)
+		}
+		return nil
+	})
+	if err != nil {
+		return rep, errors.Join(cerr, err)
+	}
+	for _, id := range rep.Ticked {
+		_, _ = b.Journal().Append(journal.Event{Type: EventTicked, Kind: "plan", Path: rel, Item: id, Queue: queue, Data: map[string]any{"message": "its box is ticked in " + rel}})
+	}
+	return rep, cerr
+}
+
+// orphans finds the plan's items that its tasks: map does not know (a
+// crash between adding an item and recording it), by title.
+func orphans(b *queues.Broker, plan, queue string, m map[string]string) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, st := range []string{queues.Pending, queues.Claimed, queues.Done, queues.Dead} {
+		dir := "queues/" + queue + "/" + st
+		ents, err := os.ReadDir(filepath.Join(b.Store().Root(), dir))
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			id, ok := strings.CutSuffix(e.Name(), ".md")
+			if !ok || m[id] != "" {
+				continue
+			}
+			d, err := b.Store().Get(dir + "/" + e.Name())
+			if err != nil || d.String("plan") != plan || st == queues.Dead {
+				continue
+			}
+			out[d.String("title")] = append(out[d.String("title")], id)
+		}
+	}
+	return out, nil
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// SyncItem syncs the plan an item comes from (nothing if it has none):
+// called after an item changes state, so its box follows.
+func SyncItem(b *queues.Broker, id string) (*Report, error) {
+	it, err := b.Get(id)
+	if err != nil || it.Plan == "" {
+		return nil, err
+	}
+	return Sync(b, it.Plan, SyncOptions{})
+}
+
+// SyncAll syncs every plan (of queue, if not empty).
+func SyncAll(b *queues.Broker, queue string) ([]*Report, error) {
+	docs, _ := b.Store().List(schema.Plan)
+	var out []*Report
+	var errs []error
+	for _, d := range docs {
+		if queue != "" && d.String("queue") != queue {
+			continue
+		}
+		r, err := Sync(b, d.Name, SyncOptions{})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, errors.Join(errs...)
+}

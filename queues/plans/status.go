@@ -1,0 +1,115 @@
+package plans
+
+import (
+	"errors"
+	"io/fs"
+
+	"github.com/tavernhq/tavern/queues"
+)
+
+// Status is a plan's progress: its boxes and the state of their items.
+type Status struct {
+	Name      string       `json:"name"`
+	Path      string       `json:"path"`
+	Queue     string       `json:"queue"`
+	Tasks     []TaskStatus `json:"tasks"`
+	Total     int          `json:"total"` // boxes
+	Done      int          `json:"done"`  // ticked (done) boxes
+	Claimed   int          `json:"claimed"`
+	Pending   int          `json:"pending"`
+	Dead      int          `json:"dead"`
+	Cancelled int          `json:"cancelled"`
+	Gated     int          `json:"gated"` // items waiting for a person
+	Report    *Report      `json:"sync,omitempty"`
+}
+
+// TaskStatus is one box.
+type TaskStatus struct {
+	Line     int    `json:"line"`
+	Depth    int    `json:"depth"`
+	Box      string `json:"box"` // " ", "x" or "-"
+	Title    string `json:"title"`
+	Item     string `json:"item,omitempty"`
+	State    string `json:"state,omitempty"` // the item's state
+	Holder   string `json:"holder,omitempty"`
+	Gate     string `json:"gate,omitempty"` // pending | passed | rejected
+	Attempts int    `json:"attempts,omitempty"`
+	Error    string `json:"last_error,omitempty"`
+}
+
+// GetStatus syncs the plan (sync: true) and reports its progress.
+func GetStatus(b *queues.Broker, name string, sync bool) (*Status, error) {
+	var rep *Report
+	if sync {
+		r, err := Sync(b, name, SyncOptions{})
+		if err != nil {
+			return nil, err
+		}
+		rep = r
+	}
+	d, err := readPlan(b.Store(), name)
+	if err != nil {
+		return nil, err
+	}
+	tasks, err := Parse(d.Body())
+	if err != nil {
+		return nil, err
+	}
+	first := bodyLine(d)
+	m := taskMap(d)
+	byKey := map[string]string{}
+	for id, k := range m {
+		byKey[k] = id
+	}
+	st := &Status{Name: name, Path: Path(name), Queue: d.String("queue"), Report: rep}
+	depth := make([]int, len(tasks))
+	for _, t := range tasks {
+		if t.Parent >= 0 {
+			depth[t.Index] = depth[t.Parent] + 1
+		}
+		ts := TaskStatus{Line: first + t.Line, Depth: depth[t.Index], Box: string(t.State), Title: t.Title, Item: byKey[t.Key]}
+		st.Total++
+		switch {
+		case t.Cancelled():
+			st.Cancelled++
+		case t.Checked():
+			st.Done++
+		}
+		if ts.Item != "" {
+			it, err := b.Get(ts.Item)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				ts.State = "missing"
+			case err != nil:
+				return nil, err
+			default:
+				ts.State, ts.Holder, ts.Attempts, ts.Error = it.State, it.ClaimedBy, it.Attempts, it.LastError
+				if it.Cancelled {
+					ts.State = "cancelled"
+				}
+				for _, g := range b.ItemGates(it) {
+					if g.Type == queues.GateHuman && (ts.Gate == "" || g.State != queues.GateStatePassed) {
+						ts.Gate = g.State
+					}
+				}
+				if t.Open() {
+					switch it.State {
+					case queues.Claimed:
+						st.Claimed++
+					case queues.Pending:
+						st.Pending++
+					case queues.Dead:
+						if !it.Cancelled {
+							st.Dead++
+						}
+					}
+				}
+				if ts.Gate == queues.GateStatePending && it.State != queues.Done && it.State != queues.Dead {
+					st.Gated++
+				}
+			}
+		}
+		st.Tasks = append(st.Tasks, ts)
+	}
+	return st, nil
+}
