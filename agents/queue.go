@@ -60,7 +60,12 @@ func (q *queueClaim) ownDone(err error) bool {
 		return false
 	}
 	it, gerr := q.b.Get(q.c.ID)
-	return gerr == nil && it.State == queues.Done && it.ClaimAttempt == q.c.Attempt && it.ClaimedBy == q.c.ClaimedBy
+	return gerr == nil && q.doneBy(it)
+}
+
+// doneBy reports whether it is the item of this claim, done by it.
+func (q *queueClaim) doneBy(it *queues.Item) bool {
+	return it.State == queues.Done && it.ClaimAttempt == q.c.Attempt && it.ClaimedBy == q.c.ClaimedBy
 }
 
 func (q *queueClaim) ItemID() string       { return q.c.ID }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -133,7 +134,7 @@ func prepare(c *cli.Command) {
 	if !hasFlag(c, "dir") {
 		c.Flags = append(c.Flags, dirFlag())
 	}
-	if len(c.Subcommands) == 0 {
+	if len(c.Subcommands) == 0 || c.Action != nil {
 		if !hasFlag(c, "json") {
 			c.Flags = append(c.Flags, jsonFlag())
 		}
@@ -143,6 +144,13 @@ func prepare(c *cli.Command) {
 	if len(c.Subcommands) > 0 && c.Action == nil {
 		c.Action = parentAction
 	}
+}
+
+// runs reports whether a (prepared) command does something itself: a
+// leaf, or a command with subcommands and an action of its own (demo),
+// not a parent that only dispatches (queue).
+func runs(c *cli.Command) bool {
+	return len(c.Subcommands) == 0 || reflect.ValueOf(c.Action).Pointer() != reflect.ValueOf(parentAction).Pointer()
 }
 
 // inheritJSON runs before a command: a --json given before the command

@@ -23,7 +23,7 @@ the names in the store of the working directory: documents (kind/name),
 agents, queues, channels, item ids, roles and tuple types. The script asks
 the binary (tavern __complete), so it always matches the version you run.
 
-Install:
+Examples (install):
    bash   echo 'source <(tavern completion bash)' >> ~/.bashrc
    zsh    tavern completion zsh > "${fpath[1]}/_tavern"    (then compinit)
    fish   tavern completion fish > ~/.config/fish/completions/tavern.fish`,

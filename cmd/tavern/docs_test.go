@@ -44,7 +44,7 @@ func leafCommands(cmds []*cli.Command, prefix string, fn func(path string, c *cl
 // synopsis is one command's usage line: tavern PATH [options] ARGS.
 func synopsis(path string, c *cli.Command) string {
 	s := "tavern " + path
-	if len(c.Subcommands) > 0 {
+	if !runs(c) {
 		return s + " COMMAND"
 	}
 	if c.ArgsUsage != "" {
@@ -117,7 +117,7 @@ func renderReference(app *cli.App) string {
 		if c.Description != "" {
 			b.WriteString("\n" + markdownText(c.Description) + "\n")
 		}
-		if len(c.Subcommands) == 0 {
+		if runs(c) {
 			var rows []string
 			for _, f := range c.Flags {
 				if name := f.Names()[0]; name == "dir" || name == "json" || !visible(f) {
@@ -190,7 +190,7 @@ func renderMan(app *cli.App) []byte {
 	b.WriteString("# DESCRIPTION\n\n" + manText(app.Description) + "\n\n# COMMANDS\n\n")
 	leafCommands(app.Commands, "", func(path string, c *cli.Command) {
 		fmt.Fprintf(&b, "**%s**\n: %s\n\n", manEscape(synopsis(path, c)), manEscape(c.Usage))
-		if len(c.Subcommands) > 0 {
+		if !runs(c) {
 			return
 		}
 		for _, f := range c.Flags {
@@ -221,12 +221,12 @@ func renderCommandList(app *cli.App) string {
 	var lines []string
 	width := 0
 	leafCommands(app.Commands, "", func(path string, c *cli.Command) {
-		if len(c.Subcommands) == 0 {
+		if runs(c) {
 			width = max(width, len(synopsis(path, c)))
 		}
 	})
 	leafCommands(app.Commands, "", func(path string, c *cli.Command) {
-		if len(c.Subcommands) == 0 {
+		if runs(c) {
 			lines = append(lines, fmt.Sprintf("%-*s  %s", width, synopsis(path, c), c.Usage))
 		}
 	})
@@ -364,11 +364,11 @@ func checkReadmeLine(app *cli.App, line string) error {
 			break
 		}
 		cmd, cmds, flags, words = next, next.Subcommands, append(next.Flags, app.Flags...), words[1:]
-		if len(cmds) == 0 {
+		if runs(cmd) && (len(words) == 0 || cmd.Command(words[0]) == nil) {
 			break
 		}
 	}
-	if cmd != nil && len(cmd.Subcommands) > 0 {
+	if cmd != nil && !runs(cmd) {
 		return fmt.Errorf("%s takes a subcommand", cmd.Name)
 	}
 	if cmd == nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/queues/tuples"
+	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
 
@@ -158,6 +159,10 @@ func actorOf(c *cli.Context, s *docstore.Store) (agents.Actor, error) {
 	as := ""
 	if hasFlag(c.Command, "as") {
 		as = c.String("as")
+		if as == "" && c.IsSet("as") {
+			// --as '' names nobody: a bad name, not "the default".
+			return agents.Actor{}, fmt.Errorf("--as: %w", schema.ValidAgentName(""))
+		}
 	}
 	return agents.ResolveActor(s, as, envAgent())
 }
