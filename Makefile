@@ -18,9 +18,10 @@ test-long: tools
 
 # Programs the tests drive as a user would (the journal's hand-edit
 # tests: vim, git, rsync; unshare for the inotify limit; the completion
-# scripts: zsh, fish; man for the man page), installed with apt-get where
-# missing. Tests skip, saying why, where that is impossible.
-TOOLS := vim git rsync unshare zsh fish man
+# scripts: zsh, fish; man for the man page; tmux and chromium for tavern
+# ui and tavern serve), installed with apt-get where missing. Tests skip,
+# saying why, where that is impossible.
+TOOLS := vim git rsync unshare zsh fish man tmux chromium
 tools:
 	@missing=""; for t in $(TOOLS); do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
 	if [ -n "$$missing" ]; then \

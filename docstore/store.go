@@ -341,7 +341,10 @@ func (s *Store) Get(rel string) (*Doc, error) {
 	return d, nil
 }
 
-func (s *Store) classify(d *Doc) {
+func (s *Store) classify(d *Doc) { classify(d) }
+
+// classify sets d's kind and name from its path.
+func classify(d *Doc) {
 	if k, name, err := schema.NameOfPath(d.Path); err == nil {
 		d.Kind = k
 		d.Name = name

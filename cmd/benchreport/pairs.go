@@ -39,6 +39,16 @@ var pairs = []pair{
 	// <= 5 s on the development VM: read the ms/op column.
 	{Name: "BenchmarkBackup/docs=20000", Metric: "ms/op", Base: "BenchmarkRawCopySync/docs=20000"},
 
+	// Issue 18: views, on a 100k-document store while items complete at
+	// 10/s, against one durable document write on the same store. The
+	// issue's goals are absolute on this machine (first paint <= 1 s, an
+	// event on the page <= 200 ms p99); against the 0.64 ms p50 write of
+	// DESIGN.md they are 1560x and 312x. ms: open the view and serve the
+	// first pages; page-ms: the first pages of a running server.
+	{Name: "BenchmarkViewFirstPaint", Metric: "ms", Base: "BenchmarkViewWrite", Max: 1560},
+	{Name: "BenchmarkViewFirstPaint", Metric: "page-ms", Base: "BenchmarkViewWrite", BaseMetric: "ms", Max: 1560},
+	{Name: "BenchmarkViewEventToPage", Metric: "p50-ms", Base: "BenchmarkViewWrite"},
+	{Name: "BenchmarkViewEventToPage", Metric: "p99-ms", Base: "BenchmarkViewWrite", BaseMetric: "p50-ms", Max: 312},
 	// Issue 17: each hook handler, the built binary on a 10k-document
 	// store, against starting the binary at all (tavern --help). The goal
 	// is an absolute one, <= 50 ms wall per handler: read the ms/op column

@@ -16,7 +16,10 @@ import (
 // pair is one row of the ratio table.
 type pair struct {
 	Name, Metric, Base string
-	Min, Max           float64 // goals on the ratio; 0 means none
+	// BaseMetric is the baseline's unit when it is not Metric (a p99
+	// latency against the typical, p50, write).
+	BaseMetric string
+	Min, Max   float64 // goals on the ratio; 0 means none
 }
 
 // bench holds one benchmark's figures; with -count > 1 each metric has one
@@ -220,7 +223,11 @@ func renderTables(w io.Writer, r *results, pairs []pair) error {
 	fmt.Fprintf(tw, "benchmark\tmetric\t%10s\tbaseline\t%14s\t%7s\tgoal\n", "value", "baseline value", "ratio")
 	for _, p := range pairs {
 		v, okv := r.metric(p.Name, p.Metric)
-		bv, okb := r.metric(p.Base, p.Metric)
+		bm, base := p.Metric, p.Base
+		if p.BaseMetric != "" && p.BaseMetric != p.Metric {
+			bm, base = p.BaseMetric, p.Base+" ("+p.BaseMetric+")"
+		}
+		bv, okb := r.metric(p.Base, bm)
 		vs, bs, ratio, goal := "-", "-", "-", ""
 		if okv {
 			vs = num(v)
@@ -245,7 +252,7 @@ func renderTables(w io.Writer, r *results, pairs []pair) error {
 				}
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%10s\t%s\t%14s\t%7s\t%s\n", p.Name, p.Metric, vs, p.Base, bs, ratio, goal)
+		fmt.Fprintf(tw, "%s\t%s\t%10s\t%s\t%14s\t%7s\t%s\n", p.Name, p.Metric, vs, base, bs, ratio, goal)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -14,7 +14,8 @@
 // rules installed (agents.InstallRules), so set and edit obey them too. The store is
 // found with --dir or $TAVERN_DIR, else by searching upward from the
 // working directory; the acting agent (--as) defaults to $TAVERN_AGENT,
-// which `tavern spawn` sets for its child.
+// which `tavern spawn` sets for its child. The views (ui, serve, export)
+// act as a person instead: --as, else $TAVERN_USER, else the login name.
 //
 // The agent tools' commands — prime, next, setup, hook, mcp — are thin
 // too: package agents/kit holds their logic (prime's data, next-item
@@ -29,7 +30,7 @@
 // # Caveats
 //
 //   - Every command opens the store anew: there is no daemon. Long-running
-//     commands (watch, pool run, verifier, spawn) hold their own locks and
-//     watches for as long as they run.
+//     commands (watch, pool run, verifier, spawn, ui, serve) hold their own
+//     locks and watches for as long as they run.
 //   - $TAVERN_CPUPROFILE writes a CPU profile of one run (a developer aid).
 package main

@@ -23,7 +23,7 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-var update = flag.Bool("update", false, "rewrite the generated docs and testdata/*.golden")
+var update = flag.Bool("update", false, "rewrite the generated docs, testdata/*.golden and the README's screenshots in examples/")
 
 // docsApp is the app as users run it (every command prepared: --dir and
 // --json added).
@@ -351,6 +351,7 @@ func checkReadmeLine(app *cli.App, line string) error {
 	var cmd *cli.Command
 	for len(words) > 0 {
 		w, _, _ := strings.Cut(words[0], "|") // add|ls|search: the first
+		w = strings.TrimRight(w, "),.")       // prose in a code block: (tavern ui),
 		if strings.HasPrefix(w, "-") || strings.ContainsAny(w, "[]") {
 			break
 		}

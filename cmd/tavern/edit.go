@@ -71,9 +71,9 @@ func runEdit(c *cli.Context) error {
 			outf(c, "no changes\n")
 			return nil
 		}
-		verr := validateEdit(orig, data)
+		verr := docstore.CheckEdit(rel, data)
 		if verr == nil {
-			saved, err := s.UpdateIf(rel, orig.Rev, func(d *docstore.Doc) error { return d.Replace(data) })
+			saved, err := s.SaveEdit(rel, orig.Rev, data)
 			switch {
 			case err == nil:
 				os.Remove(tmpName)
@@ -111,17 +111,6 @@ func editCopy(orig *docstore.Doc) (string, error) {
 		err = cerr
 	}
 	return tmp.Name(), err
-}
-
-func validateEdit(orig *docstore.Doc, data []byte) error {
-	d := orig.Clone()
-	if err := d.Replace(data); err != nil {
-		return err
-	}
-	if errs := d.Validate(false); len(errs) > 0 {
-		return &docstore.ValidationError{Path: d.Path, Errors: errs}
-	}
-	return nil
 }
 
 func runEditor(c *cli.Context, file string) error {

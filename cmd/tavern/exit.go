@@ -18,6 +18,7 @@ import (
 	"github.com/tavernhq/tavern/agents/recall"
 	"github.com/tavernhq/tavern/agents/trace"
 	"github.com/tavernhq/tavern/agents/usage"
+	"github.com/tavernhq/tavern/agents/view"
 	"github.com/tavernhq/tavern/agents/workspace"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
@@ -67,6 +68,10 @@ var exitCodes = []struct {
 	{agents.ErrNoWork, exitNotFound},
 	{agents.ErrNotEmpty, exitConflict},
 	{agents.ErrPersonNotAgent, exitUsage},
+
+	// agents/view
+	{view.ErrNoInput, exitUsage},
+	{view.ErrUnknownAction, exitUsage},
 
 	// agents/messages
 	{messages.ErrEmptyMessage, exitUsage},

@@ -742,6 +742,13 @@ type TokenSlot struct {
 // empty), sorted by token and slot, after returning those of dead holders.
 func (sp *Space) TokenSlots(name string) ([]TokenSlot, error) {
 	_, _ = sp.reapTaken(TokenType)
+	return sp.Slots(name)
+}
+
+// Slots is TokenSlots without the reap: it changes nothing, so an observer
+// (a view) may call it as often as it likes. Slots of dead holders are
+// listed as held until someone reaps them.
+func (sp *Space) Slots(name string) ([]TokenSlot, error) {
 	var p Pattern
 	if name != "" {
 		p = Pattern{{Cond: docstore.Cond{Field: "token", Op: docstore.OpEq, Value: name}}}

@@ -1,0 +1,217 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/glamour"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+)
+
+var (
+	tabStyle       = lipgloss.NewStyle().Padding(0, 1)
+	activeTabStyle = lipgloss.NewStyle().Padding(0, 1).Bold(true).Reverse(true)
+	headStyle      = lipgloss.NewStyle().Bold(true)
+	selStyle       = lipgloss.NewStyle().Reverse(true)
+	dimStyle       = lipgloss.NewStyle().Faint(true)
+	errStyle       = lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("9"))
+	okStyle        = lipgloss.NewStyle().Foreground(lipgloss.Color("10"))
+	hotStyle       = lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("9"))
+	paneStyle      = lipgloss.NewStyle().BorderStyle(lipgloss.NormalBorder()).BorderLeft(true).PaddingLeft(1)
+	kindStyles     = map[string]lipgloss.Style{
+		"question": lipgloss.NewStyle().Foreground(lipgloss.Color("12")),
+		"failed":   lipgloss.NewStyle().Foreground(lipgloss.Color("9")),
+		"dead":     lipgloss.NewStyle().Foreground(lipgloss.Color("9")),
+		"working":  lipgloss.NewStyle().Foreground(lipgloss.Color("14")),
+		"claimed":  lipgloss.NewStyle().Foreground(lipgloss.Color("14")),
+		"waiting":  lipgloss.NewStyle().Foreground(lipgloss.Color("11")),
+		"done":     lipgloss.NewStyle().Foreground(lipgloss.Color("10")),
+	}
+)
+
+func (m *Model) View() string {
+	if m.mode == modeHelp {
+		return help
+	}
+	var b strings.Builder
+	// Tab bar.
+	var tabs []string
+	for i, name := range tabNames {
+		label := fmt.Sprintf("%d %s", i+1, name)
+		if i == tabNeeds && m.snap != nil && len(m.snap.Needs) > 0 {
+			label += " " + hotStyle.Render(fmt.Sprintf("(%d)", len(m.snap.Needs)))
+		}
+		if i == m.tab {
+			tabs = append(tabs, activeTabStyle.Render(label))
+		} else {
+			tabs = append(tabs, tabStyle.Render(label))
+		}
+	}
+	b.WriteString(lipgloss.JoinHorizontal(lipgloss.Top, tabs...))
+	b.WriteString("\n")
+
+	lw := m.listWidth()
+	h := max(m.height-4, 3)
+	left := m.renderList(lw, h)
+	right := paneStyle.Height(h).Render(m.detail.View())
+	b.WriteString(lipgloss.JoinHorizontal(lipgloss.Top, left, right))
+	b.WriteString("\n")
+	b.WriteString(m.footer())
+	return b.String()
+}
+
+func (m *Model) renderList(w, h int) string {
+	lines := make([]string, 0, h)
+	if m.snap == nil {
+		lines = append(lines, dimStyle.Render("loading…"))
+	} else if len(m.list) == 0 {
+		msg := "nothing here"
+		if m.tab == tabNeeds && m.filter[m.tab] == "" {
+			msg = "Nothing waits on you."
+		} else if m.filter[m.tab] != "" {
+			msg = "nothing matches /" + m.filter[m.tab]
+		}
+		lines = append(lines, dimStyle.Render(msg))
+	}
+	// Scroll so the cursor is visible.
+	cur := m.cursor[m.tab]
+	start := 0
+	if cur >= h {
+		start = cur - h + 1
+	}
+	for i := start; i < len(m.list) && len(lines) < h; i++ {
+		r := m.list[i]
+		text := truncate(r.text, w-1)
+		switch {
+		case i == cur && !r.header:
+			text = selStyle.Render(pad(text, w-1))
+		case r.header:
+			text = headStyle.Render(text)
+		default:
+			if st, ok := kindStyles[r.kind]; ok {
+				text = st.Render(text)
+			}
+		}
+		lines = append(lines, text)
+	}
+	for len(lines) < h {
+		lines = append(lines, "")
+	}
+	return lipgloss.NewStyle().Width(w).Render(strings.Join(lines, "\n"))
+}
+
+func (m *Model) footer() string {
+	switch m.mode {
+	case modeFilter:
+		return "/" + m.input.View()
+	case modeInput:
+		return fmt.Sprintf("%s %s: %s", m.pending.Label, m.pending.Target, m.input.View())
+	case modeTarget:
+		return "send to: " + m.input.View()
+	case modeConfirm:
+		text := ""
+		if m.pending.Text != "" {
+			text = fmt.Sprintf(" “%s”", truncate(m.pending.Text, 60))
+		}
+		return hotStyle.Render(m.pending.Confirm + text + " [y/N]")
+	case modeReedit:
+		return errStyle.Render(truncate(m.status, m.width-24)) + hotStyle.Render("  Edit again? [Y/n]")
+	}
+	st := dimStyle.Render("tab/1-6 switch · j/k move · / filter · enter act · a answer · r retry · x release · R reap · s respawn · p/d approve/reject · m message · e edit · ? help · q quit")
+	if m.status != "" {
+		if m.isErr {
+			st = errStyle.Render(truncate(m.status, m.width-1))
+		} else {
+			st = okStyle.Render(truncate(m.status, m.width-1))
+		}
+	}
+	if m.filter[m.tab] != "" {
+		st = dimStyle.Render("/"+m.filter[m.tab]+" (esc clears) ") + st
+	}
+	return st
+}
+
+const help = `tavern ui — keys
+
+  tab, shift+tab, 1-6, h/l   switch tabs: Needs you, Agents, Queues, Messages, Journal, Resources
+  j/k, up/down, g/G          move in the list
+  pgup/pgdn, ctrl+u/ctrl+d   scroll the detail pane
+  /                          filter the list (enter keeps it, esc clears it)
+  enter                      the selected entry's first action
+  a                          answer the question
+  r                          retry the dead item
+  x                          release the claim (fenced by its attempt)
+  R                          reap dead holders
+  s                          respawn a failed agent (failed -> idle)
+  p / d                      approve / reject (deny) a human gate
+  m                          send a message (to the agent, channel, or one you name)
+  e                          edit the document in $EDITOR (nothing is saved until it is valid)
+  q, ctrl+c                  quit
+
+Every action asks for a confirmation and is journaled as view.action with you as the agent.
+The views update live as the store changes.
+
+(any key to go back)`
+
+func truncate(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	s = strings.ReplaceAll(s, "\n", " ")
+	if lipgloss.Width(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	for len(r) > 0 && lipgloss.Width(string(r)) > n-1 {
+		r = r[:len(r)-1]
+	}
+	return string(r) + "…"
+}
+
+func pad(s string, n int) string {
+	if w := lipgloss.Width(s); w < n {
+		return s + strings.Repeat(" ", n-w)
+	}
+	return s
+}
+
+// markdown renders detail panes with glamour, one renderer per width
+// (making one is the expensive part), the last result cached.
+type markdown struct {
+	style    string
+	width    int
+	r        *glamour.TermRenderer
+	lastIn   string
+	lastOut  string
+	lastSize int
+}
+
+func newMarkdown(style string) *markdown {
+	if style == "" {
+		style = "dark"
+		if lipgloss.ColorProfile() == termenv.Ascii {
+			style = "notty"
+		}
+	}
+	return &markdown{style: style}
+}
+
+func (md *markdown) render(text string, width int) string {
+	if text == md.lastIn && width == md.lastSize {
+		return md.lastOut
+	}
+	if md.r == nil || md.width != width {
+		r, err := glamour.NewTermRenderer(glamour.WithStandardStyle(md.style), glamour.WithWordWrap(max(width-2, 10)))
+		if err != nil {
+			return text
+		}
+		md.r, md.width = r, width
+	}
+	out, err := md.r.Render(text)
+	if err != nil {
+		out = text
+	}
+	md.lastIn, md.lastSize, md.lastOut = text, width, out
+	return out
+}

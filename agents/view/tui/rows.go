@@ -1,0 +1,309 @@
+package tui
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/tavernhq/tavern/agents/view"
+	"github.com/tavernhq/tavern/watcher/journal"
+)
+
+// A row is one line of a list pane and what selecting it shows and allows.
+type row struct {
+	key     string        // stable across snapshots: keeps the selection
+	text    string        // the list line
+	kind    string        // for styling: a need kind, an agent state...
+	header  bool          // a group heading, not selectable
+	path    string        // the document behind it (edit)
+	detail  func() string // markdown for the detail pane
+	actions []view.Action // what the action keys do here
+	channel string        // for m: where a message goes
+}
+
+// Tabs, in order; the number keys select them.
+const (
+	tabNeeds = iota
+	tabAgents
+	tabQueues
+	tabMessages
+	tabJournal
+	tabResources
+	numTabs
+)
+
+var tabNames = [numTabs]string{"Needs you", "Agents", "Queues", "Messages", "Journal", "Resources"}
+
+// rows builds the rows of tab from the snapshot.
+func (m *Model) rows(tab int) []row {
+	s := m.snap
+	if s == nil {
+		return nil
+	}
+	switch tab {
+	case tabNeeds:
+		return m.needRows(s)
+	case tabAgents:
+		return m.agentRows(s)
+	case tabQueues:
+		return m.queueRows(s)
+	case tabMessages:
+		return m.channelRows(s)
+	case tabJournal:
+		return journalRows(s)
+	case tabResources:
+		return resourceRows(s)
+	}
+	return nil
+}
+
+func (m *Model) needRows(s *view.Snapshot) []row {
+	out := make([]row, 0, len(s.Needs))
+	for _, n := range s.Needs {
+		n := n
+		r := row{key: n.Key, text: fmt.Sprintf("%-11s %s", n.Kind, n.What), kind: n.Kind, path: n.Path, actions: n.Actions}
+		for _, a := range n.Actions {
+			if a.Name == view.ActSend {
+				r.channel = a.Target
+			}
+		}
+		r.detail = func() string { return needMarkdown(s, n) }
+		out = append(out, r)
+	}
+	return out
+}
+
+func needMarkdown(s *view.Snapshot, n view.Need) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n\n**Why:** %s\n\n**Do:** %s\n\n", n.What, n.Why, n.Do)
+	if n.Text != "" {
+		fmt.Fprintf(&b, "%s\n\n", n.Text)
+	}
+	if n.Path != "" {
+		fmt.Fprintf(&b, "Document: `%s`", n.Path)
+		if !n.Since.IsZero() {
+			fmt.Fprintf(&b, " · since %s ago", view.Age(s.Time, n.Since))
+		}
+		b.WriteString("\n\n")
+	}
+	if len(n.Actions) > 0 {
+		b.WriteString("**Actions:** ")
+		for i, a := range n.Actions {
+			if i > 0 {
+				b.WriteString(" · ")
+			}
+			fmt.Fprintf(&b, "`%s` %s", actionKey(a.Name), a.Label)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func (m *Model) agentRows(s *view.Snapshot) []row {
+	out := make([]row, 0, len(s.Agents))
+	for _, a := range s.Agents {
+		a := a
+		alive := " "
+		if a.Alive {
+			alive = "●"
+		}
+		last := ""
+		if !a.LastActivity.IsZero() {
+			last = view.Age(s.Time, a.LastActivity)
+		}
+		r := row{key: "agent:" + a.Name, text: fmt.Sprintf("%s %-16s %-9s %-5s %s", alive, a.Name, a.State, last, strings.Join(a.Claims, " ")),
+			kind: a.State, path: a.Path, channel: "@" + a.Name}
+		if a.State == "failed" {
+			r.actions = append(r.actions, view.Action{Name: view.ActRespawn, Label: "Respawn (to idle)", Target: a.Name, Confirm: "Move " + a.Name + " from failed to idle?"})
+		}
+		r.detail = func() string { return m.agentMarkdown(s, a) }
+		out = append(out, r)
+	}
+	return out
+}
+
+func (m *Model) agentMarkdown(s *view.Snapshot, a view.Agent) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s · %s\n\n", a.Name, a.State)
+	fmt.Fprintf(&b, "- role: %s\n- parent: %s\n- queues: %s\n", a.Role, a.Parent, strings.Join(a.Queues, ", "))
+	if a.Alive {
+		fmt.Fprintf(&b, "- process: running on %s (pid %d)\n", a.Host, a.PID)
+	}
+	if len(a.Claims) > 0 {
+		fmt.Fprintf(&b, "- claims: %s\n", strings.Join(a.Claims, ", "))
+	}
+	if a.Commitments != "" {
+		fmt.Fprintf(&b, "- commitments: %s\n", a.Commitments)
+	}
+	if inbox, err := m.v.Inbox(a.Name); err == nil && len(inbox) > 0 {
+		b.WriteString("- inbox:")
+		for _, u := range inbox {
+			fmt.Fprintf(&b, " %s (%d unread)", u.Channel, u.Count)
+		}
+		b.WriteString("\n")
+	}
+	if d, err := m.v.Doc(a.Path, false); err == nil && strings.TrimSpace(d.Body) != "" {
+		fmt.Fprintf(&b, "\n%s\n", d.Body)
+	}
+	if ms, err := m.v.Messages("@"+a.Name, 10); err == nil && len(ms) > 0 {
+		b.WriteString("\n## Recent output and messages\n\n")
+		for _, msg := range ms {
+			fmt.Fprintf(&b, "**%s** %s\n\n%s\n\n", msg.Sender, msg.Time.Local().Format("15:04:05"), msg.Text)
+		}
+	}
+	return b.String()
+}
+
+func (m *Model) queueRows(s *view.Snapshot) []row {
+	var out []row
+	for _, q := range s.Queues {
+		q := q
+		out = append(out, row{key: "queue:" + q.Name, header: true,
+			text: fmt.Sprintf("%s  pending %d · claimed %d · done %d · dead %d · %.1f/min", q.Name, q.Pending, q.Claimed, q.Done, q.Dead, q.Throughput)})
+		for _, c := range q.Columns {
+			if c.Total == 0 {
+				continue
+			}
+			out = append(out, row{key: "col:" + q.Name + "/" + c.State, header: true, kind: c.State, text: fmt.Sprintf("  %s (%d)", strings.ToUpper(c.State), c.Total)})
+			for _, it := range c.Items {
+				it := it
+				title := it.Title
+				if title == "" {
+					title = it.ID
+				}
+				who := ""
+				if it.ClaimedBy != "" {
+					who = " · " + it.ClaimedBy
+				}
+				r := row{key: "item:" + it.ID, kind: it.State, path: it.Path, text: fmt.Sprintf("    p%02d %s%s", it.Priority, title, who)}
+				switch it.State {
+				case "dead":
+					r.actions = []view.Action{{Name: view.ActRetry, Label: "Retry", Target: it.ID, Queue: it.Queue, Confirm: "Move " + it.ID + " back to pending with its attempts reset?"}}
+				case "claimed":
+					r.actions = []view.Action{{Name: view.ActRelease, Label: "Release", Target: it.ID, Attempt: it.ClaimAttempt,
+						Confirm: fmt.Sprintf("Release %s (attempt %d, held by %s) back to pending?", it.ID, it.ClaimAttempt, it.ClaimedBy)}}
+				}
+				r.detail = func() string { return m.itemMarkdown(it) }
+				out = append(out, r)
+			}
+			if more := c.Total - len(c.Items); more > 0 {
+				out = append(out, row{key: "more:" + q.Name + "/" + c.State, header: true, text: fmt.Sprintf("    … %d more", more)})
+			}
+		}
+	}
+	return out
+}
+
+func (m *Model) itemMarkdown(it view.Item) string {
+	var b strings.Builder
+	title := it.Title
+	if title == "" {
+		title = it.ID
+	}
+	fmt.Fprintf(&b, "# %s\n\n- id: `%s`\n- queue: %s · state: **%s** · priority %d · attempts %d\n", title, it.ID, it.Queue, it.State, it.Priority, it.Attempts)
+	if it.ClaimedBy != "" {
+		fmt.Fprintf(&b, "- claimed by %s (attempt %d, %s)\n", it.ClaimedBy, it.ClaimAttempt, it.ClaimKind)
+	}
+	if it.LastError != "" {
+		fmt.Fprintf(&b, "- last error: %s\n", it.LastError)
+	}
+	if it.DeadReason != "" {
+		fmt.Fprintf(&b, "- dead: %s\n", it.DeadReason)
+	}
+	if it.Result != "" {
+		fmt.Fprintf(&b, "- result: %s\n", it.Result)
+	}
+	if d, err := m.v.Doc(it.Path, false); err == nil {
+		fmt.Fprintf(&b, "\n%s\n", d.Body)
+	}
+	return b.String()
+}
+
+func (m *Model) channelRows(s *view.Snapshot) []row {
+	out := make([]row, 0, len(s.Channels))
+	for _, c := range s.Channels {
+		c := c
+		last := ""
+		if !c.Last.IsZero() {
+			last = view.Age(s.Time, c.Last)
+		}
+		r := row{key: "channel:" + c.Name, text: fmt.Sprintf("%-20s %5d  %s", c.Name, c.Messages, last), path: c.Path, channel: c.Name}
+		r.detail = func() string {
+			var b strings.Builder
+			fmt.Fprintf(&b, "# %s\n\n", c.Name)
+			if c.Topic != "" {
+				fmt.Fprintf(&b, "%s\n\n", c.Topic)
+			}
+			ms, err := m.v.Messages(c.Name, 50)
+			if err != nil {
+				fmt.Fprintf(&b, "error: %v\n", err)
+			}
+			for _, msg := range ms {
+				fmt.Fprintf(&b, "**%s** %s\n\n%s\n\n", msg.Sender, msg.Time.Local().Format("01-02 15:04:05"), msg.Text)
+			}
+			return b.String()
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func journalRows(s *view.Snapshot) []row {
+	out := make([]row, 0, len(s.Journal))
+	for i := len(s.Journal) - 1; i >= 0; i-- {
+		e := s.Journal[i]
+		out = append(out, row{key: "event:" + e.ID, text: fmt.Sprintf("%s %-18s %-10s %s", e.Time.Local().Format("15:04:05"), e.Type, e.Agent, e.Path),
+			path: docPath(e), detail: func() string { return eventMarkdown(e) }})
+	}
+	return out
+}
+
+func docPath(e journal.Event) string {
+	if strings.HasSuffix(e.Path, ".md") {
+		return e.Path
+	}
+	return ""
+}
+
+func eventMarkdown(e journal.Event) string {
+	b, _ := json.MarshalIndent(e, "", "  ")
+	return "# " + e.Type + "\n\n```json\n" + string(b) + "\n```\n"
+}
+
+func resourceRows(s *view.Snapshot) []row {
+	var out []row
+	out = append(out, row{key: "h:res", header: true, text: fmt.Sprintf("RESERVATIONS (%d)", len(s.Reservations))})
+	for _, r := range s.Reservations {
+		r := r
+		exp := "until released"
+		if !r.Expires.IsZero() {
+			exp = "until " + r.Expires.Local().Format("15:04:05")
+		}
+		out = append(out, row{key: "res:" + r.ID, text: fmt.Sprintf("  %-14s %s  %s", r.Agent, r.Glob, exp), path: r.Path,
+			detail: func() string {
+				return fmt.Sprintf("# %s\n\n- agent: %s\n- reason: %s\n- %s\n", r.Glob, r.Agent, r.Reason, exp)
+			}})
+	}
+	out = append(out, row{key: "h:tok", header: true, text: fmt.Sprintf("TOKENS (%d slots)", len(s.Tokens))})
+	for _, t := range s.Tokens {
+		t := t
+		st := "held by " + t.HeldBy
+		if t.Free {
+			st = "free"
+		}
+		out = append(out, row{key: fmt.Sprintf("tok:%s/%d", t.Token, t.Slot), text: fmt.Sprintf("  %-14s slot %d  %s", t.Token, t.Slot, st), path: t.Path,
+			detail: func() string {
+				return fmt.Sprintf("# %s slot %d\n\n- %s\n- hold: %s\n- epoch: %d\n", t.Token, t.Slot, st, t.Hold, t.Epoch)
+			}})
+	}
+	out = append(out, row{key: "h:pool", header: true, text: fmt.Sprintf("POOLS (%d)", len(s.Pools))})
+	for _, p := range s.Pools {
+		p := p
+		out = append(out, row{key: "pool:" + p.Name, text: fmt.Sprintf("  %-14s %-8s drones %d/%d  done %d  %.1f/min", p.Name, p.State, p.Drones, p.Max, p.ItemsDone, p.Throughput), path: p.Path,
+			detail: func() string {
+				return fmt.Sprintf("# pool %s\n\n- state: %s\n- queues: %s\n- drones: %d (min %d, max %d, peak %d)\n- spawned %d, crashed %d\n- items done %d, failed %d\n- throughput %.1f/min, utilization %.0f%%, amplification %.2f\n",
+					p.Name, p.State, strings.Join(p.Queues, ", "), p.Drones, p.Min, p.Max, p.PeakDrones, p.Spawned, p.Crashed, p.ItemsDone, p.ItemsFailed, p.Throughput, p.Utilization*100, p.Amplification)
+			}})
+	}
+	return out
+}

@@ -1,0 +1,215 @@
+package tui
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/exp/teatest"
+	"github.com/muesli/termenv"
+
+	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/agents/view"
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
+)
+
+func TestMain(m *testing.M) {
+	// Plain text frames: the tests look for words, not colours.
+	lipgloss.SetColorProfile(termenv.Ascii)
+	os.Exit(m.Run())
+}
+
+// must returns v or panics (a call's two results can only be a whole
+// argument list, so no testing.TB can come along).
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+type fixture struct {
+	s        *docstore.Store
+	m        *agents.Manager
+	v        *view.View
+	question string
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	s, _, err := docstore.Init(filepath.Join(t.TempDir(), ".tavern"), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{s: s, m: must(agents.NewManager(s))}
+	t.Cleanup(func() { f.m.Close() })
+	must(f.m.CreateAgent(agents.AgentSpec{Name: "alice", Role: "coder"}))
+	must(f.m.Transition("alice", agents.Working, agents.TransitionOptions{By: "test"}))
+	f.question = must(f.m.Ask("alice", "user", 0, "Postgres or SQLite?")).ID
+	b := must(queues.Open(s, queues.Options{}))
+	defer b.Close()
+	must(b.CreateQueue("build", queues.QueueOptions{}))
+	must(b.Add("build", queues.AddOptions{Title: "compile the thing"}))
+	f.v = must(view.Open(must(docstore.Open(s.Root())), view.Options{Person: "pat", Face: "tui", Watch: true}))
+	t.Cleanup(func() { f.v.Close() })
+	return f
+}
+
+func (f *fixture) start(t *testing.T, opt Options) *teatest.TestModel {
+	t.Helper()
+	opt.Glamour = "notty"
+	tm := teatest.NewTestModel(t, New(f.v, opt), teatest.WithInitialTermSize(160, 40))
+	t.Cleanup(func() { tm.Quit() })
+	return tm
+}
+
+func waitOutput(t *testing.T, tm *teatest.TestModel, want string) {
+	t.Helper()
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte(want)) },
+		teatest.WithDuration(20*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
+}
+
+func typeText(tm *teatest.TestModel, s string) {
+	tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(s)})
+}
+
+func key(tm *teatest.TestModel, k tea.KeyType) { tm.Send(tea.KeyMsg{Type: k}) }
+
+// waitCond waits for a condition on the store, with a deadline.
+func waitCond(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 20s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestNeedsLiveAndAnswer(t *testing.T) {
+	f := newFixture(t)
+	tm := f.start(t, Options{})
+	waitOutput(t, tm, "alice asks a question")
+
+	// A question raised by another writer shows up without a key press.
+	other := must(agents.NewManager(must(docstore.Open(f.s.Root()))))
+	defer other.Close()
+	must(other.CreateAgent(agents.AgentSpec{Name: "bob"}))
+	must(other.Transition("bob", agents.Working, agents.TransitionOptions{By: "test"}))
+	must(other.Ask("bob", "user", 5, "May I delete the cache?"))
+	waitOutput(t, tm, "bob asks a question")
+
+	// Answer alice's (first: priority 0): a, the text, enter, y.
+	typeText(tm, "a")
+	waitOutput(t, tm, "your answer")
+	typeText(tm, "SQLite")
+	key(tm, tea.KeyEnter)
+	waitOutput(t, tm, "[y/N]")
+	typeText(tm, "y")
+	waitCond(t, "alice's question answered", func() bool {
+		q, err := f.m.GetQuestion(f.question)
+		return err == nil && q.Status == agents.QuestionAnswered
+	})
+	q := must(f.m.GetQuestion(f.question))
+	if q.Answer != "SQLite" || q.AnsweredBy != "pat" {
+		t.Errorf("answer: %+v", q)
+	}
+	waitOutput(t, tm, "answered "+f.question)
+	typeText(tm, "q")
+	tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
+}
+
+func TestConfirmNo(t *testing.T) {
+	f := newFixture(t)
+	tm := f.start(t, Options{})
+	waitOutput(t, tm, "alice asks a question")
+	typeText(tm, "a")
+	waitOutput(t, tm, "your answer")
+	typeText(tm, "no way")
+	key(tm, tea.KeyEnter)
+	waitOutput(t, tm, "[y/N]")
+	typeText(tm, "n")
+	waitOutput(t, tm, "cancelled")
+	if q := must(f.m.GetQuestion(f.question)); q.Status != agents.QuestionOpen {
+		t.Fatal("a declined confirmation answered the question")
+	}
+}
+
+func TestTabsAndFilter(t *testing.T) {
+	f := newFixture(t)
+	must(f.m.CreateAgent(agents.AgentSpec{Name: "zoe"}))
+	tm := f.start(t, Options{})
+	waitOutput(t, tm, "alice asks a question")
+	typeText(tm, "3")
+	waitOutput(t, tm, "compile the thing")
+	typeText(tm, "2")
+	waitOutput(t, tm, "zoe")
+	typeText(tm, "/")
+	typeText(tm, "zo")
+	key(tm, tea.KeyEnter)
+	waitOutput(t, tm, "/zo (esc clears)")
+	typeText(tm, "q")
+	fm := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*Model)
+	var names []string
+	for _, r := range fm.list {
+		names = append(names, strings.Fields(r.text)[0])
+	}
+	if fm.tab != tabAgents || len(names) != 1 || names[0] != "zoe" {
+		t.Errorf("filtered agents tab %d: got %v, want [zoe]", fm.tab, names)
+	}
+}
+
+// TestEditLoop drives the validate-and-re-edit loop with an "editor" that
+// writes an invalid document first and a valid one the second time.
+func TestEditLoop(t *testing.T) {
+	f := newFixture(t)
+	dir := t.TempDir()
+	calls := filepath.Join(dir, "calls")
+	bad := filepath.Join(dir, "bad.md")
+	good := filepath.Join(dir, "good.md")
+	os.WriteFile(bad, []byte("---\nname: alice\nstate: dancing\n---\n"), 0o644)
+	orig := string(must(f.s.ReadFile("agents/alice.md")))
+	os.WriteFile(good, []byte(strings.Replace(orig, "role: coder", "role: reviewer", 1)), 0o644)
+	editor := func(file string) *exec.Cmd {
+		// First call: the invalid text; then the valid one.
+		return exec.Command("sh", "-c", `if [ -e "$2" ]; then cp "$4" "$1"; else touch "$2"; cp "$3" "$1"; fi`, "editor", file, calls, bad, good)
+	}
+	tm := f.start(t, Options{Editor: editor})
+	waitOutput(t, tm, "alice asks a question")
+	typeText(tm, "2") // Agents
+	waitOutput(t, tm, "coder")
+	typeText(tm, "e")
+	waitOutput(t, tm, "Edit again? [Y/n]")
+	if got := string(must(f.s.ReadFile("agents/alice.md"))); got != orig {
+		t.Fatalf("an invalid edit was saved:\n%s", got)
+	}
+	typeText(tm, "y")
+	waitCond(t, "the valid edit saved", func() bool {
+		b, err := f.s.ReadFile("agents/alice.md")
+		return err == nil && strings.Contains(string(b), "role: reviewer")
+	})
+	waitOutput(t, tm, "saved agents/alice.md")
+}
+
+// TestStaleSnapshotIgnored: snapshots are taken in commands that may
+// finish out of order; an older one must not replace a newer one (the
+// selection would jump to what the older list had).
+func TestStaleSnapshotIgnored(t *testing.T) {
+	f := newFixture(t)
+	m := New(f.v, Options{Glamour: "notty"})
+	newer := &view.Snapshot{Version: 5, Needs: []view.Need{{Key: "question:q", Kind: view.NeedQuestion, What: "new"}}}
+	older := &view.Snapshot{Version: 3}
+	m.Update(snapMsg{s: newer})
+	m.Update(snapMsg{s: older})
+	if m.snap != newer || len(m.list) != 1 {
+		t.Fatalf("got version %d with %d rows, want the newer snapshot", m.snap.Version, len(m.list))
+	}
+}

@@ -1,0 +1,199 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+
+	"github.com/tavernhq/tavern/agents/messages"
+	"github.com/tavernhq/tavern/agents/view"
+	"github.com/tavernhq/tavern/schema"
+	"github.com/tavernhq/tavern/watcher/journal"
+)
+
+// Page is what one page template renders: the snapshot plus what the page
+// is about. The same Page renders served (with forms and the live
+// script) and exported (Static: plain links, no forms).
+type Page struct {
+	Name   string // template name and nav entry
+	Title  string
+	Snap   *view.Snapshot
+	Static bool   // an export: no forms, no script, links to .html files
+	CSRF   string // served pages: the token every form carries
+	Flash  string // the result of the last action
+	Error  string
+
+	Needs    []view.Need
+	Agent    *view.Agent
+	Doc      *view.Doc
+	Item     *view.Item
+	Queue    *view.Queue
+	Channel  *view.Channel
+	Messages []view.Message
+	Commits  []view.Commitment
+	Inbox    []messages.Unread // an agent's unread messages per channel
+	Asked    []view.Question
+	Events   []journal.Event
+	Filter   JournalFilter
+	Action   *view.Action // the confirmation page's action
+	Next     string       // where the confirmation page goes back to
+	Here     string       // this page's path and query, where an action returns
+	EditText string       // the edit form's text (kept after a refused save)
+	EditRev  string
+}
+
+// JournalFilter is the journal page's filter: type (exact or prefix with
+// "." or "*"), agent, kind, and a substring of the event's JSON.
+type JournalFilter struct {
+	Type, Agent, Kind, Text string
+}
+
+func (f JournalFilter) match(e journal.Event) bool {
+	jf := journal.Filter{Agent: f.Agent}
+	if f.Type != "" {
+		jf.Types = []string{f.Type}
+	}
+	if f.Kind != "" {
+		kind := f.Kind
+		if k, err := schema.Lookup(kind); err == nil {
+			kind = k.Name // "items" and "item" both mean the kind item
+		}
+		jf.Kinds = []string{kind}
+	}
+	if !jf.Match(e) {
+		return false
+	}
+	if f.Text != "" {
+		return strings.Contains(strings.ToLower(fmt.Sprint(e.Path, " ", e.Type, " ", e.Data)), strings.ToLower(f.Text))
+	}
+	return true
+}
+
+var titles = map[string]string{"needs": "Needs you", "agents": "Agents", "queues": "Queues", "channels": "Channels",
+	"resources": "Reservations, tokens and pools", "journal": "Journal"}
+
+func listPage(name string, snap *view.Snapshot) *Page {
+	return &Page{Name: name, Title: titles[name], Snap: snap, Needs: snap.Needs}
+}
+
+func journalPage(snap *view.Snapshot, f JournalFilter) *Page {
+	p := listPage("journal", snap)
+	p.Filter = f
+	for i := len(snap.Journal) - 1; i >= 0; i-- { // newest first
+		if f.match(snap.Journal[i]) {
+			p.Events = append(p.Events, snap.Journal[i])
+		}
+	}
+	return p
+}
+
+func agentPage(v *view.View, snap *view.Snapshot, name string) (*Page, error) {
+	i := slices.IndexFunc(snap.Agents, func(a view.Agent) bool { return a.Name == name })
+	if i < 0 {
+		return nil, fmt.Errorf("agent %q: %w", name, fs.ErrNotExist)
+	}
+	p := &Page{Name: "agent", Title: "Agent " + name, Snap: snap, Agent: &snap.Agents[i]}
+	d, err := v.Doc(p.Agent.Path, false)
+	if err != nil {
+		return nil, err
+	}
+	p.Doc = d
+	for _, c := range snap.Commitments {
+		if c.Agent == name {
+			p.Commits = append(p.Commits, c)
+		}
+	}
+	for _, q := range snap.Questions {
+		if q.From == name {
+			p.Asked = append(p.Asked, q)
+		}
+	}
+	for _, n := range snap.Needs {
+		if n.Agent == name {
+			p.Needs = append(p.Needs, n)
+		}
+	}
+	p.Messages, _ = v.Messages("@"+name, 30)
+	p.Inbox, _ = v.Inbox(name)
+	for i := len(snap.Journal) - 1; i >= 0 && len(p.Events) < 30; i-- {
+		if snap.Journal[i].Agent == name {
+			p.Events = append(p.Events, snap.Journal[i])
+		}
+	}
+	return p, nil
+}
+
+func itemPage(v *view.View, snap *view.Snapshot, id string) (*Page, error) {
+	rel := v.ItemPath(id)
+	if rel == "" {
+		return nil, fmt.Errorf("item %q: %w", id, fs.ErrNotExist)
+	}
+	d, err := v.Doc(rel, true)
+	if err != nil {
+		return nil, err
+	}
+	p := &Page{Name: "item", Title: "Item " + id, Snap: snap, Doc: d}
+	for qi, q := range snap.Queues {
+		for _, c := range q.Columns {
+			for _, it := range c.Items {
+				if it.ID == id {
+					it := it
+					p.Item, p.Queue = &it, &snap.Queues[qi]
+				}
+			}
+		}
+	}
+	if p.Item == nil {
+		// Not on the board (beyond a column's limit): from the document.
+		queue, state := v.FindItem(id)
+		p.Item = &view.Item{ID: id, Queue: queue, State: state, Path: rel, Rev: d.Rev, Valid: d.Valid}
+		if t, ok := d.Fields["title"].(string); ok {
+			p.Item.Title = t
+		}
+	}
+	if p.Item.Title != "" {
+		p.Title = p.Item.Title
+	}
+	for _, n := range snap.Needs {
+		if n.Path == rel {
+			p.Needs = append(p.Needs, n)
+		}
+	}
+	return p, nil
+}
+
+func channelPage(v *view.View, snap *view.Snapshot, name string) (*Page, error) {
+	i := slices.IndexFunc(snap.Channels, func(c view.Channel) bool { return c.Name == name })
+	p := &Page{Name: "channel", Title: "Channel " + name, Snap: snap}
+	if i >= 0 {
+		p.Channel = &snap.Channels[i]
+	} else {
+		p.Channel = &view.Channel{Name: name} // a new channel: the composer creates it
+	}
+	ms, err := v.Messages(name, 200)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	p.Messages = ms
+	return p, nil
+}
+
+func docPage(v *view.View, snap *view.Snapshot, rel string) (*Page, error) {
+	d, err := v.Doc(rel, false)
+	if err != nil {
+		return nil, err
+	}
+	p := &Page{Name: "doc", Title: rel, Snap: snap, Doc: d, EditText: d.Text, EditRev: d.Rev}
+	for _, n := range snap.Needs {
+		if n.Path == rel {
+			p.Needs = append(p.Needs, n)
+		}
+	}
+	return p, nil
+}
+
+func confirmPage(snap *view.Snapshot, a view.Action, next string) *Page {
+	return &Page{Name: "confirm", Title: "Confirm", Snap: snap, Action: &a, Next: next}
+}

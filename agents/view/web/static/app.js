@@ -1,0 +1,46 @@
+// tavern serve: live updates without a framework. On every "change"
+// event of /events, fetch the page's content again (X-Tavern-Fragment) and
+// swap it in, keeping what the person is typing. Forms that ask for a
+// confirmation confirm() first. Everything works without this script,
+// only without live updates.
+(function () {
+  "use strict";
+  var app = document.getElementById("app");
+  var busy = false, again = false;
+  function setLive(on) {
+    var el = document.getElementById("live");
+    if (el) { el.textContent = on ? "live" : "reconnecting"; el.className = "live " + (on ? "on" : "off"); }
+  }
+  function refresh() {
+    if (busy) { again = true; return; }
+    busy = true;
+    fetch(location.href, { headers: { "X-Tavern-Fragment": "1" }, credentials: "same-origin", cache: "no-store" })
+      .then(function (r) { if (!r.ok) { throw new Error(r.status); } return r.text(); })
+      .then(function (html) {
+        var kept = {}, focus = document.activeElement, focusId = focus && focus.id, sel = null;
+        if (focus && focus.id && "selectionStart" in focus) { sel = [focus.selectionStart, focus.selectionEnd]; }
+        app.querySelectorAll("textarea[id], input[id]").forEach(function (el) { kept[el.id] = el.value; });
+        app.innerHTML = html;
+        Object.keys(kept).forEach(function (id) { var el = document.getElementById(id); if (el && kept[id] !== "") { el.value = kept[id]; } });
+        if (focusId) {
+          var f = document.getElementById(focusId);
+          if (f) { f.focus(); if (sel && "setSelectionRange" in f) { try { f.setSelectionRange(sel[0], sel[1]); } catch (e) {} } }
+        }
+        setLive(true);
+      })
+      .catch(function () { setLive(false); })
+      .then(function () { busy = false; if (again) { again = false; refresh(); } });
+  }
+  document.addEventListener("submit", function (e) {
+    var form = e.target, msg = form.getAttribute("data-confirm");
+    if (!msg) { return; }
+    if (!window.confirm(msg)) { e.preventDefault(); return; }
+    var c = form.querySelector("input[name=confirmed]");
+    if (c) { c.value = "1"; }
+  });
+  if (!window.EventSource || !app) { return; }
+  var es = new EventSource("/events");
+  es.addEventListener("hello", function () { setLive(true); refresh(); });
+  es.addEventListener("change", refresh);
+  es.onerror = function () { setLive(false); };
+})();

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/agents/view"
+	"github.com/tavernhq/tavern/agents/view/web"
+	"github.com/tavernhq/tavern/docstore"
+)
+
+// DefaultListen is where `tavern serve` listens without --listen.
+const defaultListen = "127.0.0.1:7878"
+
+// personFlag names the person acting through a view: the sender of its
+// messages, answered_by of its answers, the agent of its journal events.
+var personFlag = &cli.StringFlag{Name: "as", Usage: "act as `PERSON` (default $TAVERN_USER, else the login name)", EnvVars: []string{"TAVERN_USER"}}
+
+var pollFlag = &cli.DurationFlag{Name: "poll", Usage: "poll every `DUR` instead of using inotify (network filesystems are detected)"}
+
+func newServeCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "serve the live views in a browser (127.0.0.1 by default)",
+		Description: `Serves the views of the store as a local web app: Needs you (what waits on a
+person, with the action that unblocks it), Agents, Queues (a board by state),
+items with their history, Channels with an overseer composer, Reservations,
+tokens and pools, and the Journal with filters. Pages update live (server-sent
+events) without a reload. Actions (answer, retry, release, reap, respawn,
+send, edit) go through the same rules as the commands and are journaled as
+view.action with the acting person (--as).
+
+It listens on ` + defaultListen + `. Another address only with --listen; an
+address other than loopback then requires the token printed at start-up
+(open the printed URL once; the browser keeps it in a cookie). The pages
+are also at /api/snapshot as JSON (the same as tavern ui --json).
+
+Examples:
+   tavern serve
+   tavern serve --listen 127.0.0.1:0 --as pat
+   tavern serve --listen 0.0.0.0:7878`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "listen", Value: defaultListen, Usage: "listen on `ADDR` (host:port; port 0 picks a free one)"},
+			personFlag, pollFlag,
+		},
+		Action: runServe,
+	}
+}
+
+func runServe(c *cli.Context) error {
+	if c.NArg() != 0 {
+		return usageErr("serve takes no arguments")
+	}
+	addr := c.String("listen")
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return usageErr("--listen %q: want host:port (%v)", addr, err)
+	}
+	v, err := openView(c, true, "web")
+	if err != nil {
+		return err
+	}
+	defer v.Close()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	opt := web.Options{}
+	url := "http://" + ln.Addr().String() + "/"
+	if web.IsLoopback(ln.Addr().String()) {
+		opt.Hosts = web.LoopbackHosts(ln.Addr())
+	} else {
+		// Reachable from other machines: every request needs the token.
+		opt.Token = web.RandomToken()
+		host, port, _ := net.SplitHostPort(ln.Addr().String())
+		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+			if h, err := os.Hostname(); err == nil {
+				host = h
+			}
+		}
+		url = "http://" + net.JoinHostPort(host, port) + "/?token=" + opt.Token
+	}
+	srv := &http.Server{Handler: web.New(v, opt), ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return c.Context }}
+	// The URL line is the ready signal: everything is set up, requests
+	// are served from here on.
+	outf(c, "%s\n", url)
+	if opt.Token != "" {
+		errf(c, "tavern: serving %s on %s: not loopback, so every request needs the token %s\n", v.Store().Root(), ln.Addr(), opt.Token)
+	} else {
+		errf(c, "tavern: serving %s as %s; open %s (Ctrl-C stops)\n", v.Store().Root(), v.Person(), url)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-c.Context.Done():
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}
+
+// openView opens the store's view as the person of --as. The store is
+// opened without the CLI's journal observer: the view journals its own
+// writes with the person as the acting agent.
+func openView(c *cli.Context, watch bool, face string) (*view.View, error) {
+	dir, err := storeDir(c)
+	if err != nil {
+		return nil, err
+	}
+	s, err := docstore.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	return view.Open(s, view.Options{Person: c.String("as"), Face: face, Watch: watch, Poll: c.Duration("poll")})
+}

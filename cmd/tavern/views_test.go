@@ -1,0 +1,421 @@
+package main
+
+// End-to-end tests of the human views through the built binary, with
+// several processes: tavern ui in a real terminal (tmux), tavern serve in
+// a real browser (headless Chromium through chromedp) and over HTTP. The
+// single-process contracts (the refusal without a terminal, --json,
+// export) are testdata/script/views.txtar.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+)
+
+// waitUntil polls cond (cheap, local) until it holds or the deadline
+// passes: the condition is the outcome, never a sleep.
+func waitUntil(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// viewsProject is a project with a queue, a dead item, a failed agent and
+// an agent that will ask the user a question.
+func viewsProject(t *testing.T) *project {
+	t.Helper()
+	p := newProject(t)
+	p.ok("agent", "new", "alice", "--role", "coder")
+	p.ok("agent", "new", "bob", "--role", "tester")
+	p.ok("agent", "state", "bob", "failed")
+	p.ok("queue", "create", "build", "--max-attempts", "1")
+	p.ok("queue", "add", "build", "--title", "flaky integration test")
+	id := strings.TrimSpace(p.ok("queue", "take", "build", "--as", "bob", "--json"))
+	var claim struct {
+		ID      string `json:"id"`
+		Attempt int    `json:"attempt"`
+	}
+	if err := json.Unmarshal([]byte(id), &claim); err != nil {
+		t.Fatalf("queue take --json: %v\n%s", err, id)
+	}
+	p.ok("item", "fail", claim.ID, "--attempt", fmt.Sprint(claim.Attempt), "--reason", "segfault in the linker")
+	p.ok("queue", "add", "build", "--title", "compile the parser", "--priority", "2")
+	return p
+}
+
+// startAsk starts `tavern ask --wait` as alice: a real agent process
+// blocked on the user's answer.
+func startAsk(t *testing.T, p *project, question string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := p.tavern("ask", "--as", "alice", "--to", "user", "--wait", "2m", question)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd, &out
+}
+
+// waitExit waits for cmd to exit within d and returns its exit code.
+func waitExit(t *testing.T, cmd *exec.Cmd, d time.Duration) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	case <-time.After(d):
+		t.Fatalf("%s did not exit within %s", cmd.Args, d)
+	}
+	return -1
+}
+
+func startServe(t *testing.T, p *project, args ...string) string {
+	t.Helper()
+	cmd := p.tavern(append([]string{"serve", "--as", "pat"}, args...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGINT)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			t.Errorf("tavern serve did not stop on SIGINT within 10s")
+			<-done
+		}
+	})
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(stdout).ReadString('\n')
+		line <- strings.TrimSpace(s)
+		io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case u := <-line:
+		if !strings.HasPrefix(u, "http://") {
+			t.Fatalf("serve printed %q; stderr:\n%s", u, stderr.String())
+		}
+		return u
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve printed no URL; stderr:\n%s", stderr.String())
+	}
+	return ""
+}
+
+func TestServeTokenOffLoopback(t *testing.T) {
+	p := newProject(t)
+	u := startServe(t, p, "--listen", "0.0.0.0:0")
+	if !strings.Contains(u, "?token=") {
+		t.Fatalf("a non-loopback serve printed no token: %s", u)
+	}
+	pu, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := pu.Query().Get("token")
+	// The server is reached on 127.0.0.1 here, but it listens everywhere:
+	// without the token nothing is served.
+	local := "http://127.0.0.1:" + pu.Port()
+	resp, err := http.Get(local + "/api/snapshot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("without the token: got %d, want 401", resp.StatusCode)
+	}
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar}
+	resp, err = browser.Get(local + "/api/snapshot?token=" + token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("with the token (and the cookie it sets): got %d", resp.StatusCode)
+	}
+}
+
+func TestServeRefusesForeignHost(t *testing.T) {
+	p := newProject(t)
+	u := startServe(t, p, "--listen", "127.0.0.1:0")
+	req, _ := http.NewRequest("GET", u+"api/snapshot", nil)
+	req.Host = "attacker.example"
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("foreign Host: got %d, want 403", resp.StatusCode)
+	}
+	p.fails(exitUsage, "serve", "--listen", "nonsense")
+}
+
+// chromium finds a browser for chromedp, or skips: .ci/run installs
+// Debian's chromium.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if path, err := exec.LookPath(name); err == nil {
+			return path
+		}
+	}
+	t.Skip("no chromium: install Debian's chromium package (.ci/run does) to run the browser test")
+	return ""
+}
+
+// TestServeBrowser drives `tavern serve` in headless Chromium: a `tavern
+// set` in another process shows on the open page without a reload; a
+// question raised by a waiting `tavern ask --wait` appears, is answered
+// from the page (with its confirmation), and the asker gets the answer.
+func TestServeBrowser(t *testing.T) {
+	bin := chromium(t)
+	p := viewsProject(t)
+	u := startServe(t, p, "--listen", "127.0.0.1:0")
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.WindowSize(1280, 900), chromedp.Flag("user-data-dir", t.TempDir()))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelA()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancelT()
+
+	// Accept confirm() dialogs, as a person clicking OK would.
+	dialogs := make(chan string, 4)
+	if err := chromedp.Listen(ctx, func(ev any) {
+		if d, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			select {
+			case dialogs <- d.Message:
+			default:
+			}
+		}
+	}); err != nil {
+		t.Fatalf("starting chromium: %v", err)
+	}
+	var mu sync.Mutex
+	var confirmed []string
+	go func() {
+		for msg := range dialogs {
+			mu.Lock()
+			confirmed = append(confirmed, msg)
+			mu.Unlock()
+			chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+		}
+	}()
+	defer close(dialogs)
+
+	// 1. A change made by another process appears without a reload.
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(u+"agents"),
+		chromedp.WaitVisible(`#agent-alice`),
+		chromedp.Poll[chromedp.Void](`document.getElementById("live").textContent === "live"`, chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.Evaluate[chromedp.Void](`window.__tavernNoReload = 1`),
+	); err != nil {
+		t.Fatalf("agents page: %v", err)
+	}
+	p.ok("set", "agents/alice", "role=reviewer")
+	if err := chromedp.Do(ctx,
+		chromedp.Poll[chromedp.Void](`document.getElementById("agent-alice").textContent.includes("reviewer")`, chromedp.WithPollingTimeout(30*time.Second)),
+	); err != nil {
+		t.Fatalf("tavern set did not appear on the open page: %v", err)
+	}
+	if same, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__tavernNoReload === 1`)); err != nil || !same {
+		t.Fatalf("the page was reloaded (%v)", err)
+	}
+
+	// 2. A question from a waiting agent arrives on the open Needs page.
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(u),
+		chromedp.WaitVisible(`main#main`),
+		chromedp.Poll[chromedp.Void](`document.getElementById("live").textContent === "live"`, chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.Evaluate[chromedp.Void](`window.__tavernNoReload = 2`),
+	); err != nil {
+		t.Fatalf("needs page: %v", err)
+	}
+	ask, askOut := startAsk(t, p, "Postgres or **SQLite** for the cache?")
+	sel := `li.k-question textarea[name=text]`
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(sel)); err != nil {
+		t.Fatalf("the question did not appear: %v", err)
+	}
+	if same, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__tavernNoReload === 2`)); err != nil || !same {
+		t.Fatalf("the page was reloaded (%v)", err)
+	}
+	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	saveScreenshot(t, "tavern-serve.png", shot)
+
+	// 3. Answer it from the page; the asker wakes with the answer.
+	if err := chromedp.Do(ctx,
+		chromedp.SendKeys(sel, "SQLite"),
+		chromedp.Click(`li.k-question button[type=submit]`),
+	); err != nil {
+		t.Fatalf("answering: %v", err)
+	}
+	if code := waitExit(t, ask, 60*time.Second); code != 0 {
+		t.Fatalf("tavern ask --wait exited %d", code)
+	}
+	if got := strings.TrimSpace(askOut.String()); got != "SQLite" {
+		t.Errorf("the asker got %q, want SQLite", got)
+	}
+	mu.Lock()
+	if len(confirmed) != 1 || !strings.Contains(confirmed[0], "Send this answer to alice?") {
+		t.Errorf("confirmations: %q", confirmed)
+	}
+	mu.Unlock()
+	// The POST redirects back to the page, which says what happened.
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(`#flash .flash`)); err != nil {
+		t.Fatalf("no result shown after answering: %v", err)
+	}
+	if flash, err := chromedp.Run(ctx, chromedp.Text(`#flash .flash`)); err != nil || !strings.Contains(flash, "answered") {
+		t.Errorf("result shown: %q, %v", flash, err)
+	}
+	// The action is journaled with the acting person.
+	log := p.ok("log", "--type", "view.action", "--json")
+	if !strings.Contains(log, `"agent":"pat"`) || !strings.Contains(log, `"action":"answer"`) {
+		t.Errorf("journal:\n%s", log)
+	}
+}
+
+// saveScreenshot keeps a screenshot for a person to look at: in the test's
+// temp dir always, and with -update as the README's in examples/.
+func saveScreenshot(t *testing.T, name string, png []byte) {
+	t.Helper()
+	path := filepath.Join(os.TempDir(), "tavern-test-"+name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", path)
+	if *update {
+		if err := os.WriteFile(filepath.Join("..", "..", "examples", name), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestUITmux drives `tavern ui` in a real terminal (tmux): the Needs-you
+// lens shows a question raised by another process live, the person
+// answers it with keys (answer, text, enter, y), and the blocked `tavern
+// ask --wait` returns the answer; an item added meanwhile shows on the
+// Queues board; q quits.
+func TestUITmux(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux not installed (.ci/run installs it)")
+	}
+	p := viewsProject(t)
+	sock := filepath.Join(t.TempDir(), "tmux.sock")
+	tmux := func(args ...string) (string, error) {
+		cmd := p.cmd(context.Background(), "tmux", append([]string{"-S", sock, "-f", "/dev/null"}, args...)...)
+		cmd.Env = append(cmd.Env, "TAVERN_USER=pat")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	status := filepath.Join(t.TempDir(), "status")
+	run := fmt.Sprintf("cd %q && %q ui; echo $? > %q", p.dir, tavernBin(t), status)
+	if out, err := tmux("new-session", "-d", "-s", "ui", "-x", "180", "-y", "45", run); err != nil {
+		t.Fatalf("tmux new-session: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { tmux("kill-server") })
+	pane := func() string {
+		out, _ := tmux("capture-pane", "-p", "-t", "ui")
+		return out
+	}
+	waitPane := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !strings.Contains(pane(), want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the terminal never showed %q; it shows:\n%s", want, pane())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	keys := func(k ...string) {
+		t.Helper()
+		if out, err := tmux(append([]string{"send-keys", "-t", "ui"}, k...)...); err != nil {
+			t.Fatalf("send-keys: %v\n%s", err, out)
+		}
+	}
+	waitPane("bob failed")
+	waitPane("flaky integration test")
+
+	ask, askOut := startAsk(t, p, "Postgres or SQLite for the cache?")
+	waitPane("alice asks a question")
+	keys("g")                                     // the question is first: questions lead the lens
+	waitPane("Postgres or SQLite for the cache?") // its text in the detail pane
+	keys("a")
+	waitPane("your answer")
+	keys("-l", "SQLite")
+	keys("Enter")
+	waitPane("[y/N]")
+	keys("y")
+	if code := waitExit(t, ask, 60*time.Second); code != 0 {
+		t.Fatalf("tavern ask --wait exited %d", code)
+	}
+	if got := strings.TrimSpace(askOut.String()); got != "SQLite" {
+		t.Fatalf("the asker got %q, want SQLite", got)
+	}
+	waitPane("answered")
+
+	keys("3")
+	waitPane("compile the parser")
+	p.ok("queue", "add", "build", "--title", "ship the release")
+	waitPane("ship the release")
+	if *update {
+		if err := os.WriteFile(filepath.Join("..", "..", "examples", "tavern-ui.txt"), []byte(pane()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys("q")
+	waitUntil(t, "tavern ui to exit on q", 30*time.Second, func() bool {
+		b, err := os.ReadFile(status)
+		return err == nil && len(b) > 0
+	})
+	if b, _ := os.ReadFile(status); strings.TrimSpace(string(b)) != "0" {
+		t.Errorf("tavern ui exited %s", b)
+	}
+}

@@ -1,0 +1,78 @@
+package docstore
+
+import (
+	"bytes"
+)
+
+// The validate-and-re-edit loop of `tavern edit`, shared by every face that
+// lets a person rewrite a whole document (the terminal UI, the browser):
+// the new text is checked as the document it would become, nothing is
+// written until it is valid, and it is written only over the revision the
+// person started from. A document that does not parse at all can be
+// repaired this way too: it is compared by the revision of its bytes.
+
+// CheckEdit reports why data, offered as the new full content of the
+// document at rel, would not be a valid document: a *ParseError
+// (path:line:col) or a *ValidationError. nil means SaveEdit would accept
+// it (unless the document changed meanwhile).
+func CheckEdit(rel string, data []byte) error {
+	_, err := parseEdit(rel, data)
+	return err
+}
+
+func parseEdit(rel string, data []byte) (*Doc, error) {
+	d, err := Parse(rel, data)
+	if err != nil {
+		return nil, err
+	}
+	classify(d)
+	if errs := d.Validate(false); len(errs) > 0 {
+		return nil, &ValidationError{Path: rel, Errors: errs}
+	}
+	return d, nil
+}
+
+// SaveEdit replaces the document at rel with data if data is valid
+// (CheckEdit) and the file is still at baseRev (the Revision of the bytes
+// the person started from; "" accepts any). Otherwise it writes nothing
+// and returns the validation error, or a *ConflictError (ErrConflict) when
+// someone else changed the document meanwhile: the caller keeps the
+// person's text so nothing typed is lost.
+func (s *Store) SaveEdit(rel, baseRev string, data []byte) (*Doc, error) {
+	l, err := s.Lock(DocLockKey(rel))
+	if err != nil {
+		return nil, err
+	}
+	defer l.Unlock()
+	cur, err := s.ReadFile(rel)
+	if err != nil {
+		return nil, err
+	}
+	if baseRev != "" && Revision(cur) != baseRev {
+		return nil, &ConflictError{Path: rel, Want: baseRev, Got: Revision(cur)}
+	}
+	d, err := parseEdit(rel, data)
+	if err != nil {
+		return nil, err
+	}
+	d.Rev = Revision(data)
+	if bytes.Equal(cur, data) {
+		return d, nil
+	}
+	prev, perr := Parse(rel, cur)
+	if perr != nil {
+		prev = nil // it did not parse: there are no previous fields
+	} else {
+		classify(prev)
+	}
+	// The store's rules (the agent state machine, the commitment rules)
+	// see the edit as any other update.
+	if err := s.checkRules(Write{Op: "update", Path: rel, Prev: prev, Doc: d}); err != nil {
+		return nil, err
+	}
+	if err := s.WriteFile(rel, data); err != nil {
+		return nil, err
+	}
+	s.notify(Mutation{Op: "update", Path: rel, Doc: d, Prev: prev})
+	return d, nil
+}
