@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/user"
 	"sort"
 	"strings"
 
@@ -33,6 +34,25 @@ type Actor struct {
 	// Via says how the actor was named: "--as", "TAVERN_AGENT", or ""
 	// for the person.
 	Via string
+}
+
+// ResolvePerson is the one rule naming the person who acts through a view
+// (tavern ui, serve, export) or decides a gate (approve, reject): name if
+// given (--as, --by), else $TAVERN_USER, else the login name when it is a
+// valid agent name, else Person. Unlike ResolveActor it names a person,
+// who needs no document: the name is recorded as who answered, sent or
+// decided.
+func ResolvePerson(name string) string {
+	if name != "" {
+		return name
+	}
+	if p := os.Getenv("TAVERN_USER"); p != "" {
+		return p
+	}
+	if u, err := user.Current(); err == nil && ValidAgentName(strings.ToLower(u.Username)) == nil {
+		return strings.ToLower(u.Username)
+	}
+	return Person
 }
 
 // AgentName is the actor's agent name, or "" for the person (the

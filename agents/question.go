@@ -78,7 +78,7 @@ func (m *Manager) BubbleAfter() time.Duration {
 	if err != nil {
 		return DefaultBubbleAfter
 	}
-	if d, err := time.ParseDuration(cfg.String("bubble_after")); err == nil && d > 0 {
+	if d, err := time.ParseDuration(cfg.String("bubble_after")); err == nil && d >= 0 { // 0s: at once
 		return d
 	}
 	return DefaultBubbleAfter

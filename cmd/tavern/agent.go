@@ -351,7 +351,7 @@ func newAgentLogCommand() *cli.Command {
 Examples:
    tavern agent log alice
    tavern agent log alice --tail 20 --json`,
-		Flags:  []cli.Flag{&cli.IntFlag{Name: "tail", Usage: "only the last `N` lines"}, jsonFlag()},
+		Flags:  []cli.Flag{&cli.IntFlag{Name: "tail", Usage: "only the last `N` lines", Action: atLeastOne("tail", "the last 0 lines are nothing (omit --tail for every line)")}, jsonFlag()},
 		Action: runAgentLog,
 	}
 }

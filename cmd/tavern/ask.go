@@ -24,7 +24,7 @@ Example (inside a spawned agent):
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "to", Value: "parent", Usage: "`parent`, user or an agent name"},
 			&cli.IntFlag{Name: "priority", Usage: "priority `N` (0 is highest)"},
-			&cli.DurationFlag{Name: "wait", Usage: "wait up to `DUR` for the answer and print it"},
+			&cli.DurationFlag{Name: "wait", Usage: "wait up to `DUR` for the answer and print it (0: ask and return)", Action: notNegative("wait")},
 			asFlag(), jsonFlag(),
 		},
 		Action: runAsk,

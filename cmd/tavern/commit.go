@@ -34,7 +34,7 @@ Example:
 					&cli.StringFlag{Name: "desc", Usage: "what the agent claims (required)"},
 					&cli.StringFlag{Name: "assert", Usage: "shell `CMD` that exits 0 when the claim holds (required)"},
 					asFlag(),
-					&cli.DurationFlag{Name: "timeout", Usage: "kill the assertion after `DUR`", Value: 60 * time.Second},
+					&cli.DurationFlag{Name: "timeout", Usage: "kill the assertion after `DUR`", Value: 60 * time.Second, Action: positiveDur("timeout", "the assertion would be killed before it runs")},
 					jsonFlag(),
 				},
 				Before: requireFlags("desc", "assert"),

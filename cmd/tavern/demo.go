@@ -39,7 +39,7 @@ Examples:
    make demo   # the same, from a clone`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "keep", Usage: "keep the demo directory"},
-			&cli.IntFlag{Name: "max", Value: 4, Usage: "most drones at once"},
+			&cli.IntFlag{Name: "max", Value: 4, Usage: "most drones at once", Action: atLeastOne("max", "a pool of no drones does nothing")},
 		},
 		Action:      runDemo,
 		Subcommands: []*cli.Command{newDemoWorkflowCommand()},

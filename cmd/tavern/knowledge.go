@@ -10,7 +10,7 @@ import (
 )
 
 func newKnowledgeCommand() *cli.Command {
-	limit := func() cli.Flag { return &cli.IntFlag{Name: "limit", Value: 10, Usage: "show at most `N` results"} }
+	limit := func() cli.Flag { return limitFlag("show at most `N` results", 10) }
 	domain := func() cli.Flag { return &cli.StringSliceFlag{Name: "domain", Usage: "only `DOMAIN` (repeatable)"} }
 	return &cli.Command{
 		Name:  "knowledge",

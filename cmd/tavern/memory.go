@@ -11,7 +11,7 @@ import (
 
 func newMemoryCommand() *cli.Command {
 	as := func(more ...cli.Flag) []cli.Flag { return append(more, asFlag(), jsonFlag()) }
-	limit := func() cli.Flag { return &cli.IntFlag{Name: "limit", Value: 10, Usage: "show at most `N` results"} }
+	limit := func() cli.Flag { return limitFlag("show at most `N` results", 10) }
 	return &cli.Command{
 		Name:  "memory",
 		Usage: "an agent's private memory: add, ls, search, inspect, archive",

@@ -32,9 +32,9 @@ Examples:
 		Flags: []cli.Flag{
 			asFlag(),
 			&cli.StringSliceFlag{Name: "queue", Usage: "look in `Q` only (repeatable, or Q1,Q2)"},
-			&cli.IntFlag{Name: "limit", Value: 3, Usage: "offer up to `N` items"},
+			limitFlag("offer up to `N` items", 3),
 			&cli.BoolFlag{Name: "take", Usage: "claim the next item"},
-			&cli.DurationFlag{Name: "wait", Usage: "with --take: wait up to `DUR` for an item"},
+			waitFlag("with --take: wait up to `DUR` for an item"),
 			jsonFlag(),
 		},
 		Action: runNext,

@@ -26,9 +26,9 @@ Examples:
    tavern recv research --as harbinger-1
    tavern recv @zealot --as zealot --wait 10m --json`,
 		Flags: []cli.Flag{asFlag(), jsonFlag(),
-			&cli.DurationFlag{Name: "wait", Usage: "block up to `DUR` for a new message"},
+			waitFlag("block up to `DUR` for a new message"),
 			&cli.BoolFlag{Name: "all", Usage: "print every message, read or not"},
-			&cli.IntFlag{Name: "limit", Usage: "print at most `N` messages (the rest stay unread)"},
+			limitFlag("print at most `N` messages (the rest stay unread; default: all)", 0),
 		},
 		Action: runRecv,
 	}

@@ -50,8 +50,8 @@ Examples:
 		Flags: []cli.Flag{
 			asFlag(),
 			instanceFlag(),
-			&cli.DurationFlag{Name: "wait", Usage: "wait up to `DUR` for the paths to be free"},
-			&cli.DurationFlag{Name: "ttl", Value: time.Hour, Usage: "the reservation lapses after `DUR` (0: never)"},
+			waitFlag("wait up to `DUR` for the paths to be free"),
+			&cli.DurationFlag{Name: "ttl", Value: time.Hour, Usage: "the reservation lapses after `DUR` (0: never)", Action: notNegative("ttl")},
 			&cli.StringFlag{Name: "reason", Usage: "why, shown to agents that conflict"},
 			&cli.BoolFlag{Name: "list", Usage: "list live reservations instead"},
 			jsonFlag(),

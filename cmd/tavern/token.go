@@ -63,7 +63,7 @@ Examples:
 Examples:
    tavern token init merge --count 2`,
 				Before: requireFlags("count"),
-				Flags:  []cli.Flag{&cli.IntFlag{Name: "count", Usage: "number of slots `N` (required)"}, jsonFlag()},
+				Flags:  []cli.Flag{&cli.IntFlag{Name: "count", Usage: "number of slots `N` (required; 0 retires every free slot)"}, jsonFlag()},
 				Action: runTokenInit,
 			},
 			{
@@ -76,10 +76,10 @@ Examples:
    h=$(tavern token acquire merge --wait 10m --as alice)
    tavern token acquire api-quota --ttl 1m --json`,
 				Flags: []cli.Flag{
-					&cli.DurationFlag{Name: "wait", Usage: "wait up to `DUR` for a free slot"},
+					waitFlag("wait up to `DUR` for a free slot"),
 					asFlag(),
 					instanceFlag(),
-					&cli.DurationFlag{Name: "ttl", Usage: "lease: the slot comes back after `DUR`"},
+					&cli.DurationFlag{Name: "ttl", Usage: "lease: the slot comes back after `DUR` (0: no lease, held while the agent's spawn lives)", DefaultText: "an agent's liveness, else tavern.md default_lease", Action: notNegative("ttl")},
 					jsonFlag(),
 				},
 				Action: runTokenAcquire,

@@ -27,9 +27,9 @@ Examples:
    tavern verifier --once`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "as", Value: "verifier", Usage: "verified_by `NAME`"},
-			&cli.IntFlag{Name: "max-attempts", Value: agents.DefaultVerifyAttempts},
-			&cli.DurationFlag{Name: "bubble-after", Usage: "override bubble_after (`DUR`; negative: never bubble)"},
-			&cli.DurationFlag{Name: "reconcile", Value: 30 * time.Second, Usage: "full rescan interval besides watcher events"},
+			&cli.IntFlag{Name: "max-attempts", Value: agents.DefaultVerifyAttempts, Usage: "failed verifications before an agent goes to failed", Action: atLeastOne("max-attempts", "an agent needs at least one verification")},
+			&cli.DurationFlag{Name: "bubble-after", Usage: "move questions unanswered for `DUR` up (0: at once; negative: never)", DefaultText: "tavern.md bubble_after"},
+			&cli.DurationFlag{Name: "reconcile", Value: 30 * time.Second, Usage: "full rescan interval besides watcher events", Action: positiveDur("reconcile", "a rescan every 0s never rests")},
 			&cli.BoolFlag{Name: "once", Usage: "one pass, then exit"},
 		},
 		Action: withManager(runVerifier),
@@ -45,7 +45,7 @@ func runVerifier(c *cli.Context, m *agents.Manager) error {
 	err = m.RunVerifier(c.Context, agents.VerifierOptions{
 		Broker: b,
 		By:     c.String("as"), MaxAttempts: c.Int("max-attempts"), BubbleAfter: c.Duration("bubble-after"),
-		Reconcile: c.Duration("reconcile"), Once: c.Bool("once"),
+		Reconcile: c.Duration("reconcile"), Once: c.Bool("once"), Explicit: explicit(c, "bubble-after"),
 		OnVerified: func(agent, state string, results []agents.Result) {
 			passed := 0
 			for _, r := range results {

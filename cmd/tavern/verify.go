@@ -25,7 +25,7 @@ Examples:
    tavern verify alice --json`,
 		Flags: []cli.Flag{
 			asFlag(),
-			&cli.IntFlag{Name: "max-attempts", Value: agents.DefaultVerifyAttempts, Usage: "failed verifications before the agent goes to failed"},
+			&cli.IntFlag{Name: "max-attempts", Value: agents.DefaultVerifyAttempts, Usage: "failed verifications before the agent goes to failed", Action: atLeastOne("max-attempts", "an agent needs at least one verification")},
 			jsonFlag(),
 		},
 		Action: runVerify,

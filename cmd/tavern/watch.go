@@ -42,7 +42,7 @@ Examples:
 			&cli.StringFlag{Name: "agent", Usage: "only events of `AGENT`"},
 			&cli.StringFlag{Name: "parent", Usage: "only events with parent `AGENT`"},
 			whereFlag(), pathFlag(),
-			&cli.DurationFlag{Name: "poll", Usage: "poll every `DUR` instead of using inotify"},
+			&cli.DurationFlag{Name: "poll", Usage: "poll every `DUR` instead of using inotify (0: inotify)", Action: notNegative("poll")},
 			jsonFlag(),
 		},
 		Action: runWatch,
