@@ -3,6 +3,7 @@ package agents
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -179,9 +180,18 @@ func (m *Manager) GetAgent(name string) (*Agent, error) {
 	}
 	d, err := m.Store.Get(AgentPath(name))
 	if err != nil {
-		return nil, err
+		return nil, m.unknownAgent(name, err)
 	}
 	return agentFromDoc(d), nil
+}
+
+// unknownAgent turns a missing agent document into a *schema.UnknownError
+// with the nearest names (it still matches fs.ErrNotExist).
+func (m *Manager) unknownAgent(name string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return &schema.UnknownError{What: "agent", Name: name, Near: schema.Near(name, AgentNames(m.Store)), Err: err}
+	}
+	return err
 }
 
 // GetAgentDoc reads an agent's document (frontmatter and body).
@@ -189,7 +199,11 @@ func (m *Manager) GetAgentDoc(name string) (*docstore.Doc, error) {
 	if err := ValidAgentName(name); err != nil {
 		return nil, err
 	}
-	return m.Store.Get(AgentPath(name))
+	d, err := m.Store.Get(AgentPath(name))
+	if err != nil {
+		return nil, m.unknownAgent(name, err)
+	}
+	return d, nil
 }
 
 // ListAgents reads every agent; unreadable documents come back as errors.
@@ -365,7 +379,7 @@ func (m *Manager) Transition(name, to string, opt TransitionOptions) (*Agent, er
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, m.unknownAgent(name, err)
 	}
 	a := agentFromDoc(d)
 	var jerr error
@@ -425,7 +439,7 @@ func (m *Manager) EditAgent(name string, fn func(*docstore.Doc) error) (*Agent, 
 		return d.Set("updated", m.now())
 	})
 	if err != nil {
-		return nil, err
+		return nil, m.unknownAgent(name, err)
 	}
 	return agentFromDoc(d), nil
 }

@@ -365,6 +365,9 @@ func runAgentLog(c *cli.Context) error {
 		return err
 	}
 	defer m.Close()
+	if err := agents.AgentExists(m.Store, c.Args().First()); err != nil {
+		return err
+	}
 	msgs, err := m.ChannelMessages(messages.DirectChannel(c.Args().First()))
 	if err != nil {
 		return err

@@ -10,7 +10,7 @@ func newAnswerCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "answer",
 		Usage:     "answer a question (wakes the asker)",
-		ArgsUsage: "ID ANSWER",
+		ArgsUsage: "ID ANSWER...",
 		Description: `Answer a question (wakes the asker).
 
 Examples:

@@ -142,6 +142,9 @@ func prepare(c *cli.Command) {
 			c.Flags = append(c.Flags, jsonFlag())
 		}
 		c.Before = inheritJSON(c.Before)
+		if n := maxArgs(c.ArgsUsage); n >= 0 && !c.Hidden {
+			c.Before = checkArity(n, c.Before)
+		}
 	}
 	c.OnUsageError = onUsageError
 	if len(c.Subcommands) > 0 && c.Action == nil {
@@ -177,6 +180,65 @@ func inheritJSON(next cli.BeforeFunc) cli.BeforeFunc {
 		}
 		return nil
 	}
+}
+
+// maxArgs is the most arguments a command's ArgsUsage allows, or -1 for
+// no limit: "NAME" 1, "[DIR]" 1, "ID ANSWER..." and "-- CMD [ARGS...]"
+// none; "Q[,Q2...]" is one argument (a list in one word), "--at TIME"
+// a flag, "A | B" alternatives.
+func maxArgs(usage string) int {
+	most := 0
+	for _, alt := range strings.Split(usage, " | ") {
+		n := 0
+		words := strings.Fields(alt)
+		for i := 0; i < len(words); i++ {
+			w := strings.Trim(words[i], "[]")
+			switch {
+			case w == "--":
+				return -1
+			case strings.HasPrefix(w, "-"):
+				i++ // a flag and its value
+			case strings.Contains(w, "...") && !strings.Contains(w, "[,"):
+				return -1
+			case w != "":
+				n++
+			}
+		}
+		most = max(most, n)
+	}
+	return most
+}
+
+// checkArity is a Before hook: more arguments than the command takes is
+// a usage error, not silently ignored (`tavern agent ls extra`).
+func checkArity(n int, next cli.BeforeFunc) cli.BeforeFunc {
+	return func(c *cli.Context) error {
+		if got := c.NArg(); got > n && c.Command.Command(c.Args().First()) == nil { // not a subcommand (demo workflow)
+			name := commandPath(c)
+			switch n {
+			case 0:
+				return usageErr("%s takes no arguments (got %q)", name, c.Args().Slice())
+			case 1:
+				return usageErr("%s takes at most 1 argument, %s (got %d)", name, c.Command.ArgsUsage, got)
+			}
+			return usageErr("%s takes at most %d arguments, %s (got %d)", name, n, c.Command.ArgsUsage, got)
+		}
+		if next != nil {
+			return next(c)
+		}
+		return nil
+	}
+}
+
+// commandPath is the running command's full name ("queue take").
+func commandPath(c *cli.Context) string {
+	var names []string
+	for _, anc := range c.Lineage() {
+		if anc.Command != nil && anc.Command.Name != "" && anc.Command.Name != anc.App.Name {
+			names = append([]string{anc.Command.Name}, names...)
+		}
+	}
+	return strings.Join(names, " ")
 }
 
 func hasFlag(c *cli.Command, name string) bool {

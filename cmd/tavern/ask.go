@@ -11,7 +11,7 @@ func newAskCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "ask",
 		Usage:     "raise a question to the parent, an agent or the user",
-		ArgsUsage: "QUESTION",
+		ArgsUsage: "QUESTION...",
 		Description: `Writes questions/<id>.md addressed to --to (parent: the asking agent's parent,
 or the user when it has none; user; or an agent name) and moves the asking
 agent (--as or TAVERN_AGENT) to waiting. With --wait it blocks until the

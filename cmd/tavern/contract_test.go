@@ -4,10 +4,15 @@ package main
 // command or flag is covered without anyone remembering to add it.
 
 import (
+	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -78,4 +83,145 @@ func TestZeroFlagsCovered(t *testing.T) {
 	if n < 40 {
 		t.Fatalf("found %d numeric and duration flags; the walk is broken", n)
 	}
+}
+
+// TestExitCodesCovered: every command that runs has at least one failure
+// mode checked against README's exit table by a script (an `exits N
+// tavern PATH ...` line, N from 1 to 5). A new command fails here until
+// its failure modes are written (exitcodes.txtar holds those no other
+// script has).
+func TestExitCodesCovered(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "script", "*.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all strings.Builder
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.Write(data)
+		all.WriteString("\n")
+	}
+	scripts := all.String()
+	leafCommands(docsApp().Commands, "", func(path string, c *cli.Command) {
+		if !runs(c) {
+			return
+		}
+		re := regexp.MustCompile(`(?m)^exits [1-5] .*\btavern ` + regexp.QuoteMeta(path) + `(\s|$)`)
+		if !re.MatchString(scripts) {
+			t.Errorf("no script checks a failure of tavern %s (add one to exitcodes.txtar)", path)
+		}
+	})
+}
+
+// minArgs is how many arguments a command's ArgsUsage requires.
+func minArgs(usage string) int {
+	least := -1
+	for _, alt := range strings.Split(usage, " | ") {
+		n, depth := 0, 0
+		words := strings.Fields(alt)
+		for i := 0; i < len(words); i++ {
+			w := words[i]
+			if depth == 0 && !strings.HasPrefix(w, "[") && !strings.HasPrefix(w, "-") {
+				n++
+			}
+			if strings.HasPrefix(w, "-") && w != "--" {
+				i++
+			}
+			depth += strings.Count(w, "[") - strings.Count(w, "]")
+		}
+		if least < 0 || n < least {
+			least = n
+		}
+	}
+	return max(least, 0)
+}
+
+// TestExitCodesEveryCommand runs every command's generic failure modes
+// against README's exit table: an unknown flag is a usage error (2) with
+// one line on stderr, or a JSON error object with --json; one argument
+// more than the command takes is 2, never silently ignored; a command
+// that needs a store and runs outside one exits 3 saying how to make one.
+func TestExitCodesEveryCommand(t *testing.T) {
+	t.Parallel()
+	bin := tavernBin(t)
+	dir := t.TempDir()
+	// Outside a store: these make one, need none or are not about one.
+	noStore := map[string]int{"help": 0, "schema": 0, "init": -1, "demo": -1, "demo workflow": -1, "completion": -1,
+		"hook": -1, "prime": 0, "setup": -1, "guard": 0, "ui": 2,
+		// Required flags are checked first.
+		"commit add": 2, "export": 2, "sleep": 2}
+	run := func(args ...string) result {
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = dir
+		for _, e := range os.Environ() {
+			if k, _, _ := strings.Cut(e, "="); !strings.HasPrefix(k, "TAVERN_") && !strings.HasPrefix(k, "GIT_") {
+				cmd.Env = append(cmd.Env, e)
+			}
+		}
+		cmd.Stdin = strings.NewReader("")
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return result{out: out.String(), err: errb.String(), code: code}
+	}
+	type job struct {
+		path string
+		c    *cli.Command
+	}
+	var jobs []job
+	leafCommands(docsApp().Commands, "", func(path string, c *cli.Command) {
+		if runs(c) {
+			jobs = append(jobs, job{path, c})
+		}
+	})
+	sem := make(chan struct{}, 4)
+	var wg sync.WaitGroup
+	for _, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			words := strings.Fields(j.path)
+			if r := run(append(words, "--no-such-flag")...); r.code != exitUsage || !strings.HasPrefix(r.err, "tavern: flag provided but not defined") {
+				t.Errorf("tavern %s --no-such-flag: want exit 2 and one line, got %s", j.path, r)
+			}
+			args := append([]string{"--json"}, append(words, "--no-such-flag")...)
+			r := run(args...)
+			var obj map[string]any
+			if r.code != exitUsage || json.Unmarshal([]byte(r.err), &obj) != nil || obj["code"] != float64(exitUsage) || len(obj) != 5 {
+				t.Errorf("tavern %s: want exit 2 and a JSON error object, got %s", strings.Join(args, " "), r)
+			}
+			if n := maxArgs(j.c.ArgsUsage); n >= 0 {
+				args := append([]string{}, words...)
+				for i := 0; i <= n; i++ {
+					args = append(args, "x"+strconv.Itoa(i))
+				}
+				if r := run(args...); r.code != exitUsage || !strings.Contains(r.err, "takes") {
+					t.Errorf("tavern %s (one argument too many): want exit 2 saying what it takes, got %s", strings.Join(args, " "), r)
+				}
+			}
+			if minArgs(j.c.ArgsUsage) == 0 {
+				want, ok := noStore[j.path]
+				if !ok {
+					want = exitNotFound
+				}
+				if want >= 0 {
+					if r := run(words...); r.code != want || (want == exitNotFound && !strings.Contains(r.err, "tavern init")) {
+						t.Errorf("tavern %s outside a store: want exit %d, got %s", j.path, want, r)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -82,6 +83,9 @@ func runReserve(c *cli.Context) error {
 		ctx, cancel := context.WithTimeout(c.Context, wait)
 		defer cancel()
 		rs, err = sp.ReserveWait(ctx, as.Name, c.Args().Slice(), opt)
+		if errors.Is(err, tuples.ErrReserved) { // still reserved when the wait ran out
+			err = timedOut(context.DeadlineExceeded, wait, "the paths did not become free (%v)", err)
+		}
 		err = timedOut(err, wait, "the paths did not become free")
 	} else {
 		rs, err = sp.Reserve(as.Name, c.Args().Slice(), opt)

@@ -233,6 +233,9 @@ func runTupleLs(c *cli.Context) error {
 		}
 		return tw.Flush()
 	}
+	if err := schema.ValidName(c.Args().First()); err != nil {
+		return fmt.Errorf("tuple type: %w", err) // a bad name, not a list with a warning
+	}
 	p, err := tuples.ParsePattern(c.Args().Slice()[1:])
 	if err != nil {
 		return err

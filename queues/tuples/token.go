@@ -740,9 +740,15 @@ type TokenSlot struct {
 
 // TokenSlots returns the slots of token name (of every token if name is
 // empty), sorted by token and slot, after returning those of dead holders.
+// A name with no slots at all is ErrUnknownToken: a typo is not an empty
+// token.
 func (sp *Space) TokenSlots(name string) ([]TokenSlot, error) {
 	_, _ = sp.reapTaken(TokenType)
-	return sp.Slots(name)
+	slots, err := sp.Slots(name)
+	if err == nil && name != "" && len(slots) == 0 {
+		return nil, fmt.Errorf("%s: %w", name, ErrUnknownToken)
+	}
+	return slots, err
 }
 
 // Slots is TokenSlots without the reap: it changes nothing, so an observer
