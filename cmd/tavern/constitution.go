@@ -27,7 +27,7 @@ Examples:
 Examples:
    tavern constitution set builder --body builder.md
    tavern constitution set reviewer --text "Never merge your own work."`,
-				Flags:  []cli.Flag{bodyFlag(), &cli.StringFlag{Name: "description"}, &cli.StringFlag{Name: "text", Usage: "the constitution `TEXT` (or --body)"}},
+				Flags:  []cli.Flag{bodyFlag(), &cli.StringFlag{Name: "description", Usage: "a one-line description of the role"}, &cli.StringFlag{Name: "text", Usage: "the constitution `TEXT` (or --body)"}},
 				Action: runConstitutionSet,
 			},
 			{

@@ -14,10 +14,10 @@ const jsonSchemaVersion = 1
 // buildVersion is what --version reports: the module version and the VCS
 // revision the binary was built from (debug.ReadBuildInfo).
 type buildVersion struct {
-	Version           string `json:"version"`            // module version, "(devel)" for a local build
-	Revision          string `json:"revision,omitempty"` // VCS revision
-	Time              string `json:"time,omitempty"`     // VCS commit time
-	Modified          bool   `json:"modified"`           // built from a tree with uncommitted changes
+	Version           string `json:"version"`  // module version, "(devel)" for a local build
+	Revision          string `json:"revision"` // VCS revision ("" when the build has none)
+	Time              string `json:"time"`     // VCS commit time ("" when the build has none)
+	Modified          bool   `json:"modified"` // built from a tree with uncommitted changes
 	Go                string `json:"go"`
 	JSONSchemaVersion int    `json:"json_schema_version"`
 }
