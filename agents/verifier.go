@@ -67,7 +67,7 @@ func (m *Manager) VerifyAgent(ctx context.Context, name, by string, maxAttempts 
 		}
 	}
 	if len(failures) == 0 {
-		_, err := m.Transition(name, Done, TransitionOptions{By: by, Reason: fmt.Sprintf("%d commitment(s) passed", len(results))})
+		_, err := m.Transition(name, Done, TransitionOptions{By: by, Reason: fmt.Sprintf("commitments passed: %d of %d", len(results), len(results))})
 		return Done, results, err
 	}
 	attempt := a.VerifyAttempts + 1
@@ -85,7 +85,7 @@ func (m *Manager) VerifyAgent(ctx context.Context, name, by string, maxAttempts 
 		to = Failed
 	}
 	note := fmt.Sprintf("Verification %d failed (%s, by %s):\n\n%s", attempt, m.now().UTC().Format(time.RFC3339), by, strings.Join(failures, "\n"))
-	reason := fmt.Sprintf("%d of %d commitment(s) failed, attempt %d", len(failures), len(results), attempt)
+	reason := fmt.Sprintf("commitments failed: %d of %d, attempt %d", len(failures), len(results), attempt)
 	if to == Failed && attempt < maxAttempts {
 		reason += "; no process runs the agent: respawn it to resume"
 	}

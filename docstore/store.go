@@ -602,6 +602,9 @@ func (s *Store) Resolve(ref string) (string, error) {
 	}
 	name = strings.TrimSuffix(name, ".md")
 	if k.NameParts() == 0 {
+		if name != "" {
+			return "", pathErr("resolve", ref, &schema.NameError{Name: name, Reason: k.NameShape()})
+		}
 		return k.Path("", nil)
 	}
 	parts := strings.Split(name, "/")
@@ -611,7 +614,7 @@ func (s *Store) Resolve(ref string) (string, error) {
 		}
 	}
 	if len(parts) > k.NameParts() {
-		return "", pathErr("resolve", ref, &schema.NameError{Name: name, Reason: fmt.Sprintf("%s names have at most %d part(s)", k.Name, k.NameParts())})
+		return "", pathErr("resolve", ref, &schema.NameError{Name: name, Reason: k.NameShape()})
 	}
 	// Fill the leading captures with wildcards and glob.
 	pattern := k.Pattern

@@ -6,6 +6,10 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -224,4 +228,38 @@ func TestExitCodesEveryCommand(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestMessagesEnglish: no message in the code hedges a plural with
+// "(s)" ("1 part(s)"); counts use counted ("1 document", "2
+// documents"). english.txtar runs the commands that print counts with a
+// count of one.
+func TestMessagesEnglish(t *testing.T) {
+	hedge := regexp.MustCompile(`[a-z]\((s|es)\)`)
+	root := filepath.Join("..", "..")
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") && path != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING && hedge.MatchString(lit.Value) {
+				t.Errorf("%s: %s hedges a plural with (s): say it for the count (counted)", path, lit.Value)
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -137,7 +137,7 @@ func (d *demoRun) setup() error {
 			n++
 		}
 	}
-	d.say("queue phrases: %d items", n)
+	d.say("queue phrases: %s", counted(n, "item"))
 	// The lead owns the work; its commitments are checked by the verifier.
 	if _, err := d.m.CreateAgent(agents.AgentSpec{Name: "lead", Assignment: "Have every phrase counted by the drone pool."}); err != nil {
 		return err
@@ -173,7 +173,7 @@ func (d *demoRun) runPool() (*agents.Agent, *agents.PoolMetrics, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	d.say("pool counters: up to %d drones running drone.sh", c.Int("max"))
+	d.say("pool counters: up to %s running drone.sh", counted(c.Int("max"), "drone"))
 	opt := agents.PoolOptions{Name: "counters", Queues: []string{"phrases"}, Max: c.Int("max"), OnEmpty: agents.EmptyTerminate,
 		Command: []string{"./drone.sh"}, Broker: d.b, Tick: 250 * time.Millisecond,
 		Progress: progressLine(c), OnError: func(err error) { errf(c, "\ndemo: %v\n", err) }}
@@ -213,8 +213,8 @@ func (d *demoRun) summary(lead *agents.Agent, mt *agents.PoolMetrics) error {
 	}
 	outf(c, "\n== summary ==\n")
 	outf(c, "items: %d done, %d dead (after %d attempts), %d pending\n", st.Done, st.Dead, 3, st.Pending)
-	outf(c, "pool: %d drones spawned (peak %d concurrent), %d runs failed and were retried or dead-lettered, utilization %.2f, amplification %.2f\n",
-		mt.Spawned, mt.PeakDrones, mt.ItemsFailed, mt.Utilization, mt.Amplification)
+	outf(c, "pool: %s spawned (peak %d concurrent), %s failed and were retried or dead-lettered, utilization %.2f, amplification %.2f\n",
+		counted(mt.Spawned, "drone"), mt.PeakDrones, counted(mt.ItemsFailed, "run"), mt.Utilization, mt.Amplification)
 	cs, _ := d.m.Commitments("lead")
 	outf(c, "lead: %s\n", lead.State)
 	for _, cm := range cs {

@@ -69,7 +69,7 @@ func runMigrate(c *cli.Context) error {
 		outf(c, "all documents are at the current schema version\n")
 	}
 	if invalid > 0 {
-		errf(c, "tavern: %d document(s) not migrated: invalid after migration (fix them, then run migrate again)\n", invalid)
+		errf(c, "tavern: %s not migrated: invalid after migration (fix them, then run migrate again)\n", counted(invalid, "document"))
 		return withCode(exitInvalid, errSilent)
 	}
 	return nil

@@ -103,3 +103,15 @@ func progress(c *cli.Context, what, unit string) func(done, total int) {
 		}
 	}
 }
+
+// counted is n with its noun, singular for one: "1 document", "2
+// documents". plural is given when it is not noun+"s" ("entries").
+func counted(n int, noun string, plural ...string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if len(plural) > 0 {
+		return fmt.Sprintf("%d %s", n, plural[0])
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

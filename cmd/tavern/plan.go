@@ -115,7 +115,7 @@ func runPlanImport(c *cli.Context) error {
 	if c.Bool("json") {
 		return printJSON(c, rep)
 	}
-	outf(c, "%s: %d items in queue %s\n", plans.Path(name), len(rep.Added), c.String("queue"))
+	outf(c, "%s: %s in queue %s\n", plans.Path(name), counted(len(rep.Added), "item"), c.String("queue"))
 	return nil
 }
 

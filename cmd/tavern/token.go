@@ -128,7 +128,7 @@ func runTokenInit(c *cli.Context) error {
 	if c.Bool("json") {
 		return printJSON(c, map[string]any{"token": name, "count": c.Int("count"), "added": n})
 	}
-	outf(c, "%s: %d slots (%+d)\n", name, c.Int("count"), n)
+	outf(c, "%s: %s (%+d)\n", name, counted(c.Int("count"), "slot"), n)
 	return nil
 }
 

@@ -98,7 +98,7 @@ func runWatch(c *cli.Context) error {
 	defer sub.Close()
 	// The ready line goes to stderr so scripts (and tests) know
 	// that every later change will be reported.
-	errf(c, "tavern: watching %s (%s, %d documents)\n", s.Root(), p.Mode(), p.Len())
+	errf(c, "tavern: watching %s (%s, %s)\n", s.Root(), p.Mode(), counted(p.Len(), "document"))
 	asJSON := c.Bool("json")
 	for {
 		select {

@@ -129,7 +129,7 @@ func (sp *Space) InitToken(name string, count int) (int, error) {
 	case count < total:
 		drop := total - count
 		if drop > len(free) {
-			return 0, fmt.Errorf("%w: %s has %d slots, %d held; release some first", ErrTokenCount, name, total, len(held))
+			return 0, fmt.Errorf("%w: slots of %s: %d, %d held; release some first", ErrTokenCount, name, total, len(held))
 		}
 		// Drop the highest slots first so numbering stays compact.
 		sort.Slice(free, func(i, j int) bool { a, _ := free[i].Int("slot"); b, _ := free[j].Int("slot"); return a > b })
