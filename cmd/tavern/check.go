@@ -43,7 +43,7 @@ func runCheck(c *cli.Context, s *docstore.Store) error {
 		}
 		targets = append(targets, rel)
 	}
-	rep, err := s.Check(targets, c.Bool("strict"))
+	rep, err := s.CheckWith(targets, docstore.CheckOptions{Strict: c.Bool("strict"), Progress: progress(c, "check", "documents")})
 	if err != nil {
 		return err
 	}

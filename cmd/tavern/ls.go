@@ -66,7 +66,7 @@ func runLs(c *cli.Context) error {
 	}
 	// Served from the projection: the index cache (.tavern/.index)
 	// means only documents changed since the last run are read.
-	p, err := watcher.Open(s, watcher.Options{Cache: true, Kinds: []string{k.Name}})
+	p, err := watcher.Open(s, watcher.Options{Cache: true, Kinds: []string{k.Name}, Progress: progress(c, "index", "documents")})
 	if err != nil {
 		return err
 	}

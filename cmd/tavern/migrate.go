@@ -35,7 +35,8 @@ func runMigrate(c *cli.Context) error {
 	}
 	changed := []map[string]string{}
 	invalid := 0
-	err = s.Migrate(c.Bool("dry-run"), func(m docstore.Migration) error {
+	err = s.MigrateWith(docstore.MigrateOptions{DryRun: c.Bool("dry-run"), Progress: progress(c, "migrate", "documents")}, func(m docstore.Migration) error {
+		clearProgress(c)
 		switch {
 		case m.Before == nil:
 			errf(c, "tavern: skipped: %v\n", m.Err)

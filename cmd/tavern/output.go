@@ -82,27 +82,48 @@ func indent(s string) string {
 // must find one thing found none and says so by its exit code alone).
 var errSilentNothing = withCode(exitNotFound, errSilent)
 
+// clearProgress erases a progress line (progress) before other output
+// on a terminal.
+func clearProgress(c *cli.Context) {
+	if !c.Bool("json") && isTerminal(c.App.ErrWriter) {
+		errf(c, "\r\033[K")
+	}
+}
+
 // progress returns a progress display for long work (backup, restore,
 // migrate, check, reindex): one line on stderr, rewritten in place at
 // most every 100ms and cleared at the end, when stderr is a terminal
 // and --json is not given; else nil (silent in pipes, logs and JSON).
+// Work on fewer than progressMin files or documents shows nothing (no
+// flicker on small stores).
 func progress(c *cli.Context, what, unit string) func(done, total int) {
 	if c.Bool("json") || !isTerminal(c.App.ErrWriter) {
 		return nil
 	}
 	var last time.Time
+	shown := false
 	return func(done, total int) {
-		end := done >= total
-		if !end && time.Since(last) < 100*time.Millisecond {
+		if total < progressMin {
 			return
 		}
-		last = time.Now()
-		errf(c, "\r%s: %d of %d %s", what, done, total, unit)
-		if end {
-			errf(c, "\r%*s\r", len(what)+len(unit)+32, "")
+		if done >= total {
+			if shown {
+				errf(c, "\r\033[K")
+				shown = false
+			}
+			return
 		}
+		if time.Since(last) < 100*time.Millisecond {
+			return
+		}
+		last, shown = time.Now(), true
+		errf(c, "\r%s: %d of %d %s", what, done, total, unit)
 	}
 }
+
+// progressMin is the least work that shows progress: a store this large
+// takes long enough to watch.
+const progressMin = 1000
 
 // counted is n with its noun, singular for one: "1 document", "2
 // documents". plural is given when it is not noun+"s" ("entries").
