@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -602,7 +603,7 @@ func (s *Store) Resolve(ref string) (string, error) {
 	}
 	name = strings.TrimSuffix(name, ".md")
 	if k.NameParts() == 0 {
-		if name != "" {
+		if name != "" && name != strings.TrimSuffix(path.Base(k.Pattern), ".md") { // config/tavern is tavern.md
 			return "", pathErr("resolve", ref, &schema.NameError{Name: name, Reason: k.NameShape()})
 		}
 		return k.Path("", nil)
