@@ -27,7 +27,8 @@
 //	pre-tool-use        CheckWrite: deny a write to a path another agent reserved
 //	user-prompt-submit  Deliver: new messages, answers, questions, once each
 //	post-tool-use       Deliver
-//	stop                StopGate: block while an item is held and commitments fail
+//	stop                StopGate: block while an item is held (or was done in
+//	                    this session) and commitments fail
 //	session-end         EndSession: release items and reservations, sleep summary
 //
 // Identity: --as / $TAVERN_AGENT, else SessionAgent(tool, session id), a

@@ -36,7 +36,8 @@ them by hand. EVENT (the tools' own names are accepted too):
                         a path) of a path another agent reserved
    user-prompt-submit   adds new messages, answers and questions as context
    post-tool-use        the same, after each tool call
-   stop                 blocks the stop while the agent holds an item whose
+   stop                 blocks the stop while the agent holds an item, or
+                        marked one done in this session, and its
                         commitments do not pass
    session-end          releases what the session held, writes the sleep
                         summary

@@ -567,3 +567,74 @@ func runIn(t testing.TB, dir, stdin string, env []string, args ...string) result
 	}
 	return r
 }
+
+// The stop gate cannot be passed by marking the item done first: a
+// session whose agent completed an item during the session (as itself,
+// or as a person with TAVERN_AGENT removed) is held at its stop while its
+// commitments fail, exactly as while it still held the item; the stop
+// goes through once they pass. Each tool's own block format.
+func TestStopGateAfterItemDone(t *testing.T) {
+	for _, tc := range []struct {
+		tool     kit.Tool
+		settings string
+		agent    string
+		block    string // the tool's block decision
+		asPerson bool   // the item is completed without TAVERN_AGENT
+	}{
+		{kit.Claude, ".claude/settings.json", "claude-0f1e2d3c", "block", false},
+		{kit.Codex, ".codex/hooks.json", "", "block", true},
+		{kit.Gemini, ".gemini/settings.json", "", "deny", false},
+	} {
+		t.Run(string(tc.tool), func(t *testing.T) {
+			p := newProject(t)
+			p.ok("setup", string(tc.tool), "--bin", tavernBin(t))
+			p.ok("queue", "create", "build")
+			p.ok("queue", "add", "build", "--title", "rewrite the lexer")
+			tool := standIn(t)
+			s := newSession(t, p, tc.tool, tc.settings, "TAVERN_SESSION_PID="+fmt.Sprint(tool.Process.Pid))
+			s.fire(kit.SessionStart, "")
+			store := openProjectStore(t, p)
+			agent := tc.agent
+			if agent == "" {
+				as, err := store.Docs("agents")
+				if err != nil || len(as) != 1 {
+					t.Fatalf("agents after session start: %v %v", as, err)
+				}
+				agent = strings.TrimSuffix(filepath.Base(as[0]), ".md")
+			}
+			env := []string{"TAVERN_AGENT=" + agent}
+			take := runIn(t, p.dir, "", env, "next", "--take", "--json")
+			if take.code != 0 {
+				t.Fatal(take)
+			}
+			id, _ := decodeJSON(t, take.out)["id"].(string)
+			p.ok("commit", "add", agent, "--desc", "lexer tests pass", "--assert", "test -f lexer.ok")
+
+			// Done first, then stop: still blocked.
+			doneEnv := env
+			if tc.asPerson {
+				doneEnv = nil
+			}
+			if r := runIn(t, p.dir, "", doneEnv, "item", "done", id); r.code != 0 {
+				t.Fatalf("item done: %s", r)
+			}
+			r := s.fire(kit.Stop, "")
+			if r.out == "" {
+				t.Fatalf("stop after marking the item done with a failing commitment went through (%s)", r.err)
+			}
+			v := decodeJSON(t, r.out)
+			reason, _ := v["reason"].(string)
+			if v["decision"] != tc.block || !strings.Contains(reason, "lexer tests pass") || !strings.Contains(reason, id) {
+				t.Errorf("stop after item done:\n%s", r.out)
+			}
+			// Passing, the stop goes through.
+			if err := os.WriteFile(filepath.Join(p.dir, "lexer.ok"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if r = s.fire(kit.Stop, ""); r.out != "" {
+				t.Errorf("stop with the commitment passing: %s", r.out)
+			}
+			s.fire(kit.SessionEnd, "")
+		})
+	}
+}
