@@ -48,11 +48,16 @@
 //
 // Setup, Check and Remove install, verify and take out the hooks of one
 // tool in the project: .claude/settings.json, .codex/hooks.json,
-// .gemini/settings.json (JSON merged key by key, the user's keys and their
-// order kept), and the marker block in AGENTS.md (CLAUDE.md and GEMINI.md
-// import it; Aider gets it through .aider.conf.yml's read list). What setup
-// adds is recognisable (commands starting with "tavern hook", the
-// <!-- tavern:begin --> block), so Remove takes out exactly that.
+// .gemini/settings.json, and the marker block in AGENTS.md (CLAUDE.md and
+// GEMINI.md import it; Aider gets it through .aider.conf.yml's read list).
+// Settings files are edited as text (jsonedit.go): what setup adds is
+// spliced in, indented like its surroundings, and every other byte —
+// keys, order, formatting, Gemini's comments — stays. What setup adds is
+// recognisable (commands starting with "tavern hook", the
+// <!-- tavern:begin --> block, Aider's marker comment), so Remove takes
+// out exactly that and gives a file back byte for byte. Check also warns
+// about switches that keep a tool from running hooks (Gemini's
+// hooksConfig, Codex's [features] hooks).
 //
 // # MCP
 //
