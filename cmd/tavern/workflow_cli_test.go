@@ -353,4 +353,28 @@ func TestUsageBudgetTraceCLI(t *testing.T) {
 	if len(budgets) != 1 || len(budgets[0].Over) != 1 {
 		t.Fatalf("budget ls: %+v", budgets)
 	}
+	// The needs-you list says so.
+	var needs []struct{ Kind, What, Why, Path string }
+	w.jsonOf(&needs, "ui", "--json", "--lens", "needs")
+	found := false
+	for _, n := range needs {
+		found = found || (n.Kind == "budget" && strings.Contains(n.What, "budget daily") && strings.Contains(n.Why, "cost 0.04 of 0.01 USD") && strings.Contains(n.Why, "pool p") && n.Path == "budgets/daily.md")
+	}
+	if !found {
+		t.Fatalf("needs you does not list the spent budget: %+v", needs)
+	}
+	// A budget of every pool also refuses a spawn of no pool: nothing
+	// changes, and the refusal is journaled.
+	w.must("budget", "set", "all", "--cost", "0.01")
+	late := strings.TrimSpace(w.must("queue", "add", "q", "--title", "late"))
+	r := w.runEnv(nil, "", "spawn", "--name", "solo", "--queue", "q", "--", "true")
+	if r.code != 4 || !strings.Contains(r.err, "budget all") {
+		t.Fatalf("spawn under a spent budget: %s", r)
+	}
+	if st := w.state(late); st != "pending" {
+		t.Fatalf("the refused spawn's item is %s", st)
+	}
+	if out := w.must("log", "--type", "agent.spawn_refused"); !strings.Contains(out, "budget all") {
+		t.Fatalf("refusal not journaled:\n%s", out)
+	}
 }
