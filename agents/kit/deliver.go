@@ -82,13 +82,24 @@ func Deliver(e *Env, agent string) (string, error) {
 		errs = append(errs, err)
 	}
 	now := e.now()
+	// One handle on questions/ for the reads: no walk of each path.
+	read := e.Store.ReadFile
+	if dir, err := e.Store.OpenDir("questions"); err == nil {
+		defer dir.Close()
+		read = func(rel string) ([]byte, error) {
+			if name, ok := strings.CutPrefix(rel, "questions/"); ok && !strings.Contains(name, "/") {
+				return dir.ReadFile(name)
+			}
+			return e.Store.ReadFile(rel)
+		}
+	}
 	for _, rel := range qpaths {
 		if full() {
 			break
 		}
 		// Most questions are not this agent's: skip them before parsing
 		// (this runs after every tool call).
-		data, err := e.Store.ReadFile(rel)
+		data, err := read(rel)
 		if err != nil || !bytes.Contains(data, []byte(agent)) {
 			continue
 		}

@@ -33,9 +33,9 @@
 //
 // Identity: --as / $TAVERN_AGENT, else SessionAgent(tool, session id), a
 // pure function of the session, so every hook of one session agrees
-// without a lookup. A session owns its agent when its keeper (RunKeeper,
-// run as `tavern hook keep`) took the agent's liveness lock at session
-// start; see session.go for the model. Ownership is what makes the
+// without a lookup. A session owns its agent when session start took the
+// agent's liveness lock and handed it to its keeper (`tavern hook keep`,
+// KeepSession); see session.go for the model. Ownership is what makes the
 // session's claims liveness claims and its end release them.
 //
 // Failure policy: a handler's error is Tavern's own trouble and never
