@@ -470,7 +470,7 @@ func (sp *Space) Unreserve(agent string, globs []string, opt UnreserveOptions) (
 		}
 		which[g.String()] = true
 	}
-	return sp.unreserve(func(r *Reservation) bool {
+	return sp.unreserve(func() ([]*Reservation, []error) { return sp.AgentReservations(agent) }, func(r *Reservation) bool {
 		return r.Agent == agent && (len(which) == 0 || which[r.Glob])
 	}, opt.Instance)
 }
@@ -489,7 +489,12 @@ func (sp *Space) UnreserveID(id, agent string) error {
 		}
 	}
 	var other string
-	n, err := sp.unreserve(func(r *Reservation) bool {
+	byID := func() ([]*Reservation, []error) {
+		docs, errs := sp.store.Grep(typeDir(ReservationType), id) // its id is in it
+		out, rerrs := sp.reservationsOf(docs, nil)
+		return out, append(errs, rerrs...)
+	}
+	n, err := sp.unreserve(byID, func(r *Reservation) bool {
 		if r.ID == id && agent != "" && r.Agent != agent {
 			other = r.Agent
 			return false
@@ -507,13 +512,16 @@ func (sp *Space) UnreserveID(id, agent string) error {
 	return nil
 }
 
-func (sp *Space) unreserve(match func(*Reservation) bool, instance string) (int, error) {
+// unreserve drops the reservations load returns that match, under the
+// reservations lock (load reads only those that could match: the files
+// naming the agent or the id).
+func (sp *Space) unreserve(load func() ([]*Reservation, []error), match func(*Reservation) bool, instance string) (int, error) {
 	l, err := sp.store.Lock(reservationsLockKey)
 	if err != nil {
 		return 0, err
 	}
 	defer l.Unlock()
-	live, _ := sp.reservations(nil)
+	live, _ := load()
 	var mine []*Reservation
 	for _, r := range live {
 		if !match(r) {
