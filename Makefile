@@ -12,11 +12,6 @@ build:
 test: tools
 	$(GO) test -race -timeout 9m $(PKGS)
 
-# The programs the end-to-end tests drive (tmux, chromium), installed with
-# apt-get when missing; .ci/run does this before make test.
-test-deps:
-	bash .ci/test-deps
-
 # Soak and large-scale tests that do not fit in `make test`.
 test-long: tools
 	$(GO) test -race -tags long -timeout 60m $(PKGS)
