@@ -728,3 +728,50 @@ func CheckNested(dir string) error {
 	}
 	return nil
 }
+
+// Grep returns the documents directly in rel whose text contains needle,
+// oldest name first. It reads every file through one handle of the
+// directory (no walk of each path) and parses only those that contain
+// needle: a cheap first cut for code that looks for a few documents among
+// many (an agent's claims among every claimed item, on every hook of an
+// agent tool). The caller still checks the fields it wants; needle only
+// has to be in every document it could want. Files that vanish meanwhile
+// are skipped; files that cannot be read or parsed are returned as
+// errors. A missing rel has no documents.
+func (s *Store) Grep(rel, needle string) ([]*Doc, []error) {
+	names, err := s.Docs(rel)
+	if err != nil {
+		return nil, []error{err}
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	read := func(p string) ([]byte, uint32, error) { return s.readFile(p) }
+	if dir, err := s.OpenDir(rel); err == nil {
+		defer dir.Close()
+		read = func(p string) ([]byte, uint32, error) { return dir.readFile(p[len(rel)+1:]) }
+	}
+	var docs []*Doc
+	var errs []error
+	for _, p := range names {
+		data, perm, err := read(p)
+		if err != nil {
+			if !errors.Is(err, ErrNotExist) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if !bytes.Contains(data, []byte(needle)) {
+			continue
+		}
+		d, err := Parse(p, data)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		d.perm = perm
+		s.classify(d)
+		docs = append(docs, d)
+	}
+	return docs, errs
+}

@@ -219,6 +219,12 @@ func (b *Broker) Add(queue string, opt AddOptions) (*Item, error) {
 		data["plan"] = opt.Plan
 	}
 	_ = b.journal(EventAdded, it, opt.By, data)
+	if it.Gate == GateHuman {
+		// Its gate's document now, so listings need not read every item to
+		// find it (GateDocs). Should this fail the gate still holds: the
+		// item's gate: field implies it until its document is written.
+		_ = b.createImplicit(&Gate{ID: it.ID, Item: it.ID, Queue: queue, Path: GatePath(it.ID)})
+	}
 	return it, nil
 }
 

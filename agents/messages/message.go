@@ -405,6 +405,9 @@ func countAfter(s *docstore.Store, channel, after string) (int, string, error) {
 			n += int(k)
 			continue
 		}
+		if l := d.String("last_id"); l != "" && l <= after {
+			continue // read up to its end: no need to parse its messages
+		}
 		msgs, err := chunkMessages(d)
 		if err != nil {
 			return n, last, err

@@ -113,6 +113,7 @@ var exitCodes = []struct {
 	{workspace.ErrConfig, exitUsage},
 	{workspace.ErrConflict, exitConflict},
 	{usage.ErrGrouping, exitUsage},
+	{usage.ErrSpent, exitConflict},
 	{trace.ErrUnknown, exitNotFound},
 
 	// queues/tuples

@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/agents/usage"
 	"github.com/tavernhq/tavern/queues"
 )
 
@@ -102,6 +103,11 @@ func runSpawn(c *cli.Context) error {
 		Queues: splitList(c.StringSlice("queue")), Steal: c.Bool("steal"), Wait: c.Duration("wait"),
 		Command: c.Args().Slice(), Env: childBaseEnv(), Stdin: c.App.Reader, Signals: sigs,
 		AcceptConstitution: c.Bool("accept-constitution"),
+	}
+	if opt.Pool == "" {
+		// A pool admits its drones on its own tick; a spawn of no pool
+		// answers to the budgets of every pool.
+		opt.Admit = usage.Admit(m.Store, "")
 	}
 	if c.Bool("tee") {
 		opt.TeeOut, opt.TeeErr = c.App.Writer, c.App.ErrWriter
