@@ -51,9 +51,7 @@ var noJSON = map[string]string{
 	"setup":         "writes configuration files for an agent tool",
 	"verifier":      "a daemon: with --json, one object per line per verification (event, agent, state, passed, failed) or bubbled question (event, question, to)",
 	"watch":         "a stream: with --json, one journal event per line (as `log --json`)",
-	"edit":          "runs $EDITOR; with --json prints {rel, saved, rev}",
 	"export":        "with --json prints the `ui --json` snapshot",
-	"restore":       "replaces the store; with --json prints the restore result",
 	"prime":         "prints the agent's context for its prompt",
 }
 
@@ -168,7 +166,9 @@ func jsonScenario() []jsonStep {
 		{name: "rm", args: []string{"rm", "agents/boss", "--json"}},
 		{name: "trash ls", args: []string{"trash", "ls", "--json"}, capture: map[string]string{"TRASHED": ".0.name"}},
 		{name: "trash restore", args: []string{"trash", "restore", "$TRASHED", "--json"}},
-		{name: "backup", args: []string{"backup", "--json"}},
+		{name: "edit", args: []string{"edit", "agents/alice", "--json"}, env: []string{"EDITOR=sed -i s/role:.reviewer/role:\\ critic/"}},
+		{name: "backup", args: []string{"backup", "--json"}, capture: map[string]string{"BACKUP": ".dir"}},
+		{name: "restore", args: []string{"restore", "$BACKUP", "--force", "--json"}},
 		{name: "workspace ls", args: []string{"workspace", "ls", "--json"}},
 		{name: "workspace prune", args: []string{"workspace", "prune", "--json"}},
 		{name: "ui", args: []string{"ui", "--json", "--lens", "needs"}, note: "`ui --json` without --lens prints the whole snapshot (every lens as a key, as `export --json` and serve's /api/snapshot)."},
