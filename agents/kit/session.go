@@ -190,7 +190,7 @@ func EndSession(e *Env, agent, sessionID, reason string) error {
 		summary += " Released unfinished: " + strings.Join(released, ", ") + "."
 	}
 	if unreserved > 0 {
-		summary += fmt.Sprintf(" Dropped %d reservation(s).", unreserved)
+		summary += fmt.Sprintf(" Reservations dropped: %d.", unreserved)
 	}
 	if len(cs) > 0 {
 		summary += fmt.Sprintf(" Commitments: %d of %d passed.", passed, len(cs))

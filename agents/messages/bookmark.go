@@ -90,12 +90,13 @@ type RecvOptions struct {
 	Limit int
 }
 
-// Recv returns the agent's unread messages of channel, oldest first, and
+// Recv returns the agent's unread messages of channel (which must exist:
+// CheckChannel), oldest first, and
 // advances its bookmark past them. Reading and advancing happen under the
 // bookmark document's lock, so two concurrent Recvs by one agent never
 // return the same message twice.
 func Recv(s *docstore.Store, agent, channel string, opt RecvOptions) ([]Message, error) {
-	if err := ValidChannel(channel); err != nil {
+	if err := CheckChannel(s, channel); err != nil {
 		return nil, err
 	}
 	rel, err := ensureBookmarks(s, agent)

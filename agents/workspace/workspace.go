@@ -434,7 +434,7 @@ func (w *Workspaces) makeRoom(ctx context.Context) error {
 			return "", err
 		}
 		if len(list) >= w.opt.MaxWorktrees {
-			return fmt.Sprintf("%d worktrees under %s (at most %d)", len(list), w.root, w.opt.MaxWorktrees), nil
+			return fmt.Sprintf("worktrees under %s: %d, at most %d", w.root, len(list), w.opt.MaxWorktrees), nil
 		}
 		if w.opt.MaxDisk > 0 { // < 0: no bound
 			var n int64

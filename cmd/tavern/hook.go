@@ -105,7 +105,7 @@ func runHook(c *cli.Context) error {
 		return failOpen(c, ev, err)
 	}
 	defer e.Close()
-	opt := kit.HookOptions{Agent: c.String("as"), Session: kit.SessionOptions{
+	opt := kit.HookOptions{Agent: asOrEnv(c), Session: kit.SessionOptions{
 		ToolPID:     kit.ToolPID(),
 		StartKeeper: startKeeper(s),
 		Role:        os.Getenv("TAVERN_ROLE"),

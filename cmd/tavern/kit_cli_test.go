@@ -222,6 +222,7 @@ func TestClaudeSessionEndToEnd(t *testing.T) {
 	}
 
 	// bob reserved the parser: the edit is denied, naming bob.
+	p.ok("agent", "new", "bob")
 	p.ok("reserve", "src/parser/**", "--as", "bob", "--reason", "parser rewrite")
 	r = s.fire(kit.PreToolUse, lexer)
 	hso = hookSpecific(t, r.out)
@@ -317,6 +318,7 @@ func TestHookPayloadsAllTools(t *testing.T) {
 				t.Errorf("%s got an env answer it does not document: %s", tc.tool, r.out)
 			}
 
+			p.ok("agent", "new", "bob")
 			p.ok("reserve", "src/parser/**", "--as", "bob")
 			r = s.fire(kit.PreToolUse, file)
 			if tc.tool == kit.Gemini {
@@ -341,7 +343,7 @@ func TestHookPayloadsAllTools(t *testing.T) {
 			if hso["hookEventName"] != kit.NativeEvent(tc.tool, kit.UserPromptSubmit) || !strings.Contains(hso["additionalContext"].(string), "ping from bob") {
 				t.Errorf("prompt hook: %s", r.out)
 			}
-			p.ok("send", "general", "pong", "--as", "bob")
+			p.ok("send", "general", "pong", "--as", "bob", "--create")
 			r = s.fire(kit.PostToolUse, file)
 			hso = hookSpecific(t, r.out)
 			if hso["hookEventName"] != kit.NativeEvent(tc.tool, kit.PostToolUse) || !strings.Contains(hso["additionalContext"].(string), "pong") || strings.Contains(hso["additionalContext"].(string), "ping from bob") {
@@ -474,6 +476,8 @@ func TestNextCLI(t *testing.T) {
 	p.ok("queue", "create", "build")
 	first := strings.TrimSpace(p.ok("queue", "add", "build", "--title", "first"))
 	second := strings.TrimSpace(p.ok("queue", "add", "build", "--title", "second"))
+	p.ok("agent", "new", "bob")
+	p.ok("agent", "new", "alice")
 	p.ok("queue", "take", "build", "--as", "bob") // bob holds first
 	out := p.ok("next", "--as", "alice")
 	if strings.Contains(out, first) || !strings.Contains(out, second) {

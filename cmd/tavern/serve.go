@@ -23,9 +23,15 @@ const defaultListen = "127.0.0.1:7878"
 
 // personFlag names the person acting through a view: the sender of its
 // messages, answered_by of its answers, the agent of its journal events.
-var personFlag = &cli.StringFlag{Name: "as", Usage: "act as `PERSON` (default $TAVERN_USER, else the login name)", EnvVars: []string{"TAVERN_USER"}}
+// A new flag per command: urfave/cli keeps parse state in the flag. The
+// default is said once: no EnvVars, or help would repeat it.
+func personFlag() cli.Flag {
+	return &cli.StringFlag{Name: "as", Usage: "act as `PERSON` (default: $TAVERN_USER, else the login name)"}
+}
 
-var pollFlag = &cli.DurationFlag{Name: "poll", Usage: "poll every `DUR` instead of using inotify (network filesystems are detected)"}
+func pollFlag() cli.Flag {
+	return &cli.DurationFlag{Name: "poll", Usage: "poll every `DUR` instead of using inotify (0: inotify; network filesystems are detected)", Action: notNegative("poll")}
+}
 
 func newServeCommand() *cli.Command {
 	return &cli.Command{
@@ -50,7 +56,7 @@ Examples:
    tavern serve --listen 0.0.0.0:7878`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: defaultListen, Usage: "listen on `ADDR` (host:port; port 0 picks a free one)"},
-			personFlag, pollFlag,
+			personFlag(), pollFlag(),
 		},
 		Action: runServe,
 	}

@@ -69,7 +69,7 @@ Examples:
 			&cli.StringFlag{Name: "parent", Usage: "parent agent `P` (default $TAVERN_AGENT)"},
 			&cli.StringSliceFlag{Name: "queue", Usage: "claim one item from `Q` first (repeatable, or Q1,Q2)"},
 			&cli.BoolFlag{Name: "steal", Usage: "with --queue: take from other queues when these are empty"},
-			&cli.DurationFlag{Name: "wait", Usage: "with --queue: wait up to `DUR` for an item"},
+			waitFlag("with --queue: wait up to `DUR` for an item"),
 			&cli.StringFlag{Name: "model", Usage: "model `M` (TAVERN_MODEL)"},
 			&cli.StringFlag{Name: "pool", Usage: "the pool this drone belongs to"},
 			&cli.BoolFlag{Name: "tee", Usage: "copy the child's output to this terminal"},

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -30,8 +29,8 @@ func worktreeFlags() []cli.Flag {
 		&cli.StringFlag{Name: "repo", Usage: "with --worktree: a `DIR` in the git repository (default: the project directory)"},
 		&cli.StringFlag{Name: "merge-mode", Value: "rebase", Usage: "with --worktree: rebase | merge (how a branch comes onto the base)"},
 		&cli.StringFlag{Name: "check", Usage: "with --worktree: shell `CMD` run in the worktree after the rebase; the base moves only if it exits 0"},
-		&cli.DurationFlag{Name: "check-timeout", Value: 10 * time.Minute, Usage: "with --worktree: how long --check may run"},
-		&cli.IntFlag{Name: "max-worktrees", Value: 64, Usage: "with --worktree: most worktrees at once (orphans are pruned first)"},
+		&cli.DurationFlag{Name: "check-timeout", Value: 10 * time.Minute, Usage: "with --worktree: how long --check may run", Action: positiveDur("check-timeout", "--check would be killed before it runs")},
+		&cli.IntFlag{Name: "max-worktrees", Value: 64, Usage: "with --worktree: most worktrees at once (orphans are pruned first)", Action: atLeastOne("max-worktrees", "no worktree could be made")},
 		&cli.StringFlag{Name: "worktree-root", Usage: "with --worktree: where worktrees go (default <git dir>/tavern/worktrees)"},
 		&cli.StringFlag{Name: "max-disk", Value: "20G", Usage: "with --worktree: most `SIZE` all worktrees may take (K, M, G, T: powers of 1024; none: no bound); orphans are pruned first"},
 	}
@@ -57,7 +56,10 @@ func parseSize(s string) (int64, error) {
 		}
 	}
 	v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
-	if err != nil || v <= 0 {
+	if err == nil && v == 0 {
+		return 0, usageErr("--max-disk %s: no worktree would fit; give a size, or none for no bound", s)
+	}
+	if err != nil || v < 0 {
 		return 0, usageErr("bad size %q (want e.g. 500M, 20G, or none)", s)
 	}
 	return int64(v * float64(mult)), nil
@@ -115,13 +117,5 @@ func spawnHooks(c *cli.Context, s *docstore.Store, b *queues.Broker) ([]agents.S
 	return hooks, nil
 }
 
-// decider names the person deciding at a gate: --by, else $USER.
-func decider(c *cli.Context) string {
-	if by := c.String("by"); by != "" {
-		return by
-	}
-	if u := os.Getenv("USER"); u != "" {
-		return u
-	}
-	return "user"
-}
+// decider names the person deciding at a gate (agents.ResolvePerson).
+func decider(c *cli.Context) string { return agents.ResolvePerson(c.String("by")) }

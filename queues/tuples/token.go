@@ -129,7 +129,7 @@ func (sp *Space) InitToken(name string, count int) (int, error) {
 	case count < total:
 		drop := total - count
 		if drop > len(free) {
-			return 0, fmt.Errorf("%w: %s has %d slots, %d held; release some first", ErrTokenCount, name, total, len(held))
+			return 0, fmt.Errorf("%w: slots of %s: %d, %d held; release some first", ErrTokenCount, name, total, len(held))
 		}
 		// Drop the highest slots first so numbering stays compact.
 		sort.Slice(free, func(i, j int) bool { a, _ := free[i].Int("slot"); b, _ := free[j].Int("slot"); return a > b })
@@ -751,9 +751,15 @@ type TokenSlot struct {
 
 // TokenSlots returns the slots of token name (of every token if name is
 // empty), sorted by token and slot, after returning those of dead holders.
+// A name with no slots at all is ErrUnknownToken: a typo is not an empty
+// token.
 func (sp *Space) TokenSlots(name string) ([]TokenSlot, error) {
 	_, _ = sp.reapTaken(TokenType)
-	return sp.Slots(name)
+	slots, err := sp.Slots(name)
+	if err == nil && name != "" && len(slots) == 0 {
+		return nil, fmt.Errorf("%s: %w", name, ErrUnknownToken)
+	}
+	return slots, err
 }
 
 // Slots is TokenSlots without the reap: it changes nothing, so an observer
