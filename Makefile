@@ -4,7 +4,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin/tavern
 
-.PHONY: build test test-long tools check fuzz demo demo-workflow clean bench torture
+.PHONY: build test test-long tools check docs fuzz demo demo-workflow clean bench torture
 
 build:
 	$(GO) build -o $(BIN) ./cmd/tavern
@@ -17,15 +17,16 @@ test-long: tools
 	$(GO) test -race -tags long -timeout 150m $(PKGS)
 
 # Programs the tests drive as a user would (the journal's hand-edit
-# tests: vim, git, rsync; unshare for the inotify limit; tmux and chromium
-# for tavern ui and tavern serve; etcd, Debian's etcd-server, and git
-# daemon for the several-machines tests), installed with apt-get where
-# missing. Tests skip, saying why, where that is impossible.
-TOOLS := vim git rsync unshare tmux chromium etcd
+# tests: vim, git, rsync; unshare for the inotify limit; the completion
+# scripts: zsh, fish; man for the man page; tmux and chromium for tavern
+# ui and tavern serve; etcd, Debian's etcd-server, and git daemon for the
+# several-machines tests), installed with apt-get where missing. Tests
+# skip, saying why, where that is impossible.
+TOOLS := vim git rsync unshare zsh fish man tmux chromium etcd
 tools:
 	@missing=""; for t in $(TOOLS); do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
 	if [ -n "$$missing" ]; then \
-	  pkgs=$$(echo $$missing | sed 's/unshare/util-linux/; s/etcd/etcd-server/'); \
+	  pkgs=$$(echo $$missing | sed 's/unshare/util-linux/; s/\bman\b/man-db/; s/etcd/etcd-server/'); \
 	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 	    echo "installing:$$pkgs"; apt-get update -qq && apt-get install -y -qq $$pkgs >/dev/null; \
 	  else echo "warning: missing$$missing (tests that need them skip)"; fi; \
@@ -38,6 +39,14 @@ check:
 	  $(GO) mod tidy -e 2>/dev/null; if ! git diff --quiet -- go.mod go.sum; then git diff -- go.mod go.sum; \
 	  cp /tmp/tavern.go.mod.$$$$ go.mod; cp /tmp/tavern.go.sum.$$$$ go.sum; echo "go.mod/go.sum not tidy"; exit 1; fi
 	@echo "layering"; bash .ci/layers
+	@echo "docs"; $(GO) test -count=1 -run '^(TestDocs|TestReadmeCommands|TestJSONContract)$$' ./cmd/tavern >/dev/null || \
+	  { echo "cmd/tavern/docs or README.md's command list is not current: run make docs"; exit 1; }
+
+# The command reference (cmd/tavern/docs/commands.md), the man page
+# (cmd/tavern/docs/tavern.1), the JSON shapes (cmd/tavern/docs/json.md)
+# and README.md's command list, generated from the command definitions.
+docs:
+	$(GO) test -count=1 -run '^(TestDocs|TestJSONContract)$$' ./cmd/tavern -update
 
 # The torture harness (cmd/torture): crash points, queue and pool chaos,
 # fault injection (tmpfs; needs root), bad input; prints a table and fails

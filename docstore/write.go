@@ -394,6 +394,22 @@ func (s *Store) mkdirAll(dir string) error {
 // for writers outside a store, such as backups.
 func SyncDir(dir string) error { return fsyncDir(dir) }
 
+// SyncFS makes everything written to the filesystem holding path durable
+// (syncfs(2)): data, inodes and directory entries of every file, in one
+// call. A writer of many files (a backup) writes them without a sync each
+// and calls it once.
+func SyncFS(path string) error {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "syncfs", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	if err := unix.Syncfs(fd); err != nil {
+		return &os.PathError{Op: "syncfs", Path: path, Err: err}
+	}
+	return nil
+}
+
 // StaleTemp is how old a file in .tmp/ must be before Open removes it. A
 // write holds its temp file for milliseconds; one this old was left by a
 // process killed between creating and renaming it. Age decides, not the

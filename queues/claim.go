@@ -316,13 +316,15 @@ func (b *Broker) fail(id string, attempt int, instance, reason string) (*Item, e
 	return out, nil
 }
 
-// backoff is the delay before attempt n+1 after n failed attempts.
+// backoff is the delay before attempt n+1 after n failed attempts:
+// backoff doubled per attempt, capped at backoff_max (a cap of 0 retries
+// at once).
 func backoff(q *Queue, n int) time.Duration {
 	d := q.Backoff
 	for i := 1; i < n && d < q.BackoffMax; i++ {
 		d *= 2
 	}
-	if q.BackoffMax > 0 && d > q.BackoffMax {
+	if d > q.BackoffMax {
 		d = q.BackoffMax
 	}
 	return d

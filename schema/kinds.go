@@ -85,7 +85,7 @@ var (
 			Field{Name: "max_attempts", Type: Int, Min: atLeast(1), Default: 3},
 			Field{Name: "lease", Type: Duration, Default: "5m"},
 			Field{Name: "backoff", Type: Duration, Default: "10s", Doc: "base delay after a failure, doubled per attempt"},
-			Field{Name: "backoff_max", Type: Duration, Default: "10m"},
+			Field{Name: "backoff_max", Type: Duration, Default: "10m", Doc: "cap of the backoff (0: retry at once)"},
 			Field{Name: "on_empty", Type: String, Enum: EmptyModes, Default: "idle"},
 			Field{Name: "steal", Type: Bool, Default: true, Doc: "may workers of other queues steal from this one"},
 			Field{Name: "lease_grace", Type: Duration, Default: "30s", Doc: "how long a claim whose lease expired but whose holder is alive (hung) is left before it is returned"},

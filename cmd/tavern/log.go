@@ -49,7 +49,7 @@ Examples:
 			&cli.StringFlag{Name: "since", Usage: "from `DUR` ago or from TIME"},
 			&cli.StringFlag{Name: "until", Usage: "before `TIME`"},
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "wait for and print new events"},
-			&cli.DurationFlag{Name: "poll", Usage: "with --follow, also re-read every `DUR` (network filesystems)"},
+			&cli.DurationFlag{Name: "poll", Usage: "with --follow, also re-read every `DUR` (network filesystems; 0: inotify only)", Action: notNegative("poll")},
 			&cli.BoolFlag{Name: "machines", Usage: "also the journals of other machines (a synced store; not with --follow)"},
 			jsonFlag(),
 		},

@@ -40,7 +40,7 @@ Examples:
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "where", Aliases: []string{"w"}, Usage: "filter `EXPR` (repeatable)"},
 			&cli.StringFlag{Name: "sort", Usage: "sort by `FIELD` (-FIELD for descending)"},
-			&cli.IntFlag{Name: "limit", Usage: "print at most `N` documents"},
+			limitFlag("print at most `N` documents (default: all)", 0),
 			&cli.BoolFlag{Name: "body", Usage: "include bodies in --json output"},
 			jsonFlag(),
 		},
@@ -66,7 +66,7 @@ func runLs(c *cli.Context) error {
 	}
 	// Served from the projection: the index cache (.tavern/.index)
 	// means only documents changed since the last run are read.
-	p, err := watcher.Open(s, watcher.Options{Cache: true, Kinds: []string{k.Name}})
+	p, err := watcher.Open(s, watcher.Options{Cache: true, Kinds: []string{k.Name}, Progress: progress(c, "index", "documents")})
 	if err != nil {
 		return err
 	}

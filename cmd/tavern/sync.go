@@ -61,7 +61,8 @@ Examples:
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "clone", Usage: "create .tavern/ from the state on `REMOTE`"},
 			&cli.StringFlag{Name: "ref", Usage: "with --clone: the remote `REF` (default refs/tavern/state)"},
-			&cli.DurationFlag{Name: "every", Usage: "keep syncing every `DUR` (and on local changes) until interrupted"},
+			&cli.DurationFlag{Name: "every", Usage: "keep syncing every `DUR` (and on local changes) until interrupted",
+				Action: positiveDur("every", "rounds without a pause would keep the remote busy")},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only conflicts and errors"},
 			jsonFlag(),
 		},

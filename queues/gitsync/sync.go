@@ -197,6 +197,16 @@ type Report struct {
 	Duration  time.Duration `json:"duration"`
 }
 
+// MarshalJSON writes Duration as a Go duration ("1.2s"), as the tavern
+// command's JSON does for every duration.
+func (r Report) MarshalJSON() ([]byte, error) {
+	type plain Report
+	return json.Marshal(struct {
+		plain
+		Duration string `json:"duration"`
+	}{plain(r), r.Duration.String()})
+}
+
 type syncState struct {
 	Head    string               `json:"head"`
 	Pending map[string]entry     `json:"-"`
@@ -244,7 +254,7 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 		return nil, err
 	}
 	defer l.Unlock()
-	rep := &Report{Started: start}
+	rep := &Report{Started: start.UTC(), Applied: []Change{}, Deferred: []string{}, Conflicts: []Loss{}} // lists, never null in JSON
 	defer func() { rep.Duration = time.Since(start) }()
 	st := sy.loadState()
 	snap, err := sy.snapshotWork()

@@ -12,7 +12,7 @@
 // Tabs: Needs you, Agents, Queues (a board by state: each queue's pending,
 // claimed, done and dead items), Messages, Journal, Resources
 // (reservations, tokens, pools); a list on the left and the selected
-// entry's detail on the right, markdown rendered with glamour. Keys are
+// entry's detail on the right, markdown rendered by a small goldmark walker (markdown.go). Keys are
 // vim and arrows (j/k, h/l, g/G), tab or 1-6 for tabs, / to filter.
 // Actions (a answer, r retry, x release, R reap, s respawn, m message,
 // e edit) ask for their input, then a y/N confirmation, then run

@@ -24,8 +24,9 @@ type Options struct {
 	// Editor returns the command that edits file; default: $VISUAL, else
 	// $EDITOR, else vi, through sh -c (as `tavern edit`).
 	Editor func(file string) *exec.Cmd
-	// Glamour is the glamour style of rendered markdown ("dark", "light",
+	// Glamour is the style of rendered markdown ("dark", "light",
 	// "notty"); default "dark", "notty" when the terminal has no colours.
+	// (The name is from the renderer it once was; markdown.go.)
 	Glamour string
 }
 

@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/charmbracelet/glamour"
 	"github.com/charmbracelet/lipgloss"
-	"github.com/muesli/termenv"
 )
 
 var (
@@ -174,44 +172,4 @@ func pad(s string, n int) string {
 		return s + strings.Repeat(" ", n-w)
 	}
 	return s
-}
-
-// markdown renders detail panes with glamour, one renderer per width
-// (making one is the expensive part), the last result cached.
-type markdown struct {
-	style    string
-	width    int
-	r        *glamour.TermRenderer
-	lastIn   string
-	lastOut  string
-	lastSize int
-}
-
-func newMarkdown(style string) *markdown {
-	if style == "" {
-		style = "dark"
-		if lipgloss.ColorProfile() == termenv.Ascii {
-			style = "notty"
-		}
-	}
-	return &markdown{style: style}
-}
-
-func (md *markdown) render(text string, width int) string {
-	if text == md.lastIn && width == md.lastSize {
-		return md.lastOut
-	}
-	if md.r == nil || md.width != width {
-		r, err := glamour.NewTermRenderer(glamour.WithStandardStyle(md.style), glamour.WithWordWrap(max(width-2, 10)))
-		if err != nil {
-			return text
-		}
-		md.r, md.width = r, width
-	}
-	out, err := md.r.Render(text)
-	if err != nil {
-		out = text
-	}
-	md.lastIn, md.lastSize, md.lastOut = text, width, out
-	return out
 }

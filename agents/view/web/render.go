@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/yuin/goldmark"
@@ -26,29 +27,33 @@ var assets embed.FS
 // documents are written by agents and must not script the page.
 var md = goldmark.New(goldmark.WithExtensions(extension.GFM))
 
-var tmpl = template.Must(template.New("").Funcs(template.FuncMap{
-	"md":        renderMD,
-	"age":       view.Age,
-	"ts":        func(t time.Time) string { return stamp(t) },
-	"event":     eventData,
-	"lower":     strings.ToLower,
-	"path":      url.PathEscape,
-	"query":     url.QueryEscape,
-	"join":      strings.Join,
-	"owners":    owners,
-	"percent":   func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
-	"rate":      func(f float64) string { return fmt.Sprintf("%.1f", f) },
-	"hasPrefix": strings.HasPrefix,
-	"sub":       func(a, b int) int { return a - b },
-	"dict":      dict,
-	"action": func(name, target, label string) view.Action {
-		return view.Action{Name: name, Target: target, Label: label, Input: "message"}
-	},
-	"css": func() template.CSS {
-		b, _ := assets.ReadFile("static/style.css")
-		return template.CSS(b)
-	},
-}).ParseFS(assets, "templates/*.html"))
+// templates are parsed on first use, not when the program starts: every
+// `tavern` process (the agent tools' hooks among them) would pay for it.
+var templates = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("").Funcs(template.FuncMap{
+		"md":        renderMD,
+		"age":       view.Age,
+		"ts":        func(t time.Time) string { return stamp(t) },
+		"event":     eventData,
+		"lower":     strings.ToLower,
+		"path":      url.PathEscape,
+		"query":     url.QueryEscape,
+		"join":      strings.Join,
+		"owners":    owners,
+		"percent":   func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
+		"rate":      func(f float64) string { return fmt.Sprintf("%.1f", f) },
+		"hasPrefix": strings.HasPrefix,
+		"sub":       func(a, b int) int { return a - b },
+		"dict":      dict,
+		"action": func(name, target, label string) view.Action {
+			return view.Action{Name: name, Target: target, Label: label, Input: "message"}
+		},
+		"css": func() template.CSS {
+			b, _ := assets.ReadFile("static/style.css")
+			return template.CSS(b)
+		},
+	}).ParseFS(assets, "templates/*.html"))
+})
 
 // dict builds the argument of a sub-template that needs the page and one
 // value: {{template "action" (dict "P" $ "A" .)}}.
@@ -61,7 +66,7 @@ func dict(kv ...any) map[string]any {
 }
 
 func render(w io.Writer, name string, p *Page) error {
-	return tmpl.ExecuteTemplate(w, name, p)
+	return templates().ExecuteTemplate(w, name, p)
 }
 
 func renderMD(s string) template.HTML {

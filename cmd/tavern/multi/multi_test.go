@@ -774,7 +774,7 @@ func TestMultiWatchSeesRemoteEdit(t *testing.T) {
 	defer func() { syncer.Process.Kill(); syncer.Wait() }()
 	type round struct {
 		Started  time.Time
-		Duration time.Duration
+		Duration string
 		Applied  []struct{ Path, Machine string }
 	}
 	rounds := make(chan round, 100)
@@ -828,7 +828,7 @@ func TestMultiWatchSeesRemoteEdit(t *testing.T) {
 			applied = applied || (ch.Path == "agents/ann.md" && ch.Machine == strings.TrimSpace(string(nameA)))
 		}
 		if applied {
-			t.Logf("applied by the round started %s after the push (%s long)", r.Started.Sub(pushed).Round(time.Millisecond), r.Duration.Round(time.Millisecond))
+			t.Logf("applied by the round started %s after the push (%s long)", r.Started.Sub(pushed).Round(time.Millisecond), r.Duration)
 			break
 		}
 		if r.Started.After(pushed) {
