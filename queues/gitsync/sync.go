@@ -752,7 +752,7 @@ func Clone(dir, remote, ref string) (*docstore.Store, error) {
 		ref = DefaultRef
 	}
 	if _, err := os.Stat(dir); err == nil {
-		return nil, &SyncError{Op: "clone", Path: dir, Err: fs.ErrExist}
+		return nil, &SyncError{Op: "clone", Path: dir, Err: fmt.Errorf("%w: a store is already here (tavern sync exchanges it with the remote)", fs.ErrExist)}
 	}
 	if !strings.Contains(remote, "://") && !strings.Contains(remote, ":") && !filepath.IsAbs(remote) {
 		if abs, err := filepath.Abs(remote); err == nil {
