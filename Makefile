@@ -14,18 +14,19 @@ test: tools
 
 # Soak and large-scale tests that do not fit in `make test`.
 test-long: tools
-	$(GO) test -race -tags long -timeout 60m $(PKGS)
+	$(GO) test -race -tags long -timeout 150m $(PKGS)
 
 # Programs the tests drive as a user would (the journal's hand-edit
 # tests: vim, git, rsync; unshare for the inotify limit; the completion
 # scripts: zsh, fish; man for the man page; tmux and chromium for tavern
-# ui and tavern serve), installed with apt-get where missing. Tests skip,
-# saying why, where that is impossible.
-TOOLS := vim git rsync unshare zsh fish man tmux chromium
+# ui and tavern serve; etcd, Debian's etcd-server, and git daemon for the
+# several-machines tests), installed with apt-get where missing. Tests
+# skip, saying why, where that is impossible.
+TOOLS := vim git rsync unshare zsh fish man tmux chromium etcd
 tools:
 	@missing=""; for t in $(TOOLS); do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
 	if [ -n "$$missing" ]; then \
-	  pkgs=$$(echo $$missing | sed 's/unshare/util-linux/; s/man/man-db/'); \
+	  pkgs=$$(echo $$missing | sed 's/unshare/util-linux/; s/\bman\b/man-db/; s/etcd/etcd-server/'); \
 	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 	    echo "installing:$$pkgs"; apt-get update -qq && apt-get install -y -qq $$pkgs >/dev/null; \
 	  else echo "warning: missing$$missing (tests that need them skip)"; fi; \

@@ -100,8 +100,16 @@ func (s *Store) publish(rel string, data []byte, exclusive bool, perm uint32) (e
 // writeTemp writes data to a new file in .tmp/ and fsyncs it. perm is
 // its permission bits (0: the new-file mode, by the umask).
 func (s *Store) writeTemp(data []byte, perm uint32) (name string, err error) {
-	name = filepath.Join(s.root, tmpDir, tempName())
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+	var f *os.File
+	for try := 0; ; try++ {
+		name = filepath.Join(s.root, tmpDir, tempName())
+		f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+		// A name taken by a temp file that a killed process left behind
+		// under the same pid (pids are reused): take the next one.
+		if err == nil || !errors.Is(err, fs.ErrExist) || try == 100 {
+			break
+		}
+	}
 	if err != nil {
 		return "", err
 	}

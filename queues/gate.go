@@ -548,6 +548,9 @@ func (b *Broker) Reject(ref string, d Decision) (*Gate, error) {
 		if it.State == Done || it.State == Dead {
 			return nil
 		}
+		if err := b.coordSettle(it, "dead", why); err != nil { // several machines (coord.go)
+			return err
+		}
 		_, err := b.toDead(l, it, why, why)
 		return err
 	}); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -72,6 +72,7 @@ func commands() []*cli.Command {
 		newShowCommand(),
 		newSleepCommand(),
 		newSpawnCommand(),
+		newSyncCommand(),
 		newTokenCommand(),
 		newTraceCommand(),
 		newTrashCommand(),

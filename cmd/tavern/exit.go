@@ -22,6 +22,7 @@ import (
 	"github.com/tavernhq/tavern/agents/workspace"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/queues/gitsync"
 	"github.com/tavernhq/tavern/queues/plans"
 	"github.com/tavernhq/tavern/queues/tuples"
 	"github.com/tavernhq/tavern/schema"
@@ -100,6 +101,9 @@ var exitCodes = []struct {
 	{queues.ErrCycle, exitUsage},
 	{queues.ErrBadDependency, exitUsage},
 	{queues.ErrBadOption, exitUsage},
+	{queues.ErrUnavailable, exitError}, // several machines: etcd or the git remote is away
+	{queues.ErrNoEngine, exitUsage},
+	{gitsync.ErrNoRemote, exitUsage},
 	{queues.ErrGated, exitConflict},
 	{queues.ErrRejected, exitConflict},
 	{queues.ErrNotHuman, exitConflict},

@@ -89,6 +89,7 @@ func runPoolRun(c *cli.Context) error {
 		return err
 	}
 	defer b.Close()
+	defer startBackgroundSync(c, m.Store, m.Journal)() // sync.go: several machines
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)

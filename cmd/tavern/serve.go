@@ -79,6 +79,9 @@ func runServe(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// Other machines' changes arrive in the background when the store
+	// syncs (sync.go), and the pages show them as they land.
+	defer startBackgroundSync(c, v.Store(), nil)()
 	opt := web.Options{}
 	url := "http://" + ln.Addr().String() + "/"
 	if web.IsLoopback(ln.Addr().String()) {

@@ -42,6 +42,9 @@ func runVerifier(c *cli.Context, m *agents.Manager) error {
 		return err
 	}
 	defer b.Close()
+	if !c.Bool("once") {
+		defer startBackgroundSync(c, m.Store, m.Journal)() // sync.go: several machines
+	}
 	err = m.RunVerifier(c.Context, agents.VerifierOptions{
 		Broker: b,
 		By:     c.String("as"), MaxAttempts: c.Int("max-attempts"), BubbleAfter: c.Duration("bubble-after"),

@@ -225,6 +225,11 @@ func (sp *Space) reserve(agent string, globs []string, opt ReserveOptions) ([]*R
 		return nil, nil, err
 	}
 	defer l.Unlock()
+	unlock, err := sp.coordReserveLock() // several machines (coord.go)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unlock()
 	live, _ := sp.reservations(func(c Conflict) {
 		if opt.Released == nil {
 			return
@@ -272,6 +277,13 @@ func (sp *Space) reserveOne(agent string, g Glob, h holder, opt ReserveOptions, 
 		// Renew in place, and tie it to the renewing holder. Writers of
 		// reservations hold reservationsLockKey.
 		d, err := sp.store.UpdateHeld(nil, r.Path, func(d *docstore.Doc) error {
+			fence, err := sp.coordReserve(agent, g, opt, d) // several machines (coord.go)
+			if err != nil {
+				return err
+			}
+			if err := d.SetMany(fence); err != nil {
+				return err
+			}
 			if opt.TTL > 0 {
 				if err := d.Set("expires", sp.now().Add(opt.TTL)); err != nil {
 					return err
@@ -300,6 +312,11 @@ func (sp *Space) reserveOne(agent string, g Glob, h holder, opt ReserveOptions, 
 	if opt.Reason != "" {
 		values = append(values, docstore.Field{Key: "reason", Value: opt.Reason})
 	}
+	fence, err := sp.coordReserve(agent, g, opt, nil) // several machines (coord.go)
+	if err != nil {
+		return nil, err
+	}
+	values = append(values, fence...)
 	t, err := sp.Out(ReservationType, values, OutOptions{TTL: opt.TTL, Edit: func(d *docstore.Doc) error { return setHolder(d, h) }})
 	if err != nil {
 		return nil, err
@@ -419,7 +436,7 @@ func (sp *Space) reservationsOf(docs []*docstore.Doc, released func(Conflict)) (
 		}
 		out = append(out, r)
 	}
-	return out, errs
+	return sp.withRemote(out), errs // several machines (coord.go)
 }
 
 // reservationGone says whether a reservation no longer stands: expired,
@@ -446,6 +463,7 @@ func (sp *Space) releaseReservation(r *Reservation, why string) (bool, error) {
 	if !ok || err != nil {
 		return false, err
 	}
+	sp.coordUnreserve(r) // several machines (coord.go)
 	ev := "reservation.reclaimed"
 	if why == "expired" {
 		ev = "reservation.expired"
@@ -535,6 +553,11 @@ func (sp *Space) unreserve(load func() ([]*Reservation, []error), match func(*Re
 	n := 0
 	var errs []error
 	for _, r := range mine {
+		sp.coordUnreserve(r) // several machines (coord.go)
+		if r.ID == "" {
+			n++ // made on another machine and not synced here yet
+			continue
+		}
 		ok, err := sp.discard(ReservationType, r.ID, nil)
 		if err != nil {
 			errs = append(errs, err)

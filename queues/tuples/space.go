@@ -31,6 +31,8 @@ type Space struct {
 
 	holdMu sync.Mutex
 	hold   *docstore.Lock // process-held reservations' liveness lock, once taken
+
+	cs coordState // coordination engine, opened on first use (coord.go)
 }
 
 // SpaceOptions configure NewSpace. The zero value is the production

@@ -468,8 +468,18 @@ func (sp *Space) acquireSlot(name, id string, h holder, opt AcquireOptions) (*To
 		host, _ := os.Hostname()
 		heldBy = fmt.Sprintf("pid %d on %s", os.Getpid(), host)
 	}
+	fence, err := sp.coordAcquire(name, id, heldBy, h.hold, opt) // several machines (coord.go)
+	if err != nil {
+		if errors.Is(err, errSlotElsewhere) {
+			return putBack(nil)
+		}
+		return putBack(err)
+	}
 	t := &Token{Name: name, ID: id, Slot: slot, Epoch: epoch, Hold: h.hold, HeldBy: heldBy, Instance: h.instance, sp: sp, lock: l}
 	set := []docstore.Field{{Key: "epoch", Value: epoch}, {Key: "hold", Value: h.hold}, {Key: "held_by", Value: heldBy}, {Key: "acquired", Value: now}}
+	if fence > 0 {
+		set = append(set, docstore.Field{Key: "claim_fence", Value: fence})
+	}
 	if h.lockKey != "" {
 		set = append(set, docstore.Field{Key: "liveness_lock", Value: h.lockKey})
 	}
@@ -663,6 +673,7 @@ func (sp *Space) ReleaseAgentTokens(name string, opt ReleaseOptions) (int, error
 func (sp *Space) freeSlot(_ *docstore.Lock, typ, id string, d *docstore.Doc, ev, why string) error {
 	taken := takenPath(typ, id)
 	heldBy := d.String("held_by")
+	sp.coordRelease(d) // several machines (coord.go)
 	for _, f := range holdFields {
 		if err := d.Delete(f); err != nil {
 			return err
