@@ -5,9 +5,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/charmbracelet/lipgloss"
+	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
-	"github.com/muesli/termenv"
 	"github.com/yuin/goldmark"
 	gast "github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
@@ -36,9 +35,6 @@ type mdStyles struct {
 func newMarkdown(style string) *markdown {
 	if style == "" {
 		style = "dark"
-		if lipgloss.ColorProfile() == termenv.Ascii {
-			style = "notty"
-		}
 	}
 	plain := lipgloss.NewStyle()
 	st := mdStyles{heading: plain, strong: plain, emph: plain, code: plain, block: plain, quote: plain, link: plain, rule: plain}
