@@ -4,7 +4,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin/tavern
 
-.PHONY: build test test-long tools check fuzz demo demo-workflow clean bench bench-tools bench-readme torture
+.PHONY: build test test-long tools check docs fuzz demo demo-workflow clean bench bench-tools bench-readme torture
 
 # urfave_cli_no_docs leaves out urfave/cli's man-page generator (and the
 # markdown package it pulls in, whose package init every command paid).
@@ -14,24 +14,21 @@ build:
 test: tools
 	$(GO) test -race -timeout 9m $(PKGS)
 
-# The programs the end-to-end tests drive (tmux, chromium), installed with
-# apt-get when missing; .ci/run does this before make test.
-test-deps:
-	bash .ci/test-deps
-
 # Soak and large-scale tests that do not fit in `make test`.
 test-long: tools
-	$(GO) test -race -tags long -timeout 60m $(PKGS)
+	$(GO) test -race -tags long -timeout 150m $(PKGS)
 
 # Programs the tests drive as a user would (the journal's hand-edit
-# tests: vim, git, rsync; unshare for the inotify limit; tmux and chromium
-# for tavern ui and tavern serve), installed with
-# apt-get where missing. Tests skip, saying why, where that is impossible.
-TOOLS := vim git rsync unshare tmux chromium
+# tests: vim, git, rsync; unshare for the inotify limit; the completion
+# scripts: zsh, fish; man for the man page; tmux and chromium for tavern
+# ui and tavern serve; etcd, Debian's etcd-server, and git daemon for the
+# several-machines tests), installed with apt-get where missing. Tests
+# skip, saying why, where that is impossible.
+TOOLS := vim git rsync unshare zsh fish man tmux chromium etcd
 tools:
 	@missing=""; for t in $(TOOLS); do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
 	if [ -n "$$missing" ]; then \
-	  pkgs=$$(echo $$missing | sed 's/unshare/util-linux/'); \
+	  pkgs=$$(echo $$missing | sed 's/unshare/util-linux/; s/\bman\b/man-db/; s/etcd/etcd-server/'); \
 	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 	    echo "installing:$$pkgs"; apt-get update -qq && apt-get install -y -qq $$pkgs >/dev/null; \
 	  else echo "warning: missing$$missing (tests that need them skip)"; fi; \
@@ -44,6 +41,14 @@ check:
 	  $(GO) mod tidy -e 2>/dev/null; if ! git diff --quiet -- go.mod go.sum; then git diff -- go.mod go.sum; \
 	  cp /tmp/tavern.go.mod.$$$$ go.mod; cp /tmp/tavern.go.sum.$$$$ go.sum; echo "go.mod/go.sum not tidy"; exit 1; fi
 	@echo "layering"; bash .ci/layers
+	@echo "docs"; $(GO) test -count=1 -run '^(TestDocs|TestReadmeCommands|TestJSONContract)$$' ./cmd/tavern >/dev/null || \
+	  { echo "cmd/tavern/docs or README.md's command list is not current: run make docs"; exit 1; }
+
+# The command reference (cmd/tavern/docs/commands.md), the man page
+# (cmd/tavern/docs/tavern.1), the JSON shapes (cmd/tavern/docs/json.md)
+# and README.md's command list, generated from the command definitions.
+docs:
+	$(GO) test -count=1 -run '^(TestDocs|TestJSONContract)$$' ./cmd/tavern -update
 
 # The torture harness (cmd/torture): crash points, queue and pool chaos,
 # fault injection (tmpfs; needs root), bad input; prints a table and fails

@@ -3,6 +3,7 @@ package agents
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -194,9 +195,18 @@ func (m *Manager) GetAgent(name string) (*Agent, error) {
 	}
 	d, err := m.Store.Get(AgentPath(name))
 	if err != nil {
-		return nil, err
+		return nil, m.unknownAgent(name, err)
 	}
 	return agentFromDoc(d), nil
+}
+
+// unknownAgent turns a missing agent document into a *schema.UnknownError
+// with the nearest names (it still matches fs.ErrNotExist).
+func (m *Manager) unknownAgent(name string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return &schema.UnknownError{What: "agent", Name: name, Near: schema.Near(name, AgentNames(m.Store)), Err: err}
+	}
+	return err
 }
 
 // GetAgentDoc reads an agent's document (frontmatter and body).
@@ -204,7 +214,11 @@ func (m *Manager) GetAgentDoc(name string) (*docstore.Doc, error) {
 	if err := ValidAgentName(name); err != nil {
 		return nil, err
 	}
-	return m.Store.Get(AgentPath(name))
+	d, err := m.Store.Get(AgentPath(name))
+	if err != nil {
+		return nil, m.unknownAgent(name, err)
+	}
+	return d, nil
 }
 
 // ListAgents reads every agent; unreadable documents come back as errors.
@@ -226,6 +240,10 @@ type AgentSpec struct {
 	Queues     []string
 	Pool       string
 	Assignment string
+	// Edit, if set, edits the new document before it is written (the
+	// fields of `tavern new agent NAME field=value...`); the result must
+	// be valid and obey the store's rules like any write.
+	Edit func(*docstore.Doc) error
 }
 
 // CreateAgent writes a new agent document in state idle. With a role that
@@ -238,9 +256,14 @@ func (m *Manager) CreateAgent(spec AgentSpec) (*Agent, error) {
 		if err := ValidAgentName(spec.Name); err != nil {
 			return nil, err
 		}
+		if spec.Name == Person {
+			return nil, &schema.NameError{Name: Person, Reason: `"user" is the person running tavern; pick another agent name`, Agent: true}
+		}
 	}
-	if spec.Parent != "" {
-		if err := ValidAgentName(spec.Parent); err != nil {
+	if spec.Parent != "" && spec.Parent != Person {
+		// A parent that names nothing is a typo: questions would bubble
+		// to nobody.
+		if err := AgentExists(m.Store, spec.Parent); err != nil {
 			return nil, fmt.Errorf("parent: %w", err)
 		}
 	}
@@ -262,6 +285,11 @@ func (m *Manager) CreateAgent(spec AgentSpec) (*Agent, error) {
 		d, err := m.newAgentDoc(name, spec, sha)
 		if err != nil {
 			return nil, err
+		}
+		if spec.Edit != nil {
+			if err := spec.Edit(d); err != nil {
+				return nil, err
+			}
 		}
 		err = m.Store.Create(AgentPath(name), d)
 		if errors.Is(err, docstore.ErrExist) && spec.Name == "" && try < 64 {
@@ -350,7 +378,7 @@ func (m *Manager) Transition(name, to string, opt TransitionOptions) (*Agent, er
 		if a.AppliedState != "" && a.AppliedState != a.State && !a.IllegalEdit() {
 			handFrom = a.AppliedState
 		}
-		if from == to && handFrom == "" && a.AppliedState != "" {
+		if from == to && handFrom == "" && a.AppliedState != "" && a.State == to {
 			return nil // no change
 		}
 		if !opt.Force && !Legal(from, to) {
@@ -366,7 +394,7 @@ func (m *Manager) Transition(name, to string, opt TransitionOptions) (*Agent, er
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, m.unknownAgent(name, err)
 	}
 	a := agentFromDoc(d)
 	var jerr error
@@ -426,7 +454,7 @@ func (m *Manager) EditAgent(name string, fn func(*docstore.Doc) error) (*Agent, 
 		return d.Set("updated", m.now())
 	})
 	if err != nil {
-		return nil, err
+		return nil, m.unknownAgent(name, err)
 	}
 	return agentFromDoc(d), nil
 }

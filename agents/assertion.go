@@ -19,7 +19,8 @@ import (
 // of the file (by hand, by sed, by the agent that made it) cannot update
 // it. The event is looked up by the time in the commitment's id (a
 // UUIDv7, part of its path), so only the journal's day files around the
-// moment it was made are read.
+// moment it was made are read: this machine's, and those of the other
+// machines of a synced store (events/<machine>/, brought by the sync).
 
 // AssertionHash is the hex sha256 of an assertion's text, as journaled
 // when the commitment is made.
@@ -110,6 +111,17 @@ func (r *assertionRecords) load(d string, reload bool) map[string]string {
 	journal.Read(r.root, f, func(e journal.Event, err error) bool {
 		if h, ok := e.Data["assertion_sha256"].(string); err == nil && ok {
 			m[e.Path] = h
+		}
+		return true
+	})
+	// A commitment made on another machine of a synced store is recorded
+	// in that machine's journal, which the sync brings along: the record
+	// is still the journal, never the commitment file.
+	journal.ReadOthers(r.root, f, func(_ string, e journal.Event, err error) bool {
+		if h, ok := e.Data["assertion_sha256"].(string); err == nil && ok {
+			if _, own := m[e.Path]; !own {
+				m[e.Path] = h
+			}
 		}
 		return true
 	})

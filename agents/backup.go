@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tavernhq/tavern/agents/messages"
@@ -19,17 +20,20 @@ import (
 //
 // A backup is a plain copy of .tavern/ without the engine-private
 // directories (.tmp, .locks, .trash, .index and anything else starting with
-// a dot at the top). It is consistent file by file: every document is
-// replaced atomically by rename, so opening and reading it yields a whole
-// old or whole new version, never a torn one. Message chunks are copied
-// under their channel's lock, so each channel is a consistent snapshot and
-// every message acknowledged before the backup started is in it (chunks are
-// append-only: any later version of a chunk still holds it). Journal files
-// are append-only JSON lines; the copy stops at the last complete line.
+// a dot, but the .gitignore). It is consistent file by file: every
+// document is replaced atomically by rename, so opening and reading it
+// yields a whole old or whole new version, never a torn one. Message
+// chunks are copied under their channel's lock, so each channel is a
+// consistent snapshot and every message acknowledged before the backup
+// started is in it (chunks are append-only: any later version of a chunk
+// still holds it). Journal files are append-only JSON lines; the copy
+// stops at the last complete line.
 //
-// The copy is written under DEST/<name>.partial, fsynced, and renamed to
-// its final name only when complete, so a backup directory without the
-// suffix is always whole.
+// The copy is written under DEST/<name>.partial without a sync per file,
+// then made durable at once (one syncfs of the destination's filesystem:
+// data, inodes and directory entries), and renamed to its final name only
+// then, with an fsync of DEST: a backup directory without the suffix is
+// always whole. An fsync per file made a backup of 20k documents take 45 s.
 
 // BackupResult describes a finished backup.
 type BackupResult struct {
@@ -38,12 +42,51 @@ type BackupResult struct {
 	Bytes int64  `json:"bytes"`
 }
 
+// BackupOptions tune BackupWith.
+type BackupOptions struct {
+	Now time.Time // names the backup; zero: time.Now()
+	// Progress, if set, is called after each file copied with the count
+	// so far and the total (for a progress display; it must be quick).
+	Progress func(done, total int)
+}
+
 // BackupName is the directory name of a backup taken at t.
 func BackupName(t time.Time) string { return "tavern-" + t.UTC().Format("20060102T150405.000Z") }
+
+// BackupsDir is the default directory of the backups of the project
+// whose store is root: <project>/.tavern-backups, outside .tavern/. It is
+// created with a .gitignore that ignores the directory itself, so backups
+// never show up in the project's git status.
+func BackupsDir(root string) (string, error) {
+	dir := filepath.Join(filepath.Dir(root), ".tavern-backups")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, ".gitignore"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return dir, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	_, err = f.WriteString("# Tavern backups (tavern backup, tavern restore): not part of the project.\n*\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return dir, err
+}
 
 // Backup copies the store into a new directory BackupName(now) under dest
 // (created if needed) and returns it.
 func Backup(s *docstore.Store, dest string, now time.Time) (*BackupResult, error) {
+	return BackupWith(s, dest, BackupOptions{Now: now})
+}
+
+// BackupWith is Backup with options.
+func BackupWith(s *docstore.Store, dest string, opt BackupOptions) (*BackupResult, error) {
+	if opt.Now.IsZero() {
+		opt.Now = time.Now()
+	}
 	if err := os.MkdirAll(dest, 0o755); err != nil {
 		return nil, err
 	}
@@ -51,7 +94,7 @@ func Backup(s *docstore.Store, dest string, now time.Time) (*BackupResult, error
 	if err != nil {
 		return nil, err
 	}
-	final := filepath.Join(absDest, BackupName(now))
+	final := filepath.Join(absDest, BackupName(opt.Now))
 	if rel, err := filepath.Rel(s.Root(), final); err == nil && !strings.HasPrefix(rel, "..") {
 		return nil, &fs.PathError{Op: "backup", Path: dest, Err: errors.New("destination is inside the store")}
 	}
@@ -66,27 +109,24 @@ func Backup(s *docstore.Store, dest string, now time.Time) (*BackupResult, error
 			os.RemoveAll(tmp)
 		}
 	}()
-	root := s.Root()
-	ents, err := os.ReadDir(root)
+	plan, err := planCopy(s.Root(), tmp)
 	if err != nil {
 		return nil, err
 	}
-	for _, e := range ents {
-		name := e.Name()
-		switch {
-		case docstore.Private(name):
-			continue
-		case name == "messages" && e.IsDir():
-			if err := backupMessages(s, filepath.Join(root, name), filepath.Join(tmp, name), res); err != nil {
-				return nil, err
-			}
-		default:
-			if err := copyTree(filepath.Join(root, name), filepath.Join(tmp, name), res); err != nil {
-				return nil, err
-			}
+	c := &copier{total: plan.files(), progress: opt.Progress, res: res}
+	// A channel's chunks are copied under its lock: a consistent
+	// snapshot of each channel.
+	lock := func(channel string) (func(), error) {
+		l, err := s.Lock(schema.ChannelLockKey(channel))
+		if err != nil {
+			return nil, err
 		}
+		return func() { l.Unlock() }, nil
 	}
-	if err := docstore.SyncDir(tmp); err != nil {
+	if err := c.run(plan, lock); err != nil {
+		return nil, err
+	}
+	if err := docstore.SyncFS(tmp); err != nil {
 		return nil, err
 	}
 	if err := os.Rename(tmp, final); err != nil {
@@ -99,97 +139,181 @@ func Backup(s *docstore.Store, dest string, now time.Time) (*BackupResult, error
 	return res, nil
 }
 
-// backupMessages copies each channel's chunks while holding its lock.
-func backupMessages(s *docstore.Store, src, dst string, res *BackupResult) error {
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		return err
-	}
-	ents, err := os.ReadDir(src)
-	if err != nil {
-		return err
-	}
-	for _, e := range ents {
-		if !e.IsDir() || messages.ValidChannel(e.Name()) != nil {
-			if err := copyTree(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name()), res); err != nil {
-				return err
-			}
-			continue
-		}
-		l, err := s.Lock(schema.ChannelLockKey(e.Name()))
-		if err != nil {
-			return err
-		}
-		err = copyTree(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name()), res)
-		l.Unlock()
-		if err != nil {
-			return err
-		}
-	}
-	return docstore.SyncDir(dst)
+// copyStep copies the regular files files of the directory src into dst
+// (which it creates); channel, if set, names the channel whose lock the
+// copy holds.
+type copyStep struct {
+	src, dst string
+	files    []string
+	channel  string
 }
 
-// copyTree copies src (file or directory) to dst, skipping dot entries,
-// symlinks and special files.
-func copyTree(src, dst string, res *BackupResult) error {
-	fi, err := os.Lstat(src)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil // removed while we copied
-		}
-		return err
+type copyPlan []copyStep
+
+func (p copyPlan) files() int {
+	n := 0
+	for _, s := range p {
+		n += len(s.files)
 	}
-	switch {
-	case fi.IsDir():
-		if err := os.MkdirAll(dst, 0o755); err != nil {
-			return err
-		}
-		ents, err := os.ReadDir(src)
+	return n
+}
+
+// planCopy lists what a copy of the store directory src to dst does:
+// every directory and its files, without dot names (but the top-level
+// .gitignore), symlinks and special files. Each directory of messages/
+// named like a channel is tagged with its channel.
+func planCopy(src, dst string) (copyPlan, error) {
+	var plan copyPlan
+	msgs := filepath.Join(src, "messages")
+	var walk func(src, dst string) error
+	walk = func(dir, out string) error {
+		ents, err := os.ReadDir(dir)
 		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && dir != src {
+				return nil // removed while we looked
+			}
 			return err
 		}
+		step := copyStep{src: dir, dst: out}
+		if filepath.Dir(dir) == msgs && messages.ValidChannel(filepath.Base(dir)) == nil {
+			step.channel = filepath.Base(dir)
+		}
+		var dirs []string
 		for _, e := range ents {
-			if docstore.Private(e.Name()) {
+			name := e.Name()
+			if docstore.Private(name) && !(dir == src && name == ".gitignore") {
 				continue
 			}
-			if err := copyTree(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name()), res); err != nil {
+			switch {
+			case e.IsDir():
+				dirs = append(dirs, name)
+			case e.Type().IsRegular():
+				step.files = append(step.files, name)
+			}
+		}
+		plan = append(plan, step)
+		for _, name := range dirs {
+			if err := walk(filepath.Join(dir, name), filepath.Join(out, name)); err != nil {
 				return err
 			}
 		}
-		return docstore.SyncDir(dst)
-	case fi.Mode().IsRegular():
-		data, err := os.ReadFile(src)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil // a queue item moved on: its new path is copied or was
-			}
+		return nil
+	}
+	if err := walk(src, dst); err != nil {
+		return nil, err
+	}
+	return plan, nil
+}
+
+// copier copies the files of a plan without syncing each (the caller
+// syncs the filesystem once), with a few workers: creating a file costs
+// a round trip to the disk's metadata, and they overlap.
+type copier struct {
+	mu          sync.Mutex
+	done, total int
+	progress    func(done, total int)
+	res         *BackupResult
+}
+
+// copyWorkers copy files at once; copyChunk files are one unit of work.
+const (
+	copyWorkers = 8
+	copyChunk   = 256
+)
+
+// run copies plan. Directories are made first; then the files go in
+// chunks to the workers, a channel's files (if lock is set) in one chunk
+// under lock(channel).
+func (c *copier) run(plan copyPlan, lock func(channel string) (func(), error)) error {
+	var units []copyStep
+	for _, step := range plan {
+		if err := os.MkdirAll(step.dst, 0o755); err != nil {
 			return err
 		}
-		if strings.HasSuffix(src, ".jsonl") {
+		if step.channel != "" && lock != nil {
+			units = append(units, step)
+			continue
+		}
+		for i := 0; i < len(step.files); i += copyChunk {
+			u := step
+			u.channel = ""
+			u.files = step.files[i:min(i+copyChunk, len(step.files))]
+			units = append(units, u)
+		}
+	}
+	work := make(chan copyStep)
+	errs := make(chan error, copyWorkers)
+	var wg sync.WaitGroup
+	for range copyWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for u := range work {
+				err := func() error {
+					if u.channel != "" {
+						unlock, err := lock(u.channel)
+						if err != nil {
+							return err
+						}
+						defer unlock()
+					}
+					return c.copy(u)
+				}()
+				if err != nil {
+					errs <- err
+					for range work { // drain: the others stop too
+					}
+					return
+				}
+			}
+		}()
+	}
+	for _, u := range units {
+		select {
+		case work <- u:
+		case err := <-errs:
+			close(work)
+			wg.Wait()
+			return err
+		}
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
+}
+
+func (c *copier) copy(step copyStep) error {
+	for _, name := range step.files {
+		src := filepath.Join(step.src, name)
+		data, err := os.ReadFile(src)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // a queue item moved on: its new path is copied or was
+		}
+		if err != nil {
+			return err
+		}
+		if strings.HasSuffix(name, ".jsonl") {
 			// An append-only journal: drop a line still being written.
 			data = data[:bytes.LastIndexByte(data, '\n')+1]
 		}
-		if err := writeSynced(dst, data, fi.Mode().Perm()); err != nil {
+		if err := os.WriteFile(filepath.Join(step.dst, name), data, 0o644); err != nil {
 			return err
 		}
-		res.Files++
-		res.Bytes += int64(len(data))
+		c.mu.Lock()
+		c.res.Files++
+		c.res.Bytes += int64(len(data))
+		c.done++
+		if c.progress != nil {
+			c.progress(c.done, c.total)
+		}
+		c.mu.Unlock()
 	}
 	return nil
-}
-
-func writeSynced(path string, data []byte, perm fs.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // RestoreResult describes a finished restore.
@@ -202,12 +326,28 @@ type RestoreResult struct {
 	Previous string `json:"previous,omitempty"`
 }
 
+// RestoreOptions tune RestoreWith.
+type RestoreOptions struct {
+	Force    bool      // replace a store that holds documents
+	Now      time.Time // names the kept previous store; zero: time.Now()
+	Progress func(done, total int)
+}
+
 // Restore replaces the store directory target (a .tavern directory, which
 // need not exist) with the backup src. It refuses with ErrNotEmpty when
 // target holds documents besides tavern.md, unless force is set. The new
 // store is assembled next to target and renamed into place; a replaced
-// store is kept beside it as <target>.before-restore-<time>.
+// store is kept in the project's backups directory (BackupsDir) as
+// before-restore-<time>, out of git's view.
 func Restore(src, target string, force bool, now time.Time) (*RestoreResult, error) {
+	return RestoreWith(src, target, RestoreOptions{Force: force, Now: now})
+}
+
+// RestoreWith is Restore with options.
+func RestoreWith(src, target string, opt RestoreOptions) (*RestoreResult, error) {
+	if opt.Now.IsZero() {
+		opt.Now = time.Now()
+	}
 	if _, err := os.Stat(filepath.Join(src, docstore.ConfigFile)); err != nil {
 		if _, err2 := os.Stat(filepath.Join(src, docstore.DirName, docstore.ConfigFile)); err2 == nil {
 			src = filepath.Join(src, docstore.DirName)
@@ -226,21 +366,35 @@ func Restore(src, target string, force bool, now time.Time) (*RestoreResult, err
 		if err != nil {
 			return nil, err
 		}
-		if docs && !force {
+		if docs && !opt.Force {
 			return nil, &fs.PathError{Op: "restore", Path: target, Err: ErrNotEmpty}
 		}
 	}
-	stamp := now.UTC().Format("20060102T150405.000Z")
+	stamp := opt.Now.UTC().Format("20060102T150405.000Z")
 	tmp := target + ".restore-" + stamp
 	res := &RestoreResult{Dir: target}
+	plan, err := planCopy(src, tmp)
+	if err != nil {
+		return nil, err
+	}
 	var bres BackupResult
-	if err := copyTree(src, tmp, &bres); err != nil {
+	c := &copier{total: plan.files(), progress: opt.Progress, res: &bres}
+	if err := c.run(plan, nil); err != nil {
+		os.RemoveAll(tmp)
+		return nil, err
+	}
+	if err := docstore.SyncFS(tmp); err != nil {
 		os.RemoveAll(tmp)
 		return nil, err
 	}
 	res.Files, res.Bytes = bres.Files, bres.Bytes
 	if exists {
-		res.Previous = target + ".before-restore-" + stamp
+		keep, err := BackupsDir(target)
+		if err != nil {
+			os.RemoveAll(tmp)
+			return nil, err
+		}
+		res.Previous = filepath.Join(keep, "before-restore-"+stamp)
 		if err := os.Rename(target, res.Previous); err != nil {
 			os.RemoveAll(tmp)
 			return nil, err

@@ -87,7 +87,7 @@ func (m *Manager) AddCommitment(agent, description, assertion string, timeout ti
 	if err := ValidAgentName(agent); err != nil {
 		return nil, err
 	}
-	if _, err := m.GetAgent(agent); err != nil {
+	if err := AgentExists(m.Store, agent); err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(assertion) == "" || strings.TrimSpace(description) == "" {
@@ -117,6 +117,9 @@ func (m *Manager) AddCommitment(agent, description, assertion string, timeout ti
 
 // Commitments lists an agent's commitments, oldest first.
 func (m *Manager) Commitments(agent string) ([]*Commitment, error) {
+	if err := AgentExists(m.Store, agent); err != nil {
+		return nil, err
+	}
 	return commitments(m.Store, agent)
 }
 

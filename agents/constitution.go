@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"strings"
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
@@ -13,19 +14,42 @@ import (
 // ConstitutionPath is the document path of a role's constitution.
 func ConstitutionPath(role string) string { return "constitutions/" + role + ".md" }
 
-// ConstitutionSHA returns the sha256 (hex) of the role's constitution file
-// as it is on disk, every byte included: any edit, even of whitespace or
-// frontmatter, is a change an agent must not inherit silently.
+// ConstitutionSHA returns the sha256 (hex) of the role's instructions:
+// the constitution's markdown body, without the blank lines around it.
+// Only the instructions count: frontmatter (description, updated, a
+// field added by hand) is bookkeeping, so setting the same text again
+// keeps the hash and no agent of the role has to accept anything; any
+// change to the text itself, even of white space inside it, is a change
+// an agent must not inherit silently.
 func (m *Manager) ConstitutionSHA(role string) (string, error) {
-	if err := schema.ValidName(role); err != nil {
-		return "", err
-	}
-	data, err := m.Store.ReadFile(ConstitutionPath(role))
+	d, err := m.constitution(role)
 	if err != nil {
 		return "", err
 	}
+	return instructionsSHA(d), nil
+}
+
+func (m *Manager) constitution(role string) (*docstore.Doc, error) {
+	if err := schema.ValidName(role); err != nil {
+		return nil, err
+	}
+	return m.Store.Get(ConstitutionPath(role))
+}
+
+func instructionsSHA(d *docstore.Doc) string {
+	sum := sha256.Sum256([]byte(strings.Trim(string(d.Body()), "\r\n") + "\n"))
+	return hex.EncodeToString(sum[:])
+}
+
+// legacySHA is the sha256 of the whole file, which agents recorded before
+// the hash covered the instructions only: a record of it still matches.
+func (m *Manager) legacySHA(role string) string {
+	data, err := m.Store.ReadFile(ConstitutionPath(role))
+	if err != nil {
+		return ""
+	}
 	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:]), nil
+	return hex.EncodeToString(sum[:])
 }
 
 // WriteConstitution creates or replaces a role's constitution. Agents
@@ -46,6 +70,10 @@ func (m *Manager) WriteConstitution(role, description, text string) (string, err
 		return "", err
 	}
 	if err := m.Store.Create(rel, d); errors.Is(err, docstore.ErrExist) {
+		if cur, err := m.constitution(role); err == nil && instructionsSHA(cur) == instructionsSHA(d) &&
+			(description == "" || cur.String("description") == description) {
+			return instructionsSHA(cur), nil // the same text: nothing to write
+		}
 		if _, err2 := m.Store.Update(rel, func(cur *docstore.Doc) error {
 			cur.SetBody([]byte("\n" + text + "\n"))
 			if description != "" {
@@ -83,6 +111,8 @@ func (m *Manager) checkConstitution(a *Agent, accept bool) (sha string, accepted
 		return cur, false, nil // first spawn under a role without a recorded constitution
 	case a.Constitution == cur:
 		return cur, false, nil
+	case a.Constitution == m.legacySHA(a.Role):
+		return cur, false, nil // recorded by an older version: the same file
 	case accept:
 		return cur, true, nil
 	}

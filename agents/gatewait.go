@@ -60,6 +60,9 @@ func (m *Manager) awaitGates(ctx context.Context, name string, claim WorkClaim) 
 				open = append(open, g)
 			}
 		}
+		if qc.doneBy(it) {
+			return nil // the child completed it itself, past its gates
+		}
 		if it.State != queues.Claimed || it.ClaimAttempt != claim.Attempt() {
 			why := it.State
 			if it.DeadReason != "" {

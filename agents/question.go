@@ -78,7 +78,7 @@ func (m *Manager) BubbleAfter() time.Duration {
 	if err != nil {
 		return DefaultBubbleAfter
 	}
-	if d, err := time.ParseDuration(cfg.String("bubble_after")); err == nil && d > 0 {
+	if d, err := time.ParseDuration(cfg.String("bubble_after")); err == nil && d >= 0 { // 0s: at once
 		return d
 	}
 	return DefaultBubbleAfter
@@ -106,7 +106,8 @@ func (m *Manager) recipient(from, to string) (string, error) {
 		}
 		return a.Parent, nil
 	}
-	if err := ValidAgentName(to); err != nil {
+	// An unknown recipient is a typo: the question would reach nobody.
+	if err := AgentExists(m.Store, to); err != nil {
 		return "", err
 	}
 	return to, nil
@@ -171,9 +172,30 @@ func orUser(s string) string {
 	return s
 }
 
-// GetQuestion reads a question by id.
-func (m *Manager) GetQuestion(id string) (*Question, error) {
-	if err := schema.ValidName(id); err != nil {
+// QuestionID resolves a question reference: its id, a unique prefix of
+// it, or questions/ID.
+func (m *Manager) QuestionID(ref string) (string, error) {
+	ref = strings.TrimSuffix(strings.TrimPrefix(ref, "questions/"), ".md")
+	if err := schema.ValidName(ref); err != nil {
+		return "", err
+	}
+	if _, err := m.Store.Stat(QuestionPath(ref)); err == nil {
+		return ref, nil
+	}
+	var ids []string
+	names, _ := m.Store.Names("questions")
+	for _, n := range names {
+		if id, ok := strings.CutSuffix(n, ".md"); ok {
+			ids = append(ids, id)
+		}
+	}
+	return docstore.MatchPrefix("question", ref, ids)
+}
+
+// GetQuestion reads a question by id (or unique id prefix).
+func (m *Manager) GetQuestion(ref string) (*Question, error) {
+	id, err := m.QuestionID(ref)
+	if err != nil {
 		return nil, err
 	}
 	d, err := m.Store.Get(QuestionPath(id))
@@ -211,8 +233,9 @@ func (m *Manager) Questions(to string, open bool) ([]*Question, error) {
 // Answer answers an open question and wakes its asker: an asking agent in
 // waiting with no other open question goes back to working. by is who
 // answers ("" for a person). Journaled as "question.answered".
-func (m *Manager) Answer(id, text, by string) (*Question, error) {
-	if err := schema.ValidName(id); err != nil {
+func (m *Manager) Answer(ref, text, by string) (*Question, error) {
+	id, err := m.QuestionID(ref)
+	if err != nil {
 		return nil, err
 	}
 	rel := QuestionPath(id)

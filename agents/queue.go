@@ -51,6 +51,23 @@ type queueClaim struct {
 	stolen bool
 }
 
+// ownDone reports whether a stale-attempt refusal only means that the
+// item was completed by this very claim: the child ran `tavern item done
+// "$TAVERN_ITEM"` itself. Its completion stands, and is no failure of the
+// wrapper.
+func (q *queueClaim) ownDone(err error) bool {
+	if !errors.Is(err, queues.ErrStale) {
+		return false
+	}
+	it, gerr := q.b.Get(q.c.ID)
+	return gerr == nil && q.doneBy(it)
+}
+
+// doneBy reports whether it is the item of this claim, done by it.
+func (q *queueClaim) doneBy(it *queues.Item) bool {
+	return it.State == queues.Done && it.ClaimAttempt == q.c.Attempt && it.ClaimedBy == q.c.ClaimedBy
+}
+
 func (q *queueClaim) ItemID() string       { return q.c.ID }
 func (q *queueClaim) Queue() string        { return q.c.Item.Queue }
 func (q *queueClaim) Path() string         { return q.c.Path }
@@ -64,7 +81,32 @@ func (q *queueClaim) Body() []byte {
 	}
 	return bytes.TrimLeft(q.c.Doc.Body(), "\n")
 }
-func (q *queueClaim) Renew() error                 { _, err := q.c.Renew(); return err }
-func (q *queueClaim) Complete(result string) error { _, err := q.c.Complete(result); return err }
-func (q *queueClaim) Fail(reason string) error     { _, err := q.c.Fail(reason); return err }
-func (q *queueClaim) Release(string) error         { _, err := q.c.Release(); return err }
+func (q *queueClaim) Renew() error {
+	if _, err := q.c.Renew(); err != nil && !q.ownDone(err) {
+		return err
+	}
+	return nil
+}
+
+// Complete, Fail and Release leave an item the child completed itself as
+// it is (see ownDone).
+func (q *queueClaim) Complete(result string) error {
+	if _, err := q.c.Complete(result); err != nil && !q.ownDone(err) {
+		return err
+	}
+	return nil
+}
+
+func (q *queueClaim) Fail(reason string) error {
+	if _, err := q.c.Fail(reason); err != nil && !q.ownDone(err) {
+		return err
+	}
+	return nil
+}
+
+func (q *queueClaim) Release(string) error {
+	if _, err := q.c.Release(); err != nil && !q.ownDone(err) {
+		return err
+	}
+	return nil
+}

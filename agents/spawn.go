@@ -82,6 +82,11 @@ type SpawnOptions struct {
 	// AcceptConstitution spawns under a changed role constitution and
 	// records its new sha256.
 	AcceptConstitution bool
+	// Admit, when set, is asked before anything changes: an error (a
+	// spent budget, usage.Admit) refuses the spawn like the other
+	// refusals — journaled, no state changed. Pools admit their drones
+	// themselves (PoolOptions.Admit).
+	Admit func() error
 	// Signals are forwarded to the child's process group. A forwarded
 	// signal marks the run interrupted: the item is released, not failed,
 	// and the agent goes back to idle.
@@ -710,8 +715,15 @@ func (m *Manager) spawnRefusal(name string, opt SpawnOptions) error {
 	if st := a.Effective(); st == Verifying {
 		return &AgentError{Op: "spawn", Path: AgentPath(name), Err: fmt.Errorf("%w: in verifying (run `tavern verify %s` or the verifier)", ErrBusy, name)}
 	}
-	_, _, err = m.checkConstitution(a, opt.AcceptConstitution)
-	return err
+	if _, _, err = m.checkConstitution(a, opt.AcceptConstitution); err != nil {
+		return err
+	}
+	if opt.Admit != nil {
+		if err := opt.Admit(); err != nil {
+			return &AgentError{Op: "spawn", Path: AgentPath(name), Err: err}
+		}
+	}
+	return nil
 }
 
 // refuseSpawn journals a refused spawn ("agent.spawn_refused", with the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -66,7 +67,7 @@ func (m *Manager) VerifyAgent(ctx context.Context, name, by string, maxAttempts 
 		}
 	}
 	if len(failures) == 0 {
-		_, err := m.Transition(name, Done, TransitionOptions{By: by, Reason: fmt.Sprintf("%d commitment(s) passed", len(results))})
+		_, err := m.Transition(name, Done, TransitionOptions{By: by, Reason: fmt.Sprintf("commitments passed: %d of %d", len(results), len(results))})
 		return Done, results, err
 	}
 	attempt := a.VerifyAttempts + 1
@@ -84,7 +85,7 @@ func (m *Manager) VerifyAgent(ctx context.Context, name, by string, maxAttempts 
 		to = Failed
 	}
 	note := fmt.Sprintf("Verification %d failed (%s, by %s):\n\n%s", attempt, m.now().UTC().Format(time.RFC3339), by, strings.Join(failures, "\n"))
-	reason := fmt.Sprintf("%d of %d commitment(s) failed, attempt %d", len(failures), len(results), attempt)
+	reason := fmt.Sprintf("commitments failed: %d of %d, attempt %d", len(failures), len(results), attempt)
 	if to == Failed && attempt < maxAttempts {
 		reason += "; no process runs the agent: respawn it to resume"
 	}
@@ -109,6 +110,10 @@ type VerifierOptions struct {
 	By          string        // verified_by; default "verifier"
 	MaxAttempts int           // default DefaultVerifyAttempts
 	BubbleAfter time.Duration // 0: tavern.md bubble_after; < 0: do not bubble questions
+	// Explicit names the options given on purpose ("bubble_after"): a
+	// zero listed here is the value zero (bubble every open question at
+	// once), not tavern.md's bubble_after.
+	Explicit []string
 	// Reconcile is the interval of a full scan besides the watcher's
 	// events (default 30s): a safety net, not the mechanism.
 	Reconcile time.Duration
@@ -142,7 +147,7 @@ func (m *Manager) RunVerifier(ctx context.Context, opt VerifierOptions) error {
 		}
 	}
 	bubbleAfter := opt.BubbleAfter
-	if bubbleAfter == 0 {
+	if bubbleAfter == 0 && !slices.Contains(opt.Explicit, "bubble_after") {
 		bubbleAfter = m.BubbleAfter()
 	}
 	wake := make(chan struct{}, 1)
@@ -199,7 +204,7 @@ func (m *Manager) RunVerifier(ctx context.Context, opt VerifierOptions) error {
 		_, err := m.ReapAgents()
 		report(err)
 		next := time.Time{}
-		if bubbleAfter > 0 {
+		if bubbleAfter >= 0 {
 			moved, due, err := m.Bubble(bubbleAfter)
 			report(err)
 			for _, q := range moved {

@@ -1,10 +1,7 @@
 package agents
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -146,30 +143,27 @@ func Wake(s *docstore.Store, agent string, now time.Time) (*Briefing, error) {
 }
 
 // ClaimedItems lists queues/*/claimed/*.md whose claimed_by is agent.
+// Only the files that mention agent are parsed (docstore.Store.Grep): a
+// hook asks on every stop, and most claims are other agents'.
 func ClaimedItems(s *docstore.Store, agent string) ([]WakeItem, error) {
-	matches, err := filepath.Glob(filepath.Join(s.Root(), "queues", "*", "claimed", "*.md"))
+	qs, err := s.Subdirs("queues", nil)
 	if err != nil {
 		return nil, err
 	}
 	out := []WakeItem{}
-	for _, m := range matches {
-		rel, err := s.Rel(m)
-		if err != nil {
-			continue
+	for _, q := range qs {
+		docs, errs := s.Grep("queues/"+q+"/claimed", agent)
+		if len(errs) > 0 {
+			return nil, errs[0]
 		}
-		d, err := s.Get(rel)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // completed since the glob
+		for _, d := range docs {
+			if d.String("claimed_by") != agent {
+				continue
+			}
+			_, caps, _ := schema.KindOfPath(d.Path)
+			attempt, _ := d.Int("claim_attempt")
+			out = append(out, WakeItem{ID: caps["id"], Queue: caps["queue"], Title: d.String("title"), Attempt: attempt, Path: d.Path})
 		}
-		if err != nil {
-			return nil, err
-		}
-		if d.String("claimed_by") != agent {
-			continue
-		}
-		_, caps, _ := schema.KindOfPath(rel)
-		attempt, _ := d.Int("claim_attempt")
-		out = append(out, WakeItem{ID: caps["id"], Queue: caps["queue"], Title: d.String("title"), Attempt: attempt, Path: rel})
 	}
 	return out, nil
 }
@@ -177,7 +171,7 @@ func ClaimedItems(s *docstore.Store, agent string) ([]WakeItem, error) {
 // OpenQuestions lists questions to agent with status open, highest
 // priority (lowest number) first.
 func OpenQuestions(s *docstore.Store, agent string) ([]WakeQuestion, error) {
-	docs, errs := s.List(schema.Question)
+	docs, errs := s.Grep("questions", agent) // only those that name agent can be to it
 	if len(errs) > 0 {
 		return nil, errs[0]
 	}

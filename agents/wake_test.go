@@ -238,16 +238,16 @@ func TestContextQuestionsNotesStems(t *testing.T) {
 	if _, err := m.Ask("zealot", "user", 0, "Which PostgreSQL version do we target?"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := messages.AddNote(s, "research", "zealot", "the databases need a vacuum schedule"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := messages.AddNote(s, "@carol", "bob", "carol's database note"); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := messages.CreateChannel(s, "research", ""); err != nil && !errors.Is(err, fs.ErrExist) {
 		t.Fatal(err)
 	}
 	if _, err := messages.CreateChannel(s, "@carol", ""); err != nil && !errors.Is(err, fs.ErrExist) {
+		t.Fatal(err)
+	}
+	if _, err := messages.AddNote(s, "research", "zealot", "the databases need a vacuum schedule"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := messages.AddNote(s, "@carol", "bob", "carol's database note"); err != nil {
 		t.Fatal(err)
 	}
 	r, err := Context(s, "postgres", "zealot")

@@ -41,6 +41,20 @@ func (r *CheckReport) Valid(strict bool) bool {
 // fields the schema does not know are reported only when strict. The
 // error is for a target that cannot be walked at all.
 func (s *Store) Check(targets []string, strict bool) (*CheckReport, error) {
+	return s.CheckWith(targets, CheckOptions{Strict: strict})
+}
+
+// CheckOptions configure CheckWith.
+type CheckOptions struct {
+	Strict bool // report unknown fields too
+	// Progress, if set, is called after each document checked with the
+	// count so far and the total (for a progress display).
+	Progress func(done, total int)
+}
+
+// CheckWith is Check with options.
+func (s *Store) CheckWith(targets []string, opt CheckOptions) (*CheckReport, error) {
+	strict := opt.Strict
 	var paths []string
 	add := func(rel string) error { paths = append(paths, rel); return nil }
 	if len(targets) == 0 {
@@ -56,8 +70,11 @@ func (s *Store) Check(targets []string, strict bool) (*CheckReport, error) {
 		paths = append(paths, t)
 	}
 	r := &CheckReport{Checked: len(paths), Problems: []Problem{}}
-	for _, rel := range paths {
+	for i, rel := range paths {
 		r.Problems = append(r.Problems, s.checkDoc(rel, strict)...)
+		if opt.Progress != nil {
+			opt.Progress(i+1, len(paths))
+		}
 	}
 	return r, nil
 }

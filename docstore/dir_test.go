@@ -5,6 +5,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -253,5 +255,47 @@ func TestDirStale(t *testing.T) {
 	}
 	if err := d.Create("y.md", noteDoc(t, "y")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("create in a removed directory: err = %v, want not exist", err)
+	}
+}
+
+// Grep parses only the documents that contain the needle, as Get would,
+// skips the rest unread (a broken one too), and reports a broken one that
+// contains it.
+func TestGrep(t *testing.T) {
+	s := mustInitStore(t)
+	for _, title := range []string{"alpha", "beta", "gamma alpha"} {
+		if err := s.Create("notes/"+strings.ReplaceAll(title, " ", "-")+".md", noteDoc(t, title)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(s.Root(), "notes", "broken.md"), []byte("---\ntitle: [beta\n---\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		needle string
+		want   []string
+		errs   int
+	}{
+		{"alpha", []string{"notes/alpha.md", "notes/gamma-alpha.md"}, 0},
+		{"gamma", []string{"notes/gamma-alpha.md"}, 0},
+		{"beta", []string{"notes/beta.md"}, 1},
+		{"nowhere", nil, 0},
+	}
+	for _, tc := range tests {
+		docs, errs := s.Grep("notes", tc.needle)
+		var got []string
+		for _, d := range docs {
+			want, err := s.Get(d.Path)
+			if err != nil || want.Rev != d.Rev || want.Kind != d.Kind {
+				t.Errorf("%s: %s read as rev %s kind %v, Get gives %v %v", tc.needle, d.Path, d.Rev, d.Kind, want, err)
+			}
+			got = append(got, d.Path)
+		}
+		if !slices.Equal(got, tc.want) || len(errs) != tc.errs {
+			t.Errorf("Grep(notes, %q) = %v, %v; want %v and %d errors", tc.needle, got, errs, tc.want, tc.errs)
+		}
+	}
+	if docs, errs := s.Grep("nothing/here", "x"); docs != nil || errs != nil {
+		t.Errorf("a missing directory: %v %v", docs, errs)
 	}
 }

@@ -224,3 +224,24 @@ func Position(err error) (path string, line, col int) {
 	}
 	return "", 0, 0
 }
+
+// ErrNested is returned (in a *NestedError) by CheckNested for a store
+// that would be created inside the project of another one.
+var ErrNested = errors.New("a store already exists above")
+
+// NestedError names the store above the one being created.
+type NestedError struct {
+	Path  string // the .tavern directory being created
+	Above string // the .tavern directory of the enclosing project
+}
+
+func (e *NestedError) Error() string {
+	return fmt.Sprintf("a store already exists at %s; commands below it use that store", e.Above)
+}
+
+func (e *NestedError) Unwrap() error { return ErrNested }
+
+// ErrEngineFile is returned when a document operation names a file the
+// engine owns and needs: tavern.md (every command reads it), the journal,
+// engine-private dot names. Deleting one would break every later command.
+var ErrEngineFile = errors.New("an engine file, not a document")

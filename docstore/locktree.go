@@ -2,6 +2,7 @@ package docstore
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -62,6 +63,47 @@ func flockNB(fd int) error {
 			return err
 		}
 	}
+}
+
+// HandOff closes this process's descriptor of a lock taken with
+// TryLockInheritable without unlocking it: flock belongs to the open file
+// description, which a child that inherited the descriptor keeps open, so
+// the lock stays held — by the child alone now (Unlock would release it
+// for the child too). For other locks it is Unlock.
+func (l *Lock) HandOff() error {
+	if l == nil || l.file == nil {
+		return l.Unlock()
+	}
+	err := l.file.Close()
+	l.file = nil
+	return err
+}
+
+// AdoptLock takes over a lock a parent took with TryLockInheritable and
+// handed down as f: it checks that f is key's lock file (same inode) and
+// that its open file description holds the flock (locking it again is a
+// no-op for the holder and fails for anyone else), and returns it as a
+// Lock; Unlock closes f. Anything else is an error and f is closed.
+func (s *Store) AdoptLock(key string, f *os.File) (*Lock, error) {
+	path, err := s.lockPath(key)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	var want, got unix.Stat_t
+	if err := unix.Stat(path, &want); err != nil {
+		f.Close()
+		return nil, pathErr("adopt lock", key, err)
+	}
+	if err := unix.Fstat(int(f.Fd()), &got); err != nil || got.Ino != want.Ino || got.Dev != want.Dev {
+		f.Close()
+		return nil, pathErr("adopt lock", key, fmt.Errorf("%w: the descriptor handed down is not this lock's file", ErrLost))
+	}
+	if err := flockNB(int(f.Fd())); err != nil {
+		f.Close()
+		return nil, pathErr("adopt lock", key, fmt.Errorf("%w: the descriptor handed down does not hold the lock", ErrLost))
+	}
+	return &Lock{file: f, Key: key, path: path}, nil
 }
 
 // File returns the descriptor of a lock taken with TryLockInheritable (nil

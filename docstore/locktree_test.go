@@ -2,8 +2,10 @@ package docstore
 
 import (
 	"bufio"
+	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -99,4 +101,54 @@ func TestInheritedLockOutlivesItsTaker(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// HandOff leaves the lock held by a descriptor inherited elsewhere (here a
+// dup standing for the child's); AdoptLock takes that descriptor over,
+// and refuses one that is not the lock's file or does not hold it.
+func TestHandOffAndAdoptLock(t *testing.T) {
+	s := mustInitStore(t)
+	l, ok, err := s.TryLockInheritable("agents/a")
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	fd, err := syscall.Dup(int(l.File().Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := os.NewFile(uintptr(fd), "inherited")
+	if err := l.HandOff(); err != nil {
+		t.Fatal(err)
+	}
+	if free, _ := s.LockFree("agents/a"); free {
+		t.Fatal("the lock went with the taker's descriptor")
+	}
+	// Another lock's file, and the right file without the lock: refused.
+	other, _, err := s.TryLockInheritable("agents/b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	odup, _ := syscall.Dup(int(other.File().Fd()))
+	if _, err := s.AdoptLock("agents/a", os.NewFile(uintptr(odup), "other")); !errors.Is(err, ErrLost) {
+		t.Errorf("adopting another lock's file: %v, want ErrLost", err)
+	}
+	plain, err := os.Open(filepath.Join(s.Root(), ".locks", "agents", "a.lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AdoptLock("agents/a", plain); !errors.Is(err, ErrLost) {
+		t.Errorf("adopting a descriptor that does not hold the lock: %v, want ErrLost", err)
+	}
+	adopted, err := s.AdoptLock("agents/a", child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if free, _ := s.LockFree("agents/a"); free {
+		t.Fatal("the adopted lock is free")
+	}
+	adopted.Unlock()
+	if free, _ := s.LockFree("agents/a"); !free {
+		t.Fatal("the lock is held after the adopter let go")
+	}
+	other.Unlock()
 }

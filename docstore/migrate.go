@@ -31,6 +31,20 @@ type Migration struct {
 // Documents are migrated in memory whenever they are read (Doc.View), so
 // Migrate only makes the files match.
 func (s *Store) Migrate(dryRun bool, fn func(Migration) error) error {
+	return s.MigrateWith(MigrateOptions{DryRun: dryRun}, fn)
+}
+
+// MigrateOptions configure MigrateWith.
+type MigrateOptions struct {
+	DryRun bool // compute the migrations, write nothing
+	// Progress, if set, is called after each document looked at with the
+	// count so far and the total (for a progress display).
+	Progress func(done, total int)
+}
+
+// MigrateWith is Migrate with options.
+func (s *Store) MigrateWith(opt MigrateOptions, fn func(Migration) error) error {
+	dryRun := opt.DryRun
 	var paths []string
 	if err := s.Walk("", func(rel string) error {
 		if k, _, err := schema.KindOfPath(rel); err == nil && k != nil {
@@ -45,8 +59,11 @@ func (s *Store) Migrate(dryRun bool, fn func(Migration) error) error {
 		return slices.Index(schema.Kinds(), k)
 	}
 	slices.SortStableFunc(paths, func(a, b string) int { return order(a) - order(b) })
-	for _, rel := range paths {
+	for i, rel := range paths {
 		m, ok, err := s.migrateOne(rel, dryRun)
+		if opt.Progress != nil {
+			opt.Progress(i+1, len(paths))
+		}
 		if err != nil {
 			return err
 		}

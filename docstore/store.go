@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -131,6 +132,9 @@ func Init(dir, name string) (s *Store, created bool, err error) {
 			return nil, false, err
 		}
 	}
+	if err := writeGitignore(dir); err != nil {
+		return nil, false, err
+	}
 	cfgPath := filepath.Join(dir, ConfigFile)
 	if _, err := os.Lstat(cfgPath); errors.Is(err, fs.ErrNotExist) {
 		s := &Store{durable: true}
@@ -155,6 +159,34 @@ func Init(dir, name string) (s *Store, created bool, err error) {
 	}
 	s, err = Open(dir)
 	return s, created, err
+}
+
+// Gitignore is the .gitignore `tavern init` writes into .tavern/: dot
+// names are engine-private (lock files, write staging, the index cache,
+// the trash, tuples being taken), everything else is a document or the
+// journal. `git add .tavern` then adds exactly those.
+const Gitignore = `# Written by tavern init. Dot names are engine-private: lock files,
+# write staging, the index cache, the trash, tuples being taken. The rest
+# is documents and the event journal: commit it with ` + "`git add .tavern`" + `.
+.*
+!.gitignore
+`
+
+// writeGitignore writes dir/.gitignore unless one exists (a person may
+// have edited it).
+func writeGitignore(dir string) error {
+	f, err := os.OpenFile(filepath.Join(dir, ".gitignore"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(Gitignore)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Root returns the absolute path of the .tavern directory.
@@ -424,7 +456,12 @@ func (s *Store) updateHeld(rel string, opt UpdateOptions, fn func(*Doc) error) (
 }
 
 // Delete moves the document to .trash/ (never an unlink of user data).
+// Engine files (EngineFile: tavern.md, the journal, dot names) are
+// refused with ErrEngineFile.
 func (s *Store) Delete(rel string) error {
+	if EngineFile(rel) {
+		return pathErr("delete", rel, ErrEngineFile)
+	}
 	l, err := s.Lock(DocLockKey(rel))
 	if err != nil {
 		return err
@@ -438,7 +475,7 @@ func (s *Store) Delete(rel string) error {
 	if _, err := os.Lstat(full); err != nil {
 		return pathErr("delete", rel, unwrapPath(err))
 	}
-	trash := filepath.Join(s.root, trashDir, time.Now().UTC().Format("20060102T150405.000000000")+"-"+strings.ReplaceAll(rel, "/", "__"))
+	trash := filepath.Join(s.root, trashDir, time.Now().UTC().Format(trashStamp)+"-"+strings.ReplaceAll(rel, "/", "__"))
 	if err := os.Rename(full, trash); err != nil {
 		return pathErr("delete", rel, unwrapPath(err))
 	}
@@ -566,6 +603,9 @@ func (s *Store) Resolve(ref string) (string, error) {
 	}
 	name = strings.TrimSuffix(name, ".md")
 	if k.NameParts() == 0 {
+		if name != "" && name != strings.TrimSuffix(path.Base(k.Pattern), ".md") { // config/tavern is tavern.md
+			return "", pathErr("resolve", ref, &schema.NameError{Name: name, Reason: k.NameShape()})
+		}
 		return k.Path("", nil)
 	}
 	parts := strings.Split(name, "/")
@@ -575,7 +615,7 @@ func (s *Store) Resolve(ref string) (string, error) {
 		}
 	}
 	if len(parts) > k.NameParts() {
-		return "", pathErr("resolve", ref, &schema.NameError{Name: name, Reason: fmt.Sprintf("%s names have at most %d part(s)", k.Name, k.NameParts())})
+		return "", pathErr("resolve", ref, &schema.NameError{Name: name, Reason: k.NameShape()})
 	}
 	// Fill the leading captures with wildcards and glob.
 	pattern := k.Pattern
@@ -669,4 +709,69 @@ func (s *Store) Subdirs(rel string, keep func(dir string) bool) ([]string, error
 		}
 	}
 	return out, nil
+}
+
+// CheckNested returns a *NestedError if dir (a .tavern directory to be
+// created) lies in the project of another store: a store in a parent
+// directory, which commands run below it would otherwise use. Creating
+// one there is allowed, but only on purpose (`tavern init --nested`).
+func CheckNested(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	project := filepath.Dir(abs)
+	if parent := filepath.Dir(project); parent != project {
+		if above, err := Find(parent); err == nil && above != abs {
+			return &NestedError{Path: abs, Above: above}
+		}
+	}
+	return nil
+}
+
+// Grep returns the documents directly in rel whose text contains needle,
+// oldest name first. It reads every file through one handle of the
+// directory (no walk of each path) and parses only those that contain
+// needle: a cheap first cut for code that looks for a few documents among
+// many (an agent's claims among every claimed item, on every hook of an
+// agent tool). The caller still checks the fields it wants; needle only
+// has to be in every document it could want. Files that vanish meanwhile
+// are skipped; files that cannot be read or parsed are returned as
+// errors. A missing rel has no documents.
+func (s *Store) Grep(rel, needle string) ([]*Doc, []error) {
+	names, err := s.Docs(rel)
+	if err != nil {
+		return nil, []error{err}
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	read := func(p string) ([]byte, uint32, error) { return s.readFile(p) }
+	if dir, err := s.OpenDir(rel); err == nil {
+		defer dir.Close()
+		read = func(p string) ([]byte, uint32, error) { return dir.readFile(p[len(rel)+1:]) }
+	}
+	var docs []*Doc
+	var errs []error
+	for _, p := range names {
+		data, perm, err := read(p)
+		if err != nil {
+			if !errors.Is(err, ErrNotExist) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if !bytes.Contains(data, []byte(needle)) {
+			continue
+		}
+		d, err := Parse(p, data)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		d.perm = perm
+		s.classify(d)
+		docs = append(docs, d)
+	}
+	return docs, errs
 }

@@ -100,8 +100,16 @@ func (s *Store) publish(rel string, data []byte, exclusive bool, perm uint32) (e
 // writeTemp writes data to a new file in .tmp/ and fsyncs it. perm is
 // its permission bits (0: the new-file mode, by the umask).
 func (s *Store) writeTemp(data []byte, perm uint32) (name string, err error) {
-	name = filepath.Join(s.root, tmpDir, tempName())
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+	var f *os.File
+	for try := 0; ; try++ {
+		name = filepath.Join(s.root, tmpDir, tempName())
+		f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+		// A name taken by a temp file that a killed process left behind
+		// under the same pid (pids are reused): take the next one.
+		if err == nil || !errors.Is(err, fs.ErrExist) || try == 100 {
+			break
+		}
+	}
 	if err != nil {
 		return "", err
 	}
@@ -385,6 +393,22 @@ func (s *Store) mkdirAll(dir string) error {
 // removed in it survive a crash. Store methods do this themselves; it is
 // for writers outside a store, such as backups.
 func SyncDir(dir string) error { return fsyncDir(dir) }
+
+// SyncFS makes everything written to the filesystem holding path durable
+// (syncfs(2)): data, inodes and directory entries of every file, in one
+// call. A writer of many files (a backup) writes them without a sync each
+// and calls it once.
+func SyncFS(path string) error {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "syncfs", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	if err := unix.Syncfs(fd); err != nil {
+		return &os.PathError{Op: "syncfs", Path: path, Err: err}
+	}
+	return nil
+}
 
 // StaleTemp is how old a file in .tmp/ must be before Open removes it. A
 // write holds its temp file for milliseconds; one this old was left by a

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 )
@@ -58,5 +59,21 @@ func TestCreateFilePaths(t *testing.T) {
 				t.Errorf("%d temp files left in .tmp/", len(left))
 			}
 		})
+	}
+}
+
+// A temp file left in .tmp/ by a killed process whose pid this process
+// now has (pids are reused) must not make writes fail: the next name is
+// taken. (It did: `tavern sync` exited 4 with "file exists".)
+func TestWriteFileSkipsLeftoverTempName(t *testing.T) {
+	s := newTestStore(t)
+	for i := uint64(1); i <= 3; i++ { // the next names this process would use
+		name := filepath.Join(s.Root(), tmpDir, pid+"-"+strconv.FormatUint(tmpSeq.Load()+i, 10)+".tmp")
+		if err := os.WriteFile(name, []byte("left by a dead process"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.WriteFile("events/x.jsonl", []byte("{}\n")); err != nil {
+		t.Fatalf("write with leftover temp names: %v", err)
 	}
 }

@@ -37,6 +37,9 @@ type Broker struct {
 	dirs     sync.Map // dir path -> *dirHandle: open item state directories (move.go)
 	pending  *pendingIndex
 
+	coord    Coordinator // tavern.md coordination engine; nil: local (coord.go)
+	ownCoord bool
+
 	holdMu  sync.Mutex
 	hold    *docstore.Lock // the holder lock of HoldLock claims, taken lazily
 	holdKey string
@@ -65,6 +68,10 @@ type Options struct {
 	// every use). Within it, a state directory renamed away by hand may
 	// still receive the Broker's writes.
 	DirRecheck time.Duration
+	// Coordinator arbitrates claims across machines. Nil opens the engine
+	// tavern.md names (OpenCoordinator; none for coordination: local);
+	// the Broker closes only an engine it opened.
+	Coordinator Coordinator
 	// Instance is the spawn instance this Broker acts for (the CLI passes
 	// $TAVERN_INSTANCE, set by the spawn wrapper for its child; "" for
 	// none). Its claims record it in the item's instance field and are
@@ -113,6 +120,16 @@ func Open(s *docstore.Store, opt Options) (*Broker, error) {
 	}
 	host, _ := os.Hostname()
 	b.who = fmt.Sprintf("%s/%d", host, os.Getpid())
+	if b.coord = opt.Coordinator; b.coord == nil {
+		c, err := OpenCoordinator(s)
+		if err != nil {
+			if b.ownJ {
+				b.j.Close()
+			}
+			return nil, err
+		}
+		b.coord, b.ownCoord = c, c != nil
+	}
 	return b, nil
 }
 
@@ -141,6 +158,9 @@ func (b *Broker) Close() error {
 		b.hold = nil
 	}
 	b.holdMu.Unlock()
+	if b.ownCoord {
+		b.coord.Close()
+	}
 	if b.ownJ {
 		return b.j.Close()
 	}

@@ -216,6 +216,9 @@ func (b *Broker) complete(queue, id string, attempt int, instance, result string
 		if err := b.completeGate(it); err != nil {
 			return nil, &ItemError{Op: "complete", ID: id, Path: it.Path, Err: err}
 		}
+		if err := b.coordEnd("done", it, result, 0); err != nil {
+			return nil, err
+		}
 		now := b.now()
 		d, err := b.moveDoc(l, it.Doc, ItemPath(it.Queue, Done, id), func(d *docstore.Doc) error {
 			summary, full := resultText(result)
@@ -282,8 +285,14 @@ func (b *Broker) fail(id string, attempt int, instance, reason string) (*Item, e
 			max = it.MaxAttempts
 		}
 		if it.Attempts >= max {
+			if err := b.coordEnd("dead", it, reason, 0); err != nil {
+				return nil, err
+			}
 			out, err = b.toDead(l, it, reason, fmt.Sprintf("failed %d of %d attempts; last error: %s", it.Attempts, max, reason))
 			return out, err
+		}
+		if err := b.coordEnd("fail", it, reason, 0); err != nil {
+			return nil, err
 		}
 		delay := backoff(q, it.Attempts)
 		d, err := b.moveDoc(l, it.Doc, ItemPath(it.Queue, Pending, id), func(d *docstore.Doc) error {
@@ -307,13 +316,15 @@ func (b *Broker) fail(id string, attempt int, instance, reason string) (*Item, e
 	return out, nil
 }
 
-// backoff is the delay before attempt n+1 after n failed attempts.
+// backoff is the delay before attempt n+1 after n failed attempts:
+// backoff doubled per attempt, capped at backoff_max (a cap of 0 retries
+// at once).
 func backoff(q *Queue, n int) time.Duration {
 	d := q.Backoff
 	for i := 1; i < n && d < q.BackoffMax; i++ {
 		d *= 2
 	}
-	if q.BackoffMax > 0 && d > q.BackoffMax {
+	if d > q.BackoffMax {
 		d = q.BackoffMax
 	}
 	return d
@@ -351,6 +362,9 @@ func (b *Broker) Release(id string, attempt int) (*Item, error) {
 func (b *Broker) release(id string, attempt int, instance string) (*Item, error) {
 	var out *Item
 	_, err := b.fenced("release", id, attempt, instance, func(l *docstore.Lock, it *Item) (*Item, error) {
+		if err := b.coordEnd("release", it, "", 0); err != nil {
+			return nil, err
+		}
 		now := b.now()
 		d, err := b.moveDoc(l, it.Doc, ItemPath(it.Queue, Pending, id), func(d *docstore.Doc) error {
 			n := it.Attempts - 1
@@ -386,6 +400,9 @@ func (b *Broker) renew(id string, attempt int, instance string) (*Item, error) {
 	return b.fenced("renew", id, attempt, instance, func(l *docstore.Lock, it *Item) (*Item, error) {
 		q, err := b.Queue(it.Queue)
 		if err != nil {
+			return nil, err
+		}
+		if err := b.coordEnd("renew", it, "", q.Lease); err != nil {
 			return nil, err
 		}
 		now := b.now()
@@ -445,6 +462,9 @@ func (b *Broker) retryOne(queue, id string) (*Item, error) {
 		}
 		return nil, err
 	}
+	if err := b.coordReopen(it); err != nil {
+		return nil, err
+	}
 	now := b.now()
 	d, err := b.move(l, rel, ItemPath(queue, Pending, id), func(d *docstore.Doc) error {
 		if err := setFields(d, docstore.Field{Key: "attempts", Value: 0}, docstore.Field{Key: "updated", Value: now}); err != nil {
@@ -492,5 +512,5 @@ func delFields(d *docstore.Doc, keys ...string) error {
 // clearClaim removes the fields of the claim that ended. claim_attempt
 // stays: it is the fencing counter and only ever grows.
 func clearClaim(d *docstore.Doc) error {
-	return delFields(d, "claimed_by", "claim_kind", "liveness_lock", "instance", "lease_until", "started", "hung_since")
+	return delFields(d, "claimed_by", "claim_kind", "liveness_lock", "instance", "lease_until", "started", "hung_since", "claim_machine", "claim_lease")
 }

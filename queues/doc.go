@@ -119,6 +119,23 @@
 // Stats.DeadOwners counts claims whose holder is dead and not yet reaped
 // (`queue ls`: NAME(N, D dead)).
 //
+// # Several machines
+//
+// With `coordination: etcd` or `git` in tavern.md a Broker arbitrates
+// claims through a Coordinator (coord.go; the engines in queues/etcd and
+// queues/gitsync register themselves; a named engine that is not linked
+// is an error, never a fallback). Under the item lock, Take claims the
+// item's key on the engine before writing claimed/ (a key held or
+// finished elsewhere is skipped, Diagnostics.Elsewhere; an unreachable
+// engine fails the Take), and the engine's fence becomes claim_attempt;
+// Complete, Fail, Release and Renew go to the engine first and refuse
+// with ErrStale when the claim is no longer theirs; the reaper asks the
+// engine, not flocks or lease_until; attempts are counted by the engine.
+// An item finished on the engine whose done/ copy never arrives is
+// recovered from the engine's record after 3 × sync.every. Local
+// coordination takes none of these paths. queues/gitsync's doc says what
+// holds across machines.
+//
 // # Costs
 //
 // A take+done cycle makes two document writes, each a no-replace create

@@ -425,6 +425,20 @@ func (b *Broker) editItem(op, id string, fn func(l *docstore.Lock, it *Item) err
 // state. pendingOnly keeps those a decision is still owed for: pending
 // human gates of items that are not done or dead.
 func (b *Broker) Gates(pendingOnly bool) ([]*Gate, []error) {
+	return b.gates(pendingOnly, true)
+}
+
+// GateDocs is Gates without the implied gates that have no document yet:
+// it reads gates/ and the gated items, never every pending item, so a
+// hook can ask. Every gate made through Tavern has its document from the
+// start (Add writes it); only a gate: human typed into an item by hand
+// is missing until Tavern decides it (Gates, `tavern gate ls` and Needs
+// you show it at once).
+func (b *Broker) GateDocs(pendingOnly bool) ([]*Gate, []error) {
+	return b.gates(pendingOnly, false)
+}
+
+func (b *Broker) gates(pendingOnly, implied bool) ([]*Gate, []error) {
 	var out []*Gate
 	var errs []error
 	seen := map[string]bool{}
@@ -457,22 +471,22 @@ func (b *Broker) Gates(pendingOnly bool) ([]*Gate, []error) {
 		out = append(out, g)
 	}
 	// Items whose gate: human has no document yet.
-	names, err := b.QueueNames()
-	if err != nil {
-		errs = append(errs, err)
+	var names []string
+	if implied {
+		var err error
+		if names, err = b.QueueNames(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	for _, q := range names {
 		for _, st := range []string{Pending, Claimed} {
-			ids, err := b.listDir(q, st)
-			if err != nil {
-				continue
-			}
-			for _, id := range ids {
-				if seen[id] {
-					continue
-				}
-				d, err := b.s.Get(ItemPath(q, st, id))
-				if err != nil || d.String("gate") != GateHuman {
+			// Only items that say gate: are parsed (prime asks at every
+			// session start, and most items have no gate).
+			docs, _ := b.s.Grep("queues/"+q+"/"+st, "gate")
+			for _, d := range docs {
+				_, caps, _ := schema.KindOfPath(d.Path)
+				id := caps["id"]
+				if id == "" || seen[id] || d.String("gate") != GateHuman {
 					continue
 				}
 				it, err := itemFromDoc(d)
@@ -533,6 +547,9 @@ func (b *Broker) Reject(ref string, d Decision) (*Gate, error) {
 	if err := b.editItem("reject", g.Item, func(l *docstore.Lock, it *Item) error {
 		if it.State == Done || it.State == Dead {
 			return nil
+		}
+		if err := b.coordSettle(it, "dead", why); err != nil { // several machines (coord.go)
+			return err
 		}
 		_, err := b.toDead(l, it, why, why)
 		return err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -136,6 +137,10 @@ type AddOptions struct {
 	DependsOn   []string
 	MaxAttempts int // 0: the queue's
 	Body        []byte
+	// Explicit names the options given on purpose ("max_attempts"): a
+	// zero max attempts given explicitly is refused (ErrBadOption), not
+	// taken as "the queue's".
+	Explicit []string
 	// Gate "human" asks for a person's approval before the item is done
 	// (the item's gate: field; see gate.go).
 	Gate string
@@ -155,6 +160,9 @@ func (b *Broker) Add(queue string, opt AddOptions) (*Item, error) {
 	}
 	if opt.Priority < MinPriority || opt.Priority > MaxPriority {
 		return nil, &QueueError{Op: "add to", Queue: queue, Err: fmt.Errorf("%w: %d is not in %d (highest) .. %d (lowest)", ErrPriority, opt.Priority, MinPriority, MaxPriority)}
+	}
+	if opt.MaxAttempts == 0 && slices.Contains(opt.Explicit, "max_attempts") {
+		return nil, &QueueError{Op: "add to", Queue: queue, Err: fmt.Errorf("%w: max attempts 0: an item needs at least one attempt", ErrBadOption)}
 	}
 	if opt.MaxAttempts < 0 {
 		return nil, &QueueError{Op: "add to", Queue: queue, Err: fmt.Errorf("%w: max attempts %d", ErrBadOption, opt.MaxAttempts)}
@@ -211,6 +219,12 @@ func (b *Broker) Add(queue string, opt AddOptions) (*Item, error) {
 		data["plan"] = opt.Plan
 	}
 	_ = b.journal(EventAdded, it, opt.By, data)
+	if it.Gate == GateHuman {
+		// Its gate's document now, so listings need not read every item to
+		// find it (GateDocs). Should this fail the gate still holds: the
+		// item's gate: field implies it until its document is written.
+		_ = b.createImplicit(&Gate{ID: it.ID, Item: it.ID, Queue: queue, Path: GatePath(it.ID)})
+	}
 	return it, nil
 }
 
@@ -331,4 +345,47 @@ func (b *Broker) itemState(queue, id string) string {
 		return ""
 	}
 	return loc.state
+}
+
+// ResolveID finds the item ref names and returns its id. ref is an id,
+// "QUEUE/ID" (the names `tavern ls items` prints), or a unique prefix of
+// the id in either form. No match is fs.ErrNotExist, several are
+// docstore.ErrAmbiguous; an unknown QUEUE is a *schema.UnknownError.
+func (b *Broker) ResolveID(ref string) (string, error) {
+	ref = strings.TrimSuffix(strings.TrimPrefix(ref, "items/"), ".md")
+	queue, id, hasQueue := strings.Cut(ref, "/")
+	if !hasQueue {
+		queue, id = "", ref
+	}
+	if err := schema.ValidName(id); err != nil {
+		return "", &ItemError{Op: "find", ID: ref, Err: err}
+	}
+	var names []string
+	if hasQueue {
+		if _, err := b.Queue(queue); err != nil {
+			return "", err
+		}
+		names = []string{queue}
+	} else {
+		if _, err := b.locate(id); err == nil {
+			return id, nil
+		}
+		var err error
+		if names, err = b.QueueNames(); err != nil {
+			return "", err
+		}
+	}
+	var ids []string
+	for _, q := range names {
+		for _, st := range schema.ItemStates {
+			got, err := b.listDir(q, st)
+			if err != nil {
+				return "", err
+			}
+			ids = append(ids, got...)
+		}
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids) // a crash leftover is in two states at once
+	return docstore.MatchPrefix("item", id, ids)
 }

@@ -52,6 +52,13 @@ type QueueOptions struct {
 	BackoffMax  time.Duration
 	OnEmpty     string
 	NoSteal     bool
+	// Explicit names the options given on purpose, by field name
+	// ("max_attempts", "lease", "lease_grace", "backoff", "backoff_max"):
+	// a zero listed here is the value zero, not "the default". Zero
+	// backoff, backoff_max and lease_grace are honoured (retry at once,
+	// reap a hung holder at once); zero max_attempts and lease have no
+	// meaning and are refused (ErrBadOption).
+	Explicit []string
 }
 
 // QueuePath is the path of a queue's configuration document.
@@ -84,6 +91,12 @@ func (b *Broker) CreateQueue(name string, opt QueueOptions) (*Queue, error) {
 	if opt.MaxAttempts < 0 || opt.Lease < 0 || opt.LeaseGrace < 0 || opt.Backoff < 0 || opt.BackoffMax < 0 {
 		return nil, &QueueError{Op: "create", Queue: name, Err: fmt.Errorf("%w: negative max-attempts or duration", ErrBadOption)}
 	}
+	if slices.Contains(opt.Explicit, "max_attempts") && opt.MaxAttempts == 0 {
+		return nil, &QueueError{Op: "create", Queue: name, Err: fmt.Errorf("%w: max attempts 0: an item needs at least one attempt", ErrBadOption)}
+	}
+	if slices.Contains(opt.Explicit, "lease") && opt.Lease == 0 {
+		return nil, &QueueError{Op: "create", Queue: name, Err: fmt.Errorf("%w: lease 0: every claim would expire as it is made", ErrBadOption)}
+	}
 	if opt.OnEmpty != "" && !slices.Contains(schema.EmptyModes, opt.OnEmpty) {
 		return nil, &QueueError{Op: "create", Queue: name, Err: fmt.Errorf("%w: on-empty must be one of %s", ErrBadOption, strings.Join(schema.EmptyModes, ", "))}
 	}
@@ -102,9 +115,9 @@ func (b *Broker) CreateQueue(name string, opt QueueOptions) (*Queue, error) {
 		{Key: "priority", Value: opt.Priority},
 		{Key: "max_attempts", Value: maxAtt},
 		{Key: "lease", Value: lease.String()},
-		{Key: "lease_grace", Value: durOr(opt.LeaseGrace, defaultDur(schema.Queue, "lease_grace")).String()},
-		{Key: "backoff", Value: durOr(opt.Backoff, defaultDur(schema.Queue, "backoff")).String()},
-		{Key: "backoff_max", Value: durOr(opt.BackoffMax, defaultDur(schema.Queue, "backoff_max")).String()},
+		{Key: "lease_grace", Value: opt.durOr("lease_grace", opt.LeaseGrace).String()},
+		{Key: "backoff", Value: opt.durOr("backoff", opt.Backoff).String()},
+		{Key: "backoff_max", Value: opt.durOr("backoff_max", opt.BackoffMax).String()},
 		{Key: "on_empty", Value: strOr(opt.OnEmpty, "idle")},
 		{Key: "steal", Value: !opt.NoSteal},
 		{Key: "created", Value: b.now()},
@@ -149,9 +162,11 @@ func (b *Broker) storeDefaults() storeDefaults {
 	return def
 }
 
-func durOr(v, def time.Duration) time.Duration {
-	if v == 0 {
-		return def
+// durOr is the duration option field: v, or the schema's default when v
+// is zero and was not given explicitly.
+func (opt QueueOptions) durOr(field string, v time.Duration) time.Duration {
+	if v == 0 && !slices.Contains(opt.Explicit, field) {
+		return defaultDur(schema.Queue, field)
 	}
 	return v
 }
@@ -197,7 +212,7 @@ func inode(fi fs.FileInfo) int64 {
 }
 
 // Queue reads a queue's configuration. An unknown queue is
-// ErrUnknownQueue (wrapped in *QueueError); a queue.md that does not parse
+// a *schema.UnknownError matching ErrUnknownQueue, with the nearest queue names; a queue.md that does not parse
 // is returned as its *docstore.ParseError.
 func (b *Broker) Queue(name string) (*Queue, error) {
 	if err := schema.ValidName(name); err != nil {
@@ -220,7 +235,8 @@ func (b *Broker) Queue(name string) (*Queue, error) {
 	fi, err := os.Stat(full)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, &QueueError{Op: "open", Queue: name, Err: fmt.Errorf("%w: no %s", ErrUnknownQueue, rel)}
+			names, _ := b.QueueNames()
+			return nil, &schema.UnknownError{What: "queue", Name: name, Near: schema.Near(name, names), Err: ErrUnknownQueue}
 		}
 		return nil, err
 	}

@@ -135,6 +135,9 @@ func (b *Broker) reapOne(q *Queue, id string, rep *ReapReport) error {
 	if b.leftover(it) {
 		return b.s.Delete(rel)
 	}
+	if b.coord != nil {
+		return b.coordReap(l, q, it, rep)
+	}
 	now := b.now()
 	alive := false
 	switch {

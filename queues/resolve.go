@@ -69,6 +69,9 @@ func (b *Broker) Resolve(id string, opt ResolveOptions) (*Item, error) {
 			if opt.Reason != "" {
 				why += ": " + opt.Reason
 			}
+			if err := b.coordSettle(it, "dead", why); err != nil { // several machines (coord.go)
+				return err
+			}
 			d, err := b.moveDoc(l, it.Doc, ItemPath(it.Queue, Dead, id), func(d *docstore.Doc) error {
 				f := []docstore.Field{{Key: "cancelled", Value: true}, {Key: "dead_reason", Value: why}, {Key: "updated", Value: now}}
 				if opt.By != "" {
@@ -87,6 +90,9 @@ func (b *Broker) Resolve(id string, opt ResolveOptions) (*Item, error) {
 		}
 		if err := b.completeGate(it); err != nil {
 			return &ItemError{Op: "resolve", ID: id, Path: it.Path, Err: err}
+		}
+		if err := b.coordSettle(it, "done", opt.Reason); err != nil { // several machines (coord.go)
+			return err
 		}
 		d, err := b.moveDoc(l, it.Doc, ItemPath(it.Queue, Done, id), func(d *docstore.Doc) error {
 			summary, _ := resultText(opt.Reason)

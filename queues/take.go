@@ -64,7 +64,10 @@ type Diagnostics struct {
 	Waiting int       // items waiting for dependencies to finish
 	Gated   int       // items waiting at a claim-stage gate (a person, a timer)
 	Cycles  []Cycle   // dependency cycles (filled by an empty Take when items wait)
-	Wake    time.Time // earliest known moment something may become claimable
+	// Elsewhere counts items the coordination engine says are held or
+	// finished on another machine (their local copy is not synced yet).
+	Elsewhere int
+	Wake      time.Time // earliest known moment something may become claimable
 }
 
 func (d *Diagnostics) wakeAt(t time.Time) {
@@ -87,6 +90,9 @@ func (e *EmptyError) Error() string {
 	if e.Diag != nil {
 		if e.Diag.Backoff > 0 {
 			why = append(why, fmt.Sprintf("%d in backoff", e.Diag.Backoff))
+		}
+		if e.Diag.Elsewhere > 0 {
+			why = append(why, fmt.Sprintf("%d held or finished on other machines", e.Diag.Elsewhere))
 		}
 		if e.Diag.Waiting > 0 {
 			why = append(why, fmt.Sprintf("%d waiting for dependencies", e.Diag.Waiting))
@@ -265,7 +271,7 @@ func (b *Broker) tryTake(own []*Queue, steal bool, h holder) (*Claim, *Diagnosti
 			diag = &Diagnostics{}
 		}
 	}
-	return nil, diag, nil
+	return nil, diag, diag.engineDown()
 }
 
 // steal tries the other stealable queues in stride-scheduling order.
@@ -402,6 +408,9 @@ func (b *Broker) scanList(q *Queue, h holder, diag *Diagnostics) (*Claim, error)
 // claimOne tries to claim pending item id of q. It returns nil, nil when
 // the item is not claimable or another taker got it.
 func (b *Broker) claimOne(q *Queue, id string, h holder, diag *Diagnostics) (*Claim, error) {
+	if b.coord != nil && b.coordSkip(q, id, diag) {
+		return nil, nil // held or finished on another machine (coord.go)
+	}
 	l, ok, err := b.s.TryLock(ItemLockKey(q.Name, id))
 	if err != nil {
 		return nil, err
@@ -413,6 +422,7 @@ func (b *Broker) claimOne(q *Queue, id string, h holder, diag *Diagnostics) (*Cl
 	from, to := ItemPath(q.Name, Pending, id), ItemPath(q.Name, Claimed, id)
 	now := b.now()
 	var attempt int
+	var grant *coordGrant // coordination: etcd/git (coord.go)
 	d, err := b.move(l, from, to, func(d *docstore.Doc) error {
 		if errs := d.Validate(false); len(errs) > 0 {
 			return &docstore.ValidationError{Path: from, Errors: errs}
@@ -447,8 +457,15 @@ func (b *Broker) claimOne(q *Queue, id string, h holder, diag *Diagnostics) (*Cl
 			return errSkip{}
 		}
 		attempt = it.ClaimAttempt + 1
+		attempts := it.Attempts + 1
+		if b.coord != nil {
+			if grant, err = b.coordClaim(q, it, h, diag); err != nil {
+				return err
+			}
+		}
+		coordFields := grant.apply(&attempt, &attempts)
 		fields := []docstore.Field{
-			{Key: "attempts", Value: it.Attempts + 1},
+			{Key: "attempts", Value: attempts},
 			{Key: "claimed_by", Value: h.who},
 			{Key: "claim_attempt", Value: attempt},
 			{Key: "claim_kind", Value: h.kind},
@@ -462,6 +479,7 @@ func (b *Broker) claimOne(q *Queue, id string, h holder, diag *Diagnostics) (*Cl
 		if h.instance != "" {
 			fields = append(fields, docstore.Field{Key: "instance", Value: h.instance})
 		}
+		fields = append(fields, coordFields...)
 		fl := []string{"not_before", "hung_since"}
 		if h.instance == "" {
 			fl = append(fl, "instance")
@@ -472,6 +490,7 @@ func (b *Broker) claimOne(q *Queue, id string, h holder, diag *Diagnostics) (*Cl
 		return editFields(d, fields, fl...)
 	})
 	if err != nil {
+		b.coordUndo(l, q, id, grant, err)
 		var skip errSkip
 		switch {
 		case errors.As(err, &skip), errors.Is(err, fs.ErrNotExist):

@@ -80,3 +80,28 @@ func (e *FieldError) Error() string {
 }
 
 func (e *FieldError) Unwrap() error { return ErrInvalid }
+
+// ErrUnknownName is matched by every *UnknownError: a name (an agent, a
+// channel, a queue) that should name something existing names nothing.
+// Typos never create state: the caller refuses, and creation is explicit.
+var ErrUnknownName = errors.New("unknown name")
+
+// UnknownError is a name that names nothing, with the existing names
+// nearest to it (Near, nearest first) for a "did you mean" hint. It
+// matches ErrUnknownName and, when set, Err: a package's own sentinel
+// (queues.ErrUnknownQueue), so older checks keep working.
+type UnknownError struct {
+	What string   // "agent", "channel", "queue"...
+	Name string   // the name given
+	Near []string // existing names close to Name
+	Err  error    // a package sentinel, or nil
+}
+
+func (e *UnknownError) Error() string { return fmt.Sprintf("unknown %s %q", e.What, e.Name) }
+
+func (e *UnknownError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrUnknownName, e.Err}
+	}
+	return []error{ErrUnknownName}
+}

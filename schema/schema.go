@@ -234,6 +234,24 @@ func (k *Kind) NameParts() int {
 	return n
 }
 
+// NameShape says what a name of the kind looks like, for an error about
+// one that does not.
+func (k *Kind) NameShape() string {
+	var caps []string
+	for _, s := range k.segments() {
+		if s.capture != "" && s.choices == nil {
+			caps = append(caps, strings.ToUpper(s.capture))
+		}
+	}
+	switch len(caps) {
+	case 0:
+		return fmt.Sprintf("the %s is one document (%s) and takes no name", k.Name, strings.TrimPrefix(k.Pattern, "/"))
+	case 1:
+		return fmt.Sprintf("%s names are one part (%s), without /", k.Name, caps[0])
+	}
+	return fmt.Sprintf("%s names have %d parts, %s", k.Name, len(caps), strings.Join(caps, "/"))
+}
+
 // Path builds a document path from a name ("alice", or "alice/ID") and
 // values for enumerated captures (e.g. state). It validates every part.
 func (k *Kind) Path(name string, choice map[string]string) (string, error) {
@@ -242,7 +260,7 @@ func (k *Kind) Path(name string, choice map[string]string) (string, error) {
 		parts = strings.Split(name, "/")
 	}
 	if len(parts) != k.NameParts() {
-		return "", &NameError{Name: name, Reason: fmt.Sprintf("%s names have %d part(s) separated by /", k.Name, k.NameParts())}
+		return "", &NameError{Name: name, Reason: k.NameShape()}
 	}
 	var out []string
 	i := 0

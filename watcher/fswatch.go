@@ -186,6 +186,14 @@ type FSWatcher struct {
 	// cookies the sources of recent renames away, by cookie.
 	writing map[string]time.Time
 	gone    map[string]time.Time
+	// overdue holds files whose writer kept them open past Settle: they
+	// are read as they are (not held back by further writes) until
+	// closed. raced collects, while reads are under way (reading), the
+	// files whose writer opened or closed them meanwhile: a read that
+	// raced its writer is dropped (see readPending).
+	overdue map[string]bool
+	raced   map[string]bool
+	reading bool
 	moved   map[string]bool
 	cookies map[uint32]string
 	cookieQ []uint32
@@ -281,6 +289,8 @@ func WatchFS(root string, opt FSOptions) (*FSWatcher, error) {
 		emptyOnce: map[string]bool{},
 		writing:   map[string]time.Time{},
 		gone:      map[string]time.Time{},
+		overdue:   map[string]bool{},
+		raced:     map[string]bool{},
 		moved:     map[string]bool{},
 		cookies:   map[uint32]string{},
 	}
@@ -548,9 +558,17 @@ func (w *FSWatcher) onEvent(ev rawEvent) {
 		switch {
 		case ev.op&(evCloseWrite|evMovedIn) != 0:
 			delete(w.writing, rel) // complete
+			delete(w.overdue, rel)
+			w.raceWith(rel)
 		case ev.op&(evCreate|evWrite) != 0:
+			if ev.op&evCreate != 0 {
+				delete(w.overdue, rel) // a new file
+			}
 			if _, ok := w.writing[rel]; !ok {
 				w.writing[rel] = time.Now()
+				if !w.overdue[rel] { // past the bound it is read as it is
+					w.raceWith(rel)
+				}
 			}
 		}
 	}
@@ -578,6 +596,14 @@ func (w *FSWatcher) onEvent(ev rawEvent) {
 	w.markDirty(rel, ev.op&(evMovedIn|evCloseWrite|evCreate) == 0)
 	w.pmu.Unlock()
 	w.poke()
+}
+
+// raceWith notes that a writer opened or closed rel while reads are
+// under way: a read of rel may have seen it half written. pmu is held.
+func (w *FSWatcher) raceWith(rel string) {
+	if w.reading {
+		w.raced[rel] = true
+	}
 }
 
 // markDirty records an event for rel; pmu is held. A batch of only Create
@@ -783,6 +809,7 @@ func (w *FSWatcher) fluxDue(now time.Time) time.Time {
 	for p, since := range w.writing {
 		if due(p, since) {
 			delete(w.writing, p) // the bound is reached: read it as it is
+			w.overdue[p] = true
 		}
 	}
 	for p, since := range w.gone {
@@ -812,6 +839,23 @@ func (w *FSWatcher) stillWriting(rel string) bool {
 	defer w.pmu.Unlock()
 	since, ok := w.writing[rel]
 	return ok && time.Since(since) < w.settle
+}
+
+// racedWriter reports whether the read of rel just made must be
+// dropped because a writer had it open (raced: opened or closed it while
+// the read was under way). It is then checked again. smu is held.
+func (w *FSWatcher) racedWriter(rel string, raced bool) bool {
+	w.pmu.Lock()
+	defer w.pmu.Unlock()
+	_, open := w.writing[rel]
+	if !raced && (!open || w.overdue[rel]) {
+		// Past its settle bound a file is read as it is, whatever its
+		// writer does meanwhile.
+		return false
+	}
+	w.markDirty(rel, false) // its close or settle bound decides
+	w.poke()
+	return true
 }
 
 // settling reports whether the removal of rel, found missing, waits for
@@ -874,7 +918,8 @@ func (w *FSWatcher) applyDegrade() {
 	w.smu.Unlock()
 	w.pmu.Lock()
 	clear(w.writing) // no close events any more
-	w.full = true    // what happened since the failed watch
+	clear(w.overdue)
+	w.full = true // what happened since the failed watch
 	// Syncs waiting for their marker's event get the rescan instead.
 	for name, r := range w.markers {
 		delete(w.markers, name)
@@ -970,6 +1015,7 @@ func (w *FSWatcher) check(rel string) {
 func (w *FSWatcher) notWriting(rel string) {
 	w.pmu.Lock()
 	delete(w.writing, rel)
+	delete(w.overdue, rel)
 	w.pmu.Unlock()
 }
 
@@ -1198,8 +1244,35 @@ func (w *FSWatcher) readPending() {
 		slices.Sort(paths)
 		paths = slices.Compact(paths)
 		res := make([]readResult, len(paths))
+		watch := w.closeInfo && !w.polling.Load()
+		if watch {
+			w.pmu.Lock()
+			w.reading = true
+			w.pmu.Unlock()
+		}
 		parallel(len(paths), w.opt.Workers, func(i int) { res[i] = w.readFile(paths[i]) })
+		var raced map[string]bool
+		if watch {
+			// A path is read only if no writer had it open when it was
+			// checked, as far as the events taken from the kernel by
+			// then said. Under load the reader lags behind the kernel:
+			// a file git unlinked and is re-creating can be found by a
+			// read meant for its unlink before its create event is
+			// seen. Catch up with every event that happened before the
+			// reads ended, and drop each read a writer raced: it is
+			// read again when the writer closes the file (or at the
+			// settle bound).
+			w.nt.drain()
+			w.pmu.Lock()
+			raced = w.raced
+			w.raced = map[string]bool{}
+			w.reading = false
+			w.pmu.Unlock()
+		}
 		for i, p := range paths {
+			if watch && res[i].err == nil && w.racedWriter(p, raced[p]) {
+				continue
+			}
 			w.apply(p, res[i])
 		}
 		if len(w.out) >= maxBatch {
@@ -1328,6 +1401,7 @@ func (w *FSWatcher) removePath(rel string) {
 	w.pmu.Lock()
 	delete(w.gone, rel)
 	delete(w.writing, rel)
+	delete(w.overdue, rel)
 	w.pmu.Unlock()
 }
 

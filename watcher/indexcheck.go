@@ -33,7 +33,7 @@ func IndexFindings(root string) ([]docstore.Finding, error) {
 			continue
 		}
 		file := filepath.Join(root, CacheFile, sectionFile(kind))
-		detail := fmt.Sprintf("%d entries of missing files (first: %s)", len(missing), missing[0])
+		detail := fmt.Sprintf("entries of missing files: %d (first: %s)", len(missing), missing[0])
 		out = append(out, docstore.Finding{Kind: docstore.FindingStaleIndex, Path: CacheFile + "/" + sectionFile(kind), Detail: detail,
 			Repair: func() error {
 				err := os.Remove(file)

@@ -6,6 +6,12 @@ type notifier interface {
 	add(dir string) error // watch the directory at this absolute path
 	remove(dir string)
 	pending() bool // events are queued, not yet delivered
+	// drain delivers every event queued when it is called before it
+	// returns (events being delivered by the reader included), so
+	// whatever happened before the call is known after it. Only needed
+	// with closeInfo: a read must be checked against the writes that
+	// raced it.
+	drain()
 	// closeInfo reports whether the backend tells when a writer closes a
 	// file (evCloseWrite) and a file created in place (evCreate) from one
 	// renamed into place (evMovedIn). Without it a write is read after

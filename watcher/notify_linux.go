@@ -6,6 +6,8 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -21,12 +23,20 @@ import (
 type inotify struct {
 	f       *os.File
 	fd      int
+	rc      syscall.RawConn
+	closing atomic.Bool
 	onEvent func(rawEvent)
 	onError func(error)
 
 	mu     sync.Mutex
 	byWd   map[int32]string // watch descriptor -> absolute directory
 	byPath map[string]int32
+
+	// rmu is held while events are taken from the queue and handed on,
+	// by the reader or by drain: once drain holds it, no event taken
+	// from the queue is still on its way.
+	rmu sync.Mutex
+	buf [64 << 10]byte // guarded by rmu
 
 	done chan struct{} // the reader has returned
 }
@@ -55,6 +65,10 @@ func newNotifier(onEvent func(rawEvent), onError func(error)) (notifier, error) 
 		onEvent: onEvent, onError: onError,
 		byWd: map[int32]string{}, byPath: map[string]int32{},
 		done: make(chan struct{}),
+	}
+	if n.rc, err = n.f.SyscallConn(); err != nil {
+		n.f.Close()
+		return nil, err
 	}
 	go n.read()
 	return n, nil
@@ -98,26 +112,59 @@ func (n *inotify) pending() bool {
 }
 
 func (n *inotify) close() error {
+	n.closing.Store(true)
 	err := n.f.Close()
 	<-n.done
 	return err
 }
 
+// read hands on events as they come. It waits for the descriptor to be
+// readable without holding rmu, so drain never waits for a new event.
 func (n *inotify) read() {
 	defer close(n.done)
-	var buf [64 << 10]byte
+	var rerr error
+	err := n.rc.Read(func(fd uintptr) bool {
+		n.rmu.Lock()
+		rerr = n.readQueued(int(fd))
+		n.rmu.Unlock()
+		return rerr != nil // nil: queue empty, wait until readable
+	})
+	if err == nil {
+		err = rerr
+	}
+	if n.closing.Load() || errors.Is(err, os.ErrClosed) {
+		return
+	}
+	n.onError(os.NewSyscallError("read", err))
+}
+
+// drain hands on every queued event now (see notifier).
+func (n *inotify) drain() {
+	_ = n.rc.Control(func(fd uintptr) { // fails only once closed
+		n.rmu.Lock()
+		defer n.rmu.Unlock()
+		_ = n.readQueued(int(fd)) // an error is the reader's to report
+	})
+}
+
+// readQueued reads and hands on events until the queue is empty. rmu
+// is held.
+func (n *inotify) readQueued(fd int) error {
 	for {
-		c, err := n.f.Read(buf[:])
-		if err != nil {
-			if errors.Is(err, os.ErrClosed) {
-				return
-			}
-			n.onError(err)
-			return
+		c, err := unix.Read(fd, n.buf[:])
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return nil
+		case err != nil:
+			return err
+		case c <= 0:
+			return errors.New("inotify: empty read")
 		}
 		for off := 0; off+unix.SizeofInotifyEvent <= c; {
-			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
-			name := buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&n.buf[off]))
+			name := n.buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
 			off += unix.SizeofInotifyEvent + int(ev.Len)
 			for len(name) > 0 && name[len(name)-1] == 0 {
 				name = name[:len(name)-1]

@@ -65,6 +65,10 @@ func (n *fsnotifier) add(dir string) error { return n.w.Add(dir) }
 func (n *fsnotifier) remove(dir string)    { _ = n.w.Remove(dir) }
 func (n *fsnotifier) pending() bool        { return len(n.w.Events) > 0 }
 func (n *fsnotifier) closeInfo() bool      { return false }
+
+// drain: without close information no read is ever held back for a
+// writer, so there is nothing to catch up with.
+func (n *fsnotifier) drain() {}
 func (n *fsnotifier) close() error {
 	err := n.w.Close()
 	<-n.done

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tavernhq/tavern/docstore"
@@ -83,14 +84,20 @@ type Options struct {
 	// FSOptions.OnDegrade), besides ReportDegraded (the journal and the
 	// process's degrade handler).
 	OnDegrade func(err error)
+	// Progress, if set, is told how far Open's first scan is in parsing
+	// the documents it read (all of them without a cache: reindexing), as
+	// the count so far and the total. It is called from one goroutine, and
+	// not after Open returns.
+	Progress func(done, total int)
 }
 
 // Projection is an in-memory index of every document of a store.
 type Projection struct {
-	store *docstore.Store
-	root  string
-	opt   Options
-	fw    *FSWatcher
+	progress atomic.Pointer[func(done, total int)] // Options.Progress while Open scans
+	store    *docstore.Store
+	root     string
+	opt      Options
+	fw       *FSWatcher
 
 	mu      sync.RWMutex
 	docs    map[string]*Entry
@@ -217,7 +224,11 @@ func Open(s *docstore.Store, opt Options) (*Projection, error) {
 	if !opt.Watch {
 		fopt.Poll = time.Duration(1<<63 - 1) // no watches: one scan
 	}
+	if opt.Progress != nil {
+		p.progress.Store(&opt.Progress) // the first scan's batch only: WatchFS delivers it before returning
+	}
 	fw, err := WatchFS(p.root, fopt)
+	p.progress.Store(nil)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -348,11 +359,18 @@ func (p *Projection) apply(cs []Change) {
 			}
 		}()
 	}
+	prog := p.progress.Load()
 	for i := range cs {
 		next <- i
+		if prog != nil && i%128 == 0 {
+			(*prog)(i, len(cs))
+		}
 	}
 	close(next)
 	wg.Wait()
+	if prog != nil {
+		(*prog)(len(cs), len(cs))
+	}
 
 	now := time.Now().UTC()
 	var events []docEvent

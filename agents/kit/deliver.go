@@ -51,26 +51,35 @@ func Deliver(e *Env, agent string) (string, error) {
 		errs = append(errs, err)
 	}
 	var msgLines []string
+	var chans []string
+	count := map[string]int{}
 	for _, u := range unread {
-		if u.Count == 0 {
-			continue
+		if u.Count > 0 {
+			chans = append(chans, u.Channel)
+			count[u.Channel] = u.Count
 		}
-		if full() || len(strings.Join(msgLines, "\n")) >= deliverBudget {
-			break
-		}
-		msgs, err := messages.Recv(e.Store, agent, u.Channel, messages.RecvOptions{Limit: deliverPerChannel})
+	}
+	size := 0
+	// One read of every channel with something new, one bookmark write.
+	if len(chans) > 0 {
+		skipped, err := messages.RecvEach(e.Store, agent, chans, messages.RecvOptions{Limit: deliverPerChannel}, func(ch string, msgs []messages.Message) bool {
+			for _, m := range msgs {
+				if m.Sender == agent || strings.HasPrefix(m.Sender, agent+":") {
+					continue
+				}
+				line := fmt.Sprintf("- [%s] %s (%s): %s", ch, m.Sender, m.Time.UTC().Format("15:04"), clip(m.Text, deliverText))
+				msgLines, size = append(msgLines, line), size+len(line)+1
+			}
+			if rest := count[ch] - len(msgs); rest > 0 {
+				line := fmt.Sprintf("- [%s] … %d more: `tavern recv %s --as %s`", ch, rest, ch, agent)
+				msgLines, size = append(msgLines, line), size+len(line)+1
+			}
+			return size < deliverBudget
+		})
+		errs = append(errs, skipped...)
 		if err != nil {
 			errs = append(errs, err)
-			continue
-		}
-		for _, m := range msgs {
-			if m.Sender == agent || strings.HasPrefix(m.Sender, agent+":") {
-				continue
-			}
-			msgLines = append(msgLines, fmt.Sprintf("- [%s] %s (%s): %s", u.Channel, m.Sender, m.Time.UTC().Format("15:04"), clip(m.Text, deliverText)))
-		}
-		if rest := u.Count - len(msgs); rest > 0 {
-			msgLines = append(msgLines, fmt.Sprintf("- [%s] … %d more: `tavern recv %s --as %s`", u.Channel, rest, u.Channel, agent))
+			msgLines = nil // the bookmarks did not move: they come again next time
 		}
 	}
 	if len(msgLines) > 0 {
@@ -82,13 +91,24 @@ func Deliver(e *Env, agent string) (string, error) {
 		errs = append(errs, err)
 	}
 	now := e.now()
+	// One handle on questions/ for the reads: no walk of each path.
+	read := e.Store.ReadFile
+	if dir, err := e.Store.OpenDir("questions"); err == nil {
+		defer dir.Close()
+		read = func(rel string) ([]byte, error) {
+			if name, ok := strings.CutPrefix(rel, "questions/"); ok && !strings.Contains(name, "/") {
+				return dir.ReadFile(name)
+			}
+			return e.Store.ReadFile(rel)
+		}
+	}
 	for _, rel := range qpaths {
 		if full() {
 			break
 		}
 		// Most questions are not this agent's: skip them before parsing
 		// (this runs after every tool call).
-		data, err := e.Store.ReadFile(rel)
+		data, err := read(rel)
 		if err != nil || !bytes.Contains(data, []byte(agent)) {
 			continue
 		}

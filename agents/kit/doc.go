@@ -27,14 +27,15 @@
 //	pre-tool-use        CheckWrite: deny a write to a path another agent reserved
 //	user-prompt-submit  Deliver: new messages, answers, questions, once each
 //	post-tool-use       Deliver
-//	stop                StopGate: block while an item is held and commitments fail
+//	stop                StopGate: block while an item is held (or was done in
+//	                    this session) and commitments fail
 //	session-end         EndSession: release items and reservations, sleep summary
 //
 // Identity: --as / $TAVERN_AGENT, else SessionAgent(tool, session id), a
 // pure function of the session, so every hook of one session agrees
-// without a lookup. A session owns its agent when its keeper (RunKeeper,
-// run as `tavern hook keep`) took the agent's liveness lock at session
-// start; see session.go for the model. Ownership is what makes the
+// without a lookup. A session owns its agent when session start took the
+// agent's liveness lock and handed it to its keeper (`tavern hook keep`,
+// KeepSession); see session.go for the model. Ownership is what makes the
 // session's claims liveness claims and its end release them.
 //
 // Failure policy: a handler's error is Tavern's own trouble and never
@@ -47,11 +48,16 @@
 //
 // Setup, Check and Remove install, verify and take out the hooks of one
 // tool in the project: .claude/settings.json, .codex/hooks.json,
-// .gemini/settings.json (JSON merged key by key, the user's keys and their
-// order kept), and the marker block in AGENTS.md (CLAUDE.md and GEMINI.md
-// import it; Aider gets it through .aider.conf.yml's read list). What setup
-// adds is recognisable (commands starting with "tavern hook", the
-// <!-- tavern:begin --> block), so Remove takes out exactly that.
+// .gemini/settings.json, and the marker block in AGENTS.md (CLAUDE.md and
+// GEMINI.md import it; Aider gets it through .aider.conf.yml's read list).
+// Settings files are edited as text (jsonedit.go): what setup adds is
+// spliced in, indented like its surroundings, and every other byte —
+// keys, order, formatting, Gemini's comments — stays. What setup adds is
+// recognisable (commands starting with "tavern hook", the
+// <!-- tavern:begin --> block, Aider's marker comment), so Remove takes
+// out exactly that and gives a file back byte for byte. Check also warns
+// about switches that keep a tool from running hooks (Gemini's
+// hooksConfig, Codex's [features] hooks).
 //
 // # MCP
 //

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/queues/tuples"
 	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher/journal"
@@ -137,18 +140,19 @@ func denyReason(agent string, cs []tuples.Conflict) string {
 	return b.String()
 }
 
-// StopGate decides whether the session may stop: when the agent holds a
-// claimed item and has commitments that have not passed, it verifies them
-// now (their assertions, as the verifier would, by "hook:stop") and
-// returns the reason to keep working if any fails. "" lets the stop
-// through. Only a definite failure blocks — an assertion that ran and
-// exited non-zero or timed out; an assertion Tavern could not run is
-// reported as an error and the stop goes through.
+// StopGate decides whether the session may stop: when the agent has
+// commitments that have not passed and holds a claimed item — or
+// completed one since its session began (marking the item done first is
+// no way round the gate, whoever ran `item done`) — it verifies them now
+// (their assertions, as the verifier would, by "hook:stop") and returns
+// the reason to keep working if any fails. "" lets the stop through.
+// Only a definite failure blocks — an assertion that ran and exited
+// non-zero or timed out; an assertion Tavern could not run is reported as
+// an error and the stop goes through.
+//
+// The commitments are read first: an agent whose commitments all passed
+// (or who made none), the common stop, costs one directory read.
 func StopGate(ctx context.Context, e *Env, agent string) (string, error) {
-	items, err := agents.ClaimedItems(e.Store, agent)
-	if err != nil || len(items) == 0 {
-		return "", err
-	}
 	cs, err := e.Manager.Commitments(agent)
 	if err != nil {
 		return "", err
@@ -161,6 +165,14 @@ func StopGate(ctx context.Context, e *Env, agent string) (string, error) {
 	}
 	if open == 0 {
 		return "", nil
+	}
+	items, err := agents.ClaimedItems(e.Store, agent)
+	if err != nil {
+		return "", err
+	}
+	done, err := CompletedInSession(e, agent)
+	if err != nil || len(items)+len(done) == 0 {
+		return "", err
 	}
 	results, err := e.Manager.Verify(ctx, agent, "hook:stop")
 	var fails []string
@@ -185,18 +197,75 @@ func StopGate(ctx context.Context, e *Env, agent string) (string, error) {
 	if len(fails) == 0 {
 		return "", err
 	}
-	var held []string
-	for _, it := range items {
-		held = append(held, fmt.Sprintf("%s/%s (attempt %d)", it.Queue, it.ID, it.Attempt))
+	var what, way []string
+	if len(items) > 0 {
+		var held []string
+		for _, it := range items {
+			held = append(held, fmt.Sprintf("%s/%s (attempt %d)", it.Queue, it.ID, it.Attempt))
+		}
+		what = append(what, "you hold "+strings.Join(held, ", "))
+		way = append(way, fmt.Sprintf("or give the item back: `tavern item release %s --attempt %d`", items[0].ID, items[0].Attempt))
 	}
-	first := items[0]
-	reason := fmt.Sprintf("Tavern: you hold %s and %d of your commitments do not pass yet:\n%s\n"+
+	if len(done) > 0 {
+		var ids []string
+		for _, ev := range done {
+			ids = append(ids, ev.Queue+"/"+ev.Item)
+		}
+		what = append(what, "you marked "+strings.Join(ids, ", ")+" done in this session")
+		if len(items) == 0 {
+			way = append(way, "marking an item done does not end the check")
+		}
+	}
+	reason := fmt.Sprintf("Tavern: %s and %d of your commitments do not pass yet:\n%s\n"+
 		"Keep working until they pass; they are checked again when you stop. "+
-		"If one cannot pass, say so to the user (`tavern ask --to user \"...\" --as %s`) "+
-		"or give the item back: `tavern item release %s --attempt %d`.",
-		strings.Join(held, ", "), len(fails), strings.Join(fails, "\n"), agent, first.ID, first.Attempt)
+		"If one cannot pass, say so to the user (`tavern ask --to user \"...\" --as %s`)%s.",
+		strings.Join(what, "; "), len(fails), strings.Join(fails, "\n"), agent, prefixed(", ", strings.Join(way, "; ")))
 	return reason, err
 }
+
+func prefixed(p, s string) string {
+	if s == "" {
+		return ""
+	}
+	return p + s
+}
+
+// CompletedInSession lists the items agent's claims completed (the
+// journal's item.completed events in its name) since it entered its
+// current state — for a session that owns its agent, since the session
+// began; for an agent run by a spawn wrapper, since the spawn — newest
+// last, looking back at most sessionWindow. journal.Tail reads from the
+// end and stops at that time, so the cost is the journal written since.
+func CompletedInSession(e *Env, agent string) ([]journal.Event, error) {
+	d, err := e.Store.Get(agents.AgentPath(agent))
+	if err != nil {
+		if errors.Is(err, docstore.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	since, ok := d.Time("state_changed")
+	if !ok {
+		since, ok = d.Time("created")
+	}
+	if !ok {
+		return nil, nil
+	}
+	if floor := e.now().Add(-sessionWindow); since.Before(floor) {
+		since = floor
+	}
+	evs, _, err := journal.Tail(e.Store.Root(), sessionCompletions, journal.Filter{Types: []string{queues.EventCompleted}, Agent: agent, Since: since})
+	return evs, err
+}
+
+// sessionWindow bounds how far back CompletedInSession looks: an agent
+// idle for weeks under one $TAVERN_AGENT must not make every stop read
+// weeks of journal.
+const sessionWindow = 24 * time.Hour
+
+// sessionCompletions bounds how many of a session's completions the stop
+// gate names.
+const sessionCompletions = 20
 
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")

@@ -3,9 +3,7 @@ package kit
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 )
 
@@ -49,30 +47,15 @@ func (o *jsonObject) del(k string) {
 
 func (o *jsonObject) len() int { return len(o.keys) }
 
-// parseJSON decodes data keeping key order. A syntax error carries the
-// line and column (1-based) of the offending byte.
+// parseJSON decodes data keeping key order (comments are allowed, as in
+// jsonedit.go). A syntax error carries the line and column (1-based) of
+// the offending byte.
 func parseJSON(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	v, err := decodeValue(dec)
-	if err == nil {
-		if _, terr := dec.Token(); terr != io.EOF {
-			err = errors.New("unexpected data after the top-level value")
-		}
-	}
+	d, err := parseJSONDoc(string(data))
 	if err != nil {
-		// The decoder's token-level offsets are not reliable positions;
-		// a plain Unmarshal of the same bytes reports the absolute one.
-		off := dec.InputOffset()
-		var se *json.SyntaxError
-		var probe any
-		if uerr := json.Unmarshal(data, &probe); errors.As(uerr, &se) {
-			off, err = max(se.Offset-1, 0), uerr // Offset is just past the bad byte
-		}
-		line, col := lineCol(data, off)
-		return nil, fmt.Errorf("%d:%d: %v", line, col, err)
+		return nil, err
 	}
-	return v, nil
+	return d.root.plain(), nil
 }
 
 func lineCol(data []byte, off int64) (int, int) {
@@ -83,61 +66,6 @@ func lineCol(data []byte, off int64) (int, int) {
 	line := bytes.Count(before, []byte("\n")) + 1
 	col := int(off) - bytes.LastIndexByte(before, '\n')
 	return line, col
-}
-
-func decodeValue(dec *json.Decoder) (any, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		if err == io.EOF {
-			return nil, io.ErrUnexpectedEOF
-		}
-		return nil, err
-	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			o := newObject()
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, err
-				}
-				k, ok := kt.(string)
-				if !ok {
-					return nil, fmt.Errorf("object key is %v, not a string", kt)
-				}
-				v, err := decodeValue(dec)
-				if err != nil {
-					return nil, err
-				}
-				if _, dup := o.vals[k]; dup {
-					return nil, fmt.Errorf("duplicate key %q", k)
-				}
-				o.set(k, v)
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, err
-			}
-			return o, nil
-		case '[':
-			arr := []any{}
-			for dec.More() {
-				v, err := decodeValue(dec)
-				if err != nil {
-					return nil, err
-				}
-				arr = append(arr, v)
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, err
-			}
-			return arr, nil
-		}
-		return nil, fmt.Errorf("unexpected %v", t)
-	default:
-		return tok, nil
-	}
 }
 
 // formatJSON writes v indented by two spaces, with a final newline.

@@ -316,22 +316,31 @@ func TestSessionStartEnd(t *testing.T) {
 	defer cancel()
 	var keepers sync.WaitGroup
 	defer keepers.Wait()
-	opt := SessionOptions{StartKeeper: func(agent, session string, pid int) (bool, error) {
-		ready := make(chan bool, 1)
+	opt := SessionOptions{StartKeeper: func(agent, session string, pid int) (func(bool) error, bool, error) {
 		// A second Store: the keeper is another process in real life.
 		s2, err := docstore.Open(e.Store.Root())
 		if err != nil {
-			return false, err
+			return nil, false, err
 		}
 		e2 := &Env{Store: s2, Manager: &agents.Manager{Store: s2, Journal: e.Manager.Journal, Host: e.Manager.Host}}
-		keepers.Add(1)
-		go func() {
-			defer keepers.Done()
-			if err := RunKeeper(ctx, e2, agent, session, pid, func(ok bool) { ready <- ok }); err != nil {
-				t.Error(err)
+		l, ok, err := s2.TryLock(schema.AgentLockKey(agent))
+		if err != nil || !ok {
+			return nil, false, err
+		}
+		return func(start bool) error {
+			if !start {
+				return l.Unlock()
 			}
-		}()
-		return <-ready, nil
+			keepers.Add(1)
+			go func() {
+				defer keepers.Done()
+				defer l.Unlock()
+				if err := KeepSession(ctx, e2, agent, session, pid); err != nil {
+					t.Error(err)
+				}
+			}()
+			return nil
+		}, true, nil
 	}}
 	in := mustInput(t, Claude, SessionStart, proj, "")
 	agent := SessionAgent(Claude, in.SessionID)
@@ -405,14 +414,23 @@ func TestKeeperEndsSessionWhenToolDies(t *testing.T) {
 	proj := filepath.Dir(e.Store.Root())
 	tool := startSleeper(t)
 	done := make(chan error, 1)
-	opt := SessionOptions{ToolPID: tool.Process.Pid, StartKeeper: func(agent, session string, pid int) (bool, error) {
-		ready := make(chan bool, 1)
+	opt := SessionOptions{ToolPID: tool.Process.Pid, StartKeeper: func(agent, session string, pid int) (func(bool) error, bool, error) {
 		s2, _ := docstore.Open(e.Store.Root())
 		e2 := &Env{Store: s2, Manager: &agents.Manager{Store: s2, Journal: e.Manager.Journal, Host: e.Manager.Host}}
-		go func() {
-			done <- RunKeeper(context.Background(), e2, agent, session, pid, func(ok bool) { ready <- ok })
-		}()
-		return <-ready, nil
+		l, ok, err := s2.TryLock(schema.AgentLockKey(agent))
+		if err != nil || !ok {
+			return nil, false, err
+		}
+		return func(start bool) error {
+			if !start {
+				return l.Unlock()
+			}
+			go func() {
+				defer l.Unlock()
+				done <- KeepSession(context.Background(), e2, agent, session, pid)
+			}()
+			return nil
+		}, true, nil
 	}}
 	in := mustInput(t, Gemini, SessionStart, proj, "")
 	agent := SessionAgent(Gemini, in.SessionID)

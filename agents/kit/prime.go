@@ -141,7 +141,9 @@ func BuildPrime(s *docstore.Store, agent string, opt PrimeOptions) (*Prime, erro
 				p.Next = next
 			}
 		}
-		gates, _ := b.PendingGates() // unreadable ones are `tavern check`'s to report
+		// The gates with a document (everything made through Tavern): a
+		// scan of every item for hand-typed ones is too slow for a hook.
+		gates, _ := b.GateDocs(true) // unreadable ones are `tavern check`'s to report
 		p.Gates = append(p.Gates, gates...)
 		b.Close()
 	}
@@ -160,12 +162,9 @@ func BuildPrime(s *docstore.Store, agent string, opt PrimeOptions) (*Prime, erro
 	sp, err := tuples.NewSpace(s, tuples.SpaceOptions{NoJournal: true})
 	note("reservations", err)
 	if err == nil {
-		rs, _ := sp.Reservations() // unreadable ones are `tavern check`'s to report
-		for _, r := range rs {
-			if r.Agent == agent {
-				p.Reservations = append(p.Reservations, r)
-			}
-		}
+		rs, _ := sp.AgentReservations(agent) // unreadable ones are `tavern check`'s to report
+		p.Reservations = append(p.Reservations, rs...)
+		sp.Close()
 	}
 	m := &agents.Manager{Store: s}
 	cs, err := m.Commitments(agent)

@@ -21,9 +21,10 @@ import (
 
 // A hooked session. The tools run a hook as a short process per event, so
 // no hook can hold the agent's liveness lock for the session. Session
-// start therefore starts a keeper: a small detached process (`tavern hook
-// keep`) that takes the lock, holds it while the tool process lives, and
-// exits when the session ends. While it holds the lock, items the session
+// start therefore takes the lock and hands it to a keeper: a small
+// detached process (`tavern hook keep`) that inherits the lock's
+// descriptor, holds it while the tool process lives, and exits when the
+// session ends. While it holds the lock, items the session
 // takes are liveness claims (they return to pending the moment the keeper
 // dies), the agent counts as alive to the reapers, and `tavern wake` in
 // the session does not count a second spawn.
@@ -46,11 +47,14 @@ type SessionOptions struct {
 	// not a shell; $TAVERN_SESSION_PID overrides). 0: unknown, the keeper
 	// then lives until session end.
 	ToolPID int
-	// StartKeeper starts the keeper process for agent and session and
-	// returns once it holds the agent's lock (true) or found it taken
-	// (false). The cmd runs `tavern hook keep`; nil runs none (the session
-	// then never owns its agent).
-	StartKeeper func(agent, session string, toolPID int) (bool, error)
+	// StartKeeper takes the agent's liveness lock for the session (taken
+	// false: someone else holds it) and returns launch: launch(true)
+	// starts the keeper, which holds the lock from then on, and
+	// launch(false) lets the lock go. StartSession records the session
+	// in the agent document between the two, so the keeper never looks
+	// before the session is there. The cmd hands the lock to `tavern hook
+	// keep`; nil runs none (the session then never owns its agent).
+	StartKeeper func(agent, session string, toolPID int) (launch func(start bool) error, taken bool, err error)
 	// Role for a new agent ($TAVERN_ROLE).
 	Role string
 }
@@ -81,13 +85,16 @@ func StartSession(e *Env, in *Input, agent string, opt SessionOptions) (*Respons
 	case held && a.SessionID == in.SessionID && in.SessionID != "":
 		mode = "resumed" // ours already (resume, clear, compact)
 	case !held && opt.StartKeeper != nil && in.SessionID != "":
-		ok, err := opt.StartKeeper(agent, in.SessionID, opt.ToolPID)
+		launch, ok, err := opt.StartKeeper(agent, in.SessionID, opt.ToolPID)
 		if err != nil {
 			return nil, err
 		}
 		if ok {
 			if err := ownAgent(e, a, in, opt.ToolPID); err != nil {
-				return nil, err
+				return nil, errors.Join(err, launch(false))
+			}
+			if err := launch(true); err != nil {
+				return nil, err // recorded, but nothing holds the lock: the reapers see a dead session
 			}
 			mode = "owned"
 		}
@@ -183,7 +190,7 @@ func EndSession(e *Env, agent, sessionID, reason string) error {
 		summary += " Released unfinished: " + strings.Join(released, ", ") + "."
 	}
 	if unreserved > 0 {
-		summary += fmt.Sprintf(" Dropped %d reservation(s).", unreserved)
+		summary += fmt.Sprintf(" Reservations dropped: %d.", unreserved)
 	}
 	if len(cs) > 0 {
 		summary += fmt.Sprintf(" Commitments: %d of %d passed.", passed, len(cs))
@@ -223,24 +230,15 @@ func joinErrs(errs []error) error {
 	return errors.Join(out...)
 }
 
-// RunKeeper holds agent's liveness lock for session: it takes the lock
-// (ready(false) and return if it is taken), then checks every KeeperPoll
-// that the tool process (toolPID; 0: not checked) lives and that the agent
-// document still names session. When the tool died without a session end,
-// it ends the session itself (reason "tool exited"); when the document
-// moved on (session end ran, or a person cleared it), it just lets go.
-func RunKeeper(ctx context.Context, e *Env, agent, session string, toolPID int, ready func(bool)) error {
-	l, ok, err := e.Store.TryLock(schema.AgentLockKey(agent))
-	if err != nil {
-		ready(false)
-		return err
-	}
-	if !ok {
-		ready(false)
-		return nil
-	}
-	defer l.Unlock()
-	ready(true)
+// KeepSession watches a session for its keeper, which holds the agent's
+// liveness lock (`tavern hook keep`, handed the lock by session-start):
+// every KeeperPoll it checks that the tool process (toolPID; 0: not
+// checked) lives and that the agent document still names session. When
+// the tool died without a session end, it ends the session itself
+// (reason "tool exited"); when the document moved on (session end ran,
+// or a person cleared it), it just returns, and the caller lets the lock
+// go.
+func KeepSession(ctx context.Context, e *Env, agent, session string, toolPID int) error {
 	t := time.NewTicker(KeeperPoll)
 	defer t.Stop()
 	for {

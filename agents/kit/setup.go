@@ -163,97 +163,149 @@ func isOurs(h any) bool {
 
 func sameJSON(a, b any) bool { return bytes.Equal(formatJSON(a), formatJSON(b)) }
 
-// hooksFile holds a parsed settings file.
+// hooksFile holds a settings file, parsed with the byte spans setup edits
+// (jsonedit.go): it is changed by splices, never re-formatted.
 type hooksFile struct {
 	path   string // absolute
 	rel    string
-	root   *jsonObject
 	exists bool
-	raw    []byte
+	doc    *jsonDoc    // the text and its parse ("{}" for a missing or blank file)
+	root   *jsonObject // the same, as plain values (read-only)
 }
 
 func readHooksFile(project, rel string) (*hooksFile, error) {
-	f := &hooksFile{path: filepath.Join(project, rel), rel: rel, root: newObject()}
+	f := &hooksFile{path: filepath.Join(project, rel), rel: rel}
 	data, err := os.ReadFile(f.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return f, nil
-	}
-	if err != nil {
+	text := string(data)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		text = "{}\n"
+	case err != nil:
 		return nil, err
+	default:
+		f.exists = true
+		if strings.TrimSpace(text) == "" {
+			text = "{}\n"
+		}
 	}
-	f.exists, f.raw = true, data
-	if len(bytes.TrimSpace(data)) == 0 {
-		return f, nil
-	}
-	v, err := parseJSON(data)
+	doc, err := parseJSONDoc(text)
 	if err != nil {
 		return nil, &Error{Op: "setup", Path: rel + ":" + err.Error(), Err: ErrBadConfig}
 	}
-	root, ok := v.(*jsonObject)
-	if !ok {
+	if doc.root.kind != '{' {
 		return nil, &Error{Op: "setup", Path: rel + ":1:1: the top level is not an object", Err: ErrBadConfig}
 	}
-	f.root = root
+	f.doc, f.root = doc, doc.root.plain().(*jsonObject)
 	return f, nil
 }
 
-// hooksObject returns the file's "hooks" object (created when create is
-// set), or an error when "hooks" is something else.
-func (f *hooksFile) hooksObject(create bool) (*jsonObject, error) {
-	v, ok := f.root.get("hooks")
-	if !ok {
+// hooksNode returns the file's "hooks" object node (added when create is
+// set; nil when absent otherwise), or an error when "hooks" is something
+// else.
+func (f *hooksFile) hooksNode(create bool) (*jnode, error) {
+	h := f.doc.at("hooks")
+	if h == nil {
 		if !create {
 			return nil, nil
 		}
-		h := newObject()
-		f.root.set("hooks", h)
-		return h, nil
+		if err := f.doc.addMember(f.doc.root, "hooks", newObject()); err != nil {
+			return nil, err
+		}
+		return f.doc.at("hooks"), nil
 	}
-	h, ok := v.(*jsonObject)
-	if !ok {
+	if h.kind != '{' {
 		return nil, &Error{Op: "setup", Path: f.rel + `: "hooks" is not an object`, Err: ErrBadConfig}
 	}
 	return h, nil
 }
 
-// removeOurs takes every handler setup wrote out of an event's groups,
-// dropping groups it leaves empty. It reports whether anything changed.
-func removeOurs(arr []any) ([]any, bool) {
+// eventHooks returns the plain value of hooks.<event> (nil when absent),
+// or an error when it is not an array.
+func (f *hooksFile) eventHooks(event string) ([]any, error) {
+	n := f.doc.at("hooks", event)
+	if n == nil {
+		return nil, nil
+	}
+	if n.kind != '[' {
+		return nil, &Error{Op: "setup", Path: fmt.Sprintf("%s: hooks.%s is not an array", f.rel, event), Err: ErrBadConfig}
+	}
+	return n.plain().([]any), nil
+}
+
+// removeOurs takes every handler setup wrote out of hooks.<event>'s
+// groups, dropping groups it leaves empty (and, with dropEmpty, the event
+// when it is left with no group). It reports whether anything changed.
+func (f *hooksFile) removeOurs(event string, dropEmpty bool) (bool, error) {
 	changed := false
-	var out []any
-	for _, g := range arr {
-		gobj, ok := g.(*jsonObject)
-		if !ok {
-			out = append(out, g)
-			continue
+	for {
+		arr := f.doc.at("hooks", event)
+		if arr == nil || arr.kind != '[' {
+			return changed, nil
 		}
-		hs, ok := gobj.vals["hooks"].([]any)
-		if !ok {
-			out = append(out, g)
-			continue
-		}
-		var keep []any
-		for _, h := range hs {
-			if isOurs(h) {
-				changed = true
+		done := true
+	groups:
+		for gi := len(arr.elems) - 1; gi >= 0; gi-- {
+			g := arr.elems[gi]
+			if g.kind != '{' {
 				continue
 			}
-			keep = append(keep, h)
+			_, hs := g.member("hooks")
+			if hs == nil || hs.kind != '[' {
+				continue
+			}
+			for hi := len(hs.elems) - 1; hi >= 0; hi-- {
+				if !isOurs(hs.elems[hi].plain()) {
+					continue
+				}
+				var err error
+				if len(hs.elems) == 1 {
+					err = f.doc.removeAt(arr, gi)
+				} else {
+					err = f.doc.removeAt(hs, hi)
+				}
+				if err != nil {
+					return changed, err
+				}
+				changed, done = true, false
+				break groups
+			}
 		}
-		if len(keep) == len(hs) {
-			out = append(out, g)
-			continue
+		if done {
+			break
 		}
-		if len(keep) == 0 {
-			continue
-		}
-		gobj.set("hooks", keep)
-		out = append(out, g)
 	}
-	if out == nil {
-		out = []any{}
+	if arr := f.doc.at("hooks", event); changed && dropEmpty && arr != nil && len(arr.elems) == 0 {
+		h := f.doc.at("hooks")
+		i, _ := h.member(event)
+		if err := f.doc.removeAt(h, i); err != nil {
+			return changed, err
+		}
 	}
-	return out, changed
+	return changed, nil
+}
+
+// dropOurs takes setup's handlers out of every event but those in keep,
+// deleting events it leaves empty, and reports whether anything changed.
+func (f *hooksFile) dropOurs(keep map[string]bool) (bool, error) {
+	h := f.doc.at("hooks")
+	if h == nil || h.kind != '{' {
+		return false, nil
+	}
+	var events []string
+	for _, m := range h.members {
+		if !keep[m.key] {
+			events = append(events, m.key)
+		}
+	}
+	changed := false
+	for _, ev := range events {
+		ch, err := f.removeOurs(ev, true)
+		if err != nil {
+			return changed, err
+		}
+		changed = changed || ch
+	}
+	return changed, nil
 }
 
 // hookState says how the file holds one spec: "ok" (exactly setup's
@@ -273,8 +325,10 @@ func hookState(arr []any, want *jsonObject) string {
 	return state
 }
 
+// write saves the edited text; a file left with an empty top level goes
+// (and its directory, when nothing else is in it).
 func (f *hooksFile) write() error {
-	if f.root.len() == 0 {
+	if len(f.doc.root.members) == 0 {
 		if f.exists {
 			if err := os.Remove(f.path); err != nil {
 				return err
@@ -283,7 +337,7 @@ func (f *hooksFile) write() error {
 		}
 		return nil
 	}
-	return writeFileAtomic(f.path, formatJSON(f.root))
+	return writeFileAtomic(f.path, []byte(f.doc.text))
 }
 
 // writeFileAtomic writes data beside path and renames it into place, so a
@@ -313,52 +367,13 @@ func writeFileAtomic(path string, data []byte) error {
 	return nil
 }
 
-// loadHooks reads a tool's settings file and its "hooks" object (created
-// when create is set; nil when absent otherwise).
-func loadHooks(project, rel string, create bool) (*hooksFile, *jsonObject, error) {
-	f, err := readHooksFile(project, rel)
-	if err != nil {
-		return nil, nil, err
-	}
-	hooks, err := f.hooksObject(create)
-	if err != nil {
-		return nil, nil, err
-	}
-	return f, hooks, nil
-}
-
-// dropOurs takes setup's handlers out of every event of hooks but those in
-// keep, deleting events it leaves empty, and reports whether anything
-// changed.
-func dropOurs(hooks *jsonObject, keep map[string]bool) bool {
-	if hooks == nil {
-		return false
-	}
-	changed := false
-	for _, k := range slices.Clone(hooks.keys) {
-		arr, ok := hooks.vals[k].([]any)
-		if keep[k] || !ok {
-			continue
-		}
-		if arr, ch := removeOurs(arr); ch {
-			changed = true
-			if len(arr) == 0 {
-				hooks.del(k)
-			} else {
-				hooks.set(k, arr)
-			}
-		}
-	}
-	return changed
-}
-
 // Setup installs tool's hooks and instructions in the project, merging
 // with what is there: other keys, other hooks and other text are kept as
 // they are, and running it again changes nothing.
 func Setup(t Tool, opt SetupOptions) ([]Change, error) {
 	var changes []Change
 	if rel, specs := toolHooks(t); rel != "" {
-		f, hooks, err := loadHooks(opt.Project, rel, true)
+		f, err := readHooksFile(opt.Project, rel)
 		if err != nil {
 			return nil, err
 		}
@@ -367,22 +382,38 @@ func Setup(t Tool, opt SetupOptions) ([]Change, error) {
 		for _, spec := range specs {
 			wanted[spec.native] = true
 			want := hookGroup(t, spec, opt.Bin)
-			var arr []any
-			if v, ok := hooks.get(spec.native); ok {
-				if arr, ok = v.([]any); !ok {
-					return nil, &Error{Op: "setup", Path: fmt.Sprintf("%s: hooks.%s is not an array", rel, spec.native), Err: ErrBadConfig}
-				}
+			if _, err := f.hooksNode(false); err != nil {
+				return nil, err
+			}
+			arr, err := f.eventHooks(spec.native)
+			if err != nil {
+				return nil, err
 			}
 			if hookState(arr, want) == "ok" && countOurs(arr) == 1 {
 				continue
 			}
-			arr, _ = removeOurs(arr)
-			hooks.set(spec.native, append(arr, want))
+			if _, err := f.removeOurs(spec.native, false); err != nil {
+				return nil, err
+			}
+			h, err := f.hooksNode(true)
+			if err != nil {
+				return nil, err
+			}
+			if ev := f.doc.at("hooks", spec.native); ev != nil {
+				err = f.doc.addElem(ev, want)
+			} else {
+				err = f.doc.addMember(h, spec.native, []any{want})
+			}
+			if err != nil {
+				return nil, err
+			}
 			changed = true
 		}
-		if dropOurs(hooks, wanted) { // ours under events setup no longer installs
-			changed = true
+		ch, err := f.dropOurs(wanted) // ours under events setup no longer installs
+		if err != nil {
+			return nil, err
 		}
+		changed = changed || ch
 		action := "unchanged"
 		if changed {
 			if err := f.write(); err != nil {
@@ -416,9 +447,9 @@ func Setup(t Tool, opt SetupOptions) ([]Change, error) {
 	}
 	switch t {
 	case Codex:
-		changes = append(changes, Change{Path: hooksFileOf(t), Action: "note", What: "Codex runs new project hooks once you trust them: start codex and accept the hooks review"})
+		changes = append(changes, Change{Path: hooksFileOf(t), Action: "note", What: "Codex runs new project hooks once you trust them: start codex and accept the hooks review (releases before hooks were on by default also need [features] hooks = true in config.toml)"})
 	case Gemini:
-		changes = append(changes, Change{Path: hooksFileOf(t), Action: "note", What: "Gemini CLI runs hooks when its hooks system is on (/settings, or tools.enableHooks in older releases)"})
+		changes = append(changes, Change{Path: hooksFileOf(t), Action: "note", What: "Gemini CLI runs project hooks in a trusted folder while hooksConfig.enabled is on (tools.enableHooks in older releases); setup --check warns when they are off"})
 	case Aider:
 		changes = append(changes, Change{Path: aiderConf, Action: "note", What: "Aider has no hooks: run it under `tavern spawn` (see examples/agents) for identity, claims and messages"})
 	}
@@ -451,27 +482,26 @@ func countOurs(arr []any) int {
 func Check(t Tool, opt SetupOptions) ([]CheckItem, error) {
 	var items []CheckItem
 	if rel, specs := toolHooks(t); rel != "" {
-		f, hooks, err := loadHooks(opt.Project, rel, false)
+		f, err := readHooksFile(opt.Project, rel)
 		if err != nil {
 			return nil, err
 		}
+		if _, err := f.hooksNode(false); err != nil {
+			return nil, err
+		}
 		for _, spec := range specs {
-			var arr []any
-			if hooks != nil {
-				arr, _ = hooks.vals[spec.native].([]any)
-			}
+			arr, _ := f.eventHooks(spec.native)
 			st := hookState(arr, hookGroup(t, spec, opt.Bin))
 			if st == "ok" && countOurs(arr) > 1 {
 				st = "outdated"
 			}
 			items = append(items, CheckItem{Path: rel, What: "hook " + spec.native, Status: st})
 		}
-		if t == Gemini {
-			if tools, ok := f.root.vals["tools"].(*jsonObject); ok {
-				if on, ok := tools.vals["enableHooks"].(bool); ok && !on {
-					items = append(items, CheckItem{Path: rel, What: "tools.enableHooks", Status: "warning", Detail: "false: Gemini CLI will not run hooks"})
-				}
-			}
+		switch t {
+		case Gemini:
+			items = append(items, geminiSwitches(f)...)
+		case Codex:
+			items = append(items, codexSwitches(opt.Project)...)
 		}
 		bin := opt.Bin
 		if bin == "" {
@@ -491,6 +521,97 @@ func Check(t Tool, opt SetupOptions) ([]CheckItem, error) {
 	return items, nil
 }
 
+// geminiSwitches reports settings that keep Gemini CLI from running the
+// hooks: hooksConfig.enabled false (the master switch), Tavern's hooks
+// named in hooksConfig.disabled, and tools.enableHooks false (older
+// releases). Only the project's file is read; the user's
+// ~/.gemini/settings.json can switch them off too.
+func geminiSwitches(f *hooksFile) []CheckItem {
+	var items []CheckItem
+	if hc, ok := f.root.vals["hooksConfig"].(*jsonObject); ok {
+		if on, ok := hc.vals["enabled"].(bool); ok && !on {
+			items = append(items, CheckItem{Path: f.rel, What: "hooksConfig.enabled", Status: "warning", Detail: "false: Gemini CLI runs no hooks"})
+		}
+		if names, ok := hc.vals["disabled"].([]any); ok {
+			var ours []string
+			for _, n := range names {
+				if s, ok := n.(string); ok && strings.HasPrefix(s, "tavern-") {
+					ours = append(ours, s)
+				}
+			}
+			if len(ours) > 0 {
+				items = append(items, CheckItem{Path: f.rel, What: "hooksConfig.disabled", Status: "warning", Detail: "lists " + strings.Join(ours, ", ") + ": Gemini CLI skips them"})
+			}
+		}
+	}
+	if tools, ok := f.root.vals["tools"].(*jsonObject); ok {
+		if on, ok := tools.vals["enableHooks"].(bool); ok && !on {
+			items = append(items, CheckItem{Path: f.rel, What: "tools.enableHooks", Status: "warning", Detail: "false: older Gemini CLI releases run no hooks"})
+		}
+	}
+	return items
+}
+
+// codexSwitches reports a config.toml (the project's .codex/config.toml,
+// then $CODEX_HOME/config.toml, default ~/.codex) that turns Codex's
+// hooks off: hooks = false (or the older codex_hooks = false) in its
+// [features] table. Releases before hooks were on by default need it
+// true; that is said in setup's note, not checked.
+func codexSwitches(project string) []CheckItem {
+	home := os.Getenv("CODEX_HOME")
+	if home == "" {
+		if h, err := os.UserHomeDir(); err == nil {
+			home = filepath.Join(h, ".codex")
+		}
+	}
+	var items []CheckItem
+	for _, p := range []string{filepath.Join(project, ".codex", "config.toml"), filepath.Join(home, "config.toml")} {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		if key, line, off := codexFeatureOff(string(data)); off {
+			shown := p
+			if r, err := filepath.Rel(project, p); err == nil && !strings.HasPrefix(r, "..") {
+				shown = r
+			}
+			items = append(items, CheckItem{Path: fmt.Sprintf("%s:%d", shown, line), What: "features." + key, Status: "warning", Detail: "false: Codex runs no hooks"})
+		}
+	}
+	return items
+}
+
+// codexFeatureOff finds hooks = false or codex_hooks = false in the
+// [features] table of a config.toml (or as features.hooks = false at the
+// top level): a line scan, enough for the one key it looks for.
+func codexFeatureOff(text string) (key string, line int, off bool) {
+	table := ""
+	for i, l := range strings.Split(text, "\n") {
+		l = strings.TrimSpace(l)
+		if c := strings.IndexByte(l, '#'); c >= 0 {
+			l = strings.TrimSpace(l[:c])
+		}
+		if strings.HasPrefix(l, "[") {
+			table = strings.TrimSpace(strings.Trim(l, "[]"))
+			continue
+		}
+		k, v, ok := strings.Cut(l, "=")
+		if !ok {
+			continue
+		}
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if table == "" {
+			k = strings.TrimPrefix(k, "features.")
+		} else if table != "features" {
+			continue
+		}
+		if (k == "hooks" || k == "codex_hooks") && v == "false" {
+			return k, i + 1, true
+		}
+	}
+	return "", 0, false
+}
+
 // Remove takes out exactly what Setup added for tool: its hook handlers
 // (and the groups, events and "hooks" object they leave empty; a file
 // left with nothing at all is deleted), its import of AGENTS.md, and the
@@ -498,13 +619,22 @@ func Check(t Tool, opt SetupOptions) ([]CheckItem, error) {
 func Remove(t Tool, opt SetupOptions) ([]Change, error) {
 	var changes []Change
 	if rel, _ := toolHooks(t); rel != "" {
-		f, hooks, err := loadHooks(opt.Project, rel, false)
+		f, err := readHooksFile(opt.Project, rel)
 		if err != nil {
 			return nil, err
 		}
-		changed := dropOurs(hooks, nil)
-		if changed && hooks.len() == 0 {
-			f.root.del("hooks")
+		if _, err := f.hooksNode(false); err != nil {
+			return nil, err
+		}
+		changed, err := f.dropOurs(nil)
+		if err != nil {
+			return nil, err
+		}
+		if h := f.doc.at("hooks"); changed && h != nil && len(h.members) == 0 {
+			i, _ := f.doc.root.member("hooks")
+			if err := f.doc.removeAt(f.doc.root, i); err != nil {
+				return nil, err
+			}
 		}
 		if changed {
 			if err := f.write(); err != nil {
@@ -550,8 +680,12 @@ func Remove(t Tool, opt SetupOptions) ([]Change, error) {
 // installed reports whether tool's setup is (at least partly) present.
 func installed(t Tool, project string) bool {
 	if rel, _ := toolHooks(t); rel != "" {
-		_, hooks, err := loadHooks(project, rel, false)
-		if err != nil || hooks == nil {
+		f, err := readHooksFile(project, rel)
+		if err != nil {
+			return false
+		}
+		hooks, _ := f.root.vals["hooks"].(*jsonObject)
+		if hooks == nil {
 			return false
 		}
 		for _, k := range hooks.keys {
@@ -742,41 +876,83 @@ func aiderRead(m *yaml.Node) (key, val *yaml.Node) {
 	return nil, nil
 }
 
+// aiderSetup adds AGENTS.md to read: as a text edit, so the rest of the
+// file stays as written: a new "read: AGENTS.md" line when there is no
+// read:, a new item after the last of a block list (indented like it), an
+// entry at the end of a one-line flow list, or a one-line scalar made a
+// flow list. The line it adds or changes ends with the marker comment;
+// aiderRemove undoes exactly that.
 func aiderSetup(project string) (Change, error) {
 	doc, exists, err := readAiderConf(project)
 	if err != nil {
 		return Change{}, err
 	}
-	if doc == nil {
-		doc = &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode}}}
-	}
-	m := doc.Content[0]
-	entry := &yaml.Node{Kind: yaml.ScalarNode, Value: "AGENTS.md", LineComment: "# " + aiderComment}
-	_, val := aiderRead(m)
-	switch {
-	case val == nil:
-		m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "read"}, &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{entry}})
-	case val.Kind == yaml.ScalarNode:
-		if val.Value == "AGENTS.md" {
-			return Change{Path: aiderConf, Action: "unchanged", What: "reads AGENTS.md already"}, nil
-		}
-		old := *val
-		*val = yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{&old, entry}}
-	case val.Kind == yaml.SequenceNode:
-		for _, n := range val.Content {
-			if n.Value == "AGENTS.md" {
-				return Change{Path: aiderConf, Action: "unchanged", What: "reads AGENTS.md already"}, nil
-			}
-		}
-		val.Content = append(val.Content, entry)
-	default:
-		return Change{}, &Error{Op: "setup", Path: aiderConf + ": read is neither a file name nor a list", Err: ErrBadConfig}
-	}
-	out, err := yaml.Marshal(doc)
+	text, _, err := readText(project, aiderConf)
 	if err != nil {
 		return Change{}, err
 	}
-	if err := writeFileAtomic(filepath.Join(project, aiderConf), out); err != nil {
+	lines := strings.SplitAfter(text, "\n")
+	if len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	marker := "  # " + aiderComment
+	var val *yaml.Node
+	if doc != nil {
+		_, val = aiderRead(doc.Content[0])
+	}
+	switch {
+	case val == nil:
+		if len(lines) > 0 && !strings.HasSuffix(lines[len(lines)-1], "\n") {
+			lines[len(lines)-1] += "\n"
+		}
+		lines = append(lines, "read: AGENTS.md"+marker+"\n")
+	case val.Kind == yaml.ScalarNode && val.Value == "AGENTS.md":
+		return Change{Path: aiderConf, Action: "unchanged", What: "reads AGENTS.md already"}, nil
+	case val.Kind == yaml.SequenceNode && slices.ContainsFunc(val.Content, func(n *yaml.Node) bool { return n.Value == "AGENTS.md" }):
+		return Change{Path: aiderConf, Action: "unchanged", What: "reads AGENTS.md already"}, nil
+	case val.Kind == yaml.SequenceNode && val.Style&yaml.FlowStyle == 0 && len(val.Content) > 0:
+		last := val.Content[len(val.Content)-1]
+		if last.Line < 1 || last.Line > len(lines) || last.Column < 1 {
+			return Change{}, &Error{Op: "setup", Path: aiderConf + ": cannot place an entry in read: (add AGENTS.md by hand)", Err: ErrBadConfig}
+		}
+		l := lines[last.Line-1]
+		prefix := l[:min(last.Column-1, len(l))]
+		if strings.TrimSpace(strings.TrimSpace(prefix)) != "-" {
+			return Change{}, &Error{Op: "setup", Path: fmt.Sprintf("%s:%d: cannot place an entry after this item (add AGENTS.md by hand)", aiderConf, last.Line), Err: ErrBadConfig}
+		}
+		if !strings.HasSuffix(l, "\n") {
+			lines[last.Line-1] += "\n"
+		}
+		lines = slices.Insert(lines, last.Line, prefix+"AGENTS.md"+marker+"\n")
+	case (val.Kind == yaml.SequenceNode && val.Style&yaml.FlowStyle != 0) || (val.Kind == yaml.ScalarNode && val.Style == 0):
+		i := val.Line - 1
+		if i < 0 || i >= len(lines) {
+			return Change{}, &Error{Op: "setup", Path: aiderConf + ": cannot place an entry in read: (add AGENTS.md by hand)", Err: ErrBadConfig}
+		}
+		l := strings.TrimSuffix(lines[i], "\n")
+		var out string
+		if val.Kind == yaml.SequenceNode {
+			end := strings.LastIndexByte(l, ']')
+			if end < 0 || strings.Count(l, "[") != 1 {
+				return Change{}, &Error{Op: "setup", Path: fmt.Sprintf("%s:%d: read: is a flow list over several lines (add AGENTS.md by hand)", aiderConf, val.Line), Err: ErrBadConfig}
+			}
+			sep := ", "
+			if len(val.Content) == 0 {
+				sep = ""
+			}
+			out = l[:end] + sep + "AGENTS.md" + l[end:] + marker
+		} else {
+			start := val.Column - 1
+			if start < 0 || start+len(val.Value) > len(l) || l[start:start+len(val.Value)] != val.Value {
+				return Change{}, &Error{Op: "setup", Path: fmt.Sprintf("%s:%d: cannot rewrite read: (add AGENTS.md by hand)", aiderConf, val.Line), Err: ErrBadConfig}
+			}
+			out = l[:start] + "[" + val.Value + ", AGENTS.md]" + l[start+len(val.Value):] + marker + aiderWasScalar
+		}
+		lines[i] = out + "\n"
+	default:
+		return Change{}, &Error{Op: "setup", Path: aiderConf + ": read is neither a file name nor a list", Err: ErrBadConfig}
+	}
+	if err := writeFileAtomic(filepath.Join(project, aiderConf), []byte(strings.Join(lines, ""))); err != nil {
 		return Change{}, err
 	}
 	action := "updated"
@@ -785,6 +961,10 @@ func aiderSetup(project string) (Change, error) {
 	}
 	return Change{Path: aiderConf, Action: action, What: "read: AGENTS.md"}, nil
 }
+
+// aiderWasScalar follows the marker on a read: line that setup turned
+// from one file name into a flow list, so remove can turn it back.
+const aiderWasScalar = " (was one file)"
 
 func aiderCheck(project string) CheckItem {
 	doc, _, err := readAiderConf(project)
@@ -807,46 +987,56 @@ func aiderCheck(project string) CheckItem {
 }
 
 func aiderRemove(project string) (Change, error) {
-	doc, _, err := readAiderConf(project)
-	if err != nil || doc == nil {
+	text, exists, err := readText(project, aiderConf)
+	if err != nil || !exists {
 		return Change{Path: aiderConf, Action: "unchanged", What: "no entry of tavern's"}, err
 	}
-	m := doc.Content[0]
-	key, val := aiderRead(m)
-	if val == nil || val.Kind != yaml.SequenceNode {
-		return Change{Path: aiderConf, Action: "unchanged", What: "no entry of tavern's"}, nil
-	}
-	var keep []*yaml.Node
-	for _, n := range val.Content {
-		if n.Value == "AGENTS.md" && strings.Contains(n.LineComment, aiderComment) {
-			continue
-		}
-		keep = append(keep, n)
-	}
-	if len(keep) == len(val.Content) {
-		return Change{Path: aiderConf, Action: "unchanged", What: "no entry of tavern's"}, nil
-	}
-	val.Content = keep
-	if len(keep) == 0 {
-		for i := 0; i+1 < len(m.Content); i += 2 {
-			if m.Content[i] == key {
-				m.Content = append(m.Content[:i], m.Content[i+2:]...)
-				break
+	marker := "  # " + aiderComment
+	lines := strings.SplitAfter(text, "\n")
+	changed := false
+	var out []string
+	for _, l := range lines {
+		body := strings.TrimSuffix(l, "\n")
+		nl := l[len(body):]
+		switch {
+		case strings.HasSuffix(body, marker+aiderWasScalar):
+			body = strings.TrimSuffix(body, marker+aiderWasScalar)
+			if i := strings.Index(body, "["); i >= 0 {
+				if j := strings.Index(body[i:], ", AGENTS.md]"); j >= 0 {
+					body = body[:i] + body[i+1:i+j] + body[i+j+len(", AGENTS.md]"):]
+				}
 			}
+			out, changed = append(out, body+nl), true
+		case strings.HasSuffix(body, marker):
+			body = strings.TrimSuffix(body, marker)
+			trimmed := strings.TrimSpace(body)
+			if trimmed == "read: AGENTS.md" || trimmed == "- AGENTS.md" {
+				changed = true
+				continue // the line is setup's
+			}
+			for _, entry := range []string{", AGENTS.md]", "AGENTS.md]"} {
+				if i := strings.LastIndex(body, entry); i >= 0 {
+					body = body[:i] + "]" + body[i+len(entry):]
+					break
+				}
+			}
+			out, changed = append(out, body+nl), true
+		default:
+			out = append(out, l)
 		}
+	}
+	if !changed {
+		return Change{Path: aiderConf, Action: "unchanged", What: "no entry of tavern's"}, nil
 	}
 	path := filepath.Join(project, aiderConf)
-	if len(m.Content) == 0 {
+	rest := strings.Join(out, "")
+	if strings.TrimSpace(rest) == "" {
 		if err := os.Remove(path); err != nil {
 			return Change{}, err
 		}
 		return Change{Path: aiderConf, Action: "removed", What: "the file (it held only tavern's entry)"}, nil
 	}
-	out, err := yaml.Marshal(doc)
-	if err != nil {
-		return Change{}, err
-	}
-	if err := writeFileAtomic(path, out); err != nil {
+	if err := writeFileAtomic(path, []byte(rest)); err != nil {
 		return Change{}, err
 	}
 	return Change{Path: aiderConf, Action: "removed", What: "read: AGENTS.md"}, nil

@@ -90,12 +90,13 @@ type RecvOptions struct {
 	Limit int
 }
 
-// Recv returns the agent's unread messages of channel, oldest first, and
+// Recv returns the agent's unread messages of channel (which must exist:
+// CheckChannel), oldest first, and
 // advances its bookmark past them. Reading and advancing happen under the
 // bookmark document's lock, so two concurrent Recvs by one agent never
 // return the same message twice.
 func Recv(s *docstore.Store, agent, channel string, opt RecvOptions) ([]Message, error) {
-	if err := ValidChannel(channel); err != nil {
+	if err := CheckChannel(s, channel); err != nil {
 		return nil, err
 	}
 	rel, err := ensureBookmarks(s, agent)
@@ -127,6 +128,57 @@ func Recv(s *docstore.Store, agent, channel string, opt RecvOptions) ([]Message,
 		return nil
 	})
 	return msgs, err
+}
+
+// RecvEach is Recv over several channels in one go: under one lock of the
+// bookmark document it reads each channel's unread messages in turn (at
+// most opt.Limit each; opt.All is ignored), hands them to take, and
+// advances that channel's bookmark past them; it stops when take returns
+// false. A channel that cannot be read is skipped (its error is in
+// skipped); err means the bookmarks were not written — none advanced, and
+// the caller must not deliver what take was given. All bookmarks are written at once: one durable write for the
+// lot, not one per channel (a hook delivering a backlog after every tool
+// call of an agent session would otherwise pay a flush per channel).
+func RecvEach(s *docstore.Store, agent string, channels []string, opt RecvOptions, take func(channel string, msgs []Message) bool) (skipped []error, err error) {
+	for _, ch := range channels {
+		if err := ValidChannel(ch); err != nil {
+			return nil, err
+		}
+	}
+	rel, err := ensureBookmarks(s, agent)
+	if err != nil {
+		return nil, err
+	}
+	var readErrs []error
+	_, err = s.Update(rel, func(d *docstore.Doc) error {
+		marks := bookmarkMap(d)
+		moved := false
+		readErrs = readErrs[:0]
+		for _, ch := range channels {
+			msgs, err := ReadMessages(s, ch, marks[ch], opt.Limit)
+			if err != nil {
+				readErrs = append(readErrs, err) // that channel only; the others go on
+				continue
+			}
+			if len(msgs) == 0 {
+				continue
+			}
+			if last := msgs[len(msgs)-1].ID; last > marks[ch] {
+				marks[ch], moved = last, true
+			}
+			if !take(ch, msgs) {
+				break
+			}
+		}
+		if !moved {
+			return nil // unchanged: not written
+		}
+		if err := d.Set("channels", marks); err != nil {
+			return err
+		}
+		return d.Set("updated", time.Now())
+	})
+	return readErrs, err
 }
 
 // RecvWait is Recv that, when nothing is unread, blocks until a message

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/tavernhq/tavern/docstore"
 )
 
 func texts(msgs []Message) []string {
@@ -162,5 +164,47 @@ func TestRecvWaitWokenByOtherProcess(t *testing.T) {
 	waitingHook = nil
 	if _, err := RecvWait(short, s, "bob", "news", RecvOptions{}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("idle wait: got %v, want DeadlineExceeded", err)
+	}
+}
+
+// RecvEach reads several channels under one lock and writes the bookmarks
+// once; a channel take stops before keeps its messages unread.
+func TestRecvEach(t *testing.T) {
+	s := msgStore(t)
+	for _, ch := range []string{"a", "b", "c"} {
+		if _, err := SendMessages(s, ch, "alice", []string{ch + "1", ch + "2", ch + "3"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writes := 0
+	s.Observe(func(m docstore.Mutation) {
+		if m.Path == "bookmarks/bob.md" {
+			writes++
+		}
+	})
+	var got []string
+	skipped, err := RecvEach(s, "bob", []string{"a", "b", "c"}, RecvOptions{Limit: 2}, func(ch string, msgs []Message) bool {
+		got = append(got, texts(msgs)...)
+		return ch != "b" // stop after b
+	})
+	if err != nil || len(skipped) != 0 {
+		t.Fatal(skipped, err)
+	}
+	if want := []string{"a1", "a2", "b1", "b2"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("read %v, want %v", got, want)
+	}
+	if writes > 2 { // the bookmark document's creation, and one update
+		t.Errorf("%d writes of the bookmarks, want one update", writes)
+	}
+	marks, _ := Bookmarks(s, "bob")
+	if len(marks) != 2 || marks["c"] != "" {
+		t.Errorf("bookmarks %v: a and b advanced, c untouched", marks)
+	}
+	rest, _ := Recv(s, "bob", "a", RecvOptions{})
+	if fmt.Sprint(texts(rest)) != "[a3]" {
+		t.Errorf("a after RecvEach: %v, want [a3]", texts(rest))
+	}
+	if rest, _ := Recv(s, "bob", "c", RecvOptions{}); len(rest) != 3 {
+		t.Errorf("c after RecvEach: %v, want all three", texts(rest))
 	}
 }

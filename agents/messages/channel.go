@@ -221,3 +221,53 @@ func ArchiveChannel(s *docstore.Store, name string) error {
 	})
 	return err
 }
+
+// CheckChannel returns nil if channel exists: it has a channel document
+// or a message directory, or it is the direct channel "@NAME" of an agent
+// that has a document (or of the person, "@user"). Otherwise it returns
+// a *schema.UnknownError with the nearest channel names: a typo never
+// creates a channel (CreateChannel does, or Send with Create).
+func CheckChannel(s *docstore.Store, name string) error {
+	rel, err := channelPath(name)
+	if err != nil {
+		return err
+	}
+	if exists(s, rel) || exists(s, messagesDir(name)) {
+		return nil
+	}
+	if agent, ok := strings.CutPrefix(name, "@"); ok && (agent == "user" || exists(s, "agents/"+agent+".md")) {
+		return nil
+	}
+	return &schema.UnknownError{What: "channel", Name: name, Near: schema.Near(name, channelNames(s))}
+}
+
+func exists(s *docstore.Store, rel string) bool {
+	abs, err := s.Abs(rel)
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(abs)
+	return err == nil
+}
+
+// channelNames lists the names a channel could be meant as: channel
+// documents, message directories and the agents' direct channels.
+func channelNames(s *docstore.Store) []string {
+	var out []string
+	for _, dir := range []string{"channels", "messages", "agents"} {
+		ents, _ := os.ReadDir(filepath.Join(s.Root(), dir))
+		for _, e := range ents {
+			n := e.Name()
+			switch dir {
+			case "channels":
+				n, _ = strings.CutSuffix(n, ".md")
+			case "agents":
+				n = "@" + strings.TrimSuffix(n, ".md")
+			}
+			if ValidChannel(n) == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}

@@ -33,8 +33,29 @@ const (
 	maxChunkBytes = 4 << 20
 )
 
+// SendOptions tune Send.
+type SendOptions struct {
+	// Create creates the channel if it does not exist; without it an
+	// unknown channel is refused (CheckChannel), so a typo never creates
+	// one.
+	Create bool
+}
+
+// Send appends one message from sender to channel and returns its id. A
+// channel that does not exist is refused with a *schema.UnknownError
+// unless opt.Create is set.
+func Send(s *docstore.Store, channel, sender, text string, opt SendOptions) (string, error) {
+	if !opt.Create {
+		if err := CheckChannel(s, channel); err != nil {
+			return "", err
+		}
+	}
+	return SendMessage(s, channel, sender, text)
+}
+
 // SendMessage appends one message from sender to channel and returns its
-// id. It is SendMessages with one text.
+// id, creating the channel on first use (the engine's own writes: the
+// spawn wrapper's output capture). It is SendMessages with one text.
 func SendMessage(s *docstore.Store, channel, sender, text string) (id string, err error) {
 	ids, err := SendMessages(s, channel, sender, []string{text})
 	if err != nil {
@@ -383,6 +404,9 @@ func countAfter(s *docstore.Store, channel, after string) (int, string, error) {
 			k, _ := d.Int("message_count")
 			n += int(k)
 			continue
+		}
+		if l := d.String("last_id"); l != "" && l <= after {
+			continue // read up to its end: no need to parse its messages
 		}
 		msgs, err := chunkMessages(d)
 		if err != nil {

@@ -20,9 +20,10 @@ type Note struct {
 	Path    string    `json:"path"`
 }
 
-// AddNote writes a note by agent on channel.
+// AddNote writes a note by agent on channel (which must exist:
+// CheckChannel).
 func AddNote(s *docstore.Store, channel, agent, text string) (*Note, error) {
-	if err := ValidChannel(channel); err != nil {
+	if err := CheckChannel(s, channel); err != nil {
 		return nil, err
 	}
 	if err := schema.ValidAgentName(agent); err != nil {
@@ -51,7 +52,7 @@ func noteOf(d *docstore.Doc) *Note {
 
 // ListNotes returns the notes of channel, oldest first.
 func ListNotes(s *docstore.Store, channel string) ([]*Note, error) {
-	if err := ValidChannel(channel); err != nil {
+	if err := CheckChannel(s, channel); err != nil {
 		return nil, err
 	}
 	paths, err := s.ListFiles(schema.Note)

@@ -153,15 +153,21 @@ func Check(s *docstore.Store, pool string, now time.Time) ([]State, error) {
 	return out, errors.Join(errs...)
 }
 
-// Admit is the admission hook of a pool (agents.PoolOptions.Admit): nil
-// while every budget that applies has room, else an error wrapping
-// ErrSpent that says which and why. A ledger it cannot read does not
-// stop the pool (the error is not ErrSpent and Admit lets it pass).
+// Admit is the admission hook of a pool (agents.PoolOptions.Admit) or,
+// with pool "", of a spawn that belongs to no pool
+// (agents.SpawnOptions.Admit): nil while every budget that applies has
+// room — the pool's own and those of every pool (no pool:); pool "" only
+// the latter — else an error wrapping ErrSpent that says which and why.
+// A ledger it cannot read does not stop the work (the error is not
+// ErrSpent and Admit lets it pass).
 func Admit(s *docstore.Store, pool string) func() error {
 	return func() error {
 		states, _ := Check(s, pool, time.Now())
 		var over []string
 		for _, st := range states {
+			if st.Pool != "" && st.Pool != pool {
+				continue // Check with pool "" returns every budget
+			}
 			if st.Exhausted() {
 				over = append(over, st.String())
 			}

@@ -17,7 +17,10 @@
 // admission hook (agents.PoolOptions.Admit): a pool whose budget is spent
 // takes no new items — the drones running finish — says why in its
 // document (paused:) and resumes the next day or when the budget is
-// raised. Spent lists the spent budgets for the "needs you" list.
+// raised. With pool "" it is a spawn's (agents.SpawnOptions.Admit): a
+// spawn of no pool is refused while a budget of every pool is spent.
+// Spent lists the spent budgets for the "needs you" list (`tavern ui
+// --json --lens needs`, kind budget).
 //
 // # Caveats
 //

@@ -97,7 +97,10 @@ func (v *View) do(ctx context.Context, a Action) (string, error) {
 			if err != nil {
 				return "", err
 			}
-			return fmt.Sprintf("reaped %d agent(s) %s", len(names), strings.Join(names, ", ")), nil
+			if len(names) == 0 {
+				return "reaped: nothing (every agent's wrapper is alive)", nil
+			}
+			return "reaped: " + strings.Join(names, ", "), nil
 		}
 		rep, err := v.b.Reap(a.Target)
 		if err != nil {

@@ -56,6 +56,7 @@ type Need struct {
 const (
 	NeedQuestion   = "question"    // a question bubbled up to the user
 	NeedGate       = "gate"        // a human gate of the workflow awaiting approval
+	NeedBudget     = "budget"      // a usage budget spent: its pools take no new items (cmd's source)
 	NeedCommitment = "commitment"  // a commitment failed or timed out
 	NeedFailed     = "failed"      // an agent in failed
 	NeedDeadHolder = "dead-holder" // a claim or agent whose process died, not reaped yet
@@ -66,8 +67,8 @@ const (
 )
 
 // needOrder ranks the kinds for the lens: most urgent first.
-var needOrder = map[string]int{NeedQuestion: 0, NeedGate: 1, NeedCommitment: 2, NeedFailed: 3,
-	NeedDeadHolder: 4, NeedHung: 5, NeedDead: 6, NeedBlocked: 7, NeedInvalid: 8}
+var needOrder = map[string]int{NeedQuestion: 0, NeedGate: 1, NeedBudget: 2, NeedCommitment: 3, NeedFailed: 4,
+	NeedDeadHolder: 5, NeedHung: 6, NeedDead: 7, NeedBlocked: 8, NeedInvalid: 9}
 
 // Action is something a person can do from a view; View.Do performs it
 // through the library's rules. The same struct describes an offered action

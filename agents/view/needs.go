@@ -22,7 +22,7 @@ func (v *View) needs(s *Snapshot, claims []claimed, now time.Time) []Need {
 		}
 		why := fmt.Sprintf("open for %s, addressed to you", age(now, q.Created))
 		if q.Hops > 0 {
-			why = fmt.Sprintf("open for %s; asked to %s, bubbled up %d time(s) unanswered", age(now, q.Created), q.AskedTo, q.Hops)
+			why = fmt.Sprintf("open for %s; asked to %s, moved up unanswered (hops: %d)", age(now, q.Created), q.AskedTo, q.Hops)
 		}
 		add(Need{Key: "question:" + q.ID, Kind: NeedQuestion, Severity: 3, Priority: q.Priority,
 			What: fmt.Sprintf("%s asks a question", orUser(q.From)), Why: why,

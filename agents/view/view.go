@@ -3,8 +3,6 @@ package view
 import (
 	"context"
 	"errors"
-	"os"
-	"os/user"
 	"strings"
 	"sync"
 	"time"
@@ -72,15 +70,7 @@ type ActionFunc func(ctx context.Context, v *View, a Action) (string, error)
 
 // DefaultPerson is the acting person when none is given: $TAVERN_USER,
 // else the login name if it is a valid agent name, else "user".
-func DefaultPerson() string {
-	if p := os.Getenv("TAVERN_USER"); p != "" {
-		return p
-	}
-	if u, err := user.Current(); err == nil && schema.ValidAgentName(strings.ToLower(u.Username)) == nil {
-		return strings.ToLower(u.Username)
-	}
-	return "user"
-}
+func DefaultPerson() string { return agents.ResolvePerson("") }
 
 // View is the live view model of one store. It is safe for concurrent
 // use.

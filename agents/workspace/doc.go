@@ -38,8 +38,11 @@
 //
 // List, Prune and DiskUsage keep the disk bounded: worktrees whose item is
 // done, dead or gone are orphans, removed by Prune (`tavern workspace
-// prune`) and before a new worktree when MaxWorktrees or MaxDisk is
-// reached (ErrLimit if that is not enough).
+// prune`) and before a new worktree when MaxWorktrees (64) or MaxDisk
+// (DefaultMaxDisk, 20 GiB; `--max-disk`) is reached (ErrLimit if that is
+// not enough: the spawn fails and its item goes back to pending). Doctor
+// finds the orphans for `tavern doctor` (orphan-worktree; --fix removes
+// them), also those recorded by done or dead items under another root.
 //
 // # Caveats
 //

@@ -44,8 +44,8 @@ type Options struct {
 	// MaxWorktrees bounds the worktrees under Root (default 64); orphans
 	// are pruned first when it is reached.
 	MaxWorktrees int
-	// MaxDisk bounds the bytes under Root (0: no bound); orphans are
-	// pruned first when it is reached.
+	// MaxDisk bounds the bytes under Root (default DefaultMaxDisk; < 0:
+	// no bound); orphans are pruned first when it is reached.
 	MaxDisk int64
 	// Broker is the queue engine (items record their worktree, branch
 	// and merge commit).
@@ -55,6 +55,11 @@ type Options struct {
 	// Who names the merger in merge records (default host/pid).
 	Who string
 }
+
+// DefaultMaxDisk is the default bound on the bytes of all worktrees under
+// Root: abandoned worktrees are what fills disks (peers' users found tens
+// of gigabytes of them), so there is a bound unless one asks for none.
+const DefaultMaxDisk int64 = 20 << 30
 
 // Workspaces manage the worktrees and the merge queue of one repository
 // and base branch.
@@ -69,6 +74,27 @@ type Workspaces struct {
 
 // Open checks the repository and the base branch.
 func Open(ctx context.Context, opt Options) (*Workspaces, error) {
+	w, err := openRepo(ctx, opt)
+	if err != nil {
+		return nil, err
+	}
+	opt = w.opt
+	if _, err := git(ctx, w.top, nil, "check-ref-format", "--branch", opt.Base); err != nil {
+		return nil, fmt.Errorf("%w: base %q is not a branch name", ErrConfig, opt.Base)
+	}
+	if _, err := git(ctx, w.top, nil, "rev-parse", "--verify", "--quiet", "refs/heads/"+opt.Base); err != nil {
+		return nil, fmt.Errorf("%w: base branch %q does not exist in %s", ErrConfig, opt.Base, w.top)
+	}
+	if err := os.MkdirAll(w.root, 0o755); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// openRepo fills in the defaults and finds the repository (its top and
+// common git directory) and the worktree root, without looking at the
+// base branch or creating anything.
+func openRepo(ctx context.Context, opt Options) (*Workspaces, error) {
 	if opt.Broker == nil || opt.Space == nil {
 		return nil, errors.New("workspace: a broker and a tuple space are required")
 	}
@@ -94,6 +120,9 @@ func Open(ctx context.Context, opt Options) (*Workspaces, error) {
 	if opt.MaxWorktrees <= 0 {
 		opt.MaxWorktrees = 64
 	}
+	if opt.MaxDisk == 0 {
+		opt.MaxDisk = DefaultMaxDisk
+	}
 	if opt.Who == "" {
 		host, _ := os.Hostname()
 		opt.Who = fmt.Sprintf("%s/%d", host, os.Getpid())
@@ -108,20 +137,11 @@ func Open(ctx context.Context, opt Options) (*Workspaces, error) {
 		return nil, err
 	}
 	w.top, w.common = top, common
-	if _, err := git(ctx, top, nil, "check-ref-format", "--branch", opt.Base); err != nil {
-		return nil, fmt.Errorf("%w: base %q is not a branch name", ErrConfig, opt.Base)
-	}
-	if _, err := git(ctx, top, nil, "rev-parse", "--verify", "--quiet", "refs/heads/"+opt.Base); err != nil {
-		return nil, fmt.Errorf("%w: base branch %q does not exist in %s", ErrConfig, opt.Base, top)
-	}
 	w.root = opt.Root
 	if w.root == "" {
 		w.root = filepath.Join(common, "tavern", "worktrees")
 	}
 	if w.root, err = filepath.Abs(w.root); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(w.root, 0o755); err != nil {
 		return nil, err
 	}
 	if v, _ := git(ctx, top, nil, "config", "user.email"); v == "" {
@@ -414,9 +434,9 @@ func (w *Workspaces) makeRoom(ctx context.Context) error {
 			return "", err
 		}
 		if len(list) >= w.opt.MaxWorktrees {
-			return fmt.Sprintf("%d worktrees under %s (at most %d)", len(list), w.root, w.opt.MaxWorktrees), nil
+			return fmt.Sprintf("worktrees under %s: %d, at most %d", w.root, len(list), w.opt.MaxWorktrees), nil
 		}
-		if w.opt.MaxDisk > 0 {
+		if w.opt.MaxDisk > 0 { // < 0: no bound
 			var n int64
 			for _, e := range list {
 				n += e.Bytes

@@ -47,6 +47,32 @@ var pairs = []pair{
 	{Name: "BenchmarkQueueTakeDone/workers=8", Metric: "cpu-µs/op", Base: "BenchmarkSQLiteQueue/full/workers=8"},
 	{Name: "BenchmarkQueueTakeDoneRelaxed/workers=8", Metric: "cpu-µs/op", Base: "BenchmarkSQLiteQueue/normal/workers=8"},
 
+	// Issue 20: several machines. Take+done cycles across 3 clones x 4
+	// workers with claims through etcd and through git, against the same
+	// 12 workers on one store (rename + flock); the latency of a document
+	// edit reaching another clone (both sync rounds) against plain git's
+	// commit, push and pull of one file.
+	{Name: "BenchmarkMultiClaims/etcd", Metric: "ops/s", Base: "BenchmarkMultiClaims/local"},
+	{Name: "BenchmarkMultiClaims/git", Metric: "ops/s", Base: "BenchmarkMultiClaims/local"},
+	{Name: "BenchmarkSyncLatency", Metric: "p50-ms", Base: "BenchmarkRawGitRoundTrip"},
+	{Name: "BenchmarkSyncLatency", Metric: "p99-ms", Base: "BenchmarkRawGitRoundTrip"},
+	// What a person on the other machine sees: edit to its projection and
+	// watch stream with both clones syncing in the background every 1s,
+	// against the two rounds back to back; the raw output also gives it
+	// in sync intervals (p50-intervals, p99-intervals).
+	{Name: "BenchmarkSyncToWatch", Metric: "p50-ms", Base: "BenchmarkSyncLatency"},
+	{Name: "BenchmarkSyncToWatch", Metric: "p99-ms", Base: "BenchmarkSyncLatency"},
+	// Local mode (the default) with the engines linked in, against the
+	// same command built with -tags tavern_local_only: a take+done cycle
+	// of one-shot commands and --help, CPU per op.
+	{Name: "BenchmarkLocalMode/take-done/engines", Metric: "cpu-ms/op", Base: "BenchmarkLocalMode/take-done/local-only"},
+	{Name: "BenchmarkLocalMode/help/engines", Metric: "cpu-ms/op", Base: "BenchmarkLocalMode/help/local-only"},
+
+	// Issue 16: tavern backup of 20k documents (one syncfs, no fsync per
+	// file) against cp -r + sync of the same store. The goal is absolute,
+	// <= 5 s on the development VM: read the ms/op column.
+	{Name: "BenchmarkBackup/docs=20000", Metric: "ms/op", Base: "BenchmarkRawCopySync/docs=20000"},
+
 	// Issue 18: views, on a 100k-document store while items complete at
 	// 10/s, against one durable document write on the same store. The
 	// issue's goals are absolute on this machine (first paint <= 1 s, an

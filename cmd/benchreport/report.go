@@ -183,7 +183,7 @@ func num(v float64) string {
 // row is a pair's figures as the tables print them.
 type row struct {
 	value, base, baseValue, ratio, goal string
-	met, missed                        bool
+	met, missed                         bool
 }
 
 // evaluate computes a pair's figures and whether its goal is met.

@@ -217,11 +217,11 @@ func runAgentState(c *cli.Context) error {
 		return err
 	}
 	defer m.Close()
-	by := actor(c)
-	if by == "" {
-		by = "user"
+	by, err := actorOf(c, m.Store)
+	if err != nil {
+		return err
 	}
-	a, err := m.Transition(c.Args().Get(0), c.Args().Get(1), agents.TransitionOptions{By: by, Reason: c.String("reason"), Force: c.Bool("force")})
+	a, err := m.Transition(c.Args().Get(0), c.Args().Get(1), agents.TransitionOptions{By: by.Name, Reason: c.String("reason"), Force: c.Bool("force")})
 	if err != nil {
 		return err
 	}
@@ -330,8 +330,15 @@ func runAgentNote(c *cli.Context) error {
 		return err
 	}
 	defer m.Close()
-	_, err = m.AddNote(c.Args().Get(0), c.Args().Get(1))
-	return err
+	a, err := m.AddNote(c.Args().Get(0), c.Args().Get(1))
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c, a)
+	}
+	outf(c, "%s\n", a.Path)
+	return nil
 }
 
 func newAgentLogCommand() *cli.Command {
@@ -344,7 +351,7 @@ func newAgentLogCommand() *cli.Command {
 Examples:
    tavern agent log alice
    tavern agent log alice --tail 20 --json`,
-		Flags:  []cli.Flag{&cli.IntFlag{Name: "tail", Usage: "only the last `N` lines"}, jsonFlag()},
+		Flags:  []cli.Flag{&cli.IntFlag{Name: "tail", Usage: "only the last `N` lines", Action: atLeastOne("tail", "the last 0 lines are nothing (omit --tail for every line)")}, jsonFlag()},
 		Action: runAgentLog,
 	}
 }
@@ -358,6 +365,9 @@ func runAgentLog(c *cli.Context) error {
 		return err
 	}
 	defer m.Close()
+	if err := agents.AgentExists(m.Store, c.Args().First()); err != nil {
+		return err
+	}
 	msgs, err := m.ChannelMessages(messages.DirectChannel(c.Args().First()))
 	if err != nil {
 		return err

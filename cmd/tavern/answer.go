@@ -10,7 +10,7 @@ func newAnswerCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "answer",
 		Usage:     "answer a question (wakes the asker)",
-		ArgsUsage: "ID ANSWER",
+		ArgsUsage: "ID ANSWER...",
 		Description: `Answer a question (wakes the asker).
 
 Examples:
@@ -30,7 +30,11 @@ func runAnswer(c *cli.Context) error {
 		return err
 	}
 	defer m.Close()
-	q, err := m.Answer(c.Args().First(), strings.Join(c.Args().Slice()[1:], " "), actor(c))
+	by, err := actorOf(c, m.Store)
+	if err != nil {
+		return err
+	}
+	q, err := m.Answer(c.Args().First(), strings.Join(c.Args().Slice()[1:], " "), by.AgentName())
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -26,6 +27,8 @@ func commands() []*cli.Command {
 		newChannelCommand(),
 		newCheckCommand(),
 		newCommitCommand(),
+		newCompletionCommand(),
+		newCompleteCommand(),
 		newConstitutionCommand(),
 		newContextCommand(),
 		newDaemonCommand(),
@@ -35,6 +38,7 @@ func commands() []*cli.Command {
 		newExportCommand(),
 		newGateCommand(),
 		newGuardCommand(),
+		newHelpCommand(),
 		newHookCommand(),
 		newInboxCommand(),
 		newInitCommand(),
@@ -69,8 +73,10 @@ func commands() []*cli.Command {
 		newShowCommand(),
 		newSleepCommand(),
 		newSpawnCommand(),
+		newSyncCommand(),
 		newTokenCommand(),
 		newTraceCommand(),
+		newTrashCommand(),
 		newTupleCommand(),
 		newUICommand(),
 		newUnreserveCommand(),
@@ -106,8 +112,12 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			"diff them; use these commands to create, query, claim and supervise.\n\n" +
 			"Exit codes: 0 ok, 1 error, 2 usage, 3 not found / nothing matched / timed out,\n" +
 			"4 conflict (stale revision, lost claim, illegal transition), 5 invalid documents.",
-		Commands:        cmds,
-		Flags:           []cli.Flag{dirFlag(), jsonFlag()},
+		Commands: cmds,
+		// cli.HelpFlag by hand: urfave/cli adds it only when no command
+		// is called help, and ours is.
+		Flags:           []cli.Flag{dirFlag(), jsonFlag(), &cli.BoolFlag{Name: "version", Usage: "print the version (module version and VCS revision) and exit"}, cli.HelpFlag},
+		Version:         readVersion().Version,
+		HideVersion:     true, // --version is ours: one line, or JSON with --json
 		Reader:          stdin,
 		Writer:          stdout,
 		ErrWriter:       stderr,
@@ -119,8 +129,9 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 }
 
 // prepare gives every command what all of them take: --dir (so it may
-// follow the command name), flag errors as usage errors, and, for a
-// command with subcommands, an unknown subcommand as a usage error.
+// follow the command name), --json (one meaning everywhere: `tavern
+// --json CMD` is `tavern CMD --json`), flag errors as usage errors, and,
+// for a command with subcommands, an unknown subcommand as a usage error.
 func prepare(c *cli.Command) {
 	for _, s := range c.Subcommands {
 		prepare(s)
@@ -128,10 +139,108 @@ func prepare(c *cli.Command) {
 	if !hasFlag(c, "dir") {
 		c.Flags = append(c.Flags, dirFlag())
 	}
+	if len(c.Subcommands) == 0 || c.Action != nil {
+		if !hasFlag(c, "json") {
+			c.Flags = append(c.Flags, jsonFlag())
+		}
+		c.Before = inheritJSON(c.Before)
+		if n := maxArgs(c.ArgsUsage); n >= 0 && !c.Hidden {
+			c.Before = checkArity(n, c.Before)
+		}
+	}
 	c.OnUsageError = onUsageError
 	if len(c.Subcommands) > 0 && c.Action == nil {
 		c.Action = parentAction
 	}
+}
+
+// runs reports whether a (prepared) command does something itself: a
+// leaf, or a command with subcommands and an action of its own (demo),
+// not a parent that only dispatches (queue).
+func runs(c *cli.Command) bool {
+	return len(c.Subcommands) == 0 || reflect.ValueOf(c.Action).Pointer() != reflect.ValueOf(parentAction).Pointer()
+}
+
+// inheritJSON runs before a command: a --json given before the command
+// name (`tavern --json ls agents`) sets the command's own --json, which
+// urfave/cli would otherwise read as unset (it reads a flag from the
+// innermost context that defines it).
+func inheritJSON(next cli.BeforeFunc) cli.BeforeFunc {
+	return func(c *cli.Context) error {
+		if !c.IsSet("json") {
+			for _, anc := range c.Lineage()[1:] {
+				if anc.Command != nil && anc.IsSet("json") && anc.Bool("json") {
+					if err := c.Set("json", "true"); err != nil {
+						return err
+					}
+					break
+				}
+			}
+		}
+		if next != nil {
+			return next(c)
+		}
+		return nil
+	}
+}
+
+// maxArgs is the most arguments a command's ArgsUsage allows, or -1 for
+// no limit: "NAME" 1, "[DIR]" 1, "ID ANSWER..." and "-- CMD [ARGS...]"
+// none; "Q[,Q2...]" is one argument (a list in one word), "--at TIME"
+// a flag, "A | B" alternatives.
+func maxArgs(usage string) int {
+	most := 0
+	for _, alt := range strings.Split(usage, " | ") {
+		n := 0
+		words := strings.Fields(alt)
+		for i := 0; i < len(words); i++ {
+			w := strings.Trim(words[i], "[]")
+			switch {
+			case w == "--":
+				return -1
+			case strings.HasPrefix(w, "-"):
+				i++ // a flag and its value
+			case strings.Contains(w, "...") && !strings.Contains(w, "[,"):
+				return -1
+			case w != "":
+				n++
+			}
+		}
+		most = max(most, n)
+	}
+	return most
+}
+
+// checkArity is a Before hook: more arguments than the command takes is
+// a usage error, not silently ignored (`tavern agent ls extra`).
+func checkArity(n int, next cli.BeforeFunc) cli.BeforeFunc {
+	return func(c *cli.Context) error {
+		if got := c.NArg(); got > n && c.Command.Command(c.Args().First()) == nil { // not a subcommand (demo workflow)
+			name := commandPath(c)
+			switch n {
+			case 0:
+				return usageErr("%s takes no arguments (got %q)", name, c.Args().Slice())
+			case 1:
+				return usageErr("%s takes at most 1 argument, %s (got %d)", name, c.Command.ArgsUsage, got)
+			}
+			return usageErr("%s takes at most %d arguments, %s (got %d)", name, n, c.Command.ArgsUsage, got)
+		}
+		if next != nil {
+			return next(c)
+		}
+		return nil
+	}
+}
+
+// commandPath is the running command's full name ("queue take").
+func commandPath(c *cli.Context) string {
+	var names []string
+	for _, anc := range c.Lineage() {
+		if anc.Command != nil && anc.Command.Name != "" && anc.Command.Name != anc.App.Name {
+			names = append([]string{anc.Command.Name}, names...)
+		}
+	}
+	return strings.Join(names, " ")
 }
 
 func hasFlag(c *cli.Command, name string) bool {
@@ -151,6 +260,9 @@ func onUsageError(_ *cli.Context, err error, _ bool) error { return usageErr("%v
 // rootAction runs when the first argument names no command: without
 // arguments it shows the help.
 func rootAction(c *cli.Context) error {
+	if c.Bool("version") {
+		return printVersion(c)
+	}
 	if c.NArg() == 0 {
 		return cli.ShowAppHelp(c)
 	}

@@ -24,7 +24,7 @@ Example:
    tavern approve p00-0193... --reason "reviewed the diff"`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "reason", Usage: "a note kept with the decision"},
-			&cli.StringFlag{Name: "by", Usage: "who decides (default $USER)"},
+			&cli.StringFlag{Name: "by", Usage: "who decides (default: $TAVERN_USER, else the login name)"},
 			jsonFlag(),
 		},
 		Action: runApprove,

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -13,7 +11,7 @@ func newAskCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "ask",
 		Usage:     "raise a question to the parent, an agent or the user",
-		ArgsUsage: "QUESTION",
+		ArgsUsage: "QUESTION...",
 		Description: `Writes questions/<id>.md addressed to --to (parent: the asking agent's parent,
 or the user when it has none; user; or an agent name) and moves the asking
 agent (--as or TAVERN_AGENT) to waiting. With --wait it blocks until the
@@ -26,7 +24,7 @@ Example (inside a spawned agent):
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "to", Value: "parent", Usage: "`parent`, user or an agent name"},
 			&cli.IntFlag{Name: "priority", Usage: "priority `N` (0 is highest)"},
-			&cli.DurationFlag{Name: "wait", Usage: "wait up to `DUR` for the answer and print it"},
+			&cli.DurationFlag{Name: "wait", Usage: "wait up to `DUR` for the answer and print it (0: ask and return)", Action: notNegative("wait")},
 			asFlag(), jsonFlag(),
 		},
 		Action: runAsk,
@@ -42,7 +40,11 @@ func runAsk(c *cli.Context) error {
 		return err
 	}
 	defer m.Close()
-	q, err := m.Ask(actor(c), c.String("to"), c.Int("priority"), strings.Join(c.Args().Slice(), " "))
+	from, err := actorOf(c, m.Store)
+	if err != nil {
+		return err
+	}
+	q, err := m.Ask(from.AgentName(), c.String("to"), c.Int("priority"), strings.Join(c.Args().Slice(), " "))
 	if err != nil {
 		return err
 	}
@@ -58,9 +60,7 @@ func runAsk(c *cli.Context) error {
 	ctx, cancel := context.WithTimeout(c.Context, wait)
 	defer cancel()
 	a, err := m.WaitAnswer(ctx, q.ID)
-	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("no answer to %s within %s: %w", q.ID, wait, err)
-	}
+	err = timedOut(err, wait, "no answer to question %s", q.ID)
 	if err != nil {
 		return err
 	}

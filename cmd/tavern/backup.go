@@ -1,9 +1,6 @@
 package main
 
 import (
-	"path/filepath"
-	"time"
-
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/agents"
@@ -16,9 +13,11 @@ func newBackupCommand() *cli.Command {
 		Usage:     "copy the store consistently into a timestamped directory",
 		ArgsUsage: "[DEST]",
 		Description: `Copies .tavern/ (without .tmp, .locks, .trash, .index) to
-DEST/tavern-<UTC time>/, default DEST: .tavern-backups next to .tavern. Safe
-while agents run: every file is a whole version, and every message sent
-before the backup started is in it. Prints the backup directory.
+DEST/tavern-<UTC time>/, default DEST: .tavern-backups next to .tavern, which
+ignores itself in git (its own .gitignore). Safe while agents run: every file
+is a whole version, and every message sent before the backup started is in
+it. The copy is made durable with one syncfs, not a sync per file. Prints the
+backup directory; progress goes to stderr when it is a terminal.
 
 Example:
    tavern backup /mnt/backups`,
@@ -30,9 +29,12 @@ Example:
 func runBackup(c *cli.Context, s *docstore.Store) error {
 	dest := c.Args().First()
 	if dest == "" {
-		dest = filepath.Join(filepath.Dir(s.Root()), ".tavern-backups")
+		var err error
+		if dest, err = agents.BackupsDir(s.Root()); err != nil {
+			return err
+		}
 	}
-	res, err := agents.Backup(s, dest, time.Now())
+	res, err := agents.BackupWith(s, dest, agents.BackupOptions{Progress: progress(c, "backup", "files")})
 	if err != nil {
 		return err
 	}

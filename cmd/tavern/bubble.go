@@ -16,7 +16,7 @@ Examples:
    tavern bubble
    tavern bubble --after 10m --json`,
 		Flags: []cli.Flag{
-			&cli.DurationFlag{Name: "after", Usage: "override bubble_after (`DUR`)"},
+			&cli.DurationFlag{Name: "after", Usage: "move questions unanswered for `DUR` (0: every open question)", DefaultText: "tavern.md bubble_after", Action: notNegative("after")},
 			jsonFlag(),
 		},
 		Action: withManager(runBubble),
@@ -24,9 +24,9 @@ Examples:
 }
 
 func runBubble(c *cli.Context, m *agents.Manager) error {
-	after := c.Duration("after")
-	if after <= 0 {
-		after = m.BubbleAfter()
+	after := m.BubbleAfter()
+	if c.IsSet("after") {
+		after = c.Duration("after")
 	}
 	moved, _, err := m.Bubble(after)
 	if c.Bool("json") {

@@ -34,9 +34,9 @@ Examples:
    tavern budget set everyone --tokens 2000000`,
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "pool", Usage: "the pool `P` it limits (default: every pool)"},
-					&cli.Int64Flag{Name: "tokens", Usage: "most tokens (in + out) per day"},
-					&cli.Float64Flag{Name: "cost", Usage: "most cost in USD per day"},
-					&cli.DurationFlag{Name: "time", Usage: "most drone wall time per day"},
+					&cli.Int64Flag{Name: "tokens", Usage: "most tokens (in + out) per day", Action: func(_ *cli.Context, v int64) error { return zeroBudget("tokens", v <= 0) }},
+					&cli.Float64Flag{Name: "cost", Usage: "most cost in USD per day", Action: func(_ *cli.Context, v float64) error { return zeroBudget("cost", v <= 0) }},
+					&cli.DurationFlag{Name: "time", Usage: "most drone wall time per day", Action: func(_ *cli.Context, v time.Duration) error { return zeroBudget("time", v <= 0) }},
 					jsonFlag(),
 				},
 				Action: runBudgetSet,
@@ -112,4 +112,14 @@ func runBudgetLs(c *cli.Context) error {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", st.Name, pool, tok, cost, tm, state)
 	}
 	return w.Flush()
+}
+
+// zeroBudget refuses a limit of zero or less: a day's budget of nothing
+// would pause every pool it covers at once, which is stopping them, not
+// budgeting; a limit left out is no limit of that kind.
+func zeroBudget(name string, bad bool) error {
+	if bad {
+		return usageErr("--%s: a budget must be above 0 (a limit of nothing pauses every pool it covers; stop the pool instead, or leave --%s out for no %s limit)", name, name, name)
+	}
+	return nil
 }

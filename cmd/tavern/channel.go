@@ -101,5 +101,16 @@ func runChannelArchive(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return messages.ArchiveChannel(s, c.Args().First())
+	if err := messages.ArchiveChannel(s, c.Args().First()); err != nil {
+		return err
+	}
+	ch, err := messages.GetChannel(s, c.Args().First())
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c, ch)
+	}
+	outf(c, "%s archived\n", ch.Path)
+	return nil
 }

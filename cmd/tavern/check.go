@@ -43,7 +43,7 @@ func runCheck(c *cli.Context, s *docstore.Store) error {
 		}
 		targets = append(targets, rel)
 	}
-	rep, err := s.Check(targets, c.Bool("strict"))
+	rep, err := s.CheckWith(targets, docstore.CheckOptions{Strict: c.Bool("strict"), Progress: progress(c, "check", "documents")})
 	if err != nil {
 		return err
 	}
@@ -56,9 +56,9 @@ func runCheck(c *cli.Context, s *docstore.Store) error {
 			errf(c, "%s%s\n", p.Message, hint(p.Err))
 		}
 		if len(rep.Problems) == 0 {
-			outf(c, "%d documents checked, all valid\n", rep.Checked)
+			outf(c, "%s checked, all valid\n", counted(rep.Checked, "document"))
 		} else {
-			errf(c, "%d documents checked, %d problem(s)\n", rep.Checked, len(rep.Problems))
+			errf(c, "%s checked, %s\n", counted(rep.Checked, "document"), counted(len(rep.Problems), "problem"))
 		}
 	}
 	if !rep.Valid(c.Bool("strict")) {

@@ -21,8 +21,9 @@ Examples:
 			{
 				Name:      "add",
 				Usage:     "add a commitment",
-				ArgsUsage: "AGENT",
-				Description: `Writes commitments/AGENT/<id>.md. The assertion is run by 'tavern verify' or the
+				ArgsUsage: "[AGENT]",
+				Description: `Writes commitments/AGENT/<id>.md (AGENT: default --as, else $TAVERN_AGENT:
+an agent commits itself). AGENT must exist (exit 3 otherwise). The assertion is run by 'tavern verify' or the
 verifier daemon with sh -c in the project directory; exit 0 means the claim holds.
 The sha256 of the assertion is journaled: an assertion changed afterwards is
 reported as tampered and never run.
@@ -32,7 +33,8 @@ Example:
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "desc", Usage: "what the agent claims (required)"},
 					&cli.StringFlag{Name: "assert", Usage: "shell `CMD` that exits 0 when the claim holds (required)"},
-					&cli.DurationFlag{Name: "timeout", Usage: "kill the assertion after `DUR`", Value: 60 * time.Second},
+					asFlag(),
+					&cli.DurationFlag{Name: "timeout", Usage: "kill the assertion after `DUR`", Value: 60 * time.Second, Action: positiveDur("timeout", "the assertion would be killed before it runs")},
 					jsonFlag(),
 				},
 				Before: requireFlags("desc", "assert"),
@@ -55,15 +57,23 @@ Examples:
 }
 
 func runCommitAdd(c *cli.Context) error {
-	if c.NArg() != 1 {
-		return usageErr("commit add takes one AGENT")
+	if c.NArg() > 1 {
+		return usageErr("commit add takes at most one AGENT")
 	}
 	m, err := openManager(c)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	cm, err := m.AddCommitment(c.Args().First(), c.String("desc"), c.String("assert"), c.Duration("timeout"))
+	agent := c.Args().First()
+	if agent == "" {
+		a, err := agentActor(c, m.Store)
+		if err != nil {
+			return err
+		}
+		agent = a.Name
+	}
+	cm, err := m.AddCommitment(agent, c.String("desc"), c.String("assert"), c.Duration("timeout"))
 	if err != nil {
 		return err
 	}

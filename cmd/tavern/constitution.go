@@ -27,7 +27,7 @@ Examples:
 Examples:
    tavern constitution set builder --body builder.md
    tavern constitution set reviewer --text "Never merge your own work."`,
-				Flags:  []cli.Flag{bodyFlag(), &cli.StringFlag{Name: "description"}, &cli.StringFlag{Name: "text", Usage: "the constitution `TEXT` (or --body)"}},
+				Flags:  []cli.Flag{bodyFlag(), &cli.StringFlag{Name: "description", Usage: "a one-line description of the role"}, &cli.StringFlag{Name: "text", Usage: "the constitution `TEXT` (or --body)"}},
 				Action: runConstitutionSet,
 			},
 			{
@@ -68,6 +68,9 @@ func runConstitutionSet(c *cli.Context) error {
 	sha, err := m.WriteConstitution(c.Args().First(), c.String("description"), strings.TrimSpace(text))
 	if err != nil {
 		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c, map[string]string{"role": c.Args().First(), "path": agents.ConstitutionPath(c.Args().First()), "sha256": sha})
 	}
 	outf(c, "%s %s\n", agents.ConstitutionPath(c.Args().First()), sha)
 	return nil

@@ -19,8 +19,8 @@ knowledge, messages, notes, questions and queue items: every word must match
 a word of the entry, by stem (databases finds database) or, for words of four
 letters or more, as a prefix (postgres finds PostgreSQL). Prints a timeline
 (the last 10 matches, oldest first) and the current state (the newest 5 per
-subsystem); sections without matches are left out. Exit 3 (and no output) if
-nothing matched.
+subsystem); sections without matches are left out. No match prints nothing
+and exits 0, as every listing does.
 
 Example:
    tavern context stateless --as zealot-2`,
@@ -41,7 +41,11 @@ func runContext(c *cli.Context) error {
 }
 
 func printContext(c *cli.Context, s *docstore.Store, query string) error {
-	r, err := agents.Context(s, query, c.String("as"))
+	as, err := actorOf(c, s)
+	if err != nil {
+		return err
+	}
+	r, err := agents.Context(s, query, as.AgentName())
 	if err != nil {
 		return err
 	}
@@ -51,9 +55,6 @@ func printContext(c *cli.Context, s *docstore.Store, query string) error {
 		}
 	} else {
 		outf(c, "%s", r.Text())
-	}
-	if len(r.Timeline) == 0 {
-		return errSilentNothing
 	}
 	return nil
 }

@@ -26,20 +26,25 @@ import (
 func newDemoCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "demo",
-		Usage: "run the end-to-end demo in a temporary directory",
+		Usage: "run the end-to-end demo in a temporary directory (kept; --rm removes it)",
 		Description: `Creates a store in a temporary directory, a "drone" role with its constitution,
 a queue of 20 items, a lead agent with two commitments, then runs a real pool of
 shell-script drones (examples/demo/drone.sh, one 'tavern spawn' process per
 item, about one in five failing and retried) with the verifier daemon checking
-the lead's commitments, and prints a summary. --keep leaves the directory for
-you to look at ('ls', 'cat', 'tavern ls agents' in it).
+the lead's commitments, and prints a summary. Then it shows what the store is
+made of: a document as it is on disk, the one-line git diff a 'tavern set'
+makes (the store is committed to git first, when git is installed), and the
+last lines of 'tavern log'. The directory is kept for you to look at ('ls',
+'cat', 'git log', 'tavern ls agents' in it; it prints where); --rm removes it.
 
 Examples:
    tavern demo
+   tavern demo --rm
    make demo   # the same, from a clone`,
 		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "keep", Usage: "keep the demo directory"},
-			&cli.IntFlag{Name: "max", Value: 4, Usage: "most drones at once"},
+			&cli.BoolFlag{Name: "keep", Value: true, Usage: "keep the demo directory (--keep=false is --rm)"},
+			&cli.BoolFlag{Name: "rm", Usage: "remove the demo directory at the end"},
+			&cli.IntFlag{Name: "max", Value: 4, Usage: "most drones at once", Action: atLeastOne("max", "a pool of no drones does nothing")},
 		},
 		Action:      runDemo,
 		Subcommands: []*cli.Command{newDemoWorkflowCommand()},
@@ -63,7 +68,8 @@ func runDemo(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if !c.Bool("keep") {
+	keep := c.Bool("keep") && !c.Bool("rm")
+	if !keep {
 		defer os.RemoveAll(dir)
 	}
 	d := &demoRun{c: c, dir: dir}
@@ -83,9 +89,14 @@ func runDemo(c *cli.Context) error {
 	if err := d.summary(lead, mt); err != nil {
 		return err
 	}
-	outf(c, "finished in %s\n", time.Since(start).Round(time.Millisecond))
-	if c.Bool("keep") {
-		outf(c, "kept %s — try: cd %s && tavern ls agents && cat .tavern/pools/counters.md\n", dir, dir)
+	if err := d.showcase(); err != nil {
+		return err
+	}
+	outf(c, "\nfinished in %s\n", time.Since(start).Round(time.Millisecond))
+	if keep {
+		outf(c, "kept %s — try: cd %s && tavern ls agents && git diff (remove it with rm -r, or run the demo with --rm)\n", dir, dir)
+	} else {
+		outf(c, "removed %s (--rm)\n", dir)
 	}
 	if lead.State != agents.Done {
 		return fmt.Errorf("demo: the lead ended in %s, not done", lead.State)
@@ -137,7 +148,7 @@ func (d *demoRun) setup() error {
 			n++
 		}
 	}
-	d.say("queue phrases: %d items", n)
+	d.say("queue phrases: %s", counted(n, "item"))
 	// The lead owns the work; its commitments are checked by the verifier.
 	if _, err := d.m.CreateAgent(agents.AgentSpec{Name: "lead", Assignment: "Have every phrase counted by the drone pool."}); err != nil {
 		return err
@@ -173,7 +184,7 @@ func (d *demoRun) runPool() (*agents.Agent, *agents.PoolMetrics, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	d.say("pool counters: up to %d drones running drone.sh", c.Int("max"))
+	d.say("pool counters: up to %s running drone.sh", counted(c.Int("max"), "drone"))
 	opt := agents.PoolOptions{Name: "counters", Queues: []string{"phrases"}, Max: c.Int("max"), OnEmpty: agents.EmptyTerminate,
 		Command: []string{"./drone.sh"}, Broker: d.b, Tick: 250 * time.Millisecond,
 		Progress: progressLine(c), OnError: func(err error) { errf(c, "\ndemo: %v\n", err) }}
@@ -213,8 +224,8 @@ func (d *demoRun) summary(lead *agents.Agent, mt *agents.PoolMetrics) error {
 	}
 	outf(c, "\n== summary ==\n")
 	outf(c, "items: %d done, %d dead (after %d attempts), %d pending\n", st.Done, st.Dead, 3, st.Pending)
-	outf(c, "pool: %d drones spawned (peak %d concurrent), %d runs failed and were retried or dead-lettered, utilization %.2f, amplification %.2f\n",
-		mt.Spawned, mt.PeakDrones, mt.ItemsFailed, mt.Utilization, mt.Amplification)
+	outf(c, "pool: %s spawned (peak %d concurrent), %s failed and were retried or dead-lettered, utilization %.2f, amplification %.2f\n",
+		counted(mt.Spawned, "drone"), mt.PeakDrones, counted(mt.ItemsFailed, "run"), mt.Utilization, mt.Amplification)
 	cs, _ := d.m.Commitments("lead")
 	outf(c, "lead: %s\n", lead.State)
 	for _, cm := range cs {
@@ -238,4 +249,73 @@ func (d *demoRun) summary(lead *agents.Agent, mt *agents.PoolMetrics) error {
 		fmt.Fprintf(tw, "  %s\t%d\n", t, counts[t])
 	}
 	return tw.Flush()
+}
+
+// showcase shows what the store is made of: a document as it is on disk,
+// the one-line git diff of a `tavern set` (after committing the store,
+// when git is installed), and the last lines of `tavern log`. The set and
+// the log run this binary, as a user would.
+func (d *demoRun) showcase() error {
+	c := d.c
+	doc := filepath.Join(docstore.DirName, "queues", "phrases", "queue.md")
+	data, err := os.ReadFile(filepath.Join(d.dir, doc))
+	if err != nil {
+		return err
+	}
+	outf(c, "\n== a document: %s (markdown with YAML frontmatter) ==\n$ cat %s\n%s", doc, doc, data)
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	tavern := func(args ...string) ([]byte, error) {
+		cmd := exec.Command(self, append(args, "--dir", d.s.Root())...)
+		cmd.Dir, cmd.Env = d.dir, childBaseEnv()
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return nil, fmt.Errorf("tavern %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+		return out, nil
+	}
+	git := func(args ...string) ([]byte, error) {
+		cmd := exec.Command("git", append([]string{"-c", "user.name=tavern demo", "-c", "user.email=demo@localhost", "-c", "color.ui=never"}, args...)...)
+		cmd.Dir = d.dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return nil, fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+		return out, nil
+	}
+	set := []string{"set", "queue/phrases", "priority=1"}
+	if _, err := exec.LookPath("git"); err != nil {
+		outf(c, "\n== tavern %s ==\n(git is not installed: no diff to show)\n", strings.Join(set, " "))
+		if _, err := tavern(set...); err != nil {
+			return err
+		}
+	} else {
+		outf(c, "\n== git diff of a set: only the line that changed ==\n$ git init && git add .tavern && git commit\n")
+		for _, args := range [][]string{{"init", "-q"}, {"add", ".tavern"}, {"commit", "-q", "-m", "the demo's store"}} {
+			if _, err := git(args...); err != nil {
+				return err
+			}
+		}
+		if _, err := tavern(set...); err != nil {
+			return err
+		}
+		diff, err := git("diff", "-U0", "--", doc)
+		if err != nil {
+			return err
+		}
+		stat, err := git("diff", "--stat")
+		if err != nil {
+			return err
+		}
+		outf(c, "$ tavern %s\n$ git diff -U0 %s\n%s$ git diff --stat   # the journal gained one line too\n%s", strings.Join(set, " "), doc, diff, stat)
+	}
+	log, err := tavern("log")
+	if err != nil {
+		return err
+	}
+	lines := strings.Split(strings.TrimRight(string(log), "\n"), "\n")
+	outf(c, "\n== tavern log: the journal of every change (the last 5 of %d) ==\n$ tavern log | tail -5\n%s\n", len(lines), strings.Join(lines[max(0, len(lines)-5):], "\n"))
+	return nil
 }

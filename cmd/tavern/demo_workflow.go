@@ -127,7 +127,7 @@ func runDemoWorkflow(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	say("plan .demo/plan.md -> plans/release.md: %d items in queue tasks (nested boxes first, parents after)", len(rep.Added))
+	say("plan .demo/plan.md -> plans/release.md: %s in queue tasks (nested boxes first, parents after)", counted(len(rep.Added), "item"))
 
 	// The person: approves a gate when a drone waits at it, with the real
 	// `tavern approve` (a process no spawn wrapper started).
@@ -141,7 +141,7 @@ func runDemoWorkflow(c *cli.Context) error {
 	go person(pctx, b, self, s.Root(), approved, say)
 
 	check := "sh " + filepath.Join(demoDir, "check.sh")
-	say("pool coders: up to %d drones, each in its own git worktree; merges into main through the merge queue, checked by %s", c.Int("max"), check)
+	say("pool coders: up to %s, each in its own git worktree; merges into main through the merge queue, checked by %s", counted(c.Int("max"), "drone"), check)
 	opt := agents.PoolOptions{Name: "coders", Queues: []string{"tasks"}, Max: c.Int("max"), OnEmpty: agents.EmptyTerminate,
 		Command: []string{"sh", filepath.Join(demoDir, "drone.sh")}, Broker: b, Tick: 250 * time.Millisecond,
 		Admit: usage.Admit(s, "coders"),
@@ -217,7 +217,7 @@ func runDemoWorkflow(c *cli.Context) error {
 	}
 
 	ws, _ := os.ReadDir(filepath.Join(dir, ".git", "tavern", "worktrees"))
-	outf(c, "\npool: %d drones spawned (peak %d), %d runs failed and were retried; %d worktrees left\n", mt.Spawned, mt.PeakDrones, mt.ItemsFailed, len(ws))
+	outf(c, "\npool: %s spawned (peak %d), %s failed and were retried; %s left\n", counted(mt.Spawned, "drone"), mt.PeakDrones, counted(mt.ItemsFailed, "run"), counted(len(ws), "worktree"))
 	outf(c, "gate approved by a person: %s\n", strings.Join(gates, ", "))
 	outf(c, "finished in %s\n", time.Since(start).Round(time.Millisecond))
 	if c.Bool("keep") {
@@ -234,7 +234,7 @@ func runDemoWorkflow(c *cli.Context) error {
 		problems = append(problems, "no gate was approved")
 	}
 	if len(ws) != 0 {
-		problems = append(problems, fmt.Sprintf("%d worktrees left behind", len(ws)))
+		problems = append(problems, counted(len(ws), "worktree")+" left behind")
 	}
 	if len(problems) > 0 {
 		return errors.New("demo: " + strings.Join(problems, "; "))

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"errors"
+
 	"github.com/urfave/cli/v2"
 
+	"github.com/tavernhq/tavern/agents/workspace"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/queues/tuples"
 )
 
 func newDoctorCommand() *cli.Command {
@@ -22,6 +26,9 @@ func newDoctorCommand() *cli.Command {
    stale-lock      a lock file nobody will take again
    temp-file       a temp file or spare in .tmp/ nobody will reuse
    stale-index     index cache entries of files that no longer exist
+   orphan-worktree a drone's git worktree whose item is done, dead or gone
+                   (--fix removes it; a merged item's branch too, others'
+                   branches stay)
 
 Without --fix it changes nothing and exits 5 if it found anything. With
 --fix it repairs each finding (missing journal events are appended marked
@@ -56,6 +63,24 @@ func runDoctor(c *cli.Context) error {
 	defer b.Close()
 	fix := c.Bool("fix")
 	findings, derr := m.Doctor(b, fix)
+	// The drones' git worktrees are the workspace package's (above agents).
+	if sp, err := tuples.NewSpace(m.Store, tuples.SpaceOptions{Journal: m.Journal}); err != nil {
+		derr = errors.Join(derr, err)
+	} else {
+		wf, err := workspace.Doctor(c.Context, workspace.Options{Broker: b, Space: sp})
+		derr = errors.Join(derr, err)
+		for i := range wf {
+			if fix && wf[i].Repair != nil {
+				if err := wf[i].Repair(); err != nil {
+					wf[i].Error = err.Error()
+				} else {
+					wf[i].Fixed = true
+				}
+			}
+		}
+		findings = append(findings, wf...)
+		sp.Close()
+	}
 	failed := 0
 	for _, f := range findings {
 		if f.Error != "" {

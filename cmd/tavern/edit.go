@@ -65,15 +65,21 @@ func runEdit(c *cli.Context) error {
 		}
 		if bytes.Equal(data, orig.Bytes()) {
 			os.Remove(tmpName)
+			if c.Bool("json") {
+				return printJSON(c, map[string]any{"rel": rel, "saved": false, "rev": orig.Rev})
+			}
 			outf(c, "no changes\n")
 			return nil
 		}
 		verr := docstore.CheckEdit(rel, data)
 		if verr == nil {
-			_, err := s.SaveEdit(rel, orig.Rev, data)
+			saved, err := s.SaveEdit(rel, orig.Rev, data)
 			switch {
 			case err == nil:
 				os.Remove(tmpName)
+				if c.Bool("json") {
+					return printJSON(c, map[string]any{"rel": rel, "saved": true, "rev": saved.Rev})
+				}
 				outf(c, "saved %s\n", rel)
 				return nil
 			case errors.Is(err, docstore.ErrConflict):

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/tavernhq/tavern/agents/workspace"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/queues/gitsync"
 	"github.com/tavernhq/tavern/queues/plans"
 	"github.com/tavernhq/tavern/queues/tuples"
 	"github.com/tavernhq/tavern/schema"
@@ -46,6 +49,7 @@ var exitCodes = []struct {
 	// The command line itself.
 	{errUsage, exitUsage},
 	{errNothing, exitNotFound},
+	{schema.ErrUnknownName, exitNotFound},
 
 	// schema
 	{schema.ErrUnknownKind, exitUsage},
@@ -64,6 +68,7 @@ var exitCodes = []struct {
 	{agents.ErrAnswered, exitConflict},
 	{agents.ErrNoWork, exitNotFound},
 	{agents.ErrNotEmpty, exitConflict},
+	{agents.ErrPersonNotAgent, exitUsage},
 
 	// agents/view
 	{view.ErrNoInput, exitUsage},
@@ -96,6 +101,9 @@ var exitCodes = []struct {
 	{queues.ErrCycle, exitUsage},
 	{queues.ErrBadDependency, exitUsage},
 	{queues.ErrBadOption, exitUsage},
+	{queues.ErrUnavailable, exitError}, // several machines: etcd or the git remote is away
+	{queues.ErrNoEngine, exitUsage},
+	{gitsync.ErrNoRemote, exitUsage},
 	{queues.ErrGated, exitConflict},
 	{queues.ErrRejected, exitConflict},
 	{queues.ErrNotHuman, exitConflict},
@@ -109,6 +117,7 @@ var exitCodes = []struct {
 	{workspace.ErrConfig, exitUsage},
 	{workspace.ErrConflict, exitConflict},
 	{usage.ErrGrouping, exitUsage},
+	{usage.ErrSpent, exitConflict},
 	{trace.ErrUnknown, exitNotFound},
 
 	// queues/tuples
@@ -123,9 +132,11 @@ var exitCodes = []struct {
 	{tuples.ErrTokenCount, exitConflict},
 	{tuples.ErrFenced, exitConflict},
 	{tuples.ErrNotReserved, exitNotFound},
+	{tuples.ErrHolderNotAlive, exitUsage}, // a hold nothing alive keeps: give a TTL
 
 	// docstore
 	{docstore.ErrUnsafePath, exitUsage},
+	{docstore.ErrEngineFile, exitUsage},
 	{docstore.ErrBadExpr, exitUsage},
 	{docstore.ErrAmbiguous, exitUsage},
 	{docstore.ErrConflict, exitConflict},
@@ -134,6 +145,7 @@ var exitCodes = []struct {
 	{schema.ErrInvalid, exitInvalid},
 	{docstore.ErrParse, exitInvalid},
 	{docstore.ErrNoStore, exitNotFound},
+	{docstore.ErrNested, exitConflict},
 
 	// The standard library.
 	{fs.ErrExist, exitConflict}, // create-if-absent lost to an existing document
@@ -199,21 +211,77 @@ func exitCode(err error) int {
 // errors do not carry: what to run next.
 func hint(err error) string {
 	var ke *schema.UnknownKindError
-	var qe *queues.QueueError
+	var ue *schema.UnknownError
 	var te *agents.TransitionError
 	switch {
 	case errors.Is(err, docstore.ErrNoStore):
 		return " (run `tavern init`, or pass --dir / set TAVERN_DIR)"
 	case errors.As(err, &ke) && ke.Name != "":
 		return " (see `tavern schema` for the list)"
-	case errors.As(err, &qe) && errors.Is(err, queues.ErrUnknownQueue):
-		return fmt.Sprintf(" (create it with `tavern queue create %s`)", qe.Queue)
+	case errors.As(err, &ue):
+		return unknownHint(ue)
+	case errors.Is(err, docstore.ErrNested):
+		return " (pass --nested to create another store here anyway)"
 	case errors.Is(err, agents.ErrConstitutionChanged):
 		return " (pass --accept-constitution to spawn under the new one)"
 	case errors.As(err, &te) && errors.Is(err, agents.ErrIllegalEdit):
 		return fmt.Sprintf(" (`tavern agent state %s STATE --force`)", te.Agent)
 	}
 	return ""
+}
+
+// timeoutError says what did not happen in time. It matches
+// context.DeadlineExceeded (exit 3) without repeating its text: "no
+// answer to Q within 5m", not "context deadline exceeded".
+type timeoutError struct {
+	what  string
+	after time.Duration
+}
+
+func (e *timeoutError) Error() string { return fmt.Sprintf("%s within %s", e.what, e.after) }
+func (e *timeoutError) Unwrap() error { return context.DeadlineExceeded }
+
+// timedOut turns a deadline that ran out while waiting up to after into
+// a timeoutError saying what (a format); other errors are returned as
+// they are.
+func timedOut(err error, after time.Duration, format string, args ...any) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &timeoutError{what: fmt.Sprintf(format, args...), after: after}
+	}
+	return err
+}
+
+// unknownHint is the "did you mean" of a name that names nothing, or how
+// to create it on purpose.
+func unknownHint(e *schema.UnknownError) string {
+	if len(e.Near) > 0 {
+		near := e.Near[:min(len(e.Near), 3)]
+		q := make([]string, len(near))
+		for i, n := range near {
+			q[i] = fmt.Sprintf("%q", n)
+		}
+		return " (did you mean " + orList(q) + "?)"
+	}
+	switch e.What {
+	case "agent":
+		return fmt.Sprintf(" (create it with `tavern agent new %s`)", e.Name)
+	case "channel":
+		if strings.HasPrefix(e.Name, "@") {
+			return fmt.Sprintf(" (no agent %s: create it with `tavern agent new %s`)", e.Name[1:], e.Name[1:])
+		}
+		return fmt.Sprintf(" (create it with `tavern channel create %s`, or send --create)", e.Name)
+	case "queue":
+		return fmt.Sprintf(" (create it with `tavern queue create %s`)", e.Name)
+	}
+	return ""
+}
+
+// orList joins "a", "b" and "c" as `a, b or c`.
+func orList(items []string) string {
+	if len(items) <= 1 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
 }
 
 // reportError prints err (as text, or as a JSON object when --json was

@@ -26,7 +26,7 @@ Examples:
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "html", Usage: "write HTML pages into DIR"},
 			&cli.BoolFlag{Name: "md", Usage: "write Markdown pages into DIR, or one document to stdout without DIR"},
-			jsonFlag(), personFlag,
+			jsonFlag(), personFlag(),
 		},
 		Action: runExport,
 	}

@@ -1,6 +1,12 @@
 package main
 
-import "github.com/urfave/cli/v2"
+import (
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+)
 
 // The flags several commands share. Each call makes a new flag: urfave/cli
 // keeps parse state in a flag, so one value must not serve two commands.
@@ -15,10 +21,11 @@ func dirFlag() cli.Flag {
 
 func jsonFlag() cli.Flag { return &cli.BoolFlag{Name: "json", Usage: "print JSON instead of text"} }
 
-// asFlag names the acting agent; TAVERN_AGENT (set by `tavern spawn` in a
-// child's environment) is the default.
+// asFlag names the agent a command acts for. The default is resolved in
+// one place (actorOf, agents.ResolveActor) and said once here: the flag
+// has no EnvVars, or help would show it a second time.
 func asFlag() cli.Flag {
-	return &cli.StringFlag{Name: "as", Usage: "act as `AGENT` (default $TAVERN_AGENT)", EnvVars: []string{"TAVERN_AGENT"}}
+	return &cli.StringFlag{Name: "as", Usage: "act as `AGENT` (default: $TAVERN_AGENT, else you: \"user\")"}
 }
 
 // bodyFlag reads a document body from a file or stdin.
@@ -31,9 +38,85 @@ func bodyFlag() cli.Flag {
 // Token slots and reservations record it, and a release or unreserve by
 // name from another instance of the same agent is fenced (exit 4).
 func instanceFlag() cli.Flag {
-	return &cli.StringFlag{Name: "instance", Usage: "act as agent instance `ID` (default $TAVERN_INSTANCE)", EnvVars: []string{"TAVERN_INSTANCE"}}
+	return &cli.StringFlag{Name: "instance", Usage: "act as agent instance `ID`", EnvVars: []string{"TAVERN_INSTANCE"}}
 }
 
 func attemptFlag() cli.Flag {
 	return &cli.IntFlag{Name: "attempt", Usage: "the claim attempt `N` printed by take (fencing token; 0 = the current claim)"}
 }
+
+// Zero values are values: a numeric or duration flag the user set is
+// honoured as given (commands read it with c.IsSet where the library's
+// zero means "the default"), or refused with exit 2 saying why, where zero
+// has no meaning. The refusals are the flags' Actions, which urfave/cli
+// runs only for flags given on the command line.
+
+// atLeastOne refuses a count below 1: why says what 0 would mean.
+func atLeastOne(name, why string) func(*cli.Context, int) error {
+	return func(_ *cli.Context, v int) error {
+		if v < 1 {
+			return usageErr("--%s %d: %s; give 1 or more", name, v, why)
+		}
+		return nil
+	}
+}
+
+// positiveDur refuses a duration of zero or less: why says what it
+// would mean.
+func positiveDur(name, why string) func(*cli.Context, time.Duration) error {
+	return func(_ *cli.Context, v time.Duration) error {
+		if v <= 0 {
+			return usageErr("--%s %s: %s; give a positive duration", name, v, why)
+		}
+		return nil
+	}
+}
+
+// notNegative refuses a negative duration (a zero is meaningful: no
+// wait, no delay, at once).
+func notNegative(name string) func(*cli.Context, time.Duration) error {
+	return func(_ *cli.Context, v time.Duration) error {
+		if v < 0 {
+			return usageErr("--%s %s: a duration cannot be negative", name, v)
+		}
+		return nil
+	}
+}
+
+// limitFlag is --limit N: at most N results. Zero would show nothing, so
+// it is refused (as gh does); def 0 means no limit unless given.
+func limitFlag(usage string, def int) *cli.IntFlag {
+	return &cli.IntFlag{Name: "limit", Value: def, Usage: usage, Action: atLeastOne("limit", "a limit of 0 would show nothing (omit --limit for the default)")}
+}
+
+// waitFlag is --wait DUR: block up to DUR; 0 (the default) answers at once.
+func waitFlag(usage string) *cli.DurationFlag {
+	return &cli.DurationFlag{Name: "wait", Usage: usage + " (0: answer at once)", Action: notNegative("wait")}
+}
+
+// explicit lists the flags among names the user gave, as the library's
+// field names (max-attempts: max_attempts): a zero among them is the
+// value zero, not "the default" (queues.QueueOptions.Explicit).
+func explicit(c *cli.Context, names ...string) []string {
+	var out []string
+	for _, n := range names {
+		if c.IsSet(n) {
+			out = append(out, strings.ReplaceAll(n, "-", "_"))
+		}
+	}
+	return out
+}
+
+// urfaveFlagString is urfave/cli's own flag line for help.
+var urfaveFlagString = cli.FlagStringer
+
+func init() { cli.FlagStringer = flagString }
+
+// noDefault is a default that says nothing: off, zero, empty.
+var noDefault = regexp.MustCompile(` \(default: (false|0|0s|"")\)`)
+
+// flagString is a flag's line in help: urfave/cli's, without a default
+// that says nothing (a flag that is off, zero or empty unless given), so
+// each default that matters is said once, from the flag's Value or
+// DefaultText, never also in its usage.
+func flagString(f cli.Flag) string { return noDefault.ReplaceAllString(urfaveFlagString(f), "") }

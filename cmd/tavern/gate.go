@@ -68,7 +68,7 @@ func runGateAdd(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return usageErr("gate add takes one ITEM")
 	}
-	opt := queues.GateOptions{Reason: c.String("reason"), Stage: c.String("before"), By: actorOrUser(c)}
+	opt := queues.GateOptions{Reason: c.String("reason"), Stage: c.String("before")}
 	if u := c.String("until"); u != "" {
 		if d, err := time.ParseDuration(u); err == nil {
 			opt.Until = time.Now().Add(d)
@@ -81,11 +81,14 @@ func runGateAdd(c *cli.Context) error {
 	if opt.Until.IsZero() && opt.Reason == "" {
 		return usageErr("gate add needs --reason (what the person decides) or --until")
 	}
-	_, b, err := openBroker(c)
+	s, b, err := openBroker(c)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
+	if opt.By, err = actorOrUser(c, s); err != nil {
+		return err
+	}
 	g, err := b.AddGate(c.Args().First(), opt)
 	if err != nil {
 		return err

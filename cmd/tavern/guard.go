@@ -17,7 +17,7 @@ func newGuardCommand() *cli.Command {
 		Usage: "refuse a commit that touches paths reserved by another agent (git pre-commit hook)",
 		Description: `Reads the staged paths (git diff --cached --name-only) of the git work tree
 in the working directory and checks them against live reservations of agents
-other than --as / $TAVERN_AGENT. With no identity, every reservation counts.
+other than the committer (--as, else $TAVERN_AGENT, else you: "user").
 Conflicts are listed on stderr and the exit status is 4, which makes git
 abort the commit. --install writes .git/hooks/pre-commit to run this
 binary's guard (an existing foreign hook is kept unless --force).
@@ -58,7 +58,11 @@ func runGuard(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	conflicts, err := sp.Guard(c.Context, wd, c.String("as"))
+	as, err := actorOf(c, sp.Store())
+	if err != nil {
+		return err
+	}
+	conflicts, err := sp.Guard(c.Context, wd, as.Name)
 	if err != nil && !errors.Is(err, tuples.ErrReserved) {
 		return err
 	}

@@ -119,6 +119,7 @@ func tokenSlots(t *testing.T, p *project) []tokenSlotJSON {
 func TestKillHolderCLI(t *testing.T) {
 	p := newProject(t)
 	p.ok("token", "init", "merge", "--count", "1")
+	p.ok("agent", "new", "bob")
 	alice := spawnHolder(t, p.dir, "alice", "alice-1", "a")
 	slots := tokenSlots(t, p)
 	if len(slots) != 1 || slots[0].Free || slots[0].Hold != "agent" || slots[0].Instance != alice.instance {

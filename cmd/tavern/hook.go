@@ -11,12 +11,12 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/agents/kit"
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
 
@@ -36,7 +36,8 @@ them by hand. EVENT (the tools' own names are accepted too):
                         a path) of a path another agent reserved
    user-prompt-submit   adds new messages, answers and questions as context
    post-tool-use        the same, after each tool call
-   stop                 blocks the stop while the agent holds an item whose
+   stop                 blocks the stop while the agent holds an item, or
+                        marked one done in this session, and its
                         commitments do not pass
    session-end          releases what the session held, writes the sleep
                         summary
@@ -104,7 +105,7 @@ func runHook(c *cli.Context) error {
 		return failOpen(c, ev, err)
 	}
 	defer e.Close()
-	opt := kit.HookOptions{Agent: c.String("as"), Session: kit.SessionOptions{
+	opt := kit.HookOptions{Agent: asOrEnv(c), Session: kit.SessionOptions{
 		ToolPID:     kit.ToolPID(),
 		StartKeeper: startKeeper(s),
 		Role:        os.Getenv("TAVERN_ROLE"),
@@ -152,78 +153,73 @@ func hookStore(c *cli.Context, cwd string) (*docstore.Store, error) {
 	return docstore.Open(dir)
 }
 
-// startKeeper starts `tavern hook keep` detached (its own session, stdio
-// on /dev/null so the tool does not wait for it) and waits until it holds
-// the agent's lock or found it taken; it reports on a pipe (fd 3).
-func startKeeper(s *docstore.Store) func(agent, session string, pid int) (bool, error) {
-	return func(agent, session string, pid int) (bool, error) {
+// startKeeper takes the agent's liveness lock here (an inheritable one);
+// launch(true) then starts `tavern hook keep` detached (its own session,
+// stdio on /dev/null so the tool does not wait for it) with the lock's
+// descriptor as fd 3, and hands the lock off: the keeper holds it from
+// the moment it exists, and the hook does not wait for it to start (a
+// whole process start of the session-start hook's time).
+func startKeeper(s *docstore.Store) func(agent, session string, pid int) (func(bool) error, bool, error) {
+	return func(agent, session string, pid int) (func(bool) error, bool, error) {
 		exe, err := os.Executable()
 		if err != nil {
-			return false, err
+			return nil, false, err
 		}
-		r, w, err := os.Pipe()
-		if err != nil {
-			return false, err
+		l, ok, err := s.TryLockInheritable(schema.AgentLockKey(agent))
+		if err != nil || !ok {
+			return nil, false, err
 		}
-		defer r.Close()
-		cmd := exec.Command(exe, "hook", "keep", "--dir", s.Root(), "--agent", agent, "--session", session, "--pid", strconv.Itoa(pid))
-		cmd.Dir = filepath.Dir(s.Root())
-		for _, e := range os.Environ() {
-			if !strings.HasPrefix(e, "TAVERN_CPUPROFILE=") { // the hook's profile, not the keeper's
-				cmd.Env = append(cmd.Env, e)
+		launch := func(start bool) error {
+			if !start {
+				return l.Unlock()
 			}
+			cmd := exec.Command(exe, "hook", "keep", "--dir", s.Root(), "--agent", agent, "--session", session, "--pid", strconv.Itoa(pid))
+			cmd.Dir = filepath.Dir(s.Root())
+			for _, e := range os.Environ() {
+				if !strings.HasPrefix(e, "TAVERN_CPUPROFILE=") { // the hook's profile, not the keeper's
+					cmd.Env = append(cmd.Env, e)
+				}
+			}
+			cmd.ExtraFiles = []*os.File{l.File()}
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+			if err := cmd.Start(); err != nil {
+				l.Unlock()
+				return fmt.Errorf("session keeper did not start: %w", err)
+			}
+			_ = cmd.Process.Release()
+			return l.HandOff() // the keeper's descriptor holds it now
 		}
-		cmd.ExtraFiles = []*os.File{w}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-		err = cmd.Start()
-		w.Close()
-		if err != nil {
-			return false, err
-		}
-		_ = cmd.Process.Release()
-		_ = r.SetReadDeadline(time.Now().Add(5 * time.Second))
-		var b [1]byte
-		n, err := r.Read(b[:])
-		if n == 1 {
-			return b[0] == '1', nil
-		}
-		return false, fmt.Errorf("session keeper did not start: %v", err)
+		return launch, true, nil
 	}
 }
 
-// runHookKeep is the keeper process. It reports readiness on fd 3 when
-// started by session-start; its own errors go to the journal, since
-// nobody reads its stderr.
+// runHookKeep is the keeper process: it holds the agent's lock through
+// fd 3 (the descriptor session-start locked and handed down) for as long
+// as the session lives. Its own errors go to the journal, since nobody
+// reads its stderr.
 func runHookKeep(c *cli.Context) error {
-	ready := func(ok bool) {
-		f := os.NewFile(3, "ready")
-		if f == nil {
-			return
-		}
-		b := []byte("0")
-		if ok {
-			b = []byte("1")
-		}
-		_, _ = f.Write(b)
-		f.Close()
-	}
+	fd3 := os.NewFile(3, "agent-lock")
 	if c.String("agent") == "" || c.String("session") == "" {
-		ready(false)
+		fd3.Close()
 		return usageErr("hook keep takes --agent AGENT --session ID [--pid PID]")
 	}
 	s, err := openStore(c)
 	if err != nil {
-		ready(false)
+		fd3.Close()
 		return err
 	}
+	lock, err := s.AdoptLock(schema.AgentLockKey(c.String("agent")), fd3)
+	if err != nil {
+		return fmt.Errorf("hook keep is started by session-start, with the agent's lock as fd 3: %w", err)
+	}
+	defer lock.Unlock()
 	e, err := kit.OpenEnv(s)
 	if err != nil {
-		ready(false)
 		return err
 	}
 	defer e.Close()
 	ctx := context.WithoutCancel(c.Context) // a Ctrl-C in the tool's terminal is not the session's end
-	err = kit.RunKeeper(ctx, e, c.String("agent"), c.String("session"), c.Int("pid"), ready)
+	err = kit.KeepSession(ctx, e, c.String("agent"), c.String("session"), c.Int("pid"))
 	if err != nil {
 		_, _ = e.Manager.Journal.Append(journal.Event{Type: "session.keeper_error", Kind: "agent", Agent: c.String("agent"),
 			Data: map[string]any{"session": c.String("session"), "error": err.Error()}})

@@ -21,15 +21,15 @@ Example:
 }
 
 func runInbox(c *cli.Context) error {
-	as, err := actingAgent(c)
-	if err != nil {
-		return err
-	}
 	s, err := openStore(c)
 	if err != nil {
 		return err
 	}
-	u, err := messages.Inbox(s, as)
+	as, err := actorOf(c, s)
+	if err != nil {
+		return err
+	}
+	u, err := messages.Inbox(s, as.Name)
 	if err != nil {
 		return err
 	}

@@ -15,12 +15,17 @@ func newInitCommand() *cli.Command {
 		Name:  "init",
 		Usage: "create .tavern/ with tavern.md and the kind directories",
 		Description: `Creates .tavern/ in the working directory (or the directory named by --dir).
-Running it again on an existing store only adds missing directories.
+Running it again on an existing store only adds missing directories. Inside
+a project that already has a store in a parent directory, init refuses
+(exit 4: commands there would use the outer store) unless --nested.
 
 Examples:
    tavern init
    tavern --dir /srv/project/.tavern init --name project`,
-		Flags:  []cli.Flag{&cli.StringFlag{Name: "name", Usage: "project name recorded in tavern.md"}},
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "name", Usage: "project name recorded in tavern.md"},
+			&cli.BoolFlag{Name: "nested", Usage: "create a store inside the project of another one"},
+		},
 		Action: runInit,
 	}
 }
@@ -33,6 +38,11 @@ func runInit(c *cli.Context) error {
 			return err
 		}
 		dir = filepath.Join(wd, docstore.DirName)
+	}
+	if _, err := os.Stat(filepath.Join(dir, docstore.ConfigFile)); err != nil && !c.Bool("nested") {
+		if err := docstore.CheckNested(dir); err != nil {
+			return err
+		}
 	}
 	name := c.String("name")
 	if name == "" {
@@ -48,8 +58,13 @@ func runInit(c *cli.Context) error {
 	}
 	if created {
 		journalInit(c, s)
+	}
+	switch {
+	case c.Bool("json"):
+		return printJSON(c, map[string]any{"path": s.Root(), "created": created})
+	case created:
 		outf(c, "Initialized tavern store in %s\n", s.Root())
-	} else {
+	default:
 		outf(c, "Store already exists in %s (missing directories added)\n", s.Root())
 	}
 	return nil

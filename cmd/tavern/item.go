@@ -16,6 +16,9 @@ func newItemCommand() *cli.Command {
 reaped, released or completed since) exits 4 and changes nothing. Without
 --attempt the current claim is used, whatever its attempt.
 
+ID is the item's id, QUEUE/ID (as ` + "`tavern ls items`" + ` prints it), or a unique
+prefix of either.
+
 Examples:
    tavern item show ID --json
    tavern item done ID --attempt 1 --result out.md
@@ -72,7 +75,11 @@ func runItemShow(c *cli.Context) error {
 		return err
 	}
 	defer b.Close()
-	it, err := b.Get(c.Args().First())
+	id, err := b.ResolveID(c.Args().First())
+	if err != nil {
+		return err
+	}
+	it, err := b.Get(id)
 	if err != nil {
 		return err
 	}
@@ -93,7 +100,7 @@ func newItemChangeCommand(name, usage, desc string, flags []cli.Flag, do itemCha
 		Usage:       usage,
 		ArgsUsage:   "ID",
 		Description: desc + "\n\nPrints \"ID STATE\". A stale --attempt exits 4 and changes nothing.",
-		Flags:       append(append([]cli.Flag{attemptFlag()}, flags...), jsonFlag()),
+		Flags:       append(append([]cli.Flag{attemptFlag(), asFlag()}, flags...), jsonFlag()),
 		Action:      func(c *cli.Context) error { return runItemChange(c, do) },
 	}
 }
@@ -107,7 +114,16 @@ func runItemChange(c *cli.Context, do itemChange) error {
 		return err
 	}
 	defer b.Close()
-	it, err := do(c, b, c.Args().First(), c.Int("attempt"))
+	// Who acts is resolved like everywhere (an unknown --as or
+	// $TAVERN_AGENT is refused); the attempt is the fence.
+	if _, err := actorOf(c, s); err != nil {
+		return err
+	}
+	id, err := b.ResolveID(c.Args().First())
+	if err != nil {
+		return err
+	}
+	it, err := do(c, b, id, c.Int("attempt"))
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/agents/kit"
 	"github.com/tavernhq/tavern/docstore"
@@ -220,6 +222,7 @@ func TestClaudeSessionEndToEnd(t *testing.T) {
 	}
 
 	// bob reserved the parser: the edit is denied, naming bob.
+	p.ok("agent", "new", "bob")
 	p.ok("reserve", "src/parser/**", "--as", "bob", "--reason", "parser rewrite")
 	r = s.fire(kit.PreToolUse, lexer)
 	hso = hookSpecific(t, r.out)
@@ -315,6 +318,7 @@ func TestHookPayloadsAllTools(t *testing.T) {
 				t.Errorf("%s got an env answer it does not document: %s", tc.tool, r.out)
 			}
 
+			p.ok("agent", "new", "bob")
 			p.ok("reserve", "src/parser/**", "--as", "bob")
 			r = s.fire(kit.PreToolUse, file)
 			if tc.tool == kit.Gemini {
@@ -339,7 +343,7 @@ func TestHookPayloadsAllTools(t *testing.T) {
 			if hso["hookEventName"] != kit.NativeEvent(tc.tool, kit.UserPromptSubmit) || !strings.Contains(hso["additionalContext"].(string), "ping from bob") {
 				t.Errorf("prompt hook: %s", r.out)
 			}
-			p.ok("send", "general", "pong", "--as", "bob")
+			p.ok("send", "general", "pong", "--as", "bob", "--create")
 			r = s.fire(kit.PostToolUse, file)
 			hso = hookSpecific(t, r.out)
 			if hso["hookEventName"] != kit.NativeEvent(tc.tool, kit.PostToolUse) || !strings.Contains(hso["additionalContext"].(string), "pong") || strings.Contains(hso["additionalContext"].(string), "ping from bob") {
@@ -472,6 +476,8 @@ func TestNextCLI(t *testing.T) {
 	p.ok("queue", "create", "build")
 	first := strings.TrimSpace(p.ok("queue", "add", "build", "--title", "first"))
 	second := strings.TrimSpace(p.ok("queue", "add", "build", "--title", "second"))
+	p.ok("agent", "new", "bob")
+	p.ok("agent", "new", "alice")
 	p.ok("queue", "take", "build", "--as", "bob") // bob holds first
 	out := p.ok("next", "--as", "alice")
 	if strings.Contains(out, first) || !strings.Contains(out, second) {
@@ -566,4 +572,254 @@ func runIn(t testing.TB, dir, stdin string, env []string, args ...string) result
 		r.code = ee.ExitCode()
 	}
 	return r
+}
+
+// The stop gate cannot be passed by marking the item done first: a
+// session whose agent completed an item during the session (as itself,
+// or as a person with TAVERN_AGENT removed) is held at its stop while its
+// commitments fail, exactly as while it still held the item; the stop
+// goes through once they pass. Each tool's own block format.
+func TestStopGateAfterItemDone(t *testing.T) {
+	for _, tc := range []struct {
+		tool     kit.Tool
+		settings string
+		agent    string
+		block    string // the tool's block decision
+		asPerson bool   // the item is completed without TAVERN_AGENT
+	}{
+		{kit.Claude, ".claude/settings.json", "claude-0f1e2d3c", "block", false},
+		{kit.Codex, ".codex/hooks.json", "", "block", true},
+		{kit.Gemini, ".gemini/settings.json", "", "deny", false},
+	} {
+		t.Run(string(tc.tool), func(t *testing.T) {
+			p := newProject(t)
+			p.ok("setup", string(tc.tool), "--bin", tavernBin(t))
+			p.ok("queue", "create", "build")
+			p.ok("queue", "add", "build", "--title", "rewrite the lexer")
+			tool := standIn(t)
+			s := newSession(t, p, tc.tool, tc.settings, "TAVERN_SESSION_PID="+fmt.Sprint(tool.Process.Pid))
+			s.fire(kit.SessionStart, "")
+			store := openProjectStore(t, p)
+			agent := tc.agent
+			if agent == "" {
+				as, err := store.Docs("agents")
+				if err != nil || len(as) != 1 {
+					t.Fatalf("agents after session start: %v %v", as, err)
+				}
+				agent = strings.TrimSuffix(filepath.Base(as[0]), ".md")
+			}
+			env := []string{"TAVERN_AGENT=" + agent}
+			take := runIn(t, p.dir, "", env, "next", "--take", "--json")
+			if take.code != 0 {
+				t.Fatal(take)
+			}
+			id, _ := decodeJSON(t, take.out)["id"].(string)
+			p.ok("commit", "add", agent, "--desc", "lexer tests pass", "--assert", "test -f lexer.ok")
+
+			// Done first, then stop: still blocked.
+			doneEnv := env
+			if tc.asPerson {
+				doneEnv = nil
+			}
+			if r := runIn(t, p.dir, "", doneEnv, "item", "done", id); r.code != 0 {
+				t.Fatalf("item done: %s", r)
+			}
+			r := s.fire(kit.Stop, "")
+			if r.out == "" {
+				t.Fatalf("stop after marking the item done with a failing commitment went through (%s)", r.err)
+			}
+			v := decodeJSON(t, r.out)
+			reason, _ := v["reason"].(string)
+			if v["decision"] != tc.block || !strings.Contains(reason, "lexer tests pass") || !strings.Contains(reason, id) {
+				t.Errorf("stop after item done:\n%s", r.out)
+			}
+			// Passing, the stop goes through.
+			if err := os.WriteFile(filepath.Join(p.dir, "lexer.ok"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if r = s.fire(kit.Stop, ""); r.out != "" {
+				t.Errorf("stop with the commitment passing: %s", r.out)
+			}
+			s.fire(kit.SessionEnd, "")
+		})
+	}
+}
+
+// setup, --check and --remove against settings files as people write
+// them: other indentation, tabs, one-line arrays, Gemini's comments
+// (its settings.json is JSON with comments), Aider's YAML lists. Setup
+// keeps every byte of the file outside what it adds, running it again
+// changes nothing, --check passes, and --remove gives the file back byte
+// for byte.
+func TestSetupRealConfigFiles(t *testing.T) {
+	files := []struct {
+		tool   string
+		path   string
+		text   string
+		events []string // the tool's events setup must add
+	}{
+		{"claude", ".claude/settings.json", `{
+    "$schema": "https://json.schemastore.org/claude-code-settings.json",
+    "permissions": {
+        "allow": ["Bash(npm run lint)", "Bash(npm test:*)"],
+        "deny": ["Read(./.env)"]
+    },
+    "hooks": {
+        "PreToolUse": [
+            {
+                "matcher": "Bash",
+                "hooks": [{"type": "command", "command": "./scripts/no-rm-rf.sh"}]
+            }
+        ]
+    },
+    "model": "opus"
+}
+`, []string{"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SessionEnd"}},
+		{"codex", ".codex/hooks.json", "{\n\t\"hooks\": {\n\t\t\"SessionStart\": [{\"matcher\": \"startup\", \"hooks\": [{\"type\": \"command\", \"command\": \"echo hi\", \"timeout\": 5}]}]\n\t}\n}\n",
+			[]string{"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SessionEnd"}},
+		{"gemini", ".gemini/settings.json", `{
+  // Gemini CLI strips comments before parsing its settings.
+  "theme": "GitHub",
+  "hooksConfig": { "enabled": true },
+  /* a shell guard of our own */
+  "hooks": {
+    "BeforeTool": [
+      {
+        "matcher": "run_shell_command",
+        "hooks": [
+          { "name": "guard", "type": "command", "command": "./guard.sh", "timeout": 5000 } // ms
+        ]
+      }
+    ]
+  },
+  "mcpServers": {}
+}
+`, []string{"SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent", "SessionEnd"}},
+	}
+	for _, f := range files {
+		t.Run(f.tool, func(t *testing.T) {
+			p := newProject(t)
+			path := filepath.Join(p.dir, f.path)
+			os.MkdirAll(filepath.Dir(path), 0o755)
+			if err := os.WriteFile(path, []byte(f.text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			p.ok("setup", f.tool, "--bin", tavernBin(t))
+			got := readText(t, path)
+			// Every line of the user's file is still there, in order.
+			rest := got
+			for _, line := range strings.Split(strings.TrimSuffix(f.text, "\n"), "\n") {
+				if line == "}" {
+					continue // the closing braces now close more
+				}
+				i := strings.Index(rest, strings.TrimRight(line, ",]}"))
+				if i < 0 {
+					t.Fatalf("setup lost or reordered %q:\n%s", line, got)
+				}
+				rest = rest[i:]
+			}
+			cmds := hookCommandsJSONC(t, got)
+			for _, ev := range f.events {
+				if !strings.Contains(cmds[ev], "hook ") || !strings.Contains(cmds[ev], "--tool "+f.tool) {
+					t.Errorf("%s: no tavern hook for %s:\n%s", f.tool, ev, got)
+				}
+			}
+			p.ok("setup", f.tool, "--bin", tavernBin(t))
+			if again := readText(t, path); again != got {
+				t.Errorf("second setup changed the file:\n%s", again)
+			}
+			p.ok("setup", f.tool, "--check", "--bin", tavernBin(t))
+			p.ok("setup", f.tool, "--remove")
+			if back := readText(t, path); back != f.text {
+				t.Errorf("remove did not give the file back:\ngot:\n%s\nwant:\n%s", back, f.text)
+			}
+		})
+	}
+
+	t.Run("aider", func(t *testing.T) {
+		for _, conf := range []string{
+			"# aider settings\nmodel: sonnet\nread:\n  - CONVENTIONS.md   # team rules\n  - docs/style.md\nauto-commits: false\n",
+			"model: sonnet\nread: CONVENTIONS.md\n",
+			"read: [CONVENTIONS.md, docs/style.md]  # both\n",
+			"model: sonnet",
+		} {
+			p := newProject(t)
+			path := filepath.Join(p.dir, ".aider.conf.yml")
+			if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			p.ok("setup", "aider")
+			got := readText(t, path)
+			var v struct {
+				Read any `yaml:"read"`
+			}
+			if err := yaml.Unmarshal([]byte(got), &v); err != nil || !strings.Contains(fmt.Sprint(v.Read), "AGENTS.md") {
+				t.Errorf("after setup (%v):\n%s", err, got)
+			}
+			p.ok("setup", "aider")
+			if again := readText(t, path); again != got {
+				t.Errorf("second setup changed the file:\n%s", again)
+			}
+			p.ok("setup", "aider", "--check")
+			p.ok("setup", "aider", "--remove")
+			if back := readText(t, path); strings.TrimSuffix(back, "\n") != strings.TrimSuffix(conf, "\n") {
+				t.Errorf("remove did not give the file back:\ngot:\n%s\nwant:\n%s", back, conf)
+			}
+		}
+	})
+
+	// Switches that keep the tools from running the hooks are reported.
+	t.Run("switched off", func(t *testing.T) {
+		p := newProject(t)
+		os.MkdirAll(filepath.Join(p.dir, ".gemini"), 0o755)
+		os.WriteFile(filepath.Join(p.dir, ".gemini", "settings.json"), []byte(`{"hooksConfig": {"enabled": false, "disabled": ["tavern-stop"]}}`), 0o644)
+		p.ok("setup", "gemini", "--bin", tavernBin(t))
+		out := p.ok("setup", "gemini", "--check", "--bin", tavernBin(t))
+		if !strings.Contains(out, "hooksConfig.enabled") || !strings.Contains(out, "tavern-stop") {
+			t.Errorf("gemini check:\n%s", out)
+		}
+		os.MkdirAll(filepath.Join(p.dir, ".codex"), 0o755)
+		os.WriteFile(filepath.Join(p.dir, ".codex", "config.toml"), []byte("model = \"o3\"\n\n[features]\nhooks = false\n"), 0o644)
+		p.ok("setup", "codex", "--bin", tavernBin(t))
+		r := runIn(t, p.dir, "", []string{"CODEX_HOME=" + t.TempDir()}, "setup", "codex", "--check", "--bin", tavernBin(t))
+		if r.code != 0 || !strings.Contains(r.out, ".codex/config.toml:4") || !strings.Contains(r.out, "features.hooks") {
+			t.Errorf("codex check: %s", r)
+		}
+	})
+}
+
+// hookCommandsJSONC is hookCommands for text that may hold comments.
+func hookCommandsJSONC(t *testing.T, text string) map[string]string {
+	t.Helper()
+	var b strings.Builder
+	inStr := false
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		switch {
+		case inStr:
+			b.WriteByte(c)
+			if c == '\\' && i+1 < len(text) {
+				i++
+				b.WriteByte(text[i])
+			} else if c == '"' {
+				inStr = false
+			}
+		case c == '"':
+			inStr = true
+			b.WriteByte(c)
+		case strings.HasPrefix(text[i:], "//"):
+			for i < len(text) && text[i] != '\n' {
+				i++
+			}
+			b.WriteByte('\n')
+		case strings.HasPrefix(text[i:], "/*"):
+			i += strings.Index(text[i:], "*/") + 1
+		default:
+			b.WriteByte(c)
+		}
+	}
+	dir := t.TempDir()
+	f := filepath.Join(dir, "s.json")
+	os.WriteFile(f, []byte(b.String()), 0o644)
+	return hookCommands(t, f)
 }

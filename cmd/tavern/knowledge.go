@@ -10,7 +10,7 @@ import (
 )
 
 func newKnowledgeCommand() *cli.Command {
-	limit := func() cli.Flag { return &cli.IntFlag{Name: "limit", Value: 10, Usage: "show at most `N` results"} }
+	limit := func() cli.Flag { return limitFlag("show at most `N` results", 10) }
 	domain := func() cli.Flag { return &cli.StringSliceFlag{Name: "domain", Usage: "only `DOMAIN` (repeatable)"} }
 	return &cli.Command{
 		Name:  "knowledge",
@@ -49,7 +49,8 @@ Examples:
 			},
 			{
 				Name: "search", Usage: "rank entries by keyword similarity", ArgsUsage: "QUERY...",
-				Description: `Rank entries by keyword similarity. Exit 3 if nothing matched.
+				Description: `Rank entries by keyword similarity. No match prints nothing ([] with
+--json) and exits 0, as every listing does.
 
 Examples:
    tavern knowledge search "package layering"
@@ -81,21 +82,21 @@ Examples:
 }
 
 func runKnowledgeAdd(c *cli.Context) error {
-	// Shared knowledge may come from a person: without --as the
-	// contributor is "user" (as verify's verified_by).
-	agent := c.String("as")
-	if agent == "" {
-		agent = "user"
+	// Shared knowledge may come from a person: the contributor is then
+	// "user" (agents.Person).
+	s, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	agent, err := actorOf(c, s)
+	if err != nil {
+		return err
 	}
 	text, err := textArg(c, 0)
 	if err != nil {
 		return err
 	}
-	s, err := openStore(c)
-	if err != nil {
-		return err
-	}
-	k, err := recall.AddKnowledge(s, c.String("domain"), agent, c.String("title"), text)
+	k, err := recall.AddKnowledge(s, c.String("domain"), agent.Name, c.String("title"), text)
 	if err != nil {
 		return err
 	}
@@ -134,13 +135,10 @@ func runKnowledgeSearch(c *cli.Context) error {
 		return err
 	}
 	if c.Bool("json") {
-		return printJSON(c, hits)
+		return printJSON(c, orEmpty(hits))
 	}
 	for _, h := range hits {
 		outf(c, "%s\n", knowledgeLine(h.Knowledge, h.Score))
-	}
-	if len(hits) == 0 {
-		return errSilentNothing
 	}
 	return nil
 }

@@ -28,14 +28,18 @@ duration back from now (90m, 2h) or a time (RFC 3339, or YYYY-MM-DD);
 directory given with a trailing "/". --where keeps the events about
 documents whose fields match now (the expressions of ls --where, all must
 hold): the journal records revisions, not fields, so a removed document
-never matches.
+never matches. --machines also prints the journals of the other machines
+of a synced store (tavern sync brings them to .tavern/events/<machine>/),
+after this machine's, each event marked with its machine (text: the name
+first; JSON: "from_machine").
 
 Examples:
    tavern log --since 1h
    tavern log --type external --json
    tavern log --agent alice --follow
    tavern log --path agents/alice.md
-   tavern log --kind agents --where role=builder`,
+   tavern log --kind agents --where role=builder
+   tavern log --machines --type sync.conflict`,
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "type", Aliases: []string{"t"}, Usage: "event `TYPE` (repeatable)"},
 			&cli.StringFlag{Name: "agent", Usage: "only events of `AGENT`"},
@@ -45,7 +49,8 @@ Examples:
 			&cli.StringFlag{Name: "since", Usage: "from `DUR` ago or from TIME"},
 			&cli.StringFlag{Name: "until", Usage: "before `TIME`"},
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "wait for and print new events"},
-			&cli.DurationFlag{Name: "poll", Usage: "with --follow, also re-read every `DUR` (network filesystems)"},
+			&cli.DurationFlag{Name: "poll", Usage: "with --follow, also re-read every `DUR` (network filesystems; 0: inotify only)", Action: notNegative("poll")},
+			&cli.BoolFlag{Name: "machines", Usage: "also the journals of other machines (a synced store; not with --follow)"},
 			jsonFlag(),
 		},
 		Action: runLog,
@@ -94,7 +99,29 @@ func runLog(c *cli.Context) error {
 			return true
 		}
 	}
+	if c.Bool("machines") && c.Bool("follow") {
+		return usageErr("--machines reads what the last sync brought: it does not go with --follow")
+	}
 	cur, err := journal.Read(dir, f, print)
+	if err == nil && c.Bool("machines") {
+		asJSON := c.Bool("json")
+		err = journal.ReadOthers(dir, f, func(machine string, e journal.Event, err error) bool {
+			if err != nil {
+				return print(e, err)
+			}
+			if m != nil && !m.Match(e) {
+				return true
+			}
+			if asJSON {
+				b, _ := json.Marshal(e)
+				name, _ := json.Marshal(machine)
+				outf(c, "{\"from_machine\":%s,%s\n", name, b[1:])
+			} else {
+				outf(c, "%s  %s\n", machine, formatEvent(e))
+			}
+			return true
+		})
+	}
 	if err != nil || !c.Bool("follow") {
 		return err
 	}

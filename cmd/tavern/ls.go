@@ -40,7 +40,7 @@ Examples:
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "where", Aliases: []string{"w"}, Usage: "filter `EXPR` (repeatable)"},
 			&cli.StringFlag{Name: "sort", Usage: "sort by `FIELD` (-FIELD for descending)"},
-			&cli.IntFlag{Name: "limit", Usage: "print at most `N` documents"},
+			limitFlag("print at most `N` documents (default: all)", 0),
 			&cli.BoolFlag{Name: "body", Usage: "include bodies in --json output"},
 			jsonFlag(),
 		},
@@ -116,7 +116,7 @@ func lsSelect(c *cli.Context, s *docstore.Store, a lsArgs) (*lsResult, error) {
 			}
 		}
 	}
-	p, err := watcher.Open(s, watcher.Options{Cache: true, Kinds: []string{a.Kind}})
+	p, err := watcher.Open(s, watcher.Options{Cache: true, Kinds: []string{a.Kind}, Progress: progress(c, "index", "documents")})
 	if err != nil {
 		return nil, err
 	}

@@ -37,6 +37,6 @@ func runMCP(c *cli.Context) error {
 		return err
 	}
 	defer e.Close()
-	srv := kit.NewMCPServer(e, kit.MCPOptions{Agent: c.String("as"), Version: c.App.Version})
+	srv := kit.NewMCPServer(e, kit.MCPOptions{Agent: asOrEnv(c), Version: c.App.Version})
 	return srv.Run(c.Context, &mcp.StdioTransport{})
 }

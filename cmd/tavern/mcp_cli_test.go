@@ -22,6 +22,8 @@ func TestMCPServerBuiltBinary(t *testing.T) {
 	p.ok("queue", "create", "build")
 	p.ok("queue", "add", "build", "--title", "port the lexer")
 	p.ok("knowledge", "add", "--domain", "decision", "--title", "Database", "We use PostgreSQL 17 with JSONB")
+	p.ok("agent", "new", "bob")
+	p.ok("agent", "new", "me")
 	p.ok("send", "@me", "welcome aboard", "--as", "bob")
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -11,13 +11,14 @@ import (
 
 func newMemoryCommand() *cli.Command {
 	as := func(more ...cli.Flag) []cli.Flag { return append(more, asFlag(), jsonFlag()) }
-	limit := func() cli.Flag { return &cli.IntFlag{Name: "limit", Value: 10, Usage: "show at most `N` results"} }
+	limit := func() cli.Flag { return limitFlag("show at most `N` results", 10) }
 	return &cli.Command{
 		Name:  "memory",
 		Usage: "an agent's private memory: add, ls, search, inspect, archive",
 		Description: `Memory entries are memory/AGENT/ID.md with a kebab-case topic, a core flag
-and an archived flag. Every subcommand acts --as an agent and sees only its
-entries. IDs may be shortened to a unique prefix.
+and an archived flag. Every subcommand acts for one agent and sees only its
+entries (--as, else $TAVERN_AGENT, else yours: memory/user/). IDs may be
+shortened to a unique prefix.
 
 Examples:
    tavern memory add --as zealot --topic parser --core "we parse with goldmark"
@@ -53,7 +54,8 @@ Examples:
 			},
 			{
 				Name: "search", Usage: "rank memories by keyword similarity", ArgsUsage: "QUERY...",
-				Description: `Rank memories by keyword similarity. Exit 3 if nothing matched.
+				Description: `Rank memories by keyword similarity. No match prints nothing ([] with
+--json) and exits 0, as every listing does.
 
 Examples:
    tavern memory search postgres --as alice
@@ -83,15 +85,11 @@ Examples:
 	}
 }
 
-// withAgentStore is an Action for the commands that act --as an agent:
-// the agent first (a usage error without one), then the arguments (args
-// says what they must be; nil takes any), then the store.
+// withAgentStore is an Action for the commands that act for someone
+// (actorOf): the arguments first (args says what they must be; nil
+// takes any), then the store and the actor.
 func withAgentStore(args func(c *cli.Context) error, fn func(c *cli.Context, s *docstore.Store, agent string) error) cli.ActionFunc {
 	return func(c *cli.Context) error {
-		agent, err := actingAgent(c)
-		if err != nil {
-			return err
-		}
 		if args != nil {
 			if err := args(c); err != nil {
 				return err
@@ -101,12 +99,20 @@ func withAgentStore(args func(c *cli.Context) error, fn func(c *cli.Context, s *
 		if err != nil {
 			return err
 		}
-		return fn(c, s, agent)
+		a, err := actorOf(c, s)
+		if err != nil {
+			return err
+		}
+		return fn(c, s, a.Name)
 	}
 }
 
 func runMemoryAdd(c *cli.Context) error {
-	agent, err := actingAgent(c)
+	s, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	agent, err := actorOf(c, s)
 	if err != nil {
 		return err
 	}
@@ -114,11 +120,7 @@ func runMemoryAdd(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	s, err := openStore(c)
-	if err != nil {
-		return err
-	}
-	m, err := recall.AddMemory(s, agent, c.String("topic"), text, c.Bool("core"))
+	m, err := recall.AddMemory(s, agent.Name, c.String("topic"), text, c.Bool("core"))
 	if err != nil {
 		return err
 	}
@@ -150,13 +152,10 @@ func runMemorySearch(c *cli.Context, s *docstore.Store, agent string) error {
 		return err
 	}
 	if c.Bool("json") {
-		return printJSON(c, hits)
+		return printJSON(c, orEmpty(hits))
 	}
 	for _, h := range hits {
 		outf(c, "%s\n", memoryLine(h.Memory, h.Score))
-	}
-	if len(hits) == 0 {
-		return errSilentNothing
 	}
 	return nil
 }

@@ -35,7 +35,8 @@ func runMigrate(c *cli.Context) error {
 	}
 	changed := []map[string]string{}
 	invalid := 0
-	err = s.Migrate(c.Bool("dry-run"), func(m docstore.Migration) error {
+	err = s.MigrateWith(docstore.MigrateOptions{DryRun: c.Bool("dry-run"), Progress: progress(c, "migrate", "documents")}, func(m docstore.Migration) error {
+		clearProgress(c)
 		switch {
 		case m.Before == nil:
 			errf(c, "tavern: skipped: %v\n", m.Err)
@@ -69,7 +70,7 @@ func runMigrate(c *cli.Context) error {
 		outf(c, "all documents are at the current schema version\n")
 	}
 	if invalid > 0 {
-		errf(c, "tavern: %d document(s) not migrated: invalid after migration (fix them, then run migrate again)\n", invalid)
+		errf(c, "tavern: %s not migrated: invalid after migration (fix them, then run migrate again)\n", counted(invalid, "document"))
 		return withCode(exitInvalid, errSilent)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
 )
@@ -57,6 +58,9 @@ func runNew(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if k == schema.Agent {
+		return newAgent(c, s, name, assigns, body)
+	}
 	d, err := docstore.NewDoc(k, docstore.Template{Name: name[strings.LastIndex(name, "/")+1:], Defaults: true, Body: body})
 	if err != nil {
 		return err
@@ -73,5 +77,52 @@ func runNew(c *cli.Context) error {
 		return printJSON(c, docJSON(s, d, true))
 	}
 	outf(c, "%s\n", rel)
+	return nil
+}
+
+// newAgent is `new agent`: the same document as `agent new` (the agent
+// manager writes it: applied state, constitution hash, sections,
+// journal), with the given fields set on it before it is written.
+func newAgent(c *cli.Context, s *docstore.Store, name string, assigns [][2]string, body []byte) error {
+	m, err := agents.NewManager(s)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	spec := agents.AgentSpec{Name: name}
+	var rest [][2]string
+	for _, a := range assigns {
+		switch a[0] {
+		case "role":
+			spec.Role = a[1]
+		case "parent":
+			spec.Parent = a[1]
+		default:
+			rest = append(rest, a)
+		}
+	}
+	spec.Edit = func(d *docstore.Doc) error {
+		for _, a := range rest {
+			if err := d.SetYAML(a[0], a[1]); err != nil {
+				return err
+			}
+		}
+		if body != nil {
+			d.SetBody(append([]byte("\n"), body...))
+		}
+		return nil
+	}
+	a, err := m.CreateAgent(spec)
+	if err != nil {
+		return err
+	}
+	d, err := s.Get(agents.AgentPath(a.Name))
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c, docJSON(s, d, true))
+	}
+	outf(c, "%s\n", d.Path)
 	return nil
 }

@@ -32,9 +32,9 @@ Examples:
 		Flags: []cli.Flag{
 			asFlag(),
 			&cli.StringSliceFlag{Name: "queue", Usage: "look in `Q` only (repeatable, or Q1,Q2)"},
-			&cli.IntFlag{Name: "limit", Value: 3, Usage: "offer up to `N` items"},
+			limitFlag("offer up to `N` items", 3),
 			&cli.BoolFlag{Name: "take", Usage: "claim the next item"},
-			&cli.DurationFlag{Name: "wait", Usage: "with --take: wait up to `DUR` for an item"},
+			waitFlag("with --take: wait up to `DUR` for an item"),
 			jsonFlag(),
 		},
 		Action: runNext,
@@ -50,16 +50,19 @@ func runNext(c *cli.Context) error {
 			}
 		}
 	}
-	agent := c.String("as")
+	agent := asOrEnv(c)
 	s, b, err := openBroker(c)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
 	if c.Bool("take") {
-		if agent == "" {
-			return usageErr("next --take needs --as AGENT (or TAVERN_AGENT)")
+		// Taking acts for someone: the one rule (actorOf).
+		a, err := actorOf(c, s)
+		if err != nil {
+			return err
 		}
+		agent = a.Name
 		cl, err := kit.Take(c.Context, b, agent, names, c.Duration("wait"))
 		if err != nil {
 			if ee, ok := err.(*queues.EmptyError); ok && ee.Diag != nil {

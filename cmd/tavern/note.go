@@ -25,7 +25,11 @@ func runNote(c *cli.Context) error {
 	if c.NArg() < 1 {
 		return usageErr("note takes CHANNEL [TEXT...]")
 	}
-	as, err := actingAgent(c)
+	s, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	as, err := actorOf(c, s)
 	if err != nil {
 		return err
 	}
@@ -33,11 +37,7 @@ func runNote(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	s, err := openStore(c)
-	if err != nil {
-		return err
-	}
-	n, err := messages.AddNote(s, c.Args().First(), as, text)
+	n, err := messages.AddNote(s, c.Args().First(), as.Name, text)
 	if err != nil {
 		return err
 	}

@@ -192,7 +192,9 @@ func fillOneShotStore(tavern, dir string) error {
 	return nil
 }
 
-func oneShotID(i int) string { return fmt.Sprintf("p%02d-%08d-0000-7000-8000-000000000000", oneShotPriority(i), i) }
+func oneShotID(i int) string {
+	return fmt.Sprintf("p%02d-%08d-0000-7000-8000-000000000000", oneShotPriority(i), i)
+}
 
 func oneShotPriority(i int) int {
 	if i%10 == 0 {

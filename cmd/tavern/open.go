@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
-	"os/user"
 	"path/filepath"
 	"strings"
 
@@ -13,6 +13,7 @@ import (
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/queues/tuples"
+	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
 
@@ -150,27 +151,51 @@ func openSpace(c *cli.Context) (*tuples.Space, error) {
 	return tuples.NewSpace(s, tuples.SpaceOptions{})
 }
 
-// actor is the agent identity of the caller: --as, else TAVERN_AGENT,
-// else "" (a person).
-func actor(c *cli.Context) string {
-	if v := c.String("as"); v != "" {
-		return v
+// actorOf is who the command acts for: agents.ResolveActor, the one
+// rule (--as, else $TAVERN_AGENT, else the person, "user"). An --as or
+// $TAVERN_AGENT that names no agent is refused (exit 3, with the nearest
+// names), never created.
+func actorOf(c *cli.Context, s *docstore.Store) (agents.Actor, error) {
+	as := ""
+	if hasFlag(c.Command, "as") {
+		as = c.String("as")
+		if as == "" && c.IsSet("as") {
+			// --as '' names nobody: a bad name, not "the default".
+			return agents.Actor{}, fmt.Errorf("--as: %w", schema.ValidAgentName(""))
+		}
+	}
+	return agents.ResolveActor(s, as, envAgent())
+}
+
+// asOrEnv is --as, else $TAVERN_AGENT, unchecked: for the agent-tool
+// commands (hook, prime, mcp, next) that derive an identity of their own
+// (a hook session's agent) when neither is given.
+func asOrEnv(c *cli.Context) string {
+	if hasFlag(c.Command, "as") {
+		if v := c.String("as"); v != "" {
+			return v
+		}
 	}
 	return envAgent()
 }
 
-// actingAgent is --as (default TAVERN_AGENT) for the commands that need
-// one.
-func actingAgent(c *cli.Context) (string, error) {
-	a := c.String("as")
-	if a == "" {
-		name := strings.TrimPrefix(c.Command.HelpName, c.App.Name+" ") // "memory add", not "add"
-		if name == "" {
-			name = c.Command.Name
-		}
-		return "", usageErr("%s needs --as AGENT (or TAVERN_AGENT)", name)
+// agentActor is actorOf for the commands that work only for an agent
+// (wake, sleep): the person is a usage error.
+func agentActor(c *cli.Context, s *docstore.Store) (agents.Actor, error) {
+	a, err := actorOf(c, s)
+	if err == nil && !a.Agent {
+		err = fmt.Errorf("%s %w", commandName(c), agents.ErrPersonNotAgent)
 	}
-	return a, nil
+	return a, err
+}
+
+// commandName is the command's full name without the program's:
+// "memory add", not "add".
+func commandName(c *cli.Context) string {
+	if name := strings.TrimPrefix(c.Command.HelpName, c.App.Name+" "); name != "" {
+		return name
+	}
+	return c.Command.Name
 }
 
 // contextWithoutCancel keeps the command's values but not main's
@@ -178,14 +203,4 @@ func actingAgent(c *cli.Context) (string, error) {
 // (pool run) decide themselves what a signal means.
 func contextWithoutCancel(c *cli.Context) context.Context {
 	return context.WithoutCancel(c.Context)
-}
-
-// cliHolder names a claimer that gave no --as: user@host.
-func cliHolder() string {
-	name := "cli"
-	if u, err := user.Current(); err == nil {
-		name = u.Username
-	}
-	host, _ := os.Hostname()
-	return name + "@" + host
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 )
@@ -14,6 +15,16 @@ func printJSON(c *cli.Context, v any) error {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
+}
+
+// jsonLine writes v as one compact JSON line (streams: log, watch,
+// verifier).
+func jsonLine(c *cli.Context, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	outf(c, "%s\n", b)
 }
 
 func outf(c *cli.Context, format string, args ...any) {
@@ -31,9 +42,6 @@ func orEmpty[T any](s []T) []T {
 	}
 	return s
 }
-
-// errSilentNothing: nothing to print, exit 3, no message.
-var errSilentNothing = withCode(exitNotFound, errSilent)
 
 func dash(s string) string {
 	if strings.TrimSpace(s) == "" {
@@ -68,4 +76,63 @@ func oneLine(s string) string {
 // indent indents every line of s by four spaces.
 func indent(s string) string {
 	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
+}
+
+// errSilentNothing: nothing to print, exit 3, no message (a command that
+// must find one thing found none and says so by its exit code alone).
+var errSilentNothing = withCode(exitNotFound, errSilent)
+
+// clearProgress erases a progress line (progress) before other output
+// on a terminal.
+func clearProgress(c *cli.Context) {
+	if !c.Bool("json") && isTerminal(c.App.ErrWriter) {
+		errf(c, "\r\033[K")
+	}
+}
+
+// progress returns a progress display for long work (backup, restore,
+// migrate, check, reindex): one line on stderr, rewritten in place at
+// most every 100ms and cleared at the end, when stderr is a terminal
+// and --json is not given; else nil (silent in pipes, logs and JSON).
+// Work on fewer than progressMin files or documents shows nothing (no
+// flicker on small stores).
+func progress(c *cli.Context, what, unit string) func(done, total int) {
+	if c.Bool("json") || !isTerminal(c.App.ErrWriter) {
+		return nil
+	}
+	var last time.Time
+	shown := false
+	return func(done, total int) {
+		if total < progressMin {
+			return
+		}
+		if done >= total {
+			if shown {
+				errf(c, "\r\033[K")
+				shown = false
+			}
+			return
+		}
+		if time.Since(last) < 100*time.Millisecond {
+			return
+		}
+		last, shown = time.Now(), true
+		errf(c, "\r%s: %d of %d %s", what, done, total, unit)
+	}
+}
+
+// progressMin is the least work that shows progress: a store this large
+// takes long enough to watch.
+const progressMin = 1000
+
+// counted is n with its noun, singular for one: "1 document", "2
+// documents". plural is given when it is not noun+"s" ("entries").
+func counted(n int, noun string, plural ...string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if len(plural) > 0 {
+		return fmt.Sprintf("%d %s", n, plural[0])
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues/plans"
 	"github.com/tavernhq/tavern/schema"
 )
@@ -98,34 +99,42 @@ func runPlanImport(c *cli.Context) error {
 	if err := schema.ValidName(name); err != nil {
 		return usageErr("plan name %q: %v (use --name)", name, err)
 	}
-	_, b, err := openBroker(c)
+	s, b, err := openBroker(c)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	rep, err := plans.Import(b, plans.ImportOptions{Name: name, Queue: c.String("queue"), Source: file, Data: data, By: actorOrUser(c)})
+	by, err := actorOrUser(c, s)
+	if err != nil {
+		return err
+	}
+	rep, err := plans.Import(b, plans.ImportOptions{Name: name, Queue: c.String("queue"), Source: file, Data: data, By: by})
 	if err != nil {
 		return err
 	}
 	if c.Bool("json") {
 		return printJSON(c, rep)
 	}
-	outf(c, "%s: %d items in queue %s\n", plans.Path(name), len(rep.Added), c.String("queue"))
+	outf(c, "%s: %s in queue %s\n", plans.Path(name), counted(len(rep.Added), "item"), c.String("queue"))
 	return nil
 }
 
 func runPlanSync(c *cli.Context) error {
-	_, b, err := openBroker(c)
+	s, b, err := openBroker(c)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
+	by, err := actorOrUser(c, s)
+	if err != nil {
+		return err
+	}
 	var reps []*plans.Report
 	if c.NArg() == 0 {
 		reps, err = plans.SyncAll(b, "")
 	} else {
 		for _, n := range c.Args().Slice() {
-			r, serr := plans.Sync(b, n, plans.SyncOptions{By: actorOrUser(c)})
+			r, serr := plans.Sync(b, n, plans.SyncOptions{By: by})
 			if serr != nil {
 				err = serr
 				break
@@ -216,10 +225,9 @@ func runPlanStatus(c *cli.Context) error {
 	return nil
 }
 
-// actorOrUser names who acts: $TAVERN_AGENT, else $USER.
-func actorOrUser(c *cli.Context) string {
-	if a := os.Getenv("TAVERN_AGENT"); a != "" {
-		return a
-	}
-	return os.Getenv("USER")
+// actorOrUser names who acts, for the record: the one rule (actorOf:
+// --as, else $TAVERN_AGENT, else the person, "user").
+func actorOrUser(c *cli.Context, s *docstore.Store) (string, error) {
+	a, err := actorOf(c, s)
+	return a.Name, err
 }

@@ -60,12 +60,12 @@ Example:
 			Flags: append([]cli.Flag{
 				&cli.StringSliceFlag{Name: "queue", Usage: "queue `Q` (repeatable, or Q1,Q2; required)"},
 				&cli.IntFlag{Name: "min", Usage: "drones to keep (idle mode)", Value: 0},
-				&cli.IntFlag{Name: "max", Usage: "most drones at once", Value: 4},
+				&cli.IntFlag{Name: "max", Usage: "most drones at once", Value: 4, Action: atLeastOne("max", "a pool of no drones does nothing")},
 				&cli.StringFlag{Name: "on-empty", Usage: "idle | hibernate | terminate"},
 				&cli.BoolFlag{Name: "steal", Usage: "drones take from other queues when these are empty"},
 				&cli.StringFlag{Name: "model", Usage: "model `M` for the drones"},
 				&cli.StringFlag{Name: "role", Usage: "role `R` of the drones"},
-				&cli.DurationFlag{Name: "idle-wait", Value: time.Minute, Usage: "how long an idle drone waits for an item"},
+				&cli.DurationFlag{Name: "idle-wait", Value: time.Minute, Usage: "how long an idle drone waits for an item", Action: positiveDur("idle-wait", "idle drones that do not wait are --on-empty hibernate")},
 				&cli.BoolFlag{Name: "quiet", Usage: "no progress line"},
 				jsonFlag(),
 			}, worktreeFlags()...),
@@ -89,6 +89,7 @@ func runPoolRun(c *cli.Context) error {
 		return err
 	}
 	defer b.Close()
+	defer startBackgroundSync(c, m.Store, m.Journal)() // sync.go: several machines
 	defer openServingProjection(c, m, "tavern pool run", true)()
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
@@ -117,8 +118,8 @@ func runPoolRun(c *cli.Context) error {
 	if c.Bool("json") {
 		return printJSON(c, mt)
 	}
-	outf(c, "pool %s: %d done, %d failed, %d released, %d steals, %d drones spawned (peak %d, %d crashed) in %s; utilization %.2f\n",
-		name, mt.ItemsDone, mt.ItemsFailed, mt.ItemsReleased, mt.Steals, mt.Spawned, mt.PeakDrones, mt.Crashed, mt.Elapsed, mt.Utilization)
+	outf(c, "pool %s: %d done, %d failed, %d released, %s, %s spawned (peak %d, %d crashed) in %s; utilization %.2f\n",
+		name, mt.ItemsDone, mt.ItemsFailed, mt.ItemsReleased, counted(mt.Steals, "steal"), counted(mt.Spawned, "drone"), mt.PeakDrones, mt.Crashed, mt.Elapsed, mt.Utilization)
 	return nil
 }
 
@@ -186,8 +187,8 @@ func progressLine(c *cli.Context) func(agents.PoolMetrics) {
 	last, lastAt := "", time.Time{}
 	tty := isTerminal(c.App.ErrWriter)
 	return func(p agents.PoolMetrics) {
-		line := fmt.Sprintf("%s %s: %d drones | %d done %d failed | %d pending %d claimed | %.1f/min util %.2f",
-			p.Name, p.State, p.Drones, p.ItemsDone, p.ItemsFailed, p.Pending, p.Claimed, p.Throughput, p.Utilization)
+		line := fmt.Sprintf("%s %s: %s | %d done %d failed | %d pending %d claimed | %.1f/min util %.2f",
+			p.Name, p.State, counted(p.Drones, "drone"), p.ItemsDone, p.ItemsFailed, p.Pending, p.Claimed, p.Throughput, p.Utilization)
 		if line == last {
 			return
 		}

@@ -53,7 +53,7 @@ func runPrime(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	agent := c.String("as")
+	agent := asOrEnv(c)
 	if agent == "" && c.Bool("hook-json") {
 		agent = hookPayloadAgent(c.App.Reader)
 	}

@@ -456,6 +456,7 @@ func TestSpawnForwardsSignals(t *testing.T) {
 func TestQueueAgentLiveness(t *testing.T) {
 	p := newProject(t)
 	p.ok("queue", "create", "q", "--lease", "1h")
+	p.ok("agent", "new", "alice")
 	id := strings.TrimSpace(p.ok("queue", "add", "q"))
 	s, err := docstore.Open(p.path(""))
 	if err != nil {
@@ -607,6 +608,7 @@ func TestLivenessHolderHelper(t *testing.T) {
 func TestTokenHolderKilled(t *testing.T) {
 	p := newProject(t)
 	p.ok("token", "init", "merge", "--count", "1")
+	p.ok("agent", "new", "alice")
 	wrapper := exec.Command(os.Args[0], "-test.run=^TestLivenessHolderHelper$")
 	wrapper.Env = append(os.Environ(), "TAVERN_TEST_HOLDER=alice", "TAVERN_TEST_STORE="+p.path(""))
 	stdout, _ := wrapper.StdoutPipe()

@@ -29,12 +29,15 @@ Examples:
 }
 
 func runQuestions(c *cli.Context, m *agents.Manager) error {
-	to := actor(c)
+	who, err := actorOf(c, m.Store)
+	if err != nil {
+		return err
+	}
+	to := who.AgentName()
 	if to == "" {
 		to = agents.User
 	}
 	var qs []*agents.Question
-	var err error
 	if c.Bool("all") {
 		qs, err = m.Questions("", false)
 	} else {

@@ -52,11 +52,11 @@ Examples:
    tavern queue create code --on-dead "ask parent"`,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "priority", Usage: "queue priority, 0 (highest) .. 99"},
-			&cli.IntFlag{Name: "max-attempts", Usage: "claims before an item goes to dead/ (default: tavern.md default_max_attempts)"},
-			&cli.DurationFlag{Name: "lease", Usage: "claim lease (default: tavern.md default_lease)"},
-			&cli.DurationFlag{Name: "backoff", Usage: "delay after the first failure, doubled per attempt (default 10s)"},
-			&cli.DurationFlag{Name: "backoff-max", Usage: "backoff cap (default 10m)"},
-			&cli.DurationFlag{Name: "lease-grace", Usage: "how long a hung holder keeps an expired claim (default 30s)"},
+			&cli.IntFlag{Name: "max-attempts", Usage: "claims before an item goes to dead/", DefaultText: "tavern.md default_max_attempts"},
+			&cli.DurationFlag{Name: "lease", Usage: "claim lease", DefaultText: "tavern.md default_lease"},
+			&cli.DurationFlag{Name: "backoff", Usage: "delay after the first failure, doubled per attempt (0: retry at once)", DefaultText: "10s"},
+			&cli.DurationFlag{Name: "backoff-max", Usage: "backoff cap (0: retry at once)", DefaultText: "10m"},
+			&cli.DurationFlag{Name: "lease-grace", Usage: "how long a hung holder keeps an expired claim (0: reclaimed as its lease ends)", DefaultText: "30s"},
 			&cli.StringFlag{Name: "on-empty", Usage: "what pools do when it is empty: idle | hibernate | terminate | steal"},
 			&cli.BoolFlag{Name: "no-steal", Usage: "other queues' workers may not steal from this one"},
 			&cli.StringFlag{Name: "on-dead", Usage: "where dead items are escalated: 'ask parent' | 'ask user' | 'notify CHANNEL'"},
@@ -82,6 +82,7 @@ func runQueueCreate(c *cli.Context) error {
 		Priority: c.Int("priority"), MaxAttempts: c.Int("max-attempts"), Lease: c.Duration("lease"),
 		Backoff: c.Duration("backoff"), BackoffMax: c.Duration("backoff-max"), LeaseGrace: c.Duration("lease-grace"),
 		OnEmpty: c.String("on-empty"), NoSteal: c.Bool("no-steal"),
+		Explicit: explicit(c, "max-attempts", "lease", "backoff", "backoff-max", "lease-grace"),
 	})
 	if err != nil {
 		return err
@@ -117,7 +118,7 @@ Examples:
 			&cli.StringFlag{Name: "title", Usage: "one-line title"},
 			&cli.IntFlag{Name: "priority", Usage: "0 (highest) .. 99"},
 			&cli.StringSliceFlag{Name: "depends-on", Usage: "item `ID` that must be done first (repeatable)"},
-			&cli.IntFlag{Name: "max-attempts", Usage: "override the queue's max attempts"},
+			&cli.IntFlag{Name: "max-attempts", Usage: "claims before the item goes to dead/", DefaultText: "the queue's max_attempts"},
 			&cli.StringFlag{Name: "gate", Usage: "human: a person approves (tavern approve) before the item is done"},
 			bodyFlag(),
 			jsonFlag(),
@@ -139,9 +140,14 @@ func runQueueAdd(c *cli.Context) error {
 		return err
 	}
 	defer b.Close()
+	by, err := actorOrUser(c, s)
+	if err != nil {
+		return err
+	}
 	it, err := b.Add(c.Args().First(), queues.AddOptions{
 		Title: c.String("title"), Priority: c.Int("priority"), DependsOn: c.StringSlice("depends-on"),
-		MaxAttempts: c.Int("max-attempts"), Body: body, Gate: c.String("gate"), By: actorOrUser(c),
+		MaxAttempts: c.Int("max-attempts"), Body: body, Gate: c.String("gate"), By: by,
+		Explicit: explicit(c, "max-attempts"),
 	})
 	if err != nil {
 		return err
@@ -180,8 +186,8 @@ Examples:
    read id attempt < <(tavern queue take build | head -1)
    tavern queue take build,docs --steal --wait 30s --json`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "as", Usage: "claim as `AGENT` (recorded as claimed_by)"},
-			&cli.DurationFlag{Name: "wait", Usage: "wait up to `DUR` for an item (event-driven)"},
+			asFlag(),
+			waitFlag("wait up to `DUR` for an item (event-driven)"),
 			&cli.BoolFlag{Name: "steal", Usage: "take from other stealable queues when these are empty"},
 			jsonFlag(),
 		},
@@ -198,11 +204,13 @@ func runQueueTake(c *cli.Context) error {
 		return err
 	}
 	defer b.Close()
-	opt := queues.TakeOptions{Queues: splitList([]string{c.Args().First()}), Steal: c.Bool("steal"), Wait: c.Duration("wait"), As: c.String("as")}
-	if c.IsSet("as") {
-		opt.Liveness = queues.AgentLock // the library checks the name
-	} else {
-		opt.As = cliHolder()
+	as, err := actorOf(c, s)
+	if err != nil {
+		return err
+	}
+	opt := queues.TakeOptions{Queues: splitList([]string{c.Args().First()}), Steal: c.Bool("steal"), Wait: c.Duration("wait"), As: as.Name}
+	if as.Agent {
+		opt.Liveness = queues.AgentLock
 	}
 	cl, err := b.Take(c.Context, opt)
 	if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -20,15 +19,16 @@ func newRecvCommand() *cli.Command {
 		Description: `Prints the messages of CHANNEL the agent has not read and moves its bookmark
 (bookmarks/AGENT.md) past them. --all prints every message. --wait DUR blocks
 until a message arrives (woken by the write itself, not by polling); exit 3
-if none came in time. Exit 3 also when there is nothing unread and no --wait.
+if none came in time. Without --wait, nothing unread prints nothing ([]
+with --json) and exits 0, as every listing does. An unknown channel exits 3.
 
 Examples:
    tavern recv research --as harbinger-1
    tavern recv @zealot --as zealot --wait 10m --json`,
 		Flags: []cli.Flag{asFlag(), jsonFlag(),
-			&cli.DurationFlag{Name: "wait", Usage: "block up to `DUR` for a new message"},
+			waitFlag("block up to `DUR` for a new message"),
 			&cli.BoolFlag{Name: "all", Usage: "print every message, read or not"},
-			&cli.IntFlag{Name: "limit", Usage: "print at most `N` messages (the rest stay unread)"},
+			limitFlag("print at most `N` messages (the rest stay unread; default: all)", 0),
 		},
 		Action: runRecv,
 	}
@@ -38,23 +38,22 @@ func runRecv(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return usageErr("recv takes CHANNEL")
 	}
-	as, err := actingAgent(c)
-	if err != nil {
-		return err
-	}
 	s, err := openStore(c)
 	if err != nil {
 		return err
 	}
+	actor, err := actorOf(c, s)
+	if err != nil {
+		return err
+	}
+	as := actor.Name
 	opt := messages.RecvOptions{All: c.Bool("all"), Limit: c.Int("limit")}
 	var msgs []messages.Message
 	if d := c.Duration("wait"); d > 0 {
 		ctx, cancel := context.WithTimeout(c.Context, d)
 		defer cancel()
 		msgs, err = messages.RecvWait(ctx, s, as, c.Args().First(), opt)
-		if errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("no new message on %s within %s: %w", c.Args().First(), d, err)
-		}
+		err = timedOut(err, d, "no new message on %s", c.Args().First())
 	} else {
 		msgs, err = messages.Recv(s, as, c.Args().First(), opt)
 	}
@@ -72,9 +71,6 @@ func runRecv(c *cli.Context) error {
 		for _, m := range msgs {
 			outf(c, "%s\n", formatMessage(m))
 		}
-	}
-	if len(msgs) == 0 {
-		return errSilentNothing
 	}
 	return nil
 }

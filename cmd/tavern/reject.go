@@ -16,7 +16,7 @@ Example:
    tavern reject p00-0193... --reason "wrong approach: use the existing parser"`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "reason", Usage: "why (required)"},
-			&cli.StringFlag{Name: "by", Usage: "who decides (default $USER)"},
+			&cli.StringFlag{Name: "by", Usage: "who decides (default: $TAVERN_USER, else the login name)"},
 			jsonFlag(),
 		},
 		Before: requireFlags("reason"),

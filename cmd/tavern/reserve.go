@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -16,7 +17,8 @@ func newReserveCommand() *cli.Command {
 		Usage:     "reserve paths for an agent (exclusive, with a TTL)",
 		ArgsUsage: "GLOB...",
 		Description: `Reserves the paths GLOB matches, relative to the project root (the directory
-holding .tavern/), for agent --as (or $TAVERN_AGENT). All or nothing: if any
+holding .tavern/), for --as AGENT (default: $TAVERN_AGENT, else you, "user").
+All or nothing: if any
 GLOB overlaps another agent's live reservation — either way round, e.g.
 src/**/*.go against src/a/b.go or src/a/* — nothing is reserved and the
 conflicts are listed (exit 4). Re-reserving your own glob renews it.
@@ -49,8 +51,8 @@ Examples:
 		Flags: []cli.Flag{
 			asFlag(),
 			instanceFlag(),
-			&cli.DurationFlag{Name: "wait", Usage: "wait up to `DUR` for the paths to be free"},
-			&cli.DurationFlag{Name: "ttl", Value: time.Hour, Usage: "the reservation lapses after `DUR` (0: never)"},
+			waitFlag("wait up to `DUR` for the paths to be free"),
+			&cli.DurationFlag{Name: "ttl", Value: time.Hour, Usage: "the reservation lapses after `DUR` (0: never)", Action: notNegative("ttl")},
 			&cli.StringFlag{Name: "reason", Usage: "why, shown to agents that conflict"},
 			&cli.BoolFlag{Name: "list", Usage: "list live reservations instead"},
 			jsonFlag(),
@@ -63,10 +65,14 @@ func runReserve(c *cli.Context) error {
 	if c.Bool("list") {
 		return runReservations(c)
 	}
-	if c.NArg() == 0 || c.String("as") == "" {
-		return usageErr("reserve takes GLOB... --as AGENT")
+	if c.NArg() == 0 {
+		return usageErr("reserve takes GLOB... [--as AGENT]")
 	}
 	sp, err := openSpace(c)
+	if err != nil {
+		return err
+	}
+	as, err := actorOf(c, sp.Store())
 	if err != nil {
 		return err
 	}
@@ -76,9 +82,13 @@ func runReserve(c *cli.Context) error {
 	if wait := c.Duration("wait"); wait > 0 {
 		ctx, cancel := context.WithTimeout(c.Context, wait)
 		defer cancel()
-		rs, err = sp.ReserveWait(ctx, c.String("as"), c.Args().Slice(), opt)
+		rs, err = sp.ReserveWait(ctx, as.Name, c.Args().Slice(), opt)
+		if errors.Is(err, tuples.ErrReserved) { // still reserved when the wait ran out
+			err = timedOut(context.DeadlineExceeded, wait, "the paths did not become free (%v)", err)
+		}
+		err = timedOut(err, wait, "the paths did not become free")
 	} else {
-		rs, err = sp.Reserve(c.String("as"), c.Args().Slice(), opt)
+		rs, err = sp.Reserve(as.Name, c.Args().Slice(), opt)
 	}
 	if err != nil {
 		return err

@@ -3,7 +3,6 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -18,7 +17,8 @@ func newRestoreCommand() *cli.Command {
 		ArgsUsage: "SRC",
 		Description: `Restores the backup directory SRC as the store (--dir, or ./.tavern when no
 store is found). Refuses (exit 4) if the store holds documents, unless
---force; a replaced store is kept as .tavern.before-restore-<time>.
+--force; a replaced store is kept in .tavern-backups/before-restore-<time>
+(next to .tavern/, ignored by git).
 
 Example:
    tavern restore .tavern-backups/tavern-20260124T100000.000Z --force`,
@@ -39,7 +39,7 @@ func runRestore(c *cli.Context) error {
 		}
 		target = filepath.Join(wd, docstore.DirName)
 	}
-	res, err := agents.Restore(c.Args().First(), target, c.Bool("force"), time.Now())
+	res, err := agents.RestoreWith(c.Args().First(), target, agents.RestoreOptions{Force: c.Bool("force"), Progress: progress(c, "restore", "files")})
 	if err != nil {
 		return err
 	}

@@ -10,10 +10,12 @@ func newRmCommand() *cli.Command {
 		Usage:     "remove a document (it moves to .tavern/.trash/)",
 		ArgsUsage: "REF...",
 		Description: `Documents are never unlinked: rm moves them into .tavern/.trash/, from where
-they can be copied back by hand.
+` + "`tavern trash restore`" + ` brings them back. Engine files (tavern.md, the journal,
+dot names) are refused (exit 2): every later command needs them.
 
-Example:
-   tavern rm agents/old-bot`,
+Examples:
+   tavern rm agents/old-bot
+   tavern trash restore agents/old-bot.md`,
 		Action: runRm,
 	}
 }
@@ -26,15 +28,25 @@ func runRm(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	removed := []string{}
 	for _, ref := range c.Args().Slice() {
 		rel, err := resolveRef(s, ref)
+		if err == nil {
+			err = s.Delete(rel)
+		}
 		if err != nil {
+			if c.Bool("json") && len(removed) > 0 {
+				printJSON(c, map[string]any{"removed": removed})
+			}
 			return err
 		}
-		if err := s.Delete(rel); err != nil {
-			return err
+		removed = append(removed, rel)
+		if !c.Bool("json") {
+			outf(c, "removed %s (`tavern trash restore %s` brings it back)\n", rel, rel)
 		}
-		outf(c, "removed %s (kept in .trash/)\n", rel)
+	}
+	if c.Bool("json") {
+		return printJSON(c, map[string]any{"removed": removed})
 	}
 	return nil
 }

@@ -12,13 +12,16 @@ func newSendCommand() *cli.Command {
 		Usage:     "send a message to a channel",
 		ArgsUsage: "CHANNEL [TEXT...]",
 		Description: `Appends a message to messages/CHANNEL/. Without TEXT the message is read from
-stdin. Direct messages go to the channel @AGENT. The channel is created on
-first use; sending to an archived channel fails (exit 4).
+stdin. Direct messages go to the channel @AGENT. The channel must exist
+(` + "`tavern channel create`" + `, or --create here); an unknown channel or agent is
+refused (exit 3, with the nearest names). Sending to an archived channel
+fails (exit 4).
 
 Examples:
    tavern send research "Proposal: stateless context assembly" --as zealot-1
    make test 2>&1 | tavern send @lead --as ci`,
-		Flags:  []cli.Flag{asFlag(), jsonFlag()},
+		Flags: []cli.Flag{asFlag(), jsonFlag(),
+			&cli.BoolFlag{Name: "create", Usage: "create CHANNEL if it does not exist"}},
 		Action: runSend,
 	}
 }
@@ -27,19 +30,25 @@ func runSend(c *cli.Context) error {
 	if c.NArg() < 1 {
 		return usageErr("send takes CHANNEL [TEXT...]")
 	}
-	as, err := actingAgent(c)
+	s, err := openStore(c)
 	if err != nil {
 		return err
+	}
+	as, err := actorOf(c, s)
+	if err != nil {
+		return err
+	}
+	// The channel first: a typo is refused before stdin is read.
+	if !c.Bool("create") {
+		if err := messages.CheckChannel(s, c.Args().First()); err != nil {
+			return err
+		}
 	}
 	text, err := textArg(c, 1)
 	if err != nil {
 		return err
 	}
-	s, err := openStore(c)
-	if err != nil {
-		return err
-	}
-	id, err := messages.SendMessage(s, c.Args().First(), as, text)
+	id, err := messages.Send(s, c.Args().First(), as.Name, text, messages.SendOptions{Create: c.Bool("create")})
 	if err != nil {
 		return err
 	}

@@ -3,13 +3,16 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tavernhq/tavern/agents/usage"
 	"github.com/tavernhq/tavern/agents/view"
 	"github.com/tavernhq/tavern/agents/view/web"
 	"github.com/tavernhq/tavern/docstore"
@@ -20,9 +23,15 @@ const defaultListen = "127.0.0.1:7878"
 
 // personFlag names the person acting through a view: the sender of its
 // messages, answered_by of its answers, the agent of its journal events.
-var personFlag = &cli.StringFlag{Name: "as", Usage: "act as `PERSON` (default $TAVERN_USER, else the login name)", EnvVars: []string{"TAVERN_USER"}}
+// A new flag per command: urfave/cli keeps parse state in the flag. The
+// default is said once: no EnvVars, or help would repeat it.
+func personFlag() cli.Flag {
+	return &cli.StringFlag{Name: "as", Usage: "act as `PERSON` (default: $TAVERN_USER, else the login name)"}
+}
 
-var pollFlag = &cli.DurationFlag{Name: "poll", Usage: "poll every `DUR` instead of using inotify (network filesystems are detected)"}
+func pollFlag() cli.Flag {
+	return &cli.DurationFlag{Name: "poll", Usage: "poll every `DUR` instead of using inotify (0: inotify; network filesystems are detected)", Action: notNegative("poll")}
+}
 
 func newServeCommand() *cli.Command {
 	return &cli.Command{
@@ -47,7 +56,7 @@ Examples:
    tavern serve --listen 0.0.0.0:7878`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: defaultListen, Usage: "listen on `ADDR` (host:port; port 0 picks a free one)"},
-			personFlag, pollFlag,
+			personFlag(), pollFlag(),
 		},
 		Action: runServe,
 	}
@@ -72,6 +81,9 @@ func runServe(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// Other machines' changes arrive in the background when the store
+	// syncs (sync.go), and the pages show them as they land.
+	defer startBackgroundSync(c, v.Store(), nil)()
 	opt := web.Options{}
 	url := "http://" + ln.Addr().String() + "/"
 	if web.IsLoopback(ln.Addr().String()) {
@@ -124,5 +136,37 @@ func openView(c *cli.Context, watch bool, face string) (*view.View, error) {
 	if err != nil {
 		return nil, err
 	}
-	return view.Open(s, view.Options{Person: c.String("as"), Face: face, Watch: watch, Poll: c.Duration("poll")})
+	return view.Open(s, view.Options{Person: c.String("as"), Face: face, Watch: watch, Poll: c.Duration("poll"),
+		Needs: []view.NeedsSource{budgetNeeds(s)}})
+}
+
+// budgetNeeds lists the usage budgets spent today in Needs you, with the
+// pools they paused (package view does not know the ledger).
+func budgetNeeds(s *docstore.Store) view.NeedsSource {
+	return func(snap *view.Snapshot) []view.Need {
+		spent, _ := usage.Spent(s, snap.Time) // a ledger it cannot read: the pools are not held either
+		var out []view.Need
+		for _, st := range spent {
+			scope := "every pool and spawns of no pool"
+			if st.Pool != "" {
+				scope = "pool " + st.Pool
+			}
+			var paused []string
+			for _, p := range snap.Pools {
+				if p.State == "paused" && (st.Pool == "" || st.Pool == p.Name) {
+					paused = append(paused, p.Name)
+				}
+			}
+			why := fmt.Sprintf("spent today (UTC): %s; %s take no new items until tomorrow or until it is raised", strings.Join(st.Over, ", "), scope)
+			if len(paused) > 0 {
+				why += "; paused now: " + strings.Join(paused, ", ")
+			}
+			out = append(out, view.Need{Key: "budget:" + st.Name, Kind: view.NeedBudget, Severity: 2,
+				What: fmt.Sprintf("budget %s is spent for %s", st.Name, st.Day), Why: why,
+				Do:      "raise it, or wait for the next day (tavern budget set " + st.Name + " --cost N | --tokens N | --time DUR)",
+				Path:    st.Path,
+				Actions: []view.Action{{Name: view.ActEdit, Label: "Edit budget", Target: st.Path, Input: "document"}}})
+		}
+		return out
+	}
 }

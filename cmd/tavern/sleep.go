@@ -24,7 +24,11 @@ Example:
 }
 
 func runSleep(c *cli.Context) error {
-	as, err := actingAgent(c)
+	s, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	as, err := agentActor(c, s)
 	if err != nil {
 		return err
 	}
@@ -34,14 +38,7 @@ func runSleep(c *cli.Context) error {
 			return err
 		}
 	}
-	s, err := openStore(c)
-	if err != nil {
-		return err
-	}
-	if err := ensureAgent(s, as); err != nil {
-		return err
-	}
-	m, err := agents.Sleep(s, as, summary, time.Now())
+	m, err := agents.Sleep(s, as.Name, summary, time.Now())
 	if err != nil {
 		return err
 	}

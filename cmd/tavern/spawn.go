@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/agents/usage"
 	"github.com/tavernhq/tavern/queues"
 )
 
@@ -68,7 +69,7 @@ Examples:
 			&cli.StringFlag{Name: "parent", Usage: "parent agent `P` (default $TAVERN_AGENT)"},
 			&cli.StringSliceFlag{Name: "queue", Usage: "claim one item from `Q` first (repeatable, or Q1,Q2)"},
 			&cli.BoolFlag{Name: "steal", Usage: "with --queue: take from other queues when these are empty"},
-			&cli.DurationFlag{Name: "wait", Usage: "with --queue: wait up to `DUR` for an item"},
+			waitFlag("with --queue: wait up to `DUR` for an item"),
 			&cli.StringFlag{Name: "model", Usage: "model `M` (TAVERN_MODEL)"},
 			&cli.StringFlag{Name: "pool", Usage: "the pool this drone belongs to"},
 			&cli.BoolFlag{Name: "tee", Usage: "copy the child's output to this terminal"},
@@ -102,6 +103,11 @@ func runSpawn(c *cli.Context) error {
 		Queues: splitList(c.StringSlice("queue")), Steal: c.Bool("steal"), Wait: c.Duration("wait"),
 		Command: c.Args().Slice(), Env: childBaseEnv(), Stdin: c.App.Reader, Signals: sigs,
 		AcceptConstitution: c.Bool("accept-constitution"),
+	}
+	if opt.Pool == "" {
+		// A pool admits its drones on its own tick; a spawn of no pool
+		// answers to the budgets of every pool.
+		opt.Admit = usage.Admit(m.Store, "")
 	}
 	if c.Bool("tee") {
 		opt.TeeOut, opt.TeeErr = c.App.Writer, c.App.ErrWriter

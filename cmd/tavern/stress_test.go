@@ -247,6 +247,9 @@ func checkSlotJournal(t *testing.T, dir string, acquires int) {
 func TestStressReservations(t *testing.T) {
 	globs := []string{"src/**", "src/a/*.go", "src/a/x.go", "src/*/x.go", "**/x.go", "src/a/"}
 	p := newProject(t)
+	for w := range stressWorkers {
+		p.ok("agent", "new", fmt.Sprintf("w%d", w))
+	}
 	holds := stressLoop(t, stressWorkers, stressCycles, func(w, i int) (hold, error) {
 		agent := fmt.Sprintf("w%d", w)
 		glob := globs[(w+i)%len(globs)]

@@ -63,7 +63,7 @@ Examples:
 Examples:
    tavern token init merge --count 2`,
 				Before: requireFlags("count"),
-				Flags:  []cli.Flag{&cli.IntFlag{Name: "count", Usage: "number of slots `N` (required)"}, jsonFlag()},
+				Flags:  []cli.Flag{&cli.IntFlag{Name: "count", Usage: "number of slots `N` (required; 0 retires every free slot)"}, jsonFlag()},
 				Action: runTokenInit,
 			},
 			{
@@ -76,10 +76,10 @@ Examples:
    h=$(tavern token acquire merge --wait 10m --as alice)
    tavern token acquire api-quota --ttl 1m --json`,
 				Flags: []cli.Flag{
-					&cli.DurationFlag{Name: "wait", Usage: "wait up to `DUR` for a free slot"},
+					waitFlag("wait up to `DUR` for a free slot"),
 					asFlag(),
 					instanceFlag(),
-					&cli.DurationFlag{Name: "ttl", Usage: "lease: the slot comes back after `DUR`"},
+					&cli.DurationFlag{Name: "ttl", Usage: "lease: the slot comes back after `DUR` (0: no lease, held while the agent's spawn lives)", DefaultText: "an agent's liveness, else tavern.md default_lease", Action: notNegative("ttl")},
 					jsonFlag(),
 				},
 				Action: runTokenAcquire,
@@ -128,7 +128,7 @@ func runTokenInit(c *cli.Context) error {
 	if c.Bool("json") {
 		return printJSON(c, map[string]any{"token": name, "count": c.Int("count"), "added": n})
 	}
-	outf(c, "%s: %d slots (%+d)\n", name, c.Int("count"), n)
+	outf(c, "%s: %s (%+d)\n", name, counted(c.Int("count"), "slot"), n)
 	return nil
 }
 
@@ -151,20 +151,23 @@ func runTokenAcquire(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	opt := tuples.AcquireOptions{As: c.String("as"), TTL: c.Duration("ttl"), Instance: c.String("instance")}
-	if opt.TTL == 0 {
+	as, err := actorOf(c, sp.Store())
+	if err != nil {
+		return err
+	}
+	opt := tuples.AcquireOptions{As: as.Name, TTL: c.Duration("ttl"), Instance: c.String("instance")}
+	if !as.Agent && !c.IsSet("ttl") {
 		// This process exits right away: without a live agent nothing
 		// would stand for the hold, so it is a lease.
-		if opt.As == "" {
-			opt.TTL = defaultLease(sp.Store())
-		}
+		opt.TTL = defaultLease(sp.Store())
 	}
 	name := c.Args().First()
 	acquire := func() (*tuples.Token, error) {
 		if wait := c.Duration("wait"); wait > 0 {
 			ctx, cancel := context.WithTimeout(c.Context, wait)
 			defer cancel()
-			return sp.Acquire(ctx, name, opt)
+			tok, err := sp.Acquire(ctx, name, opt)
+			return tok, timedOut(err, wait, "no slot of token %s came free", name)
 		}
 		return sp.TryAcquire(name, opt)
 	}
@@ -198,16 +201,20 @@ func tokenJSON(t *tuples.Token) map[string]any {
 }
 
 func runTokenRelease(c *cli.Context) error {
-	if c.NArg() < 1 || c.NArg() > 2 || (c.NArg() == 1 && c.String("as") == "") {
-		return usageErr("token release takes NAME ID[:EPOCH], or NAME --as AGENT")
+	if c.NArg() < 1 || c.NArg() > 2 {
+		return usageErr("token release takes NAME ID[:EPOCH], or NAME [--as AGENT]")
 	}
 	sp, err := openSpace(c)
 	if err != nil {
 		return err
 	}
+	as, err := actorOf(c, sp.Store())
+	if err != nil {
+		return err
+	}
 	name := c.Args().First()
 	n := 1
-	opt := tuples.ReleaseOptions{As: c.String("as"), Instance: c.String("instance")}
+	opt := tuples.ReleaseOptions{As: as.Name, Instance: c.String("instance")}
 	if c.NArg() == 2 {
 		err = sp.ReleaseToken(name, c.Args().Get(1), opt)
 	} else {

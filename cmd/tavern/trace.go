@@ -108,7 +108,7 @@ func printTrace(c *cli.Context, t *trace.Trace) {
 	if u.Cost != nil {
 		cost = fmt.Sprintf(", $%.4f", *u.Cost)
 	}
-	outf(c, "usage: %d runs, %s wall, %s CPU, %d tokens in, %d out%s\n\n", u.Runs, secs(u.Wall), secs(u.CPU), u.TokensIn, u.TokensOut, cost)
+	outf(c, "usage: %s, %s wall, %s CPU, %s in, %d out%s\n\n", counted(u.Runs, "run"), secs(u.Wall), secs(u.CPU), counted(int(u.TokensIn), "token"), u.TokensOut, cost)
 	w := tabwriter.NewWriter(c.App.Writer, 0, 2, 2, ' ', 0)
 	for _, e := range t.Timeline {
 		who := e.Actor

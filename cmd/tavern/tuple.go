@@ -17,7 +17,7 @@ import (
 
 func newTupleCommand() *cli.Command {
 	waitFlag := func() cli.Flag {
-		return &cli.DurationFlag{Name: "wait", Usage: "block up to `DUR` for a match (default: answer at once, like rdp/inp)"}
+		return waitFlag("block up to `DUR` for a match (like rdp/inp without it)")
 	}
 	readCmd := func(name, alias, usage, examples string, take bool) *cli.Command {
 		return &cli.Command{
@@ -65,7 +65,7 @@ Examples:
    tavern tuple out job status=pending n=3 --ttl 1h
    echo "details" | tavern tuple out job status=pending --body -`,
 				Flags: []cli.Flag{
-					&cli.DurationFlag{Name: "ttl", Usage: "the tuple expires after `DUR`"},
+					&cli.DurationFlag{Name: "ttl", Usage: "the tuple expires after `DUR` (0: never)", Action: notNegative("ttl")},
 					bodyFlag(), jsonFlag(),
 				},
 				Action: runTupleOut,
@@ -192,6 +192,7 @@ func runTupleRead(c *cli.Context, take bool) error {
 		} else {
 			t, err = sp.Rd(ctx, typ, p)
 		}
+		err = timedOut(err, wait, "no %s tuple matched", typ)
 	case take:
 		t, err = sp.Inp(typ, p)
 	default:
@@ -231,6 +232,9 @@ func runTupleLs(c *cli.Context) error {
 			fmt.Fprintf(tw, "%s\t%d\n", typ, counts[typ])
 		}
 		return tw.Flush()
+	}
+	if err := schema.ValidName(c.Args().First()); err != nil {
+		return fmt.Errorf("tuple type: %w", err) // a bad name, not a list with a warning
 	}
 	p, err := tuples.ParsePattern(c.Args().Slice()[1:])
 	if err != nil {

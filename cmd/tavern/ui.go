@@ -48,7 +48,7 @@ Examples:
 		Flags: []cli.Flag{
 			jsonFlag(),
 			&cli.StringFlag{Name: "lens", Usage: "with --json, only `PART`: needs, agents, queues, questions, commitments, channels, reservations, tokens, pools, invalid, journal"},
-			personFlag, pollFlag,
+			personFlag(), pollFlag(),
 		},
 		Action: runUI,
 	}

@@ -26,18 +26,22 @@ Examples:
 
 func runUnreserve(c *cli.Context) error {
 	id := c.String("id")
-	if (id == "" && c.String("as") == "") || (id != "" && c.NArg() > 0) {
-		return usageErr("unreserve takes [GLOB...] --as AGENT, or --id ID")
+	if id != "" && c.NArg() > 0 {
+		return usageErr("unreserve takes [GLOB...] [--as AGENT], or --id ID")
 	}
 	sp, err := openSpace(c)
 	if err != nil {
 		return err
 	}
+	as, err := actorOf(c, sp.Store())
+	if err != nil {
+		return err
+	}
 	n := 1
 	if id != "" {
-		err = sp.UnreserveID(id, c.String("as"))
+		err = sp.UnreserveID(id, as.AgentName())
 	} else {
-		n, err = sp.Unreserve(c.String("as"), c.Args().Slice(), tuples.UnreserveOptions{Instance: c.String("instance")})
+		n, err = sp.Unreserve(as.Name, c.Args().Slice(), tuples.UnreserveOptions{Instance: c.String("instance")})
 	}
 	if err != nil {
 		return err

@@ -18,16 +18,18 @@ func newVerifierCommand() *cli.Command {
 done or back to working with the failures in its Notes. On each pass it also
 marks failed the agents whose spawn wrapper died, and bubbles questions left
 unanswered for longer than bubble_after (tavern.md) to the next parent.
-Runs until interrupted; --once does one pass.
+Runs until interrupted; --once does one pass. With --json each
+verification and each bubbled question is one JSON object per line on
+stdout.
 
 Examples:
    tavern verifier                # runs until Ctrl-C
    tavern verifier --once`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "as", Value: "verifier", Usage: "verified_by `NAME`"},
-			&cli.IntFlag{Name: "max-attempts", Value: agents.DefaultVerifyAttempts},
-			&cli.DurationFlag{Name: "bubble-after", Usage: "override bubble_after (`DUR`; negative: never bubble)"},
-			&cli.DurationFlag{Name: "reconcile", Value: 30 * time.Second, Usage: "full rescan interval besides watcher events"},
+			&cli.IntFlag{Name: "max-attempts", Value: agents.DefaultVerifyAttempts, Usage: "failed verifications before an agent goes to failed", Action: atLeastOne("max-attempts", "an agent needs at least one verification")},
+			&cli.DurationFlag{Name: "bubble-after", Usage: "move questions unanswered for `DUR` up (0: at once; negative: never)", DefaultText: "tavern.md bubble_after"},
+			&cli.DurationFlag{Name: "reconcile", Value: 30 * time.Second, Usage: "full rescan interval besides watcher events", Action: positiveDur("reconcile", "a rescan every 0s never rests")},
 			&cli.BoolFlag{Name: "once", Usage: "one pass, then exit"},
 		},
 		Action: withManager(runVerifier),
@@ -41,12 +43,13 @@ func runVerifier(c *cli.Context, m *agents.Manager) error {
 	}
 	defer b.Close()
 	if !c.Bool("once") {
+		defer startBackgroundSync(c, m.Store, m.Journal)() // sync.go: several machines
 		defer openServingProjection(c, m, "tavern verifier", false)()
 	}
 	err = m.RunVerifier(c.Context, agents.VerifierOptions{
 		Broker: b,
 		By:     c.String("as"), MaxAttempts: c.Int("max-attempts"), BubbleAfter: c.Duration("bubble-after"),
-		Reconcile: c.Duration("reconcile"), Once: c.Bool("once"),
+		Reconcile: c.Duration("reconcile"), Once: c.Bool("once"), Explicit: explicit(c, "bubble-after"),
 		OnVerified: func(agent, state string, results []agents.Result) {
 			passed := 0
 			for _, r := range results {
@@ -54,10 +57,20 @@ func runVerifier(c *cli.Context, m *agents.Manager) error {
 					passed++
 				}
 			}
-			errf(c, "verifier: %s: %d/%d passed -> %s\n", agent, passed, len(results), state)
+			if c.Bool("json") {
+				jsonLine(c, map[string]any{"event": "verified", "agent": agent, "state": state, "passed": passed, "failed": len(results) - passed})
+				return
+			}
+			errf(c, "verifier: %s: %d of %d passed -> %s\n", agent, passed, len(results), state)
 		},
-		OnBubbled: func(q *agents.Question) { errf(c, "verifier: question %s bubbled to %s\n", q.ID, q.To) },
-		OnError:   func(err error) { errf(c, "verifier: %v\n", err) },
+		OnBubbled: func(q *agents.Question) {
+			if c.Bool("json") {
+				jsonLine(c, map[string]any{"event": "bubbled", "question": q.ID, "to": q.To})
+				return
+			}
+			errf(c, "verifier: question %s bubbled to %s\n", q.ID, q.To)
+		},
+		OnError: func(err error) { errf(c, "verifier: %v\n", err) },
 	})
 	if errors.Is(err, c.Context.Err()) && c.Context.Err() != nil {
 		return nil // interrupted: a clean stop

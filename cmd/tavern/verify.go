@@ -25,7 +25,7 @@ Examples:
    tavern verify alice --json`,
 		Flags: []cli.Flag{
 			asFlag(),
-			&cli.IntFlag{Name: "max-attempts", Value: agents.DefaultVerifyAttempts, Usage: "failed verifications before the agent goes to failed"},
+			&cli.IntFlag{Name: "max-attempts", Value: agents.DefaultVerifyAttempts, Usage: "failed verifications before the agent goes to failed", Action: atLeastOne("max-attempts", "an agent needs at least one verification")},
 			jsonFlag(),
 		},
 		Action: runVerify,
@@ -42,12 +42,13 @@ func runVerify(c *cli.Context) error {
 	}
 	defer m.Close()
 	name := c.Args().First()
-	by := actor(c)
+	actor, err := actorOf(c, m.Store)
+	if err != nil {
+		return err
+	}
+	by := actor.Name
 	if by == name {
 		return &agents.AgentError{Op: "verify", Path: agents.AgentPath(name), Err: agents.ErrSelfVerify}
-	}
-	if by == "" {
-		by = "user"
 	}
 	a, err := m.GetAgent(name)
 	if err != nil {

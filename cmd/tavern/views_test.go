@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -29,8 +28,6 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
-
-var update = flag.Bool("update", false, "rewrite the README's screenshots in examples/")
 
 // waitUntil polls cond (cheap, local) until it holds or the deadline
 // passes: the condition is the outcome, never a sleep.

@@ -1,16 +1,11 @@
 package main
 
 import (
-	"errors"
-	"io/fs"
-	"os"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/agents"
-	"github.com/tavernhq/tavern/docstore"
-	"github.com/tavernhq/tavern/schema"
 )
 
 func newWakeCommand() *cli.Command {
@@ -33,18 +28,15 @@ Example:
 }
 
 func runWake(c *cli.Context) error {
-	as, err := actingAgent(c)
-	if err != nil {
-		return err
-	}
 	s, err := openStore(c)
 	if err != nil {
 		return err
 	}
-	if err := ensureAgent(s, as); err != nil {
+	as, err := agentActor(c, s)
+	if err != nil {
 		return err
 	}
-	b, err := agents.Wake(s, as, time.Now())
+	b, err := agents.Wake(s, as.Name, time.Now())
 	if err != nil {
 		return err
 	}
@@ -52,31 +44,5 @@ func runWake(c *cli.Context) error {
 		return printJSON(c, b)
 	}
 	outf(c, "%s", b.Text())
-	return nil
-}
-
-// ensureAgent creates agents/NAME.md (idle, journaled) when NAME has none
-// yet: send, recv and memory work for any --as name, so the session
-// commands should not refuse an agent that has only ever been a name.
-func ensureAgent(s *docstore.Store, name string) error {
-	rel, err := schema.Agent.Path(name, nil)
-	if err != nil {
-		return err
-	}
-	abs, err := s.Abs(rel)
-	if err != nil {
-		return err
-	}
-	if _, err := os.Lstat(abs); !errors.Is(err, fs.ErrNotExist) {
-		return nil // present (or unreadable: the caller's read reports it)
-	}
-	m, err := agents.NewManager(s)
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	if _, err := m.CreateAgent(agents.AgentSpec{Name: name}); err != nil && !errors.Is(err, docstore.ErrExist) {
-		return err
-	}
 	return nil
 }

@@ -44,7 +44,7 @@ Examples:
 			&cli.StringFlag{Name: "agent", Usage: "only events of `AGENT`"},
 			&cli.StringFlag{Name: "parent", Usage: "only events with parent `AGENT`"},
 			whereFlag(), pathFlag(),
-			&cli.DurationFlag{Name: "poll", Usage: "poll every `DUR` instead of using inotify"},
+			&cli.DurationFlag{Name: "poll", Usage: "poll every `DUR` instead of using inotify (0: inotify)", Action: notNegative("poll")},
 			jsonFlag(),
 		},
 		Action: runWatch,
@@ -109,7 +109,7 @@ func runWatch(c *cli.Context) error {
 	defer sub.Close()
 	// The ready line goes to stderr so scripts (and tests) know
 	// that every later change will be reported.
-	errf(c, "tavern: watching %s (%s, %d documents)\n", s.Root(), p.Mode(), p.Len())
+	errf(c, "tavern: watching %s (%s, %s)\n", s.Root(), p.Mode(), counted(p.Len(), "document"))
 	asJSON := c.Bool("json")
 	for {
 		select {

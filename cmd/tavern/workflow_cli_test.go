@@ -353,4 +353,142 @@ func TestUsageBudgetTraceCLI(t *testing.T) {
 	if len(budgets) != 1 || len(budgets[0].Over) != 1 {
 		t.Fatalf("budget ls: %+v", budgets)
 	}
+	// The needs-you list says so.
+	var needs []struct{ Kind, What, Why, Path string }
+	w.jsonOf(&needs, "ui", "--json", "--lens", "needs")
+	found := false
+	for _, n := range needs {
+		found = found || (n.Kind == "budget" && strings.Contains(n.What, "budget daily") && strings.Contains(n.Why, "cost 0.04 of 0.01 USD") && strings.Contains(n.Why, "pool p") && n.Path == "budgets/daily.md")
+	}
+	if !found {
+		t.Fatalf("needs you does not list the spent budget: %+v", needs)
+	}
+	// A budget of every pool also refuses a spawn of no pool: nothing
+	// changes, and the refusal is journaled.
+	w.must("budget", "set", "all", "--cost", "0.01")
+	late := strings.TrimSpace(w.must("queue", "add", "q", "--title", "late"))
+	r := w.runEnv(nil, "", "spawn", "--name", "solo", "--queue", "q", "--", "true")
+	if r.code != 4 || !strings.Contains(r.err, "budget all") {
+		t.Fatalf("spawn under a spent budget: %s", r)
+	}
+	if st := w.state(late); st != "pending" {
+		t.Fatalf("the refused spawn's item is %s", st)
+	}
+	if out := w.must("log", "--type", "agent.spawn_refused"); !strings.Contains(out, "budget all") {
+		t.Fatalf("refusal not journaled:\n%s", out)
+	}
+}
+
+// A drone's worktree outlives its wrapper when the wrapper is killed:
+// once the item is dead (reaped on its last attempt), `tavern doctor`
+// reports the orphan worktree (exit 5, nothing changed), and --fix
+// removes it — directory and git's record — keeping the dead item's
+// branch for a person.
+func TestDoctorOrphanWorktreeCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills processes")
+	}
+	w := newWF(t)
+	w.initRepo()
+	w.must("queue", "create", "code", "--max-attempts", "1")
+	id := strings.TrimSpace(w.must("queue", "add", "code", "--title", "slow work"))
+	ready := filepath.Join(t.TempDir(), "ready")
+	cmd := w.tavern("spawn", "--name", "d1", "--queue", "code", "--worktree", "--", "sh", "-c", "echo wip > wip.txt; touch "+ready+"; sleep 60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitForFile(t, ready)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	it := w.item(id)
+	wt, _ := it.Fields["worktree"].(string)
+	branch, _ := it.Fields["branch"].(string)
+	if wt == "" || branch == "" {
+		t.Fatalf("the item records no worktree: %v", it.Fields)
+	}
+	poll(t, "the drone to die with its wrapper", func() bool {
+		return w.runEnv(nil, "", "reap", "code").code == 0 && w.state(id) == "dead"
+	})
+	if _, err := os.Stat(filepath.Join(wt, "wip.txt")); err != nil {
+		t.Fatalf("the orphan worktree is not there to find: %v", err)
+	}
+	r := w.runEnv(nil, "", "doctor", "--json")
+	if r.code != 5 {
+		t.Fatalf("doctor with an orphan worktree: %s", r)
+	}
+	var rep struct {
+		Findings []struct{ Kind, Path, Detail string } `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, f := range rep.Findings {
+		found = found || (f.Kind == "orphan-worktree" && f.Path == wt && strings.Contains(f.Detail, id) && strings.Contains(f.Detail, "dead"))
+	}
+	if !found {
+		t.Fatalf("doctor did not report the orphan worktree %s: %+v", wt, rep.Findings)
+	}
+	if _, err := os.Stat(wt); err != nil {
+		t.Fatalf("doctor without --fix removed the worktree: %v", err)
+	}
+	if out := w.must("doctor", "--fix"); !strings.Contains(out, "orphan-worktree "+wt) || !strings.Contains(out, "(fixed)") {
+		t.Fatalf("doctor --fix:\n%s", out)
+	}
+	if _, err := os.Stat(wt); !os.IsNotExist(err) {
+		t.Fatalf("the worktree is still there after --fix: %v", err)
+	}
+	if list := w.git("worktree", "list", "--porcelain"); strings.Contains(list, wt) {
+		t.Fatalf("git still lists the worktree:\n%s", list)
+	}
+	w.git("rev-parse", "--verify", "refs/heads/"+branch) // a dead item's branch stays
+	if out := w.must("doctor"); !strings.Contains(out, "nothing found") {
+		t.Fatalf("doctor after the fix:\n%s", out)
+	}
+}
+
+// The worktrees' disk is bounded: with --max-disk below what the
+// worktrees already take and no orphan to prune, a new worktree is
+// refused — the spawn fails with the reason, its item goes back to
+// pending, no worktree is made — and without the bound it goes ahead.
+func TestWorktreeDiskBoundCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills processes")
+	}
+	w := newWF(t)
+	w.initRepo()
+	w.must("queue", "create", "qa")
+	w.must("queue", "create", "qb")
+	a := strings.TrimSpace(w.must("queue", "add", "qa", "--title", "a"))
+	// a's wrapper is killed: its worktree (with 64 KiB in it) stays,
+	// and it is no orphan (the item will be retried).
+	ready := filepath.Join(t.TempDir(), "ready")
+	cmd := w.tavern("spawn", "--name", "d1", "--queue", "qa", "--worktree", "--", "sh", "-c", "head -c 65536 /dev/zero > big.bin; touch "+ready+"; sleep 60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitForFile(t, ready)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	poll(t, "a to come back", func() bool { return w.runEnv(nil, "", "reap", "qa").code == 0 && w.state(a) == "pending" })
+
+	b := strings.TrimSpace(w.must("queue", "add", "qb", "--title", "b"))
+	r := w.runEnv(nil, "", "spawn", "--name", "d2", "--queue", "qb", "--worktree", "--max-disk", "16K", "--", "sh", "-c", "echo b > b.txt")
+	if r.code == 0 || !strings.Contains(r.err, "worktree limit reached") || !strings.Contains(r.err, "at most 16384") {
+		t.Fatalf("a worktree past the disk bound: %s", r)
+	}
+	if st := w.state(b); st != "pending" {
+		t.Fatalf("b after the refused worktree is %s", st)
+	}
+	var list []struct{ Item string }
+	w.jsonOf(&list, "workspace", "ls")
+	if len(list) != 1 || list[0].Item != a {
+		t.Fatalf("worktrees after the refusal: %+v", list)
+	}
+	if r := w.runEnv(nil, "", "spawn", "--name", "d2", "--queue", "qb", "--worktree", "--max-disk", "none", "--", "sh", "-c", "echo b > b.txt"); r.code != 0 {
+		t.Fatalf("without a bound: %s", r)
+	}
+	if got := w.git("show", "main:b.txt"); got != "b" {
+		t.Fatalf("b.txt on main: %q", got)
+	}
 }

@@ -67,7 +67,7 @@ func runWorkspaceLs(c *cli.Context) error {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%v\t%s\n", e.Item, e.ItemState, e.Branch, e.Bytes, e.Orphan, e.Path)
 	}
 	w.Flush()
-	outf(c, "%d worktrees, %d bytes under %s\n", len(list), total, ws.Root())
+	outf(c, "%s, %s under %s\n", counted(len(list), "worktree"), counted(int(total), "byte"), ws.Root())
 	return nil
 }
 

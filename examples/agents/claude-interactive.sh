@@ -13,6 +13,7 @@ cd "$dir"
 tavern setup claude
 tavern queue create build >/dev/null 2>&1 || true
 tavern queue add build --title "write out/ for the first item" >/dev/null
+tavern agent new bob >/dev/null 2>&1 || true
 tavern reserve src/shared.md --as bob --reason "bob is rewriting it" >/dev/null
 if [ -n "${TAVERN_STAND_IN:-}" ] || ! command -v claude >/dev/null 2>&1; then
   PATH="$here/stand-in:$PATH"

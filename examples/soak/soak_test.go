@@ -92,6 +92,7 @@ func TestCheckCatches(t *testing.T) {
 	run(tavernBin, "init")
 	run(tavernBin, "queue", "create", "code")
 	item := run(tavernBin, "queue", "add", "code", "--title", "edit a")
+	run(tavernBin, "agent", "new", "bob")
 	rid, _, _ := strings.Cut(run(tavernBin, "reserve", "a.txt", "--as", "bob"), "\t")
 	run(tavernBin, "unreserve", "--id", rid)
 	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("b\n"), 0o644)

@@ -66,6 +66,21 @@ func ParseGlob(s string) (Glob, error) {
 	return Glob{src: norm, nfa: n}, nil
 }
 
+// globPrefix is the literal start of a glob as ParseGlob normalises it:
+// every path it matches begins with it (matching is anchored at the
+// start, and literal characters match only themselves), so a path that
+// does not begin with it cannot match.
+func globPrefix(s string) string {
+	norm := strings.TrimSpace(s)
+	for strings.HasPrefix(norm, "./") {
+		norm = strings.TrimLeft(norm[2:], "/")
+	}
+	if i := strings.IndexAny(norm, "*?[\\"); i >= 0 {
+		return norm[:i]
+	}
+	return norm
+}
+
 // MustGlob is ParseGlob for literals in tests and examples.
 func MustGlob(s string) Glob {
 	g, err := ParseGlob(s)

@@ -134,3 +134,18 @@ func FuzzGlob(f *testing.F) {
 		}
 	})
 }
+
+// globPrefix lets CheckPaths skip reservations without compiling their
+// globs: every path a glob matches must begin with it.
+func TestGlobPrefixNeverHidesAMatch(t *testing.T) {
+	globs := []string{"src/**", "./src/a.go", "src/", "src/*.go", "src/a?.go", "src/[ab].go", `src/\*.go`, "**/x.go", "*", "docs/**/*.md", "a/b/c", "src"}
+	paths := []string{"src/a.go", "src/ab.go", "src/b.go", "src/*.go", "src/x/y.go", "x.go", "a/x.go", "docs/a/b.md", "docs/a.md", "a/b/c", "src", "srcx/a.go", "README.md"}
+	for _, gs := range globs {
+		g := MustGlob(gs)
+		for _, p := range paths {
+			if g.Match(p) && !strings.HasPrefix(p, globPrefix(gs)) {
+				t.Errorf("glob %q matches %q, but its prefix %q would skip it", gs, p, globPrefix(gs))
+			}
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/tavernhq/tavern/docstore"
@@ -224,6 +225,11 @@ func (sp *Space) reserve(agent string, globs []string, opt ReserveOptions) ([]*R
 		return nil, nil, err
 	}
 	defer l.Unlock()
+	unlock, err := sp.coordReserveLock() // several machines (coord.go)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unlock()
 	live, _ := sp.reservations(func(c Conflict) {
 		if opt.Released == nil {
 			return
@@ -271,6 +277,13 @@ func (sp *Space) reserveOne(agent string, g Glob, h holder, opt ReserveOptions, 
 		// Renew in place, and tie it to the renewing holder. Writers of
 		// reservations hold reservationsLockKey.
 		d, err := sp.store.UpdateHeld(nil, r.Path, func(d *docstore.Doc) error {
+			fence, err := sp.coordReserve(agent, g, opt, d) // several machines (coord.go)
+			if err != nil {
+				return err
+			}
+			if err := d.SetMany(fence); err != nil {
+				return err
+			}
 			if opt.TTL > 0 {
 				if err := d.Set("expires", sp.now().Add(opt.TTL)); err != nil {
 					return err
@@ -299,6 +312,11 @@ func (sp *Space) reserveOne(agent string, g Glob, h holder, opt ReserveOptions, 
 	if opt.Reason != "" {
 		values = append(values, docstore.Field{Key: "reason", Value: opt.Reason})
 	}
+	fence, err := sp.coordReserve(agent, g, opt, nil) // several machines (coord.go)
+	if err != nil {
+		return nil, err
+	}
+	values = append(values, fence...)
 	t, err := sp.Out(ReservationType, values, OutOptions{TTL: opt.TTL, Edit: func(d *docstore.Doc) error { return setHolder(d, h) }})
 	if err != nil {
 		return nil, err
@@ -358,6 +376,29 @@ func (sp *Space) reservations(released func(Conflict)) ([]*Reservation, []error)
 	if err := sp.scanAll(ReservationType, func(err error) { errs = append(errs, err) }, func(d *docstore.Doc) { docs = append(docs, d) }); err != nil {
 		errs = append(errs, err)
 	}
+	out, rerrs := sp.reservationsOf(docs, released)
+	return out, append(errs, rerrs...)
+}
+
+// AgentReservations returns agent's live reservations, oldest first,
+// parsing only the reservation files that mention agent (those of other
+// agents are left as they are, gone or not).
+func (sp *Space) AgentReservations(agent string) ([]*Reservation, []error) {
+	docs, errs := sp.store.Grep(typeDir(ReservationType), agent)
+	var mine []*docstore.Doc
+	for _, d := range docs {
+		if d.String("agent") == agent {
+			mine = append(mine, d)
+		}
+	}
+	out, rerrs := sp.reservationsOf(mine, nil)
+	return out, append(errs, rerrs...)
+}
+
+// reservationsOf turns reservation documents into live reservations,
+// releasing (and leaving out) those that no longer stand.
+func (sp *Space) reservationsOf(docs []*docstore.Doc, released func(Conflict)) ([]*Reservation, []error) {
+	var errs []error
 	out := make([]*Reservation, 0, len(docs))
 	for _, d := range docs {
 		r := sp.reservationOf(d)
@@ -395,7 +436,7 @@ func (sp *Space) reservations(released func(Conflict)) ([]*Reservation, []error)
 		}
 		out = append(out, r)
 	}
-	return out, errs
+	return sp.withRemote(out), errs // several machines (coord.go)
 }
 
 // reservationGone says whether a reservation no longer stands: expired,
@@ -422,6 +463,7 @@ func (sp *Space) releaseReservation(r *Reservation, why string) (bool, error) {
 	if !ok || err != nil {
 		return false, err
 	}
+	sp.coordUnreserve(r) // several machines (coord.go)
 	ev := "reservation.reclaimed"
 	if why == "expired" {
 		ev = "reservation.expired"
@@ -446,7 +488,7 @@ func (sp *Space) Unreserve(agent string, globs []string, opt UnreserveOptions) (
 		}
 		which[g.String()] = true
 	}
-	return sp.unreserve(func(r *Reservation) bool {
+	return sp.unreserve(func() ([]*Reservation, []error) { return sp.AgentReservations(agent) }, func(r *Reservation) bool {
 		return r.Agent == agent && (len(which) == 0 || which[r.Glob])
 	}, opt.Instance)
 }
@@ -465,7 +507,12 @@ func (sp *Space) UnreserveID(id, agent string) error {
 		}
 	}
 	var other string
-	n, err := sp.unreserve(func(r *Reservation) bool {
+	byID := func() ([]*Reservation, []error) {
+		docs, errs := sp.store.Grep(typeDir(ReservationType), id) // its id is in it
+		out, rerrs := sp.reservationsOf(docs, nil)
+		return out, append(errs, rerrs...)
+	}
+	n, err := sp.unreserve(byID, func(r *Reservation) bool {
 		if r.ID == id && agent != "" && r.Agent != agent {
 			other = r.Agent
 			return false
@@ -483,13 +530,16 @@ func (sp *Space) UnreserveID(id, agent string) error {
 	return nil
 }
 
-func (sp *Space) unreserve(match func(*Reservation) bool, instance string) (int, error) {
+// unreserve drops the reservations load returns that match, under the
+// reservations lock (load reads only those that could match: the files
+// naming the agent or the id).
+func (sp *Space) unreserve(load func() ([]*Reservation, []error), match func(*Reservation) bool, instance string) (int, error) {
 	l, err := sp.store.Lock(reservationsLockKey)
 	if err != nil {
 		return 0, err
 	}
 	defer l.Unlock()
-	live, _ := sp.reservations(nil)
+	live, _ := load()
 	var mine []*Reservation
 	for _, r := range live {
 		if !match(r) {
@@ -503,6 +553,11 @@ func (sp *Space) unreserve(match func(*Reservation) bool, instance string) (int,
 	n := 0
 	var errs []error
 	for _, r := range mine {
+		sp.coordUnreserve(r) // several machines (coord.go)
+		if r.ID == "" {
+			n++ // made on another machine and not synced here yet
+			continue
+		}
 		ok, err := sp.discard(ReservationType, r.ID, nil)
 		if err != nil {
 			errs = append(errs, err)
@@ -520,8 +575,30 @@ func (sp *Space) unreserve(match func(*Reservation) bool, instance string) (int,
 // root, slash-separated) and live reservations of agents other than
 // agent. An empty agent conflicts with every reservation. Reservations
 // whose holder is gone do not conflict (they are released on the way).
+//
+// It runs before every edit an agent tool makes (the pre-tool-use hook),
+// so it does the least it can: every reservation file is read, but only
+// those of other agents whose glob's literal prefix begins one of the
+// paths are compiled, matched and checked for liveness (and released when
+// gone); the others cannot match.
 func (sp *Space) CheckPaths(agent string, paths []string) ([]Conflict, error) {
-	live, _ := sp.Reservations()
+	var docs []*docstore.Doc
+	err := sp.scanAll(ReservationType, nil, func(d *docstore.Doc) {
+		if d.String("agent") == agent {
+			return
+		}
+		pre := globPrefix(d.String("glob"))
+		for _, p := range paths {
+			if strings.HasPrefix(p, pre) {
+				docs = append(docs, d)
+				return
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	live, _ := sp.reservationsOf(docs, nil)
 	var out []Conflict
 	for _, p := range paths {
 		for _, r := range live {

@@ -31,6 +31,8 @@ type Space struct {
 
 	holdMu sync.Mutex
 	hold   *docstore.Lock // process-held reservations' liveness lock, once taken
+
+	cs coordState // coordination engine, opened on first use (coord.go)
 }
 
 // SpaceOptions configure NewSpace. The zero value is the production
@@ -262,8 +264,10 @@ func (sp *Space) scanAll(typ string, bad func(error), fn func(d *docstore.Doc)) 
 	if err != nil {
 		return err
 	}
+	get, done := sp.getter(typ)
+	defer done()
 	for _, id := range ids {
-		d, err := sp.store.Get(tuplePath(typ, id))
+		d, err := get(id)
 		if err != nil {
 			if !errors.Is(err, docstore.ErrNotExist) && bad != nil {
 				bad(err)
@@ -273,6 +277,20 @@ func (sp *Space) scanAll(typ string, bad func(error), fn func(d *docstore.Doc)) 
 		fn(d)
 	}
 	return nil
+}
+
+// getter reads tuples of typ by id through one open handle of their
+// directory (docstore.Dir: no per-file walk of the path and its symlink
+// checks, which were most of a scan's cost), or by path when the
+// directory cannot be opened.
+// A scan is over in moments, so the handle is not re-checked per file;
+// the caller closes it.
+func (sp *Space) getter(typ string) (get func(id string) (*docstore.Doc, error), done func()) {
+	dir, err := sp.store.OpenDir(typeDir(typ))
+	if err != nil {
+		return func(id string) (*docstore.Doc, error) { return sp.store.Get(tuplePath(typ, id)) }, func() {}
+	}
+	return func(id string) (*docstore.Doc, error) { return dir.Get(id + ".md") }, func() { dir.Close() }
 }
 
 // scan calls fn with each live (not expired) tuple of typ that matches p,
@@ -285,8 +303,10 @@ func (sp *Space) scan(typ string, p Pattern, bad func(error), fn func(d *docstor
 		return nil, err
 	}
 	var expired []string
+	get, done := sp.getter(typ)
+	defer done()
 	for _, id := range ids {
-		d, err := sp.store.Get(tuplePath(typ, id))
+		d, err := get(id)
 		if err != nil {
 			if errors.Is(err, docstore.ErrNotExist) {
 				continue

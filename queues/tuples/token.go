@@ -129,7 +129,7 @@ func (sp *Space) InitToken(name string, count int) (int, error) {
 	case count < total:
 		drop := total - count
 		if drop > len(free) {
-			return 0, fmt.Errorf("%w: %s has %d slots, %d held; release some first", ErrTokenCount, name, total, len(held))
+			return 0, fmt.Errorf("%w: slots of %s: %d, %d held; release some first", ErrTokenCount, name, total, len(held))
 		}
 		// Drop the highest slots first so numbering stays compact.
 		sort.Slice(free, func(i, j int) bool { a, _ := free[i].Int("slot"); b, _ := free[j].Int("slot"); return a > b })
@@ -154,63 +154,115 @@ func (sp *Space) InitToken(name string, count int) (int, error) {
 	return count - total, nil
 }
 
-// slots returns the free and held slot documents of token name.
+// slots returns the free and held slot documents of token name, each
+// slot exactly once. A listing of the free slots and one of the held ones
+// are two directory reads, not a snapshot: a slot that changes hands (or
+// changes hands twice) between them is seen in both or in neither, and
+// a count built from them is wrong. So slots are counted by identity:
+// the candidates are every id listed as free, as held, or as a lock file
+// (a slot that ever moved has one: docstore.Claim creates it before the
+// first rename, and it stays as long as the slot does), listed in that
+// order, so a slot that moved out of the free directory before it was
+// listed is found among the locks. Each candidate is then located (see
+// locateSlot) and counted where it is.
 func (sp *Space) slots(name string) (free, held []*docstore.Doc, err error) {
-	// The free and the held slots are two directory reads, not one
-	// snapshot: a slot that changes hands between them is seen twice or
-	// not at all. Bracket the free read with two reads of the held slots
-	// and go again until nothing moved (a few rounds at most in practice;
-	// the last round's view is returned if slots keep moving).
-	p := Pattern{{Cond: docstore.Cond{Field: "token", Op: docstore.OpEq, Value: name}}}
-	for round := 0; ; round++ {
-		before, err := sp.heldSlots(name)
+	ids, err := sp.slotCandidates()
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, id := range ids {
+		d, isHeld, err := sp.locateSlot(id)
 		if err != nil {
 			return nil, nil, err
 		}
-		free = free[:0]
-		if _, err := sp.scan(TokenType, p, nil, func(d *docstore.Doc, _ map[string]any) bool {
+		if d == nil || d.String("token") != name {
+			continue
+		}
+		if isHeld {
+			held = append(held, d)
+		} else {
 			free = append(free, d)
-			return true
-		}); err != nil {
-			return nil, nil, err
-		}
-		held, err = sp.heldSlots(name)
-		if err != nil {
-			return nil, nil, err
-		}
-		if (sameIDs(before, held) && disjoint(free, held)) || round == 20 {
-			return free, held, nil
 		}
 	}
+	return free, held, nil
 }
 
-func sameIDs(a, b []*docstore.Doc) bool {
-	if len(a) != len(b) {
-		return false
+// slotCandidates lists every id that may be a token slot: the free slot
+// files, then the held ones, then the lock files, without duplicates.
+func (sp *Space) slotCandidates() ([]string, error) {
+	ids, err := sp.names(TokenType)
+	if err != nil {
+		return nil, err
 	}
-	ids := make(map[string]bool, len(a))
-	for _, d := range a {
-		ids[d.String("id")] = true
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		seen[id] = true
 	}
-	for _, d := range b {
-		if !ids[d.String("id")] {
-			return false
+	add := func(dir, suffix string) error {
+		ents, err := os.ReadDir(dir)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
 		}
+		for _, e := range ents {
+			if id, ok := strings.CutSuffix(e.Name(), suffix); ok && !seen[id] && schema.ValidName(id) == nil {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+		return nil
 	}
-	return true
+	takenDir, err := sp.store.Abs(typeDir(TokenType) + "/" + stagingDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := add(takenDir, ".md"); err != nil {
+		return nil, err
+	}
+	if err := add(filepath.Join(sp.store.Root(), ".locks", "tuples", TokenType), ".lock"); err != nil {
+		return nil, err
+	}
+	return ids, nil
 }
 
-func disjoint(a, b []*docstore.Doc) bool {
-	ids := make(map[string]bool, len(a))
-	for _, d := range a {
-		ids[d.String("id")] = true
+// locateSlotTries bounds the lock-free looks for a slot that keeps moving
+// before locateSlot waits for its lock.
+const locateSlotTries = 8
+
+// locateSlot finds slot id where it is: held (in .taken/) or free. It
+// reads the held place first, then the free one; a slot missed by both
+// moved from free to held in between (an acquire), so it looks again,
+// and after a few misses it looks under the slot's lock, where nothing
+// can move it. A process that holds a slot holds its lock, but such a
+// slot sits still in .taken/ and is found without the lock. nil: not a
+// slot (gone, never one, or broken: a slot nobody can use is not
+// counted).
+func (sp *Space) locateSlot(id string) (*docstore.Doc, bool, error) {
+	look := func() (*docstore.Doc, bool, bool) {
+		for i, rel := range []string{takenPath(TokenType, id), tuplePath(TokenType, id)} {
+			d, err := sp.store.Get(rel)
+			if err == nil {
+				return d, i == 0, true
+			}
+			if !errors.Is(err, docstore.ErrNotExist) {
+				return nil, false, true
+			}
+		}
+		return nil, false, false
 	}
-	for _, d := range b {
-		if ids[d.String("id")] {
-			return false
+	for range locateSlotTries {
+		if d, held, found := look(); found {
+			return d, held, nil
 		}
 	}
-	return true
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	l, err := sp.store.LockContext(ctx, tupleLockKey(TokenType, id))
+	cancel()
+	if err != nil {
+		return nil, false, fmt.Errorf("token slot %s: cannot tell where it is: %w", id, err)
+	}
+	defer l.Unlock()
+	d, held, _ := look()
+	return d, held, nil
 }
 
 func (sp *Space) heldSlots(name string) ([]*docstore.Doc, error) {
@@ -378,56 +430,15 @@ func (sp *Space) nextLook(held []*docstore.Doc) time.Time {
 
 // tokenExists decides exactly whether token name has a slot, after a scan
 // of the free slots and a read of the held ones saw none: a slot that was
-// released between the two reads is seen by neither. Every move of a slot
-// happens under its lock, and a slot that ever moved has a lock file
-// (docstore.Claim creates it before the first rename) that stays as long
-// as the slot does. So the candidates are the free slot files, listed
-// first, and the lock files, listed second; each is found in one of its
-// two places, or looked at under its lock, where it cannot move.
+// released between the two reads is seen by neither. slots counts by
+// identity and sees it. A slot it cannot locate counts as existing: busy,
+// never a false "unknown".
 func (sp *Space) tokenExists(name string) (bool, error) {
-	ids, err := sp.names(TokenType)
+	free, held, err := sp.slots(name)
 	if err != nil {
-		return false, err
+		return true, nil
 	}
-	locks, err := os.ReadDir(filepath.Join(sp.store.Root(), ".locks", "tuples", TokenType))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return false, err
-	}
-	for _, e := range locks {
-		if id, ok := strings.CutSuffix(e.Name(), ".lock"); ok && schema.ValidName(id) == nil {
-			ids = append(ids, id)
-		}
-	}
-	find := func(id string) (*docstore.Doc, bool) {
-		for _, rel := range []string{takenPath(TokenType, id), tuplePath(TokenType, id)} {
-			if d, err := sp.store.Get(rel); err == nil {
-				return d, true
-			} else if !errors.Is(err, docstore.ErrNotExist) {
-				return nil, true // there, but broken: not a slot we can use
-			}
-		}
-		return nil, false
-	}
-	for _, id := range ids {
-		d, found := find(id)
-		if !found {
-			// It moved twice while we looked, or it is gone: look again
-			// under its lock (held only for moments unless a process
-			// holds the slot, and then the slot sits still in .taken/).
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			l, err := sp.store.LockContext(ctx, tupleLockKey(TokenType, id))
-			cancel()
-			if err != nil {
-				return true, nil // cannot tell: say busy, never a false "unknown"
-			}
-			d, found = find(id)
-			l.Unlock()
-		}
-		if found && d != nil && d.String("token") == name {
-			return true, nil
-		}
-	}
-	return false, nil
+	return len(free)+len(held) > 0, nil
 }
 
 func (sp *Space) acquireSlot(name, id string, h holder, opt AcquireOptions) (*Token, error) {
@@ -457,8 +468,18 @@ func (sp *Space) acquireSlot(name, id string, h holder, opt AcquireOptions) (*To
 		host, _ := os.Hostname()
 		heldBy = fmt.Sprintf("pid %d on %s", os.Getpid(), host)
 	}
+	fence, err := sp.coordAcquire(name, id, heldBy, h.hold, opt) // several machines (coord.go)
+	if err != nil {
+		if errors.Is(err, errSlotElsewhere) {
+			return putBack(nil)
+		}
+		return putBack(err)
+	}
 	t := &Token{Name: name, ID: id, Slot: slot, Epoch: epoch, Hold: h.hold, HeldBy: heldBy, Instance: h.instance, sp: sp, lock: l}
 	set := []docstore.Field{{Key: "epoch", Value: epoch}, {Key: "hold", Value: h.hold}, {Key: "held_by", Value: heldBy}, {Key: "acquired", Value: now}}
+	if fence > 0 {
+		set = append(set, docstore.Field{Key: "claim_fence", Value: fence})
+	}
 	if h.lockKey != "" {
 		set = append(set, docstore.Field{Key: "liveness_lock", Value: h.lockKey})
 	}
@@ -652,6 +673,7 @@ func (sp *Space) ReleaseAgentTokens(name string, opt ReleaseOptions) (int, error
 func (sp *Space) freeSlot(_ *docstore.Lock, typ, id string, d *docstore.Doc, ev, why string) error {
 	taken := takenPath(typ, id)
 	heldBy := d.String("held_by")
+	sp.coordRelease(d) // several machines (coord.go)
 	for _, f := range holdFields {
 		if err := d.Delete(f); err != nil {
 			return err
@@ -740,9 +762,15 @@ type TokenSlot struct {
 
 // TokenSlots returns the slots of token name (of every token if name is
 // empty), sorted by token and slot, after returning those of dead holders.
+// A name with no slots at all is ErrUnknownToken: a typo is not an empty
+// token.
 func (sp *Space) TokenSlots(name string) ([]TokenSlot, error) {
 	_, _ = sp.reapTaken(TokenType)
-	return sp.Slots(name)
+	slots, err := sp.Slots(name)
+	if err == nil && name != "" && len(slots) == 0 {
+		return nil, fmt.Errorf("%s: %w", name, ErrUnknownToken)
+	}
+	return slots, err
 }
 
 // Slots is TokenSlots without the reap: it changes nothing, so an observer

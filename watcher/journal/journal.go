@@ -589,6 +589,41 @@ func Read(root string, f Filter, fn func(Event, error) bool) (Cursor, error) {
 	return readFrom(filepath.Join(root, Dir), Cursor{}, f, fn)
 }
 
+// ReadOthers reads, as Read does, the journals of other machines that
+// the git sync (queues/gitsync) brings into this store, one directory
+// per machine: events/<machine>/<day>.jsonl, machines in name order. fn
+// gets the machine's name with each event; it returns false to stop.
+func ReadOthers(root string, f Filter, fn func(machine string, e Event, err error) bool) error {
+	dir := filepath.Join(root, Dir)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	for _, e := range ents { // ReadDir sorts by name
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		m := e.Name()
+		stopped := false
+		if _, err := readFrom(filepath.Join(dir, m), Cursor{}, f, func(ev Event, err error) bool {
+			if !fn(m, ev, err) {
+				stopped = true
+				return false
+			}
+			return true
+		}); err != nil {
+			return err
+		}
+		if stopped {
+			return nil
+		}
+	}
+	return nil
+}
+
 func journalDays(dir string) ([]string, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {

@@ -12,7 +12,7 @@
 // Tabs: Needs you, Agents, Queues (a board by state: each queue's pending,
 // claimed, done and dead items), Messages, Journal, Resources
 // (reservations, tokens, pools); a list on the left and the selected
-// entry's detail on the right, markdown rendered as styled text. Keys are
+// entry's detail on the right, markdown rendered by a small goldmark walker (markdown.go). Keys are
 // vim and arrows (j/k, h/l, g/G), tab or 1-6 for tabs, / to filter.
 // Actions (a answer, r retry, x release, R reap, s respawn, m message,
 // e edit) ask for their input, then a y/N confirmation, then run
@@ -31,6 +31,13 @@
 //
 // # Caveats
 //
+//   - Bubble Tea v2 (charm.land). Linking it must cost the other commands
+//     nothing: v1 asked the terminal for its background colour in a
+//     package init, so every `tavern` command on a pty that does not
+//     answer (CI, agent tools, editor shells) waited 5 s and left the
+//     query on the screen. The UI asks for the background once it runs
+//     (Init, tea.RequestBackgroundColor) and switches the markdown to
+//     light colours if the answer is a light one; no answer, dark colours.
 //   - Text input is one line (textinput): answers and messages with line
 //     breaks go through `tavern answer` or `tavern send`.
 //   - The detail pane re-reads the selected document (agent bodies, the

@@ -1,280 +1,252 @@
 package tui
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
-	"sync"
 
-	"github.com/charmbracelet/lipgloss"
-	"github.com/muesli/termenv"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/yuin/goldmark"
-	"github.com/yuin/goldmark/ast"
+	gast "github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	east "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/text"
 )
 
-// markdown renders detail panes: headings, paragraphs wrapped to the
-// pane, lists, block quotes, code (indented, not highlighted), emphasis
-// and links, styled with lipgloss (no styling with the "notty" style).
-//
-// It replaces glamour, whose syntax highlighter (chroma) registers its
-// lexers and styles in package init: about 20 ms of CPU at the start of
-// every tavern command, `tavern show` included, for a feature of `tavern
-// ui` alone. The last result is cached.
+// markdown renders detail panes: goldmark's parse (GFM, as the web face
+// uses) walked into styled, word-wrapped terminal text. It is small on
+// purpose: a renderer with syntax highlighting (glamour, through chroma)
+// registers its styles and lexers when the program starts, and that cost
+// every `tavern` process paid — the hooks run on every tool call of an
+// agent session and must start fast. The last result is cached.
 type markdown struct {
-	plain    bool
-	light    bool
+	st       mdStyles
+	md       goldmark.Markdown
 	lastIn   string
 	lastOut  string
 	lastSize int
 }
 
-// mdParser is made on first use: goldmark's setup is not free either.
-var mdParser = sync.OnceValue(func() goldmark.Markdown { return goldmark.New() })
+type mdStyles struct {
+	heading, strong, emph, code, block, quote, link, rule lipgloss.Style
+}
 
 func newMarkdown(style string) *markdown {
 	if style == "" {
 		style = "dark"
-		if lipgloss.ColorProfile() == termenv.Ascii {
-			style = "notty"
+	}
+	plain := lipgloss.NewStyle()
+	st := mdStyles{heading: plain, strong: plain, emph: plain, code: plain, block: plain, quote: plain, link: plain, rule: plain}
+	if style != "notty" {
+		accent, faint, code := lipgloss.Color("39"), lipgloss.Color("244"), lipgloss.Color("203")
+		if style == "light" {
+			accent, faint, code = lipgloss.Color("27"), lipgloss.Color("242"), lipgloss.Color("160")
+		}
+		st = mdStyles{
+			heading: plain.Bold(true).Foreground(accent),
+			strong:  plain.Bold(true),
+			emph:    plain.Italic(true),
+			code:    plain.Foreground(code),
+			block:   plain.Foreground(faint),
+			quote:   plain.Foreground(faint).Italic(true),
+			link:    plain.Foreground(accent).Underline(true),
+			rule:    plain.Foreground(faint),
 		}
 	}
-	return &markdown{plain: style == "notty" || style == "ascii", light: style == "light"}
+	return &markdown{st: st, md: goldmark.New(goldmark.WithExtensions(extension.GFM))}
 }
 
 func (md *markdown) render(src string, width int) string {
 	if src == md.lastIn && width == md.lastSize {
 		return md.lastOut
 	}
-	r := &mdRender{src: []byte(src), width: max(width-2, 10), md: md}
-	doc := mdParser().Parser().Parse(text.NewReader(r.src))
-	r.blocks(doc, "", "")
+	r := &mdRender{st: md.st, src: []byte(src), width: max(width-2, 10)}
+	doc := md.md.Parser().Parse(text.NewReader(r.src))
+	r.blocks(doc, "")
 	out := strings.TrimRight(r.out.String(), "\n") + "\n"
 	md.lastIn, md.lastSize, md.lastOut = src, width, out
 	return out
 }
 
-// Styles of the rendered text (ignored when plain).
-var (
-	mdHeading = lipgloss.NewStyle().Bold(true)
-	mdTitle   = lipgloss.NewStyle().Bold(true).Underline(true)
-	mdBold    = lipgloss.NewStyle().Bold(true)
-	mdItalic  = lipgloss.NewStyle().Italic(true)
-	mdCode    = lipgloss.NewStyle().Foreground(lipgloss.Color("11"))
-	mdCodeLt  = lipgloss.NewStyle().Foreground(lipgloss.Color("5"))
-	mdLink    = lipgloss.NewStyle().Underline(true)
-	mdDim     = lipgloss.NewStyle().Faint(true)
-)
-
-// mdRender is one rendering: blocks are written to out, each line
-// prefixed (block quotes, list indentation).
 type mdRender struct {
+	st    mdStyles
 	src   []byte
 	width int
-	md    *markdown
 	out   strings.Builder
 }
 
-// word is a run of text without spaces and the style it is shown in.
-type word struct {
-	text  string
-	style *lipgloss.Style
-	glue  bool // no space before it: it continues the previous word
-}
-
-func (r *mdRender) style(s *lipgloss.Style, t string) string {
-	if r.md.plain || s == nil || t == "" {
-		return t
-	}
-	return s.Render(t)
-}
-
-func (r *mdRender) codeStyle() *lipgloss.Style {
-	if r.md.light {
-		return &mdCodeLt
-	}
-	return &mdCode
-}
-
-// blocks renders the block children of n. first prefixes the first line
-// written, rest every other one.
-func (r *mdRender) blocks(n ast.Node, first, rest string) {
+// blocks renders the block children of n, each line prefixed by indent,
+// with a blank line between blocks.
+func (r *mdRender) blocks(n gast.Node, indent string) {
+	first := true
 	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
-		if c != n.FirstChild() && !isTight(n) {
-			r.out.WriteString(strings.TrimRight(rest, " ") + "\n")
+		if !first {
+			r.out.WriteString(strings.TrimRight(indent, " ") + "\n")
 		}
-		r.block(c, first, rest)
-		first = rest
+		first = false
+		r.block(c, indent)
 	}
 }
 
-// isTight: the items of a tight list are not separated by blank lines.
-func isTight(n ast.Node) bool {
-	switch x := n.(type) {
-	case *ast.List:
-		return x.IsTight
-	case *ast.ListItem:
-		if l, ok := x.Parent().(*ast.List); ok {
-			return l.IsTight
-		}
-	}
-	return false
-}
-
-func (r *mdRender) block(n ast.Node, first, rest string) {
-	switch x := n.(type) {
-	case *ast.Heading:
-		st := &mdHeading
-		if x.Level == 1 {
-			st = &mdTitle
-		}
-		words := r.inlines(x, st)
-		if r.md.plain {
-			words = append([]word{{text: strings.Repeat("#", x.Level)}}, words...)
-		}
-		r.wrap(words, first, rest)
-	case *ast.Paragraph, *ast.TextBlock:
-		r.wrap(r.inlines(n, nil), first, rest)
-	case *ast.List:
-		num := x.Start
-		for it := x.FirstChild(); it != nil; it = it.NextSibling() {
-			if it != x.FirstChild() && !x.IsTight {
-				r.out.WriteString(strings.TrimRight(rest, " ") + "\n")
-			}
-			bullet := "• "
-			if x.IsOrdered() {
-				bullet = strconv.Itoa(num) + ". "
-				num++
-			}
-			r.blocks(it, first+bullet, rest+strings.Repeat(" ", len([]rune(bullet))))
-			first = rest
-		}
-	case *ast.Blockquote:
-		r.blocks(x, first+"│ ", rest+"│ ")
-	case *ast.FencedCodeBlock, *ast.CodeBlock:
+func (r *mdRender) block(n gast.Node, indent string) {
+	switch t := n.(type) {
+	case *gast.Heading:
+		line := strings.Repeat("#", t.Level) + " " + r.inline(t)
+		r.lines(r.st.heading.Render(line), indent)
+	case *gast.Paragraph, *gast.TextBlock:
+		r.wrapped(r.inline(n), indent)
+	case *gast.FencedCodeBlock, *gast.CodeBlock:
+		var b strings.Builder
 		lines := n.Lines()
 		for i := 0; i < lines.Len(); i++ {
 			seg := lines.At(i)
-			line := strings.TrimRight(string(seg.Value(r.src)), "\n")
-			r.out.WriteString(first + "  " + r.style(r.codeStyle(), line) + "\n")
-			first = rest
+			b.Write(seg.Value(r.src))
 		}
-	case *ast.ThematicBreak:
-		r.out.WriteString(first + r.style(&mdDim, strings.Repeat("─", max(r.width-len([]rune(first)), 3))) + "\n")
-	case *ast.HTMLBlock:
-		lines := n.Lines()
-		for i := 0; i < lines.Len(); i++ {
-			seg := lines.At(i)
-			r.out.WriteString(first + strings.TrimRight(string(seg.Value(r.src)), "\n") + "\n")
-			first = rest
+		for _, l := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
+			r.out.WriteString(indent + "  " + r.st.block.Render(l) + "\n")
 		}
+	case *gast.Blockquote:
+		r.blocks(n, indent+r.st.quote.Render("│")+" ")
+	case *gast.List:
+		i := t.Start
+		for it := n.FirstChild(); it != nil; it = it.NextSibling() {
+			marker := "• "
+			if t.IsOrdered() {
+				marker = strconv.Itoa(i) + ". "
+				i++
+			}
+			r.listItem(it, indent, marker)
+		}
+	case *gast.ThematicBreak:
+		r.out.WriteString(indent + r.st.rule.Render(strings.Repeat("─", min(r.width, 40))) + "\n")
+	case *east.Table:
+		r.table(t, indent)
+	case *gast.HTMLBlock:
+		// raw HTML is not shown (as on the web face)
 	default:
 		if n.HasChildren() {
-			r.blocks(n, first, rest)
+			r.blocks(n, indent)
 		}
 	}
 }
 
-// inlines flattens the inline children of n into words; a hard line
-// break is the word "\n".
-func (r *mdRender) inlines(n ast.Node, st *lipgloss.Style) []word {
-	var words []word
-	sep := true // a space comes before the next text
-	add := func(t string, st *lipgloss.Style) {
-		for i, f := range strings.Split(t, " ") {
+// listItem renders one item: its first block after the marker, the rest
+// (and nested lists) indented under it.
+func (r *mdRender) listItem(it gast.Node, indent, marker string) {
+	var sub mdRender
+	sub.st, sub.src, sub.width = r.st, r.src, max(r.width-len(indent)-len(marker), 10)
+	for c := it.FirstChild(); c != nil; c = c.NextSibling() {
+		sub.block(c, "") // a tight list: no blank line between an item's blocks
+	}
+	pad := strings.Repeat(" ", len([]rune(marker)))
+	for i, l := range strings.Split(strings.TrimRight(sub.out.String(), "\n"), "\n") {
+		if i == 0 {
+			r.out.WriteString(indent + marker + l + "\n")
+		} else {
+			r.out.WriteString(indent + pad + l + "\n")
+		}
+	}
+}
+
+func (r *mdRender) table(t *east.Table, indent string) {
+	var rows [][]string
+	for row := t.FirstChild(); row != nil; row = row.NextSibling() {
+		var cells []string
+		for cell := row.FirstChild(); cell != nil; cell = cell.NextSibling() {
+			cells = append(cells, r.inline(cell))
+		}
+		rows = append(rows, cells)
+	}
+	widths := map[int]int{}
+	for _, row := range rows {
+		for i, c := range row {
+			widths[i] = max(widths[i], ansi.StringWidth(c))
+		}
+	}
+	for ri, row := range rows {
+		var b strings.Builder
+		for i, c := range row {
 			if i > 0 {
-				sep = true
+				b.WriteString(" │ ")
 			}
-			if f == "" {
-				continue
-			}
-			words = append(words, word{text: f, style: st, glue: !sep && len(words) > 0})
-			sep = false
+			b.WriteString(c + strings.Repeat(" ", widths[i]-ansi.StringWidth(c)))
 		}
-	}
-	var walk func(n ast.Node, st *lipgloss.Style)
-	walk = func(n ast.Node, st *lipgloss.Style) {
-		for c := n.FirstChild(); c != nil; c = c.NextSibling() {
-			switch x := c.(type) {
-			case *ast.Text:
-				add(string(x.Segment.Value(r.src)), st)
-				if x.HardLineBreak() {
-					words = append(words, word{text: "\n"})
-					sep = true
-				} else if x.SoftLineBreak() {
-					add(" ", st)
-				}
-			case *ast.String:
-				add(string(x.Value), st)
-			case *ast.CodeSpan:
-				var b strings.Builder
-				for t := x.FirstChild(); t != nil; t = t.NextSibling() {
-					if s, ok := t.(*ast.Text); ok {
-						b.Write(s.Segment.Value(r.src))
-					}
-				}
-				add(b.String(), r.codeStyle())
-			case *ast.Emphasis:
-				es := &mdItalic
-				if x.Level >= 2 {
-					es = &mdBold
-				}
-				walk(x, es)
-			case *ast.Link:
-				walk(x, &mdLink)
-				if dest := string(x.Destination); dest != "" {
-					add(" ("+dest+")", &mdDim)
-				}
-			case *ast.AutoLink:
-				add(string(x.URL(r.src)), &mdLink)
-			case *ast.Image:
-				add("[image: ", &mdDim)
-				walk(x, &mdDim)
-				add("]", &mdDim)
-			case *ast.RawHTML:
-				for i := 0; i < x.Segments.Len(); i++ {
-					seg := x.Segments.At(i)
-					add(string(seg.Value(r.src)), st)
-				}
-			default:
-				walk(c, st)
-			}
+		line := strings.TrimRight(b.String(), " ")
+		if ri == 0 {
+			line = r.st.strong.Render(line)
 		}
+		r.out.WriteString(indent + line + "\n")
 	}
-	walk(n, st)
-	return words
 }
 
-// wrap writes words as lines of at most r.width columns (a longer word
-// gets a line of its own).
-func (r *mdRender) wrap(words []word, first, rest string) {
-	prefix := first
-	var line strings.Builder
-	col := 0
-	flush := func() {
-		r.out.WriteString(prefix + line.String() + "\n")
-		prefix, col = rest, 0
-		line.Reset()
+// inline renders n's inline children as one string of styled text
+// (soft line breaks as spaces, hard ones as newlines).
+func (r *mdRender) inline(n gast.Node) string {
+	var b strings.Builder
+	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+		switch t := c.(type) {
+		case *gast.Text:
+			b.Write(t.Segment.Value(r.src))
+			switch {
+			case t.HardLineBreak():
+				b.WriteString("\n")
+			case t.SoftLineBreak():
+				b.WriteString(" ")
+			}
+		case *gast.String:
+			b.Write(t.Value)
+		case *gast.CodeSpan:
+			var cb bytes.Buffer
+			for g := t.FirstChild(); g != nil; g = g.NextSibling() {
+				if s, ok := g.(*gast.Text); ok {
+					cb.Write(s.Segment.Value(r.src))
+				}
+			}
+			b.WriteString(r.st.code.Render(cb.String()))
+		case *gast.Emphasis:
+			s := r.st.emph
+			if t.Level >= 2 {
+				s = r.st.strong
+			}
+			b.WriteString(s.Render(r.inline(t)))
+		case *east.Strikethrough:
+			b.WriteString("~" + r.inline(t) + "~")
+		case *gast.Link:
+			label := r.inline(t)
+			b.WriteString(r.st.link.Render(label))
+			if dest := string(t.Destination); dest != "" && dest != label {
+				b.WriteString(" (" + dest + ")")
+			}
+		case *gast.AutoLink:
+			b.WriteString(r.st.link.Render(string(t.URL(r.src))))
+		case *gast.Image:
+			b.WriteString("[" + r.inline(t) + "]")
+		case *gast.RawHTML:
+			// not shown
+		case *east.TaskCheckBox:
+			if t.IsChecked {
+				b.WriteString("[x] ")
+			} else {
+				b.WriteString("[ ] ")
+			}
+		default:
+			b.WriteString(r.inline(c))
+		}
 	}
-	for _, w := range words {
-		if w.text == "\n" {
-			flush()
-			continue
-		}
-		n := lipgloss.Width(w.text)
-		room := r.width - lipgloss.Width(prefix)
-		space := col > 0 && !w.glue
-		if space && col+n+1 > room {
-			flush()
-			space = false
-		}
-		if space {
-			line.WriteByte(' ')
-			col++
-		}
-		line.WriteString(r.style(w.style, w.text))
-		col += n
+	return b.String()
+}
+
+// wrapped writes s word-wrapped to the width, each line after indent.
+func (r *mdRender) wrapped(s, indent string) {
+	w := max(r.width-ansi.StringWidth(indent), 10)
+	for _, para := range strings.Split(s, "\n") {
+		r.lines(ansi.Wrap(para, w, ""), indent)
 	}
-	if col > 0 || prefix == first {
-		flush()
+}
+
+func (r *mdRender) lines(s, indent string) {
+	for _, l := range strings.Split(s, "\n") {
+		r.out.WriteString(indent + strings.TrimRight(l, " ") + "\n")
 	}
 }

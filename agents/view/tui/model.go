@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/bubbles/textinput"
-	"github.com/charmbracelet/bubbles/viewport"
-	tea "github.com/charmbracelet/bubbletea"
+	"charm.land/bubbles/v2/textinput"
+	"charm.land/bubbles/v2/viewport"
+	tea "charm.land/bubbletea/v2"
 
 	"github.com/tavernhq/tavern/agents/view"
 	"github.com/tavernhq/tavern/docstore"
@@ -25,15 +25,17 @@ type Options struct {
 	// $EDITOR, else vi, through sh -c (as `tavern edit`).
 	Editor func(file string) *exec.Cmd
 	// Glamour is the style of rendered markdown ("dark", "light",
-	// "notty": no styling), named as glamour named them; default "dark",
-	// "notty" when the terminal has no colours.
+	// "notty"); default "dark", or "light" when the terminal answers
+	// that its background is light. Colours are reduced to what the
+	// terminal shows (none when it has none) as the frame is drawn.
+	// (The name is from the renderer it once was; markdown.go.)
 	Glamour string
 }
 
 // Run runs the UI on in/out (a terminal) until the person quits or ctx
 // ends.
 func Run(ctx context.Context, v *view.View, opt Options, in io.Reader, out io.Writer) error {
-	p := tea.NewProgram(New(v, opt), tea.WithAltScreen(), tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out))
+	p := tea.NewProgram(New(v, opt), tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out))
 	_, err := p.Run()
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return nil // interrupted: the normal way out besides q
@@ -107,14 +109,20 @@ func New(v *view.View, opt Options) *Model {
 	ti.CharLimit = 8192
 	ti.Prompt = "› "
 	m := &Model{v: v, opt: opt, input: ti, width: 100, height: 30}
-	m.detail = viewport.New(50, 20)
+	m.detail = viewport.New(viewport.WithWidth(50), viewport.WithHeight(20))
 	m.md = newMarkdown(opt.Glamour)
 	return m
 }
 
 func (m *Model) Init() tea.Cmd {
 	m.ups, m.stopUps = m.v.Updates()
-	return tea.Batch(m.snapshot(), m.waitUpdate())
+	cmds := []tea.Cmd{m.snapshot(), m.waitUpdate()}
+	if m.opt.Glamour == "" {
+		// Dark or light markdown colours: ask the terminal, inside the
+		// program; the answer (if any) comes as a BackgroundColorMsg.
+		cmds = append(cmds, tea.RequestBackgroundColor)
+	}
+	return tea.Batch(cmds...)
 }
 
 func (m *Model) snapshot() tea.Cmd {
@@ -166,7 +174,16 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.snapshot()
 	case editedMsg:
 		return m.edited(msg.err)
-	case tea.KeyMsg:
+	case tea.BackgroundColorMsg:
+		// The answer to Init's question, when the terminal gives one
+		// (never asked at start-up: a terminal that does not answer
+		// must not hold the program up).
+		if m.opt.Glamour == "" && !msg.IsDark() {
+			m.md = newMarkdown("light")
+			m.refreshDetail(false)
+		}
+		return m, nil
+	case tea.KeyPressMsg:
 		return m.key(msg)
 	case tea.MouseMsg:
 		var cmd tea.Cmd
@@ -245,7 +262,7 @@ func (m *Model) refreshDetail(force bool) {
 	if r != nil && r.detail != nil {
 		text = r.detail()
 	}
-	rendered := m.md.render(text, m.detail.Width)
+	rendered := m.md.render(text, m.detail.Width())
 	if key != m.detailKey || force {
 		m.detail.GotoTop()
 	}
@@ -255,14 +272,15 @@ func (m *Model) refreshDetail(force bool) {
 
 func (m *Model) layout() {
 	lw := m.listWidth()
-	m.detail.Width = max(m.width-lw-3, 20)
-	m.detail.Height = max(m.height-4, 3)
+	m.detail.SetWidth(max(m.width-lw-3, 20))
+	m.detail.SetHeight(max(m.height-4, 3))
+	m.fitInput()
 	m.refreshDetail(false)
 }
 
 func (m *Model) listWidth() int { return max(min(m.width*11/20, m.width-24), 20) }
 
-func (m *Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
+func (m *Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	s := k.String()
 	if s == "ctrl+c" {
 		return m.quit()
@@ -354,7 +372,7 @@ func (m *Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.cursor[m.tab] = len(m.list) - 1
 		m.fixCursor(-1)
 		m.refreshDetail(true)
-	case "pgdown", "ctrl+d", " ":
+	case "pgdown", "ctrl+d", "space":
 		m.detail.HalfPageDown()
 	case "pgup", "ctrl+u":
 		m.detail.HalfPageUp()
@@ -364,6 +382,7 @@ func (m *Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.input.SetValue(m.filter[m.tab])
 		m.input.Placeholder = "filter"
 		m.input.Focus()
+		m.fitInput()
 	case "esc":
 		if m.filter[m.tab] != "" {
 			m.filter[m.tab] = ""
@@ -390,6 +409,7 @@ func (m *Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.input.Reset()
 		m.input.Placeholder = "channel or @agent"
 		m.input.Focus()
+		m.fitInput()
 	case "e":
 		if r := m.selected(); r != nil && r.path != "" {
 			return m, m.beginEdit(r.path)
@@ -442,6 +462,7 @@ func (m *Model) ask(a view.Action) tea.Cmd {
 		m.input.Reset()
 		m.input.Placeholder = "your " + a.Input + " (enter to confirm, esc to cancel)"
 		m.input.Focus()
+		m.fitInput()
 		return textinput.Blink
 	case "document":
 		return m.beginEdit(a.Target)

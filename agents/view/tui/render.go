@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/charmbracelet/lipgloss"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 )
 
 var (
@@ -28,7 +29,13 @@ var (
 	}
 )
 
-func (m *Model) View() string {
+func (m *Model) View() tea.View {
+	v := tea.NewView(m.frame())
+	v.AltScreen = true
+	return v
+}
+
+func (m *Model) frame() string {
 	if m.mode == modeHelp {
 		return help
 	}
@@ -99,14 +106,30 @@ func (m *Model) renderList(w, h int) string {
 	return lipgloss.NewStyle().Width(w).Render(strings.Join(lines, "\n"))
 }
 
-func (m *Model) footer() string {
+// inputPrefix is what the footer shows before the text input, in the
+// modes that type into it.
+func (m *Model) inputPrefix() string {
 	switch m.mode {
 	case modeFilter:
-		return "/" + m.input.View()
+		return "/"
 	case modeInput:
-		return fmt.Sprintf("%s %s: %s", m.pending.Label, m.pending.Target, m.input.View())
+		return fmt.Sprintf("%s %s: ", m.pending.Label, m.pending.Target)
 	case modeTarget:
-		return "send to: " + m.input.View()
+		return "send to: "
+	}
+	return ""
+}
+
+// fitInput gives the text input the rest of the footer line: with no
+// width, the input shows only the first letter of its placeholder.
+func (m *Model) fitInput() {
+	m.input.SetWidth(max(m.width-lipgloss.Width(m.inputPrefix()+m.input.Prompt)-1, 1))
+}
+
+func (m *Model) footer() string {
+	switch m.mode {
+	case modeFilter, modeInput, modeTarget:
+		return m.inputPrefix() + m.input.View()
 	case modeConfirm:
 		text := ""
 		if m.pending.Text != "" {

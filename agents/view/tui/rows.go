@@ -284,7 +284,7 @@ func resourceRows(s *view.Snapshot) []row {
 				return fmt.Sprintf("# %s\n\n- agent: %s\n- reason: %s\n- %s\n", r.Glob, r.Agent, r.Reason, exp)
 			}})
 	}
-	out = append(out, row{key: "h:tok", header: true, text: fmt.Sprintf("TOKENS (%d slots)", len(s.Tokens))})
+	out = append(out, row{key: "h:tok", header: true, text: fmt.Sprintf("TOKENS (slots: %d)", len(s.Tokens))})
 	for _, t := range s.Tokens {
 		t := t
 		st := "held by " + t.HeldBy

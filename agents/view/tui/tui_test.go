@@ -1,7 +1,8 @@
 package tui
 
 import (
-	"bytes"
+	"image/color"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,22 +10,16 @@ import (
 	"testing"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/lipgloss"
-	"github.com/charmbracelet/x/exp/teatest"
-	"github.com/muesli/termenv"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
+	"github.com/charmbracelet/x/exp/teatest/v2"
+	"github.com/charmbracelet/x/vt"
 
 	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/agents/view"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
 )
-
-func TestMain(m *testing.M) {
-	// Plain text frames: the tests look for words, not colours.
-	lipgloss.SetColorProfile(termenv.Ascii)
-	os.Exit(m.Run())
-}
 
 // must returns v or panics (a call's two results can only be a whole
 // argument list, so no testing.TB can come along).
@@ -62,25 +57,66 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-func (f *fixture) start(t *testing.T, opt Options) *teatest.TestModel {
+func (f *fixture) start(t *testing.T, opt Options) *screen {
 	t.Helper()
 	opt.Glamour = "notty"
-	tm := teatest.NewTestModel(t, New(f.v, opt), teatest.WithInitialTermSize(160, 40))
+	// Plain text frames: the tests look for words, not colours.
+	tm := teatest.NewTestModel(t, New(f.v, opt), teatest.WithInitialTermSize(160, 40),
+		teatest.WithProgramOptions(tea.WithColorProfile(colorprofile.Ascii)))
 	t.Cleanup(func() { tm.Quit() })
-	return tm
+	term := vt.NewEmulator(160, 40)
+	// The emulator answers the program's queries on a pipe; nobody reads
+	// the answers (the program's input is the test's), but the pipe must
+	// not block the emulator.
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		io.Copy(io.Discard, term)
+	}()
+	t.Cleanup(func() {
+		// End the pipe first (the reader sees EOF), then the emulator:
+		// Close and Read share an unguarded flag.
+		if c, ok := term.InputPipe().(io.Closer); ok {
+			c.Close()
+			<-drained
+			term.Close()
+		}
+	})
+	return &screen{TestModel: tm, term: term}
 }
 
-func waitOutput(t *testing.T, tm *teatest.TestModel, want string) {
+// screen is the program under test and the terminal it draws on. Bubble
+// Tea redraws only the cells that changed, so the words a person sees are
+// read off an emulated screen, never out of the byte stream.
+type screen struct {
+	*teatest.TestModel
+	term *vt.Emulator
+}
+
+// waitOutput waits until the screen shows want.
+func waitOutput(t *testing.T, tm *screen, want string) {
 	t.Helper()
-	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte(want)) },
-		teatest.WithDuration(20*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b, err := io.ReadAll(tm.Output())
+		if err != nil {
+			t.Fatal(err)
+		}
+		tm.term.Write(b)
+		shown := tm.term.String()
+		if strings.Contains(shown, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the screen never showed %q within 20s; it shows:\n%s", want, shown)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
-func typeText(tm *teatest.TestModel, s string) {
-	tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(s)})
-}
+func typeText(tm *screen, s string) { tm.Type(s) }
 
-func key(tm *teatest.TestModel, k tea.KeyType) { tm.Send(tea.KeyMsg{Type: k}) }
+func key(tm *screen, k rune) { tm.Send(tea.KeyPressMsg{Code: k}) }
 
 // waitCond waits for a condition on the store, with a deadline.
 func waitCond(t *testing.T, what string, cond func() bool) {
@@ -211,5 +247,30 @@ func TestStaleSnapshotIgnored(t *testing.T) {
 	m.Update(snapMsg{s: older})
 	if m.snap != newer || len(m.list) != 1 {
 		t.Fatalf("got version %d with %d rows, want the newer snapshot", m.snap.Version, len(m.list))
+	}
+}
+
+// TestBackgroundColour: the markdown colours follow the terminal's answer
+// to Init's background query, unless the style was chosen.
+func TestBackgroundColour(t *testing.T) {
+	f := newFixture(t)
+	tests := []struct {
+		name, style string
+		bg          color.Color
+		want        string
+	}{
+		{"dark terminal", "", color.Black, "dark"},
+		{"light terminal", "", color.White, "light"},
+		{"chosen style kept", "dark", color.White, "dark"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := New(f.v, Options{Glamour: tc.style})
+			m.Update(tea.BackgroundColorMsg{Color: tc.bg})
+			got, want := m.md.st.heading.GetForeground(), newMarkdown(tc.want).st.heading.GetForeground()
+			if got != want {
+				t.Errorf("heading colour %v, want %v (the %s style)", got, want, tc.want)
+			}
+		})
 	}
 }

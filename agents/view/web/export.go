@@ -291,7 +291,7 @@ func mdResources(w io.Writer, s *view.Snapshot) {
 		rows = append(rows, []string{r.Agent, "`" + r.Glob + "`", r.Reason, exp})
 	}
 	table(w, []string{"agent", "paths", "reason", "expires"}, rows)
-	fmt.Fprintf(w, "## Tokens (%d slots)\n\n", len(s.Tokens))
+	fmt.Fprintf(w, "## Tokens (slots: %d)\n\n", len(s.Tokens))
 	rows = nil
 	for _, t := range s.Tokens {
 		st := "held"
@@ -311,7 +311,7 @@ func mdResources(w io.Writer, s *view.Snapshot) {
 }
 
 func mdJournal(w io.Writer, s *view.Snapshot) {
-	fmt.Fprintf(w, "# Journal (last %d events)\n\n", len(s.Journal))
+	fmt.Fprintf(w, "# Journal (newest first, %d shown)\n\n", len(s.Journal))
 	var rows [][]string
 	for i := len(s.Journal) - 1; i >= 0; i-- {
 		e := s.Journal[i]

@@ -29,7 +29,9 @@ var assets embed.FS
 // be built at the start of every tavern command, not only serve's.
 var md = sync.OnceValue(func() goldmark.Markdown { return goldmark.New(goldmark.WithExtensions(extension.GFM)) })
 
-var tmpl = sync.OnceValue(func() *template.Template {
+// templates are parsed on first use, not when the program starts: every
+// `tavern` process (the agent tools' hooks among them) would pay for it.
+var templates = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("").Funcs(template.FuncMap{
 		"md":        renderMD,
 		"age":       view.Age,
@@ -66,7 +68,7 @@ func dict(kv ...any) map[string]any {
 }
 
 func render(w io.Writer, name string, p *Page) error {
-	return tmpl().ExecuteTemplate(w, name, p)
+	return templates().ExecuteTemplate(w, name, p)
 }
 
 func renderMD(s string) template.HTML {

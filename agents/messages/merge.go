@@ -1,0 +1,88 @@
+package messages
+
+import (
+	"bytes"
+	"sort"
+	"strings"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues/gitsync"
+)
+
+// MergeChunk is the git sync's merge of a message chunk both machines
+// appended to (gitsync.Options.Mergers["chunk"]): the union of both
+// sides' messages by id, in id (time) order, with first_id, last_id,
+// first_time, last_time, message_count and updated recomputed. A message
+// present on both sides with different text (a hand edit on one) keeps
+// ours and journals theirs. Text before the first message (a title a
+// person added) is ours. base is not needed: messages are never removed
+// by the engine, and a union cannot lose one.
+func MergeChunk(path string, base, ours, theirs []byte) ([]byte, []gitsync.Loss, error) {
+	do, err := docstore.Parse(path, ours)
+	if err != nil {
+		return nil, nil, err
+	}
+	dt, err := docstore.Parse(path, theirs)
+	if err != nil {
+		return nil, nil, err
+	}
+	mo, err := ParseChunkBody(do.Body())
+	if err != nil {
+		return nil, nil, err
+	}
+	mt, err := ParseChunkBody(dt.Body())
+	if err != nil {
+		return nil, nil, err
+	}
+	byID := map[string]Message{}
+	var losses []gitsync.Loss
+	for _, m := range mo {
+		byID[m.ID] = m
+	}
+	for _, m := range mt {
+		if o, ok := byID[m.ID]; ok {
+			if o.Text != m.Text || o.Sender != m.Sender {
+				losses = append(losses, gitsync.Loss{Path: path, Field: "message " + m.ID, Kept: o.Text, Lost: m.Text,
+					Rule: "a message edited on both machines: this machine's text is kept"})
+			}
+			continue
+		}
+		byID[m.ID] = m
+	}
+	all := make([]Message, 0, len(byID))
+	for _, m := range byID {
+		all = append(all, m)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].ID < all[j].ID })
+	var buf bytes.Buffer
+	buf.Write(prelude(do.Body()))
+	for _, m := range all {
+		renderMessage(&buf, m)
+	}
+	st := stateOf(all)
+	res := do.Clone()
+	res.SetBody(buf.Bytes())
+	if err := res.SetMany([]docstore.Field{
+		{Key: "first_id", Value: st.firstID},
+		{Key: "first_time", Value: st.firstTime},
+		{Key: "last_id", Value: st.lastID},
+		{Key: "last_time", Value: st.lastTime},
+		{Key: "message_count", Value: st.count},
+		{Key: "updated", Value: st.lastTime},
+	}); err != nil {
+		return nil, nil, err
+	}
+	return res.Bytes(), losses, nil
+}
+
+// prelude is the body before the first message header.
+func prelude(body []byte) []byte {
+	s := string(body)
+	if strings.HasPrefix(s, headerPrefix) {
+		return nil
+	}
+	if i := strings.Index(s, "\n"+headerPrefix); i >= 0 {
+		return body[:i+1]
+	}
+	return body
+}

@@ -1,0 +1,164 @@
+package docstore
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tavernhq/tavern/schema"
+)
+
+// The trash: Delete moves a document to .trash/<stamp>-<path with "/" as
+// "__">, and consumed tuples are archived there the same way. Nothing in
+// it is a document any more; Trash lists it and RestoreTrash moves an
+// entry back.
+
+// trashStamp is the layout of the time prefix of a trash entry.
+const trashStamp = "20060102T150405.000000000"
+
+// TrashEntry is one file in .trash/.
+type TrashEntry struct {
+	Name    string    `json:"name"`    // the file name in .trash/
+	Path    string    `json:"path"`    // the document path it had ("" if it cannot be told)
+	Deleted time.Time `json:"deleted"` // when it was moved there
+	Size    int64     `json:"size"`
+}
+
+// EngineFile reports whether rel is a file the engine owns rather than a
+// document one may delete: tavern.md, the journal (events/), and every
+// engine-private dot name (.tmp/, .locks/, .trash/, .index, .gitignore).
+func EngineFile(rel string) bool {
+	rel = filepath.ToSlash(filepath.Clean(rel))
+	if rel == ConfigFile || strings.HasPrefix(rel, "events/") {
+		return true
+	}
+	for _, part := range strings.Split(rel, "/") {
+		if Private(part) {
+			return true
+		}
+	}
+	return false
+}
+
+// Trash lists .trash/, newest first.
+func (s *Store) Trash() ([]TrashEntry, error) {
+	ents, err := os.ReadDir(filepath.Join(s.root, trashDir))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	var out []TrashEntry
+	for _, e := range ents {
+		if e.IsDir() || Private(e.Name()) {
+			continue
+		}
+		te := TrashEntry{Name: e.Name()}
+		if stamp, enc, ok := strings.Cut(e.Name(), "-"); ok {
+			te.Deleted, _ = time.Parse(trashStamp, stamp)
+			te.Path, _ = trashPath(enc)
+		}
+		if fi, err := e.Info(); err == nil {
+			te.Size = fi.Size()
+		}
+		out = append(out, te)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Name > out[j].Name })
+	return out, nil
+}
+
+// trashPath decodes a trash entry's encoded path: "__" stands for "/",
+// but names may hold "__" themselves, so the one decoding that is a
+// document path of a known kind is taken. Several is ErrAmbiguous.
+func trashPath(enc string) (string, error) {
+	parts := strings.Split(enc, "__")
+	var found []string
+	// Each of the len(parts)-1 separators is "/" or a literal "__".
+	n := len(parts) - 1
+	if n > 12 {
+		return "", fmt.Errorf("%w: %s", ErrAmbiguous, enc)
+	}
+	for mask := 0; mask < 1<<n; mask++ {
+		var b strings.Builder
+		b.WriteString(parts[0])
+		for i := 1; i < len(parts); i++ {
+			if mask&(1<<(i-1)) != 0 {
+				b.WriteString("__")
+			} else {
+				b.WriteString("/")
+			}
+			b.WriteString(parts[i])
+		}
+		if k, _, err := schema.KindOfPath(b.String()); err == nil && k != nil {
+			found = append(found, b.String())
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", fmt.Errorf("%w: %s is no document path", ErrNotExist, enc)
+	case 1:
+		return found[0], nil
+	}
+	return "", fmt.Errorf("%w: %s", ErrAmbiguous, strings.Join(found, ", "))
+}
+
+// RestoreTrash moves a trash entry back to the path it had and returns
+// that path. ref is the entry's name in .trash/ or the document path
+// (then the newest entry of that path). A document that exists again at
+// that path is not overwritten (ErrExist). The move is journaled as a
+// creation.
+func (s *Store) RestoreTrash(ref string) (string, error) {
+	entries, err := s.Trash()
+	if err != nil {
+		return "", err
+	}
+	var e *TrashEntry
+	for i := range entries {
+		if entries[i].Name == ref || entries[i].Path == ref || entries[i].Path == ref+".md" {
+			e = &entries[i]
+			break
+		}
+	}
+	if e == nil {
+		return "", pathErr("restore", ref, fmt.Errorf("%w in .trash/", ErrNotExist))
+	}
+	if e.Path == "" {
+		return "", pathErr("restore", e.Name, fmt.Errorf("%w: cannot tell the path it had", ErrNotExist))
+	}
+	rel := e.Path
+	l, err := s.Lock(DocLockKey(rel))
+	if err != nil {
+		return "", err
+	}
+	defer l.Unlock()
+	full, err := s.abs(rel)
+	if err != nil {
+		return "", pathErr("restore", rel, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		return "", err
+	}
+	from := filepath.Join(s.root, trashDir, e.Name)
+	// link+unlink, not rename: rename would replace a document that
+	// appeared at rel in the meantime.
+	if err := os.Link(from, full); err != nil {
+		return "", pathErr("restore", rel, unwrapPath(err))
+	}
+	if err := os.Remove(from); err != nil {
+		return "", err
+	}
+	if err := s.syncDir(filepath.Dir(full)); err != nil {
+		return "", err
+	}
+	if err := s.syncDir(filepath.Dir(from)); err != nil {
+		return "", err
+	}
+	d, err := s.Get(rel)
+	if err == nil {
+		s.notify(Mutation{Op: "create", Path: rel, Doc: d})
+	}
+	return rel, nil
+}

@@ -1,0 +1,505 @@
+package gitsync
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
+)
+
+func init() { queues.RegisterEngine("git", OpenEngine) }
+
+// ClaimRefs is the remote namespace of the git engine's claim records:
+// refs/tavern/claims/<key>, e.g. refs/tavern/claims/items/build/p05-019a...
+const ClaimRefs = "refs/tavern/claims/"
+
+// localClaims mirrors the remote claim refs fetched by this clone.
+const localClaims = "refs/tavern/rclaims/"
+
+// record is one claim record: the message of a commit with the empty
+// tree, whose parent is the key's previous record. The chain is the
+// key's history (`git log refs/tavern/claims/<key>` in any clone).
+type record struct {
+	State      string    `json:"state"` // held, free, done, dead
+	Fence      int64     `json:"fence"`
+	Attempts   int       `json:"attempts"`
+	Holder     string    `json:"holder,omitempty"`
+	Machine    string    `json:"machine,omitempty"`
+	LeaseUntil time.Time `json:"lease_until,omitzero"`
+	Result     string    `json:"result,omitempty"`
+	At         time.Time `json:"at,omitzero"` // when it was finished
+}
+
+type viewEntry struct {
+	oid string
+	rec record
+}
+
+// RefEngine is coordination: git. Every claim, renewal, release and
+// completion is one compare-and-swap push of the key's claim ref
+// (--force-with-lease=<ref>:<the record it read>; "" for a ref that must
+// not exist yet): the remote accepts exactly one of racing pushes. A
+// claim's liveness is its lease_until, written by the holder's clock;
+// Live claims are renewed by this process every claim_ttl/3 (default
+// 30s/3), so a dead machine's claims come back claim_ttl after its last
+// renewal. It is safe for concurrent use.
+type RefEngine struct {
+	s       *docstore.Store
+	repo    *repo
+	remote  string
+	machine string
+	liveTTL time.Duration
+	maxAge  time.Duration // a view older than this is fetched again before a decision
+
+	mu     sync.Mutex
+	view   map[string]viewEntry // key -> latest known record
+	viewAt map[string]time.Time // key directory -> last fetch
+	live   map[string]int64     // Live claims of this process: key -> fence
+	hinted map[string]bool      // view entries from Hint, not yet tried
+	stop   chan struct{}
+	once   sync.Once
+}
+
+// OpenEngine is the queues.EngineOpener of coordination: git. The remote
+// is the sync remote (sync: remote:, $TAVERN_SYNC_REMOTE or the project's
+// origin); sync: claim_ttl sets the lease of Live claims.
+func OpenEngine(cc queues.CoordConfig) (queues.Coordinator, error) {
+	sec := cc.Section("sync")
+	get := func(k string) string { v, _ := sec[k].(string); return v }
+	remote, err := remoteOf(cc.Store, "", get("remote"))
+	if err != nil {
+		return nil, err
+	}
+	ttl := 30 * time.Second
+	if v := get("claim_ttl"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			path, line, col := cc.Pos("sync", "claim_ttl")
+			return nil, &SyncError{Op: "open", Path: fmt.Sprintf("%s:%d:%d", path, line, col), Err: fmt.Errorf("sync.claim_ttl %q: want a positive duration", v)}
+		}
+		ttl = d
+	}
+	r, err := openRepo(filepath.Join(cc.Store.Root(), Dir, "git"), cc.Machine)
+	if err != nil {
+		return nil, err
+	}
+	return &RefEngine{s: cc.Store, repo: r, remote: remote, machine: cc.Machine, liveTTL: ttl, maxAge: time.Second,
+		view: map[string]viewEntry{}, viewAt: map[string]time.Time{}, live: map[string]int64{}, hinted: map[string]bool{}, stop: make(chan struct{})}, nil
+}
+
+// Engine implements queues.Coordinator.
+func (e *RefEngine) Engine() string { return "git" }
+
+// Machine implements queues.Coordinator.
+func (e *RefEngine) Machine() string { return e.machine }
+
+// Close stops renewing Live claims (they end claim_ttl later).
+func (e *RefEngine) Close() error {
+	e.once.Do(func() { close(e.stop) })
+	return nil
+}
+
+// refName encodes a key as a ref name: characters git forbids in ref
+// names are %XX-escaped, component by component.
+func refName(key string) string {
+	parts := strings.Split(key, "/")
+	for i, p := range parts {
+		var b strings.Builder
+		for j := 0; j < len(p); j++ {
+			c := p[j]
+			ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || (c == '.' && j > 0 && p[j-1] != '.')
+			if ok {
+				b.WriteByte(c)
+			} else {
+				fmt.Fprintf(&b, "%%%02X", c)
+			}
+		}
+		s := b.String()
+		if strings.HasSuffix(s, ".lock") {
+			s = strings.TrimSuffix(s, ".lock") + "%2Elock"
+		}
+		parts[i] = s
+	}
+	return strings.Join(parts, "/")
+}
+
+func keyDir(key string) string {
+	if i := strings.LastIndexByte(key, '/'); i >= 0 {
+		return key[:i]
+	}
+	return ""
+}
+
+func (e *RefEngine) unavailable(op, key string, err error) error {
+	return &queues.CoordError{Op: op, Key: key, Err: fmt.Errorf("%w: git remote %s: %v", queues.ErrUnavailable, e.remote, err)}
+}
+
+// refresh fetches the claim refs of key's directory (one fetch for a
+// whole queue) and rebuilds their view.
+func (e *RefEngine) refresh(key string) error { return e.refreshDir(keyDir(key)) }
+
+// refreshDir fetches the claim refs under dir (every depth).
+func (e *RefEngine) refreshDir(dir string) error {
+	key := dir
+	// Fetches of one clone update the same local refs: one at a time.
+	l, err := e.s.Lock("gitclaims")
+	if err != nil {
+		return err
+	}
+	defer l.Unlock()
+	src := ClaimRefs + refName(dir) + "/*"
+	dst := localClaims + refName(dir) + "/*"
+	if _, err := e.repo.fetch(e.remote, "+"+src+":"+dst); err != nil {
+		return e.unavailable("fetch", key, err)
+	}
+	out, err := e.repo.git(nil, "for-each-ref", "--format=%(refname)%09%(objectname)%09%(contents:subject)", localClaims+refName(dir)+"/")
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	prefix := localClaims + refName(dir) + "/"
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.SplitN(line, "\t", 3)
+		if len(f) != 3 || !strings.HasPrefix(f[0], prefix) {
+			continue
+		}
+		var r record
+		if json.Unmarshal([]byte(f[2]), &r) != nil {
+			continue
+		}
+		k := dir + "/" + unescape(strings.TrimPrefix(f[0], prefix))
+		if cur, ok := e.view[k]; ok && cur.rec.Fence > r.Fence {
+			continue // our own newer push, not fetched back yet
+		}
+		e.view[k] = viewEntry{oid: f[1], rec: r}
+	}
+	e.viewAt[dir] = time.Now()
+	return nil
+}
+
+func unescape(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) {
+			var c byte
+			if _, err := fmt.Sscanf(s[i+1:i+3], "%02X", &c); err == nil {
+				b.WriteByte(c)
+				i += 2
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// Hint tells the engine the claim record a claim was granted with (the
+// item's claim_lease, "git:<oid>"), so that a process that did not make
+// the claim (`tavern item done` after `tavern queue take`) can
+// compare-and-swap against it at once instead of fetching first. The
+// record is read from this clone's repository, where the claiming process
+// made it; a stale hint only costs a rejected push and a fetch.
+func (e *RefEngine) Hint(key, lease string) {
+	oid, ok := strings.CutPrefix(lease, "git:")
+	if !ok || oid == "" {
+		return
+	}
+	out, err := e.repo.git(nil, "log", "-1", "--format=%s", oid)
+	if err != nil {
+		return
+	}
+	var r record
+	if json.Unmarshal([]byte(strings.TrimSpace(string(out))), &r) != nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if cur, ok := e.view[key]; !ok || cur.rec.Fence <= r.Fence {
+		e.view[key] = viewEntry{oid: oid, rec: r}
+		e.hinted[key] = true
+	}
+}
+
+// lookup returns the key's record, fetching if the view is older than
+// maxAge or force (a hinted record is tried once without fetching).
+func (e *RefEngine) lookup(key string, force bool) (viewEntry, bool, error) {
+	e.mu.Lock()
+	at := e.viewAt[keyDir(key)]
+	if v, ok := e.view[key]; ok && e.hinted[key] && !force {
+		delete(e.hinted, key)
+		e.mu.Unlock()
+		return v, true, nil
+	}
+	e.mu.Unlock()
+	if force || time.Since(at) > e.maxAge {
+		if err := e.refresh(key); err != nil {
+			return viewEntry{}, false, err
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	v, ok := e.view[key]
+	return v, ok, nil
+}
+
+// cas writes rec as key's next record if the remote still has prev
+// ("" = no record). It reports false when another push won.
+func (e *RefEngine) cas(key string, prev viewEntry, hadPrev bool, rec record) (bool, error) {
+	msg, _ := json.Marshal(rec)
+	parent := ""
+	expect := ""
+	if hadPrev {
+		parent, expect = prev.oid, prev.oid
+	}
+	oid, err := e.repo.commitTree(emptyTree, string(msg)+"\n", parent)
+	if err != nil {
+		return false, err
+	}
+	res, err := e.repo.push(e.remote, oid, ClaimRefs+refName(key), &expect)
+	switch res {
+	case pushOK:
+		e.mu.Lock()
+		e.view[key] = viewEntry{oid: oid, rec: rec}
+		e.mu.Unlock()
+		return true, nil
+	case pushRejected:
+		return false, nil
+	}
+	return false, e.unavailable("push", key, err)
+}
+
+// Skip implements queues.Skipper from the view (no fetch): a key whose
+// last known record is finished, or held and within its lease.
+func (e *RefEngine) Skip(key string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	v, ok := e.view[key]
+	if !ok {
+		return false
+	}
+	switch v.rec.State {
+	case "done", "dead":
+		return true
+	case "held":
+		return v.rec.Machine != e.machine && time.Now().Before(v.rec.LeaseUntil)
+	}
+	return false
+}
+
+// Claim implements queues.Coordinator.
+func (e *RefEngine) Claim(ctx context.Context, key string, req queues.ClaimRequest) (queues.Grant, error) {
+	ttl := req.TTL
+	if req.Live {
+		ttl = e.liveTTL
+	}
+	if ttl <= 0 {
+		ttl = e.liveTTL
+	}
+	force := false
+	for try := 0; try < 3; try++ {
+		if err := ctx.Err(); err != nil {
+			return queues.Grant{}, err
+		}
+		cur, ok, err := e.lookup(key, force)
+		if err != nil {
+			return queues.Grant{}, err
+		}
+		next := record{State: "held", Fence: 1, Attempts: 1, Holder: req.Holder, Machine: e.machine, LeaseUntil: time.Now().Add(ttl).UTC()}
+		if ok {
+			switch r := cur.rec; {
+			case r.State == "done" || r.State == "dead":
+				return queues.Grant{}, fmt.Errorf("%s: %w (%s)", key, queues.ErrFinished, r.State)
+			case r.State == "held" && time.Now().Before(r.LeaseUntil):
+				return queues.Grant{}, &queues.HeldError{Key: key, Holder: r.Holder, Machine: r.Machine, Fence: r.Fence}
+			default: // free, or held past its lease
+				next.Fence, next.Attempts = r.Fence+1, r.Attempts+1
+			}
+		}
+		won, err := e.cas(key, cur, ok, next)
+		if err != nil {
+			return queues.Grant{}, err
+		}
+		if won {
+			if req.Live {
+				e.keepAlive(key, next.Fence)
+			}
+			e.mu.Lock()
+			oid := e.view[key].oid
+			e.mu.Unlock()
+			return queues.Grant{Fence: next.Fence, Attempts: next.Attempts, Lease: "git:" + oid}, nil
+		}
+		force = true // someone pushed first: read again
+	}
+	return queues.Grant{}, &queues.HeldError{Key: key, Holder: "?", Machine: "?"}
+}
+
+// change rewrites a held key's record if fence still holds it.
+func (e *RefEngine) change(key string, fence int64, edit func(r *record)) error {
+	force := false
+	for try := 0; try < 3; try++ {
+		cur, ok, err := e.lookup(key, force)
+		if err != nil {
+			return err
+		}
+		if !ok || cur.rec.State != "held" || cur.rec.Fence != fence {
+			if !force {
+				force = true
+				continue
+			}
+			why := "it has no claim record"
+			if ok {
+				why = fmt.Sprintf("its record is %s, fence %d (%s on %s)", cur.rec.State, cur.rec.Fence, cur.rec.Holder, cur.rec.Machine)
+			}
+			return fmt.Errorf("%s fence %d: %w: %s", key, fence, queues.ErrLostClaim, why)
+		}
+		// Past its lease another machine may take it at any moment: the
+		// push decides, and a lost race is a lost claim.
+		next := cur.rec
+		edit(&next)
+		won, err := e.cas(key, cur, true, next)
+		if err != nil {
+			return err
+		}
+		if won {
+			return nil
+		}
+		force = true
+	}
+	return fmt.Errorf("%s fence %d: %w: the record kept changing", key, fence, queues.ErrLostClaim)
+}
+
+// Renew implements queues.Coordinator.
+func (e *RefEngine) Renew(_ context.Context, key string, fence int64, ttl time.Duration) error {
+	if ttl <= 0 {
+		ttl = e.liveTTL
+	}
+	return e.change(key, fence, func(r *record) { r.LeaseUntil = time.Now().Add(ttl).UTC() })
+}
+
+// Release implements queues.Coordinator.
+func (e *RefEngine) Release(_ context.Context, key string, fence int64, giveBack bool) error {
+	e.forget(key)
+	return e.change(key, fence, func(r *record) {
+		r.State, r.LeaseUntil = "free", time.Time{}
+		if giveBack && r.Attempts > 0 {
+			r.Attempts--
+		}
+	})
+}
+
+// Finish implements queues.Coordinator.
+func (e *RefEngine) Finish(_ context.Context, key string, fence int64, outcome, result string) error {
+	e.forget(key)
+	if len(result) > 4096 {
+		result = result[:4096]
+	}
+	return e.change(key, fence, func(r *record) {
+		r.State, r.Result, r.LeaseUntil, r.At = outcome, result, time.Time{}, time.Now().UTC()
+	})
+}
+
+// Reopen implements queues.Coordinator.
+func (e *RefEngine) Reopen(_ context.Context, key string) error {
+	force := false
+	for try := 0; try < 5; try++ {
+		cur, ok, err := e.lookup(key, force)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return nil
+		}
+		next := record{State: "free", Fence: cur.rec.Fence, Attempts: 0}
+		won, err := e.cas(key, cur, true, next)
+		if err != nil || won {
+			return err
+		}
+		force = true
+	}
+	return fmt.Errorf("reopen %s: the record kept changing", key)
+}
+
+// State implements queues.Coordinator.
+func (e *RefEngine) State(_ context.Context, key string) (queues.ClaimState, error) {
+	cur, ok, err := e.lookup(key, false)
+	if err != nil || !ok {
+		return queues.ClaimState{}, err
+	}
+	return stateOf(cur.rec), nil
+}
+
+func stateOf(r record) queues.ClaimState {
+	st := queues.ClaimState{Fence: r.Fence, Holder: r.Holder, Machine: r.Machine, Attempts: r.Attempts, LeaseUntil: r.LeaseUntil}
+	switch r.State {
+	case "held":
+		st.Held = time.Now().Before(r.LeaseUntil)
+	case "done", "dead":
+		st.Finished, st.FinishedBy, st.Result, st.FinishedAt = r.State, r.Fence, r.Result, r.At
+	}
+	return st
+}
+
+// keepAlive renews a Live claim every liveTTL/3 until it is released,
+// finished, lost, or the engine closed.
+func (e *RefEngine) keepAlive(key string, fence int64) {
+	e.mu.Lock()
+	e.live[key] = fence
+	e.mu.Unlock()
+	go func() {
+		t := time.NewTicker(e.liveTTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-e.stop:
+				return
+			case <-t.C:
+			}
+			e.mu.Lock()
+			f, ok := e.live[key]
+			e.mu.Unlock()
+			if !ok || f != fence {
+				return
+			}
+			err := e.Renew(context.Background(), key, fence, e.liveTTL)
+			if errors.Is(err, queues.ErrLostClaim) {
+				e.forget(key)
+				return
+			}
+		}
+	}()
+}
+
+func (e *RefEngine) forget(key string) {
+	e.mu.Lock()
+	delete(e.live, key)
+	e.mu.Unlock()
+}
+
+// List implements queues.Lister from a fresh fetch of prefix's claim refs.
+func (e *RefEngine) List(ctx context.Context, prefix string) (map[string]queues.ClaimState, error) {
+	dir := strings.TrimSuffix(prefix, "/")
+	// refresh fetches the directory of a key: one below prefix.
+	if err := e.refreshDir(dir); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := map[string]queues.ClaimState{}
+	for k, v := range e.view {
+		if st := stateOf(v.rec); strings.HasPrefix(k, dir+"/") && st.Held {
+			out[k] = st
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,535 @@
+package gitsync
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/schema"
+)
+
+// MergeFunc merges one document changed on both sides (base is nil for a
+// document both sides created). It returns the merged bytes and what
+// could not be kept (journaled as sync.conflict).
+type MergeFunc func(path string, base, ours, theirs []byte) ([]byte, []Loss, error)
+
+// Loss is a value a merge could not keep: the rule chose another. Every
+// Loss is journaled (sync.conflict) with both values, so nothing is lost
+// silently: `tavern log --type sync.conflict` lists them.
+type Loss struct {
+	Path     string `json:"path"`
+	Field    string `json:"field"` // a frontmatter key, "body", "(document)", "(item)" or "(deleted)"
+	Kept     string `json:"kept"`
+	Lost     string `json:"lost"`
+	KeptFrom string `json:"kept_machine"`
+	LostFrom string `json:"lost_machine"`
+	Rule     string `json:"rule"`
+}
+
+const (
+	ruleLWW     = "both machines changed it: the later `updated` wins (ties: the greater machine name)"
+	ruleItem    = "both machines moved the item: the later claim wins (claim_attempt, then state done > dead > pending > claimed, then updated)"
+	ruleDeleted = "deleted on one machine, edited on the other: the edit is kept"
+	ruleUnion   = "both machines appended: lines of both are kept"
+)
+
+// merge is one three-way merge of flat trees.
+type merge struct {
+	sy                 *Syncer
+	base, ours, theirs map[string]entry
+	theirsMachine      map[string]string // tree path -> machine of theirs' last change
+	out                map[string]entry
+	losses             []Loss
+	blob               map[string][]byte
+	newBlobs           [][]byte
+	newPaths           []string
+}
+
+func (m *merge) machineOf(path string) string {
+	if n := m.theirsMachine[path]; n != "" {
+		return n
+	}
+	return "remote"
+}
+
+func same(a, b entry, aok, bok bool) bool {
+	if aok != bok {
+		return false
+	}
+	return !aok || a.oid == b.oid
+}
+
+// itemOf returns the item group key of an item path ("" if not one).
+func itemOf(p string) (group, state string) {
+	var buf [3]string
+	caps, ok := schema.Item.Captures(p, buf[:0])
+	if !ok || len(caps) != 3 {
+		return "", ""
+	}
+	return caps[0] + "/" + caps[2], caps[1]
+}
+
+// mergeTrees merges ours and theirs against base.
+func (sy *Syncer) mergeTrees(base, ours, theirs map[string]entry, theirsMachine map[string]string) (map[string]entry, []Loss, error) {
+	m := &merge{sy: sy, base: base, ours: ours, theirs: theirs, theirsMachine: theirsMachine, out: map[string]entry{}}
+	groups := map[string][]string{}
+	var conflicts []string
+	seen := map[string]bool{}
+	for _, t := range []map[string]entry{base, ours, theirs} {
+		for p := range t {
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+			if g, _ := itemOf(p); g != "" {
+				groups[g] = append(groups[g], p)
+				continue
+			}
+			b, bok := base[p]
+			o, ook := ours[p]
+			th, tok := theirs[p]
+			switch {
+			case same(o, th, ook, tok):
+				if ook {
+					m.out[p] = o
+				}
+			case same(o, b, ook, bok):
+				if tok {
+					m.out[p] = th
+				}
+			case same(th, b, tok, bok):
+				if ook {
+					m.out[p] = o
+				}
+			default:
+				conflicts = append(conflicts, p)
+			}
+		}
+	}
+	var groupConflicts [][]string
+	for _, paths := range groups {
+		sort.Strings(paths)
+		eq := func(x, y map[string]entry) bool {
+			for _, p := range paths {
+				a, aok := x[p]
+				b, bok := y[p]
+				if !same(a, b, aok, bok) {
+					return false
+				}
+			}
+			return true
+		}
+		take := func(t map[string]entry) {
+			for _, p := range paths {
+				if e, ok := t[p]; ok {
+					m.out[p] = e
+				}
+			}
+		}
+		switch {
+		case eq(ours, theirs), eq(theirs, base):
+			take(ours)
+		case eq(ours, base):
+			take(theirs)
+		default:
+			groupConflicts = append(groupConflicts, paths)
+		}
+	}
+	// Read every blob the conflicts need, in one batch.
+	var need []string
+	add := func(t map[string]entry, p string) {
+		if e, ok := t[p]; ok {
+			need = append(need, e.oid)
+		}
+	}
+	for _, p := range conflicts {
+		add(base, p)
+		add(ours, p)
+		add(theirs, p)
+	}
+	for _, ps := range groupConflicts {
+		for _, p := range ps {
+			add(ours, p)
+			add(theirs, p)
+		}
+	}
+	var err error
+	if m.blob, err = sy.repo.blobs(dedup(need)); err != nil {
+		return nil, nil, err
+	}
+	sort.Strings(conflicts)
+	for _, p := range conflicts {
+		if err := m.resolve(p); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, ps := range groupConflicts {
+		m.resolveItem(ps)
+	}
+	ids, err := sy.repo.writeBlobs(m.newBlobs)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, p := range m.newPaths {
+		m.out[p] = entry{mode: "100644", oid: ids[i]}
+	}
+	return m.out, m.losses, nil
+}
+
+func dedup(s []string) []string {
+	sort.Strings(s)
+	out := s[:0]
+	for i, x := range s {
+		if i == 0 || x != s[i-1] {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func (m *merge) data(t map[string]entry, p string) ([]byte, bool) {
+	e, ok := t[p]
+	if !ok {
+		return nil, false
+	}
+	return m.blob[e.oid], true
+}
+
+func (m *merge) put(p string, data []byte) {
+	m.newBlobs = append(m.newBlobs, data)
+	m.newPaths = append(m.newPaths, p)
+}
+
+// resolve merges one path both sides changed differently.
+func (m *merge) resolve(p string) error {
+	b, bok := m.data(m.base, p)
+	o, ook := m.data(m.ours, p)
+	t, tok := m.data(m.theirs, p)
+	me, them := m.sy.machine, m.machineOf(p)
+	if !ook || !tok {
+		// Deleted on one side, edited on the other: keep the edit.
+		keptE, from, lostFrom := m.ours[p], me, them
+		if !ook {
+			keptE, from, lostFrom = m.theirs[p], them, me
+		}
+		m.out[p] = keptE
+		m.losses = append(m.losses, Loss{Path: p, Field: "(deleted)", Kept: "the edited copy", Lost: "the deletion", KeptFrom: from, LostFrom: lostFrom, Rule: ruleDeleted})
+		return nil
+	}
+	if !bok {
+		b = nil
+	}
+	if !strings.HasSuffix(p, ".md") {
+		m.put(p, unionLines(o, t))
+		return nil
+	}
+	if k, _, err := schema.NameOfPath(p); err == nil && k != nil {
+		if fn := m.sy.mergers[k.Name]; fn != nil {
+			out, losses, err := fn(p, b, o, t)
+			if err == nil {
+				for i := range losses {
+					if losses[i].KeptFrom == "" {
+						losses[i].KeptFrom, losses[i].LostFrom = me, them
+					}
+				}
+				m.losses = append(m.losses, losses...)
+				m.put(p, out)
+				return nil
+			}
+		}
+	}
+	out, losses := mergeDoc(p, b, o, t, me, them)
+	m.losses = append(m.losses, losses...)
+	m.put(p, out)
+	return nil
+}
+
+// unionLines keeps ours and appends theirs' lines that ours lacks (append-only files).
+func unionLines(o, t []byte) []byte {
+	have := map[string]bool{}
+	for _, l := range bytes.SplitAfter(o, []byte("\n")) {
+		have[string(l)] = true
+	}
+	out := append([]byte(nil), o...)
+	if len(out) > 0 && out[len(out)-1] != '\n' {
+		out = append(out, '\n')
+	}
+	for _, l := range bytes.SplitAfter(t, []byte("\n")) {
+		if len(l) == 0 || have[string(l)] {
+			continue
+		}
+		out = append(out, l...)
+		if l[len(l)-1] != '\n' {
+			out = append(out, '\n')
+		}
+	}
+	return out
+}
+
+// valueText is a field's value as comparable text ("\x00" if absent).
+func valueText(d *docstore.Doc, k string) string {
+	if d == nil {
+		return "\x00"
+	}
+	n := d.Get(k)
+	if n == nil {
+		return "\x00"
+	}
+	b, err := yaml.Marshal(n)
+	if err != nil {
+		return "\x01" + n.Value
+	}
+	return string(b)
+}
+
+func parseOrNil(p string, data []byte) *docstore.Doc {
+	if data == nil {
+		return nil
+	}
+	d, err := docstore.Parse(p, data)
+	if err != nil {
+		return nil
+	}
+	return d
+}
+
+// oursWins decides the last writer: the later `updated`, then the
+// greater machine name (so every machine decides the same way).
+func oursWins(o, t *docstore.Doc, me, them string) bool {
+	var uo, ut time.Time
+	if o != nil {
+		uo, _ = o.Time("updated")
+	}
+	if t != nil {
+		ut, _ = t.Time("updated")
+	}
+	if !uo.Equal(ut) {
+		return uo.After(ut)
+	}
+	return me > them
+}
+
+// mergeDoc is the per-field rule for a document both machines edited:
+// a field changed on one side only takes that change; a field changed on
+// both to different values takes the last writer's (later `updated`,
+// ties by machine name) and the other value is a Loss; `updated` takes
+// the later of the two. The body is merged line by line (git merge-file);
+// overlapping edits take the last writer's hunks and the other body is a
+// Loss. Nothing ever gets conflict markers.
+func mergeDoc(p string, b, o, t []byte, me, them string) ([]byte, []Loss) {
+	do, dt, db := parseOrNil(p, o), parseOrNil(p, t), parseOrNil(p, b)
+	oWins := oursWins(do, dt, me, them)
+	winner, loser, wData, lData, wName, lName := do, dt, o, t, me, them
+	if !oWins {
+		winner, loser, wData, lData, wName, lName = dt, do, t, o, them, me
+	}
+	whole := func() ([]byte, []Loss) {
+		return wData, []Loss{{Path: p, Field: "(document)", Kept: string(wData), Lost: string(lData), KeptFrom: wName, LostFrom: lName, Rule: ruleLWW}}
+	}
+	if do == nil || dt == nil {
+		return whole() // a side does not parse: keep one whole, journal the other
+	}
+	res := winner.Clone()
+	var losses []Loss
+	keys := append(append([]string(nil), winner.Keys()...), loser.Keys()...)
+	if db != nil {
+		keys = append(keys, db.Keys()...)
+	}
+	done := map[string]bool{}
+	for _, k := range keys {
+		if done[k] {
+			continue
+		}
+		done[k] = true
+		bv, ov, tv := valueText(db, k), valueText(do, k), valueText(dt, k)
+		var from *docstore.Doc // the side whose value wins
+		switch {
+		case ov == tv, tv == bv:
+			from = do
+		case ov == bv:
+			from = dt
+		case k == "updated":
+			from = winner
+			if ut, _ := loser.Time("updated"); func() bool { wt, _ := winner.Time("updated"); return ut.After(wt) }() {
+				from = loser
+			}
+		default:
+			from = winner
+			losses = append(losses, Loss{Path: p, Field: k, Kept: strings.TrimSpace(valueText(winner, k)), Lost: strings.TrimSpace(valueText(loser, k)), KeptFrom: wName, LostFrom: lName, Rule: ruleLWW})
+		}
+		if valueText(from, k) == valueText(res, k) {
+			continue
+		}
+		var err error
+		if n := from.Get(k); n == nil {
+			err = res.Delete(k)
+		} else {
+			err = res.SetNode(k, n)
+		}
+		if err != nil {
+			return whole()
+		}
+	}
+	var bb []byte
+	if db != nil {
+		bb = db.Body()
+	}
+	ob, tb := do.Body(), dt.Body()
+	switch {
+	case bytes.Equal(ob, tb), bytes.Equal(tb, bb):
+		res.SetBody(ob)
+	case bytes.Equal(ob, bb):
+		res.SetBody(tb)
+	default:
+		merged, clean := mergeFile(bb, ob, tb, oWins)
+		res.SetBody(merged)
+		if !clean {
+			losses = append(losses, Loss{Path: p, Field: "body", Kept: string(winner.Body()), Lost: string(loser.Body()), KeptFrom: wName, LostFrom: lName, Rule: ruleLWW})
+		}
+	}
+	if errs := res.Validate(false); len(errs) > 0 && len(winner.Validate(false)) == 0 {
+		return whole()
+	}
+	return res.Bytes(), losses
+}
+
+// mergeFile is git merge-file on three texts; on overlapping edits the
+// favoured side's hunks are taken (--ours/--theirs), never markers.
+func mergeFile(base, ours, theirs []byte, favourOurs bool) ([]byte, bool) {
+	dir, err := os.MkdirTemp("", "tavern-merge-")
+	if err != nil {
+		return pick(ours, theirs, favourOurs), false
+	}
+	defer os.RemoveAll(dir)
+	names := []string{filepath.Join(dir, "ours"), filepath.Join(dir, "base"), filepath.Join(dir, "theirs")}
+	for i, b := range [][]byte{ours, base, theirs} {
+		if err := os.WriteFile(names[i], b, 0o644); err != nil {
+			return pick(ours, theirs, favourOurs), false
+		}
+	}
+	run := func(extra ...string) ([]byte, int) {
+		args := append([]string{"merge-file", "-p"}, extra...)
+		args = append(args, names...)
+		cmd := exec.Command("git", args...)
+		cmd.Env = gitEnv(nil)
+		out, err := cmd.Output()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return out, ee.ExitCode()
+		}
+		if err != nil {
+			return nil, -1
+		}
+		return out, 0
+	}
+	out, n := run()
+	if n == 0 {
+		return out, true
+	}
+	flag := "--theirs"
+	if favourOurs {
+		flag = "--ours"
+	}
+	if out, n = run(flag); n >= 0 && out != nil {
+		return out, false
+	}
+	return pick(ours, theirs, favourOurs), false
+}
+
+func pick(o, t []byte, ours bool) []byte {
+	if ours {
+		return o
+	}
+	return t
+}
+
+// itemRank orders the copies of one item: the later claim (fence) wins,
+// then the later state for the same claim, then updated.
+type itemRank struct {
+	attempt int64
+	state   int
+	updated time.Time
+	machine string
+}
+
+var stateRank = map[string]int{queues.Claimed: 0, queues.Pending: 1, queues.Dead: 2, queues.Done: 3}
+
+func rankOf(d *docstore.Doc, state, machine string) itemRank {
+	r := itemRank{state: stateRank[state], machine: machine}
+	if d != nil {
+		r.attempt, _ = d.Int("claim_attempt")
+		r.updated, _ = d.Time("updated")
+	} else {
+		r.attempt = -1
+	}
+	return r
+}
+
+func (a itemRank) less(b itemRank) bool {
+	if a.attempt != b.attempt {
+		return a.attempt < b.attempt
+	}
+	if a.state != b.state {
+		return a.state < b.state
+	}
+	if !a.updated.Equal(b.updated) {
+		return a.updated.Before(b.updated)
+	}
+	return a.machine < b.machine
+}
+
+// resolveItem keeps one copy of an item both machines moved or edited.
+func (m *merge) resolveItem(paths []string) {
+	type cand struct {
+		path    string
+		e       entry
+		rank    itemRank
+		machine string
+	}
+	var cands []cand
+	for _, side := range []struct {
+		t       map[string]entry
+		machine func(string) string
+	}{{m.ours, func(string) string { return m.sy.machine }}, {m.theirs, m.machineOf}} {
+		for _, p := range paths {
+			e, ok := side.t[p]
+			if !ok {
+				continue
+			}
+			_, st := itemOf(p)
+			mach := side.machine(p)
+			cands = append(cands, cand{path: p, e: e, rank: rankOf(parseOrNil(p, m.blob[e.oid]), st, mach), machine: mach})
+		}
+	}
+	if len(cands) == 0 {
+		return
+	}
+	best := 0
+	for i := range cands {
+		if cands[best].rank.less(cands[i].rank) {
+			best = i
+		}
+	}
+	w := cands[best]
+	m.out[w.path] = w.e
+	desc := func(c cand) string {
+		_, st := itemOf(c.path)
+		return fmt.Sprintf("%s (%s, claim_attempt %d)", c.path, st, c.rank.attempt)
+	}
+	for i, c := range cands {
+		if i == best || (c.path == w.path && c.e.oid == w.e.oid) {
+			continue
+		}
+		m.losses = append(m.losses, Loss{Path: c.path, Field: "(item)", Kept: desc(w), Lost: desc(c) + "\n" + string(m.blob[c.e.oid]), KeptFrom: w.machine, LostFrom: c.machine, Rule: ruleItem})
+	}
+}

@@ -1,0 +1,837 @@
+package gitsync
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/schema"
+	"github.com/tavernhq/tavern/watcher/journal"
+)
+
+// Dir is the engine-private directory of the sync, .tavern/.sync/: the
+// bare repository (git/), the last state commit the store reflects and
+// the paths whose merge waits for the next round (state.json), and the
+// hash cache (stat.json). Never synced.
+const Dir = ".sync"
+
+// DefaultRef is where Tavern's state lives in the remote: a ref of its
+// own, so the project's branches and their history are never touched.
+const DefaultRef = "refs/tavern/state"
+
+// Event types this package journals.
+const (
+	EventConflict = "sync.conflict" // a merge kept one value and dropped another (Data: field, kept, lost, machines, rule)
+	EventSynced   = "sync.round"    // one round that exchanged something (Data: head, pushed, applied, conflicts)
+)
+
+// testHookBeforeApply runs between the merge and the apply of a round
+// (tests change a file there, as a concurrent writer would).
+var testHookBeforeApply func()
+
+// Options configure Open. The zero value reads everything from tavern.md.
+type Options struct {
+	// Remote is the git remote (URL or path). Default: $TAVERN_SYNC_REMOTE,
+	// else tavern.md sync.remote, else the project repository's origin.
+	Remote string
+	// Ref is the remote ref (default tavern.md sync.ref, else
+	// refs/tavern/state).
+	Ref string
+	// Journal receives sync events and the `external` events of documents
+	// the sync changed (nil: the store's journal, closed by Close).
+	Journal *journal.Journal
+	// Mergers merge documents of a kind both machines changed (by kind
+	// name; e.g. "chunk": messages.MergeChunk). Others use the per-field
+	// rule (mergeDoc).
+	Mergers map[string]MergeFunc
+}
+
+// Syncer is the git sync of one store. Its rounds exclude each other
+// across processes (flock sync); it is safe for concurrent use.
+type Syncer struct {
+	s         *docstore.Store
+	repo      *repo
+	machine   string
+	remote    string
+	ref       string
+	every     time.Duration
+	j         *journal.Journal
+	ownJ      bool
+	mergers   map[string]MergeFunc
+	statFile  string
+	stateFile string
+}
+
+// Open prepares the sync of s (creating .sync/git on first use).
+func Open(s *docstore.Store, opt Options) (*Syncer, error) {
+	machine, err := queues.MachineName(s)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := s.Get(docstore.ConfigFile)
+	if err != nil {
+		return nil, err
+	}
+	sec, _ := cfg.Fields()["sync"].(map[string]any)
+	get := func(k string) string { v, _ := sec[k].(string); return v }
+	sy := &Syncer{s: s, machine: machine, mergers: opt.Mergers, j: opt.Journal,
+		statFile: filepath.Join(s.Root(), Dir, "stat.json"), stateFile: filepath.Join(s.Root(), Dir, "state.json")}
+	if sy.remote, err = remoteOf(s, opt.Remote, get("remote")); err != nil {
+		return nil, err
+	}
+	sy.ref = opt.Ref
+	if sy.ref == "" {
+		sy.ref = get("ref")
+	}
+	if sy.ref == "" {
+		sy.ref = DefaultRef
+	}
+	if !strings.HasPrefix(sy.ref, "refs/") {
+		return nil, &SyncError{Op: "open", Path: docstore.ConfigFile, Err: fmt.Errorf("sync.ref %q: want a full ref name (refs/...)", sy.ref)}
+	}
+	sy.every = 10 * time.Second
+	if e := get("every"); e != "" {
+		d, err := time.ParseDuration(e)
+		if err != nil || d <= 0 {
+			return nil, &SyncError{Op: "open", Path: docstore.ConfigFile, Err: fmt.Errorf("sync.every %q: want a positive duration", e)}
+		}
+		sy.every = d
+	}
+	if sy.repo, err = openRepo(filepath.Join(s.Root(), Dir, "git"), machine); err != nil {
+		return nil, err
+	}
+	if sy.j == nil {
+		if sy.j, err = journal.Open(s.Root(), journal.Options{}); err != nil {
+			return nil, err
+		}
+		sy.ownJ = true
+	}
+	return sy, nil
+}
+
+// remoteOf resolves the remote: explicit, $TAVERN_SYNC_REMOTE, this
+// clone's .sync/remote (written by Clone), tavern.md, then the origin of
+// the project repository (the directory holding .tavern/). A relative
+// path is relative to the project directory.
+func remoteOf(s *docstore.Store, explicit, configured string) (string, error) {
+	project := filepath.Dir(s.Root())
+	r := explicit
+	if r == "" {
+		r = os.Getenv("TAVERN_SYNC_REMOTE")
+	}
+	if r == "" {
+		if b, err := os.ReadFile(filepath.Join(s.Root(), Dir, "remote")); err == nil {
+			r = strings.TrimSpace(string(b))
+		}
+	}
+	if r == "" {
+		r = configured
+	}
+	if r == "" {
+		cmd := exec.Command("git", "-C", project, "remote", "get-url", "origin")
+		cmd.Env = gitEnv(nil)
+		if out, err := cmd.Output(); err == nil {
+			r = strings.TrimSpace(string(out))
+		}
+	}
+	if r == "" {
+		return "", &SyncError{Op: "open", Path: docstore.ConfigFile, Err: ErrNoRemote}
+	}
+	if !strings.Contains(r, "://") && !strings.Contains(r, ":") && !filepath.IsAbs(r) {
+		r = filepath.Join(project, r)
+	}
+	return r, nil
+}
+
+// Machine is this clone's machine name.
+func (sy *Syncer) Machine() string { return sy.machine }
+
+// Remote is the remote the sync exchanges with.
+func (sy *Syncer) Remote() string { return sy.remote }
+
+// Ref is the remote ref of the state.
+func (sy *Syncer) Ref() string { return sy.ref }
+
+// Every is tavern.md's sync.every (default 10s): the background interval.
+func (sy *Syncer) Every() time.Duration { return sy.every }
+
+// Close closes the journal if the Syncer opened it.
+func (sy *Syncer) Close() error {
+	if sy.ownJ {
+		return sy.j.Close()
+	}
+	return nil
+}
+
+// Change is one change a round wrote into the store.
+type Change struct {
+	Path    string `json:"path"`
+	Op      string `json:"op"` // created, updated, removed
+	Machine string `json:"machine"`
+}
+
+// Report says what one round did.
+type Report struct {
+	Committed bool          `json:"committed"` // local changes were committed
+	Fetched   bool          `json:"fetched"`   // the remote answered
+	Merged    bool          `json:"merged"`    // both sides had changes: a merge commit
+	Pushed    bool          `json:"pushed"`
+	Head      string        `json:"head"`     // the state commit the store reflects now
+	Applied   []Change      `json:"applied"`  // changes from other machines written into .tavern/
+	Deferred  []string      `json:"deferred"` // changed locally during the round: merged next round
+	Conflicts []Loss        `json:"conflicts"`
+	Problems  []string      `json:"problems,omitempty"` // files that cannot travel (symlinks, ...)
+	Offline   string        `json:"offline,omitempty"`  // the remote could not be reached (local changes are committed)
+	Started   time.Time     `json:"started"`            // when the round began (before waiting for another round of this clone)
+	Duration  time.Duration `json:"duration"`
+}
+
+// MarshalJSON writes Duration as a Go duration ("1.2s"), as the tavern
+// command's JSON does for every duration.
+func (r Report) MarshalJSON() ([]byte, error) {
+	type plain Report
+	return json.Marshal(struct {
+		plain
+		Duration string `json:"duration"`
+	}{plain(r), r.Duration.String()})
+}
+
+type syncState struct {
+	Head    string               `json:"head"`
+	Pending map[string]entry     `json:"-"`
+	PendRaw map[string][2]string `json:"pending,omitempty"` // tree path -> [mode, oid] ("" oid: absent)
+}
+
+func (sy *Syncer) loadState() syncState {
+	var st syncState
+	if b, err := os.ReadFile(sy.stateFile); err == nil {
+		_ = json.Unmarshal(b, &st)
+	}
+	st.Pending = map[string]entry{}
+	for p, v := range st.PendRaw {
+		st.Pending[p] = entry{mode: v[0], oid: v[1]}
+	}
+	return st
+}
+
+func (sy *Syncer) saveState(st syncState) error {
+	st.PendRaw = map[string][2]string{}
+	for p, e := range st.Pending {
+		st.PendRaw[p] = [2]string{e.mode, e.oid}
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	tmp := sy.stateFile + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, sy.stateFile)
+}
+
+// Sync runs one round: commit the store's changes since the last round,
+// fetch the remote ref, merge (three-way, by the rules of merge.go),
+// write what other machines changed into the store, push. A push the
+// remote rejects because another machine pushed first is retried after
+// merging again (up to 5 times). An unreachable remote is not an error:
+// the local commit waits and Report.Offline says why.
+func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
+	start := time.Now()
+	l, err := sy.s.LockContext(ctx, "sync")
+	if err != nil {
+		return nil, err
+	}
+	defer l.Unlock()
+	rep := &Report{Started: start.UTC(), Applied: []Change{}, Deferred: []string{}, Conflicts: []Loss{}} // lists, never null in JSON
+	defer func() { rep.Duration = time.Since(start) }()
+	st := sy.loadState()
+	snap, err := sy.snapshotWork()
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range snap.bad {
+		rep.Problems = append(rep.Problems, e.Error())
+	}
+	work := snap.files // what the worktree holds
+	head := st.Head
+	if head != "" && sy.repo.treeOf(head) == "" {
+		head = "" // the repository was reset: start over
+	}
+	headFiles, err := sy.repo.readTree(head)
+	if err != nil {
+		return nil, err
+	}
+	tree := work
+	// Journals are append-only and never removed by a round: one that
+	// is gone from this worktree (its machine renamed, a clone re-made)
+	// stays as head has it.
+	copied := false
+	for p, e := range headFiles {
+		if _, ok := work[p]; !ok && strings.HasPrefix(p, docstore.JournalDir+"/") {
+			if !copied {
+				tree, copied = make(map[string]entry, len(work)+1), true
+				for k, v := range work {
+					tree[k] = v
+				}
+			}
+			tree[p] = e
+		}
+	}
+	if len(st.Pending) > 0 {
+		// Paths whose local copy changed during an earlier round descend
+		// from that round's local copy, not from head: merge them.
+		tree, err = sy.mergePending(st.Pending, work, headFiles, rep)
+		if err != nil {
+			return nil, err
+		}
+	}
+	treeID, err := sy.repo.writeTree(tree)
+	if err != nil {
+		return nil, err
+	}
+	S := head
+	if treeID != sy.repo.treeOf(head) {
+		if S, err = sy.repo.commitTree(treeID, "tavern sync: "+sy.machine+"\n", head); err != nil {
+			return nil, err
+		}
+		rep.Committed = true
+	}
+	M := S
+	remoteRef := "refs/tavern/remote"
+	for try := 0; ; try++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		missing, err := sy.repo.fetch(sy.remote, "+"+sy.ref+":"+remoteRef)
+		if err != nil {
+			rep.Offline = err.Error()
+			break
+		}
+		rep.Fetched = true
+		R := ""
+		if !missing {
+			R = sy.repo.revParse(remoteRef)
+		}
+		switch {
+		case R == "" || sy.repo.isAncestor(R, M):
+		case sy.repo.isAncestor(M, R):
+			M = R
+		default:
+			base := sy.repo.mergeBase(M, R)
+			bf, err1 := sy.repo.readTree(base)
+			of, err2 := sy.repo.readTree(M)
+			tf, err3 := sy.repo.readTree(R)
+			if err := errors.Join(err1, err2, err3); err != nil {
+				return nil, err
+			}
+			merged, losses, err := sy.mergeTrees(bf, of, tf, sy.attribution(M, R))
+			if err != nil {
+				return nil, err
+			}
+			mt, err := sy.repo.writeTree(merged)
+			if err != nil {
+				return nil, err
+			}
+			if M, err = sy.repo.commitTree(mt, "tavern sync: "+sy.machine+" merges\n", M, R); err != nil {
+				return nil, err
+			}
+			rep.Merged = true
+			rep.Conflicts = append(rep.Conflicts, losses...)
+			sy.journalLosses(losses)
+		}
+		if M == R {
+			break
+		}
+		res, err := sy.repo.push(sy.remote, M, sy.ref, nil)
+		if res == pushOK {
+			rep.Pushed = true
+			break
+		}
+		if res == pushRejected {
+			if try < pushTries-1 {
+				// Another machine pushed first: fetch and merge again,
+				// after a random pause that grows with the tries, so
+				// machines that keep colliding fall out of step.
+				if err := sleepCtx(ctx, pushBackoff(try)); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			rep.Offline = fmt.Sprintf("other machines pushed first %d times in a row (the next round tries again): %v", pushTries, err)
+			break
+		}
+		rep.Offline = err.Error()
+		break
+	}
+	if testHookBeforeApply != nil {
+		testHookBeforeApply()
+	}
+	// Write what M has that the worktree lacks.
+	mFiles, err := sy.repo.readTree(M)
+	if err != nil {
+		return nil, err
+	}
+	pending, err := sy.apply(work, mFiles, sy.attribution(S, M), rep)
+	if err != nil {
+		return nil, err
+	}
+	if err := ensureLayout(sy.s.Root(), mFiles); err != nil {
+		return nil, err
+	}
+	st.Head, st.Pending = M, pending
+	rep.Head = M
+	if err := sy.saveState(st); err != nil {
+		return nil, err
+	}
+	// Journaled only when documents came in or a value was dropped: a
+	// round that only carried journals (this machine's, or others') must
+	// not change the journal again, or every round would have something
+	// to commit and machines would push each other's journals forever.
+	docs := 0
+	for _, a := range rep.Applied {
+		if !strings.HasPrefix(a.Path, docstore.JournalDir+"/") {
+			docs++
+		}
+	}
+	if docs > 0 || len(rep.Conflicts) > 0 {
+		_, _ = sy.j.Append(journal.Event{Type: EventSynced, Data: map[string]any{"head": M, "pushed": rep.Pushed,
+			"applied": len(rep.Applied), "conflicts": len(rep.Conflicts), "machine": sy.machine}})
+	}
+	return rep, nil
+}
+
+// mergePending merges the deferred paths: base = the local copy a
+// previous round could not overwrite, ours = the local copy now, theirs
+// = head's.
+func (sy *Syncer) mergePending(pend, work, head map[string]entry, rep *Report) (map[string]entry, error) {
+	base := map[string]entry{}
+	ours := map[string]entry{}
+	theirs := map[string]entry{}
+	for p, e := range pend {
+		if e.oid != "" {
+			base[p] = e
+		}
+		if w, ok := work[p]; ok {
+			ours[p] = w
+		}
+		if h, ok := head[p]; ok {
+			theirs[p] = h
+		}
+	}
+	merged, losses, err := sy.mergeTrees(base, ours, theirs, nil)
+	if err != nil {
+		return nil, err
+	}
+	rep.Conflicts = append(rep.Conflicts, losses...)
+	sy.journalLosses(losses)
+	out := make(map[string]entry, len(work))
+	for p, e := range work {
+		out[p] = e
+	}
+	for p := range pend {
+		delete(out, p)
+		if e, ok := merged[p]; ok {
+			out[p] = e
+		}
+	}
+	return out, nil
+}
+
+// attribution names, for each path changed in from..to, the machine of
+// the newest commit that changed it (commits are authored by machine).
+func (sy *Syncer) attribution(from, to string) map[string]string {
+	out := map[string]string{}
+	if to == "" || from == to {
+		return out
+	}
+	rng := to
+	if from != "" {
+		rng = from + ".." + to
+	}
+	b, err := sy.repo.git(nil, "log", "--no-renames", "--format=@@%an", "--name-only", rng)
+	if err != nil {
+		return out
+	}
+	who := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		switch {
+		case strings.HasPrefix(line, "@@"):
+			who = line[2:]
+		case line != "":
+			if _, ok := out[line]; !ok {
+				out[line] = who
+			}
+		}
+	}
+	return out
+}
+
+// lockKey is the lock that serialises the engine's writers of a path:
+// an item's claim lock, a channel's lock for its message chunks, the
+// document lock otherwise.
+func lockKey(rel string) string {
+	if g, _ := itemOf(rel); g != "" {
+		q, id, _ := strings.Cut(g, "/")
+		return queues.ItemLockKey(q, id)
+	}
+	var buf [2]string
+	if caps, ok := schema.Chunk.Captures(rel, buf[:0]); ok && len(caps) == 2 {
+		return schema.ChannelLockKey(caps[0])
+	}
+	return docstore.DocLockKey(rel)
+}
+
+// apply writes into the store every path where m differs from work (what
+// the worktree held when the round began), each under the lock its
+// engine writers take, and only if the file still holds work's version:
+// a path changed locally meanwhile is left alone and returned as
+// pending (its merge happens next round, against that base).
+func (sy *Syncer) apply(work, m map[string]entry, origin map[string]string, rep *Report) (map[string]entry, error) {
+	pending := map[string]entry{}
+	units := map[string][]string{} // lock key -> tree paths changed under it
+	var need []string
+	seen := map[string]bool{}
+	for _, t := range []map[string]entry{work, m} {
+		for p := range t {
+			if seen[p] || sy.workPath(p) == "" {
+				continue
+			}
+			seen[p] = true
+			w, wok := work[p]
+			e, mok := m[p]
+			if same(w, e, wok, mok) {
+				continue
+			}
+			k := lockKey(p)
+			if strings.HasPrefix(p, docstore.JournalDir+"/") {
+				k = "" // other machines' journals: only this sync writes them
+			}
+			units[k] = append(units[k], p)
+			if mok {
+				need = append(need, e.oid)
+			}
+		}
+	}
+	if len(units) == 0 {
+		return pending, nil
+	}
+	data, err := sy.repo.blobs(dedup(need))
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, len(units))
+	for k := range units {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		paths := units[k]
+		sort.Strings(paths)
+		if err := sy.applyUnit(k, paths, work, m, data, origin, pending, rep); err != nil {
+			return nil, err
+		}
+	}
+	return pending, nil
+}
+
+// applyUnit applies the changes of one lock's paths all or nothing.
+func (sy *Syncer) applyUnit(key string, paths []string, work, m map[string]entry, data map[string][]byte, origin map[string]string, pending map[string]entry, rep *Report) error {
+	if key != "" {
+		l, err := sy.s.Lock(key)
+		if err != nil {
+			return err
+		}
+		defer l.Unlock()
+	}
+	root := sy.s.Root()
+	// Check first: every path must still be as the round saw it.
+	for _, p := range paths {
+		w, wok := work[p]
+		cur, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(p)))
+		switch {
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			return err
+		case (err == nil) != wok, wok && blobID(cur) != w.oid:
+			for _, q := range paths {
+				pending[q] = work[q] // absent: zero entry, oid ""
+			}
+			rep.Deferred = append(rep.Deferred, paths...)
+			return nil
+		}
+	}
+	// Creates and updates first, removals last: an item moved between
+	// state directories is never in none of them.
+	sort.SliceStable(paths, func(i, j int) bool {
+		_, a := m[paths[i]]
+		_, b := m[paths[j]]
+		return a && !b
+	})
+	for _, p := range paths {
+		e, mok := m[p]
+		_, wok := work[p]
+		ch := Change{Path: p, Machine: origin[p]}
+		if ch.Machine == "" {
+			ch.Machine = "remote"
+		}
+		var rev string
+		switch {
+		case mok:
+			if err := sy.s.WriteFile(p, data[e.oid]); err != nil {
+				return err
+			}
+			rev = docstore.Revision(data[e.oid])
+			ch.Op = "updated"
+			if !wok {
+				ch.Op = "created"
+			}
+		default:
+			if err := sy.remove(p); err != nil {
+				return err
+			}
+			ch.Op = "removed"
+		}
+		rep.Applied = append(rep.Applied, ch)
+		if !strings.HasPrefix(p, docstore.JournalDir+"/") && strings.HasSuffix(p, ".md") {
+			kind := ""
+			if k, _, err := schema.NameOfPath(p); err == nil && k != nil {
+				kind = k.Name
+			}
+			_, _ = sy.j.Append(journal.Event{Type: journal.TypeExternal, Kind: kind, Path: p, Rev: rev,
+				Data: map[string]any{"op": "doc." + ch.Op, "machine": ch.Machine, "via": "sync"}})
+		}
+	}
+	return nil
+}
+
+// remove takes a file another machine removed out of the store: an item
+// copy that moved to another state directory is unlinked (the move's
+// other half is written), any other document goes to .trash/ like a
+// delete (never an unlink of user data).
+func (sy *Syncer) remove(p string) error {
+	full := filepath.Join(sy.s.Root(), filepath.FromSlash(p))
+	if g, _ := itemOf(p); g != "" || strings.HasPrefix(p, docstore.JournalDir+"/") {
+		if err := os.Remove(full); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return docstore.SyncDir(filepath.Dir(full))
+	}
+	trash := filepath.Join(sy.s.Root(), ".trash", time.Now().UTC().Format("20060102T150405.000000000")+"-sync-"+strings.ReplaceAll(p, "/", "__"))
+	if err := os.Rename(full, trash); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return docstore.SyncDir(filepath.Dir(full))
+}
+
+// journalLosses journals every value a merge dropped.
+func (sy *Syncer) journalLosses(losses []Loss) {
+	for _, l := range losses {
+		kind := ""
+		if k, _, err := schema.NameOfPath(l.Path); err == nil && k != nil {
+			kind = k.Name
+		}
+		lost := l.Lost
+		if len(lost) > 1<<20 {
+			lost = lost[:1<<20]
+		}
+		_, _ = sy.j.Append(journal.Event{Type: EventConflict, Kind: kind, Path: l.Path, Data: map[string]any{
+			"field": l.Field, "kept": l.Kept, "lost": lost, "kept_machine": l.KeptFrom, "lost_machine": l.LostFrom, "rule": l.Rule, "machine": sy.machine}})
+	}
+}
+
+// Run syncs every interval and soon after local changes (events appended
+// to the journal by any process of this clone), until ctx ends. report,
+// if not nil, sees every round.
+func (sy *Syncer) Run(ctx context.Context, every time.Duration, report func(*Report, error)) {
+	if every <= 0 {
+		every = sy.every
+	}
+	kick := make(chan struct{}, 1)
+	if cur, err := journal.End(sy.s.Root()); err == nil {
+		go func() {
+			_ = journal.Follow(ctx, sy.s.Root(), cur, journal.Filter{}, 0, func(e journal.Event, err error) bool {
+				if err == nil && e.Type != EventSynced && e.Type != EventConflict && e.Type != journal.TypeExternal {
+					select {
+					case kick <- struct{}{}:
+					default:
+					}
+				}
+				return true
+			})
+		}()
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	var last time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-kick:
+			// Local changes come in bursts: at most one round per
+			// quarter interval for them.
+			if wait := every/4 - time.Since(last); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(wait):
+				}
+			}
+		}
+		last = time.Now()
+		rep, err := sy.Sync(ctx)
+		if report != nil {
+			report(rep, err)
+		}
+	}
+}
+
+// ensureLayout creates the directories a store has (those `tavern init`
+// makes, and each queue's state directories) that files of the shared
+// tree did not bring: git keeps no empty directory, so a clone would
+// lack questions/ or a queue's done/ until something is written there,
+// and the commands that list them would fail.
+func ensureLayout(root string, files map[string]entry) error {
+	dirs := append([]string(nil), docstore.InitDirs...)
+	for p := range files {
+		if q, ok := strings.CutSuffix(p, "/queue.md"); ok && strings.HasPrefix(q, "queues/") && strings.Count(q, "/") == 1 {
+			for _, st := range schema.ItemStates {
+				dirs = append(dirs, q+"/"+st)
+			}
+		}
+	}
+	for _, d := range dirs {
+		if err := os.MkdirAll(filepath.Join(root, filepath.FromSlash(d)), 0o777); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pushTries bounds the fetch-merge-push attempts of one round.
+const pushTries = 8
+
+// pushBackoff is the pause after the try-th push that lost a race: random
+// in [0, 50ms << try), at most 2s.
+func pushBackoff(try int) time.Duration {
+	d := 50 * time.Millisecond << try
+	if d > 2*time.Second {
+		d = 2 * time.Second
+	}
+	return time.Duration(rand.Int64N(int64(d)))
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Clone creates the store dir (a .tavern directory that must not exist
+// yet) from the state on remote: the way a new machine joins. The remote
+// is remembered in .sync/remote for later rounds.
+func Clone(dir, remote, ref string) (*docstore.Store, error) {
+	if ref == "" {
+		ref = DefaultRef
+	}
+	if _, err := os.Stat(dir); err == nil {
+		return nil, &SyncError{Op: "clone", Path: dir, Err: fmt.Errorf("%w: a store is already here (tavern sync exchanges it with the remote)", fs.ErrExist)}
+	}
+	if !strings.Contains(remote, "://") && !strings.Contains(remote, ":") && !filepath.IsAbs(remote) {
+		if abs, err := filepath.Abs(remote); err == nil {
+			remote = abs
+		}
+	}
+	tmp := dir + ".clone-" + fmt.Sprint(os.Getpid())
+	os.RemoveAll(tmp)
+	fail := func(err error) (*docstore.Store, error) {
+		os.RemoveAll(tmp)
+		return nil, err
+	}
+	r, err := openRepo(filepath.Join(tmp, Dir, "git"), "clone")
+	if err != nil {
+		return fail(err)
+	}
+	missing, err := r.fetch(remote, "+"+ref+":refs/tavern/remote")
+	if err != nil {
+		return fail(&SyncError{Op: "clone", Path: remote, Err: err})
+	}
+	if missing {
+		return fail(&SyncError{Op: "clone", Path: remote, Err: fmt.Errorf("%s has no %s yet: run `tavern sync` on a machine that has the store first", remote, ref)})
+	}
+	R := r.revParse("refs/tavern/remote")
+	files, err := r.readTree(R)
+	if err != nil {
+		return fail(err)
+	}
+	var oids []string
+	for _, e := range files {
+		oids = append(oids, e.oid)
+	}
+	data, err := r.blobs(dedup(oids))
+	if err != nil {
+		return fail(err)
+	}
+	for p, e := range files {
+		full := filepath.Join(tmp, filepath.FromSlash(p))
+		if private(p) {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return fail(err)
+		}
+		if err := os.WriteFile(full, data[e.oid], 0o644); err != nil {
+			return fail(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(tmp, Dir, "remote"), []byte(remote+"\n"), 0o644); err != nil {
+		return fail(err)
+	}
+	st := syncState{Head: R}
+	b, _ := json.Marshal(st)
+	if err := os.WriteFile(filepath.Join(tmp, Dir, "state.json"), b, 0o644); err != nil {
+		return fail(err)
+	}
+	if err := ensureLayout(tmp, files); err != nil {
+		return fail(err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return fail(err)
+	}
+	s, err := docstore.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	// A machine that joins again under its old name takes its journal
+	// back as its own (events/<day>.jsonl), or its next round would
+	// replace it.
+	if m, err := queues.MachineName(s); err == nil {
+		own := filepath.Join(dir, docstore.JournalDir, m)
+		if ents, err := os.ReadDir(own); err == nil {
+			for _, e := range ents {
+				if err := os.Rename(filepath.Join(own, e.Name()), filepath.Join(dir, docstore.JournalDir, e.Name())); err != nil {
+					return nil, err
+				}
+			}
+			os.Remove(own)
+		}
+	}
+	return s, nil
+}

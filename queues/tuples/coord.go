@@ -1,0 +1,235 @@
+package tuples
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
+)
+
+// Several machines (tavern.md coordination: etcd or git). Token slots and
+// path reservations live in files that only reach other machines with
+// the next sync, so the engine arbitrates them too:
+//
+//   - a slot is held on the engine under tokens/<name>/<slot id> as well
+//     as in tuples/token/.taken/ here (claim_fence records the engine's
+//     fence). A slot another machine holds looks free here; acquiring it
+//     is refused by the engine and the next slot is tried. A process hold
+//     rides the process's engine lease (a dead machine's slots come back
+//     one lease later); an agent or lease hold is a lease of its TTL, or
+//     of tavern.md default_lease when none is given.
+//   - every reservation is also a key reservations/<agent>/<hash of the
+//     glob> holding agent, glob and reason; Reserve takes the engine lock
+//     locks/reservations, checks the engine's live reservations as well
+//     as the local ones, and registers its own; Unreserve releases them.
+//     A reservation without a TTL is a 50-year lease.
+//
+// Local coordination (the default) skips all of this.
+
+// coordState is the Space's engine, opened on first use.
+type coordState struct {
+	once sync.Once
+	c    queues.Coordinator
+	err  error
+}
+
+func (sp *Space) coord() (queues.Coordinator, error) {
+	cs := &sp.cs
+	cs.once.Do(func() { cs.c, cs.err = queues.OpenCoordinator(sp.store) })
+	return cs.c, cs.err
+}
+
+func coordCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 10*time.Second)
+}
+
+func tokenKey(name, id string) string { return "tokens/" + name + "/" + id }
+
+// errSlotElsewhere: the engine says another machine holds the slot.
+var errSlotElsewhere = errors.New("slot held on another machine")
+
+// coordAcquire claims a slot on the engine; it returns 0 without one.
+func (sp *Space) coordAcquire(name, id, heldBy, hold string, opt AcquireOptions) (int64, error) {
+	c, err := sp.coord()
+	if err != nil || c == nil {
+		return 0, err
+	}
+	req := queues.ClaimRequest{Holder: heldBy, TTL: opt.TTL, Live: hold == HoldProcess}
+	if !req.Live && req.TTL <= 0 {
+		req.TTL = sp.defaultLease()
+	}
+	ctx, cancel := coordCtx()
+	defer cancel()
+	g, err := c.Claim(ctx, tokenKey(name, id), req)
+	if errors.Is(err, queues.ErrHeld) || errors.Is(err, queues.ErrFinished) {
+		return 0, errSlotElsewhere
+	}
+	return g.Fence, err
+}
+
+func (sp *Space) defaultLease() time.Duration {
+	if cfg, err := sp.store.Get(docstore.ConfigFile); err == nil {
+		if d, err := time.ParseDuration(cfg.String("default_lease")); err == nil && d > 0 {
+			return d
+		}
+	}
+	return 5 * time.Minute
+}
+
+// coordRelease frees a slot on the engine (best effort: a lost claim or
+// an unreachable engine leaves the key to its lease, and no other
+// machine can take the slot before that).
+func (sp *Space) coordRelease(d *docstore.Doc) {
+	fence, ok := d.Int("claim_fence")
+	if !ok {
+		return
+	}
+	c, err := sp.coord()
+	if err != nil || c == nil {
+		return
+	}
+	ctx, cancel := coordCtx()
+	defer cancel()
+	_ = c.Release(ctx, tokenKey(d.String("token"), d.String("id")), fence, false)
+	_ = d.Delete("claim_fence")
+}
+
+func reservationKey(agent, glob string) string {
+	h := sha256.Sum256([]byte(glob))
+	return "reservations/" + agent + "/" + hex.EncodeToString(h[:8])
+}
+
+type reservationRecord struct {
+	Agent  string `json:"agent"`
+	Glob   string `json:"glob"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// coordReserveLock takes the engine's reservations lock (a claim of
+// locks/reservations, retried for up to 15s); the returned function
+// releases it. Without an engine it does nothing.
+func (sp *Space) coordReserveLock() (func(), error) {
+	c, err := sp.coord()
+	if err != nil || c == nil {
+		return func() {}, err
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	wait := 5 * time.Millisecond
+	for {
+		ctx, cancel := coordCtx()
+		g, err := c.Claim(ctx, "locks/reservations", queues.ClaimRequest{Holder: "reserve", TTL: 30 * time.Second})
+		cancel()
+		if err == nil {
+			return func() {
+				ctx, cancel := coordCtx()
+				defer cancel()
+				_ = c.Release(ctx, "locks/reservations", g.Fence, true)
+			}, nil
+		}
+		if !errors.Is(err, queues.ErrHeld) || time.Now().After(deadline) {
+			return nil, fmt.Errorf("reservations lock on %s: %w", c.Engine(), err)
+		}
+		time.Sleep(wait) // another machine is reserving: its turn is short
+		if wait < 200*time.Millisecond {
+			wait *= 2
+		}
+	}
+}
+
+// withRemote adds the engine's live reservations that have no local file
+// yet (made on another machine, not synced) to live.
+func (sp *Space) withRemote(live []*Reservation) []*Reservation {
+	c, err := sp.coord()
+	if err != nil || c == nil {
+		return live
+	}
+	l, ok := c.(queues.Lister)
+	if !ok {
+		return live
+	}
+	ctx, cancel := coordCtx()
+	defer cancel()
+	held, err := l.List(ctx, "reservations/")
+	if err != nil {
+		return live
+	}
+	have := map[string]bool{}
+	for _, r := range live {
+		have[reservationKey(r.Agent, r.Glob)] = true
+	}
+	for key, st := range held {
+		if have[key] || !st.Held {
+			continue
+		}
+		var rec reservationRecord
+		if json.Unmarshal([]byte(st.Holder), &rec) != nil {
+			continue
+		}
+		g, err := ParseGlob(rec.Glob)
+		if err != nil {
+			continue
+		}
+		live = append(live, &Reservation{Agent: rec.Agent, Glob: rec.Glob, Reason: rec.Reason, Path: "(" + st.Machine + ", not synced yet)", glob: g})
+	}
+	return live
+}
+
+// coordReserve registers a reservation on the engine (or renews this
+// agent's registration of the same glob) and returns the field that
+// records its fence in the reservation's file.
+func (sp *Space) coordReserve(agent string, g Glob, opt ReserveOptions, cur *docstore.Doc) ([]docstore.Field, error) {
+	c, err := sp.coord()
+	if err != nil || c == nil {
+		return nil, err
+	}
+	ttl := opt.TTL
+	if ttl <= 0 {
+		ttl = 50 * 365 * 24 * time.Hour
+	}
+	key := reservationKey(agent, g.String())
+	ctx, cancel := coordCtx()
+	defer cancel()
+	if cur != nil {
+		if fence, ok := cur.Int("claim_fence"); ok {
+			if err := c.Renew(ctx, key, fence, ttl); err == nil {
+				return nil, nil
+			}
+		}
+	}
+	holder, _ := json.Marshal(reservationRecord{Agent: agent, Glob: g.String(), Reason: opt.Reason})
+	gr, err := c.Claim(ctx, key, queues.ClaimRequest{Holder: string(holder), TTL: ttl})
+	if err != nil {
+		return nil, err
+	}
+	return []docstore.Field{{Key: "claim_fence", Value: gr.Fence}}, nil
+}
+
+// coordUnreserve releases a reservation's engine key.
+func (sp *Space) coordUnreserve(r *Reservation) {
+	c, err := sp.coord()
+	if err != nil || c == nil {
+		return
+	}
+	key := reservationKey(r.Agent, r.Glob)
+	ctx, cancel := coordCtx()
+	defer cancel()
+	fence := int64(0)
+	if d, err := sp.store.Get(r.Path); err == nil {
+		fence, _ = d.Int("claim_fence")
+	}
+	if fence == 0 {
+		if st, err := c.State(ctx, key); err == nil && st.Held {
+			fence = st.Fence
+		}
+	}
+	if fence != 0 {
+		_ = c.Release(ctx, key, fence, true)
+	}
+}

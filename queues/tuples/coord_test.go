@@ -1,0 +1,104 @@
+package tuples_test
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
+	_ "github.com/tavernhq/tavern/queues/etcd"
+	"github.com/tavernhq/tavern/queues/etcd/etcdtest"
+	"github.com/tavernhq/tavern/queues/tuples"
+)
+
+// twoClones makes two copies of one store (as after a sync) whose tokens
+// and reservations are arbitrated by one etcd.
+func twoClones(t *testing.T) (*tuples.Space, *tuples.Space) {
+	t.Helper()
+	srv := etcdtest.Start(t)
+	root := t.TempDir()
+	a := filepath.Join(root, "a", ".tavern")
+	s, _, err := docstore.Init(a, "two")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := "---\nname: two\ncoordination: etcd\netcd:\n  endpoints: [" + srv.Client + "]\n  lease_ttl: 2s\n---\n"
+	if err := os.WriteFile(filepath.Join(a, "tavern.md"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spa, err := tuples.NewSpace(s, tuples.SpaceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := spa.InitToken("gpu", 1); err != nil {
+		t.Fatal(err)
+	}
+	b := filepath.Join(root, "b", ".tavern")
+	os.MkdirAll(filepath.Dir(b), 0o755)
+	if out, err := exec.Command("cp", "-a", a, b).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	os.Remove(filepath.Join(b, queues.MachineFile))
+	sb, err := docstore.Open(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spb, err := tuples.NewSpace(sb, tuples.SpaceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spa, spb
+}
+
+// A token slot held on one machine cannot be acquired on the other, whose
+// copy of the slot file still says free; after the release it can.
+func TestTokenAcrossMachines(t *testing.T) {
+	a, b := twoClones(t)
+	tok, err := a.TryAcquire("gpu", tuples.AcquireOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.TryAcquire("gpu", tuples.AcquireOptions{}); !errors.Is(err, tuples.ErrTokenBusy) {
+		t.Fatalf("acquire on the other machine while held: %v, want ErrTokenBusy", err)
+	}
+	if err := tok.Release(); err != nil {
+		t.Fatal(err)
+	}
+	tb, err := b.TryAcquire("gpu", tuples.AcquireOptions{TTL: time.Minute})
+	if err != nil {
+		t.Fatalf("acquire after the release: %v", err)
+	}
+	if _, err := a.TryAcquire("gpu", tuples.AcquireOptions{}); !errors.Is(err, tuples.ErrTokenBusy) {
+		t.Fatalf("acquire back on the first machine: %v, want ErrTokenBusy", err)
+	}
+	if err := tb.Release(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Reservations made on one machine conflict on the other before any sync.
+func TestReservationAcrossMachines(t *testing.T) {
+	a, b := twoClones(t)
+	if _, err := a.Reserve("alice", []string{"src/**"}, tuples.ReserveOptions{Reason: "refactor"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := b.Reserve("bob", []string{"src/a.go"}, tuples.ReserveOptions{})
+	var re *tuples.ReservedError
+	if !errors.As(err, &re) || len(re.Conflicts) != 1 || re.Conflicts[0].Held.Agent != "alice" {
+		t.Fatalf("overlapping reservation on the other machine: %v", err)
+	}
+	cs, err := b.CheckPaths("bob", []string{"src/a.go", "docs/x.md"})
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("guard on the other machine: %v %v", cs, err)
+	}
+	if n, err := a.Unreserve("alice", nil, tuples.UnreserveOptions{}); err != nil || n != 1 {
+		t.Fatalf("unreserve: %d %v", n, err)
+	}
+	if _, err := b.Reserve("bob", []string{"src/a.go"}, tuples.ReserveOptions{}); err != nil {
+		t.Fatalf("reserve after the other machine let go: %v", err)
+	}
+}

@@ -1,0 +1,70 @@
+package schema
+
+import (
+	"sort"
+	"strings"
+)
+
+// Near returns the candidates close to name, nearest first: those at most
+// two edits away (one for names of three letters or fewer), and those
+// that name is a prefix of or that are a prefix of name. It is the one
+// "did you mean" rule of commands, agents, channels and queues.
+func Near(name string, candidates []string) []string {
+	type hit struct {
+		name string
+		d    int
+	}
+	limit := 2
+	if len(name) <= 3 {
+		limit = 1
+	}
+	var hits []hit
+	seen := map[string]bool{}
+	for _, c := range candidates {
+		if c == name || seen[c] {
+			continue
+		}
+		d := EditDistance(name, c)
+		switch {
+		case d <= limit && d < len(name):
+		case len(name) >= 2 && (strings.HasPrefix(c, name) || strings.HasPrefix(name, c) && len(c) >= 2):
+			d = limit + 1
+		default:
+			continue
+		}
+		seen[c] = true
+		hits = append(hits, hit{c, d})
+	}
+	sort.SliceStable(hits, func(i, j int) bool {
+		if hits[i].d != hits[j].d {
+			return hits[i].d < hits[j].d
+		}
+		return hits[i].name < hits[j].name
+	})
+	out := make([]string, 0, len(hits))
+	for _, h := range hits {
+		out = append(out, h.name)
+	}
+	return out
+}
+
+// EditDistance is the Levenshtein distance of two short strings.
+func EditDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
