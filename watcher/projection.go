@@ -274,6 +274,16 @@ func ignoreNonDocs(rel string, dir bool) bool {
 
 // Close stops watching and saves the index cache if enabled.
 func (p *Projection) Close() error {
+	if p.opt.Cache && p.opt.Watch && p.fw != nil {
+		// The index saved below must be what the files are now: changes
+		// still on their way from the kernel (a pool's last item moved to
+		// done just before it stops) would otherwise stay in it as entries
+		// of missing files. Bounded: a stuck filesystem costs an index
+		// that the next open re-checks, never a Close that hangs.
+		ctx, cancel := context.WithTimeout(context.Background(), closeSyncTimeout)
+		p.fw.Sync(ctx)
+		cancel()
+	}
 	p.cancel()
 	var err error
 	if p.fw != nil {
@@ -296,6 +306,9 @@ func (p *Projection) Close() error {
 	}
 	return err
 }
+
+// closeSyncTimeout bounds Close's wait for changes in flight.
+const closeSyncTimeout = 5 * time.Second
 
 // Sync waits until every change made before the call is in the projection.
 func (p *Projection) Sync(ctx context.Context) error { return p.fw.Sync(ctx) }

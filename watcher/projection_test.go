@@ -532,3 +532,46 @@ func TestProjectionSeesNewDirectories(t *testing.T) {
 		t.Errorf("after renaming the queue dir: %s", paths(es))
 	}
 }
+
+// TestCloseSavesCurrentIndex: a watching projection that saves the index
+// cache when it closes saves what the files are when Close is called, not
+// what it had applied by then. Files removed or moved just before Close
+// (a pool's last item moved to done) must not stay in the index as
+// entries of missing files, which doctor reports (stale-index).
+func TestCloseSavesCurrentIndex(t *testing.T) {
+	for round := range 5 {
+		s := newStore(t)
+		for i := range 20 {
+			writeDoc(t, s, fmt.Sprintf("agents/a%02d.md", i), agentDoc(fmt.Sprintf("a%02d", i), "idle"))
+		}
+		p := openProj(t, s, Options{Watch: true, Cache: true})
+		// Removed, and renamed to another name, at once before Close.
+		for i := range 10 {
+			from := filepath.Join(s.Root(), fmt.Sprintf("agents/a%02d.md", i))
+			if i%2 == 0 {
+				if err := os.Remove(from); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := os.Rename(from, filepath.Join(s.Root(), fmt.Sprintf("agents/b%02d.md", i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+		fs, err := IndexFindings(s.Root())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fs {
+			t.Errorf("round %d: index after Close: %s %s: %s", round, f.Kind, f.Path, f.Detail)
+		}
+		entries, _, _, err := loadCache(s.Root(), []string{"agent"}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := len(entries), 15; got != want { // 10 untouched, 5 renamed
+			t.Errorf("round %d: index after Close has %d agents, want %d", round, got, want)
+		}
+	}
+}
