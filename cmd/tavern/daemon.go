@@ -62,7 +62,8 @@ Examples:
    tavern daemon start --foreground &`,
 				Flags: []cli.Flag{
 					&cli.BoolFlag{Name: "foreground", Usage: "serve from this process"},
-					&cli.DurationFlag{Name: "wait", Value: 2 * time.Minute, Usage: "wait at most `DUR` for the daemon to answer"},
+					&cli.DurationFlag{Name: "wait", Value: 2 * time.Minute, Usage: "wait at most `DUR` for the daemon to answer",
+						Action: positiveDur("wait", "the daemon would be given up on before it could answer")},
 				},
 				Action: runDaemonStart,
 			},
@@ -218,6 +219,16 @@ func reapCandidates(p *watcher.Projection, host string) func() ([]string, error)
 	}
 }
 
+// daemonStarted is daemon start's --json answer: already_served is true
+// when a process already served the store (who says which).
+type daemonStarted struct {
+	Already bool   `json:"already_served"`
+	PID     int    `json:"pid"`
+	Who     string `json:"who"`
+	Root    string `json:"root"`
+	Docs    int    `json:"documents"`
+}
+
 func runDaemonStart(c *cli.Context) error {
 	if c.NArg() != 0 {
 		return usageErr("daemon start takes no arguments")
@@ -227,6 +238,9 @@ func runDaemonStart(c *cli.Context) error {
 		return err
 	}
 	if st, err := daemon.GetStatus(c.Context, dir, daemonTimeout()); err == nil {
+		if c.Bool("json") {
+			return printJSON(c, daemonStarted{Already: true, PID: st.PID, Who: st.Who, Root: dir, Docs: st.Docs})
+		}
 		outf(c, "already served by %s (pid %d)\n", st.Who, st.PID)
 		return nil
 	}
@@ -264,6 +278,9 @@ func runDaemonStart(c *cli.Context) error {
 	deadline := time.Now().Add(c.Duration("wait"))
 	for {
 		if st, err := daemon.GetStatus(c.Context, dir, daemonTimeout()); err == nil {
+			if c.Bool("json") {
+				return printJSON(c, daemonStarted{Already: false, PID: st.PID, Who: st.Who, Root: dir, Docs: st.Docs})
+			}
 			outf(c, "started: pid %d serves %s (%d documents)\n", st.PID, dir, st.Docs)
 			return nil
 		}
@@ -332,6 +349,9 @@ func runDaemonStop(c *cli.Context) error {
 	for {
 		cur, err := daemon.GetStatus(c.Context, dir, daemonTimeout())
 		if err != nil || cur.PID != st.PID {
+			if c.Bool("json") {
+				return printJSON(c, map[string]any{"stopped": true, "pid": st.PID, "root": dir})
+			}
 			outf(c, "stopped: pid %d\n", st.PID)
 			return nil
 		}
