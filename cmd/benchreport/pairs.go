@@ -93,6 +93,8 @@ var pairs = []pair{
 	// a loaded machine does not inflate).
 	{Name: "BenchmarkHook/session-start", Metric: "ms/op", Base: "BenchmarkHookBaseline/tavern-help",
 		Label: "hook session-start (ms)", Shape: shapeHooks},
+	{Name: "BenchmarkHook/prime-hook-json", Metric: "ms/op", Base: "BenchmarkHookBaseline/tavern-help",
+		Label: "`prime --hook-json` (ms)", Shape: shapeHooks},
 	{Name: "BenchmarkHook/pre-tool-use", Metric: "ms/op", Base: "BenchmarkHookBaseline/tavern-help",
 		Label: "hook pre-tool-use (ms)", Shape: shapeHooks},
 	{Name: "BenchmarkHook/user-prompt-submit", Metric: "ms/op", Base: "BenchmarkHookBaseline/tavern-help",
@@ -104,6 +106,7 @@ var pairs = []pair{
 	{Name: "BenchmarkHook/session-end", Metric: "ms/op", Base: "BenchmarkHookBaseline/tavern-help",
 		Label: "hook session-end (ms)", Shape: shapeHooks},
 	{Name: "BenchmarkHook/session-start", Metric: "cpu-ms/op", Base: "BenchmarkHookBaseline/tavern-help"},
+	{Name: "BenchmarkHook/prime-hook-json", Metric: "cpu-ms/op", Base: "BenchmarkHookBaseline/tavern-help"},
 	{Name: "BenchmarkHook/pre-tool-use", Metric: "cpu-ms/op", Base: "BenchmarkHookBaseline/tavern-help"},
 	{Name: "BenchmarkHook/user-prompt-submit", Metric: "cpu-ms/op", Base: "BenchmarkHookBaseline/tavern-help"},
 	{Name: "BenchmarkHook/post-tool-use", Metric: "cpu-ms/op", Base: "BenchmarkHookBaseline/tavern-help"},

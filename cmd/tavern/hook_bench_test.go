@@ -123,6 +123,13 @@ func fillBigStore(dir string) error {
 // after (untimed) set each iteration up and tear it down.
 func benchHook(b *testing.B, dir string, ev kit.Event, payload func(i int) string, env []string, before, after func(i int)) {
 	b.Helper()
+	benchCommand(b, dir, []string{"hook", string(ev), "--tool", "claude"}, payload, env, before, after)
+}
+
+// benchCommand runs tavern ARGS of the built binary per iteration, with
+// payload(i) on stdin; it must succeed and print nothing on stderr.
+func benchCommand(b *testing.B, dir string, args []string, payload func(i int) string, env []string, before, after func(i int)) {
+	b.Helper()
 	base := os.Environ()
 	var envs []string
 	for _, e := range base {
@@ -138,7 +145,7 @@ func benchHook(b *testing.B, dir string, ev kit.Event, payload func(i int) strin
 		if before != nil {
 			before(i)
 		}
-		cmd := exec.Command(tavernBin(b), "hook", string(ev), "--tool", "claude")
+		cmd := exec.Command(tavernBin(b), args...)
 		cmd.Dir = dir
 		cmd.Env = envs
 		cmd.Stdin = strings.NewReader(payload(i))
@@ -153,7 +160,7 @@ func benchHook(b *testing.B, dir string, ev kit.Event, payload func(i int) strin
 			cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 		}
 		if err != nil || errb.Len() > 0 {
-			b.Fatalf("hook %s: %v\n%s", ev, err, errb.String())
+			b.Fatalf("tavern %s: %v\n%s", strings.Join(args, " "), err, errb.String())
 		}
 		if after != nil {
 			after(i)
@@ -210,6 +217,12 @@ func BenchmarkHook(b *testing.B) {
 	runTavern(b, dir, "", nil, "commit", "add", agent, "--desc", "ok", "--assert", "true")
 	runTavern(b, dir, "", nil, "verify", agent)
 
+	// What session-start prints, alone: `tavern prime --hook-json` for an
+	// agent that holds an item (issue 17's "prime --hook-json <= 50 ms").
+	b.Run("prime-hook-json", func(b *testing.B) {
+		benchCommand(b, dir, []string{"prime", "--hook-json"}, func(int) string { return "" },
+			[]string{"TAVERN_AGENT=" + agent}, nil, nil)
+	})
 	b.Run("pre-tool-use", func(b *testing.B) {
 		benchHook(b, dir, kit.PreToolUse, func(int) string {
 			return claudePayload("PreToolUse", session, dir, fmt.Sprintf(`,"tool_name":"Write","tool_input":{"file_path":%q,"content":"x"},"tool_use_id":"t1"`, lexer))
