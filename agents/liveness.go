@@ -13,16 +13,10 @@ import (
 )
 
 // Alive reports whether a process holds the agent's liveness lock.
+// The probe shares the lock, so concurrent probes never see each other as
+// the agent (docstore.Store.LockFree).
 func (m *Manager) Alive(agent string) (bool, error) {
-	l, ok, err := m.Store.TryLock(schema.AgentLockKey(agent))
-	if err != nil {
-		return false, err
-	}
-	if ok {
-		l.Unlock()
-		return false, nil
-	}
-	return true, nil
+	return LockHeld(m.Store, schema.AgentLockKey(agent))
 }
 
 // ReapAgents marks failed every agent whose wrapper died: the document
@@ -110,6 +104,12 @@ func (m *Manager) RunReaper(ctx context.Context, b *queues.Broker, every time.Du
 }
 
 func (m *Manager) reapOne(name string) (string, error) {
+	// A shared probe first, so that reaping live agents never holds their
+	// lock for an instant in which another process's probe would take
+	// this reaper for the agent.
+	if alive, err := m.Alive(name); err != nil || alive {
+		return "", err
+	}
 	l, ok, err := m.Store.TryLock(schema.AgentLockKey(name))
 	if err != nil || !ok {
 		return "", err // alive (or unknowable): leave it

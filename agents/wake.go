@@ -213,19 +213,11 @@ func Sleep(s *docstore.Store, agent, summary string, now time.Time) (*recall.Mem
 }
 
 // LockHeld reports whether another process (or another lock handle) holds
-// the lock key. It probes with a non-blocking try, so for a moment the
-// probe itself holds the lock: a concurrent TryLock of the key may lose to
-// it, as with Manager.Alive.
+// the lock key. The probe shares the lock (docstore.Store.LockFree): two
+// probes never take each other for a holder.
 func LockHeld(s *docstore.Store, key string) (bool, error) {
-	l, ok, err := s.TryLock(key)
-	if err != nil {
-		return false, err
-	}
-	if ok {
-		l.Unlock()
-		return false, nil
-	}
-	return true, nil
+	free, err := s.LockFree(key)
+	return !free && err == nil, err
 }
 
 // oneLine shortens text to its first line and at most n characters.

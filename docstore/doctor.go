@@ -44,13 +44,22 @@ const (
 
 // LockFree reports whether nobody holds the lock of key, without
 // creating its file (a missing file is free) and without keeping it
-// open: for checks that must change nothing.
+// open: for checks that must change nothing, and the liveness probe of
+// every reaper and every "is it alive?".
+//
+// It probes with a shared, non-blocking flock. Holders lock exclusively,
+// so a holder makes it report held; probes share, so two processes
+// probing at the same instant never see each other as a live holder (an
+// exclusive try would: for that instant the prober is the holder, and a
+// dead agent looks alive to the other prober). A holder taking the lock
+// exclusively (TryLock) at the instant of a probe may find it busy:
+// callers that start holding wait a moment (LockContext) instead.
 func (s *Store) LockFree(key string) (bool, error) {
 	path, err := s.lockPath(key)
 	if err != nil {
 		return false, err
 	}
-	fd, err := openRaw(path, unix.O_RDWR, 0)
+	fd, err := openRaw(path, unix.O_RDONLY, 0)
 	if errors.Is(err, unix.ENOENT) {
 		return true, nil
 	}
@@ -58,7 +67,11 @@ func (s *Store) LockFree(key string) (bool, error) {
 		return false, pathErr("lock", key, err)
 	}
 	defer unix.Close(fd)
-	switch err := flockNB(fd); err {
+	err = unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB)
+	for err == unix.EINTR {
+		err = unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB)
+	}
+	switch err {
 	case nil:
 		unix.Flock(fd, unix.LOCK_UN)
 		return true, nil

@@ -73,12 +73,39 @@ func (s *Store) LockContext(ctx context.Context, key string) (*Lock, error) {
 }
 
 // TryLock takes the lock for key if it is free. ok is false if another
-// holder has it.
+// holder has it. Probes (LockFree) are not holders: a lock busy only
+// because of them is tried again (pastProbes).
 func (s *Store) TryLock(key string) (l *Lock, ok bool, err error) {
-	if l, ok, cached, err := s.cachedLock(key, false); cached {
-		return l, ok, err
+	return s.pastProbes(key, func() (*Lock, bool, error) {
+		if l, ok, cached, err := s.cachedLock(key, false); cached {
+			return l, ok, err
+		}
+		return s.tryLock(key, func(fl *flock.Flock) (bool, error) { return fl.TryLock() })
+	})
+}
+
+// probeRetries bounds how often a try that found the lock busy, with only
+// probes on it, is tried again: a probe holds its shared lock for the
+// time of two system calls.
+const probeRetries = 64
+
+// pastProbes runs try, a non-blocking exclusive acquisition of key, and
+// when it finds the lock busy asks who has it: only probes (LockFree,
+// which share) or a holder (which is exclusive). Probes go away at once,
+// so try runs again; a holder makes ok false.
+func (s *Store) pastProbes(key string, try func() (*Lock, bool, error)) (*Lock, bool, error) {
+	for i := 0; ; i++ {
+		l, ok, err := try()
+		if err != nil || ok || i == probeRetries {
+			return l, ok, err
+		}
+		if onlyProbes, err := s.LockFree(key); err != nil || !onlyProbes {
+			return nil, false, nil
+		}
+		if i > 4 {
+			time.Sleep(50 * time.Microsecond)
+		}
 	}
-	return s.tryLock(key, func(fl *flock.Flock) (bool, error) { return fl.TryLock() })
 }
 
 // cachedLock takes the lock for key through the Store's open lock file

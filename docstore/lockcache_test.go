@@ -104,3 +104,59 @@ func TestLockCacheExclusion(t *testing.T) {
 		t.Fatalf("second Unlock: %v", err)
 	}
 }
+
+// Probes (LockFree) share the lock: a probe under way is not a holder to
+// another probe, nor to TryLock once it is over; a holder is seen by
+// every probe. Before, a probe took the lock exclusively for its instant,
+// and a concurrent probe saw a live holder where there was none.
+func TestLockFreeProbesShare(t *testing.T) {
+	s := initStore(t)
+	const key = "agents/root"
+	// Another process's probe in progress: a shared flock on the file.
+	l, err := s.Lock(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Unlock()
+	path, _ := s.lockPath(key)
+	probe, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	if err := unix.Flock(int(probe.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	if free, err := s.LockFree(key); !free || err != nil {
+		t.Fatalf("LockFree during another probe = %v, %v; want free", free, err)
+	}
+	// A taker finds only a probe on it and tries again once it is gone.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			if free, _ := s.LockFree(key); free {
+				unix.Flock(int(probe.Fd()), unix.LOCK_UN)
+				return
+			}
+		}
+	}()
+	<-done
+	held, ok, err := s.TryLock(key)
+	if !ok || err != nil {
+		t.Fatalf("TryLock after the probe = %v, %v; want it", ok, err)
+	}
+	other, err := Open(s.Root())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []*Store{s, other} {
+		if free, err := st.LockFree(key); free || err != nil {
+			t.Fatalf("LockFree while held = %v, %v; want held", free, err)
+		}
+	}
+	held.Unlock()
+	if free, err := other.LockFree(key); !free || err != nil {
+		t.Fatalf("LockFree after Unlock = %v, %v; want free", free, err)
+	}
+}

@@ -25,6 +25,10 @@ import (
 // for a child to inherit (exec.Cmd.ExtraFiles). Unlock releases the lock
 // for every process sharing the descriptor; Remove deletes the file too.
 func (s *Store) TryLockInheritable(key string) (l *Lock, ok bool, err error) {
+	return s.pastProbes(key, func() (*Lock, bool, error) { return s.tryLockInheritable(key) })
+}
+
+func (s *Store) tryLockInheritable(key string) (l *Lock, ok bool, err error) {
 	path, err := s.lockPath(key)
 	if err != nil {
 		return nil, false, err

@@ -142,18 +142,19 @@ func (b *Broker) reapOne(q *Queue, id string, rep *ReapReport) error {
 	alive := false
 	switch {
 	case it.ClaimKind == "liveness" && it.LivenessLock != "":
-		ll, free, err := b.s.TryLock(it.LivenessLock)
+		// A shared probe first: an exclusive try would, for its instant,
+		// make this reaper look like the owner to another process's probe.
+		free, err := b.s.LockFree(it.LivenessLock)
 		if err != nil {
 			return err
 		}
-		if free {
-			if strings.HasPrefix(it.LivenessLock, "holders/") || strings.HasPrefix(it.LivenessLock, "instances/") {
-				ll.Remove() // a dead Broker's or instance's lock: nobody will use it again
-			} else {
-				ll.Unlock() // an agent's lock: not ours to remove
+		alive = !free
+		if free && (strings.HasPrefix(it.LivenessLock, "holders/") || strings.HasPrefix(it.LivenessLock, "instances/")) {
+			// A dead Broker's or instance's lock: nobody will use it
+			// again. An agent's lock is not ours to remove.
+			if ll, ok, err := b.s.TryLock(it.LivenessLock); err == nil && ok {
+				ll.Remove()
 			}
-		} else {
-			alive = true
 		}
 	default:
 		alive = it.LeaseUntil.IsZero() || now.Before(it.LeaseUntil)

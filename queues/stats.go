@@ -130,10 +130,6 @@ func (b *Broker) holderDead(it *Item) bool {
 	if it.ClaimKind != "liveness" || it.LivenessLock == "" {
 		return false
 	}
-	l, free, err := b.s.TryLock(it.LivenessLock)
-	if err != nil || !free {
-		return false
-	}
-	l.Unlock()
-	return true
+	free, err := b.s.LockFree(it.LivenessLock)
+	return err == nil && free
 }

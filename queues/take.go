@@ -166,13 +166,13 @@ func (b *Broker) Take(ctx context.Context, opt TakeOptions) (*Claim, error) {
 			// long as any of them does.
 			key = schema.InstanceLockKey(inst)
 		}
-		l, free, err := b.s.TryLock(key)
+		// A shared probe: another process probing the same agent at
+		// this instant is not taken for the agent (docstore.LockFree).
+		free, err := b.s.LockFree(key)
 		if err != nil {
 			return nil, err
 		}
-		if free {
-			l.Unlock() // the agent is not running: its claim can only live by its lease
-		} else {
+		if !free { // else the agent is not running: its claim can only live by its lease
 			h.kind, h.lock = "liveness", key
 		}
 	}

@@ -224,15 +224,11 @@ func (v *View) alive(key string) bool {
 	if _, err := os.Stat(filepath.Join(v.s.Root(), ".locks", filepath.FromSlash(key)+".lock")); errors.Is(err, fs.ErrNotExist) {
 		return false
 	}
-	l, free, err := v.s.TryLock(key)
+	free, err := v.s.LockFree(key)
 	if err != nil {
 		return true // unknowable: do not call it dead
 	}
-	if free {
-		l.Unlock()
-		return false
-	}
-	return true
+	return !free
 }
 
 func (v *View) agentsOf(docs []watcher.Entry, claims []claimed, qs []Question, cs []Commitment) []Agent {

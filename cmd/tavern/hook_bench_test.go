@@ -233,7 +233,7 @@ func BenchmarkHook(b *testing.B) {
 			return claudePayload("UserPromptSubmit", session, dir, `,"prompt":"go on"`)
 		}, pidEnv, func(i int) {
 			if i%2 == 0 { // every other prompt has a new message to deliver
-				runTavern(b, dir, "", nil, "send", "@"+agent, fmt.Sprintf("message %d", i), "--as", "bob")
+				runTavern(b, dir, "", nil, "send", "@"+agent, fmt.Sprintf("message %d", i), "--as", "agent-1") // senders are known agents (issue 16)
 			}
 		}, nil)
 	})

@@ -731,18 +731,13 @@ func (sp *Space) agentGone(agent, lockKey, instance string) (string, bool) {
 	return "", false
 }
 
-// lockHeld reports whether some live process holds the lock key. Probing
-// takes the lock for an instant when it is free.
+// lockHeld reports whether some live process holds the lock key. The
+// probe shares the lock (docstore.Store.LockFree), so a concurrent probe
+// is never taken for a holder; an unknowable answer counts as not held,
+// as a free lock would.
 func (sp *Space) lockHeld(key string) bool {
-	l, ok, err := sp.store.TryLock(key)
-	if err != nil {
-		return false
-	}
-	if ok {
-		l.Unlock()
-		return false
-	}
-	return true
+	free, err := sp.store.LockFree(key)
+	return err == nil && !free
 }
 
 // TokenSlot is one slot of a token, free or held, as TokenSlots reports.

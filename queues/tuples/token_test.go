@@ -6,6 +6,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
 )
 
 func TestTokenInitAcquireRelease(t *testing.T) {
@@ -213,6 +216,57 @@ func TestInitTokenWhileSlotsChangeHands(t *testing.T) {
 		}
 		if n, err := sp.InitToken("m", 1); err != nil || n != 0 {
 			t.Fatalf("InitToken(m, 1) with one slot: got %d, %v; want 0, nil", n, err)
+		}
+	}
+}
+
+// TestLivenessProbesNeverLookAlive: a probe of an agent's liveness lock
+// (another process asking "is it alive?" at the same instant) is not a
+// live agent. Before probes shared the lock, `token acquire --as root`
+// from a shell, racing another process's probe of root's lock, was held
+// as root's liveness (HoldAgent) instead of a lease, and the next reaper
+// reclaimed the slot under its holder (TestStressTokens in CI: "stale
+// epoch 1 (now 2)").
+func TestLivenessProbesNeverLookAlive(t *testing.T) {
+	sp := newSpace(t, SpaceOptions{})
+	if _, err := sp.InitToken("m", 1); err != nil {
+		t.Fatal(err)
+	}
+	// Another process probing: its own Store, so its own open file
+	// description of the lock file.
+	other, err := docstore.Open(sp.store.Root())
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe, err := NewSpace(other, SpaceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				probe.lockHeld(schema.AgentLockKey("root"))
+			}
+		}
+	}()
+	defer func() { close(stop); wg.Wait() }()
+	for i := range 300 {
+		tok, err := sp.TryAcquire("m", AcquireOptions{As: "root", TTL: time.Minute})
+		if err != nil {
+			t.Fatalf("acquire %d: %v", i, err)
+		}
+		if got, want := tok.Hold, HoldLease; got != want {
+			t.Fatalf("acquire %d: hold %s, want %s: a probe was taken for a live agent", i, got, want)
+		}
+		if err := tok.Release(); err != nil {
+			t.Fatalf("release %d: %v", i, err)
 		}
 	}
 }
