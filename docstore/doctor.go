@@ -39,7 +39,7 @@ const (
 	FindingJournalGap = "journal-gap"    // a state change the journal does not have
 	FindingStaleLock  = "stale-lock"     // a lock file nobody will take again
 	FindingTempFile   = "temp-file"      // a temp file or spare nobody will reuse
-	FindingStaleIndex = "stale-index"    // index cache entries of missing files
+	FindingStaleIndex = "stale-index"    // an index cache saved with entries of files already gone
 )
 
 // LockFree reports whether nobody holds the lock of key, without

@@ -6,16 +6,23 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/tavernhq/tavern/docstore"
 )
 
 // IndexFindings reports the sections of the index cache (.index/) that
-// hold entries of files that no longer exist (for `tavern doctor`). The
-// watcher re-checks every entry against its file when it loads the
-// cache, so such entries are harmless but stale; Repair removes the
-// section, which the next projection rebuilds from the documents.
-// Missing, corrupt or stale sections are rebuilt anyway and not reported.
+// were saved with entries of files already gone (for `tavern doctor`):
+// what a writer that saved a projection it had not synced leaves. An
+// index that is merely behind the files is not reported: any write that
+// does not go through a projection (a take, a hand edit, a crash) leaves
+// entries of files that moved after the save, and the watcher re-checks
+// every entry against its file when it loads the cache, so such entries
+// are expected and harmless. "After the save" is told by the nearest
+// existing directory above the missing file: a removal or rename changes
+// its modification time. Repair removes the section, which the next
+// projection rebuilds from the documents. Missing or corrupt sections
+// are rebuilt anyway and not reported.
 func IndexFindings(root string) ([]docstore.Finding, error) {
 	var out []docstore.Finding
 	for _, kind := range allSections() {
@@ -23,9 +30,14 @@ func IndexFindings(root string) ([]docstore.Finding, error) {
 		if err != nil {
 			continue
 		}
+		saved, err := os.Stat(filepath.Join(root, CacheFile, sectionFile(kind)))
+		if err != nil {
+			continue
+		}
 		var missing []string
 		for _, r := range cd.Records {
-			if _, err := os.Lstat(filepath.Join(root, filepath.FromSlash(r.Entry.Path))); errors.Is(err, fs.ErrNotExist) {
+			abs := filepath.Join(root, filepath.FromSlash(r.Entry.Path))
+			if _, err := os.Lstat(abs); errors.Is(err, fs.ErrNotExist) && goneBefore(root, abs, saved.ModTime()) {
 				missing = append(missing, r.Entry.Path)
 			}
 		}
@@ -44,4 +56,18 @@ func IndexFindings(root string) ([]docstore.Finding, error) {
 			}})
 	}
 	return out, nil
+}
+
+// goneBefore reports whether missing file abs went before time t: the
+// nearest directory above it that exists (inside root) was last changed
+// before t.
+func goneBefore(root, abs string, t time.Time) bool {
+	for dir := filepath.Dir(abs); len(dir) >= len(root); dir = filepath.Dir(dir) {
+		st, err := os.Stat(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		return err == nil && st.ModTime().Before(t)
+	}
+	return false
 }

@@ -25,7 +25,8 @@ func newDoctorCommand() *cli.Command {
    journal-gap     an item done or dead whose event the journal lacks
    stale-lock      a lock file nobody will take again
    temp-file       a temp file or spare in .tmp/ nobody will reuse
-   stale-index     index cache entries of files that no longer exist
+   stale-index     an index cache saved with entries of files already gone
+                   (one merely behind the files is normal, not reported)
    orphan-worktree a drone's git worktree whose item is done, dead or gone
                    (--fix removes it; a merged item's branch too, others'
                    branches stay)
