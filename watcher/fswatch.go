@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -554,6 +555,17 @@ func (w *FSWatcher) onEvent(ev rawEvent) {
 		w.pmu.Unlock()
 		return
 	}
+	if ino, ok := tmpfileIno(rel); ok && ev.op&evDir == 0 && w.closeInfo {
+		// The unnamed file (O_TMPFILE) of a writer that linked it in
+		// place: the kernel names its events "#<inode>", so the close
+		// that completes the linked name comes under this one.
+		done := ev.op&evCloseWrite != 0 && w.linkedClosed(path.Dir(rel), ino)
+		w.pmu.Unlock()
+		if done {
+			w.poke()
+		}
+		return
+	}
 	if ev.op&evDir == 0 && w.closeInfo {
 		switch {
 		case ev.op&(evCloseWrite|evMovedIn) != 0:
@@ -596,6 +608,47 @@ func (w *FSWatcher) onEvent(ev rawEvent) {
 	w.markDirty(rel, ev.op&(evMovedIn|evCloseWrite|evCreate) == 0)
 	w.pmu.Unlock()
 	w.poke()
+}
+
+// tmpfileIno parses the name the kernel gives the events of an unnamed
+// file (O_TMPFILE): "#" and its inode number.
+func tmpfileIno(rel string) (uint64, bool) {
+	name, ok := strings.CutPrefix(path.Base(rel), "#")
+	if !ok || name == "" {
+		return 0, false
+	}
+	ino, err := strconv.ParseUint(name, 10, 64)
+	return ino, err == nil
+}
+
+// linkedClosed completes the file of directory dir whose writer holds
+// open with inode ino: docstore writes a new document as an unnamed
+// file, links it in place (a create event of its name) and then closes
+// it, and the close comes under the unnamed file's name. Without this the
+// name waits out the settle time (a second) as if its writer kept it
+// open. It reports whether it found the file. pmu is held.
+func (w *FSWatcher) linkedClosed(dir string, ino uint64) bool {
+	if dir == "." {
+		dir = ""
+	}
+	for rel := range w.writing {
+		if path.Dir(rel) != dir && !(dir == "" && !strings.Contains(rel, "/")) {
+			continue
+		}
+		fi, err := os.Lstat(w.abs(rel))
+		if err != nil {
+			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || uint64(st.Ino) != ino {
+			continue
+		}
+		delete(w.writing, rel)
+		delete(w.overdue, rel)
+		w.raceWith(rel)
+		w.markDirty(rel, false)
+		return true
+	}
+	return false
 }
 
 // raceWith notes that a writer opened or closed rel while reads are

@@ -41,9 +41,14 @@ type inotify struct {
 	done chan struct{} // the reader has returned
 }
 
+// Not IN_EXCL_UNLINK: it also hides the events of unnamed files
+// (O_TMPFILE), and the close of the one docstore links in place as a new
+// document is what tells that the document is complete (FSWatcher's
+// linkedClosed); without it every engine create waited out the settle
+// time.
 const inotifyMask = unix.IN_CREATE | unix.IN_MODIFY | unix.IN_CLOSE_WRITE | unix.IN_DELETE |
 	unix.IN_MOVED_FROM | unix.IN_MOVED_TO | unix.IN_ATTRIB | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF |
-	unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW | unix.IN_EXCL_UNLINK
+	unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW
 
 // Replaceable by tests, to inject the kernel's failures at the system
 // call boundary (ENOSPC from a watch limit, EMFILE from an instance

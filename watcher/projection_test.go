@@ -575,3 +575,38 @@ func TestCloseSavesCurrentIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestEngineCreatesNeedNoSettle: a document the engine creates (an
+// unnamed O_TMPFILE linked in place, then closed) is complete when its
+// name appears; the projection reports it without waiting out the settle
+// time. Before, inotify's IN_EXCL_UNLINK hid the unnamed file's close and
+// every engine create (a take, a done, a send) reached watchers a second
+// late (the settle default): the views' event-to-page p99 was 1 s. The
+// settle time here is an hour, so the old code fails at the deadline.
+func TestEngineCreatesNeedNoSettle(t *testing.T) {
+	s := newStore(t)
+	p := openProj(t, s, Options{Watch: true, Settle: time.Hour})
+	if strings.HasPrefix(p.Mode(), "poll") {
+		t.Skip("no inotify here: polling reads files as they are")
+	}
+	sub := p.Subscribe(journal.Filter{}, 100)
+	defer sub.Close()
+	for i := range 3 {
+		name := fmt.Sprintf("agents/z%d.md", i)
+		d, err := docstore.Parse(name, []byte(agentDoc(fmt.Sprintf("z%d", i), "idle")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Create(name, d); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case e := <-sub.C:
+			if got, want := e.Path, name; got != want {
+				t.Fatalf("event for %s, want %s", got, want)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s created by the engine: no event within 30s (held for the settle time)", name)
+		}
+	}
+}
