@@ -610,3 +610,40 @@ func TestEngineCreatesNeedNoSettle(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryFields: a query that names the fields it needs gets entries
+// decoded that far (from the index cache), and the same paths, kinds and
+// values as a full query.
+func TestQueryFields(t *testing.T) {
+	s := newStore(t)
+	for i := range 5 {
+		writeDoc(t, s, fmt.Sprintf("agents/a%d.md", i), agentDoc(fmt.Sprintf("a%d", i), "idle"))
+	}
+	first := openProj(t, s, Options{Cache: true})
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p := openProj(t, s, Options{Cache: true}) // entries come encoded from the cache
+	some, err := p.Query(Query{Kind: "agents", Fields: []string{"state"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := p.Query(Query{Kind: "agents"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(some), len(all); got != want || want != 5 {
+		t.Fatalf("%d entries with Fields, %d without, want 5", got, want)
+	}
+	for i := range some {
+		if some[i].Path != all[i].Path || !some[i].Valid {
+			t.Errorf("entry %d: %s (valid %v), want %s", i, some[i].Path, some[i].Valid, all[i].Path)
+		}
+		if got, want := len(some[i].Fields), 1; got != want {
+			t.Errorf("%s: %d fields decoded, want %d: %v", some[i].Path, got, want, some[i].Fields)
+		}
+		if got, want := some[i].Fields["state"], all[i].Fields["state"]; got != want || want != "idle" {
+			t.Errorf("%s: state %v, want %v", some[i].Path, got, want)
+		}
+	}
+}

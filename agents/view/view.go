@@ -444,7 +444,8 @@ func needsKey(ns []Need) string {
 // which keeps none: no copy of 100k entries is made or sorted.
 func (v *View) reindex() error {
 	ix := newItemIndex(v.opt.Column)
-	_, err := v.p.Query(watcher.Query{Match: func(e watcher.Entry) bool {
+	// Only pending items' depends_on is indexed: no other field is decoded.
+	_, err := v.p.Query(watcher.Query{Fields: []string{"depends_on"}, Match: func(e watcher.Entry) bool {
 		if !e.Valid {
 			ix.invalid[e.Path] = struct{}{}
 		}
