@@ -554,6 +554,14 @@ func testKill(t *testing.T, mode string, items int) {
 	victim := c.machines[2]
 	// Kill mid-run: once a third of the items are done and the victim is
 	// in the middle of an execution (the log is a file: polled, no event).
+	// In the small case (16 items, 12 workers) the first wave is most of
+	// the items and ends nearly at once, so "a third done while the victim
+	// executes" may never happen (the test failed so, now and then): there
+	// the victim dies in its first execution, with most items still to do.
+	minDone := items / 3
+	if items < 12*4 {
+		minDone = 0
+	}
 	deadline := time.Now().Add(5*time.Minute + time.Duration(items)*3*time.Second)
 	doneAtKill := 0
 	for {
@@ -564,7 +572,7 @@ func testKill(t *testing.T, mode string, items int) {
 				running++
 			}
 		}
-		if len(rl.done) >= items/3 && running > 0 {
+		if len(rl.done) >= minDone && running > 0 {
 			doneAtKill = len(rl.done)
 			break
 		}
