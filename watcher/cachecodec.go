@@ -128,20 +128,7 @@ func (e *encoder) recordOf(st *FileState, en *Entry) error {
 	e.varint(st.CTime)
 	e.varint(st.Seen)
 	e.b = append(e.b, st.Hash[:]...)
-	e.str(en.Name)
-	e.str(en.Rev)
-	if en.Valid {
-		e.b = append(e.b, 1)
-	} else {
-		e.b = append(e.b, 0)
-	}
-	e.uvarint(uint64(len(en.Errors)))
-	for _, p := range en.Errors {
-		e.varint(int64(p.Line))
-		e.varint(int64(p.Col))
-		e.str(p.Msg)
-	}
-	e.str(fields)
+	e.entryBody(en, fields)
 	return nil
 }
 
@@ -483,20 +470,7 @@ func AppendEntries(b []byte, es []Entry) []byte {
 		}
 		e.str(en.Path)
 		e.str(en.Kind)
-		e.str(en.Name)
-		e.str(en.Rev)
-		if en.Valid {
-			e.b = append(e.b, 1)
-		} else {
-			e.b = append(e.b, 0)
-		}
-		e.uvarint(uint64(len(en.Errors)))
-		for _, p := range en.Errors {
-			e.varint(int64(p.Line))
-			e.varint(int64(p.Col))
-			e.str(p.Msg)
-		}
-		e.str(fields)
+		e.entryBody(en, fields)
 	}
 	return e.b
 }
@@ -536,4 +510,23 @@ func DecodeEntries(b []byte) ([]Entry, error) {
 		return nil, fmt.Errorf("%w: %v", ErrCacheCorrupt, d.err)
 	}
 	return out, nil
+}
+
+// entryBody writes what the index cache's records and the daemon's
+// answers share after their heads: name, rev, validity, problems, fields.
+func (e *encoder) entryBody(en *Entry, fields string) {
+	e.str(en.Name)
+	e.str(en.Rev)
+	if en.Valid {
+		e.b = append(e.b, 1)
+	} else {
+		e.b = append(e.b, 0)
+	}
+	e.uvarint(uint64(len(en.Errors)))
+	for _, p := range en.Errors {
+		e.varint(int64(p.Line))
+		e.varint(int64(p.Col))
+		e.str(p.Msg)
+	}
+	e.str(fields)
 }
