@@ -8,8 +8,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/tavernhq/tavern/schema"
 )
@@ -134,7 +137,9 @@ func loadSection(root, kind string) (*cacheData, error) {
 	if !bytes.Equal(sum[:], raw[len(raw)-sha256.Size:]) {
 		return nil, ErrCacheCorrupt
 	}
-	cd, err := decodeCache(string(body)) // one copy; every string is a slice of it
+	// No copy: raw is not written again, so its bytes can be the string
+	// every entry's strings are slices of (30 MB at 100k documents).
+	cd, err := decodeCache(unsafe.String(unsafe.SliceData(body), len(body)))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCacheCorrupt, err)
 	}
@@ -152,16 +157,23 @@ func loadSection(root, kind string) (*cacheData, error) {
 	if cd.Kind != kind {
 		return nil, ErrCacheCorrupt
 	}
-	for i := range cd.Records {
-		r := &cd.Records[i]
-		p := r.Entry.Path
-		if p == "" || Ignored(p) || strings.Contains(p, "..") || !revOf(r.Entry.Rev, &r.State.Hash) ||
-			(pat != nil && !pat.matchFile(p)) {
-			// The revision is docstore.Revision of the content the state
-			// hashed, and the path is one of the section's kind: a
-			// mismatch means this is not what we wrote.
-			return nil, ErrCacheCorrupt
+	var bad atomic.Bool
+	const chunk = 4096
+	parallel((len(cd.Records)+chunk-1)/chunk, runtime.GOMAXPROCS(0), func(c int) {
+		for i := c * chunk; i < min((c+1)*chunk, len(cd.Records)) && !bad.Load(); i++ {
+			r := &cd.Records[i]
+			p := r.Entry.Path
+			if p == "" || Ignored(p) || strings.Contains(p, "..") || !revOf(r.Entry.Rev, &r.State.Hash) ||
+				(pat != nil && !pat.matchFile(p)) {
+				// The revision is docstore.Revision of the content the
+				// state hashed, and the path is one of the section's
+				// kind: a mismatch means this is not what we wrote.
+				bad.Store(true)
+			}
 		}
+	})
+	if bad.Load() {
+		return nil, ErrCacheCorrupt
 	}
 	return cd, nil
 }
@@ -225,17 +237,24 @@ func loadCache(root string, kinds []string, own bool) (entries []*Entry, states 
 		if kk, err := schema.Lookup(kind); err == nil {
 			kind = kk.Name // not a substring of the section
 		}
+		base := len(entries)
+		entries = entries[:base+len(cd.Records)]
+		if own {
+			// The copies are made on every core; the map is filled on one.
+			const chunk = 4096
+			parallel((len(cd.Records)+chunk-1)/chunk, runtime.GOMAXPROCS(0), func(c int) {
+				for i := c * chunk; i < min((c+1)*chunk, len(cd.Records)); i++ {
+					entries[base+i] = ownEntry(&cd.Records[i].Entry, kind)
+				}
+			})
+		}
 		for i := range cd.Records {
 			r := &cd.Records[i]
-			var e *Entry
-			if own {
-				e = ownEntry(&r.Entry, kind)
-			} else {
+			if !own {
 				slab[k] = r.Entry
-				e = &slab[k]
+				entries[base+i] = &slab[k]
 			}
-			entries = append(entries, e)
-			states[e.Path] = r.State
+			states[entries[base+i].Path] = r.State
 			k++
 		}
 		cd.Records = nil

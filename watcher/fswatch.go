@@ -127,6 +127,11 @@ type FSOptions struct {
 	// read and produce no change; the others are reported as usual.
 	// WatchFS takes the map over: the caller must not use it afterwards.
 	Known map[string]FileState
+	// LoadKnown, if set (instead of Known), is called once by WatchFS for
+	// the known states after it has armed its watches on the tree and
+	// listed and stat'ed it: a caller that loads them from disk (an index
+	// of 100k files) does so in parallel with the scan's system calls.
+	LoadKnown func() map[string]FileState
 	// OnChange receives every batch of changes, sorted by path, from a
 	// single goroutine. It must not call back into the watcher's methods
 	// other than State (and must not block for long: events queue up).
@@ -216,6 +221,7 @@ type FSWatcher struct {
 	stats    []string // known files to lstat before deciding to read them
 	early    bool     // this batch was taken before its settle time
 	reads    []string
+	pre      *prescan // the first scan's listings and stats, see WatchFS
 	// emptyOnce holds files read empty once: no document is empty, so an
 	// empty file is most likely created and not yet written (a plain
 	// os.WriteFile, seen between its open and its write when the machine
@@ -328,15 +334,29 @@ func WatchFS(root string, opt FSOptions) (*FSWatcher, error) {
 		}
 	}
 	// Seed the known state so the initial scan only reports differences.
-	if opt.Known != nil {
+	if opt.LoadKnown != nil {
+		ch := make(chan map[string]FileState, 1)
+		go func() {
+			known := opt.LoadKnown()
+			dropIgnored(w, known)
+			ch <- known
+		}()
+		// The listings and stats are taken after each directory's watch
+		// is armed, as the first reconcile would take them: a change
+		// after them is an event, one before is in them.
+		w.smu.Lock()
+		w.pre = w.prescan()
+		w.smu.Unlock()
+		if known := <-ch; known != nil {
+			w.files = known
+		}
+		w.opt.LoadKnown = nil
+	} else if opt.Known != nil {
 		w.files = opt.Known // taken over: saves copying a big store's map
 		w.opt.Known = nil
+		dropIgnored(w, w.files)
 	}
 	for p := range w.files {
-		if w.ignored(p, false) {
-			delete(w.files, p)
-			continue
-		}
 		w.ensureDirs(p)
 	}
 	w.dirs[""] = w.dirEntry("")
@@ -346,6 +366,7 @@ func WatchFS(root string, opt FSOptions) (*FSWatcher, error) {
 	w.force = true // the first scan reports what is there now
 	w.reconcile("")
 	w.force = false
+	w.pre = nil
 	w.smu.Unlock()
 	w.applyDegrade()
 	w.flush()
@@ -521,6 +542,16 @@ func (w *FSWatcher) abs(rel string) string {
 		return w.root
 	}
 	return filepath.Join(w.root, filepath.FromSlash(rel))
+}
+
+// dropIgnored deletes the known files that the watcher ignores. It reads
+// only the options: it may run beside the scan.
+func dropIgnored(w *FSWatcher, known map[string]FileState) {
+	for p := range known {
+		if w.ignored(p, false) {
+			delete(known, p)
+		}
+	}
 }
 
 func (w *FSWatcher) ignored(rel string, dir bool) bool {
@@ -1090,7 +1121,7 @@ func (w *FSWatcher) statPending() {
 	if len(paths) == 0 {
 		return
 	}
-	sts, ok := lstatAll(w.root, paths, w.opt.Workers)
+	sts, ok := w.pre.lstatAll(w.root, paths, w.opt.Workers)
 	for i, p := range paths {
 		if !ok[i] || !sts[i].SameStat(w.files[p]) {
 			w.reads = append(w.reads, p)
@@ -1141,11 +1172,9 @@ func (w *FSWatcher) walk(dir string) {
 	w.watchDir(dir, d, fi)
 	// Read the directory only after the watch exists: anything created
 	// from now on produces an event, anything before is in the listing.
-	f, err := os.Open(w.abs(dir))
-	var ents []fs.DirEntry
-	if err == nil {
-		ents, err = f.ReadDir(-1)
-		f.Close()
+	ents, rels := w.pre.listing(dir, fi)
+	if ents == nil {
+		ents, err = readDir(w.abs(dir))
 	}
 	if err != nil {
 		if isGone(err) {
@@ -1162,14 +1191,19 @@ func (w *FSWatcher) walk(dir string) {
 	w.clearErr(dir)
 	// No need to sort ents: the changes are sorted when emitted.
 	seen := make(map[string]struct{}, len(ents))
-	for _, e := range ents {
+	for i, e := range ents {
 		name := e.Name()
-		child := joinRel(dir, name)
 		t := e.Type()
-		// dir is not ignored, so of the name rules only the last
-		// segment's can hide child.
-		if IgnoredName(name) || (w.opt.Ignore != nil && w.opt.Ignore(child, t.IsDir())) {
-			continue
+		var child string
+		if rels != nil { // a prescan listing: filtered already
+			child = rels[i]
+		} else {
+			child = joinRel(dir, name)
+			// dir is not ignored, so of the name rules only the last
+			// segment's can hide child.
+			if IgnoredName(name) || (w.opt.Ignore != nil && w.opt.Ignore(child, t.IsDir())) {
+				continue
+			}
 		}
 		seen[name] = struct{}{}
 		switch {

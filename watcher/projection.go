@@ -49,6 +49,10 @@ func (e *Entry) view() Entry {
 	return c
 }
 
+// noFields is the Fields of an entry viewed with no fields wanted: shared,
+// like every Fields map handed out, and read-only.
+var noFields = map[string]any{}
+
 // viewOf is view decoding only the top-level keys named by fields (all
 // of them when fields is nil).
 func (e *Entry) viewOf(fields []string) Entry {
@@ -56,6 +60,10 @@ func (e *Entry) viewOf(fields []string) Entry {
 		return e.view()
 	}
 	c := *e
+	if len(fields) == 0 {
+		c.Fields, c.raw = noFields, ""
+		return c
+	}
 	c.Fields = decodeSomeFieldsInto(nil, c.raw, fields)
 	c.raw = ""
 	return c
@@ -175,28 +183,30 @@ func Open(s *docstore.Store, opt Options) (*Projection, error) {
 		ctx:       ctx,
 		cancel:    cancel,
 	}
-	var known map[string]FileState
+	// The index is loaded while WatchFS lists and stats the tree (they
+	// are independent until WatchFS compares them): on a big store each
+	// takes a few hundred milliseconds.
+	var loadKnown func() map[string]FileState
 	if opt.Cache {
-		entries, states, bad, _ := loadCache(p.root, sc.kinds(), opt.Watch)
-		for _, kind := range bad {
-			p.dirty[kind] = true // missing, stale format or corrupt: rebuild
+		type loaded struct {
+			entries []*Entry
+			states  map[string]FileState
+			bad     []string
 		}
-		if len(entries) > 0 || len(bad) == 0 {
-			known = states
-		}
-		// Sized up front: no rehashing while filling.
-		p.docs = make(map[string]*Entry, len(entries))
-		perKind := map[string]int{}
-		for _, e := range entries {
-			perKind[e.Kind]++
-		}
-		for kind, n := range perKind {
-			p.byKind[kind] = make(map[string]*Entry, n)
-		}
-		for _, e := range entries {
-			// Fields stay encoded (also when watching): a third of the
-			// memory of decoded maps, and queries match on the encoding.
-			p.put(e)
+		ch := make(chan loaded, 1)
+		go func() {
+			entries, states, bad, _ := loadCache(p.root, sc.kinds(), opt.Watch)
+			// Nothing reads the entries before WatchFS reports its
+			// first changes, after it has the states.
+			p.fill(entries, bad)
+			ch <- loaded{entries, states, bad}
+		}()
+		loadKnown = func() map[string]FileState {
+			l := <-ch
+			if len(l.entries) > 0 || len(l.bad) == 0 {
+				return l.states
+			}
+			return nil
 		}
 	}
 	start := time.Now()
@@ -227,7 +237,7 @@ func Open(s *docstore.Store, opt Options) (*Projection, error) {
 		Ignore: func(rel string, dir bool) bool {
 			return ignoreNonDocs(rel, dir) || filter.excludes(rel, dir)
 		},
-		Known:     known,
+		LoadKnown: loadKnown,
 		OnChange:  p.apply,
 		OnRestat:  p.restat,
 		Settle:    opt.Settle,
@@ -253,9 +263,23 @@ func Open(s *docstore.Store, opt Options) (*Projection, error) {
 		fw.Close()
 	}
 	if opt.Cache {
-		if err := p.SaveCache(); err != nil {
-			// A cache that cannot be written costs speed, not truth.
-			p.publish(journal.Event{Type: journal.TypeError, Time: time.Now().UTC(), Data: map[string]any{"error": err.Error()}})
+		save := func() {
+			if err := p.SaveCache(); err != nil {
+				// A cache that cannot be written costs speed, not truth.
+				p.publish(journal.Event{Type: journal.TypeError, Time: time.Now().UTC(), Data: map[string]any{"error": err.Error()}})
+			}
+		}
+		if opt.Watch {
+			// A watching projection is answering already: the index of
+			// what the scan found (re-encoding 100k entries when one
+			// changed) is saved meanwhile, and by Close at the latest.
+			p.wg.Add(1)
+			go func() {
+				defer p.wg.Done()
+				save()
+			}()
+		} else {
+			save()
 		}
 	}
 	if opt.FollowJournal {
@@ -263,6 +287,30 @@ func Open(s *docstore.Store, opt Options) (*Projection, error) {
 		go p.follow()
 	}
 	return p, nil
+}
+
+// fill puts the entries of a loaded index in the projection (before the
+// first scan's changes) and marks the kinds whose index could not be used.
+func (p *Projection) fill(entries []*Entry, bad []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, kind := range bad {
+		p.dirty[kind] = true // missing, stale format or corrupt: rebuild
+	}
+	// Sized up front: no rehashing while filling.
+	p.docs = make(map[string]*Entry, len(entries))
+	perKind := map[string]int{}
+	for _, e := range entries {
+		perKind[e.Kind]++
+	}
+	for kind, n := range perKind {
+		p.byKind[kind] = make(map[string]*Entry, n)
+	}
+	for _, e := range entries {
+		// Fields stay encoded (also when watching): a third of the
+		// memory of decoded maps, and queries match on the encoding.
+		p.put(e)
+	}
 }
 
 // degraded reports a switch to polling: journaled (a person looking at
@@ -666,7 +714,8 @@ type Query struct {
 	// entry still encoded (from the cache) is decoded only that far, and
 	// its Fields hold just these top-level keys (a decoded entry keeps
 	// all of them). For scans of every document that need a field or two:
-	// decoding 100k documents in full was most of opening a view.
+	// decoding 100k documents in full was most of opening a view. An
+	// empty, non-nil Fields decodes nothing.
 	Fields []string
 }
 
@@ -725,7 +774,7 @@ func (p *Projection) Query(q Query) ([]Entry, error) {
 		src = p.docs
 	}
 	var out []Entry
-	if len(q.Where) == 0 {
+	if len(q.Where) == 0 && q.Match == nil {
 		out = make([]Entry, 0, len(src))
 	}
 	some := map[string]any{}

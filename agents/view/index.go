@@ -60,8 +60,9 @@ type itemLoc struct {
 	deps   []string // depends_on, while pending
 }
 
-func newItemIndex(column int) *itemIndex {
-	x := &itemIndex{queues: map[string]*queueItems{}, where: map[string]*itemLoc{}, deps: map[string]struct{}{}, invalid: map[string]struct{}{}}
+// newItemIndex makes an index for about docs documents (a size hint).
+func newItemIndex(column, docs int) *itemIndex {
+	x := &itemIndex{queues: map[string]*queueItems{}, where: make(map[string]*itemLoc, docs), deps: map[string]struct{}{}, invalid: map[string]struct{}{}}
 	x.limit = [len(itemStates)]int{column, max(column, 200), column, column}
 	return x
 }

@@ -13,7 +13,7 @@ import (
 // adds, moves and removals.
 func TestIndexColumnsIncremental(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	x := newItemIndex(5)
+	x := newItemIndex(5, 0)
 	var ids []string
 	for step := 0; step < 3000; step++ {
 		switch op := r.IntN(10); {

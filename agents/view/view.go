@@ -443,19 +443,32 @@ func needsKey(ns []Need) string {
 // the projection. It visits every document once, through Query's Match,
 // which keeps none: no copy of 100k entries is made or sorted.
 func (v *View) reindex() error {
-	ix := newItemIndex(v.opt.Column)
-	// Only pending items' depends_on is indexed: no other field is decoded.
-	_, err := v.p.Query(watcher.Query{Fields: []string{"depends_on"}, Match: func(e watcher.Entry) bool {
+	ix := newItemIndex(v.opt.Column, v.p.Len())
+	// The scan of every document decodes no field: of 100k items nearly
+	// all are done, and only pending items' depends_on is indexed. Those
+	// few are read after it (a pending item gone meanwhile is an event
+	// the subscription delivers).
+	var pending []string
+	_, err := v.p.Query(watcher.Query{Fields: []string{}, Match: func(e watcher.Entry) bool {
 		if !e.Valid {
 			ix.invalid[e.Path] = struct{}{}
 		}
 		if e.Kind == "item" {
 			if q, st, id, ok := itemPath(e.Path); ok {
-				ix.put(q, st, id, e.Fields)
+				ix.put(q, st, id, nil)
+				if st == queues.Pending {
+					pending = append(pending, e.Path)
+				}
 			}
 		}
 		return false
 	}})
+	for _, path := range pending {
+		if e, ok := v.p.Get(path); ok {
+			q, st, id, _ := itemPath(path)
+			ix.put(q, st, id, e.Fields)
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -77,10 +77,15 @@ var pairs = []pair{
 	// 10/s, against one durable document write on the same store. The
 	// issue's goals are absolute on this machine (first paint <= 1 s, an
 	// event on the page <= 200 ms p99); against the 0.64 ms p50 write of
-	// DESIGN.md they are 1560x and 312x. ms: open the view and serve the
-	// first pages; page-ms: the first pages of a running server.
+	// DESIGN.md they are 1560x and 312x. BenchmarkServeFirstPaint: the
+	// built `tavern serve` started until its first pages are served, what
+	// a person sees (the goal's measure); BenchmarkViewFirstPaint: the
+	// same in-process (ms) and the first pages of a running server
+	// (page-ms).
+	{Name: "BenchmarkServeFirstPaint", Metric: "ms", Base: "BenchmarkViewWrite", Max: 1560,
+		Label: "views: `tavern serve` started to its first pages (ms)", Shape: shapeView},
 	{Name: "BenchmarkViewFirstPaint", Metric: "ms", Base: "BenchmarkViewWrite", Max: 1560,
-		Label: "views: open and serve the first pages (ms)", Shape: shapeView},
+		Label: "views: open in-process and serve the first pages (ms)", Shape: shapeView},
 	{Name: "BenchmarkViewFirstPaint", Metric: "page-ms", Base: "BenchmarkViewWrite", BaseMetric: "ms", Max: 1560,
 		Label: "views: first pages of a running server (ms)", Shape: shapeView},
 	{Name: "BenchmarkViewEventToPage", Metric: "p50-ms", Base: "BenchmarkViewWrite"},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -306,6 +307,7 @@ func runDaemonForeground(c *cli.Context) error {
 		return err
 	}
 	defer m.Close()
+	longRunningStart()
 	p, err := watcher.Open(m.Store, watcher.Options{Watch: true, Cache: true})
 	if err != nil {
 		return err
@@ -422,3 +424,16 @@ func longRunningMemory() {
 }
 
 var memOnce sync.Once
+
+// longRunningStart lifts the one-shot soft memory limit for a long-running
+// command's start-up: it builds a heap (the projection of the store) that
+// lives as long as the process, and under the limit the collector ran over
+// and over while it grew (0.4 s of serve's 1.4 s start-up on 100k
+// documents). longRunningMemory sets the limit from the live heap once
+// it is built.
+func longRunningStart() {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	debug.SetMemoryLimit(math.MaxInt64)
+}

@@ -70,6 +70,7 @@ func runServe(c *cli.Context) error {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return usageErr("--listen %q: want host:port (%v)", addr, err)
 	}
+	longRunningStart()
 	v, err := openView(c, true, "web")
 	if err != nil {
 		return err

@@ -87,6 +87,7 @@ func runUI(c *cli.Context) error {
 	if !inOK || !outOK || !term.IsTerminal(int(in.Fd())) || !term.IsTerminal(int(out.Fd())) {
 		return usageErr("ui needs a terminal (stdin and stdout are not both one); for the same data as JSON run: tavern ui --json")
 	}
+	longRunningStart()
 	v, err := openView(c, true, "tui")
 	if err != nil {
 		return err

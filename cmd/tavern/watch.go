@@ -84,6 +84,7 @@ func runWatch(c *cli.Context) error {
 			}
 		}
 	}
+	longRunningStart()
 	p, err := watcher.Open(s, watcher.Options{
 		Watch: true, Poll: c.Duration("poll"), Reconcile: reconcile,
 		Settle: settle, ExternalGrace: grace,

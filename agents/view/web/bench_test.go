@@ -10,6 +10,11 @@ package web
 //     any earlier tavern command) and serve the first full page and the
 //     queue board (ms); page-ms is the pages alone, as a person opening
 //     the browser on a running server sees them.
+//   - BenchmarkServeFirstPaint: what a person sees: the built binary's
+//     `tavern serve` started on the store (index warm) while items
+//     complete at 10/s, until its first full page and the queue board
+//     are served (ms: from exec to the second page; ready-ms: until it
+//     printed its URL).
 //   - BenchmarkViewEventToPage: from an item's completion returning to a
 //     page client (the SSE stream, then the fragment fetch, as app.js
 //     does) holding a board whose done column shows it (p50-ms, p99-ms),
@@ -22,11 +27,13 @@ package web
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -248,6 +255,124 @@ func BenchmarkViewFirstPaint(b *testing.B) {
 	}
 	b.ReportMetric(ms(total)/float64(b.N), "ms")
 	b.ReportMetric(ms(page)/float64(b.N), "page-ms")
+}
+
+// tavernBinary builds cmd/tavern once per test binary, as make build does.
+var tavernBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "tavern-web-bench-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "tavern")
+	out, err := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", bin, "github.com/tavernhq/tavern/cmd/tavern").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// completeAtPace takes and completes items of the live queue at 10/s
+// until ctx ends (the load the issue names), keeping enough pending.
+func completeAtPace(ctx context.Context, b *testing.B, root string) (stop func()) {
+	b.Helper()
+	ws, err := docstore.Open(root)
+	if err != nil {
+		b.Fatal(err)
+	}
+	br, err := queues.Open(ws, queues.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(time.Second / eventsPerS)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			claim, err := br.Take(ctx, queues.TakeOptions{Queues: []string{"live"}, As: "bench"})
+			if errors.Is(err, queues.ErrEmpty) {
+				if _, err := br.Add("live", queues.AddOptions{Title: "live item"}); err != nil {
+					b.Error(err)
+					return
+				}
+				continue
+			}
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if _, err := claim.Complete("ok"); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		br.Close()
+	}
+}
+
+// BenchmarkServeFirstPaint starts the built `tavern serve` on the 100k
+// store while items complete at 10/s and times its first pages.
+func BenchmarkServeFirstPaint(b *testing.B) {
+	root := bench100k(b)
+	bin, err := tavernBinary()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stop := completeAtPace(context.Background(), b, root)
+	defer stop()
+	var total, ready time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--as", "bench")
+		cmd.Dir = filepath.Dir(root)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		url, err := bufio.NewReader(out).ReadString('\n')
+		if err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			b.Fatalf("tavern serve printed no URL: %v", err)
+		}
+		tr := time.Now()
+		url = strings.TrimSuffix(strings.TrimSpace(url), "/")
+		for _, path := range []string{"/", "/queues"} {
+			resp, err := http.Get(url + path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || len(body) == 0 {
+				b.Fatalf("%s: %d", path, resp.StatusCode)
+			}
+		}
+		total += time.Since(t0)
+		ready += tr.Sub(t0)
+		b.StopTimer()
+		cmd.Process.Signal(os.Interrupt)
+		if err := cmd.Wait(); err != nil {
+			b.Fatalf("tavern serve: %v", err)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(ms(total)/float64(b.N), "ms")
+	b.ReportMetric(ms(ready)/float64(b.N), "ready-ms")
 }
 
 // pageClient is what app.js does: on every change event of /events,
