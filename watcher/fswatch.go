@@ -1121,7 +1121,7 @@ func (w *FSWatcher) statPending() {
 	if len(paths) == 0 {
 		return
 	}
-	sts, ok := w.pre.lstatAll(w.root, paths, w.opt.Workers)
+	sts, ok := lstatAll(w.root, paths, w.opt.Workers)
 	for i, p := range paths {
 		if !ok[i] || !sts[i].SameStat(w.files[p]) {
 			w.reads = append(w.reads, p)
@@ -1172,8 +1172,11 @@ func (w *FSWatcher) walk(dir string) {
 	w.watchDir(dir, d, fi)
 	// Read the directory only after the watch exists: anything created
 	// from now on produces an event, anything before is in the listing.
-	ents, rels := w.pre.listing(dir, fi)
-	if ents == nil {
+	var ents []fs.DirEntry
+	l := w.pre.listing(dir, fi)
+	if l != nil {
+		ents = l.ents
+	} else {
 		ents, err = readDir(w.abs(dir))
 	}
 	if err != nil {
@@ -1195,8 +1198,8 @@ func (w *FSWatcher) walk(dir string) {
 		name := e.Name()
 		t := e.Type()
 		var child string
-		if rels != nil { // a prescan listing: filtered already
-			child = rels[i]
+		if l != nil { // a prescan listing: filtered already
+			child = l.rels[i]
 		} else {
 			child = joinRel(dir, name)
 			// dir is not ignored, so of the name rules only the last
@@ -1230,6 +1233,15 @@ func (w *FSWatcher) walk(dir string) {
 				// Probably unchanged: lstat it (in parallel, later) and
 				// read it only if its stat differs.
 				d.children[name] = struct{}{}
+				if st, ok := l.stat(i); ok {
+					if !st.SameStat(old) {
+						w.reads = append(w.reads, child)
+						if len(w.reads) >= maxBatch {
+							w.readPending()
+						}
+					}
+					continue
+				}
 				w.stats = append(w.stats, child)
 				if len(w.stats) >= 4*maxBatch {
 					w.statPending()

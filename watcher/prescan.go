@@ -13,16 +13,20 @@ import (
 // are as good as the reconcile's own: a change after them is an event
 // the watcher processes next.
 type prescan struct {
-	lists map[string]listing
-	stats map[string]FileState
+	lists map[string]*listing
+	sts   []FileState // by file number (listing.file)
+	ok    []bool
 }
 
 // listing is a directory's entries that the walk does not skip, with
-// their paths.
+// their paths and, for regular files, their number in the prescan's
+// stats (-1 for others).
 type listing struct {
+	pre      *prescan
 	dev, ino uint64 // the directory listed: a directory replaced since is listed again
 	ents     []fs.DirEntry
 	rels     []string
+	file     []int32
 }
 
 // testHookPrescanned, when set, runs after a watcher's prescan (tests).
@@ -32,7 +36,7 @@ var testHookPrescanned func()
 // walk's rules for what it skips. smu is held. Errors are left to the
 // reconcile, which does again whatever failed here.
 func (w *FSWatcher) prescan() *prescan {
-	pre := &prescan{lists: map[string]listing{}}
+	pre := &prescan{lists: map[string]*listing{}}
 	var files []string
 	var scan func(dir string)
 	scan = func(dir string) {
@@ -45,7 +49,7 @@ func (w *FSWatcher) prescan() *prescan {
 		if err != nil {
 			return
 		}
-		l := listing{ents: ents[:0], rels: make([]string, 0, len(ents))}
+		l := &listing{pre: pre, ents: ents[:0], rels: make([]string, 0, len(ents)), file: make([]int32, 0, len(ents))}
 		var st FileState
 		fillStat(&st, fi)
 		l.dev, l.ino = st.Dev, st.Ino
@@ -56,74 +60,51 @@ func (w *FSWatcher) prescan() *prescan {
 			if IgnoredName(name) || (w.opt.Ignore != nil && w.opt.Ignore(child, t.IsDir())) {
 				continue
 			}
-			l.ents, l.rels = append(l.ents, e), append(l.rels, child)
+			n := int32(-1)
 			switch {
 			case t.IsDir():
 				scan(child)
 			case t.IsRegular():
+				n = int32(len(files))
 				files = append(files, child)
 			}
+			l.ents, l.rels, l.file = append(l.ents, e), append(l.rels, child), append(l.file, n)
 		}
 		pre.lists[dir] = l
 	}
 	scan("")
-	sts, ok := lstatAll(w.root, files, w.opt.Workers)
+	pre.sts, pre.ok = lstatAll(w.root, files, w.opt.Workers)
 	if testHookPrescanned != nil {
 		defer testHookPrescanned()
-	}
-	pre.stats = make(map[string]FileState, len(files))
-	for i, p := range files {
-		if ok[i] {
-			pre.stats[p] = sts[i]
-		}
 	}
 	return pre
 }
 
-// listing returns dir's entries that the walk does not skip and their
-// paths, if they were listed from the directory fi describes (and forgets
-// them: they are used once), or nils.
-func (pre *prescan) listing(dir string, fi fs.FileInfo) ([]fs.DirEntry, []string) {
+// listing returns dir's listing if it was taken of the directory fi
+// describes (and forgets it: it is used once), or nil.
+func (pre *prescan) listing(dir string, fi fs.FileInfo) *listing {
 	if pre == nil {
-		return nil, nil
+		return nil
 	}
-	l, ok := pre.lists[dir]
-	if !ok {
-		return nil, nil
+	l := pre.lists[dir]
+	if l == nil {
+		return nil
 	}
 	delete(pre.lists, dir)
 	var st FileState
 	fillStat(&st, fi)
 	if l.dev != st.Dev || l.ino != st.Ino {
-		return nil, nil
+		return nil
 	}
-	return l.ents, l.rels
+	return l
 }
 
-// lstatAll is the package's lstatAll, answered from the prescan's stats
-// where it has them.
-func (pre *prescan) lstatAll(root string, paths []string, workers int) ([]FileState, []bool) {
-	if pre == nil {
-		return lstatAll(root, paths, workers)
+// stat returns the prescan's lstat of entry i, if it has one.
+func (l *listing) stat(i int) (FileState, bool) {
+	if l == nil || l.file[i] < 0 || !l.pre.ok[l.file[i]] {
+		return FileState{}, false
 	}
-	sts := make([]FileState, len(paths))
-	ok := make([]bool, len(paths))
-	var miss []string
-	var at []int
-	for i, p := range paths {
-		if st, found := pre.stats[p]; found {
-			sts[i], ok[i] = st, true
-			continue
-		}
-		miss, at = append(miss, p), append(at, i)
-	}
-	if len(miss) > 0 {
-		msts, mok := lstatAll(root, miss, workers)
-		for j, i := range at {
-			sts[i], ok[i] = msts[j], mok[j]
-		}
-	}
-	return sts, ok
+	return l.pre.sts[l.file[i]], true
 }
 
 // readDir lists a directory.

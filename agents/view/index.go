@@ -85,8 +85,10 @@ func (x *itemIndex) put(q, st, id string, fields map[string]any) {
 		return
 	}
 	qi := x.queue(q)
-	if _, ok := qi.ids[i][id]; !ok {
-		qi.ids[i][id] = struct{}{}
+	ids := qi.ids[i]
+	n := len(ids)
+	ids[id] = struct{}{}
+	if len(ids) != n { // new to the column (one hash, not a lookup and an insert)
 		if qi.top[i] != nil {
 			qi.top[i] = insertTop(qi.top[i], id, x.limit[i], columnOrder[i])
 		}
@@ -178,16 +180,21 @@ func (x *itemIndex) state(id string) string {
 
 // itemPath splits queues/<q>/<state>/<id>.md.
 func itemPath(rel string) (queue, state, id string, ok bool) {
+	// Cut by hand: the view's index splits 100k paths when it opens.
 	rest, ok := strings.CutPrefix(rel, "queues/")
 	if !ok {
 		return "", "", "", false
 	}
-	parts := strings.Split(rest, "/")
-	if len(parts) != 3 || stateIndex(parts[1]) < 0 {
+	queue, rest, ok = strings.Cut(rest, "/")
+	if !ok {
 		return "", "", "", false
 	}
-	id, ok = strings.CutSuffix(parts[2], ".md")
-	return parts[0], parts[1], id, ok && id != ""
+	state, rest, ok = strings.Cut(rest, "/")
+	if !ok || stateIndex(state) < 0 || strings.IndexByte(rest, '/') >= 0 {
+		return "", "", "", false
+	}
+	id, ok = strings.CutSuffix(rest, ".md")
+	return queue, state, id, ok && id != ""
 }
 
 // idTime is the part of an item id that sorts by creation time: ids are

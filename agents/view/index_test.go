@@ -53,3 +53,25 @@ func TestIndexColumnsIncremental(t *testing.T) {
 		}
 	}
 }
+
+func TestItemPath(t *testing.T) {
+	for _, tc := range []struct {
+		rel              string
+		queue, state, id string
+		ok               bool
+	}{
+		{"queues/bulk/done/p05-x.md", "bulk", "done", "p05-x", true},
+		{"queues/q/pending/a.md", "q", "pending", "a", true},
+		{"queues/q/queue.md", "", "", "", false},
+		{"queues/q/later/a.md", "", "", "", false},
+		{"queues/q/done/sub/a.md", "", "", "", false},
+		{"queues/q/done/a.txt", "", "", "", false},
+		{"queues/q/done/.md", "", "", "", false},
+		{"agents/q/done/a.md", "", "", "", false},
+	} {
+		q, st, id, ok := itemPath(tc.rel)
+		if ok != tc.ok || (ok && (q != tc.queue || st != tc.state || id != tc.id)) {
+			t.Errorf("itemPath(%q) = %q %q %q %v, want %q %q %q %v", tc.rel, q, st, id, ok, tc.queue, tc.state, tc.id, tc.ok)
+		}
+	}
+}
