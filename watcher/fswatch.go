@@ -334,30 +334,28 @@ func WatchFS(root string, opt FSOptions) (*FSWatcher, error) {
 		}
 	}
 	// Seed the known state so the initial scan only reports differences.
+	var prescanned chan *prescan
 	if opt.LoadKnown != nil {
-		ch := make(chan map[string]FileState, 1)
-		go func() {
-			known := opt.LoadKnown()
-			dropIgnored(w, known)
-			ch <- known
-		}()
 		// The listings and stats are taken after each directory's watch
 		// is armed, as the first reconcile would take them: a change
-		// after them is an event, one before is in them.
-		w.smu.Lock()
-		w.pre = w.prescan()
-		w.smu.Unlock()
-		if known := <-ch; known != nil {
+		// after them is an event, one before is in them. The prescan
+		// touches only the notifier and the files, not w's state.
+		prescanned = make(chan *prescan, 1)
+		go func() { prescanned <- w.prescan() }()
+		if known := opt.LoadKnown(); known != nil {
 			w.files = known
 		}
 		w.opt.LoadKnown = nil
 	} else if opt.Known != nil {
 		w.files = opt.Known // taken over: saves copying a big store's map
 		w.opt.Known = nil
-		dropIgnored(w, w.files)
 	}
+	dropIgnored(w, w.files)
 	for p := range w.files {
 		w.ensureDirs(p)
+	}
+	if prescanned != nil {
+		w.pre = <-prescanned
 	}
 	w.dirs[""] = w.dirEntry("")
 	// The notifier's reader drains events into the dirty set from now
@@ -1168,12 +1166,16 @@ func (w *FSWatcher) walk(dir string) {
 		w.check(dir)
 		return
 	}
+	l, replaced := w.pre.listing(dir, fi)
+	if replaced && !w.polling.Load() {
+		// The prescan's watch follows the directory that was here.
+		w.nt.remove(w.abs(dir))
+	}
 	d := w.dirEntry(dir)
 	w.watchDir(dir, d, fi)
 	// Read the directory only after the watch exists: anything created
 	// from now on produces an event, anything before is in the listing.
 	var ents []fs.DirEntry
-	l := w.pre.listing(dir, fi)
 	if l != nil {
 		ents = l.ents
 	} else {

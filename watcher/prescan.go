@@ -33,8 +33,11 @@ type listing struct {
 var testHookPrescanned func()
 
 // prescan arms the watches of the tree and lists and stats it, with the
-// walk's rules for what it skips. smu is held. Errors are left to the
-// reconcile, which does again whatever failed here.
+// walk's rules for what it skips. It reads only the options and adds
+// watches (the notifier has its own lock): it runs beside WatchFS's own
+// goroutine, and the reconcile's watchDir records the watches (adding a
+// watch again is a no-op). Errors are left to the reconcile, which does
+// again whatever failed here.
 func (w *FSWatcher) prescan() *prescan {
 	pre := &prescan{lists: map[string]*listing{}}
 	var files []string
@@ -44,7 +47,9 @@ func (w *FSWatcher) prescan() *prescan {
 		if err != nil || !fi.IsDir() {
 			return
 		}
-		w.watchDir(dir, w.dirEntry(dir), fi)
+		if !w.polling.Load() {
+			_ = w.nt.add(w.abs(dir))
+		}
 		ents, err := readDir(w.abs(dir))
 		if err != nil {
 			return
@@ -81,22 +86,23 @@ func (w *FSWatcher) prescan() *prescan {
 }
 
 // listing returns dir's listing if it was taken of the directory fi
-// describes (and forgets it: it is used once), or nil.
-func (pre *prescan) listing(dir string, fi fs.FileInfo) *listing {
+// describes (and forgets it: it is used once), or nil; replaced reports
+// a listing of another directory that was at this path.
+func (pre *prescan) listing(dir string, fi fs.FileInfo) (l *listing, replaced bool) {
 	if pre == nil {
-		return nil
+		return nil, false
 	}
-	l := pre.lists[dir]
+	l = pre.lists[dir]
 	if l == nil {
-		return nil
+		return nil, false
 	}
 	delete(pre.lists, dir)
 	var st FileState
 	fillStat(&st, fi)
 	if l.dev != st.Dev || l.ino != st.Ino {
-		return nil
+		return nil, true
 	}
-	return l
+	return l, false
 }
 
 // stat returns the prescan's lstat of entry i, if it has one.

@@ -272,11 +272,16 @@ func Open(s *docstore.Store, opt Options) (*Projection, error) {
 		if opt.Watch {
 			// A watching projection is answering already: the index of
 			// what the scan found (re-encoding 100k entries when one
-			// changed) is saved meanwhile, and by Close at the latest.
+			// changed) is saved a little later, off the first answers'
+			// path, and by Close at the latest.
 			p.wg.Add(1)
 			go func() {
 				defer p.wg.Done()
-				save()
+				select {
+				case <-time.After(initialSaveDelay):
+					save()
+				case <-p.ctx.Done(): // Close saves
+				}
 			}()
 		} else {
 			save()
@@ -366,6 +371,10 @@ func (p *Projection) Close() error {
 	}
 	return err
 }
+
+// initialSaveDelay is how long after Open a watching projection saves the
+// index of what its first scan found.
+const initialSaveDelay = 5 * time.Second
 
 // closeSyncTimeout bounds Close's wait for changes in flight.
 const closeSyncTimeout = 5 * time.Second
