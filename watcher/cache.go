@@ -295,12 +295,15 @@ func (p *Projection) SaveCache() error {
 	p.mu.Unlock()
 	var firstErr error
 	for kind := range dirty {
-		var body []byte
+		// Only the picking holds the locks: encoding 100k entries under
+		// them held every change (and so every page) back for as long.
+		var recs []sectionRecord
 		p.mu.RLock()
 		p.fw.withState(func(states map[string]FileState) {
-			body = encodeSection(kind, p.byKind[kind], states)
+			recs = sectionRecords(kind, p.byKind[kind], states)
 		})
 		p.mu.RUnlock()
+		body := encodeSection(kind, recs)
 		if err := writeSectionBody(p.root, kind, body); err != nil {
 			p.mu.Lock()
 			p.dirty[kind] = true

@@ -154,24 +154,46 @@ func encodeCache(cd *cacheData) []byte {
 // encodeSection encodes the section of kind from a projection's entries
 // and the watcher's states, without copying them first (a copy of 100k
 // records is 20 MB more at the peak of building the index).
-func encodeSection(kind string, entries map[string]*Entry, states map[string]FileState) []byte {
-	e := &encoder{b: make([]byte, 0, 256*len(entries)+64)}
+func encodeSection(kind string, recs []sectionRecord) []byte {
+	if testHookEncoding != nil {
+		testHookEncoding()
+	}
+	e := &encoder{b: make([]byte, 0, 256*len(recs)+64)}
 	e.str(schemaFingerprint())
 	e.str(kind)
 	countAt := len(e.b)
 	e.b = append(e.b, make([]byte, binary.MaxVarintLen64)...) // patched below
 	n := 0
-	for path, en := range entries {
-		st, ok := states[path]
-		if !ok || en.Kind != kind {
-			continue // not yet confirmed by the watcher
-		}
-		if e.recordOf(&st, en) == nil {
+	for i := range recs {
+		if e.recordOf(&recs[i].st, recs[i].en) == nil {
 			n++
 		}
 	}
 	copy(e.b[countAt:], padUvarint(uint64(n)))
 	return e.b
+}
+
+// testHookEncoding, when set, runs as a section starts encoding (tests).
+var testHookEncoding func()
+
+// sectionRecord is one entry of a section to encode, with its file state.
+type sectionRecord struct {
+	en *Entry
+	st FileState
+}
+
+// sectionRecords picks the entries of kind that the watcher has a state
+// for (the others are not yet confirmed by it). Entries are never changed
+// once projected (a change replaces them), so the records can be encoded
+// after the locks guarding the maps are released.
+func sectionRecords(kind string, entries map[string]*Entry, states map[string]FileState) []sectionRecord {
+	recs := make([]sectionRecord, 0, len(entries))
+	for path, en := range entries {
+		if st, ok := states[path]; ok && en.Kind == kind {
+			recs = append(recs, sectionRecord{en, st})
+		}
+	}
+	return recs
 }
 
 // padUvarint encodes v as a uvarint of exactly MaxVarintLen64 bytes.

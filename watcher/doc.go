@@ -37,8 +37,11 @@
 // .tavern/.index (one checksummed section per kind, keyed by each file's
 // stat and hash; cache.go has the layout), so a one-shot `tavern ls` only
 // re-reads what changed since the last run; a corrupt, stale or foreign
-// cache is rebuilt, never trusted. Options.Kinds scopes a projection to
-// some kinds: `tavern ls agents` lists, stats and caches only agents/.
+// cache is rebuilt, never trusted. The cache loads while the first scan
+// arms its watches and lists and stats the tree (FSOptions.LoadKnown);
+// the scan then compares: on a big store the two take about as long.
+// Options.Kinds scopes a projection to some kinds: `tavern ls agents`
+// lists, stats and caches only agents/.
 //
 //	p, err := watcher.Open(store, watcher.Options{Watch: true})
 //	defer p.Close()

@@ -647,3 +647,36 @@ func TestQueryFields(t *testing.T) {
 		}
 	}
 }
+
+// TestSaveCacheEncodesOutsideLocks: encoding a section (100k entries on a
+// big store) must not hold the projection's lock, or every change, and
+// every page of a view, waits for it.
+func TestSaveCacheEncodesOutsideLocks(t *testing.T) {
+	s := newStore(t)
+	for i := range 5 {
+		writeDoc(t, s, fmt.Sprintf("agents/a%02d.md", i), agentDoc(fmt.Sprintf("a%02d", i), "idle"))
+	}
+	p := openProj(t, s, Options{Watch: true, Cache: true})
+	p.mu.Lock()
+	p.dirty["agent"] = true
+	p.mu.Unlock()
+	testHookEncoding = func() {
+		locked := make(chan struct{})
+		go func() {
+			p.mu.Lock() // what apply takes for a change
+			p.mu.Unlock()
+			p.fw.smu.Lock() // what the watcher takes to process one
+			p.fw.smu.Unlock()
+			close(locked)
+		}()
+		select {
+		case <-locked:
+		case <-time.After(10 * time.Second):
+			t.Error("a change could not take the projection's locks while the index was encoded")
+		}
+	}
+	defer func() { testHookEncoding = nil }()
+	if err := p.SaveCache(); err != nil {
+		t.Fatal(err)
+	}
+}
