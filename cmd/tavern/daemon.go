@@ -307,10 +307,7 @@ func runDaemonForeground(c *cli.Context) error {
 		return err
 	}
 	defer m.Close()
-	// No longRunningStart: the daemon runs for hours in the background,
-	// and started without the soft limit it stayed ~20 MiB larger after
-	// 30,000 edits (BenchmarkProjectionMemory: 128 against 108 MiB),
-	// where its start-up gains ~100 ms that nobody waits for.
+	longRunningStart()
 	p, err := watcher.Open(m.Store, watcher.Options{Watch: true, Cache: true})
 	if err != nil {
 		return err
@@ -432,7 +429,7 @@ func longRunningMemory() {
 var memOnce sync.Once
 
 // longRunningStart lifts the one-shot soft memory limit for a long-running
-// command's start-up that a person waits for (serve, ui, watch): it builds a heap (the projection of the store) that
+// command's start-up: it builds a heap (the projection of the store) that
 // lives as long as the process, and under the limit the collector ran over
 // and over while it grew (0.4 s of serve's 1.4 s start-up on 100k
 // documents). longRunningMemory sets the limit from the live heap once
