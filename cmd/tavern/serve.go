@@ -77,7 +77,7 @@ func runServe(c *cli.Context) error {
 	}
 	defer v.Close()
 	defer serveQueries(c, v.Store(), v.Projection(), "tavern serve")()
-	longRunningMemory()
+	longRunningMemory(viewTrimAfter)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err

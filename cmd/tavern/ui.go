@@ -94,6 +94,6 @@ func runUI(c *cli.Context) error {
 	}
 	defer v.Close()
 	defer serveQueries(c, v.Store(), v.Projection(), "tavern ui")()
-	longRunningMemory()
+	longRunningMemory(viewTrimAfter)
 	return tui.Run(c.Context, v, tui.Options{}, in, out)
 }

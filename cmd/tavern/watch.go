@@ -105,7 +105,7 @@ func runWatch(c *cli.Context) error {
 	m.SetReapCandidates(reapCandidates(p, m.Host))
 	defer startReaperWith(c, m)()
 	defer serveQueries(c, s, p, "tavern watch")()
-	longRunningMemory()
+	longRunningMemory(0)
 	sub := p.SubscribeWhere(f, where, 4096)
 	defer sub.Close()
 	// The ready line goes to stderr so scripts (and tests) know
