@@ -5,12 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
-	"runtime/metrics"
 	"strings"
 	"sync"
 	"syscall"
@@ -387,62 +384,4 @@ func runDaemonStatus(c *cli.Context) error {
 	outf(c, "  since %s, %d documents, %s\n", st.Started.Format(time.RFC3339), st.Docs, st.Mode)
 	outf(c, "  %d syncs, %d queries answered\n", st.Gen, st.Served)
 	return nil
-}
-
-// longRunningMemory tunes the garbage collector of a process that keeps
-// a projection for hours (watch, serve, ui, the daemon, pools). With the
-// default GOGC=100 the heap grows to twice what is live before a
-// collection, and memory freed after a burst of edits is returned to the
-// system slowly: a 100k-document projection with 105 MB live ran at
-// 170-250 MB resident, growing with edits. A soft memory limit a little
-// above the live heap (re-set every few seconds, so a growing store is
-// never squeezed: the limit follows it) makes the collector and the
-// scavenger keep the resident size near what is live. The start-up
-// garbage (the index file, the journal's checkpoint) is returned once the
-// projection is built, or trimAfter later: a view's first pages are asked
-// for right after it is ready, and the forced collection cost them ~50 ms.
-// Only views wait: delayed in the daemon, the trim left it ~20 MiB larger
-// after 30,000 edits (BenchmarkProjectionMemory, 121-131 against 109 MiB,
-// two runs each). GOGC or GOMEMLIMIT in the environment leave the runtime
-// as they set it.
-func longRunningMemory(trimAfter time.Duration) {
-	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
-		return
-	}
-	memOnce.Do(func() {
-		debug.SetGCPercent(100) // oneShotMemory raised it
-		go func() {
-			time.Sleep(trimAfter)
-			debug.FreeOSMemory()
-			sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-			for {
-				metrics.Read(sample)
-				if sample[0].Value.Kind() == metrics.KindUint64 {
-					if live := sample[0].Value.Uint64(); live > 0 {
-						debug.SetMemoryLimit(int64(live + live/4 + 16<<20))
-					}
-				}
-				time.Sleep(5 * time.Second)
-			}
-		}()
-	})
-}
-
-var memOnce sync.Once
-
-// viewTrimAfter is how long serve and ui wait before trimming their
-// start-up garbage (see longRunningMemory).
-const viewTrimAfter = time.Second
-
-// longRunningStart lifts the one-shot soft memory limit for a long-running
-// command's start-up: it builds a heap (the projection of the store) that
-// lives as long as the process, and under the limit the collector ran over
-// and over while it grew (0.4 s of serve's 1.4 s start-up on 100k
-// documents). longRunningMemory sets the limit from the live heap once
-// it is built.
-func longRunningStart() {
-	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
-		return
-	}
-	debug.SetMemoryLimit(math.MaxInt64)
 }

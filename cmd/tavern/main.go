@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
 )
@@ -19,20 +18,6 @@ func main() {
 	stopProfile()
 	stop()
 	os.Exit(reportError(os.Stderr, os.Args, err))
-}
-
-// oneShotMemory: most commands live for milliseconds and allocate a few
-// megabytes, so collecting garbage is wasted work (a tenth of ls over
-// 2,000 documents, and of a warm ls over 100k). The collector waits for
-// five times the live heap (GOGC=400), under a soft limit of 112 MiB that
-// keeps a big command (building the index of 100k documents) near what it
-// needs. Long-running commands set their own (longRunningMemory); GOGC
-// and GOMEMLIMIT in the environment win.
-func oneShotMemory() {
-	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(112 << 20)
-		debug.SetGCPercent(400)
-	}
 }
 
 // startProfile writes a CPU profile to $TAVERN_CPUPROFILE if set: a
