@@ -28,9 +28,9 @@ type externals struct {
 	h *journal.Heads
 
 	mu      sync.Mutex
-	queue   []*observation // in observation order
-	last    map[string]time.Time
-	start   time.Time // observations before this have no previous one
+	queue   []*observation   // in observation order
+	last    map[string]int64 // path: seen of its last observation, unix ns (a third of a time.Time)
+	start   time.Time        // observations before this have no previous one
 	timer   *time.Timer
 	saved   time.Time // last checkpoint of h
 	stopped bool
@@ -49,7 +49,7 @@ type observation struct {
 }
 
 func newExternals(p *Projection, j *journal.Journal, h *journal.Heads, start time.Time) *externals {
-	return &externals{p: p, j: j, h: h, last: map[string]time.Time{}, start: start, saved: time.Now()}
+	return &externals{p: p, j: j, h: h, last: map[string]int64{}, start: start, saved: time.Now()}
 }
 
 // observe queues a change for its decision.
@@ -60,12 +60,12 @@ func (x *externals) observe(o *observation) {
 		return
 	}
 	if t, ok := x.last[o.path]; ok {
-		o.after = t
+		o.after = time.Unix(0, t).UTC()
 	} else {
 		o.after = x.start
 	}
 	if o.seen.After(o.after) {
-		x.last[o.path] = o.seen
+		x.last[o.path] = o.seen.UnixNano()
 	}
 	x.queue = append(x.queue, o)
 	if x.timer == nil {

@@ -1,6 +1,7 @@
 package watcher
 
 import (
+	"cmp"
 	"context"
 	"os"
 	"path/filepath"
@@ -500,7 +501,7 @@ func (p *Projection) apply(cs []Change) {
 					p.startPrev[c.Path] = prev
 				}
 			} else if p.ext != nil {
-				obs = append(obs, &observation{path: c.Path, kind: e.Kind, present: true, entry: e, prev: prev, seen: seenTime(c.State.Seen)})
+				obs = append(obs, &observation{path: cmp.Or(key, c.Path), kind: e.Kind, present: true, entry: e, prev: prev, seen: seenTime(c.State.Seen)})
 			}
 		case OpRemove:
 			old := p.docs[c.Path]

@@ -685,11 +685,17 @@ func TestSaveCacheEncodesOutsideLocks(t *testing.T) {
 // TestEditedEntrySharesKey: the entry kept for an edited document uses
 // the path string the projection's maps already hold, not the change's
 // own copy, which would stay allocated for as long as the entry (one
-// per edited document: 3 MB after 27,000 edits at 100k documents).
+// per edited document: 3 MB after 27,000 edits at 100k documents), nor
+// the externals' map of last observations.
 func TestEditedEntrySharesKey(t *testing.T) {
 	s := newStore(t)
+	j, err := journal.Open(s.Root(), journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
 	writeDoc(t, s, "agents/a00.md", agentDoc("a00", "idle"))
-	p := openProj(t, s, Options{Watch: true})
+	p := openProj(t, s, Options{Watch: true, Journal: j})
 	key := func() string {
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -713,5 +719,20 @@ func TestEditedEntrySharesKey(t *testing.T) {
 	p.mu.Unlock()
 	if unsafe.StringData(got) != unsafe.StringData(before) || unsafe.StringData(key()) != unsafe.StringData(before) {
 		t.Error("the edited entry's path is a string of its own, not the maps' key")
+	}
+	// The hand edit's observation keys the externals' map the same way.
+	p.ext.mu.Lock()
+	defer p.ext.mu.Unlock()
+	found := false
+	for k := range p.ext.last {
+		if k == "agents/a00.md" {
+			found = true
+			if unsafe.StringData(k) != unsafe.StringData(before) {
+				t.Error("the externals' map keys the edit with a string of its own")
+			}
+		}
+	}
+	if !found {
+		t.Error("the hand edit was not observed")
 	}
 }

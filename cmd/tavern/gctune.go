@@ -98,7 +98,7 @@ func readHeap() heapFigures {
 // made since its last collection, and the free pages, up to the limit
 // (a third more than live at 100k documents) until the next burst. Once
 // a whole tick passed without a collection (the burst is over) and the
-// heap holds noticeably more than is live, one forced collection and
+// heap holds more than live + live/16 + 4 MiB, one forced collection and
 // scavenge brings the resident size back to what is live. At most once
 // per idleTrimEvery, so a process that allocates slowly without ever
 // collecting pays one collection per interval, not one per tick.
@@ -113,7 +113,7 @@ const idleTrimEvery = 10 * time.Second
 func (t *idleTrim) due(m heapFigures, now time.Time) bool {
 	quiet := t.ticked && m.cycles == t.cycles
 	t.cycles, t.ticked = m.cycles, true
-	if !quiet || m.live == 0 || m.held <= m.live+m.live/8+8<<20 || now.Sub(t.trimmed) < idleTrimEvery {
+	if !quiet || m.live == 0 || m.held <= m.live+m.live/16+4<<20 || now.Sub(t.trimmed) < idleTrimEvery {
 		return false
 	}
 	t.trimmed = now

@@ -30,7 +30,7 @@ func TestIdleTrim(t *testing.T) {
 		}},
 		{"quiet but near live", []tick{
 			{0, heapFigures{live: 100 * mib, held: 115 * mib, cycles: 3}, false, "first tick"},
-			{2 * time.Second, heapFigures{live: 100 * mib, held: 115 * mib, cycles: 3}, false, "within live/8 + 8 MiB"},
+			{2 * time.Second, heapFigures{live: 100 * mib, held: 110 * mib, cycles: 3}, false, "within live/16 + 4 MiB"},
 		}},
 		{"slow allocation without collections", []tick{
 			{0, heapFigures{live: 100 * mib, held: 130 * mib, cycles: 3}, false, "first tick"},
