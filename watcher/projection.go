@@ -656,7 +656,14 @@ func compact(e *Entry, key string) *Entry {
 		return e // a value the encoding does not know: keep the map
 	}
 	c := *e
-	c.raw, c.Fields = raw, nil
+	c.Fields = nil
+	// Name, revision and fields in one allocation, as a loaded entry's
+	// (ownEntry): an edit then frees and reuses slots of one size class,
+	// where three smaller strings left the loaded entries' slots empty
+	// and grew the heap by their size (fragmentation, not live data).
+	all := e.Name + e.Rev + raw
+	a, b := len(e.Name), len(e.Name)+len(e.Rev)
+	c.Name, c.Rev, c.raw = all[:a], all[a:b], all[b:]
 	if key == e.Path {
 		c.Path = key
 	}

@@ -682,12 +682,13 @@ func TestSaveCacheEncodesOutsideLocks(t *testing.T) {
 	}
 }
 
-// TestEditedEntrySharesKey: the entry kept for an edited document uses
-// the path string the projection's maps already hold, not the change's
-// own copy, which would stay allocated for as long as the entry (one
-// per edited document: 3 MB after 27,000 edits at 100k documents), nor
-// the externals' map of last observations.
-func TestEditedEntrySharesKey(t *testing.T) {
+// TestEditedEntryLayout: the entry kept for an edited document keeps its
+// name, revision and fields in one allocation, as a loaded entry does
+// (three strings left the loaded entries' slots empty: the heap grew
+// with edits), and uses the path string the projection's maps already
+// hold, not the change's own copy (3 MB after 27,000 edits at 100k
+// documents), as does the externals' map of last observations.
+func TestEditedEntryLayout(t *testing.T) {
 	s := newStore(t)
 	j, err := journal.Open(s.Root(), journal.Options{})
 	if err != nil {
@@ -715,10 +716,18 @@ func TestEditedEntrySharesKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.mu.Lock()
-	got := p.docs["agents/a00.md"].Path
+	kept := *p.docs["agents/a00.md"]
 	p.mu.Unlock()
-	if unsafe.StringData(got) != unsafe.StringData(before) || unsafe.StringData(key()) != unsafe.StringData(before) {
+	if unsafe.StringData(kept.Path) != unsafe.StringData(before) || unsafe.StringData(key()) != unsafe.StringData(before) {
 		t.Error("the edited entry's path is a string of its own, not the maps' key")
+	}
+	// Its name, revision and fields share one allocation, as a loaded
+	// entry's do.
+	name := unsafe.Pointer(unsafe.StringData(kept.Name))
+	if kept.Name == "" || kept.Rev == "" || kept.raw == "" ||
+		unsafe.Pointer(unsafe.StringData(kept.Rev)) != unsafe.Add(name, len(kept.Name)) ||
+		unsafe.Pointer(unsafe.StringData(kept.raw)) != unsafe.Add(name, len(kept.Name)+len(kept.Rev)) {
+		t.Errorf("the edited entry's name, revision and fields are not one allocation: %q %q %q", kept.Name, kept.Rev, kept.raw)
 	}
 	// The hand edit's observation keys the externals' map the same way.
 	p.ext.mu.Lock()

@@ -404,8 +404,10 @@ func BenchmarkProjectionMemory(b *testing.B) {
 		d := startScaleDaemon(b, tavern, dir)
 		w := startScaleWatch(b, tavern, dir)
 		// Both settle what they read at start-up (and the watch its
-		// journal) before the first figure.
-		time.Sleep(5 * time.Second)
+		// journal) before the first figure: a watching projection saves
+		// a stale index 5 s after it opened (initialSaveDelay), and
+		// returns that save's garbage a tick or two later (idleTrim).
+		time.Sleep(10 * time.Second)
 		figures := map[string]float64{"daemon-ready-MiB": d.rss(), "watch-ready-MiB": w.rss()}
 		base, err := countJournal(dir, `"type":"external"`)
 		if err != nil {
