@@ -94,14 +94,18 @@ func readHeap() heapFigures {
 
 // idleTrim decides when a long-running process returns a burst's
 // garbage. Under the soft limit the collector runs only when the heap
-// reaches it, so after a burst of edits the process kept the garbage it
-// made since its last collection, and the free pages, up to the limit
-// (a third more than live at 100k documents) until the next burst. Once
-// a whole tick passed without a collection (the burst is over) and the
-// heap holds more than live + live/16 + 4 MiB, one forced collection and
-// scavenge brings the resident size back to what is live. At most once
-// per idleTrimEvery, so a process that allocates slowly without ever
-// collecting pays one collection per interval, not one per tick.
+// reaches it, so after a burst of edits (or a query over every entry, or
+// a save of the index) the process kept the garbage it made since its
+// last collection, and the free pages, up to the limit (a third more
+// than live at 100k documents) until the next burst. Once a whole tick
+// passed without a collection (the burst is over) and the heap holds
+// more than live + live/16 + 4 MiB, one forced collection and scavenge
+// brings the resident size back to what is live. A process that
+// allocates slowly without ever collecting would cross that line every
+// few ticks: such small trims come at most once per idleTrimEvery. A
+// burst's worth (more than live + live/8 + 8 MiB) is trimmed at the
+// first quiet tick whenever it comes, or a burst right after a trim kept
+// its garbage for the interval.
 type idleTrim struct {
 	cycles  uint64
 	ticked  bool
@@ -113,7 +117,10 @@ const idleTrimEvery = 10 * time.Second
 func (t *idleTrim) due(m heapFigures, now time.Time) bool {
 	quiet := t.ticked && m.cycles == t.cycles
 	t.cycles, t.ticked = m.cycles, true
-	if !quiet || m.live == 0 || m.held <= m.live+m.live/16+4<<20 || now.Sub(t.trimmed) < idleTrimEvery {
+	if !quiet || m.live == 0 || m.held <= m.live+m.live/16+4<<20 {
+		return false
+	}
+	if m.held <= m.live+m.live/8+8<<20 && now.Sub(t.trimmed) < idleTrimEvery {
 		return false
 	}
 	t.trimmed = now

@@ -36,8 +36,14 @@ func TestIdleTrim(t *testing.T) {
 			{0, heapFigures{live: 100 * mib, held: 130 * mib, cycles: 3}, false, "first tick"},
 			{2 * time.Second, heapFigures{live: 100 * mib, held: 130 * mib, cycles: 3}, true, "quiet, over"},
 			{4 * time.Second, heapFigures{live: 100 * mib, held: 125 * mib, cycles: 4}, false, "collected"},
-			{6 * time.Second, heapFigures{live: 100 * mib, held: 126 * mib, cycles: 4}, false, "over again, but trimmed 4 s ago"},
-			{2*time.Second + idleTrimEvery, heapFigures{live: 100 * mib, held: 130 * mib, cycles: 4}, true, "an interval later"},
+			{6 * time.Second, heapFigures{live: 100 * mib, held: 118 * mib, cycles: 4}, false, "over again, but trimmed 4 s ago"},
+			{2*time.Second + idleTrimEvery, heapFigures{live: 100 * mib, held: 118 * mib, cycles: 4}, true, "an interval later"},
+		}},
+		{"a burst right after a trim", []tick{
+			{0, heapFigures{live: 100 * mib, held: 140 * mib, cycles: 7}, false, "first tick"},
+			{2 * time.Second, heapFigures{live: 100 * mib, held: 140 * mib, cycles: 7}, true, "quiet, over"},
+			{4 * time.Second, heapFigures{live: 100 * mib, held: 135 * mib, cycles: 9}, false, "a query over every entry: collecting"},
+			{6 * time.Second, heapFigures{live: 100 * mib, held: 135 * mib, cycles: 9}, true, "quiet again with a burst's worth held: no need to wait"},
 		}},
 		{"no live figure yet", []tick{
 			{0, heapFigures{held: 30 * mib}, false, "first tick"},

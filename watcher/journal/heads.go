@@ -2,6 +2,7 @@ package journal
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -84,15 +86,45 @@ type headState struct {
 	fields    string
 }
 
-// mark is one record of a path: the state it gives and its time.
+// mark is one record of a path: the state it gives and its time, in
+// unix nanoseconds (markTime): 48 bytes, where a time.Time made it 64, and
+// every edited path keeps two for markKeep.
 type mark struct {
-	rev     string
-	present bool
-	valid   bool
-	at      time.Time
+	rev string
 	// last: the last valid revision as of a loaded head (the base mark),
 	// whose earlier records a checkpoint does not keep.
-	last string
+	last    string
+	at      int64
+	present bool
+	valid   bool
+}
+
+// markTime is t in unix nanoseconds, ordered as the times are: the zero
+// time first, times before 1678 or after 2262 (which UnixNano cannot
+// hold) clamped to the ends.
+func markTime(t time.Time) int64 {
+	switch {
+	case t.IsZero():
+		return math.MinInt64
+	case t.Before(minMarkTime):
+		return math.MinInt64 + 1
+	case t.After(maxMarkTime):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+var (
+	minMarkTime = time.Unix(0, math.MinInt64+1)
+	maxMarkTime = time.Unix(0, math.MaxInt64)
+)
+
+// time is the mark's time as a UTC time.Time.
+func (m mark) time() time.Time {
+	if m.at == math.MinInt64 {
+		return time.Time{}
+	}
+	return time.Unix(0, m.at).UTC()
 }
 
 // Recent records are kept for this long (and at most maxMarks per path):
@@ -147,14 +179,14 @@ func (h *Heads) catchUp() error {
 // keep its marks for the life of the process).
 func (h *Heads) trim(now time.Time) {
 	h.trimmed = now
-	cut := now.Add(-markKeep)
+	cut := markTime(now.Add(-markKeep))
 	for _, s := range h.paths {
-		if !slices.ContainsFunc(s.recent, func(m mark) bool { return m.at.Before(cut) }) {
+		if !slices.ContainsFunc(s.recent, func(m mark) bool { return m.at < cut }) {
 			continue
 		}
 		keep := s.recent[:0]
 		for _, m := range s.recent {
-			if !m.at.Before(cut) {
+			if m.at >= cut {
 				keep = append(keep, m)
 			}
 		}
@@ -205,8 +237,9 @@ func (h *Heads) Explained(path, rev string, present bool, after time.Time) bool 
 	if same(s.Rev, s.Present) {
 		return true
 	}
+	since := markTime(after)
 	for _, m := range s.recent {
-		if m.at.After(after) && same(m.rev, m.present) {
+		if m.at > since && same(m.rev, m.present) {
 			return true
 		}
 	}
@@ -230,15 +263,16 @@ func (h *Heads) HeadAt(path string, t time.Time) (Head, bool) {
 		return s.Head, true
 	}
 	ms := slices.Clone(s.recent)
-	slices.SortStableFunc(ms, func(a, b mark) int { return a.at.Compare(b.at) })
+	slices.SortStableFunc(ms, func(a, b mark) int { return cmp.Compare(a.at, b.at) })
 	var hd Head
 	found := false
+	until := markTime(t)
 	for _, m := range ms {
-		if m.at.After(t) {
+		if m.at > until {
 			break
 		}
 		found = true
-		hd.Rev, hd.Present, hd.Valid, hd.At = m.rev, m.present, m.valid, m.at
+		hd.Rev, hd.Present, hd.Valid, hd.At = m.rev, m.present, m.valid, m.time()
 		switch {
 		case !m.present:
 			hd.LastValid = ""
@@ -359,16 +393,16 @@ func (h *Heads) set(path, rev string, present, valid bool, at time.Time) {
 		// the line back) is one record: a second mark of it cost every
 		// edited path a mark and a doubled slice for ten minutes.
 		same := func(m mark) bool {
-			return m.rev == rev && m.present == present && m.valid == valid && m.at.Equal(at)
+			return m.rev == rev && m.present == present && m.valid == valid && m.at == markTime(at)
 		}
-		if same(mark{s.Rev, s.Present, s.Valid, s.At, ""}) || slices.ContainsFunc(s.recent, same) {
+		if same(mark{rev: s.Rev, present: s.Present, valid: s.Valid, at: markTime(s.At)}) || slices.ContainsFunc(s.recent, same) {
 			return
 		}
 	}
 	if s != nil && s.base {
 		// Room for the record that follows: a path edited once (most
 		// are) needs exactly two marks.
-		s.recent = append(make([]mark, 0, 2), mark{s.Rev, s.Present, s.Valid, s.At, s.LastValid})
+		s.recent = append(make([]mark, 0, 2), mark{rev: s.Rev, last: s.LastValid, at: markTime(s.At), present: s.Present, valid: s.Valid})
 		s.base = false
 	}
 	if s == nil {
@@ -377,7 +411,7 @@ func (h *Heads) set(path, rev string, present, valid bool, at time.Time) {
 	} else if !s.At.IsZero() && at.Before(s.At) {
 		// An older state recorded late: it happened, but the head is
 		// the newer one. Explained still finds it.
-		s.recent = addMark(s.recent, mark{rev: rev, present: present, valid: valid, at: at})
+		s.recent = addMark(s.recent, mark{rev: rev, present: present, valid: valid, at: markTime(at)})
 		h.dirty = true
 		return
 	}
@@ -388,14 +422,17 @@ func (h *Heads) set(path, rev string, present, valid bool, at time.Time) {
 	case valid:
 		s.LastValid = rev
 	}
-	s.recent = addMark(s.recent, mark{rev: rev, present: present, valid: valid, at: at})
+	s.recent = addMark(s.recent, mark{rev: rev, present: present, valid: valid, at: markTime(at)})
 	h.dirty = true
 }
 
 func addMark(ms []mark, m mark) []mark {
-	cut := m.at.Add(-markKeep)
+	cut := int64(math.MinInt64)
+	if m.at > math.MinInt64+int64(markKeep) {
+		cut = m.at - int64(markKeep)
+	}
 	i := 0
-	for i < len(ms) && (ms[i].at.Before(cut) || len(ms)-i >= maxMarks) {
+	for i < len(ms) && (ms[i].at < cut || len(ms)-i >= maxMarks) {
 		i++
 	}
 	ms = append(ms[i:], m)

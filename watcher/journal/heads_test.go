@@ -380,3 +380,28 @@ func TestHeadsRecordAppliedOnce(t *testing.T) {
 		t.Error("Explained lost a record")
 	}
 }
+
+// TestMarkTime: marks keep unix nanoseconds, in the order of the times,
+// the zero time first and times UnixNano cannot hold at the ends.
+func TestMarkTime(t *testing.T) {
+	now := time.Now()
+	times := []time.Time{
+		{},
+		time.Date(1500, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(1970, 1, 1, 0, 0, 0, 1, time.UTC),
+		now.Add(-time.Nanosecond),
+		now,
+		time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC),
+	}
+	for i := 1; i < len(times); i++ {
+		if a, b := markTime(times[i-1]), markTime(times[i]); a >= b {
+			t.Errorf("markTime(%v) = %d, not before markTime(%v) = %d", times[i-1], a, times[i], b)
+		}
+	}
+	for _, tm := range []time.Time{{}, times[2], now, now.In(time.FixedZone("x", 3600))} {
+		got := mark{at: markTime(tm)}.time()
+		if !got.Equal(tm) || (!tm.IsZero() && got.Location() != time.UTC) {
+			t.Errorf("mark time of %v: %v, want the same instant in UTC", tm, got)
+		}
+	}
+}
