@@ -205,10 +205,6 @@ func BenchmarkRawDurableWritePair(b *testing.B) {
 			done := filepath.Join(root, "done")
 			mkdirs(b, tmp, claimed, done)
 			syscall.Sync()
-			n := b.N
-			var next atomic.Int64
-			var wg sync.WaitGroup
-			errc := make(chan error, workers)
 			write := func(dir *os.File, dirPath, name string, i int) error {
 				tp := filepath.Join(tmp, fmt.Sprintf("%s.%d", name, i))
 				f, err := os.OpenFile(tp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
@@ -231,49 +227,67 @@ func BenchmarkRawDurableWritePair(b *testing.B) {
 				}
 				return dir.Sync()
 			}
-			b.ResetTimer()
-			for range workers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					cd, err := os.Open(claimed)
-					if err != nil {
-						errc <- err
-						return
+			writePairs(b, workers, func() (func(name string, i int) error, func(), error) {
+				cd, err := os.Open(claimed)
+				if err != nil {
+					return nil, nil, err
+				}
+				dd, err := os.Open(done)
+				if err != nil {
+					cd.Close()
+					return nil, nil, err
+				}
+				pair := func(name string, i int) error {
+					if err := write(cd, claimed, name, 2*i); err != nil {
+						return err
 					}
-					defer cd.Close()
-					dd, err := os.Open(done)
-					if err != nil {
-						errc <- err
-						return
-					}
-					defer dd.Close()
-					for {
-						i := int(next.Add(1)) - 1
-						if i >= n {
-							return
-						}
-						name := fmt.Sprintf("%09d.md", i)
-						if err := write(cd, claimed, name, 2*i); err != nil {
-							errc <- err
-							return
-						}
-						if err := write(dd, done, name, 2*i+1); err != nil {
-							errc <- err
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			b.StopTimer()
-			close(errc)
-			for err := range errc {
-				b.Fatal(err)
-			}
-			storetest.ReportOpsPerSec(b, n)
+					return write(dd, done, name, 2*i+1)
+				}
+				return pair, func() { cd.Close(); dd.Close() }, nil
+			})
 		})
 	}
+}
+
+// writePairs runs b.N write pairs (the item names 000000000.md...) on
+// workers goroutines, each with the pair function and cleanup newWorker
+// gives it, timed from the first pair to the last. ops/s = pairs/s.
+func writePairs(b *testing.B, workers int, newWorker func() (pair func(name string, i int) error, cleanup func(), err error)) {
+	b.Helper()
+	n := b.N
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errc := make(chan error, workers)
+	b.ResetTimer()
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pair, cleanup, err := newWorker()
+			if err != nil {
+				errc <- err
+				return
+			}
+			defer cleanup()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if err := pair(fmt.Sprintf("%09d.md", i), i); err != nil {
+					errc <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	close(errc)
+	for err := range errc {
+		b.Fatal(err)
+	}
+	storetest.ReportOpsPerSec(b, n)
 }
 
 // BenchmarkRawParse is the ceiling for reading a document: split the

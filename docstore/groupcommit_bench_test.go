@@ -78,10 +78,6 @@ func BenchmarkRawGroupCommitPair(b *testing.B) {
 			defer rf.Close()
 			g := &groupSync{fd: int(rf.Fd())}
 			g.cond = sync.NewCond(&g.mu)
-			n := b.N
-			var next atomic.Int64
-			var wg sync.WaitGroup
-			errc := make(chan error, workers)
 			write := func(dirPath, name string, i int) error {
 				tp := filepath.Join(tmp, fmt.Sprintf("%s.%d", name, i))
 				if err := os.WriteFile(tp, benchDoc, 0o644); err != nil {
@@ -95,36 +91,16 @@ func BenchmarkRawGroupCommitPair(b *testing.B) {
 				}
 				return g.wait()
 			}
-			b.ResetTimer()
-			for range workers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for {
-						i := int(next.Add(1)) - 1
-						if i >= n {
-							return
-						}
-						name := fmt.Sprintf("%09d.md", i)
-						if err := write(claimed, name, 2*i); err != nil {
-							errc <- err
-							return
-						}
-						if err := write(done, name, 2*i+1); err != nil {
-							errc <- err
-							return
-						}
+			writePairs(b, workers, func() (func(name string, i int) error, func(), error) {
+				pair := func(name string, i int) error {
+					if err := write(claimed, name, 2*i); err != nil {
+						return err
 					}
-				}()
-			}
-			wg.Wait()
-			b.StopTimer()
-			close(errc)
-			for err := range errc {
-				b.Fatal(err)
-			}
-			b.ReportMetric(float64(g.calls.Load())/float64(n), "syncfs/op")
-			storetest.ReportOpsPerSec(b, n)
+					return write(done, name, 2*i+1)
+				}
+				return pair, func() {}, nil
+			})
+			b.ReportMetric(float64(g.calls.Load())/float64(b.N), "syncfs/op")
 		})
 	}
 }

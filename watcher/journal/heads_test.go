@@ -11,15 +11,23 @@ import (
 	"unsafe"
 )
 
+// openHeadsJournal opens a journal in a fresh store root, closed when
+// the test ends.
+func openHeadsJournal(tb testing.TB) (string, *Journal) {
+	tb.Helper()
+	root := tb.TempDir()
+	j, err := Open(root, Options{Writer: "w"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { j.Close() })
+	return root, j
+}
+
 // TestHeads: what a path's records say, in the order the states were
 // current, whatever the order of the lines.
 func TestHeads(t *testing.T) {
-	root := t.TempDir()
-	j, err := Open(root, Options{Writer: "w"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	root, j := openHeadsJournal(t)
 	t0 := time.Now().UTC().Add(-time.Minute)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	seen := func(s int) string { return at(s).Format(time.RFC3339Nano) }
@@ -147,12 +155,7 @@ func TestHeads(t *testing.T) {
 // after both take the same later records; a checkpoint with a flipped
 // byte is not used (the heads are read from the journal).
 func TestHeadsCheckpointRoundTrip(t *testing.T) {
-	root := t.TempDir()
-	j, err := Open(root, Options{Writer: "w"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	root, j := openHeadsJournal(t)
 	t0 := time.Now().UTC().Add(-time.Minute)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	var paths []string
@@ -273,12 +276,7 @@ func TestHeadsCheckpointRoundTrip(t *testing.T) {
 // (`rev + "" + ""` is rev itself), and kept the whole body alive: 15 MB
 // for the life of a `tavern watch` at 100k documents.
 func TestDecodeHeadsCopies(t *testing.T) {
-	root := t.TempDir()
-	j, err := Open(root, Options{Writer: "w"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	root, j := openHeadsJournal(t)
 	at := time.Now().UTC().Add(-time.Minute)
 	for i := range 12 {
 		p := fmt.Sprintf("agents/a%d.md", i)
@@ -339,12 +337,7 @@ func TestDecodeHeadsCopies(t *testing.T) {
 // path a mark and a doubled slice for markKeep (8 MB of `tavern watch`
 // after 27,000 hand edits at 100k documents).
 func TestHeadsRecordAppliedOnce(t *testing.T) {
-	root := t.TempDir()
-	j, err := Open(root, Options{Writer: "w"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	root, j := openHeadsJournal(t)
 	at := time.Now().UTC().Add(-time.Minute)
 	if _, err := j.Append(Event{Type: TypeCreated, Path: "a.md", Rev: "r1", Time: at}); err != nil {
 		t.Fatal(err)
