@@ -6,7 +6,12 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
+
+	"github.com/tavernhq/tavern/docstore"
 )
 
 // The index cache is a compact binary encoding, not gob: gob spends most
@@ -39,6 +44,10 @@ const (
 	tagList
 	tagMap
 )
+
+// rawNil is the encoding of no fields at all: a document that does not
+// parse.
+const rawNil = string(rune(tagNil))
 
 var errShort = errors.New("truncated")
 
@@ -482,13 +491,21 @@ func decodeCache(body string) (*cacheData, error) {
 // uvarint(n) then per entry str(path) str(kind) entry. Fields keep their
 // exact types (ints stay ints), which JSON would not.
 func AppendEntries(b []byte, es []Entry) []byte {
-	e := &encoder{b: b}
+	size := binary.MaxVarintLen64
+	for i := range es {
+		en := &es[i]
+		size += len(en.Path) + len(en.Kind) + len(en.Name) + len(en.Rev) + len(en.raw) + 8*binary.MaxVarintLen64
+		for _, pr := range en.Errors {
+			size += len(pr.Msg) + 3*binary.MaxVarintLen64
+		}
+	}
+	e := &encoder{b: slices.Grow(b, size)}
 	e.uvarint(uint64(len(es)))
 	for i := range es {
 		en := &es[i]
 		fields, err := encodeFields(en)
 		if err != nil {
-			fields = string([]byte{tagNil}) // unreachable: projected fields always encode
+			fields = rawNil // unreachable: projected fields always encode
 		}
 		e.str(en.Path)
 		e.str(en.Kind)
@@ -498,7 +515,8 @@ func AppendEntries(b []byte, es []Entry) []byte {
 }
 
 // DecodeEntries decodes what AppendEntries wrote. The entries' fields are
-// checked and decoded.
+// checked and left encoded, as Query.Encoded leaves them: Entry.Decode
+// decodes them, AppendFieldsJSON writes them as JSON.
 func DecodeEntries(b []byte) ([]Entry, error) {
 	d := &decoder{s: string(b)}
 	n := d.count()
@@ -523,7 +541,7 @@ func DecodeEntries(b []byte) ([]Entry, error) {
 		if err := checkFields(raw); err != nil {
 			return nil, err
 		}
-		en.Fields = decodeFields(raw)
+		en.raw = raw
 	}
 	if d.err == nil && d.s != "" {
 		d.err = errors.New("trailing bytes")
@@ -551,4 +569,135 @@ func (e *encoder) entryBody(en *Entry, fields string) {
 		e.str(p.Msg)
 	}
 	e.str(fields)
+}
+
+// AppendFieldsJSON appends the fields of e as JSON, as docstore.AppendJSON
+// writes the map Decode would give (null for a document that did not
+// parse), without decoding them first when they are still encoded.
+func AppendFieldsJSON(b []byte, e *Entry, indent string) ([]byte, error) {
+	if e.raw == "" {
+		if e.Fields == nil {
+			return append(b, "null"...), nil
+		}
+		return docstore.AppendJSON(b, e.Fields, indent)
+	}
+	d := &decoder{s: e.raw}
+	b, err := appendRawJSON(b, d, indent, 0)
+	if err == nil && d.err == nil && d.s != "" {
+		d.err = errors.New("trailing bytes")
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCacheCorrupt, d.err)
+	}
+	return b, err
+}
+
+// deeper is indent one step (two spaces) deeper, without allocating for
+// the usual indents (all spaces).
+func deeper(indent string) string {
+	const spaces = "                                "
+	if len(indent)+2 <= len(spaces) && indent == spaces[:len(indent)] {
+		return spaces[:len(indent)+2]
+	}
+	return indent + "  "
+}
+
+// rawPair is a key of an encoded map and its encoded value.
+type rawPair struct{ key, val string }
+
+// appendRawJSON writes the value d is at as JSON. Map keys come out
+// sorted, and of a key encoded twice the last value, as decoding into a
+// map keeps it.
+func appendRawJSON(b []byte, d *decoder, indent string, depth int) ([]byte, error) {
+	if depth > 64 {
+		d.fail(errors.New("nesting too deep"))
+		return b, nil
+	}
+	switch tag := d.byte1(); tag {
+	case tagNil:
+		return append(b, "null"...), nil
+	case tagString:
+		return docstore.AppendJSONString(b, d.str()), nil
+	case tagInt, tagInt64:
+		return strconv.AppendInt(b, d.varint(), 10), nil
+	case tagUint64:
+		return strconv.AppendUint(b, d.uvarint(), 10), nil
+	case tagFloat:
+		f := d.bytes(8)
+		if len(f) != 8 {
+			return b, nil
+		}
+		return docstore.AppendJSON(b, math.Float64frombits(binary.LittleEndian.Uint64([]byte(f))), indent)
+	case tagTrue:
+		return append(b, "true"...), nil
+	case tagFalse:
+		return append(b, "false"...), nil
+	case tagList:
+		n := d.count()
+		if n == 0 {
+			return append(b, "[]"...), nil
+		}
+		inner := deeper(indent)
+		b = append(b, '[')
+		for i := range n {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '\n')
+			b = append(b, inner...)
+			var err error
+			if b, err = appendRawJSON(b, d, inner, depth+1); err != nil || d.err != nil {
+				return b, err
+			}
+		}
+		b = append(b, '\n')
+		b = append(b, indent...)
+		return append(b, ']'), nil
+	case tagMap:
+		n := d.count()
+		if n == 0 {
+			return append(b, "{}"...), nil
+		}
+		var small [16]rawPair // a document's fields, without an allocation
+		pairs := small[:0]
+		for range n {
+			k := d.str()
+			rest := d.s
+			d.skip(depth + 1)
+			if d.err != nil {
+				return b, nil
+			}
+			pairs = append(pairs, rawPair{k, rest[:len(rest)-len(d.s)]})
+		}
+		after := d.s
+		slices.SortStableFunc(pairs, func(x, y rawPair) int { return strings.Compare(x.key, y.key) })
+		inner := deeper(indent)
+		b = append(b, '{')
+		first := true
+		for i, p := range pairs {
+			if i+1 < len(pairs) && pairs[i+1].key == p.key {
+				continue // a later value for the same key wins
+			}
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = append(b, '\n')
+			b = append(b, inner...)
+			b = docstore.AppendJSONString(b, p.key)
+			b = append(b, ": "...)
+			d.s = p.val // checked by skip above
+			var err error
+			if b, err = appendRawJSON(b, d, inner, depth+1); err != nil || d.err != nil {
+				return b, err
+			}
+		}
+		d.s = after
+		b = append(b, '\n')
+		b = append(b, indent...)
+		return append(b, '}'), nil
+	default:
+		d.fail(fmt.Errorf("bad value tag %d", tag))
+		return b, nil
+	}
 }

@@ -50,6 +50,12 @@
 //	sub := p.Subscribe(journal.Filter{Types: []string{"doc."}, Kinds: []string{"item"}}, 256)
 //	for ev := range sub.C { ... }
 //
+// Fields stay encoded, as the index cache holds them, until a query
+// hands them out. A caller that passes entries on rather than reading
+// their fields (the query daemon, `ls --json`) sets Query.Encoded and
+// writes them with AppendEntries or AppendFieldsJSON, never decoding a
+// map to encode it again.
+//
 // WaitFor is woken by the change itself, not by polling; its predicate
 // runs under the projection's lock and sees only valid documents. A
 // subscriber that does not keep up is never blocked on: what does not

@@ -50,6 +50,21 @@ func (e *Entry) view() Entry {
 	return c
 }
 
+// Decode decodes the fields of an entry a query left encoded
+// (Query.Encoded, DecodeEntries) in place.
+func (e *Entry) Decode() {
+	if e.raw != "" {
+		e.Fields = decodeFields(e.raw)
+		e.raw = ""
+	}
+}
+
+// Parsed reports whether the document parsed: it has fields, decoded
+// or (Query.Encoded) not.
+func (e *Entry) Parsed() bool {
+	return e.Fields != nil || (e.raw != "" && e.raw != rawNil)
+}
+
 // noFields is the Fields of an entry viewed with no fields wanted: shared,
 // like every Fields map handed out, and read-only.
 var noFields = map[string]any{}
@@ -744,6 +759,14 @@ type Query struct {
 	// decoding 100k documents in full was most of opening a view. An
 	// empty, non-nil Fields decodes nothing.
 	Fields []string
+	// Encoded leaves the fields of entries the projection holds encoded
+	// (as the index cache has them) encoded: their Fields stay nil
+	// (Parsed tells a document that did not parse) and AppendEntries
+	// copies them as they are. For a caller that passes the entries on
+	// without reading their fields: the query daemon spent most of an
+	// answer decoding fields to encode them again. It is ignored with
+	// Match or Sort, which read the fields.
+	Encoded bool
 }
 
 // Query returns the entries selected by q. The entries are copies, but
@@ -764,6 +787,13 @@ func (p *Projection) Query(q Query) ([]Entry, error) {
 	// Entries still encoded (from the cache) are filtered on just the
 	// top-level keys the conditions name, and decoded in full only if
 	// they match.
+	encoded := q.Encoded && q.Match == nil && q.Sort == ""
+	view := func(e *Entry) Entry {
+		if encoded {
+			return *e
+		}
+		return e.viewOf(q.Fields)
+	}
 	var keys []string
 	for _, c := range q.Where {
 		k, _, _ := strings.Cut(c.Field, ".")
@@ -776,18 +806,14 @@ func (p *Projection) Query(q Query) ([]Entry, error) {
 		// that can match (building it takes the write lock).
 		p.mu.Lock()
 		if cands, ok := p.candidates(kind, q.Where); ok {
-			var out []Entry
+			matched := make([]*Entry, 0, len(cands))
 			some := map[string]any{}
 			for _, e := range cands {
-				if !matchEntry(e, q.Where, keys, some) {
-					continue
+				if matchEntry(e, q.Where, keys, some) {
+					matched = append(matched, e)
 				}
-				v := e.viewOf(q.Fields)
-				if q.Match != nil && !q.Match(v) {
-					continue
-				}
-				out = append(out, v)
 			}
+			out := queryViews(matched, q, view)
 			p.mu.Unlock()
 			return finishQuery(out, q), nil
 		}
@@ -800,28 +826,43 @@ func (p *Projection) Query(q Query) ([]Entry, error) {
 	} else {
 		src = p.docs
 	}
-	var out []Entry
-	if len(q.Where) == 0 && q.Match == nil {
-		out = make([]Entry, 0, len(src))
+	var matched []*Entry
+	if len(q.Where) == 0 {
+		matched = make([]*Entry, 0, len(src))
 	}
 	some := map[string]any{}
 	for _, e := range src {
-		if len(q.Where) > 0 && !matchEntry(e, q.Where, keys, some) {
-			continue
+		if len(q.Where) == 0 || matchEntry(e, q.Where, keys, some) {
+			matched = append(matched, e)
 		}
-		v := e.viewOf(q.Fields)
-		if q.Match != nil && !q.Match(v) {
-			continue
-		}
-		out = append(out, v)
 	}
+	out := queryViews(matched, q, view)
 	p.mu.RUnlock()
 	return finishQuery(out, q), nil
 }
 
+// queryViews orders the matched entries by path and returns the views of
+// those q.Match accepts. Pointers are sorted, not views: swapping
+// 120-byte entries was most of an answer of the query daemon.
+func queryViews(matched []*Entry, q Query, view func(*Entry) Entry) []Entry {
+	slices.SortFunc(matched, func(a, b *Entry) int { return strings.Compare(a.Path, b.Path) })
+	out := make([]Entry, 0, len(matched))
+	for _, e := range matched {
+		v := view(e)
+		if q.Match != nil && !q.Match(v) {
+			continue
+		}
+		out = append(out, v)
+		if q.Sort == "" && q.Limit > 0 && len(out) == q.Limit {
+			break
+		}
+	}
+	return out
+}
+
 // finishQuery sorts and limits a query's result.
+// The entries come in path order (queryViews): the order of ties.
 func finishQuery(out []Entry, q Query) []Entry {
-	slices.SortFunc(out, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
 	if q.Sort != "" {
 		docstore.SortBy(out, q.Sort, func(e Entry) map[string]any { return e.Fields })
 	}

@@ -20,7 +20,7 @@ func queryHandlers(s *docstore.Store) map[string]daemon.Handler {
 			if err := json.Unmarshal(raw, &a); err != nil {
 				return nil, nil, err
 			}
-			res, err := lsRun(p, a)
+			res, err := lsRun(p, a, true)
 			if err != nil {
 				return nil, nil, err
 			}

@@ -37,6 +37,11 @@ type docObject struct {
 	Errors []string       `json:"errors,omitempty"`
 	Fields map[string]any `json:"fields"`
 	Body   *string        `json:"body,omitempty"`
+
+	// entry, when set, holds the fields instead of Fields: still encoded
+	// as a query left them (appendDoc writes them; encoding/json would
+	// not see them).
+	entry *watcher.Entry
 }
 
 // docJSON is the JSON of a document with its fields as the current schema
@@ -65,7 +70,8 @@ func docJSON(s *docstore.Store, d *docstore.Doc, withBody bool) *docObject {
 	return o
 }
 
-// entryJSON is docJSON for an entry of the projection (ls).
+// entryJSON is docJSON for an entry of the projection (ls). Fields a
+// query left encoded stay so: only appendDoc can write the result.
 func entryJSON(s *docstore.Store, e watcher.Entry, withBody bool) (*docObject, error) {
 	o := &docObject{
 		Path:   filepath.Join(s.Root(), filepath.FromSlash(e.Path)),
@@ -76,6 +82,9 @@ func entryJSON(s *docstore.Store, e watcher.Entry, withBody bool) (*docObject, e
 		Fields: e.Fields,
 		Valid:  e.Valid,
 		State:  itemState(e.Kind, e.Path),
+	}
+	if e.Fields == nil && e.Parsed() {
+		o.entry = &e
 	}
 	for _, pr := range e.Errors {
 		o.Errors = append(o.Errors, pr.Msg)

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
-	"math"
-	"slices"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/watcher"
 )
 
 // JSON of documents without reflection. `ls --json` over a few thousand
@@ -15,7 +13,9 @@ import (
 // the bytes printJSON would write for a []*docObject (two-space indent,
 // no HTML escaping, map keys sorted), which TestAppendDocsLikeEncodingJSON
 // checks; values of other types than the frontmatter's (strings, numbers,
-// booleans, lists, maps) go through encoding/json.
+// booleans, lists, maps) go through encoding/json (docstore.AppendJSON).
+// Fields a query left encoded (watcher.Query.Encoded) are written from
+// their encoding (watcher.AppendFieldsJSON), never decoded into maps.
 
 // appendDocs appends the indented JSON array of docs and a newline.
 func appendDocs(b []byte, docs []*docObject) ([]byte, error) {
@@ -64,7 +64,7 @@ func appendDoc(b []byte, d *docObject, indent string) ([]byte, error) {
 			b = append(b, '\n')
 			b = append(b, in...)
 			b = append(b, "  "...)
-			b = appendJSONString(b, e)
+			b = docstore.AppendJSONString(b, e)
 		}
 		b = append(b, '\n')
 		b = append(b, in...)
@@ -73,13 +73,17 @@ func appendDoc(b []byte, d *docObject, indent string) ([]byte, error) {
 	b = append(b, ",\n"...)
 	b = append(b, in...)
 	b = append(b, "\"fields\": "...)
-	if d.Fields == nil {
+	var err error
+	switch {
+	case d.entry != nil:
+		b, err = watcher.AppendFieldsJSON(b, d.entry, in)
+	case d.Fields == nil:
 		b = append(b, "null"...)
-	} else {
-		var err error
-		if b, err = appendJSONValue(b, d.Fields, in); err != nil {
-			return nil, err
-		}
+	default:
+		b, err = docstore.AppendJSON(b, d.Fields, in)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if d.Body != nil {
 		b = appendKeyString(b, in, "body", *d.Body, false)
@@ -95,160 +99,7 @@ func appendKeyString(b []byte, indent, key, val string, first bool) []byte {
 	}
 	b = append(b, '\n')
 	b = append(b, indent...)
-	b = appendJSONString(b, key)
+	b = docstore.AppendJSONString(b, key)
 	b = append(b, ": "...)
-	return appendJSONString(b, val)
-}
-
-// appendJSONValue appends v as encoding/json indents it at indent (the
-// indentation of the line v starts on).
-func appendJSONValue(b []byte, v any, indent string) ([]byte, error) {
-	switch x := v.(type) {
-	case nil:
-		return append(b, "null"...), nil
-	case string:
-		return appendJSONString(b, x), nil
-	case bool:
-		return strconv.AppendBool(b, x), nil
-	case int:
-		return strconv.AppendInt(b, int64(x), 10), nil
-	case int64:
-		return strconv.AppendInt(b, x, 10), nil
-	case uint64:
-		return strconv.AppendUint(b, x, 10), nil
-	case float64:
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			break // encoding/json's error
-		}
-		return appendJSONFloat(b, x), nil
-	case []any:
-		if len(x) == 0 {
-			return append(b, "[]"...), nil
-		}
-		inner := indent + "  "
-		b = append(b, '[')
-		for i, e := range x {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, '\n')
-			b = append(b, inner...)
-			var err error
-			if b, err = appendJSONValue(b, e, inner); err != nil {
-				return nil, err
-			}
-		}
-		b = append(b, '\n')
-		b = append(b, indent...)
-		return append(b, ']'), nil
-	case map[string]any:
-		if len(x) == 0 {
-			return append(b, "{}"...), nil
-		}
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		inner := indent + "  "
-		b = append(b, '{')
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, '\n')
-			b = append(b, inner...)
-			b = appendJSONString(b, k)
-			b = append(b, ": "...)
-			var err error
-			if b, err = appendJSONValue(b, x[k], inner); err != nil {
-				return nil, err
-			}
-		}
-		b = append(b, '\n')
-		b = append(b, indent...)
-		return append(b, '}'), nil
-	}
-	// Anything else, as encoding/json writes it.
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, raw, indent, "  "); err != nil {
-		return nil, err
-	}
-	return append(b, buf.Bytes()...), nil
-}
-
-// appendJSONFloat formats like encoding/json: 'f' unless the exponent is
-// very small or large, and e-09 written e-9.
-func appendJSONFloat(b []byte, f float64) []byte {
-	abs := math.Abs(f)
-	format := byte('f')
-	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString quotes s as encoding/json does without HTML escaping.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	return docstore.AppendJSONString(b, val)
 }

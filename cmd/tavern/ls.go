@@ -76,6 +76,9 @@ func runLs(c *cli.Context) error {
 	if c.Bool("json") {
 		return printEntries(c, s, res.Entries)
 	}
+	for i := range res.Entries {
+		res.Entries[i].Decode() // the daemon's answer keeps them encoded
+	}
 	printTable(c, k, res.Entries)
 	return nil
 }
@@ -121,12 +124,13 @@ func lsSelect(c *cli.Context, s *docstore.Store, a lsArgs) (*lsResult, error) {
 		return nil, err
 	}
 	defer p.Close()
-	return lsRun(p, a)
+	return lsRun(p, a, c.Bool("json")) // JSON is written from the encoded fields
 }
 
 // lsRun selects an ls query's entries from a projection: the one-shot
-// path and the daemon's handler alike.
-func lsRun(p *watcher.Projection, a lsArgs) (*lsResult, error) {
+// path and the daemon's handler alike. With encoded (the daemon, which
+// passes the entries on) their fields stay as the projection holds them.
+func lsRun(p *watcher.Projection, a lsArgs, encoded bool) (*lsResult, error) {
 	k, err := schema.Lookup(a.Kind)
 	if err != nil {
 		return nil, err
@@ -135,7 +139,7 @@ func lsRun(p *watcher.Projection, a lsArgs) (*lsResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	entries, err := p.Query(watcher.Query{Kind: k.Name, Where: conds, Sort: a.Sort})
+	entries, err := p.Query(watcher.Query{Kind: k.Name, Where: conds, Sort: a.Sort, Encoded: encoded})
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +149,7 @@ func lsRun(p *watcher.Projection, a lsArgs) (*lsResult, error) {
 		for _, pr := range e.Errors {
 			res.Problems = append(res.Problems, pathProblem{Path: e.Path, Problem: pr})
 		}
-		if e.Fields != nil && matchState(stateConds, itemState(e.Kind, e.Path)) {
+		if e.Parsed() && matchState(stateConds, itemState(e.Kind, e.Path)) {
 			listed = append(listed, e)
 		}
 	}
@@ -182,7 +186,10 @@ func printEntries(c *cli.Context, s *docstore.Store, entries []watcher.Entry) er
 		}
 		out = append(out, o)
 	}
-	b, err := appendDocs(make([]byte, 0, 512*len(out)+16), out)
+	// 1 KiB a document is more than most need: growing a listing of
+	// megabytes copies it and faults its pages in twice, while pages of
+	// the estimate that are never written cost nothing.
+	b, err := appendDocs(make([]byte, 0, 1024*len(out)+16), out)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,253 @@
+package watcher
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/tavernhq/tavern/docstore"
+)
+
+// randomFields returns frontmatter-like fields of every type the index
+// encoding holds, with strings that need every kind of JSON escape.
+func randomFields(r *rand.Rand) map[string]any {
+	strs := []string{"", "plain", `quo"te`, `back\slash`, "tab\tnew\nline", "\x00\x1f\x7f", "<html>&amp;", "é 日本",
+		"\u2028", "bad \xff utf8", "emoji 😀", strings.Repeat("x", 70)}
+	var value func(depth int) any
+	value = func(depth int) any {
+		switch n := r.IntN(11); {
+		case n == 0:
+			return nil
+		case n == 1:
+			return r.IntN(2) == 0
+		case n == 2:
+			return r.IntN(2000) - 1000
+		case n == 3:
+			return int64(r.Uint64())
+		case n == 4:
+			return r.Uint64()
+		case n == 5:
+			return []float64{0, 1.5, -2.25, 1e21, 1e-7, 123456789.125, 5e-324, math.MaxFloat64}[r.IntN(8)]
+		case n == 6 && depth < 3:
+			l := make([]any, r.IntN(4))
+			for i := range l {
+				l[i] = value(depth + 1)
+			}
+			return l
+		case n == 7 && depth < 3:
+			m := map[string]any{}
+			for range r.IntN(4) {
+				m[strs[r.IntN(len(strs))]] = value(depth + 1)
+			}
+			return m
+		default:
+			return strs[r.IntN(len(strs))]
+		}
+	}
+	m := map[string]any{}
+	for range r.IntN(20) {
+		m[strs[r.IntN(len(strs))]+fmt.Sprint(r.IntN(3))] = value(0)
+	}
+	return m
+}
+
+// marshalIndent is what encoding/json writes for v on a line indented by
+// indent, HTML unescaped.
+func marshalIndent(tb testing.TB, v any, indent string) []byte {
+	tb.Helper()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent(indent, "  ")
+	if err := enc.Encode(v); err != nil {
+		tb.Fatal(err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+func encodedEntry(tb testing.TB, fields map[string]any) *Entry {
+	tb.Helper()
+	raw, err := encodeFields(&Entry{Fields: fields})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &Entry{raw: raw}
+}
+
+// TestAppendFieldsJSON: fields written from their encoding are, byte for
+// byte, what encoding/json writes for the decoded map, and what
+// docstore.AppendJSON writes for it.
+func TestAppendFieldsJSON(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range 500 {
+		fields := randomFields(r)
+		indent := strings.Repeat(" ", 2*(i%4))
+		want := marshalIndent(t, fields, indent)
+		got, err := AppendFieldsJSON(nil, encodedEntry(t, fields), indent)
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("case %d: from the encoding:\n got %s\nwant %s", i, got, want)
+		}
+		got, err = AppendFieldsJSON(nil, &Entry{Fields: fields}, indent)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("case %d: from the map (%v):\n got %s\nwant %s", i, err, got, want)
+		}
+	}
+	// A document that did not parse.
+	for _, e := range []*Entry{{}, {raw: rawNil}} {
+		if got, err := AppendFieldsJSON(nil, e, ""); err != nil || string(got) != "null" {
+			t.Errorf("no fields (raw %q): %s, %v; want null", e.raw, got, err)
+		}
+	}
+}
+
+// TestAppendFieldsJSONDuplicateKey: of a key encoded twice, the last
+// value is written, as decoding keeps it.
+func TestAppendFieldsJSONDuplicateKey(t *testing.T) {
+	var e encoder
+	e.b = append(e.b, tagMap)
+	e.uvarint(3)
+	for _, kv := range [][2]string{{"b", "first"}, {"a", "x"}, {"b", "last"}} {
+		e.str(kv[0])
+		e.b = append(e.b, tagString)
+		e.str(kv[1])
+	}
+	raw := string(e.b)
+	got, err := AppendFieldsJSON(nil, &Entry{raw: raw}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := marshalIndent(t, decodeFields(raw), "")
+	if !bytes.Equal(got, want) || !strings.Contains(string(got), `"last"`) {
+		t.Errorf("got %s, want %s", got, want)
+	}
+}
+
+// TestAppendFieldsJSONErrors: a corrupt encoding is an error wrapping
+// ErrCacheCorrupt, never a panic or half a document; NaN is refused as
+// encoding/json refuses it.
+func TestAppendFieldsJSONErrors(t *testing.T) {
+	good := encodedEntry(t, map[string]any{"a": []any{"x", 1}, "b": map[string]any{"c": true}}).raw
+	for i := range len(good) {
+		if _, err := AppendFieldsJSON(nil, &Entry{raw: good[:i]}, ""); i > 0 && !errors.Is(err, ErrCacheCorrupt) {
+			t.Errorf("truncated to %d bytes: %v, want ErrCacheCorrupt", i, err)
+		}
+	}
+	if _, err := AppendFieldsJSON(nil, &Entry{raw: good + "x"}, ""); !errors.Is(err, ErrCacheCorrupt) {
+		t.Errorf("trailing byte: %v, want ErrCacheCorrupt", err)
+	}
+	nan := encodedEntry(t, map[string]any{"f": math.NaN()})
+	if _, err := AppendFieldsJSON(nil, nan, ""); err == nil {
+		t.Error("NaN: no error")
+	}
+}
+
+// FuzzAppendFieldsJSON: for any encoding the index check accepts,
+// writing it as JSON gives what writing its decoded map gives.
+func FuzzAppendFieldsJSON(f *testing.F) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 8 {
+		raw, _ := encodeFields(&Entry{Fields: randomFields(r)})
+		f.Add([]byte(raw))
+	}
+	f.Add([]byte(rawNil))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		raw := string(data)
+		got, err := AppendFieldsJSON(nil, &Entry{raw: raw}, "  ")
+		if checkFields(raw) != nil || raw == "" {
+			return
+		}
+		var want []byte
+		var werr error
+		if fields := decodeFields(raw); fields == nil {
+			want = []byte("null")
+		} else {
+			want, werr = docstore.AppendJSON(nil, fields, "  ")
+		}
+		if (err != nil) != (werr != nil) || !bytes.Equal(got, want) {
+			t.Fatalf("raw %q:\n got %s (%v)\nwant %s (%v)", raw, got, err, want, werr)
+		}
+	})
+}
+
+// TestQueryEncoded: a query that leaves the fields encoded selects the
+// same entries in the same order; passed through AppendEntries and
+// DecodeEntries (the query daemon's answer) and decoded, they are the
+// entries a plain query returns. A document that does not parse is not
+// Parsed either way.
+func TestQueryEncoded(t *testing.T) {
+	s := newStore(t)
+	for i := range 12 {
+		writeDoc(t, s, fmt.Sprintf("agents/a%02d.md", i), agentDoc(fmt.Sprintf("a%02d", i), []string{"idle", "working"}[i%2]))
+	}
+	writeDoc(t, s, "agents/broken.md", "---\nname: [unclosed\n---\n")
+	first := openProj(t, s, Options{Cache: true})
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, opt := range []Options{{Cache: true}, {Cache: true, Watch: true}} {
+		p := openProj(t, s, opt) // entries come encoded from the cache
+		for _, q := range []Query{
+			{Kind: "agents"},
+			{Kind: "agents", Where: []docstore.Cond{mustWhere(t, "state=working")}},
+			{Kind: "agents", Limit: 3},
+		} {
+			want, err := p.Query(q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q.Encoded = true
+			enc, err := p.Query(q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := paths(enc), paths(want); got != want {
+				t.Fatalf("%+v: encoded query lists %s, want %s", q, got, want)
+			}
+			for _, e := range enc {
+				if e.Fields != nil && e.Path != "agents/broken.md" {
+					t.Errorf("%+v: %s has its fields decoded", q, e.Path)
+				}
+				if got, want := e.Parsed(), e.Path != "agents/broken.md"; got != want {
+					t.Errorf("%s: Parsed %v, want %v", e.Path, got, want)
+				}
+			}
+			got, err := DecodeEntries(AppendEntries(nil, enc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range got {
+				got[i].Decode()
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%+v: through the daemon's encoding:\n got %+v\nwant %+v", q, got, want)
+			}
+		}
+		// Sort reads the fields: they come decoded.
+		sorted, err := p.Query(Query{Kind: "agents", Sort: "-name", Encoded: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sorted) == 0 || sorted[0].Fields == nil || sorted[0].Fields["name"] != "a11" {
+			t.Errorf("sorted by -name: first %+v, want a11 decoded", sorted[0])
+		}
+		p.Close()
+	}
+}
+
+func mustWhere(tb testing.TB, w string) docstore.Cond {
+	tb.Helper()
+	c, err := docstore.ParseWhere(w)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
