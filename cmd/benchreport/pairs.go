@@ -194,6 +194,8 @@ var pairs = []pair{
 		Label: "the same, daemon running (ms)", Shape: shape2k},
 	{Name: "BenchmarkOneShotBaseline/tavern-help", Metric: "ms/op", Base: "BenchmarkOneShotBaseline/sqlite-show",
 		Label: "floor: starting tavern at all (`--help`) (ms)", Shape: shape2k},
+	{Name: "BenchmarkOneShotBaseline/tavern-init", Metric: "ms/op", Base: "BenchmarkOneShotBaseline/sqlite-show",
+		Label: "floor: tavern initialised, no command run (ms)", Shape: "-"},
 	{Name: "BenchmarkOneShotBaseline/go-hello", Metric: "ms/op", Base: "BenchmarkOneShotBaseline/sqlite-show",
 		Label: "floor: starting a Go hello-world (ms)", Shape: "-"},
 	{Name: "BenchmarkOneShot/take-done", Metric: "cpu-ms/op", Base: "BenchmarkOneShotBaseline/sqlite-take-done"},

@@ -14,8 +14,9 @@ package main
 //     same on a WAL database of the same rows (a claim and a completion
 //     are two calls, as they are two tavern commands); git-status: git
 //     status in the same project. The floors: tavern-help (starting
-//     this binary at all) and go-hello (starting a Go program that prints
-//     a line).
+//     this binary at all), tavern-init (the binary built to exit once its
+//     packages are initialised: exec, runtime and package init, no
+//     command) and go-hello (starting a Go program that prints a line).
 //
 // Metrics: ms/op (wall, per command or pair of commands) and cpu-ms/op
 // (the child's user+system time, which a loaded machine inflates less).
@@ -38,9 +39,8 @@ import (
 )
 
 var (
-	realBinOnce sync.Once
-	realBin     string
-	realBinErr  error
+	benchBinsMu sync.Mutex
+	benchBins   = map[string]string{} // build tags: binary
 )
 
 // benchTavern returns the path of a tavern built as `make build` builds
@@ -48,22 +48,27 @@ var (
 // than the real one, and start-up is what one-shot figures measure.
 func benchTavern(b *testing.B) string {
 	b.Helper()
-	realBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "tavern-bench-bin-")
-		if err != nil {
-			realBinErr = err
-			return
-		}
-		realBin = filepath.Join(dir, "tavern")
-		out, err := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", realBin, ".").CombinedOutput()
-		if err != nil {
-			realBinErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if realBinErr != nil {
-		b.Fatal(realBinErr)
+	return benchTavernTags(b, "urfave_cli_no_docs")
+}
+
+// benchTavernTags is benchTavern built with other tags, once per process.
+func benchTavernTags(b *testing.B, tags string) string {
+	b.Helper()
+	benchBinsMu.Lock()
+	defer benchBinsMu.Unlock()
+	if bin, ok := benchBins[tags]; ok {
+		return bin
 	}
-	return realBin
+	dir, err := os.MkdirTemp("", "tavern-bench-bin-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	bin := filepath.Join(dir, "tavern")
+	if out, err := exec.Command("go", "build", "-tags", tags, "-o", bin, ".").CombinedOutput(); err != nil {
+		b.Fatalf("go build -tags %s: %v\n%s", tags, err, out)
+	}
+	benchBins[tags] = bin
+	return bin
 }
 
 // runStats accumulates the wall and CPU time of the commands a benchmark
@@ -398,6 +403,16 @@ func BenchmarkOneShotBaseline(b *testing.B) {
 		var st runStats
 		for range b.N {
 			st.run(b, dir, nil, tavern, "--help")
+		}
+		st.report(b)
+	})
+	b.Run("tavern-init", func(b *testing.B) {
+		// Built to exit once initialised (exitinit.go): the part of every
+		// command that no command's work can save.
+		tavern := benchTavernTags(b, "urfave_cli_no_docs,tavern_exit_at_init")
+		var st runStats
+		for range b.N {
+			st.run(b, dir, nil, tavern)
 		}
 		st.report(b)
 	})
