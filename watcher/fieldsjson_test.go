@@ -2,11 +2,14 @@ package watcher
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -250,4 +253,75 @@ func mustWhere(tb testing.TB, w string) docstore.Cond {
 		tb.Fatal(err)
 	}
 	return c
+}
+
+// TestQueryViewsWhileEditing: views are built outside the projection's
+// lock, which holds only because a change puts a new entry rather than
+// changing one in place. Queries of every shape run while documents are
+// edited, created and removed (with -race, an entry changed in place is
+// reported), and every answer is in path order and of whole documents.
+func TestQueryViewsWhileEditing(t *testing.T) {
+	s := newStore(t)
+	for i := range 40 {
+		writeDoc(t, s, fmt.Sprintf("agents/a%02d.md", i), agentDoc(fmt.Sprintf("a%02d", i), "idle"))
+	}
+	first := openProj(t, s, Options{Cache: true})
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p := openProj(t, s, Options{Cache: true, Watch: true})
+	done := make(chan struct{})
+	errs := make(chan error, 1)
+	go func() {
+		defer close(errs)
+		queries := []Query{
+			{Kind: "agents"},
+			{Kind: "agents", Encoded: true},
+			{Kind: "agents", Where: []docstore.Cond{mustWhere(t, "state=working")}},
+			{Kind: "agents", Where: []docstore.Cond{mustWhere(t, "state=idle")}, Encoded: true, Limit: 5},
+			{Kind: "agents", Fields: []string{"state"}},
+		}
+		for n := 0; ; n++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			q := queries[n%len(queries)]
+			es, err := p.Query(q)
+			if err != nil {
+				errs <- err
+				return
+			}
+			for i, e := range es {
+				if i > 0 && es[i-1].Path >= e.Path {
+					errs <- fmt.Errorf("%+v: %s listed after %s", q, e.Path, es[i-1].Path)
+					return
+				}
+				e.Decode()
+				if name, _ := e.Fields["name"].(string); e.Parsed() && q.Fields == nil && "agents/"+name+".md" != e.Path {
+					errs <- fmt.Errorf("%+v: %s has name %q", q, e.Path, name)
+					return
+				}
+			}
+		}
+	}()
+	for round := range 30 {
+		for i := range 40 {
+			rel := fmt.Sprintf("agents/a%02d.md", i)
+			switch (i + round) % 7 {
+			case 0:
+				os.Remove(filepath.Join(s.Root(), rel))
+			default:
+				writeDocAtomic(t, s, rel, agentDoc(fmt.Sprintf("a%02d", i), []string{"idle", "working"}[(i+round)%2]))
+			}
+		}
+		if err := p.Sync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
 }

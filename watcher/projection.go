@@ -3,6 +3,8 @@ package watcher
 import (
 	"cmp"
 	"context"
+	"iter"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -806,16 +808,9 @@ func (p *Projection) Query(q Query) ([]Entry, error) {
 		// that can match (building it takes the write lock).
 		p.mu.Lock()
 		if cands, ok := p.candidates(kind, q.Where); ok {
-			matched := make([]*Entry, 0, len(cands))
-			some := map[string]any{}
-			for _, e := range cands {
-				if matchEntry(e, q.Where, keys, some) {
-					matched = append(matched, e)
-				}
-			}
-			out := queryViews(matched, q, view)
+			matched, views := gather(slices.Values(cands), len(cands), q, keys, view)
 			p.mu.Unlock()
-			return finishQuery(out, q), nil
+			return finishQuery(orderViews(matched, views, q, view), q), nil
 		}
 		p.mu.Unlock()
 	}
@@ -826,33 +821,54 @@ func (p *Projection) Query(q Query) ([]Entry, error) {
 	} else {
 		src = p.docs
 	}
-	var matched []*Entry
-	if len(q.Where) == 0 {
-		matched = make([]*Entry, 0, len(src))
-	}
+	matched, views := gather(maps.Values(src), len(src), q, keys, view)
+	p.mu.RUnlock()
+	return finishQuery(orderViews(matched, views, q, view), q), nil
+}
+
+// gather runs under p.mu: it returns the entries that satisfy q.Where,
+// or with q.Match the views of those it accepts, in no order: a Match
+// that visits every document and keeps none (a view's index) costs no
+// copy of them, and no sort.
+func gather(src iter.Seq[*Entry], n int, q Query, keys []string, view func(*Entry) Entry) (matched []*Entry, views []Entry) {
 	some := map[string]any{}
-	for _, e := range src {
+	if q.Match != nil {
+		for e := range src {
+			if len(q.Where) > 0 && !matchEntry(e, q.Where, keys, some) {
+				continue
+			}
+			if v := view(e); q.Match(v) {
+				views = append(views, v)
+			}
+		}
+		return nil, views
+	}
+	if len(q.Where) == 0 {
+		matched = make([]*Entry, 0, n)
+	}
+	for e := range src {
 		if len(q.Where) == 0 || matchEntry(e, q.Where, keys, some) {
 			matched = append(matched, e)
 		}
 	}
-	out := queryViews(matched, q, view)
-	p.mu.RUnlock()
-	return finishQuery(out, q), nil
+	return matched, nil
 }
 
-// queryViews orders the matched entries by path and returns the views of
-// those q.Match accepts. Pointers are sorted, not views: swapping
-// 120-byte entries was most of an answer of the query daemon.
-func queryViews(matched []*Entry, q Query, view func(*Entry) Entry) []Entry {
+// orderViews puts what gather found in path order and makes the views of
+// the matched entries. Pointers are sorted, not views: swapping 120-byte
+// entries was most of an answer of the query daemon. It runs outside the
+// projection's lock: an entry is never changed once it is in the maps (a
+// change puts a new one), so the matches stay what they were when the
+// lock was held.
+func orderViews(matched []*Entry, views []Entry, q Query, view func(*Entry) Entry) []Entry {
+	if q.Match != nil {
+		slices.SortFunc(views, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
+		return views
+	}
 	slices.SortFunc(matched, func(a, b *Entry) int { return strings.Compare(a.Path, b.Path) })
 	out := make([]Entry, 0, len(matched))
 	for _, e := range matched {
-		v := view(e)
-		if q.Match != nil && !q.Match(v) {
-			continue
-		}
-		out = append(out, v)
+		out = append(out, view(e))
 		if q.Sort == "" && q.Limit > 0 && len(out) == q.Limit {
 			break
 		}
