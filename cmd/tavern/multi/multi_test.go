@@ -9,6 +9,7 @@ package multi
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -223,6 +224,30 @@ func (c *cluster) ok(m *machine, args ...string) string {
 		c.t.Fatalf("%s: tavern %s: %s", m.name, strings.Join(args, " "), r)
 	}
 	return r.out
+}
+
+// ownGroup puts cmd, before it starts, in a process group of its own and
+// returns what ends the group: the process and the git it may be running
+// for a sync. Killing the process alone left its git writing into the
+// test's directory while the cleanup removed it ("directory not empty").
+// It returns once no process of the group is left.
+func ownGroup(cmd *exec.Cmd) func() {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return func() {
+		if cmd.Process == nil {
+			return
+		}
+		pgid := cmd.Process.Pid
+		syscall.Kill(-pgid, syscall.SIGKILL)
+		cmd.Wait()
+		// The group's other members (a git, reparented when its parent
+		// died) are reaped by init; kill(2) says when none is left.
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
+				return
+			}
+		}
+	}
 }
 
 // start runs a process of machine m in a process group of its own.
@@ -762,10 +787,11 @@ func TestMultiWatchSeesRemoteEdit(t *testing.T) {
 		t.Fatal(err)
 	}
 	stderr, _ := watch.StderrPipe()
+	stopWatch := ownGroup(watch)
 	if err := watch.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { watch.Process.Kill(); watch.Wait() }()
+	defer stopWatch()
 	ready := bufio.NewReader(stderr)
 	if line, err := ready.ReadString('\n'); err != nil || !strings.Contains(line, "watching") {
 		t.Fatalf("watch did not start: %q %v", line, err)
@@ -776,10 +802,11 @@ func TestMultiWatchSeesRemoteEdit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stopSyncer := ownGroup(syncer)
 	if err := syncer.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { syncer.Process.Kill(); syncer.Wait() }()
+	defer stopSyncer()
 	type round struct {
 		Started  time.Time
 		Duration string
@@ -915,10 +942,11 @@ func TestMultiServeSyncs(t *testing.T) {
 	}
 	var stderr strings.Builder
 	serve.Stderr = &stderr
+	stopServe := ownGroup(serve)
 	if err := serve.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { serve.Process.Kill(); serve.Wait() }()
+	defer stopServe()
 	url, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
 		t.Fatalf("serve printed no URL: %v\n%s", err, stderr.String())
