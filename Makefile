@@ -70,6 +70,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzTakeHandEdited$$' -fuzztime 30s ./queues
 	$(GO) test -run '^$$' -fuzz '^FuzzParseEventLine$$' -fuzztime 30s ./watcher/journal
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCache$$' -fuzztime 30s ./watcher
+	$(GO) test -run '^$$' -fuzz '^FuzzAppendFieldsJSON$$' -fuzztime 30s ./watcher
 	$(GO) test -run '^$$' -fuzz '^FuzzEventJSON$$' -fuzztime 30s ./watcher/journal
 	$(GO) test -run '^$$' -fuzz '^FuzzParseStamp$$' -fuzztime 30s ./schema
 	$(GO) test -run '^$$' -fuzz '^FuzzParsePlan$$' -fuzztime 30s ./queues/plans
