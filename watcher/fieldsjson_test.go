@@ -15,47 +15,15 @@ import (
 	"testing"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/docstore/storetest"
 )
 
 // randomFields returns frontmatter-like fields of every type the index
-// encoding holds, with strings that need every kind of JSON escape.
+// encoding holds.
 func randomFields(r *rand.Rand) map[string]any {
-	strs := []string{"", "plain", `quo"te`, `back\slash`, "tab\tnew\nline", "\x00\x1f\x7f", "<html>&amp;", "é 日本",
-		"\u2028", "bad \xff utf8", "emoji 😀", strings.Repeat("x", 70)}
-	var value func(depth int) any
-	value = func(depth int) any {
-		switch n := r.IntN(11); {
-		case n == 0:
-			return nil
-		case n == 1:
-			return r.IntN(2) == 0
-		case n == 2:
-			return r.IntN(2000) - 1000
-		case n == 3:
-			return int64(r.Uint64())
-		case n == 4:
-			return r.Uint64()
-		case n == 5:
-			return []float64{0, 1.5, -2.25, 1e21, 1e-7, 123456789.125, 5e-324, math.MaxFloat64}[r.IntN(8)]
-		case n == 6 && depth < 3:
-			l := make([]any, r.IntN(4))
-			for i := range l {
-				l[i] = value(depth + 1)
-			}
-			return l
-		case n == 7 && depth < 3:
-			m := map[string]any{}
-			for range r.IntN(4) {
-				m[strs[r.IntN(len(strs))]] = value(depth + 1)
-			}
-			return m
-		default:
-			return strs[r.IntN(len(strs))]
-		}
-	}
 	m := map[string]any{}
 	for range r.IntN(20) {
-		m[strs[r.IntN(len(strs))]+fmt.Sprint(r.IntN(3))] = value(0)
+		m[storetest.HardStrings[r.IntN(len(storetest.HardStrings))]+fmt.Sprint(r.IntN(3))] = storetest.FrontmatterValue(r, 0)
 	}
 	return m
 }

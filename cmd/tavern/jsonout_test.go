@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/tavernhq/tavern/docstore/storetest"
 )
 
 // encodingJSON is what printJSON writes for v.
@@ -26,40 +27,10 @@ func encodingJSON(v any) ([]byte, error) {
 // JSON escapes, and the values encoding/json refuses.
 func TestAppendDocsLikeEncodingJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	strs := []string{"", "plain", `quo"te`, `back\slash`, "tab\tnew\nline\rcr", "\b\f\x00\x01\x1f\x7f", "<html>&amp;", "é ü 日本",
-		"\u2028\u2029", "bad \xff utf8 \xc3", "emoji 😀", strings.Repeat("x", 300)}
-	var value func(depth int) any
-	value = func(depth int) any {
-		switch n := r.IntN(12); {
-		case n == 0:
-			return nil
-		case n == 1:
-			return r.IntN(2) == 0
-		case n == 2:
-			return r.IntN(2000) - 1000
-		case n == 3:
-			return int64(r.Uint64())
-		case n == 4:
-			return r.Uint64()
-		case n == 5:
-			return []float64{0, 1.5, -2.25, 1e21, 1e-7, 123456789.125, 1e20, 5e-324, math.MaxFloat64, 0.000001}[r.IntN(10)]
-		case n == 6 && depth < 3:
-			l := make([]any, r.IntN(4))
-			for i := range l {
-				l[i] = value(depth + 1)
-			}
-			return l
-		case n == 7 && depth < 3:
-			m := map[string]any{}
-			for range r.IntN(4) {
-				m[strs[r.IntN(len(strs))]] = value(depth + 1)
-			}
-			return m
-		case n == 8:
-			return time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC) // not a frontmatter type: the fallback
-		default:
-			return strs[r.IntN(len(strs))]
-		}
+	strs := storetest.HardStrings
+	// A time is not a frontmatter type: the fallback through encoding/json.
+	value := func(depth int) any {
+		return storetest.FrontmatterValue(r, depth, time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC))
 	}
 	for i := range 300 {
 		var docs []*docObject

@@ -1,6 +1,6 @@
 // Package storetest holds the test scaffolding that the tests of every
-// Tavern package share: where benchmarks put their trees, and how a test
-// re-executes its own binary as a helper process.
+// Tavern package share: where benchmarks put their trees, how a test
+// re-executes its own binary as a helper process, and random field values.
 //
 // # Basics
 //
@@ -9,6 +9,8 @@
 // reports an ops/s metric from the benchmark timer. HelperCommand starts
 // the test binary again in a named role; the helper process finds its
 // role with HelperRole and runs it instead of the tests.
+// FrontmatterValue and HardStrings make random field values of every
+// frontmatter type for the differential tests of the JSON writers.
 //
 // # Caveats
 //
