@@ -371,3 +371,43 @@ func TestDaemonPoolOnlyIfNone(t *testing.T) {
 		t.Errorf("ls through the pool: %q, %v", names, err)
 	}
 }
+
+// TestDaemonLsSameOutput: ls through the daemon prints, byte for byte,
+// what it prints without one (stdout, the problems on stderr, the exit
+// code), for JSON (written from the fields the daemon leaves encoded)
+// and the table, with sorting, limits, bodies, and documents that are
+// invalid or do not parse.
+func TestDaemonLsSameOutput(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	p.ok("queue", "create", "build")
+	for i := range 30 {
+		p.ok("queue", "add", "build", "--title", fmt.Sprintf("task \"%d\" <&> é\ttab", i), "--priority", strconv.Itoa(i%3+1))
+	}
+	p.write("queues/build/pending/p01-99999999-0000-7000-8000-000000000000.md", "---\ntitle: [unclosed\n---\n")
+	p.write("queues/build/pending/p01-99999998-0000-7000-8000-000000000000.md",
+		"---\nschema_version: 1\nid: p01-99999998-0000-7000-8000-000000000000\nqueue: build\ntitle: 5\npriority: nope\nlabels: [a, {b: 1.5}]\n---\nbody\n")
+	queries := [][]string{
+		{"ls", "items", "--json"},
+		{"ls", "items", "--where", "priority=2", "--json"},
+		{"ls", "items", "--sort", "-priority", "--limit", "4", "--json"},
+		{"ls", "items", "--body", "--limit", "3", "--json"},
+		{"ls", "items"},
+		{"ls", "items", "--where", "state=pending", "--sort", "title"},
+	}
+	off := make([]result, len(queries))
+	for i, q := range queries {
+		off[i] = p.runEnv([]string{"TAVERN_DAEMON=off"}, q...)
+	}
+	startDaemon(t, p)
+	before := daemonServed(t, p)
+	for i, q := range queries {
+		got := p.runEnv(viaDaemon, q...)
+		if got != off[i] {
+			t.Errorf("tavern %s through the daemon:\n%s\nwithout it:\n%s", strings.Join(q, " "), got, off[i])
+		}
+	}
+	if got := daemonServed(t, p) - before; got < len(queries) {
+		t.Errorf("the daemon answered %d of %d queries", got, len(queries))
+	}
+}

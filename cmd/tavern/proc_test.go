@@ -92,7 +92,14 @@ func (p *project) tavern(args ...string) *exec.Cmd {
 
 func (p *project) run(args ...string) result {
 	p.t.Helper()
+	return p.runEnv(nil, args...)
+}
+
+// runEnv is run with env added to the command's environment.
+func (p *project) runEnv(env []string, args ...string) result {
+	p.t.Helper()
 	cmd := p.tavern(args...)
+	cmd.Env = append(cmd.Env, env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
