@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // Type is the type of a frontmatter field.
@@ -372,13 +373,26 @@ func ValidName(s string) error {
 		return &NameError{Name: s, Reason: "longer than 200 bytes"}
 	case strings.HasPrefix(s, "."):
 		return &NameError{Name: s, Reason: "leading dot"}
-	case strings.ContainsAny(s, `/\`):
-		return &NameError{Name: s, Reason: "contains a path separator"}
 	}
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || r == 0xfffd {
-			return &NameError{Name: s, Reason: "contains a control or invalid character"}
+	// One pass (every path of a scan is checked): a separator is
+	// reported before a control or invalid character, wherever each is.
+	sep, bad := false, false
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			sep = sep || c == '/' || c == '\\'
+			bad = bad || c < 0x20 || c == 0x7f
+			i++
+			continue
 		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		bad = bad || r == utf8.RuneError // an invalid byte, or U+FFFD itself
+		i += size
+	}
+	switch {
+	case sep:
+		return &NameError{Name: s, Reason: "contains a path separator"}
+	case bad:
+		return &NameError{Name: s, Reason: "contains a control or invalid character"}
 	}
 	return nil
 }

@@ -1,8 +1,12 @@
 package watcher
 
 import (
+	"crypto/sha256"
+	"fmt"
 	"reflect"
 	"testing"
+
+	"github.com/tavernhq/tavern/schema"
 )
 
 func sampleCache() *cacheData {
@@ -147,4 +151,20 @@ func FuzzDecodeCache(f *testing.F) {
 			t.Fatalf("records: %d then %d", len(cd.Records), len(again.Records))
 		}
 	})
+}
+
+// TestSchemaFingerprintAsFmt: the fingerprint is built without fmt, from
+// the bytes fmt wrote before, so indexes written by earlier binaries of
+// the same schema stay valid.
+func TestSchemaFingerprintAsFmt(t *testing.T) {
+	h := sha256.New()
+	for _, k := range schema.Kinds() {
+		fmt.Fprintf(h, "%s|%s|%d|", k.Name, k.Pattern, k.Version)
+		for _, f := range k.Fields {
+			fmt.Fprintf(h, "%s:%s:%v:%v:%s:%v;", f.Name, f.Type, f.Required, f.Enum, f.Pattern, f.Min != nil)
+		}
+	}
+	if got, want := schemaFingerprint(), fmt.Sprintf("%x", h.Sum(nil)[:12]); got != want {
+		t.Errorf("schemaFingerprint() = %s, want %s", got, want)
+	}
 }

@@ -223,9 +223,21 @@ func TestIgnored(t *testing.T) {
 		{"agents/a.md.swp", true},
 		{"a/b/.git/c", true},
 		{"agents/a___jb_tmp___", true},
+		{"agents/007", true},
+		{"agents/9a", false},
+		{"agents/a9", false},
+		{"agents/a.mdx", false},
+		{"agents/a.md_", false},
 	} {
 		if got := Ignored(tc.rel); got != tc.want {
 			t.Errorf("Ignored(%q) = %v, want %v", tc.rel, got, tc.want)
+		}
+	}
+	for _, suffix := range ignoredSuffixes {
+		for _, rel := range []string{"agents/a.md" + suffix, "queues/build" + suffix + "/pending/x.md"} {
+			if !Ignored(rel) {
+				t.Errorf("Ignored(%q) = false, want true", rel)
+			}
 		}
 	}
 }

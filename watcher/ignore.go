@@ -12,6 +12,15 @@ var ignoredSuffixes = []string{
 	"___jb_tmp___", "___jb_old___", // JetBrains safe write
 }
 
+// suffixEnds marks the last bytes of ignoredSuffixes: most names end in
+// none of them, and every path of a scan is checked element by element.
+var suffixEnds = func() (ends [256]bool) {
+	for _, s := range ignoredSuffixes {
+		ends[s[len(s)-1]] = true
+	}
+	return ends
+}()
+
 // IgnoredName reports whether a single path element is never a document:
 // dot names (engine-private .tmp/, .locks/, .trash/, .index, and .git, .#x
 // emacs locks, .x.swp), editor swap/backup names, and vim's all-digit write
@@ -26,10 +35,15 @@ func IgnoredName(name string) bool {
 	if len(name) > 1 && name[0] == '#' && name[len(name)-1] == '#' {
 		return true // emacs auto-save
 	}
-	for _, s := range ignoredSuffixes {
-		if strings.HasSuffix(name, s) {
-			return true
+	if suffixEnds[name[len(name)-1]] {
+		for _, s := range ignoredSuffixes {
+			if strings.HasSuffix(name, s) {
+				return true
+			}
 		}
+	}
+	if name[0] < '0' || name[0] > '9' {
+		return false
 	}
 	allDigits := true
 	for i := 0; i < len(name); i++ {

@@ -71,10 +71,11 @@ func docJSON(s *docstore.Store, d *docstore.Doc, withBody bool) *docObject {
 }
 
 // entryJSON is docJSON for an entry of the projection (ls). Fields a
-// query left encoded stay so: only appendDoc can write the result.
-func entryJSON(s *docstore.Store, e watcher.Entry, withBody bool) (*docObject, error) {
+// query left encoded stay so: only appendDoc can write the result, and
+// it reads them from e, which must outlive the result.
+func entryJSON(s *docstore.Store, e *watcher.Entry, withBody bool) (*docObject, error) {
 	o := &docObject{
-		Path:   filepath.Join(s.Root(), filepath.FromSlash(e.Path)),
+		Path:   docPath(s.Root(), e.Path),
 		Rel:    e.Path,
 		Kind:   e.Kind,
 		Name:   e.Name,
@@ -84,7 +85,7 @@ func entryJSON(s *docstore.Store, e watcher.Entry, withBody bool) (*docObject, e
 		State:  itemState(e.Kind, e.Path),
 	}
 	if e.Fields == nil && e.Parsed() {
-		o.entry = &e
+		o.entry = e
 	}
 	for _, pr := range e.Errors {
 		o.Errors = append(o.Errors, pr.Msg)
@@ -98,6 +99,16 @@ func entryJSON(s *docstore.Store, e watcher.Entry, withBody bool) (*docObject, e
 		o.Body = &b
 	}
 	return o, nil
+}
+
+// docPath is filepath.Join(root, rel) for the clean slash-separated rel
+// of a projection's entry, without Join's cleaning where root is clean
+// too (ls writes a path for each of thousands of documents).
+func docPath(root, rel string) string {
+	if filepath.Separator == '/' && len(root) > 1 && root[0] == '/' && root[len(root)-1] != '/' && filepath.Clean(root) == root {
+		return root + "/" + rel
+	}
+	return filepath.Join(root, filepath.FromSlash(rel))
 }
 
 // itemState is the state of an item, which is its directory (the {state}

@@ -41,17 +41,17 @@ func appendDocs(b []byte, docs []*docObject) ([]byte, error) {
 func appendDoc(b []byte, d *docObject, indent string) ([]byte, error) {
 	in := indent + "  "
 	b = append(b, '{')
-	b = appendKeyString(b, in, "path", d.Path, true)
-	b = appendKeyString(b, in, "rel", d.Rel, false)
-	b = appendKeyString(b, in, "kind", d.Kind, false)
-	b = appendKeyString(b, in, "name", d.Name, false)
-	b = appendKeyString(b, in, "rev", d.Rev, false)
+	b = appendKeyString(b, in, `"path": `, d.Path, true)
+	b = appendKeyString(b, in, `"rel": `, d.Rel, false)
+	b = appendKeyString(b, in, `"kind": `, d.Kind, false)
+	b = appendKeyString(b, in, `"name": `, d.Name, false)
+	b = appendKeyString(b, in, `"rev": `, d.Rev, false)
 	b = append(b, ",\n"...)
 	b = append(b, in...)
 	b = append(b, "\"valid\": "...)
 	b = strconv.AppendBool(b, d.Valid)
 	if d.State != "" {
-		b = appendKeyString(b, in, "state", d.State, false)
+		b = appendKeyString(b, in, `"state": `, d.State, false)
 	}
 	if len(d.Errors) > 0 {
 		b = append(b, ",\n"...)
@@ -86,20 +86,21 @@ func appendDoc(b []byte, d *docObject, indent string) ([]byte, error) {
 		return nil, err
 	}
 	if d.Body != nil {
-		b = appendKeyString(b, in, "body", *d.Body, false)
+		b = appendKeyString(b, in, `"body": `, *d.Body, false)
 	}
 	b = append(b, '\n')
 	b = append(b, indent...)
 	return append(b, '}'), nil
 }
 
-func appendKeyString(b []byte, indent, key, val string, first bool) []byte {
+// appendKeyString appends a member whose key is a constant, quoted and
+// followed by ": " (the keys need no escaping), with a string value.
+func appendKeyString(b []byte, indent, quotedKey, val string, first bool) []byte {
 	if !first {
 		b = append(b, ',')
 	}
 	b = append(b, '\n')
 	b = append(b, indent...)
-	b = docstore.AppendJSONString(b, key)
-	b = append(b, ": "...)
+	b = append(b, quotedKey...)
 	return docstore.AppendJSONString(b, val)
 }

@@ -179,8 +179,9 @@ func lsConditions(k *schema.Kind, where []string) (conds, stateConds []docstore.
 
 func printEntries(c *cli.Context, s *docstore.Store, entries []watcher.Entry) error {
 	out := make([]*docObject, 0, len(entries))
-	for _, e := range entries {
-		o, err := entryJSON(s, e, c.Bool("body"))
+	withBody := c.Bool("body")
+	for i := range entries {
+		o, err := entryJSON(s, &entries[i], withBody)
 		if err != nil {
 			return err
 		}
@@ -193,8 +194,7 @@ func printEntries(c *cli.Context, s *docstore.Store, entries []watcher.Entry) er
 	if err != nil {
 		return err
 	}
-	_, err = c.App.Writer.Write(b)
-	return err
+	return writeOut(c, b)
 }
 
 // summaryFields are shown as columns by `ls` when a kind has them.

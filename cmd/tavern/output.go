@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -25,6 +26,16 @@ func jsonLine(c *cli.Context, v any) {
 		return
 	}
 	outf(c, "%s\n", b)
+}
+
+// writeOut writes a command's whole output at once, into a pipe made
+// big enough to take it when the output is one.
+func writeOut(c *cli.Context, b []byte) error {
+	if f, ok := c.App.Writer.(*os.File); ok {
+		growPipe(f, len(b))
+	}
+	_, err := c.App.Writer.Write(b)
+	return err
 }
 
 func outf(c *cli.Context, format string, args ...any) {

@@ -1,0 +1,51 @@
+package schema
+
+import (
+	"strings"
+	"testing"
+)
+
+// validNameRule is ValidName's rule as first written (before its single
+// pass), the reference the fast version is held to.
+func validNameRule(s string) string {
+	switch {
+	case s == "":
+		return "empty name"
+	case len(s) > 200:
+		return "longer than 200 bytes"
+	case strings.HasPrefix(s, "."):
+		return "leading dot"
+	case strings.ContainsAny(s, `/\`):
+		return "contains a path separator"
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || r == 0xfffd {
+			return "contains a control or invalid character"
+		}
+	}
+	return ""
+}
+
+func checkValidName(t *testing.T, s string) {
+	t.Helper()
+	got := ""
+	if err := ValidName(s); err != nil {
+		got = err.(*NameError).Reason
+	}
+	if want := validNameRule(s); got != want {
+		t.Errorf("ValidName(%q): %q, want %q", s, got, want)
+	}
+}
+
+func TestValidNameRule(t *testing.T) {
+	for _, s := range []string{"", "a", ".a", "a.b", "a/b", `a\b`, "a\x00/b", "\x01a/", "a\x7f", "a\ufffd", "a\xff", "a\xc3",
+		"ünï", "p01-00000001-0000-7000-8000-000000000000", strings.Repeat("x", 200), strings.Repeat("x", 201), "tab\there"} {
+		checkValidName(t, s)
+	}
+}
+
+func FuzzValidName(f *testing.F) {
+	f.Add("p01-00000001-0000-7000-8000-000000000000")
+	f.Add("a\x00/b\xff")
+	f.Fuzz(checkValidName)
+}
