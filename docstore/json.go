@@ -17,8 +17,11 @@ import (
 // steps, HTML not escaped) writes it at indent, the indentation of the
 // line v starts on. Map keys are sorted. Frontmatter's types (strings,
 // numbers, booleans, lists, maps) are written without reflection; any
-// other goes through encoding/json. NaN and infinities are an error, as
-// there.
+// other goes through encoding/json. JSON has no NaN or infinities, which
+// YAML has (.nan, .inf, -.inf: a hand edit or `tavern set f=.nan` writes
+// them): they are written as those YAML spellings, quoted, where
+// encoding/json fails, because one such document must not stop `ls
+// --json` from listing every other.
 func AppendJSON(b []byte, v any, indent string) ([]byte, error) {
 	switch x := v.(type) {
 	case nil:
@@ -34,8 +37,13 @@ func AppendJSON(b []byte, v any, indent string) ([]byte, error) {
 	case uint64:
 		return strconv.AppendUint(b, x, 10), nil
 	case float64:
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			break // encoding/json's error
+		switch {
+		case math.IsNaN(x):
+			return append(b, `".nan"`...), nil
+		case math.IsInf(x, 1):
+			return append(b, `".inf"`...), nil
+		case math.IsInf(x, -1):
+			return append(b, `"-.inf"`...), nil
 		}
 		return appendJSONFloat(b, x), nil
 	case []any:

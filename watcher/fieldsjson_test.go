@@ -103,8 +103,8 @@ func TestAppendFieldsJSONDuplicateKey(t *testing.T) {
 }
 
 // TestAppendFieldsJSONErrors: a corrupt encoding is an error wrapping
-// ErrCacheCorrupt, never a panic or half a document; NaN is refused as
-// encoding/json refuses it.
+// ErrCacheCorrupt, never a panic or half a document; NaN and the
+// infinities, which JSON lacks, come out as their YAML spellings.
 func TestAppendFieldsJSONErrors(t *testing.T) {
 	good := encodedEntry(t, map[string]any{"a": []any{"x", 1}, "b": map[string]any{"c": true}}).raw
 	for i := range len(good) {
@@ -115,9 +115,9 @@ func TestAppendFieldsJSONErrors(t *testing.T) {
 	if _, err := AppendFieldsJSON(nil, &Entry{raw: good + "x"}, ""); !errors.Is(err, ErrCacheCorrupt) {
 		t.Errorf("trailing byte: %v, want ErrCacheCorrupt", err)
 	}
-	nan := encodedEntry(t, map[string]any{"f": math.NaN()})
-	if _, err := AppendFieldsJSON(nil, nan, ""); err == nil {
-		t.Error("NaN: no error")
+	nan := encodedEntry(t, map[string]any{"f": math.NaN(), "i": math.Inf(-1)})
+	if got, err := AppendFieldsJSON(nil, nan, ""); err != nil || string(got) != "{\n  \"f\": \".nan\",\n  \"i\": \"-.inf\"\n}" {
+		t.Errorf("NaN and -Inf: %s, %v; want their YAML spellings, quoted", got, err)
 	}
 }
 

@@ -80,10 +80,13 @@ func TestAppendDocsLikeEncodingJSON(t *testing.T) {
 			t.Fatalf("one document: errors differ: %v, %v", werr, gerr)
 		}
 	}
-	for _, bad := range []float64{math.NaN(), math.Inf(1)} {
-		docs := []*docObject{{Fields: map[string]any{"x": bad}}}
-		if _, err := appendDocs(nil, docs); err == nil {
-			t.Errorf("appendDocs with %v: no error (encoding/json refuses it)", bad)
+	// JSON has no NaN or infinities: their YAML spellings, quoted, where
+	// encoding/json fails.
+	for bad, want := range map[float64]string{math.NaN(): `".nan"`, math.Inf(1): `".inf"`, math.Inf(-1): `"-.inf"`} {
+		docs := []*docObject{{Fields: map[string]any{"x": []any{bad}}}}
+		got, err := appendDocs(nil, docs)
+		if err != nil || !bytes.Contains(got, []byte("\n        "+want+"\n")) {
+			t.Errorf("appendDocs with %v: %s, %v; want %s", bad, got, err, want)
 		}
 	}
 }
