@@ -22,18 +22,26 @@ func appendDocs(b []byte, docs []*docObject) ([]byte, error) {
 	if len(docs) == 0 {
 		return append(b, "[]\n"...), nil
 	}
-	b = append(b, '[')
 	var err error
 	for i, d := range docs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, "\n  "...)
-		if b, err = appendDoc(b, d, "  "); err != nil {
+		if b, err = appendDocAt(b, i, d); err != nil {
 			return nil, err
 		}
 	}
 	return append(b, "\n]\n"...), nil
+}
+
+// appendDocAt appends d as element i of the array appendDocs writes: the
+// opening bracket or a comma, then the document on its own line. The
+// closing "\n]\n" follows the last.
+func appendDocAt(b []byte, i int, d *docObject) ([]byte, error) {
+	if i == 0 {
+		b = append(b, '[')
+	} else {
+		b = append(b, ',')
+	}
+	b = append(b, "\n  "...)
+	return appendDoc(b, d, "  ")
 }
 
 // appendDoc appends one document object starting on a line indented by

@@ -28,14 +28,22 @@ func jsonLine(c *cli.Context, v any) {
 	outf(c, "%s\n", b)
 }
 
-// writeOut writes a command's whole output at once, into a pipe made
-// big enough to take it when the output is one.
-func writeOut(c *cli.Context, b []byte) error {
+// writeOut writes a command's whole output, in parts, into a pipe made
+// big enough to take it all when the output is one.
+func writeOut(c *cli.Context, parts ...[]byte) error {
 	if f, ok := c.App.Writer.(*os.File); ok {
-		growPipe(f, len(b))
+		n := 0
+		for _, p := range parts {
+			n += len(p)
+		}
+		growPipe(f, n)
 	}
-	_, err := c.App.Writer.Write(b)
-	return err
+	for _, p := range parts {
+		if _, err := c.App.Writer.Write(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func outf(c *cli.Context, format string, args ...any) {
