@@ -65,6 +65,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseWhere$$' -fuzztime 30s ./docstore
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFrontFast$$' -fuzztime 30s ./docstore
 	$(GO) test -run '^$$' -fuzz '^FuzzEditPatch$$' -fuzztime 30s ./docstore
+	$(GO) test -run '^$$' -fuzz '^FuzzAppendJSONString$$' -fuzztime 30s ./docstore
 	$(GO) test -run '^$$' -fuzz '^FuzzParsePattern$$' -fuzztime 30s ./queues/tuples
 	$(GO) test -run '^$$' -fuzz '^FuzzGlob$$' -fuzztime 30s ./queues/tuples
 	$(GO) test -run '^$$' -fuzz '^FuzzTakeHandEdited$$' -fuzztime 30s ./queues
@@ -73,6 +74,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzAppendFieldsJSON$$' -fuzztime 30s ./watcher
 	$(GO) test -run '^$$' -fuzz '^FuzzEventJSON$$' -fuzztime 30s ./watcher/journal
 	$(GO) test -run '^$$' -fuzz '^FuzzParseStamp$$' -fuzztime 30s ./schema
+	$(GO) test -run '^$$' -fuzz '^FuzzValidName$$' -fuzztime 30s ./schema
 	$(GO) test -run '^$$' -fuzz '^FuzzParsePlan$$' -fuzztime 30s ./queues/plans
 
 demo:
