@@ -37,6 +37,10 @@ tools:
 check:
 	@echo "gofmt"; out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "$$out"; exit 1; fi
 	@echo "go vet"; $(GO) vet $(PKGS)
+	@# The benchmark's floor builds (cmd/tavern/exitinit.go, lsfloor.go)
+	@# compile only under their tags.
+	@echo "go vet (floor tags)"; $(GO) vet -tags urfave_cli_no_docs,tavern_exit_at_init ./cmd/tavern && \
+	  $(GO) vet -tags urfave_cli_no_docs,tavern_ls_floor ./cmd/tavern
 	@echo "go mod tidy"; cp go.mod /tmp/tavern.go.mod.$$$$; cp go.sum /tmp/tavern.go.sum.$$$$; \
 	  $(GO) mod tidy -e 2>/dev/null; if ! git diff --quiet -- go.mod go.sum; then git diff -- go.mod go.sum; \
 	  cp /tmp/tavern.go.mod.$$$$ go.mod; cp /tmp/tavern.go.sum.$$$$ go.sum; echo "go.mod/go.sum not tidy"; exit 1; fi
