@@ -219,7 +219,8 @@ type FSWatcher struct {
 	out      []Change
 	restat   []string // see FSOptions.OnRestat
 	stats    []string // known files to lstat before deciding to read them
-	early    bool     // this batch was taken before its settle time
+	statBuf  statScratch
+	early    bool // this batch was taken before its settle time
 	reads    []string
 	pre      *prescan // the first scan's listings and stats, see WatchFS
 	// emptyOnce holds files read empty once: no document is empty, so an
@@ -1119,11 +1120,17 @@ func (w *FSWatcher) statPending() {
 	if len(paths) == 0 {
 		return
 	}
-	sts, ok := lstatAll(w.root, paths, w.opt.Workers)
+	sts, ok := lstatAll(w.root, paths, w.opt.Workers, &w.statBuf)
 	for i, p := range paths {
 		if !ok[i] || !sts[i].SameStat(w.files[p]) {
 			w.reads = append(w.reads, p)
 		}
+	}
+	// The next batch reuses the array (cleared: it must not keep the
+	// paths alive).
+	clear(paths)
+	if w.stats == nil {
+		w.stats = paths[:0]
 	}
 	if len(w.reads) >= maxBatch {
 		w.readPending()
@@ -1175,11 +1182,11 @@ func (w *FSWatcher) walk(dir string) {
 	w.watchDir(dir, d, fi)
 	// Read the directory only after the watch exists: anything created
 	// from now on produces an event, anything before is in the listing.
-	var ents []fs.DirEntry
+	var ents []dirent
 	if l != nil {
 		ents = l.ents
 	} else {
-		ents, err = readDir(w.abs(dir))
+		ents, err = readDir(w.abs(dir), len(d.children))
 	}
 	if err != nil {
 		if isGone(err) {
@@ -1194,8 +1201,10 @@ func (w *FSWatcher) walk(dir string) {
 		return
 	}
 	w.clearErr(dir)
-	// No need to sort ents: the changes are sorted when emitted.
-	seen := make(map[string]struct{}, len(ents))
+	// No need to sort ents: the changes are sorted when emitted. Ignored
+	// entries are dropped from ents as it goes (kept counts the rest), so
+	// that ents[:kept] is what the directory holds for the removals below.
+	kept := 0
 	for i, e := range ents {
 		name := e.Name()
 		t := e.Type()
@@ -1210,7 +1219,8 @@ func (w *FSWatcher) walk(dir string) {
 				continue
 			}
 		}
-		seen[name] = struct{}{}
+		ents[kept] = e
+		kept++
 		switch {
 		case t.IsDir():
 			if _, ok := w.files[child]; ok {
@@ -1262,17 +1272,41 @@ func (w *FSWatcher) walk(dir string) {
 			w.reportErr(child, "lstat", ErrNotRegular)
 		}
 	}
-	for name := range d.children {
-		if _, ok := seen[name]; !ok {
-			if child := joinRel(dir, name); !w.settling(child) {
-				w.removePath(child)
+	ents = ents[:kept]
+	// A known child the listing does not show is gone. Listed names are
+	// distinct, so when as many of them are known children as there are
+	// known children, none is missing: the set of listed names is built
+	// only when one is (a rescan of a big directory would otherwise make
+	// a map of all its names every reconcile period).
+	var seen map[string]struct{}
+	listed := func() map[string]struct{} {
+		if seen == nil {
+			seen = make(map[string]struct{}, len(ents))
+			for _, e := range ents {
+				seen[e.name] = struct{}{}
+			}
+		}
+		return seen
+	}
+	known := 0
+	for _, e := range ents {
+		if _, ok := d.children[e.name]; ok {
+			known++
+		}
+	}
+	if known != len(d.children) {
+		for name := range d.children {
+			if _, ok := listed()[name]; !ok {
+				if child := joinRel(dir, name); !w.settling(child) {
+					w.removePath(child)
+				}
 			}
 		}
 	}
 	// Errors on names that no longer exist are resolved.
 	for p := range w.errs {
 		if p != dir && parentOf(p) == dir {
-			if _, ok := seen[p[strings.LastIndexByte(p, '/')+1:]]; !ok {
+			if _, ok := listed()[p[strings.LastIndexByte(p, '/')+1:]]; !ok {
 				delete(w.errs, p)
 			}
 		}

@@ -24,7 +24,7 @@ type prescan struct {
 type listing struct {
 	pre      *prescan
 	dev, ino uint64 // the directory listed: a directory replaced since is listed again
-	ents     []fs.DirEntry
+	ents     []dirent
 	rels     []string
 	file     []int32
 }
@@ -50,7 +50,7 @@ func (w *FSWatcher) prescan() *prescan {
 		if !w.polling.Load() {
 			_ = w.nt.add(w.abs(dir))
 		}
-		ents, err := readDir(w.abs(dir))
+		ents, err := readDir(w.abs(dir), 0)
 		if err != nil {
 			return
 		}
@@ -78,7 +78,7 @@ func (w *FSWatcher) prescan() *prescan {
 		pre.lists[dir] = l
 	}
 	scan("")
-	pre.sts, pre.ok = lstatAll(w.root, files, w.opt.Workers)
+	pre.sts, pre.ok = lstatAll(w.root, files, w.opt.Workers, nil)
 	if testHookPrescanned != nil {
 		defer testHookPrescanned()
 	}
@@ -111,14 +111,4 @@ func (l *listing) stat(i int) (FileState, bool) {
 		return FileState{}, false
 	}
 	return l.pre.sts[l.file[i]], true
-}
-
-// readDir lists a directory.
-func readDir(abs string) ([]fs.DirEntry, error) {
-	f, err := os.Open(abs)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return f.ReadDir(-1)
 }

@@ -56,11 +56,15 @@ func remoteFS(path string) string {
 // descriptor of each file's directory: one path lookup per directory
 // rather than a walk of the whole path per file. paths are grouped by
 // directory (a walk's order). ok[i] is false when the file could not be
-// stat'ed or is not a regular file.
-func lstatAll(root string, paths []string, workers int) (sts []FileState, ok []bool) {
-	sts = make([]FileState, len(paths))
-	ok = make([]bool, len(paths))
-	dirOf := make([]int32, len(paths))
+// stat'ed or is not a regular file. The results live in sc, reused by the
+// next call with the same sc (nil: new memory).
+func lstatAll(root string, paths []string, workers int, sc *statScratch) (sts []FileState, ok []bool) {
+	if sc == nil {
+		sc = new(statScratch)
+	}
+	sts, ok = sc.reset(len(paths))
+	sc.dirOf = growTo(sc.dirOf, len(paths))
+	dirOf := sc.dirOf
 	var fds []int
 	last := "\x00"
 	for i, p := range paths {

@@ -20,10 +20,13 @@ func fillStat(st *FileState, fi fs.FileInfo) {
 func remoteFS(path string) string { return "" }
 
 // lstatAll lstats every root/paths[i] in parallel; ok[i] is false when
-// the file could not be stat'ed or is not a regular file.
-func lstatAll(root string, paths []string, workers int) (sts []FileState, ok []bool) {
-	sts = make([]FileState, len(paths))
-	ok = make([]bool, len(paths))
+// the file could not be stat'ed or is not a regular file. The results
+// live in sc (nil: new memory).
+func lstatAll(root string, paths []string, workers int, sc *statScratch) (sts []FileState, ok []bool) {
+	if sc == nil {
+		sc = new(statScratch)
+	}
+	sts, ok = sc.reset(len(paths))
 	parallel(len(paths), workers, func(i int) {
 		fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(paths[i])))
 		if err != nil || !fi.Mode().IsRegular() {
