@@ -63,6 +63,8 @@
 //
 // NewMCPServer is the optional second door: at most eight tools over stdio
 // (the official Go SDK), their schemas within MCPSchemaTokens tokens.
+// StdioTransport carries it: unlike the SDK's, it answers every request
+// read before the input ended (piped requests all get their answers).
 //
 // Caveats:
 //   - WritePaths reads shell commands with a small tokenizer: it knows

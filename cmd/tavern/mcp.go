@@ -1,7 +1,8 @@
 package main
 
 import (
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"os"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/agents/kit"
@@ -19,6 +20,9 @@ is the second, for tools that prefer MCP.
 
 The agent is --as, else $TAVERN_AGENT, else the agent of the hooked session
 whose tool started the server.
+
+Requests piped in are all answered before it exits at the end of its input
+(printf '...' | tavern mcp); the answers come as each request finishes.
 
 Example (Claude Code, .mcp.json):
    {"mcpServers": {"tavern": {"command": "tavern", "args": ["mcp"]}}}`,
@@ -38,5 +42,6 @@ func runMCP(c *cli.Context) error {
 	}
 	defer e.Close()
 	srv := kit.NewMCPServer(e, kit.MCPOptions{Agent: asOrEnv(c), Version: c.App.Version})
-	return srv.Run(c.Context, &mcp.StdioTransport{})
+	// kit's transport answers what was asked before the input ended.
+	return srv.Run(c.Context, kit.StdioTransport(os.Stdin, os.Stdout))
 }

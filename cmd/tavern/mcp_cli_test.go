@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -128,5 +130,57 @@ func TestMCPServerBuiltBinary(t *testing.T) {
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "report", Arguments: map[string]any{"id": id, "attempt": 1, "outcome": "done"}})
 	if err != nil || !res.IsError {
 		t.Errorf("second report of a done item: %+v %v, want a tool error", res, err)
+	}
+}
+
+// TestMCPPipedRequests: requests piped into `tavern mcp` (the input ends
+// after the last one, as with `printf … | tavern mcp`) are all answered,
+// and what they did is on disk. The SDK's stdio transport ended the
+// session at the end of the input and answered at most the first request.
+func TestMCPPipedRequests(t *testing.T) {
+	p := newProject(t)
+	p.ok("agent", "new", "me")
+	requests := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"prime","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"send","arguments":{"channel":"@me","text":"piped %d"}}}`,
+	}, "\n") + "\n"
+	for run := range 5 {
+		cmd := p.tavern("mcp")
+		cmd.Env = append(cmd.Env, "TAVERN_AGENT=me")
+		cmd.Stdin = strings.NewReader(fmt.Sprintf(requests, run))
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("run %d: tavern mcp: %v", run, err)
+		}
+		var got []string
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Error  json.RawMessage `json:"error"`
+				Result struct {
+					IsError bool `json:"isError"`
+				} `json:"result"`
+			}
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Fatalf("run %d: not JSON-RPC: %q", run, line)
+			}
+			if m.Error != nil || m.Result.IsError {
+				t.Errorf("run %d: error answer: %s", run, line)
+			}
+			got = append(got, string(m.ID))
+		}
+		slices.Sort(got) // answered as they finish
+		if want := []string{"1", "2", "3", "4"}; !slices.Equal(got, want) {
+			t.Fatalf("run %d: answers to ids %v, want %v", run, got, want)
+		}
+	}
+	inbox := p.ok("recv", "@me", "--as", "me", "--all")
+	for run := range 5 {
+		if !strings.Contains(inbox, fmt.Sprintf("piped %d", run)) {
+			t.Errorf("message of run %d not on disk; recv:\n%s", run, inbox)
+		}
 	}
 }
