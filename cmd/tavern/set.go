@@ -36,6 +36,11 @@ func runSet(c *cli.Context) error {
 	if c.NArg() < 1 || (c.NArg() < 2 && len(c.StringSlice("unset")) == 0) {
 		return usageErr("set takes REF field=value...")
 	}
+	if c.IsSet("if-rev") && c.String("if-rev") == "" {
+		// Most likely an unset shell variable: an update without its
+		// condition would overwrite what the caller meant to check.
+		return usageErr("--if-rev \"\": no revision given (take it from `tavern show REF --json`, field rev)")
+	}
 	assigns, err := parseAssignments(c.Args().Slice()[1:])
 	if err != nil {
 		return err
