@@ -30,7 +30,8 @@ store, with or without its trailing slash (and .tavern/ in front, as a
 shell completes it): the documents of the kind kept under it, in path
 order unless --sort. So ls queues/Q/pending/ is queue Q's order, the order
 queue take claims in (priority, then age), and ls queues/Q lists all of Q's
-items. A KIND/NAME reference (items/ID, agents/alice) is not a directory:
+items; a DIR that names nothing (queues/typo/pending/) exits 3, while
+one not made yet (queues/Q/dead/) is an empty list. A KIND/NAME reference (items/ID, agents/alice) is not a directory:
 show prints that document, and --where filters a kind (--where queue=Q).
 EXPR is field=value, field!=value, field<N, field<=N, field>N, field>=N,
 field~substring (case-insensitive) or field? (exists). Fields may be dotted
