@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -328,6 +329,100 @@ func NameOfPath(rel string) (*Kind, string, error) {
 		return k, name, nil
 	}
 	return nil, "", &UnknownKindError{Path: rel}
+}
+
+// KindsUnder returns the kinds whose documents lie under dir, a
+// store-relative directory ("queues/build/pending", no slash at either
+// end): dir's segments match the start of the kind's pattern, and the
+// rest of the pattern still has a capture, so dir holds a set of the
+// kind's documents and not one fixed file (queues/build holds items; of
+// the queue kind only its own queue.md, so not the queue kind).
+func KindsUnder(dir string) []*Kind {
+	parts := strings.Split(dir, "/")
+	var out []*Kind
+	for _, k := range ordered {
+		segs := k.segments()
+		if len(parts) >= len(segs) || !segsMatch(segs, parts) {
+			continue
+		}
+		for _, s := range segs[len(parts):] {
+			if s.literal == "" {
+				out = append(out, k)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// segsMatch reports whether parts match the first len(parts) segments.
+func segsMatch(segs []segment, parts []string) bool {
+	for i, p := range parts {
+		s := segs[i]
+		switch {
+		case s.literal != "":
+			if p != s.literal {
+				return false
+			}
+		case s.choices != nil:
+			if !contains(s.choices, p) {
+				return false
+			}
+		default:
+			if ValidName(p) != nil {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// NamedDir is the part of dir, a directory under which documents of the
+// kind lie (KindsUnder), that names something: up to its last free
+// capture ("queues/build" of "queues/build/pending", a queue that must
+// exist, where pending/ may simply not have been made yet). "" when dir
+// names nothing (queues).
+func (k *Kind) NamedDir(dir string) string {
+	parts := strings.Split(dir, "/")
+	segs := k.segments()
+	n := 0
+	for i := range parts {
+		if i < len(segs) && segs[i].capture != "" && segs[i].choices == nil {
+			n = i + 1
+		}
+	}
+	return strings.Join(parts[:n], "/")
+}
+
+// DirOfName is the directory that the leading parts of a name (or the
+// whole of it) fix for the kind, when documents of the kind lie under
+// it: "build" of items is queues/build. "" when the parts fix no such
+// directory (an agent's name is its one document, not a directory).
+func (k *Kind) DirOfName(name string) string {
+	parts := strings.Split(name, "/")
+	segs := k.segments()
+	var out []string
+	for _, s := range segs {
+		if len(parts) == 0 || s.choices != nil {
+			break
+		}
+		if s.literal != "" {
+			out = append(out, s.literal)
+			continue
+		}
+		if ValidName(parts[0]) != nil {
+			return ""
+		}
+		out, parts = append(out, parts[0]), parts[1:]
+	}
+	if len(parts) > 0 || len(out) >= len(segs) {
+		return ""
+	}
+	dir := strings.Join(out, "/")
+	if !slices.Contains(KindsUnder(dir), k) {
+		return ""
+	}
+	return dir
 }
 
 // PlainFiles are the files in the store that are plain text, not

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -228,6 +229,49 @@ func TestCaptures(t *testing.T) {
 	for _, bad := range []string{"queues/build/elsewhere/01J.md", "queues/build/claimed/.x.md", "queues/build/claimed/01J.txt", "agents/a.md"} {
 		if got, ok := Item.Captures(bad, nil); ok || Item.Matches(bad) {
 			t.Errorf("Captures(%q) = %q, %v; Matches = %v; want no match", bad, got, ok, Item.Matches(bad))
+		}
+	}
+}
+
+func TestKindsUnder(t *testing.T) {
+	for _, tt := range []struct {
+		dir   string
+		want  []*Kind
+		named string // NamedDir of the one kind
+	}{
+		{"queues/build/pending", []*Kind{Item}, "queues/build"},
+		{"queues/build", []*Kind{Item}, "queues/build"}, // not Queue: only its queue.md
+		{"commitments/alice", []*Kind{Commitment}, "commitments/alice"},
+		{"agents", []*Kind{Agent}, ""},
+		{"queues/build/nostate", nil, ""},
+		{"queues/build/pending/x", nil, ""},
+		{"agents/alice", nil, ""}, // a document, not a directory
+		{"queues/../x", nil, ""},
+		{"nothing/here", nil, ""},
+	} {
+		got := KindsUnder(tt.dir)
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("KindsUnder(%q) = %v, want %v", tt.dir, got, tt.want)
+			continue
+		}
+		if len(got) == 1 {
+			if named := got[0].NamedDir(tt.dir); named != tt.named {
+				t.Errorf("NamedDir(%q) = %q, want %q", tt.dir, named, tt.named)
+			}
+		}
+	}
+	for _, tt := range []struct {
+		kind       *Kind
+		name, want string
+	}{
+		{Item, "build", "queues/build"},
+		{Item, "build/01J", ""},
+		{Agent, "alice", ""},
+		{Commitment, "alice", "commitments/alice"},
+		{Item, "../x", ""},
+	} {
+		if got := tt.kind.DirOfName(tt.name); got != tt.want {
+			t.Errorf("%s.DirOfName(%q) = %q, want %q", tt.kind.Name, tt.name, got, tt.want)
 		}
 	}
 }

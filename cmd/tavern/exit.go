@@ -172,6 +172,13 @@ func usageErr(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
+// notFoundError is a command line naming something that does not exist
+// (exit 3), said in the command's own words.
+type notFoundError struct{ msg string }
+
+func (e *notFoundError) Error() string { return e.msg }
+func (e *notFoundError) Unwrap() error { return errNothing }
+
 // codedError carries an explicit exit code with an error: the child's
 // status from spawn, or a code for a result already printed (errSilent).
 type codedError struct {

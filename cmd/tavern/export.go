@@ -19,6 +19,9 @@ Needs you; agents, queues with their items, channels, resources, journal; the
 style is inlined, there are no forms or scripts). --md DIR writes the same
 pages as Markdown files (README.md first); --md without DIR prints them as
 one Markdown document. --json prints the snapshot (as tavern ui --json).
+--md without DIR and --json both print to stdout, so they are refused
+together (exit 2); with a DIR, --json prints the snapshot while the pages
+go to DIR.
 
 Examples:
    tavern export --html snapshot/ && (cd snapshot && zip -r ../board.zip .)
@@ -43,6 +46,10 @@ func runExport(c *cli.Context) error {
 		return usageErr("export needs --html DIR, --md [DIR] or --json")
 	case html && dir == "":
 		return usageErr("export --html needs a DIR to write the pages into")
+	case md && asJSON && dir == "":
+		// Both would print to stdout, and a reader of either would choke
+		// on the other: refuse rather than pick one silently.
+		return usageErr("export takes --md or --json, not both, without a DIR: both print to stdout (give --md a DIR to write the pages there)")
 	}
 	v, err := openView(c, false, "export")
 	if err != nil {

@@ -145,7 +145,8 @@ func jsonScenario() []jsonStep {
 		{name: "tuple out", args: []string{"tuple", "out", "job", "n=1", "--json"}},
 		{args: []string{"tuple", "out", "job", "n=2", "--json"}},
 		{name: "tuple rd", args: []string{"tuple", "rd", "job", "n=1", "--json"}},
-		{name: "tuple ls", args: []string{"tuple", "ls", "job", "--json"}},
+		{name: "tuple ls", args: []string{"tuple", "ls", "job", "--json"}, note: "With a TYPE: an array of its live tuples (those matching the patterns)."},
+		{name: "tuple ls (types)", args: []string{"tuple", "ls", "--json"}, note: "Without a TYPE: an array of the types, each with how many live tuples it has (`[]` when there are none)."},
 		{name: "tuple in", args: []string{"tuple", "in", "job", "n=1", "--json"}},
 		{name: "tuple gc", args: []string{"tuple", "gc", "--json"}},
 		{name: "token init", args: []string{"token", "init", "gpu", "--count", "2", "--json"}},
@@ -159,7 +160,7 @@ func jsonScenario() []jsonStep {
 		{args: []string{"ask", "--as", "bob", "--to", "alice", "and the tag?", "--json"}},
 		{name: "wake", args: []string{"wake", "--as", "alice", "--json"}},
 		{name: "sleep", args: []string{"sleep", "--as", "alice", "--summary", "done for today", "--json"}},
-		{name: "log", args: []string{"log", "--type", "agent.state", "--json"}, note: "One journal event per line (as `watch --json`). With --machines, the events of other machines follow, each with a `from_machine` key first."},
+		{name: "log", args: []string{"log", "--type", "agent.state", "--json"}, note: "JSON lines, not an array: one journal event per line (as `watch --json`), so that --follow can stream; nothing at all when no event matches. With --machines, the events of other machines follow, each with a `from_machine` key first."},
 		{name: "sync", args: []string{"sync", "--json"}, env: []string{"TAVERN_SYNC_REMOTE=."}, note: "One round of `tavern sync` (here to the project's own repository, on refs/tavern/state): `applied` lists the changes of other machines written here ({path, op, machine}), `conflicts` the values a merge dropped ({path, field, kept, lost, kept_machine, lost_machine, rule}), `deferred` the paths changed here during the round, `offline` why the remote could not be pushed to. `--every` prints one such object per round; `--clone` prints {dir, remote, machine}."},
 		{name: "daemon start", args: []string{"daemon", "start", "--json"}},
 		{name: "daemon status", args: []string{"daemon", "status", "--json"}},
@@ -288,7 +289,8 @@ func TestJSONContract(t *testing.T) {
 		"schema_version: %d (`tavern --version --json` prints it as json_schema_version).\n\n"+
 		"Rules: every command takes `--json`, before or after its name, with the same meaning. Within a\n"+
 		"schema version keys are only added, never removed, renamed or given another type; consumers ignore\n"+
-		"keys they do not know. A list is always an array (`[]` when empty), never null. Times are RFC 3339\n"+
+		"keys they do not know. A list is always an array (`[]` when empty), never null; a stream (`log`,\n"+
+		"`watch`) is JSON lines, one object per line and nothing when empty. Times are RFC 3339\n"+
 		"UTC strings; durations are Go durations (\"1m30s\") unless the key ends in _seconds. Each shape below\n"+
 		"names the type of every value (string, number, boolean, null; \"a|b\" when it varies); an array shows\n"+
 		"the union of its elements. `fields` of a document is its frontmatter: its keys depend on the kind\n"+

@@ -19,11 +19,14 @@ func newLogCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "log",
 		Usage: "show the event journal",
-		Description: `Prints events from .tavern/events/ (one JSON object per line, greppable),
-oldest first. --type matches exactly, or by prefix when it ends in "." or
-"*" (--type item. shows item.claimed, item.completed...). --since takes a
-duration back from now (90m, 2h) or a time (RFC 3339, or YYYY-MM-DD);
---until a time. --follow keeps printing new events until interrupted.
+		Description: `Prints events from .tavern/events/, oldest first: one readable line each,
+or with --json one JSON object per line (JSON lines, not an array, so
+that --follow can stream; nothing at all when no event matches). --type
+matches exactly, or by prefix when it ends in "." or "*" (--type item.
+shows item.claimed, item.completed...). --since takes a
+duration back from now (90m, 2h; not negative, and 0 only with --follow:
+the events from now on) or a time (RFC 3339, or YYYY-MM-DD); --until a
+time. --follow keeps printing new events until interrupted.
 --path keeps the events of one document, or of the documents under a
 directory given with a trailing "/". --where keeps the events about
 documents whose fields match now (the expressions of ls --where, all must
@@ -66,7 +69,7 @@ func runLog(c *cli.Context) error {
 		return err
 	}
 	if s := c.String("since"); s != "" {
-		if f.Since, err = parseWhen(s, true); err != nil {
+		if f.Since, err = parseSince(s, c.Bool("follow")); err != nil {
 			return err
 		}
 	}
@@ -167,6 +170,23 @@ func eventFilter(c *cli.Context) (journal.Filter, error) {
 		f.Kinds = []string{kind.Name}
 	}
 	return f, nil
+}
+
+// parseSince reads --since: a duration back from now, or a time. A
+// negative duration would start in the future, and 0 at this instant,
+// before any event could be read: both mean nothing, so they are refused
+// as usage errors rather than answered with an empty list. With follow
+// (log --follow), 0 means something: only the events from now on.
+func parseSince(s string, follow bool) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		switch {
+		case d < 0:
+			return time.Time{}, usageErr("--since %s: a duration cannot be negative; give how far back, like 90m", s)
+		case d == 0 && !follow:
+			return time.Time{}, usageErr("--since %s: 0 back from now is now, and nothing is newer; give how far back, like 90m", s)
+		}
+	}
+	return parseWhen(s, true)
 }
 
 // parseWhen reads "90m" (ago, if ago is allowed), an RFC 3339 time or a

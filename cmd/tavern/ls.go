@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -20,9 +22,17 @@ import (
 func newLsCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "ls",
-		Usage:     "list documents of a kind",
-		ArgsUsage: "KIND",
+		Usage:     "list documents of a kind, or under a directory of the store",
+		ArgsUsage: "KIND | DIR/",
 		Description: `Lists documents, filtered by --where (all must match), sorted and limited.
+KIND is a kind's name (tavern schema lists them). DIR is a directory of the
+store, with or without its trailing slash (and .tavern/ in front, as a
+shell completes it): the documents of the kind kept under it, in path
+order unless --sort. So ls queues/Q/pending/ is queue Q's order, the order
+queue take claims in (priority, then age), and ls queues/Q lists all of Q's
+items; a DIR that names nothing (queues/typo/pending/) exits 3, while
+one not made yet (queues/Q/dead/) is an empty list. A KIND/NAME reference (items/ID, agents/alice) is not a directory:
+show prints that document, and --where filters a kind (--where queue=Q).
 EXPR is field=value, field!=value, field<N, field<=N, field>N, field>=N,
 field~substring (case-insensitive) or field? (exists). Fields may be dotted
 (bookmarks.general). A list field matches = and ~ if any entry does. Fields
@@ -39,6 +49,7 @@ An empty result is not an error: exit 0, and [] under --json.
 
 Examples:
    tavern ls agents --where state=working
+   tavern ls queues/build/pending/
    tavern ls items --where queue=build --where priority<2 --sort priority --limit 10 --json`,
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "where", Aliases: []string{"w"}, Usage: "filter `EXPR` (repeatable)"},
@@ -53,9 +64,9 @@ Examples:
 
 func runLs(c *cli.Context) error {
 	if c.NArg() != 1 {
-		return usageErr("ls takes one KIND (see `tavern schema` for the kinds)")
+		return usageErr("ls takes one KIND or DIR/ (see `tavern schema` for the kinds)")
 	}
-	k, err := schema.Lookup(c.Args().First())
+	k, under, err := lsKind(c.Args().First())
 	if err != nil {
 		return err
 	}
@@ -67,9 +78,22 @@ func runLs(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if under != "" {
+		// A directory that names nothing (a typo: queues/biuld/pending/)
+		// is not an empty listing; one not made yet (queues/Q/dead/) is.
+		if named := k.NamedDir(strings.TrimSuffix(under, "/")); named != "" {
+			if _, err := os.Stat(filepath.Join(s.Root(), filepath.FromSlash(named))); err != nil {
+				return &notFoundError{msg: fmt.Sprintf("ls %s: no such directory in the store: %s/", c.Args().First(), named)}
+			}
+		}
+		args.Limit = 0 // applied below, to the documents under the directory
+	}
 	res, err := lsSelect(c, s, args)
 	if err != nil {
 		return err
+	}
+	if under != "" {
+		res.under(under, c.Int("limit"))
 	}
 	// Unparseable files are reported, not listed; documents that
 	// parse but fail validation are listed and marked.
@@ -84,6 +108,65 @@ func runLs(c *cli.Context) error {
 	}
 	printTable(c, k, res.Entries)
 	return nil
+}
+
+// lsKind reads ls's argument: a KIND, or a directory of the store
+// (queues/Q/pending/, with or without the slash, .tavern/ in front or
+// not), whose kind and path prefix (under, ending in "/") it returns. An
+// argument that is neither gets a message saying what to use instead,
+// not "unknown kind" of the whole path.
+func lsKind(arg string) (k *schema.Kind, under string, err error) {
+	p := strings.TrimPrefix(filepath.ToSlash(arg), "./")
+	p = strings.TrimPrefix(p, ".tavern/")
+	p = strings.TrimRight(p, "/")
+	if !strings.Contains(p, "/") {
+		k, err := schema.Lookup(p)
+		return k, "", err
+	}
+	switch kinds := schema.KindsUnder(p); len(kinds) {
+	case 1:
+		return kinds[0], p + "/", nil
+	case 0:
+	default:
+		names := make([]string, len(kinds))
+		for i, k := range kinds {
+			names[i] = k.Plural
+		}
+		return nil, "", usageErr("ls %s: documents of several kinds (%s) lie under it: give one KIND and --where", arg, strings.Join(names, ", "))
+	}
+	msg := fmt.Sprintf("ls %s: not a kind, and no documents lie under it as a directory of the store; ls takes a KIND (tavern schema lists them) or a directory such as queues/Q/pending/", arg)
+	first, rest, _ := strings.Cut(p, "/")
+	if k, err := schema.Lookup(first); err == nil && strings.Count(rest, "/") < k.NameParts() {
+		msg = fmt.Sprintf("ls %s: a KIND/NAME reference, not a directory: tavern show %s prints that document", arg, p)
+		if dir := k.DirOfName(rest); dir != "" {
+			msg += fmt.Sprintf(", and tavern ls %s/ lists the %s under %s", dir, k.Plural, dir)
+		} else {
+			msg += fmt.Sprintf(", and tavern ls %s --where FIELD=VALUE filters the %s", k.Plural, k.Plural)
+		}
+	}
+	return nil, "", usageErr("%s", msg)
+}
+
+// under keeps the documents whose path starts with dir, and their
+// problems, then at most limit of them (0: all).
+func (r *lsResult) under(dir string, limit int) {
+	problems := r.Problems[:0]
+	for _, pr := range r.Problems {
+		if strings.HasPrefix(pr.Path, dir) {
+			problems = append(problems, pr)
+		}
+	}
+	r.Problems = problems
+	entries := r.Entries[:0]
+	for _, e := range r.Entries {
+		if strings.HasPrefix(e.Path, dir) {
+			entries = append(entries, e)
+		}
+	}
+	if limit > 0 && len(entries) > limit {
+		entries = entries[:limit]
+	}
+	r.Entries = entries
 }
 
 // lsArgs is an ls query, as sent to the query daemon.

@@ -61,7 +61,14 @@ Examples:
 				Usage:     "reconcile a plan and its items both ways (every plan without NAME)",
 				ArgsUsage: "[NAME]",
 				Description: `Ticks the boxes of done items and acts on hand edits of the plan file
-(ticked, cancelled, added and removed boxes); conflicts go to stderr.
+(ticked, cancelled, added and removed boxes). Prints a line per plan: what
+it did, "N conflicts" when hand edits contradict the engine (a box ticked
+or removed while its item is claimed, ticked while a gate waits), or "in
+sync". Each conflict goes to stderr, and the command exits 4 while one
+remains (with --json, the conflicts are in the report on stdout); the
+rest of the sync is done all the same. A conflict is journaled
+(plan.conflict) once, when a sync first finds it, not at every sync,
+status or pool tick that sees it again.
 
 Examples:
    tavern plan sync launch
@@ -73,7 +80,13 @@ Examples:
 				Name:      "status",
 				Usage:     "sync, then show a plan's progress box by box",
 				ArgsUsage: "NAME",
-				Description: `Examples:
+				Description: `Syncs the plan (as plan sync, unless --no-sync), then lists its boxes
+with the state of their items. The totals count each box by the state
+listed for it: a box ticked by hand while its item is claimed is listed and
+counted as claimed (a conflict, on stderr), not done. Conflicts do not
+change the exit status here: status reports, plan sync exits 4.
+
+Examples:
    tavern plan status launch
    tavern plan status launch --no-sync --json`,
 				Flags:  []cli.Flag{&cli.BoolFlag{Name: "no-sync", Usage: "show without syncing first"}, jsonFlag()},
@@ -149,12 +162,22 @@ func runPlanSync(c *cli.Context) error {
 		if perr := printJSON(c, reps); perr != nil {
 			return perr
 		}
+	} else {
+		for _, r := range reps {
+			printSyncReport(c, r)
+		}
+	}
+	if err != nil {
 		return err
 	}
+	// A hand edit the engine will not act on leaves plan and items
+	// apart: that is a conflict (exit 4), already reported above.
 	for _, r := range reps {
-		printSyncReport(c, r)
+		if len(r.Conflicts) > 0 {
+			return withCode(exitConflict, errSilent)
+		}
 	}
-	return err
+	return nil
 }
 
 func printSyncReport(c *cli.Context, r *plans.Report) {
@@ -166,6 +189,9 @@ func printSyncReport(c *cli.Context, r *plans.Report) {
 		if kv.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", kv.n, kv.what))
 		}
+	}
+	if len(r.Conflicts) > 0 {
+		parts = append(parts, counted(len(r.Conflicts), "conflict"))
 	}
 	if len(parts) == 0 {
 		parts = append(parts, "in sync")

@@ -86,6 +86,11 @@ Examples:
 				ArgsUsage: "[TYPE [PATTERN...]]",
 				Description: `List live tuples of a type (or the types).
 
+With TYPE, --json prints an array of tuples (those matching the PATTERNs).
+Without, it lists the types and how many live tuples each has: a table
+(TYPE, LIVE), or with --json an array of {"type", "count"} objects ([]
+when there are none).
+
 Examples:
    tavern tuple ls
    tavern tuple ls job 'n>2' --json`,
@@ -208,6 +213,13 @@ func runTupleRead(c *cli.Context, take bool) error {
 	return err
 }
 
+// tupleTypeCount is one line of tuple ls without a TYPE: a type and how
+// many live tuples it has.
+type tupleTypeCount struct {
+	Type  string `json:"type"`
+	Count int    `json:"count"`
+}
+
 func runTupleLs(c *cli.Context) error {
 	sp, err := openSpace(c)
 	if err != nil {
@@ -218,18 +230,20 @@ func runTupleLs(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		counts := map[string]int{}
+		// A list, like every other listing's JSON (an array, [] when
+		// empty), in the order of the human table.
+		counts := make([]tupleTypeCount, 0, len(types))
 		for _, typ := range types {
 			ts, _ := sp.List(typ, nil)
-			counts[typ] = len(ts)
+			counts = append(counts, tupleTypeCount{Type: typ, Count: len(ts)})
 		}
 		if c.Bool("json") {
 			return printJSON(c, counts)
 		}
 		tw := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "TYPE\tLIVE")
-		for _, typ := range types {
-			fmt.Fprintf(tw, "%s\t%d\n", typ, counts[typ])
+		for _, tc := range counts {
+			fmt.Fprintf(tw, "%s\t%d\n", tc.Type, tc.Count)
 		}
 		return tw.Flush()
 	}

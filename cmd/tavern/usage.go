@@ -43,7 +43,7 @@ func runUsage(c *cli.Context) error {
 	f := usage.Filter{Pool: c.String("pool"), Agent: c.String("agent"), Item: c.String("item")}
 	var err error
 	if s := c.String("since"); s != "" {
-		if f.Since, err = parseWhen(s, true); err != nil {
+		if f.Since, err = parseSince(s, false); err != nil {
 			return err
 		}
 	}

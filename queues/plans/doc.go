@@ -28,8 +28,11 @@
 // struck-through ticked box ("- [x] ~~text~~") cancels it; a new
 // unchecked box becomes an item; a removed box cancels its item. Hand
 // edits that contradict the engine (ticked while claimed, ticked while a
-// gate waits) are Conflicts: reported and journaled (plan.conflict),
-// never acted on. GetStatus syncs and reports progress box by box.
+// gate waits) are Conflicts: reported by every sync that sees them,
+// journaled (plan.conflict) once while they persist (the plan's last
+// journaled conflicts are kept in .tavern/.plans/<name>.conflicts), never
+// acted on. GetStatus syncs and reports progress box by box, each box
+// counted by the state it lists (its item's, when it has one).
 //
 // The file stays a plain checklist: it renders on any git host, and the
 // engine's only additions are three frontmatter fields.

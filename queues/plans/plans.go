@@ -2,6 +2,8 @@ package plans
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -296,6 +298,8 @@ type Report struct {
 	Cancelled []string   `json:"cancelled,omitempty"` // items cancelled by a removed or [-] box
 	Conflicts []Conflict `json:"conflicts,omitempty"` // hand edits not acted on
 	Notes     []string   `json:"notes,omitempty"`
+
+	queue string // the plan's queue, for the journal
 }
 
 // Changed reports whether the sync changed anything.
@@ -354,14 +358,125 @@ func Sync(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
 			break
 		}
 	}
+	fresh := 0
+	if rep != nil {
+		// Conflicts are journaled here, once per sync that ends (not per
+		// retry), and only the ones not journaled already: a conflict
+		// stays until someone resolves it, and every sync, status and
+		// pool tick in between sees it again.
+		fresh = journalConflicts(b, name, rep, err == nil)
+	}
 	if err != nil {
 		return rep, err
 	}
-	if rep.Changed() || len(rep.Conflicts) > 0 {
+	if rep.Changed() || fresh > 0 {
 		_, _ = b.Journal().Append(journal.Event{Type: EventSynced, Kind: "plan", Path: Path(name), Agent: opt.By, Data: map[string]any{
 			"added": len(rep.Added), "ticked": len(rep.Ticked), "completed": len(rep.Completed), "cancelled": len(rep.Cancelled), "conflicts": len(rep.Conflicts)}})
 	}
 	return rep, nil
+}
+
+// conflictsDir holds, per plan, the conflicts its syncs last journaled
+// (.tavern/.plans/<name>.conflicts, engine-private): what makes a
+// conflict that persists journaled once, and again only when it comes
+// back after it was resolved. Keeping it out of the plan's own file means
+// a sync that finds nothing to do writes nothing there.
+const conflictsDir = ".plans"
+
+// conflictKey is a conflict's identity: its item and message (which name
+// the holder and attempt), not its line, which moves with other edits.
+type conflictKey struct {
+	Item string `json:"item"`
+	Msg  string `json:"message"`
+}
+
+func conflictsFile(s *docstore.Store, name string) string {
+	return filepath.Join(s.Root(), conflictsDir, name+".conflicts")
+}
+
+// loadConflicts reads the conflicts last journaled for a plan; a file
+// missing or unreadable is none (the worst case is a conflict journaled
+// twice).
+func loadConflicts(s *docstore.Store, name string) []conflictKey {
+	data, err := os.ReadFile(conflictsFile(s, name))
+	if err != nil {
+		return nil
+	}
+	var keys []conflictKey
+	if json.Unmarshal(data, &keys) != nil {
+		return nil
+	}
+	return keys
+}
+
+// saveConflicts replaces the file atomically (write, then rename), or
+// removes it when there are none.
+func saveConflicts(s *docstore.Store, name string, keys []conflictKey) error {
+	path := conflictsFile(s, name)
+	if len(keys) == 0 {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	data, err := json.Marshal(keys)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), name+".conflicts.tmp*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(append(data, '\n'))
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}
+
+// journalConflicts appends a plan.conflict event for each conflict of rep
+// not journaled by an earlier sync, and records the current ones. With
+// complete false (a sync that stopped on an error, whose report may lack
+// some) the ones recorded before are kept. It returns how many it
+// journaled. The caller holds the plan's lock.
+func journalConflicts(b *queues.Broker, name string, rep *Report, complete bool) int {
+	s := b.Store()
+	prev := loadConflicts(s, name)
+	var cur []conflictKey
+	if !complete {
+		cur = append(cur, prev...)
+	}
+	fresh := 0
+	for _, c := range rep.Conflicts {
+		k := conflictKey{Item: c.Item, Msg: c.Msg}
+		if !slices.Contains(cur, k) {
+			cur = append(cur, k)
+		}
+		if slices.Contains(prev, k) {
+			continue
+		}
+		fresh++
+		_, _ = b.Journal().Append(journal.Event{Type: EventConflict, Kind: "plan", Path: Path(name), Item: c.Item, Queue: rep.queue,
+			Data: map[string]any{"line": c.Line, "message": c.Msg}})
+	}
+	byKey := func(a, b conflictKey) int {
+		return cmp.Or(strings.Compare(a.Item, b.Item), strings.Compare(a.Msg, b.Msg))
+	}
+	slices.SortFunc(prev, byKey)
+	slices.SortFunc(cur, byKey)
+	if !slices.Equal(prev, cur) {
+		_ = saveConflicts(s, name, cur) // bookkeeping: if lost, a conflict is journaled again
+	}
+	return fresh
 }
 
 // bodyLine is the file line of the body's first line, minus one.
@@ -423,14 +538,15 @@ func syncOnce(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
 	}
 	known := map[int]string{}
 	ticks := []int{} // body offsets to tick
+	rep.queue = queue
+	// Conflicts are journaled by Sync (journalConflicts): once, not at
+	// every sync that sees them again.
 	conflict := func(t *Task, id, msg string) {
 		c := Conflict{Item: id, Msg: msg}
 		if t != nil {
 			c.Line, c.Title = first+t.Line, t.Title
 		}
 		rep.Conflicts = append(rep.Conflicts, c)
-		_, _ = b.Journal().Append(journal.Event{Type: EventConflict, Kind: "plan", Path: rel, Item: id, Queue: queue,
-			Data: map[string]any{"line": c.Line, "message": msg}})
 	}
 	external := func(t *Task, id, action string) {
 		_, _ = b.Journal().Append(journal.Event{Type: journal.TypeExternal, Kind: "plan", Path: rel, Item: id, Queue: queue,

@@ -406,3 +406,69 @@ func TestSyncAdoptsItemsOfACrashedImport(t *testing.T) {
 		t.Fatalf("%d items after the sync, want 5", n)
 	}
 }
+
+// A conflict is journaled once while it persists: every sync, status and
+// pool tick sees it again, and the journal would repeat it each time. The
+// status counts a box by the state it lists (claimed), not by its mark.
+func TestConflictJournaledOnce(t *testing.T) {
+	e := newEnv(t)
+	if _, err := plans.Import(e.b, plans.ImportOptions{Name: "p", Queue: "work", Data: []byte("- [ ] A\n- [ ] B\n- [x] C\n")}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.b.Take(context.Background(), queues.TakeOptions{Queues: []string{"work"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release()
+	e.write("p", strings.Replace(e.read("p"), "- [ ] A\n", "- [x] A\n", 1))
+	for range 3 {
+		rep, err := plans.Sync(e.b, "p", plans.SyncOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Conflicts) != 1 || rep.Conflicts[0].Item != c.ID {
+			t.Fatalf("conflicts %v, want A's (every sync reports it)", rep.Conflicts)
+		}
+	}
+	for range 2 {
+		st, err := plans.GetStatus(e.b, "p", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.Tasks[0].State; got != queues.Claimed {
+			t.Fatalf("A is listed %s, want claimed", got)
+		}
+		if st.Done != 1 || st.Claimed != 1 || st.Pending != 1 || st.Total != 3 {
+			t.Errorf("totals done %d claimed %d pending %d of %d, want 1, 1, 1 of 3 (as listed)", st.Done, st.Claimed, st.Pending, st.Total)
+		}
+	}
+	if got, want := countEvents(t, e.s, `"type":"plan.conflict"`), 1; got != want {
+		t.Errorf("%d plan.conflict events after 5 syncs of one conflict, want %d", got, want)
+	}
+	if got, want := countEvents(t, e.s, `"type":"plan.synced"`), 1; got != want {
+		t.Errorf("%d plan.synced events, want %d (only the sync that found the conflict)", got, want)
+	}
+
+	// Resolved (released: the ticked box completes A), then a new one
+	// (B ticked while claimed): journaled.
+	if _, err := c.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := plans.Sync(e.b, "p", plans.SyncOptions{}); err != nil || len(rep.Conflicts) != 0 || len(rep.Completed) != 1 {
+		t.Fatalf("sync after release: %v, %v; want A completed, no conflict", rep, err)
+	}
+	c2, err := e.b.Take(context.Background(), queues.TakeOptions{Queues: []string{"work"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Release()
+	e.write("p", strings.Replace(e.read("p"), "- [ ] B\n", "- [x] B\n", 1))
+	for range 2 {
+		if _, err := plans.Sync(e.b, "p", plans.SyncOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := countEvents(t, e.s, `"type":"plan.conflict"`), 2; got != want {
+		t.Errorf("%d plan.conflict events, want %d (A once, B once)", got, want)
+	}
+}

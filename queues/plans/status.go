@@ -14,7 +14,7 @@ type Status struct {
 	Queue     string       `json:"queue"`
 	Tasks     []TaskStatus `json:"tasks"`
 	Total     int          `json:"total"` // boxes
-	Done      int          `json:"done"`  // ticked (done) boxes
+	Done      int          `json:"done"`  // boxes whose item is done (or ticked without an item)
 	Claimed   int          `json:"claimed"`
 	Pending   int          `json:"pending"`
 	Dead      int          `json:"dead"`
@@ -69,12 +69,6 @@ func GetStatus(b *queues.Broker, name string, sync bool) (*Status, error) {
 		}
 		ts := TaskStatus{Line: first + t.Line, Depth: depth[t.Index], Box: string(t.State), Title: t.Title, Item: byKey[t.Key]}
 		st.Total++
-		switch {
-		case t.Cancelled():
-			st.Cancelled++
-		case t.Checked():
-			st.Done++
-		}
 		if ts.Item != "" {
 			it, err := b.Get(ts.Item)
 			switch {
@@ -92,24 +86,41 @@ func GetStatus(b *queues.Broker, name string, sync bool) (*Status, error) {
 						ts.Gate = g.State
 					}
 				}
-				if t.Open() {
-					switch it.State {
-					case queues.Claimed:
-						st.Claimed++
-					case queues.Pending:
-						st.Pending++
-					case queues.Dead:
-						if !it.Cancelled {
-							st.Dead++
-						}
-					}
-				}
 				if ts.Gate == queues.GateStatePending && it.State != queues.Done && it.State != queues.Dead {
 					st.Gated++
 				}
 			}
 		}
+		st.count(t, ts.State)
 		st.Tasks = append(st.Tasks, ts)
 	}
 	return st, nil
+}
+
+// count adds a box to the totals by the state listed for it: its item's
+// state when it has one, so the totals and the boxes never disagree (a
+// box ticked by hand while its item is claimed is listed claimed, a
+// conflict Sync reports, and counted claimed, not done). A box without
+// an item (ticked at import, or an item gone) counts by its mark; an
+// open one without an item yet (new, before a sync) by none.
+func (st *Status) count(t *Task, state string) {
+	switch state {
+	case queues.Done:
+		st.Done++
+	case queues.Claimed:
+		st.Claimed++
+	case queues.Pending:
+		st.Pending++
+	case queues.Dead:
+		st.Dead++
+	case "cancelled":
+		st.Cancelled++
+	default: // no item, or a missing one
+		switch {
+		case t.Cancelled():
+			st.Cancelled++
+		case t.Checked():
+			st.Done++
+		}
+	}
 }
