@@ -950,3 +950,34 @@ func TestJournalTwoWatchers(t *testing.T) {
 	}
 	checkTally(t, "journal", since(fence(t, p), base), map[string]int{rel + " doc.updated [state]": 10})
 }
+
+// TestJournalDayFileReplaced: the journal's day file replaced under a
+// running watcher (as rsync, a restore or a git checkout of a committed
+// journal write it: a copy renamed over the name) does not swallow what
+// the watcher journals afterwards: it appended to the file it had open,
+// gone with the old name.
+func TestJournalDayFileReplaced(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes: overlap them
+	p := toolProject(t)
+	w := watchJSON(t, p)
+	defer w.stop()
+	base := len(fence(t, p))
+	days, err := filepath.Glob(p.path(journal.Dir + "/*.jsonl"))
+	if err != nil || len(days) == 0 {
+		t.Fatalf("day files: %v %v", days, err)
+	}
+	for round := range 3 {
+		for _, day := range days {
+			data, err := os.ReadFile(day)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeAtomic(t, day, string(data))
+		}
+		rel := fmt.Sprintf("agents/r%d.md", round)
+		writeAtomic(t, p.path(rel), agentText(fmt.Sprintf("r%d", round), "idle"))
+		ext := since(fence(t, p), base)
+		checkTally(t, fmt.Sprintf("round %d", round), ext, map[string]int{rel + " doc.created <nil>": 1})
+		base += len(ext)
+	}
+}

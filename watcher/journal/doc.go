@@ -12,7 +12,9 @@
 // write(2) on an O_APPEND descriptor while holding an exclusive flock on
 // the day file, so lines from any number of processes never tear or
 // interleave. Concurrent Appends in one process share one flock and one
-// write.
+// write. The day file stays open between appends; one replaced or
+// removed since (git checkout or stash of a committed journal, rsync) is
+// seen by its link count once locked, and the name opened again.
 //
 // Heads (LoadHeads) is the journal's per-path state, derived from the
 // journal alone: for every document path, what its last record says

@@ -24,3 +24,7 @@ type LineError struct {
 
 func (e *LineError) Error() string { return fmt.Sprintf("%s:%d: %v", e.Path, e.Line, e.Err) }
 func (e *LineError) Unwrap() error { return e.Err }
+
+// errDayReplaced is returned when a day file went on being replaced or
+// removed each time it was opened again to append to it.
+var errDayReplaced = errors.New("day file replaced or removed while appending, again and again")

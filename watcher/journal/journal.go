@@ -362,13 +362,9 @@ func (j *Journal) writeDay(group []*appendReq, now time.Time) {
 			r.err = err
 		}
 	}
-	f, err := j.open(group[0].day, group[0].e.Time)
+	f, err := j.lockDay(group[0].day, group[0].e.Time)
 	if err != nil {
 		fail(group, err)
-		return
-	}
-	if err := flock(f, syscall.LOCK_EX); err != nil {
-		fail(group, &fs.PathError{Op: "flock", Path: f.Name(), Err: err})
 		return
 	}
 	defer flock(f, syscall.LOCK_UN)
@@ -455,6 +451,39 @@ func (j *Journal) write(f *os.File, group []*appendReq) error {
 	}
 	j.buf, j.ends = j.buf[:0], j.ends[:0]
 	return err
+}
+
+// lockDay opens the day file and takes its flock. A day file kept open
+// from an earlier append may have been replaced since (git checkout or
+// stash of a committed journal, an rsync, a restore: a new file renamed
+// over the name) or removed: its link count is then 0, appends to it
+// would be lost with it, and its flock no longer excludes the processes
+// appending to the new file. So once locked, a file without a link is
+// closed and the name opened again.
+func (j *Journal) lockDay(day int, t time.Time) (*os.File, error) {
+	for attempt := 0; ; attempt++ {
+		f, err := j.open(day, t)
+		if err != nil {
+			return nil, err
+		}
+		if err := flock(f, syscall.LOCK_EX); err != nil {
+			return nil, &fs.PathError{Op: "flock", Path: f.Name(), Err: err}
+		}
+		var st syscall.Stat_t
+		if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+			flock(f, syscall.LOCK_UN)
+			return nil, &fs.PathError{Op: "fstat", Path: f.Name(), Err: err}
+		}
+		if st.Nlink > 0 {
+			return f, nil
+		}
+		flock(f, syscall.LOCK_UN)
+		f.Close()
+		j.file = nil
+		if attempt == 8 {
+			return nil, &fs.PathError{Op: "append", Path: f.Name(), Err: errDayReplaced}
+		}
+	}
 }
 
 func (j *Journal) open(day int, t time.Time) (*os.File, error) {

@@ -295,3 +295,67 @@ func helper(tb testing.TB, role string, args ...string) *exec.Cmd {
 	tb.Helper()
 	return storetest.HelperCommand(tb, "^$", role, "TAVERN_WATCHER_ARGS="+strings.Join(args, ","))
 }
+
+// TestAppendAfterDayFileReplaced: a Journal keeps its day file open
+// between appends. When that file is replaced (git checkout or stash of a
+// committed journal, an rsync: a copy renamed over the name) or removed,
+// the next append goes to the file now at the name, not to the one gone.
+func TestAppendAfterDayFileReplaced(t *testing.T) {
+	root := t.TempDir()
+	j, err := Open(root, Options{Writer: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	appendType := func(typ string) {
+		t.Helper()
+		if _, err := j.Append(Event{Type: typ}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	types := func() []string {
+		t.Helper()
+		var got []string
+		if _, err := Read(root, Filter{}, func(e Event, err error) bool {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, e.Type)
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	appendType("test.first")
+	days, err := filepath.Glob(filepath.Join(j.Dir(), "*.jsonl"))
+	if err != nil || len(days) != 1 {
+		t.Fatalf("day files: %v %v", days, err)
+	}
+	day := days[0]
+
+	// Replaced: a copy renamed over it, as git and rsync write files.
+	data, err := os.ReadFile(day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(day+".new", data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(day+".new", day); err != nil {
+		t.Fatal(err)
+	}
+	appendType("test.after-replace")
+	if got, want := strings.Join(types(), ","), "test.first,test.after-replace"; got != want {
+		t.Errorf("after the day file was replaced: %s, want %s", got, want)
+	}
+
+	// Removed (git stash of a journal committed before today's).
+	if err := os.Remove(day); err != nil {
+		t.Fatal(err)
+	}
+	appendType("test.after-remove")
+	if got, want := strings.Join(types(), ","), "test.after-remove"; got != want {
+		t.Errorf("after the day file was removed: %s, want %s", got, want)
+	}
+}
