@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 func TestLegalTable(t *testing.T) {
@@ -293,9 +295,29 @@ func TestStateRuleOnRawWrites(t *testing.T) {
 	// applied_state is the engine's record: it only follows state.
 	err = set(docstore.UpdateOptions{}, docstore.Field{Key: "state", Value: Working}, docstore.Field{Key: "applied_state", Value: Done})
 	wantErr(t, err, ErrIllegalTransition)
-	// Legal: written as a hand edit would be (applied_state stays).
-	if err := set(docstore.UpdateOptions{}, docstore.Field{Key: "state", Value: Working}); err != nil {
-		t.Fatal(err)
+	// Legal: a transition as Transition makes it. applied_state follows,
+	// so the next write is checked from the state just written and the
+	// document stays valid; the journal of the store's mutations gets the
+	// agent.state events.
+	journal.RecordMutations(m.Store, m.Journal, "", func(err error) { t.Error(err) })
+	for _, to := range []string{Working, Verifying, Working} {
+		if err := set(docstore.UpdateOptions{}, docstore.Field{Key: "state", Value: to}); err != nil {
+			t.Fatal(err)
+		}
+		a, _ := m.GetAgent("raw")
+		if got, want := a.AppliedState, to; got != want {
+			t.Fatalf("applied_state after a write of state %s = %q, want %q", to, got, want)
+		}
+		if p := CheckAgent(a); p != nil {
+			t.Fatal(p)
+		}
+	}
+	var got []string
+	for _, e := range events(t, m, "agent.state") {
+		got = append(got, fmt.Sprint(e.Data["from"], "->", e.Data["to"], " by ", e.Data["by"]))
+	}
+	if want := []string{"idle->working by user", "working->verifying by user", "verifying->working by user"}; !slices.Equal(got, want) {
+		t.Errorf("agent.state events = %q, want %q", got, want)
 	}
 	// Done needs every commitment passed, also by a raw write.
 	if _, err := m.AddCommitment("raw", "x", "true", 0); err != nil {
