@@ -115,7 +115,7 @@ func TestHandEdits(t *testing.T) {
 	if !a.IllegalEdit() || a.Effective() != Done {
 		t.Fatalf("illegal edit not detected: state %s applied %s effective %s", a.State, a.AppliedState, a.Effective())
 	}
-	probs, err := m.Audit()
+	probs, _, err := m.Audit()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestHandEdits(t *testing.T) {
 
 	// A legal hand edit (idle -> working) is applied by the audit.
 	handSet(t, m, "carol", "working")
-	if probs, err := m.Audit(); err != nil || len(probs) != 0 {
+	if probs, _, err := m.Audit(); err != nil || len(probs) != 0 {
 		t.Fatalf("audit of a legal edit: %v %v", probs, err)
 	}
 	a, _ = m.GetAgent("carol")
@@ -335,4 +335,53 @@ func TestStateRuleOnRawWrites(t *testing.T) {
 	if a, _ := m.GetAgent("raw"); a.State != Done {
 		t.Fatalf("state %s", a.State)
 	}
+}
+
+// Agent files that do not parse are reported one by one (path:line:col)
+// and skipped: the audit, the reaper and the doctor do the rest and
+// return no error for them.
+func TestBadAgentFilesSkipped(t *testing.T) {
+	m := newManager(t)
+	for _, n := range []string{"ann", "ben", "cat"} {
+		mustAgent(t, m, AgentSpec{Name: n})
+	}
+	handSet(t, m, "ann", "[idle")
+	handSet(t, m, "ben", "{idle")
+	handSet(t, m, "cat", "working") // a legal hand edit, for the audit to accept
+
+	probs, invalid, err := m.Audit()
+	if err != nil || len(probs) != 0 {
+		t.Fatalf("audit: problems %v, err %v", probs, err)
+	}
+	wantBad := func(what string, invalid []error) {
+		t.Helper()
+		var got []string
+		for _, e := range invalid {
+			p, line, col := docstore.Position(e)
+			got = append(got, fmt.Sprintf("%s:%d:%d", p, line, col))
+		}
+		if want := []string{"agents/ann.md:5:1", "agents/ben.md:5:1"}; !slices.Equal(got, want) {
+			t.Errorf("%s: invalid = %q, want %q", what, got, want)
+		}
+	}
+	wantBad("audit", invalid)
+	if a, _ := m.GetAgent("cat"); a.AppliedState != Working {
+		t.Errorf("cat's legal hand edit not accepted: applied_state %s", a.AppliedState)
+	}
+	_, invalid, err = m.ReapAgents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantBad("ReapAgents", invalid)
+	fs, err := m.agentFindings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bad []error
+	for _, f := range fs {
+		if f.Kind == docstore.FindingInvalid && f.Repair == nil && strings.HasPrefix(f.Detail, "5:1: ") {
+			bad = append(bad, &docstore.ParseError{Path: f.Path, Line: 5, Col: 1})
+		}
+	}
+	wantBad("doctor", bad)
 }
