@@ -474,9 +474,13 @@ type AuditProblem = TransitionError
 // cannot follow the state last applied is returned as a problem (and is not
 // acted on by the engine). Legal hand edits are accepted: they are
 // journaled as transitions "by": "hand" and applied_state catches up.
-func (m *Manager) Audit() ([]*TransitionError, error) {
+// Documents that do not parse or validate are problems of their own,
+// returned in invalid (one error each, with path:line:col: BadFile); the
+// others are audited all the same. err is what kept the audit from
+// reading or accepting some document (I/O), after it did the rest.
+func (m *Manager) Audit() (probs []*TransitionError, invalid []error, err error) {
 	agents, errs := m.ListAgents()
-	var probs []*TransitionError
+	invalid, errs = splitBad(errs)
 	for _, a := range agents {
 		if p := CheckAgent(a); p != nil {
 			probs = append(probs, p)
@@ -484,14 +488,11 @@ func (m *Manager) Audit() ([]*TransitionError, error) {
 		}
 		if a.AppliedState != "" && a.AppliedState != a.State {
 			if _, err := m.Transition(a.Name, a.State, TransitionOptions{By: "hand"}); err != nil {
-				return probs, err
+				errs = append(errs, err)
 			}
 		}
 	}
-	if len(errs) > 0 {
-		return probs, errors.Join(errs...)
-	}
-	return probs, nil
+	return probs, invalid, errors.Join(errs...)
 }
 
 // CheckAgent reports an illegal hand edit of an agent's state, or nil.

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 func TestLegalTable(t *testing.T) {
@@ -113,7 +115,7 @@ func TestHandEdits(t *testing.T) {
 	if !a.IllegalEdit() || a.Effective() != Done {
 		t.Fatalf("illegal edit not detected: state %s applied %s effective %s", a.State, a.AppliedState, a.Effective())
 	}
-	probs, err := m.Audit()
+	probs, _, err := m.Audit()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +138,7 @@ func TestHandEdits(t *testing.T) {
 
 	// A legal hand edit (idle -> working) is applied by the audit.
 	handSet(t, m, "carol", "working")
-	if probs, err := m.Audit(); err != nil || len(probs) != 0 {
+	if probs, _, err := m.Audit(); err != nil || len(probs) != 0 {
 		t.Fatalf("audit of a legal edit: %v %v", probs, err)
 	}
 	a, _ = m.GetAgent("carol")
@@ -293,9 +295,29 @@ func TestStateRuleOnRawWrites(t *testing.T) {
 	// applied_state is the engine's record: it only follows state.
 	err = set(docstore.UpdateOptions{}, docstore.Field{Key: "state", Value: Working}, docstore.Field{Key: "applied_state", Value: Done})
 	wantErr(t, err, ErrIllegalTransition)
-	// Legal: written as a hand edit would be (applied_state stays).
-	if err := set(docstore.UpdateOptions{}, docstore.Field{Key: "state", Value: Working}); err != nil {
-		t.Fatal(err)
+	// Legal: a transition as Transition makes it. applied_state follows,
+	// so the next write is checked from the state just written and the
+	// document stays valid; the journal of the store's mutations gets the
+	// agent.state events.
+	journal.RecordMutations(m.Store, m.Journal, "", func(err error) { t.Error(err) })
+	for _, to := range []string{Working, Verifying, Working} {
+		if err := set(docstore.UpdateOptions{}, docstore.Field{Key: "state", Value: to}); err != nil {
+			t.Fatal(err)
+		}
+		a, _ := m.GetAgent("raw")
+		if got, want := a.AppliedState, to; got != want {
+			t.Fatalf("applied_state after a write of state %s = %q, want %q", to, got, want)
+		}
+		if p := CheckAgent(a); p != nil {
+			t.Fatal(p)
+		}
+	}
+	var got []string
+	for _, e := range events(t, m, "agent.state") {
+		got = append(got, fmt.Sprint(e.Data["from"], "->", e.Data["to"], " by ", e.Data["by"]))
+	}
+	if want := []string{"idle->working by user", "working->verifying by user", "verifying->working by user"}; !slices.Equal(got, want) {
+		t.Errorf("agent.state events = %q, want %q", got, want)
 	}
 	// Done needs every commitment passed, also by a raw write.
 	if _, err := m.AddCommitment("raw", "x", "true", 0); err != nil {
@@ -313,4 +335,53 @@ func TestStateRuleOnRawWrites(t *testing.T) {
 	if a, _ := m.GetAgent("raw"); a.State != Done {
 		t.Fatalf("state %s", a.State)
 	}
+}
+
+// Agent files that do not parse are reported one by one (path:line:col)
+// and skipped: the audit, the reaper and the doctor do the rest and
+// return no error for them.
+func TestBadAgentFilesSkipped(t *testing.T) {
+	m := newManager(t)
+	for _, n := range []string{"ann", "ben", "cat"} {
+		mustAgent(t, m, AgentSpec{Name: n})
+	}
+	handSet(t, m, "ann", "[idle")
+	handSet(t, m, "ben", "{idle")
+	handSet(t, m, "cat", "working") // a legal hand edit, for the audit to accept
+
+	probs, invalid, err := m.Audit()
+	if err != nil || len(probs) != 0 {
+		t.Fatalf("audit: problems %v, err %v", probs, err)
+	}
+	wantBad := func(what string, invalid []error) {
+		t.Helper()
+		var got []string
+		for _, e := range invalid {
+			p, line, col := docstore.Position(e)
+			got = append(got, fmt.Sprintf("%s:%d:%d", p, line, col))
+		}
+		if want := []string{"agents/ann.md:5:1", "agents/ben.md:5:1"}; !slices.Equal(got, want) {
+			t.Errorf("%s: invalid = %q, want %q", what, got, want)
+		}
+	}
+	wantBad("audit", invalid)
+	if a, _ := m.GetAgent("cat"); a.AppliedState != Working {
+		t.Errorf("cat's legal hand edit not accepted: applied_state %s", a.AppliedState)
+	}
+	_, invalid, err = m.ReapAgents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantBad("ReapAgents", invalid)
+	fs, err := m.agentFindings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bad []error
+	for _, f := range fs {
+		if f.Kind == docstore.FindingInvalid && f.Repair == nil && strings.HasPrefix(f.Detail, "5:1: ") {
+			bad = append(bad, &docstore.ParseError{Path: f.Path, Line: 5, Col: 1})
+		}
+	}
+	wantBad("doctor", bad)
 }

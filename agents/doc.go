@@ -27,10 +27,13 @@
 //
 // Only the verifier gets an agent with commitments to done (ErrUnverified
 // otherwise). The document keeps state (what a person sees and edits) and
-// applied_state (what the engine last applied): a legal hand edit of state
-// is journaled "by": "hand" at the next engine touch; an illegal one is
-// reported (ErrIllegalEdit; `tavern check` and `tavern agent audit` exit
-// 5) and never acted on until someone restores it or forces a transition.
+// applied_state (what the engine last applied). A write through the store
+// that changes state (`tavern set`, `tavern edit`) is a transition:
+// applied_state follows and it is journaled as agent.state. A legal edit
+// of the file behind the store's back is journaled "by": "hand" at the
+// next engine touch; an illegal one is reported (ErrIllegalEdit; `tavern
+// check` and `tavern agent audit` exit 5) and never acted on until
+// someone restores it or forces a transition.
 //
 // Constitutions are constitutions/<role>.md. An agent records the sha256
 // of its role's file; spawning under a changed file fails with
@@ -63,7 +66,8 @@
 // TAVERN_AGENT), so every write obeys them, raw writes as Transition: a
 // state that cannot follow the applied one, done with unpassed
 // commitments, an agent writing its own commitment's assertion or result
-// fail with a *docstore.RefusedError. It also installs the checks of
+// or removing its own commitment (ErrOwnCommitment) fail with a
+// *docstore.RefusedError. It also installs the checks of
 // `tavern check` (illegal hand edits, tampered assertions).
 //
 // Wake returns a Briefing (every core memory — of the sleep summaries

@@ -2,6 +2,7 @@ package agents
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -17,9 +18,11 @@ import (
 // the next check's findings real ones:
 //
 //  1. agents: dead-wrapper (working or waiting for a wrapper of this host
-//     that died; repair: ReapAgents' work: kill its tree, mark it failed)
-//     and orphan-process (a dead wrapper's tree still holds its instance
-//     lock, and so its item; repair: kill it);
+//     that died; repair: ReapAgents' work: kill its tree, mark it failed),
+//     orphan-process (a dead wrapper's tree still holds its instance
+//     lock, and so its item; repair: kill it) and invalid-document (an
+//     agent file that does not parse or validate, so none of this could
+//     be judged for it; no repair: InvalidFinding);
 //  2. queues (Broker.Findings): duplicate-copy, dead-claim, journal-gap,
 //     stale item and holder locks;
 //  3. stale-lock: instance locks nobody holds (their instance is over),
@@ -62,7 +65,11 @@ func (m *Manager) Doctor(b *queues.Broker, fix bool) ([]docstore.Finding, error)
 // orphaned trees of instances whose wrapper is gone.
 func (m *Manager) agentFindings() ([]docstore.Finding, error) {
 	list, errs := m.ListAgents()
+	bad, errs := splitBad(errs)
 	var out []docstore.Finding
+	for _, err := range bad {
+		out = append(out, InvalidFinding(err))
+	}
 	for _, a := range list {
 		if a.IllegalEdit() {
 			continue // reported by check
@@ -99,6 +106,23 @@ func (m *Manager) agentFindings() ([]docstore.Finding, error) {
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// InvalidFinding is the doctor's finding for a document that does not
+// parse or validate (BadFile). It has no repair: the file is a person's
+// to fix (`tavern edit` shows the error and saves only a valid document),
+// never rewritten behind their back.
+func InvalidFinding(err error) docstore.Finding {
+	path, line, col := docstore.Position(err)
+	detail := err.Error()
+	if line > 0 {
+		// The path and position lead the line: "PATH: LINE:COL: ...".
+		loc := fmt.Sprintf("%s:%d:%d: ", path, line, col)
+		detail = fmt.Sprintf("%d:%d: %s", line, col, strings.TrimPrefix(detail, loc))
+	} else {
+		detail = strings.TrimPrefix(detail, path+": ")
+	}
+	return docstore.Finding{Kind: docstore.FindingInvalid, Path: path, Detail: detail}
 }
 
 // lockFindings reports instance locks nobody holds and agent locks of

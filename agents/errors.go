@@ -35,6 +35,11 @@ var (
 	// assertion of its own commitment.
 	ErrOwnAssertion = errors.New("an agent cannot change its own commitment's assertion")
 
+	// ErrOwnCommitment is returned when an agent tries to remove its own
+	// commitment (`tavern rm`, Store.Delete, a move): that would drop a
+	// claim nobody verified. A person or another agent may remove it.
+	ErrOwnCommitment = errors.New("an agent cannot remove its own commitment")
+
 	// ErrTampered is reported for a commitment whose assertion does not
 	// match the sha256 recorded in the journal when it was made (`commit
 	// add`), or that has no such record: the assertion is shell code, and

@@ -24,24 +24,27 @@ func (m *Manager) Alive(agent string) (bool, error) {
 // but nobody holds its liveness lock. The wrapper sets host when the agent
 // starts working and clears host and pid before it lets the lock go, so a
 // free lock with host left behind means the wrapper was killed or crashed. Agents running on other hosts are left to those hosts.
-// It returns the names reaped.
-func (m *Manager) ReapAgents() ([]string, error) {
+// It returns the names reaped. Agent documents that do not parse or
+// validate are skipped and returned in invalid, one error each
+// (path:line:col), never as err: one bad file must not stop the reaping of
+// the others, nor fail the caller's work (BadFile).
+func (m *Manager) ReapAgents() (reaped []string, invalid []error, err error) {
 	agents, errs := m.reapList()
-	var reaped []string
-	var errOut error
+	var names []string
+	invalid, errs = splitBad(errs)
 	for _, a := range agents {
 		if a.Host == "" || a.Host != m.Host || !running(a.Effective()) {
 			continue
 		}
 		name, err := m.reapOne(a.Name)
 		if err != nil {
-			errOut = errors.Join(errOut, err)
+			errs = append(errs, err)
 		}
 		if name != "" {
-			reaped = append(reaped, name)
+			names = append(names, name)
 		}
 	}
-	return reaped, errors.Join(append(errs, errOut)...)
+	return names, invalid, errors.Join(errs...)
 }
 
 // reapList is the agents ReapAgents looks at: ReapCandidates' when set
@@ -74,11 +77,37 @@ func (m *Manager) reapList() ([]*Agent, []error) {
 // watch`) runs on every tick, and `tavern reap` once: ReapAgents first
 // (it kills the orphaned trees of dead wrappers, which hold their items'
 // claims), then the queue reaper on queues (all when none are given),
-// which returns the claims of dead holders.
+// which returns the claims of dead holders. Agent documents that do not
+// parse join the item files that do not in the report's Invalid.
 func (m *Manager) Reap(b *queues.Broker, qs ...string) (*queues.ReapReport, error) {
-	_, aerr := m.ReapAgents()
+	_, invalid, aerr := m.ReapAgents()
 	rep, qerr := b.Reap(qs...)
+	if rep == nil {
+		rep = &queues.ReapReport{}
+	}
+	rep.Invalid = append(invalid, rep.Invalid...)
 	return rep, errors.Join(aerr, qerr)
+}
+
+// BadFile reports whether err is about one document file that is reported
+// and skipped, never a reason to fail a whole command: it does not parse
+// or validate, or it is not a document file at all (a FIFO, a directory,
+// an unreadable file). Such errors carry the file's path (and line:col
+// where known: docstore.Position).
+func BadFile(err error) bool {
+	return errors.Is(err, docstore.ErrParse) || errors.Is(err, schema.ErrInvalid) || errors.Is(err, docstore.ErrOddFile)
+}
+
+// splitBad separates the errors about single bad files from the others.
+func splitBad(errs []error) (bad, other []error) {
+	for _, err := range errs {
+		if BadFile(err) {
+			bad = append(bad, err)
+		} else {
+			other = append(other, err)
+		}
+	}
+	return bad, other
 }
 
 // RunReaper runs Reap on b every interval (default 1s) until ctx is done,

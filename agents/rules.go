@@ -3,6 +3,7 @@ package agents
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
@@ -22,9 +23,16 @@ const (
 //   - An agent's state follows the state machine (Transitions) from the
 //     state the engine acts on (Agent.Effective); moving to done needs
 //     every commitment passed; applied_state is the engine's own record
-//     and only follows the state. A forced update
+//     and only follows the state. A write that changes the state and
+//     leaves applied_state alone (`tavern set`, `tavern edit`, a plain
+//     Store.Update) is a transition like Manager.Transition's: an amend
+//     (followState) moves applied_state and state_changed with it and
+//     attaches the "agent.state" events, which journal.RecordMutations
+//     journals (by actor, "user" for a person). A forced update
 //     (docstore.UpdateOptions.Force, `agent state --force`) may do
 //     anything. A document created by hand may start in any state.
+//   - actor may not remove its own commitments (ErrOwnCommitment), nor
+//     move them away: that would drop a claim it has not proved.
 //   - actor, the writing agent ("" for a person; the CLI passes
 //     TAVERN_AGENT, which the spawn wrapper sets for its child), may not
 //     change its own commitments' assertion or result fields
@@ -42,6 +50,7 @@ const (
 // report them. NewManager installs the rules (for a person) on a store
 // that has none.
 func InstallRules(s *docstore.Store, actor string) {
+	s.AddAmend(RuleAgentState, func(w docstore.Write) error { return followState(actor, w) })
 	s.AddRule(RuleAgentState, func(w docstore.Write) error { return agentStateRule(s, w) })
 	s.AddRule(RuleCommitment, func(w docstore.Write) error { return commitmentRule(actor, w) })
 	records := newAssertionRecords(s.Root())
@@ -49,9 +58,52 @@ func InstallRules(s *docstore.Store, actor string) {
 	queues.InstallChecks(s) // gates decided by hand without a record, dependency cycles
 }
 
+// followState makes a write that changes an agent's state and leaves
+// applied_state as it was a transition: applied_state (and state_changed,
+// when the writer left it too) follow the new state, as Manager.Transition
+// writes them, and the write carries the "agent.state" events Transition
+// would journal. An illegal state is left alone for agentStateRule to
+// refuse.
+func followState(actor string, w docstore.Write) error {
+	if w.Doc == nil || w.Doc.Kind != schema.Agent || w.Prev == nil || w.Prev.Kind != schema.Agent {
+		return nil
+	}
+	prev, next := agentFromDoc(w.Prev.View()), agentFromDoc(w.Doc.View())
+	if next.State == prev.State || next.AppliedState != prev.AppliedState || !ValidState(next.State) {
+		return nil
+	}
+	from := prev.Effective()
+	if !w.Force && !Legal(from, next.State) {
+		return nil
+	}
+	f := []docstore.Field{{Key: "applied_state", Value: next.State}}
+	if w.Doc.String("state_changed") == w.Prev.String("state_changed") {
+		f = append(f, docstore.Field{Key: "state_changed", Value: time.Now()})
+	}
+	if err := w.Doc.SetMany(f); err != nil {
+		return err
+	}
+	if prev.AppliedState != "" && prev.AppliedState != from {
+		// A legal hand edit the engine had not applied yet, as Transition
+		// journals it.
+		w.Attach(journal.Event{Type: "agent.state", Kind: "agent", Path: w.Path, Rev: w.Prev.Rev, Agent: next.Name, Parent: next.Parent,
+			Data: map[string]any{"from": prev.AppliedState, "to": from, "by": "hand"}})
+	}
+	by := actor
+	if by == "" {
+		by = Person
+	}
+	data := map[string]any{"from": from, "to": next.State, "by": by}
+	if w.Force {
+		data["forced"] = true
+	}
+	w.Attach(journal.Event{Type: "agent.state", Kind: "agent", Path: w.Path, Agent: next.Name, Parent: next.Parent, Data: data})
+	return nil
+}
+
 // agentStateRule enforces the state machine on every write of an agent.
 func agentStateRule(s *docstore.Store, w docstore.Write) error {
-	if w.Doc.Kind != schema.Agent || w.Prev == nil || w.Force {
+	if w.Doc == nil || w.Doc.Kind != schema.Agent || w.Prev == nil || w.Force {
 		return nil
 	}
 	prev, next := agentFromDoc(w.Prev.View()), agentFromDoc(w.Doc.View())
@@ -75,7 +127,26 @@ func agentStateRule(s *docstore.Store, w docstore.Write) error {
 // commitmentRule keeps an agent from changing its own commitment's
 // assertion or result.
 func commitmentRule(actor string, w docstore.Write) error {
-	if actor == "" || w.Doc.Kind != schema.Commitment {
+	if actor == "" {
+		return nil
+	}
+	// A delete, or a move elsewhere, removes the document from its path.
+	gone := ""
+	switch {
+	case w.Op == "delete":
+		gone = w.Path // Prev is nil when the file does not parse
+	case w.Op == "move" && w.Prev != nil && w.Prev.Path != w.Path:
+		gone = w.Prev.Path
+	}
+	if gone != "" {
+		if k, caps, err := schema.KindOfPath(gone); err == nil && k == schema.Commitment && caps["agent"] == actor {
+			return &AgentError{Op: w.Op, Path: gone, Err: ErrOwnCommitment}
+		}
+	}
+	if w.Doc == nil {
+		return nil
+	}
+	if w.Doc.Kind != schema.Commitment {
 		return nil
 	}
 	_, caps, err := schema.KindOfPath(w.Path)

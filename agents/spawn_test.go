@@ -342,7 +342,7 @@ func TestSpawnWrapperKilled(t *testing.T) {
 		t.Fatal("liveness lock not held while running")
 	}
 	// Nothing is reaped while the wrapper lives.
-	if names, err := m.ReapAgents(); err != nil || len(names) != 0 {
+	if names, _, err := m.ReapAgents(); err != nil || len(names) != 0 {
 		t.Fatalf("reaped a live agent: %v %v", names, err)
 	}
 	cmd.Process.Kill()
@@ -361,7 +361,7 @@ func TestSpawnWrapperKilled(t *testing.T) {
 	if got, _ := b.Get(it.ID); got.State != queues.Pending {
 		t.Fatalf("item state %s, want pending", got.State)
 	}
-	names, err := m.ReapAgents()
+	names, _, err := m.ReapAgents()
 	if err != nil || len(names) != 1 || names[0] != "k1" {
 		t.Fatalf("ReapAgents = %v %v", names, err)
 	}

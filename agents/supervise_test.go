@@ -134,7 +134,7 @@ func TestKilledWrapperItemNeverRunsTwice(t *testing.T) {
 		t.Fatalf("take while the orphan lives: %v, want nothing claimable", err)
 	}
 	// The agent reaper finds the wrapper dead and kills its tree.
-	reaped, err := m.ReapAgents()
+	reaped, _, err := m.ReapAgents()
 	if err != nil || len(reaped) != 1 {
 		t.Fatalf("ReapAgents = %v, %v", reaped, err)
 	}

@@ -201,7 +201,7 @@ func (m *Manager) RunVerifier(ctx context.Context, opt VerifierOptions) error {
 				opt.OnVerified(a.Name, state, results)
 			}
 		}
-		_, err := m.ReapAgents()
+		_, _, err := m.ReapAgents() // its bad files: reported above, by ListAgents
 		report(err)
 		next := time.Time{}
 		if bubbleAfter >= 0 {

@@ -105,6 +105,17 @@ func TestSelfVerificationRefused(t *testing.T) {
 	if cs[0].Status != StatusPending || cs[0].Assertion != "false" || cs[0].Description != "still good" {
 		t.Errorf("commitment = %+v", cs[0])
 	}
+	// Nor remove it (the way to done past a failing one); a person or
+	// another agent may.
+	InstallRules(m.Store, "sly")
+	wantErr(t, m.Store.Delete(c.Path), ErrOwnCommitment)
+	if _, err := m.Store.Get(c.Path); err != nil {
+		t.Fatalf("after a refused delete: %v", err)
+	}
+	InstallRules(m.Store, "boss")
+	if err := m.Store.Delete(c.Path); err != nil {
+		t.Fatalf("another agent removes sly's commitment: %v", err)
+	}
 	// Nor may sly make a commitment that already carries a result.
 	InstallRules(m.Store, "sly")
 	d, _ := docstore.NewDoc(schema.Commitment, docstore.Template{Fields: []docstore.Field{

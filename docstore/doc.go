@@ -21,8 +21,11 @@
 //     from exactly the []Field list given; CreateEntry creates one under a
 //     fresh id (NewID: UUIDv7, time ordered). Observe registers a hook that
 //     sees every Mutation (package watcher/journal turns them into events);
-//     AddRule a rule every write must pass (package agents: the state
-//     machine), refused writes fail with a *RefusedError.
+//     AddRule a rule every write (and delete) must pass (package agents:
+//     the state machine), refused writes fail with a *RefusedError;
+//     AddAmend a hook that derives fields of a write before it is ruled
+//     (package agents: applied_state follows state) and attaches what
+//     that means to the Mutation (Mutation.Derived).
 //   - Walk is the one rule for which files are documents (.md files outside
 //     dot directories and the journal); Check validates documents and runs
 //     the installed checks (AddCheck); Migrate writes documents of older

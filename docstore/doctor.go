@@ -40,6 +40,9 @@ const (
 	FindingStaleLock  = "stale-lock"     // a lock file nobody will take again
 	FindingTempFile   = "temp-file"      // a temp file or spare nobody will reuse
 	FindingStaleIndex = "stale-index"    // an index cache saved with entries of files already gone
+	// A document that does not parse or validate, so the doctor could not
+	// judge it; it has no Repair (a person fixes it, e.g. `tavern edit`).
+	FindingInvalid = "invalid-document"
 )
 
 // LockFree reports whether nobody holds the lock of key, without

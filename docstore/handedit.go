@@ -65,14 +65,27 @@ func (s *Store) SaveEdit(rel, baseRev string, data []byte) (*Doc, error) {
 	} else {
 		classify(prev)
 	}
-	// The store's rules (the agent state machine, the commitment rules)
-	// see the edit as any other update.
+	// The store's amends and rules (the agent state machine, the
+	// commitment rules) see the edit as any other update. An amend may
+	// add to the text (applied_state following an edited state): only the
+	// lines it changes differ from what the person typed.
+	var derived []any
+	if prev != nil && len(s.amends) > 0 {
+		typed := d.Bytes()
+		if derived, err = s.amend(Write{Op: "update", Path: rel, Prev: prev, Doc: d}); err != nil {
+			return nil, err
+		}
+		if !d.EqualBytes(typed) {
+			data = d.Bytes()
+			d.Rev = Revision(data)
+		}
+	}
 	if err := s.checkRules(Write{Op: "update", Path: rel, Prev: prev, Doc: d}); err != nil {
 		return nil, err
 	}
 	if err := s.WriteFile(rel, data); err != nil {
 		return nil, err
 	}
-	s.notify(Mutation{Op: "update", Path: rel, Doc: d, Prev: prev})
+	s.notify(Mutation{Op: "update", Path: rel, Doc: d, Prev: prev, Derived: derived})
 	return d, nil
 }

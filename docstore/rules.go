@@ -5,12 +5,31 @@ import "slices"
 // Write is one change about to be made through a Store, as its rules see
 // it: nothing has reached the disk yet.
 type Write struct {
-	Op    string // "create", "update" or "move"
+	Op    string // "create", "update", "move" or "delete"
 	Path  string // the document's path (for a move: where it goes)
-	Prev  *Doc   // the document before the change; nil for a create
-	Doc   *Doc   // the document as it will be written
+	Prev  *Doc   // the document before the change; nil for a create (and for a delete of a file that does not parse)
+	Doc   *Doc   // the document as it will be written; nil for a delete
 	Force bool   // the writer asked to override what a rule lets be overridden (UpdateOptions.Force)
+
+	derived *[]any // what amends attached (Attach), for Mutation.Derived
 }
+
+// Attach hands v (a journal event, for instance) to the observers of the
+// mutation this write makes, as Mutation.Derived: an amend that derives a
+// field also says what that means. A write that fails drops it.
+func (w Write) Attach(v any) {
+	if w.derived != nil {
+		*w.derived = append(*w.derived, v)
+	}
+}
+
+// An Amend edits a write before it is validated and ruled, to keep the
+// fields the engine derives in step with those the writer changed
+// (package agents: applied_state follows a legal change of state, so that
+// `tavern set` and `tavern edit` leave the document as `agent state`
+// would). It may edit w.Doc and Attach what the change means; an error
+// refuses the write as a rule's does. Amends do not run on a delete.
+type Amend func(Write) error
 
 // A Rule checks a write before it is made and refuses it by returning an
 // error; the write then fails with a *RefusedError wrapping that error and
@@ -23,8 +42,41 @@ type namedRule struct {
 	fn   Rule
 }
 
-// AddRule installs a rule that every Create, Update, UpdateIf, UpdateWith
-// and Move through this Store obeys (package agents installs the agent
+type namedAmend struct {
+	name string
+	fn   Amend
+}
+
+// AddAmend installs an amend that every Create, Update, UpdateIf,
+// UpdateWith, Move and SaveEdit through this Store runs before it
+// validates and rules the write. One of the same name is replaced.
+// Install amends before sharing the Store between goroutines.
+func (s *Store) AddAmend(name string, fn Amend) {
+	i := slices.IndexFunc(s.amends, func(a namedAmend) bool { return a.name == name })
+	if i >= 0 {
+		s.amends[i].fn = fn
+		return
+	}
+	s.amends = append(s.amends, namedAmend{name, fn})
+}
+
+// amend runs the amends on w and returns what they attached.
+func (s *Store) amend(w Write) ([]any, error) {
+	if len(s.amends) == 0 {
+		return nil, nil
+	}
+	var derived []any
+	w.derived = &derived
+	for _, a := range s.amends {
+		if err := a.fn(w); err != nil {
+			return nil, &RefusedError{Op: w.Op, Path: w.Path, Rule: a.name, Err: err}
+		}
+	}
+	return derived, nil
+}
+
+// AddRule installs a rule that every Create, Update, UpdateIf, UpdateWith,
+// Move, SaveEdit and Delete through this Store obeys (package agents installs the agent
 // state machine and the commitment rules this way, so `tavern set` and
 // `tavern edit` obey them as the library does). A rule of the same name
 // is replaced. Install rules before sharing the Store between goroutines.

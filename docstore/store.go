@@ -34,6 +34,7 @@ type Store struct {
 	durable   bool
 	observers []func(Mutation)
 	rules     []namedRule  // rules.go
+	amends    []namedAmend // rules.go
 	checks    []namedCheck // check.go
 	spares    sparePool    // retired files for reuse (spare.go)
 	lockOnce  sync.Once
@@ -50,6 +51,11 @@ type Mutation struct {
 	Doc  *Doc   // the document as written (nil for delete)
 	Prev *Doc   // the document before the change, where known
 	Rev  string // the revision written when Doc is nil (WriteFile)
+	// Derived is what the store's amends attached to the write
+	// (Write.Attach): package agents attaches the "agent.state" events of
+	// a state that `set` or `edit` changed; journal.RecordMutations
+	// journals the journal.Events among them after the mutation's own.
+	Derived []any
 }
 
 // Observe registers fn to be called after every successful mutation made
@@ -360,6 +366,10 @@ func (s *Store) Create(rel string, d *Doc) error {
 	if d.Kind == nil {
 		return &schema.UnknownKindError{Path: rel}
 	}
+	derived, err := s.amend(Write{Op: "create", Path: rel, Doc: d})
+	if err != nil {
+		return err
+	}
 	if errs := d.Validate(false); len(errs) > 0 {
 		return &ValidationError{Path: rel, Errors: errs}
 	}
@@ -371,7 +381,7 @@ func (s *Store) Create(rel string, d *Doc) error {
 		return err
 	}
 	d.Rev = Revision(data)
-	s.notify(Mutation{Op: "create", Path: rel, Doc: d})
+	s.notify(Mutation{Op: "create", Path: rel, Doc: d, Derived: derived})
 	return nil
 }
 
@@ -429,6 +439,10 @@ func (s *Store) updateHeld(rel string, opt UpdateOptions, fn func(*Doc) error) (
 	if err := fn(d); err != nil {
 		return nil, err
 	}
+	derived, err := s.amend(Write{Op: "update", Path: rel, Prev: prev, Doc: d, Force: opt.Force})
+	if err != nil {
+		return nil, err
+	}
 	data := d.Bytes()
 	if bytes.Equal(data, prev.Bytes()) {
 		return d, nil
@@ -451,7 +465,7 @@ func (s *Store) updateHeld(rel string, opt UpdateOptions, fn func(*Doc) error) (
 		return nil, err
 	}
 	d.Rev = Revision(data)
-	s.notify(Mutation{Op: "update", Path: rel, Doc: d, Prev: prev})
+	s.notify(Mutation{Op: "update", Path: rel, Doc: d, Prev: prev, Derived: derived})
 	return d, nil
 }
 
@@ -474,6 +488,11 @@ func (s *Store) Delete(rel string) error {
 	}
 	if _, err := os.Lstat(full); err != nil {
 		return pathErr("delete", rel, unwrapPath(err))
+	}
+	// A removal is a write too (package agents: an agent may not remove
+	// its own commitment).
+	if err := s.checkRules(Write{Op: "delete", Path: rel, Prev: prev}); err != nil {
+		return err
 	}
 	trash := filepath.Join(s.root, trashDir, time.Now().UTC().Format(trashStamp)+"-"+strings.ReplaceAll(rel, "/", "__"))
 	if err := os.Rename(full, trash); err != nil {
@@ -509,6 +528,10 @@ func (s *Store) Move(l *Lock, from, to string, fn func(*Doc) error) (*Doc, error
 	}
 	d.Path = to
 	s.classify(d)
+	derived, err := s.amend(Write{Op: "move", Path: to, Prev: prev, Doc: d})
+	if err != nil {
+		return nil, err
+	}
 	if errs := d.Validate(false); len(errs) > 0 {
 		return nil, &ValidationError{Path: from, Errors: errs}
 	}
@@ -527,7 +550,7 @@ func (s *Store) Move(l *Lock, from, to string, fn func(*Doc) error) (*Doc, error
 		return nil, err
 	}
 	d.Rev = Revision(data)
-	s.notify(Mutation{Op: "move", Path: to, From: from, Doc: d, Prev: prev})
+	s.notify(Mutation{Op: "move", Path: to, From: from, Doc: d, Prev: prev, Derived: derived})
 	return d, nil
 }
 

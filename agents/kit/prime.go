@@ -79,6 +79,12 @@ type PrimeOptions struct {
 	// MemoriesOnly leaves out everything but identity and core memories
 	// (after a compaction the rest is still in the context).
 	MemoriesOnly bool
+	// Unregistered primes an agent that may have no document yet: the
+	// agent a hooked session becomes when `tavern hook session-start`
+	// registers it (`prime --hook-json` given the session's payload). Its
+	// own parts are then empty. Otherwise an agent without a document is
+	// a *schema.UnknownError: a typo never gets a prime.
+	Unregistered bool
 }
 
 // BuildPrime gathers the prime of agent. Parts that cannot be read (a
@@ -102,11 +108,16 @@ func BuildPrime(s *docstore.Store, agent string, opt PrimeOptions) (*Prime, erro
 			p.Errors = append(p.Errors, what+": "+err.Error())
 		}
 	}
+	exists := true
 	if d, err := s.Get(agents.AgentPath(agent)); err == nil {
 		p.Role, p.Session = d.String("role"), d.String("session_id")
 		p.State = d.String("state")
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		note("agent", err)
+		note("agent", err) // a broken document: the rest still helps
+	} else if !opt.Unregistered {
+		return nil, agents.AgentExists(s, agent) // names the nearest agents
+	} else {
+		exists = false
 	}
 	mems, err := recall.ListMemory(s, agent, recall.MemoryFilter{CoreOnly: true})
 	note("memory", err)
@@ -166,11 +177,13 @@ func BuildPrime(s *docstore.Store, agent string, opt PrimeOptions) (*Prime, erro
 		p.Reservations = append(p.Reservations, rs...)
 		sp.Close()
 	}
-	m := &agents.Manager{Store: s}
-	cs, err := m.Commitments(agent)
-	note("commitments", err)
-	if cs != nil {
-		p.Commitments = cs
+	if exists {
+		m := &agents.Manager{Store: s}
+		cs, err := m.Commitments(agent)
+		note("commitments", err)
+		if cs != nil {
+			p.Commitments = cs
+		}
 	}
 	return p, nil
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/queues"
 )
 
@@ -11,6 +12,9 @@ import (
 // what is blocked on a human, and that it cannot decide it.
 func TestPrimeShowsPendingGates(t *testing.T) {
 	e := newEnv(t)
+	if _, err := e.Manager.CreateAgent(agents.AgentSpec{Name: "me"}); err != nil {
+		t.Fatal(err)
+	}
 	b, err := queues.Open(e.Store, queues.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package kit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/queues/tuples"
+	"github.com/tavernhq/tavern/schema"
 )
 
 func tokens(s string) int { return len(s) / 4 }
@@ -52,8 +54,18 @@ func TestPrimeSmall(t *testing.T) {
 			t.Errorf("command without an example: %+v", c)
 		}
 	}
-	// Empty lists render no heading.
-	p2, _ := BuildPrime(e.Store, "nobody", PrimeOptions{})
+	// An agent with no document gets no prime: a typo is "unknown agent",
+	// naming the nearest ones.
+	if p, err := BuildPrime(e.Store, "mee", PrimeOptions{}); !errors.Is(err, schema.ErrUnknownName) || p != nil ||
+		!slices.Contains(err.(*schema.UnknownError).Near, "me") {
+		t.Errorf("prime of an unknown agent: %v, %v", p, err)
+	}
+	// The agent a hooked session is about to become has no parts yet:
+	// empty lists render no heading, and nothing is an error.
+	p2, err := BuildPrime(e.Store, "nobody", PrimeOptions{Unregistered: true})
+	if err != nil || len(p2.Errors) > 0 {
+		t.Fatalf("prime of a session's unregistered agent: %v %q", err, p2.Errors)
+	}
 	if strings.Contains(p2.Text(), "## Your items") || strings.Contains(p2.Text(), "## Unread") {
 		t.Errorf("empty sections shown:\n%s", p2.Text())
 	}
@@ -110,6 +122,9 @@ func TestPrimeBudget(t *testing.T) {
 
 func TestPrimeFile(t *testing.T) {
 	e := newEnv(t)
+	if _, err := e.Manager.CreateAgent(agents.AgentSpec{Name: "me"}); err != nil {
+		t.Fatal(err)
+	}
 	file := filepath.Join(e.Store.Root(), PrimeFile)
 	os.WriteFile(file, []byte("Run `make check` before done, {{agent}}.\n{{commands}}\n"), 0o644)
 	p, err := BuildPrime(e.Store, "me", PrimeOptions{})

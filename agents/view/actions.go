@@ -93,14 +93,19 @@ func (v *View) do(ctx context.Context, a Action) (string, error) {
 		return "released " + it.ID + ": back in pending", nil
 	case ActReap:
 		if a.Target == ReapAgents {
-			names, err := v.m.ReapAgents()
+			names, invalid, err := v.m.ReapAgents()
 			if err != nil {
 				return "", err
 			}
-			if len(names) == 0 {
-				return "reaped: nothing (every agent's wrapper is alive)", nil
+			skipped := ""
+			if len(invalid) > 0 {
+				// Reaped all the same; the bad files are check's to show.
+				skipped = fmt.Sprintf("; %d agent files skipped, unreadable (tavern check lists them)", len(invalid))
 			}
-			return "reaped: " + strings.Join(names, ", "), nil
+			if len(names) == 0 {
+				return "reaped: nothing (every agent's wrapper is alive)" + skipped, nil
+			}
+			return "reaped: " + strings.Join(names, ", ") + skipped, nil
 		}
 		rep, err := v.b.Reap(a.Target)
 		if err != nil {

@@ -238,7 +238,9 @@ func newAgentAuditCommand() *cli.Command {
 		Usage: "report illegal hand edits of agent states and tampered commitments; accept legal hand edits",
 		Description: `Reports agents whose state was edited by hand to one that cannot follow the
 state last applied, and commitments whose assertion changed since they were
-made (their recorded sha256 no longer matches: they are never run); exit 5
+made (their recorded sha256 no longer matches: they are never run), and
+agent files that do not parse or validate (one line each, path:line:col;
+"invalid": true with --json; the others are audited all the same); exit 5
 if there is any. Legal hand edits of a state are accepted and journaled.
 
 Examples:
@@ -250,7 +252,7 @@ Examples:
 }
 
 func runAgentAudit(c *cli.Context, m *agents.Manager) error {
-	probs, err := m.Audit()
+	probs, invalid, err := m.Audit()
 	tampered, terr := m.Tampered()
 	if c.Bool("json") {
 		out := []map[string]any{}
@@ -259,6 +261,10 @@ func runAgentAudit(c *cli.Context, m *agents.Manager) error {
 		}
 		for _, t := range tampered {
 			out = append(out, map[string]any{"path": t.Path, "tampered": true, "recorded_sha256": t.Recorded, "sha256": t.Current, "error": t.Error()})
+		}
+		for _, e := range errorsJSON(invalid) {
+			e["invalid"] = true
+			out = append(out, e)
 		}
 		if perr := printJSON(c, out); perr != nil {
 			return perr
@@ -270,11 +276,14 @@ func runAgentAudit(c *cli.Context, m *agents.Manager) error {
 		for _, t := range tampered {
 			errf(c, "%v\n", t)
 		}
+		for _, e := range invalid {
+			errf(c, "%v\n", e)
+		}
 	}
 	if err := errors.Join(err, terr); err != nil {
 		return err
 	}
-	if len(probs)+len(tampered) > 0 {
+	if len(probs)+len(tampered)+len(invalid) > 0 {
 		return withCode(exitInvalid, errSilent)
 	}
 	return nil
@@ -286,6 +295,11 @@ func newAgentReapCommand() *cli.Command {
 		Usage: "mark failed the agents whose spawn wrapper died",
 		Description: `Mark failed the agents whose spawn wrapper died.
 
+An agent file that does not parse or validate is skipped and reported on
+stderr as a warning with its path:line:col ("invalid" with --json); the
+others are reaped all the same and the exit code stays 0 (` + "`tavern check`" + `
+exits 5 for it).
+
 Examples:
    tavern agent reap
    tavern agent reap --json`,
@@ -295,9 +309,9 @@ Examples:
 }
 
 func runAgentReap(c *cli.Context, m *agents.Manager) error {
-	names, err := m.ReapAgents()
+	names, invalid, err := m.ReapAgents()
 	if c.Bool("json") {
-		if perr := printJSON(c, map[string]any{"reaped": orEmpty(names)}); perr != nil {
+		if perr := printJSON(c, map[string]any{"reaped": orEmpty(names), "invalid": errorsJSON(invalid)}); perr != nil {
 			return perr
 		}
 	} else {
@@ -305,6 +319,7 @@ func runAgentReap(c *cli.Context, m *agents.Manager) error {
 			outf(c, "%s failed (wrapper died)\n", n)
 		}
 	}
+	warnDiag(c, invalid, nil)
 	return err
 }
 

@@ -30,11 +30,15 @@ func newDoctorCommand() *cli.Command {
    orphan-worktree a drone's git worktree whose item is done, dead or gone
                    (--fix removes it; a merged item's branch too, others'
                    branches stay)
+   invalid-document an agent file that does not parse or validate, so the
+                   rest could not be judged for it (DETAIL is LINE:COL:
+                   the error; --fix leaves it: fix it by hand, e.g.
+                   tavern edit)
 
 Without --fix it changes nothing and exits 5 if it found anything. With
 --fix it repairs each finding (missing journal events are appended marked
 "recovered": true; losing copies go to .trash/) and exits 0, or 1 if a
-repair failed. Liveness (locks, pids) is judged on this host: run it where
+repair failed, or 5 if invalid documents remain (it never rewrites them). Liveness (locks, pids) is judged on this host: run it where
 the store's processes run.
 
 Examples:
@@ -82,10 +86,13 @@ func runDoctor(c *cli.Context) error {
 		findings = append(findings, wf...)
 		sp.Close()
 	}
-	failed := 0
+	failed, invalid := 0, 0
 	for _, f := range findings {
-		if f.Error != "" {
+		switch {
+		case f.Error != "":
 			failed++
+		case f.Kind == docstore.FindingInvalid:
+			invalid++
 		}
 	}
 	if c.Bool("json") {
@@ -103,6 +110,8 @@ func runDoctor(c *cli.Context) error {
 				line += " (repair failed: " + f.Error + ")"
 			case f.Fixed:
 				line += " (fixed)"
+			case fix && f.Kind == docstore.FindingInvalid:
+				line += " (left as it is: fix it by hand, e.g. tavern edit " + f.Path + ")"
 			}
 			outf(c, "%s\n", line)
 		}
@@ -116,7 +125,7 @@ func runDoctor(c *cli.Context) error {
 	switch {
 	case failed > 0:
 		return withCode(exitError, errSilent)
-	case !fix && len(findings) > 0:
+	case !fix && len(findings) > 0, invalid > 0:
 		return withCode(exitInvalid, errSilent)
 	}
 	return nil

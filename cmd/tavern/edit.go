@@ -24,7 +24,9 @@ exits the copy is validated; on errors they are shown and you are offered to
 edit again. Nothing is saved until the document is valid and the write obeys
 the store's rules (the agent state machine; an agent may not change its own
 commitment's assertion or result): a refused write is shown the same way and
-exits 4 if you do not edit again. If someone else changed the document
+exits 4 if you do not edit again. A legal change of an agent's state is a
+transition like ` + "`tavern agent state`" + `'s: applied_state and state_changed follow
+it in the saved file and it is journaled as agent.state. If someone else changed the document
 meanwhile, the save is refused (exit 4) and your copy is kept so you can
 merge by hand.
 

@@ -63,6 +63,7 @@ var exitCodes = []struct {
 	{agents.ErrBusy, exitConflict},
 	{agents.ErrSelfVerify, exitConflict},
 	{agents.ErrOwnAssertion, exitConflict},
+	{agents.ErrOwnCommitment, exitConflict},
 	{agents.ErrTampered, exitInvalid},
 	{agents.ErrUnverified, exitConflict},
 	{agents.ErrAnswered, exitConflict},

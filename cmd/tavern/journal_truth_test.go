@@ -908,11 +908,13 @@ func TestWatchWhereAndPath(t *testing.T) {
 	for _, e := range where.streamed() {
 		got = append(got, fmt.Sprintf("%s %s %v", e.Type, e.Path, e.Data["changed"]))
 	}
+	// A set of state is a transition: applied_state and state_changed
+	// follow it.
 	want := []string{
-		"doc.updated agents/alice.md [state]",
+		"doc.updated agents/alice.md [applied_state state state_changed]",
 		"doc.updated agents/alice.md [role]",
 		"doc.left agents/alice.md <nil>",
-		"doc.updated agents/bob.md [state]",
+		"doc.updated agents/bob.md [applied_state state state_changed]",
 		"doc.left agents/bob.md <nil>",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

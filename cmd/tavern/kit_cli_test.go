@@ -440,6 +440,7 @@ func TestPrimeCLI(t *testing.T) {
 	p := newProject(t)
 	p.ok("queue", "create", "build")
 	p.ok("queue", "add", "build", "--title", "first")
+	p.ok("agent", "new", "alice")
 	out := p.ok("prime", "--as", "alice")
 	if !strings.Contains(out, "you are alice") || !strings.Contains(out, "first") || len(out)/4 > kit.PrimeTokens {
 		t.Errorf("prime:\n%s", out)

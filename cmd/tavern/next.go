@@ -26,6 +26,11 @@ liveness claim while the agent's session or spawn wrapper runs, else a lease):
 the first line is "ID ATTEMPT", then the item file. Exit 3 if nothing is
 claimable (after --wait).
 
+Without --take next is a listing: with nothing to do it prints nothing ("[]"
+with --json) and exits 0. The agent is --as, else $TAVERN_AGENT, else the
+person (who holds nothing listed here); one that names no agent exits 3
+("unknown agent").
+
 Examples:
    tavern next --as alice
    read id attempt < <(tavern next --take --as alice | head -1)`,
@@ -50,20 +55,19 @@ func runNext(c *cli.Context) error {
 			}
 		}
 	}
-	agent := asOrEnv(c)
 	s, b, err := openBroker(c)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
+	// Who: the one identity rule (actorOf). An unknown agent is exit 3,
+	// never an empty list that reads as "nothing to do".
+	a, err := actorOf(c, s)
+	if err != nil {
+		return err
+	}
 	if c.Bool("take") {
-		// Taking acts for someone: the one rule (actorOf).
-		a, err := actorOf(c, s)
-		if err != nil {
-			return err
-		}
-		agent = a.Name
-		cl, err := kit.Take(c.Context, b, agent, names, c.Duration("wait"))
+		cl, err := kit.Take(c.Context, b, a.Name, names, c.Duration("wait"))
 		if err != nil {
 			if ee, ok := err.(*queues.EmptyError); ok && ee.Diag != nil {
 				warnDiag(c, ee.Diag.Invalid, ee.Diag.Blocked)
@@ -82,6 +86,7 @@ func runNext(c *cli.Context) error {
 		Held    bool  `json:"held,omitempty"`
 		Attempt int64 `json:"attempt,omitempty"`
 	}
+	agent := a.AgentName() // the person holds nothing listed here
 	rows := []row{}
 	if agent != "" {
 		held, err := agents.ClaimedItems(s, agent)
@@ -116,8 +121,5 @@ func runNext(c *cli.Context) error {
 			return err
 		}
 	}
-	if len(rows) == 0 {
-		return errSilentNothing
-	}
-	return nil
+	return nil // a listing: nothing to do is an empty list, exit 0
 }

@@ -27,8 +27,12 @@ and Gemini CLI share: {"hookSpecificOutput":{"hookEventName":"SessionStart",
 from the session as 'tavern hook session-start' does (which also registers the
 session; prefer it, see 'tavern setup').
 
-The agent is --as, else $TAVERN_AGENT. Outside a Tavern project prime prints
-nothing and exits 0, so a global hook does no harm. .tavern/PRIME.md replaces
+The agent is --as, else $TAVERN_AGENT; one that names no agent exits 3
+("unknown agent", with the nearest names) and prints nothing on stdout. With
+neither, --hook-json takes the session's agent from a payload on stdin, which
+may not be registered yet (its own parts are then empty); with no identity at
+all prime exits 2. Outside a Tavern project prime prints nothing and exits
+0, so a global hook does no harm. .tavern/PRIME.md replaces
 the command list; a line {{commands}} in it puts the default list there, and
 {{agent}} is replaced by the agent's name.
 
@@ -54,13 +58,17 @@ func runPrime(c *cli.Context) error {
 		return err
 	}
 	agent := asOrEnv(c)
+	session := false
 	if agent == "" && c.Bool("hook-json") {
 		agent = hookPayloadAgent(c.App.Reader)
+		session = agent != ""
 	}
 	if agent == "" {
 		return usageErr("prime needs --as AGENT (or TAVERN_AGENT)")
 	}
-	p, err := kit.BuildPrime(s, agent, kit.PrimeOptions{MemoriesOnly: c.Bool("memories-only")})
+	// A named agent must exist (exit 3, nothing printed); the session's
+	// own agent may be one `hook session-start` has yet to register.
+	p, err := kit.BuildPrime(s, agent, kit.PrimeOptions{MemoriesOnly: c.Bool("memories-only"), Unregistered: session})
 	if err != nil {
 		return err
 	}

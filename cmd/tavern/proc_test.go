@@ -340,15 +340,19 @@ func TestWatchCommand(t *testing.T) {
 	if e.Path != "agents/hand.md" || e.Kind != "agent" {
 		t.Errorf("got %+v, want doc.created agents/hand.md", e)
 	}
+	// A set of state is a transition: applied_state and state_changed
+	// follow, and the set journals agent.state too (skipped below).
 	p.ok("set", "agents/hand", "state=working")
 	e = waitFor("doc.updated", func(e journal.Event) bool { return e.Type == journal.TypeUpdated })
-	if e.Path != "agents/hand.md" || fmt.Sprint(e.Data["changed"]) != "[state]" {
-		t.Errorf("got %+v, want doc.updated changed=[state]", e)
+	if e.Path != "agents/hand.md" || fmt.Sprint(e.Data["changed"]) != "[applied_state state state_changed]" {
+		t.Errorf("got %+v, want doc.updated changed=[applied_state state state_changed]", e)
 	}
 	// Not an agent: filtered out; the next agent event proves it was seen.
 	handWrite("tavern.md", "---\nname: x\n---\n")
 	handWrite("agents/hand.md", "---\nname: [\n---\n")
-	e = waitFor("doc.invalid", func(e journal.Event) bool { return e.Type != journal.TypeExternal })
+	e = waitFor("doc.invalid", func(e journal.Event) bool {
+		return e.Type != journal.TypeExternal && e.Type != "agent.state"
+	})
 	if e.Type != journal.TypeInvalid || e.Path != "agents/hand.md" {
 		t.Errorf("got %+v, want doc.invalid agents/hand.md", e)
 	}

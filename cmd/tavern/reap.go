@@ -22,7 +22,11 @@ process tree is killed (it holds its item's claim while it lives). take reaps
 too; pools, the verifier and watch reap every second; this command is for
 cron jobs and supervisors.
 
-Output: one line per item: "returned ID", "dead ID" or "hung ID".
+Output: one line per item: "returned ID", "dead ID" or "hung ID". Agent and
+item files that do not parse or validate are skipped and reported on stderr
+as warnings with their path:line:col ("invalid" with --json); they never
+stop the reaping of the rest, and do not change the exit code (0): they are
+` + "`tavern check`" + `'s to fail (exit 5).
 
 Examples:
    tavern reap

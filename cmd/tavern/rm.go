@@ -11,7 +11,9 @@ func newRmCommand() *cli.Command {
 		ArgsUsage: "REF...",
 		Description: `Documents are never unlinked: rm moves them into .tavern/.trash/, from where
 ` + "`tavern trash restore`" + ` brings them back. Engine files (tavern.md, the journal,
-dot names) are refused (exit 2): every later command needs them.
+dot names) are refused (exit 2): every later command needs them. An agent
+(TAVERN_AGENT) may not remove its own commitments (exit 4); a person or
+another agent may.
 
 Examples:
    tavern rm agents/old-bot

@@ -18,6 +18,10 @@ scalar or flow value stays text exactly as typed: title=Fix #12 is "Fix #12"
 fields change; a quoted string keeps the file's quoting style. With --if-rev the update fails with exit 4 unless the document is
 still at that revision (from show --json), so read-modify-write loops are safe.
 The result is validated first; an invalid result is refused (exit 5).
+The store's rules apply as on every write path: an agent's state follows the
+state machine (exit 4 for an illegal transition, as ` + "`tavern agent state`" + `), and a
+legal one is a transition like its: applied_state and state_changed follow
+and it is journaled as agent.state.
 
 Examples:
    tavern set agents/alice state=working

@@ -49,14 +49,29 @@ func MutationEvent(m docstore.Mutation) Event {
 
 // RecordMutations journals every mutation made through s into j, so the
 // watcher can tell engine changes from external ones. agent (may be "")
-// is recorded as the acting agent. onErr (may be nil) receives append
-// failures: the mutation itself has already happened.
+// is recorded as the acting agent. The Events the store's amends derived
+// from the write (Mutation.Derived: an agent state that `set` changed is
+// an "agent.state") follow the mutation's own, with its revision when
+// they carry none. onErr (may be nil) receives append failures: the
+// mutation itself has already happened.
 func RecordMutations(s *docstore.Store, j *Journal, agent string, onErr func(error)) {
 	s.Observe(func(m docstore.Mutation) {
 		e := MutationEvent(m)
 		e.Agent = agent
 		if _, err := j.Append(e); err != nil && onErr != nil {
 			onErr(err)
+		}
+		for _, v := range m.Derived {
+			d, ok := v.(Event)
+			if !ok {
+				continue
+			}
+			if d.Rev == "" {
+				d.Rev = e.Rev
+			}
+			if _, err := j.Append(d); err != nil && onErr != nil {
+				onErr(err)
+			}
 		}
 	})
 }
