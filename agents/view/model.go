@@ -286,3 +286,32 @@ type Message struct {
 	Sender string    `json:"sender"`
 	Text   string    `json:"text"`
 }
+
+// emptyLists gives every list of s that has nothing an empty one: json.md
+// promises `[]` for an empty list, never null, and a lens with nothing to
+// show must say so the same way when it is printed whole.
+func (s *Snapshot) emptyLists() {
+	orEmpty(&s.Needs)
+	orEmpty(&s.Agents)
+	orEmpty(&s.Queues)
+	orEmpty(&s.Questions)
+	orEmpty(&s.Commitments)
+	orEmpty(&s.Channels)
+	orEmpty(&s.Reservations)
+	orEmpty(&s.Tokens)
+	orEmpty(&s.Pools)
+	orEmpty(&s.Invalid)
+	orEmpty(&s.Journal)
+	for i := range s.Queues {
+		orEmpty(&s.Queues[i].Columns)
+		for j := range s.Queues[i].Columns {
+			orEmpty(&s.Queues[i].Columns[j].Items)
+		}
+	}
+}
+
+func orEmpty[T any](s *[]T) {
+	if *s == nil {
+		*s = []T{}
+	}
+}

@@ -508,6 +508,7 @@ func (v *View) build() (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	snap.emptyLists()
 	v.cached = snap
 	return snap, nil
 }
