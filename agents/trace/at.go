@@ -94,12 +94,12 @@ func At(b *queues.Broker, ref string, at time.Time) (*Snapshot, error) {
 		if e.Rev != "" {
 			snap.Rev, snap.Since = e.Rev, e.Time
 		}
-		if e.Type == journal.TypeRemoved {
+		if removal(e) {
 			snap.Rev = ""
 		}
 	}
 	if last != nil {
-		snap.Exists = last.Type != journal.TypeRemoved
+		snap.Exists = !removal(*last)
 		snap.Path = last.Path
 	}
 	if kind == schema.Item {
@@ -140,7 +140,7 @@ func At(b *queues.Broker, ref string, at time.Time) (*Snapshot, error) {
 	}
 	switch {
 	case !snap.Exists && last == nil && snap.Source == "":
-		if _, err := s.ReadFile(firstOf(paths)); err == nil || len(paths) == 0 {
+		if _, err := s.ReadFile(firstOf(paths)); err == nil || len(paths) == 0 || len(snap.After) > 0 {
 			snap.Note = fmt.Sprintf("no record of %s at or before %s: it was created later (or by a hand edit the journal did not see)", name, schema.FormatTime(at))
 		} else {
 			return nil, fmt.Errorf("%s: %w", ref, ErrUnknown)
@@ -207,6 +207,16 @@ func candidates(b *queues.Broker, ref string) (kind *schema.Kind, name, id strin
 	}
 	_ = s
 	return kind, name, id, paths, nil
+}
+
+// removal reports whether e removed its document: the engine's removal,
+// or one made by hand, journaled as external with its operation.
+func removal(e journal.Event) bool {
+	if e.Type == journal.TypeExternal {
+		op, _ := e.Data["op"].(string)
+		return op == journal.TypeRemoved
+	}
+	return e.Type == journal.TypeRemoved
 }
 
 func firstOf(ps []string) string {

@@ -329,7 +329,20 @@ func summarize(e journal.Event) string {
 		if c := str(d["change"]); c != "" {
 			return "hand edit: " + c
 		}
-		return fmt.Sprintf("hand edit of %s (%v)", e.Path, d["changed"])
+		switch str(d["op"]) {
+		case journal.TypeCreated:
+			return "created by hand: " + e.Path
+		case journal.TypeRemoved:
+			return "removed by hand: " + e.Path
+		}
+		if ch, ok := d["changed"].([]any); ok && len(ch) > 0 {
+			fields := make([]string, len(ch))
+			for i, f := range ch {
+				fields[i] = str(f)
+			}
+			return fmt.Sprintf("hand edit of %s (%s)", e.Path, strings.Join(fields, ", "))
+		}
+		return "hand edit of " + e.Path
 	}
 	if strings.HasPrefix(e.Type, "gate.") || strings.HasPrefix(e.Type, "merge.") || strings.HasPrefix(e.Type, "plan.") {
 		var parts []string
@@ -338,6 +351,10 @@ func summarize(e journal.Event) string {
 				s := fmt.Sprint(v)
 				if k == "old" || k == "head" {
 					s = short(s)
+				}
+				if k == "message" { // a sentence of its own
+					parts = append(parts, s)
+					continue
 				}
 				parts = append(parts, k+" "+s)
 			}

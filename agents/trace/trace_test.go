@@ -187,3 +187,37 @@ func TestAtFromJournalAndGit(t *testing.T) {
 		t.Fatalf("item at mid: %v %+v %+v", err, snap, snap.Item)
 	}
 }
+
+// TestAtHandRemoved: a document created and removed by hand (journaled as
+// external, with the operation in its data) does not exist after its
+// removal, and did between.
+func TestAtHandRemoved(t *testing.T) {
+	m, b := setup(t)
+	ext := func(op, rev string) time.Time {
+		t.Helper()
+		e, err := m.Journal.Append(journal.Event{Type: journal.TypeExternal, Kind: "agent", Path: "agents/carl.md", Rev: rev, Data: map[string]any{"op": op}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond) // distinct journal times
+		return e.Time
+	}
+	created := ext(journal.TypeCreated, "5dbb7a0c5d51d4f0")
+	removed := ext(journal.TypeRemoved, "")
+	for _, tc := range []struct {
+		at   time.Time
+		want bool
+	}{
+		{created.Add(-time.Hour), false},
+		{created.Add(time.Millisecond), true},
+		{removed.Add(time.Millisecond), false},
+	} {
+		snap, err := trace.At(b, "agents/carl", tc.at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if snap.Exists != tc.want {
+			t.Errorf("at %s: exists %v, want %v", tc.at.Format(time.RFC3339Nano), snap.Exists, tc.want)
+		}
+	}
+}
