@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/tavernhq/tavern/agents/view"
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
 )
 
 // Options configure a Server.
@@ -151,11 +153,7 @@ func (s *Server) page(name string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.build(name, r)
 		if err != nil {
-			status := http.StatusInternalServerError
-			if errors.Is(err, fs.ErrNotExist) {
-				status = http.StatusNotFound
-			}
-			http.Error(w, err.Error(), status)
+			http.Error(w, err.Error(), pageStatus(err))
 			return
 		}
 		p.CSRF, p.Here = s.csrf, r.URL.RequestURI()
@@ -173,6 +171,21 @@ func (s *Server) page(name string) http.HandlerFunc {
 		w.Header().Set("Cache-Control", "no-store")
 		w.Write(buf.Bytes())
 	}
+}
+
+// pageStatus is the HTTP status of a page that could not be built: a path
+// or name that can name no document is the request's fault (400), one that
+// names none is 404, the rest the server's (500).
+func pageStatus(err error) int {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return http.StatusNotFound
+	case errors.Is(err, docstore.ErrUnsafePath), errors.Is(err, docstore.ErrOddFile),
+		errors.Is(err, docstore.ErrEngineFile), errors.Is(err, schema.ErrInvalidName),
+		errors.Is(err, schema.ErrBadAgentName), errors.Is(err, schema.ErrUnknownKind):
+		return http.StatusBadRequest
+	}
+	return http.StatusInternalServerError
 }
 
 func (s *Server) build(name string, r *http.Request) (*Page, error) {

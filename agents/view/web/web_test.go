@@ -155,8 +155,21 @@ func TestPages(t *testing.T) {
 	if _, body := f.get(t, "/queues"); strings.Contains(body, `class="card invalid"`) {
 		t.Error("a valid item's card is marked invalid")
 	}
-	if code, _ := f.get(t, "/items/p00-nope"); code != 404 {
-		t.Errorf("unknown item: got %d, want 404", code)
+	// A page that names nothing is 404; a path that can name no document
+	// (outside the store, an engine file) is the request's fault: 400.
+	for _, tc := range []struct {
+		path string
+		want int
+	}{
+		{"/items/p00-nope", 404},
+		{"/agents/nope", 404},
+		{"/docs/agents/nope.md", 404},
+		{"/docs/%2e%2e/%2e%2e/etc/passwd", 400},
+		{"/docs/.tmp", 400}, // a directory, not a document
+	} {
+		if code, body := f.get(t, tc.path); code != tc.want {
+			t.Errorf("GET %s: got %d, want %d (%.100s)", tc.path, code, tc.want, body)
+		}
 	}
 	code, body := f.get(t, "/", FragmentHeader, "1")
 	if code != 200 || strings.Contains(body, "<html") || !strings.Contains(body, `<main id="main"`) {
