@@ -983,3 +983,37 @@ func TestJournalDayFileReplaced(t *testing.T) {
 		base += len(ext)
 	}
 }
+
+// TestWatchShowsHandEditOnce: with only `tavern watch` running (it
+// journals the hand edits itself), a document created, edited and
+// removed by hand is three lines of its stream, not six: the external
+// entries it journals for changes it already printed are not printed
+// again. The journal has the three externals.
+func TestWatchShowsHandEditOnce(t *testing.T) {
+	t.Parallel()
+	p := toolProject(t)
+	p.env = append(p.env, "TAVERN_DAEMON=off")
+	p.ok("agent", "new", "marker")
+	w := watchJSON(t, p)
+	base := len(fence(t, p))
+	rel := "agents/dan.md"
+	writeAtomic(t, p.path(rel), agentText("dan", "idle"))
+	w.waitStream("create", 1, func(e journal.Event) bool { return e.Path == rel })
+	writeAtomic(t, p.path(rel), agentText("dan", "working"))
+	w.waitStream("update", 2, func(e journal.Event) bool { return e.Path == rel })
+	if err := os.Remove(p.path(rel)); err != nil {
+		t.Fatal(err)
+	}
+	w.waitStream("removal", 3, func(e journal.Event) bool { return e.Path == rel })
+	ext := since(fence(t, p), base)
+	want := map[string]int{rel + " doc.created <nil>": 1, rel + " doc.updated [state]": 1, rel + " doc.removed <nil>": 1}
+	checkTally(t, "journal", ext, want)
+	// Everything journaled so far has been published; an engine write
+	// after it marks where the stream has caught up.
+	p.ok("set", "agents/marker", "note=caught-up")
+	w.waitStream("the marker", 1, func(e journal.Event) bool { return e.Path == "agents/marker.md" && e.Type == journal.TypeUpdated })
+	w.mu.Lock()
+	all := slices.Clone(w.events) // externals included, unlike streamed
+	w.mu.Unlock()
+	checkTally(t, "stream", docEvents(all, rel), want)
+}

@@ -19,7 +19,9 @@ func newWatchCommand() *cli.Command {
 		Description: `Prints every change to the store's documents (created, updated, removed,
 invalid with path:line:col) and every event other processes journal
 (item.claimed, agent.spawned...), until interrupted. Changes no tavern
-command made (hand edits, git checkout) are also journaled as "external".
+command made (hand edits, git checkout) are also journaled as "external";
+each is printed once, as the change (an "external" line only for a change
+not printed as one, e.g. with --type external).
 A line "watch.missed" means output could not keep up and N events were
 dropped: re-run ls or log to resync. --poll forces polling (network
 filesystems are detected and polled automatically, and a store too big for
@@ -112,6 +114,7 @@ func runWatch(c *cli.Context) error {
 	// that every later change will be reported.
 	errf(c, "tavern: watching %s (%s, %s)\n", s.Root(), p.Mode(), counted(p.Len(), "document"))
 	asJSON := c.Bool("json")
+	var once onceEach
 	for {
 		select {
 		case <-c.Context.Done():
@@ -119,6 +122,9 @@ func runWatch(c *cli.Context) error {
 		case e, ok := <-sub.C:
 			if !ok {
 				return nil
+			}
+			if !once.first(e) {
+				continue
 			}
 			if asJSON {
 				b, _ := json.Marshal(e)
@@ -128,4 +134,34 @@ func runWatch(c *cli.Context) error {
 			}
 		}
 	}
+}
+
+// onceEach keeps a hand edit to one line of the stream: the change is
+// printed as the watcher sees it (doc.updated...), and the "external"
+// entry this process journals for it after the grace period would print
+// it a second time. An external entry is printed only when the change it
+// records was not (a --type filter that keeps external, a change seen
+// before watch started, or another process's change it journaled).
+type onceEach struct {
+	printed map[string]bool // "path type rev" of changes printed, until their external
+}
+
+// first reports whether e is to be printed.
+func (o *onceEach) first(e journal.Event) bool {
+	switch e.Type {
+	case journal.TypeCreated, journal.TypeUpdated, journal.TypeRemoved, journal.TypeInvalid:
+		if o.printed == nil || len(o.printed) > 1<<14 {
+			// Engine writes are never followed by an external entry: a
+			// bound on what waits for one.
+			o.printed = map[string]bool{}
+		}
+		o.printed[e.Path+" "+e.Type+" "+e.Rev] = true
+	case journal.TypeExternal:
+		op, _ := e.Data["op"].(string)
+		if k := e.Path + " " + op + " " + e.Rev; o.printed[k] {
+			delete(o.printed, k)
+			return false
+		}
+	}
+	return true
 }
