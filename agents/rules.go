@@ -43,7 +43,8 @@ const (
 // agent state edited by hand to an illegal value, a commitment whose
 // assertion no longer matches the hash recorded when it was made
 // (ErrTampered), and the queues' (queues.InstallChecks: dependency
-// cycles). Writes that break a rule fail with a
+// cycles, item fields that contradict the item's path), with the queues'
+// rules (queues.InstallRules). Writes that break a rule fail with a
 // *docstore.RefusedError wrapping the rule's error (a *TransitionError,
 // or an *AgentError with ErrSelfVerify or ErrOwnAssertion). Hand edits of
 // the files are not writes through the store: check and Manager.Audit
@@ -55,7 +56,8 @@ func InstallRules(s *docstore.Store, actor string) {
 	s.AddRule(RuleCommitment, func(w docstore.Write) error { return commitmentRule(actor, w) })
 	records := newAssertionRecords(s.Root())
 	s.AddCheck("agents", func(d *docstore.Doc) []error { return checkDoc(records, d) })
-	queues.InstallChecks(s) // gates decided by hand without a record, dependency cycles
+	queues.InstallRules(s)  // an item's path decides its id, queue and priority; no dependency cycles
+	queues.InstallChecks(s) // gates decided by hand without a record, dependency cycles, path fields
 }
 
 // followState makes a write that changes an agent's state and leaves

@@ -30,7 +30,8 @@ func Private(name string) bool { return strings.HasPrefix(name, ".") }
 // too, so that reading them (Get) reports the problem: a symlink that
 // leaves the store or dangles (WalkDir does not follow symlinks, and a
 // link to a directory outside would otherwise hide what it points at),
-// and a directory that cannot be read. A missing dir is an empty walk.
+// a directory named like a document (x.md/, not walked into), and a
+// directory that cannot be read. A missing dir is an empty walk.
 // An error from fn stops the walk and is returned.
 func (s *Store) Walk(dir string, fn func(rel string) error) error {
 	start := s.root
@@ -68,6 +69,12 @@ func (s *Store) Walk(dir string, fn func(rel string) error) error {
 		}
 		if e.IsDir() {
 			if p != start && filepath.Dir(p) == s.root && name == JournalDir {
+				return filepath.SkipDir
+			}
+			if p != start && strings.HasSuffix(name, ".md") {
+				// A directory named like a document: Get reports it (what
+				// is inside is in no document's place).
+				paths = append(paths, p)
 				return filepath.SkipDir
 			}
 			return nil

@@ -83,12 +83,16 @@ type Options struct {
 	Instance string
 }
 
-// Open returns a Broker for s.
+// Open returns a Broker for s, and installs the item rules
+// (InstallRules) on s if it has none.
 func Open(s *docstore.Store, opt Options) (*Broker, error) {
 	if opt.Instance != "" {
 		if err := schema.ValidName(opt.Instance); err != nil {
 			return nil, fmt.Errorf("instance: %w", err)
 		}
+	}
+	if !s.HasRule(RuleItemPath) {
+		InstallRules(s) // the API obeys what set and edit obey
 	}
 	b := &Broker{s: s, j: opt.Journal, now: opt.Now, reapGap: opt.ReapInterval, inst: opt.Instance,
 		lastReap: map[string]time.Time{}, pass: map[string]float64{}, qcache: map[string]cachedQueue{}, pending: newPendingIndex()}

@@ -41,6 +41,13 @@ var (
 	// item.
 	ErrBadDependency = errors.New("dependency names no item")
 
+	// ErrPathField is matched by a *PathFieldError: an item's id, queue
+	// or priority field set to a value its path contradicts (the file
+	// name is the id, the directory the queue, the id's pNN- prefix the
+	// priority). A write that does so is refused; check reports a hand
+	// edit that did.
+	ErrPathField = errors.New("field contradicts the item's path")
+
 	// ErrBadOption is returned for an invalid option value (negative
 	// duration, unknown on_empty mode, max_attempts < 1...).
 	ErrBadOption = errors.New("invalid option")

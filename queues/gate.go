@@ -849,9 +849,11 @@ func parentPID(pid int) int {
 
 // InstallChecks adds the queue checks `tavern check` (docstore.Store.Check)
 // runs beyond the schema: a gate whose decision has no approval record, an
-// item on a dependency cycle (cycles.go).
+// item on a dependency cycle (cycles.go), an item whose id, queue or
+// priority field disagrees with its path (rules.go).
 func InstallChecks(s *docstore.Store) {
 	installCycleCheck(s)
+	s.AddCheck(RuleItemPath, itemPathCheck)
 	s.AddCheck("queues/gates", func(d *docstore.Doc) []error {
 		if err := CheckGate(s, d); err != nil {
 			return []error{err}

@@ -146,9 +146,7 @@ func TestDependencyCycleReported(t *testing.T) {
 	a := mustAdd(t, b, "q", queues.AddOptions{Title: "a"})
 	c := mustAdd(t, b, "q", queues.AddOptions{Title: "c", DependsOn: []string{a.ID}})
 	// Close the cycle by hand: a depends on c.
-	if _, err := s.Update(a.Path, func(d *docstore.Doc) error { return d.Set("depends_on", []string{c.ID}) }); err != nil {
-		t.Fatal(err)
-	}
+	handEdit(t, s, a.Path, func(d *docstore.Doc) error { return d.Set("depends_on", []string{c.ID}) })
 	_, err := b.Take(context.Background(), take1("q"))
 	var ee *queues.EmptyError
 	if !errors.As(err, &ee) {

@@ -167,10 +167,18 @@ func (b *Broker) readFile(rel string) (data []byte, err error) {
 }
 
 func (b *Broker) create(rel string, doc *docstore.Doc) error {
-	if ok, err := b.viaDir(rel, func(d *docstore.Dir, name string) error {
-		return d.Create(name, doc)
-	}); ok {
+	create := func(d *docstore.Dir, name string) error { return d.Create(name, doc) }
+	if ok, err := b.viaDir(rel, create); ok {
 		return err
+	}
+	// The state directory is missing (removed by hand): make it and move
+	// through it like any other. A move is not a ruled write: the store's
+	// rules (rules.go) judge changes made through set, edit and the API,
+	// and must not refuse a claim of an item a hand edit left off.
+	if b.s.MkdirAll(path.Dir(rel)) == nil {
+		if ok, err := b.viaDir(rel, create); ok {
+			return err
+		}
 	}
 	return b.s.Create(rel, doc)
 }

@@ -42,7 +42,8 @@ type Queue struct {
 
 // QueueOptions are the settings of CreateQueue. Zero values take the
 // schema defaults (max_attempts from tavern.md's default_max_attempts,
-// lease from its default_lease).
+// lease from its default_lease; a default there that the schema refuses
+// fails CreateQueue with its *schema.FieldError).
 type QueueOptions struct {
 	Priority    int
 	MaxAttempts int
@@ -80,9 +81,10 @@ const (
 )
 
 // CreateQueue writes queues/<name>/queue.md and the four state
-// directories. It fails with ErrQueueExists if the queue exists.
+// directories. It fails with ErrQueueExists if the queue exists. The
+// name follows schema.ValidPlainName.
 func (b *Broker) CreateQueue(name string, opt QueueOptions) (*Queue, error) {
-	if err := schema.ValidName(name); err != nil {
+	if err := schema.ValidPlainName("queue", name); err != nil {
 		return nil, &QueueError{Op: "create", Queue: name, Err: err}
 	}
 	if opt.Priority < MinPriority || opt.Priority > MaxPriority {
@@ -100,14 +102,24 @@ func (b *Broker) CreateQueue(name string, opt QueueOptions) (*Queue, error) {
 	if opt.OnEmpty != "" && !slices.Contains(schema.EmptyModes, opt.OnEmpty) {
 		return nil, &QueueError{Op: "create", Queue: name, Err: fmt.Errorf("%w: on-empty must be one of %s", ErrBadOption, strings.Join(schema.EmptyModes, ", "))}
 	}
-	def := b.storeDefaults()
+	// The defaults come from tavern.md only where no value was given; a
+	// bad default there fails the create (tavern.md:line:col), it is not
+	// replaced by the schema's.
 	maxAtt := opt.MaxAttempts
 	if maxAtt == 0 {
-		maxAtt = def.maxAttempts
+		n, err := defaultMaxAttempts(b.s)
+		if err != nil {
+			return nil, &QueueError{Op: "create", Queue: name, Err: err}
+		}
+		maxAtt = n
 	}
 	lease := opt.Lease
 	if lease == 0 {
-		lease = def.lease
+		d, err := DefaultLease(b.s)
+		if err != nil {
+			return nil, &QueueError{Op: "create", Queue: name, Err: err}
+		}
+		lease = d
 	}
 	fields := []docstore.Field{
 		{Key: schema.VersionField, Value: schema.Queue.Version},
@@ -142,24 +154,6 @@ func (b *Broker) CreateQueue(name string, opt QueueOptions) (*Queue, error) {
 	}
 	_, _ = b.j.Append(eventQueue(EventQueueCreated, name, rel))
 	return b.Queue(name)
-}
-
-type storeDefaults struct {
-	lease       time.Duration
-	maxAttempts int
-}
-
-func (b *Broker) storeDefaults() storeDefaults {
-	def := storeDefaults{lease: defaultDur(schema.Queue, "lease"), maxAttempts: 3}
-	if cfg, err := b.s.Get(docstore.ConfigFile); err == nil {
-		if v, err := time.ParseDuration(cfg.String("default_lease")); err == nil && v > 0 {
-			def.lease = v
-		}
-		if n, ok := cfg.Int("default_max_attempts"); ok && n >= 1 {
-			def.maxAttempts = int(n)
-		}
-	}
-	return def
 }
 
 // durOr is the duration option field: v, or the schema's default when v

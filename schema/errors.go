@@ -41,12 +41,16 @@ func (e *UnknownKindError) Unwrap() error { return ErrUnknownKind }
 type NameError struct {
 	Name   string
 	Reason string
-	Agent  bool // refused by ValidAgentName
+	Agent  bool   // refused by ValidAgentName
+	What   string // refused by ValidPlainName: what the name is of ("plan")
 }
 
 func (e *NameError) Error() string {
-	if e.Agent {
+	switch {
+	case e.Agent:
 		return fmt.Sprintf("invalid agent name %q: %s", e.Name, e.Reason)
+	case e.What != "":
+		return fmt.Sprintf("invalid %s name %q: %s", e.What, e.Name, e.Reason)
 	}
 	return fmt.Sprintf("invalid name %q: %s", e.Name, e.Reason)
 }

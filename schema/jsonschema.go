@@ -37,6 +37,9 @@ func (k *Kind) JSONSchema() map[string]any {
 		case Duration:
 			p["type"] = "string"
 			p["pattern"] = `^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+			if f.Min != nil && *f.Min > 0 {
+				p["not"] = map[string]any{"pattern": `^(0+(\.0+)?(ns|us|µs|ms|s|m|h))+$`} // positive: no 0s
+			}
 		case Strings:
 			p["type"] = "array"
 			p["items"] = map[string]any{"type": []string{"string", "number", "boolean"}}

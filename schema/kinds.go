@@ -6,6 +6,9 @@ package schema
 
 func atLeast(v int64) *int64 { return &v }
 
+// expireWhy is why a lease must be positive.
+const expireWhy = "every claim would expire as it is made"
+
 // Agent states. Transitions are enforced by package agents.
 var AgentStates = []string{"idle", "working", "waiting", "verifying", "done", "failed"}
 
@@ -31,18 +34,19 @@ var (
 			{Name: "name", Type: String, Doc: "project name"},
 			{Name: "durability", Type: String, Enum: []string{"durable", "relaxed"}, Default: "durable",
 				Doc: "durable: fsync every write; relaxed: atomic renames without fsync"},
-			{Name: "default_lease", Type: Duration, Default: "5m"},
+			{Name: "default_lease", Type: Duration, Min: atLeast(1), ZeroWhy: expireWhy, Default: "5m",
+				Doc: "lease of queues created without --lease, and of one-shot token acquires and reservations"},
 			{Name: "default_max_attempts", Type: Int, Min: atLeast(1), Default: 3},
 			{Name: "chunk_size", Type: Int, Min: atLeast(1), Default: 100, Doc: "messages per chunk"},
-			{Name: "bubble_after", Type: Duration, Default: "10m", Doc: "unanswered questions move to the parent's parent after this"},
-			{Name: "reconcile", Type: Duration, Default: "30s", Doc: "watcher full-reconcile interval"},
+			{Name: "bubble_after", Type: Duration, Min: atLeast(0), Default: "10m", Doc: "unanswered questions move to the parent's parent after this (0s: at once)"},
+			{Name: "reconcile", Type: Duration, Min: atLeast(1), ZeroWhy: "a rescan every 0s never rests", Default: "30s", Doc: "watcher full-reconcile interval"},
 			{Name: "coordination", Type: String, Enum: []string{"local", "etcd", "git"}, Default: "local",
 				Doc: "who arbitrates claims: local (rename + flock, one machine), etcd, or git (compare-and-swap on refs of the sync remote)"},
 			{Name: "etcd", Type: Map, Doc: "etcd engine: endpoints, prefix, lease_ttl, dial_timeout, op_timeout, username, password_env, tls {ca, cert, key, server_name}"},
 			{Name: "sync", Type: Map, Doc: "git sync of the documents: remote, ref (refs/tavern/state), every, claim_ttl"},
-			{Name: "settle", Type: Duration, Default: "1s",
+			{Name: "settle", Type: Duration, Min: atLeast(1), ZeroWhy: "a change needs time to be written", Default: "1s",
 				Doc: "longest a file may stay open half-written, or gone, before the watcher reports it as it is"},
-			{Name: "external_grace", Type: Duration, Default: "2s",
+			{Name: "external_grace", Type: Duration, Min: atLeast(1), ZeroWhy: "the engine's journal entry needs time to arrive", Default: "2s",
 				Doc: "how long a watcher waits for the engine's journal entry of a change before journaling it as external"},
 			{Name: "created", Type: Time},
 		}}
@@ -83,12 +87,12 @@ var (
 			Field{Name: "name", Type: String, Pattern: "name"},
 			Field{Name: "priority", Type: Int, Min: atLeast(0), Default: 0, Doc: "0 is highest; order for multi-queue take and stealing"},
 			Field{Name: "max_attempts", Type: Int, Min: atLeast(1), Default: 3},
-			Field{Name: "lease", Type: Duration, Default: "5m"},
-			Field{Name: "backoff", Type: Duration, Default: "10s", Doc: "base delay after a failure, doubled per attempt"},
-			Field{Name: "backoff_max", Type: Duration, Default: "10m", Doc: "cap of the backoff (0: retry at once)"},
+			Field{Name: "lease", Type: Duration, Min: atLeast(1), ZeroWhy: expireWhy, Default: "5m"},
+			Field{Name: "backoff", Type: Duration, Min: atLeast(0), Default: "10s", Doc: "base delay after a failure, doubled per attempt (0: retry at once)"},
+			Field{Name: "backoff_max", Type: Duration, Min: atLeast(0), Default: "10m", Doc: "cap of the backoff (0: retry at once)"},
 			Field{Name: "on_empty", Type: String, Enum: EmptyModes, Default: "idle"},
 			Field{Name: "steal", Type: Bool, Default: true, Doc: "may workers of other queues steal from this one"},
-			Field{Name: "lease_grace", Type: Duration, Default: "30s", Doc: "how long a claim whose lease expired but whose holder is alive (hung) is left before it is returned"},
+			Field{Name: "lease_grace", Type: Duration, Min: atLeast(0), Default: "30s", Doc: "how long a claim whose lease expired but whose holder is alive (hung) is left before it is returned (0: at once)"},
 		)}
 
 	Item = &Kind{Name: "item", Plural: "items", Pattern: "queues/{queue}/{state:pending|claimed|done|dead}/{id}.md", Version: 1,
@@ -123,13 +127,13 @@ var (
 			Field{Name: "agent", Type: String, Pattern: "name"},
 			Field{Name: "description", Type: String, Required: true},
 			Field{Name: "assertion", Type: String, Required: true},
-			Field{Name: "timeout", Type: Duration, Default: "60s"},
+			Field{Name: "timeout", Type: Duration, Min: atLeast(1), ZeroWhy: "the assertion would be killed before it runs", Default: "60s"},
 			Field{Name: "status", Type: String, Enum: []string{"pending", "passed", "failed"}, Default: "pending"},
 			Field{Name: "exit_code", Type: Int},
 			Field{Name: "output", Type: String},
 			Field{Name: "verified_at", Type: Time},
 			Field{Name: "verified_by", Type: String},
-			Field{Name: "duration", Type: Duration, Doc: "how long the last verification ran"},
+			Field{Name: "duration", Type: Duration, Min: atLeast(0), Doc: "how long the last verification ran"},
 		)}
 
 	Channel = &Kind{Name: "channel", Plural: "channels", Pattern: "channels/{name}.md", Version: 1,

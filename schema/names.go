@@ -7,18 +7,40 @@ package schema
 // hierarchy) can never collide with one. Every --as, every claimer and
 // every holder name goes through it.
 func ValidAgentName(name string) error {
+	if reason := plainName(name); reason != "" {
+		return &NameError{Name: name, Reason: reason, Agent: true}
+	}
+	return nil
+}
+
+// ValidPlainName is the agent name rule for the names of other things a
+// person makes by name: plans, queues, tokens, budgets (what says which,
+// for the error). A name is one shell word, fits --where queue=NAME, and
+// cannot clash with another on a case-insensitive file system: 1-64 bytes
+// of [a-z0-9._-] starting with a letter or digit. It is for new names:
+// things made before the rule are still found by their names
+// (ValidName).
+func ValidPlainName(what, name string) error {
+	if reason := plainName(name); reason != "" {
+		return &NameError{Name: name, Reason: reason, What: what}
+	}
+	return nil
+}
+
+// plainName is why name breaks the agent name rule, or "".
+func plainName(name string) string {
 	if len(name) == 0 || len(name) > 64 {
-		return &NameError{Name: name, Reason: "1 to 64 characters", Agent: true}
+		return "1 to 64 characters"
 	}
 	for i, r := range name {
 		switch {
 		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
 		case (r == '-' || r == '_' || r == '.') && i > 0:
 		default:
-			return &NameError{Name: name, Reason: "use lower-case letters, digits, '-', '_' and '.', starting with a letter or digit", Agent: true}
+			return "use lower-case letters, digits, '-', '_' and '.', starting with a letter or digit"
 		}
 	}
-	return nil
+	return ""
 }
 
 // AgentLockKey is the lock key of an agent's liveness lock: held by the

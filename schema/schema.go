@@ -32,9 +32,14 @@ type Field struct {
 	Required bool
 	Enum     []string // allowed values for String fields
 	Default  any      // value new documents get when the field is not given
-	Min      *int64   // lower bound for Int fields
-	Pattern  string   // "name" for path-safe names, "kebab" for kebab-case
-	Doc      string
+	// Min is the lower bound of an Int field, and of a Duration field in
+	// nanoseconds: 0 where zero is meaningful (retry at once), 1 where
+	// only a positive duration is (a lease of 0s expires as it is made).
+	// A Duration field without Min may not be negative either.
+	Min     *int64
+	Pattern string // "name" for path-safe names, "kebab" for kebab-case
+	ZeroWhy string // why a positive Duration field refuses 0 (its error says so)
+	Doc     string
 }
 
 // Kind is one document kind: where its files live and which fields they have.

@@ -125,8 +125,17 @@ func (f *Field) check(n *yaml.Node) string {
 		if !scalar {
 			return "must be a duration like 30s or 5m"
 		}
-		if _, err := time.ParseDuration(n.Value); err != nil {
+		d, err := time.ParseDuration(n.Value)
+		if err != nil {
 			return fmt.Sprintf("%q is not a duration (e.g. 30s, 5m, 1h)", n.Value)
+		}
+		// No duration of the store means anything negative; some mean
+		// nothing at zero either (Min 1).
+		if d < 0 {
+			return fmt.Sprintf("%q: a duration cannot be negative", n.Value)
+		}
+		if f.Min != nil && int64(d) < *f.Min {
+			return fmt.Sprintf("%q: must be a positive duration (%s)", n.Value, f.zeroWhy())
 		}
 	case Strings:
 		if n.Kind != yaml.SequenceNode {
@@ -146,6 +155,14 @@ func (f *Field) check(n *yaml.Node) string {
 		}
 	}
 	return ""
+}
+
+// zeroWhy is why a zero is refused for a positive Duration field.
+func (f *Field) zeroWhy() string {
+	if f.ZeroWhy != "" {
+		return f.ZeroWhy
+	}
+	return "0 means nothing here"
 }
 
 func describe(n *yaml.Node) string {

@@ -3,6 +3,8 @@ package schema
 import (
 	"testing"
 	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 // TestParseStampMatchesTimeParse checks the hand-written stamp parser
@@ -52,4 +54,54 @@ func FuzzParseStamp(f *testing.F) {
 			t.Fatalf("parseStamp(%q) = %v, want %v", s, got, want)
 		}
 	})
+}
+
+// No duration of the store may be negative; lease, default_lease and the
+// other durations that mean nothing at zero must be positive. Zero
+// backoff, backoff_max and lease_grace are honoured (retry, reap at once).
+func TestDurationBounds(t *testing.T) {
+	cases := []struct {
+		k     *Kind
+		field string
+		value string
+		ok    bool
+	}{
+		{Queue, "lease", "5m", true},
+		{Queue, "lease", "0s", false},
+		{Queue, "lease", "-2s", false},
+		{Queue, "lease_grace", "0s", true},
+		{Queue, "lease_grace", "-1s", false},
+		{Queue, "backoff", "0s", true},
+		{Queue, "backoff", "-1s", false},
+		{Queue, "backoff_max", "0s", true},
+		{Queue, "backoff_max", "-10m", false},
+		{Config, "default_lease", "-5m", false},
+		{Config, "default_lease", "0s", false},
+		{Config, "default_lease", "1m", true},
+		{Config, "bubble_after", "0s", true},
+		{Config, "bubble_after", "-1s", false},
+		{Config, "reconcile", "0s", false},
+		{Config, "settle", "-1s", false},
+		{Config, "external_grace", "0s", false},
+		{Commitment, "timeout", "0s", false},
+		{Commitment, "duration", "0s", true},
+	}
+	for _, c := range cases {
+		var m yaml.Node
+		if err := yaml.Unmarshal([]byte(c.field+": "+c.value+"\n"), &m); err != nil {
+			t.Fatal(err)
+		}
+		var errs []*FieldError
+		for _, e := range c.k.Validate(m.Content[0], false) {
+			if e.Field == c.field {
+				errs = append(errs, e)
+			}
+		}
+		if got := len(errs) == 0; got != c.ok {
+			t.Errorf("%s %s: %s: valid %v, want %v (%v)", c.k.Name, c.field, c.value, got, c.ok, errs)
+		}
+		if !c.ok && len(errs) == 1 && (errs[0].Line != 1 || errs[0].Col != len(c.field)+3) {
+			t.Errorf("%s %s: %s: at %d:%d", c.k.Name, c.field, c.value, errs[0].Line, errs[0].Col)
+		}
+	}
 }

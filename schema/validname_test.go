@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -48,4 +49,20 @@ func FuzzValidName(f *testing.F) {
 	f.Add("p01-00000001-0000-7000-8000-000000000000")
 	f.Add("a\x00/b\xff")
 	f.Fuzz(checkValidName)
+}
+
+// New plans, queues, tokens and budgets get the agent name rule, and the
+// error says what the name is of.
+func TestValidPlainName(t *testing.T) {
+	for _, s := range []string{"build", "docs-todo", "v1.2_x", "a"} {
+		if err := ValidPlainName("plan", s); err != nil {
+			t.Errorf("ValidPlainName(%q): %v", s, err)
+		}
+	}
+	for _, s := range []string{"", "Bad Name", "UPPER", "-x", ".x", "a/b", "tab\there", strings.Repeat("x", 65)} {
+		err := ValidPlainName("plan", s)
+		if !errors.Is(err, ErrInvalidName) || errors.Is(err, ErrBadAgentName) || !strings.HasPrefix(err.Error(), "invalid plan name ") {
+			t.Errorf("ValidPlainName(%q) = %v, want an invalid plan name", s, err)
+		}
+	}
 }

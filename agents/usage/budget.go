@@ -90,6 +90,10 @@ func SetBudget(s *docstore.Store, b Budget) (*Budget, error) {
 		return d.Edit(append(set, docstore.Field{Key: "updated", Value: now}), del...)
 	})
 	if errors.Is(err, docstore.ErrNotExist) {
+		// A new budget: its name follows the plain name rule.
+		if err := schema.ValidPlainName("budget", b.Name); err != nil {
+			return nil, err
+		}
 		fields := append([]docstore.Field{{Key: schema.VersionField, Value: schema.Budget.Version}, {Key: "id", Value: docstore.NewID()}}, set...)
 		fields = append(fields, docstore.Field{Key: "created", Value: now}, docstore.Field{Key: "updated", Value: now})
 		if d, err = docstore.New(schema.Budget, fields, []byte("\nA pool whose budget is spent takes no new items until the next day (UTC).\n")); err != nil {

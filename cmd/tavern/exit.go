@@ -100,6 +100,7 @@ var exitCodes = []struct {
 	{queues.ErrQueueExists, exitConflict},
 	{queues.ErrPriority, exitUsage},
 	{queues.ErrCycle, exitUsage},
+	{queues.ErrPathField, exitUsage},
 	{queues.ErrBadDependency, exitUsage},
 	{queues.ErrBadOption, exitUsage},
 	{queues.ErrUnavailable, exitError}, // several machines: etcd or the git remote is away

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/schema"
 )
 
@@ -61,7 +62,13 @@ func runNew(c *cli.Context) error {
 	if k == schema.Agent {
 		return newAgent(c, s, name, assigns, body)
 	}
-	d, err := docstore.NewDoc(k, docstore.Template{Name: name[strings.LastIndex(name, "/")+1:], Defaults: true, Body: body})
+	// An item's id, queue and priority are its path's (the rule refuses
+	// others): `new item q/p05-x` is id p05-x, queue q, priority 5.
+	var fromPath []docstore.Field
+	if k == schema.Item {
+		fromPath = queues.PathFields(rel)
+	}
+	d, err := docstore.NewDoc(k, docstore.Template{Name: name[strings.LastIndex(name, "/")+1:], Fields: fromPath, Defaults: true, Body: body})
 	if err != nil {
 		return err
 	}

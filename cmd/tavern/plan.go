@@ -50,7 +50,7 @@ Examples:
    tavern plan import docs/todo.md --queue docs --name docs-todo --json`,
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "queue", Usage: "the queue `Q` the items go to (must exist)"},
-					&cli.StringFlag{Name: "name", Usage: "the plan's `NAME` (default: the file name without .md)"},
+					&cli.StringFlag{Name: "name", Usage: "the plan's `NAME`: lower-case letters, digits, '-', '_', '.' (default: the file name without .md)"},
 					jsonFlag(),
 				},
 				Before: requireFlags("queue"),
@@ -109,8 +109,11 @@ func runPlanImport(c *cli.Context) error {
 	if name == "" {
 		name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 	}
-	if err := schema.ValidName(name); err != nil {
-		return usageErr("plan name %q: %v (use --name)", name, err)
+	if err := schema.ValidPlainName("plan", name); err != nil {
+		if !c.IsSet("name") {
+			return usageErr("%v (the name comes from the file name; give one with --name)", err)
+		}
+		return err
 	}
 	s, b, err := openBroker(c)
 	if err != nil {

@@ -5,11 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"text/tabwriter"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/queues/tuples"
 	"github.com/tavernhq/tavern/schema"
 )
@@ -132,17 +131,6 @@ func runTokenInit(c *cli.Context) error {
 	return nil
 }
 
-// defaultLease is the lease of a one-shot acquire nothing alive stands
-// for: --ttl, else default_lease from tavern.md, else 5m.
-func defaultLease(s *docstore.Store) time.Duration {
-	if cfg, err := s.Get(docstore.ConfigFile); err == nil {
-		if d, err := time.ParseDuration(cfg.String("default_lease")); err == nil && d > 0 {
-			return d
-		}
-	}
-	return 5 * time.Minute
-}
-
 func runTokenAcquire(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return usageErr("token acquire takes NAME")
@@ -159,7 +147,9 @@ func runTokenAcquire(c *cli.Context) error {
 	if !as.Agent && !c.IsSet("ttl") {
 		// This process exits right away: without a live agent nothing
 		// would stand for the hold, so it is a lease.
-		opt.TTL = defaultLease(sp.Store())
+		if opt.TTL, err = queues.DefaultLease(sp.Store()); err != nil {
+			return err
+		}
 	}
 	name := c.Args().First()
 	acquire := func() (*tuples.Token, error) {
@@ -176,7 +166,9 @@ func runTokenAcquire(c *cli.Context) error {
 		// `token acquire NAME --as A` from a shell: nothing alive stands
 		// for A, so the hold is a lease in A's name, like reserve --as.
 		// Said on stderr so it is not a silent downgrade.
-		opt.TTL = defaultLease(sp.Store())
+		if opt.TTL, err = queues.DefaultLease(sp.Store()); err != nil {
+			return err
+		}
 		if tok, err = acquire(); err == nil && !c.Bool("json") {
 			errf(c, "tavern: note: %s has no live `tavern spawn` process; the slot is held as a lease for %s (release it, or pass --ttl)\n", opt.As, opt.TTL)
 		}

@@ -71,8 +71,8 @@ type ImportOptions struct {
 // (after: ...) marker names. The body is kept byte for byte.
 func Import(b *queues.Broker, opt ImportOptions) (*Report, error) {
 	s := b.Store()
-	if err := schema.ValidName(opt.Name); err != nil {
-		return nil, fmt.Errorf("plan name: %w", err)
+	if err := schema.ValidPlainName("plan", opt.Name); err != nil {
+		return nil, err
 	}
 	if _, err := b.Queue(opt.Queue); err != nil {
 		return nil, err

@@ -63,7 +63,9 @@ func (sp *Space) coordAcquire(name, id, heldBy, hold string, opt AcquireOptions)
 	}
 	req := queues.ClaimRequest{Holder: heldBy, TTL: opt.TTL, Live: hold == HoldProcess}
 	if !req.Live && req.TTL <= 0 {
-		req.TTL = sp.defaultLease()
+		if req.TTL, err = queues.DefaultLease(sp.store); err != nil {
+			return 0, err
+		}
 	}
 	ctx, cancel := coordCtx()
 	defer cancel()
@@ -72,15 +74,6 @@ func (sp *Space) coordAcquire(name, id, heldBy, hold string, opt AcquireOptions)
 		return 0, errSlotElsewhere
 	}
 	return g.Fence, err
-}
-
-func (sp *Space) defaultLease() time.Duration {
-	if cfg, err := sp.store.Get(docstore.ConfigFile); err == nil {
-		if d, err := time.ParseDuration(cfg.String("default_lease")); err == nil && d > 0 {
-			return d
-		}
-	}
-	return 5 * time.Minute
 }
 
 // coordRelease frees a slot on the engine (best effort: a lost claim or

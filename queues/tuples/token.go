@@ -112,6 +112,13 @@ func (sp *Space) InitToken(name string, count int) (int, error) {
 		return 0, err
 	}
 	total := len(free) + len(held)
+	if total == 0 && count > 0 {
+		// A new token: its name follows the plain name rule (one
+		// made before the rule keeps its name).
+		if err := schema.ValidPlainName("token", name); err != nil {
+			return 0, err
+		}
+	}
 	var maxSlot int64 = -1
 	for _, d := range append(append([]*docstore.Doc{}, free...), held...) {
 		if n, ok := d.Int("slot"); ok && n > maxSlot {

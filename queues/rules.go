@@ -1,0 +1,217 @@
+package queues
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
+)
+
+// Rule names on a docstore.Store (docstore.Store.AddRule).
+const (
+	// RuleItemPath: an item's id, queue and priority fields follow its
+	// path (PathFields) and cannot be changed by a write.
+	RuleItemPath = "queues/item-path"
+	// RuleItemCycle: a write may not make a dependency cycle.
+	RuleItemCycle = "queues/dependency-cycle"
+)
+
+// InstallRules makes every write through s (`tavern set`, `tavern edit`,
+// the library API) obey the item rules:
+//
+//   - An item's id, queue and priority come from its path: the file name
+//     is the id, the directory two levels up the queue, and the id's
+//     pNN- prefix the priority (NewItemID), which orders pending/. A
+//     write that sets one of these fields to another value is refused
+//     with a *PathFieldError (ErrPathField): an item cannot be renamed,
+//     moved to another queue or re-prioritised after `queue add`.
+//   - A write that adds dependencies may not close a dependency cycle
+//     (ErrCycle), as Add refuses.
+//
+// A write that leaves such a field as it was is allowed even if a hand
+// edit made it disagree (a hand edit never blocks other work): `tavern
+// check` reports those (InstallChecks). Open installs the rules on a store
+// that has none; install them before sharing the store between
+// goroutines.
+func InstallRules(s *docstore.Store) {
+	s.AddRule(RuleItemPath, itemPathRule)
+	s.AddRule(RuleItemCycle, func(w docstore.Write) error { return cycleRule(s, w) })
+}
+
+// PathFields are the fields of the item at rel that its path decides:
+// id (the file name), queue (its directory) and, for an id made by
+// NewItemID, priority (the id's prefix). Nil if rel is no item path.
+func PathFields(rel string) []docstore.Field {
+	var buf [3]string
+	caps, ok := schema.Item.Captures(rel, buf[:0]) // queue, state, id
+	if !ok || len(caps) != 3 {
+		return nil
+	}
+	out := []docstore.Field{{Key: "id", Value: caps[2]}, {Key: "queue", Value: caps[0]}}
+	if p, ok := IDPriority(caps[2]); ok {
+		out = append(out, docstore.Field{Key: "priority", Value: p})
+	}
+	return out
+}
+
+// PathFieldError is an item field that disagrees with the item's path
+// (PathFields): "path:line:col: field: why". It matches ErrPathField and,
+// through a *schema.FieldError, schema.ErrInvalid and docstore.Position.
+type PathFieldError struct {
+	Path      string
+	Line, Col int
+	Field     string
+	Msg       string
+}
+
+func (e *PathFieldError) field() *schema.FieldError {
+	return &schema.FieldError{Path: e.Path, Line: e.Line, Col: e.Col, Field: e.Field, Msg: e.Msg}
+}
+
+func (e *PathFieldError) Error() string   { return e.field().Error() }
+func (e *PathFieldError) Unwrap() []error { return []error{ErrPathField, e.field()} }
+
+// pathFieldErrors lists the fields of item d at rel that disagree with
+// its path. prev, when not nil, is the document before a write: a field
+// whose value the write did not change is not reported (a hand edit is
+// check's to report, not a reason to refuse other changes).
+func pathFieldErrors(rel string, d, prev *docstore.Doc) []error {
+	var buf [3]string
+	caps, ok := schema.Item.Captures(rel, buf[:0])
+	if !ok || len(caps) != 3 {
+		return nil
+	}
+	queue, id := caps[0], caps[2]
+	changed := func(f string) bool {
+		if prev == nil {
+			return true
+		}
+		if d.Has(f) != prev.Has(f) {
+			return true
+		}
+		a, b := d.Get(f), prev.Get(f)
+		return a != nil && b != nil && (a.Kind != b.Kind || a.Value != b.Value || a.Tag != b.Tag)
+	}
+	at := func(f, msg string) error {
+		line, col := d.KeyLine(f), 1
+		if n := d.Get(f); n != nil && n.Column > 0 {
+			col = n.Column
+		}
+		return &PathFieldError{Path: rel, Line: line, Col: col, Field: f, Msg: msg}
+	}
+	var out []error
+	if d.Has("id") && d.String("id") != id && changed("id") {
+		out = append(out, at("id", fmt.Sprintf("%q is not the item's id %s: an item's id is its file name; it cannot be changed", d.String("id"), id)))
+	}
+	if d.Has("queue") && d.String("queue") != queue && changed("queue") {
+		out = append(out, at("queue", fmt.Sprintf("%q is not the item's queue %s: an item's queue is the directory it is in (queues/%s/); it cannot move to another queue", d.String("queue"), queue, queue)))
+	}
+	if d.Has("priority") && changed("priority") {
+		why := "an item's priority is chosen when it is added (`tavern queue add --priority N`) and is part of its id, which orders pending/; it cannot be changed (add a new item instead)"
+		got, isInt := d.Int("priority")
+		want, fromID := IDPriority(id)
+		switch {
+		case fromID && (!isInt || got != int64(want)):
+			out = append(out, at("priority", fmt.Sprintf("%s is not the priority in the item's id %s (%d): %s", d.String("priority"), id, want, why)))
+		case !fromID && prev != nil:
+			// A hand-named item's order is its file name: no priority
+			// field changes it.
+			out = append(out, at("priority", why))
+		}
+	}
+	return out
+}
+
+// itemPathRule refuses a write that makes an item's id, queue or
+// priority disagree with its path.
+func itemPathRule(w docstore.Write) error {
+	if w.Doc == nil || w.Doc.Kind != schema.Item {
+		return nil
+	}
+	prev := w.Prev
+	if w.Op == "move" {
+		prev = nil // a new path: every field must agree with it
+	}
+	if errs := pathFieldErrors(w.Path, w.Doc, prev); len(errs) > 0 {
+		return errs[0]
+	}
+	return nil
+}
+
+// cycleRule refuses a write of an item whose new dependencies lead back
+// to it (an item on a cycle can never be claimed).
+func cycleRule(s *docstore.Store, w docstore.Write) error {
+	if w.Doc == nil || w.Doc.Kind != schema.Item || !w.Doc.Has("depends_on") {
+		return nil
+	}
+	var buf [3]string
+	caps, ok := schema.Item.Captures(w.Path, buf[:0])
+	if !ok || len(caps) != 3 {
+		return nil
+	}
+	id := caps[2]
+	var old []string
+	if w.Prev != nil && w.Op != "move" {
+		old = w.Prev.Strings("depends_on")
+	}
+	var added []string
+	for _, dep := range w.Doc.Strings("depends_on") {
+		if !slices.Contains(old, dep) {
+			added = append(added, dep)
+		}
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	b := &Broker{s: s, dirRecheck: -1, qcache: map[string]cachedQueue{}, pending: newPendingIndex()}
+	defer b.Close()
+	for _, dep := range added {
+		members := []string{id} // the cycle, from this item
+		if dep != id {
+			path := b.dependsPath(dep, id, map[string]bool{})
+			if path == nil {
+				continue
+			}
+			members = append(members, path[:len(path)-1]...)
+		}
+		c := Cycle{}
+		for _, m := range members {
+			c.Members = append(c.Members, CycleMember{ID: m})
+		}
+		c.Members[0] = CycleMember{ID: id, Queue: caps[0], Path: w.Path, Line: w.Doc.KeyLine("depends_on")}
+		return &CycleError{Cycle: c}
+	}
+	return nil
+}
+
+// dependsPath is the chain of depends_on links from item from to item
+// to (from ... to), or nil if to is not reachable.
+func (b *Broker) dependsPath(from, to string, seen map[string]bool) []string {
+	if seen[from] || schema.ValidName(from) != nil {
+		return nil
+	}
+	seen[from] = true
+	it, err := b.Get(from)
+	if err != nil {
+		return nil // missing, or unreadable: no edge (check reports it)
+	}
+	for _, d := range it.DependsOn {
+		if d == to {
+			return []string{from, to}
+		}
+		if p := b.dependsPath(d, to, seen); p != nil {
+			return append([]string{from}, p...)
+		}
+	}
+	return nil
+}
+
+// itemPathCheck is `tavern check`'s report of an item whose id, queue or
+// priority was edited by hand to disagree with its path.
+func itemPathCheck(d *docstore.Doc) []error {
+	if d.Kind != schema.Item {
+		return nil
+	}
+	return pathFieldErrors(d.Path, d, nil)
+}
