@@ -40,6 +40,7 @@ const (
 	FindingStaleLock  = "stale-lock"     // a lock file nobody will take again
 	FindingTempFile   = "temp-file"      // a temp file or spare nobody will reuse
 	FindingStaleIndex = "stale-index"    // an index cache saved with entries of files already gone
+	FindingStrayDir   = "stray-messages" // a message directory with no channel document
 )
 
 // LockFree reports whether nobody holds the lock of key, without
