@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/agents/trace"
 	"github.com/tavernhq/tavern/agents/usage"
 	"github.com/tavernhq/tavern/docstore"
@@ -117,6 +118,10 @@ func runDemoWorkflow(c *cli.Context) error {
 	}
 	defer b.Close()
 	if _, err := b.CreateQueue("tasks", queues.QueueOptions{MaxAttempts: 3, Backoff: 200 * time.Millisecond, BackoffMax: time.Second, OnEmpty: "terminate"}); err != nil {
+		return err
+	}
+	// notify names an existing channel: made here on purpose.
+	if _, err := messages.CreateChannel(s, "alerts", "dead letters of the demo"); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
 	if _, err := b.SetOnDead("tasks", "notify alerts"); err != nil {
