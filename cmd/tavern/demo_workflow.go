@@ -154,7 +154,7 @@ func runDemoWorkflow(c *cli.Context) error {
 			_, _ = plans.SyncAll(b, "tasks")
 			_, _ = m.EscalateDead(b, "tasks")
 		},
-		Progress: progressLine(c), OnError: func(err error) { errf(c, "\ndemo: %v\n", err) }}
+		Progress: progressShow(c), OnError: func(err error) { errf(c, "\ndemo: %v\n", err) }}
 	opt.Drone = func(agent string, wait time.Duration) *exec.Cmd {
 		cmd := exec.Command(self, "spawn", "--dir", s.Root(), "--name", agent, "--pool", "coders", "--queue", "tasks", "--json",
 			"--worktree", "--base", "main", "--check", check, "--", "sh", filepath.Join(demoDir, "drone.sh"))

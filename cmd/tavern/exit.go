@@ -69,6 +69,7 @@ var exitCodes = []struct {
 	{agents.ErrNoWork, exitNotFound},
 	{agents.ErrNotEmpty, exitConflict},
 	{agents.ErrPersonNotAgent, exitUsage},
+	{agents.ErrBadPool, exitUsage},
 
 	// agents/view
 	{view.ErrNoInput, exitUsage},
