@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/schema"
@@ -29,7 +30,9 @@ import (
 //     agent locks of removed agents;
 //  4. temp-file: temp files and spares in .tmp/ nobody will reuse
 //     (docstore.Store.TempFindings);
-//  5. stale-index: index cache sections with entries of missing files.
+//  5. stale-index: index cache sections with entries of missing files;
+//  6. stray-messages: message directories without a channel document
+//     (messages.Findings).
 //
 // The report lists every finding with Fixed or Error set when fix is on.
 // Liveness is judged on this host only (locks, pids): run doctor where
@@ -58,6 +61,7 @@ func (m *Manager) Doctor(b *queues.Broker, fix bool) ([]docstore.Finding, error)
 	phase(m.lockFindings())
 	phase(m.Store.TempFindings())
 	phase(watcher.IndexFindings(m.Store.Root()))
+	phase(messages.Findings(m.Store))
 	return all, errors.Join(errs...)
 }
 

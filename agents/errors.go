@@ -58,6 +58,11 @@ var (
 	// answered again.
 	ErrAnswered = errors.New("question already answered")
 
+	// ErrBadPool is returned by RunPool for options that cannot make a
+	// pool (min above max, an unknown on-empty mode): a bad value, before
+	// anything is written.
+	ErrBadPool = errors.New("bad option")
+
 	// ErrBadAgentName is schema.ErrBadAgentName: an agent name outside
 	// the one name rule.
 	ErrBadAgentName = schema.ErrBadAgentName

@@ -120,13 +120,13 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 		return nil, err
 	}
 	if len(opt.Queues) == 0 || opt.Drone == nil || opt.Broker == nil {
-		return nil, errors.New("pool: queues, a drone command and a broker are required")
+		return nil, fmt.Errorf("pool: %w: queues, a drone command and a broker are required", ErrBadPool)
 	}
 	if opt.Max <= 0 {
 		opt.Max = 1
 	}
 	if opt.Min < 0 || opt.Min > opt.Max {
-		return nil, fmt.Errorf("pool: min %d must be between 0 and max %d", opt.Min, opt.Max)
+		return nil, fmt.Errorf("pool: %w: min %d must be between 0 and max %d", ErrBadPool, opt.Min, opt.Max)
 	}
 	if opt.Tick <= 0 {
 		opt.Tick = time.Second
@@ -149,7 +149,7 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 	switch opt.OnEmpty {
 	case EmptyIdle, EmptyHibernate, EmptyTerminate:
 	default:
-		return nil, fmt.Errorf("pool: on_empty %q: want idle, hibernate or terminate", opt.OnEmpty)
+		return nil, fmt.Errorf("pool: %w: on_empty %q: want idle, hibernate or terminate", ErrBadPool, opt.OnEmpty)
 	}
 	report := func(err error) {
 		if err != nil && opt.OnError != nil {

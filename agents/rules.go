@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/schema"
@@ -15,6 +16,7 @@ import (
 const (
 	RuleAgentState = "agents/state"      // the state machine
 	RuleCommitment = "agents/commitment" // an agent does not judge itself
+	RuleNames      = "agents/names"      // configuration names only what exists
 )
 
 // InstallRules makes every write through s obey the agent rules, whatever
@@ -38,6 +40,12 @@ const (
 //     change its own commitments' assertion or result fields
 //     (StatusFields), nor create one that carries a result: only a
 //     verifier records results.
+//   - A name stored in configuration names something that exists: an
+//     agent's queues, and the channel of a queue's on_dead ("notify
+//     CHANNEL"), when the document is created or the field changes. A
+//     typo there would otherwise surface much later, as a worker that
+//     finds no queue or a dead letter that creates a channel nobody
+//     reads. (A queue removed later does not block other edits.)
 //
 // It also installs the checks `tavern check` runs beyond the schema: an
 // agent state edited by hand to an illegal value, a commitment whose
@@ -54,6 +62,7 @@ func InstallRules(s *docstore.Store, actor string) {
 	s.AddAmend(RuleAgentState, func(w docstore.Write) error { return followState(actor, w) })
 	s.AddRule(RuleAgentState, func(w docstore.Write) error { return agentStateRule(s, w) })
 	s.AddRule(RuleCommitment, func(w docstore.Write) error { return commitmentRule(actor, w) })
+	s.AddRule(RuleNames, func(w docstore.Write) error { return namesRule(s, w) })
 	records := newAssertionRecords(s.Root())
 	s.AddCheck("agents", func(d *docstore.Doc) []error { return checkDoc(records, d) })
 	queues.InstallRules(s)  // an item's path decides its id, queue and priority; no dependency cycles
@@ -189,6 +198,50 @@ func checkDoc(records *assertionRecords, d *docstore.Doc) []error {
 		if err := records.check(commitmentFromDoc(d)); err != nil {
 			return []error{err}
 		}
+	}
+	return nil
+}
+
+// namesRule refuses configuration that names a queue or channel that does
+// not exist (a *schema.UnknownError, with the nearest names).
+func namesRule(s *docstore.Store, w docstore.Write) error {
+	switch w.Doc.Kind {
+	case schema.Agent:
+		qs := agentQueues(w.Doc)
+		if len(qs) == 0 || (w.Prev != nil && slices.Equal(qs, agentQueues(w.Prev))) {
+			return nil
+		}
+		for _, q := range qs {
+			if err := queues.CheckQueue(s, q); err != nil {
+				return fmt.Errorf("%s: queues: %w", w.Path, err)
+			}
+		}
+	case schema.Queue:
+		od := w.Doc.String("on_dead")
+		if od == "" || (w.Prev != nil && od == w.Prev.String("on_dead")) {
+			return nil
+		}
+		spec, err := queues.ParseOnDead(od)
+		if err != nil {
+			return fmt.Errorf("%s: %w", w.Path, err)
+		}
+		if spec.Channel != "" {
+			if err := messages.CheckChannel(s, spec.Channel); err != nil {
+				return fmt.Errorf("%s: on_dead: %w", w.Path, err)
+			}
+		}
+	}
+	return nil
+}
+
+// agentQueues is an agent document's queues (the older single "queue"
+// field too).
+func agentQueues(d *docstore.Doc) []string {
+	if qs := d.Strings("queues"); len(qs) > 0 {
+		return qs
+	}
+	if q := d.String("queue"); q != "" {
+		return []string{q}
 	}
 	return nil
 }

@@ -152,6 +152,13 @@ func (m *Manager) Spawn(ctx context.Context, opt SpawnOptions) (*SpawnResult, er
 	if len(opt.Queues) > 0 && opt.Work == nil {
 		return nil, errors.New("spawn: queues given without a work source")
 	}
+	// Every name first: a typo'd queue must not leave a new agent (or an
+	// existing one's configuration changed) behind.
+	for _, q := range opt.Queues {
+		if err := queues.CheckQueue(m.Store, q); err != nil {
+			return nil, err
+		}
+	}
 	r := &spawnRun{m: m, opt: opt, start: time.Now()}
 	defer r.unlock()
 	defer r.stopRenewal()

@@ -2,7 +2,9 @@ package agents
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -376,5 +378,38 @@ func TestSpawnWrapperKilled(t *testing.T) {
 	res, err := m.Spawn(context.Background(), SpawnOptions{Name: "k1", Queues: []string{"q"}, Work: QueueWork(b), Command: []string{"true"}})
 	if err != nil || res.Item != it.ID || res.Attempt != 2 || res.Spawns != 2 {
 		t.Fatalf("respawn = %+v %v", res, err)
+	}
+}
+
+// A queue that names nothing is refused before anything is written: by
+// spawn (no new agent, an existing one unchanged), by CreateAgent, and by
+// any write of an agent's queues (RuleNames); a queue's on_dead must name
+// an existing channel.
+func TestUnknownQueueWritesNothing(t *testing.T) {
+	m := newManager(t)
+	b := newBroker(t, m)
+	mustQueue(t, b, "build", queues.QueueOptions{})
+	_, err := m.Spawn(context.Background(), SpawnOptions{Name: "s4", Queues: []string{"nosuchq"}, Work: QueueWork(b), Command: []string{"true"}})
+	if !errors.Is(err, queues.ErrUnknownQueue) {
+		t.Fatalf("spawn --queue nosuchq: %v, want ErrUnknownQueue", err)
+	}
+	if _, err := m.GetAgent("s4"); !errors.Is(err, docstore.ErrNotExist) {
+		t.Errorf("agent s4 after a refused spawn: %v, want none", err)
+	}
+	if _, err := m.CreateAgent(AgentSpec{Name: "q1", Queues: []string{"biuld"}}); !errors.Is(err, queues.ErrUnknownQueue) || !errors.Is(err, schema.ErrUnknownName) {
+		t.Errorf("CreateAgent with queue biuld: %v, want an unknown queue", err)
+	}
+	if _, err := m.GetAgent("q1"); !errors.Is(err, docstore.ErrNotExist) {
+		t.Errorf("agent q1 after a refused create: %v, want none", err)
+	}
+	mustAgent(t, m, AgentSpec{Name: "q2", Queues: []string{"build"}})
+	if _, err := m.EditAgent("q2", func(d *docstore.Doc) error { return d.Set("queues", []string{"build", "nosuchq"}) }); !errors.Is(err, queues.ErrUnknownQueue) {
+		t.Errorf("setting q2's queues to a typo: %v, want an unknown queue", err)
+	}
+	if _, err := b.CreateQueue("q6", queues.QueueOptions{OnDead: "notify nochan"}); !errors.Is(err, schema.ErrUnknownName) {
+		t.Errorf("queue with on_dead notify nochan: %v, want an unknown channel", err)
+	}
+	if _, err := os.Stat(filepath.Join(m.Store.Root(), "queues", "q6")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("queues/q6 after a refused create: %v, want it absent", err)
 	}
 }

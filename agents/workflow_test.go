@@ -196,6 +196,13 @@ func TestEscalateDead(t *testing.T) {
 	if _, err := b.SetOnDead("ask", "ask parent"); err != nil {
 		t.Fatal(err)
 	}
+	// notify names a channel that must exist (RuleNames).
+	if _, err := b.SetOnDead("note", "notify alerts"); !errors.Is(err, schema.ErrUnknownName) {
+		t.Fatalf("on_dead naming no channel: %v, want an unknown name", err)
+	}
+	if _, err := messages.CreateChannel(m.Store, "alerts", ""); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := b.SetOnDead("note", "notify alerts"); err != nil {
 		t.Fatal(err)
 	}

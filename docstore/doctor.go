@@ -42,7 +42,8 @@ const (
 	FindingStaleIndex = "stale-index"    // an index cache saved with entries of files already gone
 	// A document that does not parse or validate, so the doctor could not
 	// judge it; it has no Repair (a person fixes it, e.g. `tavern edit`).
-	FindingInvalid = "invalid-document"
+	FindingInvalid  = "invalid-document"
+	FindingStrayDir = "stray-messages" // a message directory with no channel document
 )
 
 // LockFree reports whether nobody holds the lock of key, without

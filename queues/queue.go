@@ -53,6 +53,9 @@ type QueueOptions struct {
 	BackoffMax  time.Duration
 	OnEmpty     string
 	NoSteal     bool
+	// OnDead is the queue's on_dead (ParseOnDead), written with the queue
+	// in one go, so a refused value leaves no queue behind.
+	OnDead string
 	// Explicit names the options given on purpose, by field name
 	// ("max_attempts", "lease", "lease_grace", "backoff", "backoff_max"):
 	// a zero listed here is the value zero, not "the default". Zero
@@ -102,6 +105,9 @@ func (b *Broker) CreateQueue(name string, opt QueueOptions) (*Queue, error) {
 	if opt.OnEmpty != "" && !slices.Contains(schema.EmptyModes, opt.OnEmpty) {
 		return nil, &QueueError{Op: "create", Queue: name, Err: fmt.Errorf("%w: on-empty must be one of %s", ErrBadOption, strings.Join(schema.EmptyModes, ", "))}
 	}
+	if _, err := ParseOnDead(opt.OnDead); err != nil {
+		return nil, &QueueError{Op: "create", Queue: name, Err: err}
+	}
 	// The defaults come from tavern.md only where no value was given; a
 	// bad default there fails the create (tavern.md:line:col), it is not
 	// replaced by the schema's.
@@ -132,8 +138,11 @@ func (b *Broker) CreateQueue(name string, opt QueueOptions) (*Queue, error) {
 		{Key: "backoff_max", Value: opt.durOr("backoff_max", opt.BackoffMax).String()},
 		{Key: "on_empty", Value: strOr(opt.OnEmpty, "idle")},
 		{Key: "steal", Value: !opt.NoSteal},
-		{Key: "created", Value: b.now()},
 	}
+	if opt.OnDead != "" {
+		fields = append(fields, docstore.Field{Key: "on_dead", Value: opt.OnDead})
+	}
+	fields = append(fields, docstore.Field{Key: "created", Value: b.now()})
 	body := []byte("\n# Queue " + name + "\n\nItems live in pending/, claimed/, done/ and dead/ next to this file.\n" +
 		"`ls pending/` is the queue order: file names sort by priority, then age.\n")
 	d, err := docstore.New(schema.Queue, fields, body)
@@ -296,11 +305,34 @@ func queueFromDoc(name string, d *docstore.Doc) (*Queue, error) {
 
 // QueueNames lists the queues of the store (directories under queues/
 // with a queue.md), sorted by name.
-func (b *Broker) QueueNames() ([]string, error) {
-	return b.s.Subdirs("queues", func(dir string) bool {
+func (b *Broker) QueueNames() ([]string, error) { return queueNames(b.s) }
+
+func queueNames(s *docstore.Store) ([]string, error) {
+	return s.Subdirs("queues", func(dir string) bool {
 		_, err := os.Stat(filepath.Join(dir, queueFile))
 		return err == nil
 	})
+}
+
+// CheckQueue returns nil if the store has a queue of that name (its
+// queue.md), else a *schema.UnknownError matching ErrUnknownQueue with
+// the nearest queue names: for what names a queue without a Broker (an
+// agent's queues, before anything is written).
+func CheckQueue(s *docstore.Store, name string) error {
+	if err := schema.ValidName(name); err != nil {
+		return &QueueError{Op: "open", Queue: name, Err: err}
+	}
+	full, err := s.Abs(QueuePath(name))
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(full); err == nil {
+		return nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	names, _ := queueNames(s)
+	return &schema.UnknownError{What: "queue", Name: name, Near: schema.Near(name, names), Err: ErrUnknownQueue}
 }
 
 // Queues reads every queue's configuration, sorted by priority then

@@ -202,7 +202,9 @@ func (ms *mcpServer) send(_ context.Context, _ *mcp.CallToolRequest, in sendIn) 
 	if err != nil {
 		return nil, nil, err
 	}
-	id, err := messages.SendMessage(ms.e.Store, in.Channel, agent, in.Text)
+	// As the CLI's send without --create: an unknown channel is a tool
+	// error, never created (messages.Send).
+	id, err := messages.Send(ms.e.Store, in.Channel, agent, in.Text, messages.SendOptions{})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -4,13 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/docstore"
 )
 
@@ -76,5 +79,59 @@ func TestMCPIdentityFromSession(t *testing.T) {
 	}
 	if _, err := (&mcpServer{e: newEnv(t)}).whoami(); !errors.Is(err, ErrNoAgent) {
 		t.Errorf("no session: got %v, want ErrNoAgent", err)
+	}
+}
+
+// The send tool obeys the CLI's rule (messages.Send): a channel that
+// names nothing is a tool error and nothing is created; a direct message
+// to an agent and a channel made on purpose go through.
+func TestMCPSendUnknownChannel(t *testing.T) {
+	e := newEnv(t)
+	if _, err := e.Manager.CreateAgent(agents.AgentSpec{Name: "me"}); err != nil {
+		t.Fatal(err)
+	}
+	srv := NewMCPServer(e, MCPOptions{Agent: "me"})
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	send := func(channel string) (string, bool) {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "send", Arguments: map[string]any{"channel": channel, "text": "hi"}})
+		if err != nil {
+			t.Fatalf("send %s: %v", channel, err)
+		}
+		var b strings.Builder
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				b.WriteString(tc.Text)
+			}
+		}
+		return b.String(), res.IsError
+	}
+	if got, isErr := send("nochan"); !isErr || !strings.Contains(got, `unknown channel "nochan"`) {
+		t.Errorf("send nochan: %q (isError %v), want a tool error naming the unknown channel", got, isErr)
+	}
+	for _, rel := range []string{"channels/nochan.md", "messages/nochan"} {
+		if _, err := os.Stat(filepath.Join(e.Store.Root(), rel)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s after a refused send: %v, want it absent", rel, err)
+		}
+	}
+	if got, isErr := send("@me"); isErr {
+		t.Errorf("send @me: %s", got)
+	}
+	if _, err := messages.CreateChannel(e.Store, "general", ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, isErr := send("general"); isErr || !strings.HasPrefix(got, "sent ") {
+		t.Errorf("send general: %q (isError %v)", got, isErr)
 	}
 }

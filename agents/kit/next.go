@@ -2,6 +2,7 @@ package kit
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path"
 	"sort"
@@ -72,8 +73,17 @@ func Next(b *queues.Broker, agent string, opt NextOptions) ([]NextItem, error) {
 
 // nextQueues is the list of queues to look in: given, else the agent's
 // own, else all by priority.
+//
+// Each named queue must exist: a queue given that names nothing, or one
+// of the agent's own that was removed since, is a *schema.UnknownError
+// (exit 3 with its name), not an empty list that reads as "no work".
 func nextQueues(b *queues.Broker, agent string, given []string) ([]string, error) {
 	if len(given) > 0 {
+		for _, q := range given {
+			if err := queues.CheckQueue(b.Store(), q); err != nil {
+				return nil, err
+			}
+		}
 		return given, nil
 	}
 	if agent != "" {
@@ -81,6 +91,11 @@ func nextQueues(b *queues.Broker, agent string, given []string) ([]string, error
 			own := d.Strings("queues")
 			if q := d.String("queue"); q != "" && len(own) == 0 {
 				own = []string{q}
+			}
+			for _, q := range own {
+				if err := queues.CheckQueue(b.Store(), q); err != nil {
+					return nil, fmt.Errorf("agent %s's queues (%s): %w", agent, d.Path, err)
+				}
 			}
 			if len(own) > 0 {
 				return own, nil

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
 )
 
 func texts(msgs []Message) []string {
@@ -125,6 +129,9 @@ func TestNotesOutsideTimeline(t *testing.T) {
 // wake it.
 func TestRecvWaitWokenByOtherProcess(t *testing.T) {
 	s := msgStore(t)
+	if _, err := CreateChannel(s, "news", ""); err != nil {
+		t.Fatal(err)
+	}
 	old := WaitSafetyInterval
 	WaitSafetyInterval = time.Hour
 	defer func() { WaitSafetyInterval = old; waitingHook = nil }()
@@ -164,6 +171,71 @@ func TestRecvWaitWokenByOtherProcess(t *testing.T) {
 	waitingHook = nil
 	if _, err := RecvWait(short, s, "bob", "news", RecvOptions{}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("idle wait: got %v, want DeadlineExceeded", err)
+	}
+}
+
+// A wait on a channel that names nothing fails at once with the unknown
+// name and creates nothing: no message directory, no bookmark, no channel
+// listed afterwards. The direct channel of an existing agent may be waited
+// on before its first message; the wait gives it its document, so no
+// message directory is ever left without one.
+func TestRecvWaitUnknownChannel(t *testing.T) {
+	s := msgStore(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	_, err := RecvWait(ctx, s, "bob", "typo", RecvOptions{})
+	if !errors.Is(err, schema.ErrUnknownName) {
+		t.Fatalf("RecvWait on an unknown channel: %v, want an unknown name", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("refused after %s, want at once", d)
+	}
+	for _, rel := range []string{"messages/typo", "bookmarks/bob.md", "channels/typo.md"} {
+		if _, err := os.Stat(filepath.Join(s.Root(), rel)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s after the refused wait: %v, want it absent", rel, err)
+		}
+	}
+	if chs, errs := ListChannels(s, true); len(chs) != 0 || len(errs) != 0 {
+		t.Errorf("channels after the refused wait: %+v %v, want none", chs, errs)
+	}
+
+	// A message directory alone is no channel: not listed, not known,
+	// reported by Findings.
+	if err := os.MkdirAll(filepath.Join(s.Root(), "messages", "stray"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if chs, _ := ListChannels(s, true); len(chs) != 0 {
+		t.Errorf("a message directory without a document listed: %+v", chs)
+	}
+	if err := CheckChannel(s, "stray"); !errors.Is(err, schema.ErrUnknownName) {
+		t.Errorf("CheckChannel(stray) = %v, want an unknown name", err)
+	}
+	f, err := Findings(s)
+	if err != nil || len(f) != 1 || f[0].Path != "messages/stray" || f[0].Kind != docstore.FindingStrayDir {
+		t.Fatalf("findings: %+v %v", f, err)
+	}
+	if err := f[0].Repair(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(s.Root(), "messages", "stray")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("an empty stray directory after its repair: %v", err)
+	}
+
+	// @bob, an agent with a document: waited on before any message.
+	if err := os.WriteFile(filepath.Join(s.Root(), "agents", "bob.md"), []byte("---\nname: bob\nstate: idle\n---\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel2()
+	if _, err := RecvWait(short, s, "bob", "@bob", RecvOptions{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("wait on @bob: %v, want DeadlineExceeded", err)
+	}
+	if _, err := os.Stat(filepath.Join(s.Root(), "channels", "@bob.md")); err != nil {
+		t.Errorf("@bob's channel document after a wait on it: %v", err)
+	}
+	if f, err := Findings(s); err != nil || len(f) != 0 {
+		t.Errorf("findings after a wait on @bob: %+v %v, want none", f, err)
 	}
 }
 

@@ -170,30 +170,21 @@ func GetChannel(s *docstore.Store, name string) (*Channel, error) {
 	return channelOf(d), nil
 }
 
-// ListChannels returns the channels sorted by name: every channel document
-// plus message directories that have no document (made by hand or by an
-// older version). Archived channels are left out unless all is set.
-// Unreadable channel documents are returned as errors beside the rest.
+// ListChannels returns the channels sorted by name: the channel
+// documents. A message directory without a document is not a channel (it
+// has no creation time, no topic, and nobody created it on purpose):
+// Findings reports it for `tavern doctor`. Archived channels are left out
+// unless all is set. Unreadable channel documents are returned as errors
+// beside the rest.
 func ListChannels(s *docstore.Store, all bool) ([]*Channel, []error) {
 	docs, errs := s.List(schema.Channel)
-	seen := map[string]bool{}
 	var out []*Channel
 	for _, d := range docs {
 		c := channelOf(d)
-		seen[c.Name] = true
 		if c.Archived && !all {
 			continue
 		}
 		out = append(out, c)
-	}
-	ents, err := os.ReadDir(filepath.Join(s.Root(), "messages"))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		errs = append(errs, err)
-	}
-	for _, e := range ents {
-		if e.IsDir() && !seen[e.Name()] && ValidChannel(e.Name()) == nil {
-			out = append(out, &Channel{Name: e.Name()})
-		}
 	}
 	for _, c := range out {
 		n, err := countMessages(s, c.Name)
@@ -222,17 +213,18 @@ func ArchiveChannel(s *docstore.Store, name string) error {
 	return err
 }
 
-// CheckChannel returns nil if channel exists: it has a channel document
-// or a message directory, or it is the direct channel "@NAME" of an agent
-// that has a document (or of the person, "@user"). Otherwise it returns
-// a *schema.UnknownError with the nearest channel names: a typo never
-// creates a channel (CreateChannel does, or Send with Create).
+// CheckChannel returns nil if channel exists: it has a channel document,
+// or it is the direct channel "@NAME" of an agent that has a document (or
+// of the person, "@user"). Otherwise it returns a *schema.UnknownError
+// with the nearest channel names: a typo never creates a channel
+// (CreateChannel does, or Send with Create). A message directory alone
+// is no channel (ListChannels).
 func CheckChannel(s *docstore.Store, name string) error {
 	rel, err := channelPath(name)
 	if err != nil {
 		return err
 	}
-	if exists(s, rel) || exists(s, messagesDir(name)) {
+	if exists(s, rel) {
 		return nil
 	}
 	if agent, ok := strings.CutPrefix(name, "@"); ok && (agent == "user" || exists(s, "agents/"+agent+".md")) {
@@ -251,10 +243,10 @@ func exists(s *docstore.Store, rel string) bool {
 }
 
 // channelNames lists the names a channel could be meant as: channel
-// documents, message directories and the agents' direct channels.
+// documents and the agents' direct channels.
 func channelNames(s *docstore.Store) []string {
 	var out []string
-	for _, dir := range []string{"channels", "messages", "agents"} {
+	for _, dir := range []string{"channels", "agents"} {
 		ents, _ := os.ReadDir(filepath.Join(s.Root(), dir))
 		for _, e := range ents {
 			n := e.Name()

@@ -26,8 +26,17 @@ var waitingHook func()
 // done first. The watch is in place before the first check, so a message
 // written between the check and the wait is not missed (watcher.WaitDir;
 // without inotify it polls every second).
+//
+// The channel must exist (CheckChannel): a wait on a typo fails at once
+// and creates nothing. Its message directory is made so there is
+// something to watch; the direct channel of an agent that has never had
+// a message gets its channel document first, as its first message would
+// give it, so no message directory is ever left without one.
 func WaitChannel(ctx context.Context, s *docstore.Store, channel string, check func() (bool, error)) error {
-	if err := ValidChannel(channel); err != nil {
+	if err := CheckChannel(s, channel); err != nil {
+		return err
+	}
+	if _, err := ensureChannel(s, channel); err != nil {
 		return err
 	}
 	dir := filepath.Join(s.Root(), "messages", channel)

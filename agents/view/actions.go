@@ -116,7 +116,8 @@ func (v *View) do(ctx context.Context, a Action) (string, error) {
 		if err := need(); err != nil {
 			return "", err
 		}
-		if _, err := messages.SendMessage(v.s, a.Target, v.opt.Person, text); err != nil {
+		// A typed target that names nothing is refused, never created.
+		if _, err := messages.Send(v.s, a.Target, v.opt.Person, text, messages.SendOptions{}); err != nil {
 			return "", err
 		}
 		return "sent to " + a.Target, nil

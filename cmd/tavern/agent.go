@@ -52,7 +52,9 @@ func newAgentNewCommand() *cli.Command {
 		Name:      "new",
 		Usage:     "create an agent (a themed name if NAME is omitted)",
 		ArgsUsage: "[NAME]",
-		Description: `Create an agent (a themed name if NAME is omitted).
+		Description: `Create an agent (a themed name if NAME is omitted). --parent and every
+--queue must name an existing agent and queue: an unknown one exits 3 and
+creates nothing.
 
 Examples:
    tavern agent new alice --role builder --parent lead --queue build

@@ -294,7 +294,7 @@ func storeNames(c *cli.Context, dir string) []string {
 }
 
 func channelNames(c *cli.Context) []string {
-	out := append(storeNames(c, "channels"), storeNames(c, "messages")...)
+	out := storeNames(c, "channels") // a message directory alone is no channel
 	for _, a := range storeNames(c, "agents") {
 		out = append(out, "@"+a)
 	}

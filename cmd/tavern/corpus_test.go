@@ -110,6 +110,8 @@ func TestSchemaJSONSchema(t *testing.T) {
 		}
 		return v
 	}
+	p.ok("queue", "create", "a") // an agent's queues must exist
+	p.ok("queue", "create", "b")
 	p.ok("new", "agent", "alice", "role=reviewer", "queues=[a, b]", "spawns=2")
 	if err := compiled["agent"].Validate(fields("agents/alice")); err != nil {
 		t.Errorf("a valid agent fails its JSON Schema: %v", err)

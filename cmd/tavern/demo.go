@@ -187,7 +187,7 @@ func (d *demoRun) runPool() (*agents.Agent, *agents.PoolMetrics, error) {
 	d.say("pool counters: up to %s running drone.sh", counted(c.Int("max"), "drone"))
 	opt := agents.PoolOptions{Name: "counters", Queues: []string{"phrases"}, Max: c.Int("max"), OnEmpty: agents.EmptyTerminate,
 		Command: []string{"./drone.sh"}, Broker: d.b, Tick: 250 * time.Millisecond,
-		Progress: progressLine(c), OnError: func(err error) { errf(c, "\ndemo: %v\n", err) }}
+		Progress: progressShow(c), OnError: func(err error) { errf(c, "\ndemo: %v\n", err) }}
 	opt.Drone = func(agent string, wait time.Duration) *exec.Cmd {
 		cmd := exec.Command(self, "spawn", "--dir", d.s.Root(), "--name", agent, "--pool", "counters", "--role", "drone",
 			"--parent", "lead", "--queue", "phrases", "--json", "--", "./drone.sh")

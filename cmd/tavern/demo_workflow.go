@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/agents/trace"
 	"github.com/tavernhq/tavern/agents/usage"
 	"github.com/tavernhq/tavern/docstore"
@@ -119,6 +120,10 @@ func runDemoWorkflow(c *cli.Context) error {
 	if _, err := b.CreateQueue("tasks", queues.QueueOptions{MaxAttempts: 3, Backoff: 200 * time.Millisecond, BackoffMax: time.Second, OnEmpty: "terminate"}); err != nil {
 		return err
 	}
+	// notify names an existing channel: made here on purpose.
+	if _, err := messages.CreateChannel(s, "alerts", "dead letters of the demo"); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
 	if _, err := b.SetOnDead("tasks", "notify alerts"); err != nil {
 		return err
 	}
@@ -149,7 +154,7 @@ func runDemoWorkflow(c *cli.Context) error {
 			_, _ = plans.SyncAll(b, "tasks")
 			_, _ = m.EscalateDead(b, "tasks")
 		},
-		Progress: progressLine(c), OnError: func(err error) { errf(c, "\ndemo: %v\n", err) }}
+		Progress: progressShow(c), OnError: func(err error) { errf(c, "\ndemo: %v\n", err) }}
 	opt.Drone = func(agent string, wait time.Duration) *exec.Cmd {
 		cmd := exec.Command(self, "spawn", "--dir", s.Root(), "--name", agent, "--pool", "coders", "--queue", "tasks", "--json",
 			"--worktree", "--base", "main", "--check", check, "--", "sh", filepath.Join(demoDir, "drone.sh"))

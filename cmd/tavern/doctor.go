@@ -27,6 +27,8 @@ func newDoctorCommand() *cli.Command {
    temp-file       a temp file or spare in .tmp/ nobody will reuse
    stale-index     an index cache saved with entries of files already gone
                    (one merely behind the files is normal, not reported)
+   stray-messages  a message directory with no channel document: no channel
+                   (--fix removes it when empty, else creates the document)
    orphan-worktree a drone's git worktree whose item is done, dead or gone
                    (--fix removes it; a merged item's branch too, others'
                    branches stay)

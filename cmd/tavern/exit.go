@@ -70,6 +70,7 @@ var exitCodes = []struct {
 	{agents.ErrNoWork, exitNotFound},
 	{agents.ErrNotEmpty, exitConflict},
 	{agents.ErrPersonNotAgent, exitUsage},
+	{agents.ErrBadPool, exitUsage},
 
 	// agents/view
 	{view.ErrNoInput, exitUsage},

@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -130,6 +133,17 @@ func TestMCPServerBuiltBinary(t *testing.T) {
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "report", Arguments: map[string]any{"id": id, "attempt": 1, "outcome": "done"}})
 	if err != nil || !res.IsError {
 		t.Errorf("second report of a done item: %+v %v, want a tool error", res, err)
+	}
+	// send obeys the CLI's rule: a channel that names nothing is a tool
+	// error and is not created (send --create is the CLI's way to make one).
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "send", Arguments: map[string]any{"channel": "nochan", "text": "hi"}})
+	if err != nil || !res.IsError {
+		t.Errorf("send to an unknown channel: %+v %v, want a tool error", res, err)
+	}
+	for _, rel := range []string{"channels/nochan.md", "messages/nochan"} {
+		if _, err := os.Stat(filepath.Join(p.dir, ".tavern", rel)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s after a refused send: %v, want it absent", rel, err)
+		}
 	}
 }
 

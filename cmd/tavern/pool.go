@@ -103,15 +103,14 @@ func runPoolRun(c *cli.Context) error {
 	}
 	opt := poolOptions(c, m, b, name, command)
 	opt.Interrupt = sigs
+	endLine := func() {}
 	if !c.Bool("quiet") {
-		opt.Progress = progressLine(c)
+		opt.Progress, endLine = progressLine(c)
 	}
 	// The pool drains on its own signal channel; main's context
 	// must not cancel it on the first Ctrl-C.
 	mt, err := m.RunPool(contextWithoutCancel(c), opt)
-	if !c.Bool("quiet") {
-		errf(c, "\n")
-	}
+	endLine()
 	if err != nil {
 		return err
 	}
@@ -182,10 +181,17 @@ func poolOptions(c *cli.Context, m *agents.Manager, b *queues.Broker, name strin
 
 // progressLine rewrites one compact status line on stderr when it is a
 // terminal; otherwise (logs, CI) it prints a plain line at most every
-// few seconds, so a redirected log stays readable.
-func progressLine(c *cli.Context) func(agents.PoolMetrics) {
+// few seconds, so a redirected log stays readable. end finishes a
+// terminal's rewritten line; it prints nothing when no line was shown (a
+// pool refused before it started leaves no blank line).
+func progressLine(c *cli.Context) (show func(agents.PoolMetrics), end func()) {
 	last, lastAt := "", time.Time{}
 	tty := isTerminal(c.App.ErrWriter)
+	end = func() {
+		if tty && last != "" {
+			errf(c, "\n")
+		}
+	}
 	return func(p agents.PoolMetrics) {
 		line := fmt.Sprintf("%s %s: %s | %d done %d failed | %d pending %d claimed | %.1f/min util %.2f",
 			p.Name, p.State, counted(p.Drones, "drone"), p.ItemsDone, p.ItemsFailed, p.Pending, p.Claimed, p.Throughput, p.Utilization)
@@ -202,7 +208,14 @@ func progressLine(c *cli.Context) func(agents.PoolMetrics) {
 			return
 		}
 		last = line
-	}
+	}, end
+}
+
+// progressShow is progressLine's line alone, for callers that end it
+// themselves (the demos).
+func progressShow(c *cli.Context) func(agents.PoolMetrics) {
+	show, _ := progressLine(c)
+	return show
 }
 
 // isTerminal reports whether w is a terminal.

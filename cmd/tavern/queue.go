@@ -44,7 +44,9 @@ func newQueueCreateCommand() *cli.Command {
 		ArgsUsage: "Q",
 		Description: `Writes .tavern/queues/Q/queue.md and the pending/ claimed/ done/ dead/
 directories. Priority 0 is the highest (0..99): it orders multi-queue take and
-weights stealing. Durations are Go durations (90s, 5m, 1h).
+weights stealing. Durations are Go durations (90s, 5m, 1h). --on-dead
+"notify CHANNEL" needs an existing channel (an unknown one exits 3 and
+creates nothing).
 
 Examples:
    tavern queue create build
@@ -81,16 +83,11 @@ func runQueueCreate(c *cli.Context) error {
 	q, err := b.CreateQueue(c.Args().First(), queues.QueueOptions{
 		Priority: c.Int("priority"), MaxAttempts: c.Int("max-attempts"), Lease: c.Duration("lease"),
 		Backoff: c.Duration("backoff"), BackoffMax: c.Duration("backoff-max"), LeaseGrace: c.Duration("lease-grace"),
-		OnEmpty: c.String("on-empty"), NoSteal: c.Bool("no-steal"),
+		OnEmpty: c.String("on-empty"), NoSteal: c.Bool("no-steal"), OnDead: c.String("on-dead"),
 		Explicit: explicit(c, "max-attempts", "lease", "backoff", "backoff-max", "lease-grace"),
 	})
 	if err != nil {
 		return err
-	}
-	if od := c.String("on-dead"); od != "" {
-		if q, err = b.SetOnDead(q.Name, od); err != nil {
-			return err
-		}
 	}
 	if c.Bool("json") {
 		return printJSON(c, docJSON(s, q.Doc, true))

@@ -25,9 +25,9 @@ conflicts are listed (exit 4). Re-reserving your own glob renews it.
 Reservations lapse after --ttl (default 1h; 0 = until unreserve).
 tavern guard, as a pre-commit hook, refuses commits touching others' paths.
 
---wait DUR blocks until the paths are free or DUR passes (exit 4 then),
-woken by every unreserve at once; the refusals while it waits are not
-journaled one by one.
+--wait DUR blocks until the paths are free or DUR passes (exit 3 then, as
+every wait that runs out), woken by every unreserve at once; the refusals
+while it waits are not journaled one by one.
 
 A reservation made --as a live agent (one running under tavern spawn) is
 tied to that agent's life, like a claim or a token: when its process dies,

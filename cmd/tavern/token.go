@@ -57,7 +57,9 @@ Examples:
 				Name:      "init",
 				Usage:     "create a token with N slots (or change its count)",
 				ArgsUsage: "NAME",
-				Description: `Create a token with N slots (or change its count).
+				Description: `Create a token with N slots (or change its count). --count 0 retires every
+free slot of an existing token; a token that has no slots is unknown (exit 3,
+nothing created). A negative count exits 2.
 
 Examples:
    tavern token init merge --count 2`,

@@ -466,9 +466,14 @@ func (sp *Space) block(ctx context.Context, typ string, p Pattern, try func(stri
 	if sp.proj != nil {
 		return sp.blockProjected(ctx, typ, p, try, start)
 	}
-	dir, err := sp.typeDirAbs(typ)
+	// The first look before any directory is watched: a type nobody has
+	// written is waited for without being created (awaitTypeDir).
+	if t, err := try(typ, p); err == nil || !errors.Is(err, ErrNoTuple) {
+		return t, err
+	}
+	dir, err := sp.awaitTypeDir(ctx, typ)
 	if err != nil {
-		return nil, err
+		return nil, sp.waitErr(err, typ, p, start)
 	}
 	var got *Tuple
 	werr := watcher.WaitDir(ctx, []string{dir}, sp.waitOptions(appeared, nil, nil), func() (bool, error) {

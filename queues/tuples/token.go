@@ -93,7 +93,9 @@ type ReleaseOptions struct {
 
 // InitToken makes token name have exactly count slots: it adds slots, or
 // archives free ones; it refuses (ErrTokenCount) to drop held slots. It
-// returns how many slots it added (negative: removed).
+// returns how many slots it added (negative: removed). Count 0 retires a
+// token's free slots; for a token with no slots it is ErrUnknownToken
+// (nothing to retire, and nothing is created).
 func (sp *Space) InitToken(name string, count int) (int, error) {
 	if err := schema.ValidName(name); err != nil {
 		return 0, fmt.Errorf("token name: %w", err)
@@ -112,6 +114,11 @@ func (sp *Space) InitToken(name string, count int) (int, error) {
 		return 0, err
 	}
 	total := len(free) + len(held)
+	if count == 0 && total == 0 {
+		// Zero retires the free slots of a token; of one that has none it
+		// would do nothing and say it did: a typo, or a token not made yet.
+		return 0, fmt.Errorf("%s: %w", name, ErrUnknownToken)
+	}
 	if total == 0 && count > 0 {
 		// A new token: its name follows the plain name rule (one
 		// made before the rule keeps its name).
@@ -518,9 +525,12 @@ func (sp *Space) acquireSlot(name, id string, h holder, opt AcquireOptions) (*To
 // death drops a lock, which is no filesystem event. It journals one
 // token.waiting when it first has to wait, not every refusal.
 func (sp *Space) Acquire(ctx context.Context, name string, opt AcquireOptions) (*Token, error) {
-	var tok *Token
-	var wake time.Time
-	var last error
+	// A first look before the wait: an unknown token (a typo) fails at
+	// once and creates nothing; a busy one has slots, so its directory.
+	tok, wake, last := sp.tryAcquire(name, opt)
+	if !errors.Is(last, ErrTokenBusy) {
+		return tok, last
+	}
 	dir, err := sp.typeDirAbs(TokenType)
 	if err != nil {
 		return nil, err
@@ -602,7 +612,7 @@ func (sp *Space) ReleaseToken(name, handle string, opt ReleaseOptions) error {
 	d, err := sp.store.Get(taken)
 	if err != nil {
 		if errors.Is(err, docstore.ErrNotExist) {
-			return fmt.Errorf("%s %s: %w: not held", name, id, ErrNotHolder)
+			return sp.notHeld(name, fmt.Errorf("%s %s: %w: not held", name, id, ErrNotHolder))
 		}
 		return err
 	}
@@ -670,9 +680,19 @@ func (sp *Space) ReleaseAgentTokens(name string, opt ReleaseOptions) (int, error
 		n++
 	}
 	if n == 0 && len(errs) == 0 {
-		return 0, fmt.Errorf("%s: %w: %s holds no slot", name, ErrNotHolder, opt.As)
+		return 0, sp.notHeld(name, fmt.Errorf("%s: %w: %s holds no slot", name, ErrNotHolder, opt.As))
 	}
 	return n, errors.Join(errs...)
+}
+
+// notHeld is the error of a release that found nothing to release:
+// ErrUnknownToken when the token has no slots at all (a typo is not a
+// token someone else holds), else err.
+func (sp *Space) notHeld(name string, err error) error {
+	if ok, _ := sp.tokenExists(name); !ok {
+		return fmt.Errorf("%s: %w", name, ErrUnknownToken)
+	}
+	return err
 }
 
 // freeSlot clears the holder fields of a held slot and renames it back

@@ -1,7 +1,11 @@
 package tuples
 
 import (
+	"context"
 	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -268,5 +272,58 @@ func TestLivenessProbesNeverLookAlive(t *testing.T) {
 		if err := tok.Release(); err != nil {
 			t.Fatalf("release %d: %v", i, err)
 		}
+	}
+}
+
+// A token that has no slots is a name that names nothing for every call:
+// a release, a count of zero and a waiting acquire say ErrUnknownToken,
+// at once, and create nothing (not even tuples/token/). A blocking read
+// or take of a tuple type nobody wrote waits without creating the type.
+func TestUnknownNamesCreateNothing(t *testing.T) {
+	sp := newSpace(t, SpaceOptions{})
+	root := sp.Store().Root()
+	absent := func(rel string) {
+		t.Helper()
+		if _, err := os.Stat(filepath.Join(root, rel)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: %v, want it absent", rel, err)
+		}
+	}
+	if _, err := sp.ReleaseAgentTokens("nosuch", ReleaseOptions{As: "alice"}); !errors.Is(err, ErrUnknownToken) {
+		t.Errorf("release --as of an unknown token: %v, want ErrUnknownToken", err)
+	}
+	if err := sp.ReleaseToken("nosuch", "01a0:1", ReleaseOptions{}); !errors.Is(err, ErrUnknownToken) {
+		t.Errorf("release by handle of an unknown token: %v, want ErrUnknownToken", err)
+	}
+	if _, err := sp.InitToken("typo", 0); !errors.Is(err, ErrUnknownToken) {
+		t.Errorf("init --count 0 of an unknown token: %v, want ErrUnknownToken", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	if _, err := sp.Acquire(ctx, "typo", AcquireOptions{TTL: time.Minute}); !errors.Is(err, ErrUnknownToken) {
+		t.Errorf("waiting acquire of an unknown token: %v, want ErrUnknownToken", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("waiting acquire of an unknown token took %s, want at once", d)
+	}
+	absent("tuples/token")
+	short, cancel2 := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel2()
+	var nt *NoTupleError
+	if _, err := sp.In(short, "nosuch", nil); !errors.As(err, &nt) {
+		t.Errorf("In of a type nobody wrote: %v, want a *NoTupleError after the wait", err)
+	}
+	absent("tuples/nosuch")
+
+	// A token that exists: a release by someone holding nothing is not a
+	// typo (ErrNotHolder), and count 0 retires its free slots.
+	if _, err := sp.InitToken("merge", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sp.ReleaseAgentTokens("merge", ReleaseOptions{As: "alice"}); !errors.Is(err, ErrNotHolder) {
+		t.Errorf("release of a token alice does not hold: %v, want ErrNotHolder", err)
+	}
+	if n, err := sp.InitToken("merge", 0); err != nil || n != -1 {
+		t.Errorf("init --count 0 of merge = %d, %v; want -1", n, err)
 	}
 }

@@ -1,6 +1,9 @@
 package tuples
 
 import (
+	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,13 +19,41 @@ import (
 const pollFallback = 200 * time.Millisecond
 
 // typeDirAbs returns the absolute directory of a tuple type, creating it:
-// a waiter watches it before anything was ever written there.
+// a waiter watches it before anything was ever written there. Only for
+// types the caller is about to write anyway (reservations); a wait for a
+// type nobody wrote yet uses awaitTypeDir, which creates nothing.
 func (sp *Space) typeDirAbs(typ string) (string, error) {
 	abs, err := sp.store.Abs(typeDir(typ))
 	if err != nil {
 		return "", err
 	}
 	return abs, os.MkdirAll(abs, 0o755)
+}
+
+// awaitTypeDir returns the absolute directory of a tuple type once it
+// exists, watching tuples/ while it does not, until ctx is done (then
+// ctx's error). A read or take that waits for a type nobody has written
+// yet is legitimate (its producer's first out makes the type), but the
+// wait itself must not create it: `tuple ls` would list a type that
+// names nothing.
+func (sp *Space) awaitTypeDir(ctx context.Context, typ string) (string, error) {
+	abs, err := sp.store.Abs(typeDir(typ))
+	if err != nil {
+		return "", err
+	}
+	exists := func() (bool, error) {
+		_, err := os.Stat(abs)
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	if ok, err := exists(); ok || err != nil {
+		return abs, err
+	}
+	return abs, watcher.WaitDir(ctx, []string{filepath.Dir(abs)}, sp.waitOptions(func(ev fsnotify.Event) bool {
+		return ev.Name == abs
+	}, nil, nil), exists)
 }
 
 // waitOptions are the watcher.WaitDir options of a blocked call: wake on
