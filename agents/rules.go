@@ -205,6 +205,9 @@ func checkDoc(records *assertionRecords, d *docstore.Doc) []error {
 // namesRule refuses configuration that names a queue or channel that does
 // not exist (a *schema.UnknownError, with the nearest names).
 func namesRule(s *docstore.Store, w docstore.Write) error {
+	if w.Doc == nil { // a delete names nothing new
+		return nil
+	}
 	switch w.Doc.Kind {
 	case schema.Agent:
 		qs := agentQueues(w.Doc)

@@ -708,13 +708,13 @@ func TestMultiConcurrentEdits(t *testing.T) {
 	c.ok(a, "sync")
 	c.ok(b, "sync")
 	c.ok(a, "set", "agents/ann", "model=opus")
-	c.ok(b, "set", "agents/ann", "queue=build")
+	c.ok(b, "set", "agents/ann", "note=build")
 	c.ok(a, "sync")
 	c.ok(b, "sync")
 	c.ok(a, "sync")
 	for _, m := range c.machines {
 		out := c.ok(m, "show", "agents/ann")
-		if !strings.Contains(out, "model: opus") || !strings.Contains(out, "queue: build") {
+		if !strings.Contains(out, "model: opus") || !strings.Contains(out, "note: build") {
 			t.Fatalf("%s after merging different fields:\n%s", m.name, out)
 		}
 	}
