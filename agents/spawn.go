@@ -159,6 +159,17 @@ func (m *Manager) Spawn(ctx context.Context, opt SpawnOptions) (*SpawnResult, er
 			return nil, err
 		}
 	}
+	// A spent budget refuses before anything is written, the agent
+	// document included (a refused spawn changes no state).
+	if opt.Admit != nil {
+		if err := opt.Admit(); err != nil {
+			path := ""
+			if opt.Name != "" {
+				path = AgentPath(opt.Name)
+			}
+			return nil, m.refuseSpawn(opt.Name, &AgentError{Op: "spawn", Path: path, Err: err})
+		}
+	}
 	r := &spawnRun{m: m, opt: opt, start: time.Now()}
 	defer r.unlock()
 	defer r.stopRenewal()
@@ -725,18 +736,17 @@ func (m *Manager) spawnRefusal(name string, opt SpawnOptions) error {
 	if _, _, err = m.checkConstitution(a, opt.AcceptConstitution); err != nil {
 		return err
 	}
-	if opt.Admit != nil {
-		if err := opt.Admit(); err != nil {
-			return &AgentError{Op: "spawn", Path: AgentPath(name), Err: err}
-		}
-	}
 	return nil
 }
 
 // refuseSpawn journals a refused spawn ("agent.spawn_refused", with the
 // reason) and returns err.
 func (m *Manager) refuseSpawn(name string, err error) error {
-	if jerr := m.event(journal.Event{Type: "agent.spawn_refused", Kind: "agent", Path: AgentPath(name), Agent: name,
+	path := ""
+	if name != "" { // no name yet: a themed one is drawn only for a spawn that runs
+		path = AgentPath(name)
+	}
+	if jerr := m.event(journal.Event{Type: "agent.spawn_refused", Kind: "agent", Path: path, Agent: name,
 		Data: map[string]any{"reason": err.Error()}}); jerr != nil {
 		return errors.Join(err, jerr)
 	}

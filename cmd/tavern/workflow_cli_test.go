@@ -9,7 +9,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -367,12 +369,16 @@ func TestUsageBudgetTraceCLI(t *testing.T) {
 	// changes, and the refusal is journaled.
 	w.must("budget", "set", "all", "--cost", "0.01")
 	late := strings.TrimSpace(w.must("queue", "add", "q", "--title", "late"))
-	r := w.runEnv(nil, "", "spawn", "--name", "solo", "--queue", "q", "--", "true")
+	r := w.runEnv(nil, "", "spawn", "--name", "newcomer", "--queue", "q", "--", "true")
 	if r.code != 4 || !strings.Contains(r.err, "budget all") {
 		t.Fatalf("spawn under a spent budget: %s", r)
 	}
 	if st := w.state(late); st != "pending" {
 		t.Fatalf("the refused spawn's item is %s", st)
+	}
+	// Nor is its agent made: a refused spawn changes no state.
+	if _, err := os.Stat(filepath.Join(w.dir, ".tavern", "agents", "newcomer.md")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("agents/newcomer.md after a refused spawn: %v, want none", err)
 	}
 	if out := w.must("log", "--type", "agent.spawn_refused"); !strings.Contains(out, "budget all") {
 		t.Fatalf("refusal not journaled:\n%s", out)
