@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
@@ -41,7 +42,8 @@ Instances: a slot records the acquirer's instance (--instance, default
 $TAVERN_INSTANCE, set by tavern spawn). release --as A, or by bare ID, from
 another instance of A changes nothing (exit 4, "fenced"): a late release of
 a dead instance cannot free what its successor holds. A full handle
-ID:EPOCH releases that holding whatever the instance.
+ID:EPOCH releases that holding whatever the instance, and from anyone
+(without --as: with --as, only as its holder).
 
 A release with a stale handle (the slot was reclaimed and taken again) is
 refused with exit 4. Exit 3: no free slot within --wait, or no such token.
@@ -210,6 +212,11 @@ func runTokenRelease(c *cli.Context) error {
 	n := 1
 	opt := tuples.ReleaseOptions{As: as.Name, Instance: c.String("instance")}
 	if c.NArg() == 2 {
+		if strings.Contains(c.Args().Get(1), ":") && !c.IsSet("as") {
+			// A full handle names one holding exactly: it works from
+			// anywhere (README, Identity), not only as its holder.
+			opt.As = ""
+		}
 		err = sp.ReleaseToken(name, c.Args().Get(1), opt)
 	} else {
 		n, err = sp.ReleaseAgentTokens(name, opt)
