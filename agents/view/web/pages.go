@@ -167,10 +167,16 @@ func itemPage(v *view.View, snap *view.Snapshot, id string) (*Page, error) {
 func channelPage(v *view.View, snap *view.Snapshot, name string) (*Page, error) {
 	i := slices.IndexFunc(snap.Channels, func(c view.Channel) bool { return c.Name == name })
 	p := &Page{Name: "channel", Title: "Channel " + name, Snap: snap}
-	if i >= 0 {
+	switch {
+	case i >= 0:
 		p.Channel = &snap.Channels[i]
-	} else {
-		p.Channel = &view.Channel{Name: name} // a new channel: the composer creates it
+	case strings.HasPrefix(name, "@") && slices.ContainsFunc(snap.Agents, func(a view.Agent) bool { return a.Name == name[1:] }):
+		p.Channel = &view.Channel{Name: name} // an agent's direct channel before its first message
+	default:
+		// Sending creates no channel (the CLI's send --create does): a
+		// page for a name that names none would offer a composer that
+		// can only fail.
+		return nil, fmt.Errorf("channel %q: %w", name, fs.ErrNotExist)
 	}
 	ms, err := v.Messages(name, 200)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {

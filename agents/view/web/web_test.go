@@ -165,7 +165,10 @@ func TestPages(t *testing.T) {
 		{"/agents/nope", 404},
 		{"/docs/agents/nope.md", 404},
 		{"/docs/%2e%2e/%2e%2e/etc/passwd", 400},
-		{"/docs/.tmp", 400}, // a directory, not a document
+		{"/docs/.tmp", 400},        // a directory, not a document
+		{"/channels/nope", 404},    // no composer that could only fail
+		{"/channels/@nobody", 404}, // no such agent
+		{"/channels/@alice", 200},  // an agent's direct channel, messages or not
 	} {
 		if code, body := f.get(t, tc.path); code != tc.want {
 			t.Errorf("GET %s: got %d, want %d (%.100s)", tc.path, code, tc.want, body)
