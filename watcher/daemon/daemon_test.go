@@ -197,3 +197,40 @@ func TestTakeover(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestStoppedLeavesNoSocket: once a stopped daemon no longer answers, its
+// socket is gone (`tavern daemon stop` returns when it stops answering, and
+// a script checks .daemon.sock right after). The socket used to be removed
+// after the listener closed, so for a moment nothing answered and the
+// socket was still there.
+func TestStoppedLeavesNoSocket(t *testing.T) {
+	s := newStore(t)
+	p := openProjection(t, s, watcher.Options{Watch: true})
+	sock := filepath.Join(s.Root(), daemon.SocketName)
+	for round := range 40 {
+		var srv *daemon.Server
+		srv, err := daemon.Start(p, daemon.Options{Who: "t", Explicit: true, Retry: 5 * time.Millisecond, OnStop: func() { srv.Close() }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for !srv.Serving() {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: not serving", round)
+			}
+			time.Sleep(time.Millisecond) // polling a condition, with a deadline
+		}
+		if err := daemon.Stop(context.Background(), s.Root(), time.Second); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			if _, err := daemon.GetStatus(context.Background(), s.Root(), time.Second); err != nil {
+				break
+			}
+		}
+		if _, err := os.Lstat(sock); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("round %d: socket after the daemon stopped answering: %v", round, err)
+		}
+		srv.Close()
+	}
+}

@@ -218,14 +218,16 @@ func (s *Server) stopServing() {
 	if ln == nil {
 		return
 	}
-	ln.Close()
 	// Remove the socket only if it is still ours (we hold the lock, so
-	// no other server can have replaced it, but a person may have).
+	// no other server can have replaced it, but a person may have), and
+	// before the listener closes: once nothing answers, the socket is
+	// gone (tavern daemon stop returns when nothing answers).
 	final := filepath.Join(s.root, SocketName)
 	var st unix.Stat_t
 	if unix.Lstat(final, &st) == nil && st.Ino == ino {
 		os.Remove(final)
 	}
+	ln.Close()
 	unix.Flock(fd, unix.LOCK_UN)
 	unix.Close(fd)
 }
