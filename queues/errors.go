@@ -93,3 +93,17 @@ func (e *QueueError) Unwrap() error { return e.Err }
 func badFile(err error) bool {
 	return errors.Is(err, docstore.ErrParse) || errors.Is(err, schema.ErrInvalid) || errors.Is(err, docstore.ErrOddFile)
 }
+
+// DependencyError is a write of an item whose depends_on names an item
+// that does not exist (queue add refuses the same with ErrBadDependency).
+type DependencyError struct {
+	Path string // the item written
+	Line int    // its depends_on line
+	Dep  string // the id that names nothing
+}
+
+func (e *DependencyError) Error() string {
+	return fmt.Sprintf("%s:%d:1: depends_on: %v: %s", e.Path, e.Line, ErrBadDependency, e.Dep)
+}
+
+func (e *DependencyError) Unwrap() error { return ErrBadDependency }

@@ -1,7 +1,9 @@
 package queues
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 
 	"github.com/tavernhq/tavern/docstore"
@@ -166,6 +168,23 @@ func cycleRule(s *docstore.Store, w docstore.Write) error {
 	}
 	b := &Broker{s: s, dirRecheck: -1, qcache: map[string]cachedQueue{}, pending: newPendingIndex()}
 	defer b.Close()
+	for _, dep := range added {
+		if dep == id || w.Op == "move" {
+			// A cycle of one is below; a move (a state change) adds
+			// nothing, and its dependency may be gone since.
+			continue
+		}
+		// A dependency on no item would block this one for ever: refused
+		// as queue add refuses it (a hand edit is check's to report).
+		missing := schema.ValidName(dep) != nil
+		if !missing {
+			_, err := b.locate(dep)
+			missing = errors.Is(err, fs.ErrNotExist)
+		}
+		if missing {
+			return &DependencyError{Path: w.Path, Line: w.Doc.KeyLine("depends_on"), Dep: dep}
+		}
+	}
 	for _, dep := range added {
 		members := []string{id} // the cycle, from this item
 		if dep != id {

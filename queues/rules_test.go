@@ -2,6 +2,7 @@ package queues_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -146,5 +147,49 @@ func TestCreateQueueName(t *testing.T) {
 		if _, err := b.CreateQueue(name, queues.QueueOptions{}); !errors.Is(err, schema.ErrInvalidName) {
 			t.Errorf("create %q: got %v, want ErrInvalidName", name, err)
 		}
+	}
+}
+
+// TestDanglingDependencyRule: a write that adds a dependency on no item
+// is refused at its line (ErrBadDependency, as Add refuses it); one whose
+// dependency went away since still moves through its states.
+func TestDanglingDependencyRule(t *testing.T) {
+	s := newStore(t, true)
+	b := newBroker(t, s, nil)
+	mustQueue(t, b, "q", queues.QueueOptions{})
+	a := mustAdd(t, b, "q", queues.AddOptions{Title: "a"})
+	before := readRaw(t, s, a.Path)
+	_, err := s.Update(a.Path, func(d *docstore.Doc) error { return d.Set("depends_on", []string{"p00-nosuch"}) })
+	var de *queues.DependencyError
+	if !errors.Is(err, queues.ErrBadDependency) || !errors.As(err, &de) || de.Dep != "p00-nosuch" || de.Line == 0 {
+		t.Fatalf("depends_on a missing item: got %v, want a DependencyError at its line", err)
+	}
+	if got := readRaw(t, s, a.Path); !bytes.Equal(got, before) {
+		t.Error("the file changed")
+	}
+	// A dependency done and then removed does not stop its dependent.
+	mustQueue(t, b, "r", queues.QueueOptions{})
+	dep := mustAdd(t, b, "r", queues.AddOptions{Title: "dep"})
+	z := mustAdd(t, b, "r", queues.AddOptions{Title: "z", DependsOn: []string{dep.ID}})
+	c, err := b.Take(context.Background(), queues.TakeOptions{Queues: []string{"r"}, As: "w"})
+	if err != nil || c.Item.ID != dep.ID {
+		t.Fatalf("take the dependency: %v %+v", err, c)
+	}
+	if _, err := c.Complete("ok"); err != nil {
+		t.Fatal(err)
+	}
+	c, err = b.Take(context.Background(), queues.TakeOptions{Queues: []string{"r"}, As: "w"})
+	if err != nil || c.Item.ID != z.ID {
+		t.Fatalf("take the dependent: %v %+v", err, c)
+	}
+	gone, err := b.Get(dep.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(gone.Path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Complete("ok"); err != nil {
+		t.Errorf("complete an item whose dependency was removed: %v", err)
 	}
 }
