@@ -50,7 +50,10 @@ func Start(tb testing.TB, hosts ...string) *Server {
 		cmd := exec.Command("git", args...)
 		cmd.Stdout, cmd.Stderr = log, log
 		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		// `git daemon` runs git-daemon as a child of git: a group of
+		// its own is killed whole (killing git alone leaked git-daemon,
+		// one per test, listening on after the run).
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 		if err := cmd.Start(); err != nil {
 			tb.Fatal(err)
 		}
@@ -72,7 +75,7 @@ func Start(tb testing.TB, hosts ...string) *Server {
 			case <-time.After(20 * time.Millisecond):
 			}
 		}
-		cmd.Process.Kill()
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 	tb.Fatal("git daemon did not start")
 	return nil
@@ -96,6 +99,6 @@ func (s *Server) URL(host, name string) string {
 // Stop kills the daemon.
 func (s *Server) Stop() {
 	if s.cmd.Process != nil {
-		_ = syscall.Kill(s.cmd.Process.Pid, syscall.SIGKILL)
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 	}
 }
