@@ -22,19 +22,8 @@ import (
 // (characters / 4) — what sits in the model's context all session.
 func TestMCPSchemaBudget(t *testing.T) {
 	e := newEnv(t)
-	srv := NewMCPServer(e, MCPOptions{Agent: "me"})
-	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connectMCP(t, e)
 	res, err := cs.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -90,19 +79,8 @@ func TestMCPSendUnknownChannel(t *testing.T) {
 	if _, err := e.Manager.CreateAgent(agents.AgentSpec{Name: "me"}); err != nil {
 		t.Fatal(err)
 	}
-	srv := NewMCPServer(e, MCPOptions{Agent: "me"})
-	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connectMCP(t, e)
 	send := func(channel string) (string, bool) {
 		t.Helper()
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "send", Arguments: map[string]any{"channel": channel, "text": "hi"}})
@@ -134,4 +112,23 @@ func TestMCPSendUnknownChannel(t *testing.T) {
 	if got, isErr := send("general"); isErr || !strings.HasPrefix(got, "sent ") {
 		t.Errorf("send general: %q (isError %v)", got, isErr)
 	}
+}
+
+// connectMCP serves e to agent "me" over in-memory transports and returns
+// the connected client session (closed with the test).
+func connectMCP(t *testing.T, e *Env) *mcp.ClientSession {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := NewMCPServer(e, MCPOptions{Agent: "me"}).Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
 }
