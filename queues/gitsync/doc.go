@@ -42,7 +42,10 @@
 //     that made the change (Data.machine, Data.via = "sync"), so a
 //     watcher on this machine shows it once, naming its origin.
 //
-// Rounds of one clone exclude each other (lock .locks/sync.lock). An
+// Rounds of one clone exclude each other (lock .locks/sync.lock), and the
+// claim fetches of coordination: git take .locks/gitclaims; holding it, a
+// round removes the ref lock files a git killed mid-update left in the
+// clone's repository (otherwise every later round would fail on them). An
 // unreachable remote is not an error for the round: the local commit
 // waits, Report.Offline says why, and the next round pushes it.
 //

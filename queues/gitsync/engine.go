@@ -156,6 +156,9 @@ func (e *RefEngine) refreshDir(dir string) error {
 	defer l.Unlock()
 	src := ClaimRefs + refName(dir) + "/*"
 	dst := localClaims + refName(dir) + "/*"
+	if err := e.repo.clearStaleLocks(localClaims + refName(dir) + "/"); err != nil { // a killed fetch's
+		return err
+	}
 	if _, err := e.repo.fetch(e.remote, "+"+src+":"+dst); err != nil {
 		return e.unavailable("fetch", key, err)
 	}

@@ -3,7 +3,10 @@ package gitsync_test
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -209,5 +212,40 @@ func TestRefEngineStaleViewDoesNotReap(t *testing.T) {
 	}
 	if _, err := c.Complete("ok"); err != nil {
 		t.Fatalf("the holder's completion: %v", err)
+	}
+}
+
+// A git killed while it updated a fetched claim ref (a drone SIGKILLed
+// mid-claim) leaves the ref's .lock file; the next fetch of that queue's
+// claims must not fail on it for as long as the clone lives (it did:
+// every claim of the queue on that machine was "unavailable").
+func TestRefEngineStaleRefLock(t *testing.T) {
+	srv := gittest.Start(t)
+	url := srv.Repo(t, "p")
+	root := t.TempDir()
+	a := gitEngine(t, root, "alpha", url)
+	b := gitEngine(t, root, "beta", url)
+	ctx := context.Background()
+	key := "items/q/x"
+	g, err := b.Claim(ctx, key, queues.ClaimRequest{Holder: "wb", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock := filepath.Join(root, "alpha", ".tavern", gitsync.Dir, "git", "refs", "tavern", "rclaims", "items", "q", "x.lock")
+	if err := os.MkdirAll(filepath.Dir(lock), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err := a.State(ctx, key)
+	if err != nil {
+		t.Fatalf("state with a killed fetch's lock left: %v", err)
+	}
+	if !st.Held || st.Fence != g.Fence {
+		t.Fatalf("state %+v, want held at fence %d", st, g.Fence)
+	}
+	if _, err := os.Stat(lock); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("stale lock still there: %v", err)
 	}
 }

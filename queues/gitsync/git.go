@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -391,6 +392,42 @@ func lostRace(s string) bool {
 		}
 	}
 	return false
+}
+
+// clearStaleLocks removes the lock files git left on the refs under ref
+// (the ref itself, or every ref below it when it names a directory): a
+// git killed mid-update (SIGKILL, a machine that lost power) leaves
+// <ref>.lock behind, and every later update of that ref fails with
+// "File exists" until someone removes it. Call it only holding the flock
+// that every writer of those refs in this repository takes (.locks/sync
+// for refs/tavern/remote, .locks/gitclaims for the fetched claim refs):
+// then no live git can be holding one of them.
+func (r *repo) clearStaleLocks(ref string) error {
+	p := filepath.Join(r.dir, filepath.FromSlash(strings.TrimSuffix(ref, "/")))
+	if err := os.Remove(p + ".lock"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if !strings.HasSuffix(ref, "/") {
+		return nil
+	}
+	err := filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(path, ".lock") {
+			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
 }
 
 // fetch runs git fetch of refspecs from remote. A refspec whose remote

@@ -310,6 +310,9 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 	}
 	M := S
 	remoteRef := "refs/tavern/remote"
+	if err := sy.repo.clearStaleLocks(remoteRef); err != nil { // a killed round's
+		return nil, err
+	}
 	for try := 0; ; try++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err

@@ -425,3 +425,30 @@ func journalEdit(t *testing.T, s *docstore.Store, path string) {
 		t.Fatal(err)
 	}
 }
+
+// A round killed while git updated refs/tavern/remote (tavern sync
+// SIGKILLed, a machine that lost power) leaves remote.lock in the
+// clone's repository. Rounds hold .locks/sync, so the next round knows
+// the lock is stale: it must sync, not report the remote unreachable
+// forever (it did: "cannot lock ref ... remote.lock: File exists").
+func TestSyncAfterKilledRound(t *testing.T) {
+	srv := gittest.Start(t)
+	url := srv.Repo(t, "p")
+	root := t.TempDir()
+	a := newOrigin(t, root, "alpha", url)
+	syncOnce(t, a)
+	b := clone(t, root, "beta", url)
+	syncOnce(t, a) // the round that fetched refs/tavern/remote
+	lock := filepath.Join(a.Root(), gitsync.Dir, "git", "refs", "tavern", "remote.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	newAgent(t, b, "bob") // the remote moves: a's next fetch updates the ref
+	syncOnce(t, b)
+	newAgent(t, a, "ann")
+	if rep := syncOnce(t, a); !rep.Pushed || !rep.Merged {
+		t.Fatalf("round after a killed one: %+v", rep)
+	}
+	syncOnce(t, b)
+	sameTrees(t, a, b)
+}
