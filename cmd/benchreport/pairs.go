@@ -46,6 +46,25 @@ var pairs = []pair{
 	{Name: "BenchmarkRawGroupCommitPair/workers=8", Metric: "ops/s", Base: "BenchmarkRawDurableWritePair/workers=8"},
 	{Name: "BenchmarkQueueTakeDoneRelaxed/workers=8", Metric: "ops/s", Base: "BenchmarkSQLiteQueue/normal/workers=8", Min: 1.2,
 		Label: "relaxed take+done, 8 workers (cycles/s)", Shape: "one queue, in-process broker"},
+	// The floor of the protocol itself: the system calls a take+done
+	// needs (item lock, crash checks, reads, spare rewrites, no-replace
+	// renames, retires, journal lines) made raw, with no engine. Against
+	// the goals' baselines it shows what any engine of this protocol can
+	// reach on this disk; the engine against it is its own overhead.
+	{Name: "BenchmarkRawQueueCycle/durable/workers=8", Metric: "ops/s", Base: "BenchmarkSQLiteQueue/full/workers=8",
+		Label: "floor: the protocol's system calls, durable, 8 workers (cycles/s)", Shape: "one queue, raw system calls"},
+	{Name: "BenchmarkRawQueueCycle/durable/workers=8", Metric: "ops/s", Base: "BenchmarkRawDurableWritePair/workers=8",
+		Label: "floor: the protocol's system calls, durable, 8 workers (cycles/s)", Shape: "one queue, raw system calls"},
+	{Name: "BenchmarkQueueTakeDone/workers=8", Metric: "ops/s", Base: "BenchmarkRawQueueCycle/durable/workers=8",
+		Label: "durable take+done, 8 workers, against its floor (cycles/s)", Shape: "one queue, in-process broker"},
+	{Name: "BenchmarkRawQueueCycle/relaxed/workers=8", Metric: "ops/s", Base: "BenchmarkSQLiteQueue/normal/workers=8",
+		Label: "floor: the protocol's system calls, relaxed, 8 workers (cycles/s)", Shape: "one queue, raw system calls"},
+	{Name: "BenchmarkQueueTakeDoneRelaxed/workers=8", Metric: "ops/s", Base: "BenchmarkRawQueueCycle/relaxed/workers=8",
+		Label: "relaxed take+done, 8 workers, against its floor (cycles/s)", Shape: "one queue, in-process broker"},
+	{Name: "BenchmarkQueueTakeDone/workers=1", Metric: "ops/s", Base: "BenchmarkRawQueueCycle/durable/workers=1"},
+	{Name: "BenchmarkQueueTakeDoneRelaxed/workers=1", Metric: "ops/s", Base: "BenchmarkRawQueueCycle/relaxed/workers=1"},
+	{Name: "BenchmarkQueueTakeDone/workers=8", Metric: "cpu-µs/op", Base: "BenchmarkRawQueueCycle/durable/workers=8"},
+	{Name: "BenchmarkQueueTakeDoneRelaxed/workers=8", Metric: "cpu-µs/op", Base: "BenchmarkRawQueueCycle/relaxed/workers=8"},
 	// CPU (user+system) per cycle, lower is better: on 2 shared vCPUs it
 	// moves far less between runs than cycles/s does.
 	{Name: "BenchmarkQueueTakeDone/workers=8", Metric: "cpu-µs/op", Base: "BenchmarkSQLiteQueue/full/workers=8"},

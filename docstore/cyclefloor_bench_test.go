@@ -1,0 +1,289 @@
+package docstore_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tavernhq/tavern/docstore/storetest"
+)
+
+// BenchmarkRawQueueCycle is the floor of the queue protocol itself
+// (issue 21, goal 4): the system calls a take+done needs for the
+// guarantees DESIGN.md gives, made directly, with no Tavern code. Where
+// BenchmarkRawDurableWritePair is two durable writes of new files, this
+// is what the protocol must do around them, as "The cycle today" in
+// queues/PERFORMANCE.md describes it:
+//
+//   - the item's lock: an flock on one of 256 stripe files, held from the
+//     take to the completion (exactly-once within a machine);
+//   - the take: the done/ and dead/ names checked free (a crash may have
+//     left a later copy), the pending copy opened and read, the claimed
+//     copy written over a spare file in .tmp/ (pwrite, ftruncate,
+//     fdatasync when durable), renamed into claimed/ without replacing
+//     (renameat2 RENAME_NOREPLACE), claimed/ fsynced when durable, the
+//     pending copy retired into .tmp/ (a rename), a journal line appended
+//     under the journal's flock;
+//   - the completion: the claimed copy read back, the done copy written
+//     the same way into done/, the claimed copy retired, a journal line;
+//   - spares: a retired file becomes reusable after an fsync of the
+//     directory it left, made once 16 wait (the engine does it in the
+//     background, shared by all writers).
+//
+// What it leaves out is the engine's own work: parsing and rendering
+// YAML, the pending index and its inotify drain, the queue's config and
+// rules, the coordinator, observers. Directories are as big as
+// BenchmarkQueueTakeDone's (b.N items in pending/ at the start, done/
+// growing to b.N), and the cycles are the same shape, so the engine's
+// figure over this one is the engine's overhead, and this one over
+// SQLite's is the most a take+done made of files can do here.
+// ops/s = cycles/s.
+func BenchmarkRawQueueCycle(b *testing.B) {
+	for _, mode := range []string{"durable", "relaxed"} {
+		for _, workers := range []int{1, 8} {
+			b.Run(fmt.Sprintf("%s/workers=%d", mode, workers), func(b *testing.B) {
+				rawQueueCycle(b, workers, mode == "durable")
+			})
+		}
+	}
+}
+
+func rawQueueCycle(b *testing.B, workers int, durable bool) {
+	root := storetest.BenchDir(b)
+	tmp := filepath.Join(root, ".tmp")
+	locks := filepath.Join(root, ".locks")
+	pending := filepath.Join(root, "pending")
+	claimed := filepath.Join(root, "claimed")
+	done := filepath.Join(root, "done")
+	dead := filepath.Join(root, "dead")
+	mkdirs(b, tmp, locks, pending, claimed, done, dead)
+	n := b.N
+	for i := 0; i < n; i++ {
+		if err := os.WriteFile(filepath.Join(pending, itemName(i)), benchDoc, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	journal, err := os.OpenFile(filepath.Join(root, "events.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer journal.Close()
+	dirFDs := map[string]int{}
+	for _, d := range []string{tmp, pending, claimed, done, dead} {
+		fd, err := unix.Open(d, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer unix.Close(fd)
+		dirFDs[d] = fd
+	}
+	// Each worker starts with spares of its own, as a warm engine has.
+	pools := make([]*rawSpares, workers)
+	for w := range pools {
+		pools[w] = &rawSpares{tmp: tmp, dirs: dirFDs, prefix: "w" + strconv.Itoa(w) + "."}
+		for k := 0; k < 32; k++ {
+			name := pools[w].newName()
+			if err := os.WriteFile(filepath.Join(tmp, name), benchDoc, 0o644); err != nil {
+				b.Fatal(err)
+			}
+			pools[w].ready = append(pools[w].ready, name)
+		}
+	}
+	claimedDoc := append(append([]byte{}, benchDoc[:4]...), []byte("claimed_by: w0\nclaim_attempt: 1\nlease_until: 2026-11-21T23:38:18Z\n")...)
+	claimedDoc = append(claimedDoc, benchDoc[4:]...)
+	doneDoc := append(append([]byte{}, benchDoc[:4]...), []byte("claimed_by: w0\nclaim_attempt: 1\nfinished: 2026-11-21T23:38:18Z\nresult: ok\n")...)
+	doneDoc = append(doneDoc, benchDoc[4:]...)
+	line := []byte(`{"ts":"2026-11-21T23:28:18.123456Z","type":"item.claimed","path":"queues/q/claimed/000000000.md","actor":"w0","rev":"0123456789abcdef"}` + "\n")
+	syscall.Sync()
+
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errc := make(chan error, workers)
+	cpu0 := rawCPUTime(b)
+	b.ResetTimer()
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(sp *rawSpares) {
+			defer wg.Done()
+			stripes := make([]int, 256)
+			defer func() {
+				for _, fd := range stripes {
+					if fd > 0 {
+						unix.Close(fd)
+					}
+				}
+			}()
+			buf := make([]byte, 4096)
+			move := func(from, to, name string, doc []byte) error {
+				// Read the copy the state change starts from.
+				fd, err := unix.Open(filepath.Join(from, name), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+				if err != nil {
+					return err
+				}
+				_, err = unix.Read(fd, buf)
+				unix.Close(fd)
+				if err != nil {
+					return err
+				}
+				// The new copy, over a spare, durable before its name appears.
+				s, err := sp.take()
+				if err != nil {
+					return err
+				}
+				fd, err = unix.Open(filepath.Join(tmp, s), unix.O_WRONLY|unix.O_CLOEXEC, 0)
+				if err != nil {
+					return err
+				}
+				if _, err := unix.Pwrite(fd, doc, 0); err != nil {
+					unix.Close(fd)
+					return err
+				}
+				if err := unix.Ftruncate(fd, int64(len(doc))); err != nil {
+					unix.Close(fd)
+					return err
+				}
+				if durable {
+					if err := unix.Fdatasync(fd); err != nil {
+						unix.Close(fd)
+						return err
+					}
+				}
+				unix.Close(fd)
+				if err := unix.Renameat2(dirFDs[tmp], s, dirFDs[to], name, unix.RENAME_NOREPLACE); err != nil {
+					return err
+				}
+				if durable {
+					if err := unix.Fsync(dirFDs[to]); err != nil {
+						return err
+					}
+				}
+				// Retire the old copy: its file becomes a spare.
+				old := sp.newName()
+				if err := unix.Renameat2(dirFDs[from], name, dirFDs[tmp], old, unix.RENAME_NOREPLACE); err != nil {
+					return err
+				}
+				sp.retired(old, from)
+				// The journal line, under the journal's lock.
+				if err := unix.Flock(int(journal.Fd()), unix.LOCK_EX); err != nil {
+					return err
+				}
+				_, err = journal.Write(line)
+				unix.Flock(int(journal.Fd()), unix.LOCK_UN)
+				return err
+			}
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				name := itemName(i)
+				k := i % len(stripes)
+				if stripes[k] == 0 {
+					fd, err := unix.Open(filepath.Join(locks, "item."+strconv.Itoa(k)+".lock"), unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, 0o644)
+					if err != nil {
+						errc <- err
+						return
+					}
+					stripes[k] = fd
+				}
+				if err := unix.Flock(stripes[k], unix.LOCK_EX); err != nil {
+					errc <- err
+					return
+				}
+				var st unix.Stat_t
+				if unix.Fstatat(dirFDs[done], name, &st, unix.AT_SYMLINK_NOFOLLOW) != unix.ENOENT ||
+					unix.Fstatat(dirFDs[dead], name, &st, unix.AT_SYMLINK_NOFOLLOW) != unix.ENOENT {
+					errc <- fmt.Errorf("%s: already finished", name)
+					return
+				}
+				err := move(pending, claimed, name, claimedDoc)
+				if err == nil {
+					err = move(claimed, done, name, doneDoc)
+				}
+				unix.Flock(stripes[k], unix.LOCK_UN)
+				if err != nil {
+					errc <- fmt.Errorf("%s: %w", name, err)
+					return
+				}
+			}
+		}(pools[w])
+	}
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric(float64((rawCPUTime(b)-cpu0).Microseconds())/float64(n), "cpu-µs/op")
+	close(errc)
+	for err := range errc {
+		b.Fatal(err)
+	}
+	if left, err := os.ReadDir(pending); err != nil || len(left) != 0 {
+		b.Fatalf("%d items left in pending/ (%v), want 0", len(left), err)
+	}
+	if got, err := os.ReadDir(done); err != nil || len(got) != n {
+		b.Fatalf("%d items in done/ (%v), want %d", len(got), err, n)
+	}
+	storetest.ReportOpsPerSec(b, n)
+}
+
+func itemName(i int) string { return fmt.Sprintf("%09d.md", i) }
+
+// rawSpares is one worker's pool of spare files in .tmp/: ready ones, and
+// retired ones waiting for an fsync of the directory they left.
+type rawSpares struct {
+	tmp    string
+	dirs   map[string]int
+	prefix string
+	seq    int
+	ready  []string
+	wait   []string
+	left   map[string]bool // directories the waiting ones left
+}
+
+func (p *rawSpares) newName() string {
+	p.seq++
+	return p.prefix + strconv.Itoa(p.seq)
+}
+
+func (p *rawSpares) retired(name, from string) {
+	p.wait = append(p.wait, name)
+	if p.left == nil {
+		p.left = map[string]bool{}
+	}
+	p.left[from] = true
+}
+
+// take returns a ready spare. Once 16 wait (or none is ready), the
+// directories they left are fsynced and they become ready: the rule
+// that keeps a crash from bringing an old name back onto new content.
+func (p *rawSpares) take() (string, error) {
+	if len(p.wait) >= 16 || len(p.ready) == 0 {
+		for d := range p.left {
+			if err := unix.Fsync(p.dirs[d]); err != nil {
+				return "", err
+			}
+		}
+		clear(p.left)
+		p.ready = append(p.ready, p.wait...)
+		p.wait = p.wait[:0]
+	}
+	s := p.ready[len(p.ready)-1]
+	p.ready = p.ready[:len(p.ready)-1]
+	return s, nil
+}
+
+// rawCPUTime is the process's user+system CPU time so far.
+func rawCPUTime(tb testing.TB) time.Duration {
+	tb.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
