@@ -68,7 +68,14 @@ func runNew(c *cli.Context) error {
 	if k == schema.Item {
 		fromPath = queues.PathFields(rel)
 	}
-	d, err := docstore.NewDoc(k, docstore.Template{Name: name[strings.LastIndex(name, "/")+1:], Fields: fromPath, Defaults: true, Body: body})
+	// A kind named by id (questions/{id}.md, memory/{agent}/{id}.md...)
+	// takes its id from the name given: its commands find it by id (a
+	// question made with a random id could not be answered).
+	var id string
+	if caps, ok := k.Match(rel); ok {
+		id = caps["id"]
+	}
+	d, err := docstore.NewDoc(k, docstore.Template{ID: id, Name: name[strings.LastIndex(name, "/")+1:], Fields: fromPath, Defaults: true, Body: body})
 	if err != nil {
 		return err
 	}
