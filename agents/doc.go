@@ -120,7 +120,7 @@
 // plans). Before Finish, an item with a complete-stage gate (package
 // queues) holds the wrapper: the agent goes to waiting until a person
 // approves (then on) or rejects (the item is dead, the run failed); the
-// lease is renewed meanwhile. Every run appends a usage record
+// lease is renewed meanwhile. Every run whose command starts appends a usage record
 // (usage/<agent>/<id>.md: wall and CPU time, exit status, and the tokens
 // and cost the child reported in Claude Code, Codex or Gemini CLI JSON
 // output; see usage.go and ParseUsage), and a failed run whose item went

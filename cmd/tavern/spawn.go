@@ -57,7 +57,9 @@ failing check fails the item with the output (retried like any failure).
 An item with a pending complete-stage gate (tavern gate) holds its wrapper
 in "waiting" until a person approves or rejects it.
 
-Every run appends a usage record (tavern usage).
+Every run whose command starts appends a usage record (tavern usage); a command
+that cannot start (not found, not executable) fails the agent with the reason
+and releases its item, and the run is journaled, not billed.
 
 Examples:
    tavern spawn --name critic --role reviewer -- claude -p "Review the diff in HEAD"
