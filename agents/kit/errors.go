@@ -3,11 +3,17 @@ package kit
 import (
 	"errors"
 	"fmt"
+
+	"github.com/tavernhq/tavern/queues"
 )
 
 // ErrNoAgent is returned when an operation needs an agent identity and
 // none was given (no --as, no $TAVERN_AGENT, no hook session).
 var ErrNoAgent = errors.New("no agent identity")
+
+// ErrNoQueue is returned by Take when the store has no queue at all: there
+// is nothing to claim (it unwraps to queues.ErrEmpty).
+var ErrNoQueue = fmt.Errorf("%w: the store has no queue (create one with `tavern queue create Q`)", queues.ErrEmpty)
 
 // ErrUnknownTool is returned for a tool name setup or hook does not know.
 var ErrUnknownTool = errors.New("unknown tool")

@@ -167,6 +167,11 @@ func Take(ctx context.Context, b *queues.Broker, agent string, queueNames []stri
 	if err != nil {
 		return nil, err
 	}
+	if len(names) == 0 {
+		// A store with no queue has nothing to claim (exit 3), which is
+		// not a usage error of the caller's.
+		return nil, ErrNoQueue
+	}
 	// AgentLock falls back to a lease by itself when nobody holds the
 	// agent's lock.
 	return b.Take(ctx, queues.TakeOptions{Queues: names, As: agent, Wait: wait, Liveness: queues.AgentLock})
