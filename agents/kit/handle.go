@@ -102,16 +102,48 @@ func CheckWrite(e *Env, in *Input, agent string) (*Response, error) {
 			}
 		}
 	}
-	if len(rels) == 0 {
+	// Directories removed or moved whole (rm -r, mv): every path under
+	// them is written, the project itself when one holds it ("").
+	var trees []string
+	for _, p := range TreePaths(in.ToolName, in.ToolInput, cwd) {
+		for _, root := range roots {
+			r, err := filepath.Rel(root, p)
+			if err != nil {
+				continue
+			}
+			if r == "." || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+				if up, err := filepath.Rel(p, root); err == nil && up != ".." && !strings.HasPrefix(up, ".."+string(filepath.Separator)) {
+					trees = append(trees, "") // p is the project or holds it
+					break
+				}
+				continue
+			}
+			trees = append(trees, filepath.ToSlash(r))
+			break
+		}
+	}
+	if len(rels) == 0 && len(trees) == 0 {
 		return nil, nil
 	}
 	sp, err := e.Space()
 	if err != nil {
 		return nil, err
 	}
-	conflicts, err := sp.CheckPaths(agent, rels)
-	if err != nil || len(conflicts) == 0 {
-		return nil, err
+	var conflicts []tuples.Conflict
+	if len(rels) > 0 {
+		if conflicts, err = sp.CheckPaths(agent, rels); err != nil {
+			return nil, err
+		}
+	}
+	if len(trees) > 0 {
+		cs, err := sp.CheckTrees(agent, trees)
+		if err != nil {
+			return nil, err
+		}
+		conflicts = append(conflicts, cs...)
+	}
+	if len(conflicts) == 0 {
+		return nil, nil
 	}
 	_, _ = e.Manager.Journal.Append(journal.Event{Type: "reservation.denied", Kind: "tuple", Agent: agent, Path: conflicts[0].Held.Path,
 		Data: map[string]any{"path": conflicts[0].Want, "held_by": conflicts[0].Held.Agent, "glob": conflicts[0].Held.Glob, "tool": in.ToolName}})

@@ -295,52 +295,14 @@ func parseShell(line string) ([]simpleCommand, bool) {
 
 // commandWrites returns the paths one simple command clearly writes.
 func commandWrites(words []string) []string {
-	// Skip assignments and wrappers that run the rest as a command.
-	for len(words) > 0 {
-		w := words[0]
-		if w == "" {
-			return nil
-		}
-		if eq := strings.IndexByte(w, '='); eq > 0 && !strings.ContainsAny(w[:eq], "/-.") {
-			words = words[1:]
-			continue
-		}
-		if w == "sudo" || w == "command" || w == "nohup" || w == "time" || w == "exec" || w == "env" || w == "nice" {
-			words = words[1:]
-			continue
-		}
-		break
-	}
+	words = commandWords(words)
 	if len(words) == 0 {
 		return nil
 	}
 	name := filepath.Base(words[0])
 	args := words[1:]
-	operands := func(args []string) []string {
-		var out []string
-		end := false
-		for _, a := range args {
-			switch {
-			case end:
-				out = append(out, a)
-			case a == "--":
-				end = true
-			case strings.HasPrefix(a, "-") && a != "-":
-			default:
-				out = append(out, a)
-			}
-		}
-		return out
-	}
-	clean := func(ps []string) []string {
-		var out []string
-		for _, p := range ps {
-			if p != "" && p != "-" && !strings.HasPrefix(p, "/dev/") {
-				out = append(out, p)
-			}
-		}
-		return out
-	}
+	operands := func(args []string) []string { return shellOperands(args) }
+	clean := cleanPaths
 	switch name {
 	case "tee", "touch", "rm", "rmdir", "mkdir", "shred", "unlink":
 		return clean(operands(args))
@@ -410,6 +372,163 @@ func commandWrites(words []string) []string {
 	case "git":
 		if len(args) > 0 && (args[0] == "mv" || args[0] == "rm") {
 			return clean(operands(args[1:]))
+		}
+	}
+	return nil
+}
+
+// commandWords skips the assignments and wrappers (sudo, env, nohup...)
+// before the command that runs: its first word is the command's name.
+func commandWords(words []string) []string {
+	// Skip assignments and wrappers that run the rest as a command.
+	for len(words) > 0 {
+		w := words[0]
+		if w == "" {
+			return nil
+		}
+		if eq := strings.IndexByte(w, '='); eq > 0 && !strings.ContainsAny(w[:eq], "/-.") {
+			words = words[1:]
+			continue
+		}
+		if w == "sudo" || w == "command" || w == "nohup" || w == "time" || w == "exec" || w == "env" || w == "nice" {
+			words = words[1:]
+			continue
+		}
+		break
+	}
+	return words
+}
+
+// shellOperands are a command's arguments that are not options (all of
+// them after "--").
+func shellOperands(args []string) []string {
+	var out []string
+	end := false
+	for _, a := range args {
+		switch {
+		case end:
+			out = append(out, a)
+		case a == "--":
+			end = true
+		case strings.HasPrefix(a, "-") && a != "-":
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func cleanPaths(ps []string) []string {
+	var out []string
+	for _, p := range ps {
+		if p != "" && p != "-" && !strings.HasPrefix(p, "/dev/") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// TreePaths returns the directories a tool call removes or moves as a
+// whole, everything under them with them, as absolute paths: the
+// operands of rm -r, rmdir and git rm -r, and the sources of mv and git
+// mv (in shell commands, as ShellWrites reads them). WritePaths has them
+// too, as paths; a reservation of a path under one of them is written by
+// the call as well. Relative paths are taken from cwd.
+func TreePaths(toolName string, toolInput json.RawMessage, cwd string) []string {
+	var in map[string]any
+	if len(toolInput) == 0 || json.Unmarshal(toolInput, &in) != nil {
+		return nil
+	}
+	var rel []string
+	switch toolName {
+	case "Bash", "run_shell_command", "shell", "local_shell", "exec_command", "container.exec":
+		switch c := in["command"].(type) {
+		case string:
+			if cmds, ok := parseShell(c); ok {
+				for _, sc := range cmds {
+					rel = append(rel, commandTrees(sc.words)...)
+				}
+			}
+		case []any:
+			var words []string
+			for _, w := range c {
+				if s, ok := w.(string); ok {
+					words = append(words, s)
+				}
+			}
+			if len(words) == 3 && (words[0] == "bash" || words[0] == "sh" || words[0] == "zsh") && (words[1] == "-c" || words[1] == "-lc") {
+				if cmds, ok := parseShell(words[2]); ok {
+					for _, sc := range cmds {
+						rel = append(rel, commandTrees(sc.words)...)
+					}
+				}
+			} else {
+				rel = append(rel, commandTrees(words)...)
+			}
+		}
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range rel {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(cwd, p)
+		}
+		p = filepath.Clean(p)
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// commandTrees returns the directories one simple command removes or
+// moves with everything under them.
+func commandTrees(words []string) []string {
+	words = commandWords(words)
+	if len(words) == 0 {
+		return nil
+	}
+	name := filepath.Base(words[0])
+	args := words[1:]
+	recursive := func(args []string) bool {
+		for _, a := range args {
+			if a == "--" {
+				return false
+			}
+			if a == "--recursive" || (strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.ContainsAny(a, "rR")) {
+				return true
+			}
+		}
+		return false
+	}
+	sources := func(args []string) []string {
+		for _, a := range args {
+			if a == "-t" || a == "--target-directory" || strings.HasPrefix(a, "--target-directory=") {
+				return nil // the operands mix the target and the sources: not clear
+			}
+		}
+		ops := shellOperands(args)
+		if len(ops) < 2 {
+			return nil
+		}
+		return ops[:len(ops)-1]
+	}
+	switch name {
+	case "rm":
+		if recursive(args) {
+			return cleanPaths(shellOperands(args))
+		}
+	case "rmdir":
+		return cleanPaths(shellOperands(args))
+	case "mv":
+		return cleanPaths(sources(args))
+	case "git":
+		if len(args) > 0 && args[0] == "rm" && recursive(args[1:]) {
+			return cleanPaths(shellOperands(args[1:]))
+		}
+		if len(args) > 0 && args[0] == "mv" {
+			return cleanPaths(sources(args[1:]))
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package kit
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -65,4 +66,24 @@ func FuzzShellWrites(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestTreePaths(t *testing.T) {
+	for _, tt := range []struct {
+		tool, input string
+		want        []string
+	}{
+		{"Bash", `{"command":"rm -rf src/parser && rm -f x.go"}`, []string{"/p/src/parser"}},
+		{"Bash", `{"command":"sudo rm -R --force a b; rmdir c"}`, []string{"/p/a", "/p/b", "/p/c"}},
+		{"Bash", `{"command":"mv src/a src/b dest && git mv old new && git rm -r -q gone"}`, []string{"/p/src/a", "/p/src/b", "/p/old", "/p/gone"}},
+		{"Bash", `{"command":"mv -t dest a b; rm -- -r; git rm x; mkdir -p d"}`, nil},
+		{"shell", `{"command":["bash","-lc","rm -rf /p/build"]}`, []string{"/p/build"}},
+		{"shell", `{"command":["rm","-r","lib"]}`, []string{"/p/lib"}},
+		{"Edit", `{"file_path":"a.go"}`, nil},
+	} {
+		got := TreePaths(tt.tool, json.RawMessage(tt.input), "/p")
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("TreePaths(%s, %s) = %q, want %q", tt.tool, tt.input, got, tt.want)
+		}
+	}
 }

@@ -611,6 +611,66 @@ func (sp *Space) CheckPaths(agent string, paths []string) ([]Conflict, error) {
 	return out, nil
 }
 
+// CheckTrees returns the conflicts between directories (relative to the
+// project root, slash-separated; "" or "." is the whole project) that a
+// command removes or moves as a whole — every path under them — and live
+// reservations of agents other than agent: a reservation conflicts when
+// some path under the directory matches its glob. Want is the directory.
+func (sp *Space) CheckTrees(agent string, dirs []string) ([]Conflict, error) {
+	var trees []Glob
+	var wants []string
+	for _, d := range dirs {
+		d = strings.Trim(d, "/")
+		src := "**"
+		if d == "" {
+			d = "."
+		}
+		if d != "." {
+			src = escapeGlob(d) + "/**"
+		}
+		g, err := ParseGlob(src)
+		if err != nil {
+			continue // not a path a glob can name: nothing to check
+		}
+		trees, wants = append(trees, g), append(wants, d)
+	}
+	if len(trees) == 0 {
+		return nil, nil
+	}
+	var docs []*docstore.Doc
+	err := sp.scanAll(ReservationType, nil, func(d *docstore.Doc) {
+		if d.String("agent") != agent {
+			docs = append(docs, d)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	live, _ := sp.reservationsOf(docs, nil)
+	var out []Conflict
+	for i, t := range trees {
+		for _, r := range live {
+			if r.Agent != agent && r.glob.Overlaps(t) {
+				out = append(out, Conflict{Want: wants[i], Held: r})
+			}
+		}
+	}
+	return out, nil
+}
+
+// escapeGlob quotes the characters a Glob gives a meaning to, so that the
+// result matches s itself.
+func escapeGlob(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune("*?[]\\", r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
 // holderLock takes (once) and returns the key of the lock that keeps
 // this Space's process-held reservations alive; Close lets go of it.
 func (sp *Space) holderLock() (string, error) {
