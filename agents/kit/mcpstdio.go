@@ -3,6 +3,7 @@ package kit
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"sync"
 
@@ -24,9 +25,10 @@ import (
 func StdioTransport(in io.Reader, out io.Writer) mcp.Transport {
 	p := &pendingCalls{ids: map[string]bool{}}
 	p.idle = newCond(p)
+	w := &answerWriter{w: out, p: p}
 	return &mcp.IOTransport{
-		Reader: &drainingReader{r: in, p: p},
-		Writer: &answerWriter{w: out, p: p},
+		Reader: &drainingReader{r: in, p: p, w: w},
+		Writer: w,
 	}
 }
 
@@ -94,39 +96,146 @@ func frames(partial *[]byte, data []byte, fn func(frame)) {
 type drainingReader struct {
 	r       io.Reader
 	p       *pendingCalls
-	partial []byte
+	w       *answerWriter // where refusals of bad lines go (nil: dropped)
+	partial []byte        // the incomplete last line read
+	ready   []byte        // whole lines checked, for the server to read
 	eof     bool
 }
 
+// Read hands the server whole lines, each a JSON-RPC message or batch. A
+// line that is not one (not JSON, or JSON that is not a message) would
+// end the SDK's session at once, with the answers still owed lost: it is
+// answered here with a JSON-RPC error (-32700 parse error, -32600
+// invalid request) and left out.
 func (d *drainingReader) Read(b []byte) (int, error) {
-	if d.eof {
-		d.p.waitIdle()
-		return 0, io.EOF
-	}
-	n, err := d.r.Read(b)
-	if n > 0 {
-		d.p.mu.Lock()
-		frames(&d.partial, b[:n], func(f frame) {
-			switch {
-			case f.Method == "notifications/cancelled":
-				delete(d.p.ids, idKey(f.Params.RequestID))
-				d.p.idle.Broadcast()
-			case f.Method != "" && idKey(f.ID) != "":
-				d.p.ids[idKey(f.ID)] = true
-			}
-		})
-		d.p.mu.Unlock()
-	}
-	if err == io.EOF {
-		// The last bytes must reach the server before the wait for
-		// their answers: report the end on the next call.
-		d.eof = true
-		if n > 0 {
-			return n, nil
+	for len(d.ready) == 0 {
+		if d.eof {
+			d.p.waitIdle()
+			return 0, io.EOF
 		}
-		d.p.waitIdle()
+		buf := make([]byte, max(len(b), 4096))
+		n, err := d.r.Read(buf)
+		if n > 0 {
+			d.partial = append(d.partial, buf[:n]...)
+			for {
+				i := bytes.IndexByte(d.partial, '\n')
+				if i < 0 {
+					break
+				}
+				line := d.partial[:i]
+				d.partial = d.partial[i+1:]
+				d.take(line)
+			}
+		}
+		if err == io.EOF {
+			// The last line may lack its newline.
+			d.take(d.partial)
+			d.partial = nil
+			d.eof = true
+			continue
+		}
+		if err != nil {
+			if len(d.ready) > 0 {
+				break
+			}
+			return 0, err
+		}
 	}
-	return n, err
+	n := copy(b, d.ready)
+	d.ready = d.ready[n:]
+	return n, nil
+}
+
+// take checks one line: a message goes to the server (its request id
+// pending until answered), anything else is refused with an error.
+func (d *drainingReader) take(line []byte) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return
+	}
+	if code, id, why := checkLine(line); code != 0 {
+		if d.w != nil {
+			d.w.refuse(code, id, why)
+		}
+		return
+	}
+	d.p.mu.Lock()
+	var none []byte
+	frames(&none, append(append([]byte(nil), line...), '\n'), func(f frame) {
+		switch {
+		case f.Method == "notifications/cancelled":
+			delete(d.p.ids, idKey(f.Params.RequestID))
+			d.p.idle.Broadcast()
+		case f.Method != "" && idKey(f.ID) != "":
+			d.p.ids[idKey(f.ID)] = true
+		}
+	})
+	d.p.mu.Unlock()
+	d.ready = append(append(d.ready, line...), '\n')
+}
+
+// JSON-RPC error codes for lines that are not messages.
+const (
+	rpcParseError     = -32700
+	rpcInvalidRequest = -32600
+)
+
+// checkLine returns 0 for a line that is a JSON-RPC 2.0 message (or a
+// batch of them), else the error code, the id to answer with (null when
+// none can be told) and why.
+func checkLine(line []byte) (code int, id json.RawMessage, why string) {
+	null := json.RawMessage("null")
+	if !json.Valid(line) {
+		return rpcParseError, null, "parse error: the line is not JSON"
+	}
+	if line[0] == '[' {
+		var batch []json.RawMessage
+		if json.Unmarshal(line, &batch) != nil || len(batch) == 0 {
+			return rpcInvalidRequest, null, "invalid request: an empty batch"
+		}
+		for _, m := range batch {
+			if code, _, why := checkMessage(m); code != 0 {
+				return code, null, "invalid request in a batch: " + why
+			}
+		}
+		return 0, nil, ""
+	}
+	return checkMessage(line)
+}
+
+func checkMessage(raw json.RawMessage) (int, json.RawMessage, string) {
+	null := json.RawMessage("null")
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return rpcInvalidRequest, null, "invalid request: not a JSON object"
+	}
+	id := null
+	if r, ok := m["id"]; ok {
+		r = bytes.TrimSpace(r)
+		switch {
+		case len(r) > 0 && (r[0] == '"' || r[0] == '-' || (r[0] >= '0' && r[0] <= '9')):
+			id = r
+		case string(r) == "null":
+		default:
+			return rpcInvalidRequest, null, "invalid request: the id is not a string or a number"
+		}
+	}
+	if v, _ := m["jsonrpc"]; string(bytes.TrimSpace(v)) != `"2.0"` {
+		return rpcInvalidRequest, id, `invalid request: "jsonrpc" is not "2.0"`
+	}
+	if meth, ok := m["method"]; ok {
+		var name string
+		if json.Unmarshal(meth, &name) != nil || name == "" {
+			return rpcInvalidRequest, id, "invalid request: the method is not a name"
+		}
+		return 0, nil, ""
+	}
+	_, res := m["result"]
+	_, e := m["error"]
+	if string(id) == "null" || (!res && !e) {
+		return rpcInvalidRequest, id, "invalid request: neither a method nor a response"
+	}
+	return 0, nil, ""
 }
 
 func (d *drainingReader) Close() error {
@@ -150,9 +259,18 @@ type answerWriter struct {
 	w       io.Writer
 	p       *pendingCalls
 	partial []byte
+	wmu     sync.Mutex // one Write at a time: the server's and refusals
+}
+
+// refuse writes a JSON-RPC error for a line that is not a message.
+func (a *answerWriter) refuse(code int, id json.RawMessage, why string) {
+	msg, _ := json.Marshal(why)
+	a.Write([]byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`+"\n", id, code, msg)))
 }
 
 func (a *answerWriter) Write(b []byte) (int, error) {
+	a.wmu.Lock()
+	defer a.wmu.Unlock()
 	n, err := a.w.Write(b)
 	a.p.mu.Lock()
 	defer a.p.mu.Unlock()
