@@ -28,6 +28,19 @@ func asFlag() cli.Flag {
 	return &cli.StringFlag{Name: "as", Usage: "act as `AGENT` (default: $TAVERN_AGENT, else you: \"user\")"}
 }
 
+// agentFlag is --as for the commands that act only for an agent and have
+// no default user (prime, sleep, wake): without it or $TAVERN_AGENT they
+// exit 2.
+func agentFlag() cli.Flag {
+	return &cli.StringFlag{Name: "as", Usage: "act as `AGENT` (default: $TAVERN_AGENT; required: there is no default user)"}
+}
+
+// sessionAgentFlag is --as for a hook and the MCP server, which act as the
+// agent of the tool's session when none is named.
+func sessionAgentFlag() cli.Flag {
+	return &cli.StringFlag{Name: "as", Usage: "act as `AGENT` (default: $TAVERN_AGENT, else the session's own agent)"}
+}
+
 // bodyFlag reads a document body from a file or stdin.
 func bodyFlag() cli.Flag {
 	return &cli.StringFlag{Name: "body", Usage: "read the markdown body from `FILE` (- for stdin)"}

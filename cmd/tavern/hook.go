@@ -57,7 +57,7 @@ Examples:
    echo '{"session_id":"s1","tool_name":"Write","tool_input":{"file_path":"src/a.go"}}' | tavern hook pre-tool-use`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "tool", Usage: "`TOOL` that runs the hook: claude, codex or gemini (default: from the payload)"},
-			asFlag(),
+			sessionAgentFlag(),
 			// `tavern hook keep`: the session keeper session-start starts.
 			&cli.StringFlag{Name: "agent", Hidden: true},
 			&cli.StringFlag{Name: "session", Hidden: true},

@@ -22,11 +22,12 @@ The agent is --as, else $TAVERN_AGENT, else the agent of the hooked session
 whose tool started the server.
 
 Requests piped in are all answered before it exits at the end of its input
-(printf '...' | tavern mcp); the answers come as each request finishes.
+(printf '...' | tavern mcp); the answers come as each request finishes. A line
+that is not a JSON-RPC message gets a JSON-RPC error, and the server goes on.
 
 Example (Claude Code, .mcp.json):
    {"mcpServers": {"tavern": {"command": "tavern", "args": ["mcp"]}}}`,
-		Flags:  []cli.Flag{asFlag()},
+		Flags:  []cli.Flag{sessionAgentFlag()},
 		Action: runMCP,
 	}
 }

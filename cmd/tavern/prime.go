@@ -40,7 +40,7 @@ Examples:
    tavern prime --as alice
    tavern prime --hook-json < hook-payload.json`,
 		Flags: []cli.Flag{
-			asFlag(),
+			agentFlag(),
 			&cli.BoolFlag{Name: "hook-json", Usage: "print the SessionStart hook envelope"},
 			&cli.BoolFlag{Name: "memories-only", Usage: "only identity, core memories and commands (after a compaction)"},
 			jsonFlag(),

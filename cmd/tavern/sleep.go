@@ -17,7 +17,7 @@ agents/AGENT.md. "--summary -" reads the summary from stdin.
 
 Example:
    tavern sleep --as zealot-2 --summary "parser half done; next: lists"`,
-		Flags:  []cli.Flag{asFlag(), jsonFlag(), &cli.StringFlag{Name: "summary", Usage: "what this session did and what is next (required)"}},
+		Flags:  []cli.Flag{agentFlag(), jsonFlag(), &cli.StringFlag{Name: "summary", Usage: "what this session did and what is next (required)"}},
 		Before: requireFlags("summary"),
 		Action: runSleep,
 	}

@@ -22,7 +22,7 @@ counted the session already).
 
 Example:
    tavern wake --as zealot-2`,
-		Flags:  []cli.Flag{asFlag(), jsonFlag()},
+		Flags:  []cli.Flag{agentFlag(), jsonFlag()},
 		Action: runWake,
 	}
 }
