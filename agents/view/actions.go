@@ -136,6 +136,9 @@ func (v *View) do(ctx context.Context, a Action) (string, error) {
 			// overwrite a change they never saw.
 			return "", fmt.Errorf("%w: the revision the edit is based on", ErrNoInput)
 		}
+		if err := engineName(a.Target); err != nil {
+			return "", err
+		}
 		if _, err := v.s.SaveEdit(a.Target, a.Rev, []byte(a.Text)); err != nil {
 			return "", err
 		}

@@ -1,6 +1,7 @@
 package view
 
 import (
+	"fmt"
 	"path"
 	"strings"
 	"time"
@@ -49,6 +50,9 @@ func (v *View) body(rel string) string {
 // The history is read from the journal since the document's creation
 // (an item's id carries it), so it costs the journal's size since then.
 func (v *View) Doc(rel string, history bool) (*Doc, error) {
+	if err := engineName(rel); err != nil {
+		return nil, err
+	}
 	out := &Doc{Path: rel}
 	if e, ok := v.p.Get(rel); ok {
 		out.Kind, out.Valid = e.Kind, e.Valid
@@ -143,4 +147,16 @@ func (v *View) Messages(channel string, limit int) ([]Message, error) {
 // Inbox is an agent's unread counts per channel.
 func (v *View) Inbox(agent string) ([]messages.Unread, error) {
 	return messages.Inbox(v.s, agent)
+}
+
+// engineName refuses a path through a private (dot) name: the engine's
+// locks, index, temporary files and trash are not documents to show or
+// edit (the CLI refuses them too).
+func engineName(rel string) error {
+	for _, part := range strings.Split(strings.Trim(rel, "/"), "/") {
+		if docstore.Private(part) && part != "." && part != ".." {
+			return fmt.Errorf("%s: %w", rel, docstore.ErrEngineFile)
+		}
+	}
+	return nil
 }

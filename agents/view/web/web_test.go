@@ -157,6 +157,14 @@ func TestPages(t *testing.T) {
 	}
 	// A page that names nothing is 404; a path that can name no document
 	// (outside the store, an engine file) is the request's fault: 400.
+	// The engine's own files under dot names (locks, the index) are not
+	// documents: no page, no edit form (they used to be shown as an
+	// invalid document with an Edit form).
+	for _, rel := range []string{".locks/t.lock", "agents/.draft.md"} {
+		abs := filepath.Join(f.s.Root(), rel)
+		must(0, os.MkdirAll(filepath.Dir(abs), 0o755))
+		must(0, os.WriteFile(abs, []byte("x\n"), 0o644))
+	}
 	for _, tc := range []struct {
 		path string
 		want int
@@ -165,7 +173,9 @@ func TestPages(t *testing.T) {
 		{"/agents/nope", 404},
 		{"/docs/agents/nope.md", 404},
 		{"/docs/%2e%2e/%2e%2e/etc/passwd", 400},
-		{"/docs/.tmp", 400},        // a directory, not a document
+		{"/docs/.tmp", 400}, // a directory, not a document
+		{"/docs/.locks/t.lock", 400},
+		{"/docs/agents/.draft.md", 400},
 		{"/channels/nope", 404},    // no composer that could only fail
 		{"/channels/@nobody", 404}, // no such agent
 		{"/channels/@alice", 200},  // an agent's direct channel, messages or not
