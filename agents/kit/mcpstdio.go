@@ -38,6 +38,10 @@ type pendingCalls struct {
 	idle   *sync.Cond // signalled when ids shrinks or broken is set
 	ids    map[string]bool
 	broken bool // a write failed
+	// initID is the id of the initialize request read ("" before one);
+	// version the protocol version its answer agreed on ("" until then).
+	initID  string
+	version string
 }
 
 func newCond(p *pendingCalls) *sync.Cond { return sync.NewCond(&p.mu) }
@@ -49,6 +53,9 @@ type frame struct {
 	Params struct {
 		RequestID json.RawMessage `json:"requestId"`
 	} `json:"params"`
+	Result struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	} `json:"result"`
 }
 
 func idKey(raw json.RawMessage) string {
@@ -109,35 +116,32 @@ type drainingReader struct {
 // invalid request) and left out.
 func (d *drainingReader) Read(b []byte) (int, error) {
 	for len(d.ready) == 0 {
+		// One line at a time: the server reads the lines before it (an
+		// initialize a batch waits for) before the next is checked.
+		if i := bytes.IndexByte(d.partial, '\n'); i >= 0 {
+			line := d.partial[:i]
+			d.partial = d.partial[i+1:]
+			d.take(line)
+			continue
+		}
 		if d.eof {
 			d.p.waitIdle()
 			return 0, io.EOF
 		}
 		buf := make([]byte, max(len(b), 4096))
 		n, err := d.r.Read(buf)
-		if n > 0 {
-			d.partial = append(d.partial, buf[:n]...)
-			for {
-				i := bytes.IndexByte(d.partial, '\n')
-				if i < 0 {
-					break
-				}
-				line := d.partial[:i]
-				d.partial = d.partial[i+1:]
-				d.take(line)
-			}
-		}
-		if err == io.EOF {
+		d.partial = append(d.partial, buf[:n]...)
+		switch {
+		case err == io.EOF:
 			// The last line may lack its newline.
-			d.take(d.partial)
-			d.partial = nil
-			d.eof = true
-			continue
-		}
-		if err != nil {
-			if len(d.ready) > 0 {
-				break
+			if i := bytes.IndexByte(d.partial, '\n'); i < 0 {
+				d.take(d.partial)
+				d.partial = nil
+			} else {
+				d.partial = append(d.partial, '\n')
 			}
+			d.eof = true
+		case err != nil && n == 0:
 			return 0, err
 		}
 	}
@@ -153,7 +157,15 @@ func (d *drainingReader) take(line []byte) {
 	if len(line) == 0 {
 		return
 	}
-	if code, id, why := checkLine(line); code != 0 {
+	code, id, why := checkLine(line)
+	if code == 0 && line[0] == '[' {
+		// MCP 2025-06-18 dropped batches, and the SDK ends the session
+		// at one: wait for the version the initialize agrees on.
+		if v := d.p.agreedVersion(); v >= "2025-06-18" {
+			code, id, why = rpcInvalidRequest, json.RawMessage("null"), "invalid request: JSON-RPC batches are not supported in "+v+" and later"
+		}
+	}
+	if code != 0 {
 		if d.w != nil {
 			d.w.refuse(code, id, why)
 		}
@@ -168,6 +180,9 @@ func (d *drainingReader) take(line []byte) {
 			d.p.idle.Broadcast()
 		case f.Method != "" && idKey(f.ID) != "":
 			d.p.ids[idKey(f.ID)] = true
+			if f.Method == "initialize" {
+				d.p.initID = idKey(f.ID)
+			}
 		}
 	})
 	d.p.mu.Unlock()
@@ -245,6 +260,17 @@ func (d *drainingReader) Close() error {
 	return nil
 }
 
+// agreedVersion is the protocol version the session's initialize agreed
+// on, once it is answered ("" when there was none, or the writes failed).
+func (p *pendingCalls) agreedVersion() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for p.initID != "" && p.ids[p.initID] && !p.broken {
+		p.idle.Wait()
+	}
+	return p.version
+}
+
 // waitIdle returns once every request read has been answered, or a write
 // failed.
 func (p *pendingCalls) waitIdle() {
@@ -281,6 +307,9 @@ func (a *answerWriter) Write(b []byte) (int, error) {
 	}
 	frames(&a.partial, b[:n], func(f frame) {
 		if f.Method == "" {
+			if k := idKey(f.ID); k != "" && k == a.p.initID && f.Result.ProtocolVersion != "" {
+				a.p.version = f.Result.ProtocolVersion
+			}
 			if k := idKey(f.ID); k != "" && a.p.ids[k] {
 				delete(a.p.ids, k)
 				a.p.idle.Broadcast()
