@@ -67,8 +67,12 @@ func runServe(c *cli.Context) error {
 		return usageErr("serve takes no arguments")
 	}
 	addr := c.String("listen")
-	if _, _, err := net.SplitHostPort(addr); err != nil {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
 		return usageErr("--listen %q: want host:port (%v)", addr, err)
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return usageErr("--listen %q: %v", addr, err)
 	}
 	longRunningStart()
 	v, err := openView(c, true, "web")
