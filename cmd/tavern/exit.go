@@ -334,7 +334,10 @@ func jsonError(err error, code int) string {
 		obj["path"] = path
 	}
 	if line > 0 {
-		obj["line"], obj["col"] = line, col
+		obj["line"] = line
+	}
+	if line > 0 && col > 0 {
+		obj["col"] = col
 	}
 	b, _ := json.Marshal(obj)
 	return string(b)

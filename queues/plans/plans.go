@@ -53,6 +53,10 @@ func (e *PlanError) Error() string {
 
 func (e *PlanError) Unwrap() error { return ErrPlan }
 
+// Position is where the error is (docstore.Position: the path, line
+// and col of a JSON error object); a plan's line has no column.
+func (e *PlanError) Position() (path string, line, col int) { return e.Path, e.Line, 0 }
+
 // Path is the document path of a plan.
 func Path(name string) string { return "plans/" + name + ".md" }
 
