@@ -116,7 +116,7 @@ var (
 			Field{Name: "pool", Type: String, Doc: "the pool it limits; empty: every pool"},
 			Field{Name: "per", Type: String, Enum: []string{"day"}, Default: "day"},
 			Field{Name: "max_tokens", Type: Int, Min: atLeast(0), Doc: "tokens in + out"},
-			Field{Name: "max_cost_usd", Type: Number},
+			Field{Name: "max_cost_usd", Type: Number, Min: atLeast(0), Doc: "USD"},
 			Field{Name: "max_time", Type: Duration, Doc: "drone wall time"},
 		)}
 )
