@@ -282,6 +282,8 @@ func unknownHint(e *schema.UnknownError) string {
 		return fmt.Sprintf(" (create it with `tavern channel create %s`, or send --create)", e.Name)
 	case "queue":
 		return fmt.Sprintf(" (create it with `tavern queue create %s`)", e.Name)
+	case "plan":
+		return " (import one with `tavern plan import FILE.md --queue Q`)"
 	}
 	return ""
 }

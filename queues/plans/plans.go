@@ -497,6 +497,9 @@ func bodyLine(d *docstore.Doc) int {
 
 func readPlan(s *docstore.Store, name string) (*docstore.Doc, error) {
 	d, err := s.Get(Path(name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, unknownPlan(s, name, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -504,6 +507,20 @@ func readPlan(s *docstore.Store, name string) (*docstore.Doc, error) {
 		return nil, &docstore.ValidationError{Path: d.Path, Errors: errs}
 	}
 	return d, nil
+}
+
+// unknownPlan is the error of a plan name that names nothing: a
+// *schema.UnknownError with the plans near it, matching err (not found)
+// too.
+func unknownPlan(s *docstore.Store, name string, err error) error {
+	var names []string
+	ents, _ := os.ReadDir(filepath.Join(s.Root(), "plans"))
+	for _, e := range ents {
+		if n, ok := strings.CutSuffix(e.Name(), ".md"); ok && !e.IsDir() {
+			names = append(names, n)
+		}
+	}
+	return &schema.UnknownError{What: "plan", Name: name, Near: schema.Near(name, names), Err: err}
 }
 
 // taskMap reads the plan's tasks: field (item id -> box key).
