@@ -203,7 +203,8 @@ func checkDoc(records *assertionRecords, d *docstore.Doc) []error {
 }
 
 // namesRule refuses configuration that names a queue or channel that does
-// not exist (a *schema.UnknownError, with the nearest names).
+// not exist (a *schema.UnknownError, with the nearest names): an agent's
+// queues, a plan's queue, a queue's on_dead channel.
 func namesRule(s *docstore.Store, w docstore.Write) error {
 	if w.Doc == nil { // a delete names nothing new
 		return nil
@@ -218,6 +219,15 @@ func namesRule(s *docstore.Store, w docstore.Write) error {
 			if err := queues.CheckQueue(s, q); err != nil {
 				return fmt.Errorf("%s: queues: %w", w.Path, err)
 			}
+		}
+	case schema.Plan:
+		// The queue a plan's new boxes become items of.
+		q := w.Doc.String("queue")
+		if q == "" || (w.Prev != nil && q == w.Prev.String("queue")) {
+			return nil
+		}
+		if err := queues.CheckQueue(s, q); err != nil {
+			return fmt.Errorf("%s: queue: %w", w.Path, err)
 		}
 	case schema.Queue:
 		od := w.Doc.String("on_dead")

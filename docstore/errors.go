@@ -199,9 +199,16 @@ func (e *ConflictError) Error() string {
 
 func (e *ConflictError) Unwrap() error { return ErrConflict }
 
+// Positioner is an error of another package that knows where it is (a
+// plan's checklist line): Position reports it like the store's own.
+type Positioner interface {
+	Position() (path string, line, col int)
+}
+
 // Position returns path, line and column for errors that have them, for
 // one-line messages and JSON error objects.
 func Position(err error) (path string, line, col int) {
+	var pos Positioner
 	var pe *ParseError
 	var fe *schema.FieldError
 	var ve *ValidationError
@@ -221,6 +228,8 @@ func Position(err error) (path string, line, col int) {
 		return re.Path, 0, 0
 	case errors.As(err, &ph):
 		return ph.Path, 0, 0
+	case errors.As(err, &pos):
+		return pos.Position()
 	}
 	return "", 0, 0
 }

@@ -344,6 +344,12 @@ func (b *Broker) AddGate(id string, opt GateOptions) (*Gate, error) {
 	if opt.Stage != StageClaim && opt.Stage != StageComplete {
 		return nil, &ItemError{Op: "gate", ID: id, Err: fmt.Errorf("%w: stage %q (want claim or complete)", ErrBadOption, opt.Stage)}
 	}
+	// A timer gate whose time has passed would open as it is made: a
+	// typo (-5m for 5m, a past date), never a gate anyone wants.
+	if typ == GateTimer && !opt.Until.After(b.now()) {
+		return nil, &ItemError{Op: "gate", ID: id, Err: fmt.Errorf("%w: until %s: that time has passed (a timer gate holds the item until a time to come)",
+			ErrBadOption, schema.FormatTime(opt.Until))}
+	}
 	gid := docstore.NewID()
 	var out *Gate
 	err := b.editItem("gate", id, func(l *docstore.Lock, it *Item) error {

@@ -29,6 +29,9 @@ func (k *Kind) JSONSchema() map[string]any {
 			}
 		case Number:
 			p["type"] = "number"
+			if f.Min != nil {
+				p["minimum"] = *f.Min
+			}
 		case Bool:
 			p["type"] = "boolean"
 		case Time:

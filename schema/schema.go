@@ -32,7 +32,7 @@ type Field struct {
 	Required bool
 	Enum     []string // allowed values for String fields
 	Default  any      // value new documents get when the field is not given
-	// Min is the lower bound of an Int field, and of a Duration field in
+	// Min is the lower bound of an Int or Number field, and of a Duration field in
 	// nanoseconds: 0 where zero is meaningful (retry at once), 1 where
 	// only a positive duration is (a lease of 0s expires as it is made).
 	// A Duration field without Min may not be negative either.

@@ -110,6 +110,12 @@ func (f *Field) check(n *yaml.Node) string {
 		if !scalar || (n.Tag != "!!int" && n.Tag != "!!float") {
 			return fmt.Sprintf("must be a number, got %s", describe(n))
 		}
+		if f.Min != nil {
+			var v float64
+			if err := n.Decode(&v); err == nil && v < float64(*f.Min) {
+				return fmt.Sprintf("must be at least %d", *f.Min)
+			}
+		}
 	case Bool:
 		if !scalar || n.Tag != "!!bool" {
 			return fmt.Sprintf("must be true or false, got %s", describe(n))

@@ -96,8 +96,8 @@ var (
 			Field{Name: "model", Type: String},
 			Field{Name: "started", Type: Time},
 			Field{Name: "ended", Type: Time},
-			Field{Name: "wall_seconds", Type: Number},
-			Field{Name: "cpu_seconds", Type: Number, Doc: "user + system time of the child and its waited-for descendants"},
+			Field{Name: "wall_seconds", Type: Number, Min: atLeast(0)},
+			Field{Name: "cpu_seconds", Type: Number, Min: atLeast(0), Doc: "user + system time of the child and its waited-for descendants"},
 			Field{Name: "exit_code", Type: Int},
 			Field{Name: "outcome", Type: String},
 			Field{Name: "source", Type: String, Doc: "whose output reported tokens and cost: claude, codex, gemini"},
@@ -116,7 +116,7 @@ var (
 			Field{Name: "pool", Type: String, Doc: "the pool it limits; empty: every pool"},
 			Field{Name: "per", Type: String, Enum: []string{"day"}, Default: "day"},
 			Field{Name: "max_tokens", Type: Int, Min: atLeast(0), Doc: "tokens in + out"},
-			Field{Name: "max_cost_usd", Type: Number},
+			Field{Name: "max_cost_usd", Type: Number, Min: atLeast(0), Doc: "USD"},
 			Field{Name: "max_time", Type: Duration, Doc: "drone wall time"},
 		)}
 )

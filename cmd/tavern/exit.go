@@ -282,6 +282,8 @@ func unknownHint(e *schema.UnknownError) string {
 		return fmt.Sprintf(" (create it with `tavern channel create %s`, or send --create)", e.Name)
 	case "queue":
 		return fmt.Sprintf(" (create it with `tavern queue create %s`)", e.Name)
+	case "plan":
+		return " (import one with `tavern plan import FILE.md --queue Q`)"
 	}
 	return ""
 }
@@ -334,7 +336,10 @@ func jsonError(err error, code int) string {
 		obj["path"] = path
 	}
 	if line > 0 {
-		obj["line"], obj["col"] = line, col
+		obj["line"] = line
+	}
+	if line > 0 && col > 0 {
+		obj["col"] = col
 	}
 	b, _ := json.Marshal(obj)
 	return string(b)

@@ -28,7 +28,7 @@ handle ID:EPOCH; release gives it back. What keeps a slot held:
    --as A, A not alive
                      a lease in A's name: held until --ttl passes (default:
                      default_lease; a note on stderr says so); --ttl 0 refuses
-                     (exit 1)
+                     (exit 2: a usage error, nothing would give the slot back)
    no --as           a lease: held until --ttl passes (default: default_lease
                      in tavern.md, 5m), then it comes back
 

@@ -231,8 +231,9 @@ func dedent(lines []string) string {
 
 // resolveAfter finds the task an (after: ref) names: a task whose title
 // (or key) is ref, case-insensitive, else the only task whose title
-// starts with it.
-func resolveAfter(tasks []*Task, ref string) (*Task, error) {
+// starts with it. The lines an ambiguous ref matches are told as file
+// lines: firstLine is the file line of the body's first line, minus one.
+func resolveAfter(tasks []*Task, ref string, firstLine int) (*Task, error) {
 	l := strings.ToLower(ref)
 	for _, t := range tasks {
 		if strings.ToLower(t.Key) == l || strings.ToLower(t.Title) == l {
@@ -253,7 +254,7 @@ func resolveAfter(tasks []*Task, ref string) (*Task, error) {
 	}
 	var lines []string
 	for _, h := range hits {
-		lines = append(lines, strconv.Itoa(h.Line))
+		lines = append(lines, strconv.Itoa(firstLine+h.Line))
 	}
 	return nil, fmt.Errorf("(after: %s) matches the tasks on lines %s; use more of the title", ref, strings.Join(lines, ", "))
 }

@@ -53,6 +53,10 @@ func (e *PlanError) Error() string {
 
 func (e *PlanError) Unwrap() error { return ErrPlan }
 
+// Position is where the error is (docstore.Position: the path, line
+// and col of a JSON error object); a plan's line has no column.
+func (e *PlanError) Position() (path string, line, col int) { return e.Path, e.Line, 0 }
+
 // Path is the document path of a plan.
 func Path(name string) string { return "plans/" + name + ".md" }
 
@@ -95,7 +99,9 @@ func Import(b *queues.Broker, opt ImportOptions) (*Report, error) {
 	if src == "" {
 		src = rel
 	}
-	if err := checkTasks(src, 0, tasks); err != nil {
+	// Lines are the file's: its own frontmatter, if any, comes first.
+	first := bytes.Count(front, []byte("\n"))
+	if err := checkTasks(src, first, tasks); err != nil {
 		return nil, err
 	}
 	now := time.Now()
@@ -109,7 +115,7 @@ func Import(b *queues.Broker, opt ImportOptions) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Plan: opt.Name}
-	ids, err := createItems(b, opt.Name, opt.Queue, opt.By, tasks, nil, nil, rep)
+	ids, err := createItems(b, opt.Name, opt.Queue, opt.By, src, first, tasks, nil, nil, rep)
 	if len(rep.Added) > 0 {
 		m := map[string]string{}
 		for i, id := range ids {
@@ -174,7 +180,7 @@ func checkTasks(path string, firstLine int, tasks []*Task) error {
 			errs = append(errs, &PlanError{Path: path, Line: firstLine + t.Line, Msg: t.MarkErr})
 		}
 		for _, ref := range t.After {
-			if _, err := resolveAfter(tasks, ref); err != nil {
+			if _, err := resolveAfter(tasks, ref, firstLine); err != nil {
 				errs = append(errs, &PlanError{Path: path, Line: firstLine + t.Line, Msg: err.Error()})
 			}
 		}
@@ -182,10 +188,10 @@ func checkTasks(path string, firstLine int, tasks []*Task) error {
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	if _, err := order(tasks, func(*Task) bool { return true }); err != nil {
+	if _, err := order(tasks, firstLine, func(*Task) bool { return true }); err != nil {
 		var pe *PlanError
 		if errors.As(err, &pe) {
-			pe.Path, pe.Line = path, firstLine+pe.Line
+			pe.Path = path
 		}
 		return err
 	}
@@ -200,7 +206,7 @@ func deps(tasks []*Task, t *Task) []*Task {
 		out = append(out, tasks[k])
 	}
 	for _, ref := range t.After {
-		if d, err := resolveAfter(tasks, ref); err == nil && d != t {
+		if d, err := resolveAfter(tasks, ref, 0); err == nil && d != t {
 			out = append(out, d)
 		}
 	}
@@ -209,8 +215,9 @@ func deps(tasks []*Task, t *Task) []*Task {
 
 // order returns the tasks that want (open boxes, usually) in an order
 // where each comes after the tasks it depends on; a cycle is a PlanError
-// at the first task on it.
-func order(tasks []*Task, want func(*Task) bool) ([]*Task, error) {
+// at the first task on it. Its lines are file lines: firstLine is the
+// file line of the body's first line, minus one.
+func order(tasks []*Task, firstLine int, want func(*Task) bool) ([]*Task, error) {
 	state := make([]int, len(tasks)) // 1 visiting, 2 done
 	var out []*Task
 	var visit func(t *Task, path []*Task) error
@@ -219,9 +226,9 @@ func order(tasks []*Task, want func(*Task) bool) ([]*Task, error) {
 		case 1:
 			var names []string
 			for _, p := range append(path, t) {
-				names = append(names, fmt.Sprintf("%q (line %d)", p.Title, p.Line))
+				names = append(names, fmt.Sprintf("%q (line %d)", p.Title, firstLine+p.Line))
 			}
-			return &PlanError{Line: t.Line, Msg: "dependency cycle: " + strings.Join(names, " -> ")}
+			return &PlanError{Line: firstLine + t.Line, Msg: "dependency cycle: " + strings.Join(names, " -> ")}
 		case 2:
 			return nil
 		}
@@ -250,12 +257,15 @@ func order(tasks []*Task, want func(*Task) bool) ([]*Task, error) {
 // dependency order. It returns the ids by task index ("" for none), and
 // records what it did in rep. adopt maps titles to orphan items of the
 // plan (a crashed import or sync) to take over instead of adding anew.
-func createItems(b *queues.Broker, plan, queue, by string, tasks []*Task, known map[int]string, adopt map[string][]string, rep *Report) ([]string, error) {
+// A box that cannot become an item is an error at path:line, line being
+// firstLine (the file line of the body's first line, minus one) plus the
+// box's line in the body.
+func createItems(b *queues.Broker, plan, queue, by, path string, firstLine int, tasks []*Task, known map[int]string, adopt map[string][]string, rep *Report) ([]string, error) {
 	ids := make([]string, len(tasks))
 	for i, id := range known {
 		ids[i] = id
 	}
-	todo, err := order(tasks, func(t *Task) bool { return t.Open() && ids[t.Index] == "" })
+	todo, err := order(tasks, firstLine, func(t *Task) bool { return t.Open() && ids[t.Index] == "" })
 	if err != nil {
 		return ids, err
 	}
@@ -278,7 +288,7 @@ func createItems(b *queues.Broker, plan, queue, by string, tasks []*Task, known 
 		}
 		it, err := b.Add(queue, queues.AddOptions{Title: t.Title, DependsOn: dep, Body: []byte(body), Gate: t.Gate, Plan: plan, By: by})
 		if err != nil {
-			return ids, fmt.Errorf("line %d %q: %w", t.Line, t.Title, err)
+			return ids, fmt.Errorf("%s:%d: %q: %w", path, firstLine+t.Line, t.Title, err)
 		}
 		ids[t.Index] = it.ID
 		rep.Added = append(rep.Added, it.ID)
@@ -487,6 +497,9 @@ func bodyLine(d *docstore.Doc) int {
 
 func readPlan(s *docstore.Store, name string) (*docstore.Doc, error) {
 	d, err := s.Get(Path(name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, unknownPlan(s, name, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -494,6 +507,20 @@ func readPlan(s *docstore.Store, name string) (*docstore.Doc, error) {
 		return nil, &docstore.ValidationError{Path: d.Path, Errors: errs}
 	}
 	return d, nil
+}
+
+// unknownPlan is the error of a plan name that names nothing: a
+// *schema.UnknownError with the plans near it, matching err (not found)
+// too.
+func unknownPlan(s *docstore.Store, name string, err error) error {
+	var names []string
+	ents, _ := os.ReadDir(filepath.Join(s.Root(), "plans"))
+	for _, e := range ents {
+		if n, ok := strings.CutSuffix(e.Name(), ".md"); ok && !e.IsDir() {
+			names = append(names, n)
+		}
+	}
+	return &schema.UnknownError{What: "plan", Name: name, Near: schema.Near(name, names), Err: err}
 }
 
 // taskMap reads the plan's tasks: field (item id -> box key).
@@ -648,7 +675,7 @@ func syncOnce(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
 			break
 		}
 	}
-	ids, cerr := createItems(b, name, queue, opt.By, tasks, known, adopt, rep)
+	ids, cerr := createItems(b, name, queue, opt.By, rel, first, tasks, known, adopt, rep)
 	for _, t := range tasks {
 		if id := ids[t.Index]; id != "" && known[t.Index] == "" {
 			newMap[id] = t.Key

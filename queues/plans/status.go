@@ -61,7 +61,9 @@ func GetStatus(b *queues.Broker, name string, sync bool) (*Status, error) {
 	for id, k := range m {
 		byKey[k] = id
 	}
-	st := &Status{Name: name, Path: Path(name), Queue: d.String("queue"), Report: rep}
+	// Tasks is a list even when the plan has no boxes yet: --json
+	// prints [] there, never null.
+	st := &Status{Name: name, Path: Path(name), Queue: d.String("queue"), Report: rep, Tasks: []TaskStatus{}}
 	depth := make([]int, len(tasks))
 	for _, t := range tasks {
 		if t.Parent >= 0 {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/tavernhq/tavern/schema"
 )
 
 var (
@@ -121,3 +123,32 @@ func (e *FencedError) Error() string {
 }
 
 func (e *FencedError) Unwrap() error { return ErrFenced }
+
+// UnknownTokenError is a token name that has no slots at all (a typo, or
+// a token never made), with the existing tokens nearest to it (Near,
+// nearest first, schema.Near) for a "did you mean". It matches
+// ErrUnknownToken and schema.ErrUnknownName.
+type UnknownTokenError struct {
+	Name string
+	Near []string
+}
+
+func (e *UnknownTokenError) Error() string {
+	if len(e.Near) == 0 {
+		return fmt.Sprintf("%s: %v", e.Name, ErrUnknownToken)
+	}
+	near := e.Near[:min(len(e.Near), 3)]
+	q := make([]string, len(near))
+	for i, n := range near {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	list := q[0]
+	if len(q) > 1 {
+		list = strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+	}
+	return fmt.Sprintf("%s: unknown token (did you mean %s?)", e.Name, list)
+}
+
+func (e *UnknownTokenError) Unwrap() []error {
+	return []error{ErrUnknownToken, schema.ErrUnknownName}
+}

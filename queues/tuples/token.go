@@ -117,7 +117,7 @@ func (sp *Space) InitToken(name string, count int) (int, error) {
 	if count == 0 && total == 0 {
 		// Zero retires the free slots of a token; of one that has none it
 		// would do nothing and say it did: a typo, or a token not made yet.
-		return 0, fmt.Errorf("%s: %w", name, ErrUnknownToken)
+		return 0, sp.unknownToken(name)
 	}
 	if total == 0 && count > 0 {
 		// A new token: its name follows the plain name rule (one
@@ -355,7 +355,7 @@ func (sp *Space) tryAcquire(name string, opt AcquireOptions) (*Token, time.Time,
 			return nil, time.Time{}, err
 		}
 		if !ok {
-			return nil, time.Time{}, fmt.Errorf("%s: %w", name, ErrUnknownToken)
+			return nil, time.Time{}, sp.unknownToken(name)
 		}
 	}
 	return nil, wake, fmt.Errorf("%s: %w (%d held)", name, ErrTokenBusy, len(held))
@@ -685,12 +685,26 @@ func (sp *Space) ReleaseAgentTokens(name string, opt ReleaseOptions) (int, error
 	return n, errors.Join(errs...)
 }
 
+// unknownToken is the error of a token name that has no slots at all,
+// with the names of the tokens that exist near it.
+func (sp *Space) unknownToken(name string) error {
+	e := &UnknownTokenError{Name: name}
+	if slots, err := sp.Slots(""); err == nil {
+		var names []string
+		for _, s := range slots {
+			names = append(names, s.Name)
+		}
+		e.Near = schema.Near(name, names)
+	}
+	return e
+}
+
 // notHeld is the error of a release that found nothing to release:
 // ErrUnknownToken when the token has no slots at all (a typo is not a
 // token someone else holds), else err.
 func (sp *Space) notHeld(name string, err error) error {
 	if ok, _ := sp.tokenExists(name); !ok {
-		return fmt.Errorf("%s: %w", name, ErrUnknownToken)
+		return sp.unknownToken(name)
 	}
 	return err
 }
@@ -790,7 +804,7 @@ func (sp *Space) TokenSlots(name string) ([]TokenSlot, error) {
 	_, _ = sp.reapTaken(TokenType)
 	slots, err := sp.Slots(name)
 	if err == nil && name != "" && len(slots) == 0 {
-		return nil, fmt.Errorf("%s: %w", name, ErrUnknownToken)
+		return nil, sp.unknownToken(name)
 	}
 	return slots, err
 }
