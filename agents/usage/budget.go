@@ -52,44 +52,63 @@ func Budgets(s *docstore.Store) ([]Budget, []error) {
 	return out, errs
 }
 
-// SetBudget creates or changes budget name. Zero limits are removed; at
-// least one limit must remain.
-func SetBudget(s *docstore.Store, b Budget) (*Budget, error) {
+// BudgetChange is what SetBudget changes: the limits given (> 0; a limit
+// left at zero is kept as the budget has it) and, when SetPool is true,
+// the pool (Pool "" for every pool). A new budget takes the limits given
+// (at least one) and Pool, "" being every pool.
+type BudgetChange struct {
+	Name      string
+	Pool      string
+	SetPool   bool
+	MaxTokens int64
+	MaxCost   float64
+	MaxTime   time.Duration
+}
+
+// SetBudget creates budget c.Name or changes what c gives of it: raising
+// one pool's cost limit must not also widen the budget to every pool or
+// drop its time limit (it did, when a change rewrote the whole budget).
+func SetBudget(s *docstore.Store, c BudgetChange) (*Budget, error) {
+	b := Budget{Name: c.Name, Pool: c.Pool, MaxTokens: c.MaxTokens, MaxCost: c.MaxCost, MaxTime: c.MaxTime}
 	if err := schema.ValidName(b.Name); err != nil {
 		return nil, fmt.Errorf("budget name: %w", err)
 	}
-	if b.MaxTokens <= 0 && b.MaxCost <= 0 && b.MaxTime <= 0 {
-		return nil, fmt.Errorf("%w: budget %s has no limit (tokens, cost or time)", schema.ErrInvalid, b.Name)
+	if b.MaxTokens < 0 || b.MaxCost < 0 || b.MaxTime < 0 {
+		return nil, fmt.Errorf("%w: budget %s: limits are positive", schema.ErrInvalid, b.Name)
 	}
 	now := time.Now()
 	set := []docstore.Field{}
 	var del []string
-	if b.Pool != "" {
-		set = append(set, docstore.Field{Key: "pool", Value: b.Pool})
-	} else {
+	if c.SetPool && b.Pool == "" {
 		del = append(del, "pool")
+	} else if b.Pool != "" {
+		set = append(set, docstore.Field{Key: "pool", Value: b.Pool})
 	}
 	set = append(set, docstore.Field{Key: "per", Value: "day"})
 	if b.MaxTokens > 0 {
 		set = append(set, docstore.Field{Key: "max_tokens", Value: b.MaxTokens})
-	} else {
-		del = append(del, "max_tokens")
 	}
 	if b.MaxCost > 0 {
 		set = append(set, docstore.Field{Key: "max_cost_usd", Value: b.MaxCost})
-	} else {
-		del = append(del, "max_cost_usd")
 	}
 	if b.MaxTime > 0 {
 		set = append(set, docstore.Field{Key: "max_time", Value: b.MaxTime.String()})
-	} else {
-		del = append(del, "max_time")
 	}
+	noLimit := fmt.Errorf("%w: budget %s has no limit (tokens, cost or time)", schema.ErrInvalid, b.Name)
 	rel := BudgetPath(b.Name)
 	d, err := s.Update(rel, func(d *docstore.Doc) error {
-		return d.Edit(append(set, docstore.Field{Key: "updated", Value: now}), del...)
+		if err := d.Edit(append(set, docstore.Field{Key: "updated", Value: now}), del...); err != nil {
+			return err
+		}
+		if after := budgetFromDoc(d); after.MaxTokens <= 0 && after.MaxCost <= 0 && after.MaxTime <= 0 {
+			return noLimit
+		}
+		return nil
 	})
 	if errors.Is(err, docstore.ErrNotExist) {
+		if b.MaxTokens <= 0 && b.MaxCost <= 0 && b.MaxTime <= 0 {
+			return nil, noLimit
+		}
 		// A new budget: its name follows the plain name rule.
 		if err := schema.ValidPlainName("budget", b.Name); err != nil {
 			return nil, err

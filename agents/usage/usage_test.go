@@ -95,13 +95,13 @@ func TestSummarize(t *testing.T) {
 func TestBudgets(t *testing.T) {
 	s := newStore(t)
 	now := time.Now().UTC()
-	if _, err := usage.SetBudget(s, usage.Budget{Name: "empty"}); !errors.Is(err, schema.ErrInvalid) {
+	if _, err := usage.SetBudget(s, usage.BudgetChange{Name: "empty"}); !errors.Is(err, schema.ErrInvalid) {
 		t.Fatalf("a budget without limits: %v", err)
 	}
-	if _, err := usage.SetBudget(s, usage.Budget{Name: "a-daily", Pool: "a", MaxCost: 1}); err != nil {
+	if _, err := usage.SetBudget(s, usage.BudgetChange{Name: "a-daily", Pool: "a", MaxCost: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := usage.SetBudget(s, usage.Budget{Name: "all-time", MaxTime: time.Minute}); err != nil {
+	if _, err := usage.SetBudget(s, usage.BudgetChange{Name: "all-time", MaxTime: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	admitA, admitB := usage.Admit(s, "a"), usage.Admit(s, "b")
@@ -131,10 +131,10 @@ func TestBudgets(t *testing.T) {
 		t.Fatalf("spent budgets: %v %+v", err, spent)
 	}
 	// Raising the budget lets the pool go on.
-	if _, err := usage.SetBudget(s, usage.Budget{Name: "a-daily", Pool: "a", MaxCost: 10}); err != nil {
+	if _, err := usage.SetBudget(s, usage.BudgetChange{Name: "a-daily", Pool: "a", MaxCost: 10}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := usage.SetBudget(s, usage.Budget{Name: "all-time", MaxTime: time.Hour}); err != nil {
+	if _, err := usage.SetBudget(s, usage.BudgetChange{Name: "all-time", MaxTime: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	if err := admitA(); err != nil {

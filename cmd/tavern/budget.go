@@ -29,11 +29,17 @@ Examples:
 				Name:      "set",
 				Usage:     "create or change a budget",
 				ArgsUsage: "NAME",
-				Description: `Examples:
+				Description: `Creates budget NAME with the limits given (at least one), or changes what is
+given of an existing one: the other limits and its pool stay as they are.
+--pool '' makes a budget cover every pool. A limit is removed by editing the
+document (tavern edit budgets/NAME).
+
+Examples:
    tavern budget set drones-daily --pool drones --cost 5 --time 2h
+   tavern budget set drones-daily --cost 8
    tavern budget set everyone --tokens 2000000`,
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "pool", Usage: "the pool `P` it limits (default: every pool)"},
+					&cli.StringFlag{Name: "pool", Usage: "the pool `P` it limits (a new budget: default every pool; '' for every pool)"},
 					&cli.Int64Flag{Name: "tokens", Usage: "most tokens (in + out) per day", Action: func(_ *cli.Context, v int64) error { return zeroBudget("tokens", v <= 0) }},
 					&cli.Float64Flag{Name: "cost", Usage: "most cost in USD per day", Action: func(_ *cli.Context, v float64) error { return zeroBudget("cost", v <= 0) }},
 					&cli.DurationFlag{Name: "time", Usage: "most drone wall time per day", Action: func(_ *cli.Context, v time.Duration) error { return zeroBudget("time", v <= 0) }},
@@ -62,7 +68,8 @@ func runBudgetSet(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	b, err := usage.SetBudget(s, usage.Budget{Name: c.Args().First(), Pool: c.String("pool"), MaxTokens: c.Int64("tokens"), MaxCost: c.Float64("cost"), MaxTime: c.Duration("time")})
+	b, err := usage.SetBudget(s, usage.BudgetChange{Name: c.Args().First(), Pool: c.String("pool"), SetPool: c.IsSet("pool"),
+		MaxTokens: c.Int64("tokens"), MaxCost: c.Float64("cost"), MaxTime: c.Duration("time")})
 	if err != nil {
 		return err
 	}
