@@ -32,7 +32,7 @@ func asFlag() cli.Flag {
 // no default user (prime, sleep, wake): without it or $TAVERN_AGENT they
 // exit 2.
 func agentFlag() cli.Flag {
-	return &cli.StringFlag{Name: "as", Usage: "act as `AGENT` (default: $TAVERN_AGENT; required: there is no default user)"}
+	return &cli.StringFlag{Name: "as", Usage: "act as `AGENT` (default: $TAVERN_AGENT; required: no user fallback)"}
 }
 
 // sessionAgentFlag is --as for a hook and the MCP server, which act as the
