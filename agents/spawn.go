@@ -119,8 +119,12 @@ type SpawnResult struct {
 	Interrupted bool   `json:"interrupted,omitempty"` // a signal was forwarded
 	Outcome     string `json:"outcome"`               // done | failed | released | no_work
 	ItemError   string `json:"item_error,omitempty"`  // the queue refused the completion (lost claim...)
-	State       string `json:"state"`                 // agent state after the run
-	Duration    string `json:"duration"`
+	// Failure is why the item failed though the child exited 0: a gate
+	// rejected it, or a Finish step (the merge queue's rebase, check or
+	// landing) failed.
+	Failure  string `json:"failure,omitempty"`
+	State    string `json:"state"` // agent state after the run
+	Duration string `json:"duration"`
 }
 
 // Outcomes of a spawn.
@@ -626,7 +630,7 @@ func (r *spawnRun) settle(ctx context.Context) (*SpawnResult, error) {
 		if claim != nil {
 			r.hook.Result = m.result(filepath.Join(r.scratch, "result"), r.capt, r.opt.ResultLines)
 			if err := m.awaitGates(ctx, r.name, claim); err != nil {
-				res.Outcome = OutcomeFailed
+				res.Outcome, res.Failure = OutcomeFailed, err.Error()
 				r.stopRenewal()
 				if errors.Is(err, queues.ErrRejected) || errors.Is(err, queues.ErrStale) {
 					itemErr = err // the item is no longer ours (dead, or re-claimed)
@@ -634,7 +638,7 @@ func (r *spawnRun) settle(ctx context.Context) (*SpawnResult, error) {
 					itemErr = claim.Fail(err.Error())
 				}
 			} else if err := runFinish(ctx, r.opt.Hooks, r.hook); err != nil {
-				res.Outcome = OutcomeFailed
+				res.Outcome, res.Failure = OutcomeFailed, err.Error()
 				r.stopRenewal()
 				itemErr = claim.Fail(err.Error())
 			} else {

@@ -44,6 +44,8 @@ before the item is settled. A late done/fail/renew/release from another
 instance exits 4.
 
 tavern spawn exits with the child's exit status (128+N if killed by signal N),
+or 1 when the child exited 0 but its item failed after it (a rejected gate, a
+failed merge or check: the reason is printed and is the item's last_error),
 or 3 when --queue found no item, 4 when the agent is busy or its role's
 constitution changed (--accept-constitution to accept the new one).
 
@@ -146,6 +148,14 @@ func spawnResult(c *cli.Context, res *agents.SpawnResult, err error) error {
 			return withCode(exitNotFound, errSilent)
 		}
 		return err
+	}
+	if res.ExitCode == 0 && res.Outcome == agents.OutcomeFailed {
+		// The command succeeded but its item did not (a rejected gate, a
+		// failed merge or check): 'spawn ... && deploy' must not go on.
+		if !c.Bool("json") {
+			errf(c, "tavern: %s: the item failed after the command succeeded: %s\n", res.Agent, firstLine(res.Failure))
+		}
+		return withCode(exitError, errSilent)
 	}
 	if res.ExitCode != 0 {
 		code := res.ExitCode

@@ -498,3 +498,37 @@ func TestWorktreeDiskBoundCLI(t *testing.T) {
 		t.Fatalf("b.txt on main: %q", got)
 	}
 }
+
+// TestSpawnMergeFailureExit: a drone whose command succeeds but whose
+// branch fails the merge queue's check has failed its item, and the
+// wrapper says so by its exit status; it exited 0 ("exit 0, failed"),
+// so `tavern spawn ... && deploy` went on.
+func TestSpawnMergeFailureExit(t *testing.T) {
+	w := newWF(t)
+	w.initRepo()
+	w.must("queue", "create", "code", "--backoff", "10ms")
+	id := strings.TrimSpace(w.mustStdin("file: x.txt\ntext: x\n", "queue", "add", "code", "--title", "x", "--body", "-"))
+	before := w.git("rev-parse", "main")
+	r := w.runEnv(nil, "", "spawn", "--name", "d1", "--queue", "code", "--worktree", "--check", "echo tests broke >&2; exit 1", "--", "sh", w.script("drone.sh"))
+	if r.code != 1 || !strings.Contains(r.err, "the item failed after the command succeeded") {
+		t.Fatalf("spawn whose merge check fails: %s", r)
+	}
+	if now := w.git("rev-parse", "main"); now != before {
+		t.Fatal("main moved though the check failed")
+	}
+	if got := w.state(id); got != "pending" {
+		t.Fatalf("the item is %s, want pending (retried like any failure)", got)
+	}
+	var res struct {
+		ExitCode int    `json:"exit_code"`
+		Outcome  string `json:"outcome"`
+		Failure  string `json:"failure"`
+	}
+	r = w.runEnv(nil, "", "spawn", "--json", "--name", "d2", "--queue", "code", "--worktree", "--check", "exit 1", "--", "sh", w.script("drone.sh"))
+	if err := json.Unmarshal([]byte(r.out), &res); err != nil || r.code != 1 {
+		t.Fatalf("spawn --json: %v %s", err, r)
+	}
+	if res.ExitCode != 0 || res.Outcome != "failed" || res.Failure == "" {
+		t.Fatalf("spawn --json result: %+v", res)
+	}
+}
