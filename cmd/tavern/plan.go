@@ -61,7 +61,8 @@ Examples:
 				Usage:     "reconcile a plan and its items both ways (every plan without NAME)",
 				ArgsUsage: "[NAME]",
 				Description: `Ticks the boxes of done items and acts on hand edits of the plan file
-(ticked, cancelled, added and removed boxes). Prints a line per plan: what
+(ticked, cancelled, reopened, added and removed boxes: a cancelled box
+opened again brings its item back to pending). Prints a line per plan: what
 it did, "N conflicts" when hand edits contradict the engine (a box ticked
 or removed while its item is claimed, ticked while a gate waits), or "in
 sync". Each conflict goes to stderr, and the command exits 4 while one
@@ -188,7 +189,7 @@ func printSyncReport(c *cli.Context, r *plans.Report) {
 	for _, kv := range []struct {
 		n    int
 		what string
-	}{{len(r.Ticked), "ticked"}, {len(r.Completed), "completed by hand"}, {len(r.Cancelled), "cancelled"}, {len(r.Added), "added"}, {len(r.Adopted), "adopted"}} {
+	}{{len(r.Ticked), "ticked"}, {len(r.Completed), "completed by hand"}, {len(r.Cancelled), "cancelled"}, {len(r.Reopened), "reopened"}, {len(r.Added), "added"}, {len(r.Adopted), "adopted"}} {
 		if kv.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", kv.n, kv.what))
 		}

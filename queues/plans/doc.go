@@ -25,7 +25,8 @@
 // Sync reconciles a plan and its items (see Sync): an item that is done
 // gets its box ticked — one byte of one line, nothing else in the file
 // changes; a box ticked by hand completes its item, "[-]" or a
-// struck-through ticked box ("- [x] ~~text~~") cancels it; a new
+// struck-through ticked box ("- [x] ~~text~~") cancels it, and opening
+// it again ("[ ]") brings a cancelled item back to pending; a new
 // unchecked box becomes an item; a removed box cancels its item. Hand
 // edits that contradict the engine (ticked while claimed, ticked while a
 // gate waits) are Conflicts: reported by every sync that sees them,

@@ -306,6 +306,7 @@ type Report struct {
 	Ticked    []string   `json:"ticked,omitempty"`    // boxes ticked because their item is done
 	Completed []string   `json:"completed,omitempty"` // items completed by a box ticked by hand
 	Cancelled []string   `json:"cancelled,omitempty"` // items cancelled by a removed or [-] box
+	Reopened  []string   `json:"reopened,omitempty"`  // cancelled items whose box was reopened by hand ([-] back to [ ])
 	Conflicts []Conflict `json:"conflicts,omitempty"` // hand edits not acted on
 	Notes     []string   `json:"notes,omitempty"`
 
@@ -314,7 +315,7 @@ type Report struct {
 
 // Changed reports whether the sync changed anything.
 func (r *Report) Changed() bool {
-	return len(r.Added)+len(r.Adopted)+len(r.Ticked)+len(r.Completed)+len(r.Cancelled) > 0
+	return len(r.Added)+len(r.Adopted)+len(r.Ticked)+len(r.Completed)+len(r.Cancelled)+len(r.Reopened) > 0
 }
 
 // Conflict is a hand edit of a plan the engine does not act on: it says
@@ -345,7 +346,9 @@ type SyncOptions struct {
 //     ticked box (- [x] ~~text~~) cancels it (journaled as external);
 //   - a new unchecked box becomes an item (and a dependency of the open
 //     box it is nested under);
-//   - a removed box cancels its pending item.
+//   - a removed box cancels its pending item;
+//   - a cancelled item whose box is open again ([-] back to [ ] by hand,
+//     or a checkout of the plan) goes back to pending (Broker.Retry).
 //
 // A hand edit that contradicts the engine — a box ticked or removed
 // while its item is claimed, ticked while a gate is pending — is
@@ -626,9 +629,20 @@ func syncOnce(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
 			external(t, id, "ticked")
 			rep.Completed = append(rep.Completed, id)
 		default: // open box
-			if it.State == queues.Done {
+			switch {
+			case it.State == queues.Done:
 				ticks = append(ticks, t.Offset)
 				rep.Ticked = append(rep.Ticked, id)
+			case it.State == queues.Dead && it.Cancelled:
+				// The box was cancelled and is open again: the task is
+				// back. (A dead item that failed is the dead letter's,
+				// not the plan's.)
+				if _, err := b.Retry(it.Queue, id); err != nil {
+					conflict(t, id, "reopened by hand, but "+err.Error())
+					continue
+				}
+				external(t, id, "reopened")
+				rep.Reopened = append(rep.Reopened, id)
 			}
 		}
 	}
