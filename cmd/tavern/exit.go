@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -207,6 +208,13 @@ func exitCode(err error) int {
 		if errors.Is(err, e.err) {
 			return e.code
 		}
+	}
+	// A program that failed (git under sync, a hook) is a failure: its
+	// *exec.ExitError has an ExitCode method, so it would pass for one of
+	// urfave/cli's usage errors below (git's 128 read as exit 2).
+	var xe *exec.ExitError
+	if errors.As(err, &xe) {
+		return exitError
 	}
 	// urfave/cli's own cli.Exit errors are about the command line ("No
 	// help topic for ...", code 3, which would read as "not found").
