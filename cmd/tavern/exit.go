@@ -108,6 +108,7 @@ var exitCodes = []struct {
 	{queues.ErrUnavailable, exitError}, // several machines: etcd or the git remote is away
 	{queues.ErrNoEngine, exitUsage},
 	{gitsync.ErrNoRemote, exitUsage},
+	{gitsync.ErrBadRef, exitUsage},
 	{queues.ErrGated, exitConflict},
 	{queues.ErrRejected, exitConflict},
 	{queues.ErrNotHuman, exitConflict},

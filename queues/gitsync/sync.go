@@ -754,6 +754,9 @@ func Clone(dir, remote, ref string) (*docstore.Store, error) {
 	if ref == "" {
 		ref = DefaultRef
 	}
+	if err := CheckRef(ref); err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat(dir); err == nil {
 		return nil, &SyncError{Op: "clone", Path: dir, Err: fmt.Errorf("%w: a store is already here (tavern sync exchanges it with the remote)", fs.ErrExist)}
 	}
