@@ -1,6 +1,7 @@
 package gitsync
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -326,6 +327,11 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 		R := ""
 		if !missing {
 			R = sy.repo.revParse(remoteRef)
+		}
+		if R != "" && R != M && R != head {
+			if err := sy.checkOwnJournal(work, R); err != nil {
+				return nil, err
+			}
 		}
 		switch {
 		case R == "" || sy.repo.isAncestor(R, M):
@@ -840,4 +846,47 @@ func Clone(dir, remote, ref string) (*docstore.Store, error) {
 		}
 	}
 	return s, nil
+}
+
+// ErrSameMachine: another clone writes this machine's journal in the
+// shared tree (a .tavern/ copied instead of joined with Clone keeps the
+// original's .machine).
+var ErrSameMachine = errors.New("machine name clash")
+
+// checkOwnJournal refuses a round when the remote state R holds a copy of
+// this machine's journal (events/<machine>/) that this machine did not
+// write: only this machine appends to it, so what R has must be a prefix
+// of the local file (equal, or older when a round that pushed was killed
+// before it saved its state). Anything else is another clone syncing
+// under the same name, and merging would overwrite one journal with the
+// other, round after round.
+func (sy *Syncer) checkOwnJournal(work map[string]entry, R string) error {
+	rf, err := sy.repo.readTree(R)
+	if err != nil {
+		return err
+	}
+	own := docstore.JournalDir + "/" + sy.machine + "/"
+	var paths, oids []string
+	for p, e := range rf {
+		if w, ok := work[p]; ok && strings.HasPrefix(p, own) && w.oid != e.oid {
+			paths = append(paths, p)
+			oids = append(oids, e.oid, w.oid)
+		}
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	data, err := sy.repo.blobs(dedup(oids))
+	if err != nil {
+		return err
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		if !bytes.HasPrefix(data[work[p].oid], data[rf[p].oid]) {
+			return &SyncError{Op: "sync", Path: p, Err: fmt.Errorf("%w: another clone syncs as machine %q and wrote this machine's journal on the remote "+
+				"(a .tavern/ copied rather than joined with `tavern sync --clone` keeps the original's name): "+
+				"give this clone a name of its own (TAVERN_MACHINE, or a new name in %s) and sync again; nothing was pushed", ErrSameMachine, sy.machine, queues.MachineFile)}
+		}
+	}
+	return nil
 }
