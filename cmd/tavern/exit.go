@@ -131,6 +131,7 @@ var exitCodes = []struct {
 	{tuples.ErrUnknownToken, exitNotFound},
 	{tuples.ErrBadPattern, exitUsage},
 	{tuples.ErrBadGlob, exitUsage},
+	{tuples.ErrNotGit, exitUsage}, // guard run outside git
 	{tuples.ErrBadTuple, exitUsage},
 	{tuples.ErrReserved, exitConflict},
 	{tuples.ErrNotHolder, exitConflict},
