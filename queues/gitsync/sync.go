@@ -85,27 +85,47 @@ func Open(s *docstore.Store, opt Options) (*Syncer, error) {
 		return nil, err
 	}
 	sec, _ := cfg.Fields()["sync"].(map[string]any)
-	get := func(k string) string { v, _ := sec[k].(string); return v }
+	var bad error
+	get := func(k, want string) string {
+		switch v := sec[k].(type) {
+		case nil:
+			return ""
+		case string:
+			return v
+		default:
+			if bad == nil {
+				bad = configError(s, cfg, k, fmt.Sprintf("%v: want %s", v, want))
+			}
+			return ""
+		}
+	}
 	sy := &Syncer{s: s, machine: machine, mergers: opt.Mergers, j: opt.Journal,
 		statFile: filepath.Join(s.Root(), Dir, "stat.json"), stateFile: filepath.Join(s.Root(), Dir, "state.json")}
-	if sy.remote, err = remoteOf(s, opt.Remote, get("remote")); err != nil {
+	remote, ref, every := get("remote", "a git URL or path"), get("ref", "a full ref name (refs/...)"), get("every", "a duration such as 10s")
+	if bad != nil {
+		return nil, bad
+	}
+	if sy.remote, err = remoteOf(s, opt.Remote, remote); err != nil {
 		return nil, err
 	}
 	sy.ref = opt.Ref
 	if sy.ref == "" {
-		sy.ref = get("ref")
+		sy.ref = ref
 	}
 	if sy.ref == "" {
 		sy.ref = DefaultRef
 	}
 	if !strings.HasPrefix(sy.ref, "refs/") {
+		if opt.Ref == "" {
+			return nil, configError(s, cfg, "ref", fmt.Sprintf("%q: want a full ref name (refs/...)", sy.ref))
+		}
 		return nil, &SyncError{Op: "open", Path: docstore.ConfigFile, Err: fmt.Errorf("sync.ref %q: want a full ref name (refs/...)", sy.ref)}
 	}
 	sy.every = 10 * time.Second
-	if e := get("every"); e != "" {
-		d, err := time.ParseDuration(e)
+	if every != "" {
+		d, err := time.ParseDuration(every)
 		if err != nil || d <= 0 {
-			return nil, &SyncError{Op: "open", Path: docstore.ConfigFile, Err: fmt.Errorf("sync.every %q: want a positive duration", e)}
+			return nil, configError(s, cfg, "every", fmt.Sprintf("%q: want a positive duration", every))
 		}
 		sy.every = d
 	}
@@ -889,4 +909,26 @@ func (sy *Syncer) checkOwnJournal(work map[string]entry, R string) error {
 		}
 	}
 	return nil
+}
+
+// ConfigError is a bad sync: setting in tavern.md, with its position
+// (path:line:col, as queues/etcd's ConfigError).
+type ConfigError struct {
+	Path      string
+	Line, Col int
+	Field     string // e.g. sync.every
+	Msg       string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("%s:%d:%d: %s: %s", e.Path, e.Line, e.Col, e.Field, e.Msg)
+}
+
+// Position is where the setting is (docstore.Positioner: the --json error
+// object's path, line and col).
+func (e *ConfigError) Position() (string, int, int) { return e.Path, e.Line, e.Col }
+
+func configError(s *docstore.Store, cfg *docstore.Doc, key, msg string) error {
+	path, line, col := queues.CoordConfig{Store: s, Doc: cfg}.Pos("sync", key)
+	return &ConfigError{Path: path, Line: line, Col: col, Field: "sync." + key, Msg: msg}
 }
