@@ -103,6 +103,17 @@ func (sp *Space) InitToken(name string, count int) (int, error) {
 	if count < 0 {
 		return 0, fmt.Errorf("%w: negative count %d", ErrBadTuple, count)
 	}
+	plainErr := schema.ValidPlainName("token", name)
+	if count == 0 || plainErr != nil {
+		// Refusals that need no lock are made before it: the lock file
+		// would be left in .locks/tokens/ under the typo's name.
+		if ok, _ := sp.tokenExists(name); !ok {
+			if count == 0 {
+				return 0, sp.unknownToken(name)
+			}
+			return 0, plainErr
+		}
+	}
 	l, err := sp.store.Lock(tokenInitKey(name))
 	if err != nil {
 		return 0, err
