@@ -511,3 +511,31 @@ func TestCopiedCloneSameMachineRefused(t *testing.T) {
 		t.Fatalf("beta's journal did not arrive: %v", err)
 	}
 }
+
+// An item both machines edited where it lay (a title here, a note there;
+// neither claimed or moved it) keeps one copy whole, and the loss says
+// so: its rule said "both machines moved the item", which sent the user
+// looking for a claim nobody made.
+func TestItemEditedInPlaceOnTwoMachines(t *testing.T) {
+	srv := gittest.Start(t)
+	url := srv.Repo(t, "p")
+	root := t.TempDir()
+	a := newOrigin(t, root, "alpha", url)
+	ba, _ := queues.Open(a, queues.Options{})
+	defer ba.Close()
+	ba.CreateQueue("q", queues.QueueOptions{})
+	x, _ := ba.Add("q", queues.AddOptions{Title: "x"})
+	syncOnce(t, a)
+	b := clone(t, root, "beta", url)
+	p := "queues/q/pending/" + x.ID + ".md"
+	setField(t, a, p, "title", "from alpha", time.Now())
+	setField(t, b, p, "note", "from beta", time.Now().Add(time.Second))
+	syncOnce(t, a)
+	rep := syncOnce(t, b)
+	if len(rep.Conflicts) != 1 || rep.Conflicts[0].Field != "(item)" {
+		t.Fatalf("conflicts %+v", rep.Conflicts)
+	}
+	if r := rep.Conflicts[0].Rule; strings.Contains(r, "moved") || !strings.Contains(r, "changed the item where it was") {
+		t.Fatalf("rule %q: want the in-place wording", r)
+	}
+}
