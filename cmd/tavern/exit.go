@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -107,6 +108,7 @@ var exitCodes = []struct {
 	{queues.ErrUnavailable, exitError}, // several machines: etcd or the git remote is away
 	{queues.ErrNoEngine, exitUsage},
 	{gitsync.ErrNoRemote, exitUsage},
+	{gitsync.ErrBadRef, exitUsage},
 	{queues.ErrGated, exitConflict},
 	{queues.ErrRejected, exitConflict},
 	{queues.ErrNotHuman, exitConflict},
@@ -129,6 +131,7 @@ var exitCodes = []struct {
 	{tuples.ErrUnknownToken, exitNotFound},
 	{tuples.ErrBadPattern, exitUsage},
 	{tuples.ErrBadGlob, exitUsage},
+	{tuples.ErrNotGit, exitUsage}, // guard run outside git
 	{tuples.ErrBadTuple, exitUsage},
 	{tuples.ErrReserved, exitConflict},
 	{tuples.ErrNotHolder, exitConflict},
@@ -207,6 +210,13 @@ func exitCode(err error) int {
 		if errors.Is(err, e.err) {
 			return e.code
 		}
+	}
+	// A program that failed (git under sync, a hook) is a failure: its
+	// *exec.ExitError has an ExitCode method, so it would pass for one of
+	// urfave/cli's usage errors below (git's 128 read as exit 2).
+	var xe *exec.ExitError
+	if errors.As(err, &xe) {
+		return exitError
 	}
 	// urfave/cli's own cli.Exit errors are about the command line ("No
 	// help topic for ...", code 3, which would read as "not found").

@@ -251,7 +251,10 @@ func formatEvent(e journal.Event) string {
 		} else if list, ok := v.([]string); ok {
 			v = strings.Join(list, ",")
 		}
-		fmt.Fprintf(&b, "  %s=%v", k, v)
+		// One line per event: a value with newlines (a dropped body line,
+		// a lost item copy) shows its first line, as sync's conflict lines
+		// do; --json carries it whole.
+		fmt.Fprintf(&b, "  %s=%s", k, firstLine(fmt.Sprint(v)))
 	}
 	return b.String()
 }

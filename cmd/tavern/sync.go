@@ -75,7 +75,15 @@ func runSync(c *cli.Context) error {
 		return usageErr("sync takes no arguments")
 	}
 	if url := c.String("clone"); url != "" {
+		if c.IsSet("every") {
+			return usageErr("--every does not go with --clone: clone first, then run `tavern sync --every DUR`")
+		}
 		return runSyncClone(c, url)
+	}
+	if c.IsSet("ref") {
+		// Rounds sync the ref tavern.md names (sync: ref:); --ref is only
+		// where a new clone starts from, and would be ignored here.
+		return usageErr("--ref goes with --clone (a round syncs the ref in tavern.md's sync: ref:, default %s)", gitsync.DefaultRef)
 	}
 	s, err := openStore(c)
 	if err != nil {

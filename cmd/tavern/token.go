@@ -239,7 +239,10 @@ func runTokenLs(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	slots, err := sp.TokenSlots(c.Args().First())
+	slots, bad, err := sp.TokenSlotsChecked(c.Args().First())
+	for _, e := range bad {
+		errf(c, "tavern: %v\n", e)
+	}
 	if err != nil {
 		return err
 	}

@@ -1,12 +1,37 @@
 package gitsync
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
 
 var (
 	// ErrNoRemote: no remote is configured and the project repository
 	// has no origin.
 	ErrNoRemote = errors.New("no sync remote: set sync: remote: in tavern.md, $TAVERN_SYNC_REMOTE, or give the project repository an origin")
+	// ErrBadRef: a remote ref given to Clone that is not a full, valid
+	// ref name (refs/...).
+	ErrBadRef = errors.New("bad sync ref")
 )
+
+// CheckRef reports whether ref is a full ref name git accepts
+// (refs/tavern/state, not tavern/state or "refs/a b"): ErrBadRef if not.
+// A short name would be expanded by git's fetch to a ref the later
+// rounds never use.
+func CheckRef(ref string) error {
+	if !strings.HasPrefix(ref, "refs/") {
+		return fmt.Errorf("%w: --ref %q: want a full ref name (refs/...)", ErrBadRef, ref)
+	}
+	if _, err := runGit("", nil, nil, "check-ref-format", ref); err != nil {
+		var ge *GitError
+		if errors.As(err, &ge) && ge.Stderr == "" {
+			return fmt.Errorf("%w: --ref %q: not a valid ref name (git check-ref-format)", ErrBadRef, ref)
+		}
+		return err
+	}
+	return nil
+}
 
 // SyncError is a sync failure on one path (or on tavern.md's settings).
 type SyncError struct {

@@ -37,10 +37,13 @@ type Loss struct {
 }
 
 const (
-	ruleLWW     = "both machines changed it: the later `updated` wins (ties: the greater machine name)"
-	ruleItem    = "both machines moved the item: the later claim wins (claim_attempt, then state done > dead > pending > claimed, then updated)"
-	ruleDeleted = "deleted on one machine, edited on the other: the edit is kept"
-	ruleUnion   = "both machines appended: lines of both are kept"
+	ruleLWW  = "both machines changed it: the later `updated` wins (ties: the greater machine name)"
+	ruleItem = "both machines moved the item: the later claim wins (claim_attempt, then state done > dead > pending > claimed, then updated)"
+	// ruleItemInPlace: neither machine moved it (both copies where base
+	// had it); items still keep one copy whole.
+	ruleItemInPlace = "both machines changed the item where it was: one copy is kept whole, the later claim's (claim_attempt, then state done > dead > pending > claimed, then updated, then the greater machine name)"
+	ruleDeleted     = "deleted on one machine, edited on the other: the edit is kept"
+	ruleUnion       = "both machines appended: lines of both are kept"
 )
 
 // merge is one three-way merge of flat trees.
@@ -530,6 +533,10 @@ func (m *merge) resolveItem(paths []string) {
 		if i == best || (c.path == w.path && c.e.oid == w.e.oid) {
 			continue
 		}
-		m.losses = append(m.losses, Loss{Path: c.path, Field: "(item)", Kept: desc(w), Lost: desc(c) + "\n" + string(m.blob[c.e.oid]), KeptFrom: w.machine, LostFrom: c.machine, Rule: ruleItem})
+		rule := ruleItem
+		if _, inBase := m.base[c.path]; inBase && c.path == w.path {
+			rule = ruleItemInPlace
+		}
+		m.losses = append(m.losses, Loss{Path: c.path, Field: "(item)", Kept: desc(w), Lost: desc(c) + "\n" + string(m.blob[c.e.oid]), KeptFrom: w.machine, LostFrom: c.machine, Rule: rule})
 	}
 }

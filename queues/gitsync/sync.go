@@ -1,6 +1,7 @@
 package gitsync
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -84,27 +85,47 @@ func Open(s *docstore.Store, opt Options) (*Syncer, error) {
 		return nil, err
 	}
 	sec, _ := cfg.Fields()["sync"].(map[string]any)
-	get := func(k string) string { v, _ := sec[k].(string); return v }
+	var bad error
+	get := func(k, want string) string {
+		switch v := sec[k].(type) {
+		case nil:
+			return ""
+		case string:
+			return v
+		default:
+			if bad == nil {
+				bad = configError(s, cfg, k, fmt.Sprintf("%v: want %s", v, want))
+			}
+			return ""
+		}
+	}
 	sy := &Syncer{s: s, machine: machine, mergers: opt.Mergers, j: opt.Journal,
 		statFile: filepath.Join(s.Root(), Dir, "stat.json"), stateFile: filepath.Join(s.Root(), Dir, "state.json")}
-	if sy.remote, err = remoteOf(s, opt.Remote, get("remote")); err != nil {
+	remote, ref, every := get("remote", "a git URL or path"), get("ref", "a full ref name (refs/...)"), get("every", "a duration such as 10s")
+	if bad != nil {
+		return nil, bad
+	}
+	if sy.remote, err = remoteOf(s, opt.Remote, remote); err != nil {
 		return nil, err
 	}
 	sy.ref = opt.Ref
 	if sy.ref == "" {
-		sy.ref = get("ref")
+		sy.ref = ref
 	}
 	if sy.ref == "" {
 		sy.ref = DefaultRef
 	}
 	if !strings.HasPrefix(sy.ref, "refs/") {
+		if opt.Ref == "" {
+			return nil, configError(s, cfg, "ref", fmt.Sprintf("%q: want a full ref name (refs/...)", sy.ref))
+		}
 		return nil, &SyncError{Op: "open", Path: docstore.ConfigFile, Err: fmt.Errorf("sync.ref %q: want a full ref name (refs/...)", sy.ref)}
 	}
 	sy.every = 10 * time.Second
-	if e := get("every"); e != "" {
-		d, err := time.ParseDuration(e)
+	if every != "" {
+		d, err := time.ParseDuration(every)
 		if err != nil || d <= 0 {
-			return nil, &SyncError{Op: "open", Path: docstore.ConfigFile, Err: fmt.Errorf("sync.every %q: want a positive duration", e)}
+			return nil, configError(s, cfg, "every", fmt.Sprintf("%q: want a positive duration", every))
 		}
 		sy.every = d
 	}
@@ -326,6 +347,11 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 		R := ""
 		if !missing {
 			R = sy.repo.revParse(remoteRef)
+		}
+		if R != "" && R != M && R != head {
+			if err := sy.checkOwnJournal(work, R); err != nil {
+				return nil, err
+			}
 		}
 		switch {
 		case R == "" || sy.repo.isAncestor(R, M):
@@ -754,6 +780,9 @@ func Clone(dir, remote, ref string) (*docstore.Store, error) {
 	if ref == "" {
 		ref = DefaultRef
 	}
+	if err := CheckRef(ref); err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat(dir); err == nil {
 		return nil, &SyncError{Op: "clone", Path: dir, Err: fmt.Errorf("%w: a store is already here (tavern sync exchanges it with the remote)", fs.ErrExist)}
 	}
@@ -837,4 +866,69 @@ func Clone(dir, remote, ref string) (*docstore.Store, error) {
 		}
 	}
 	return s, nil
+}
+
+// ErrSameMachine: another clone writes this machine's journal in the
+// shared tree (a .tavern/ copied instead of joined with Clone keeps the
+// original's .machine).
+var ErrSameMachine = errors.New("machine name clash")
+
+// checkOwnJournal refuses a round when the remote state R holds a copy of
+// this machine's journal (events/<machine>/) that this machine did not
+// write: only this machine appends to it, so what R has must be a prefix
+// of the local file (equal, or older when a round that pushed was killed
+// before it saved its state). Anything else is another clone syncing
+// under the same name, and merging would overwrite one journal with the
+// other, round after round.
+func (sy *Syncer) checkOwnJournal(work map[string]entry, R string) error {
+	rf, err := sy.repo.readTree(R)
+	if err != nil {
+		return err
+	}
+	own := docstore.JournalDir + "/" + sy.machine + "/"
+	var paths, oids []string
+	for p, e := range rf {
+		if w, ok := work[p]; ok && strings.HasPrefix(p, own) && w.oid != e.oid {
+			paths = append(paths, p)
+			oids = append(oids, e.oid, w.oid)
+		}
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	data, err := sy.repo.blobs(dedup(oids))
+	if err != nil {
+		return err
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		if !bytes.HasPrefix(data[work[p].oid], data[rf[p].oid]) {
+			return &SyncError{Op: "sync", Path: p, Err: fmt.Errorf("%w: another clone syncs as machine %q and wrote this machine's journal on the remote "+
+				"(a .tavern/ copied rather than joined with `tavern sync --clone` keeps the original's name): "+
+				"give this clone a name of its own (TAVERN_MACHINE, or a new name in %s) and sync again; nothing was pushed", ErrSameMachine, sy.machine, queues.MachineFile)}
+		}
+	}
+	return nil
+}
+
+// ConfigError is a bad sync: setting in tavern.md, with its position
+// (path:line:col, as queues/etcd's ConfigError).
+type ConfigError struct {
+	Path      string
+	Line, Col int
+	Field     string // e.g. sync.every
+	Msg       string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("%s:%d:%d: %s: %s", e.Path, e.Line, e.Col, e.Field, e.Msg)
+}
+
+// Position is where the setting is (docstore.Positioner: the --json error
+// object's path, line and col).
+func (e *ConfigError) Position() (string, int, int) { return e.Path, e.Line, e.Col }
+
+func configError(s *docstore.Store, cfg *docstore.Doc, key, msg string) error {
+	path, line, col := queues.CoordConfig{Store: s, Doc: cfg}.Pos("sync", key)
+	return &ConfigError{Path: path, Line: line, Col: col, Field: "sync." + key, Msg: msg}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -451,4 +452,90 @@ func TestSyncAfterKilledRound(t *testing.T) {
 	}
 	syncOnce(t, b)
 	sameTrees(t, a, b)
+}
+
+// A .tavern/ copied to another machine (cp -a, rsync) instead of joined
+// with Clone keeps the original's machine name: both clones then write
+// events/<machine>/ in the shared tree, and each round overwrote the
+// other's journal (its events were lost to log --machines and to a
+// verifier elsewhere). The round that meets its own journal changed by
+// another clone refuses, naming the clash, and pushes nothing.
+func TestCopiedCloneSameMachineRefused(t *testing.T) {
+	srv := gittest.Start(t)
+	url := srv.Repo(t, "p")
+	root := t.TempDir()
+	a := newOrigin(t, root, "alpha", url)
+	newAgent(t, a, "ann")
+	journalEdit(t, a, "agents/ann.md")
+	syncOnce(t, a)
+	bdir := filepath.Join(root, "copy", ".tavern")
+	if err := os.CopyFS(bdir, os.DirFS(a.Root())); err != nil {
+		t.Fatal(err)
+	}
+	b, err := docstore.Open(bdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setField(t, a, "agents/ann.md", "role", "a", time.Now())
+	journalEdit(t, a, "agents/ann.md")
+	syncOnce(t, a)
+	newAgent(t, b, "bob")
+	journalEdit(t, b, "agents/bob.md")
+	sy, err := gitsync.Open(b, gitsync.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sy.Close()
+	head := func() string {
+		out, err := exec.Command("git", "--git-dir="+filepath.Join(srv.Base, "p.git"), "rev-parse", gitsync.DefaultRef).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	before := head()
+	_, err = sy.Sync(context.Background())
+	if err == nil || !strings.Contains(err.Error(), `another clone syncs as machine "alpha"`) {
+		t.Fatalf("round of the copy: err %v, want the machine name clash", err)
+	}
+	if after := head(); after != before {
+		t.Fatalf("the copy pushed (%s -> %s)", before, after)
+	}
+	// The original's rounds go on.
+	syncOnce(t, a)
+	// The copy, renamed, joins: both journals are kept.
+	setMachine(t, b, "beta")
+	syncOnce(t, b)
+	syncOnce(t, a)
+	if _, err := os.Stat(filepath.Join(a.Root(), "events", "beta")); err != nil {
+		t.Fatalf("beta's journal did not arrive: %v", err)
+	}
+}
+
+// An item both machines edited where it lay (a title here, a note there;
+// neither claimed or moved it) keeps one copy whole, and the loss says
+// so: its rule said "both machines moved the item", which sent the user
+// looking for a claim nobody made.
+func TestItemEditedInPlaceOnTwoMachines(t *testing.T) {
+	srv := gittest.Start(t)
+	url := srv.Repo(t, "p")
+	root := t.TempDir()
+	a := newOrigin(t, root, "alpha", url)
+	ba, _ := queues.Open(a, queues.Options{})
+	defer ba.Close()
+	ba.CreateQueue("q", queues.QueueOptions{})
+	x, _ := ba.Add("q", queues.AddOptions{Title: "x"})
+	syncOnce(t, a)
+	b := clone(t, root, "beta", url)
+	p := "queues/q/pending/" + x.ID + ".md"
+	setField(t, a, p, "title", "from alpha", time.Now())
+	setField(t, b, p, "note", "from beta", time.Now().Add(time.Second))
+	syncOnce(t, a)
+	rep := syncOnce(t, b)
+	if len(rep.Conflicts) != 1 || rep.Conflicts[0].Field != "(item)" {
+		t.Fatalf("conflicts %+v", rep.Conflicts)
+	}
+	if r := rep.Conflicts[0].Rule; strings.Contains(r, "moved") || !strings.Contains(r, "changed the item where it was") {
+		t.Fatalf("rule %q: want the in-place wording", r)
+	}
 }

@@ -63,6 +63,10 @@ var (
 	// ErrReserved is matched by *ReservedError: the paths or globs overlap
 	// a live reservation of another agent.
 	ErrReserved = errors.New("reserved by another agent")
+
+	// ErrNotGit: the guard (or its --install) was run outside a git
+	// repository.
+	ErrNotGit = errors.New("not in a git repository")
 )
 
 // NoTupleError says which pattern found nothing and how long it waited.

@@ -80,7 +80,12 @@ func git(ctx context.Context, dir string, args ...string) ([]byte, error) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		msg := strings.TrimSpace(stderr.String())
+		if strings.Contains(msg, "not a git repository") {
+			// Run where it cannot work (a usage error), not a failure.
+			return nil, fmt.Errorf("git %s: %w: %w: %s", strings.Join(args, " "), ErrNotGit, err, msg)
+		}
+		return nil, fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, msg)
 	}
 	return out, nil
 }

@@ -362,3 +362,23 @@ func TestHolderNames(t *testing.T) {
 		t.Fatalf("slot taken: %+v", slots[0])
 	}
 }
+
+// TestTokenInitRefusedLeavesNothing: a token init refused before any
+// slot is made (a new name that breaks the name rule, a count of 0 for
+// a token that has none) leaves no lock file named after the typo in
+// .locks/tokens/ ("nothing created", as the exit table promises).
+func TestTokenInitRefusedLeavesNothing(t *testing.T) {
+	sp := newSpace(t, SpaceOptions{})
+	if _, err := sp.InitToken("DB", 1); err == nil {
+		t.Fatal("InitToken DB: want the name rule's refusal")
+	}
+	if _, err := sp.InitToken("nope", 0); !errors.Is(err, ErrUnknownToken) {
+		t.Fatalf("InitToken nope 0: %v, want ErrUnknownToken", err)
+	}
+	for _, n := range []string{"DB", "nope"} {
+		p := filepath.Join(sp.Store().Root(), ".locks", "tokens", n+".lock")
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("refused init left %s", p)
+		}
+	}
+}

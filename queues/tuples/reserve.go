@@ -404,11 +404,11 @@ func (sp *Space) reservationsOf(docs []*docstore.Doc, released func(Conflict)) (
 		r := sp.reservationOf(d)
 		g, err := ParseGlob(r.Glob)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", r.Path, err))
+			errs = append(errs, fmt.Errorf("%s: glob: %w", fieldPos(r.Path, d, "glob"), err))
 			continue
 		}
 		if schema.ValidName(r.Agent) != nil {
-			errs = append(errs, fmt.Errorf("%s: reservation without a valid agent", r.Path))
+			errs = append(errs, fmt.Errorf("%s: agent: reservation without a valid agent", fieldPos(r.Path, d, "agent")))
 			continue
 		}
 		r.glob = g
@@ -694,4 +694,13 @@ func (sp *Space) holderLock() (string, error) {
 	}
 	sp.hold = l
 	return key, nil
+}
+
+// fieldPos is path:line:col of field key in d (path alone when the field
+// is absent), for errors about a file broken by hand.
+func fieldPos(path string, d *docstore.Doc, key string) string {
+	if n := d.KeyLine(key); n > 0 {
+		return fmt.Sprintf("%s:%d:1", path, n)
+	}
+	return path
 }

@@ -103,6 +103,17 @@ func (sp *Space) InitToken(name string, count int) (int, error) {
 	if count < 0 {
 		return 0, fmt.Errorf("%w: negative count %d", ErrBadTuple, count)
 	}
+	plainErr := schema.ValidPlainName("token", name)
+	if count == 0 || plainErr != nil {
+		// Refusals that need no lock are made before it: the lock file
+		// would be left in .locks/tokens/ under the typo's name.
+		if ok, _ := sp.tokenExists(name); !ok {
+			if count == 0 {
+				return 0, sp.unknownToken(name)
+			}
+			return 0, plainErr
+		}
+	}
 	l, err := sp.store.Lock(tokenInitKey(name))
 	if err != nil {
 		return 0, err
@@ -801,38 +812,52 @@ type TokenSlot struct {
 // A name with no slots at all is ErrUnknownToken: a typo is not an empty
 // token.
 func (sp *Space) TokenSlots(name string) ([]TokenSlot, error) {
-	_, _ = sp.reapTaken(TokenType)
-	slots, err := sp.Slots(name)
-	if err == nil && name != "" && len(slots) == 0 {
-		return nil, sp.unknownToken(name)
-	}
+	slots, _, err := sp.TokenSlotsChecked(name)
 	return slots, err
+}
+
+// TokenSlotsChecked is TokenSlots that also returns the slot files that
+// could not be read (a hand edit that broke the frontmatter: path:line:col),
+// for a listing to warn about; those slots are not listed.
+func (sp *Space) TokenSlotsChecked(name string) ([]TokenSlot, []error, error) {
+	_, _ = sp.reapTaken(TokenType)
+	var bad []error
+	slots, err := sp.slotList(name, func(err error) { bad = append(bad, err) })
+	if err == nil && name != "" && len(slots) == 0 {
+		return nil, bad, sp.unknownToken(name)
+	}
+	return slots, bad, err
 }
 
 // Slots is TokenSlots without the reap: it changes nothing, so an observer
 // (a view) may call it as often as it likes. Slots of dead holders are
 // listed as held until someone reaps them.
-func (sp *Space) Slots(name string) ([]TokenSlot, error) {
+func (sp *Space) Slots(name string) ([]TokenSlot, error) { return sp.slotList(name, nil) }
+
+// slotList is Slots passing the files that do not parse to bad (nil:
+// skipped in silence).
+func (sp *Space) slotList(name string, bad func(error)) ([]TokenSlot, error) {
 	var p Pattern
 	if name != "" {
 		p = Pattern{{Cond: docstore.Cond{Field: "token", Op: docstore.OpEq, Value: name}}}
 	}
 	var docs []*docstore.Doc
-	_, err := sp.scan(TokenType, p, nil, func(d *docstore.Doc, _ map[string]any) bool {
+	_, err := sp.scan(TokenType, p, bad, func(d *docstore.Doc, _ map[string]any) bool {
 		docs = append(docs, d)
 		return true
 	})
 	if err != nil {
 		return nil, err
 	}
-	var held []*docstore.Doc
-	if name != "" {
-		held, err = sp.heldSlots(name)
-	} else {
-		held, err = sp.allHeld()
-	}
+	all, err := sp.allHeldBad(bad)
 	if err != nil {
 		return nil, err
+	}
+	var held []*docstore.Doc
+	for _, d := range all {
+		if name == "" || d.String("token") == name {
+			held = append(held, d)
+		}
 	}
 	var out []TokenSlot
 	for i, d := range append(docs, held...) {
@@ -853,7 +878,10 @@ func (sp *Space) Slots(name string) ([]TokenSlot, error) {
 	return out, nil
 }
 
-func (sp *Space) allHeld() ([]*docstore.Doc, error) {
+func (sp *Space) allHeld() ([]*docstore.Doc, error) { return sp.allHeldBad(nil) }
+
+// allHeldBad is allHeld passing the files that do not parse to bad.
+func (sp *Space) allHeldBad(bad func(error)) ([]*docstore.Doc, error) {
 	dir, err := sp.store.Abs(typeDir(TokenType) + "/" + stagingDir)
 	if err != nil {
 		return nil, err
@@ -865,8 +893,12 @@ func (sp *Space) allHeld() ([]*docstore.Doc, error) {
 	var out []*docstore.Doc
 	for _, e := range ents {
 		if id, ok := strings.CutSuffix(e.Name(), ".md"); ok && schema.ValidName(id) == nil {
-			if d, err := sp.store.Get(takenPath(TokenType, id)); err == nil && d.Has("token") {
+			d, err := sp.store.Get(takenPath(TokenType, id))
+			switch {
+			case err == nil && d.Has("token"):
 				out = append(out, d)
+			case err != nil && !errors.Is(err, docstore.ErrNotExist) && bad != nil:
+				bad(err)
 			}
 		}
 	}
