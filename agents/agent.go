@@ -459,8 +459,12 @@ func (m *Manager) EditAgent(name string, fn func(*docstore.Doc) error) (*Agent, 
 	return agentFromDoc(d), nil
 }
 
-// AddNote appends a paragraph to the agent's Notes section.
+// AddNote appends a paragraph to the agent's Notes section. An empty or
+// blank note is refused with ErrEmptyText (nothing is written).
 func (m *Manager) AddNote(name, note string) (*Agent, error) {
+	if strings.TrimSpace(note) == "" {
+		return nil, fmt.Errorf("%w: a note needs text", ErrEmptyText)
+	}
 	return m.EditAgent(name, func(d *docstore.Doc) error {
 		d.SetBody(AppendSection(d.Body(), SectionNotes, note))
 		return nil

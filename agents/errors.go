@@ -54,6 +54,10 @@ var (
 	// claim.
 	ErrNoWork = errors.New("no work item to claim")
 
+	// ErrEmptyText is returned for a question, an answer or an agent note
+	// that is empty or only white space: nothing is written.
+	ErrEmptyText = errors.New("empty text")
+
 	// ErrAnswered is returned when a question that is already answered is
 	// answered again.
 	ErrAnswered = errors.New("question already answered")

@@ -67,6 +67,7 @@ var exitCodes = []struct {
 	{agents.ErrTampered, exitInvalid},
 	{agents.ErrUnverified, exitConflict},
 	{agents.ErrAnswered, exitConflict},
+	{agents.ErrEmptyText, exitUsage},
 	{agents.ErrNoWork, exitNotFound},
 	{agents.ErrNotEmpty, exitConflict},
 	{agents.ErrPersonNotAgent, exitUsage},
