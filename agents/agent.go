@@ -355,7 +355,7 @@ type TransitionOptions struct {
 // writes nothing. Each transition is journaled as "agent.state".
 func (m *Manager) Transition(name, to string, opt TransitionOptions) (*Agent, error) {
 	if !ValidState(to) {
-		return nil, fmt.Errorf("%w: unknown state %q (states: idle, working, waiting, verifying, done, failed)", ErrIllegalTransition, to)
+		return nil, fmt.Errorf("%w: %w %q (states: idle, working, waiting, verifying, done, failed)", ErrIllegalTransition, ErrUnknownState, to)
 	}
 	if err := ValidAgentName(name); err != nil {
 		return nil, err

@@ -57,6 +57,7 @@ var exitCodes = []struct {
 	{schema.ErrBadAgentName, exitUsage},
 
 	// agents (before docstore: a refused write takes the rule's code)
+	{agents.ErrUnknownState, exitUsage}, // a typo, before the transition it also is
 	{agents.ErrIllegalTransition, exitConflict},
 	{agents.ErrIllegalEdit, exitInvalid},
 	{agents.ErrConstitutionChanged, exitConflict},
