@@ -355,7 +355,7 @@ type TransitionOptions struct {
 // writes nothing. Each transition is journaled as "agent.state".
 func (m *Manager) Transition(name, to string, opt TransitionOptions) (*Agent, error) {
 	if !ValidState(to) {
-		return nil, fmt.Errorf("%w: unknown state %q (states: idle, working, waiting, verifying, done, failed)", ErrIllegalTransition, to)
+		return nil, fmt.Errorf("%w: %w %q (states: idle, working, waiting, verifying, done, failed)", ErrIllegalTransition, ErrUnknownState, to)
 	}
 	if err := ValidAgentName(name); err != nil {
 		return nil, err
@@ -459,8 +459,12 @@ func (m *Manager) EditAgent(name string, fn func(*docstore.Doc) error) (*Agent, 
 	return agentFromDoc(d), nil
 }
 
-// AddNote appends a paragraph to the agent's Notes section.
+// AddNote appends a paragraph to the agent's Notes section. An empty or
+// blank note is refused with ErrEmptyText (nothing is written).
 func (m *Manager) AddNote(name, note string) (*Agent, error) {
+	if strings.TrimSpace(note) == "" {
+		return nil, fmt.Errorf("%w: a note needs text", ErrEmptyText)
+	}
 	return m.EditAgent(name, func(d *docstore.Doc) error {
 		d.SetBody(AppendSection(d.Body(), SectionNotes, note))
 		return nil

@@ -12,6 +12,11 @@ var (
 	// the transition table (see doc.go). It is wrapped in a *TransitionError.
 	ErrIllegalTransition = errors.New("illegal state transition")
 
+	// ErrUnknownState is returned (with ErrIllegalTransition) when a state
+	// change names no state at all: a typo, a bad value rather than a
+	// conflict with the agent's current state.
+	ErrUnknownState = errors.New("unknown state")
+
 	// ErrIllegalEdit is returned when an agent document's state was edited
 	// by hand to a state that cannot follow the state the engine last
 	// applied. The edit is reported, never acted on. Wrapped in a
@@ -53,6 +58,10 @@ var (
 	// ErrNoWork is returned by Spawn with queues when there was no item to
 	// claim.
 	ErrNoWork = errors.New("no work item to claim")
+
+	// ErrEmptyText is returned for a question, an answer or an agent note
+	// that is empty or only white space: nothing is written.
+	ErrEmptyText = errors.New("empty text")
 
 	// ErrAnswered is returned when a question that is already answered is
 	// answered again.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -521,6 +522,12 @@ func (p *poolRun) writeDoc(first bool) error {
 		if err := d.SetMany(fields); err != nil {
 			return err
 		}
+		if first && p.opt.Model == "" {
+			// An earlier run's model is not this run's.
+			if err := d.Delete("model"); err != nil {
+				return err
+			}
+		}
 		if paused != "" {
 			return d.Set("paused", paused)
 		}
@@ -529,8 +536,7 @@ func (p *poolRun) writeDoc(first bool) error {
 	rel := PoolPath(p.opt.Name)
 	if first {
 		d, err := docstore.New(schema.Pool, []docstore.Field{{Key: schema.VersionField, Value: schema.Pool.Version}, {Key: "id", Value: docstore.NewID()}, {Key: "created", Value: now}},
-			[]byte(fmt.Sprintf("\n# Pool %s\n\nDrones run `%s` on %s. The numbers above are live while the pool runs.\n", p.opt.Name,
-				strings.Join(p.opt.Command, " "), strings.Join(p.opt.Queues, ", "))))
+			[]byte(poolBody(p.opt.Name, p.opt.Command, p.opt.Queues)))
 		if err != nil {
 			return err
 		}
@@ -540,8 +546,45 @@ func (p *poolRun) writeDoc(first bool) error {
 		if err := p.m.Store.Create(rel, d); err == nil || !errors.Is(err, docstore.ErrExist) {
 			return err
 		}
-		// An existing pool document (an earlier run): its counters restart.
+		// An existing pool document (an earlier run): its counters
+		// restart, and a body that is the one an earlier run wrote says
+		// this run's command (a body edited by hand is kept).
+		setFirst := set
+		set = func(d *docstore.Doc) error {
+			if err := setFirst(d); err != nil {
+				return err
+			}
+			if body := string(d.Body()); poolBodyRe.MatchString(body) {
+				d.SetBody([]byte(poolBody(p.opt.Name, p.opt.Command, p.opt.Queues)))
+			}
+			return nil
+		}
 	}
 	_, err := p.m.Store.Update(rel, set)
 	return err
+}
+
+// poolBody is the body a pool run writes in its document: what its drones
+// run, on which queues. An argument that is not a plain word is quoted
+// for the shell, so the command reads as it was given.
+func poolBody(name string, command, queues []string) string {
+	args := make([]string, len(command))
+	for i, a := range command {
+		args[i] = shellWord(a)
+	}
+	return fmt.Sprintf("\n# Pool %s\n\nDrones run `%s` on %s. The numbers above are live while the pool runs.\n", name,
+		strings.Join(args, " "), strings.Join(queues, ", "))
+}
+
+// poolBodyRe matches a body poolBody wrote (for any run).
+var poolBodyRe = regexp.MustCompile("\\A\\n# Pool [^\\n]*\\n\\nDrones run `[^\\n]*` on [^\\n]*\\. The numbers above are live while the pool runs\\.\\n\\z")
+
+// shellWord quotes a word for sh unless it is plain.
+func shellWord(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

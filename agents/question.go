@@ -118,7 +118,7 @@ func (m *Manager) recipient(from, to string) (string, error) {
 // was working. Journaled as "question.raised".
 func (m *Manager) Ask(from, to string, priority int, text string) (*Question, error) {
 	if strings.TrimSpace(text) == "" {
-		return nil, fmt.Errorf("%w: empty question", schema.ErrInvalid)
+		return nil, fmt.Errorf("%w: a question needs text", ErrEmptyText)
 	}
 	if from != "" {
 		if err := ValidAgentName(from); err != nil {
@@ -230,10 +230,16 @@ func (m *Manager) Questions(to string, open bool) ([]*Question, error) {
 	return out, errors.Join(errs...)
 }
 
-// Answer answers an open question and wakes its asker: an asking agent in
+// Answer answers an open question and wakes its asker (an empty or blank
+// text is refused with ErrEmptyText): an asking agent in
 // waiting with no other open question goes back to working. by is who
 // answers ("" for a person). Journaled as "question.answered".
 func (m *Manager) Answer(ref, text, by string) (*Question, error) {
+	if strings.TrimSpace(text) == "" {
+		// An answer of nothing would close the question and wake the
+		// asker with nothing to go on.
+		return nil, fmt.Errorf("%w: an answer needs text", ErrEmptyText)
+	}
 	id, err := m.QuestionID(ref)
 	if err != nil {
 		return nil, err

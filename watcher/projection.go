@@ -292,11 +292,23 @@ func Open(s *docstore.Store, opt Options) (*Projection, error) {
 			// what the scan found (re-encoding 100k entries when one
 			// changed) is saved a little later, off the first answers'
 			// path, and by Close at the latest.
+			// Like Close's, the save is of what the files are then: it
+			// syncs first, or removals still settling (a claim moving an
+			// item out of pending/) are saved as entries of missing
+			// files, which doctor reports as stale-index.
+			delay := initialSaveDelay
 			p.wg.Add(1)
 			go func() {
 				defer p.wg.Done()
 				select {
-				case <-time.After(initialSaveDelay):
+				case <-time.After(delay):
+					ctx, cancel := context.WithTimeout(p.ctx, closeSyncTimeout)
+					err := p.fw.Sync(ctx)
+					cancel()
+					if p.ctx.Err() != nil {
+						return // Close saves
+					}
+					_ = err // bounded: a stuck filesystem costs an index the next open re-checks
 					save()
 				case <-p.ctx.Done(): // Close saves
 				}
@@ -391,8 +403,9 @@ func (p *Projection) Close() error {
 }
 
 // initialSaveDelay is how long after Open a watching projection saves the
-// index of what its first scan found.
-const initialSaveDelay = 5 * time.Second
+// index of what its first scan found (and what changed since). A
+// variable for tests.
+var initialSaveDelay = 5 * time.Second
 
 // closeSyncTimeout bounds Close's wait for changes in flight.
 const closeSyncTimeout = 5 * time.Second

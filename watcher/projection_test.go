@@ -745,3 +745,52 @@ func TestEditedEntryLayout(t *testing.T) {
 		t.Error("the hand edit was not observed")
 	}
 }
+
+// TestInitialSaveIsCurrent: the index a watching projection saves a few
+// seconds after Open (initialSaveDelay) is what the files are then, like
+// Close's. Before, files removed or moved shortly before that save (a
+// claim moving an item from pending/ to claimed/, still settling) were
+// saved as entries of missing files, and `tavern doctor` reported
+// stale-index and exited 5 on a healthy store: seen after a pool of
+// drones ran for five seconds with a drone killed at the wrong moment.
+func TestInitialSaveIsCurrent(t *testing.T) {
+	defer func(d time.Duration) { initialSaveDelay = d }(initialSaveDelay)
+	initialSaveDelay = 300 * time.Millisecond
+	s := newStore(t)
+	for i := range 10 {
+		writeDoc(t, s, fmt.Sprintf("agents/a%02d.md", i), agentDoc(fmt.Sprintf("a%02d", i), "idle"))
+	}
+	// Removals settle for an hour: only a sync applies them in time.
+	p := openProj(t, s, Options{Watch: true, Cache: true, Settle: time.Hour})
+	if strings.HasPrefix(p.Mode(), "poll") {
+		t.Skip("no inotify here: polling reads files as they are")
+	}
+	for i := range 4 {
+		from := filepath.Join(s.Root(), fmt.Sprintf("agents/a%02d.md", i))
+		if i%2 == 0 {
+			if err := os.Remove(from); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := os.Rename(from, filepath.Join(s.Root(), fmt.Sprintf("agents/b%02d.md", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	section := filepath.Join(s.Root(), CacheFile, sectionFile("agent"))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(section); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no index saved after Open")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	fs, err := IndexFindings(s.Root())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fs {
+		t.Errorf("index saved after Open: %s %s: %s", f.Kind, f.Path, f.Detail)
+	}
+}

@@ -198,7 +198,8 @@ func ListChannels(s *docstore.Store, all bool) ([]*Channel, []error) {
 }
 
 // ArchiveChannel marks a channel archived: it leaves active lists and
-// refuses new messages; its messages are kept.
+// refuses new messages; its messages are kept. A channel with no document
+// is a *schema.UnknownError (nothing is written).
 func ArchiveChannel(s *docstore.Store, name string) error {
 	rel, err := channelPath(name)
 	if err != nil {
@@ -210,6 +211,12 @@ func ArchiveChannel(s *docstore.Store, name string) error {
 		}
 		return d.Set("updated", time.Now())
 	})
+	if errors.Is(err, docstore.ErrNotExist) {
+		// A typo: said as every command says an unknown channel.
+		if cerr := CheckChannel(s, name); cerr != nil {
+			return cerr
+		}
+	}
 	return err
 }
 

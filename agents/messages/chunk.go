@@ -94,8 +94,10 @@ func ParseChunkBody(body []byte) ([]Message, error) {
 		if cur == nil {
 			return
 		}
-		// Drop the one blank separator line that ends every section.
-		if n := len(text); n > 0 && text[n-1] == "" {
+		// Drop the blank separator line that ends every section, and
+		// the one more a person adds appending a message by hand: no
+		// text ends in a newline (SendMessages drops them).
+		for n := len(text); n > 0 && text[n-1] == ""; n-- {
 			text = text[:n-1]
 		}
 		cur.Text = strings.Join(text, "\n")

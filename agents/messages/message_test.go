@@ -420,3 +420,21 @@ func BenchmarkSendMessagesBatch100(b *testing.B) {
 		}
 	}
 }
+
+// TestChunkHandAppended: a message appended to a chunk by hand, the
+// markdown way (a blank line before its header), leaves the message
+// before it as it was sent. Before, that message's text grew a trailing
+// newline ("one\n" in recv --json, a blank indented line in recv --all).
+func TestChunkHandAppended(t *testing.T) {
+	t0 := time.Date(2026, 1, 24, 10, 0, 0, 123e6, time.UTC)
+	var buf bytes.Buffer
+	renderMessage(&buf, Message{ID: "0194a7c2-5b1e-7c3d-8e9f-000000000001", Sender: "alice", Time: t0, Text: "one"})
+	buf.WriteString("\n### 2026-01-24T10:05:00.000Z — bob\n<!-- id: 0194a7c2-5b1e-7c3d-8e9f-000000000002 -->\n\nhand added\n\n\n")
+	got, err := ParseChunkBody(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Text != "one" || got[1].Text != "hand added" {
+		t.Errorf("got %+v, want texts one and hand added", got)
+	}
+}

@@ -58,6 +58,7 @@ var exitCodes = []struct {
 	{schema.ErrBadAgentName, exitUsage},
 
 	// agents (before docstore: a refused write takes the rule's code)
+	{agents.ErrUnknownState, exitUsage}, // a typo, before the transition it also is
 	{agents.ErrIllegalTransition, exitConflict},
 	{agents.ErrIllegalEdit, exitInvalid},
 	{agents.ErrConstitutionChanged, exitConflict},
@@ -68,6 +69,7 @@ var exitCodes = []struct {
 	{agents.ErrTampered, exitInvalid},
 	{agents.ErrUnverified, exitConflict},
 	{agents.ErrAnswered, exitConflict},
+	{agents.ErrEmptyText, exitUsage},
 	{agents.ErrNoWork, exitNotFound},
 	{agents.ErrNotEmpty, exitConflict},
 	{agents.ErrPersonNotAgent, exitUsage},

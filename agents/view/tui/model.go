@@ -399,6 +399,10 @@ func (m *Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.setStatus("nothing to "+keyAction[s]+" here", true)
 	case "m":
 		a := view.Action{Name: view.ActSend, Label: "Send", Input: "message"}
+		if r := m.selected(); r != nil && r.archived {
+			m.setStatus(r.channel+" is archived: closed to new messages", true)
+			return m, nil
+		}
 		if r := m.selected(); r != nil && r.channel != "" {
 			a.Target = r.channel
 			a.Confirm = "Send this message to " + r.channel + "?"

@@ -11,14 +11,15 @@ import (
 
 // A row is one line of a list pane and what selecting it shows and allows.
 type row struct {
-	key     string        // stable across snapshots: keeps the selection
-	text    string        // the list line
-	kind    string        // for styling: a need kind, an agent state...
-	header  bool          // a group heading, not selectable
-	path    string        // the document behind it (edit)
-	detail  func() string // markdown for the detail pane
-	actions []view.Action // what the action keys do here
-	channel string        // for m: where a message goes
+	key      string        // stable across snapshots: keeps the selection
+	text     string        // the list line
+	kind     string        // for styling: a need kind, an agent state...
+	header   bool          // a group heading, not selectable
+	path     string        // the document behind it (edit)
+	detail   func() string // markdown for the detail pane
+	actions  []view.Action // what the action keys do here
+	channel  string        // for m: where a message goes
+	archived bool          // the channel is archived: closed to m
 }
 
 // Tabs, in order; the number keys select them.
@@ -227,10 +228,16 @@ func (m *Model) channelRows(s *view.Snapshot) []row {
 		if !c.Last.IsZero() {
 			last = view.Age(s.Time, c.Last)
 		}
-		r := row{key: "channel:" + c.Name, text: fmt.Sprintf("%-20s %5d  %s", c.Name, c.Messages, last), path: c.Path, channel: c.Name}
+		r := row{key: "channel:" + c.Name, text: fmt.Sprintf("%-20s %5d  %s", c.Name, c.Messages, last), path: c.Path, channel: c.Name, archived: c.Archived}
+		if c.Archived {
+			r.text += "  (archived)"
+		}
 		r.detail = func() string {
 			var b strings.Builder
 			fmt.Fprintf(&b, "# %s\n\n", c.Name)
+			if c.Archived {
+				b.WriteString("Archived: kept and readable, closed to new messages.\n\n")
+			}
 			if c.Topic != "" {
 				fmt.Fprintf(&b, "%s\n\n", c.Topic)
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/charmbracelet/x/vt"
 
 	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/agents/view"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
@@ -272,5 +273,37 @@ func TestBackgroundColour(t *testing.T) {
 				t.Errorf("heading colour %v, want %v (the %s style)", got, want, tc.want)
 			}
 		})
+	}
+}
+
+// TestArchivedChannel: the Messages tab marks an archived channel (as the
+// browser face does) and m on it says it is closed instead of opening a
+// composer whose message is then refused. Before, an archived channel
+// looked like any other: a person typed a message, confirmed it, and got
+// "send channels/dev.md: archived".
+func TestArchivedChannel(t *testing.T) {
+	f := newFixture(t)
+	must(messages.CreateChannel(f.s, "dev", ""))
+	must(messages.CreateChannel(f.s, "ops", ""))
+	if err := messages.ArchiveChannel(f.s, "dev"); err != nil {
+		t.Fatal(err)
+	}
+	tm := f.start(t, Options{})
+	waitOutput(t, tm, "alice asks a question")
+	typeText(tm, "4")
+	waitOutput(t, tm, "(archived)")
+	typeText(tm, "m")
+	waitOutput(t, tm, "dev is archived")
+	typeText(tm, "q")
+	fm := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*Model)
+	if fm.mode != modeList {
+		t.Errorf("m on an archived channel: mode %v, want the list", fm.mode)
+	}
+	var lines []string
+	for _, r := range fm.list {
+		lines = append(lines, r.text)
+	}
+	if len(lines) != 2 || !strings.Contains(lines[0], "dev") || !strings.Contains(lines[0], "(archived)") || strings.Contains(lines[1], "archived") {
+		t.Errorf("channel rows: %q", lines)
 	}
 }
