@@ -59,7 +59,9 @@ Examples:
 				Name:      "out",
 				Usage:     "write a tuple; prints its id",
 				ArgsUsage: "TYPE field=value...",
-				Description: `Write a tuple; prints its id.
+				Description: `Write a tuple; prints its id. A new TYPE is named like an agent (lower-case
+letters, digits, '-', '_' and '.'; exit 2 otherwise); types that exist are
+written to as they are.
 
 Examples:
    tavern tuple out job status=pending n=3 --ttl 1h

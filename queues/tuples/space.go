@@ -165,6 +165,14 @@ func (sp *Space) Out(typ string, values []docstore.Field, opt OutOptions) (*Tupl
 	if err := checkType(typ); err != nil {
 		return nil, err
 	}
+	// A new type is a new name, and follows the plain name rule as new
+	// queues and tokens do ('tuple out "A B"' made tuples/A B/); types
+	// made before the rule are still written to.
+	if _, err := os.Lstat(filepath.Join(sp.store.Root(), "tuples", typ)); errors.Is(err, fs.ErrNotExist) {
+		if err := schema.ValidPlainName("tuple type", typ); err != nil {
+			return nil, err
+		}
+	}
 	if opt.TTL < 0 {
 		return nil, fmt.Errorf("%w: negative TTL %s", ErrBadTuple, opt.TTL)
 	}
