@@ -63,6 +63,11 @@ var (
 	// that is empty or only white space: nothing is written.
 	ErrEmptyText = errors.New("empty text")
 
+	// ErrAskSelf is returned when an agent asks itself: it would wait
+	// for an answer only it could give (a typo of --to, or a parent
+	// field naming the agent).
+	ErrAskSelf = errors.New("an agent cannot ask itself")
+
 	// ErrAnswered is returned when a question that is already answered is
 	// answered again.
 	ErrAnswered = errors.New("question already answered")

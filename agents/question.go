@@ -129,6 +129,9 @@ func (m *Manager) Ask(from, to string, priority int, text string) (*Question, er
 	if err != nil {
 		return nil, err
 	}
+	if from != "" && from != User && target == from {
+		return nil, &AgentError{Op: "ask", Path: AgentPath(from), Err: ErrAskSelf}
+	}
 	id := docstore.NewID()
 	now := m.now()
 	d, err := docstore.New(schema.Question, []docstore.Field{

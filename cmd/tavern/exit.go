@@ -70,6 +70,7 @@ var exitCodes = []struct {
 	{agents.ErrUnverified, exitConflict},
 	{agents.ErrAnswered, exitConflict},
 	{agents.ErrEmptyText, exitUsage},
+	{agents.ErrAskSelf, exitUsage},
 	{agents.ErrNoWork, exitNotFound},
 	{agents.ErrNotEmpty, exitConflict},
 	{agents.ErrPersonNotAgent, exitUsage},
