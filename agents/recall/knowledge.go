@@ -33,7 +33,7 @@ type KnowledgeHit struct {
 // AddKnowledge writes a knowledge entry in domain (a path-safe name, e.g.
 // "architecture", "decision") contributed by contributor.
 func AddKnowledge(s *docstore.Store, domain, contributor, title, text string) (*Knowledge, error) {
-	if err := schema.ValidAgentName(domain); err != nil {
+	if err := schema.ValidPlainName("domain", domain); err != nil {
 		return nil, err
 	}
 	if err := schema.ValidAgentName(contributor); err != nil {
