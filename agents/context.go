@@ -51,13 +51,13 @@ type ContextResult struct {
 // finds "database"). With agent set, only that agent's events and memories
 // are searched and other agents' direct channels (messages and notes) are
 // skipped; without it, memory (private) is not searched at all. Identical
-// texts by the same agent are reported once. Memory and knowledge files
-// that do not parse are skipped: the result is then returned with a
+// texts by the same agent are reported once. Memory, knowledge and note
+// files that do not parse are skipped: the result is then returned with a
 // *recall.SkippedError naming them.
 func Context(s *docstore.Store, query, agent string) (*ContextResult, error) {
 	match := recall.NewMatcher(query).Match
 	var hits []ContextHit
-	var skipped []error // memory and knowledge files that do not parse
+	var skipped []error // memory, knowledge and note files that do not parse
 	seen := map[string]bool{}
 	add := func(h ContextHit) {
 		key := h.Agent + "\x00" + h.Text
@@ -142,9 +142,10 @@ func Context(s *docstore.Store, query, agent string) (*ContextResult, error) {
 			continue
 		}
 		notes, err := messages.ListNotes(s, c.Name)
-		if err != nil {
+		if err != nil && recall.Skipped(err) == nil {
 			return nil, err
 		}
+		skipped = append(skipped, recall.Skipped(err)...)
 		for _, n := range notes {
 			if match(n.Text) {
 				add(ContextHit{Source: "note", Time: n.Created, ID: n.ID, Agent: n.Agent, Where: n.Channel, Text: n.Text, Path: n.Path})
