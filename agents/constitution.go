@@ -23,10 +23,25 @@ func ConstitutionPath(role string) string { return "constitutions/" + role + ".m
 // an agent must not inherit silently.
 func (m *Manager) ConstitutionSHA(role string) (string, error) {
 	d, err := m.constitution(role)
+	if errors.Is(err, docstore.ErrNotExist) {
+		// A typo names nothing: say which roles have a constitution
+		// (the error still matches docstore.ErrNotExist).
+		return "", &schema.UnknownError{What: "constitution", Name: role, Near: schema.Near(role, m.constitutionRoles()), Err: err}
+	}
 	if err != nil {
 		return "", err
 	}
 	return instructionsSHA(d), nil
+}
+
+// constitutionRoles lists the roles that have a constitution.
+func (m *Manager) constitutionRoles() []string {
+	paths, _ := m.Store.Docs("constitutions")
+	roles := make([]string, 0, len(paths))
+	for _, p := range paths {
+		roles = append(roles, strings.TrimSuffix(strings.TrimPrefix(p, "constitutions/"), ".md"))
+	}
+	return roles
 }
 
 func (m *Manager) constitution(role string) (*docstore.Doc, error) {

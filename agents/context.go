@@ -51,10 +51,13 @@ type ContextResult struct {
 // finds "database"). With agent set, only that agent's events and memories
 // are searched and other agents' direct channels (messages and notes) are
 // skipped; without it, memory (private) is not searched at all. Identical
-// texts by the same agent are reported once.
+// texts by the same agent are reported once. Memory, knowledge and note
+// files that do not parse are skipped: the result is then returned with a
+// *recall.SkippedError naming them.
 func Context(s *docstore.Store, query, agent string) (*ContextResult, error) {
 	match := recall.NewMatcher(query).Match
 	var hits []ContextHit
+	var skipped []error // memory, knowledge and note files that do not parse
 	seen := map[string]bool{}
 	add := func(h ContextHit) {
 		key := h.Agent + "\x00" + h.Text
@@ -90,9 +93,10 @@ func Context(s *docstore.Store, query, agent string) (*ContextResult, error) {
 	// Memory: private, so only with an agent.
 	if agent != "" {
 		mems, err := recall.ListMemory(s, agent, recall.MemoryFilter{})
-		if err != nil {
+		if err != nil && recall.Skipped(err) == nil {
 			return nil, err
 		}
+		skipped = append(skipped, recall.Skipped(err)...)
 		for _, m := range mems {
 			if match(m.Topic, m.Text) {
 				add(ContextHit{Source: "memory", Time: m.Updated, ID: m.ID, Agent: m.Agent, Where: m.Topic, Text: m.Text, Path: m.Path})
@@ -102,9 +106,10 @@ func Context(s *docstore.Store, query, agent string) (*ContextResult, error) {
 
 	// Knowledge.
 	ks, err := recall.ListKnowledge(s, recall.KnowledgeFilter{})
-	if err != nil {
+	if err != nil && recall.Skipped(err) == nil {
 		return nil, err
 	}
+	skipped = append(skipped, recall.Skipped(err)...)
 	for _, k := range ks {
 		if match(k.Domain, k.Title, k.Text) {
 			add(ContextHit{Source: "knowledge", Time: k.Updated, ID: k.ID, Agent: k.Contributor, Where: k.Domain, Text: k.Text, Path: k.Path})
@@ -137,9 +142,10 @@ func Context(s *docstore.Store, query, agent string) (*ContextResult, error) {
 			continue
 		}
 		notes, err := messages.ListNotes(s, c.Name)
-		if err != nil {
+		if err != nil && recall.Skipped(err) == nil {
 			return nil, err
 		}
+		skipped = append(skipped, recall.Skipped(err)...)
 		for _, n := range notes {
 			if match(n.Text) {
 				add(ContextHit{Source: "note", Time: n.Created, ID: n.ID, Agent: n.Agent, Where: n.Channel, Text: n.Text, Path: n.Path})
@@ -213,6 +219,9 @@ func Context(s *docstore.Store, query, agent string) (*ContextResult, error) {
 		if len(res.State[h.Source]) < ContextStateMax {
 			res.State[h.Source] = append(res.State[h.Source], h)
 		}
+	}
+	if len(skipped) > 0 {
+		return res, &recall.SkippedError{Errs: skipped}
 	}
 	return res, nil
 }

@@ -66,7 +66,9 @@ type WakeQuestion struct {
 // assembles its briefing as of now. It counts the session in spawns unless
 // a process holds the agent's liveness lock: then a spawn wrapper (or a
 // hook session keeper) started this session and counted it already, and a
-// child that runs `tavern wake` must not count it twice.
+// child that runs `tavern wake` must not count it twice. Memory and
+// knowledge files that do not parse are skipped: the briefing is then
+// returned with a *recall.SkippedError naming them.
 func Wake(s *docstore.Store, agent string, now time.Time) (*Briefing, error) {
 	if err := schema.ValidAgentName(agent); err != nil {
 		return nil, err
@@ -98,7 +100,8 @@ func Wake(s *docstore.Store, agent string, now time.Time) (*Briefing, error) {
 		b.LastSleep = &t
 	}
 	mems, err := recall.ListMemory(s, agent, recall.MemoryFilter{})
-	if err != nil {
+	skipped := recall.Skipped(err) // files that do not parse: brief with the rest
+	if err != nil && skipped == nil {
 		return nil, err
 	}
 	summaries := 0
@@ -128,7 +131,11 @@ func Wake(s *docstore.Store, agent string, now time.Time) (*Briefing, error) {
 		b.Suggested = b.Unread[0].Channel // highest unread count
 	}
 	if b.Knowledge, err = recall.ListKnowledge(s, recall.KnowledgeFilter{Domains: WakeDomains, Since: now.Add(-WakeKnowledgeWindow)}); err != nil {
-		return nil, err
+		bad := recall.Skipped(err)
+		if bad == nil {
+			return nil, err
+		}
+		skipped = append(skipped, bad...)
 	}
 	if b.Knowledge == nil {
 		b.Knowledge = []*recall.Knowledge{}
@@ -138,6 +145,9 @@ func Wake(s *docstore.Store, agent string, now time.Time) (*Briefing, error) {
 	}
 	if b.Questions, err = OpenQuestions(s, agent); err != nil {
 		return nil, err
+	}
+	if len(skipped) > 0 {
+		return b, &recall.SkippedError{Errs: skipped}
 	}
 	return b, nil
 }

@@ -1,9 +1,11 @@
 package messages
 
 import (
+	"errors"
 	"strings"
 	"time"
 
+	"github.com/tavernhq/tavern/agents/recall"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
 )
@@ -50,7 +52,9 @@ func noteOf(d *docstore.Doc) *Note {
 	return n
 }
 
-// ListNotes returns the notes of channel, oldest first.
+// ListNotes returns the notes of channel, oldest first. A note file that
+// does not parse hides no other: it is skipped, and the list is returned
+// with a *recall.SkippedError naming each such file.
 func ListNotes(s *docstore.Store, channel string) ([]*Note, error) {
 	if err := CheckChannel(s, channel); err != nil {
 		return nil, err
@@ -60,6 +64,7 @@ func ListNotes(s *docstore.Store, channel string) ([]*Note, error) {
 		return nil, err
 	}
 	var out []*Note
+	var bad []error
 	prefix := "notes/" + channel + "/"
 	for _, p := range paths {
 		if !strings.HasPrefix(p, prefix) {
@@ -67,9 +72,16 @@ func ListNotes(s *docstore.Store, channel string) ([]*Note, error) {
 		}
 		d, err := s.Get(p)
 		if err != nil {
+			if errors.Is(err, docstore.ErrParse) || errors.Is(err, schema.ErrInvalid) || errors.Is(err, docstore.ErrOddFile) {
+				bad = append(bad, err) // reported, skipped
+				continue
+			}
 			return out, err
 		}
 		out = append(out, noteOf(d))
+	}
+	if len(bad) > 0 {
+		return out, &recall.SkippedError{Errs: bad}
 	}
 	return out, nil
 }

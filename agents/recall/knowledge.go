@@ -33,7 +33,7 @@ type KnowledgeHit struct {
 // AddKnowledge writes a knowledge entry in domain (a path-safe name, e.g.
 // "architecture", "decision") contributed by contributor.
 func AddKnowledge(s *docstore.Store, domain, contributor, title, text string) (*Knowledge, error) {
-	if err := schema.ValidAgentName(domain); err != nil {
+	if err := schema.ValidPlainName("domain", domain); err != nil {
 		return nil, err
 	}
 	if err := schema.ValidAgentName(contributor); err != nil {
@@ -79,8 +79,12 @@ type KnowledgeFilter struct {
 // ListKnowledge returns knowledge entries, newest first.
 func ListKnowledge(s *docstore.Store, f KnowledgeFilter) ([]*Knowledge, error) {
 	docs, errs := s.List(schema.Knowledge)
-	if len(errs) > 0 {
-		return nil, errs[0]
+	var bad []error
+	for _, err := range errs {
+		if !badFile(err) {
+			return nil, err
+		}
+		bad = append(bad, err) // reported, skipped: it hides nothing else
 	}
 	var out []*Knowledge
 	for _, d := range docs {
@@ -92,13 +96,13 @@ func ListKnowledge(s *docstore.Store, f KnowledgeFilter) ([]*Knowledge, error) {
 		out = append(out, k)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].ID > out[j].ID })
-	return out, nil
+	return out, skipped(bad)
 }
 
 // GetKnowledge finds an entry by id or unique id prefix.
 func GetKnowledge(s *docstore.Store, id string) (*Knowledge, error) {
 	all, err := ListKnowledge(s, KnowledgeFilter{Archived: true})
-	if err != nil {
+	if err != nil && Skipped(err) == nil {
 		return nil, err
 	}
 	return pickByID(all, id, func(k *Knowledge) string { return k.ID }, "knowledge")
@@ -134,10 +138,10 @@ func knowledgeIndex(list []*Knowledge) *Index {
 // keyword similarity to query.
 func SearchKnowledge(s *docstore.Store, query string, domains []string, limit int) ([]KnowledgeHit, error) {
 	list, err := ListKnowledge(s, KnowledgeFilter{Domains: domains})
-	if err != nil {
+	if err != nil && Skipped(err) == nil {
 		return nil, err
 	}
-	return knowledgeHits(list, knowledgeIndex(list).Search(query, limit)), nil
+	return knowledgeHits(list, knowledgeIndex(list).Search(query, limit)), err
 }
 
 // InspectKnowledge returns an entry and its most related other entries.
@@ -147,7 +151,7 @@ func InspectKnowledge(s *docstore.Store, id string, limit int) (*Knowledge, []Kn
 		return nil, nil, err
 	}
 	list, err := ListKnowledge(s, KnowledgeFilter{})
-	if err != nil {
+	if err != nil && Skipped(err) == nil {
 		return nil, nil, err
 	}
 	if k.Archived {

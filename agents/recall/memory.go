@@ -86,7 +86,7 @@ type MemoryFilter struct {
 // first. Archived entries are hidden unless f.Archived.
 func ListMemory(s *docstore.Store, agent string, f MemoryFilter) ([]*Memory, error) {
 	all, err := agentMemories(s, agent)
-	if err != nil {
+	if err != nil && Skipped(err) == nil {
 		return nil, err
 	}
 	var out []*Memory
@@ -103,7 +103,7 @@ func ListMemory(s *docstore.Store, agent string, f MemoryFilter) ([]*Memory, err
 		}
 		return out[i].ID > out[j].ID
 	})
-	return out, nil
+	return out, err // err: nil, or the files skipped
 }
 
 func agentMemories(s *docstore.Store, agent string) ([]*Memory, error) {
@@ -117,20 +117,25 @@ func agentMemories(s *docstore.Store, agent string) ([]*Memory, error) {
 		return nil, err
 	}
 	var out []*Memory
+	var bad []error
 	for _, p := range paths {
 		d, err := s.Get(p)
 		if err != nil {
+			if badFile(err) {
+				bad = append(bad, err) // reported, skipped: it hides nothing else
+				continue
+			}
 			return nil, err
 		}
 		out = append(out, memoryOf(d))
 	}
-	return out, nil
+	return out, skipped(bad)
 }
 
 // GetMemory finds one of agent's memories by id or unique id prefix.
 func GetMemory(s *docstore.Store, agent, id string) (*Memory, error) {
 	all, err := agentMemories(s, agent)
-	if err != nil {
+	if err != nil && Skipped(err) == nil {
 		return nil, err
 	}
 	return pickByID(all, id, func(m *Memory) string { return m.ID }, "memory/"+agent)
@@ -197,10 +202,10 @@ func memoryIndex(list []*Memory) *Index {
 // measured within its own memory.
 func SearchMemory(s *docstore.Store, agent, query string, limit int) ([]MemoryHit, error) {
 	list, err := ListMemory(s, agent, MemoryFilter{})
-	if err != nil {
+	if err != nil && Skipped(err) == nil {
 		return nil, err
 	}
-	return memoryHits(list, memoryIndex(list).Search(query, limit)), nil
+	return memoryHits(list, memoryIndex(list).Search(query, limit)), err
 }
 
 // InspectMemory returns one of agent's memories and its most related other
@@ -211,7 +216,7 @@ func InspectMemory(s *docstore.Store, agent, id string, limit int) (*Memory, []M
 		return nil, nil, err
 	}
 	list, err := ListMemory(s, agent, MemoryFilter{})
-	if err != nil {
+	if err != nil && Skipped(err) == nil {
 		return nil, nil, err
 	}
 	if m.Archived {

@@ -46,7 +46,7 @@ func printContext(c *cli.Context, s *docstore.Store, query string) error {
 		return err
 	}
 	r, err := agents.Context(s, query, as.AgentName())
-	if err != nil {
+	if err = warnSkipped(c, err); err != nil {
 		return err
 	}
 	if c.Bool("json") {

@@ -297,6 +297,8 @@ func unknownHint(e *schema.UnknownError) string {
 		return fmt.Sprintf(" (create it with `tavern queue create %s`)", e.Name)
 	case "plan":
 		return " (import one with `tavern plan import FILE.md --queue Q`)"
+	case "constitution":
+		return fmt.Sprintf(" (create it with `tavern constitution set %s --text TEXT`)", e.Name)
 	}
 	return ""
 }

@@ -109,7 +109,7 @@ func runKnowledgeAdd(c *cli.Context) error {
 
 func runKnowledgeLs(c *cli.Context, s *docstore.Store) error {
 	list, err := recall.ListKnowledge(s, recall.KnowledgeFilter{Domains: c.StringSlice("domain"), Archived: c.Bool("archived")})
-	if err != nil {
+	if err = warnSkipped(c, err); err != nil {
 		return err
 	}
 	if c.Bool("json") {
@@ -131,7 +131,7 @@ func runKnowledgeSearch(c *cli.Context) error {
 		return err
 	}
 	hits, err := recall.SearchKnowledge(s, q, c.StringSlice("domain"), c.Int("limit"))
-	if err != nil {
+	if err = warnSkipped(c, err); err != nil {
 		return err
 	}
 	if c.Bool("json") {

@@ -133,7 +133,7 @@ func runMemoryAdd(c *cli.Context) error {
 
 func runMemoryLs(c *cli.Context, s *docstore.Store, agent string) error {
 	list, err := recall.ListMemory(s, agent, recall.MemoryFilter{Topic: c.String("topic"), CoreOnly: c.Bool("core"), Archived: c.Bool("archived")})
-	if err != nil {
+	if err = warnSkipped(c, err); err != nil {
 		return err
 	}
 	if c.Bool("json") {
@@ -148,7 +148,7 @@ func runMemoryLs(c *cli.Context, s *docstore.Store, agent string) error {
 func runMemorySearch(c *cli.Context, s *docstore.Store, agent string) error {
 	q, _ := textArg(c, 0)
 	hits, err := recall.SearchMemory(s, agent, q, c.Int("limit"))
-	if err != nil {
+	if err = warnSkipped(c, err); err != nil {
 		return err
 	}
 	if c.Bool("json") {
@@ -197,4 +197,18 @@ func memoryLine(m *recall.Memory, score float64) string {
 		s = fmt.Sprintf("%.3f ", score)
 	}
 	return fmt.Sprintf("%s%s %s %-16s %s", s, m.ID, core, m.Topic, oneLine(m.Text))
+}
+
+// warnSkipped prints a warning (path:line:col) for each memory or
+// knowledge file a listing skipped and returns nil; any other error is
+// returned as is. One bad file never hides the others.
+func warnSkipped(c *cli.Context, err error) error {
+	bad := recall.Skipped(err)
+	if bad == nil {
+		return err
+	}
+	for _, e := range bad {
+		errf(c, "tavern: warning: %v\n", e)
+	}
+	return nil
 }

@@ -31,7 +31,7 @@ func runNotes(c *cli.Context) error {
 		return err
 	}
 	notes, err := messages.ListNotes(s, c.Args().First())
-	if err != nil {
+	if err = warnSkipped(c, err); err != nil {
 		return err
 	}
 	if c.Bool("json") {

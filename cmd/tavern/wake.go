@@ -37,7 +37,7 @@ func runWake(c *cli.Context) error {
 		return err
 	}
 	b, err := agents.Wake(s, as.Name, time.Now())
-	if err != nil {
+	if err = warnSkipped(c, err); err != nil {
 		return err
 	}
 	if c.Bool("json") {
