@@ -254,3 +254,17 @@ func (e *NestedError) Unwrap() error { return ErrNested }
 // engine owns and needs: tavern.md (every command reads it), the journal,
 // engine-private dot names. Deleting one would break every later command.
 var ErrEngineFile = errors.New("an engine file, not a document")
+
+// SkippedError is returned together with a full result by a listing that
+// skips files it could not read as documents (they do not parse or
+// validate, or are not regular files): the result holds the rest. Errs
+// has one error per file, each with its path (and line:col where known).
+// errors.Is sees through it (ErrParse...).
+type SkippedError struct {
+	Errs []error
+}
+
+func (e *SkippedError) Error() string { return errors.Join(e.Errs...).Error() }
+
+// Unwrap gives the errors of the skipped files.
+func (e *SkippedError) Unwrap() []error { return e.Errs }

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tavernhq/tavern/agents/recall"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
 )
@@ -54,7 +53,7 @@ func noteOf(d *docstore.Doc) *Note {
 
 // ListNotes returns the notes of channel, oldest first. A note file that
 // does not parse hides no other: it is skipped, and the list is returned
-// with a *recall.SkippedError naming each such file.
+// with a *docstore.SkippedError naming each such file.
 func ListNotes(s *docstore.Store, channel string) ([]*Note, error) {
 	if err := CheckChannel(s, channel); err != nil {
 		return nil, err
@@ -81,7 +80,7 @@ func ListNotes(s *docstore.Store, channel string) ([]*Note, error) {
 		out = append(out, noteOf(d))
 	}
 	if len(bad) > 0 {
-		return out, &recall.SkippedError{Errs: bad}
+		return out, &docstore.SkippedError{Errs: bad}
 	}
 	return out, nil
 }

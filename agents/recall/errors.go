@@ -16,18 +16,9 @@ var ErrArchived = errors.New("archived")
 var ErrEmpty = errors.New("empty text")
 
 // SkippedError is returned together with a full result when some memory or
-// knowledge files could not be read as documents (they do not parse or
-// validate, or are not regular files): those were skipped, the result holds
-// the rest. Errs has one error per file, each with its path (and line:col
-// where known). errors.Is sees through it (docstore.ErrParse...).
-type SkippedError struct {
-	Errs []error
-}
-
-func (e *SkippedError) Error() string { return errors.Join(e.Errs...).Error() }
-
-// Unwrap gives the errors of the skipped files.
-func (e *SkippedError) Unwrap() []error { return e.Errs }
+// knowledge files could not be read as documents: see
+// docstore.SkippedError.
+type SkippedError = docstore.SkippedError
 
 // badFile reports whether err is about one document file that is skipped
 // rather than a reason to fail a whole listing.
