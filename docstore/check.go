@@ -3,6 +3,7 @@ package docstore
 import (
 	"errors"
 	"io/fs"
+	"strings"
 )
 
 // Problem is one thing wrong with a document, as Check reports it.
@@ -61,7 +62,10 @@ func (s *Store) CheckWith(targets []string, opt CheckOptions) (*CheckReport, err
 		targets = []string{""}
 	}
 	for _, t := range targets {
-		if t == "" || s.isDir(t) {
+		// A directory named like a document is not walked into: it is
+		// checked (and reported) as the document it pretends to be, as
+		// a walk of the whole store does.
+		if t == "" || (s.isDir(t) && !strings.HasSuffix(strings.TrimSuffix(t, "/"), ".md")) {
 			if err := s.Walk(t, add); err != nil {
 				return nil, err
 			}
