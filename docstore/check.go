@@ -90,12 +90,16 @@ func (s *Store) checkDoc(rel string, strict bool) []Problem {
 		if path == "" {
 			path = rel
 		}
-		msg := err.Error()
+		msg, alone := err.Error(), err.Error()
 		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			msg = rel + ": " + pe.Err.Error()
+		var perr *ParseError
+		switch {
+		case errors.As(err, &pe):
+			msg, alone = rel+": "+pe.Err.Error(), pe.Err.Error()
+		case errors.As(err, &perr) && perr.Error() == msg:
+			alone = perr.Msg // Error is the message alone; path:line:col are beside it
 		}
-		return []Problem{{Path: path, Line: line, Col: col, Error: msg, Message: msg, Err: err}}
+		return []Problem{{Path: path, Line: line, Col: col, Error: alone, Message: msg, Err: err}}
 	}
 	var out []Problem
 	for _, e := range d.Validate(strict) {
