@@ -283,6 +283,31 @@ func (s *Store) Rel(path string) (string, error) {
 	return filepath.ToSlash(rel), nil
 }
 
+// Contains reports whether path (relative to the working directory) is
+// the store's directory or lies inside it, following symlinks of the
+// part of path that exists: a destination for files that are not
+// documents must not be there (see ErrInsideStore).
+func (s *Store) Contains(path string) bool {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return false
+	}
+	rest := ""
+	for {
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			abs = filepath.Join(real, rest)
+			break
+		}
+		parent := filepath.Dir(abs)
+		if parent == abs {
+			break
+		}
+		rest = filepath.Join(filepath.Base(abs), rest)
+		abs = parent
+	}
+	return insideDir(s.root, abs)
+}
+
 // RelLink is Rel for a path that may itself be a symbolic link: the
 // directories above it are resolved, the last element is not followed,
 // so a link inside the store is named by its own place (where Get reports

@@ -144,6 +144,7 @@ var exitCodes = []struct {
 
 	// docstore
 	{docstore.ErrUnsafePath, exitUsage},
+	{docstore.ErrInsideStore, exitUsage}, // a backup or export DIR in .tavern/
 	{docstore.ErrEngineFile, exitUsage},
 	{docstore.ErrBadExpr, exitUsage},
 	{docstore.ErrAmbiguous, exitUsage},
