@@ -356,7 +356,7 @@ func RestoreWith(src, target string, opt RestoreOptions) (*RestoreResult, error)
 		if _, err2 := os.Stat(filepath.Join(src, docstore.DirName, docstore.ConfigFile)); err2 == nil {
 			src = filepath.Join(src, docstore.DirName)
 		} else {
-			return nil, &fs.PathError{Op: "restore", Path: src, Err: fmt.Errorf("%w: not a backup (no %s)", docstore.ErrNoStore, docstore.ConfigFile)}
+			return nil, &fs.PathError{Op: "restore", Path: src, Err: fmt.Errorf("%w (no %s)", ErrNotBackup, docstore.ConfigFile)}
 		}
 	}
 	target, err := filepath.Abs(target)

@@ -72,6 +72,7 @@ var exitCodes = []struct {
 	{agents.ErrEmptyText, exitUsage},
 	{agents.ErrNoWork, exitNotFound},
 	{agents.ErrNotEmpty, exitConflict},
+	{agents.ErrNotBackup, exitNotFound}, // restore SRC holds no store
 	{agents.ErrPersonNotAgent, exitUsage},
 	{agents.ErrBadPool, exitUsage},
 
