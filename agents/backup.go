@@ -87,6 +87,10 @@ func BackupWith(s *docstore.Store, dest string, opt BackupOptions) (*BackupResul
 	if opt.Now.IsZero() {
 		opt.Now = time.Now()
 	}
+	// Refused before anything is created there (also through a symlink).
+	if s.Contains(dest) {
+		return nil, &fs.PathError{Op: "backup", Path: dest, Err: docstore.ErrInsideStore}
+	}
 	if err := os.MkdirAll(dest, 0o755); err != nil {
 		return nil, err
 	}
@@ -96,7 +100,7 @@ func BackupWith(s *docstore.Store, dest string, opt BackupOptions) (*BackupResul
 	}
 	final := filepath.Join(absDest, BackupName(opt.Now))
 	if rel, err := filepath.Rel(s.Root(), final); err == nil && !strings.HasPrefix(rel, "..") {
-		return nil, &fs.PathError{Op: "backup", Path: dest, Err: errors.New("destination is inside the store")}
+		return nil, &fs.PathError{Op: "backup", Path: dest, Err: docstore.ErrInsideStore}
 	}
 	tmp := final + ".partial"
 	if err := os.Mkdir(tmp, 0o755); err != nil {
@@ -352,7 +356,7 @@ func RestoreWith(src, target string, opt RestoreOptions) (*RestoreResult, error)
 		if _, err2 := os.Stat(filepath.Join(src, docstore.DirName, docstore.ConfigFile)); err2 == nil {
 			src = filepath.Join(src, docstore.DirName)
 		} else {
-			return nil, &fs.PathError{Op: "restore", Path: src, Err: fmt.Errorf("%w: not a backup (no %s)", docstore.ErrNoStore, docstore.ConfigFile)}
+			return nil, &fs.PathError{Op: "restore", Path: src, Err: fmt.Errorf("%w (no %s)", ErrNotBackup, docstore.ConfigFile)}
 		}
 	}
 	target, err := filepath.Abs(target)

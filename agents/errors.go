@@ -134,4 +134,10 @@ var (
 	// ErrNotEmpty is returned by Restore when the target store already
 	// holds documents and force is not set.
 	ErrNotEmpty = errors.New("store is not empty")
+
+	// ErrNotBackup is returned by Restore when SRC holds no store: neither
+	// tavern.md nor .tavern/tavern.md (a typo, an empty directory, the
+	// backups directory instead of one backup in it). Not ErrNoStore: the
+	// store restored into is not what is missing.
+	ErrNotBackup = errors.New("not a backup")
 )

@@ -3,6 +3,7 @@ package docstore
 import (
 	"errors"
 	"io/fs"
+	"strings"
 )
 
 // Problem is one thing wrong with a document, as Check reports it.
@@ -61,7 +62,10 @@ func (s *Store) CheckWith(targets []string, opt CheckOptions) (*CheckReport, err
 		targets = []string{""}
 	}
 	for _, t := range targets {
-		if t == "" || s.isDir(t) {
+		// A directory named like a document is not walked into: it is
+		// checked (and reported) as the document it pretends to be, as
+		// a walk of the whole store does.
+		if t == "" || (s.isDir(t) && !strings.HasSuffix(strings.TrimSuffix(t, "/"), ".md")) {
 			if err := s.Walk(t, add); err != nil {
 				return nil, err
 			}
@@ -86,12 +90,16 @@ func (s *Store) checkDoc(rel string, strict bool) []Problem {
 		if path == "" {
 			path = rel
 		}
-		msg := err.Error()
+		msg, alone := err.Error(), err.Error()
 		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			msg = rel + ": " + pe.Err.Error()
+		var perr *ParseError
+		switch {
+		case errors.As(err, &pe):
+			msg, alone = rel+": "+pe.Err.Error(), pe.Err.Error()
+		case errors.As(err, &perr) && perr.Error() == msg:
+			alone = perr.Msg // Error is the message alone; path:line:col are beside it
 		}
-		return []Problem{{Path: path, Line: line, Col: col, Error: msg, Message: msg, Err: err}}
+		return []Problem{{Path: path, Line: line, Col: col, Error: alone, Message: msg, Err: err}}
 	}
 	var out []Problem
 	for _, e := range d.Validate(strict) {

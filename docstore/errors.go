@@ -34,6 +34,10 @@ var (
 	// absolute paths or symlinks) or name engine-private files.
 	ErrUnsafePath = errors.New("path is outside the store")
 
+	// ErrInsideStore is returned for a destination of files that are not
+	// documents (a backup, exported pages) that lies inside the store.
+	ErrInsideStore = errors.New("destination is inside the store")
+
 	// ErrTooLarge is returned for documents larger than MaxDocSize.
 	ErrTooLarge = errors.New("document too large")
 

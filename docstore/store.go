@@ -283,6 +283,54 @@ func (s *Store) Rel(path string) (string, error) {
 	return filepath.ToSlash(rel), nil
 }
 
+// Contains reports whether path (relative to the working directory) is
+// the store's directory or lies inside it, following symlinks of the
+// part of path that exists: a destination for files that are not
+// documents must not be there (see ErrInsideStore).
+func (s *Store) Contains(path string) bool {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return false
+	}
+	rest := ""
+	for {
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			abs = filepath.Join(real, rest)
+			break
+		}
+		parent := filepath.Dir(abs)
+		if parent == abs {
+			break
+		}
+		rest = filepath.Join(filepath.Base(abs), rest)
+		abs = parent
+	}
+	return insideDir(s.root, abs)
+}
+
+// RelLink is Rel for a path that may itself be a symbolic link: the
+// directories above it are resolved, the last element is not followed,
+// so a link inside the store is named by its own place (where Get reports
+// it as a link that leaves the store, dangles, or is not a document file)
+// rather than refused for where it points.
+func (s *Store) RelLink(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	if fi, err := os.Lstat(abs); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return s.Rel(abs)
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		abs = filepath.Join(dir, filepath.Base(abs))
+	}
+	rel, err := filepath.Rel(s.root, abs)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return "", pathErr("resolve", path, ErrUnsafePath)
+	}
+	return filepath.ToSlash(rel), nil
+}
+
 // ReadFile reads a file inside the store, refusing files over MaxDocSize
 // and anything but a regular file (*OddFileError).
 func (s *Store) ReadFile(rel string) ([]byte, error) {

@@ -76,13 +76,16 @@ func checkTarget(s *docstore.Store, arg string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	_, err = os.Stat(abs)
+	// Lstat: a symlink is checked as what it is (check reports it), not
+	// followed to where it points.
+	_, err = os.Lstat(abs)
 	if errors.Is(err, fs.ErrNotExist) {
 		if rel, rerr := resolveRef(s, arg); rerr == nil {
-			if full, aerr := s.Abs(rel); aerr == nil {
-				abs = full
-				_, err = os.Stat(abs)
-			}
+			// Not s.Abs: it follows a symlink there, and refuses
+			// one that leaves the store; RelLink below checks the
+			// place.
+			abs = filepath.Join(s.Root(), filepath.FromSlash(rel))
+			_, err = os.Lstat(abs)
 		}
 	}
 	if err != nil {
@@ -91,5 +94,5 @@ func checkTarget(s *docstore.Store, arg string) (string, error) {
 	if real, err := filepath.EvalSymlinks(abs); err == nil && real == s.Root() {
 		return "", nil // the whole store
 	}
-	return s.Rel(abs)
+	return s.RelLink(abs)
 }

@@ -10,7 +10,20 @@ import (
 func unifiedDiff(path string, a, b []byte) string {
 	x := diffLines(string(a))
 	y := diffLines(string(b))
-	// Longest common subsequence table; documents are small.
+	// The lines both share at the start and at the end are equal in
+	// the edit script: the table below (n*m cells) is built only for
+	// what lies between, a few lines for a migration of a long document.
+	pre := 0
+	for pre < len(x) && pre < len(y) && x[pre] == y[pre] {
+		pre++
+	}
+	suf := 0
+	for suf < len(x)-pre && suf < len(y)-pre && x[len(x)-1-suf] == y[len(y)-1-suf] {
+		suf++
+	}
+	head, tail := x[:pre], x[len(x)-suf:]
+	x, y = x[pre:len(x)-suf], y[pre:len(y)-suf]
+	// Longest common subsequence table of the middle.
 	n, m := len(x), len(y)
 	lcs := make([][]int, n+1)
 	for i := range lcs {
@@ -29,7 +42,10 @@ func unifiedDiff(path string, a, b []byte) string {
 		op   byte
 		text string
 	}
-	var ops []line
+	ops := make([]line, 0, len(head)+n+m+len(tail))
+	for _, l := range head {
+		ops = append(ops, line{' ', l})
+	}
 	i, j := 0, 0
 	for i < n || j < m {
 		switch {
@@ -44,6 +60,9 @@ func unifiedDiff(path string, a, b []byte) string {
 			ops = append(ops, line{'-', x[i]})
 			i++
 		}
+	}
+	for _, l := range tail {
+		ops = append(ops, line{' ', l})
 	}
 	// Group the edit script into hunks with 2 lines of context, as
 	// `diff -U2` does, so that `patch` can apply the output.

@@ -73,6 +73,7 @@ var exitCodes = []struct {
 	{agents.ErrAskSelf, exitUsage},
 	{agents.ErrNoWork, exitNotFound},
 	{agents.ErrNotEmpty, exitConflict},
+	{agents.ErrNotBackup, exitNotFound}, // restore SRC holds no store
 	{agents.ErrPersonNotAgent, exitUsage},
 	{agents.ErrBadPool, exitUsage},
 
@@ -145,6 +146,7 @@ var exitCodes = []struct {
 
 	// docstore
 	{docstore.ErrUnsafePath, exitUsage},
+	{docstore.ErrInsideStore, exitUsage}, // a backup or export DIR in .tavern/
 	{docstore.ErrEngineFile, exitUsage},
 	{docstore.ErrBadExpr, exitUsage},
 	{docstore.ErrAmbiguous, exitUsage},

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/tavernhq/tavern/agents/view"
+	"github.com/tavernhq/tavern/docstore"
 )
 
 // ExportHTML writes the pages of v as static HTML files into dir (created
@@ -19,6 +21,9 @@ import (
 // the directory can be zipped, mailed or published as is. It returns the
 // files written.
 func ExportHTML(v *view.View, dir string) ([]string, error) {
+	if err := outsideStore(v, dir); err != nil {
+		return nil, err
+	}
 	snap, err := v.Snapshot()
 	if err != nil {
 		return nil, err
@@ -104,6 +109,9 @@ var mdSections = []struct {
 // README.md (Needs you), agents.md, queues.md, channels.md, resources.md,
 // journal.md. It returns the files written.
 func ExportMarkdown(v *view.View, dir string) ([]string, error) {
+	if err := outsideStore(v, dir); err != nil {
+		return nil, err
+	}
 	snap, err := v.Snapshot()
 	if err != nil {
 		return nil, err
@@ -318,4 +326,13 @@ func mdJournal(w io.Writer, s *view.Snapshot) {
 		rows = append(rows, []string{stamp(e.Time), e.Type, e.Agent, e.Path, eventData(e)})
 	}
 	table(w, []string{"time", "type", "agent", "path", "details"}, rows)
+}
+
+// outsideStore refuses an export DIR inside the store (the pages would be
+// taken for documents there, and travel with sync and backup).
+func outsideStore(v *view.View, dir string) error {
+	if v.Store().Contains(dir) {
+		return &fs.PathError{Op: "export", Path: dir, Err: docstore.ErrInsideStore}
+	}
+	return nil
 }
