@@ -56,9 +56,15 @@ func WritePaths(toolName string, toolInput json.RawMessage, cwd string) []string
 			}
 		}
 	}
+	return absUnique(cwd, rel)
+}
+
+// absUnique makes paths absolute (relative ones against cwd), cleans
+// them and drops empty ones and repeats, keeping the first order.
+func absUnique(cwd string, paths []string) []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, p := range rel {
+	for _, p := range paths {
 		if p == "" {
 			continue
 		}
@@ -467,19 +473,7 @@ func TreePaths(toolName string, toolInput json.RawMessage, cwd string) []string 
 			}
 		}
 	}
-	var out []string
-	seen := map[string]bool{}
-	for _, p := range rel {
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(cwd, p)
-		}
-		p = filepath.Clean(p)
-		if !seen[p] {
-			seen[p] = true
-			out = append(out, p)
-		}
-	}
-	return out
+	return absUnique(cwd, rel)
 }
 
 // commandTrees returns the directories one simple command removes or
