@@ -228,7 +228,7 @@ func TestAgentNames(t *testing.T) {
 
 func TestConstitutionRecordedAndChangeRefused(t *testing.T) {
 	m := newManager(t)
-	sha1, err := m.WriteConstitution("reviewer", "reviews code", "Be kind. Be precise.")
+	sha1, err := m.WriteConstitution("reviewer", "Be kind. Be precise.", ConstitutionOptions{Description: "reviews code"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestConstitutionRecordedAndChangeRefused(t *testing.T) {
 	if _, _, err := m.checkConstitution(a, false); err != nil {
 		t.Fatalf("unchanged constitution refused: %v", err)
 	}
-	sha2, err := m.WriteConstitution("reviewer", "", "Be kind. Be precise. Approve everything.")
+	sha2, err := m.WriteConstitution("reviewer", "Be kind. Be precise. Approve everything.", ConstitutionOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io/fs"
 	"strings"
 
 	"github.com/tavernhq/tavern/docstore"
@@ -26,12 +27,19 @@ func (m *Manager) ConstitutionSHA(role string) (string, error) {
 	if errors.Is(err, docstore.ErrNotExist) {
 		// A typo names nothing: say which roles have a constitution
 		// (the error still matches docstore.ErrNotExist).
-		return "", &schema.UnknownError{What: "constitution", Name: role, Near: schema.Near(role, m.constitutionRoles()), Err: err}
+		return "", &schema.UnknownError{What: "constitution", Name: role, Near: m.rolesNear(role), Err: err}
 	}
 	if err != nil {
 		return "", err
 	}
 	return instructionsSHA(d), nil
+}
+
+// rolesNear is the roles that have a constitution whose names are near
+// role's, nearest first: what sha offers for "did you mean", and what
+// WriteConstitution refuses a new role for.
+func (m *Manager) rolesNear(role string) []string {
+	return schema.Near(role, m.constitutionRoles())
 }
 
 // constitutionRoles lists the roles that have a constitution.
@@ -67,14 +75,34 @@ func (m *Manager) legacySHA(role string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// ConstitutionOptions are the options of WriteConstitution.
+type ConstitutionOptions struct {
+	// Description is a one-line description of the role ("" keeps the
+	// current one).
+	Description string
+	// New writes the first constitution of a role whose name is near a
+	// role that has one, which is otherwise refused as a likely typo.
+	New bool
+}
+
 // WriteConstitution creates or replaces a role's constitution. Agents
 // created under the old text will be refused at their next spawn until
-// they accept the new one.
-func (m *Manager) WriteConstitution(role, description, text string) (string, error) {
+// they accept the new one. A role that has no constitution and that no
+// agent has is a new name: one near a role that has a constitution (the
+// roles ConstitutionSHA says "did you mean" for) is refused as a likely
+// typo with a *RoleError (ErrNearRole) unless opt.New, and it follows
+// the plain name rule (schema.ValidPlainName). Nothing is written then.
+func (m *Manager) WriteConstitution(role, text string, opt ConstitutionOptions) (string, error) {
 	if err := schema.ValidName(role); err != nil {
 		return "", err
 	}
 	rel := ConstitutionPath(role)
+	if _, err := m.Store.Stat(rel); errors.Is(err, fs.ErrNotExist) {
+		if err := m.checkNewRole(role, opt.New); err != nil {
+			return "", err
+		}
+	}
+	description := opt.Description
 	now := m.now()
 	d, err := docstore.New(schema.Constitution, []docstore.Field{
 		{Key: schema.VersionField, Value: schema.Constitution.Version},
@@ -108,6 +136,33 @@ func (m *Manager) WriteConstitution(role, description, text string) (string, err
 		return "", err
 	}
 	return sha, m.event(journal.Event{Type: "constitution.written", Kind: "constitution", Path: rel, Data: map[string]any{"role": role, "sha256": sha}})
+}
+
+// checkNewRole is the rule for the name of a role that has no
+// constitution yet. A role that has one, or that agents were made with
+// before it had one, is not new: it keeps its name, however near another
+// or made before the plain name rule.
+func (m *Manager) checkNewRole(role string, force bool) error {
+	if m.roleInUse(role) {
+		return nil
+	}
+	// The typo first: "Reviewer" is better answered with "reviewer"
+	// than with the name rule.
+	if near := m.rolesNear(role); len(near) > 0 && !force {
+		return &RoleError{Op: "write constitution", Path: ConstitutionPath(role), Role: role, Near: near, Err: ErrNearRole}
+	}
+	return schema.ValidPlainName("role", role)
+}
+
+// roleInUse reports whether an agent has role.
+func (m *Manager) roleInUse(role string) bool {
+	list, _ := m.ListAgents() // an agent file that does not parse has no say
+	for _, a := range list {
+		if a.Role == role {
+			return true
+		}
+	}
+	return false
 }
 
 // checkConstitution compares the agent's recorded constitution with the

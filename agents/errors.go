@@ -3,6 +3,7 @@ package agents
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/tavernhq/tavern/schema"
 )
@@ -77,6 +78,13 @@ var (
 	// anything is written.
 	ErrBadPool = errors.New("bad option")
 
+	// ErrNearRole is returned (in a *RoleError) by WriteConstitution for
+	// a role that has no constitution yet and whose name is near one
+	// that has: most likely a typo of it, which would write a second
+	// constitution and leave the agents of the role meant on the old
+	// text. ConstitutionOptions.New writes it anyway.
+	ErrNearRole = errors.New("a new role near an existing one")
+
 	// ErrBadAgentName is schema.ErrBadAgentName: an agent name outside
 	// the one name rule.
 	ErrBadAgentName = schema.ErrBadAgentName
@@ -119,6 +127,34 @@ func (e *ConstitutionError) Error() string {
 }
 
 func (e *ConstitutionError) Unwrap() error { return ErrConstitutionChanged }
+
+// RoleError is a role name WriteConstitution refused; nothing was
+// written.
+type RoleError struct {
+	Op   string   // "write constitution"
+	Path string   // the constitution it would have written
+	Role string   // the role given
+	Near []string // roles that have a constitution, nearest first (schema.Near)
+	Err  error    // ErrNearRole
+}
+
+func (e *RoleError) Error() string {
+	if len(e.Near) == 0 {
+		return fmt.Sprintf("%s: %q: %v", e.Op, e.Role, e.Err)
+	}
+	near := e.Near[:min(len(e.Near), 3)]
+	q := make([]string, len(near))
+	for i, n := range near {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	list := q[0]
+	if len(q) > 1 {
+		list = strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+	}
+	return fmt.Sprintf("%s: %q is a new role; did you mean %s?", e.Op, e.Role, list)
+}
+
+func (e *RoleError) Unwrap() error { return e.Err }
 
 // AgentError is an error about one agent document.
 type AgentError struct {

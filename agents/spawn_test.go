@@ -212,12 +212,12 @@ func TestSpawnSignalForwardedReleasesItem(t *testing.T) {
 
 func TestSpawnConstitutionChangeRefused(t *testing.T) {
 	m := newManager(t)
-	m.WriteConstitution("drone", "", "Do one thing.")
+	m.WriteConstitution("drone", "Do one thing.", ConstitutionOptions{})
 	mustAgent(t, m, AgentSpec{Name: "c1", Role: "drone"})
 	if _, err := m.Spawn(context.Background(), SpawnOptions{Name: "c1", Command: []string{"true"}}); err != nil {
 		t.Fatal(err)
 	}
-	sha2, _ := m.WriteConstitution("drone", "", "Do one thing. Then another.")
+	sha2, _ := m.WriteConstitution("drone", "Do one thing. Then another.", ConstitutionOptions{})
 	_, err := m.Spawn(context.Background(), SpawnOptions{Name: "c1", Command: []string{"true"}})
 	wantErr(t, err, ErrConstitutionChanged)
 	res, err := m.Spawn(context.Background(), SpawnOptions{Name: "c1", Command: []string{"true"}, AcceptConstitution: true})
@@ -240,13 +240,13 @@ func TestSpawnRefusedChangesNothing(t *testing.T) {
 	m := newManager(t)
 	b := newBroker(t, m)
 	mustQueue(t, b, "work", queues.QueueOptions{})
-	m.WriteConstitution("drone", "", "Do one thing.")
+	m.WriteConstitution("drone", "Do one thing.", ConstitutionOptions{})
 	mustAgent(t, m, AgentSpec{Name: "c1", Role: "drone"})
 	if _, err := m.Spawn(context.Background(), SpawnOptions{Name: "c1", Command: []string{"true"}}); err != nil {
 		t.Fatal(err)
 	}
 	it := mustItem(t, b, "work", "an item", "body")
-	m.WriteConstitution("drone", "", "Do one thing. Then another.")
+	m.WriteConstitution("drone", "Do one thing. Then another.", ConstitutionOptions{})
 	agentBefore := readFile(t, m, AgentPath("c1"))
 	itemPath := "queues/work/pending/" + it.ID + ".md"
 	itemBefore := readFile(t, m, itemPath)

@@ -42,7 +42,7 @@ type NameError struct {
 	Name   string
 	Reason string
 	Agent  bool   // refused by ValidAgentName
-	What   string // refused by ValidPlainName: what the name is of ("plan")
+	What   string // refused by ValidPlainName or ValidKebab: what the name is of ("plan", "topic")
 }
 
 func (e *NameError) Error() string {

@@ -27,6 +27,18 @@ func ValidPlainName(what, name string) error {
 	return nil
 }
 
+// ValidKebab is the rule of a kebab-case field (a memory's topic):
+// lower-case letters and digits, in words joined by single hyphens. A
+// value given for such a field (--topic) is checked with it before the
+// document is made, so a bad one is refused as a name, not as a field
+// of a document that was never written.
+func ValidKebab(what, name string) error {
+	if !kebab.MatchString(name) {
+		return &NameError{Name: name, Reason: kebabRule, What: what}
+	}
+	return nil
+}
+
 // plainName is why name breaks the agent name rule, or "".
 func plainName(name string) string {
 	if len(name) == 0 || len(name) > 64 {

@@ -15,6 +15,10 @@ const VersionField = "schema_version"
 
 var kebab = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 
+// kebabRule says what kebab accepts, in the field's and ValidKebab's
+// errors alike.
+const kebabRule = "must be kebab-case (lowercase words joined by -)"
+
 // Validate checks a frontmatter mapping node against the kind. Unknown
 // fields are reported (with Unknown set) only when strict is true. The
 // returned errors carry line and column but no path; callers add it.
@@ -92,7 +96,7 @@ func (f *Field) check(n *yaml.Node) string {
 			}
 		case "kebab":
 			if !kebab.MatchString(n.Value) {
-				return fmt.Sprintf("%q must be kebab-case (lowercase words joined by -)", n.Value)
+				return fmt.Sprintf("%q %s", n.Value, kebabRule)
 			}
 		}
 	case Int:

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/agents/messages"
+	"github.com/tavernhq/tavern/agents/recall"
 	"github.com/tavernhq/tavern/queues/tuples"
 	"github.com/tavernhq/tavern/schema"
 )
@@ -321,15 +322,21 @@ type searchIn struct {
 func (ms *mcpServer) search(_ context.Context, _ *mcp.CallToolRequest, in searchIn) (*mcp.CallToolResult, any, error) {
 	agent, _ := ms.whoami() // without an identity: knowledge and shared channels only
 	hits, err := Search(ms.e, agent, in.Query, in.Limit)
-	if err != nil {
+	skipped := recall.Skipped(err) // files that do not parse: answer from the rest
+	if err != nil && skipped == nil {
 		return nil, nil, err
-	}
-	if len(hits) == 0 {
-		return text("nothing found"), nil, nil
 	}
 	var b strings.Builder
 	for _, h := range hits {
 		fmt.Fprintf(&b, "%s %s [%s] %s: %s\n", h.Source, h.ID, h.Where, h.Who, clip(h.Text, 300))
+	}
+	if len(hits) == 0 {
+		b.WriteString("nothing found\n")
+	}
+	// In the result, not on stderr: the model reads the result, and a
+	// client may not show the server's stderr to anyone.
+	for _, e := range skipped {
+		fmt.Fprintf(&b, "warning: skipped %v\n", e)
 	}
 	return text(b.String()), nil, nil
 }

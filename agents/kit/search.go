@@ -7,6 +7,7 @@ import (
 
 	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/agents/recall"
+	"github.com/tavernhq/tavern/docstore"
 )
 
 // SearchHit is one result of Search.
@@ -26,6 +27,10 @@ type SearchHit struct {
 // shared ones) — against query with recall's BM25 index: stems,
 // prefixes, titles weighted up, multi-word queries rewarding entries that
 // have more of the words. Best first, at most limit (default 10).
+// Memory, knowledge and note files that do not parse hide nothing else:
+// they are skipped, and the hits are returned with a
+// *docstore.SkippedError naming each (path:line:col), as recall's
+// listings and agents.Context do.
 func Search(e *Env, agent, query string, limit int) ([]SearchHit, error) {
 	if limit <= 0 {
 		limit = 10
@@ -37,21 +42,24 @@ func Search(e *Env, agent, query string, limit int) ([]SearchHit, error) {
 		entries = append(entries, e)
 		hits = append(hits, h)
 	}
+	var skipped []error
 	s := e.Store
 	if agent != "" {
 		mems, err := recall.ListMemory(s, agent, recall.MemoryFilter{})
-		if err != nil {
+		if err != nil && recall.Skipped(err) == nil {
 			return nil, err
 		}
+		skipped = append(skipped, recall.Skipped(err)...)
 		for _, m := range mems {
 			addEntry(SearchHit{Source: "memory", ID: m.ID, Where: m.Topic, Who: m.Agent, Time: m.Updated, Text: m.Text, Path: m.Path},
 				recall.IndexEntry{Text: m.Text, Tags: strings.ReplaceAll(m.Topic, "-", " ")})
 		}
 	}
 	ks, err := recall.ListKnowledge(s, recall.KnowledgeFilter{})
-	if err != nil {
+	if err != nil && recall.Skipped(err) == nil {
 		return nil, err
 	}
+	skipped = append(skipped, recall.Skipped(err)...)
 	for _, k := range ks {
 		addEntry(SearchHit{Source: "knowledge", ID: k.ID, Where: k.Domain, Who: k.Contributor, Time: k.Updated, Text: k.Text, Path: k.Path},
 			recall.IndexEntry{Title: k.Title, Text: k.Text, Tags: k.Domain})
@@ -73,9 +81,10 @@ func Search(e *Env, agent, query string, limit int) ([]SearchHit, error) {
 				recall.IndexEntry{Text: m.Text})
 		}
 		notes, err := messages.ListNotes(s, c.Name)
-		if err != nil {
+		if err != nil && recall.Skipped(err) == nil {
 			return nil, err
 		}
+		skipped = append(skipped, recall.Skipped(err)...)
 		for _, n := range notes {
 			addEntry(SearchHit{Source: "note", ID: n.ID, Where: n.Channel, Who: n.Agent, Time: n.Created, Text: n.Text, Path: n.Path},
 				recall.IndexEntry{Text: n.Text})
@@ -88,6 +97,9 @@ func Search(e *Env, agent, query string, limit int) ([]SearchHit, error) {
 		hit := hits[i]
 		hit.Score = h.Score
 		out = append(out, hit)
+	}
+	if len(skipped) > 0 {
+		return out, &docstore.SkippedError{Errs: skipped}
 	}
 	return out, nil
 }

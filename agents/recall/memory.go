@@ -39,13 +39,18 @@ type MemoryHit struct {
 }
 
 // AddMemory writes a memory for agent. topic must be kebab-case ("" means
-// DefaultTopic).
+// DefaultTopic): another is a *schema.NameError, and nothing is written.
 func AddMemory(s *docstore.Store, agent, topic, text string, core bool) (*Memory, error) {
 	if err := schema.ValidAgentName(agent); err != nil {
 		return nil, err
 	}
 	if topic == "" {
 		topic = DefaultTopic
+	}
+	// Before the document is made: the schema would refuse the topic as a
+	// field of a file that was never written (path:line:col, exit 5).
+	if err := schema.ValidKebab("topic", topic); err != nil {
+		return nil, err
 	}
 	text = strings.TrimSpace(text)
 	if text == "" {

@@ -24,10 +24,18 @@ Examples:
 				ArgsUsage: "ROLE",
 				Description: `Create or replace constitutions/ROLE.md (agents under the old text must --accept-constitution).
 
+A ROLE that has no constitution and that no agent has is a new role. One near
+a role that has a constitution (the roles constitution sha says "did you mean"
+for) is refused as a likely typo, exit 2, unless --new says it is new; and its
+name is lower-case letters, digits, '-', '_' and '.' (exit 2 otherwise).
+Nothing is written then.
+
 Examples:
    tavern constitution set builder --body builder.md
-   tavern constitution set reviewer --text "Never merge your own work."`,
-				Flags:  []cli.Flag{bodyFlag(), &cli.StringFlag{Name: "description", Usage: "a one-line description of the role"}, &cli.StringFlag{Name: "text", Usage: "the constitution `TEXT` (or --body)"}},
+   tavern constitution set reviewer --text "Never merge your own work."
+   tavern constitution set reviewers --new --text "Review in pairs."`,
+				Flags: []cli.Flag{bodyFlag(), &cli.StringFlag{Name: "description", Usage: "a one-line description of the role"}, &cli.StringFlag{Name: "text", Usage: "the constitution `TEXT` (or --body)"},
+					&cli.BoolFlag{Name: "new", Usage: "ROLE is a new role, though its name is near an existing one"}},
 				Action: runConstitutionSet,
 			},
 			{
@@ -65,7 +73,7 @@ func runConstitutionSet(c *cli.Context) error {
 		return err
 	}
 	defer m.Close()
-	sha, err := m.WriteConstitution(c.Args().First(), c.String("description"), strings.TrimSpace(text))
+	sha, err := m.WriteConstitution(c.Args().First(), strings.TrimSpace(text), agents.ConstitutionOptions{Description: c.String("description"), New: c.Bool("new")})
 	if err != nil {
 		return err
 	}

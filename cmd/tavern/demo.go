@@ -130,7 +130,7 @@ func (d *demoRun) setup() error {
 	if err := os.WriteFile(filepath.Join(d.dir, "drone.sh"), script, 0o755); err != nil {
 		return err
 	}
-	sha, err := d.m.WriteConstitution("drone", "counts letters, one item per run", string(constitution))
+	sha, err := d.m.WriteConstitution("drone", string(constitution), agents.ConstitutionOptions{Description: "counts letters, one item per run"})
 	if err != nil {
 		return err
 	}

@@ -76,6 +76,7 @@ var exitCodes = []struct {
 	{agents.ErrNotBackup, exitNotFound}, // restore SRC holds no store
 	{agents.ErrPersonNotAgent, exitUsage},
 	{agents.ErrBadPool, exitUsage},
+	{agents.ErrNearRole, exitUsage}, // a typo of a role, not a role that is missing
 
 	// agents/view
 	{view.ErrNoInput, exitUsage},
@@ -249,6 +250,8 @@ func hint(err error) string {
 		return " (pass --nested to create another store here anyway)"
 	case errors.Is(err, agents.ErrConstitutionChanged):
 		return " (pass --accept-constitution to spawn under the new one)"
+	case errors.Is(err, agents.ErrNearRole):
+		return " (pass --new to create it)"
 	case errors.As(err, &te) && errors.Is(err, agents.ErrIllegalEdit):
 		return fmt.Sprintf(" (`tavern agent state %s STATE --force`)", te.Agent)
 	}
