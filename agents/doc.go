@@ -104,8 +104,10 @@
 // the TAVERN_RESULT file, else the last 5 stdout lines) and moves the
 // agent to verifying (it has commitments) or done; non-zero fails the item
 // with the exit status ("killed by SIGKILL") and the stderr tail and moves
-// the agent to failed; a forwarded signal releases the item and moves the
-// agent to idle. pid and host are cleared before the locks are released.
+// the agent to failed; a forwarded signal, or one that comes while the
+// wrapper waits at the item's gate after its child succeeded, releases
+// the item (no attempt spent) and moves the agent to idle. pid and host
+// are cleared before the locks are released.
 //
 // A spawn is refused — the agent busy (its lock held), in verifying,
 // hand-edited into an illegal state, or under a changed constitution not

@@ -2,11 +2,11 @@ package agents
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/tavernhq/tavern/queues"
@@ -22,9 +22,10 @@ const gateRecheck = 2 * time.Second
 // complete-stage gates pass: the agent goes to waiting (its reason names
 // the gate) and back to working once a person approved. A rejection (the
 // item is dead then) or the item leaving this claim ends the wait with
-// an error, which fails the run. Claims that are not queue claims have no
-// gates.
-func (m *Manager) awaitGates(ctx context.Context, name string, claim WorkClaim) error {
+// an error, which fails the run. A signal on interrupts, or ctx done, ends
+// it with an *interruptedError: the run is interrupted, not failed.
+// Claims that are not queue claims have no gates.
+func (m *Manager) awaitGates(ctx context.Context, name string, claim WorkClaim, interrupts <-chan os.Signal) error {
 	qc, ok := claim.(*queueClaim)
 	if !ok {
 		return nil
@@ -100,10 +101,23 @@ func (m *Manager) awaitGates(ctx context.Context, name string, claim WorkClaim) 
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return errors.Join(ctx.Err(), errors.New("interrupted while waiting at a gate"))
+			return &interruptedError{sig: syscall.SIGTERM}
+		case sig := <-interrupts:
+			t.Stop()
+			return &interruptedError{sig: sig}
 		case <-wake:
 		case <-t.C:
 		}
 		t.Stop()
 	}
+}
+
+// interruptedError ends a wait at a gate that a signal (or the caller's
+// context) interrupted: the wrapper settles its item as interrupted runs
+// do (released, not failed). A cancelled context counts as SIGTERM, as it
+// does while the child runs.
+type interruptedError struct{ sig os.Signal }
+
+func (e *interruptedError) Error() string {
+	return "interrupted by " + e.sig.String() + " while waiting at a gate"
 }

@@ -116,9 +116,12 @@ type SpawnResult struct {
 	Stolen      bool   `json:"stolen,omitempty"`
 	ExitCode    int    `json:"exit_code"`
 	Signal      string `json:"signal,omitempty"`      // signal that ended the child, if any
-	Interrupted bool   `json:"interrupted,omitempty"` // a signal was forwarded
-	Outcome     string `json:"outcome"`               // done | failed | released | no_work
-	ItemError   string `json:"item_error,omitempty"`  // the queue refused the completion (lost claim...)
+	Interrupted bool   `json:"interrupted,omitempty"` // a signal was forwarded, or ended the wait at a gate
+	// InterruptedBy names that signal ("SIGTERM"; a cancelled context
+	// counts as SIGTERM).
+	InterruptedBy string `json:"interrupted_by,omitempty"`
+	Outcome       string `json:"outcome"`              // done | failed | released | no_work
+	ItemError     string `json:"item_error,omitempty"` // the queue refused the completion (lost claim...)
 	// Failure is why the item failed though the child exited 0: a gate
 	// rejected it, or a Finish step (the merge queue's rebase, check or
 	// landing) failed.
@@ -585,6 +588,18 @@ func (r *spawnRun) closeOutput() {
 	}
 }
 
+// signalName is a signal's name as the journal and --json give it
+// ("SIGTERM").
+func signalName(sig os.Signal) string {
+	if s, ok := sig.(syscall.Signal); ok {
+		if n := unix.SignalName(s); n != "" {
+			return n
+		}
+		return "signal " + strconv.Itoa(int(s))
+	}
+	return sig.String()
+}
+
 // exitStatus reads the child's exit code, the signal that ended it and
 // its CPU time.
 func (r *spawnRun) exitStatus() {
@@ -604,6 +619,9 @@ func (r *spawnRun) exitStatus() {
 	}
 	r.res.ExitCode = code
 	r.res.Interrupted = r.forwarded != nil
+	if r.forwarded != nil {
+		r.res.InterruptedBy = signalName(r.forwarded)
+	}
 	r.hook.ExitCode, r.hook.Output = code, r.outTail.Bytes()
 	if ps := r.cmd.ProcessState; ps != nil {
 		r.hook.CPU = ps.UserTime() + ps.SystemTime()
@@ -629,7 +647,16 @@ func (r *spawnRun) settle(ctx context.Context) (*SpawnResult, error) {
 		res.Outcome = OutcomeDone
 		if claim != nil {
 			r.hook.Result = m.result(filepath.Join(r.scratch, "result"), r.capt, r.opt.ResultLines)
-			if err := m.awaitGates(ctx, r.name, claim); err != nil {
+			var intr *interruptedError
+			if err := m.awaitGates(ctx, r.name, claim, r.opt.Signals); errors.As(err, &intr) {
+				// Interrupted as a running child would be: the work is
+				// not done until a person decides, so the item goes
+				// back (no attempt spent) and the agent to idle.
+				res.Outcome, res.Interrupted = OutcomeReleased, true
+				res.InterruptedBy = signalName(intr.sig)
+				r.stopRenewal()
+				itemErr = claim.Release("wrapper " + intr.Error())
+			} else if err != nil {
 				res.Outcome, res.Failure = OutcomeFailed, err.Error()
 				r.stopRenewal()
 				if errors.Is(err, queues.ErrRejected) || errors.Is(err, queues.ErrStale) {

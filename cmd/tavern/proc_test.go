@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -661,5 +662,36 @@ func TestTokenHolderKilled(t *testing.T) {
 	reclaimed := p.ok("log", "--type", "token.reclaimed", "--json")
 	if !strings.Contains(reclaimed, "agent alice is not alive") {
 		t.Fatalf("journal lacks the reclaim:\n%s", reclaimed)
+	}
+}
+
+// A wrapper whose child succeeded and which waits at its item's gate is
+// interrupted (SIGTERM, as a pool's second Ctrl-C or a killed terminal
+// sends): its item is released, not failed (no attempt spent, no
+// backoff), the agent goes back to idle, and the wrapper exits 143 (the
+// item is not done: `spawn ... && deploy` must not go on).
+func TestSpawnInterruptedAtGate(t *testing.T) {
+	p := newProject(t)
+	p.ok("queue", "create", "q", "--max-attempts", "1")
+	id := strings.TrimSpace(p.ok("queue", "add", "q", "--title", "needs review", "--gate", "human"))
+	w := p.tavern("spawn", "--queue", "q", "--name", "rev", "--", "true")
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the wrapper to wait at the gate", func() bool { return p.agentState("rev") == "waiting" })
+	w.Process.Signal(syscall.SIGTERM)
+	err := w.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 143 {
+		t.Fatalf("wrapper: %v, want exit 143", err)
+	}
+	doc := p.read("queues/q/pending/" + id + ".md")
+	for _, bad := range []string{"last_error", "not_before", "attempts: 1"} {
+		if strings.Contains(doc, bad) {
+			t.Errorf("pending copy has %q (the item failed instead of being released):\n%s", bad, doc)
+		}
+	}
+	if st := p.agentState("rev"); st != "idle" {
+		t.Fatalf("agent state after the interrupt %s, want idle", st)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 
 	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/agents/usage"
@@ -46,6 +47,8 @@ instance exits 4.
 tavern spawn exits with the child's exit status (128+N if killed by signal N),
 or 1 when the child exited 0 but its item failed after it (a rejected gate, a
 failed merge or check: the reason is printed and is the item's last_error),
+or 128+N when signal N interrupted the wrapper after its child exited 0 (while
+it waited at the item's gate: the item is released, not failed),
 or 3 when --queue found no item, 4 when the agent is busy or its role's
 constitution changed (--accept-constitution to accept the new one).
 
@@ -156,6 +159,16 @@ func spawnResult(c *cli.Context, res *agents.SpawnResult, err error) error {
 			errf(c, "tavern: %s: the item failed after the command succeeded: %s\n", res.Agent, firstLine(res.Failure))
 		}
 		return withCode(exitError, errSilent)
+	}
+	if res.ExitCode == 0 && res.Outcome == agents.OutcomeReleased && res.Item != "" {
+		// Interrupted (at a gate, or a child that trapped the signal and
+		// exited 0): the item went back undone, so the exit says which
+		// signal, as a shell's does.
+		code := exitError
+		if n := unix.SignalNum(res.InterruptedBy); n != 0 {
+			code = 128 + int(n)
+		}
+		return withCode(code, errSilent)
 	}
 	if res.ExitCode != 0 {
 		code := res.ExitCode
