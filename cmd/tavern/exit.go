@@ -76,6 +76,8 @@ var exitCodes = []struct {
 	{agents.ErrNotBackup, exitNotFound}, // restore SRC holds no store
 	{agents.ErrPersonNotAgent, exitUsage},
 	{agents.ErrBadPool, exitUsage},
+	{agents.ErrNameNotPath, exitUsage}, // as an item's path fields
+	{agents.ErrDuplicateID, exitUsage},
 
 	// agents/view
 	{view.ErrNoInput, exitUsage},
