@@ -66,9 +66,11 @@
 // TAVERN_AGENT), so every write obeys them, raw writes as Transition: a
 // state that cannot follow the applied one, done with unpassed
 // commitments, an agent writing its own commitment's assertion or result
-// or removing its own commitment (ErrOwnCommitment) fail with a
-// *docstore.RefusedError. It also installs the checks of
-// `tavern check` (illegal hand edits, tampered assertions).
+// or removing its own commitment (ErrOwnCommitment), an agent name that
+// is not its file name or an id another agent has (*IdentityError) fail
+// with a *docstore.RefusedError. It also installs the checks of
+// `tavern check` (illegal hand edits, tampered assertions, copied agent
+// files).
 //
 // Wake returns a Briefing (every core memory — of the sleep summaries
 // only the newest 3, so summaries never push the agent's own core

@@ -3,6 +3,7 @@ package agents
 import (
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 
 	"github.com/tavernhq/tavern/schema"
@@ -89,6 +90,47 @@ var (
 	// the one name rule.
 	ErrBadAgentName = schema.ErrBadAgentName
 )
+
+var (
+	// ErrNameNotPath is matched by an *IdentityError: an agent document
+	// whose name field is not its file name (agents/<name>.md), as a copy
+	// of another agent's file has.
+	ErrNameNotPath = errors.New("agent name is not its file name")
+
+	// ErrDuplicateID is matched by an *IdentityError: an agent document
+	// whose id another agent document has too (a copied file).
+	ErrDuplicateID = errors.New("agent id shared with another agent")
+)
+
+// IdentityError is an agent's name or id that contradicts its path or
+// another agent: "path:line:col: field: why". Op is "check" for what
+// check reports, else the refused write ("create", "update", ...). It
+// matches Err (ErrNameNotPath or ErrDuplicateID) and, through a
+// *schema.FieldError, schema.ErrInvalid and docstore.Position.
+type IdentityError struct {
+	Op        string
+	Path      string // agents/<name>.md
+	Line, Col int    // of the field's value
+	Field     string // "name" or "id"
+	Value     string
+	Others    []string // ErrDuplicateID: the other documents with that id
+	Err       error
+}
+
+func (e *IdentityError) field() *schema.FieldError {
+	var msg string
+	if errors.Is(e.Err, ErrDuplicateID) {
+		msg = fmt.Sprintf("%s is also the id of %s: each agent has its own id (a copied file? remove the copy, or give it an id of its own)",
+			e.Value, strings.Join(e.Others, ", "))
+	} else {
+		name := strings.TrimSuffix(path.Base(e.Path), ".md")
+		msg = fmt.Sprintf("%q is not the agent's name %s: an agent's name is its file name (%s) and cannot be set to another", e.Value, name, e.Path)
+	}
+	return &schema.FieldError{Path: e.Path, Line: e.Line, Col: e.Col, Field: e.Field, Msg: msg}
+}
+
+func (e *IdentityError) Error() string   { return e.field().Error() }
+func (e *IdentityError) Unwrap() []error { return []error{e.Err, e.field()} }
 
 // TransitionError describes a refused state change.
 type TransitionError struct {

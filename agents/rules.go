@@ -2,7 +2,9 @@ package agents
 
 import (
 	"fmt"
+	"path"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tavernhq/tavern/agents/messages"
@@ -17,6 +19,7 @@ const (
 	RuleAgentState = "agents/state"      // the state machine
 	RuleCommitment = "agents/commitment" // an agent does not judge itself
 	RuleNames      = "agents/names"      // configuration names only what exists
+	RuleIdentity   = "agents/identity"   // an agent's name is its file name; its id is its own
 )
 
 // InstallRules makes every write through s obey the agent rules, whatever
@@ -40,6 +43,14 @@ const (
 //     change its own commitments' assertion or result fields
 //     (StatusFields), nor create one that carries a result: only a
 //     verifier records results.
+//   - An agent's name is its file name (agents/<name>.md), and its id
+//     (random, given when it is made) is no other agent's: a write that
+//     sets name to another value, or id to another agent's, is refused
+//     with an *IdentityError (ErrNameNotPath, ErrDuplicateID; a create
+//     does not look for an id minted moments ago: justMinted). As for an
+//     item's path fields (queues.InstallRules), a write that leaves them
+//     as they were is allowed even if a hand edit (cp of another agent's
+//     file) made them disagree: check reports those.
 //   - A name stored in configuration names something that exists: an
 //     agent's queues, and the channel of a queue's on_dead ("notify
 //     CHANNEL"), when the document is created or the field changes. A
@@ -48,7 +59,8 @@ const (
 //     reads. (A queue removed later does not block other edits.)
 //
 // It also installs the checks `tavern check` runs beyond the schema: an
-// agent state edited by hand to an illegal value, a commitment whose
+// agent state edited by hand to an illegal value, an agent whose name is
+// not its file name or whose id another agent has, a commitment whose
 // assertion no longer matches the hash recorded when it was made
 // (ErrTampered), and the queues' (queues.InstallChecks: dependency
 // cycles, item fields that contradict the item's path), with the queues'
@@ -63,8 +75,10 @@ func InstallRules(s *docstore.Store, actor string) {
 	s.AddRule(RuleAgentState, func(w docstore.Write) error { return agentStateRule(s, w) })
 	s.AddRule(RuleCommitment, func(w docstore.Write) error { return commitmentRule(actor, w) })
 	s.AddRule(RuleNames, func(w docstore.Write) error { return namesRule(s, w) })
+	s.AddRule(RuleIdentity, func(w docstore.Write) error { return identityRule(s, w) })
 	records := newAssertionRecords(s.Root())
 	s.AddCheck("agents", func(d *docstore.Doc) []error { return checkDoc(records, d) })
+	s.AddRunCheck(RuleIdentity, func() docstore.Check { return identityCheck(s) })
 	queues.InstallRules(s)  // an item's path decides its id, queue and priority; no dependency cycles
 	queues.InstallChecks(s) // gates decided by hand without a record, dependency cycles, path fields
 }
@@ -257,4 +271,126 @@ func agentQueues(d *docstore.Doc) []string {
 		return []string{q}
 	}
 	return nil
+}
+
+// identityRule refuses a write that gives an agent a name other than its
+// file name, or an id another agent has. Only fields the write changes
+// are judged (see InstallRules); a create or a move judges them all, but
+// for an id just minted (justMinted).
+func identityRule(s *docstore.Store, w docstore.Write) error {
+	d := w.Doc
+	if d == nil || d.Kind != schema.Agent {
+		return nil
+	}
+	prev := w.Prev
+	if w.Op == "move" {
+		prev = nil
+	}
+	changed := func(f string) bool {
+		return prev == nil || d.Has(f) != prev.Has(f) || d.String(f) != prev.String(f)
+	}
+	if changed("name") {
+		if err := nameError(w.Op, w.Path, d); err != nil {
+			return err
+		}
+	}
+	if id := d.String("id"); id != "" && changed("id") && !(prev == nil && justMinted(id)) {
+		docs, _ := s.Grep("agents", id) // parses only the files holding id
+		var others []string
+		for _, o := range docs {
+			if o.Path != w.Path && (w.Prev == nil || o.Path != w.Prev.Path) && o.Kind == schema.Agent && o.String("id") == id {
+				others = append(others, o.Path)
+			}
+		}
+		if len(others) > 0 {
+			return identityError(w.Op, w.Path, d, "id", others, ErrDuplicateID)
+		}
+	}
+	return nil
+}
+
+// mintedWithin bounds justMinted: far above the time between minting an
+// id and writing its document, far below the time a person takes to
+// copy an id into a new one.
+const mintedWithin = 5 * time.Second
+
+// justMinted reports whether id is a UUIDv7 minted moments ago, as
+// CreateAgent mints one for every new agent: no other file can hold it,
+// so a create need not read every agent to look (at 10^5 agents, seconds
+// per spawn). An id given by hand (`new agent bob id=...`) is older and
+// is looked for; one copied from an agent made in the last seconds is
+// left to check.
+func justMinted(id string) bool {
+	t, ok := docstore.IDTime(id)
+	if !ok {
+		return false
+	}
+	age := time.Since(t)
+	return age > -mintedWithin && age < mintedWithin
+}
+
+// nameError is the *IdentityError of an agent document at rel whose
+// name field is not its file name, or nil.
+func nameError(op, rel string, d *docstore.Doc) error {
+	if !d.Has("name") || d.String("name") == strings.TrimSuffix(path.Base(rel), ".md") {
+		return nil
+	}
+	return identityError(op, rel, d, "name", nil, ErrNameNotPath)
+}
+
+func identityError(op, rel string, d *docstore.Doc, field string, others []string, err error) *IdentityError {
+	line, col := d.KeyLine(field), 1
+	if n := d.Get(field); n != nil && n.Column > 0 {
+		col = n.Column
+	}
+	return &IdentityError{Op: op, Path: rel, Line: line, Col: col, Field: field, Value: d.String(field), Others: others, Err: err}
+}
+
+// identityCheck is check's report of the agents whose name is not their
+// file name, or whose id another agent has (both copies are reported:
+// which one is the copy, only a person knows). Every agent's id is read
+// once per run, at the first agent checked.
+func identityCheck(s *docstore.Store) docstore.Check {
+	var byID map[string][]string
+	return func(d *docstore.Doc) []error {
+		if d.Kind != schema.Agent {
+			return nil
+		}
+		var out []error
+		if id := d.String("id"); id != "" {
+			if byID == nil {
+				byID = agentIDs(s)
+			}
+			var others []string
+			for _, p := range byID[id] {
+				if p != d.Path {
+					others = append(others, p)
+				}
+			}
+			if len(others) > 0 {
+				out = append(out, identityError("check", d.Path, d, "id", others, ErrDuplicateID))
+			}
+		}
+		if err := nameError("check", d.Path, d); err != nil {
+			out = append(out, err)
+		}
+		return out
+	}
+}
+
+// agentIDs maps the ids of the agent documents to their paths. A file
+// that does not parse has no id here (check reports it on its own).
+func agentIDs(s *docstore.Store) map[string][]string {
+	out := map[string][]string{}
+	names, _ := s.Docs("agents")
+	for _, p := range names {
+		d, err := s.Get(p)
+		if err != nil || d.Kind != schema.Agent {
+			continue
+		}
+		if id := d.String("id"); id != "" {
+			out[id] = append(out[id], p)
+		}
+	}
+	return out
 }

@@ -36,7 +36,7 @@ func (r *CheckReport) Valid(strict bool) bool {
 }
 
 // Check parses and validates documents and runs the installed Checks
-// (AddCheck) on each one that parses. targets are store-relative paths
+// (AddCheck, AddRunCheck) on each one that parses. targets are store-relative paths
 // of documents or of directories, walked with Walk; none means the whole
 // store. Every problem is reported, one bad file never hides another;
 // fields the schema does not know are reported only when strict. The
@@ -74,8 +74,9 @@ func (s *Store) CheckWith(targets []string, opt CheckOptions) (*CheckReport, err
 		paths = append(paths, t)
 	}
 	r := &CheckReport{Checked: len(paths), Problems: []Problem{}}
+	checks := s.runChecks()
 	for i, rel := range paths {
-		r.Problems = append(r.Problems, s.checkDoc(rel, strict)...)
+		r.Problems = append(r.Problems, s.checkDoc(rel, strict, checks)...)
 		if opt.Progress != nil {
 			opt.Progress(i+1, len(paths))
 		}
@@ -83,7 +84,7 @@ func (s *Store) CheckWith(targets []string, opt CheckOptions) (*CheckReport, err
 	return r, nil
 }
 
-func (s *Store) checkDoc(rel string, strict bool) []Problem {
+func (s *Store) checkDoc(rel string, strict bool, checks []Check) []Problem {
 	d, err := s.Get(rel)
 	if err != nil {
 		path, line, col := Position(err)
@@ -105,8 +106,8 @@ func (s *Store) checkDoc(rel string, strict bool) []Problem {
 	for _, e := range d.Validate(strict) {
 		out = append(out, Problem{Path: e.Path, Line: e.Line, Col: e.Col, Field: e.Field, Error: e.Msg, Message: e.Error(), Unknown: e.Unknown, Err: e})
 	}
-	for _, c := range s.checks {
-		for _, err := range c.fn(d) {
+	for _, c := range checks {
+		for _, err := range c(d) {
 			path, line, col := Position(err)
 			if path == "" {
 				path = rel

@@ -114,15 +114,40 @@ type Check func(*Doc) []error
 type namedCheck struct {
 	name string
 	fn   Check
+	mk   func() Check // AddRunCheck: makes fn for each run
 }
 
 // AddCheck installs a Check under a name (replacing one of the same name).
 // Install checks before sharing the Store between goroutines.
 func (s *Store) AddCheck(name string, fn Check) {
-	i := slices.IndexFunc(s.checks, func(c namedCheck) bool { return c.name == name })
+	s.addCheck(namedCheck{name: name, fn: fn})
+}
+
+// AddRunCheck installs a check that mk makes afresh at the start of each
+// Check run, for a check that compares a document with others (two
+// agents sharing an id): what it learns about the others must be this
+// run's, not a run's before. One of the same name is replaced.
+func (s *Store) AddRunCheck(name string, mk func() Check) {
+	s.addCheck(namedCheck{name: name, mk: mk})
+}
+
+func (s *Store) addCheck(c namedCheck) {
+	i := slices.IndexFunc(s.checks, func(o namedCheck) bool { return o.name == c.name })
 	if i >= 0 {
-		s.checks[i].fn = fn
+		s.checks[i] = c
 		return
 	}
-	s.checks = append(s.checks, namedCheck{name, fn})
+	s.checks = append(s.checks, c)
+}
+
+// runChecks are the checks of one Check run.
+func (s *Store) runChecks() []Check {
+	out := make([]Check, len(s.checks))
+	for i, c := range s.checks {
+		out[i] = c.fn
+		if c.mk != nil {
+			out[i] = c.mk()
+		}
+	}
+	return out
 }

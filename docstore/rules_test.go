@@ -215,3 +215,33 @@ func TestMigrateStore(t *testing.T) {
 		t.Fatalf("invalid result written:\n%s", b)
 	}
 }
+
+// A run check is made afresh for each Check run: what it gathered about
+// the other documents in one run does not leak into the next.
+func TestRunCheckIsPerRun(t *testing.T) {
+	s := initStore(t)
+	writeFile(t, s, "agents/a.md", "---\nname: a\n---\n")
+	runs := 0
+	s.AddRunCheck("test/per-run", func() Check {
+		runs++
+		seen := 0
+		return func(d *Doc) []error {
+			if seen++; seen > 1 {
+				return []error{errors.New("seen twice in one run")}
+			}
+			return nil
+		}
+	})
+	for range 2 {
+		rep, err := s.Check([]string{"agents/a.md"}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Problems) != 0 {
+			t.Fatalf("problems %+v: the check of one run saw another's documents", rep.Problems)
+		}
+	}
+	if runs != 2 {
+		t.Fatalf("made %d times for 2 runs", runs)
+	}
+}

@@ -19,7 +19,9 @@ func newCheckCommand() *cli.Command {
 		Description: `Parses and validates every document (or the given files and directories) and
 lists every problem as path:line:col: field: message. Exit 5 if any document is
 invalid. Unknown fields are reported only with --strict. Beyond the schema it
-reports agent states edited by hand to an illegal value and commitments whose
+reports agent states edited by hand to an illegal value, agents whose name is
+not their file name or whose id another agent has (a copied file), items
+whose id, queue or priority disagree with their path, and commitments whose
 assertion changed since they were made.
 
 Examples:

@@ -77,6 +77,8 @@ var exitCodes = []struct {
 	{agents.ErrPersonNotAgent, exitUsage},
 	{agents.ErrBadPool, exitUsage},
 	{agents.ErrNearRole, exitUsage}, // a typo of a role, not a role that is missing
+	{agents.ErrNameNotPath, exitUsage}, // as an item's path fields
+	{agents.ErrDuplicateID, exitUsage},
 
 	// agents/view
 	{view.ErrNoInput, exitUsage},

@@ -27,8 +27,10 @@ body is the text under its box.
 The plan and its items follow each other: a done item ticks its box (one
 line changes); a box ticked by hand completes its item, "[-]" or a
 struck-through ticked box cancels it, a new unchecked box becomes an item, a
-removed box cancels its item. Hand edits that contradict the engine (ticked
-while claimed, ticked while a gate waits) are reported, never acted on.
+removed box cancels its item (also when its tasks: entry was removed with it,
+or a git checkout restored a plan older than the task). Hand edits that
+contradict the engine (ticked while claimed, ticked while a gate waits) are
+reported, never acted on.
 
 Examples:
    tavern plan import launch.md --queue work

@@ -27,7 +27,12 @@
 // changes; a box ticked by hand completes its item, "[-]" or a
 // struck-through ticked box ("- [x] ~~text~~") cancels it, and opening
 // it again ("[ ]") brings a cancelled item back to pending; a new
-// unchecked box becomes an item; a removed box cancels its item. Hand
+// unchecked box becomes an item; a removed box cancels its item, and so
+// does a box removed together with its tasks: entry (by hand, or a git
+// checkout of a plan older than the task): the item still names the
+// plan in its plan: field, no box or entry names it, and a pending one
+// is cancelled (a claimed one is a conflict until it ends, a done one
+// stays done). Hand
 // edits that contradict the engine (ticked while claimed, ticked while a
 // gate waits) are Conflicts: reported by every sync that sees them,
 // journaled (plan.conflict) once while they persist (the plan's last

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -115,7 +116,7 @@ func Import(b *queues.Broker, opt ImportOptions) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Plan: opt.Name}
-	ids, err := createItems(b, opt.Name, opt.Queue, opt.By, src, first, tasks, nil, nil, rep)
+	ids, err := createItems(b, opt.Name, opt.Queue, opt.By, src, first, tasks, nil, rep)
 	if len(rep.Added) > 0 {
 		m := map[string]string{}
 		for i, id := range ids {
@@ -255,12 +256,11 @@ func order(tasks []*Task, firstLine int, want func(*Task) bool) ([]*Task, error)
 // createItems adds an item for every open box among tasks that has none
 // (known maps task index -> item id of boxes that have one), in
 // dependency order. It returns the ids by task index ("" for none), and
-// records what it did in rep. adopt maps titles to orphan items of the
-// plan (a crashed import or sync) to take over instead of adding anew.
-// A box that cannot become an item is an error at path:line, line being
-// firstLine (the file line of the body's first line, minus one) plus the
-// box's line in the body.
-func createItems(b *queues.Broker, plan, queue, by, path string, firstLine int, tasks []*Task, known map[int]string, adopt map[string][]string, rep *Report) ([]string, error) {
+// records what it did in rep (Sync has taken over the plan's orphan
+// items by then: see orphans). A box that cannot become an item is an
+// error at path:line, line being firstLine (the file line of the body's
+// first line, minus one) plus the box's line in the body.
+func createItems(b *queues.Broker, plan, queue, by, path string, firstLine int, tasks []*Task, known map[int]string, rep *Report) ([]string, error) {
 	ids := make([]string, len(tasks))
 	for i, id := range known {
 		ids[i] = id
@@ -275,12 +275,6 @@ func createItems(b *queues.Broker, plan, queue, by, path string, firstLine int, 
 			if id := ids[d.Index]; id != "" && !slices.Contains(dep, id) {
 				dep = append(dep, id)
 			}
-		}
-		if cands := adopt[t.Title]; len(cands) > 0 {
-			ids[t.Index] = cands[0]
-			adopt[t.Title] = cands[1:]
-			rep.Adopted = append(rep.Adopted, cands[0])
-			continue
 		}
 		body := t.Body
 		if body == "" {
@@ -348,7 +342,18 @@ type SyncOptions struct {
 //     box it is nested under);
 //   - a removed box cancels its pending item;
 //   - a cancelled item whose box is open again ([-] back to [ ] by hand,
-//     or a checkout of the plan) goes back to pending (Broker.Retry).
+//     or a checkout of the plan) goes back to pending (Broker.Retry);
+//   - an item of the plan (its plan: field) that the tasks: map does not
+//     name is an orphan: a box of its title without an item takes it
+//     over (then as above); one that no box takes lost its box and its
+//     entry together (deleted by hand, or a checkout of a plan older
+//     than the task) and is cancelled like a removed box's, pending
+//     only: a claimed one is a Conflict until it ends (done, it stays
+//     done; back to pending, a later sync cancels it), a done or dead
+//     one is left as it is. Orphans are looked for when a box has no
+//     item or the file changed since the last sync that looked (the
+//     revision is kept in .tavern/.plans/<name>.scanned), so a sync of
+//     an untouched plan reads no queue directory.
 //
 // A hand edit that contradicts the engine — a box ticked or removed
 // while its item is claimed, ticked while a gate is pending — is
@@ -393,7 +398,8 @@ func Sync(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
 // (.tavern/.plans/<name>.conflicts, engine-private): what makes a
 // conflict that persists journaled once, and again only when it comes
 // back after it was resolved. Keeping it out of the plan's own file means
-// a sync that finds nothing to do writes nothing there.
+// a sync that finds nothing to do writes nothing there. scannedFile is
+// there too.
 const conflictsDir = ".plans"
 
 // conflictKey is a conflict's identity: its item and message (which name
@@ -436,14 +442,20 @@ func saveConflicts(s *docstore.Store, name string, keys []conflictKey) error {
 	if err != nil {
 		return err
 	}
+	return writePrivate(path, append(data, '\n'))
+}
+
+// writePrivate replaces an engine-private file atomically (write, then
+// rename); no fsync: it is bookkeeping, and its loss only costs work.
+func writePrivate(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), name+".conflicts.tmp*")
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err
 	}
-	_, err = tmp.Write(append(data, '\n'))
+	_, err = tmp.Write(data)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -454,6 +466,27 @@ func saveConflicts(s *docstore.Store, name string, keys []conflictKey) error {
 		os.Remove(tmp.Name())
 	}
 	return err
+}
+
+// scannedFile holds, per plan, the revision of its file when a sync last
+// saw every orphan of the plan (.tavern/.plans/<name>.scanned): a sync
+// looks for orphans again only when the file is not that one any more.
+func scannedFile(s *docstore.Store, name string) string {
+	return filepath.Join(s.Root(), conflictsDir, name+".scanned")
+}
+
+// loadScanned is the revision recorded by saveScanned; "" (scan) when
+// there is none or it cannot be read.
+func loadScanned(s *docstore.Store, name string) string {
+	data, err := os.ReadFile(scannedFile(s, name))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}
+
+func saveScanned(s *docstore.Store, name, rev string) error {
+	return writePrivate(scannedFile(s, name), []byte(rev+"\n"))
 }
 
 // journalConflicts appends a plan.conflict event for each conflict of rep
@@ -582,21 +615,53 @@ func syncOnce(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
 		_, _ = b.Journal().Append(journal.Event{Type: journal.TypeExternal, Kind: "plan", Path: rel, Item: id, Queue: queue,
 			Data: map[string]any{"change": "box " + action + " by hand", "line": first + t.Line, "title": t.Title}})
 	}
+	// The plan's items that its tasks: map does not name (orphans, by
+	// title): read when a box has no item, to take one over, and when the
+	// file changed since the last sync that looked, to cancel the items
+	// whose box and entry were removed together. Finding them reads the
+	// queue's directories: a sync of a file nobody touched does not.
+	var orph map[string][]string
+	scanned := false // orph holds every orphan (pending and claimed at least)
+	scan := func(withDone bool) { orph, scanned = orphans(b, name, queue, m, withDone) }
 	present := map[string]bool{}
 	for _, t := range tasks {
 		id, ok := byKey[t.Key]
-		if !ok {
-			continue
-		}
-		present[id] = true
-		it, err := b.Get(id)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
+		var it *queues.Item
+		if ok {
+			present[id] = true
+			it, err = b.Get(id)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
 				rep.Notes = append(rep.Notes, fmt.Sprintf("line %d %q: item %s is gone; the box becomes a new item", first+t.Line, t.Title, id))
 				delete(newMap, id)
+				ok = false
+			case err != nil:
+				return nil, err
+			}
+		}
+		if !ok {
+			// A box without an item takes over an orphan of the same
+			// title (a crash between adding an item and recording it, a
+			// checkout of a plan older than its map), and acts on it as
+			// on any box: an open box of a done item is ticked, a ticked
+			// box completes it, [-] cancels it.
+			if orph == nil {
+				scan(true)
+			}
+			cands := orph[t.Title]
+			if len(cands) == 0 {
 				continue
 			}
-			return nil, err
+			id, orph[t.Title] = cands[0], cands[1:]
+			it, err = b.Get(id)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			newMap[id] = t.Key
+			rep.Adopted = append(rep.Adopted, id)
 		}
 		known[t.Index] = id
 		switch {
@@ -678,18 +743,53 @@ func syncOnce(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
 		}
 		delete(newMap, id)
 	}
-	// New open boxes: items (adopting orphans of a crashed run first).
-	var adopt map[string][]string
-	for _, t := range tasks {
-		if t.Open() && known[t.Index] == "" {
-			adopt, err = orphans(b, name, queue, m)
+	// Orphans no box took over: their box went with its tasks: entry (a
+	// hand edit, a checkout of a plan older than the task). A pending one
+	// is cancelled as a removed box's is; a claimed one is a conflict,
+	// left to its holder (cancelled at a later sync if it comes back to
+	// pending); a done or dead one stays as it is.
+	prevRev := loadScanned(s, name)
+	if orph == nil && prevRev != d.Rev {
+		scan(false)
+	}
+	clean := prevRev == d.Rev || scanned // no orphan this sync leaves behind unseen
+	var left []string
+	for _, ids := range orph {
+		left = append(left, ids...)
+	}
+	sort.Strings(left)
+	for _, id := range left {
+		it, err := b.Get(id)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		held := func(holder string) {
+			conflict(nil, id, fmt.Sprintf("%q: its box and tasks entry were removed while %s holds it; kept until it finishes", it.Title, holder))
+			rep.Conflicts[len(rep.Conflicts)-1].Title = it.Title
+			clean = false // looked for again until it is no longer held
+		}
+		switch it.State {
+		case queues.Claimed:
+			held(it.ClaimedBy)
+		case queues.Pending:
+			_, err := b.Resolve(id, queues.ResolveOptions{Cancel: true, Reason: "its box and tasks entry were removed from " + rel, By: rel, External: true})
+			if errors.Is(err, queues.ErrState) {
+				held("someone") // claimed since it was read
+				continue
+			}
 			if err != nil {
 				return nil, err
 			}
-			break
+			rep.Cancelled = append(rep.Cancelled, id)
+			_, _ = b.Journal().Append(journal.Event{Type: EventCancelled, Kind: "plan", Path: rel, Item: id, Queue: queue,
+				Data: map[string]any{"title": it.Title, "orphan": true}})
 		}
 	}
-	ids, cerr := createItems(b, name, queue, opt.By, rel, first, tasks, known, adopt, rep)
+	// New open boxes: items.
+	ids, cerr := createItems(b, name, queue, opt.By, rel, first, tasks, known, rep)
 	for _, t := range tasks {
 		if id := ids[t.Index]; id != "" && known[t.Index] == "" {
 			newMap[id] = t.Key
@@ -702,14 +802,22 @@ func syncOnce(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
 			}
 		}
 	}
+	// What the last scan saw: the file as this sync leaves it, when no
+	// orphan can hide in it (our own write adds none).
+	record := func(rev string) {
+		if clean && cerr == nil && rev != prevRev {
+			_ = saveScanned(s, name, rev) // bookkeeping: if lost, the next sync scans again
+		}
+	}
 	if len(ticks) == 0 && mapsEqual(m, newMap) {
+		record(d.Rev)
 		return rep, cerr
 	}
 	newBody := append([]byte(nil), body...)
 	for _, off := range ticks {
 		newBody[off] = 'x'
 	}
-	_, err = s.UpdateIf(rel, d.Rev, func(doc *docstore.Doc) error {
+	nd, err := s.UpdateIf(rel, d.Rev, func(doc *docstore.Doc) error {
 		if len(ticks) > 0 {
 			doc.SetBody(newBody)
 		}
@@ -721,35 +829,46 @@ func syncOnce(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
 	if err != nil {
 		return rep, errors.Join(cerr, err)
 	}
+	record(nd.Rev)
 	for _, id := range rep.Ticked {
 		_, _ = b.Journal().Append(journal.Event{Type: EventTicked, Kind: "plan", Path: rel, Item: id, Queue: queue, Data: map[string]any{"message": "its box is ticked in " + rel}})
 	}
 	return rep, cerr
 }
 
-// orphans finds the plan's items that its tasks: map does not know (a
-// crash between adding an item and recording it), by title.
-func orphans(b *queues.Broker, plan, queue string, m map[string]string) (map[string][]string, error) {
-	out := map[string][]string{}
-	for _, st := range []string{queues.Pending, queues.Claimed, queues.Done, queues.Dead} {
-		dir := "queues/" + queue + "/" + st
-		ents, err := os.ReadDir(filepath.Join(b.Store().Root(), dir))
-		if err != nil {
-			continue
+// orphans finds the plan's items that its tasks: map m does not name,
+// by title: pending and claimed ones, done ones too with withDone (to
+// take over; done/ grows without bound, so only then). Only files that
+// mention the plan's name are parsed. complete is false when a directory
+// could not be read whole: an orphan may be missing.
+func orphans(b *queues.Broker, plan, queue string, m map[string]string, withDone bool) (out map[string][]string, complete bool) {
+	out = map[string][]string{}
+	complete = true
+	seen := map[string]bool{} // a crash's copy in two directories is one item
+	states := []string{queues.Pending, queues.Claimed}
+	if withDone {
+		states = append(states, queues.Done)
+	}
+	for _, st := range states {
+		docs, errs := b.Store().Grep("queues/"+queue+"/"+st, plan)
+		for _, e := range errs {
+			// A file that does not parse is check's to report; one that
+			// cannot be read leaves the scan incomplete.
+			var pe *docstore.ParseError
+			if !errors.As(e, &pe) {
+				complete = false
+			}
 		}
-		for _, e := range ents {
-			id, ok := strings.CutSuffix(e.Name(), ".md")
-			if !ok || m[id] != "" {
+		for _, d := range docs {
+			id := strings.TrimSuffix(path.Base(d.Path), ".md")
+			if _, named := m[id]; named || seen[id] || d.String("plan") != plan {
 				continue
 			}
-			d, err := b.Store().Get(dir + "/" + e.Name())
-			if err != nil || d.String("plan") != plan || st == queues.Dead {
-				continue
-			}
+			seen[id] = true
 			out[d.String("title")] = append(out[d.String("title")], id)
 		}
 	}
-	return out, nil
+	return out, complete
 }
 
 func mapsEqual(a, b map[string]string) bool {

@@ -407,6 +407,82 @@ func TestSyncAdoptsItemsOfACrashedImport(t *testing.T) {
 	}
 }
 
+// An orphan (an item of the plan its map lost) is taken over by a box of
+// its title whatever the box's mark, and acted on as that box says; an
+// orphan no box takes is cancelled. Before, only open boxes took orphans
+// over: the others stayed pending for ever.
+func TestSyncAdoptsOrphansWhateverTheirBox(t *testing.T) {
+	e := newEnv(t)
+	if _, err := plans.Import(e.b, plans.ImportOptions{Name: "launch", Queue: "work", Data: []byte(plan)}); err != nil {
+		t.Fatal(err)
+	}
+	// The map lost (a crashed import), and the boxes edited by hand
+	// before the next sync: one ticked, one cancelled, one removed.
+	doc := e.read("launch")
+	i := strings.Index(doc, "tasks:")
+	j := strings.Index(doc[i:], "\n---\n")
+	doc = doc[:i] + doc[i+j+1:]
+	doc = strings.Replace(doc, "- [ ] Announce\n", "- [x] Announce\n", 1)
+	doc = strings.Replace(doc, "  - [ ] Test\n", "  - [-] Test\n", 1)
+	doc = strings.Replace(doc, "- [ ] Approve launch (gate: human)\n", "", 1)
+	e.write("launch", doc)
+	rep, err := plans.Sync(e.b, "launch", plans.SyncOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	its := e.byTitle()
+	if len(rep.Added) != 0 || len(rep.Adopted) != 4 {
+		t.Errorf("added %d adopted %d, want 0 and 4 (every box of an item)", len(rep.Added), len(rep.Adopted))
+	}
+	if want := []string{its["Announce"].ID}; !slices.Equal(rep.Completed, want) {
+		t.Errorf("completed %v, want Announce's %v", rep.Completed, want)
+	}
+	cancelled := []string{its["Test"].ID, its["Approve launch"].ID}
+	slices.Sort(cancelled)
+	slices.Sort(rep.Cancelled)
+	if !slices.Equal(rep.Cancelled, cancelled) {
+		t.Errorf("cancelled %v, want Test's and Approve launch's %v", rep.Cancelled, cancelled)
+	}
+	for title, state := range map[string]string{"Release": queues.Pending, "Build": queues.Pending, "Announce": queues.Done, "Test": queues.Dead, "Approve launch": queues.Dead} {
+		if got := its[title].State; got != state {
+			t.Errorf("%s is %s, want %s", title, got, state)
+		}
+	}
+	if rep, err := plans.Sync(e.b, "launch", plans.SyncOptions{}); err != nil || rep.Changed() {
+		t.Errorf("second sync: %v %+v, want nothing to do", err, rep)
+	}
+}
+
+// Orphans are looked for only when the plan's file changed since the last
+// sync that looked (or a box lacks an item): a sync of an untouched plan,
+// as every pool tick makes, does not read the queue's directories. An
+// item that claims the plan without any edit of it (here added through
+// the API) is therefore seen at the next edit of the file, not before.
+func TestSyncLooksForOrphansWhenTheFileChanged(t *testing.T) {
+	e := newEnv(t)
+	if _, err := plans.Import(e.b, plans.ImportOptions{Name: "p", Queue: "work", Data: []byte("- [ ] A\n- [ ] B\n")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plans.Sync(e.b, "p", plans.SyncOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	stray, err := e.b.Add("work", queues.AddOptions{Title: "C", Plan: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := plans.Sync(e.b, "p", plans.SyncOptions{}); err != nil || rep.Changed() {
+		t.Fatalf("sync of an untouched plan: %v %+v, want nothing done", err, rep)
+	}
+	e.write("p", e.read("p")+"\n")
+	rep, err := plans.Sync(e.b, "p", plans.SyncOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rep.Cancelled, []string{stray.ID}) {
+		t.Fatalf("cancelled %v after an edit, want the stray item %s", rep.Cancelled, stray.ID)
+	}
+}
+
 // A conflict is journaled once while it persists: every sync, status and
 // pool tick sees it again, and the journal would repeat it each time. The
 // status counts a box by the state it lists (claimed), not by its mark.
