@@ -68,31 +68,34 @@ func (e *CycleError) Unwrap() []error { return []error{ErrCycle, e.field()} }
 
 // installCycleCheck adds the dependency cycle check to s (InstallChecks;
 // run by `tavern check`): an item on a dependency cycle is reported at
-// its depends_on line. The cycles are found once, over the whole store,
-// at the first item checked (a check is a one-shot pass).
+// its depends_on line. The cycles are found once per check run, over the
+// whole store, at the first item checked: a store that lives on (a pool,
+// serve) is checked again as it is then, not as its first run saw it.
 func installCycleCheck(s *docstore.Store) {
-	var once sync.Once
-	var byPath map[string]error
-	s.AddCheck("queues.cycles", func(d *docstore.Doc) []error {
-		if d.Kind != schema.Item || !d.Has("depends_on") {
+	s.AddRunCheck("queues.cycles", func() docstore.Check {
+		var once sync.Once
+		var byPath map[string]error
+		return func(d *docstore.Doc) []error {
+			if d.Kind != schema.Item || !d.Has("depends_on") {
+				return nil
+			}
+			once.Do(func() {
+				byPath = map[string]error{}
+				cs, err := FindCycles(s)
+				if err != nil {
+					return
+				}
+				for _, c := range cs {
+					for i, m := range c.Members {
+						byPath[m.Path] = &CycleError{Cycle: c, Member: i}
+					}
+				}
+			})
+			if err := byPath[d.Path]; err != nil {
+				return []error{err}
+			}
 			return nil
 		}
-		once.Do(func() {
-			byPath = map[string]error{}
-			cs, err := FindCycles(s)
-			if err != nil {
-				return
-			}
-			for _, c := range cs {
-				for i, m := range c.Members {
-					byPath[m.Path] = &CycleError{Cycle: c, Member: i}
-				}
-			}
-		})
-		if err := byPath[d.Path]; err != nil {
-			return []error{err}
-		}
-		return nil
 	})
 }
 

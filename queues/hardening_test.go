@@ -243,3 +243,40 @@ func TestInstanceFence(t *testing.T) {
 		t.Errorf("instance ../x: %v, want an invalid name", err)
 	}
 }
+
+// The cycle check of `tavern check` finds the cycles of the run it is in:
+// a long-lived store (a pool, serve) checked again after a hand edit
+// closes or opens a cycle reports the store as it is now.
+func TestCycleCheckIsPerRun(t *testing.T) {
+	s := newStore(t, true)
+	queues.InstallChecks(s)
+	b := newBroker(t, s, nil)
+	mustQueue(t, b, "q", queues.QueueOptions{})
+	a := mustAdd(t, b, "q", queues.AddOptions{Title: "a"})
+	c := mustAdd(t, b, "q", queues.AddOptions{Title: "c", DependsOn: []string{a.ID}})
+	cycleProblems := func() int {
+		t.Helper()
+		rep, err := s.Check(nil, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, p := range rep.Problems {
+			if errors.Is(p.Err, queues.ErrCycle) {
+				n++
+			}
+		}
+		return n
+	}
+	if got := cycleProblems(); got != 0 {
+		t.Fatalf("before the edit: %d cycle problems, want 0", got)
+	}
+	handEdit(t, s, a.Path, func(d *docstore.Doc) error { return d.Set("depends_on", []string{c.ID}) })
+	if got := cycleProblems(); got != 2 {
+		t.Fatalf("after closing the cycle: %d cycle problems, want 2", got)
+	}
+	handEdit(t, s, a.Path, func(d *docstore.Doc) error { return d.Delete("depends_on") })
+	if got := cycleProblems(); got != 0 {
+		t.Fatalf("after opening it again: %d cycle problems, want 0", got)
+	}
+}
