@@ -34,7 +34,7 @@ func runMigrate(c *cli.Context) error {
 		return err
 	}
 	changed := []map[string]string{}
-	invalid := 0
+	invalid, found := 0, 0
 	err = s.MigrateWith(docstore.MigrateOptions{DryRun: c.Bool("dry-run"), Progress: progress(c, "migrate", "documents")}, func(m docstore.Migration) error {
 		clearProgress(c)
 		switch {
@@ -45,17 +45,20 @@ func runMigrate(c *cli.Context) error {
 			errf(c, "tavern: %s: %v\n", m.Path, m.Err)
 			return nil
 		}
-		diff := unifiedDiff(m.Path, m.Before, m.After)
-		changed = append(changed, map[string]string{"path": m.Path, "diff": diff})
+		found++
+		// The diff only where it is shown: a written migration's text
+		// output names the file.
 		switch {
-		case m.Err != nil: // invalid after migration: left as it is
-			warn(c, m.Err)
-			invalid++
 		case c.Bool("json"):
+			changed = append(changed, map[string]string{"path": m.Path, "diff": unifiedDiff(m.Path, m.Before, m.After)})
 		case m.Written:
 			outf(c, "migrated %s\n", m.Path)
-		default:
-			outf(c, "%s", diff)
+		case m.Err == nil:
+			outf(c, "%s", unifiedDiff(m.Path, m.Before, m.After))
+		}
+		if m.Err != nil { // invalid after migration: left as it is
+			warn(c, m.Err)
+			invalid++
 		}
 		return nil
 	})
@@ -66,7 +69,7 @@ func runMigrate(c *cli.Context) error {
 		if err := printJSON(c, changed); err != nil {
 			return err
 		}
-	} else if len(changed) == 0 {
+	} else if found == 0 {
 		outf(c, "all documents are at the current schema version\n")
 	}
 	if invalid > 0 {
