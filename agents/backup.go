@@ -7,9 +7,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/docstore"
@@ -20,7 +23,14 @@ import (
 //
 // A backup is a plain copy of .tavern/ without the engine-private
 // directories (.tmp, .locks, .trash, .index and anything else starting with
-// a dot, but the .gitignore). It is consistent file by file: every
+// a dot, but the .gitignore). It holds regular files and directories
+// only: a symlink is never followed (nothing outside .tavern/ is read,
+// even through a file or directory swapped for a link while the backup
+// runs) nor copied as a link, and a FIFO, socket or device is not a
+// document; each is left out and reported (Skipped), and the backup goes
+// on. Restore copies a backup the same way.
+//
+// A backup is consistent file by file: every
 // document is replaced atomically by rename, so opening and reading it
 // yields a whole old or whole new version, never a torn one. Message
 // chunks are copied under their channel's lock, so each channel is a
@@ -40,7 +50,19 @@ type BackupResult struct {
 	Dir   string `json:"dir"`
 	Files int    `json:"files"`
 	Bytes int64  `json:"bytes"`
+	// Skipped lists what was not copied (never nil): symlinks and
+	// special files.
+	Skipped []SkippedFile `json:"skipped"`
 }
+
+// SkippedFile is an entry of the store a backup or restore did not copy
+// because it is not a regular file or directory.
+type SkippedFile struct {
+	Path   string `json:"path"`   // slash-separated, relative to the store
+	Reason string `json:"reason"` // what it is, e.g. "symlink to alice.md"
+}
+
+func (f SkippedFile) String() string { return f.Path + ": " + f.Reason }
 
 // BackupOptions tune BackupWith.
 type BackupOptions struct {
@@ -113,11 +135,14 @@ func BackupWith(s *docstore.Store, dest string, opt BackupOptions) (*BackupResul
 			os.RemoveAll(tmp)
 		}
 	}()
-	plan, err := planCopy(s.Root(), tmp)
+	plan, skipped, err := planCopy(s.Root(), tmp)
 	if err != nil {
 		return nil, err
 	}
-	c := &copier{total: plan.files(), progress: opt.Progress, res: res}
+	if testHookAfterPlan != nil {
+		testHookAfterPlan()
+	}
+	c := &copier{total: plan.files(), progress: opt.Progress, res: res, skipped: skipped}
 	// A channel's chunks are copied under its lock: a consistent
 	// snapshot of each channel.
 	lock := func(channel string) (func(), error) {
@@ -130,6 +155,7 @@ func BackupWith(s *docstore.Store, dest string, opt BackupOptions) (*BackupResul
 	if err := c.run(plan, lock); err != nil {
 		return nil, err
 	}
+	res.Skipped = c.sortedSkipped()
 	if err := docstore.SyncFS(tmp); err != nil {
 		return nil, err
 	}
@@ -143,13 +169,16 @@ func BackupWith(s *docstore.Store, dest string, opt BackupOptions) (*BackupResul
 	return res, nil
 }
 
-// copyStep copies the regular files files of the directory src into dst
-// (which it creates); channel, if set, names the channel whose lock the
-// copy holds.
+// testHookAfterPlan runs between the plan of a backup and its copy.
+var testHookAfterPlan func()
+
+// copyStep copies the regular files files of the directory rel (relative
+// to root; "" is root itself) into dst (which it creates); channel, if
+// set, names the channel whose lock the copy holds.
 type copyStep struct {
-	src, dst string
-	files    []string
-	channel  string
+	root, rel, dst string
+	files          []string
+	channel        string
 }
 
 type copyPlan []copyStep
@@ -163,29 +192,43 @@ func (p copyPlan) files() int {
 }
 
 // planCopy lists what a copy of the store directory src to dst does:
-// every directory and its files, without dot names (but the top-level
-// .gitignore), symlinks and special files. Each directory of messages/
-// named like a channel is tagged with its channel.
-func planCopy(src, dst string) (copyPlan, error) {
+// every directory and its regular files, without dot names (but the
+// top-level .gitignore). Symlinks and special files are returned as
+// skipped; a directory is opened without following a link. Each
+// directory of messages/ named like a channel is tagged with its channel.
+func planCopy(src, dst string) (copyPlan, []SkippedFile, error) {
 	var plan copyPlan
-	msgs := filepath.Join(src, "messages")
-	var walk func(src, dst string) error
-	walk = func(dir, out string) error {
-		ents, err := os.ReadDir(dir)
+	var skipped []SkippedFile
+	var walk func(rel, out string) error
+	walk = func(rel, out string) error {
+		fd, err := openDirNoFollow(src, rel)
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) && dir != src {
+			switch {
+			case rel == "":
+				return err
+			case errors.Is(err, fs.ErrNotExist):
 				return nil // removed while we looked
+			case errors.Is(err, errNotDir):
+				// Swapped for a link or a file since its parent was read.
+				skipped = append(skipped, SkippedFile{Path: filepath.ToSlash(rel), Reason: "no longer a directory (changed during the copy)"})
+				return nil
 			}
 			return err
 		}
-		step := copyStep{src: dir, dst: out}
-		if filepath.Dir(dir) == msgs && messages.ValidChannel(filepath.Base(dir)) == nil {
-			step.channel = filepath.Base(dir)
+		dir := os.NewFile(uintptr(fd), filepath.Join(src, rel))
+		ents, err := dir.ReadDir(-1)
+		if err != nil {
+			dir.Close()
+			return err
+		}
+		step := copyStep{root: src, rel: rel, dst: out}
+		if filepath.Dir(rel) == "messages" && messages.ValidChannel(filepath.Base(rel)) == nil {
+			step.channel = filepath.Base(rel)
 		}
 		var dirs []string
 		for _, e := range ents {
 			name := e.Name()
-			if docstore.Private(name) && !(dir == src && name == ".gitignore") {
+			if docstore.Private(name) && !(rel == "" && name == ".gitignore") {
 				continue
 			}
 			switch {
@@ -193,20 +236,68 @@ func planCopy(src, dst string) (copyPlan, error) {
 				dirs = append(dirs, name)
 			case e.Type().IsRegular():
 				step.files = append(step.files, name)
+			default:
+				skipped = append(skipped, SkippedFile{Path: filepath.ToSlash(filepath.Join(rel, name)), Reason: oddFile(fd, name, e.Type())})
 			}
 		}
+		dir.Close()
 		plan = append(plan, step)
 		for _, name := range dirs {
-			if err := walk(filepath.Join(dir, name), filepath.Join(out, name)); err != nil {
+			if err := walk(filepath.Join(rel, name), filepath.Join(out, name)); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	if err := walk(src, dst); err != nil {
-		return nil, err
+	if err := walk("", dst); err != nil {
+		return nil, nil, err
 	}
-	return plan, nil
+	return plan, skipped, nil
+}
+
+// openDirNoFollow opens root/rel as a directory without following a
+// symlink at any component of rel (root is the store, or the backup,
+// as given).
+func openDirNoFollow(root, rel string) (int, error) {
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, &fs.PathError{Op: "open", Path: root, Err: err}
+	}
+	for _, part := range strings.Split(filepath.ToSlash(rel), "/") {
+		if part == "" {
+			continue
+		}
+		next, err := unix.Openat(fd, part, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		if err == unix.ELOOP || err == unix.ENOTDIR {
+			err = errNotDir
+		}
+		if err != nil {
+			return -1, &fs.PathError{Op: "open", Path: filepath.Join(root, rel), Err: err}
+		}
+		fd = next
+	}
+	return fd, nil
+}
+
+// oddFile says what the entry name of the directory dirfd is, for an
+// entry that is not a regular file or directory.
+func oddFile(dirfd int, name string, mode fs.FileMode) string {
+	switch {
+	case mode&fs.ModeSymlink != 0:
+		buf := make([]byte, 4096)
+		if n, err := unix.Readlinkat(dirfd, name, buf); err == nil {
+			return "symlink to " + string(buf[:n]) + " (not followed)"
+		}
+		return "symlink (not followed)"
+	case mode&fs.ModeNamedPipe != 0:
+		return "named pipe, not a regular file"
+	case mode&fs.ModeSocket != 0:
+		return "socket, not a regular file"
+	case mode&fs.ModeDevice != 0:
+		return "device, not a regular file"
+	}
+	return "not a regular file"
 }
 
 // copier copies the files of a plan without syncing each (the caller
@@ -217,6 +308,14 @@ type copier struct {
 	done, total int
 	progress    func(done, total int)
 	res         *BackupResult
+	skipped     []SkippedFile // from the plan, and what changed since
+}
+
+// sortedSkipped returns what was skipped, by path, never nil.
+func (c *copier) sortedSkipped() []SkippedFile {
+	out := append([]SkippedFile{}, c.skipped...)
+	slices.SortFunc(out, func(a, b SkippedFile) int { return strings.Compare(a.Path, b.Path) })
+	return out
 }
 
 // copyWorkers copy files at once; copyChunk files are one unit of work.
@@ -292,14 +391,31 @@ func (c *copier) run(plan copyPlan, lock func(channel string) (func(), error)) e
 }
 
 func (c *copier) copy(step copyStep) error {
+	// Through a descriptor opened without following links: a file or
+	// directory swapped for a link since the plan is skipped, and what
+	// it points at is never read.
+	dirfd, err := openDirNoFollow(step.root, step.rel)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil // a directory removed since the plan
+	case errors.Is(err, errNotDir):
+		c.skip(SkippedFile{Path: filepath.ToSlash(step.rel), Reason: "no longer a directory (changed during the copy)"})
+		return nil
+	case err != nil:
+		return err
+	}
+	defer unix.Close(dirfd)
 	for _, name := range step.files {
-		src := filepath.Join(step.src, name)
-		data, err := os.ReadFile(src)
+		data, skip, err := readNoFollow(dirfd, name)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // a queue item moved on: its new path is copied or was
 		}
 		if err != nil {
-			return err
+			return &fs.PathError{Op: "read", Path: filepath.Join(step.root, step.rel, name), Err: err}
+		}
+		if skip != "" {
+			c.skip(SkippedFile{Path: filepath.ToSlash(filepath.Join(step.rel, name)), Reason: skip})
+			continue
 		}
 		if strings.HasSuffix(name, ".jsonl") {
 			// An append-only journal: drop a line still being written.
@@ -320,6 +436,83 @@ func (c *copier) copy(step copyStep) error {
 	return nil
 }
 
+func (c *copier) skip(f SkippedFile) {
+	c.mu.Lock()
+	c.skipped = append(c.skipped, f)
+	c.mu.Unlock()
+}
+
+// readNoFollow reads the regular file name of the directory dirfd. skip
+// says why it is not read if it is not (any more) a regular file: a
+// symlink is never opened, nor a FIFO or device seen by the lstat (one
+// swapped in after it is opened with O_NONBLOCK, so the open cannot
+// block, and not read).
+func readNoFollow(dirfd int, name string) (data []byte, skip string, err error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil, "", err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, oddFile(dirfd, name, modeType(st.Mode)), nil
+	}
+	var fd int
+	for {
+		fd, err = unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err == unix.ELOOP {
+		return nil, oddFile(dirfd, name, fs.ModeSymlink), nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	defer unix.Close(fd)
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, "", err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, oddFile(dirfd, name, modeType(st.Mode)), nil
+	}
+	// Plain reads, sized by the fstat: an os.File would register the
+	// descriptor with the netpoller first (see docstore/rawio.go).
+	data = make([]byte, 0, st.Size+1)
+	for {
+		if len(data) == cap(data) {
+			data = slices.Grow(data, cap(data))
+		}
+		n, err := unix.Read(fd, data[len(data):cap(data)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		if n == 0 {
+			return data, "", nil
+		}
+		data = data[:len(data)+n]
+	}
+}
+
+// modeType is the fs.FileMode type bits of a stat mode.
+func modeType(m uint32) fs.FileMode {
+	switch m & unix.S_IFMT {
+	case unix.S_IFLNK:
+		return fs.ModeSymlink
+	case unix.S_IFIFO:
+		return fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		return fs.ModeSocket
+	case unix.S_IFCHR, unix.S_IFBLK:
+		return fs.ModeDevice
+	case unix.S_IFDIR:
+		return fs.ModeDir
+	}
+	return fs.ModeIrregular
+}
+
 // RestoreResult describes a finished restore.
 type RestoreResult struct {
 	Dir   string `json:"dir"`
@@ -328,6 +521,9 @@ type RestoreResult struct {
 	// Previous is where the store that was replaced now lives ("" if
 	// there was none). Restore never deletes data.
 	Previous string `json:"previous,omitempty"`
+	// Skipped lists what the backup held that was not copied (never
+	// nil): symlinks and special files, as Backup skips them.
+	Skipped []SkippedFile `json:"skipped"`
 }
 
 // RestoreOptions tune RestoreWith.
@@ -377,16 +573,17 @@ func RestoreWith(src, target string, opt RestoreOptions) (*RestoreResult, error)
 	stamp := opt.Now.UTC().Format("20060102T150405.000Z")
 	tmp := target + ".restore-" + stamp
 	res := &RestoreResult{Dir: target}
-	plan, err := planCopy(src, tmp)
+	plan, skipped, err := planCopy(src, tmp)
 	if err != nil {
 		return nil, err
 	}
 	var bres BackupResult
-	c := &copier{total: plan.files(), progress: opt.Progress, res: &bres}
+	c := &copier{total: plan.files(), progress: opt.Progress, res: &bres, skipped: skipped}
 	if err := c.run(plan, nil); err != nil {
 		os.RemoveAll(tmp)
 		return nil, err
 	}
+	res.Skipped = c.sortedSkipped()
 	if err := docstore.SyncFS(tmp); err != nil {
 		os.RemoveAll(tmp)
 		return nil, err

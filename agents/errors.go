@@ -10,6 +10,11 @@ import (
 )
 
 var (
+	// errNotDir: a component of a path a backup or restore opens as a
+	// directory is a symlink or not a directory (changed since it was
+	// listed). Never returned: the entry is reported as skipped.
+	errNotDir = errors.New("not a directory (or a symlink)")
+
 	// ErrIllegalTransition is returned when an agent state change is not in
 	// the transition table (see doc.go). It is wrapped in a *TransitionError.
 	ErrIllegalTransition = errors.New("illegal state transition")

@@ -19,6 +19,12 @@ is a whole version, and every message sent before the backup started is in
 it. The copy is made durable with one syncfs, not a sync per file. Prints the
 backup directory; progress goes to stderr when it is a terminal.
 
+A backup holds regular files and directories only. A symlink inside .tavern/
+is never followed (nothing outside .tavern/ is read) nor recorded as a link,
+and a FIFO, socket or device is no document: each is left out and reported
+as a warning on stderr with its path and what it is ("skipped" with --json,
+each {path, reason}); the backup is made all the same and exits 0.
+
 Example:
    tavern backup /mnt/backups`,
 		Flags:  []cli.Flag{jsonFlag()},
@@ -41,6 +47,15 @@ func runBackup(c *cli.Context, s *docstore.Store) error {
 	if c.Bool("json") {
 		return printJSON(c, res)
 	}
+	warnSkippedFiles(c, "backup", res.Skipped)
 	outf(c, "%s\n", res.Dir)
 	return nil
+}
+
+// warnSkippedFiles reports, one warning line each, the entries a backup
+// or restore did not copy.
+func warnSkippedFiles(c *cli.Context, op string, skipped []agents.SkippedFile) {
+	for _, f := range skipped {
+		errf(c, "tavern: warning: %s skipped %s\n", op, f)
+	}
 }

@@ -18,7 +18,9 @@ func newRestoreCommand() *cli.Command {
 		Description: `Restores the backup directory SRC as the store (--dir, or ./.tavern when no
 store is found). Refuses (exit 4) if the store holds documents, unless
 --force; a replaced store is kept in .tavern-backups/before-restore-<time>
-(next to .tavern/, ignored by git).
+(next to .tavern/, ignored by git). As backup, restore copies regular files
+and directories only: a symlink or special file in SRC is left out and
+reported as a warning ("skipped" with --json); the exit code stays 0.
 
 Example:
    tavern restore .tavern-backups/tavern-20260124T100000.000Z --force`,
@@ -46,6 +48,7 @@ func runRestore(c *cli.Context) error {
 	if c.Bool("json") {
 		return printJSON(c, res)
 	}
+	warnSkippedFiles(c, "restore", res.Skipped)
 	outf(c, "%s\n", res.Dir)
 	if res.Previous != "" {
 		outf(c, "previous store kept at %s\n", res.Previous)
