@@ -239,6 +239,7 @@ func hint(err error) string {
 	var ke *schema.UnknownKindError
 	var ue *schema.UnknownError
 	var te *agents.TransitionError
+	var re *agents.RoleError
 	switch {
 	case errors.Is(err, docstore.ErrNoStore):
 		return " (run `tavern init`, or pass --dir / set TAVERN_DIR)"
@@ -250,12 +251,25 @@ func hint(err error) string {
 		return " (pass --nested to create another store here anyway)"
 	case errors.Is(err, agents.ErrConstitutionChanged):
 		return " (pass --accept-constitution to spawn under the new one)"
-	case errors.Is(err, agents.ErrNearRole):
-		return " (pass --new to create it)"
+	case errors.As(err, &re) && errors.Is(err, agents.ErrNearRole):
+		return nearRoleHint(re)
 	case errors.As(err, &te) && errors.Is(err, agents.ErrIllegalEdit):
 		return fmt.Sprintf(" (`tavern agent state %s STATE --force`)", te.Agent)
 	}
 	return ""
+}
+
+// nearRoleHint is how to make a role near an existing one on purpose:
+// constitution set --new, which an agent of the role needs first (agent
+// creation has no --new: a role meant as one gets its constitution).
+func nearRoleHint(e *agents.RoleError) string {
+	if e.Op == "write constitution" {
+		return " (pass --new to create it)"
+	}
+	if schema.ValidPlainName("role", e.Role) != nil {
+		return "" // no name to offer: the name rule would refuse it next
+	}
+	return fmt.Sprintf(" (if it is a new role, create it first: `tavern constitution set %s --new --text TEXT`)", e.Role)
 }
 
 // timeoutError says what did not happen in time. It matches

@@ -47,7 +47,9 @@ tavern spawn exits with the child's exit status (128+N if killed by signal N),
 or 1 when the child exited 0 but its item failed after it (a rejected gate, a
 failed merge or check: the reason is printed and is the item's last_error),
 or 3 when --queue found no item, 4 when the agent is busy or its role's
-constitution changed (--accept-constitution to accept the new one).
+constitution changed (--accept-constitution to accept the new one), 2 when a
+new agent's --role is refused as agent new refuses it (a new role near one
+that has a constitution: did you mean).
 
 With --worktree the child runs in its item's own git worktree, on a branch
 named after the item, made from --base (TAVERN_WORKTREE, TAVERN_BRANCH,
