@@ -248,7 +248,15 @@ type AgentSpec struct {
 
 // CreateAgent writes a new agent document in state idle. With a role that
 // has a constitution, the constitution's sha256 is recorded: later spawns
-// refuse to run the agent under a changed constitution. An unnamed agent
+// refuse to run the agent under a changed constitution. A role need not
+// have one (it may be a label, or get its constitution later), so a role
+// with none is accepted if an agent has it already or it is a new name
+// that WriteConstitution would accept too (checkNewRole): a plain name
+// near no role that has a constitution. One near such a role is most
+// likely a typo of it, which would make an agent that never gets the
+// constitution meant: it is refused with a *RoleError (ErrNearRole) and
+// nothing is written. A near name meant as a role of its own gets its
+// constitution first (WriteConstitution with New). An unnamed agent
 // gets a themed name; the document is created exclusively, so concurrent
 // creators never share a name.
 func (m *Manager) CreateAgent(spec AgentSpec) (*Agent, error) {
@@ -272,8 +280,12 @@ func (m *Manager) CreateAgent(spec AgentSpec) (*Agent, error) {
 		if err := schema.ValidName(spec.Role); err != nil {
 			return nil, err
 		}
+		path := ""
+		if spec.Name != "" {
+			path = AgentPath(spec.Name)
+		}
 		var err error
-		if sha, err = m.ConstitutionSHA(spec.Role); err != nil && !errors.Is(err, docstore.ErrNotExist) {
+		if sha, err = m.agentRole(path, spec.Role); err != nil {
 			return nil, err
 		}
 	}
@@ -302,6 +314,28 @@ func (m *Manager) CreateAgent(spec AgentSpec) (*Agent, error) {
 		return a, m.event(journal.Event{Type: "agent.created", Kind: "agent", Path: d.Path, Rev: d.Rev,
 			Agent: name, Parent: spec.Parent, Data: map[string]any{"role": spec.Role, "state": Idle}})
 	}
+}
+
+// CheckRole applies CreateAgent's rule for role to a role agents will be
+// made with later (a pool's drones), so a typo is refused before any of
+// them is started rather than by each.
+func (m *Manager) CheckRole(role string) error {
+	if err := schema.ValidName(role); err != nil {
+		return err
+	}
+	_, err := m.agentRole("", role)
+	return err
+}
+
+// agentRole is the constitution sha256 to record for an agent of role
+// (path: the agent's document), "" for a role that has none, which must
+// then pass checkNewRole.
+func (m *Manager) agentRole(path, role string) (string, error) {
+	sha, err := m.ConstitutionSHA(role)
+	if errors.Is(err, docstore.ErrNotExist) {
+		return "", m.checkNewRole("create agent", path, role, false)
+	}
+	return sha, err
 }
 
 func (m *Manager) newAgentDoc(name string, spec AgentSpec, sha string) (*docstore.Doc, error) {

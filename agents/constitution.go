@@ -98,7 +98,7 @@ func (m *Manager) WriteConstitution(role, text string, opt ConstitutionOptions) 
 	}
 	rel := ConstitutionPath(role)
 	if _, err := m.Store.Stat(rel); errors.Is(err, fs.ErrNotExist) {
-		if err := m.checkNewRole(role, opt.New); err != nil {
+		if err := m.checkNewRole("write constitution", rel, role, opt.New); err != nil {
 			return "", err
 		}
 	}
@@ -139,17 +139,18 @@ func (m *Manager) WriteConstitution(role, text string, opt ConstitutionOptions) 
 }
 
 // checkNewRole is the rule for the name of a role that has no
-// constitution yet. A role that has one, or that agents were made with
-// before it had one, is not new: it keeps its name, however near another
-// or made before the plain name rule.
-func (m *Manager) checkNewRole(role string, force bool) error {
+// constitution yet, for WriteConstitution and CreateAgent alike (op and
+// path are theirs, for the error). A role that has one, or that agents
+// were made with before it had one, is not new: it keeps its name,
+// however near another or made before the plain name rule.
+func (m *Manager) checkNewRole(op, path, role string, force bool) error {
 	if m.roleInUse(role) {
 		return nil
 	}
 	// The typo first: "Reviewer" is better answered with "reviewer"
 	// than with the name rule.
 	if near := m.rolesNear(role); len(near) > 0 && !force {
-		return &RoleError{Op: "write constitution", Path: ConstitutionPath(role), Role: role, Near: near, Err: ErrNearRole}
+		return &RoleError{Op: op, Path: path, Role: role, Near: near, Err: ErrNearRole}
 	}
 	return schema.ValidPlainName("role", role)
 }

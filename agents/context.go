@@ -51,13 +51,14 @@ type ContextResult struct {
 // finds "database"). With agent set, only that agent's events and memories
 // are searched and other agents' direct channels (messages and notes) are
 // skipped; without it, memory (private) is not searched at all. Identical
-// texts by the same agent are reported once. Memory, knowledge and note
-// files that do not parse are skipped: the result is then returned with a
-// *recall.SkippedError naming them.
+// texts by the same agent are reported once. Memory, knowledge, channel,
+// message chunk, note and question files that do not parse are skipped:
+// the result is then returned with a *docstore.SkippedError naming them
+// (path:line:col). One hand-broken file hides nothing else.
 func Context(s *docstore.Store, query, agent string) (*ContextResult, error) {
 	match := recall.NewMatcher(query).Match
 	var hits []ContextHit
-	var skipped []error // memory, knowledge and note files that do not parse
+	var skipped []error // files that do not parse, each hiding nothing else
 	seen := map[string]bool{}
 	add := func(h ContextHit) {
 		key := h.Agent + "\x00" + h.Text
@@ -117,18 +118,20 @@ func Context(s *docstore.Store, query, agent string) (*ContextResult, error) {
 	}
 
 	// Messages.
-	chs, errs := messages.ListChannels(s, true)
-	if len(errs) > 0 {
-		return nil, errs[0]
+	chs, err := messages.AllChannels(s)
+	if err != nil && recall.Skipped(err) == nil {
+		return nil, err
 	}
+	skipped = append(skipped, recall.Skipped(err)...)
 	for _, c := range chs {
 		if agent != "" && strings.HasPrefix(c.Name, "@") && c.Name != messages.DirectChannel(agent) {
 			continue
 		}
-		msgs, err := messages.ReadMessages(s, c.Name, "", 0)
-		if err != nil {
+		msgs, err := messages.AllMessages(s, c.Name)
+		if err != nil && recall.Skipped(err) == nil {
 			return nil, err
 		}
+		skipped = append(skipped, recall.Skipped(err)...)
 		for _, m := range msgs {
 			if match(m.Text) {
 				add(ContextHit{Source: "message", Time: m.Time, ID: m.ID, Agent: m.Sender, Where: c.Name, Text: m.Text, Path: m.Chunk})
@@ -155,9 +158,11 @@ func Context(s *docstore.Store, query, agent string) (*ContextResult, error) {
 
 	// Questions (not private): the question and its answer.
 	qdocs, errs := s.List(schema.Question)
-	if len(errs) > 0 {
-		return nil, errs[0]
+	bad, other := splitBad(errs)
+	if len(other) > 0 {
+		return nil, other[0]
 	}
+	skipped = append(skipped, bad...)
 	for _, d := range qdocs {
 		q := questionFromDoc(d)
 		if !match(q.Text, q.Answer) {
@@ -221,7 +226,7 @@ func Context(s *docstore.Store, query, agent string) (*ContextResult, error) {
 		}
 	}
 	if len(skipped) > 0 {
-		return res, &recall.SkippedError{Errs: skipped}
+		return res, &docstore.SkippedError{Errs: skipped}
 	}
 	return res, nil
 }

@@ -84,11 +84,14 @@ var (
 	// anything is written.
 	ErrBadPool = errors.New("bad option")
 
-	// ErrNearRole is returned (in a *RoleError) by WriteConstitution for
-	// a role that has no constitution yet and whose name is near one
-	// that has: most likely a typo of it, which would write a second
-	// constitution and leave the agents of the role meant on the old
-	// text. ConstitutionOptions.New writes it anyway.
+	// ErrNearRole is returned (in a *RoleError) by WriteConstitution and
+	// CreateAgent for a role that has no constitution yet, that no agent
+	// has, and whose name is near one that has a constitution: most
+	// likely a typo of it, which would write a second constitution and
+	// leave the agents of the role meant on the old text, or make an
+	// agent without the constitution meant. ConstitutionOptions.New
+	// writes the constitution anyway; agents of the role can be made
+	// after that.
 	ErrNearRole = errors.New("a new role near an existing one")
 
 	// ErrBadAgentName is schema.ErrBadAgentName: an agent name outside
@@ -175,11 +178,11 @@ func (e *ConstitutionError) Error() string {
 
 func (e *ConstitutionError) Unwrap() error { return ErrConstitutionChanged }
 
-// RoleError is a role name WriteConstitution refused; nothing was
-// written.
+// RoleError is a role name WriteConstitution or CreateAgent refused;
+// nothing was written.
 type RoleError struct {
-	Op   string   // "write constitution"
-	Path string   // the constitution it would have written
+	Op   string   // "write constitution", "create agent"
+	Path string   // the constitution or agent it would have written ("" for a themed name not drawn yet)
 	Role string   // the role given
 	Near []string // roles that have a constitution, nearest first (schema.Near)
 	Err  error    // ErrNearRole

@@ -27,9 +27,9 @@ type SearchHit struct {
 // shared ones) — against query with recall's BM25 index: stems,
 // prefixes, titles weighted up, multi-word queries rewarding entries that
 // have more of the words. Best first, at most limit (default 10).
-// Memory, knowledge and note files that do not parse hide nothing else:
-// they are skipped, and the hits are returned with a
-// *docstore.SkippedError naming each (path:line:col), as recall's
+// Memory, knowledge, channel, message chunk and note files that do not
+// parse hide nothing else: they are skipped, and the hits are returned
+// with a *docstore.SkippedError naming each (path:line:col), as recall's
 // listings and agents.Context do.
 func Search(e *Env, agent, query string, limit int) ([]SearchHit, error) {
 	if limit <= 0 {
@@ -64,18 +64,20 @@ func Search(e *Env, agent, query string, limit int) ([]SearchHit, error) {
 		addEntry(SearchHit{Source: "knowledge", ID: k.ID, Where: k.Domain, Who: k.Contributor, Time: k.Updated, Text: k.Text, Path: k.Path},
 			recall.IndexEntry{Title: k.Title, Text: k.Text, Tags: k.Domain})
 	}
-	chs, errs := messages.ListChannels(s, true)
-	if len(errs) > 0 {
-		return nil, errs[0]
+	chs, err := messages.AllChannels(s)
+	if err != nil && recall.Skipped(err) == nil {
+		return nil, err
 	}
+	skipped = append(skipped, recall.Skipped(err)...)
 	for _, c := range chs {
 		if strings.HasPrefix(c.Name, "@") && c.Name != messages.DirectChannel(agent) {
 			continue
 		}
-		msgs, err := messages.ReadMessages(s, c.Name, "", 0)
-		if err != nil {
+		msgs, err := messages.AllMessages(s, c.Name)
+		if err != nil && recall.Skipped(err) == nil {
 			return nil, err
 		}
+		skipped = append(skipped, recall.Skipped(err)...)
 		for _, m := range msgs {
 			addEntry(SearchHit{Source: "message", ID: m.ID, Where: c.Name, Who: m.Sender, Time: m.Time, Text: m.Text, Path: m.Chunk},
 				recall.IndexEntry{Text: m.Text})

@@ -177,6 +177,20 @@ func GetChannel(s *docstore.Store, name string) (*Channel, error) {
 // unless all is set. Unreadable channel documents are returned as errors
 // beside the rest.
 func ListChannels(s *docstore.Store, all bool) ([]*Channel, []error) {
+	out, errs := channelDocs(s, all)
+	for _, c := range out {
+		n, err := countMessages(s, c.Name)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		c.Messages = n
+	}
+	return out, errs
+}
+
+// channelDocs reads the channel documents, sorted by name, archived ones
+// only if all is set, with an error per document that could not be read.
+func channelDocs(s *docstore.Store, all bool) ([]*Channel, []error) {
 	docs, errs := s.List(schema.Channel)
 	var out []*Channel
 	for _, d := range docs {
@@ -186,15 +200,27 @@ func ListChannels(s *docstore.Store, all bool) ([]*Channel, []error) {
 		}
 		out = append(out, c)
 	}
-	for _, c := range out {
-		n, err := countMessages(s, c.Name)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		c.Messages = n
-	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, errs
+}
+
+// AllChannels returns every channel, archived ones included, sorted by
+// name, for a search that reads their messages and notes itself
+// (agents.Context, the kit's search): Messages is left 0, as counting
+// would read every chunk once more. A channel document that does not
+// parse hides no other channel: it is skipped, and the list is returned
+// with a *docstore.SkippedError naming each such file (path:line:col),
+// as ListNotes does. Any other error is returned alone.
+func AllChannels(s *docstore.Store) ([]*Channel, error) {
+	out, errs := channelDocs(s, true)
+	var bad []error
+	for _, err := range errs {
+		if !badFile(err) {
+			return nil, err
+		}
+		bad = append(bad, err)
+	}
+	return out, skipped(bad)
 }
 
 // ArchiveChannel marks a channel archived: it leaves active lists and

@@ -1,6 +1,11 @@
 package messages
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
+)
 
 var (
 	// ErrEmptyMessage is returned when a message text is empty or only
@@ -23,3 +28,19 @@ var (
 	// chunk body that does not parse.
 	ErrBadChunk = errors.New("malformed message chunk")
 )
+
+// badFile reports whether err is about one file that is not a readable
+// document (it does not parse or validate, or is not a regular file): a
+// listing skips it and names it, and it hides nothing else.
+func badFile(err error) bool {
+	return errors.Is(err, docstore.ErrParse) || errors.Is(err, schema.ErrInvalid) || errors.Is(err, docstore.ErrOddFile)
+}
+
+// skipped is the error of a listing that skipped the files of errs: nil
+// when there are none.
+func skipped(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return &docstore.SkippedError{Errs: errs}
+}

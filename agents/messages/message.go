@@ -361,6 +361,44 @@ func ReadMessages(s *docstore.Store, channel, after string, limit int) ([]Messag
 	return out, nil
 }
 
+// AllMessages returns every message of channel, oldest first, for a
+// search (agents.Context, the kit's search). A chunk that does not parse
+// hides no other chunk's messages: it is skipped, and the messages are
+// returned with a *docstore.SkippedError naming each such chunk
+// (path:line:col). ReadMessages stops at such a chunk instead: recv
+// moves a bookmark past what it returns, and a skipped chunk's messages
+// would be lost to it for good.
+func AllMessages(s *docstore.Store, channel string) ([]Message, error) {
+	if err := ValidChannel(channel); err != nil {
+		return nil, err
+	}
+	chunks, err := chunkFiles(s, channel)
+	if err != nil {
+		return nil, err
+	}
+	var out []Message
+	var bad []error
+	for _, c := range chunks {
+		d, err := s.Get(c)
+		if err == nil {
+			var msgs []Message
+			if msgs, err = chunkMessages(d); err == nil {
+				out = append(out, msgs...)
+				continue
+			}
+		}
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			// Gone since the directory was read (merged away).
+		case badFile(err):
+			bad = append(bad, err)
+		default:
+			return out, err
+		}
+	}
+	return out, skipped(bad)
+}
+
 // countMessages counts a channel's messages from the chunks' frontmatter.
 func countMessages(s *docstore.Store, channel string) (int, error) {
 	chunks, err := chunkFiles(s, channel)

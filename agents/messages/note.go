@@ -1,7 +1,6 @@
 package messages
 
 import (
-	"errors"
 	"strings"
 	"time"
 
@@ -71,7 +70,7 @@ func ListNotes(s *docstore.Store, channel string) ([]*Note, error) {
 		}
 		d, err := s.Get(p)
 		if err != nil {
-			if errors.Is(err, docstore.ErrParse) || errors.Is(err, schema.ErrInvalid) || errors.Is(err, docstore.ErrOddFile) {
+			if badFile(err) {
 				bad = append(bad, err) // reported, skipped
 				continue
 			}
@@ -79,8 +78,5 @@ func ListNotes(s *docstore.Store, channel string) ([]*Note, error) {
 		}
 		out = append(out, noteOf(d))
 	}
-	if len(bad) > 0 {
-		return out, &docstore.SkippedError{Errs: bad}
-	}
-	return out, nil
+	return out, skipped(bad)
 }

@@ -56,6 +56,13 @@ func newAgentNewCommand() *cli.Command {
 --queue must name an existing agent and queue: an unknown one exits 3 and
 creates nothing.
 
+A --role needs no constitution, but one that has none and that no agent has
+is a new role, under constitution set's rule: a name near a role that has a
+constitution is refused as a likely typo (exit 2, did you mean), and the name
+is lower-case letters, digits, '-', '_' and '.' (exit 2). Nothing is written
+then. Make a near role on purpose with constitution set --new first. The same
+holds for spawn --role, pool run --role and new agent role=R.
+
 Examples:
    tavern agent new alice --role builder --parent lead --queue build
    tavern agent new --role reviewer   # a themed name`,

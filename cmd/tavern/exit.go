@@ -49,6 +49,7 @@ var exitCodes = []struct {
 }{
 	// The command line itself.
 	{errUsage, exitUsage},
+	{errBadField, exitUsage}, // before schema.ErrInvalid, which it also is
 	{errNothing, exitNotFound},
 	{schema.ErrUnknownName, exitNotFound},
 
@@ -170,6 +171,8 @@ var exitCodes = []struct {
 var (
 	errUsage   = errors.New("usage")
 	errNothing = errors.New("nothing matched")
+	// errBadField is matched by every *fieldArgError.
+	errBadField = errors.New("bad field=value argument")
 	// errSilent marks an error already reported in full (e.g. by check);
 	// only its exit code is used.
 	errSilent = errors.New("already reported")
@@ -185,6 +188,28 @@ func (e *usageError) Unwrap() error { return errUsage }
 func usageErr(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
+
+// fieldArgError is the schema's refusal of a document that new did not
+// write, said as the command line's fault: the field=value given (or the
+// required field not given) and what is wrong with it. There is no file,
+// so no path:line:col (set and edit, whose document exists, point into
+// it and exit 5). It matches errBadField (exit 2) and schema.ErrInvalid.
+type fieldArgError struct {
+	Op   string   // "new memory alice/x": the command, not a file
+	Path string   // the document that was not written
+	Kind string   // its kind, for the hint
+	Errs []string // one per problem: `topic=Bad: "Bad" must be kebab-case...`
+}
+
+func (e *fieldArgError) Error() string {
+	lines := make([]string, len(e.Errs))
+	for i, m := range e.Errs {
+		lines[i] = e.Op + ": " + m
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (e *fieldArgError) Unwrap() []error { return []error{errBadField, schema.ErrInvalid} }
 
 // notFoundError is a command line naming something that does not exist
 // (exit 3), said in the command's own words.
@@ -241,6 +266,8 @@ func hint(err error) string {
 	var ke *schema.UnknownKindError
 	var ue *schema.UnknownError
 	var te *agents.TransitionError
+	var re *agents.RoleError
+	var fe *fieldArgError
 	switch {
 	case errors.Is(err, docstore.ErrNoStore):
 		return " (run `tavern init`, or pass --dir / set TAVERN_DIR)"
@@ -252,12 +279,27 @@ func hint(err error) string {
 		return " (pass --nested to create another store here anyway)"
 	case errors.Is(err, agents.ErrConstitutionChanged):
 		return " (pass --accept-constitution to spawn under the new one)"
-	case errors.Is(err, agents.ErrNearRole):
-		return " (pass --new to create it)"
+	case errors.As(err, &fe):
+		return fmt.Sprintf(" (`tavern schema %s` lists its fields)", fe.Kind)
+	case errors.As(err, &re) && errors.Is(err, agents.ErrNearRole):
+		return nearRoleHint(re)
 	case errors.As(err, &te) && errors.Is(err, agents.ErrIllegalEdit):
 		return fmt.Sprintf(" (`tavern agent state %s STATE --force`)", te.Agent)
 	}
 	return ""
+}
+
+// nearRoleHint is how to make a role near an existing one on purpose:
+// constitution set --new, which an agent of the role needs first (agent
+// creation has no --new: a role meant as one gets its constitution).
+func nearRoleHint(e *agents.RoleError) string {
+	if e.Op == "write constitution" {
+		return " (pass --new to create it)"
+	}
+	if schema.ValidPlainName("role", e.Role) != nil {
+		return "" // no name to offer: the name rule would refuse it next
+	}
+	return fmt.Sprintf(" (if it is a new role, create it first: `tavern constitution set %s --new --text TEXT`)", e.Role)
 }
 
 // timeoutError says what did not happen in time. It matches

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -21,8 +22,11 @@ fields. Values are YAML: n=3 is an integer, tags=[a,b] a list, note='"3"' a stri
 text that is not a one-line YAML value (title=Fix #12, note=a: b) stays text.
 If the document exists nothing is written and the exit code is 4 (conflict:
 another writer got there first), so create-if-absent scripts can tell it from
-other failures (1). Nothing is written if it would be invalid (exit 5); an
-unusable NAME (../x, .hidden, a/b for a one-part kind) is a usage error (exit 2).
+other failures (1). Nothing is written if it would be invalid: a field=value
+the kind refuses (topic=Bad for a memory) or a required field not given is a
+usage error naming the field and the value given (exit 2; set and edit, whose
+file exists, exit 5 with its path:line:col), as is an unusable NAME (../x,
+.hidden, a/b for a one-part kind).
 --body FILE or --body - (stdin) sets the markdown body, after one blank line.
 
 Examples:
@@ -85,13 +89,41 @@ func runNew(c *cli.Context) error {
 		}
 	}
 	if err := s.Create(rel, d); err != nil {
-		return err
+		return notWritten(k, name, rel, assigns, err)
 	}
 	if c.Bool("json") {
 		return printJSON(c, docJSON(s, d, true))
 	}
 	outf(c, "%s\n", rel)
 	return nil
+}
+
+// notWritten turns the schema's refusal of the new document at rel into
+// a *fieldArgError naming the field=value arguments at fault: the store
+// reports it at a line:col of a file that was never written. Other
+// errors are returned as they are.
+func notWritten(k *schema.Kind, name, rel string, assigns [][2]string, err error) error {
+	var ve *docstore.ValidationError
+	if !errors.As(err, &ve) || ve.Path != rel {
+		return err
+	}
+	given := map[string]string{}
+	for _, a := range assigns {
+		given[a[0]] = a[1] // the last one given is the one set
+	}
+	fe := &fieldArgError{Op: "new " + k.Name + " " + name, Path: rel, Kind: k.Name}
+	for _, e := range ve.Errors {
+		v, ok := given[e.Field]
+		switch {
+		case ok:
+			fe.Errs = append(fe.Errs, e.Field+"="+v+": "+e.Msg)
+		case e.Field != "":
+			fe.Errs = append(fe.Errs, e.Field+": "+e.Msg)
+		default:
+			fe.Errs = append(fe.Errs, e.Msg)
+		}
+	}
+	return fe
 }
 
 // newAgent is `new agent`: the same document as `agent new` (the agent
@@ -128,7 +160,7 @@ func newAgent(c *cli.Context, s *docstore.Store, name string, assigns [][2]strin
 	}
 	a, err := m.CreateAgent(spec)
 	if err != nil {
-		return err
+		return notWritten(schema.Agent, name, agents.AgentPath(name), assigns, err)
 	}
 	d, err := s.Get(agents.AgentPath(a.Name))
 	if err != nil {

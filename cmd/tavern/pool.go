@@ -95,6 +95,12 @@ func runPoolRun(c *cli.Context) error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	name, command := c.Args().First(), c.Args().Slice()[1:]
+	if r := c.String("role"); r != "" {
+		// Every drone would be refused the role: refuse it once, here.
+		if err := m.CheckRole(r); err != nil {
+			return err
+		}
+	}
 	if c.Bool("worktree") {
 		// Fail before any drone starts: no repository, no base.
 		if _, err := openWorkspaces(c, m.Store, b); err != nil {

@@ -50,7 +50,9 @@ failed merge or check: the reason is printed and is the item's last_error),
 or 128+N when signal N interrupted the wrapper after its child exited 0 (while
 it waited at the item's gate: the item is released, not failed),
 or 3 when --queue found no item, 4 when the agent is busy or its role's
-constitution changed (--accept-constitution to accept the new one).
+constitution changed (--accept-constitution to accept the new one), 2 when a
+new agent's --role is refused as agent new refuses it (a new role near one
+that has a constitution: did you mean).
 
 With --worktree the child runs in its item's own git worktree, on a branch
 named after the item, made from --base (TAVERN_WORKTREE, TAVERN_BRANCH,
