@@ -250,13 +250,13 @@ type AgentSpec struct {
 // has a constitution, the constitution's sha256 is recorded: later spawns
 // refuse to run the agent under a changed constitution. A role need not
 // have one (it may be a label, or get its constitution later), so a role
-// with none is accepted if an agent has it already or it is a new name
-// that WriteConstitution would accept too (checkNewRole): a plain name
-// near no role that has a constitution. One near such a role is most
-// likely a typo of it, which would make an agent that never gets the
-// constitution meant: it is refused with a *RoleError (ErrNearRole) and
-// nothing is written. A near name meant as a role of its own gets its
-// constitution first (WriteConstitution with New). An unnamed agent
+// with none is accepted, whatever its spelling (roles made before any
+// rule on their names keep working), unless its name is near a role that
+// has a constitution and no agent has it yet: most likely a typo of that
+// role, which would make an agent that never gets the constitution
+// meant. That is refused with a *RoleError (ErrNearRole) and nothing is
+// written; a near name meant as a role of its own gets its constitution
+// first (WriteConstitution with New). An unnamed agent
 // gets a themed name; the document is created exclusively, so concurrent
 // creators never share a name.
 func (m *Manager) CreateAgent(spec AgentSpec) (*Agent, error) {
@@ -328,12 +328,18 @@ func (m *Manager) CheckRole(role string) error {
 }
 
 // agentRole is the constitution sha256 to record for an agent of role
-// (path: the agent's document), "" for a role that has none, which must
-// then pass checkNewRole.
+// (path: the agent's document), "" for a role that has none. Only a role
+// near one that has a constitution is looked for among the agents (every
+// agent file read): a spawn under a role far from every other must not
+// pay that at each start.
 func (m *Manager) agentRole(path, role string) (string, error) {
 	sha, err := m.ConstitutionSHA(role)
 	if errors.Is(err, docstore.ErrNotExist) {
-		return "", m.checkNewRole("create agent", path, role, false)
+		near := m.rolesNear(role)
+		if len(near) == 0 || m.roleInUse(role) {
+			return "", nil
+		}
+		return "", &RoleError{Op: "create agent", Path: path, Role: role, Near: near, Err: ErrNearRole}
 	}
 	return sha, err
 }
