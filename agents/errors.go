@@ -3,7 +3,6 @@ package agents
 import (
 	"errors"
 	"fmt"
-	"path"
 	"strings"
 
 	"github.com/tavernhq/tavern/schema"
@@ -100,10 +99,11 @@ var (
 )
 
 var (
-	// ErrNameNotPath is matched by an *IdentityError: an agent document
-	// whose name field is not its file name (agents/<name>.md), as a copy
-	// of another agent's file has.
-	ErrNameNotPath = errors.New("agent name is not its file name")
+	// ErrNameNotPath is matched by an *IdentityError: an agent, channel
+	// or queue document whose name field is not its path's name
+	// (agents/<name>.md, channels/<name>.md, queues/<name>/queue.md), as
+	// a copy of another's file has.
+	ErrNameNotPath = errors.New("name is not its path's")
 
 	// ErrDuplicateID is matched by an *IdentityError: an agent document
 	// whose id another agent document has too (a copied file).
@@ -131,8 +131,15 @@ func (e *IdentityError) field() *schema.FieldError {
 		msg = fmt.Sprintf("%s is also the id of %s: each agent has its own id (a copied file? remove the copy, or give it an id of its own)",
 			e.Value, strings.Join(e.Others, ", "))
 	} else {
-		name := strings.TrimSuffix(path.Base(e.Path), ".md")
-		msg = fmt.Sprintf("%q is not the agent's name %s: an agent's name is its file name (%s) and cannot be set to another", e.Value, name, e.Path)
+		kind, name, _ := schema.NameOfPath(e.Path)
+		what, from := "agent", "file name"
+		if kind != nil {
+			what = kind.Name
+			if kind == schema.Queue {
+				from = "directory's name"
+			}
+		}
+		msg = fmt.Sprintf("%q is not the %s's name %s: a%s %s's name is its %s (%s) and cannot be set to another", e.Value, what, name, article(what), what, from, e.Path)
 	}
 	return &schema.FieldError{Path: e.Path, Line: e.Line, Col: e.Col, Field: e.Field, Msg: msg}
 }
@@ -227,3 +234,11 @@ var (
 	// store restored into is not what is missing.
 	ErrNotBackup = errors.New("not a backup")
 )
+
+// article is "n" before a word that starts with a vowel, for "a"+article.
+func article(w string) string {
+	if w != "" && strings.ContainsRune("aeiou", rune(w[0])) {
+		return "n"
+	}
+	return ""
+}

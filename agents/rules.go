@@ -2,9 +2,7 @@ package agents
 
 import (
 	"fmt"
-	"path"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/tavernhq/tavern/agents/messages"
@@ -43,8 +41,10 @@ const (
 //     change its own commitments' assertion or result fields
 //     (StatusFields), nor create one that carries a result: only a
 //     verifier records results.
-//   - An agent's name is its file name (agents/<name>.md), and its id
-//     (random, given when it is made) is no other agent's: a write that
+//   - An agent's, a channel's and a queue's name field is its path's name
+//     (agents/<name>.md, channels/<name>.md, queues/<name>/queue.md), and
+//     an agent's id (random, given when it is made) is no other agent's:
+//     a write that
 //     sets name to another value, or id to another agent's, is refused
 //     with an *IdentityError (ErrNameNotPath, ErrDuplicateID; a create
 //     does not look for an id minted moments ago: justMinted). As for an
@@ -59,8 +59,9 @@ const (
 //     reads. (A queue removed later does not block other edits.)
 //
 // It also installs the checks `tavern check` runs beyond the schema: an
-// agent state edited by hand to an illegal value, an agent whose name is
-// not its file name or whose id another agent has, a commitment whose
+// agent state edited by hand to an illegal value, an agent, channel or
+// queue whose name is not its path's, an agent whose id another agent
+// has, a commitment whose
 // assertion no longer matches the hash recorded when it was made
 // (ErrTampered), and the queues' (queues.InstallChecks: dependency
 // cycles, item fields that contradict the item's path), with the queues'
@@ -279,7 +280,7 @@ func agentQueues(d *docstore.Doc) []string {
 // for an id just minted (justMinted).
 func identityRule(s *docstore.Store, w docstore.Write) error {
 	d := w.Doc
-	if d == nil || d.Kind != schema.Agent {
+	if d == nil || !namedByPath(d.Kind) {
 		return nil
 	}
 	prev := w.Prev
@@ -294,7 +295,7 @@ func identityRule(s *docstore.Store, w docstore.Write) error {
 			return err
 		}
 	}
-	if id := d.String("id"); id != "" && changed("id") && !(prev == nil && justMinted(id)) {
+	if id := d.String("id"); d.Kind == schema.Agent && id != "" && changed("id") && !(prev == nil && justMinted(id)) {
 		docs, _ := s.Grep("agents", id) // parses only the files holding id
 		var others []string
 		for _, o := range docs {
@@ -329,10 +330,22 @@ func justMinted(id string) bool {
 	return age > -mintedWithin && age < mintedWithin
 }
 
-// nameError is the *IdentityError of an agent document at rel whose
-// name field is not its file name, or nil.
+// namedByPath reports whether documents of kind carry a name field that
+// must be their path's name: agents (agents/<name>.md), channels
+// (channels/<name>.md) and queues (queues/<name>/queue.md). The engine
+// goes by the path; a name field saying otherwise (a copied file) only
+// misleads the people and tools that read it.
+func namedByPath(k *schema.Kind) bool {
+	return k == schema.Agent || k == schema.Channel || k == schema.Queue
+}
+
+// nameError is the *IdentityError of a document at rel whose name field
+// is not its path's name (namedByPath), or nil.
 func nameError(op, rel string, d *docstore.Doc) error {
-	if !d.Has("name") || d.String("name") == strings.TrimSuffix(path.Base(rel), ".md") {
+	if !d.Has("name") {
+		return nil
+	}
+	if _, name, err := schema.NameOfPath(rel); err != nil || d.String("name") == name {
 		return nil
 	}
 	return identityError(op, rel, d, "name", nil, ErrNameNotPath)
@@ -353,11 +366,11 @@ func identityError(op, rel string, d *docstore.Doc, field string, others []strin
 func identityCheck(s *docstore.Store) docstore.Check {
 	var byID map[string][]string
 	return func(d *docstore.Doc) []error {
-		if d.Kind != schema.Agent {
+		if !namedByPath(d.Kind) {
 			return nil
 		}
 		var out []error
-		if id := d.String("id"); id != "" {
+		if id := d.String("id"); d.Kind == schema.Agent && id != "" {
 			if byID == nil {
 				byID = agentIDs(s)
 			}
