@@ -186,6 +186,7 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 	draining, forwarded := false, false
 	paused := ""
 	quiet := false // drones found no work: launch again only after a change
+	var crashes crashBackoff
 	ctxDone := ctx.Done()
 	for {
 		if !draining {
@@ -209,6 +210,9 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 			}
 			if quiet && st.ready > 0 && opt.OnEmpty != EmptyIdle {
 				want = min(want, len(p.running))
+			}
+			if crashes.holding(time.Now()) {
+				want = min(want, len(p.running)) // the tick looks again
 			}
 			if opt.Admit != nil && want > len(p.running) {
 				why := ""
@@ -268,6 +272,11 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 		case e := <-exits:
 			noWork := p.finish(e, report)
 			quiet = noWork
+			if hold := crashes.exited(e.res == nil, time.Now()); hold > 0 {
+				report(fmt.Errorf("pool %s: %d drones crashed in a row: the next starts in %s", opt.Name, crashes.streak, hold))
+				_ = m.event(journal.Event{Type: "pool.backoff", Kind: "pool", Path: PoolPath(opt.Name),
+					Data: map[string]any{"crashed": crashes.streak, "wait": hold.String()}})
+			}
 		case <-wake:
 			quiet = false
 		case <-tick.C:
@@ -287,6 +296,42 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 		"items_done": final.ItemsDone, "items_failed": final.ItemsFailed, "spawned": final.Spawned, "crashed": final.Crashed, "steals": final.Steals}}))
 	return &final, nil
 }
+
+// crashBackoff spaces out the replacement of drones that keep crashing
+// (a wrapper that dies before it reports: a command that kills it, a
+// store it cannot open): one crash is replaced at once, as a drone
+// SIGKILLed by accident should be; from the second in a row the next
+// drone waits 1s, then 2s, 4s... up to maxCrashWait, until a drone
+// reports (done, failed, released or no work), which ends the streak.
+// Without it such a pool starts drones as fast as they die.
+type crashBackoff struct {
+	streak int
+	until  time.Time
+}
+
+const maxCrashWait = time.Minute
+
+// exited records a drone's exit (crashed: it reported nothing) and
+// returns how long launches now wait (0: no new wait).
+func (c *crashBackoff) exited(crashed bool, now time.Time) time.Duration {
+	if !crashed {
+		c.streak, c.until = 0, time.Time{}
+		return 0
+	}
+	c.streak++
+	if c.streak < 2 {
+		return 0
+	}
+	wait := maxCrashWait
+	if c.streak-2 < 6 {
+		wait = min(time.Second<<(c.streak-2), maxCrashWait)
+	}
+	c.until = now.Add(wait)
+	return wait
+}
+
+// holding reports whether launches wait at now.
+func (c *crashBackoff) holding(now time.Time) bool { return now.Before(c.until) }
 
 type poolRun struct {
 	m       *Manager

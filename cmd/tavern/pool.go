@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -36,7 +39,9 @@ one item, runs CMD on it (item body on stdin, TAVERN_* in the environment) and
 exits. The pool scales with the number of claimable items, replaces drones as
 they exit (a crashed drone's item comes back by liveness), and keeps
 pools/NAME.md up to date: drones running, items done/failed, throughput,
-utilization, amplification, steals.
+utilization, amplification, steals. A command that cannot be found is refused
+before any drone starts (exit 3). Drones that crash in a row (the wrapper dies
+before it reports) are replaced after 1s, 2s, 4s... up to 1m, until one reports.
 
 --on-empty (default: the first queue's on_empty):
    idle       keep --min drones waiting for items
@@ -101,6 +106,9 @@ func runPoolRun(c *cli.Context) error {
 			return err
 		}
 	}
+	if err := commandFound(command[0]); err != nil {
+		return err
+	}
 	if c.Bool("worktree") {
 		// Fail before any drone starts: no repository, no base.
 		if _, err := openWorkspaces(c, m.Store, b); err != nil {
@@ -125,6 +133,27 @@ func runPoolRun(c *cli.Context) error {
 	}
 	outf(c, "pool %s: %d done, %d failed, %d released, %s, %s spawned (peak %d, %d crashed) in %s; utilization %.2f\n",
 		name, mt.ItemsDone, mt.ItemsFailed, mt.ItemsReleased, counted(mt.Steals, "steal"), counted(mt.Spawned, "drone"), mt.PeakDrones, mt.Crashed, mt.Elapsed, mt.Utilization)
+	return nil
+}
+
+// commandFound refuses a pool whose command cannot be found before any
+// drone starts: each drone would fail to start it and be replaced, a
+// crash loop that only fills the journal (exit 3, as spawn's). A path
+// relative to a directory (./build-one.sh) is the drone's to resolve: in
+// --worktree mode it names a file of the item's worktree, which does not
+// exist yet.
+func commandFound(prog string) error {
+	if strings.Contains(prog, "/") && !filepath.IsAbs(prog) {
+		return nil
+	}
+	if _, err := exec.LookPath(prog); err != nil {
+		var ee *exec.Error
+		if errors.As(err, &ee) && errors.Is(ee.Err, exec.ErrNotFound) {
+			// exec.ErrNotFound is no fs.ErrNotExist: say both.
+			return fmt.Errorf("pool run: %w (%w)", err, fs.ErrNotExist)
+		}
+		return fmt.Errorf("pool run: %w", err)
+	}
 	return nil
 }
 

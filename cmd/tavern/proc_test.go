@@ -695,3 +695,65 @@ func TestSpawnInterruptedAtGate(t *testing.T) {
 		t.Fatalf("agent state after the interrupt %s, want idle", st)
 	}
 }
+
+// A pool whose command cannot be found is refused before any drone
+// starts (exit 3): each drone would fail to start it, release its item
+// and be replaced at once, forever.
+func TestPoolCommandNotFound(t *testing.T) {
+	p := newProject(t)
+	p.ok("queue", "create", "q")
+	p.ok("queue", "add", "q", "--title", "x")
+	for _, prog := range []string{"tavern-no-such-command", "/nonexistent/cmd"} {
+		// Bounded: the pool this refuses used to run forever.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		cmd := p.cmd(ctx, tavernBin(t), "pool", "run", "p", "--queue", "q", "--max", "2", "--quiet", "--", prog)
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		err := cmd.Run()
+		cancel()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+			t.Fatalf("pool run -- %s: %v, want exit 3\n%s", prog, err, errb.String())
+		}
+		if !strings.Contains(errb.String(), prog) {
+			t.Errorf("pool run -- %s: stderr %q does not name the command", prog, errb.String())
+		}
+	}
+	if entries, _ := os.ReadDir(p.path("agents")); len(entries) != 0 {
+		t.Fatalf("agents %v made by a pool refused before it started", entries)
+	}
+}
+
+// Drones that keep crashing (here: the command kills its wrapper, which
+// then reports nothing) are replaced with a growing wait, not as fast as
+// they die. In four seconds the pool starts a handful (1 + 1 at once,
+// then after 1s, 2s...), never dozens; it says so, and the item is left
+// to the next drone.
+func TestPoolCrashBackoff(t *testing.T) {
+	p := newProject(t)
+	p.ok("queue", "create", "q")
+	p.ok("queue", "add", "q", "--title", "x")
+	cmd := p.tavern("pool", "run", "p", "--queue", "q", "--max", "1", "--quiet", "--json", "--", "sh", "-c", "kill -9 $PPID")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// A window of the pool's life, not a synchronisation: the count of
+	// drones started in it can only be lower on a slower machine.
+	time.Sleep(4 * time.Second)
+	cmd.Process.Signal(syscall.SIGINT)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("pool: %v\n%s", err, errb.String())
+	}
+	var mt struct{ Spawned, Crashed int }
+	if err := json.Unmarshal(out.Bytes(), &mt); err != nil {
+		t.Fatalf("pool --json: %v\n%s", err, out.String())
+	}
+	if mt.Crashed < 2 || mt.Spawned > 6 {
+		t.Fatalf("in 4s: %d drones started, %d crashed; want 2..6 started, each crashed\n%s", mt.Spawned, mt.Crashed, errb.String())
+	}
+	if !strings.Contains(errb.String(), "crashed in a row: the next starts in") {
+		t.Errorf("stderr does not report the wait:\n%s", errb.String())
+	}
+}
