@@ -624,6 +624,7 @@ func syncOnce(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
 	scanned := false // orph holds every orphan (pending and claimed at least)
 	scan := func(withDone bool) { orph, scanned = orphans(b, name, queue, m, withDone) }
 	present := map[string]bool{}
+	goneItem := map[int]string{} // task index -> the item its entry named, whose file is gone
 	for _, t := range tasks {
 		id, ok := byKey[t.Key]
 		var it *queues.Item
@@ -632,7 +633,8 @@ func syncOnce(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
 			it, err = b.Get(id)
 			switch {
 			case errors.Is(err, fs.ErrNotExist):
-				rep.Notes = append(rep.Notes, fmt.Sprintf("line %d %q: item %s is gone; the box becomes a new item", first+t.Line, t.Title, id))
+				// Noted once we know what the box gets instead.
+				goneItem[t.Index] = id
 				delete(newMap, id)
 				ok = false
 			case err != nil:
@@ -662,6 +664,10 @@ func syncOnce(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
 			}
 			newMap[id] = t.Key
 			rep.Adopted = append(rep.Adopted, id)
+			if old, ok := goneItem[t.Index]; ok {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("line %d %q: item %s is gone; the box takes over item %s, of this plan and with its title", first+t.Line, t.Title, old, id))
+				delete(goneItem, t.Index)
+			}
 		}
 		known[t.Index] = id
 		switch {
@@ -790,6 +796,24 @@ func syncOnce(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
 	}
 	// New open boxes: items.
 	ids, cerr := createItems(b, name, queue, opt.By, rel, first, tasks, known, rep)
+	for _, t := range tasks {
+		old, ok := goneItem[t.Index]
+		if !ok {
+			continue
+		}
+		var what string
+		switch {
+		case ids[t.Index] != "":
+			what = "the box becomes a new item, " + ids[t.Index]
+		case t.Checked():
+			what = "the box is ticked, so no item takes its place"
+		case t.Cancelled():
+			what = "the box is cancelled, so no item takes its place"
+		default: // createItems failed first: its error says why
+			what = "the box has no item yet"
+		}
+		rep.Notes = append(rep.Notes, fmt.Sprintf("line %d %q: item %s is gone; %s", first+t.Line, t.Title, old, what))
+	}
 	for _, t := range tasks {
 		if id := ids[t.Index]; id != "" && known[t.Index] == "" {
 			newMap[id] = t.Key
