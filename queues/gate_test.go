@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -259,6 +260,42 @@ func TestResolveAndAnnotate(t *testing.T) {
 	// The annotated claim still completes with its attempt.
 	if _, err := cl.Complete("ok"); err != nil {
 		t.Fatalf("complete after annotate: %v", err)
+	}
+}
+
+// RemoveDependency: the item stops waiting for that dependency (every
+// copy of it), keeps the others, loses the field with the last one, and
+// is claimable once what it still waits for is done; a claimed item is
+// its holder's (ErrState).
+func TestRemoveDependency(t *testing.T) {
+	s := newStore(t, true)
+	b := newBroker(t, s, nil)
+	mustQueue(t, b, "q", queues.QueueOptions{})
+	cancelled := mustAdd(t, b, "q", queues.AddOptions{Title: "won't do"})
+	other := mustAdd(t, b, "q", queues.AddOptions{Title: "other"})
+	it := mustAdd(t, b, "q", queues.AddOptions{Title: "waits", DependsOn: []string{cancelled.ID, other.ID}})
+	if _, err := b.Resolve(cancelled.ID, queues.ResolveOptions{Cancel: true}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.RemoveDependency(it.ID, cancelled.ID)
+	if err != nil || !slices.Equal(got.DependsOn, []string{other.ID}) {
+		t.Fatalf("remove: %v, depends_on %v, want [%s]", err, got.DependsOn, other.ID)
+	}
+	if got, err := b.RemoveDependency(it.ID, cancelled.ID); err != nil || len(got.DependsOn) != 1 {
+		t.Fatalf("removing it again: %v %v, want a no-op", err, got.DependsOn)
+	}
+	if got, err := b.RemoveDependency(it.ID, other.ID); err != nil || len(got.DependsOn) != 0 || got.Doc.Has("depends_on") {
+		t.Fatalf("removing the last: %v, depends_on %v (field kept: %v)", err, got.DependsOn, got.Doc.Has("depends_on"))
+	}
+	cl := mustTake(t, b, take1("q")) // other, then waits: nothing holds it back
+	if cl.ID != other.ID {
+		t.Fatalf("took %s, want %s", cl.ID, other.ID)
+	}
+	if cl := mustTake(t, b, take1("q")); cl.ID != it.ID {
+		t.Fatalf("took %s, want %s", cl.ID, it.ID)
+	}
+	if _, err := b.RemoveDependency(it.ID, other.ID); !errors.Is(err, queues.ErrState) {
+		t.Fatalf("remove from a claimed item: %v, want ErrState", err)
 	}
 }
 

@@ -198,6 +198,35 @@ func (b *Broker) AddDependency(id, dep string) (*Item, error) {
 	return out, err
 }
 
+// RemoveDependency makes pending item id stop waiting for dep (plans: a
+// task cancelled in its plan is not waited for). One it does not have is
+// a no-op.
+func (b *Broker) RemoveDependency(id, dep string) (*Item, error) {
+	var out *Item
+	err := b.editItem("undepend", id, func(l *docstore.Lock, it *Item) error {
+		if it.State != Pending {
+			return &ItemError{Op: "undepend", ID: id, Path: it.Path, Err: fmt.Errorf("%w: the item is %s", ErrState, it.State)}
+		}
+		deps := slices.DeleteFunc(slices.Clone(it.DependsOn), func(d string) bool { return d == dep })
+		if len(deps) == len(it.DependsOn) {
+			out = it
+			return nil
+		}
+		d, err := b.s.UpdateHeld(l, it.Path, func(d *docstore.Doc) error {
+			if len(deps) == 0 {
+				return d.Edit([]docstore.Field{{Key: "updated", Value: b.now()}}, "depends_on")
+			}
+			return d.SetMany([]docstore.Field{{Key: "depends_on", Value: deps}, {Key: "updated", Value: b.now()}})
+		})
+		if err != nil {
+			return err
+		}
+		out, err = itemFromDoc(d)
+		return err
+	})
+	return out, err
+}
+
 // reaches reports whether from depends (transitively) on to.
 func (b *Broker) reaches(from, to string, seen map[string]bool) bool {
 	if seen[from] {

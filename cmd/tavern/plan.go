@@ -1,9 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -28,9 +31,12 @@ The plan and its items follow each other: a done item ticks its box (one
 line changes); a box ticked by hand completes its item, "[-]" or a
 struck-through ticked box cancels it, a new unchecked box becomes an item, a
 removed box cancels its item (also when its tasks: entry was removed with it,
-or a git checkout restored a plan older than the task). Hand edits that
-contradict the engine (ticked while claimed, ticked while a gate waits) are
-reported, never acted on.
+or a git checkout restored a plan older than the task). A cancelled task is
+"won't do": the plan's items that waited for it (its parent, boxes whose
+(after:) names it) stop waiting for it, and wait again if its box is
+reopened; an item outside the plan that a person made wait for it is left
+alone. Hand edits that contradict the engine (ticked while claimed, ticked
+while a gate waits) are reported, never acted on.
 
 Examples:
    tavern plan import launch.md --queue work
@@ -64,7 +70,9 @@ Examples:
 				ArgsUsage: "[NAME]",
 				Description: `Ticks the boxes of done items and acts on hand edits of the plan file
 (ticked, cancelled, reopened, added and removed boxes: a cancelled box
-opened again brings its item back to pending). Prints a line per plan: what
+opened again brings its item back to pending). The plan's items stop
+waiting for its cancelled tasks ("N dependencies dropped") and wait again
+for reopened ones ("N dependencies added"). Prints a line per plan: what
 it did, "N conflicts" when hand edits contradict the engine (a box ticked
 or removed while its item is claimed, ticked while a gate waits), or "in
 sync". Each conflict goes to stderr, and the command exits 4 while one
@@ -84,7 +92,8 @@ Examples:
 				Usage:     "sync, then show a plan's progress box by box",
 				ArgsUsage: "NAME",
 				Description: `Syncs the plan (as plan sync, unless --no-sync), then lists its boxes
-with the state of their items. The totals count each box by the state
+with the state of their items and what a pending one still waits for ("waits
+for", or "blocked by" a dead one). The totals count each box by the state
 listed for it: a box ticked by hand while its item is claimed is listed and
 counted as claimed (a conflict, on stderr), not done. Conflicts do not
 change the exit status here: status reports, plan sync exits 4.
@@ -196,6 +205,12 @@ func printSyncReport(c *cli.Context, r *plans.Report) {
 			parts = append(parts, fmt.Sprintf("%d %s", kv.n, kv.what))
 		}
 	}
+	if n := len(r.DepsDropped); n > 0 {
+		parts = append(parts, counted(n, "dependency dropped", "dependencies dropped"))
+	}
+	if n := len(r.DepsAdded); n > 0 {
+		parts = append(parts, counted(n, "dependency added", "dependencies added"))
+	}
 	if len(r.Conflicts) > 0 {
 		parts = append(parts, counted(len(r.Conflicts), "conflict"))
 	}
@@ -238,6 +253,20 @@ func runPlanStatus(c *cli.Context) error {
 	}
 	outf(c, "\n")
 	w := tabwriter.NewWriter(c.App.Writer, 0, 2, 2, ' ', 0)
+	// Dependencies are told by their box's title when they have one.
+	titles := map[string]string{}
+	for _, t := range st.Tasks {
+		if t.Item != "" {
+			titles[t.Item] = strconv.Quote(t.Title)
+		}
+	}
+	named := func(ids []string) string {
+		var out []string
+		for _, id := range ids {
+			out = append(out, cmp.Or(titles[id], id))
+		}
+		return strings.Join(out, ", ")
+	}
 	for _, t := range st.Tasks {
 		state := t.State
 		if t.Holder != "" {
@@ -245,6 +274,12 @@ func runPlanStatus(c *cli.Context) error {
 		}
 		if t.Gate == "pending" && t.State != "done" {
 			state += ", gate pending"
+		}
+		if waiting := slices.DeleteFunc(slices.Clone(t.WaitsFor), func(id string) bool { return slices.Contains(t.Blocked, id) }); len(waiting) > 0 {
+			state += ", waits for " + named(waiting)
+		}
+		if len(t.Blocked) > 0 {
+			state += ", blocked by " + named(t.Blocked) // dead or missing: never done
 		}
 		fmt.Fprintf(w, "%s- [%s] %s\t%s\t%s\n", strings.Repeat("  ", t.Depth), t.Box, t.Title, state, t.Item)
 	}

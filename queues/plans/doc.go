@@ -40,6 +40,22 @@
 // acted on. GetStatus syncs and reports progress box by box, each box
 // counted by the state it lists (its item's, when it has one).
 //
+// A cancelled task is "won't do", so nothing in the plan waits for it:
+// waiting would block its dependents for ever (dead dependencies are never
+// done). Sync takes a cancelled item of the plan — box marked [-] or
+// struck through, box removed, orphan cancelled — out of the depends_on of
+// the plan's pending items (journaled plan.dependency_dropped). When the
+// box is open again and its item back to pending, the plan says again
+// that its parent and the boxes whose (after:) names it wait for it, and
+// they do (plan.dependency_added; so does an open box for a new box
+// nested under it). A task that is done needs no waiting, and one marked
+// [-] while someone holds it is a conflict, not cancelled: it is still
+// waited for. Only the plan's own items change: an item outside the plan
+// (or of another plan) that a person made wait for the task keeps its
+// dependency and is blocked (`tavern queue ls`) until that person decides.
+// Sync reports both (Report.DepsDropped, DepsAdded), and GetStatus lists
+// what each pending item still waits for.
+//
 // The file stays a plain checklist: it renders on any git host, and the
 // engine's only additions are three frontmatter fields.
 //
@@ -53,6 +69,8 @@
 //     is acted on at the next of these, not at once.
 //   - A done item whose box is unticked by hand is ticked again: to redo
 //     a task, add a new box.
+//   - Moving a box out from under its parent leaves the parent waiting
+//     for it: sync cannot tell that dependency from one a person added.
 //   - Import refuses an existing plan; a crash while it adds items leaves
 //     a plan whose next Sync adopts the items already made (by plan and
 //     title) instead of adding them twice.

@@ -29,6 +29,11 @@ const (
 	EventCancelled = "plan.cancelled" // a removed box cancelled its item
 	EventConflict  = "plan.conflict"  // a hand edit the engine will not act on
 	EventSynced    = "plan.synced"
+	// An item of the plan stopped waiting for a cancelled one (followDeps).
+	EventDependencyDropped = "plan.dependency_dropped"
+	// An item of the plan waits again (or newly) for one its box waits
+	// for: reopened, or a new box nested under it.
+	EventDependencyAdded = "plan.dependency_added"
 )
 
 var (
@@ -272,7 +277,8 @@ func createItems(b *queues.Broker, plan, queue, by, path string, firstLine int, 
 	for _, t := range todo {
 		var dep []string
 		for _, d := range deps(tasks, t) {
-			if id := ids[d.Index]; id != "" && !slices.Contains(dep, id) {
+			// A cancelled task is not waited for (see followDeps).
+			if id := ids[d.Index]; id != "" && !d.Cancelled() && !slices.Contains(dep, id) {
 				dep = append(dep, id)
 			}
 		}
@@ -294,22 +300,34 @@ func createItems(b *queues.Broker, plan, queue, by, path string, firstLine int, 
 
 // Report is what Import or Sync did.
 type Report struct {
-	Plan      string     `json:"plan"`
-	Added     []string   `json:"added,omitempty"`     // items made from new boxes
-	Adopted   []string   `json:"adopted,omitempty"`   // orphan items of the plan taken over
-	Ticked    []string   `json:"ticked,omitempty"`    // boxes ticked because their item is done
-	Completed []string   `json:"completed,omitempty"` // items completed by a box ticked by hand
-	Cancelled []string   `json:"cancelled,omitempty"` // items cancelled by a removed or [-] box
-	Reopened  []string   `json:"reopened,omitempty"`  // cancelled items whose box was reopened by hand ([-] back to [ ])
-	Conflicts []Conflict `json:"conflicts,omitempty"` // hand edits not acted on
-	Notes     []string   `json:"notes,omitempty"`
+	Plan      string   `json:"plan"`
+	Added     []string `json:"added,omitempty"`     // items made from new boxes
+	Adopted   []string `json:"adopted,omitempty"`   // orphan items of the plan taken over
+	Ticked    []string `json:"ticked,omitempty"`    // boxes ticked because their item is done
+	Completed []string `json:"completed,omitempty"` // items completed by a box ticked by hand
+	Cancelled []string `json:"cancelled,omitempty"` // items cancelled by a removed or [-] box
+	Reopened  []string `json:"reopened,omitempty"`  // cancelled items whose box was reopened by hand ([-] back to [ ])
+	// Items of the plan that stopped waiting for a cancelled one, and
+	// that wait (again) for one (see followDeps).
+	DepsDropped []Dependency `json:"dependencies_dropped,omitempty"`
+	DepsAdded   []Dependency `json:"dependencies_added,omitempty"`
+	Conflicts   []Conflict   `json:"conflicts,omitempty"` // hand edits not acted on
+	Notes       []string     `json:"notes,omitempty"`
 
 	queue string // the plan's queue, for the journal
 }
 
 // Changed reports whether the sync changed anything.
 func (r *Report) Changed() bool {
-	return len(r.Added)+len(r.Adopted)+len(r.Ticked)+len(r.Completed)+len(r.Cancelled)+len(r.Reopened) > 0
+	return len(r.Added)+len(r.Adopted)+len(r.Ticked)+len(r.Completed)+len(r.Cancelled)+len(r.Reopened)+len(r.DepsDropped)+len(r.DepsAdded) > 0
+}
+
+// Dependency is a dependency Sync took from or gave an item of the plan.
+type Dependency struct {
+	Item    string `json:"item"`
+	Title   string `json:"title"`
+	On      string `json:"dependency"`
+	OnTitle string `json:"dependency_title"`
 }
 
 // Conflict is a hand edit of a plan the engine does not act on: it says
@@ -343,6 +361,8 @@ type SyncOptions struct {
 //   - a removed box cancels its pending item;
 //   - a cancelled item whose box is open again ([-] back to [ ] by hand,
 //     or a checkout of the plan) goes back to pending (Broker.Retry);
+//   - the plan's pending items stop waiting for its cancelled items and
+//     wait again for reopened ones (followDeps);
 //   - an item of the plan (its plan: field) that the tasks: map does not
 //     name is an orphan: a box of its title without an item takes it
 //     over (then as above); one that no box takes lost its box and its
@@ -389,7 +409,8 @@ func Sync(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
 	}
 	if rep.Changed() || fresh > 0 {
 		_, _ = b.Journal().Append(journal.Event{Type: EventSynced, Kind: "plan", Path: Path(name), Agent: opt.By, Data: map[string]any{
-			"added": len(rep.Added), "ticked": len(rep.Ticked), "completed": len(rep.Completed), "cancelled": len(rep.Cancelled), "conflicts": len(rep.Conflicts)}})
+			"added": len(rep.Added), "ticked": len(rep.Ticked), "completed": len(rep.Completed), "cancelled": len(rep.Cancelled), "conflicts": len(rep.Conflicts),
+			"dependencies_dropped": len(rep.DepsDropped), "dependencies_added": len(rep.DepsAdded)}})
 	}
 	return rep, nil
 }
@@ -600,7 +621,8 @@ func syncOnce(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
 		newMap[id] = k
 	}
 	known := map[int]string{}
-	ticks := []int{} // body offsets to tick
+	cur := map[string]*queues.Item{} // the items of the boxes, as this sync leaves them
+	ticks := []int{}                 // body offsets to tick
 	rep.queue = queue
 	// Conflicts are journaled by Sync (journalConflicts): once, not at
 	// every sync that sees them again.
@@ -624,6 +646,7 @@ func syncOnce(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
 	scanned := false // orph holds every orphan (pending and claimed at least)
 	scan := func(withDone bool) { orph, scanned = orphans(b, name, queue, m, withDone) }
 	present := map[string]bool{}
+	goneItem := map[int]string{} // task index -> the item its entry named, whose file is gone
 	for _, t := range tasks {
 		id, ok := byKey[t.Key]
 		var it *queues.Item
@@ -632,7 +655,8 @@ func syncOnce(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
 			it, err = b.Get(id)
 			switch {
 			case errors.Is(err, fs.ErrNotExist):
-				rep.Notes = append(rep.Notes, fmt.Sprintf("line %d %q: item %s is gone; the box becomes a new item", first+t.Line, t.Title, id))
+				// Noted once we know what the box gets instead.
+				goneItem[t.Index] = id
 				delete(newMap, id)
 				ok = false
 			case err != nil:
@@ -662,8 +686,13 @@ func syncOnce(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
 			}
 			newMap[id] = t.Key
 			rep.Adopted = append(rep.Adopted, id)
+			if old, ok := goneItem[t.Index]; ok {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("line %d %q: item %s is gone; the box takes over item %s, of this plan and with its title", first+t.Line, t.Title, old, id))
+				delete(goneItem, t.Index)
+			}
 		}
 		known[t.Index] = id
+		cur[id] = it
 		switch {
 		case t.Cancelled():
 			if it.State == queues.Done || (it.State == queues.Dead && it.Cancelled) {
@@ -673,10 +702,12 @@ func syncOnce(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
 				conflict(t, id, fmt.Sprintf("cancelled by hand while %s holds it (attempt %d); left as is", it.ClaimedBy, it.ClaimAttempt))
 				continue
 			}
-			if _, err := b.Resolve(id, queues.ResolveOptions{Cancel: true, Reason: "cancelled in " + rel, By: rel, External: true}); err != nil {
+			nit, err := b.Resolve(id, queues.ResolveOptions{Cancel: true, Reason: "cancelled in " + rel, By: rel, External: true})
+			if err != nil {
 				conflict(t, id, err.Error())
 				continue
 			}
+			cur[id] = nit
 			external(t, id, "cancelled")
 			rep.Cancelled = append(rep.Cancelled, id)
 		case t.Checked():
@@ -687,10 +718,12 @@ func syncOnce(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
 				conflict(t, id, fmt.Sprintf("ticked by hand while %s holds it (attempt %d); the box stays ticked, the item stays claimed", it.ClaimedBy, it.ClaimAttempt))
 				continue
 			}
-			if _, err := b.Resolve(id, queues.ResolveOptions{Reason: "ticked in " + rel, By: rel, External: true}); err != nil {
+			nit, err := b.Resolve(id, queues.ResolveOptions{Reason: "ticked in " + rel, By: rel, External: true})
+			if err != nil {
 				conflict(t, id, "ticked by hand, but "+err.Error())
 				continue
 			}
+			cur[id] = nit
 			external(t, id, "ticked")
 			rep.Completed = append(rep.Completed, id)
 		default: // open box
@@ -702,9 +735,13 @@ func syncOnce(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
 				// The box was cancelled and is open again: the task is
 				// back. (A dead item that failed is the dead letter's,
 				// not the plan's.)
-				if _, err := b.Retry(it.Queue, id); err != nil {
+				back, err := b.Retry(it.Queue, id)
+				if err != nil {
 					conflict(t, id, "reopened by hand, but "+err.Error())
 					continue
+				}
+				if len(back) == 1 {
+					cur[id] = back[0]
 				}
 				external(t, id, "reopened")
 				rep.Reopened = append(rep.Reopened, id)
@@ -791,17 +828,34 @@ func syncOnce(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
 	// New open boxes: items.
 	ids, cerr := createItems(b, name, queue, opt.By, rel, first, tasks, known, rep)
 	for _, t := range tasks {
+		old, ok := goneItem[t.Index]
+		if !ok {
+			continue
+		}
+		var what string
+		switch {
+		case ids[t.Index] != "":
+			what = "the box becomes a new item, " + ids[t.Index]
+		case t.Checked():
+			what = "the box is ticked, so no item takes its place"
+		case t.Cancelled():
+			what = "the box is cancelled, so no item takes its place"
+		default: // createItems failed first: its error says why
+			what = "the box has no item yet"
+		}
+		rep.Notes = append(rep.Notes, fmt.Sprintf("line %d %q: item %s is gone; %s", first+t.Line, t.Title, old, what))
+	}
+	for _, t := range tasks {
 		if id := ids[t.Index]; id != "" && known[t.Index] == "" {
 			newMap[id] = t.Key
-			// A new box nested under an open box that already has an
-			// item: the parent waits for it too.
-			if p := t.Parent; p >= 0 && known[p] != "" {
-				if _, err := b.AddDependency(known[p], id); err != nil {
-					rep.Notes = append(rep.Notes, fmt.Sprintf("line %d %q: %v", first+t.Line, t.Title, err))
-				}
-			}
 		}
 	}
+	// The items wait for what the plan says, now that boxes are
+	// cancelled, reopened and added: a new box nested under an existing
+	// one, a reopened box, a cancelled one.
+	// An error here is the sync's, after the file is written: the items
+	// just made must get their entries.
+	cerr = errors.Join(cerr, followDeps(b, name, first, tasks, ids, known, cur, rep))
 	// What the last scan saw: the file as this sync leaves it, when no
 	// orphan can hide in it (our own write adds none).
 	record := func(rev string) {
@@ -834,6 +888,108 @@ func syncOnce(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
 		_, _ = b.Journal().Append(journal.Event{Type: EventTicked, Kind: "plan", Path: rel, Item: id, Queue: queue, Data: map[string]any{"message": "its box is ticked in " + rel}})
 	}
 	return rep, cerr
+}
+
+// followDeps keeps the dependencies the plan gives its items in step
+// with its boxes. A cancelled task is "won't do": waiting for it would
+// block an item for ever, so a pending item of the plan stops waiting
+// for any cancelled item of the plan (its box marked [-] or struck
+// through, removed, or an orphan cancelled). A pending item of an open
+// box waits for the items of the open boxes the plan says it waits for
+// (nested under it, (after:)): one missing is added back (a box
+// reopened, a new box nested under it) unless it is done (nothing to
+// wait for). Those two never undo each other. Items outside the plan,
+// and their dependencies on its tasks, are not the plan's to change.
+// known holds the ids of the boxes that had an item before createItems,
+// cur their items as the sync leaves them; a dependency read here is
+// added to cur.
+func followDeps(b *queues.Broker, plan string, first int, tasks []*Task, ids []string, known map[int]string, cur map[string]*queues.Item, rep *Report) error {
+	rel := Path(plan)
+	var errs []error
+	item := func(id string) (*queues.Item, error) {
+		if it := cur[id]; it != nil {
+			return it, nil
+		}
+		it, err := b.Get(id)
+		if err == nil {
+			cur[id] = it
+		}
+		return it, err
+	}
+	event := func(typ string, d Dependency, it *queues.Item) {
+		_, _ = b.Journal().Append(journal.Event{Type: typ, Kind: "plan", Path: rel, Item: d.Item, Queue: it.Queue,
+			Data: map[string]any{"title": d.Title, "dependency": d.On, "dependency_title": d.OnTitle}})
+	}
+	for _, t := range tasks {
+		id := known[t.Index]
+		it := cur[id]
+		if id == "" || it == nil {
+			continue // no item, or one made by this sync (waits as the plan says)
+		}
+		if it.State != queues.Pending {
+			// A new box under a box whose item is under way or over:
+			// that item will not wait for it.
+			for _, k := range t.Kids {
+				if ids[k] != "" && known[k] == "" && t.Open() {
+					rep.Notes = append(rep.Notes, fmt.Sprintf("line %d %q: the item of the box it is under (%s) is %s and will not wait for it", first+tasks[k].Line, tasks[k].Title, id, it.State))
+				}
+			}
+			continue
+		}
+		for _, dep := range it.DependsOn {
+			d, err := item(dep)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if d.Plan != plan || d.State != queues.Dead || !d.Cancelled {
+				continue
+			}
+			nit, err := b.RemoveDependency(id, dep)
+			if errors.Is(err, queues.ErrState) {
+				break // claimed since it was read: nothing holds it back now
+			}
+			if err != nil {
+				errs = append(errs, err)
+				break
+			}
+			it, cur[id] = nit, nit
+			x := Dependency{Item: id, Title: t.Title, On: dep, OnTitle: d.Title}
+			rep.DepsDropped = append(rep.DepsDropped, x)
+			event(EventDependencyDropped, x, it)
+		}
+		if !t.Open() || it.State != queues.Pending {
+			continue
+		}
+		for _, dt := range deps(tasks, t) {
+			dep := ids[dt.Index]
+			if dep == "" || dt.Cancelled() || slices.Contains(it.DependsOn, dep) {
+				continue
+			}
+			if known[dt.Index] != "" { // not made by this sync: is it still to do?
+				d := cur[dep]
+				if d == nil || d.State == queues.Done || d.State == queues.Dead && d.Cancelled {
+					continue
+				}
+			}
+			nit, err := b.AddDependency(id, dep)
+			if errors.Is(err, queues.ErrState) {
+				break
+			}
+			if err != nil {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("line %d %q: %v", first+t.Line, t.Title, err))
+				continue
+			}
+			it, cur[id] = nit, nit
+			x := Dependency{Item: id, Title: t.Title, On: dep, OnTitle: dt.Title}
+			rep.DepsAdded = append(rep.DepsAdded, x)
+			event(EventDependencyAdded, x, it)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // orphans finds the plan's items that its tasks: map m does not name,

@@ -548,3 +548,56 @@ func TestConflictJournaledOnce(t *testing.T) {
 		t.Errorf("%d plan.conflict events, want %d (A once, B once)", got, want)
 	}
 }
+
+// A cancelled box is not waited for by the items of its own plan, and
+// only those: another plan's item made to wait for it by hand keeps
+// waiting. A box marked [-] while its item is claimed is a conflict, not
+// a cancellation: the plan keeps waiting for it, and syncs that see the
+// conflict again change no dependency back and forth.
+func TestSyncDropsOnlyItsOwnDependenciesOnCancelledTasks(t *testing.T) {
+	e := newEnv(t)
+	if _, err := plans.Import(e.b, plans.ImportOptions{Name: "launch", Queue: "work", Data: []byte(plan)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plans.Import(e.b, plans.ImportOptions{Name: "later", Queue: "work", Data: []byte("- [ ] Follow up\n")}); err != nil {
+		t.Fatal(err)
+	}
+	its := e.byTitle()
+	release, build, test, follow := its["Release"], its["Build"], its["Test"], its["Follow up"]
+	if _, err := e.b.AddDependency(follow.ID, test.ID); err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.b.Take(context.Background(), queues.TakeOptions{Queues: []string{"work"}})
+	if err != nil || c.ID != build.ID {
+		t.Fatalf("take: %v, want Build (%s) claimed", err, build.ID)
+	}
+	defer c.Release()
+	doc := strings.Replace(e.read("launch"), "  - [ ] Build\n", "  - [-] Build\n", 1)
+	e.write("launch", strings.Replace(doc, "  - [ ] Test\n", "  - [-] Test\n", 1))
+	rep, err := plans.Sync(e.b, "launch", plans.SyncOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []plans.Dependency{{Item: release.ID, Title: "Release", On: test.ID, OnTitle: "Test"}}
+	if !slices.Equal(rep.DepsDropped, want) || len(rep.DepsAdded) != 0 || len(rep.Conflicts) != 1 {
+		t.Fatalf("dropped %+v added %+v conflicts %v; want Release no longer waiting for Test, a conflict for Build", rep.DepsDropped, rep.DepsAdded, rep.Conflicts)
+	}
+	if got := e.byTitle()["Release"].DependsOn; !slices.Contains(got, build.ID) || slices.Contains(got, test.ID) {
+		t.Errorf("Release depends on %v: want Build's %s (claimed, not cancelled), not Test's %s", got, build.ID, test.ID)
+	}
+	for _, name := range []string{"launch", "later", "launch"} {
+		rep, err := plans.Sync(e.b, name, plans.SyncOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.DepsDropped)+len(rep.DepsAdded) != 0 {
+			t.Errorf("sync of %s again: dropped %+v added %+v, want neither", name, rep.DepsDropped, rep.DepsAdded)
+		}
+	}
+	if got := e.byTitle()["Follow up"].DependsOn; !slices.Equal(got, []string{test.ID}) {
+		t.Errorf("Follow up (plan later) depends on %v, want Test's %s still: not launch's to change", got, test.ID)
+	}
+	if got, want := countEvents(t, e.s, `"type":"plan.dependency_dropped"`), 1; got != want {
+		t.Errorf("%d plan.dependency_dropped events, want %d", got, want)
+	}
+}

@@ -35,6 +35,11 @@ type TaskStatus struct {
 	Gate     string `json:"gate,omitempty"` // pending | passed | rejected
 	Attempts int    `json:"attempts,omitempty"`
 	Error    string `json:"last_error,omitempty"`
+	// The item's dependencies, and those a pending item still waits for
+	// (not done; a dead one blocks it).
+	DependsOn []string `json:"depends_on,omitempty"`
+	WaitsFor  []string `json:"waits_for,omitempty"`
+	Blocked   []string `json:"blocked_by,omitempty"` // of WaitsFor, the dead or missing ones
 }
 
 // GetStatus syncs the plan (sync: true) and reports its progress.
@@ -80,6 +85,12 @@ func GetStatus(b *queues.Broker, name string, sync bool) (*Status, error) {
 				return nil, err
 			default:
 				ts.State, ts.Holder, ts.Attempts, ts.Error = it.State, it.ClaimedBy, it.Attempts, it.LastError
+				ts.DependsOn = it.DependsOn
+				if it.State == queues.Pending {
+					if err := waits(b, it, &ts); err != nil {
+						return nil, err
+					}
+				}
 				if it.Cancelled {
 					ts.State = "cancelled"
 				}
@@ -97,6 +108,27 @@ func GetStatus(b *queues.Broker, name string, sync bool) (*Status, error) {
 		st.Tasks = append(st.Tasks, ts)
 	}
 	return st, nil
+}
+
+// waits fills in what pending item it still waits for.
+func waits(b *queues.Broker, it *queues.Item, ts *TaskStatus) error {
+	for _, dep := range it.DependsOn {
+		d, err := b.Get(dep)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			ts.WaitsFor = append(ts.WaitsFor, dep)
+			ts.Blocked = append(ts.Blocked, dep)
+		case err != nil:
+			return err
+		case d.State == queues.Done:
+		default:
+			ts.WaitsFor = append(ts.WaitsFor, dep)
+			if d.State == queues.Dead {
+				ts.Blocked = append(ts.Blocked, dep)
+			}
+		}
+	}
+	return nil
 }
 
 // count adds a box to the totals by the state listed for it: its item's
