@@ -100,6 +100,11 @@ func (s *Store) migrateOne(rel string, dryRun bool) (m Migration, ok bool, err e
 	}
 	m.After = c.Bytes()
 	if dryRun {
+		// What the real run would refuse, the dry run says: an invalid
+		// result is left as it is there (UpdateIf validates).
+		if errs := c.Validate(false); len(errs) > 0 {
+			m.Err = &ValidationError{Path: rel, Errors: errs}
+		}
 		return m, true, nil
 	}
 	if _, err := s.UpdateIf(rel, d.Rev, func(cur *Doc) error {

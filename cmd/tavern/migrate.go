@@ -12,7 +12,8 @@ func newMigrateCommand() *cli.Command {
 		Usage: "rewrite documents written by older schema versions",
 		Description: `Documents from older schema versions are migrated in memory whenever they are
 read. migrate writes the migrated form back (only the changed lines), so the
-files match the current schema. --dry-run prints the diff and writes nothing.
+files match the current schema. --dry-run prints the diff and writes nothing; it
+reports (and exits) as the real run would, a result the schema refuses included.
 A document that would be invalid after migration is left untouched and
 reported; the others are still migrated, and the exit code is then 5.
 Documents that do not parse are reported and skipped (exit code unchanged).
