@@ -248,6 +248,8 @@ type spawnRun struct {
 
 	waitErr   error
 	forwarded os.Signal
+	// roleChanged: spawn --role gave the agent another role (prepare).
+	roleChanged bool
 }
 
 // ensureAgent creates the agent document if needed (drawing a themed
@@ -322,6 +324,10 @@ func (r *spawnRun) prepare() error {
 	a, err := r.m.prepare(r.name, r.opt)
 	if err != nil {
 		return err
+	}
+	if r.opt.Role != "" && r.opt.Role != a.Role {
+		a = withRole(a, r.opt.Role) // written with the move to working
+		r.roleChanged = true
 	}
 	r.a = a
 	return nil
@@ -427,6 +433,17 @@ func (r *spawnRun) startChild() error {
 		}
 		if opt.Model != "" {
 			kv = append(kv, docstore.Field{Key: "model", Value: opt.Model})
+		}
+		if r.roleChanged {
+			kv = append(kv, docstore.Field{Key: "role", Value: r.a.Role})
+			if r.sha == "" {
+				// The new role has no constitution: the old role's
+				// record would be taken for a changed one at the
+				// next spawn.
+				if err := d.Delete("constitution_sha256"); err != nil {
+					return err
+				}
+			}
 		}
 		if opt.Pool != "" {
 			kv = append(kv, docstore.Field{Key: "pool", Value: opt.Pool})
@@ -764,10 +781,28 @@ func (m *Manager) spawnRefusal(name string, opt SpawnOptions) error {
 	if st := a.Effective(); st == Verifying {
 		return &AgentError{Op: "spawn", Path: AgentPath(name), Err: fmt.Errorf("%w: in verifying (run `tavern verify %s` or the verifier)", ErrBusy, name)}
 	}
+	if opt.Role != "" && opt.Role != a.Role {
+		// The run changes the role: a typo of a role is refused as at
+		// creation, and the new role's constitution is judged as at a
+		// first spawn under it (withRole).
+		if _, err := m.agentRole(AgentPath(name), opt.Role); err != nil {
+			return err
+		}
+		a = withRole(a, opt.Role)
+	}
 	if _, _, err = m.checkConstitution(a, opt.AcceptConstitution); err != nil {
 		return err
 	}
 	return nil
+}
+
+// withRole is a copy of a under role, as spawn --role makes it: the
+// constitution recorded was the old role's, so none is recorded for the
+// new one yet (the first spawn under a role records it).
+func withRole(a *Agent, role string) *Agent {
+	c := *a
+	c.Role, c.Constitution = role, ""
+	return &c
 }
 
 // refuseSpawn journals a refused spawn ("agent.spawn_refused", with the
