@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -240,11 +241,12 @@ func (m *Manager) runAssertion(ctx context.Context, c *Commitment) Result {
 // combining stdout and stderr and keeping the last outputTail bytes. After
 // timeout (or when ctx ends) the whole group is killed with SIGKILL, so
 // children of the shell cannot keep running or hold the output open. env
-// nil inherits the environment.
+// nil inherits the environment. If this process dies first (a SIGKILLed
+// verifier), the group dies with it (groupGuard).
 func RunShell(ctx context.Context, dir, script string, timeout time.Duration, env []string) (exitCode int, output string, timedOut bool, err error) {
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(tctx, "/bin/sh", "-c", script)
+	cmd := exec.CommandContext(tctx, "/bin/sh", "-c", groupGuard, "sh", script)
 	cmd.Dir = dir
 	cmd.Env = env
 	cmd.Stdin = nil
@@ -252,10 +254,18 @@ func RunShell(ctx context.Context, dir, script string, timeout time.Duration, en
 	buf.max = outputTail
 	cmd.Stdout = &buf
 	cmd.Stderr = &buf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
-	err = cmd.Run()
+	// Linux sends Pdeathsig when the thread that forked the child ends,
+	// not the process: fork and wait on one locked thread.
+	ran := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		ran <- cmd.Run()
+	}()
+	err = <-ran
 	// The shell may have exited while its group lives on: kill it anyway.
 	if cmd.Process != nil {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
@@ -279,6 +289,14 @@ func RunShell(ctx context.Context, dir, script string, timeout time.Duration, en
 	}
 	return -1, buf.String(), timedOut, &os.PathError{Op: "run", Path: "/bin/sh", Err: err}
 }
+
+// groupGuard is the shell RunShell runs an assertion ($1) under: the
+// assertion runs as its child, and the SIGTERM the kernel sends the guard
+// when the process that started it dies (Pdeathsig) kills the whole
+// group, the assertion's own children included, which no timeout would
+// end any more. The guard exits with the assertion's status (128+N for a
+// signal N, as the verifier reads a killed shell).
+const groupGuard = `trap 'kill -KILL 0' TERM; /bin/sh -c "$1" & wait $!`
 
 // tailBuffer keeps the last max bytes written to it.
 type tailBuffer struct {

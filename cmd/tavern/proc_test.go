@@ -757,3 +757,55 @@ func TestPoolCrashBackoff(t *testing.T) {
 		t.Errorf("stderr does not report the wait:\n%s", errb.String())
 	}
 }
+
+// A verifier SIGKILLed while an assertion runs takes the assertion's
+// processes with it (they used to run on, reparented to init, with
+// nobody left to time them out).
+func TestVerifyKilledTakesAssertions(t *testing.T) {
+	p := newProject(t)
+	p.ok("agent", "new", "al")
+	pids := filepath.Join(t.TempDir(), "pids")
+	p.ok("commit", "add", "al", "--desc", "slow", "--assert", "echo $$ > "+pids+"; sleep 300 & echo $! >> "+pids+"; wait")
+	v := p.tavern("verify", "al")
+	if err := v.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var procs []int
+	poll(t, "the assertion to start", func() bool {
+		data, _ := os.ReadFile(pids)
+		procs = procs[:0]
+		for _, f := range strings.Fields(string(data)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				procs = append(procs, n)
+			}
+		}
+		return len(procs) == 2
+	})
+	t.Cleanup(func() { // on failure, nothing left behind
+		for _, pid := range procs {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	v.Process.Kill()
+	v.Wait()
+	poll(t, "the assertion's shell and its child to die", func() bool {
+		for _, pid := range procs {
+			if alive(pid) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// alive reports whether pid is a live process (a zombie is dead: in a
+// container its reaper may be slow).
+func alive(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
