@@ -3,6 +3,7 @@ package kit
 import (
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -101,7 +102,9 @@ func PatchPaths(patch string) []string {
 // ShellWrites returns the paths a shell command line clearly writes:
 // targets of output redirections (>, >>, &>, >|, N>), files given to tee,
 // touch, rm, rmdir, mkdir, truncate, sed -i, perl -i, the destination of
-// cp, ln and install, both sides of mv, dd's of=, and git mv / git rm.
+// cp, ln and install (and DIR/NAME when the destination is a directory),
+// both sides of mv, dd's of=, git mv / git rm, and the files of a patch
+// given to apply_patch (as its argument or here-document, as Codex runs it).
 // Words with expansions ($, `, globs) are not clear and are skipped, as is
 // a line that does not tokenize (an open quote).
 func ShellWrites(line string) []string {
@@ -113,6 +116,16 @@ func ShellWrites(line string) []string {
 	for _, c := range cmds {
 		out = append(out, c.redirects...)
 		out = append(out, commandWrites(c.words)...)
+		// Codex runs `apply_patch <<'EOF'` (and `apply_patch 'PATCH'`)
+		// given to its shell tool as the patch itself: its files are
+		// written. The body is the command's stdin, so it is only read for
+		// apply_patch.
+		if w := commandWords(c.words); len(w) > 0 && (filepath.Base(w[0]) == "apply_patch" || filepath.Base(w[0]) == "applypatch") {
+			if len(w) > 1 {
+				out = append(out, PatchPaths(w[1])...)
+			}
+			out = append(out, PatchPaths(c.heredoc)...)
+		}
 	}
 	return out
 }
@@ -125,6 +138,7 @@ type shellWord struct {
 type simpleCommand struct {
 	words     []string // static words; a dynamic word is ""
 	redirects []string // static output redirection targets
+	heredoc   string   // the bodies of its here-documents (apply_patch reads its patch there)
 }
 
 // parseShell splits a command line into simple commands (separated by ;
@@ -133,7 +147,13 @@ type simpleCommand struct {
 func parseShell(line string) ([]simpleCommand, bool) {
 	var cmds []simpleCommand
 	var cur simpleCommand
-	var heredocs []string // delimiters waiting for the next newline
+	// Here-documents waiting for the next newline: the delimiter and the
+	// command (its index in cmds once flushed) whose stdin the body is.
+	type pending struct {
+		delim string
+		cmd   int
+	}
+	var heredocs []pending
 	rs := []rune(line)
 	i := 0
 	flush := func() {
@@ -209,17 +229,22 @@ func parseShell(line string) ([]simpleCommand, bool) {
 		case r == '\n':
 			flush()
 			i++
-			for _, delim := range heredocs {
+			for _, h := range heredocs {
+				var body strings.Builder
 				for i < len(rs) {
 					j := i
 					for j < len(rs) && rs[j] != '\n' {
 						j++
 					}
-					body := strings.TrimLeft(string(rs[i:j]), "\t")
+					line := strings.TrimLeft(string(rs[i:j]), "\t")
 					i = min(j+1, len(rs))
-					if body == delim {
+					if line == h.delim {
 						break
 					}
+					body.WriteString(line + "\n")
+				}
+				if h.cmd < len(cmds) {
+					cmds[h.cmd].heredoc += body.String()
 				}
 			}
 			heredocs = nil
@@ -250,7 +275,7 @@ func parseShell(line string) ([]simpleCommand, bool) {
 				if !ok {
 					return nil, false
 				}
-				heredocs = append(heredocs, w.text)
+				heredocs = append(heredocs, pending{w.text, len(cmds)})
 				continue
 			}
 			i++
@@ -325,22 +350,52 @@ func commandWrites(words []string) []string {
 			}
 		}
 		return clean(out)
-	case "mv":
-		return clean(operands(args))
-	case "cp", "ln", "install":
+	case "mv", "cp", "ln", "install":
+		if name == "install" {
+			args = dropOptionValues(args, "-m", "--mode", "-o", "--owner", "-g", "--group", "-S", "--suffix")
+		}
+		var out []string
+		if name == "mv" {
+			out = operands(args) // the sources are removed
+		}
+		// The destination, and the files the call writes in it when it
+		// is a directory: -t DIR names one; else the last operand, which
+		// with a trailing slash or several sources can only be one, and
+		// may be one otherwise (`cp a.go src/parser` writes
+		// src/parser/a.go when src/parser exists). A copy onto a path a
+		// reservation covers the inside of is a conflict either way.
+		var dest string
+		var srcs []string
 		for i, a := range args {
 			if (a == "-t" || a == "--target-directory") && i+1 < len(args) {
-				return clean([]string{args[i+1]})
+				dest = args[i+1]
+				srcs = operands(append(slices.Clone(args[:i]), args[i+2:]...))
+				break
 			}
 			if d, ok := strings.CutPrefix(a, "--target-directory="); ok {
-				return clean([]string{d})
+				dest = d
+				srcs = operands(append(slices.Clone(args[:i]), args[i+1:]...))
+				break
 			}
 		}
-		ops := operands(args)
-		if len(ops) < 2 {
-			return nil
+		if dest == "" {
+			ops := operands(args)
+			if len(ops) < 2 {
+				return clean(out)
+			}
+			dest, srcs = ops[len(ops)-1], ops[:len(ops)-1]
 		}
-		return clean(ops[len(ops)-1:])
+		if name != "mv" {
+			out = append(out, dest)
+		}
+		if !slices.Contains(args, "-T") && !slices.Contains(args, "--no-target-directory") && !(name == "install" && slices.Contains(args, "-d")) {
+			for _, s := range srcs {
+				if b := filepath.Base(s); b != "." && b != "/" && b != ".." {
+					out = append(out, filepath.Join(dest, b))
+				}
+			}
+		}
+		return clean(out)
 	case "dd":
 		for _, a := range args {
 			if f, ok := strings.CutPrefix(a, "of="); ok {
@@ -403,6 +458,20 @@ func commandWords(words []string) []string {
 		break
 	}
 	return words
+}
+
+// dropOptionValues removes the options that take a separate value, and
+// their values, so the values are not read as operands.
+func dropOptionValues(args []string, opts ...string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		if slices.Contains(opts, args[i]) {
+			i++
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return out
 }
 
 // shellOperands are a command's arguments that are not options (all of

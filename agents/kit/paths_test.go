@@ -32,8 +32,14 @@ func TestWritePaths(t *testing.T) {
 		{"Bash", `{"command":"sed -i 's/a/b/' src/a.go src/b.go"}`, []string{"/p/src/a.go", "/p/src/b.go"}},
 		{"Bash", `{"command":"sed -e 's/a/b/' src/a.go"}`, nil},
 		{"Bash", `{"command":"perl -pi -e 's/a/b/' x.pl"}`, []string{"/p/x.pl"}},
-		{"Bash", `{"command":"cp -r a b dest/ && mv old.go new.go"}`, []string{"/p/dest", "/p/old.go", "/p/new.go"}},
-		{"Bash", `{"command":"cp -t target a b"}`, []string{"/p/target"}},
+		{"Bash", `{"command":"cp -r a b dest/ && mv old.go new.go"}`, []string{"/p/dest", "/p/dest/a", "/p/dest/b", "/p/old.go", "/p/new.go", "/p/new.go/old.go"}},
+		{"Bash", `{"command":"cp -t target a b"}`, []string{"/p/target", "/p/target/a", "/p/target/b"}},
+		{"Bash", `{"command":"install -m 0644 -T a.go bin/a"}`, []string{"/p/bin/a"}},
+		// Codex's apply_patch through its shell tool: the patch is written.
+		{"Bash", `{"command":"apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: src/a.go\n*** End Patch\nEOF\necho > b.txt"}`, []string{"/p/src/a.go", "/p/b.txt"}},
+		{"Bash", `{"command":"apply_patch '*** Begin Patch\n*** Delete File: c.go\n*** End Patch'"}`, []string{"/p/c.go"}},
+		// A here-document of another command is its input, not a patch.
+		{"Bash", `{"command":"cat <<'EOF'\n*** Update File: src/a.go\nEOF"}`, nil},
 		{"Bash", `{"command":"rm -f 'src/my file.go' && touch x"}`, []string{"/p/src/my file.go", "/p/x"}},
 		{"Bash", `{"command":"FOO=1 sudo truncate -s 0 big.log"}`, []string{"/p/big.log"}},
 		{"Bash", `{"command":"git mv a.go b.go; git rm -q c.go; git status"}`, []string{"/p/a.go", "/p/b.go", "/p/c.go"}},
