@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -371,6 +372,11 @@ func writeFileAtomic(path string, data []byte) error {
 // with what is there: other keys, other hooks and other text are kept as
 // they are, and running it again changes nothing.
 func Setup(t Tool, opt SetupOptions) ([]Change, error) {
+	// The files setup edits after the hooks file are checked first: one it
+	// must refuse leaves every file as it was, the hooks file included.
+	if err := setupPreflight(t, opt.Project); err != nil {
+		return nil, err
+	}
 	var changes []Change
 	if rel, specs := toolHooks(t); rel != "" {
 		f, err := readHooksFile(opt.Project, rel)
@@ -743,8 +749,8 @@ func upsertBlockFile(project, rel, body, what string) (Change, error) {
 			return Change{Path: rel, Action: "unchanged", What: what}, nil
 		}
 		out = text[:start] + block + text[end:]
-	} else if strings.Count(text, BlockBegin) > 0 {
-		return Change{}, &Error{Op: "setup", Path: rel + ": " + BlockBegin + " without " + BlockEnd + " (fix by hand)", Err: ErrBadConfig}
+	} else if err := openBlock(rel, text); err != nil {
+		return Change{}, err
 	} else {
 		sep := ""
 		switch {
@@ -765,6 +771,46 @@ func upsertBlockFile(project, rel, body, what string) (Change, error) {
 		return Change{}, err
 	}
 	return Change{Path: rel, Action: action, What: what}, nil
+}
+
+// openBlock is the error for a text whose block is begun and never
+// ended (a hand edit gone wrong), at the begin marker: setup cannot tell
+// where its block stops, so it leaves the file to be fixed by hand.
+func openBlock(rel, text string) error {
+	if _, _, _, ok := findBlock(text); ok {
+		return nil
+	}
+	i := strings.Index(text, BlockBegin)
+	if i < 0 {
+		return nil
+	}
+	line := strings.Count(text[:i], "\n") + 1
+	col := utf8.RuneCountInString(text[strings.LastIndex(text[:i], "\n")+1:i]) + 1
+	return &Error{Op: "setup", Path: fmt.Sprintf("%s:%d:%d", rel, line, col), Err: fmt.Errorf("%s without %s (fix by hand): %w", BlockBegin, BlockEnd, ErrBadConfig)}
+}
+
+// setupPreflight reads the files Setup edits after the hooks file and
+// returns the error one of them would stop it with.
+func setupPreflight(t Tool, project string) error {
+	files := []string{"AGENTS.md"}
+	if file, _ := importFile(t); file != "" {
+		files = append(files, file)
+	}
+	for _, rel := range files {
+		text, _, err := readText(project, rel)
+		if err != nil {
+			return err
+		}
+		if err := openBlock(rel, text); err != nil {
+			return err
+		}
+	}
+	if t == Aider {
+		if _, _, err := readAiderConf(project); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func checkBlockFile(project, rel, body string) CheckItem {
