@@ -105,29 +105,92 @@ func PatchPaths(patch string) []string {
 // cp, ln and install (and DIR/NAME when the destination is a directory),
 // both sides of mv, dd's of=, git mv / git rm, and the files of a patch
 // given to apply_patch (as its argument or here-document, as Codex runs it).
-// Words with expansions ($, `, globs) are not clear and are skipped, as is
-// a line that does not tokenize (an open quote).
+// Relative paths are taken from the directory a cd before them went to
+// (walkShell). Words with expansions ($, `, globs) are not clear and are
+// skipped, as is a line that does not tokenize (an open quote).
 func ShellWrites(line string) []string {
 	cmds, ok := parseShell(line)
 	if !ok {
 		return nil
 	}
 	var out []string
-	for _, c := range cmds {
-		out = append(out, c.redirects...)
-		out = append(out, commandWrites(c.words)...)
+	walkShell(cmds, func(c simpleCommand, rebase func([]string) []string) {
+		out = append(out, rebase(c.redirects)...)
+		out = append(out, rebase(commandWrites(c.words))...)
 		// Codex runs `apply_patch <<'EOF'` (and `apply_patch 'PATCH'`)
 		// given to its shell tool as the patch itself: its files are
 		// written. The body is the command's stdin, so it is only read for
 		// apply_patch.
 		if w := commandWords(c.words); len(w) > 0 && (filepath.Base(w[0]) == "apply_patch" || filepath.Base(w[0]) == "applypatch") {
 			if len(w) > 1 {
-				out = append(out, PatchPaths(w[1])...)
+				out = append(out, rebase(PatchPaths(w[1]))...)
 			}
-			out = append(out, PatchPaths(c.heredoc)...)
+			out = append(out, rebase(PatchPaths(c.heredoc))...)
 		}
-	}
+	})
 	return out
+}
+
+// unknownDir is the directory after a cd Tavern cannot follow.
+const unknownDir = "\x00?"
+
+// walkShell calls fn for each command but cd, with rebase, which makes
+// the command's relative paths relative to the directory the line is in
+// by then: a `cd DIR` (pushd DIR) before it, in its own subshell or an
+// enclosing one, moves it (`cd src && sed -i ... a.go` writes src/a.go).
+// After a cd to a place that is not clear (cd "$X", cd -, cd alone),
+// relative paths are not clear either and rebase drops them.
+func walkShell(cmds []simpleCommand, fn func(c simpleCommand, rebase func([]string) []string)) {
+	var dirs []string // dirs[d]: the directory at subshell depth d, "" the start
+	at := func(d int) string {
+		for len(dirs) <= d {
+			inherit := ""
+			if len(dirs) > 0 {
+				inherit = dirs[len(dirs)-1]
+			}
+			dirs = append(dirs, inherit)
+		}
+		dirs = dirs[:d+1] // a subshell deeper than d has ended
+		return dirs[d]
+	}
+	for _, c := range cmds {
+		dir := at(c.depth)
+		if w := commandWords(c.words); len(w) > 0 && (w[0] == "cd" || w[0] == "pushd") {
+			var ops []string
+			for _, a := range w[1:] {
+				if a != "-L" && a != "-P" && a != "-e" && a != "-@" {
+					ops = append(ops, a)
+				}
+			}
+			switch {
+			case len(ops) != 1 || ops[0] == "" || ops[0] == "-":
+				dirs[c.depth] = unknownDir
+			case filepath.IsAbs(ops[0]):
+				dirs[c.depth] = ops[0]
+			case dir == unknownDir:
+			default:
+				dirs[c.depth] = filepath.Join(dir, ops[0])
+			}
+			continue
+		}
+		fn(c, func(paths []string) []string {
+			if dir == "" {
+				return paths
+			}
+			var out []string
+			for _, p := range paths {
+				switch {
+				case filepath.IsAbs(p):
+					out = append(out, p)
+				case dir != unknownDir:
+					if j := filepath.Join(dir, p); !strings.HasPrefix(j, "/dev/") {
+						out = append(out, j)
+					}
+				}
+			}
+			return out
+		})
+	}
 }
 
 type shellWord struct {
@@ -139,6 +202,7 @@ type simpleCommand struct {
 	words     []string // static words; a dynamic word is ""
 	redirects []string // static output redirection targets
 	heredoc   string   // the bodies of its here-documents (apply_patch reads its patch there)
+	depth     int      // how many ( ) subshells it is in
 }
 
 // parseShell splits a command line into simple commands (separated by ;
@@ -156,8 +220,10 @@ func parseShell(line string) ([]simpleCommand, bool) {
 	var heredocs []pending
 	rs := []rune(line)
 	i := 0
+	depth := 0
 	flush := func() {
 		if len(cur.words) > 0 || len(cur.redirects) > 0 {
+			cur.depth = depth
 			cmds = append(cmds, cur)
 		}
 		cur = simpleCommand{}
@@ -255,6 +321,12 @@ func parseShell(line string) ([]simpleCommand, bool) {
 				continue
 			}
 			flush()
+			switch {
+			case r == '(':
+				depth++
+			case r == ')' && depth > 0:
+				depth--
+			}
 			i++
 		case r == '<':
 			if i+1 < len(rs) && rs[i+1] == '<' {
@@ -520,9 +592,9 @@ func TreePaths(toolName string, toolInput json.RawMessage, cwd string) []string 
 		switch c := in["command"].(type) {
 		case string:
 			if cmds, ok := parseShell(c); ok {
-				for _, sc := range cmds {
-					rel = append(rel, commandTrees(sc.words)...)
-				}
+				walkShell(cmds, func(sc simpleCommand, rebase func([]string) []string) {
+					rel = append(rel, rebase(commandTrees(sc.words))...)
+				})
 			}
 		case []any:
 			var words []string
@@ -533,9 +605,9 @@ func TreePaths(toolName string, toolInput json.RawMessage, cwd string) []string 
 			}
 			if len(words) == 3 && (words[0] == "bash" || words[0] == "sh" || words[0] == "zsh") && (words[1] == "-c" || words[1] == "-lc") {
 				if cmds, ok := parseShell(words[2]); ok {
-					for _, sc := range cmds {
-						rel = append(rel, commandTrees(sc.words)...)
-					}
+					walkShell(cmds, func(sc simpleCommand, rebase func([]string) []string) {
+						rel = append(rel, rebase(commandTrees(sc.words))...)
+					})
 				}
 			} else {
 				rel = append(rel, commandTrees(words)...)

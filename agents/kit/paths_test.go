@@ -38,6 +38,11 @@ func TestWritePaths(t *testing.T) {
 		// Codex's apply_patch through its shell tool: the patch is written.
 		{"Bash", `{"command":"apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: src/a.go\n*** End Patch\nEOF\necho > b.txt"}`, []string{"/p/src/a.go", "/p/b.txt"}},
 		{"Bash", `{"command":"apply_patch '*** Begin Patch\n*** Delete File: c.go\n*** End Patch'"}`, []string{"/p/c.go"}},
+		// A cd moves the relative paths after it, in its subshell.
+		{"Bash", `{"command":"cd src/parser && sed -i s/a/b/ a.go && echo > /abs/x"}`, []string{"/p/src/parser/a.go", "/abs/x"}},
+		{"Bash", `{"command":"cd /q; cd r; touch a; (cd s && touch b); touch c"}`, []string{"/q/r/a", "/q/r/s/b", "/q/r/c"}},
+		{"Bash", `{"command":"cd \"$D\" && touch a /abs/b; cd -; touch c"}`, []string{"/abs/b"}},
+		{"Bash", `{"command":"cd /dev && echo x > null"}`, nil},
 		// A here-document of another command is its input, not a patch.
 		{"Bash", `{"command":"cat <<'EOF'\n*** Update File: src/a.go\nEOF"}`, nil},
 		{"Bash", `{"command":"rm -f 'src/my file.go' && touch x"}`, []string{"/p/src/my file.go", "/p/x"}},
@@ -85,6 +90,7 @@ func TestTreePaths(t *testing.T) {
 		{"Bash", `{"command":"mv -t dest a b; rm -- -r; git rm x; mkdir -p d"}`, nil},
 		{"shell", `{"command":["bash","-lc","rm -rf /p/build"]}`, []string{"/p/build"}},
 		{"shell", `{"command":["rm","-r","lib"]}`, []string{"/p/lib"}},
+		{"Bash", `{"command":"cd src && rm -rf parser"}`, []string{"/p/src/parser"}},
 		{"Edit", `{"file_path":"a.go"}`, nil},
 	} {
 		got := TreePaths(tt.tool, json.RawMessage(tt.input), "/p")
