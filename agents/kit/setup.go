@@ -155,6 +155,15 @@ func isOurs(h any) bool {
 		return false
 	}
 	cmd, _ := o.vals["command"].(string)
+	// Words as the shell reads them: hookCommand quotes a --bin with a
+	// space ('/opt/My Tools/tavern'), which splitting at blanks would
+	// miss — setup would add its hooks again and remove would leave them.
+	// A first word with an expansion ("$CLAUDE_PROJECT_DIR"/bin/tavern,
+	// written by hand) is read as it is spelled.
+	if cmds, ok := parseShell(cmd); ok && len(cmds) == 1 && len(cmds[0].words) >= 3 && cmds[0].words[0] != "" {
+		f := cmds[0].words
+		return f[1] == "hook" && filepath.Base(f[0]) == "tavern"
+	}
 	f := strings.Fields(cmd)
 	if len(f) < 3 || f[1] != "hook" {
 		return false
