@@ -815,7 +815,7 @@ func setupPreflight(t Tool, project string) error {
 		}
 	}
 	if t == Aider {
-		if _, _, err := readAiderConf(project); err != nil {
+		if _, _, err := aiderPlan(project); err != nil {
 			return err
 		}
 	}
@@ -938,13 +938,26 @@ func aiderRead(m *yaml.Node) (key, val *yaml.Node) {
 // flow list. The line it adds or changes ends with the marker comment;
 // aiderRemove undoes exactly that.
 func aiderSetup(project string) (Change, error) {
+	out, c, err := aiderPlan(project)
+	if err != nil || out == nil {
+		return c, err
+	}
+	if err := writeFileAtomic(filepath.Join(project, aiderConf), out); err != nil {
+		return Change{}, err
+	}
+	return c, nil
+}
+
+// aiderPlan is what aiderSetup writes: the new text of .aider.conf.yml
+// (nil when there is nothing to write) and the change to report.
+func aiderPlan(project string) ([]byte, Change, error) {
 	doc, exists, err := readAiderConf(project)
 	if err != nil {
-		return Change{}, err
+		return nil, Change{}, err
 	}
 	text, _, err := readText(project, aiderConf)
 	if err != nil {
-		return Change{}, err
+		return nil, Change{}, err
 	}
 	lines := strings.SplitAfter(text, "\n")
 	if len(lines) > 0 && lines[len(lines)-1] == "" {
@@ -961,19 +974,33 @@ func aiderSetup(project string) (Change, error) {
 			lines[len(lines)-1] += "\n"
 		}
 		lines = append(lines, "read: AGENTS.md"+marker+"\n")
+	case val.Kind == yaml.ScalarNode && val.Tag == "!!null":
+		// An empty `read:` takes the entry as its value; a null spelled
+		// out (~, null) is the user's to change. Splicing a list into
+		// either gave `read:[, AGENTS.md]`, which is no YAML.
+		key, _ := aiderRead(doc.Content[0])
+		i := key.Line - 1
+		if i < 0 || i >= len(lines) {
+			return nil, Change{}, &Error{Op: "setup", Path: aiderConf + ": cannot place an entry in read: (add AGENTS.md by hand)", Err: ErrBadConfig}
+		}
+		l := strings.TrimSuffix(lines[i], "\n")
+		if val.Value != "" || key.Column < 1 || key.Column-1 > len(l) || strings.TrimRight(l, " \t") != l[:key.Column-1]+key.Value+":" {
+			return nil, Change{}, &Error{Op: "setup", Path: fmt.Sprintf("%s:%d:%d", aiderConf, val.Line, val.Column), Err: fmt.Errorf("read: is null (make it a file name or a list, or add AGENTS.md by hand): %w", ErrBadConfig)}
+		}
+		lines[i] = l + " AGENTS.md" + marker + aiderWasEmpty + "\n"
 	case val.Kind == yaml.ScalarNode && val.Value == "AGENTS.md":
-		return Change{Path: aiderConf, Action: "unchanged", What: "reads AGENTS.md already"}, nil
+		return nil, Change{Path: aiderConf, Action: "unchanged", What: "reads AGENTS.md already"}, nil
 	case val.Kind == yaml.SequenceNode && slices.ContainsFunc(val.Content, func(n *yaml.Node) bool { return n.Value == "AGENTS.md" }):
-		return Change{Path: aiderConf, Action: "unchanged", What: "reads AGENTS.md already"}, nil
+		return nil, Change{Path: aiderConf, Action: "unchanged", What: "reads AGENTS.md already"}, nil
 	case val.Kind == yaml.SequenceNode && val.Style&yaml.FlowStyle == 0 && len(val.Content) > 0:
 		last := val.Content[len(val.Content)-1]
 		if last.Line < 1 || last.Line > len(lines) || last.Column < 1 {
-			return Change{}, &Error{Op: "setup", Path: aiderConf + ": cannot place an entry in read: (add AGENTS.md by hand)", Err: ErrBadConfig}
+			return nil, Change{}, &Error{Op: "setup", Path: aiderConf + ": cannot place an entry in read: (add AGENTS.md by hand)", Err: ErrBadConfig}
 		}
 		l := lines[last.Line-1]
 		prefix := l[:min(last.Column-1, len(l))]
 		if strings.TrimSpace(strings.TrimSpace(prefix)) != "-" {
-			return Change{}, &Error{Op: "setup", Path: fmt.Sprintf("%s:%d: cannot place an entry after this item (add AGENTS.md by hand)", aiderConf, last.Line), Err: ErrBadConfig}
+			return nil, Change{}, &Error{Op: "setup", Path: fmt.Sprintf("%s:%d: cannot place an entry after this item (add AGENTS.md by hand)", aiderConf, last.Line), Err: ErrBadConfig}
 		}
 		if !strings.HasSuffix(l, "\n") {
 			lines[last.Line-1] += "\n"
@@ -982,14 +1009,14 @@ func aiderSetup(project string) (Change, error) {
 	case (val.Kind == yaml.SequenceNode && val.Style&yaml.FlowStyle != 0) || (val.Kind == yaml.ScalarNode && val.Style == 0):
 		i := val.Line - 1
 		if i < 0 || i >= len(lines) {
-			return Change{}, &Error{Op: "setup", Path: aiderConf + ": cannot place an entry in read: (add AGENTS.md by hand)", Err: ErrBadConfig}
+			return nil, Change{}, &Error{Op: "setup", Path: aiderConf + ": cannot place an entry in read: (add AGENTS.md by hand)", Err: ErrBadConfig}
 		}
 		l := strings.TrimSuffix(lines[i], "\n")
 		var out string
 		if val.Kind == yaml.SequenceNode {
 			end := strings.LastIndexByte(l, ']')
 			if end < 0 || strings.Count(l, "[") != 1 {
-				return Change{}, &Error{Op: "setup", Path: fmt.Sprintf("%s:%d: read: is a flow list over several lines (add AGENTS.md by hand)", aiderConf, val.Line), Err: ErrBadConfig}
+				return nil, Change{}, &Error{Op: "setup", Path: fmt.Sprintf("%s:%d: read: is a flow list over several lines (add AGENTS.md by hand)", aiderConf, val.Line), Err: ErrBadConfig}
 			}
 			sep := ", "
 			if len(val.Content) == 0 {
@@ -999,27 +1026,27 @@ func aiderSetup(project string) (Change, error) {
 		} else {
 			start := val.Column - 1
 			if start < 0 || start+len(val.Value) > len(l) || l[start:start+len(val.Value)] != val.Value {
-				return Change{}, &Error{Op: "setup", Path: fmt.Sprintf("%s:%d: cannot rewrite read: (add AGENTS.md by hand)", aiderConf, val.Line), Err: ErrBadConfig}
+				return nil, Change{}, &Error{Op: "setup", Path: fmt.Sprintf("%s:%d: cannot rewrite read: (add AGENTS.md by hand)", aiderConf, val.Line), Err: ErrBadConfig}
 			}
 			out = l[:start] + "[" + val.Value + ", AGENTS.md]" + l[start+len(val.Value):] + marker + aiderWasScalar
 		}
 		lines[i] = out + "\n"
 	default:
-		return Change{}, &Error{Op: "setup", Path: aiderConf + ": read is neither a file name nor a list", Err: ErrBadConfig}
-	}
-	if err := writeFileAtomic(filepath.Join(project, aiderConf), []byte(strings.Join(lines, ""))); err != nil {
-		return Change{}, err
+		return nil, Change{}, &Error{Op: "setup", Path: aiderConf + ": read is neither a file name nor a list", Err: ErrBadConfig}
 	}
 	action := "updated"
 	if !exists {
 		action = "created"
 	}
-	return Change{Path: aiderConf, Action: action, What: "read: AGENTS.md"}, nil
+	return []byte(strings.Join(lines, "")), Change{Path: aiderConf, Action: action, What: "read: AGENTS.md"}, nil
 }
 
 // aiderWasScalar follows the marker on a read: line that setup turned
 // from one file name into a flow list, so remove can turn it back.
 const aiderWasScalar = " (was one file)"
+
+// aiderWasEmpty follows the marker on a read: line that was empty.
+const aiderWasEmpty = " (was empty)"
 
 func aiderCheck(project string) CheckItem {
 	doc, _, err := readAiderConf(project)
@@ -1054,6 +1081,9 @@ func aiderRemove(project string) (Change, error) {
 		body := strings.TrimSuffix(l, "\n")
 		nl := l[len(body):]
 		switch {
+		case strings.HasSuffix(body, " AGENTS.md"+marker+aiderWasEmpty):
+			body = strings.TrimSuffix(body, " AGENTS.md"+marker+aiderWasEmpty)
+			out, changed = append(out, body+nl), true
 		case strings.HasSuffix(body, marker+aiderWasScalar):
 			body = strings.TrimSuffix(body, marker+aiderWasScalar)
 			if i := strings.Index(body, "["); i >= 0 {
