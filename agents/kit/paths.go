@@ -14,7 +14,7 @@ import (
 // the targets of shell commands that clearly write a path (ShellWrites).
 // Anything else — reads, searches, MCP tools, commands it cannot read —
 // writes nothing as far as Tavern can tell. Relative paths are taken from
-// cwd.
+// cwd, or from a shell tool's own directory (shellDir).
 func WritePaths(toolName string, toolInput json.RawMessage, cwd string) []string {
 	var in map[string]any
 	if len(toolInput) == 0 || json.Unmarshal(toolInput, &in) != nil {
@@ -38,6 +38,7 @@ func WritePaths(toolName string, toolInput json.RawMessage, cwd string) []string
 			}
 		}
 	case "Bash", "run_shell_command", "shell", "local_shell", "exec_command", "container.exec":
+		cwd = shellDir(in, cwd)
 		switch c := in["command"].(type) {
 		case string:
 			rel = append(rel, ShellWrites(c)...)
@@ -58,6 +59,22 @@ func WritePaths(toolName string, toolInput json.RawMessage, cwd string) []string
 		}
 	}
 	return absUnique(cwd, rel)
+}
+
+// shellDir is the directory a shell tool runs its command in: Gemini's
+// run_shell_command takes directory (dir_path in newer releases),
+// relative to the project, and Codex's shell tools workdir; else cwd.
+// Without it, `touch a.go` in src/parser read as ./a.go.
+func shellDir(in map[string]any, cwd string) string {
+	for _, k := range []string{"workdir", "dir_path", "directory"} {
+		if d, _ := in[k].(string); d != "" {
+			if filepath.IsAbs(d) {
+				return d
+			}
+			return filepath.Join(cwd, d)
+		}
+	}
+	return cwd
 }
 
 // absUnique makes paths absolute (relative ones against cwd), cleans
@@ -589,6 +606,7 @@ func TreePaths(toolName string, toolInput json.RawMessage, cwd string) []string 
 	var rel []string
 	switch toolName {
 	case "Bash", "run_shell_command", "shell", "local_shell", "exec_command", "container.exec":
+		cwd = shellDir(in, cwd)
 		switch c := in["command"].(type) {
 		case string:
 			if cmds, ok := parseShell(c); ok {

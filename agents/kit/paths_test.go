@@ -38,6 +38,9 @@ func TestWritePaths(t *testing.T) {
 		// Codex's apply_patch through its shell tool: the patch is written.
 		{"Bash", `{"command":"apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: src/a.go\n*** End Patch\nEOF\necho > b.txt"}`, []string{"/p/src/a.go", "/p/b.txt"}},
 		{"Bash", `{"command":"apply_patch '*** Begin Patch\n*** Delete File: c.go\n*** End Patch'"}`, []string{"/p/c.go"}},
+		// The shell tools' own directory.
+		{"run_shell_command", `{"command":"touch a","directory":"sub"}`, []string{"/p/sub/a"}},
+		{"shell", `{"command":["rm","b"],"workdir":"/q"}`, []string{"/q/b"}},
 		// A cd moves the relative paths after it, in its subshell.
 		{"Bash", `{"command":"cd src/parser && sed -i s/a/b/ a.go && echo > /abs/x"}`, []string{"/p/src/parser/a.go", "/abs/x"}},
 		{"Bash", `{"command":"cd /q; cd r; touch a; (cd s && touch b); touch c"}`, []string{"/q/r/a", "/q/r/s/b", "/q/r/c"}},
