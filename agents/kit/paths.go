@@ -120,7 +120,8 @@ func PatchPaths(patch string) []string {
 // targets of output redirections (>, >>, &>, >|, N>), files given to tee,
 // touch, rm, rmdir, mkdir, truncate, sed -i, perl -i, the destination of
 // cp, ln and install (and DIR/NAME when the destination is a directory),
-// both sides of mv, dd's of=, git mv / git rm, and the files of a patch
+// both sides of mv, dd's of=, git mv / git rm / git restore / git
+// checkout -- (after git's -C), and the files of a patch
 // given to apply_patch (as its argument or here-document, as Codex runs it).
 // Relative paths are taken from the directory a cd before them went to
 // (walkShell). Words with expansions ($, `, globs) are not clear and are
@@ -520,9 +521,14 @@ func commandWrites(words []string) []string {
 			return clean(files)
 		}
 	case "git":
-		if len(args) > 0 && (args[0] == "mv" || args[0] == "rm") {
-			return clean(operands(args[1:]))
+		dir, args, ok := gitCommand(args)
+		if !ok {
+			return nil
 		}
+		if len(args) > 0 && (args[0] == "mv" || args[0] == "rm") {
+			return clean(inDir(dir, operands(args[1:])))
+		}
+		return clean(inDir(dir, gitRestored(args)))
 	}
 	return nil
 }
@@ -677,12 +683,107 @@ func commandTrees(words []string) []string {
 	case "mv":
 		return cleanPaths(sources(args))
 	case "git":
+		dir, args, ok := gitCommand(args)
+		if !ok {
+			return nil
+		}
 		if len(args) > 0 && args[0] == "rm" && recursive(args[1:]) {
-			return cleanPaths(shellOperands(args[1:]))
+			return cleanPaths(inDir(dir, shellOperands(args[1:])))
 		}
 		if len(args) > 0 && args[0] == "mv" {
-			return cleanPaths(sources(args[1:]))
+			return cleanPaths(inDir(dir, sources(args[1:])))
+		}
+		// A directory restored is everything under it.
+		return cleanPaths(inDir(dir, gitRestored(args)))
+	}
+	return nil
+}
+
+// gitCommand skips git's own options before the subcommand and returns
+// the directory -C moves it to ("" for none) and the subcommand with its
+// arguments. ok is false when -C names a directory that is not clear.
+func gitCommand(args []string) (dir string, rest []string, ok bool) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-C":
+			if i+1 >= len(args) || args[i+1] == "" {
+				return "", nil, false
+			}
+			i++
+			if filepath.IsAbs(args[i]) {
+				dir = args[i]
+			} else {
+				dir = filepath.Join(dir, args[i])
+			}
+		case a == "-c" || a == "--git-dir" || a == "--work-tree" || a == "--namespace":
+			i++
+		case strings.HasPrefix(a, "-"):
+		default:
+			return dir, args[i:], true
+		}
+	}
+	return dir, nil, true
+}
+
+// gitRestored returns the paths a git subcommand overwrites in the work
+// tree from the index or a commit, throwing away their changes: the
+// pathspecs of `git restore` (unless only --staged) and of `git checkout
+// ... -- PATHS`.
+func gitRestored(args []string) []string {
+	if len(args) == 0 {
+		return nil
+	}
+	switch args[0] {
+	case "restore":
+		staged, worktree := false, false
+		var ops []string
+		for i := 1; i < len(args); i++ {
+			a := args[i]
+			switch {
+			case a == "--":
+				ops = append(ops, args[i+1:]...)
+				i = len(args)
+			case a == "-s" || a == "--source":
+				i++
+			case a == "--staged" || a == "-S":
+				staged = true
+			case a == "--worktree" || a == "-W":
+				worktree = true
+			case strings.HasPrefix(a, "-"):
+				if !strings.HasPrefix(a, "--") && strings.Contains(a, "S") {
+					staged = true
+				}
+				if !strings.HasPrefix(a, "--") && strings.Contains(a, "W") {
+					worktree = true
+				}
+			default:
+				ops = append(ops, a)
+			}
+		}
+		if staged && !worktree {
+			return nil
+		}
+		return ops
+	case "checkout":
+		if i := slices.Index(args, "--"); i >= 0 {
+			return args[i+1:]
 		}
 	}
 	return nil
+}
+
+// inDir makes relative paths relative to dir (git -C).
+func inDir(dir string, paths []string) []string {
+	if dir == "" {
+		return paths
+	}
+	var out []string
+	for _, p := range paths {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		out = append(out, p)
+	}
+	return out
 }

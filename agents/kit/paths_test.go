@@ -38,6 +38,9 @@ func TestWritePaths(t *testing.T) {
 		// Codex's apply_patch through its shell tool: the patch is written.
 		{"Bash", `{"command":"apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: src/a.go\n*** End Patch\nEOF\necho > b.txt"}`, []string{"/p/src/a.go", "/p/b.txt"}},
 		{"Bash", `{"command":"apply_patch '*** Begin Patch\n*** Delete File: c.go\n*** End Patch'"}`, []string{"/p/c.go"}},
+		// git overwriting work-tree files, and git -C.
+		{"Bash", `{"command":"git checkout -- a.go && git restore -s HEAD~1 b && git restore --staged c && git -C sub rm d"}`, []string{"/p/a.go", "/p/b", "/p/sub/d"}},
+		{"Bash", `{"command":"git checkout main && git -C /dev rm null"}`, nil},
 		// The shell tools' own directory.
 		{"run_shell_command", `{"command":"touch a","directory":"sub"}`, []string{"/p/sub/a"}},
 		{"shell", `{"command":["rm","b"],"workdir":"/q"}`, []string{"/q/b"}},
