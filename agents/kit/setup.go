@@ -353,6 +353,11 @@ func (f *hooksFile) write() error {
 // writeFileAtomic writes data beside path and renames it into place, so a
 // tool reading its settings never sees half a file.
 func writeFileAtomic(path string, data []byte) error {
+	// A symlink is written where it points: renaming over the link would
+	// replace it with a regular file (AGENTS.md -> docs/AGENTS.md).
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -660,7 +665,9 @@ func Remove(t Tool, opt SetupOptions) ([]Change, error) {
 			changes = append(changes, Change{Path: rel, Action: "unchanged", What: "no tavern hooks"})
 		}
 	}
-	if file, _ := importFile(t); file != "" {
+	if file, _ := importFile(t); file != "" && isAgentsMD(opt.Project, file) {
+		changes = append(changes, Change{Path: file, Action: "unchanged", What: "is AGENTS.md (a link to it)"})
+	} else if file != "" {
 		c, err := removeBlockFile(opt.Project, file)
 		if err != nil {
 			return changes, err
@@ -840,6 +847,9 @@ func checkBlockFile(project, rel, body string) CheckItem {
 // ensureImport makes file import AGENTS.md: nothing to do when it already
 // has the import line anywhere (the user's own), else a marker block.
 func ensureImport(project, file, line string) (Change, error) {
+	if isAgentsMD(project, file) {
+		return Change{Path: file, Action: "unchanged", What: "is AGENTS.md (a link to it)"}, nil
+	}
 	text, _, err := readText(project, file)
 	if err != nil {
 		return Change{}, err
@@ -850,9 +860,18 @@ func ensureImport(project, file, line string) (Change, error) {
 	return upsertBlockFile(project, file, line, "import of AGENTS.md ("+line+")")
 }
 
+// isAgentsMD reports whether file is AGENTS.md itself, through a symlink
+// (CLAUDE.md -> AGENTS.md, the usual way to give every tool one file):
+// it needs no import, and its block is AGENTS.md's, not its own.
+func isAgentsMD(project, file string) bool {
+	a, err1 := os.Stat(filepath.Join(project, file))
+	b, err2 := os.Stat(filepath.Join(project, "AGENTS.md"))
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
+}
+
 func checkImport(project, file, line string) CheckItem {
 	text, _, _ := readText(project, file)
-	if hasLine(text, line) {
+	if isAgentsMD(project, file) || hasLine(text, line) {
 		return CheckItem{Path: file, What: "import of AGENTS.md", Status: "ok"}
 	}
 	return CheckItem{Path: file, What: "import of AGENTS.md", Status: "missing"}
