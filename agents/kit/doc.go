@@ -68,7 +68,7 @@
 //
 // Caveats:
 //   - WritePaths reads shell commands with a small tokenizer: it knows
-//     redirections, tee, sed -i, cp/mv and a few more, and skips words with
+//     redirections, tee, sed -i, cp/mv, cd and a few more, and skips words with
 //     expansions. A write it cannot see is not denied (the git guard still
 //     checks at commit time).
 //   - The stop gate runs the agent's commitments' assertions in the hook;

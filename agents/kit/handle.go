@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -84,7 +85,7 @@ func CheckWrite(e *Env, in *Input, agent string) (*Response, error) {
 	if cwd == "" {
 		cwd = proj
 	}
-	abs := WritePaths(in.ToolName, in.ToolInput, cwd)
+	abs := resolveDirs(WritePaths(in.ToolName, in.ToolInput, cwd))
 	if len(abs) == 0 {
 		return nil, nil
 	}
@@ -105,7 +106,7 @@ func CheckWrite(e *Env, in *Input, agent string) (*Response, error) {
 	// Directories removed or moved whole (rm -r, mv): every path under
 	// them is written, the project itself when one holds it ("").
 	var trees []string
-	for _, p := range TreePaths(in.ToolName, in.ToolInput, cwd) {
+	for _, p := range resolveDirs(TreePaths(in.ToolName, in.ToolInput, cwd)) {
 		for _, root := range roots {
 			r, err := filepath.Rel(root, p)
 			if err != nil {
@@ -148,6 +149,36 @@ func CheckWrite(e *Env, in *Input, agent string) (*Response, error) {
 	_, _ = e.Manager.Journal.Append(journal.Event{Type: "reservation.denied", Kind: "tuple", Agent: agent, Path: conflicts[0].Held.Path,
 		Data: map[string]any{"path": conflicts[0].Want, "held_by": conflicts[0].Held.Agent, "glob": conflicts[0].Held.Glob, "tool": in.ToolName}})
 	return &Response{Deny: denyReason(agent, conflicts)}, nil
+}
+
+// resolveDirs adds to paths the real path of each one's directory where it
+// differs: a write through a symlinked directory (src-link/a.go, or the
+// whole project reached by a link, as a tool's cwd may be) writes the
+// file under the real one, where the reservation is. The store's root is
+// real, so the spelled path alone would not be in the project at all.
+// Only the directory is resolved: rm or mv of a link changes the link,
+// not what it points to. A path whose directory does not exist yet is
+// resolved from its deepest existing ancestor.
+func resolveDirs(paths []string) []string {
+	out := slices.Clone(paths)
+	for _, p := range paths {
+		dir, rest := filepath.Dir(p), []string{filepath.Base(p)}
+		for {
+			if real, err := filepath.EvalSymlinks(dir); err == nil {
+				if r := filepath.Join(append([]string{real}, rest...)...); r != p && !slices.Contains(out, r) {
+					out = append(out, r)
+				}
+				break
+			}
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				break
+			}
+			rest = append([]string{filepath.Base(dir)}, rest...)
+			dir = parent
+		}
+	}
+	return out
 }
 
 func denyReason(agent string, cs []tuples.Conflict) string {

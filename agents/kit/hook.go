@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -133,7 +134,12 @@ type Input struct {
 func ParseInput(tool Tool, event Event, data []byte) (*Input, error) {
 	in := &Input{}
 	if len(bytes.TrimSpace(data)) > 0 {
-		if err := json.Unmarshal(data, in); err != nil {
+		// A field of another type than expected (a tool's newer release
+		// changing one Tavern barely reads) leaves that field empty:
+		// json.Unmarshal decodes the rest, and the gates must still see
+		// the tool call. Only JSON that does not parse is refused.
+		var ute *json.UnmarshalTypeError
+		if err := json.Unmarshal(data, in); err != nil && (!errors.As(err, &ute) || ute.Field == "") { // "": not an object at all
 			return nil, &Error{Op: "hook " + string(event), Path: "stdin", Err: fmt.Errorf("%w: %v", ErrBadPayload, err)}
 		}
 	}

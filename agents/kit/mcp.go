@@ -48,6 +48,7 @@ type mcpServer struct {
 	opt   MCPOptions
 	mu    sync.Mutex
 	agent string
+	known bool // agent names an existing agent
 }
 
 // NewMCPServer returns the MCP server of the store: eight tools — prime,
@@ -75,6 +76,24 @@ func (ms *mcpServer) whoami() (string, error) {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	if ms.agent != "" {
+		// A name given (--as, $TAVERN_AGENT) must name an agent, as the
+		// CLI's --as must: a typo acts as nobody, instead of sending,
+		// reserving and claiming under a name no agent has. Checked until
+		// it holds (the agent may be created while the server runs).
+		if !ms.known {
+			if err := agents.AgentExists(ms.e.Store, ms.agent); err != nil {
+				var ue *schema.UnknownError
+				if errors.As(err, &ue) {
+					hint := "create it with `tavern agent new " + ms.agent + "`"
+					if len(ue.Near) > 0 {
+						hint = "did you mean " + strings.Join(ue.Near, ", ") + "? or " + hint
+					}
+					return "", fmt.Errorf("%w (%s)", err, hint)
+				}
+				return "", err
+			}
+			ms.known = true
+		}
 		return ms.agent, nil
 	}
 	m := ms.e.Manager
@@ -166,6 +185,13 @@ type reportIn struct {
 }
 
 func (ms *mcpServer) report(_ context.Context, _ *mcp.CallToolRequest, in reportIn) (*mcp.CallToolResult, any, error) {
+	// The attempt is the fence, as in `tavern item done`; but a name given
+	// must still be an agent's (a typo reports nothing).
+	if ms.opt.Agent != "" {
+		if _, err := ms.whoami(); err != nil {
+			return nil, nil, err
+		}
+	}
 	b, err := ms.e.Broker()
 	if err != nil {
 		return nil, nil, err

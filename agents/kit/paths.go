@@ -3,6 +3,7 @@ package kit
 import (
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -13,7 +14,7 @@ import (
 // the targets of shell commands that clearly write a path (ShellWrites).
 // Anything else — reads, searches, MCP tools, commands it cannot read —
 // writes nothing as far as Tavern can tell. Relative paths are taken from
-// cwd.
+// cwd, or from a shell tool's own directory (shellDir).
 func WritePaths(toolName string, toolInput json.RawMessage, cwd string) []string {
 	var in map[string]any
 	if len(toolInput) == 0 || json.Unmarshal(toolInput, &in) != nil {
@@ -37,6 +38,7 @@ func WritePaths(toolName string, toolInput json.RawMessage, cwd string) []string
 			}
 		}
 	case "Bash", "run_shell_command", "shell", "local_shell", "exec_command", "container.exec":
+		cwd = shellDir(in, cwd)
 		switch c := in["command"].(type) {
 		case string:
 			rel = append(rel, ShellWrites(c)...)
@@ -57,6 +59,22 @@ func WritePaths(toolName string, toolInput json.RawMessage, cwd string) []string
 		}
 	}
 	return absUnique(cwd, rel)
+}
+
+// shellDir is the directory a shell tool runs its command in: Gemini's
+// run_shell_command takes directory (dir_path in newer releases),
+// relative to the project, and Codex's shell tools workdir; else cwd.
+// Without it, `touch a.go` in src/parser read as ./a.go.
+func shellDir(in map[string]any, cwd string) string {
+	for _, k := range []string{"workdir", "dir_path", "directory"} {
+		if d, _ := in[k].(string); d != "" {
+			if filepath.IsAbs(d) {
+				return d
+			}
+			return filepath.Join(cwd, d)
+		}
+	}
+	return cwd
 }
 
 // absUnique makes paths absolute (relative ones against cwd), cleans
@@ -101,20 +119,96 @@ func PatchPaths(patch string) []string {
 // ShellWrites returns the paths a shell command line clearly writes:
 // targets of output redirections (>, >>, &>, >|, N>), files given to tee,
 // touch, rm, rmdir, mkdir, truncate, sed -i, perl -i, the destination of
-// cp, ln and install, both sides of mv, dd's of=, and git mv / git rm.
-// Words with expansions ($, `, globs) are not clear and are skipped, as is
-// a line that does not tokenize (an open quote).
+// cp, ln and install (and DIR/NAME when the destination is a directory),
+// both sides of mv, dd's of=, git mv / git rm / git restore / git
+// checkout -- (after git's -C), and the files of a patch
+// given to apply_patch (as its argument or here-document, as Codex runs it).
+// Relative paths are taken from the directory a cd before them went to
+// (walkShell). Words with expansions ($, `, globs) are not clear and are
+// skipped, as is a line that does not tokenize (an open quote).
 func ShellWrites(line string) []string {
 	cmds, ok := parseShell(line)
 	if !ok {
 		return nil
 	}
 	var out []string
-	for _, c := range cmds {
-		out = append(out, c.redirects...)
-		out = append(out, commandWrites(c.words)...)
-	}
+	walkShell(cmds, func(c simpleCommand, rebase func([]string) []string) {
+		out = append(out, rebase(c.redirects)...)
+		out = append(out, rebase(commandWrites(c.words))...)
+		// Codex runs `apply_patch <<'EOF'` (and `apply_patch 'PATCH'`)
+		// given to its shell tool as the patch itself: its files are
+		// written. The body is the command's stdin, so it is only read for
+		// apply_patch.
+		if w := commandWords(c.words); len(w) > 0 && (filepath.Base(w[0]) == "apply_patch" || filepath.Base(w[0]) == "applypatch") {
+			if len(w) > 1 {
+				out = append(out, rebase(PatchPaths(w[1]))...)
+			}
+			out = append(out, rebase(PatchPaths(c.heredoc))...)
+		}
+	})
 	return out
+}
+
+// unknownDir is the directory after a cd Tavern cannot follow.
+const unknownDir = "\x00?"
+
+// walkShell calls fn for each command but cd, with rebase, which makes
+// the command's relative paths relative to the directory the line is in
+// by then: a `cd DIR` (pushd DIR) before it, in its own subshell or an
+// enclosing one, moves it (`cd src && sed -i ... a.go` writes src/a.go).
+// After a cd to a place that is not clear (cd "$X", cd -, cd alone),
+// relative paths are not clear either and rebase drops them.
+func walkShell(cmds []simpleCommand, fn func(c simpleCommand, rebase func([]string) []string)) {
+	var dirs []string // dirs[d]: the directory at subshell depth d, "" the start
+	at := func(d int) string {
+		for len(dirs) <= d {
+			inherit := ""
+			if len(dirs) > 0 {
+				inherit = dirs[len(dirs)-1]
+			}
+			dirs = append(dirs, inherit)
+		}
+		dirs = dirs[:d+1] // a subshell deeper than d has ended
+		return dirs[d]
+	}
+	for _, c := range cmds {
+		dir := at(c.depth)
+		if w := commandWords(c.words); len(w) > 0 && (w[0] == "cd" || w[0] == "pushd") {
+			var ops []string
+			for _, a := range w[1:] {
+				if a != "-L" && a != "-P" && a != "-e" && a != "-@" {
+					ops = append(ops, a)
+				}
+			}
+			switch {
+			case len(ops) != 1 || ops[0] == "" || ops[0] == "-":
+				dirs[c.depth] = unknownDir
+			case filepath.IsAbs(ops[0]):
+				dirs[c.depth] = ops[0]
+			case dir == unknownDir:
+			default:
+				dirs[c.depth] = filepath.Join(dir, ops[0])
+			}
+			continue
+		}
+		fn(c, func(paths []string) []string {
+			if dir == "" {
+				return paths
+			}
+			var out []string
+			for _, p := range paths {
+				switch {
+				case filepath.IsAbs(p):
+					out = append(out, p)
+				case dir != unknownDir:
+					if j := filepath.Join(dir, p); !strings.HasPrefix(j, "/dev/") {
+						out = append(out, j)
+					}
+				}
+			}
+			return out
+		})
+	}
 }
 
 type shellWord struct {
@@ -125,6 +219,8 @@ type shellWord struct {
 type simpleCommand struct {
 	words     []string // static words; a dynamic word is ""
 	redirects []string // static output redirection targets
+	heredoc   string   // the bodies of its here-documents (apply_patch reads its patch there)
+	depth     int      // how many ( ) subshells it is in
 }
 
 // parseShell splits a command line into simple commands (separated by ;
@@ -133,11 +229,19 @@ type simpleCommand struct {
 func parseShell(line string) ([]simpleCommand, bool) {
 	var cmds []simpleCommand
 	var cur simpleCommand
-	var heredocs []string // delimiters waiting for the next newline
+	// Here-documents waiting for the next newline: the delimiter and the
+	// command (its index in cmds once flushed) whose stdin the body is.
+	type pending struct {
+		delim string
+		cmd   int
+	}
+	var heredocs []pending
 	rs := []rune(line)
 	i := 0
+	depth := 0
 	flush := func() {
 		if len(cur.words) > 0 || len(cur.redirects) > 0 {
+			cur.depth = depth
 			cmds = append(cmds, cur)
 		}
 		cur = simpleCommand{}
@@ -209,17 +313,22 @@ func parseShell(line string) ([]simpleCommand, bool) {
 		case r == '\n':
 			flush()
 			i++
-			for _, delim := range heredocs {
+			for _, h := range heredocs {
+				var body strings.Builder
 				for i < len(rs) {
 					j := i
 					for j < len(rs) && rs[j] != '\n' {
 						j++
 					}
-					body := strings.TrimLeft(string(rs[i:j]), "\t")
+					line := strings.TrimLeft(string(rs[i:j]), "\t")
 					i = min(j+1, len(rs))
-					if body == delim {
+					if line == h.delim {
 						break
 					}
+					body.WriteString(line + "\n")
+				}
+				if h.cmd < len(cmds) {
+					cmds[h.cmd].heredoc += body.String()
 				}
 			}
 			heredocs = nil
@@ -230,6 +339,12 @@ func parseShell(line string) ([]simpleCommand, bool) {
 				continue
 			}
 			flush()
+			switch {
+			case r == '(':
+				depth++
+			case r == ')' && depth > 0:
+				depth--
+			}
 			i++
 		case r == '<':
 			if i+1 < len(rs) && rs[i+1] == '<' {
@@ -250,7 +365,7 @@ func parseShell(line string) ([]simpleCommand, bool) {
 				if !ok {
 					return nil, false
 				}
-				heredocs = append(heredocs, w.text)
+				heredocs = append(heredocs, pending{w.text, len(cmds)})
 				continue
 			}
 			i++
@@ -325,22 +440,52 @@ func commandWrites(words []string) []string {
 			}
 		}
 		return clean(out)
-	case "mv":
-		return clean(operands(args))
-	case "cp", "ln", "install":
+	case "mv", "cp", "ln", "install":
+		if name == "install" {
+			args = dropOptionValues(args, "-m", "--mode", "-o", "--owner", "-g", "--group", "-S", "--suffix")
+		}
+		var out []string
+		if name == "mv" {
+			out = operands(args) // the sources are removed
+		}
+		// The destination, and the files the call writes in it when it
+		// is a directory: -t DIR names one; else the last operand, which
+		// with a trailing slash or several sources can only be one, and
+		// may be one otherwise (`cp a.go src/parser` writes
+		// src/parser/a.go when src/parser exists). A copy onto a path a
+		// reservation covers the inside of is a conflict either way.
+		var dest string
+		var srcs []string
 		for i, a := range args {
 			if (a == "-t" || a == "--target-directory") && i+1 < len(args) {
-				return clean([]string{args[i+1]})
+				dest = args[i+1]
+				srcs = operands(append(slices.Clone(args[:i]), args[i+2:]...))
+				break
 			}
 			if d, ok := strings.CutPrefix(a, "--target-directory="); ok {
-				return clean([]string{d})
+				dest = d
+				srcs = operands(append(slices.Clone(args[:i]), args[i+1:]...))
+				break
 			}
 		}
-		ops := operands(args)
-		if len(ops) < 2 {
-			return nil
+		if dest == "" {
+			ops := operands(args)
+			if len(ops) < 2 {
+				return clean(out)
+			}
+			dest, srcs = ops[len(ops)-1], ops[:len(ops)-1]
 		}
-		return clean(ops[len(ops)-1:])
+		if name != "mv" {
+			out = append(out, dest)
+		}
+		if !slices.Contains(args, "-T") && !slices.Contains(args, "--no-target-directory") && !(name == "install" && slices.Contains(args, "-d")) {
+			for _, s := range srcs {
+				if b := filepath.Base(s); b != "." && b != "/" && b != ".." {
+					out = append(out, filepath.Join(dest, b))
+				}
+			}
+		}
+		return clean(out)
 	case "dd":
 		for _, a := range args {
 			if f, ok := strings.CutPrefix(a, "of="); ok {
@@ -376,9 +521,14 @@ func commandWrites(words []string) []string {
 			return clean(files)
 		}
 	case "git":
-		if len(args) > 0 && (args[0] == "mv" || args[0] == "rm") {
-			return clean(operands(args[1:]))
+		dir, args, ok := gitCommand(args)
+		if !ok {
+			return nil
 		}
+		if len(args) > 0 && (args[0] == "mv" || args[0] == "rm") {
+			return clean(inDir(dir, operands(args[1:])))
+		}
+		return clean(inDir(dir, gitRestored(args)))
 	}
 	return nil
 }
@@ -403,6 +553,20 @@ func commandWords(words []string) []string {
 		break
 	}
 	return words
+}
+
+// dropOptionValues removes the options that take a separate value, and
+// their values, so the values are not read as operands.
+func dropOptionValues(args []string, opts ...string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		if slices.Contains(opts, args[i]) {
+			i++
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return out
 }
 
 // shellOperands are a command's arguments that are not options (all of
@@ -448,12 +612,13 @@ func TreePaths(toolName string, toolInput json.RawMessage, cwd string) []string 
 	var rel []string
 	switch toolName {
 	case "Bash", "run_shell_command", "shell", "local_shell", "exec_command", "container.exec":
+		cwd = shellDir(in, cwd)
 		switch c := in["command"].(type) {
 		case string:
 			if cmds, ok := parseShell(c); ok {
-				for _, sc := range cmds {
-					rel = append(rel, commandTrees(sc.words)...)
-				}
+				walkShell(cmds, func(sc simpleCommand, rebase func([]string) []string) {
+					rel = append(rel, rebase(commandTrees(sc.words))...)
+				})
 			}
 		case []any:
 			var words []string
@@ -464,9 +629,9 @@ func TreePaths(toolName string, toolInput json.RawMessage, cwd string) []string 
 			}
 			if len(words) == 3 && (words[0] == "bash" || words[0] == "sh" || words[0] == "zsh") && (words[1] == "-c" || words[1] == "-lc") {
 				if cmds, ok := parseShell(words[2]); ok {
-					for _, sc := range cmds {
-						rel = append(rel, commandTrees(sc.words)...)
-					}
+					walkShell(cmds, func(sc simpleCommand, rebase func([]string) []string) {
+						rel = append(rel, rebase(commandTrees(sc.words))...)
+					})
 				}
 			} else {
 				rel = append(rel, commandTrees(words)...)
@@ -518,12 +683,107 @@ func commandTrees(words []string) []string {
 	case "mv":
 		return cleanPaths(sources(args))
 	case "git":
+		dir, args, ok := gitCommand(args)
+		if !ok {
+			return nil
+		}
 		if len(args) > 0 && args[0] == "rm" && recursive(args[1:]) {
-			return cleanPaths(shellOperands(args[1:]))
+			return cleanPaths(inDir(dir, shellOperands(args[1:])))
 		}
 		if len(args) > 0 && args[0] == "mv" {
-			return cleanPaths(sources(args[1:]))
+			return cleanPaths(inDir(dir, sources(args[1:])))
+		}
+		// A directory restored is everything under it.
+		return cleanPaths(inDir(dir, gitRestored(args)))
+	}
+	return nil
+}
+
+// gitCommand skips git's own options before the subcommand and returns
+// the directory -C moves it to ("" for none) and the subcommand with its
+// arguments. ok is false when -C names a directory that is not clear.
+func gitCommand(args []string) (dir string, rest []string, ok bool) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-C":
+			if i+1 >= len(args) || args[i+1] == "" {
+				return "", nil, false
+			}
+			i++
+			if filepath.IsAbs(args[i]) {
+				dir = args[i]
+			} else {
+				dir = filepath.Join(dir, args[i])
+			}
+		case a == "-c" || a == "--git-dir" || a == "--work-tree" || a == "--namespace":
+			i++
+		case strings.HasPrefix(a, "-"):
+		default:
+			return dir, args[i:], true
+		}
+	}
+	return dir, nil, true
+}
+
+// gitRestored returns the paths a git subcommand overwrites in the work
+// tree from the index or a commit, throwing away their changes: the
+// pathspecs of `git restore` (unless only --staged) and of `git checkout
+// ... -- PATHS`.
+func gitRestored(args []string) []string {
+	if len(args) == 0 {
+		return nil
+	}
+	switch args[0] {
+	case "restore":
+		staged, worktree := false, false
+		var ops []string
+		for i := 1; i < len(args); i++ {
+			a := args[i]
+			switch {
+			case a == "--":
+				ops = append(ops, args[i+1:]...)
+				i = len(args)
+			case a == "-s" || a == "--source":
+				i++
+			case a == "--staged" || a == "-S":
+				staged = true
+			case a == "--worktree" || a == "-W":
+				worktree = true
+			case strings.HasPrefix(a, "-"):
+				if !strings.HasPrefix(a, "--") && strings.Contains(a, "S") {
+					staged = true
+				}
+				if !strings.HasPrefix(a, "--") && strings.Contains(a, "W") {
+					worktree = true
+				}
+			default:
+				ops = append(ops, a)
+			}
+		}
+		if staged && !worktree {
+			return nil
+		}
+		return ops
+	case "checkout":
+		if i := slices.Index(args, "--"); i >= 0 {
+			return args[i+1:]
 		}
 	}
 	return nil
+}
+
+// inDir makes relative paths relative to dir (git -C).
+func inDir(dir string, paths []string) []string {
+	if dir == "" {
+		return paths
+	}
+	var out []string
+	for _, p := range paths {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		out = append(out, p)
+	}
+	return out
 }

@@ -32,8 +32,25 @@ func TestWritePaths(t *testing.T) {
 		{"Bash", `{"command":"sed -i 's/a/b/' src/a.go src/b.go"}`, []string{"/p/src/a.go", "/p/src/b.go"}},
 		{"Bash", `{"command":"sed -e 's/a/b/' src/a.go"}`, nil},
 		{"Bash", `{"command":"perl -pi -e 's/a/b/' x.pl"}`, []string{"/p/x.pl"}},
-		{"Bash", `{"command":"cp -r a b dest/ && mv old.go new.go"}`, []string{"/p/dest", "/p/old.go", "/p/new.go"}},
-		{"Bash", `{"command":"cp -t target a b"}`, []string{"/p/target"}},
+		{"Bash", `{"command":"cp -r a b dest/ && mv old.go new.go"}`, []string{"/p/dest", "/p/dest/a", "/p/dest/b", "/p/old.go", "/p/new.go", "/p/new.go/old.go"}},
+		{"Bash", `{"command":"cp -t target a b"}`, []string{"/p/target", "/p/target/a", "/p/target/b"}},
+		{"Bash", `{"command":"install -m 0644 -T a.go bin/a"}`, []string{"/p/bin/a"}},
+		// Codex's apply_patch through its shell tool: the patch is written.
+		{"Bash", `{"command":"apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: src/a.go\n*** End Patch\nEOF\necho > b.txt"}`, []string{"/p/src/a.go", "/p/b.txt"}},
+		{"Bash", `{"command":"apply_patch '*** Begin Patch\n*** Delete File: c.go\n*** End Patch'"}`, []string{"/p/c.go"}},
+		// git overwriting work-tree files, and git -C.
+		{"Bash", `{"command":"git checkout -- a.go && git restore -s HEAD~1 b && git restore --staged c && git -C sub rm d"}`, []string{"/p/a.go", "/p/b", "/p/sub/d"}},
+		{"Bash", `{"command":"git checkout main && git -C /dev rm null"}`, nil},
+		// The shell tools' own directory.
+		{"run_shell_command", `{"command":"touch a","directory":"sub"}`, []string{"/p/sub/a"}},
+		{"shell", `{"command":["rm","b"],"workdir":"/q"}`, []string{"/q/b"}},
+		// A cd moves the relative paths after it, in its subshell.
+		{"Bash", `{"command":"cd src/parser && sed -i s/a/b/ a.go && echo > /abs/x"}`, []string{"/p/src/parser/a.go", "/abs/x"}},
+		{"Bash", `{"command":"cd /q; cd r; touch a; (cd s && touch b); touch c"}`, []string{"/q/r/a", "/q/r/s/b", "/q/r/c"}},
+		{"Bash", `{"command":"cd \"$D\" && touch a /abs/b; cd -; touch c"}`, []string{"/abs/b"}},
+		{"Bash", `{"command":"cd /dev && echo x > null"}`, nil},
+		// A here-document of another command is its input, not a patch.
+		{"Bash", `{"command":"cat <<'EOF'\n*** Update File: src/a.go\nEOF"}`, nil},
 		{"Bash", `{"command":"rm -f 'src/my file.go' && touch x"}`, []string{"/p/src/my file.go", "/p/x"}},
 		{"Bash", `{"command":"FOO=1 sudo truncate -s 0 big.log"}`, []string{"/p/big.log"}},
 		{"Bash", `{"command":"git mv a.go b.go; git rm -q c.go; git status"}`, []string{"/p/a.go", "/p/b.go", "/p/c.go"}},
@@ -79,6 +96,7 @@ func TestTreePaths(t *testing.T) {
 		{"Bash", `{"command":"mv -t dest a b; rm -- -r; git rm x; mkdir -p d"}`, nil},
 		{"shell", `{"command":["bash","-lc","rm -rf /p/build"]}`, []string{"/p/build"}},
 		{"shell", `{"command":["rm","-r","lib"]}`, []string{"/p/lib"}},
+		{"Bash", `{"command":"cd src && rm -rf parser"}`, []string{"/p/src/parser"}},
 		{"Edit", `{"file_path":"a.go"}`, nil},
 	} {
 		got := TreePaths(tt.tool, json.RawMessage(tt.input), "/p")

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -154,6 +155,15 @@ func isOurs(h any) bool {
 		return false
 	}
 	cmd, _ := o.vals["command"].(string)
+	// Words as the shell reads them: hookCommand quotes a --bin with a
+	// space ('/opt/My Tools/tavern'), which splitting at blanks would
+	// miss — setup would add its hooks again and remove would leave them.
+	// A first word with an expansion ("$CLAUDE_PROJECT_DIR"/bin/tavern,
+	// written by hand) is read as it is spelled.
+	if cmds, ok := parseShell(cmd); ok && len(cmds) == 1 && len(cmds[0].words) >= 3 && cmds[0].words[0] != "" {
+		f := cmds[0].words
+		return f[1] == "hook" && filepath.Base(f[0]) == "tavern"
+	}
 	f := strings.Fields(cmd)
 	if len(f) < 3 || f[1] != "hook" {
 		return false
@@ -343,6 +353,11 @@ func (f *hooksFile) write() error {
 // writeFileAtomic writes data beside path and renames it into place, so a
 // tool reading its settings never sees half a file.
 func writeFileAtomic(path string, data []byte) error {
+	// A symlink is written where it points: renaming over the link would
+	// replace it with a regular file (AGENTS.md -> docs/AGENTS.md).
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -371,6 +386,11 @@ func writeFileAtomic(path string, data []byte) error {
 // with what is there: other keys, other hooks and other text are kept as
 // they are, and running it again changes nothing.
 func Setup(t Tool, opt SetupOptions) ([]Change, error) {
+	// The files setup edits after the hooks file are checked first: one it
+	// must refuse leaves every file as it was, the hooks file included.
+	if err := setupPreflight(t, opt.Project); err != nil {
+		return nil, err
+	}
 	var changes []Change
 	if rel, specs := toolHooks(t); rel != "" {
 		f, err := readHooksFile(opt.Project, rel)
@@ -645,7 +665,9 @@ func Remove(t Tool, opt SetupOptions) ([]Change, error) {
 			changes = append(changes, Change{Path: rel, Action: "unchanged", What: "no tavern hooks"})
 		}
 	}
-	if file, _ := importFile(t); file != "" {
+	if file, _ := importFile(t); file != "" && isAgentsMD(opt.Project, file) {
+		changes = append(changes, Change{Path: file, Action: "unchanged", What: "is AGENTS.md (a link to it)"})
+	} else if file != "" {
 		c, err := removeBlockFile(opt.Project, file)
 		if err != nil {
 			return changes, err
@@ -743,8 +765,8 @@ func upsertBlockFile(project, rel, body, what string) (Change, error) {
 			return Change{Path: rel, Action: "unchanged", What: what}, nil
 		}
 		out = text[:start] + block + text[end:]
-	} else if strings.Count(text, BlockBegin) > 0 {
-		return Change{}, &Error{Op: "setup", Path: rel + ": " + BlockBegin + " without " + BlockEnd + " (fix by hand)", Err: ErrBadConfig}
+	} else if err := openBlock(rel, text); err != nil {
+		return Change{}, err
 	} else {
 		sep := ""
 		switch {
@@ -767,6 +789,46 @@ func upsertBlockFile(project, rel, body, what string) (Change, error) {
 	return Change{Path: rel, Action: action, What: what}, nil
 }
 
+// openBlock is the error for a text whose block is begun and never
+// ended (a hand edit gone wrong), at the begin marker: setup cannot tell
+// where its block stops, so it leaves the file to be fixed by hand.
+func openBlock(rel, text string) error {
+	if _, _, _, ok := findBlock(text); ok {
+		return nil
+	}
+	i := strings.Index(text, BlockBegin)
+	if i < 0 {
+		return nil
+	}
+	line := strings.Count(text[:i], "\n") + 1
+	col := utf8.RuneCountInString(text[strings.LastIndex(text[:i], "\n")+1:i]) + 1
+	return &Error{Op: "setup", Path: fmt.Sprintf("%s:%d:%d", rel, line, col), Err: fmt.Errorf("%s without %s (fix by hand): %w", BlockBegin, BlockEnd, ErrBadConfig)}
+}
+
+// setupPreflight reads the files Setup edits after the hooks file and
+// returns the error one of them would stop it with.
+func setupPreflight(t Tool, project string) error {
+	files := []string{"AGENTS.md"}
+	if file, _ := importFile(t); file != "" {
+		files = append(files, file)
+	}
+	for _, rel := range files {
+		text, _, err := readText(project, rel)
+		if err != nil {
+			return err
+		}
+		if err := openBlock(rel, text); err != nil {
+			return err
+		}
+	}
+	if t == Aider {
+		if _, _, err := aiderPlan(project); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func checkBlockFile(project, rel, body string) CheckItem {
 	text, _, err := readText(project, rel)
 	if err != nil {
@@ -785,6 +847,9 @@ func checkBlockFile(project, rel, body string) CheckItem {
 // ensureImport makes file import AGENTS.md: nothing to do when it already
 // has the import line anywhere (the user's own), else a marker block.
 func ensureImport(project, file, line string) (Change, error) {
+	if isAgentsMD(project, file) {
+		return Change{Path: file, Action: "unchanged", What: "is AGENTS.md (a link to it)"}, nil
+	}
 	text, _, err := readText(project, file)
 	if err != nil {
 		return Change{}, err
@@ -795,9 +860,18 @@ func ensureImport(project, file, line string) (Change, error) {
 	return upsertBlockFile(project, file, line, "import of AGENTS.md ("+line+")")
 }
 
+// isAgentsMD reports whether file is AGENTS.md itself, through a symlink
+// (CLAUDE.md -> AGENTS.md, the usual way to give every tool one file):
+// it needs no import, and its block is AGENTS.md's, not its own.
+func isAgentsMD(project, file string) bool {
+	a, err1 := os.Stat(filepath.Join(project, file))
+	b, err2 := os.Stat(filepath.Join(project, "AGENTS.md"))
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
+}
+
 func checkImport(project, file, line string) CheckItem {
 	text, _, _ := readText(project, file)
-	if hasLine(text, line) {
+	if isAgentsMD(project, file) || hasLine(text, line) {
 		return CheckItem{Path: file, What: "import of AGENTS.md", Status: "ok"}
 	}
 	return CheckItem{Path: file, What: "import of AGENTS.md", Status: "missing"}
@@ -883,13 +957,26 @@ func aiderRead(m *yaml.Node) (key, val *yaml.Node) {
 // flow list. The line it adds or changes ends with the marker comment;
 // aiderRemove undoes exactly that.
 func aiderSetup(project string) (Change, error) {
+	out, c, err := aiderPlan(project)
+	if err != nil || out == nil {
+		return c, err
+	}
+	if err := writeFileAtomic(filepath.Join(project, aiderConf), out); err != nil {
+		return Change{}, err
+	}
+	return c, nil
+}
+
+// aiderPlan is what aiderSetup writes: the new text of .aider.conf.yml
+// (nil when there is nothing to write) and the change to report.
+func aiderPlan(project string) ([]byte, Change, error) {
 	doc, exists, err := readAiderConf(project)
 	if err != nil {
-		return Change{}, err
+		return nil, Change{}, err
 	}
 	text, _, err := readText(project, aiderConf)
 	if err != nil {
-		return Change{}, err
+		return nil, Change{}, err
 	}
 	lines := strings.SplitAfter(text, "\n")
 	if len(lines) > 0 && lines[len(lines)-1] == "" {
@@ -906,19 +993,33 @@ func aiderSetup(project string) (Change, error) {
 			lines[len(lines)-1] += "\n"
 		}
 		lines = append(lines, "read: AGENTS.md"+marker+"\n")
+	case val.Kind == yaml.ScalarNode && val.Tag == "!!null":
+		// An empty `read:` takes the entry as its value; a null spelled
+		// out (~, null) is the user's to change. Splicing a list into
+		// either gave `read:[, AGENTS.md]`, which is no YAML.
+		key, _ := aiderRead(doc.Content[0])
+		i := key.Line - 1
+		if i < 0 || i >= len(lines) {
+			return nil, Change{}, &Error{Op: "setup", Path: aiderConf + ": cannot place an entry in read: (add AGENTS.md by hand)", Err: ErrBadConfig}
+		}
+		l := strings.TrimSuffix(lines[i], "\n")
+		if val.Value != "" || key.Column < 1 || key.Column-1 > len(l) || strings.TrimRight(l, " \t") != l[:key.Column-1]+key.Value+":" {
+			return nil, Change{}, &Error{Op: "setup", Path: fmt.Sprintf("%s:%d:%d", aiderConf, val.Line, val.Column), Err: fmt.Errorf("read: is null (make it a file name or a list, or add AGENTS.md by hand): %w", ErrBadConfig)}
+		}
+		lines[i] = l + " AGENTS.md" + marker + aiderWasEmpty + "\n"
 	case val.Kind == yaml.ScalarNode && val.Value == "AGENTS.md":
-		return Change{Path: aiderConf, Action: "unchanged", What: "reads AGENTS.md already"}, nil
+		return nil, Change{Path: aiderConf, Action: "unchanged", What: "reads AGENTS.md already"}, nil
 	case val.Kind == yaml.SequenceNode && slices.ContainsFunc(val.Content, func(n *yaml.Node) bool { return n.Value == "AGENTS.md" }):
-		return Change{Path: aiderConf, Action: "unchanged", What: "reads AGENTS.md already"}, nil
+		return nil, Change{Path: aiderConf, Action: "unchanged", What: "reads AGENTS.md already"}, nil
 	case val.Kind == yaml.SequenceNode && val.Style&yaml.FlowStyle == 0 && len(val.Content) > 0:
 		last := val.Content[len(val.Content)-1]
 		if last.Line < 1 || last.Line > len(lines) || last.Column < 1 {
-			return Change{}, &Error{Op: "setup", Path: aiderConf + ": cannot place an entry in read: (add AGENTS.md by hand)", Err: ErrBadConfig}
+			return nil, Change{}, &Error{Op: "setup", Path: aiderConf + ": cannot place an entry in read: (add AGENTS.md by hand)", Err: ErrBadConfig}
 		}
 		l := lines[last.Line-1]
 		prefix := l[:min(last.Column-1, len(l))]
 		if strings.TrimSpace(strings.TrimSpace(prefix)) != "-" {
-			return Change{}, &Error{Op: "setup", Path: fmt.Sprintf("%s:%d: cannot place an entry after this item (add AGENTS.md by hand)", aiderConf, last.Line), Err: ErrBadConfig}
+			return nil, Change{}, &Error{Op: "setup", Path: fmt.Sprintf("%s:%d: cannot place an entry after this item (add AGENTS.md by hand)", aiderConf, last.Line), Err: ErrBadConfig}
 		}
 		if !strings.HasSuffix(l, "\n") {
 			lines[last.Line-1] += "\n"
@@ -927,14 +1028,14 @@ func aiderSetup(project string) (Change, error) {
 	case (val.Kind == yaml.SequenceNode && val.Style&yaml.FlowStyle != 0) || (val.Kind == yaml.ScalarNode && val.Style == 0):
 		i := val.Line - 1
 		if i < 0 || i >= len(lines) {
-			return Change{}, &Error{Op: "setup", Path: aiderConf + ": cannot place an entry in read: (add AGENTS.md by hand)", Err: ErrBadConfig}
+			return nil, Change{}, &Error{Op: "setup", Path: aiderConf + ": cannot place an entry in read: (add AGENTS.md by hand)", Err: ErrBadConfig}
 		}
 		l := strings.TrimSuffix(lines[i], "\n")
 		var out string
 		if val.Kind == yaml.SequenceNode {
 			end := strings.LastIndexByte(l, ']')
 			if end < 0 || strings.Count(l, "[") != 1 {
-				return Change{}, &Error{Op: "setup", Path: fmt.Sprintf("%s:%d: read: is a flow list over several lines (add AGENTS.md by hand)", aiderConf, val.Line), Err: ErrBadConfig}
+				return nil, Change{}, &Error{Op: "setup", Path: fmt.Sprintf("%s:%d: read: is a flow list over several lines (add AGENTS.md by hand)", aiderConf, val.Line), Err: ErrBadConfig}
 			}
 			sep := ", "
 			if len(val.Content) == 0 {
@@ -944,27 +1045,27 @@ func aiderSetup(project string) (Change, error) {
 		} else {
 			start := val.Column - 1
 			if start < 0 || start+len(val.Value) > len(l) || l[start:start+len(val.Value)] != val.Value {
-				return Change{}, &Error{Op: "setup", Path: fmt.Sprintf("%s:%d: cannot rewrite read: (add AGENTS.md by hand)", aiderConf, val.Line), Err: ErrBadConfig}
+				return nil, Change{}, &Error{Op: "setup", Path: fmt.Sprintf("%s:%d: cannot rewrite read: (add AGENTS.md by hand)", aiderConf, val.Line), Err: ErrBadConfig}
 			}
 			out = l[:start] + "[" + val.Value + ", AGENTS.md]" + l[start+len(val.Value):] + marker + aiderWasScalar
 		}
 		lines[i] = out + "\n"
 	default:
-		return Change{}, &Error{Op: "setup", Path: aiderConf + ": read is neither a file name nor a list", Err: ErrBadConfig}
-	}
-	if err := writeFileAtomic(filepath.Join(project, aiderConf), []byte(strings.Join(lines, ""))); err != nil {
-		return Change{}, err
+		return nil, Change{}, &Error{Op: "setup", Path: aiderConf + ": read is neither a file name nor a list", Err: ErrBadConfig}
 	}
 	action := "updated"
 	if !exists {
 		action = "created"
 	}
-	return Change{Path: aiderConf, Action: action, What: "read: AGENTS.md"}, nil
+	return []byte(strings.Join(lines, "")), Change{Path: aiderConf, Action: action, What: "read: AGENTS.md"}, nil
 }
 
 // aiderWasScalar follows the marker on a read: line that setup turned
 // from one file name into a flow list, so remove can turn it back.
 const aiderWasScalar = " (was one file)"
+
+// aiderWasEmpty follows the marker on a read: line that was empty.
+const aiderWasEmpty = " (was empty)"
 
 func aiderCheck(project string) CheckItem {
 	doc, _, err := readAiderConf(project)
@@ -999,6 +1100,9 @@ func aiderRemove(project string) (Change, error) {
 		body := strings.TrimSuffix(l, "\n")
 		nl := l[len(body):]
 		switch {
+		case strings.HasSuffix(body, " AGENTS.md"+marker+aiderWasEmpty):
+			body = strings.TrimSuffix(body, " AGENTS.md"+marker+aiderWasEmpty)
+			out, changed = append(out, body+nl), true
 		case strings.HasSuffix(body, marker+aiderWasScalar):
 			body = strings.TrimSuffix(body, marker+aiderWasScalar)
 			if i := strings.Index(body, "["); i >= 0 {

@@ -103,6 +103,9 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 	cmds := commands()
 	for _, c := range cmds {
 		prepare(c)
+		if c.Name == "hook" {
+			hookFailsOpen(c)
+		}
 	}
 	return &cli.App{
 		Name:  "tavern",

@@ -20,7 +20,9 @@ in the working directory and checks them against live reservations of agents
 other than the committer (--as, else $TAVERN_AGENT, else you: "user").
 Conflicts are listed on stderr and the exit status is 4, which makes git
 abort the commit. --install writes .git/hooks/pre-commit to run this
-binary's guard (an existing foreign hook is kept unless --force).
+binary's guard (an existing foreign hook is kept unless --force), with
+--dir when the store is in a subdirectory of the work tree (git runs the
+hook at its top).
 git commit --no-verify skips the hook.
 
 Examples:
@@ -95,7 +97,16 @@ func installGuard(c *cli.Context, wd string) error {
 	if bin, err = filepath.EvalSymlinks(bin); err != nil {
 		return err
 	}
-	path, err := tuples.InstallHook(c.Context, wd, bin, c.Bool("force"))
+	// The store the hook guards, when there is one: the hook names it
+	// unless guard finds it from the top of the work tree by itself.
+	store, err := storeDir(c)
+	if errors.Is(err, docstore.ErrNoStore) {
+		store, err = "", nil
+	}
+	if err != nil {
+		return err
+	}
+	path, err := tuples.InstallHook(c.Context, wd, bin, store, c.Bool("force"))
 	if err != nil {
 		return err
 	}

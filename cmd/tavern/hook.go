@@ -48,7 +48,8 @@ TAVERN_AGENT to the tool's shell commands (Claude Code: $CLAUDE_ENV_FILE;
 Codex: the SessionStart env answer).
 
 A hook never stops the tool because of Tavern's own trouble: errors go to
-stderr and the exit status is 0. The reservation and stop gates decide
+stderr and the exit status is 0, usage errors (an event, tool or flag
+this Tavern does not know) included, since the tools read exit 2 as block. The reservation and stop gates decide
 against the tool only on a definite conflict. Outside a Tavern project every
 hook prints nothing.
 
@@ -67,21 +68,45 @@ Examples:
 	}
 }
 
-func runHook(c *cli.Context) error {
-	if c.NArg() != 1 {
-		return usageErr("hook takes EVENT (session-start, pre-tool-use, user-prompt-submit, post-tool-use, stop, session-end)")
+// hookFailsOpen makes the hook's usage errors — an unknown flag, too many
+// arguments — fail open like its other errors: exit 2 is what Claude
+// Code, Codex CLI and Gemini CLI read as "block" (a denied tool call, an
+// erased prompt, a refused stop), and a command line this Tavern cannot
+// read (a newer Tavern's hooks in a settings file shared through git, a
+// typo in a hand-written hook) is Tavern's trouble, not the tool's.
+// `hook keep`, which Tavern itself starts, keeps its usage errors.
+func hookFailsOpen(cmd *cli.Command) {
+	isKeep := func(c *cli.Context) bool { return c.Args().First() == "keep" }
+	cmd.OnUsageError = func(c *cli.Context, err error, sub bool) error {
+		return failOpen(c, "", onUsageError(c, err, sub)) // no arguments parsed yet
 	}
+	before := cmd.Before
+	cmd.Before = func(c *cli.Context) error {
+		err := before(c)
+		if err != nil && !isKeep(c) && errors.Is(err, errUsage) {
+			return failOpen(c, kit.Event(c.Args().First()), err)
+		}
+		return err
+	}
+}
+
+func runHook(c *cli.Context) error {
 	if c.Args().First() == "keep" {
 		return runHookKeep(c)
 	}
+	if c.NArg() != 1 {
+		return failOpen(c, "", usageErr("hook takes EVENT (session-start, pre-tool-use, user-prompt-submit, post-tool-use, stop, session-end)"))
+	}
+	// An event or tool this Tavern does not know fails open too (see
+	// hookFailsOpen).
 	ev, err := kit.ParseEvent(c.Args().First())
 	if err != nil {
-		return err
+		return failOpen(c, kit.Event(c.Args().First()), err)
 	}
 	var tool kit.Tool
 	if t := c.String("tool"); t != "" {
 		if tool, err = kit.ParseTool(t); err != nil {
-			return err
+			return failOpen(c, ev, err)
 		}
 	}
 	data, err := io.ReadAll(io.LimitReader(c.App.Reader, 16<<20))
@@ -134,6 +159,10 @@ func runHook(c *cli.Context) error {
 // failOpen reports Tavern's own error on stderr and lets the tool go on:
 // exit 0, no decision.
 func failOpen(c *cli.Context, ev kit.Event, err error) error {
+	if ev == "" {
+		errf(c, "tavern hook: %v (ignored: the tool goes on)\n", err)
+		return nil
+	}
 	errf(c, "tavern hook %s: %v (ignored: the tool goes on)\n", ev, err)
 	return nil
 }

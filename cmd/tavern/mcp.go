@@ -19,7 +19,9 @@ the model to call prime first. The hooks and the CLI are the first door; this
 is the second, for tools that prefer MCP.
 
 The agent is --as, else $TAVERN_AGENT, else the agent of the hooked session
-whose tool started the server.
+whose tool started the server. A name that names no agent (a typo) acts as
+nobody: the tools answer "unknown agent" with the nearest names, and write
+nothing.
 
 Requests piped in are all answered before it exits at the end of its input
 (printf '...' | tavern mcp); the answers come as each request finishes. A line

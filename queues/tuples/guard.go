@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
 
@@ -93,11 +94,48 @@ func git(ctx context.Context, dir string, args ...string) ([]byte, error) {
 // HookScript is the pre-commit hook `tavern guard --install` writes: it
 // runs the given tavern binary's guard, so a commit touching paths
 // reserved by another agent is refused. TAVERN_AGENT names the committer.
-func HookScript(tavernBin string) string {
+// storeArg, when not empty, is given to guard as --dir: the store the
+// hook must read (see InstallHook).
+func HookScript(tavernBin, storeArg string) string {
+	dir := ""
+	if storeArg != "" {
+		dir = " --dir " + shellQuote(storeArg)
+	}
 	return "#!/bin/sh\n# Installed by `tavern guard --install`: refuse commits that touch paths\n" +
 		"# reserved by another agent (tavern reserve). Identity: $TAVERN_AGENT.\n" +
 		"# Bypass once with `git commit --no-verify`.\n" +
-		"exec " + shellQuote(tavernBin) + " guard\n"
+		"exec " + shellQuote(tavernBin) + " guard" + dir + "\n"
+}
+
+// hookStoreArg is the --dir the hook needs for store, the .tavern
+// directory: none when guard finds it by itself from the top of the work
+// tree, where git runs the hook; else its path relative to the top when
+// it is inside (a project in a subdirectory of a monorepo: the clone may
+// move), else the absolute path. Without it, a hook installed from the
+// subdirectory found no store and let every commit by.
+func hookStoreArg(top, store string) string {
+	if store == "" {
+		return ""
+	}
+	if found, err := docstore.Find(top); err == nil && sameDir(found, store) {
+		return ""
+	}
+	if realTop, err := filepath.EvalSymlinks(top); err == nil {
+		top = realTop
+	}
+	if realStore, err := filepath.EvalSymlinks(store); err == nil {
+		store = realStore
+	}
+	if rel, err := filepath.Rel(top, store); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return filepath.ToSlash(rel)
+	}
+	return store
+}
+
+func sameDir(a, b string) bool {
+	fa, err1 := os.Stat(a)
+	fb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
 }
 
 func shellQuote(s string) string {
@@ -105,12 +143,22 @@ func shellQuote(s string) string {
 }
 
 // InstallHook writes HookScript into the pre-commit hook of the git
-// repository containing dir and returns the hook's path. An existing hook
-// that is not ours is kept unless force is set.
-func InstallHook(ctx context.Context, dir, tavernBin string, force bool) (string, error) {
+// repository containing dir and returns the hook's path. store is the
+// .tavern directory the hook guards ("" for none found: the hook then
+// looks for one when it runs). An existing hook that is not ours is kept
+// unless force is set.
+func InstallHook(ctx context.Context, dir, tavernBin, store string, force bool) (string, error) {
 	out, err := git(ctx, dir, "rev-parse", "--git-path", "hooks")
 	if err != nil {
 		return "", err
+	}
+	storeArg := ""
+	if store != "" {
+		top, err := git(ctx, dir, "rev-parse", "--show-toplevel")
+		if err != nil {
+			return "", err
+		}
+		storeArg = hookStoreArg(strings.TrimSpace(string(top)), store)
 	}
 	hooks := strings.TrimSpace(string(out))
 	if !filepath.IsAbs(hooks) {
@@ -124,7 +172,7 @@ func InstallHook(ctx context.Context, dir, tavernBin string, force bool) (string
 		return path, fmt.Errorf("%s exists and was not written by tavern (use --force to replace it): %w", path, os.ErrExist)
 	}
 	// The hook is not a document: a plain write, then chmod +x.
-	if err := os.WriteFile(path, []byte(HookScript(tavernBin)), 0o755); err != nil {
+	if err := os.WriteFile(path, []byte(HookScript(tavernBin, storeArg)), 0o755); err != nil {
 		return "", err
 	}
 	return path, os.Chmod(path, 0o755)
