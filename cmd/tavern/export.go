@@ -46,6 +46,10 @@ func runExport(c *cli.Context) error {
 		return usageErr("export needs --html DIR, --md [DIR] or --json")
 	case html && dir == "":
 		return usageErr("export --html needs a DIR to write the pages into")
+	case !html && !md && dir != "":
+		// Only pages go to a DIR: a DIR with --json alone would be
+		// ignored, and the user would look for files that were never written.
+		return usageErr("export --json prints to stdout and takes no DIR (add --html or --md to write pages into %s)", dir)
 	case md && asJSON && dir == "":
 		// Both would print to stdout, and a reader of either would choke
 		// on the other: refuse rather than pick one silently.
