@@ -144,7 +144,7 @@ func (v *View) do(ctx context.Context, a Action) (string, error) {
 		}
 		return "saved " + a.Target, nil
 	case ActApprove:
-		g, err := v.b.Approve(a.Target, queues.Decision{By: v.opt.Person, Reason: text})
+		g, err := v.b.Approve(a.Target, queues.Decision{By: v.opt.Person, Reason: text, Caller: a.Caller})
 		if err != nil {
 			return "", err
 		}
@@ -153,7 +153,7 @@ func (v *View) do(ctx context.Context, a Action) (string, error) {
 		if err := need(); err != nil {
 			return "", err // a rejection says why
 		}
-		g, err := v.b.Reject(a.Target, queues.Decision{By: v.opt.Person, Reason: text})
+		g, err := v.b.Reject(a.Target, queues.Decision{By: v.opt.Person, Reason: text, Caller: a.Caller})
 		if err != nil {
 			return "", err
 		}

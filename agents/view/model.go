@@ -3,6 +3,7 @@ package view
 import (
 	"time"
 
+	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
 
@@ -83,6 +84,10 @@ type Action struct {
 	Input   string `json:"input,omitempty"`   // what Text must hold: "answer", "message", "document"; "" for none
 	Confirm string `json:"confirm,omitempty"` // the question to confirm before doing it
 	Text    string `json:"text,omitempty"`    // the person's input
+	// Caller is the process that asked for the action (approve, reject),
+	// when it is not this one (a browser's request to serve); nil: this
+	// process.
+	Caller *queues.Caller `json:"-"`
 }
 
 // Action names.
