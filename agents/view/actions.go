@@ -77,6 +77,14 @@ func (v *View) do(ctx context.Context, a Action) (string, error) {
 			}
 			v.mu.Unlock()
 		}
+		if queue == "" {
+			// Not on the board: the broker finds it, or says it is no item.
+			it, err := v.b.Get(a.Target)
+			if err != nil {
+				return "", err
+			}
+			queue = it.Queue
+		}
 		its, err := v.b.Retry(queue, a.Target)
 		if err != nil {
 			return "", err

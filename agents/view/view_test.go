@@ -3,6 +3,7 @@ package view
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -277,6 +278,11 @@ func TestActions(t *testing.T) {
 		}
 	})
 	t.Run("retry", func(t *testing.T) {
+		// An id that names no item, without a queue: not found, not a
+		// complaint about the queue nobody named.
+		if _, err := v.Do(ctx, Action{Name: ActRetry, Target: "p00-nope"}); !errors.Is(err, fs.ErrNotExist) || strings.Contains(err.Error(), `queue ""`) {
+			t.Errorf("retry of an unknown item: got %v, want not found", err)
+		}
 		must(v.Do(ctx, Action{Name: ActRetry, Target: f.dead, Queue: "build"}))
 		if it := must(f.b.Get(f.dead)); it.State != queues.Pending {
 			t.Errorf("retried item: got %s, want pending", it.State)
