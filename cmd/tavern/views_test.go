@@ -321,6 +321,52 @@ func TestServeBrowser(t *testing.T) {
 	}
 }
 
+// TestServeEditAfterChange: a document changes on disk while its edit
+// page is open in the browser. The live refresh keeps what the person
+// typed, and with it the revision that text is based on: Save is refused
+// as a conflict, never a silent revert of the other change.
+func TestServeEditAfterChange(t *testing.T) {
+	bin := chromium(t)
+	p := viewsProject(t)
+	u := startServe(t, p, "--listen", "127.0.0.1:0")
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("user-data-dir", t.TempDir()))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelA()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancelT()
+
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(u+"docs/agents/alice.md"),
+		chromedp.WaitVisible(`#edit-text`),
+		chromedp.Poll[chromedp.Void](`document.getElementById("live").textContent === "live"`, chromedp.WithPollingTimeout(30*time.Second)),
+	); err != nil {
+		t.Fatalf("edit page: %v", err)
+	}
+	before, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("main").dataset.version`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.ok("set", "agents/alice", "role=reviewer")
+	// The page swaps in the new content (a new version) without a reload.
+	if err := chromedp.Do(ctx,
+		chromedp.Poll[chromedp.Void](`document.getElementById("main").dataset.version !== "`+before+`"`, chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.Click(`form.edit button[type=submit]`),
+		chromedp.WaitVisible(`#flash .flash`),
+	); err != nil {
+		t.Fatalf("saving: %v", err)
+	}
+	flash, _ := chromedp.Run(ctx, chromedp.Text(`#flash .flash`))
+	if got := p.read("agents/alice.md"); !strings.Contains(got, "role: reviewer") {
+		t.Fatalf("the save reverted a change it never saw (shown: %q):\n%s", flash, got)
+	}
+	if !strings.Contains(flash, "conflict") {
+		t.Errorf("shown after the save: %q, want the conflict", flash)
+	}
+}
+
 // saveScreenshot keeps a screenshot for a person to look at: in the test's
 // temp dir always, and with -update as the README's in examples/.
 func saveScreenshot(t *testing.T, name string, png []byte) {

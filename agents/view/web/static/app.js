@@ -1,6 +1,8 @@
 // tavern serve: live updates without a framework. On every "change"
 // event of /events, fetch the page's content again (X-Tavern-Fragment) and
-// swap it in, keeping what the person is typing. Forms that ask for a
+// swap it in, keeping what the person is typing (and an edit's revision
+// with its text: a save of text based on an older revision must conflict,
+// not overwrite the change that came meanwhile). Forms that ask for a
 // confirmation confirm() first. Everything works without this script,
 // only without live updates.
 (function () {
