@@ -130,7 +130,7 @@ func (v *View) do(ctx context.Context, a Action) (string, error) {
 		}
 		return "sent to " + a.Target, nil
 	case ActRespawn:
-		ag, err := v.m.Transition(a.Target, agents.Idle, agents.TransitionOptions{By: v.opt.Person, Reason: "respawned by " + v.opt.Person + " from a view"})
+		ag, err := v.m.Transition(a.Target, agents.Idle, agents.TransitionOptions{By: v.opt.Person, From: agents.Failed, Reason: "respawned by " + v.opt.Person + " from a view"})
 		if err != nil {
 			return "", err
 		}

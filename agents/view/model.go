@@ -97,7 +97,7 @@ const (
 	ActRelease = "release" // give a hung claim back (Target: item id, Attempt: its fencing token)
 	ActReap    = "reap"    // reap dead holders now (Target: queue, or "@agents" for agents)
 	ActSend    = "send"    // send a message (Target: channel or @agent, Text)
-	ActRespawn = "respawn" // failed -> idle through the state machine (Target: agent)
+	ActRespawn = "respawn" // failed -> idle through the state machine, only from failed (Target: agent)
 	ActEdit    = "edit"    // replace a document after the edit check (Target: path, Rev, Text)
 	ActApprove = "approve" // pass a human gate (Target: gate id; Text: an optional reason)
 	ActReject  = "reject"  // reject a human gate, the item goes to dead/ (Target: gate id, Text: the reason)

@@ -309,11 +309,13 @@ func TestActions(t *testing.T) {
 		if a := must(f.m.GetAgent("bob")); a.State != agents.Idle {
 			t.Errorf("bob: got %s, want idle", a.State)
 		}
-		if _, err := v.Do(ctx, Action{Name: ActRespawn, Target: "alice"}); err == nil {
-			// working -> idle is legal (interrupted); waiting too. A
-			// done agent is the illegal case; what matters here is that
-			// the state machine decides, which the error below checks.
-			t.Log("alice respawned from working (legal)")
+		// Respawn is failed -> idle: from a page shown while alice had
+		// failed, it must not stop her now that she works again.
+		if _, err := v.Do(ctx, Action{Name: ActRespawn, Target: "alice"}); !errors.Is(err, agents.ErrStateChanged) {
+			t.Errorf("respawn of a working agent: got %v, want ErrStateChanged", err)
+		}
+		if a := must(f.m.GetAgent("alice")); a.State != agents.Working {
+			t.Errorf("alice: got %s, want working (untouched)", a.State)
 		}
 	})
 	t.Run("edit", func(t *testing.T) {

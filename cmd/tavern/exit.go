@@ -62,6 +62,7 @@ var exitCodes = []struct {
 	{agents.ErrUnknownState, exitUsage}, // a typo, before the transition it also is
 	{agents.ErrIllegalTransition, exitConflict},
 	{agents.ErrIllegalEdit, exitInvalid},
+	{agents.ErrStateChanged, exitConflict},
 	{agents.ErrConstitutionChanged, exitConflict},
 	{agents.ErrBusy, exitConflict},
 	{agents.ErrSelfVerify, exitConflict},
