@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/tavernhq/tavern/agents/view"
@@ -183,7 +184,8 @@ func pageStatus(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, docstore.ErrUnsafePath), errors.Is(err, docstore.ErrOddFile),
 		errors.Is(err, docstore.ErrEngineFile), errors.Is(err, schema.ErrInvalidName),
-		errors.Is(err, schema.ErrBadAgentName), errors.Is(err, schema.ErrUnknownKind):
+		errors.Is(err, schema.ErrBadAgentName), errors.Is(err, schema.ErrUnknownKind),
+		errors.Is(err, syscall.ENAMETOOLONG):
 		return http.StatusBadRequest
 	}
 	return http.StatusInternalServerError

@@ -181,6 +181,8 @@ func TestPages(t *testing.T) {
 		{"/channels/nope", 404},    // no composer that could only fail
 		{"/channels/@nobody", 404}, // no such agent
 		{"/channels/@alice", 200},  // an agent's direct channel, messages or not
+		// A name too long for the filesystem can name no document (it was a 500).
+		{"/docs/agents/" + strings.Repeat("a", 300) + ".md", 400},
 	} {
 		if code, body := f.get(t, tc.path); code != tc.want {
 			t.Errorf("GET %s: got %d, want %d (%.100s)", tc.path, code, tc.want, body)
