@@ -367,6 +367,41 @@ func TestServeEditAfterChange(t *testing.T) {
 	}
 }
 
+// TestServePageGone: the document of an open page is removed (tavern rm).
+// The live page says so instead of "reconnecting" over stale content: the
+// server answers, the thing is gone.
+func TestServePageGone(t *testing.T) {
+	bin := chromium(t)
+	p := viewsProject(t)
+	id := strings.TrimSpace(p.ok("queue", "add", "build", "--title", "doomed item"))
+	u := startServe(t, p, "--listen", "127.0.0.1:0")
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("user-data-dir", t.TempDir()))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelA()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancelT()
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(u+"items/"+id),
+		chromedp.Poll[chromedp.Void](`document.getElementById("live").textContent === "live"`, chromedp.WithPollingTimeout(30*time.Second)),
+	); err != nil {
+		t.Fatalf("item page: %v", err)
+	}
+	p.ok("rm", "queues/build/pending/"+id+".md")
+	if err := chromedp.Do(ctx,
+		chromedp.Poll[chromedp.Void](`document.getElementById("main").textContent.includes("no longer exists")`, chromedp.WithPollingTimeout(15*time.Second)),
+	); err != nil {
+		live, _ := chromedp.Run(ctx, chromedp.Text(`#live`))
+		main, _ := chromedp.Run(ctx, chromedp.Text(`#main`))
+		t.Fatalf("the page of a removed item does not say so (live: %q): %v\n%.300s", live, err, main)
+	}
+	if live, err := chromedp.Run(ctx, chromedp.Text(`#live`)); err != nil || live != "live" {
+		t.Errorf("live indicator: %q, %v (the server is up)", live, err)
+	}
+}
+
 // saveScreenshot keeps a screenshot for a person to look at: in the test's
 // temp dir always, and with -update as the README's in examples/.
 func saveScreenshot(t *testing.T, name string, png []byte) {

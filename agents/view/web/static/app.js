@@ -13,12 +13,28 @@
     var el = document.getElementById("live");
     if (el) { el.textContent = on ? "live" : "reconnecting"; el.className = "live " + (on ? "on" : "off"); }
   }
+  function gone(why) {
+    var main = document.getElementById("main");
+    if (!main) { return; }
+    var h = document.createElement("h1"), p = document.createElement("p");
+    h.textContent = "This page no longer exists";
+    p.className = "empty";
+    p.textContent = why.trim() + " (removed or renamed since the page was loaded)";
+    main.replaceChildren(h, p);
+  }
   function refresh() {
     if (busy) { again = true; return; }
     busy = true;
     fetch(location.href, { headers: { "X-Tavern-Fragment": "1" }, credentials: "same-origin", cache: "no-store" })
-      .then(function (r) { if (!r.ok) { throw new Error(r.status); } return r.text(); })
+      .then(function (r) {
+        // 404: the server is up and the page's document is gone; say so
+        // rather than "reconnecting" over what it was.
+        if (r.status === 404) { return r.text().then(function (t) { gone(t); return null; }); }
+        if (!r.ok) { throw new Error(r.status); }
+        return r.text();
+      })
       .then(function (html) {
+        if (html === null) { setLive(true); return; }
         var kept = {}, focus = document.activeElement, focusId = focus && focus.id, sel = null;
         if (focus && focus.id && "selectionStart" in focus) { sel = [focus.selectionStart, focus.selectionEnd]; }
         app.querySelectorAll("textarea[id], input[id]").forEach(function (el) { kept[el.id] = el.value; });
