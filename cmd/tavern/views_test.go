@@ -367,6 +367,45 @@ func TestServeEditAfterChange(t *testing.T) {
 	}
 }
 
+// TestServeEditRefused: a save the check refuses shows the problems with
+// the person's text (the answer to a POST). That page is the document's
+// page again: its address (a reload does not re-post the form) and live
+// updates, not "reconnecting" from fetching the form's target.
+func TestServeEditRefused(t *testing.T) {
+	bin := chromium(t)
+	p := viewsProject(t)
+	u := startServe(t, p, "--listen", "127.0.0.1:0")
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("user-data-dir", t.TempDir()))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelA()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancelT()
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(u+"docs/agents/alice.md"),
+		chromedp.WaitVisible(`#edit-text`),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById("edit-text").value = document.getElementById("edit-text").value.replace("state: idle", "state: dancing")`),
+		chromedp.Click(`form.edit button[type=submit]`),
+		chromedp.WaitVisible(`#flash .error`),
+		chromedp.Poll[chromedp.Void](`document.getElementById("live").textContent === "live"`, chromedp.WithPollingTimeout(30*time.Second)),
+	); err != nil {
+		t.Fatalf("refused save: %v", err)
+	}
+	if path, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.pathname`)); err != nil || path != "/docs/agents/alice.md" {
+		t.Errorf("the refused save's page is at %q (%v), want the document's", path, err)
+	}
+	p.ok("set", "agents/bob", "role=reviewer")
+	time.Sleep(1500 * time.Millisecond) // a change event and its refresh
+	if live, err := chromedp.Run(ctx, chromedp.Text(`#live`)); err != nil || live != "live" {
+		t.Errorf("after a change: %q, %v", live, err)
+	}
+	if text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("edit-text").value`)); err != nil || !strings.Contains(text, "state: dancing") {
+		t.Errorf("the person's text was not kept: %v\n%s", err, text)
+	}
+}
+
 // TestServePageGone: the document of an open page is removed (tavern rm).
 // The live page says so instead of "reconnecting" over stale content: the
 // server answers, the thing is gone.

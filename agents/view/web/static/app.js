@@ -56,6 +56,12 @@
     var c = form.querySelector("input[name=confirmed]");
     if (c) { c.value = "1"; }
   });
+  // A refused edit is the answer to the form's POST (/action): show it
+  // at the document's address, which a reload and the refresh fetch.
+  var main = document.getElementById("main");
+  if (main && main.dataset.here && location.pathname === "/action" && window.history) {
+    history.replaceState(null, "", main.dataset.here);
+  }
   if (!window.EventSource || !app) { return; }
   var es = new EventSource("/events");
   es.addEventListener("hello", function () { setLive(true); refresh(); });
