@@ -385,6 +385,10 @@ type TransitionOptions struct {
 	Force bool
 	// Edit, if set, also edits the document in the same write.
 	Edit func(*docstore.Doc) error
+	// From, if set, fences the move on the state the caller saw: an agent
+	// in another state now is refused with ErrStateChanged (a person's
+	// page may be older than the agent's last move).
+	From string
 }
 
 // Transition moves an agent to state to. The move must be legal from the
@@ -420,6 +424,9 @@ func (m *Manager) Transition(name, to string, opt TransitionOptions) (*Agent, er
 		}
 		if from == to && handFrom == "" && a.AppliedState != "" && a.State == to {
 			return nil // no change
+		}
+		if opt.From != "" && from != opt.From {
+			return &TransitionError{Path: rel, Agent: name, From: from, To: to, Err: fmt.Errorf("%w: it is %s now, not %s", ErrStateChanged, from, opt.From)}
 		}
 		if !opt.Force && !Legal(from, to) {
 			return &TransitionError{Path: rel, Agent: name, From: from, To: to, Err: ErrIllegalTransition}

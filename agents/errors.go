@@ -18,6 +18,11 @@ var (
 	// the transition table (see doc.go). It is wrapped in a *TransitionError.
 	ErrIllegalTransition = errors.New("illegal state transition")
 
+	// ErrStateChanged is returned when a transition is fenced on the state
+	// its caller saw (TransitionOptions.From) and the agent is in another
+	// one now. Wrapped in a *TransitionError.
+	ErrStateChanged = errors.New("agent state changed")
+
 	// ErrUnknownState is returned (with ErrIllegalTransition) when a state
 	// change names no state at all: a typo, a bad value rather than a
 	// conflict with the agent's current state.
@@ -153,13 +158,16 @@ type TransitionError struct {
 	Agent string
 	From  string // the state the engine last applied
 	To    string
-	Err   error // ErrIllegalTransition or ErrIllegalEdit
+	Err   error // ErrIllegalTransition, ErrIllegalEdit or ErrStateChanged
 }
 
 func (e *TransitionError) Error() string {
 	if errors.Is(e.Err, ErrIllegalEdit) {
 		return fmt.Sprintf("%s: state %q was edited by hand; it cannot follow %q (the state last applied); "+
 			"restore it or force a state", e.Path, e.To, e.From)
+	}
+	if errors.Is(e.Err, ErrStateChanged) {
+		return fmt.Sprintf("%s: %s -> %s refused: %s", e.Path, e.From, e.To, e.Err)
 	}
 	return fmt.Sprintf("%s: %s: %s -> %s (allowed from %s: %s)", e.Path, e.Err, e.From, e.To, e.From, allowedList(e.From))
 }

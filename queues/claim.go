@@ -457,6 +457,10 @@ func (b *Broker) retryOne(queue, id string) (*Item, error) {
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			if loc, lerr := b.locate(id); lerr == nil {
+				if loc.queue != queue {
+					// Not in the queue named: not found there, and where it is.
+					return nil, &ItemError{Op: "retry", ID: id, Path: loc.path, Err: fmt.Errorf("%w: the item is %s in queue %s, not in %s", fs.ErrNotExist, loc.state, loc.queue, queue)}
+				}
 				return nil, &ItemError{Op: "retry", ID: id, Path: loc.path, Err: fmt.Errorf("%w: the item is %s, not dead", ErrState, loc.state)}
 			}
 		}

@@ -719,6 +719,9 @@ type Caller struct {
 	Env map[string]string
 	// Ancestry is the caller and its parents, nearest first.
 	Ancestry []Proc
+	// Unknown says why the calling process could not be identified
+	// (PeerCaller); such a caller is refused as an agent would be.
+	Unknown string
 }
 
 // Proc is one process of a Caller's ancestry.
@@ -741,6 +744,9 @@ func (p Proc) String() string {
 
 // Agent says why the caller counts as an agent ("" for a person).
 func (c *Caller) Agent() string {
+	if c.Unknown != "" {
+		return "cannot tell who sent the request: " + c.Unknown
+	}
 	for _, k := range []string{"TAVERN_AGENT", "TAVERN_INSTANCE"} {
 		if v := c.Env[k]; v != "" {
 			return fmt.Sprintf("%s=%s is set", k, v)

@@ -77,6 +77,14 @@ func (v *View) do(ctx context.Context, a Action) (string, error) {
 			}
 			v.mu.Unlock()
 		}
+		if queue == "" {
+			// Not on the board: the broker finds it, or says it is no item.
+			it, err := v.b.Get(a.Target)
+			if err != nil {
+				return "", err
+			}
+			queue = it.Queue
+		}
 		its, err := v.b.Retry(queue, a.Target)
 		if err != nil {
 			return "", err
@@ -122,7 +130,7 @@ func (v *View) do(ctx context.Context, a Action) (string, error) {
 		}
 		return "sent to " + a.Target, nil
 	case ActRespawn:
-		ag, err := v.m.Transition(a.Target, agents.Idle, agents.TransitionOptions{By: v.opt.Person, Reason: "respawned by " + v.opt.Person + " from a view"})
+		ag, err := v.m.Transition(a.Target, agents.Idle, agents.TransitionOptions{By: v.opt.Person, From: agents.Failed, Reason: "respawned by " + v.opt.Person + " from a view"})
 		if err != nil {
 			return "", err
 		}
@@ -144,7 +152,7 @@ func (v *View) do(ctx context.Context, a Action) (string, error) {
 		}
 		return "saved " + a.Target, nil
 	case ActApprove:
-		g, err := v.b.Approve(a.Target, queues.Decision{By: v.opt.Person, Reason: text})
+		g, err := v.b.Approve(a.Target, queues.Decision{By: v.opt.Person, Reason: text, Caller: a.Caller})
 		if err != nil {
 			return "", err
 		}
@@ -153,7 +161,7 @@ func (v *View) do(ctx context.Context, a Action) (string, error) {
 		if err := need(); err != nil {
 			return "", err // a rejection says why
 		}
-		g, err := v.b.Reject(a.Target, queues.Decision{By: v.opt.Person, Reason: text})
+		g, err := v.b.Reject(a.Target, queues.Decision{By: v.opt.Person, Reason: text, Caller: a.Caller})
 		if err != nil {
 			return "", err
 		}

@@ -3,6 +3,7 @@ package view
 import (
 	"time"
 
+	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
 
@@ -83,6 +84,10 @@ type Action struct {
 	Input   string `json:"input,omitempty"`   // what Text must hold: "answer", "message", "document"; "" for none
 	Confirm string `json:"confirm,omitempty"` // the question to confirm before doing it
 	Text    string `json:"text,omitempty"`    // the person's input
+	// Caller is the process that asked for the action (approve, reject),
+	// when it is not this one (a browser's request to serve); nil: this
+	// process.
+	Caller *queues.Caller `json:"-"`
 }
 
 // Action names.
@@ -92,7 +97,7 @@ const (
 	ActRelease = "release" // give a hung claim back (Target: item id, Attempt: its fencing token)
 	ActReap    = "reap"    // reap dead holders now (Target: queue, or "@agents" for agents)
 	ActSend    = "send"    // send a message (Target: channel or @agent, Text)
-	ActRespawn = "respawn" // failed -> idle through the state machine (Target: agent)
+	ActRespawn = "respawn" // failed -> idle through the state machine, only from failed (Target: agent)
 	ActEdit    = "edit"    // replace a document after the edit check (Target: path, Rev, Text)
 	ActApprove = "approve" // pass a human gate (Target: gate id; Text: an optional reason)
 	ActReject  = "reject"  // reject a human gate, the item goes to dead/ (Target: gate id, Text: the reason)

@@ -3,6 +3,7 @@ package view
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -277,6 +278,11 @@ func TestActions(t *testing.T) {
 		}
 	})
 	t.Run("retry", func(t *testing.T) {
+		// An id that names no item, without a queue: not found, not a
+		// complaint about the queue nobody named.
+		if _, err := v.Do(ctx, Action{Name: ActRetry, Target: "p00-nope"}); !errors.Is(err, fs.ErrNotExist) || strings.Contains(err.Error(), `queue ""`) {
+			t.Errorf("retry of an unknown item: got %v, want not found", err)
+		}
 		must(v.Do(ctx, Action{Name: ActRetry, Target: f.dead, Queue: "build"}))
 		if it := must(f.b.Get(f.dead)); it.State != queues.Pending {
 			t.Errorf("retried item: got %s, want pending", it.State)
@@ -303,11 +309,13 @@ func TestActions(t *testing.T) {
 		if a := must(f.m.GetAgent("bob")); a.State != agents.Idle {
 			t.Errorf("bob: got %s, want idle", a.State)
 		}
-		if _, err := v.Do(ctx, Action{Name: ActRespawn, Target: "alice"}); err == nil {
-			// working -> idle is legal (interrupted); waiting too. A
-			// done agent is the illegal case; what matters here is that
-			// the state machine decides, which the error below checks.
-			t.Log("alice respawned from working (legal)")
+		// Respawn is failed -> idle: from a page shown while alice had
+		// failed, it must not stop her now that she works again.
+		if _, err := v.Do(ctx, Action{Name: ActRespawn, Target: "alice"}); !errors.Is(err, agents.ErrStateChanged) {
+			t.Errorf("respawn of a working agent: got %v, want ErrStateChanged", err)
+		}
+		if a := must(f.m.GetAgent("alice")); a.State != agents.Working {
+			t.Errorf("alice: got %s, want working (untouched)", a.State)
 		}
 	})
 	t.Run("edit", func(t *testing.T) {

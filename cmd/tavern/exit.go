@@ -20,6 +20,7 @@ import (
 	"github.com/tavernhq/tavern/agents/trace"
 	"github.com/tavernhq/tavern/agents/usage"
 	"github.com/tavernhq/tavern/agents/view"
+	"github.com/tavernhq/tavern/agents/view/web"
 	"github.com/tavernhq/tavern/agents/workspace"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
@@ -62,6 +63,8 @@ var exitCodes = []struct {
 	{agents.ErrUnknownState, exitUsage}, // a typo, before the transition it also is
 	{agents.ErrIllegalTransition, exitConflict},
 	{agents.ErrIllegalEdit, exitInvalid},
+	{agents.ErrStateChanged, exitConflict},
+	{web.ErrNotExport, exitConflict}, // an export would overwrite someone's file
 	{agents.ErrConstitutionChanged, exitConflict},
 	{agents.ErrBusy, exitConflict},
 	{agents.ErrSelfVerify, exitConflict},

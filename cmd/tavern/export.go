@@ -21,7 +21,9 @@ pages as Markdown files (README.md first); --md without DIR prints them as
 one Markdown document. --json prints the snapshot (as tavern ui --json).
 --md without DIR and --json both print to stdout, so they are refused
 together (exit 2); with a DIR, --json prints the snapshot while the pages
-go to DIR.
+go to DIR. DIR may hold an earlier export, which is replaced; a file there
+with a page's name that is not an export (a README.md, an index.html) is
+never overwritten: refused (exit 4) before anything is written.
 
 Examples:
    tavern export --html snapshot/ && (cd snapshot && zip -r ../board.zip .)
@@ -46,6 +48,10 @@ func runExport(c *cli.Context) error {
 		return usageErr("export needs --html DIR, --md [DIR] or --json")
 	case html && dir == "":
 		return usageErr("export --html needs a DIR to write the pages into")
+	case !html && !md && dir != "":
+		// Only pages go to a DIR: a DIR with --json alone would be
+		// ignored, and the user would look for files that were never written.
+		return usageErr("export --json prints to stdout and takes no DIR (add --html or --md to write pages into %s)", dir)
 	case md && asJSON && dir == "":
 		// Both would print to stdout, and a reader of either would choke
 		// on the other: refuse rather than pick one silently.

@@ -42,8 +42,10 @@ person, with the action that unblocks it), Agents, Queues (a board by state),
 items with their history, Channels with an overseer composer, Reservations,
 tokens and pools, and the Journal with filters. Pages update live (server-sent
 events) without a reload. Actions (answer, retry, release, reap, respawn,
-send, edit) go through the same rules as the commands and are journaled as
-view.action with the acting person (--as).
+send, edit, approve, reject) go through the same rules as the commands and
+are journaled as view.action with the acting person (--as). Approve and
+reject are refused, as tavern approve is, when the request on loopback comes
+from an agent's process (or one that cannot be identified).
 
 It listens on ` + defaultListen + `. Another address only with --listen; an
 address other than loopback then requires the token printed at start-up

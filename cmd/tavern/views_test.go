@@ -321,6 +321,126 @@ func TestServeBrowser(t *testing.T) {
 	}
 }
 
+// TestServeEditAfterChange: a document changes on disk while its edit
+// page is open in the browser. The live refresh keeps what the person
+// typed, and with it the revision that text is based on: Save is refused
+// as a conflict, never a silent revert of the other change.
+func TestServeEditAfterChange(t *testing.T) {
+	bin := chromium(t)
+	p := viewsProject(t)
+	u := startServe(t, p, "--listen", "127.0.0.1:0")
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("user-data-dir", t.TempDir()))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelA()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancelT()
+
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(u+"docs/agents/alice.md"),
+		chromedp.WaitVisible(`#edit-text`),
+		chromedp.Poll[chromedp.Void](`document.getElementById("live").textContent === "live"`, chromedp.WithPollingTimeout(30*time.Second)),
+	); err != nil {
+		t.Fatalf("edit page: %v", err)
+	}
+	before, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("main").dataset.version`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.ok("set", "agents/alice", "role=reviewer")
+	// The page swaps in the new content (a new version) without a reload.
+	if err := chromedp.Do(ctx,
+		chromedp.Poll[chromedp.Void](`document.getElementById("main").dataset.version !== "`+before+`"`, chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.Click(`form.edit button[type=submit]`),
+		chromedp.WaitVisible(`#flash .flash`),
+	); err != nil {
+		t.Fatalf("saving: %v", err)
+	}
+	flash, _ := chromedp.Run(ctx, chromedp.Text(`#flash .flash`))
+	if got := p.read("agents/alice.md"); !strings.Contains(got, "role: reviewer") {
+		t.Fatalf("the save reverted a change it never saw (shown: %q):\n%s", flash, got)
+	}
+	if !strings.Contains(flash, "conflict") {
+		t.Errorf("shown after the save: %q, want the conflict", flash)
+	}
+}
+
+// TestServeEditRefused: a save the check refuses shows the problems with
+// the person's text (the answer to a POST). That page is the document's
+// page again: its address (a reload does not re-post the form) and live
+// updates, not "reconnecting" from fetching the form's target.
+func TestServeEditRefused(t *testing.T) {
+	bin := chromium(t)
+	p := viewsProject(t)
+	u := startServe(t, p, "--listen", "127.0.0.1:0")
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("user-data-dir", t.TempDir()))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelA()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancelT()
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(u+"docs/agents/alice.md"),
+		chromedp.WaitVisible(`#edit-text`),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById("edit-text").value = document.getElementById("edit-text").value.replace("state: idle", "state: dancing")`),
+		chromedp.Click(`form.edit button[type=submit]`),
+		chromedp.WaitVisible(`#flash .error`),
+		chromedp.Poll[chromedp.Void](`document.getElementById("live").textContent === "live"`, chromedp.WithPollingTimeout(30*time.Second)),
+	); err != nil {
+		t.Fatalf("refused save: %v", err)
+	}
+	if path, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.pathname`)); err != nil || path != "/docs/agents/alice.md" {
+		t.Errorf("the refused save's page is at %q (%v), want the document's", path, err)
+	}
+	p.ok("set", "agents/bob", "role=reviewer")
+	time.Sleep(1500 * time.Millisecond) // a change event and its refresh
+	if live, err := chromedp.Run(ctx, chromedp.Text(`#live`)); err != nil || live != "live" {
+		t.Errorf("after a change: %q, %v", live, err)
+	}
+	if text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("edit-text").value`)); err != nil || !strings.Contains(text, "state: dancing") {
+		t.Errorf("the person's text was not kept: %v\n%s", err, text)
+	}
+}
+
+// TestServePageGone: the document of an open page is removed (tavern rm).
+// The live page says so instead of "reconnecting" over stale content: the
+// server answers, the thing is gone.
+func TestServePageGone(t *testing.T) {
+	bin := chromium(t)
+	p := viewsProject(t)
+	id := strings.TrimSpace(p.ok("queue", "add", "build", "--title", "doomed item"))
+	u := startServe(t, p, "--listen", "127.0.0.1:0")
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("user-data-dir", t.TempDir()))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelA()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancelT()
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(u+"items/"+id),
+		chromedp.Poll[chromedp.Void](`document.getElementById("live").textContent === "live"`, chromedp.WithPollingTimeout(30*time.Second)),
+	); err != nil {
+		t.Fatalf("item page: %v", err)
+	}
+	p.ok("rm", "queues/build/pending/"+id+".md")
+	if err := chromedp.Do(ctx,
+		chromedp.Poll[chromedp.Void](`document.getElementById("main").textContent.includes("no longer exists")`, chromedp.WithPollingTimeout(15*time.Second)),
+	); err != nil {
+		live, _ := chromedp.Run(ctx, chromedp.Text(`#live`))
+		main, _ := chromedp.Run(ctx, chromedp.Text(`#main`))
+		t.Fatalf("the page of a removed item does not say so (live: %q): %v\n%.300s", live, err, main)
+	}
+	if live, err := chromedp.Run(ctx, chromedp.Text(`#live`)); err != nil || live != "live" {
+		t.Errorf("live indicator: %q, %v (the server is up)", live, err)
+	}
+}
+
 // saveScreenshot keeps a screenshot for a person to look at: in the test's
 // temp dir always, and with -update as the README's in examples/.
 func saveScreenshot(t *testing.T, name string, png []byte) {

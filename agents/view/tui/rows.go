@@ -112,7 +112,7 @@ func (m *Model) agentRows(s *view.Snapshot) []row {
 		if !a.LastActivity.IsZero() {
 			last = view.Age(s.Time, a.LastActivity)
 		}
-		r := row{key: "agent:" + a.Name, text: fmt.Sprintf("%s %-16s %-9s %-5s %s", alive, a.Name, a.State, last, strings.Join(a.Claims, " ")),
+		r := row{key: "agent:" + a.Name, text: fmt.Sprintf("%s %-16s %-9s %-5s %s%s", alive, a.Name, a.State, last, strings.Join(a.Claims, " "), invalidMark(a.Valid)),
 			kind: a.State, path: a.Path, channel: "@" + a.Name}
 		if a.State == "failed" {
 			r.actions = append(r.actions, view.Action{Name: view.ActRespawn, Label: "Respawn (to idle)", Target: a.Name, Confirm: "Move " + a.Name + " from failed to idle?"})
@@ -121,6 +121,15 @@ func (m *Model) agentRows(s *view.Snapshot) []row {
 		out = append(out, r)
 	}
 	return out
+}
+
+// invalidMark flags a row whose document is invalid: its fields are only
+// what could be salvaged, and nothing uses it until it is fixed.
+func invalidMark(valid bool) string {
+	if valid {
+		return ""
+	}
+	return " [invalid]"
 }
 
 func (m *Model) agentMarkdown(s *view.Snapshot, a view.Agent) string {
@@ -176,7 +185,7 @@ func (m *Model) queueRows(s *view.Snapshot) []row {
 				if it.ClaimedBy != "" {
 					who = " · " + it.ClaimedBy
 				}
-				r := row{key: "item:" + it.ID, kind: it.State, path: it.Path, text: fmt.Sprintf("    p%02d %s%s", it.Priority, title, who)}
+				r := row{key: "item:" + it.ID, kind: it.State, path: it.Path, text: fmt.Sprintf("    p%02d %s%s%s", it.Priority, title, who, invalidMark(it.Valid))}
 				switch it.State {
 				case "dead":
 					r.actions = []view.Action{{Name: view.ActRetry, Label: "Retry", Target: it.ID, Queue: it.Queue, Confirm: "Move " + it.ID + " back to pending with its attempts reset?"}}

@@ -307,3 +307,29 @@ func TestArchivedChannel(t *testing.T) {
 		t.Errorf("channel rows: %q", lines)
 	}
 }
+
+// TestInvalidMarked: an agent or item whose document is invalid is marked
+// so on its tab, as the web's lists do; its state is only what could be
+// salvaged from a file nothing uses until it is fixed.
+func TestInvalidMarked(t *testing.T) {
+	f := newFixture(t)
+	must(f.m.CreateAgent(agents.AgentSpec{Name: "zoe"}))
+	abs := filepath.Join(f.s.Root(), "agents", "zoe.md")
+	b := must(os.ReadFile(abs))
+	must(0, os.WriteFile(abs, []byte(strings.Replace(string(b), "---\n", "---\nstate: [broken\n", 1)), 0o644))
+	tm := f.start(t, Options{})
+	waitOutput(t, tm, "alice asks a question")
+	typeText(tm, "2")
+	waitOutput(t, tm, "zoe")
+	typeText(tm, "q")
+	fm := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*Model)
+	for _, r := range fm.list {
+		if strings.HasPrefix(strings.TrimSpace(r.text), "zoe") || strings.Contains(r.text, " zoe ") {
+			if !strings.Contains(r.text, "invalid") {
+				t.Errorf("the row of an invalid agent: %q, want it marked invalid", r.text)
+			}
+			return
+		}
+	}
+	t.Fatal("no row for zoe")
+}

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -28,43 +29,25 @@ func ExportHTML(v *view.View, dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+	type page struct {
+		name string
+		p    *Page
 	}
-	var files []string
-	write := func(name string, p *Page) error {
-		p.Static = true
-		var buf bytes.Buffer
-		if err := render(&buf, "layout", p); err != nil {
-			return fmt.Errorf("export %s: %w", name, err)
-		}
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-			return err
-		}
-		files = append(files, path)
-		return nil
-	}
+	var pages []page
 	for _, name := range []string{"needs", "agents", "queues", "channels", "resources"} {
 		file := name + ".html"
 		if name == "needs" {
 			file = "index.html"
 		}
-		if err := write(file, listPage(name, snap)); err != nil {
-			return files, err
-		}
+		pages = append(pages, page{file, listPage(name, snap)})
 	}
-	if err := write("journal.html", journalPage(snap, JournalFilter{})); err != nil {
-		return files, err
-	}
+	pages = append(pages, page{"journal.html", journalPage(snap, JournalFilter{})})
 	for _, a := range snap.Agents {
 		p, err := agentPage(v, snap, a.Name)
 		if err != nil {
-			return files, err
+			return nil, err
 		}
-		if err := write("agent-"+a.Name+".html", p); err != nil {
-			return files, err
-		}
+		pages = append(pages, page{"agent-" + a.Name + ".html", p})
 	}
 	for _, q := range snap.Queues {
 		for _, c := range q.Columns {
@@ -73,22 +56,73 @@ func ExportHTML(v *view.View, dir string) ([]string, error) {
 				if err != nil {
 					continue // moved or gone since the snapshot
 				}
-				if err := write("item-"+it.ID+".html", p); err != nil {
-					return files, err
-				}
+				pages = append(pages, page{"item-" + it.ID + ".html", p})
 			}
 		}
 	}
 	for _, c := range snap.Channels {
 		p, err := channelPage(v, snap, c.Name)
 		if err != nil {
+			return nil, err
+		}
+		pages = append(pages, page{"channel-" + c.Name + ".html", p})
+	}
+	names := make([]string, len(pages))
+	for i, pg := range pages {
+		names[i] = pg.name
+	}
+	if err := notOverExport(dir, names); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, pg := range pages {
+		pg.p.Static = true
+		var buf bytes.Buffer
+		if err := render(&buf, "layout", pg.p); err != nil {
+			return files, fmt.Errorf("export %s: %w", pg.name, err)
+		}
+		path := filepath.Join(dir, pg.name)
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 			return files, err
 		}
-		if err := write("channel-"+c.Name+".html", p); err != nil {
-			return files, err
-		}
+		files = append(files, path)
 	}
 	return files, nil
+}
+
+// exportMarks are in the first bytes of every exported file (" · tavern</title>"
+// in HTML exports made before the comment): a file without one is someone's
+// own, never overwritten.
+var exportMarks = [][]byte{[]byte("<!-- tavern export of "), []byte(" · tavern</title>")}
+
+// notOverExport refuses an export into dir when one of the files it
+// would write exists and is not an earlier export, before anything is
+// written.
+func notOverExport(dir string, names []string) error {
+	for _, name := range names {
+		path := filepath.Join(dir, name)
+		f, err := os.Open(path)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return err
+		}
+		head := make([]byte, 512)
+		n, _ := io.ReadFull(f, head)
+		f.Close()
+		mine := false
+		for _, m := range exportMarks {
+			mine = mine || bytes.Contains(head[:n], m)
+		}
+		if !mine {
+			return &fs.PathError{Op: "export", Path: path, Err: ErrNotExport}
+		}
+	}
+	return nil
 }
 
 // mdSections are the Markdown export's files, in the order WriteMarkdown
@@ -117,6 +151,13 @@ func ExportMarkdown(v *view.View, dir string) ([]string, error) {
 		return nil, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	names := make([]string, len(mdSections))
+	for i, s := range mdSections {
+		names[i] = s.file
+	}
+	if err := notOverExport(dir, names); err != nil {
 		return nil, err
 	}
 	var files []string

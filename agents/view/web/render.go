@@ -50,6 +50,10 @@ var templates = sync.OnceValue(func() *template.Template {
 		"action": func(name, target, label string) view.Action {
 			return view.Action{Name: name, Target: target, Label: label, Input: "message"}
 		},
+		// html/template drops comments written in a template.
+		"exportMark": func(s *view.Snapshot) template.HTML {
+			return template.HTML("<!-- tavern export of " + template.HTMLEscapeString(s.Root) + " at " + stamp(s.Time) + " -->\n")
+		},
 		"css": func() template.CSS {
 			b, _ := assets.ReadFile("static/style.css")
 			return template.CSS(b)

@@ -15,10 +15,12 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/tavernhq/tavern/agents/view"
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/schema"
 )
 
@@ -182,7 +184,8 @@ func pageStatus(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, docstore.ErrUnsafePath), errors.Is(err, docstore.ErrOddFile),
 		errors.Is(err, docstore.ErrEngineFile), errors.Is(err, schema.ErrInvalidName),
-		errors.Is(err, schema.ErrBadAgentName), errors.Is(err, schema.ErrUnknownKind):
+		errors.Is(err, schema.ErrBadAgentName), errors.Is(err, schema.ErrUnknownKind),
+		errors.Is(err, syscall.ENAMETOOLONG):
 		return http.StatusBadRequest
 	}
 	return http.StatusInternalServerError
@@ -275,6 +278,15 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 	a := view.Action{Name: r.PostForm.Get("action"), Target: r.PostForm.Get("target"), Queue: r.PostForm.Get("queue"),
 		Rev: r.PostForm.Get("rev"), Text: r.PostForm.Get("text"), Confirm: r.PostForm.Get("confirm")}
 	a.Attempt, _ = strconv.Atoi(r.PostForm.Get("attempt"))
+	if a.Name == view.ActApprove || a.Name == view.ActReject {
+		// People only: judge the process that sent the request, not this
+		// server (an agent can reach a loopback address too). Beyond
+		// loopback the sender is elsewhere, and the token stands for it.
+		la, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+		if ra, err := net.ResolveTCPAddr("tcp", r.RemoteAddr); err == nil && la != nil && IsLoopback(la.String()) {
+			a.Caller = queues.PeerCaller(la, ra)
+		}
+	}
 	next := safeNext(r.PostForm.Get("next"))
 	if a.Confirm != "" && r.PostForm.Get("confirmed") != "1" {
 		snap, err := s.v.Snapshot()

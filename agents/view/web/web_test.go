@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -179,6 +181,8 @@ func TestPages(t *testing.T) {
 		{"/channels/nope", 404},    // no composer that could only fail
 		{"/channels/@nobody", 404}, // no such agent
 		{"/channels/@alice", 200},  // an agent's direct channel, messages or not
+		// A name too long for the filesystem can name no document (it was a 500).
+		{"/docs/agents/" + strings.Repeat("a", 300) + ".md", 400},
 	} {
 		if code, body := f.get(t, tc.path); code != tc.want {
 			t.Errorf("GET %s: got %d, want %d (%.100s)", tc.path, code, tc.want, body)
@@ -404,4 +408,72 @@ func TestExport(t *testing.T) {
 			t.Errorf("WriteMarkdown lacks %q", w)
 		}
 	}
+}
+
+// TestApproveFromAgentRefused: the server runs as a person, but a gate
+// decision POSTed by an agent's process is refused as that agent's own
+// tavern approve is (people only); the person's browser still decides.
+func TestApproveFromAgentRefused(t *testing.T) {
+	if _, err := os.Stat("/proc/net/tcp"); err != nil {
+		t.Skip("no /proc/net/tcp: the peer process cannot be found")
+	}
+	if queues.CurrentCaller().Agent() != "" {
+		t.Skip("the test runs inside an agent: no request of it is a person's")
+	}
+	f := newFixture(t, Options{})
+	b := must(queues.Open(f.s, queues.Options{}))
+	defer b.Close()
+	id := must(b.Add("build", queues.AddOptions{Title: "ship it", Gate: queues.GateHuman})).ID
+	form := url.Values{"csrf": {f.csrf(t)}, "action": {"approve"}, "target": {id}, "confirmed": {"1"}, "next": {"/"}}
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperPost$")
+	cmd.Env = append(os.Environ(), "TAVERN_AGENT=mallory", "TAVERN_TEST_POST_URL="+f.srv.URL+"/action", "TAVERN_TEST_POST_FORM="+form.Encode())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helper: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "an agent cannot pass a gate") {
+		t.Errorf("an agent's approval was not refused; its response:\n%s", out)
+	}
+	if gs, _ := b.PendingGates(); len(gs) != 1 {
+		t.Fatalf("the gate was decided by an agent's request: pending gates %v", gs)
+	}
+
+	resp := f.post(t, form)
+	flash, _ := url.QueryUnescape(cookie(resp, "tavern_flash"))
+	if !strings.Contains(flash, "approved") {
+		t.Fatalf("the person's approval: %q", flash)
+	}
+	if gs, _ := b.PendingGates(); len(gs) != 0 {
+		t.Fatalf("the person's approval left the gate pending: %v", gs)
+	}
+}
+
+func cookie(resp *http.Response, name string) string {
+	for _, c := range resp.Cookies() {
+		if c.Name == name {
+			return c.Value
+		}
+	}
+	return ""
+}
+
+// TestHelperPost is the agent's process of TestApproveFromAgentRefused:
+// it POSTs the form and prints the flash the server answered.
+func TestHelperPost(t *testing.T) {
+	u := os.Getenv("TAVERN_TEST_POST_URL")
+	if u == "" {
+		t.Skip("a helper process of TestApproveFromAgentRefused")
+	}
+	form, err := url.ParseQuery(os.Getenv("TAVERN_TEST_POST_FORM"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := noRedirect.PostForm(u, form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	flash, _ := url.QueryUnescape(cookie(resp, "tavern_flash"))
+	fmt.Println(resp.StatusCode, flash)
 }

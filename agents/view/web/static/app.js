@@ -1,6 +1,8 @@
 // tavern serve: live updates without a framework. On every "change"
 // event of /events, fetch the page's content again (X-Tavern-Fragment) and
-// swap it in, keeping what the person is typing. Forms that ask for a
+// swap it in, keeping what the person is typing (and an edit's revision
+// with its text: a save of text based on an older revision must conflict,
+// not overwrite the change that came meanwhile). Forms that ask for a
 // confirmation confirm() first. Everything works without this script,
 // only without live updates.
 (function () {
@@ -11,12 +13,28 @@
     var el = document.getElementById("live");
     if (el) { el.textContent = on ? "live" : "reconnecting"; el.className = "live " + (on ? "on" : "off"); }
   }
+  function gone(why) {
+    var main = document.getElementById("main");
+    if (!main) { return; }
+    var h = document.createElement("h1"), p = document.createElement("p");
+    h.textContent = "This page no longer exists";
+    p.className = "empty";
+    p.textContent = why.trim() + " (removed or renamed since the page was loaded)";
+    main.replaceChildren(h, p);
+  }
   function refresh() {
     if (busy) { again = true; return; }
     busy = true;
     fetch(location.href, { headers: { "X-Tavern-Fragment": "1" }, credentials: "same-origin", cache: "no-store" })
-      .then(function (r) { if (!r.ok) { throw new Error(r.status); } return r.text(); })
+      .then(function (r) {
+        // 404: the server is up and the page's document is gone; say so
+        // rather than "reconnecting" over what it was.
+        if (r.status === 404) { return r.text().then(function (t) { gone(t); return null; }); }
+        if (!r.ok) { throw new Error(r.status); }
+        return r.text();
+      })
       .then(function (html) {
+        if (html === null) { setLive(true); return; }
         var kept = {}, focus = document.activeElement, focusId = focus && focus.id, sel = null;
         if (focus && focus.id && "selectionStart" in focus) { sel = [focus.selectionStart, focus.selectionEnd]; }
         app.querySelectorAll("textarea[id], input[id]").forEach(function (el) { kept[el.id] = el.value; });
@@ -38,6 +56,12 @@
     var c = form.querySelector("input[name=confirmed]");
     if (c) { c.value = "1"; }
   });
+  // A refused edit is the answer to the form's POST (/action): show it
+  // at the document's address, which a reload and the refresh fetch.
+  var main = document.getElementById("main");
+  if (main && main.dataset.here && location.pathname === "/action" && window.history) {
+    history.replaceState(null, "", main.dataset.here);
+  }
   if (!window.EventSource || !app) { return; }
   var es = new EventSource("/events");
   es.addEventListener("hello", function () { setLive(true); refresh(); });
