@@ -16,7 +16,8 @@ import (
 // server deciding for a request (tavern serve) holds the sender to the
 // rules of Approve and Reject, not itself. The process is found through
 // /proc (Linux); nil where there is no /proc/net/tcp (the server then
-// stands for the sender). A sender that cannot be found or read, or that
+// stands for the sender, as it does for another user's socket that it may
+// not read). A sender of this user that cannot be found or read, or that
 // hung up, gets a Caller whose Agent says so: a gate needs a known person.
 func PeerCaller(local, remote net.Addr) *Caller {
 	l, lok := local.(*net.TCPAddr)
@@ -31,12 +32,23 @@ func PeerCaller(local, remote net.Addr) *Caller {
 	if !ok {
 		return &Caller{Unknown: fmt.Sprintf("no socket of this machine is the sender %s", r)}
 	}
+	// A socket of another user (sshd forwarding a person's tunnel to a
+	// serve run as an ordinary user) is not ours to read, and no agent
+	// of this user can make one: the server stands for it, as beyond
+	// loopback. One of this user that cannot be read is refused.
+	otherUser := uid != os.Getuid()
 	pid := socketOwner(inode)
 	if pid == 0 {
+		if otherUser {
+			return nil
+		}
 		return &Caller{UID: uid, Unknown: fmt.Sprintf("no readable process holds the sender's socket (%s, uid %d)", r, uid)}
 	}
 	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
 	if err != nil {
+		if otherUser {
+			return nil
+		}
 		return &Caller{UID: uid, PID: pid, Unknown: fmt.Sprintf("the environment of the sender (process %d, uid %d) is unreadable", pid, uid)}
 	}
 	c := &Caller{UID: uid, PID: pid, Env: map[string]string{}}
