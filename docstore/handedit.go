@@ -39,7 +39,7 @@ func parseEdit(rel string, data []byte) (*Doc, error) {
 // someone else changed the document meanwhile: the caller keeps the
 // person's text so nothing typed is lost.
 func (s *Store) SaveEdit(rel, baseRev string, data []byte) (*Doc, error) {
-	l, err := s.Lock(DocLockKey(rel))
+	l, err := s.lockExistingDoc("read", rel)
 	if err != nil {
 		return nil, err
 	}

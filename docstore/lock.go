@@ -3,6 +3,7 @@ package docstore
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,6 +35,22 @@ type Lock struct {
 
 // DocLockKey is the lock key that serialises writers of one document.
 func DocLockKey(rel string) string { return "docs/" + rel }
+
+// lockExistingDoc takes the writers' lock of document rel if rel names
+// something; if not, it fails as the read after it would (op) without
+// taking it, so a mistyped path leaves no lock file, nor the directories
+// of its path, under .locks/. A document created between the check and
+// the lock is missed, as it would be by a write a moment earlier.
+func (s *Store) lockExistingDoc(op, rel string) (*Lock, error) {
+	full, err := s.abs(rel)
+	if err != nil {
+		return nil, pathErr(op, rel, err)
+	}
+	if _, err := os.Lstat(full); errors.Is(err, fs.ErrNotExist) {
+		return nil, pathErr(op, rel, unwrapPath(err))
+	}
+	return s.Lock(DocLockKey(rel))
+}
 
 func (s *Store) lockPath(key string) (string, error) {
 	for _, part := range strings.Split(key, "/") {

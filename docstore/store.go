@@ -460,7 +460,7 @@ type UpdateOptions struct {
 
 // UpdateWith is Update with options.
 func (s *Store) UpdateWith(rel string, opt UpdateOptions, fn func(*Doc) error) (*Doc, error) {
-	l, err := s.Lock(DocLockKey(rel))
+	l, err := s.lockExistingDoc("read", rel)
 	if err != nil {
 		return nil, err
 	}
@@ -524,7 +524,7 @@ func (s *Store) Delete(rel string) error {
 	if EngineFile(rel) {
 		return pathErr("delete", rel, ErrEngineFile)
 	}
-	l, err := s.Lock(DocLockKey(rel))
+	l, err := s.lockExistingDoc("delete", rel)
 	if err != nil {
 		return err
 	}
