@@ -58,7 +58,9 @@
 //     arrives under events/<that machine>/. One writer per file: never a
 //     conflict.
 //   - Message chunks both machines appended to merge as the union of
-//     their messages in id order (messages.MergeChunk).
+//     their messages in id order (messages.MergeChunk); a reader's
+//     bookmark changed on both as the furthest read message of each
+//     channel (messages.MergeBookmark).
 //   - An item (its copies in pending/, claimed/, done/, dead/ taken
 //     together) changed on both sides keeps one copy: the later claim
 //     (claim_attempt, the fence), then the later state for the same
