@@ -72,9 +72,11 @@
 //     field changed on one side takes that change; a field changed on
 //     both to different values takes the last writer's (the later
 //     `updated`; on a tie, the greater machine name, so every machine
-//     decides alike); `updated` takes the later. The body merges line by
-//     line (git merge-file); overlapping edits take the last writer's
-//     hunks. A document deleted on one side and edited on the other is
+//     decides alike); `updated` takes the later. A map field (a plan's
+//     tasks:) changed on both merges key by key by the same rule. The
+//     body merges line by line (git merge-file); lines both sides added
+//     at one place (boxes appended to one plan) are all kept, ours
+//     first; other overlapping edits take the last writer's hunks. A document deleted on one side and edited on the other is
 //     kept. A side that does not parse (a broken hand edit) makes the
 //     whole document the last writer's.
 //   - Every value a rule drops is journaled as sync.conflict (path,
