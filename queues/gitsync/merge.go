@@ -427,22 +427,29 @@ func nodeOf(d *docstore.Doc, k string) *yaml.Node {
 
 // mapPairs is a mapping node's keys in order and their values.
 func mapPairs(n *yaml.Node) ([]string, map[string]*yaml.Node, bool) {
+	keys, _, vals, ok := mapNodes(n)
+	return keys, vals, ok
+}
+
+// mapNodes is mapPairs with the key nodes (their quoting is kept).
+func mapNodes(n *yaml.Node) ([]string, map[string]*yaml.Node, map[string]*yaml.Node, bool) {
 	if n == nil {
-		return nil, map[string]*yaml.Node{}, true
+		return nil, map[string]*yaml.Node{}, map[string]*yaml.Node{}, true
 	}
 	if n.Kind != yaml.MappingNode {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	var keys []string
-	vals := map[string]*yaml.Node{}
+	knodes, vals := map[string]*yaml.Node{}, map[string]*yaml.Node{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := n.Content[i].Value
 		if _, dup := vals[k]; !dup {
 			keys = append(keys, k)
+			knodes[k] = n.Content[i]
 		}
 		vals[k] = n.Content[i+1]
 	}
-	return keys, vals, true
+	return keys, knodes, vals, true
 }
 
 func nodeText(n *yaml.Node) string {
@@ -471,8 +478,8 @@ func mergeMap(base, winner, loser *yaml.Node) (out *yaml.Node, lost []string, ok
 		return nil, nil, false
 	}
 	_, bv, okB := mapPairs(base)
-	wk, wv, okW := mapPairs(winner)
-	lk, lv, okL := mapPairs(loser)
+	wk, wkn, wv, okW := mapNodes(winner)
+	lk, lkn, lv, okL := mapNodes(loser)
 	if !okB || !okW || !okL {
 		return nil, nil, false
 	}
@@ -495,7 +502,10 @@ func mergeMap(base, winner, loser *yaml.Node) (out *yaml.Node, lost []string, ok
 		if v == nil {
 			continue // removed
 		}
-		key := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}
+		key := wkn[k]
+		if key == nil {
+			key = lkn[k]
+		}
 		out.Content = append(out.Content, key, v)
 	}
 	return out, lost, true
