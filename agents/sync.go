@@ -9,9 +9,9 @@ import (
 
 // SyncMergers are the kind-specific merges of the git sync that live
 // above package queues: message chunks merge as the union of their
-// messages.
+// messages, bookmarks as the furthest read per channel.
 func SyncMergers() map[string]gitsync.MergeFunc {
-	return map[string]gitsync.MergeFunc{"chunk": messages.MergeChunk}
+	return map[string]gitsync.MergeFunc{"chunk": messages.MergeChunk, "bookmark": messages.MergeBookmark}
 }
 
 // OpenSyncer opens the git sync of s with SyncMergers; j may be nil (the

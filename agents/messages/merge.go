@@ -86,3 +86,49 @@ func prelude(body []byte) []byte {
 	}
 	return body
 }
+
+// MergeBookmark is the git sync's merge of a bookmark document both
+// machines changed (gitsync.Options.Mergers["bookmark"]): per channel the
+// greater message id. A bookmark only advances (Recv moves it past what
+// it returned) and ids are time-ordered, so the greater id is the truth
+// of both sides: the per-field rule kept one side's whole `channels` map
+// and the other machine's reads came back as unread. Both sides'
+// channels are kept; the other fields are ours, with the earlier id and
+// created (a reader that first read on two machines created the document
+// twice; every machine picks the same) and the later updated. Nothing is
+// dropped, so nothing is journaled.
+func MergeBookmark(path string, base, ours, theirs []byte) ([]byte, []gitsync.Loss, error) {
+	do, err := docstore.Parse(path, ours)
+	if err != nil {
+		return nil, nil, err
+	}
+	dt, err := docstore.Parse(path, theirs)
+	if err != nil {
+		return nil, nil, err
+	}
+	marks := bookmarkMap(do)
+	for ch, id := range bookmarkMap(dt) {
+		if id > marks[ch] {
+			marks[ch] = id
+		}
+	}
+	res := do.Clone()
+	fields := []docstore.Field{{Key: "channels", Value: marks}}
+	if id := dt.String("id"); id != "" && (do.String("id") == "" || id < do.String("id")) {
+		fields = append(fields, docstore.Field{Key: "id", Value: id})
+	}
+	for _, k := range []struct {
+		key     string
+		earlier bool
+	}{{"created", true}, {"updated", false}} {
+		to, okO := do.Time(k.key)
+		tt, okT := dt.Time(k.key)
+		if okT && (!okO || tt.Before(to) == k.earlier && !tt.Equal(to)) {
+			fields = append(fields, docstore.Field{Key: k.key, Value: tt})
+		}
+	}
+	if err := res.SetMany(fields); err != nil {
+		return nil, nil, err
+	}
+	return res.Bytes(), nil, nil
+}

@@ -155,7 +155,8 @@ func printGitSyncReport(c *cli.Context, sy *gitsync.Syncer, rep *gitsync.Report,
 		_ = printJSON(c, rep)
 		return
 	}
-	busy := rep.Committed || rep.Merged || len(rep.Applied) > 0 || rep.Offline != ""
+	// Pushed alone is news too: the commits an outage held back went out.
+	busy := rep.Committed || rep.Merged || len(rep.Applied) > 0 || rep.Pushed || rep.Offline != ""
 	if !quiet && (busy || !loop) {
 		var parts []string
 		if rep.Committed {
@@ -186,6 +187,9 @@ func printGitSyncReport(c *cli.Context, sy *gitsync.Syncer, rep *gitsync.Report,
 		}
 		if rep.Pushed {
 			parts = append(parts, "pushed")
+		}
+		if len(parts) == 0 && rep.Offline != "" {
+			parts = append(parts, "offline") // not "up to date": the remote was not reached
 		}
 		if len(parts) == 0 {
 			parts = append(parts, "up to date")

@@ -58,7 +58,9 @@
 //     arrives under events/<that machine>/. One writer per file: never a
 //     conflict.
 //   - Message chunks both machines appended to merge as the union of
-//     their messages in id order (messages.MergeChunk).
+//     their messages in id order (messages.MergeChunk); a reader's
+//     bookmark changed on both as the furthest read message of each
+//     channel (messages.MergeBookmark).
 //   - An item (its copies in pending/, claimed/, done/, dead/ taken
 //     together) changed on both sides keeps one copy: the later claim
 //     (claim_attempt, the fence), then the later state for the same
@@ -70,9 +72,11 @@
 //     field changed on one side takes that change; a field changed on
 //     both to different values takes the last writer's (the later
 //     `updated`; on a tie, the greater machine name, so every machine
-//     decides alike); `updated` takes the later. The body merges line by
-//     line (git merge-file); overlapping edits take the last writer's
-//     hunks. A document deleted on one side and edited on the other is
+//     decides alike); `updated` takes the later. A map field (a plan's
+//     tasks:) changed on both merges key by key by the same rule. The
+//     body merges line by line (git merge-file); lines both sides added
+//     at one place (boxes appended to one plan) are all kept, ours
+//     first; other overlapping edits take the last writer's hunks. A document deleted on one side and edited on the other is
 //     kept. A side that does not parse (a broken hand edit) makes the
 //     whole document the last writer's.
 //   - Every value a rule drops is journaled as sync.conflict (path,

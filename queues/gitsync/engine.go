@@ -71,6 +71,11 @@ type RefEngine struct {
 // is the sync remote (sync: remote:, $TAVERN_SYNC_REMOTE or the project's
 // origin); sync: claim_ttl sets the lease of Live claims.
 func OpenEngine(cc queues.CoordConfig) (queues.Coordinator, error) {
+	if cc.Doc != nil {
+		if err := checkSection(cc.Store, cc.Doc); err != nil {
+			return nil, err
+		}
+	}
 	sec := cc.Section("sync")
 	get := func(k string) string { v, _ := sec[k].(string); return v }
 	remote, err := remoteOf(cc.Store, "", get("remote"))

@@ -367,6 +367,18 @@ func mergeDoc(p string, b, o, t []byte, me, them string) ([]byte, []Loss) {
 				from = loser
 			}
 		default:
+			// A map changed on both sides (a plan's tasks:, a bookmark's
+			// channels) merges key by key: entries added on two machines
+			// are different entries, not rival values of one field.
+			if n, kl, ok := mergeMap(nodeOf(db, k), nodeOf(winner, k), nodeOf(loser, k)); ok {
+				for _, key := range kl {
+					losses = append(losses, Loss{Path: p, Field: k + "." + key, Kept: strings.TrimSpace(mapValueText(winner.Get(k), key)), Lost: strings.TrimSpace(mapValueText(loser.Get(k), key)), KeptFrom: wName, LostFrom: lName, Rule: ruleLWW})
+				}
+				if err := res.SetNode(k, n); err != nil {
+					return whole()
+				}
+				continue
+			}
 			from = winner
 			losses = append(losses, Loss{Path: p, Field: k, Kept: strings.TrimSpace(valueText(winner, k)), Lost: strings.TrimSpace(valueText(loser, k)), KeptFrom: wName, LostFrom: lName, Rule: ruleLWW})
 		}
@@ -406,6 +418,99 @@ func mergeDoc(p string, b, o, t []byte, me, them string) ([]byte, []Loss) {
 	return res.Bytes(), losses
 }
 
+func nodeOf(d *docstore.Doc, k string) *yaml.Node {
+	if d == nil {
+		return nil
+	}
+	return d.Get(k)
+}
+
+// mapPairs is a mapping node's keys in order and their values.
+func mapPairs(n *yaml.Node) ([]string, map[string]*yaml.Node, bool) {
+	keys, _, vals, ok := mapNodes(n)
+	return keys, vals, ok
+}
+
+// mapNodes is mapPairs with the key nodes (their quoting is kept).
+func mapNodes(n *yaml.Node) ([]string, map[string]*yaml.Node, map[string]*yaml.Node, bool) {
+	if n == nil {
+		return nil, map[string]*yaml.Node{}, map[string]*yaml.Node{}, true
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil, nil, nil, false
+	}
+	var keys []string
+	knodes, vals := map[string]*yaml.Node{}, map[string]*yaml.Node{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i].Value
+		if _, dup := vals[k]; !dup {
+			keys = append(keys, k)
+			knodes[k] = n.Content[i]
+		}
+		vals[k] = n.Content[i+1]
+	}
+	return keys, knodes, vals, true
+}
+
+func nodeText(n *yaml.Node) string {
+	if n == nil {
+		return "\x00"
+	}
+	b, err := yaml.Marshal(n)
+	if err != nil {
+		return "\x01" + n.Value
+	}
+	return string(b)
+}
+
+func mapValueText(n *yaml.Node, key string) string {
+	_, vals, _ := mapPairs(n)
+	return nodeText(vals[key])
+}
+
+// mergeMap merges a mapping field three-way, key by key, by the field
+// rule: a key changed (added, removed, edited) on one side takes that
+// change; a key changed on both to different values takes the winner's,
+// and is returned in lost. ok is false unless winner and loser are both
+// mappings (and base a mapping or absent).
+func mergeMap(base, winner, loser *yaml.Node) (out *yaml.Node, lost []string, ok bool) {
+	if winner == nil || loser == nil {
+		return nil, nil, false
+	}
+	_, bv, okB := mapPairs(base)
+	wk, wkn, wv, okW := mapNodes(winner)
+	lk, lkn, lv, okL := mapNodes(loser)
+	if !okB || !okW || !okL {
+		return nil, nil, false
+	}
+	out = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Style: winner.Style}
+	seen := map[string]bool{}
+	for _, k := range append(wk, lk...) {
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		b, w, l := nodeText(bv[k]), nodeText(wv[k]), nodeText(lv[k])
+		v := wv[k]
+		switch {
+		case w == l, l == b:
+		case w == b:
+			v = lv[k]
+		default:
+			lost = append(lost, k)
+		}
+		if v == nil {
+			continue // removed
+		}
+		key := wkn[k]
+		if key == nil {
+			key = lkn[k]
+		}
+		out.Content = append(out.Content, key, v)
+	}
+	return out, lost, true
+}
+
 // mergeFile is git merge-file on three texts; on overlapping edits the
 // favoured side's hunks are taken (--ours/--theirs), never markers.
 func mergeFile(base, ours, theirs []byte, favourOurs bool) ([]byte, bool) {
@@ -439,6 +544,16 @@ func mergeFile(base, ours, theirs []byte, favourOurs bool) ([]byte, bool) {
 	if n == 0 {
 		return out, true
 	}
+	// Both sides only added lines (each kept every line of base, in
+	// order) and the additions overlap, as two boxes appended to one
+	// plan: keep both sides' lines, ours first. Taking one side's hunk
+	// would drop the other's lines (and a plan's dropped box cancels its
+	// item). Edits and deletions still take the favoured side's hunks.
+	if n > 0 && onlyAdds(base, ours) && onlyAdds(base, theirs) {
+		if out, n := run("--union"); n == 0 && out != nil {
+			return out, true
+		}
+	}
 	flag := "--theirs"
 	if favourOurs {
 		flag = "--ours"
@@ -447,6 +562,19 @@ func mergeFile(base, ours, theirs []byte, favourOurs bool) ([]byte, bool) {
 		return out, false
 	}
 	return pick(ours, theirs, favourOurs), false
+}
+
+// onlyAdds reports whether side keeps every line of base in order (its
+// changes are insertions only).
+func onlyAdds(base, side []byte) bool {
+	bl, sl := bytes.SplitAfter(base, []byte("\n")), bytes.SplitAfter(side, []byte("\n"))
+	i := 0
+	for _, l := range sl {
+		if i < len(bl) && bytes.Equal(bytes.TrimRight(bl[i], "\n"), bytes.TrimRight(l, "\n")) {
+			i++
+		}
+	}
+	return i == len(bl)
 }
 
 func pick(o, t []byte, ours bool) []byte {

@@ -84,6 +84,9 @@ func Open(s *docstore.Store, opt Options) (*Syncer, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkSection(s, cfg); err != nil {
+		return nil, err
+	}
 	sec, _ := cfg.Fields()["sync"].(map[string]any)
 	var bad error
 	get := func(k, want string) string {
@@ -927,6 +930,42 @@ func (e *ConfigError) Error() string {
 // Position is where the setting is (docstore.Positioner: the --json error
 // object's path, line and col).
 func (e *ConfigError) Position() (string, int, int) { return e.Path, e.Line, e.Col }
+
+// syncKeys are the settings of sync: and what each wants.
+var syncKeys = map[string]string{"remote": "a git URL or path", "ref": "a full ref name (refs/...)", "every": "a duration such as 10s", "claim_ttl": "a duration such as 30s"}
+
+// checkSection refuses a sync: that is not a mapping, a key it does not
+// know and a value that is not text, at their position in tavern.md.
+// Each was ignored before: a scalar sync: ran as if no remote were set,
+// a misspelt claim_ttl or a bare number left claims at the default.
+func checkSection(s *docstore.Store, cfg *docstore.Doc) error {
+	v, ok := cfg.Fields()["sync"]
+	if !ok || v == nil {
+		return nil
+	}
+	sec, ok := v.(map[string]any)
+	if !ok {
+		path, line, col := queues.CoordConfig{Store: s, Doc: cfg}.Pos("sync")
+		return &ConfigError{Path: path, Line: line, Col: col, Field: "sync", Msg: fmt.Sprintf("%v: want a mapping (remote:, ref:, every:, claim_ttl:)", v)}
+	}
+	keys := make([]string, 0, len(sec))
+	for k := range sec {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		want, known := syncKeys[k]
+		if !known {
+			return configError(s, cfg, k, "unknown setting (known: claim_ttl, every, ref, remote)")
+		}
+		switch sec[k].(type) {
+		case nil, string:
+		default:
+			return configError(s, cfg, k, fmt.Sprintf("%v: want %s", sec[k], want))
+		}
+	}
+	return nil
+}
 
 func configError(s *docstore.Store, cfg *docstore.Doc, key, msg string) error {
 	path, line, col := queues.CoordConfig{Store: s, Doc: cfg}.Pos("sync", key)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -537,5 +538,42 @@ func TestItemEditedInPlaceOnTwoMachines(t *testing.T) {
 	}
 	if r := rep.Conflicts[0].Rule; strings.Contains(r, "moved") || !strings.Contains(r, "changed the item where it was") {
 		t.Fatalf("rule %q: want the in-place wording", r)
+	}
+}
+
+// A map field both machines added different keys to keeps both keys
+// (key by key), with keys that need quoting ("@ann", "yes") still
+// quoted; a key both changed to different values keeps the last
+// writer's and journals the other.
+func TestMapFieldMergesKeyByKey(t *testing.T) {
+	srv := gittest.Start(t)
+	url := srv.Repo(t, "p")
+	root := t.TempDir()
+	a := newOrigin(t, root, "alpha", url)
+	newAgent(t, a, "ann")
+	t0 := time.Now().UTC()
+	setField(t, a, "agents/ann.md", "labels", map[string]string{"base": "0", "both": "0"}, t0)
+	syncOnce(t, a)
+	b := clone(t, root, "beta", url)
+	setField(t, a, "agents/ann.md", "labels", map[string]string{"base": "0", "both": "a", "@ann": "1"}, t0.Add(time.Second))
+	setField(t, b, "agents/ann.md", "labels", map[string]string{"base": "0", "both": "b", "yes": "2"}, t0.Add(2*time.Second))
+	syncOnce(t, a)
+	rep := syncOnce(t, b)
+	syncOnce(t, a)
+	sameTrees(t, a, b)
+	d, err := a.Get("agents/ann.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := d.Get("labels").Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"base": "0", "both": "b", "@ann": "1", "yes": "2"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("labels %v, want %v:\n%s", got, want, d.Bytes())
+	}
+	if len(rep.Conflicts) != 1 || rep.Conflicts[0].Field != "labels.both" || rep.Conflicts[0].Lost != `"a"` && rep.Conflicts[0].Lost != "a" {
+		t.Fatalf("conflicts %+v", rep.Conflicts)
 	}
 }
