@@ -208,25 +208,36 @@ type Unread struct {
 
 // Inbox returns the agent's unread counts for every active channel it can
 // read — all channels except other agents' direct channels — highest
-// count first, then by name.
+// count first, then by name. A channel document or chunk that does not
+// parse hides nothing else: the counts of the rest are returned with a
+// *docstore.SkippedError naming each such file (path:line:col), and a
+// channel with a broken chunk counts its other chunks.
 func Inbox(s *docstore.Store, agent string) ([]Unread, error) {
 	marks, err := Bookmarks(s, agent)
 	if err != nil {
 		return nil, err
 	}
-	chs, errs := ListChannels(s, false)
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	// channelDocs, not ListChannels: its counts of every channel (other
+	// agents' direct ones too) would be thrown away, and one broken chunk
+	// anywhere would fail every agent's inbox.
+	chs, errs := channelDocs(s, false)
+	var bad []error
+	for _, err := range errs {
+		if !badFile(err) {
+			return nil, err
+		}
+		bad = append(bad, err)
 	}
 	var out []Unread
 	for _, c := range chs {
 		if strings.HasPrefix(c.Name, "@") && c.Name != DirectChannel(agent) {
 			continue
 		}
-		n, last, err := countAfter(s, c.Name, marks[c.Name])
+		n, last, skip, err := countAfter(s, c.Name, marks[c.Name])
 		if err != nil {
 			return nil, err
 		}
+		bad = append(bad, skip...)
 		out = append(out, Unread{Channel: c.Name, Count: n, LastID: last})
 	}
 	sort.SliceStable(out, func(i, j int) bool {
@@ -235,5 +246,5 @@ func Inbox(s *docstore.Store, agent string) ([]Unread, error) {
 		}
 		return out[i].Channel < out[j].Channel
 	})
-	return out, nil
+	return out, skipped(bad)
 }

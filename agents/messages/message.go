@@ -419,21 +419,27 @@ func countMessages(s *docstore.Store, channel string) (int, error) {
 
 // countAfter counts the messages of channel with an id greater than after,
 // parsing only the chunk that holds after and trusting message_count of the
-// chunks past it.
-func countAfter(s *docstore.Store, channel, after string) (int, string, error) {
+// chunks past it. A chunk that does not parse is left out of the count and
+// returned in bad (a count is a hint; recv stops at such a chunk).
+func countAfter(s *docstore.Store, channel, after string) (n int, last string, bad []error, err error) {
 	chunks, err := chunkFiles(s, channel)
 	if err != nil {
-		return 0, "", err
+		return 0, "", nil, err
 	}
-	n := 0
-	last := ""
 	for i, c := range chunks {
 		if after != "" && i+1 < len(chunks) && chunkName(chunks[i+1]) <= after {
 			continue // wholly before after
 		}
 		d, err := s.Get(c)
 		if err != nil {
-			return n, last, err
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // merged away since the directory was read
+			}
+			if badFile(err) {
+				bad = append(bad, err)
+				continue
+			}
+			return n, last, bad, err
 		}
 		if l := d.String("last_id"); l > last {
 			last = l
@@ -448,7 +454,11 @@ func countAfter(s *docstore.Store, channel, after string) (int, string, error) {
 		}
 		msgs, err := chunkMessages(d)
 		if err != nil {
-			return n, last, err
+			if badFile(err) || errors.Is(err, ErrBadChunk) {
+				bad = append(bad, err)
+				continue
+			}
+			return n, last, bad, err
 		}
 		for _, m := range msgs {
 			if m.ID > after {
@@ -456,7 +466,7 @@ func countAfter(s *docstore.Store, channel, after string) (int, string, error) {
 			}
 		}
 	}
-	return n, last, nil
+	return n, last, bad, nil
 }
 
 func chunkName(rel string) string {
