@@ -64,7 +64,20 @@ func Bookmarks(s *docstore.Store, agent string) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkBookmarks(d); err != nil {
+		return nil, err
+	}
 	return bookmarkMap(d), nil
+}
+
+// checkBookmarks refuses a bookmark document that does not validate (a
+// bookmark edited into something that is no message id): read as it is,
+// it would hide messages or show them again without a word.
+func checkBookmarks(d *docstore.Doc) error {
+	if errs := d.Validate(false); len(errs) > 0 {
+		return &docstore.ValidationError{Path: d.Path, Errors: errs}
+	}
+	return nil
 }
 
 func bookmarkMap(d *docstore.Doc) map[string]string {
@@ -105,6 +118,9 @@ func Recv(s *docstore.Store, agent, channel string, opt RecvOptions) ([]Message,
 	}
 	var msgs []Message
 	_, err = s.Update(rel, func(d *docstore.Doc) error {
+		if err := checkBookmarks(d); err != nil {
+			return err
+		}
 		marks := bookmarkMap(d)
 		after := marks[channel]
 		from := after
@@ -151,6 +167,9 @@ func RecvEach(s *docstore.Store, agent string, channels []string, opt RecvOption
 	}
 	var readErrs []error
 	_, err = s.Update(rel, func(d *docstore.Doc) error {
+		if err := checkBookmarks(d); err != nil {
+			return err
+		}
 		marks := bookmarkMap(d)
 		moved := false
 		readErrs = readErrs[:0]
