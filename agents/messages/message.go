@@ -290,6 +290,20 @@ func chunkFiles(s *docstore.Store, channel string) ([]string, error) {
 	return out, nil
 }
 
+// CheckChunk is the check `tavern check` runs on a message chunk beyond
+// its frontmatter (docstore.Store.AddCheck): a message section that does
+// not parse (a header without its id line) is a *docstore.ParseError at
+// its line. recv refuses such a chunk, so check must not call it valid.
+func CheckChunk(d *docstore.Doc) []error {
+	if d.Kind != schema.Chunk {
+		return nil
+	}
+	if _, err := chunkMessages(d); err != nil {
+		return []error{err}
+	}
+	return nil
+}
+
 // chunkMessages parses a chunk document's messages, reporting a malformed
 // section as a *docstore.ParseError with its file line.
 func chunkMessages(d *docstore.Doc) ([]Message, error) {
