@@ -63,7 +63,8 @@ const (
 // queue whose name is not its path's, an agent whose id another agent
 // has, a commitment whose
 // assertion no longer matches the hash recorded when it was made
-// (ErrTampered), and the queues' (queues.InstallChecks: dependency
+// (ErrTampered), a message chunk with a section recv cannot parse, and
+// the queues' (queues.InstallChecks: dependency
 // cycles, item fields that contradict the item's path), with the queues'
 // rules (queues.InstallRules). Writes that break a rule fail with a
 // *docstore.RefusedError wrapping the rule's error (a *TransitionError,
@@ -79,6 +80,7 @@ func InstallRules(s *docstore.Store, actor string) {
 	s.AddRule(RuleIdentity, func(w docstore.Write) error { return identityRule(s, w) })
 	records := newAssertionRecords(s.Root())
 	s.AddCheck("agents", func(d *docstore.Doc) []error { return checkDoc(records, d) })
+	s.AddCheck("messages", messages.CheckChunk) // a section recv would refuse
 	s.AddRunCheck(RuleIdentity, func() docstore.Check { return identityCheck(s) })
 	queues.InstallRules(s)  // an item's path decides its id, queue and priority; no dependency cycles
 	queues.InstallChecks(s) // gates decided by hand without a record, dependency cycles, path fields

@@ -120,7 +120,11 @@ func Wake(s *docstore.Store, agent string, now time.Time) (*Briefing, error) {
 	}
 	unread, err := messages.Inbox(s, agent)
 	if err != nil {
-		return nil, err
+		bad := recall.Skipped(err) // a broken chunk: brief with the other counts
+		if bad == nil {
+			return nil, err
+		}
+		skipped = append(skipped, bad...)
 	}
 	for _, u := range unread {
 		if u.Count > 0 {

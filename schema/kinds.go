@@ -228,7 +228,7 @@ var (
 
 	Bookmark = &Kind{Name: "bookmark", Plural: "bookmarks", Pattern: "bookmarks/{agent}.md", Version: 1,
 		Doc:    "an agent's last-read message id per channel",
-		Fields: withCommon(Field{Name: "agent", Type: String}, Field{Name: "channels", Type: Map})}
+		Fields: withCommon(Field{Name: "agent", Type: String}, Field{Name: "channels", Type: Map, Pattern: "ids", Doc: "the id of the last message read, per channel"})}
 )
 
 func init() {

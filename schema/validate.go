@@ -163,6 +163,33 @@ func (f *Field) check(n *yaml.Node) string {
 		if n.Kind != yaml.MappingNode {
 			return fmt.Sprintf("must be a mapping, got %s", describe(n))
 		}
+		if f.Pattern == "ids" {
+			return checkIDs(n)
+		}
+	}
+	return ""
+}
+
+// uuid is the form of every id the engine writes (UUIDv7, lower case).
+var uuid = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// checkIDs checks that every value of a mapping is an id, empty or null
+// (nothing yet). Ids are compared as text, so anything else would sort
+// before or after every id there will ever be: a bookmark of "5" would
+// say "all read" for good.
+func checkIDs(m *yaml.Node) string {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		v := m.Content[i+1]
+		if v.Kind == yaml.AliasNode {
+			v = v.Alias
+		}
+		if isNull(v) || (v.Kind == yaml.ScalarNode && (v.Value == "" || uuid.MatchString(v.Value))) {
+			continue
+		}
+		if v.Kind != yaml.ScalarNode {
+			return fmt.Sprintf("%s: must be an id, got %s", m.Content[i].Value, describe(v))
+		}
+		return fmt.Sprintf("%s: %q is not an id", m.Content[i].Value, v.Value)
 	}
 	return ""
 }

@@ -64,7 +64,20 @@ func Bookmarks(s *docstore.Store, agent string) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkBookmarks(d); err != nil {
+		return nil, err
+	}
 	return bookmarkMap(d), nil
+}
+
+// checkBookmarks refuses a bookmark document that does not validate (a
+// bookmark edited into something that is no message id): read as it is,
+// it would hide messages or show them again without a word.
+func checkBookmarks(d *docstore.Doc) error {
+	if errs := d.Validate(false); len(errs) > 0 {
+		return &docstore.ValidationError{Path: d.Path, Errors: errs}
+	}
+	return nil
 }
 
 func bookmarkMap(d *docstore.Doc) map[string]string {
@@ -105,6 +118,9 @@ func Recv(s *docstore.Store, agent, channel string, opt RecvOptions) ([]Message,
 	}
 	var msgs []Message
 	_, err = s.Update(rel, func(d *docstore.Doc) error {
+		if err := checkBookmarks(d); err != nil {
+			return err
+		}
 		marks := bookmarkMap(d)
 		after := marks[channel]
 		from := after
@@ -151,6 +167,9 @@ func RecvEach(s *docstore.Store, agent string, channels []string, opt RecvOption
 	}
 	var readErrs []error
 	_, err = s.Update(rel, func(d *docstore.Doc) error {
+		if err := checkBookmarks(d); err != nil {
+			return err
+		}
 		marks := bookmarkMap(d)
 		moved := false
 		readErrs = readErrs[:0]
@@ -208,25 +227,36 @@ type Unread struct {
 
 // Inbox returns the agent's unread counts for every active channel it can
 // read — all channels except other agents' direct channels — highest
-// count first, then by name.
+// count first, then by name. A channel document or chunk that does not
+// parse hides nothing else: the counts of the rest are returned with a
+// *docstore.SkippedError naming each such file (path:line:col), and a
+// channel with a broken chunk counts its other chunks.
 func Inbox(s *docstore.Store, agent string) ([]Unread, error) {
 	marks, err := Bookmarks(s, agent)
 	if err != nil {
 		return nil, err
 	}
-	chs, errs := ListChannels(s, false)
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	// channelDocs, not ListChannels: its counts of every channel (other
+	// agents' direct ones too) would be thrown away, and one broken chunk
+	// anywhere would fail every agent's inbox.
+	chs, errs := channelDocs(s, false)
+	var bad []error
+	for _, err := range errs {
+		if !badFile(err) {
+			return nil, err
+		}
+		bad = append(bad, err)
 	}
 	var out []Unread
 	for _, c := range chs {
 		if strings.HasPrefix(c.Name, "@") && c.Name != DirectChannel(agent) {
 			continue
 		}
-		n, last, err := countAfter(s, c.Name, marks[c.Name])
+		n, last, skip, err := countAfter(s, c.Name, marks[c.Name])
 		if err != nil {
 			return nil, err
 		}
+		bad = append(bad, skip...)
 		out = append(out, Unread{Channel: c.Name, Count: n, LastID: last})
 	}
 	sort.SliceStable(out, func(i, j int) bool {
@@ -235,5 +265,5 @@ func Inbox(s *docstore.Store, agent string) ([]Unread, error) {
 		}
 		return out[i].Channel < out[j].Channel
 	})
-	return out, nil
+	return out, skipped(bad)
 }

@@ -290,6 +290,20 @@ func chunkFiles(s *docstore.Store, channel string) ([]string, error) {
 	return out, nil
 }
 
+// CheckChunk is the check `tavern check` runs on a message chunk beyond
+// its frontmatter (docstore.Store.AddCheck): a message section that does
+// not parse (a header without its id line) is a *docstore.ParseError at
+// its line. recv refuses such a chunk, so check must not call it valid.
+func CheckChunk(d *docstore.Doc) []error {
+	if d.Kind != schema.Chunk {
+		return nil
+	}
+	if _, err := chunkMessages(d); err != nil {
+		return []error{err}
+	}
+	return nil
+}
+
 // chunkMessages parses a chunk document's messages, reporting a malformed
 // section as a *docstore.ParseError with its file line.
 func chunkMessages(d *docstore.Doc) ([]Message, error) {
@@ -419,21 +433,27 @@ func countMessages(s *docstore.Store, channel string) (int, error) {
 
 // countAfter counts the messages of channel with an id greater than after,
 // parsing only the chunk that holds after and trusting message_count of the
-// chunks past it.
-func countAfter(s *docstore.Store, channel, after string) (int, string, error) {
+// chunks past it. A chunk that does not parse is left out of the count and
+// returned in bad (a count is a hint; recv stops at such a chunk).
+func countAfter(s *docstore.Store, channel, after string) (n int, last string, bad []error, err error) {
 	chunks, err := chunkFiles(s, channel)
 	if err != nil {
-		return 0, "", err
+		return 0, "", nil, err
 	}
-	n := 0
-	last := ""
 	for i, c := range chunks {
 		if after != "" && i+1 < len(chunks) && chunkName(chunks[i+1]) <= after {
 			continue // wholly before after
 		}
 		d, err := s.Get(c)
 		if err != nil {
-			return n, last, err
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // merged away since the directory was read
+			}
+			if badFile(err) {
+				bad = append(bad, err)
+				continue
+			}
+			return n, last, bad, err
 		}
 		if l := d.String("last_id"); l > last {
 			last = l
@@ -448,7 +468,11 @@ func countAfter(s *docstore.Store, channel, after string) (int, string, error) {
 		}
 		msgs, err := chunkMessages(d)
 		if err != nil {
-			return n, last, err
+			if badFile(err) || errors.Is(err, ErrBadChunk) {
+				bad = append(bad, err)
+				continue
+			}
+			return n, last, bad, err
 		}
 		for _, m := range msgs {
 			if m.ID > after {
@@ -456,7 +480,7 @@ func countAfter(s *docstore.Store, channel, after string) (int, string, error) {
 			}
 		}
 	}
-	return n, last, nil
+	return n, last, bad, nil
 }
 
 func chunkName(rel string) string {

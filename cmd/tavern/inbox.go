@@ -30,7 +30,7 @@ func runInbox(c *cli.Context) error {
 		return err
 	}
 	u, err := messages.Inbox(s, as.Name)
-	if err != nil {
+	if err = warnSkipped(c, err); err != nil { // a broken chunk hides no other count
 		return err
 	}
 	if c.Bool("json") {

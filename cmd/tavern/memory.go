@@ -208,6 +208,12 @@ func warnSkipped(c *cli.Context, err error) error {
 		return err
 	}
 	for _, e := range bad {
+		if c.Bool("json") {
+			// Under --json every error on stderr is a JSON object, the
+			// warnings ls gives for the same files included.
+			warn(c, e)
+			continue
+		}
 		errf(c, "tavern: warning: %v\n", e)
 	}
 	return nil

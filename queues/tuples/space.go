@@ -446,7 +446,13 @@ func (sp *Space) take(typ, name string, p Pattern) (*Tuple, error) {
 		return nil, err
 	}
 	_ = l.Remove() // the id is never used again
+	// The doc was read at the staging path, which is no kind: give it back
+	// the kind and name of the tuple it was, or callers see a nameless,
+	// invalid document.
 	d.Path = from
+	if k, n, err := schema.NameOfPath(from); err == nil {
+		d.Kind, d.Name = k, n
+	}
 	t := sp.tupleOf(typ, d)
 	t.Captures = caps
 	sp.event("tuple.in", journal.Event{Path: from, Rev: d.Rev, Data: map[string]any{"type": typ, "id": t.ID}})
