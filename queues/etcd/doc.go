@@ -22,7 +22,9 @@
 //	  password_env: TAVERN_ETCD_PASSWORD          # never a password in tavern.md: it is synced
 //	  tls: {ca: /etc/tavern/ca.pem, cert: /etc/tavern/me.pem, key: /etc/tavern/me.key, server_name: etcd}
 //
-// A bad setting is a *ConfigError with tavern.md's path:line:col.
+// A bad setting, or one it does not know (a misspelt lease_tll would
+// leave the default in force), is a *ConfigError with tavern.md's
+// path:line:col.
 //
 // # Keys
 //

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/schema"
 )
 
 func init() { queues.RegisterEngine("etcd", Open) }
@@ -40,6 +43,16 @@ func ParseConfig(cc queues.CoordConfig) (Config, error) {
 	bad := func(field, msg string) error {
 		path, line, col := cc.Pos(append([]string{"etcd"}, strings.Split(field, ".")...)...)
 		return &ConfigError{Path: path, Line: line, Col: col, Field: "etcd." + field, Msg: msg}
+	}
+	// A misspelt setting (lease_tll) would leave its default in force
+	// without a word: refused at its line, as sync: refuses one.
+	if err := knownKeys(sec, etcdKeys, "", bad); err != nil {
+		return cfg, err
+	}
+	if t, ok := sec["tls"].(map[string]any); ok {
+		if err := knownKeys(t, tlsKeys, "tls.", bad); err != nil {
+			return cfg, err
+		}
 	}
 	switch v := sec["endpoints"].(type) {
 	case nil:
@@ -137,6 +150,33 @@ func ParseConfig(cc queues.CoordConfig) (Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// The settings of etcd: and of its tls:.
+var (
+	etcdKeys = []string{"endpoints", "prefix", "lease_ttl", "dial_timeout", "op_timeout", "username", "password", "password_env", "tls"}
+	tlsKeys  = []string{"ca", "cert", "key", "server_name"}
+)
+
+// knownKeys refuses the first key of sec (in name order) that is not in
+// known, naming the known ones near it.
+func knownKeys(sec map[string]any, known []string, prefix string, bad func(field, msg string) error) error {
+	keys := make([]string, 0, len(sec))
+	for k := range sec {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if slices.Contains(known, k) {
+			continue
+		}
+		msg := "unknown setting"
+		if near := schema.Near(k, known); len(near) > 0 {
+			msg += " (did you mean " + strings.Join(near, ", ") + "?)"
+		}
+		return bad(prefix+k, msg+"; known: "+strings.Join(known, ", "))
+	}
+	return nil
 }
 
 func splitList(s string) []string {
