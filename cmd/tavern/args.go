@@ -168,6 +168,17 @@ func textArg(c *cli.Context, from int) (string, error) {
 	return strings.Join(args, " "), nil
 }
 
+// queryArg is a search's QUERY (the arguments from from on, joined). A
+// blank one is a usage error: it has no word to rank by, and an empty
+// list would read as "nothing matches".
+func queryArg(c *cli.Context, from int, cmd string) (string, error) {
+	q := strings.Join(c.Args().Slice()[from:], " ")
+	if strings.TrimSpace(q) == "" {
+		return "", usageErr("%s: the query is blank: give the words to search for", cmd)
+	}
+	return q, nil
+}
+
 // splitList accepts repeated flags and comma lists: --queue a,b --queue c.
 func splitList(vals []string) []string {
 	var out []string

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -33,11 +32,15 @@ func runContext(c *cli.Context) error {
 	if c.NArg() == 0 {
 		return usageErr("context takes QUERY")
 	}
+	q, err := queryArg(c, 0, "context")
+	if err != nil {
+		return err
+	}
 	s, err := openStore(c)
 	if err != nil {
 		return err
 	}
-	return printContext(c, s, strings.Join(c.Args().Slice(), " "))
+	return printContext(c, s, q)
 }
 
 func printContext(c *cli.Context, s *docstore.Store, query string) error {

@@ -125,7 +125,10 @@ func runKnowledgeSearch(c *cli.Context) error {
 	if c.NArg() == 0 {
 		return usageErr("knowledge search takes QUERY")
 	}
-	q, _ := textArg(c, 0)
+	q, err := queryArg(c, 0, "knowledge search")
+	if err != nil {
+		return err
+	}
 	s, err := openStore(c)
 	if err != nil {
 		return err

@@ -146,7 +146,10 @@ func runMemoryLs(c *cli.Context, s *docstore.Store, agent string) error {
 }
 
 func runMemorySearch(c *cli.Context, s *docstore.Store, agent string) error {
-	q, _ := textArg(c, 0)
+	q, err := queryArg(c, 0, "memory search")
+	if err != nil {
+		return err
+	}
 	hits, err := recall.SearchMemory(s, agent, q, c.Int("limit"))
 	if err = warnSkipped(c, err); err != nil {
 		return err
