@@ -1,7 +1,6 @@
 package main
 
 import (
-
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/agents"
