@@ -56,7 +56,9 @@ func runAsk(c *cli.Context) error {
 		outf(c, "%s\n", q.ID)
 		return nil
 	}
-	errf(c, "asked %s (question %s); waiting up to %s\n", q.To, q.ID, wait)
+	if !c.Bool("json") { // under --json stderr holds the one error object, if any
+		errf(c, "asked %s (question %s); waiting up to %s\n", q.To, q.ID, wait)
+	}
 	ctx, cancel := context.WithTimeout(c.Context, wait)
 	defer cancel()
 	a, err := m.WaitAnswer(ctx, q.ID)
