@@ -327,8 +327,9 @@ func runAgentReap(c *cli.Context, m *agents.Manager) error {
 		for _, n := range names {
 			outf(c, "%s failed (wrapper died)\n", n)
 		}
+		// With --json they are in the answer's "invalid", as reap's.
+		warnDiag(c, invalid, nil)
 	}
-	warnDiag(c, invalid, nil)
 	return err
 }
 
