@@ -207,15 +207,7 @@ func (e *RoleError) Error() string {
 	if len(e.Near) == 0 {
 		return fmt.Sprintf("%s: %q: %v", e.Op, e.Role, e.Err)
 	}
-	near := e.Near[:min(len(e.Near), 3)]
-	q := make([]string, len(near))
-	for i, n := range near {
-		q[i] = fmt.Sprintf("%q", n)
-	}
-	list := q[0]
-	if len(q) > 1 {
-		list = strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
-	}
+	list := schema.NearList(e.Near)
 	return fmt.Sprintf("%s: %q is a new role; did you mean %s?", e.Op, e.Role, list)
 }
 

@@ -185,14 +185,8 @@ func (b *Broker) AddDependency(id, dep string) (*Item, error) {
 		if b.reaches(dep, id, map[string]bool{}) {
 			return &ItemError{Op: "depend", ID: id, Path: it.Path, Err: fmt.Errorf("%w: %s already depends on %s", ErrCycle, dep, id)}
 		}
-		deps := append(append([]string(nil), it.DependsOn...), dep)
-		d, err := b.s.UpdateHeld(l, it.Path, func(d *docstore.Doc) error {
-			return d.SetMany([]docstore.Field{{Key: "depends_on", Value: deps}, {Key: "updated", Value: b.now()}})
-		})
-		if err != nil {
-			return err
-		}
-		out, err = itemFromDoc(d)
+		var err error
+		out, err = b.setDeps(l, it, append(append([]string(nil), it.DependsOn...), dep))
 		return err
 	})
 	return out, err
@@ -212,19 +206,26 @@ func (b *Broker) RemoveDependency(id, dep string) (*Item, error) {
 			out = it
 			return nil
 		}
-		d, err := b.s.UpdateHeld(l, it.Path, func(d *docstore.Doc) error {
-			if len(deps) == 0 {
-				return d.Edit([]docstore.Field{{Key: "updated", Value: b.now()}}, "depends_on")
-			}
-			return d.SetMany([]docstore.Field{{Key: "depends_on", Value: deps}, {Key: "updated", Value: b.now()}})
-		})
-		if err != nil {
-			return err
-		}
-		out, err = itemFromDoc(d)
+		var err error
+		out, err = b.setDeps(l, it, deps)
 		return err
 	})
 	return out, err
+}
+
+// setDeps writes deps as item it's depends_on (none: the field goes);
+// the caller holds the item lock l.
+func (b *Broker) setDeps(l *docstore.Lock, it *Item, deps []string) (*Item, error) {
+	d, err := b.s.UpdateHeld(l, it.Path, func(d *docstore.Doc) error {
+		if len(deps) == 0 {
+			return d.Edit([]docstore.Field{{Key: "updated", Value: b.now()}}, "depends_on")
+		}
+		return d.SetMany([]docstore.Field{{Key: "depends_on", Value: deps}, {Key: "updated", Value: b.now()}})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return itemFromDoc(d)
 }
 
 // reaches reports whether from depends (transitively) on to.

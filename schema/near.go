@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 )
@@ -67,4 +68,21 @@ func EditDistance(a, b string) int {
 		prev = cur
 	}
 	return prev[len(b)]
+}
+
+// NearList is the "did you mean" list of near (Near's answer): at most
+// the first three, quoted, as `"a", "b" or "c"`; "" when near is empty.
+func NearList(near []string) string {
+	near = near[:min(len(near), 3)]
+	if len(near) == 0 {
+		return ""
+	}
+	q := make([]string, len(near))
+	for i, n := range near {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
 }

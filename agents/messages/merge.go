@@ -18,11 +18,7 @@ import (
 // person added) is ours. base is not needed: messages are never removed
 // by the engine, and a union cannot lose one.
 func MergeChunk(path string, base, ours, theirs []byte) ([]byte, []gitsync.Loss, error) {
-	do, err := docstore.Parse(path, ours)
-	if err != nil {
-		return nil, nil, err
-	}
-	dt, err := docstore.Parse(path, theirs)
+	do, dt, err := parseSides(path, ours, theirs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -98,11 +94,7 @@ func prelude(body []byte) []byte {
 // twice; every machine picks the same) and the later updated. Nothing is
 // dropped, so nothing is journaled.
 func MergeBookmark(path string, base, ours, theirs []byte) ([]byte, []gitsync.Loss, error) {
-	do, err := docstore.Parse(path, ours)
-	if err != nil {
-		return nil, nil, err
-	}
-	dt, err := docstore.Parse(path, theirs)
+	do, dt, err := parseSides(path, ours, theirs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -131,4 +123,15 @@ func MergeBookmark(path string, base, ours, theirs []byte) ([]byte, []gitsync.Lo
 		return nil, nil, err
 	}
 	return res.Bytes(), nil, nil
+}
+
+// parseSides parses both sides of a merge of the document at path.
+func parseSides(path string, ours, theirs []byte) (do, dt *docstore.Doc, err error) {
+	if do, err = docstore.Parse(path, ours); err != nil {
+		return nil, nil, err
+	}
+	if dt, err = docstore.Parse(path, theirs); err != nil {
+		return nil, nil, err
+	}
+	return do, dt, nil
 }

@@ -330,12 +330,7 @@ func timedOut(err error, after time.Duration, format string, args ...any) error 
 // to create it on purpose.
 func unknownHint(e *schema.UnknownError) string {
 	if len(e.Near) > 0 {
-		near := e.Near[:min(len(e.Near), 3)]
-		q := make([]string, len(near))
-		for i, n := range near {
-			q[i] = fmt.Sprintf("%q", n)
-		}
-		return " (did you mean " + orList(q) + "?)"
+		return " (did you mean " + schema.NearList(e.Near) + "?)"
 	}
 	switch e.What {
 	case "agent":
@@ -353,14 +348,6 @@ func unknownHint(e *schema.UnknownError) string {
 		return fmt.Sprintf(" (create it with `tavern constitution set %s --text TEXT`)", e.Name)
 	}
 	return ""
-}
-
-// orList joins "a", "b" and "c" as `a, b or c`.
-func orList(items []string) string {
-	if len(items) <= 1 {
-		return strings.Join(items, "")
-	}
-	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
 }
 
 // reportError prints err (as text, or as a JSON object when --json was

@@ -172,7 +172,7 @@ func knownKeys(sec map[string]any, known []string, prefix string, bad func(field
 		}
 		msg := "unknown setting"
 		if near := schema.Near(k, known); len(near) > 0 {
-			msg += " (did you mean " + strings.Join(near, ", ") + "?)"
+			msg += " (did you mean " + schema.NearList(near) + "?)"
 		}
 		return bad(prefix+k, msg+"; known: "+strings.Join(known, ", "))
 	}

@@ -226,7 +226,7 @@ func TestConfigErrors(t *testing.T) {
 		{"password in file", "coordination: etcd\netcd:\n  endpoints: [a:1]\n  password: hunter2\n", "tavern.md:6:3: etcd.password: tavern.md is synced"},
 		{"bad ttl", "coordination: etcd\netcd:\n  endpoints: [a:1]\n  lease_ttl: soon\n", `tavern.md:6:3: etcd.lease_ttl: "soon" is not a positive duration`},
 		{"bad tls", "coordination: etcd\netcd:\n  endpoints: [a:1]\n  tls:\n    cert: /x\n", "tavern.md:6:3: etcd.tls: cert and key go together"},
-		{"misspelt key", "coordination: etcd\netcd:\n  endpoints: [a:1]\n  lease_tll: 2s\n", "tavern.md:6:3: etcd.lease_tll: unknown setting (did you mean lease_ttl?"},
+		{"misspelt key", "coordination: etcd\netcd:\n  endpoints: [a:1]\n  lease_tll: 2s\n", "tavern.md:6:3: etcd.lease_tll: unknown setting (did you mean \"lease_ttl\"?"},
 		{"misspelt tls key", "coordination: etcd\netcd:\n  endpoints: [a:1]\n  tls:\n    ca_file: /x\n", "tavern.md:7:5: etcd.tls.ca_file: unknown setting"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

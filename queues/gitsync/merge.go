@@ -284,15 +284,7 @@ func valueText(d *docstore.Doc, k string) string {
 	if d == nil {
 		return "\x00"
 	}
-	n := d.Get(k)
-	if n == nil {
-		return "\x00"
-	}
-	b, err := yaml.Marshal(n)
-	if err != nil {
-		return "\x01" + n.Value
-	}
-	return string(b)
+	return nodeText(d.Get(k))
 }
 
 func parseOrNil(p string, data []byte) *docstore.Doc {
@@ -452,6 +444,7 @@ func mapNodes(n *yaml.Node) ([]string, map[string]*yaml.Node, map[string]*yaml.N
 	return keys, knodes, vals, true
 }
 
+// nodeText is a YAML node as comparable text ("\x00" if nil).
 func nodeText(n *yaml.Node) string {
 	if n == nil {
 		return "\x00"

@@ -141,15 +141,7 @@ func (e *UnknownTokenError) Error() string {
 	if len(e.Near) == 0 {
 		return fmt.Sprintf("%s: %v", e.Name, ErrUnknownToken)
 	}
-	near := e.Near[:min(len(e.Near), 3)]
-	q := make([]string, len(near))
-	for i, n := range near {
-		q[i] = fmt.Sprintf("%q", n)
-	}
-	list := q[0]
-	if len(q) > 1 {
-		list = strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
-	}
+	list := schema.NearList(e.Near)
 	return fmt.Sprintf("%s: unknown token (did you mean %s?)", e.Name, list)
 }
 
