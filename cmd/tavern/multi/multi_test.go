@@ -232,7 +232,7 @@ func (c *cluster) ok(m *machine, args ...string) string {
 // test's directory while the cleanup removed it ("directory not empty").
 // It returns once no process of the group is left.
 func ownGroup(cmd *exec.Cmd) func() {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = groupDyingWithTest()
 	return func() {
 		if cmd.Process == nil {
 			return
@@ -250,11 +250,22 @@ func ownGroup(cmd *exec.Cmd) func() {
 	}
 }
 
+// groupDyingWithTest is the SysProcAttr of the processes a test leaves
+// running: a process group of their own, and SIGKILL when the test
+// process dies. A test binary that times out (or is killed) runs no
+// cleanup: without Pdeathsig its worker loops and syncers ran on for ever,
+// orphaned, and loaded the machine under every later test. (Linux sends
+// it when the forking thread ends; the Go runtime ends a thread only when
+// a goroutine locked to it returns, which these tests never do.)
+func groupDyingWithTest() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
 // start runs a process of machine m in a process group of its own.
 func (c *cluster) start(m *machine, env []string, name string, args ...string) *exec.Cmd {
 	c.t.Helper()
 	cmd := m.command(env, name, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = groupDyingWithTest()
 	errLog, err := os.OpenFile(filepath.Join(c.root, m.name+".stderr"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		c.t.Fatal(err)
