@@ -53,9 +53,22 @@ func Handle(ctx context.Context, e *Env, in *Input, opt HookOptions) (*Response,
 	}
 	switch in.Event {
 	case SessionStart:
-		return StartSession(e, in, agent, opt.Session)
+		so := opt.Session
+		so.Named = opt.Agent != ""
+		return StartSession(e, in, agent, so)
 	case PreToolUse:
+		// The gate guards other agents' paths whoever asks, a name that
+		// is nobody's included (it holds nothing, so every reservation
+		// counts); it writes nothing of the asker's.
 		return CheckWrite(e, in, agent)
+	}
+	// Only session-start registers an agent: the other hooks write
+	// nothing for a name that names none (no bookmark, no delivered mark,
+	// no session record), and say so.
+	if err := agents.AgentExists(e.Store, agent); err != nil {
+		return nil, err
+	}
+	switch in.Event {
 	case UserPromptSubmit, PostToolUse:
 		text, err := Deliver(e, agent)
 		if text == "" {

@@ -156,14 +156,20 @@ func runHook(c *cli.Context) error {
 	return nil
 }
 
-// failOpen reports Tavern's own error on stderr and lets the tool go on:
-// exit 0, no decision.
+// failOpen reports Tavern's own error on stderr, with the advice other
+// commands give for it, and lets the tool go on: exit 0, no decision.
 func failOpen(c *cli.Context, ev kit.Event, err error) error {
+	msg := err.Error() + hint(err)
+	var ue *schema.UnknownError
+	if ev == kit.SessionStart && errors.As(err, &ue) && ue.What == "agent" && len(ue.Near) > 0 {
+		// kit.StartSession took the name for a typo of a near one.
+		msg += fmt.Sprintf("; not created (if it is a new agent: `tavern agent new %s`)", ue.Name)
+	}
 	if ev == "" {
-		errf(c, "tavern hook: %v (ignored: the tool goes on)\n", err)
+		errf(c, "tavern hook: %s (ignored: the tool goes on)\n", msg)
 		return nil
 	}
-	errf(c, "tavern hook %s: %v (ignored: the tool goes on)\n", ev, err)
+	errf(c, "tavern hook %s: %s (ignored: the tool goes on)\n", ev, msg)
 	return nil
 }
 
