@@ -335,13 +335,21 @@ func (m *Manager) CheckRole(role string) error {
 func (m *Manager) agentRole(path, role string) (string, error) {
 	sha, err := m.ConstitutionSHA(role)
 	if errors.Is(err, docstore.ErrNotExist) {
-		near := m.rolesNear(role)
-		if len(near) == 0 || m.roleInUse(role) {
-			return "", nil
-		}
-		return "", &RoleError{Op: "create agent", Path: path, Role: role, Near: near, Err: ErrNearRole}
+		return "", nearRole(m.Store, "create agent", path, role)
 	}
 	return sha, err
+}
+
+// nearRole is the rule for a role an agent is given that has no
+// constitution (CreateAgent, and roleRule for a write that changes an
+// agent's role): a name near a role that has one is refused as a likely
+// typo (*RoleError, ErrNearRole), unless an agent already has the role.
+func nearRole(s *docstore.Store, op, path, role string) error {
+	near := rolesNear(s, role)
+	if len(near) == 0 || roleInUse(s, role) {
+		return nil
+	}
+	return &RoleError{Op: op, Path: path, Role: role, Near: near, Err: ErrNearRole}
 }
 
 func (m *Manager) newAgentDoc(name string, spec AgentSpec, sha string) (*docstore.Doc, error) {

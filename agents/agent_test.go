@@ -385,3 +385,41 @@ func TestBadAgentFilesSkipped(t *testing.T) {
 	}
 	wantBad("doctor", bad)
 }
+
+// A write that changes an agent's role to a typo of a role that has a
+// constitution is refused, as CreateAgent refuses it for a new agent, on
+// every path: Store.Update, EditAgent. The role meant and a role an
+// agent already has are written.
+func TestRoleChangeNearRole(t *testing.T) {
+	m := newManager(t)
+	if _, err := m.WriteConstitution("worker", "Work.", ConstitutionOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.CreateAgent(AgentSpec{Name: "alice", Role: "worker"}); err != nil {
+		t.Fatal(err)
+	}
+	setRole := func(role string) func(*docstore.Doc) error {
+		return func(d *docstore.Doc) error { return d.Set("role", role) }
+	}
+	for name, write := range map[string]func() error{
+		"Store.Update": func() error { _, err := m.Store.Update(AgentPath("alice"), setRole("wroker")); return err },
+		"EditAgent":    func() error { _, err := m.EditAgent("alice", setRole("wroker")); return err },
+	} {
+		err := write()
+		var re *RoleError
+		if !errors.As(err, &re) || !errors.Is(err, ErrNearRole) || re.Role != "wroker" || len(re.Near) != 1 || re.Near[0] != "worker" {
+			t.Errorf("%s: got %v, want a *RoleError near worker", name, err)
+		}
+	}
+	if a, _ := m.GetAgent("alice"); a.Role != "worker" {
+		t.Errorf("role after refused writes: %q", a.Role)
+	}
+	if _, err := m.CreateAgent(AgentSpec{Name: "bob", Role: "builder"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, role := range []string{"worker", "builder"} {
+		if _, err := m.EditAgent("alice", setRole(role)); err != nil {
+			t.Errorf("role %s: %v", role, err)
+		}
+	}
+}

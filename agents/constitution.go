@@ -39,12 +39,16 @@ func (m *Manager) ConstitutionSHA(role string) (string, error) {
 // role's, nearest first: what sha offers for "did you mean", and what
 // WriteConstitution refuses a new role for.
 func (m *Manager) rolesNear(role string) []string {
-	return schema.Near(role, m.constitutionRoles())
+	return rolesNear(m.Store, role)
+}
+
+func rolesNear(s *docstore.Store, role string) []string {
+	return schema.Near(role, constitutionRoles(s))
 }
 
 // constitutionRoles lists the roles that have a constitution.
-func (m *Manager) constitutionRoles() []string {
-	paths, _ := m.Store.Docs("constitutions")
+func constitutionRoles(s *docstore.Store) []string {
+	paths, _ := s.Docs("constitutions")
 	roles := make([]string, 0, len(paths))
 	for _, p := range paths {
 		roles = append(roles, strings.TrimSuffix(strings.TrimPrefix(p, "constitutions/"), ".md"))
@@ -156,10 +160,12 @@ func (m *Manager) checkNewRole(op, path, role string, force bool) error {
 }
 
 // roleInUse reports whether an agent has role.
-func (m *Manager) roleInUse(role string) bool {
-	list, _ := m.ListAgents() // an agent file that does not parse has no say
-	for _, a := range list {
-		if a.Role == role {
+func (m *Manager) roleInUse(role string) bool { return roleInUse(m.Store, role) }
+
+func roleInUse(s *docstore.Store, role string) bool {
+	docs, _ := s.List(schema.Agent) // an agent file that does not parse has no say
+	for _, d := range docs {
+		if d.String("role") == role {
 			return true
 		}
 	}

@@ -18,6 +18,7 @@ const (
 	RuleCommitment = "agents/commitment" // an agent does not judge itself
 	RuleNames      = "agents/names"      // configuration names only what exists
 	RuleIdentity   = "agents/identity"   // an agent's name is its file name; its id is its own
+	RuleRole       = "agents/role"       // a changed role is no typo of one that has a constitution
 )
 
 // InstallRules makes every write through s obey the agent rules, whatever
@@ -51,6 +52,13 @@ const (
 //     item's path fields (queues.InstallRules), a write that leaves them
 //     as they were is allowed even if a hand edit (cp of another agent's
 //     file) made them disagree: check reports those.
+//   - A write that changes an agent's role to one that has no
+//     constitution, that no agent has, and whose name is near a role
+//     that has one (`tavern set agents/alice role=wroker`) is refused
+//     with the *RoleError (ErrNearRole) CreateAgent gives a new agent
+//     with that role: a typo would leave the agent without the
+//     constitution meant. A near name meant as a role of its own gets its
+//     constitution first (WriteConstitution with New).
 //   - A name stored in configuration names something that exists: an
 //     agent's queues, and the channel of a queue's on_dead ("notify
 //     CHANNEL"), when the document is created or the field changes. A
@@ -78,6 +86,7 @@ func InstallRules(s *docstore.Store, actor string) {
 	s.AddRule(RuleCommitment, func(w docstore.Write) error { return commitmentRule(actor, w) })
 	s.AddRule(RuleNames, func(w docstore.Write) error { return namesRule(s, w) })
 	s.AddRule(RuleIdentity, func(w docstore.Write) error { return identityRule(s, w) })
+	s.AddRule(RuleRole, func(w docstore.Write) error { return roleRule(s, w) })
 	records := newAssertionRecords(s.Root())
 	s.AddCheck("agents", func(d *docstore.Doc) []error { return checkDoc(records, d) })
 	s.AddCheck("messages", messages.CheckChunk) // a section recv would refuse
@@ -262,6 +271,23 @@ func namesRule(s *docstore.Store, w docstore.Write) error {
 		}
 	}
 	return nil
+}
+
+// roleRule refuses a write that changes an agent's role to a likely typo
+// of a role that has a constitution (nearRole). A new document is judged
+// by CreateAgent; one copied or restored keeps the role it had.
+func roleRule(s *docstore.Store, w docstore.Write) error {
+	if w.Doc == nil || w.Doc.Kind != schema.Agent || w.Prev == nil || w.Prev.Kind != schema.Agent {
+		return nil
+	}
+	role := w.Doc.String("role")
+	if role == "" || role == w.Prev.String("role") {
+		return nil
+	}
+	if _, err := s.Stat(ConstitutionPath(role)); err == nil || schema.ValidName(role) != nil {
+		return nil // the role meant; a name no constitution can have is no typo of one
+	}
+	return nearRole(s, "set role", w.Path, role)
 }
 
 // agentQueues is an agent document's queues (the older single "queue"

@@ -53,9 +53,22 @@ func Handle(ctx context.Context, e *Env, in *Input, opt HookOptions) (*Response,
 	}
 	switch in.Event {
 	case SessionStart:
-		return StartSession(e, in, agent, opt.Session)
+		so := opt.Session
+		so.Named = opt.Agent != ""
+		return StartSession(e, in, agent, so)
 	case PreToolUse:
+		// The gate guards other agents' paths whoever asks, a name that
+		// is nobody's included (it holds nothing, so every reservation
+		// counts); it writes nothing of the asker's.
 		return CheckWrite(e, in, agent)
+	}
+	// Only session-start registers an agent: the other hooks write
+	// nothing for a name that names none (no bookmark, no delivered mark,
+	// no session record), and say so.
+	if err := agents.AgentExists(e.Store, agent); err != nil {
+		return nil, err
+	}
+	switch in.Event {
 	case UserPromptSubmit, PostToolUse:
 		text, err := Deliver(e, agent)
 		if text == "" {
@@ -130,25 +143,66 @@ func CheckWrite(e *Env, in *Input, agent string) (*Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A reservation file the checks cannot read guards nothing: the gate
+	// fails open on it, as on all of Tavern's own trouble, but not
+	// silently — the answer tells the user which file (path:line:col),
+	// and the error goes to stderr.
 	var conflicts []tuples.Conflict
+	var skipped *tuples.SkippedError // the files left out, each once
+	skip := func(err error) error {
+		var se *tuples.SkippedError
+		if !errors.As(err, &se) {
+			return err
+		}
+		if skipped == nil {
+			skipped = &tuples.SkippedError{Op: se.Op, Path: se.Path}
+		}
+		for _, fe := range se.Errs {
+			if !slices.ContainsFunc(skipped.Errs, func(o error) bool { return o.Error() == fe.Error() }) {
+				skipped.Errs = append(skipped.Errs, fe)
+			}
+		}
+		return nil
+	}
 	if len(rels) > 0 {
-		if conflicts, err = sp.CheckPaths(agent, rels); err != nil {
+		cs, err := sp.CheckPaths(agent, rels)
+		if err := skip(err); err != nil {
 			return nil, err
 		}
+		conflicts = cs
 	}
 	if len(trees) > 0 {
 		cs, err := sp.CheckTrees(agent, trees)
-		if err != nil {
+		if err := skip(err); err != nil {
 			return nil, err
 		}
 		conflicts = append(conflicts, cs...)
 	}
-	if len(conflicts) == 0 {
+	r := &Response{}
+	err = nil
+	if skipped != nil {
+		r.Message, err = skippedMessage(e, skipped), skipped
+	}
+	if len(conflicts) > 0 {
+		_, _ = e.Manager.Journal.Append(journal.Event{Type: "reservation.denied", Kind: "tuple", Agent: agent, Path: conflicts[0].Held.Path,
+			Data: map[string]any{"path": conflicts[0].Want, "held_by": conflicts[0].Held.Agent, "glob": conflicts[0].Held.Glob, "tool": in.ToolName}})
+		r.Deny = denyReason(agent, conflicts)
+	}
+	if r.Message == "" && r.Deny == "" {
 		return nil, nil
 	}
-	_, _ = e.Manager.Journal.Append(journal.Event{Type: "reservation.denied", Kind: "tuple", Agent: agent, Path: conflicts[0].Held.Path,
-		Data: map[string]any{"path": conflicts[0].Want, "held_by": conflicts[0].Held.Agent, "glob": conflicts[0].Held.Glob, "tool": in.ToolName}})
-	return &Response{Deny: denyReason(agent, conflicts)}, nil
+	return r, err
+}
+
+// skippedMessage is what the user is told when reservation files were
+// left out of the gate.
+func skippedMessage(e *Env, se *tuples.SkippedError) string {
+	files := make([]string, len(se.Errs))
+	for i, fe := range se.Errs {
+		files[i] = fe.Error()
+	}
+	return fmt.Sprintf("Tavern: a reservation file under %s could not be read, so this edit was checked without it: %s. "+
+		"Fix or remove the file (`tavern reservations` names it too).", filepath.Base(e.Store.Root())+"/", strings.Join(files, "; "))
 }
 
 // resolveDirs adds to paths the real path of each one's directory where it

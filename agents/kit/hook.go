@@ -195,6 +195,7 @@ type Response struct {
 	Deny    string            // pre-tool-use: refuse the call, with this reason
 	Block   string            // stop: do not stop, with this reason
 	Env     map[string]string // session-start: environment for the session's shell commands
+	Message string            // shown to the user, whatever the decision (a warning: a typo, a broken file)
 }
 
 // Render is the response's stdout for tool and event: the JSON each tool
@@ -210,7 +211,10 @@ type Response struct {
 //     (AfterAgent) {"decision":"deny","reason":…}, which sends the reason
 //     back as the next prompt;
 //   - env (Codex SessionStart only): hookSpecificOutput.env. Claude Code
-//     gets it through $CLAUDE_ENV_FILE instead (WriteEnvFile).
+//     gets it through $CLAUDE_ENV_FILE instead (WriteEnvFile);
+//   - message: {"systemMessage":…} beside any of the above, the field all
+//     three document for a warning shown to the user (not for SessionEnd,
+//     which has nobody left to show it to).
 //
 // Codex rejects unknown keys (its output schemas set
 // additionalProperties: false), so nothing else is ever added.
@@ -239,7 +243,14 @@ func (r *Response) Render(tool Tool, event Event) ([]byte, error) {
 			hso["env"] = r.Env
 		}
 		out = map[string]any{"hookSpecificOutput": hso}
-	default:
+	}
+	if r.Message != "" && event != SessionEnd {
+		if out == nil {
+			out = map[string]any{}
+		}
+		out["systemMessage"] = r.Message
+	}
+	if out == nil {
 		return nil, nil
 	}
 	var buf bytes.Buffer

@@ -3,6 +3,8 @@ package kit
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -117,6 +119,13 @@ func TestRender(t *testing.T) {
 		{Codex, Stop, Response{Block: "wait"}, `{"decision":"block","reason":"wait"}`},
 		{Gemini, Stop, Response{Block: "wait"}, `{"decision":"deny","reason":"wait"}`},
 		{Claude, SessionEnd, Response{Context: "x"}, ``},
+		{Claude, PreToolUse, Response{Message: "fix it"}, `{"systemMessage":"fix it"}`},
+		{Codex, PreToolUse, Response{Deny: "no", Message: "fix it"},
+			`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"no"},"systemMessage":"fix it"}`},
+		{Gemini, PreToolUse, Response{Message: "fix it"}, `{"systemMessage":"fix it"}`},
+		{Claude, SessionStart, Response{Context: "hi", Message: "typo"},
+			`{"hookSpecificOutput":{"additionalContext":"hi","hookEventName":"SessionStart"},"systemMessage":"typo"}`},
+		{Claude, SessionEnd, Response{Message: "x"}, ``},
 		{Claude, PreToolUse, Response{}, ``},
 	}
 	for _, tt := range tests {
@@ -404,6 +413,48 @@ func TestSessionStartEnd(t *testing.T) {
 	keepers.Wait() // the keeper saw the session end and let go
 	if held, _ := agents.LockHeld(e.Store, schema.AgentLockKey(agent)); held {
 		t.Error("lock still held after the keeper ended")
+	}
+}
+
+// A session-start naming (--as, $TAVERN_AGENT) an agent that does not
+// exist but is near one that does is a typo: nothing is created, and the
+// answer and the error say so. A name near nobody is registered; a name
+// derived from the session id is never judged, however near another
+// session's.
+func TestSessionStartNearName(t *testing.T) {
+	e := newEnv(t)
+	proj := filepath.Dir(e.Store.Root())
+	for _, name := range []string{"alice", "claude-0f1e2d3c"} {
+		if _, err := e.Manager.CreateAgent(agents.AgentSpec{Name: name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := mustInput(t, Claude, SessionStart, proj, "")
+	in.SessionID = "0f1e2d3d-4b5a-4697-8a0b-000000000000"
+	ctx := context.Background()
+
+	r, err := Handle(ctx, e, in, HookOptions{Agent: "alcie"})
+	var ue *schema.UnknownError
+	if !errors.As(err, &ue) || ue.Name != "alcie" || len(ue.Near) == 0 || ue.Near[0] != "alice" {
+		t.Fatalf("got error %v, want unknown agent alcie near alice", err)
+	}
+	if r == nil || !strings.Contains(r.Context, `did you mean "alice"?`) || !strings.Contains(r.Context, "tavern agent new alcie") ||
+		!strings.Contains(r.Message, `no agent "alcie"`) || r.Env != nil {
+		t.Errorf("answer: %+v", r)
+	}
+	if _, err := e.Store.Stat(agents.AgentPath("alcie")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("alcie: got %v, want no file", err)
+	}
+
+	for _, opt := range []HookOptions{{Agent: "zed"}, {}} {
+		r, err := Handle(ctx, e, in, opt)
+		want := HookAgent(in, opt)
+		if err != nil || r == nil || !strings.Contains(r.Context, "you are "+want) {
+			t.Errorf("%q: got %+v, %v", want, r, err)
+		}
+		if _, err := e.Manager.GetAgent(want); err != nil {
+			t.Errorf("%q not created: %v", want, err)
+		}
 	}
 }
 

@@ -57,15 +57,33 @@ type SessionOptions struct {
 	StartKeeper func(agent, session string, toolPID int) (launch func(start bool) error, taken bool, err error)
 	// Role for a new agent ($TAVERN_ROLE).
 	Role string
+	// Named is set when the agent was named (--as, $TAVERN_AGENT) rather
+	// than derived from the session id: a named agent that does not exist
+	// and whose name is near an existing agent's is taken for a typo and
+	// not created.
+	Named bool
 }
 
 // StartSession registers the session of in as agent, owning it when the
 // agent's lock is free, and returns the prime to add as context. A
 // resumed or compacted session that already owns the agent is re-primed
 // without counting anything.
+//
+// An agent that does not exist is created: that is how a session
+// registers a new agent. But a named one (opt.Named) whose name is near
+// an existing agent's ("alcie" next to "alice") is a likely typo, and a
+// typo never creates state: nothing is written, and the session gets the
+// *schema.UnknownError (with the near names) and a response saying the
+// same to the model (Context) and the user (Message), and how to make
+// the agent on purpose. Names derived from the session id are never
+// judged: two sessions' ids may well be a letter apart.
 func StartSession(e *Env, in *Input, agent string, opt SessionOptions) (*Response, error) {
 	m := e.Manager
 	if _, err := m.GetAgent(agent); errors.Is(err, docstore.ErrNotExist) {
+		var ue *schema.UnknownError
+		if opt.Named && errors.As(err, &ue) && len(ue.Near) > 0 {
+			return nearAgentResponse(ue), ue
+		}
 		if _, err := m.CreateAgent(agents.AgentSpec{Name: agent, Role: opt.Role}); err != nil && !errors.Is(err, docstore.ErrExist) {
 			return nil, err
 		}
@@ -106,6 +124,17 @@ func StartSession(e *Env, in *Input, agent string, opt SessionOptions) (*Respons
 		return nil, err
 	}
 	return &Response{Context: p.Text(), Env: map[string]string{"TAVERN_AGENT": agent}}, nil
+}
+
+// nearAgentResponse is session-start's answer for a named agent that
+// does not exist and is near one that does (StartSession).
+func nearAgentResponse(ue *schema.UnknownError) *Response {
+	head := fmt.Sprintf("Tavern: there is no agent %q (did you mean %s?), and this session was not registered under it: a name this near an existing agent's is taken for a typo.", ue.Name, schema.NearList(ue.Near))
+	ctx := head + fmt.Sprintf("\nUntil that is settled, do not use --as %s in tavern commands, and ask the user which agent this session is. "+
+		"To act as an existing agent, start the session with TAVERN_AGENT set to its name; "+
+		"if %q is meant as a new agent, create it with `tavern agent new %s` and start the session again.", ue.Name, ue.Name, ue.Name)
+	msg := head + fmt.Sprintf(" If it is a new agent: `tavern agent new %s`, then start the session again.", ue.Name)
+	return &Response{Context: ctx, Message: msg}
 }
 
 // ownAgent moves the agent into the session: working, spawns+1 (one

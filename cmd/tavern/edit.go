@@ -92,7 +92,7 @@ func runEdit(c *cli.Context) error {
 			}
 			verr = err // a rule refused it: edit again, as for an invalid edit
 		}
-		errf(c, "%v\n", verr)
+		errf(c, "%v%s\n", verr, hint(verr))
 		errf(c, "Edit again? [Y/n] ")
 		answer, rerr := in.ReadString('\n')
 		if rerr != nil || strings.HasPrefix(strings.ToLower(strings.TrimSpace(answer)), "n") {

@@ -45,13 +45,19 @@ them by hand. EVENT (the tools' own names are accepted too):
 The agent is --as, else $TAVERN_AGENT, else one named after the session:
 TOOL-<first 8 letters and digits of the session id>. Its session exports
 TAVERN_AGENT to the tool's shell commands (Claude Code: $CLAUDE_ENV_FILE;
-Codex: the SessionStart env answer).
+Codex: the SessionStart env answer). Only session-start creates an agent
+that does not exist, and not one named by --as or $TAVERN_AGENT near an
+existing agent's name (a typo: the answer and stderr say "did you mean" and
+how to create it with ` + "`tavern agent new NAME`" + `); the other hooks write
+nothing for an unknown agent.
 
 A hook never stops the tool because of Tavern's own trouble: errors go to
 stderr and the exit status is 0, usage errors (an event, tool or flag
 this Tavern does not know) included, since the tools read exit 2 as block. The reservation and stop gates decide
-against the tool only on a definite conflict. Outside a Tavern project every
-hook prints nothing.
+against the tool only on a definite conflict; a reservation file the gate
+cannot read is named (path:line:col) in the answer's systemMessage and on
+stderr, and the edit goes on. Outside a Tavern project every hook prints
+nothing.
 
 Examples:
    tavern hook session-start --tool claude < payload.json
@@ -156,14 +162,20 @@ func runHook(c *cli.Context) error {
 	return nil
 }
 
-// failOpen reports Tavern's own error on stderr and lets the tool go on:
-// exit 0, no decision.
+// failOpen reports Tavern's own error on stderr, with the advice other
+// commands give for it, and lets the tool go on: exit 0, no decision.
 func failOpen(c *cli.Context, ev kit.Event, err error) error {
+	msg := err.Error() + hint(err)
+	var ue *schema.UnknownError
+	if ev == kit.SessionStart && errors.As(err, &ue) && ue.What == "agent" && len(ue.Near) > 0 {
+		// kit.StartSession took the name for a typo of a near one.
+		msg += fmt.Sprintf("; not created (if it is a new agent: `tavern agent new %s`)", ue.Name)
+	}
 	if ev == "" {
-		errf(c, "tavern hook: %v (ignored: the tool goes on)\n", err)
+		errf(c, "tavern hook: %s (ignored: the tool goes on)\n", msg)
 		return nil
 	}
-	errf(c, "tavern hook %s: %v (ignored: the tool goes on)\n", ev, err)
+	errf(c, "tavern hook %s: %s (ignored: the tool goes on)\n", ev, msg)
 	return nil
 }
 

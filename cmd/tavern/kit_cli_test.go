@@ -426,12 +426,14 @@ func TestHookFailsOpen(t *testing.T) {
 		t.Errorf("bad payload: %s", r)
 	}
 	// A reservation file that does not parse: the gate lets the edit
-	// through (not a definite conflict) and says why on stderr.
+	// through (not a definite conflict) and names the file, to the user
+	// (systemMessage) and on stderr (hook_bad_reservation.txtar).
 	os.MkdirAll(p.path("tuples/reservation"), 0o755)
 	os.WriteFile(p.path("tuples/reservation/bad.md"), []byte("---\nagent: [\n---\n"), 0o644)
 	in := fixture(t, kit.Claude, kit.PreToolUse, p.dir, filepath.Join(p.dir, "src", "a.go"))
 	r = runIn(t, p.dir, in, nil, "hook", "pre-tool-use", "--tool", "claude")
-	if r.code != 0 || r.out != "" {
+	if r.code != 0 || strings.Contains(r.out, "permissionDecision") || !strings.Contains(r.out, `"systemMessage"`) ||
+		!strings.Contains(r.out, "bad.md:3:1") || !strings.Contains(r.err, "bad.md:3:1") {
 		t.Errorf("broken reservation file: %s", r)
 	}
 }

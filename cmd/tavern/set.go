@@ -21,7 +21,8 @@ The result is validated first; an invalid result is refused (exit 5).
 The store's rules apply as on every write path: an agent's state follows the
 state machine (exit 4 for an illegal transition, as ` + "`tavern agent state`" + `), and a
 legal one is a transition like its: applied_state and state_changed follow
-and it is journaled as agent.state.
+and it is journaled as agent.state. A new role near one that has a
+constitution is refused as a typo (exit 2, did you mean), as by ` + "`agent new --role`" + `.
 
 Examples:
    tavern set agents/alice state=working

@@ -56,6 +56,11 @@ var (
 	// parse or leaves the project (absolute, "..").
 	ErrBadGlob = errors.New("bad path glob")
 
+	// ErrSkipped is matched by *SkippedError: reservation files a path
+	// check could not read or use (a file that does not parse, a glob
+	// that does not) were left out of it.
+	ErrSkipped = errors.New("reservation files skipped")
+
 	// ErrNotReserved is returned when an unreserve by id names no live
 	// reservation.
 	ErrNotReserved = errors.New("no such reservation")
@@ -105,6 +110,29 @@ func (e *ReservedError) Error() string {
 }
 
 func (e *ReservedError) Unwrap() error { return ErrReserved }
+
+// SkippedError is what CheckPaths and CheckTrees return beside their
+// conflicts when some reservation files could not be read or used: the
+// check ran without them, so a caller that goes on (the pre-tool-use
+// hook fails open) must say which files, or a broken reservation would
+// silently guard nothing.
+type SkippedError struct {
+	Op   string  // "check paths", "check trees"
+	Path string  // the reservations' directory, relative to the store
+	Errs []error // one per file, each naming it (path:line:col where known)
+}
+
+func (e *SkippedError) Error() string {
+	msgs := make([]string, len(e.Errs))
+	for i, err := range e.Errs {
+		msgs[i] = err.Error()
+	}
+	return fmt.Sprintf("%s: reservation file skipped: %s", e.Op, strings.Join(msgs, "; "))
+}
+
+// Unwrap gives the files' own errors too, so docstore.Position finds the
+// first one's line and column.
+func (e *SkippedError) Unwrap() []error { return append([]error{ErrSkipped}, e.Errs...) }
 
 // FencedError is an action refused because the caller is not the agent
 // instance that holds (or may take) the token slot or reservation: each

@@ -3,6 +3,7 @@ package tuples
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -58,9 +59,11 @@ func (sp *Space) Guard(ctx context.Context, dir, agent string) ([]Conflict, erro
 		return nil, err
 	}
 	conflicts, err := sp.CheckPaths(agent, paths)
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrSkipped) {
 		return nil, err
 	}
+	// A reservation file that does not parse guards nothing here, as it
+	// always did: the commit hook decides on the ones it can read.
 	if len(conflicts) > 0 {
 		for _, c := range conflicts {
 			sp.event("reservation.conflict", journal.Event{Agent: agent, Path: c.Held.Path, Data: map[string]any{

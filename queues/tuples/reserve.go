@@ -575,6 +575,9 @@ func (sp *Space) unreserve(load func() ([]*Reservation, []error), match func(*Re
 // root, slash-separated) and live reservations of agents other than
 // agent. An empty agent conflicts with every reservation. Reservations
 // whose holder is gone do not conflict (they are released on the way).
+// Reservation files that cannot be read or used (a file that does not
+// parse, a glob that does not) are left out, and named in a
+// *SkippedError returned with the conflicts found among the others.
 //
 // It runs before every edit an agent tool makes (the pre-tool-use hook),
 // so it does the least it can: every reservation file is read, but only
@@ -583,7 +586,8 @@ func (sp *Space) unreserve(load func() ([]*Reservation, []error), match func(*Re
 // gone); the others cannot match.
 func (sp *Space) CheckPaths(agent string, paths []string) ([]Conflict, error) {
 	var docs []*docstore.Doc
-	err := sp.scanAll(ReservationType, nil, func(d *docstore.Doc) {
+	var bad []error
+	err := sp.scanAll(ReservationType, func(err error) { bad = append(bad, err) }, func(d *docstore.Doc) {
 		if d.String("agent") == agent {
 			return
 		}
@@ -598,7 +602,7 @@ func (sp *Space) CheckPaths(agent string, paths []string) ([]Conflict, error) {
 	if err != nil {
 		return nil, err
 	}
-	live, _ := sp.reservationsOf(docs, nil)
+	live, errs := sp.reservationsOf(docs, nil)
 	var out []Conflict
 	for _, p := range paths {
 		for _, r := range live {
@@ -608,7 +612,16 @@ func (sp *Space) CheckPaths(agent string, paths []string) ([]Conflict, error) {
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Want < out[j].Want })
-	return out, nil
+	return out, skipped("check paths", append(bad, errs...))
+}
+
+// skipped is the *SkippedError of a check that left out the files of
+// errs, nil when there are none.
+func skipped(op string, errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return &SkippedError{Op: op, Path: typeDir(ReservationType), Errs: errs}
 }
 
 // CheckTrees returns the conflicts between directories (relative to the
@@ -616,6 +629,7 @@ func (sp *Space) CheckPaths(agent string, paths []string) ([]Conflict, error) {
 // command removes or moves as a whole — every path under them — and live
 // reservations of agents other than agent: a reservation conflicts when
 // some path under the directory matches its glob. Want is the directory.
+// Files it cannot use are left out and named, as by CheckPaths.
 func (sp *Space) CheckTrees(agent string, dirs []string) ([]Conflict, error) {
 	var trees []Glob
 	var wants []string
@@ -638,7 +652,8 @@ func (sp *Space) CheckTrees(agent string, dirs []string) ([]Conflict, error) {
 		return nil, nil
 	}
 	var docs []*docstore.Doc
-	err := sp.scanAll(ReservationType, nil, func(d *docstore.Doc) {
+	var bad []error
+	err := sp.scanAll(ReservationType, func(err error) { bad = append(bad, err) }, func(d *docstore.Doc) {
 		if d.String("agent") != agent {
 			docs = append(docs, d)
 		}
@@ -646,7 +661,7 @@ func (sp *Space) CheckTrees(agent string, dirs []string) ([]Conflict, error) {
 	if err != nil {
 		return nil, err
 	}
-	live, _ := sp.reservationsOf(docs, nil)
+	live, errs := sp.reservationsOf(docs, nil)
 	var out []Conflict
 	for i, t := range trees {
 		for _, r := range live {
@@ -655,7 +670,7 @@ func (sp *Space) CheckTrees(agent string, dirs []string) ([]Conflict, error) {
 			}
 		}
 	}
-	return out, nil
+	return out, skipped("check trees", append(bad, errs...))
 }
 
 // escapeGlob quotes the characters a Glob gives a meaning to, so that the

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tavernhq/tavern/docstore"
 )
 
 func TestReserveConflictsBothWays(t *testing.T) {
@@ -153,6 +155,35 @@ func TestCheckPaths(t *testing.T) {
 	}
 	if got, _ := sp.CheckPaths("", []string{"src/a/b.go"}); len(got) != 1 {
 		t.Fatalf("anonymous check = %v, want a conflict", got)
+	}
+}
+
+// A reservation file the checks cannot use is left out and named, with
+// its line and column, beside the conflicts found among the others.
+func TestCheckPathsSkipsNamed(t *testing.T) {
+	sp := newSpace(t, SpaceOptions{})
+	mustReserve(t, sp, "alice", "src/**")
+	bad := "tuples/reservation/01a2144f-2132-7670-9356-3679ae0f7576.md"
+	abs := filepath.Join(sp.Store().Root(), filepath.FromSlash(bad))
+	data := "---\nschema_version: 1\nagent: alice\nglob: [docs/**\n---\n"
+	if err := os.WriteFile(abs, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, check := range []func() ([]Conflict, error){
+		func() ([]Conflict, error) { return sp.CheckPaths("bob", []string{"src/a.go", "docs/a.md"}) },
+		func() ([]Conflict, error) { return sp.CheckTrees("bob", []string{"src", "docs"}) },
+	} {
+		got, err := check()
+		var se *SkippedError
+		if !errors.As(err, &se) || !errors.Is(err, ErrSkipped) || len(se.Errs) != 1 {
+			t.Fatalf("got error %v, want a *SkippedError naming one file", err)
+		}
+		if path, line, col := docstore.Position(err); path != bad || line != 4 || col == 0 {
+			t.Errorf("position %s:%d:%d, want %s:4:N", path, line, col, bad)
+		}
+		if len(got) != 1 || got[0].Held.Agent != "alice" {
+			t.Errorf("conflicts %v, want alice's src/**", got)
+		}
 	}
 }
 
