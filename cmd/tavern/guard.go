@@ -19,7 +19,9 @@ func newGuardCommand() *cli.Command {
 in the working directory and checks them against live reservations of agents
 other than the committer (--as, else $TAVERN_AGENT, else you: "user").
 Conflicts are listed on stderr and the exit status is 4, which makes git
-abort the commit. --install writes .git/hooks/pre-commit to run this
+abort the commit. A reservation file that cannot be read guards nothing: the
+commit is decided on the others, and a warning on stderr (--json: "skipped")
+names the file with path:line:col. --install writes .git/hooks/pre-commit to run this
 binary's guard (an existing foreign hook is kept unless --force), with
 --dir when the store is in a subdirectory of the work tree (git runs the
 hook at its top).
@@ -65,19 +67,32 @@ func runGuard(c *cli.Context) error {
 		return err
 	}
 	conflicts, err := sp.Guard(c.Context, wd, as.Name)
-	if err != nil && !errors.Is(err, tuples.ErrReserved) {
+	if err != nil && !errors.Is(err, tuples.ErrReserved) && !errors.Is(err, tuples.ErrSkipped) {
 		return err
 	}
+	// Reservation files that could not be read guarded nothing: the
+	// commit went by them (a broken file must not block every commit),
+	// but never silently.
+	var skipped []string
+	var se *tuples.SkippedError
+	if errors.As(err, &se) {
+		for _, e := range se.Errs {
+			skipped = append(skipped, e.Error())
+		}
+	}
 	if c.Bool("json") {
-		if perr := printJSON(c, map[string]any{"ok": len(conflicts) == 0, "conflicts": orEmpty(conflicts)}); perr != nil {
+		if perr := printJSON(c, map[string]any{"ok": len(conflicts) == 0, "conflicts": orEmpty(conflicts), "skipped": orEmpty(skipped)}); perr != nil {
 			return perr
 		}
-		if err != nil {
+		if len(conflicts) > 0 {
 			return withCode(exitConflict, errSilent)
 		}
 		return nil
 	}
-	if err == nil {
+	for _, s := range skipped {
+		errf(c, "tavern guard: warning: reservation file not read, it guards nothing until fixed: %s\n", s)
+	}
+	if len(conflicts) == 0 {
 		return nil
 	}
 	errf(c, "tavern guard: commit refused, staged paths are reserved by other agents:\n")

@@ -52,26 +52,33 @@ func (sp *Space) StagedPaths(ctx context.Context, dir string) ([]string, error) 
 // against other agents' reservations (agent is the committer's identity;
 // empty means every reservation counts). It returns the conflicts and,
 // if there are any, a *ReservedError. It is what `tavern guard` runs as a
-// pre-commit hook.
+// pre-commit hook. Reservation files that cannot be read guard nothing:
+// the commit is decided on the others (a hook must not block every commit
+// for a broken file), and a *SkippedError naming them is returned with
+// the conflicts, joined with the *ReservedError when there is one, so the
+// caller can say which files were left out.
 func (sp *Space) Guard(ctx context.Context, dir, agent string) ([]Conflict, error) {
 	paths, err := sp.StagedPaths(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
 	conflicts, err := sp.CheckPaths(agent, paths)
-	if err != nil && !errors.Is(err, ErrSkipped) {
+	var skipped *SkippedError
+	if err != nil && !errors.As(err, &skipped) {
 		return nil, err
 	}
-	// A reservation file that does not parse guards nothing here, as it
-	// always did: the commit hook decides on the ones it can read.
+	var reserved error
 	if len(conflicts) > 0 {
 		for _, c := range conflicts {
 			sp.event("reservation.conflict", journal.Event{Agent: agent, Path: c.Held.Path, Data: map[string]any{
 				"path": c.Want, "held_glob": c.Held.Glob, "held_by": c.Held.Agent, "by": "guard"}})
 		}
-		return conflicts, &ReservedError{Conflicts: conflicts}
+		reserved = &ReservedError{Conflicts: conflicts}
 	}
-	return nil, nil
+	if skipped != nil {
+		return conflicts, errors.Join(reserved, skipped)
+	}
+	return conflicts, reserved
 }
 
 func git(ctx context.Context, dir string, args ...string) ([]byte, error) {
