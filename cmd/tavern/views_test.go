@@ -457,16 +457,18 @@ func saveScreenshot(t *testing.T, name string, png []byte) {
 	}
 }
 
-// TestUITmux drives `tavern ui` in a real terminal (tmux): the Needs-you
-// lens shows a question raised by another process live, the person
-// answers it with keys (answer, text, enter, y), and the blocked `tavern
-// ask --wait` returns the answer; an item added meanwhile shows on the
-// Queues board; q quits.
-func TestUITmux(t *testing.T) {
+// uiTmux is `tavern ui` running in a real terminal (tmux), as pat.
+type uiTmux struct {
+	t      *testing.T
+	tmux   func(args ...string) (string, error)
+	status string // the file the exit code is written to
+}
+
+func startUITmux(t *testing.T, p *project) *uiTmux {
+	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux not installed (.ci/run installs it)")
 	}
-	p := viewsProject(t)
 	sock := filepath.Join(t.TempDir(), "tmux.sock")
 	tmux := func(args ...string) (string, error) {
 		cmd := p.cmd(context.Background(), "tmux", append([]string{"-S", sock, "-f", "/dev/null"}, args...)...)
@@ -480,26 +482,50 @@ func TestUITmux(t *testing.T) {
 		t.Fatalf("tmux new-session: %v\n%s", err, out)
 	}
 	t.Cleanup(func() { tmux("kill-server") })
-	pane := func() string {
-		out, _ := tmux("capture-pane", "-p", "-t", "ui")
-		return out
-	}
-	waitPane := func(want string) {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for !strings.Contains(pane(), want) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the terminal never showed %q; it shows:\n%s", want, pane())
-			}
-			time.Sleep(50 * time.Millisecond)
+	return &uiTmux{t: t, tmux: tmux, status: status}
+}
+
+func (u *uiTmux) pane() string {
+	out, _ := u.tmux("capture-pane", "-p", "-t", "ui")
+	return out
+}
+
+// waitPane polls the screen until it shows want (a deadline, no sleep
+// that hopes).
+func (u *uiTmux) waitPane(want string) {
+	u.t.Helper()
+	u.waitScreen(fmt.Sprintf("showed %q", want), func(s string) bool { return strings.Contains(s, want) })
+}
+
+// waitScreen polls the screen until cond holds of it.
+func (u *uiTmux) waitScreen(what string, cond func(string) bool) {
+	u.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond(u.pane()) {
+		if time.Now().After(deadline) {
+			u.t.Fatalf("the terminal never %s within 30s; it shows:\n%s", what, u.pane())
 		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	keys := func(k ...string) {
-		t.Helper()
-		if out, err := tmux(append([]string{"send-keys", "-t", "ui"}, k...)...); err != nil {
-			t.Fatalf("send-keys: %v\n%s", err, out)
-		}
+}
+
+func (u *uiTmux) keys(k ...string) {
+	u.t.Helper()
+	if out, err := u.tmux(append([]string{"send-keys", "-t", "ui"}, k...)...); err != nil {
+		u.t.Fatalf("send-keys: %v\n%s", err, out)
 	}
+}
+
+// TestUITmux drives `tavern ui` in a real terminal (tmux): the Needs-you
+// lens shows a question raised by another process live, the person
+// answers it with keys (answer, text, enter, y), and the blocked `tavern
+// ask --wait` returns the answer; an item added meanwhile shows on the
+// Queues board; q quits.
+func TestUITmux(t *testing.T) {
+	p := viewsProject(t)
+	ui := startUITmux(t, p)
+	waitPane, keys := ui.waitPane, ui.keys
+	pane := ui.pane
 	waitPane("bob failed")
 	waitPane("flaky integration test")
 
@@ -532,10 +558,52 @@ func TestUITmux(t *testing.T) {
 	}
 	keys("q")
 	waitUntil(t, "tavern ui to exit on q", 30*time.Second, func() bool {
-		b, err := os.ReadFile(status)
+		b, err := os.ReadFile(ui.status)
 		return err == nil && len(b) > 0
 	})
-	if b, _ := os.ReadFile(status); strings.TrimSpace(string(b)) != "0" {
+	if b, _ := os.ReadFile(ui.status); strings.TrimSpace(string(b)) != "0" {
 		t.Errorf("tavern ui exited %s", b)
 	}
+}
+
+// TestUITitleVerbatim: the detail pane shows an item's title as typed. It
+// was rendered as markdown: "*not emphasis* [a](b) `x`" read "not emphasis
+// a (b) x", not what the person wrote. The body stays markdown.
+func TestUITitleVerbatim(t *testing.T) {
+	p := newProject(t)
+	p.ok("queue", "create", "build")
+	title := "*not emphasis* [a](b) `x` __y__"
+	body := filepath.Join(t.TempDir(), "body.md")
+	if err := os.WriteFile(body, []byte("the **bold** body\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id := strings.TrimSpace(p.ok("queue", "add", "build", "--title", title, "--body", body))
+	ui := startUITmux(t, p)
+	ui.waitPane("Needs you")
+	ui.keys("3")
+	ui.waitPane(id)              // the detail pane shows the item
+	ui.waitPane("│ # " + title)  // its title as typed
+	ui.waitPane("the bold body") // the body rendered
+}
+
+// TestUIStatusClears: a status line message goes: a confirmation after a
+// few seconds by itself, any message at the next key press. It stayed for
+// ever, so an old "cancelled" or error read as the outcome of what the
+// person did last.
+func TestUIStatusClears(t *testing.T) {
+	p := viewsProject(t)
+	ui := startUITmux(t, p)
+	ui.waitPane("bob failed")
+	ui.keys("3")
+	ui.waitPane("compile the parser")
+	ui.keys("x") // a pending item: nothing to release, an error
+	ui.waitPane("nothing to release here")
+	ui.keys("j")
+	ui.waitScreen("cleared the error at the next key", func(s string) bool { return !strings.Contains(s, "nothing to release here") })
+
+	ui.keys("2", "m") // a message to the agent, then esc
+	ui.waitPane("your message")
+	ui.keys("Escape")
+	ui.waitPane("cancelled")
+	ui.waitScreen("cleared \"cancelled\" by itself", func(s string) bool { return !strings.Contains(s, "cancelled") })
 }
