@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -19,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -606,4 +608,62 @@ func TestUIStatusClears(t *testing.T) {
 	ui.keys("Escape")
 	ui.waitPane("cancelled")
 	ui.waitScreen("cleared \"cancelled\" by itself", func(s string) bool { return !strings.Contains(s, "cancelled") })
+}
+
+// TestServeLongFlash: the outcome of an action travels to the next page in
+// a cookie, and a browser drops a cookie over 4096 bytes without a word. A
+// long error (here one naming a 5000-character channel) made a cookie of
+// some 5 KB, and the person saw no outcome at all. The flash is cut to fit,
+// says so, and says where the whole message is.
+func TestServeLongFlash(t *testing.T) {
+	p := newProject(t)
+	u := startServe(t, p, "--listen", "127.0.0.1:0")
+	jar, _ := cookiejar.New(nil)
+	client := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(path string) string {
+		t.Helper()
+		resp, err := client.Get(u + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	m := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindStringSubmatch(get("docs/tavern.md")) // its edit form
+	if m == nil {
+		t.Fatal("no csrf token on the page")
+	}
+	long := "no-such-" + strings.Repeat("é", 2500) // escaped, each is 6 bytes
+	resp, err := client.PostForm(u+"action", url.Values{"csrf": {m[1]}, "action": {"send"}, "target": {long}, "text": {"hi"}, "next": {"/"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("POST /action: %s", resp.Status)
+	}
+	var flash *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == "tavern_flash" {
+			flash = c
+		}
+	}
+	if flash == nil {
+		t.Fatal("no flash cookie")
+	}
+	// What browsers keep: name and value up to 4096 bytes (RFC 6265
+	// counts the attributes in too).
+	if n := len(resp.Header.Get("Set-Cookie")); n > 4096 {
+		t.Fatalf("the flash cookie is %d bytes; a browser drops one over 4096", n)
+	}
+	page := html.UnescapeString(get(""))
+	if !strings.Contains(page, "error: send "+long[:20]) || !strings.Contains(page, "… (cut; the whole message: tavern log --type view.action)") {
+		i := strings.Index(page, `id="flash"`)
+		t.Fatalf("the page after the action does not show the cut flash:\n%.600s", page[max(i, 0):])
+	}
+	// Where it points: the whole error is there.
+	if log := p.ok("log", "--type", "view.action", "--json"); !strings.Contains(log, long) {
+		t.Errorf("tavern log --type view.action does not hold the whole message:\n%.300s", log)
+	}
 }
