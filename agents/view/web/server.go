@@ -365,7 +365,7 @@ const flashCookie = "tavern_flash"
 const maxFlashCookie = 4000
 
 // flashCut ends a flash cut to fit: the whole message is in the journal,
-// as the view.action event of the action (its data.error).
+// in the view.action event of the action (data.error, or data.message).
 const flashCut = "… (cut; the whole message: tavern log --type view.action)"
 
 func setFlash(w http.ResponseWriter, msg string) {
