@@ -31,6 +31,10 @@ func (v *View) Do(ctx context.Context, a Action) (string, error) {
 	}
 	if err != nil {
 		data["error"] = err.Error()
+	} else if msg != "" {
+		// The outcome in full: the faces may show it shortened (the
+		// browser's flash cookie has a size limit).
+		data["message"] = msg
 	}
 	ev := journal.Event{Type: EventAction, Agent: v.opt.Person, Data: data}
 	if a.Name == ActEdit {

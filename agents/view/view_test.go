@@ -371,6 +371,10 @@ func TestActions(t *testing.T) {
 		if e.Agent != "pat" || e.Data["face"] != "test" {
 			t.Errorf("action event without the person or face: %+v", e)
 		}
+		// The outcome in full, which a face may show shortened.
+		if _, isErr := e.Data["error"]; !isErr && e.Data["message"] == nil {
+			t.Errorf("a done action journaled without its message: %+v", e)
+		}
 	}
 	// The answer's document change is journaled with the person too.
 	var answered bool

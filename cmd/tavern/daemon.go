@@ -17,6 +17,7 @@ import (
 
 	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/watcher"
 	"github.com/tavernhq/tavern/watcher/daemon"
 )
@@ -245,6 +246,18 @@ func runDaemonStart(c *cli.Context) error {
 	if c.Bool("foreground") {
 		return runDaemonForeground(c)
 	}
+	// What the daemon will open first, opened here: a tavern.md it
+	// cannot read is this command's error (path:line:col, exit 5), not
+	// a daemon that exits before serving with its log as the message.
+	s, err := docstore.Open(dir)
+	if err != nil {
+		return err
+	}
+	b, err := queues.Open(s, queues.Options{})
+	if err != nil {
+		return err
+	}
+	b.Close()
 	// This program, as it was started (a build run from $PATH under
 	// another name, or a test binary standing in for tavern, dispatches
 	// on its name).
@@ -279,7 +292,7 @@ func runDaemonStart(c *cli.Context) error {
 			if c.Bool("json") {
 				return printJSON(c, daemonStarted{Already: false, PID: st.PID, Who: st.Who, Root: dir, Docs: st.Docs})
 			}
-			outf(c, "started: pid %d serves %s (%d documents)\n", st.PID, dir, st.Docs)
+			outf(c, "started: pid %d serves %s (%s)\n", st.PID, dir, counted(st.Docs, "document"))
 			return nil
 		}
 		select {
@@ -304,6 +317,15 @@ func runDaemonForeground(c *cli.Context) error {
 		return err
 	}
 	defer m.Close()
+	// The reaper's queues first: a tavern.md they cannot read is the
+	// error every command gives (path:line:col, exit 5), not a warning
+	// in .daemon.log behind a "started" — and a daemon that reaps
+	// nothing for the rest of its life.
+	b, err := queues.Open(m.Store, queues.Options{Journal: m.Journal})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
 	longRunningStart()
 	p, err := watcher.Open(m.Store, watcher.Options{Watch: true, Cache: true})
 	if err != nil {
@@ -322,9 +344,9 @@ func runDaemonForeground(c *cli.Context) error {
 	}
 	defer srv.Close()
 	m.SetReapCandidates(reapCandidates(p, m.Host))
-	defer startReaperWith(c, m)()
+	defer runReaper(c, m, b)()
 	longRunningMemory(0)
-	errf(c, "tavern: daemon for %s (%d documents)\n", m.Store.Root(), p.Len())
+	errf(c, "tavern: daemon for %s (%s)\n", m.Store.Root(), counted(p.Len(), "document"))
 	<-ctx.Done()
 	return nil
 }
@@ -381,7 +403,7 @@ func runDaemonStatus(c *cli.Context) error {
 		}{true, st})
 	}
 	outf(c, "%s (pid %d) serves %s\n", st.Who, st.PID, st.Root)
-	outf(c, "  since %s, %d documents, %s\n", st.Started.Format(time.RFC3339), st.Docs, st.Mode)
+	outf(c, "  since %s, %s, %s\n", st.Started.Format(time.RFC3339), counted(st.Docs, "document"), st.Mode)
 	outf(c, "  %d syncs, %d queries answered\n", st.Gen, st.Served)
 	return nil
 }

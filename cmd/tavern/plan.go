@@ -35,7 +35,9 @@ or a git checkout restored a plan older than the task). A cancelled task is
 "won't do": the plan's items that waited for it (its parent, boxes whose
 (after:) names it) stop waiting for it, and wait again if its box is
 reopened; an item outside the plan that a person made wait for it is left
-alone. Hand edits that contradict the engine (ticked while claimed, ticked
+alone. Between its own items the plan says who waits for whom: a box moved
+out from under its parent (or an (after:) taken out) is no longer waited
+for by it, and a box moved under another is waited for by that one. Hand edits that contradict the engine (ticked while claimed, ticked
 while a gate waits) are reported, never acted on.
 
 Examples:

@@ -37,6 +37,16 @@ func startReaperWith(c *cli.Context, m *agents.Manager) func() {
 		errf(c, "tavern: warning: no background reaper: %v\n", err)
 		return func() {}
 	}
+	stop := runReaper(c, m, b)
+	return func() {
+		stop()
+		b.Close()
+	}
+}
+
+// runReaper runs the reaper on the caller's broker until the returned
+// function is called; the caller closes b.
+func runReaper(c *cli.Context, m *agents.Manager, b *queues.Broker) func() {
 	ctx, cancel := context.WithCancel(c.Context)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -47,6 +57,5 @@ func startReaperWith(c *cli.Context, m *agents.Manager) func() {
 	return func() {
 		cancel()
 		wg.Wait()
-		b.Close()
 	}
 }

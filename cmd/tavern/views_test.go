@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -19,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -457,16 +459,18 @@ func saveScreenshot(t *testing.T, name string, png []byte) {
 	}
 }
 
-// TestUITmux drives `tavern ui` in a real terminal (tmux): the Needs-you
-// lens shows a question raised by another process live, the person
-// answers it with keys (answer, text, enter, y), and the blocked `tavern
-// ask --wait` returns the answer; an item added meanwhile shows on the
-// Queues board; q quits.
-func TestUITmux(t *testing.T) {
+// uiTmux is `tavern ui` running in a real terminal (tmux), as pat.
+type uiTmux struct {
+	t      *testing.T
+	tmux   func(args ...string) (string, error)
+	status string // the file the exit code is written to
+}
+
+func startUITmux(t *testing.T, p *project) *uiTmux {
+	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux not installed (.ci/run installs it)")
 	}
-	p := viewsProject(t)
 	sock := filepath.Join(t.TempDir(), "tmux.sock")
 	tmux := func(args ...string) (string, error) {
 		cmd := p.cmd(context.Background(), "tmux", append([]string{"-S", sock, "-f", "/dev/null"}, args...)...)
@@ -480,26 +484,50 @@ func TestUITmux(t *testing.T) {
 		t.Fatalf("tmux new-session: %v\n%s", err, out)
 	}
 	t.Cleanup(func() { tmux("kill-server") })
-	pane := func() string {
-		out, _ := tmux("capture-pane", "-p", "-t", "ui")
-		return out
-	}
-	waitPane := func(want string) {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for !strings.Contains(pane(), want) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the terminal never showed %q; it shows:\n%s", want, pane())
-			}
-			time.Sleep(50 * time.Millisecond)
+	return &uiTmux{t: t, tmux: tmux, status: status}
+}
+
+func (u *uiTmux) pane() string {
+	out, _ := u.tmux("capture-pane", "-p", "-t", "ui")
+	return out
+}
+
+// waitPane polls the screen until it shows want (a deadline, no sleep
+// that hopes).
+func (u *uiTmux) waitPane(want string) {
+	u.t.Helper()
+	u.waitScreen(fmt.Sprintf("showed %q", want), func(s string) bool { return strings.Contains(s, want) })
+}
+
+// waitScreen polls the screen until cond holds of it.
+func (u *uiTmux) waitScreen(what string, cond func(string) bool) {
+	u.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond(u.pane()) {
+		if time.Now().After(deadline) {
+			u.t.Fatalf("the terminal never %s within 30s; it shows:\n%s", what, u.pane())
 		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	keys := func(k ...string) {
-		t.Helper()
-		if out, err := tmux(append([]string{"send-keys", "-t", "ui"}, k...)...); err != nil {
-			t.Fatalf("send-keys: %v\n%s", err, out)
-		}
+}
+
+func (u *uiTmux) keys(k ...string) {
+	u.t.Helper()
+	if out, err := u.tmux(append([]string{"send-keys", "-t", "ui"}, k...)...); err != nil {
+		u.t.Fatalf("send-keys: %v\n%s", err, out)
 	}
+}
+
+// TestUITmux drives `tavern ui` in a real terminal (tmux): the Needs-you
+// lens shows a question raised by another process live, the person
+// answers it with keys (answer, text, enter, y), and the blocked `tavern
+// ask --wait` returns the answer; an item added meanwhile shows on the
+// Queues board; q quits.
+func TestUITmux(t *testing.T) {
+	p := viewsProject(t)
+	ui := startUITmux(t, p)
+	waitPane, keys := ui.waitPane, ui.keys
+	pane := ui.pane
 	waitPane("bob failed")
 	waitPane("flaky integration test")
 
@@ -532,10 +560,110 @@ func TestUITmux(t *testing.T) {
 	}
 	keys("q")
 	waitUntil(t, "tavern ui to exit on q", 30*time.Second, func() bool {
-		b, err := os.ReadFile(status)
+		b, err := os.ReadFile(ui.status)
 		return err == nil && len(b) > 0
 	})
-	if b, _ := os.ReadFile(status); strings.TrimSpace(string(b)) != "0" {
+	if b, _ := os.ReadFile(ui.status); strings.TrimSpace(string(b)) != "0" {
 		t.Errorf("tavern ui exited %s", b)
+	}
+}
+
+// TestUITitleVerbatim: the detail pane shows an item's title as typed. It
+// was rendered as markdown: "*not emphasis* [a](b) `x`" read "not emphasis
+// a (b) x", not what the person wrote. The body stays markdown.
+func TestUITitleVerbatim(t *testing.T) {
+	p := newProject(t)
+	p.ok("queue", "create", "build")
+	title := "*not emphasis* [a](b) `x` __y__"
+	body := filepath.Join(t.TempDir(), "body.md")
+	if err := os.WriteFile(body, []byte("the **bold** body\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id := strings.TrimSpace(p.ok("queue", "add", "build", "--title", title, "--body", body))
+	ui := startUITmux(t, p)
+	ui.waitPane("Needs you")
+	ui.keys("3")
+	ui.waitPane(id)              // the detail pane shows the item
+	ui.waitPane("│ # " + title)  // its title as typed
+	ui.waitPane("the bold body") // the body rendered
+}
+
+// TestUIStatusClears: a status line message goes: a confirmation after a
+// few seconds by itself, any message at the next key press. It stayed for
+// ever, so an old "cancelled" or error read as the outcome of what the
+// person did last.
+func TestUIStatusClears(t *testing.T) {
+	p := viewsProject(t)
+	ui := startUITmux(t, p)
+	ui.waitPane("bob failed")
+	ui.keys("3")
+	ui.waitPane("compile the parser")
+	ui.keys("x") // a pending item: nothing to release, an error
+	ui.waitPane("nothing to release here")
+	ui.keys("j")
+	ui.waitScreen("cleared the error at the next key", func(s string) bool { return !strings.Contains(s, "nothing to release here") })
+
+	ui.keys("2", "m") // a message to the agent, then esc
+	ui.waitPane("your message")
+	ui.keys("Escape")
+	ui.waitPane("cancelled")
+	ui.waitScreen("cleared \"cancelled\" by itself", func(s string) bool { return !strings.Contains(s, "cancelled") })
+}
+
+// TestServeLongFlash: the outcome of an action travels to the next page in
+// a cookie, and a browser drops a cookie over 4096 bytes without a word. A
+// long error (here one naming a 5000-character channel) made a cookie of
+// some 5 KB, and the person saw no outcome at all. The flash is cut to fit,
+// says so, and says where the whole message is.
+func TestServeLongFlash(t *testing.T) {
+	p := newProject(t)
+	u := startServe(t, p, "--listen", "127.0.0.1:0")
+	jar, _ := cookiejar.New(nil)
+	client := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(path string) string {
+		t.Helper()
+		resp, err := client.Get(u + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	m := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindStringSubmatch(get("docs/tavern.md")) // its edit form
+	if m == nil {
+		t.Fatal("no csrf token on the page")
+	}
+	long := "no-such-" + strings.Repeat("é", 2500) // escaped, each is 6 bytes
+	resp, err := client.PostForm(u+"action", url.Values{"csrf": {m[1]}, "action": {"send"}, "target": {long}, "text": {"hi"}, "next": {"/"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("POST /action: %s", resp.Status)
+	}
+	var flash *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == "tavern_flash" {
+			flash = c
+		}
+	}
+	if flash == nil {
+		t.Fatal("no flash cookie")
+	}
+	// What browsers keep: name and value up to 4096 bytes (RFC 6265
+	// counts the attributes in too).
+	if n := len(resp.Header.Get("Set-Cookie")); n > 4096 {
+		t.Fatalf("the flash cookie is %d bytes; a browser drops one over 4096", n)
+	}
+	page := html.UnescapeString(get(""))
+	if !strings.Contains(page, "error: send "+long[:20]) || !strings.Contains(page, "… (cut; the whole message: tavern log --type view.action)") {
+		i := strings.Index(page, `id="flash"`)
+		t.Fatalf("the page after the action does not show the cut flash:\n%.600s", page[max(i, 0):])
+	}
+	// Where it points: the whole error is there.
+	if log := p.ok("log", "--type", "view.action", "--json"); !strings.Contains(log, long) {
+		t.Errorf("tavern log --type view.action does not hold the whole message:\n%.300s", log)
 	}
 }

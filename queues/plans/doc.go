@@ -56,6 +56,17 @@
 // Sync reports both (Report.DepsDropped, DepsAdded), and GetStatus lists
 // what each pending item still waits for.
 //
+// Between its own items the plan is the one that says who waits for whom.
+// A box moved out from under its parent, or an (after:) taken out of a
+// box, is no longer waited for: the pending item of the box stops waiting
+// for that item of the plan (plan.dependency_dropped, reason "moved"), so
+// it neither waits for a task the plan put elsewhere (for ever, were that
+// task to fail) nor keeps an order two swapped boxes no longer have. A
+// box moved under another is waited for by it (plan.dependency_added).
+// A dependency between two items of the plan that a person wrote into an
+// item's depends_on by hand is dropped the same way: the plan says the
+// order of its tasks ((after:) in the box).
+//
 // The file stays a plain checklist: it renders on any git host, and the
 // engine's only additions are three frontmatter fields.
 //
@@ -69,8 +80,6 @@
 //     is acted on at the next of these, not at once.
 //   - A done item whose box is unticked by hand is ticked again: to redo
 //     a task, add a new box.
-//   - Moving a box out from under its parent leaves the parent waiting
-//     for it: sync cannot tell that dependency from one a person added.
 //   - Import refuses an existing plan; a crash while it adds items leaves
 //     a plan whose next Sync adopts the items already made (by plan and
 //     title) instead of adding them twice.

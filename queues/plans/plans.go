@@ -328,6 +328,10 @@ type Dependency struct {
 	Title   string `json:"title"`
 	On      string `json:"dependency"`
 	OnTitle string `json:"dependency_title"`
+	// Why a dependency was dropped: "cancelled" (the task is won't do) or
+	// "moved" (the box no longer waits for it: moved out from under it,
+	// or its (after:) taken out).
+	Reason string `json:"reason,omitempty"`
 }
 
 // Conflict is a hand edit of a plan the engine does not act on: it says
@@ -891,18 +895,28 @@ func syncOnce(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
 }
 
 // followDeps keeps the dependencies the plan gives its items in step
-// with its boxes. A cancelled task is "won't do": waiting for it would
-// block an item for ever, so a pending item of the plan stops waiting
-// for any cancelled item of the plan (its box marked [-] or struck
-// through, removed, or an orphan cancelled). A pending item of an open
-// box waits for the items of the open boxes the plan says it waits for
-// (nested under it, (after:)): one missing is added back (a box
-// reopened, a new box nested under it) unless it is done (nothing to
-// wait for). Those two never undo each other. Items outside the plan,
-// and their dependencies on its tasks, are not the plan's to change.
-// known holds the ids of the boxes that had an item before createItems,
-// cur their items as the sync leaves them; a dependency read here is
-// added to cur.
+// with its boxes; the plan is the one place that says which of its tasks
+// waits for which. A pending item of the plan stops waiting for an item
+// of the plan that
+//
+//   - is cancelled ("won't do": waiting for it would block the item for
+//     ever; its box marked [-] or struck through, removed, or an orphan
+//     cancelled), or
+//   - is still to do but the item's open box no longer waits for it: its
+//     box was moved out from under this one, or an (after:) naming it
+//     was taken out. The item kept waiting for a task the plan had moved
+//     elsewhere — for ever once that task failed, and in the wrong order
+//     when the two boxes swapped places.
+//
+// A pending item of an open box waits for the items of the open boxes
+// the plan says it waits for (nested under it, (after:)): one missing is
+// added (a box reopened, a new box nested under it, a box moved under
+// it) unless it is done (nothing to wait for). Drops come first, so two
+// boxes that swapped places are in the new order in one sync. Items
+// outside the plan, and their dependencies on its tasks, are not the
+// plan's to change. known holds the ids of the boxes that had an item
+// before createItems, cur their items as the sync leaves them; a
+// dependency read here is added to cur.
 func followDeps(b *queues.Broker, plan string, first int, tasks []*Task, ids []string, known map[int]string, cur map[string]*queues.Item, rep *Report) error {
 	rel := Path(plan)
 	var errs []error
@@ -917,9 +931,19 @@ func followDeps(b *queues.Broker, plan string, first int, tasks []*Task, ids []s
 		return it, err
 	}
 	event := func(typ string, d Dependency, it *queues.Item) {
-		_, _ = b.Journal().Append(journal.Event{Type: typ, Kind: "plan", Path: rel, Item: d.Item, Queue: it.Queue,
-			Data: map[string]any{"title": d.Title, "dependency": d.On, "dependency_title": d.OnTitle}})
+		data := map[string]any{"title": d.Title, "dependency": d.On, "dependency_title": d.OnTitle}
+		if d.Reason != "" {
+			data["reason"] = d.Reason
+		}
+		_, _ = b.Journal().Append(journal.Event{Type: typ, Kind: "plan", Path: rel, Item: d.Item, Queue: it.Queue, Data: data})
 	}
+	// The items of the plan's pending boxes, with what their box waits for.
+	type waiting struct {
+		t    *Task
+		id   string
+		want []string // the items the plan says it waits for
+	}
+	var items []waiting
 	for _, t := range tasks {
 		id := known[t.Index]
 		it := cur[id]
@@ -936,6 +960,16 @@ func followDeps(b *queues.Broker, plan string, first int, tasks []*Task, ids []s
 			}
 			continue
 		}
+		w := waiting{t: t, id: id}
+		for _, dt := range deps(tasks, t) {
+			if dep := ids[dt.Index]; dep != "" {
+				w.want = append(w.want, dep)
+			}
+		}
+		items = append(items, w)
+	}
+	for _, w := range items {
+		it := cur[w.id]
 		for _, dep := range it.DependsOn {
 			d, err := item(dep)
 			if errors.Is(err, fs.ErrNotExist) {
@@ -945,10 +979,19 @@ func followDeps(b *queues.Broker, plan string, first int, tasks []*Task, ids []s
 				errs = append(errs, err)
 				continue
 			}
-			if d.Plan != plan || d.State != queues.Dead || !d.Cancelled {
+			if d.Plan != plan || d.State == queues.Done {
 				continue
 			}
-			nit, err := b.RemoveDependency(id, dep)
+			reason := ""
+			switch {
+			case d.State == queues.Dead && d.Cancelled:
+				reason = "cancelled"
+			case w.t.Open() && !slices.Contains(w.want, dep):
+				reason = "moved"
+			default:
+				continue
+			}
+			nit, err := b.RemoveDependency(w.id, dep)
 			if errors.Is(err, queues.ErrState) {
 				break // claimed since it was read: nothing holds it back now
 			}
@@ -956,11 +999,14 @@ func followDeps(b *queues.Broker, plan string, first int, tasks []*Task, ids []s
 				errs = append(errs, err)
 				break
 			}
-			it, cur[id] = nit, nit
-			x := Dependency{Item: id, Title: t.Title, On: dep, OnTitle: d.Title}
+			it, cur[w.id] = nit, nit
+			x := Dependency{Item: w.id, Title: w.t.Title, On: dep, OnTitle: d.Title, Reason: reason}
 			rep.DepsDropped = append(rep.DepsDropped, x)
 			event(EventDependencyDropped, x, it)
 		}
+	}
+	for _, w := range items {
+		it, t := cur[w.id], w.t
 		if !t.Open() || it.State != queues.Pending {
 			continue
 		}
@@ -975,7 +1021,7 @@ func followDeps(b *queues.Broker, plan string, first int, tasks []*Task, ids []s
 					continue
 				}
 			}
-			nit, err := b.AddDependency(id, dep)
+			nit, err := b.AddDependency(w.id, dep)
 			if errors.Is(err, queues.ErrState) {
 				break
 			}
@@ -983,8 +1029,8 @@ func followDeps(b *queues.Broker, plan string, first int, tasks []*Task, ids []s
 				rep.Notes = append(rep.Notes, fmt.Sprintf("line %d %q: %v", first+t.Line, t.Title, err))
 				continue
 			}
-			it, cur[id] = nit, nit
-			x := Dependency{Item: id, Title: t.Title, On: dep, OnTitle: dt.Title}
+			it, cur[w.id] = nit, nit
+			x := Dependency{Item: w.id, Title: t.Title, On: dep, OnTitle: dt.Title}
 			rep.DepsAdded = append(rep.DepsAdded, x)
 			event(EventDependencyAdded, x, it)
 		}

@@ -578,7 +578,7 @@ func TestSyncDropsOnlyItsOwnDependenciesOnCancelledTasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []plans.Dependency{{Item: release.ID, Title: "Release", On: test.ID, OnTitle: "Test"}}
+	want := []plans.Dependency{{Item: release.ID, Title: "Release", On: test.ID, OnTitle: "Test", Reason: "cancelled"}}
 	if !slices.Equal(rep.DepsDropped, want) || len(rep.DepsAdded) != 0 || len(rep.Conflicts) != 1 {
 		t.Fatalf("dropped %+v added %+v conflicts %v; want Release no longer waiting for Test, a conflict for Build", rep.DepsDropped, rep.DepsAdded, rep.Conflicts)
 	}

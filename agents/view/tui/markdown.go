@@ -69,6 +69,17 @@ func (md *markdown) render(src string, width int) string {
 	return out
 }
 
+// title renders a pane's title as typed, styled and wrapped as a
+// heading: a title is text, so `*x*`, `# x` or `[a](b)` show as written.
+func (md *markdown) title(t string, width int) string {
+	w := max(width-2, 10)
+	var b strings.Builder
+	for _, l := range strings.Split(ansi.Wrap("# "+t, w, ""), "\n") {
+		b.WriteString(md.st.heading.Render(strings.TrimRight(l, " ")) + "\n")
+	}
+	return b.String()
+}
+
 type mdRender struct {
 	st    mdStyles
 	src   []byte

@@ -30,7 +30,14 @@ type Options struct {
 	// terminal shows (none when it has none) as the frame is drawn.
 	// (The name is from the renderer it once was; markdown.go.)
 	Glamour string
+	// StatusTimeout is how long the status line keeps a confirmation
+	// ("answered q-1", "cancelled"); default 5s. Any status, an error
+	// too, goes at the next key press: an error stays until then, so it
+	// is not missed by someone who looked away.
+	StatusTimeout time.Duration
 }
+
+const defaultStatusTimeout = 5 * time.Second
 
 // Run runs the UI on in/out (a terminal) until the person quits or ctx
 // ends.
@@ -77,6 +84,8 @@ type Model struct {
 	edit    *editState
 	status  string
 	isErr   bool
+	busy    bool // the status says an action is under way: its result replaces it
+	statSeq int  // counts statuses: a statusTick clears only the one it was set for
 
 	detail    viewport.Model
 	detailKey string
@@ -100,7 +109,7 @@ type (
 		err error
 	}
 	editedMsg  struct{ err error }
-	statusTick struct{}
+	statusTick struct{ seq int }
 )
 
 // New returns the model of the view v.
@@ -145,7 +154,28 @@ func (m *Model) waitUpdate() tea.Cmd {
 }
 
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	seq := m.statSeq
+	model, cmd := m.update(msg)
+	if m.statSeq != seq && m.status != "" && !m.isErr && !m.busy {
+		// A new confirmation: it goes by itself after a while (the
+		// Bubble Tea way: a tick message, no goroutine or timer of ours).
+		d := m.opt.StatusTimeout
+		if d <= 0 {
+			d = defaultStatusTimeout
+		}
+		seq := m.statSeq
+		cmd = tea.Batch(cmd, tea.Tick(d, func(time.Time) tea.Msg { return statusTick{seq} }))
+	}
+	return model, cmd
+}
+
+func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
+	case statusTick:
+		if msg.seq == m.statSeq && m.mode != modeReedit {
+			m.clearStatus()
+		}
+		return m, nil
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 		m.layout()
@@ -194,7 +224,12 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 func (m *Model) setStatus(s string, isErr bool) {
-	m.status, m.isErr = s, isErr
+	m.status, m.isErr, m.busy = s, isErr, false
+	m.statSeq++
+}
+
+func (m *Model) clearStatus() {
+	m.status, m.isErr, m.busy = "", false, false
 }
 
 // rebuild recomputes the current tab's rows and keeps the selection on
@@ -258,11 +293,14 @@ func (m *Model) refreshDetail(force bool) {
 	if r != nil {
 		key = r.key
 	}
-	text := ""
+	var pn pane
 	if r != nil && r.detail != nil {
-		text = r.detail()
+		pn = r.detail()
 	}
-	rendered := m.md.render(text, m.detail.Width())
+	rendered := m.md.render(pn.body, m.detail.Width())
+	if pn.title != "" {
+		rendered = m.md.title(pn.title, m.detail.Width()) + "\n" + rendered
+	}
 	if key != m.detailKey || force {
 		m.detail.GotoTop()
 	}
@@ -335,6 +373,7 @@ func (m *Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		if s == "y" || s == "Y" {
 			a := m.pending
 			m.setStatus(a.Name+"…", false)
+			m.busy = true
 			return m, m.do(a)
 		}
 		m.setStatus("cancelled", false)
@@ -349,6 +388,11 @@ func (m *Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m, m.runEditor()
 	}
 
+	// A key in the list: the last status has been seen (one that says
+	// an action is under way stays until its result replaces it).
+	if !m.busy {
+		m.clearStatus()
+	}
 	switch s {
 	case "q":
 		return m.quit()

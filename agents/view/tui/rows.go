@@ -16,10 +16,18 @@ type row struct {
 	kind     string        // for styling: a need kind, an agent state...
 	header   bool          // a group heading, not selectable
 	path     string        // the document behind it (edit)
-	detail   func() string // markdown for the detail pane
+	detail   func() pane   // what the detail pane shows
 	actions  []view.Action // what the action keys do here
 	channel  string        // for m: where a message goes
 	archived bool          // the channel is archived: closed to m
+}
+
+// A pane is the content of the detail pane: a title shown as typed (an
+// item's title is text, not markdown: `*x*` or `# x` must read as the
+// person wrote it) and a body rendered as markdown.
+type pane struct {
+	title string
+	body  string
 }
 
 // Tabs, in order; the number keys select them.
@@ -68,15 +76,15 @@ func (m *Model) needRows(s *view.Snapshot) []row {
 				r.channel = a.Target
 			}
 		}
-		r.detail = func() string { return needMarkdown(s, n) }
+		r.detail = func() pane { return needPane(s, n) }
 		out = append(out, r)
 	}
 	return out
 }
 
-func needMarkdown(s *view.Snapshot, n view.Need) string {
+func needPane(s *view.Snapshot, n view.Need) pane {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# %s\n\n**Why:** %s\n\n**Do:** %s\n\n", n.What, n.Why, n.Do)
+	fmt.Fprintf(&b, "**Why:** %s\n\n**Do:** %s\n\n", n.Why, n.Do)
 	if n.Text != "" {
 		fmt.Fprintf(&b, "%s\n\n", n.Text)
 	}
@@ -97,7 +105,7 @@ func needMarkdown(s *view.Snapshot, n view.Need) string {
 		}
 		b.WriteString("\n")
 	}
-	return b.String()
+	return pane{n.What, b.String()}
 }
 
 func (m *Model) agentRows(s *view.Snapshot) []row {
@@ -117,7 +125,7 @@ func (m *Model) agentRows(s *view.Snapshot) []row {
 		if a.State == "failed" {
 			r.actions = append(r.actions, view.Action{Name: view.ActRespawn, Label: "Respawn (to idle)", Target: a.Name, Confirm: "Move " + a.Name + " from failed to idle?"})
 		}
-		r.detail = func() string { return m.agentMarkdown(s, a) }
+		r.detail = func() pane { return m.agentPane(s, a) }
 		out = append(out, r)
 	}
 	return out
@@ -132,9 +140,8 @@ func invalidMark(valid bool) string {
 	return " [invalid]"
 }
 
-func (m *Model) agentMarkdown(s *view.Snapshot, a view.Agent) string {
+func (m *Model) agentPane(s *view.Snapshot, a view.Agent) pane {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# %s · %s\n\n", a.Name, a.State)
 	fmt.Fprintf(&b, "- role: %s\n- parent: %s\n- queues: %s\n", a.Role, a.Parent, strings.Join(a.Queues, ", "))
 	if a.Alive {
 		fmt.Fprintf(&b, "- process: running on %s (pid %d)\n", a.Host, a.PID)
@@ -161,7 +168,7 @@ func (m *Model) agentMarkdown(s *view.Snapshot, a view.Agent) string {
 			fmt.Fprintf(&b, "**%s** %s\n\n%s\n\n", msg.Sender, msg.Time.Local().Format("15:04:05"), msg.Text)
 		}
 	}
-	return b.String()
+	return pane{a.Name + " · " + a.State, b.String()}
 }
 
 func (m *Model) queueRows(s *view.Snapshot) []row {
@@ -193,7 +200,7 @@ func (m *Model) queueRows(s *view.Snapshot) []row {
 					r.actions = []view.Action{{Name: view.ActRelease, Label: "Release", Target: it.ID, Attempt: it.ClaimAttempt,
 						Confirm: fmt.Sprintf("Release %s (attempt %d, held by %s) back to pending?", it.ID, it.ClaimAttempt, it.ClaimedBy)}}
 				}
-				r.detail = func() string { return m.itemMarkdown(it) }
+				r.detail = func() pane { return m.itemPane(it) }
 				out = append(out, r)
 			}
 			if more := c.Total - len(c.Items); more > 0 {
@@ -204,13 +211,13 @@ func (m *Model) queueRows(s *view.Snapshot) []row {
 	return out
 }
 
-func (m *Model) itemMarkdown(it view.Item) string {
+func (m *Model) itemPane(it view.Item) pane {
 	var b strings.Builder
 	title := it.Title
 	if title == "" {
 		title = it.ID
 	}
-	fmt.Fprintf(&b, "# %s\n\n- id: `%s`\n- queue: %s · state: **%s** · priority %d · attempts %d\n", title, it.ID, it.Queue, it.State, it.Priority, it.Attempts)
+	fmt.Fprintf(&b, "- id: `%s`\n- queue: %s · state: **%s** · priority %d · attempts %d\n", it.ID, it.Queue, it.State, it.Priority, it.Attempts)
 	if it.ClaimedBy != "" {
 		fmt.Fprintf(&b, "- claimed by %s (attempt %d, %s)\n", it.ClaimedBy, it.ClaimAttempt, it.ClaimKind)
 	}
@@ -226,7 +233,7 @@ func (m *Model) itemMarkdown(it view.Item) string {
 	if d, err := m.v.Doc(it.Path, false); err == nil {
 		fmt.Fprintf(&b, "\n%s\n", d.Body)
 	}
-	return b.String()
+	return pane{title, b.String()}
 }
 
 func (m *Model) channelRows(s *view.Snapshot) []row {
@@ -241,9 +248,8 @@ func (m *Model) channelRows(s *view.Snapshot) []row {
 		if c.Archived {
 			r.text += "  (archived)"
 		}
-		r.detail = func() string {
+		r.detail = func() pane {
 			var b strings.Builder
-			fmt.Fprintf(&b, "# %s\n\n", c.Name)
 			if c.Archived {
 				b.WriteString("Archived: kept and readable, closed to new messages.\n\n")
 			}
@@ -257,7 +263,7 @@ func (m *Model) channelRows(s *view.Snapshot) []row {
 			for _, msg := range ms {
 				fmt.Fprintf(&b, "**%s** %s\n\n%s\n\n", msg.Sender, msg.Time.Local().Format("01-02 15:04:05"), msg.Text)
 			}
-			return b.String()
+			return pane{c.Name, b.String()}
 		}
 		out = append(out, r)
 	}
@@ -269,7 +275,7 @@ func journalRows(s *view.Snapshot) []row {
 	for i := len(s.Journal) - 1; i >= 0; i-- {
 		e := s.Journal[i]
 		out = append(out, row{key: "event:" + e.ID, text: fmt.Sprintf("%s %-18s %-10s %s", e.Time.Local().Format("15:04:05"), e.Type, e.Agent, e.Path),
-			path: docPath(e), detail: func() string { return eventMarkdown(e) }})
+			path: docPath(e), detail: func() pane { return eventPane(e) }})
 	}
 	return out
 }
@@ -281,9 +287,9 @@ func docPath(e journal.Event) string {
 	return ""
 }
 
-func eventMarkdown(e journal.Event) string {
+func eventPane(e journal.Event) pane {
 	b, _ := json.MarshalIndent(e, "", "  ")
-	return "# " + e.Type + "\n\n```json\n" + string(b) + "\n```\n"
+	return pane{e.Type, "```json\n" + string(b) + "\n```\n"}
 }
 
 func resourceRows(s *view.Snapshot) []row {
@@ -296,8 +302,8 @@ func resourceRows(s *view.Snapshot) []row {
 			exp = "until " + r.Expires.Local().Format("15:04:05")
 		}
 		out = append(out, row{key: "res:" + r.ID, text: fmt.Sprintf("  %-14s %s  %s", r.Agent, r.Glob, exp), path: r.Path,
-			detail: func() string {
-				return fmt.Sprintf("# %s\n\n- agent: %s\n- reason: %s\n- %s\n", r.Glob, r.Agent, r.Reason, exp)
+			detail: func() pane {
+				return pane{r.Glob, fmt.Sprintf("- agent: %s\n- reason: %s\n- %s\n", r.Agent, r.Reason, exp)}
 			}})
 	}
 	out = append(out, row{key: "h:tok", header: true, text: fmt.Sprintf("TOKENS (slots: %d)", len(s.Tokens))})
@@ -308,17 +314,17 @@ func resourceRows(s *view.Snapshot) []row {
 			st = "free"
 		}
 		out = append(out, row{key: fmt.Sprintf("tok:%s/%d", t.Token, t.Slot), text: fmt.Sprintf("  %-14s slot %d  %s", t.Token, t.Slot, st), path: t.Path,
-			detail: func() string {
-				return fmt.Sprintf("# %s slot %d\n\n- %s\n- hold: %s\n- epoch: %d\n", t.Token, t.Slot, st, t.Hold, t.Epoch)
+			detail: func() pane {
+				return pane{fmt.Sprintf("%s slot %d", t.Token, t.Slot), fmt.Sprintf("- %s\n- hold: %s\n- epoch: %d\n", st, t.Hold, t.Epoch)}
 			}})
 	}
 	out = append(out, row{key: "h:pool", header: true, text: fmt.Sprintf("POOLS (%d)", len(s.Pools))})
 	for _, p := range s.Pools {
 		p := p
 		out = append(out, row{key: "pool:" + p.Name, text: fmt.Sprintf("  %-14s %-8s drones %d/%d  done %d  %.1f/min", p.Name, p.State, p.Drones, p.Max, p.ItemsDone, p.Throughput), path: p.Path,
-			detail: func() string {
-				return fmt.Sprintf("# pool %s\n\n- state: %s\n- queues: %s\n- drones: %d (min %d, max %d, peak %d)\n- spawned %d, crashed %d\n- items done %d, failed %d\n- throughput %.1f/min, utilization %.0f%%, amplification %.2f\n",
-					p.Name, p.State, strings.Join(p.Queues, ", "), p.Drones, p.Min, p.Max, p.PeakDrones, p.Spawned, p.Crashed, p.ItemsDone, p.ItemsFailed, p.Throughput, p.Utilization*100, p.Amplification)
+			detail: func() pane {
+				return pane{"pool " + p.Name, fmt.Sprintf("- state: %s\n- queues: %s\n- drones: %d (min %d, max %d, peak %d)\n- spawned %d, crashed %d\n- items done %d, failed %d\n- throughput %.1f/min, utilization %.0f%%, amplification %.2f\n",
+					p.State, strings.Join(p.Queues, ", "), p.Drones, p.Min, p.Max, p.PeakDrones, p.Spawned, p.Crashed, p.ItemsDone, p.ItemsFailed, p.Throughput, p.Utilization*100, p.Amplification)}
 			}})
 	}
 	return out

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/extension"
@@ -106,7 +107,13 @@ func eventData(e journal.Event) string {
 	for _, k := range keys {
 		v := fmt.Sprint(e.Data[k])
 		if len(v) > 120 {
-			v = v[:119] + "…"
+			// Cut on a character boundary: a byte cut split a
+			// multi-byte character and the page showed a broken one.
+			cut := 119
+			for cut > 0 && !utf8.RuneStart(v[cut]) {
+				cut--
+			}
+			v = v[:cut] + "…"
 		}
 		parts = append(parts, k+"="+v)
 	}

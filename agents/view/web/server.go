@@ -358,8 +358,39 @@ func safeNext(next string) string {
 
 const flashCookie = "tavern_flash"
 
+// maxFlashCookie bounds the flash cookie's name and value: browsers drop
+// a cookie over 4096 bytes without a word, and the person then saw no
+// outcome at all (a long error naming many files). Room is left for the
+// attributes, which RFC 6265 counts in the same 4096.
+const maxFlashCookie = 4000
+
+// flashCut ends a flash cut to fit: the whole message is in the journal,
+// in the view.action event of the action (data.error, or data.message).
+const flashCut = "… (cut; the whole message: tavern log --type view.action)"
+
 func setFlash(w http.ResponseWriter, msg string) {
-	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: url.QueryEscape(msg), Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: 60})
+	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: flashValue(msg), Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: 60})
+}
+
+// flashValue is msg escaped for the cookie, cut on a character boundary
+// with flashCut when the cookie would not fit.
+func flashValue(msg string) string {
+	v := url.QueryEscape(msg)
+	if len(flashCookie)+1+len(v) <= maxFlashCookie {
+		return v
+	}
+	tail := url.QueryEscape(flashCut)
+	room := maxFlashCookie - len(flashCookie) - 1 - len(tail)
+	var b strings.Builder
+	for _, r := range msg {
+		// Escaping is per character, so the pieces add up.
+		e := url.QueryEscape(string(r))
+		if b.Len()+len(e) > room {
+			break
+		}
+		b.WriteString(e)
+	}
+	return b.String() + tail
 }
 
 func takeFlash(w http.ResponseWriter, r *http.Request) string {

@@ -16,12 +16,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/agents/view"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 // must returns v or panics (a call's two results can only be a whole
@@ -476,4 +478,15 @@ func TestHelperPost(t *testing.T) {
 	resp.Body.Close()
 	flash, _ := url.QueryUnescape(cookie(resp, "tavern_flash"))
 	fmt.Println(resp.StatusCode, flash)
+}
+
+// TestEventDataCutsOnCharacters: the Journal page shortens an event's long
+// data values; a cut at byte 119 split "é" and the page showed a broken
+// character.
+func TestEventDataCutsOnCharacters(t *testing.T) {
+	e := journal.Event{Data: map[string]any{"error": strings.Repeat("x", 118) + strings.Repeat("é", 10)}}
+	got := eventData(e)
+	if !utf8.ValidString(got) || !strings.HasSuffix(got, "x…") {
+		t.Errorf("eventData = %q, want valid UTF-8 cut before the é at byte 118", got)
+	}
 }
