@@ -168,7 +168,7 @@ func jsonScenario() []jsonStep {
 		{name: "check", args: []string{"check", "--json"}},
 		{name: "doctor", args: []string{"doctor", "--json"}},
 		{args: []string{"show", "agents/old", "--json"}, write: [2]string{".tavern/agents/old.md", "---\nname: old\nstatus: idle\n---\n"}},
-		{name: "migrate", args: []string{"migrate", "--dry-run", "--json"}, write: [2]string{".tavern/agents/broken.md", "---\nname: broken\nstate: [\n---\n"},
+		{name: "migrate", args: []string{"migrate", "--dry-run", "--json"}, code: 5, write: [2]string{".tavern/agents/broken.md", "---\nname: broken\nstate: [\n---\n"},
 			note: "One element per document of an older schema version and per file that could not be read: `diff` is the unified diff (\"\" for a file skipped), `written` whether the document was written (never with --dry-run), `skipped` whether the file could not be read (it does not parse, or is not a regular file in the store), `error`, `line` and `col` why it is not migrated (null when it is). Each problem is also an error object on stderr."},
 		{name: "migrate", args: []string{"migrate", "--json"}, write: [2]string{".tavern/agents/broken.md", "---\nname: broken\nschema_version: 1\n---\n"}},
 		{name: "rm", args: []string{"rm", "agents/boss", "--json"}},
