@@ -414,21 +414,26 @@ func AllMessages(s *docstore.Store, channel string) ([]Message, error) {
 }
 
 // countMessages counts a channel's messages from the chunks' frontmatter.
-func countMessages(s *docstore.Store, channel string) (int, error) {
+// A chunk that does not parse is left out of the count and returned in
+// bad; the others still count.
+func countMessages(s *docstore.Store, channel string) (n int, bad []error, err error) {
 	chunks, err := chunkFiles(s, channel)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	n := 0
 	for _, c := range chunks {
 		d, err := s.Get(c)
 		if err != nil {
-			return n, err
+			if !badFile(err) {
+				return n, bad, err
+			}
+			bad = append(bad, err)
+			continue
 		}
 		k, _ := d.Int("message_count")
 		n += int(k)
 	}
-	return n, nil
+	return n, bad, nil
 }
 
 // countAfter counts the messages of channel with an id greater than after,
