@@ -19,11 +19,11 @@ import (
 
 // Channel is a channel document (channels/<name>.md).
 type Channel struct {
-	Name     string    `json:"name"`
-	Topic    string    `json:"topic,omitempty"`
-	Archived bool      `json:"archived"`
-	Created  time.Time `json:"created"`
-	Path     string    `json:"path"`
+	Name     string           `json:"name"`
+	Topic    string           `json:"topic,omitempty"`
+	Archived bool             `json:"archived"`
+	Created  schema.Timestamp `json:"created"`
+	Path     string           `json:"path"`
 	// Messages is filled in by ListChannels: the sum of its chunks'
 	// message_count.
 	Messages int `json:"messages"`
@@ -153,7 +153,7 @@ func cachedGet(s *docstore.Store, rel string) (*docstore.Doc, error) {
 
 func channelOf(d *docstore.Doc) *Channel {
 	c := &Channel{Name: d.Name, Topic: d.String("topic"), Archived: d.Bool("archived"), Path: d.Path}
-	c.Created, _ = d.Time("created")
+	c.Created.Time, _ = d.Time("created")
 	return c
 }
 

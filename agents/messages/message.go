@@ -208,9 +208,9 @@ func stateOf(msgs []Message) chunkState {
 	var st chunkState
 	if len(msgs) > 0 {
 		st.count = len(msgs)
-		st.firstID, st.firstTime = msgs[0].ID, msgs[0].Time
+		st.firstID, st.firstTime = msgs[0].ID, msgs[0].Time.Time
 		last := msgs[len(msgs)-1]
-		st.lastID, st.lastTime = last.ID, last.Time
+		st.lastID, st.lastTime = last.ID, last.Time.Time
 	}
 	return st
 }
@@ -227,7 +227,7 @@ func (st *chunkState) fill(buf *bytes.Buffer, channel, sender string, texts []st
 		if st.count >= size || (st.count > 0 && now.Sub(st.firstTime) >= ChunkSpan) {
 			break
 		}
-		m := Message{ID: nextID(st.lastID), Channel: channel, Sender: sender, Time: now, Text: texts[0]}
+		m := Message{ID: nextID(st.lastID), Channel: channel, Sender: sender, Time: schema.TimeOf(now), Text: texts[0]}
 		mark := buf.Len()
 		renderMessage(buf, m)
 		if st.count > 0 && baseLen+buf.Len() > maxChunkBytes {
@@ -235,10 +235,10 @@ func (st *chunkState) fill(buf *bytes.Buffer, channel, sender string, texts []st
 			break
 		}
 		if st.count == 0 {
-			st.firstID, st.firstTime = m.ID, m.Time
+			st.firstID, st.firstTime = m.ID, m.Time.Time
 		}
 		st.count++
-		st.lastID, st.lastTime = m.ID, m.Time
+		st.lastID, st.lastTime = m.ID, m.Time.Time
 		ids = append(ids, m.ID)
 		texts = texts[1:]
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/schema"
 )
 
 func newQueueCommand() *cli.Command {
@@ -323,7 +324,7 @@ func queueStatsJSON(stats []*queues.Stats, now time.Time) []map[string]any {
 			"blocked": blockedJSON(st.Blocked), "invalid": errorsJSON(st.Invalid), "owners": st.Owners, "dead_owners": st.DeadOwners,
 		}
 		if !st.OldestPending.IsZero() {
-			m["oldest_pending"] = st.OldestPending.UTC().Format(time.RFC3339Nano)
+			m["oldest_pending"] = schema.FormatTime(st.OldestPending)
 			m["oldest_pending_age_seconds"] = now.Sub(st.OldestPending).Seconds()
 		}
 		out = append(out, m)
