@@ -102,26 +102,26 @@ func (m *Manager) event(e journal.Event) error {
 
 // Agent is the parsed frontmatter of an agent document.
 type Agent struct {
-	Name           string    `json:"name"`
-	ID             string    `json:"id,omitempty"`
-	Role           string    `json:"role,omitempty"`
-	State          string    `json:"state"`
-	AppliedState   string    `json:"applied_state,omitempty"`
-	Parent         string    `json:"parent,omitempty"`
-	Queues         []string  `json:"queues,omitempty"`
-	Model          string    `json:"model,omitempty"`
-	Pool           string    `json:"pool,omitempty"`
-	Constitution   string    `json:"constitution_sha256,omitempty"`
-	Spawns         int       `json:"spawns"`
-	PID            int       `json:"pid,omitempty"`
-	Host           string    `json:"host,omitempty"`
-	Instance       string    `json:"instance,omitempty"` // the current (or last) spawn's instance id
-	SessionID      string    `json:"session_id,omitempty"`
-	VerifyAttempts int       `json:"verify_attempts,omitempty"`
-	Created        time.Time `json:"created,omitzero"`
-	Updated        time.Time `json:"updated,omitzero"`
-	Path           string    `json:"path"`
-	Rev            string    `json:"rev"`
+	Name           string           `json:"name"`
+	ID             string           `json:"id,omitempty"`
+	Role           string           `json:"role,omitempty"`
+	State          string           `json:"state"`
+	AppliedState   string           `json:"applied_state,omitempty"`
+	Parent         string           `json:"parent,omitempty"`
+	Queues         []string         `json:"queues,omitempty"`
+	Model          string           `json:"model,omitempty"`
+	Pool           string           `json:"pool,omitempty"`
+	Constitution   string           `json:"constitution_sha256,omitempty"`
+	Spawns         int              `json:"spawns"`
+	PID            int              `json:"pid,omitempty"`
+	Host           string           `json:"host,omitempty"`
+	Instance       string           `json:"instance,omitempty"` // the current (or last) spawn's instance id
+	SessionID      string           `json:"session_id,omitempty"`
+	VerifyAttempts int              `json:"verify_attempts,omitempty"`
+	Created        schema.Timestamp `json:"created,omitzero"`
+	Updated        schema.Timestamp `json:"updated,omitzero"`
+	Path           string           `json:"path"`
+	Rev            string           `json:"rev"`
 }
 
 // Effective is the state the engine acts on: the state last applied, or
@@ -162,8 +162,8 @@ func agentFromDoc(d *docstore.Doc) *Agent {
 	a.PID = int(n)
 	n, _ = d.Int("verify_attempts")
 	a.VerifyAttempts = int(n)
-	a.Created, _ = d.Time("created")
-	a.Updated, _ = d.Time("updated")
+	a.Created.Time, _ = d.Time("created")
+	a.Updated.Time, _ = d.Time("updated")
 	return a
 }
 

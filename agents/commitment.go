@@ -32,17 +32,17 @@ const outputTail = 2048
 
 // Commitment is the parsed frontmatter of commitments/<agent>/<id>.md.
 type Commitment struct {
-	ID          string        `json:"id"`
-	Agent       string        `json:"agent"`
-	Description string        `json:"description"`
-	Assertion   string        `json:"assertion"`
-	Timeout     time.Duration `json:"-"` // "timeout" in JSON, as written in the file (60s)
-	Status      string        `json:"status"`
-	ExitCode    *int          `json:"exit_code,omitempty"`
-	Output      string        `json:"output,omitempty"`
-	VerifiedAt  time.Time     `json:"verified_at,omitzero"`
-	VerifiedBy  string        `json:"verified_by,omitempty"`
-	Path        string        `json:"path"`
+	ID          string           `json:"id"`
+	Agent       string           `json:"agent"`
+	Description string           `json:"description"`
+	Assertion   string           `json:"assertion"`
+	Timeout     time.Duration    `json:"-"` // "timeout" in JSON, as written in the file (60s)
+	Status      string           `json:"status"`
+	ExitCode    *int             `json:"exit_code,omitempty"`
+	Output      string           `json:"output,omitempty"`
+	VerifiedAt  schema.Timestamp `json:"verified_at,omitzero"`
+	VerifiedBy  string           `json:"verified_by,omitempty"`
+	Path        string           `json:"path"`
 }
 
 // MarshalJSON writes the timeout as a duration string, the way the
@@ -78,7 +78,7 @@ func commitmentFromDoc(d *docstore.Doc) *Commitment {
 		v := int(n)
 		c.ExitCode = &v
 	}
-	c.VerifiedAt, _ = d.Time("verified_at")
+	c.VerifiedAt.Time, _ = d.Time("verified_at")
 	return c
 }
 

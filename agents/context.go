@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/agents/recall"
@@ -25,13 +24,13 @@ const (
 
 // ContextHit is one match of a context search.
 type ContextHit struct {
-	Source string    `json:"source"` // one of ContextSources
-	Time   time.Time `json:"time"`
-	ID     string    `json:"id"`
-	Agent  string    `json:"agent,omitempty"`
-	Where  string    `json:"where,omitempty"` // channel, domain, topic, queue or event type
-	Text   string    `json:"text"`
-	Path   string    `json:"path,omitempty"`
+	Source string           `json:"source"` // one of ContextSources
+	Time   schema.Timestamp `json:"time"`
+	ID     string           `json:"id"`
+	Agent  string           `json:"agent,omitempty"`
+	Where  string           `json:"where,omitempty"` // channel, domain, topic, queue or event type
+	Text   string           `json:"text"`
+	Path   string           `json:"path,omitempty"`
 }
 
 // ContextResult is the answer of Context.
@@ -207,12 +206,12 @@ func Context(s *docstore.Store, query, agent string) (*ContextResult, error) {
 			if text == "" {
 				text = body
 			}
-			add(ContextHit{Source: "item", Time: t, ID: caps["id"], Agent: d.String("claimed_by"),
+			add(ContextHit{Source: "item", Time: schema.TimeOf(t), ID: caps["id"], Agent: d.String("claimed_by"),
 				Where: caps["queue"] + "/" + caps["state"], Text: text, Path: rel})
 		}
 	}
 
-	sort.SliceStable(hits, func(i, j int) bool { return hits[i].Time.Before(hits[j].Time) })
+	sort.SliceStable(hits, func(i, j int) bool { return hits[i].Time.Before(hits[j].Time.Time) })
 	res := &ContextResult{Query: query, Timeline: []ContextHit{}, State: map[string][]ContextHit{}}
 	if n := len(hits); n > ContextTimelineMax {
 		res.Timeline = append(res.Timeline, hits[n-ContextTimelineMax:]...)
@@ -267,5 +266,5 @@ func (h ContextHit) line() string {
 	if who != "" {
 		who = " " + who
 	}
-	return schema.FormatTime(h.Time) + " " + h.Source + " " + h.Where + who + ": " + oneLine(h.Text, wakeLine)
+	return schema.FormatTime(h.Time.Time) + " " + h.Source + " " + h.Where + who + ": " + oneLine(h.Text, wakeLine)
 }

@@ -26,20 +26,20 @@ const DefaultBubbleAfter = 10 * time.Minute
 
 // Question is the parsed frontmatter (and body text) of questions/<id>.md.
 type Question struct {
-	ID         string    `json:"id"`
-	From       string    `json:"from"`
-	To         string    `json:"to"`
-	AskedTo    string    `json:"asked_to,omitempty"`
-	Priority   int       `json:"priority"`
-	Status     string    `json:"status"`
-	Text       string    `json:"question"`
-	Answer     string    `json:"answer,omitempty"`
-	AnsweredBy string    `json:"answered_by,omitempty"`
-	AnsweredAt time.Time `json:"answered_at,omitzero"`
-	Created    time.Time `json:"created,omitzero"`
-	ToSince    time.Time `json:"to_since,omitzero"`
-	Hops       int       `json:"hops"`
-	Path       string    `json:"path"`
+	ID         string           `json:"id"`
+	From       string           `json:"from"`
+	To         string           `json:"to"`
+	AskedTo    string           `json:"asked_to,omitempty"`
+	Priority   int              `json:"priority"`
+	Status     string           `json:"status"`
+	Text       string           `json:"question"`
+	Answer     string           `json:"answer,omitempty"`
+	AnsweredBy string           `json:"answered_by,omitempty"`
+	AnsweredAt schema.Timestamp `json:"answered_at,omitzero"`
+	Created    schema.Timestamp `json:"created,omitzero"`
+	ToSince    schema.Timestamp `json:"to_since,omitzero"`
+	Hops       int              `json:"hops"`
+	Path       string           `json:"path"`
 }
 
 func questionFromDoc(d *docstore.Doc) *Question {
@@ -59,9 +59,9 @@ func questionFromDoc(d *docstore.Doc) *Question {
 	q.Priority = int(n)
 	n, _ = d.Int("hops")
 	q.Hops = int(n)
-	q.AnsweredAt, _ = d.Time("answered_at")
-	q.Created, _ = d.Time("created")
-	q.ToSince, _ = d.Time("to_since")
+	q.AnsweredAt.Time, _ = d.Time("answered_at")
+	q.Created.Time, _ = d.Time("created")
+	q.ToSince.Time, _ = d.Time("to_since")
 	if q.ToSince.IsZero() {
 		q.ToSince = q.Created
 	}

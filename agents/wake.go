@@ -34,7 +34,7 @@ var WakeDomains = []string{"decision", "architecture"}
 type Briefing struct {
 	Agent     string              `json:"agent"`
 	Spawns    int64               `json:"spawns"`
-	LastSleep *time.Time          `json:"last_sleep,omitempty"`
+	LastSleep *schema.Timestamp   `json:"last_sleep,omitempty"`
 	Core      []*recall.Memory    `json:"core"`
 	Recent    []*recall.Memory    `json:"recent"`
 	Unread    []messages.Unread   `json:"unread"`
@@ -97,7 +97,7 @@ func Wake(s *docstore.Store, agent string, now time.Time) (*Briefing, error) {
 		Items: []WakeItem{}, Questions: []WakeQuestion{}}
 	b.Spawns, _ = d.Int("spawns")
 	if t, ok := d.Time("last_sleep"); ok {
-		b.LastSleep = &t
+		b.LastSleep = &schema.Timestamp{Time: t}
 	}
 	mems, err := recall.ListMemory(s, agent, recall.MemoryFilter{})
 	skipped := recall.Skipped(err) // files that do not parse: brief with the rest
@@ -253,7 +253,7 @@ func (b *Briefing) Text() string {
 	var w strings.Builder
 	fmt.Fprintf(&w, "# %s (wake %d)\n", b.Agent, b.Spawns)
 	if b.LastSleep != nil {
-		fmt.Fprintf(&w, "last sleep: %s\n", schema.FormatTime(*b.LastSleep))
+		fmt.Fprintf(&w, "last sleep: %s\n", schema.FormatTime(b.LastSleep.Time))
 	}
 	if len(b.Core) > 0 {
 		w.WriteString("\n## core memories\n")

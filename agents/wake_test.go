@@ -216,7 +216,7 @@ func TestContextAcrossSubsystems(t *testing.T) {
 		t.Errorf("timeline: got %d, want 6", len(r.Timeline))
 	}
 	for i := 1; i < len(r.Timeline); i++ {
-		if r.Timeline[i].Time.Before(r.Timeline[i-1].Time) {
+		if r.Timeline[i].Time.Before(r.Timeline[i-1].Time.Time) {
 			t.Errorf("timeline out of order at %d", i)
 		}
 	}

@@ -23,10 +23,10 @@ const trashStamp = "20060102T150405.000000000"
 
 // TrashEntry is one file in .trash/.
 type TrashEntry struct {
-	Name    string    `json:"name"`    // the file name in .trash/
-	Path    string    `json:"path"`    // the document path it had ("" if it cannot be told)
-	Deleted time.Time `json:"deleted"` // when it was moved there
-	Size    int64     `json:"size"`
+	Name    string           `json:"name"`    // the file name in .trash/
+	Path    string           `json:"path"`    // the document path it had ("" if it cannot be told)
+	Deleted schema.Timestamp `json:"deleted"` // when it was moved there
+	Size    int64            `json:"size"`
 }
 
 // EngineFile reports whether rel is a file the engine owns rather than a
@@ -58,7 +58,7 @@ func (s *Store) Trash() ([]TrashEntry, error) {
 		}
 		te := TrashEntry{Name: e.Name()}
 		if stamp, enc, ok := strings.Cut(e.Name(), "-"); ok {
-			te.Deleted, _ = time.Parse(trashStamp, stamp)
+			te.Deleted.Time, _ = time.Parse(trashStamp, stamp)
 			te.Path, _ = trashPath(enc)
 		}
 		if fi, err := e.Info(); err == nil {

@@ -95,19 +95,19 @@ func (e *GateError) Unwrap() error { return e.Err }
 // Gate is a gate as read from its document (or implied by an item's
 // gate: human field before its document exists).
 type Gate struct {
-	ID             string    `json:"id"`
-	Item           string    `json:"item"`
-	Queue          string    `json:"queue,omitempty"`
-	Stage          string    `json:"stage"`
-	Type           string    `json:"type"`
-	Until          time.Time `json:"until,omitzero"`
-	Status         string    `json:"status"` // as written in the file
-	Reason         string    `json:"reason,omitempty"`
-	DecidedBy      string    `json:"decided_by,omitempty"`
-	DecidedAt      time.Time `json:"decided_at,omitzero"`
-	DecisionReason string    `json:"decision_reason,omitempty"`
-	Approval       string    `json:"approval,omitempty"`
-	Path           string    `json:"path"`
+	ID             string           `json:"id"`
+	Item           string           `json:"item"`
+	Queue          string           `json:"queue,omitempty"`
+	Stage          string           `json:"stage"`
+	Type           string           `json:"type"`
+	Until          schema.Timestamp `json:"until,omitzero"`
+	Status         string           `json:"status"` // as written in the file
+	Reason         string           `json:"reason,omitempty"`
+	DecidedBy      string           `json:"decided_by,omitempty"`
+	DecidedAt      schema.Timestamp `json:"decided_at,omitzero"`
+	DecisionReason string           `json:"decision_reason,omitempty"`
+	Approval       string           `json:"approval,omitempty"`
+	Path           string           `json:"path"`
 	// State is what the engine acts on: pending, passed or rejected.
 	State string `json:"state"`
 	// Problem says why the file's status is not acted on (ErrForged).
@@ -137,8 +137,8 @@ func gateFromDoc(d *docstore.Doc) *Gate {
 	g := &Gate{ID: d.Name, Item: d.String("item"), Queue: d.String("queue"), Stage: d.String("stage"), Type: d.String("type"),
 		Status: d.String("status"), Reason: d.String("reason"), DecidedBy: d.String("decided_by"),
 		DecisionReason: d.String("decision_reason"), Approval: d.String("approval"), Path: d.Path, Doc: d}
-	g.Until, _ = d.Time("until")
-	g.DecidedAt, _ = d.Time("decided_at")
+	g.Until.Time, _ = d.Time("until")
+	g.DecidedAt.Time, _ = d.Time("decided_at")
 	if g.Stage == "" {
 		g.Stage = StageComplete
 	}
@@ -156,7 +156,7 @@ func gateFromDoc(d *docstore.Doc) *Gate {
 func (b *Broker) evaluate(g *Gate, now time.Time) {
 	g.State, g.Problem = GateStatePending, ""
 	if g.Type == GateTimer {
-		if !g.Until.IsZero() && !now.Before(g.Until) {
+		if !g.Until.IsZero() && !now.Before(g.Until.Time) {
 			g.State = GateStatePassed
 		}
 		return
@@ -284,7 +284,7 @@ func (b *Broker) claimGated(it *Item, diag *Diagnostics) bool {
 		}
 		gated = true
 		if g.Type == GateTimer && g.State == GateStatePending {
-			diag.wakeAt(g.Until)
+			diag.wakeAt(g.Until.Time)
 		}
 	}
 	if gated {
@@ -605,7 +605,7 @@ func (b *Broker) decide(op, ref, status string, d Decision) (*Gate, error) {
 	now := b.now()
 	b.evaluate(cur, now)
 	if cur.State != GateStatePending {
-		return nil, &GateError{Op: op, Gate: cur.ID, Path: cur.Path, Err: fmt.Errorf("%w: %s by %s at %s", ErrDecided, cur.Status, cur.DecidedBy, schema.FormatTime(cur.DecidedAt))}
+		return nil, &GateError{Op: op, Gate: cur.ID, Path: cur.Path, Err: fmt.Errorf("%w: %s by %s at %s", ErrDecided, cur.Status, cur.DecidedBy, schema.FormatTime(cur.DecidedAt.Time))}
 	}
 	// The record first: a gate never points at a decision that is not on
 	// disk. A crash in between leaves an unreferenced record and a

@@ -229,7 +229,7 @@ func ParseTime(s string) (time.Time, error) {
 // FormatTime is the one timestamp format the engine writes: RFC 3339 in
 // UTC with millisecond precision, which sorts lexically.
 func FormatTime(t time.Time) string {
-	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	return t.UTC().Format(TimeLayout)
 }
 
 // seenBefore reports whether key is among the keys of the mapping

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
 
@@ -115,7 +116,7 @@ func (x *externals) decide() {
 			return x.decideOne(o, e)
 		})
 		if err != nil {
-			x.p.publish(journal.Event{Type: journal.TypeError, Time: time.Now().UTC(), Data: map[string]any{"error": err.Error()}})
+			x.p.publish(journal.Event{Type: journal.TypeError, Time: schema.TimeOf(time.Now().UTC()), Data: map[string]any{"error": err.Error()}})
 		}
 		// Journaled now, or by the engine: either way the state the
 		// journal records, whose fields later changes compare with.
@@ -150,7 +151,7 @@ func (x *externals) decideOne(o *observation, e *journal.Event) bool {
 	// changes (an engine update right after a hand edit) do not count.
 	head, _ := x.h.HeadAt(o.path, o.seen)
 	e.Rev = rev
-	e.Data = map[string]any{"seen": o.seen.UTC().Format(time.RFC3339Nano)}
+	e.Data = map[string]any{"seen": schema.FormatTime(o.seen)}
 	switch {
 	case !o.present:
 		e.Data["op"] = journal.TypeRemoved

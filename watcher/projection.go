@@ -284,7 +284,7 @@ func Open(s *docstore.Store, opt Options) (*Projection, error) {
 		save := func() {
 			if err := p.SaveCache(); err != nil {
 				// A cache that cannot be written costs speed, not truth.
-				p.publish(journal.Event{Type: journal.TypeError, Time: time.Now().UTC(), Data: map[string]any{"error": err.Error()}})
+				p.publish(journal.Event{Type: journal.TypeError, Time: schema.TimeOf(time.Now().UTC()), Data: map[string]any{"error": err.Error()}})
 			}
 		}
 		if opt.Watch {
@@ -545,12 +545,12 @@ func (p *Projection) apply(cs []Change) {
 			p.drop(c.Path)
 			delete(p.lastValid, c.Path)
 			p.dirty[old.Kind] = true
-			ev = docEvent{e: journal.Event{Type: journal.TypeRemoved, Time: now, Kind: old.Kind, Path: c.Path}, gone: true}
+			ev = docEvent{e: journal.Event{Type: journal.TypeRemoved, Time: schema.TimeOf(now), Kind: old.Kind, Path: c.Path}, gone: true}
 			if !p.startup && p.ext != nil {
 				obs = append(obs, &observation{path: c.Path, kind: old.Kind, prev: prev, seen: time.Now()})
 			}
 		case OpError:
-			ev = docEvent{e: journal.Event{Type: journal.TypeError, Time: now, Path: c.Path, Data: map[string]any{"error": c.Err.Error()}}}
+			ev = docEvent{e: journal.Event{Type: journal.TypeError, Time: schema.TimeOf(now), Path: c.Path, Data: map[string]any{"error": c.Err.Error()}}}
 		}
 		events = append(events, ev)
 	}
@@ -654,7 +654,7 @@ func (p *Projection) restat(paths []string) {
 // document with no valid state before it (new, or invalid until now) is
 // created; its changed fields are relative to prev.
 func docEventOf(e, old, prev *Entry, now time.Time) journal.Event {
-	ev := journal.Event{Type: journal.TypeUpdated, Time: now, Kind: e.Kind, Path: e.Path, Rev: e.Rev}
+	ev := journal.Event{Type: journal.TypeUpdated, Time: schema.TimeOf(now), Kind: e.Kind, Path: e.Path, Rev: e.Rev}
 	if !e.Valid {
 		ev.Type = journal.TypeInvalid
 		pr := e.Errors[0]
@@ -1112,7 +1112,7 @@ func (s *Subscription) send(e journal.Event) {
 		return
 	}
 	if s.missed > 0 {
-		m := journal.Event{Type: journal.TypeMissed, Time: time.Now().UTC(), Data: map[string]any{"missed": s.missed}}
+		m := journal.Event{Type: journal.TypeMissed, Time: schema.TimeOf(time.Now().UTC()), Data: map[string]any{"missed": s.missed}}
 		select {
 		case s.c <- m:
 			s.missed = 0
@@ -1146,7 +1146,7 @@ func (p *Projection) follow() {
 	}
 	_ = journal.Follow(p.ctx, p.root, cur, journal.Filter{}, poll, func(e journal.Event, err error) bool {
 		if err != nil {
-			p.publish(journal.Event{Type: journal.TypeError, Time: time.Now().UTC(), Data: map[string]any{"error": err.Error()}})
+			p.publish(journal.Event{Type: journal.TypeError, Time: schema.TimeOf(time.Now().UTC()), Data: map[string]any{"error": err.Error()}})
 			return true
 		}
 		if e.Writer == own || strings.HasPrefix(e.Type, "doc.") {

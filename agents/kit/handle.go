@@ -241,7 +241,7 @@ func denyReason(agent string, cs []tuples.Conflict) string {
 	for _, c := range cs {
 		line := fmt.Sprintf("%s is reserved by %s (%s", c.Want, c.Held.Agent, c.Held.Glob)
 		if !c.Held.Expires.IsZero() {
-			line += ", until " + schema.FormatTime(c.Held.Expires)
+			line += ", until " + schema.FormatTime(c.Held.Expires.Time)
 		}
 		if c.Held.Reason != "" {
 			line += ": " + c.Held.Reason

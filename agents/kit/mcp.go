@@ -335,7 +335,7 @@ func (ms *mcpServer) reserve(_ context.Context, _ *mcp.CallToolRequest, in reser
 	}
 	var lines []string
 	for _, r := range rs {
-		lines = append(lines, r.Glob+" until "+schema.FormatTime(r.Expires))
+		lines = append(lines, r.Glob+" until "+schema.FormatTime(r.Expires.Time))
 	}
 	return text("reserved " + strings.Join(lines, ", ")), nil, nil
 }

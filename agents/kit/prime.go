@@ -298,7 +298,7 @@ func (p *Prime) Text() string {
 		}
 		until := "until unreserved"
 		if !r.Expires.IsZero() {
-			until = "until " + schema.FormatTime(r.Expires)
+			until = "until " + schema.FormatTime(r.Expires.Time)
 		}
 		lines = append(lines, fmt.Sprintf("- %s %s", r.Glob, until))
 	}

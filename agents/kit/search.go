@@ -3,23 +3,23 @@ package kit
 import (
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/agents/recall"
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
 )
 
 // SearchHit is one result of Search.
 type SearchHit struct {
-	Source string    `json:"source"` // memory, knowledge, message, note
-	ID     string    `json:"id"`
-	Where  string    `json:"where"` // topic, domain or channel
-	Who    string    `json:"who,omitempty"`
-	Time   time.Time `json:"time"`
-	Text   string    `json:"text"`
-	Score  float64   `json:"score"`
-	Path   string    `json:"path"`
+	Source string           `json:"source"` // memory, knowledge, message, note
+	ID     string           `json:"id"`
+	Where  string           `json:"where"` // topic, domain or channel
+	Who    string           `json:"who,omitempty"`
+	Time   schema.Timestamp `json:"time"`
+	Text   string           `json:"text"`
+	Score  float64          `json:"score"`
+	Path   string           `json:"path"`
 }
 
 // Search ranks what the agent may read — its own memories, all knowledge,

@@ -196,8 +196,8 @@ func TestRecvWaitUnknownChannel(t *testing.T) {
 			t.Errorf("%s after the refused wait: %v, want it absent", rel, err)
 		}
 	}
-	if chs, errs := ListChannels(s, true); len(chs) != 0 || len(errs) != 0 {
-		t.Errorf("channels after the refused wait: %+v %v, want none", chs, errs)
+	if chs, err := ListChannels(s, true); len(chs) != 0 || err != nil {
+		t.Errorf("channels after the refused wait: %+v %v, want none", chs, err)
 	}
 
 	// A message directory alone is no channel: not listed, not known,

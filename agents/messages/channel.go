@@ -19,11 +19,11 @@ import (
 
 // Channel is a channel document (channels/<name>.md).
 type Channel struct {
-	Name     string    `json:"name"`
-	Topic    string    `json:"topic,omitempty"`
-	Archived bool      `json:"archived"`
-	Created  time.Time `json:"created"`
-	Path     string    `json:"path"`
+	Name     string           `json:"name"`
+	Topic    string           `json:"topic,omitempty"`
+	Archived bool             `json:"archived"`
+	Created  schema.Timestamp `json:"created"`
+	Path     string           `json:"path"`
 	// Messages is filled in by ListChannels: the sum of its chunks'
 	// message_count.
 	Messages int `json:"messages"`
@@ -153,7 +153,7 @@ func cachedGet(s *docstore.Store, rel string) (*docstore.Doc, error) {
 
 func channelOf(d *docstore.Doc) *Channel {
 	c := &Channel{Name: d.Name, Topic: d.String("topic"), Archived: d.Bool("archived"), Path: d.Path}
-	c.Created, _ = d.Time("created")
+	c.Created.Time, _ = d.Time("created")
 	return c
 }
 
@@ -174,18 +174,29 @@ func GetChannel(s *docstore.Store, name string) (*Channel, error) {
 // documents. A message directory without a document is not a channel (it
 // has no creation time, no topic, and nobody created it on purpose):
 // Findings reports it for `tavern doctor`. Archived channels are left out
-// unless all is set. Unreadable channel documents are returned as errors
-// beside the rest.
-func ListChannels(s *docstore.Store, all bool) ([]*Channel, []error) {
+// unless all is set. A channel document or message chunk that does not
+// parse hides nothing else: the document is left out (a chunk, out of its
+// channel's count) and the list is returned with a *docstore.SkippedError
+// naming each such file (path:line:col), as AllChannels does. Any other
+// error is returned alone.
+func ListChannels(s *docstore.Store, all bool) ([]*Channel, error) {
 	out, errs := channelDocs(s, all)
-	for _, c := range out {
-		n, err := countMessages(s, c.Name)
-		if err != nil {
-			errs = append(errs, err)
+	var bad []error
+	for _, err := range errs {
+		if !badFile(err) {
+			return nil, err
 		}
+		bad = append(bad, err)
+	}
+	for _, c := range out {
+		n, chunkErrs, err := countMessages(s, c.Name)
+		if err != nil {
+			return nil, err
+		}
+		bad = append(bad, chunkErrs...)
 		c.Messages = n
 	}
-	return out, errs
+	return out, skipped(bad)
 }
 
 // channelDocs reads the channel documents, sorted by name, archived ones

@@ -4,19 +4,18 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/tavernhq/tavern/schema"
 )
 
 // Message is one message of a channel.
 type Message struct {
-	ID      string    `json:"id"` // UUIDv7, strictly increasing within a channel
-	Channel string    `json:"channel"`
-	Sender  string    `json:"sender"`
-	Time    time.Time `json:"time"`
-	Text    string    `json:"text"`
-	Chunk   string    `json:"chunk,omitempty"` // store path of the chunk holding it
+	ID      string           `json:"id"` // UUIDv7, strictly increasing within a channel
+	Channel string           `json:"channel"`
+	Sender  string           `json:"sender"`
+	Time    schema.Timestamp `json:"time"`
+	Text    string           `json:"text"`
+	Chunk   string           `json:"chunk,omitempty"` // store path of the chunk holding it
 }
 
 // The body of a chunk is a sequence of sections, one per message:
@@ -41,7 +40,7 @@ const (
 // renderMessage appends the section for m to buf.
 func renderMessage(buf *bytes.Buffer, m Message) {
 	buf.WriteString(headerPrefix)
-	buf.WriteString(schema.FormatTime(m.Time))
+	buf.WriteString(schema.FormatTime(m.Time.Time))
 	buf.WriteString(senderSep)
 	buf.WriteString(m.Sender)
 	buf.WriteString("\n")
@@ -155,5 +154,5 @@ func parseHeader(line string) (Message, error) {
 	if sender == "" {
 		return Message{}, fmt.Errorf("message header %q has no sender", line)
 	}
-	return Message{Sender: sender, Time: t}, nil
+	return Message{Sender: sender, Time: schema.TimeOf(t)}, nil
 }

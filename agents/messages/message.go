@@ -208,9 +208,9 @@ func stateOf(msgs []Message) chunkState {
 	var st chunkState
 	if len(msgs) > 0 {
 		st.count = len(msgs)
-		st.firstID, st.firstTime = msgs[0].ID, msgs[0].Time
+		st.firstID, st.firstTime = msgs[0].ID, msgs[0].Time.Time
 		last := msgs[len(msgs)-1]
-		st.lastID, st.lastTime = last.ID, last.Time
+		st.lastID, st.lastTime = last.ID, last.Time.Time
 	}
 	return st
 }
@@ -227,7 +227,7 @@ func (st *chunkState) fill(buf *bytes.Buffer, channel, sender string, texts []st
 		if st.count >= size || (st.count > 0 && now.Sub(st.firstTime) >= ChunkSpan) {
 			break
 		}
-		m := Message{ID: nextID(st.lastID), Channel: channel, Sender: sender, Time: now, Text: texts[0]}
+		m := Message{ID: nextID(st.lastID), Channel: channel, Sender: sender, Time: schema.TimeOf(now), Text: texts[0]}
 		mark := buf.Len()
 		renderMessage(buf, m)
 		if st.count > 0 && baseLen+buf.Len() > maxChunkBytes {
@@ -235,10 +235,10 @@ func (st *chunkState) fill(buf *bytes.Buffer, channel, sender string, texts []st
 			break
 		}
 		if st.count == 0 {
-			st.firstID, st.firstTime = m.ID, m.Time
+			st.firstID, st.firstTime = m.ID, m.Time.Time
 		}
 		st.count++
-		st.lastID, st.lastTime = m.ID, m.Time
+		st.lastID, st.lastTime = m.ID, m.Time.Time
 		ids = append(ids, m.ID)
 		texts = texts[1:]
 	}
@@ -414,21 +414,26 @@ func AllMessages(s *docstore.Store, channel string) ([]Message, error) {
 }
 
 // countMessages counts a channel's messages from the chunks' frontmatter.
-func countMessages(s *docstore.Store, channel string) (int, error) {
+// A chunk that does not parse is left out of the count and returned in
+// bad; the others still count.
+func countMessages(s *docstore.Store, channel string) (n int, bad []error, err error) {
 	chunks, err := chunkFiles(s, channel)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	n := 0
 	for _, c := range chunks {
 		d, err := s.Get(c)
 		if err != nil {
-			return n, err
+			if !badFile(err) {
+				return n, bad, err
+			}
+			bad = append(bad, err)
+			continue
 		}
 		k, _ := d.Int("message_count")
 		n += int(k)
 	}
-	return n, nil
+	return n, bad, nil
 }
 
 // countAfter counts the messages of channel with an id greater than after,

@@ -37,10 +37,10 @@ func setConfig(tb testing.TB, s *docstore.Store, key string, v any) {
 func TestChunkRoundTrip(t *testing.T) {
 	t0 := time.Date(2026, 1, 24, 10, 0, 0, 123e6, time.UTC)
 	msgs := []Message{
-		{ID: "0194a7c2-5b1e-7c3d-8e9f-000000000001", Sender: "alice", Time: t0, Text: "hello"},
-		{ID: "0194a7c2-5b1e-7c3d-8e9f-000000000002", Sender: "bob", Time: t0.Add(time.Second), Text: "### not a header\n\\### nor this\n\n\nblank lines\n<!-- id: fake -->"},
-		{ID: "0194a7c2-5b1e-7c3d-8e9f-000000000003", Sender: "carol", Time: t0.Add(2 * time.Second), Text: ""},
-		{ID: "0194a7c2-5b1e-7c3d-8e9f-000000000004", Sender: "dave", Time: t0.Add(3 * time.Second), Text: "\n\nleading blank lines — and a dash"},
+		{ID: "0194a7c2-5b1e-7c3d-8e9f-000000000001", Sender: "alice", Time: schema.TimeOf(t0), Text: "hello"},
+		{ID: "0194a7c2-5b1e-7c3d-8e9f-000000000002", Sender: "bob", Time: schema.TimeOf(t0.Add(time.Second)), Text: "### not a header\n\\### nor this\n\n\nblank lines\n<!-- id: fake -->"},
+		{ID: "0194a7c2-5b1e-7c3d-8e9f-000000000003", Sender: "carol", Time: schema.TimeOf(t0.Add(2 * time.Second)), Text: ""},
+		{ID: "0194a7c2-5b1e-7c3d-8e9f-000000000004", Sender: "dave", Time: schema.TimeOf(t0.Add(3 * time.Second)), Text: "\n\nleading blank lines — and a dash"},
 	}
 	var buf bytes.Buffer
 	buf.WriteString("\n# a title someone added\n\n")
@@ -55,7 +55,7 @@ func TestChunkRoundTrip(t *testing.T) {
 		t.Fatalf("got %d messages, want %d:\n%s", len(got), len(msgs), buf.String())
 	}
 	for i := range msgs {
-		if got[i].ID != msgs[i].ID || got[i].Sender != msgs[i].Sender || !got[i].Time.Equal(msgs[i].Time) || got[i].Text != msgs[i].Text {
+		if got[i].ID != msgs[i].ID || got[i].Sender != msgs[i].Sender || !got[i].Time.Equal(msgs[i].Time.Time) || got[i].Text != msgs[i].Text {
 			t.Errorf("message %d: got %+v, want %+v", i, got[i], msgs[i])
 		}
 	}
@@ -109,7 +109,7 @@ func FuzzParseChunkBody(f *testing.F) {
 		for i := range msgs {
 			a, b := msgs[i], again[i]
 			// Rendering normalises the time to milliseconds.
-			if a.ID != b.ID || a.Sender != b.Sender || a.Text != b.Text || !a.Time.Truncate(time.Millisecond).Equal(b.Time) {
+			if a.ID != b.ID || a.Sender != b.Sender || a.Text != b.Text || !a.Time.Truncate(time.Millisecond).Equal(b.Time.Time) {
 				t.Fatalf("message %d: got %+v, want %+v", i, b, a)
 			}
 		}
@@ -240,7 +240,7 @@ func TestChunkRotatesByHour(t *testing.T) {
 	data, _ := s.ReadFile(chunks[0])
 	old := time.Now().Add(-2 * time.Hour).UTC()
 	msgs, _ := ReadMessages(s, "c", "", 0)
-	data = bytes.ReplaceAll(data, []byte(schema.FormatTime(msgs[0].Time)), []byte(schema.FormatTime(old)))
+	data = bytes.ReplaceAll(data, []byte(schema.FormatTime(msgs[0].Time.Time)), []byte(schema.FormatTime(old)))
 	if err := s.WriteFile(chunks[0], data); err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func checkChunks(tb testing.TB, s *docstore.Store, channel string, size int) []M
 		all = append(all, msgs...)
 	}
 	for i := 1; i < len(all); i++ {
-		if all[i].ID <= all[i-1].ID || all[i].Time.Before(all[i-1].Time) {
+		if all[i].ID <= all[i-1].ID || all[i].Time.Before(all[i-1].Time.Time) {
 			tb.Fatalf("message %d (%s) not after %s", i, all[i].ID, all[i-1].ID)
 		}
 	}
@@ -428,7 +428,7 @@ func BenchmarkSendMessagesBatch100(b *testing.B) {
 func TestChunkHandAppended(t *testing.T) {
 	t0 := time.Date(2026, 1, 24, 10, 0, 0, 123e6, time.UTC)
 	var buf bytes.Buffer
-	renderMessage(&buf, Message{ID: "0194a7c2-5b1e-7c3d-8e9f-000000000001", Sender: "alice", Time: t0, Text: "one"})
+	renderMessage(&buf, Message{ID: "0194a7c2-5b1e-7c3d-8e9f-000000000001", Sender: "alice", Time: schema.TimeOf(t0), Text: "one"})
 	buf.WriteString("\n### 2026-01-24T10:05:00.000Z — bob\n<!-- id: 0194a7c2-5b1e-7c3d-8e9f-000000000002 -->\n\nhand added\n\n\n")
 	got, err := ParseChunkBody(buf.Bytes())
 	if err != nil {

@@ -2,7 +2,6 @@ package messages
 
 import (
 	"strings"
-	"time"
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
@@ -12,12 +11,12 @@ import (
 // (notes/<channel>/<id>.md). Notes are not messages: they are not in the
 // channel's timeline and have no unread state.
 type Note struct {
-	ID      string    `json:"id"`
-	Channel string    `json:"channel"`
-	Agent   string    `json:"agent"`
-	Created time.Time `json:"created"`
-	Text    string    `json:"text"`
-	Path    string    `json:"path"`
+	ID      string           `json:"id"`
+	Channel string           `json:"channel"`
+	Agent   string           `json:"agent"`
+	Created schema.Timestamp `json:"created"`
+	Text    string           `json:"text"`
+	Path    string           `json:"path"`
 }
 
 // AddNote writes a note by agent on channel (which must exist:
@@ -46,7 +45,7 @@ func AddNote(s *docstore.Store, channel, agent, text string) (*Note, error) {
 func noteOf(d *docstore.Doc) *Note {
 	n := &Note{ID: d.String("id"), Channel: d.String("channel"), Agent: d.String("agent"), Path: d.Path,
 		Text: strings.TrimSpace(string(d.Body()))}
-	n.Created, _ = d.Time("created")
+	n.Created.Time, _ = d.Time("created")
 	return n
 }
 

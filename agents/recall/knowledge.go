@@ -13,15 +13,15 @@ import (
 // Knowledge is one shared knowledge entry (knowledge/<domain>/<id>.md).
 // Any agent may add; contributor records who did.
 type Knowledge struct {
-	ID          string    `json:"id"`
-	Domain      string    `json:"domain"`
-	Title       string    `json:"title,omitempty"`
-	Contributor string    `json:"contributor"`
-	Archived    bool      `json:"archived"`
-	Created     time.Time `json:"created"`
-	Updated     time.Time `json:"updated"`
-	Text        string    `json:"text"`
-	Path        string    `json:"path"`
+	ID          string           `json:"id"`
+	Domain      string           `json:"domain"`
+	Title       string           `json:"title,omitempty"`
+	Contributor string           `json:"contributor"`
+	Archived    bool             `json:"archived"`
+	Created     schema.Timestamp `json:"created"`
+	Updated     schema.Timestamp `json:"updated"`
+	Text        string           `json:"text"`
+	Path        string           `json:"path"`
 }
 
 // KnowledgeHit is a search or inspect result.
@@ -64,8 +64,8 @@ func knowledgeOf(d *docstore.Doc) *Knowledge {
 		}
 		k.Domain = caps["domain"] // the directory is the truth
 	}
-	k.Created, _ = d.Time("created")
-	k.Updated, _ = d.Time("updated")
+	k.Created.Time, _ = d.Time("created")
+	k.Updated.Time, _ = d.Time("updated")
 	return k
 }
 

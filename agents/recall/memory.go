@@ -18,15 +18,15 @@ import (
 // not found. (It is not secrecy: the files are readable by anyone who can
 // read .tavern/.)
 type Memory struct {
-	ID       string    `json:"id"`
-	Agent    string    `json:"agent"`
-	Topic    string    `json:"topic"`
-	Core     bool      `json:"core"`
-	Archived bool      `json:"archived"`
-	Created  time.Time `json:"created"`
-	Updated  time.Time `json:"updated"`
-	Text     string    `json:"text"`
-	Path     string    `json:"path"`
+	ID       string           `json:"id"`
+	Agent    string           `json:"agent"`
+	Topic    string           `json:"topic"`
+	Core     bool             `json:"core"`
+	Archived bool             `json:"archived"`
+	Created  schema.Timestamp `json:"created"`
+	Updated  schema.Timestamp `json:"updated"`
+	Text     string           `json:"text"`
+	Path     string           `json:"path"`
 }
 
 // DefaultTopic is the topic of a memory added without one.
@@ -74,8 +74,8 @@ func memoryOf(d *docstore.Doc) *Memory {
 	if m.ID == "" {
 		m.ID = d.Name[strings.LastIndexByte(d.Name, '/')+1:]
 	}
-	m.Created, _ = d.Time("created")
-	m.Updated, _ = d.Time("updated")
+	m.Created.Time, _ = d.Time("created")
+	m.Updated.Time, _ = d.Time("updated")
 	return m
 }
 

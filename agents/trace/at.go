@@ -19,13 +19,13 @@ import (
 
 // Snapshot is a document as it was at a past time.
 type Snapshot struct {
-	Ref     string    `json:"ref"`
-	At      time.Time `json:"at"`
-	Exists  bool      `json:"exists"`
-	Path    string    `json:"path,omitempty"` // where it was
-	Rev     string    `json:"rev,omitempty"`  // its revision then, from the journal
-	Since   time.Time `json:"since,omitzero"` // when it took that revision
-	Content string    `json:"content,omitempty"`
+	Ref     string           `json:"ref"`
+	At      schema.Timestamp `json:"at"`
+	Exists  bool             `json:"exists"`
+	Path    string           `json:"path,omitempty"` // where it was
+	Rev     string           `json:"rev,omitempty"`  // its revision then, from the journal
+	Since   schema.Timestamp `json:"since,omitzero"` // when it took that revision
+	Content string           `json:"content,omitempty"`
 	// Source says where Content comes from: "current file" (unchanged
 	// since), "trash copy", "git <commit>", or "" when it is not known.
 	Source string `json:"source,omitempty"`
@@ -57,7 +57,7 @@ type ItemState struct {
 // for items, the state replayed from the item's events.
 func At(b *queues.Broker, ref string, at time.Time) (*Snapshot, error) {
 	s := b.Store()
-	snap := &Snapshot{Ref: ref, At: at}
+	snap := &Snapshot{Ref: ref, At: schema.TimeOf(at)}
 	kind, name, id, cands, err := candidates(b, ref)
 	if err != nil {
 		return nil, err

@@ -18,26 +18,26 @@ import (
 
 // Entry is one moment of a timeline.
 type Entry struct {
-	Time    time.Time      `json:"time"`
-	Kind    string         `json:"kind"` // event | message | commitment | approval | merge | usage
-	Type    string         `json:"type"` // the event type, or what the record is
-	Actor   string         `json:"actor,omitempty"`
-	Attempt int            `json:"attempt,omitempty"`
-	Summary string         `json:"summary"`
-	Ref     string         `json:"ref,omitempty"` // the document it is about
-	Data    map[string]any `json:"data,omitempty"`
+	Time    schema.Timestamp `json:"time"`
+	Kind    string           `json:"kind"` // event | message | commitment | approval | merge | usage
+	Type    string           `json:"type"` // the event type, or what the record is
+	Actor   string           `json:"actor,omitempty"`
+	Attempt int              `json:"attempt,omitempty"`
+	Summary string           `json:"summary"`
+	Ref     string           `json:"ref,omitempty"` // the document it is about
+	Data    map[string]any   `json:"data,omitempty"`
 }
 
 // Attempt is one claim of the item: who held it, how it was kept alive
 // and how it ended.
 type Attempt struct {
-	N        int       `json:"attempt"`
-	Holder   string    `json:"holder"`
-	Liveness string    `json:"liveness,omitempty"` // lease | liveness
-	Claimed  time.Time `json:"claimed"`
-	Ended    time.Time `json:"ended,omitzero"`
-	Outcome  string    `json:"outcome,omitempty"` // completed | failed | dead | released | reaped | (open)
-	Reason   string    `json:"reason,omitempty"`
+	N        int              `json:"attempt"`
+	Holder   string           `json:"holder"`
+	Liveness string           `json:"liveness,omitempty"` // lease | liveness
+	Claimed  schema.Timestamp `json:"claimed"`
+	Ended    schema.Timestamp `json:"ended,omitzero"`
+	Outcome  string           `json:"outcome,omitempty"` // completed | failed | dead | released | reaped | (open)
+	Reason   string           `json:"reason,omitempty"`
 }
 
 // Trace is an item's causal history.
@@ -137,9 +137,9 @@ func Item(b *queues.Broker, id string) (*Trace, error) {
 		}
 		end := a.Ended
 		if end.IsZero() {
-			end = time.Now().Add(time.Hour)
+			end.Time = time.Now().Add(time.Hour)
 		}
-		msgs, errs := sentBy(s, a.Holder, a.Claimed, end)
+		msgs, errs := sentBy(s, a.Holder, a.Claimed.Time, end.Time)
 		for _, err := range errs {
 			t.Problems = append(t.Problems, err.Error())
 		}
@@ -147,7 +147,7 @@ func Item(b *queues.Broker, id string) (*Trace, error) {
 			t.Timeline = append(t.Timeline, Entry{Time: m.Time, Kind: "message", Type: "message", Actor: m.Sender, Attempt: a.N,
 				Summary: fmt.Sprintf("#%s: %s", m.Channel, clip(m.Text, 160)), Ref: m.Chunk})
 		}
-		t.Timeline = append(t.Timeline, holderEvents(s, a, end)...)
+		t.Timeline = append(t.Timeline, holderEvents(s, a, end.Time)...)
 		cs, _ := filepath.Glob(filepath.Join(s.Root(), "commitments", a.Holder, "*.md"))
 		for _, p := range cs {
 			rel, _ := s.Rel(p)
@@ -155,8 +155,8 @@ func Item(b *queues.Broker, id string) (*Trace, error) {
 			if err != nil {
 				continue
 			}
-			if c, ok := d.Time("created"); ok && !c.Before(a.Claimed) && c.Before(end) {
-				t.Timeline = append(t.Timeline, Entry{Time: c, Kind: "commitment", Type: "commitment", Actor: a.Holder, Attempt: a.N,
+			if c, ok := d.Time("created"); ok && !c.Before(a.Claimed.Time) && c.Before(end.Time) {
+				t.Timeline = append(t.Timeline, Entry{Time: schema.TimeOf(c), Kind: "commitment", Type: "commitment", Actor: a.Holder, Attempt: a.N,
 					Summary: fmt.Sprintf("%q: %s (status %s)", d.String("description"), d.String("assertion"), d.String("status")), Ref: rel})
 			}
 		}
@@ -169,7 +169,7 @@ func Item(b *queues.Broker, id string) (*Trace, error) {
 		}
 		if d, err := s.Get(queues.ApprovalPath(g.Approval)); err == nil {
 			at, _ := d.Time("created")
-			t.Timeline = append(t.Timeline, Entry{Time: at, Kind: "approval", Type: d.String("decision"), Actor: d.String("by"),
+			t.Timeline = append(t.Timeline, Entry{Time: schema.TimeOf(at), Kind: "approval", Type: d.String("decision"), Actor: d.String("by"),
 				Summary: fmt.Sprintf("gate %s %s by %s (uid %s, from %s)", g.ID, d.String("decision"), d.String("by"), fmt.Sprint(d.Fields()["uid"]), strings.Join(d.Strings("ancestry"), " < ")), Ref: d.Path})
 		}
 	}
@@ -188,7 +188,7 @@ func Item(b *queues.Broker, id string) (*Trace, error) {
 		if r := d.String("reason"); r != "" {
 			sum += " (" + r + ")"
 		}
-		t.Timeline = append(t.Timeline, Entry{Time: at, Kind: "merge", Type: "record", Actor: d.String("agent"), Summary: sum, Ref: d.Path})
+		t.Timeline = append(t.Timeline, Entry{Time: schema.TimeOf(at), Kind: "merge", Type: "record", Actor: d.String("agent"), Summary: sum, Ref: d.Path})
 	}
 	recs, _ := s.List(schema.Usage)
 	for _, d := range recs {
@@ -211,7 +211,7 @@ func Item(b *queues.Broker, id string) (*Trace, error) {
 			t.Usage.Cost = &c
 		}
 	}
-	sort.SliceStable(t.Timeline, func(i, j int) bool { return t.Timeline[i].Time.Before(t.Timeline[j].Time) })
+	sort.SliceStable(t.Timeline, func(i, j int) bool { return t.Timeline[i].Time.Before(t.Timeline[j].Time.Time) })
 	for i := range t.Attempts {
 		if t.Attempts[i].Ended.IsZero() && it.State == queues.Claimed && it.ClaimAttempt == t.Attempts[i].N {
 			t.Attempts[i].Outcome = "held"
@@ -225,7 +225,7 @@ func Item(b *queues.Broker, id string) (*Trace, error) {
 // changes).
 func holderEvents(s *docstore.Store, a Attempt, end time.Time) []Entry {
 	var out []Entry
-	_, _ = journal.Read(s.Root(), journal.Filter{Agent: a.Holder, Since: a.Claimed, Until: end}, func(e journal.Event, err error) bool {
+	_, _ = journal.Read(s.Root(), journal.Filter{Agent: a.Holder, Since: a.Claimed.Time, Until: end}, func(e journal.Event, err error) bool {
 		if err != nil || e.Item != "" {
 			return true
 		}

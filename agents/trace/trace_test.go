@@ -108,7 +108,7 @@ func TestTraceItem(t *testing.T) {
 		}
 	}
 	for i := 1; i < len(tr.Timeline); i++ {
-		if tr.Timeline[i].Time.Before(tr.Timeline[i-1].Time) {
+		if tr.Timeline[i].Time.Before(tr.Timeline[i-1].Time.Time) {
 			t.Fatal("the timeline is not in time order")
 		}
 	}
@@ -200,7 +200,7 @@ func TestAtHandRemoved(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(5 * time.Millisecond) // distinct journal times
-		return e.Time
+		return e.Time.Time
 	}
 	created := ext(journal.TypeCreated, "5dbb7a0c5d51d4f0")
 	removed := ext(journal.TypeRemoved, "")

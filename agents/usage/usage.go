@@ -13,33 +13,33 @@ import (
 
 // Record is one spawn's entry in the ledger.
 type Record struct {
-	Agent      string    `json:"agent"`
-	Item       string    `json:"item,omitempty"`
-	Queue      string    `json:"queue,omitempty"`
-	Pool       string    `json:"pool,omitempty"`
-	Role       string    `json:"role,omitempty"`
-	Model      string    `json:"model,omitempty"`
-	Source     string    `json:"source,omitempty"`
-	Outcome    string    `json:"outcome,omitempty"`
-	SessionID  string    `json:"session_id,omitempty"`
-	Started    time.Time `json:"started"`
-	Ended      time.Time `json:"ended"`
-	Wall       float64   `json:"wall_seconds"`
-	CPU        float64   `json:"cpu_seconds"`
-	ExitCode   int       `json:"exit_code"`
-	TokensIn   int64     `json:"tokens_in"`
-	TokensOut  int64     `json:"tokens_out"`
-	CacheRead  int64     `json:"tokens_cache_read,omitempty"`
-	CacheWrite int64     `json:"tokens_cache_write,omitempty"`
-	Cost       *float64  `json:"cost_usd,omitempty"`
-	Path       string    `json:"path"`
+	Agent      string           `json:"agent"`
+	Item       string           `json:"item,omitempty"`
+	Queue      string           `json:"queue,omitempty"`
+	Pool       string           `json:"pool,omitempty"`
+	Role       string           `json:"role,omitempty"`
+	Model      string           `json:"model,omitempty"`
+	Source     string           `json:"source,omitempty"`
+	Outcome    string           `json:"outcome,omitempty"`
+	SessionID  string           `json:"session_id,omitempty"`
+	Started    schema.Timestamp `json:"started"`
+	Ended      schema.Timestamp `json:"ended"`
+	Wall       float64          `json:"wall_seconds"`
+	CPU        float64          `json:"cpu_seconds"`
+	ExitCode   int              `json:"exit_code"`
+	TokensIn   int64            `json:"tokens_in"`
+	TokensOut  int64            `json:"tokens_out"`
+	CacheRead  int64            `json:"tokens_cache_read,omitempty"`
+	CacheWrite int64            `json:"tokens_cache_write,omitempty"`
+	Cost       *float64         `json:"cost_usd,omitempty"`
+	Path       string           `json:"path"`
 }
 
 func recordFromDoc(d *docstore.Doc) Record {
 	r := Record{Agent: d.String("agent"), Item: d.String("item"), Queue: d.String("queue"), Pool: d.String("pool"), Role: d.String("role"),
 		Model: d.String("model"), Source: d.String("source"), Outcome: d.String("outcome"), SessionID: d.String("session_id"), Path: d.Path}
-	r.Started, _ = d.Time("started")
-	r.Ended, _ = d.Time("ended")
+	r.Started.Time, _ = d.Time("started")
+	r.Ended.Time, _ = d.Time("ended")
 	f := d.Fields()
 	r.Wall, r.CPU = num(f["wall_seconds"]), num(f["cpu_seconds"])
 	if v, ok := d.Int("exit_code"); ok {
@@ -105,7 +105,7 @@ func Load(s *docstore.Store, f Filter) ([]Record, []error) {
 			out = append(out, r)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Started.Before(out[j].Started) })
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Started.Before(out[j].Started.Time) })
 	return out, errs
 }
 

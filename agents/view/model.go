@@ -1,9 +1,8 @@
 package view
 
 import (
-	"time"
-
 	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
 
@@ -15,12 +14,12 @@ import (
 // projection does not index). A Snapshot is immutable once returned and
 // shared between callers: do not modify it.
 type Snapshot struct {
-	Time      time.Time `json:"time"`
-	Root      string    `json:"root"`
-	Person    string    `json:"person"`
-	Version   uint64    `json:"version"`   // grows with every change the view saw
-	Documents int       `json:"documents"` // documents in the projection
-	Mode      string    `json:"mode"`      // how changes are seen: fsnotify, poll (nfs), snapshot
+	Time      schema.Timestamp `json:"time"`
+	Root      string           `json:"root"`
+	Person    string           `json:"person"`
+	Version   uint64           `json:"version"`   // grows with every change the view saw
+	Documents int              `json:"documents"` // documents in the projection
+	Mode      string           `json:"mode"`      // how changes are seen: fsnotify, poll (nfs), snapshot
 
 	Needs        []Need          `json:"needs_you"`
 	Agents       []Agent         `json:"agents"`
@@ -39,18 +38,18 @@ type Snapshot struct {
 // unblock, what it is, why it is here, what to do, and the actions that
 // do it from a view.
 type Need struct {
-	Key      string    `json:"key"`  // stable across snapshots: "question:<id>", "dead:<queue>/<id>"...
-	Kind     string    `json:"kind"` // one of the Need* constants
-	Severity int       `json:"severity"`
-	What     string    `json:"what"`
-	Why      string    `json:"why"`
-	Do       string    `json:"do"`
-	Path     string    `json:"path,omitempty"` // the document to look at
-	Agent    string    `json:"agent,omitempty"`
-	Since    time.Time `json:"since,omitzero"`
-	Actions  []Action  `json:"actions,omitempty"`
-	Text     string    `json:"text,omitempty"` // markdown: the question, the failing output...
-	Priority int       `json:"priority,omitempty"`
+	Key      string           `json:"key"`  // stable across snapshots: "question:<id>", "dead:<queue>/<id>"...
+	Kind     string           `json:"kind"` // one of the Need* constants
+	Severity int              `json:"severity"`
+	What     string           `json:"what"`
+	Why      string           `json:"why"`
+	Do       string           `json:"do"`
+	Path     string           `json:"path,omitempty"` // the document to look at
+	Agent    string           `json:"agent,omitempty"`
+	Since    schema.Timestamp `json:"since,omitzero"`
+	Actions  []Action         `json:"actions,omitempty"`
+	Text     string           `json:"text,omitempty"` // markdown: the question, the failing output...
+	Priority int              `json:"priority,omitempty"`
 }
 
 // Kinds of Need, in the order the lens lists them (then by age).
@@ -105,42 +104,42 @@ const (
 
 // Agent is one agent as the Agents lens shows it.
 type Agent struct {
-	Name         string    `json:"name"`
-	Role         string    `json:"role,omitempty"`
-	State        string    `json:"state"`
-	Parent       string    `json:"parent,omitempty"`
-	Pool         string    `json:"pool,omitempty"`
-	Queues       []string  `json:"queues,omitempty"`
-	Alive        bool      `json:"alive"` // a process holds its liveness lock
-	Host         string    `json:"host,omitempty"`
-	PID          int       `json:"pid,omitempty"`
-	Spawns       int       `json:"spawns"`
-	Claims       []string  `json:"claims,omitempty"` // item ids it holds
-	LastActivity time.Time `json:"last_activity,omitzero"`
-	OpenAsked    int       `json:"open_questions,omitempty"` // open questions it asked
-	Commitments  string    `json:"commitments,omitempty"`    // "2/3 passed"
-	Unread       int       `json:"unread,omitempty"`         // unread messages in its inbox
-	Path         string    `json:"path"`
-	Valid        bool      `json:"valid"`
+	Name         string           `json:"name"`
+	Role         string           `json:"role,omitempty"`
+	State        string           `json:"state"`
+	Parent       string           `json:"parent,omitempty"`
+	Pool         string           `json:"pool,omitempty"`
+	Queues       []string         `json:"queues,omitempty"`
+	Alive        bool             `json:"alive"` // a process holds its liveness lock
+	Host         string           `json:"host,omitempty"`
+	PID          int              `json:"pid,omitempty"`
+	Spawns       int              `json:"spawns"`
+	Claims       []string         `json:"claims,omitempty"` // item ids it holds
+	LastActivity schema.Timestamp `json:"last_activity,omitzero"`
+	OpenAsked    int              `json:"open_questions,omitempty"` // open questions it asked
+	Commitments  string           `json:"commitments,omitempty"`    // "2/3 passed"
+	Unread       int              `json:"unread,omitempty"`         // unread messages in its inbox
+	Path         string           `json:"path"`
+	Valid        bool             `json:"valid"`
 }
 
 // Queue is one queue with its depth per state, its board columns and how
 // fast it moves.
 type Queue struct {
-	Name          string         `json:"name"`
-	Priority      int            `json:"priority"`
-	Steal         bool           `json:"steal"`
-	OnEmpty       string         `json:"on_empty,omitempty"`
-	Pending       int            `json:"pending"`
-	Claimed       int            `json:"claimed"`
-	Done          int            `json:"done"`
-	Dead          int            `json:"dead"`
-	Hung          int            `json:"hung"`
-	OldestPending time.Time      `json:"oldest_pending,omitzero"`
-	Owners        map[string]int `json:"owners,omitempty"`
-	Throughput    float64        `json:"throughput"` // items completed per minute over ThroughputWindow
-	Columns       []Column       `json:"columns"`    // the board: pending, claimed, done, dead
-	Path          string         `json:"path"`
+	Name          string           `json:"name"`
+	Priority      int              `json:"priority"`
+	Steal         bool             `json:"steal"`
+	OnEmpty       string           `json:"on_empty,omitempty"`
+	Pending       int              `json:"pending"`
+	Claimed       int              `json:"claimed"`
+	Done          int              `json:"done"`
+	Dead          int              `json:"dead"`
+	Hung          int              `json:"hung"`
+	OldestPending schema.Timestamp `json:"oldest_pending,omitzero"`
+	Owners        map[string]int   `json:"owners,omitempty"`
+	Throughput    float64          `json:"throughput"` // items completed per minute over ThroughputWindow
+	Columns       []Column         `json:"columns"`    // the board: pending, claimed, done, dead
+	Path          string           `json:"path"`
 }
 
 // Column is one state of a queue's board: the total and the first items
@@ -154,92 +153,92 @@ type Column struct {
 
 // Item is a work item as the board shows it.
 type Item struct {
-	ID           string    `json:"id"`
-	Queue        string    `json:"queue"`
-	State        string    `json:"state"`
-	Title        string    `json:"title,omitempty"`
-	Priority     int       `json:"priority"`
-	Attempts     int       `json:"attempts"`
-	ClaimedBy    string    `json:"claimed_by,omitempty"`
-	ClaimAttempt int       `json:"claim_attempt,omitempty"`
-	ClaimKind    string    `json:"claim_kind,omitempty"`
-	LeaseUntil   time.Time `json:"lease_until,omitzero"`
-	NotBefore    time.Time `json:"not_before,omitzero"`
-	Created      time.Time `json:"created,omitzero"`
-	Completed    time.Time `json:"completed,omitzero"`
-	DependsOn    []string  `json:"depends_on,omitempty"`
-	LastError    string    `json:"last_error,omitempty"`
-	DeadReason   string    `json:"dead_reason,omitempty"`
-	Result       string    `json:"result,omitempty"`
-	Path         string    `json:"path"`
-	Rev          string    `json:"rev"`
-	Valid        bool      `json:"valid"`
+	ID           string           `json:"id"`
+	Queue        string           `json:"queue"`
+	State        string           `json:"state"`
+	Title        string           `json:"title,omitempty"`
+	Priority     int              `json:"priority"`
+	Attempts     int              `json:"attempts"`
+	ClaimedBy    string           `json:"claimed_by,omitempty"`
+	ClaimAttempt int              `json:"claim_attempt,omitempty"`
+	ClaimKind    string           `json:"claim_kind,omitempty"`
+	LeaseUntil   schema.Timestamp `json:"lease_until,omitzero"`
+	NotBefore    schema.Timestamp `json:"not_before,omitzero"`
+	Created      schema.Timestamp `json:"created,omitzero"`
+	Completed    schema.Timestamp `json:"completed,omitzero"`
+	DependsOn    []string         `json:"depends_on,omitempty"`
+	LastError    string           `json:"last_error,omitempty"`
+	DeadReason   string           `json:"dead_reason,omitempty"`
+	Result       string           `json:"result,omitempty"`
+	Path         string           `json:"path"`
+	Rev          string           `json:"rev"`
+	Valid        bool             `json:"valid"`
 }
 
 // Question is a question document.
 type Question struct {
-	ID         string    `json:"id"`
-	From       string    `json:"from"`
-	To         string    `json:"to"`
-	AskedTo    string    `json:"asked_to,omitempty"`
-	Priority   int       `json:"priority"`
-	Status     string    `json:"status"`
-	Hops       int       `json:"hops"`
-	Created    time.Time `json:"created,omitzero"`
-	AnsweredBy string    `json:"answered_by,omitempty"`
-	Answer     string    `json:"answer,omitempty"`
-	Path       string    `json:"path"`
+	ID         string           `json:"id"`
+	From       string           `json:"from"`
+	To         string           `json:"to"`
+	AskedTo    string           `json:"asked_to,omitempty"`
+	Priority   int              `json:"priority"`
+	Status     string           `json:"status"`
+	Hops       int              `json:"hops"`
+	Created    schema.Timestamp `json:"created,omitzero"`
+	AnsweredBy string           `json:"answered_by,omitempty"`
+	Answer     string           `json:"answer,omitempty"`
+	Path       string           `json:"path"`
 }
 
 // Commitment is a commitment and its last verification.
 type Commitment struct {
-	ID          string    `json:"id"`
-	Agent       string    `json:"agent"`
-	Description string    `json:"description"`
-	Assertion   string    `json:"assertion"`
-	Status      string    `json:"status"` // pending | passed | failed
-	TimedOut    bool      `json:"timed_out,omitempty"`
-	ExitCode    *int      `json:"exit_code,omitempty"`
-	Output      string    `json:"output,omitempty"`
-	VerifiedAt  time.Time `json:"verified_at,omitzero"`
-	VerifiedBy  string    `json:"verified_by,omitempty"`
-	Path        string    `json:"path"`
+	ID          string           `json:"id"`
+	Agent       string           `json:"agent"`
+	Description string           `json:"description"`
+	Assertion   string           `json:"assertion"`
+	Status      string           `json:"status"` // pending | passed | failed
+	TimedOut    bool             `json:"timed_out,omitempty"`
+	ExitCode    *int             `json:"exit_code,omitempty"`
+	Output      string           `json:"output,omitempty"`
+	VerifiedAt  schema.Timestamp `json:"verified_at,omitzero"`
+	VerifiedBy  string           `json:"verified_by,omitempty"`
+	Path        string           `json:"path"`
 }
 
 // Channel is a channel with its size and latest activity. Direct channels
 // (@agent) are the agents' inboxes.
 type Channel struct {
-	Name     string    `json:"name"`
-	Topic    string    `json:"topic,omitempty"`
-	Archived bool      `json:"archived,omitempty"`
-	Messages int       `json:"messages"`
-	Last     time.Time `json:"last,omitzero"`
-	Path     string    `json:"path,omitempty"`
+	Name     string           `json:"name"`
+	Topic    string           `json:"topic,omitempty"`
+	Archived bool             `json:"archived,omitempty"`
+	Messages int              `json:"messages"`
+	Last     schema.Timestamp `json:"last,omitzero"`
+	Path     string           `json:"path,omitempty"`
 }
 
 // Reservation is one agent's exclusive claim on the paths a glob matches.
 type Reservation struct {
-	ID      string    `json:"id"`
-	Agent   string    `json:"agent"`
-	Glob    string    `json:"glob"`
-	Reason  string    `json:"reason,omitempty"`
-	Created time.Time `json:"created,omitzero"`
-	Expires time.Time `json:"expires,omitzero"`
-	Expired bool      `json:"expired,omitempty"`
-	Path    string    `json:"path"`
+	ID      string           `json:"id"`
+	Agent   string           `json:"agent"`
+	Glob    string           `json:"glob"`
+	Reason  string           `json:"reason,omitempty"`
+	Created schema.Timestamp `json:"created,omitzero"`
+	Expires schema.Timestamp `json:"expires,omitzero"`
+	Expired bool             `json:"expired,omitempty"`
+	Path    string           `json:"path"`
 }
 
 // TokenSlot is one slot of a resource token, free or held.
 type TokenSlot struct {
-	Token      string    `json:"token"`
-	Slot       int64     `json:"slot"`
-	Epoch      int64     `json:"epoch"`
-	Free       bool      `json:"free"`
-	HeldBy     string    `json:"held_by,omitempty"`
-	Hold       string    `json:"hold,omitempty"`
-	Acquired   time.Time `json:"acquired,omitzero"`
-	LeaseUntil time.Time `json:"lease_until,omitzero"`
-	Path       string    `json:"path"`
+	Token      string           `json:"token"`
+	Slot       int64            `json:"slot"`
+	Epoch      int64            `json:"epoch"`
+	Free       bool             `json:"free"`
+	HeldBy     string           `json:"held_by,omitempty"`
+	Hold       string           `json:"hold,omitempty"`
+	Acquired   schema.Timestamp `json:"acquired,omitzero"`
+	LeaseUntil schema.Timestamp `json:"lease_until,omitzero"`
+	Path       string           `json:"path"`
 }
 
 // Pool is a drone pool's document: its configuration and live metrics.
@@ -286,10 +285,10 @@ type Doc struct {
 
 // Message is one message of a channel.
 type Message struct {
-	ID     string    `json:"id"`
-	Time   time.Time `json:"time"`
-	Sender string    `json:"sender"`
-	Text   string    `json:"text"`
+	ID     string           `json:"id"`
+	Time   schema.Timestamp `json:"time"`
+	Sender string           `json:"sender"`
+	Text   string           `json:"text"`
 }
 
 // emptyLists gives every list of s that has nothing an empty one: json.md

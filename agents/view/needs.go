@@ -20,9 +20,9 @@ func (v *View) needs(s *Snapshot, claims []claimed, now time.Time) []Need {
 		if q.Status != agents.QuestionOpen || q.To != agents.User {
 			continue
 		}
-		why := fmt.Sprintf("open for %s, addressed to you", age(now, q.Created))
+		why := fmt.Sprintf("open for %s, addressed to you", age(now, q.Created.Time))
 		if q.Hops > 0 {
-			why = fmt.Sprintf("open for %s; asked to %s, moved up unanswered (hops: %d)", age(now, q.Created), q.AskedTo, q.Hops)
+			why = fmt.Sprintf("open for %s; asked to %s, moved up unanswered (hops: %d)", age(now, q.Created.Time), q.AskedTo, q.Hops)
 		}
 		add(Need{Key: "question:" + q.ID, Kind: NeedQuestion, Severity: 3, Priority: q.Priority,
 			What: fmt.Sprintf("%s asks a question", orUser(q.From)), Why: why,
@@ -118,7 +118,7 @@ func (v *View) needs(s *Snapshot, claims []claimed, now time.Time) []Need {
 	}
 
 	for _, c := range claims {
-		expired := !c.LeaseUntil.IsZero() && now.After(c.LeaseUntil)
+		expired := !c.LeaseUntil.IsZero() && now.After(c.LeaseUntil.Time)
 		liveness := c.ClaimKind == "liveness" && c.LivenessLock != ""
 		switch {
 		case liveness && !v.alive(c.LivenessLock):
@@ -129,7 +129,7 @@ func (v *View) needs(s *Snapshot, claims []claimed, now time.Time) []Need {
 				Path: c.Path, Agent: c.ClaimedBy, Since: c.LeaseUntil,
 				Actions: []Action{{Name: ActReap, Label: "Reap " + c.Queue, Target: c.Queue, Confirm: "Reap queue " + c.Queue + "?"}}})
 		case expired:
-			why := fmt.Sprintf("its lease ran out %s ago", age(now, c.LeaseUntil))
+			why := fmt.Sprintf("its lease ran out %s ago", age(now, c.LeaseUntil.Time))
 			if liveness {
 				why += " while its holder is alive (hung); reapers return it after the " + c.LeaseGrace.String() + " grace"
 			} else {
@@ -214,8 +214,8 @@ func (v *View) needs(s *Snapshot, claims []claimed, now time.Time) []Need {
 		if a.Priority != b.Priority {
 			return a.Priority < b.Priority
 		}
-		if !a.Since.Equal(b.Since) {
-			return a.Since.Before(b.Since)
+		if !a.Since.Equal(b.Since.Time) {
+			return a.Since.Before(b.Since.Time)
 		}
 		return a.Key < b.Key
 	})

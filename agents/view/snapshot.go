@@ -31,7 +31,7 @@ func (v *View) snapshot(ver uint64) (*Snapshot, error) {
 	if v.opt.Watch {
 		mode = v.p.Mode()
 	}
-	s := &Snapshot{Time: now, Root: v.s.Root(), Person: v.opt.Person, Version: ver, Documents: v.p.Len(), Mode: mode}
+	s := &Snapshot{Time: schema.TimeOf(now), Root: v.s.Root(), Person: v.opt.Person, Version: ver, Documents: v.p.Len(), Mode: mode}
 	kinds := map[string][]watcher.Entry{}
 	for _, k := range []string{"agent", "queue", "question", "commitment", "channel", "chunk", "pool", "tuple"} {
 		ents, err := v.p.Query(watcher.Query{Kind: k})
@@ -181,7 +181,7 @@ func (v *View) queuesOf(s *Snapshot, docs []watcher.Entry, now time.Time) []clai
 						q.Owners = map[string]int{}
 					}
 					q.Owners[it.ClaimedBy]++
-					if !it.LeaseUntil.IsZero() && now.After(it.LeaseUntil) {
+					if !it.LeaseUntil.IsZero() && now.After(it.LeaseUntil.Time) {
 						q.Hung++
 					}
 					it.LeaseGrace = qd.grace
@@ -204,8 +204,8 @@ func (v *View) item(queue, state, id string) (claimed, bool) {
 	f := e.Fields
 	it := claimed{Item: Item{ID: id, Queue: queue, State: state, Title: fstr(f, "title"), Priority: fint(f, "priority"),
 		Attempts: fint(f, "attempts"), ClaimedBy: fstr(f, "claimed_by"), ClaimAttempt: fint(f, "claim_attempt"),
-		ClaimKind: fstr(f, "claim_kind"), LeaseUntil: ftime(f, "lease_until"), NotBefore: ftime(f, "not_before"),
-		Created: ftime(f, "created"), Completed: ftime(f, "completed"), DependsOn: fstrings(f, "depends_on"),
+		ClaimKind: fstr(f, "claim_kind"), LeaseUntil: schema.TimeOf(ftime(f, "lease_until")), NotBefore: schema.TimeOf(ftime(f, "not_before")),
+		Created: schema.TimeOf(ftime(f, "created")), Completed: schema.TimeOf(ftime(f, "completed")), DependsOn: fstrings(f, "depends_on"),
 		LastError: fstr(f, "last_error"), DeadReason: fstr(f, "dead_reason"), Result: fstr(f, "result"),
 		Path: e.Path, Rev: e.Rev, Valid: e.Valid},
 		LivenessLock: fstr(f, "liveness_lock"), HungSince: ftime(f, "hung_since")}
@@ -275,10 +275,10 @@ func (v *View) agentsOf(docs []watcher.Entry, claims []claimed, qs []Question, c
 		if a.State == agents.Working || a.State == agents.Waiting {
 			a.Alive = v.alive(schema.AgentLockKey(e.Name))
 		}
-		a.LastActivity = activity[e.Name]
+		a.LastActivity.Time = activity[e.Name]
 		for _, k := range []string{"updated", "state_changed"} {
-			if t := ftime(f, k); t.After(a.LastActivity) {
-				a.LastActivity = t
+			if t := ftime(f, k); t.After(a.LastActivity.Time) {
+				a.LastActivity.Time = t
 			}
 		}
 		if t := commits[e.Name]; t != nil {
@@ -308,7 +308,7 @@ func questionsOf(docs []watcher.Entry) []Question {
 	for _, e := range docs {
 		f := e.Fields
 		q := Question{ID: fstr(f, "id"), From: fstr(f, "from"), To: fstr(f, "to"), AskedTo: fstr(f, "asked_to"),
-			Priority: fint(f, "priority"), Status: fstr(f, "status"), Hops: fint(f, "hops"), Created: ftime(f, "created"),
+			Priority: fint(f, "priority"), Status: fstr(f, "status"), Hops: fint(f, "hops"), Created: schema.TimeOf(ftime(f, "created")),
 			AnsweredBy: fstr(f, "answered_by"), Answer: fstr(f, "answer"), Path: e.Path}
 		if q.ID == "" {
 			q.ID = e.Name
@@ -329,7 +329,7 @@ func questionsOf(docs []watcher.Entry) []Question {
 		if open[i].Priority != open[j].Priority {
 			return open[i].Priority < open[j].Priority
 		}
-		return open[i].Created.Before(open[j].Created)
+		return open[i].Created.Before(open[j].Created.Time)
 	})
 	sort.SliceStable(answered, func(i, j int) bool { return answered[i].ID > answered[j].ID })
 	return append(open, answered[:min(len(answered), keepAnswered)]...)
@@ -341,7 +341,7 @@ func commitmentsOf(docs []watcher.Entry) []Commitment {
 		f := e.Fields
 		c := Commitment{ID: fstr(f, "id"), Agent: fstr(f, "agent"), Description: fstr(f, "description"),
 			Assertion: fstr(f, "assertion"), Status: fstr(f, "status"), Output: fstr(f, "output"),
-			VerifiedAt: ftime(f, "verified_at"), VerifiedBy: fstr(f, "verified_by"), Path: e.Path}
+			VerifiedAt: schema.TimeOf(ftime(f, "verified_at")), VerifiedBy: fstr(f, "verified_by"), Path: e.Path}
 		if c.ID == "" {
 			c.ID = e.Name
 		}
@@ -364,7 +364,7 @@ func commitmentsOf(docs []watcher.Entry) []Commitment {
 		}
 		out = append(out, c)
 	}
-	sort.SliceStable(passed, func(i, j int) bool { return passed[i].VerifiedAt.After(passed[j].VerifiedAt) })
+	sort.SliceStable(passed, func(i, j int) bool { return passed[i].VerifiedAt.After(passed[j].VerifiedAt.Time) })
 	out = append(out, passed[:min(len(passed), keepPassed)]...)
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Agent != out[j].Agent {
@@ -396,8 +396,8 @@ func channelsOf(docs, chunks []watcher.Entry) []Channel {
 		}
 		c := get(name)
 		c.Messages += fint(e.Fields, "message_count")
-		if t := ftime(e.Fields, "last_time"); t.After(c.Last) {
-			c.Last = t
+		if t := ftime(e.Fields, "last_time"); t.After(c.Last.Time) {
+			c.Last.Time = t
 		}
 	}
 	out := make([]Channel, 0, len(by))
@@ -437,11 +437,11 @@ func reservationsOf(docs []watcher.Entry, now time.Time) []Reservation {
 		}
 		f := e.Fields
 		r := Reservation{ID: fstr(f, "id"), Agent: fstr(f, "agent"), Glob: fstr(f, "glob"), Reason: fstr(f, "reason"),
-			Created: ftime(f, "created"), Expires: ftime(f, "expires"), Path: e.Path}
+			Created: schema.TimeOf(ftime(f, "created")), Expires: schema.TimeOf(ftime(f, "expires")), Path: e.Path}
 		if r.ID == "" {
 			r.ID = e.Name
 		}
-		r.Expired = !r.Expires.IsZero() && now.After(r.Expires)
+		r.Expired = !r.Expires.IsZero() && now.After(r.Expires.Time)
 		out = append(out, r)
 	}
 	sort.Slice(out, func(i, j int) bool {

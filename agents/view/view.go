@@ -183,7 +183,7 @@ func Open(s *docstore.Store, opt Options) (*View, error) {
 		return nil, err
 	}
 	for _, e := range done {
-		v.completed = append(v.completed, completion{at: e.Time, queue: e.Queue})
+		v.completed = append(v.completed, completion{at: e.Time.Time, queue: e.Queue})
 	}
 	if opt.Watch {
 		v.wg.Add(3)
@@ -383,7 +383,7 @@ func (v *View) follow(cur journal.Cursor) {
 		v.mu.Lock()
 		v.record(e)
 		if e.Type == queues.EventCompleted {
-			v.completed = append(v.completed, completion{at: e.Time, queue: e.Queue})
+			v.completed = append(v.completed, completion{at: e.Time.Time, queue: e.Queue})
 		}
 		v.bump()
 		v.mu.Unlock()
@@ -400,7 +400,7 @@ func (v *View) record(e journal.Event) {
 	}
 	v.timeline = append(v.timeline, e)
 	if e.Agent != "" && e.Time.After(v.activity[e.Agent]) {
-		v.activity[e.Agent] = e.Time
+		v.activity[e.Agent] = e.Time.Time
 	}
 }
 
@@ -491,7 +491,7 @@ func (v *View) Snapshot() (*Snapshot, error) {
 	v.bmu.Lock()
 	c := v.cached
 	v.bmu.Unlock()
-	if c != nil && c.Version == ver && v.opt.Now().Sub(c.Time) < v.opt.Recheck {
+	if c != nil && c.Version == ver && v.opt.Now().Sub(c.Time.Time) < v.opt.Recheck {
 		return c, nil
 	}
 	return v.build()

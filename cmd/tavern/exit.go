@@ -395,6 +395,17 @@ func jsonError(err error, code int) string {
 	if line > 0 && col > 0 {
 		obj["col"] = col
 	}
+	// Nothing to claim: what the take saw besides is in the one object
+	// (queue ls --json's keys), not text beside it.
+	var ee *queues.EmptyError
+	if errors.As(err, &ee) {
+		diag := ee.Diag
+		if diag == nil {
+			diag = &queues.Diagnostics{}
+		}
+		obj["invalid"] = errorsJSON(diag.Invalid)
+		obj["blocked"] = blockedJSON(diag.Blocked)
+	}
 	b, _ := json.Marshal(obj)
 	return string(b)
 }

@@ -131,7 +131,7 @@ func runGateLs(c *cli.Context) error {
 		}
 		state := g.State
 		if g.Type == queues.GateTimer {
-			state += " (until " + schema.FormatTime(g.Until) + ")"
+			state += " (until " + schema.FormatTime(g.Until.Time) + ")"
 		}
 		if g.Problem != "" {
 			state += " (!)"

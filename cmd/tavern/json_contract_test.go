@@ -110,7 +110,9 @@ func jsonScenario() []jsonStep {
 		{args: []string{"queue", "add", "build", "--title", "ship", "--json"}, capture: map[string]string{"ITEM3": ".id"}},
 		{name: "queue ls", args: []string{"queue", "ls", "--json"}},
 		{name: "next", args: []string{"next", "--as", "alice", "--json"}},
-		{name: "queue take", args: []string{"queue", "take", "build", "--json"}},
+		{name: "queue take", args: []string{"queue", "take", "build", "--json"}, note: "The `show --json` object of the item plus id, queue, state and attempt, and what the take saw besides claimable items, as `queue ls --json` shows them: `invalid` (item files that do not parse: error, path, line, col) and `blocked` (items whose dependency is dead or missing: id, queue, path, dep, dep_state). `next --take --json` prints the same. When nothing is claimable (exit 3), the error object on stderr carries `invalid` and `blocked` too; no warning is printed as text."},
+		{args: []string{"queue", "create", "idle", "--json"}},
+		{name: "queue take: nothing to claim", args: []string{"queue", "take", "idle", "--json"}, code: 3, stderr: true, note: "The error object (exit 3), with what the take saw besides claimable items (as above)."},
 		{name: "item renew", args: []string{"item", "renew", "$ITEM", "--json"}},
 		{name: "item show", args: []string{"item", "show", "$ITEM", "--json"}},
 		{name: "item release", args: []string{"item", "release", "$ITEM", "--json"}},
@@ -168,7 +170,7 @@ func jsonScenario() []jsonStep {
 		{name: "check", args: []string{"check", "--json"}},
 		{name: "doctor", args: []string{"doctor", "--json"}},
 		{args: []string{"show", "agents/old", "--json"}, write: [2]string{".tavern/agents/old.md", "---\nname: old\nstatus: idle\n---\n"}},
-		{name: "migrate", args: []string{"migrate", "--dry-run", "--json"}, write: [2]string{".tavern/agents/broken.md", "---\nname: broken\nstate: [\n---\n"},
+		{name: "migrate", args: []string{"migrate", "--dry-run", "--json"}, code: 5, write: [2]string{".tavern/agents/broken.md", "---\nname: broken\nstate: [\n---\n"},
 			note: "One element per document of an older schema version and per file that could not be read: `diff` is the unified diff (\"\" for a file skipped), `written` whether the document was written (never with --dry-run), `skipped` whether the file could not be read (it does not parse, or is not a regular file in the store), `error`, `line` and `col` why it is not migrated (null when it is). Each problem is also an error object on stderr."},
 		{name: "migrate", args: []string{"migrate", "--json"}, write: [2]string{".tavern/agents/broken.md", "---\nname: broken\nschema_version: 1\n---\n"}},
 		{name: "rm", args: []string{"rm", "agents/boss", "--json"}},
@@ -295,7 +297,8 @@ func TestJSONContract(t *testing.T) {
 		"schema version keys are only added, never removed, renamed or given another type; consumers ignore\n"+
 		"keys they do not know. A list is always an array (`[]` when empty), never null; a stream (`log`,\n"+
 		"`watch`) is JSON lines, one object per line and nothing when empty. Times are RFC 3339\n"+
-		"UTC strings; durations are Go durations (\"1m30s\") unless the key ends in _seconds. Each shape below\n"+
+		"UTC strings of one width, with milliseconds (2006-01-02T15:04:05.000Z), so they sort as\n"+
+		"strings; durations are Go durations (\"1m30s\") unless the key ends in _seconds. Each shape below\n"+
 		"names the type of every value (string, number, boolean, null; \"a|b\" when it varies); an array shows\n"+
 		"the union of its elements. `fields` of a document is its frontmatter: its keys depend on the kind\n"+
 		"(`tavern schema KIND`); the ones shown are those of the scenario.\n\n", jsonSchemaVersion)
@@ -359,6 +362,11 @@ func TestJSONContract(t *testing.T) {
 		if len(docs) == 0 {
 			t.Fatalf("tavern %s: no JSON\n%s", strings.Join(args, " "), r)
 		}
+		for _, d := range docs {
+			for _, bad := range badTimes(d, "") {
+				t.Errorf("tavern %s: %s", strings.Join(args, " "), bad)
+			}
+		}
 		for name, path := range st.capture {
 			v, err := jsonPath(docs[0], path)
 			if err != nil {
@@ -400,6 +408,36 @@ func TestJSONContract(t *testing.T) {
 		return
 	}
 	checkGenerated(t, path, []byte(b.String()))
+}
+
+var (
+	// timeLike is a string value that is a time: a date and an hour.
+	timeLike = regexp.MustCompile(`^\d{4}-\d\d-\d\d[T ]\d\d:\d\d`)
+	// timeFixed is the one format of a time in JSON (schema.FormatTime):
+	// fixed width, so that times sort as strings.
+	timeFixed = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
+)
+
+// badTimes lists the time values in v (at dot paths under at) that are
+// not in the fixed format.
+func badTimes(v any, at string) []string {
+	var out []string
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			out = append(out, badTimes(e, at+"."+k)...)
+		}
+	case []any:
+		for i, e := range x {
+			out = append(out, badTimes(e, fmt.Sprintf("%s.%d", at, i))...)
+		}
+	case string:
+		if timeLike.MatchString(x) && !timeFixed.MatchString(x) {
+			out = append(out, fmt.Sprintf("%s is %q, want a time as 2006-01-02T15:04:05.000Z", at, x))
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // redactArgs shows captured references by their names.

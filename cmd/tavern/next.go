@@ -9,7 +9,6 @@ import (
 
 	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/agents/kit"
-	"github.com/tavernhq/tavern/queues"
 )
 
 func newNextCommand() *cli.Command {
@@ -23,8 +22,9 @@ someone holds. Items the agent already holds come first, marked "held".
 
 --take claims the next item for the agent, like 'tavern queue take' (a
 liveness claim while the agent's session or spawn wrapper runs, else a lease):
-the first line is "ID ATTEMPT", then the item file. Exit 3 if nothing is
-claimable (after --wait).
+the first line is "ID ATTEMPT", then the item file; with --json the object
+queue take --json prints (invalid item files and blocked items in it, not
+as warnings on stderr). Exit 3 if nothing is claimable (after --wait).
 
 Without --take next is a listing: with nothing to do it prints nothing ("[]"
 with --json) and exits 0. The agent is --as, else $TAVERN_AGENT, else the
@@ -69,17 +69,10 @@ func runNext(c *cli.Context) error {
 	if c.Bool("take") {
 		cl, err := kit.Take(c.Context, b, a.Name, names, c.Duration("wait"))
 		if err != nil {
-			if ee, ok := err.(*queues.EmptyError); ok && ee.Diag != nil {
-				warnDiag(c, ee.Diag.Invalid, ee.Diag.Blocked)
-			}
+			warnEmpty(c, err)
 			return err
 		}
-		if c.Bool("json") {
-			return printJSON(c, itemObject(s, cl.Item))
-		}
-		outf(c, "%s %d\n", cl.ID, cl.Attempt)
-		_, err = c.App.Writer.Write(cl.Doc.Bytes())
-		return err
+		return printClaim(c, s, cl)
 	}
 	type row struct {
 		kit.NextItem

@@ -38,7 +38,7 @@ func runNotes(c *cli.Context) error {
 		return printJSON(c, orEmpty(notes))
 	}
 	for _, n := range notes {
-		outf(c, "%s %s: %s\n", schema.FormatTime(n.Created), n.Agent, n.Text)
+		outf(c, "%s %s: %s\n", schema.FormatTime(n.Created.Time), n.Agent, n.Text)
 	}
 	return nil
 }

@@ -53,7 +53,7 @@ func runQuestions(c *cli.Context, m *agents.Manager) error {
 	fmt.Fprintln(tw, "ID\tPRI\tFROM\tTO\tSTATUS\tAGE\tQUESTION")
 	for _, q := range qs {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", q.ID, q.Priority, q.From, q.To, q.Status,
-			time.Since(q.Created).Round(time.Second), clipLine(q.Text, 70))
+			time.Since(q.Created.Time).Round(time.Second), clipLine(q.Text, 70))
 	}
 	return tw.Flush()
 }

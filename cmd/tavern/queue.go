@@ -12,6 +12,7 @@ import (
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/schema"
 )
 
 func newQueueCommand() *cli.Command {
@@ -170,7 +171,9 @@ Output: the first line is "ID ATTEMPT" (for scripts: read id attempt), then
 the item file as on disk. Pass ATTEMPT to item done/fail/renew/release
 --attempt. With --json: the show --json object plus id, queue, attempt.
 Invalid item files and items blocked by a dead dependency are reported on
-stderr (path:line:col) and skipped. Exit 3 if nothing is claimable (after --wait).
+stderr (path:line:col) and skipped; with --json they are in the answer's
+invalid and blocked instead (in the error object when nothing is claimable).
+Exit 3 if nothing is claimable (after --wait).
 
 The claim is lease-only (this process exits at once): renew it with
 ` + "`tavern item renew`" + ` or it returns to pending when the lease runs out. With
@@ -211,21 +214,38 @@ func runQueueTake(c *cli.Context) error {
 	}
 	cl, err := b.Take(c.Context, opt)
 	if err != nil {
-		var ee *queues.EmptyError
-		if errors.As(err, &ee) && ee.Diag != nil {
-			warnDiag(c, ee.Diag.Invalid, ee.Diag.Blocked)
-		}
+		warnEmpty(c, err)
 		return err
 	}
-	if cl.Notes != nil {
-		warnDiag(c, cl.Notes.Invalid, cl.Notes.Blocked)
+	return printClaim(c, s, cl)
+}
+
+// printClaim prints what take and next --take claimed: "ID ATTEMPT" and
+// the file, after the warnings of what it saw besides; with --json the
+// item object with them in invalid and blocked.
+func printClaim(c *cli.Context, s *docstore.Store, cl *queues.Claim) error {
+	diag := cl.Notes
+	if diag == nil {
+		diag = &queues.Diagnostics{}
 	}
 	if c.Bool("json") {
-		return printJSON(c, itemObject(s, cl.Item))
+		return printJSON(c, &claimJSON{itemJSON: itemObject(s, cl.Item),
+			Invalid: errorsJSON(diag.Invalid), Blocked: blockedJSON(diag.Blocked)})
 	}
+	warnDiag(c, diag.Invalid, diag.Blocked)
 	outf(c, "%s %d\n", cl.ID, cl.Attempt)
-	_, err = c.App.Writer.Write(cl.Doc.Bytes())
+	_, err := c.App.Writer.Write(cl.Doc.Bytes())
 	return err
+}
+
+// warnEmpty prints, as text, what a take that found nothing to claim saw
+// besides (invalid files, blocked items). With --json they are in the
+// error object instead (jsonError), which reportError prints.
+func warnEmpty(c *cli.Context, err error) {
+	var ee *queues.EmptyError
+	if !c.Bool("json") && errors.As(err, &ee) && ee.Diag != nil {
+		warnDiag(c, ee.Diag.Invalid, ee.Diag.Blocked)
+	}
 }
 
 func newQueueLsCommand() *cli.Command {
@@ -237,7 +257,9 @@ func newQueueLsCommand() *cli.Command {
 are ready, in backoff, waiting for dependencies; the age of the oldest pending
 item; who holds the claims (a holder that died and was not reaped yet is shown
 as dead: NAME(N, D dead)). Items blocked by a dead dependency and invalid
-item files are reported on stderr (path:line:col).
+item files are reported on stderr (path:line:col); with --json they are in
+each queue's blocked and invalid, and a queue file that does not parse is a
+JSON error object on stderr.
 
 Examples:
    tavern queue ls
@@ -261,7 +283,15 @@ func runQueueLs(c *cli.Context) error {
 		names = []string{c.Args().First()}
 	} else {
 		qs, errs := b.Queues()
-		warnDiag(c, errs, nil)
+		if c.Bool("json") {
+			// A queue whose file does not parse has no element of the
+			// array to carry it: an error object each, as ls's.
+			for _, e := range errs {
+				warn(c, e)
+			}
+		} else {
+			warnDiag(c, errs, nil)
+		}
 		for _, q := range qs {
 			names = append(names, q.Name)
 		}
@@ -294,7 +324,7 @@ func queueStatsJSON(stats []*queues.Stats, now time.Time) []map[string]any {
 			"blocked": blockedJSON(st.Blocked), "invalid": errorsJSON(st.Invalid), "owners": st.Owners, "dead_owners": st.DeadOwners,
 		}
 		if !st.OldestPending.IsZero() {
-			m["oldest_pending"] = st.OldestPending.UTC().Format(time.RFC3339Nano)
+			m["oldest_pending"] = schema.FormatTime(st.OldestPending)
 			m["oldest_pending_age_seconds"] = now.Sub(st.OldestPending).Seconds()
 		}
 		out = append(out, m)
@@ -378,7 +408,8 @@ func runQueueRetry(c *cli.Context) error {
 }
 
 // warnDiag prints what take/ls saw besides claimable items: invalid
-// files with path:line:col and items blocked by dead dependencies.
+// files with path:line:col and items blocked by dead dependencies. Text
+// only: with --json they belong in the answer (errorsJSON, blockedJSON).
 func warnDiag(c *cli.Context, invalid []error, blocked []queues.Blocked) {
 	for _, e := range invalid {
 		errf(c, "tavern: warning: %v\n", e)
@@ -386,6 +417,14 @@ func warnDiag(c *cli.Context, invalid []error, blocked []queues.Blocked) {
 	for _, bl := range blocked {
 		errf(c, "tavern: warning: %s\n", bl)
 	}
+}
+
+// claimJSON is the JSON of a claim (take, next --take): the item and
+// what the take saw besides, as queue ls --json shows them.
+type claimJSON struct {
+	*itemJSON
+	Invalid []map[string]any    `json:"invalid"`
+	Blocked []map[string]string `json:"blocked"`
 }
 
 // itemJSON is the JSON of an item: the `show --json` object plus id,

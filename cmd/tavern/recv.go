@@ -77,5 +77,5 @@ func runRecv(c *cli.Context) error {
 
 func formatMessage(m messages.Message) string {
 	text := strings.ReplaceAll(m.Text, "\n", "\n  ")
-	return fmt.Sprintf("%s %s: %s", schema.FormatTime(m.Time), m.Sender, text)
+	return fmt.Sprintf("%s %s: %s", schema.FormatTime(m.Time.Time), m.Sender, text)
 }

@@ -40,7 +40,7 @@ func runReservations(c *cli.Context) error {
 	for _, r := range rs {
 		exp := "-"
 		if !r.Expires.IsZero() {
-			exp = schema.FormatTime(r.Expires)
+			exp = schema.FormatTime(r.Expires.Time)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Agent, r.Glob, exp, r.Reason)
 	}

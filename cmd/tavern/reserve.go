@@ -97,7 +97,7 @@ func runReserve(c *cli.Context) error {
 		return printJSON(c, rs)
 	}
 	for _, r := range rs {
-		outf(c, "%s\t%s\t%s\n", r.ID, r.Glob, until(r.Expires))
+		outf(c, "%s\t%s\t%s\n", r.ID, r.Glob, until(r.Expires.Time))
 	}
 	return nil
 }

@@ -151,7 +151,7 @@ func openView(c *cli.Context, watch bool, face string) (*view.View, error) {
 // pools they paused (package view does not know the ledger).
 func budgetNeeds(s *docstore.Store) view.NeedsSource {
 	return func(snap *view.Snapshot) []view.Need {
-		spent, _ := usage.Spent(s, snap.Time) // a ledger it cannot read: the pools are not held either
+		spent, _ := usage.Spent(s, snap.Time.Time) // a ledger it cannot read: the pools are not held either
 		var out []view.Need
 		for _, st := range spent {
 			scope := "every pool and spawns of no pool"

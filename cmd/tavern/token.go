@@ -257,7 +257,7 @@ func runTokenLs(c *cli.Context) error {
 			state = "held"
 		}
 		if !s.LeaseUntil.IsZero() {
-			lease = schema.FormatTime(s.LeaseUntil)
+			lease = schema.FormatTime(s.LeaseUntil.Time)
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s:%d\n", s.Name, s.Slot, state, s.HeldBy, s.Hold, lease, s.ID, s.Epoch)
 	}

@@ -88,9 +88,9 @@ func printTrace(c *cli.Context, t *trace.Trace) {
 	for _, a := range t.Attempts {
 		end := "…"
 		if !a.Ended.IsZero() {
-			end = schema.FormatTime(a.Ended)
+			end = schema.FormatTime(a.Ended.Time)
 		}
-		outf(c, "attempt %d: %s (%s claim) %s → %s %s", a.N, a.Holder, a.Liveness, schema.FormatTime(a.Claimed), end, a.Outcome)
+		outf(c, "attempt %d: %s (%s claim) %s → %s %s", a.N, a.Holder, a.Liveness, schema.FormatTime(a.Claimed.Time), end, a.Outcome)
 		if a.Reason != "" {
 			outf(c, ": %s", a.Reason)
 		}
@@ -125,11 +125,11 @@ func printTrace(c *cli.Context, t *trace.Trace) {
 
 func printSnapshot(c *cli.Context, s *trace.Snapshot) {
 	if !s.Exists {
-		outf(c, "%s did not exist at %s\n", s.Ref, schema.FormatTime(s.At))
+		outf(c, "%s did not exist at %s\n", s.Ref, schema.FormatTime(s.At.Time))
 	} else {
-		outf(c, "%s at %s: %s", s.Ref, schema.FormatTime(s.At), s.Path)
+		outf(c, "%s at %s: %s", s.Ref, schema.FormatTime(s.At.Time), s.Path)
 		if s.Rev != "" {
-			outf(c, " rev %s (since %s)", s.Rev, schema.FormatTime(s.Since))
+			outf(c, " rev %s (since %s)", s.Rev, schema.FormatTime(s.Since.Time))
 		}
 		outf(c, "\n")
 	}
@@ -155,7 +155,7 @@ func printSnapshot(c *cli.Context, s *trace.Snapshot) {
 	if len(s.After) > 0 {
 		outf(c, "changed since:\n")
 		for _, e := range s.After {
-			outf(c, "  %s %s %s\n", schema.FormatTime(e.Time), e.Type, e.Summary)
+			outf(c, "  %s %s %s\n", schema.FormatTime(e.Time.Time), e.Type, e.Summary)
 		}
 	}
 }

@@ -250,12 +250,12 @@ func readHolds(store string) (res, toks map[string]span, err error) {
 		id := fmt.Sprint(e.Data["id"])
 		switch e.Type {
 		case "reservation.made":
-			res[id] = span{path: fmt.Sprint(e.Data["glob"]), start: e.Time}
+			res[id] = span{path: fmt.Sprint(e.Data["glob"]), start: e.Time.Time}
 		case "reservation.released", "reservation.reclaimed", "reservation.expired":
-			end(res, id, e.Type, e.Time)
+			end(res, id, e.Type, e.Time.Time)
 		case "tuple.expired":
 			if e.Data["type"] == "reservation" {
-				end(res, id, "reservation.expired", e.Time)
+				end(res, id, "reservation.expired", e.Time.Time)
 			}
 		case "token.acquired", "token.released", "token.reclaimed":
 			if e.Data["token"] != "merge" {
@@ -263,9 +263,9 @@ func readHolds(store string) (res, toks map[string]span, err error) {
 			}
 			key := id + ":" + fmt.Sprint(e.Data["epoch"])
 			if e.Type == "token.acquired" {
-				toks[key] = span{start: e.Time}
+				toks[key] = span{start: e.Time.Time}
 			} else {
-				end(toks, key, e.Type, e.Time)
+				end(toks, key, e.Type, e.Time.Time)
 			}
 		}
 		return true

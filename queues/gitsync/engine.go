@@ -12,6 +12,7 @@ import (
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/schema"
 )
 
 func init() { queues.RegisterEngine("git", OpenEngine) }
@@ -27,14 +28,14 @@ const localClaims = "refs/tavern/rclaims/"
 // tree, whose parent is the key's previous record. The chain is the
 // key's history (`git log refs/tavern/claims/<key>` in any clone).
 type record struct {
-	State      string    `json:"state"` // held, free, done, dead
-	Fence      int64     `json:"fence"`
-	Attempts   int       `json:"attempts"`
-	Holder     string    `json:"holder,omitempty"`
-	Machine    string    `json:"machine,omitempty"`
-	LeaseUntil time.Time `json:"lease_until,omitzero"`
-	Result     string    `json:"result,omitempty"`
-	At         time.Time `json:"at,omitzero"` // when it was finished
+	State      string           `json:"state"` // held, free, done, dead
+	Fence      int64            `json:"fence"`
+	Attempts   int              `json:"attempts"`
+	Holder     string           `json:"holder,omitempty"`
+	Machine    string           `json:"machine,omitempty"`
+	LeaseUntil schema.Timestamp `json:"lease_until,omitzero"`
+	Result     string           `json:"result,omitempty"`
+	At         schema.Timestamp `json:"at,omitzero"` // when it was finished
 }
 
 type viewEntry struct {
@@ -300,7 +301,7 @@ func (e *RefEngine) Skip(key string) bool {
 	case "done", "dead":
 		return true
 	case "held":
-		return v.rec.Machine != e.machine && time.Now().Before(v.rec.LeaseUntil)
+		return v.rec.Machine != e.machine && time.Now().Before(v.rec.LeaseUntil.Time)
 	}
 	return false
 }
@@ -323,12 +324,12 @@ func (e *RefEngine) Claim(ctx context.Context, key string, req queues.ClaimReque
 		if err != nil {
 			return queues.Grant{}, err
 		}
-		next := record{State: "held", Fence: 1, Attempts: 1, Holder: req.Holder, Machine: e.machine, LeaseUntil: time.Now().Add(ttl).UTC()}
+		next := record{State: "held", Fence: 1, Attempts: 1, Holder: req.Holder, Machine: e.machine, LeaseUntil: schema.TimeOf(time.Now().Add(ttl).UTC())}
 		if ok {
 			switch r := cur.rec; {
 			case r.State == "done" || r.State == "dead":
 				return queues.Grant{}, fmt.Errorf("%s: %w (%s)", key, queues.ErrFinished, r.State)
-			case r.State == "held" && time.Now().Before(r.LeaseUntil):
+			case r.State == "held" && time.Now().Before(r.LeaseUntil.Time):
 				return queues.Grant{}, &queues.HeldError{Key: key, Holder: r.Holder, Machine: r.Machine, Fence: r.Fence}
 			default: // free, or held past its lease
 				next.Fence, next.Attempts = r.Fence+1, r.Attempts+1
@@ -392,14 +393,14 @@ func (e *RefEngine) Renew(_ context.Context, key string, fence int64, ttl time.D
 	if ttl <= 0 {
 		ttl = e.liveTTL
 	}
-	return e.change(key, fence, func(r *record) { r.LeaseUntil = time.Now().Add(ttl).UTC() })
+	return e.change(key, fence, func(r *record) { r.LeaseUntil = schema.TimeOf(time.Now().Add(ttl).UTC()) })
 }
 
 // Release implements queues.Coordinator.
 func (e *RefEngine) Release(_ context.Context, key string, fence int64, giveBack bool) error {
 	e.forget(key)
 	return e.change(key, fence, func(r *record) {
-		r.State, r.LeaseUntil = "free", time.Time{}
+		r.State, r.LeaseUntil = "free", schema.TimeOf(time.Time{})
 		if giveBack && r.Attempts > 0 {
 			r.Attempts--
 		}
@@ -413,7 +414,7 @@ func (e *RefEngine) Finish(_ context.Context, key string, fence int64, outcome, 
 		result = result[:4096]
 	}
 	return e.change(key, fence, func(r *record) {
-		r.State, r.Result, r.LeaseUntil, r.At = outcome, result, time.Time{}, time.Now().UTC()
+		r.State, r.Result, r.LeaseUntil, r.At = outcome, result, schema.TimeOf(time.Time{}), schema.TimeOf(time.Now().UTC())
 	})
 }
 
@@ -448,12 +449,12 @@ func (e *RefEngine) State(_ context.Context, key string) (queues.ClaimState, err
 }
 
 func stateOf(r record) queues.ClaimState {
-	st := queues.ClaimState{Fence: r.Fence, Holder: r.Holder, Machine: r.Machine, Attempts: r.Attempts, LeaseUntil: r.LeaseUntil}
+	st := queues.ClaimState{Fence: r.Fence, Holder: r.Holder, Machine: r.Machine, Attempts: r.Attempts, LeaseUntil: r.LeaseUntil.Time}
 	switch r.State {
 	case "held":
-		st.Held = time.Now().Before(r.LeaseUntil)
+		st.Held = time.Now().Before(r.LeaseUntil.Time)
 	case "done", "dead":
-		st.Finished, st.FinishedBy, st.Result, st.FinishedAt = r.State, r.Fence, r.Result, r.At
+		st.Finished, st.FinishedBy, st.Result, st.FinishedAt = r.State, r.Fence, r.Result, r.At.Time
 	}
 	return st
 }

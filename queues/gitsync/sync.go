@@ -207,18 +207,18 @@ type Change struct {
 
 // Report says what one round did.
 type Report struct {
-	Committed bool          `json:"committed"` // local changes were committed
-	Fetched   bool          `json:"fetched"`   // the remote answered
-	Merged    bool          `json:"merged"`    // both sides had changes: a merge commit
-	Pushed    bool          `json:"pushed"`
-	Head      string        `json:"head"`     // the state commit the store reflects now
-	Applied   []Change      `json:"applied"`  // changes from other machines written into .tavern/
-	Deferred  []string      `json:"deferred"` // changed locally during the round: merged next round
-	Conflicts []Loss        `json:"conflicts"`
-	Problems  []string      `json:"problems,omitempty"` // files that cannot travel (symlinks, ...)
-	Offline   string        `json:"offline,omitempty"`  // the remote could not be reached (local changes are committed)
-	Started   time.Time     `json:"started"`            // when the round began (before waiting for another round of this clone)
-	Duration  time.Duration `json:"duration"`
+	Committed bool             `json:"committed"` // local changes were committed
+	Fetched   bool             `json:"fetched"`   // the remote answered
+	Merged    bool             `json:"merged"`    // both sides had changes: a merge commit
+	Pushed    bool             `json:"pushed"`
+	Head      string           `json:"head"`     // the state commit the store reflects now
+	Applied   []Change         `json:"applied"`  // changes from other machines written into .tavern/
+	Deferred  []string         `json:"deferred"` // changed locally during the round: merged next round
+	Conflicts []Loss           `json:"conflicts"`
+	Problems  []string         `json:"problems,omitempty"` // files that cannot travel (symlinks, ...)
+	Offline   string           `json:"offline,omitempty"`  // the remote could not be reached (local changes are committed)
+	Started   schema.Timestamp `json:"started"`            // when the round began (before waiting for another round of this clone)
+	Duration  time.Duration    `json:"duration"`
 }
 
 // MarshalJSON writes Duration as a Go duration ("1.2s"), as the tavern
@@ -278,7 +278,7 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 		return nil, err
 	}
 	defer l.Unlock()
-	rep := &Report{Started: start.UTC(), Applied: []Change{}, Deferred: []string{}, Conflicts: []Loss{}} // lists, never null in JSON
+	rep := &Report{Started: schema.TimeOf(start.UTC()), Applied: []Change{}, Deferred: []string{}, Conflicts: []Loss{}} // lists, never null in JSON
 	defer func() { rep.Duration = time.Since(start) }()
 	st := sy.loadState()
 	snap, err := sy.snapshotWork()

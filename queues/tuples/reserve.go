@@ -30,15 +30,15 @@ const reservationsLockKey = "reservations"
 
 // Reservation is one agent's exclusive claim on the paths a glob matches.
 type Reservation struct {
-	ID       string    `json:"id"`
-	Agent    string    `json:"agent"`
-	Glob     string    `json:"glob"`
-	Reason   string    `json:"reason,omitempty"`
-	Created  time.Time `json:"created"`
-	Expires  time.Time `json:"expires,omitzero"` // zero: until unreserved (or its holder dies)
-	Hold     string    `json:"hold,omitempty"`   // HoldAgent, HoldProcess; "": a lease (Expires) or until unreserved
-	Instance string    `json:"instance,omitempty"`
-	Path     string    `json:"path"`
+	ID       string           `json:"id"`
+	Agent    string           `json:"agent"`
+	Glob     string           `json:"glob"`
+	Reason   string           `json:"reason,omitempty"`
+	Created  schema.Timestamp `json:"created"`
+	Expires  schema.Timestamp `json:"expires,omitzero"` // zero: until unreserved (or its holder dies)
+	Hold     string           `json:"hold,omitempty"`   // HoldAgent, HoldProcess; "": a lease (Expires) or until unreserved
+	Instance string           `json:"instance,omitempty"`
+	Path     string           `json:"path"`
 
 	lockKey string // liveness_lock
 	glob    Glob
@@ -62,7 +62,7 @@ func (c Conflict) String() string {
 		return s + " (holder gone: " + c.Gone + "; the reservation is being released)"
 	}
 	if !c.Held.Expires.IsZero() {
-		s += " until " + schema.FormatTime(c.Held.Expires)
+		s += " until " + schema.FormatTime(c.Held.Expires.Time)
 	}
 	if c.Held.Reason != "" {
 		s += " (" + c.Held.Reason + ")"
@@ -178,7 +178,7 @@ func (sp *Space) nextReservationLook(conflicts []Conflict) time.Time {
 			return sp.now().Add(sp.poll)
 		}
 		if e := c.Held.Expires; !e.IsZero() && (first.IsZero() || e.Before(first)) {
-			first = e
+			first = e.Time
 		}
 	}
 	return first
@@ -357,8 +357,8 @@ func setHolder(d *docstore.Doc, h holder) error {
 func (sp *Space) reservationOf(d *docstore.Doc) *Reservation {
 	r := &Reservation{ID: d.String("id"), Agent: d.String("agent"), Glob: d.String("glob"), Reason: d.String("reason"), Path: d.Path,
 		Hold: d.String("hold"), Instance: d.String("instance"), lockKey: d.String("liveness_lock")}
-	r.Created, _ = d.Time("created")
-	r.Expires, _ = d.Time("expires")
+	r.Created.Time, _ = d.Time("created")
+	r.Expires.Time, _ = d.Time("expires")
 	return r
 }
 

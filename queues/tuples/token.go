@@ -794,17 +794,17 @@ func (sp *Space) lockHeld(key string) bool {
 
 // TokenSlot is one slot of a token, free or held, as TokenSlots reports.
 type TokenSlot struct {
-	Name       string    `json:"token"`
-	ID         string    `json:"id"`
-	Slot       int64     `json:"slot"`
-	Epoch      int64     `json:"epoch"`
-	Free       bool      `json:"free"`
-	Hold       string    `json:"hold,omitempty"`
-	HeldBy     string    `json:"held_by,omitempty"`
-	Instance   string    `json:"instance,omitempty"`
-	Acquired   time.Time `json:"acquired,omitzero"`
-	LeaseUntil time.Time `json:"lease_until,omitzero"`
-	Path       string    `json:"path"`
+	Name       string           `json:"token"`
+	ID         string           `json:"id"`
+	Slot       int64            `json:"slot"`
+	Epoch      int64            `json:"epoch"`
+	Free       bool             `json:"free"`
+	Hold       string           `json:"hold,omitempty"`
+	HeldBy     string           `json:"held_by,omitempty"`
+	Instance   string           `json:"instance,omitempty"`
+	Acquired   schema.Timestamp `json:"acquired,omitzero"`
+	LeaseUntil schema.Timestamp `json:"lease_until,omitzero"`
+	Path       string           `json:"path"`
 }
 
 // TokenSlots returns the slots of token name (of every token if name is
@@ -865,8 +865,8 @@ func (sp *Space) slotList(name string, bad func(error)) ([]TokenSlot, error) {
 			Hold: d.String("hold"), HeldBy: d.String("held_by"), Instance: d.String("instance")}
 		s.Slot, _ = d.Int("slot")
 		s.Epoch, _ = d.Int("epoch")
-		s.Acquired, _ = d.Time("acquired")
-		s.LeaseUntil, _ = d.Time("lease_until")
+		s.Acquired.Time, _ = d.Time("acquired")
+		s.LeaseUntil.Time, _ = d.Time("lease_until")
 		out = append(out, s)
 	}
 	sort.Slice(out, func(i, j int) bool {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tavernhq/tavern/schema"
 )
 
 // The protocol: the client sends one request as a JSON line; the server
@@ -48,15 +50,15 @@ type Header struct {
 
 // Status is the answer to the "status" op (no sync needed).
 type Status struct {
-	PID      int       `json:"pid"`
-	Who      string    `json:"who"`  // the serving process ("tavern watch")
-	Root     string    `json:"root"` // the store root it serves
-	Started  time.Time `json:"started"`
-	Docs     int       `json:"documents"`
-	Mode     string    `json:"mode"`
-	Gen      uint64    `json:"gen"`    // syncs so far
-	Served   uint64    `json:"served"` // queries answered
-	Explicit bool      `json:"explicit"`
+	PID      int              `json:"pid"`
+	Who      string           `json:"who"`  // the serving process ("tavern watch")
+	Root     string           `json:"root"` // the store root it serves
+	Started  schema.Timestamp `json:"started"`
+	Docs     int              `json:"documents"`
+	Mode     string           `json:"mode"`
+	Gen      uint64           `json:"gen"`    // syncs so far
+	Served   uint64           `json:"served"` // queries answered
+	Explicit bool             `json:"explicit"`
 }
 
 // identity is a store root's device and inode.

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher"
 )
 
@@ -277,7 +278,7 @@ func (s *Server) handle(conn net.Conn) {
 	}
 	switch req.Op {
 	case "status":
-		st := Status{PID: os.Getpid(), Who: s.opt.Who, Root: s.root, Started: s.started, Docs: s.p.Len(),
+		st := Status{PID: os.Getpid(), Who: s.opt.Who, Root: s.root, Started: schema.TimeOf(s.started), Docs: s.p.Len(),
 			Mode: s.p.Mode(), Gen: s.gen.Load(), Served: s.served.Load(), Explicit: s.opt.Explicit}
 		s.reply(conn, 0, st, nil)
 		return

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/tavernhq/tavern/schema"
 )
 
 // The journal's encoder. Journal.Append runs on every engine mutation, and
@@ -93,15 +95,11 @@ func plain8(s string) bool {
 	return bad == 0
 }
 
-// appendEventTime appends t as time.Time.MarshalJSON does (RFC 3339 with
-// nanoseconds, quoted); a year outside [0,9999] is an error, as there.
+// appendEventTime appends t as schema.Timestamp's JSON does (the engine's
+// one time format, RFC 3339 in UTC with milliseconds, quoted); a year
+// outside [0,9999] is an error, as there.
 func appendEventTime(b []byte, t time.Time) ([]byte, error) {
-	b = append(b, '"')
-	b, err := t.AppendText(b)
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '"'), nil
+	return schema.AppendTimeJSON(b, t)
 }
 
 // appendEvent appends json.Marshal(e). The journal does not call it: it
@@ -112,7 +110,7 @@ func appendEvent(b []byte, e *Event) ([]byte, error) {
 	b = append(b, `{"id":`...)
 	b = appendJSONString(b, e.ID)
 	b = append(b, `,"time":`...)
-	b, err := appendEventTime(b, e.Time)
+	b, err := appendEventTime(b, e.Time.Time)
 	if err != nil {
 		return nil, err
 	}

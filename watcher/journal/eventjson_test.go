@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/tavernhq/tavern/schema"
 )
 
 // marshalCompare fails tb unless appendEvent(e) is byte-identical to
@@ -53,8 +55,8 @@ func TestEventJSON(t *testing.T) {
 	var events []Event
 	for _, s := range nasty {
 		events = append(events,
-			Event{ID: s, Time: base, Type: s},
-			Event{ID: "id", Time: base, Writer: s, Seq: 7, Type: "t", Kind: s, Path: s, Rev: s,
+			Event{ID: s, Time: schema.TimeOf(base), Type: s},
+			Event{ID: "id", Time: schema.TimeOf(base), Writer: s, Seq: 7, Type: "t", Kind: s, Path: s, Rev: s,
 				Agent: s, Parent: s, Item: s, Queue: s, Data: map[string]any{s: s, "k" + s: []any{s, nil}}},
 		)
 	}
@@ -85,7 +87,7 @@ func TestEventJSON(t *testing.T) {
 		{"z": 1, "a": 2, "m": 3, "A": 4, "_": 5, "é": 6, "": 7, "<": 8},
 	}
 	for _, d := range datas {
-		events = append(events, Event{ID: "0190a1b2-0000-7000-8000-000000000000", Time: base, Writer: "h/1/abc", Seq: 1, Type: "item.claimed", Data: d})
+		events = append(events, Event{ID: "0190a1b2-0000-7000-8000-000000000000", Time: schema.TimeOf(base), Writer: "h/1/abc", Seq: 1, Type: "item.claimed", Data: d})
 	}
 	for _, tm := range []time.Time{
 		{}, base, base.Truncate(time.Second), base.Truncate(time.Millisecond), time.Unix(0, 1).UTC(),
@@ -93,7 +95,7 @@ func TestEventJSON(t *testing.T) {
 		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC),
 		time.Now(), // with a monotonic reading
 	} {
-		events = append(events, Event{ID: "x", Time: tm, Type: "t", Seq: math.MaxUint64})
+		events = append(events, Event{ID: "x", Time: schema.TimeOf(tm), Type: "t", Seq: math.MaxUint64})
 	}
 	for _, e := range events {
 		marshalCompare(t, e)
@@ -145,7 +147,7 @@ func FuzzEventJSON(f *testing.F) {
 		// nsec spans more than int64 nanoseconds allow: scale so years
 		// beyond 9999 (an error for both encoders) are reachable.
 		tm := time.Unix(nsec/1e9*100, nsec%1e9).UTC()
-		e := Event{ID: agent, Time: tm, Writer: path, Seq: seq, Type: typ, Kind: sval, Path: path, Rev: key,
+		e := Event{ID: agent, Time: schema.TimeOf(tm), Writer: path, Seq: seq, Type: typ, Kind: sval, Path: path, Rev: key,
 			Agent: agent, Parent: typ, Item: sval, Queue: key}
 		if key != "" || b {
 			e.Data = map[string]any{
@@ -174,7 +176,7 @@ func mustMarshal(tb testing.TB, v any) []byte {
 // encoder against json.Marshal.
 func BenchmarkEventJSON(b *testing.B) {
 	e := Event{
-		ID: "0190a1b2-0000-7000-8000-000000000000", Time: time.Date(2026, 11, 22, 13, 4, 5, 123456789, time.UTC),
+		ID: "0190a1b2-0000-7000-8000-000000000000", Time: schema.TimeOf(time.Date(2026, 11, 22, 13, 4, 5, 123456789, time.UTC)),
 		Writer: "host/12345/abcdef", Seq: 12345, Type: "item.claimed", Kind: "item", Agent: "worker-3",
 		Path: "queues/q/claimed/0190a1b2-0000-7000-8000-000000000000.md",
 		Rev:  "3-9f8e7d6c", Item: "0190a1b2-0000-7000-8000-000000000000", Queue: "q",

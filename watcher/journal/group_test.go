@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/tavernhq/tavern/schema"
 )
 
 // groupHarness holds a Journal's lead: an observer blocks while the leader
@@ -181,12 +183,12 @@ func TestJournalGroupAppendIfAndDays(t *testing.T) {
 			}
 		}
 	}
-	h.queue(add(Event{Type: TypeCreated, Path: "notes/a.md", Rev: "r1", Time: today}))
+	h.queue(add(Event{Type: TypeCreated, Path: "notes/a.md", Rev: "r1", Time: schema.TimeOf(today)}))
 	h.queue(appendIf("x", Event{Type: TypeExternal, Path: "notes/a.md", Rev: "r1"}))
-	h.queue(add(Event{Type: "b", Time: other}))
+	h.queue(add(Event{Type: "b", Time: schema.TimeOf(other)}))
 	h.queue(appendIf("y1", Event{Type: TypeExternal, Path: "notes/a.md", Rev: "r2"}))
 	h.queue(appendIf("y2", Event{Type: TypeExternal, Path: "notes/a.md", Rev: "r2"}))
-	h.queue(add(Event{Type: "c", Time: today}))
+	h.queue(add(Event{Type: "c", Time: schema.TimeOf(today)}))
 	h.finish()
 	if appended["x"] != 0 || appended["y1"] != 1 || appended["y2"] != 0 {
 		t.Errorf("AppendIf appended: got %v, want y1:1", appended)

@@ -338,7 +338,7 @@ func (h *Heads) apply(e Event) {
 	if e.Path == "" {
 		return
 	}
-	at := e.Time
+	at := e.Time.Time
 	switch e.Type {
 	case TypeError, TypeMissed, TypeDegraded:
 		return

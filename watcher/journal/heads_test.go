@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/tavernhq/tavern/schema"
 )
 
 // openHeadsJournal opens a journal in a fresh store root, closed when
@@ -28,21 +30,21 @@ func openHeadsJournal(tb testing.TB) (string, *Journal) {
 // current, whatever the order of the lines.
 func TestHeads(t *testing.T) {
 	root, j := openHeadsJournal(t)
-	t0 := time.Now().UTC().Add(-time.Minute)
+	t0 := time.Now().UTC().Add(-time.Minute).Truncate(time.Millisecond) // the journal keeps milliseconds
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	seen := func(s int) string { return at(s).Format(time.RFC3339Nano) }
 	for _, e := range []Event{
-		{Type: TypeCreated, Path: "a.md", Rev: "r1", Time: at(1)},
-		{Type: TypeUpdated, Path: "a.md", Rev: "r2", Time: at(3)},
+		{Type: TypeCreated, Path: "a.md", Rev: "r1", Time: schema.TimeOf(at(1))},
+		{Type: TypeUpdated, Path: "a.md", Rev: "r2", Time: schema.TimeOf(at(3))},
 		// A hand edit seen at 2 s, journaled after the engine's r2: it
 		// happened, but r2 stays the head.
-		{Type: TypeExternal, Path: "a.md", Rev: "h", Time: at(4), Data: map[string]any{"op": TypeUpdated, "seen": seen(2)}},
-		{Type: TypeMoved, Path: "b.md", Time: at(5), Data: map[string]any{"from": "a.md"}},
-		{Type: TypeExternal, Path: "c.md", Rev: "bad", Time: at(6), Data: map[string]any{"op": TypeInvalid, "seen": seen(6)}},
-		{Type: TypeExternal, Path: "c.md", Rev: "good", Time: at(7), Data: map[string]any{"op": TypeCreated, "seen": seen(7)}},
-		{Type: TypeUpdated, Path: "d.md", Rev: "r9", Time: at(8)},
-		{Type: "tuple.in", Path: "f.md", Rev: "r7", Time: at(8)}, // a domain event: no head
-		{Type: "queue.created", Path: "e.md", Time: at(8)},       // no revision: no head
+		{Type: TypeExternal, Path: "a.md", Rev: "h", Time: schema.TimeOf(at(4)), Data: map[string]any{"op": TypeUpdated, "seen": seen(2)}},
+		{Type: TypeMoved, Path: "b.md", Time: schema.TimeOf(at(5)), Data: map[string]any{"from": "a.md"}},
+		{Type: TypeExternal, Path: "c.md", Rev: "bad", Time: schema.TimeOf(at(6)), Data: map[string]any{"op": TypeInvalid, "seen": seen(6)}},
+		{Type: TypeExternal, Path: "c.md", Rev: "good", Time: schema.TimeOf(at(7)), Data: map[string]any{"op": TypeCreated, "seen": seen(7)}},
+		{Type: TypeUpdated, Path: "d.md", Rev: "r9", Time: schema.TimeOf(at(8))},
+		{Type: "tuple.in", Path: "f.md", Rev: "r7", Time: schema.TimeOf(at(8))}, // a domain event: no head
+		{Type: "queue.created", Path: "e.md", Time: schema.TimeOf(at(8))},       // no revision: no head
 	} {
 		if _, err := j.Append(e); err != nil {
 			t.Fatal(err)
@@ -106,7 +108,7 @@ func TestHeads(t *testing.T) {
 	if err := h.Save(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := j.Append(Event{Type: TypeRemoved, Path: "d.md", Time: at(9)}); err != nil {
+	if _, err := j.Append(Event{Type: TypeRemoved, Path: "d.md", Time: schema.TimeOf(at(9))}); err != nil {
 		t.Fatal(err)
 	}
 	h2, err := LoadHeads(root)
@@ -156,20 +158,20 @@ func TestHeads(t *testing.T) {
 // byte is not used (the heads are read from the journal).
 func TestHeadsCheckpointRoundTrip(t *testing.T) {
 	root, j := openHeadsJournal(t)
-	t0 := time.Now().UTC().Add(-time.Minute)
+	t0 := time.Now().UTC().Add(-time.Minute).Truncate(time.Millisecond) // the journal keeps milliseconds
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	var paths []string
 	for i := range 40 {
 		p := fmt.Sprintf("agents/a%d.md", i)
 		paths = append(paths, p)
-		evs := []Event{{Type: TypeCreated, Path: p, Rev: fmt.Sprintf("r%d-1", i), Time: at(1)}}
+		evs := []Event{{Type: TypeCreated, Path: p, Rev: fmt.Sprintf("r%d-1", i), Time: schema.TimeOf(at(1))}}
 		switch i % 4 {
 		case 1:
-			evs = append(evs, Event{Type: TypeInvalid, Path: p, Rev: fmt.Sprintf("r%d-bad", i), Time: at(2)})
+			evs = append(evs, Event{Type: TypeInvalid, Path: p, Rev: fmt.Sprintf("r%d-bad", i), Time: schema.TimeOf(at(2))})
 		case 2:
-			evs = append(evs, Event{Type: TypeRemoved, Path: p, Time: at(2)})
+			evs = append(evs, Event{Type: TypeRemoved, Path: p, Time: schema.TimeOf(at(2))})
 		case 3:
-			evs = append(evs, Event{Type: TypeUpdated, Path: p, Rev: fmt.Sprintf("r%d-2", i), Time: at(3)})
+			evs = append(evs, Event{Type: TypeUpdated, Path: p, Rev: fmt.Sprintf("r%d-2", i), Time: schema.TimeOf(at(3))})
 		}
 		for _, e := range evs {
 			if _, err := j.Append(e); err != nil {
@@ -227,9 +229,9 @@ func TestHeadsCheckpointRoundTrip(t *testing.T) {
 	// late) leaves it the head but is remembered.
 	for i, p := range paths {
 		loaded, _ := h2.Get(p)
-		e := Event{Type: TypeUpdated, Path: p, Rev: fmt.Sprintf("r%d-5", i), Time: at(5)}
+		e := Event{Type: TypeUpdated, Path: p, Rev: fmt.Sprintf("r%d-5", i), Time: schema.TimeOf(at(5))}
 		if i%2 == 0 {
-			e.Time = at(0)
+			e.Time.Time = at(0)
 		}
 		h2.Apply(e)
 		if i%2 == 1 {
@@ -280,9 +282,9 @@ func TestDecodeHeadsCopies(t *testing.T) {
 	at := time.Now().UTC().Add(-time.Minute)
 	for i := range 12 {
 		p := fmt.Sprintf("agents/a%d.md", i)
-		evs := []Event{{Type: TypeCreated, Path: p, Rev: fmt.Sprintf("r%d-1", i), Time: at}}
+		evs := []Event{{Type: TypeCreated, Path: p, Rev: fmt.Sprintf("r%d-1", i), Time: schema.TimeOf(at)}}
 		if i%2 == 1 { // LastValid other than Rev
-			evs = append(evs, Event{Type: TypeInvalid, Path: p, Rev: fmt.Sprintf("r%d-bad", i), Time: at.Add(time.Second)})
+			evs = append(evs, Event{Type: TypeInvalid, Path: p, Rev: fmt.Sprintf("r%d-bad", i), Time: schema.TimeOf(at.Add(time.Second))})
 		}
 		for _, e := range evs {
 			if _, err := j.Append(e); err != nil {
@@ -339,7 +341,7 @@ func TestDecodeHeadsCopies(t *testing.T) {
 func TestHeadsRecordAppliedOnce(t *testing.T) {
 	root, j := openHeadsJournal(t)
 	at := time.Now().UTC().Add(-time.Minute)
-	if _, err := j.Append(Event{Type: TypeCreated, Path: "a.md", Rev: "r1", Time: at}); err != nil {
+	if _, err := j.Append(Event{Type: TypeCreated, Path: "a.md", Rev: "r1", Time: schema.TimeOf(at)}); err != nil {
 		t.Fatal(err)
 	}
 	h, err := LoadHeads(root)
@@ -353,7 +355,7 @@ func TestHeadsRecordAppliedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := at.Add(time.Second).Format(time.RFC3339Nano)
-	ext := Event{Type: TypeExternal, Path: "a.md", Rev: "r2", Time: at.Add(2 * time.Second), Data: map[string]any{"op": TypeUpdated, "seen": seen}}
+	ext := Event{Type: TypeExternal, Path: "a.md", Rev: "r2", Time: schema.TimeOf(at.Add(2 * time.Second)), Data: map[string]any{"op": TypeUpdated, "seen": seen}}
 	if _, err := j.AppendIf(h, []Event{ext}, func(*Event) bool { return true }); err != nil {
 		t.Fatal(err)
 	}

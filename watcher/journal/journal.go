@@ -23,6 +23,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
 )
 
 // Event types of document changes (RecordMutations, the watcher) and of the
@@ -52,19 +53,19 @@ const Dir = "events"
 // Event is one journal record and one subscription message. Empty fields
 // are omitted from the JSON line so the journal stays greppable.
 type Event struct {
-	ID     string         `json:"id"`               // UUIDv7: time-ordered, unique
-	Time   time.Time      `json:"time"`             // UTC
-	Writer string         `json:"writer,omitempty"` // host/pid/random of the appending Journal
-	Seq    uint64         `json:"seq,omitempty"`    // per-writer sequence, from 1, no gaps
-	Type   string         `json:"type"`
-	Kind   string         `json:"kind,omitempty"`
-	Path   string         `json:"path,omitempty"` // store-relative, slash-separated
-	Rev    string         `json:"rev,omitempty"`  // document revision after the change
-	Agent  string         `json:"agent,omitempty"`
-	Parent string         `json:"parent,omitempty"`
-	Item   string         `json:"item,omitempty"`
-	Queue  string         `json:"queue,omitempty"`
-	Data   map[string]any `json:"data,omitempty"`
+	ID     string           `json:"id"`               // UUIDv7: time-ordered, unique
+	Time   schema.Timestamp `json:"time"`             // UTC
+	Writer string           `json:"writer,omitempty"` // host/pid/random of the appending Journal
+	Seq    uint64           `json:"seq,omitempty"`    // per-writer sequence, from 1, no gaps
+	Type   string           `json:"type"`
+	Kind   string           `json:"kind,omitempty"`
+	Path   string           `json:"path,omitempty"` // store-relative, slash-separated
+	Rev    string           `json:"rev,omitempty"`  // document revision after the change
+	Agent  string           `json:"agent,omitempty"`
+	Parent string           `json:"parent,omitempty"`
+	Item   string           `json:"item,omitempty"`
+	Queue  string           `json:"queue,omitempty"`
+	Data   map[string]any   `json:"data,omitempty"`
 }
 
 // Journal appends events to <root>/events/<yyyy-mm-dd>.jsonl.
@@ -190,7 +191,7 @@ func (j *Journal) AppendIf(h *Heads, evs []Event, keep func(*Event) bool) ([]Eve
 		}
 		// Stamped now: decided events go to today's file, whose lock
 		// serialises the decisions.
-		e.Time = now.UTC()
+		e.Time = schema.TimeOf(now.UTC().Truncate(time.Millisecond))
 		e.Writer = j.writer
 		r := appendReqs.Get().(*appendReq)
 		defer putAppendReq(r)
@@ -217,9 +218,11 @@ func (j *Journal) append(e Event) (Event, bool, error) {
 		return e, false, fmt.Errorf("append event: %w", ErrNoType)
 	}
 	if e.Time.IsZero() {
-		e.Time = time.Now()
+		e.Time = schema.TimeOf(time.Now())
 	}
-	e.Time = e.Time.UTC()
+	// Milliseconds, as the line says (schema.Timestamp): the event
+	// returned is the one a reader gets back.
+	e.Time = schema.TimeOf(e.Time.UTC().Truncate(time.Millisecond))
 	e.Writer = j.writer
 	r := appendReqs.Get().(*appendReq)
 	defer putAppendReq(r)
@@ -235,7 +238,7 @@ func (j *Journal) append(e Event) (Event, bool, error) {
 
 // encode sets r.body and r.split from e.
 func (r *appendReq) encode(e *Event) error {
-	body, err := appendEventTime(r.body[:0], e.Time)
+	body, err := appendEventTime(r.body[:0], e.Time.Time)
 	if err == nil {
 		r.split = len(body)
 		body, err = appendEventTail(body, e)
@@ -362,7 +365,7 @@ func (j *Journal) writeDay(group []*appendReq, now time.Time) {
 			r.err = err
 		}
 	}
-	f, err := j.lockDay(group[0].day, group[0].e.Time)
+	f, err := j.lockDay(group[0].day, group[0].e.Time.Time)
 	if err != nil {
 		fail(group, err)
 		return

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tavernhq/tavern/docstore/storetest"
+	"github.com/tavernhq/tavern/schema"
 )
 
 // journalWorker appends args[1] events from each of args[3] goroutines
@@ -145,9 +146,9 @@ func TestJournalFilterAndMalformed(t *testing.T) {
 	defer j.Close()
 	day := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
 	evs := []Event{
-		{Type: "item.claimed", Kind: "item", Agent: "a1", Time: day},
-		{Type: "item.completed", Kind: "item", Agent: "a2", Time: day.Add(time.Hour)},
-		{Type: "agent.spawned", Kind: "agent", Agent: "a1", Parent: "boss", Time: day.Add(24 * time.Hour)},
+		{Type: "item.claimed", Kind: "item", Agent: "a1", Time: schema.TimeOf(day)},
+		{Type: "item.completed", Kind: "item", Agent: "a2", Time: schema.TimeOf(day.Add(time.Hour))},
+		{Type: "agent.spawned", Kind: "agent", Agent: "a1", Parent: "boss", Time: schema.TimeOf(day.Add(24 * time.Hour))},
 	}
 	for _, e := range evs {
 		if _, err := j.Append(e); err != nil {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tavernhq/tavern/schema"
 )
 
 // TestTail checks Tail against Read on a journal of two days whose last
@@ -29,7 +31,7 @@ func TestTail(t *testing.T) {
 		if i >= 10 {
 			at = day.Add(24 * time.Hour)
 		}
-		if _, err := j.Append(Event{Type: typ, Time: at.Add(time.Duration(i) * time.Millisecond), Data: map[string]any{"i": i, "pad": pad}}); err != nil {
+		if _, err := j.Append(Event{Type: typ, Time: schema.TimeOf(at.Add(time.Duration(i) * time.Millisecond)), Data: map[string]any{"i": i, "pad": pad}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -114,10 +116,10 @@ func TestTailSinceStops(t *testing.T) {
 	// filter's Since would return it, a read that stops at the old event
 	// does not.
 	for _, e := range []Event{
-		{Type: "x", Time: base.Add(50 * time.Minute)},
-		{Type: "x", Time: base},
-		{Type: "x", Time: base.Add(55 * time.Minute)},
-		{Type: "x", Time: base.Add(56 * time.Minute)},
+		{Type: "x", Time: schema.TimeOf(base.Add(50 * time.Minute))},
+		{Type: "x", Time: schema.TimeOf(base)},
+		{Type: "x", Time: schema.TimeOf(base.Add(55 * time.Minute))},
+		{Type: "x", Time: schema.TimeOf(base.Add(56 * time.Minute))},
 	} {
 		if _, err := j.Append(e); err != nil {
 			t.Fatal(err)

@@ -91,7 +91,7 @@ func needPane(s *view.Snapshot, n view.Need) pane {
 	if n.Path != "" {
 		fmt.Fprintf(&b, "Document: `%s`", n.Path)
 		if !n.Since.IsZero() {
-			fmt.Fprintf(&b, " · since %s ago", view.Age(s.Time, n.Since))
+			fmt.Fprintf(&b, " · since %s ago", view.Age(s.Time.Time, n.Since.Time))
 		}
 		b.WriteString("\n\n")
 	}
@@ -118,7 +118,7 @@ func (m *Model) agentRows(s *view.Snapshot) []row {
 		}
 		last := ""
 		if !a.LastActivity.IsZero() {
-			last = view.Age(s.Time, a.LastActivity)
+			last = view.Age(s.Time.Time, a.LastActivity.Time)
 		}
 		r := row{key: "agent:" + a.Name, text: fmt.Sprintf("%s %-16s %-9s %-5s %s%s", alive, a.Name, a.State, last, strings.Join(a.Claims, " "), invalidMark(a.Valid)),
 			kind: a.State, path: a.Path, channel: "@" + a.Name}
@@ -242,7 +242,7 @@ func (m *Model) channelRows(s *view.Snapshot) []row {
 		c := c
 		last := ""
 		if !c.Last.IsZero() {
-			last = view.Age(s.Time, c.Last)
+			last = view.Age(s.Time.Time, c.Last.Time)
 		}
 		r := row{key: "channel:" + c.Name, text: fmt.Sprintf("%-20s %5d  %s", c.Name, c.Messages, last), path: c.Path, channel: c.Name, archived: c.Archived}
 		if c.Archived {

@@ -187,7 +187,7 @@ func WriteMarkdown(w io.Writer, snap *view.Snapshot) error {
 }
 
 func mdHeader(w io.Writer, s *view.Snapshot) {
-	fmt.Fprintf(w, "<!-- tavern export of %s at %s, version %d -->\n\n", s.Root, stamp(s.Time), s.Version)
+	fmt.Fprintf(w, "<!-- tavern export of %s at %s, version %d -->\n\n", s.Root, stamp(s.Time.Time), s.Version)
 }
 
 // cell makes a value safe in a Markdown table cell.
@@ -221,7 +221,7 @@ func mdNeeds(w io.Writer, s *view.Snapshot) {
 			fmt.Fprintf(w, "- document: `%s`\n", n.Path)
 		}
 		if !n.Since.IsZero() {
-			fmt.Fprintf(w, "- since: %s (%s ago)\n", stamp(n.Since), view.Age(s.Time, n.Since))
+			fmt.Fprintf(w, "- since: %s (%s ago)\n", stamp(n.Since.Time), view.Age(s.Time.Time, n.Since.Time))
 		}
 		if n.Text != "" {
 			fmt.Fprintf(w, "\n%s\n", quote(n.Text))
@@ -248,7 +248,7 @@ func mdAgents(w io.Writer, s *view.Snapshot) {
 		}
 		last := ""
 		if !a.LastActivity.IsZero() {
-			last = view.Age(s.Time, a.LastActivity) + " ago"
+			last = view.Age(s.Time.Time, a.LastActivity.Time) + " ago"
 		}
 		rows = append(rows, []string{a.Name, a.State, alive, a.Role, a.Parent, strings.Join(a.Claims, " "), last, a.Commitments})
 	}
@@ -281,7 +281,7 @@ func mdQueues(w io.Writer, s *view.Snapshot) {
 	for _, q := range s.Queues {
 		oldest := ""
 		if !q.OldestPending.IsZero() {
-			oldest = view.Age(s.Time, q.OldestPending)
+			oldest = view.Age(s.Time.Time, q.OldestPending.Time)
 		}
 		rows = append(rows, []string{q.Name, fmt.Sprint(q.Priority), fmt.Sprint(q.Pending), fmt.Sprint(q.Claimed),
 			fmt.Sprint(q.Done), fmt.Sprint(q.Dead), fmt.Sprintf("%.1f/min", q.Throughput), oldest, owners(q.Owners)})
@@ -322,7 +322,7 @@ func mdChannels(w io.Writer, s *view.Snapshot) {
 	for _, c := range s.Channels {
 		last := ""
 		if !c.Last.IsZero() {
-			last = stamp(c.Last)
+			last = stamp(c.Last.Time)
 		}
 		rows = append(rows, []string{c.Name, c.Topic, fmt.Sprint(c.Messages), last})
 	}
@@ -335,7 +335,7 @@ func mdResources(w io.Writer, s *view.Snapshot) {
 	for _, r := range s.Reservations {
 		exp := "until released"
 		if !r.Expires.IsZero() {
-			exp = stamp(r.Expires)
+			exp = stamp(r.Expires.Time)
 		}
 		rows = append(rows, []string{r.Agent, "`" + r.Glob + "`", r.Reason, exp})
 	}
@@ -364,7 +364,7 @@ func mdJournal(w io.Writer, s *view.Snapshot) {
 	var rows [][]string
 	for i := len(s.Journal) - 1; i >= 0; i-- {
 		e := s.Journal[i]
-		rows = append(rows, []string{stamp(e.Time), e.Type, e.Agent, e.Path, eventData(e)})
+		rows = append(rows, []string{stamp(e.Time.Time), e.Type, e.Agent, e.Path, eventData(e)})
 	}
 	table(w, []string{"time", "type", "agent", "path", "details"}, rows)
 }

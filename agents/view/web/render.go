@@ -17,6 +17,7 @@ import (
 	"github.com/yuin/goldmark/extension"
 
 	"github.com/tavernhq/tavern/agents/view"
+	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
 
@@ -35,8 +36,8 @@ var md = sync.OnceValue(func() goldmark.Markdown { return goldmark.New(goldmark.
 var templates = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("").Funcs(template.FuncMap{
 		"md":        renderMD,
-		"age":       view.Age,
-		"ts":        func(t time.Time) string { return stamp(t) },
+		"age":       func(now, t any) string { return view.Age(timeOf(now), timeOf(t)) },
+		"ts":        func(t any) string { return stamp(timeOf(t)) },
 		"event":     eventData,
 		"lower":     strings.ToLower,
 		"path":      url.PathEscape,
@@ -53,7 +54,7 @@ var templates = sync.OnceValue(func() *template.Template {
 		},
 		// html/template drops comments written in a template.
 		"exportMark": func(s *view.Snapshot) template.HTML {
-			return template.HTML("<!-- tavern export of " + template.HTMLEscapeString(s.Root) + " at " + stamp(s.Time) + " -->\n")
+			return template.HTML("<!-- tavern export of " + template.HTMLEscapeString(s.Root) + " at " + stamp(s.Time.Time) + " -->\n")
 		},
 		"css": func() template.CSS {
 			b, _ := assets.ReadFile("static/style.css")
@@ -82,6 +83,18 @@ func renderMD(s string) template.HTML {
 		return template.HTML(template.HTMLEscapeString(s))
 	}
 	return template.HTML(b.String())
+}
+
+// timeOf is the time of a template value: the snapshot's times are
+// schema.Timestamps (for their JSON), others time.Time.
+func timeOf(v any) time.Time {
+	switch t := v.(type) {
+	case schema.Timestamp:
+		return t.Time
+	case time.Time:
+		return t
+	}
+	return time.Time{}
 }
 
 func stamp(t time.Time) string {

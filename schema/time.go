@@ -1,0 +1,42 @@
+package schema
+
+import (
+	"fmt"
+	"time"
+)
+
+// TimeLayout is FormatTime's layout: RFC 3339 in UTC with milliseconds.
+const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// Timestamp is a time.Time whose JSON is the engine's one timestamp format
+// (FormatTime), as the documents' own times are in --json. time.Time's
+// JSON (RFC 3339 with nanoseconds, trailing zeros dropped, in the value's
+// zone) varies in width and does not sort as a string: "12:00:05.1Z"
+// sorts after "12:00:05.12Z". Every time field of a JSON answer is a Timestamp.
+// Reading accepts what time.Time's JSON accepts (files written before).
+type Timestamp struct{ time.Time }
+
+// TimeOf wraps t.
+func TimeOf(t time.Time) Timestamp { return Timestamp{t} }
+
+// MarshalJSON writes FormatTime(t), quoted. A year outside [0,9999] is an
+// error, as for time.Time.
+func (t Timestamp) MarshalJSON() ([]byte, error) {
+	return AppendTimeJSON(make([]byte, 0, len(TimeLayout)+2), t.Time)
+}
+
+// UnmarshalJSON reads an RFC 3339 string (any precision and zone), as
+// time.Time's does.
+func (t *Timestamp) UnmarshalJSON(b []byte) error { return t.Time.UnmarshalJSON(b) }
+
+// AppendTimeJSON appends t as Timestamp's JSON: FormatTime's string, quoted.
+// For writers that assemble JSON by hand (the journal).
+func AppendTimeJSON(b []byte, t time.Time) ([]byte, error) {
+	u := t.UTC()
+	if y := u.Year(); y < 0 || y > 9999 {
+		return nil, fmt.Errorf("schema.Timestamp.MarshalJSON: year %d outside of range [0,9999]", y)
+	}
+	b = append(b, '"')
+	b = u.AppendFormat(b, TimeLayout)
+	return append(b, '"'), nil
+}
