@@ -70,3 +70,31 @@ func TestTimestampRead(t *testing.T) {
 		t.Error("year 10000: no error")
 	}
 }
+
+// TestAppendTimeJSONLayout: the hand-written formatter writes what
+// FormatTime's layout does, over the whole range of years and fractions.
+func TestAppendTimeJSONLayout(t *testing.T) {
+	for _, tm := range []time.Time{
+		time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(2026, 11, 25, 9, 5, 7, 1000000, time.FixedZone("x", -5*3600)),
+		time.Date(2026, 2, 3, 4, 5, 6, 999999, time.UTC),
+		time.Unix(0, 0),
+		time.Now(),
+	} {
+		got, err := AppendTimeJSON(nil, tm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := `"` + tm.UTC().Format(TimeLayout) + `"`; string(got) != want {
+			t.Errorf("%v: got %s, want %s", tm, got, want)
+		}
+	}
+	for i := int64(0); i < 2000; i++ {
+		tm := time.Unix((i*7919*86400/3+i*1000003)%253402300799, i*999983%1e9).UTC() // up to 9999-12-31
+		got, _ := AppendTimeJSON(nil, tm)
+		if want := `"` + FormatTime(tm) + `"`; string(got) != want {
+			t.Fatalf("%v: got %s, want %s", tm, got, want)
+		}
+	}
+}
