@@ -133,7 +133,7 @@ func serveQueries(c *cli.Context, s *docstore.Store, p *watcher.Projection, who 
 		return func() {}
 	}
 	srv, err := daemon.Start(p, daemon.Options{Who: who, Handlers: queryHandlers(s),
-		OnError: func(err error) { errf(c, "tavern: daemon: %v\n", err) }})
+		OnError: func(err error) { reportErr(c, "daemon", err) }})
 	if err != nil {
 		return func() {} // a polling projection: reads go to the files
 	}
@@ -174,7 +174,7 @@ func openServingProjection(c *cli.Context, m *agents.Manager, who string, onlyIf
 		}
 		p, err := watcher.Open(m.Store, watcher.Options{Watch: true, Cache: true})
 		if err != nil {
-			errf(c, "tavern: warning: no query daemon: %v\n", err)
+			warnf(c, "no query daemon: %w", err)
 			return
 		}
 		mu.Lock()
@@ -338,7 +338,7 @@ func runDaemonForeground(c *cli.Context) error {
 	ctx, stop := context.WithCancel(c.Context)
 	defer stop()
 	srv, err := daemon.Start(p, daemon.Options{Who: "tavern daemon", Explicit: true, OnStop: stop,
-		Handlers: queryHandlers(m.Store), OnError: func(err error) { errf(c, "tavern: daemon: %v\n", err) }})
+		Handlers: queryHandlers(m.Store), OnError: func(err error) { reportErr(c, "daemon", err) }})
 	if err != nil {
 		return err
 	}

@@ -410,6 +410,29 @@ func jsonError(err error, code int) string {
 	return string(b)
 }
 
+// warnf reports a condition a command goes on despite (no background
+// reaper, a watch that polls): "tavern: warning: ..." text, or under
+// --json the JSON error object warn writes, so that stderr parses too.
+func warnf(c *cli.Context, format string, args ...any) {
+	err := fmt.Errorf(format, args...)
+	if c.Bool("json") {
+		warn(c, err)
+		return
+	}
+	errf(c, "tavern: warning: %v\n", err)
+}
+
+// reportErr reports an error of a long-running command's background work
+// (the reaper, the daemon's server), which goes on: "tavern: WHAT: ..."
+// text, or a JSON error object under --json.
+func reportErr(c *cli.Context, what string, err error) {
+	if c.Bool("json") {
+		warn(c, fmt.Errorf("%s: %w", what, err))
+		return
+	}
+	errf(c, "tavern: %s: %v\n", what, err)
+}
+
 // warn reports a problem that does not stop the command (a document ls
 // could not read): a JSON error object under --json, else a text line.
 func warn(c *cli.Context, err error) {

@@ -840,8 +840,10 @@ func TestWatchLimitWarns(t *testing.T) {
 	wrap := inLowWatchLimit(t, 6)
 	p := newProject(t)
 	w := watchJSONIn(t, p, wrap)
-	if e := w.errText(); !strings.Contains(e, "warning") || !strings.Contains(e, "watch limit") || !strings.Contains(e, "poll") {
-		t.Errorf("watch stderr does not warn about the watch limit:\n%s", e)
+	// Under --json the warning is a JSON error object, as every error
+	// on stderr is.
+	if e := w.errText(); !jsonLineWith(e, "watch limit") || !strings.Contains(e, "poll") {
+		t.Errorf("watch --json stderr does not warn about the watch limit in a JSON object:\n%s", e)
 	}
 	var degraded []journal.Event
 	for _, line := range strings.Split(strings.TrimSpace(p.ok("log", "--type", journal.TypeDegraded, "--json")), "\n") {
@@ -879,9 +881,21 @@ func TestWatchLimitWarns(t *testing.T) {
 	if err := take.Wait(); err != nil {
 		t.Fatalf("take --wait: %v\n%s", err, errb.String())
 	}
-	if !strings.Contains(out.String(), "late") || !strings.Contains(errb.String(), "watch limit") {
-		t.Errorf("take --wait: stdout %q, stderr %q: want the item and a warning", out.String(), errb.String())
+	if !strings.Contains(out.String(), "late") || !jsonLineWith(errb.String(), "watch limit") {
+		t.Errorf("take --wait --json: stdout %q, stderr %q: want the item and a warning as a JSON object", out.String(), errb.String())
 	}
+}
+
+// jsonLineWith reports whether a line of stderr that mentions want is a
+// JSON object whose "error" says it.
+func jsonLineWith(stderr, want string) bool {
+	for _, line := range strings.Split(stderr, "\n") {
+		var obj struct{ Error string }
+		if strings.Contains(line, want) && json.Unmarshal([]byte(line), &obj) == nil && strings.Contains(obj.Error, want) {
+			return true
+		}
+	}
+	return false
 }
 
 // TestWatchWhereAndPath: `watch --where` streams the changes of the

@@ -19,7 +19,7 @@ import (
 func startReaper(c *cli.Context, s *docstore.Store) func() {
 	m, err := agents.NewManager(s)
 	if err != nil {
-		errf(c, "tavern: warning: no background reaper: %v\n", err)
+		warnf(c, "no background reaper: %w", err)
 		return func() {}
 	}
 	stop := startReaperWith(c, m)
@@ -34,7 +34,7 @@ func startReaper(c *cli.Context, s *docstore.Store) func() {
 func startReaperWith(c *cli.Context, m *agents.Manager) func() {
 	b, err := queues.Open(m.Store, queues.Options{Journal: m.Journal})
 	if err != nil {
-		errf(c, "tavern: warning: no background reaper: %v\n", err)
+		warnf(c, "no background reaper: %w", err)
 		return func() {}
 	}
 	stop := runReaper(c, m, b)
@@ -52,7 +52,7 @@ func runReaper(c *cli.Context, m *agents.Manager, b *queues.Broker) func() {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		m.RunReaper(ctx, b, time.Second, func(err error) { errf(c, "tavern: reaper: %v\n", err) })
+		m.RunReaper(ctx, b, time.Second, func(err error) { reportErr(c, "reaper", err) })
 	}()
 	return func() {
 		cancel()
