@@ -2,7 +2,9 @@ package kit
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"sort"
@@ -31,6 +33,12 @@ type NextOptions struct {
 	Queues []string
 	Limit  int // items to offer (default 1)
 	Now    time.Time
+	// Diag, when set, gets what Next passed over that will not become
+	// claimable by waiting: item files that do not parse or validate
+	// (path:line:col) and items whose dependency is dead or missing, as
+	// Take reports them. A listing that only said nothing would read as
+	// "no work".
+	Diag *queues.Diagnostics
 }
 
 // Next answers "what should I do next": the first claimable pending items
@@ -58,7 +66,7 @@ func Next(b *queues.Broker, agent string, opt NextOptions) ([]NextItem, error) {
 			return nil, err
 		}
 		for _, id := range ids {
-			it, ok := claimable(b, q, id, opt.Now)
+			it, ok := claimable(b, q, id, opt.Now, opt.Diag)
 			if !ok {
 				continue
 			}
@@ -125,12 +133,23 @@ func pendingIDs(s *docstore.Store, queue string) ([]string, error) {
 	return ids, nil
 }
 
-func claimable(b *queues.Broker, queue, id string, now time.Time) (NextItem, bool) {
+func claimable(b *queues.Broker, queue, id string, now time.Time, diag *queues.Diagnostics) (NextItem, bool) {
+	if diag == nil {
+		diag = &queues.Diagnostics{}
+	}
 	s := b.Store()
 	rel := queues.ItemPath(queue, queues.Pending, id)
 	d, err := s.Get(rel)
-	if err != nil || len(d.Validate(false)) > 0 {
-		return NextItem{}, false // gone meanwhile, or invalid (take reports those)
+	if errors.Is(err, fs.ErrNotExist) {
+		return NextItem{}, false // gone meanwhile
+	}
+	if err != nil {
+		diag.Invalid = append(diag.Invalid, err)
+		return NextItem{}, false
+	}
+	if errs := d.Validate(false); len(errs) > 0 {
+		diag.Invalid = append(diag.Invalid, &docstore.ValidationError{Path: rel, Errors: errs})
+		return NextItem{}, false
 	}
 	if abs, err := s.Abs(queues.ItemPath(queue, queues.Claimed, id)); err == nil {
 		if _, err := os.Lstat(abs); err == nil {
@@ -142,7 +161,14 @@ func claimable(b *queues.Broker, queue, id string, now time.Time) (NextItem, boo
 	}
 	for _, dep := range d.Strings("depends_on") {
 		it, err := b.Get(dep)
-		if err != nil || it.State != queues.Done {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			diag.Blocked = append(diag.Blocked, queues.Blocked{ID: id, Queue: queue, Path: rel, Dep: dep, DepState: "missing"})
+			return NextItem{}, false
+		case err == nil && it.State == queues.Dead:
+			diag.Blocked = append(diag.Blocked, queues.Blocked{ID: id, Queue: queue, Path: rel, Dep: dep, DepState: "dead"})
+			return NextItem{}, false
+		case err != nil || it.State != queues.Done:
 			return NextItem{}, false
 		}
 	}

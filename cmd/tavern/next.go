@@ -9,6 +9,7 @@ import (
 
 	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/agents/kit"
+	"github.com/tavernhq/tavern/queues"
 )
 
 func newNextCommand() *cli.Command {
@@ -27,7 +28,9 @@ queue take --json prints (invalid item files and blocked items in it, not
 as warnings on stderr). Exit 3 if nothing is claimable (after --wait).
 
 Without --take next is a listing: with nothing to do it prints nothing ("[]"
-with --json) and exits 0. The agent is --as, else $TAVERN_AGENT, else the
+with --json) and exits 0. Item files it passed over that do not parse, and
+items blocked by a dead or missing dependency, are warnings on stderr
+(path:line:col; JSON error objects with --json). The agent is --as, else $TAVERN_AGENT, else the
 person (who holds nothing listed here); one that names no agent exits 3
 ("unknown agent").
 
@@ -90,9 +93,23 @@ func runNext(c *cli.Context) error {
 			rows = append(rows, row{NextItem: kit.NextItem{ID: it.ID, Queue: it.Queue, Title: it.Title, Path: it.Path}, Held: true, Attempt: it.Attempt})
 		}
 	}
-	next, err := kit.Next(b, agent, kit.NextOptions{Queues: names, Limit: c.Int("limit")})
+	var diag queues.Diagnostics
+	next, err := kit.Next(b, agent, kit.NextOptions{Queues: names, Limit: c.Int("limit"), Diag: &diag})
 	if err != nil {
 		return err
+	}
+	// What it passed over that waiting will not fix: warnings (JSON error
+	// objects on stderr under --json, as ls's), so that a broken item file
+	// is never a silent "nothing to do".
+	if c.Bool("json") {
+		for _, e := range diag.Invalid {
+			warn(c, e)
+		}
+		for _, bl := range diag.Blocked {
+			warn(c, &blockedError{bl})
+		}
+	} else {
+		warnDiag(c, diag.Invalid, diag.Blocked)
 	}
 	for _, it := range next {
 		rows = append(rows, row{NextItem: it})
@@ -116,3 +133,11 @@ func runNext(c *cli.Context) error {
 	}
 	return nil // a listing: nothing to do is an empty list, exit 0
 }
+
+// blockedError is a blocked item as an error, for warn: its position is
+// the item's file, so the JSON error object names it.
+type blockedError struct{ b queues.Blocked }
+
+func (e *blockedError) Error() string { return e.b.String() }
+
+func (e *blockedError) Position() (string, int, int) { return e.b.Path, 0, 0 }
