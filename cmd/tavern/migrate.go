@@ -92,8 +92,11 @@ func runMigrate(c *cli.Context) error {
 		if err := printJSON(c, changed); err != nil {
 			return err
 		}
-	} else if found == 0 {
+	} else if found == 0 && skipped == 0 {
 		outf(c, "all documents are at the current schema version\n")
+	} else if found == 0 {
+		// Not "all": the skipped ones were not looked at.
+		outf(c, "the documents read are at the current schema version; %s skipped (above)\n", counted(skipped, "file"))
 	}
 	if invalid > 0 {
 		if !asJSON { // with --json each is in the output and on stderr already
