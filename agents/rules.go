@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -58,7 +59,9 @@ const (
 //     with the *RoleError (ErrNearRole) CreateAgent gives a new agent
 //     with that role: a typo would leave the agent without the
 //     constitution meant. A near name meant as a role of its own gets its
-//     constitution first (WriteConstitution with New).
+//     constitution first (WriteConstitution with New). A role changed
+//     without touching constitution_sha256 records the new role's
+//     constitution there (followRole), as a spawn under that role would.
 //   - A name stored in configuration names something that exists: an
 //     agent's queues, and the channel of a queue's on_dead ("notify
 //     CHANNEL"), when the document is created or the field changes. A
@@ -86,6 +89,7 @@ func InstallRules(s *docstore.Store, actor string) {
 	s.AddRule(RuleCommitment, func(w docstore.Write) error { return commitmentRule(actor, w) })
 	s.AddRule(RuleNames, func(w docstore.Write) error { return namesRule(s, w) })
 	s.AddRule(RuleIdentity, func(w docstore.Write) error { return identityRule(s, w) })
+	s.AddAmend(RuleRole, func(w docstore.Write) error { return followRole(s, w) })
 	s.AddRule(RuleRole, func(w docstore.Write) error { return roleRule(s, w) })
 	records := newAssertionRecords(s.Root())
 	s.AddCheck("agents", func(d *docstore.Doc) []error { return checkDoc(records, d) })
@@ -288,6 +292,32 @@ func roleRule(s *docstore.Store, w docstore.Write) error {
 		return nil // the role meant; a name no constitution can have is no typo of one
 	}
 	return nearRole(s, "set role", w.Path, role)
+}
+
+// followRole makes a write that changes an agent's role and leaves
+// constitution_sha256 as it was record the new role's constitution, as
+// CreateAgent and spawn --role do: the old role's hash left behind made
+// the next spawn refuse the agent ("constitution changed since agent
+// was created"). A new role without a constitution drops the field.
+func followRole(s *docstore.Store, w docstore.Write) error {
+	if w.Doc == nil || w.Doc.Kind != schema.Agent || w.Prev == nil || w.Prev.Kind != schema.Agent {
+		return nil
+	}
+	role := w.Doc.String("role")
+	if role == w.Prev.String("role") || w.Doc.String("constitution_sha256") != w.Prev.String("constitution_sha256") {
+		return nil
+	}
+	if role == "" || schema.ValidName(role) != nil {
+		return w.Doc.Delete("constitution_sha256")
+	}
+	d, err := s.Get(ConstitutionPath(role))
+	if errors.Is(err, docstore.ErrNotExist) {
+		return w.Doc.Delete("constitution_sha256")
+	}
+	if err != nil {
+		return err
+	}
+	return w.Doc.Set("constitution_sha256", instructionsSHA(d))
 }
 
 // agentQueues is an agent document's queues (the older single "queue"
