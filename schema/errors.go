@@ -3,6 +3,7 @@ package schema
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ErrUnknownKind is returned (wrapped in *UnknownKindError) when a kind
@@ -109,3 +110,27 @@ func (e *UnknownError) Unwrap() []error {
 	}
 	return []error{ErrUnknownName}
 }
+
+// ErrLikelyTypo is matched by every *HintError.
+var ErrLikelyTypo = errors.New("likely typo")
+
+// HintError says why a field name or value given for a kind looks like a
+// typo (Kind.FieldHint): a name that is none of the kind's fields but one
+// letter from one (Near), or a value outside a field's enum (Enum). It is
+// a warning's text: the field may be the user's own, the query may mean it.
+type HintError struct {
+	Kind  string
+	Field string
+	Value string   // set for a value outside Enum
+	Near  []string // fields the name is one letter from
+	Enum  []string // the values the field takes
+}
+
+func (e *HintError) Error() string {
+	if len(e.Enum) > 0 {
+		return fmt.Sprintf("%s %q is not one of %s: no valid %s document has it", e.Field, e.Value, strings.Join(e.Enum, ", "), e.Kind)
+	}
+	return fmt.Sprintf("%q is not a field of %s documents (did you mean %s?)", e.Field, e.Kind, NearList(e.Near))
+}
+
+func (e *HintError) Unwrap() error { return ErrLikelyTypo }

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -85,4 +86,33 @@ func NearList(near []string) string {
 		return q[0]
 	}
 	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+}
+
+// FieldHint reports a field name or value given for k (ls --where, set)
+// that looks like a typo, as a *HintError, or nil: a name that is none of
+// k's fields (nor, for an open kind, anything) but one edit from one of
+// them (stat, sate: state), or, for a comparison by equality (eq), a
+// value outside the field's enum (state=idel). Documents may carry fields
+// of their own, so this is a warning, not a refusal; a distance of one
+// (not Near's two) keeps fields of one's own like "status" quiet.
+func (k *Kind) FieldHint(field, value string, eq bool) error {
+	if f := k.Field(field); f != nil {
+		if eq && len(f.Enum) > 0 && !slices.Contains(f.Enum, value) {
+			return &HintError{Kind: k.Name, Field: field, Value: value, Enum: f.Enum}
+		}
+		return nil
+	}
+	if k.Open || len(field) < 4 || strings.Contains(field, ".") {
+		return nil
+	}
+	var near []string
+	for _, f := range k.Fields {
+		if EditDistance(field, f.Name) == 1 {
+			near = append(near, f.Name)
+		}
+	}
+	if len(near) == 0 {
+		return nil
+	}
+	return &HintError{Kind: k.Name, Field: field, Near: near}
 }

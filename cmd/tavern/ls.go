@@ -35,7 +35,10 @@ one not made yet (queues/Q/dead/) is an empty list. A KIND/NAME reference (items
 show prints that document, and --where filters a kind (--where queue=Q).
 EXPR is field=value, field!=value, field<N, field<=N, field>N, field>=N,
 field~substring (case-insensitive) or field? (exists). Fields may be dotted
-(bookmarks.general). A list field matches = and ~ if any entry does. Fields
+(bookmarks.general). A field one letter from one of the kind's (stat for
+state), or field=value with a value outside the field's enum (state=idel),
+is most likely a typo: a warning on stderr says so, and the query still
+runs. A list field matches = and ~ if any entry does. Fields
 are compared as the current schema sees them (older documents migrated in
 memory). < <= > >= compare as numbers when both sides are numbers, as times
 when both are timestamps, else as text; a numeric field never matches a
@@ -71,8 +74,18 @@ func runLs(c *cli.Context) error {
 		return err
 	}
 	args := lsArgs{Kind: k.Name, Where: c.StringSlice("where"), Sort: c.String("sort"), Limit: c.Int("limit")}
-	if _, _, err := lsConditions(k, args.Where); err != nil {
+	conds, _, err := lsConditions(k, args.Where)
+	if err != nil {
 		return err
+	}
+	// A field the kind has not, one letter from one it has (stat=idle),
+	// or a value its enum has not (state=idel): the listing is most
+	// likely empty for a typo, so say so (the query still runs: a
+	// document may carry fields of its own).
+	for _, cond := range conds {
+		if err := k.FieldHint(cond.Field, cond.Value, cond.Op == docstore.OpEq); err != nil {
+			warnf(c, "--where %s: %w", cond, err)
+		}
 	}
 	s, err := openStore(c)
 	if err != nil {

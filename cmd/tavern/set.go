@@ -17,7 +17,9 @@ scalar or flow value stays text exactly as typed: title=Fix #12 is "Fix #12"
 (not "Fix" and a comment), note=a: b is "a: b". Only the lines of the named
 fields change; a quoted string keeps the file's quoting style. With --if-rev the update fails with exit 4 unless the document is
 still at that revision (from show --json), so read-modify-write loops are safe.
-The result is validated first; an invalid result is refused (exit 5).
+The result is validated first; an invalid result is refused (exit 5). A new
+field one letter from one of the kind's (stat for state) is written, with a
+warning that it is most likely a typo.
 The store's rules apply as on every write path: an agent's state follows the
 state machine (exit 4 for an illegal transition, as ` + "`tavern agent state`" + `), and a
 legal one is a transition like its: applied_state and state_changed follow
@@ -58,8 +60,18 @@ func runSet(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	var hints []error
 	d, err := s.UpdateIf(rel, c.String("if-rev"), func(d *docstore.Doc) error {
+		hints = hints[:0]
 		for _, a := range assigns {
+			// A new field one letter from one of the kind's (stat for
+			// state) is most likely a typo: written (documents may carry
+			// fields of their own), but said.
+			if k := d.Kind; k != nil && !d.Has(a[0]) {
+				if err := k.FieldHint(a[0], "", false); err != nil {
+					hints = append(hints, err)
+				}
+			}
 			if err := d.SetYAML(a[0], a[1]); err != nil {
 				return err
 			}
@@ -73,6 +85,9 @@ func runSet(c *cli.Context) error {
 	})
 	if err != nil {
 		return err
+	}
+	for _, h := range hints {
+		warnf(c, "set %s: %w", rel, h)
 	}
 	if c.Bool("json") {
 		return printJSON(c, docJSON(s, d, false))
