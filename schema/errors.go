@@ -24,13 +24,17 @@ var ErrInvalid = errors.New("invalid document")
 
 // UnknownKindError names the kind or the path that matched nothing.
 type UnknownKindError struct {
-	Name string // the kind name given, if any
-	Path string // the document path given, if any
+	Name string   // the kind name given, if any
+	Path string   // the document path given, if any
+	Near []string // kind names near Name (did you mean)
 }
 
 func (e *UnknownKindError) Error() string {
 	if e.Path != "" {
 		return fmt.Sprintf("%s: not a document of any known kind", e.Path)
+	}
+	if len(e.Near) > 0 {
+		return fmt.Sprintf("unknown kind %q (did you mean %s?)", e.Name, NearList(e.Near))
 	}
 	return fmt.Sprintf("unknown kind %q", e.Name)
 }

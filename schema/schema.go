@@ -102,7 +102,11 @@ func Lookup(name string) (*Kind, error) {
 	if k, ok := registry[strings.ToLower(name)]; ok {
 		return k, nil
 	}
-	return nil, &UnknownKindError{Name: name}
+	names := make([]string, 0, len(ordered))
+	for _, k := range ordered {
+		names = append(names, k.Plural)
+	}
+	return nil, &UnknownKindError{Name: name, Near: Near(strings.ToLower(name), names)}
 }
 
 // Kinds returns every registered kind sorted by name.
