@@ -29,7 +29,7 @@ func withCommon(fs ...Field) []Field { return append(append([]Field(nil), common
 var (
 	// Config is the store configuration, .tavern/tavern.md.
 	Config = &Kind{Name: "config", Plural: "config", Aliases: []string{"tavern"}, Pattern: "tavern.md", Version: 1,
-		Doc: "store configuration",
+		Doc: "store configuration", Closed: true,
 		Fields: []Field{
 			{Name: "name", Type: String, Doc: "project name"},
 			{Name: "durability", Type: String, Enum: []string{"durable", "relaxed"}, Default: "durable",

@@ -60,6 +60,10 @@ type Kind struct {
 	// Open kinds take any extra field as data (tuple values), so strict
 	// validation does not report them as unknown.
 	Open bool
+	// Closed kinds refuse a field they do not know even without strict
+	// validation, naming the known fields near it: the store's config,
+	// where a misspelt key would leave a default in force without a word.
+	Closed bool
 
 	// segs caches the parsed Pattern (for the Pattern it was parsed from):
 	// KindOfPath tries every kind for every document a store touches.

@@ -49,7 +49,10 @@ func (k *Kind) Validate(m *yaml.Node, strict bool) []*FieldError {
 		}
 		f := k.Field(name)
 		if f == nil {
-			if strict && !k.Open {
+			switch {
+			case k.Closed:
+				errs = append(errs, &FieldError{Line: key.Line, Col: key.Column, Field: name, Msg: k.unknownMsg(name)})
+			case strict && !k.Open:
 				errs = append(errs, &FieldError{Line: key.Line, Col: key.Column, Field: name, Msg: "unknown field", Unknown: true})
 			}
 			continue
@@ -70,6 +73,21 @@ func (k *Kind) Validate(m *yaml.Node, strict bool) []*FieldError {
 		}
 	}
 	return errs
+}
+
+// unknownMsg is why a Closed kind refuses name: the known fields near it
+// (a typo), else all of them (a key from elsewhere: engine for
+// coordination).
+func (k *Kind) unknownMsg(name string) string {
+	known := make([]string, 0, len(k.Fields)+1)
+	known = append(known, VersionField)
+	for _, f := range k.Fields {
+		known = append(known, f.Name)
+	}
+	if near := Near(name, known); len(near) > 0 {
+		return "unknown field (did you mean " + NearList(near) + "?)"
+	}
+	return "unknown field (known: " + strings.Join(known, ", ") + ")"
 }
 
 func isNull(n *yaml.Node) bool {
