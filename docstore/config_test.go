@@ -40,6 +40,8 @@ func TestOpenRefusesInvalidConfig(t *testing.T) {
 		{"typo", "name: t\ndurabilty: relaxed\n", `tavern.md:3:1: durabilty: unknown field (did you mean "durability"?)`},
 		{"unknown", "name: t\nengine: nope\n", `tavern.md:3:1: engine: unknown field (known: schema_version, name, durability,`},
 		{"section", "name: t\nsync: here\n", `tavern.md:3:7: sync: must be a mapping, got "here"`},
+		{"setting", "name: t\nsync:\n  every: 5s\n  evry: 5s\n", `tavern.md:5:3: sync.evry: unknown setting (did you mean "every"?)`},
+		{"etcd setting", "name: t\netcd:\n  endpoints: [a:1]\n  lease_tll: 2s\n", `tavern.md:5:3: etcd.lease_tll: unknown setting (did you mean "lease_ttl"?)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := writeConfig(t, tc.front)

@@ -39,7 +39,11 @@ type Field struct {
 	Min     *int64
 	Pattern string // "name" for path-safe names, "kebab" for kebab-case
 	ZeroWhy string // why a positive Duration field refuses 0 (its error says so)
-	Doc     string
+	// Keys are the settings a Map field knows (tavern.md's sync:): any
+	// other key in it is an error at its position. Their values are
+	// checked by the package that reads them. Nil: any key.
+	Keys []string
+	Doc  string
 }
 
 // Kind is one document kind: where its files live and which fields they have.
