@@ -40,7 +40,8 @@ type Store struct {
 	lockOnce  sync.Once
 	lockc     *lockCache // open lock files (lockcache.go)
 	tmpOnce   sync.Once
-	tmpfd     int // .tmp/, for spares (dir.go); -1 if it cannot be opened
+	tmpfd     int   // .tmp/, for spares (dir.go); -1 if it cannot be opened
+	cfgErr    error // tavern.md's first problem when opened (ConfigErr)
 }
 
 // Mutation describes a change the engine made, for journaling.
@@ -91,8 +92,26 @@ func Find(start string) (string, error) {
 	}
 }
 
-// Open opens the store at dir, the .tavern directory itself.
+// Open opens the store at dir, the .tavern directory itself. A tavern.md
+// that does not parse, holds a value its schema refuses or a key it does
+// not know is refused with its first problem (a *ParseError or
+// *schema.FieldError at tavern.md:line:col): every command would
+// otherwise run on a default the user did not ask for.
 func Open(dir string) (*Store, error) {
+	s, err := OpenAnyConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.ConfigErr(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// OpenAnyConfig is Open that opens a store whose tavern.md is invalid
+// too, for the commands that report or repair it (check, doctor, set
+// and edit of tavern.md); ConfigErr says what is wrong with it.
+func OpenAnyConfig(dir string) (*Store, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
@@ -114,7 +133,12 @@ func Open(dir string) (*Store, error) {
 			return nil, err
 		}
 	}
-	if cfg, err := s.Get(ConfigFile); err == nil && cfg.String("durability") == "relaxed" {
+	// One read of tavern.md, already made for durability, checks it all.
+	if cfg, err := s.Get(ConfigFile); err != nil {
+		s.cfgErr = err
+	} else if errs := cfg.Validate(false); len(errs) > 0 {
+		s.cfgErr = errs[0]
+	} else if cfg.String("durability") == "relaxed" {
 		s.durable = false
 	}
 	s.removeStaleTemps(time.Now())
@@ -194,6 +218,11 @@ func writeGitignore(dir string) error {
 	}
 	return err
 }
+
+// ConfigErr is tavern.md's first problem as the store was opened (a
+// *ParseError or *schema.FieldError), or nil. Only a store opened with
+// OpenAnyConfig has one.
+func (s *Store) ConfigErr() error { return s.cfgErr }
 
 // Root returns the absolute path of the .tavern directory.
 func (s *Store) Root() string { return s.root }

@@ -2,7 +2,8 @@ package schema
 
 // JSONSchema returns a JSON Schema (draft 2020-12) for the kind's
 // frontmatter, for editors that validate YAML against JSON Schema.
-// Unknown fields are allowed, as they are in tavern.
+// Unknown fields are allowed, as they are in tavern, except in a Closed
+// kind (the config).
 func (k *Kind) JSONSchema() map[string]any {
 	props := map[string]any{
 		VersionField: map[string]any{"type": "integer", "maximum": k.Version, "description": "schema version of this document"},
@@ -66,7 +67,7 @@ func (k *Kind) JSONSchema() map[string]any {
 		"description":          k.Doc,
 		"type":                 "object",
 		"properties":           props,
-		"additionalProperties": true,
+		"additionalProperties": !k.Closed,
 	}
 	if len(required) > 0 {
 		s["required"] = required

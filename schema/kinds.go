@@ -29,7 +29,7 @@ func withCommon(fs ...Field) []Field { return append(append([]Field(nil), common
 var (
 	// Config is the store configuration, .tavern/tavern.md.
 	Config = &Kind{Name: "config", Plural: "config", Aliases: []string{"tavern"}, Pattern: "tavern.md", Version: 1,
-		Doc: "store configuration",
+		Doc: "store configuration", Closed: true,
 		Fields: []Field{
 			{Name: "name", Type: String, Doc: "project name"},
 			{Name: "durability", Type: String, Enum: []string{"durable", "relaxed"}, Default: "durable",
@@ -42,8 +42,8 @@ var (
 			{Name: "reconcile", Type: Duration, Min: atLeast(1), ZeroWhy: "a rescan every 0s never rests", Default: "30s", Doc: "watcher full-reconcile interval"},
 			{Name: "coordination", Type: String, Enum: []string{"local", "etcd", "git"}, Default: "local",
 				Doc: "who arbitrates claims: local (rename + flock, one machine), etcd, or git (compare-and-swap on refs of the sync remote)"},
-			{Name: "etcd", Type: Map, Doc: "etcd engine: endpoints, prefix, lease_ttl, dial_timeout, op_timeout, username, password_env, tls {ca, cert, key, server_name}"},
-			{Name: "sync", Type: Map, Doc: "git sync of the documents: remote, ref (refs/tavern/state), every, claim_ttl"},
+			{Name: "etcd", Type: Map, Keys: []string{"endpoints", "prefix", "lease_ttl", "dial_timeout", "op_timeout", "username", "password", "password_env", "tls"}, Doc: "etcd engine: endpoints, prefix, lease_ttl, dial_timeout, op_timeout, username, password_env, tls {ca, cert, key, server_name}"},
+			{Name: "sync", Type: Map, Keys: []string{"remote", "ref", "every", "claim_ttl"}, Doc: "git sync of the documents: remote, ref (refs/tavern/state), every, claim_ttl"},
 			{Name: "settle", Type: Duration, Min: atLeast(1), ZeroWhy: "a change needs time to be written", Default: "1s",
 				Doc: "longest a file may stay open half-written, or gone, before the watcher reports it as it is"},
 			{Name: "external_grace", Type: Duration, Min: atLeast(1), ZeroWhy: "the engine's journal entry needs time to arrive", Default: "2s",

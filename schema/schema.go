@@ -39,7 +39,11 @@ type Field struct {
 	Min     *int64
 	Pattern string // "name" for path-safe names, "kebab" for kebab-case
 	ZeroWhy string // why a positive Duration field refuses 0 (its error says so)
-	Doc     string
+	// Keys are the settings a Map field knows (tavern.md's sync:): any
+	// other key in it is an error at its position. Their values are
+	// checked by the package that reads them. Nil: any key.
+	Keys []string
+	Doc  string
 }
 
 // Kind is one document kind: where its files live and which fields they have.
@@ -60,6 +64,10 @@ type Kind struct {
 	// Open kinds take any extra field as data (tuple values), so strict
 	// validation does not report them as unknown.
 	Open bool
+	// Closed kinds refuse a field they do not know even without strict
+	// validation, naming the known fields near it: the store's config,
+	// where a misspelt key would leave a default in force without a word.
+	Closed bool
 
 	// segs caches the parsed Pattern (for the Pattern it was parsed from):
 	// KindOfPath tries every kind for every document a store touches.

@@ -49,7 +49,10 @@ func (k *Kind) Validate(m *yaml.Node, strict bool) []*FieldError {
 		}
 		f := k.Field(name)
 		if f == nil {
-			if strict && !k.Open {
+			switch {
+			case k.Closed:
+				errs = append(errs, &FieldError{Line: key.Line, Col: key.Column, Field: name, Msg: k.unknownMsg(name)})
+			case strict && !k.Open:
 				errs = append(errs, &FieldError{Line: key.Line, Col: key.Column, Field: name, Msg: "unknown field", Unknown: true})
 			}
 			continue
@@ -62,6 +65,8 @@ func (k *Kind) Validate(m *yaml.Node, strict bool) []*FieldError {
 		}
 		if msg := f.check(val); msg != "" {
 			errs = append(errs, &FieldError{Line: val.Line, Col: val.Column, Field: name, Msg: msg})
+		} else if e := f.checkKeys(val); e != nil {
+			errs = append(errs, e)
 		}
 	}
 	for _, f := range k.Fields {
@@ -70,6 +75,41 @@ func (k *Kind) Validate(m *yaml.Node, strict bool) []*FieldError {
 		}
 	}
 	return errs
+}
+
+// checkKeys refuses the first key of a Map field's mapping that is not
+// one of its Keys, at its position, naming the known keys near it.
+func (f *Field) checkKeys(m *yaml.Node) *FieldError {
+	if f.Keys == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k := m.Content[i]
+		if contains(f.Keys, k.Value) {
+			continue
+		}
+		msg := "unknown setting (known: " + strings.Join(f.Keys, ", ") + ")"
+		if near := Near(k.Value, f.Keys); len(near) > 0 {
+			msg = "unknown setting (did you mean " + NearList(near) + "?)"
+		}
+		return &FieldError{Line: k.Line, Col: k.Column, Field: f.Name + "." + k.Value, Msg: msg}
+	}
+	return nil
+}
+
+// unknownMsg is why a Closed kind refuses name: the known fields near it
+// (a typo), else all of them (a key from elsewhere: engine for
+// coordination).
+func (k *Kind) unknownMsg(name string) string {
+	known := make([]string, 0, len(k.Fields)+1)
+	known = append(known, VersionField)
+	for _, f := range k.Fields {
+		known = append(known, f.Name)
+	}
+	if near := Near(name, known); len(near) > 0 {
+		return "unknown field (did you mean " + NearList(near) + "?)"
+	}
+	return "unknown field (known: " + strings.Join(known, ", ") + ")"
 }
 
 func isNull(n *yaml.Node) bool {

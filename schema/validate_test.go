@@ -105,3 +105,32 @@ func TestDurationBounds(t *testing.T) {
 		}
 	}
 }
+
+// The config is Closed: a key it does not know is an error without
+// strict validation (a typo would leave a default in force), with the
+// known keys near it, and its JSON Schema says so too.
+func TestClosedKindRefusesUnknownField(t *testing.T) {
+	for _, tc := range []struct{ front, want string }{
+		{"durabilty: relaxed\n", `unknown field (did you mean "durability"?)`},
+		{"default_leese: 1m\n", `unknown field (did you mean "default_lease"?)`},
+		{"engine: etcd\n", "unknown field (known: schema_version, name, durability, default_lease, default_max_attempts, chunk_size, bubble_after, reconcile, coordination, etcd, sync, settle, external_grace, created)"},
+	} {
+		var doc yaml.Node
+		if err := yaml.Unmarshal([]byte(tc.front), &doc); err != nil {
+			t.Fatal(err)
+		}
+		errs := Config.Validate(doc.Content[0], false)
+		if len(errs) != 1 {
+			t.Fatalf("%q: got %v, want one error", tc.front, errs)
+		}
+		if got := errs[0]; got.Msg != tc.want || got.Unknown || got.Line != 1 || got.Col != 1 {
+			t.Errorf("%q: got %+v, want 1:1 %s (not Unknown: it counts without strict)", tc.front, got, tc.want)
+		}
+	}
+	if got := Config.JSONSchema()["additionalProperties"]; got != false {
+		t.Errorf("config JSON Schema additionalProperties = %v, want false", got)
+	}
+	if got := Agent.JSONSchema()["additionalProperties"]; got != true {
+		t.Errorf("agent JSON Schema additionalProperties = %v, want true", got)
+	}
+}

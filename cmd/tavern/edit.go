@@ -40,12 +40,15 @@ func runEdit(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return usageErr("edit takes one REF")
 	}
-	s, err := openStore(c)
+	s, err := openStoreAnyConfig(c)
 	if err != nil {
 		return err
 	}
 	rel, err := resolveRef(s, c.Args().First())
 	if err != nil {
+		return err
+	}
+	if err := configFor(s, rel); err != nil {
 		return err
 	}
 	orig, err := s.Get(rel)

@@ -66,17 +66,37 @@ func dirOption(c *cli.Context) string {
 // obeys them: set and edit as well as the agent commands; the writer is
 // envAgent) and every mutation journaled.
 func openStore(c *cli.Context) (*docstore.Store, error) {
+	return openWith(c, docstore.Open)
+}
+
+// openStoreAnyConfig is openStore for the commands that report or put
+// right an invalid tavern.md (check, and set and edit of tavern.md,
+// which call configFor): every other command refuses such a store.
+func openStoreAnyConfig(c *cli.Context) (*docstore.Store, error) {
+	return openWith(c, docstore.OpenAnyConfig)
+}
+
+func openWith(c *cli.Context, open func(string) (*docstore.Store, error)) (*docstore.Store, error) {
 	dir, err := storeDir(c)
 	if err != nil {
 		return nil, err
 	}
-	s, err := docstore.Open(dir)
+	s, err := open(dir)
 	if err != nil {
 		return nil, err
 	}
 	agents.InstallRules(s, envAgent())
 	recordJournal(c, s)
 	return s, nil
+}
+
+// configFor is the store's tavern.md problem unless rel is tavern.md
+// itself: set and edit may put tavern.md right, nothing else.
+func configFor(s *docstore.Store, rel string) error {
+	if rel == docstore.ConfigFile {
+		return nil
+	}
+	return s.ConfigErr()
 }
 
 // recordJournal makes every mutation through s append its event to the

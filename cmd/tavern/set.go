@@ -52,12 +52,15 @@ func runSet(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	s, err := openStore(c)
+	s, err := openStoreAnyConfig(c)
 	if err != nil {
 		return err
 	}
 	rel, err := resolveRef(s, c.Args().First())
 	if err != nil {
+		return err
+	}
+	if err := configFor(s, rel); err != nil {
 		return err
 	}
 	var hints []error
