@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -303,7 +302,7 @@ func queueStatsJSON(stats []*queues.Stats, now time.Time) []map[string]any {
 }
 
 func printQueueStats(c *cli.Context, stats []*queues.Stats, now time.Time) {
-	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	tw := newTable(c.App.Writer, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "QUEUE\tPRI\tPENDING\tREADY\tBACKOFF\tWAITING\tBLOCKED\tCLAIMED\tDONE\tDEAD\tOLDEST\tOWNERS")
 	for _, st := range stats {
 		age := "-"

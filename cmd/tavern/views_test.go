@@ -667,3 +667,21 @@ func TestServeLongFlash(t *testing.T) {
 		t.Errorf("tavern log --type view.action does not hold the whole message:\n%.300s", log)
 	}
 }
+
+// TestUIControlChars: a title is anyone's to write, and `tavern ui` drew
+// it raw: "\x1b]0;pwned\x07" set the terminal's title, "\x1b[2J" cleared
+// the screen, a bare \r moved the cursor. The list and the detail pane
+// show such characters escaped (\x1b, \x0d); the terminal's title stays.
+func TestUIControlChars(t *testing.T) {
+	p := newProject(t)
+	p.ok("queue", "create", "build")
+	p.ok("queue", "add", "build", "--title", "evil\x1b]0;pwned\x07 \x1b[2J x\r y")
+	ui := startUITmux(t, p)
+	ui.waitPane("Needs you")
+	ui.keys("3")
+	ui.waitPane(`evil\x1b]0;pwned\x07 \x1b[2J x\x0d y`)     // the list
+	ui.waitPane(`│ # evil\x1b]0;pwned\x07 \x1b[2J x\x0d y`) // the detail pane
+	if title, _ := ui.tmux("display-message", "-p", "-t", "ui", "#{pane_title}"); strings.Contains(title, "pwned") {
+		t.Errorf("the title set the terminal's title: %q", strings.TrimSpace(title))
+	}
+}
