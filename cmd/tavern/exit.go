@@ -233,6 +233,20 @@ func (e *codedError) Unwrap() error { return e.err }
 
 func withCode(code int, err error) error { return &codedError{err: err, code: code} }
 
+// childError is the error a tavern child process (the background
+// daemon) exited with, read back from its JSON error object: its
+// message and position (docstore.Position finds it), for the parent to
+// report as its own.
+type childError struct {
+	Msg  string `json:"error"`
+	Path string `json:"path"`
+	Line int    `json:"line"`
+	Col  int    `json:"col"`
+}
+
+func (e *childError) Error() string                          { return e.Msg }
+func (e *childError) Position() (path string, line, col int) { return e.Path, e.Line, e.Col }
+
 // exitCode maps an error to the exit code.
 func exitCode(err error) int {
 	if err == nil {
