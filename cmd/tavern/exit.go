@@ -375,7 +375,9 @@ func reportError(stderr io.Writer, args []string, err error) int {
 		fmt.Fprintln(stderr, jsonError(err, code))
 		return code
 	}
-	fmt.Fprintf(stderr, "tavern: %v%s\n", err, hint(err))
+	// An error can quote what someone wrote (a field's value): its
+	// control characters are shown escaped, as in every text output.
+	fmt.Fprintf(stderr, "tavern: %s%s\n", view.Visible(err.Error()), hint(err))
 	if code == exitUsage && errors.Is(err, errUsage) {
 		fmt.Fprintln(stderr, "Run `tavern --help` or `tavern COMMAND --help` for usage.")
 	}
@@ -420,5 +422,5 @@ func warn(c *cli.Context, err error) {
 		errf(c, "%s\n", jsonError(err, exitCode(err)))
 		return
 	}
-	errf(c, "tavern: %v\n", err)
+	errf(c, "tavern: %s\n", view.Visible(err.Error()))
 }

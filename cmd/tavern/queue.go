@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tavernhq/tavern/agents/view"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
 )
@@ -380,10 +381,10 @@ func runQueueRetry(c *cli.Context) error {
 // files with path:line:col and items blocked by dead dependencies.
 func warnDiag(c *cli.Context, invalid []error, blocked []queues.Blocked) {
 	for _, e := range invalid {
-		errf(c, "tavern: warning: %v\n", e)
+		errf(c, "tavern: warning: %s\n", view.Visible(e.Error()))
 	}
 	for _, bl := range blocked {
-		errf(c, "tavern: warning: %s\n", bl)
+		errf(c, "tavern: warning: %s\n", view.Visible(bl.String()))
 	}
 }
 
