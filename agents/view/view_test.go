@@ -502,3 +502,17 @@ func TestNeedsGate(t *testing.T) {
 	}
 	_ = one
 }
+
+func TestVisible(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"plain — ünïcode\tand\nlines", "plain — ünïcode\tand\nlines"},
+		{"a\x1b]0;pwned\x07b", `a\x1b]0;pwned\x07b`},
+		{"\x1b[2Jx\ry\x7f", `\x1b[2Jx\x0dy\x7f`},
+		{"c1 \u009b1m", `c1 \u009b1m`},
+		{"bad \x9b byte", `bad \x9b byte`},
+	} {
+		if got := Visible(tc.in); got != tc.want {
+			t.Errorf("Visible(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

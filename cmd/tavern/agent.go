@@ -3,12 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/agents/messages"
+	"github.com/tavernhq/tavern/agents/view"
 )
 
 func newAgentCommand() *cli.Command {
@@ -121,7 +121,7 @@ func runAgentLs(c *cli.Context, m *agents.Manager) error {
 	if c.Bool("json") {
 		return printJSON(c, orEmpty(list))
 	}
-	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	tw := newTable(c.App.Writer, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSTATE\tROLE\tPARENT\tSPAWNS\tPID")
 	for _, a := range list {
 		st := a.State
@@ -192,7 +192,7 @@ func runAgentShow(c *cli.Context) error {
 	if len(mine) > 0 {
 		outf(c, "\n# open questions\n")
 		for _, q := range mine {
-			outf(c, "%s %s -> %s: %s\n", q.ID, q.From, q.To, q.Text)
+			outf(c, "%s %s -> %s: %s\n", q.ID, q.From, q.To, view.Visible(q.Text))
 		}
 	}
 	return nil
@@ -404,7 +404,7 @@ func runAgentLog(c *cli.Context) error {
 		return printJSON(c, orEmpty(msgs))
 	}
 	for _, msg := range msgs {
-		outf(c, "%s %s: %s\n", msg.Time.UTC().Format("15:04:05.000"), msg.Sender, msg.Text)
+		outf(c, "%s %s: %s\n", msg.Time.UTC().Format("15:04:05.000"), msg.Sender, view.Visible(msg.Text))
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -95,7 +94,7 @@ func runBudgetLs(c *cli.Context) error {
 		}
 		return printJSON(c, states)
 	}
-	w := tabwriter.NewWriter(c.App.Writer, 0, 2, 2, ' ', 0)
+	w := newTable(c.App.Writer, 0, 2, 2, ' ', 0)
 	fmt.Fprintln(w, "BUDGET\tPOOL\tTOKENS\tCOST USD\tTIME\tSTATE")
 	for _, st := range states {
 		pool := st.Pool

@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tavernhq/tavern/agents/view"
 	"github.com/tavernhq/tavern/docstore"
 )
 
@@ -64,7 +65,7 @@ func runCheck(c *cli.Context, s *docstore.Store) error {
 		}
 	} else {
 		for _, p := range rep.Problems {
-			errf(c, "%s%s\n", p.Message, hint(p.Err))
+			errf(c, "%s%s\n", view.Visible(p.Message), hint(p.Err))
 		}
 		if len(rep.Problems) == 0 {
 			outf(c, "%s checked, all valid\n", counted(rep.Checked, "document"))

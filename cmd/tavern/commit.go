@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -100,7 +99,7 @@ func runCommitLs(c *cli.Context) error {
 	if c.Bool("json") {
 		return printJSON(c, orEmpty(cs))
 	}
-	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	tw := newTable(c.App.Writer, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tEXIT\tDESCRIPTION\tASSERTION")
 	for _, cm := range cs {
 		exit := "-"

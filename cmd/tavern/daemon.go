@@ -53,8 +53,9 @@ Examples:
 				Usage: "start an explicit daemon (in the background unless --foreground)",
 				Description: `Starts a daemon process for the store and returns once it answers. If a
 process already serves the store, says which and exits 0. Its log is
-.tavern/.daemon.log. --foreground serves from this process until
-interrupted (or tavern daemon stop).
+.tavern/.daemon.log. A daemon that exits before it serves fails this
+command with its own error and exit code. --foreground serves from this
+process until interrupted (or tavern daemon stop).
 
 Examples:
    tavern daemon start
@@ -276,7 +277,10 @@ func runDaemonStart(c *cli.Context) error {
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command(exe, "daemon", "start", "--foreground")
+	// --json: the child's error, should it exit before serving, is the
+	// last line of its log as a JSON error object, which daemonExited
+	// turns back into this command's error.
+	cmd := exec.Command(exe, "daemon", "start", "--foreground", "--json")
 	cmd.Env = append(os.Environ(), "TAVERN_DIR="+dir)
 	cmd.Dir = filepath.Dir(dir)
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -297,8 +301,7 @@ func runDaemonStart(c *cli.Context) error {
 		}
 		select {
 		case err := <-exited:
-			log, _ := os.ReadFile(logPath)
-			return fmt.Errorf("daemon exited before serving (%v): %s", err, strings.TrimSpace(string(log)))
+			return daemonExited(logPath, err)
 		case <-c.Context.Done():
 			return c.Context.Err()
 		case <-time.After(20 * time.Millisecond):
@@ -307,6 +310,28 @@ func runDaemonStart(c *cli.Context) error {
 			return fmt.Errorf("daemon pid %d did not answer within %s (see %s): %w", cmd.Process.Pid, c.Duration("wait"), logPath, context.DeadlineExceeded)
 		}
 	}
+}
+
+// daemonExited is the error of a background daemon that exited before
+// it served: the child's own, as it reported it (the JSON error object
+// that ends its log: message and position) with its exit status, so
+// `daemon start` fails as `daemon start --foreground` would have. A child
+// that left no such line (killed by a signal) is named by its log and
+// status.
+func daemonExited(logPath string, waitErr error) error {
+	log, _ := os.ReadFile(logPath)
+	text := strings.TrimSpace(string(log))
+	code := exitError
+	var xe *exec.ExitError
+	if errors.As(waitErr, &xe) && xe.ExitCode() > 0 {
+		code = xe.ExitCode()
+	}
+	last := text[strings.LastIndexByte(text, '\n')+1:]
+	var ce childError
+	if json.Unmarshal([]byte(last), &ce) == nil && ce.Msg != "" {
+		return withCode(code, &ce)
+	}
+	return withCode(code, fmt.Errorf("daemon exited before serving (%v): %s", waitErr, text))
 }
 
 // runDaemonForeground is the explicit daemon: a full watching projection

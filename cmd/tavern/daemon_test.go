@@ -6,6 +6,8 @@ package main
 // killed, or serving another store is ignored with the right answer.
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -409,5 +411,88 @@ func TestDaemonLsSameOutput(t *testing.T) {
 	}
 	if got := daemonServed(t, p) - before; got < len(queries) {
 		t.Errorf("the daemon answered %d of %d queries", got, len(queries))
+	}
+}
+
+// TestDaemonStartChildFails: a background daemon that exits before it
+// serves, for a reason `daemon start` does not check first, made it
+// exit 1 with "daemon exited before serving (exit status N): " and the
+// whole log (warnings, the child's "tavern: " line) as the message: the
+// child's exit code and error position were lost, and under --json the
+// error object held the log. It now fails with the child's own error,
+// code and position. The reason here is real: with no inotify watches
+// left the child's projection polls, which cannot serve queries (exit 1).
+func TestDaemonStartChildFails(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	prefix := inLowWatchLimit(t, 0)
+	start := func(args ...string) result {
+		cmd := p.cmd(context.Background(), prefix[0], append(append(prefix[1:], tavernBin(t), "daemon", "start"), args...)...)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		r := result{out: out.String(), err: errb.String()}
+		if ee, ok := err.(*exec.ExitError); ok {
+			r.code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	const why = "a polling projection cannot prove it is current, so it cannot serve queries"
+	r := start()
+	if r.code != 1 || !strings.HasPrefix(r.err, "tavern: "+p.path("")) || !strings.HasSuffix(r.err, why+"\n") || strings.Count(r.err, "\n") != 1 {
+		t.Errorf("daemon start, its child polling: got exit %d, stderr %q; want 1 and the child's one error line", r.code, r.err)
+	}
+	r = start("--json")
+	var obj struct {
+		Error string `json:"error"`
+		Code  int    `json:"code"`
+	}
+	if err := json.Unmarshal([]byte(r.err), &obj); err != nil || r.code != 1 || obj.Code != 1 || !strings.HasPrefix(obj.Error, p.path("")) || !strings.HasSuffix(obj.Error, why) {
+		t.Errorf("daemon start --json, its child polling: got exit %d, stderr %q; want 1 and the child's error object", r.code, r.err)
+	}
+}
+
+// TestDaemonStartChildCode: the child's exit code and position come back
+// as they are. The child is a stand-in (daemon start runs the program it
+// was started as, found on $PATH when started by a bare name: here a
+// script earlier on $PATH) that fails as tavern does on an invalid
+// document: a warning, then exit 5 with its JSON error and path:line:col.
+func TestDaemonStartChildCode(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	bin := t.TempDir()
+	child := "#!/bin/sh\necho 'tavern: warning: a warning first' >&2\n" +
+		`echo '{"code":5,"error":"agents/x.md:3:8: state: \"dancing\" is not a state","path":"agents/x.md","line":3,"col":8}' >&2` +
+		"\nexit 5\n"
+	if err := os.WriteFile(filepath.Join(bin, "tavern"), []byte(child), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, asJSON := range []bool{false, true} {
+		args := []string{"daemon", "start"}
+		if asJSON {
+			args = append(args, "--json")
+		}
+		cmd := p.tavern(args...)
+		cmd.Args[0] = "tavern" // cmd.Path is the real one
+		cmd.Env = append(cmd.Env, "PATH="+bin+string(filepath.ListSeparator)+os.Getenv("PATH"))
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		code := 0
+		if err := cmd.Run(); err != nil {
+			ee, ok := err.(*exec.ExitError)
+			if !ok {
+				t.Fatal(err)
+			}
+			code = ee.ExitCode()
+		}
+		want := "tavern: agents/x.md:3:8: state: \"dancing\" is not a state\n"
+		if asJSON {
+			want = `{"code":5,"col":8,"error":"agents/x.md:3:8: state: \"dancing\" is not a state","line":3,"path":"agents/x.md"}` + "\n"
+		}
+		if code != 5 || errb.String() != want {
+			t.Errorf("daemon start (json %v), the child exiting 5: got exit %d, stderr %q; want 5, %q", asJSON, code, errb.String(), want)
+		}
 	}
 }

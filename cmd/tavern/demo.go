@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -244,7 +243,7 @@ func (d *demoRun) summary(lead *agents.Agent, mt *agents.PoolMetrics) error {
 	}
 	sort.Strings(types)
 	outf(c, "journal (.tavern/events/):\n")
-	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	tw := newTable(c.App.Writer, 0, 4, 2, ' ', 0)
 	for _, t := range types {
 		fmt.Fprintf(tw, "  %s\t%d\n", t, counts[t])
 	}

@@ -197,7 +197,7 @@ func runDemoWorkflow(c *cli.Context) error {
 	recs, _ := usage.Load(s, usage.Filter{})
 	rows, total, _ := usage.Summarize(recs, "agent")
 	outf(c, "\n== tavern usage (by agent) ==\n")
-	tw := tabwriter.NewWriter(c.App.Writer, 0, 2, 2, ' ', tabwriter.AlignRight)
+	tw := newTable(c.App.Writer, 0, 2, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "AGENT\tRUNS\tFAILED\tWALL\tCPU\tTOKENS IN\tTOKENS OUT\tCOST USD\t\n")
 	for _, r := range append(rows, total) {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%d\t%d\t%.4f\t\n", r.Key, r.Runs, r.Failed, secs(r.Wall), secs(r.CPU), r.TokensIn, r.TokensOut, r.Cost)

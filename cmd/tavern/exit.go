@@ -233,6 +233,20 @@ func (e *codedError) Unwrap() error { return e.err }
 
 func withCode(code int, err error) error { return &codedError{err: err, code: code} }
 
+// childError is the error a tavern child process (the background
+// daemon) exited with, read back from its JSON error object: its
+// message and position (docstore.Position finds it), for the parent to
+// report as its own.
+type childError struct {
+	Msg  string `json:"error"`
+	Path string `json:"path"`
+	Line int    `json:"line"`
+	Col  int    `json:"col"`
+}
+
+func (e *childError) Error() string                          { return e.Msg }
+func (e *childError) Position() (path string, line, col int) { return e.Path, e.Line, e.Col }
+
 // exitCode maps an error to the exit code.
 func exitCode(err error) int {
 	if err == nil {
@@ -361,7 +375,9 @@ func reportError(stderr io.Writer, args []string, err error) int {
 		fmt.Fprintln(stderr, jsonError(err, code))
 		return code
 	}
-	fmt.Fprintf(stderr, "tavern: %v%s\n", err, hint(err))
+	// An error can quote what someone wrote (a field's value): its
+	// control characters are shown escaped, as in every text output.
+	fmt.Fprintf(stderr, "tavern: %s%s\n", view.Visible(err.Error()), hint(err))
 	if code == exitUsage && errors.Is(err, errUsage) {
 		fmt.Fprintln(stderr, "Run `tavern --help` or `tavern COMMAND --help` for usage.")
 	}
@@ -440,5 +456,5 @@ func warn(c *cli.Context, err error) {
 		errf(c, "%s\n", jsonError(err, exitCode(err)))
 		return
 	}
-	errf(c, "tavern: %v\n", err)
+	errf(c, "tavern: %s\n", view.Visible(err.Error()))
 }

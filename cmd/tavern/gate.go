@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -122,7 +121,7 @@ func runGateLs(c *cli.Context) error {
 		}
 		return nil
 	}
-	w := tabwriter.NewWriter(c.App.Writer, 0, 2, 2, ' ', 0)
+	w := newTable(c.App.Writer, 0, 2, 2, ' ', 0)
 	fmt.Fprintln(w, "GATE\tITEM\tSTAGE\tSTATE\tWHAT")
 	for _, g := range gates {
 		what := g.Reason

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tavernhq/tavern/agents/view"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher"
@@ -258,5 +259,6 @@ func formatEvent(e journal.Event) string {
 		// do; --json carries it whole.
 		fmt.Fprintf(&b, "  %s=%s", k, firstLine(fmt.Sprint(v)))
 	}
-	return b.String()
+	// Event data quotes what someone wrote (a failure's reason).
+	return view.Visible(b.String())
 }

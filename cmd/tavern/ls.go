@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
@@ -343,7 +342,7 @@ func printTable(c *cli.Context, k *schema.Kind, docs []watcher.Entry) {
 	// listing is thousands of write(2) calls.
 	bw := bufio.NewWriterSize(c.App.Writer, 64<<10)
 	defer bw.Flush()
-	tw := tabwriter.NewWriter(bw, 2, 4, 2, ' ', 0)
+	tw := newTable(bw, 2, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "NAME\t%s\tREV\n", strings.ToUpper(strings.Join(cols, "\t")))
 	for _, d := range docs {
 		row := []string{d.Name}

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
@@ -119,7 +118,7 @@ func runNext(c *cli.Context) error {
 			return err
 		}
 	} else {
-		tw := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
+		tw := newTable(c.App.Writer, 2, 4, 2, ' ', 0)
 		for _, r := range rows {
 			mark := "next"
 			if r.Held {

@@ -4,6 +4,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/agents/messages"
+	"github.com/tavernhq/tavern/agents/view"
 	"github.com/tavernhq/tavern/schema"
 )
 
@@ -38,7 +39,7 @@ func runNotes(c *cli.Context) error {
 		return printJSON(c, orEmpty(notes))
 	}
 	for _, n := range notes {
-		outf(c, "%s %s: %s\n", schema.FormatTime(n.Created.Time), n.Agent, n.Text)
+		outf(c, "%s %s: %s\n", schema.FormatTime(n.Created.Time), n.Agent, view.Visible(n.Text))
 	}
 	return nil
 }

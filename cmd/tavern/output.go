@@ -3,11 +3,16 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
+	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/agents/view"
 )
 
 // printJSON writes v as indented JSON to the command's output.
@@ -154,4 +159,55 @@ func counted(n int, noun string, plural ...string) string {
 		return fmt.Sprintf("%d %s", n, plural[0])
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// A table is a tabwriter whose cells show control characters escaped
+// (view.Visible): every text table prints user text (titles, names,
+// reasons), and a raw ESC or \r in one would reach the terminal.
+type table struct {
+	tw   *tabwriter.Writer
+	part []byte // an incomplete UTF-8 sequence, kept for the next Write
+}
+
+func newTable(w io.Writer, minwidth, tabwidth, padding int, padchar byte, flags uint) *table {
+	return &table{tw: tabwriter.NewWriter(w, minwidth, tabwidth, padding, padchar, flags)}
+}
+
+// Write escapes before the tabwriter measures the cells, so columns
+// line up with what is shown.
+func (t *table) Write(p []byte) (int, error) {
+	b := append(t.part, p...)
+	t.part = nil
+	// A rune cut between two writes is held, not shown as bad bytes.
+	if k := incompleteTail(b); k > 0 {
+		t.part = append([]byte(nil), b[len(b)-k:]...)
+		b = b[:len(b)-k]
+	}
+	if _, err := io.WriteString(t.tw, view.Visible(string(b))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func (t *table) Flush() error {
+	if len(t.part) > 0 {
+		io.WriteString(t.tw, view.Visible(string(t.part)))
+		t.part = nil
+	}
+	return t.tw.Flush()
+}
+
+// incompleteTail is the length of an unfinished UTF-8 sequence at the
+// end of b (0 when b ends on a whole rune).
+func incompleteTail(b []byte) int {
+	for k := 1; k <= utf8.UTFMax-1 && k <= len(b); k++ {
+		c := b[len(b)-k]
+		if utf8.RuneStart(c) {
+			if !utf8.FullRune(b[len(b)-k:]) {
+				return k
+			}
+			return 0
+		}
+	}
+	return 0
 }

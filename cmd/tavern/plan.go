@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
@@ -254,7 +253,7 @@ func runPlanStatus(c *cli.Context) error {
 		}
 	}
 	outf(c, "\n")
-	w := tabwriter.NewWriter(c.App.Writer, 0, 2, 2, ' ', 0)
+	w := newTable(c.App.Writer, 0, 2, 2, ' ', 0)
 	// Dependencies are told by their box's title when they have one.
 	titles := map[string]string{}
 	for _, t := range st.Tasks {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -49,7 +48,7 @@ func runQuestions(c *cli.Context, m *agents.Manager) error {
 	if c.Bool("json") {
 		return printJSON(c, orEmpty(qs))
 	}
-	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	tw := newTable(c.App.Writer, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tPRI\tFROM\tTO\tSTATUS\tAGE\tQUESTION")
 	for _, q := range qs {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", q.ID, q.Priority, q.From, q.To, q.Status,

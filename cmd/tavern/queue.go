@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tavernhq/tavern/agents/view"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/schema"
@@ -333,7 +333,7 @@ func queueStatsJSON(stats []*queues.Stats, now time.Time) []map[string]any {
 }
 
 func printQueueStats(c *cli.Context, stats []*queues.Stats, now time.Time) {
-	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	tw := newTable(c.App.Writer, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "QUEUE\tPRI\tPENDING\tREADY\tBACKOFF\tWAITING\tBLOCKED\tCLAIMED\tDONE\tDEAD\tOLDEST\tOWNERS")
 	for _, st := range stats {
 		age := "-"
@@ -412,10 +412,10 @@ func runQueueRetry(c *cli.Context) error {
 // only: with --json they belong in the answer (errorsJSON, blockedJSON).
 func warnDiag(c *cli.Context, invalid []error, blocked []queues.Blocked) {
 	for _, e := range invalid {
-		errf(c, "tavern: warning: %v\n", e)
+		errf(c, "tavern: warning: %s\n", view.Visible(e.Error()))
 	}
 	for _, bl := range blocked {
-		errf(c, "tavern: warning: %s\n", bl)
+		errf(c, "tavern: warning: %s\n", view.Visible(bl.String()))
 	}
 }
 

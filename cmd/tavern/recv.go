@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/agents/messages"
+	"github.com/tavernhq/tavern/agents/view"
 	"github.com/tavernhq/tavern/schema"
 )
 
@@ -76,6 +77,6 @@ func runRecv(c *cli.Context) error {
 }
 
 func formatMessage(m messages.Message) string {
-	text := strings.ReplaceAll(m.Text, "\n", "\n  ")
+	text := strings.ReplaceAll(view.Visible(m.Text), "\n", "\n  ")
 	return fmt.Sprintf("%s %s: %s", schema.FormatTime(m.Time.Time), m.Sender, text)
 }

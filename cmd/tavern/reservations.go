@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
@@ -35,7 +34,7 @@ func runReservations(c *cli.Context) error {
 	if c.Bool("json") {
 		return printJSON(c, orEmpty(rs))
 	}
-	tw := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
+	tw := newTable(c.App.Writer, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT\tGLOB\tEXPIRES\tREASON")
 	for _, r := range rs {
 		exp := "-"

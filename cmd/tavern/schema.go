@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
@@ -52,7 +51,7 @@ func runSchema(c *cli.Context) error {
 		return printJSON(c, kindJSON(k))
 	}
 	outf(c, "%s (%s): %s\nfile: .tavern/%s   schema_version: %d\n\n", k.Name, k.Plural, k.Doc, k.Pattern, k.Version)
-	tw := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
+	tw := newTable(c.App.Writer, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "FIELD\tTYPE\tREQUIRED\tDEFAULT\tNOTES")
 	for _, f := range k.Fields {
 		notes := f.Doc
@@ -80,7 +79,7 @@ func listKinds(c *cli.Context) error {
 		}
 		return printJSON(c, out)
 	}
-	tw := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
+	tw := newTable(c.App.Writer, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KIND\tPLURAL\tFILE\tDESCRIPTION")
 	for _, k := range schema.Kinds() {
 		fmt.Fprintf(tw, "%s\t%s\t.tavern/%s\t%s\n", k.Name, k.Plural, k.Pattern, k.Doc)

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"path/filepath"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
@@ -84,7 +83,7 @@ func runSetup(c *cli.Context) error {
 				return err
 			}
 		} else {
-			tw := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
+			tw := newTable(c.App.Writer, 2, 4, 2, ' ', 0)
 			for _, it := range items {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", it.Status, it.Path, it.What, it.Detail)
 			}
@@ -110,7 +109,7 @@ func runSetup(c *cli.Context) error {
 			return perr
 		}
 	} else {
-		tw := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
+		tw := newTable(c.App.Writer, 2, 4, 2, ' ', 0)
 		for _, ch := range changes {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", ch.Action, ch.Path, ch.What)
 		}

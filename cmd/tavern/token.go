@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
@@ -249,7 +248,7 @@ func runTokenLs(c *cli.Context) error {
 	if c.Bool("json") {
 		return printJSON(c, orEmpty(slots))
 	}
-	tw := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
+	tw := newTable(c.App.Writer, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOKEN\tSLOT\tSTATE\tHELD BY\tHOLD\tLEASE UNTIL\tHANDLE")
 	for _, s := range slots {
 		state, lease := "free", ""

@@ -3,11 +3,11 @@ package main
 import (
 	"fmt"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/agents/trace"
+	"github.com/tavernhq/tavern/agents/view"
 	"github.com/tavernhq/tavern/schema"
 )
 
@@ -92,7 +92,7 @@ func printTrace(c *cli.Context, t *trace.Trace) {
 		}
 		outf(c, "attempt %d: %s (%s claim) %s → %s %s", a.N, a.Holder, a.Liveness, schema.FormatTime(a.Claimed.Time), end, a.Outcome)
 		if a.Reason != "" {
-			outf(c, ": %s", a.Reason)
+			outf(c, ": %s", view.Visible(a.Reason))
 		}
 		outf(c, "\n")
 	}
@@ -109,7 +109,7 @@ func printTrace(c *cli.Context, t *trace.Trace) {
 		cost = fmt.Sprintf(", $%.4f", *u.Cost)
 	}
 	outf(c, "usage: %s, %s wall, %s CPU, %s in, %d out%s\n\n", counted(u.Runs, "run"), secs(u.Wall), secs(u.CPU), counted(int(u.TokensIn), "token"), u.TokensOut, cost)
-	w := tabwriter.NewWriter(c.App.Writer, 0, 2, 2, ' ', 0)
+	w := newTable(c.App.Writer, 0, 2, 2, ' ', 0)
 	for _, e := range t.Timeline {
 		who := e.Actor
 		if who == "" {

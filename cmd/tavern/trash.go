@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
@@ -59,7 +58,7 @@ func runTrashLs(c *cli.Context, s *docstore.Store) error {
 	if c.Bool("json") {
 		return printJSON(c, orEmpty(entries))
 	}
-	tw := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
+	tw := newTable(c.App.Writer, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "REMOVED\tPATH\tNAME")
 	for _, e := range entries {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Deleted.Local().Format("2006-01-02 15:04:05"), dash(e.Path), e.Name)

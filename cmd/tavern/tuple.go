@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -242,7 +241,7 @@ func runTupleLs(c *cli.Context) error {
 		if c.Bool("json") {
 			return printJSON(c, counts)
 		}
-		tw := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
+		tw := newTable(c.App.Writer, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "TYPE\tLIVE")
 		for _, tc := range counts {
 			fmt.Fprintf(tw, "%s\t%d\n", tc.Type, tc.Count)
@@ -267,7 +266,7 @@ func runTupleLs(c *cli.Context) error {
 		}
 		return printJSON(c, out)
 	}
-	tw := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
+	tw := newTable(c.App.Writer, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tAGE\tEXPIRES\tVALUES")
 	now := time.Now()
 	for _, t := range ts {

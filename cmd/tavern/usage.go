@@ -70,7 +70,7 @@ func runUsage(c *cli.Context) error {
 		}
 		return printJSON(c, map[string]any{"by": c.String("by"), "rows": rows, "total": total})
 	}
-	w := tabwriter.NewWriter(c.App.Writer, 0, 2, 2, ' ', tabwriter.AlignRight)
+	w := newTable(c.App.Writer, 0, 2, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "%s\tRUNS\tFAILED\tWALL\tCPU\tTOKENS IN\tTOKENS OUT\tCOST USD\t\n", strings.ToUpper(c.String("by")))
 	line := func(r usage.Row) {
 		cost := "-"

@@ -353,9 +353,12 @@ func TestServeEditAfterChange(t *testing.T) {
 	}
 	p.ok("set", "agents/alice", "role=reviewer")
 	// The page swaps in the new content (a new version) without a reload.
+	// Save is clicked by one script: a change can bring more than one
+	// refresh, and one that replaces the button between a query and a
+	// click fails the click (the node is gone).
 	if err := chromedp.Do(ctx,
 		chromedp.Poll[chromedp.Void](`document.getElementById("main").dataset.version !== "`+before+`"`, chromedp.WithPollingTimeout(30*time.Second)),
-		chromedp.Click(`form.edit button[type=submit]`),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector("form.edit button[type=submit]").click()`),
 		chromedp.WaitVisible(`#flash .flash`),
 	); err != nil {
 		t.Fatalf("saving: %v", err)
@@ -388,8 +391,10 @@ func TestServeEditRefused(t *testing.T) {
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(u+"docs/agents/alice.md"),
 		chromedp.WaitVisible(`#edit-text`),
-		chromedp.Evaluate[chromedp.Void](`document.getElementById("edit-text").value = document.getElementById("edit-text").value.replace("state: idle", "state: dancing")`),
-		chromedp.Click(`form.edit button[type=submit]`),
+		// Edit and Save in one script: the page's first refresh (on
+		// connecting) may replace the nodes between two queries.
+		chromedp.Evaluate[chromedp.Void](`document.getElementById("edit-text").value = document.getElementById("edit-text").value.replace("state: idle", "state: dancing");
+			document.querySelector("form.edit button[type=submit]").click()`),
 		chromedp.WaitVisible(`#flash .error`),
 		chromedp.Poll[chromedp.Void](`document.getElementById("live").textContent === "live"`, chromedp.WithPollingTimeout(30*time.Second)),
 	); err != nil {
@@ -398,10 +403,20 @@ func TestServeEditRefused(t *testing.T) {
 	if path, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.pathname`)); err != nil || path != "/docs/agents/alice.md" {
 		t.Errorf("the refused save's page is at %q (%v), want the document's", path, err)
 	}
+	before, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("main").dataset.version`))
+	if err != nil {
+		t.Fatal(err)
+	}
 	p.ok("set", "agents/bob", "role=reviewer")
-	time.Sleep(1500 * time.Millisecond) // a change event and its refresh
-	if live, err := chromedp.Run(ctx, chromedp.Text(`#live`)); err != nil || live != "live" {
-		t.Errorf("after a change: %q, %v", live, err)
+	// The change event's refresh has happened when the page shows the
+	// new version, and it succeeded when the page says live (a refresh
+	// that fails swaps nothing in and says "reconnecting"). One script
+	// reads both: a refresh replaces the nodes between two queries.
+	if err := chromedp.Do(ctx,
+		chromedp.Poll[chromedp.Void](`document.getElementById("main").dataset.version !== "`+before+`" && document.getElementById("live").textContent === "live"`, chromedp.WithPollingTimeout(30*time.Second)),
+	); err != nil {
+		live, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("live").textContent`))
+		t.Fatalf("after a change, the page did not refresh and stay live (live: %q): %v", live, err)
 	}
 	if text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("edit-text").value`)); err != nil || !strings.Contains(text, "state: dancing") {
 		t.Errorf("the person's text was not kept: %v\n%s", err, text)
@@ -438,7 +453,7 @@ func TestServePageGone(t *testing.T) {
 		main, _ := chromedp.Run(ctx, chromedp.Text(`#main`))
 		t.Fatalf("the page of a removed item does not say so (live: %q): %v\n%.300s", live, err, main)
 	}
-	if live, err := chromedp.Run(ctx, chromedp.Text(`#live`)); err != nil || live != "live" {
+	if live, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("live").textContent`)); err != nil || live != "live" {
 		t.Errorf("live indicator: %q, %v (the server is up)", live, err)
 	}
 }
@@ -665,5 +680,23 @@ func TestServeLongFlash(t *testing.T) {
 	// Where it points: the whole error is there.
 	if log := p.ok("log", "--type", "view.action", "--json"); !strings.Contains(log, long) {
 		t.Errorf("tavern log --type view.action does not hold the whole message:\n%.300s", log)
+	}
+}
+
+// TestUIControlChars: a title is anyone's to write, and `tavern ui` drew
+// it raw: "\x1b]0;pwned\x07" set the terminal's title, "\x1b[2J" cleared
+// the screen, a bare \r moved the cursor. The list and the detail pane
+// show such characters escaped (\x1b, \x0d); the terminal's title stays.
+func TestUIControlChars(t *testing.T) {
+	p := newProject(t)
+	p.ok("queue", "create", "build")
+	p.ok("queue", "add", "build", "--title", "evil\x1b]0;pwned\x07 \x1b[2J x\r y")
+	ui := startUITmux(t, p)
+	ui.waitPane("Needs you")
+	ui.keys("3")
+	ui.waitPane(`evil\x1b]0;pwned\x07 \x1b[2J x\x0d y`)     // the list
+	ui.waitPane(`│ # evil\x1b]0;pwned\x07 \x1b[2J x\x0d y`) // the detail pane
+	if title, _ := ui.tmux("display-message", "-p", "-t", "ui", "#{pane_title}"); strings.Contains(title, "pwned") {
+		t.Errorf("the title set the terminal's title: %q", strings.TrimSpace(title))
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
@@ -59,7 +58,7 @@ func runWorkspaceLs(c *cli.Context) error {
 		}
 		return printJSON(c, list)
 	}
-	w := tabwriter.NewWriter(c.App.Writer, 0, 2, 2, ' ', 0)
+	w := newTable(c.App.Writer, 0, 2, 2, ' ', 0)
 	fmt.Fprintln(w, "ITEM\tSTATE\tBRANCH\tBYTES\tORPHAN\tPATH")
 	var total int64
 	for _, e := range list {

@@ -297,9 +297,11 @@ func (m *Model) refreshDetail(force bool) {
 	if r != nil && r.detail != nil {
 		pn = r.detail()
 	}
-	rendered := m.md.render(pn.body, m.detail.Width())
+	// The pane's text is user text: its control characters escaped
+	// before the markdown renderer, whose styling must stay real.
+	rendered := m.md.render(view.Visible(pn.body), m.detail.Width())
 	if pn.title != "" {
-		rendered = m.md.title(pn.title, m.detail.Width()) + "\n" + rendered
+		rendered = m.md.title(view.Visible(pn.title), m.detail.Width()) + "\n" + rendered
 	}
 	if key != m.detailKey || force {
 		m.detail.GotoTop()

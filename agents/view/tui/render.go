@@ -6,6 +6,8 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+
+	"github.com/tavernhq/tavern/agents/view"
 )
 
 var (
@@ -113,7 +115,7 @@ func (m *Model) inputPrefix() string {
 	case modeFilter:
 		return "/"
 	case modeInput:
-		return fmt.Sprintf("%s %s: ", m.pending.Label, m.pending.Target)
+		return view.Visible(fmt.Sprintf("%s %s: ", m.pending.Label, m.pending.Target))
 	case modeTarget:
 		return "send to: "
 	}
@@ -179,7 +181,9 @@ func truncate(s string, n int) string {
 	if n <= 0 {
 		return ""
 	}
-	s = strings.ReplaceAll(s, "\n", " ")
+	// Every line the list, footer and prompts show is cut here: user
+	// text (titles, names, messages) with its control characters escaped.
+	s = view.Visible(strings.ReplaceAll(s, "\n", " "))
 	if lipgloss.Width(s) <= n {
 		return s
 	}
