@@ -510,6 +510,9 @@ func TestVisible(t *testing.T) {
 		{"\x1b[2Jx\ry\x7f", `\x1b[2Jx\x0dy\x7f`},
 		{"c1 \u009b1m", `c1 \u009b1m`},
 		{"bad \x9b byte", `bad \x9b byte`},
+		{"ok\u202egnp.exe", `ok\u202egnp.exe`},
+		{"a\u2066b\u2069c\u200fd", `a\u2066b\u2069c\u200fd`},
+		{"zero\u200bwidth space stays", "zero\u200bwidth space stays"},
 	} {
 		if got := Visible(tc.in); got != tc.want {
 			t.Errorf("Visible(%q) = %q, want %q", tc.in, got, tc.want)

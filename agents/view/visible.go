@@ -8,10 +8,11 @@ import (
 
 // Visible is s with every control character but tab and newline shown
 // as an escape a person can read: C0 and DEL as \xHH (ESC is \x1b, a
-// bare carriage return \x0d), C1 as \u0080..\u009f, and a byte that is
-// not UTF-8 as \xHH. Titles, names and message text are anyone's to
-// write; drawn raw they could set the terminal's title, clear the
-// screen or overwrite a line (\r) of what a person reads. Every text
+// bare carriage return \x0d), C1 and the bidirectional formatting
+// characters as \uHHHH (\u202e), and a byte that is not UTF-8 as \xHH.
+// Titles, names and message text are anyone's to write; drawn raw they
+// could set the terminal's title, clear the screen, overwrite a line
+// (\r) or reorder it (\u202e) in what a person reads. Every text
 // view of the store (the terminal UI, the CLI's tables and messages)
 // shows user text through Visible; JSON escapes control characters by
 // itself.
@@ -48,9 +49,15 @@ func Visible(s string) string {
 }
 
 // needsEscape: r (n bytes of input) is a control character other than
-// tab and newline, or a byte that is not UTF-8.
+// tab and newline, a bidirectional formatting character, or a byte that
+// is not UTF-8. The bidi embeddings, overrides and isolates (U+202A..E,
+// U+2066..9) and marks (U+200E, U+200F) reorder what follows them on
+// screen: a title could show "done" where the bytes say otherwise (the
+// "Trojan Source" trick).
 func needsEscape(r rune, n int) bool {
 	switch {
+	case r == 0x200e || r == 0x200f || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069):
+		return true
 	case r == utf8.RuneError && n == 1:
 		return true
 	case r == '\t' || r == '\n':
