@@ -77,6 +77,10 @@ func newProject(t testing.TB) *project {
 func (p *project) cmd(ctx context.Context, prog string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, prog, args...)
 	cmd.Dir = p.dir
+	// A test binary that times out runs no cleanup: the watchers, pools
+	// and servers it started would run on, orphaned (the multi package's
+	// TestWorkersDieWithTest shows the mechanism).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	for _, e := range os.Environ() {
 		if k, _, _ := strings.Cut(e, "="); !strings.HasPrefix(k, "TAVERN_") && !strings.HasPrefix(k, "GIT_") && k != "EDITOR" && k != "VISUAL" {
 			cmd.Env = append(cmd.Env, e)
