@@ -15,6 +15,7 @@ import (
 	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/agents/recall"
+	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/queues/tuples"
 	"github.com/tavernhq/tavern/schema"
 )
@@ -169,11 +170,26 @@ func (ms *mcpServer) next(ctx context.Context, _ *mcp.CallToolRequest, in nextIn
 	if err != nil {
 		return nil, nil, err
 	}
-	next, err := Next(b, agent, NextOptions{Queues: qs, Limit: 3, Now: ms.e.now()})
+	var diag queues.Diagnostics
+	next, err := Next(b, agent, NextOptions{Queues: qs, Limit: 3, Now: ms.e.now(), Diag: &diag})
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := jsonText(map[string]any{"held": held, "next": next})
+	answer := map[string]any{"held": held, "next": next}
+	// What it passed over that waiting will not fix (a broken item file,
+	// a dead dependency), as the CLI's next warns: an empty "next" must
+	// not read as "no work" when work is stuck.
+	var skipped []string
+	for _, e := range diag.Invalid {
+		skipped = append(skipped, e.Error())
+	}
+	for _, bl := range diag.Blocked {
+		skipped = append(skipped, bl.String())
+	}
+	if len(skipped) > 0 {
+		answer["skipped"] = skipped
+	}
+	r, err := jsonText(answer)
 	return r, nil, err
 }
 

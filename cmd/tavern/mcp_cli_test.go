@@ -31,29 +31,13 @@ func TestMCPServerBuiltBinary(t *testing.T) {
 	p.ok("agent", "new", "me")
 	p.ok("send", "@me", "welcome aboard", "--as", "bob")
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.Command(tavernBin(t), "mcp")
-	cmd.Dir = p.dir
-	for _, e := range os.Environ() {
-		if k, _, _ := strings.Cut(e, "="); k != "TAVERN_DIR" && k != "TAVERN_AGENT" {
-			cmd.Env = append(cmd.Env, e)
-		}
-	}
-	cmd.Env = append(cmd.Env, "TAVERN_AGENT=me")
-	client := mcp.NewClient(&mcp.Implementation{Name: "tavern-test", Version: "v0"}, nil)
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-
-	if ins := cs.InitializeResult().Instructions; !strings.Contains(ins, "Call prime first") {
-		t.Errorf("instructions: %q", ins)
-	}
+	ctx, cs, call := startMCP(t, p, "me")
 	tools, err := cs.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if ins := cs.InitializeResult().Instructions; !strings.Contains(ins, "Call prime first") {
+		t.Errorf("instructions: %q", ins)
 	}
 	size := 0
 	for _, tool := range tools.Tools {
@@ -62,24 +46,6 @@ func TestMCPServerBuiltBinary(t *testing.T) {
 	}
 	if len(tools.Tools) > kit.MCPMaxTools || size/4 > kit.MCPSchemaTokens {
 		t.Errorf("%d tools, %d tokens of schema: over the budget (%d tools, %d tokens)", len(tools.Tools), size/4, kit.MCPMaxTools, kit.MCPSchemaTokens)
-	}
-
-	call := func(name string, args map[string]any) string {
-		t.Helper()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		var b strings.Builder
-		for _, c := range res.Content {
-			if tc, ok := c.(*mcp.TextContent); ok {
-				b.WriteString(tc.Text)
-			}
-		}
-		if res.IsError {
-			t.Fatalf("%s: tool error: %s", name, b.String())
-		}
-		return b.String()
 	}
 	called := map[string]bool{}
 	do := func(name string, args map[string]any) string {
@@ -196,5 +162,76 @@ func TestMCPPipedRequests(t *testing.T) {
 		if !strings.Contains(inbox, fmt.Sprintf("piped %d", run)) {
 			t.Errorf("message of run %d not on disk; recv:\n%s", run, inbox)
 		}
+	}
+}
+
+// startMCP runs the built `tavern mcp` in p as agent and connects a real
+// MCP client to it. call runs a tool and returns its text, failing the
+// test on a tool error.
+func startMCP(t *testing.T, p *project, agent string) (context.Context, *mcp.ClientSession, func(string, map[string]any) string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	cmd := exec.Command(tavernBin(t), "mcp")
+	cmd.Dir = p.dir
+	for _, e := range os.Environ() {
+		if k, _, _ := strings.Cut(e, "="); k != "TAVERN_DIR" && k != "TAVERN_AGENT" {
+			cmd.Env = append(cmd.Env, e)
+		}
+	}
+	cmd.Env = append(cmd.Env, "TAVERN_AGENT="+agent)
+	client := mcp.NewClient(&mcp.Implementation{Name: "tavern-test", Version: "v0"}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	call := func(name string, args map[string]any) string {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var b strings.Builder
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				b.WriteString(tc.Text)
+			}
+		}
+		if res.IsError {
+			t.Fatalf("%s: tool error: %s", name, b.String())
+		}
+		return b.String()
+	}
+	return ctx, cs, call
+}
+
+// TestMCPNextSkipped: the next tool names what it passed over that
+// waiting will not fix (an item file that does not parse, an item whose
+// dependency is dead), as the CLI's next warns; it used to answer an
+// empty "next" that read as no work.
+func TestMCPNextSkipped(t *testing.T) {
+	p := newProject(t)
+	p.ok("agent", "new", "me")
+	p.ok("queue", "create", "build", "--max-attempts", "1")
+	a := strings.TrimSpace(p.ok("queue", "add", "build", "--title", "a"))
+	p.ok("queue", "add", "build", "--title", "b", "--depends-on", a)
+	p.ok("queue", "take", "build")
+	p.ok("item", "fail", a, "--reason", "no")
+	if err := os.WriteFile(filepath.Join(p.dir, ".tavern/queues/build/pending/p00-0-handmade.md"), []byte("---\ntitle: ok\npriority: [1\n---\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, call := startMCP(t, p, "me")
+	var got struct {
+		Next    []any    `json:"next"`
+		Skipped []string `json:"skipped"`
+	}
+	out := call("next", nil)
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("next: %v\n%s", err, out)
+	}
+	joined := strings.Join(got.Skipped, "\n")
+	if len(got.Next) != 0 || !strings.Contains(joined, "queues/build/pending/p00-0-handmade.md:3:1") || !strings.Contains(joined, "dependency "+a+" is dead") {
+		t.Errorf("next: got %s, want no item and both skipped (the broken file at 3:1, the item blocked by %s)", out, a)
 	}
 }
