@@ -54,7 +54,8 @@ Examples:
 				Description: `Starts a daemon process for the store and returns once it answers. If a
 process already serves the store, says which and exits 0. Its log is
 .tavern/.daemon.log. A daemon that exits before it serves fails this
-command with its own error and exit code. --foreground serves from this
+command with its own error and exit code; one that cannot make its socket
+(.tavern/.daemon.sock) exits with that error rather than retrying. --foreground serves from this
 process until interrupted (or tavern daemon stop).
 
 Examples:
@@ -362,12 +363,34 @@ func runDaemonForeground(c *cli.Context) error {
 	}
 	ctx, stop := context.WithCancel(c.Context)
 	defer stop()
+	var mu sync.Mutex
+	var starting = true
+	var startErr error
 	srv, err := daemon.Start(p, daemon.Options{Who: "tavern daemon", Explicit: true, OnStop: stop,
-		Handlers: queryHandlers(m.Store), OnError: func(err error) { reportErr(c, "daemon", err) }})
+		Handlers: queryHandlers(m.Store), OnError: func(err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if starting {
+				startErr = err // the first attempt's: returned below
+				return
+			}
+			reportErr(c, "daemon", err)
+		}})
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
+	mu.Lock()
+	starting = false
+	first := startErr
+	mu.Unlock()
+	if first != nil && !srv.Serving() {
+		// The explicit daemon exists to serve: a socket it cannot make
+		// is its error (daemon start reports it), not a retry every few
+		// seconds for ever behind a "started". A process that serves
+		// already is no error (the server said nothing).
+		return fmt.Errorf("daemon: %w", first)
+	}
 	m.SetReapCandidates(reapCandidates(p, m.Host))
 	defer runReaper(c, m, b)()
 	longRunningMemory(0)
