@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/agents/view"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
@@ -93,6 +94,7 @@ func runLog(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	warnNearAgent(c, s, f.Agent)
 	print := eventPrinter(c)
 	var m *watcher.DocMatcher
 	if len(where) > 0 {
@@ -261,4 +263,19 @@ func formatEvent(e journal.Event) string {
 	}
 	// Event data quotes what someone wrote (a failure's reason).
 	return view.Visible(b.String())
+}
+
+// warnNearAgent says when --agent names no agent but is near one that
+// exists (--agent bobb): log and watch would show nothing for a typo. A name near
+// none is taken as meant (an agent removed since still has its events).
+func warnNearAgent(c *cli.Context, s *docstore.Store, name string) {
+	if name == "" {
+		return
+	}
+	if _, err := s.Stat(agents.AgentPath(name)); err == nil {
+		return
+	}
+	if near := schema.Near(name, agents.AgentNames(s)); len(near) > 0 {
+		warnf(c, "--agent %s: no such agent (did you mean %s?); showing its events, if any", name, schema.NearList(near))
+	}
 }

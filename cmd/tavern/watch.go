@@ -69,6 +69,7 @@ func runWatch(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	warnNearAgent(c, s, f.Agent)
 	j, err := journal.Open(s.Root(), journal.Options{})
 	if err != nil {
 		return err
