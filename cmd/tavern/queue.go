@@ -404,6 +404,11 @@ func runQueueRetry(c *cli.Context) error {
 	for _, it := range items {
 		outf(c, "%s pending\n", it.ID)
 	}
+	if err == nil && len(items) == 0 {
+		// Nothing printed and exit 0 read as "done"; say there was
+		// nothing to do (stderr: stdout stays the list of ids).
+		errf(c, "tavern: queue %s has no dead items to retry\n", view.Visible(c.Args().First()))
+	}
 	return err
 }
 
