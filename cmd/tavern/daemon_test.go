@@ -427,17 +427,7 @@ func TestDaemonStartChildFails(t *testing.T) {
 	p := newProject(t)
 	prefix := inLowWatchLimit(t, 0)
 	start := func(args ...string) result {
-		cmd := p.cmd(context.Background(), prefix[0], append(append(prefix[1:], tavernBin(t), "daemon", "start"), args...)...)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		r := result{out: out.String(), err: errb.String()}
-		if ee, ok := err.(*exec.ExitError); ok {
-			r.code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return r
+		return runResult(t, p.cmd(context.Background(), prefix[0], append(append(prefix[1:], tavernBin(t), "daemon", "start"), args...)...))
 	}
 	const why = "a polling projection cannot prove it is current, so it cannot serve queries"
 	r := start()

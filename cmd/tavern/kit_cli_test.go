@@ -101,15 +101,7 @@ func (s *session) fire(ev kit.Event, file string) result {
 	}
 	cmd.Env = append(cmd.Env, s.env...)
 	cmd.Stdin = strings.NewReader(fixture(s.t, s.tool, ev, s.p.dir, file))
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := result{out: out.String(), err: errb.String()}
-	if ee, ok := err.(*exec.ExitError); ok {
-		r.code = ee.ExitCode()
-	} else if err != nil {
-		s.t.Fatal(err)
-	}
+	r := runResult(s.t, cmd)
 	if r.code != 0 {
 		s.t.Fatalf("%s %s: hooks must exit 0\n%s", s.tool, ev, r)
 	}

@@ -105,6 +105,13 @@ func (p *project) runEnv(env []string, args ...string) result {
 	p.t.Helper()
 	cmd := p.tavern(args...)
 	cmd.Env = append(cmd.Env, env...)
+	return runResult(p.t, cmd)
+}
+
+// runResult runs cmd with its stdout and stderr captured and returns
+// them with its exit status; a command that could not run fails tb.
+func runResult(tb testing.TB, cmd *exec.Cmd) result {
+	tb.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -112,7 +119,7 @@ func (p *project) runEnv(env []string, args ...string) result {
 	if err != nil {
 		ee, ok := err.(*exec.ExitError)
 		if !ok {
-			p.t.Fatalf("tavern %q: %v", args, err)
+			tb.Fatalf("%q: %v", cmd.Args, err)
 		}
 		r.code = ee.ExitCode()
 	}
