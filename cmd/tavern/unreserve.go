@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/queues/tuples"
@@ -45,6 +47,22 @@ func runUnreserve(c *cli.Context) error {
 	}
 	if err != nil {
 		return err
+	}
+	if n == 0 && c.NArg() > 0 {
+		// A glob that matches none of the agent's (a typo: srcc/**)
+		// released nothing; say what it does hold.
+		var held []string
+		rs, _ := sp.Reservations()
+		for _, r := range rs {
+			if r.Agent == as.Name {
+				held = append(held, r.Glob)
+			}
+		}
+		if len(held) == 0 {
+			warnf(c, "%s holds no reservation", as.Name)
+		} else {
+			warnf(c, "%s holds no reservation of %s (it holds %s)", as.Name, strings.Join(c.Args().Slice(), " "), strings.Join(held, " "))
+		}
 	}
 	if c.Bool("json") {
 		return printJSON(c, map[string]int{"released": n})
