@@ -216,14 +216,7 @@ func TestServeBrowser(t *testing.T) {
 	p := viewsProject(t)
 	u := startServe(t, p, "--listen", "127.0.0.1:0")
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.WindowSize(1280, 900), chromedp.Flag("user-data-dir", t.TempDir()))
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelA()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancelT := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancelT()
+	ctx := browserContext(t, bin, 3*time.Minute)
 
 	// Accept confirm() dialogs, as a person clicking OK would.
 	dialogs := make(chan string, 4)
@@ -331,14 +324,7 @@ func TestServeEditAfterChange(t *testing.T) {
 	bin := chromium(t)
 	p := viewsProject(t)
 	u := startServe(t, p, "--listen", "127.0.0.1:0")
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("user-data-dir", t.TempDir()))
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelA()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancelT := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancelT()
+	ctx := browserContext(t, bin, 2*time.Minute)
 
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(u+"docs/agents/alice.md"),
@@ -380,14 +366,7 @@ func TestServeEditRefused(t *testing.T) {
 	bin := chromium(t)
 	p := viewsProject(t)
 	u := startServe(t, p, "--listen", "127.0.0.1:0")
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("user-data-dir", t.TempDir()))
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelA()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancelT := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancelT()
+	ctx := browserContext(t, bin, 2*time.Minute)
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(u+"docs/agents/alice.md"),
 		chromedp.WaitVisible(`#edit-text`),
@@ -431,14 +410,7 @@ func TestServePageGone(t *testing.T) {
 	p := viewsProject(t)
 	id := strings.TrimSpace(p.ok("queue", "add", "build", "--title", "doomed item"))
 	u := startServe(t, p, "--listen", "127.0.0.1:0")
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("user-data-dir", t.TempDir()))
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelA()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancelT := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancelT()
+	ctx := browserContext(t, bin, 2*time.Minute)
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(u+"items/"+id),
 		chromedp.Poll[chromedp.Void](`document.getElementById("live").textContent === "live"`, chromedp.WithPollingTimeout(30*time.Second)),
@@ -699,4 +671,17 @@ func TestUIControlChars(t *testing.T) {
 	if title, _ := ui.tmux("display-message", "-p", "-t", "ui", "#{pane_title}"); strings.Contains(title, "pwned") {
 		t.Errorf("the title set the terminal's title: %q", strings.TrimSpace(title))
 	}
+}
+
+// browserContext starts a real headless chromium (bin) with a window of
+// 1280x900 and a profile of its own, for at most d; it ends with the test.
+func browserContext(t *testing.T, bin string, d time.Duration) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.WindowSize(1280, 900), chromedp.Flag("user-data-dir", t.TempDir()))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	ctx, cancelT := context.WithTimeout(ctx, d)
+	t.Cleanup(func() { cancelT(); cancel(); cancelA() })
+	return ctx
 }
