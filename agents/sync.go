@@ -15,7 +15,10 @@ func SyncMergers() map[string]gitsync.MergeFunc {
 }
 
 // OpenSyncer opens the git sync of s with SyncMergers; j may be nil (the
-// store's journal).
+// store's journal). Messages that arrive older than a reader's bookmark
+// are marked unread for it (messages.MarkLate).
 func OpenSyncer(s *docstore.Store, j *journal.Journal) (*gitsync.Syncer, error) {
-	return gitsync.Open(s, gitsync.Options{Journal: j, Mergers: SyncMergers()})
+	return gitsync.Open(s, gitsync.Options{Journal: j, Mergers: SyncMergers(),
+		AfterApply:      func(docs []gitsync.Applied) error { return messages.MarkLate(s, docs) },
+		AfterApplyKinds: []string{"chunk", "bookmark"}})
 }

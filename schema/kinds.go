@@ -227,8 +227,9 @@ var (
 		)}
 
 	Bookmark = &Kind{Name: "bookmark", Plural: "bookmarks", Pattern: "bookmarks/{agent}.md", Version: 1,
-		Doc:    "an agent's last-read message id per channel",
-		Fields: withCommon(Field{Name: "agent", Type: String}, Field{Name: "channels", Type: Map, Pattern: "ids", Doc: "the id of the last message read, per channel"})}
+		Doc: "an agent's last-read message id per channel",
+		Fields: withCommon(Field{Name: "agent", Type: String}, Field{Name: "channels", Type: Map, Pattern: "ids", Doc: "the id of the last message read, per channel"},
+			Field{Name: "late", Type: Map, Pattern: "idlists", Doc: "messages older than the bookmark that arrived later from another machine, unread, per channel"})}
 )
 
 func init() {

@@ -203,8 +203,11 @@ func (f *Field) check(n *yaml.Node) string {
 		if n.Kind != yaml.MappingNode {
 			return fmt.Sprintf("must be a mapping, got %s", describe(n))
 		}
-		if f.Pattern == "ids" {
+		switch f.Pattern {
+		case "ids":
 			return checkIDs(n)
+		case "idlists":
+			return checkIDLists(n)
 		}
 	}
 	return ""
@@ -230,6 +233,29 @@ func checkIDs(m *yaml.Node) string {
 			return fmt.Sprintf("%s: must be an id, got %s", m.Content[i].Value, describe(v))
 		}
 		return fmt.Sprintf("%s: %q is not an id", m.Content[i].Value, v.Value)
+	}
+	return ""
+}
+
+// checkIDLists checks that every value of a mapping is a list of ids
+// (or empty): a bookmark's late messages, each looked up by its id.
+func checkIDLists(m *yaml.Node) string {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		v := m.Content[i+1]
+		if v.Kind == yaml.AliasNode {
+			v = v.Alias
+		}
+		if isNull(v) {
+			continue
+		}
+		if v.Kind != yaml.SequenceNode {
+			return fmt.Sprintf("%s: must be a list of ids, got %s", m.Content[i].Value, describe(v))
+		}
+		for _, e := range v.Content {
+			if e.Kind != yaml.ScalarNode || !uuid.MatchString(e.Value) {
+				return fmt.Sprintf("%s: %q is not an id", m.Content[i].Value, e.Value)
+			}
+		}
 	}
 	return ""
 }

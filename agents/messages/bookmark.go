@@ -70,6 +70,22 @@ func Bookmarks(s *docstore.Store, agent string) (map[string]string, error) {
 	return bookmarkMap(d), nil
 }
 
+// lateOf reads the agent's late messages per channel (lateMap).
+func lateOf(s *docstore.Store, agent string) (map[string][]string, error) {
+	rel, err := bookmarkPath(agent)
+	if err != nil {
+		return nil, err
+	}
+	d, err := s.Get(rel)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string][]string{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return lateMap(d), nil
+}
+
 // checkBookmarks refuses a bookmark document that does not validate (a
 // bookmark edited into something that is no message id): read as it is,
 // it would hide messages or show them again without a word.
@@ -91,6 +107,76 @@ func bookmarkMap(d *docstore.Doc) map[string]string {
 		}
 	}
 	return out
+}
+
+// lateMap is a bookmark's `late` field: per channel, the ids of messages
+// older than the bookmark that reached this store after the reader had
+// read past them (another machine's, brought by a sync: MarkLate). They
+// are unread: Recv returns them with the newer ones and drops them.
+func lateMap(d *docstore.Doc) map[string][]string {
+	out := map[string][]string{}
+	if n := d.Get("late"); n != nil {
+		var m map[string][]string
+		if n.Decode(&m) == nil {
+			for k, v := range m {
+				if len(v) > 0 {
+					out[k] = v
+				}
+			}
+		}
+	}
+	return out
+}
+
+// setLate writes late into d, without the field when nothing is late.
+func setLate(d *docstore.Doc, late map[string][]string) error {
+	for k, v := range late {
+		if len(v) == 0 {
+			delete(late, k)
+		} else {
+			sort.Strings(v)
+		}
+	}
+	if len(late) == 0 {
+		if d.Has("late") {
+			return d.Delete("late")
+		}
+		return nil
+	}
+	return d.Set("late", late)
+}
+
+// readUnread reads channel's unread messages for a bookmark at after
+// with the late ids late (all of them with all), at most limit, and
+// returns what remains late after they are returned.
+func readUnread(s *docstore.Store, channel, after string, late []string, all bool, limit int) (msgs []Message, rest []string, err error) {
+	var also map[string]bool
+	if !all && len(late) > 0 {
+		also = make(map[string]bool, len(late))
+		for _, id := range late {
+			also[id] = true
+		}
+	}
+	from := after
+	if all {
+		from = ""
+	}
+	msgs, cut, err := readMessages(s, channel, from, also, limit)
+	if err != nil || !cut {
+		// Every late id was read (or its message is gone: a hand edit
+		// removed it), so none stays.
+		return msgs, nil, err
+	}
+	got := make(map[string]bool, len(msgs))
+	for _, m := range msgs {
+		got[m.ID] = true
+	}
+	for _, id := range late {
+		if !got[id] {
+			rest = append(rest, id)
+		}
+	}
+	return msgs, rest, nil
 }
 
 // RecvOptions tune Recv.
@@ -121,29 +207,38 @@ func Recv(s *docstore.Store, agent, channel string, opt RecvOptions) ([]Message,
 		if err := checkBookmarks(d); err != nil {
 			return err
 		}
-		marks := bookmarkMap(d)
+		marks, late := bookmarkMap(d), lateMap(d)
 		after := marks[channel]
-		from := after
-		if opt.All {
-			from = ""
-		}
-		msgs, err = ReadMessages(s, channel, from, opt.Limit)
+		var rest []string
+		msgs, rest, err = readUnread(s, channel, after, late[channel], opt.All, opt.Limit)
 		if err != nil {
 			return err
 		}
-		if len(msgs) == 0 {
+		moved := len(rest) != len(late[channel])
+		if len(msgs) > 0 {
+			if last := msgs[len(msgs)-1].ID; last > after {
+				marks[channel], moved = last, true
+			}
+		}
+		if !moved {
 			return nil
 		}
-		if last := msgs[len(msgs)-1].ID; last > after {
-			marks[channel] = last
-			if err := d.Set("channels", marks); err != nil {
-				return err
-			}
-			return d.Set("updated", time.Now())
-		}
-		return nil
+		late[channel] = rest
+		return writeMarks(d, marks, late)
 	})
 	return msgs, err
+}
+
+// writeMarks sets a bookmark's channels and late fields and its updated
+// time.
+func writeMarks(d *docstore.Doc, marks map[string]string, late map[string][]string) error {
+	if err := d.Set("channels", marks); err != nil {
+		return err
+	}
+	if err := setLate(d, late); err != nil {
+		return err
+	}
+	return d.Set("updated", time.Now())
 }
 
 // RecvEach is Recv over several channels in one go: under one lock of the
@@ -170,14 +265,17 @@ func RecvEach(s *docstore.Store, agent string, channels []string, opt RecvOption
 		if err := checkBookmarks(d); err != nil {
 			return err
 		}
-		marks := bookmarkMap(d)
+		marks, late := bookmarkMap(d), lateMap(d)
 		moved := false
 		readErrs = readErrs[:0]
 		for _, ch := range channels {
-			msgs, err := ReadMessages(s, ch, marks[ch], opt.Limit)
+			msgs, rest, err := readUnread(s, ch, marks[ch], late[ch], false, opt.Limit)
 			if err != nil {
 				readErrs = append(readErrs, err) // that channel only; the others go on
 				continue
+			}
+			if len(rest) != len(late[ch]) {
+				late[ch], moved = rest, true
 			}
 			if len(msgs) == 0 {
 				continue
@@ -192,10 +290,7 @@ func RecvEach(s *docstore.Store, agent string, channels []string, opt RecvOption
 		if !moved {
 			return nil // unchanged: not written
 		}
-		if err := d.Set("channels", marks); err != nil {
-			return err
-		}
-		return d.Set("updated", time.Now())
+		return writeMarks(d, marks, late)
 	})
 	return readErrs, err
 }
@@ -236,6 +331,10 @@ func Inbox(s *docstore.Store, agent string) ([]Unread, error) {
 	if err != nil {
 		return nil, err
 	}
+	late, err := lateOf(s, agent)
+	if err != nil {
+		return nil, err
+	}
 	// channelDocs, not ListChannels: its counts of every channel (other
 	// agents' direct ones too) would be thrown away, and one broken chunk
 	// anywhere would fail every agent's inbox.
@@ -257,6 +356,7 @@ func Inbox(s *docstore.Store, agent string) ([]Unread, error) {
 			return nil, err
 		}
 		bad = append(bad, skip...)
+		n += len(late[c.Name])
 		out = append(out, Unread{Channel: c.Name, Count: n, LastID: last})
 	}
 	sort.SliceStable(out, func(i, j int) bool {

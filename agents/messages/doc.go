@@ -30,7 +30,15 @@
 // the bookmark's lock, so concurrent Recvs of one agent never return a
 // message twice; RecvWait blocks until a message arrives (WaitChannel).
 // Inbox counts unread messages per channel from the chunks'
-// message_count, parsing only the chunk that holds the bookmark. Notes
+// message_count, parsing only the chunks that may hold the bookmark.
+//
+// Across machines (the git sync) two machines may fill chunks of one
+// channel at the same time; reads take every chunk that may hold a
+// message past the bookmark (a chunk spans at most ChunkSpan from its
+// name) and return messages in id order. A message another machine sent
+// before the newest one a reader read here arrives with a later sync:
+// MarkLate puts its id in the reader's `late` list (bookmarks/<agent>.md),
+// and Recv and Inbox count it unread until it is read. Notes
 // (notes/<channel>/<id>.md, AddNote) are reflections outside the
 // timeline.
 //

@@ -89,9 +89,10 @@ func prelude(body []byte) []byte {
 // it returned) and ids are time-ordered, so the greater id is the truth
 // of both sides: the per-field rule kept one side's whole `channels` map
 // and the other machine's reads came back as unread. Both sides'
-// channels are kept; the other fields are ours, with the earlier id and
-// created (a reader that first read on two machines created the document
-// twice; every machine picks the same) and the later updated. Nothing is
+// channels are kept, and their late lists (mergeLate); the other fields
+// are ours, with the earlier id and created (a reader that first read on
+// two machines created the document twice; every machine picks the same)
+// and the later updated. Nothing is
 // dropped, so nothing is journaled.
 func MergeBookmark(path string, base, ours, theirs []byte) ([]byte, []gitsync.Loss, error) {
 	do, dt, err := parseSides(path, ours, theirs)
@@ -106,6 +107,13 @@ func MergeBookmark(path string, base, ours, theirs []byte) ([]byte, []gitsync.Lo
 	}
 	res := do.Clone()
 	fields := []docstore.Field{{Key: "channels", Value: marks}}
+	if late := mergeLate(path, base, do, dt); len(late) > 0 {
+		fields = append(fields, docstore.Field{Key: "late", Value: late})
+	} else if res.Has("late") {
+		if err := res.Delete("late"); err != nil {
+			return nil, nil, err
+		}
+	}
 	if id := dt.String("id"); id != "" && (do.String("id") == "" || id < do.String("id")) {
 		fields = append(fields, docstore.Field{Key: "id", Value: id})
 	}
@@ -123,6 +131,40 @@ func MergeBookmark(path string, base, ours, theirs []byte) ([]byte, []gitsync.Lo
 		return nil, nil, err
 	}
 	return res.Bytes(), nil, nil
+}
+
+// mergeLate merges two bookmarks' late lists (MarkLate) against their
+// base: a late id either side read (in base, gone from that side) is
+// gone; one either side marked is kept.
+func mergeLate(path string, base []byte, do, dt *docstore.Doc) map[string][]string {
+	var lb map[string][]string
+	if base != nil {
+		if db, err := docstore.Parse(path, base); err == nil {
+			lb = lateMap(db)
+		}
+	}
+	lo, lt := lateMap(do), lateMap(dt)
+	out := map[string][]string{}
+	for _, side := range []map[string][]string{lo, lt} {
+		for ch, ids := range side {
+			for _, id := range ids {
+				if inList(lb[ch], id) && (!inList(lo[ch], id) || !inList(lt[ch], id)) {
+					continue // read on one side
+				}
+				out[ch] = union(out[ch], []string{id})
+			}
+		}
+	}
+	return out
+}
+
+func inList(l []string, id string) bool {
+	for _, x := range l {
+		if x == id {
+			return true
+		}
+	}
+	return false
 }
 
 // parseSides parses both sides of a merge of the document at path.

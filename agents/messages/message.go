@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -333,46 +334,112 @@ func chunkMessages(d *docstore.Doc) ([]Message, error) {
 // ReadMessages returns the messages of channel with an id greater than
 // after ("" for all), oldest first, at most limit (0 for no limit).
 func ReadMessages(s *docstore.Store, channel, after string, limit int) ([]Message, error) {
+	msgs, _, err := readMessages(s, channel, after, nil, limit)
+	return msgs, err
+}
+
+// readMessages returns the messages of channel with an id greater than
+// after or in also, in id order, at most limit; cut says the limit left
+// some out. Chunks of two machines that wrote to the channel between two
+// syncs overlap in time (each machine's chunk holds its own messages), so
+// every chunk that may hold a message past the floor is read and the
+// result sorted: a chunk holds messages of at most ChunkSpan from its
+// first (its name), which bounds how far back that is.
+func readMessages(s *docstore.Store, channel, after string, also map[string]bool, limit int) (out []Message, cut bool, err error) {
 	if err := ValidChannel(channel); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	chunks, err := chunkFiles(s, channel)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	// Skip chunks that end before after: the chunk holding after is the
-	// last one whose name (first id) is <= after.
-	start := 0
-	if after != "" {
-		for i, c := range chunks {
-			if chunkName(c) <= after {
-				start = i
-			}
+	floor := after
+	for id := range also {
+		if id < floor {
+			floor = id
 		}
 	}
-	var out []Message
-	for _, c := range chunks[start:] {
+	byID := func() {
+		sort.SliceStable(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	}
+	start := firstChunk(chunks, floor)
+	for i, c := range chunks[start:] {
 		d, err := s.Get(c)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
-			return out, err
+			return out, false, err
 		}
 		msgs, err := chunkMessages(d)
 		if err != nil {
-			return out, err
+			return out, false, err
 		}
 		for _, m := range msgs {
-			if m.ID > after {
+			if m.ID > after || also[m.ID] {
 				out = append(out, m)
-				if limit > 0 && len(out) >= limit {
-					return out, nil
-				}
+			}
+		}
+		if limit > 0 && len(out) >= limit {
+			// A later chunk holds only ids from its name on: once the
+			// limit is met below that, nothing later can come first.
+			byID()
+			rest := chunks[start+i+1:]
+			if len(rest) == 0 || chunkName(rest[0]) > out[limit-1].ID {
+				return out[:limit], len(out) > limit || len(rest) > 0, nil
 			}
 		}
 	}
-	return out, nil
+	byID()
+	if limit > 0 && len(out) > limit {
+		return out[:limit], true, nil
+	}
+	return out, false, nil
+}
+
+// firstChunk is the index of the first chunk that may hold a message with
+// an id greater than floor: the one holding floor (the last named at or
+// before it), or an earlier one named less than ChunkSpan (and a minute
+// of slack) before floor, which another machine may have filled at the
+// same time.
+func firstChunk(chunks []string, floor string) int {
+	if floor == "" {
+		return 0
+	}
+	bound, ok := idBefore(floor, ChunkSpan+time.Minute)
+	if !ok {
+		return 0
+	}
+	start := 0
+	for i, c := range chunks {
+		if chunkName(c) > floor {
+			break
+		}
+		start = i
+	}
+	for start > 0 && chunkName(chunks[start-1]) >= bound {
+		start--
+	}
+	return start
+}
+
+// idBefore is the text every UUIDv7 made d before id's time sorts at or
+// after: its time prefix ("xxxxxxxx-xxxx"). ok is false for an id that
+// is no UUIDv7 (a hand-named chunk): then everything must be read.
+func idBefore(id string, d time.Duration) (string, bool) {
+	if len(id) < 13 || id[8] != '-' {
+		return "", false
+	}
+	ms, err := strconv.ParseUint(id[:8]+id[9:13], 16, 64)
+	if err != nil {
+		return "", false
+	}
+	t := int64(ms) - d.Milliseconds()
+	if t < 0 {
+		t = 0
+	}
+	h := fmt.Sprintf("%012x", t)
+	return h[:8] + "-" + h[8:], true
 }
 
 // AllMessages returns every message of channel, oldest first, for a
@@ -437,18 +504,15 @@ func countMessages(s *docstore.Store, channel string) (n int, bad []error, err e
 }
 
 // countAfter counts the messages of channel with an id greater than after,
-// parsing only the chunk that holds after and trusting message_count of the
-// chunks past it. A chunk that does not parse is left out of the count and
+// parsing only the chunks that may hold after (firstChunk) and trusting
+// message_count of the chunks past it. A chunk that does not parse is left out of the count and
 // returned in bad (a count is a hint; recv stops at such a chunk).
 func countAfter(s *docstore.Store, channel, after string) (n int, last string, bad []error, err error) {
 	chunks, err := chunkFiles(s, channel)
 	if err != nil {
 		return 0, "", nil, err
 	}
-	for i, c := range chunks {
-		if after != "" && i+1 < len(chunks) && chunkName(chunks[i+1]) <= after {
-			continue // wholly before after
-		}
+	for _, c := range chunks[firstChunk(chunks, after):] {
 		d, err := s.Get(c)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {

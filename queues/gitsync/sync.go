@@ -56,6 +56,21 @@ type Options struct {
 	// name; e.g. "chunk": messages.MergeChunk). Others use the per-field
 	// rule (mergeDoc).
 	Mergers map[string]MergeFunc
+	// AfterApply, if set, is called once a round has written other
+	// machines' changes into the store, with each document of a kind in
+	// AfterApplyKinds that it wrote (agents.OpenSyncer: messages.MarkLate
+	// sees the chunks and bookmarks that came in). Its error is one of
+	// Report.Problems; the round stands.
+	AfterApply      func([]Applied) error
+	AfterApplyKinds []string
+}
+
+// Applied is a document a round wrote into the store from other
+// machines, with its content before (nil: absent) and after (nil:
+// removed).
+type Applied struct {
+	Path          string
+	Before, After []byte
 }
 
 // Syncer is the git sync of one store. Its rounds exclude each other
@@ -70,6 +85,8 @@ type Syncer struct {
 	j         *journal.Journal
 	ownJ      bool
 	mergers   map[string]MergeFunc
+	after     func([]Applied) error
+	afterKind map[string]bool
 	statFile  string
 	stateFile string
 }
@@ -102,8 +119,14 @@ func Open(s *docstore.Store, opt Options) (*Syncer, error) {
 			return ""
 		}
 	}
-	sy := &Syncer{s: s, machine: machine, mergers: opt.Mergers, j: opt.Journal,
+	sy := &Syncer{s: s, machine: machine, mergers: opt.Mergers, j: opt.Journal, after: opt.AfterApply,
 		statFile: filepath.Join(s.Root(), Dir, "stat.json"), stateFile: filepath.Join(s.Root(), Dir, "state.json")}
+	if sy.after != nil {
+		sy.afterKind = map[string]bool{}
+		for _, k := range opt.AfterApplyKinds {
+			sy.afterKind[k] = true
+		}
+	}
 	remote, ref, every := get("remote", "a git URL or path"), get("ref", "a full ref name (refs/...)"), get("every", "a duration such as 10s")
 	if bad != nil {
 		return nil, bad
@@ -219,6 +242,8 @@ type Report struct {
 	Offline   string           `json:"offline,omitempty"`  // the remote could not be reached (local changes are committed)
 	Started   schema.Timestamp `json:"started"`            // when the round began (before waiting for another round of this clone)
 	Duration  time.Duration    `json:"duration"`
+
+	docs []Applied // for Options.AfterApply
 }
 
 // MarshalJSON writes Duration as a Go duration ("1.2s"), as the tavern
@@ -419,6 +444,12 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if sy.after != nil && len(rep.docs) > 0 {
+		if err := sy.after(rep.docs); err != nil {
+			rep.Problems = append(rep.Problems, err.Error())
+		}
+		rep.docs = nil
+	}
 	if err := ensureLayout(sy.s.Root(), mFiles); err != nil {
 		return nil, err
 	}
@@ -589,9 +620,13 @@ func (sy *Syncer) applyUnit(key string, paths []string, work, m map[string]entry
 	}
 	root := sy.s.Root()
 	// Check first: every path must still be as the round saw it.
+	before := map[string][]byte{}
 	for _, p := range paths {
 		w, wok := work[p]
 		cur, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(p)))
+		if err == nil && sy.after != nil {
+			before[p] = cur
+		}
 		switch {
 		case err != nil && !errors.Is(err, fs.ErrNotExist):
 			return err
@@ -639,6 +674,13 @@ func (sy *Syncer) applyUnit(key string, paths []string, work, m map[string]entry
 			kind := ""
 			if k, _, err := schema.NameOfPath(p); err == nil && k != nil {
 				kind = k.Name
+			}
+			if sy.afterKind[kind] {
+				a := Applied{Path: p, Before: before[p]}
+				if mok {
+					a.After = data[e.oid]
+				}
+				rep.docs = append(rep.docs, a)
 			}
 			_, _ = sy.j.Append(journal.Event{Type: journal.TypeExternal, Kind: kind, Path: p, Rev: rev,
 				Data: map[string]any{"op": "doc." + ch.Op, "machine": ch.Machine, "via": "sync"}})

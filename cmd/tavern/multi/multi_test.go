@@ -1056,3 +1056,66 @@ func TestMultiVerifierOnAnotherMachine(t *testing.T) {
 		t.Fatalf("carl's commitment on the first machine:\n%s", out)
 	}
 }
+
+// A message another machine sent before the newest one a reader has
+// read, which arrives with a later sync, is still unread there: recv
+// returns it once, inbox counts it, and the reader's bookmark on either
+// machine does not bring it back after it was read. Both machines send
+// into one channel between syncs, so each machine's chunks overlap the
+// other's in time.
+func TestMultiLateMessage(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, "local", 2, 0, time.Minute)
+	a, b := c.machines[0], c.machines[1]
+	c.ok(a, "agent", "new", "ann")
+	c.ok(a, "agent", "new", "bob")
+	c.ok(a, "channel", "create", "dev")
+	c.ok(a, "send", "dev", "first", "--as", "ann")
+	c.ok(a, "sync")
+	c.ok(b, "sync")
+	if out := c.ok(b, "recv", "dev", "--as", "bob"); !strings.Contains(out, "first") {
+		t.Fatalf("bob's first recv: %q", out)
+	}
+	// ann sends on a, then bob's own message on b is newer; bob reads it
+	// before the sync brings ann's.
+	c.ok(a, "send", "dev", "from-a-early", "--as", "ann")
+	c.ok(b, "send", "dev", "from-b-later", "--as", "bob")
+	if out := c.ok(b, "recv", "dev", "--as", "bob"); !strings.Contains(out, "from-b-later") {
+		t.Fatalf("bob's recv before the sync: %q", out)
+	}
+	c.ok(a, "sync")
+	c.ok(b, "sync")
+	inbox := c.ok(b, "inbox", "--as", "bob", "--json")
+	if !strings.Contains(strings.Join(strings.Fields(inbox), ""), `"channel":"dev","unread":1,`) {
+		t.Fatalf("bob's inbox on b after the sync: %s", inbox)
+	}
+	out := c.ok(b, "recv", "dev", "--as", "bob", "--json")
+	if !strings.Contains(out, "from-a-early") || strings.Contains(out, "from-b-later") || strings.Contains(out, `"first"`) {
+		t.Fatalf("bob's recv after the sync: want only from-a-early, got %s", out)
+	}
+	if out := c.ok(b, "recv", "dev", "--as", "bob"); out != "" {
+		t.Fatalf("bob's recv again: %q", out)
+	}
+	// The bookmark travels: after both sync, the late message is read on
+	// a too, and nothing comes back on either machine.
+	c.ok(b, "sync")
+	c.ok(a, "sync")
+	c.ok(b, "sync")
+	for _, m := range c.machines {
+		if out := c.ok(m, "recv", "dev", "--as", "bob"); out != "" {
+			t.Fatalf("%s: bob's recv after the bookmarks synced: %q", m.name, out)
+		}
+		if r := m.run(t, "", nil, "check"); r.code != 0 {
+			t.Fatalf("%s: check: %s", m.name, r)
+		}
+	}
+	all := c.ok(a, "recv", "dev", "--as", "ann", "--all", "--json")
+	for _, want := range []string{"first", "from-a-early", "from-b-later"} {
+		if !strings.Contains(all, want) {
+			t.Fatalf("recv --all on a lacks %q: %s", want, all)
+		}
+	}
+	if i, j := strings.Index(all, "from-a-early"), strings.Index(all, "from-b-later"); i > j {
+		t.Fatalf("recv --all not in time order: %s", all)
+	}
+}
