@@ -52,11 +52,14 @@ Examples:
 				Name:  "start",
 				Usage: "start an explicit daemon (in the background unless --foreground)",
 				Description: `Starts a daemon process for the store and returns once it answers. If a
-process already serves the store, says which and exits 0. Its log is
+process already serves the store, says which and exits 0; so do starts
+run at once (one daemon starts, the others find it). Its log is
 .tavern/.daemon.log. A daemon that exits before it serves fails this
 command with its own error and exit code; one that cannot make its socket
-(.tavern/.daemon.sock) exits with that error rather than retrying. --foreground serves from this
-process until interrupted (or tavern daemon stop).
+(.tavern/.daemon.sock) exits with that error rather than retrying, and one
+that finds another process serving says so and exits 0 (it does not stand
+by). --foreground serves from this process until interrupted (or tavern
+daemon stop).
 
 Examples:
    tavern daemon start
@@ -272,12 +275,24 @@ func runDaemonStart(c *cli.Context) error {
 	if exe, err = filepath.Abs(exe); err != nil {
 		return err
 	}
+	// The child logs into a file of its own until it serves, then that
+	// file becomes .daemon.log: a start that loses a race to another
+	// (two hooks starting the daemon at once) must not cut the running
+	// daemon's log under it.
 	logPath := filepath.Join(dir, ".daemon.log")
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	tmpLog := fmt.Sprintf("%s.%d", logPath, os.Getpid())
+	logf, err := os.OpenFile(tmpLog, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
 	defer logf.Close()
+	defer os.Remove(tmpLog) // gone already unless the daemon never served
+	keepLog := func() string {
+		if os.Rename(tmpLog, logPath) != nil {
+			return tmpLog
+		}
+		return logPath
+	}
 	// --json: the child's error, should it exit before serving, is the
 	// last line of its log as a JSON error object, which daemonExited
 	// turns back into this command's error.
@@ -292,23 +307,38 @@ func runDaemonStart(c *cli.Context) error {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	deadline := time.Now().Add(c.Duration("wait"))
+	served := func(st *daemon.Status) error {
+		already := st.PID != cmd.Process.Pid // another start's child won the race; ours exits
+		if !already {
+			keepLog()
+		}
+		if c.Bool("json") {
+			return printJSON(c, daemonStarted{Already: already, PID: st.PID, Who: st.Who, Root: dir, Docs: st.Docs})
+		}
+		if already {
+			outf(c, "already served by %s (pid %d)\n", st.Who, st.PID)
+			return nil
+		}
+		outf(c, "started: pid %d serves %s (%s)\n", st.PID, dir, counted(st.Docs, "document"))
+		return nil
+	}
 	for {
 		if st, err := daemon.GetStatus(c.Context, dir, daemonTimeout()); err == nil {
-			if c.Bool("json") {
-				return printJSON(c, daemonStarted{Already: false, PID: st.PID, Who: st.Who, Root: dir, Docs: st.Docs})
-			}
-			outf(c, "started: pid %d serves %s (%s)\n", st.PID, dir, counted(st.Docs, "document"))
-			return nil
+			return served(st)
 		}
 		select {
 		case err := <-exited:
-			return daemonExited(logPath, err)
+			// A child that found another daemon serving exits 0.
+			if st, serr := daemon.GetStatus(c.Context, dir, daemonTimeout()); serr == nil {
+				return served(st)
+			}
+			return daemonExited(keepLog(), err)
 		case <-c.Context.Done():
 			return c.Context.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("daemon pid %d did not answer within %s (see %s): %w", cmd.Process.Pid, c.Duration("wait"), logPath, context.DeadlineExceeded)
+			return fmt.Errorf("daemon pid %d did not answer within %s (see %s): %w", cmd.Process.Pid, c.Duration("wait"), keepLog(), context.DeadlineExceeded)
 		}
 	}
 }
@@ -391,12 +421,44 @@ func runDaemonForeground(c *cli.Context) error {
 		// already is no error (the server said nothing).
 		return fmt.Errorf("daemon: %w", first)
 	}
+	if !srv.Serving() {
+		// Another process serves (it started between daemon start's
+		// check and this one): the explicit daemon does not stand by to
+		// take over, or `daemon stop` would stop one and leave this one
+		// serving. It says who serves, as daemon start does.
+		return alreadyServed(c, m.Store.Root())
+	}
 	m.SetReapCandidates(reapCandidates(p, m.Host))
 	defer runReaper(c, m, b)()
 	longRunningMemory(0)
 	errf(c, "tavern: daemon for %s (%s)\n", m.Store.Root(), counted(p.Len(), "document"))
 	<-ctx.Done()
 	return nil
+}
+
+// alreadyServed is the explicit daemon's answer when another process
+// holds the store's daemon lock: who serves, once it answers (it may be
+// making its socket still).
+func alreadyServed(c *cli.Context, dir string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := daemon.GetStatus(c.Context, dir, daemonTimeout())
+		if err == nil {
+			if c.Bool("json") {
+				return printJSON(c, daemonStarted{Already: true, PID: st.PID, Who: st.Who, Root: dir, Docs: st.Docs})
+			}
+			outf(c, "already served by %s (pid %d)\n", st.Who, st.PID)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("another process holds the daemon lock of %s but does not answer: %w", dir, err)
+		}
+		select {
+		case <-c.Context.Done():
+			return c.Context.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 func runDaemonStop(c *cli.Context) error {

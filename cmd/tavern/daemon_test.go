@@ -486,3 +486,77 @@ func TestDaemonStartChildCode(t *testing.T) {
 		}
 	}
 }
+
+// TestDaemonStartConcurrent: `daemon start` is what hooks and scripts run
+// to make sure a daemon serves; several at once all succeed (one starts
+// it, the others find it serving), one daemon runs, and its log is not
+// cut under it. Before, a start whose child found the daemon another
+// start had just made failed with "daemon exited before serving
+// (<nil>)" and the child's JSON, and every start truncated the running
+// daemon's log.
+func TestDaemonStartConcurrent(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	const n = 4
+	results := make(chan result, n)
+	for i := 0; i < n; i++ {
+		go func() { results <- runResult(t, p.tavern("daemon", "start", "--json")) }()
+	}
+	pids := map[int]bool{}
+	started := 0
+	for i := 0; i < n; i++ {
+		r := <-results
+		var st struct {
+			Already bool `json:"already_served"`
+			PID     int  `json:"pid"`
+		}
+		if r.code != 0 || json.Unmarshal([]byte(r.out), &st) != nil || st.PID == 0 {
+			t.Errorf("concurrent daemon start: %s", r)
+			continue
+		}
+		pids[st.PID] = true
+		if !st.Already {
+			started++
+		}
+	}
+	var st struct {
+		Running bool
+		PID     int
+	}
+	p.json(&st, "daemon", "status")
+	t.Cleanup(func() {
+		if proc, err := os.FindProcess(st.PID); err == nil {
+			proc.Kill()
+		}
+	})
+	if len(pids) != 1 || !pids[st.PID] || started > 1 {
+		t.Errorf("starts named pids %v (%d started), status pid %d: want one daemon", pids, started, st.PID)
+	}
+	// The daemon writes its log as it serves; a later start that finds it
+	// must leave that log whole.
+	p.ok("daemon", "start")
+	p.ok("daemon", "stop")
+	log, err := os.ReadFile(p.path(".daemon.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.IndexByte(log, 0) >= 0 {
+		t.Errorf("daemon log has NUL bytes (truncated under the daemon):\n%q", log)
+	}
+	// No child stands by to take over: once the stopped daemon is gone,
+	// nothing of this store's runs (before, a child that lost the race
+	// stood by and served after the stop).
+	children := func() (pids []string) {
+		out, _ := exec.Command("pgrep", "-f", "daemon start --foreground").Output()
+		for _, f := range strings.Fields(string(out)) {
+			if b, _ := os.ReadFile("/proc/" + f + "/environ"); bytes.Contains(b, []byte(p.path(""))) {
+				pids = append(pids, f)
+			}
+		}
+		return pids
+	}
+	poll(t, "the store's daemon processes to exit", func() bool { return len(children()) == 0 })
+	if r := p.run("daemon", "status"); r.code == 0 {
+		t.Errorf("a daemon serves after daemon stop: %s", r)
+	}
+}
