@@ -305,7 +305,11 @@ func RecvWait(ctx context.Context, s *docstore.Store, agent, channel string, opt
 	}
 	opt.All = false
 	var msgs []Message
-	err := WaitChannel(ctx, s, channel, func() (bool, error) {
+	rel, err := bookmarkPath(agent)
+	if err != nil {
+		return nil, err
+	}
+	err = waitChannel(ctx, s, channel, rel, func() (bool, error) {
 		var err error
 		msgs, err = Recv(s, agent, channel, opt)
 		return len(msgs) > 0, err

@@ -1,10 +1,12 @@
 package messages
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues/gitsync"
@@ -201,5 +203,48 @@ func TestMergeBookmarkLate(t *testing.T) {
 	}
 	if d, _ := docstore.Parse("bookmarks/bob.md", out); d == nil || d.Has("late") {
 		t.Errorf("both read on one side each: late kept\n%s", out)
+	}
+}
+
+// recv --wait wakes for a message a sync marks late: the chunk is there
+// before the wait starts (nothing unread: it is older than the
+// bookmark), and only the mark in the bookmark, made while the reader
+// waits, makes it unread. The safety re-check is out of reach.
+func TestRecvWaitWokenByLateMark(t *testing.T) {
+	a, _, arrived := twoMachines(t)
+	os.Remove(filepath.Join(a.Root(), arrived.Path))
+	if _, err := Recv(a, "bob", "dev", RecvOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(a.Root(), arrived.Path), arrived.After, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := WaitSafetyInterval
+	WaitSafetyInterval = time.Hour
+	defer func() { WaitSafetyInterval = old; waitingHook = nil }()
+	waiting := make(chan struct{})
+	waitingHook = func() { close(waiting) }
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	type result struct {
+		msgs []Message
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		msgs, err := RecvWait(ctx, a, "bob", "dev", RecvOptions{})
+		done <- result{msgs, err}
+	}()
+	select {
+	case <-waiting:
+	case r := <-done:
+		t.Fatalf("RecvWait returned before the mark: %v %v", textsOf(r.msgs), r.err)
+	}
+	if err := MarkLate(a, []gitsync.Applied{arrived}); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || !slices.Equal(textsOf(r.msgs), []string{"b2"}) {
+		t.Errorf("RecvWait: %v %v, want [b2]", textsOf(r.msgs), r.err)
 	}
 }

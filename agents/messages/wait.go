@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
+
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/watcher"
 )
@@ -33,6 +35,13 @@ var waitingHook func()
 // a message gets its channel document first, as its first message would
 // give it, so no message directory is ever left without one.
 func WaitChannel(ctx context.Context, s *docstore.Store, channel string, check func() (bool, error)) error {
+	return waitChannel(ctx, s, channel, "", check)
+}
+
+// waitChannel is WaitChannel that also wakes when the document bookmark
+// (a bookmark path, "" for none) changes: a sync marks a message late
+// there (MarkLate) after writing its chunk, and only then is it unread.
+func waitChannel(ctx context.Context, s *docstore.Store, channel, bookmark string, check func() (bool, error)) error {
 	if err := CheckChannel(s, channel); err != nil {
 		return err
 	}
@@ -43,10 +52,18 @@ func WaitChannel(ctx context.Context, s *docstore.Store, channel string, check f
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return watcher.WaitDir(ctx, []string{dir}, watcher.WaitDirOptions{
-		Recheck: WaitSafetyInterval,
-		Poll:    time.Second,
-		Waiting: waitingHook,
-		Root:    s.Root(), // a poll forced by inotify's limits is journaled
+	dirs := []string{dir}
+	var relevant func(fsnotify.Event) bool
+	if bookmark != "" {
+		bm := filepath.Join(s.Root(), filepath.FromSlash(bookmark))
+		dirs = append(dirs, filepath.Dir(bm))
+		relevant = func(e fsnotify.Event) bool { return filepath.Dir(e.Name) == dir || e.Name == bm }
+	}
+	return watcher.WaitDir(ctx, dirs, watcher.WaitDirOptions{
+		Recheck:  WaitSafetyInterval,
+		Poll:     time.Second,
+		Waiting:  waitingHook,
+		Relevant: relevant,
+		Root:     s.Root(), // a poll forced by inotify's limits is journaled
 	}, check)
 }
