@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -154,9 +155,13 @@ func (f *Field) check(n *yaml.Node) string {
 		if !scalar || (n.Tag != "!!int" && n.Tag != "!!float") {
 			return fmt.Sprintf("must be a number, got %s", describe(n))
 		}
-		if f.Min != nil {
-			var v float64
-			if err := n.Decode(&v); err == nil && v < float64(*f.Min) {
+		var v float64
+		if err := n.Decode(&v); err == nil {
+			// .nan passes every bound and .inf is none; JSON has neither.
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Sprintf("must be a finite number, got %s", n.Value)
+			}
+			if f.Min != nil && v < float64(*f.Min) {
 				return fmt.Sprintf("must be at least %d", *f.Min)
 			}
 		}

@@ -3,6 +3,7 @@ package usage
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -73,8 +74,9 @@ func SetBudget(s *docstore.Store, c BudgetChange) (*Budget, error) {
 	if err := schema.ValidName(b.Name); err != nil {
 		return nil, fmt.Errorf("budget name: %w", err)
 	}
-	if b.MaxTokens < 0 || b.MaxCost < 0 || b.MaxTime < 0 {
-		return nil, fmt.Errorf("%w: budget %s: limits are positive", schema.ErrInvalid, b.Name)
+	// !(>= 0) also refuses NaN, which every comparison passes over.
+	if b.MaxTokens < 0 || !(b.MaxCost >= 0) || math.IsInf(b.MaxCost, 0) || b.MaxTime < 0 {
+		return nil, fmt.Errorf("%w: budget %s: limits are positive and finite", schema.ErrInvalid, b.Name)
 	}
 	now := time.Now()
 	set := []docstore.Field{}

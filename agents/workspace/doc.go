@@ -50,7 +50,9 @@
 //     base is checked out anywhere): the merger refuses to move a base
 //     whose checkout has changes (ErrBaseBusy, the item fails and
 //     retries), and a fast-forward killed half-way is undone with git
-//     reset --hard.
+//     reset --hard. A committed store (.tavern/ in the checkout) is the
+//     exception: its changes are Tavern's own writes, so they neither
+//     stop a merge nor are undone by that reset.
 //   - Recovery waits up to 5s for a git lock file to go away (a git the
 //     dead merger started may be finishing) before it removes it.
 //   - Merge records are listed on every merge: a store with very many of

@@ -197,7 +197,8 @@ func (w *Workspaces) mergeOnce(ctx context.Context, req MergeRequest, prev *docs
 		return nil, nil, err
 	}
 	if checkout != "" {
-		if st, err := git(ctx, checkout, nil, "status", "--porcelain", "--untracked-files=no"); err != nil || st != "" {
+		args := append([]string{"status", "--porcelain", "--untracked-files=no"}, w.notStore(checkout)...)
+		if st, err := git(ctx, checkout, nil, args...); err != nil || st != "" {
 			if err != nil {
 				return nil, nil, err
 			}
@@ -234,6 +235,25 @@ func (w *Workspaces) mergeOnce(ctx context.Context, req MergeRequest, prev *docs
 	}
 	w.event(EventMergeLanded, rec.Path, req, map[string]any{"old": old, "head": head})
 	return &MergeResult{Record: rec.Path, Old: old, Head: head, Output: out}, nil, nil
+}
+
+// notStore is the pathspec of checkout without the store: a store that is
+// committed (as tavern init's .gitignore suggests) changes at every
+// command Tavern runs, its journal first; those changes are Tavern's own,
+// not local changes of the user's that a fast-forward could run over.
+func (w *Workspaces) notStore(checkout string) []string {
+	root := w.opt.Broker.Store().Root()
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		root = r
+	}
+	if c, err := filepath.EvalSymlinks(checkout); err == nil {
+		checkout = c
+	}
+	rel, err := filepath.Rel(checkout, root)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil
+	}
+	return []string{"--", ".", ":(exclude)" + filepath.ToSlash(rel)}
 }
 
 func gitOutput(err error) string {
@@ -416,8 +436,13 @@ func (w *Workspaces) recover(ctx context.Context) error {
 			if checkout != "" && status == "landing" {
 				// A killed git merge --ff-only may have written part of
 				// the checkout: it was clean before (checked under the
-				// slot), so put it back.
-				_, _ = git(ctx, checkout, nil, "reset", "--quiet", "--hard", old)
+				// slot), so put it back, but for a committed store, whose
+				// changes are Tavern's writes since (see notStore).
+				if ps := w.notStore(checkout); ps == nil {
+					_, _ = git(ctx, checkout, nil, "reset", "--quiet", "--hard", old)
+				} else {
+					_, _ = git(ctx, checkout, nil, append([]string{"restore", "--source", old, "--staged", "--worktree"}, ps...)...)
+				}
 			}
 		default:
 			how = "rolled back: the base moved on to " + cur

@@ -18,6 +18,7 @@ import (
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/queues/tuples"
+	"github.com/tavernhq/tavern/schema"
 )
 
 // fixture is a git repository (main with one commit) holding a store.
@@ -486,5 +487,58 @@ while [ ! -f "$GO" ]; do sleep 0.02; done
 				t.Fatalf("merge again after the rollback: %v", err)
 			}
 		})
+	}
+}
+
+// TestMergeWithCommittedStore: tavern init's .gitignore suggests
+// committing the store, and then the base's checkout is never clean
+// while Tavern runs (its journal and documents change at every step).
+// Those changes are not the user's: the merge lands (it failed with
+// ErrBaseBusy every time), and the recovery of a fast-forward killed
+// half-way puts the checkout back without undoing the store's writes
+// since its last commit (git reset --hard did).
+func TestMergeWithCommittedStore(t *testing.T) {
+	f := newFixture(t, "")
+	run(t, f.dir, "git", "switch", "-q", "main")
+	os.WriteFile(filepath.Join(f.dir, ".gitignore"), nil, 0o644)
+	run(t, f.dir, "git", "add", "-A")
+	run(t, f.dir, "git", "commit", "-qm", "the store too")
+	w := f.ws()
+	it, ws := f.work(w, "readme", func(dir string) { os.WriteFile(filepath.Join(dir, "README"), []byte("hi\n"), 0o644) })
+	if st := run(t, f.dir, "git", "status", "--porcelain", "--untracked-files=no"); !strings.Contains(st, ".tavern/") {
+		t.Fatalf("the store should have changed since its commit:\n%s", st)
+	}
+	res, err := w.Merge(context.Background(), req(it, ws))
+	if err != nil {
+		t.Fatalf("merge into a checkout whose committed store changed: %v", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(f.dir, "README")); string(got) != "hi\n" || f.base() != res.Head {
+		t.Fatalf("the checkout of main was not brought along: README %q, main %s, head %s", got, f.base(), res.Head)
+	}
+
+	// A merger that died landing (base still at old): the recovery
+	// restores the checkout, not the store.
+	old := f.base()
+	now := time.Now()
+	rec, err := docstore.New(schema.Merge, []docstore.Field{{Key: schema.VersionField, Value: schema.Merge.Version}, {Key: "id", Value: docstore.NewID()},
+		{Key: "item", Value: "gone"}, {Key: "repo", Value: run(t, f.dir, "git", "rev-parse", "--show-toplevel")}, {Key: "base", Value: "main"}, {Key: "status", Value: "landing"}, {Key: "old", Value: old},
+		{Key: "head", Value: strings.Repeat("0", 40)}, {Key: "created", Value: now}, {Key: "updated", Value: now}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.Create("merges/dead.md", rec); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(f.dir, "README"), []byte("half-written\n"), 0o644)
+	journal := run(t, f.dir, "sh", "-c", "cat .tavern/events/*.jsonl")
+	it2, ws2 := f.work(w, "license", func(dir string) { os.WriteFile(filepath.Join(dir, "LICENSE"), []byte("mit\n"), 0o644) })
+	if _, err := w.Merge(context.Background(), req(it2, ws2)); err != nil {
+		t.Fatalf("the merge after a dead one: %v", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(f.dir, "README")); string(got) != "hi\n" {
+		t.Fatalf("the half-updated checkout was not put back: README %q", got)
+	}
+	if after := run(t, f.dir, "sh", "-c", "cat .tavern/events/*.jsonl"); !strings.HasPrefix(after, journal) {
+		t.Fatalf("the recovery undid the store's journal:\nbefore: %d bytes\nafter:  %d bytes", len(journal), len(after))
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -40,7 +41,7 @@ Examples:
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "pool", Usage: "the pool `P` it limits (a new budget: default every pool; '' for every pool)"},
 					&cli.Int64Flag{Name: "tokens", Usage: "most tokens (in + out) per day", Action: func(_ *cli.Context, v int64) error { return zeroBudget("tokens", v <= 0) }},
-					&cli.Float64Flag{Name: "cost", Usage: "most cost in USD per day", Action: func(_ *cli.Context, v float64) error { return zeroBudget("cost", v <= 0) }},
+					&cli.Float64Flag{Name: "cost", Usage: "most cost in USD per day", Action: func(_ *cli.Context, v float64) error { return costBudget(v) }},
 					&cli.DurationFlag{Name: "time", Usage: "most drone wall time per day", Action: func(_ *cli.Context, v time.Duration) error { return zeroBudget("time", v <= 0) }},
 					jsonFlag(),
 				},
@@ -128,4 +129,13 @@ func zeroBudget(name string, bad bool) error {
 		return usageErr("--%s: a budget must be above 0 (a limit of nothing pauses every pool it covers; stop the pool instead, or leave --%s out for no %s limit)", name, name, name)
 	}
 	return nil
+}
+
+// costBudget refuses a cost limit that is not a positive, finite number:
+// NaN would be no limit at all, Inf one that is never reached.
+func costBudget(v float64) error {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return usageErr("--cost %v: a budget is a finite amount in USD, like 5 or 2.50", v)
+	}
+	return zeroBudget("cost", v <= 0)
 }

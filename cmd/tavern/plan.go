@@ -78,7 +78,9 @@ it did, "N conflicts" when hand edits contradict the engine (a box ticked
 or removed while its item is claimed, ticked while a gate waits), or "in
 sync". Each conflict goes to stderr, and the command exits 4 while one
 remains (with --json, the conflicts are in the report on stdout); the
-rest of the sync is done all the same. A conflict is journaled
+rest of the sync is done all the same. A plan file that cannot be read
+(frontmatter broken by a hand edit) is an error with its path:line:col
+(exit 5), also without NAME; the other plans are synced. A conflict is journaled
 (plan.conflict) once, when a sync first finds it, not at every sync,
 status or pool tick that sees it again.
 

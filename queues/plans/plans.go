@@ -1095,11 +1095,13 @@ func SyncItem(b *queues.Broker, id string) (*Report, error) {
 	return Sync(b, it.Plan, SyncOptions{})
 }
 
-// SyncAll syncs every plan (of queue, if not empty).
+// SyncAll syncs every plan (of queue, if not empty). A plan file it
+// cannot read (frontmatter broken by a hand edit) is in the error, not
+// skipped: its queue is unknown, so it is said whatever the queue, and the
+// other plans are synced all the same.
 func SyncAll(b *queues.Broker, queue string) ([]*Report, error) {
-	docs, _ := b.Store().List(schema.Plan)
+	docs, errs := b.Store().List(schema.Plan)
 	var out []*Report
-	var errs []error
 	for _, d := range docs {
 		if queue != "" && d.String("queue") != queue {
 			continue
