@@ -194,10 +194,14 @@ func Init(dir, name string) (s *Store, created bool, err error) {
 // Gitignore is the .gitignore `tavern init` writes into .tavern/: dot
 // names are engine-private (lock files, write staging, the index cache,
 // the trash, tuples being taken), everything else is a document or the
-// journal. `git add .tavern` then adds exactly those.
+// journal. `git add .tavern` then adds exactly those. A store shared by
+// several machines travels on its own ref instead (tavern sync), and the
+// project ignores .tavern/ (README, "Several machines").
 const Gitignore = `# Written by tavern init. Dot names are engine-private: lock files,
 # write staging, the index cache, the trash, tuples being taken. The rest
-# is documents and the event journal: commit it with ` + "`git add .tavern`" + `.
+# is documents and the event journal: on one machine, commit it with
+# ` + "`git add .tavern`" + `. With ` + "`tavern sync`" + ` (several machines) it travels on its
+# own ref instead: add .tavern/ to the project's .gitignore.
 .*
 !.gitignore
 `
