@@ -55,7 +55,8 @@ Examples:
 process already serves the store, says which and exits 0; so do starts
 run at once (one daemon starts, the others find it). Its log is
 .tavern/.daemon.log. A daemon that exits before it serves fails this
-command with its own error and exit code; one that cannot make its socket
+command with its own error and exit code, and one that does not answer
+within --wait is stopped (exit 3); one that cannot make its socket
 (.tavern/.daemon.sock) exits with that error rather than retrying, and one
 that finds another process serving says so and exits 0 (it does not stand
 by). --foreground serves from this process until interrupted (or tavern
@@ -304,12 +305,18 @@ func runDaemonStart(c *cli.Context) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	// exited is closed when the child is gone (waitErr is then its
+	// status): several places wait for it.
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	deadline := time.Now().Add(c.Duration("wait"))
 	served := func(st *daemon.Status) error {
-		already := st.PID != cmd.Process.Pid // another start's child won the race; ours exits
-		if !already {
+		already := st.PID != cmd.Process.Pid // another start's child won the race
+		if already {
+			// Ours, still starting, would serve once that one stops.
+			stopChild(cmd.Process, exited)
+		} else {
 			keepLog()
 		}
 		if c.Bool("json") {
@@ -327,19 +334,39 @@ func runDaemonStart(c *cli.Context) error {
 			return served(st)
 		}
 		select {
-		case err := <-exited:
+		case <-exited:
 			// A child that found another daemon serving exits 0.
 			if st, serr := daemon.GetStatus(c.Context, dir, daemonTimeout()); serr == nil {
 				return served(st)
 			}
-			return daemonExited(keepLog(), err)
+			return daemonExited(keepLog(), waitErr)
 		case <-c.Context.Done():
+			stopChild(cmd.Process, exited) // interrupted: nothing left behind
 			return c.Context.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("daemon pid %d did not answer within %s (see %s): %w", cmd.Process.Pid, c.Duration("wait"), keepLog(), context.DeadlineExceeded)
+			// A failed start leaves nothing behind: the child, merely
+			// slow, would otherwise start serving after this said it
+			// did not.
+			stopChild(cmd.Process, exited)
+			if st, err := daemon.GetStatus(c.Context, dir, daemonTimeout()); err == nil && st.PID != cmd.Process.Pid {
+				return served(st)
+			}
+			return fmt.Errorf("daemon pid %d did not answer within %s and was stopped (see %s): %w", cmd.Process.Pid, c.Duration("wait"), keepLog(), context.DeadlineExceeded)
 		}
+	}
+}
+
+// stopChild ends a daemon child that did not answer in time: SIGTERM,
+// then SIGKILL if it has not exited 5 s later.
+func stopChild(p *os.Process, exited <-chan struct{}) {
+	_ = p.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		_ = p.Kill()
+		<-exited
 	}
 }
 
@@ -425,7 +452,9 @@ func runDaemonForeground(c *cli.Context) error {
 		// Another process serves (it started between daemon start's
 		// check and this one): the explicit daemon does not stand by to
 		// take over, or `daemon stop` would stop one and leave this one
-		// serving. It says who serves, as daemon start does.
+		// serving. It says who serves, as daemon start does; its server
+		// is closed first, or it could take over meanwhile.
+		srv.Close()
 		return alreadyServed(c, m.Store.Root())
 	}
 	m.SetReapCandidates(reapCandidates(p, m.Host))

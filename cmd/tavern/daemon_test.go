@@ -555,8 +555,41 @@ func TestDaemonStartConcurrent(t *testing.T) {
 		}
 		return pids
 	}
-	poll(t, "the store's daemon processes to exit", func() bool { return len(children()) == 0 })
+	deadline := time.Now().Add(20 * time.Second)
+	for len(children()) > 0 {
+		if time.Now().After(deadline) {
+			for _, pid := range children() {
+				cmdline, _ := os.ReadFile("/proc/" + pid + "/cmdline")
+				status, _ := os.ReadFile("/proc/" + pid + "/status")
+				t.Errorf("left running: pid %s %q\n%s", pid, cmdline, status[:min(len(status), 200)])
+			}
+			t.FailNow()
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if r := p.run("daemon", "status"); r.code == 0 {
 		t.Errorf("a daemon serves after daemon stop: %s", r)
+	}
+}
+
+// TestDaemonStartWaitRunsOut: a start whose daemon does not answer within
+// --wait fails (exit 3) and leaves no daemon behind. Before, the child
+// went on and served a moment after the command said it had not.
+func TestDaemonStartWaitRunsOut(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	r := p.run("daemon", "start", "--wait", "1ms")
+	if r.code != 3 || !strings.Contains(r.err, "did not answer within 1ms") {
+		t.Fatalf("daemon start --wait 1ms: %s", r)
+	}
+	// The child is gone: nothing serves, now or once it would have
+	// finished starting (a daemon of this tiny store answers within a
+	// second).
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		if r := p.run("daemon", "status"); r.code == 0 {
+			p.run("daemon", "stop")
+			t.Fatalf("a daemon serves after a start that failed: %s", r)
+		}
 	}
 }
