@@ -24,8 +24,10 @@ func newLogCommand() *cli.Command {
 		Description: `Prints events from .tavern/events/, oldest first: one readable line each,
 or with --json one JSON object per line (JSON lines, not an array, so
 that --follow can stream; nothing at all when no event matches). --type
-matches exactly, or by prefix when it ends in "." or "*" (--type item.
-shows item.claimed, item.completed...). --since takes a
+matches exactly, by prefix when it ends in "." (--type item. shows
+item.claimed, item.completed...), or as a glob (agent*, *.claimed); a
+type that is no event type tavern writes but is near one (item.claimd)
+is warned about, and still looked for. --since takes a
 duration back from now (90m, 2h; not negative, and 0 only with --follow:
 the events from now on) or a time (RFC 3339, or YYYY-MM-DD); --until a
 time. --follow keeps printing new events until interrupted.
@@ -95,6 +97,7 @@ func runLog(c *cli.Context) error {
 		return err
 	}
 	warnNearAgent(c, s, f.Agent)
+	warnNearTypes(c, f.Types)
 	print := eventPrinter(c)
 	var m *watcher.DocMatcher
 	if len(where) > 0 {
@@ -174,7 +177,7 @@ func eventFilter(c *cli.Context) (journal.Filter, error) {
 		}
 		f.Kinds = []string{kind.Name}
 	}
-	return f, nil
+	return f, f.Check()
 }
 
 // parseSince reads --since: a duration back from now, or a time. A
@@ -263,6 +266,17 @@ func formatEvent(e journal.Event) string {
 	}
 	// Event data quotes what someone wrote (a failure's reason).
 	return view.Visible(b.String())
+}
+
+// warnNearTypes says when a --type names no event type tavern writes but
+// is near one (item.claimd): log and watch would show nothing for a typo.
+// Prefixes (item.) and globs (agent*) are never warned about.
+func warnNearTypes(c *cli.Context, types []string) {
+	for _, t := range types {
+		if h := journal.TypeHint(t); h != nil {
+			warnf(c, "--type %v; showing its events, if any", h)
+		}
+	}
 }
 
 // warnNearAgent says when --agent names no agent but is near one that

@@ -42,7 +42,7 @@ Examples:
    tavern watch --path queues/build/`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "kind", Usage: "only documents of `KIND`"},
-			&cli.StringSliceFlag{Name: "type", Aliases: []string{"t"}, Usage: "event `TYPE` (repeatable; item. matches by prefix)"},
+			&cli.StringSliceFlag{Name: "type", Aliases: []string{"t"}, Usage: "event `TYPE` (repeatable; item. matches by prefix, *.claimed as a glob)"},
 			&cli.StringFlag{Name: "agent", Usage: "only events of `AGENT`"},
 			&cli.StringFlag{Name: "parent", Usage: "only events with parent `AGENT`"},
 			whereFlag(), pathFlag(),
@@ -70,6 +70,7 @@ func runWatch(c *cli.Context) error {
 		return err
 	}
 	warnNearAgent(c, s, f.Agent)
+	warnNearTypes(c, f.Types)
 	j, err := journal.Open(s.Root(), journal.Options{})
 	if err != nil {
 		return err
