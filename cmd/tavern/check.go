@@ -25,7 +25,9 @@ lists all of its problems). Beyond the schema it
 reports agent states edited by hand to an illegal value, agents whose name is
 not their file name or whose id another agent has (a copied file), items
 whose id, queue or priority disagree with their path, and commitments whose
-assertion changed since they were made. Warnings (path:line:col: warning:
+assertion changed since they were made, and, under coordination: etcd, what
+the etcd engine would refuse of tavern.md on this machine (a tls file
+missing or no PEM, an empty password_env variable), without dialling it. Warnings (path:line:col: warning:
 ..., "warning": true in --json) do not make the exit code 5: an etcd:
 section of tavern.md that nothing reads (coordination is not etcd) and a
 password written there.
