@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -31,8 +33,9 @@ is warned about, and still looked for. --since takes a
 duration back from now (90m, 2h; not negative, and 0 only with --follow:
 the events from now on) or a time (RFC 3339, or YYYY-MM-DD); --until a
 time. --follow keeps printing new events until interrupted.
---path keeps the events of one document, or of the documents under a
-directory given with a trailing "/". --where keeps the events about
+--path keeps the events of one document (agents/bob.md, the reference
+agents/bob, or the file's path), or of the documents under a directory
+(agents/ or agents). --where keeps the events about
 documents whose fields match now (the expressions of ls --where, all must
 hold): the journal records revisions, not fields, so a removed document
 never matches. --machines also prints the journals of the other machines
@@ -98,6 +101,7 @@ func runLog(c *cli.Context) error {
 	}
 	warnNearAgent(c, s, f.Agent)
 	warnNearTypes(c, f.Types)
+	f.Path = eventPath(s, f.Path)
 	print := eventPrinter(c)
 	var m *watcher.DocMatcher
 	if len(where) > 0 {
@@ -151,7 +155,7 @@ func whereFlag() cli.Flag {
 }
 
 func pathFlag() cli.Flag {
-	return &cli.StringFlag{Name: "path", Usage: "only the document `PATH` (store-relative), or those under a directory ending in /"}
+	return &cli.StringFlag{Name: "path", Usage: "only the document `PATH` (store-relative, a reference, or the file's path), or those under a directory"}
 }
 
 // whereConds parses the --where expressions.
@@ -266,6 +270,38 @@ func formatEvent(e journal.Event) string {
 	}
 	// Event data quotes what someone wrote (a failure's reason).
 	return view.Visible(b.String())
+}
+
+// eventPath turns --path into the store-relative form the journal
+// records, which alone it matched: agents/bob (a reference, as show
+// takes), agents (a directory without its "/") and .tavern/agents/bob.md
+// (the file's path) answered nothing. A reference to a document removed
+// since is its path still (its events remain); anything else is kept as
+// given.
+func eventPath(s *docstore.Store, p string) string {
+	if p == "" {
+		return p
+	}
+	// A file or directory inside the store, named as the filesystem
+	// names it (absolute, or from the working directory).
+	if fi, err := os.Stat(p); err == nil {
+		if rel, err := s.Rel(p); err == nil {
+			if fi.IsDir() {
+				return rel + "/"
+			}
+			return rel
+		}
+	}
+	if strings.HasSuffix(p, "/") {
+		return p
+	}
+	if fi, err := os.Stat(filepath.Join(s.Root(), filepath.FromSlash(p))); err == nil && fi.IsDir() {
+		return p + "/"
+	}
+	if rel, err := s.Resolve(p); err == nil {
+		return rel
+	}
+	return p
 }
 
 // warnNearTypes says when a --type names no event type tavern writes but

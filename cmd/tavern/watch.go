@@ -31,8 +31,9 @@ wrappers to failed), like tavern reap.
 
 --where keeps the documents whose fields match (the expressions of ls
 --where, all must hold) after each change; a change that makes a document
-stop matching is printed once as doc.left. --path keeps one document, or
-the documents under a directory given with a trailing "/".
+stop matching is printed once as doc.left. --path keeps one document (a
+path, a reference such as agents/bob, or the file's path), or the documents
+under a directory (agents/ or agents).
 
 Examples:
    tavern watch
@@ -71,6 +72,7 @@ func runWatch(c *cli.Context) error {
 	}
 	warnNearAgent(c, s, f.Agent)
 	warnNearTypes(c, f.Types)
+	f.Path = eventPath(s, f.Path)
 	j, err := journal.Open(s.Root(), journal.Options{})
 	if err != nil {
 		return err
