@@ -32,7 +32,8 @@ type that is no event type tavern writes but is near one (item.claimd)
 is warned about, and still looked for. --since takes a
 duration back from now (90m, 2h; not negative, and 0 only with --follow:
 the events from now on) or a time (RFC 3339, or YYYY-MM-DD); --until a
-time. --follow keeps printing new events until interrupted.
+time (with --follow, one to come). --follow keeps printing new events
+until interrupted; --poll goes with it.
 --path keeps the events of one document (agents/bob.md, the reference
 agents/bob, or the file's path), or of the documents under a directory
 (agents/ or agents). --where keeps the events about
@@ -84,6 +85,12 @@ func runLog(c *cli.Context) error {
 		if f.Until, err = parseWhen(s, false); err != nil {
 			return err
 		}
+		if c.Bool("follow") && !f.Until.After(time.Now()) {
+			return usageErr("--until %s is past: --follow would wait for events before it for ever", s)
+		}
+	}
+	if c.IsSet("poll") && !c.Bool("follow") {
+		return usageErr("--poll re-reads the journal while following: it goes with --follow")
 	}
 	where, err := whereConds(c)
 	if err != nil {
