@@ -89,6 +89,12 @@ func runLog(c *cli.Context) error {
 			return usageErr("--until %s is past: --follow would wait for events before it for ever", s)
 		}
 	}
+	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
+		return usageErr("--since %s is not before --until %s: no event is between them", c.String("since"), c.String("until"))
+	}
+	if !c.Bool("follow") && f.Since.After(time.Now()) {
+		return usageErr("--since %s is to come: no event is newer yet (--follow waits for them)", c.String("since"))
+	}
 	if c.IsSet("poll") && !c.Bool("follow") {
 		return usageErr("--poll re-reads the journal while following: it goes with --follow")
 	}
