@@ -171,7 +171,9 @@ func pathFlag() cli.Flag {
 	return &cli.StringFlag{Name: "path", Usage: "only the document `PATH` (store-relative, a reference, or the file's path), or those under a directory"}
 }
 
-// whereConds parses the --where expressions.
+// whereConds parses the --where expressions. With --kind, a field the
+// kind has not but is near one, or a value outside its enum, is warned of
+// as ls --where does: the answer would most likely be empty for a typo.
 func whereConds(c *cli.Context) ([]docstore.Cond, error) {
 	var conds []docstore.Cond
 	for _, w := range c.StringSlice("where") {
@@ -180,6 +182,13 @@ func whereConds(c *cli.Context) ([]docstore.Cond, error) {
 			return nil, err
 		}
 		conds = append(conds, cond)
+	}
+	if k, err := schema.Lookup(c.String("kind")); err == nil && c.String("kind") != "" {
+		for _, cond := range conds {
+			if err := k.FieldHint(cond.Field, cond.Value, cond.Op == docstore.OpEq); err != nil {
+				warnf(c, "--where %s: %w", cond, err)
+			}
+		}
 	}
 	return conds, nil
 }
