@@ -126,14 +126,26 @@ func configRules(m *yaml.Node) (errs, warns []*FieldError) {
 				Msg: msg + " (unused: coordination is " + coord + ")"})
 		}
 	}
+	// etcd's client authenticates only with both (clientv3 ignores a
+	// username or a password alone): one without the other is refused.
+	uk, user := mapEntry(etcd, "username")
+	pk, pw := mapEntry(etcd, "password_env")
+	switch {
+	case given(user) && !given(pw):
+		errs = append(errs, &FieldError{Line: uk.Line, Col: uk.Column, Field: "etcd.username", Msg: "a username goes with a password (etcd.password_env): etcd ignores either alone"})
+	case given(pw) && !given(user):
+		errs = append(errs, &FieldError{Line: pk.Line, Col: pk.Column, Field: "etcd.password_env", Msg: "a password goes with a username (etcd.username): etcd ignores either alone"})
+	}
 	if tk, tls := mapEntry(etcd, "tls"); tls != nil && tls.Kind == yaml.MappingNode {
-		cert, key := mapValue(tls, "cert"), mapValue(tls, "key")
-		if (cert == nil || isNull(cert) || cert.Value == "") != (key == nil || isNull(key) || key.Value == "") {
+		if given(mapValue(tls, "cert")) != given(mapValue(tls, "key")) {
 			errs = append(errs, &FieldError{Line: tk.Line, Col: tk.Column, Field: "etcd.tls", Msg: "cert and key go together"})
 		}
 	}
 	return errs, warns
 }
+
+// given: a setting present with a value.
+func given(n *yaml.Node) bool { return n != nil && !isNull(n) && n.Value != "" }
 
 // mapEntry returns the key and value nodes of name in a mapping node.
 func mapEntry(m *yaml.Node, name string) (key, val *yaml.Node) {

@@ -28,6 +28,8 @@ func TestConfigSections(t *testing.T) {
 		{"endpoint no port", "coordination: etcd\netcd:\n  endpoints: [a]\n", []string{`etcd.endpoints: "a": want host:port`}, nil},
 		{"endpoint url", "coordination: etcd\netcd:\n  endpoints: [\"http://\"]\n", []string{`etcd.endpoints: "http://": want host:port or a URL`}, nil},
 		{"lease 0", "coordination: etcd\netcd:\n  lease_ttl: 0\n", []string{`etcd.lease_ttl: "0": must be a positive duration`}, nil},
+		{"user alone", "coordination: etcd\netcd:\n  username: u\n", []string{"etcd.username: a username goes with a password"}, nil},
+		{"user and password", "coordination: etcd\netcd:\n  username: u\n  password_env: P\n", nil, nil},
 		{"tls pair", "coordination: etcd\netcd:\n  tls:\n    key: k\n", []string{"etcd.tls: cert and key go together"}, nil},
 		{"tls typo", "coordination: etcd\netcd:\n  tls:\n    cat: k\n", []string{`etcd.tls.cat: unknown setting (did you mean "ca"?)`}, nil},
 		{"password etcd", "coordination: etcd\netcd:\n  password: x\n", []string{"etcd.password: tavern.md is synced"}, nil},
