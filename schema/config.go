@@ -43,6 +43,25 @@ var (
 // checkEndpoints checks etcd's endpoints: a list, or one comma-separated
 // string, of host:port or URLs with a host. What each names is only
 // known when etcd is dialled.
+// endpointList is the endpoints of a well-formed endpoints: setting.
+func endpointList(n *yaml.Node) []string {
+	var list []string
+	switch n.Kind {
+	case yaml.ScalarNode:
+		for _, e := range strings.Split(n.Value, ",") {
+			list = append(list, strings.TrimSpace(e))
+		}
+	case yaml.SequenceNode:
+		for _, c := range n.Content {
+			if c.Kind == yaml.AliasNode && c.Alias != nil {
+				c = c.Alias
+			}
+			list = append(list, c.Value)
+		}
+	}
+	return list
+}
+
 func checkEndpoints(n *yaml.Node) string {
 	var list []string
 	switch n.Kind {
@@ -72,11 +91,17 @@ func checkEndpoints(n *yaml.Node) string {
 }
 
 func checkEndpoint(e string) string {
+	if strings.HasPrefix(e, "unix:") || strings.HasPrefix(e, "unixs:") {
+		return "" // a socket: unix:path, unix:///abs/path
+	}
 	hostport := e
 	if strings.Contains(e, "://") {
 		u, err := url.Parse(e)
 		if err != nil || u.Host == "" {
 			return fmt.Sprintf("%q: want host:port or a URL with a host (http://host:port)", e)
+		}
+		if u.Scheme != "http" && u.Scheme != "https" {
+			return fmt.Sprintf("%q: want http://, https://, unix: or host:port", e)
 		}
 		if u.Port() == "" {
 			return ""
@@ -135,6 +160,19 @@ func configRules(m *yaml.Node) (errs, warns []*FieldError) {
 		errs = append(errs, &FieldError{Line: uk.Line, Col: uk.Column, Field: "etcd.username", Msg: "a username goes with a password (etcd.password_env): etcd ignores either alone"})
 	case given(pw) && !given(user):
 		errs = append(errs, &FieldError{Line: pk.Line, Col: pk.Column, Field: "etcd.password_env", Msg: "a password goes with a username (etcd.username): etcd ignores either alone"})
+	}
+	// etcd's client drops TLS for an http:// endpoint (clientv3's
+	// CredsDrop): tls: would be ignored, the password sent in clear.
+	if _, tls := mapEntry(etcd, "tls"); tls != nil && tls.Kind == yaml.MappingNode && len(tls.Content) > 0 {
+		if ek, eps := mapEntry(etcd, "endpoints"); eps != nil {
+			for _, e := range endpointList(eps) {
+				if strings.HasPrefix(e, "http://") {
+					errs = append(errs, &FieldError{Line: ek.Line, Col: ek.Column, Field: "etcd.endpoints",
+						Msg: fmt.Sprintf("%q: etcd speaks plain text to an http:// endpoint, without the tls settings: write https://", e)})
+					break
+				}
+			}
+		}
 	}
 	if tk, tls := mapEntry(etcd, "tls"); tls != nil && tls.Kind == yaml.MappingNode {
 		if given(mapValue(tls, "cert")) != given(mapValue(tls, "key")) {
