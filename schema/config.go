@@ -40,9 +40,6 @@ var (
 	}
 )
 
-// checkEndpoints checks etcd's endpoints: a list, or one comma-separated
-// string, of host:port or URLs with a host. What each names is only
-// known when etcd is dialled.
 // endpointList is the endpoints of a well-formed endpoints: setting.
 func endpointList(n *yaml.Node) []string {
 	var list []string
@@ -62,6 +59,9 @@ func endpointList(n *yaml.Node) []string {
 	return list
 }
 
+// checkEndpoints checks etcd's endpoints: a list, or one comma-separated
+// string, of host:port, URLs with a host, or unix: sockets. What each
+// names is only known when etcd is dialled.
 func checkEndpoints(n *yaml.Node) string {
 	var list []string
 	switch n.Kind {
