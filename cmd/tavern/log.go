@@ -112,7 +112,8 @@ func runLog(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	warnNearAgent(c, s, f.Agent)
+	warnNearAgent(c, s, "agent", f.Agent)
+	warnNearAgent(c, s, "parent", f.Parent)
 	warnNearTypes(c, f.Types)
 	f.Path = eventPath(s, f.Path)
 	print := eventPrinter(c)
@@ -337,10 +338,11 @@ func warnNearTypes(c *cli.Context, types []string) {
 	}
 }
 
-// warnNearAgent says when --agent names no agent but is near one that
-// exists (--agent bobb): log and watch would show nothing for a typo. A name near
-// none is taken as meant (an agent removed since still has its events).
-func warnNearAgent(c *cli.Context, s *docstore.Store, name string) {
+// warnNearAgent says when --agent (or --parent, flag) names no agent but
+// is near one that exists (--agent bobb): log and watch would show nothing
+// for a typo. A name near none is taken as meant (an agent removed since
+// still has its events).
+func warnNearAgent(c *cli.Context, s *docstore.Store, flag, name string) {
 	if name == "" {
 		return
 	}
@@ -348,6 +350,6 @@ func warnNearAgent(c *cli.Context, s *docstore.Store, name string) {
 		return
 	}
 	if near := schema.Near(name, agents.AgentNames(s)); len(near) > 0 {
-		warnf(c, "--agent %s: no such agent (did you mean %s?); showing its events, if any", name, schema.NearList(near))
+		warnf(c, "--%s %s: no such agent (did you mean %s?); showing its events, if any", flag, name, schema.NearList(near))
 	}
 }

@@ -70,7 +70,8 @@ func runWatch(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	warnNearAgent(c, s, f.Agent)
+	warnNearAgent(c, s, "agent", f.Agent)
+	warnNearAgent(c, s, "parent", f.Parent)
 	warnNearTypes(c, f.Types)
 	f.Path = eventPath(s, f.Path)
 	j, err := journal.Open(s.Root(), journal.Options{})
