@@ -15,7 +15,10 @@ type Problem struct {
 	Error   string `json:"error"`   // the message alone
 	Message string `json:"message"` // path[:line:col]: [field: ]message, one line
 	Unknown bool   `json:"unknown_field,omitempty"`
-	Err     error  `json:"-"` // the error reported, for errors.Is/As
+	// Warning: allowed but probably not meant (an etcd.password tavern.md
+	// does not use); it never makes the report invalid.
+	Warning bool  `json:"warning,omitempty"`
+	Err     error `json:"-"` // the error reported, for errors.Is/As
 }
 
 // CheckReport is the outcome of Check.
@@ -28,6 +31,9 @@ type CheckReport struct {
 // where fields the schema does not know count only when strict.
 func (r *CheckReport) Valid(strict bool) bool {
 	for _, p := range r.Problems {
+		if p.Warning {
+			continue
+		}
 		if !p.Unknown || strict {
 			return false
 		}
@@ -105,6 +111,9 @@ func (s *Store) checkDoc(rel string, strict bool, checks []Check) []Problem {
 	var out []Problem
 	for _, e := range d.Validate(strict) {
 		out = append(out, Problem{Path: e.Path, Line: e.Line, Col: e.Col, Field: e.Field, Error: e.Msg, Message: e.Error(), Unknown: e.Unknown, Err: e})
+	}
+	for _, w := range d.Warnings() {
+		out = append(out, Problem{Path: w.Path, Line: w.Line, Col: w.Col, Field: w.Field, Error: w.Msg, Message: w.Error(), Warning: true, Err: w})
 	}
 	for _, c := range checks {
 		for _, err := range c(d) {

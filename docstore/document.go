@@ -322,6 +322,22 @@ func (d *Doc) Clone() *Doc {
 	return c
 }
 
+// Warnings returns what the document's kind finds allowed but probably
+// not meant (schema.Kind.Warnings), with file positions: for check to
+// report, never a reason to refuse it.
+func (d *Doc) Warnings() []*schema.FieldError {
+	if d.Kind == nil {
+		return nil
+	}
+	v := d.View()
+	warns := d.Kind.Warnings(v.root)
+	for _, w := range warns {
+		w.Path = d.Path
+		w.Line += d.frontLine() - 1
+	}
+	return warns
+}
+
 // Validate checks the document against its kind's schema after migrating
 // a copy in memory, and returns the problems with file positions.
 func (d *Doc) Validate(strict bool) []*schema.FieldError {

@@ -227,6 +227,48 @@ func RegisterEngine(name string, open EngineOpener) {
 	engines[name] = open
 }
 
+// An EngineCheck checks tavern.md's settings of an engine as far as this
+// machine can without the network (its files, its environment): what
+// opening the engine would refuse. cc has no Store or Machine. It returns
+// the first problem, at its tavern.md position where it has one.
+type EngineCheck func(cc CoordConfig) error
+
+var engineChecks = map[string]EngineCheck{}
+
+// RegisterEngineCheck makes `tavern check` (InstallChecks) run check on
+// tavern.md when its coordination is name: without it, a setting only
+// the engine reads is heard of from the first command that claims.
+func RegisterEngineCheck(name string, check EngineCheck) {
+	enginesMu.Lock()
+	defer enginesMu.Unlock()
+	engineChecks[name] = check
+}
+
+// coordConfigCheck runs the check of the engine tavern.md names. A
+// tavern.md the schema refuses for its coordination or that engine's
+// section is reported by the schema alone, once.
+func coordConfigCheck(d *docstore.Doc) []error {
+	if d.Path != docstore.ConfigFile {
+		return nil
+	}
+	name := d.String("coordination")
+	enginesMu.Lock()
+	check := engineChecks[name]
+	enginesMu.Unlock()
+	if check == nil {
+		return nil
+	}
+	for _, e := range d.Validate(false) {
+		if e.Field == "coordination" || e.Field == name || strings.HasPrefix(e.Field, name+".") {
+			return nil
+		}
+	}
+	if err := check(CoordConfig{Fields: d.Fields(), Doc: d}); err != nil {
+		return []error{err}
+	}
+	return nil
+}
+
 // Engines lists the registered engines.
 func Engines() []string {
 	enginesMu.Lock()

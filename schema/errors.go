@@ -75,6 +75,7 @@ type FieldError struct {
 	Field   string // empty for problems with the document as a whole
 	Msg     string
 	Unknown bool // an unknown field, reported only in strict mode
+	Warning bool // allowed but probably not meant (Kind.Warnings): no refusal
 }
 
 func (e *FieldError) Error() string {
@@ -82,13 +83,22 @@ func (e *FieldError) Error() string {
 	if e.Path != "" {
 		loc = e.Path + ":" + loc
 	}
+	if e.Warning {
+		loc += ": warning"
+	}
 	if e.Field == "" {
 		return loc + ": " + e.Msg
 	}
 	return loc + ": " + e.Field + ": " + e.Msg
 }
 
-func (e *FieldError) Unwrap() error { return ErrInvalid }
+// Unwrap: a warning is no invalid value.
+func (e *FieldError) Unwrap() error {
+	if e.Warning {
+		return nil
+	}
+	return ErrInvalid
+}
 
 // ErrUnknownName is matched by every *UnknownError: a name (an agent, a
 // channel, a queue) that should name something existing names nothing.

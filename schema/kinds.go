@@ -42,14 +42,15 @@ var (
 			{Name: "reconcile", Type: Duration, Min: atLeast(1), ZeroWhy: "a rescan every 0s never rests", Default: "30s", Doc: "watcher full-reconcile interval"},
 			{Name: "coordination", Type: String, Enum: []string{"local", "etcd", "git"}, Default: "local",
 				Doc: "who arbitrates claims: local (rename + flock, one machine), etcd, or git (compare-and-swap on refs of the sync remote)"},
-			{Name: "etcd", Type: Map, Keys: []string{"endpoints", "prefix", "lease_ttl", "dial_timeout", "op_timeout", "username", "password", "password_env", "tls"}, Doc: "etcd engine: endpoints, prefix, lease_ttl, dial_timeout, op_timeout, username, password_env, tls {ca, cert, key, server_name}"},
-			{Name: "sync", Type: Map, Keys: []string{"remote", "ref", "every", "claim_ttl"}, Doc: "git sync of the documents: remote, ref (refs/tavern/state), every, claim_ttl"},
+			{Name: "etcd", Type: Map, Keys: settingNames(etcdSettings), Settings: etcdSettings, Doc: "etcd engine: endpoints, prefix, lease_ttl, dial_timeout, op_timeout, username, password_env, tls {ca, cert, key, server_name}"},
+			{Name: "sync", Type: Map, Keys: settingNames(syncSettings), Settings: syncSettings, Doc: "git sync of the documents: remote, ref (refs/tavern/state), every, claim_ttl"},
 			{Name: "settle", Type: Duration, Min: atLeast(1), ZeroWhy: "a change needs time to be written", Default: "1s",
 				Doc: "longest a file may stay open half-written, or gone, before the watcher reports it as it is"},
 			{Name: "external_grace", Type: Duration, Min: atLeast(1), ZeroWhy: "the engine's journal entry needs time to arrive", Default: "2s",
 				Doc: "how long a watcher waits for the engine's journal entry of a change before journaling it as external"},
 			{Name: "created", Type: Time},
-		}}
+		},
+		Rules: configRules}
 
 	Agent = &Kind{Name: "agent", Plural: "agents", Pattern: "agents/{name}.md", Version: 1,
 		Doc: "an agent: identity, role, lifecycle state",

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
 )
 
 // Type is the type of a frontmatter field.
@@ -39,11 +41,17 @@ type Field struct {
 	Min     *int64
 	Pattern string // "name" for path-safe names, "kebab" for kebab-case
 	ZeroWhy string // why a positive Duration field refuses 0 (its error says so)
-	// Keys are the settings a Map field knows (tavern.md's sync:): any
-	// other key in it is an error at its position. Their values are
-	// checked by the package that reads them. Nil: any key.
+	// Keys are the settings a Map field knows: any other key in it is an
+	// error at its position. Nil: any key (or those of Settings; with
+	// Settings, the names of Settings, for engines to compare theirs with).
 	Keys []string
-	Doc  string
+	// Settings are the settings of a Map field with their types
+	// (tavern.md's etcd: and sync:): a key none of them names is an error
+	// at its position, as with Keys, and so is a value its setting's
+	// type refuses, whether or not the engine that reads the section
+	// runs (a sync.every of "soon" was refused only when syncing).
+	Settings []Field
+	Doc      string
 }
 
 // Kind is one document kind: where its files live and which fields they have.
@@ -68,6 +76,12 @@ type Kind struct {
 	// validation, naming the known fields near it: the store's config,
 	// where a misspelt key would leave a default in force without a word.
 	Closed bool
+	// Rules check what one field's type cannot: how fields go together
+	// (tavern.md's etcd.password under coordination: etcd). They return
+	// errors (as Validate's, without a path) and warnings: what is
+	// allowed but probably not meant, reported by Warnings, never by
+	// Validate, so no write or open is refused for one.
+	Rules func(m *yaml.Node) (errs, warnings []*FieldError)
 
 	// segs caches the parsed Pattern (for the Pattern it was parsed from):
 	// KindOfPath tries every kind for every document a store touches.

@@ -66,9 +66,13 @@ func (k *Kind) Validate(m *yaml.Node, strict bool) []*FieldError {
 		}
 		if msg := f.check(val); msg != "" {
 			errs = append(errs, &FieldError{Line: val.Line, Col: val.Column, Field: name, Msg: msg})
-		} else if e := f.checkKeys(val); e != nil {
-			errs = append(errs, e)
+		} else {
+			errs = append(errs, f.checkSettings(val, name)...)
 		}
+	}
+	if k.Rules != nil {
+		rerrs, _ := k.Rules(m)
+		errs = append(errs, rerrs...)
 	}
 	for _, f := range k.Fields {
 		if f.Required && !seenBefore(m.Content, f.Name) {
@@ -78,22 +82,72 @@ func (k *Kind) Validate(m *yaml.Node, strict bool) []*FieldError {
 	return errs
 }
 
-// checkKeys refuses the first key of a Map field's mapping that is not
-// one of its Keys, at its position, naming the known keys near it.
-func (f *Field) checkKeys(m *yaml.Node) *FieldError {
-	if f.Keys == nil || m.Kind != yaml.MappingNode {
+// Warnings returns what the kind's Rules find allowed but probably not
+// meant in a frontmatter mapping node, with line and column but no path.
+func (k *Kind) Warnings(m *yaml.Node) []*FieldError {
+	if k.Rules == nil || m == nil || m.Kind != yaml.MappingNode {
 		return nil
 	}
+	_, warns := k.Rules(m)
+	for _, w := range warns {
+		w.Warning = true
+	}
+	return warns
+}
+
+// checkSettings refuses each key of a Map field's mapping that is not
+// one of its Keys or Settings, at its position, naming the known keys
+// near it, and each value its setting refuses (at the value's position).
+// field is the field's dotted name (etcd, etcd.tls).
+func (f *Field) checkSettings(m *yaml.Node, field string) []*FieldError {
+	if m.Kind == yaml.AliasNode && m.Alias != nil {
+		m = m.Alias
+	}
+	known := f.Keys
+	if known == nil {
+		known = settingNames(f.Settings)
+	}
+	if known == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	var errs []*FieldError
 	for i := 0; i+1 < len(m.Content); i += 2 {
-		k := m.Content[i]
-		if contains(f.Keys, k.Value) {
+		k, v := m.Content[i], m.Content[i+1]
+		name := field + "." + k.Value
+		if !contains(known, k.Value) {
+			msg := "unknown setting (known: " + strings.Join(known, ", ") + ")"
+			if near := Near(k.Value, known); len(near) > 0 {
+				msg = "unknown setting (did you mean " + NearList(near) + "?)"
+			}
+			errs = append(errs, &FieldError{Line: k.Line, Col: k.Column, Field: name, Msg: msg})
 			continue
 		}
-		msg := "unknown setting (known: " + strings.Join(f.Keys, ", ") + ")"
-		if near := Near(k.Value, f.Keys); len(near) > 0 {
-			msg = "unknown setting (did you mean " + NearList(near) + "?)"
+		s := f.setting(k.Value)
+		if s == nil || isNull(v) {
+			continue
 		}
-		return &FieldError{Line: k.Line, Col: k.Column, Field: f.Name + "." + k.Value, Msg: msg}
+		if msg := s.check(v); msg != "" {
+			errs = append(errs, &FieldError{Line: v.Line, Col: v.Column, Field: name, Msg: msg})
+			continue
+		}
+		errs = append(errs, s.checkSettings(v, name)...)
+	}
+	return errs
+}
+
+func settingNames(fs []Field) []string {
+	var names []string
+	for _, f := range fs {
+		names = append(names, f.Name)
+	}
+	return names
+}
+
+func (f *Field) setting(name string) *Field {
+	for i := range f.Settings {
+		if f.Settings[i].Name == name {
+			return &f.Settings[i]
+		}
 	}
 	return nil
 }
@@ -139,6 +193,10 @@ func (f *Field) check(n *yaml.Node) string {
 			if !kebab.MatchString(n.Value) {
 				return fmt.Sprintf("%q %s", n.Value, kebabRule)
 			}
+		case "ref":
+			if !strings.HasPrefix(n.Value, "refs/") {
+				return fmt.Sprintf("%q: want a full ref name (refs/...)", n.Value)
+			}
 		}
 	case Int:
 		if !scalar || n.Tag != "!!int" {
@@ -181,6 +239,15 @@ func (f *Field) check(n *yaml.Node) string {
 			return "must be a duration like 30s or 5m"
 		}
 		d, err := time.ParseDuration(n.Value)
+		if f.Pattern == "seconds" && n.Tag == "!!int" {
+			// etcd's timeouts take a bare number of seconds too.
+			var secs int64
+			secs, err = strconv.ParseInt(n.Value, 0, 32)
+			d = time.Duration(secs) * time.Second
+		}
+		if err != nil && n.Tag == "!!int" {
+			return fmt.Sprintf("%s is not a duration: a number needs its unit (e.g. %ss)", n.Value, n.Value)
+		}
 		if err != nil {
 			return fmt.Sprintf("%q is not a duration (e.g. 30s, 5m, 1h)", n.Value)
 		}
@@ -193,6 +260,9 @@ func (f *Field) check(n *yaml.Node) string {
 			return fmt.Sprintf("%q: must be a positive duration (%s)", n.Value, f.zeroWhy())
 		}
 	case Strings:
+		if f.Pattern == "endpoints" {
+			return checkEndpoints(n)
+		}
 		if n.Kind != yaml.SequenceNode {
 			return fmt.Sprintf("must be a list, got %s", describe(n))
 		}

@@ -15,6 +15,8 @@ import (
 // acting person as the agent: {action, target, face, ok, error}.
 const EventAction = "view.action"
 
+func init() { journal.RegisterTypes(EventAction) } // for readers' type filters
+
 // Do performs an action as the view's person, through the library's rules
 // only: answering goes through agents.Manager.Answer (which wakes the
 // asker), retry and release through the queue broker (release is fenced

@@ -28,6 +28,7 @@ import (
 	"github.com/tavernhq/tavern/queues/plans"
 	"github.com/tavernhq/tavern/queues/tuples"
 	"github.com/tavernhq/tavern/schema"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 // Exit codes of the tavern command. They are a contract for scripts and
@@ -135,6 +136,9 @@ var exitCodes = []struct {
 	{usage.ErrGrouping, exitUsage},
 	{usage.ErrSpent, exitConflict},
 	{trace.ErrUnknown, exitNotFound},
+
+	// watcher/journal
+	{journal.ErrBadTypePattern, exitUsage},
 
 	// queues/tuples
 	{tuples.ErrNoTuple, exitNotFound},

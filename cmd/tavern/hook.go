@@ -262,7 +262,7 @@ func runHookKeep(c *cli.Context) error {
 	ctx := context.WithoutCancel(c.Context) // a Ctrl-C in the tool's terminal is not the session's end
 	err = kit.KeepSession(ctx, e, c.String("agent"), c.String("session"), c.Int("pid"))
 	if err != nil {
-		_, _ = e.Manager.Journal.Append(journal.Event{Type: "session.keeper_error", Kind: "agent", Agent: c.String("agent"),
+		_, _ = e.Manager.Journal.Append(journal.Event{Type: kit.EventKeeperError, Kind: "agent", Agent: c.String("agent"),
 			Data: map[string]any{"session": c.String("session"), "error": err.Error()}})
 	}
 	return err

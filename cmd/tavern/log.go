@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -24,13 +26,17 @@ func newLogCommand() *cli.Command {
 		Description: `Prints events from .tavern/events/, oldest first: one readable line each,
 or with --json one JSON object per line (JSON lines, not an array, so
 that --follow can stream; nothing at all when no event matches). --type
-matches exactly, or by prefix when it ends in "." or "*" (--type item.
-shows item.claimed, item.completed...). --since takes a
+matches exactly, by prefix when it ends in "." (--type item. shows
+item.claimed, item.completed...), or as a glob (agent*, *.claimed); a
+type that is no event type tavern writes but is near one (item.claimd)
+is warned about, and still looked for. --since takes a
 duration back from now (90m, 2h; not negative, and 0 only with --follow:
 the events from now on) or a time (RFC 3339, or YYYY-MM-DD); --until a
-time. --follow keeps printing new events until interrupted.
---path keeps the events of one document, or of the documents under a
-directory given with a trailing "/". --where keeps the events about
+time (with --follow, one to come). --follow keeps printing new events
+until interrupted; --poll goes with it.
+--path keeps the events of one document (agents/bob.md, the reference
+agents/bob, or the file's path), or of the documents under a directory
+(agents/ or agents). --where keeps the events about
 documents whose fields match now (the expressions of ls --where, all must
 hold): the journal records revisions, not fields, so a removed document
 never matches. --machines also prints the journals of the other machines
@@ -79,6 +85,18 @@ func runLog(c *cli.Context) error {
 		if f.Until, err = parseWhen(s, false); err != nil {
 			return err
 		}
+		if c.Bool("follow") && !f.Until.After(time.Now()) {
+			return usageErr("--until %s is past: --follow would wait for events before it for ever", s)
+		}
+	}
+	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
+		return usageErr("--since %s is not before --until %s: no event is between them", c.String("since"), c.String("until"))
+	}
+	if !c.Bool("follow") && f.Since.After(time.Now()) {
+		return usageErr("--since %s is to come: no event is newer yet (--follow waits for them)", c.String("since"))
+	}
+	if c.IsSet("poll") && !c.Bool("follow") {
+		return usageErr("--poll re-reads the journal while following: it goes with --follow")
 	}
 	where, err := whereConds(c)
 	if err != nil {
@@ -94,7 +112,10 @@ func runLog(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	warnNearAgent(c, s, f.Agent)
+	warnNearAgent(c, s, "agent", f.Agent)
+	warnNearAgent(c, s, "parent", f.Parent)
+	warnNearTypes(c, f.Types)
+	f.Path = eventPath(s, f.Path)
 	print := eventPrinter(c)
 	var m *watcher.DocMatcher
 	if len(where) > 0 {
@@ -148,10 +169,12 @@ func whereFlag() cli.Flag {
 }
 
 func pathFlag() cli.Flag {
-	return &cli.StringFlag{Name: "path", Usage: "only the document `PATH` (store-relative), or those under a directory ending in /"}
+	return &cli.StringFlag{Name: "path", Usage: "only the document `PATH` (store-relative, a reference, or the file's path), or those under a directory"}
 }
 
-// whereConds parses the --where expressions.
+// whereConds parses the --where expressions. With --kind, a field the
+// kind has not but is near one, or a value outside its enum, is warned of
+// as ls --where does: the answer would most likely be empty for a typo.
 func whereConds(c *cli.Context) ([]docstore.Cond, error) {
 	var conds []docstore.Cond
 	for _, w := range c.StringSlice("where") {
@@ -160,6 +183,13 @@ func whereConds(c *cli.Context) ([]docstore.Cond, error) {
 			return nil, err
 		}
 		conds = append(conds, cond)
+	}
+	if k, err := schema.Lookup(c.String("kind")); err == nil && c.String("kind") != "" {
+		for _, cond := range conds {
+			if err := k.FieldHint(cond.Field, cond.Value, cond.Op == docstore.OpEq); err != nil {
+				warnf(c, "--where %s: %w", cond, err)
+			}
+		}
 	}
 	return conds, nil
 }
@@ -174,7 +204,7 @@ func eventFilter(c *cli.Context) (journal.Filter, error) {
 		}
 		f.Kinds = []string{kind.Name}
 	}
-	return f, nil
+	return f, f.Check()
 }
 
 // parseSince reads --since: a duration back from now, or a time. A
@@ -265,10 +295,54 @@ func formatEvent(e journal.Event) string {
 	return view.Visible(b.String())
 }
 
-// warnNearAgent says when --agent names no agent but is near one that
-// exists (--agent bobb): log and watch would show nothing for a typo. A name near
-// none is taken as meant (an agent removed since still has its events).
-func warnNearAgent(c *cli.Context, s *docstore.Store, name string) {
+// eventPath turns --path into the store-relative form the journal
+// records, which alone it matched: agents/bob (a reference, as show
+// takes), agents (a directory without its "/") and .tavern/agents/bob.md
+// (the file's path) answered nothing. A reference to a document removed
+// since is its path still (its events remain); anything else is kept as
+// given.
+func eventPath(s *docstore.Store, p string) string {
+	if p == "" {
+		return p
+	}
+	// A file or directory inside the store, named as the filesystem
+	// names it (absolute, or from the working directory).
+	if fi, err := os.Stat(p); err == nil {
+		if rel, err := s.Rel(p); err == nil {
+			if fi.IsDir() {
+				return rel + "/"
+			}
+			return rel
+		}
+	}
+	if strings.HasSuffix(p, "/") {
+		return p
+	}
+	if fi, err := os.Stat(filepath.Join(s.Root(), filepath.FromSlash(p))); err == nil && fi.IsDir() {
+		return p + "/"
+	}
+	if rel, err := s.Resolve(p); err == nil {
+		return rel
+	}
+	return p
+}
+
+// warnNearTypes says when a --type names no event type tavern writes but
+// is near one (item.claimd): log and watch would show nothing for a typo.
+// Prefixes (item.) and globs (agent*) are never warned about.
+func warnNearTypes(c *cli.Context, types []string) {
+	for _, t := range types {
+		if h := journal.TypeHint(t); h != nil {
+			warnf(c, "--type %v; showing its events, if any", h)
+		}
+	}
+}
+
+// warnNearAgent says when --agent (or --parent, flag) names no agent but
+// is near one that exists (--agent bobb): log and watch would show nothing
+// for a typo. A name near none is taken as meant (an agent removed since
+// still has its events).
+func warnNearAgent(c *cli.Context, s *docstore.Store, flag, name string) {
 	if name == "" {
 		return
 	}
@@ -276,6 +350,6 @@ func warnNearAgent(c *cli.Context, s *docstore.Store, name string) {
 		return
 	}
 	if near := schema.Near(name, agents.AgentNames(s)); len(near) > 0 {
-		warnf(c, "--agent %s: no such agent (did you mean %s?); showing its events, if any", name, schema.NearList(near))
+		warnf(c, "--%s %s: no such agent (did you mean %s?); showing its events, if any", flag, name, schema.NearList(near))
 	}
 }

@@ -31,8 +31,9 @@ wrappers to failed), like tavern reap.
 
 --where keeps the documents whose fields match (the expressions of ls
 --where, all must hold) after each change; a change that makes a document
-stop matching is printed once as doc.left. --path keeps one document, or
-the documents under a directory given with a trailing "/".
+stop matching is printed once as doc.left. --path keeps one document (a
+path, a reference such as agents/bob, or the file's path), or the documents
+under a directory (agents/ or agents).
 
 Examples:
    tavern watch
@@ -42,7 +43,7 @@ Examples:
    tavern watch --path queues/build/`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "kind", Usage: "only documents of `KIND`"},
-			&cli.StringSliceFlag{Name: "type", Aliases: []string{"t"}, Usage: "event `TYPE` (repeatable; item. matches by prefix)"},
+			&cli.StringSliceFlag{Name: "type", Aliases: []string{"t"}, Usage: "event `TYPE` (repeatable; item. matches by prefix, *.claimed as a glob)"},
 			&cli.StringFlag{Name: "agent", Usage: "only events of `AGENT`"},
 			&cli.StringFlag{Name: "parent", Usage: "only events with parent `AGENT`"},
 			whereFlag(), pathFlag(),
@@ -69,7 +70,10 @@ func runWatch(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	warnNearAgent(c, s, f.Agent)
+	warnNearAgent(c, s, "agent", f.Agent)
+	warnNearAgent(c, s, "parent", f.Parent)
+	warnNearTypes(c, f.Types)
+	f.Path = eventPath(s, f.Path)
 	j, err := journal.Open(s.Root(), journal.Options{})
 	if err != nil {
 		return err

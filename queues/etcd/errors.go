@@ -13,3 +13,7 @@ type ConfigError struct {
 func (e *ConfigError) Error() string {
 	return fmt.Sprintf("%s:%d:%d: %s: %s", e.Path, e.Line, e.Col, e.Field, e.Msg)
 }
+
+// Position is where the setting is (docstore.Positioner: check's problem
+// and the --json error object's path, line and col).
+func (e *ConfigError) Position() (string, int, int) { return e.Path, e.Line, e.Col }

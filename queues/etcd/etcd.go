@@ -22,7 +22,11 @@ import (
 	"github.com/tavernhq/tavern/schema"
 )
 
-func init() { queues.RegisterEngine("etcd", Open) }
+func init() {
+	queues.RegisterEngine("etcd", Open)
+	// ParseConfig dials nothing: tavern check runs it.
+	queues.RegisterEngineCheck("etcd", func(cc queues.CoordConfig) error { _, err := ParseConfig(cc); return err })
+}
 
 // Config is the etcd: section of tavern.md.
 type Config struct {

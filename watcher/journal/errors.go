@@ -3,6 +3,10 @@ package journal
 import (
 	"errors"
 	"fmt"
+	"path"
+	"strings"
+
+	"github.com/tavernhq/tavern/schema"
 )
 
 // ErrNoType is returned when an event has no type (or, reading the journal,
@@ -28,3 +32,35 @@ func (e *LineError) Unwrap() error { return e.Err }
 // errDayReplaced is returned when a day file went on being replaced or
 // removed each time it was opened again to append to it.
 var errDayReplaced = errors.New("day file replaced or removed while appending, again and again")
+
+// TypeHintError says that a type filter names no event type tavern
+// writes, and what it was probably meant to be: Near (types one or two
+// edits away, or the prefix filter of a family) or Family (the types of
+// the family it names). A hint for the caller to show, not a refusal.
+type TypeHintError struct {
+	Type   string
+	Near   []string
+	Family []string
+}
+
+func (e *TypeHintError) Error() string {
+	if len(e.Near) > 0 {
+		return fmt.Sprintf("%s: no such event type (did you mean %s?)", e.Type, schema.NearList(e.Near))
+	}
+	family := e.Type[:strings.IndexByte(e.Type, '.')+1]
+	return fmt.Sprintf("%s: no such event type (the %s types: %s)", e.Type, family, strings.Join(e.Family, ", "))
+}
+
+// ErrBadTypePattern is matched by every *TypePatternError.
+var ErrBadTypePattern = errors.New("bad event type pattern")
+
+// TypePatternError reports a type filter that is not a well-formed glob
+// (item.[): it would match nothing.
+type TypePatternError struct {
+	Pattern string
+}
+
+func (e *TypePatternError) Error() string {
+	return fmt.Sprintf("event type pattern %q: %v (a glob: *, ?, [a-z])", e.Pattern, path.ErrBadPattern)
+}
+func (e *TypePatternError) Unwrap() error { return ErrBadTypePattern }

@@ -12,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -543,7 +544,9 @@ func flock(f *os.File, how int) error {
 }
 
 // Filter selects events. Empty fields match everything. A Types entry
-// ending in "." or "*" matches by prefix ("item." matches "item.claimed").
+// ending in "." matches by prefix ("item." matches "item.claimed"), one
+// with glob characters as a glob ("agent*", "*.claimed"; Check says
+// whether it is well-formed).
 type Filter struct {
 	Types  []string
 	Kinds  []string
@@ -580,12 +583,31 @@ func (f Filter) Match(e Event) bool {
 	return true
 }
 
+// Check reports a Types entry that is not a well-formed glob, as a
+// *TypePatternError: Match would take it for no type at all.
+func (f Filter) Check() error {
+	for _, t := range f.Types {
+		if strings.ContainsAny(t, "*?[") {
+			if _, err := path.Match(t, ""); err != nil {
+				return &TypePatternError{Pattern: t}
+			}
+		}
+	}
+	return nil
+}
+
+// typeMatch: a pattern ending in "." matches by prefix; one with glob
+// characters as path.Match does (types hold no "/", so * is any run:
+// agent* and *.claimed both match); anything else, one type.
 func typeMatch(pattern, typ string) bool {
 	switch {
-	case strings.HasSuffix(pattern, "*"):
-		return strings.HasPrefix(typ, strings.TrimSuffix(pattern, "*"))
 	case strings.HasSuffix(pattern, "."):
 		return strings.HasPrefix(typ, pattern)
+	case strings.HasSuffix(pattern, "*") && !strings.ContainsAny(pattern[:len(pattern)-1], "*?[\\"):
+		return strings.HasPrefix(typ, pattern[:len(pattern)-1]) // the common case, without path.Match
+	case strings.ContainsAny(pattern, "*?["):
+		ok, _ := path.Match(pattern, typ)
+		return ok
 	}
 	return pattern == typ
 }

@@ -171,6 +171,8 @@ func TestJournalFilterAndMalformed(t *testing.T) {
 		{"all", Filter{}, "item.claimed,item.completed,agent.spawned"},
 		{"type prefix", Filter{Types: []string{"item."}}, "item.claimed,item.completed"},
 		{"type glob", Filter{Types: []string{"agent*"}}, "agent.spawned"},
+		{"type glob inside", Filter{Types: []string{"*.claimed"}}, "item.claimed"},
+		{"type glob class", Filter{Types: []string{"item.c[a-n]*"}}, "item.claimed"},
 		{"agent", Filter{Agent: "a1"}, "item.claimed,agent.spawned"},
 		{"parent", Filter{Parent: "boss"}, "agent.spawned"},
 		{"since", Filter{Since: day.Add(30 * time.Minute)}, "item.completed,agent.spawned"},
@@ -358,5 +360,29 @@ func TestAppendAfterDayFileReplaced(t *testing.T) {
 	appendType("test.after-remove")
 	if got, want := strings.Join(types(), ","), "test.after-remove"; got != want {
 		t.Errorf("after the day file was removed: %s, want %s", got, want)
+	}
+}
+
+func TestTypeHint(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"item.claimed", ""},
+		{"item.", ""},
+		{"item*", ""},
+		{"*.claimd", ""},
+		{"frobnicate", ""},
+		{"doc.update", `doc.update: no such event type (did you mean "doc.updated"?)`},
+		{"doc", `doc: no such event type (did you mean "doc."?)`},
+		{"watch.nope", "watch.nope: no such event type (the watch. types: watch.degraded, watch.error, watch.missed)"},
+	} {
+		got := ""
+		if h := TypeHint(tc.in); h != nil {
+			got = h.Error()
+		}
+		if got != tc.want {
+			t.Errorf("TypeHint(%q): got %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	if err := (Filter{Types: []string{"item.[a"}}).Check(); !errors.Is(err, ErrBadTypePattern) {
+		t.Errorf("Check of item.[a: got %v, want ErrBadTypePattern", err)
 	}
 }

@@ -1,0 +1,21 @@
+package agents
+
+import (
+	"github.com/tavernhq/tavern/queues/gitsync"
+	"github.com/tavernhq/tavern/watcher/journal"
+)
+
+// The event types this package journals, for readers' type filters
+// (journal.TypeHint). gitsync's are registered here, by the package that
+// runs its rounds (sync.go), until gitsync registers its own.
+func init() {
+	journal.RegisterTypes(
+		"agent.created", "agent.state", "agent.spawned", "agent.spawn_refused", "agent.exited",
+		"agent.reaped", "agent.gated", "agent.output_error", "agent.orphans_killed",
+		"pool.started", "pool.stopped", "pool.paused", "pool.resumed", "pool.interrupted",
+		"pool.backoff", "pool.drone_crashed",
+		"question.raised", "question.answered", "question.bubbled",
+		"commitment.added", "commitment.verified",
+		"usage.recorded", "item.escalated", "constitution.written",
+		gitsync.EventSynced, gitsync.EventConflict)
+}

@@ -1,0 +1,10 @@
+package plans
+
+import "github.com/tavernhq/tavern/watcher/journal"
+
+// The event types this package journals, for readers' type filters
+// (journal.TypeHint).
+func init() {
+	journal.RegisterTypes(EventImported, EventTicked, EventAdded, EventCancelled, EventConflict,
+		EventSynced, EventDependencyDropped, EventDependencyAdded)
+}
