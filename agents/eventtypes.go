@@ -1,13 +1,9 @@
 package agents
 
-import (
-	"github.com/tavernhq/tavern/queues/gitsync"
-	"github.com/tavernhq/tavern/watcher/journal"
-)
+import "github.com/tavernhq/tavern/watcher/journal"
 
 // The event types this package journals, for readers' type filters
-// (journal.TypeHint). gitsync's are registered here, by the package that
-// runs its rounds (sync.go), until gitsync registers its own.
+// (journal.TypeHint).
 func init() {
 	journal.RegisterTypes(
 		"agent.created", "agent.state", "agent.spawned", "agent.spawn_refused", "agent.exited",
@@ -16,6 +12,5 @@ func init() {
 		"pool.backoff", "pool.drone_crashed",
 		"question.raised", "question.answered", "question.bubbled",
 		"commitment.added", "commitment.verified",
-		"usage.recorded", "item.escalated", "constitution.written",
-		gitsync.EventSynced, gitsync.EventConflict)
+		"usage.recorded", "item.escalated", "constitution.written")
 }
