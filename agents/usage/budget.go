@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
 )
@@ -57,10 +59,15 @@ func Budgets(s *docstore.Store) ([]Budget, []error) {
 // left at zero is kept as the budget has it) and, when SetPool is true,
 // the pool (Pool "" for every pool). A new budget takes the limits given
 // (at least one) and Pool, "" being every pool.
+//
+// A pool given must have a valid name, and one that has no document and
+// that no budget names yet must not be near one that has (a likely typo:
+// *PoolError, ErrNearPool), unless NewPool.
 type BudgetChange struct {
 	Name      string
 	Pool      string
 	SetPool   bool
+	NewPool   bool // the pool is new on purpose: its name is no typo
 	MaxTokens int64
 	MaxCost   float64
 	MaxTime   time.Duration
@@ -77,6 +84,14 @@ func SetBudget(s *docstore.Store, c BudgetChange) (*Budget, error) {
 	// !(>= 0) also refuses NaN, which every comparison passes over.
 	if b.MaxTokens < 0 || !(b.MaxCost >= 0) || math.IsInf(b.MaxCost, 0) || b.MaxTime < 0 {
 		return nil, fmt.Errorf("%w: budget %s: limits are positive and finite", schema.ErrInvalid, b.Name)
+	}
+	if b.Pool != "" {
+		if err := schema.ValidPlainName("pool", b.Pool); err != nil {
+			return nil, err
+		}
+		if _, near := PoolKnown(s, b.Pool); len(near) > 0 && !c.NewPool {
+			return nil, &PoolError{Op: "set budget", Path: BudgetPath(b.Name), Pool: b.Pool, Near: near, Err: ErrNearPool}
+		}
 	}
 	now := time.Now()
 	set := []docstore.Field{}
@@ -127,6 +142,28 @@ func SetBudget(s *docstore.Store, c BudgetChange) (*Budget, error) {
 	}
 	out := budgetFromDoc(d)
 	return &out, nil
+}
+
+// PoolKnown reports whether pool has a document (a pool that ran) and,
+// when it has none and no budget names it, the pools near its name
+// (schema.Near over the pools' documents and the budgets' pools), nearest
+// first: a budget of such a name would most likely limit nothing.
+func PoolKnown(s *docstore.Store, pool string) (exists bool, near []string) {
+	if _, err := s.Stat(agents.PoolPath(pool)); err == nil {
+		return true, nil
+	}
+	names := PoolNames(s)
+	budgets, _ := Budgets(s)
+	for _, b := range budgets {
+		if b.Pool == pool {
+			return false, nil
+		}
+		if b.Pool != "" {
+			names = append(names, b.Pool)
+		}
+	}
+	slices.Sort(names)
+	return false, schema.Near(pool, slices.Compact(names))
 }
 
 // State is a budget and what was spent against it today.

@@ -134,6 +134,7 @@ var exitCodes = []struct {
 	{workspace.ErrConflict, exitConflict},
 	{usage.ErrGrouping, exitUsage},
 	{usage.ErrSpent, exitConflict},
+	{usage.ErrNearPool, exitUsage}, // a typo of a pool
 	{trace.ErrUnknown, exitNotFound},
 
 	// queues/tuples
@@ -300,6 +301,8 @@ func hint(err error) string {
 		return fmt.Sprintf(" (`tavern schema %s` lists its fields)", fe.Kind)
 	case errors.As(err, &re) && errors.Is(err, agents.ErrNearRole):
 		return nearRoleHint(re)
+	case errors.Is(err, usage.ErrNearPool):
+		return " (if it is a new pool, pass --new-pool)"
 	case errors.As(err, &te) && errors.Is(err, agents.ErrIllegalEdit):
 		return fmt.Sprintf(" (`tavern agent state %s STATE --force`)", te.Agent)
 	}
