@@ -64,10 +64,12 @@ func runUsage(c *cli.Context) error {
 	for _, e := range errs {
 		warn(c, e)
 	}
-	for _, e := range usage.Unknown(s, f) {
-		var ue *schema.UnknownError
-		if errors.As(e, &ue) {
-			warnf(c, "--%s %s: no such %s, and no run of the ledger has it%s; it counts nothing", ue.What, ue.Name, ue.What, nearHint(ue.Near))
+	if len(recs) == 0 { // a record matched names every filter's value
+		for _, e := range usage.Unknown(s, f) {
+			var ue *schema.UnknownError
+			if errors.As(e, &ue) {
+				warnf(c, "--%s %s: no such %s, and no run of the ledger has it%s; it counts nothing", ue.What, ue.Name, ue.What, nearHint(ue.Near))
+			}
 		}
 	}
 	rows, total, err := usage.Summarize(recs, c.String("by"))
