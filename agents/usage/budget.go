@@ -86,11 +86,8 @@ func SetBudget(s *docstore.Store, c BudgetChange) (*Budget, error) {
 		return nil, fmt.Errorf("%w: budget %s: limits are positive and finite", schema.ErrInvalid, b.Name)
 	}
 	if b.Pool != "" {
-		if err := schema.ValidPlainName("pool", b.Pool); err != nil {
+		if err := checkPool(s, BudgetPath(b.Name), b.Pool, c.NewPool); err != nil {
 			return nil, err
-		}
-		if _, near := PoolKnown(s, b.Pool); len(near) > 0 && !c.NewPool {
-			return nil, &PoolError{Op: "set budget", Path: BudgetPath(b.Name), Pool: b.Pool, Near: near, Err: ErrNearPool}
 		}
 	}
 	now := time.Now()
@@ -113,7 +110,8 @@ func SetBudget(s *docstore.Store, c BudgetChange) (*Budget, error) {
 	}
 	noLimit := fmt.Errorf("%w: budget %s has no limit (tokens, cost or time)", schema.ErrInvalid, b.Name)
 	rel := BudgetPath(b.Name)
-	d, err := s.Update(rel, func(d *docstore.Doc) error {
+	// Force: the pool is new on purpose (budgetPoolRule lets it be).
+	d, err := s.UpdateWith(rel, docstore.UpdateOptions{Force: c.NewPool}, func(d *docstore.Doc) error {
 		if err := d.Edit(append(set, docstore.Field{Key: "updated", Value: now}), del...); err != nil {
 			return err
 		}
@@ -142,6 +140,40 @@ func SetBudget(s *docstore.Store, c BudgetChange) (*Budget, error) {
 	}
 	out := budgetFromDoc(d)
 	return &out, nil
+}
+
+// RuleBudgetPool names the rule InstallRules adds.
+const RuleBudgetPool = "budgets/pool"
+
+// InstallRules adds the budget rule to s: a write that changes a budget's
+// pool (`tavern set budgets/NAME pool=P`, edit) obeys SetBudget's rule
+// for it: the plain name rule, and no likely typo of an existing pool
+// (*PoolError, ErrNearPool) unless forced (SetBudget's NewPool). A new
+// document is judged by SetBudget, as a new agent's role by CreateAgent.
+func InstallRules(s *docstore.Store) {
+	s.AddRule(RuleBudgetPool, func(w docstore.Write) error { return budgetPoolRule(s, w) })
+}
+
+func budgetPoolRule(s *docstore.Store, w docstore.Write) error {
+	if w.Doc == nil || w.Doc.Kind != schema.Budget || w.Prev == nil || w.Prev.Kind != schema.Budget {
+		return nil
+	}
+	pool := w.Doc.String("pool")
+	if pool == "" || pool == w.Prev.String("pool") {
+		return nil
+	}
+	return checkPool(s, w.Path, pool, w.Force)
+}
+
+// checkPool is the rule for the pool a budget at path is given.
+func checkPool(s *docstore.Store, path, pool string, newPool bool) error {
+	if err := schema.ValidPlainName("pool", pool); err != nil {
+		return err
+	}
+	if _, near := PoolKnown(s, pool); len(near) > 0 && !newPool {
+		return &PoolError{Op: "set budget", Path: path, Pool: pool, Near: near, Err: ErrNearPool}
+	}
+	return nil
 }
 
 // PoolKnown reports whether pool has a document (a pool that ran) and,

@@ -286,6 +286,7 @@ func hint(err error) string {
 	var te *agents.TransitionError
 	var re *agents.RoleError
 	var fe *fieldArgError
+	var pe *usage.PoolError
 	switch {
 	case errors.Is(err, docstore.ErrNoStore):
 		return " (run `tavern init`, or pass --dir / set TAVERN_DIR)"
@@ -301,8 +302,9 @@ func hint(err error) string {
 		return fmt.Sprintf(" (`tavern schema %s` lists its fields)", fe.Kind)
 	case errors.As(err, &re) && errors.Is(err, agents.ErrNearRole):
 		return nearRoleHint(re)
-	case errors.Is(err, usage.ErrNearPool):
-		return " (if it is a new pool, pass --new-pool)"
+	case errors.As(err, &pe):
+		name := strings.TrimSuffix(strings.TrimPrefix(pe.Path, "budgets/"), ".md")
+		return fmt.Sprintf(" (if it is a new pool: `tavern budget set %s --pool %s --new-pool`)", name, pe.Pool)
 	case errors.As(err, &te) && errors.Is(err, agents.ErrIllegalEdit):
 		return fmt.Sprintf(" (`tavern agent state %s STATE --force`)", te.Agent)
 	}
