@@ -9,6 +9,7 @@ import (
 	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/queues/tuples"
 	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
@@ -97,6 +98,7 @@ func InstallRules(s *docstore.Store, actor string) {
 	s.AddRunCheck(RuleIdentity, func() docstore.Check { return identityCheck(s) })
 	queues.InstallRules(s)  // an item's path decides its id, queue and priority; no dependency cycles
 	queues.InstallChecks(s) // gates decided by hand without a record, dependency cycles, path fields
+	tuples.InstallChecks(s) // reservations whose glob or agent a hand edit broke
 }
 
 // followState makes a write that changes an agent's state and leaves

@@ -3,6 +3,7 @@ package queues
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,10 +22,12 @@ import (
 //   - dead-claim: a claimed item whose holder is dead (its liveness lock
 //     is free) or whose lease ran out past the grace; Repair reaps the
 //     queue.
-//   - journal-gap: an item in done/ (dead/) with no item.completed
-//     (item.dead) event: the process was killed between the move and
-//     its journal append. The directories are the truth; Repair appends
-//     the missing event, marked "recovered": true.
+//   - journal-gap: an item in done/ with no item.completed event, or in
+//     dead/ with neither item.dead nor item.cancelled, in this machine's
+//     journal or another's (git sync): the process was killed between
+//     the move and its journal append. The directories are the truth;
+//     Repair appends the missing event (item.cancelled for a cancelled
+//     item), marked "recovered": true.
 //   - stale-lock: item lock stripes of a queue that no longer exists,
 //     and holder locks of dead Brokers; Repair removes the lock file.
 func (b *Broker) Findings() ([]docstore.Finding, error) {
@@ -155,10 +158,22 @@ func (b *Broker) resolveCopies(queue, id string) error {
 	return nil
 }
 
-// journalGaps finds final items whose final event is missing.
+// finalEvents are the events that legitimately put an item in done/ or
+// dead/: a completion (by its holder or by hand), a death (failed, reaped
+// or rejected at a gate) and a cancel (by hand or by a plan: a [-] box, a
+// removed box).
+var finalEvents = map[string][]string{
+	Done: {EventCompleted},
+	Dead: {EventDead, EventCancelled},
+}
+
+// journalGaps finds final items whose final event is missing. The events
+// of items finished on other machines arrive with the git sync in those
+// machines' journals (events/<machine>/), read here too.
 func (b *Broker) journalGaps(queues []string) ([]docstore.Finding, error) {
 	seen := map[string]bool{} // type + " " + item id
-	_, err := journal.Read(b.s.Root(), journal.Filter{Types: []string{EventCompleted, EventDead}}, func(e journal.Event, err error) bool {
+	f := journal.Filter{Types: []string{EventCompleted, EventDead, EventCancelled}}
+	_, err := journal.Read(b.s.Root(), f, func(e journal.Event, err error) bool {
 		if err == nil {
 			seen[e.Type+" "+e.Item] = true
 		}
@@ -167,19 +182,31 @@ func (b *Broker) journalGaps(queues []string) ([]docstore.Finding, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := journal.ReadOthers(b.s.Root(), f, func(_ string, e journal.Event, err error) bool {
+		if err == nil {
+			seen[e.Type+" "+e.Item] = true
+		}
+		return true
+	}); err != nil {
+		return nil, err
+	}
 	var out []docstore.Finding
 	for _, q := range queues {
-		for st, typ := range map[string]string{Done: EventCompleted, Dead: EventDead} {
+		for _, st := range []string{Done, Dead} {
 			ids, err := b.listDir(q, st)
 			if err != nil {
 				return out, err
 			}
 			for _, id := range ids {
-				if seen[typ+" "+id] {
+				if slices.ContainsFunc(finalEvents[st], func(typ string) bool { return seen[typ+" "+id] }) {
 					continue
 				}
 				rel := ItemPath(q, st, id)
-				typ := typ
+				// The event it lacks: a cancelled item's is item.cancelled.
+				typ := finalEvents[st][0]
+				if it, err := b.readItem(rel); err == nil && st == Dead && it.Cancelled {
+					typ = EventCancelled
+				}
 				out = append(out, docstore.Finding{Kind: docstore.FindingJournalGap, Path: rel,
 					Detail: fmt.Sprintf("item %s is %s but the journal has no %s", id, st, typ),
 					Repair: func() error {
@@ -187,7 +214,14 @@ func (b *Broker) journalGaps(queues []string) ([]docstore.Finding, error) {
 						if err != nil {
 							return err
 						}
-						return b.journal(typ, it, it.ClaimedBy, map[string]any{"attempt": it.ClaimAttempt, "recovered": true})
+						data := map[string]any{"attempt": it.ClaimAttempt, "recovered": true}
+						if typ == EventCancelled {
+							data = map[string]any{"recovered": true}
+							if it.DeadReason != "" {
+								data["reason"] = it.DeadReason
+							}
+						}
+						return b.journal(typ, it, it.ClaimedBy, data)
 					}})
 			}
 		}

@@ -3,6 +3,7 @@ package queues
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
@@ -52,6 +53,16 @@ var (
 	// duration, unknown on_empty mode, max_attempts < 1...).
 	ErrBadOption = errors.New("invalid option")
 )
+
+// ErrGateItemGone is matched when a gate is decided (approve, reject)
+// whose item is in no queue (removed by rm or by hand): the decision
+// would decide nothing. It matches fs.ErrNotExist too.
+var ErrGateItemGone error = gateItemGone{}
+
+type gateItemGone struct{}
+
+func (gateItemGone) Error() string { return "the gate's item is gone" }
+func (gateItemGone) Unwrap() error { return fs.ErrNotExist }
 
 // ItemError names the item an operation failed on and unwraps to the
 // cause (ErrStale, ErrState, fs.ErrNotExist...), in the style of

@@ -588,6 +588,11 @@ func (b *Broker) decide(op, ref, status string, d Decision) (*Gate, error) {
 	if g.Type != GateHuman {
 		return nil, &GateError{Op: op, Gate: g.ID, Path: g.Path, Err: fmt.Errorf("%w: a %s gate opens by itself", ErrState, g.Type)}
 	}
+	// A decision about an item that is gone (removed: in .trash/) decides
+	// nothing; saying "approved" would claim it did.
+	if _, err := b.locate(g.Item); errors.Is(err, fs.ErrNotExist) {
+		return nil, &GateError{Op: op, Gate: g.ID, Path: g.Path, Err: fmt.Errorf("%w: item %s is in no queue (removed? `tavern trash` lists it)", ErrGateItemGone, g.Item)}
+	}
 	if g.Implicit {
 		if err := b.createImplicit(g); err != nil && !errors.Is(err, fs.ErrExist) {
 			return nil, err
@@ -674,7 +679,10 @@ func (b *Broker) resolveGate(op, ref string) (*Gate, error) {
 	}
 	it, err := b.Get(ref)
 	if err != nil {
-		return nil, &GateError{Op: op, Gate: ref, Err: fmt.Errorf("no gate or item %s: %w", ref, fs.ErrNotExist)}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		return nil, &GateError{Op: op, Gate: ref, Err: &schema.UnknownError{What: "gate or item", Name: ref, Err: fs.ErrNotExist}}
 	}
 	var open []*Gate
 	for _, g := range b.ItemGates(it) {

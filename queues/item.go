@@ -315,7 +315,7 @@ func (b *Broker) locate(id string) (location, error) {
 		}
 	}
 	if !found {
-		return location{}, &ItemError{Op: "find", ID: id, Err: fs.ErrNotExist}
+		return location{}, unknownItem(id)
 	}
 	return best, nil
 }
@@ -387,5 +387,15 @@ func (b *Broker) ResolveID(ref string) (string, error) {
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids) // a crash leftover is in two states at once
-	return docstore.MatchPrefix("item", id, ids)
+	got, err := docstore.MatchPrefix("item", id, ids)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", unknownItem(ref)
+	}
+	return got, err
+}
+
+// unknownItem is the error of an item id that names no item in any
+// queue: it says which (`unknown item "X"`) and matches fs.ErrNotExist.
+func unknownItem(id string) error {
+	return &schema.UnknownError{What: "item", Name: id, Err: fs.ErrNotExist}
 }

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
 )
@@ -57,10 +59,15 @@ func Budgets(s *docstore.Store) ([]Budget, []error) {
 // left at zero is kept as the budget has it) and, when SetPool is true,
 // the pool (Pool "" for every pool). A new budget takes the limits given
 // (at least one) and Pool, "" being every pool.
+//
+// A pool given must have a valid name, and one that has no document and
+// that no budget names yet must not be near one that has (a likely typo:
+// *PoolError, ErrNearPool), unless NewPool.
 type BudgetChange struct {
 	Name      string
 	Pool      string
 	SetPool   bool
+	NewPool   bool // the pool is new on purpose: its name is no typo
 	MaxTokens int64
 	MaxCost   float64
 	MaxTime   time.Duration
@@ -77,6 +84,11 @@ func SetBudget(s *docstore.Store, c BudgetChange) (*Budget, error) {
 	// !(>= 0) also refuses NaN, which every comparison passes over.
 	if b.MaxTokens < 0 || !(b.MaxCost >= 0) || math.IsInf(b.MaxCost, 0) || b.MaxTime < 0 {
 		return nil, fmt.Errorf("%w: budget %s: limits are positive and finite", schema.ErrInvalid, b.Name)
+	}
+	if b.Pool != "" {
+		if err := checkPool(s, BudgetPath(b.Name), b.Pool, c.NewPool); err != nil {
+			return nil, err
+		}
 	}
 	now := time.Now()
 	set := []docstore.Field{}
@@ -98,7 +110,8 @@ func SetBudget(s *docstore.Store, c BudgetChange) (*Budget, error) {
 	}
 	noLimit := fmt.Errorf("%w: budget %s has no limit (tokens, cost or time)", schema.ErrInvalid, b.Name)
 	rel := BudgetPath(b.Name)
-	d, err := s.Update(rel, func(d *docstore.Doc) error {
+	// Force: the pool is new on purpose (budgetPoolRule lets it be).
+	d, err := s.UpdateWith(rel, docstore.UpdateOptions{Force: c.NewPool}, func(d *docstore.Doc) error {
 		if err := d.Edit(append(set, docstore.Field{Key: "updated", Value: now}), del...); err != nil {
 			return err
 		}
@@ -127,6 +140,62 @@ func SetBudget(s *docstore.Store, c BudgetChange) (*Budget, error) {
 	}
 	out := budgetFromDoc(d)
 	return &out, nil
+}
+
+// RuleBudgetPool names the rule InstallRules adds.
+const RuleBudgetPool = "budgets/pool"
+
+// InstallRules adds the budget rule to s: a write that changes a budget's
+// pool (`tavern set budgets/NAME pool=P`, edit) obeys SetBudget's rule
+// for it: the plain name rule, and no likely typo of an existing pool
+// (*PoolError, ErrNearPool) unless forced (SetBudget's NewPool). A new
+// document is judged by SetBudget, as a new agent's role by CreateAgent.
+func InstallRules(s *docstore.Store) {
+	s.AddRule(RuleBudgetPool, func(w docstore.Write) error { return budgetPoolRule(s, w) })
+}
+
+func budgetPoolRule(s *docstore.Store, w docstore.Write) error {
+	if w.Doc == nil || w.Doc.Kind != schema.Budget || w.Prev == nil || w.Prev.Kind != schema.Budget {
+		return nil
+	}
+	pool := w.Doc.String("pool")
+	if pool == "" || pool == w.Prev.String("pool") {
+		return nil
+	}
+	return checkPool(s, w.Path, pool, w.Force)
+}
+
+// checkPool is the rule for the pool a budget at path is given.
+func checkPool(s *docstore.Store, path, pool string, newPool bool) error {
+	if err := schema.ValidPlainName("pool", pool); err != nil {
+		return err
+	}
+	if _, near := PoolKnown(s, pool); len(near) > 0 && !newPool {
+		return &PoolError{Op: "set budget", Path: path, Pool: pool, Near: near, Err: ErrNearPool}
+	}
+	return nil
+}
+
+// PoolKnown reports whether pool has a document (a pool that ran) and,
+// when it has none and no budget names it, the pools near its name
+// (schema.Near over the pools' documents and the budgets' pools), nearest
+// first: a budget of such a name would most likely limit nothing.
+func PoolKnown(s *docstore.Store, pool string) (exists bool, near []string) {
+	if _, err := s.Stat(agents.PoolPath(pool)); err == nil {
+		return true, nil
+	}
+	names := PoolNames(s)
+	budgets, _ := Budgets(s)
+	for _, b := range budgets {
+		if b.Pool == pool {
+			return false, nil
+		}
+		if b.Pool != "" {
+			names = append(names, b.Pool)
+		}
+	}
+	slices.Sort(names)
+	return false, schema.Near(pool, slices.Compact(names))
 }
 
 // State is a budget and what was spent against it today.

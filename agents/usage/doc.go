@@ -5,7 +5,8 @@
 // # Basics
 //
 // Load reads the records that match a Filter (since, until, pool, agent,
-// item); Summarize groups them by agent, item, pool, queue, model or day
+// item; Unknown names the filter's names that name nothing, typos);
+// Summarize groups them by agent, item, pool, queue, model or day
 // into Rows: runs, failures, wall and CPU seconds, tokens in and out, and
 // cost. Cost is summed over the runs that reported one; CostRuns says how
 // many did, so a total is never presented as more complete than it is.

@@ -3,10 +3,12 @@ package usage
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
 )
@@ -180,4 +182,62 @@ func Summarize(recs []Record, by string) ([]Row, Row, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out, total, nil
+}
+
+// Unknown reports each name f filters by (agent, pool, item) that names
+// nothing: no record of the ledger has it and no document is so named.
+// Such a filter totals zero, which a typo must not pass for: each comes
+// back as a *schema.UnknownError whose Near lists the names (of the
+// ledger and of the documents) close to it. Records that do not load are
+// Load's to report; they are skipped here.
+func Unknown(s *docstore.Store, f Filter) []error {
+	if f.Agent == "" && f.Pool == "" && f.Item == "" {
+		return nil
+	}
+	seen := map[string]map[string]bool{"agent": {}, "pool": {}, "item": {}}
+	recs, _ := Load(s, Filter{})
+	for _, r := range recs {
+		seen["agent"][r.Agent] = true
+		seen["pool"][r.Pool] = true
+		seen["item"][r.Item] = true
+	}
+	var out []error
+	check := func(what, name string, exists func() bool, docs []string) {
+		if name == "" || seen[what][name] || exists() {
+			return
+		}
+		names := docs
+		for n := range seen[what] {
+			if n != "" {
+				names = append(names, n)
+			}
+		}
+		slices.Sort(names)
+		out = append(out, &schema.UnknownError{What: what, Name: name, Near: schema.Near(name, slices.Compact(names))})
+	}
+	stat := func(rel string) func() bool {
+		return func() bool { _, err := s.Stat(rel); return err == nil }
+	}
+	if f.Agent != "" {
+		check("agent", f.Agent, stat(agents.AgentPath(f.Agent)), agents.AgentNames(s))
+	}
+	if f.Pool != "" {
+		check("pool", f.Pool, stat(agents.PoolPath(f.Pool)), PoolNames(s))
+	}
+	if f.Item != "" {
+		check("item", f.Item, func() bool { _, err := s.Resolve("items/" + f.Item); return err == nil }, nil)
+	}
+	return out
+}
+
+// PoolNames lists the names of the pools that have a document, sorted.
+func PoolNames(s *docstore.Store) []string {
+	files, _ := s.Names("pools")
+	var out []string
+	for _, f := range files {
+		if n, ok := strings.CutSuffix(f, ".md"); ok && schema.ValidName(n) == nil {
+			out = append(out, n)
+		}
+	}
+	return out
 }

@@ -32,7 +32,9 @@ Examples:
 				Description: `Creates budget NAME with the limits given (at least one), or changes what is
 given of an existing one: the other limits and its pool stay as they are.
 --pool '' makes a budget cover every pool. A limit is removed by editing the
-document (tavern edit budgets/NAME).
+document (tavern edit budgets/NAME). A --pool that has not run yet is
+accepted with a warning, but one whose name is near an existing pool's is
+refused as a likely typo (exit 2, "did you mean"), unless --new-pool.
 
 Examples:
    tavern budget set drones-daily --pool drones --cost 5 --time 2h
@@ -40,6 +42,7 @@ Examples:
    tavern budget set everyone --tokens 2000000`,
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "pool", Usage: "the pool `P` it limits (a new budget: default every pool; '' for every pool)"},
+					&cli.BoolFlag{Name: "new-pool", Usage: "the pool is new on purpose: its name is not refused as a typo of an existing pool"},
 					&cli.Int64Flag{Name: "tokens", Usage: "most tokens (in + out) per day", Action: func(_ *cli.Context, v int64) error { return zeroBudget("tokens", v <= 0) }},
 					&cli.Float64Flag{Name: "cost", Usage: "most cost in USD per day", Action: func(_ *cli.Context, v float64) error { return costBudget(v) }},
 					&cli.DurationFlag{Name: "time", Usage: "most drone wall time per day", Action: func(_ *cli.Context, v time.Duration) error { return zeroBudget("time", v <= 0) }},
@@ -68,10 +71,15 @@ func runBudgetSet(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	b, err := usage.SetBudget(s, usage.BudgetChange{Name: c.Args().First(), Pool: c.String("pool"), SetPool: c.IsSet("pool"),
+	b, err := usage.SetBudget(s, usage.BudgetChange{Name: c.Args().First(), Pool: c.String("pool"), SetPool: c.IsSet("pool"), NewPool: c.Bool("new-pool"),
 		MaxTokens: c.Int64("tokens"), MaxCost: c.Float64("cost"), MaxTime: c.Duration("time")})
 	if err != nil {
 		return err
+	}
+	if p := c.String("pool"); p != "" {
+		if exists, _ := usage.PoolKnown(s, p); !exists {
+			warnf(c, "--pool %s: no such pool yet; the budget limits it once it runs", p)
+		}
 	}
 	if c.Bool("json") {
 		return printJSON(c, b)

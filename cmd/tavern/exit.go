@@ -135,6 +135,7 @@ var exitCodes = []struct {
 	{workspace.ErrConflict, exitConflict},
 	{usage.ErrGrouping, exitUsage},
 	{usage.ErrSpent, exitConflict},
+	{usage.ErrNearPool, exitUsage}, // a typo of a pool
 	{trace.ErrUnknown, exitNotFound},
 
 	// watcher/journal
@@ -289,6 +290,7 @@ func hint(err error) string {
 	var te *agents.TransitionError
 	var re *agents.RoleError
 	var fe *fieldArgError
+	var pe *usage.PoolError
 	switch {
 	case errors.Is(err, docstore.ErrNoStore):
 		return " (run `tavern init`, or pass --dir / set TAVERN_DIR)"
@@ -304,6 +306,9 @@ func hint(err error) string {
 		return fmt.Sprintf(" (`tavern schema %s` lists its fields)", fe.Kind)
 	case errors.As(err, &re) && errors.Is(err, agents.ErrNearRole):
 		return nearRoleHint(re)
+	case errors.As(err, &pe):
+		name := strings.TrimSuffix(strings.TrimPrefix(pe.Path, "budgets/"), ".md")
+		return fmt.Sprintf(" (if it is a new pool: `tavern budget set %s --pool %s --new-pool`)", name, pe.Pool)
 	case errors.As(err, &te) && errors.Is(err, agents.ErrIllegalEdit):
 		return fmt.Sprintf(" (`tavern agent state %s STATE --force`)", te.Agent)
 	}

@@ -225,10 +225,13 @@ func parseSince(s string, follow bool) (time.Time, error) {
 }
 
 // parseWhen reads "90m" (ago, if ago is allowed), an RFC 3339 time or a
-// date.
+// date. A negative duration would be a time in the future: refused.
 func parseWhen(s string, ago bool) (time.Time, error) {
 	if ago {
 		if d, err := time.ParseDuration(s); err == nil {
+			if d < 0 {
+				return time.Time{}, usageErr("%s: a duration cannot be negative; give how far back, like 90m", s)
+			}
 			return time.Now().Add(-d), nil
 		}
 	}

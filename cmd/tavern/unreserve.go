@@ -52,15 +52,20 @@ func runUnreserve(c *cli.Context) error {
 		// A glob that matches none of the agent's (a typo: srcc/**)
 		// released nothing; say what it does hold.
 		var held []string
-		rs, _ := sp.Reservations()
+		rs, errs := sp.AgentReservations(as.Name)
 		for _, r := range rs {
-			if r.Agent == as.Name {
-				held = append(held, r.Glob)
-			}
+			held = append(held, r.Glob)
 		}
-		if len(held) == 0 {
+		// Its files that cannot be used (a glob broken by hand): that
+		// may be the reservation meant; unreserve --id drops it.
+		for _, err := range errs {
+			warnf(c, "%v (unreserve --id drops it)", err)
+		}
+		switch {
+		case len(held) == 0 && len(errs) > 0:
+		case len(held) == 0:
 			warnf(c, "%s holds no reservation", as.Name)
-		} else {
+		default:
 			warnf(c, "%s holds no reservation of %s (it holds %s)", as.Name, strings.Join(c.Args().Slice(), " "), strings.Join(held, " "))
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -9,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/agents/usage"
+	"github.com/tavernhq/tavern/schema"
 )
 
 func newUsageCommand() *cli.Command {
@@ -20,7 +22,9 @@ time, exit status and, when the agent's output reports them (Claude Code
 --output-format json or stream-json, Codex exec --json, Gemini CLI
 --output-format json or stream-json), tokens in and out and cost. This
 command totals them. Cost sums only the runs that reported one (the COST
-column says how many: "0.42 (3/5)").
+column says how many: "0.42 (3/5)"). A --agent, --pool or --item that names
+nothing (no such document, and no run of the ledger has it) counts nothing:
+usage says so on stderr, with the names near it ("did you mean").
 
 Examples:
    tavern usage
@@ -60,6 +64,14 @@ func runUsage(c *cli.Context) error {
 	for _, e := range errs {
 		warn(c, e)
 	}
+	if len(recs) == 0 { // a record matched names every filter's value
+		for _, e := range usage.Unknown(s, f) {
+			var ue *schema.UnknownError
+			if errors.As(e, &ue) {
+				warnf(c, "--%s %s: no such %s, and no run of the ledger has it%s; it counts nothing", ue.What, ue.Name, ue.What, nearHint(ue.Near))
+			}
+		}
+	}
 	rows, total, err := usage.Summarize(recs, c.String("by"))
 	if err != nil {
 		return err
@@ -91,4 +103,12 @@ func runUsage(c *cli.Context) error {
 
 func secs(s float64) string {
 	return (time.Duration(s * float64(time.Second))).Round(10 * time.Millisecond).String()
+}
+
+// nearHint is the " (did you mean ...?)" of near names, or "".
+func nearHint(near []string) string {
+	if len(near) == 0 {
+		return ""
+	}
+	return " (did you mean " + schema.NearList(near) + "?)"
 }

@@ -388,6 +388,11 @@ func Sync(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
 	if err := schema.ValidName(name); err != nil {
 		return nil, fmt.Errorf("plan name: %w", err)
 	}
+	// A name that names no plan (a typo) creates nothing, not even the
+	// plan's lock file.
+	if _, err := s.Stat(Path(name)); errors.Is(err, fs.ErrNotExist) {
+		return nil, unknownPlan(s, name, err)
+	}
 	l, err := s.Lock(lockKey(name))
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path"
 	"sort"
 	"strings"
 	"time"
@@ -398,17 +399,24 @@ func (sp *Space) AgentReservations(agent string) ([]*Reservation, []error) {
 // reservationsOf turns reservation documents into live reservations,
 // releasing (and leaving out) those that no longer stand.
 func (sp *Space) reservationsOf(docs []*docstore.Doc, released func(Conflict)) ([]*Reservation, []error) {
+	return sp.reservationsOrBroken(docs, released, nil)
+}
+
+// reservationsOrBroken is reservationsOf, passing the reservations it
+// cannot use (a glob that does not parse, no valid agent: a hand edit) to
+// broken, when set, besides reporting them in the errors: unreserve can
+// still drop them by id or agent.
+func (sp *Space) reservationsOrBroken(docs []*docstore.Doc, released func(Conflict), broken func(*Reservation)) ([]*Reservation, []error) {
 	var errs []error
 	out := make([]*Reservation, 0, len(docs))
 	for _, d := range docs {
 		r := sp.reservationOf(d)
-		g, err := ParseGlob(r.Glob)
+		g, err := reservationGlob(d)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: glob: %w", fieldPos(r.Path, d, "glob"), err))
-			continue
-		}
-		if schema.ValidName(r.Agent) != nil {
-			errs = append(errs, fmt.Errorf("%s: agent: reservation without a valid agent", fieldPos(r.Path, d, "agent")))
+			errs = append(errs, err)
+			if broken != nil {
+				broken(r)
+			}
 			continue
 		}
 		r.glob = g
@@ -488,7 +496,25 @@ func (sp *Space) Unreserve(agent string, globs []string, opt UnreserveOptions) (
 		}
 		which[g.String()] = true
 	}
-	return sp.unreserve(func() ([]*Reservation, []error) { return sp.AgentReservations(agent) }, func(r *Reservation) bool {
+	// A reservation whose glob a hand edit broke is dropped with all of
+	// the agent's (it is the agent's; it guards nothing); a GLOB given
+	// cannot be told to be its glob, and it stays (check reports it).
+	load := func() ([]*Reservation, []error) {
+		docs, errs := sp.store.Grep(typeDir(ReservationType), agent)
+		var mine []*docstore.Doc
+		for _, d := range docs {
+			if d.String("agent") == agent {
+				mine = append(mine, d)
+			}
+		}
+		var broken []*Reservation
+		out, rerrs := sp.reservationsOrBroken(mine, nil, func(r *Reservation) { broken = append(broken, r) })
+		if len(which) == 0 {
+			out = append(out, broken...)
+		}
+		return out, append(errs, rerrs...)
+	}
+	return sp.unreserve(load, func(r *Reservation) bool {
 		return r.Agent == agent && (len(which) == 0 || which[r.Glob])
 	}, opt.Instance)
 }
@@ -509,8 +535,11 @@ func (sp *Space) UnreserveID(id, agent string) error {
 	var other string
 	byID := func() ([]*Reservation, []error) {
 		docs, errs := sp.store.Grep(typeDir(ReservationType), id) // its id is in it
-		out, rerrs := sp.reservationsOf(docs, nil)
-		return out, append(errs, rerrs...)
+		// One whose glob or agent a hand edit broke is still the file
+		// of that id: dropped too.
+		var broken []*Reservation
+		out, rerrs := sp.reservationsOrBroken(docs, nil, func(r *Reservation) { broken = append(broken, r) })
+		return append(out, broken...), append(errs, rerrs...)
 	}
 	n, err := sp.unreserve(byID, func(r *Reservation) bool {
 		if r.ID == id && agent != "" && r.Agent != agent {
@@ -711,11 +740,39 @@ func (sp *Space) holderLock() (string, error) {
 	return key, nil
 }
 
-// fieldPos is path:line:col of field key in d (path alone when the field
-// is absent), for errors about a file broken by hand.
-func fieldPos(path string, d *docstore.Doc, key string) string {
-	if n := d.KeyLine(key); n > 0 {
-		return fmt.Sprintf("%s:%d:1", path, n)
+// reservationGlob is a reservation document's parsed glob, or why it
+// cannot be used, at the field's line (a *schema.FieldError): a glob that
+// does not parse or leaves the project, an agent that is no valid name.
+func reservationGlob(d *docstore.Doc) (Glob, error) {
+	at := func(key, msg string) error {
+		line := d.KeyLine(key)
+		if line == 0 {
+			line = 1 // absent: the document's first line
+		}
+		return &schema.FieldError{Path: d.Path, Line: line, Col: 1, Field: key, Msg: msg}
 	}
-	return path
+	g, err := ParseGlob(d.String("glob"))
+	if err != nil {
+		return g, at("glob", err.Error())
+	}
+	if schema.ValidName(d.String("agent")) != nil {
+		return g, at("agent", "reservation without a valid agent")
+	}
+	return g, nil
+}
+
+// InstallChecks adds the reservation check `tavern check`
+// (docstore.Store.Check) runs beyond the schema: a reservation whose glob
+// or agent a hand edit broke. Every reader skips such a file (it guards
+// nothing), so check must say so.
+func InstallChecks(s *docstore.Store) {
+	s.AddCheck("tuples/reservations", func(d *docstore.Doc) []error {
+		if d.Kind != schema.Tuple || path.Dir(d.Path) != typeDir(ReservationType) {
+			return nil
+		}
+		if _, err := reservationGlob(d); err != nil {
+			return []error{err}
+		}
+		return nil
+	})
 }
