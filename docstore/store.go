@@ -442,19 +442,30 @@ func classify(d *Doc) {
 // Create writes a new document at rel, failing with ErrExist if there is
 // one. The document is validated first; nothing is written if invalid.
 func (s *Store) Create(rel string, d *Doc) error {
+	return s.CreateWith(rel, d, CreateOptions{})
+}
+
+// CreateOptions qualify a create (CreateWith).
+type CreateOptions struct {
+	// Force is passed to the rules as Write.Force, as UpdateOptions.Force.
+	Force bool
+}
+
+// CreateWith is Create with options.
+func (s *Store) CreateWith(rel string, d *Doc, opt CreateOptions) error {
 	d.Path = rel
 	s.classify(d)
 	if d.Kind == nil {
 		return &schema.UnknownKindError{Path: rel}
 	}
-	derived, err := s.amend(Write{Op: "create", Path: rel, Doc: d})
+	derived, err := s.amend(Write{Op: "create", Path: rel, Doc: d, Force: opt.Force})
 	if err != nil {
 		return err
 	}
 	if errs := d.Validate(false); len(errs) > 0 {
 		return &ValidationError{Path: rel, Errors: errs}
 	}
-	if err := s.checkRules(Write{Op: "create", Path: rel, Doc: d}); err != nil {
+	if err := s.checkRules(Write{Op: "create", Path: rel, Doc: d, Force: opt.Force}); err != nil {
 		return err
 	}
 	data := d.Bytes()

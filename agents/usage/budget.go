@@ -133,7 +133,7 @@ func SetBudget(s *docstore.Store, c BudgetChange) (*Budget, error) {
 		if d, err = docstore.New(schema.Budget, fields, []byte("\nA pool whose budget is spent takes no new items until the next day (UTC).\n")); err != nil {
 			return nil, err
 		}
-		err = s.Create(rel, d)
+		err = s.CreateWith(rel, d, docstore.CreateOptions{Force: c.NewPool})
 	}
 	if err != nil {
 		return nil, err
@@ -145,21 +145,21 @@ func SetBudget(s *docstore.Store, c BudgetChange) (*Budget, error) {
 // RuleBudgetPool names the rule InstallRules adds.
 const RuleBudgetPool = "budgets/pool"
 
-// InstallRules adds the budget rule to s: a write that changes a budget's
-// pool (`tavern set budgets/NAME pool=P`, edit) obeys SetBudget's rule
-// for it: the plain name rule, and no likely typo of an existing pool
-// (*PoolError, ErrNearPool) unless forced (SetBudget's NewPool). A new
-// document is judged by SetBudget, as a new agent's role by CreateAgent.
+// InstallRules adds the budget rule to s: a write that creates a budget
+// with a pool or changes its pool (`tavern new budget`, `tavern set
+// budgets/NAME pool=P`, edit) obeys SetBudget's rule for it: the plain
+// name rule, and no likely typo of an existing pool (*PoolError,
+// ErrNearPool) unless forced (SetBudget's NewPool, as Write.Force).
 func InstallRules(s *docstore.Store) {
 	s.AddRule(RuleBudgetPool, func(w docstore.Write) error { return budgetPoolRule(s, w) })
 }
 
 func budgetPoolRule(s *docstore.Store, w docstore.Write) error {
-	if w.Doc == nil || w.Doc.Kind != schema.Budget || w.Prev == nil || w.Prev.Kind != schema.Budget {
+	if w.Doc == nil || w.Doc.Kind != schema.Budget || (w.Prev != nil && w.Prev.Kind != schema.Budget) {
 		return nil
 	}
 	pool := w.Doc.String("pool")
-	if pool == "" || pool == w.Prev.String("pool") {
+	if pool == "" || (w.Prev != nil && pool == w.Prev.String("pool")) {
 		return nil
 	}
 	return checkPool(s, w.Path, pool, w.Force)
