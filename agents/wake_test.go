@@ -232,8 +232,10 @@ func TestContextAcrossSubsystems(t *testing.T) {
 func TestContextQuestionsNotesStems(t *testing.T) {
 	m := newManager(t)
 	s := m.Store
-	if _, err := m.CreateAgent(AgentSpec{Name: "zealot"}); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"zealot", "carol"} {
+		if _, err := m.CreateAgent(AgentSpec{Name: name}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := m.Ask("zealot", "user", 0, "Which PostgreSQL version do we target?"); err != nil {
 		t.Fatal(err)

@@ -63,12 +63,31 @@ func channelPath(name string) (string, error) {
 func messagesDir(name string) string { return "messages/" + name }
 
 // CreateChannel creates channels/<name>.md. It fails with ErrExist (from
-// docstore) if the channel exists.
+// docstore) if the channel exists. A direct channel ("@agent") is an
+// agent's: one for an agent that does not exist (a typo, "@bbo") is a
+// *schema.UnknownError for the agent, and nothing is created.
 func CreateChannel(s *docstore.Store, name, topic string) (*Channel, error) {
 	rel, err := channelPath(name)
 	if err != nil {
 		return nil, err
 	}
+	if agent, ok := strings.CutPrefix(name, "@"); ok && agent != "user" && !exists(s, "agents/"+agent+".md") {
+		var agents []string
+		ents, _ := os.ReadDir(filepath.Join(s.Root(), "agents"))
+		for _, e := range ents {
+			if a, ok := strings.CutSuffix(e.Name(), ".md"); ok {
+				agents = append(agents, a)
+			}
+		}
+		return nil, &schema.UnknownError{What: "agent", Name: agent, Near: schema.Near(agent, agents)}
+	}
+	return createChannel(s, rel, name, topic)
+}
+
+// createChannel creates the channel document rel of name; the first
+// message to a direct channel makes it this way (ensureChannel), its
+// agent checked by the caller (CheckChannel).
+func createChannel(s *docstore.Store, rel, name, topic string) (*Channel, error) {
 	now := time.Now()
 	d, err := docstore.New(schema.Channel, []docstore.Field{
 		{Key: schema.VersionField, Value: schema.Channel.Version},
@@ -103,7 +122,7 @@ func ensureChannel(s *docstore.Store, name string) (*docstore.Doc, error) {
 	if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	if _, err := CreateChannel(s, name, ""); err != nil && !errors.Is(err, fs.ErrExist) {
+	if _, err := createChannel(s, rel, name, ""); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, err
 	}
 	return cachedGet(s, rel)

@@ -44,10 +44,14 @@ type SendOptions struct {
 
 // Send appends one message from sender to channel and returns its id. A
 // channel that does not exist is refused with a *schema.UnknownError
-// unless opt.Create is set.
+// unless opt.Create is set; even then a direct channel of an agent that
+// does not exist is not made (CreateChannel's rule).
 func Send(s *docstore.Store, channel, sender, text string, opt SendOptions) (string, error) {
-	if !opt.Create {
-		if err := CheckChannel(s, channel); err != nil {
+	if err := CheckChannel(s, channel); err != nil {
+		if !opt.Create {
+			return "", err
+		}
+		if _, err := CreateChannel(s, channel, ""); err != nil && !errors.Is(err, fs.ErrExist) {
 			return "", err
 		}
 	}
