@@ -275,6 +275,35 @@ func namesRule(s *docstore.Store, w docstore.Write) error {
 				return fmt.Errorf("%s: on_dead: %w", w.Path, err)
 			}
 		}
+	case schema.Commitment, schema.Memory, schema.Bookmark:
+		return ownerRule(s, w)
+	}
+	return nil
+}
+
+// ownerRule refuses a document made under the name of an agent that has
+// no document when the name is near one that has (`tavern new memory
+// annn/x`, `mv commitments/ann/c.md commitments/anm/`): a typo would
+// leave it where no agent reads it. A name near no agent is left alone
+// (an agent another machine made, not synced yet), as is "user", the
+// person at the terminal.
+func ownerRule(s *docstore.Store, w docstore.Write) error {
+	_, caps, err := schema.KindOfPath(w.Path)
+	if err != nil {
+		return nil
+	}
+	owner := caps["agent"]
+	if owner == "" || owner == "user" {
+		return nil
+	}
+	if w.Prev != nil && w.Op != "move" {
+		return nil // its owner was judged when it was made
+	}
+	if _, err := s.Stat(AgentPath(owner)); err == nil {
+		return nil
+	}
+	if near := schema.Near(owner, AgentNames(s)); len(near) > 0 {
+		return fmt.Errorf("%s: %w", w.Path, &schema.UnknownError{What: "agent", Name: owner, Near: near})
 	}
 	return nil
 }
