@@ -197,6 +197,9 @@ func (f *Field) check(n *yaml.Node) string {
 			if !strings.HasPrefix(n.Value, "refs/") {
 				return fmt.Sprintf("%q: want a full ref name (refs/...)", n.Value)
 			}
+			if why := refNameProblem(n.Value); why != "" {
+				return fmt.Sprintf("%q: not a valid git ref name (%s)", n.Value, why)
+			}
 		}
 	case Int:
 		if !scalar || n.Tag != "!!int" {
@@ -438,4 +441,39 @@ func parseStamp(s string) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return t, true
+}
+
+// refNameProblem says why git would refuse ref as a ref name (the rules
+// of git check-ref-format), or "". The schema cannot run git, and a ref
+// git refuses fails every sync round as if the remote were unreachable.
+func refNameProblem(ref string) string {
+	switch {
+	case strings.HasSuffix(ref, "/"):
+		return "it ends with /"
+	case strings.HasSuffix(ref, "."):
+		return "it ends with ."
+	case strings.Contains(ref, "//"):
+		return "it contains //"
+	case strings.Contains(ref, ".."):
+		return "it contains .."
+	case strings.Contains(ref, "@{"):
+		return "it contains @{"
+	}
+	for _, r := range ref {
+		if r < 0x20 || r == 0x7f {
+			return "it contains a control character"
+		}
+		if strings.ContainsRune(" ~^:?*[\\", r) {
+			return fmt.Sprintf("it contains %q", r)
+		}
+	}
+	for _, c := range strings.Split(ref, "/") {
+		if strings.HasPrefix(c, ".") {
+			return "a component begins with ."
+		}
+		if strings.HasSuffix(c, ".lock") {
+			return "a component ends in .lock"
+		}
+	}
+	return ""
 }

@@ -98,7 +98,7 @@
 //     FIFOs, sockets and devices are reported (ErrNotRegular), never
 //     opened in a blocking way.
 //   - Dot names (.tmp/, .locks/, .trash/, .index, .git, .#x), editor
-//     backups (x~, x.swp, #x#) and vim's all-digit write probe (4913) are
+//     backups (x~, x.swp, #x#) and vim's write probe (4913, 5036, ...) are
 //     never documents (Ignored). The projection also ignores events/ and
 //     every file that does not end in .md.
 //   - Debounce trades latency for fewer intermediate states: a batch of

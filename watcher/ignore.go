@@ -23,8 +23,8 @@ var suffixEnds = func() (ends [256]bool) {
 
 // IgnoredName reports whether a single path element is never a document:
 // dot names (engine-private .tmp/, .locks/, .trash/, .index, and .git, .#x
-// emacs locks, .x.swp), editor swap/backup names, and vim's all-digit write
-// probe ("4913", "5036", ...).
+// emacs locks, .x.swp), editor swap/backup names, and vim's write probe
+// ("4913", "5036", ...).
 func IgnoredName(name string) bool {
 	if name == "" {
 		return false
@@ -42,17 +42,27 @@ func IgnoredName(name string) bool {
 			}
 		}
 	}
-	if name[0] < '0' || name[0] > '9' {
+	return vimProbe(name)
+}
+
+// vimProbe reports whether name is one of the names vim (and neovim)
+// gives the file it creates and removes to learn whether it may write in
+// a directory: 4913, else 4913+123, 4913+246, ... while one exists. Only
+// those: any all-digit element used to be ignored, which hid directories
+// named by a user (a queue "42", a channel "2024") from the watcher, the
+// projection, check and the sync.
+func vimProbe(name string) bool {
+	if len(name) < 4 || len(name) > 9 || name[0] == '0' {
 		return false
 	}
-	allDigits := true
+	n := 0
 	for i := 0; i < len(name); i++ {
 		if name[i] < '0' || name[i] > '9' {
-			allDigits = false
-			break
+			return false
 		}
+		n = n*10 + int(name[i]-'0')
 	}
-	return allDigits
+	return n >= 4913 && (n-4913)%123 == 0
 }
 
 // Ignored reports whether any element of the slash-separated relative path

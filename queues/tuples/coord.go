@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -18,10 +19,14 @@ import (
 // path reservations live in files that only reach other machines with
 // the next sync, so the engine arbitrates them too:
 //
-//   - a slot is held on the engine under tokens/<name>/<slot id> as well
-//     as in tuples/token/.taken/ here (claim_fence records the engine's
-//     fence). A slot another machine holds looks free here; acquiring it
-//     is refused by the engine and the next slot is tried. A process hold
+//   - a slot is held on the engine under tokens/<name>/<slot number> as
+//     well as in tuples/token/.taken/ here (claim_fence records the
+//     engine's fence). A slot another machine holds looks free here, or
+//     is missing (its file is in that machine's .taken/, which is not
+//     synced, so a `token init` here makes it again under another id):
+//     the key is the slot's number, not its file's id, so every copy of
+//     slot i contends for one key, and acquiring it is refused by the
+//     engine and the next slot is tried. A process hold
 //     rides the process's engine lease (a dead machine's slots come back
 //     one lease later); an agent or lease hold is a lease of its TTL, or
 //     of tavern.md default_lease when none is given.
@@ -50,13 +55,15 @@ func coordCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 10*time.Second)
 }
 
-func tokenKey(name, id string) string { return "tokens/" + name + "/" + id }
+func tokenKey(name string, slot int64) string {
+	return "tokens/" + name + "/" + strconv.FormatInt(slot, 10)
+}
 
 // errSlotElsewhere: the engine says another machine holds the slot.
 var errSlotElsewhere = errors.New("slot held on another machine")
 
 // coordAcquire claims a slot on the engine; it returns 0 without one.
-func (sp *Space) coordAcquire(name, id, heldBy, hold string, opt AcquireOptions) (int64, error) {
+func (sp *Space) coordAcquire(name string, slot int64, heldBy, hold string, opt AcquireOptions) (int64, error) {
 	c, err := sp.coord()
 	if err != nil || c == nil {
 		return 0, err
@@ -69,7 +76,7 @@ func (sp *Space) coordAcquire(name, id, heldBy, hold string, opt AcquireOptions)
 	}
 	ctx, cancel := coordCtx()
 	defer cancel()
-	g, err := c.Claim(ctx, tokenKey(name, id), req)
+	g, err := c.Claim(ctx, tokenKey(name, slot), req)
 	if errors.Is(err, queues.ErrHeld) || errors.Is(err, queues.ErrFinished) {
 		return 0, errSlotElsewhere
 	}
@@ -84,13 +91,14 @@ func (sp *Space) coordRelease(d *docstore.Doc) {
 	if !ok {
 		return
 	}
+	slot, _ := d.Int("slot")
 	c, err := sp.coord()
 	if err != nil || c == nil {
 		return
 	}
 	ctx, cancel := coordCtx()
 	defer cancel()
-	_ = c.Release(ctx, tokenKey(d.String("token"), d.String("id")), fence, false)
+	_ = c.Release(ctx, tokenKey(d.String("token"), slot), fence, false)
 	_ = d.Delete("claim_fence")
 }
 

@@ -493,7 +493,7 @@ func (sp *Space) acquireSlot(name, id string, h holder, opt AcquireOptions) (*To
 		host, _ := os.Hostname()
 		heldBy = fmt.Sprintf("pid %d on %s", os.Getpid(), host)
 	}
-	fence, err := sp.coordAcquire(name, id, heldBy, h.hold, opt) // several machines (coord.go)
+	fence, err := sp.coordAcquire(name, slot, heldBy, h.hold, opt) // several machines (coord.go)
 	if err != nil {
 		if errors.Is(err, errSlotElsewhere) {
 			return putBack(nil)
