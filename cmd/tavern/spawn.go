@@ -81,7 +81,7 @@ Examples:
 			waitFlag("with --queue: wait up to `DUR` for an item"),
 			&cli.StringFlag{Name: "model", Usage: "model `M` (TAVERN_MODEL)"},
 			&cli.StringFlag{Name: "pool", Usage: "the pool this drone belongs to"},
-			&cli.BoolFlag{Name: "tee", Usage: "copy the child's output to this terminal"},
+			&cli.BoolFlag{Name: "tee", Usage: "copy the child's output to this terminal (with --json: both to stderr)"},
 			&cli.BoolFlag{Name: "accept-constitution", Usage: "run under a changed role constitution and record it"},
 			jsonFlag(),
 		}, worktreeFlags()...),
@@ -120,6 +120,11 @@ func runSpawn(c *cli.Context) error {
 	}
 	if c.Bool("tee") {
 		opt.TeeOut, opt.TeeErr = c.App.Writer, c.App.ErrWriter
+		if c.Bool("json") {
+			// stdout is the run's one JSON document: the copy for
+			// people goes to stderr.
+			opt.TeeOut = c.App.ErrWriter
+		}
 	}
 	if len(opt.Queues) > 0 {
 		b, err := queues.Open(m.Store, queues.Options{Journal: m.Journal})
