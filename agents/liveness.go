@@ -133,15 +133,30 @@ func (m *Manager) RunReaper(ctx context.Context, b *queues.Broker, every time.Du
 }
 
 func (m *Manager) reapOne(name string) (string, error) {
+	// The document before the probe: the instance it names is over if
+	// the agent's lock is free after (a wrapper holds that lock from
+	// before it names its instance until after the instance ends).
+	dead, err := m.GetAgent(name)
+	if err != nil || dead.Host == "" || !running(dead.Effective()) {
+		return "", err
+	}
 	// A shared probe first, so that reaping live agents never holds their
 	// lock for an instant in which another process's probe would take
 	// this reaper for the agent.
 	if alive, err := m.Alive(name); err != nil || alive {
 		return "", err
 	}
+	// The wrapper is dead; its child died with it (Pdeathsig), but the
+	// rest of the tree may live on, holding the instance's lock and so
+	// the item: kill it, before taking the agent's lock, which a spawn
+	// of the agent meanwhile waits for (spawnRun.lock) only as long as
+	// the writes below take.
+	if err := m.reapTree(dead, "reaper"); err != nil {
+		return "", err
+	}
 	l, ok, err := m.Store.TryLock(schema.AgentLockKey(name))
 	if err != nil || !ok {
-		return "", err // alive (or unknowable): leave it
+		return "", err // a wrapper started (or unknowable): leave it
 	}
 	defer l.Unlock()
 	// Holding the liveness lock, no wrapper can start for this agent:
@@ -151,11 +166,11 @@ func (m *Manager) reapOne(name string) (string, error) {
 		return "", err
 	}
 	pid, host := a.PID, a.Host
-	// The wrapper is dead; its child died with it (Pdeathsig), but the
-	// rest of the tree may live on, holding the instance's lock and so
-	// the item: kill it.
-	if err := m.reapTree(a, "reaper"); err != nil {
-		return "", err
+	if a.Instance != dead.Instance {
+		// Another wrapper ran and died meanwhile.
+		if err := m.reapTree(a, "reaper"); err != nil {
+			return "", err
+		}
 	}
 	if _, err := m.Transition(name, Failed, TransitionOptions{By: "reaper", Reason: "wrapper died (liveness lock free)",
 		Edit: func(d *docstore.Doc) error { return clearProcess(d) }}); err != nil {

@@ -281,6 +281,12 @@ func (r *spawnRun) ensureAgent() error {
 func (r *spawnRun) lock() error {
 	m := r.m
 	l, ok, err := m.Store.TryLock(schema.AgentLockKey(r.name))
+	if err == nil && !ok && m.deadWrapper(r.name) {
+		// Held while the document shows a dead wrapper: a reaper is
+		// marking the agent failed (a pool replacing a crashed drone).
+		// It lets go in a moment; "busy" would be a lie.
+		l, ok, err = m.awaitAgentLock(r.name)
+	}
 	if err != nil {
 		return err
 	}
@@ -299,6 +305,49 @@ func (r *spawnRun) lock() error {
 	r.tree = t
 	r.res = &SpawnResult{Agent: r.name, Instance: r.instance}
 	return nil
+}
+
+// agentLockWait bounds how long a spawn waits for an agent's lock that a
+// reaper may hold (awaitAgentLock).
+const agentLockWait = 5 * time.Second
+
+// deadWrapper reports whether the agent's document shows a wrapper of
+// this host that died: in working or waiting, host set to ours, the lock
+// of the instance it names free. A reaper holds the agent's lock only to
+// mark such an agent failed (reapOne), and lets it go in a moment; any
+// other holder (a running wrapper, a session keeper) makes a spawn busy.
+func (m *Manager) deadWrapper(name string) bool {
+	a, err := m.GetAgent(name)
+	if err != nil || !running(a.Effective()) || a.Host == "" || a.Host != m.Host {
+		return false
+	}
+	if a.Instance == "" || schema.ValidName(a.Instance) != nil {
+		return true
+	}
+	free, err := m.Store.LockFree(schema.InstanceLockKey(a.Instance))
+	return err == nil && free
+}
+
+// awaitAgentLock waits up to agentLockWait for the agent's lock while its
+// document shows a dead wrapper (a reaper holds the lock); ok is false
+// when it stops showing one without the lock coming free (a wrapper took
+// it), or the wait ran out.
+func (m *Manager) awaitAgentLock(name string) (*docstore.Lock, bool, error) {
+	deadline := time.Now().Add(agentLockWait)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		l, err := m.Store.LockContext(ctx, schema.AgentLockKey(name))
+		cancel()
+		if err == nil {
+			return l, true, nil
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			return nil, false, err
+		}
+		if time.Now().After(deadline) || !m.deadWrapper(name) {
+			return nil, false, nil
+		}
+	}
 }
 
 // unlock releases the instance's lock (removing its file: no instance

@@ -118,7 +118,8 @@ func runPoolRun(c *cli.Context) error {
 	opt := poolOptions(c, m, b, name, command)
 	opt.Interrupt = sigs
 	endLine := func() {}
-	if !c.Bool("quiet") {
+	if !c.Bool("quiet") && !c.Bool("json") {
+		// The progress line is for people: none under --json.
 		opt.Progress, endLine = progressLine(c)
 	}
 	// The pool drains on its own signal channel; main's context
@@ -179,12 +180,12 @@ func poolOptions(c *cli.Context, m *agents.Manager, b *queues.Broker, name strin
 			errs = append(errs, err)
 			if err := errors.Join(errs...); err != nil && err.Error() != lastTick {
 				lastTick = err.Error()
-				errf(c, "\ntavern: %v\n", err)
+				poolWarn(c, err)
 			}
 		},
 		Name: name, Queues: qs, Min: c.Int("min"), Max: c.Int("max"), OnEmpty: c.String("on-empty"),
 		Steal: c.Bool("steal"), Model: c.String("model"), Command: command, Broker: b, IdleWait: c.Duration("idle-wait"),
-		OnError: func(err error) { errf(c, "\ntavern: %v\n", err) },
+		OnError: func(err error) { poolWarn(c, err) },
 		Drone: func(agent string, wait time.Duration) *exec.Cmd {
 			args := []string{"spawn", "--dir", m.Store.Root(), "--name", agent, "--pool", name, "--json"}
 			for _, q := range qs {
@@ -212,6 +213,16 @@ func poolOptions(c *cli.Context, m *agents.Manager, b *queues.Broker, name strin
 			return cmd
 		},
 	}
+}
+
+// poolWarn reports a problem that does not stop the pool: a line of its
+// own under the progress line, or a JSON error object under --json.
+func poolWarn(c *cli.Context, err error) {
+	if c.Bool("json") {
+		warn(c, err)
+		return
+	}
+	errf(c, "\ntavern: %v\n", err)
 }
 
 // progressLine rewrites one compact status line on stderr when it is a

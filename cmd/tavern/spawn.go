@@ -49,7 +49,9 @@ or 1 when the child exited 0 but its item failed after it (a rejected gate, a
 failed merge or check: the reason is printed and is the item's last_error),
 or 128+N when signal N interrupted the wrapper after its child exited 0 (while
 it waited at the item's gate: the item is released, not failed),
-or 3 when --queue found no item, 4 when the agent is busy or its role's
+or 3 when --queue found no item, 4 when the agent is busy (another wrapper or
+a session runs it; a reaper marking a dead wrapper's agent failed is waited
+for, up to 5s) or its role's
 constitution changed (--accept-constitution to accept the new one), 2 when a
 new agent's --role is refused as agent new refuses it (a new role near one
 that has a constitution: did you mean).
@@ -81,7 +83,7 @@ Examples:
 			waitFlag("with --queue: wait up to `DUR` for an item"),
 			&cli.StringFlag{Name: "model", Usage: "model `M` (TAVERN_MODEL)"},
 			&cli.StringFlag{Name: "pool", Usage: "the pool this drone belongs to"},
-			&cli.BoolFlag{Name: "tee", Usage: "copy the child's output to this terminal"},
+			&cli.BoolFlag{Name: "tee", Usage: "copy the child's output to this terminal (with --json: both to stderr)"},
 			&cli.BoolFlag{Name: "accept-constitution", Usage: "run under a changed role constitution and record it"},
 			jsonFlag(),
 		}, worktreeFlags()...),
@@ -120,6 +122,11 @@ func runSpawn(c *cli.Context) error {
 	}
 	if c.Bool("tee") {
 		opt.TeeOut, opt.TeeErr = c.App.Writer, c.App.ErrWriter
+		if c.Bool("json") {
+			// stdout is the run's one JSON document: the copy for
+			// people goes to stderr.
+			opt.TeeOut = c.App.ErrWriter
+		}
 	}
 	if len(opt.Queues) > 0 {
 		b, err := queues.Open(m.Store, queues.Options{Journal: m.Journal})
