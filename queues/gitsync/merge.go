@@ -29,7 +29,7 @@ type MergeFunc func(path string, base, ours, theirs []byte) ([]byte, []Loss, err
 type Loss struct {
 	Path     string `json:"path"`
 	Field    string `json:"field"` // a frontmatter key, "body", "(document)", "(item)" or "(deleted)"
-	Kept     string `json:"kept"`
+	Kept     string `json:"kept"`  // "(absent)": that side has no such key
 	Lost     string `json:"lost"`
 	KeptFrom string `json:"kept_machine"`
 	LostFrom string `json:"lost_machine"`
@@ -295,6 +295,9 @@ func parseOrNil(p string, data []byte) *docstore.Doc {
 	if err != nil {
 		return nil
 	}
+	// Its kind, as the store classifies it: mergeDoc validates the merged
+	// document against it (a document of no kind validates as nothing).
+	d.Kind, d.Name, _ = schema.NameOfPath(p)
 	return d
 }
 
@@ -364,7 +367,7 @@ func mergeDoc(p string, b, o, t []byte, me, them string) ([]byte, []Loss) {
 			// are different entries, not rival values of one field.
 			if n, kl, ok := mergeMap(nodeOf(db, k), nodeOf(winner, k), nodeOf(loser, k)); ok {
 				for _, key := range kl {
-					losses = append(losses, Loss{Path: p, Field: k + "." + key, Kept: strings.TrimSpace(mapValueText(winner.Get(k), key)), Lost: strings.TrimSpace(mapValueText(loser.Get(k), key)), KeptFrom: wName, LostFrom: lName, Rule: ruleLWW})
+					losses = append(losses, Loss{Path: p, Field: k + "." + key, Kept: shown(mapValueText(winner.Get(k), key)), Lost: shown(mapValueText(loser.Get(k), key)), KeptFrom: wName, LostFrom: lName, Rule: ruleLWW})
 				}
 				if err := res.SetNode(k, n); err != nil {
 					return whole()
@@ -372,7 +375,7 @@ func mergeDoc(p string, b, o, t []byte, me, them string) ([]byte, []Loss) {
 				continue
 			}
 			from = winner
-			losses = append(losses, Loss{Path: p, Field: k, Kept: strings.TrimSpace(valueText(winner, k)), Lost: strings.TrimSpace(valueText(loser, k)), KeptFrom: wName, LostFrom: lName, Rule: ruleLWW})
+			losses = append(losses, Loss{Path: p, Field: k, Kept: shown(valueText(winner, k)), Lost: shown(valueText(loser, k)), KeptFrom: wName, LostFrom: lName, Rule: ruleLWW})
 		}
 		if valueText(from, k) == valueText(res, k) {
 			continue
@@ -454,6 +457,18 @@ func nodeText(n *yaml.Node) string {
 		return "\x01" + n.Value
 	}
 	return string(b)
+}
+
+// absent is what a Loss says for a key one side does not have (removed
+// there, or never set).
+const absent = "(absent)"
+
+// shown is a value's text as a Loss carries it.
+func shown(text string) string {
+	if text == "\x00" {
+		return absent
+	}
+	return strings.TrimSpace(text)
 }
 
 func mapValueText(n *yaml.Node, key string) string {
