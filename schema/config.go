@@ -63,12 +63,8 @@ func endpointList(n *yaml.Node) []string {
 // string, of host:port, URLs with a host, or unix: sockets. What each
 // names is only known when etcd is dialled.
 func checkEndpoints(n *yaml.Node) string {
-	var list []string
 	switch n.Kind {
 	case yaml.ScalarNode:
-		for _, e := range strings.Split(n.Value, ",") {
-			list = append(list, strings.TrimSpace(e))
-		}
 	case yaml.SequenceNode:
 		for _, c := range n.Content {
 			if c.Kind == yaml.AliasNode && c.Alias != nil {
@@ -77,12 +73,11 @@ func checkEndpoints(n *yaml.Node) string {
 			if c.Kind != yaml.ScalarNode || c.Tag != "!!str" {
 				return fmt.Sprintf("want a list of host:port strings, got %s", describe(c))
 			}
-			list = append(list, c.Value)
 		}
 	default:
 		return "want a list of host:port strings, got a mapping"
 	}
-	for _, e := range list {
+	for _, e := range endpointList(n) {
 		if msg := checkEndpoint(e); msg != "" {
 			return msg
 		}

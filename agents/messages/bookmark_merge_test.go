@@ -1,17 +1,10 @@
 package messages_test
 
 import (
-	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
-	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/docstore"
-	"github.com/tavernhq/tavern/queues"
-	"github.com/tavernhq/tavern/queues/gitsync"
-	"github.com/tavernhq/tavern/queues/gitsync/gittest"
 )
 
 // One reader (the same agent name on two machines) reads channel dev on
@@ -21,27 +14,8 @@ import (
 // (one field changed on both sides) kept one machine's map: the other
 // machine's reads came back as unread, delivered a second time.
 func TestBookmarkMergeKeepsBothMachinesReads(t *testing.T) {
-	srv := gittest.Start(t)
-	url := srv.Repo(t, "p")
-	root := t.TempDir()
-	a, _, err := docstore.Init(filepath.Join(root, "a", ".tavern"), "p")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(a.Root(), queues.MachineFile), []byte("alpha\n"), 0o644)
-	a.Update(docstore.ConfigFile, func(d *docstore.Doc) error { return d.SetYAML("sync", "{remote: '"+url+"'}") })
-	sync := func(s *docstore.Store) {
-		t.Helper()
-		sy, err := agents.OpenSyncer(s, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sy.Close()
-		rep, err := sy.Sync(context.Background())
-		if err != nil || rep.Offline != "" {
-			t.Fatalf("sync: %v %+v", err, rep)
-		}
-	}
+	c := newClones(t, nil)
+	a, sync := c.a, c.sync
 	for _, ch := range []string{"dev", "ops"} {
 		if _, err := messages.SendMessage(a, ch, "x", "hello "+ch); err != nil {
 			t.Fatal(err)
@@ -53,12 +27,7 @@ func TestBookmarkMergeKeepsBothMachinesReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	sync(a)
-	os.MkdirAll(filepath.Join(root, "b"), 0o755)
-	b, err := gitsync.Clone(filepath.Join(root, "b", ".tavern"), url, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(b.Root(), queues.MachineFile), []byte("beta\n"), 0o644)
+	b := c.clone("beta")
 	for _, ch := range []string{"dev", "ops"} {
 		if _, err := messages.SendMessage(a, ch, "x", "second "+ch); err != nil {
 			t.Fatal(err)

@@ -123,6 +123,37 @@ func TestNotesOutsideTimeline(t *testing.T) {
 	}
 }
 
+// recvResult is what a RecvWait returned.
+type recvResult struct {
+	msgs []Message
+	err  error
+}
+
+// blockedRecvWait starts RecvWait for agent on channel and returns once
+// it has checked, found nothing and blocked, with where its result will
+// come. The safety re-check is pushed out of reach (an hour), so only an
+// event can wake it; the wait gives up after 60 s.
+func blockedRecvWait(t *testing.T, s *docstore.Store, agent, channel string) <-chan recvResult {
+	t.Helper()
+	old := WaitSafetyInterval
+	WaitSafetyInterval = time.Hour
+	waiting := make(chan struct{})
+	waitingHook = func() { close(waiting) }
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(func() { cancel(); WaitSafetyInterval = old; waitingHook = nil })
+	done := make(chan recvResult, 1)
+	go func() {
+		msgs, err := RecvWait(ctx, s, agent, channel, RecvOptions{})
+		done <- recvResult{msgs, err}
+	}()
+	select {
+	case <-waiting:
+	case r := <-done:
+		t.Fatalf("RecvWait returned before it blocked: %v %v", r.msgs, r.err)
+	}
+	return done
+}
+
 // recv --wait is woken by a message another process sends: the sender is
 // started only once the waiter has checked and found nothing, and the
 // safety re-check is pushed out of reach, so only the directory event can
@@ -132,28 +163,7 @@ func TestRecvWaitWokenByOtherProcess(t *testing.T) {
 	if _, err := CreateChannel(s, "news", ""); err != nil {
 		t.Fatal(err)
 	}
-	old := WaitSafetyInterval
-	WaitSafetyInterval = time.Hour
-	defer func() { WaitSafetyInterval = old; waitingHook = nil }()
-	waiting := make(chan struct{})
-	waitingHook = func() { close(waiting) }
-
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	type result struct {
-		msgs []Message
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		msgs, err := RecvWait(ctx, s, "bob", "news", RecvOptions{})
-		done <- result{msgs, err}
-	}()
-	select {
-	case <-waiting:
-	case r := <-done:
-		t.Fatalf("RecvWait returned before any send: %v %v", r.msgs, r.err)
-	}
+	done := blockedRecvWait(t, s, "bob", "news")
 	cmd := helperCmd(t, s, "send", "TAVERN_MSG_CHANNEL=news", "TAVERN_MSG_SENDER=alice", "TAVERN_MSG_N=1")
 	if err := cmd.Run(); err != nil {
 		t.Fatal(err)

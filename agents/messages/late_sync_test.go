@@ -1,20 +1,13 @@
 package messages_test
 
 import (
-	"context"
 	"fmt"
 	"math/rand"
-	"os"
-	"path/filepath"
 	"sort"
 	"testing"
 
-	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/docstore"
-	"github.com/tavernhq/tavern/queues"
-	"github.com/tavernhq/tavern/queues/gitsync"
-	"github.com/tavernhq/tavern/queues/gitsync/gittest"
 )
 
 // Two machines send to one channel between syncs, in random amounts,
@@ -24,44 +17,13 @@ import (
 // given every message of both machines exactly once.
 func TestEveryMessageOnceAcrossMachines(t *testing.T) {
 	t.Parallel()
-	srv := gittest.Start(t)
-	url := srv.Repo(t, "p")
-	root := t.TempDir()
-	a, _, err := docstore.Init(filepath.Join(root, "a", ".tavern"), "p")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(a.Root(), queues.MachineFile), []byte("alpha\n"), 0o644)
-	if _, err := a.Update(docstore.ConfigFile, func(d *docstore.Doc) error {
-		if err := d.SetYAML("sync", "{remote: '"+url+"'}"); err != nil {
-			return err
-		}
-		return d.Set("chunk_size", 2)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	c := newClones(t, func(d *docstore.Doc) error { return d.Set("chunk_size", 2) })
+	a, sync := c.a, func(s *docstore.Store) { c.sync(s) }
 	if _, err := messages.CreateChannel(a, "dev", ""); err != nil {
 		t.Fatal(err)
 	}
-	sync := func(s *docstore.Store) {
-		t.Helper()
-		sy, err := agents.OpenSyncer(s, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sy.Close()
-		rep, err := sy.Sync(context.Background())
-		if err != nil || rep.Offline != "" || len(rep.Problems) > 0 {
-			t.Fatalf("sync: %v %+v", err, rep)
-		}
-	}
 	sync(a)
-	os.MkdirAll(filepath.Join(root, "b"), 0o755)
-	b, err := gitsync.Clone(filepath.Join(root, "b", ".tavern"), url, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(b.Root(), queues.MachineFile), []byte("beta\n"), 0o644)
+	b := c.clone("beta")
 
 	seed := rand.Int63()
 	t.Logf("seed %d", seed)

@@ -1,12 +1,10 @@
 package messages
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues/gitsync"
@@ -219,27 +217,7 @@ func TestRecvWaitWokenByLateMark(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(a.Root(), arrived.Path), arrived.After, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	old := WaitSafetyInterval
-	WaitSafetyInterval = time.Hour
-	defer func() { WaitSafetyInterval = old; waitingHook = nil }()
-	waiting := make(chan struct{})
-	waitingHook = func() { close(waiting) }
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	type result struct {
-		msgs []Message
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		msgs, err := RecvWait(ctx, a, "bob", "dev", RecvOptions{})
-		done <- result{msgs, err}
-	}()
-	select {
-	case <-waiting:
-	case r := <-done:
-		t.Fatalf("RecvWait returned before the mark: %v %v", textsOf(r.msgs), r.err)
-	}
+	done := blockedRecvWait(t, a, "bob", "dev")
 	if err := MarkLate(a, []gitsync.Applied{arrived}); err != nil {
 		t.Fatal(err)
 	}

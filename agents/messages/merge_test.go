@@ -1,53 +1,24 @@
 package messages_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/docstore"
-	"github.com/tavernhq/tavern/queues"
-	"github.com/tavernhq/tavern/queues/gitsync"
-	"github.com/tavernhq/tavern/queues/gitsync/gittest"
 )
 
 // Two machines append to the same chunk of a channel; after syncing both
 // have every message once, in id order, and the chunk's counters match.
 func TestChunkMergeAcrossMachines(t *testing.T) {
-	srv := gittest.Start(t)
-	url := srv.Repo(t, "p")
-	root := t.TempDir()
-	a, _, err := docstore.Init(filepath.Join(root, "a", ".tavern"), "p")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(a.Root(), queues.MachineFile), []byte("alpha\n"), 0o644)
-	a.Update(docstore.ConfigFile, func(d *docstore.Doc) error { return d.SetYAML("sync", "{remote: '"+url+"'}") })
-	sync := func(s *docstore.Store) *gitsync.Report {
-		t.Helper()
-		sy, err := gitsync.Open(s, gitsync.Options{Mergers: map[string]gitsync.MergeFunc{"chunk": messages.MergeChunk}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sy.Close()
-		rep, err := sy.Sync(context.Background())
-		if err != nil || rep.Offline != "" {
-			t.Fatalf("sync: %v %+v", err, rep)
-		}
-		return rep
-	}
+	c := newClones(t, nil)
+	a, sync := c.a, c.sync
 	if _, err := messages.SendMessage(a, "general", "ann", "first"); err != nil {
 		t.Fatal(err)
 	}
 	sync(a)
-	os.MkdirAll(filepath.Join(root, "b"), 0o755)
-	b, err := gitsync.Clone(filepath.Join(root, "b", ".tavern"), url, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(b.Root(), queues.MachineFile), []byte("beta\n"), 0o644)
+	b := c.clone("beta")
 	var want []string
 	for i, s := range []*docstore.Store{a, b, a, b} {
 		id, err := messages.SendMessage(s, "general", "x", "msg "+string(rune('0'+i)))
