@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -233,4 +235,102 @@ func (sp *Space) coordUnreserve(r *Reservation) {
 	if fence != 0 {
 		_ = c.Release(ctx, key, fence, true)
 	}
+}
+
+// slotRef is a token's slot by number: what the engine arbitrates.
+type slotRef struct {
+	name string
+	slot int64
+}
+
+// engineSlots returns the slots of token name (of every token: "") that
+// the engine says are held, whichever machine holds them. A slot held on
+// another machine has no file here (it sits in that machine's .taken/,
+// which is not synced) or only a stale free copy, so the engine is the
+// only one that knows. Without an engine, or one that cannot list or be
+// reached: none (the local files decide, as with local coordination).
+func (sp *Space) engineSlots(name string) map[slotRef]queues.ClaimState {
+	c, err := sp.coord()
+	if err != nil || c == nil {
+		return nil
+	}
+	l, ok := c.(queues.Lister)
+	if !ok {
+		return nil
+	}
+	prefix := "tokens/"
+	if name != "" {
+		prefix += name + "/"
+	}
+	ctx, cancel := coordCtx()
+	defer cancel()
+	held, err := l.List(ctx, prefix)
+	if err != nil {
+		return nil
+	}
+	out := map[slotRef]queues.ClaimState{}
+	for key, st := range held {
+		rest, ok := strings.CutPrefix(key, "tokens/")
+		i := strings.LastIndexByte(rest, '/')
+		if !ok || i < 0 || !st.Held {
+			continue
+		}
+		n, err := strconv.ParseInt(rest[i+1:], 10, 64)
+		if err != nil {
+			continue // a key of an older binary (by slot id)
+		}
+		if name == "" || rest[:i] == name {
+			out[slotRef{rest[:i], n}] = st
+		}
+	}
+	return out
+}
+
+// withEngineSlots makes a listing of slots agree with the engine: a slot
+// the engine says is held and that is not held here is listed as held by
+// the engine's holder, on its machine, in place of its free copies; and,
+// as the engine knows a slot by its number only, two copies of one slot
+// (two machines that made the token before syncing) are listed once.
+func (sp *Space) withEngineSlots(name string, slots []TokenSlot) []TokenSlot {
+	eng := sp.engineSlots(name)
+	if eng == nil {
+		if c, err := sp.coord(); err != nil || c == nil {
+			return slots // local coordination: each copy is a slot of its own
+		}
+	}
+	byRef := map[slotRef]int{} // index in out
+	var out []TokenSlot
+	for _, s := range slots {
+		ref := slotRef{s.Name, s.Slot}
+		i, ok := byRef[ref]
+		switch {
+		case !ok:
+			byRef[ref] = len(out)
+			out = append(out, s)
+		case out[i].Free && !s.Free, out[i].Free == s.Free && s.ID < out[i].ID:
+			out[i] = s // the held copy, else the first made
+		}
+	}
+	for ref, st := range eng {
+		i, ok := byRef[ref]
+		if ok && !out[i].Free {
+			continue
+		}
+		s := TokenSlot{Name: ref.name, Slot: ref.slot, HeldBy: st.Holder, Path: "(held on " + st.Machine + ", not synced yet)"}
+		s.LeaseUntil.Time = st.LeaseUntil
+		if ok {
+			s.ID, s.Epoch = out[i].ID, out[i].Epoch
+			out[i] = s
+			continue
+		}
+		byRef[ref] = len(out)
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		return out[i].Slot < out[j].Slot
+	})
+	return out
 }
