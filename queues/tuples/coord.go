@@ -146,21 +146,52 @@ func (sp *Space) coordReserveLock() (func(), error) {
 	}
 }
 
-// withRemote adds the engine's live reservations that have no local file
-// yet (made on another machine, not synced) to live.
-func (sp *Space) withRemote(live []*Reservation) []*Reservation {
+// engineReservations lists the engine's live reservation keys; nil
+// without an engine, or one that cannot list or be reached (then the
+// local files decide).
+func (sp *Space) engineReservations() map[string]queues.ClaimState {
 	c, err := sp.coord()
 	if err != nil || c == nil {
-		return live
+		return nil
 	}
 	l, ok := c.(queues.Lister)
 	if !ok {
-		return live
+		return nil
 	}
 	ctx, cancel := coordCtx()
 	defer cancel()
 	held, err := l.List(ctx, "reservations/")
 	if err != nil {
+		return nil
+	}
+	return held
+}
+
+// unregistered says whether reservation file d was registered on the
+// engine (it records claim_fence) and the engine no longer has it: it was
+// dropped on another machine (`unreserve --as` there frees the engine key
+// of a file that had not reached it yet) or reclaimed there. Such a file
+// guards nothing the engine would refuse to another agent, so keeping it
+// would leave two overlapping reservations on every clone once the
+// machines sync; it goes, as a reservation whose holder is gone does.
+// held is engineReservations (nil: cannot tell, kept).
+func unregistered(d *docstore.Doc, held map[string]queues.ClaimState) (string, bool) {
+	if held == nil {
+		return "", false
+	}
+	if _, ok := d.Int("claim_fence"); !ok {
+		return "", false
+	}
+	if st, ok := held[reservationKey(d.String("agent"), d.String("glob"))]; ok && st.Held {
+		return "", false
+	}
+	return "released on another machine (the engine has no record of it)", true
+}
+
+// withRemote adds the engine's live reservations that have no local file
+// yet (made on another machine, not synced) to live.
+func (sp *Space) withRemote(live []*Reservation, held map[string]queues.ClaimState) []*Reservation {
+	if held == nil {
 		return live
 	}
 	have := map[string]bool{}
