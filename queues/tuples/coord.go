@@ -28,7 +28,8 @@ import (
 //     synced, so a `token init` here makes it again under another id):
 //     the key is the slot's number, not its file's id, so every copy of
 //     slot i contends for one key, and acquiring it is refused by the
-//     engine and the next slot is tried. A process hold
+//     engine and the next slot is tried; `token ls`, a refused acquire
+//     and `token init` count the engine's held slots (engineSlots). A process hold
 //     rides the process's engine lease (a dead machine's slots come back
 //     one lease later); an agent or lease hold is a lease of its TTL, or
 //     of tavern.md default_lease when none is given.
@@ -36,7 +37,9 @@ import (
 //     glob> holding agent, glob and reason; Reserve takes the engine lock
 //     locks/reservations, checks the engine's live reservations as well
 //     as the local ones, and registers its own; Unreserve releases them.
-//     A reservation without a TTL is a 50-year lease.
+//     A reservation without a TTL is a 50-year lease. A registered file
+//     whose key the engine no longer holds (unreserved on a machine it
+//     had not reached yet) is released when read (unregistered).
 //
 // Local coordination (the default) skips all of this.
 
