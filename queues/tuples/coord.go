@@ -56,6 +56,13 @@ func (sp *Space) coord() (queues.Coordinator, error) {
 	return cs.c, cs.err
 }
 
+// coordinated reports whether an engine arbitrates (coordination etcd or
+// git).
+func (sp *Space) coordinated() bool {
+	c, err := sp.coord()
+	return err == nil && c != nil
+}
+
 func coordCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 10*time.Second)
 }

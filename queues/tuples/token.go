@@ -579,6 +579,13 @@ func (sp *Space) Acquire(ctx context.Context, name string, opt AcquireOptions) (
 		sp.event("token.waiting", journal.Event{Agent: opt.As, Data: map[string]any{"token": name}})
 	}), func() (bool, error) {
 		tok, wake, last = sp.tryAcquire(name, opt)
+		if errors.Is(last, ErrUnknownToken) && sp.coordinated() {
+			// Several machines: a slot released on another machine is
+			// free on the engine and has no file here until the sync
+			// brings it: in transit, not gone. Keep waiting.
+			last = fmt.Errorf("%s: %w (released on another machine, not synced here yet)", name, ErrTokenBusy)
+			wake = sp.now().Add(sp.poll)
+		}
 		if errors.Is(last, ErrTokenBusy) {
 			return false, nil
 		}

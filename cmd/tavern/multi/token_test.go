@@ -95,6 +95,40 @@ func TestMultiTokenHeldElsewhere(t *testing.T) {
 			c.ok(b, "sync")
 			wantOneHeld(a)
 			wantOneHeld(b)
+			// A wait on the other machine waits (it returned at once, as
+			// for an unknown token) and gets the slot once its release
+			// reaches it.
+			wait := b.command(nil, tavernBin(t), "token", "acquire", "gpu", "--as", "bea", "--ttl", "5m", "--wait", "60s")
+			var wout strings.Builder
+			wait.Stdout, wait.Stderr = &wout, &wout
+			if err := wait.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// Release once the waiter waits (its token.waiting event).
+			for deadline := time.Now().Add(10 * time.Second); !strings.Contains(c.ok(b, "log", "--type", "token.waiting", "--json"), "token.waiting"); {
+				if time.Now().After(deadline) {
+					wait.Process.Kill()
+					wait.Wait()
+					t.Fatalf("the waiter on the other machine never waited: %s", wout.String())
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			waited := make(chan error, 1)
+			go func() { waited <- wait.Wait() }()
+			c.ok(a, "token", "release", "gpu", "--as", "ann")
+			c.ok(a, "sync")
+			// Now the slot is free on the engine and has no file on b: the
+			// waiter looks again every second (LivenessPoll) and must go
+			// on waiting through a few looks, not call the token unknown.
+			select {
+			case err := <-waited:
+				t.Fatalf("acquire --wait on the other machine ended before the release reached it: %v: %s", err, wout.String())
+			case <-time.After(2500 * time.Millisecond):
+			}
+			c.ok(b, "sync")
+			if err := <-waited; err != nil {
+				t.Fatalf("acquire --wait on the other machine: %v: %s", err, wout.String())
+			}
 			// Two machines that make one token before syncing make two
 			// copies of its slot 0: one slot, listed once.
 			c.ok(a, "token", "init", "tpu", "--count", "1")
