@@ -3,12 +3,16 @@ package agents
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/queues/gitsync"
 	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher"
 )
@@ -62,7 +66,26 @@ func (m *Manager) Doctor(b *queues.Broker, fix bool) ([]docstore.Finding, error)
 	phase(m.Store.TempFindings())
 	phase(watcher.IndexFindings(m.Store.Root()))
 	phase(messages.Findings(m.Store))
+	phase(cloneFindings(m.Store.Root()), nil)
 	return all, errors.Join(errs...)
+}
+
+// cloneFindings reports the copies of the store that killed `tavern sync
+// --clone`s left next to it (gitsync.CloneLeftovers); the repair removes
+// one if its process is still gone.
+func cloneFindings(root string) []docstore.Finding {
+	var out []docstore.Finding
+	for _, p := range gitsync.CloneLeftovers(root) {
+		out = append(out, docstore.Finding{Kind: docstore.FindingCloneLeftover, Path: "../" + filepath.Base(p),
+			Detail: "a copy of the store a killed `tavern sync --clone` left (its process is gone)",
+			Repair: func() error {
+				if !slices.Contains(gitsync.CloneLeftovers(root), p) {
+					return nil
+				}
+				return os.RemoveAll(p)
+			}})
+	}
+	return out
 }
 
 // agentFindings reports agents whose wrapper died on this host and the

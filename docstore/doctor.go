@@ -44,6 +44,9 @@ const (
 	// judge it; it has no Repair (a person fixes it, e.g. `tavern edit`).
 	FindingInvalid  = "invalid-document"
 	FindingStrayDir = "stray-messages" // a message directory with no channel document
+	// A killed `tavern sync --clone`'s copy of the store next to it
+	// (.tavern.clone-<pid>, of a process that no longer runs).
+	FindingCloneLeftover = "clone-leftover"
 )
 
 // LockFree reports whether nobody holds the lock of key, without

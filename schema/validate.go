@@ -200,6 +200,9 @@ func (f *Field) check(n *yaml.Node) string {
 			if why := refNameProblem(n.Value); why != "" {
 				return fmt.Sprintf("%q: not a valid git ref name (%s)", n.Value, why)
 			}
+			if why := StateRefProblem(n.Value); why != "" {
+				return fmt.Sprintf("%q: %s", n.Value, why)
+			}
 		}
 	case Int:
 		if !scalar || n.Tag != "!!int" {
@@ -446,6 +449,24 @@ func parseStamp(s string) (time.Time, bool) {
 // refNameProblem says why git would refuse ref as a ref name (the rules
 // of git check-ref-format), or "". The schema cannot run git, and a ref
 // git refuses fails every sync round as if the remote were unreachable.
+// StateRefProblem says why ref cannot hold a store's synced state ("" if
+// it can): a branch or tag of the project (a round would merge the
+// project's files into .tavern/ and push the store onto the branch), a
+// remote-tracking ref, or the git engine's claim refs.
+func StateRefProblem(ref string) string {
+	for _, p := range []struct{ prefix, what string }{
+		{"refs/heads/", "a branch"},
+		{"refs/tags/", "a tag"},
+		{"refs/remotes/", "a remote-tracking ref"},
+		{"refs/tavern/claims/", "where coordination: git keeps its claims"},
+	} {
+		if strings.HasPrefix(ref, p.prefix) {
+			return fmt.Sprintf("%s (%s...): the store's state needs a ref of its own, such as refs/tavern/state", p.what, p.prefix)
+		}
+	}
+	return ""
+}
+
 func refNameProblem(ref string) string {
 	switch {
 	case strings.HasSuffix(ref, "/"):

@@ -32,6 +32,9 @@ func newDoctorCommand() *cli.Command {
    orphan-worktree a drone's git worktree whose item is done, dead or gone
                    (--fix removes it; a merged item's branch too, others'
                    branches stay)
+   clone-leftover  a copy of the store a killed tavern sync --clone left next
+                   to it (../.tavern.clone-PID, its process gone; --fix
+                   removes it, and so does the next --clone there)
    invalid-document an agent file that does not parse or validate, so the
                    rest could not be judged for it (DETAIL is LINE:COL:
                    the error; --fix leaves it: fix it by hand, e.g.

@@ -95,10 +95,12 @@ func runSync(c *cli.Context) error {
 	}
 	defer sy.Close()
 	if every := c.Duration("every"); every > 0 {
-		errf(c, "tavern: syncing %s with %s every %s as %s\n", s.Root(), sy.Remote(), every, sy.Machine())
+		if !c.Bool("json") { // under --json stderr carries JSON error objects only
+			errf(c, "tavern: syncing %s with %s every %s as %s\n", s.Root(), sy.Remote(), every, sy.Machine())
+		}
 		sy.Run(c.Context, every, func(rep *gitsync.Report, err error) {
 			if err != nil {
-				errf(c, "tavern: sync: %v\n", err)
+				reportErr(c, "sync", err)
 				return
 			}
 			printGitSyncReport(c, sy, rep, true)
@@ -152,7 +154,7 @@ func runSyncClone(c *cli.Context, url string) error {
 func printGitSyncReport(c *cli.Context, sy *gitsync.Syncer, rep *gitsync.Report, loop bool) {
 	quiet := c.Bool("quiet")
 	if c.Bool("json") && loop {
-		_ = printJSON(c, rep)
+		jsonLine(c, rep) // a stream: one object per line, as watch --json
 		return
 	}
 	// Pushed alone is news too: the commits an outage held back went out.

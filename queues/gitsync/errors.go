@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/tavernhq/tavern/schema"
 )
 
 var (
@@ -22,6 +24,9 @@ var (
 func CheckRef(ref string) error {
 	if !strings.HasPrefix(ref, "refs/") {
 		return fmt.Errorf("%w: --ref %q: want a full ref name (refs/...)", ErrBadRef, ref)
+	}
+	if why := schema.StateRefProblem(ref); why != "" {
+		return fmt.Errorf("%w: --ref %q: %s", ErrBadRef, ref, why)
 	}
 	if _, err := runGit("", nil, nil, "check-ref-format", ref); err != nil {
 		var ge *GitError

@@ -373,7 +373,10 @@ func (r *repo) push(remote, src, dst string, expect *string) (pushResult, error)
 				return pushRejected, err
 			}
 			_, reason, _ := strings.Cut(line, "[remote rejected]")
-			return pushFailed, fmt.Errorf("the remote declined the push%s: %w", strings.TrimSpace(" "+strings.TrimSpace(reason)), err)
+			if reason = strings.TrimSpace(reason); reason != "" {
+				reason = " " + reason
+			}
+			return pushFailed, fmt.Errorf("the remote declined the push%s: %w", reason, err)
 		}
 	}
 	if strings.Contains(stderr, "stale info") || strings.Contains(stderr, "fetch first") || strings.Contains(stderr, "non-fast-forward") {

@@ -231,6 +231,9 @@ func TestRefEngineRemoteDeclines(t *testing.T) {
 	if !errors.Is(err, queues.ErrUnavailable) || !strings.Contains(err.Error(), "declined") || !strings.Contains(err.Error(), "frozen") {
 		t.Fatalf("claim against a declining remote: %v (want ErrUnavailable with the remote's reason)", err)
 	}
+	if got, want := err.Error(), "the remote declined the push (pre-receive hook declined)"; !strings.Contains(got, want) {
+		t.Fatalf("got %q, want it to say %q", got, want)
+	}
 	os.Remove(hook)
 	if _, err := e.Claim(context.Background(), "items/q/k", queues.ClaimRequest{Holder: "w", TTL: time.Minute}); err != nil {
 		t.Fatalf("claim once the remote accepts: %v", err)

@@ -12,7 +12,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/tavernhq/tavern/docstore"
@@ -836,8 +838,11 @@ func Clone(dir, remote, ref string) (*docstore.Store, error) {
 			remote = abs
 		}
 	}
-	tmp := dir + ".clone-" + fmt.Sprint(os.Getpid())
+	tmp := dir + cloneSuffix + fmt.Sprint(os.Getpid())
 	os.RemoveAll(tmp)
+	for _, p := range CloneLeftovers(dir) { // killed clones' (a whole copy of the store each)
+		os.RemoveAll(p)
+	}
 	fail := func(err error) (*docstore.Store, error) {
 		os.RemoveAll(tmp)
 		return nil, err
@@ -911,6 +916,38 @@ func Clone(dir, remote, ref string) (*docstore.Store, error) {
 		}
 	}
 	return s, nil
+}
+
+// cloneSuffix and the cloning process's pid make the directory next to
+// the store where Clone builds it before renaming it into place.
+const cloneSuffix = ".clone-"
+
+// CloneLeftovers returns the directories next to store dir (dir +
+// ".clone-<pid>") that a Clone killed before its rename left: those of
+// processes that no longer run. A clone under way (its process lives) is
+// not one. A pid reused since by another process keeps its leftover until
+// that process ends: never a clone under way removed.
+func CloneLeftovers(dir string) []string {
+	dir = filepath.Clean(dir)
+	ents, err := os.ReadDir(filepath.Dir(dir))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), filepath.Base(dir)+cloneSuffix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pid, err := strconv.Atoi(rest)
+		if err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			out = append(out, filepath.Join(filepath.Dir(dir), e.Name()))
+		}
+	}
+	return out
 }
 
 // ErrSameMachine: another clone writes this machine's journal in the

@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,7 +28,8 @@ import (
 //     synced, so a `token init` here makes it again under another id):
 //     the key is the slot's number, not its file's id, so every copy of
 //     slot i contends for one key, and acquiring it is refused by the
-//     engine and the next slot is tried. A process hold
+//     engine and the next slot is tried; `token ls`, a refused acquire
+//     and `token init` count the engine's held slots (engineSlots). A process hold
 //     rides the process's engine lease (a dead machine's slots come back
 //     one lease later); an agent or lease hold is a lease of its TTL, or
 //     of tavern.md default_lease when none is given.
@@ -34,7 +37,9 @@ import (
 //     glob> holding agent, glob and reason; Reserve takes the engine lock
 //     locks/reservations, checks the engine's live reservations as well
 //     as the local ones, and registers its own; Unreserve releases them.
-//     A reservation without a TTL is a 50-year lease.
+//     A reservation without a TTL is a 50-year lease. A registered file
+//     whose key the engine no longer holds (unreserved on a machine it
+//     had not reached yet) is released when read (unregistered).
 //
 // Local coordination (the default) skips all of this.
 
@@ -49,6 +54,13 @@ func (sp *Space) coord() (queues.Coordinator, error) {
 	cs := &sp.cs
 	cs.once.Do(func() { cs.c, cs.err = queues.OpenCoordinator(sp.store) })
 	return cs.c, cs.err
+}
+
+// coordinated reports whether an engine arbitrates (coordination etcd or
+// git).
+func (sp *Space) coordinated() bool {
+	c, err := sp.coord()
+	return err == nil && c != nil
 }
 
 func coordCtx() (context.Context, context.CancelFunc) {
@@ -144,21 +156,52 @@ func (sp *Space) coordReserveLock() (func(), error) {
 	}
 }
 
-// withRemote adds the engine's live reservations that have no local file
-// yet (made on another machine, not synced) to live.
-func (sp *Space) withRemote(live []*Reservation) []*Reservation {
+// engineReservations lists the engine's live reservation keys; nil
+// without an engine, or one that cannot list or be reached (then the
+// local files decide).
+func (sp *Space) engineReservations() map[string]queues.ClaimState {
 	c, err := sp.coord()
 	if err != nil || c == nil {
-		return live
+		return nil
 	}
 	l, ok := c.(queues.Lister)
 	if !ok {
-		return live
+		return nil
 	}
 	ctx, cancel := coordCtx()
 	defer cancel()
 	held, err := l.List(ctx, "reservations/")
 	if err != nil {
+		return nil
+	}
+	return held
+}
+
+// unregistered says whether reservation file d was registered on the
+// engine (it records claim_fence) and the engine no longer has it: it was
+// dropped on another machine (`unreserve --as` there frees the engine key
+// of a file that had not reached it yet) or reclaimed there. Such a file
+// guards nothing the engine would refuse to another agent, so keeping it
+// would leave two overlapping reservations on every clone once the
+// machines sync; it goes, as a reservation whose holder is gone does.
+// held is engineReservations (nil: cannot tell, kept).
+func unregistered(d *docstore.Doc, held map[string]queues.ClaimState) (string, bool) {
+	if held == nil {
+		return "", false
+	}
+	if _, ok := d.Int("claim_fence"); !ok {
+		return "", false
+	}
+	if st, ok := held[reservationKey(d.String("agent"), d.String("glob"))]; ok && st.Held {
+		return "", false
+	}
+	return "released on another machine (the engine has no record of it)", true
+}
+
+// withRemote adds the engine's live reservations that have no local file
+// yet (made on another machine, not synced) to live.
+func (sp *Space) withRemote(live []*Reservation, held map[string]queues.ClaimState) []*Reservation {
+	if held == nil {
 		return live
 	}
 	have := map[string]bool{}
@@ -233,4 +276,102 @@ func (sp *Space) coordUnreserve(r *Reservation) {
 	if fence != 0 {
 		_ = c.Release(ctx, key, fence, true)
 	}
+}
+
+// slotRef is a token's slot by number: what the engine arbitrates.
+type slotRef struct {
+	name string
+	slot int64
+}
+
+// engineSlots returns the slots of token name (of every token: "") that
+// the engine says are held, whichever machine holds them. A slot held on
+// another machine has no file here (it sits in that machine's .taken/,
+// which is not synced) or only a stale free copy, so the engine is the
+// only one that knows. Without an engine, or one that cannot list or be
+// reached: none (the local files decide, as with local coordination).
+func (sp *Space) engineSlots(name string) map[slotRef]queues.ClaimState {
+	c, err := sp.coord()
+	if err != nil || c == nil {
+		return nil
+	}
+	l, ok := c.(queues.Lister)
+	if !ok {
+		return nil
+	}
+	prefix := "tokens/"
+	if name != "" {
+		prefix += name + "/"
+	}
+	ctx, cancel := coordCtx()
+	defer cancel()
+	held, err := l.List(ctx, prefix)
+	if err != nil {
+		return nil
+	}
+	out := map[slotRef]queues.ClaimState{}
+	for key, st := range held {
+		rest, ok := strings.CutPrefix(key, "tokens/")
+		i := strings.LastIndexByte(rest, '/')
+		if !ok || i < 0 || !st.Held {
+			continue
+		}
+		n, err := strconv.ParseInt(rest[i+1:], 10, 64)
+		if err != nil {
+			continue // a key of an older binary (by slot id)
+		}
+		if name == "" || rest[:i] == name {
+			out[slotRef{rest[:i], n}] = st
+		}
+	}
+	return out
+}
+
+// withEngineSlots makes a listing of slots agree with the engine: a slot
+// the engine says is held and that is not held here is listed as held by
+// the engine's holder, on its machine, in place of its free copies; and,
+// as the engine knows a slot by its number only, two copies of one slot
+// (two machines that made the token before syncing) are listed once.
+func (sp *Space) withEngineSlots(name string, slots []TokenSlot) []TokenSlot {
+	eng := sp.engineSlots(name)
+	if eng == nil {
+		if c, err := sp.coord(); err != nil || c == nil {
+			return slots // local coordination: each copy is a slot of its own
+		}
+	}
+	byRef := map[slotRef]int{} // index in out
+	var out []TokenSlot
+	for _, s := range slots {
+		ref := slotRef{s.Name, s.Slot}
+		i, ok := byRef[ref]
+		switch {
+		case !ok:
+			byRef[ref] = len(out)
+			out = append(out, s)
+		case out[i].Free && !s.Free, out[i].Free == s.Free && s.ID < out[i].ID:
+			out[i] = s // the held copy, else the first made
+		}
+	}
+	for ref, st := range eng {
+		i, ok := byRef[ref]
+		if ok && !out[i].Free {
+			continue
+		}
+		s := TokenSlot{Name: ref.name, Slot: ref.slot, HeldBy: st.Holder, Path: "(held on " + st.Machine + ", not synced yet)"}
+		s.LeaseUntil.Time = st.LeaseUntil
+		if ok {
+			s.ID, s.Epoch = out[i].ID, out[i].Epoch
+			out[i] = s
+			continue
+		}
+		byRef[ref] = len(out)
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		return out[i].Slot < out[j].Slot
+	})
+	return out
 }

@@ -409,6 +409,13 @@ func (sp *Space) reservationsOf(docs []*docstore.Doc, released func(Conflict)) (
 func (sp *Space) reservationsOrBroken(docs []*docstore.Doc, released func(Conflict), broken func(*Reservation)) ([]*Reservation, []error) {
 	var errs []error
 	out := make([]*Reservation, 0, len(docs))
+	held := sp.engineReservations() // several machines (coord.go)
+	goneHere := func(d *docstore.Doc) (string, bool) {
+		if why, gone := sp.reservationGone(d); gone {
+			return why, true
+		}
+		return unregistered(d, held)
+	}
 	for _, d := range docs {
 		r := sp.reservationOf(d)
 		g, err := reservationGlob(d)
@@ -420,8 +427,8 @@ func (sp *Space) reservationsOrBroken(docs []*docstore.Doc, released func(Confli
 			continue
 		}
 		r.glob = g
-		if why, gone := sp.reservationGone(d); gone {
-			ok, err := sp.releaseReservation(r, why)
+		if why, gone := goneHere(d); gone {
+			ok, err := sp.releaseReservation(r, why, goneHere)
 			switch {
 			case err != nil:
 				errs = append(errs, err)
@@ -433,7 +440,7 @@ func (sp *Space) reservationsOrBroken(docs []*docstore.Doc, released func(Confli
 				// Kept: renewed since we read it (by a live successor), or
 				// someone else is releasing it. Read it again.
 				if d, err := sp.store.Get(r.Path); err == nil {
-					if _, gone := sp.reservationGone(d); !gone {
+					if _, gone := goneHere(d); !gone {
 						nr := sp.reservationOf(d)
 						nr.glob = g
 						out = append(out, nr)
@@ -444,7 +451,7 @@ func (sp *Space) reservationsOrBroken(docs []*docstore.Doc, released func(Confli
 		}
 		out = append(out, r)
 	}
-	return sp.withRemote(out), errs // several machines (coord.go)
+	return sp.withRemote(out, held), errs // several machines (coord.go)
 }
 
 // reservationGone says whether a reservation no longer stands: expired,
@@ -465,9 +472,10 @@ func (sp *Space) reservationGone(d *docstore.Doc) (string, bool) {
 }
 
 // releaseReservation archives a reservation that no longer stands, after
-// checking again under its claim (it may have been renewed meanwhile).
-func (sp *Space) releaseReservation(r *Reservation, why string) (bool, error) {
-	ok, err := sp.discard(ReservationType, r.ID, func(d *docstore.Doc) bool { _, gone := sp.reservationGone(d); return !gone })
+// checking again under its claim with gone (it may have been renewed
+// meanwhile).
+func (sp *Space) releaseReservation(r *Reservation, why string, gone func(*docstore.Doc) (string, bool)) (bool, error) {
+	ok, err := sp.discard(ReservationType, r.ID, func(d *docstore.Doc) bool { _, g := gone(d); return !g })
 	if !ok || err != nil {
 		return false, err
 	}

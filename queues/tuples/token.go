@@ -125,6 +125,24 @@ func (sp *Space) InitToken(name string, count int) (int, error) {
 		return 0, err
 	}
 	total := len(free) + len(held)
+	var maxSlot int64 = -1
+	local := map[int64]bool{}
+	for _, d := range append(append([]*docstore.Doc{}, free...), held...) {
+		if n, ok := d.Int("slot"); ok {
+			local[n] = true
+			maxSlot = max(maxSlot, n)
+		}
+	}
+	// Several machines: a slot held elsewhere has no file here (coord.go);
+	// making it again would be a second copy of its number.
+	elsewhere := 0
+	for ref := range sp.engineSlots(name) {
+		if !local[ref.slot] {
+			elsewhere++
+			maxSlot = max(maxSlot, ref.slot)
+		}
+	}
+	total += elsewhere
 	if count == 0 && total == 0 {
 		// Zero retires the free slots of a token; of one that has none it
 		// would do nothing and say it did: a typo, or a token not made yet.
@@ -135,12 +153,6 @@ func (sp *Space) InitToken(name string, count int) (int, error) {
 		// made before the rule keeps its name).
 		if err := schema.ValidPlainName("token", name); err != nil {
 			return 0, err
-		}
-	}
-	var maxSlot int64 = -1
-	for _, d := range append(append([]*docstore.Doc{}, free...), held...) {
-		if n, ok := d.Int("slot"); ok && n > maxSlot {
-			maxSlot = n
 		}
 	}
 	switch {
@@ -154,7 +166,7 @@ func (sp *Space) InitToken(name string, count int) (int, error) {
 	case count < total:
 		drop := total - count
 		if drop > len(free) {
-			return 0, fmt.Errorf("%w: slots of %s: %d, %d held; release some first", ErrTokenCount, name, total, len(held))
+			return 0, fmt.Errorf("%w: slots of %s: %d, %d held; release some first", ErrTokenCount, name, total, len(held)+elsewhere)
 		}
 		// Drop the highest slots first so numbering stays compact.
 		sort.Slice(free, func(i, j int) bool { a, _ := free[i].Int("slot"); b, _ := free[j].Int("slot"); return a > b })
@@ -358,7 +370,24 @@ func (sp *Space) tryAcquire(name string, opt AcquireOptions) (*Token, time.Time,
 	if len(held) > 0 {
 		wake = sp.nextLook(held)
 	}
-	if len(held) == 0 && !seen {
+	// Several machines: slots held elsewhere have no file here, or a free
+	// copy the engine refused. They are held slots of a token that exists.
+	nHeld := len(held)
+	if eng := sp.engineSlots(name); len(eng) > 0 {
+		here := map[int64]bool{}
+		for _, d := range held {
+			n, _ := d.Int("slot")
+			here[n] = true
+		}
+		for ref := range eng {
+			if !here[ref.slot] {
+				nHeld++
+			}
+		}
+		seen = true
+		wake = sp.now().Add(sp.poll) // a release elsewhere makes no event here until it syncs
+	}
+	if nHeld == 0 && !seen {
 		// Neither free nor held: a slot may have changed hands between
 		// the two reads. Decide exactly before calling it unknown.
 		ok, err := sp.tokenExists(name)
@@ -369,7 +398,7 @@ func (sp *Space) tryAcquire(name string, opt AcquireOptions) (*Token, time.Time,
 			return nil, time.Time{}, sp.unknownToken(name)
 		}
 	}
-	return nil, wake, fmt.Errorf("%s: %w (%d held)", name, ErrTokenBusy, len(held))
+	return nil, wake, fmt.Errorf("%s: %w (%d held)", name, ErrTokenBusy, nHeld)
 }
 
 // afterFreeScan, if set (tests), runs between the scan of the free slots
@@ -550,6 +579,13 @@ func (sp *Space) Acquire(ctx context.Context, name string, opt AcquireOptions) (
 		sp.event("token.waiting", journal.Event{Agent: opt.As, Data: map[string]any{"token": name}})
 	}), func() (bool, error) {
 		tok, wake, last = sp.tryAcquire(name, opt)
+		if errors.Is(last, ErrUnknownToken) && sp.coordinated() {
+			// Several machines: a slot released on another machine is
+			// free on the engine and has no file here until the sync
+			// brings it: in transit, not gone. Keep waiting.
+			last = fmt.Errorf("%s: %w (released on another machine, not synced here yet)", name, ErrTokenBusy)
+			wake = sp.now().Add(sp.poll)
+		}
 		if errors.Is(last, ErrTokenBusy) {
 			return false, nil
 		}
@@ -823,6 +859,9 @@ func (sp *Space) TokenSlotsChecked(name string) ([]TokenSlot, []error, error) {
 	_, _ = sp.reapTaken(TokenType)
 	var bad []error
 	slots, err := sp.slotList(name, func(err error) { bad = append(bad, err) })
+	if err == nil {
+		slots = sp.withEngineSlots(name, slots) // several machines (coord.go)
+	}
 	if err == nil && name != "" && len(slots) == 0 {
 		return nil, bad, sp.unknownToken(name)
 	}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// `sync --every --json` streams one JSON object per line on stdout, one
+// per round (as `watch --json` does), and nothing for people on stderr:
+// it printed "tavern: syncing ..." there, and each round as an indented
+// object of many lines.
+func TestSyncEveryJSONStream(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	p := newProject(t)
+	remote := filepath.Join(t.TempDir(), "remote.git")
+	if out, err := exec.Command("git", "init", "-q", "--bare", remote).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v: %s", err, out)
+	}
+	p.env = append(p.env, "TAVERN_SYNC_REMOTE="+remote, "TAVERN_MACHINE=alpha")
+	cmd := p.tavern("sync", "--every", "100ms", "--json")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	for i := 0; i < 2; i++ {
+		if !sc.Scan() {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("round %d: no line (%v); stderr:\n%s", i, sc.Err(), errb.String())
+		}
+		var rep map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &rep); err != nil || rep["head"] == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("round %d: line %q is not a round's JSON object: %v", i, sc.Text(), err)
+		}
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	for sc.Scan() {
+	}
+	cmd.Wait()
+	for _, line := range strings.Split(strings.TrimSpace(errb.String()), "\n") {
+		var obj map[string]any
+		if line != "" && json.Unmarshal([]byte(line), &obj) != nil {
+			t.Errorf("stderr line under --json is not a JSON object: %q", line)
+		}
+	}
+}
