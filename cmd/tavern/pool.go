@@ -187,7 +187,7 @@ func poolOptions(c *cli.Context, m *agents.Manager, b *queues.Broker, name strin
 		Steal: c.Bool("steal"), Model: c.String("model"), Command: command, Broker: b, IdleWait: c.Duration("idle-wait"),
 		OnError: func(err error) { poolWarn(c, err) },
 		Drone: func(agent string, wait time.Duration) *exec.Cmd {
-			args := []string{"spawn", "--dir", m.Store.Root(), "--name", agent, "--pool", name, "--json"}
+			args := []string{"spawn", "--dir", m.Store.Root(), "--name", agent, "--pool", name, "--" + poolAdmittedFlag, "--json"}
 			for _, q := range qs {
 				args = append(args, "--queue", q)
 			}

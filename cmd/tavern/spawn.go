@@ -49,12 +49,15 @@ or 1 when the child exited 0 but its item failed after it (a rejected gate, a
 failed merge or check: the reason is printed and is the item's last_error),
 or 128+N when signal N interrupted the wrapper after its child exited 0 (while
 it waited at the item's gate: the item is released, not failed),
-or 3 when --queue found no item, 4 when the agent is busy (another wrapper or
+or 3 when --queue found no item, 4 when a budget is spent (tavern budget:
+those of --pool P and of every pool) or the agent is busy (another wrapper or
 a session runs it; a reaper marking a dead wrapper's agent failed is waited
 for, up to 5s) or its role's
 constitution changed (--accept-constitution to accept the new one), 2 when a
 new agent's --role is refused as agent new refuses it (a new role near one
-that has a constitution: did you mean).
+that has a constitution: did you mean) or --pool names a pool that has not
+run, that no budget names, near one that has (did you mean; --new-pool makes
+it on purpose).
 
 With --worktree the child runs in its item's own git worktree, on a branch
 named after the item, made from --base (TAVERN_WORKTREE, TAVERN_BRANCH,
@@ -82,7 +85,11 @@ Examples:
 			&cli.BoolFlag{Name: "steal", Usage: "with --queue: take from other queues when these are empty"},
 			waitFlag("with --queue: wait up to `DUR` for an item"),
 			&cli.StringFlag{Name: "model", Usage: "model `M` (TAVERN_MODEL)"},
-			&cli.StringFlag{Name: "pool", Usage: "the pool this drone belongs to"},
+			&cli.StringFlag{Name: "pool", Usage: "the pool `P` this run belongs to (its budgets apply)"},
+			&cli.BoolFlag{Name: "new-pool", Usage: "the pool is new on purpose: its name is not refused as a typo of an existing pool"},
+			// Set by pool run on its drones only: the pool admitted them
+			// against its budgets before it started them.
+			&cli.BoolFlag{Name: poolAdmittedFlag, Hidden: true},
 			&cli.BoolFlag{Name: "tee", Usage: "copy the child's output to this terminal (with --json: both to stderr)"},
 			&cli.BoolFlag{Name: "accept-constitution", Usage: "run under a changed role constitution and record it"},
 			jsonFlag(),
@@ -115,10 +122,12 @@ func runSpawn(c *cli.Context) error {
 		Command: c.Args().Slice(), Env: childBaseEnv(), Stdin: c.App.Reader, Signals: sigs,
 		AcceptConstitution: c.Bool("accept-constitution"),
 	}
-	if opt.Pool == "" {
-		// A pool admits its drones on its own tick; a spawn of no pool
-		// answers to the budgets of every pool.
-		opt.Admit = usage.Admit(m.Store, "")
+	if !c.Bool(poolAdmittedFlag) {
+		// A pool admits its drones on its own tick (asked again here, a
+		// drone refused after the pool's check would count as a crash);
+		// any other spawn answers to the budgets of its pool (if any)
+		// and of every pool, and its pool must not be a typo.
+		opt.Admit = usage.AdmitSpawn(m.Store, opt.Pool, c.Bool("new-pool"))
 	}
 	if c.Bool("tee") {
 		opt.TeeOut, opt.TeeErr = c.App.Writer, c.App.ErrWriter
@@ -144,6 +153,10 @@ func runSpawn(c *cli.Context) error {
 	res, err := m.Spawn(c.Context, opt)
 	return spawnResult(c, res, err)
 }
+
+// poolAdmittedFlag marks a drone of pool run (hidden): its pool admitted
+// it against the budgets before it started it.
+const poolAdmittedFlag = "admitted-by-pool"
 
 // spawnResult reports a run and gives the wrapper's exit: the child's
 // status.
