@@ -88,6 +88,11 @@ var (
 	// anything is written.
 	ErrBadPool = errors.New("bad option")
 
+	// ErrPoolRunning is returned by RunPool when another process runs
+	// the pool (it holds the pool's liveness lock): two runners would
+	// overwrite each other's metrics and double the drones.
+	ErrPoolRunning = errors.New("pool is already running")
+
 	// ErrNearRole is returned (in a *RoleError) by WriteConstitution and
 	// CreateAgent for a role that has no constitution yet, that no agent
 	// has, and whose name is near one that has a constitution: most

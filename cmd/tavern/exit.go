@@ -81,6 +81,7 @@ var exitCodes = []struct {
 	{agents.ErrNotBackup, exitNotFound}, // restore SRC holds no store
 	{agents.ErrPersonNotAgent, exitUsage},
 	{agents.ErrBadPool, exitUsage},
+	{agents.ErrPoolRunning, exitConflict},
 	{agents.ErrNearRole, exitUsage},    // a typo of a role, not a role that is missing
 	{agents.ErrNameNotPath, exitUsage}, // as an item's path fields
 	{agents.ErrDuplicateID, exitUsage},
