@@ -123,8 +123,8 @@ type SpawnResult struct {
 	Outcome       string `json:"outcome"`              // done | failed | released | no_work
 	ItemError     string `json:"item_error,omitempty"` // the queue refused the completion (lost claim...)
 	// Failure is why the item failed though the child exited 0: a gate
-	// rejected it, or a Finish step (the merge queue's rebase, check or
-	// landing) failed.
+	// rejected it, a Finish step (the merge queue's rebase, check or
+	// landing) failed, or the run failed its item itself (ownEnd).
 	Failure  string `json:"failure,omitempty"`
 	State    string `json:"state"` // agent state after the run
 	Duration string `json:"duration"`
@@ -708,6 +708,9 @@ func (r *spawnRun) settle(ctx context.Context) (*SpawnResult, error) {
 		r.stopRenewal()
 		if claim != nil {
 			itemErr = claim.Release("wrapper interrupted by " + r.forwarded.String())
+			if r.ownEnd(itemErr) {
+				itemErr = nil
+			}
 		}
 	case res.ExitCode == 0:
 		res.Outcome = OutcomeDone
@@ -722,6 +725,8 @@ func (r *spawnRun) settle(ctx context.Context) (*SpawnResult, error) {
 				res.InterruptedBy = signalName(intr.sig)
 				r.stopRenewal()
 				itemErr = claim.Release("wrapper " + intr.Error())
+			} else if r.ownEnd(err) {
+				r.stopRenewal() // the item is settled as its run said
 			} else if err != nil {
 				res.Outcome, res.Failure = OutcomeFailed, err.Error()
 				r.stopRenewal()
@@ -751,6 +756,9 @@ func (r *spawnRun) settle(ctx context.Context) (*SpawnResult, error) {
 				reason += "\n" + strings.Join(t, "\n")
 			}
 			itemErr = claim.Fail(reason)
+			if r.ownEnd(itemErr) {
+				itemErr = nil
+			}
 		}
 	}
 	r.stopRenewal()
@@ -791,6 +799,38 @@ func (r *spawnRun) settle(ctx context.Context) (*SpawnResult, error) {
 		return res, itemErr
 	}
 	return res, jerr
+}
+
+// ownEnd reports whether err, the wrapper's own settling of its claim
+// refused as stale, only means that the claim was already ended as the run
+// itself said: the child failed or released its own item (`tavern item
+// fail|release "$TAVERN_ITEM"`; a person may do the same to the current
+// claim). The wrapper then reports what was done, not a lost claim:
+//
+//   - failed: the outcome is failed (the agent goes to failed) and Failure
+//     says so with the item's last_error; a child that exited 0 makes
+//     the wrapper exit 1, as any item that failed though its command
+//     succeeded does — its work did not get done, and the child said so;
+//   - released: the outcome is released (the agent goes back to idle, the
+//     item waits for another run); a child that exited 0 makes the
+//     wrapper exit 0: nothing failed.
+//
+// An item the child completed itself is ownDone's (queue.go).
+func (r *spawnRun) ownEnd(err error) bool {
+	qc, ok := r.claim.(*queueClaim)
+	if !ok || !errors.Is(err, queues.ErrStale) {
+		return false
+	}
+	outcome, reason := qc.ownEnd()
+	switch outcome {
+	case OutcomeFailed:
+		r.res.Outcome, r.res.Failure = OutcomeFailed, "its run failed it (tavern item fail): "+reason
+	case OutcomeReleased:
+		r.res.Outcome, r.res.Failure = OutcomeReleased, ""
+	default:
+		return false
+	}
+	return true
 }
 
 // abort undoes a run that failed before the child ran to its end, in

@@ -34,7 +34,10 @@ lines) and the agent goes to verifying if it has commitments, else done.
 Non-zero: the item fails (exit status and stderr tail as last_error) and the
 agent goes to failed (a signal: "killed by SIGKILL"). SIGINT/SIGTERM are
 forwarded to the child; the item is then released, not failed, and the agent
-goes back to idle.
+goes back to idle. A child that settles its own item (tavern item done, fail
+or release "$TAVERN_ITEM") is taken at its word: failed, the run fails
+(exit 1 if the child exited 0); released, the agent goes back to idle
+(exit 0).
 
 Each run is an instance (TAVERN_INSTANCE, recorded in the agent document and
 on the claimed item). The child inherits the instance's liveness lock as
@@ -182,7 +185,7 @@ func spawnResult(c *cli.Context, res *agents.SpawnResult, err error) error {
 		}
 		return withCode(exitError, errSilent)
 	}
-	if res.ExitCode == 0 && res.Outcome == agents.OutcomeReleased && res.Item != "" {
+	if res.ExitCode == 0 && res.Outcome == agents.OutcomeReleased && res.Item != "" && res.Interrupted {
 		// Interrupted (at a gate, or a child that trapped the signal and
 		// exited 0): the item went back undone, so the exit says which
 		// signal, as a shell's does.
