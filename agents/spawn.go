@@ -87,10 +87,17 @@ type SpawnOptions struct {
 	// refusals — journaled, no state changed. Pools admit their drones
 	// themselves (PoolOptions.Admit).
 	Admit func() error
-	// Signals are forwarded to the child's process group. A forwarded
-	// signal marks the run interrupted: the item is released, not failed,
-	// and the agent goes back to idle.
+	// Signals are forwarded to the child's process group, each followed
+	// by SIGCONT (a stopped child would never see it). A forwarded signal
+	// marks the run interrupted: the item is released, not failed, and
+	// the agent goes back to idle.
 	Signals <-chan os.Signal
+	// KillGrace is how long a child may take to exit after the first
+	// forwarded signal (or ctx done) before its process group is
+	// SIGKILLed: a child that ignores SIGTERM must not hold its wrapper
+	// (and a draining pool) for ever. 0 takes DefaultKillGrace; negative
+	// never escalates.
+	KillGrace time.Duration
 	// Work is the queue engine; required when Queues is set.
 	Work WorkSource
 	// ResultLines is how many last stdout lines become the item's result
@@ -129,6 +136,9 @@ type SpawnResult struct {
 	State    string `json:"state"` // agent state after the run
 	Duration string `json:"duration"`
 }
+
+// DefaultKillGrace is SpawnOptions.KillGrace's default.
+const DefaultKillGrace = 10 * time.Second
 
 // Outcomes of a spawn.
 const (
@@ -604,25 +614,45 @@ func (r *spawnRun) supervise(ctx context.Context) {
 	}
 	pgid := r.cmd.Process.Pid
 	ctxDone := ctx.Done()
+	grace := r.opt.KillGrace
+	if grace == 0 {
+		grace = DefaultKillGrace
+	}
+	var escalate <-chan time.Time
+	var timer *time.Timer
+	forward := func(sig os.Signal) {
+		if r.forwarded == nil {
+			r.forwarded = sig
+		}
+		if s, ok := sig.(syscall.Signal); ok {
+			_ = syscall.Kill(-pgid, s)
+		}
+		// A stopped child (SIGSTOP, a job stopped with Ctrl-Z) would
+		// keep the signal pending, and its wrapper waiting, for ever.
+		_ = syscall.Kill(-pgid, syscall.SIGCONT)
+		if timer == nil && grace > 0 {
+			timer = time.NewTimer(grace)
+			escalate = timer.C
+		}
+	}
 loop:
 	for {
 		select {
 		case r.waitErr = <-r.waitDone:
 			break loop
 		case sig := <-r.opt.Signals:
-			if r.forwarded == nil {
-				r.forwarded = sig
-			}
-			if s, ok := sig.(syscall.Signal); ok {
-				_ = syscall.Kill(-pgid, s)
-			}
+			forward(sig)
 		case <-ctxDone:
 			ctxDone = nil
-			if r.forwarded == nil {
-				r.forwarded = syscall.SIGTERM
-			}
-			_ = syscall.Kill(-pgid, syscall.SIGTERM)
+			forward(syscall.SIGTERM)
+		case <-escalate:
+			// The child had its grace: it ignores the signal (or hangs).
+			escalate = nil
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		}
+	}
+	if timer != nil {
+		timer.Stop()
 	}
 	r.hook.Ended = time.Now()
 	// The pipes close when the child (and any grandchild holding them)

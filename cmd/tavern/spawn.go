@@ -33,8 +33,10 @@ Exit 0: the item is done (result: the TAVERN_RESULT file, else the last output
 lines) and the agent goes to verifying if it has commitments, else done.
 Non-zero: the item fails (exit status and stderr tail as last_error) and the
 agent goes to failed (a signal: "killed by SIGKILL"). SIGINT/SIGTERM are
-forwarded to the child; the item is then released, not failed, and the agent
-goes back to idle. A child that settles its own item (tavern item done, fail
+forwarded to the child's process group (with SIGCONT, so a stopped child
+sees them too), and the group is SIGKILLed if the child has not exited
+--kill-grace (10s) after the first; the item is then released, not failed,
+and the agent goes back to idle. A child that settles its own item (tavern item done, fail
 or release "$TAVERN_ITEM") is taken at its word: failed, the run fails
 (exit 1 if the child exited 0); released, the agent goes back to idle
 (exit 0).
@@ -95,6 +97,7 @@ Examples:
 			&cli.BoolFlag{Name: poolAdmittedFlag, Hidden: true},
 			&cli.BoolFlag{Name: "tee", Usage: "copy the child's output to this terminal (with --json: both to stderr)"},
 			&cli.BoolFlag{Name: "accept-constitution", Usage: "run under a changed role constitution and record it"},
+			&cli.DurationFlag{Name: "kill-grace", Value: agents.DefaultKillGrace, Usage: "after a forwarded signal, SIGKILL the child's group if it has not exited within `DUR` (0: never)", Action: notNegative("kill-grace")},
 			jsonFlag(),
 		}, worktreeFlags()...),
 		Action: runSpawn,
@@ -123,7 +126,10 @@ func runSpawn(c *cli.Context) error {
 		Name: c.String("name"), Role: c.String("role"), Parent: parent, Model: c.String("model"), Pool: c.String("pool"),
 		Queues: splitList(c.StringSlice("queue")), Steal: c.Bool("steal"), Wait: c.Duration("wait"),
 		Command: c.Args().Slice(), Env: childBaseEnv(), Stdin: c.App.Reader, Signals: sigs,
-		AcceptConstitution: c.Bool("accept-constitution"),
+		AcceptConstitution: c.Bool("accept-constitution"), KillGrace: c.Duration("kill-grace"),
+	}
+	if opt.KillGrace == 0 {
+		opt.KillGrace = -1 // --kill-grace 0: never escalate
 	}
 	if !c.Bool(poolAdmittedFlag) {
 		// A pool admits its drones on its own tick (asked again here, a
