@@ -3,6 +3,7 @@ package agents
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 
 	"github.com/tavernhq/tavern/schema"
@@ -247,3 +248,11 @@ func article(w string) string {
 	}
 	return ""
 }
+
+// commandNotFound is a child command not found on $PATH (exec.ErrNotFound):
+// it is fs.ErrNotExist too, so that a command missing from $PATH and one
+// missing at its path are the same "not found" (the CLI's exit 3).
+type commandNotFound struct{ err error }
+
+func (e *commandNotFound) Error() string   { return e.err.Error() }
+func (e *commandNotFound) Unwrap() []error { return []error{e.err, fs.ErrNotExist} }

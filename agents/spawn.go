@@ -526,6 +526,9 @@ func (r *spawnRun) startChild() error {
 	r.working = true
 	r.res.Spawns = spawns
 	if err := r.startOnLockedThread(); err != nil {
+		if errors.Is(err, exec.ErrNotFound) {
+			err = &commandNotFound{err}
+		}
 		return &AgentError{Op: "spawn", Path: AgentPath(r.name), Err: err}
 	}
 	r.res.PID = cmd.Process.Pid

@@ -54,7 +54,8 @@ or 1 when the child exited 0 but its item failed after it (a rejected gate, a
 failed merge or check: the reason is printed and is the item's last_error),
 or 128+N when signal N interrupted the wrapper after its child exited 0 (while
 it waited at the item's gate: the item is released, not failed),
-or 3 when --queue found no item, 4 when a budget is spent (tavern budget:
+or 3 when --queue found no item or the command cannot be found (not on
+$PATH, no such file: as pool run's refusal), 4 when a budget is spent (tavern budget:
 those of --pool P and of every pool) or the agent is busy (another wrapper or
 a session runs it; a reaper marking a dead wrapper's agent failed is waited
 for, up to 5s) or its role's
