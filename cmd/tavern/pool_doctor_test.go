@@ -38,6 +38,18 @@ func TestDoctorDeadPool(t *testing.T) {
 
 	_ = pool.Process.Kill()
 	_ = pool.Wait()
+	// The views say so until it is fixed.
+	var pools []struct {
+		Name, State string
+		Dead        bool
+	}
+	p.json(&pools, "ui", "--lens", "pools")
+	if len(pools) != 1 || pools[0].State != "running" || !pools[0].Dead {
+		t.Fatalf("ui --lens pools after the runner was killed: %+v, want p running, dead", pools)
+	}
+	if md := p.ok("export", "--md"); !strings.Contains(md, "running (runner gone)") {
+		t.Fatalf("export --md does not say the runner is gone:\n%s", md)
+	}
 	r := p.fails(5, "doctor")
 	if !strings.Contains(r.out, "dead-pool pools/p.md: state running") {
 		t.Fatalf("doctor after the runner was killed:\n%s", r)
@@ -50,6 +62,11 @@ func TestDoctorDeadPool(t *testing.T) {
 	p.json(&d, "show", "pools/p")
 	if d.Fields.State != "stopped" {
 		t.Fatalf("pool state after doctor --fix: %q, want stopped", d.Fields.State)
+	}
+	pools = nil
+	p.json(&pools, "ui", "--lens", "pools")
+	if len(pools) != 1 || pools[0].Dead {
+		t.Fatalf("ui --lens pools after doctor --fix: %+v, want p stopped, not dead", pools)
 	}
 	if log := p.ok("log", "--type", "pool.reaped", "--json"); !strings.Contains(log, `"path":"pools/p.md"`) {
 		t.Fatalf("no pool.reaped event:\n%s", log)
