@@ -108,8 +108,12 @@
 // with the exit status ("killed by SIGKILL") and the stderr tail and moves
 // the agent to failed; a forwarded signal, or one that comes while the
 // wrapper waits at the item's gate after its child succeeded, releases
-// the item (no attempt spent) and moves the agent to idle. pid and host
-// are cleared before the locks are released.
+// the item (no attempt spent) and moves the agent to idle. A forwarded
+// signal is followed by SIGCONT (a stopped child), and the child's group
+// is SIGKILLed if it has not exited KillGrace after the first. A child
+// that settled its own item is taken at its word (done: ownDone; failed
+// or released: spawnRun.ownEnd). pid and host are cleared before the
+// locks are released.
 //
 // A spawn is refused — the agent busy (its lock held), in verifying,
 // hand-edited into an illegal state, or under a changed constitution not
@@ -185,7 +189,9 @@
 //     lock); a timed-out assertion's whole process group is SIGKILLed.
 //   - A pool's drone that dies without its JSON result counts as crashed;
 //     its item comes back by liveness. The first interrupt drains the
-//     pool, the second forwards SIGTERM.
+//     pool, the second forwards SIGTERM. The runner holds the pool's
+//     liveness lock (schema.PoolLockKey): one runner per pool, and a
+//     document left running by a dead one is Doctor's dead-pool.
 //   - Backup is file-consistent, not a snapshot: a queue item that moves
 //     between state directories while Backup walks queues/ may be copied
 //     in both states or in neither. Channels are copied under their lock

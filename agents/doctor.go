@@ -15,6 +15,7 @@ import (
 	"github.com/tavernhq/tavern/queues/gitsync"
 	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 // Doctor finds what a crash can leave behind in the store (docstore.
@@ -28,6 +29,10 @@ import (
 //     lock, and so its item; repair: kill it) and invalid-document (an
 //     agent file that does not parse or validate, so none of this could
 //     be judged for it; no repair: InvalidFinding);
+//     dead-pool (a pool document that says running, paused or draining
+//     for a `pool run` of this host whose liveness lock is free: the
+//     runner died; repair: state stopped, drones 0, journaled as
+//     pool.reaped);
 //  2. queues (Broker.Findings): duplicate-copy, dead-claim, journal-gap,
 //     stale item and holder locks;
 //  3. stale-lock: instance locks nobody holds (their instance is over),
@@ -61,6 +66,7 @@ func (m *Manager) Doctor(b *queues.Broker, fix bool) ([]docstore.Finding, error)
 		}
 	}
 	phase(m.agentFindings())
+	phase(m.poolFindings())
 	phase(b.Findings())
 	phase(m.lockFindings())
 	phase(m.Store.TempFindings())
@@ -133,6 +139,83 @@ func (m *Manager) agentFindings() ([]docstore.Finding, error) {
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// poolFindings reports pools whose document says a runner of this host
+// runs them while nobody holds the pool's liveness lock (a `pool run`
+// killed before it could write stopped).
+func (m *Manager) poolFindings() ([]docstore.Finding, error) {
+	files, err := m.Store.Names("pools")
+	if err != nil && !errors.Is(err, docstore.ErrNotExist) {
+		return nil, err
+	}
+	var out []docstore.Finding
+	var errs []error
+	for _, f := range files {
+		name, ok := strings.CutSuffix(f, ".md")
+		if !ok || schema.ValidName(name) != nil {
+			continue
+		}
+		d, err := m.Store.Get(PoolPath(name))
+		if err != nil {
+			if BadFile(err) {
+				out = append(out, InvalidFinding(err))
+			} else if !errors.Is(err, docstore.ErrNotExist) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if !poolLive(d.String("state")) || d.String("host") != m.Host {
+			continue
+		}
+		if free, err := m.Store.LockFree(schema.PoolLockKey(name)); err != nil || !free {
+			continue // its runner lives (or unknowable)
+		}
+		out = append(out, docstore.Finding{Kind: docstore.FindingDeadPool, Path: PoolPath(name),
+			Detail: "state " + d.String("state") + " but its runner (pid " + itoa(docInt(d, "pid")) + ") is gone",
+			Repair: func() error { return m.reapPool(name) }})
+	}
+	return out, errors.Join(errs...)
+}
+
+// docInt is an integer field of d (0 when it has none).
+func docInt(d *docstore.Doc, key string) int {
+	v, _ := d.Int(key)
+	return int(v)
+}
+
+// poolLive reports whether a pool document's state says a runner runs it.
+func poolLive(state string) bool {
+	return state == "running" || state == "paused" || state == "draining"
+}
+
+// reapPool records that a pool's runner died: state stopped, no drones
+// (they died with it, or finish as orphans the agent reaper handles),
+// journaled as pool.reaped. It holds the pool's lock while it writes, so
+// a `pool run` starting meanwhile is not marked stopped.
+func (m *Manager) reapPool(name string) error {
+	l, ok, err := m.Store.TryLock(schema.PoolLockKey(name))
+	if err != nil || !ok {
+		return err // a runner started: the document is its own again
+	}
+	defer l.Unlock()
+	// Under the lock no runner writes the document: what it says now is
+	// what is changed.
+	d, err := m.Store.Get(PoolPath(name))
+	if err != nil {
+		return err
+	}
+	was, pid := d.String("state"), docInt(d, "pid")
+	if !poolLive(was) || d.String("host") != m.Host {
+		return nil
+	}
+	if _, err := m.Store.Update(PoolPath(name), func(d *docstore.Doc) error {
+		return d.SetMany([]docstore.Field{{Key: "state", Value: "stopped"}, {Key: "drones", Value: 0}, {Key: "updated", Value: m.now()}})
+	}); err != nil {
+		return err
+	}
+	return m.event(journal.Event{Type: "pool.reaped", Kind: "pool", Path: PoolPath(name),
+		Data: map[string]any{"state": was, "pid": pid, "host": m.Host, "by": "doctor"}})
 }
 
 // InvalidFinding is the doctor's finding for a document that does not

@@ -3,6 +3,7 @@ package agents
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 
 	"github.com/tavernhq/tavern/schema"
@@ -87,6 +88,11 @@ var (
 	// pool (min above max, an unknown on-empty mode): a bad value, before
 	// anything is written.
 	ErrBadPool = errors.New("bad option")
+
+	// ErrPoolRunning is returned by RunPool when another process runs
+	// the pool (it holds the pool's liveness lock): two runners would
+	// overwrite each other's metrics and double the drones.
+	ErrPoolRunning = errors.New("pool is already running")
 
 	// ErrNearRole is returned (in a *RoleError) by WriteConstitution and
 	// CreateAgent for a role that has no constitution yet, that no agent
@@ -242,3 +248,11 @@ func article(w string) string {
 	}
 	return ""
 }
+
+// commandNotFound is a child command not found on $PATH (exec.ErrNotFound):
+// it is fs.ErrNotExist too, so that a command missing from $PATH and one
+// missing at its path are the same "not found" (the CLI's exit 3).
+type commandNotFound struct{ err error }
+
+func (e *commandNotFound) Error() string   { return e.err.Error() }
+func (e *commandNotFound) Unwrap() []error { return []error{e.err, fs.ErrNotExist} }

@@ -158,6 +158,18 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 		}
 	}
 
+	// The pool's liveness lock, held until the run ends: a document that
+	// says running while it is free was left by a runner that died
+	// (Doctor: dead-pool).
+	lk, ok, err := m.Store.TryLock(schema.PoolLockKey(opt.Name))
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, &AgentError{Op: "pool run", Path: PoolPath(opt.Name), Err: fmt.Errorf("%w: another process holds its liveness lock", ErrPoolRunning)}
+	}
+	defer lk.Unlock()
+
 	p := &poolRun{m: m, opt: opt, started: time.Now(), running: map[string]*drone{}}
 	p.metrics.Name, p.metrics.State = opt.Name, "running"
 	if err := p.writeDoc(true); err != nil {

@@ -63,6 +63,29 @@ func (q *queueClaim) ownDone(err error) bool {
 	return gerr == nil && q.doneBy(it)
 }
 
+// ownEnd reports how this claim was ended by someone other than the
+// wrapper — its child (`tavern item fail|release "$TAVERN_ITEM"`), or a
+// person acting on the current claim — while it ran: OutcomeFailed (the
+// item back in pending/ with the attempt counted, or in dead/; reason is
+// its last_error) or OutcomeReleased (in pending/ with the attempt given
+// back). "" when the claim is on, was completed (ownDone), or the item
+// was claimed again since (the attempt moved on).
+func (q *queueClaim) ownEnd() (outcome, reason string) {
+	it, err := q.b.Get(q.c.ID)
+	if err != nil || it.ClaimAttempt != q.c.Attempt {
+		return "", ""
+	}
+	switch {
+	case it.State == queues.Dead:
+		return OutcomeFailed, it.LastError
+	case it.State == queues.Pending && it.Attempts < q.c.Item.Attempts:
+		return OutcomeReleased, ""
+	case it.State == queues.Pending:
+		return OutcomeFailed, it.LastError
+	}
+	return "", ""
+}
+
 // doneBy reports whether it is the item of this claim, done by it.
 func (q *queueClaim) doneBy(it *queues.Item) bool {
 	return it.State == queues.Done && it.ClaimAttempt == q.c.Attempt && it.ClaimedBy == q.c.ClaimedBy

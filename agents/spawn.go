@@ -87,10 +87,17 @@ type SpawnOptions struct {
 	// refusals — journaled, no state changed. Pools admit their drones
 	// themselves (PoolOptions.Admit).
 	Admit func() error
-	// Signals are forwarded to the child's process group. A forwarded
-	// signal marks the run interrupted: the item is released, not failed,
-	// and the agent goes back to idle.
+	// Signals are forwarded to the child's process group, each followed
+	// by SIGCONT (a stopped child would never see it). A forwarded signal
+	// marks the run interrupted: the item is released, not failed, and
+	// the agent goes back to idle.
 	Signals <-chan os.Signal
+	// KillGrace is how long a child may take to exit after the first
+	// forwarded signal (or ctx done) before its process group is
+	// SIGKILLed: a child that ignores SIGTERM must not hold its wrapper
+	// (and a draining pool) for ever. 0 takes DefaultKillGrace; negative
+	// never escalates.
+	KillGrace time.Duration
 	// Work is the queue engine; required when Queues is set.
 	Work WorkSource
 	// ResultLines is how many last stdout lines become the item's result
@@ -123,12 +130,15 @@ type SpawnResult struct {
 	Outcome       string `json:"outcome"`              // done | failed | released | no_work
 	ItemError     string `json:"item_error,omitempty"` // the queue refused the completion (lost claim...)
 	// Failure is why the item failed though the child exited 0: a gate
-	// rejected it, or a Finish step (the merge queue's rebase, check or
-	// landing) failed.
+	// rejected it, a Finish step (the merge queue's rebase, check or
+	// landing) failed, or the run failed its item itself (ownEnd).
 	Failure  string `json:"failure,omitempty"`
 	State    string `json:"state"` // agent state after the run
 	Duration string `json:"duration"`
 }
+
+// DefaultKillGrace is SpawnOptions.KillGrace's default.
+const DefaultKillGrace = 10 * time.Second
 
 // Outcomes of a spawn.
 const (
@@ -516,6 +526,9 @@ func (r *spawnRun) startChild() error {
 	r.working = true
 	r.res.Spawns = spawns
 	if err := r.startOnLockedThread(); err != nil {
+		if errors.Is(err, exec.ErrNotFound) {
+			err = &commandNotFound{err}
+		}
 		return &AgentError{Op: "spawn", Path: AgentPath(r.name), Err: err}
 	}
 	r.res.PID = cmd.Process.Pid
@@ -604,25 +617,45 @@ func (r *spawnRun) supervise(ctx context.Context) {
 	}
 	pgid := r.cmd.Process.Pid
 	ctxDone := ctx.Done()
+	grace := r.opt.KillGrace
+	if grace == 0 {
+		grace = DefaultKillGrace
+	}
+	var escalate <-chan time.Time
+	var timer *time.Timer
+	forward := func(sig os.Signal) {
+		if r.forwarded == nil {
+			r.forwarded = sig
+		}
+		if s, ok := sig.(syscall.Signal); ok {
+			_ = syscall.Kill(-pgid, s)
+		}
+		// A stopped child (SIGSTOP, a job stopped with Ctrl-Z) would
+		// keep the signal pending, and its wrapper waiting, for ever.
+		_ = syscall.Kill(-pgid, syscall.SIGCONT)
+		if timer == nil && grace > 0 {
+			timer = time.NewTimer(grace)
+			escalate = timer.C
+		}
+	}
 loop:
 	for {
 		select {
 		case r.waitErr = <-r.waitDone:
 			break loop
 		case sig := <-r.opt.Signals:
-			if r.forwarded == nil {
-				r.forwarded = sig
-			}
-			if s, ok := sig.(syscall.Signal); ok {
-				_ = syscall.Kill(-pgid, s)
-			}
+			forward(sig)
 		case <-ctxDone:
 			ctxDone = nil
-			if r.forwarded == nil {
-				r.forwarded = syscall.SIGTERM
-			}
-			_ = syscall.Kill(-pgid, syscall.SIGTERM)
+			forward(syscall.SIGTERM)
+		case <-escalate:
+			// The child had its grace: it ignores the signal (or hangs).
+			escalate = nil
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		}
+	}
+	if timer != nil {
+		timer.Stop()
 	}
 	r.hook.Ended = time.Now()
 	// The pipes close when the child (and any grandchild holding them)
@@ -708,6 +741,9 @@ func (r *spawnRun) settle(ctx context.Context) (*SpawnResult, error) {
 		r.stopRenewal()
 		if claim != nil {
 			itemErr = claim.Release("wrapper interrupted by " + r.forwarded.String())
+			if r.ownEnd(itemErr) {
+				itemErr = nil
+			}
 		}
 	case res.ExitCode == 0:
 		res.Outcome = OutcomeDone
@@ -722,6 +758,8 @@ func (r *spawnRun) settle(ctx context.Context) (*SpawnResult, error) {
 				res.InterruptedBy = signalName(intr.sig)
 				r.stopRenewal()
 				itemErr = claim.Release("wrapper " + intr.Error())
+			} else if r.ownEnd(err) {
+				r.stopRenewal() // the item is settled as its run said
 			} else if err != nil {
 				res.Outcome, res.Failure = OutcomeFailed, err.Error()
 				r.stopRenewal()
@@ -751,6 +789,9 @@ func (r *spawnRun) settle(ctx context.Context) (*SpawnResult, error) {
 				reason += "\n" + strings.Join(t, "\n")
 			}
 			itemErr = claim.Fail(reason)
+			if r.ownEnd(itemErr) {
+				itemErr = nil
+			}
 		}
 	}
 	r.stopRenewal()
@@ -791,6 +832,38 @@ func (r *spawnRun) settle(ctx context.Context) (*SpawnResult, error) {
 		return res, itemErr
 	}
 	return res, jerr
+}
+
+// ownEnd reports whether err, the wrapper's own settling of its claim
+// refused as stale, only means that the claim was already ended as the run
+// itself said: the child failed or released its own item (`tavern item
+// fail|release "$TAVERN_ITEM"`; a person may do the same to the current
+// claim). The wrapper then reports what was done, not a lost claim:
+//
+//   - failed: the outcome is failed (the agent goes to failed) and Failure
+//     says so with the item's last_error; a child that exited 0 makes
+//     the wrapper exit 1, as any item that failed though its command
+//     succeeded does — its work did not get done, and the child said so;
+//   - released: the outcome is released (the agent goes back to idle, the
+//     item waits for another run); a child that exited 0 makes the
+//     wrapper exit 0: nothing failed.
+//
+// An item the child completed itself is ownDone's (queue.go).
+func (r *spawnRun) ownEnd(err error) bool {
+	qc, ok := r.claim.(*queueClaim)
+	if !ok || !errors.Is(err, queues.ErrStale) {
+		return false
+	}
+	outcome, reason := qc.ownEnd()
+	switch outcome {
+	case OutcomeFailed:
+		r.res.Outcome, r.res.Failure = OutcomeFailed, "its run failed it (tavern item fail): "+reason
+	case OutcomeReleased:
+		r.res.Outcome, r.res.Failure = OutcomeReleased, ""
+	default:
+		return false
+	}
+	return true
 }
 
 // abort undoes a run that failed before the child ran to its end, in

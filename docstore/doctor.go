@@ -35,6 +35,7 @@ const (
 	FindingDuplicate  = "duplicate-copy" // an item in two state directories
 	FindingDeadClaim  = "dead-claim"     // a claim whose holder is dead, not yet reaped
 	FindingDeadAgent  = "dead-wrapper"   // an agent working for a wrapper that died
+	FindingDeadPool   = "dead-pool"      // a pool running for a `pool run` that died
 	FindingOrphan     = "orphan-process" // processes of a dead wrapper's tree still run
 	FindingJournalGap = "journal-gap"    // a state change the journal does not have
 	FindingStaleLock  = "stale-lock"     // a lock file nobody will take again

@@ -67,6 +67,11 @@ func AgentLockKey(name string) string { return "agents/" + name }
 // long as it is held.
 func InstanceLockKey(id string) string { return "instances/" + id }
 
+// PoolLockKey is the liveness lock of a pool: held by its `pool run`
+// process for as long as it runs, so a pool document that says running
+// while the lock can be taken is the record of a runner that died.
+func PoolLockKey(name string) string { return "pools/" + name }
+
 // ChannelLockKey is the lock key that serialises appends to one channel's
 // message chunks (backup takes it too, for a consistent copy).
 func ChannelLockKey(channel string) string { return "channels/" + channel }

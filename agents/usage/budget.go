@@ -273,6 +273,26 @@ func Admit(s *docstore.Store, pool string) func() error {
 	}
 }
 
+// AdmitSpawn is the admission hook of `tavern spawn`
+// (agents.SpawnOptions.Admit) run by hand or by a script, pool "" or not:
+// a pool given must not be a likely typo of an existing one (the rule of a
+// budget's pool, *PoolError wrapping ErrNearPool, unless newPool), and the
+// budgets that apply to it must have room (Admit). A pool's own drones are
+// admitted by their pool before it starts them (agents.PoolOptions.Admit),
+// not again here: the pool would take a drone refused a moment after its
+// own check for a crash.
+func AdmitSpawn(s *docstore.Store, pool string, newPool bool) func() error {
+	admit := Admit(s, pool)
+	return func() error {
+		if pool != "" && !newPool {
+			if _, near := PoolKnown(s, pool); len(near) > 0 {
+				return &PoolError{Op: "spawn --pool", Path: agents.PoolPath(pool), Pool: pool, Near: near, Err: ErrNearPool}
+			}
+		}
+		return admit()
+	}
+}
+
 // Spent lists the spent budgets of today: the needs-you list's budgets.
 func Spent(s *docstore.Store, now time.Time) ([]State, error) {
 	states, err := Check(s, "", now)

@@ -257,7 +257,22 @@ type Pool struct {
 	Throughput    float64  `json:"throughput"`
 	Utilization   float64  `json:"utilization"`
 	Amplification float64  `json:"amplification"`
-	Path          string   `json:"path"`
+	// Dead: the document says running, paused or draining for a `pool
+	// run` of this host that is gone (its liveness lock is free); its
+	// numbers are those of the moment it died (tavern doctor --fix sets
+	// it stopped).
+	Dead bool   `json:"dead,omitempty"`
+	Path string `json:"path"`
+	host string // the runner's host (Dead is judged on this host only)
+}
+
+// StateText is the pool's state as people read it: "running (runner
+// gone)" for a dead one.
+func (p Pool) StateText() string {
+	if p.Dead {
+		return p.State + " (runner gone)"
+	}
+	return p.State
 }
 
 // Invalid is a document that does not parse or validate.

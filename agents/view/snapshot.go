@@ -59,6 +59,13 @@ func (v *View) snapshot(ver uint64) (*Snapshot, error) {
 	s.Agents = v.agentsOf(kinds["agent"], claims, s.Questions, s.Commitments)
 	s.Channels = channelsOf(kinds["channel"], kinds["chunk"])
 	s.Pools = poolsOf(kinds["pool"])
+	for i := range s.Pools {
+		p := &s.Pools[i]
+		switch p.State {
+		case "running", "paused", "draining":
+			p.Dead = v.m != nil && p.host == v.m.Host && !v.alive(schema.PoolLockKey(p.Name))
+		}
+	}
 	s.Reservations = reservationsOf(kinds["tuple"], now)
 	if slots, err := v.sp.Slots(""); err == nil {
 		for _, t := range slots {
@@ -423,7 +430,7 @@ func poolsOf(docs []watcher.Entry) []Pool {
 			Max: fint(f, "max"), Drones: fint(f, "drones"), PeakDrones: fint(f, "peak_drones"), Spawned: fint(f, "spawned"),
 			Crashed: fint(f, "crashed"), ItemsDone: fint(f, "items_done"), ItemsFailed: fint(f, "items_failed"),
 			Throughput: ffloat(f, "throughput"), Utilization: ffloat(f, "utilization"), Amplification: ffloat(f, "amplification"),
-			Path: e.Path})
+			Path: e.Path, host: fstr(f, "host")})
 	}
 	return out
 }

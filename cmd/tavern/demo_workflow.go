@@ -156,7 +156,7 @@ func runDemoWorkflow(c *cli.Context) error {
 		},
 		Progress: progressShow(c), OnError: func(err error) { errf(c, "\ndemo: %v\n", err) }}
 	opt.Drone = func(agent string, wait time.Duration) *exec.Cmd {
-		cmd := exec.Command(self, "spawn", "--dir", s.Root(), "--name", agent, "--pool", "coders", "--queue", "tasks", "--json",
+		cmd := exec.Command(self, "spawn", "--dir", s.Root(), "--name", agent, "--pool", "coders", "--"+poolAdmittedFlag, "--queue", "tasks", "--json",
 			"--worktree", "--base", "main", "--check", check, "--", "sh", filepath.Join(demoDir, "drone.sh"))
 		cmd.Env = childBaseEnv()
 		return cmd

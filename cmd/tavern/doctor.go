@@ -20,6 +20,8 @@ func newDoctorCommand() *cli.Command {
 
    dead-wrapper    an agent working for a spawn wrapper (of this host) that died
    orphan-process  processes of a dead wrapper's child still run (and hold its item)
+   dead-pool       a pool running for a 'pool run' (of this host) that died
+                   (--fix sets it stopped, journaled as pool.reaped)
    duplicate-copy  an item in two state directories
    dead-claim      a claim whose holder is dead, not yet reaped
    journal-gap     an item done or dead whose event the journal lacks

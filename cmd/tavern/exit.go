@@ -81,6 +81,7 @@ var exitCodes = []struct {
 	{agents.ErrNotBackup, exitNotFound}, // restore SRC holds no store
 	{agents.ErrPersonNotAgent, exitUsage},
 	{agents.ErrBadPool, exitUsage},
+	{agents.ErrPoolRunning, exitConflict},
 	{agents.ErrNearRole, exitUsage},    // a typo of a role, not a role that is missing
 	{agents.ErrNameNotPath, exitUsage}, // as an item's path fields
 	{agents.ErrDuplicateID, exitUsage},
@@ -306,6 +307,8 @@ func hint(err error) string {
 		return fmt.Sprintf(" (`tavern schema %s` lists its fields)", fe.Kind)
 	case errors.As(err, &re) && errors.Is(err, agents.ErrNearRole):
 		return nearRoleHint(re)
+	case errors.As(err, &pe) && !strings.HasPrefix(pe.Path, "budgets/"):
+		return " (if it is a new pool: pass --new-pool)"
 	case errors.As(err, &pe):
 		name := strings.TrimSuffix(strings.TrimPrefix(pe.Path, "budgets/"), ".md")
 		return fmt.Sprintf(" (if it is a new pool: `tavern budget set %s --pool %s --new-pool`)", name, pe.Pool)

@@ -49,7 +49,8 @@ before it reports) are replaced after 1s, 2s, 4s... up to 1m, until one reports.
    terminate  exit once the queues are drained and nothing is claimed
 
 Ctrl-C drains: no new drones, running ones finish. A second Ctrl-C forwards
-SIGTERM to the drones: their items are released, not failed.
+SIGTERM to the drones: their items are released, not failed (a drone's
+command that has not exited 10s later is killed: spawn --kill-grace).
 
 --worktree (and its options, as for tavern spawn) gives every drone its item's
 own git worktree and merges successful branches through the merge queue.
@@ -187,7 +188,7 @@ func poolOptions(c *cli.Context, m *agents.Manager, b *queues.Broker, name strin
 		Steal: c.Bool("steal"), Model: c.String("model"), Command: command, Broker: b, IdleWait: c.Duration("idle-wait"),
 		OnError: func(err error) { poolWarn(c, err) },
 		Drone: func(agent string, wait time.Duration) *exec.Cmd {
-			args := []string{"spawn", "--dir", m.Store.Root(), "--name", agent, "--pool", name, "--json"}
+			args := []string{"spawn", "--dir", m.Store.Root(), "--name", agent, "--pool", name, "--" + poolAdmittedFlag, "--json"}
 			for _, q := range qs {
 				args = append(args, "--queue", q)
 			}

@@ -33,8 +33,13 @@ Exit 0: the item is done (result: the TAVERN_RESULT file, else the last output
 lines) and the agent goes to verifying if it has commitments, else done.
 Non-zero: the item fails (exit status and stderr tail as last_error) and the
 agent goes to failed (a signal: "killed by SIGKILL"). SIGINT/SIGTERM are
-forwarded to the child; the item is then released, not failed, and the agent
-goes back to idle.
+forwarded to the child's process group (with SIGCONT, so a stopped child
+sees them too), and the group is SIGKILLed if the child has not exited
+--kill-grace (10s) after the first; the item is then released, not failed,
+and the agent goes back to idle. A child that settles its own item (tavern item done, fail
+or release "$TAVERN_ITEM") is taken at its word: failed, the run fails
+(exit 1 if the child exited 0); released, the agent goes back to idle
+(exit 0).
 
 Each run is an instance (TAVERN_INSTANCE, recorded in the agent document and
 on the claimed item). The child inherits the instance's liveness lock as
@@ -49,12 +54,16 @@ or 1 when the child exited 0 but its item failed after it (a rejected gate, a
 failed merge or check: the reason is printed and is the item's last_error),
 or 128+N when signal N interrupted the wrapper after its child exited 0 (while
 it waited at the item's gate: the item is released, not failed),
-or 3 when --queue found no item, 4 when the agent is busy (another wrapper or
+or 3 when --queue found no item or the command cannot be found (not on
+$PATH, no such file: as pool run's refusal), 4 when a budget is spent (tavern budget:
+those of --pool P and of every pool) or the agent is busy (another wrapper or
 a session runs it; a reaper marking a dead wrapper's agent failed is waited
 for, up to 5s) or its role's
 constitution changed (--accept-constitution to accept the new one), 2 when a
 new agent's --role is refused as agent new refuses it (a new role near one
-that has a constitution: did you mean).
+that has a constitution: did you mean) or --pool names a pool that has not
+run, that no budget names, near one that has (did you mean; --new-pool makes
+it on purpose).
 
 With --worktree the child runs in its item's own git worktree, on a branch
 named after the item, made from --base (TAVERN_WORKTREE, TAVERN_BRANCH,
@@ -82,9 +91,14 @@ Examples:
 			&cli.BoolFlag{Name: "steal", Usage: "with --queue: take from other queues when these are empty"},
 			waitFlag("with --queue: wait up to `DUR` for an item"),
 			&cli.StringFlag{Name: "model", Usage: "model `M` (TAVERN_MODEL)"},
-			&cli.StringFlag{Name: "pool", Usage: "the pool this drone belongs to"},
+			&cli.StringFlag{Name: "pool", Usage: "the pool `P` this run belongs to (its budgets apply)"},
+			&cli.BoolFlag{Name: "new-pool", Usage: "the pool is new on purpose: its name is not refused as a typo of an existing pool"},
+			// Set by pool run on its drones only: the pool admitted them
+			// against its budgets before it started them.
+			&cli.BoolFlag{Name: poolAdmittedFlag, Hidden: true},
 			&cli.BoolFlag{Name: "tee", Usage: "copy the child's output to this terminal (with --json: both to stderr)"},
 			&cli.BoolFlag{Name: "accept-constitution", Usage: "run under a changed role constitution and record it"},
+			&cli.DurationFlag{Name: "kill-grace", Value: agents.DefaultKillGrace, Usage: "after a forwarded signal, SIGKILL the child's group if it has not exited within `DUR` (0: never)", Action: notNegative("kill-grace")},
 			jsonFlag(),
 		}, worktreeFlags()...),
 		Action: runSpawn,
@@ -113,12 +127,17 @@ func runSpawn(c *cli.Context) error {
 		Name: c.String("name"), Role: c.String("role"), Parent: parent, Model: c.String("model"), Pool: c.String("pool"),
 		Queues: splitList(c.StringSlice("queue")), Steal: c.Bool("steal"), Wait: c.Duration("wait"),
 		Command: c.Args().Slice(), Env: childBaseEnv(), Stdin: c.App.Reader, Signals: sigs,
-		AcceptConstitution: c.Bool("accept-constitution"),
+		AcceptConstitution: c.Bool("accept-constitution"), KillGrace: c.Duration("kill-grace"),
 	}
-	if opt.Pool == "" {
-		// A pool admits its drones on its own tick; a spawn of no pool
-		// answers to the budgets of every pool.
-		opt.Admit = usage.Admit(m.Store, "")
+	if opt.KillGrace == 0 {
+		opt.KillGrace = -1 // --kill-grace 0: never escalate
+	}
+	if !c.Bool(poolAdmittedFlag) {
+		// A pool admits its drones on its own tick (asked again here, a
+		// drone refused after the pool's check would count as a crash);
+		// any other spawn answers to the budgets of its pool (if any)
+		// and of every pool, and its pool must not be a typo.
+		opt.Admit = usage.AdmitSpawn(m.Store, opt.Pool, c.Bool("new-pool"))
 	}
 	if c.Bool("tee") {
 		opt.TeeOut, opt.TeeErr = c.App.Writer, c.App.ErrWriter
@@ -145,6 +164,10 @@ func runSpawn(c *cli.Context) error {
 	return spawnResult(c, res, err)
 }
 
+// poolAdmittedFlag marks a drone of pool run (hidden): its pool admitted
+// it against the budgets before it started it.
+const poolAdmittedFlag = "admitted-by-pool"
+
 // spawnResult reports a run and gives the wrapper's exit: the child's
 // status.
 func spawnResult(c *cli.Context, res *agents.SpawnResult, err error) error {
@@ -169,7 +192,7 @@ func spawnResult(c *cli.Context, res *agents.SpawnResult, err error) error {
 		}
 		return withCode(exitError, errSilent)
 	}
-	if res.ExitCode == 0 && res.Outcome == agents.OutcomeReleased && res.Item != "" {
+	if res.ExitCode == 0 && res.Outcome == agents.OutcomeReleased && res.Item != "" && res.Interrupted {
 		// Interrupted (at a gate, or a child that trapped the signal and
 		// exited 0): the item went back undone, so the exit says which
 		// signal, as a shell's does.

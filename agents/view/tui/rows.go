@@ -321,10 +321,10 @@ func resourceRows(s *view.Snapshot) []row {
 	out = append(out, row{key: "h:pool", header: true, text: fmt.Sprintf("POOLS (%d)", len(s.Pools))})
 	for _, p := range s.Pools {
 		p := p
-		out = append(out, row{key: "pool:" + p.Name, text: fmt.Sprintf("  %-14s %-8s drones %d/%d  done %d  %.1f/min", p.Name, p.State, p.Drones, p.Max, p.ItemsDone, p.Throughput), path: p.Path,
+		out = append(out, row{key: "pool:" + p.Name, text: fmt.Sprintf("  %-14s %-8s drones %d/%d  done %d  %.1f/min", p.Name, p.StateText(), p.Drones, p.Max, p.ItemsDone, p.Throughput), path: p.Path,
 			detail: func() pane {
 				return pane{"pool " + p.Name, fmt.Sprintf("- state: %s\n- queues: %s\n- drones: %d (min %d, max %d, peak %d)\n- spawned %d, crashed %d\n- items done %d, failed %d\n- throughput %.1f/min, utilization %.0f%%, amplification %.2f\n",
-					p.State, strings.Join(p.Queues, ", "), p.Drones, p.Min, p.Max, p.PeakDrones, p.Spawned, p.Crashed, p.ItemsDone, p.ItemsFailed, p.Throughput, p.Utilization*100, p.Amplification)}
+					p.StateText(), strings.Join(p.Queues, ", "), p.Drones, p.Min, p.Max, p.PeakDrones, p.Spawned, p.Crashed, p.ItemsDone, p.ItemsFailed, p.Throughput, p.Utilization*100, p.Amplification)}
 			}})
 	}
 	return out

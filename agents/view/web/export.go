@@ -353,7 +353,7 @@ func mdResources(w io.Writer, s *view.Snapshot) {
 	fmt.Fprintf(w, "## Pools (%d)\n\n", len(s.Pools))
 	rows = nil
 	for _, p := range s.Pools {
-		rows = append(rows, []string{p.Name, p.State, strings.Join(p.Queues, ", "), fmt.Sprintf("%d (%d-%d)", p.Drones, p.Min, p.Max),
+		rows = append(rows, []string{p.Name, p.StateText(), strings.Join(p.Queues, ", "), fmt.Sprintf("%d (%d-%d)", p.Drones, p.Min, p.Max),
 			fmt.Sprint(p.ItemsDone), fmt.Sprint(p.ItemsFailed), fmt.Sprintf("%.1f/min", p.Throughput), fmt.Sprintf("%.0f%%", p.Utilization*100)})
 	}
 	table(w, []string{"pool", "state", "queues", "drones", "done", "failed", "throughput", "utilization"}, rows)
