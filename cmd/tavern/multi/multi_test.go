@@ -287,13 +287,29 @@ func (c *cluster) start(m *machine, env []string, name string, args ...string) *
 // run starts every machine's syncer and workers.
 func (c *cluster) run(workers int, work string) {
 	for _, m := range c.machines {
-		c.start(m, nil, tavernBin(c.t), "sync", "--every", "1s", "--quiet")
-		for w := 0; w < workers; w++ {
-			c.start(m, []string{"TAVERN=" + tavernBin(c.t), "LOG=" + c.log, "STOP=" + c.stop, "WORK=" + work,
-				"W=" + m.name + "." + strconv.Itoa(w), "ERRLOG=" + filepath.Join(c.root, m.name+".stderr")},
-				"sh", "-c", workerScript)
+		c.runOn(m, workers, work)
+	}
+}
+
+// runOn starts machine m's syncer and workers.
+func (c *cluster) runOn(m *machine, workers int, work string) {
+	c.start(m, nil, tavernBin(c.t), "sync", "--every", "1s", "--quiet")
+	for w := 0; w < workers; w++ {
+		c.start(m, []string{"TAVERN=" + tavernBin(c.t), "LOG=" + c.log, "STOP=" + c.stop, "WORK=" + work,
+			"W=" + m.name + "." + strconv.Itoa(w), "ERRLOG=" + filepath.Join(c.root, m.name+".stderr")},
+			"sh", "-c", workerScript)
+	}
+}
+
+// running is the number of executions in flight on machine m.
+func (rl execLog) running(m *machine) int {
+	n := 0
+	for _, e := range rl.execs {
+		if e.end == 0 && strings.HasPrefix(e.worker, m.name+".") {
+			n++
 		}
 	}
+	return n
 }
 
 // kill SIGKILLs every process of machine m: its machine dies.
@@ -586,8 +602,22 @@ func TestMultiDrainGit(t *testing.T) {
 func testKill(t *testing.T, mode string, items int) {
 	c := newCluster(t, mode, 3, items, 8*time.Second)
 	start := time.Now()
-	c.run(4, "0.5")
 	victim := c.machines[2]
+	deadline := time.Now().Add(5*time.Minute + time.Duration(items)*3*time.Second)
+	// The victim starts first, the others once it executes an item: under
+	// load, the others' workers could otherwise take every item before the
+	// victim's first claim (the test failed so in a loaded make test), and
+	// there would be no execution to interrupt.
+	c.runOn(victim, 4, "0.5")
+	for c.readLog().running(victim) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never took an item", victim.name)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, m := range c.machines[:2] {
+		c.runOn(m, 4, "0.5")
+	}
 	// Kill mid-run: once a third of the items are done and the victim is
 	// in the middle of an execution (the log is a file: polled, no event).
 	// In the small case (16 items, 12 workers) the first wave is most of
@@ -598,22 +628,15 @@ func testKill(t *testing.T, mode string, items int) {
 	if items < 12*4 {
 		minDone = 0
 	}
-	deadline := time.Now().Add(5*time.Minute + time.Duration(items)*3*time.Second)
 	doneAtKill := 0
 	for {
 		rl := c.readLog()
-		running := 0
-		for _, e := range rl.execs {
-			if e.end == 0 && strings.HasPrefix(e.worker, victim.name+".") {
-				running++
-			}
-		}
-		if len(rl.done) >= minDone && running > 0 {
+		if len(rl.done) >= minDone && rl.running(victim) > 0 {
 			doneAtKill = len(rl.done)
 			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no execution on %s to interrupt", victim.name)
+		if time.Now().After(deadline) || len(rl.done) == items {
+			t.Fatalf("no execution on %s to interrupt (%d of %d items done)", victim.name, len(rl.done), items)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
