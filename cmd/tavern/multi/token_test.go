@@ -7,6 +7,23 @@ import (
 	"time"
 )
 
+// heldToken makes two clones (engine mode) with agents ann and bea and a
+// token gpu of one slot, which ann holds on the first machine, synced.
+func heldToken(t *testing.T, mode string) (c *cluster, a, b *machine) {
+	t.Helper()
+	c = newCluster(t, mode, 2, 0, time.Minute)
+	a, b = c.machines[0], c.machines[1]
+	c.ok(a, "agent", "new", "ann")
+	c.ok(a, "agent", "new", "bea")
+	c.ok(a, "token", "init", "gpu", "--count", "1")
+	c.ok(a, "sync")
+	c.ok(b, "sync")
+	c.ok(a, "token", "acquire", "gpu", "--as", "ann", "--ttl", "5m")
+	c.ok(a, "sync")
+	c.ok(b, "sync")
+	return c, a, b
+}
+
 // A token's only slot, held on one machine, is held for every machine,
 // whichever copy of the slot they have. The held slot's file sits in
 // .taken/, which is not synced, so the other machine's copy of the free
@@ -19,16 +36,7 @@ func TestMultiTokenInitOnTwoMachines(t *testing.T) {
 	for _, mode := range []string{"etcd", "git"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			c := newCluster(t, mode, 2, 0, time.Minute)
-			a, b := c.machines[0], c.machines[1]
-			c.ok(a, "agent", "new", "ann")
-			c.ok(a, "agent", "new", "bea")
-			c.ok(a, "token", "init", "gpu", "--count", "1")
-			c.ok(a, "sync")
-			c.ok(b, "sync")
-			c.ok(a, "token", "acquire", "gpu", "--as", "ann", "--ttl", "5m")
-			c.ok(a, "sync")
-			c.ok(b, "sync")
+			c, a, b := heldToken(t, mode)
 			c.ok(b, "token", "init", "gpu", "--count", "1")
 			if r := b.run(t, "", nil, "token", "acquire", "gpu", "--as", "bea", "--ttl", "5m"); r.code != 3 {
 				t.Fatalf("a second holder of a count-1 token, on the other machine (want exit 3, all held): %s", r)
@@ -52,16 +60,7 @@ func TestMultiTokenHeldElsewhere(t *testing.T) {
 	for _, mode := range []string{"etcd", "git"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			c := newCluster(t, mode, 2, 0, time.Minute)
-			a, b := c.machines[0], c.machines[1]
-			c.ok(a, "agent", "new", "ann")
-			c.ok(a, "agent", "new", "bea")
-			c.ok(a, "token", "init", "gpu", "--count", "1")
-			c.ok(a, "sync")
-			c.ok(b, "sync")
-			c.ok(a, "token", "acquire", "gpu", "--as", "ann", "--ttl", "5m")
-			c.ok(a, "sync")
-			c.ok(b, "sync")
+			c, a, b := heldToken(t, mode)
 			wantOneHeld := func(m *machine) {
 				t.Helper()
 				r := m.run(t, "", nil, "token", "ls", "gpu", "--json")
