@@ -182,7 +182,12 @@ func cmdJSON(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if reflect.DeepEqual(got, want) == neg {
 		g, _ := json.Marshal(got)
-		ts.Fatalf("%s %s is %s, want %s%s", src, args[0], g, map[bool]string{true: "not "}[neg], args[1])
+		hint := ""
+		if _, isString := got.(string); isString && want != args[1] {
+			// A hash such as 93299518132074e0 is also a JSON number.
+			hint = ` (WANT is read as JSON: write a string that may look like a number as "$VAR")`
+		}
+		ts.Fatalf("%s %s is %s, want %s%s%s", src, args[0], g, map[bool]string{true: "not "}[neg], args[1], hint)
 	}
 }
 
