@@ -145,7 +145,11 @@ func (s *Store) RestoreTrash(ref string) (string, error) {
 	// link+unlink, not rename: rename would replace a document that
 	// appeared at rel in the meantime.
 	if err := os.Link(from, full); err != nil {
-		return "", pathErr("restore", rel, unwrapPath(err))
+		err = unwrapLink(err)
+		if errors.Is(err, ErrExist) {
+			err = fmt.Errorf("%w: a document is there again (rm it first to restore this one)", ErrExist)
+		}
+		return "", pathErr("restore", rel, err)
 	}
 	if err := os.Remove(from); err != nil {
 		return "", err
