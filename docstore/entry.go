@@ -7,6 +7,11 @@ import "github.com/tavernhq/tavern/schema"
 // memory/alice/<id>.md), schema_version and id first, then fields, then
 // created/updated, and text as the body.
 func (s *Store) CreateEntry(k *schema.Kind, dir string, fields []Field, text string) (*Doc, error) {
+	return s.CreateEntryWith(k, dir, fields, text, CreateOptions{})
+}
+
+// CreateEntryWith is CreateEntry with options.
+func (s *Store) CreateEntryWith(k *schema.Kind, dir string, fields []Field, text string, opt CreateOptions) (*Doc, error) {
 	id := NewID()
 	rel, err := k.Path(dir+"/"+id, nil)
 	if err != nil {
@@ -16,7 +21,7 @@ func (s *Store) CreateEntry(k *schema.Kind, dir string, fields []Field, text str
 	if err != nil {
 		return nil, err
 	}
-	if err := s.Create(rel, d); err != nil {
+	if err := s.CreateWith(rel, d, opt); err != nil {
 		return nil, err
 	}
 	return d, nil

@@ -2,6 +2,7 @@ package recall
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
@@ -42,3 +43,29 @@ func skipped(errs []error) error {
 	}
 	return &SkippedError{Errs: errs}
 }
+
+// ErrNearDomain is returned (in a *DomainError) for a knowledge entry
+// written to a domain that has no entries yet and whose name is near one
+// that has: most likely a typo, which would file the entry where nobody
+// lists it. KnowledgeOptions.NewDomain (`--new-domain`) writes it anyway.
+var ErrNearDomain = errors.New("a new domain near an existing one")
+
+// DomainError is a knowledge domain a write was refused for; nothing was
+// written.
+type DomainError struct {
+	Op     string   // "add knowledge", "create"
+	Path   string   // the entry it would have written
+	Domain string   // the domain given
+	Near   []string // existing domains, nearest first (schema.Near)
+	Err    error    // ErrNearDomain
+}
+
+func (e *DomainError) Error() string {
+	op := e.Op
+	if e.Op == "create" {
+		op += " " + e.Path
+	}
+	return fmt.Sprintf("%s: %q is a new domain; did you mean %s?", op, e.Domain, schema.NearList(e.Near))
+}
+
+func (e *DomainError) Unwrap() error { return e.Err }

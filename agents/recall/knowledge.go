@@ -30,9 +30,23 @@ type KnowledgeHit struct {
 	Score float64 `json:"score"`
 }
 
+// KnowledgeOptions are AddKnowledgeWith's options.
+type KnowledgeOptions struct {
+	// NewDomain writes the entry to a domain near an existing one (the
+	// domain rule would refuse it as a likely typo).
+	NewDomain bool
+}
+
 // AddKnowledge writes a knowledge entry in domain (a path-safe name, e.g.
-// "architecture", "decision") contributed by contributor.
+// "architecture", "decision") contributed by contributor. A domain that
+// has no entries and is near one that has is refused (*DomainError,
+// ErrNearDomain): see InstallRules.
 func AddKnowledge(s *docstore.Store, domain, contributor, title, text string) (*Knowledge, error) {
+	return AddKnowledgeWith(s, domain, contributor, title, text, KnowledgeOptions{})
+}
+
+// AddKnowledgeWith is AddKnowledge with options.
+func AddKnowledgeWith(s *docstore.Store, domain, contributor, title, text string, opt KnowledgeOptions) (*Knowledge, error) {
 	if err := schema.ValidPlainName("domain", domain); err != nil {
 		return nil, err
 	}
@@ -48,11 +62,66 @@ func AddKnowledge(s *docstore.Store, domain, contributor, title, text string) (*
 		fields = append(fields, docstore.Field{Key: "title", Value: title})
 	}
 	fields = append(fields, docstore.Field{Key: "contributor", Value: contributor}, docstore.Field{Key: "archived", Value: false})
-	d, err := s.CreateEntry(schema.Knowledge, domain, fields, text)
+	// The rule is the store's (every write path obeys it); checked here
+	// too, so a store without the rules installed refuses the same.
+	if err := checkDomain(s, "add knowledge", "knowledge/"+domain, domain, opt.NewDomain); err != nil {
+		return nil, err
+	}
+	d, err := s.CreateEntryWith(schema.Knowledge, domain, fields, text, docstore.CreateOptions{Force: opt.NewDomain})
 	if err != nil {
 		return nil, err
 	}
 	return knowledgeOf(d), nil
+}
+
+// RuleKnowledgeDomain names the rule InstallRules adds.
+const RuleKnowledgeDomain = "knowledge/domain"
+
+// InstallRules adds the knowledge domain rule to s: a write that creates a
+// knowledge entry (`tavern knowledge add`, `tavern new knowledge`, a file
+// written through the library) in a domain that has no entries yet, whose
+// name is near an existing domain's (schema.Near: "decisoin" beside
+// "decision"), is refused with a *DomainError (ErrNearDomain) unless
+// forced (Write.Force, KnowledgeOptions.NewDomain): typos never create
+// state. A file written by hand is not a write through the store; it is
+// listed under its own domain.
+func InstallRules(s *docstore.Store) {
+	s.AddRule(RuleKnowledgeDomain, func(w docstore.Write) error {
+		if w.Doc == nil || w.Prev != nil || w.Doc.Kind != schema.Knowledge {
+			return nil
+		}
+		_, caps, err := schema.KindOfPath(w.Path)
+		if err != nil {
+			return nil // the path rule reports it
+		}
+		return checkDomain(s, "create", w.Path, caps["domain"], w.Force)
+	})
+}
+
+// checkDomain is the rule for a new entry at path in domain.
+func checkDomain(s *docstore.Store, op, path, domain string, newDomain bool) error {
+	if newDomain {
+		return nil
+	}
+	exists, near, err := KnownDomain(s, domain)
+	if err != nil || exists || len(near) == 0 {
+		return err
+	}
+	return &DomainError{Op: op, Path: path, Domain: domain, Near: near, Err: ErrNearDomain}
+}
+
+// KnownDomain reports whether the knowledge domain has a directory and,
+// when not, the existing domains near its name (schema.Near), nearest
+// first: a filter or a new entry with that name is most likely a typo.
+func KnownDomain(s *docstore.Store, domain string) (exists bool, near []string, err error) {
+	domains, err := s.Names("knowledge")
+	if err != nil {
+		return false, nil, err
+	}
+	if slices.Contains(domains, domain) {
+		return true, nil, nil
+	}
+	return false, schema.Near(domain, domains), nil
 }
 
 func knowledgeOf(d *docstore.Doc) *Knowledge {

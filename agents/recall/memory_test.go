@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/tavernhq/tavern/docstore"
@@ -182,4 +183,25 @@ func newStore(tb testing.TB) *docstore.Store {
 		tb.Fatal(err)
 	}
 	return s
+}
+
+func TestAddKnowledgeNearDomain(t *testing.T) {
+	s := newStore(t)
+	if _, err := AddKnowledge(s, "decision", "alice", "", "we use postgres"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := AddKnowledge(s, "decisoin", "alice", "", "we use sqlite")
+	var de *DomainError
+	if !errors.As(err, &de) || !errors.Is(err, ErrNearDomain) || !slices.Equal(de.Near, []string{"decision"}) {
+		t.Fatalf("near domain: got %v, want a *DomainError near decision", err)
+	}
+	if exists, _, _ := KnownDomain(s, "decisoin"); exists {
+		t.Errorf("the refused entry made its domain")
+	}
+	if _, err := AddKnowledgeWith(s, "decisoin", "alice", "", "on purpose", KnowledgeOptions{NewDomain: true}); err != nil {
+		t.Errorf("--new-domain: %v", err)
+	}
+	if _, err := AddKnowledge(s, "architecture", "alice", "", "far from any"); err != nil {
+		t.Errorf("a domain near none: %v", err)
+	}
 }

@@ -83,6 +83,7 @@ var exitCodes = []struct {
 	{agents.ErrBadPool, exitUsage},
 	{agents.ErrPoolRunning, exitConflict},
 	{agents.ErrNearRole, exitUsage},    // a typo of a role, not a role that is missing
+	{recall.ErrNearDomain, exitUsage},  // likewise a knowledge domain
 	{agents.ErrNameNotPath, exitUsage}, // as an item's path fields
 	{agents.ErrDuplicateID, exitUsage},
 
@@ -292,6 +293,7 @@ func hint(err error) string {
 	var re *agents.RoleError
 	var fe *fieldArgError
 	var pe *usage.PoolError
+	var de *recall.DomainError
 	switch {
 	case errors.Is(err, docstore.ErrNoStore):
 		return " (run `tavern init`, or pass --dir / set TAVERN_DIR)"
@@ -307,6 +309,10 @@ func hint(err error) string {
 		return fmt.Sprintf(" (`tavern schema %s` lists its fields)", fe.Kind)
 	case errors.As(err, &re) && errors.Is(err, agents.ErrNearRole):
 		return nearRoleHint(re)
+	case errors.As(err, &de) && de.Op == "create":
+		return fmt.Sprintf(" (if it is a new domain: `tavern knowledge add --domain %s --new-domain`)", de.Domain)
+	case errors.As(err, &de):
+		return " (pass --new-domain to create it)"
 	case errors.As(err, &pe) && !strings.HasPrefix(pe.Path, "budgets/"):
 		return " (if it is a new pool: pass --new-pool)"
 	case errors.As(err, &pe):

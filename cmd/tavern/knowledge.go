@@ -7,6 +7,7 @@ import (
 
 	"github.com/tavernhq/tavern/agents/recall"
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
 )
 
 func newKnowledgeCommand() *cli.Command {
@@ -25,7 +26,9 @@ Examples:
 		Subcommands: []*cli.Command{
 			{
 				Name: "add", Usage: "add an entry", ArgsUsage: "[TEXT...]",
-				Description: `Add an entry. Without --as the contributor is "user".
+				Description: `Add an entry. Without --as the contributor is "user". A domain that has
+no entries yet and is near an existing one ("decisoin" beside "decision") is
+refused as a likely typo (exit 2); --new-domain creates it.
 
 Examples:
    tavern knowledge add --domain decision --as alice "we use postgres"
@@ -33,6 +36,7 @@ Examples:
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "domain", Value: "general", Usage: "`DOMAIN`, e.g. architecture, decision"},
 					&cli.StringFlag{Name: "title", Usage: "a short title"},
+					&cli.BoolFlag{Name: "new-domain", Usage: "create DOMAIN even if it is near an existing one"},
 					asFlag(), jsonFlag(),
 				},
 				Action: runKnowledgeAdd,
@@ -96,7 +100,8 @@ func runKnowledgeAdd(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	k, err := recall.AddKnowledge(s, c.String("domain"), agent.Name, c.String("title"), text)
+	k, err := recall.AddKnowledgeWith(s, c.String("domain"), agent.Name, c.String("title"), text,
+		recall.KnowledgeOptions{NewDomain: c.Bool("new-domain")})
 	if err != nil {
 		return err
 	}
@@ -107,7 +112,18 @@ func runKnowledgeAdd(c *cli.Context) error {
 	return nil
 }
 
+// warnNearDomains says when a --domain filter names no domain but is near
+// one that exists: the listing would be empty for a typo.
+func warnNearDomains(c *cli.Context, s *docstore.Store) {
+	for _, d := range c.StringSlice("domain") {
+		if exists, near, err := recall.KnownDomain(s, d); err == nil && !exists && len(near) > 0 {
+			warnf(c, "--domain %q: no such domain; did you mean %s?", d, schema.NearList(near))
+		}
+	}
+}
+
 func runKnowledgeLs(c *cli.Context, s *docstore.Store) error {
+	warnNearDomains(c, s)
 	list, err := recall.ListKnowledge(s, recall.KnowledgeFilter{Domains: c.StringSlice("domain"), Archived: c.Bool("archived")})
 	if err = warnSkipped(c, err); err != nil {
 		return err
@@ -133,6 +149,7 @@ func runKnowledgeSearch(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	warnNearDomains(c, s)
 	hits, err := recall.SearchKnowledge(s, q, c.StringSlice("domain"), c.Int("limit"))
 	if err = warnSkipped(c, err); err != nil {
 		return err

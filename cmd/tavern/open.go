@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/agents/recall"
 	"github.com/tavernhq/tavern/agents/usage"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
@@ -87,7 +88,8 @@ func openWith(c *cli.Context, open func(string) (*docstore.Store, error)) (*docs
 		return nil, err
 	}
 	agents.InstallRules(s, envAgent())
-	usage.InstallRules(s) // a budget's pool: no typo of an existing one
+	usage.InstallRules(s)  // a budget's pool: no typo of an existing one
+	recall.InstallRules(s) // a knowledge entry's domain: likewise
 	recordJournal(c, s)
 	return s, nil
 }
