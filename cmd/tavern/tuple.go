@@ -188,6 +188,7 @@ func runTupleRead(c *cli.Context, take bool) error {
 	if err != nil {
 		return err
 	}
+	warnNearType(c, sp, typ)
 	var t *tuples.Tuple
 	switch wait := c.Duration("wait"); {
 	case wait > 0:
@@ -212,6 +213,15 @@ func runTupleRead(c *cli.Context, take bool) error {
 	}
 	_, err = c.App.Writer.Write(t.Doc.Bytes())
 	return err
+}
+
+// warnNearType says when typ has no tuples at all but is near a type that
+// has: rd/in would find nothing, or wait for a tuple nobody writes. A
+// reader may come before its writer, so it is a warning.
+func warnNearType(c *cli.Context, sp *tuples.Space, typ string) {
+	if exists, near, err := sp.KnownType(typ); err == nil && !exists && len(near) > 0 {
+		warnf(c, "no tuple type %q yet; did you mean %s?", typ, schema.NearList(near))
+	}
 }
 
 // tupleTypeCount is one line of tuple ls without a TYPE: a type and how
@@ -255,9 +265,10 @@ func runTupleLs(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	warnNearType(c, sp, c.Args().First())
 	ts, errs := sp.List(c.Args().First(), p)
 	for _, e := range errs {
-		errf(c, "tavern: %v\n", e)
+		warn(c, e) // a JSON object under --json
 	}
 	if c.Bool("json") {
 		out := make([]*tupleObject, 0, len(ts))

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -592,6 +593,20 @@ func (sp *Space) List(typ string, p Pattern) ([]*Tuple, []error) {
 
 // Types returns the tuple types that have a directory, sorted.
 func (sp *Space) Types() ([]string, error) { return sp.store.Subdirs("tuples", nil) }
+
+// KnownType reports whether typ has a directory and, when not, the types
+// near its name (schema.Near), nearest first: a reader of such a type
+// most likely made a typo, and would wait for a tuple nobody writes.
+func (sp *Space) KnownType(typ string) (exists bool, near []string, err error) {
+	types, err := sp.Types()
+	if err != nil {
+		return false, nil, err
+	}
+	if slices.Contains(types, typ) {
+		return true, nil, nil
+	}
+	return false, schema.Near(typ, types), nil
+}
 
 // GCStats counts what GC did.
 type GCStats struct {
