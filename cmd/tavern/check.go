@@ -116,6 +116,11 @@ func checkTarget(s *docstore.Store, arg string) (string, error) {
 			_, err = os.Lstat(abs)
 		}
 	}
+	if errors.Is(err, fs.ErrNotExist) {
+		// The argument as given, not the system call and the absolute
+		// path it was last tried as.
+		return "", &fs.PathError{Op: "check", Path: arg, Err: fs.ErrNotExist}
+	}
 	if err != nil {
 		return "", err
 	}
