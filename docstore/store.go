@@ -703,12 +703,17 @@ func globEscape(s string) string {
 // or a path relative to the store root.
 func (s *Store) Resolve(ref string) (string, error) {
 	ref = strings.TrimPrefix(filepath.ToSlash(ref), "./")
-	if strings.HasSuffix(ref, ".md") {
-		if k, _, err := schema.KindOfPath(ref); err == nil && k != nil {
-			if _, err := s.abs(ref); err != nil {
+	// A store path, with or without its .md (queues/q/pending/ID, as
+	// agents/alice is agents/alice.md).
+	if p := ref; strings.HasSuffix(p, ".md") || !strings.HasSuffix(p, "/") {
+		if !strings.HasSuffix(p, ".md") {
+			p += ".md"
+		}
+		if k, _, err := schema.KindOfPath(p); err == nil && k != nil {
+			if _, err := s.abs(p); err != nil {
 				return "", pathErr("resolve", ref, err)
 			}
-			return ref, nil
+			return p, nil
 		}
 	}
 	kindName, name, _ := strings.Cut(ref, "/")

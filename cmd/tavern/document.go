@@ -1,11 +1,13 @@
 package main
 
 import (
+	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher"
 )
@@ -22,7 +24,14 @@ func resolveRef(s *docstore.Store, ref string) (string, error) {
 			return "", err // an absolute path outside the store is not a kind/name
 		}
 	}
-	return s.Resolve(ref)
+	rel, err := s.Resolve(ref)
+	var ke *schema.UnknownKindError
+	if _, ok := queues.IDPriority(ref); ok && !strings.Contains(ref, "/") && errors.As(err, &ke) {
+		// A bare item id (as queue add and take print it): no kind is
+		// named p00-..., so it can mean only the item.
+		return s.Resolve("items/" + ref)
+	}
+	return rel, err
 }
 
 // docObject is the JSON shape of a document (show --json, ls --json).

@@ -9,8 +9,10 @@ func newShowCommand() *cli.Command {
 		Name:      "show",
 		Usage:     "print a document",
 		ArgsUsage: "REF",
-		Description: `REF is kind/name (agents/alice, agent/alice, items/ID, commitments/alice/ID)
-or a path to the file. Text output is the file as it is on disk.
+		Description: `REF is kind/name (agents/alice, agent/alice, items/ID, commitments/alice/ID),
+a path to the file, a path in the store with or without .md
+(queues/build/pending/ID), or an item's bare id as queue add prints it. Text
+output is the file as it is on disk.
 
 Examples:
    tavern show agents/alice
