@@ -86,6 +86,11 @@ func runLs(c *cli.Context) error {
 			warnf(c, "--where %s: %w", cond, err)
 		}
 	}
+	if f := strings.TrimPrefix(args.Sort, "-"); f != "" {
+		if err := k.FieldHint(f, "", false); err != nil {
+			warnf(c, "--sort %s: %w", args.Sort, err) // the listing would keep its order
+		}
+	}
 	s, err := openStore(c)
 	if err != nil {
 		return err
