@@ -111,6 +111,7 @@ var exitCodes = []struct {
 	{queues.ErrUnknownQueue, exitNotFound},
 	{queues.ErrEmpty, exitNotFound},
 	{queues.ErrStale, exitConflict},
+	{queues.ErrNotHolder, exitConflict},
 	{queues.ErrState, exitConflict},
 	{queues.ErrQueueExists, exitConflict},
 	{queues.ErrPriority, exitUsage},
