@@ -39,7 +39,9 @@ sees them too), and the group is SIGKILLed if the child has not exited
 and the agent goes back to idle. A child that settles its own item (tavern item done, fail
 or release "$TAVERN_ITEM") is taken at its word: failed, the run fails
 (exit 1 if the child exited 0); released, the agent goes back to idle
-(exit 0).
+(exit 0); done, the run is done (the agent goes to done or verifying, the
+item is never failed or retried) whatever the child's exit status, which is
+reported as it was (exit_code) and is the wrapper's exit, as always.
 
 Each run is an instance (TAVERN_INSTANCE, recorded in the agent document and
 on the claimed item). The child inherits the instance's liveness lock as
@@ -201,6 +203,11 @@ func spawnResult(c *cli.Context, res *agents.SpawnResult, err error) error {
 			code = 128 + int(n)
 		}
 		return withCode(code, errSilent)
+	}
+	if res.ExitCode != 0 && res.Outcome == agents.OutcomeDone && !c.Bool("json") {
+		// Only a child that completed its own item gets here: say why
+		// a done run exits non-zero.
+		errf(c, "tavern: %s: the item is done (its run completed it), but the command exited %d\n", res.Agent, res.ExitCode)
 	}
 	if res.ExitCode != 0 {
 		code := res.ExitCode
