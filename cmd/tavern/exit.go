@@ -82,6 +82,9 @@ var exitCodes = []struct {
 	{agents.ErrPersonNotAgent, exitUsage},
 	{agents.ErrBadPool, exitUsage},
 	{agents.ErrPoolRunning, exitConflict},
+	// A spawn that says its pool admitted it, and was not its drone:
+	// refused as a spent budget is.
+	{agents.ErrNotAdmitted, exitConflict},
 	{agents.ErrNearRole, exitUsage},    // a typo of a role, not a role that is missing
 	{agents.ErrNameNotPath, exitUsage}, // as an item's path fields
 	{agents.ErrDuplicateID, exitUsage},
