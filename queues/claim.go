@@ -254,7 +254,7 @@ func (b *Broker) complete(queue, id string, attempt int, instance, as, result st
 		if err != nil {
 			return nil, err
 		}
-		_ = b.journal(EventCompleted, out, it.ClaimedBy, map[string]any{"attempt": it.ClaimAttempt})
+		_ = b.journal(EventCompleted, out, it.ClaimedBy, takenOver(map[string]any{"attempt": it.ClaimAttempt}, it, as))
 		return out, nil
 	})
 	if err != nil {
@@ -310,7 +310,7 @@ func (b *Broker) fail(id string, attempt int, instance, as, reason string) (*Ite
 			if err := b.coordEnd("dead", it, reason, 0); err != nil {
 				return nil, err
 			}
-			out, err = b.toDead(l, it, reason, fmt.Sprintf("failed %d of %d attempts; last error: %s", it.Attempts, max, reason))
+			out, err = b.toDead(l, it, as, reason, fmt.Sprintf("failed %d of %d attempts; last error: %s", it.Attempts, max, reason))
 			return out, err
 		}
 		if err := b.coordEnd("fail", it, reason, 0); err != nil {
@@ -329,7 +329,7 @@ func (b *Broker) fail(id string, attempt int, instance, as, reason string) (*Ite
 		if out, err = itemFromDoc(d); err != nil {
 			return nil, err
 		}
-		_ = b.journal(EventFailed, out, it.ClaimedBy, map[string]any{"attempt": it.ClaimAttempt, "error": reason, "retry_in": delay.String()})
+		_ = b.journal(EventFailed, out, it.ClaimedBy, takenOver(map[string]any{"attempt": it.ClaimAttempt, "error": reason, "retry_in": delay.String()}, it, as))
 		return out, nil
 	})
 	if err != nil {
@@ -352,7 +352,8 @@ func backoff(q *Queue, n int) time.Duration {
 	return d
 }
 
-func (b *Broker) toDead(l *docstore.Lock, it *Item, lastErr, why string) (*Item, error) {
+// toDead moves a claimed item to dead/; as is who asked (see takenOver).
+func (b *Broker) toDead(l *docstore.Lock, it *Item, as, lastErr, why string) (*Item, error) {
 	now := b.now()
 	d, err := b.moveDoc(l, it.Doc, ItemPath(it.Queue, Dead, it.ID), func(d *docstore.Doc) error {
 		f := []docstore.Field{{Key: "last_error", Value: lastErr}, {Key: "dead_reason", Value: why}, {Key: "updated", Value: now}}
@@ -371,7 +372,7 @@ func (b *Broker) toDead(l *docstore.Lock, it *Item, lastErr, why string) (*Item,
 	if err != nil {
 		return nil, err
 	}
-	_ = b.journal(EventDead, out, it.ClaimedBy, map[string]any{"attempt": it.ClaimAttempt, "reason": why})
+	_ = b.journal(EventDead, out, it.ClaimedBy, takenOver(map[string]any{"attempt": it.ClaimAttempt, "reason": why}, it, as))
 	return out, nil
 }
 
@@ -409,7 +410,7 @@ func (b *Broker) release(id string, attempt int, instance, as string) (*Item, er
 		if out, err = itemFromDoc(d); err != nil {
 			return nil, err
 		}
-		_ = b.journal(EventReleased, out, it.ClaimedBy, map[string]any{"attempt": it.ClaimAttempt})
+		_ = b.journal(EventReleased, out, it.ClaimedBy, takenOver(map[string]any{"attempt": it.ClaimAttempt}, it, as))
 		return out, nil
 	})
 	if err != nil {
@@ -518,6 +519,16 @@ func (b *Broker) retryOne(queue, id string) (*Item, error) {
 	_ = b.journal(EventRetried, out, "", map[string]any{"last_error": it.LastError})
 	b.reopenGates(out)
 	return out, nil
+}
+
+// takenOver adds "by" to an event's data when as, who ended the claim,
+// is not its holder (a takeover at the current attempt, CompleteAs): the
+// event's agent stays the holder whose claim it was.
+func takenOver(data map[string]any, it *Item, as string) map[string]any {
+	if as != "" && as != it.ClaimedBy {
+		data["by"] = as
+	}
+	return data
 }
 
 func validID(id string) error {
