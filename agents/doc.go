@@ -111,9 +111,10 @@
 // the item (no attempt spent) and moves the agent to idle. A forwarded
 // signal is followed by SIGCONT (a stopped child), and the child's group
 // is SIGKILLed if it has not exited KillGrace after the first. A child
-// that settled its own item is taken at its word (done: ownDone; failed
-// or released: spawnRun.ownEnd). pid and host are cleared before the
-// locks are released.
+// that settled its own item is taken at its word (done: ownDone, and
+// doneByRun makes the run done whatever its exit status or a forwarded
+// signal; failed or released: spawnRun.ownEnd). pid and host are cleared
+// before the locks are released.
 //
 // A spawn is refused — the agent busy (its lock held), in verifying,
 // hand-edited into an illegal state, or under a changed constitution not
@@ -135,7 +136,9 @@
 // to dead/ is escalated as its queue's on_dead says (EscalateDead: a
 // question to the holder's parent or the user, or a channel message,
 // once per item). Pools take an Admit hook (a spent budget pauses them;
-// package agents/usage) and an OnTick hook.
+// package agents/usage) and an OnTick hook. Their drones, admitted by
+// the pool, skip the spawn's own budget check only by proving they are
+// the live run's children with its token (CheckPoolAdmission).
 //
 // # Supervision
 //

@@ -94,6 +94,11 @@ var (
 	// overwrite each other's metrics and double the drones.
 	ErrPoolRunning = errors.New("pool is already running")
 
+	// ErrNotAdmitted is returned by CheckPoolAdmission for a spawn that
+	// says its pool admitted it (spawn --admitted-by-pool, which skips
+	// the budgets) and was not started by that pool's live run.
+	ErrNotAdmitted = errors.New("not admitted by a running pool")
+
 	// ErrNearRole is returned (in a *RoleError) by WriteConstitution and
 	// CreateAgent for a role that has no constitution yet, that no agent
 	// has, and whose name is near one that has a constitution: most

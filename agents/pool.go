@@ -169,8 +169,15 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 		return nil, &AgentError{Op: "pool run", Path: PoolPath(opt.Name), Err: fmt.Errorf("%w: another process holds its liveness lock", ErrPoolRunning)}
 	}
 	defer lk.Unlock()
+	// Its drones skip the budget check it made for them: they prove
+	// they are its own with this run's token (CheckPoolAdmission).
+	admission, err := newAdmission(lk)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = lk.WriteNote(nil) }() // the lock's release ends its admissions anyway
 
-	p := &poolRun{m: m, opt: opt, started: time.Now(), running: map[string]*drone{}}
+	p := &poolRun{m: m, opt: opt, started: time.Now(), running: map[string]*drone{}, admission: admission}
 	p.metrics.Name, p.metrics.State = opt.Name, "running"
 	if err := p.writeDoc(true); err != nil {
 		return nil, err
@@ -350,6 +357,9 @@ type poolRun struct {
 	opt     PoolOptions
 	started time.Time
 	paused  string // why no drones are launched ("" running)
+	// admission is this run's token, in every drone's environment
+	// (PoolAdmissionEnv).
+	admission string
 
 	mu      sync.Mutex
 	metrics PoolMetrics
@@ -442,6 +452,10 @@ func (p *poolRun) droneName() string {
 func (p *poolRun) launch(wait time.Duration, exits chan<- droneExit) error {
 	name := p.droneName()
 	d := &drone{name: name, cmd: p.opt.Drone(name, wait), start: time.Now()}
+	if d.cmd.Env == nil {
+		d.cmd.Env = os.Environ()
+	}
+	d.cmd.Env = append(d.cmd.Env, PoolAdmissionEnv+"="+p.admission)
 	d.stderr.max = 4096
 	d.cmd.Stdout = &d.stdout
 	d.cmd.Stderr = &d.stderr

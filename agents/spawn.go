@@ -736,6 +736,11 @@ func (r *spawnRun) settle(ctx context.Context) (*SpawnResult, error) {
 	m, res, claim := r.m, r.res, r.claim
 	var itemErr error
 	switch {
+	case r.forwarded != nil && r.doneByRun():
+		// Completed by its own run before the signal ended it: the
+		// item is done; the exit code says how the child ended.
+		res.Outcome = OutcomeDone
+		r.stopRenewal()
 	case r.forwarded != nil:
 		res.Outcome = OutcomeReleased
 		r.stopRenewal()
@@ -777,6 +782,12 @@ func (r *spawnRun) settle(ctx context.Context) (*SpawnResult, error) {
 				itemErr = claim.Complete(r.hook.Result)
 			}
 		}
+	case r.doneByRun():
+		// The child completed its item (tavern item done) and then
+		// exited non-zero: the completion stands, so the run is done
+		// (never failed or retried); its exit code is reported as it was.
+		res.Outcome = OutcomeDone
+		r.stopRenewal()
 	default:
 		res.Outcome = OutcomeFailed
 		r.stopRenewal()
@@ -864,6 +875,19 @@ func (r *spawnRun) ownEnd(err error) bool {
 		return false
 	}
 	return true
+}
+
+// doneByRun reports whether the run's item was completed by this very
+// claim while it ran: the child ran `tavern item done "$TAVERN_ITEM"`
+// itself. Asked once the child has exited (and its group was killed),
+// so nothing of the run can change the item any more.
+func (r *spawnRun) doneByRun() bool {
+	qc, ok := r.claim.(*queueClaim)
+	if !ok {
+		return false
+	}
+	it, err := qc.b.Get(qc.c.ID)
+	return err == nil && qc.doneBy(it)
 }
 
 // abort undoes a run that failed before the child ran to its end, in
@@ -1030,6 +1054,9 @@ func (m *Manager) finish(name string, res *SpawnResult, c *capture) (string, err
 		to, reason = Idle, "interrupted"
 	case OutcomeDone:
 		to = Done
+		if res.ExitCode != 0 {
+			reason = "its run completed the item (tavern item done), then exited with status " + strconv.Itoa(res.ExitCode)
+		}
 		cs, err := m.Commitments(name)
 		if err != nil {
 			return st, err

@@ -413,3 +413,46 @@ func TestUnknownQueueWritesNothing(t *testing.T) {
 		t.Errorf("queues/q6 after a refused create: %v, want it absent", err)
 	}
 }
+
+// A run whose item was completed by its own claim (the child's `tavern
+// item done "$TAVERN_ITEM"`; here the test does it at the claim's
+// attempt) and which is then interrupted was reported released, the
+// item done: it is done, interrupted, with the child's exit status.
+func TestSpawnSignalAfterOwnDone(t *testing.T) {
+	m := newManager(t)
+	b := newBroker(t, m)
+	mustQueue(t, b, "q", queues.QueueOptions{})
+	it := mustItem(t, b, "q", "long", "x")
+	dir := t.TempDir()
+	ready := filepath.Join(dir, "ready")
+	script := fmt.Sprintf(`trap 'exit 7' TERM; touch %q; while :; do sleep 0.05; done`, ready)
+	sigs := make(chan os.Signal, 1)
+	done := make(chan *SpawnResult, 1)
+	errc := make(chan error, 1)
+	go func() {
+		res, err := m.Spawn(context.Background(), SpawnOptions{Name: "s", Queues: []string{"q"}, Work: QueueWork(b),
+			Command: []string{"/bin/sh", "-c", script}, Signals: sigs})
+		errc <- err
+		done <- res
+	}()
+	waitUntil(t, 10*time.Second, "child to start", func() bool {
+		_, err := os.Stat(ready)
+		a, _ := m.GetAgent("s")
+		return err == nil && a.PID != 0
+	})
+	if _, err := b.CompleteAs(it.ID, 1, "s", "did it"); err != nil {
+		t.Fatal(err)
+	}
+	sigs <- syscall.SIGTERM
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	if res.Outcome != OutcomeDone || !res.Interrupted || res.ExitCode != 7 || res.State != Done || res.ItemError != "" {
+		t.Fatalf("result = %+v, want done, interrupted, exit 7, agent done", res)
+	}
+	item, _ := b.Get(it.ID)
+	if item.State != queues.Done || item.Result != "did it" {
+		t.Fatalf("item = %s %q, want done with its result", item.State, item.Result)
+	}
+}

@@ -34,6 +34,10 @@ var (
 	// absolute paths or symlinks) or name engine-private files.
 	ErrUnsafePath = errors.New("path is outside the store")
 
+	// ErrNoteTooLarge is returned by Lock.WriteNote for a note over 4096
+	// bytes: a lock's note is a digest, not a document.
+	ErrNoteTooLarge = errors.New("lock note too large")
+
 	// ErrInsideStore is returned for a destination of files that are not
 	// documents (a backup, exported pages) that lies inside the store.
 	ErrInsideStore = errors.New("destination is inside the store")

@@ -84,23 +84,23 @@ func (c *Claim) Held() bool { return c.held && c.b.holderHeld() }
 // It reuses the document read at claim time when the file is unchanged
 // (byte for byte), so afterwards c.Item.Doc holds the done copy.
 func (c *Claim) Complete(result string) (*Item, error) {
-	return c.b.complete(c.Queue, c.ID, c.Attempt, c.instance, result, c.doc.Swap(nil))
+	return c.b.complete(c.Queue, c.ID, c.Attempt, c.instance, "", result, c.doc.Swap(nil))
 }
 
 // Fail records reason and returns the item to pending/ with a backoff, or
 // moves it to dead/ past max_attempts (see Broker.Fail).
 func (c *Claim) Fail(reason string) (*Item, error) {
-	return c.b.fail(c.ID, c.Attempt, c.instance, reason)
+	return c.b.fail(c.ID, c.Attempt, c.instance, "", reason)
 }
 
 // Release gives the item back to pending/ without counting the attempt.
 func (c *Claim) Release() (*Item, error) {
-	return c.b.release(c.ID, c.Attempt, c.instance)
+	return c.b.release(c.ID, c.Attempt, c.instance, "")
 }
 
 // Renew extends the lease by the queue's lease duration.
 func (c *Claim) Renew() (*Item, error) {
-	it, err := c.b.renew(c.ID, c.Attempt, c.instance)
+	it, err := c.b.renew(c.ID, c.Attempt, c.instance, "")
 	if err == nil {
 		c.Item = it
 	}
@@ -134,17 +134,18 @@ func (c *Claim) KeepAlive(ctx context.Context) error {
 }
 
 // fenced runs fn on the claimed copy of item id under the item lock, after
-// checking that attempt is its current claim (attempt 0 accepts any) and,
-// when instance is set, that the claim is that instance's.
-func (b *Broker) fenced(op, id string, attempt int, instance string, fn func(l *docstore.Lock, it *Item) (*Item, error)) (*Item, error) {
-	return b.fencedIn(op, "", id, attempt, instance, nil, fn)
+// checking that attempt is its current claim (attempt 0 accepts any),
+// when instance is set, that the claim is that instance's, and when as
+// is set and attempt is 0, that the claim is as's (see CompleteAs).
+func (b *Broker) fenced(op, id string, attempt int, instance, as string, fn func(l *docstore.Lock, it *Item) (*Item, error)) (*Item, error) {
+	return b.fencedIn(op, "", id, attempt, instance, as, nil, fn)
 }
 
 // fencedIn is fenced for a caller that knows the item's queue (a Claim):
 // no search of every queue's state directories for the id. cached, if
 // not nil, is a valid claimed copy this process wrote: used when the file
 // holds exactly its bytes.
-func (b *Broker) fencedIn(op, queue, id string, attempt int, instance string, cached *docstore.Doc, fn func(l *docstore.Lock, it *Item) (*Item, error)) (*Item, error) {
+func (b *Broker) fencedIn(op, queue, id string, attempt int, instance, as string, cached *docstore.Doc, fn func(l *docstore.Lock, it *Item) (*Item, error)) (*Item, error) {
 	if queue == "" {
 		loc, err := b.locate(id)
 		if err != nil {
@@ -200,6 +201,12 @@ func (b *Broker) fencedIn(op, queue, id string, attempt int, instance string, ca
 		}
 		return nil, &ItemError{Op: op, ID: id, Path: rel, Err: fmt.Errorf("%w: the claim (attempt %d by %s) belongs to %s, not to instance %s", ErrStale, it.ClaimAttempt, it.ClaimedBy, holder, instance)}
 	}
+	if as != "" && attempt == 0 && it.ClaimedBy != as {
+		// Named, without the token: most likely the wrong item, or an
+		// agent acting on another's claim by mistake. The attempt,
+		// given on purpose, is the deliberate takeover.
+		return nil, &ItemError{Op: op, ID: id, Path: rel, Err: &HolderError{Holder: it.ClaimedBy, Attempt: it.ClaimAttempt, As: as}}
+	}
 	return fn(l, it)
 }
 
@@ -207,12 +214,22 @@ func (b *Broker) fencedIn(op, queue, id string, attempt int, instance string, ca
 // result. A result longer than one line or 200 bytes is appended to the
 // body under "## Result" and its first line kept in the result field.
 func (b *Broker) Complete(id string, attempt int, result string) (*Item, error) {
-	return b.complete("", id, attempt, b.inst, result, nil)
+	return b.complete("", id, attempt, b.inst, "", result, nil)
 }
 
-func (b *Broker) complete(queue, id string, attempt int, instance, result string, cached *docstore.Doc) (*Item, error) {
+// CompleteAs is Complete for a caller that named who it acts as (an
+// agent, or the person, named by --as or $TAVERN_AGENT): with attempt 0
+// it refuses, with a *HolderError (ErrNotHolder), a claim held by
+// anyone else; with the claim's attempt given it is a deliberate
+// takeover and goes ahead. FailAs, RenewAs and ReleaseAs obey the same
+// rule. as "" is Complete: fenced by the attempt only.
+func (b *Broker) CompleteAs(id string, attempt int, as, result string) (*Item, error) {
+	return b.complete("", id, attempt, b.inst, as, result, nil)
+}
+
+func (b *Broker) complete(queue, id string, attempt int, instance, as, result string, cached *docstore.Doc) (*Item, error) {
 	var out *Item
-	_, err := b.fencedIn("complete", queue, id, attempt, instance, cached, func(l *docstore.Lock, it *Item) (*Item, error) {
+	_, err := b.fencedIn("complete", queue, id, attempt, instance, as, cached, func(l *docstore.Lock, it *Item) (*Item, error) {
 		if err := b.completeGate(it); err != nil {
 			return nil, &ItemError{Op: "complete", ID: id, Path: it.Path, Err: err}
 		}
@@ -237,7 +254,7 @@ func (b *Broker) complete(queue, id string, attempt int, instance, result string
 		if err != nil {
 			return nil, err
 		}
-		_ = b.journal(EventCompleted, out, it.ClaimedBy, map[string]any{"attempt": it.ClaimAttempt})
+		_ = b.journal(EventCompleted, out, it.ClaimedBy, takenOver(map[string]any{"attempt": it.ClaimAttempt}, it, as))
 		return out, nil
 	})
 	if err != nil {
@@ -266,12 +283,17 @@ func resultText(r string) (summary, full string) {
 // the item has used max_attempts it moves to dead/ with dead_reason. The
 // returned item says which (State).
 func (b *Broker) Fail(id string, attempt int, reason string) (*Item, error) {
-	return b.fail(id, attempt, b.inst, reason)
+	return b.fail(id, attempt, b.inst, "", reason)
 }
 
-func (b *Broker) fail(id string, attempt int, instance, reason string) (*Item, error) {
+// FailAs is Fail fenced by who acts as well (see CompleteAs).
+func (b *Broker) FailAs(id string, attempt int, as, reason string) (*Item, error) {
+	return b.fail(id, attempt, b.inst, as, reason)
+}
+
+func (b *Broker) fail(id string, attempt int, instance, as, reason string) (*Item, error) {
 	var out *Item
-	_, err := b.fenced("fail", id, attempt, instance, func(l *docstore.Lock, it *Item) (*Item, error) {
+	_, err := b.fenced("fail", id, attempt, instance, as, func(l *docstore.Lock, it *Item) (*Item, error) {
 		q, err := b.Queue(it.Queue)
 		if err != nil {
 			return nil, err
@@ -288,7 +310,7 @@ func (b *Broker) fail(id string, attempt int, instance, reason string) (*Item, e
 			if err := b.coordEnd("dead", it, reason, 0); err != nil {
 				return nil, err
 			}
-			out, err = b.toDead(l, it, reason, fmt.Sprintf("failed %d of %d attempts; last error: %s", it.Attempts, max, reason))
+			out, err = b.toDead(l, it, as, reason, fmt.Sprintf("failed %d of %d attempts; last error: %s", it.Attempts, max, reason))
 			return out, err
 		}
 		if err := b.coordEnd("fail", it, reason, 0); err != nil {
@@ -307,7 +329,7 @@ func (b *Broker) fail(id string, attempt int, instance, reason string) (*Item, e
 		if out, err = itemFromDoc(d); err != nil {
 			return nil, err
 		}
-		_ = b.journal(EventFailed, out, it.ClaimedBy, map[string]any{"attempt": it.ClaimAttempt, "error": reason, "retry_in": delay.String()})
+		_ = b.journal(EventFailed, out, it.ClaimedBy, takenOver(map[string]any{"attempt": it.ClaimAttempt, "error": reason, "retry_in": delay.String()}, it, as))
 		return out, nil
 	})
 	if err != nil {
@@ -330,7 +352,8 @@ func backoff(q *Queue, n int) time.Duration {
 	return d
 }
 
-func (b *Broker) toDead(l *docstore.Lock, it *Item, lastErr, why string) (*Item, error) {
+// toDead moves a claimed item to dead/; as is who asked (see takenOver).
+func (b *Broker) toDead(l *docstore.Lock, it *Item, as, lastErr, why string) (*Item, error) {
 	now := b.now()
 	d, err := b.moveDoc(l, it.Doc, ItemPath(it.Queue, Dead, it.ID), func(d *docstore.Doc) error {
 		f := []docstore.Field{{Key: "last_error", Value: lastErr}, {Key: "dead_reason", Value: why}, {Key: "updated", Value: now}}
@@ -349,19 +372,24 @@ func (b *Broker) toDead(l *docstore.Lock, it *Item, lastErr, why string) (*Item,
 	if err != nil {
 		return nil, err
 	}
-	_ = b.journal(EventDead, out, it.ClaimedBy, map[string]any{"attempt": it.ClaimAttempt, "reason": why})
+	_ = b.journal(EventDead, out, it.ClaimedBy, takenOver(map[string]any{"attempt": it.ClaimAttempt, "reason": why}, it, as))
 	return out, nil
 }
 
 // Release returns a claimed item to pending/ at once; the attempt is not
 // counted against max_attempts (the fencing token still advances).
 func (b *Broker) Release(id string, attempt int) (*Item, error) {
-	return b.release(id, attempt, b.inst)
+	return b.release(id, attempt, b.inst, "")
 }
 
-func (b *Broker) release(id string, attempt int, instance string) (*Item, error) {
+// ReleaseAs is Release fenced by who acts as well (see CompleteAs).
+func (b *Broker) ReleaseAs(id string, attempt int, as string) (*Item, error) {
+	return b.release(id, attempt, b.inst, as)
+}
+
+func (b *Broker) release(id string, attempt int, instance, as string) (*Item, error) {
 	var out *Item
-	_, err := b.fenced("release", id, attempt, instance, func(l *docstore.Lock, it *Item) (*Item, error) {
+	_, err := b.fenced("release", id, attempt, instance, as, func(l *docstore.Lock, it *Item) (*Item, error) {
 		if err := b.coordEnd("release", it, "", 0); err != nil {
 			return nil, err
 		}
@@ -382,7 +410,7 @@ func (b *Broker) release(id string, attempt int, instance string) (*Item, error)
 		if out, err = itemFromDoc(d); err != nil {
 			return nil, err
 		}
-		_ = b.journal(EventReleased, out, it.ClaimedBy, map[string]any{"attempt": it.ClaimAttempt})
+		_ = b.journal(EventReleased, out, it.ClaimedBy, takenOver(map[string]any{"attempt": it.ClaimAttempt}, it, as))
 		return out, nil
 	})
 	if err != nil {
@@ -393,11 +421,16 @@ func (b *Broker) release(id string, attempt int, instance string) (*Item, error)
 
 // Renew sets lease_until to now + the queue's lease.
 func (b *Broker) Renew(id string, attempt int) (*Item, error) {
-	return b.renew(id, attempt, b.inst)
+	return b.renew(id, attempt, b.inst, "")
 }
 
-func (b *Broker) renew(id string, attempt int, instance string) (*Item, error) {
-	return b.fenced("renew", id, attempt, instance, func(l *docstore.Lock, it *Item) (*Item, error) {
+// RenewAs is Renew fenced by who acts as well (see CompleteAs).
+func (b *Broker) RenewAs(id string, attempt int, as string) (*Item, error) {
+	return b.renew(id, attempt, b.inst, as)
+}
+
+func (b *Broker) renew(id string, attempt int, instance, as string) (*Item, error) {
+	return b.fenced("renew", id, attempt, instance, as, func(l *docstore.Lock, it *Item) (*Item, error) {
 		q, err := b.Queue(it.Queue)
 		if err != nil {
 			return nil, err
@@ -486,6 +519,16 @@ func (b *Broker) retryOne(queue, id string) (*Item, error) {
 	_ = b.journal(EventRetried, out, "", map[string]any{"last_error": it.LastError})
 	b.reopenGates(out)
 	return out, nil
+}
+
+// takenOver adds "by" to an event's data when as, who ended the claim,
+// is not its holder (a takeover at the current attempt, CompleteAs): the
+// event's agent stays the holder whose claim it was.
+func takenOver(data map[string]any, it *Item, as string) map[string]any {
+	if as != "" && as != it.ClaimedBy {
+		data["by"] = as
+	}
+	return data
 }
 
 func validID(id string) error {

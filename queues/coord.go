@@ -560,7 +560,7 @@ func (b *Broker) coordReap(l *docstore.Lock, q *Queue, it *Item, rep *ReapReport
 		if err := b.coord.Finish(ctx, key, g.Fence, "dead", why); err != nil {
 			return nil
 		}
-		out, err := b.toDead(l, it, "reaped: "+why, fmt.Sprintf("reaped after %d of %d attempts: %s", it.Attempts, max, why))
+		out, err := b.toDead(l, it, "", "reaped: "+why, fmt.Sprintf("reaped after %d of %d attempts: %s", it.Attempts, max, why))
 		if err != nil {
 			return err
 		}

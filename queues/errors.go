@@ -27,6 +27,11 @@ var (
 	// released or completed since. Nothing was changed.
 	ErrStale = errors.New("stale claim attempt")
 
+	// ErrNotHolder is matched by a *HolderError: a done/fail/renew/release
+	// by a caller that named who it acts as (CompleteAs...), without an
+	// attempt, on a claim someone else holds. Nothing was changed.
+	ErrNotHolder = errors.New("the claim is held by someone else")
+
 	// ErrState is returned for an operation that is illegal in the item's
 	// current state (e.g. retry of an item that is not dead).
 	ErrState = errors.New("illegal in the item's current state")
@@ -83,6 +88,25 @@ func (e *ItemError) Error() string {
 }
 
 func (e *ItemError) Unwrap() error { return e.Err }
+
+// HolderError is a change refused because the claim is As's to name, not
+// its holder's: it says whose claim it is and which attempt takes it over
+// on purpose. It unwraps to ErrNotHolder.
+type HolderError struct {
+	Holder  string // claimed_by
+	Attempt int    // the claim's attempt: given explicitly, the change goes ahead
+	As      string // who asked
+}
+
+func (e *HolderError) Error() string {
+	holder := e.Holder
+	if holder == "" {
+		holder = "nobody named" // claimed_by removed by hand
+	}
+	return fmt.Sprintf("%v: attempt %d is held by %s, not %s (give --attempt %d to take it over on purpose)", ErrNotHolder, e.Attempt, holder, e.As, e.Attempt)
+}
+
+func (e *HolderError) Unwrap() error { return ErrNotHolder }
 
 // QueueError names the queue an operation failed on.
 type QueueError struct {

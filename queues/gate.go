@@ -557,7 +557,7 @@ func (b *Broker) Reject(ref string, d Decision) (*Gate, error) {
 		if err := b.coordSettle(it, "dead", why); err != nil { // several machines (coord.go)
 			return err
 		}
-		_, err := b.toDead(l, it, why, why)
+		_, err := b.toDead(l, it, "", why, why)
 		return err
 	}); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return g, err

@@ -200,7 +200,7 @@ func (b *Broker) giveBack(l *docstore.Lock, q *Queue, it *Item, why string, rep 
 		max = it.MaxAttempts
 	}
 	if it.Attempts >= max {
-		out, err := b.toDead(l, it, "reaped: "+why, fmt.Sprintf("reaped after %d of %d attempts: %s", it.Attempts, max, why))
+		out, err := b.toDead(l, it, "", "reaped: "+why, fmt.Sprintf("reaped after %d of %d attempts: %s", it.Attempts, max, why))
 		if err != nil {
 			return err
 		}

@@ -202,7 +202,8 @@ type reportIn struct {
 
 func (ms *mcpServer) report(_ context.Context, _ *mcp.CallToolRequest, in reportIn) (*mcp.CallToolResult, any, error) {
 	// The attempt is the fence, as in `tavern item done`; but a name given
-	// must still be an agent's (a typo reports nothing).
+	// must still be an agent's (a typo reports nothing), and without an
+	// attempt the claim must be its (queues.CompleteAs).
 	if ms.opt.Agent != "" {
 		if _, err := ms.whoami(); err != nil {
 			return nil, nil, err
@@ -214,19 +215,19 @@ func (ms *mcpServer) report(_ context.Context, _ *mcp.CallToolRequest, in report
 	}
 	switch in.Outcome {
 	case "done":
-		it, err := b.Complete(in.ID, in.Attempt, in.Text)
+		it, err := b.CompleteAs(in.ID, in.Attempt, ms.opt.Agent, in.Text)
 		if err != nil {
 			return nil, nil, err
 		}
 		return text(it.ID + " " + it.State), nil, nil
 	case "failed", "fail":
-		it, err := b.Fail(in.ID, in.Attempt, in.Text)
+		it, err := b.FailAs(in.ID, in.Attempt, ms.opt.Agent, in.Text)
 		if err != nil {
 			return nil, nil, err
 		}
 		return text(it.ID + " " + it.State), nil, nil
 	case "released", "release":
-		it, err := b.Release(in.ID, in.Attempt)
+		it, err := b.ReleaseAs(in.ID, in.Attempt, ms.opt.Agent)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -82,6 +82,9 @@ var exitCodes = []struct {
 	{agents.ErrPersonNotAgent, exitUsage},
 	{agents.ErrBadPool, exitUsage},
 	{agents.ErrPoolRunning, exitConflict},
+	// A spawn that says its pool admitted it, and was not its drone:
+	// refused as a spent budget is.
+	{agents.ErrNotAdmitted, exitConflict},
 	{agents.ErrNearRole, exitUsage},    // a typo of a role, not a role that is missing
 	{recall.ErrNearDomain, exitUsage},  // likewise a knowledge domain
 	{agents.ErrNameNotPath, exitUsage}, // as an item's path fields
@@ -112,6 +115,7 @@ var exitCodes = []struct {
 	{queues.ErrUnknownQueue, exitNotFound},
 	{queues.ErrEmpty, exitNotFound},
 	{queues.ErrStale, exitConflict},
+	{queues.ErrNotHolder, exitConflict},
 	{queues.ErrState, exitConflict},
 	{queues.ErrQueueExists, exitConflict},
 	{queues.ErrPriority, exitUsage},

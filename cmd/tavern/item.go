@@ -14,7 +14,9 @@ func newItemCommand() *cli.Command {
 		Description: `Every change to a claimed item carries the claim attempt printed by
 ` + "`tavern queue take`" + ` (--attempt N, the fencing token): a stale attempt (the item was
 reaped, released or completed since) exits 4 and changes nothing. Without
---attempt the current claim is used, whatever its attempt.
+--attempt the current claim is used, whatever its attempt; but an agent named
+(--as, $TAVERN_AGENT) acts only on its own claim: another's exits 4, naming
+its holder and attempt. Its --attempt given on purpose takes the claim over.
 
 ID is the item's id, QUEUE/ID (as ` + "`tavern ls items`" + ` prints it), or a unique
 prefix of either.
@@ -91,15 +93,15 @@ func runItemShow(c *cli.Context) error {
 }
 
 // itemChange is one change of a claimed item (done, fail, renew,
-// release) at claim attempt attempt.
-type itemChange func(c *cli.Context, b *queues.Broker, id string, attempt int) (*queues.Item, error)
+// release) at claim attempt attempt, by as ("" when nobody was named).
+type itemChange func(c *cli.Context, b *queues.Broker, id string, attempt int, as string) (*queues.Item, error)
 
 func newItemChangeCommand(name, usage, desc string, flags []cli.Flag, do itemChange) *cli.Command {
 	return &cli.Command{
 		Name:        name,
 		Usage:       usage,
 		ArgsUsage:   "ID",
-		Description: desc + "\n\nPrints \"ID STATE\". A stale --attempt exits 4 and changes nothing.",
+		Description: desc + "\n\nPrints \"ID STATE\". A stale --attempt exits 4 and changes nothing, and so does\nan agent named (--as, $TAVERN_AGENT) without --attempt on another's claim.",
 		Flags:       append(append([]cli.Flag{attemptFlag(), asFlag()}, flags...), jsonFlag()),
 		Action:      func(c *cli.Context) error { return runItemChange(c, do) },
 	}
@@ -115,15 +117,22 @@ func runItemChange(c *cli.Context, do itemChange) error {
 	}
 	defer b.Close()
 	// Who acts is resolved like everywhere (an unknown --as or
-	// $TAVERN_AGENT is refused); the attempt is the fence.
-	if _, err := actorOf(c, s); err != nil {
+	// $TAVERN_AGENT is refused). The attempt is the fence; a name given
+	// (--as, $TAVERN_AGENT) without one must be the claim's holder
+	// (queues.CompleteAs). Nobody named: a person at a terminal, as ever.
+	actor, err := actorOf(c, s)
+	if err != nil {
 		return err
+	}
+	as := ""
+	if actor.Via != "" {
+		as = actor.Name
 	}
 	id, err := b.ResolveID(c.Args().First())
 	if err != nil {
 		return err
 	}
-	it, err := do(c, b, id, c.Int("attempt"))
+	it, err := do(c, b, id, c.Int("attempt"), as)
 	if err != nil {
 		return err
 	}
@@ -140,22 +149,22 @@ func runItemChange(c *cli.Context, do itemChange) error {
 	return nil
 }
 
-func itemDone(c *cli.Context, b *queues.Broker, id string, attempt int) (*queues.Item, error) {
+func itemDone(c *cli.Context, b *queues.Broker, id string, attempt int, as string) (*queues.Item, error) {
 	res, err := readFileArg(c, c.String("result"))
 	if err != nil {
 		return nil, err
 	}
-	return b.Complete(id, attempt, string(res))
+	return b.CompleteAs(id, attempt, as, string(res))
 }
 
-func itemFail(c *cli.Context, b *queues.Broker, id string, attempt int) (*queues.Item, error) {
-	return b.Fail(id, attempt, c.String("reason"))
+func itemFail(c *cli.Context, b *queues.Broker, id string, attempt int, as string) (*queues.Item, error) {
+	return b.FailAs(id, attempt, as, c.String("reason"))
 }
 
-func itemRenew(_ *cli.Context, b *queues.Broker, id string, attempt int) (*queues.Item, error) {
-	return b.Renew(id, attempt)
+func itemRenew(_ *cli.Context, b *queues.Broker, id string, attempt int, as string) (*queues.Item, error) {
+	return b.RenewAs(id, attempt, as)
 }
 
-func itemRelease(_ *cli.Context, b *queues.Broker, id string, attempt int) (*queues.Item, error) {
-	return b.Release(id, attempt)
+func itemRelease(_ *cli.Context, b *queues.Broker, id string, attempt int, as string) (*queues.Item, error) {
+	return b.ReleaseAs(id, attempt, as)
 }

@@ -39,7 +39,9 @@ sees them too), and the group is SIGKILLed if the child has not exited
 and the agent goes back to idle. A child that settles its own item (tavern item done, fail
 or release "$TAVERN_ITEM") is taken at its word: failed, the run fails
 (exit 1 if the child exited 0); released, the agent goes back to idle
-(exit 0).
+(exit 0); done, the run is done (the agent goes to done or verifying, the
+item is never failed or retried) whatever the child's exit status, which is
+reported as it was (exit_code) and is the wrapper's exit, as always.
 
 Each run is an instance (TAVERN_INSTANCE, recorded in the agent document and
 on the claimed item). The child inherits the instance's liveness lock as
@@ -56,7 +58,9 @@ or 128+N when signal N interrupted the wrapper after its child exited 0 (while
 it waited at the item's gate: the item is released, not failed),
 or 3 when --queue found no item or the command cannot be found (not on
 $PATH, no such file: as pool run's refusal), 4 when a budget is spent (tavern budget:
-those of --pool P and of every pool) or the agent is busy (another wrapper or
+those of --pool P and of every pool; pool run's own drones were admitted by
+the pool, and a spawn that says so but was not started by the pool's live
+run is refused) or the agent is busy (another wrapper or
 a session runs it; a reaper marking a dead wrapper's agent failed is waited
 for, up to 5s) or its role's
 constitution changed (--accept-constitution to accept the new one), 2 when a
@@ -132,10 +136,15 @@ func runSpawn(c *cli.Context) error {
 	if opt.KillGrace == 0 {
 		opt.KillGrace = -1 // --kill-grace 0: never escalate
 	}
-	if !c.Bool(poolAdmittedFlag) {
+	if c.Bool(poolAdmittedFlag) {
 		// A pool admits its drones on its own tick (asked again here, a
-		// drone refused after the pool's check would count as a crash);
-		// any other spawn answers to the budgets of its pool (if any)
+		// drone refused after the pool's check would count as a crash):
+		// the drone proves it is the live run's own (its child, with
+		// the run's token), or is refused like an over-budget spawn.
+		pool, token, parent := opt.Pool, os.Getenv(agents.PoolAdmissionEnv), os.Getppid()
+		opt.Admit = func() error { return agents.CheckPoolAdmission(m.Store, pool, token, parent) }
+	} else {
+		// Any other spawn answers to the budgets of its pool (if any)
 		// and of every pool, and its pool must not be a typo.
 		opt.Admit = usage.AdmitSpawn(m.Store, opt.Pool, c.Bool("new-pool"))
 	}
@@ -165,7 +174,8 @@ func runSpawn(c *cli.Context) error {
 }
 
 // poolAdmittedFlag marks a drone of pool run (hidden): its pool admitted
-// it against the budgets before it started it.
+// it against the budgets before it started it. Checked: a spawn that is
+// not the live pool run's child with its token is refused (exit 4).
 const poolAdmittedFlag = "admitted-by-pool"
 
 // spawnResult reports a run and gives the wrapper's exit: the child's
@@ -202,6 +212,11 @@ func spawnResult(c *cli.Context, res *agents.SpawnResult, err error) error {
 		}
 		return withCode(code, errSilent)
 	}
+	if res.ExitCode != 0 && res.Outcome == agents.OutcomeDone && !c.Bool("json") {
+		// Only a child that completed its own item gets here: say why
+		// a done run exits non-zero.
+		errf(c, "tavern: %s: the item is done (its run completed it), but the command exited %d\n", res.Agent, res.ExitCode)
+	}
 	if res.ExitCode != 0 {
 		code := res.ExitCode
 		if code < 0 || code > 255 {
@@ -220,7 +235,8 @@ func childBaseEnv() []string {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
 		case "TAVERN_AGENT", "TAVERN_INSTANCE", "TAVERN_ITEM", "TAVERN_ITEM_PATH", "TAVERN_ATTEMPT", "TAVERN_QUEUE", "TAVERN_RESULT",
-			"TAVERN_PARENT", "TAVERN_ROLE", "TAVERN_CONSTITUTION", "TAVERN_MODEL", "TAVERN_DIR":
+			"TAVERN_PARENT", "TAVERN_ROLE", "TAVERN_CONSTITUTION", "TAVERN_MODEL", "TAVERN_DIR",
+			agents.PoolAdmissionEnv: // the pool's token is its drones', not their children's
 			continue
 		}
 		out = append(out, kv)
