@@ -711,7 +711,7 @@ func (s *Store) Resolve(ref string) (string, error) {
 		}
 		if k, _, err := schema.KindOfPath(p); err == nil && k != nil {
 			if _, err := s.abs(p); err != nil {
-				return "", pathErr("resolve", ref, err)
+				return "", pathErr("resolve", p, err)
 			}
 			return p, nil
 		}
