@@ -73,7 +73,11 @@
 //     both to different values takes the last writer's (the later
 //     `updated`; on a tie, the greater machine name, so every machine
 //     decides alike); `updated` takes the later. A map field (a plan's
-//     tasks:) changed on both merges key by key by the same rule. The
+//     tasks:) changed on both merges key by key by the same rule. Each
+//     field (each key of a merged map) keeps the lines of the side it
+//     comes from, byte for byte (docstore.Doc.SetFieldText): a value is
+//     rendered anew only where those lines cannot be moved as they are
+//     (a flow mapping, anchors, different indentation). The
 //     body merges line by line (git merge-file); lines both sides added
 //     at one place (boxes appended to one plan) are all kept, ours
 //     first; other overlapping edits take the last writer's hunks. A document deleted on one side and edited on the other is
