@@ -48,6 +48,12 @@
 // clone's repository (otherwise every later round would fail on them). An
 // unreachable remote is not an error for the round: the local commit
 // waits, Report.Offline says why, and the next round pushes it.
+// A round killed midway (SIGKILL, a crash) is resumed by the next: the
+// state (.sync/state.json) names its local commit and its merge, with the
+// values the merge dropped, before it journals or pushes them, so the
+// next round builds on that merge rather than merging the same two sides
+// again, and journals each dropped value that is not in the journal yet:
+// once, naming the machine each side came from.
 //
 // # Merge rules (no conflict markers, no silent loss)
 //
@@ -84,7 +90,8 @@
 //     kept. A side that does not parse (a broken hand edit) makes the
 //     whole document the last writer's.
 //   - Every value a rule drops is journaled as sync.conflict (path,
-//     field, kept and lost values, both machines, the rule) on the machine
+//     field, kept and lost values, both machines, the rule, the merge
+//     commit that dropped it) on the machine
 //     that merged, whose journal reaches every clone with its next
 //     round: `tavern log --machines --type sync.conflict` on any clone
 //     (journal.ReadOthers).
