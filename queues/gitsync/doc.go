@@ -73,7 +73,10 @@
 //     claim (done > dead > pending > claimed), then the later updated.
 //     With etcd or git coordination the fences are totally ordered, so
 //     this is the truth; without, both machines may have run the item and
-//     the other copy is journaled.
+//     the other copy is journaled. A copy of the same claim and state
+//     that holds nothing the kept one does not (one a machine recovered
+//     from the engine's record before the finisher's copy arrived) is
+//     the same outcome, and is not journaled.
 //   - Any other document changed on both sides merges field by field: a
 //     field changed on one side takes that change; a field changed on
 //     both to different values takes the last writer's (the later

@@ -665,6 +665,45 @@ func pick(o, t []byte, ours bool) []byte {
 	return t
 }
 
+// recordTimes are the fields a copy written from the engine's record
+// (queues: recoverFinished, on a machine the finisher's copy had not
+// reached) sets by the record's clock or from the copy it moved, not as
+// the finisher's file has them.
+var recordTimes = map[string]bool{"updated": true, "completed": true, "attempts": true}
+
+// redundantCopy says whether lost, a copy of an item in the same state
+// and with the same claim_attempt as kept, holds nothing kept does not:
+// every field of lost is in kept with the same value, bar recordTimes;
+// claim_machine, which a dead/ copy drops; and texts that the engine's
+// record keeps up to 4 KiB (result, dead_reason, the body's result),
+// which may be a prefix of kept's. That is a copy recovered from the
+// engine's record when the finisher's own copy arrives: the same
+// outcome, not a conflict. A copy of a claim run twice (local
+// coordination: a claim_attempt per machine) differs in what it alone
+// has (started, claimed_by, its result) and is journaled.
+func redundantCopy(kept, lost *docstore.Doc) bool {
+	if kept == nil || lost == nil {
+		return false
+	}
+	prefix := func(l, k string) bool {
+		l, k = strings.TrimRight(l, "\n"), strings.TrimRight(k, "\n")
+		return strings.HasPrefix(k, l)
+	}
+	for _, k := range lost.Keys() {
+		switch {
+		case recordTimes[k]:
+		case k == "claim_machine" && !kept.Has(k):
+		case k == "result" || k == "dead_reason":
+			if !prefix(lost.String(k), kept.String(k)) && !(k == "dead_reason" && prefix(lost.String(k), kept.String("last_error"))) {
+				return false
+			}
+		case valueText(lost, k) != valueText(kept, k):
+			return false
+		}
+	}
+	return prefix(string(lost.Body()), string(kept.Body()))
+}
+
 // itemRank orders the copies of one item: the later claim (fence) wins,
 // then the later state for the same claim, then updated.
 type itemRank struct {
@@ -741,6 +780,9 @@ func (m *merge) resolveItem(paths []string) {
 	for i, c := range cands {
 		if i == best || (c.path == w.path && c.e.oid == w.e.oid) {
 			continue
+		}
+		if c.path == w.path && c.rank.attempt == w.rank.attempt && redundantCopy(parseOrNil(w.path, m.blob[w.e.oid]), parseOrNil(c.path, m.blob[c.e.oid])) {
+			continue // the same claim's outcome, as the engine's record says it: nothing is lost
 		}
 		rule := ruleItem
 		if _, inBase := m.base[c.path]; inBase && c.path == w.path {
