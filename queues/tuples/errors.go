@@ -184,7 +184,7 @@ func (e *UnknownTokenError) Unwrap() []error {
 // `token acquire --wait` waits for it), not ErrUnknownToken: the token
 // exists.
 type SlotInTransitError struct {
-	Op      string // "acquire" or "init"
+	Op      string // "acquire", "init" or "ls"
 	Name    string
 	Slot    int64
 	Machine string // "" when the engine does not say

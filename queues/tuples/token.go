@@ -889,6 +889,9 @@ func (sp *Space) TokenSlotsChecked(name string) ([]TokenSlot, []error, error) {
 		slots = sp.withEngineSlots(name, slots) // several machines (coord.go)
 	}
 	if err == nil && name != "" && len(slots) == 0 {
+		if slot, machine, ok := sp.slotInTransit(name); ok {
+			return nil, bad, &SlotInTransitError{Op: "ls", Name: name, Slot: slot, Machine: machine}
+		}
 		return nil, bad, sp.unknownToken(name)
 	}
 	return slots, bad, err
