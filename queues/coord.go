@@ -637,27 +637,38 @@ func (b *Broker) recoverFinished(l *docstore.Lock, it *Item, st ClaimState) erro
 		if st.Machine != "" {
 			fields = append(fields, docstore.Field{Key: "claim_machine", Value: st.Machine})
 		}
+		// Written as Complete and toDead write the finisher's copy, so
+		// that the two say the same when that arrives (the sync then has
+		// nothing to journal).
 		full := ""
+		del := []string{"lease_until", "hung_since", "not_before", "liveness_lock", "claim_lease"}
+		// The copy's claim (none, or an older one) may not be the claim
+		// that finished: its fields would describe the wrong run.
+		stale := int64(it.ClaimAttempt) != st.FinishedBy
+		holder := it.ClaimedBy
+		if stale {
+			holder = st.Holder
+		}
 		if state == Done {
-			// As Complete writes it, so that the copy says what the
-			// finisher's does when that arrives (the sync then has
-			// nothing to journal).
 			var summary string
 			summary, full = resultText(st.Result)
 			fields = append(fields, docstore.Field{Key: "completed", Value: at}, docstore.Field{Key: "result", Value: summary})
-		} else {
-			fields = append(fields, docstore.Field{Key: "dead_reason", Value: st.Result})
-		}
-		del := []string{"lease_until", "hung_since", "not_before", "liveness_lock", "claim_lease"}
-		if int64(it.ClaimAttempt) != st.FinishedBy {
-			// The copy's claim (none, or an older one) is not the claim
-			// that finished: its fields would describe the wrong run.
-			del = append(del, "claim_kind", "started", "instance")
-			if st.Holder != "" {
-				fields = append(fields, docstore.Field{Key: "claimed_by", Value: st.Holder})
-			} else {
-				del = append(del, "claimed_by")
+			if stale {
+				del = append(del, "claim_kind", "started", "instance")
+				if holder != "" {
+					fields = append(fields, docstore.Field{Key: "claimed_by", Value: holder})
+				} else {
+					del = append(del, "claimed_by")
+				}
 			}
+		} else {
+			// The record's result is the last error; the claim's fields
+			// go, as clearClaim's (the record's machine stays).
+			fields = append(fields, docstore.Field{Key: "dead_reason", Value: st.Result}, docstore.Field{Key: "last_error", Value: st.Result})
+			if holder != "" {
+				fields = append(fields, docstore.Field{Key: "last_claimed_by", Value: holder})
+			}
+			del = append(del, "claimed_by", "claim_kind", "started", "instance")
 		}
 		if err := editFields(d, fields, del...); err != nil {
 			return err
