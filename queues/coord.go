@@ -586,8 +586,10 @@ func (b *Broker) giveBackLocal(l *docstore.Lock, q *Queue, it *Item, why string,
 // sync) after finishing the item on the engine, and its copy may never
 // come. It is 3 × tavern.md's sync.every (default 10s). The recovered
 // copy carries the engine's fence, machine, time and result (at most
-// 4 KiB of it); should the original arrive after all, the sync keeps the
-// original (its updated is later) and journals the recovered one.
+// 4 KiB of it), written as Complete writes it; should the original
+// arrive after all, the sync keeps the original (its updated is later)
+// and journals nothing, the recovered copy saying nothing the original
+// does not (gitsync: redundantCopy).
 func (b *Broker) recoverAfter() time.Duration {
 	every := 10 * time.Second
 	if cfg, err := b.s.Get(docstore.ConfigFile); err == nil {
@@ -635,12 +637,46 @@ func (b *Broker) recoverFinished(l *docstore.Lock, it *Item, st ClaimState) erro
 		if st.Machine != "" {
 			fields = append(fields, docstore.Field{Key: "claim_machine", Value: st.Machine})
 		}
-		if state == Done {
-			fields = append(fields, docstore.Field{Key: "completed", Value: at}, docstore.Field{Key: "result", Value: st.Result})
-		} else {
-			fields = append(fields, docstore.Field{Key: "dead_reason", Value: st.Result})
+		// Written as Complete and toDead write the finisher's copy, so
+		// that the two say the same when that arrives (the sync then has
+		// nothing to journal).
+		full := ""
+		del := []string{"lease_until", "hung_since", "not_before", "liveness_lock", "claim_lease"}
+		// The copy's claim (none, or an older one) may not be the claim
+		// that finished: its fields would describe the wrong run.
+		stale := int64(it.ClaimAttempt) != st.FinishedBy
+		holder := it.ClaimedBy
+		if stale {
+			holder = st.Holder
 		}
-		return editFields(d, fields, "lease_until", "hung_since", "not_before", "liveness_lock", "claim_lease")
+		if state == Done {
+			var summary string
+			summary, full = resultText(st.Result)
+			fields = append(fields, docstore.Field{Key: "completed", Value: at}, docstore.Field{Key: "result", Value: summary})
+			if stale {
+				del = append(del, "claim_kind", "started", "instance")
+				if holder != "" {
+					fields = append(fields, docstore.Field{Key: "claimed_by", Value: holder})
+				} else {
+					del = append(del, "claimed_by")
+				}
+			}
+		} else {
+			// The record's result is the last error; the claim's fields
+			// go, as clearClaim's (the record's machine stays).
+			fields = append(fields, docstore.Field{Key: "dead_reason", Value: st.Result}, docstore.Field{Key: "last_error", Value: st.Result})
+			if holder != "" {
+				fields = append(fields, docstore.Field{Key: "last_claimed_by", Value: holder})
+			}
+			del = append(del, "claimed_by", "claim_kind", "started", "instance")
+		}
+		if err := editFields(d, fields, del...); err != nil {
+			return err
+		}
+		if full != "" {
+			d.SetBody(append(append([]byte(nil), d.Body()...), []byte("\n## Result\n\n"+full+"\n")...))
+		}
+		return nil
 	})
 	if err != nil {
 		return err

@@ -2,8 +2,10 @@ package gitsync
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/queues/gitsync/gittest"
 	"github.com/tavernhq/tavern/schema"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 func mustSync(t *testing.T, s *docstore.Store) *Report {
@@ -81,4 +84,131 @@ func TestApplyDefersConcurrentLocalChange(t *testing.T) {
 			t.Fatalf("%s after the deferred merge:\n%s", s.Root(), got.Bytes())
 		}
 	}
+}
+
+// killedSync runs a round that dies after its merge and push, before it
+// writes the store or saves its state: as a SIGKILL there would (the
+// round's lock goes with the process).
+func killedSync(t *testing.T, s *docstore.Store) {
+	t.Helper()
+	sy, err := Open(s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sy.Close()
+	type killed struct{}
+	testHookBeforeApply = func() { panic(killed{}) }
+	defer func() {
+		testHookBeforeApply = nil
+		if r := recover(); r != (killed{}) {
+			t.Fatalf("the round was not killed: %v", r)
+		}
+	}()
+	_, _ = sy.Sync(context.Background())
+}
+
+// conflicts returns the sync.conflict events of s's own journal.
+func conflicts(t *testing.T, s *docstore.Store) []journal.Event {
+	t.Helper()
+	var out []journal.Event
+	if _, err := journal.Read(s.Root(), journal.Filter{Types: []string{EventConflict}}, func(e journal.Event, err error) bool {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e)
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// A round killed after it merged, journaled and pushed, and one killed
+// after it saved the values its merge dropped but before it journaled
+// them: the next round journals each dropped value once, naming the
+// machine each side came from, for a merge of the remote and for the
+// merge of a path deferred by an earlier round. Before, the next round
+// merged the same sides again and journaled them again, this machine
+// named for both sides when its own pushed merge was the other side.
+func TestKilledRoundJournalsEachLossOnce(t *testing.T) {
+	srv := gittest.Start(t)
+	url := srv.Repo(t, "p")
+	root := t.TempDir()
+	a, _, err := docstore.Init(filepath.Join(root, "a", ".tavern"), "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(a.Root(), queues.MachineFile), []byte("alpha\n"), 0o644)
+	a.Update(docstore.ConfigFile, func(d *docstore.Doc) error { return d.SetYAML("sync", "{remote: '"+url+"'}") })
+	d, _ := docstore.New(schema.Agent, []docstore.Field{{Key: schema.VersionField, Value: 1}, {Key: "name", Value: "ann"}, {Key: "updated", Value: time.Now().UTC()}}, nil)
+	if err := a.Create("agents/ann.md", d); err != nil {
+		t.Fatal(err)
+	}
+	mustSync(t, a)
+	os.MkdirAll(filepath.Join(root, "b"), 0o755)
+	b, err := Clone(filepath.Join(root, "b", ".tavern"), url, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(b.Root(), queues.MachineFile), []byte("beta\n"), 0o644)
+	// want checks the journal's conflicts: each "lost:loser/kept:keeper".
+	want := func(lost ...string) {
+		t.Helper()
+		evs := conflicts(t, b)
+		var got []string
+		for _, e := range evs {
+			got = append(got, fmt.Sprintf("%v:%v/%v:%v", e.Data["lost"], e.Data["lost_machine"], e.Data["kept"], e.Data["kept_machine"]))
+		}
+		if !slices.Equal(got, lost) {
+			t.Fatalf("sync.conflict events %q, want %q", got, lost)
+		}
+	}
+
+	// 1. Killed after journaling and pushing the merge.
+	set(t, b, "role", "b1")
+	set(t, a, "role", "a1") // later: kept
+	mustSync(t, a)
+	killedSync(t, b)
+	mustSync(t, b)
+	mustSync(t, b)
+	want("b1:beta/a1:alpha")
+
+	// 2. Killed before journaling (the events the first round appended
+	// are taken out of the journal again).
+	journalFile := filepath.Join(b.Root(), "events", time.Now().UTC().Format("2006-01-02")+".jsonl")
+	before, err := os.ReadFile(journalFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set(t, b, "role", "b2")
+	set(t, a, "role", "a2")
+	mustSync(t, a)
+	killedSync(t, b)
+	if err := os.WriteFile(journalFile, before, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustSync(t, b)
+	mustSync(t, b)
+	want("b1:beta/a1:alpha", "b2:beta/a2:alpha")
+
+	// 3. A path changed while a round ran is merged by the next round
+	// (the deferred merge), which is killed.
+	set(t, a, "role", "a3")
+	mustSync(t, a)
+	testHookBeforeApply = func() { set(t, b, "role", "b3") } // before a4: a4 is the later write
+	mustSync(t, b)
+	testHookBeforeApply = nil
+	set(t, a, "role", "a4")
+	mustSync(t, a)
+	killedSync(t, b)
+	mustSync(t, b)
+	mustSync(t, b)
+	mustSync(t, a)
+	for _, s := range []*docstore.Store{a, b} {
+		got, _ := s.Get("agents/ann.md")
+		if got.String("role") != "a4" {
+			t.Fatalf("%s: role %q, want a4", s.Root(), got.String("role"))
+		}
+	}
+	want("b1:beta/a1:alpha", "b2:beta/a2:alpha", "a3:alpha/b3:beta", "b3:beta/a4:alpha")
 }

@@ -48,6 +48,12 @@
 // clone's repository (otherwise every later round would fail on them). An
 // unreachable remote is not an error for the round: the local commit
 // waits, Report.Offline says why, and the next round pushes it.
+// A round killed midway (SIGKILL, a crash) is resumed by the next: the
+// state (.sync/state.json) names its local commit and its merge, with the
+// values the merge dropped, before it journals or pushes them, so the
+// next round builds on that merge rather than merging the same two sides
+// again, and journals each dropped value that is not in the journal yet:
+// once, naming the machine each side came from.
 //
 // # Merge rules (no conflict markers, no silent loss)
 //
@@ -67,20 +73,28 @@
 //     claim (done > dead > pending > claimed), then the later updated.
 //     With etcd or git coordination the fences are totally ordered, so
 //     this is the truth; without, both machines may have run the item and
-//     the other copy is journaled.
+//     the other copy is journaled. A copy of the same claim and state
+//     that holds nothing the kept one does not (one a machine recovered
+//     from the engine's record before the finisher's copy arrived) is
+//     the same outcome, and is not journaled.
 //   - Any other document changed on both sides merges field by field: a
 //     field changed on one side takes that change; a field changed on
 //     both to different values takes the last writer's (the later
 //     `updated`; on a tie, the greater machine name, so every machine
 //     decides alike); `updated` takes the later. A map field (a plan's
-//     tasks:) changed on both merges key by key by the same rule. The
+//     tasks:) changed on both merges key by key by the same rule. Each
+//     field (each key of a merged map) keeps the lines of the side it
+//     comes from, byte for byte (docstore.Doc.SetFieldText): a value is
+//     rendered anew only where those lines cannot be moved as they are
+//     (a flow mapping, anchors, different indentation). The
 //     body merges line by line (git merge-file); lines both sides added
 //     at one place (boxes appended to one plan) are all kept, ours
 //     first; other overlapping edits take the last writer's hunks. A document deleted on one side and edited on the other is
 //     kept. A side that does not parse (a broken hand edit) makes the
 //     whole document the last writer's.
 //   - Every value a rule drops is journaled as sync.conflict (path,
-//     field, kept and lost values, both machines, the rule) on the machine
+//     field, kept and lost values, both machines, the rule, the merge
+//     commit that dropped it) on the machine
 //     that merged, whose journal reaches every clone with its next
 //     round: `tavern log --machines --type sync.conflict` on any clone
 //     (journal.ReadOthers).

@@ -365,9 +365,12 @@ func mergeDoc(p string, b, o, t []byte, me, them string) ([]byte, []Loss) {
 			// A map changed on both sides (a plan's tasks:, a bookmark's
 			// channels) merges key by key: entries added on two machines
 			// are different entries, not rival values of one field.
-			if n, kl, ok := mergeMap(nodeOf(db, k), nodeOf(winner, k), nodeOf(loser, k)); ok {
+			if n, kl, fromLoser, ok := mergeMap(nodeOf(db, k), nodeOf(winner, k), nodeOf(loser, k)); ok {
 				for _, key := range kl {
 					losses = append(losses, Loss{Path: p, Field: k + "." + key, Kept: shown(mapValueText(winner.Get(k), key)), Lost: shown(mapValueText(loser.Get(k), key)), KeptFrom: wName, LostFrom: lName, Rule: ruleLWW})
+				}
+				if text, ok := mapFieldText(k, winner, loser, n, fromLoser); ok && res.SetFieldText(k, text, n) == nil {
+					continue
 				}
 				if err := res.SetNode(k, n); err != nil {
 					return whole()
@@ -383,7 +386,9 @@ func mergeDoc(p string, b, o, t []byte, me, them string) ([]byte, []Loss) {
 		var err error
 		if n := from.Get(k); n == nil {
 			err = res.Delete(k)
-		} else {
+		} else if text, _, ok := from.FieldText(k); !ok || res.SetFieldText(k, text, n) != nil {
+			// The side's own lines, byte for byte, where they say the
+			// same in res; rendered from the node only where they do not.
 			err = res.SetNode(k, n)
 		}
 		if err != nil {
@@ -481,16 +486,17 @@ func mapValueText(n *yaml.Node, key string) string {
 // change; a key changed on both to different values takes the winner's,
 // and is returned in lost. ok is false unless winner and loser are both
 // mappings (and base a mapping or absent).
-func mergeMap(base, winner, loser *yaml.Node) (out *yaml.Node, lost []string, ok bool) {
+func mergeMap(base, winner, loser *yaml.Node) (out *yaml.Node, lost []string, fromLoser map[string]bool, ok bool) {
 	if winner == nil || loser == nil {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	_, bv, okB := mapPairs(base)
 	wk, wkn, wv, okW := mapNodes(winner)
 	lk, lkn, lv, okL := mapNodes(loser)
 	if !okB || !okW || !okL {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
+	fromLoser = map[string]bool{}
 	out = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Style: winner.Style}
 	seen := map[string]bool{}
 	for _, k := range append(wk, lk...) {
@@ -504,6 +510,7 @@ func mergeMap(base, winner, loser *yaml.Node) (out *yaml.Node, lost []string, ok
 		case w == l, l == b:
 		case w == b:
 			v = lv[k]
+			fromLoser[k] = true
 		default:
 			lost = append(lost, k)
 		}
@@ -516,7 +523,73 @@ func mergeMap(base, winner, loser *yaml.Node) (out *yaml.Node, lost []string, ok
 		}
 		out.Content = append(out.Content, key, v)
 	}
-	return out, lost, true
+	return out, lost, fromLoser, true
+}
+
+// mapFieldText writes the block mapping field k that mergeMap merged
+// (out) from the lines of the two sides: the winner's line(s) before the
+// first key, then each key's lines from the side its value came from,
+// byte for byte. ok is false when the sides are not block mappings keyed
+// at one column (SetFieldText checks the result in any case).
+func mapFieldText(k string, winner, loser *docstore.Doc, out *yaml.Node, fromLoser map[string]bool) ([]byte, bool) {
+	type side struct {
+		lines [][]byte
+		spans map[string][]byte
+	}
+	col := -1
+	read := func(d *docstore.Doc) (*side, bool) {
+		text, line, ok := d.FieldText(k)
+		n := d.Get(k)
+		if !ok || n == nil || n.Kind != yaml.MappingNode || n.Style&yaml.FlowStyle != 0 || len(n.Content) == 0 {
+			return nil, false
+		}
+		s := &side{lines: bytes.SplitAfter(text, []byte("\n")), spans: map[string][]byte{}}
+		if len(s.lines) > 0 && len(s.lines[len(s.lines)-1]) == 0 {
+			s.lines = s.lines[:len(s.lines)-1]
+		}
+		var starts []int
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			kn := n.Content[i]
+			if col < 0 {
+				col = kn.Column
+			}
+			at := kn.Line - line
+			if kn.Column != col || at < 1 || at >= len(s.lines) || (len(starts) > 0 && at <= starts[len(starts)-1]) {
+				return nil, false
+			}
+			starts = append(starts, at)
+		}
+		for j, at := range starts {
+			end := len(s.lines)
+			if j+1 < len(starts) {
+				end = starts[j+1]
+			}
+			s.spans[n.Content[2*j].Value] = bytes.Join(s.lines[at:end], nil)
+		}
+		s.lines = s.lines[:starts[0]] // the key's own line(s)
+		return s, true
+	}
+	w, ok := read(winner)
+	if !ok {
+		return nil, false
+	}
+	l, ok := read(loser)
+	if !ok {
+		return nil, false
+	}
+	text := bytes.Join(w.lines, nil)
+	for i := 0; i+1 < len(out.Content); i += 2 {
+		key := out.Content[i].Value
+		span, ok := w.spans[key]
+		if fromLoser[key] || !ok {
+			span, ok = l.spans[key]
+		}
+		if !ok {
+			return nil, false
+		}
+		text = append(text, span...)
+	}
+	return text, true
 }
 
 // mergeFile is git merge-file on three texts; on overlapping edits the
@@ -590,6 +663,45 @@ func pick(o, t []byte, ours bool) []byte {
 		return o
 	}
 	return t
+}
+
+// recordTimes are the fields a copy written from the engine's record
+// (queues: recoverFinished, on a machine the finisher's copy had not
+// reached) sets by the record's clock or from the copy it moved, not as
+// the finisher's file has them.
+var recordTimes = map[string]bool{"updated": true, "completed": true, "attempts": true}
+
+// redundantCopy says whether lost, a copy of an item in the same state
+// and with the same claim_attempt as kept, holds nothing kept does not:
+// every field of lost is in kept with the same value, bar recordTimes;
+// claim_machine, which a dead/ copy drops; and texts that the engine's
+// record keeps up to 4 KiB (result, dead_reason, the body's result),
+// which may be a prefix of kept's. That is a copy recovered from the
+// engine's record when the finisher's own copy arrives: the same
+// outcome, not a conflict. A copy of a claim run twice (local
+// coordination: a claim_attempt per machine) differs in what it alone
+// has (started, claimed_by, its result) and is journaled.
+func redundantCopy(kept, lost *docstore.Doc) bool {
+	if kept == nil || lost == nil {
+		return false
+	}
+	prefix := func(l, k string) bool {
+		l, k = strings.TrimRight(l, "\n"), strings.TrimRight(k, "\n")
+		return strings.HasPrefix(k, l)
+	}
+	for _, k := range lost.Keys() {
+		switch {
+		case recordTimes[k]:
+		case k == "claim_machine" && !kept.Has(k):
+		case k == "result" || k == "dead_reason":
+			if !prefix(lost.String(k), kept.String(k)) && !(k == "dead_reason" && prefix(lost.String(k), kept.String("last_error"))) {
+				return false
+			}
+		case valueText(lost, k) != valueText(kept, k):
+			return false
+		}
+	}
+	return prefix(string(lost.Body()), string(kept.Body()))
 }
 
 // itemRank orders the copies of one item: the later claim (fence) wins,
@@ -668,6 +780,9 @@ func (m *merge) resolveItem(paths []string) {
 	for i, c := range cands {
 		if i == best || (c.path == w.path && c.e.oid == w.e.oid) {
 			continue
+		}
+		if c.path == w.path && c.rank.attempt == w.rank.attempt && redundantCopy(parseOrNil(w.path, m.blob[w.e.oid]), parseOrNil(c.path, m.blob[c.e.oid])) {
+			continue // the same claim's outcome, as the engine's record says it: nothing is lost
 		}
 		rule := ruleItem
 		if _, inBase := m.base[c.path]; inBase && c.path == w.path {

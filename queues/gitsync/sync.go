@@ -245,7 +245,8 @@ type Report struct {
 	Started   schema.Timestamp `json:"started"`            // when the round began (before waiting for another round of this clone)
 	Duration  time.Duration    `json:"duration"`
 
-	docs []Applied // for Options.AfterApply
+	docs          []Applied // for Options.AfterApply
+	pendingLosses []Loss    // of the last mergeCommits, to settle
 }
 
 // MarshalJSON writes Duration as a Go duration ("1.2s"), as the tavern
@@ -262,6 +263,24 @@ type syncState struct {
 	Head    string               `json:"head"`
 	Pending map[string]entry     `json:"-"`
 	PendRaw map[string][2]string `json:"pending,omitempty"` // tree path -> [mode, oid] ("" oid: absent)
+	// Merged is a merge commit this clone made on top of Head that the
+	// store does not reflect yet: a round killed after merging (and
+	// perhaps pushing) left it. The next round builds on it instead of
+	// merging the same two sides again, which would drop (and journal)
+	// the same values a second time, with this machine's own commits
+	// taken for the other side.
+	Merged string `json:"merged,omitempty"`
+	// Losses are the values the round's merges dropped, each with the
+	// commit that dropped it, saved before they are journaled: those a
+	// killed round did not journal are journaled by the next (once).
+	Losses []mergeLoss `json:"losses,omitempty"`
+}
+
+// mergeLoss is a Loss and the commit whose merge dropped the value.
+type mergeLoss struct {
+	Loss
+	Merge string           `json:"merge"`
+	At    schema.Timestamp `json:"at"`
 }
 
 func (sy *Syncer) loadState() syncState {
@@ -308,6 +327,11 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 	rep := &Report{Started: schema.TimeOf(start.UTC()), Applied: []Change{}, Deferred: []string{}, Conflicts: []Loss{}} // lists, never null in JSON
 	defer func() { rep.Duration = time.Since(start) }()
 	st := sy.loadState()
+	if len(st.Losses) > 0 {
+		// A round killed while it journaled its merges' losses.
+		sy.journalMissing(st.Losses, rep)
+		st.Losses = nil
+	}
 	snap, err := sy.snapshotWork()
 	if err != nil {
 		return nil, err
@@ -340,10 +364,11 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 			tree[p] = e
 		}
 	}
+	var pendLosses []Loss
 	if len(st.Pending) > 0 {
 		// Paths whose local copy changed during an earlier round descend
 		// from that round's local copy, not from head: merge them.
-		tree, err = sy.mergePending(st.Pending, work, headFiles, rep)
+		tree, pendLosses, err = sy.mergePending(st.Pending, work, headFiles, head)
 		if err != nil {
 			return nil, err
 		}
@@ -359,7 +384,71 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 		}
 		rep.Committed = true
 	}
+	// Until the round ends, the state says the store reflects S (its own
+	// snapshot; the deferred paths hold what work has, which S's merge of
+	// them descends from) and M, the merge of this round on top of it. A
+	// round killed after this point is resumed from there: its commit and
+	// merge are not made a second time, so a value dropped by the merge
+	// is journaled once, and the commits it pushed are its own, never
+	// the other side of the next merge.
+	resumed := ""
+	if st.Merged != "" && head != "" && st.Merged != head && sy.repo.treeOf(st.Merged) != "" && sy.repo.isAncestor(head, st.Merged) {
+		resumed = st.Merged
+	}
+	inter := syncState{Head: S, Pending: map[string]entry{}, Merged: resumed}
+	for p := range st.Pending {
+		inter.Pending[p] = work[p] // absent: zero entry, oid ""
+	}
+	// settle saves the state that makes commit c (S, or a merge on it)
+	// durable, with the values its merge dropped, then journals those.
+	settle := func(c string, losses []Loss) error {
+		if c != S {
+			inter.Merged = c
+		}
+		at := schema.TimeOf(time.Now().UTC())
+		for _, l := range losses {
+			inter.Losses = append(inter.Losses, mergeLoss{Loss: l, Merge: c, At: at})
+		}
+		if S == st.Head && c == S && len(losses) == 0 {
+			return nil // nothing new to make durable
+		}
+		if err := sy.saveState(inter); err != nil {
+			return err
+		}
+		rep.Conflicts = append(rep.Conflicts, losses...)
+		sy.journalLosses(losses, c)
+		return nil
+	}
+	// S is settled before the first merge or push, or at the end of a
+	// round that made neither: not before the remote was read, so that a
+	// round refused on what it read (ErrSameMachine) leaves no state.
+	settled := false
+	settleS := func() error {
+		if settled {
+			return nil
+		}
+		settled = true
+		return settle(S, pendLosses)
+	}
 	M := S
+	if resumed != "" {
+		if err := settleS(); err != nil {
+			return nil, err
+		}
+		if S == head {
+			M = resumed
+		} else {
+			// Local changes since the killed round: merge them into its
+			// merge (base: head, from which both descend).
+			if M, err = sy.mergeCommits(head, S, resumed, rep); err != nil {
+				return nil, err
+			}
+			if err := settle(M, rep.pendingLosses); err != nil {
+				return nil, err
+			}
+			rep.pendingLosses = nil
+		}
+	}
 	remoteRef := "refs/tavern/remote"
 	if err := sy.repo.clearStaleLocks(remoteRef); err != nil { // a killed round's
 		return nil, err
@@ -388,30 +477,22 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 		case sy.repo.isAncestor(M, R):
 			M = R
 		default:
-			base := sy.repo.mergeBase(M, R)
-			bf, err1 := sy.repo.readTree(base)
-			of, err2 := sy.repo.readTree(M)
-			tf, err3 := sy.repo.readTree(R)
-			if err := errors.Join(err1, err2, err3); err != nil {
+			if err := settleS(); err != nil {
 				return nil, err
 			}
-			merged, losses, err := sy.mergeTrees(bf, of, tf, sy.attribution(M, R))
-			if err != nil {
+			if M, err = sy.mergeCommits(sy.repo.mergeBase(M, R), M, R, rep); err != nil {
 				return nil, err
 			}
-			mt, err := sy.repo.writeTree(merged)
-			if err != nil {
+			if err := settle(M, rep.pendingLosses); err != nil {
 				return nil, err
 			}
-			if M, err = sy.repo.commitTree(mt, "tavern sync: "+sy.machine+" merges\n", M, R); err != nil {
-				return nil, err
-			}
-			rep.Merged = true
-			rep.Conflicts = append(rep.Conflicts, losses...)
-			sy.journalLosses(losses)
+			rep.pendingLosses = nil
 		}
 		if M == R {
 			break
+		}
+		if err := settleS(); err != nil {
+			return nil, err
 		}
 		res, err := sy.repo.push(sy.remote, M, sy.ref, nil)
 		if res == pushOK {
@@ -434,6 +515,9 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 		rep.Offline = err.Error()
 		break
 	}
+	if err := settleS(); err != nil {
+		return nil, err
+	}
 	if testHookBeforeApply != nil {
 		testHookBeforeApply()
 	}
@@ -455,7 +539,7 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 	if err := ensureLayout(sy.s.Root(), mFiles); err != nil {
 		return nil, err
 	}
-	st.Head, st.Pending = M, pending
+	st = syncState{Head: M, Pending: pending}
 	rep.Head = M
 	if err := sy.saveState(st); err != nil {
 		return nil, err
@@ -477,10 +561,37 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 	return rep, nil
 }
 
+// mergeCommits merges commit theirs into ours from base by the rules of
+// merge.go and commits the result (parents ours, theirs). The values it
+// dropped are left in rep.pendingLosses for the caller to settle.
+func (sy *Syncer) mergeCommits(base, ours, theirs string, rep *Report) (string, error) {
+	bf, err1 := sy.repo.readTree(base)
+	of, err2 := sy.repo.readTree(ours)
+	tf, err3 := sy.repo.readTree(theirs)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return "", err
+	}
+	merged, losses, err := sy.mergeTrees(bf, of, tf, sy.attribution(ours, theirs))
+	if err != nil {
+		return "", err
+	}
+	mt, err := sy.repo.writeTree(merged)
+	if err != nil {
+		return "", err
+	}
+	M, err := sy.repo.commitTree(mt, "tavern sync: "+sy.machine+" merges\n", ours, theirs)
+	if err != nil {
+		return "", err
+	}
+	rep.Merged = true
+	rep.pendingLosses = losses
+	return M, nil
+}
+
 // mergePending merges the deferred paths: base = the local copy a
 // previous round could not overwrite, ours = the local copy now, theirs
 // = head's.
-func (sy *Syncer) mergePending(pend, work, head map[string]entry, rep *Report) (map[string]entry, error) {
+func (sy *Syncer) mergePending(pend, work, head map[string]entry, headID string) (map[string]entry, []Loss, error) {
 	base := map[string]entry{}
 	ours := map[string]entry{}
 	theirs := map[string]entry{}
@@ -495,12 +606,29 @@ func (sy *Syncer) mergePending(pend, work, head map[string]entry, rep *Report) (
 			theirs[p] = h
 		}
 	}
-	merged, losses, err := sy.mergeTrees(base, ours, theirs, nil)
-	if err != nil {
-		return nil, err
+	// theirs is what an earlier round brought from other machines: name
+	// the latest other machine that changed each path in head's history
+	// (a merge this machine made is not the other side), not "remote".
+	who := map[string]string{}
+	for p := range theirs {
+		if headID == "" {
+			break
+		}
+		b, err := sy.repo.git(nil, "log", "-n", "50", "--format=%an", headID, "--", p)
+		if err != nil {
+			continue
+		}
+		for _, n := range strings.Fields(string(b)) {
+			if n != sy.machine {
+				who[p] = n
+				break
+			}
+		}
 	}
-	rep.Conflicts = append(rep.Conflicts, losses...)
-	sy.journalLosses(losses)
+	merged, losses, err := sy.mergeTrees(base, ours, theirs, who)
+	if err != nil {
+		return nil, nil, err
+	}
 	out := make(map[string]entry, len(work))
 	for p, e := range work {
 		out[p] = e
@@ -511,7 +639,7 @@ func (sy *Syncer) mergePending(pend, work, head map[string]entry, rep *Report) (
 			out[p] = e
 		}
 	}
-	return out, nil
+	return out, losses, nil
 }
 
 // attribution names, for each path changed in from..to, the machine of
@@ -710,8 +838,8 @@ func (sy *Syncer) remove(p string) error {
 	return docstore.SyncDir(filepath.Dir(full))
 }
 
-// journalLosses journals every value a merge dropped.
-func (sy *Syncer) journalLosses(losses []Loss) {
+// journalLosses journals every value the merge of commit merge dropped.
+func (sy *Syncer) journalLosses(losses []Loss, merge string) {
 	for _, l := range losses {
 		kind := ""
 		if k, _, err := schema.NameOfPath(l.Path); err == nil && k != nil {
@@ -722,7 +850,47 @@ func (sy *Syncer) journalLosses(losses []Loss) {
 			lost = lost[:1<<20]
 		}
 		_, _ = sy.j.Append(journal.Event{Type: EventConflict, Kind: kind, Path: l.Path, Data: map[string]any{
-			"field": l.Field, "kept": l.Kept, "lost": lost, "kept_machine": l.KeptFrom, "lost_machine": l.LostFrom, "rule": l.Rule, "machine": sy.machine}})
+			"field": l.Field, "kept": l.Kept, "lost": lost, "kept_machine": l.KeptFrom, "lost_machine": l.LostFrom, "rule": l.Rule, "machine": sy.machine, "merge": merge}})
+	}
+}
+
+// journalMissing journals the losses a killed round saved (syncState.Losses)
+// that its journal does not have: each is journaled once, whether the
+// round was killed before, while or after journaling them.
+func (sy *Syncer) journalMissing(saved []mergeLoss, rep *Report) {
+	key := func(merge, path, field, lost string) string {
+		return merge + "\x00" + path + "\x00" + field + "\x00" + lost
+	}
+	since := saved[0].At.Time
+	for _, l := range saved {
+		if l.At.Before(since) {
+			since = l.At.Time
+		}
+	}
+	have := map[string]bool{}
+	_, _ = journal.Read(sy.s.Root(), journal.Filter{Types: []string{EventConflict}, Since: since.Add(-time.Minute)}, func(e journal.Event, err error) bool {
+		if err == nil {
+			m, _ := e.Data["merge"].(string)
+			f, _ := e.Data["field"].(string)
+			lm, _ := e.Data["lost_machine"].(string)
+			have[key(m, e.Path, f, lm)] = true
+		}
+		return true
+	})
+	byMerge := map[string][]Loss{}
+	var order []string
+	for _, l := range saved {
+		if have[key(l.Merge, l.Path, l.Field, l.LostFrom)] {
+			continue
+		}
+		if _, ok := byMerge[l.Merge]; !ok {
+			order = append(order, l.Merge)
+		}
+		byMerge[l.Merge] = append(byMerge[l.Merge], l.Loss)
+	}
+	for _, m := range order {
+		rep.Conflicts = append(rep.Conflicts, byMerge[m]...)
+		sy.journalLosses(byMerge[m], m)
 	}
 }
 

@@ -387,6 +387,43 @@ func TestItemMovedOnTwoMachines(t *testing.T) {
 	checkClean(t, a)
 }
 
+// Two copies of one claim attempt in done/ (no coordination engine: each
+// machine counts its own attempts, and both ran the item) whose outcomes
+// differ are still a conflict: only a copy that says nothing the kept one
+// does not (one recovered from the engine's record) goes unjournaled.
+func TestItemDoneTwiceSameAttempt(t *testing.T) {
+	srv := gittest.Start(t)
+	url := srv.Repo(t, "p")
+	root := t.TempDir()
+	a := newOrigin(t, root, "alpha", url)
+	ba, _ := queues.Open(a, queues.Options{})
+	defer ba.Close()
+	ba.CreateQueue("q", queues.QueueOptions{})
+	x, _ := ba.Add("q", queues.AddOptions{Title: "x"})
+	syncOnce(t, a)
+	b := clone(t, root, "beta", url)
+	bb, _ := queues.Open(b, queues.Options{})
+	defer bb.Close()
+	ctx := context.Background()
+	for _, side := range []struct {
+		b   *queues.Broker
+		res string
+	}{{ba, "by alpha"}, {bb, "by beta"}} {
+		c, err := side.b.Take(ctx, queues.TakeOptions{Queues: []string{"q"}})
+		if err != nil || c.ID != x.ID || c.Attempt != 1 {
+			t.Fatalf("take: %+v %v", c, err)
+		}
+		if _, err := c.Complete(side.res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	syncOnce(t, a)
+	rep := syncOnce(t, b)
+	if len(rep.Conflicts) != 1 || rep.Conflicts[0].Field != "(item)" {
+		t.Fatalf("conflicts %+v, want the other run's copy", rep.Conflicts)
+	}
+}
+
 // A machine renamed (or a clone re-made under another name) does not
 // delete its old journal from the shared tree: journals only grow.
 func TestJournalSurvivesRename(t *testing.T) {

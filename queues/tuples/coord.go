@@ -29,7 +29,10 @@ import (
 //     the key is the slot's number, not its file's id, so every copy of
 //     slot i contends for one key, and acquiring it is refused by the
 //     engine and the next slot is tried; `token ls`, a refused acquire
-//     and `token init` count the engine's held slots (engineSlots). A process hold
+//     and `token init` count the engine's held slots (engineSlots). A
+//     token with no file here and no held slot, whose slot the engine
+//     knows all the same, was released elsewhere and its file is on its
+//     way (slotInTransit): busy, not unknown. A process hold
 //     rides the process's engine lease (a dead machine's slots come back
 //     one lease later); an agent or lease hold is a lease of its TTL, or
 //     of tavern.md default_lease when none is given.
@@ -374,4 +377,30 @@ func (sp *Space) withEngineSlots(name string, slots []TokenSlot) []TokenSlot {
 		return out[i].Slot < out[j].Slot
 	})
 	return out
+}
+
+// slotInTransit says, for a token with no slot file here and none held
+// on the engine, whether the engine knows one of its slots all the same:
+// claimed there once and free now, so its file is on the machine that
+// released it and reaches this one with the next sync. It returns the
+// lowest such slot and its last machine. Slots are numbered from 0, so
+// the probe stops at the first number the engine never saw. Without an
+// engine, or one that cannot be reached: false (the local files decide).
+func (sp *Space) slotInTransit(name string) (slot int64, machine string, ok bool) {
+	c, err := sp.coord()
+	if err != nil || c == nil {
+		return 0, "", false
+	}
+	ctx, cancel := coordCtx()
+	defer cancel()
+	for i := int64(0); i < 64; i++ {
+		st, err := c.State(ctx, tokenKey(name, i))
+		if err != nil || (st.Fence == 0 && !st.Held) {
+			return 0, "", false
+		}
+		if !st.Held {
+			return i, st.Machine, true
+		}
+	}
+	return 0, "", false
 }

@@ -176,3 +176,30 @@ func (e *UnknownTokenError) Error() string {
 func (e *UnknownTokenError) Unwrap() []error {
 	return []error{ErrUnknownToken, schema.ErrUnknownName}
 }
+
+// SlotInTransitError is a token that has no slot file on this machine,
+// and none held on the coordination engine, while the engine knows one
+// of its slots, free: it was released on Machine, whose slot file reaches
+// this machine with the next sync. It matches ErrTokenBusy (exit 3, and
+// `token acquire --wait` waits for it), not ErrUnknownToken: the token
+// exists.
+type SlotInTransitError struct {
+	Op      string // "acquire", "init" or "ls"
+	Name    string
+	Slot    int64
+	Machine string // "" when the engine does not say
+}
+
+func (e *SlotInTransitError) Error() string {
+	on := e.Machine
+	if on == "" {
+		on = "another machine"
+	}
+	then := "`tavern sync` brings it"
+	if e.Op == "init" {
+		then = "sync, then init again"
+	}
+	return fmt.Sprintf("%s: slot %d was released on %s and has not synced here yet (%s)", e.Name, e.Slot, on, then)
+}
+
+func (e *SlotInTransitError) Unwrap() error { return ErrTokenBusy }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -108,10 +109,19 @@ func (sp *Space) InitToken(name string, count int) (int, error) {
 		// Refusals that need no lock are made before it: the lock file
 		// would be left in .locks/tokens/ under the typo's name.
 		if ok, _ := sp.tokenExists(name); !ok {
-			if count == 0 {
+			switch {
+			case count != 0:
+				return 0, plainErr
+			case len(sp.engineSlots(name)) > 0:
+				// Held on another machine only (its file is in that
+				// machine's .taken/): a token that exists, counted
+				// below, whose held slots cannot be dropped.
+			default:
+				if slot, machine, ok := sp.slotInTransit(name); ok {
+					return 0, &SlotInTransitError{Op: "init", Name: name, Slot: slot, Machine: machine}
+				}
 				return 0, sp.unknownToken(name)
 			}
-			return 0, plainErr
 		}
 	}
 	l, err := sp.store.Lock(tokenInitKey(name))
@@ -136,10 +146,14 @@ func (sp *Space) InitToken(name string, count int) (int, error) {
 	// Several machines: a slot held elsewhere has no file here (coord.go);
 	// making it again would be a second copy of its number.
 	elsewhere := 0
-	for ref := range sp.engineSlots(name) {
+	var machines []string
+	for ref, st := range sp.engineSlots(name) {
 		if !local[ref.slot] {
 			elsewhere++
 			maxSlot = max(maxSlot, ref.slot)
+			if st.Machine != "" && !slices.Contains(machines, st.Machine) {
+				machines = append(machines, st.Machine)
+			}
 		}
 	}
 	total += elsewhere
@@ -166,7 +180,15 @@ func (sp *Space) InitToken(name string, count int) (int, error) {
 	case count < total:
 		drop := total - count
 		if drop > len(free) {
-			return 0, fmt.Errorf("%w: slots of %s: %d, %d held; release some first", ErrTokenCount, name, total, len(held)+elsewhere)
+			on := ""
+			switch {
+			case len(machines) > 0:
+				sort.Strings(machines)
+				on = fmt.Sprintf(" (%d on %s)", elsewhere, strings.Join(machines, ", "))
+			case elsewhere > 0:
+				on = fmt.Sprintf(" (%d on other machines)", elsewhere)
+			}
+			return 0, fmt.Errorf("%w: slots of %s: %d, %d held%s; release some first", ErrTokenCount, name, total, len(held)+elsewhere, on)
 		}
 		// Drop the highest slots first so numbering stays compact.
 		sort.Slice(free, func(i, j int) bool { a, _ := free[i].Int("slot"); b, _ := free[j].Int("slot"); return a > b })
@@ -395,6 +417,10 @@ func (sp *Space) tryAcquire(name string, opt AcquireOptions) (*Token, time.Time,
 			return nil, time.Time{}, err
 		}
 		if !ok {
+			// Several machines: released elsewhere, not synced here yet.
+			if slot, machine, ok := sp.slotInTransit(name); ok {
+				return nil, sp.now().Add(sp.poll), &SlotInTransitError{Op: "acquire", Name: name, Slot: slot, Machine: machine}
+			}
 			return nil, time.Time{}, sp.unknownToken(name)
 		}
 	}
@@ -863,6 +889,9 @@ func (sp *Space) TokenSlotsChecked(name string) ([]TokenSlot, []error, error) {
 		slots = sp.withEngineSlots(name, slots) // several machines (coord.go)
 	}
 	if err == nil && name != "" && len(slots) == 0 {
+		if slot, machine, ok := sp.slotInTransit(name); ok {
+			return nil, bad, &SlotInTransitError{Op: "ls", Name: name, Slot: slot, Machine: machine}
+		}
 		return nil, bad, sp.unknownToken(name)
 	}
 	return slots, bad, err
