@@ -56,7 +56,11 @@
 //   - Append does not fsync by default (Options.Sync): the documents are
 //     the truth, the journal their history. A torn last line after a
 //     crash or a full disk is passed to readers as a *LineError and
-//     skipped; one bad line never hides the rest.
+//     skipped; one bad line never hides the rest. A writer killed inside
+//     write(2) can leave a line without its newline (Linux stops a write
+//     at a page boundary on SIGKILL): the next append, under the day
+//     file's lock, ends that fragment first, so it does not swallow the
+//     next event.
 //   - A journal append that fails does not undo the change it records:
 //     callers report it and go on.
 //   - File order is append order. Ids increase within a process, but

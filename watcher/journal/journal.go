@@ -113,6 +113,10 @@ type Journal struct {
 	buf    []byte
 	ends   []int // end offset in buf of each line
 	writes int   // group writes so far (tests check the grouping)
+	// end is the size file had after this Journal's last write to it, so
+	// a file still that size ends with our newline (-1: unknown); cur is
+	// the size while a group is written, under the day file's lock.
+	end, cur int64
 }
 
 // appendReq is one queued append: the event, its JSON without id, writer
@@ -366,12 +370,18 @@ func (j *Journal) writeDay(group []*appendReq, now time.Time) {
 			r.err = err
 		}
 	}
-	f, err := j.lockDay(group[0].day, group[0].e.Time.Time)
+	f, size, err := j.lockDay(group[0].day, group[0].e.Time.Time)
 	if err != nil {
 		fail(group, err)
 		return
 	}
 	defer flock(f, syscall.LOCK_UN)
+	err = j.terminate(f, size)
+	j.end = -1 // until the writes below succeed
+	if err != nil {
+		fail(group, err)
+		return
+	}
 	j.buf, j.ends = j.buf[:0], j.ends[:0]
 	var lines []*appendReq // the requests encoded in j.buf, in order
 	var caughtUp *Heads
@@ -420,9 +430,31 @@ func (j *Journal) writeDay(group []*appendReq, now time.Time) {
 	if len(lines) > 0 {
 		_ = j.write(f, lines)
 	}
+	j.end = j.cur
 	if cap(j.buf) > 1<<20 {
 		j.buf = nil
 	}
+}
+
+// terminate ends the line a writer left unfinished in f (size bytes,
+// under the day file's lock) with a newline, so the next line starts
+// clean and only the fragment is lost, not the next event with it. A
+// writer killed inside write(2) leaves one: Linux stops a write to a
+// regular file at a page boundary when a fatal signal arrives.
+func (j *Journal) terminate(f *os.File, size int64) error {
+	j.cur = size
+	if size == 0 || size == j.end {
+		return nil // empty, or still ending with our own newline
+	}
+	var last [1]byte
+	if _, err := f.ReadAt(last[:], size-1); err != nil || last[0] == '\n' {
+		return nil // cannot tell (the reader reports a torn line), or clean
+	}
+	if _, err := f.Write([]byte{'\n'}); err != nil {
+		return &fs.PathError{Op: "append", Path: f.Name(), Err: err}
+	}
+	j.cur++
+	return nil
 }
 
 // write writes j.buf, the lines of group, with one write(2) and resets
@@ -431,6 +463,9 @@ func (j *Journal) writeDay(group []*appendReq, now time.Time) {
 func (j *Journal) write(f *os.File, group []*appendReq) error {
 	j.writes++
 	n, err := f.Write(j.buf)
+	if j.cur >= 0 {
+		j.cur += int64(n)
+	}
 	if err == nil && n < len(j.buf) {
 		err = io.ErrShortWrite
 	}
@@ -438,6 +473,9 @@ func (j *Journal) write(f *os.File, group []*appendReq) error {
 		// Terminate the partial line so the next event starts clean;
 		// readers report the fragment as malformed.
 		_, _ = f.Write([]byte{'\n'})
+	}
+	if err != nil {
+		j.cur = -1 // what the file holds now is not known for sure
 	}
 	if err == nil && j.sync {
 		err = f.Sync()
@@ -464,28 +502,28 @@ func (j *Journal) write(f *os.File, group []*appendReq) error {
 // would be lost with it, and its flock no longer excludes the processes
 // appending to the new file. So once locked, a file without a link is
 // closed and the name opened again.
-func (j *Journal) lockDay(day int, t time.Time) (*os.File, error) {
+func (j *Journal) lockDay(day int, t time.Time) (*os.File, int64, error) {
 	for attempt := 0; ; attempt++ {
 		f, err := j.open(day, t)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if err := flock(f, syscall.LOCK_EX); err != nil {
-			return nil, &fs.PathError{Op: "flock", Path: f.Name(), Err: err}
+			return nil, 0, &fs.PathError{Op: "flock", Path: f.Name(), Err: err}
 		}
 		var st syscall.Stat_t
 		if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
 			flock(f, syscall.LOCK_UN)
-			return nil, &fs.PathError{Op: "fstat", Path: f.Name(), Err: err}
+			return nil, 0, &fs.PathError{Op: "fstat", Path: f.Name(), Err: err}
 		}
 		if st.Nlink > 0 {
-			return f, nil
+			return f, st.Size, nil
 		}
 		flock(f, syscall.LOCK_UN)
 		f.Close()
 		j.file = nil
 		if attempt == 8 {
-			return nil, &fs.PathError{Op: "append", Path: f.Name(), Err: errDayReplaced}
+			return nil, 0, &fs.PathError{Op: "append", Path: f.Name(), Err: errDayReplaced}
 		}
 	}
 }
@@ -499,17 +537,17 @@ func (j *Journal) open(day int, t time.Time) (*os.File, error) {
 		j.file = nil
 	}
 	name := filepath.Join(j.dir, t.Format(time.DateOnly)+".jsonl")
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(j.dir, 0o755); err != nil {
 			return nil, err
 		}
-		f, err = os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		f, err = os.OpenFile(name, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
 	}
 	if err != nil {
 		return nil, err
 	}
-	j.file, j.day = f, day
+	j.file, j.day, j.end = f, day, -1
 	return f, nil
 }
 

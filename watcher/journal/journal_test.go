@@ -386,3 +386,63 @@ func TestTypeHint(t *testing.T) {
 		t.Errorf("Check of item.[a: got %v, want ErrBadTypePattern", err)
 	}
 }
+
+// A writer killed inside write(2) leaves a line without its newline
+// (Linux stops a write at a page boundary on SIGKILL). The next append,
+// from this process or another, must start a line of its own: before, it
+// was glued to the fragment and lost with it.
+func TestAppendAfterTornLine(t *testing.T) {
+	root := t.TempDir()
+	day := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	open := func() *Journal {
+		t.Helper()
+		j, err := Open(root, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { j.Close() })
+		return j
+	}
+	a, b := open(), open()
+	tear := func() {
+		t.Helper()
+		f, err := os.OpenFile(filepath.Join(root, Dir, "2026-11-20.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteString(`{"id":"01a00000-0000-7000-8000-000000000000","time":"2026-11-20T12:00:00.000Z","type":"item.comp`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendAs := func(j *Journal, typ string) {
+		t.Helper()
+		if _, err := j.Append(Event{Type: typ, Kind: "item", Time: schema.TimeOf(day)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendAs(a, "e1")
+	tear()
+	appendAs(a, "e2") // the writer whose own last line was clean
+	tear()
+	appendAs(b, "e3") // another writer
+	appendAs(b, "e4")
+	var got []string
+	bad := 0
+	if _, err := Read(root, Filter{}, func(e Event, err error) bool {
+		if err != nil {
+			bad++
+			return true
+		}
+		got = append(got, e.Type)
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if s, want := strings.Join(got, ","), "e1,e2,e3,e4"; s != want {
+		t.Errorf("events: got %s, want %s", s, want)
+	}
+	if bad != 2 {
+		t.Errorf("torn lines reported: got %d, want 2 (the fragments)", bad)
+	}
+}
