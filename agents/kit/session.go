@@ -347,11 +347,19 @@ func WriteEnvFile(path string, env map[string]string) error {
 	if path == "" || len(env) == 0 {
 		return nil
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
 	}
 	var b strings.Builder
+	// A file whose last line has no newline (written by the tool, another
+	// hook or a person) would glue our first export onto it.
+	if st, err := f.Stat(); err == nil && st.Size() > 0 {
+		var last [1]byte
+		if _, err := f.ReadAt(last[:], st.Size()-1); err == nil && last[0] != '\n' {
+			b.WriteByte('\n')
+		}
+	}
 	for _, k := range sortedKeys(env) {
 		fmt.Fprintf(&b, "export %s='%s'\n", k, strings.ReplaceAll(env[k], "'", `'\''`))
 	}
