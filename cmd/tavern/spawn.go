@@ -128,6 +128,8 @@ func runSpawn(c *cli.Context) error {
 		Queues: splitList(c.StringSlice("queue")), Steal: c.Bool("steal"), Wait: c.Duration("wait"),
 		Command: c.Args().Slice(), Env: childBaseEnv(), Stdin: c.App.Reader, Signals: sigs,
 		AcceptConstitution: c.Bool("accept-constitution"), KillGrace: c.Duration("kill-grace"),
+		// A drone of pool run ends with its pool.
+		PoolRun: c.Bool(poolAdmittedFlag),
 	}
 	if opt.KillGrace == 0 {
 		opt.KillGrace = -1 // --kill-grace 0: never escalate
@@ -165,7 +167,8 @@ func runSpawn(c *cli.Context) error {
 }
 
 // poolAdmittedFlag marks a drone of pool run (hidden): its pool admitted
-// it against the budgets before it started it.
+// it against the budgets before it started it, and it is interrupted
+// when that pool dies (SpawnOptions.PoolRun).
 const poolAdmittedFlag = "admitted-by-pool"
 
 // spawnResult reports a run and gives the wrapper's exit: the child's
