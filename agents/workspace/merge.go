@@ -8,11 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues/tuples"
 	"github.com/tavernhq/tavern/schema"
@@ -275,21 +277,35 @@ func conflicted(ctx context.Context, dir string) []string {
 
 // runCheck runs the check command in the worktree, in its own process
 // group (killed whole on timeout), and returns its exit status and the
-// end of its output.
+// end of its output. The check runs under agents.GroupGuard with
+// Pdeathsig: a merger that dies (SIGKILL) takes the check's whole group
+// with it, which would otherwise run on in the worktree after the merge
+// slot came back to the next merger (who rolls that merge back).
 func (w *Workspaces) runCheck(ctx context.Context, req MergeRequest) (int, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.opt.CheckTimeout)
 	defer cancel()
-	cmd := exec.Command("/bin/sh", "-c", w.opt.Check)
+	cmd := exec.Command("/bin/sh", "-c", agents.GroupGuard, "sh", w.opt.Check)
 	cmd.Dir = req.Worktree
 	cmd.Env = append(os.Environ(), "TAVERN_ITEM="+req.Item, "TAVERN_BRANCH="+req.Branch, "TAVERN_BASE="+w.opt.Base, "TAVERN_WORKTREE="+req.Worktree)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	// Linux sends Pdeathsig when the forking thread ends, not the
+	// process: start and wait on one locked thread.
+	started, done := make(chan error, 1), make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		done <- cmd.Wait()
+	}()
+	if err := <-started; err != nil {
 		return 0, "", err
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	var err error
 	select {
 	case err = <-done:

@@ -194,8 +194,10 @@ func TestPoolWorktreeMergeQueueCLI(t *testing.T) {
 }
 
 // TestMergerSIGKILLCLI kills a spawn wrapper in the middle of its merge
-// (during the check): main does not move, the slot and the item come
-// back, and the next spawn rolls the merge back and lands the branch.
+// (during the check): the check and its children die with it (they ran
+// on in the worktree, orphaned, while the slot came back to the next
+// merger), main does not move, the slot and the item come back, and the
+// next spawn rolls the merge back and lands the branch.
 func TestMergerSIGKILLCLI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills processes")
@@ -207,16 +209,26 @@ func TestMergerSIGKILLCLI(t *testing.T) {
 	before := w.git("rev-parse", "main")
 	tmp := t.TempDir()
 	ready, pidf := filepath.Join(tmp, "ready"), filepath.Join(tmp, "pid")
-	check := fmt.Sprintf(`echo $$ > %s; touch %s; sleep 60`, pidf, ready)
+	check := fmt.Sprintf(`echo $$ > %s; sleep 60 & echo $! >> %s; touch %s; wait`, pidf, pidf, ready)
 	cmd := w.tavern("spawn", "--name", "m1", "--queue", "code", "--worktree", "--check", check, "--", "sh", w.script("drone.sh"))
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	waitForFile(t, ready)
+	var pids []int
+	for _, f := range strings.Fields(readText(t, pidf)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids = append(pids, pid)
+		defer syscall.Kill(pid, syscall.SIGKILL) // on failure, no orphan
+	}
+	fds := pidfds(t, pids)
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
-	if pid, err := strconv.Atoi(strings.TrimSpace(readText(t, pidf))); err == nil {
-		defer syscall.Kill(-pid, syscall.SIGKILL) // the orphaned check
+	if left := awaitExits(fds, 30*time.Second); len(left) > 0 {
+		t.Fatalf("the check's processes %v still run 30s after its wrapper was SIGKILLed", left)
 	}
 	if now := w.git("rev-parse", "main"); now != before {
 		t.Fatal("main moved though the merger died before landing")
