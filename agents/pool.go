@@ -455,11 +455,7 @@ func (p *poolRun) launch(wait time.Duration, exits chan<- droneExit) error {
 	// started, and waited for, from a goroutine locked to its thread.
 	// Drones also watch the pool's liveness lock (SpawnOptions.PoolRun)
 	// for launchers where the pool is not their parent.
-	if d.cmd.SysProcAttr == nil {
-		d.cmd.SysProcAttr = &syscall.SysProcAttr{}
-	}
-	d.cmd.SysProcAttr.Setpgid = true
-	d.cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	started := make(chan error, 1)
 	waited := make(chan error, 1)
 	go func() {
