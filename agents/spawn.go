@@ -790,7 +790,16 @@ func (r *spawnRun) settle(ctx context.Context) (*SpawnResult, error) {
 				} else {
 					itemErr = claim.Fail(err.Error())
 				}
-			} else if err := runFinish(ctx, r.opt.Hooks, r.hook); err != nil {
+			} else if err := runFinish(ctx, r.opt.Hooks, r.hook); err != nil && ctx.Err() != nil {
+				// Interrupted in a Finish step (the merge queue's
+				// check, a git step the signal cut short): no verdict
+				// on the work, so released as an interrupted child's
+				// item is (no attempt spent), the agent back to idle.
+				res.Outcome, res.Interrupted = OutcomeReleased, true
+				res.InterruptedBy = signalName(syscall.SIGTERM)
+				r.stopRenewal()
+				itemErr = claim.Release("wrapper interrupted while finishing: " + err.Error())
+			} else if err != nil {
 				res.Outcome, res.Failure = OutcomeFailed, err.Error()
 				r.stopRenewal()
 				itemErr = claim.Fail(err.Error())

@@ -65,7 +65,10 @@ func MergePath(id string) string { return "merges/" + id + ".md" }
 // killed one was doing (see recover).
 //
 // A conflict or a failing check is a *MergeError (ErrConflict,
-// ErrCheck) with the output; the caller fails the item with it.
+// ErrCheck) with the output; the caller fails the item with it. A
+// context that ends during the check stops it (ErrInterrupted: the spawn
+// wrapper releases the item); once the base is being moved, the merge
+// finishes whatever the context.
 func (w *Workspaces) Merge(ctx context.Context, req MergeRequest) (*MergeResult, error) {
 	tok, err := w.acquire(ctx)
 	if err != nil {
@@ -210,6 +213,10 @@ func (w *Workspaces) mergeOnce(ctx context.Context, req MergeRequest, prev *docs
 	if err := w.setRecord(rec.Path, []docstore.Field{{Key: "status", Value: "landing"}}, ""); err != nil {
 		return nil, nil, err
 	}
+	// The compare-and-swap and its verdict are not interrupted: a git
+	// killed after it moved the base would leave a landed merge that its
+	// item reports as not done.
+	ctx = context.WithoutCancel(ctx)
 	if checkout != "" {
 		cur, _ := git(ctx, checkout, nil, "rev-parse", "HEAD")
 		if cur != old {
@@ -282,6 +289,7 @@ func conflicted(ctx context.Context, dir string) []string {
 // with it, which would otherwise run on in the worktree after the merge
 // slot came back to the next merger (who rolls that merge back).
 func (w *Workspaces) runCheck(ctx context.Context, req MergeRequest) (int, string, error) {
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, w.opt.CheckTimeout)
 	defer cancel()
 	cmd := exec.Command("/bin/sh", "-c", agents.GroupGuard, "sh", w.opt.Check)
@@ -313,6 +321,9 @@ func (w *Workspaces) runCheck(ctx context.Context, req MergeRequest) (int, strin
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		err = <-done
 		o := tailString(out.String(), 64<<10)
+		if parent.Err() != nil { // not the timeout: the merger was interrupted
+			return 0, o, &MergeError{Item: req.Item, Output: o, Err: fmt.Errorf("%w: %w", ErrInterrupted, context.Cause(parent))}
+		}
 		return 124, o + fmt.Sprintf("\n[check stopped after %s]", w.opt.CheckTimeout), nil
 	}
 	o := tailString(out.String(), 64<<10)

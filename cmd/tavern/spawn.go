@@ -71,7 +71,8 @@ TAVERN_BASE, TAVERN_REPO are set). When it exits 0 (and the item passed its
 gates) the branch goes through the merge queue: one merge at a time per base
 (the merge-slot token), rebase (or --merge-mode merge) onto the base, --check
 in the worktree, then the base moves by compare-and-swap. A conflict or a
-failing check fails the item with the output (retried like any failure).
+failing check fails the item with the output (retried like any failure);
+a signal before the base moves stops the check and releases the item.
 An item with a pending complete-stage gate (tavern gate) holds its wrapper
 in "waiting" until a person approves or rejects it.
 
