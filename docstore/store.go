@@ -925,8 +925,11 @@ func stampUpdated(prev, d *Doc, now time.Time) error {
 // fieldText is a field's node as text, to tell whether a write changed it
 // ("\x00": no such field).
 func fieldText(n *yaml.Node) string {
-	if n == nil {
+	switch {
+	case n == nil:
 		return "\x00"
+	case n.Kind == yaml.ScalarNode: // the usual case: no encoding
+		return n.Tag + "\x00" + n.Value
 	}
 	b, err := yaml.Marshal(n)
 	if err != nil {
