@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -88,90 +85,6 @@ func TestPoolKilledTakesItsDrones(t *testing.T) {
 	}
 	if log := p.ok("log", "--type", "item.completed", "--json"); strings.Count(log, `"item":"`+added.ID+`"`) != 1 {
 		t.Fatalf("item %s completed other than once:\n%s", added.ID, log)
-	}
-}
-
-// A drone whose pool is not its parent (another launcher, or a platform
-// without Pdeathsig) watches the pool's liveness lock instead: once the
-// pool is gone, an idle drone stops waiting and claims nothing (exit 3),
-// a busy one's command is interrupted and its item released. A drone
-// started after its pool died claims nothing either.
-func TestPoolDroneWatchesPoolLock(t *testing.T) {
-	p := newProject(t)
-	p.ok("queue", "create", "q")
-	p.ok("queue", "create", "other")
-	var added struct{ ID string }
-	p.json(&added, "queue", "add", "q", "--title", "x")
-	// The pool runs on another queue: these drones are not its own.
-	pool := p.tavern("pool", "run", "p", "--queue", "other", "--on-empty", "hibernate", "--quiet", "--", "true")
-	if err := pool.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = pool.Process.Kill(); _ = pool.Wait() })
-	poll(t, "the pool to run", func() bool {
-		var d struct{ Fields struct{ State string } }
-		r := p.run("show", "pools/p", "--json")
-		return r.code == 0 && json.Unmarshal([]byte(r.out), &d) == nil && d.Fields.State == "running"
-	})
-	started := filepath.Join(t.TempDir(), "started")
-	drone := func(name string, extra ...string) (*exec.Cmd, *bytes.Buffer) {
-		args := append([]string{"spawn", "--name", name, "--pool", "p", "--" + poolAdmittedFlag, "--queue", "q", "--json"}, extra...)
-		cmd := p.tavern(append(args, "--", "sh", "-c", ": > "+started+"; exec sleep 300")...)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		return cmd, &out
-	}
-	busy, busyOut := drone("d-1")
-	poll(t, "the busy drone's command to run", func() bool {
-		_, err := os.Stat(started)
-		return err == nil
-	})
-	idle, idleOut := drone("d-2", "--wait", "5m")
-	poll(t, "the idle drone to wait", func() bool { return p.agentState("d-2") != "" })
-
-	_ = pool.Process.Kill()
-	_ = pool.Wait()
-	wait := func(cmd *exec.Cmd, out *bytes.Buffer, want int) {
-		t.Helper()
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		var err error
-		select {
-		case err = <-done:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("%s still running 30s after its pool was SIGKILLed", cmd.Args[3])
-		}
-		code := 0
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			code = ee.ExitCode()
-		}
-		if code != want {
-			t.Fatalf("%s: exit %d, want %d\n%s", cmd.Args[3], code, want, out)
-		}
-	}
-	wait(idle, idleOut, 3)
-	wait(busy, busyOut, 128+int(syscall.SIGTERM))
-	var res struct{ Outcome, Interrupted_by string }
-	if err := json.Unmarshal(busyOut.Bytes(), &res); err != nil || res.Outcome != "released" || res.Interrupted_by != "SIGTERM" {
-		t.Fatalf("busy drone: %v %+v, want released by SIGTERM\n%s", err, res, busyOut)
-	}
-	var it itemShow
-	p.json(&it, "item", "show", added.ID)
-	if it.State != "pending" || it.Fields.Last_error != "" {
-		t.Fatalf("item after its drone's pool died: %+v, want pending, released", it)
-	}
-
-	// No pool holds the lock now: a drone of it claims nothing.
-	late, lateOut := drone("d-3")
-	wait(late, lateOut, 3)
-	p.json(&it, "item", "show", added.ID)
-	if it.State != "pending" {
-		t.Fatalf("item after a drone of a dead pool started: %s, want pending", it.State)
 	}
 }
 
