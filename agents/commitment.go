@@ -242,11 +242,11 @@ func (m *Manager) runAssertion(ctx context.Context, c *Commitment) Result {
 // timeout (or when ctx ends) the whole group is killed with SIGKILL, so
 // children of the shell cannot keep running or hold the output open. env
 // nil inherits the environment. If this process dies first (a SIGKILLed
-// verifier), the group dies with it (groupGuard).
+// verifier), the group dies with it (GroupGuard).
 func RunShell(ctx context.Context, dir, script string, timeout time.Duration, env []string) (exitCode int, output string, timedOut bool, err error) {
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(tctx, "/bin/sh", "-c", groupGuard, "sh", script)
+	cmd := exec.CommandContext(tctx, "/bin/sh", "-c", GroupGuard, "sh", script)
 	cmd.Dir = dir
 	cmd.Env = env
 	cmd.Stdin = nil
@@ -290,13 +290,14 @@ func RunShell(ctx context.Context, dir, script string, timeout time.Duration, en
 	return -1, buf.String(), timedOut, &os.PathError{Op: "run", Path: "/bin/sh", Err: err}
 }
 
-// groupGuard is the shell RunShell runs an assertion ($1) under: the
+// GroupGuard is the shell RunShell runs an assertion ($1) under (and the
+// merge queue its check, agents/workspace): the
 // assertion runs as its child, and the SIGTERM the kernel sends the guard
 // when the process that started it dies (Pdeathsig) kills the whole
 // group, the assertion's own children included, which no timeout would
 // end any more. The guard exits with the assertion's status (128+N for a
 // signal N, as the verifier reads a killed shell).
-const groupGuard = `trap 'kill -KILL 0' TERM; /bin/sh -c "$1" & wait $!`
+const GroupGuard = `trap 'kill -KILL 0' TERM; /bin/sh -c "$1" & wait $!`
 
 // tailBuffer keeps the last max bytes written to it.
 type tailBuffer struct {

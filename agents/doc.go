@@ -194,7 +194,13 @@
 //     its item comes back by liveness. The first interrupt drains the
 //     pool, the second forwards SIGTERM. The runner holds the pool's
 //     liveness lock (schema.PoolLockKey): one runner per pool, and a
-//     document left running by a dead one is Doctor's dead-pool.
+//     document left running by a dead one is Doctor's dead-pool. A pool
+//     that dies interrupts its drones as the second interrupt would: they
+//     get SIGTERM from the kernel (Pdeathsig, Linux; started from a locked
+//     thread, as spawn's child), and each watches the pool's lock
+//     (SpawnOptions.PoolRun) for the other cases. Interrupted, a busy
+//     drone releases its item once its child's tree is gone; an idle one
+//     claims nothing.
 //   - Backup is file-consistent, not a snapshot: a queue item that moves
 //     between state directories while Backup walks queues/ may be copied
 //     in both states or in neither. Channels are copied under their lock

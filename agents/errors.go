@@ -71,6 +71,10 @@ var (
 	// claim.
 	ErrNoWork = errors.New("no work item to claim")
 
+	// ErrPoolGone is the cause of the interruption of a drone whose pool
+	// died (SpawnOptions.PoolRun): the pool's liveness lock is free.
+	ErrPoolGone = errors.New("the drone's pool is gone (its liveness lock is free)")
+
 	// ErrEmptyText is returned for a question, an answer or an agent note
 	// that is empty or only white space: nothing is written.
 	ErrEmptyText = errors.New("empty text")

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -460,9 +461,28 @@ func (p *poolRun) launch(wait time.Duration, exits chan<- droneExit) error {
 	d.cmd.Stdout = &d.stdout
 	d.cmd.Stderr = &d.stderr
 	// Own process group: a terminal Ctrl-C reaches the pool only, which
-	// drains instead of killing its drones mid-item.
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := d.cmd.Start(); err != nil {
+	// drains instead of killing its drones mid-item. Pdeathsig: a pool
+	// that dies (SIGKILL, a crash) interrupts its drones as a second
+	// Ctrl-C would (SIGTERM: the wrapper forwards it to its child and
+	// releases the item) instead of leaving them to run unsupervised.
+	// Linux sends it when the forking thread ends, so the drone is
+	// started, and waited for, from a goroutine locked to its thread.
+	// Drones also watch the pool's liveness lock (SpawnOptions.PoolRun)
+	// for launchers where the pool is not their parent.
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	started := make(chan error, 1)
+	waited := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := d.cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		waited <- d.cmd.Wait()
+	}()
+	if err := <-started; err != nil {
 		return fmt.Errorf("pool %s: start drone %s: %w", p.opt.Name, name, err)
 	}
 	p.mu.Lock()
@@ -472,7 +492,7 @@ func (p *poolRun) launch(wait time.Duration, exits chan<- droneExit) error {
 	p.metrics.PeakDrones = max(p.metrics.PeakDrones, len(p.running))
 	p.mu.Unlock()
 	go func() {
-		err := d.cmd.Wait()
+		err := <-waited
 		var res *SpawnResult
 		if out := bytes.TrimSpace(d.stdout.Bytes()); len(out) > 0 {
 			var r SpawnResult
@@ -658,4 +678,42 @@ func shellWord(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// poolWatchEvery is how often a drone looks at its pool's liveness lock
+// (SpawnOptions.PoolRun): a flock dropped by a dead process is no file
+// event.
+const poolWatchEvery = time.Second
+
+// watchPool returns a context cancelled with cause ErrPoolGone once
+// nobody holds pool's liveness lock (looked at now, then every
+// poolWatchEvery), or when ctx is done; stop ends the watch. An error
+// reading the lock is no proof of death: the watch goes on.
+func (m *Manager) watchPool(ctx context.Context, pool string) (context.Context, context.CancelFunc) {
+	wctx, cancel := context.WithCancelCause(ctx)
+	stop := func() { cancel(context.Canceled) }
+	gone := func() bool {
+		free, err := m.Store.LockFree(schema.PoolLockKey(pool))
+		return err == nil && free
+	}
+	if gone() {
+		cancel(&AgentError{Op: "spawn", Path: PoolPath(pool), Err: ErrPoolGone})
+		return wctx, stop
+	}
+	go func() {
+		t := time.NewTicker(poolWatchEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-t.C:
+				if gone() {
+					cancel(&AgentError{Op: "spawn", Path: PoolPath(pool), Err: ErrPoolGone})
+					return
+				}
+			}
+		}
+	}()
+	return wctx, stop
 }

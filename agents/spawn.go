@@ -98,6 +98,15 @@ type SpawnOptions struct {
 	// (and a draining pool) for ever. 0 takes DefaultKillGrace; negative
 	// never escalates.
 	KillGrace time.Duration
+	// PoolRun: the run is a drone that the running pool Pool started
+	// (`pool run`). While it runs it watches the pool's liveness lock
+	// (schema.PoolLockKey); once that is free, the pool is gone and the
+	// run is interrupted as by SIGTERM: a drone that has not claimed yet
+	// claims nothing (ErrNoWork, with ErrPoolGone), a busy one's child is
+	// signalled (KillGrace applies) and its item released, not failed.
+	// The lock is looked at every poolWatchEvery; on Linux a pool's own
+	// drones also get SIGTERM at once when it dies (Pdeathsig).
+	PoolRun bool
 	// Work is the queue engine; required when Queues is set.
 	Work WorkSource
 	// ResultLines is how many last stdout lines become the item's result
@@ -195,6 +204,11 @@ func (m *Manager) Spawn(ctx context.Context, opt SpawnOptions) (*SpawnResult, er
 	}
 	if err := r.lock(); err != nil {
 		return nil, err
+	}
+	if opt.PoolRun && opt.Pool != "" {
+		var stop context.CancelFunc
+		ctx, stop = m.watchPool(ctx, opt.Pool)
+		defer stop()
 	}
 	if err := r.prepare(); err != nil {
 		return nil, err
@@ -397,6 +411,10 @@ func (r *spawnRun) prepare() error {
 func (r *spawnRun) claimWork(ctx context.Context) error {
 	opt := r.opt
 	if len(opt.Queues) > 0 {
+		if err := context.Cause(ctx); errors.Is(err, ErrPoolGone) {
+			// A take without a wait would claim all the same.
+			return fmt.Errorf("%w: %w", ErrNoWork, err)
+		}
 		c, err := takeFor(ctx, opt.Work, opt.Queues, r.name, r.instance, opt.Steal, opt.Wait)
 		if err != nil {
 			return err
@@ -745,7 +763,11 @@ func (r *spawnRun) settle(ctx context.Context) (*SpawnResult, error) {
 		res.Outcome = OutcomeReleased
 		r.stopRenewal()
 		if claim != nil {
-			itemErr = claim.Release("wrapper interrupted by " + r.forwarded.String())
+			reason := "wrapper interrupted by " + r.forwarded.String()
+			if cause := context.Cause(ctx); errors.Is(cause, ErrPoolGone) {
+				reason += ": " + cause.Error()
+			}
+			itemErr = claim.Release(reason)
 			if r.ownEnd(itemErr) {
 				itemErr = nil
 			}
@@ -773,7 +795,16 @@ func (r *spawnRun) settle(ctx context.Context) (*SpawnResult, error) {
 				} else {
 					itemErr = claim.Fail(err.Error())
 				}
-			} else if err := runFinish(ctx, r.opt.Hooks, r.hook); err != nil {
+			} else if err := runFinish(ctx, r.opt.Hooks, r.hook); err != nil && ctx.Err() != nil {
+				// Interrupted in a Finish step (the merge queue's
+				// check, a git step the signal cut short): no verdict
+				// on the work, so released as an interrupted child's
+				// item is (no attempt spent), the agent back to idle.
+				res.Outcome, res.Interrupted = OutcomeReleased, true
+				res.InterruptedBy = signalName(syscall.SIGTERM)
+				r.stopRenewal()
+				itemErr = claim.Release("wrapper interrupted while finishing: " + err.Error())
+			} else if err != nil {
 				res.Outcome, res.Failure = OutcomeFailed, err.Error()
 				r.stopRenewal()
 				itemErr = claim.Fail(err.Error())

@@ -2,6 +2,7 @@ package docstore
 
 import (
 	"bytes"
+	"time"
 )
 
 // The validate-and-re-edit loop of `tavern edit`, shared by every face that
@@ -70,9 +71,15 @@ func (s *Store) SaveEdit(rel, baseRev string, data []byte) (*Doc, error) {
 	// add to the text (applied_state following an edited state): only the
 	// lines it changes differ from what the person typed.
 	var derived []any
-	if prev != nil && len(s.amends) > 0 {
+	if prev != nil {
 		typed := d.Bytes()
-		if derived, err = s.amend(Write{Op: "update", Path: rel, Prev: prev, Doc: d}); err != nil {
+		if len(s.amends) > 0 {
+			if derived, err = s.amend(Write{Op: "update", Path: rel, Prev: prev, Doc: d}); err != nil {
+				return nil, err
+			}
+		}
+		// `updated` follows the edit, unless the person changed it.
+		if err := stampUpdated(prev, d, time.Now()); err != nil {
 			return nil, err
 		}
 		if !d.EqualBytes(typed) {

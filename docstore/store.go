@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"gopkg.in/yaml.v3"
 
 	"github.com/tavernhq/tavern/schema"
 )
@@ -500,6 +501,9 @@ type UpdateOptions struct {
 	// Force is passed to the rules as Write.Force: the writer overrides
 	// what a rule lets be overridden (package agents: a forced state).
 	Force bool
+	// KeepUpdated: the writer set `updated` itself, maybe to the value
+	// it had (`tavern set REF updated=V`): it is not stamped (stampUpdated).
+	KeepUpdated bool
 }
 
 // UpdateWith is Update with options.
@@ -538,6 +542,12 @@ func (s *Store) updateHeld(rel string, opt UpdateOptions, fn func(*Doc) error) (
 	data := d.Bytes()
 	if bytes.Equal(data, prev.Bytes()) {
 		return d, nil
+	}
+	if !opt.KeepUpdated {
+		if err := stampUpdated(prev, d, time.Now()); err != nil {
+			return nil, err
+		}
+		data = d.Bytes()
 	}
 	if errs := d.Validate(false); len(errs) > 0 {
 		return nil, &ValidationError{Path: rel, Errors: errs}
@@ -622,6 +632,9 @@ func (s *Store) Move(l *Lock, from, to string, fn func(*Doc) error) (*Doc, error
 	s.classify(d)
 	derived, err := s.amend(Write{Op: "move", Path: to, Prev: prev, Doc: d})
 	if err != nil {
+		return nil, err
+	}
+	if err := stampUpdated(prev, d, time.Now()); err != nil {
 		return nil, err
 	}
 	if errs := d.Validate(false); len(errs) > 0 {
@@ -894,4 +907,38 @@ func (s *Store) Grep(rel, needle string) ([]*Doc, []error) {
 		docs = append(docs, d)
 	}
 	return docs, errs
+}
+
+// stampUpdated sets d's `updated` to now on a write of prev that did not
+// set it, where the kind has the field and prev had it: every write path
+// (Update and its variants, SaveEdit, Move) keeps `updated` the time of
+// the last change, whoever wrote it. Sync (queues/gitsync) takes the
+// later `updated` as the last writer of a field both machines changed:
+// an unstamped write would lose to an older one. A writer that changes
+// or removes `updated` itself keeps its value; a document written
+// without one (by hand) is not given one.
+func stampUpdated(prev, d *Doc, now time.Time) error {
+	if d.Kind == nil || d.Kind.Field("updated") == nil || prev == nil || !prev.Has("updated") {
+		return nil
+	}
+	if fieldText(prev.Get("updated")) != fieldText(d.Get("updated")) {
+		return nil
+	}
+	return d.Set("updated", now)
+}
+
+// fieldText is a field's node as text, to tell whether a write changed it
+// ("\x00": no such field).
+func fieldText(n *yaml.Node) string {
+	switch {
+	case n == nil:
+		return "\x00"
+	case n.Kind == yaml.ScalarNode: // the usual case: no encoding
+		return n.Tag + "\x00" + n.Value
+	}
+	b, err := yaml.Marshal(n)
+	if err != nil {
+		return "\x01" + n.Value
+	}
+	return string(b)
 }

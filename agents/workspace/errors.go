@@ -20,6 +20,11 @@ var (
 	// ErrBaseBusy: the base's checkout has local changes, so the merge
 	// queue will not move it.
 	ErrBaseBusy = errors.New("base checkout has local changes")
+	// ErrInterrupted: the merger's context ended (a signal to the
+	// wrapper, its pool gone) while the check ran: no verdict on the
+	// branch. The record is left unfinished, for the next merger to roll
+	// back as a killed merger's.
+	ErrInterrupted = errors.New("merge interrupted")
 )
 
 // MergeError is a merge that did not land: why (Err: ErrConflict,

@@ -55,8 +55,9 @@ func (w *Workspaces) Hooks() agents.SpawnHooks {
 				line = "nothing to merge (no changes on " + it.Branch + ")"
 			}
 			run.Result = strings.TrimSpace(line + "\n" + run.Result)
-			// Merged: the worktree and its branch have served.
-			return w.Remove(ctx, it.Worktree, it.Branch, true)
+			// Merged: the worktree and its branch have served. Landed
+			// work is done even if the wrapper is being interrupted.
+			return w.Remove(context.WithoutCancel(ctx), it.Worktree, it.Branch, true)
 		},
 		Exit: func(run *agents.Run, res *agents.SpawnResult) error {
 			if run.Claim == nil || res.Outcome != agents.OutcomeFailed {

@@ -8,11 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues/tuples"
 	"github.com/tavernhq/tavern/schema"
@@ -63,7 +65,10 @@ func MergePath(id string) string { return "merges/" + id + ".md" }
 // killed one was doing (see recover).
 //
 // A conflict or a failing check is a *MergeError (ErrConflict,
-// ErrCheck) with the output; the caller fails the item with it.
+// ErrCheck) with the output; the caller fails the item with it. A
+// context that ends during the check stops it (ErrInterrupted: the spawn
+// wrapper releases the item); once the base is being moved, the merge
+// finishes whatever the context.
 func (w *Workspaces) Merge(ctx context.Context, req MergeRequest) (*MergeResult, error) {
 	tok, err := w.acquire(ctx)
 	if err != nil {
@@ -208,6 +213,10 @@ func (w *Workspaces) mergeOnce(ctx context.Context, req MergeRequest, prev *docs
 	if err := w.setRecord(rec.Path, []docstore.Field{{Key: "status", Value: "landing"}}, ""); err != nil {
 		return nil, nil, err
 	}
+	// The compare-and-swap and its verdict are not interrupted: a git
+	// killed after it moved the base would leave a landed merge that its
+	// item reports as not done.
+	ctx = context.WithoutCancel(ctx)
 	if checkout != "" {
 		cur, _ := git(ctx, checkout, nil, "rev-parse", "HEAD")
 		if cur != old {
@@ -275,21 +284,36 @@ func conflicted(ctx context.Context, dir string) []string {
 
 // runCheck runs the check command in the worktree, in its own process
 // group (killed whole on timeout), and returns its exit status and the
-// end of its output.
+// end of its output. The check runs under agents.GroupGuard with
+// Pdeathsig: a merger that dies (SIGKILL) takes the check's whole group
+// with it, which would otherwise run on in the worktree after the merge
+// slot came back to the next merger (who rolls that merge back).
 func (w *Workspaces) runCheck(ctx context.Context, req MergeRequest) (int, string, error) {
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, w.opt.CheckTimeout)
 	defer cancel()
-	cmd := exec.Command("/bin/sh", "-c", w.opt.Check)
+	cmd := exec.Command("/bin/sh", "-c", agents.GroupGuard, "sh", w.opt.Check)
 	cmd.Dir = req.Worktree
 	cmd.Env = append(os.Environ(), "TAVERN_ITEM="+req.Item, "TAVERN_BRANCH="+req.Branch, "TAVERN_BASE="+w.opt.Base, "TAVERN_WORKTREE="+req.Worktree)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	// Linux sends Pdeathsig when the forking thread ends, not the
+	// process: start and wait on one locked thread.
+	started, done := make(chan error, 1), make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		done <- cmd.Wait()
+	}()
+	if err := <-started; err != nil {
 		return 0, "", err
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	var err error
 	select {
 	case err = <-done:
@@ -297,6 +321,9 @@ func (w *Workspaces) runCheck(ctx context.Context, req MergeRequest) (int, strin
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		err = <-done
 		o := tailString(out.String(), 64<<10)
+		if parent.Err() != nil { // not the timeout: the merger was interrupted
+			return 0, o, &MergeError{Item: req.Item, Output: o, Err: fmt.Errorf("%w: %w", ErrInterrupted, context.Cause(parent))}
+		}
 		return 124, o + fmt.Sprintf("\n[check stopped after %s]", w.opt.CheckTimeout), nil
 	}
 	o := tailString(out.String(), 64<<10)

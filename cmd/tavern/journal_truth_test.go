@@ -923,12 +923,12 @@ func TestWatchWhereAndPath(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s %s %v", e.Type, e.Path, e.Data["changed"]))
 	}
 	// A set of state is a transition: applied_state and state_changed
-	// follow it.
+	// follow it; updated follows every write.
 	want := []string{
-		"doc.updated agents/alice.md [applied_state state state_changed]",
-		"doc.updated agents/alice.md [role]",
+		"doc.updated agents/alice.md [applied_state state state_changed updated]",
+		"doc.updated agents/alice.md [role updated]",
 		"doc.left agents/alice.md <nil>",
-		"doc.updated agents/bob.md [applied_state state state_changed]",
+		"doc.updated agents/bob.md [applied_state state state_changed updated]",
 		"doc.left agents/bob.md <nil>",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

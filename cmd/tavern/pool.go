@@ -50,7 +50,10 @@ before it reports) are replaced after 1s, 2s, 4s... up to 1m, until one reports.
 
 Ctrl-C drains: no new drones, running ones finish. A second Ctrl-C forwards
 SIGTERM to the drones: their items are released, not failed (a drone's
-command that has not exited 10s later is killed: spawn --kill-grace).
+command that has not exited 10s later is killed: spawn --kill-grace). A pool
+that dies (SIGKILL, a crash) takes its drones with it as a second Ctrl-C
+would: they get SIGTERM (Linux), or see the pool's liveness lock come free
+within a second; a busy drone's item is released, an idle one claims nothing.
 
 --worktree (and its options, as for tavern spawn) gives every drone its item's
 own git worktree and merges successful branches through the merge queue.

@@ -15,7 +15,9 @@ func newSetCommand() *cli.Command {
 tags=[a,b] a list, name='"007"' a string. Text that is not a one-line YAML
 scalar or flow value stays text exactly as typed: title=Fix #12 is "Fix #12"
 (not "Fix" and a comment), note=a: b is "a: b". Only the lines of the named
-fields change; a quoted string keeps the file's quoting style. With --if-rev the update fails with exit 4 unless the document is
+fields change, and updated (the time of the write, as on every write path;
+sync takes the later updated as the last writer) unless it is one of them; a
+quoted string keeps the file's quoting style. With --if-rev the update fails with exit 4 unless the document is
 still at that revision (from show --json), so read-modify-write loops are safe.
 The result is validated first; an invalid result is refused (exit 5). A new
 field one letter from one of the kind's (stat for state) is written, with a
@@ -63,8 +65,14 @@ func runSet(c *cli.Context) error {
 	if err := configFor(s, rel); err != nil {
 		return err
 	}
+	// `updated` follows the write (docstore stamps it), unless this set
+	// gives it, even as the value it has.
+	keep := false
+	for _, a := range assigns {
+		keep = keep || a[0] == "updated"
+	}
 	var hints []error
-	d, err := s.UpdateIf(rel, c.String("if-rev"), func(d *docstore.Doc) error {
+	d, err := s.UpdateWith(rel, docstore.UpdateOptions{IfRev: c.String("if-rev"), KeepUpdated: keep}, func(d *docstore.Doc) error {
 		hints = hints[:0]
 		for _, a := range assigns {
 			// A new field one letter from one of the kind's (stat for
@@ -84,7 +92,7 @@ func runSet(c *cli.Context) error {
 				return err
 			}
 		}
-		return nil // only the named lines change: no automatic `updated`
+		return nil
 	})
 	if err != nil {
 		return err

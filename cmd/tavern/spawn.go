@@ -75,7 +75,8 @@ TAVERN_BASE, TAVERN_REPO are set). When it exits 0 (and the item passed its
 gates) the branch goes through the merge queue: one merge at a time per base
 (the merge-slot token), rebase (or --merge-mode merge) onto the base, --check
 in the worktree, then the base moves by compare-and-swap. A conflict or a
-failing check fails the item with the output (retried like any failure).
+failing check fails the item with the output (retried like any failure);
+a signal before the base moves stops the check and releases the item.
 An item with a pending complete-stage gate (tavern gate) holds its wrapper
 in "waiting" until a person approves or rejects it.
 
@@ -132,6 +133,8 @@ func runSpawn(c *cli.Context) error {
 		Queues: splitList(c.StringSlice("queue")), Steal: c.Bool("steal"), Wait: c.Duration("wait"),
 		Command: c.Args().Slice(), Env: childBaseEnv(), Stdin: c.App.Reader, Signals: sigs,
 		AcceptConstitution: c.Bool("accept-constitution"), KillGrace: c.Duration("kill-grace"),
+		// A drone of pool run ends with its pool.
+		PoolRun: c.Bool(poolAdmittedFlag),
 	}
 	if opt.KillGrace == 0 {
 		opt.KillGrace = -1 // --kill-grace 0: never escalate
@@ -175,7 +178,8 @@ func runSpawn(c *cli.Context) error {
 
 // poolAdmittedFlag marks a drone of pool run (hidden): its pool admitted
 // it against the budgets before it started it. Checked: a spawn that is
-// not the live pool run's child with its token is refused (exit 4).
+// not the live pool run's child with its token is refused (exit 4). It
+// is interrupted when that pool dies (SpawnOptions.PoolRun).
 const poolAdmittedFlag = "admitted-by-pool"
 
 // spawnResult reports a run and gives the wrapper's exit: the child's

@@ -194,8 +194,10 @@ func TestPoolWorktreeMergeQueueCLI(t *testing.T) {
 }
 
 // TestMergerSIGKILLCLI kills a spawn wrapper in the middle of its merge
-// (during the check): main does not move, the slot and the item come
-// back, and the next spawn rolls the merge back and lands the branch.
+// (during the check): the check and its children die with it (they ran
+// on in the worktree, orphaned, while the slot came back to the next
+// merger), main does not move, the slot and the item come back, and the
+// next spawn rolls the merge back and lands the branch.
 func TestMergerSIGKILLCLI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills processes")
@@ -207,16 +209,26 @@ func TestMergerSIGKILLCLI(t *testing.T) {
 	before := w.git("rev-parse", "main")
 	tmp := t.TempDir()
 	ready, pidf := filepath.Join(tmp, "ready"), filepath.Join(tmp, "pid")
-	check := fmt.Sprintf(`echo $$ > %s; touch %s; sleep 60`, pidf, ready)
+	check := fmt.Sprintf(`echo $$ > %s; sleep 60 & echo $! >> %s; touch %s; wait`, pidf, pidf, ready)
 	cmd := w.tavern("spawn", "--name", "m1", "--queue", "code", "--worktree", "--check", check, "--", "sh", w.script("drone.sh"))
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	waitForFile(t, ready)
+	var pids []int
+	for _, f := range strings.Fields(readText(t, pidf)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids = append(pids, pid)
+		defer syscall.Kill(pid, syscall.SIGKILL) // on failure, no orphan
+	}
+	fds := pidfds(t, pids)
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
-	if pid, err := strconv.Atoi(strings.TrimSpace(readText(t, pidf))); err == nil {
-		defer syscall.Kill(-pid, syscall.SIGKILL) // the orphaned check
+	if left := awaitExits(fds, 30*time.Second); len(left) > 0 {
+		t.Fatalf("the check's processes %v still run 30s after its wrapper was SIGKILLed", left)
 	}
 	if now := w.git("rev-parse", "main"); now != before {
 		t.Fatal("main moved though the merger died before landing")
@@ -530,5 +542,55 @@ func TestSpawnMergeFailureExit(t *testing.T) {
 	}
 	if res.ExitCode != 0 || res.Outcome != "failed" || res.Failure == "" {
 		t.Fatalf("spawn --json result: %+v", res)
+	}
+}
+
+// A wrapper interrupted (SIGTERM: a second Ctrl-C of its pool, or its
+// pool dying) while the merge queue ran its check failed its item with
+// "check stopped after 10m0s" and the agent went to failed, though nothing
+// was judged. The item is now released as an interrupted child's is (no
+// attempt spent, the agent idle, exit 128+15), the check is stopped, main
+// does not move, and the next spawn rolls the merge back and lands it.
+func TestMergeInterruptedReleasesCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("signals processes")
+	}
+	w := newWF(t)
+	w.initRepo()
+	w.must("queue", "create", "code", "--backoff", "10ms")
+	id := strings.TrimSpace(w.mustStdin("file: x.txt\ntext: x\n", "queue", "add", "code", "--title", "x", "--body", "-"))
+	before := w.git("rev-parse", "main")
+	ready := filepath.Join(t.TempDir(), "ready")
+	cmd := w.tavern("spawn", "--name", "m1", "--queue", "code", "--json", "--worktree", "--check", "touch "+ready+"; exec sleep 60", "--", "sh", w.script("drone.sh"))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	waitForFile(t, ready)
+	cmd.Process.Signal(syscall.SIGTERM)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 128+int(syscall.SIGTERM) {
+		t.Fatalf("spawn interrupted in its check: %v, want exit %d\n%s\n%s", err, 128+int(syscall.SIGTERM), out.String(), errb.String())
+	}
+	var res struct{ Outcome, State, Interrupted_by string }
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil || res.Outcome != "released" || res.State != "idle" || res.Interrupted_by != "SIGTERM" {
+		t.Fatalf("spawn --json: %v %+v, want released by SIGTERM, agent idle\n%s", err, res, out.String())
+	}
+	it := w.item(id)
+	if got := w.state(id); got != "pending" || it.Fields["attempts"] != float64(0) || it.Fields["last_error"] != nil {
+		t.Fatalf("item after the interrupt: %s %v, want pending, no attempt spent, no error", got, it.Fields)
+	}
+	if now := w.git("rev-parse", "main"); now != before {
+		t.Fatal("main moved though the merge was interrupted before landing")
+	}
+	r := w.runEnv(nil, "", "spawn", "--name", "m2", "--queue", "code", "--worktree", "--check", "true", "--", "sh", w.script("drone.sh"))
+	if r.code != 0 {
+		t.Fatalf("second spawn: %s", r)
+	}
+	if got := w.git("show", "main:x.txt"); got != "x" {
+		t.Fatalf("x.txt on main: %q", got)
 	}
 }
