@@ -719,11 +719,14 @@ func (s *Store) Resolve(ref string) (string, error) {
 	// A store path, with or without its .md (queues/q/pending/ID, as
 	// agents/alice is agents/alice.md).
 	if p := ref; strings.HasSuffix(p, ".md") || !strings.HasSuffix(p, "/") {
-		if !strings.HasSuffix(p, ".md") {
+		withMD := strings.HasSuffix(p, ".md")
+		if !withMD {
 			p += ".md"
 		}
 		if k, _, err := schema.KindOfPath(p); err == nil && k != nil {
-			if _, err := s.abs(p); err != nil {
+			// Without .md it is the kind/name the path spells (below),
+			// which names the path without looking at the file.
+			if _, err := s.abs(p); err != nil && withMD {
 				return "", pathErr("resolve", p, err)
 			}
 			return p, nil
