@@ -62,12 +62,15 @@ func Budgets(s *docstore.Store) ([]Budget, []error) {
 //
 // A pool given must have a valid name, and one that has no document and
 // that no budget names yet must not be near one that has (a likely typo:
-// *PoolError, ErrNearPool), unless NewPool.
+// *PoolError, ErrNearPool), unless NewPool. So must a new budget's name
+// not be near an existing budget's (*BudgetError, ErrNearBudget), unless
+// NewBudget: set creates or changes, so a typo would create.
 type BudgetChange struct {
 	Name      string
 	Pool      string
 	SetPool   bool
 	NewPool   bool // the pool is new on purpose: its name is no typo
+	NewBudget bool // the budget is new on purpose: its name is no typo
 	MaxTokens int64
 	MaxCost   float64
 	MaxTime   time.Duration
@@ -128,6 +131,9 @@ func SetBudget(s *docstore.Store, c BudgetChange) (*Budget, error) {
 		if err := schema.ValidPlainName("budget", b.Name); err != nil {
 			return nil, err
 		}
+		if near := nearBudgets(b.Name, budgetNames(s)); len(near) > 0 && !c.NewBudget {
+			return nil, &BudgetError{Op: "set budget", Path: rel, Name: b.Name, Near: near, Err: ErrNearBudget}
+		}
 		fields := append([]docstore.Field{{Key: schema.VersionField, Value: schema.Budget.Version}, {Key: "id", Value: docstore.NewID()}}, set...)
 		fields = append(fields, docstore.Field{Key: "created", Value: now}, docstore.Field{Key: "updated", Value: now})
 		if d, err = docstore.New(schema.Budget, fields, []byte("\nA pool whose budget is spent takes no new items until the next day (UTC).\n")); err != nil {
@@ -140,6 +146,36 @@ func SetBudget(s *docstore.Store, c BudgetChange) (*Budget, error) {
 	}
 	out := budgetFromDoc(d)
 	return &out, nil
+}
+
+// nearBudgets is schema.Near without the numbered siblings of name: d3
+// next to d2, team-2 next to team-1 are a series, not typos.
+func nearBudgets(name string, names []string) []string {
+	digits := func(r rune) bool { return r >= '0' && r <= '9' }
+	strip := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if digits(r) {
+				return -1
+			}
+			return r
+		}, s)
+	}
+	return slices.DeleteFunc(schema.Near(name, names), func(n string) bool {
+		return strings.ContainsFunc(name, digits) && strings.ContainsFunc(n, digits) && strip(n) == strip(name)
+	})
+}
+
+// budgetNames lists the names of the budget documents, readable or not (a
+// budget broken by a hand edit is still the one a near name meant).
+func budgetNames(s *docstore.Store) []string {
+	ents, _ := s.Names("budgets")
+	var names []string
+	for _, e := range ents {
+		if n, ok := strings.CutSuffix(e, ".md"); ok {
+			names = append(names, n)
+		}
+	}
+	return names
 }
 
 // RuleBudgetPool names the rule InstallRules adds.

@@ -13,6 +13,27 @@ import (
 // nothing. BudgetChange.NewPool writes it anyway.
 var ErrNearPool = errors.New("a new pool near an existing one")
 
+// ErrNearBudget is returned (in a *BudgetError) by SetBudget for a new
+// budget whose name is near an existing budget's: most likely a typo of
+// the budget meant to be changed, which would leave that one as it was
+// and add a second. BudgetChange.NewBudget writes it anyway.
+var ErrNearBudget = errors.New("a new budget near an existing one")
+
+// BudgetError is a budget name SetBudget refused; nothing was written.
+type BudgetError struct {
+	Op   string   // "set budget"
+	Path string   // the budget it would have written
+	Name string   // the name given
+	Near []string // existing budgets, nearest first (schema.Near)
+	Err  error    // ErrNearBudget
+}
+
+func (e *BudgetError) Error() string {
+	return fmt.Sprintf("%s %s: %q names no budget; did you mean %s?", e.Op, e.Path, e.Name, schema.NearList(e.Near))
+}
+
+func (e *BudgetError) Unwrap() error { return e.Err }
+
 // PoolError is a pool name SetBudget or AdmitSpawn refused; nothing was
 // written.
 type PoolError struct {
