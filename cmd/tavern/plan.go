@@ -174,6 +174,11 @@ func runPlanSync(c *cli.Context) error {
 		}
 	}
 	if c.Bool("json") {
+		if err != nil && len(reps) == 0 {
+			// Nothing synced (an unknown NAME): the error alone, not an
+			// empty report that reads as a sync that found nothing.
+			return err
+		}
 		if reps == nil {
 			reps = []*plans.Report{}
 		}
