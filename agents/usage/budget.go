@@ -276,7 +276,13 @@ func Check(s *docstore.Store, pool string, now time.Time) ([]State, error) {
 			st.Over = append(st.Over, fmt.Sprintf("cost %.2f of %.2f USD", st.Spent.Cost, b.MaxCost))
 		}
 		if b.MaxTime > 0 && time.Duration(st.Spent.Wall*float64(time.Second)) >= b.MaxTime {
-			st.Over = append(st.Over, fmt.Sprintf("drone time %s of %s", time.Duration(st.Spent.Wall*float64(time.Second)).Round(time.Second), b.MaxTime))
+			// To the second, unless the limit is finer: "0s of 1ms" read
+			// as nothing spent.
+			unit := time.Second
+			if b.MaxTime%time.Second != 0 {
+				unit = time.Millisecond
+			}
+			st.Over = append(st.Over, fmt.Sprintf("drone time %s of %s", time.Duration(st.Spent.Wall*float64(time.Second)).Round(unit), b.MaxTime))
 		}
 		out = append(out, st)
 	}
