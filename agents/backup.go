@@ -534,7 +534,8 @@ type RestoreOptions struct {
 }
 
 // Restore replaces the store directory target (a .tavern directory, which
-// need not exist) with the backup src. It refuses with ErrNotEmpty when
+// need not exist) with the backup src. A src named *.partial (a backup
+// interrupted before it was whole) is ErrNotBackup. It refuses with ErrNotEmpty when
 // target holds documents besides tavern.md, unless force is set. The new
 // store is assembled next to target and renamed into place; a replaced
 // store is kept in the project's backups directory (BackupsDir) as
@@ -547,6 +548,11 @@ func Restore(src, target string, force bool, now time.Time) (*RestoreResult, err
 func RestoreWith(src, target string, opt RestoreOptions) (*RestoreResult, error) {
 	if opt.Now.IsZero() {
 		opt.Now = time.Now()
+	}
+	// A backup is renamed from .partial only once whole: with the suffix
+	// it is a copy killed midway, any part of the store (tavern.md first).
+	if strings.HasSuffix(filepath.Base(filepath.Clean(src)), ".partial") {
+		return nil, &fs.PathError{Op: "restore", Path: src, Err: fmt.Errorf("%w: an interrupted backup (.partial), not whole", ErrNotBackup)}
 	}
 	if _, err := os.Stat(filepath.Join(src, docstore.ConfigFile)); err != nil {
 		if _, err2 := os.Stat(filepath.Join(src, docstore.DirName, docstore.ConfigFile)); err2 == nil {
