@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -577,7 +578,9 @@ func RestoreWith(src, target string, opt RestoreOptions) (*RestoreResult, error)
 		}
 	}
 	stamp := opt.Now.UTC().Format("20060102T150405.000Z")
-	tmp := target + ".restore-" + stamp
+	// The pid names the process assembling it: doctor tells a killed
+	// restore's leftover (RestoreLeftovers) from one still running.
+	tmp := target + restoreInfix + stamp + "-" + strconv.Itoa(os.Getpid())
 	res := &RestoreResult{Dir: target}
 	plan, skipped, err := planCopy(src, tmp)
 	if err != nil {
@@ -614,6 +617,40 @@ func RestoreWith(src, target string, opt RestoreOptions) (*RestoreResult, error)
 		return nil, err
 	}
 	return res, nil
+}
+
+// restoreInfix is in the name of the new store a restore assembles next to
+// the store: .tavern.restore-<time>-<pid>.
+const restoreInfix = ".restore-"
+
+// RestoreLeftovers lists the new stores that killed restores left next to
+// the store directory target: .tavern.restore-<time>-<pid> whose process
+// is gone (a restore running now, or a name without a pid, is not listed).
+func RestoreLeftovers(target string) []string {
+	target = filepath.Clean(target)
+	ents, err := os.ReadDir(filepath.Dir(target))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), filepath.Base(target)+restoreInfix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		i := strings.LastIndexByte(rest, '-')
+		if i < 0 {
+			continue
+		}
+		pid, err := strconv.Atoi(rest[i+1:])
+		if err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
+			out = append(out, filepath.Join(filepath.Dir(target), e.Name()))
+		}
+	}
+	return out
 }
 
 // storeHasDocs reports whether dir holds any file besides tavern.md
