@@ -215,7 +215,13 @@ func (w *Workspaces) Prepare(ctx context.Context, it *queues.Item) (*Workspace, 
 		branch = w.BranchName(it)
 	}
 	path := filepath.Join(w.root, it.ID)
-	if _, err := os.Lstat(path); err == nil {
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		// A worktree removed by hand (rm -rf) stays registered, and git
+		// refuses to add its path again until it forgets it.
+		if reg, _ := w.registered(ctx, path); reg {
+			_, _ = git(ctx, w.top, nil, "worktree", "prune")
+		}
+	} else if err == nil {
 		// A directory left by a worktree that git no longer knows (or that
 		// is on another branch): git forgets the stale ones, we remove the
 		// leftover directory, which is ours (inside Root).
@@ -239,6 +245,22 @@ func (w *Workspaces) Prepare(ctx context.Context, it *queues.Item) (*Workspace, 
 		return nil, err
 	}
 	return &Workspace{Item: it.ID, Path: path, Branch: branch, Base: w.opt.Base}, nil
+}
+
+// registered reports whether git lists path as a worktree of this
+// repository (its directory may be gone).
+func (w *Workspaces) registered(ctx context.Context, path string) (bool, error) {
+	list, err := w.worktrees(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, wt := range list {
+		// The directory is gone: compare its parent, which is not.
+		if samePath(wt.path, path) || filepath.Base(wt.path) == filepath.Base(path) && samePath(filepath.Dir(wt.path), filepath.Dir(path)) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // isWorktree reports whether path is a worktree of this repository with
