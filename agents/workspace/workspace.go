@@ -17,6 +17,7 @@ import (
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/queues/tuples"
+	"github.com/tavernhq/tavern/schema"
 )
 
 // Options configure Open.
@@ -83,7 +84,13 @@ func Open(ctx context.Context, opt Options) (*Workspaces, error) {
 		return nil, fmt.Errorf("%w: base %q is not a branch name", ErrConfig, opt.Base)
 	}
 	if _, err := git(ctx, w.top, nil, "rev-parse", "--verify", "--quiet", "refs/heads/"+opt.Base); err != nil {
-		return nil, fmt.Errorf("%w: base branch %q does not exist in %s", ErrConfig, opt.Base, w.top)
+		hint := ""
+		if out, lerr := git(ctx, w.top, nil, "for-each-ref", "--format=%(refname:short)", "refs/heads/"); lerr == nil {
+			if near := schema.Near(opt.Base, strings.Fields(out)); len(near) > 0 {
+				hint = " (did you mean " + schema.NearList(near) + "?)"
+			}
+		}
+		return nil, fmt.Errorf("%w: base branch %q does not exist in %s%s", ErrConfig, opt.Base, w.top, hint)
 	}
 	if err := os.MkdirAll(w.root, 0o755); err != nil {
 		return nil, err
