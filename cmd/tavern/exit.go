@@ -303,6 +303,8 @@ func hint(err error) string {
 		return " (see `tavern schema` for the list)"
 	case errors.As(err, &ue):
 		return unknownHint(ue)
+	case errors.Is(err, agents.ErrNotEmpty):
+		return " (--force replaces it; the current store is kept in .tavern-backups/before-restore-<time>)"
 	case errors.Is(err, docstore.ErrNested):
 		return " (pass --nested to create another store here anyway)"
 	case errors.Is(err, agents.ErrConstitutionChanged):
