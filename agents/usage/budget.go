@@ -23,8 +23,10 @@ type Budget struct {
 	Per       string        `json:"per"`
 	MaxTokens int64         `json:"max_tokens,omitempty"`
 	MaxCost   float64       `json:"max_cost_usd,omitempty"`
-	MaxTime   time.Duration `json:"max_time,omitempty"`
-	Path      string        `json:"path"`
+	MaxTime   time.Duration `json:"max_time,omitempty"` // nanoseconds in JSON (kept: keys are not retyped)
+	// MaxTimeSeconds is MaxTime in seconds, as the ledger counts time.
+	MaxTimeSeconds float64 `json:"max_time_seconds,omitempty"`
+	Path           string  `json:"path"`
 }
 
 // BudgetPath is the document path of a budget.
@@ -38,6 +40,7 @@ func budgetFromDoc(d *docstore.Doc) Budget {
 	b.MaxTokens, _ = d.Int("max_tokens")
 	b.MaxCost = num(d.Fields()["max_cost_usd"])
 	b.MaxTime, _ = time.ParseDuration(d.String("max_time"))
+	b.MaxTimeSeconds = b.MaxTime.Seconds()
 	return b
 }
 
