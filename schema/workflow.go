@@ -105,7 +105,7 @@ var (
 			Field{Name: "tokens_out", Type: Int, Min: atLeast(0)},
 			Field{Name: "tokens_cache_read", Type: Int, Min: atLeast(0)},
 			Field{Name: "tokens_cache_write", Type: Int, Min: atLeast(0)},
-			Field{Name: "cost_usd", Type: Number},
+			Field{Name: "cost_usd", Type: Number, Min: atLeast(0)},
 			Field{Name: "session_id", Type: String},
 		)}
 
