@@ -984,6 +984,14 @@ func syncOnce(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
 	}
 	// New open boxes: items.
 	ids, cerr := createItems(b, name, queue, opt.By, rel, first, tasks, known, rep)
+	if cerr == nil {
+		// A queue: edited by hand to a name that names no queue (tavern
+		// set refuses it) showed "in sync" until a new box failed (its
+		// error, above, names the box): say so at every sync.
+		if err := queues.CheckQueue(s, queue); err != nil {
+			cerr = fmt.Errorf("%s: queue: %w", rel, err)
+		}
+	}
 	for _, t := range tasks {
 		old, ok := goneItem[t.Index]
 		if !ok {
