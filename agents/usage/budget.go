@@ -298,9 +298,14 @@ func Check(s *docstore.Store, pool string, now time.Time) ([]State, error) {
 // room — the pool's own and those of every pool (no pool:); pool "" only
 // the latter — else an error wrapping ErrSpent that says which and why.
 // A ledger it cannot read does not stop the work (the error is not
-// ErrSpent and Admit lets it pass).
+// ErrSpent and Admit lets it pass), but a budget it cannot read that may
+// apply does (*UnreadableError, ErrUnreadable): left out, it would limit
+// nothing.
 func Admit(s *docstore.Store, pool string) func() error {
 	return func() error {
+		if err := unreadableBudget(s, pool); err != nil {
+			return err
+		}
 		states, _ := Check(s, pool, time.Now())
 		var over []string
 		for _, st := range states {
@@ -316,6 +321,28 @@ func Admit(s *docstore.Store, pool string) func() error {
 		}
 		return fmt.Errorf("%w: %s", ErrSpent, strings.Join(over, "; "))
 	}
+}
+
+// unreadableBudget is the refusal of a budget document that cannot be
+// read (a hand edit: max_time: 2 hours) and may apply to pool: its pool
+// is pool or every pool, or cannot be read either. Left out, it would
+// limit nothing, and a budget is there to bound what is spent. A budget
+// of another pool (its pool: readable) does not refuse this one.
+func unreadableBudget(s *docstore.Store, pool string) error {
+	_, errs := Budgets(s)
+	for _, e := range errs {
+		path, _, _ := docstore.Position(e)
+		if !strings.HasPrefix(path, "budgets/") {
+			continue
+		}
+		if d, err := s.Get(path); err == nil {
+			if p, ok := d.Fields()["pool"].(string); ok && p != "" && p != pool {
+				continue
+			}
+		}
+		return &UnreadableError{Path: path, Err: e}
+	}
+	return nil
 }
 
 // AdmitSpawn is the admission hook of `tavern spawn`

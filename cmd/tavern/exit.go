@@ -137,8 +137,9 @@ var exitCodes = []struct {
 	{workspace.ErrConflict, exitConflict},
 	{usage.ErrGrouping, exitUsage},
 	{usage.ErrSpent, exitConflict},
-	{usage.ErrNearPool, exitUsage},   // a typo of a pool
-	{usage.ErrNearBudget, exitUsage}, // a typo of a budget (set creates or changes)
+	{usage.ErrNearPool, exitUsage},      // a typo of a pool
+	{usage.ErrNearBudget, exitUsage},    // a typo of a budget (set creates or changes)
+	{usage.ErrUnreadable, exitConflict}, // a broken budget refuses as a spent one
 	{trace.ErrUnknown, exitNotFound},
 
 	// watcher/journal
