@@ -129,8 +129,10 @@ func runGateLs(c *cli.Context) error {
 	fmt.Fprintln(w, "GATE\tITEM\tSTAGE\tSTATE\tWHAT")
 	for _, g := range gates {
 		what := g.Reason
-		if g.Title != "" {
+		if g.Title != "" && what != "" {
 			what = fmt.Sprintf("%s: %s", g.Title, what)
+		} else if g.Title != "" {
+			what = g.Title // a timer gate needs no reason
 		}
 		state := g.State
 		if g.Type == queues.GateTimer {
