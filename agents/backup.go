@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -534,7 +535,8 @@ type RestoreOptions struct {
 }
 
 // Restore replaces the store directory target (a .tavern directory, which
-// need not exist) with the backup src. It refuses with ErrNotEmpty when
+// need not exist) with the backup src. A src named *.partial (a backup
+// interrupted before it was whole) is ErrNotBackup. It refuses with ErrNotEmpty when
 // target holds documents besides tavern.md, unless force is set. The new
 // store is assembled next to target and renamed into place; a replaced
 // store is kept in the project's backups directory (BackupsDir) as
@@ -547,6 +549,11 @@ func Restore(src, target string, force bool, now time.Time) (*RestoreResult, err
 func RestoreWith(src, target string, opt RestoreOptions) (*RestoreResult, error) {
 	if opt.Now.IsZero() {
 		opt.Now = time.Now()
+	}
+	// A backup is renamed from .partial only once whole: with the suffix
+	// it is a copy killed midway, any part of the store (tavern.md first).
+	if strings.HasSuffix(filepath.Base(filepath.Clean(src)), ".partial") {
+		return nil, &fs.PathError{Op: "restore", Path: src, Err: fmt.Errorf("%w: an interrupted backup (.partial), not whole", ErrNotBackup)}
 	}
 	if _, err := os.Stat(filepath.Join(src, docstore.ConfigFile)); err != nil {
 		if _, err2 := os.Stat(filepath.Join(src, docstore.DirName, docstore.ConfigFile)); err2 == nil {
@@ -571,7 +578,9 @@ func RestoreWith(src, target string, opt RestoreOptions) (*RestoreResult, error)
 		}
 	}
 	stamp := opt.Now.UTC().Format("20060102T150405.000Z")
-	tmp := target + ".restore-" + stamp
+	// The pid names the process assembling it: doctor tells a killed
+	// restore's leftover (RestoreLeftovers) from one still running.
+	tmp := target + restoreInfix + stamp + "-" + strconv.Itoa(os.Getpid())
 	res := &RestoreResult{Dir: target}
 	plan, skipped, err := planCopy(src, tmp)
 	if err != nil {
@@ -608,6 +617,40 @@ func RestoreWith(src, target string, opt RestoreOptions) (*RestoreResult, error)
 		return nil, err
 	}
 	return res, nil
+}
+
+// restoreInfix is in the name of the new store a restore assembles next to
+// the store: .tavern.restore-<time>-<pid>.
+const restoreInfix = ".restore-"
+
+// RestoreLeftovers lists the new stores that killed restores left next to
+// the store directory target: .tavern.restore-<time>-<pid> whose process
+// is gone (a restore running now, or a name without a pid, is not listed).
+func RestoreLeftovers(target string) []string {
+	target = filepath.Clean(target)
+	ents, err := os.ReadDir(filepath.Dir(target))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), filepath.Base(target)+restoreInfix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		i := strings.LastIndexByte(rest, '-')
+		if i < 0 {
+			continue
+		}
+		pid, err := strconv.Atoi(rest[i+1:])
+		if err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
+			out = append(out, filepath.Join(filepath.Dir(target), e.Name()))
+		}
+	}
+	return out
 }
 
 // storeHasDocs reports whether dir holds any file besides tavern.md

@@ -41,7 +41,9 @@ import (
 //     (docstore.Store.TempFindings);
 //  5. stale-index: index cache sections with entries of missing files;
 //  6. stray-messages: message directories without a channel document
-//     (messages.Findings).
+//     (messages.Findings);
+//  7. clone-leftover and restore-leftover: copies of the store that a
+//     killed `sync --clone` or `restore` left next to it.
 //
 // The report lists every finding with Fixed or Error set when fix is on.
 // Liveness is judged on this host only (locks, pids): run doctor where
@@ -73,7 +75,26 @@ func (m *Manager) Doctor(b *queues.Broker, fix bool) ([]docstore.Finding, error)
 	phase(watcher.IndexFindings(m.Store.Root()))
 	phase(messages.Findings(m.Store))
 	phase(cloneFindings(m.Store.Root()), nil)
+	phase(restoreFindings(m.Store.Root()), nil)
 	return all, errors.Join(errs...)
+}
+
+// restoreFindings reports the new stores that killed `tavern restore`s
+// were assembling next to the store (RestoreLeftovers); the repair
+// removes one if its process is still gone.
+func restoreFindings(root string) []docstore.Finding {
+	var out []docstore.Finding
+	for _, p := range RestoreLeftovers(root) {
+		out = append(out, docstore.Finding{Kind: docstore.FindingRestoreLeftover, Path: "../" + filepath.Base(p),
+			Detail: "the new store a killed `tavern restore` was assembling (its process is gone; the store was not replaced)",
+			Repair: func() error {
+				if !slices.Contains(RestoreLeftovers(root), p) {
+					return nil
+				}
+				return os.RemoveAll(p)
+			}})
+	}
+	return out
 }
 
 // cloneFindings reports the copies of the store that killed `tavern sync

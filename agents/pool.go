@@ -91,6 +91,9 @@ type PoolMetrics struct {
 	Utilization   float64 `json:"utilization"`   // busy drone-seconds / (max x elapsed)
 	Amplification float64 `json:"amplification"` // average concurrent drones
 	Elapsed       string  `json:"elapsed"`
+	// Paused is why no drones are launched (a spent budget), "" when
+	// they are: a terminating pool that stops paused says why.
+	Paused string `json:"paused,omitempty"`
 }
 
 // PoolPath is the document path of a pool.
@@ -547,6 +550,7 @@ func (p *poolRun) finish(e droneExit, report func(error)) bool {
 func (p *poolRun) setPaused(why string) {
 	p.mu.Lock()
 	p.paused = why
+	p.metrics.Paused = why
 	if p.metrics.State == "running" || p.metrics.State == "paused" {
 		p.metrics.State = "running"
 		if why != "" {

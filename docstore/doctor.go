@@ -48,6 +48,9 @@ const (
 	// A killed `tavern sync --clone`'s copy of the store next to it
 	// (.tavern.clone-<pid>, of a process that no longer runs).
 	FindingCloneLeftover = "clone-leftover"
+	// A killed `tavern restore`'s new store being assembled next to the
+	// store (.tavern.restore-<time>-<pid>, of a process that no longer runs).
+	FindingRestoreLeftover = "restore-leftover"
 )
 
 // LockFree reports whether nobody holds the lock of key, without

@@ -464,6 +464,14 @@ func (b *Broker) Retry(queue string, ids ...string) ([]*Item, error) {
 			return nil, err
 		}
 		ids = names
+	} else {
+		// Every id is checked before any is retried: a typo in the last
+		// one retried the others and then said "read .../dead/X.md: no
+		// such file or directory".
+		var err error
+		if ids, err = b.deadIDs(queue, ids); err != nil {
+			return nil, err
+		}
 	}
 	var out []*Item
 	for _, id := range ids {
@@ -472,6 +480,44 @@ func (b *Broker) Retry(queue string, ids ...string) ([]*Item, error) {
 			return out, err
 		}
 		out = append(out, it)
+	}
+	return out, nil
+}
+
+// deadIDs resolves the ids retry was given: a dead item's id, or a unique
+// prefix of one in queue. An item that is not dead (or in another queue)
+// is retryOne's error; an id that names no item is an unknown item.
+func (b *Broker) deadIDs(queue string, ids []string) ([]string, error) {
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if err := validID(id); err != nil {
+			return nil, &ItemError{Op: "retry", ID: id, Err: err}
+		}
+		if b.exists(ItemPath(queue, Dead, id)) {
+			out = append(out, id)
+			continue
+		}
+		if _, err := b.locate(id); err == nil {
+			_, err := b.retryOne(queue, id) // says where it is; moves nothing
+			if err == nil {
+				return nil, &ItemError{Op: "retry", ID: id, Err: fmt.Errorf("%w: the item was retried meanwhile", ErrState)}
+			}
+			return nil, err
+		}
+		full, err := b.ResolveID(queue + "/" + id)
+		switch {
+		case err == nil && b.exists(ItemPath(queue, Dead, full)):
+			out = append(out, full)
+		case err == nil:
+			if _, err := b.retryOne(queue, full); err != nil {
+				return nil, err // not dead: says what it is; moves nothing
+			}
+			return nil, &ItemError{Op: "retry", ID: full, Err: fmt.Errorf("%w: the item was retried meanwhile", ErrState)}
+		case errors.Is(err, docstore.ErrAmbiguous):
+			return nil, &ItemError{Op: "retry", ID: id, Err: err}
+		default:
+			return nil, &ItemError{Op: "retry", ID: id, Err: unknownItem(id)}
+		}
 	}
 	return out, nil
 }

@@ -678,6 +678,20 @@ func (b *Broker) resolveGate(op, ref string) (*Gate, error) {
 		return nil, err
 	}
 	it, err := b.Get(ref)
+	if errors.Is(err, fs.ErrNotExist) {
+		// A unique prefix of a gate's id, else of an item's (as item
+		// show takes one): ids are long, and people paste the start.
+		if g, perr := b.gateByPrefix(op, ref); g != nil || perr != nil {
+			return g, perr
+		}
+		id, rerr := b.ResolveID(ref)
+		switch {
+		case rerr == nil:
+			it, err = b.Get(id)
+		case errors.Is(rerr, docstore.ErrAmbiguous):
+			return nil, &GateError{Op: op, Gate: ref, Err: rerr}
+		}
+	}
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
@@ -701,6 +715,41 @@ func (b *Broker) resolveGate(op, ref string) (*Gate, error) {
 		ids = append(ids, g.ID)
 	}
 	return nil, &GateError{Op: op, Gate: ref, Path: it.Path, Err: fmt.Errorf("%w: item %s has %d pending gates (%s); name one", docstore.ErrAmbiguous, ref, len(open), strings.Join(ids, ", "))}
+}
+
+// gateByPrefix is the gate whose id ref is a unique prefix of; nil, nil
+// when none is (ref may still be an item's), ErrAmbiguous when several,
+// or when ref is also the prefix of another item's id (an item's own
+// gate has the item's id: that is one).
+func (b *Broker) gateByPrefix(op, ref string) (*Gate, error) {
+	names, err := b.s.Names("gates")
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(names))
+	for _, n := range names {
+		if id, ok := strings.CutSuffix(n, ".md"); ok {
+			ids = append(ids, id)
+		}
+	}
+	id, err := docstore.MatchPrefix("gate", ref, ids)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, &GateError{Op: op, Gate: ref, Err: err}
+	}
+	switch item, ierr := b.ResolveID(ref); {
+	case errors.Is(ierr, docstore.ErrAmbiguous):
+		return nil, &GateError{Op: op, Gate: ref, Err: ierr}
+	case ierr == nil && item != id:
+		return nil, &GateError{Op: op, Gate: ref, Err: fmt.Errorf("%w: gate %s, item %s", docstore.ErrAmbiguous, id, item)}
+	}
+	d, err := b.s.Get(GatePath(id))
+	if err != nil {
+		return nil, err
+	}
+	return gateFromDoc(d), nil
 }
 
 // createImplicit writes the document of an item's gate: human gate.

@@ -30,7 +30,9 @@ func (k *Kind) JSONSchema() map[string]any {
 			}
 		case Number:
 			p["type"] = "number"
-			if f.Min != nil {
+			if f.Min != nil && f.ZeroWhy != "" {
+				p["exclusiveMinimum"] = *f.Min
+			} else if f.Min != nil {
 				p["minimum"] = *f.Min
 			}
 		case Bool:

@@ -40,7 +40,10 @@ type Field struct {
 	// A Duration field without Min may not be negative either.
 	Min     *int64
 	Pattern string // "name" for path-safe names, "kebab" for kebab-case
-	ZeroWhy string // why a positive Duration field refuses 0 (its error says so)
+	// ZeroWhy is why a positive Duration field refuses 0 (its error says
+	// so); on a Number field of Min 0 it makes the bound exclusive (a
+	// budget's cost is above 0, and 0.5 is one).
+	ZeroWhy string
 	// Keys are the settings a Map field knows: any other key in it is an
 	// error at its position. Nil: any key (or those of Settings; with
 	// Settings, the names of Settings, for engines to compare theirs with).

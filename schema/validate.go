@@ -228,6 +228,9 @@ func (f *Field) check(n *yaml.Node) string {
 			if f.Min != nil && v < float64(*f.Min) {
 				return fmt.Sprintf("must be at least %d", *f.Min)
 			}
+			if f.Min != nil && f.ZeroWhy != "" && v == float64(*f.Min) {
+				return fmt.Sprintf("must be above %d (%s)", *f.Min, f.ZeroWhy)
+			}
 		}
 	case Bool:
 		if !scalar || n.Tag != "!!bool" {

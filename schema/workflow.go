@@ -105,7 +105,7 @@ var (
 			Field{Name: "tokens_out", Type: Int, Min: atLeast(0)},
 			Field{Name: "tokens_cache_read", Type: Int, Min: atLeast(0)},
 			Field{Name: "tokens_cache_write", Type: Int, Min: atLeast(0)},
-			Field{Name: "cost_usd", Type: Number},
+			Field{Name: "cost_usd", Type: Number, Min: atLeast(0)},
 			Field{Name: "session_id", Type: String},
 		)}
 
@@ -115,11 +115,17 @@ var (
 		Fields: withCommon(
 			Field{Name: "pool", Type: String, Doc: "the pool it limits; empty: every pool"},
 			Field{Name: "per", Type: String, Enum: []string{"day"}, Default: "day"},
-			Field{Name: "max_tokens", Type: Int, Min: atLeast(0), Doc: "tokens in + out"},
-			Field{Name: "max_cost_usd", Type: Number, Min: atLeast(0), Doc: "USD"},
-			Field{Name: "max_time", Type: Duration, Doc: "drone wall time"},
+			// A limit of 0 would pause every pool it covers at once
+			// (stopping them, not budgeting), and budget ls showed it
+			// as no limit: a limit left out is none, a limit is above 0.
+			Field{Name: "max_tokens", Type: Int, Min: atLeast(1), Doc: "tokens in + out"},
+			Field{Name: "max_cost_usd", Type: Number, Min: atLeast(0), ZeroWhy: budgetZeroWhy, Doc: "USD"},
+			Field{Name: "max_time", Type: Duration, Min: atLeast(1), ZeroWhy: budgetZeroWhy, Doc: "drone wall time"},
 		)}
 )
+
+// budgetZeroWhy is why a budget's limit is above 0.
+const budgetZeroWhy = "a limit of nothing pauses every pool it covers; leave the limit out for none"
 
 // Fields the workflow layer adds to the core kinds.
 var (

@@ -143,7 +143,7 @@ func At(b *queues.Broker, ref string, at time.Time) (*Snapshot, error) {
 		if _, err := s.ReadFile(firstOf(paths)); err == nil || len(paths) == 0 || len(snap.After) > 0 {
 			snap.Note = fmt.Sprintf("no record of %s at or before %s: it was created later (or by a hand edit the journal did not see)", name, schema.FormatTime(at))
 		} else {
-			return nil, fmt.Errorf("%s: %w", ref, ErrUnknown)
+			return nil, fmt.Errorf("%s: %w%s", ref, ErrUnknown, nearHint(s, kind, name))
 		}
 	case snap.Exists && snap.Source == "":
 		var changed []string
@@ -318,4 +318,26 @@ func fromGit(root string, paths []string, at time.Time, rev string) ([]byte, str
 		return data, commit[:10], p
 	}
 	return nil, "", ""
+}
+
+// nearHint is the " (did you mean ...?)" of the documents of kind whose
+// names are near name, or "" (items are named by id: a prefix finds them).
+func nearHint(s *docstore.Store, kind *schema.Kind, name string) string {
+	if kind == nil || kind == schema.Item {
+		return ""
+	}
+	files, err := s.ListFiles(kind)
+	if err != nil {
+		return ""
+	}
+	var names []string
+	for _, f := range files {
+		if _, n, err := schema.NameOfPath(f); err == nil {
+			names = append(names, n)
+		}
+	}
+	if near := schema.Near(name, names); len(near) > 0 {
+		return " (did you mean " + schema.NearList(near) + "?)"
+	}
+	return ""
 }

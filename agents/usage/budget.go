@@ -23,8 +23,10 @@ type Budget struct {
 	Per       string        `json:"per"`
 	MaxTokens int64         `json:"max_tokens,omitempty"`
 	MaxCost   float64       `json:"max_cost_usd,omitempty"`
-	MaxTime   time.Duration `json:"max_time,omitempty"`
-	Path      string        `json:"path"`
+	MaxTime   time.Duration `json:"max_time,omitempty"` // nanoseconds in JSON (kept: keys are not retyped)
+	// MaxTimeSeconds is MaxTime in seconds, as the ledger counts time.
+	MaxTimeSeconds float64 `json:"max_time_seconds,omitempty"`
+	Path           string  `json:"path"`
 }
 
 // BudgetPath is the document path of a budget.
@@ -38,6 +40,7 @@ func budgetFromDoc(d *docstore.Doc) Budget {
 	b.MaxTokens, _ = d.Int("max_tokens")
 	b.MaxCost = num(d.Fields()["max_cost_usd"])
 	b.MaxTime, _ = time.ParseDuration(d.String("max_time"))
+	b.MaxTimeSeconds = b.MaxTime.Seconds()
 	return b
 }
 
@@ -62,12 +65,15 @@ func Budgets(s *docstore.Store) ([]Budget, []error) {
 //
 // A pool given must have a valid name, and one that has no document and
 // that no budget names yet must not be near one that has (a likely typo:
-// *PoolError, ErrNearPool), unless NewPool.
+// *PoolError, ErrNearPool), unless NewPool. So must a new budget's name
+// not be near an existing budget's (*BudgetError, ErrNearBudget), unless
+// NewBudget: set creates or changes, so a typo would create.
 type BudgetChange struct {
 	Name      string
 	Pool      string
 	SetPool   bool
 	NewPool   bool // the pool is new on purpose: its name is no typo
+	NewBudget bool // the budget is new on purpose: its name is no typo
 	MaxTokens int64
 	MaxCost   float64
 	MaxTime   time.Duration
@@ -128,6 +134,9 @@ func SetBudget(s *docstore.Store, c BudgetChange) (*Budget, error) {
 		if err := schema.ValidPlainName("budget", b.Name); err != nil {
 			return nil, err
 		}
+		if near := nearBudgets(b.Name, budgetNames(s)); len(near) > 0 && !c.NewBudget {
+			return nil, &BudgetError{Op: "set budget", Path: rel, Name: b.Name, Near: near, Err: ErrNearBudget}
+		}
 		fields := append([]docstore.Field{{Key: schema.VersionField, Value: schema.Budget.Version}, {Key: "id", Value: docstore.NewID()}}, set...)
 		fields = append(fields, docstore.Field{Key: "created", Value: now}, docstore.Field{Key: "updated", Value: now})
 		if d, err = docstore.New(schema.Budget, fields, []byte("\nA pool whose budget is spent takes no new items until the next day (UTC).\n")); err != nil {
@@ -140,6 +149,36 @@ func SetBudget(s *docstore.Store, c BudgetChange) (*Budget, error) {
 	}
 	out := budgetFromDoc(d)
 	return &out, nil
+}
+
+// nearBudgets is schema.Near without the numbered siblings of name: d3
+// next to d2, team-2 next to team-1 are a series, not typos.
+func nearBudgets(name string, names []string) []string {
+	digits := func(r rune) bool { return r >= '0' && r <= '9' }
+	strip := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if digits(r) {
+				return -1
+			}
+			return r
+		}, s)
+	}
+	return slices.DeleteFunc(schema.Near(name, names), func(n string) bool {
+		return strings.ContainsFunc(name, digits) && strings.ContainsFunc(n, digits) && strip(n) == strip(name)
+	})
+}
+
+// budgetNames lists the names of the budget documents, readable or not (a
+// budget broken by a hand edit is still the one a near name meant).
+func budgetNames(s *docstore.Store) []string {
+	ents, _ := s.Names("budgets")
+	var names []string
+	for _, e := range ents {
+		if n, ok := strings.CutSuffix(e, ".md"); ok {
+			names = append(names, n)
+		}
+	}
+	return names
 }
 
 // RuleBudgetPool names the rule InstallRules adds.
@@ -240,7 +279,13 @@ func Check(s *docstore.Store, pool string, now time.Time) ([]State, error) {
 			st.Over = append(st.Over, fmt.Sprintf("cost %.2f of %.2f USD", st.Spent.Cost, b.MaxCost))
 		}
 		if b.MaxTime > 0 && time.Duration(st.Spent.Wall*float64(time.Second)) >= b.MaxTime {
-			st.Over = append(st.Over, fmt.Sprintf("drone time %s of %s", time.Duration(st.Spent.Wall*float64(time.Second)).Round(time.Second), b.MaxTime))
+			// To the second, unless the limit is finer: "0s of 1ms" read
+			// as nothing spent.
+			unit := time.Second
+			if b.MaxTime%time.Second != 0 {
+				unit = time.Millisecond
+			}
+			st.Over = append(st.Over, fmt.Sprintf("drone time %s of %s", time.Duration(st.Spent.Wall*float64(time.Second)).Round(unit), b.MaxTime))
 		}
 		out = append(out, st)
 	}
@@ -253,9 +298,14 @@ func Check(s *docstore.Store, pool string, now time.Time) ([]State, error) {
 // room — the pool's own and those of every pool (no pool:); pool "" only
 // the latter — else an error wrapping ErrSpent that says which and why.
 // A ledger it cannot read does not stop the work (the error is not
-// ErrSpent and Admit lets it pass).
+// ErrSpent and Admit lets it pass), but a budget it cannot read that may
+// apply does (*UnreadableError, ErrUnreadable): left out, it would limit
+// nothing.
 func Admit(s *docstore.Store, pool string) func() error {
 	return func() error {
+		if err := unreadableBudget(s, pool); err != nil {
+			return err
+		}
 		states, _ := Check(s, pool, time.Now())
 		var over []string
 		for _, st := range states {
@@ -271,6 +321,28 @@ func Admit(s *docstore.Store, pool string) func() error {
 		}
 		return fmt.Errorf("%w: %s", ErrSpent, strings.Join(over, "; "))
 	}
+}
+
+// unreadableBudget is the refusal of a budget document that cannot be
+// read (a hand edit: max_time: 2 hours) and may apply to pool: its pool
+// is pool or every pool, or cannot be read either. Left out, it would
+// limit nothing, and a budget is there to bound what is spent. A budget
+// of another pool (its pool: readable) does not refuse this one.
+func unreadableBudget(s *docstore.Store, pool string) error {
+	_, errs := Budgets(s)
+	for _, e := range errs {
+		path, _, _ := docstore.Position(e)
+		if !strings.HasPrefix(path, "budgets/") {
+			continue
+		}
+		if d, err := s.Get(path); err == nil {
+			if p, ok := d.Fields()["pool"].(string); ok && p != "" && p != pool {
+				continue
+			}
+		}
+		return &UnreadableError{Path: path, Err: e}
+	}
+	return nil
 }
 
 // AdmitSpawn is the admission hook of `tavern spawn`

@@ -3,6 +3,7 @@ package usage
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -132,15 +133,20 @@ func (r *Row) add(rec Record) {
 	if rec.Outcome == "failed" || (rec.Outcome == "" && rec.ExitCode != 0) {
 		r.Failed++
 	}
-	r.Wall += rec.Wall
-	r.CPU += rec.CPU
+	r.Wall = decimalSum(r.Wall, rec.Wall)
+	r.CPU = decimalSum(r.CPU, rec.CPU)
 	r.TokensIn += rec.TokensIn
 	r.TokensOut += rec.TokensOut
 	if rec.Cost != nil {
-		r.Cost += *rec.Cost
+		r.Cost = decimalSum(r.Cost, *rec.Cost)
 		r.CostRuns++
 	}
 }
+
+// decimalSum is a + b to the nanosecond (or nano-dollar): records hold
+// milliseconds and cents, and float sums of them printed as
+// 0.19299999999999998 in usage --json.
+func decimalSum(a, b float64) float64 { return math.Round((a+b)*1e9) / 1e9 }
 
 // Groupings of Summarize.
 var Groupings = []string{"agent", "item", "pool", "queue", "model", "day"}

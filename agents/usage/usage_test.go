@@ -141,3 +141,48 @@ func TestBudgets(t *testing.T) {
 		t.Fatalf("after raising the budget: %v", err)
 	}
 }
+
+// TestSummarizeDecimalSums: the ledger records times to the millisecond
+// and costs to the cent or finer, but summing them as floats printed
+// wall_seconds 0.19299999999999998 in usage --json. Totals are the
+// decimal sums of what the records say.
+func TestSummarizeDecimalSums(t *testing.T) {
+	s := newStore(t)
+	now := time.Now().UTC().Add(-time.Minute)
+	for _, w := range []float64{0.036, 0.109, 0.027, 0.021} {
+		record(t, s, "a-1", "", "i1", now, w, 0, 0, 0, usd(0.1))
+	}
+	record(t, s, "a-1", "", "i1", now, 0.1, 0, 0, 0, usd(0.2))
+	recs, errs := usage.Load(s, usage.Filter{})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	_, total, err := usage.Summarize(recs, "agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := total.Wall, 0.293; got != want {
+		t.Errorf("wall: got %v, want %v", got, want)
+	}
+	if got, want := total.CPU, 0.0293; got != want {
+		t.Errorf("cpu: got %v, want %v", got, want)
+	}
+	if got, want := total.Cost, 0.6; got != want {
+		t.Errorf("cost: got %v, want %v", got, want)
+	}
+}
+
+// TestBudgetSpentFineLimit: a time limit under a second said "drone time
+// 0s of 1ms" when 20ms were spent (rounded to the second): spent reads
+// in the limit's own unit.
+func TestBudgetSpentFineLimit(t *testing.T) {
+	s := newStore(t)
+	if _, err := usage.SetBudget(s, usage.BudgetChange{Name: "tiny", MaxTime: time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	record(t, s, "a-1", "", "i1", time.Now().UTC().Add(-time.Minute), 0.02, 0, 0, 0, nil)
+	err := usage.Admit(s, "p")()
+	if !errors.Is(err, usage.ErrSpent) || !strings.Contains(err.Error(), "drone time 20ms of 1ms") {
+		t.Fatalf("got %v, want drone time 20ms of 1ms", err)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/queues/tuples"
+	"github.com/tavernhq/tavern/schema"
 )
 
 // Options configure Open.
@@ -83,7 +84,13 @@ func Open(ctx context.Context, opt Options) (*Workspaces, error) {
 		return nil, fmt.Errorf("%w: base %q is not a branch name", ErrConfig, opt.Base)
 	}
 	if _, err := git(ctx, w.top, nil, "rev-parse", "--verify", "--quiet", "refs/heads/"+opt.Base); err != nil {
-		return nil, fmt.Errorf("%w: base branch %q does not exist in %s", ErrConfig, opt.Base, w.top)
+		hint := ""
+		if out, lerr := git(ctx, w.top, nil, "for-each-ref", "--format=%(refname:short)", "refs/heads/"); lerr == nil {
+			if near := schema.Near(opt.Base, strings.Fields(out)); len(near) > 0 {
+				hint = " (did you mean " + schema.NearList(near) + "?)"
+			}
+		}
+		return nil, fmt.Errorf("%w: base branch %q does not exist in %s%s", ErrConfig, opt.Base, w.top, hint)
 	}
 	if err := os.MkdirAll(w.root, 0o755); err != nil {
 		return nil, err
@@ -215,7 +222,13 @@ func (w *Workspaces) Prepare(ctx context.Context, it *queues.Item) (*Workspace, 
 		branch = w.BranchName(it)
 	}
 	path := filepath.Join(w.root, it.ID)
-	if _, err := os.Lstat(path); err == nil {
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		// A worktree removed by hand (rm -rf) stays registered, and git
+		// refuses to add its path again until it forgets it.
+		if reg, _ := w.registered(ctx, path); reg {
+			_, _ = git(ctx, w.top, nil, "worktree", "prune")
+		}
+	} else if err == nil {
 		// A directory left by a worktree that git no longer knows (or that
 		// is on another branch): git forgets the stale ones, we remove the
 		// leftover directory, which is ours (inside Root).
@@ -239,6 +252,22 @@ func (w *Workspaces) Prepare(ctx context.Context, it *queues.Item) (*Workspace, 
 		return nil, err
 	}
 	return &Workspace{Item: it.ID, Path: path, Branch: branch, Base: w.opt.Base}, nil
+}
+
+// registered reports whether git lists path as a worktree of this
+// repository (its directory may be gone).
+func (w *Workspaces) registered(ctx context.Context, path string) (bool, error) {
+	list, err := w.worktrees(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, wt := range list {
+		// The directory is gone: compare its parent, which is not.
+		if samePath(wt.path, path) || filepath.Base(wt.path) == filepath.Base(path) && samePath(filepath.Dir(wt.path), filepath.Dir(path)) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // isWorktree reports whether path is a worktree of this repository with

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher"
 )
 
@@ -261,8 +262,34 @@ func hasFlag(c *cli.Command, name string) bool {
 	return false
 }
 
-// onUsageError makes urfave/cli's flag parsing errors usage errors.
-func onUsageError(_ *cli.Context, err error, _ bool) error { return usageErr("%v", err) }
+// onUsageError makes urfave/cli's flag parsing errors usage errors. An
+// unknown flag is named as the flags are documented (--name, where Go's
+// flag package says -name; a single letter stays -n) with the command's nearest flag, if any, as a
+// suggestion: a mistyped --queue should say so, not only that -qeueu is
+// not defined.
+func onUsageError(c *cli.Context, err error, _ bool) error {
+	const undefined = "flag provided but not defined: -"
+	name, ok := strings.CutPrefix(err.Error(), undefined)
+	if !ok || c == nil || c.Command == nil {
+		return usageErr("%v", err)
+	}
+	var names []string
+	for _, f := range c.Command.Flags {
+		for _, n := range f.Names() {
+			if len(n) > 1 {
+				names = append(names, n)
+			}
+		}
+	}
+	msg := undefined + name // a letter: -n
+	if len(name) > 1 {
+		msg = undefined + "-" + name
+	}
+	if near := schema.Near(name, names); len(near) > 0 {
+		return usageErr("%s (did you mean --%s?)", msg, near[0])
+	}
+	return usageErr("%s", msg)
+}
 
 // rootAction runs when the first argument names no command: without
 // arguments it shows the help.

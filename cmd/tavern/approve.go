@@ -11,7 +11,8 @@ func newApproveCommand() *cli.Command {
 		Name:      "approve",
 		Usage:     "pass a gate (people only)",
 		ArgsUsage: "ID",
-		Description: `ID is a gate, or an item with one pending gate. Writes the decision record
+		Description: `ID is a gate, or an item with one pending gate (either by a unique prefix of its
+id, as item show takes one). Writes the decision record
 (.tavern/approvals/<id>.md: who, when, from which process and its parents),
 then marks the gate approved. The item can then be claimed or completed; a
 drone waiting at the gate goes on.

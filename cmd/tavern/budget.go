@@ -32,7 +32,9 @@ Examples:
 				Description: `Creates budget NAME with the limits given (at least one), or changes what is
 given of an existing one: the other limits and its pool stay as they are.
 --pool '' makes a budget cover every pool. A limit is removed by editing the
-document (tavern edit budgets/NAME). A --pool that has not run yet is
+document (tavern edit budgets/NAME). A new NAME near an existing budget's
+(dialy next to daily) is refused as a likely typo (exit 2, "did you mean";
+nothing written), unless --new. A --pool that has not run yet is
 accepted with a warning, but one whose name is near an existing pool's is
 refused as a likely typo (exit 2, "did you mean"), unless --new-pool.
 
@@ -43,6 +45,7 @@ Examples:
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "pool", Usage: "the pool `P` it limits (a new budget: default every pool; '' for every pool)"},
 					&cli.BoolFlag{Name: "new-pool", Usage: "the pool is new on purpose: its name is not refused as a typo of an existing pool"},
+					&cli.BoolFlag{Name: "new", Usage: "NAME is a new budget, though its name is near an existing one"},
 					&cli.Int64Flag{Name: "tokens", Usage: "most tokens (in + out) per day", Action: func(_ *cli.Context, v int64) error { return zeroBudget("tokens", v <= 0) }},
 					&cli.Float64Flag{Name: "cost", Usage: "most cost in USD per day", Action: func(_ *cli.Context, v float64) error { return costBudget(v) }},
 					&cli.DurationFlag{Name: "time", Usage: "most drone wall time per day", Action: func(_ *cli.Context, v time.Duration) error { return zeroBudget("time", v <= 0) }},
@@ -71,7 +74,7 @@ func runBudgetSet(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	b, err := usage.SetBudget(s, usage.BudgetChange{Name: c.Args().First(), Pool: c.String("pool"), SetPool: c.IsSet("pool"), NewPool: c.Bool("new-pool"),
+	b, err := usage.SetBudget(s, usage.BudgetChange{Name: c.Args().First(), Pool: c.String("pool"), SetPool: c.IsSet("pool"), NewPool: c.Bool("new-pool"), NewBudget: c.Bool("new"),
 		MaxTokens: c.Int64("tokens"), MaxCost: c.Float64("cost"), MaxTime: c.Duration("time")})
 	if err != nil {
 		return err

@@ -37,6 +37,10 @@ func newDoctorCommand() *cli.Command {
    clone-leftover  a copy of the store a killed tavern sync --clone left next
                    to it (../.tavern.clone-PID, its process gone; --fix
                    removes it, and so does the next --clone there)
+   restore-leftover the new store a killed tavern restore was assembling
+                   next to the store (../.tavern.restore-TIME-PID, its
+                   process gone; the store was not replaced; --fix
+                   removes it)
    invalid-document an agent file that does not parse or validate, so the
                    rest could not be judged for it (DETAIL is LINE:COL:
                    the error; --fix leaves it: fix it by hand, e.g.

@@ -141,7 +141,9 @@ var exitCodes = []struct {
 	{workspace.ErrConflict, exitConflict},
 	{usage.ErrGrouping, exitUsage},
 	{usage.ErrSpent, exitConflict},
-	{usage.ErrNearPool, exitUsage}, // a typo of a pool
+	{usage.ErrNearPool, exitUsage},      // a typo of a pool
+	{usage.ErrNearBudget, exitUsage},    // a typo of a budget (set creates or changes)
+	{usage.ErrUnreadable, exitConflict}, // a broken budget refuses as a spent one
 	{trace.ErrUnknown, exitNotFound},
 
 	// watcher/journal
@@ -297,6 +299,7 @@ func hint(err error) string {
 	var re *agents.RoleError
 	var fe *fieldArgError
 	var pe *usage.PoolError
+	var be *usage.BudgetError
 	var de *recall.DomainError
 	switch {
 	case errors.Is(err, docstore.ErrNoStore):
@@ -305,6 +308,8 @@ func hint(err error) string {
 		return " (see `tavern schema` for the list)"
 	case errors.As(err, &ue):
 		return unknownHint(ue)
+	case errors.Is(err, agents.ErrNotEmpty):
+		return " (--force replaces it; the current store is kept in .tavern-backups/before-restore-<time>)"
 	case errors.Is(err, docstore.ErrNested):
 		return " (pass --nested to create another store here anyway)"
 	case errors.Is(err, agents.ErrConstitutionChanged):
@@ -322,6 +327,8 @@ func hint(err error) string {
 	case errors.As(err, &pe):
 		name := strings.TrimSuffix(strings.TrimPrefix(pe.Path, "budgets/"), ".md")
 		return fmt.Sprintf(" (if it is a new pool: `tavern budget set %s --pool %s --new-pool`)", name, pe.Pool)
+	case errors.As(err, &be):
+		return fmt.Sprintf(" (if it is a new budget: pass --new, `tavern budget set %s --new ...`)", be.Name)
 	case errors.As(err, &te) && errors.Is(err, agents.ErrIllegalEdit):
 		return fmt.Sprintf(" (`tavern agent state %s STATE --force`)", te.Agent)
 	}

@@ -21,7 +21,8 @@ pages as Markdown files (README.md first); --md without DIR prints them as
 one Markdown document. --json prints the snapshot (as tavern ui --json).
 --md without DIR and --json both print to stdout, so they are refused
 together (exit 2); with a DIR, --json prints the snapshot while the pages
-go to DIR. DIR may hold an earlier export, which is replaced; a file there
+go to DIR. DIR may hold an earlier export, which is replaced (its pages of
+agents, items and channels gone since are removed); a file there
 with a page's name that is not an export (a README.md, an index.html) is
 never overwritten: refused (exit 4) before anything is written.
 

@@ -36,7 +36,7 @@ Examples:
 				Name:      "add",
 				Usage:     "add a gate to an item",
 				ArgsUsage: "ITEM",
-				Description: `Prints the new gate's id.
+				Description: `Prints the new gate's id. ITEM is an item's id or a unique prefix of it.
 
 Examples:
    tavern gate add p00-0193... --reason "a person reads the diff first"
@@ -88,7 +88,11 @@ func runGateAdd(c *cli.Context) error {
 	if opt.By, err = actorOrUser(c, s); err != nil {
 		return err
 	}
-	g, err := b.AddGate(c.Args().First(), opt)
+	id, err := itemRef(b, c.Args().First())
+	if err != nil {
+		return err
+	}
+	g, err := b.AddGate(id, opt)
 	if err != nil {
 		return err
 	}
@@ -125,8 +129,10 @@ func runGateLs(c *cli.Context) error {
 	fmt.Fprintln(w, "GATE\tITEM\tSTAGE\tSTATE\tWHAT")
 	for _, g := range gates {
 		what := g.Reason
-		if g.Title != "" {
+		if g.Title != "" && what != "" {
 			what = fmt.Sprintf("%s: %s", g.Title, what)
+		} else if g.Title != "" {
+			what = g.Title // a timer gate needs no reason
 		}
 		state := g.State
 		if g.Type == queues.GateTimer {

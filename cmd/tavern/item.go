@@ -1,8 +1,11 @@
 package main
 
 import (
+	"errors"
+
 	"github.com/urfave/cli/v2"
 
+	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/queues/plans"
 )
@@ -167,4 +170,19 @@ func itemRenew(_ *cli.Context, b *queues.Broker, id string, attempt int, as stri
 
 func itemRelease(_ *cli.Context, b *queues.Broker, id string, attempt int, as string) (*queues.Item, error) {
 	return b.ReleaseAs(id, attempt, as)
+}
+
+// itemRef is the id of the item ref names by a unique prefix (as item
+// show takes it), or ref itself when it is no item's prefix: the command
+// then says what it says of an unknown item (trace still finds an item
+// the journal knows). Several matches are ErrAmbiguous (exit 2).
+func itemRef(b *queues.Broker, ref string) (string, error) {
+	id, err := b.ResolveID(ref)
+	if errors.Is(err, docstore.ErrAmbiguous) {
+		return "", err
+	}
+	if err != nil {
+		return ref, nil
+	}
+	return id, nil
 }

@@ -80,7 +80,9 @@ sync". Each conflict goes to stderr, and the command exits 4 while one
 remains (with --json, the conflicts are in the report on stdout); the
 rest of the sync is done all the same. A plan file that cannot be read
 (frontmatter broken by a hand edit) is an error with its path:line:col
-(exit 5), also without NAME; the other plans are synced. A conflict is journaled
+(exit 5), also without NAME; the other plans are synced. So is a plan whose
+queue: was edited by hand to a name that names no queue (exit 3, the near
+names; the rest of its sync is done). A conflict is journaled
 (plan.conflict) once, when a sync first finds it, not at every sync,
 status or pool tick that sees it again.
 
@@ -174,6 +176,11 @@ func runPlanSync(c *cli.Context) error {
 		}
 	}
 	if c.Bool("json") {
+		if err != nil && len(reps) == 0 {
+			// Nothing synced (an unknown NAME): the error alone, not an
+			// empty report that reads as a sync that found nothing.
+			return err
+		}
 		if reps == nil {
 			reps = []*plans.Report{}
 		}

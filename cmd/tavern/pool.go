@@ -59,7 +59,9 @@ within a second; a busy drone's item is released, an idle one claims nothing.
 own git worktree and merges successful branches through the merge queue.
 
 A budget (tavern budget) that is spent pauses the pool: no new drones until
-the next day or a raised budget; pools/NAME.md says why (paused:). On every
+the next day or a raised budget; pools/NAME.md says why (paused:). With
+--on-empty terminate, a pool paused with no drone running stops: it says so
+and why on stderr (paused in --json) and exits 4 while items are left. On every
 tick the pool syncs the plans of its queues (tavern plan) and escalates dead
 letters as their queue's on_dead says.
 
@@ -134,10 +136,19 @@ func runPoolRun(c *cli.Context) error {
 		return err
 	}
 	if c.Bool("json") {
-		return printJSON(c, mt)
+		if err := printJSON(c, mt); err != nil {
+			return err
+		}
+	} else {
+		outf(c, "pool %s: %d done, %d failed, %d released, %s, %s spawned (peak %d, %d crashed) in %s; utilization %.2f\n",
+			name, mt.ItemsDone, mt.ItemsFailed, mt.ItemsReleased, counted(mt.Steals, "steal"), counted(mt.Spawned, "drone"), mt.PeakDrones, mt.Crashed, mt.Elapsed, mt.Utilization)
 	}
-	outf(c, "pool %s: %d done, %d failed, %d released, %s, %s spawned (peak %d, %d crashed) in %s; utilization %.2f\n",
-		name, mt.ItemsDone, mt.ItemsFailed, mt.ItemsReleased, counted(mt.Steals, "steal"), counted(mt.Spawned, "drone"), mt.PeakDrones, mt.Crashed, mt.Elapsed, mt.Utilization)
+	if left := mt.Pending + mt.Claimed; mt.Paused != "" && left > 0 {
+		// A terminating pool stopped by its budget did not drain its
+		// queues: 'pool run ... && deploy' must not go on (exit 4, as a
+		// spawn a spent budget refuses).
+		return withCode(exitConflict, fmt.Errorf("pool %s stopped paused with %s pending: %s", name, counted(left, "item"), mt.Paused))
+	}
 	return nil
 }
 

@@ -370,8 +370,9 @@ func newQueueRetryCommand() *cli.Command {
 		Usage:     "move dead items back to pending",
 		ArgsUsage: "Q [ID...]",
 		Description: `Moves the given dead items (all of Q's dead items if none are given) back to
-pending/ with attempts reset to 0; last_error is kept. An item that is not
-in dead/ exits 4.
+pending/ with attempts reset to 0; last_error is kept. An ID may be a unique
+prefix. Every ID is checked before any item moves: one that names no item
+exits 3, an item that is not in dead/ exits 4, and nothing is retried.
 
 Examples:
    tavern queue retry build

@@ -7,7 +7,8 @@ func newRejectCommand() *cli.Command {
 		Name:      "reject",
 		Usage:     "reject at a gate (people only); the item goes to dead/",
 		ArgsUsage: "ID",
-		Description: `ID is a gate, or an item with one pending gate. Writes the decision record,
+		Description: `ID is a gate, or an item with one pending gate (either by a unique prefix of its
+id, as item show takes one). Writes the decision record,
 marks the gate rejected and moves the item to dead/ with the reason (a drone
 waiting at the gate stops, its run failed). ` + "`tavern queue retry`" + ` brings the
 item back and re-opens the gate. Refused (exit 4) for agents, as approve.

@@ -20,7 +20,9 @@ store is found). Refuses (exit 4) if the store holds documents, unless
 --force; a replaced store is kept in .tavern-backups/before-restore-<time>
 (next to .tavern/, ignored by git). As backup, restore copies regular files
 and directories only: a symlink or special file in SRC is left out and
-reported as a warning ("skipped" with --json); the exit code stays 0.
+reported as a warning ("skipped" with --json); the exit code stays 0. A
+backup that was interrupted (tavern-<time>.partial: any part of the store)
+is no backup: refused (exit 3), also with --force.
 
 Example:
    tavern restore .tavern-backups/tavern-20260124T100000.000Z --force`,

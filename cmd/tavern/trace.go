@@ -20,7 +20,7 @@ func newTraceCommand() *cli.Command {
 documents: who added it, every claim with its holder, attempt and liveness,
 failures and reaps with their reasons, what the holder sent and committed
 while it held the item, gates and who decided them from which process, the
-merge, the usage.
+merge, the usage. ITEM is an item's id or a unique prefix of it.
 
 tavern trace --at TIME KIND/NAME shows a document as it was at TIME (RFC 3339,
 a date, or a duration ago): where it was, its revision and the events before
@@ -65,7 +65,11 @@ func runTrace(c *cli.Context) error {
 		printSnapshot(c, snap)
 		return nil
 	}
-	t, err := trace.Item(b, c.Args().First())
+	id, err := itemRef(b, c.Args().First())
+	if err != nil {
+		return err
+	}
+	t, err := trace.Item(b, id)
 	if err != nil {
 		return err
 	}

@@ -56,6 +56,11 @@ func runUsage(c *cli.Context) error {
 			return err
 		}
 	}
+	// Swapped bounds count nothing: say so rather than print an empty
+	// ledger that reads as no runs (as --since 0 is refused).
+	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Until.After(f.Since) {
+		return usageErr("--until %s is not after --since %s: nothing is in between (swapped?)", schema.FormatTime(f.Until), schema.FormatTime(f.Since))
+	}
 	s, err := openStore(c)
 	if err != nil {
 		return err

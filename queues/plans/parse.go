@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/tavernhq/tavern/schema"
 )
 
 // Task is one checkbox line of a plan.
@@ -250,6 +252,13 @@ func resolveAfter(tasks []*Task, ref string, firstLine int) (*Task, error) {
 	case 1:
 		return hits[0], nil
 	case 0:
+		titles := make([]string, 0, len(tasks))
+		for _, t := range tasks {
+			titles = append(titles, t.Title)
+		}
+		if near := schema.Near(ref, titles); len(near) > 0 {
+			return nil, fmt.Errorf("(after: %s) names no task (did you mean %s?)", ref, schema.NearList(near))
+		}
 		return nil, fmt.Errorf("(after: %s) names no task", ref)
 	}
 	var lines []string

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -589,6 +590,152 @@ func unknownPlan(s *docstore.Store, name string, err error) error {
 	return &schema.UnknownError{What: "plan", Name: name, Near: schema.Near(name, names), Err: err}
 }
 
+// boxItems maps each box's key to the item the tasks: map m says it
+// stands for. A title on one box is known by its title. A repeated title
+// ("Write tests" under two features) was known by position only ("Write
+// tests (2)"), so removing the first such box shifted the second onto the
+// removed box's item: a box nobody ticked showed done, a hand tick
+// completed another item. A box of a repeated title keeps the item its
+// parent box waits for (the plan's nesting), else an item that waits for
+// its child boxes' items, else the item of its position; an item of the
+// title that no box keeps is a removed box's.
+func boxItems(b *queues.Broker, tasks []*Task, m map[string]string) (map[string]string, error) {
+	byKey := map[string]string{}
+	for id, k := range m {
+		byKey[k] = id
+	}
+	count := map[string]int{}
+	for _, t := range tasks {
+		count[t.Title]++
+	}
+	// The map's items of each repeated title (in the file or in the map).
+	cands := map[string][]string{}
+	for _, t := range tasks {
+		if _, seen := cands[t.Title]; seen {
+			continue
+		}
+		var ids []string
+		for id, k := range m {
+			if k == t.Title || repeatOf(k, t.Title) {
+				ids = append(ids, id)
+			}
+		}
+		if count[t.Title] > 1 || len(ids) > 1 {
+			sort.Strings(ids)
+			cands[t.Title] = ids
+		}
+	}
+	if len(cands) == 0 {
+		return byKey, nil
+	}
+	deps := map[string][]string{} // item -> its depends_on, read once
+	dependsOn := func(id string) ([]string, error) {
+		if d, ok := deps[id]; ok {
+			return d, nil
+		}
+		it, err := b.Get(id)
+		if errors.Is(err, fs.ErrNotExist) {
+			deps[id] = nil
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		deps[id] = it.DependsOn
+		return it.DependsOn, nil
+	}
+	out := map[string]string{}
+	for k, id := range byKey {
+		if _, rep := cands[titleOfKey(k)]; !rep {
+			out[k] = id
+		}
+	}
+	assign := map[int]string{} // task index -> item
+	for _, t := range tasks {
+		if _, rep := cands[t.Title]; !rep {
+			assign[t.Index] = byKey[t.Key]
+		}
+	}
+	taken := map[string]bool{}
+	pick := func(t *Task, ok func(id string) (bool, error)) (bool, error) {
+		for _, id := range cands[t.Title] {
+			if taken[id] {
+				continue
+			}
+			good, err := ok(id)
+			if err != nil {
+				return false, err
+			}
+			if good {
+				taken[id], assign[t.Index], out[t.Key] = true, id, id
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	var later []*Task
+	for _, t := range tasks {
+		if _, rep := cands[t.Title]; !rep {
+			continue
+		}
+		found := false
+		if p := t.Parent; p >= 0 && assign[p] != "" {
+			pd, err := dependsOn(assign[p])
+			if err != nil {
+				return nil, err
+			}
+			if found, err = pick(t, func(id string) (bool, error) { return slices.Contains(pd, id), nil }); err != nil {
+				return nil, err
+			}
+		}
+		if !found && len(t.Kids) > 0 {
+			var kids []string
+			for _, k := range t.Kids {
+				if assign[k] != "" {
+					kids = append(kids, assign[k])
+				}
+			}
+			var err error
+			if found, err = pick(t, func(id string) (bool, error) {
+				d, err := dependsOn(id)
+				return len(kids) > 0 && slices.ContainsFunc(kids, func(k string) bool { return slices.Contains(d, k) }), err
+			}); err != nil {
+				return nil, err
+			}
+		}
+		if !found {
+			later = append(later, t)
+		}
+	}
+	// No nesting tells them apart: by position, as the map says.
+	for _, t := range later {
+		if id := byKey[t.Key]; id != "" && !taken[id] && slices.Contains(cands[t.Title], id) {
+			taken[id], assign[t.Index], out[t.Key] = true, id, id
+		}
+	}
+	return out, nil
+}
+
+// repeatOf reports whether key is title's key of a repetition: "T (n)".
+func repeatOf(key, title string) bool {
+	rest, ok := strings.CutPrefix(key, title+" (")
+	if !ok {
+		return false
+	}
+	n, ok := strings.CutSuffix(rest, ")")
+	_, err := strconv.Atoi(n)
+	return ok && err == nil
+}
+
+// titleOfKey is the title a key of the map stands for: the key itself,
+// or the title of "title (n)".
+func titleOfKey(k string) string {
+	if i := strings.LastIndex(k, " ("); i > 0 && repeatOf(k, k[:i]) {
+		return k[:i]
+	}
+	return k
+}
+
 // taskMap reads the plan's tasks: field (item id -> box key).
 func taskMap(d *docstore.Doc) map[string]string {
 	m := map[string]string{}
@@ -621,9 +768,9 @@ func syncOnce(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
 	}
 	rep := &Report{Plan: name}
 	m := taskMap(d)
-	byKey := map[string]string{}
-	for id, k := range m {
-		byKey[k] = id
+	byKey, err := boxItems(b, tasks, m)
+	if err != nil {
+		return nil, err
 	}
 	newMap := map[string]string{}
 	for id, k := range m {
@@ -701,6 +848,7 @@ func syncOnce(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
 			}
 		}
 		known[t.Index] = id
+		newMap[id] = t.Key // a repeated title's box may have moved (boxItems)
 		cur[id] = it
 		switch {
 		case t.Cancelled():
@@ -836,6 +984,14 @@ func syncOnce(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
 	}
 	// New open boxes: items.
 	ids, cerr := createItems(b, name, queue, opt.By, rel, first, tasks, known, rep)
+	if cerr == nil {
+		// A queue: edited by hand to a name that names no queue (tavern
+		// set refuses it) showed "in sync" until a new box failed (its
+		// error, above, names the box): say so at every sync.
+		if err := queues.CheckQueue(s, queue); err != nil {
+			cerr = fmt.Errorf("%s: queue: %w", rel, err)
+		}
+	}
 	for _, t := range tasks {
 		old, ok := goneItem[t.Index]
 		if !ok {

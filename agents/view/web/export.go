@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/tavernhq/tavern/agents/view"
@@ -19,8 +20,9 @@ import (
 // queues.html and item-ID.html for every item on the board, channels.html
 // and channel-NAME.html, resources.html and journal.html. The pages are the
 // served ones without forms or script, with the style sheet inlined, so
-// the directory can be zipped, mailed or published as is. It returns the
-// files written.
+// the directory can be zipped, mailed or published as is. An earlier
+// export's pages of agents, items and channels gone since are removed. It
+// returns the files written.
 func ExportHTML(v *view.View, dir string) ([]string, error) {
 	if err := outsideStore(v, dir); err != nil {
 		return nil, err
@@ -90,7 +92,42 @@ func ExportHTML(v *view.View, dir string) ([]string, error) {
 		}
 		files = append(files, path)
 	}
-	return files, nil
+	return files, removeStale(dir, names)
+}
+
+// pagePrefixes are the per-document pages of an HTML export: an agent,
+// item or channel gone since an earlier export leaves its page behind.
+var pagePrefixes = []string{"agent-", "item-", "channel-"}
+
+// removeStale removes the pages of an earlier export in dir that this one
+// did not write (their agent, item or channel is gone), so the directory
+// is the board as it is now. Only files that are exports go (isExport):
+// a person's own agent-x.html stays.
+func removeStale(dir string, written []string) error {
+	keep := make(map[string]bool, len(written))
+	for _, n := range written {
+		keep[n] = true
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range ents {
+		name := e.Name()
+		if keep[name] || !e.Type().IsRegular() || !strings.HasSuffix(name, ".html") ||
+			!slices.ContainsFunc(pagePrefixes, func(p string) bool { return strings.HasPrefix(name, p) }) {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		if mine, err := isExport(path); err != nil || !mine {
+			continue
+		}
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // exportMarks are in the first bytes of every exported file (" · tavern</title>"
@@ -104,25 +141,36 @@ var exportMarks = [][]byte{[]byte("<!-- tavern export of "), []byte(" · tavern<
 func notOverExport(dir string, names []string) error {
 	for _, name := range names {
 		path := filepath.Join(dir, name)
-		f, err := os.Open(path)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			return err
+		mine, err := isExport(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
 		}
-		head := make([]byte, 512)
-		n, _ := io.ReadFull(f, head)
-		f.Close()
-		mine := false
-		for _, m := range exportMarks {
-			mine = mine || bytes.Contains(head[:n], m)
+		if err != nil {
+			return err
 		}
 		if !mine {
 			return &fs.PathError{Op: "export", Path: path, Err: ErrNotExport}
 		}
 	}
 	return nil
+}
+
+// isExport reports whether the file at path is an earlier export: an
+// export mark in its first bytes.
+func isExport(path string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	head := make([]byte, 512)
+	n, _ := io.ReadFull(f, head)
+	for _, m := range exportMarks {
+		if bytes.Contains(head[:n], m) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // mdSections are the Markdown export's files, in the order WriteMarkdown
