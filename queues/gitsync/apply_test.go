@@ -43,26 +43,7 @@ func set(t *testing.T, s *docstore.Store, k, v string) {
 // merge and its write is not overwritten: the round defers it, and the
 // next round merges the local change with what the first one brought.
 func TestApplyDefersConcurrentLocalChange(t *testing.T) {
-	srv := gittest.Start(t)
-	url := srv.Repo(t, "p")
-	root := t.TempDir()
-	a, _, err := docstore.Init(filepath.Join(root, "a", ".tavern"), "p")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(a.Root(), queues.MachineFile), []byte("alpha\n"), 0o644)
-	a.Update(docstore.ConfigFile, func(d *docstore.Doc) error { return d.SetYAML("sync", "{remote: '"+url+"'}") })
-	d, _ := docstore.New(schema.Agent, []docstore.Field{{Key: schema.VersionField, Value: 1}, {Key: "name", Value: "ann"}, {Key: "updated", Value: time.Now().UTC()}}, nil)
-	if err := a.Create("agents/ann.md", d); err != nil {
-		t.Fatal(err)
-	}
-	mustSync(t, a)
-	os.MkdirAll(filepath.Join(root, "b"), 0o755)
-	b, err := Clone(filepath.Join(root, "b", ".tavern"), url, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(b.Root(), queues.MachineFile), []byte("beta\n"), 0o644)
+	a, b := annOnTwoMachines(t)
 	set(t, b, "model", "x")
 	set(t, a, "queue", "q")
 	mustSync(t, a)
@@ -131,26 +112,7 @@ func conflicts(t *testing.T, s *docstore.Store) []journal.Event {
 // merged the same sides again and journaled them again, this machine
 // named for both sides when its own pushed merge was the other side.
 func TestKilledRoundJournalsEachLossOnce(t *testing.T) {
-	srv := gittest.Start(t)
-	url := srv.Repo(t, "p")
-	root := t.TempDir()
-	a, _, err := docstore.Init(filepath.Join(root, "a", ".tavern"), "p")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(a.Root(), queues.MachineFile), []byte("alpha\n"), 0o644)
-	a.Update(docstore.ConfigFile, func(d *docstore.Doc) error { return d.SetYAML("sync", "{remote: '"+url+"'}") })
-	d, _ := docstore.New(schema.Agent, []docstore.Field{{Key: schema.VersionField, Value: 1}, {Key: "name", Value: "ann"}, {Key: "updated", Value: time.Now().UTC()}}, nil)
-	if err := a.Create("agents/ann.md", d); err != nil {
-		t.Fatal(err)
-	}
-	mustSync(t, a)
-	os.MkdirAll(filepath.Join(root, "b"), 0o755)
-	b, err := Clone(filepath.Join(root, "b", ".tavern"), url, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(b.Root(), queues.MachineFile), []byte("beta\n"), 0o644)
+	a, b := annOnTwoMachines(t)
 	// want checks the journal's conflicts: each "lost:loser/kept:keeper".
 	want := func(lost ...string) {
 		t.Helper()
@@ -211,4 +173,31 @@ func TestKilledRoundJournalsEachLossOnce(t *testing.T) {
 		}
 	}
 	want("b1:beta/a1:alpha", "b2:beta/a2:alpha", "a3:alpha/b3:beta", "b3:beta/a4:alpha")
+}
+
+// annOnTwoMachines is a store on machine alpha with one agent, ann,
+// synced through a git server and cloned on machine beta.
+func annOnTwoMachines(t *testing.T) (a, b *docstore.Store) {
+	t.Helper()
+	srv := gittest.Start(t)
+	url := srv.Repo(t, "p")
+	root := t.TempDir()
+	a, _, err := docstore.Init(filepath.Join(root, "a", ".tavern"), "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(a.Root(), queues.MachineFile), []byte("alpha\n"), 0o644)
+	a.Update(docstore.ConfigFile, func(d *docstore.Doc) error { return d.SetYAML("sync", "{remote: '"+url+"'}") })
+	d, _ := docstore.New(schema.Agent, []docstore.Field{{Key: schema.VersionField, Value: 1}, {Key: "name", Value: "ann"}, {Key: "updated", Value: time.Now().UTC()}}, nil)
+	if err := a.Create("agents/ann.md", d); err != nil {
+		t.Fatal(err)
+	}
+	mustSync(t, a)
+	os.MkdirAll(filepath.Join(root, "b"), 0o755)
+	b, err = Clone(filepath.Join(root, "b", ".tavern"), url, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(b.Root(), queues.MachineFile), []byte("beta\n"), 0o644)
+	return a, b
 }
