@@ -176,20 +176,7 @@ func TestSpawnSignalForwardedReleasesItem(t *testing.T) {
 	got := filepath.Join(dir, "got")
 	// The child reports the signal it received, then exits 0.
 	script := fmt.Sprintf(`trap 'echo TERM > %q; exit 0' TERM; touch %q; while :; do sleep 0.05; done`, got, ready)
-	sigs := make(chan os.Signal, 1)
-	done := make(chan *SpawnResult, 1)
-	errc := make(chan error, 1)
-	go func() {
-		res, err := m.Spawn(context.Background(), SpawnOptions{Name: "s", Queues: []string{"q"}, Work: QueueWork(b),
-			Command: []string{"/bin/sh", "-c", script}, Signals: sigs})
-		errc <- err
-		done <- res
-	}()
-	waitUntil(t, 10*time.Second, "child to start", func() bool {
-		_, err := os.Stat(ready)
-		a, _ := m.GetAgent("s")
-		return err == nil && a.PID != 0
-	})
+	sigs, done, errc := spawnUntilReady(t, m, b, script, ready)
 	if a, _ := m.GetAgent("s"); a.State != Working || a.PID == 0 {
 		t.Fatalf("running agent = %+v", a)
 	}
@@ -426,20 +413,7 @@ func TestSpawnSignalAfterOwnDone(t *testing.T) {
 	dir := t.TempDir()
 	ready := filepath.Join(dir, "ready")
 	script := fmt.Sprintf(`trap 'exit 7' TERM; touch %q; while :; do sleep 0.05; done`, ready)
-	sigs := make(chan os.Signal, 1)
-	done := make(chan *SpawnResult, 1)
-	errc := make(chan error, 1)
-	go func() {
-		res, err := m.Spawn(context.Background(), SpawnOptions{Name: "s", Queues: []string{"q"}, Work: QueueWork(b),
-			Command: []string{"/bin/sh", "-c", script}, Signals: sigs})
-		errc <- err
-		done <- res
-	}()
-	waitUntil(t, 10*time.Second, "child to start", func() bool {
-		_, err := os.Stat(ready)
-		a, _ := m.GetAgent("s")
-		return err == nil && a.PID != 0
-	})
+	sigs, done, errc := spawnUntilReady(t, m, b, script, ready)
 	if _, err := b.CompleteAs(it.ID, 1, "s", "did it"); err != nil {
 		t.Fatal(err)
 	}
@@ -455,4 +429,26 @@ func TestSpawnSignalAfterOwnDone(t *testing.T) {
 	if item.State != queues.Done || item.Result != "did it" {
 		t.Fatalf("item = %s %q, want done with its result", item.State, item.Result)
 	}
+}
+
+// spawnUntilReady runs script as agent s on queue q with a signal
+// channel, and returns once the script has created ready and the agent
+// records its pid.
+func spawnUntilReady(t *testing.T, m *Manager, b *queues.Broker, script, ready string) (chan os.Signal, chan *SpawnResult, chan error) {
+	t.Helper()
+	sigs := make(chan os.Signal, 1)
+	done := make(chan *SpawnResult, 1)
+	errc := make(chan error, 1)
+	go func() {
+		res, err := m.Spawn(context.Background(), SpawnOptions{Name: "s", Queues: []string{"q"}, Work: QueueWork(b),
+			Command: []string{"/bin/sh", "-c", script}, Signals: sigs})
+		errc <- err
+		done <- res
+	}()
+	waitUntil(t, 10*time.Second, "child to start", func() bool {
+		_, err := os.Stat(ready)
+		a, _ := m.GetAgent("s")
+		return err == nil && a.PID != 0
+	})
+	return sigs, done, errc
 }
