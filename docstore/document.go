@@ -84,7 +84,7 @@ func Parse(path string, data []byte) (*Doc, error) {
 	}
 	first, after, ok := cutLine(rest)
 	if !ok || string(trimEOL(first)) != "---" {
-		return nil, perr(1, 1, "missing frontmatter: a document starts with a line `---`")
+		return nil, &ParseError{Path: path, Line: 1, Col: 1, Msg: "missing frontmatter: a document starts with a line `---`", Err: ErrNoFrontmatter}
 	}
 	d.head = append(append([]byte{}, bom...), first...)
 	d.nl = eol(first)

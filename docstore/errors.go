@@ -45,6 +45,11 @@ var (
 	// ErrTooLarge is returned for documents larger than MaxDocSize.
 	ErrTooLarge = errors.New("document too large")
 
+	// ErrNoFrontmatter is matched by the *ParseError of a file that does
+	// not start with a line `---`: plain markdown, not a document (a
+	// caller may say how its kind of document is made).
+	ErrNoFrontmatter = errors.New("missing frontmatter")
+
 	// ErrAmbiguous is returned when a reference matches several documents.
 	ErrAmbiguous = errors.New("reference matches several documents")
 
@@ -156,7 +161,7 @@ type ParseError struct {
 	Line int // 1-based; 0 when unknown
 	Col  int
 	Msg  string
-	Err  error // a more specific sentinel (ErrTooLarge), or nil
+	Err  error // a more specific sentinel (ErrTooLarge, ErrNoFrontmatter), or nil
 }
 
 func (e *ParseError) Error() string {

@@ -114,6 +114,9 @@ type Gate struct {
 	Problem string `json:"problem,omitempty"`
 	// Implicit: implied by the item's gate: field, no document yet.
 	Implicit bool `json:"implicit,omitempty"`
+	// Existing: AddGate found this gate already on the item and added
+	// nothing.
+	Existing bool `json:"existing,omitempty"`
 	// Title and ItemState describe the item (GateList fills them).
 	Title     string        `json:"title,omitempty"`
 	ItemState string        `json:"item_state,omitempty"`
@@ -330,6 +333,12 @@ type GateOptions struct {
 
 // AddGate adds a gate to item id (pending or claimed): a human gate, or a
 // timer gate when opt.Until is set. It returns the new gate.
+//
+// It is idempotent: a gate the item already has, of the same type and
+// stage, with the same reason and (timer) until, still pending, is
+// returned with Existing set and nothing is written. A second identical
+// gate would hold nothing more; it would only need a second approval.
+// A decided gate is not matched: the same gate again is a new request.
 func (b *Broker) AddGate(id string, opt GateOptions) (*Gate, error) {
 	typ := GateHuman
 	if !opt.Until.IsZero() {
@@ -359,6 +368,13 @@ func (b *Broker) AddGate(id string, opt GateOptions) (*Gate, error) {
 		case Claimed:
 			if opt.Stage == StageClaim {
 				return &ItemError{Op: "gate", ID: id, Path: it.Path, Err: fmt.Errorf("%w: the item is already claimed; a claim-stage gate comes too late", ErrState)}
+			}
+		}
+		for _, g := range b.ItemGates(it) {
+			if sameGate(g, typ, opt) {
+				g.Existing = true
+				out = g
+				return nil
 			}
 		}
 		now := b.now()
@@ -396,6 +412,16 @@ func (b *Broker) AddGate(id string, opt GateOptions) (*Gate, error) {
 		return nil
 	})
 	return out, err
+}
+
+// sameGate reports whether g is the gate opt (of type typ) asks for,
+// still pending: AddGate's idempotence. Until is compared as written
+// (millisecond precision).
+func sameGate(g *Gate, typ string, opt GateOptions) bool {
+	if g.Implicit || g.Problem != "" || g.State != GateStatePending || g.Type != typ || g.Stage != opt.Stage || g.Reason != opt.Reason {
+		return false
+	}
+	return typ != GateTimer || schema.FormatTime(g.Until.Time) == schema.FormatTime(opt.Until)
 }
 
 func (b *Broker) gateEvent(typ string, g *Gate, agent string, data map[string]any) error {

@@ -324,3 +324,32 @@ func TestCurrentCallerSeesAgentParent(t *testing.T) {
 		t.Fatalf("the test process counts as an agent: %s", c.Agent())
 	}
 }
+
+// TestAddGateTwice: the same gate added twice is the one the item has
+// (Existing, nothing written); a different until is a new gate.
+func TestAddGateTwice(t *testing.T) {
+	s := newStore(t, true)
+	clk := &clock{}
+	b := newBroker(t, s, clk)
+	mustQueue(t, b, "q", queues.QueueOptions{})
+	it := mustAdd(t, b, "q", queues.AddOptions{Title: "later"})
+	until := clk.Now().Add(time.Hour)
+	g1, err := b.AddGate(it.ID, queues.GateOptions{Until: until})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g2, err := b.AddGate(it.ID, queues.GateOptions{Until: until})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g2.ID != g1.ID || !g2.Existing || g1.Existing {
+		t.Fatalf("second add: %s existing=%v; want %s existing (first existing=%v)", g2.ID, g2.Existing, g1.ID, g1.Existing)
+	}
+	if got := len(mustGet(t, b, it.ID).Gates); got != 1 {
+		t.Fatalf("item has %d gates, want 1", got)
+	}
+	g3, err := b.AddGate(it.ID, queues.GateOptions{Until: until.Add(time.Minute)})
+	if err != nil || g3.ID == g1.ID || g3.Existing {
+		t.Fatalf("a later until: %+v, %v; want a new gate", g3, err)
+	}
+}

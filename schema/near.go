@@ -50,6 +50,26 @@ func Near(name string, candidates []string) []string {
 	return out
 }
 
+// NearNew is Near for a name about to be created: the existing names it
+// may be a typo of. Numbered siblings are left out: d3 next to d2, team-2
+// next to team-1 are a series, not typos. It is the one "did you mean"
+// rule of writes that create what they do not find (budget set, token
+// init).
+func NearNew(name string, names []string) []string {
+	digits := func(r rune) bool { return r >= '0' && r <= '9' }
+	strip := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if digits(r) {
+				return -1
+			}
+			return r
+		}, s)
+	}
+	return slices.DeleteFunc(Near(name, names), func(n string) bool {
+		return strings.ContainsFunc(name, digits) && strings.ContainsFunc(n, digits) && strip(n) == strip(name)
+	})
+}
+
 // EditDistance is the Levenshtein distance of two short strings.
 func EditDistance(a, b string) int {
 	prev := make([]int, len(b)+1)

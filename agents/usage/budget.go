@@ -134,7 +134,7 @@ func SetBudget(s *docstore.Store, c BudgetChange) (*Budget, error) {
 		if err := schema.ValidPlainName("budget", b.Name); err != nil {
 			return nil, err
 		}
-		if near := nearBudgets(b.Name, budgetNames(s)); len(near) > 0 && !c.NewBudget {
+		if near := schema.NearNew(b.Name, budgetNames(s)); len(near) > 0 && !c.NewBudget {
 			return nil, &BudgetError{Op: "set budget", Path: rel, Name: b.Name, Near: near, Err: ErrNearBudget}
 		}
 		fields := append([]docstore.Field{{Key: schema.VersionField, Value: schema.Budget.Version}, {Key: "id", Value: docstore.NewID()}}, set...)
@@ -149,23 +149,6 @@ func SetBudget(s *docstore.Store, c BudgetChange) (*Budget, error) {
 	}
 	out := budgetFromDoc(d)
 	return &out, nil
-}
-
-// nearBudgets is schema.Near without the numbered siblings of name: d3
-// next to d2, team-2 next to team-1 are a series, not typos.
-func nearBudgets(name string, names []string) []string {
-	digits := func(r rune) bool { return r >= '0' && r <= '9' }
-	strip := func(s string) string {
-		return strings.Map(func(r rune) rune {
-			if digits(r) {
-				return -1
-			}
-			return r
-		}, s)
-	}
-	return slices.DeleteFunc(schema.Near(name, names), func(n string) bool {
-		return strings.ContainsFunc(name, digits) && strings.ContainsFunc(n, digits) && strip(n) == strip(name)
-	})
 }
 
 // budgetNames lists the names of the budget documents, readable or not (a

@@ -3,6 +3,7 @@ package usage
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"slices"
 	"sort"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/schema"
 )
 
@@ -188,6 +190,50 @@ func Summarize(recs []Record, by string) ([]Row, Row, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out, total, nil
+}
+
+// ResolveItem is the item id ref names, for Filter.Item: an id, QUEUE/ID,
+// or a unique prefix of an id, as item show and approve take it (ids are
+// long; people paste prefixes). The ids are those of the store's items
+// and of the ledger's runs (an item removed since keeps its runs). A
+// prefix of several is docstore.ErrAmbiguous (an *fs.PathError listing
+// them). A ref that names nothing comes back as given: it counts nothing,
+// which Unknown reports.
+func ResolveItem(b *queues.Broker, ref string) (string, error) {
+	if ref == "" {
+		return "", nil
+	}
+	recs, _ := Load(b.Store(), Filter{})
+	var ids []string
+	for _, r := range recs {
+		if r.Item != "" {
+			ids = append(ids, r.Item)
+		}
+	}
+	if slices.Contains(ids, ref) {
+		return ref, nil
+	}
+	id, err := b.ResolveID(ref)
+	if errors.Is(err, docstore.ErrAmbiguous) {
+		return "", err
+	}
+	bare := strings.TrimSuffix(strings.TrimPrefix(ref, "items/"), ".md")
+	if strings.Contains(bare, "/") {
+		// QUEUE/ID: the queue says which item; the ledger's ids have none.
+		if err != nil {
+			return ref, nil
+		}
+		return id, nil
+	}
+	if err == nil {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	got, err := docstore.MatchPrefix("item", bare, slices.Compact(ids))
+	if errors.Is(err, fs.ErrNotExist) {
+		return ref, nil
+	}
+	return got, err
 }
 
 // Unknown reports each name f filters by (agent, pool, item) that names

@@ -95,7 +95,9 @@ func (w *Workspaces) Merge(ctx context.Context, req MergeRequest) (*MergeResult,
 func (w *Workspaces) acquire(ctx context.Context) (*tuples.Token, error) {
 	tok, err := w.opt.Space.TryAcquire(w.token, tuples.AcquireOptions{})
 	if errors.Is(err, tuples.ErrUnknownToken) {
-		if _, err := w.opt.Space.InitToken(w.token, 1); err != nil {
+		// New: the name is derived (merge-BASE-HASH), never typed, and may
+		// be near another repository's merge token.
+		if _, err := w.opt.Space.InitTokenWith(w.token, 1, tuples.InitTokenOptions{New: true}); err != nil {
 			return nil, err
 		}
 	}

@@ -153,6 +153,11 @@ func prepare(c *cli.Command) {
 		}
 	}
 	c.OnUsageError = onUsageError
+	if len(c.Subcommands) == 0 {
+		// urfave/cli adds a help subcommand (alias h) to every command: a
+		// leaf's first argument h or help (a valid name) printed help.
+		c.HideHelpCommand = true
+	}
 	if len(c.Subcommands) > 0 && c.Action == nil {
 		c.Action = parentAction
 	}

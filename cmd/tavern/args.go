@@ -139,17 +139,32 @@ func parseAssignments(args []string) ([][2]string, error) {
 }
 
 // readBody reads --body: a file, or stdin for "-".
-func readBody(c *cli.Context) ([]byte, error) { return readFileArg(c, c.String("body")) }
+func readBody(c *cli.Context) ([]byte, error) { return readFileArg(c, "body") }
 
-// readFileArg reads FILE, or stdin for "-"; "" is no content.
-func readFileArg(c *cli.Context, f string) ([]byte, error) {
+// readFileArg reads the file flag names, or stdin for "-"; "" is no
+// content.
+func readFileArg(c *cli.Context, flag string) ([]byte, error) {
+	f := c.String(flag)
 	switch f {
 	case "":
 		return nil, nil
 	case "-":
 		return io.ReadAll(c.App.Reader)
 	}
-	return os.ReadFile(f)
+	return readInputFile("--"+flag, f, "a file")
+}
+
+// readInputFile reads file f that the command line names (what: the flag
+// or command naming it). A directory is the command line's mistake (exit
+// 2, saying want), not a read error (exit 1, "is a directory").
+func readInputFile(what, f, want string) ([]byte, error) {
+	data, err := os.ReadFile(f)
+	if err != nil {
+		if fi, serr := os.Stat(f); serr == nil && fi.IsDir() {
+			return nil, usageErr("%s: %s is a directory; give %s", what, f, want)
+		}
+	}
+	return data, err
 }
 
 // textArg is the text from the arguments from index from on, or stdin

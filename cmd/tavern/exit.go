@@ -153,6 +153,7 @@ var exitCodes = []struct {
 	{tuples.ErrNoTuple, exitNotFound},
 	{tuples.ErrTokenBusy, exitNotFound},
 	{tuples.ErrUnknownToken, exitNotFound},
+	{tuples.ErrNearToken, exitUsage}, // a typo of a token (init creates or changes)
 	{tuples.ErrBadPattern, exitUsage},
 	{tuples.ErrBadGlob, exitUsage},
 	{tuples.ErrNotGit, exitUsage}, // guard run outside git
@@ -301,6 +302,7 @@ func hint(err error) string {
 	var pe *usage.PoolError
 	var be *usage.BudgetError
 	var de *recall.DomainError
+	var nte *tuples.NearTokenError
 	switch {
 	case errors.Is(err, docstore.ErrNoStore):
 		return " (run `tavern init`, or pass --dir / set TAVERN_DIR)"
@@ -329,6 +331,8 @@ func hint(err error) string {
 		return fmt.Sprintf(" (if it is a new pool: `tavern budget set %s --pool %s --new-pool`)", name, pe.Pool)
 	case errors.As(err, &be):
 		return fmt.Sprintf(" (if it is a new budget: pass --new, `tavern budget set %s --new ...`)", be.Name)
+	case errors.As(err, &nte):
+		return fmt.Sprintf(" (if it is a new token: pass --new, `tavern token init %s --count N --new`)", nte.Name)
 	case errors.As(err, &te) && errors.Is(err, agents.ErrIllegalEdit):
 		return fmt.Sprintf(" (`tavern agent state %s STATE --force`)", te.Agent)
 	}

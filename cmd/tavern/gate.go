@@ -38,6 +38,11 @@ Examples:
 				ArgsUsage: "ITEM",
 				Description: `Prints the new gate's id. ITEM is an item's id or a unique prefix of it.
 
+Adding a gate the item already has (same type and stage, same --reason and
+--until, not decided yet) adds nothing: it prints that gate's id, says so on
+stderr ("existing": true under --json) and exits 0, so a script may run it
+again. A duration --until is from now, so it names a new time each run.
+
 Examples:
    tavern gate add p00-0193... --reason "a person reads the diff first"
    tavern gate add p00-0193... --reason "check the plan" --before claim
@@ -98,6 +103,9 @@ func runGateAdd(c *cli.Context) error {
 	}
 	if c.Bool("json") {
 		return printJSON(c, g)
+	}
+	if g.Existing {
+		errf(c, "item %s already has this gate (%s); nothing added\n", g.Item, g.Path)
 	}
 	outf(c, "%s\n", g.ID)
 	return nil

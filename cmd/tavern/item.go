@@ -153,7 +153,7 @@ func runItemChange(c *cli.Context, do itemChange) error {
 }
 
 func itemDone(c *cli.Context, b *queues.Broker, id string, attempt int, as string) (*queues.Item, error) {
-	res, err := readFileArg(c, c.String("result"))
+	res, err := readFileArg(c, "result")
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -52,7 +51,7 @@ Examples:
 item to Q for every unchecked box, children before parents. Prints the plan's
 path and the number of items. A plan that exists already exits 4; a plan whose
 markers cannot be read (an (after:) naming no task, a cycle) exits 5 with
-FILE:LINE and changes nothing.
+FILE:LINE and changes nothing. FILE.md that is a directory exits 2.
 
 Examples:
    tavern plan import launch.md --queue work
@@ -79,7 +78,8 @@ or removed while its item is claimed, ticked while a gate waits), or "in
 sync". Each conflict goes to stderr, and the command exits 4 while one
 remains (with --json, the conflicts are in the report on stdout); the
 rest of the sync is done all the same. A plan file that cannot be read
-(frontmatter broken by a hand edit) is an error with its path:line:col
+(frontmatter broken by a hand edit, or none: a checklist put in plans/ by hand,
+not imported; the error says how to import it) is an error with its path:line:col
 (exit 5), also without NAME; the other plans are synced. So is a plan whose
 queue: was edited by hand to a name that names no queue (exit 3, the near
 names; the rest of its sync is done). A conflict is journaled
@@ -118,7 +118,7 @@ func runPlanImport(c *cli.Context) error {
 		return usageErr("plan import takes one FILE.md")
 	}
 	file := c.Args().First()
-	data, err := os.ReadFile(file)
+	data, err := readInputFile("plan import", file, "a markdown file (FILE.md)")
 	if err != nil {
 		return err
 	}

@@ -62,10 +62,20 @@ Examples:
 free slot of an existing token; a token that has no slots is unknown (exit 3,
 nothing created). A negative count exits 2.
 
+init creates or changes, so a new token whose name is near an existing one's
+(gpsu next to gpus) is refused as a likely typo (exit 2, "did you mean"),
+nothing written, unless --new. Numbered names (gpu-2 next to gpu-1) are a
+series, not typos.
+
 Examples:
-   tavern token init merge --count 2`,
+   tavern token init merge --count 2
+   tavern token init gpu-2 --count 1`,
 				Before: requireFlags("count"),
-				Flags:  []cli.Flag{&cli.IntFlag{Name: "count", Usage: "number of slots `N` (required; 0 retires every free slot)"}, jsonFlag()},
+				Flags: []cli.Flag{
+					&cli.IntFlag{Name: "count", Usage: "number of slots `N` (required; 0 retires every free slot)"},
+					&cli.BoolFlag{Name: "new", Usage: "NAME is a new token, though its name is near an existing one"},
+					jsonFlag(),
+				},
 				Action: runTokenInit,
 			},
 			{
@@ -123,7 +133,7 @@ func runTokenInit(c *cli.Context) error {
 		return err
 	}
 	name := c.Args().First()
-	n, err := sp.InitToken(name, c.Int("count"))
+	n, err := sp.InitTokenWith(name, c.Int("count"), tuples.InitTokenOptions{New: c.Bool("new")})
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,10 @@ time, exit status and, when the agent's output reports them (Claude Code
 command totals them. Cost sums only the runs that reported one (the COST
 column says how many: "0.42 (3/5)"). A --agent, --pool or --item that names
 nothing (no such document, and no run of the ledger has it) counts nothing:
-usage says so on stderr, with the names near it ("did you mean").
+usage says so on stderr, with the names near it ("did you mean"). --item
+takes an item's id or a unique prefix of it, as item show does (of the
+store's items and of the ledger's runs); a prefix of several exits 2 and
+lists them.
 
 Examples:
    tavern usage
@@ -36,7 +39,7 @@ Examples:
 			&cli.StringFlag{Name: "until", Usage: "up to `TIME` (or DUR ago)"},
 			&cli.StringFlag{Name: "pool", Usage: "only pool `P`"},
 			&cli.StringFlag{Name: "agent", Usage: "only agent `A`"},
-			&cli.StringFlag{Name: "item", Usage: "only item `ID`"},
+			&cli.StringFlag{Name: "item", Usage: "only item `ID` (or a unique prefix of it)"},
 			jsonFlag(),
 		},
 		Action: runUsage,
@@ -61,8 +64,12 @@ func runUsage(c *cli.Context) error {
 	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Until.After(f.Since) {
 		return usageErr("--until %s is not after --since %s: nothing is in between (swapped?)", schema.FormatTime(f.Until), schema.FormatTime(f.Since))
 	}
-	s, err := openStore(c)
+	s, b, err := openBroker(c)
 	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if f.Item, err = usage.ResolveItem(b, f.Item); err != nil {
 		return err
 	}
 	recs, errs := usage.Load(s, f)

@@ -44,6 +44,35 @@ var (
 	ErrExists = fs.ErrExist
 )
 
+// HandMadeError is a file in plans/ without frontmatter: a checklist put
+// there by hand, not a plan (import writes the frontmatter a plan is: its
+// queue and the items of its boxes). It matches Err, the file's
+// *docstore.ParseError (docstore.ErrNoFrontmatter), and says how a plan
+// is made.
+type HandMadeError struct {
+	Op   string // "read plan"
+	Path string // plans/NAME.md
+	Err  error
+}
+
+func (e *HandMadeError) Error() string {
+	name := strings.TrimSuffix(path.Base(e.Path), ".md")
+	return fmt.Sprintf("%v (a plan is made by `tavern plan import FILE.md --queue Q`, which writes its frontmatter: move the file out of plans/ and import it, e.g. `tavern plan import %s.md --queue Q`)", e.Err, name)
+}
+
+func (e *HandMadeError) Unwrap() error { return e.Err }
+
+// handMade is err, a plan file's read error, as a *HandMadeError when the
+// file has no frontmatter.
+func handMade(err error) error {
+	var pe *docstore.ParseError
+	var he *HandMadeError
+	if !errors.As(err, &pe) || !errors.Is(err, docstore.ErrNoFrontmatter) || errors.As(err, &he) {
+		return err
+	}
+	return &HandMadeError{Op: "read plan", Path: pe.Path, Err: err}
+}
+
 // PlanError is a problem at a line of a plan file.
 type PlanError struct {
 	Path string
@@ -568,7 +597,7 @@ func readPlan(s *docstore.Store, name string) (*docstore.Doc, error) {
 		return nil, unknownPlan(s, name, err)
 	}
 	if err != nil {
-		return nil, err
+		return nil, handMade(err)
 	}
 	if errs := d.Validate(false); len(errs) > 0 {
 		return nil, &docstore.ValidationError{Path: d.Path, Errors: errs}
@@ -1273,6 +1302,9 @@ func SyncAll(b *queues.Broker, queue string) ([]*Report, error) {
 			continue
 		}
 		out = append(out, r)
+	}
+	for i, err := range errs {
+		errs[i] = handMade(err)
 	}
 	return out, errors.Join(errs...)
 }

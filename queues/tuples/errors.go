@@ -31,6 +31,12 @@ var (
 	// by TryAcquire, and by Acquire when its wait ends.
 	ErrTokenBusy = errors.New("all slots of the token are held")
 
+	// ErrNearToken is matched by *NearTokenError: InitToken for a new
+	// token whose name is near an existing token's, most likely a typo of
+	// the token meant to be changed, which would leave that one as it was
+	// and add a second. InitTokenOptions.New makes it anyway.
+	ErrNearToken = errors.New("a new token near an existing one")
+
 	// ErrTokenCount is returned when InitToken would have to drop slots
 	// that are held.
 	ErrTokenCount = errors.New("cannot shrink the token below the slots that are held")
@@ -176,6 +182,22 @@ func (e *UnknownTokenError) Error() string {
 func (e *UnknownTokenError) Unwrap() []error {
 	return []error{ErrUnknownToken, schema.ErrUnknownName}
 }
+
+// NearTokenError is a new token's name InitToken refused as a likely
+// typo of an existing token (Near, nearest first, schema.NearNew);
+// nothing was written.
+type NearTokenError struct {
+	Op   string // "init token"
+	Path string // the tokens' directory, relative to the store
+	Name string
+	Near []string
+}
+
+func (e *NearTokenError) Error() string {
+	return fmt.Sprintf("%s %s: %q names no token; did you mean %s?", e.Op, e.Path, e.Name, schema.NearList(e.Near))
+}
+
+func (e *NearTokenError) Unwrap() error { return ErrNearToken }
 
 // SlotInTransitError is a token that has no slot file on this machine,
 // and none held on the coordination engine, while the engine knows one

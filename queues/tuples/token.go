@@ -92,12 +92,28 @@ type ReleaseOptions struct {
 	Instance string
 }
 
-// InitToken makes token name have exactly count slots: it adds slots, or
-// archives free ones; it refuses (ErrTokenCount) to drop held slots. It
+// InitTokenOptions say how InitToken treats a new token's name.
+type InitTokenOptions struct {
+	// New: the token is new on purpose, so its name is not refused as a
+	// typo of an existing token's (ErrNearToken).
+	New bool
+}
+
+// InitToken is InitTokenWith without options.
+func (sp *Space) InitToken(name string, count int) (int, error) {
+	return sp.InitTokenWith(name, count, InitTokenOptions{})
+}
+
+// InitTokenWith makes token name have exactly count slots: it adds slots,
+// or archives free ones; it refuses (ErrTokenCount) to drop held slots. It
 // returns how many slots it added (negative: removed). Count 0 retires a
 // token's free slots; for a token with no slots it is ErrUnknownToken
-// (nothing to retire, and nothing is created).
-func (sp *Space) InitToken(name string, count int) (int, error) {
+// (nothing to retire, and nothing is created). It creates or changes, so a
+// typo of an existing token would create a second one: a new token whose
+// name is near an existing one's (schema.NearNew: numbered siblings such
+// as gpu-2 next to gpu-1 are not typos) is refused (*NearTokenError,
+// ErrNearToken) unless opt.New.
+func (sp *Space) InitTokenWith(name string, count int, opt InitTokenOptions) (int, error) {
 	if err := schema.ValidName(name); err != nil {
 		return 0, fmt.Errorf("token name: %w", err)
 	}
@@ -105,13 +121,21 @@ func (sp *Space) InitToken(name string, count int) (int, error) {
 		return 0, fmt.Errorf("%w: negative count %d", ErrBadTuple, count)
 	}
 	plainErr := schema.ValidPlainName("token", name)
-	if count == 0 || plainErr != nil {
+	var near []string
+	if count > 0 && !opt.New {
+		near = sp.nearTokens(name)
+	}
+	if count == 0 || plainErr != nil || len(near) > 0 {
 		// Refusals that need no lock are made before it: the lock file
 		// would be left in .locks/tokens/ under the typo's name.
 		if ok, _ := sp.tokenExists(name); !ok {
 			switch {
-			case count != 0:
+			case count != 0 && plainErr != nil:
 				return 0, plainErr
+			case count != 0 && (len(sp.engineSlots(name)) > 0 || sp.inTransit(name)):
+				// It exists on another machine: a change, not a new token.
+			case count != 0:
+				return 0, &NearTokenError{Op: "init token", Path: "tuples/" + TokenType, Name: name, Near: near}
 			case len(sp.engineSlots(name)) > 0:
 				// Held on another machine only (its file is in that
 				// machine's .taken/): a token that exists, counted
@@ -756,6 +780,24 @@ func (sp *Space) ReleaseAgentTokens(name string, opt ReleaseOptions) (int, error
 		return 0, sp.notHeld(name, fmt.Errorf("%s: %w: %s holds no slot", name, ErrNotHolder, opt.As))
 	}
 	return n, errors.Join(errs...)
+}
+
+// nearTokens is the existing tokens a new token name may be a typo of.
+func (sp *Space) nearTokens(name string) []string {
+	slots, err := sp.Slots("")
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, s := range slots {
+		names = append(names, s.Name)
+	}
+	return schema.NearNew(name, names)
+}
+
+func (sp *Space) inTransit(name string) bool {
+	_, _, ok := sp.slotInTransit(name)
+	return ok
 }
 
 // unknownToken is the error of a token name that has no slots at all,

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -325,5 +326,37 @@ func TestUnknownNamesCreateNothing(t *testing.T) {
 	}
 	if n, err := sp.InitToken("merge", 0); err != nil || n != -1 {
 		t.Errorf("init --count 0 of merge = %d, %v; want -1", n, err)
+	}
+}
+
+// TestInitTokenNear: a new token near an existing one is a likely typo
+// (init creates or changes) and is refused with nothing written, unless
+// New; numbered siblings are a series.
+func TestInitTokenNear(t *testing.T) {
+	sp := newSpace(t, SpaceOptions{})
+	if _, err := sp.InitToken("gpus", 3); err != nil {
+		t.Fatal(err)
+	}
+	_, err := sp.InitToken("gpsu", 3)
+	var ne *NearTokenError
+	if !errors.As(err, &ne) || !errors.Is(err, ErrNearToken) {
+		t.Fatalf("InitToken(gpsu) = %v, want a *NearTokenError", err)
+	}
+	if got, want := strings.Join(ne.Near, ","), "gpus"; got != want {
+		t.Errorf("Near = %q, want %q", got, want)
+	}
+	if slots, err := sp.Slots("gpsu"); err != nil || len(slots) != 0 {
+		t.Fatalf("gpsu slots after the refusal: %d, %v; want none", len(slots), err)
+	}
+	if n, err := sp.InitToken("gpus", 4); err != nil || n != 1 {
+		t.Fatalf("InitToken(gpus, 4) = %d, %v; want 1, nil", n, err)
+	}
+	if n, err := sp.InitTokenWith("gpsu", 2, InitTokenOptions{New: true}); err != nil || n != 2 {
+		t.Fatalf("InitTokenWith(gpsu, New) = %d, %v; want 2, nil", n, err)
+	}
+	for _, name := range []string{"node-1", "node-2"} {
+		if _, err := sp.InitToken(name, 1); err != nil {
+			t.Fatalf("InitToken(%s) = %v, want nil (a numbered series)", name, err)
+		}
 	}
 }
