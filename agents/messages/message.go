@@ -45,11 +45,20 @@ type SendOptions struct {
 // Send appends one message from sender to channel and returns its id. A
 // channel that does not exist is refused with a *schema.UnknownError
 // unless opt.Create is set; even then a direct channel of an agent that
-// does not exist is not made (CreateChannel's rule).
+// does not exist is not made (CreateChannel's rule), nor one whose name is
+// near an existing channel's (a *ChannelError: a typo).
 func Send(s *docstore.Store, channel, sender, text string, opt SendOptions) (string, error) {
 	if err := CheckChannel(s, channel); err != nil {
 		if !opt.Create {
 			return "", err
+		}
+		// Create makes a missing channel, not a typo of an existing one:
+		// the message would go where nobody reads. (A direct channel is
+		// judged by its agent, below.)
+		var ue *schema.UnknownError
+		if errors.As(err, &ue) && len(ue.Near) > 0 && !strings.HasPrefix(channel, "@") {
+			rel, _ := channelPath(channel)
+			return "", &ChannelError{Op: "send", Path: rel, Channel: channel, Near: ue.Near}
 		}
 		if _, err := CreateChannel(s, channel, ""); err != nil && !errors.Is(err, fs.ErrExist) {
 			return "", err
