@@ -338,7 +338,7 @@ func (ms *mcpServer) ask(_ context.Context, _ *mcp.CallToolRequest, in askIn) (*
 
 type reserveIn struct {
 	Globs   []string `json:"globs" jsonschema:"e.g. src/parser/**"`
-	TTL     string   `json:"ttl,omitempty" jsonschema:"e.g. 2h (default 1h)"`
+	TTL     string   `json:"ttl,omitempty" jsonschema:"e.g. 2h (default 1h; 0: until released)"`
 	Release bool     `json:"release,omitempty" jsonschema:"release these (all if none)"`
 }
 
@@ -378,7 +378,11 @@ func (ms *mcpServer) reserve(_ context.Context, _ *mcp.CallToolRequest, in reser
 	}
 	var lines []string
 	for _, r := range rs {
-		lines = append(lines, r.Glob+" until "+schema.FormatTime(r.Expires.Time))
+		until := "unreserved" // ttl 0, as the CLI's --ttl 0
+		if !r.Expires.IsZero() {
+			until = schema.FormatTime(r.Expires.Time)
+		}
+		lines = append(lines, r.Glob+" until "+until)
 	}
 	return text("reserved " + strings.Join(lines, ", ")), nil, nil
 }
