@@ -308,12 +308,21 @@ func chunkFiles(s *docstore.Store, channel string) ([]string, error) {
 // its frontmatter (docstore.Store.AddCheck): a message section that does
 // not parse (a header without its id line) is a *docstore.ParseError at
 // its line. recv refuses such a chunk, so check must not call it valid.
+// Nor a message_count that is not the number of its messages.
 func CheckChunk(d *docstore.Doc) []error {
 	if d.Kind != schema.Chunk {
 		return nil
 	}
-	if _, err := chunkMessages(d); err != nil {
+	msgs, err := chunkMessages(d)
+	if err != nil {
 		return []error{err}
+	}
+	// A message removed or added by hand: inbox counts unread messages
+	// from message_count without parsing the chunk, so a stale one
+	// miscounts until it is set right.
+	if n, ok := d.Int("message_count"); ok && int(n) != len(msgs) {
+		return []error{&docstore.ParseError{Path: d.Path, Line: d.KeyLine("message_count"), Col: 1,
+			Msg: fmt.Sprintf("message_count is %d, but the chunk holds %d messages (edited by hand?): inbox counts from it; set it to %d", n, len(msgs), len(msgs))}}
 	}
 	return nil
 }
