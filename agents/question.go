@@ -85,7 +85,8 @@ func (m *Manager) BubbleAfter() time.Duration {
 }
 
 // recipient resolves "parent" (or "") for an asker: its parent, or the user
-// when it has none (or is not an agent).
+// when it has none (or is not an agent); "user" or "@user" to the user; an
+// agent's name, bare or as "@NAME", to the agent, which must exist.
 func (m *Manager) recipient(from, to string) (string, error) {
 	switch to {
 	case User, "user":
@@ -106,11 +107,18 @@ func (m *Manager) recipient(from, to string) (string, error) {
 		}
 		return a.Parent, nil
 	}
-	// An unknown recipient is a typo: the question would reach nobody.
-	if err := AgentExists(m.Store, to); err != nil {
+	// "@bob", as a message to bob is addressed (and as "@user" is taken).
+	name := strings.TrimPrefix(to, "@")
+	// An unknown recipient is a typo: the question would reach nobody. The
+	// words user and parent are names too ("parnet": did you mean parent).
+	if err := AgentExists(m.Store, name); err != nil {
+		var ue *schema.UnknownError
+		if errors.As(err, &ue) {
+			ue.Near = append(schema.Near(name, []string{"parent", "user"}), ue.Near...)
+		}
 		return "", err
 	}
-	return to, nil
+	return name, nil
 }
 
 // Ask raises a question from an agent (from; "" for a person) to "parent"

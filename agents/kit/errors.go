@@ -35,7 +35,15 @@ type Error struct {
 	Op   string
 	Path string
 	Err  error
+	// File, Line and Col, when File is set, say where in a file the
+	// error is (Path then carries them in its text too): JSON error
+	// objects take them (docstore.Position).
+	File      string
+	Line, Col int
 }
+
+// Position implements docstore.Positioner.
+func (e *Error) Position() (string, int, int) { return e.File, e.Line, e.Col }
 
 func (e *Error) Error() string {
 	if e.Path == "" {

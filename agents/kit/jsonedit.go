@@ -82,8 +82,17 @@ func (p *jparser) errorf(format string, a ...any) {
 
 func (p *jparser) fail() error {
 	line, col := lineCol([]byte(p.s), int64(p.errAt))
-	return fmt.Errorf("%d:%d: %v", line, col, p.err)
+	return &jsonSyntaxError{Line: line, Col: col, Err: p.err}
 }
+
+// jsonSyntaxError is where a JSON text does not parse ("line:col: why").
+type jsonSyntaxError struct {
+	Line, Col int
+	Err       error
+}
+
+func (e *jsonSyntaxError) Error() string { return fmt.Sprintf("%d:%d: %v", e.Line, e.Col, e.Err) }
+func (e *jsonSyntaxError) Unwrap() error { return e.Err }
 
 // skip passes whitespace and comments.
 func (p *jparser) skip() {

@@ -61,15 +61,41 @@ func NewMCPServer(e *Env, opt MCPOptions) *mcp.Server {
 		Instructions: MCPInstructions,
 		Capabilities: &mcp.ServerCapabilities{},
 	})
-	mcp.AddTool(s, &mcp.Tool{Name: "prime", Description: "Who you are, your items, messages, questions, reservations, commitments. Call first."}, ms.prime)
-	mcp.AddTool(s, &mcp.Tool{Name: "next", Description: "The next items nobody holds; take=true claims the first (returns id and attempt)."}, ms.next)
-	mcp.AddTool(s, &mcp.Tool{Name: "report", Description: "Report a held item: done (with result), failed (with reason) or released."}, ms.report)
-	mcp.AddTool(s, &mcp.Tool{Name: "send", Description: "Send a message to a channel; @name is a direct message."}, ms.send)
-	mcp.AddTool(s, &mcp.Tool{Name: "inbox", Description: "Read your unread messages (and mark them read)."}, ms.inbox)
-	mcp.AddTool(s, &mcp.Tool{Name: "ask", Description: "Ask the user, your parent or an agent a question."}, ms.ask)
-	mcp.AddTool(s, &mcp.Tool{Name: "reserve", Description: "Reserve path globs before editing them (others' edits are refused), or release yours."}, ms.reserve)
-	mcp.AddTool(s, &mcp.Tool{Name: "search", Description: "Search memory, knowledge, messages and notes."}, ms.search)
+	mcp.AddTool(s, &mcp.Tool{Name: "prime", Description: "Who you are, your items, messages, questions, reservations, commitments. Call first."}, nearHinted(ms.prime))
+	mcp.AddTool(s, &mcp.Tool{Name: "next", Description: "The next items nobody holds; take=true claims the first (returns id and attempt)."}, nearHinted(ms.next))
+	mcp.AddTool(s, &mcp.Tool{Name: "report", Description: "Report a held item: done (with result), failed (with reason) or released."}, nearHinted(ms.report))
+	mcp.AddTool(s, &mcp.Tool{Name: "send", Description: "Send a message to a channel; @name is a direct message."}, nearHinted(ms.send))
+	mcp.AddTool(s, &mcp.Tool{Name: "inbox", Description: "Read your unread messages (and mark them read)."}, nearHinted(ms.inbox))
+	mcp.AddTool(s, &mcp.Tool{Name: "ask", Description: "Ask the user, your parent or an agent a question."}, nearHinted(ms.ask))
+	mcp.AddTool(s, &mcp.Tool{Name: "reserve", Description: "Reserve path globs before editing them (others' edits are refused), or release yours."}, nearHinted(ms.reserve))
+	mcp.AddTool(s, &mcp.Tool{Name: "search", Description: "Search memory, knowledge, messages and notes."}, nearHinted(ms.search))
 	return s
+}
+
+// hintError is a tool error with the advice the CLI prints after it
+// (its hint): the model reads only the error's text.
+type hintError struct {
+	err  error
+	hint string
+}
+
+func (e *hintError) Error() string { return e.err.Error() + " (" + e.hint + ")" }
+func (e *hintError) Unwrap() error { return e.err }
+
+// nearHinted gives a tool's errors the CLI's "did you mean": a name that
+// names nothing (a channel, queue or agent) but is near one is answered
+// with the near names, so the model can correct itself instead of
+// guessing.
+func nearHinted[In any](h mcp.ToolHandlerFor[In, any]) mcp.ToolHandlerFor[In, any] {
+	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
+		res, out, err := h(ctx, req, in)
+		var he *hintError
+		var ue *schema.UnknownError
+		if err != nil && !errors.As(err, &he) && errors.As(err, &ue) && len(ue.Near) > 0 {
+			err = &hintError{err: err, hint: "did you mean " + schema.NearList(ue.Near) + "?"}
+		}
+		return res, out, err
+	}
 }
 
 // whoami resolves the acting agent once.
@@ -89,7 +115,7 @@ func (ms *mcpServer) whoami() (string, error) {
 					if len(ue.Near) > 0 {
 						hint = "did you mean " + strings.Join(ue.Near, ", ") + "? or " + hint
 					}
-					return "", fmt.Errorf("%w (%s)", err, hint)
+					return "", &hintError{err: err, hint: hint}
 				}
 				return "", err
 			}
@@ -312,7 +338,7 @@ func (ms *mcpServer) ask(_ context.Context, _ *mcp.CallToolRequest, in askIn) (*
 
 type reserveIn struct {
 	Globs   []string `json:"globs" jsonschema:"e.g. src/parser/**"`
-	TTL     string   `json:"ttl,omitempty" jsonschema:"e.g. 2h (default 1h)"`
+	TTL     string   `json:"ttl,omitempty" jsonschema:"e.g. 2h (default 1h; 0: until released)"`
 	Release bool     `json:"release,omitempty" jsonschema:"release these (all if none)"`
 }
 
@@ -352,7 +378,11 @@ func (ms *mcpServer) reserve(_ context.Context, _ *mcp.CallToolRequest, in reser
 	}
 	var lines []string
 	for _, r := range rs {
-		lines = append(lines, r.Glob+" until "+schema.FormatTime(r.Expires.Time))
+		until := "unreserved" // ttl 0, as the CLI's --ttl 0
+		if !r.Expires.IsZero() {
+			until = schema.FormatTime(r.Expires.Time)
+		}
+		lines = append(lines, r.Glob+" until "+until)
 	}
 	return text("reserved " + strings.Join(lines, ", ")), nil, nil
 }

@@ -200,10 +200,15 @@ func readHooksFile(project, rel string) (*hooksFile, error) {
 	}
 	doc, err := parseJSONDoc(text)
 	if err != nil {
-		return nil, &Error{Op: "setup", Path: rel + ":" + err.Error(), Err: ErrBadConfig}
+		e := &Error{Op: "setup", Path: rel + ":" + err.Error(), Err: ErrBadConfig}
+		var se *jsonSyntaxError
+		if errors.As(err, &se) {
+			e.File, e.Line, e.Col = rel, se.Line, se.Col
+		}
+		return nil, e
 	}
 	if doc.root.kind != '{' {
-		return nil, &Error{Op: "setup", Path: rel + ":1:1: the top level is not an object", Err: ErrBadConfig}
+		return nil, &Error{Op: "setup", Path: rel + ":1:1: the top level is not an object", Err: ErrBadConfig, File: rel, Line: 1, Col: 1}
 	}
 	f.doc, f.root = doc, doc.root.plain().(*jsonObject)
 	return f, nil
@@ -802,7 +807,8 @@ func openBlock(rel, text string) error {
 	}
 	line := strings.Count(text[:i], "\n") + 1
 	col := utf8.RuneCountInString(text[strings.LastIndex(text[:i], "\n")+1:i]) + 1
-	return &Error{Op: "setup", Path: fmt.Sprintf("%s:%d:%d", rel, line, col), Err: fmt.Errorf("%s without %s (fix by hand): %w", BlockBegin, BlockEnd, ErrBadConfig)}
+	return &Error{Op: "setup", Path: fmt.Sprintf("%s:%d:%d", rel, line, col), Err: fmt.Errorf("%s without %s (fix by hand): %w", BlockBegin, BlockEnd, ErrBadConfig),
+		File: rel, Line: line, Col: col}
 }
 
 // setupPreflight reads the files Setup edits after the hooks file and

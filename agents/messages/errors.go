@@ -2,6 +2,7 @@ package messages
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
@@ -44,3 +45,23 @@ func skipped(errs []error) error {
 	}
 	return &docstore.SkippedError{Errs: errs}
 }
+
+// ErrNearChannel is matched by every *ChannelError: a channel that Send
+// with Create would make is near an existing one, a likely typo.
+var ErrNearChannel = errors.New("likely typo of a channel")
+
+// ChannelError is a channel a create-on-send would make whose name is near
+// an existing channel's (`gneral` beside `general`). Nothing is written:
+// CreateChannel (`tavern channel create`) makes it on purpose.
+type ChannelError struct {
+	Op      string   // "send"
+	Path    string   // the channel document it would have written
+	Channel string   // the name given
+	Near    []string // existing channels, nearest first (schema.Near)
+}
+
+func (e *ChannelError) Error() string {
+	return fmt.Sprintf("%s: channel %q is new; did you mean %s?", e.Op, e.Channel, schema.NearList(e.Near))
+}
+
+func (e *ChannelError) Unwrap() error { return ErrNearChannel }

@@ -45,11 +45,20 @@ type SendOptions struct {
 // Send appends one message from sender to channel and returns its id. A
 // channel that does not exist is refused with a *schema.UnknownError
 // unless opt.Create is set; even then a direct channel of an agent that
-// does not exist is not made (CreateChannel's rule).
+// does not exist is not made (CreateChannel's rule), nor one whose name is
+// near an existing channel's (a *ChannelError: a typo).
 func Send(s *docstore.Store, channel, sender, text string, opt SendOptions) (string, error) {
 	if err := CheckChannel(s, channel); err != nil {
 		if !opt.Create {
 			return "", err
+		}
+		// Create makes a missing channel, not a typo of an existing one:
+		// the message would go where nobody reads. (A direct channel is
+		// judged by its agent, below.)
+		var ue *schema.UnknownError
+		if errors.As(err, &ue) && len(ue.Near) > 0 && !strings.HasPrefix(channel, "@") {
+			rel, _ := channelPath(channel)
+			return "", &ChannelError{Op: "send", Path: rel, Channel: channel, Near: ue.Near}
 		}
 		if _, err := CreateChannel(s, channel, ""); err != nil && !errors.Is(err, fs.ErrExist) {
 			return "", err
@@ -299,12 +308,21 @@ func chunkFiles(s *docstore.Store, channel string) ([]string, error) {
 // its frontmatter (docstore.Store.AddCheck): a message section that does
 // not parse (a header without its id line) is a *docstore.ParseError at
 // its line. recv refuses such a chunk, so check must not call it valid.
+// Nor a message_count that is not the number of its messages.
 func CheckChunk(d *docstore.Doc) []error {
 	if d.Kind != schema.Chunk {
 		return nil
 	}
-	if _, err := chunkMessages(d); err != nil {
+	msgs, err := chunkMessages(d)
+	if err != nil {
 		return []error{err}
+	}
+	// A message removed or added by hand: inbox counts unread messages
+	// from message_count without parsing the chunk, so a stale one
+	// miscounts until it is set right.
+	if n, ok := d.Int("message_count"); ok && int(n) != len(msgs) {
+		return []error{&docstore.ParseError{Path: d.Path, Line: d.KeyLine("message_count"), Col: 1,
+			Msg: fmt.Sprintf("message_count is %d, but the chunk holds %d messages (edited by hand?): inbox counts from it; set it to %d", n, len(msgs), len(msgs))}}
 	}
 	return nil
 }

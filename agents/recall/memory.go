@@ -3,6 +3,7 @@ package recall
 import (
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -109,6 +110,28 @@ func ListMemory(s *docstore.Store, agent string, f MemoryFilter) ([]*Memory, err
 		return out[i].ID > out[j].ID
 	})
 	return out, err // err: nil, or the files skipped
+}
+
+// KnownTopic reports whether agent has a memory (archived ones too) of
+// topic and, if not, the agent's topics near it (schema.Near): a topic is
+// a free tag, so a caller warns of a likely typo rather than refusing it.
+// Files that do not parse are left out.
+func KnownTopic(s *docstore.Store, agent, topic string) (exists bool, near []string, err error) {
+	all, err := agentMemories(s, agent)
+	if err != nil && Skipped(err) == nil {
+		return false, nil, err
+	}
+	var topics []string
+	for _, m := range all {
+		if m.Topic == topic {
+			return true, nil, nil
+		}
+		if !slices.Contains(topics, m.Topic) {
+			topics = append(topics, m.Topic)
+		}
+	}
+	slices.Sort(topics)
+	return false, schema.Near(topic, topics), nil
 }
 
 func agentMemories(s *docstore.Store, agent string) ([]*Memory, error) {

@@ -22,7 +22,7 @@ to the next parent after bubble_after (see 'tavern bubble', 'tavern verifier').
 Example (inside a spawned agent):
    answer=$(tavern ask --wait 30m "Postgres or SQLite for the cache?")`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "to", Value: "parent", Usage: "`parent`, user or an agent name"},
+			&cli.StringFlag{Name: "to", Value: "parent", Usage: "`parent`, user or an agent name (or @NAME)"},
 			&cli.IntFlag{Name: "priority", Usage: "priority `N` (0 is highest)"},
 			&cli.DurationFlag{Name: "wait", Usage: "wait up to `DUR` for the answer and print it (0: ask and return)", Action: notNegative("wait")},
 			asFlag(), jsonFlag(),

@@ -85,9 +85,10 @@ var exitCodes = []struct {
 	// A spawn that says its pool admitted it, and was not its drone:
 	// refused as a spent budget is.
 	{agents.ErrNotAdmitted, exitConflict},
-	{agents.ErrNearRole, exitUsage},    // a typo of a role, not a role that is missing
-	{recall.ErrNearDomain, exitUsage},  // likewise a knowledge domain
-	{agents.ErrNameNotPath, exitUsage}, // as an item's path fields
+	{agents.ErrNearRole, exitUsage},      // a typo of a role, not a role that is missing
+	{recall.ErrNearDomain, exitUsage},    // likewise a knowledge domain
+	{messages.ErrNearChannel, exitUsage}, // and a channel send --create would make
+	{agents.ErrNameNotPath, exitUsage},   // as an item's path fields
 	{agents.ErrDuplicateID, exitUsage},
 
 	// agents/view
@@ -303,6 +304,7 @@ func hint(err error) string {
 	var be *usage.BudgetError
 	var de *recall.DomainError
 	var nte *tuples.NearTokenError
+	var ce *messages.ChannelError
 	switch {
 	case errors.Is(err, docstore.ErrNoStore):
 		return " (run `tavern init`, or pass --dir / set TAVERN_DIR)"
@@ -324,6 +326,8 @@ func hint(err error) string {
 		return fmt.Sprintf(" (if it is a new domain: `tavern knowledge add --domain %s --new-domain`)", de.Domain)
 	case errors.As(err, &de):
 		return " (pass --new-domain to create it)"
+	case errors.As(err, &ce):
+		return fmt.Sprintf(" (if it is a new channel: `tavern channel create %s`)", ce.Channel)
 	case errors.As(err, &pe) && !strings.HasPrefix(pe.Path, "budgets/"):
 		return " (if it is a new pool: pass --new-pool)"
 	case errors.As(err, &pe):

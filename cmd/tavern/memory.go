@@ -7,6 +7,7 @@ import (
 
 	"github.com/tavernhq/tavern/agents/recall"
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
 )
 
 func newMemoryCommand() *cli.Command {
@@ -18,7 +19,9 @@ func newMemoryCommand() *cli.Command {
 		Description: `Memory entries are memory/AGENT/ID.md with a kebab-case topic, a core flag
 and an archived flag. Every subcommand acts for one agent and sees only its
 entries (--as, else $TAVERN_AGENT, else yours: memory/user/). IDs may be
-shortened to a unique prefix.
+shortened to a unique prefix. A topic is a free tag: one near a topic the
+agent already uses (stlye beside style) is written with a warning, and an
+ls --topic that names none but is near one warns.
 
 Examples:
    tavern memory add --as zealot --topic parser --core "we parse with goldmark"
@@ -120,9 +123,20 @@ func runMemoryAdd(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// Before the write: a topic near one the agent uses is likely a typo.
+	// A topic is a tag, not a thing with a name, so it is a warning.
+	var near []string
+	if topic := c.String("topic"); c.IsSet("topic") {
+		if exists, n, err := recall.KnownTopic(s, agent.Name, topic); err == nil && !exists {
+			near = n
+		}
+	}
 	m, err := recall.AddMemory(s, agent.Name, c.String("topic"), text, c.Bool("core"))
 	if err != nil {
 		return err
+	}
+	if len(near) > 0 {
+		warnf(c, "--topic %q: a new topic; did you mean %s?", c.String("topic"), schema.NearList(near))
 	}
 	if c.Bool("json") {
 		return printJSON(c, m)
@@ -132,6 +146,12 @@ func runMemoryAdd(c *cli.Context) error {
 }
 
 func runMemoryLs(c *cli.Context, s *docstore.Store, agent string) error {
+	// A filter that names no topic but is near one: empty for a typo.
+	if topic := c.String("topic"); topic != "" {
+		if exists, near, err := recall.KnownTopic(s, agent, topic); err == nil && !exists && len(near) > 0 {
+			warnf(c, "--topic %q: no such topic; did you mean %s?", topic, schema.NearList(near))
+		}
+	}
 	list, err := recall.ListMemory(s, agent, recall.MemoryFilter{Topic: c.String("topic"), CoreOnly: c.Bool("core"), Archived: c.Bool("archived")})
 	if err = warnSkipped(c, err); err != nil {
 		return err

@@ -57,6 +57,9 @@ func runPrime(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.Bool("json") && c.Bool("hook-json") {
+		return usageErr("give --json or --hook-json, not both")
+	}
 	agent := asOrEnv(c)
 	session := false
 	if agent == "" && c.Bool("hook-json") {
@@ -72,12 +75,13 @@ func runPrime(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.Bool("json") {
+		return printJSON(c, p) // its errors are in the answer, not text on stderr
+	}
 	for _, e := range p.Errors {
 		errf(c, "tavern: prime: %s\n", e)
 	}
 	switch {
-	case c.Bool("json"):
-		return printJSON(c, p)
 	case c.Bool("hook-json"):
 		return printJSON(c, kit.HookJSON(p.Text()))
 	}

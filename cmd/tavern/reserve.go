@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -77,7 +78,13 @@ func runReserve(c *cli.Context) error {
 		return err
 	}
 	opt := tuples.ReserveOptions{TTL: c.Duration("ttl"), Reason: c.String("reason"), Instance: c.String("instance"),
-		Released: func(cf tuples.Conflict) { errf(c, "tavern: note: %s\n", cf) }}
+		Released: func(cf tuples.Conflict) {
+			if c.Bool("json") { // a JSON object on stderr, as every warning under --json
+				warn(c, fmt.Errorf("note: %s", cf))
+				return
+			}
+			errf(c, "tavern: note: %s\n", cf)
+		}}
 	var rs []*tuples.Reservation
 	if wait := c.Duration("wait"); wait > 0 {
 		ctx, cancel := context.WithTimeout(c.Context, wait)

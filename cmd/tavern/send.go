@@ -14,8 +14,10 @@ func newSendCommand() *cli.Command {
 		Description: `Appends a message to messages/CHANNEL/. Without TEXT the message is read from
 stdin. Direct messages go to the channel @AGENT. The channel must exist
 (` + "`tavern channel create`" + `, or --create here); an unknown channel or agent is
-refused (exit 3, with the nearest names). Sending to an archived channel
-fails (exit 4).
+refused (exit 3, with the nearest names). --create does not make a channel
+whose name is near an existing one's (gneral beside general: exit 2, did
+you mean; ` + "`tavern channel create`" + ` makes it on purpose). Sending to an archived
+channel fails (exit 4).
 
 Examples:
    tavern send research "Proposal: stateless context assembly" --as zealot-1

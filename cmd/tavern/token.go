@@ -250,7 +250,7 @@ func runTokenLs(c *cli.Context) error {
 	}
 	slots, bad, err := sp.TokenSlotsChecked(c.Args().First())
 	for _, e := range bad {
-		errf(c, "tavern: %v\n", e)
+		warn(c, e) // a JSON object under --json
 	}
 	if err != nil {
 		return err

@@ -44,8 +44,8 @@ PATTERN terms (all must match):
 
 rd returns a copy; in takes the tuple (exactly one caller gets it) and
 archives it to .tavern/.trash/. Without --wait they answer at once (rdp,
-inp); with --wait they block until a match is written or DUR passes, woken
-by filesystem events. Exit 3: nothing matched / timed out. Tuples past
+inp: these names refuse --wait, exit 2); with --wait they block until a
+match is written or DUR passes, woken by filesystem events. Exit 3: nothing matched / timed out. Tuples past
 their --ttl are invisible and collected by gc (and lazily).
 
 Examples:
@@ -178,6 +178,14 @@ func runTupleOut(c *cli.Context) error {
 func runTupleRead(c *cli.Context, take bool) error {
 	if c.NArg() < 1 {
 		return usageErr("%s takes TYPE [PATTERN...]", c.Command.Name)
+	}
+	// rdp and inp are the names that answer at once: a --wait given to
+	// them contradicts the name (the parent's first argument is the name
+	// the command was called by).
+	if l := c.Lineage(); len(l) > 1 && c.IsSet("wait") {
+		if name := l[1].Args().First(); name == "rdp" || name == "inp" {
+			return usageErr("%s answers at once: use `tavern tuple %s` to wait", name, c.Command.Name)
+		}
 	}
 	typ := c.Args().First()
 	p, err := tuples.ParsePattern(c.Args().Slice()[1:])
