@@ -1,0 +1,56 @@
+package queues
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
+)
+
+// refsCheck is `tavern check`'s check of the names the gate documents
+// and approval records give of items and gates (InstallChecks):
+//
+//   - A gate whose item: names no item in any queue is an error (exit
+//     5): the engine reads a gate only through its item, so it holds
+//     nothing, and approve and reject refuse it. A gate is made by `gate
+//     add` for an item that exists and travels with it (a sync brings
+//     both), so no other machine explains it: the field was edited, or
+//     the item removed (`tavern trash restore` brings it back; `tavern rm
+//     gates/ID` drops the gate).
+//   - An approval record whose gate or item is gone is a warning: it is
+//     append-only history of a decision that was made, and stays true
+//     after the gate or item is removed.
+func refsCheck(s *docstore.Store, d *docstore.Doc) []error {
+	b := &Broker{s: s}
+	switch d.Kind {
+	case schema.Gate:
+		id := d.String("item")
+		if schema.ValidName(id) != nil { // the schema reports it
+			return nil
+		}
+		if !b.itemExists(id) {
+			return []error{d.RefAt("item", "item", id, nil,
+				fmt.Sprintf("no queue has it (the field edited, or the item removed): the engine never reads this gate and approve refuses it (`tavern trash restore` the item, or `tavern rm gates/%s`)", d.Name), false)}
+		}
+	case schema.Approval:
+		var out []error
+		gate, item := d.String("gate"), d.String("item")
+		if schema.ValidName(gate) == nil && !b.exists(GatePath(gate)) && !b.itemExists(gate) {
+			out = append(out, d.RefAt("gate", "gate", gate, nil, "the record of a decision at a gate since removed (history: nothing reads it)", true))
+		}
+		if item != "" && schema.ValidName(item) == nil && !b.itemExists(item) {
+			out = append(out, d.RefAt("item", "item", item, nil, "the record of a decision on an item since removed (history: nothing reads it)", true))
+		}
+		return out
+	}
+	return nil
+}
+
+// itemExists reports whether some queue has the item (a queue that cannot
+// be listed counts as having it: check reports that elsewhere).
+func (b *Broker) itemExists(id string) bool {
+	_, err := b.locate(id)
+	return err == nil || !errors.Is(err, fs.ErrNotExist)
+}
