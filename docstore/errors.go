@@ -251,12 +251,43 @@ func (e *RefError) Unwrap() []error {
 // Position is where the reference is: its field's value.
 func (e *RefError) Position() (string, int, int) { return e.Path, e.Line, e.Col }
 
-// RefAt makes the RefError of field (a scalar, or the field's line when
-// it is a list or map) naming what, a name that has no document.
+// RefAt makes the RefError of field naming what, a name that has no
+// document. It is placed at the name: the field's value, the list
+// element or the map key that gives it; at the field's line otherwise,
+// and at 1:1 for a name the document's path gives (an absent field).
 func (d *Doc) RefAt(field, what, name string, near []string, why string, warning bool) *RefError {
 	line, col := d.KeyLine(field), 1
-	if n := d.Get(field); n != nil && n.Kind == yaml.ScalarNode && n.Line > 0 {
-		line, col = n.Line+d.frontLine()-1, n.Column
+	if line == 0 {
+		line = 1
+	}
+	at := func(n *yaml.Node) {
+		if n.Line > 0 {
+			line, col = n.Line+d.frontLine()-1, n.Column
+		}
+	}
+	if n := d.Get(field); n != nil {
+		switch n.Kind {
+		case yaml.ScalarNode:
+			if n.Value == name {
+				at(n)
+			} else {
+				line = 1 // the name is the path's, not the field's
+			}
+		case yaml.SequenceNode:
+			for _, e := range n.Content {
+				if e.Kind == yaml.ScalarNode && e.Value == name {
+					at(e)
+					break
+				}
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == name {
+					at(n.Content[i])
+					break
+				}
+			}
+		}
 	}
 	return &RefError{Path: d.Path, Line: line, Col: col, Field: field, What: what, Name: name, Near: near, Why: why, Warning: warning}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
 )
@@ -22,6 +24,10 @@ import (
 //   - An approval record whose gate or item is gone is a warning: it is
 //     append-only history of a decision that was made, and stays true
 //     after the gate or item is removed.
+//   - A plan whose tasks: entry names an item in no queue (removed) is a
+//     warning: `tavern plan sync` settles its box (an open box becomes a
+//     new item or takes over one of its title), so it is a state the
+//     engine knows, not a broken one.
 func refsCheck(s *docstore.Store, d *docstore.Doc) []error {
 	b := &Broker{s: s}
 	switch d.Kind {
@@ -42,6 +48,20 @@ func refsCheck(s *docstore.Store, d *docstore.Doc) []error {
 		}
 		if item != "" && schema.ValidName(item) == nil && !b.itemExists(item) {
 			out = append(out, d.RefAt("item", "item", item, nil, "the record of a decision on an item since removed (history: nothing reads it)", true))
+		}
+		return out
+	case schema.Plan:
+		n := d.Get("tasks")
+		if n == nil || n.Kind != yaml.MappingNode {
+			return nil
+		}
+		var out []error
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			id := n.Content[i].Value
+			if schema.ValidName(id) == nil && !b.itemExists(id) {
+				out = append(out, d.RefAt("tasks", "item", id, nil,
+					fmt.Sprintf("the item of the box %q is gone (removed); `tavern plan sync %s` settles the box", n.Content[i+1].Value, d.Name), true))
+			}
 		}
 		return out
 	}
