@@ -928,7 +928,7 @@ func InstallChecks(s *docstore.Store) {
 	installCycleCheck(s)
 	s.AddCheck(RuleItemPath, itemPathCheck)
 	s.AddCheck("queues/coordination", coordConfigCheck)
-	s.AddCheck("queues/refs", func(d *docstore.Doc) []error { return refsCheck(s, d) })
+	s.AddRunCheck("queues/refs", func() docstore.Check { return refsCheck(s) })
 	s.AddCheck("queues/gates", func(d *docstore.Doc) []error {
 		if err := CheckGate(s, d); err != nil {
 			return []error{err}

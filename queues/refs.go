@@ -1,9 +1,8 @@
 package queues
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 
@@ -11,8 +10,8 @@ import (
 	"github.com/tavernhq/tavern/schema"
 )
 
-// refsCheck is `tavern check`'s check of the names the gate documents
-// and approval records give of items and gates (InstallChecks):
+// refsCheck is `tavern check`'s check of the names gate documents,
+// approval records and plans give of items and gates (InstallChecks):
 //
 //   - A gate whose item: names no item in any queue is an error (exit
 //     5): the engine reads a gate only through its item, so it holds
@@ -28,25 +27,38 @@ import (
 //     warning: `tavern plan sync` settles its box (an open box becomes a
 //     new item or takes over one of its title), so it is a state the
 //     engine knows, not a broken one.
-func refsCheck(s *docstore.Store, d *docstore.Doc) []error {
+//
+// The item ids are listed once per check run, at the first document that
+// needs them: one scan of the queues, not one per gate.
+func refsCheck(s *docstore.Store) docstore.Check {
 	b := &Broker{s: s}
+	var once sync.Once
+	var ids map[string]bool // nil: a queue could not be listed
+	itemExists := func(id string) bool {
+		once.Do(func() { ids = b.itemIDs() })
+		return ids == nil || ids[id]
+	}
+	return func(d *docstore.Doc) []error { return docRefs(b, d, itemExists) }
+}
+
+func docRefs(b *Broker, d *docstore.Doc, itemExists func(string) bool) []error {
 	switch d.Kind {
 	case schema.Gate:
 		id := d.String("item")
 		if schema.ValidName(id) != nil { // the schema reports it
 			return nil
 		}
-		if !b.itemExists(id) {
+		if !itemExists(id) {
 			return []error{d.RefAt("item", "item", id, nil,
 				fmt.Sprintf("no queue has it (the field edited, or the item removed): the engine never reads this gate and approve refuses it (`tavern trash restore` the item, or `tavern rm gates/%s`)", d.Name), false)}
 		}
 	case schema.Approval:
 		var out []error
 		gate, item := d.String("gate"), d.String("item")
-		if schema.ValidName(gate) == nil && !b.exists(GatePath(gate)) && !b.itemExists(gate) {
+		if schema.ValidName(gate) == nil && !b.exists(GatePath(gate)) && !itemExists(gate) {
 			out = append(out, d.RefAt("gate", "gate", gate, nil, "the record of a decision at a gate since removed (history: nothing reads it)", true))
 		}
-		if item != "" && schema.ValidName(item) == nil && !b.itemExists(item) {
+		if item != "" && schema.ValidName(item) == nil && !itemExists(item) {
 			out = append(out, d.RefAt("item", "item", item, nil, "the record of a decision on an item since removed (history: nothing reads it)", true))
 		}
 		return out
@@ -58,7 +70,7 @@ func refsCheck(s *docstore.Store, d *docstore.Doc) []error {
 		var out []error
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			id := n.Content[i].Value
-			if schema.ValidName(id) == nil && !b.itemExists(id) {
+			if schema.ValidName(id) == nil && !itemExists(id) {
 				out = append(out, d.RefAt("tasks", "item", id, nil,
 					fmt.Sprintf("the item of the box %q is gone (removed); `tavern plan sync %s` settles the box", n.Content[i+1].Value, d.Name), true))
 			}
@@ -68,9 +80,25 @@ func refsCheck(s *docstore.Store, d *docstore.Doc) []error {
 	return nil
 }
 
-// itemExists reports whether some queue has the item (a queue that cannot
-// be listed counts as having it: check reports that elsewhere).
-func (b *Broker) itemExists(id string) bool {
-	_, err := b.locate(id)
-	return err == nil || !errors.Is(err, fs.ErrNotExist)
+// itemIDs lists the ids of the items of every queue, in every state; nil
+// if a queue cannot be listed (then every id counts as existing: check
+// reports that elsewhere).
+func (b *Broker) itemIDs() map[string]bool {
+	names, err := b.QueueNames()
+	if err != nil {
+		return nil
+	}
+	ids := map[string]bool{}
+	for _, q := range names {
+		for _, st := range schema.ItemStates {
+			got, err := b.listDir(q, st)
+			if err != nil {
+				return nil
+			}
+			for _, id := range got {
+				ids[id] = true
+			}
+		}
+	}
+	return ids
 }
