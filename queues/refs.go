@@ -2,6 +2,7 @@ package queues
 
 import (
 	"fmt"
+	"path"
 	"sync"
 
 	"gopkg.in/yaml.v3"
@@ -20,6 +21,10 @@ import (
 //     both), so no other machine explains it: the field was edited, or
 //     the item removed (`tavern trash restore` brings it back; `tavern rm
 //     gates/ID` drops the gate).
+//   - A pending or claimed item whose gates: list names a gate with no
+//     document is an error: the engine counts such a gate as pending, so
+//     the item never passes it (`gate add` writes the gate and the list
+//     together, and a sync brings both).
 //   - An approval record whose gate or item is gone is a warning: it is
 //     append-only history of a decision that was made, and stays true
 //     after the gate or item is removed.
@@ -52,6 +57,19 @@ func docRefs(b *Broker, d *docstore.Doc, itemExists func(string) bool) []error {
 			return []error{d.RefAt("item", "item", id, nil,
 				fmt.Sprintf("no queue has it (the field edited, or the item removed): the engine never reads this gate and approve refuses it (`tavern trash restore` the item, or `tavern rm gates/%s`)", d.Name), false)}
 		}
+	case schema.Item:
+		// Only an item still to do waits on its gates.
+		if st := path.Base(path.Dir(d.Path)); st != Pending && st != Claimed {
+			return nil
+		}
+		var out []error
+		for _, id := range d.Strings("gates") {
+			if id != d.Name && schema.ValidName(id) == nil && !b.exists(GatePath(id)) {
+				out = append(out, d.RefAt("gates", "gate", id, nil,
+					"a gate that has no document is never passed: the item waits for ever (`tavern gate add` makes one; or remove it from the list)", false))
+			}
+		}
+		return out
 	case schema.Approval:
 		var out []error
 		gate, item := d.String("gate"), d.String("item")

@@ -28,7 +28,8 @@ whose id, queue or priority disagree with their path, and commitments whose
 assertion changed since they were made, and, under coordination: etcd, what
 the etcd engine would refuse of tavern.md on this machine (a tls file
 missing or no PEM, an empty password_env variable), without dialling it.
-It reports names that name no document: a gate whose item is in no queue;
+It reports names that name no document: a gate whose item is in no queue,
+an item waiting on a gate with no document;
 commitments, bookmarks, reservations and open questions of an agent with
 no document, and an agent's queues or a bookmark's channels naming none
 (errors when near an existing name and in no journal, a typo; warnings
