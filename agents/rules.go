@@ -21,6 +21,7 @@ const (
 	RuleNames      = "agents/names"      // configuration names only what exists
 	RuleIdentity   = "agents/identity"   // an agent's name is its file name; its id is its own
 	RuleRole       = "agents/role"       // a changed role is no typo of one that has a constitution
+	RuleRefs       = "agents/refs"       // check: names of agents, queues, channels that have no document
 )
 
 // InstallRules makes every write through s obey the agent rules, whatever
@@ -75,7 +76,9 @@ const (
 // queue whose name is not its path's, an agent whose id another agent
 // has, a commitment whose
 // assertion no longer matches the hash recorded when it was made
-// (ErrTampered), a message chunk with a section recv cannot parse, and
+// (ErrTampered), a message chunk with a section recv cannot parse, names
+// of agents, queues and channels that have no document (refsCheck: an
+// error when near an existing name, else a warning), and
 // the queues' (queues.InstallChecks: dependency
 // cycles, item fields that contradict the item's path), with the queues'
 // rules (queues.InstallRules). Writes that break a rule fail with a
@@ -96,6 +99,7 @@ func InstallRules(s *docstore.Store, actor string) {
 	s.AddCheck("agents", func(d *docstore.Doc) []error { return checkDoc(records, d) })
 	s.AddCheck("messages", messages.CheckChunk) // a section recv would refuse
 	s.AddRunCheck(RuleIdentity, func() docstore.Check { return identityCheck(s) })
+	s.AddRunCheck(RuleRefs, func() docstore.Check { return refsCheck(s) })
 	queues.InstallRules(s)  // an item's path decides its id, queue and priority; no dependency cycles
 	queues.InstallChecks(s) // gates decided by hand without a record, dependency cycles, path fields
 	tuples.InstallChecks(s) // reservations whose glob or agent a hand edit broke

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io/fs"
 	"strings"
+
+	"github.com/tavernhq/tavern/schema"
 )
 
 // Problem is one thing wrong with a document, as Check reports it.
@@ -121,7 +123,16 @@ func (s *Store) checkDoc(rel string, strict bool, checks []Check) []Problem {
 			if path == "" {
 				path = rel
 			}
-			out = append(out, Problem{Path: path, Line: line, Col: col, Error: err.Error(), Message: err.Error(), Err: err})
+			p := Problem{Path: path, Line: line, Col: col, Error: err.Error(), Message: err.Error(), Err: err}
+			var re *RefError
+			var fe *schema.FieldError
+			switch {
+			case errors.As(err, &re):
+				p.Field, p.Warning = re.Field, re.Warning
+			case errors.As(err, &fe):
+				p.Warning = fe.Warning
+			}
+			out = append(out, p)
 		}
 	}
 	return out

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+	"gopkg.in/yaml.v3"
 
 	"github.com/tavernhq/tavern/schema"
 )
@@ -211,6 +212,90 @@ func (e *ConflictError) Error() string {
 }
 
 func (e *ConflictError) Unwrap() error { return ErrConflict }
+
+// RefError is a field of a document that names another document which
+// is not in the store (a dangling reference), as a Check reports it: at
+// the field's value, with what it means (Why). A Warning is one that may
+// be legitimate (an agent another machine made, not synced here yet; a
+// record of something since removed): check lists it and stays valid.
+// An error matches schema.ErrInvalid (`tavern check` exits 5); both match
+// schema.ErrUnknownName.
+type RefError struct {
+	Path      string
+	Line, Col int
+	Field     string
+	What      string   // "agent", "queue", "item", ...
+	Name      string   // the name the field gives
+	Near      []string // existing names near it (a typo's likely meaning)
+	Why       string
+	Warning   bool
+}
+
+func (e *RefError) Error() string {
+	loc := fmt.Sprintf("%s:%d:%d", e.Path, e.Line, e.Col)
+	if e.Warning {
+		loc += ": warning"
+	}
+	msg := fmt.Sprintf("%s: %s: unknown %s %q", loc, e.Field, e.What, e.Name)
+	if len(e.Near) > 0 {
+		msg += " (did you mean " + schema.NearList(e.Near) + "?)"
+	}
+	if e.Why != "" {
+		msg += ": " + e.Why
+	}
+	return msg
+}
+
+func (e *RefError) Unwrap() []error {
+	if e.Warning {
+		return []error{schema.ErrUnknownName}
+	}
+	return []error{schema.ErrUnknownName, schema.ErrInvalid}
+}
+
+// Position is where the reference is: its field's value.
+func (e *RefError) Position() (string, int, int) { return e.Path, e.Line, e.Col }
+
+// RefAt makes the RefError of field naming what, a name that has no
+// document. It is placed at the name: the field's value, the list
+// element or the map key that gives it; at the field's line otherwise,
+// and at 1:1 for a name the document's path gives (an absent field).
+func (d *Doc) RefAt(field, what, name string, near []string, why string, warning bool) *RefError {
+	line, col := d.KeyLine(field), 1
+	if line == 0 {
+		line = 1
+	}
+	at := func(n *yaml.Node) {
+		if n.Line > 0 {
+			line, col = n.Line+d.frontLine()-1, n.Column
+		}
+	}
+	if n := d.Get(field); n != nil {
+		switch n.Kind {
+		case yaml.ScalarNode:
+			if n.Value == name {
+				at(n)
+			} else {
+				line = 1 // the name is the path's, not the field's
+			}
+		case yaml.SequenceNode:
+			for _, e := range n.Content {
+				if e.Kind == yaml.ScalarNode && e.Value == name {
+					at(e)
+					break
+				}
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == name {
+					at(n.Content[i])
+					break
+				}
+			}
+		}
+	}
+	return &RefError{Path: d.Path, Line: line, Col: col, Field: field, What: what, Name: name, Near: near, Why: why, Warning: warning}
+}
 
 // Positioner is an error of another package that knows where it is (a
 // plan's checklist line): Position reports it like the store's own.

@@ -943,7 +943,9 @@ func parentPID(pid int) int {
 }
 
 // InstallChecks adds the queue checks `tavern check` (docstore.Store.Check)
-// runs beyond the schema: a gate whose decision has no approval record, an
+// runs beyond the schema: a gate whose decision has no approval record, a
+// gate whose item is gone and approvals of gates or items since removed
+// (refsCheck), an
 // item on a dependency cycle (cycles.go), an item whose id, queue or
 // priority field disagrees with its path (rules.go), and what the engine
 // tavern.md's coordination names would refuse of its settings on this
@@ -952,6 +954,7 @@ func InstallChecks(s *docstore.Store) {
 	installCycleCheck(s)
 	s.AddCheck(RuleItemPath, itemPathCheck)
 	s.AddCheck("queues/coordination", coordConfigCheck)
+	s.AddRunCheck("queues/refs", func() docstore.Check { return refsCheck(s) })
 	s.AddCheck("queues/gates", func(d *docstore.Doc) []error {
 		if err := CheckGate(s, d); err != nil {
 			return []error{err}

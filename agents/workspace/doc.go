@@ -34,7 +34,9 @@
 // base already at the record's head is marked landed (resumed — the item's
 // next claim completes without running its drone again), a base still at
 // the old commit is rolled back (a half-done rebase aborted, a lock file
-// left by a killed git removed, a half-updated checkout reset).
+// left by a killed git removed, a half-updated checkout reset). Until
+// then Doctor reports such a record (unfinished-merge) and its repair
+// settles it the same way, under the slot.
 //
 // List, Prune and DiskUsage keep the disk bounded: worktrees whose item is
 // done, dead or gone are orphans, removed by Prune (`tavern workspace

@@ -7,16 +7,27 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/queues/tuples"
+	"github.com/tavernhq/tavern/schema"
 )
 
 // FindingOrphanWorktree is the doctor's finding for a worktree whose item
 // is done, dead or gone: nothing will use it again, and worktrees are
 // what fills disks.
 const FindingOrphanWorktree = "orphan-worktree"
+
+// FindingUnfinishedMerge is the doctor's finding for a merge record
+// (merges/<id>.md) left at started, rebased, checked or landing by a
+// merger of this host that died: until a merge of its base runs, the
+// record says a merge is under way and its worktree may hold a half-done
+// rebase or a git lock file.
+const FindingUnfinishedMerge = "unfinished-merge"
 
 // Doctor finds the orphan worktrees of the repository holding the store
 // (opt.Repo; the base branch is not needed): those under opt.Root that
@@ -25,15 +36,18 @@ const FindingOrphanWorktree = "orphan-worktree"
 // and that are still on disk. Each finding's Repair removes the worktree
 // like Prune (a merged item's branch goes too; a dead or missing item's
 // stays). A store outside a git repository has none (nil, nil).
+//
+// It also finds the unfinished merges (FindingUnfinishedMerge) of any
+// repository, whether or not the store is in one: see mergeFindings.
 func Doctor(ctx context.Context, opt Options) ([]docstore.Finding, error) {
+	out := mergeFindings(ctx, opt)
 	w, err := openRepo(ctx, opt)
 	if errors.Is(err, ErrConfig) {
-		return nil, nil // not a git repository: no worktrees
+		return out, nil // not a git repository: no worktrees
 	}
 	if err != nil {
-		return nil, err
+		return out, err
 	}
-	var out []docstore.Finding
 	seen := map[string]bool{}
 	if _, err := os.Stat(w.root); err == nil {
 		list, err := w.List(ctx)
@@ -154,4 +168,72 @@ func humanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// unfinished are the statuses of a merge under way (recover's).
+var unfinished = []string{"started", "rebased", "checked", "landing"}
+
+// mergeFindings finds the merge records left unfinished by a merger of
+// this host whose process is gone (the record's host and pid; a record of
+// another host is left to a doctor there, as every liveness judgement).
+// The detail says what the next merge of the base does with it, which is
+// what the Repair does now: take the base's merge slot without waiting
+// (busy: a merger runs and settles it itself) and run recover, the same
+// code under the same slot, so a record whose base reached its head is
+// marked landed and one whose base never moved is rolled back, its
+// worktree's half-done rebase aborted and git's stale lock files removed.
+func mergeFindings(ctx context.Context, opt Options) []docstore.Finding {
+	host, _ := os.Hostname()
+	docs, _ := opt.Broker.Store().List(schema.Merge) // a broken record is check's
+	var out []docstore.Finding
+	for _, d := range docs {
+		status := d.String("status")
+		pid64, _ := d.Int("pid")
+		pid := int(pid64)
+		if !slices.Contains(unfinished, status) || d.String("host") != host || pid <= 0 || processAlive(pid) {
+			continue
+		}
+		repo, base, old, head := d.String("repo"), d.String("base"), d.String("old"), d.String("head")
+		detail := fmt.Sprintf("merge of %s (item %s) into %s stopped at %s: its merger (pid %d) died; ",
+			d.String("branch"), d.String("item"), base, status, pid)
+		cur, err := git(ctx, repo, nil, "rev-parse", "--verify", "refs/heads/"+base)
+		switch {
+		case err != nil:
+			detail += "the next merge of " + base + " in " + repo + " settles it (--fix does it now)"
+		case head != "" && cur == head:
+			detail += "the base is at its head, so it landed: the next merge of " + base + " marks it landed (--fix does it now)"
+		case cur == old:
+			detail += "the base never moved: the next merge of " + base + " rolls it back (--fix does it now)"
+		default:
+			detail += "the base has moved on: the next merge of " + base + " rolls it back (--fix does it now)"
+		}
+		rel := d.Path
+		o := opt
+		o.Repo, o.Base = repo, base
+		out = append(out, docstore.Finding{Kind: FindingUnfinishedMerge, Path: rel, Detail: detail, Repair: func() error {
+			return settle(ctx, o, rel)
+		}})
+	}
+	return out
+}
+
+// settle runs recover for the repository and base of opt under the merge
+// slot, taken without waiting: a slot that is held is a live merger's,
+// which settles the record itself.
+func settle(ctx context.Context, opt Options, rel string) error {
+	w, err := openRepo(ctx, opt)
+	if err != nil {
+		return err
+	}
+	tok, err := w.opt.Space.TryAcquire(w.token, tuples.AcquireOptions{})
+	if err != nil {
+		return fmt.Errorf("%s: merge slot %s: %w (a merger that runs settles it)", rel, w.token, err)
+	}
+	defer tok.Release()
+	return w.recover(ctx)
+}
+
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }

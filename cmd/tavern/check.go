@@ -27,10 +27,18 @@ not their file name or whose id another agent has (a copied file), items
 whose id, queue or priority disagree with their path, and commitments whose
 assertion changed since they were made, and, under coordination: etcd, what
 the etcd engine would refuse of tavern.md on this machine (a tls file
-missing or no PEM, an empty password_env variable), without dialling it. Warnings (path:line:col: warning:
+missing or no PEM, an empty password_env variable), without dialling it.
+It reports names that name no document: a gate whose item is in no queue,
+an item waiting on a gate with no document;
+commitments, bookmarks, reservations and open questions of an agent with
+no document, and an agent's queues or a bookmark's channels naming none
+(errors when near an existing name and in no journal, a typo; warnings
+when near none, as another machine's not synced yet, or removed here or
+elsewhere). Warnings (path:line:col: warning:
 ..., "warning": true in --json) do not make the exit code 5: an etcd:
-section of tavern.md that nothing reads (coordination is not etcd) and a
-password written there.
+section of tavern.md that nothing reads (coordination is not etcd), a
+password written there, those names, a pool's queues, a plan box whose
+item was removed and an approval of a removed gate or item.
 
 Examples:
    tavern check

@@ -34,6 +34,11 @@ func newDoctorCommand() *cli.Command {
    orphan-worktree a drone's git worktree whose item is done, dead or gone
                    (--fix removes it; a merged item's branch too, others'
                    branches stay)
+   unfinished-merge a merge record (merges/ID.md) left at started, rebased,
+                   checked or landing by a merger of this host that died;
+                   DETAIL says what the next merge of its base does (mark
+                   it landed if the base reached its head, else roll it
+                   back); --fix does that now, under the merge slot
    clone-leftover  a copy of the store a killed tavern sync --clone left next
                    to it (../.tavern.clone-PID, its process gone; --fix
                    removes it, and so does the next --clone there)

@@ -238,12 +238,46 @@ func TestMergerSIGKILLCLI(t *testing.T) {
 	if len(recs) != 1 || recs[0].Fields["status"] != "rebased" {
 		t.Fatalf("merge records after the kill: %+v", recs)
 	}
+	// doctor reports the record the dead merger left unfinished, and
+	// without --fix leaves it as it is.
+	r := w.runEnv(nil, "", "doctor", "--json")
+	if r.code != 5 {
+		t.Fatalf("doctor after the merger died: %s", r)
+	}
+	var rep struct {
+		Findings []struct{ Kind, Path, Detail string } `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, f := range rep.Findings {
+		found = found || (f.Kind == "unfinished-merge" && f.Path == recs[0].Rel && strings.Contains(f.Detail, "rebased") && strings.Contains(f.Detail, "roll"))
+	}
+	if !found {
+		t.Fatalf("doctor did not report the unfinished merge %s: %+v", recs[0].Rel, rep.Findings)
+	}
+	w.jsonOf(&recs, "ls", "merges")
+	if len(recs) != 1 || recs[0].Fields["status"] != "rebased" {
+		t.Fatalf("doctor without --fix changed the merge record: %+v", recs)
+	}
 	// The item comes back (its holder died) and the next spawn lands it.
 	w.must("reap", "code")
 	if got := w.state(id); got != "pending" {
 		t.Fatalf("after reap the item is %s", got)
 	}
-	r := w.runEnv(nil, "", "spawn", "--name", "m2", "--queue", "code", "--worktree", "--check", "true", "--", "sh", w.script("drone.sh"))
+	// doctor --fix settles the record as the next merge would have.
+	if out := w.must("doctor", "--fix"); !strings.Contains(out, "unfinished-merge "+recs[0].Rel) || !strings.Contains(out, "(fixed)") {
+		t.Fatalf("doctor --fix:\n%s", out)
+	}
+	w.jsonOf(&recs, "ls", "merges")
+	if len(recs) != 1 || recs[0].Fields["status"] != "rolled_back" {
+		t.Fatalf("merge records after doctor --fix: %+v", recs)
+	}
+	if out := w.must("doctor"); !strings.Contains(out, "nothing found") {
+		t.Fatalf("doctor after the fix:\n%s", out)
+	}
+	r = w.runEnv(nil, "", "spawn", "--name", "m2", "--queue", "code", "--worktree", "--check", "true", "--", "sh", w.script("drone.sh"))
 	if r.code != 0 {
 		t.Fatalf("second spawn: %s", r)
 	}
