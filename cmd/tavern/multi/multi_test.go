@@ -752,16 +752,12 @@ func TestMultiConcurrentEdits(t *testing.T) {
 			t.Fatalf("%s after merging different fields:\n%s", m.name, out)
 		}
 	}
-	// `tavern set` leaves updated alone: both copies carry the same one,
-	// and the documented tie-break decides: the greater machine name.
+	// `tavern set` stamps updated: the later write wins, whichever
+	// machine's name is greater (b's set runs after a's).
 	c.ok(a, "set", "agents/ann", "role=reviewer")
 	c.ok(b, "set", "agents/ann", "role=tester")
-	na, _ := os.ReadFile(filepath.Join(a.store(), ".machine"))
-	nb, _ := os.ReadFile(filepath.Join(b.store(), ".machine"))
 	kept, lost := "tester", "reviewer"
-	if strings.TrimSpace(string(na)) > strings.TrimSpace(string(nb)) {
-		kept, lost = lost, kept
-	}
+	nb, _ := os.ReadFile(filepath.Join(b.store(), ".machine"))
 	c.ok(a, "sync")
 	r := b.run(t, "", nil, "sync")
 	if r.code != 0 || !strings.Contains(r.err, `conflict agents/ann.md role: kept "`+kept+`"`) {
