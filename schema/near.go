@@ -52,9 +52,11 @@ func Near(name string, candidates []string) []string {
 
 // NearNew is Near for a name about to be created: the existing names it
 // may be a typo of. Numbered siblings are left out: d3 next to d2, team-2
-// next to team-1 are a series, not typos. It is the one "did you mean"
-// rule of writes that create what they do not find (budget set, token
-// init).
+// next to team-1 are a series, not typos; so are short names one letter
+// apart (cpu, gpu, tpu; db1 is a numbered one): a name of three letters
+// or fewer is refused only for an existing name of another length (gpu
+// beside gpus). It is the one "did you mean" rule of writes that create
+// what they do not find (budget set, token init, a knowledge domain).
 func NearNew(name string, names []string) []string {
 	digits := func(r rune) bool { return r >= '0' && r <= '9' }
 	strip := func(s string) string {
@@ -66,6 +68,9 @@ func NearNew(name string, names []string) []string {
 		}, s)
 	}
 	return slices.DeleteFunc(Near(name, names), func(n string) bool {
+		if len(name) <= 3 && len(n) == len(name) {
+			return true
+		}
 		return strings.ContainsFunc(name, digits) && strings.ContainsFunc(n, digits) && strip(n) == strip(name)
 	})
 }

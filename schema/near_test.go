@@ -1,6 +1,9 @@
 package schema
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestNearList(t *testing.T) {
 	for _, tc := range []struct {
@@ -38,6 +41,26 @@ func TestFieldHint(t *testing.T) {
 		err := Agent.FieldHint(tt.field, tt.value, tt.eq)
 		if got := err != nil; got != tt.want {
 			t.Errorf("FieldHint(%q, %q, %v) = %v, want a hint: %v", tt.field, tt.value, tt.eq, err, tt.want)
+		}
+	}
+}
+
+func TestNearNew(t *testing.T) {
+	tests := []struct {
+		name  string
+		names []string
+		want  []string
+	}{
+		{"dialy", []string{"daily"}, []string{"daily"}},
+		{"gpsu", []string{"gpus"}, []string{"gpus"}},
+		{"team-2", []string{"team-1"}, nil},         // a numbered series
+		{"tpu", []string{"gpu", "cpu"}, nil},        // short names one letter apart
+		{"gpu", []string{"gpus"}, []string{"gpus"}}, // another length: a typo
+		{"decisoin", []string{"decision"}, []string{"decision"}},
+	}
+	for _, tt := range tests {
+		if got := NearNew(tt.name, tt.names); !slices.Equal(got, tt.want) {
+			t.Errorf("NearNew(%q, %q) = %q, want %q", tt.name, tt.names, got, tt.want)
 		}
 	}
 }

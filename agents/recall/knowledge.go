@@ -111,7 +111,7 @@ func checkDomain(s *docstore.Store, op, path, domain string, newDomain bool) err
 }
 
 // KnownDomain reports whether the knowledge domain has a directory and,
-// when not, the existing domains near its name (schema.Near), nearest
+// when not, the existing domains near its name (schema.NearNew), nearest
 // first: a filter or a new entry with that name is most likely a typo.
 func KnownDomain(s *docstore.Store, domain string) (exists bool, near []string, err error) {
 	domains, err := s.Names("knowledge")
@@ -121,7 +121,7 @@ func KnownDomain(s *docstore.Store, domain string) (exists bool, near []string, 
 	if slices.Contains(domains, domain) {
 		return true, nil, nil
 	}
-	return false, schema.Near(domain, domains), nil
+	return false, schema.NearNew(domain, domains), nil
 }
 
 func knowledgeOf(d *docstore.Doc) *Knowledge {
