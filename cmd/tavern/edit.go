@@ -53,7 +53,7 @@ func runEdit(c *cli.Context) error {
 	}
 	orig, err := s.Get(rel)
 	if err != nil {
-		return err
+		return s.NotFound("edit", rel, err)
 	}
 	tmpName, err := editCopy(orig)
 	if err != nil {

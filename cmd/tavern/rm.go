@@ -34,7 +34,7 @@ func runRm(c *cli.Context) error {
 	for _, ref := range c.Args().Slice() {
 		rel, err := resolveRef(s, ref)
 		if err == nil {
-			err = s.Delete(rel)
+			err = s.NotFound("rm", rel, s.Delete(rel))
 		}
 		if err != nil {
 			if c.Bool("json") && len(removed) > 0 {

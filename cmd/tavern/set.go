@@ -95,7 +95,7 @@ func runSet(c *cli.Context) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return s.NotFound("set", rel, err)
 	}
 	for _, h := range hints {
 		warnf(c, "set %s: %w", rel, h)
