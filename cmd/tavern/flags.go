@@ -67,6 +67,9 @@ func attemptFlag() cli.Flag {
 // atLeastOne refuses a count below 1: why says what 0 would mean.
 func atLeastOne(name, why string) func(*cli.Context, int) error {
 	return func(_ *cli.Context, v int) error {
+		if v < 0 { // why is about zero: a negative count is no count
+			return usageErr("--%s %d: a count cannot be negative; give 1 or more", name, v)
+		}
 		if v < 1 {
 			return usageErr("--%s %d: %s; give 1 or more", name, v, why)
 		}
