@@ -55,7 +55,12 @@ func instanceFlag() cli.Flag {
 }
 
 func attemptFlag() cli.Flag {
-	return &cli.IntFlag{Name: "attempt", Usage: "the claim attempt `N` printed by take (fencing token; 0 = the current claim)"}
+	return &cli.IntFlag{Name: "attempt", Usage: "the claim attempt `N` printed by take (fencing token; 0 = the current claim)", Action: func(_ *cli.Context, v int) error {
+		if v < 0 { // attempts count from 1: no claim ever had this one
+			return usageErr("--attempt %d: a claim attempt cannot be negative (take prints it: 1, 2, ...; 0 is the current claim)", v)
+		}
+		return nil
+	}}
 }
 
 // Zero values are values: a numeric or duration flag the user set is
