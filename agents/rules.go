@@ -281,6 +281,41 @@ func namesRule(s *docstore.Store, w docstore.Write) error {
 		}
 	case schema.Commitment, schema.Memory, schema.Bookmark:
 		return ownerRule(s, w)
+	case schema.Item, schema.Chunk, schema.Note:
+		return containerRule(s, w)
+	}
+	return nil
+}
+
+// containerRule is ownerRule for the queue an item is made in and the
+// channel a message chunk or note is made under (`tavern new item
+// biuld/x`, `tavern new note genral/n`): refused when that queue or
+// channel does not exist and its name is near one that does, for a typo
+// would leave the item where no worker takes it, the note where no
+// listing shows it. Only a document's creation or a move is judged, as
+// in ownerRule, and a name near nothing is left alone.
+func containerRule(s *docstore.Store, w docstore.Write) error {
+	if w.Prev != nil && w.Op != "move" {
+		return nil
+	}
+	_, caps, err := schema.KindOfPath(w.Path)
+	if err != nil {
+		return nil
+	}
+	if w.Prev != nil {
+		if _, pcaps, err := schema.KindOfPath(w.Prev.Path); err == nil && pcaps["queue"] == caps["queue"] && pcaps["channel"] == caps["channel"] {
+			return nil // a claim, a completion: the item stays in its queue
+		}
+	}
+	switch {
+	case caps["queue"] != "":
+		err = queues.CheckQueue(s, caps["queue"])
+	case caps["channel"] != "":
+		err = messages.CheckChannel(s, caps["channel"])
+	}
+	var ue *schema.UnknownError
+	if errors.As(err, &ue) && len(ue.Near) > 0 {
+		return fmt.Errorf("%s: %w", w.Path, err)
 	}
 	return nil
 }

@@ -366,3 +366,23 @@ func (e *SkippedError) Error() string { return errors.Join(e.Errs...).Error() }
 
 // Unwrap gives the errors of the skipped files.
 func (e *SkippedError) Unwrap() []error { return e.Errs }
+
+// NotFoundError is a document that does not exist, with the documents
+// beside it whose names are near the one given (Store.NotFound), so that
+// a typo in a name is answered with "did you mean". It wraps the error
+// the read or write gave (an *fs.PathError), so it matches ErrNotExist.
+type NotFoundError struct {
+	Op   string
+	Path string
+	Near []string // references (agents/alice) of existing documents
+	Err  error
+}
+
+func (e *NotFoundError) Error() string {
+	if len(e.Near) == 0 {
+		return e.Err.Error()
+	}
+	return e.Err.Error() + " (did you mean " + schema.NearList(e.Near) + "?)"
+}
+
+func (e *NotFoundError) Unwrap() error { return e.Err }

@@ -146,6 +146,24 @@ func OpenAnyConfig(dir string) (*Store, error) {
 	return s, nil
 }
 
+// enclosingStore is the .tavern directory (with its tavern.md) that dir
+// lies inside, or "".
+func enclosingStore(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
+	for p := filepath.Dir(abs); p != filepath.Dir(p); p = filepath.Dir(p) {
+		if filepath.Base(p) != DirName {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(p, ConfigFile)); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
 // InitDirs are the directories `tavern init` creates.
 var InitDirs = []string{"agents", "constitutions", "queues", "commitments", "channels", "messages", "notes",
 	"tuples", "memory", "knowledge", "pools", "questions", "bookmarks", "events", tmpDir, locksDir, trashDir,
@@ -153,8 +171,13 @@ var InitDirs = []string{"agents", "constitutions", "queues", "commitments", "cha
 
 // Init creates a store at dir (the .tavern directory) with its config
 // and kind directories. It is idempotent: existing files are kept.
-// created reports whether tavern.md was new.
+// created reports whether tavern.md was new. A dir inside another
+// store's .tavern directory is refused (ErrInsideStore), --nested or
+// not: its files would sit among that store's documents.
 func Init(dir, name string) (s *Store, created bool, err error) {
+	if outer := enclosingStore(dir); outer != "" {
+		return nil, false, pathErr("init", dir, fmt.Errorf("%w %s", ErrInsideStore, outer))
+	}
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, false, err
 	}
@@ -851,10 +874,17 @@ func (s *Store) Subdirs(rel string, keep func(dir string) bool) ([]string, error
 // created) lies in the project of another store: a store in a parent
 // directory, which commands run below it would otherwise use. Creating
 // one there is allowed, but only on purpose (`tavern init --nested`).
+// A dir inside another store's .tavern directory is the error Init gives
+// (ErrInsideStore), which no flag allows.
 func CheckNested(dir string) error {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return err
+	}
+	if outer := enclosingStore(abs); outer != "" {
+		// Not a store in another's project: one inside its files,
+		// which --nested does not allow (Init refuses it).
+		return pathErr("init", dir, fmt.Errorf("%w %s", ErrInsideStore, outer))
 	}
 	project := filepath.Dir(abs)
 	if parent := filepath.Dir(project); parent != project {

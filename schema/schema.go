@@ -128,10 +128,19 @@ func Lookup(name string) (*Kind, error) {
 		return k, nil
 	}
 	names := make([]string, 0, len(ordered))
+	others := make([]string, 0, len(ordered))
 	for _, k := range ordered {
 		names = append(names, k.Plural)
+		others = append(others, k.Name)
+		others = append(others, k.Aliases...)
 	}
-	return nil, &UnknownKindError{Name: name, Near: Near(strings.ToLower(name), names)}
+	near := Near(strings.ToLower(name), names)
+	if len(near) == 0 {
+		// A typo of the singular or an alias (agnet is two edits from
+		// agent, three from agents) is near that.
+		near = Near(strings.ToLower(name), others)
+	}
+	return nil, &UnknownKindError{Name: name, Near: near}
 }
 
 // Kinds returns every registered kind sorted by name.

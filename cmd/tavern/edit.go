@@ -28,7 +28,10 @@ exits 4 if you do not edit again. A legal change of an agent's state is a
 transition like ` + "`tavern agent state`" + `'s: applied_state and state_changed follow
 it in the saved file and it is journaled as agent.state. If someone else changed the document
 meanwhile, the save is refused (exit 4) and your copy is kept so you can
-merge by hand.
+merge by hand. An editor that exits non-zero (vim's :cq) saves nothing
+(exit 1); its copy is kept, and named, only if it holds an edit. With
+--json nothing is asked: an invalid or refused edit is its JSON error
+(exit 5 or 4) and a JSON warning names the kept copy.
 
 Example:
    EDITOR=nano tavern edit agents/alice`,
@@ -53,7 +56,7 @@ func runEdit(c *cli.Context) error {
 	}
 	orig, err := s.Get(rel)
 	if err != nil {
-		return err
+		return s.NotFound("edit", rel, err)
 	}
 	tmpName, err := editCopy(orig)
 	if err != nil {
@@ -62,6 +65,13 @@ func runEdit(c *cli.Context) error {
 	in := bufio.NewReader(c.App.Reader)
 	for {
 		if err := runEditor(c, tmpName); err != nil {
+			// An editor that fails (vim's :cq, a crash) saves nothing.
+			// Its copy is kept if it holds an edit, else removed.
+			if data, rerr := os.ReadFile(tmpName); rerr == nil && !bytes.Equal(data, orig.Bytes()) {
+				keptCopy(c, tmpName)
+			} else {
+				os.Remove(tmpName)
+			}
 			return err
 		}
 		data, err := os.ReadFile(tmpName)
@@ -88,12 +98,18 @@ func runEdit(c *cli.Context) error {
 				outf(c, "saved %s\n", rel)
 				return nil
 			case errors.Is(err, docstore.ErrConflict):
-				errf(c, "tavern: your edit is kept in %s\n", tmpName)
+				keptCopy(c, tmpName)
 				return err
 			case !errors.Is(err, docstore.ErrRefused):
 				return err
 			}
 			verr = err // a rule refused it: edit again, as for an invalid edit
+		}
+		if c.Bool("json") {
+			// No prompt under --json: the caller reads JSON, not a
+			// question. The error is its JSON object; the copy is kept.
+			keptCopy(c, tmpName)
+			return verr
 		}
 		errf(c, "%v%s\n", verr, hint(verr))
 		errf(c, "Edit again? [Y/n] ")
@@ -103,6 +119,16 @@ func runEdit(c *cli.Context) error {
 			return withCode(exitCode(verr), errSilent)
 		}
 	}
+}
+
+// keptCopy says where the unsaved copy is: text, or under --json a
+// warning object on stderr.
+func keptCopy(c *cli.Context, tmpName string) {
+	if c.Bool("json") {
+		warn(c, errors.New("your edit is kept in "+tmpName))
+		return
+	}
+	errf(c, "tavern: your edit is kept in %s\n", tmpName)
 }
 
 // editCopy writes the document to a temporary file for the editor.

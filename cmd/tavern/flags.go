@@ -55,7 +55,12 @@ func instanceFlag() cli.Flag {
 }
 
 func attemptFlag() cli.Flag {
-	return &cli.IntFlag{Name: "attempt", Usage: "the claim attempt `N` printed by take (fencing token; 0 = the current claim)"}
+	return &cli.IntFlag{Name: "attempt", Usage: "the claim attempt `N` printed by take (fencing token; 0 = the current claim)", Action: func(_ *cli.Context, v int) error {
+		if v < 0 { // attempts count from 1: no claim ever had this one
+			return usageErr("--attempt %d: a claim attempt cannot be negative (take prints it: 1, 2, ...; 0 is the current claim)", v)
+		}
+		return nil
+	}}
 }
 
 // Zero values are values: a numeric or duration flag the user set is
@@ -67,6 +72,9 @@ func attemptFlag() cli.Flag {
 // atLeastOne refuses a count below 1: why says what 0 would mean.
 func atLeastOne(name, why string) func(*cli.Context, int) error {
 	return func(_ *cli.Context, v int) error {
+		if v < 0 { // why is about zero: a negative count is no count
+			return usageErr("--%s %d: a count cannot be negative; give 1 or more", name, v)
+		}
 		if v < 1 {
 			return usageErr("--%s %d: %s; give 1 or more", name, v, why)
 		}

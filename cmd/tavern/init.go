@@ -17,7 +17,8 @@ func newInitCommand() *cli.Command {
 		Description: `Creates .tavern/ in the working directory (or the directory named by --dir).
 Running it again on an existing store only adds missing directories. Inside
 a project that already has a store in a parent directory, init refuses
-(exit 4: commands there would use the outer store) unless --nested.
+(exit 4: commands there would use the outer store) unless --nested. Inside
+another store's .tavern/ directory it refuses even with --nested (exit 2).
 
 Examples:
    tavern init

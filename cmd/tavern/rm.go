@@ -1,6 +1,9 @@
 package main
 
 import (
+	"errors"
+	"io/fs"
+
 	"github.com/urfave/cli/v2"
 )
 
@@ -13,7 +16,8 @@ func newRmCommand() *cli.Command {
 ` + "`tavern trash restore`" + ` brings them back. Engine files (tavern.md, the journal,
 dot names) are refused (exit 2): every later command needs them. An agent
 (TAVERN_AGENT) may not remove its own commitments (exit 4); a person or
-another agent may.
+another agent may. A REF that names no document (exit 3, did you mean) stops
+rm before it removes any.
 
 Examples:
    tavern rm agents/old-bot
@@ -30,11 +34,26 @@ func runRm(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// Every REF is found before any is removed, as git rm does: a typo
+	// in the last one leaves the others where they are.
+	for _, ref := range c.Args().Slice() {
+		rel, err := resolveRef(s, ref)
+		if err == nil {
+			var pe *fs.PathError
+			if _, err = s.Stat(rel); errors.As(err, &pe) {
+				err = &fs.PathError{Op: "delete", Path: rel, Err: pe.Err} // as Delete says it
+			}
+			err = s.NotFound("rm", rel, err)
+		}
+		if err != nil {
+			return err
+		}
+	}
 	removed := []string{}
 	for _, ref := range c.Args().Slice() {
 		rel, err := resolveRef(s, ref)
 		if err == nil {
-			err = s.Delete(rel)
+			err = s.NotFound("rm", rel, s.Delete(rel))
 		}
 		if err != nil {
 			if c.Bool("json") && len(removed) > 0 {

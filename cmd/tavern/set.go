@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/urfave/cli/v2"
+	"slices"
 
 	"github.com/tavernhq/tavern/docstore"
 )
@@ -21,7 +22,8 @@ quoted string keeps the file's quoting style. With --if-rev the update fails wit
 still at that revision (from show --json), so read-modify-write loops are safe.
 The result is validated first; an invalid result is refused (exit 5). A new
 field one letter from one of the kind's (stat for state) is written, with a
-warning that it is most likely a typo.
+warning that it is most likely a typo. A field both given a value and
+--unset is a usage error (exit 2), nothing written.
 The store's rules apply as on every write path: an agent's state follows the
 state machine (exit 4 for an illegal transition, as ` + "`tavern agent state`" + `), and a
 legal one is a transition like its: applied_state and state_changed follow
@@ -53,6 +55,13 @@ func runSet(c *cli.Context) error {
 	assigns, err := parseAssignments(c.Args().Slice()[1:])
 	if err != nil {
 		return err
+	}
+	// Set and unset at once: one of the two would be dropped without a
+	// word (the unset ran last), so neither is guessed.
+	for _, a := range assigns {
+		if slices.Contains(c.StringSlice("unset"), a[0]) {
+			return usageErr("%s=%s and --unset %s: a field is either set or removed", a[0], a[1], a[0])
+		}
 	}
 	s, err := openStoreAnyConfig(c)
 	if err != nil {
@@ -95,7 +104,7 @@ func runSet(c *cli.Context) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return s.NotFound("set", rel, err)
 	}
 	for _, h := range hints {
 		warnf(c, "set %s: %w", rel, h)

@@ -36,7 +36,7 @@ func runShow(c *cli.Context) error {
 	}
 	d, err := s.Get(rel)
 	if err != nil {
-		return err
+		return s.NotFound("show", rel, err)
 	}
 	if c.Bool("json") {
 		b, err := appendDoc(nil, docJSON(s, d, true), "")

@@ -117,7 +117,13 @@ func runWatch(c *cli.Context) error {
 	defer sub.Close()
 	// The ready line goes to stderr so scripts (and tests) know
 	// that every later change will be reported.
-	errf(c, "tavern: watching %s (%s, %s)\n", s.Root(), p.Mode(), counted(p.Len(), "document"))
+	// Under --json it is a JSON object too, so that stderr parses.
+	if c.Bool("json") {
+		b, _ := json.Marshal(map[string]any{"watching": s.Root(), "mode": p.Mode(), "documents": p.Len()})
+		errf(c, "%s\n", b)
+	} else {
+		errf(c, "tavern: watching %s (%s, %s)\n", s.Root(), p.Mode(), counted(p.Len(), "document"))
+	}
 	asJSON := c.Bool("json")
 	var once onceEach
 	for {
