@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tavernhq/tavern/watcher/daemon"
 )
 
 // startDaemon runs `tavern daemon start` and returns the daemon's pid; the
@@ -578,12 +580,24 @@ func TestDaemonStartConcurrent(t *testing.T) {
 func TestDaemonStartWaitRunsOut(t *testing.T) {
 	t.Parallel()
 	p := newProject(t)
-	r := p.run("daemon", "start", "--wait", "1ms")
-	if r.code != 3 || !strings.Contains(r.err, "did not answer within 1ms") {
-		t.Fatalf("daemon start --wait 1ms: %s", r)
+	// The test holds the daemon's election lock, so the child stands by
+	// and cannot answer within any --wait (a tiny --wait alone raced a
+	// child that answered before the start's first look, on a loaded
+	// machine).
+	lock, err := os.OpenFile(filepath.Join(p.dir, ".tavern", daemon.LockFile), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	r := p.run("daemon", "start", "--wait", "300ms")
+	lock.Close() // the lock is free: a child left behind would now serve
+	if r.code != 3 || !strings.Contains(r.err, "did not answer within 300ms") {
+		t.Fatalf("daemon start --wait 300ms: %s", r)
 	}
 	// The child is gone: nothing serves, now or once it would have
-	// finished starting (a daemon of this tiny store answers within a
+	// taken the lock (a daemon of this tiny store answers within a
 	// second).
 	deadline := time.Now().Add(2 * time.Second)
 	for time.Now().Before(deadline) {
