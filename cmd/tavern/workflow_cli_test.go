@@ -383,11 +383,20 @@ func TestUsageBudgetTraceCLI(t *testing.T) {
 		w.must("queue", "add", "q", "--title", fmt.Sprint("more ", i))
 	}
 	var mt struct {
-		ItemsDone int `json:"items_done"`
+		ItemsDone int    `json:"items_done"`
+		Paused    string `json:"paused"`
 	}
-	w.jsonOf(&mt, "pool", "run", "p", "--queue", "q", "--max", "1", "--quiet", "--json", "--", "sh", "-c", "cat "+fixture)
-	if mt.ItemsDone != 1 {
-		t.Fatalf("a pool with a $0.01 budget did %d items at $0.04 each, want 1", mt.ItemsDone)
+	// It stops paused with items left: exit 4, so `pool run ... && next`
+	// does not go on.
+	r := w.runEnv(nil, "", "pool", "run", "p", "--queue", "q", "--max", "1", "--quiet", "--json", "--", "sh", "-c", "cat "+fixture)
+	if r.code != 4 {
+		t.Fatalf("a pool stopped by its budget with items left: %s", r)
+	}
+	if err := json.Unmarshal([]byte(r.out), &mt); err != nil {
+		t.Fatalf("pool run --json: %v\n%s", err, r.out)
+	}
+	if mt.ItemsDone != 1 || !strings.Contains(mt.Paused, "budget daily") {
+		t.Fatalf("a pool with a $0.01 budget did %d items at $0.04 each (paused %q), want 1, paused by budget daily", mt.ItemsDone, mt.Paused)
 	}
 	pool := w.fields("pools/p")
 	if p, _ := pool["paused"].(string); !strings.Contains(p, "budget daily") || !strings.Contains(p, "cost 0.04 of 0.01 USD") {
@@ -415,7 +424,7 @@ func TestUsageBudgetTraceCLI(t *testing.T) {
 	// changes, and the refusal is journaled.
 	w.must("budget", "set", "all", "--cost", "0.01")
 	late := strings.TrimSpace(w.must("queue", "add", "q", "--title", "late"))
-	r := w.runEnv(nil, "", "spawn", "--name", "newcomer", "--queue", "q", "--", "true")
+	r = w.runEnv(nil, "", "spawn", "--name", "newcomer", "--queue", "q", "--", "true")
 	if r.code != 4 || !strings.Contains(r.err, "budget all") {
 		t.Fatalf("spawn under a spent budget: %s", r)
 	}
