@@ -80,6 +80,23 @@ func (w *wf) jsonOf(v any, args ...string) {
 	}
 }
 
+// doctorFindings runs `doctor --json`, which must find something (exit
+// 5), and returns its findings.
+func (w *wf) doctorFindings(what string) []struct{ Kind, Path, Detail string } {
+	w.t.Helper()
+	r := w.runEnv(nil, "", "doctor", "--json")
+	if r.code != 5 {
+		w.t.Fatalf("%s: %s", what, r)
+	}
+	var rep struct {
+		Findings []struct{ Kind, Path, Detail string } `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
+		w.t.Fatal(err)
+	}
+	return rep.Findings
+}
+
 func (w *wf) fields(ref string) map[string]any {
 	w.t.Helper()
 	var d wfDoc
@@ -240,22 +257,13 @@ func TestMergerSIGKILLCLI(t *testing.T) {
 	}
 	// doctor reports the record the dead merger left unfinished, and
 	// without --fix leaves it as it is.
-	r := w.runEnv(nil, "", "doctor", "--json")
-	if r.code != 5 {
-		t.Fatalf("doctor after the merger died: %s", r)
-	}
-	var rep struct {
-		Findings []struct{ Kind, Path, Detail string } `json:"findings"`
-	}
-	if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
-		t.Fatal(err)
-	}
+	findings := w.doctorFindings("doctor after the merger died")
 	found := false
-	for _, f := range rep.Findings {
+	for _, f := range findings {
 		found = found || (f.Kind == "unfinished-merge" && f.Path == recs[0].Rel && strings.Contains(f.Detail, "rebased") && strings.Contains(f.Detail, "roll"))
 	}
 	if !found {
-		t.Fatalf("doctor did not report the unfinished merge %s: %+v", recs[0].Rel, rep.Findings)
+		t.Fatalf("doctor did not report the unfinished merge %s: %+v", recs[0].Rel, findings)
 	}
 	w.jsonOf(&recs, "ls", "merges")
 	if len(recs) != 1 || recs[0].Fields["status"] != "rebased" {
@@ -277,7 +285,7 @@ func TestMergerSIGKILLCLI(t *testing.T) {
 	if out := w.must("doctor"); !strings.Contains(out, "nothing found") {
 		t.Fatalf("doctor after the fix:\n%s", out)
 	}
-	r = w.runEnv(nil, "", "spawn", "--name", "m2", "--queue", "code", "--worktree", "--check", "true", "--", "sh", w.script("drone.sh"))
+	r := w.runEnv(nil, "", "spawn", "--name", "m2", "--queue", "code", "--worktree", "--check", "true", "--", "sh", w.script("drone.sh"))
 	if r.code != 0 {
 		t.Fatalf("second spawn: %s", r)
 	}
@@ -473,22 +481,13 @@ func TestDoctorOrphanWorktreeCLI(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(wt, "wip.txt")); err != nil {
 		t.Fatalf("the orphan worktree is not there to find: %v", err)
 	}
-	r := w.runEnv(nil, "", "doctor", "--json")
-	if r.code != 5 {
-		t.Fatalf("doctor with an orphan worktree: %s", r)
-	}
-	var rep struct {
-		Findings []struct{ Kind, Path, Detail string } `json:"findings"`
-	}
-	if err := json.Unmarshal([]byte(r.out), &rep); err != nil {
-		t.Fatal(err)
-	}
+	findings := w.doctorFindings("doctor with an orphan worktree")
 	found := false
-	for _, f := range rep.Findings {
+	for _, f := range findings {
 		found = found || (f.Kind == "orphan-worktree" && f.Path == wt && strings.Contains(f.Detail, id) && strings.Contains(f.Detail, "dead"))
 	}
 	if !found {
-		t.Fatalf("doctor did not report the orphan worktree %s: %+v", wt, rep.Findings)
+		t.Fatalf("doctor did not report the orphan worktree %s: %+v", wt, findings)
 	}
 	if _, err := os.Stat(wt); err != nil {
 		t.Fatalf("doctor without --fix removed the worktree: %v", err)
