@@ -190,10 +190,13 @@ func mergeFindings(ctx context.Context, opt Options) []docstore.Finding {
 		status := d.String("status")
 		pid64, _ := d.Int("pid")
 		pid := int(pid64)
-		if !slices.Contains(unfinished, status) || d.String("host") != host || pid <= 0 || processAlive(pid) {
+		if !slices.Contains(unfinished, status) || d.String("host") != host || pid <= 0 {
 			continue
 		}
 		repo, base, old, head := d.String("repo"), d.String("base"), d.String("old"), d.String("head")
+		if processAlive(pid) && mergerAlive(ctx, opt, repo, base) {
+			continue
+		}
 		detail := fmt.Sprintf("merge of %s (item %s) into %s stopped at %s: its merger (pid %d) died; ",
 			d.String("branch"), d.String("item"), base, status, pid)
 		cur, err := git(ctx, repo, nil, "rev-parse", "--verify", "refs/heads/"+base)
@@ -231,6 +234,26 @@ func settle(ctx context.Context, opt Options, rel string) error {
 	}
 	defer tok.Release()
 	return w.recover(ctx)
+}
+
+// mergerAlive says whether a merger of repo and base runs: whether the
+// base's merge slot is held by a live holder. The record's pid alone is
+// no proof (pids are reused, and a record outlives its merger), but every
+// merger holds the slot while its record is unfinished. A slot that
+// cannot be looked up (the repository is gone) counts as held, leaving
+// the judgement to the pid, as before.
+func mergerAlive(ctx context.Context, opt Options, repo, base string) bool {
+	if opt.Space == nil {
+		return true
+	}
+	o := opt
+	o.Repo, o.Base = repo, base
+	w, err := openRepo(ctx, o)
+	if err != nil {
+		return true
+	}
+	held, err := opt.Space.HeldLive(w.token)
+	return err != nil || held
 }
 
 func processAlive(pid int) bool {

@@ -887,6 +887,28 @@ func (sp *Space) agentGone(agent, lockKey, instance string) (string, bool) {
 	return "", false
 }
 
+// HeldLive reports whether some slot of token name is held by a holder
+// that is still there: its slot lock is held (a process hold, or a claimer
+// at work), or reaping would not return it (a live agent, a lease not run
+// out). It changes nothing. A record that names a pid is no proof of a
+// live holder (pids are reused); the slot's lock is.
+func (sp *Space) HeldLive(name string) (bool, error) {
+	held, err := sp.heldSlots(name)
+	if err != nil {
+		return false, err
+	}
+	for _, d := range held {
+		id := strings.TrimSuffix(filepath.Base(d.Path), ".md")
+		if sp.lockHeld(tupleLockKey(TokenType, id)) {
+			return true, nil
+		}
+		if _, gone := sp.releasable(d); !gone {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // lockHeld reports whether some live process holds the lock key. The
 // probe shares the lock (docstore.Store.LockFree), so a concurrent probe
 // is never taken for a holder; an unknowable answer counts as not held,

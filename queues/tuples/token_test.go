@@ -360,3 +360,29 @@ func TestInitTokenNear(t *testing.T) {
 		}
 	}
 }
+
+// TestHeldLive: a slot counts as held while its process holder keeps its
+// lock, and not once the lock is gone, even before anything reaps it.
+func TestHeldLive(t *testing.T) {
+	sp := newSpace(t, SpaceOptions{})
+	if _, err := sp.InitToken("merge", 1); err != nil {
+		t.Fatal(err)
+	}
+	held := func(when string, want bool) {
+		t.Helper()
+		got, err := sp.HeldLive("merge")
+		if err != nil || got != want {
+			t.Fatalf("%s: HeldLive = %v, %v; want %v", when, got, err, want)
+		}
+	}
+	held("free", false)
+	tok, err := sp.TryAcquire("merge", AcquireOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held("held by this process", true)
+	// The slot file still says held, but nothing holds its lock: the
+	// holder is gone (as after a crash; no reap has run).
+	tok.lock.Unlock()
+	held("lock dropped", false)
+}
