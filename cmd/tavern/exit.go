@@ -161,6 +161,7 @@ var exitCodes = []struct {
 	{tuples.ErrBadTuple, exitUsage},
 	{tuples.ErrReserved, exitConflict},
 	{tuples.ErrNotHolder, exitConflict},
+	{tuples.ErrNotYours, exitConflict}, // another agent's reservation, as another's claim
 	{tuples.ErrTokenCount, exitConflict},
 	{tuples.ErrFenced, exitConflict},
 	{tuples.ErrNotReserved, exitNotFound},
