@@ -225,9 +225,13 @@ type RecvOptions struct {
 // bookmark document's lock, so two concurrent Recvs by one agent never
 // return the same message twice. The agent's own messages are not
 // unread (fromReader): without opt.All they are passed over, not
-// returned.
+// returned. Another agent's direct channel is refused (CanRead, a
+// *DirectError) before anything is written.
 func Recv(s *docstore.Store, agent, channel string, opt RecvOptions) ([]Message, error) {
 	if err := CheckChannel(s, channel); err != nil {
+		return nil, err
+	}
+	if err := checkReader("recv", agent, channel); err != nil {
 		return nil, err
 	}
 	rel, err := ensureBookmarks(s, agent)
@@ -286,6 +290,9 @@ func RecvEach(s *docstore.Store, agent string, channels []string, opt RecvOption
 		if err := ValidChannel(ch); err != nil {
 			return nil, err
 		}
+		if err := checkReader("recv", agent, ch); err != nil {
+			return nil, err
+		}
 	}
 	rel, err := ensureBookmarks(s, agent)
 	if err != nil {
@@ -329,6 +336,13 @@ func RecvEach(s *docstore.Store, agent string, channels []string, opt RecvOption
 // RecvWait is Recv that, when nothing is unread, blocks until a message
 // arrives or ctx is done (then it returns ctx's error).
 func RecvWait(ctx context.Context, s *docstore.Store, agent, channel string, opt RecvOptions) ([]Message, error) {
+	// Refused before the wait, which would make the channel's directory.
+	if err := CheckChannel(s, channel); err != nil {
+		return nil, err
+	}
+	if err := checkReader("recv", agent, channel); err != nil {
+		return nil, err
+	}
 	if opt.All {
 		if msgs, err := Recv(s, agent, channel, opt); err != nil || len(msgs) > 0 {
 			return msgs, err

@@ -100,6 +100,7 @@ var exitCodes = []struct {
 	{messages.ErrMessageTooLarge, exitUsage},
 	{messages.ErrBadMessage, exitUsage},
 	{messages.ErrArchived, exitConflict},
+	{messages.ErrNotYours, exitConflict}, // another agent's direct channel
 	{messages.ErrBadChunk, exitInvalid},
 
 	// agents/recall
