@@ -123,7 +123,7 @@ func Context(s *docstore.Store, query, agent string) (*ContextResult, error) {
 	}
 	skipped = append(skipped, recall.Skipped(err)...)
 	for _, c := range chs {
-		if agent != "" && strings.HasPrefix(c.Name, "@") && c.Name != messages.DirectChannel(agent) {
+		if !messages.CanRead(agent, c.Name) {
 			continue
 		}
 		msgs, err := messages.AllMessages(s, c.Name)
@@ -140,7 +140,7 @@ func Context(s *docstore.Store, query, agent string) (*ContextResult, error) {
 
 	// Notes, on the channels the agent may read.
 	for _, c := range chs {
-		if agent != "" && strings.HasPrefix(c.Name, "@") && c.Name != messages.DirectChannel(agent) {
+		if !messages.CanRead(agent, c.Name) {
 			continue
 		}
 		notes, err := messages.ListNotes(s, c.Name)

@@ -28,7 +28,8 @@ const (
 //     every shared one), up to 10 per channel; they are read with
 //     messages.Recv, which advances the agent's bookmark under its lock,
 //     so two concurrent hooks never deliver one message twice. The
-//     agent's own messages are skipped (still marked read);
+//     agent's own messages are not unread (messages.Recv passes over
+//     them);
 //   - answers to the agent's questions (the question gets
 //     answer_delivered);
 //   - nudges: questions newly addressed to the agent (notified_to records
@@ -64,9 +65,6 @@ func Deliver(e *Env, agent string) (string, error) {
 	if len(chans) > 0 {
 		skipped, err := messages.RecvEach(e.Store, agent, chans, messages.RecvOptions{Limit: deliverPerChannel}, func(ch string, msgs []messages.Message) bool {
 			for _, m := range msgs {
-				if m.Sender == agent || strings.HasPrefix(m.Sender, agent+":") {
-					continue
-				}
 				line := fmt.Sprintf("- [%s] %s (%s): %s", ch, m.Sender, m.Time.UTC().Format("15:04"), clip(m.Text, deliverText))
 				msgLines, size = append(msgLines, line), size+len(line)+1
 			}

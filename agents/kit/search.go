@@ -70,7 +70,7 @@ func Search(e *Env, agent, query string, limit int) ([]SearchHit, error) {
 	}
 	skipped = append(skipped, recall.Skipped(err)...)
 	for _, c := range chs {
-		if strings.HasPrefix(c.Name, "@") && c.Name != messages.DirectChannel(agent) {
+		if !messages.CanRead(agent, c.Name) {
 			continue
 		}
 		msgs, err := messages.AllMessages(s, c.Name)

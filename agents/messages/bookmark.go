@@ -146,10 +146,13 @@ func setLate(d *docstore.Doc, late map[string][]string) error {
 	return d.Set("late", late)
 }
 
-// readUnread reads channel's unread messages for a bookmark at after
-// with the late ids late (all of them with all), at most limit, and
-// returns what remains late after they are returned.
-func readUnread(s *docstore.Store, channel, after string, late []string, all bool, limit int) (msgs []Message, rest []string, err error) {
+// readUnread reads reader's unread messages of channel for a bookmark at
+// after with the late ids late (all of them with all), at most limit, and
+// returns them, the id the bookmark may move to (the last message read,
+// the reader's own included) and what remains late after they are
+// returned. The reader's own messages are read but not returned (with
+// all they are): they are never unread for it (fromReader).
+func readUnread(s *docstore.Store, channel, reader, after string, late []string, all bool, limit int) (msgs []Message, last string, rest []string, err error) {
 	var also map[string]bool
 	if !all && len(late) > 0 {
 		also = make(map[string]bool, len(late))
@@ -157,18 +160,30 @@ func readUnread(s *docstore.Store, channel, after string, late []string, all boo
 			also[id] = true
 		}
 	}
-	from := after
+	from, own := after, reader
 	if all {
-		from = ""
+		from, own = "", ""
 	}
-	msgs, cut, err := readMessages(s, channel, from, also, limit)
+	read, cut, err := readMessages(s, channel, from, also, own, limit)
+	if len(read) > 0 {
+		last = read[len(read)-1].ID
+	}
+	msgs = read
+	if own != "" {
+		msgs = make([]Message, 0, len(read))
+		for _, m := range read {
+			if !fromReader(m, own) {
+				msgs = append(msgs, m)
+			}
+		}
+	}
 	if err != nil || !cut {
 		// Every late id was read (or its message is gone: a hand edit
 		// removed it), so none stays.
-		return msgs, nil, err
+		return msgs, last, nil, err
 	}
-	got := make(map[string]bool, len(msgs))
-	for _, m := range msgs {
+	got := make(map[string]bool, len(read))
+	for _, m := range read {
 		got[m.ID] = true
 	}
 	for _, id := range late {
@@ -176,7 +191,22 @@ func readUnread(s *docstore.Store, channel, after string, late []string, all boo
 			rest = append(rest, id)
 		}
 	}
-	return msgs, rest, nil
+	return msgs, last, rest, nil
+}
+
+// fromReader reports whether m is reader's own: sent as reader, or its
+// output the spawn wrapper captured ("alice:stdout"). A reader's own
+// messages are never unread for it: Recv passes over them (its bookmark
+// moves past them) and Inbox does not count them, so sending on a
+// channel one reads leaves nothing to read. Counting them costs Inbox a
+// parse only of the chunks past the bookmark that name the reader; send
+// writes nothing more.
+func fromReader(m Message, reader string) bool {
+	if reader == "" {
+		return false
+	}
+	name, _, _ := strings.Cut(m.Sender, ":")
+	return name == reader
 }
 
 // RecvOptions tune Recv.
@@ -193,9 +223,15 @@ type RecvOptions struct {
 // CheckChannel), oldest first, and
 // advances its bookmark past them. Reading and advancing happen under the
 // bookmark document's lock, so two concurrent Recvs by one agent never
-// return the same message twice.
+// return the same message twice. The agent's own messages are not
+// unread (fromReader): without opt.All they are passed over, not
+// returned. Another agent's direct channel is refused (CanRead, a
+// *DirectError) before anything is written.
 func Recv(s *docstore.Store, agent, channel string, opt RecvOptions) ([]Message, error) {
 	if err := CheckChannel(s, channel); err != nil {
+		return nil, err
+	}
+	if err := checkReader("recv", agent, channel); err != nil {
 		return nil, err
 	}
 	rel, err := ensureBookmarks(s, agent)
@@ -210,15 +246,14 @@ func Recv(s *docstore.Store, agent, channel string, opt RecvOptions) ([]Message,
 		marks, late := bookmarkMap(d), lateMap(d)
 		after := marks[channel]
 		var rest []string
-		msgs, rest, err = readUnread(s, channel, after, late[channel], opt.All, opt.Limit)
+		var last string
+		msgs, last, rest, err = readUnread(s, channel, agent, after, late[channel], opt.All, opt.Limit)
 		if err != nil {
 			return err
 		}
 		moved := len(rest) != len(late[channel])
-		if len(msgs) > 0 {
-			if last := msgs[len(msgs)-1].ID; last > after {
-				marks[channel], moved = last, true
-			}
+		if last > after {
+			marks[channel], moved = last, true
 		}
 		if !moved {
 			return nil
@@ -255,6 +290,9 @@ func RecvEach(s *docstore.Store, agent string, channels []string, opt RecvOption
 		if err := ValidChannel(ch); err != nil {
 			return nil, err
 		}
+		if err := checkReader("recv", agent, ch); err != nil {
+			return nil, err
+		}
 	}
 	rel, err := ensureBookmarks(s, agent)
 	if err != nil {
@@ -269,7 +307,7 @@ func RecvEach(s *docstore.Store, agent string, channels []string, opt RecvOption
 		moved := false
 		readErrs = readErrs[:0]
 		for _, ch := range channels {
-			msgs, rest, err := readUnread(s, ch, marks[ch], late[ch], false, opt.Limit)
+			msgs, last, rest, err := readUnread(s, ch, agent, marks[ch], late[ch], false, opt.Limit)
 			if err != nil {
 				readErrs = append(readErrs, err) // that channel only; the others go on
 				continue
@@ -277,11 +315,11 @@ func RecvEach(s *docstore.Store, agent string, channels []string, opt RecvOption
 			if len(rest) != len(late[ch]) {
 				late[ch], moved = rest, true
 			}
-			if len(msgs) == 0 {
-				continue
-			}
-			if last := msgs[len(msgs)-1].ID; last > marks[ch] {
+			if last > marks[ch] {
 				marks[ch], moved = last, true
+			}
+			if len(msgs) == 0 {
+				continue // nothing, or only the agent's own
 			}
 			if !take(ch, msgs) {
 				break
@@ -298,6 +336,13 @@ func RecvEach(s *docstore.Store, agent string, channels []string, opt RecvOption
 // RecvWait is Recv that, when nothing is unread, blocks until a message
 // arrives or ctx is done (then it returns ctx's error).
 func RecvWait(ctx context.Context, s *docstore.Store, agent, channel string, opt RecvOptions) ([]Message, error) {
+	// Refused before the wait, which would make the channel's directory.
+	if err := CheckChannel(s, channel); err != nil {
+		return nil, err
+	}
+	if err := checkReader("recv", agent, channel); err != nil {
+		return nil, err
+	}
 	if opt.All {
 		if msgs, err := Recv(s, agent, channel, opt); err != nil || len(msgs) > 0 {
 			return msgs, err
@@ -326,7 +371,8 @@ type Unread struct {
 
 // Inbox returns the agent's unread counts for every active channel it can
 // read — all channels except other agents' direct channels — highest
-// count first, then by name. A channel document or chunk that does not
+// count first, then by name. The agent's own messages are not unread
+// (fromReader). A channel document or chunk that does not
 // parse hides nothing else: the counts of the rest are returned with a
 // *docstore.SkippedError naming each such file (path:line:col), and a
 // channel with a broken chunk counts its other chunks.
@@ -355,7 +401,7 @@ func Inbox(s *docstore.Store, agent string) ([]Unread, error) {
 		if strings.HasPrefix(c.Name, "@") && c.Name != DirectChannel(agent) {
 			continue
 		}
-		n, last, skip, err := countAfter(s, c.Name, marks[c.Name])
+		n, last, skip, err := countAfter(s, c.Name, agent, marks[c.Name])
 		if err != nil {
 			return nil, err
 		}

@@ -290,3 +290,50 @@ func TestRecvEach(t *testing.T) {
 		t.Errorf("c after RecvEach: %v, want all three", texts(rest))
 	}
 }
+
+// A direct channel @bob is bob's: another agent's Recv, RecvWait and
+// RecvEach are refused naming both, before any bookmark is made; bob and
+// the person read it. Before, alice read it and her bookmark moved.
+func TestDirectChannelOthers(t *testing.T) {
+	s := msgStore(t)
+	if _, err := CreateChannel(s, "@user", ""); err != nil { // an existing channel without an agent document
+		t.Fatal(err)
+	}
+	if _, err := SendMessage(s, "@user", "bob", "for the person"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	refused := func(what string, err error) {
+		t.Helper()
+		var de *DirectError
+		if !errors.As(err, &de) || !errors.Is(err, ErrNotYours) || de.Channel != "@user" || de.Reader != "alice" {
+			t.Errorf("%s: %v, want a DirectError for alice on @user", what, err)
+		}
+	}
+	_, err := Recv(s, "alice", "@user", RecvOptions{})
+	refused("Recv", err)
+	_, err = Recv(s, "alice", "@user", RecvOptions{All: true})
+	refused("Recv --all", err)
+	_, err = RecvWait(ctx, s, "alice", "@user", RecvOptions{})
+	refused("RecvWait", err)
+	_, err = RecvEach(s, "alice", []string{"@user"}, RecvOptions{}, func(string, []Message) bool { return true })
+	refused("RecvEach", err)
+	if _, err := os.Stat(filepath.Join(s.Root(), "bookmarks", "alice.md")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("alice's bookmark after the refusals: %v, want it absent", err)
+	}
+	if got, err := Recv(s, "user", "@user", RecvOptions{}); err != nil || len(got) != 1 {
+		t.Errorf("the person's own: %v %v", texts(got), err)
+	}
+	for _, tc := range []struct {
+		reader, channel string
+		want            bool
+	}{
+		{"bob", "@bob", true}, {"alice", "@bob", false}, {"user", "@bob", true},
+		{"", "@bob", true}, {"alice", "general", true},
+	} {
+		if got := CanRead(tc.reader, tc.channel); got != tc.want {
+			t.Errorf("CanRead(%q, %q) = %v, want %v", tc.reader, tc.channel, got, tc.want)
+		}
+	}
+}

@@ -32,6 +32,30 @@ type Channel struct {
 // DirectChannel is the channel of direct messages to agent: "@agent".
 func DirectChannel(agent string) string { return "@" + agent }
 
+// person is the reader who runs the project without naming an agent
+// (agents.Person): it may read every channel.
+const person = "user"
+
+// CanRead is the one rule of who reads a channel: a direct channel "@B"
+// is B's, read by B and by the person ("user", or "" for a caller that
+// names nobody), who runs the project and can cat its files anyway; every
+// other channel is anyone's. Recv, RecvEach and RecvWait refuse what it
+// denies (*DirectError), and searches skip it. (Inbox lists fewer:
+// only the reader's own direct channel, the person's too.)
+func CanRead(reader, channel string) bool {
+	agent, direct := strings.CutPrefix(channel, "@")
+	return !direct || reader == "" || reader == person || reader == agent
+}
+
+// checkReader refuses a read of channel by reader that CanRead denies.
+func checkReader(op, reader, channel string) error {
+	if CanRead(reader, channel) {
+		return nil
+	}
+	rel, _ := channelPath(channel)
+	return &DirectError{Op: op, Path: rel, Channel: channel, Reader: reader}
+}
+
 // ValidChannel reports whether name may be a channel: a path-safe name
 // without white space, so it works as a directory name and in a shell. A
 // leading "@" marks a direct-message channel; the rest must then be a valid
@@ -71,7 +95,7 @@ func CreateChannel(s *docstore.Store, name, topic string) (*Channel, error) {
 	if err != nil {
 		return nil, err
 	}
-	if agent, ok := strings.CutPrefix(name, "@"); ok && agent != "user" && !exists(s, "agents/"+agent+".md") {
+	if agent, ok := strings.CutPrefix(name, "@"); ok && agent != person && !exists(s, "agents/"+agent+".md") {
 		var agents []string
 		ents, _ := os.ReadDir(filepath.Join(s.Root(), "agents"))
 		for _, e := range ents {
@@ -290,7 +314,7 @@ func CheckChannel(s *docstore.Store, name string) error {
 	if exists(s, rel) {
 		return nil
 	}
-	if agent, ok := strings.CutPrefix(name, "@"); ok && (agent == "user" || exists(s, "agents/"+agent+".md")) {
+	if agent, ok := strings.CutPrefix(name, "@"); ok && (agent == person || exists(s, "agents/"+agent+".md")) {
 		return nil
 	}
 	return &schema.UnknownError{What: "channel", Name: name, Near: schema.Near(name, channelNames(s))}

@@ -32,6 +32,18 @@
 // Inbox counts unread messages per channel from the chunks'
 // message_count, parsing only the chunks that may hold the bookmark.
 //
+// A reader's own messages are never unread for it (sent as itself, or
+// its captured output "alice:stdout"): Inbox does not count them, Recv
+// passes over them and moves the bookmark past them, MarkLate does not
+// mark them. The rule is applied on reading, not on sending: a send
+// writes no bookmark (it costs nothing more), and a sender with unread
+// messages before its own still sees exactly those. Inbox parses a chunk
+// past the bookmark only when its body names the reader in a header.
+//
+// A direct channel "@B" is B's (CanRead): Recv, RecvEach and RecvWait
+// refuse it to any other agent with a *DirectError (ErrNotYours) before
+// anything is written; the person ("user") reads every channel.
+//
 // Across machines (the git sync) two machines may fill chunks of one
 // channel at the same time; reads take every chunk that may hold a
 // message past the bookmark (a chunk spans at most ChunkSpan from its

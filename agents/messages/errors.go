@@ -65,3 +65,22 @@ func (e *ChannelError) Error() string {
 }
 
 func (e *ChannelError) Unwrap() error { return ErrNearChannel }
+
+// ErrNotYours is matched by every *DirectError: an agent reading another
+// agent's direct channel.
+var ErrNotYours = errors.New("another agent's direct channel")
+
+// DirectError is a read of the direct channel "@B" by an agent other than
+// B (CanRead). Nothing is read and no bookmark moves.
+type DirectError struct {
+	Op      string // "recv"
+	Path    string // the channel's document
+	Channel string // "@bob"
+	Reader  string // who asked: "alice"
+}
+
+func (e *DirectError) Error() string {
+	return fmt.Sprintf("%s %s: %s is %s's direct channel, not %s's", e.Op, e.Channel, e.Channel, e.Channel[1:], e.Reader)
+}
+
+func (e *DirectError) Unwrap() error { return ErrNotYours }

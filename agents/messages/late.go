@@ -33,8 +33,8 @@ import (
 // loses the marks of that round (the messages stay in their chunks:
 // `recv --all` shows them).
 func MarkLate(s *docstore.Store, docs []gitsync.Applied) error {
-	arrived := map[string][]string{} // channel -> ids new to this store
-	prior := map[string][]byte{}     // bookmark path -> its content before the round (nil: absent)
+	arrived := map[string][]Message{} // channel -> messages new to this store
+	prior := map[string][]byte{}      // bookmark path -> its content before the round (nil: absent)
 	for _, a := range docs {
 		k, caps, err := schema.KindOfPath(a.Path)
 		if err != nil {
@@ -42,9 +42,9 @@ func MarkLate(s *docstore.Store, docs []gitsync.Applied) error {
 		}
 		switch k {
 		case schema.Chunk:
-			ids := newMessageIDs(a.Path, a.Before, a.After)
-			if ch := caps["channel"]; ch != "" && len(ids) > 0 {
-				arrived[ch] = append(arrived[ch], ids...)
+			msgs := newMessages(a.Path, a.Before, a.After)
+			if ch := caps["channel"]; ch != "" && len(msgs) > 0 {
+				arrived[ch] = append(arrived[ch], msgs...)
 			}
 		case schema.Bookmark:
 			prior[a.Path] = a.Before
@@ -80,12 +80,15 @@ func MarkLate(s *docstore.Store, docs []gitsync.Applied) error {
 			continue
 		}
 		marks := bookmarkMap(was)
+		reader := strings.TrimSuffix(name, ".md")
 		add := map[string][]string{}
-		for ch, ids := range arrived {
-			if m := marks[ch]; m != "" {
-				for _, id := range ids {
-					if id <= m {
-						add[ch] = append(add[ch], id)
+		for ch, msgs := range arrived {
+			if mark := marks[ch]; mark != "" {
+				for _, m := range msgs {
+					// The reader's own (sent as it on the other machine)
+					// was never unread for it.
+					if m.ID <= mark && !fromReader(m, reader) {
+						add[ch] = append(add[ch], m.ID)
 					}
 				}
 			}
@@ -112,9 +115,9 @@ func MarkLate(s *docstore.Store, docs []gitsync.Applied) error {
 	return errors.Join(errs...)
 }
 
-// newMessageIDs returns the ids of the messages of chunk after that
-// before lacks (a chunk that does not parse: none).
-func newMessageIDs(path string, before, after []byte) []string {
+// newMessages returns the messages of chunk after that before lacks (a
+// chunk that does not parse: none).
+func newMessages(path string, before, after []byte) []Message {
 	if after == nil {
 		return nil
 	}
@@ -136,10 +139,10 @@ func newMessageIDs(path string, before, after []byte) []string {
 			}
 		}
 	}
-	var out []string
+	var out []Message
 	for _, m := range ma {
 		if !had[m.ID] {
-			out = append(out, m.ID)
+			out = append(out, m)
 		}
 	}
 	return out

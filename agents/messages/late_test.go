@@ -76,7 +76,7 @@ func TestReadMessagesOverlappingChunks(t *testing.T) {
 		if !slices.Equal(textsOf(got), tc.want) {
 			t.Errorf("after %s limit %d: got %v, want %v", tc.after, tc.limit, textsOf(got), tc.want)
 		}
-		n, _, _, err := countAfter(a, "dev", tc.after)
+		n, _, _, err := countAfter(a, "dev", "", tc.after)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,6 +170,33 @@ func TestMarkLate(t *testing.T) {
 	}
 	if got, err := Recv(a2, "erin", "dev", RecvOptions{}); err != nil || len(got) != 0 {
 		t.Errorf("erin (bookmark new with the round): recv %v %v", textsOf(got), err)
+	}
+}
+
+// A reader's own message that arrives older than its bookmark (it sent
+// it as itself on the other machine) is not marked late: its own
+// messages are never unread for it. Before, MarkLate put it in the late
+// list and inbox counted it.
+func TestMarkLateOwn(t *testing.T) {
+	a, _, arrived := twoMachines(t) // every message is ann's
+	if err := os.Remove(filepath.Join(a.Root(), arrived.Path)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Recv(a, "ann", "dev", RecvOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(a.Root(), arrived.Path), arrived.After, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := MarkLate(a, []gitsync.Applied{arrived}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := a.Get("bookmarks/ann.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lateMap(d); len(got) != 0 {
+		t.Errorf("ann's own message marked late: %v", got)
 	}
 }
 

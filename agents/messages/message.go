@@ -356,7 +356,7 @@ func chunkMessages(d *docstore.Doc) ([]Message, error) {
 // ReadMessages returns the messages of channel with an id greater than
 // after ("" for all), oldest first, at most limit (0 for no limit).
 func ReadMessages(s *docstore.Store, channel, after string, limit int) ([]Message, error) {
-	msgs, _, err := readMessages(s, channel, after, nil, limit)
+	msgs, _, err := readMessages(s, channel, after, nil, "", limit)
 	return msgs, err
 }
 
@@ -366,8 +366,10 @@ func ReadMessages(s *docstore.Store, channel, after string, limit int) ([]Messag
 // syncs overlap in time (each machine's chunk holds its own messages), so
 // every chunk that may hold a message past the floor is read and the
 // result sorted: a chunk holds messages of at most ChunkSpan from its
-// first (its name), which bounds how far back that is.
-func readMessages(s *docstore.Store, channel, after string, also map[string]bool, limit int) (out []Message, cut bool, err error) {
+// first (its name), which bounds how far back that is. The messages of
+// own (a reader, fromReader; "" for none) are returned but not counted
+// in limit: a recv passes over them.
+func readMessages(s *docstore.Store, channel, after string, also map[string]bool, own string, limit int) (out []Message, cut bool, err error) {
 	if err := ValidChannel(channel); err != nil {
 		return nil, false, err
 	}
@@ -383,6 +385,18 @@ func readMessages(s *docstore.Store, channel, after string, also map[string]bool
 	}
 	byID := func() {
 		sort.SliceStable(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	}
+	// nth is the index of the limit-th message of out not own's, or -1.
+	nth := func() int {
+		k := 0
+		for i, m := range out {
+			if own == "" || !fromReader(m, own) {
+				if k++; k == limit {
+					return i
+				}
+			}
+		}
+		return -1
 	}
 	start := firstChunk(chunks, floor)
 	for i, c := range chunks[start:] {
@@ -406,15 +420,19 @@ func readMessages(s *docstore.Store, channel, after string, also map[string]bool
 			// A later chunk holds only ids from its name on: once the
 			// limit is met below that, nothing later can come first.
 			byID()
-			rest := chunks[start+i+1:]
-			if len(rest) == 0 || chunkName(rest[0]) > out[limit-1].ID {
-				return out[:limit], len(out) > limit || len(rest) > 0, nil
+			if k := nth(); k >= 0 {
+				rest := chunks[start+i+1:]
+				if len(rest) == 0 || chunkName(rest[0]) > out[k].ID {
+					return out[:k+1], len(out) > k+1 || len(rest) > 0, nil
+				}
 			}
 		}
 	}
 	byID()
-	if limit > 0 && len(out) > limit {
-		return out[:limit], true, nil
+	if limit > 0 {
+		if k := nth(); k >= 0 && len(out) > k+1 {
+			return out[:k+1], true, nil
+		}
 	}
 	return out, false, nil
 }
@@ -525,11 +543,13 @@ func countMessages(s *docstore.Store, channel string) (n int, bad []error, err e
 	return n, bad, nil
 }
 
-// countAfter counts the messages of channel with an id greater than after,
-// parsing only the chunks that may hold after (firstChunk) and trusting
-// message_count of the chunks past it. A chunk that does not parse is left out of the count and
+// countAfter counts the messages of channel with an id greater than after
+// that are not reader's own (fromReader), parsing only the chunks that may
+// hold after (firstChunk) and trusting message_count of the chunks past it
+// that do not name the reader in a header (most: a reader is rarely the
+// sender). A chunk that does not parse is left out of the count and
 // returned in bad (a count is a hint; recv stops at such a chunk).
-func countAfter(s *docstore.Store, channel, after string) (n int, last string, bad []error, err error) {
+func countAfter(s *docstore.Store, channel, reader, after string) (n int, last string, bad []error, err error) {
 	chunks, err := chunkFiles(s, channel)
 	if err != nil {
 		return 0, "", nil, err
@@ -549,12 +569,13 @@ func countAfter(s *docstore.Store, channel, after string) (n int, last string, b
 		if l := d.String("last_id"); l > last {
 			last = l
 		}
-		if after == "" || chunkName(c) > after {
+		whole := after == "" || chunkName(c) > after
+		if whole && (reader == "" || !bytes.Contains(d.Body(), []byte(senderSep+reader))) {
 			k, _ := d.Int("message_count")
 			n += int(k)
 			continue
 		}
-		if l := d.String("last_id"); l != "" && l <= after {
+		if l := d.String("last_id"); !whole && l != "" && l <= after {
 			continue // read up to its end: no need to parse its messages
 		}
 		msgs, err := chunkMessages(d)
@@ -566,7 +587,7 @@ func countAfter(s *docstore.Store, channel, after string) (n int, last string, b
 			return n, last, bad, err
 		}
 		for _, m := range msgs {
-			if m.ID > after {
+			if m.ID > after && !fromReader(m, reader) {
 				n++
 			}
 		}

@@ -100,6 +100,7 @@ var exitCodes = []struct {
 	{messages.ErrMessageTooLarge, exitUsage},
 	{messages.ErrBadMessage, exitUsage},
 	{messages.ErrArchived, exitConflict},
+	{messages.ErrNotYours, exitConflict}, // another agent's direct channel
 	{messages.ErrBadChunk, exitInvalid},
 
 	// agents/recall
@@ -161,6 +162,7 @@ var exitCodes = []struct {
 	{tuples.ErrBadTuple, exitUsage},
 	{tuples.ErrReserved, exitConflict},
 	{tuples.ErrNotHolder, exitConflict},
+	{tuples.ErrNotYours, exitConflict}, // another agent's reservation, as another's claim
 	{tuples.ErrTokenCount, exitConflict},
 	{tuples.ErrFenced, exitConflict},
 	{tuples.ErrNotReserved, exitNotFound},

@@ -11,7 +11,8 @@ func newInboxCommand() *cli.Command {
 		Name:  "inbox",
 		Usage: "unread message counts per channel, highest first",
 		Description: `Lists the agent's unread counts for every active channel (other agents'
-@direct channels excluded), highest first.
+@direct channels excluded), highest first. The agent's own messages are
+not unread.
 
 Example:
    tavern inbox --as zealot-1`,

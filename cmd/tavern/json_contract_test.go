@@ -160,6 +160,8 @@ func jsonScenario() []jsonStep {
 		{name: "unreserve", args: []string{"unreserve", "--as", "alice", "--json"}},
 		{args: []string{"memory", "add", "--as", "alice", "--core", "--topic", "style", "short functions", "--json"}},
 		{args: []string{"ask", "--as", "bob", "--to", "alice", "and the tag?", "--json"}},
+		// Unread for alice (her own "hello" is not: wake's unread shape).
+		{args: []string{"send", "general", "tag it v2", "--as", "bob", "--json"}},
 		{name: "wake", args: []string{"wake", "--as", "alice", "--json"}},
 		{name: "sleep", args: []string{"sleep", "--as", "alice", "--summary", "done for today", "--json"}},
 		{name: "log", args: []string{"log", "--type", "agent.state", "--json"}, note: "JSON lines, not an array: one journal event per line (as `watch --json`), so that --follow can stream; nothing at all when no event matches. With --machines, the events of other machines follow, each with a `from_machine` key first."},

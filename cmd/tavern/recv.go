@@ -22,6 +22,9 @@ func newRecvCommand() *cli.Command {
 until a message arrives (woken by the write itself, not by polling); exit 3
 if none came in time. Without --wait, nothing unread prints nothing ([]
 with --json) and exits 0, as every listing does. An unknown channel exits 3.
+The agent's own messages are not unread: recv passes over them (--all
+prints them). Another agent's @direct channel is refused (exit 4); the
+person (no --as, no $TAVERN_AGENT) reads any.
 
 Examples:
    tavern recv research --as harbinger-1

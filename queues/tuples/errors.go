@@ -225,3 +225,27 @@ func (e *SlotInTransitError) Error() string {
 }
 
 func (e *SlotInTransitError) Unwrap() error { return ErrTokenBusy }
+
+// ErrNotYours is matched by *HeldByError: an unreserve by id, by a named
+// agent, of a reservation another agent holds.
+var ErrNotYours = errors.New("reservation held by another agent")
+
+// HeldByError is UnreserveID refusing a named agent another agent's
+// reservation. The reservation exists: it is refused as another's claim
+// is (queues.HolderError), not reported as missing. Nothing changed.
+type HeldByError struct {
+	Op     string // "unreserve reservation <id>"
+	Path   string // the reservation's file
+	Holder string // the agent that holds it
+	As     string // who asked
+}
+
+func (e *HeldByError) Error() string {
+	holder := e.Holder
+	if holder == "" {
+		holder = "nobody named" // agent removed by hand
+	}
+	return fmt.Sprintf("%s: held by %s, not %s", e.Op, holder, e.As)
+}
+
+func (e *HeldByError) Unwrap() error { return ErrNotYours }

@@ -275,6 +275,12 @@ func TestInstanceFencing(t *testing.T) {
 	if err := sp.ReleaseToken("merge", tok.Handle(), ReleaseOptions{Instance: "i-old"}); err != nil {
 		t.Fatalf("release by handle: %v", err)
 	}
+	// By id, another agent's is refused naming its holder (it exists:
+	// not ErrNotReserved).
+	var he *HeldByError
+	if err := sp.UnreserveID(rs[0].ID, "bob"); !errors.As(err, &he) || he.Holder != "alice" || he.As != "bob" || errors.Is(err, ErrNotReserved) {
+		t.Fatalf("unreserve by id as bob: %v, want a HeldByError naming alice", err)
+	}
 	if err := sp.UnreserveID(rs[0].ID, ""); err != nil {
 		t.Fatalf("unreserve by id: %v", err)
 	}

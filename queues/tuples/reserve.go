@@ -529,8 +529,12 @@ func (sp *Space) Unreserve(agent string, globs []string, opt UnreserveOptions) (
 
 // UnreserveID drops one reservation by its id, whoever holds it and
 // whatever its instance: an id names one reservation and is never reused,
-// so it is its own fence. With agent set, it must be agent's. It returns
-// ErrNotReserved if no live reservation has that id.
+// so it is its own fence. With agent set, it must be agent's: another
+// agent's is a *HeldByError naming its holder (ErrNotYours; the CLI's
+// exit 4, as another's claim — it used to be ErrNotReserved, exit 3,
+// "no such reservation" of one that exists, which no documented contract
+// promised). It returns ErrNotReserved if no live reservation has that
+// id.
 func (sp *Space) UnreserveID(id, agent string) error {
 	if err := schema.ValidName(id); err != nil {
 		return fmt.Errorf("reservation id: %w", err)
@@ -540,7 +544,7 @@ func (sp *Space) UnreserveID(id, agent string) error {
 			return err
 		}
 	}
-	var other string
+	var other *Reservation
 	byID := func() ([]*Reservation, []error) {
 		docs, errs := sp.store.Grep(typeDir(ReservationType), id) // its id is in it
 		// One whose glob or agent a hand edit broke is still the file
@@ -551,7 +555,7 @@ func (sp *Space) UnreserveID(id, agent string) error {
 	}
 	n, err := sp.unreserve(byID, func(r *Reservation) bool {
 		if r.ID == id && agent != "" && r.Agent != agent {
-			other = r.Agent
+			other = r
 			return false
 		}
 		return r.ID == id
@@ -559,8 +563,8 @@ func (sp *Space) UnreserveID(id, agent string) error {
 	switch {
 	case err != nil:
 		return err
-	case other != "":
-		return fmt.Errorf("reservation %s: %w: it is %s's, not %s's", id, ErrNotReserved, other, agent)
+	case other != nil:
+		return &HeldByError{Op: "unreserve reservation " + id, Path: other.Path, Holder: other.Agent, As: agent}
 	case n == 0:
 		return fmt.Errorf("reservation %s: %w", id, ErrNotReserved)
 	}
