@@ -172,6 +172,7 @@ var exitCodes = []struct {
 	{docstore.ErrEngineFile, exitUsage},
 	{docstore.ErrBadExpr, exitUsage},
 	{docstore.ErrAmbiguous, exitUsage},
+	{docstore.ErrBadRev, exitUsage}, // no revision at all, not a stale one
 	{docstore.ErrConflict, exitConflict},
 	{docstore.ErrLost, exitConflict},
 	{docstore.ErrRefused, exitConflict},
