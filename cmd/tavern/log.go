@@ -174,9 +174,11 @@ func pathFlag() cli.Flag {
 	return &cli.StringFlag{Name: "path", Usage: "only the document `PATH` (store-relative, a reference, or the file's path), or those under a directory"}
 }
 
-// whereConds parses the --where expressions. With --kind, a field the
-// kind has not but is near one, or a value outside its enum, is warned of
-// as ls --where does: the answer would most likely be empty for a typo.
+// whereConds parses the --where expressions. With --kind, an ordering of
+// a numeric field by a bound that is no number is refused, and a field
+// the kind has not but is near one, or a value outside its enum, is
+// warned of, as ls --where does: the answer would be empty, or most
+// likely empty for a typo.
 func whereConds(c *cli.Context) ([]docstore.Cond, error) {
 	var conds []docstore.Cond
 	for _, w := range c.StringSlice("where") {
@@ -187,6 +189,11 @@ func whereConds(c *cli.Context) ([]docstore.Cond, error) {
 		conds = append(conds, cond)
 	}
 	if k, err := schema.Lookup(c.String("kind")); err == nil && c.String("kind") != "" {
+		for _, cond := range conds {
+			if err := cond.CheckKind(k); err != nil {
+				return nil, err
+			}
+		}
 		for _, cond := range conds {
 			if err := k.FieldHint(cond.Field, cond.Value, cond.Op == docstore.OpEq); err != nil {
 				warnf(c, "--where %s: %w", cond, err)
