@@ -159,6 +159,7 @@ var exitCodes = []struct {
 	{tuples.ErrBadGlob, exitUsage},
 	{tuples.ErrNotGit, exitUsage}, // guard run outside git
 	{tuples.ErrBadTuple, exitUsage},
+	{tuples.ErrEngineType, exitUsage}, // token, reservation: their own commands
 	{tuples.ErrReserved, exitConflict},
 	{tuples.ErrNotHolder, exitConflict},
 	{tuples.ErrTokenCount, exitConflict},
