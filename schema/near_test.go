@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"errors"
 	"slices"
 	"testing"
 )
@@ -113,6 +114,30 @@ func TestEditDistance(t *testing.T) {
 		}
 		if got := EditDistance(tt.b, tt.a); got != tt.want {
 			t.Errorf("EditDistance(%q, %q) = %d, want %d", tt.b, tt.a, got, tt.want)
+		}
+	}
+}
+
+// TestLookupNear checks that an unknown kind is answered with each kind
+// near it once, by its nearest name (a swap is one edit).
+func TestLookupNear(t *testing.T) {
+	tests := []struct {
+		name string
+		want []string
+	}{
+		{"agnet", []string{"agent"}},
+		{"agnets", []string{"agents"}},
+		{"itmes", []string{"items"}},
+		{"frobnicate", nil},
+	}
+	for _, tt := range tests {
+		_, err := Lookup(tt.name)
+		var ke *UnknownKindError
+		if !errors.As(err, &ke) {
+			t.Fatalf("Lookup(%q) = %v, want an *UnknownKindError", tt.name, err)
+		}
+		if !slices.Equal(ke.Near, tt.want) {
+			t.Errorf("Lookup(%q).Near = %q, want %q", tt.name, ke.Near, tt.want)
 		}
 	}
 }
