@@ -128,6 +128,7 @@ func TestLookupNear(t *testing.T) {
 		{"agnet", []string{"agent"}},
 		{"agnets", []string{"agents"}},
 		{"itmes", []string{"items"}},
+		{"agentz", []string{"agents"}}, // a tie: the plural
 		{"frobnicate", nil},
 	}
 	for _, tt := range tests {

@@ -132,15 +132,26 @@ func Lookup(name string) (*Kind, error) {
 		names = append(names, k.Plural, k.Name)
 		names = append(names, k.Aliases...)
 	}
-	// Each kind once, by its nearest name: agnet is one edit from agent
-	// and two from agents, agnets the other way round.
-	var near []string
-	seen := map[*Kind]bool{}
-	for _, n := range Near(strings.ToLower(name), names) {
-		if k := registry[n]; !seen[k] {
-			seen[k] = true
-			near = append(near, n)
+	// Each kind once, by its nearest name, the plural on a tie (agentz):
+	// agnet is one edit from agent and two from agents, agnets the other
+	// way round.
+	lower := strings.ToLower(name)
+	var kinds []*Kind
+	best := map[*Kind]string{}
+	for _, n := range Near(lower, names) {
+		k := registry[n]
+		cur, ok := best[k]
+		switch {
+		case !ok:
+			kinds = append(kinds, k)
+			best[k] = n
+		case n == k.Plural && EditDistance(lower, n) <= EditDistance(lower, cur):
+			best[k] = n
 		}
+	}
+	var near []string
+	for _, k := range kinds {
+		near = append(near, best[k])
 	}
 	return nil, &UnknownKindError{Name: name, Near: near}
 }
