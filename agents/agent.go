@@ -407,7 +407,16 @@ type TransitionOptions struct {
 // writes nothing. Each transition is journaled as "agent.state".
 func (m *Manager) Transition(name, to string, opt TransitionOptions) (*Agent, error) {
 	if !ValidState(to) {
-		return nil, fmt.Errorf("%w: %w %q (states: idle, working, waiting, verifying, done, failed)", ErrIllegalTransition, ErrUnknownState, to)
+		// A typo (wroking, WORKING) gets the state it most likely meant.
+		var mean string
+		near := schema.Near(strings.ToLower(to), schema.AgentStates)
+		if ValidState(strings.ToLower(to)) {
+			near = []string{strings.ToLower(to)}
+		}
+		if len(near) > 0 {
+			mean = "; did you mean " + schema.NearList(near) + "?"
+		}
+		return nil, fmt.Errorf("%w: %w %q (states: idle, working, waiting, verifying, done, failed)%s", ErrIllegalTransition, ErrUnknownState, to, mean)
 	}
 	if err := ValidAgentName(name); err != nil {
 		return nil, err

@@ -50,6 +50,20 @@ func Revision(data []byte) string {
 	return hex.EncodeToString(sum[:8])
 }
 
+// ValidRevision reports whether rev has Revision's form: 16 lowercase
+// hex digits.
+func ValidRevision(rev string) bool {
+	if len(rev) != 16 {
+		return false
+	}
+	for _, r := range rev {
+		if !('0' <= r && r <= '9' || 'a' <= r && r <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // Parse splits and parses a document. path is used only in errors.

@@ -373,6 +373,17 @@ func (d *Doc) setLines(key string, i int, n *yaml.Node) error {
 	return d.replaceFront(bytes.Join(out, nil))
 }
 
+// Unset is Delete for a person's request to remove key (tavern set
+// --unset): a key the document does not have is removed already, and
+// said as a *NoFieldError (ErrNoField) with the keys near it, so that a
+// typo is not taken for done. Nothing changes then.
+func (d *Doc) Unset(key string) error {
+	if d.index(key) < 0 {
+		return &NoFieldError{Op: "unset", Path: d.Path, Field: key, Near: schema.Near(key, d.Keys())}
+	}
+	return d.Delete(key)
+}
+
 // Delete removes a top-level field and its lines.
 func (d *Doc) Delete(key string) error {
 	i := d.index(key)

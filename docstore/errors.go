@@ -63,6 +63,15 @@ var (
 	// ErrParse is matched by every *ParseError.
 	ErrParse = errors.New("cannot parse document")
 
+	// ErrNoField: a field to remove that the document does not have
+	// (Doc.Unset); matched by every *NoFieldError.
+	ErrNoField = errors.New("no such field")
+
+	// ErrBadRev: a revision to fence a write on (UpdateOptions.IfRev)
+	// that is no revision at all (not Revision's 16 lowercase hex
+	// digits): bad input, not a document that changed.
+	ErrBadRev = errors.New("not a revision")
+
 	// ErrOddFile is matched by every *OddFileError: a path named like a
 	// document that is not a regular file this process can read.
 	ErrOddFile = errors.New("not a document file")
@@ -386,3 +395,42 @@ func (e *NotFoundError) Error() string {
 }
 
 func (e *NotFoundError) Unwrap() error { return e.Err }
+
+// NoFieldError is a field to remove (Doc.Unset) that the document does
+// not have, with the fields it has near it (a typo's likely meaning).
+// Nothing was removed, which is what was asked: it is a warning's text.
+type NoFieldError struct {
+	Op    string
+	Path  string
+	Field string
+	Near  []string
+}
+
+func (e *NoFieldError) Error() string {
+	msg := fmt.Sprintf("%s: no field %q to %s", e.Path, e.Field, e.Op)
+	if len(e.Near) > 0 {
+		msg += " (did you mean " + schema.NearList(e.Near) + "?)"
+	}
+	return msg
+}
+
+func (e *NoFieldError) Unwrap() error { return ErrNoField }
+
+// Position gives the document's path to a JSON error object.
+func (e *NoFieldError) Position() (string, int, int) { return e.Path, 0, 0 }
+
+// RevError is a revision to fence a write on that is malformed.
+type RevError struct {
+	Op   string // "update"
+	Path string
+	Rev  string
+}
+
+func (e *RevError) Error() string {
+	return fmt.Sprintf("%s: %q is not a revision (16 lowercase hex digits: the rev of `tavern show REF --json`)", e.Path, e.Rev)
+}
+
+func (e *RevError) Unwrap() error { return ErrBadRev }
+
+// Position gives the document's path to a JSON error object.
+func (e *RevError) Position() (string, int, int) { return e.Path, 0, 0 }

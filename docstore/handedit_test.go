@@ -69,3 +69,64 @@ func TestSaveEditRepairsUnparsable(t *testing.T) {
 		t.Fatalf("got %q, want %q", got, fixed)
 	}
 }
+
+// TestUpdateWithBadRev checks that an IfRev that is no revision at all is
+// bad input (ErrBadRev, not ErrConflict: a retry would never match) and
+// that a well-formed stale one is still a conflict; neither writes.
+func TestUpdateWithBadRev(t *testing.T) {
+	s := newTestStore(t)
+	orig := []byte("---\nname: alice\nstate: idle\n---\n")
+	if err := s.WriteFile("agents/alice.md", orig); err != nil {
+		t.Fatal(err)
+	}
+	set := func(d *Doc) error { return d.SetYAML("spawns", "2") }
+	tests := []struct {
+		rev       string
+		want, not error
+	}{
+		{"bad", ErrBadRev, ErrConflict},
+		{"0000", ErrBadRev, ErrConflict},
+		{"3F2A9C0D1E2B4A5C", ErrBadRev, ErrConflict},
+		{"3f2a9c0d1e2b4a5c", ErrConflict, ErrBadRev},
+	}
+	for _, tt := range tests {
+		_, err := s.UpdateWith("agents/alice.md", UpdateOptions{IfRev: tt.rev}, set)
+		if !errors.Is(err, tt.want) || errors.Is(err, tt.not) {
+			t.Errorf("IfRev %q: got %v, want %v", tt.rev, err, tt.want)
+		}
+		var re *RevError
+		if errors.As(err, &re) && re.Path != "agents/alice.md" {
+			t.Errorf("IfRev %q: RevError.Path = %q", tt.rev, re.Path)
+		}
+		if got, _ := s.ReadFile("agents/alice.md"); string(got) != string(orig) {
+			t.Fatalf("IfRev %q: a refused update changed the file:\n%s", tt.rev, got)
+		}
+	}
+	if !ValidRevision(Revision(orig)) {
+		t.Errorf("ValidRevision(Revision(...)) = false")
+	}
+}
+
+// TestUnsetAbsent checks that unsetting a field the document does not
+// have changes nothing and says so, with the fields near it.
+func TestUnsetAbsent(t *testing.T) {
+	d, err := Parse("agents/alice.md", []byte("---\nname: alice\nspawns: 3\n---\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := string(d.Bytes())
+	err = d.Unset("spwans")
+	var ne *NoFieldError
+	if !errors.As(err, &ne) || !errors.Is(err, ErrNoField) {
+		t.Fatalf("Unset(spwans) = %v, want a *NoFieldError", err)
+	}
+	if len(ne.Near) != 1 || ne.Near[0] != "spawns" || ne.Path != "agents/alice.md" {
+		t.Errorf("got %+v, want Near [spawns] at agents/alice.md", ne)
+	}
+	if got := string(d.Bytes()); got != before {
+		t.Errorf("Unset of an absent field changed the document:\n%s", got)
+	}
+	if err := d.Unset("spawns"); err != nil || d.Has("spawns") {
+		t.Errorf("Unset(spawns) = %v, has it: %v", err, d.Has("spawns"))
+	}
+}

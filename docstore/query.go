@@ -72,6 +72,34 @@ func ParseWhere(expr string) (Cond, error) {
 	return c, nil
 }
 
+// CheckKind checks c against the fields kind k declares: an ordering
+// (< <= > >=) of an int or number field by a bound that is no number is
+// refused with ErrBadExpr, as it would match no valid document (compare
+// never orders a number against text). Text fields order as text, and
+// fields k does not declare (a document's own) are not checked.
+func (c Cond) CheckKind(k *schema.Kind) error {
+	if k == nil {
+		return nil
+	}
+	switch c.Op {
+	case OpLt, OpLe, OpGt, OpGe:
+	default:
+		return nil
+	}
+	f := k.Field(c.Field)
+	if f == nil || f.Type != schema.Int && f.Type != schema.Number {
+		return nil
+	}
+	if _, err := strconv.ParseFloat(c.Value, 64); err == nil {
+		return nil
+	}
+	an := "a"
+	if f.Type == schema.Int {
+		an = "an"
+	}
+	return fmt.Errorf("%w %q: %s is %s %s field of %s documents, and %q is no number: it would match nothing", ErrBadExpr, c.String(), c.Field, an, f.Type, k.Name, c.Value)
+}
+
 func validField(f string) bool {
 	if f == "" {
 		return false

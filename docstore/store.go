@@ -529,8 +529,13 @@ type UpdateOptions struct {
 	KeepUpdated bool
 }
 
-// UpdateWith is Update with options.
+// UpdateWith is Update with options. An IfRev that is no revision
+// (ValidRevision) is refused with a *RevError (ErrBadRev) before the
+// document is read: no document could ever match it.
 func (s *Store) UpdateWith(rel string, opt UpdateOptions, fn func(*Doc) error) (*Doc, error) {
+	if opt.IfRev != "" && !ValidRevision(opt.IfRev) {
+		return nil, &RevError{Op: "update", Path: rel, Rev: opt.IfRev}
+	}
 	l, err := s.lockExistingDoc("read", rel)
 	if err != nil {
 		return nil, err

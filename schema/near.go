@@ -8,7 +8,8 @@ import (
 )
 
 // Near returns the candidates close to name, nearest first: those at most
-// two edits away (one for names of three letters or fewer), and those
+// two edits away (one for names of three letters or fewer; a swap of two
+// adjacent letters is one edit, EditDistance), and those
 // that name is a prefix of or that are a prefix of name. It is the one
 // "did you mean" rule of commands, agents, channels and queues.
 func Near(name string, candidates []string) []string {
@@ -55,8 +56,10 @@ func Near(name string, candidates []string) []string {
 // next to team-1 are a series, not typos; so are short names one letter
 // apart (cpu, gpu, tpu; db1 is a numbered one): a name of three letters
 // or fewer is refused only for an existing name of another length (gpu
-// beside gpus). It is the one "did you mean" rule of writes that create
-// what they do not find (budget set, token init, a knowledge domain).
+// beside gpus) or with two adjacent letters swapped (bbo beside bob: the
+// same letters, not another name of a series). It is the one "did you
+// mean" rule of writes that create what they do not find (budget set,
+// token init, a knowledge domain).
 func NearNew(name string, names []string) []string {
 	digits := func(r rune) bool { return r >= '0' && r <= '9' }
 	strip := func(s string) string {
@@ -68,32 +71,55 @@ func NearNew(name string, names []string) []string {
 		}, s)
 	}
 	return slices.DeleteFunc(Near(name, names), func(n string) bool {
-		if len(name) <= 3 && len(n) == len(name) {
+		if len(name) <= 3 && len(n) == len(name) && !swapped(name, n) {
 			return true
 		}
 		return strings.ContainsFunc(name, digits) && strings.ContainsFunc(n, digits) && strip(n) == strip(name)
 	})
 }
 
-// EditDistance is the Levenshtein distance of two short strings.
+// swapped says whether b is a with two adjacent letters swapped.
+func swapped(a, b string) bool {
+	x, y := []rune(a), []rune(b)
+	if len(x) != len(y) {
+		return false
+	}
+	i := 0
+	for i < len(x) && x[i] == y[i] {
+		i++
+	}
+	return i+1 < len(x) && x[i] == y[i+1] && x[i+1] == y[i] && string(x[i+2:]) == string(y[i+2:])
+}
+
+// EditDistance is the optimal string alignment distance of two short
+// strings, in letters: the Levenshtein distance (insertions, deletions,
+// substitutions) where a swap of two adjacent letters is one edit too,
+// the commonest typo (wroking, agnets). A swapped pair is not edited
+// again (ca is three edits from abc, not two).
 func EditDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
+	x, y := []rune(a), []rune(b)
+	// Three rows: the one before the previous is the swap's.
+	pprev := make([]int, len(y)+1)
+	prev := make([]int, len(y)+1)
 	for j := range prev {
 		prev[j] = j
 	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
+	for i := 1; i <= len(x); i++ {
+		cur := make([]int, len(y)+1)
 		cur[0] = i
-		for j := 1; j <= len(b); j++ {
+		for j := 1; j <= len(y); j++ {
 			cost := 1
-			if a[i-1] == b[j-1] {
+			if x[i-1] == y[j-1] {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && x[i-1] == y[j-2] && x[i-2] == y[j-1] {
+				cur[j] = min(cur[j], pprev[j-2]+1)
+			}
 		}
-		prev = cur
+		pprev, prev = prev, cur
 	}
-	return prev[len(b)]
+	return prev[len(y)]
 }
 
 // NearList is the "did you mean" list of near (Near's answer): at most
@@ -116,7 +142,7 @@ func NearList(near []string) string {
 // FieldHint reports a field name or value given for k (ls --where, set)
 // that looks like a typo, as a *HintError, or nil: a name that is none of
 // k's fields (nor, for an open kind, anything) but one edit from one of
-// them (stat, sate: state), or, for a comparison by equality (eq), a
+// them (stat, sate, satte: state), or, for a comparison by equality (eq), a
 // value outside the field's enum (state=idel). Documents may carry fields
 // of their own, so this is a warning, not a refusal; a distance of one
 // (not Near's two) keeps fields of one's own like "status" quiet.

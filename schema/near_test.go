@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"errors"
 	"slices"
 	"testing"
 )
@@ -32,6 +33,7 @@ func TestFieldHint(t *testing.T) {
 		{"state", "idel", false, false}, // != and ~ may mean anything
 		{"stat", "", false, true},
 		{"sate", "", false, true},
+		{"satte", "", false, true},   // a swap is one edit
 		{"status", "", false, false}, // two edits: a field of one's own
 		{"role", "", false, false},
 		{"rol", "", false, false}, // too short to tell
@@ -57,10 +59,86 @@ func TestNearNew(t *testing.T) {
 		{"tpu", []string{"gpu", "cpu"}, nil},        // short names one letter apart
 		{"gpu", []string{"gpus"}, []string{"gpus"}}, // another length: a typo
 		{"decisoin", []string{"decision"}, []string{"decision"}},
+		{"bbo", []string{"bob"}, []string{"bob"}}, // a swap of short names: a typo
+		{"ab", []string{"ba"}, []string{"ba"}},
+		{"tpu", []string{"tup"}, []string{"tup"}},
 	}
 	for _, tt := range tests {
 		if got := NearNew(tt.name, tt.names); !slices.Equal(got, tt.want) {
 			t.Errorf("NearNew(%q, %q) = %q, want %q", tt.name, tt.names, got, tt.want)
+		}
+	}
+}
+
+func TestNear(t *testing.T) {
+	tests := []struct {
+		name       string
+		candidates []string
+		want       []string
+	}{
+		{"bbo", []string{"bob"}, []string{"bob"}}, // a swap is one edit
+		{"wroking", []string{"waiting", "working"}, []string{"working"}},
+		{"agnets", []string{"agents", "queues"}, []string{"agents"}},
+		// A swap ranks with one edit, before two.
+		{"stae", []string{"tsea", "sate"}, []string{"sate", "tsea"}},
+		{"cpu", []string{"gpu"}, []string{"gpu"}},
+		{"abc", []string{"cba"}, nil}, // two edits: too far for three letters
+		{"ab", []string{"ba"}, []string{"ba"}},
+		{"a", []string{"b"}, nil},
+	}
+	for _, tt := range tests {
+		if got := Near(tt.name, tt.candidates); !slices.Equal(got, tt.want) {
+			t.Errorf("Near(%q, %q) = %q, want %q", tt.name, tt.candidates, got, tt.want)
+		}
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0},
+		{"", "abc", 3},
+		{"bob", "bbo", 1},
+		{"working", "wroking", 1},
+		{"agents", "agnets", 1},
+		{"ab", "ba", 1},
+		{"abc", "ca", 3}, // optimal string alignment: no edit of a swapped pair
+		{"kitten", "sitting", 3},
+		{"éa", "aé", 1}, // letters, not bytes
+	}
+	for _, tt := range tests {
+		if got := EditDistance(tt.a, tt.b); got != tt.want {
+			t.Errorf("EditDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
+		}
+		if got := EditDistance(tt.b, tt.a); got != tt.want {
+			t.Errorf("EditDistance(%q, %q) = %d, want %d", tt.b, tt.a, got, tt.want)
+		}
+	}
+}
+
+// TestLookupNear checks that an unknown kind is answered with each kind
+// near it once, by its nearest name (a swap is one edit).
+func TestLookupNear(t *testing.T) {
+	tests := []struct {
+		name string
+		want []string
+	}{
+		{"agnet", []string{"agent"}},
+		{"agnets", []string{"agents"}},
+		{"itmes", []string{"items"}},
+		{"agentz", []string{"agents"}}, // a tie: the plural
+		{"frobnicate", nil},
+	}
+	for _, tt := range tests {
+		_, err := Lookup(tt.name)
+		var ke *UnknownKindError
+		if !errors.As(err, &ke) {
+			t.Fatalf("Lookup(%q) = %v, want an *UnknownKindError", tt.name, err)
+		}
+		if !slices.Equal(ke.Near, tt.want) {
+			t.Errorf("Lookup(%q).Near = %q, want %q", tt.name, ke.Near, tt.want)
 		}
 	}
 }

@@ -127,18 +127,31 @@ func Lookup(name string) (*Kind, error) {
 	if k, ok := registry[strings.ToLower(name)]; ok {
 		return k, nil
 	}
-	names := make([]string, 0, len(ordered))
-	others := make([]string, 0, len(ordered))
+	names := make([]string, 0, 2*len(ordered))
 	for _, k := range ordered {
-		names = append(names, k.Plural)
-		others = append(others, k.Name)
-		others = append(others, k.Aliases...)
+		names = append(names, k.Plural, k.Name)
+		names = append(names, k.Aliases...)
 	}
-	near := Near(strings.ToLower(name), names)
-	if len(near) == 0 {
-		// A typo of the singular or an alias (agnet is two edits from
-		// agent, three from agents) is near that.
-		near = Near(strings.ToLower(name), others)
+	// Each kind once, by its nearest name, the plural on a tie (agentz):
+	// agnet is one edit from agent and two from agents, agnets the other
+	// way round.
+	lower := strings.ToLower(name)
+	var kinds []*Kind
+	best := map[*Kind]string{}
+	for _, n := range Near(lower, names) {
+		k := registry[n]
+		cur, ok := best[k]
+		switch {
+		case !ok:
+			kinds = append(kinds, k)
+			best[k] = n
+		case n == k.Plural && EditDistance(lower, n) <= EditDistance(lower, cur):
+			best[k] = n
+		}
+	}
+	var near []string
+	for _, k := range kinds {
+		near = append(near, best[k])
 	}
 	return nil, &UnknownKindError{Name: name, Near: near}
 }

@@ -160,6 +160,7 @@ var exitCodes = []struct {
 	{tuples.ErrBadGlob, exitUsage},
 	{tuples.ErrNotGit, exitUsage}, // guard run outside git
 	{tuples.ErrBadTuple, exitUsage},
+	{tuples.ErrEngineType, exitUsage}, // token, reservation: their own commands
 	{tuples.ErrReserved, exitConflict},
 	{tuples.ErrNotHolder, exitConflict},
 	{tuples.ErrNotYours, exitConflict}, // another agent's reservation, as another's claim
@@ -174,6 +175,7 @@ var exitCodes = []struct {
 	{docstore.ErrEngineFile, exitUsage},
 	{docstore.ErrBadExpr, exitUsage},
 	{docstore.ErrAmbiguous, exitUsage},
+	{docstore.ErrBadRev, exitUsage}, // no revision at all, not a stale one
 	{docstore.ErrConflict, exitConflict},
 	{docstore.ErrLost, exitConflict},
 	{docstore.ErrRefused, exitConflict},

@@ -36,7 +36,8 @@ time (with --follow, one to come). --follow keeps printing new events
 until interrupted; --poll goes with it.
 --path keeps the events of one document (agents/bob.md, the reference
 agents/bob, or the file's path), or of the documents under a directory
-(agents/ or agents). --where keeps the events about
+(agents/ or agents); a path that names nothing in the store but is near
+one that does (agnets/) is warned about, and still looked for. --where keeps the events about
 documents whose fields match now (the expressions of ls --where, all must
 hold): the journal records revisions, not fields, so a removed document
 never matches. --machines also prints the journals of the other machines
@@ -116,6 +117,7 @@ func runLog(c *cli.Context) error {
 	warnNearAgent(c, s, "parent", f.Parent)
 	warnNearTypes(c, f.Types)
 	f.Path = eventPath(s, f.Path)
+	warnNearPath(c, s, c.String("path"), f.Path)
 	print := eventPrinter(c)
 	var m *watcher.DocMatcher
 	if len(where) > 0 {
@@ -172,9 +174,11 @@ func pathFlag() cli.Flag {
 	return &cli.StringFlag{Name: "path", Usage: "only the document `PATH` (store-relative, a reference, or the file's path), or those under a directory"}
 }
 
-// whereConds parses the --where expressions. With --kind, a field the
-// kind has not but is near one, or a value outside its enum, is warned of
-// as ls --where does: the answer would most likely be empty for a typo.
+// whereConds parses the --where expressions. With --kind, an ordering of
+// a numeric field by a bound that is no number is refused, and a field
+// the kind has not but is near one, or a value outside its enum, is
+// warned of, as ls --where does: the answer would be empty, or most
+// likely empty for a typo.
 func whereConds(c *cli.Context) ([]docstore.Cond, error) {
 	var conds []docstore.Cond
 	for _, w := range c.StringSlice("where") {
@@ -185,6 +189,11 @@ func whereConds(c *cli.Context) ([]docstore.Cond, error) {
 		conds = append(conds, cond)
 	}
 	if k, err := schema.Lookup(c.String("kind")); err == nil && c.String("kind") != "" {
+		for _, cond := range conds {
+			if err := cond.CheckKind(k); err != nil {
+				return nil, err
+			}
+		}
 		for _, cond := range conds {
 			if err := k.FieldHint(cond.Field, cond.Value, cond.Op == docstore.OpEq); err != nil {
 				warnf(c, "--where %s: %w", cond, err)
@@ -338,6 +347,20 @@ func warnNearTypes(c *cli.Context, types []string) {
 		if h := journal.TypeHint(t); h != nil {
 			warnf(c, "--type %v; showing its events, if any", h)
 		}
+	}
+}
+
+// warnNearPath says when --path (store-relative, as eventPath made it)
+// names nothing in the store but is near something that is there
+// (agnets/ for agents/): log and watch would show nothing for a typo. A
+// path near nothing is taken as meant (a removed document still has its
+// events).
+func warnNearPath(c *cli.Context, s *docstore.Store, given, rel string) {
+	if rel == "" {
+		return
+	}
+	if near := s.NearPath(rel); len(near) > 0 {
+		warnf(c, "--path %s: no such document or directory (did you mean %s?); showing its events, if any", given, schema.NearList(near))
 	}
 }
 

@@ -40,8 +40,9 @@ is most likely a typo: a warning on stderr says so, and the query still
 runs. A list field matches = and ~ if any entry does. Fields
 are compared as the current schema sees them (older documents migrated in
 memory). < <= > >= compare as numbers when both sides are numbers, as times
-when both are timestamps, else as text; a numeric field never matches a
-non-numeric bound.
+when both are timestamps, else as text; a field the kind declares numeric
+(spawns, priority) ordered by a bound that is no number is refused
+(exit 2): it would match nothing.
 --sort -field sorts descending; documents without the field sort last.
 --limit applies after sorting. Documents that fail validation are listed and
 marked INVALID; files that do not parse are not listed. Each problem gives
@@ -269,6 +270,9 @@ func lsConditions(k *schema.Kind, where []string) (conds, stateConds []docstore.
 	for _, w := range where {
 		cond, err := docstore.ParseWhere(w)
 		if err != nil {
+			return nil, nil, err
+		}
+		if err := cond.CheckKind(k); err != nil {
 			return nil, nil, err
 		}
 		if k == schema.Item && cond.Field == "state" {

@@ -1,8 +1,11 @@
 package main
 
 import (
-	"github.com/urfave/cli/v2"
+	"errors"
+	"fmt"
 	"slices"
+
+	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/docstore"
 )
@@ -19,10 +22,14 @@ scalar or flow value stays text exactly as typed: title=Fix #12 is "Fix #12"
 fields change, and updated (the time of the write, as on every write path;
 sync takes the later updated as the last writer) unless it is one of them; a
 quoted string keeps the file's quoting style. With --if-rev the update fails with exit 4 unless the document is
-still at that revision (from show --json), so read-modify-write loops are safe.
+still at that revision (from show --json), so read-modify-write loops are safe;
+a REV that is no revision at all (not 16 lowercase hex digits) is a usage
+error (exit 2): no re-read would ever match it.
 The result is validated first; an invalid result is refused (exit 5). A new
 field one letter from one of the kind's (stat for state) is written, with a
-warning that it is most likely a typo. A field both given a value and
+warning that it is most likely a typo. --unset of a field the document does
+not have removes nothing and warns (did you mean a field it has); exit 0,
+as removing what is absent is done. A field both given a value and
 --unset is a usage error (exit 2), nothing written.
 The store's rules apply as on every write path: an agent's state follows the
 state machine (exit 4 for an illegal transition, as ` + "`tavern agent state`" + `), and a
@@ -97,16 +104,26 @@ func runSet(c *cli.Context) error {
 			}
 		}
 		for _, f := range c.StringSlice("unset") {
-			if err := d.Delete(f); err != nil {
+			// Absent already: done, but said (a typo is not done).
+			if err := d.Unset(f); errors.Is(err, docstore.ErrNoField) {
+				hints = append(hints, err)
+			} else if err != nil {
 				return err
 			}
 		}
 		return nil
 	})
+	if errors.Is(err, docstore.ErrBadRev) {
+		return fmt.Errorf("--if-rev: %w", err)
+	}
 	if err != nil {
 		return s.NotFound("set", rel, err)
 	}
 	for _, h := range hints {
+		if errors.Is(h, docstore.ErrNoField) {
+			warnf(c, "set %w", h) // it names the path
+			continue
+		}
 		warnf(c, "set %s: %w", rel, h)
 	}
 	if c.Bool("json") {

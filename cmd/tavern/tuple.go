@@ -47,6 +47,9 @@ archives it to .tavern/.trash/. Without --wait they answer at once (rdp,
 inp: these names refuse --wait, exit 2); with --wait they block until a
 match is written or DUR passes, woken by filesystem events. Exit 3: nothing matched / timed out. Tuples past
 their --ttl are invisible and collected by gc (and lazily).
+The types token and reservation are written and taken by their own
+commands only (tavern token, tavern reserve/unreserve), which keep their
+rules: out and in refuse them (exit 2); rd and ls read them.
 
 Examples:
    tavern tuple out job status=pending n=3 --ttl 1h
@@ -60,7 +63,8 @@ Examples:
 				ArgsUsage: "TYPE field=value...",
 				Description: `Write a tuple; prints its id. A new TYPE is named like an agent (lower-case
 letters, digits, '-', '_' and '.'; exit 2 otherwise); types that exist are
-written to as they are.
+written to as they are. token and reservation are refused (exit 2): use
+tavern token init and tavern reserve, which keep their rules.
 
 Examples:
    tavern tuple out job status=pending n=3 --ttl 1h

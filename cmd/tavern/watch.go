@@ -33,7 +33,8 @@ wrappers to failed), like tavern reap.
 --where, all must hold) after each change; a change that makes a document
 stop matching is printed once as doc.left. --path keeps one document (a
 path, a reference such as agents/bob, or the file's path), or the documents
-under a directory (agents/ or agents).
+under a directory (agents/ or agents); a path that names nothing in the
+store but is near one that does (agnets/) is warned about.
 
 Examples:
    tavern watch
@@ -74,6 +75,7 @@ func runWatch(c *cli.Context) error {
 	warnNearAgent(c, s, "parent", f.Parent)
 	warnNearTypes(c, f.Types)
 	f.Path = eventPath(s, f.Path)
+	warnNearPath(c, s, c.String("path"), f.Path)
 	j, err := journal.Open(s.Root(), journal.Options{})
 	if err != nil {
 		return err

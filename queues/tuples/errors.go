@@ -23,6 +23,12 @@ var (
 	// reserved field name among its values, or a bad TTL.
 	ErrBadTuple = errors.New("bad tuple")
 
+	// ErrEngineType is matched by *EngineTypeError: a tuple of a type
+	// whose rules live in this package (token slots, reservations)
+	// written or taken with the plain tuple operations (Out, In, Inp),
+	// which would skip them. Nothing is written or taken.
+	ErrEngineType = errors.New("tuple type kept by its own rules")
+
 	// ErrUnknownToken is returned when a token name has no slots at all
 	// (never initialised with InitToken).
 	ErrUnknownToken = errors.New("unknown token (create it with `tavern token init NAME --count N`)")
@@ -79,6 +85,37 @@ var (
 	// repository.
 	ErrNotGit = errors.New("not in a git repository")
 )
+
+// EngineTypeError is a plain tuple operation (Op: out, in, inp) on a type
+// only its own rules may write or take (Type: token, reservation); Use
+// says which commands do.
+type EngineTypeError struct {
+	Op   string
+	Path string // tuples/<type>
+	Type string
+	Why  string // what the rules keep
+	Use  string
+}
+
+func (e *EngineTypeError) Error() string {
+	return fmt.Sprintf("tuple %s %s: %s tuples are the %s rules' (%s): use %s", e.Op, e.Type, e.Type, e.Type, e.Why, e.Use)
+}
+
+func (e *EngineTypeError) Unwrap() error { return ErrEngineType }
+
+// Position gives the type's directory to a JSON error object.
+func (e *EngineTypeError) Position() (string, int, int) { return e.Path, 0, 0 }
+
+// engineType refuses op on typ when typ is kept by its own rules.
+func engineType(op, typ string) error {
+	switch typ {
+	case TokenType:
+		return &EngineTypeError{Op: op, Path: typeDir(typ), Type: typ, Why: "their count, holders and epochs", Use: "`tavern token init NAME --count N`, `tavern token acquire` and `tavern token release`"}
+	case ReservationType:
+		return &EngineTypeError{Op: op, Path: typeDir(typ), Type: typ, Why: "no two agents' globs overlap", Use: "`tavern reserve` and `tavern unreserve`"}
+	}
+	return nil
+}
 
 // NoTupleError says which pattern found nothing and how long it waited.
 type NoTupleError struct {

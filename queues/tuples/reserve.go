@@ -318,7 +318,7 @@ func (sp *Space) reserveOne(agent string, g Glob, h holder, opt ReserveOptions, 
 		return nil, err
 	}
 	values = append(values, fence...)
-	t, err := sp.Out(ReservationType, values, OutOptions{TTL: opt.TTL, Edit: func(d *docstore.Doc) error { return setHolder(d, h) }})
+	t, err := sp.out(ReservationType, values, OutOptions{TTL: opt.TTL, Edit: func(d *docstore.Doc) error { return setHolder(d, h) }})
 	if err != nil {
 		return nil, err
 	}

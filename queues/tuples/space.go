@@ -161,11 +161,21 @@ type OutOptions struct {
 // Out writes a new tuple of type typ with the given values, in order, and
 // returns it. The write is durable before Out returns; blocked readers
 // are woken by its appearance in the directory. The id is a UUIDv7, so
-// file names sort by age and Rd/In take the oldest match first.
+// file names sort by age and Rd/In take the oldest match first. Token
+// slots and reservations are written by their own rules only (InitToken,
+// Reserve): Out refuses their types (*EngineTypeError).
 func (sp *Space) Out(typ string, values []docstore.Field, opt OutOptions) (*Tuple, error) {
 	if err := checkType(typ); err != nil {
 		return nil, err
 	}
+	if err := engineType("out", typ); err != nil {
+		return nil, err
+	}
+	return sp.out(typ, values, opt)
+}
+
+// out is Out for any type: the token and reservation rules write with it.
+func (sp *Space) out(typ string, values []docstore.Field, opt OutOptions) (*Tuple, error) {
 	// A new type is a new name, and follows the plain name rule as new
 	// queues and tokens do ('tuple out "A B"' made tuples/A B/); types
 	// made before the rule are still written to.
@@ -375,6 +385,9 @@ func (sp *Space) Inp(typ string, p Pattern) (*Tuple, error) {
 	if err := checkType(typ); err != nil {
 		return nil, err
 	}
+	if err := engineType("inp", typ); err != nil {
+		return nil, err
+	}
 	for round := 0; round < 2; round++ {
 		t, err := sp.inOnce(typ, p)
 		if err != nil || t != nil {
@@ -470,6 +483,9 @@ func (sp *Space) Rd(ctx context.Context, typ string, p Pattern) (*Tuple, error) 
 
 // In blocks like Rd, then takes the tuple like Inp.
 func (sp *Space) In(ctx context.Context, typ string, p Pattern) (*Tuple, error) {
+	if err := engineType("in", typ); err != nil {
+		return nil, err
+	}
 	return sp.block(ctx, typ, p, sp.Inp)
 }
 

@@ -197,7 +197,7 @@ func (sp *Space) InitTokenWith(name string, count int, opt InitTokenOptions) (in
 	case count > total:
 		for i := 0; i < count-total; i++ {
 			maxSlot++
-			if _, err := sp.Out(TokenType, []docstore.Field{{Key: "token", Value: name}, {Key: "slot", Value: maxSlot}, {Key: "epoch", Value: 0}}, OutOptions{}); err != nil {
+			if _, err := sp.out(TokenType, []docstore.Field{{Key: "token", Value: name}, {Key: "slot", Value: maxSlot}, {Key: "epoch", Value: 0}}, OutOptions{}); err != nil {
 				return i, err
 			}
 		}
