@@ -142,7 +142,7 @@ type HintError struct {
 
 func (e *HintError) Error() string {
 	if len(e.Enum) > 0 {
-		return fmt.Sprintf("%s %q is not one of %s: no valid %s document has it", e.Field, e.Value, strings.Join(e.Enum, ", "), e.Kind)
+		return fmt.Sprintf("%s %q is not one of %s: no valid %s document has it", e.Field, e.Value, strings.Join(e.Enum, ", "), e.Kind) + enumHint(e.Value, e.Enum)
 	}
 	return fmt.Sprintf("%q is not a field of %s documents (did you mean %s?)", e.Field, e.Kind, NearList(e.Near))
 }

@@ -27,6 +27,8 @@ func TestValidate(t *testing.T) {
 	}{
 		{Agent, "name: a\nstate: idle\nspawns: 2\nqueues: [x, y]\n", false, nil},
 		{Agent, "name: a\nstate: bogus\n", false, []string{`2:8: state: "bogus" is not one of`}},
+		{Agent, "state: wroking\n", false, []string{`1:8: state: "wroking" is not one of idle, working, waiting, verifying, done, failed; did you mean "working"?`}},
+		{Agent, "state: WORKING\n", false, []string{`1:8: state: "WORKING" is not one of idle, working, waiting, verifying, done, failed; did you mean "working"?`}},
 		{Agent, "spawns: -1\n", false, []string{"1:9: spawns: must be at least 0"}},
 		{Agent, "spawns: many\n", false, []string{`1:9: spawns: must be an integer, got "many"`}},
 		{Agent, "queues: build\n", false, []string{`1:9: queues: must be a list`}},

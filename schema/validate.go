@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -182,7 +183,7 @@ func (f *Field) check(n *yaml.Node) string {
 			return "must be a single value (text), not a list or mapping"
 		}
 		if len(f.Enum) > 0 && !contains(f.Enum, n.Value) {
-			return fmt.Sprintf("%q is not one of %s", n.Value, strings.Join(f.Enum, ", "))
+			return fmt.Sprintf("%q is not one of %s", n.Value, strings.Join(f.Enum, ", ")) + enumHint(n.Value, f.Enum)
 		}
 		switch f.Pattern {
 		case "name":
@@ -500,4 +501,17 @@ func refNameProblem(ref string) string {
 		}
 	}
 	return ""
+}
+
+// enumHint is "; did you mean X?" for a value near some of an enum's
+// (a different case counts: WORKING for working), or "".
+func enumHint(value string, enum []string) string {
+	near := Near(value, enum)
+	if lower := strings.ToLower(value); lower != value && contains(enum, lower) {
+		near = append([]string{lower}, slices.DeleteFunc(near, func(s string) bool { return s == lower })...)
+	}
+	if len(near) == 0 {
+		return ""
+	}
+	return "; did you mean " + NearList(near) + "?"
 }
