@@ -305,6 +305,9 @@ func rootAction(c *cli.Context) error {
 	if c.NArg() == 0 {
 		return cli.ShowAppHelp(c)
 	}
+	if c.Args().First() == "version" { // as gh, kubectl and go have it
+		return usageErr("unknown command %q; did you mean %q?", "version", "tavern --version")
+	}
 	return unknownCommand(c.Args().First(), c.App.Commands)
 }
 
