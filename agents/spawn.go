@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -291,6 +292,18 @@ func (r *spawnRun) ensureAgent() error {
 	}
 	r.name = opt.Name
 	if _, err := m.GetAgent(opt.Name); errors.Is(err, docstore.ErrNotExist) {
+		// A name given (not a pool's drone) that is near an existing
+		// agent's is a likely typo of it (alcie for alice), and a typo
+		// never creates state: refused as session start refuses it, by
+		// the rule of writes that create what they do not find. Names
+		// that differ only in digits (coder-2 beside coder-1, drone2
+		// beside drone) are a series of drones, not typos.
+		if !opt.PoolRun {
+			near := slices.DeleteFunc(schema.NearNew(opt.Name, AgentNames(m.Store)), func(n string) bool { return sameButDigits(n, opt.Name) })
+			if len(near) > 0 {
+				return &AgentError{Op: "spawn", Path: AgentPath(opt.Name), Err: &schema.UnknownError{What: "agent", Name: opt.Name, Near: near, Err: err}}
+			}
+		}
 		if _, err := m.CreateAgent(spec); err != nil && !errors.Is(err, docstore.ErrExist) {
 			return err
 		}
@@ -298,6 +311,17 @@ func (r *spawnRun) ensureAgent() error {
 		return err
 	}
 	return nil
+}
+
+// sameButDigits reports whether a and b differ only in their digits.
+func sameButDigits(a, b string) bool {
+	drop := func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return -1
+		}
+		return r
+	}
+	return strings.Map(drop, a) == strings.Map(drop, b)
 }
 
 // lock takes the agent's lock (busy: another wrapper runs the agent) and
