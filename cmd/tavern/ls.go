@@ -27,7 +27,8 @@ func newLsCommand() *cli.Command {
 		Description: `Lists documents, filtered by --where (all must match), sorted and limited.
 KIND is a kind's name (tavern schema lists them). DIR is a directory of the
 store, with or without its trailing slash (and .tavern/ in front, as a
-shell completes it): the documents of the kind kept under it, in path
+shell completes it, or any path to it: ../.tavern/queues/Q from a
+subdirectory): the documents of the kind kept under it, in path
 order unless --sort. So ls queues/Q/pending/ is queue Q's order, the order
 queue take claims in (priority, then age), and ls queues/Q lists all of Q's
 items; a DIR that names nothing (queues/typo/pending/) exits 3, while
@@ -69,7 +70,19 @@ func runLs(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return usageErr("ls takes one KIND or DIR/ (see `tavern schema` for the kinds)")
 	}
-	k, under, err := lsKind(c.Args().First())
+	arg := c.Args().First()
+	// A path to a directory of the store from elsewhere (../.tavern/...
+	// from a subdirectory, an absolute path), as show takes a document's.
+	if p := filepath.ToSlash(arg); filepath.IsAbs(arg) || strings.HasPrefix(p, "../") {
+		s, err := openStore(c)
+		if err != nil {
+			return err
+		}
+		if rel, err := s.Rel(arg); err == nil {
+			arg = rel
+		}
+	}
+	k, under, err := lsKind(arg)
 	if err != nil {
 		return err
 	}
