@@ -28,8 +28,8 @@ TAVERN_QUEUE, TAVERN_ATTEMPT, TAVERN_RESULT (a file it may write its result to),
 TAVERN_ROLE, TAVERN_CONSTITUTION and TAVERN_MODEL in its environment. Its
 stdout and stderr are captured line by line into the agent's messages
 (messages/@NAME/), and copied to the terminal with --tee. A new --name near
-an existing agent's (alcie beside alice; not a series such as coder-2 beside
-coder-1) is taken for a typo and refused: nothing is written and nothing
+an existing agent's (alcie beside alice; not a series such as coder-2 or
+coder-b beside coder-1) is taken for a typo and refused: nothing is written and nothing
 runs (tavern agent new NAME first makes it on purpose).
 
 Exit 0: the item is done (result: the TAVERN_RESULT file, else the last output
