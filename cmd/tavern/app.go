@@ -143,10 +143,12 @@ func prepare(c *cli.Command) {
 	if !hasFlag(c, "dir") {
 		c.Flags = append(c.Flags, dirFlag())
 	}
+	// A parent takes --json too, as it takes --dir: tavern queue --json ls
+	// (its subcommands inherit it, as from before the command name).
+	if !hasFlag(c, "json") {
+		c.Flags = append(c.Flags, jsonFlag())
+	}
 	if len(c.Subcommands) == 0 || c.Action != nil {
-		if !hasFlag(c, "json") {
-			c.Flags = append(c.Flags, jsonFlag())
-		}
 		c.Before = inheritJSON(c.Before)
 		if n := maxArgs(c.ArgsUsage); n >= 0 && !c.Hidden {
 			c.Before = checkArity(n, c.Before)
