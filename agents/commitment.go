@@ -91,8 +91,13 @@ func (m *Manager) AddCommitment(agent, description, assertion string, timeout ti
 	if err := AgentExists(m.Store, agent); err != nil {
 		return nil, err
 	}
-	if strings.TrimSpace(assertion) == "" || strings.TrimSpace(description) == "" {
-		return nil, fmt.Errorf("%w: a commitment needs a description and an assertion", schema.ErrInvalid)
+	// Blank is a bad value given, not an invalid document: nothing is
+	// written, and the error says which one is missing.
+	if strings.TrimSpace(description) == "" {
+		return nil, &AgentError{Op: "commit", Path: "commitments/" + agent + "/", Err: fmt.Errorf("%w: a commitment needs a description", ErrEmptyText)}
+	}
+	if strings.TrimSpace(assertion) == "" {
+		return nil, &AgentError{Op: "commit", Path: "commitments/" + agent + "/", Err: fmt.Errorf("%w: a commitment needs an assertion", ErrEmptyText)}
 	}
 	if timeout <= 0 {
 		timeout = DefaultAssertionTimeout

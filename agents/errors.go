@@ -75,8 +75,9 @@ var (
 	// died (SpawnOptions.PoolRun): the pool's liveness lock is free.
 	ErrPoolGone = errors.New("the drone's pool is gone (its liveness lock is free)")
 
-	// ErrEmptyText is returned for a question, an answer or an agent note
-	// that is empty or only white space: nothing is written.
+	// ErrEmptyText is returned for a question, an answer, an agent note,
+	// or a commitment's description or assertion, that is empty or only
+	// white space: nothing is written.
 	ErrEmptyText = errors.New("empty text")
 
 	// ErrAskSelf is returned when an agent asks itself: it would wait

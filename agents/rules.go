@@ -238,15 +238,24 @@ func checkDoc(records *assertionRecords, d *docstore.Doc) []error {
 	return nil
 }
 
-// namesRule refuses configuration that names a queue or channel that does
-// not exist (a *schema.UnknownError, with the nearest names): an agent's
-// queues, a plan's queue, a queue's on_dead channel.
+// namesRule refuses configuration that names a queue, channel or agent
+// that does not exist (a *schema.UnknownError, with the nearest names): an
+// agent's queues and parent, a plan's queue, a queue's on_dead channel.
 func namesRule(s *docstore.Store, w docstore.Write) error {
 	if w.Doc == nil { // a delete names nothing new
 		return nil
 	}
 	switch w.Doc.Kind {
 	case schema.Agent:
+		// A parent that names no agent is a typo: the agent's questions
+		// would bubble to nobody (CreateAgent refuses it too). Judged
+		// when it changes, so an agent whose parent was removed since
+		// keeps taking other writes.
+		if p := w.Doc.String("parent"); p != "" && p != Person && (w.Prev == nil || p != w.Prev.String("parent")) {
+			if err := AgentExists(s, p); err != nil {
+				return fmt.Errorf("%s: parent: %w", w.Path, err)
+			}
+		}
 		qs := agentQueues(w.Doc)
 		if len(qs) == 0 || (w.Prev != nil && slices.Equal(qs, agentQueues(w.Prev))) {
 			return nil

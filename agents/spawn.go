@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -291,6 +292,19 @@ func (r *spawnRun) ensureAgent() error {
 	}
 	r.name = opt.Name
 	if _, err := m.GetAgent(opt.Name); errors.Is(err, docstore.ErrNotExist) {
+		// A name given (not a pool's drone) that is near an existing
+		// agent's is a likely typo of it (alcie for alice), and a typo
+		// never creates state: refused as session start refuses it, by
+		// the rule of writes that create what they do not find. A series
+		// of drones is not a typo: names that differ only in digits
+		// (coder-2 beside coder-1, drone2 beside drone) or only after
+		// their last '-', '_' or '.' (drone-b beside drone-a).
+		if !opt.PoolRun {
+			near := slices.DeleteFunc(schema.NearNew(opt.Name, AgentNames(m.Store)), func(n string) bool { return series(n, opt.Name) })
+			if len(near) > 0 {
+				return &AgentError{Op: "spawn", Path: AgentPath(opt.Name), Err: &schema.UnknownError{What: "agent", Name: opt.Name, Near: near, Err: err}}
+			}
+		}
 		if _, err := m.CreateAgent(spec); err != nil && !errors.Is(err, docstore.ErrExist) {
 			return err
 		}
@@ -298,6 +312,22 @@ func (r *spawnRun) ensureAgent() error {
 		return err
 	}
 	return nil
+}
+
+// series reports whether a and b are two names of one series: they
+// differ only in their digits, or only after their last '-', '_' or '.'.
+func series(a, b string) bool {
+	drop := func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return -1
+		}
+		return r
+	}
+	if strings.Map(drop, a) == strings.Map(drop, b) {
+		return true
+	}
+	i, j := strings.LastIndexAny(a, "-_."), strings.LastIndexAny(b, "-_.")
+	return i > 0 && i == j && a[:i] == b[:j]
 }
 
 // lock takes the agent's lock (busy: another wrapper runs the agent) and

@@ -142,3 +142,20 @@ func TestLookupNear(t *testing.T) {
 		}
 	}
 }
+
+func TestNearDirs(t *testing.T) {
+	tests := []struct {
+		dir  string
+		want []string
+	}{
+		{"queues/build/pendin", []string{"queues/build/pending"}},
+		{"queus/build/pending", []string{"queues/build/pending"}},
+		{"queues/build/zzzzzzz", nil},
+		{"nothing/here", nil},
+	}
+	for _, tt := range tests {
+		if got := NearDirs(tt.dir); !slices.Equal(got, tt.want) {
+			t.Errorf("NearDirs(%q) = %q, want %q", tt.dir, got, tt.want)
+		}
+	}
+}

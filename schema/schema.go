@@ -411,6 +411,40 @@ func KindsUnder(dir string) []*Kind {
 	return out
 }
 
+// NearDirs returns the directories of the store that dir, under which
+// no documents lie (KindsUnder is empty), is most likely a typo of: dir
+// with one fixed part replaced by a near one (schema.Near), a literal
+// (queus for queues) or one of a part's choices (pendin for pending).
+// It is ls DIR/'s "did you mean"; names chosen by people (a queue's) are
+// the store's to list, not the schema's.
+func NearDirs(dir string) []string {
+	parts := strings.Split(dir, "/")
+	seen := map[string]bool{}
+	var out []string
+	for i, p := range parts {
+		for _, k := range ordered {
+			segs := k.segments()
+			if len(parts) >= len(segs) {
+				continue
+			}
+			alts := segs[i].choices
+			if segs[i].literal != "" {
+				alts = []string{segs[i].literal}
+			}
+			for _, n := range Near(p, alts) {
+				try := slices.Clone(parts)
+				try[i] = n
+				d := strings.Join(try, "/")
+				if !seen[d] && len(KindsUnder(d)) > 0 {
+					seen[d] = true
+					out = append(out, d)
+				}
+			}
+		}
+	}
+	return out
+}
+
 // segsMatch reports whether parts match the first len(parts) segments.
 func segsMatch(segs []segment, parts []string) bool {
 	for i, p := range parts {

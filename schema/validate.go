@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -55,7 +56,14 @@ func (k *Kind) Validate(m *yaml.Node, strict bool) []*FieldError {
 			case k.Closed:
 				errs = append(errs, &FieldError{Line: key.Line, Col: key.Column, Field: name, Msg: k.unknownMsg(name)})
 			case strict && !k.Open:
-				errs = append(errs, &FieldError{Line: key.Line, Col: key.Column, Field: name, Msg: "unknown field", Unknown: true})
+				// One letter from a field of the kind (sttae): say which,
+				// as set and ls --where do for the same typo.
+				msg := "unknown field"
+				var he *HintError
+				if errors.As(k.FieldHint(name, "", false), &he) && len(he.Near) > 0 {
+					msg += " (did you mean " + NearList(he.Near) + "?)"
+				}
+				errs = append(errs, &FieldError{Line: key.Line, Col: key.Column, Field: name, Msg: msg, Unknown: true})
 			}
 			continue
 		}

@@ -361,7 +361,8 @@ func (ms *mcpServer) reserve(_ context.Context, _ *mcp.CallToolRequest, in reser
 	ttl := time.Hour
 	if in.TTL != "" {
 		if ttl, err = time.ParseDuration(in.TTL); err != nil {
-			return nil, nil, err
+			// Go's parse error names neither the argument nor its form.
+			return nil, nil, fmt.Errorf("ttl %q: want a duration such as 2h or 30m (0: until released)", in.TTL)
 		}
 	}
 	rs, err := sp.Reserve(agent, in.Globs, tuples.ReserveOptions{TTL: ttl})

@@ -147,6 +147,13 @@ type KnowledgeFilter struct {
 
 // ListKnowledge returns knowledge entries, newest first.
 func ListKnowledge(s *docstore.Store, f KnowledgeFilter) ([]*Knowledge, error) {
+	// A domain no entry can have ("", ../x) would list nothing, as if
+	// there were no knowledge: refused as the name it is.
+	for _, d := range f.Domains {
+		if err := schema.ValidPlainName("domain", d); err != nil {
+			return nil, err
+		}
+	}
 	docs, errs := s.List(schema.Knowledge)
 	var bad []error
 	for _, err := range errs {

@@ -79,23 +79,59 @@ func Open(ctx context.Context, opt Options) (*Workspaces, error) {
 	if err != nil {
 		return nil, err
 	}
-	opt = w.opt
-	if _, err := git(ctx, w.top, nil, "check-ref-format", "--branch", opt.Base); err != nil {
-		return nil, fmt.Errorf("%w: base %q is not a branch name", ErrConfig, opt.Base)
-	}
-	if _, err := git(ctx, w.top, nil, "rev-parse", "--verify", "--quiet", "refs/heads/"+opt.Base); err != nil {
-		hint := ""
-		if out, lerr := git(ctx, w.top, nil, "for-each-ref", "--format=%(refname:short)", "refs/heads/"); lerr == nil {
-			if near := schema.Near(opt.Base, strings.Fields(out)); len(near) > 0 {
-				hint = " (did you mean " + schema.NearList(near) + "?)"
-			}
-		}
-		return nil, fmt.Errorf("%w: base branch %q does not exist in %s%s", ErrConfig, opt.Base, w.top, hint)
+	if err := w.checkBase(ctx); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(w.root, 0o755); err != nil {
 		return nil, err
 	}
 	return w, nil
+}
+
+// OpenExisting opens the repository to list and prune its worktrees (List,
+// Prune), which look at every worktree under Root whatever base it was
+// made from: a Base given is checked as Open checks it, but none is
+// needed. So listing works in a repository whose branch is not "main"
+// (git's own default is "master") or that has no commit yet.
+func OpenExisting(ctx context.Context, opt Options) (*Workspaces, error) {
+	given := opt.Base != ""
+	w, err := openRepo(ctx, opt)
+	if err != nil {
+		return nil, err
+	}
+	if given {
+		if err := w.checkBase(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// checkBase refuses a base that is not a branch of the repository,
+// naming the near branches or, with none near, the checked-out one.
+func (w *Workspaces) checkBase(ctx context.Context) error {
+	base := w.opt.Base
+	if _, err := git(ctx, w.top, nil, "check-ref-format", "--branch", base); err != nil {
+		return fmt.Errorf("%w: base %q is not a branch name", ErrConfig, base)
+	}
+	if _, err := git(ctx, w.top, nil, "rev-parse", "--verify", "--quiet", "refs/heads/"+base); err == nil {
+		return nil
+	}
+	hint := ""
+	if out, lerr := git(ctx, w.top, nil, "for-each-ref", "--format=%(refname:short)", "refs/heads/"); lerr == nil {
+		if near := schema.Near(base, strings.Fields(out)); len(near) > 0 {
+			hint = " (did you mean " + schema.NearList(near) + "?)"
+		}
+	}
+	if hint == "" {
+		if head, herr := git(ctx, w.top, nil, "symbolic-ref", "--quiet", "--short", "HEAD"); herr == nil && strings.TrimSpace(head) != "" {
+			head = strings.TrimSpace(head)
+			if _, err := git(ctx, w.top, nil, "rev-parse", "--verify", "--quiet", "refs/heads/"+head); err == nil {
+				hint = fmt.Sprintf(" (the checked-out branch is %q)", head)
+			}
+		}
+	}
+	return fmt.Errorf("%w: base branch %q does not exist in %s%s", ErrConfig, base, w.top, hint)
 }
 
 // openRepo fills in the defaults and finds the repository (its top and
@@ -386,6 +422,9 @@ func (w *Workspaces) List(ctx context.Context) ([]Entry, error) {
 		branch[filepath.Clean(wt.path)] = strings.TrimPrefix(wt.branch, "refs/heads/")
 	}
 	ents, err := os.ReadDir(w.root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // no worktree made yet (OpenExisting makes no root)
+	}
 	if err != nil {
 		return nil, err
 	}

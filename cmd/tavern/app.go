@@ -143,10 +143,12 @@ func prepare(c *cli.Command) {
 	if !hasFlag(c, "dir") {
 		c.Flags = append(c.Flags, dirFlag())
 	}
+	// A parent takes --json too, as it takes --dir: tavern queue --json ls
+	// (its subcommands inherit it, as from before the command name).
+	if !hasFlag(c, "json") {
+		c.Flags = append(c.Flags, jsonFlag())
+	}
 	if len(c.Subcommands) == 0 || c.Action != nil {
-		if !hasFlag(c, "json") {
-			c.Flags = append(c.Flags, jsonFlag())
-		}
 		c.Before = inheritJSON(c.Before)
 		if n := maxArgs(c.ArgsUsage); n >= 0 && !c.Hidden {
 			c.Before = checkArity(n, c.Before)
@@ -304,6 +306,9 @@ func rootAction(c *cli.Context) error {
 	}
 	if c.NArg() == 0 {
 		return cli.ShowAppHelp(c)
+	}
+	if c.Args().First() == "version" { // as gh, kubectl and go have it
+		return usageErr("unknown command %q; did you mean %q?", "version", "tavern --version")
 	}
 	return unknownCommand(c.Args().First(), c.App.Commands)
 }

@@ -39,6 +39,9 @@ func decide(c *cli.Context, op string) error {
 	if c.NArg() != 1 {
 		return usageErr("%s takes one gate or item ID", op)
 	}
+	if err := emptyPerson(c, "by"); err != nil {
+		return err
+	}
 	_, b, err := openBroker(c)
 	if err != nil {
 		return err

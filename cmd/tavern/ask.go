@@ -35,6 +35,11 @@ func runAsk(c *cli.Context) error {
 	if c.NArg() < 1 {
 		return usageErr("ask takes the QUESTION")
 	}
+	// An empty --to (an unset variable in --to "$LEAD") is not the
+	// default: asking the parent instead would send it elsewhere unsaid.
+	if c.IsSet("to") && strings.TrimSpace(c.String("to")) == "" {
+		return usageErr("--to %q: empty; name parent, user or an agent", c.String("to"))
+	}
 	m, err := openManager(c)
 	if err != nil {
 		return err

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/agents/messages"
@@ -90,13 +93,16 @@ func runChannelLs(c *cli.Context, s *docstore.Store) error {
 			return err
 		}
 	} else {
+		tw := newTable(c.App.Writer, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "CHANNEL\tMESSAGES\tTOPIC")
 		for _, ch := range chs {
-			flag := ""
+			topic := ch.Topic
 			if ch.Archived {
-				flag = " (archived)"
+				topic = strings.TrimLeft(topic+" (archived)", " ")
 			}
-			outf(c, "%-24s %6d  %s%s\n", ch.Name, ch.Messages, ch.Topic, flag)
+			fmt.Fprintf(tw, "%s\t%d\t%s\n", ch.Name, ch.Messages, topic)
 		}
+		return tw.Flush()
 	}
 	return nil
 }

@@ -32,15 +32,21 @@ Examples (install):
 }
 
 // The scripts hand the words up to the cursor to `tavern __complete` and
-// offer what it prints, one candidate per line; with none, files.
+// offer what it prints, one candidate per line; with none, files. A
+// finished word takes the shell's space after it; one that goes on (a
+// directory agents/, a field=) takes none, so agents/alice follows.
 var completionScripts = map[string]string{
 	"bash": `# bash completion for tavern (tavern completion bash)
 _tavern() {
 	local IFS=$'\n'
 	local cur=${COMP_WORDS[COMP_CWORD]}
 	COMPREPLY=($(tavern __complete -- "${COMP_WORDS[@]:1:COMP_CWORD-1}" "$cur" 2>/dev/null))
+	# A word that goes on (agents/, field=) takes no space after it.
+	if [[ ${#COMPREPLY[@]} -eq 1 && ${COMPREPLY[0]} == *[/=] ]]; then
+		compopt -o nospace 2>/dev/null
+	fi
 }
-complete -o default -o nospace -F _tavern tavern
+complete -o default -F _tavern tavern
 `,
 	"zsh": `#compdef tavern
 # zsh completion for tavern (tavern completion zsh)
@@ -49,7 +55,18 @@ _tavern() {
 	cands=("${(@f)$(tavern __complete -- "${(@)words[2,CURRENT]}" 2>/dev/null)}")
 	cands=(${cands:#})
 	if (( ${#cands} )); then
-		compadd -S '' -- "${cands[@]}"
+		# A word that goes on (agents/, field=) takes no space after it.
+		local -a more
+		local ret=1
+		more=(${(M)cands:#*[/=]})
+		cands=(${cands:#*[/=]})
+		if (( ${#cands} )); then
+			compadd -- "${cands[@]}" && ret=0
+		fi
+		if (( ${#more} )); then
+			compadd -S '' -- "${more[@]}" && ret=0
+		fi
+		return $ret
 	else
 		_files
 	fi

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -31,7 +32,34 @@ func resolveRef(s *docstore.Store, ref string) (string, error) {
 		// named p00-..., so it can mean only the item.
 		return s.Resolve("items/" + ref)
 	}
+	if errors.As(err, &ke) && len(ke.Near) == 0 && !strings.Contains(ref, "/") {
+		// A bare name (show alice): the documents that have it.
+		if named := docsNamed(s, ref); len(named) > 0 {
+			return "", usageErr("%s: a document is named KIND/NAME; did you mean %s?", ref, schema.NearList(named))
+		}
+	}
 	return rel, err
+}
+
+// docsNamed lists the KIND/NAME references of the documents named name
+// in kinds whose names are one part (agents/alice, channels/general).
+func docsNamed(s *docstore.Store, name string) []string {
+	var out []string
+	for _, k := range schema.Kinds() {
+		if k.NameParts() != 1 {
+			continue
+		}
+		rel, err := k.Path(name, nil)
+		if err != nil {
+			continue
+		}
+		if abs, err := s.Abs(rel); err == nil {
+			if fi, err := os.Stat(abs); err == nil && fi.Mode().IsRegular() {
+				out = append(out, k.Plural+"/"+name)
+			}
+		}
+	}
+	return out
 }
 
 // docObject is the JSON shape of a document (show --json, ls --json).

@@ -301,6 +301,7 @@ func exitCode(err error) int {
 func hint(err error) string {
 	var ke *schema.UnknownKindError
 	var ue *schema.UnknownError
+	var ae *agents.AgentError
 	var te *agents.TransitionError
 	var re *agents.RoleError
 	var fe *fieldArgError
@@ -314,6 +315,9 @@ func hint(err error) string {
 		return " (run `tavern init`, or pass --dir / set TAVERN_DIR)"
 	case errors.As(err, &ke) && ke.Name != "":
 		return " (see `tavern schema` for the list)"
+	case errors.As(err, &ae) && ae.Op == "spawn" && errors.As(err, &ue) && ue.What == "agent" && len(ue.Near) > 0:
+		// spawn --name creates the agent it does not find, but not a typo.
+		return fmt.Sprintf(" (did you mean %s? if it is a new agent: `tavern agent new %s` first)", schema.NearList(ue.Near), ue.Name)
 	case errors.As(err, &ue):
 		return unknownHint(ue)
 	case errors.Is(err, agents.ErrNotEmpty):

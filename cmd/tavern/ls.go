@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -26,7 +27,8 @@ func newLsCommand() *cli.Command {
 		Description: `Lists documents, filtered by --where (all must match), sorted and limited.
 KIND is a kind's name (tavern schema lists them). DIR is a directory of the
 store, with or without its trailing slash (and .tavern/ in front, as a
-shell completes it): the documents of the kind kept under it, in path
+shell completes it, or any path to it: ../.tavern/queues/Q from a
+subdirectory): the documents of the kind kept under it, in path
 order unless --sort. So ls queues/Q/pending/ is queue Q's order, the order
 queue take claims in (priority, then age), and ls queues/Q lists all of Q's
 items; a DIR that names nothing (queues/typo/pending/) exits 3, while
@@ -69,7 +71,19 @@ func runLs(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return usageErr("ls takes one KIND or DIR/ (see `tavern schema` for the kinds)")
 	}
-	k, under, err := lsKind(c.Args().First())
+	arg := c.Args().First()
+	// A path to a directory of the store from elsewhere (../.tavern/...
+	// from a subdirectory, an absolute path), as show takes a document's.
+	if p := filepath.ToSlash(arg); filepath.IsAbs(arg) || strings.HasPrefix(p, "../") {
+		s, err := openStore(c)
+		if err != nil {
+			return err
+		}
+		if rel, err := s.Rel(arg); err == nil {
+			arg = rel
+		}
+	}
+	k, under, err := lsKind(arg)
 	if err != nil {
 		return err
 	}
@@ -101,7 +115,7 @@ func runLs(c *cli.Context) error {
 		// is not an empty listing; one not made yet (queues/Q/dead/) is.
 		if named := k.NamedDir(strings.TrimSuffix(under, "/")); named != "" {
 			if _, err := os.Stat(filepath.Join(s.Root(), filepath.FromSlash(named))); err != nil {
-				return &notFoundError{msg: fmt.Sprintf("ls %s: no such directory in the store: %s/", c.Args().First(), named)}
+				return &notFoundError{msg: fmt.Sprintf("ls %s: no such directory in the store: %s/%s", c.Args().First(), named, nearDirHint(s, named))}
 			}
 		}
 		args.Limit = 0 // applied below, to the documents under the directory
@@ -126,6 +140,30 @@ func runLs(c *cli.Context) error {
 	}
 	printTable(c, k, res.Entries)
 	return nil
+}
+
+// nearDirHint is the "did you mean" of a directory the store does not
+// have (queues/biuld): its near siblings that it has (queues/build).
+func nearDirHint(s *docstore.Store, named string) string {
+	parent, base := path.Split(named)
+	ents, err := os.ReadDir(filepath.Join(s.Root(), filepath.FromSlash(parent)))
+	if err != nil {
+		return ""
+	}
+	var names []string
+	for _, e := range ents {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			names = append(names, e.Name())
+		}
+	}
+	near := schema.Near(base, names)
+	if len(near) == 0 {
+		return ""
+	}
+	for i := range near {
+		near[i] = parent + near[i] + "/"
+	}
+	return " (did you mean " + schema.NearList(near) + "?)"
 }
 
 // lsKind reads ls's argument: a KIND, or a directory of the store
@@ -153,6 +191,12 @@ func lsKind(arg string) (k *schema.Kind, under string, err error) {
 		return nil, "", usageErr("ls %s: documents of several kinds (%s) lie under it: give one KIND and --where", arg, strings.Join(names, ", "))
 	}
 	msg := fmt.Sprintf("ls %s: not a kind, and no documents lie under it as a directory of the store; ls takes a KIND (tavern schema lists them) or a directory such as queues/Q/pending/", arg)
+	if near := schema.NearDirs(p); len(near) > 0 {
+		for i := range near {
+			near[i] += "/"
+		}
+		msg = fmt.Sprintf("ls %s: no documents lie under it as a directory of the store (did you mean %s?)", arg, schema.NearList(near))
+	}
 	first, rest, _ := strings.Cut(p, "/")
 	if k, err := schema.Lookup(first); err == nil && strings.Count(rest, "/") < k.NameParts() {
 		msg = fmt.Sprintf("ls %s: a KIND/NAME reference, not a directory: tavern show %s prints that document", arg, p)

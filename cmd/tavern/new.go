@@ -66,6 +66,7 @@ func runNew(c *cli.Context) error {
 	if k == schema.Agent {
 		return newAgent(c, s, name, assigns, body)
 	}
+	said := fieldHints(c, k, name, assigns)
 	// An item's id, queue and priority are its path's (the rule refuses
 	// others): `new item q/p05-x` is id p05-x, queue q, priority 5.
 	var fromPath []docstore.Field
@@ -91,11 +92,36 @@ func runNew(c *cli.Context) error {
 	if err := s.Create(rel, d); err != nil {
 		return notWritten(k, name, rel, assigns, err)
 	}
+	said()
 	if c.Bool("json") {
 		return printJSON(c, docJSON(s, d, true))
 	}
 	outf(c, "%s\n", rel)
 	return nil
+}
+
+// fieldHints returns what warns, once the document is written, of the
+// field=value arguments whose field is one letter from one of k's (stat
+// for state): set's warning (field_typo_hints), since new writes the typo
+// as a field of its own just as set does. Not called when the write
+// fails: nothing was written.
+func fieldHints(c *cli.Context, k *schema.Kind, name string, assigns [][2]string) func() {
+	var hints []error
+	seen := map[string]bool{}
+	for _, a := range assigns {
+		if seen[a[0]] {
+			continue
+		}
+		seen[a[0]] = true
+		if err := k.FieldHint(a[0], "", false); err != nil {
+			hints = append(hints, err)
+		}
+	}
+	return func() {
+		for _, h := range hints {
+			warnf(c, "new %s %s: %w", k.Name, name, h)
+		}
+	}
 }
 
 // notWritten turns the schema's refusal of the new document at rel into
@@ -158,10 +184,12 @@ func newAgent(c *cli.Context, s *docstore.Store, name string, assigns [][2]strin
 		}
 		return nil
 	}
+	said := fieldHints(c, schema.Agent, name, assigns)
 	a, err := m.CreateAgent(spec)
 	if err != nil {
 		return notWritten(schema.Agent, name, agents.AgentPath(name), assigns, err)
 	}
+	said()
 	d, err := s.Get(agents.AgentPath(a.Name))
 	if err != nil {
 		return err

@@ -135,6 +135,9 @@ func runServe(c *cli.Context) error {
 // opened without the CLI's journal observer: the view journals its own
 // writes with the person as the acting agent.
 func openView(c *cli.Context, watch bool, face string) (*view.View, error) {
+	if err := emptyPerson(c, "as"); err != nil {
+		return nil, err
+	}
 	dir, err := storeDir(c)
 	if err != nil {
 		return nil, err
@@ -176,4 +179,13 @@ func budgetNeeds(s *docstore.Store) view.NeedsSource {
 		}
 		return out
 	}
+}
+
+// emptyPerson refuses a person flag given empty (--by "$ME" unset): the
+// login name in its place would record a person nobody named.
+func emptyPerson(c *cli.Context, flag string) error {
+	if c.IsSet(flag) && strings.TrimSpace(c.String(flag)) == "" {
+		return usageErr("--%s %q: empty; name the person (or leave --%s out for $TAVERN_USER, else the login name)", flag, c.String(flag), flag)
+	}
+	return nil
 }

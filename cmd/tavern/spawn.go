@@ -27,7 +27,10 @@ TAVERN_DIR, TAVERN_AGENT, TAVERN_INSTANCE, TAVERN_PARENT, TAVERN_ITEM, TAVERN_IT
 TAVERN_QUEUE, TAVERN_ATTEMPT, TAVERN_RESULT (a file it may write its result to),
 TAVERN_ROLE, TAVERN_CONSTITUTION and TAVERN_MODEL in its environment. Its
 stdout and stderr are captured line by line into the agent's messages
-(messages/@NAME/), and copied to the terminal with --tee.
+(messages/@NAME/), and copied to the terminal with --tee. A new --name near
+an existing agent's (alcie beside alice; not a series such as coder-2 or
+coder-b beside coder-1) is taken for a typo and refused: nothing is written and nothing
+runs (tavern agent new NAME first makes it on purpose).
 
 Exit 0: the item is done (result: the TAVERN_RESULT file, else the last output
 lines) and the agent goes to verifying if it has commitments, else done.
@@ -56,7 +59,8 @@ or 1 when the child exited 0 but its item failed after it (a rejected gate, a
 failed merge or check: the reason is printed and is the item's last_error),
 or 128+N when signal N interrupted the wrapper after its child exited 0 (while
 it waited at the item's gate: the item is released, not failed),
-or 3 when --queue found no item or the command cannot be found (not on
+or 3 when --queue found no item, --name is a typo of an existing agent's
+(did you mean) or the command cannot be found (not on
 $PATH, no such file: as pool run's refusal), 4 when a budget is spent (tavern budget:
 those of --pool P and of every pool; pool run's own drones were admitted by
 the pool, and a spawn that says so but was not started by the pool's live

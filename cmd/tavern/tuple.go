@@ -325,6 +325,9 @@ func runTupleGC(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	for _, typ := range c.Args().Slice() {
+		warnNearType(c, sp, typ) // a typo collects nothing: say so
+	}
 	st, err := sp.GC(c.Args().Slice()...)
 	if c.Bool("json") {
 		if perr := printJSON(c, map[string]int{"expired": st.Expired, "returned": st.Returned, "locks": st.Locks}); perr != nil {

@@ -6,12 +6,15 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/agents/workspace"
+	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/queues/tuples"
 )
 
 func newWorkspaceCommand() *cli.Command {
 	flags := func() []cli.Flag {
 		return []cli.Flag{
-			&cli.StringFlag{Name: "base", Value: "main", Usage: "the base `BRANCH`"},
+			&cli.StringFlag{Name: "base", Usage: "check that the base `BRANCH` exists (ls and prune look at every worktree, whatever its base)"},
 			&cli.StringFlag{Name: "repo", Usage: "a `DIR` in the git repository (default: the project directory)"},
 			&cli.StringFlag{Name: "worktree-root", Usage: "where the worktrees are (default <git dir>/tavern/worktrees)"},
 			jsonFlag(),
@@ -44,7 +47,7 @@ func runWorkspaceLs(c *cli.Context) error {
 		return err
 	}
 	defer b.Close()
-	ws, err := openWorkspaces(c, s, b)
+	ws, err := openExistingWorkspaces(c, s, b)
 	if err != nil {
 		return err
 	}
@@ -76,7 +79,7 @@ func runWorkspacePrune(c *cli.Context) error {
 		return err
 	}
 	defer b.Close()
-	ws, err := openWorkspaces(c, s, b)
+	ws, err := openExistingWorkspaces(c, s, b)
 	if err != nil {
 		return err
 	}
@@ -94,4 +97,15 @@ func runWorkspacePrune(c *cli.Context) error {
 		outf(c, "removed %s (item %s %s)\n", e.Path, e.Item, e.ItemState)
 	}
 	return err
+}
+
+// openExistingWorkspaces opens the repository for ls and prune, which
+// need no base branch: a repository on master, or with no commit yet,
+// has worktrees to list too.
+func openExistingWorkspaces(c *cli.Context, s *docstore.Store, b *queues.Broker) (*workspace.Workspaces, error) {
+	sp, err := tuples.NewSpace(s, tuples.SpaceOptions{Journal: b.Journal()})
+	if err != nil {
+		return nil, err
+	}
+	return workspace.OpenExisting(c.Context, workspace.Options{Repo: c.String("repo"), Base: c.String("base"), Root: c.String("worktree-root"), Broker: b, Space: sp})
 }

@@ -55,12 +55,15 @@ func (e *TypeHintError) Error() string {
 var ErrBadTypePattern = errors.New("bad event type pattern")
 
 // TypePatternError reports a type filter that is not a well-formed glob
-// (item.[): it would match nothing.
+// (item.[), or is empty: it would match nothing.
 type TypePatternError struct {
 	Pattern string
 }
 
 func (e *TypePatternError) Error() string {
+	if e.Pattern == "" {
+		return `event type "": empty; give a type (agent.state), a prefix (agent.) or a glob (item.*)`
+	}
 	return fmt.Sprintf("event type pattern %q: %v (a glob: *, ?, [a-z])", e.Pattern, path.ErrBadPattern)
 }
 func (e *TypePatternError) Unwrap() error { return ErrBadTypePattern }

@@ -625,6 +625,9 @@ func (f Filter) Match(e Event) bool {
 // *TypePatternError: Match would take it for no type at all.
 func (f Filter) Check() error {
 	for _, t := range f.Types {
+		if t == "" { // no event has it: a filter of nothing, not no filter
+			return &TypePatternError{Pattern: t}
+		}
 		if strings.ContainsAny(t, "*?[") {
 			if _, err := path.Match(t, ""); err != nil {
 				return &TypePatternError{Pattern: t}
