@@ -292,15 +292,18 @@ func (r *spawnRun) ensureAgent() error {
 	}
 	r.name = opt.Name
 	if _, err := m.GetAgent(opt.Name); errors.Is(err, docstore.ErrNotExist) {
-		// A name given (not a pool's drone) that is near an existing
-		// agent's is a likely typo of it (alcie for alice), and a typo
-		// never creates state: refused as session start refuses it, by
-		// the rule of writes that create what they do not find. A series
-		// of drones is not a typo: names that differ only in digits
-		// (coder-2 beside coder-1, drone2 beside drone) or only after
-		// their last '-', '_' or '.' (drone-b beside drone-a).
+		// A name given (not a pool's drone) that is a clear typo of an
+		// existing agent's (alcie for alice) is refused as session start
+		// refuses it: a typo never creates state. Only a clear one: spawn
+		// --name is how agents are made, and people name them in
+		// families, so a name is refused only when it has an existing
+		// name's length and two adjacent letters swapped, or (five
+		// letters or more) one letter changed. coder-2 beside coder,
+		// bobby beside bob, david beside dave, mary beside mark, and
+		// any series (coder-2 beside coder-1, drone-b beside drone-a)
+		// are new agents.
 		if !opt.PoolRun {
-			near := slices.DeleteFunc(schema.NearNew(opt.Name, AgentNames(m.Store)), func(n string) bool { return series(n, opt.Name) })
+			near := slices.DeleteFunc(schema.NearNew(opt.Name, AgentNames(m.Store)), func(n string) bool { return !clearTypo(opt.Name, n) })
 			if len(near) > 0 {
 				return &AgentError{Op: "spawn", Path: AgentPath(opt.Name), Err: &schema.UnknownError{What: "agent", Name: opt.Name, Near: near, Err: err}}
 			}
@@ -312,6 +315,17 @@ func (r *spawnRun) ensureAgent() error {
 		return err
 	}
 	return nil
+}
+
+// clearTypo reports whether name is a clear typo of agent (see
+// ensureAgent): same length, not a series, and two adjacent letters
+// swapped or, from five letters, one letter changed.
+func clearTypo(name, agent string) bool {
+	if len(name) != len(agent) || series(name, agent) {
+		return false
+	}
+	d := schema.EditDistance(name, agent)
+	return d == 1 && (len(name) >= 5 || schema.Swapped(name, agent))
 }
 
 // series reports whether a and b are two names of one series: they

@@ -71,15 +71,15 @@ func NearNew(name string, names []string) []string {
 		}, s)
 	}
 	return slices.DeleteFunc(Near(name, names), func(n string) bool {
-		if len(name) <= 3 && len(n) == len(name) && !swapped(name, n) {
+		if len(name) <= 3 && len(n) == len(name) && !Swapped(name, n) {
 			return true
 		}
 		return strings.ContainsFunc(name, digits) && strings.ContainsFunc(n, digits) && strip(n) == strip(name)
 	})
 }
 
-// swapped says whether b is a with two adjacent letters swapped.
-func swapped(a, b string) bool {
+// Swapped says whether b is a with two adjacent letters swapped.
+func Swapped(a, b string) bool {
 	x, y := []rune(a), []rune(b)
 	if len(x) != len(y) {
 		return false

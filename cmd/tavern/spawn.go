@@ -27,10 +27,12 @@ TAVERN_DIR, TAVERN_AGENT, TAVERN_INSTANCE, TAVERN_PARENT, TAVERN_ITEM, TAVERN_IT
 TAVERN_QUEUE, TAVERN_ATTEMPT, TAVERN_RESULT (a file it may write its result to),
 TAVERN_ROLE, TAVERN_CONSTITUTION and TAVERN_MODEL in its environment. Its
 stdout and stderr are captured line by line into the agent's messages
-(messages/@NAME/), and copied to the terminal with --tee. A new --name near
-an existing agent's (alcie beside alice; not a series such as coder-2 or
-coder-b beside coder-1) is taken for a typo and refused: nothing is written and nothing
-runs (tavern agent new NAME first makes it on purpose).
+(messages/@NAME/), and copied to the terminal with --tee. A new --name that
+is a clear typo of an existing agent's (same length, two adjacent letters
+swapped or, from five letters, one changed: alcie or alise beside alice) is
+refused: nothing is written and nothing runs (tavern agent new NAME first
+makes it on purpose). A series (coder-2 beside coder, coder-b beside
+coder-1) and other near names (bobby beside bob) are new agents.
 
 Exit 0: the item is done (result: the TAVERN_RESULT file, else the last output
 lines) and the agent goes to verifying if it has commitments, else done.
