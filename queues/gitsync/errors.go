@@ -45,5 +45,10 @@ type SyncError struct {
 	Err  error
 }
 
-func (e *SyncError) Error() string { return e.Op + " " + e.Path + ": " + e.Err.Error() }
+func (e *SyncError) Error() string {
+	if e.Path == "" {
+		return e.Op + ": " + e.Err.Error()
+	}
+	return e.Op + " " + e.Path + ": " + e.Err.Error()
+}
 func (e *SyncError) Unwrap() error { return e.Err }

@@ -195,7 +195,8 @@ func remoteOf(s *docstore.Store, explicit, configured string) (string, error) {
 		}
 	}
 	if r == "" {
-		return "", &SyncError{Op: "open", Path: docstore.ConfigFile, Err: ErrNoRemote}
+		// Not tavern.md's fault: nothing names a remote (Path empty).
+		return "", &SyncError{Op: "sync", Err: ErrNoRemote}
 	}
 	if !strings.Contains(r, "://") && !strings.Contains(r, ":") && !filepath.IsAbs(r) {
 		r = filepath.Join(project, r)
