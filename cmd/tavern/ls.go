@@ -110,6 +110,11 @@ func runLs(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	for _, cond := range conds {
+		if hint := refHint(s, cond); hint != "" {
+			warnf(c, "--where %s: %s", cond, hint)
+		}
+	}
 	if under != "" {
 		// A directory that names nothing (a typo: queues/biuld/pending/)
 		// is not an empty listing; one not made yet (queues/Q/dead/) is.
@@ -443,4 +448,51 @@ func matchState(conds []docstore.Cond, state string) bool {
 		}
 	}
 	return true
+}
+
+// refHint is a warning for --where FIELD=VALUE where the field names a
+// queue or an agent (queue, agent, claimed_by, parent) and VALUE names
+// none but is near one (queue=biuld beside build): the listing is empty
+// for a typo. "" otherwise (the query still runs as given).
+func refHint(s *docstore.Store, cond docstore.Cond) string {
+	if cond.Op != docstore.OpEq || cond.Value == "" {
+		return ""
+	}
+	var what, dir string
+	switch cond.Field {
+	case "queue":
+		what, dir = "queue", "queues"
+	case "agent", "claimed_by", "parent":
+		what, dir = "agent", "agents"
+	default:
+		return ""
+	}
+	ents, err := os.ReadDir(filepath.Join(s.Root(), dir))
+	if err != nil {
+		return ""
+	}
+	var names []string
+	for _, e := range ents {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") {
+			continue
+		}
+		if what == "agent" {
+			var ok bool
+			if name, ok = strings.CutSuffix(name, ".md"); !ok {
+				continue
+			}
+		} else if !e.IsDir() {
+			continue
+		}
+		if name == cond.Value {
+			return ""
+		}
+		names = append(names, name)
+	}
+	near := schema.Near(cond.Value, names)
+	if len(near) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("no %s %q (did you mean %s?)", what, cond.Value, schema.NearList(near))
 }
