@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -123,7 +125,7 @@ func (s *Store) RestoreTrash(ref string) (string, error) {
 		}
 	}
 	if e == nil {
-		return "", pathErr("restore", ref, fmt.Errorf("%w in .trash/", ErrNotExist))
+		return "", pathErr("restore", ref, fmt.Errorf("%w in .trash/%s", ErrNotExist, trashHint(ref, entries)))
 	}
 	if e.Path == "" {
 		return "", pathErr("restore", e.Name, fmt.Errorf("%w: cannot tell the path it had", ErrNotExist))
@@ -165,4 +167,27 @@ func (s *Store) RestoreTrash(ref string) (string, error) {
 		s.notify(Mutation{Op: "create", Path: rel, Doc: d})
 	}
 	return rel, nil
+}
+
+// trashHint is " (did you mean P?)" for a ref that names no entry: the
+// paths of entries whose document has that name (frothy for
+// agents/frothy.md), else the paths near it.
+func trashHint(ref string, entries []TrashEntry) string {
+	var named, paths []string
+	for _, e := range entries {
+		if e.Path == "" || slices.Contains(paths, e.Path) {
+			continue
+		}
+		paths = append(paths, e.Path)
+		if strings.TrimSuffix(path.Base(e.Path), ".md") == ref {
+			named = append(named, e.Path)
+		}
+	}
+	if len(named) == 0 {
+		named = schema.Near(ref, paths)
+	}
+	if len(named) == 0 {
+		return ""
+	}
+	return " (did you mean " + schema.NearList(named) + "?)"
 }
