@@ -20,8 +20,8 @@ func init() { journal.RegisterTypes(EventAction) } // for readers' type filters
 // Do performs an action as the view's person, through the library's rules
 // only: answering goes through agents.Manager.Answer (which wakes the
 // asker), retry and release through the queue broker (release is fenced
-// by the claim's attempt), reap through the reapers, respawn through the
-// agent state machine, send through agents/messages, edit through
+// by the claim's attempt, and another's claim needs it), reap through the
+// reapers, respawn through the agent state machine, send through agents/messages, edit through
 // docstore.Store.SaveEdit (the `tavern edit` check, and only over the
 // revision the person edited). Every action, done or refused, is journaled
 // as EventAction. It returns a short message for the person.
@@ -100,7 +100,10 @@ func (v *View) do(ctx context.Context, a Action) (string, error) {
 		}
 		return "retried " + a.Target + ": back in pending", nil
 	case ActRelease:
-		it, err := v.b.Release(a.Target, a.Attempt)
+		// As `tavern item release` does for the person: another's claim is
+		// released only with its attempt (the button carries it), so a
+		// request without one cannot release whatever claim is there now.
+		it, err := v.b.ReleaseAs(a.Target, a.Attempt, v.opt.Person)
 		if err != nil {
 			return "", err
 		}

@@ -277,7 +277,15 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 	}
 	a := view.Action{Name: r.PostForm.Get("action"), Target: r.PostForm.Get("target"), Queue: r.PostForm.Get("queue"),
 		Rev: r.PostForm.Get("rev"), Text: r.PostForm.Get("text"), Confirm: r.PostForm.Get("confirm")}
-	a.Attempt, _ = strconv.Atoi(r.PostForm.Get("attempt"))
+	if at := r.PostForm.Get("attempt"); at != "" {
+		n, err := strconv.Atoi(at)
+		if err != nil || n < 0 {
+			// Read as 0, it would be no fence at all.
+			http.Error(w, "tavern: attempt "+strconv.Quote(at)+" is not a claim attempt (a number from 1)", http.StatusBadRequest)
+			return
+		}
+		a.Attempt = n
+	}
 	if a.Name == view.ActApprove || a.Name == view.ActReject {
 		// People only: judge the process that sent the request, not this
 		// server (an agent can reach a loopback address too). Beyond

@@ -1,0 +1,111 @@
+package main
+
+// Actions posted to `tavern serve` over HTTP, against the built binary:
+// the rules the commands obey hold for a request written by hand too.
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// serveClient talks to a running `tavern serve` as a browser would: with
+// cookies, without following redirects, with the page's CSRF token.
+type serveClient struct {
+	t    *testing.T
+	u    string
+	c    *http.Client
+	csrf string
+}
+
+func newServeClient(t *testing.T, u string) *serveClient {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	sc := &serveClient{t: t, u: u, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	m := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindStringSubmatch(sc.get("docs/tavern.md")) // its edit form
+	if m == nil {
+		t.Fatal("no csrf token on the page")
+	}
+	sc.csrf = m[1]
+	return sc
+}
+
+func (sc *serveClient) get(path string) string {
+	sc.t.Helper()
+	resp, err := sc.c.Get(sc.u + path)
+	if err != nil {
+		sc.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// post posts an action form and returns the response's status and the
+// flash it set (the outcome the next page shows).
+func (sc *serveClient) post(form url.Values) (int, string) {
+	sc.t.Helper()
+	form.Set("csrf", sc.csrf)
+	resp, err := sc.c.PostForm(sc.u+"action", form)
+	if err != nil {
+		sc.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, c := range resp.Cookies() {
+		if c.Name == "tavern_flash" {
+			v, _ := url.QueryUnescape(c.Value)
+			return resp.StatusCode, v
+		}
+	}
+	return resp.StatusCode, string(body)
+}
+
+// TestServeReleaseFenced: a release posted to `tavern serve` is fenced as
+// `tavern item release` is. Without an attempt (or with one that is no
+// number, read as none) it released anyone's claim: the person is not the
+// holder, and the CLI refuses that unless the attempt is given. The page's
+// button carries the claim's attempt: that release goes ahead, a stale one
+// is refused.
+func TestServeReleaseFenced(t *testing.T) {
+	p := newProject(t)
+	p.ok("agent", "new", "alice", "--role", "coder")
+	p.ok("queue", "create", "build")
+	p.ok("queue", "add", "build", "--title", "held by alice")
+	var claim struct {
+		ID      string `json:"id"`
+		Attempt int    `json:"attempt"`
+	}
+	if err := json.Unmarshal([]byte(p.ok("queue", "take", "build", "--as", "alice", "--json")), &claim); err != nil {
+		t.Fatal(err)
+	}
+	claimed := "queues/build/claimed/" + claim.ID + ".md"
+	sc := newServeClient(t, startServe(t, p, "--listen", "127.0.0.1:0"))
+
+	code, flash := sc.post(url.Values{"action": {"release"}, "target": {claim.ID}})
+	if !strings.Contains(flash, "held by alice") {
+		t.Errorf("a release without the attempt: %d %q, want it refused naming the holder", code, flash)
+	}
+	p.read(claimed) // still alice's
+
+	code, body := sc.post(url.Values{"action": {"release"}, "target": {claim.ID}, "attempt": {"one"}})
+	if code != http.StatusBadRequest || !strings.Contains(body, "attempt") {
+		t.Errorf("attempt=one: %d %q, want 400 naming the attempt", code, body)
+	}
+	p.read(claimed)
+
+	if _, flash := sc.post(url.Values{"action": {"release"}, "target": {claim.ID}, "attempt": {"7"}}); !strings.Contains(flash, "attempt 7") {
+		t.Errorf("a stale attempt: %q, want it refused", flash)
+	}
+	p.read(claimed)
+
+	if _, flash := sc.post(url.Values{"action": {"release"}, "target": {claim.ID}, "attempt": {"1"}}); !strings.Contains(flash, "released") {
+		t.Errorf("the claim's attempt: %q, want it released", flash)
+	}
+	p.read("queues/build/pending/" + claim.ID + ".md")
+}
