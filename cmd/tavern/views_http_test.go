@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -108,4 +110,45 @@ func TestServeReleaseFenced(t *testing.T) {
 		t.Errorf("the claim's attempt: %q, want it released", flash)
 	}
 	p.read("queues/build/pending/" + claim.ID + ".md")
+}
+
+// TestUIConflictKeepsPath: an edit that loses to a change made meanwhile
+// is kept in a file, and the status line says where. The line was cut to
+// the terminal's width, and the path (the end of the message) was cut
+// off: the person's edit was kept where they could not see. An error
+// wraps onto the lines below instead.
+func TestUIConflictKeepsPath(t *testing.T) {
+	p := newProject(t)
+	p.ok("agent", "new", "alice", "--role", "coder")
+	// A temporary directory with a long name, as macOS's is.
+	tmp := filepath.Join(t.TempDir(), "a-rather-long-temporary-directory-name-for-the-kept-edit")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The editor: someone else changes the agent while the person edits.
+	editor := filepath.Join(t.TempDir(), "editor.sh")
+	script := "#!/bin/sh\n" + shellQuote(tavernBin(t)) + " set agents/alice role=tester >/dev/null\nsed -i 's/role: coder/role: reviewer/' \"$1\"\n"
+	if err := os.WriteFile(editor, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p.env = append(p.env, "EDITOR="+editor, "TMPDIR="+tmp)
+	ui := startUITmux(t, p)
+	ui.waitPane("Needs you")
+	ui.keys("2")
+	ui.waitPane("alice · idle")
+	ui.keys("e")
+	ui.waitPane("conflict")
+	kept, _ := filepath.Glob(filepath.Join(tmp, "tavern-edit*"))
+	if len(kept) != 1 {
+		t.Fatalf("kept edits in %s: %q, want one", tmp, kept)
+	}
+	if b, err := os.ReadFile(kept[0]); err != nil || !strings.Contains(string(b), "role: reviewer") {
+		t.Fatalf("the kept edit: %v\n%s", err, b)
+	}
+	ui.waitScreen("showed where the edit is kept", func(s string) bool {
+		return strings.Contains(s, kept[0])
+	})
+	if got := p.read("agents/alice.md"); !strings.Contains(got, "role: tester") {
+		t.Errorf("the change made meanwhile was overwritten:\n%s", got)
+	}
 }
