@@ -5,6 +5,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -151,4 +152,38 @@ func TestUIConflictKeepsPath(t *testing.T) {
 	if got := p.read("agents/alice.md"); !strings.Contains(got, "role: tester") {
 		t.Errorf("the change made meanwhile was overwritten:\n%s", got)
 	}
+}
+
+// TestUIFilterBeyondBoard: the Queues board shows a column's first items
+// and "… N more". The filter searched only the items shown: in a queue of
+// a few hundred, "/" with the title of the last one found nothing, as if
+// it did not exist. The filter searches every item of a column.
+func TestUIFilterBeyondBoard(t *testing.T) {
+	p := newProject(t)
+	p.ok("queue", "create", "bulk")
+	dir := p.path("queues/bulk/pending")
+	seed := strings.TrimSpace(p.ok("queue", "add", "bulk", "--title", "seed"))
+	data, err := os.ReadFile(filepath.Join(dir, seed+".md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Items written as a bulk import would: the same document, new ids.
+	for i := 1; i <= 300; i++ {
+		id := fmt.Sprintf("%s%012x", seed[:len(seed)-12], i)
+		doc := strings.ReplaceAll(string(data), seed, id)
+		doc = strings.Replace(doc, "title: seed", fmt.Sprintf("title: bulk item %03d", i), 1)
+		if err := os.WriteFile(filepath.Join(dir, id+".md"), []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ui := startUITmux(t, p)
+	ui.waitPane("Needs you")
+	ui.keys("3")
+	ui.waitPane("PENDING (301)")
+	ui.keys("/")
+	ui.keys("-l", "item 299")
+	ui.keys("Enter")
+	ui.waitPane("p00 bulk item 299")
+	ui.keys("j") // the item's row is selectable: its detail shows
+	ui.waitPane("# bulk item 299")
 }
