@@ -15,6 +15,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
 )
 
 // serveClient talks to a running `tavern serve` as a browser would: with
@@ -186,4 +189,51 @@ func TestUIFilterBeyondBoard(t *testing.T) {
 	ui.waitPane("p00 bulk item 299")
 	ui.keys("j") // the item's row is selectable: its detail shows
 	ui.waitPane("# bulk item 299")
+}
+
+// TestServeEditLineEndings: a browser sends a textarea's lines ending in
+// CRLF, whatever they ended in. A save from the edit form turned every
+// line of the document into a CRLF line: a diff of the whole file for a
+// one-word change, and \r at the end of every value read by hand. The
+// document keeps its own line endings.
+func TestServeEditLineEndings(t *testing.T) {
+	bin := chromium(t)
+	p := viewsProject(t)
+	u := startServe(t, p, "--listen", "127.0.0.1:0")
+	ctx := browserContext(t, bin, 2*time.Minute)
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(u+"docs/agents/alice.md"),
+		chromedp.WaitVisible(`#edit-text`),
+		// Edit and Save in one script: the page's first refresh (on
+		// connecting) may replace the nodes between two queries.
+		chromedp.Evaluate[chromedp.Void](`document.getElementById("edit-text").value = document.getElementById("edit-text").value.replace("role: coder", "role: reviewer");
+			document.querySelector("form.edit button[type=submit]").click()`),
+		chromedp.WaitVisible(`#flash .flash`),
+	); err != nil {
+		t.Fatalf("save: %v", err)
+	}
+	got := p.read("agents/alice.md")
+	if !strings.Contains(got, "role: reviewer") {
+		flash, _ := chromedp.Run(ctx, chromedp.Text(`#flash`))
+		t.Fatalf("not saved (shown: %q):\n%s", flash, got)
+	}
+	if strings.Contains(got, "\r") {
+		t.Errorf("the saved document has CRLF line endings, it had LF:\n%q", got)
+	}
+
+	// One written with CRLF keeps them.
+	p.write("agents/bob.md", strings.ReplaceAll(p.read("agents/bob.md"), "\n", "\r\n"))
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(u+"docs/agents/bob.md"),
+		chromedp.WaitVisible(`#edit-text`),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById("edit-text").value = document.getElementById("edit-text").value.replace("role: tester", "role: reviewer");
+			document.querySelector("form.edit button[type=submit]").click()`),
+		chromedp.WaitVisible(`#flash .flash`),
+	); err != nil {
+		t.Fatalf("save: %v", err)
+	}
+	got = p.read("agents/bob.md")
+	if !strings.Contains(got, "role: reviewer\r\n") || strings.Count(got, "\n") != strings.Count(got, "\r\n") {
+		t.Errorf("a CRLF document saved from the form:\n%q", got)
+	}
 }

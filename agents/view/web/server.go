@@ -286,6 +286,9 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 		}
 		a.Attempt = n
 	}
+	if a.Name == view.ActEdit {
+		a.Text = formLines(s.v.Store(), a.Target, a.Text)
+	}
 	if a.Name == view.ActApprove || a.Name == view.ActReject {
 		// People only: judge the process that sent the request, not this
 		// server (an agent can reach a loopback address too). Beyond
@@ -339,6 +342,20 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 		setFlash(w, msg)
 	}
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// formLines is a textarea's text with the line endings of the document it
+// edits: a browser sends every line of a textarea ending in CRLF (HTML's
+// form encoding), whatever it ended in, and a save turned every line of
+// the document into a changed one.
+func formLines(st *docstore.Store, rel, text string) string {
+	text = strings.ReplaceAll(text, "\r\n", "\n")
+	if data, err := st.ReadFile(rel); err == nil {
+		if i := bytes.IndexByte(data, '\n'); i > 0 && data[i-1] == '\r' {
+			text = strings.ReplaceAll(text, "\n", "\r\n") // a document written with CRLF keeps them
+		}
+	}
+	return text
 }
 
 // crossSite reports a request a browser marks as coming from another site
