@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
 
@@ -235,5 +236,41 @@ func TestServeEditLineEndings(t *testing.T) {
 	got = p.read("agents/bob.md")
 	if !strings.Contains(got, "role: reviewer\r\n") || strings.Count(got, "\n") != strings.Count(got, "\r\n") {
 		t.Errorf("a CRLF document saved from the form:\n%q", got)
+	}
+}
+
+// TestServeAnswerLines: an answer of two lines typed in the browser
+// reached the asker with "\r" at the end of the first (a browser sends a
+// textarea's lines ending in CRLF): `tavern ask --wait` printed it so, and
+// a script comparing lines saw "SQLite\r". Text from a form is stored with
+// "\n" line endings.
+func TestServeAnswerLines(t *testing.T) {
+	bin := chromium(t)
+	p := viewsProject(t)
+	u := startServe(t, p, "--listen", "127.0.0.1:0")
+	ctx := browserContext(t, bin, 2*time.Minute)
+	// Accept confirm() dialogs, as a person clicking OK would.
+	if err := chromedp.Listen(ctx, func(ev any) {
+		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			go chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+		}
+	}); err != nil {
+		t.Fatalf("starting chromium: %v", err)
+	}
+	ask, askOut := startAsk(t, p, "Which database?")
+	sel := `li.k-question textarea[name=text]`
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(u),
+		chromedp.WaitVisible(sel),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector("`+sel+`").value = "SQLite\nfor the cache";
+			document.querySelector("li.k-question button[type=submit]").click()`),
+	); err != nil {
+		t.Fatalf("answering: %v", err)
+	}
+	if code := waitExit(t, ask, 60*time.Second); code != 0 {
+		t.Fatalf("tavern ask --wait exited %d", code)
+	}
+	if got, want := strings.TrimSpace(askOut.String()), "SQLite\nfor the cache"; got != want {
+		t.Errorf("the asker got %q, want %q", got, want)
 	}
 }

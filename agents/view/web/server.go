@@ -288,6 +288,10 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 	}
 	if a.Name == view.ActEdit {
 		a.Text = formLines(s.v.Store(), a.Target, a.Text)
+	} else {
+		// An answer, a message, a reason: stored, and printed to
+		// scripts, as the commands store them.
+		a.Text = strings.ReplaceAll(a.Text, "\r\n", "\n")
 	}
 	if a.Name == view.ActApprove || a.Name == view.ActReject {
 		// People only: judge the process that sent the request, not this
@@ -345,7 +349,7 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 }
 
 // formLines is a textarea's text with the line endings of the document it
-// edits: a browser sends every line of a textarea ending in CRLF (HTML's
+// edits (other form text gets "\n"): a browser sends every line of a textarea ending in CRLF (HTML's
 // form encoding), whatever it ended in, and a save turned every line of
 // the document into a changed one.
 func formLines(st *docstore.Store, rel, text string) string {
