@@ -274,3 +274,25 @@ func TestServeAnswerLines(t *testing.T) {
 		t.Errorf("the asker got %q, want %q", got, want)
 	}
 }
+
+// TestUIEditorMissing: with $EDITOR naming no program, e said "editor
+// failed: exit status 127; your edit is kept in /tmp/…": there was no
+// edit, the temporary copy stayed behind, and nothing said which editor
+// was tried. It names the editor, says nothing was edited and leaves no
+// file.
+func TestUIEditorMissing(t *testing.T) {
+	p := newProject(t)
+	p.ok("agent", "new", "alice", "--role", "coder")
+	tmp := t.TempDir()
+	p.env = append(p.env, "EDITOR=no-such-editor-xyz", "TMPDIR="+tmp)
+	ui := startUITmux(t, p)
+	ui.waitPane("Needs you")
+	ui.keys("2")
+	ui.waitPane("alice · idle")
+	ui.keys("e")
+	ui.waitPane("no-such-editor-xyz")
+	ui.waitPane("nothing was edited")
+	if left, _ := filepath.Glob(filepath.Join(tmp, "tavern-edit*")); len(left) != 0 {
+		t.Errorf("left behind: %q", left)
+	}
+}
