@@ -3,6 +3,7 @@ package view
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/tavernhq/tavern/agents"
@@ -179,5 +180,10 @@ func (v *View) do(ctx context.Context, a Action) (string, error) {
 	if fn := v.opt.Actions[a.Name]; fn != nil {
 		return fn(ctx, v, a)
 	}
-	return "", ErrUnknownAction
+	names := []string{ActAnswer, ActApprove, ActEdit, ActReap, ActReject, ActRelease, ActRespawn, ActRetry, ActSend}
+	for n := range v.opt.Actions {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return "", fmt.Errorf("%w %q (actions: %s)", ErrUnknownAction, a.Name, strings.Join(names, ", "))
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -294,5 +295,21 @@ func TestUIEditorMissing(t *testing.T) {
 	ui.waitPane("nothing was edited")
 	if left, _ := filepath.Glob(filepath.Join(tmp, "tavern-edit*")); len(left) != 0 {
 		t.Errorf("left behind: %q", left)
+	}
+}
+
+// TestServeUnknownAction: a POST naming no action the server knows (a
+// typo in a script, a form of another version) was answered as a done
+// action would be, a redirect, with "error:  : unknown action" left for the
+// next page. It is a bad request: 400, naming the action and the ones
+// there are.
+func TestServeUnknownAction(t *testing.T) {
+	p := newProject(t)
+	sc := newServeClient(t, startServe(t, p, "--listen", "127.0.0.1:0"))
+	for _, name := range []string{"", "aprove"} {
+		code, body := sc.post(url.Values{"action": {name}, "target": {"x"}})
+		if code != http.StatusBadRequest || !strings.Contains(body, strconv.Quote(name)) || !strings.Contains(body, "approve") {
+			t.Errorf("action %q: %d %q, want 400 naming it and the actions", name, code, body)
+		}
 	}
 }

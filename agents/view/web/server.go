@@ -323,6 +323,11 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
 	defer cancel()
 	msg, err := s.v.Do(ctx, a)
+	if errors.Is(err, view.ErrUnknownAction) {
+		// No page sends it: a script's typo, a form of another version.
+		http.Error(w, "tavern: "+err.Error(), http.StatusBadRequest)
+		return
+	}
 	if err != nil && a.Name == view.ActEdit {
 		// The edit loop: show the problems with the person's text kept,
 		// to edit again.
