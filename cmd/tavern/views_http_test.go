@@ -164,23 +164,7 @@ func TestUIConflictKeepsPath(t *testing.T) {
 // a few hundred, "/" with the title of the last one found nothing, as if
 // it did not exist. The filter searches every item of a column.
 func TestUIFilterBeyondBoard(t *testing.T) {
-	p := newProject(t)
-	p.ok("queue", "create", "bulk")
-	dir := p.path("queues/bulk/pending")
-	seed := strings.TrimSpace(p.ok("queue", "add", "bulk", "--title", "seed"))
-	data, err := os.ReadFile(filepath.Join(dir, seed+".md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Items written as a bulk import would: the same document, new ids.
-	for i := 1; i <= 300; i++ {
-		id := fmt.Sprintf("%s%012x", seed[:len(seed)-12], i)
-		doc := strings.ReplaceAll(string(data), seed, id)
-		doc = strings.Replace(doc, "title: seed", fmt.Sprintf("title: bulk item %03d", i), 1)
-		if err := os.WriteFile(filepath.Join(dir, id+".md"), []byte(doc), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	p := bulkProject(t)
 	ui := startUITmux(t, p)
 	ui.waitPane("Needs you")
 	ui.keys("3")
@@ -311,5 +295,47 @@ func TestServeUnknownAction(t *testing.T) {
 		if code != http.StatusBadRequest || !strings.Contains(body, strconv.Quote(name)) || !strings.Contains(body, "approve") {
 			t.Errorf("action %q: %d %q, want 400 naming it and the actions", name, code, body)
 		}
+	}
+}
+
+// bulkProject is a project with a queue "bulk" of 301 pending items:
+// "seed" and "bulk item 001" to "bulk item 300".
+func bulkProject(t *testing.T) *project {
+	t.Helper()
+	p := newProject(t)
+	p.ok("queue", "create", "bulk")
+	dir := p.path("queues/bulk/pending")
+	seed := strings.TrimSpace(p.ok("queue", "add", "bulk", "--title", "seed"))
+	data, err := os.ReadFile(filepath.Join(dir, seed+".md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Items written as a bulk import would: the same document, new ids.
+	for i := 1; i <= 300; i++ {
+		id := fmt.Sprintf("%s%012x", seed[:len(seed)-12], i)
+		doc := strings.ReplaceAll(string(data), seed, id)
+		doc = strings.Replace(doc, "title: seed", fmt.Sprintf("title: bulk item %03d", i), 1)
+		if err := os.WriteFile(filepath.Join(dir, id+".md"), []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p
+}
+
+// TestServeQueueSearch: the Queues page shows a column's first items and
+// "+N more", and nothing led to the rest: an item beyond them could only
+// be reached by typing its id into the address. /queues?q= (the page's
+// search form) lists the items of every column that match.
+func TestServeQueueSearch(t *testing.T) {
+	p := bulkProject(t)
+	sc := newServeClient(t, startServe(t, p, "--listen", "127.0.0.1:0"))
+	page := sc.get("queues")
+	if strings.Contains(page, "bulk item 299") || !strings.Contains(page, `name="q"`) {
+		t.Fatalf("the board shows item 299 or has no search form:\n%.300s", page)
+	}
+	page = sc.get("queues?q=" + url.QueryEscape("ITEM 299"))
+	if !strings.Contains(page, "bulk item 299") || strings.Contains(page, "bulk item 298") {
+		i := strings.Index(page, "<main")
+		t.Fatalf("/queues?q=ITEM+299 does not list just item 299:\n%.1500s", page[max(i, 0):])
 	}
 }

@@ -206,6 +206,8 @@ func (s *Server) build(name string, r *http.Request) (*Page, error) {
 		return channelPage(s.v, snap, r.PathValue("name"))
 	case "doc":
 		return docPage(s.v, snap, r.PathValue("path"))
+	case "queues":
+		return queuesPage(s.v, snap, strings.TrimSpace(q.Get("q"))), nil
 	case "journal":
 		f := JournalFilter{Type: q.Get("type"), Agent: q.Get("agent"), Kind: q.Get("kind"), Text: q.Get("q")}
 		return journalPage(snap, f), nil
