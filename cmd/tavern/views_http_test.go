@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -337,5 +338,21 @@ func TestServeQueueSearch(t *testing.T) {
 	if !strings.Contains(page, "bulk item 299") || strings.Contains(page, "bulk item 298") {
 		i := strings.Index(page, "<main")
 		t.Fatalf("/queues?q=ITEM+299 does not list just item 299:\n%.1500s", page[max(i, 0):])
+	}
+}
+
+// TestServeBusyPort: the port is taken, most often by a tavern serve
+// already running. The error was Go's alone ("bind: address already in
+// use"); it says what to do: exit 1 and a hint at --listen with port 0.
+func TestServeBusyPort(t *testing.T) {
+	p := newProject(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	r := p.fails(1, "serve", "--listen", ln.Addr().String())
+	if !strings.Contains(r.err, "address already in use") || !strings.Contains(r.err, "--listen 127.0.0.1:0") {
+		t.Errorf("stderr: %q, want the cause and the hint at a free port", r.err)
 	}
 }
