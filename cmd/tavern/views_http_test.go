@@ -356,3 +356,33 @@ func TestServeBusyPort(t *testing.T) {
 		t.Errorf("stderr: %q, want the cause and the hint at a free port", r.err)
 	}
 }
+
+// TestServeGoneKeepsTyping: the document of an open edit page is removed
+// (or moved: a pending item taken by a worker) while the person types in
+// it. The live refresh replaced the page with "This page no longer exists"
+// and the person's text went with it. The notice goes above, the text
+// stays, to copy.
+func TestServeGoneKeepsTyping(t *testing.T) {
+	bin := chromium(t)
+	p := viewsProject(t)
+	u := startServe(t, p, "--listen", "127.0.0.1:0")
+	ctx := browserContext(t, bin, 2*time.Minute)
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(u+"docs/agents/alice.md"),
+		chromedp.WaitVisible(`#edit-text`),
+		chromedp.Poll[chromedp.Void](`document.getElementById("live").textContent === "live"`, chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById("edit-text").value = "half an hour of typing"`),
+	); err != nil {
+		t.Fatalf("edit page: %v", err)
+	}
+	p.ok("rm", "agents/alice.md")
+	if err := chromedp.Do(ctx,
+		chromedp.Poll[chromedp.Void](`document.getElementById("main").textContent.includes("no longer exists")`, chromedp.WithPollingTimeout(15*time.Second)),
+	); err != nil {
+		t.Fatalf("the page of a removed document does not say so: %v", err)
+	}
+	text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.getElementById("edit-text") || {}).value || ""`))
+	if err != nil || text != "half an hour of typing" {
+		t.Errorf("the person's text: %q, %v; want it kept", text, err)
+	}
+}
