@@ -386,3 +386,39 @@ func TestServeGoneKeepsTyping(t *testing.T) {
 		t.Errorf("the person's text: %q, %v; want it kept", text, err)
 	}
 }
+
+// TestServeSaveGoneKeepsText: Save is pressed on a document removed since
+// the page was loaded. The refusal was a redirect to the document's
+// address, a bare 404, and the person's text was lost. The refusal shows
+// the text, and the live page keeps it under the notice that the
+// document is gone.
+func TestServeSaveGoneKeepsText(t *testing.T) {
+	bin := chromium(t)
+	p := viewsProject(t)
+	u := startServe(t, p, "--listen", "127.0.0.1:0")
+	ctx := browserContext(t, bin, 2*time.Minute)
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(u+"docs/agents/alice.md"),
+		chromedp.WaitVisible(`#edit-text`),
+	); err != nil {
+		t.Fatalf("edit page: %v", err)
+	}
+	// Removed by another process before the page could hear of it.
+	p.ok("rm", "agents/alice.md")
+	if err := chromedp.Do(ctx,
+		chromedp.Evaluate[chromedp.Void](`document.getElementById("edit-text").value = "half an hour of typing";
+			document.querySelector("form.edit button[type=submit]").click()`),
+	); err != nil {
+		t.Fatalf("save: %v", err)
+	}
+	// The click navigates: a script run meanwhile may lose its page, so
+	// each look is its own, until the page says the document is gone.
+	waitUntil(t, "the page to say the document is gone", 30*time.Second, func() bool {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!!document.getElementById("main") && document.getElementById("main").textContent.includes("no longer exists")`))
+		return err == nil && ok
+	})
+	text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.getElementById("edit-text") || {}).value || ""`))
+	if err != nil || text != "half an hour of typing" {
+		t.Errorf("the person's text: %q, %v; want it kept", text, err)
+	}
+}

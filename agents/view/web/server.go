@@ -335,7 +335,14 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 		// to edit again.
 		snap, serr := s.v.Snapshot()
 		if serr == nil {
-			if p, perr := docPage(s.v, snap, a.Target); perr == nil {
+			p, perr := docPage(s.v, snap, a.Target)
+			if errors.Is(perr, fs.ErrNotExist) {
+				// Gone since the page was loaded: the refusal still shows
+				// the person's text, to copy (a redirect to the document's
+				// address was a bare 404 and lost it).
+				p, perr = &Page{Name: "doc", Title: a.Target, Snap: snap, Doc: &view.Doc{Path: a.Target, Valid: true}}, nil
+			}
+			if perr == nil {
 				p.CSRF, p.Here, p.Error, p.EditText, p.EditRev = s.csrf, next, err.Error(), a.Text, a.Rev
 				var buf bytes.Buffer
 				if render(&buf, "layout", p) == nil {

@@ -27,9 +27,10 @@
     p.textContent = why.trim() + " (removed or renamed since the page was loaded)";
     note.replaceChildren(h, p);
     // What the person typed stays below the notice, to copy: replacing
-    // the page lost an edit in progress when its document moved.
+    // the page lost an edit in progress when its document moved. A
+    // refused save's text (data-kept) is the person's too.
     var typed = Array.prototype.some.call(main.querySelectorAll("textarea, input[type=text], input:not([type])"),
-      function (el) { return el.value !== el.defaultValue; });
+      function (el) { return el.value !== el.defaultValue || el.hasAttribute("data-kept"); });
     if (!typed) { main.replaceChildren(note); } else if (note.parentNode !== main) { main.prepend(note); }
   }
   function refresh() {
