@@ -3,6 +3,7 @@ package view
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/tavernhq/tavern/agents"
@@ -20,8 +21,8 @@ func init() { journal.RegisterTypes(EventAction) } // for readers' type filters
 // Do performs an action as the view's person, through the library's rules
 // only: answering goes through agents.Manager.Answer (which wakes the
 // asker), retry and release through the queue broker (release is fenced
-// by the claim's attempt), reap through the reapers, respawn through the
-// agent state machine, send through agents/messages, edit through
+// by the claim's attempt, and another's claim needs it), reap through the
+// reapers, respawn through the agent state machine, send through agents/messages, edit through
 // docstore.Store.SaveEdit (the `tavern edit` check, and only over the
 // revision the person edited). Every action, done or refused, is journaled
 // as EventAction. It returns a short message for the person.
@@ -100,7 +101,10 @@ func (v *View) do(ctx context.Context, a Action) (string, error) {
 		}
 		return "retried " + a.Target + ": back in pending", nil
 	case ActRelease:
-		it, err := v.b.Release(a.Target, a.Attempt)
+		// As `tavern item release` does for the person: another's claim is
+		// released only with its attempt (the button carries it), so a
+		// request without one cannot release whatever claim is there now.
+		it, err := v.b.ReleaseAs(a.Target, a.Attempt, v.opt.Person)
 		if err != nil {
 			return "", err
 		}
@@ -176,5 +180,10 @@ func (v *View) do(ctx context.Context, a Action) (string, error) {
 	if fn := v.opt.Actions[a.Name]; fn != nil {
 		return fn(ctx, v, a)
 	}
-	return "", ErrUnknownAction
+	names := []string{ActAnswer, ActApprove, ActEdit, ActReap, ActReject, ActRelease, ActRespawn, ActRetry, ActSend}
+	for n := range v.opt.Actions {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return "", fmt.Errorf("%w %q (actions: %s)", ErrUnknownAction, a.Name, strings.Join(names, ", "))
 }

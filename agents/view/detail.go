@@ -3,6 +3,7 @@ package view
 import (
 	"fmt"
 	"path"
+	"sort"
 	"strings"
 	"time"
 
@@ -159,4 +160,41 @@ func engineName(rel string) error {
 		}
 	}
 	return nil
+}
+
+// SearchItems returns up to limit items of a queue's state whose id, title
+// or holder contains text (ignoring case), in the column's order: the
+// items a board column does not show are found too (a filter over the
+// shown ones missed them).
+func (v *View) SearchItems(queue, state, text string, limit int) []Item {
+	i := stateIndex(state)
+	if i < 0 || limit <= 0 {
+		return nil
+	}
+	v.mu.Lock()
+	var ids []string
+	if qi := v.items.queues[queue]; qi != nil {
+		ids = make([]string, 0, len(qi.ids[i]))
+		for id := range qi.ids[i] {
+			ids = append(ids, id)
+		}
+	}
+	v.mu.Unlock()
+	text = strings.ToLower(text)
+	var out []Item
+	for _, id := range ids {
+		it, ok := v.item(queue, state, id)
+		if !ok {
+			continue // moved since
+		}
+		if strings.Contains(strings.ToLower(it.ID), text) || strings.Contains(strings.ToLower(it.Title), text) ||
+			strings.Contains(strings.ToLower(it.ClaimedBy), text) {
+			out = append(out, it.Item)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return columnOrder[i](out[a].ID, out[b].ID) })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -85,6 +86,10 @@ func runServe(c *cli.Context) error {
 	defer serveQueries(c, v.Store(), v.Projection(), "tavern serve")()
 	longRunningMemory(viewTrimAfter)
 	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		// Most often a tavern serve already running.
+		return fmt.Errorf("%w (another tavern serve? --listen 127.0.0.1:0 picks a free port)", err)
+	}
 	if err != nil {
 		return err
 	}

@@ -594,14 +594,21 @@ func (m *Model) editorCmd(file string) *exec.Cmd {
 	if m.opt.Editor != nil {
 		return m.opt.Editor(file)
 	}
-	editor := os.Getenv("VISUAL")
-	if editor == "" {
-		editor = os.Getenv("EDITOR")
+	return exec.Command("sh", "-c", m.editorName()+` "$1"`, "editor", file)
+}
+
+// editorName is the editor command of the environment ("" with
+// Options.Editor): $VISUAL, else $EDITOR, else vi.
+func (m *Model) editorName() string {
+	if m.opt.Editor != nil {
+		return ""
 	}
-	if editor == "" {
-		editor = "vi"
+	for _, k := range []string{"VISUAL", "EDITOR"} {
+		if e := os.Getenv(k); e != "" {
+			return e
+		}
 	}
-	return exec.Command("sh", "-c", editor+` "$1"`, "editor", file)
+	return "vi"
 }
 
 func (m *Model) edited(runErr error) (tea.Model, tea.Cmd) {
@@ -610,7 +617,17 @@ func (m *Model) edited(runErr error) (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	if runErr != nil {
-		m.setStatus("editor failed: "+runErr.Error()+"; your edit is kept in "+e.file, true)
+		editor := "the editor"
+		if name := m.editorName(); name != "" {
+			editor = fmt.Sprintf("editor %q", name)
+		}
+		if data, err := os.ReadFile(e.file); err == nil && docstore.Revision(data) == e.rev {
+			// It never ran, or changed nothing: there is no edit to keep.
+			os.Remove(e.file)
+			m.setStatus(editor+" failed: "+runErr.Error()+"; nothing was edited (set $VISUAL or $EDITOR)", true)
+		} else {
+			m.setStatus(editor+" failed: "+runErr.Error()+"; your edit is kept in "+e.file, true)
+		}
 		m.edit = nil
 		return m, nil
 	}

@@ -139,20 +139,43 @@ func (m *Model) footer() string {
 		}
 		return hotStyle.Render(m.pending.Confirm + text + " [y/N]")
 	case modeReedit:
-		return errStyle.Render(truncate(m.status, m.width-24)) + hotStyle.Render("  Edit again? [Y/n]")
+		const prompt = "  Edit again? [Y/n]"
+		lines := wrap(m.status, m.width-1, statusLines)
+		last := len(lines) - 1
+		if lipgloss.Width(lines[last])+len(prompt) > m.width-1 {
+			if len(lines) < statusLines {
+				lines = append(lines, "")
+				last++
+			} else {
+				lines[last] = truncate(lines[last], m.width-1-len(prompt))
+			}
+		}
+		for i := range lines {
+			lines[i] = errStyle.Render(lines[i])
+		}
+		lines[last] += hotStyle.Render(prompt)
+		return strings.Join(lines, "\n")
 	}
+	prefix := ""
+	if m.filter[m.tab] != "" {
+		prefix = dimStyle.Render("/" + m.filter[m.tab] + " (esc clears) ")
+	}
+	w := m.width - 1 - lipgloss.Width(prefix)
 	st := dimStyle.Render("tab/1-6 switch · j/k move · / filter · enter act · a answer · r retry · x release · R reap · s respawn · p/d approve/reject · m message · e edit · ? help · q quit")
 	if m.status != "" {
 		if m.isErr {
-			st = errStyle.Render(truncate(m.status, m.width-1))
+			// An error is read to the end: its tail often says what to do
+			// or where something is (the file an edit is kept in).
+			lines := wrap(m.status, w, statusLines)
+			for i := range lines {
+				lines[i] = errStyle.Render(lines[i])
+			}
+			st = strings.Join(lines, "\n")
 		} else {
-			st = okStyle.Render(truncate(m.status, m.width-1))
+			st = okStyle.Render(truncate(m.status, w))
 		}
 	}
-	if m.filter[m.tab] != "" {
-		st = dimStyle.Render("/"+m.filter[m.tab]+" (esc clears) ") + st
-	}
-	return st
+	return prefix + st
 }
 
 const help = `tavern ui — keys
@@ -192,6 +215,59 @@ func truncate(s string, n int) string {
 		r = r[:len(r)-1]
 	}
 	return string(r) + "…"
+}
+
+// statusLines is how many lines an error may take at the bottom: the
+// frame leaves that room below the panes.
+const statusLines = 3
+
+// wrap is s on at most n lines of width w, broken at spaces (a word wider
+// than w is cut), the last cut with "…" if it does not all fit; control
+// characters escaped as truncate does.
+func wrap(s string, w, n int) []string {
+	if w <= 0 || n <= 0 {
+		return []string{""}
+	}
+	s = view.Visible(strings.ReplaceAll(s, "\n", " "))
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(s) {
+		for lipgloss.Width(word) > w {
+			// Too wide for any line: fill this one and go on.
+			room := w
+			if line != "" {
+				room = w - lipgloss.Width(line) - 1
+			}
+			if room <= 0 {
+				lines, line = append(lines, line), ""
+				continue
+			}
+			r := []rune(word)
+			k := 0
+			for k < len(r) && lipgloss.Width(string(r[:k+1])) <= room {
+				k++
+			}
+			if line != "" {
+				line += " "
+			}
+			lines, line = append(lines, line+string(r[:k])), ""
+			word = string(r[k:])
+		}
+		switch {
+		case line == "":
+			line = word
+		case lipgloss.Width(line)+1+lipgloss.Width(word) <= w:
+			line += " " + word
+		default:
+			lines, line = append(lines, line), word
+		}
+	}
+	lines = append(lines, line)
+	if len(lines) > n {
+		rest := strings.Join(lines[n-1:], " ")
+		lines = append(lines[:n-1], truncate(rest, w))
+	}
+	return lines
 }
 
 func pad(s string, n int) string {

@@ -171,6 +171,9 @@ func (m *Model) agentPane(s *view.Snapshot, a view.Agent) pane {
 	return pane{a.Name + " · " + a.State, b.String()}
 }
 
+// searchLimit bounds the items a filter finds in one board column.
+const searchLimit = 200
+
 func (m *Model) queueRows(s *view.Snapshot) []row {
 	var out []row
 	for _, q := range s.Queues {
@@ -182,7 +185,17 @@ func (m *Model) queueRows(s *view.Snapshot) []row {
 				continue
 			}
 			out = append(out, row{key: "col:" + q.Name + "/" + c.State, header: true, kind: c.State, text: fmt.Sprintf("  %s (%d)", strings.ToUpper(c.State), c.Total)})
-			for _, it := range c.Items {
+			items, more := c.Items, c.Total-len(c.Items)
+			if f := m.filter[tabQueues]; f != "" && more > 0 {
+				// The column shows its first items only: a filter searches
+				// them all, or the rest could never be found here.
+				items = m.v.SearchItems(q.Name, c.State, f, searchLimit)
+				more = 0
+				if len(items) == searchLimit {
+					more = -1
+				}
+			}
+			for _, it := range items {
 				it := it
 				title := it.Title
 				if title == "" {
@@ -203,8 +216,11 @@ func (m *Model) queueRows(s *view.Snapshot) []row {
 				r.detail = func() pane { return m.itemPane(it) }
 				out = append(out, r)
 			}
-			if more := c.Total - len(c.Items); more > 0 {
+			switch {
+			case more > 0:
 				out = append(out, row{key: "more:" + q.Name + "/" + c.State, header: true, text: fmt.Sprintf("    … %d more", more)})
+			case more < 0:
+				out = append(out, row{key: "more:" + q.Name + "/" + c.State, header: true, text: fmt.Sprintf("    … the first %d matches; narrow the filter for the rest", searchLimit)})
 			}
 		}
 	}

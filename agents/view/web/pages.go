@@ -37,6 +37,7 @@ type Page struct {
 	Asked    []view.Question
 	Events   []journal.Event
 	Filter   JournalFilter
+	Search   string       // the Queues page's search: its columns list the items that match
 	Action   *view.Action // the confirmation page's action
 	Next     string       // where the confirmation page goes back to
 	Here     string       // this page's path and query, where an action returns
@@ -76,6 +77,35 @@ var titles = map[string]string{"needs": "Needs you", "agents": "Agents", "queues
 
 func listPage(name string, snap *view.Snapshot) *Page {
 	return &Page{Name: name, Title: titles[name], Snap: snap, Needs: snap.Needs}
+}
+
+// searchLimit bounds the items a search lists in one column.
+const searchLimit = 200
+
+// queuesPage is the Queues page; with text, each column lists the items
+// of its whole state that match (the board alone shows the first few, and
+// nothing else led to the rest).
+func queuesPage(v *view.View, snap *view.Snapshot, text string) *Page {
+	p := listPage("queues", snap)
+	if text == "" {
+		return p
+	}
+	p.Search = text
+	s := *snap // the snapshot is shared: a copy with the columns searched
+	s.Queues = make([]view.Queue, len(snap.Queues))
+	for i, q := range snap.Queues {
+		q.Columns = make([]view.Column, len(q.Columns))
+		for j, c := range snap.Queues[i].Columns {
+			c.Items = v.SearchItems(q.Name, c.State, text, searchLimit)
+			if len(c.Items) < searchLimit {
+				c.Total = len(c.Items) // the rest do not match: no "+N more"
+			}
+			q.Columns[j] = c
+		}
+		s.Queues[i] = q
+	}
+	p.Snap = &s
+	return p
 }
 
 func journalPage(snap *view.Snapshot, f JournalFilter) *Page {

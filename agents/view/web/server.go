@@ -206,6 +206,8 @@ func (s *Server) build(name string, r *http.Request) (*Page, error) {
 		return channelPage(s.v, snap, r.PathValue("name"))
 	case "doc":
 		return docPage(s.v, snap, r.PathValue("path"))
+	case "queues":
+		return queuesPage(s.v, snap, strings.TrimSpace(q.Get("q"))), nil
 	case "journal":
 		f := JournalFilter{Type: q.Get("type"), Agent: q.Get("agent"), Kind: q.Get("kind"), Text: q.Get("q")}
 		return journalPage(snap, f), nil
@@ -277,7 +279,22 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 	}
 	a := view.Action{Name: r.PostForm.Get("action"), Target: r.PostForm.Get("target"), Queue: r.PostForm.Get("queue"),
 		Rev: r.PostForm.Get("rev"), Text: r.PostForm.Get("text"), Confirm: r.PostForm.Get("confirm")}
-	a.Attempt, _ = strconv.Atoi(r.PostForm.Get("attempt"))
+	if at := r.PostForm.Get("attempt"); at != "" {
+		n, err := strconv.Atoi(at)
+		if err != nil || n < 0 {
+			// Read as 0, it would be no fence at all.
+			http.Error(w, "tavern: attempt "+strconv.Quote(at)+" is not a claim attempt (a number from 1)", http.StatusBadRequest)
+			return
+		}
+		a.Attempt = n
+	}
+	if a.Name == view.ActEdit {
+		a.Text = formLines(s.v.Store(), a.Target, a.Text)
+	} else {
+		// An answer, a message, a reason: stored, and printed to
+		// scripts, as the commands store them.
+		a.Text = strings.ReplaceAll(a.Text, "\r\n", "\n")
+	}
 	if a.Name == view.ActApprove || a.Name == view.ActReject {
 		// People only: judge the process that sent the request, not this
 		// server (an agent can reach a loopback address too). Beyond
@@ -308,12 +325,24 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
 	defer cancel()
 	msg, err := s.v.Do(ctx, a)
+	if errors.Is(err, view.ErrUnknownAction) {
+		// No page sends it: a script's typo, a form of another version.
+		http.Error(w, "tavern: "+err.Error(), http.StatusBadRequest)
+		return
+	}
 	if err != nil && a.Name == view.ActEdit {
 		// The edit loop: show the problems with the person's text kept,
 		// to edit again.
 		snap, serr := s.v.Snapshot()
 		if serr == nil {
-			if p, perr := docPage(s.v, snap, a.Target); perr == nil {
+			p, perr := docPage(s.v, snap, a.Target)
+			if errors.Is(perr, fs.ErrNotExist) {
+				// Gone since the page was loaded: the refusal still shows
+				// the person's text, to copy (a redirect to the document's
+				// address was a bare 404 and lost it).
+				p, perr = &Page{Name: "doc", Title: a.Target, Snap: snap, Doc: &view.Doc{Path: a.Target, Valid: true}}, nil
+			}
+			if perr == nil {
 				p.CSRF, p.Here, p.Error, p.EditText, p.EditRev = s.csrf, next, err.Error(), a.Text, a.Rev
 				var buf bytes.Buffer
 				if render(&buf, "layout", p) == nil {
@@ -331,6 +360,20 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 		setFlash(w, msg)
 	}
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// formLines is a textarea's text with the line endings of the document it
+// edits (other form text gets "\n"): a browser sends every line of a textarea ending in CRLF (HTML's
+// form encoding), whatever it ended in, and a save turned every line of
+// the document into a changed one.
+func formLines(st *docstore.Store, rel, text string) string {
+	text = strings.ReplaceAll(text, "\r\n", "\n")
+	if data, err := st.ReadFile(rel); err == nil {
+		if i := bytes.IndexByte(data, '\n'); i > 0 && data[i-1] == '\r' {
+			text = strings.ReplaceAll(text, "\n", "\r\n") // a document written with CRLF keeps them
+		}
+	}
+	return text
 }
 
 // crossSite reports a request a browser marks as coming from another site

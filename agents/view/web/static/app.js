@@ -16,11 +16,22 @@
   function gone(why) {
     var main = document.getElementById("main");
     if (!main) { return; }
+    var note = document.getElementById("gone");
+    if (!note) {
+      note = document.createElement("div");
+      note.id = "gone";
+    }
     var h = document.createElement("h1"), p = document.createElement("p");
     h.textContent = "This page no longer exists";
     p.className = "empty";
     p.textContent = why.trim() + " (removed or renamed since the page was loaded)";
-    main.replaceChildren(h, p);
+    note.replaceChildren(h, p);
+    // What the person typed stays below the notice, to copy: replacing
+    // the page lost an edit in progress when its document moved. A
+    // refused save's text (data-kept) is the person's too.
+    var typed = Array.prototype.some.call(main.querySelectorAll("textarea, input[type=text], input:not([type])"),
+      function (el) { return el.value !== el.defaultValue || el.hasAttribute("data-kept"); });
+    if (!typed) { main.replaceChildren(note); } else if (note.parentNode !== main) { main.prepend(note); }
   }
   function refresh() {
     if (busy) { again = true; return; }
