@@ -4,6 +4,7 @@ package main
 // the rules the commands obey hold for a request written by hand too.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -188,17 +189,7 @@ func TestServeEditLineEndings(t *testing.T) {
 	p := viewsProject(t)
 	u := startServe(t, p, "--listen", "127.0.0.1:0")
 	ctx := browserContext(t, bin, 2*time.Minute)
-	if err := chromedp.Do(ctx,
-		chromedp.Navigate(u+"docs/agents/alice.md"),
-		chromedp.WaitVisible(`#edit-text`),
-		// Edit and Save in one script: the page's first refresh (on
-		// connecting) may replace the nodes between two queries.
-		chromedp.Evaluate[chromedp.Void](`document.getElementById("edit-text").value = document.getElementById("edit-text").value.replace("role: coder", "role: reviewer");
-			document.querySelector("form.edit button[type=submit]").click()`),
-		chromedp.WaitVisible(`#flash .flash`),
-	); err != nil {
-		t.Fatalf("save: %v", err)
-	}
+	browserReplace(t, ctx, u+"docs/agents/alice.md", "role: coder", "role: reviewer")
 	got := p.read("agents/alice.md")
 	if !strings.Contains(got, "role: reviewer") {
 		flash, _ := chromedp.Run(ctx, chromedp.Text(`#flash`))
@@ -210,15 +201,7 @@ func TestServeEditLineEndings(t *testing.T) {
 
 	// One written with CRLF keeps them.
 	p.write("agents/bob.md", strings.ReplaceAll(p.read("agents/bob.md"), "\n", "\r\n"))
-	if err := chromedp.Do(ctx,
-		chromedp.Navigate(u+"docs/agents/bob.md"),
-		chromedp.WaitVisible(`#edit-text`),
-		chromedp.Evaluate[chromedp.Void](`document.getElementById("edit-text").value = document.getElementById("edit-text").value.replace("role: tester", "role: reviewer");
-			document.querySelector("form.edit button[type=submit]").click()`),
-		chromedp.WaitVisible(`#flash .flash`),
-	); err != nil {
-		t.Fatalf("save: %v", err)
-	}
+	browserReplace(t, ctx, u+"docs/agents/bob.md", "role: tester", "role: reviewer")
 	got = p.read("agents/bob.md")
 	if !strings.Contains(got, "role: reviewer\r\n") || strings.Count(got, "\n") != strings.Count(got, "\r\n") {
 		t.Errorf("a CRLF document saved from the form:\n%q", got)
@@ -420,5 +403,23 @@ func TestServeSaveGoneKeepsText(t *testing.T) {
 	text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.getElementById("edit-text") || {}).value || ""`))
 	if err != nil || text != "half an hour of typing" {
 		t.Errorf("the person's text: %q, %v; want it kept", text, err)
+	}
+}
+
+// browserReplace opens a document's edit page, replaces from with to in
+// its text and presses Save, as a person would, and waits for the result.
+func browserReplace(tb testing.TB, ctx context.Context, page, from, to string) {
+	tb.Helper()
+	// Edit and Save in one script: the page's first refresh (on
+	// connecting) may replace the nodes between two queries.
+	script := fmt.Sprintf(`document.getElementById("edit-text").value = document.getElementById("edit-text").value.replace(%q, %q);
+		document.querySelector("form.edit button[type=submit]").click()`, from, to)
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(page),
+		chromedp.WaitVisible(`#edit-text`),
+		chromedp.Evaluate[chromedp.Void](script),
+		chromedp.WaitVisible(`#flash .flash`),
+	); err != nil {
+		tb.Fatalf("save %s: %v", page, err)
 	}
 }
