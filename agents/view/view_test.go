@@ -309,6 +309,11 @@ func TestActions(t *testing.T) {
 		if a := must(f.m.GetAgent("bob")); a.State != agents.Idle {
 			t.Errorf("bob: got %s, want idle", a.State)
 		}
+		// Respawned already (by another page, or a second click): refused,
+		// not reported as done again.
+		if _, err := v.Do(ctx, Action{Name: ActRespawn, Target: "bob"}); !errors.Is(err, agents.ErrStateChanged) {
+			t.Errorf("respawn of an idle agent: got %v, want ErrStateChanged", err)
+		}
 		// Respawn is failed -> idle: from a page shown while alice had
 		// failed, it must not stop her now that she works again.
 		if _, err := v.Do(ctx, Action{Name: ActRespawn, Target: "alice"}); !errors.Is(err, agents.ErrStateChanged) {
