@@ -439,11 +439,13 @@ func (m *Manager) Transition(name, to string, opt TransitionOptions) (*Agent, er
 		if a.AppliedState != "" && a.AppliedState != a.State && !a.IllegalEdit() {
 			handFrom = a.AppliedState
 		}
-		if from == to && handFrom == "" && a.AppliedState != "" && a.State == to {
-			return nil // no change
-		}
+		// The fence first: an agent already in the target state was not
+		// moved by this call (a respawn of an idle agent did nothing).
 		if opt.From != "" && from != opt.From {
 			return &TransitionError{Path: rel, Agent: name, From: from, To: to, Err: fmt.Errorf("%w: it is %s now, not %s", ErrStateChanged, from, opt.From)}
+		}
+		if from == to && handFrom == "" && a.AppliedState != "" && a.State == to {
+			return nil // no change
 		}
 		if !opt.Force && !Legal(from, to) {
 			return &TransitionError{Path: rel, Agent: name, From: from, To: to, Err: ErrIllegalTransition}

@@ -423,3 +423,21 @@ func TestRoleChangeNearRole(t *testing.T) {
 		}
 	}
 }
+
+// From fences a move even when the agent is already in the target state:
+// a respawn (failed -> idle) of an agent that is idle did nothing, and
+// must not say it did.
+func TestTransitionFromAlreadyThere(t *testing.T) {
+	m := newManager(t)
+	if _, err := m.CreateAgent(AgentSpec{Name: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := m.Transition("alice", Idle, TransitionOptions{By: "pat", From: Failed})
+	if !errors.Is(err, ErrStateChanged) {
+		t.Fatalf("got %v, want ErrStateChanged", err)
+	}
+	// Without From, staying in the same state is still a quiet no-op.
+	if _, err := m.Transition("alice", Idle, TransitionOptions{By: "pat"}); err != nil {
+		t.Fatalf("no-op transition: %v", err)
+	}
+}

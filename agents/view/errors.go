@@ -3,6 +3,7 @@ package view
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 var (
@@ -26,7 +27,13 @@ type ActionError struct {
 }
 
 func (e *ActionError) Error() string {
-	return fmt.Sprintf("%s %s: %v", e.Op, e.Path, e.Err)
+	prefix := e.Op + " " + e.Path
+	if msg := e.Err.Error(); strings.HasPrefix(msg, prefix+":") {
+		// The library's error names the action already (a gate's
+		// "reject X: ..."): saying it twice reads as a stutter.
+		return msg
+	}
+	return fmt.Sprintf("%s: %v", prefix, e.Err)
 }
 
 func (e *ActionError) Unwrap() error { return e.Err }

@@ -309,6 +309,11 @@ func TestActions(t *testing.T) {
 		if a := must(f.m.GetAgent("bob")); a.State != agents.Idle {
 			t.Errorf("bob: got %s, want idle", a.State)
 		}
+		// Respawned already (by another page, or a second click): refused,
+		// not reported as done again.
+		if _, err := v.Do(ctx, Action{Name: ActRespawn, Target: "bob"}); !errors.Is(err, agents.ErrStateChanged) {
+			t.Errorf("respawn of an idle agent: got %v, want ErrStateChanged", err)
+		}
 		// Respawn is failed -> idle: from a page shown while alice had
 		// failed, it must not stop her now that she works again.
 		if _, err := v.Do(ctx, Action{Name: ActRespawn, Target: "alice"}); !errors.Is(err, agents.ErrStateChanged) {
@@ -516,6 +521,37 @@ func TestVisible(t *testing.T) {
 	} {
 		if got := Visible(tc.in); got != tc.want {
 			t.Errorf("Visible(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// An action's error names the action and its target once, even where the
+// library's error already names them (a gate's "reject X: ...").
+func TestActionErrorSaysOpOnce(t *testing.T) {
+	f := newFixture(t)
+	v := must(Open(f.s, Options{Person: "pat", Face: "test"}))
+	defer v.Close()
+	ctx := context.Background()
+	for _, a := range []Action{
+		{Name: ActReject, Target: "g-nope", Text: "no"},
+		{Name: ActApprove, Target: "g-nope"},
+		{Name: ActRetry, Target: "p00-nope"},
+		{Name: ActRelease, Target: "p00-nope"},
+		{Name: ActRespawn, Target: "alice"},
+		{Name: ActRespawn, Target: "nobody"},
+		{Name: ActReap, Target: "nope"},
+		{Name: ActSend, Target: "@nobody", Text: "hi"},
+		{Name: ActAnswer, Target: "q-nope", Text: "hi"},
+		{Name: ActEdit, Target: "agents/nope.md", Rev: "x", Text: "hi"},
+	} {
+		_, err := v.Do(ctx, a)
+		if err == nil {
+			t.Errorf("%s %s: no error", a.Name, a.Target)
+			continue
+		}
+		prefix := a.Name + " " + a.Target
+		if got := strings.Count(err.Error(), prefix); got != 1 {
+			t.Errorf("%s %s: %q names %q %d times, want once", a.Name, a.Target, err, prefix, got)
 		}
 	}
 }

@@ -288,6 +288,9 @@ func runAgentAudit(c *cli.Context, m *agents.Manager) error {
 		for _, e := range invalid {
 			errf(c, "%v\n", e)
 		}
+		if len(probs)+len(tampered)+len(invalid) == 0 && err == nil && terr == nil {
+			errf(c, "tavern: audit: no problems (every agent's state and constitution check out)\n")
+		}
 	}
 	if err := errors.Join(err, terr); err != nil {
 		return err
@@ -326,6 +329,10 @@ func runAgentReap(c *cli.Context, m *agents.Manager) error {
 	} else {
 		for _, n := range names {
 			outf(c, "%s failed (wrapper died)\n", n)
+		}
+		if len(names) == 0 && err == nil {
+			// On stderr: a script reading stdout still sees nothing.
+			errf(c, "tavern: no agent to reap (every spawned agent's wrapper is alive)\n")
 		}
 		// With --json they are in the answer's "invalid", as reap's.
 		warnDiag(c, invalid, nil)
@@ -405,6 +412,9 @@ func runAgentLog(c *cli.Context) error {
 	}
 	for _, msg := range msgs {
 		outf(c, "%s %s: %s\n", msg.Time.UTC().Format("15:04:05.000"), msg.Sender, view.Visible(msg.Text))
+	}
+	if len(msgs) == 0 {
+		errf(c, "tavern: %s has no log yet (nothing captured)\n", c.Args().First())
 	}
 	return nil
 }

@@ -88,17 +88,6 @@ func flagDoc(f cli.Flag) (names, def, usage string) {
 	return names, def, usage
 }
 
-// unquoteUsage is urfave/cli's: the `WORD` in a usage is the placeholder.
-func unquoteUsage(usage string) (string, string) {
-	if i := strings.Index(usage, "`"); i >= 0 {
-		if j := strings.Index(usage[i+1:], "`"); j >= 0 {
-			name := usage[i+1 : i+1+j]
-			return name, usage[:i] + name + usage[i+1+j+1:]
-		}
-	}
-	return "", usage
-}
-
 // renderReference is docs/commands.md.
 func renderReference(app *cli.App) string {
 	var b strings.Builder

@@ -162,6 +162,7 @@ var exitCodes = []struct {
 	{tuples.ErrBadTuple, exitUsage},
 	{tuples.ErrEngineType, exitUsage}, // token, reservation: their own commands
 	{tuples.ErrReserved, exitConflict},
+	{tuples.ErrNoSlot, exitNotFound}, // before ErrNotHolder: a release naming no slot at all
 	{tuples.ErrNotHolder, exitConflict},
 	{tuples.ErrNotYours, exitConflict}, // another agent's reservation, as another's claim
 	{tuples.ErrTokenCount, exitConflict},

@@ -73,6 +73,10 @@ func runReap(c *cli.Context) error {
 	for _, it := range rep.Hung {
 		outf(c, "hung %s\n", it.ID)
 	}
+	if len(rep.Returned)+len(rep.Dead)+len(rep.Hung) == 0 {
+		// On stderr: a script reading stdout still sees nothing.
+		errf(c, "tavern: nothing to reap (no claim expired or lost its holder)\n")
+	}
 	warnDiag(c, rep.Invalid, nil)
 	return nil
 }

@@ -58,7 +58,7 @@ Examples:
    tavern serve --listen 127.0.0.1:0 --as pat
    tavern serve --listen 0.0.0.0:7878`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "listen", Value: defaultListen, Usage: "listen on `ADDR` (host:port; port 0 picks a free one)"},
+			&cli.StringFlag{Name: "listen", Aliases: []string{"addr"}, Value: defaultListen, Usage: "listen on `ADDR` (host:port; port 0 picks a free one)"},
 			personFlag(), pollFlag(),
 		},
 		Action: runServe,

@@ -45,7 +45,8 @@ ID:EPOCH releases that holding whatever the instance, and from anyone
 (without --as: with --as, only as its holder).
 
 A release with a stale handle (the slot was reclaimed and taken again) is
-refused with exit 4. Exit 3: no free slot within --wait, or no such token.
+refused with exit 4. Exit 3: no free slot within --wait, no such token, or a
+release whose ID names no slot of the token (its slots are listed).
 
 Examples:
    tavern token init merge --count 2

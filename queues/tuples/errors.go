@@ -53,6 +53,11 @@ var (
 	// held by a live process that must release it itself.
 	ErrNotHolder = errors.New("token slot is not held by the caller")
 
+	// ErrNoSlot is matched by *NoSlotError: a token release whose handle
+	// names no slot of the token at all (not a slot that is free or held
+	// by someone else: that is ErrNotHolder).
+	ErrNoSlot = errors.New("no such slot")
+
 	// ErrHolderNotAlive is returned when a token is acquired for an agent
 	// (--as A) whose liveness lock is not held by a live process and no
 	// lease was given: nothing would keep the token held.
@@ -286,3 +291,29 @@ func (e *HeldByError) Error() string {
 }
 
 func (e *HeldByError) Unwrap() error { return ErrNotYours }
+
+// NoSlotError is a release handle whose ID names no slot of token Name on
+// this machine (and no engine could hold it elsewhere). Handles lists the
+// token's slots' handles in slot order; Near is the handle the ID most
+// likely meant (the slot numbered ID, a typed slot number), or "".
+type NoSlotError struct {
+	Op      string // "release"
+	Path    string // the slot file the ID would be
+	Name    string
+	ID      string
+	Handles []string
+	Near    string
+}
+
+func (e *NoSlotError) Error() string {
+	msg := fmt.Sprintf("%s %s: %v", e.Name, e.ID, ErrNoSlot)
+	if e.Near != "" {
+		msg += fmt.Sprintf(" (did you mean %s?)", e.Near)
+	}
+	if len(e.Handles) > 0 {
+		msg += fmt.Sprintf("; its slots: %s (tavern token ls %s)", strings.Join(e.Handles, ", "), e.Name)
+	}
+	return msg
+}
+
+func (e *NoSlotError) Unwrap() []error { return []error{ErrNoSlot, schema.ErrUnknownName} }

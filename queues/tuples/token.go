@@ -709,6 +709,9 @@ func (sp *Space) ReleaseToken(name, handle string, opt ReleaseOptions) error {
 	d, err := sp.store.Get(taken)
 	if err != nil {
 		if errors.Is(err, docstore.ErrNotExist) {
+			if nerr := sp.noSlot(name, id); nerr != nil {
+				return sp.notHeld(name, nerr)
+			}
 			return sp.notHeld(name, fmt.Errorf("%s %s: %w: not held", name, id, ErrNotHolder))
 		}
 		return err
@@ -810,6 +813,32 @@ func (sp *Space) unknownToken(name string) error {
 			names = append(names, s.Name)
 		}
 		e.Near = schema.Near(name, names)
+	}
+	return e
+}
+
+// noSlot returns a *NoSlotError when id, held by no one, names no free
+// slot of token name either; nil when it does, or when an engine
+// arbitrates: a slot held on another machine has no file here (coord.go),
+// so a missing file does not show the ID is wrong.
+func (sp *Space) noSlot(name, id string) error {
+	if d, err := sp.store.Get(tuplePath(TokenType, id)); err == nil && d.String("token") == name {
+		return nil
+	}
+	if sp.coordinated() {
+		return nil
+	}
+	e := &NoSlotError{Op: "release", Path: tuplePath(TokenType, id), Name: name, ID: id}
+	slots, err := sp.Slots(name)
+	if err != nil {
+		return e
+	}
+	for _, s := range slots {
+		h := s.ID + ":" + strconv.FormatInt(s.Epoch, 10)
+		e.Handles = append(e.Handles, h)
+		if strconv.FormatInt(s.Slot, 10) == id {
+			e.Near = h
+		}
 	}
 	return e
 }

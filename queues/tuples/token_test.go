@@ -134,10 +134,21 @@ func TestTokenReleaseErrors(t *testing.T) {
 	for _, tt := range []struct{ name, handle string }{
 		{"other", tok.Handle()}, // wrong token
 		{"merge", tok.ID + ":99"},
-		{"merge", "0190aaaa-0000-7000-8000-000000000000"}, // no such slot
 	} {
 		if err := sp.ReleaseToken(tt.name, tt.handle, ReleaseOptions{}); !errors.Is(err, ErrNotHolder) {
 			t.Errorf("release %s %s: %v, want ErrNotHolder", tt.name, tt.handle, err)
+		}
+	}
+	// An ID that is no slot at all (here the slot's number) is not a slot
+	// someone else holds: ErrNoSlot, with the handle the number meant.
+	for _, h := range []string{"0190aaaa-0000-7000-8000-000000000000", "0:1"} {
+		err := sp.ReleaseToken("merge", h, ReleaseOptions{})
+		var nse *NoSlotError
+		if !errors.As(err, &nse) || errors.Is(err, ErrNotHolder) {
+			t.Fatalf("release merge %s: %v, want ErrNoSlot", h, err)
+		}
+		if want := map[string]string{"0:1": tok.Handle()}[h]; nse.Near != want || len(nse.Handles) != 1 {
+			t.Errorf("release merge %s: near %q, handles %v; want near %q", h, nse.Near, nse.Handles, want)
 		}
 	}
 	if err := sp.ReleaseToken("merge", tok.ID+":x", ReleaseOptions{}); !errors.Is(err, ErrBadTuple) {
