@@ -329,7 +329,9 @@ func clearTypo(name, agent string) bool {
 }
 
 // series reports whether a and b are two names of one series: they
-// differ only in their digits, or only after their last '-', '_' or '.'.
+// differ only in their digits, or only after their last '-', '_' or '.'
+// by other than two swapped letters (drone-b beside drone-a, not
+// code-reveiwer beside code-reviewer: a swap makes no other member).
 func series(a, b string) bool {
 	drop := func(r rune) rune {
 		if r >= '0' && r <= '9' {
@@ -341,7 +343,7 @@ func series(a, b string) bool {
 		return true
 	}
 	i, j := strings.LastIndexAny(a, "-_."), strings.LastIndexAny(b, "-_.")
-	return i > 0 && i == j && a[:i] == b[:j]
+	return i > 0 && i == j && a[:i] == b[:j] && !schema.Swapped(a, b)
 }
 
 // lock takes the agent's lock (busy: another wrapper runs the agent) and

@@ -184,7 +184,15 @@ func trashHint(ref string, entries []TrashEntry) string {
 		}
 	}
 	if len(named) == 0 {
-		named = schema.Near(ref, paths)
+		// By reference (agents/bbo) as by path (agents/bbo.md): restore
+		// takes either.
+		refs := make([]string, len(paths))
+		for i, p := range paths {
+			refs[i] = strings.TrimSuffix(p, ".md")
+		}
+		for _, r := range schema.Near(strings.TrimSuffix(ref, ".md"), refs) {
+			named = append(named, paths[slices.Index(refs, r)])
+		}
 	}
 	if len(named) == 0 {
 		return ""

@@ -1,6 +1,7 @@
 package recall
 
 import (
+	"errors"
 	"slices"
 	"sort"
 	"strings"
@@ -148,9 +149,13 @@ type KnowledgeFilter struct {
 // ListKnowledge returns knowledge entries, newest first.
 func ListKnowledge(s *docstore.Store, f KnowledgeFilter) ([]*Knowledge, error) {
 	// A domain no entry can have ("", ../x) would list nothing, as if
-	// there were no knowledge: refused as the name it is.
+	// there were no knowledge: refused as the name it is. Only that: a
+	// domain made before the plain name rule (Arch) is found by its name.
 	for _, d := range f.Domains {
-		if err := schema.ValidPlainName("domain", d); err != nil {
+		if err := schema.ValidName(d); err != nil {
+			if ne := (*schema.NameError)(nil); errors.As(err, &ne) {
+				ne.What = "domain"
+			}
 			return nil, err
 		}
 	}

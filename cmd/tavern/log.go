@@ -369,7 +369,7 @@ func warnNearPath(c *cli.Context, s *docstore.Store, given, rel string) {
 // for a typo. A name near none is taken as meant (an agent removed since
 // still has its events).
 func warnNearAgent(c *cli.Context, s *docstore.Store, flag, name string) {
-	if name == "" {
+	if name == "" || name == agents.Person { // the person: no agent document
 		return
 	}
 	if _, err := s.Stat(agents.AgentPath(name)); err == nil {

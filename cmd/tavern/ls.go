@@ -14,6 +14,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher"
@@ -463,6 +464,9 @@ func refHint(s *docstore.Store, cond docstore.Cond) string {
 	case "queue":
 		what, dir = "queue", "queues"
 	case "agent", "claimed_by", "parent":
+		if cond.Value == agents.Person { // the person: no agent document
+			return ""
+		}
 		what, dir = "agent", "agents"
 	default:
 		return ""

@@ -423,3 +423,40 @@ func browserReplace(tb testing.TB, ctx context.Context, page, from, to string) {
 		tb.Fatalf("save %s: %v", page, err)
 	}
 }
+
+// TestServeFilterKeepsTyping: the live refresh keeps what the person
+// typed in the inputs that have an id. The Queues page's search box and
+// the Journal page's filter had none: a change to the store while the
+// person typed a search (on a busy board, every few seconds) emptied it.
+func TestServeFilterKeepsTyping(t *testing.T) {
+	bin := chromium(t)
+	p := viewsProject(t)
+	u := startServe(t, p, "--listen", "127.0.0.1:0")
+	ctx := browserContext(t, bin, 2*time.Minute)
+	for _, tc := range []struct{ page, input, title string }{
+		{"queues", `form.filter input[name=q]`, "queued while typing a search"},
+		{"journal", `form.filter input[name=agent]`, "queued while typing a filter"},
+	} {
+		sel := strconv.Quote(tc.input)
+		if err := chromedp.Do(ctx,
+			chromedp.Navigate(u+tc.page),
+			chromedp.WaitVisible(tc.input),
+			chromedp.Poll[chromedp.Void](`document.getElementById("live").textContent === "live"`, chromedp.WithPollingTimeout(30*time.Second)),
+			chromedp.Evaluate[chromedp.Void](`document.querySelector(`+sel+`).value = "half a sear"`),
+			// A mark the refresh's swap of the page's content removes.
+			chromedp.Evaluate[chromedp.Void](`document.getElementById("main").appendChild(document.createElement("i")).id = "stale"`),
+		); err != nil {
+			t.Fatalf("%s page: %v", tc.page, err)
+		}
+		p.ok("queue", "add", "build", "--title", tc.title)
+		if err := chromedp.Do(ctx,
+			chromedp.Poll[chromedp.Void](`!document.getElementById("stale")`, chromedp.WithPollingTimeout(15*time.Second)),
+		); err != nil {
+			t.Fatalf("%s page: not refreshed after the change: %v", tc.page, err)
+		}
+		text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector(`+sel+`) || {}).value || ""`))
+		if err != nil || text != "half a sear" {
+			t.Errorf("%s page: the person's text after a refresh: %q, %v; want it kept", tc.page, text, err)
+		}
+	}
+}

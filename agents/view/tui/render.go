@@ -247,6 +247,9 @@ func wrap(s string, w, n int) []string {
 			for k < len(r) && lipgloss.Width(string(r[:k+1])) <= room {
 				k++
 			}
+			if k == 0 && line == "" {
+				k = 1 // a letter wider than the line: it goes on one of its own, or this never ends
+			}
 			if line != "" {
 				line += " "
 			}
