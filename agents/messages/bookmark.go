@@ -231,7 +231,7 @@ func Recv(s *docstore.Store, agent, channel string, opt RecvOptions) ([]Message,
 	if err := CheckChannel(s, channel); err != nil {
 		return nil, err
 	}
-	if err := checkReader("recv", agent, channel); err != nil {
+	if err := checkReader(s, "recv", agent, channel); err != nil {
 		return nil, err
 	}
 	rel, err := ensureBookmarks(s, agent)
@@ -290,7 +290,7 @@ func RecvEach(s *docstore.Store, agent string, channels []string, opt RecvOption
 		if err := ValidChannel(ch); err != nil {
 			return nil, err
 		}
-		if err := checkReader("recv", agent, ch); err != nil {
+		if err := checkReader(s, "recv", agent, ch); err != nil {
 			return nil, err
 		}
 	}
@@ -340,7 +340,7 @@ func RecvWait(ctx context.Context, s *docstore.Store, agent, channel string, opt
 	if err := CheckChannel(s, channel); err != nil {
 		return nil, err
 	}
-	if err := checkReader("recv", agent, channel); err != nil {
+	if err := checkReader(s, "recv", agent, channel); err != nil {
 		return nil, err
 	}
 	if opt.All {

@@ -40,16 +40,20 @@ const person = "user"
 // is B's, read by B and by the person ("user", or "" for a caller that
 // names nobody), who runs the project and can cat its files anyway; every
 // other channel is anyone's. Recv, RecvEach and RecvWait refuse what it
-// denies (*DirectError), and searches skip it. (Inbox lists fewer:
+// denies (*DirectError) unless the reader is an ancestor of B (a lead
+// reads what the agents it spawned wrote), and searches skip it. (Inbox lists fewer:
 // only the reader's own direct channel, the person's too.)
 func CanRead(reader, channel string) bool {
 	agent, direct := strings.CutPrefix(channel, "@")
 	return !direct || reader == "" || reader == person || reader == agent
 }
 
-// checkReader refuses a read of channel by reader that CanRead denies.
-func checkReader(op, reader, channel string) error {
-	if CanRead(reader, channel) {
+// checkReader refuses a read of channel by reader that CanRead denies,
+// unless reader is an ancestor of the channel's agent (its parent, or
+// the parent's parent...): a lead that spawned coder-1 reads coder-1's
+// output, which spawn writes to @coder-1.
+func checkReader(s *docstore.Store, op, reader, channel string) error {
+	if CanRead(reader, channel) || ancestor(s, reader, strings.TrimPrefix(channel, "@")) {
 		return nil
 	}
 	rel, _ := channelPath(channel)
@@ -349,4 +353,24 @@ func channelNames(s *docstore.Store) []string {
 		}
 	}
 	return out
+}
+
+// ancestor reports whether reader is agent's parent, or its parent's,
+// following the parent fields of agents/NAME.md (a cycle or a chain
+// longer than 32 ends the walk).
+func ancestor(s *docstore.Store, reader, agent string) bool {
+	for range 32 {
+		d, err := s.Get("agents/" + agent + ".md")
+		if err != nil {
+			return false
+		}
+		agent = d.String("parent")
+		if agent == "" {
+			return false
+		}
+		if agent == reader {
+			return true
+		}
+	}
+	return false
 }
