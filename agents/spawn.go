@@ -296,12 +296,11 @@ func (r *spawnRun) ensureAgent() error {
 		// existing agent's (alcie for alice) is refused as session start
 		// refuses it: a typo never creates state. Only a clear one: spawn
 		// --name is how agents are made, and people name them in
-		// families, so a name is refused only when it has an existing
-		// name's length and two adjacent letters swapped, or (five
-		// letters or more) one letter changed. coder-2 beside coder,
-		// bobby beside bob, david beside dave, mary beside mark, and
-		// any series (coder-2 beside coder-1, drone-b beside drone-a)
-		// are new agents.
+		// families, so a name is refused only when it is an existing
+		// name with two adjacent letters swapped. coder-2 beside coder,
+		// bobby beside bob, david beside dave, leader beside reader,
+		// and any series (coder-2 beside coder-1, drone-b beside
+		// drone-a) are new agents.
 		if !opt.PoolRun {
 			near := slices.DeleteFunc(schema.NearNew(opt.Name, AgentNames(m.Store)), func(n string) bool { return !clearTypo(opt.Name, n) })
 			if len(near) > 0 {
@@ -318,14 +317,10 @@ func (r *spawnRun) ensureAgent() error {
 }
 
 // clearTypo reports whether name is a clear typo of agent (see
-// ensureAgent): same length, not a series, and two adjacent letters
-// swapped or, from five letters, one letter changed.
+// ensureAgent): two adjacent letters swapped, not a series. One letter
+// changed is not clear: leader and reader, maria and mario are names.
 func clearTypo(name, agent string) bool {
-	if len(name) != len(agent) || series(name, agent) {
-		return false
-	}
-	d := schema.EditDistance(name, agent)
-	return d == 1 && (len(name) >= 5 || schema.Swapped(name, agent))
+	return schema.Swapped(name, agent) && !series(name, agent)
 }
 
 // series reports whether a and b are two names of one series: they

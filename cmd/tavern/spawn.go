@@ -28,9 +28,8 @@ TAVERN_QUEUE, TAVERN_ATTEMPT, TAVERN_RESULT (a file it may write its result to),
 TAVERN_ROLE, TAVERN_CONSTITUTION and TAVERN_MODEL in its environment. Its
 stdout and stderr are captured line by line into the agent's messages
 (messages/@NAME/), and copied to the terminal with --tee. A new --name that
-is a clear typo of an existing agent's (same length, two adjacent letters
-swapped or, from five letters, one changed: alcie or alise beside alice) is
-refused: nothing is written and nothing runs (tavern agent new NAME first
+is a clear typo of an existing agent's (two adjacent letters swapped: alcie
+beside alice) is refused: nothing is written and nothing runs (tavern agent new NAME first
 makes it on purpose). A series (coder-2 beside coder, coder-b beside
 coder-1) and other near names (bobby beside bob) are new agents.
 
