@@ -24,6 +24,10 @@ var (
 	// one now. Wrapped in a *TransitionError.
 	ErrStateChanged = errors.New("agent state changed")
 
+	// ErrParentCycle is returned for an agent whose parent is itself or
+	// one of its own descendants: questions would bubble round forever.
+	ErrParentCycle = errors.New("parent cycle")
+
 	// ErrUnknownState is returned (with ErrIllegalTransition) when a state
 	// change names no state at all: a typo, a bad value rather than a
 	// conflict with the agent's current state.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tavernhq/tavern/agents/messages"
@@ -254,6 +255,9 @@ func namesRule(s *docstore.Store, w docstore.Write) error {
 		if p := w.Doc.String("parent"); p != "" && p != Person && (w.Prev == nil || p != w.Prev.String("parent")) {
 			if err := AgentExists(s, p); err != nil {
 				return fmt.Errorf("%s: parent: %w", w.Path, err)
+			}
+			if chain := parentChain(s, w.Doc.String("name"), p); chain != "" {
+				return &AgentError{Op: "set parent", Path: w.Path, Err: fmt.Errorf("%w: %s", ErrParentCycle, chain)}
 			}
 		}
 		qs := agentQueues(w.Doc)
@@ -543,4 +547,29 @@ func agentIDs(s *docstore.Store) map[string][]string {
 		}
 	}
 	return out
+}
+
+// parentChain is the chain "x -> y -> x" when making parent the parent
+// of name closes a cycle (parent is name, or name is among parent's
+// ancestors), else "".
+func parentChain(s *docstore.Store, name, parent string) string {
+	if name == "" {
+		return ""
+	}
+	chain := []string{name, parent}
+	for cur := parent; len(chain) < 64; {
+		if cur == name {
+			return strings.Join(chain, " -> ")
+		}
+		d, err := s.Get(AgentPath(cur))
+		if err != nil {
+			return ""
+		}
+		cur = d.String("parent")
+		if cur == "" || cur == Person {
+			return ""
+		}
+		chain = append(chain, cur)
+	}
+	return ""
 }

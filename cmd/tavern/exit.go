@@ -65,6 +65,7 @@ var exitCodes = []struct {
 	{agents.ErrIllegalTransition, exitConflict},
 	{agents.ErrIllegalEdit, exitInvalid},
 	{agents.ErrStateChanged, exitConflict},
+	{agents.ErrParentCycle, exitInvalid},
 	{web.ErrNotExport, exitConflict}, // an export would overwrite someone's file
 	{agents.ErrConstitutionChanged, exitConflict},
 	{agents.ErrBusy, exitConflict},
