@@ -383,14 +383,16 @@ func TestServeSaveGoneKeepsText(t *testing.T) {
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(u+"docs/agents/alice.md"),
 		chromedp.WaitVisible(`#edit-text`),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById("edit-text").value = "half an hour of typing"`),
 	); err != nil {
 		t.Fatalf("edit page: %v", err)
 	}
-	// Removed by another process before the page could hear of it.
+	// Removed by another process while the person types; Save is pressed
+	// before or after the page hears of it (either way the text stays:
+	// the live notice keeps typed text, TestServeGoneKeepsTyping).
 	p.ok("rm", "agents/alice.md")
 	if err := chromedp.Do(ctx,
-		chromedp.Evaluate[chromedp.Void](`document.getElementById("edit-text").value = "half an hour of typing";
-			document.querySelector("form.edit button[type=submit]").click()`),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector("form.edit button[type=submit]").click()`),
 	); err != nil {
 		t.Fatalf("save: %v", err)
 	}
