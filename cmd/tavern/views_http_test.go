@@ -397,9 +397,14 @@ func TestServeSaveGoneKeepsText(t *testing.T) {
 		t.Fatalf("save: %v", err)
 	}
 	// The click navigates: a script run meanwhile may lose its page, so
-	// each look is its own, until the page says the document is gone.
-	waitUntil(t, "the page to say the document is gone", 30*time.Second, func() bool {
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!!document.getElementById("main") && document.getElementById("main").textContent.includes("no longer exists")`))
+	// each look is its own, until the answer to Save (the refused edit,
+	// its textarea marked data-kept) is loaded and says the document is
+	// gone. The page before the click says so too, once it hears of the
+	// removal: a look that took that for the answer read the next page
+	// while it was still loading, with no textarea yet (a CI failure).
+	waitUntil(t, "the answer to Save to say the document is gone", 30*time.Second, func() bool {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.readyState === "complete" && !!document.querySelector("#edit-text[data-kept]") &&
+			!!document.getElementById("main") && document.getElementById("main").textContent.includes("no longer exists")`))
 		return err == nil && ok
 	})
 	text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.getElementById("edit-text") || {}).value || ""`))
