@@ -845,9 +845,11 @@ func (sp *Space) noSlot(name, id string) error {
 
 // notHeld is the error of a release that found nothing to release:
 // ErrUnknownToken when the token has no slots at all (a typo is not a
-// token someone else holds), else err.
+// token someone else holds), else err. Several machines: a token whose
+// slots are all held elsewhere, or on their way here, has no file here
+// and exists all the same (coord.go).
 func (sp *Space) notHeld(name string, err error) error {
-	if ok, _ := sp.tokenExists(name); !ok {
+	if ok, _ := sp.tokenExists(name); !ok && len(sp.engineSlots(name)) == 0 && !sp.inTransit(name) {
 		return sp.unknownToken(name)
 	}
 	return err
