@@ -194,6 +194,33 @@ func (e *TransitionError) Error() string {
 
 func (e *TransitionError) Unwrap() error { return e.Err }
 
+// StateError is a state change to a state that is no state at all (a
+// typo: wroking, WORKING): a bad value, refused before the agent is read.
+// It matches ErrUnknownState and ErrIllegalTransition.
+type StateError struct {
+	Op    string // "transition"
+	Path  string // agents/<name>.md ("" for a name that is no agent name)
+	Agent string
+	State string   // the state given
+	Near  []string // the states it most likely meant, nearest first
+}
+
+func (e *StateError) Error() string {
+	msg := fmt.Sprintf("%v: %v %q (states: %s)", ErrIllegalTransition, ErrUnknownState, e.State, strings.Join(schema.AgentStates, ", "))
+	if e.Path != "" {
+		msg = e.Path + ": " + msg
+	}
+	if len(e.Near) > 0 {
+		msg += "; did you mean " + schema.NearList(e.Near) + "?"
+	}
+	return msg
+}
+
+func (e *StateError) Unwrap() []error { return []error{ErrUnknownState, ErrIllegalTransition} }
+
+// Position gives the agent's document to a JSON error object.
+func (e *StateError) Position() (string, int, int) { return e.Path, 0, 0 }
+
 // ConstitutionError says which constitution changed.
 type ConstitutionError struct {
 	Path     string // constitutions/<role>.md

@@ -1,7 +1,6 @@
 package docstore
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -10,10 +9,6 @@ import (
 
 	"github.com/tavernhq/tavern/schema"
 )
-
-// ErrBadExpr is returned (wrapped) for a --where expression that does not
-// parse.
-var ErrBadExpr = errors.New("bad --where expression")
 
 // Op is a comparison in a --where expression.
 type Op string
@@ -51,7 +46,7 @@ func (c Cond) String() string {
 // "field>N", "field>=N", "field~substring" or "field?".
 func ParseWhere(expr string) (Cond, error) {
 	bad := func(why string) (Cond, error) {
-		return Cond{}, fmt.Errorf("%w %q: %s (want field=value, field!=value, field<N, field>=N, field~text or field?)", ErrBadExpr, expr, why)
+		return Cond{}, &ExprError{Op: "where", Expr: expr, Why: why + " (want field=value, field!=value, field<N, field>=N, field~text or field?)"}
 	}
 	if f, ok := strings.CutSuffix(expr, "?"); ok && validField(f) {
 		return Cond{Field: f, Op: OpExists}, nil
@@ -74,8 +69,8 @@ func ParseWhere(expr string) (Cond, error) {
 
 // CheckKind checks c against the fields kind k declares: an ordering
 // (< <= > >=) of an int or number field by a bound that is no number is
-// refused with ErrBadExpr, as it would match no valid document (compare
-// never orders a number against text). Text fields order as text, and
+// refused with an *ExprError (ErrBadExpr, ErrBadBound), as it would match
+// no valid document (compare never orders a number against text). Text fields order as text, and
 // fields k does not declare (a document's own) are not checked.
 func (c Cond) CheckKind(k *schema.Kind) error {
 	if k == nil {
@@ -97,7 +92,8 @@ func (c Cond) CheckKind(k *schema.Kind) error {
 	if f.Type == schema.Int {
 		an = "an"
 	}
-	return fmt.Errorf("%w %q: %s is %s %s field of %s documents, and %q is no number: it would match nothing", ErrBadExpr, c.String(), c.Field, an, f.Type, k.Name, c.Value)
+	return &ExprError{Op: "where", Path: k.Plural, Expr: c.String(), Field: c.Field, Err: ErrBadBound,
+		Why: fmt.Sprintf("%s is %s %s field of %s documents, and %q is no number: it would match nothing", c.Field, an, f.Type, k.Name, c.Value)}
 }
 
 func validField(f string) bool {

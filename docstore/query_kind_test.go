@@ -36,3 +36,33 @@ func TestCondCheckKind(t *testing.T) {
 		}
 	}
 }
+
+// A refused --where expression is an *ExprError: what was asked (Op), of
+// which kind's documents (Path), the expression and field, matched with
+// errors.Is by ErrBadExpr, and by ErrBadBound when it parses but its bound
+// is of no type the field can be ordered by.
+func TestCondCheckKindError(t *testing.T) {
+	c, err := ParseWhere("spawns<abc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.CheckKind(schema.Agent)
+	var ee *ExprError
+	if !errors.As(err, &ee) {
+		t.Fatalf("CheckKind = %#v, want an *ExprError", err)
+	}
+	if !errors.Is(err, ErrBadExpr) || !errors.Is(err, ErrBadBound) {
+		t.Errorf("CheckKind = %v, want it to match ErrBadExpr and ErrBadBound", err)
+	}
+	if got, want := *ee, (ExprError{Op: "where", Path: "agents", Expr: "spawns<abc", Field: "spawns", Why: ee.Why, Err: ErrBadBound}); got != want {
+		t.Errorf("ExprError = %+v, want %+v", got, want)
+	}
+	if got, want := err.Error(), `bad --where expression "spawns<abc": spawns is an int field of agent documents, and "abc" is no number: it would match nothing`; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+
+	_, err = ParseWhere("=x")
+	if !errors.As(err, &ee) || ee.Op != "where" || ee.Expr != "=x" || !errors.Is(err, ErrBadExpr) || errors.Is(err, ErrBadBound) {
+		t.Errorf("ParseWhere(%q) = %#v, want an *ExprError of ErrBadExpr only", "=x", err)
+	}
+}
