@@ -20,10 +20,18 @@ func TestCondCheckKind(t *testing.T) {
 		{"spawns<-1.5", schema.Agent, false},
 		{"spawns=abc", schema.Agent, false}, // equality: a value like any
 		{"spawns~a", schema.Agent, false},
-		{"role<m", schema.Agent, false},       // text orders as text
-		{"mine<abc", schema.Agent, false},     // not the kind's: a document's own
-		{"spawns<abc", nil, false},            // no kind: nothing to go by
-		{"updated<2021", schema.Agent, false}, // a time field: as before
+		{"role<m", schema.Agent, false},      // text orders as text
+		{"mine<abc", schema.Agent, false},    // not the kind's: a document's own
+		{"spawns<abc", nil, false},           // no kind: nothing to go by
+		{"updated<2021", schema.Agent, true}, // a time field: a time or a date
+		{"updated>yesterday", schema.Agent, true},
+		{"created<=", schema.Agent, true},
+		{"lease_until<soon", schema.Item, true},
+		{"updated<2021-01-01", schema.Agent, false},
+		{"updated>=2026-11-26T10:00:00Z", schema.Agent, false},
+		{"updated<2026-11-26T10:00:00.123+02:00", schema.Agent, false},
+		{"updated=yesterday", schema.Agent, false}, // equality: a value like any
+		{"updated~2020", schema.Agent, false},
 	}
 	for _, tt := range tests {
 		c, err := ParseWhere(tt.expr)

@@ -46,7 +46,10 @@ are compared as the current schema sees them (older documents migrated in
 memory). < <= > >= compare as numbers when both sides are numbers, as times
 when both are timestamps, else as text; a field the kind declares numeric
 (spawns, priority) ordered by a bound that is no number is refused
-(exit 2): it would match nothing.
+(exit 2): it would match nothing. So is a field it declares a time
+(updated, created) ordered by a bound that is no time, which would
+compare as text: a time is RFC 3339 (2026-11-26T10:00:00Z) or a date
+(2026-11-26, midnight UTC); durations (2h) are not bounds.
 --sort -field sorts descending; documents without the field sort last.
 --limit applies after sorting. Documents that fail validation are listed and
 marked INVALID; files that do not parse are not listed. Each problem gives
