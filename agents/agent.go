@@ -408,15 +408,15 @@ type TransitionOptions struct {
 func (m *Manager) Transition(name, to string, opt TransitionOptions) (*Agent, error) {
 	if !ValidState(to) {
 		// A typo (wroking, WORKING) gets the state it most likely meant.
-		var mean string
 		near := schema.Near(strings.ToLower(to), schema.AgentStates)
 		if ValidState(strings.ToLower(to)) {
 			near = []string{strings.ToLower(to)}
 		}
-		if len(near) > 0 {
-			mean = "; did you mean " + schema.NearList(near) + "?"
+		se := &StateError{Op: "transition", Agent: name, State: to, Near: near}
+		if ValidAgentName(name) == nil {
+			se.Path = AgentPath(name)
 		}
-		return nil, fmt.Errorf("%w: %w %q (states: idle, working, waiting, verifying, done, failed)%s", ErrIllegalTransition, ErrUnknownState, to, mean)
+		return nil, se
 	}
 	if err := ValidAgentName(name); err != nil {
 		return nil, err

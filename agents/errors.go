@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"strings"
 
+	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
 )
 
@@ -193,6 +194,63 @@ func (e *TransitionError) Error() string {
 }
 
 func (e *TransitionError) Unwrap() error { return e.Err }
+
+// StateError is a state change to a state that is no state at all (a
+// typo: wroking, WORKING): a bad value, refused before the agent is read.
+// It matches ErrUnknownState and ErrIllegalTransition.
+type StateError struct {
+	Op    string // "transition"
+	Path  string // agents/<name>.md ("" for a name that is no agent name)
+	Agent string
+	State string   // the state given
+	Near  []string // the states it most likely meant, nearest first
+}
+
+func (e *StateError) Error() string {
+	msg := fmt.Sprintf("%v: %v %q (states: %s)", ErrIllegalTransition, ErrUnknownState, e.State, strings.Join(schema.AgentStates, ", "))
+	if e.Path != "" {
+		msg = e.Path + ": " + msg
+	}
+	if len(e.Near) > 0 {
+		msg += "; did you mean " + schema.NearList(e.Near) + "?"
+	}
+	return msg
+}
+
+func (e *StateError) Unwrap() []error { return []error{ErrUnknownState, ErrIllegalTransition} }
+
+// Position gives the agent's document to a JSON error object.
+func (e *StateError) Position() (string, int, int) { return e.Path, 0, 0 }
+
+// WhereHintError is a warning of a query's --where condition
+// (WhereHints): Err says why it most likely makes the answer empty by a
+// typo. It matches schema.ErrLikelyTypo through Err.
+type WhereHintError struct {
+	Op   string // "where"
+	Path string // the documents queried: the kind's plural (items), "" when no kind is given
+	Cond docstore.Cond
+	Err  error // a *schema.HintError or a *RefHintError
+}
+
+func (e *WhereHintError) Error() string { return "--where " + e.Cond.String() + ": " + e.Err.Error() }
+func (e *WhereHintError) Unwrap() error { return e.Err }
+
+// RefHintError is a name of a queue or an agent a query gives
+// (queue=biuld) that names none but is near some that exist (build): a
+// warning, not a refusal. It matches schema.ErrLikelyTypo.
+type RefHintError struct {
+	Op   string   // "where"
+	Path string   // the document the name would have: queues/<name>/queue.md, agents/<name>.md
+	What string   // "queue" or "agent"
+	Name string   // the name given
+	Near []string // existing names near it, nearest first
+}
+
+func (e *RefHintError) Error() string {
+	return fmt.Sprintf("no %s %q (did you mean %s?)", e.What, e.Name, schema.NearList(e.Near))
+}
+
+func (e *RefHintError) Unwrap() error { return schema.ErrLikelyTypo }
 
 // ConstitutionError says which constitution changed.
 type ConstitutionError struct {

@@ -79,7 +79,38 @@ var (
 	// ErrRefused is matched by every *RefusedError: a write a rule
 	// (Store.AddRule) refused.
 	ErrRefused = errors.New("write refused")
+
+	// ErrBadExpr is matched by every *ExprError: a --where expression
+	// that does not parse, or that Cond.CheckKind refuses.
+	ErrBadExpr = errors.New("bad --where expression")
+
+	// ErrBadBound is matched by the *ExprError of an expression that
+	// parses but orders a field its kind declares by a bound of no type
+	// the field can be ordered by (spawns<abc).
+	ErrBadBound = errors.New("bound of the wrong type for the field")
 )
+
+// ExprError is a --where expression refused before anything is read.
+type ExprError struct {
+	Op    string // "where"
+	Path  string // the documents queried: the kind's plural (agents), "" when no kind is known
+	Expr  string // the expression as given (ParseWhere) or as parsed (Cond.String)
+	Field string // the field whose bound is refused; "" for one that does not parse
+	Why   string
+	Err   error // ErrBadBound, or nil for an expression that does not parse
+}
+
+func (e *ExprError) Error() string {
+	return fmt.Sprintf("%v %q: %s", ErrBadExpr, e.Expr, e.Why)
+}
+
+// Unwrap matches ErrBadExpr, and Err when set.
+func (e *ExprError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrBadExpr}
+	}
+	return []error{ErrBadExpr, e.Err}
+}
 
 // RefusedError is a write that a rule refused; nothing was written. Err is
 // the rule's own error (package agents: a *TransitionError for an illegal

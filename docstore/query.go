@@ -1,7 +1,6 @@
 package docstore
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -10,10 +9,6 @@ import (
 
 	"github.com/tavernhq/tavern/schema"
 )
-
-// ErrBadExpr is returned (wrapped) for a --where expression that does not
-// parse.
-var ErrBadExpr = errors.New("bad --where expression")
 
 // Op is a comparison in a --where expression.
 type Op string
@@ -51,7 +46,7 @@ func (c Cond) String() string {
 // "field>N", "field>=N", "field~substring" or "field?".
 func ParseWhere(expr string) (Cond, error) {
 	bad := func(why string) (Cond, error) {
-		return Cond{}, fmt.Errorf("%w %q: %s (want field=value, field!=value, field<N, field>=N, field~text or field?)", ErrBadExpr, expr, why)
+		return Cond{}, &ExprError{Op: "where", Expr: expr, Why: why + " (want field=value, field!=value, field<N, field>=N, field~text or field?)"}
 	}
 	if f, ok := strings.CutSuffix(expr, "?"); ok && validField(f) {
 		return Cond{Field: f, Op: OpExists}, nil
@@ -73,10 +68,13 @@ func ParseWhere(expr string) (Cond, error) {
 }
 
 // CheckKind checks c against the fields kind k declares: an ordering
-// (< <= > >=) of an int or number field by a bound that is no number is
-// refused with ErrBadExpr, as it would match no valid document (compare
-// never orders a number against text). Text fields order as text, and
-// fields k does not declare (a document's own) are not checked.
+// (< <= > >=) of an int or number field by a bound that is no number, or
+// of a time field by one that is no time (schema.ParseTime: RFC 3339, or
+// a date), is refused with an *ExprError (ErrBadExpr, ErrBadBound): the
+// first would match no valid document (compare never orders a number
+// against text), the second would compare the times as text. Text
+// fields order as text, and fields k does not declare (a document's
+// own) are not checked.
 func (c Cond) CheckKind(k *schema.Kind) error {
 	if k == nil {
 		return nil
@@ -87,7 +85,17 @@ func (c Cond) CheckKind(k *schema.Kind) error {
 		return nil
 	}
 	f := k.Field(c.Field)
-	if f == nil || f.Type != schema.Int && f.Type != schema.Number {
+	if f == nil {
+		return nil
+	}
+	if f.Type == schema.Time {
+		if _, err := schema.ParseTime(c.Value); err == nil {
+			return nil
+		}
+		return &ExprError{Op: "where", Path: k.Plural, Expr: c.String(), Field: c.Field, Err: ErrBadBound,
+			Why: fmt.Sprintf("%s is a time field of %s documents, and %q is no time (RFC 3339 such as 2026-11-26T10:00:00Z, or a date such as 2026-11-26): it would be compared as text", c.Field, k.Name, c.Value)}
+	}
+	if f.Type != schema.Int && f.Type != schema.Number {
 		return nil
 	}
 	if _, err := strconv.ParseFloat(c.Value, 64); err == nil {
@@ -97,7 +105,8 @@ func (c Cond) CheckKind(k *schema.Kind) error {
 	if f.Type == schema.Int {
 		an = "an"
 	}
-	return fmt.Errorf("%w %q: %s is %s %s field of %s documents, and %q is no number: it would match nothing", ErrBadExpr, c.String(), c.Field, an, f.Type, k.Name, c.Value)
+	return &ExprError{Op: "where", Path: k.Plural, Expr: c.String(), Field: c.Field, Err: ErrBadBound,
+		Why: fmt.Sprintf("%s is %s %s field of %s documents, and %q is no number: it would match nothing", c.Field, an, f.Type, k.Name, c.Value)}
 }
 
 func validField(f string) bool {

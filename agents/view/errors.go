@@ -1,9 +1,13 @@
 package view
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
-	"strings"
+	"io/fs"
+
+	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/queues"
 )
 
 var (
@@ -27,13 +31,31 @@ type ActionError struct {
 }
 
 func (e *ActionError) Error() string {
-	prefix := e.Op + " " + e.Path
-	if msg := e.Err.Error(); strings.HasPrefix(msg, prefix+":") {
+	if namesItself(e.Err, e.Op, e.Path) {
 		// The library's error names the action already (a gate's
 		// "reject X: ..."): saying it twice reads as a stutter.
-		return msg
+		return e.Err.Error()
 	}
-	return fmt.Sprintf("%s: %v", prefix, e.Err)
+	return fmt.Sprintf("%s %s: %v", e.Op, e.Path, e.Err)
+}
+
+// namesItself reports whether err is an error of the library whose
+// message begins with op and path, as an ActionError's would. Only err
+// itself, not what it wraps: a wrapper's message begins with its own
+// words, so the action would go unsaid.
+func namesItself(err error, op, path string) bool {
+	var o, p string
+	switch x := err.(type) {
+	case *queues.GateError:
+		o, p = x.Op, cmp.Or(x.Path, x.Gate) // the one GateError.Error names
+	case *agents.AgentError:
+		o, p = x.Op, x.Path
+	case *fs.PathError:
+		o, p = x.Op, x.Path
+	default:
+		return false
+	}
+	return o == op && p == path
 }
 
 func (e *ActionError) Unwrap() error { return e.Err }

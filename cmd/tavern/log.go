@@ -39,7 +39,7 @@ agents/bob, or the file's path), or of the documents under a directory
 (agents/ or agents); a path that names nothing in the store but is near
 one that does (agnets/) is warned about, and still looked for. --where keeps the events about
 documents whose fields match now (the expressions of ls --where, all must
-hold): the journal records revisions, not fields, so a removed document
+hold, with its warnings of a likely typo): the journal records revisions, not fields, so a removed document
 never matches. --machines also prints the journals of the other machines
 of a synced store (tavern sync brings them to .tavern/events/<machine>/),
 after this machine's, each event marked with its machine (text: the name
@@ -99,7 +99,7 @@ func runLog(c *cli.Context) error {
 	if c.IsSet("poll") && !c.Bool("follow") {
 		return usageErr("--poll re-reads the journal while following: it goes with --follow")
 	}
-	where, err := whereConds(c)
+	where, kind, err := whereConds(c)
 	if err != nil {
 		return err
 	}
@@ -116,6 +116,7 @@ func runLog(c *cli.Context) error {
 	warnNearAgent(c, s, "agent", f.Agent)
 	warnNearAgent(c, s, "parent", f.Parent)
 	warnNearTypes(c, f.Types)
+	warnWhere(c, s, kind, where)
 	f.Path = eventPath(s, f.Path)
 	warnNearPath(c, s, c.String("path"), f.Path)
 	print := eventPrinter(c)
@@ -175,32 +176,28 @@ func pathFlag() cli.Flag {
 }
 
 // whereConds parses the --where expressions. With --kind, an ordering of
-// a numeric field by a bound that is no number is refused, and a field
-// the kind has not but is near one, or a value outside its enum, is
-// warned of, as ls --where does: the answer would be empty, or most
-// likely empty for a typo.
-func whereConds(c *cli.Context) ([]docstore.Cond, error) {
+// a numeric field by a bound that is no number is refused, as ls --where
+// does: the answer would be empty. The kind (nil without --kind) is for
+// warnWhere, once the store is open.
+func whereConds(c *cli.Context) ([]docstore.Cond, *schema.Kind, error) {
 	var conds []docstore.Cond
 	for _, w := range c.StringSlice("where") {
 		cond, err := docstore.ParseWhere(w)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		conds = append(conds, cond)
 	}
-	if k, err := schema.Lookup(c.String("kind")); err == nil && c.String("kind") != "" {
-		for _, cond := range conds {
-			if err := cond.CheckKind(k); err != nil {
-				return nil, err
-			}
-		}
-		for _, cond := range conds {
-			if err := k.FieldHint(cond.Field, cond.Value, cond.Op == docstore.OpEq); err != nil {
-				warnf(c, "--where %s: %w", cond, err)
-			}
+	k, err := schema.Lookup(c.String("kind"))
+	if err != nil || c.String("kind") == "" {
+		return conds, nil, nil
+	}
+	for _, cond := range conds {
+		if err := cond.CheckKind(k); err != nil {
+			return nil, nil, err
 		}
 	}
-	return conds, nil
+	return conds, k, nil
 }
 
 // eventFilter builds the filter shared by log and watch.

@@ -38,14 +38,18 @@ show prints that document, and --where filters a kind (--where queue=Q).
 EXPR is field=value, field!=value, field<N, field<=N, field>N, field>=N,
 field~substring (case-insensitive) or field? (exists). Fields may be dotted
 (bookmarks.general). A field one letter from one of the kind's (stat for
-state), or field=value with a value outside the field's enum (state=idel),
-is most likely a typo: a warning on stderr says so, and the query still
-runs. A list field matches = and ~ if any entry does. Fields
+state), field=value with a value outside the field's enum (state=idel),
+or a queue or agent name near an existing one that names none
+(queue=biuld, parent=bbo) is most likely a typo: a warning on stderr says
+so, and the query still runs. A list field matches = and ~ if any entry does. Fields
 are compared as the current schema sees them (older documents migrated in
 memory). < <= > >= compare as numbers when both sides are numbers, as times
 when both are timestamps, else as text; a field the kind declares numeric
 (spawns, priority) ordered by a bound that is no number is refused
-(exit 2): it would match nothing.
+(exit 2): it would match nothing. So is a field it declares a time
+(updated, created) ordered by a bound that is no time, which would
+compare as text: a time is RFC 3339 (2026-11-26T10:00:00Z) or a date
+(2026-11-26, midnight UTC); durations (2h) are not bounds.
 --sort -field sorts descending; documents without the field sort last.
 --limit applies after sorting. Documents that fail validation are listed and
 marked INVALID; files that do not parse are not listed. Each problem gives
@@ -93,27 +97,14 @@ func runLs(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	// A field the kind has not, one letter from one it has (stat=idle),
-	// or a value its enum has not (state=idel): the listing is most
-	// likely empty for a typo, so say so (the query still runs: a
-	// document may carry fields of its own).
-	for _, cond := range conds {
-		if err := k.FieldHint(cond.Field, cond.Value, cond.Op == docstore.OpEq); err != nil {
-			warnf(c, "--where %s: %w", cond, err)
-		}
-	}
-	if f := strings.TrimPrefix(args.Sort, "-"); f != "" {
-		if err := k.FieldHint(f, "", false); err != nil {
-			warnf(c, "--sort %s: %w", args.Sort, err) // the listing would keep its order
-		}
-	}
 	s, err := openStore(c)
 	if err != nil {
 		return err
 	}
-	for _, cond := range conds {
-		if hint := refHint(s, cond); hint != "" {
-			warnf(c, "--where %s: %s", cond, hint)
+	warnWhere(c, s, k, conds)
+	if f := strings.TrimPrefix(args.Sort, "-"); f != "" {
+		if err := k.FieldHint(f, "", false); err != nil {
+			warnf(c, "--sort %s: %w", args.Sort, err) // the listing would keep its order
 		}
 	}
 	if under != "" {
@@ -334,6 +325,16 @@ func lsConditions(k *schema.Kind, where []string) (conds, stateConds []docstore.
 	return conds, stateConds, nil
 }
 
+// warnWhere prints the library's warnings of --where conditions
+// (agents.WhereHints): a field or value of the kind, or a name of a queue
+// or an agent, that most likely makes the answer empty by a typo. The
+// query still runs.
+func warnWhere(c *cli.Context, s *docstore.Store, k *schema.Kind, conds []docstore.Cond) {
+	for _, err := range agents.WhereHints(s, k, conds) {
+		warnf(c, "%w", err)
+	}
+}
+
 func printEntries(c *cli.Context, s *docstore.Store, entries []watcher.Entry) error {
 	if len(entries) == 0 {
 		return writeOut(c, []byte("[]\n"))
@@ -449,54 +450,4 @@ func matchState(conds []docstore.Cond, state string) bool {
 		}
 	}
 	return true
-}
-
-// refHint is a warning for --where FIELD=VALUE where the field names a
-// queue or an agent (queue, agent, claimed_by, parent) and VALUE names
-// none but is near one (queue=biuld beside build): the listing is empty
-// for a typo. "" otherwise (the query still runs as given).
-func refHint(s *docstore.Store, cond docstore.Cond) string {
-	if cond.Op != docstore.OpEq || cond.Value == "" {
-		return ""
-	}
-	var what, dir string
-	switch cond.Field {
-	case "queue":
-		what, dir = "queue", "queues"
-	case "agent", "claimed_by", "parent":
-		if cond.Value == agents.Person { // the person: no agent document
-			return ""
-		}
-		what, dir = "agent", "agents"
-	default:
-		return ""
-	}
-	ents, err := os.ReadDir(filepath.Join(s.Root(), dir))
-	if err != nil {
-		return ""
-	}
-	var names []string
-	for _, e := range ents {
-		name := e.Name()
-		if strings.HasPrefix(name, ".") {
-			continue
-		}
-		if what == "agent" {
-			var ok bool
-			if name, ok = strings.CutSuffix(name, ".md"); !ok {
-				continue
-			}
-		} else if !e.IsDir() {
-			continue
-		}
-		if name == cond.Value {
-			return ""
-		}
-		names = append(names, name)
-	}
-	near := schema.Near(cond.Value, names)
-	if len(near) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("no %s %q (did you mean %s?)", what, cond.Value, schema.NearList(near))
 }

@@ -30,7 +30,7 @@ every second (claims of dead holders go back to pending, agents of dead
 wrappers to failed), like tavern reap.
 
 --where keeps the documents whose fields match (the expressions of ls
---where, all must hold) after each change; a change that makes a document
+--where, all must hold, with its warnings of a likely typo) after each change; a change that makes a document
 stop matching is printed once as doc.left. --path keeps one document (a
 path, a reference such as agents/bob, or the file's path), or the documents
 under a directory (agents/ or agents); a path that names nothing in the
@@ -63,7 +63,7 @@ func runWatch(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	where, err := whereConds(c)
+	where, kind, err := whereConds(c)
 	if err != nil {
 		return err
 	}
@@ -74,6 +74,7 @@ func runWatch(c *cli.Context) error {
 	warnNearAgent(c, s, "agent", f.Agent)
 	warnNearAgent(c, s, "parent", f.Parent)
 	warnNearTypes(c, f.Types)
+	warnWhere(c, s, kind, where)
 	f.Path = eventPath(s, f.Path)
 	warnNearPath(c, s, c.String("path"), f.Path)
 	j, err := journal.Open(s.Root(), journal.Options{})

@@ -14,9 +14,9 @@ var (
 	// by Rdp and Inp, and by Rd and In when their wait ends.
 	ErrNoTuple = errors.New("no matching tuple")
 
-	// ErrBadPattern is returned (wrapped, with docstore.ErrBadExpr where
-	// the expression itself is malformed) for a tuple pattern term that
-	// does not parse.
+	// ErrBadPattern is matched by every *PatternError: a tuple pattern
+	// term that does not parse, or whose bound cannot order the field
+	// (created>yesterday).
 	ErrBadPattern = errors.New("bad tuple pattern")
 
 	// ErrBadTuple is returned when a tuple to write is malformed: a
@@ -121,6 +121,21 @@ func engineType(op, typ string) error {
 	}
 	return nil
 }
+
+// PatternError is a tuple pattern term refused before anything is read:
+// it does not parse, or orders a field the tuple kind declares by a bound
+// of the wrong type. It matches ErrBadPattern and Err (docstore.ErrBadExpr,
+// and docstore.ErrBadBound for the bound).
+type PatternError struct {
+	Op   string // "parse"
+	Path string // "tuples": patterns are of every type alike
+	Term string // as given
+	Err  error
+}
+
+func (e *PatternError) Error() string { return fmt.Sprintf("%v: %v", ErrBadPattern, e.Err) }
+
+func (e *PatternError) Unwrap() []error { return []error{ErrBadPattern, e.Err} }
 
 // NoTupleError says which pattern found nothing and how long it waited.
 type NoTupleError struct {

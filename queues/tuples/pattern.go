@@ -1,10 +1,10 @@
 package tuples
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
 )
 
 // Term is one field test of a tuple pattern. It is a docstore condition
@@ -40,11 +40,19 @@ func (p Pattern) String() string {
 
 // ParseTerm parses one pattern term. The expression grammar is
 // docstore.ParseWhere's; on top of it "field=?" is a formal and
-// "field=\?" matches the literal value "?".
+// "field=\?" matches the literal value "?". A tuple type declares no
+// fields of its own, but every tuple has the tuple kind's (created,
+// updated, expires: times): an ordering of one by a bound that is no
+// time is refused (docstore.Cond.CheckKind), as it would compare as
+// text and match all or nothing (an In that waits for ever). Each error
+// is a *PatternError.
 func ParseTerm(s string) (Term, error) {
 	c, err := docstore.ParseWhere(s)
+	if err == nil {
+		err = c.CheckKind(schema.Tuple)
+	}
 	if err != nil {
-		return Term{}, fmt.Errorf("%w: %w", ErrBadPattern, err)
+		return Term{}, &PatternError{Op: "parse", Path: "tuples", Term: s, Err: err}
 	}
 	if c.Op == docstore.OpEq {
 		switch c.Value {

@@ -43,6 +43,27 @@ func TestParseTerm(t *testing.T) {
 	}
 }
 
+// A term ordering a field every tuple has as a time (created, expires)
+// by a bound that is no time is a *PatternError of the bound; values of
+// the tuple's own declare no type and are not checked.
+func TestParseTermTimeBound(t *testing.T) {
+	for _, bad := range []string{"created>yesterday", "expires<soon", "updated>=", "created<2021"} {
+		_, err := ParseTerm(bad)
+		var pe *PatternError
+		if !errors.As(err, &pe) || pe.Term != bad || pe.Op != "parse" || pe.Path != "tuples" {
+			t.Errorf("ParseTerm(%q) = %#v, want a *PatternError of it", bad, err)
+		}
+		if !errors.Is(err, ErrBadPattern) || !errors.Is(err, docstore.ErrBadBound) {
+			t.Errorf("ParseTerm(%q) = %v, want ErrBadPattern and docstore.ErrBadBound", bad, err)
+		}
+	}
+	for _, good := range []string{"created>2026-11-26", "expires<2026-11-26T10:00:00Z", "created=yesterday", "created=?", "n<abc", "status>x"} {
+		if _, err := ParseTerm(good); err != nil {
+			t.Errorf("ParseTerm(%q): %v", good, err)
+		}
+	}
+}
+
 func TestPatternMatch(t *testing.T) {
 	fields := map[string]any{"status": "pending", "n": 5, "title": "Rewrite the Parser", "tags": []any{"a", "b"}, "none": nil}
 	tests := []struct {

@@ -75,8 +75,24 @@ func New(v *view.View, opt Options) *Server {
 	s.mux.HandleFunc("GET /events", s.events)
 	s.mux.HandleFunc("POST /action", s.action)
 	static, _ := fs.Sub(assets, "static")
-	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(filesOnly{static})))
 	return s
+}
+
+// filesOnly is an fs.FS whose directories do not exist: http.FileServer
+// serves its files and answers 404 for a directory instead of listing it.
+type filesOnly struct{ fs.FS }
+
+func (f filesOnly) Open(name string) (fs.File, error) {
+	file, err := f.FS.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := file.Stat(); err != nil || st.IsDir() {
+		file.Close()
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	return file, nil
 }
 
 // RandomToken is a fresh access token for Options.Token.

@@ -490,3 +490,24 @@ func TestEventDataCutsOnCharacters(t *testing.T) {
 		t.Errorf("eventData = %q, want valid UTF-8 cut before the é at byte 118", got)
 	}
 }
+
+// /static/ serves the page's files, not a listing of them: a directory
+// is 404, as a path that names nothing is.
+func TestStaticNoListing(t *testing.T) {
+	f := newFixture(t, Options{})
+	for _, path := range []string{"/static/", "/static", "/static/.", "/static/nope.css"} {
+		if code, body := f.get(t, path); code != http.StatusNotFound {
+			t.Errorf("GET %s: got %d, want 404: %.200s", path, code, body)
+		}
+	}
+	for _, path := range []string{"/static/style.css", "/static/app.js"} {
+		code, body := f.get(t, path)
+		if code != http.StatusOK || body == "" {
+			t.Errorf("GET %s: got %d with %d bytes, want 200 and the file", path, code, len(body))
+		}
+		want := must(assets.ReadFile(strings.TrimPrefix(path, "/")))
+		if body != string(want) {
+			t.Errorf("GET %s: body is not the file", path)
+		}
+	}
+}
