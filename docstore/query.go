@@ -89,11 +89,11 @@ func (c Cond) CheckKind(k *schema.Kind) error {
 		return nil
 	}
 	if f.Type == schema.Time {
-		if _, err := schema.ParseTime(c.Value); err == nil {
+		if _, err := timeBound(c.Value); err == nil {
 			return nil
 		}
 		return &ExprError{Op: "where", Path: k.Plural, Expr: c.String(), Field: c.Field, Err: ErrBadBound,
-			Why: fmt.Sprintf("%s is a time field of %s documents, and %q is no time (RFC 3339 such as 2026-11-26T10:00:00Z, or a date such as 2026-11-26): it would be compared as text", c.Field, k.Name, c.Value)}
+			Why: fmt.Sprintf("%s is a time field of %s documents, and %q is no time (RFC 3339 such as 2026-11-26T10:00:00Z, a date such as 2026-11-26, or a month 2026-11 or year 2026): it would be compared as text", c.Field, k.Name, c.Value)}
 	}
 	if f.Type != schema.Int && f.Type != schema.Number {
 		return nil
@@ -214,9 +214,11 @@ func scalarString(v any) string {
 	return fmt.Sprint(v)
 }
 
-// compare orders two values as numbers, then as timestamps, then as text.
+// compare orders two values as numbers, then as timestamps (b may be a
+// timeBound: updated<2026 is a time, not the number 2026), then as text.
 func compare(a, b string) (int, bool) {
-	if x, err := strconv.ParseFloat(a, 64); err == nil {
+	x, errA := strconv.ParseFloat(a, 64)
+	if errA == nil {
 		if y, err := strconv.ParseFloat(b, 64); err == nil {
 			switch {
 			case x < y:
@@ -229,11 +231,28 @@ func compare(a, b string) (int, bool) {
 		return 0, false
 	}
 	if x, err := schema.ParseTime(a); err == nil {
-		if y, err := schema.ParseTime(b); err == nil {
+		if y, err := timeBound(b); err == nil {
 			return x.Compare(y), true
 		}
 	}
 	return strings.Compare(a, b), true
+}
+
+// timeBound is a bound an ordering compares a time with: what
+// schema.ParseTime takes, or a month (2026-11) or a year (2026), each
+// its first instant in UTC, so that updated>=2026-11 is "since
+// November". A document's own time fields take only ParseTime's forms.
+func timeBound(s string) (time.Time, error) {
+	t, err := schema.ParseTime(s)
+	if err == nil {
+		return t, nil
+	}
+	for _, layout := range []string{"2006-01", "2006"} {
+		if t, perr := time.Parse(layout, s); perr == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, err
 }
 
 // SortBy sorts items by a field of their frontmatter; a leading "-"

@@ -23,7 +23,9 @@ func TestCondCheckKind(t *testing.T) {
 		{"role<m", schema.Agent, false},      // text orders as text
 		{"mine<abc", schema.Agent, false},    // not the kind's: a document's own
 		{"spawns<abc", nil, false},           // no kind: nothing to go by
-		{"updated<2021", schema.Agent, true}, // a time field: a time or a date
+		{"updated<2021", schema.Agent, false}, // a year: its first instant
+		{"updated>=2026-11", schema.Agent, false},
+		{"updated<2026-13", schema.Agent, true},
 		{"updated>yesterday", schema.Agent, true},
 		{"created<=", schema.Agent, true},
 		{"lease_until<soon", schema.Item, true},

@@ -48,8 +48,9 @@ when both are timestamps, else as text; a field the kind declares numeric
 (spawns, priority) ordered by a bound that is no number is refused
 (exit 2): it would match nothing. So is a field it declares a time
 (updated, created) ordered by a bound that is no time, which would
-compare as text: a time is RFC 3339 (2026-11-26T10:00:00Z) or a date
-(2026-11-26, midnight UTC); durations (2h) are not bounds.
+compare as text: a time is RFC 3339 (2026-11-26T10:00:00Z), a date
+(2026-11-26, midnight UTC), a month (2026-11) or a year (2026), each from
+its first instant; durations (2h) are not bounds.
 --sort -field sorts descending; documents without the field sort last.
 --limit applies after sorting. Documents that fail validation are listed and
 marked INVALID; files that do not parse are not listed. Each problem gives

@@ -42,7 +42,8 @@ PATTERN terms (all must match):
    field~text     substring (case-insensitive)
    field?         field exists          field=\?    the literal value "?"
 created, updated and expires are times: ordered by a bound that is no
-time (RFC 3339, or a date 2026-11-26), a pattern exits 2.
+time (RFC 3339, a date 2026-11-26, a month 2026-11 or a year 2026),
+a pattern exits 2.
 
 rd returns a copy; in takes the tuple (exactly one caller gets it) and
 archives it to .tavern/.trash/. Without --wait they answer at once (rdp,
