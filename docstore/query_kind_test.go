@@ -20,9 +20,9 @@ func TestCondCheckKind(t *testing.T) {
 		{"spawns<-1.5", schema.Agent, false},
 		{"spawns=abc", schema.Agent, false}, // equality: a value like any
 		{"spawns~a", schema.Agent, false},
-		{"role<m", schema.Agent, false},      // text orders as text
-		{"mine<abc", schema.Agent, false},    // not the kind's: a document's own
-		{"spawns<abc", nil, false},           // no kind: nothing to go by
+		{"role<m", schema.Agent, false},       // text orders as text
+		{"mine<abc", schema.Agent, false},     // not the kind's: a document's own
+		{"spawns<abc", nil, false},            // no kind: nothing to go by
 		{"updated<2021", schema.Agent, false}, // a year: its first instant
 		{"updated>=2026-11", schema.Agent, false},
 		{"updated<2026-13", schema.Agent, true},
