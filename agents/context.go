@@ -48,8 +48,8 @@ type ContextResult struct {
 // word of the entry the way recall's index matches (same stem, or a prefix
 // of four letters or more: "postgres" finds "PostgreSQL", "databases"
 // finds "database"). With agent set, only that agent's events and memories
-// are searched and other agents' direct channels (messages and notes) are
-// skipped; without it, memory (private) is not searched at all. Identical
+// are searched and the direct channels it may not read (messages and
+// notes: messages.CanRead) are skipped; without it, memory (private) is not searched at all. Identical
 // texts by the same agent are reported once. Memory, knowledge, channel,
 // message chunk, note and question files that do not parse are skipped:
 // the result is then returned with a *docstore.SkippedError naming them
@@ -123,7 +123,7 @@ func Context(s *docstore.Store, query, agent string) (*ContextResult, error) {
 	}
 	skipped = append(skipped, recall.Skipped(err)...)
 	for _, c := range chs {
-		if !messages.CanRead(agent, c.Name) {
+		if !messages.CanRead(s, agent, c.Name) {
 			continue
 		}
 		msgs, err := messages.AllMessages(s, c.Name)
@@ -140,10 +140,10 @@ func Context(s *docstore.Store, query, agent string) (*ContextResult, error) {
 
 	// Notes, on the channels the agent may read.
 	for _, c := range chs {
-		if !messages.CanRead(agent, c.Name) {
+		if !messages.CanRead(s, agent, c.Name) {
 			continue
 		}
-		notes, err := messages.ListNotes(s, c.Name)
+		notes, err := messages.ListNotes(s, agent, c.Name)
 		if err != nil && recall.Skipped(err) == nil {
 			return nil, err
 		}

@@ -23,8 +23,8 @@ type SearchHit struct {
 }
 
 // Search ranks what the agent may read — its own memories, all knowledge,
-// the messages and notes of the channels it reads (its @ channel and the
-// shared ones) — against query with recall's BM25 index: stems,
+// the messages and notes of the channels it reads (messages.CanRead: its
+// @ channel, its descendants', the shared ones) — against query with recall's BM25 index: stems,
 // prefixes, titles weighted up, multi-word queries rewarding entries that
 // have more of the words. Best first, at most limit (default 10).
 // Memory, knowledge, channel, message chunk and note files that do not
@@ -73,7 +73,7 @@ func Search(e *Env, agent, query string, limit int) ([]SearchHit, error) {
 		// Without an identity the caller is an agent tool that names
 		// nobody, not the person CanRead lets read everything: no direct
 		// channel is its own.
-		if !messages.CanRead(agent, c.Name) || agent == "" && strings.HasPrefix(c.Name, "@") {
+		if !messages.CanRead(s, agent, c.Name) || agent == "" && strings.HasPrefix(c.Name, "@") {
 			continue
 		}
 		msgs, err := messages.AllMessages(s, c.Name)
@@ -85,7 +85,7 @@ func Search(e *Env, agent, query string, limit int) ([]SearchHit, error) {
 			addEntry(SearchHit{Source: "message", ID: m.ID, Where: c.Name, Who: m.Sender, Time: m.Time, Text: m.Text, Path: m.Chunk},
 				recall.IndexEntry{Text: m.Text})
 		}
-		notes, err := messages.ListNotes(s, c.Name)
+		notes, err := messages.ListNotes(s, agent, c.Name)
 		if err != nil && recall.Skipped(err) == nil {
 			return nil, err
 		}

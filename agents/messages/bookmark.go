@@ -401,12 +401,11 @@ func Inbox(s *docstore.Store, agent string) ([]Unread, error) {
 		if strings.HasPrefix(c.Name, "@") && c.Name != DirectChannel(agent) {
 			continue
 		}
-		n, last, skip, err := countAfter(s, c.Name, agent, marks[c.Name])
+		n, last, skip, err := countAfter(s, c.Name, agent, marks[c.Name], late[c.Name])
 		if err != nil {
 			return nil, err
 		}
 		bad = append(bad, skip...)
-		n += len(late[c.Name])
 		out = append(out, Unread{Channel: c.Name, Count: n, LastID: last})
 	}
 	sort.SliceStable(out, func(i, j int) bool {

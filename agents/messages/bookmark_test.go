@@ -107,7 +107,7 @@ func TestNotesOutsideTimeline(t *testing.T) {
 	if _, err := AddNote(s, "research", "bob", "second thoughts"); err != nil {
 		t.Fatal(err)
 	}
-	notes, err := ListNotes(s, "research")
+	notes, err := ListNotes(s, "", "research")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestNotesOutsideTimeline(t *testing.T) {
 	if len(msgs) != 1 {
 		t.Errorf("timeline: got %d messages, want notes left out", len(msgs))
 	}
-	if n, _ := ListNotes(s, "other"); len(n) != 0 {
+	if n, _ := ListNotes(s, "", "other"); len(n) != 0 {
 		t.Errorf("other channel: got %d notes", len(n))
 	}
 }
@@ -332,8 +332,34 @@ func TestDirectChannelOthers(t *testing.T) {
 		{"bob", "@bob", true}, {"alice", "@bob", false}, {"user", "@bob", true},
 		{"", "@bob", true}, {"alice", "general", true},
 	} {
-		if got := CanRead(tc.reader, tc.channel); got != tc.want {
+		if got := CanRead(s, tc.reader, tc.channel); got != tc.want {
 			t.Errorf("CanRead(%q, %q) = %v, want %v", tc.reader, tc.channel, got, tc.want)
+		}
+	}
+}
+
+// The notes of a direct channel obey CanRead as its messages do: before,
+// ListNotes read @user's notes for anyone. Writing one there is anyone's,
+// as sending is.
+func TestDirectChannelNotes(t *testing.T) {
+	s := msgStore(t)
+	if _, err := CreateChannel(s, "@user", ""); err != nil { // an existing channel without an agent document
+		t.Fatal(err)
+	}
+	if _, err := AddNote(s, "@user", "user", "the person's own thought"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AddNote(s, "@user", "alice", "alice writes to the person"); err != nil {
+		t.Errorf("AddNote by alice on @user: %v, want it written", err)
+	}
+	got, err := ListNotes(s, "alice", "@user")
+	var de *DirectError
+	if !errors.As(err, &de) || !errors.Is(err, ErrNotYours) || de.Op != "notes" || de.Channel != "@user" || de.Reader != "alice" || len(got) != 0 {
+		t.Errorf("ListNotes by alice: %d notes, %v; want a DirectError and none", len(got), err)
+	}
+	for _, reader := range []string{"user", ""} {
+		if got, err := ListNotes(s, reader, "@user"); err != nil || len(got) != 2 {
+			t.Errorf("ListNotes by %q: %d notes, %v; want both", reader, len(got), err)
 		}
 	}
 }

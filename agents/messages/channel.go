@@ -37,23 +37,23 @@ func DirectChannel(agent string) string { return "@" + agent }
 const person = "user"
 
 // CanRead is the one rule of who reads a channel: a direct channel "@B"
-// is B's, read by B and by the person ("user", or "" for a caller that
-// names nobody), who runs the project and can cat its files anyway; every
-// other channel is anyone's. Recv, RecvEach and RecvWait refuse what it
-// denies (*DirectError) unless the reader is an ancestor of B (a lead
-// reads what the agents it spawned wrote), and searches skip it. (Inbox lists fewer:
-// only the reader's own direct channel, the person's too.)
-func CanRead(reader, channel string) bool {
+// is B's, read by B, by B's ancestors (its parent, the parent's parent...:
+// a lead reads the output of the agents it spawned, which spawn writes to
+// their direct channels) and by the person ("user", or "" for a caller
+// that names nobody), who runs the project and can cat its files anyway;
+// every other channel is anyone's. It covers the channel's messages and
+// its notes: Recv, RecvEach, RecvWait and ListNotes refuse what it denies
+// (*DirectError), and searches skip it. (Inbox lists fewer: only the
+// reader's own direct channel, the person's too.)
+func CanRead(s *docstore.Store, reader, channel string) bool {
 	agent, direct := strings.CutPrefix(channel, "@")
-	return !direct || reader == "" || reader == person || reader == agent
+	return !direct || reader == "" || reader == person || reader == agent || ancestor(s, reader, agent)
 }
 
-// checkReader refuses a read of channel by reader that CanRead denies,
-// unless reader is an ancestor of the channel's agent (its parent, or
-// the parent's parent...): a lead that spawned coder-1 reads coder-1's
-// output, which spawn writes to @coder-1.
+// checkReader refuses a read (op) of channel by reader that CanRead
+// denies.
 func checkReader(s *docstore.Store, op, reader, channel string) error {
-	if CanRead(reader, channel) || ancestor(s, reader, strings.TrimPrefix(channel, "@")) {
+	if CanRead(s, reader, channel) {
 		return nil
 	}
 	rel, _ := channelPath(channel)

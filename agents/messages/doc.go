@@ -40,9 +40,10 @@
 // messages before its own still sees exactly those. Inbox parses a chunk
 // past the bookmark only when its body names the reader in a header.
 //
-// A direct channel "@B" is B's (CanRead): Recv, RecvEach and RecvWait
-// refuse it to any other agent with a *DirectError (ErrNotYours) before
-// anything is written; the person ("user") reads every channel.
+// A direct channel "@B" is B's (CanRead): Recv, RecvEach, RecvWait and
+// ListNotes refuse it to any other agent but B's ancestors with a
+// *DirectError (ErrNotYours) before anything is written; the person
+// ("user") reads every channel.
 //
 // Across machines (the git sync) two machines may fill chunks of one
 // channel at the same time; reads take every chunk that may hold a

@@ -70,10 +70,11 @@ func (e *ChannelError) Unwrap() error { return ErrNearChannel }
 // agent's direct channel.
 var ErrNotYours = errors.New("another agent's direct channel")
 
-// DirectError is a read of the direct channel "@B" by an agent other than
-// B (CanRead). Nothing is read and no bookmark moves.
+// DirectError is a read of the direct channel "@B" (its messages or its
+// notes) by an agent CanRead denies: not B, nor an ancestor of B. Nothing
+// is read and no bookmark moves.
 type DirectError struct {
-	Op      string // "recv"
+	Op      string // "recv", "notes"
 	Path    string // the channel's document
 	Channel string // "@bob"
 	Reader  string // who asked: "alice"

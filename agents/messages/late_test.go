@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tavernhq/tavern/docstore"
@@ -76,7 +77,7 @@ func TestReadMessagesOverlappingChunks(t *testing.T) {
 		if !slices.Equal(textsOf(got), tc.want) {
 			t.Errorf("after %s limit %d: got %v, want %v", tc.after, tc.limit, textsOf(got), tc.want)
 		}
-		n, _, _, err := countAfter(a, "dev", "", tc.after)
+		n, _, _, err := countAfter(a, "dev", "", tc.after, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -251,5 +252,53 @@ func TestRecvWaitWokenByLateMark(t *testing.T) {
 	r := <-done
 	if r.err != nil || !slices.Equal(textsOf(r.msgs), []string{"b2"}) {
 		t.Errorf("RecvWait: %v %v, want [b2]", textsOf(r.msgs), r.err)
+	}
+}
+
+// A late marker written by an older sync (before MarkLate skipped the
+// reader's own) may name the reader's own message; Inbox counted every
+// late id, so it stayed unread until a Recv. The marker is written here
+// as such a sync left it, a file on disk.
+func TestInboxOldLateMarkerOwn(t *testing.T) {
+	s := msgStore(t)
+	send := func(sender, text string) string {
+		t.Helper()
+		id, err := SendMessage(s, "dev", sender, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	other := send("alice", "old from alice")
+	own := send("bob", "mine")
+	last := send("alice", "newest from alice")
+	count := func(late ...string) int {
+		t.Helper()
+		doc := "---\nschema_version: 1\nagent: bob\nchannels:\n  dev: " + last + "\nlate:\n  dev: [" + strings.Join(late, ", ") + "]\n---\n"
+		if err := os.WriteFile(filepath.Join(s.Root(), "bookmarks", "bob.md"), []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		u, err := Inbox(s, "bob")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range u {
+			if c.Channel == "dev" {
+				return c.Count
+			}
+		}
+		t.Fatalf("inbox %+v: no dev", u)
+		return 0
+	}
+	if got := count(own); got != 0 {
+		t.Errorf("late [own]: %d unread, want 0", got)
+	}
+	gone := "01a21671-0000-7000-8000-000000000000" // no such message: recv drops it
+	if got := count(other, own, gone); got != 1 {
+		t.Errorf("late [other, own, gone]: %d unread, want 1", got)
+	}
+	msgs, err := Recv(s, "bob", "dev", RecvOptions{})
+	if err != nil || !slices.Equal(textsOf(msgs), []string{"old from alice"}) {
+		t.Errorf("Recv: %v %v, want [old from alice]", textsOf(msgs), err)
 	}
 }

@@ -544,17 +544,29 @@ func countMessages(s *docstore.Store, channel string) (n int, bad []error, err e
 }
 
 // countAfter counts the messages of channel with an id greater than after
-// that are not reader's own (fromReader), parsing only the chunks that may
-// hold after (firstChunk) and trusting message_count of the chunks past it
-// that do not name the reader in a header (most: a reader is rarely the
-// sender). A chunk that does not parse is left out of the count and
-// returned in bad (a count is a hint; recv stops at such a chunk).
-func countAfter(s *docstore.Store, channel, reader, after string) (n int, last string, bad []error, err error) {
+// or in late (the bookmark's late ids) that are not reader's own
+// (fromReader), parsing only the chunks that may hold after or a late id
+// (firstChunk) and trusting message_count of the chunks past it that do
+// not name the reader in a header (most: a reader is rarely the sender).
+// A late id is counted only if its message is there and is not the
+// reader's: a marker an older sync wrote may name the reader's own, and
+// recv passes over both. A chunk that does not parse is left out of the
+// count and returned in bad (a count is a hint; recv stops at such a
+// chunk).
+func countAfter(s *docstore.Store, channel, reader, after string, late []string) (n int, last string, bad []error, err error) {
 	chunks, err := chunkFiles(s, channel)
 	if err != nil {
 		return 0, "", nil, err
 	}
-	for _, c := range chunks[firstChunk(chunks, after):] {
+	floor := after
+	also := make(map[string]bool, len(late))
+	for _, id := range late {
+		if id <= after { // a later one is counted as any message past after
+			also[id] = true
+			floor = min(floor, id)
+		}
+	}
+	for _, c := range chunks[firstChunk(chunks, floor):] {
 		d, err := s.Get(c)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
@@ -575,8 +587,8 @@ func countAfter(s *docstore.Store, channel, reader, after string) (n int, last s
 			n += int(k)
 			continue
 		}
-		if l := d.String("last_id"); !whole && l != "" && l <= after {
-			continue // read up to its end: no need to parse its messages
+		if l := d.String("last_id"); !whole && l != "" && l <= after && (len(also) == 0 || l < floor) {
+			continue // read up to its end, and no late id in it: no need to parse its messages
 		}
 		msgs, err := chunkMessages(d)
 		if err != nil {
@@ -587,7 +599,7 @@ func countAfter(s *docstore.Store, channel, reader, after string) (n int, last s
 			return n, last, bad, err
 		}
 		for _, m := range msgs {
-			if m.ID > after && !fromReader(m, reader) {
+			if (m.ID > after || also[m.ID]) && !fromReader(m, reader) {
 				n++
 			}
 		}

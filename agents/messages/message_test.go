@@ -183,7 +183,7 @@ func TestSendAndRead(t *testing.T) {
 	if len(after) != 6 || after[0].ID != ids[5] {
 		t.Errorf("after %s: got %d messages starting %v, want 6 starting %s", ids[4], len(after), after, ids[5])
 	}
-	if n, _, _, _ := countAfter(s, "general", "", ids[4]); n != 6 {
+	if n, _, _, _ := countAfter(s, "general", "", ids[4], nil); n != 6 {
 		t.Errorf("countAfter: got %d, want 6", n)
 	}
 	// Channel doc created on first send.

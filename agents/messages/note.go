@@ -20,7 +20,9 @@ type Note struct {
 }
 
 // AddNote writes a note by agent on channel (which must exist:
-// CheckChannel).
+// CheckChannel). Any agent may write one on another's direct channel, as
+// any may send to it: the note is its writer's own words, and only the
+// channel's readers (CanRead) read it back.
 func AddNote(s *docstore.Store, channel, agent, text string) (*Note, error) {
 	if err := CheckChannel(s, channel); err != nil {
 		return nil, err
@@ -49,11 +51,16 @@ func noteOf(d *docstore.Doc) *Note {
 	return n
 }
 
-// ListNotes returns the notes of channel, oldest first. A note file that
-// does not parse hides no other: it is skipped, and the list is returned
-// with a *docstore.SkippedError naming each such file.
-func ListNotes(s *docstore.Store, channel string) ([]*Note, error) {
+// ListNotes returns the notes of channel read by reader, oldest first.
+// Another agent's direct channel is refused as Recv refuses it (CanRead,
+// a *DirectError); reader "" is the caller that names nobody. A note file
+// that does not parse hides no other: it is skipped, and the list is
+// returned with a *docstore.SkippedError naming each such file.
+func ListNotes(s *docstore.Store, reader, channel string) ([]*Note, error) {
 	if err := CheckChannel(s, channel); err != nil {
+		return nil, err
+	}
+	if err := checkReader(s, "notes", reader, channel); err != nil {
 		return nil, err
 	}
 	paths, err := s.ListFiles(schema.Note)

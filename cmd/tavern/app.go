@@ -97,6 +97,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	// records it too): pools, the verifier, watch, blocking waits.
 	watcher.SetDegradeHandler(func(err error) { fmt.Fprintf(stderr, "tavern: warning: %v\n", err) })
 	app := newApp(stdin, stdout, stderr)
+	if h, ok := helpJSONArgs(app, args); ok {
+		return app.RunContext(ctx, h)
+	}
 	return app.RunContext(ctx, reorderArgs(app, args))
 }
 
@@ -305,6 +308,9 @@ func rootAction(c *cli.Context) error {
 		return printVersion(c)
 	}
 	if c.NArg() == 0 {
+		if c.Bool("json") {
+			return printJSON(c, helpJSON(c.App, nil, nil))
+		}
 		return cli.ShowAppHelp(c)
 	}
 	if c.Args().First() == "version" { // as gh, kubectl and go have it
@@ -317,9 +323,24 @@ func rootAction(c *cli.Context) error {
 // runs it when the first argument names none of them.
 func parentAction(c *cli.Context) error {
 	if c.NArg() == 0 {
+		if jsonWanted(c) { // its help, as help --json prints it
+			return printJSON(c, helpJSON(c.App, strings.Fields(commandPath(c)), c.Command))
+		}
 		return cli.ShowSubcommandHelp(c)
 	}
 	return unknownCommand(c.Args().First(), c.Command.Subcommands)
+}
+
+// jsonWanted reports whether --json was given to the running command or
+// before it (`tavern --json queue`): a parent, which has no inheritJSON,
+// reads its own --json only.
+func jsonWanted(c *cli.Context) bool {
+	for _, anc := range c.Lineage() {
+		if anc.Command != nil && anc.IsSet("json") {
+			return anc.Bool("json")
+		}
+	}
+	return c.Bool("json")
 }
 
 // unknownCommand is the usage error for name, with the nearest command

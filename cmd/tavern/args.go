@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -205,4 +206,73 @@ func splitList(vals []string) []string {
 		}
 	}
 	return out
+}
+
+// helpJSONArgs turns a command line that asks for help under --json
+// (`tavern ls --help --json`, `tavern queue help take --json`) into
+// `tavern help --json PATH...`: urfave/cli's --help and its parents' help
+// subcommand print the text help whatever else is given, and `help
+// --json` is the one JSON form of a command's help (docs/json.md). ok is
+// false for every other command line, which runs as given. The command
+// path is found as reorderArgs finds it; an unknown name at a parent ends
+// it, and is kept so that help reports it as unknown.
+func helpJSONArgs(app *cli.App, args []string) (out []string, ok bool) {
+	var path []string
+	flags, cmds := app.Flags, app.Commands
+	var cmd *cli.Command
+	help, asJSON := false, false
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		if isFlag(a) {
+			name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			on := !hasVal
+			if hasVal {
+				on, _ = strconv.ParseBool(val)
+			}
+			switch name {
+			case "help", "h":
+				help = on
+			case "json":
+				asJSON = on
+			}
+			if !hasVal && takesValue(flags, a) {
+				i++
+			}
+			continue
+		}
+		if cmd != nil && len(cmds) == 0 {
+			continue // a leaf's argument (reorderArgs moves its flags ahead)
+		}
+		var next *cli.Command
+		for _, c := range cmds {
+			if c.HasName(a) && !c.Hidden {
+				next = c
+			}
+		}
+		if next == nil && cmd != nil && (a == "help" || a == "h") {
+			help = true // urfave/cli's help subcommand of a parent: its own parse ignores --json
+			continue
+		}
+		if next == nil {
+			if !help {
+				// The parent stops parsing flags here, and reports the
+				// name as unknown.
+				return nil, false
+			}
+			path = append(path, a)
+			break
+		}
+		if next.SkipFlagParsing {
+			return nil, false
+		}
+		cmd, flags, cmds = next, next.Flags, next.Subcommands
+		path = append(path, a)
+	}
+	if !help || !asJSON {
+		return nil, false
+	}
+	return append([]string{args[0], "help", "--json"}, path...), true
 }

@@ -51,7 +51,8 @@ func newDoctorCommand() *cli.Command {
                    the error; --fix leaves it: fix it by hand, e.g.
                    tavern edit)
 
-Without --fix it changes nothing and exits 5 if it found anything. With
+Nothing found is said on stderr (stdout stays empty). Without --fix it
+changes nothing and exits 5 if it found anything. With
 --fix it repairs each finding (missing journal events are appended marked
 "recovered": true; losing copies go to .trash/) and exits 0, or 1 if a
 repair failed, or 5 if invalid documents remain (it never rewrites them). Liveness (locks, pids) is judged on this host: run it where
@@ -132,7 +133,9 @@ func runDoctor(c *cli.Context) error {
 			outf(c, "%s\n", line)
 		}
 		if len(findings) == 0 {
-			outf(c, "nothing found\n")
+			// On stderr, as reap and agent audit say it: stdout is the
+			// findings, empty for a script when there are none.
+			errf(c, "tavern: nothing found (no crash left anything behind)\n")
 		}
 	}
 	if derr != nil {

@@ -15,7 +15,8 @@ func newHelpCommand() *cli.Command {
 		Description: `Prints what ` + "`tavern COMMAND --help`" + ` prints: usage, description, examples and
 flags. Without COMMAND, the list of commands. With --json, the same as one
 object: name, usage, description, flags (name, aliases, usage, default) and
-commands (name, usage).
+commands (name, usage); ` + "`tavern COMMAND --help --json`" + ` and a command that has
+subcommands run without one under --json (` + "`tavern queue --json`" + `) print the same.
 
 Examples:
    tavern help queue
@@ -64,6 +65,9 @@ func helpJSON(app *cli.App, path []string, cmd *cli.Command) map[string]any {
 	fl := []map[string]any{}
 	for _, f := range flags {
 		names := f.Names()
+		if names[0] == "help" && cmd != nil {
+			continue // urfave/cli's, added to a command once it runs: help lists it or not by chance
+		}
 		o := map[string]any{"name": names[0], "aliases": append([]string{}, names[1:]...), "usage": "", "default": nil}
 		if df, ok := f.(cli.DocGenerationFlag); ok {
 			_, o["usage"] = unquoteUsage(df.GetUsage())

@@ -65,7 +65,7 @@ func jsonScenario() []jsonStep {
 		{name: "show", args: []string{"show", "agents/alice", "--json"}},
 		{name: "ls", args: []string{"ls", "agents", "--json"}, note: "An array of documents, without `body` unless --body is given."},
 		{name: "schema", args: []string{"schema", "agent", "--json"}},
-		{name: "help", args: []string{"help", "token", "--json"}, note: "The help of a command (`tavern help --json`: of tavern itself), as --help prints it; default is null for a flag without a value or a default."},
+		{name: "help", args: []string{"help", "token", "--json"}, note: "The help of a command (`tavern help --json`: of tavern itself), as --help prints it; default is null for a flag without a value or a default. `tavern COMMAND --help --json`, `tavern PARENT help SUB --json` and a parent run without a subcommand under --json (`tavern queue --json`) print the same document."},
 		{name: "help", args: []string{"help", "serve", "--json"}},
 		{name: "agent new", args: []string{"agent", "new", "bob", "--json"}},
 		{args: []string{"agent", "new", "boss", "--json"}},

@@ -12,7 +12,9 @@ func newNoteCommand() *cli.Command {
 		Usage:     "attach a reflection to a channel (not a message)",
 		ArgsUsage: "CHANNEL [TEXT...]",
 		Description: `Writes notes/CHANNEL/ID.md. Notes are not in the channel's timeline and are
-never unread. Without TEXT the note is read from stdin.
+never unread. Without TEXT the note is read from stdin. A note on another
+agent's @direct channel is written, as a message sent there is; only that
+channel's readers (see notes) read it back.
 
 Example:
    tavern note research "the proposal ignores crash recovery" --as zealot-1`,

@@ -13,12 +13,15 @@ func newNotesCommand() *cli.Command {
 		Name:      "notes",
 		Usage:     "list the notes of a channel",
 		ArgsUsage: "CHANNEL",
-		Description: `List the notes of a channel.
+		Description: `List the notes of a channel. Another agent's @direct channel is refused
+(exit 4), as recv refuses its messages: its notes are read by its agent, the
+agent's parent (and the parent's parent...) and the person (no --as, no
+$TAVERN_AGENT).
 
 Examples:
    tavern note general "this channel is noisy" --as alice
    tavern notes general --json`,
-		Flags:  []cli.Flag{jsonFlag()},
+		Flags:  []cli.Flag{asFlag(), jsonFlag()},
 		Action: runNotes,
 	}
 }
@@ -31,7 +34,11 @@ func runNotes(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	notes, err := messages.ListNotes(s, c.Args().First())
+	as, err := actorOf(c, s)
+	if err != nil {
+		return err
+	}
+	notes, err := messages.ListNotes(s, as.Name, c.Args().First())
 	if err = warnSkipped(c, err); err != nil {
 		return err
 	}

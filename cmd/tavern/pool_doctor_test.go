@@ -71,7 +71,7 @@ func TestDoctorDeadPool(t *testing.T) {
 	if log := p.ok("log", "--type", "pool.reaped", "--json"); !strings.Contains(log, `"path":"pools/p.md"`) {
 		t.Fatalf("no pool.reaped event:\n%s", log)
 	}
-	if out := p.ok("doctor"); !strings.Contains(out, "nothing found") {
-		t.Fatalf("doctor after the fix:\n%s", out)
+	if r := p.run("doctor"); r.code != 0 || r.out != "" || !strings.Contains(r.err, "nothing found") {
+		t.Fatalf("doctor after the fix (want nothing on stdout, nothing found on stderr):\n%s", r)
 	}
 }

@@ -298,8 +298,8 @@ func TestMergerSIGKILLCLI(t *testing.T) {
 	if len(recs) != 1 || recs[0].Fields["status"] != "rolled_back" {
 		t.Fatalf("merge records after doctor --fix: %+v", recs)
 	}
-	if out := w.must("doctor"); !strings.Contains(out, "nothing found") {
-		t.Fatalf("doctor after the fix:\n%s", out)
+	if r := w.run("doctor"); r.code != 0 || r.out != "" || !strings.Contains(r.err, "nothing found") {
+		t.Fatalf("doctor after the fix (want nothing on stdout, nothing found on stderr):\n%s", r)
 	}
 	r := w.runEnv(nil, "", "spawn", "--name", "m2", "--queue", "code", "--worktree", "--check", "true", "--", "sh", w.script("drone.sh"))
 	if r.code != 0 {
@@ -518,8 +518,8 @@ func TestDoctorOrphanWorktreeCLI(t *testing.T) {
 		t.Fatalf("git still lists the worktree:\n%s", list)
 	}
 	w.git("rev-parse", "--verify", "refs/heads/"+branch) // a dead item's branch stays
-	if out := w.must("doctor"); !strings.Contains(out, "nothing found") {
-		t.Fatalf("doctor after the fix:\n%s", out)
+	if r := w.run("doctor"); r.code != 0 || r.out != "" || !strings.Contains(r.err, "nothing found") {
+		t.Fatalf("doctor after the fix (want nothing on stdout, nothing found on stderr):\n%s", r)
 	}
 }
 
