@@ -36,6 +36,17 @@ func WhereHints(s *docstore.Store, k *schema.Kind, conds []docstore.Cond) []erro
 	return hints
 }
 
+// AgentHint is the *RefHintError of an agent name a filter gives (log
+// --agent, watch --parent; op names it) that names no agent but is near
+// one, else nil: the rule of WhereHints's agent=NAME, for flags.
+func AgentHint(s *docstore.Store, op, name string) error {
+	err := refHint(s, docstore.Cond{Field: "agent", Op: docstore.OpEq, Value: name})
+	if r, ok := err.(*RefHintError); ok {
+		r.Op = op
+	}
+	return err
+}
+
 // refHint is the *RefHintError of FIELD=VALUE where the field names a
 // queue (queue) or an agent (agent, claimed_by, parent) and VALUE names
 // none but is near one (queue=biuld beside build), else nil.

@@ -3,6 +3,7 @@ package agents
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tavernhq/tavern/docstore"
@@ -71,6 +72,39 @@ func TestWhereHints(t *testing.T) {
 		}
 		if re != nil && (re.What != tt.what || re.Path != tt.path || !slices.Equal(re.Near, tt.near)) {
 			t.Errorf("WhereHints(%s) = %+v, want what %s, path %s, near %q", tt.expr, re, tt.what, tt.path, tt.near)
+		}
+	}
+}
+
+func TestAgentHint(t *testing.T) {
+	m := newManager(t)
+	mustAgent(t, m, AgentSpec{Name: "bob", Role: "coder"})
+	for _, tt := range []struct {
+		name string
+		near []string // nil: no hint
+	}{
+		{"bobb", []string{"bob"}},
+		{"bob", nil},
+		{"user", nil}, // the person
+		{"", nil},
+		{"zzzzzz", nil}, // near none: taken as meant
+	} {
+		err := AgentHint(m.Store, "--agent", tt.name)
+		var hint *RefHintError
+		if tt.near == nil {
+			if err != nil {
+				t.Errorf("AgentHint(%q) = %v, want nil", tt.name, err)
+			}
+			continue
+		}
+		if !errors.As(err, &hint) || !errors.Is(err, schema.ErrLikelyTypo) {
+			t.Fatalf("AgentHint(%q) = %v, want a *RefHintError", tt.name, err)
+		}
+		if got, want := hint.Op, "--agent"; got != want {
+			t.Errorf("Op = %q, want %q", got, want)
+		}
+		if got, want := strings.Join(hint.Near, ","), strings.Join(tt.near, ","); got != want {
+			t.Errorf("AgentHint(%q).Near = %s, want %s", tt.name, got, want)
 		}
 	}
 }

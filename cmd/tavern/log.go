@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -366,13 +367,8 @@ func warnNearPath(c *cli.Context, s *docstore.Store, given, rel string) {
 // for a typo. A name near none is taken as meant (an agent removed since
 // still has its events).
 func warnNearAgent(c *cli.Context, s *docstore.Store, flag, name string) {
-	if name == "" || name == agents.Person { // the person: no agent document
-		return
-	}
-	if _, err := s.Stat(agents.AgentPath(name)); err == nil {
-		return
-	}
-	if near := schema.Near(name, agents.AgentNames(s)); len(near) > 0 {
-		warnf(c, "--%s %s: no such agent (did you mean %s?); showing its events, if any", flag, name, schema.NearList(near))
+	var hint *agents.RefHintError
+	if errors.As(agents.AgentHint(s, "--"+flag, name), &hint) {
+		warnf(c, "--%s %s: no such agent (did you mean %s?); showing its events, if any", flag, name, schema.NearList(hint.Near))
 	}
 }
