@@ -237,6 +237,15 @@ func (w *Workspaces) mergeOnce(ctx context.Context, req MergeRequest, prev *docs
 			w.setRecord(rec.Path, []docstore.Field{{Key: "status", Value: "rolled_back"}, {Key: "reason", Value: "the base moved to " + now + " during the merge"}, {Key: "finished", Value: time.Now()}}, "")
 			return nil, rec, fmt.Errorf("base %s moved during the merge: %w", w.opt.Base, err)
 		}
+		if rerr == nil && now == old {
+			// The base did not move: its checkout refused the
+			// fast-forward (an untracked file of the user's where the
+			// branch adds one) or the ref was locked. The merge failed
+			// here, as over local changes; left at landing, it would
+			// read as a merger that died mid-way.
+			out := gitOutput(err)
+			return fail(&MergeError{Files: tabbed(out), Output: out, Err: ErrBaseBusy})
+		}
 		if rerr != nil || now != head {
 			return nil, nil, err
 		}
@@ -265,6 +274,18 @@ func (w *Workspaces) notStore(checkout string) []string {
 		return nil
 	}
 	return []string{"--", ".", ":(exclude)" + filepath.ToSlash(rel)}
+}
+
+// tabbed is the lines git indents with a tab: the files it names after
+// "would be overwritten by merge:".
+func tabbed(out string) []string {
+	var files []string
+	for _, l := range strings.Split(out, "\n") {
+		if f, ok := strings.CutPrefix(l, "\t"); ok && strings.TrimSpace(f) != "" {
+			files = append(files, strings.TrimSpace(f))
+		}
+	}
+	return files
 }
 
 func gitOutput(err error) string {
