@@ -375,11 +375,18 @@ func (w *Workspaces) baseCheckout(ctx context.Context) (string, error) {
 	return "", nil
 }
 
-// Remove deletes a worktree (with --force: its changes go too) and, with
-// deleteBranch, its branch.
+// Remove deletes a worktree and, with deleteBranch, its branch. A branch
+// that is kept (a dead item's, one whose item is gone) is kept for a
+// person to pick the work up: what was left uncommitted in the worktree
+// is committed onto it first, not removed with it (--force).
 func (w *Workspaces) Remove(ctx context.Context, path, branch string, deleteBranch bool) error {
 	if !strings.HasPrefix(filepath.Clean(path)+string(filepath.Separator), w.root+string(filepath.Separator)) {
 		return fmt.Errorf("%w: %s is not under %s", ErrConfig, path, w.root)
+	}
+	if !deleteBranch && branch != "" {
+		if err := w.saveLeftovers(ctx, path, branch); err != nil {
+			return err
+		}
 	}
 	if _, err := git(ctx, w.top, nil, "worktree", "remove", "--force", path); err != nil {
 		if _, serr := os.Stat(path); serr == nil {
@@ -396,6 +403,32 @@ func (w *Workspaces) Remove(ctx context.Context, path, branch string, deleteBran
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// saveLeftovers commits what is uncommitted in the worktree at path onto
+// its branch (when the worktree is on it: one checked out elsewhere by
+// hand is not committed to behind its back). A commit that fails keeps
+// the worktree: the error says why.
+func (w *Workspaces) saveLeftovers(ctx context.Context, path, branch string) error {
+	if _, err := os.Stat(path); err != nil {
+		return nil // gone already: nothing to save
+	}
+	if cur, err := git(ctx, path, nil, "symbolic-ref", "--quiet", "--short", "HEAD"); err != nil || cur != branch {
+		return nil
+	}
+	st, err := git(ctx, path, nil, "status", "--porcelain")
+	if err != nil || st == "" {
+		return nil // not a worktree git can read, or clean
+	}
+	if _, err := git(ctx, path, nil, "add", "-A"); err != nil {
+		return fmt.Errorf("keep the work left in %s on %s: %w", path, branch, err)
+	}
+	env := append([]string{"GIT_AUTHOR_NAME=tavern", "GIT_AUTHOR_EMAIL=tavern@tavern"}, w.ident...)
+	msg := "Left uncommitted in " + filepath.Base(path) + "\n\nTavern kept this branch when it removed the worktree of item " + filepath.Base(path) + "."
+	if _, err := git(ctx, path, env, "commit", "--quiet", "--no-verify", "-m", msg); err != nil {
+		return fmt.Errorf("keep the work left in %s on %s: %w", path, branch, err)
 	}
 	return nil
 }
