@@ -70,6 +70,12 @@ func MergePath(id string) string { return "merges/" + id + ".md" }
 // wrapper releases the item); once the base is being moved, the merge
 // finishes whatever the context.
 func (w *Workspaces) Merge(ctx context.Context, req MergeRequest) (*MergeResult, error) {
+	// Only a worktree of Tavern's, never the base: one edited into the
+	// item while its drone ran would have its leftovers (add -A) and
+	// rebase done in the user's checkout.
+	if !w.under(req.Worktree) || strings.TrimPrefix(req.Branch, "refs/heads/") == w.opt.Base {
+		return nil, fmt.Errorf("%w: item %s: %s on branch %s is not a worktree of its own (under %s, off the base %s)", ErrConfig, req.Item, req.Worktree, req.Branch, w.root, w.opt.Base)
+	}
 	tok, err := w.acquire(ctx)
 	if err != nil {
 		return nil, err

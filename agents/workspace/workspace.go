@@ -245,15 +245,22 @@ func (w *Workspaces) BranchName(it *queues.Item) string {
 // (recorded in the item), or a new one on a new branch from the base.
 // The item records worktree:, branch: and base:.
 func (w *Workspaces) Prepare(ctx context.Context, it *queues.Item) (*Workspace, error) {
-	if it.Worktree != "" && it.Branch != "" {
-		if ok, _ := w.isWorktree(ctx, it.Worktree, it.Branch); ok {
-			return &Workspace{Item: it.ID, Path: it.Worktree, Branch: it.Branch, Base: w.opt.Base, Resumed: true}, nil
+	// A worktree outside Root or the base as branch (a hand edit: the
+	// project's own checkout, main) is not the item's: a drone there
+	// would work on the base itself, and its leftovers commit (add -A)
+	// would take the user's files. It gets its own, as a new item does.
+	branch := strings.TrimPrefix(it.Branch, "refs/heads/")
+	if branch == w.opt.Base {
+		branch = ""
+	}
+	if it.Worktree != "" && branch != "" && w.under(it.Worktree) {
+		if ok, _ := w.isWorktree(ctx, it.Worktree, branch); ok {
+			return &Workspace{Item: it.ID, Path: it.Worktree, Branch: branch, Base: w.opt.Base, Resumed: true}, nil
 		}
 	}
 	if err := w.makeRoom(ctx); err != nil {
 		return nil, err
 	}
-	branch := it.Branch
 	if branch == "" {
 		branch = w.BranchName(it)
 	}
@@ -380,7 +387,7 @@ func (w *Workspaces) baseCheckout(ctx context.Context) (string, error) {
 // person to pick the work up: what was left uncommitted in the worktree
 // is committed onto it first, not removed with it (--force).
 func (w *Workspaces) Remove(ctx context.Context, path, branch string, deleteBranch bool) error {
-	if !strings.HasPrefix(filepath.Clean(path)+string(filepath.Separator), w.root+string(filepath.Separator)) {
+	if !w.under(path) {
 		return fmt.Errorf("%w: %s is not under %s", ErrConfig, path, w.root)
 	}
 	if !deleteBranch && branch != "" {
@@ -405,6 +412,11 @@ func (w *Workspaces) Remove(ctx context.Context, path, branch string, deleteBran
 		}
 	}
 	return nil
+}
+
+// under reports whether path is inside Root, where Tavern's worktrees are.
+func (w *Workspaces) under(path string) bool {
+	return strings.HasPrefix(filepath.Clean(path)+string(filepath.Separator), w.root+string(filepath.Separator))
 }
 
 // saveLeftovers commits what is uncommitted in the worktree at path onto

@@ -542,3 +542,29 @@ func TestMergeWithCommittedStore(t *testing.T) {
 		t.Fatalf("the recovery undid the store's journal:\nbefore: %d bytes\nafter:  %d bytes", len(journal), len(after))
 	}
 }
+
+// A merge of a worktree that is not Tavern's (the project's checkout,
+// edited into the item while its drone ran) or of the base itself is
+// refused before anything runs: no leftovers commit (add -A) takes the
+// user's files, the base does not move.
+func TestMergeRefusesForeignWorktree(t *testing.T) {
+	f := newFixture(t, "")
+	w := f.ws()
+	it, ws := f.work(w, "own", func(dir string) { os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a\n"), 0o644) })
+	os.WriteFile(filepath.Join(f.dir, "mine.txt"), []byte("user's\n"), 0o644)
+	before := f.base()
+	for _, r := range []workspace.MergeRequest{
+		{Item: it.ID, Queue: it.Queue, Worktree: f.dir, Branch: "work"},
+		{Item: it.ID, Queue: it.Queue, Worktree: ws.Path, Branch: "main"},
+	} {
+		if _, err := w.Merge(context.Background(), r); !errors.Is(err, workspace.ErrConfig) {
+			t.Errorf("merge of %s on %s: %v, want ErrConfig", r.Worktree, r.Branch, err)
+		}
+	}
+	if got := f.base(); got != before {
+		t.Errorf("base moved: got %s, want %s", got, before)
+	}
+	if got := run(t, f.dir, "git", "status", "--porcelain", "mine.txt"); got != "?? mine.txt" {
+		t.Errorf("mine.txt: got %q, want it untracked", got)
+	}
+}
