@@ -482,6 +482,10 @@ func (w *Workspaces) List(ctx context.Context) ([]Entry, error) {
 		en := Entry{Path: p, Branch: branch[p], Item: e.Name()}
 		it, err := w.opt.Broker.Get(e.Name())
 		switch {
+		case errors.Is(err, fs.ErrNotExist) && !w.ours(e.Name(), en.Branch):
+			// Not Tavern's (a --worktree-root shared with one's own
+			// directories or worktrees): never listed, never removed.
+			continue
 		case errors.Is(err, fs.ErrNotExist):
 			en.ItemState, en.Orphan = "missing", true
 		case err != nil:
@@ -495,6 +499,16 @@ func (w *Workspaces) List(ctx context.Context) ([]Entry, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Item < out[j].Item })
 	return out, nil
+}
+
+// itemID is the shape of the ids queue add makes (queues.NewItemID).
+var itemID = regexp.MustCompile(`^p[0-9]{2}-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// ours reports whether a directory under Root whose item is gone is one
+// Tavern made: named after an item, or a worktree on a branch of
+// Tavern's. Anything else there is someone's own and is left alone.
+func (w *Workspaces) ours(name, branch string) bool {
+	return itemID.MatchString(name) || (branch != "" && strings.HasPrefix(branch, w.opt.Prefix))
 }
 
 // Prune removes the orphan worktrees (their item is done, dead or gone)
