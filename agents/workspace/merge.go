@@ -494,11 +494,7 @@ func (w *Workspaces) recover(ctx context.Context) error {
 				// the checkout: it was clean before (checked under the
 				// slot), so put it back, but for a committed store, whose
 				// changes are Tavern's writes since (see notStore).
-				if ps := w.notStore(checkout); ps == nil {
-					_, _ = git(ctx, checkout, nil, "reset", "--quiet", "--hard", old)
-				} else {
-					_, _ = git(ctx, checkout, nil, append([]string{"restore", "--source", old, "--staged", "--worktree"}, ps...)...)
-				}
+				w.restoreCheckout(ctx, checkout, old, head)
 			}
 		default:
 			how = "rolled back: the base moved on to " + cur
@@ -519,6 +515,47 @@ func (w *Workspaces) recover(ctx context.Context) error {
 		w.event(EventMergeRecovered, d.Path, req, map[string]any{"was": status, "how": how, "old": old, "head": head, "base_now": cur})
 	}
 	return nil
+}
+
+// restoreCheckout puts back the base's checkout after a fast-forward
+// from old to head killed half-way. Only the files the fast-forward
+// would write (git diff old head) are restored: the checkout was clean
+// when it started, but the person may have edited other files since
+// (the recovery runs at the next merge, or doctor --fix, maybe hours
+// later), and git reset --hard would throw those edits away. When head
+// is not a commit git knows, every file but the store's is restored, as
+// nothing narrower is known.
+func (w *Workspaces) restoreCheckout(ctx context.Context, checkout, old, head string) {
+	ps := w.notStore(checkout)
+	if changed, err := git(ctx, checkout, nil, "diff", "--name-only", "-z", old, head, "--"); err == nil {
+		store := ""
+		if ps != nil {
+			store = strings.TrimPrefix(ps[len(ps)-1], ":(exclude)") + "/"
+		}
+		var files []string
+		for _, f := range strings.Split(changed, "\x00") {
+			if f != "" && (store == "" || !strings.HasPrefix(f, store)) {
+				files = append(files, f)
+			}
+		}
+		if len(files) == 0 {
+			return
+		}
+		args := append([]string{"restore", "--source", old, "--staged", "--worktree", "--"}, files...)
+		if _, err := git(ctx, checkout, nil, args...); err != nil {
+			// A file the fast-forward never reached (not in old, not
+			// written yet) fails the whole pathspec: one at a time.
+			for _, f := range files {
+				_, _ = git(ctx, checkout, nil, "restore", "--source", old, "--staged", "--worktree", "--", f)
+			}
+		}
+		return
+	}
+	if ps == nil {
+		_, _ = git(ctx, checkout, nil, "reset", "--quiet", "--hard", old)
+		return
+	}
+	_, _ = git(ctx, checkout, nil, append([]string{"restore", "--source", old, "--staged", "--worktree"}, ps...)...)
 }
 
 // abortInProgress aborts a rebase or merge a killed git left in a
