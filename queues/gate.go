@@ -274,6 +274,11 @@ func (b *Broker) ItemGates(it *Item) []*Gate {
 	return out
 }
 
+// ClaimGated reports whether a claim-stage gate (a person's, or a timer
+// not yet due) keeps it from being claimed now: what Take skips, so that
+// a listing of what Take would claim (tavern next) agrees with it.
+func (b *Broker) ClaimGated(it *Item) bool { return b.claimGated(it, &Diagnostics{}) }
+
 // claimGate reports whether a claim-stage gate keeps item it from being
 // claimed now (Take), noting when a timer will open it.
 func (b *Broker) claimGated(it *Item, diag *Diagnostics) bool {

@@ -22,7 +22,7 @@ type Stats struct {
 
 	Ready   int       // pending items claimable now
 	Backoff int       // pending items waiting for not_before
-	Waiting int       // pending items waiting for dependencies to finish
+	Waiting int       // pending items waiting for dependencies to finish, or at a claim-stage gate
 	Blocked []Blocked // pending items whose dependency is dead or missing
 
 	OldestPending time.Time      // created time of the oldest pending item
@@ -101,7 +101,13 @@ func (b *Broker) Stats(queue string) (*Stats, error) {
 					ready = false
 					break deps
 				}
-				if ready {
+				switch {
+				case ready && b.claimGated(it, &Diagnostics{}):
+					// Take passes it over until a person or a timer
+					// opens its gate: a pool must not start a drone
+					// for it (one a second, finding nothing).
+					st.Waiting++
+				case ready:
 					st.Ready++
 				}
 			}

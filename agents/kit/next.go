@@ -172,6 +172,12 @@ func claimable(b *queues.Broker, queue, id string, now time.Time, diag *queues.D
 			return NextItem{}, false
 		}
 	}
+	if d.Has("gate") || d.Has("gates") {
+		// Held back at a claim-stage gate: Take would pass it over.
+		if it, err := b.Get(id); err != nil || b.ClaimGated(it) {
+			return NextItem{}, false
+		}
+	}
 	p, _ := d.Int("priority")
 	if p == 0 {
 		if ip, ok := queues.IDPriority(id); ok {

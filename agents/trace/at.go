@@ -3,6 +3,7 @@ package trace
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -67,7 +68,9 @@ func At(b *queues.Broker, ref string, at time.Time) (*Snapshot, error) {
 		if err != nil {
 			return true
 		}
-		if (id != "" && e.Item == id && e.Kind == "item") || cands[e.Path] {
+		// An item's file events (doc.removed by rm) carry no item id: its
+		// path, in whichever queue and state, names it.
+		if (id != "" && ((e.Item == id && e.Kind == "item") || strings.HasSuffix(e.Path, "/"+id+".md"))) || cands[e.Path] {
 			evs = append(evs, e)
 		}
 		return true
@@ -140,7 +143,9 @@ func At(b *queues.Broker, ref string, at time.Time) (*Snapshot, error) {
 	}
 	switch {
 	case !snap.Exists && last == nil && snap.Source == "":
-		if _, err := s.ReadFile(firstOf(paths)); err == nil || len(paths) == 0 || len(snap.After) > 0 {
+		// No path at all (an item id that no file and no event has) is
+		// unknown, as a name of another kind that names nothing is.
+		if _, err := s.ReadFile(firstOf(paths)); (err == nil && len(paths) > 0) || len(snap.After) > 0 {
 			snap.Note = fmt.Sprintf("no record of %s at or before %s: it was created later (or by a hand edit the journal did not see)", name, schema.FormatTime(at))
 		} else {
 			return nil, fmt.Errorf("%s: %w%s", ref, ErrUnknown, nearHint(s, kind, name))
@@ -198,6 +203,13 @@ func candidates(b *queues.Broker, ref string) (kind *schema.Kind, name, id strin
 	}
 	id = name
 	if err := schema.ValidName(id); err != nil {
+		return nil, "", "", nil, err
+	}
+	// A unique prefix names its item, as trace ITEM takes it; an id that
+	// names no item now may still be in the journal (removed since).
+	if full, err := b.ResolveID(id); err == nil {
+		id, name = full, full
+	} else if errors.Is(err, docstore.ErrAmbiguous) {
 		return nil, "", "", nil, err
 	}
 	if it, err := b.Get(id); err == nil {

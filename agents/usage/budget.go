@@ -128,7 +128,8 @@ func SetBudget(s *docstore.Store, c BudgetChange) (*Budget, error) {
 	})
 	if errors.Is(err, docstore.ErrNotExist) {
 		if b.MaxTokens <= 0 && b.MaxCost <= 0 && b.MaxTime <= 0 {
-			return nil, noLimit
+			// An argument missing, not a document the schema refuses.
+			return nil, fmt.Errorf("%w: budget %s has no limit (tokens, cost or time)", ErrNoLimit, b.Name)
 		}
 		// A new budget: its name follows the plain name rule.
 		if err := schema.ValidPlainName("budget", b.Name); err != nil {

@@ -31,6 +31,10 @@ func (e *UnreadableError) Error() string {
 
 func (e *UnreadableError) Unwrap() []error { return []error{ErrUnreadable, e.Err} }
 
+// ErrNoLimit is returned by SetBudget for a new budget given no limit
+// (tokens, cost or time): a budget that limits nothing is not written.
+var ErrNoLimit = errors.New("no limit given")
+
 // ErrNearBudget is returned (in a *BudgetError) by SetBudget for a new
 // budget whose name is near an existing budget's: most likely a typo of
 // the budget meant to be changed, which would leave that one as it was

@@ -95,7 +95,7 @@ func TestSummarize(t *testing.T) {
 func TestBudgets(t *testing.T) {
 	s := newStore(t)
 	now := time.Now().UTC()
-	if _, err := usage.SetBudget(s, usage.BudgetChange{Name: "empty"}); !errors.Is(err, schema.ErrInvalid) {
+	if _, err := usage.SetBudget(s, usage.BudgetChange{Name: "empty"}); !errors.Is(err, usage.ErrNoLimit) {
 		t.Fatalf("a budget without limits: %v", err)
 	}
 	if _, err := usage.SetBudget(s, usage.BudgetChange{Name: "a-daily", Pool: "a", MaxCost: 1}); err != nil {

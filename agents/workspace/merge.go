@@ -70,6 +70,12 @@ func MergePath(id string) string { return "merges/" + id + ".md" }
 // wrapper releases the item); once the base is being moved, the merge
 // finishes whatever the context.
 func (w *Workspaces) Merge(ctx context.Context, req MergeRequest) (*MergeResult, error) {
+	// Only a worktree of Tavern's, never the base: one edited into the
+	// item while its drone ran would have its leftovers (add -A) and
+	// rebase done in the user's checkout.
+	if !w.under(req.Worktree) || strings.TrimPrefix(req.Branch, "refs/heads/") == w.opt.Base {
+		return nil, fmt.Errorf("%w: item %s: %s on branch %s is not a worktree of its own (under %s, off the base %s)", ErrConfig, req.Item, req.Worktree, req.Branch, w.root, w.opt.Base)
+	}
 	tok, err := w.acquire(ctx)
 	if err != nil {
 		return nil, err
@@ -237,6 +243,15 @@ func (w *Workspaces) mergeOnce(ctx context.Context, req MergeRequest, prev *docs
 			w.setRecord(rec.Path, []docstore.Field{{Key: "status", Value: "rolled_back"}, {Key: "reason", Value: "the base moved to " + now + " during the merge"}, {Key: "finished", Value: time.Now()}}, "")
 			return nil, rec, fmt.Errorf("base %s moved during the merge: %w", w.opt.Base, err)
 		}
+		if rerr == nil && now == old {
+			// The base did not move: its checkout refused the
+			// fast-forward (an untracked file of the user's where the
+			// branch adds one) or the ref was locked. The merge failed
+			// here, as over local changes; left at landing, it would
+			// read as a merger that died mid-way.
+			out := gitOutput(err)
+			return fail(&MergeError{Files: tabbed(out), Output: out, Err: ErrBaseBusy})
+		}
 		if rerr != nil || now != head {
 			return nil, nil, err
 		}
@@ -265,6 +280,18 @@ func (w *Workspaces) notStore(checkout string) []string {
 		return nil
 	}
 	return []string{"--", ".", ":(exclude)" + filepath.ToSlash(rel)}
+}
+
+// tabbed is the lines git indents with a tab: the files it names after
+// "would be overwritten by merge:".
+func tabbed(out string) []string {
+	var files []string
+	for _, l := range strings.Split(out, "\n") {
+		if f, ok := strings.CutPrefix(l, "\t"); ok && strings.TrimSpace(f) != "" {
+			files = append(files, strings.TrimSpace(f))
+		}
+	}
+	return files
 }
 
 func gitOutput(err error) string {
@@ -467,11 +494,7 @@ func (w *Workspaces) recover(ctx context.Context) error {
 				// the checkout: it was clean before (checked under the
 				// slot), so put it back, but for a committed store, whose
 				// changes are Tavern's writes since (see notStore).
-				if ps := w.notStore(checkout); ps == nil {
-					_, _ = git(ctx, checkout, nil, "reset", "--quiet", "--hard", old)
-				} else {
-					_, _ = git(ctx, checkout, nil, append([]string{"restore", "--source", old, "--staged", "--worktree"}, ps...)...)
-				}
+				w.restoreCheckout(ctx, checkout, old, head)
 			}
 		default:
 			how = "rolled back: the base moved on to " + cur
@@ -492,6 +515,47 @@ func (w *Workspaces) recover(ctx context.Context) error {
 		w.event(EventMergeRecovered, d.Path, req, map[string]any{"was": status, "how": how, "old": old, "head": head, "base_now": cur})
 	}
 	return nil
+}
+
+// restoreCheckout puts back the base's checkout after a fast-forward
+// from old to head killed half-way. Only the files the fast-forward
+// would write (git diff old head) are restored: the checkout was clean
+// when it started, but the person may have edited other files since
+// (the recovery runs at the next merge, or doctor --fix, maybe hours
+// later), and git reset --hard would throw those edits away. When head
+// is not a commit git knows, every file but the store's is restored, as
+// nothing narrower is known.
+func (w *Workspaces) restoreCheckout(ctx context.Context, checkout, old, head string) {
+	ps := w.notStore(checkout)
+	if changed, err := git(ctx, checkout, nil, "diff", "--name-only", "-z", old, head, "--"); err == nil {
+		store := ""
+		if ps != nil {
+			store = strings.TrimPrefix(ps[len(ps)-1], ":(exclude)") + "/"
+		}
+		var files []string
+		for _, f := range strings.Split(changed, "\x00") {
+			if f != "" && (store == "" || !strings.HasPrefix(f, store)) {
+				files = append(files, f)
+			}
+		}
+		if len(files) == 0 {
+			return
+		}
+		args := append([]string{"restore", "--source", old, "--staged", "--worktree", "--"}, files...)
+		if _, err := git(ctx, checkout, nil, args...); err != nil {
+			// A file the fast-forward never reached (not in old, not
+			// written yet) fails the whole pathspec: one at a time.
+			for _, f := range files {
+				_, _ = git(ctx, checkout, nil, "restore", "--source", old, "--staged", "--worktree", "--", f)
+			}
+		}
+		return
+	}
+	if ps == nil {
+		_, _ = git(ctx, checkout, nil, "reset", "--quiet", "--hard", old)
+		return
+	}
+	_, _ = git(ctx, checkout, nil, append([]string{"restore", "--source", old, "--staged", "--worktree"}, ps...)...)
 }
 
 // abortInProgress aborts a rebase or merge a killed git left in a

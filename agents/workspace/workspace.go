@@ -245,15 +245,22 @@ func (w *Workspaces) BranchName(it *queues.Item) string {
 // (recorded in the item), or a new one on a new branch from the base.
 // The item records worktree:, branch: and base:.
 func (w *Workspaces) Prepare(ctx context.Context, it *queues.Item) (*Workspace, error) {
-	if it.Worktree != "" && it.Branch != "" {
-		if ok, _ := w.isWorktree(ctx, it.Worktree, it.Branch); ok {
-			return &Workspace{Item: it.ID, Path: it.Worktree, Branch: it.Branch, Base: w.opt.Base, Resumed: true}, nil
+	// A worktree outside Root or the base as branch (a hand edit: the
+	// project's own checkout, main) is not the item's: a drone there
+	// would work on the base itself, and its leftovers commit (add -A)
+	// would take the user's files. It gets its own, as a new item does.
+	branch := strings.TrimPrefix(it.Branch, "refs/heads/")
+	if branch == w.opt.Base {
+		branch = ""
+	}
+	if it.Worktree != "" && branch != "" && w.under(it.Worktree) {
+		if ok, _ := w.isWorktree(ctx, it.Worktree, branch); ok {
+			return &Workspace{Item: it.ID, Path: it.Worktree, Branch: branch, Base: w.opt.Base, Resumed: true}, nil
 		}
 	}
 	if err := w.makeRoom(ctx); err != nil {
 		return nil, err
 	}
-	branch := it.Branch
 	if branch == "" {
 		branch = w.BranchName(it)
 	}
@@ -375,11 +382,18 @@ func (w *Workspaces) baseCheckout(ctx context.Context) (string, error) {
 	return "", nil
 }
 
-// Remove deletes a worktree (with --force: its changes go too) and, with
-// deleteBranch, its branch.
+// Remove deletes a worktree and, with deleteBranch, its branch. A branch
+// that is kept (a dead item's, one whose item is gone) is kept for a
+// person to pick the work up: what was left uncommitted in the worktree
+// is committed onto it first, not removed with it (--force).
 func (w *Workspaces) Remove(ctx context.Context, path, branch string, deleteBranch bool) error {
-	if !strings.HasPrefix(filepath.Clean(path)+string(filepath.Separator), w.root+string(filepath.Separator)) {
+	if !w.under(path) {
 		return fmt.Errorf("%w: %s is not under %s", ErrConfig, path, w.root)
+	}
+	if !deleteBranch && branch != "" {
+		if err := w.saveLeftovers(ctx, path, branch); err != nil {
+			return err
+		}
 	}
 	if _, err := git(ctx, w.top, nil, "worktree", "remove", "--force", path); err != nil {
 		if _, serr := os.Stat(path); serr == nil {
@@ -396,6 +410,37 @@ func (w *Workspaces) Remove(ctx context.Context, path, branch string, deleteBran
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// under reports whether path is inside Root, where Tavern's worktrees are.
+func (w *Workspaces) under(path string) bool {
+	return strings.HasPrefix(filepath.Clean(path)+string(filepath.Separator), w.root+string(filepath.Separator))
+}
+
+// saveLeftovers commits what is uncommitted in the worktree at path onto
+// its branch (when the worktree is on it: one checked out elsewhere by
+// hand is not committed to behind its back). A commit that fails keeps
+// the worktree: the error says why.
+func (w *Workspaces) saveLeftovers(ctx context.Context, path, branch string) error {
+	if _, err := os.Stat(path); err != nil {
+		return nil // gone already: nothing to save
+	}
+	if cur, err := git(ctx, path, nil, "symbolic-ref", "--quiet", "--short", "HEAD"); err != nil || cur != branch {
+		return nil
+	}
+	st, err := git(ctx, path, nil, "status", "--porcelain")
+	if err != nil || st == "" {
+		return nil // not a worktree git can read, or clean
+	}
+	if _, err := git(ctx, path, nil, "add", "-A"); err != nil {
+		return fmt.Errorf("keep the work left in %s on %s: %w", path, branch, err)
+	}
+	env := append([]string{"GIT_AUTHOR_NAME=tavern", "GIT_AUTHOR_EMAIL=tavern@tavern"}, w.ident...)
+	msg := "Left uncommitted in " + filepath.Base(path) + "\n\nTavern kept this branch when it removed the worktree of item " + filepath.Base(path) + "."
+	if _, err := git(ctx, path, env, "commit", "--quiet", "--no-verify", "-m", msg); err != nil {
+		return fmt.Errorf("keep the work left in %s on %s: %w", path, branch, err)
 	}
 	return nil
 }
@@ -437,6 +482,10 @@ func (w *Workspaces) List(ctx context.Context) ([]Entry, error) {
 		en := Entry{Path: p, Branch: branch[p], Item: e.Name()}
 		it, err := w.opt.Broker.Get(e.Name())
 		switch {
+		case errors.Is(err, fs.ErrNotExist) && !w.ours(e.Name(), en.Branch):
+			// Not Tavern's (a --worktree-root shared with one's own
+			// directories or worktrees): never listed, never removed.
+			continue
 		case errors.Is(err, fs.ErrNotExist):
 			en.ItemState, en.Orphan = "missing", true
 		case err != nil:
@@ -450,6 +499,16 @@ func (w *Workspaces) List(ctx context.Context) ([]Entry, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Item < out[j].Item })
 	return out, nil
+}
+
+// itemID is the shape of the ids queue add makes (queues.NewItemID).
+var itemID = regexp.MustCompile(`^p[0-9]{2}-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// ours reports whether a directory under Root whose item is gone is one
+// Tavern made: named after an item, or a worktree on a branch of
+// Tavern's. Anything else there is someone's own and is left alone.
+func (w *Workspaces) ours(name, branch string) bool {
+	return itemID.MatchString(name) || (branch != "" && strings.HasPrefix(branch, w.opt.Prefix))
 }
 
 // Prune removes the orphan worktrees (their item is done, dead or gone)

@@ -542,3 +542,72 @@ func TestMergeWithCommittedStore(t *testing.T) {
 		t.Fatalf("the recovery undid the store's journal:\nbefore: %d bytes\nafter:  %d bytes", len(journal), len(after))
 	}
 }
+
+// A merge of a worktree that is not Tavern's (the project's checkout,
+// edited into the item while its drone ran) or of the base itself is
+// refused before anything runs: no leftovers commit (add -A) takes the
+// user's files, the base does not move.
+func TestMergeRefusesForeignWorktree(t *testing.T) {
+	f := newFixture(t, "")
+	w := f.ws()
+	it, ws := f.work(w, "own", func(dir string) { os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a\n"), 0o644) })
+	os.WriteFile(filepath.Join(f.dir, "mine.txt"), []byte("user's\n"), 0o644)
+	before := f.base()
+	for _, r := range []workspace.MergeRequest{
+		{Item: it.ID, Queue: it.Queue, Worktree: f.dir, Branch: "work"},
+		{Item: it.ID, Queue: it.Queue, Worktree: ws.Path, Branch: "main"},
+	} {
+		if _, err := w.Merge(context.Background(), r); !errors.Is(err, workspace.ErrConfig) {
+			t.Errorf("merge of %s on %s: %v, want ErrConfig", r.Worktree, r.Branch, err)
+		}
+	}
+	if got := f.base(); got != before {
+		t.Errorf("base moved: got %s, want %s", got, before)
+	}
+	if got := run(t, f.dir, "git", "status", "--porcelain", "mine.txt"); got != "?? mine.txt" {
+		t.Errorf("mine.txt: got %q, want it untracked", got)
+	}
+}
+
+// A merger killed while it fast-forwarded the base's checkout is
+// recovered at the next merge, maybe much later: only the files the
+// fast-forward writes are put back. An edit the person made since to
+// another file is theirs and stays (git reset --hard threw it away).
+func TestRecoverLandingKeepsOtherEdits(t *testing.T) {
+	f := newFixture(t, "")
+	run(t, f.dir, "git", "switch", "-q", "main")
+	w := f.ws()
+	old := f.base()
+	it, ws := f.work(w, "half", func(dir string) { os.WriteFile(filepath.Join(dir, "half.txt"), []byte("from the branch\n"), 0o644) })
+	head := run(t, ws.Path, "git", "rev-parse", "HEAD")
+	now := time.Now()
+	rec, err := docstore.New(schema.Merge, []docstore.Field{{Key: schema.VersionField, Value: schema.Merge.Version}, {Key: "id", Value: docstore.NewID()},
+		{Key: "item", Value: it.ID}, {Key: "repo", Value: run(t, f.dir, "git", "rev-parse", "--show-toplevel")}, {Key: "base", Value: "main"}, {Key: "status", Value: "landing"},
+		{Key: "old", Value: old}, {Key: "head", Value: head}, {Key: "created", Value: now}, {Key: "updated", Value: now}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.Create("merges/dead.md", rec); err != nil {
+		t.Fatal(err)
+	}
+	// What the killed fast-forward wrote, and the person's edit since.
+	os.WriteFile(filepath.Join(f.dir, "half.txt"), []byte("from the branch\n"), 0o644)
+	run(t, f.dir, "git", "add", "half.txt")
+	os.WriteFile(filepath.Join(f.dir, "shared.txt"), []byte("my edit\n"), 0o644)
+
+	// doctor --fix, or the next merge, recovers.
+	other, ows := f.work(w, "other", func(dir string) { os.WriteFile(filepath.Join(dir, "other.txt"), []byte("o\n"), 0o644) })
+	_, err = w.Merge(context.Background(), req(other, ows))
+	if !errors.Is(err, workspace.ErrBaseBusy) {
+		t.Fatalf("merge over the person's edit: %v, want ErrBaseBusy", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(f.dir, "shared.txt")); string(got) != "my edit\n" {
+		t.Errorf("the person's edit: got %q, want it kept", got)
+	}
+	if _, err := os.Stat(filepath.Join(f.dir, "half.txt")); !os.IsNotExist(err) {
+		t.Errorf("half.txt, written by the killed fast-forward: %v, want it gone", err)
+	}
+	if got := f.base(); got != old {
+		t.Errorf("base: got %s, want %s", got, old)
+	}
+}

@@ -145,6 +145,7 @@ var exitCodes = []struct {
 	{usage.ErrGrouping, exitUsage},
 	{usage.ErrSpent, exitConflict},
 	{usage.ErrNearPool, exitUsage},      // a typo of a pool
+	{usage.ErrNoLimit, exitUsage},       // a new budget with no limit
 	{usage.ErrNearBudget, exitUsage},    // a typo of a budget (set creates or changes)
 	{usage.ErrUnreadable, exitConflict}, // a broken budget refuses as a spent one
 	{trace.ErrUnknown, exitNotFound},

@@ -123,6 +123,11 @@ func runPlanImport(c *cli.Context) error {
 		return err
 	}
 	name := c.String("name")
+	// An empty --name (an unset "$PLAN") is not "no --name": the file's
+	// name in its place would make a plan nobody named.
+	if c.IsSet("name") && strings.TrimSpace(name) == "" {
+		return usageErr("--name %q: empty; give the plan's name, or leave --name out for the file's name", name)
+	}
 	if name == "" {
 		name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 	}

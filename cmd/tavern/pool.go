@@ -90,6 +90,9 @@ func runPoolRun(c *cli.Context) error {
 	if c.NArg() < 2 {
 		return usageErr("pool run takes NAME -- CMD")
 	}
+	if err := worktreeAlone(c); err != nil {
+		return err
+	}
 	m, err := openManager(c)
 	if err != nil {
 		return err

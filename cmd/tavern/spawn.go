@@ -119,6 +119,9 @@ func runSpawn(c *cli.Context) error {
 	if c.NArg() == 0 {
 		return usageErr("spawn needs a command after --")
 	}
+	if err := worktreeAlone(c); err != nil {
+		return err
+	}
 	m, err := openManager(c)
 	if err != nil {
 		return err

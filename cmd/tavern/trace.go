@@ -45,6 +45,11 @@ func runTrace(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return usageErr("trace takes one ITEM (or --at TIME KIND/NAME)")
 	}
+	// An empty --at (an unset "$WHEN") is not "no --at": its KIND/NAME
+	// would be read as an ITEM and refused for what it is not.
+	if c.IsSet("at") && strings.TrimSpace(c.String("at")) == "" {
+		return usageErr("--at %q: empty; give a time (RFC 3339, a date, or a duration ago like 2h)", c.String("at"))
+	}
 	_, b, err := openBroker(c)
 	if err != nil {
 		return err

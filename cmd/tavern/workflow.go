@@ -36,6 +36,21 @@ func worktreeFlags() []cli.Flag {
 	}
 }
 
+// worktreeAlone refuses a workspace option given without --worktree: it
+// would be ignored without a word (a --check that never runs, an item
+// done with nothing merged).
+func worktreeAlone(c *cli.Context) error {
+	if c.Bool("worktree") {
+		return nil
+	}
+	for _, f := range worktreeFlags()[1:] {
+		if n := f.Names()[0]; c.IsSet(n) {
+			return usageErr("--%s only applies with --worktree (the item's own worktree and the merge queue): add --worktree, or leave --%s out", n, n)
+		}
+	}
+	return nil
+}
+
 // parseSize reads a byte size: a number with an optional K, M, G or T
 // (powers of 1024, an optional B or iB after it), or "none" (-1: no
 // bound; "": 0, the default).
