@@ -83,6 +83,9 @@ func (w *Workspaces) finding(ctx context.Context, path, branch, item, state stri
 // remove is Remove for a worktree under Root or, outside it, one git
 // lists as a worktree of this repository (never any other directory).
 func (w *Workspaces) remove(ctx context.Context, path, branch string, deleteBranch bool) error {
+	if err := w.checkOwnBranch(path, branch, deleteBranch); err != nil {
+		return err
+	}
 	if strings.HasPrefix(filepath.Clean(path)+string(filepath.Separator), w.root+string(filepath.Separator)) {
 		return w.Remove(ctx, path, branch, deleteBranch)
 	}

@@ -390,6 +390,9 @@ func (w *Workspaces) Remove(ctx context.Context, path, branch string, deleteBran
 	if !w.under(path) {
 		return fmt.Errorf("%w: %s is not under %s", ErrConfig, path, w.root)
 	}
+	if err := w.checkOwnBranch(path, branch, deleteBranch); err != nil {
+		return err
+	}
 	if !deleteBranch && branch != "" {
 		if err := w.saveLeftovers(ctx, path, branch); err != nil {
 			return err
@@ -410,6 +413,21 @@ func (w *Workspaces) Remove(ctx context.Context, path, branch string, deleteBran
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// checkOwnBranch refuses, before anything is removed, to delete a branch
+// Tavern did not make: the base, or any without the branch prefix. The
+// name comes from the item's branch: field, which a person may have
+// edited (to main, say), and git branch -D deletes any branch not
+// checked out.
+func (w *Workspaces) checkOwnBranch(path, branch string, deleteBranch bool) error {
+	if !deleteBranch || branch == "" {
+		return nil
+	}
+	if branch == w.opt.Base || !strings.HasPrefix(branch, w.opt.Prefix) {
+		return fmt.Errorf("%w: remove %s: its branch %s is not one Tavern made (%s...), and is not deleted; remove the worktree by hand (git worktree remove)", ErrConfig, path, branch, w.opt.Prefix)
 	}
 	return nil
 }

@@ -611,3 +611,31 @@ func TestRecoverLandingKeepsOtherEdits(t *testing.T) {
 		t.Errorf("base: got %s, want %s", got, old)
 	}
 }
+
+// TestRemoveKeepsForeignBranches: removing a worktree with its branch
+// deletes only a branch Tavern made (its prefix), never the base or
+// another of the person's, whatever the item's hand-edited branch: field
+// names (doctor --fix passed it through, and git branch -D main
+// succeeded when main was not checked out).
+func TestRemoveKeepsForeignBranches(t *testing.T) {
+	f := newFixture(t, "")
+	run(t, f.dir, "git", "branch", "feature")
+	w := f.ws()
+	for _, branch := range []string{"main", "feature"} {
+		_, ws := f.work(w, "hand edited "+branch, func(dir string) { os.WriteFile(filepath.Join(dir, branch+".txt"), []byte("x\n"), 0o644) })
+		err := w.Remove(context.Background(), ws.Path, branch, true)
+		if !errors.Is(err, workspace.ErrConfig) {
+			t.Errorf("Remove with branch %s: %v, want ErrConfig", branch, err)
+		}
+		if out, err := exec.Command("git", "-C", f.dir, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch).Output(); err != nil {
+			t.Errorf("branch %s: gone (%q, %v), want it kept", branch, out, err)
+		}
+	}
+	_, ws := f.work(w, "own", func(dir string) { os.WriteFile(filepath.Join(dir, "own.txt"), []byte("x\n"), 0o644) })
+	if err := w.Remove(context.Background(), ws.Path, ws.Branch, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := exec.Command("git", "-C", f.dir, "rev-parse", "--verify", "--quiet", "refs/heads/"+ws.Branch).Run(); err == nil {
+		t.Errorf("branch %s: kept, want it deleted with its worktree", ws.Branch)
+	}
+}
