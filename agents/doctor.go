@@ -135,7 +135,9 @@ func (m *Manager) agentFindings() ([]docstore.Finding, error) {
 		name := a.Name
 		if a.Host == m.Host && running(a.Effective()) {
 			out = append(out, docstore.Finding{Kind: docstore.FindingDeadAgent, Path: AgentPath(name),
-				Detail: "state " + a.Effective() + " but its wrapper (pid " + itoa(a.PID) + ") is gone",
+				// The wrapper is known dead by its free lock; the pid on
+				// record is the agent's command's, not the wrapper's.
+				Detail: "state " + a.Effective() + " but its wrapper is gone (the agent's process was pid " + itoa(a.PID) + ")",
 				Repair: func() error { _, err := m.reapOne(name); return err }})
 			continue
 		}
