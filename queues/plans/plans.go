@@ -448,7 +448,7 @@ func Sync(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
 	}
 	if rep.Changed() || fresh > 0 {
 		_, _ = b.Journal().Append(journal.Event{Type: EventSynced, Kind: "plan", Path: Path(name), Agent: opt.By, Data: map[string]any{
-			"added": len(rep.Added), "ticked": len(rep.Ticked), "completed": len(rep.Completed), "cancelled": len(rep.Cancelled), "conflicts": len(rep.Conflicts),
+			"added": len(rep.Added), "adopted": len(rep.Adopted), "reopened": len(rep.Reopened), "ticked": len(rep.Ticked), "completed": len(rep.Completed), "cancelled": len(rep.Cancelled), "conflicts": len(rep.Conflicts),
 			"dependencies_dropped": len(rep.DepsDropped), "dependencies_added": len(rep.DepsAdded)}})
 	}
 	return rep, nil
