@@ -795,6 +795,16 @@ func syncOnce(b *queues.Broker, name string, opt SyncOptions) (*Report, error) {
 	if err := checkTasks(rel, first, tasks); err != nil {
 		return nil, err
 	}
+	// No queue (removed, or queue: edited to a name that names none): its
+	// items cannot be read, and a sync would take every one for gone and
+	// write the plan without its tasks: map. Nothing is done or written.
+	if err := queues.CheckQueue(s, queue); err != nil {
+		at := rel
+		if _, line, ok := d.FieldText("queue"); ok {
+			at = fmt.Sprintf("%s:%d", rel, line+1) // the file's line: after the opening ---
+		}
+		return nil, fmt.Errorf("%s: queue: %w", at, err)
+	}
 	rep := &Report{Plan: name}
 	m := taskMap(d)
 	byKey, err := boxItems(b, tasks, m)
