@@ -271,8 +271,14 @@ func helpJSONArgs(app *cli.App, args []string) (out []string, ok bool) {
 		cmd, flags, cmds = next, next.Flags, next.Subcommands
 		path = append(path, a)
 	}
-	if !help || !asJSON {
+	if !help || !asJSON && len(path) < 2 {
 		return nil, false
+	}
+	if !asJSON {
+		// urfave/cli shows the help of the first command named when
+		// --help comes before it (`tavern --help queue take` printed
+		// queue's); help PATH prints the one asked for.
+		return append([]string{args[0], "help"}, path...), true
 	}
 	return append([]string{args[0], "help", "--json"}, path...), true
 }

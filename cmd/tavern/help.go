@@ -47,6 +47,10 @@ func runHelp(c *cli.Context) error {
 	if c.Bool("json") {
 		return printJSON(c, helpJSON(c.App, path, cmd))
 	}
+	if cmd != nil && cmd.Name == "help" {
+		// `help --help` is urfave/cli's app help: help's own is asked for.
+		return cli.ShowCommandHelp(c.Lineage()[1], "help")
+	}
 	// The help of a command is what --help prints: run the command line
 	// that asks for it, in a fresh app writing where this one writes.
 	app := newApp(c.App.Reader, c.App.Writer, c.App.ErrWriter)
