@@ -69,6 +69,9 @@ func plainBuild() (string, error) {
 	if !raceEnabled {
 		return "", nil
 	}
+	if dir := os.Getenv(testBinDirEnv); dir != "" {
+		return sharedBuild(dir)
+	}
 	plainOnce.Do(func() {
 		plainDir, plainErr = os.MkdirTemp("", "tavern-plain-")
 		if plainErr != nil {
@@ -80,6 +83,21 @@ func plainBuild() (string, error) {
 		}
 	})
 	return plainDir, plainErr
+}
+
+// testBinDirEnv names a directory holding a plain build of this command
+// that make test made once for every package that runs the binary (this
+// one, cmd/tavern/multi, examples/soak): each building its own linked it
+// three times, and in a cold build cache compiled every dependency
+// without the race detector several times over, at once.
+const testBinDirEnv = "TAVERN_TEST_BINDIR"
+
+// sharedBuild checks that dir (from $TAVERN_TEST_BINDIR) holds tavern.
+func sharedBuild(dir string) (string, error) {
+	if _, err := os.Stat(filepath.Join(dir, "tavern")); err != nil {
+		return "", fmt.Errorf("$%s: %w", testBinDirEnv, err)
+	}
+	return dir, nil
 }
 
 func TestScripts(t *testing.T) {
