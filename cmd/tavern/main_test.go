@@ -33,11 +33,13 @@ func TestMain(m *testing.M) {
 	testscript.Main(cleanupM{m}, map[string]func(){"tavern": main})
 }
 
-// cleanupM removes the plain build (binDir) after the tests.
+// cleanupM removes the plain build (binDir) after the tests and ends the
+// shared chromium (sharedBrowser).
 type cleanupM struct{ m *testing.M }
 
 func (c cleanupM) Run() int {
 	code := c.m.Run()
+	stopBrowser()
 	if plainDir != "" {
 		os.RemoveAll(plainDir)
 	}
