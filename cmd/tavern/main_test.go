@@ -33,11 +33,13 @@ func TestMain(m *testing.M) {
 	testscript.Main(cleanupM{m}, map[string]func(){"tavern": main})
 }
 
-// cleanupM removes the plain build (binDir) after the tests.
+// cleanupM removes the plain build (binDir) after the tests and ends the
+// shared chromium (sharedBrowser).
 type cleanupM struct{ m *testing.M }
 
 func (c cleanupM) Run() int {
 	code := c.m.Run()
+	stopBrowser()
 	if plainDir != "" {
 		os.RemoveAll(plainDir)
 	}
@@ -69,6 +71,9 @@ func plainBuild() (string, error) {
 	if !raceEnabled {
 		return "", nil
 	}
+	if dir := os.Getenv(testBinDirEnv); dir != "" {
+		return sharedBuild(dir)
+	}
 	plainOnce.Do(func() {
 		plainDir, plainErr = os.MkdirTemp("", "tavern-plain-")
 		if plainErr != nil {
@@ -80,6 +85,21 @@ func plainBuild() (string, error) {
 		}
 	})
 	return plainDir, plainErr
+}
+
+// testBinDirEnv names a directory holding a plain build of this command
+// that make test made once for every package that runs the binary (this
+// one, cmd/tavern/multi, examples/soak): each building its own linked it
+// three times, and in a cold build cache compiled every dependency
+// without the race detector several times over, at once.
+const testBinDirEnv = "TAVERN_TEST_BINDIR"
+
+// sharedBuild checks that dir (from $TAVERN_TEST_BINDIR) holds tavern.
+func sharedBuild(dir string) (string, error) {
+	if _, err := os.Stat(filepath.Join(dir, "tavern")); err != nil {
+		return "", fmt.Errorf("$%s: %w", testBinDirEnv, err)
+	}
+	return dir, nil
 }
 
 func TestScripts(t *testing.T) {

@@ -673,15 +673,53 @@ func TestUIControlChars(t *testing.T) {
 	}
 }
 
-// browserContext starts a real headless chromium (bin) with a window of
-// 1280x900 and a profile of its own, for at most d; it ends with the test.
+// browserContext is a tab of a real headless chromium (bin) with a window
+// of 1280x900, in a browser context of its own (cookies, storage and
+// cache of its own, disposed with the tab), for at most d; it ends with
+// the test. The chromium process is the package's one (sharedBrowser):
+// starting one per test cost about a CPU-second each.
 func browserContext(t *testing.T, bin string, d time.Duration) context.Context {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.WindowSize(1280, 900), chromedp.Flag("user-data-dir", t.TempDir()))
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
+	browser, err := sharedBrowser(bin)
+	if err != nil {
+		t.Fatalf("starting chromium: %v", err)
+	}
+	ctx, cancel := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
 	ctx, cancelT := context.WithTimeout(ctx, d)
-	t.Cleanup(func() { cancelT(); cancel(); cancelA() })
+	t.Cleanup(func() { cancelT(); cancel() })
 	return ctx
+}
+
+var (
+	browserOnce sync.Once
+	browser     context.Context
+	browserErr  error
+	// stopBrowser ends the shared chromium and removes its profile; the
+	// package's TestMain calls it after the tests.
+	stopBrowser = func() {}
+)
+
+// sharedBrowser starts chromium (bin) once, with a profile of its own,
+// and returns the context of its first tab, from which browserContext
+// opens the tests' tabs. Its first run has no deadline: the process
+// lives as long as the context of that run (chromedp's allocator).
+func sharedBrowser(bin string) (context.Context, error) {
+	browserOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "tavern-chromium-")
+		if err != nil {
+			browserErr = err
+			return
+		}
+		opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
+			chromedp.WindowSize(1280, 900), chromedp.Flag("user-data-dir", dir))
+		actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancel := chromedp.NewContext(actx)
+		stopBrowser = func() { cancel(); cancelA(); os.RemoveAll(dir) }
+		if err := chromedp.Do(ctx); err != nil { // starts the browser
+			browserErr = err
+			return
+		}
+		browser = ctx
+	})
+	return browser, browserErr
 }

@@ -11,8 +11,18 @@ import (
 
 var tavernBin string
 
-// TestMain builds the tavern binary the scenario drives.
+// TestMain builds the tavern binary the scenario drives, unless make
+// test built it once for every package that runs it (TAVERN_TEST_BINDIR;
+// cmd/tavern's main_test.go says why).
 func TestMain(m *testing.M) {
+	if dir := os.Getenv("TAVERN_TEST_BINDIR"); dir != "" {
+		tavernBin = filepath.Join(dir, "tavern")
+		if _, err := os.Stat(tavernBin); err != nil {
+			fmt.Fprintf(os.Stderr, "$TAVERN_TEST_BINDIR: %v\n", err)
+			os.Exit(1)
+		}
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "tavern-soak-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -17,6 +17,16 @@ func TestMain(m *testing.M) {
 	if os.Getenv(orphanHelperEnv) != "" {
 		os.Exit(m.Run()) // TestOrphanHelper needs no binary
 	}
+	// make test builds the binary once for every package that runs it
+	// (TAVERN_TEST_BINDIR; cmd/tavern's main_test.go says why).
+	if dir := os.Getenv("TAVERN_TEST_BINDIR"); dir != "" {
+		binPath = filepath.Join(dir, "tavern")
+		if _, err := os.Stat(binPath); err != nil {
+			fmt.Fprintf(os.Stderr, "$TAVERN_TEST_BINDIR: %v\n", err)
+			os.Exit(1)
+		}
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "tavern-multi-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
