@@ -45,22 +45,30 @@ func HookAgent(in *Input, opt HookOptions) string {
 // (part of a delivery failed): both count.
 func Handle(ctx context.Context, e *Env, in *Input, opt HookOptions) (*Response, error) {
 	agent := HookAgent(in, opt)
+	if in.Event == PreToolUse {
+		// The gate guards other agents' paths whoever asks, a name that
+		// is nobody's, invalid or missing included (it holds nothing, so
+		// every reservation counts); it writes nothing of the asker's.
+		var nameErr error
+		if agent != "" {
+			nameErr = schema.ValidAgentName(agent)
+		}
+		r, err := CheckWrite(e, in, agent)
+		return r, errors.Join(nameErr, err)
+	}
 	if agent == "" {
 		return nil, nil // no session, no identity: nothing to act as
 	}
 	if err := schema.ValidAgentName(agent); err != nil {
+		if in.Event == SessionStart {
+			return invalidAgentResponse(agent, err), err
+		}
 		return nil, err
 	}
-	switch in.Event {
-	case SessionStart:
+	if in.Event == SessionStart {
 		so := opt.Session
 		so.Named = opt.Agent != ""
 		return StartSession(e, in, agent, so)
-	case PreToolUse:
-		// The gate guards other agents' paths whoever asks, a name that
-		// is nobody's included (it holds nothing, so every reservation
-		// counts); it writes nothing of the asker's.
-		return CheckWrite(e, in, agent)
 	}
 	// Only session-start registers an agent: the other hooks write
 	// nothing for a name that names none (no bookmark, no delivered mark,
@@ -92,7 +100,14 @@ func Handle(ctx context.Context, e *Env, in *Input, opt HookOptions) (*Response,
 // ways out, and lets every other call through without a word (no output
 // keeps the tool's own permission flow). Paths outside the project are
 // not Tavern's business.
+//
+// agent is the asker; a name that is not a valid agent name (or "") is
+// nobody's, and every reservation is checked against it.
 func CheckWrite(e *Env, in *Input, agent string) (*Response, error) {
+	checkAs := agent
+	if schema.ValidAgentName(agent) != nil {
+		checkAs = ""
+	}
 	proj := filepath.Dir(e.Store.Root())
 	cwd := in.Cwd
 	if cwd == "" {
@@ -165,14 +180,14 @@ func CheckWrite(e *Env, in *Input, agent string) (*Response, error) {
 		return nil
 	}
 	if len(rels) > 0 {
-		cs, err := sp.CheckPaths(agent, rels)
+		cs, err := sp.CheckPaths(checkAs, rels)
 		if err := skip(err); err != nil {
 			return nil, err
 		}
 		conflicts = cs
 	}
 	if len(trees) > 0 {
-		cs, err := sp.CheckTrees(agent, trees)
+		cs, err := sp.CheckTrees(checkAs, trees)
 		if err := skip(err); err != nil {
 			return nil, err
 		}
@@ -186,7 +201,7 @@ func CheckWrite(e *Env, in *Input, agent string) (*Response, error) {
 	if len(conflicts) > 0 {
 		_, _ = e.Manager.Journal.Append(journal.Event{Type: "reservation.denied", Kind: "tuple", Agent: agent, Path: conflicts[0].Held.Path,
 			Data: map[string]any{"path": conflicts[0].Want, "held_by": conflicts[0].Held.Agent, "glob": conflicts[0].Held.Glob, "tool": in.ToolName}})
-		r.Deny = denyReason(agent, conflicts)
+		r.Deny = denyReason(e, agent, conflicts)
 	}
 	if r.Message == "" && r.Deny == "" {
 		return nil, nil
@@ -235,7 +250,11 @@ func resolveDirs(paths []string) []string {
 	return out
 }
 
-func denyReason(agent string, cs []tuples.Conflict) string {
+// denyReason says who holds what and the ways out. The commands it
+// offers act --as the asker, so for a name that is no agent's (invalid,
+// or one no session registered) it offers none, and says why instead: a
+// command the model runs as told must not fail for its name.
+func denyReason(e *Env, agent string, cs []tuples.Conflict) string {
 	var b strings.Builder
 	seen := map[string]bool{}
 	for _, c := range cs {
@@ -253,6 +272,10 @@ func denyReason(agent string, cs []tuples.Conflict) string {
 		}
 	}
 	h := cs[0].Held.Agent
+	if who := unknownAsker(e, agent); who != "" {
+		fmt.Fprintf(&b, "Do not edit it now. Ask %s to release it, wait until the reservation lapses, or take other work; `tavern reservations` lists them all.\n%s", h, who)
+		return b.String()
+	}
 	fmt.Fprintf(&b, "Do not edit it now. Ask %s to release it (`tavern send @%s \"need %s\" --as %s`), wait until the reservation lapses, or take other work; `tavern reservations` lists them all.", h, h, cs[0].Want, agent)
 	return b.String()
 }
@@ -390,4 +413,35 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return clip(strings.Join(lines, "\n"), 600)
+}
+
+// unknownAsker is "" when agent names an agent, else what the model must
+// know about its name: tavern commands acting as it fail until it is
+// settled.
+func unknownAsker(e *Env, agent string) string {
+	if err := schema.ValidAgentName(agent); err != nil {
+		if agent == "" {
+			return "This session has no Tavern agent: ask the user which agent it is before running tavern commands as one."
+		}
+		return fmt.Sprintf("Tavern: %q is not a valid agent name (%v), so tavern commands acting as it fail: ask the user which agent this session is.", agent, nameReason(err))
+	}
+	err := agents.AgentExists(e.Store, agent)
+	if err == nil {
+		return ""
+	}
+	var ue *schema.UnknownError
+	if errors.As(err, &ue) && len(ue.Near) > 0 {
+		return fmt.Sprintf("Tavern: there is no agent %q (did you mean %s?), so tavern commands acting as it fail: ask the user which agent this session is.", agent, schema.NearList(ue.Near))
+	}
+	return fmt.Sprintf("Tavern: there is no agent %q (no session registered it), so tavern commands acting as it fail: ask the user which agent this session is.", agent)
+}
+
+// nameReason is what a *schema.NameError says is wrong with the name,
+// else the error's text.
+func nameReason(err error) string {
+	var ne *schema.NameError
+	if errors.As(err, &ne) && ne.Reason != "" {
+		return ne.Reason
+	}
+	return err.Error()
 }

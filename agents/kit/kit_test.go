@@ -172,6 +172,9 @@ func TestCheckWrite(t *testing.T) {
 	for _, tool := range HookTools {
 		in := mustInput(t, tool, PreToolUse, proj, file)
 		agent := SessionAgent(tool, in.SessionID)
+		if _, err := e.Manager.CreateAgent(agents.AgentSpec{Name: agent}); err != nil { // session-start registered it
+			t.Fatal(err)
+		}
 		r, err := CheckWrite(e, in, agent)
 		if err != nil {
 			t.Fatal(err)

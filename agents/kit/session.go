@@ -85,6 +85,9 @@ func StartSession(e *Env, in *Input, agent string, opt SessionOptions) (*Respons
 			return nearAgentResponse(ue), ue
 		}
 		if _, err := m.CreateAgent(agents.AgentSpec{Name: agent, Role: opt.Role}); err != nil && !errors.Is(err, docstore.ErrExist) {
+			if errors.Is(err, schema.ErrBadAgentName) { // "user", the person
+				return invalidAgentResponse(agent, err), err
+			}
 			return nil, err
 		}
 	} else if err != nil {
@@ -134,6 +137,18 @@ func nearAgentResponse(ue *schema.UnknownError) *Response {
 		"To act as an existing agent, start the session with TAVERN_AGENT set to its name; "+
 		"if %q is meant as a new agent, create it with `tavern agent new %s` and start the session again.", ue.Name, ue.Name, ue.Name)
 	msg := head + fmt.Sprintf(" If it is a new agent: `tavern agent new %s`, then start the session again.", ue.Name)
+	return &Response{Context: ctx, Message: msg}
+}
+
+// invalidAgentResponse is session-start's answer for a name given by
+// --as or $TAVERN_AGENT that no agent can have: nothing is registered,
+// and the model and the user are told, as for a typo (nearAgentResponse)
+// — the hook's stderr alone reaches neither.
+func invalidAgentResponse(agent string, err error) *Response {
+	head := fmt.Sprintf("Tavern: %q is not a valid agent name (%s), and this session was not registered under it.", agent, nameReason(err))
+	ctx := head + " Until that is settled, do not use it in tavern commands, and ask the user which agent this session is. " +
+		"Start the session again with TAVERN_AGENT set to an agent's name (`tavern agent ls` lists them), or unset to be named after the session."
+	msg := head + " Set TAVERN_AGENT to an agent's name (or unset it) and start the session again."
 	return &Response{Context: ctx, Message: msg}
 }
 
