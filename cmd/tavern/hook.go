@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,11 +114,7 @@ func runHook(c *cli.Context) error {
 			return failOpen(c, ev, err)
 		}
 	}
-	data, err := io.ReadAll(io.LimitReader(c.App.Reader, 16<<20))
-	if err != nil {
-		return failOpen(c, ev, err)
-	}
-	in, err := kit.ParseInput(tool, ev, data)
+	in, err := kit.ReadInput(tool, ev, c.App.Reader)
 	if err != nil {
 		return failOpen(c, ev, err)
 	}

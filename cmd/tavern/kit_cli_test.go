@@ -818,3 +818,27 @@ func hookCommandsJSONC(t *testing.T, text string) map[string]string {
 	os.WriteFile(f, []byte(b.String()), 0o644)
 	return hookCommands(t, f)
 }
+
+// A Write of a large file (its content is in the payload) is still gated:
+// the hook read at most 16 MiB of stdin, so a bigger payload was cut, did
+// not parse, and the edit of a reserved path went through with "unexpected
+// end of JSON input" on stderr.
+func TestHookLargePayload(t *testing.T) {
+	p := newProject(t)
+	p.ok("agent", "new", "alice")
+	p.ok("reserve", "src/**", "--as", "alice")
+	in, err := json.Marshal(map[string]any{
+		"session_id": "s-big-1", "hook_event_name": "PreToolUse", "tool_name": "Write",
+		"tool_input": map[string]any{"file_path": "src/big.go", "content": strings.Repeat("x", 17<<20)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runIn(t, p.dir, string(in), nil, "hook", "pre-tool-use", "--tool", "claude")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.err)
+	}
+	if got := hookSpecific(t, r.out)["permissionDecision"]; got != "deny" {
+		t.Errorf("permissionDecision: got %v, want deny (stderr: %s)", got, r.err)
+	}
+}
