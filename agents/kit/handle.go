@@ -114,7 +114,8 @@ func CheckWrite(e *Env, in *Input, agent string) (*Response, error) {
 		cwd = proj
 	}
 	abs := resolveDirs(WritePaths(in.ToolName, in.ToolInput, cwd))
-	if len(abs) == 0 {
+	treeAbs := resolveDirs(TreePaths(in.ToolName, in.ToolInput, cwd)) // git reset --hard writes no one path
+	if len(abs) == 0 && len(treeAbs) == 0 {
 		return nil, nil
 	}
 	roots := []string{proj}
@@ -134,7 +135,7 @@ func CheckWrite(e *Env, in *Input, agent string) (*Response, error) {
 	// Directories removed or moved whole (rm -r, mv): every path under
 	// them is written, the project itself when one holds it ("").
 	var trees []string
-	for _, p := range resolveDirs(TreePaths(in.ToolName, in.ToolInput, cwd)) {
+	for _, p := range treeAbs {
 		for _, root := range roots {
 			r, err := filepath.Rel(root, p)
 			if err != nil {
@@ -259,6 +260,9 @@ func denyReason(e *Env, agent string, cs []tuples.Conflict) string {
 	seen := map[string]bool{}
 	for _, c := range cs {
 		line := fmt.Sprintf("%s is reserved by %s (%s", c.Want, c.Held.Agent, c.Held.Glob)
+		if c.Want == "." { // git reset --hard, rm -r .: ". is reserved" would say what is not so
+			line = fmt.Sprintf("the whole work tree (.), which this command changes, has paths reserved by %s (%s", c.Held.Agent, c.Held.Glob)
+		}
 		if !c.Held.Expires.IsZero() {
 			line += ", until " + schema.FormatTime(c.Held.Expires.Time)
 		}
