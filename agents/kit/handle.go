@@ -45,6 +45,18 @@ func HookAgent(in *Input, opt HookOptions) string {
 // (part of a delivery failed): both count.
 func Handle(ctx context.Context, e *Env, in *Input, opt HookOptions) (*Response, error) {
 	agent := HookAgent(in, opt)
+	// A tavern.md Tavern does not accept stops every command (exit 5), and
+	// every hook but the gate: the gate reads only reservations, and one
+	// typo in tavern.md must not let every agent edit every other agent's
+	// reserved paths. Session-start tells the model and the user, since a
+	// hook's stderr reaches neither.
+	cfgErr := e.Store.ConfigErr()
+	if cfgErr != nil && in.Event != PreToolUse {
+		if in.Event == SessionStart {
+			return badConfigResponse(e, cfgErr), cfgErr
+		}
+		return nil, cfgErr
+	}
 	if in.Event == PreToolUse {
 		// The gate guards other agents' paths whoever asks, a name that
 		// is nobody's, invalid or missing included (it holds nothing, so
@@ -54,7 +66,7 @@ func Handle(ctx context.Context, e *Env, in *Input, opt HookOptions) (*Response,
 			nameErr = schema.ValidAgentName(agent)
 		}
 		r, err := CheckWrite(e, in, agent)
-		return r, errors.Join(nameErr, err)
+		return r, errors.Join(cfgErr, nameErr, err)
 	}
 	if agent == "" {
 		return nil, nil // no session, no identity: nothing to act as
@@ -448,4 +460,16 @@ func nameReason(err error) string {
 		return ne.Reason
 	}
 	return err.Error()
+}
+
+// badConfigResponse is session-start's answer on a store whose tavern.md
+// Tavern does not accept: nothing is registered, and the model and the
+// user learn what to fix.
+func badConfigResponse(e *Env, err error) *Response {
+	head := fmt.Sprintf("Tavern: %s/%s has a problem, so tavern commands fail until it is fixed (%v).",
+		filepath.Base(e.Store.Root()), docstore.ConfigFile, err)
+	return &Response{
+		Context: head + " Tell the user; `tavern check` shows it, and `tavern edit config` fixes it. Edits of paths other agents reserved are still refused.",
+		Message: head + " `tavern check` shows it; `tavern edit config` fixes it.",
+	}
 }

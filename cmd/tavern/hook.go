@@ -175,18 +175,20 @@ func failOpen(c *cli.Context, ev kit.Event, err error) error {
 }
 
 // hookStore finds the store: --dir / TAVERN_DIR, else upward from the
-// payload's cwd, else from the working directory.
+// payload's cwd, else from the working directory. A store whose tavern.md
+// Tavern does not accept is opened too: kit.Handle decides what a hook
+// still does on it (the reservation gate) and what it says.
 func hookStore(c *cli.Context, cwd string) (*docstore.Store, error) {
 	if dirOption(c) == "" && cwd != "" {
 		if dir, err := docstore.Find(cwd); err == nil {
-			return docstore.Open(dir)
+			return docstore.OpenAnyConfig(dir)
 		}
 	}
 	dir, err := storeDir(c)
 	if err != nil {
 		return nil, err
 	}
-	return docstore.Open(dir)
+	return docstore.OpenAnyConfig(dir)
 }
 
 // startKeeper takes the agent's liveness lock here (an inheritable one);
