@@ -126,7 +126,18 @@ func StartSession(e *Env, in *Input, agent string, opt SessionOptions) (*Respons
 	if err != nil {
 		return nil, err
 	}
-	return &Response{Context: p.Text(), Env: map[string]string{"TAVERN_AGENT": agent}}, nil
+	r := &Response{Context: p.Text(), Env: map[string]string{"TAVERN_AGENT": agent}}
+	// Another live session owns the agent (its keeper holds the lock):
+	// this one acts under the same name, and the items and reservations
+	// its prime lists are that session's. Both must know, or they work
+	// one claim twice. A spawn wrapper holding the lock sets no session.
+	if mode == "identity" && held && a.SessionID != "" && a.SessionID != in.SessionID {
+		head := fmt.Sprintf("Tavern: %s is already in another session (%s, pid %d on %s), which owns its items and reservations; this session acts under the same name.",
+			agent, a.SessionID, a.PID, a.Host)
+		r.Context = head + " Do not work on the items listed below unless the user says so: ask the user whether this session should be another agent (start it with TAVERN_AGENT set to another name, or unset).\n\n" + r.Context
+		r.Message = head + " Two sessions as one agent are not told apart: start this one with another TAVERN_AGENT (or unset) unless that is meant."
+	}
+	return r, nil
 }
 
 // nearAgentResponse is session-start's answer for a named agent that
