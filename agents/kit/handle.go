@@ -372,10 +372,14 @@ func StopGate(ctx context.Context, e *Env, agent string) (string, error) {
 			way = append(way, "marking an item done does not end the check")
 		}
 	}
-	reason := fmt.Sprintf("Tavern: %s and %d of your commitments do not pass yet:\n%s\n"+
-		"Keep working until they pass; they are checked again when you stop. "+
-		"If one cannot pass, say so to the user (`tavern ask --to user \"...\" --as %s`)%s.",
-		strings.Join(what, "; "), len(fails), strings.Join(fails, "\n"), agent, prefixed(", ", strings.Join(way, "; ")))
+	verb, they, it := "do", "they pass; they are", "one cannot pass"
+	if len(fails) == 1 {
+		verb, they, it = "does", "it passes; it is", "it cannot pass"
+	}
+	reason := fmt.Sprintf("Tavern: %s and %d of your commitments %s not pass yet:\n%s\n"+
+		"Keep working until %s checked again when you stop. "+
+		"If %s, say so to the user (`tavern ask --to user \"...\" --as %s`)%s.",
+		strings.Join(what, "; "), len(fails), verb, strings.Join(fails, "\n"), they, it, agent, prefixed(", ", strings.Join(way, "; ")))
 	return reason, err
 }
 

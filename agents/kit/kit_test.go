@@ -307,6 +307,11 @@ func TestStopGate(t *testing.T) {
 	if !strings.Contains(reason, "the flag exists") || !strings.Contains(reason, "tavern item release "+c.ID) {
 		t.Errorf("block reason: %q", reason)
 	}
+	// One failing commitment is said in the singular (it read "1 of your
+	// commitments do not pass yet").
+	if !strings.Contains(reason, "and 1 of your commitments does not pass yet:") {
+		t.Errorf("block reason for one failing commitment: %q", reason)
+	}
 	if err := os.WriteFile(flag, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
