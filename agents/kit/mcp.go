@@ -200,7 +200,11 @@ func (ms *mcpServer) next(ctx context.Context, _ *mcp.CallToolRequest, in nextIn
 			return nil, nil, err
 		}
 		body := strings.TrimSpace(string(c.Doc.Body()))
-		return text(fmt.Sprintf("claimed %s/%s %q, attempt %d\n\n%s", c.Item.Queue, c.ID, c.Item.Title, c.Attempt, body)), nil, nil
+		head := fmt.Sprintf("claimed %s/%s %q, attempt %d", c.Item.Queue, c.ID, c.Item.Title, c.Attempt)
+		if note := LeaseNote(c, agent); note != "" {
+			head += ". " + note
+		}
+		return text(head + "\n\n" + body), nil, nil
 	}
 	held, err := agents.ClaimedItems(ms.e.Store, agent)
 	if err != nil {
