@@ -546,6 +546,14 @@ func (r *spawnRun) startChild() error {
 	// question (working -> waiting) or be looked at by others.
 	_, err = m.Transition(r.name, Working, TransitionOptions{By: "spawn", Reason: "spawn " + strconv.Itoa(spawns), Edit: func(d *docstore.Doc) error {
 		kv := []docstore.Field{{Key: "spawns", Value: spawns}, {Key: "host", Value: m.Host}, {Key: "instance", Value: r.instance}}
+		// The wrapper owns the agent now: a session_id left by a hooked
+		// session that died without its end would read as another live
+		// session to the child's own session-start hook.
+		if d.Has("session_id") {
+			if err := d.Delete("session_id"); err != nil {
+				return err
+			}
+		}
 		if r.sha != "" {
 			kv = append(kv, docstore.Field{Key: "constitution_sha256", Value: r.sha})
 		}

@@ -15,6 +15,10 @@ var ErrNoAgent = errors.New("no agent identity")
 // is nothing to claim (it unwraps to queues.ErrEmpty).
 var ErrNoQueue = fmt.Errorf("%w: the store has no queue (create one with `tavern queue create Q`)", queues.ErrEmpty)
 
+// ErrBlankQuery is returned by Search for a query with no words: it would
+// match nothing, which reads as "the project knows nothing of it".
+var ErrBlankQuery = errors.New("the query is blank: give the words to search for")
+
 // ErrUnknownTool is returned for a tool name setup or hook does not know.
 var ErrUnknownTool = errors.New("unknown tool")
 

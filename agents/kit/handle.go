@@ -45,22 +45,42 @@ func HookAgent(in *Input, opt HookOptions) string {
 // (part of a delivery failed): both count.
 func Handle(ctx context.Context, e *Env, in *Input, opt HookOptions) (*Response, error) {
 	agent := HookAgent(in, opt)
+	// A tavern.md Tavern does not accept stops every command (exit 5), and
+	// every hook but the gate: the gate reads only reservations, and one
+	// typo in tavern.md must not let every agent edit every other agent's
+	// reserved paths. Session-start tells the model and the user, since a
+	// hook's stderr reaches neither.
+	cfgErr := e.Store.ConfigErr()
+	if cfgErr != nil && in.Event != PreToolUse {
+		if in.Event == SessionStart {
+			return badConfigResponse(e, cfgErr), cfgErr
+		}
+		return nil, cfgErr
+	}
+	if in.Event == PreToolUse {
+		// The gate guards other agents' paths whoever asks, a name that
+		// is nobody's, invalid or missing included (it holds nothing, so
+		// every reservation counts); it writes nothing of the asker's.
+		var nameErr error
+		if agent != "" {
+			nameErr = schema.ValidAgentName(agent)
+		}
+		r, err := CheckWrite(e, in, agent)
+		return r, errors.Join(cfgErr, nameErr, err)
+	}
 	if agent == "" {
 		return nil, nil // no session, no identity: nothing to act as
 	}
 	if err := schema.ValidAgentName(agent); err != nil {
+		if in.Event == SessionStart {
+			return invalidAgentResponse(agent, err), err
+		}
 		return nil, err
 	}
-	switch in.Event {
-	case SessionStart:
+	if in.Event == SessionStart {
 		so := opt.Session
 		so.Named = opt.Agent != ""
 		return StartSession(e, in, agent, so)
-	case PreToolUse:
-		// The gate guards other agents' paths whoever asks, a name that
-		// is nobody's included (it holds nothing, so every reservation
-		// counts); it writes nothing of the asker's.
-		return CheckWrite(e, in, agent)
 	}
 	// Only session-start registers an agent: the other hooks write
 	// nothing for a name that names none (no bookmark, no delivered mark,
@@ -92,14 +112,22 @@ func Handle(ctx context.Context, e *Env, in *Input, opt HookOptions) (*Response,
 // ways out, and lets every other call through without a word (no output
 // keeps the tool's own permission flow). Paths outside the project are
 // not Tavern's business.
+//
+// agent is the asker; a name that is not a valid agent name (or "") is
+// nobody's, and every reservation is checked against it.
 func CheckWrite(e *Env, in *Input, agent string) (*Response, error) {
+	checkAs := agent
+	if schema.ValidAgentName(agent) != nil {
+		checkAs = ""
+	}
 	proj := filepath.Dir(e.Store.Root())
 	cwd := in.Cwd
 	if cwd == "" {
 		cwd = proj
 	}
 	abs := resolveDirs(WritePaths(in.ToolName, in.ToolInput, cwd))
-	if len(abs) == 0 {
+	treeAbs := resolveDirs(TreePaths(in.ToolName, in.ToolInput, cwd)) // git reset --hard writes no one path
+	if len(abs) == 0 && len(treeAbs) == 0 {
 		return nil, nil
 	}
 	roots := []string{proj}
@@ -119,7 +147,7 @@ func CheckWrite(e *Env, in *Input, agent string) (*Response, error) {
 	// Directories removed or moved whole (rm -r, mv): every path under
 	// them is written, the project itself when one holds it ("").
 	var trees []string
-	for _, p := range resolveDirs(TreePaths(in.ToolName, in.ToolInput, cwd)) {
+	for _, p := range treeAbs {
 		for _, root := range roots {
 			r, err := filepath.Rel(root, p)
 			if err != nil {
@@ -165,14 +193,14 @@ func CheckWrite(e *Env, in *Input, agent string) (*Response, error) {
 		return nil
 	}
 	if len(rels) > 0 {
-		cs, err := sp.CheckPaths(agent, rels)
+		cs, err := sp.CheckPaths(checkAs, rels)
 		if err := skip(err); err != nil {
 			return nil, err
 		}
 		conflicts = cs
 	}
 	if len(trees) > 0 {
-		cs, err := sp.CheckTrees(agent, trees)
+		cs, err := sp.CheckTrees(checkAs, trees)
 		if err := skip(err); err != nil {
 			return nil, err
 		}
@@ -186,7 +214,7 @@ func CheckWrite(e *Env, in *Input, agent string) (*Response, error) {
 	if len(conflicts) > 0 {
 		_, _ = e.Manager.Journal.Append(journal.Event{Type: "reservation.denied", Kind: "tuple", Agent: agent, Path: conflicts[0].Held.Path,
 			Data: map[string]any{"path": conflicts[0].Want, "held_by": conflicts[0].Held.Agent, "glob": conflicts[0].Held.Glob, "tool": in.ToolName}})
-		r.Deny = denyReason(agent, conflicts)
+		r.Deny = denyReason(e, agent, conflicts)
 	}
 	if r.Message == "" && r.Deny == "" {
 		return nil, nil
@@ -235,11 +263,18 @@ func resolveDirs(paths []string) []string {
 	return out
 }
 
-func denyReason(agent string, cs []tuples.Conflict) string {
+// denyReason says who holds what and the ways out. The commands it
+// offers act --as the asker, so for a name that is no agent's (invalid,
+// or one no session registered) it offers none, and says why instead: a
+// command the model runs as told must not fail for its name.
+func denyReason(e *Env, agent string, cs []tuples.Conflict) string {
 	var b strings.Builder
 	seen := map[string]bool{}
 	for _, c := range cs {
 		line := fmt.Sprintf("%s is reserved by %s (%s", c.Want, c.Held.Agent, c.Held.Glob)
+		if c.Want == "." { // git reset --hard, rm -r .: ". is reserved" would say what is not so
+			line = fmt.Sprintf("the whole work tree (.), which this command changes, has paths reserved by %s (%s", c.Held.Agent, c.Held.Glob)
+		}
 		if !c.Held.Expires.IsZero() {
 			line += ", until " + schema.FormatTime(c.Held.Expires.Time)
 		}
@@ -253,6 +288,10 @@ func denyReason(agent string, cs []tuples.Conflict) string {
 		}
 	}
 	h := cs[0].Held.Agent
+	if who := unknownAsker(e, agent); who != "" {
+		fmt.Fprintf(&b, "Do not edit it now. Ask %s to release it, wait until the reservation lapses, or take other work; `tavern reservations` lists them all.\n%s", h, who)
+		return b.String()
+	}
 	fmt.Fprintf(&b, "Do not edit it now. Ask %s to release it (`tavern send @%s \"need %s\" --as %s`), wait until the reservation lapses, or take other work; `tavern reservations` lists them all.", h, h, cs[0].Want, agent)
 	return b.String()
 }
@@ -333,10 +372,14 @@ func StopGate(ctx context.Context, e *Env, agent string) (string, error) {
 			way = append(way, "marking an item done does not end the check")
 		}
 	}
-	reason := fmt.Sprintf("Tavern: %s and %d of your commitments do not pass yet:\n%s\n"+
-		"Keep working until they pass; they are checked again when you stop. "+
-		"If one cannot pass, say so to the user (`tavern ask --to user \"...\" --as %s`)%s.",
-		strings.Join(what, "; "), len(fails), strings.Join(fails, "\n"), agent, prefixed(", ", strings.Join(way, "; ")))
+	verb, they, it := "do", "they pass; they are", "one cannot pass"
+	if len(fails) == 1 {
+		verb, they, it = "does", "it passes; it is", "it cannot pass"
+	}
+	reason := fmt.Sprintf("Tavern: %s and %d of your commitments %s not pass yet:\n%s\n"+
+		"Keep working until %s checked again when you stop. "+
+		"If %s, say so to the user (`tavern ask --to user \"...\" --as %s`)%s.",
+		strings.Join(what, "; "), len(fails), verb, strings.Join(fails, "\n"), they, it, agent, prefixed(", ", strings.Join(way, "; ")))
 	return reason, err
 }
 
@@ -390,4 +433,47 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return clip(strings.Join(lines, "\n"), 600)
+}
+
+// unknownAsker is "" when agent names an agent, else what the model must
+// know about its name: tavern commands acting as it fail until it is
+// settled.
+func unknownAsker(e *Env, agent string) string {
+	if err := schema.ValidAgentName(agent); err != nil {
+		if agent == "" {
+			return "This session has no Tavern agent: ask the user which agent it is before running tavern commands as one."
+		}
+		return fmt.Sprintf("Tavern: %q is not a valid agent name (%v), so tavern commands acting as it fail: ask the user which agent this session is.", agent, nameReason(err))
+	}
+	err := agents.AgentExists(e.Store, agent)
+	if err == nil {
+		return ""
+	}
+	var ue *schema.UnknownError
+	if errors.As(err, &ue) && len(ue.Near) > 0 {
+		return fmt.Sprintf("Tavern: there is no agent %q (did you mean %s?), so tavern commands acting as it fail: ask the user which agent this session is.", agent, schema.NearList(ue.Near))
+	}
+	return fmt.Sprintf("Tavern: there is no agent %q (no session registered it), so tavern commands acting as it fail: ask the user which agent this session is.", agent)
+}
+
+// nameReason is what a *schema.NameError says is wrong with the name,
+// else the error's text.
+func nameReason(err error) string {
+	var ne *schema.NameError
+	if errors.As(err, &ne) && ne.Reason != "" {
+		return ne.Reason
+	}
+	return err.Error()
+}
+
+// badConfigResponse is session-start's answer on a store whose tavern.md
+// Tavern does not accept: nothing is registered, and the model and the
+// user learn what to fix.
+func badConfigResponse(e *Env, err error) *Response {
+	head := fmt.Sprintf("Tavern: %s/%s has a problem, so tavern commands fail until it is fixed (%v).",
+		filepath.Base(e.Store.Root()), docstore.ConfigFile, err)
+	return &Response{
+		Context: head + " Tell the user; `tavern check` shows it, and `tavern edit config` fixes it. Edits of paths other agents reserved are still refused.",
+		Message: head + " `tavern check` shows it; `tavern edit config` fixes it.",
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 )
@@ -124,6 +125,26 @@ type Input struct {
 	Model          string          `json:"model"`
 	TurnID         string          `json:"turn_id"`   // Codex
 	Timestamp      string          `json:"timestamp"` // Gemini
+}
+
+// MaxPayload bounds what ReadInput reads of a hook's stdin. A payload
+// carries the tool call whole — a Write's entire content — so the bound
+// is far above any file a tool writes in one call: a payload cut short
+// would not parse, and the gates would let the call through unchecked.
+const MaxPayload = 1 << 30
+
+// ReadInput reads a hook payload from r (at most MaxPayload bytes; a
+// longer one is refused as such, not as JSON cut short) and decodes it
+// with ParseInput.
+func ReadInput(tool Tool, event Event, r io.Reader) (*Input, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxPayload+1))
+	if err != nil {
+		return nil, &Error{Op: "hook " + string(event), Path: "stdin", Err: err}
+	}
+	if len(data) > MaxPayload {
+		return nil, &Error{Op: "hook " + string(event), Path: "stdin", Err: fmt.Errorf("%w: over %d MiB", ErrBadPayload, MaxPayload>>20)}
+	}
+	return ParseInput(tool, event, data)
 }
 
 // ParseInput decodes a hook payload for event. tool "" detects the tool

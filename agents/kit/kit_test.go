@@ -172,6 +172,9 @@ func TestCheckWrite(t *testing.T) {
 	for _, tool := range HookTools {
 		in := mustInput(t, tool, PreToolUse, proj, file)
 		agent := SessionAgent(tool, in.SessionID)
+		if _, err := e.Manager.CreateAgent(agents.AgentSpec{Name: agent}); err != nil { // session-start registered it
+			t.Fatal(err)
+		}
 		r, err := CheckWrite(e, in, agent)
 		if err != nil {
 			t.Fatal(err)
@@ -303,6 +306,11 @@ func TestStopGate(t *testing.T) {
 	}
 	if !strings.Contains(reason, "the flag exists") || !strings.Contains(reason, "tavern item release "+c.ID) {
 		t.Errorf("block reason: %q", reason)
+	}
+	// One failing commitment is said in the singular (it read "1 of your
+	// commitments do not pass yet").
+	if !strings.Contains(reason, "and 1 of your commitments does not pass yet:") {
+		t.Errorf("block reason for one failing commitment: %q", reason)
 	}
 	if err := os.WriteFile(flag, nil, 0o644); err != nil {
 		t.Fatal(err)

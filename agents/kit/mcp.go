@@ -102,7 +102,7 @@ func nearHinted[In any](h mcp.ToolHandlerFor[In, any]) mcp.ToolHandlerFor[In, an
 func (ms *mcpServer) whoami() (string, error) {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
-	if ms.agent != "" {
+	if ms.opt.Agent != "" {
 		// A name given (--as, $TAVERN_AGENT) must name an agent, as the
 		// CLI's --as must: a typo acts as nobody, instead of sending,
 		// reserving and claiming under a name no agent has. Checked until
@@ -123,11 +123,21 @@ func (ms *mcpServer) whoami() (string, error) {
 		}
 		return ms.agent, nil
 	}
+	// The agent of the session whose tool started the server: looked up
+	// again once that session is over (a /clear in Claude Code ends it
+	// and starts another, with its own agent, in the same process).
 	m := ms.e.Manager
-	list, _ := m.ListAgents()
 	parent := os.Getppid()
+	ours := func(a *agents.Agent) bool { return a.SessionID != "" && a.Host == m.Host && a.PID == parent }
+	if ms.agent != "" {
+		if a, err := m.GetAgent(ms.agent); err == nil && ours(a) {
+			return a.Name, nil
+		}
+		ms.agent = ""
+	}
+	list, _ := m.ListAgents()
 	for _, a := range list {
-		if a.SessionID != "" && a.Host == m.Host && a.PID == parent {
+		if ours(a) {
 			ms.agent = a.Name
 			return a.Name, nil
 		}
@@ -190,7 +200,11 @@ func (ms *mcpServer) next(ctx context.Context, _ *mcp.CallToolRequest, in nextIn
 			return nil, nil, err
 		}
 		body := strings.TrimSpace(string(c.Doc.Body()))
-		return text(fmt.Sprintf("claimed %s/%s %q, attempt %d\n\n%s", c.Item.Queue, c.ID, c.Item.Title, c.Attempt, body)), nil, nil
+		head := fmt.Sprintf("claimed %s/%s %q, attempt %d", c.Item.Queue, c.ID, c.Item.Title, c.Attempt)
+		if note := LeaseNote(c, agent); note != "" {
+			head += ". " + note
+		}
+		return text(head + "\n\n" + body), nil, nil
 	}
 	held, err := agents.ClaimedItems(ms.e.Store, agent)
 	if err != nil {

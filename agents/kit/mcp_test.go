@@ -71,6 +71,48 @@ func TestMCPIdentityFromSession(t *testing.T) {
 	}
 }
 
+// The session's agent is looked up again when the session that owned it
+// is over: after /clear, Claude Code starts a new session (a new id, so a
+// new agent, claude-<new id>) in the same process, and its MCP server went
+// on acting as the old session's agent, whose items SessionEnd had given
+// back, while the hooks and the prime spoke for the new one.
+func TestMCPIdentityFollowsSession(t *testing.T) {
+	e := newEnv(t)
+	m := e.Manager
+	own := func(name, session string) {
+		t.Helper()
+		if _, err := m.CreateAgent(agents.AgentSpec{Name: name}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.EditAgent(name, func(d *docstore.Doc) error {
+			return d.SetMany([]docstore.Field{{Key: "session_id", Value: session}, {Key: "host", Value: m.Host}, {Key: "pid", Value: os.Getppid()}})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	own("claude-11111111", "s1")
+	ms := &mcpServer{e: e}
+	if got, err := ms.whoami(); err != nil || got != "claude-11111111" {
+		t.Fatalf("whoami: %q %v", got, err)
+	}
+	// SessionEnd (reason clear) clears the old agent's session; the new
+	// session registers its own agent with the same tool pid.
+	if _, err := m.EditAgent("claude-11111111", func(d *docstore.Doc) error {
+		for _, k := range []string{"session_id", "pid", "host"} {
+			if err := d.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	own("claude-22222222", "s2")
+	if got, err := ms.whoami(); err != nil || got != "claude-22222222" {
+		t.Errorf("whoami after /clear: %q %v, want claude-22222222", got, err)
+	}
+}
+
 // The send tool obeys the CLI's rule (messages.Send): a channel that
 // names nothing is a tool error and nothing is created; a direct message
 // to an agent and a channel made on purpose go through.

@@ -14,6 +14,7 @@ import (
 	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/schema"
 )
 
 // NextItem is an item offered by Next: claimable now, held by nobody.
@@ -207,4 +208,20 @@ func Take(ctx context.Context, b *queues.Broker, agent string, queueNames []stri
 	// AgentLock falls back to a lease by itself when nobody holds the
 	// agent's lock.
 	return b.Take(ctx, queues.TakeOptions{Queues: names, As: agent, Wait: wait, Liveness: queues.AgentLock})
+}
+
+// LeaseNote is what a claim taken as a lease (no session or spawn keeps
+// the agent alive, so nothing holds it for the agent's life) must tell
+// whoever took it: it lapses, and the item goes back to the queue for
+// another agent, unless renewed. "" for a claim tied to the agent's life.
+func LeaseNote(c *queues.Claim, agent string) string {
+	if c == nil || c.Doc == nil || c.Doc.String("claim_kind") != "lease" {
+		return ""
+	}
+	until, ok := c.Doc.Time("lease_until")
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("This claim is a lease until %s: renew it while you work (`tavern item renew %s --attempt %d --as %s`) or it goes back to the queue.",
+		schema.FormatTime(until), c.ID, c.Attempt, agent)
 }

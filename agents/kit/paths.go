@@ -122,7 +122,8 @@ func PatchPaths(patch string) []string {
 // cp, ln and install (and DIR/NAME when the destination is a directory),
 // both sides of mv, dd's of=, git mv / git rm / git restore / git
 // checkout -- (after git's -C), and the files of a patch
-// given to apply_patch (as its argument or here-document, as Codex runs it).
+// given to apply_patch (as its argument or here-document, as Codex runs it),
+// and all of these in the script of a `sh -c` (inlineShells).
 // Relative paths are taken from the directory a cd before them went to
 // (walkShell). Words with expansions ($, `, globs) are not clear and are
 // skipped, as is a line that does not tokenize (an open quote).
@@ -411,7 +412,64 @@ func parseShell(line string) ([]simpleCommand, bool) {
 		}
 	}
 	flush()
-	return cmds, true
+	return inlineShells(cmds), true
+}
+
+// inlineShells puts the commands of each `sh -c SCRIPT` (bash, zsh...)
+// right after it, one subshell deeper: what the script writes, the line
+// writes, and a cd in it moves only its own commands. The script is
+// shorter than the line it is in, so the recursion ends.
+func inlineShells(cmds []simpleCommand) []simpleCommand {
+	var out []simpleCommand
+	for _, c := range cmds {
+		out = append(out, c)
+		script := shellScript(c.words)
+		if script == "" {
+			continue
+		}
+		inner, ok := parseShell(script)
+		if !ok {
+			continue
+		}
+		for _, ic := range inner {
+			ic.depth += c.depth + 1
+			out = append(out, ic)
+		}
+	}
+	return out
+}
+
+// shellScript is the script a shell runs from its -c option (`bash -c
+// SCRIPT`, `sh -ec SCRIPT`, `bash --norc -lc SCRIPT`), "" for any other
+// command or a script that is not clear.
+func shellScript(words []string) string {
+	w := commandWords(words)
+	if len(w) < 3 {
+		return ""
+	}
+	switch filepath.Base(w[0]) {
+	case "sh", "bash", "zsh", "dash", "ksh":
+	default:
+		return ""
+	}
+	for i := 1; i < len(w); i++ {
+		a := w[i]
+		switch {
+		case a == "-o" || a == "+o" || a == "-O" || a == "+O":
+			i++ // takes a value
+		case strings.HasPrefix(a, "--"):
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			if strings.Contains(a, "c") {
+				if i+1 < len(w) {
+					return w[i+1]
+				}
+				return ""
+			}
+		default:
+			return "" // a script file: not read
+		}
+	}
+	return ""
 }
 
 // commandWrites returns the paths one simple command clearly writes.
@@ -600,8 +658,9 @@ func cleanPaths(ps []string) []string {
 
 // TreePaths returns the directories a tool call removes or moves as a
 // whole, everything under them with them, as absolute paths: the
-// operands of rm -r, rmdir and git rm -r, and the sources of mv and git
-// mv (in shell commands, as ShellWrites reads them). WritePaths has them
+// operands of rm -r, rmdir and git rm -r, the sources of mv and git
+// mv, and what git checkout/restore, reset --hard, stash and clean -f
+// discard (gitDiscarded) (in shell commands, as ShellWrites reads them). WritePaths has them
 // too, as paths; a reservation of a path under one of them is written by
 // the call as well. Relative paths are taken from cwd.
 func TreePaths(toolName string, toolInput json.RawMessage, cwd string) []string {
@@ -694,7 +753,7 @@ func commandTrees(words []string) []string {
 			return cleanPaths(inDir(dir, sources(args[1:])))
 		}
 		// A directory restored is everything under it.
-		return cleanPaths(inDir(dir, gitRestored(args)))
+		return cleanPaths(inDir(dir, append(gitRestored(args), gitDiscarded(args)...)))
 	}
 	return nil
 }
@@ -768,6 +827,72 @@ func gitRestored(args []string) []string {
 	case "checkout":
 		if i := slices.Index(args, "--"); i >= 0 {
 			return args[i+1:]
+		}
+	}
+	return nil
+}
+
+// gitDiscarded returns the directories a git subcommand resets or cleans
+// as a whole, "." for the whole work tree: `git checkout .` (restoring
+// it, as `git checkout -- .` does), `git reset --hard`, `git stash`
+// (push or save; its pathspecs, else everything changed) and `git clean
+// -f` (its paths, else all untracked files). Each throws away
+// uncommitted changes, another agent's among them, in a shared checkout.
+func gitDiscarded(args []string) []string {
+	if len(args) == 0 {
+		return nil
+	}
+	sub, rest := args[0], args[1:]
+	pathspecs := func(rest []string, valued ...string) []string {
+		if i := slices.Index(rest, "--"); i >= 0 {
+			if ps := rest[i+1:]; len(ps) > 0 {
+				return ps
+			}
+			return []string{"."}
+		}
+		if ps := shellOperands(dropOptionValues(rest, valued...)); len(ps) > 0 {
+			return ps
+		}
+		return []string{"."}
+	}
+	switch sub {
+	case "checkout":
+		if !slices.Contains(rest, "--") && slices.Equal(shellOperands(rest), []string{"."}) {
+			return []string{"."}
+		}
+	case "reset":
+		if slices.Contains(rest, "--hard") {
+			return []string{"."}
+		}
+	case "stash":
+		if len(rest) == 0 {
+			return []string{"."}
+		}
+		switch rest[0] {
+		case "push":
+			return pathspecs(rest[1:], "-m", "--message", "--pathspec-from-file")
+		case "save":
+			return []string{"."} // its operand is the message
+		}
+		if strings.HasPrefix(rest[0], "-") { // `git stash -u`: push
+			return pathspecs(rest, "-m", "--message", "--pathspec-from-file")
+		}
+	case "clean":
+		force, dry := false, false
+		for _, a := range rest {
+			switch {
+			case a == "--":
+			case a == "--force":
+				force = true
+			case a == "--dry-run":
+				dry = true
+			case strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--"):
+				force = force || strings.Contains(a, "f")
+				dry = dry || strings.Contains(a, "n")
+			}
+		}
+		if force && !dry {
+			return pathspecs(rest, "-e", "--exclude")
 		}
 	}
 	return nil

@@ -32,6 +32,9 @@ type SearchHit struct {
 // with a *docstore.SkippedError naming each (path:line:col), as recall's
 // listings and agents.Context do.
 func Search(e *Env, agent, query string, limit int) ([]SearchHit, error) {
+	if strings.TrimSpace(query) == "" {
+		return nil, &Error{Op: "search", Err: ErrBlankQuery}
+	}
 	if limit <= 0 {
 		limit = 10
 	}

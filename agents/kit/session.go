@@ -85,6 +85,9 @@ func StartSession(e *Env, in *Input, agent string, opt SessionOptions) (*Respons
 			return nearAgentResponse(ue), ue
 		}
 		if _, err := m.CreateAgent(agents.AgentSpec{Name: agent, Role: opt.Role}); err != nil && !errors.Is(err, docstore.ErrExist) {
+			if errors.Is(err, schema.ErrBadAgentName) { // "user", the person
+				return invalidAgentResponse(agent, err), err
+			}
 			return nil, err
 		}
 	} else if err != nil {
@@ -123,7 +126,18 @@ func StartSession(e *Env, in *Input, agent string, opt SessionOptions) (*Respons
 	if err != nil {
 		return nil, err
 	}
-	return &Response{Context: p.Text(), Env: map[string]string{"TAVERN_AGENT": agent}}, nil
+	r := &Response{Context: p.Text(), Env: map[string]string{"TAVERN_AGENT": agent}}
+	// Another live session owns the agent (its keeper holds the lock):
+	// this one acts under the same name, and the items and reservations
+	// its prime lists are that session's. Both must know, or they work
+	// one claim twice. A spawn wrapper holding the lock sets no session.
+	if mode == "identity" && held && a.SessionID != "" && a.SessionID != in.SessionID {
+		head := fmt.Sprintf("Tavern: %s is already in another session (%s, pid %d on %s), which owns its items and reservations; this session acts under the same name.",
+			agent, a.SessionID, a.PID, a.Host)
+		r.Context = head + " Do not work on the items listed below unless the user says so: ask the user whether this session should be another agent (start it with TAVERN_AGENT set to another name, or unset).\n\n" + r.Context
+		r.Message = head + " Two sessions as one agent are not told apart: start this one with another TAVERN_AGENT (or unset) unless that is meant."
+	}
+	return r, nil
 }
 
 // nearAgentResponse is session-start's answer for a named agent that
@@ -134,6 +148,18 @@ func nearAgentResponse(ue *schema.UnknownError) *Response {
 		"To act as an existing agent, start the session with TAVERN_AGENT set to its name; "+
 		"if %q is meant as a new agent, create it with `tavern agent new %s` and start the session again.", ue.Name, ue.Name, ue.Name)
 	msg := head + fmt.Sprintf(" If it is a new agent: `tavern agent new %s`, then start the session again.", ue.Name)
+	return &Response{Context: ctx, Message: msg}
+}
+
+// invalidAgentResponse is session-start's answer for a name given by
+// --as or $TAVERN_AGENT that no agent can have: nothing is registered,
+// and the model and the user are told, as for a typo (nearAgentResponse)
+// — the hook's stderr alone reaches neither.
+func invalidAgentResponse(agent string, err error) *Response {
+	head := fmt.Sprintf("Tavern: %q is not a valid agent name (%s), and this session was not registered under it.", agent, nameReason(err))
+	ctx := head + " Until that is settled, do not use it in tavern commands, and ask the user which agent this session is. " +
+		"Start the session again with TAVERN_AGENT set to an agent's name (`tavern agent ls` lists them), or unset to be named after the session."
+	msg := head + " Set TAVERN_AGENT to an agent's name (or unset it) and start the session again."
 	return &Response{Context: ctx, Message: msg}
 }
 

@@ -104,7 +104,9 @@ func SendMessages(s *docstore.Store, channel, sender string, texts []string) (id
 		case strings.TrimSpace(t) == "":
 			return nil, ErrEmptyMessage
 		case len(t) > MaxMessageSize:
-			return nil, ErrMessageTooLarge
+			// The sizes and the way out: the sender (often a model) can
+			// do nothing with a bare "too large".
+			return nil, fmt.Errorf("%w: %d bytes, at most %d (put the text in a file and send its path)", ErrMessageTooLarge, len(t), MaxMessageSize)
 		case strings.ContainsRune(t, 0):
 			return nil, fmt.Errorf("%w: NUL byte in message text", ErrBadMessage)
 		}

@@ -112,6 +112,7 @@ var exitCodes = []struct {
 	{kit.ErrNoAgent, exitUsage},
 	{kit.ErrUnknownTool, exitUsage},
 	{kit.ErrUnknownEvent, exitUsage},
+	{kit.ErrBlankQuery, exitUsage},
 	{kit.ErrBadConfig, exitInvalid},
 
 	// queues

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,11 +114,7 @@ func runHook(c *cli.Context) error {
 			return failOpen(c, ev, err)
 		}
 	}
-	data, err := io.ReadAll(io.LimitReader(c.App.Reader, 16<<20))
-	if err != nil {
-		return failOpen(c, ev, err)
-	}
-	in, err := kit.ParseInput(tool, ev, data)
+	in, err := kit.ReadInput(tool, ev, c.App.Reader)
 	if err != nil {
 		return failOpen(c, ev, err)
 	}
@@ -180,18 +175,20 @@ func failOpen(c *cli.Context, ev kit.Event, err error) error {
 }
 
 // hookStore finds the store: --dir / TAVERN_DIR, else upward from the
-// payload's cwd, else from the working directory.
+// payload's cwd, else from the working directory. A store whose tavern.md
+// Tavern does not accept is opened too: kit.Handle decides what a hook
+// still does on it (the reservation gate) and what it says.
 func hookStore(c *cli.Context, cwd string) (*docstore.Store, error) {
 	if dirOption(c) == "" && cwd != "" {
 		if dir, err := docstore.Find(cwd); err == nil {
-			return docstore.Open(dir)
+			return docstore.OpenAnyConfig(dir)
 		}
 	}
 	dir, err := storeDir(c)
 	if err != nil {
 		return nil, err
 	}
-	return docstore.Open(dir)
+	return docstore.OpenAnyConfig(dir)
 }
 
 // startKeeper takes the agent's liveness lock here (an inheritable one);

@@ -818,3 +818,89 @@ func hookCommandsJSONC(t *testing.T, text string) map[string]string {
 	os.WriteFile(f, []byte(b.String()), 0o644)
 	return hookCommands(t, f)
 }
+
+// A Write of a large file (its content is in the payload) is still gated:
+// the hook read at most 16 MiB of stdin, so a bigger payload was cut, did
+// not parse, and the edit of a reserved path went through with "unexpected
+// end of JSON input" on stderr.
+func TestHookLargePayload(t *testing.T) {
+	p := newProject(t)
+	p.ok("agent", "new", "alice")
+	p.ok("reserve", "src/**", "--as", "alice")
+	in, err := json.Marshal(map[string]any{
+		"session_id": "s-big-1", "hook_event_name": "PreToolUse", "tool_name": "Write",
+		"tool_input": map[string]any{"file_path": "src/big.go", "content": strings.Repeat("x", 17<<20)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runIn(t, p.dir, string(in), nil, "hook", "pre-tool-use", "--tool", "claude")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.err)
+	}
+	if got := hookSpecific(t, r.out)["permissionDecision"]; got != "deny" {
+		t.Errorf("permissionDecision: got %v, want deny (stderr: %s)", got, r.err)
+	}
+}
+
+// Two sessions started with the same $TAVERN_AGENT (two terminals with it
+// in the profile): the second is not the agent's owner, yet its prime
+// said "you are alice" and listed the first session's items as its own,
+// so both worked on one claim and edited under one set of reservations.
+// The second session is now told, and so is the user; the owner's own
+// resume is not.
+func TestHookSecondSessionSameAgent(t *testing.T) {
+	p := newProject(t)
+	p.ok("agent", "new", "alice")
+	payload := func(id string) string {
+		return `{"session_id":"` + id + `","hook_event_name":"SessionStart","source":"startup"}`
+	}
+	a, b := standIn(t), standIn(t)
+	envA := []string{"TAVERN_AGENT=alice", fmt.Sprintf("TAVERN_SESSION_PID=%d", a.Process.Pid)}
+	envB := []string{"TAVERN_AGENT=alice", fmt.Sprintf("TAVERN_SESSION_PID=%d", b.Process.Pid)}
+
+	r := runIn(t, p.dir, payload("sess-a-11111111"), envA, "hook", "session-start", "--tool", "claude")
+	if r.code != 0 || strings.Contains(r.out, "another session") {
+		t.Fatalf("first session: %s", r)
+	}
+	r = runIn(t, p.dir, payload("sess-b-22222222"), envB, "hook", "session-start", "--tool", "claude")
+	if r.code != 0 {
+		t.Fatalf("second session: %s", r)
+	}
+	v := decodeJSON(t, r.out)
+	ctx, _ := v["hookSpecificOutput"].(map[string]any)["additionalContext"].(string)
+	msg, _ := v["systemMessage"].(string)
+	for what, s := range map[string]string{"context": ctx, "systemMessage": msg} {
+		if !strings.Contains(s, "alice is already in another session (sess-a-11111111") {
+			t.Errorf("second session's %s: %q, want it to name the session that owns alice", what, s)
+		}
+	}
+	// The owner resuming (same session id) is not warned.
+	r = runIn(t, p.dir, `{"session_id":"sess-a-11111111","hook_event_name":"SessionStart","source":"resume"}`, envA, "hook", "session-start", "--tool", "claude")
+	if strings.Contains(r.out, "another session") {
+		t.Errorf("the owner's resume was warned: %s", r.out)
+	}
+
+	// A session that died without its end leaves its session_id; a
+	// spawn of the agent then owns it, and the session-start hook of the
+	// tool it runs is not told of a session that is gone.
+	b.Process.Kill()
+	b.Wait()
+	a.Process.Kill()
+	a.Wait()
+	waitFor(t, 10*time.Second, "the sessions' keepers to let alice go", func() bool {
+		return !strings.Contains(p.ok("agent", "show", "alice"), "state: working")
+	})
+	p.ok("set", "agents/alice", "session_id=sess-dead-3333")
+	if err := os.WriteFile(filepath.Join(p.dir, "start.json"), []byte(payload("sess-c-44444444")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.ok("spawn", "--name", "alice", "--", "sh", "-c", tavernBin(t)+" hook session-start --tool claude < start.json > out.json")
+	out, err := os.ReadFile(filepath.Join(p.dir, "out.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "you are alice") || strings.Contains(string(out), "another session") {
+		t.Errorf("the spawned tool's session-start: %s", out)
+	}
+}

@@ -97,11 +97,7 @@ func hookPayloadAgent(r io.Reader) string {
 			return ""
 		}
 	}
-	data, err := io.ReadAll(io.LimitReader(r, 16<<20))
-	if err != nil {
-		return ""
-	}
-	in, err := kit.ParseInput("", kit.SessionStart, data)
+	in, err := kit.ReadInput("", kit.SessionStart, r)
 	if err != nil {
 		return ""
 	}
