@@ -49,6 +49,10 @@ Examples:
 }
 
 func runNext(c *cli.Context) error {
+	if c.IsSet("wait") && !c.Bool("take") {
+		// A listing does not wait: the flag would be ignored silently.
+		return usageErr("next --wait needs --take (a listing answers at once)")
+	}
 	var names []string
 	for _, q := range c.StringSlice("queue") {
 		for _, n := range strings.Split(q, ",") {
