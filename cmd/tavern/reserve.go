@@ -90,10 +90,11 @@ func runReserve(c *cli.Context) error {
 		ctx, cancel := context.WithTimeout(c.Context, wait)
 		defer cancel()
 		rs, err = sp.ReserveWait(ctx, as.Name, c.Args().Slice(), opt)
-		if errors.Is(err, tuples.ErrReserved) { // still reserved when the wait ran out
-			err = timedOut(context.DeadlineExceeded, wait, "the paths did not become free (%v)", err)
+		if errors.Is(err, tuples.ErrReserved) { // still reserved when the wait ran out: say by whom
+			err = fmt.Errorf("%w: %v", timedOut(context.DeadlineExceeded, wait, "the paths did not become free"), err)
+		} else {
+			err = timedOut(err, wait, "the paths did not become free")
 		}
-		err = timedOut(err, wait, "the paths did not become free")
 	} else {
 		rs, err = sp.Reserve(as.Name, c.Args().Slice(), opt)
 	}
