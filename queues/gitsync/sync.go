@@ -271,6 +271,11 @@ type syncState struct {
 	// the same values a second time, with this machine's own commits
 	// taken for the other side.
 	Merged string `json:"merged,omitempty"`
+	// Machine is the name this clone synced as. A round under another
+	// name (TAVERN_MACHINE changed) hands the journal written so far to
+	// the old name first (renameJournal): pushed under the new name it
+	// would be on the remote twice.
+	Machine string `json:"machine,omitempty"`
 	// Losses are the values the round's merges dropped, each with the
 	// commit that dropped it, saved before they are journaled: those a
 	// killed round did not journal are journaled by the next (once).
@@ -297,6 +302,7 @@ func (sy *Syncer) loadState() syncState {
 }
 
 func (sy *Syncer) saveState(st syncState) error {
+	st.Machine = sy.machine
 	st.PendRaw = map[string][2]string{}
 	for p, e := range st.Pending {
 		st.PendRaw[p] = [2]string{e.mode, e.oid}
@@ -328,6 +334,14 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 	rep := &Report{Started: schema.TimeOf(start.UTC()), Applied: []Change{}, Deferred: []string{}, Conflicts: []Loss{}} // lists, never null in JSON
 	defer func() { rep.Duration = time.Since(start) }()
 	st := sy.loadState()
+	if st.Machine != "" && st.Machine != sy.machine {
+		if err := sy.renameJournal(st.Machine, st.Head); err != nil {
+			return nil, err
+		}
+		if err := sy.saveState(st); err != nil { // under the new name from now on
+			return nil, err
+		}
+	}
 	if len(st.Losses) > 0 {
 		// A round killed while it journaled its merges' losses.
 		sy.journalMissing(st.Losses, rep)
@@ -1056,6 +1070,18 @@ func Clone(dir, remote, ref string) (*docstore.Store, error) {
 		return fail(err)
 	}
 	st := syncState{Head: R}
+	// A name given for the clone is the clone's name from now on, not
+	// only while the variable is set: a later command without it would
+	// otherwise sync as <hostname>-xxxx, a machine of its own.
+	if m := os.Getenv("TAVERN_MACHINE"); m != "" {
+		if err := schema.ValidName(m); err != nil {
+			return fail(fmt.Errorf("TAVERN_MACHINE: %w", err))
+		}
+		if err := os.WriteFile(filepath.Join(tmp, queues.MachineFile), []byte(m+"\n"), 0o644); err != nil {
+			return fail(err)
+		}
+		st.Machine = m
+	}
 	b, _ := json.Marshal(st)
 	if err := os.WriteFile(filepath.Join(tmp, Dir, "state.json"), b, 0o644); err != nil {
 		return fail(err)
@@ -1085,6 +1111,91 @@ func Clone(dir, remote, ref string) (*docstore.Store, error) {
 		}
 	}
 	return s, nil
+}
+
+// renameJournal is the round's first step when this clone synced as old
+// and its name is now another (TAVERN_MACHINE changed). Its own journal
+// (events/<day>.jsonl) begins with what it pushed as old, which the
+// shared tree keeps in events/<old>/: that part is dropped here, and what
+// follows it is the new name's, after what the clone once pushed under
+// the new name if it did (events/<new>/, taken back as Clone does).
+// Pushed whole under the new name, every event of old would be on the
+// remote twice.
+func (sy *Syncer) renameJournal(old, head string) error {
+	jdir := filepath.Join(sy.s.Root(), docstore.JournalDir)
+	ents, err := os.ReadDir(jdir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	files, err := sy.repo.readTree(head)
+	if err != nil {
+		return err
+	}
+	pushed := map[string]string{} // day file -> oid under old
+	var oids []string
+	for p, e := range files {
+		if name, ok := strings.CutPrefix(p, docstore.JournalDir+"/"+old+"/"); ok {
+			pushed[name] = e.oid
+			oids = append(oids, e.oid)
+		}
+	}
+	data, err := sy.repo.blobs(dedup(oids))
+	if err != nil {
+		return err
+	}
+	own := filepath.Join(jdir, sy.machine)
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		path := filepath.Join(jdir, e.Name())
+		mine, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rest := mine
+		if oid, ok := pushed[e.Name()]; ok && bytes.HasPrefix(mine, data[oid]) {
+			rest = mine[len(data[oid]):]
+		}
+		back, err := os.ReadFile(filepath.Join(own, e.Name()))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if len(back)+len(rest) == 0 {
+			if err := os.Remove(path); err != nil {
+				return err
+			}
+			continue
+		}
+		if len(back) == 0 && len(rest) == len(mine) {
+			continue
+		}
+		tmp := path + ".rename"
+		if err := os.WriteFile(tmp, append(back, rest...), 0o644); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			return err
+		}
+		os.Remove(filepath.Join(own, e.Name()))
+	}
+	// Days the clone wrote under the new name and not since.
+	if back, err := os.ReadDir(own); err == nil {
+		for _, e := range back {
+			dst := filepath.Join(jdir, e.Name())
+			if _, err := os.Stat(dst); err == nil {
+				continue
+			}
+			if err := os.Rename(filepath.Join(own, e.Name()), dst); err != nil {
+				return err
+			}
+		}
+		os.Remove(own)
+	}
+	return nil
 }
 
 // cloneSuffix and the cloning process's pid make the directory next to
