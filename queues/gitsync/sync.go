@@ -1026,8 +1026,25 @@ func Clone(dir, remote, ref string) (*docstore.Store, error) {
 	for _, p := range CloneLeftovers(dir) { // killed clones' (a whole copy of the store each)
 		os.RemoveAll(p)
 	}
+	// The directories up to dir that do not exist yet are made for the
+	// clone; a clone that fails removes them again (if still empty), as
+	// it removes tmp: a failed command leaves things as they were.
+	made := ""
+	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil || filepath.Dir(d) == d {
+			break
+		}
+		made = d
+	}
 	fail := func(err error) (*docstore.Store, error) {
 		os.RemoveAll(tmp)
+		if made != "" {
+			for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+				if os.Remove(d) != nil || d == made {
+					break
+				}
+			}
+		}
 		return nil, err
 	}
 	r, err := openRepo(filepath.Join(tmp, Dir, "git"), "clone")
