@@ -1217,7 +1217,7 @@ func (sy *Syncer) renameJournal(old, head string) error {
 
 // cloneSuffix and the cloning process's pid make the directory next to
 // the store where Clone builds it before renaming it into place.
-const cloneSuffix = ".clone-"
+const cloneSuffix = docstore.CloneSuffix
 
 // CloneLeftovers returns the directories next to store dir (dir +
 // ".clone-<pid>") that a Clone killed before its rename left: those of
