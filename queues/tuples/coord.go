@@ -328,13 +328,20 @@ type slotRef struct {
 // only one that knows. Without an engine, or one that cannot list or be
 // reached: none (the local files decide, as with local coordination).
 func (sp *Space) engineSlots(name string) map[slotRef]queues.ClaimState {
+	m, _ := sp.engineSlotsErr(name)
+	return m
+}
+
+// engineSlotsErr is engineSlots with the engine's error (nil, nil
+// without an engine).
+func (sp *Space) engineSlotsErr(name string) (map[slotRef]queues.ClaimState, error) {
 	c, err := sp.coord()
 	if err != nil || c == nil {
-		return nil
+		return nil, err
 	}
 	l, ok := c.(queues.Lister)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	prefix := "tokens/"
 	if name != "" {
@@ -344,7 +351,7 @@ func (sp *Space) engineSlots(name string) map[slotRef]queues.ClaimState {
 	defer cancel()
 	held, err := l.List(ctx, prefix)
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	out := map[slotRef]queues.ClaimState{}
 	for key, st := range held {
@@ -361,7 +368,7 @@ func (sp *Space) engineSlots(name string) map[slotRef]queues.ClaimState {
 			out[slotRef{rest[:i], n}] = st
 		}
 	}
-	return out
+	return out, nil
 }
 
 // withEngineSlots makes a listing of slots agree with the engine: a slot
@@ -369,8 +376,7 @@ func (sp *Space) engineSlots(name string) map[slotRef]queues.ClaimState {
 // the engine's holder, on its machine, in place of its free copies; and,
 // as the engine knows a slot by its number only, two copies of one slot
 // (two machines that made the token before syncing) are listed once.
-func (sp *Space) withEngineSlots(name string, slots []TokenSlot) []TokenSlot {
-	eng := sp.engineSlots(name)
+func (sp *Space) withEngineSlots(name string, slots []TokenSlot, eng map[slotRef]queues.ClaimState) []TokenSlot {
 	if eng == nil {
 		if c, err := sp.coord(); err != nil || c == nil {
 			return slots // local coordination: each copy is a slot of its own

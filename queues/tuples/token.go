@@ -992,13 +992,19 @@ func (sp *Space) TokenSlots(name string) ([]TokenSlot, error) {
 
 // TokenSlotsChecked is TokenSlots that also returns the slot files that
 // could not be read (a hand edit that broke the frontmatter: path:line:col),
-// for a listing to warn about; those slots are not listed.
+// for a listing to warn about; those slots are not listed; and an
+// *EngineViewError when the engine could not be asked what other machines
+// hold.
 func (sp *Space) TokenSlotsChecked(name string) ([]TokenSlot, []error, error) {
 	_, _ = sp.reapTaken(TokenType)
 	var bad []error
 	slots, err := sp.slotList(name, func(err error) { bad = append(bad, err) })
 	if err == nil {
-		slots = sp.withEngineSlots(name, slots) // several machines (coord.go)
+		eng, eerr := sp.engineSlotsErr(name)
+		if eerr != nil {
+			bad = append(bad, &EngineViewError{Op: "list", Path: "tuples/" + TokenType, Err: eerr})
+		}
+		slots = sp.withEngineSlots(name, slots, eng) // several machines (coord.go)
 	}
 	if err == nil && name != "" && len(slots) == 0 {
 		if slot, machine, ok := sp.slotInTransit(name); ok {
