@@ -347,4 +347,3 @@ func (e *EngineViewError) Error() string {
 	return fmt.Sprintf("%s %s: slots held on other machines are not shown (a slot listed free may be held there): %v", e.Op, e.Path, e.Err)
 }
 func (e *EngineViewError) Unwrap() error { return e.Err }
-
