@@ -242,6 +242,7 @@ type Report struct {
 	Deferred  []string         `json:"deferred"` // changed locally during the round: merged next round
 	Conflicts []Loss           `json:"conflicts"`
 	Problems  []string         `json:"problems,omitempty"` // files that cannot travel (symlinks, ...)
+	Warnings  []string         `json:"warnings,omitempty"` // the round ran, but something around it puts the store at risk
 	Offline   string           `json:"offline,omitempty"`  // the remote could not be reached (local changes are committed)
 	Started   schema.Timestamp `json:"started"`            // when the round began (before waiting for another round of this clone)
 	Duration  time.Duration    `json:"duration"`
@@ -353,6 +354,9 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 	}
 	for _, e := range snap.bad {
 		rep.Problems = append(rep.Problems, e.Error())
+	}
+	if w := sy.trackedByProject(); w != "" {
+		rep.Warnings = append(rep.Warnings, w)
 	}
 	work := snap.files // what the worktree holds
 	head := st.Head
@@ -1128,6 +1132,20 @@ func Clone(dir, remote, ref string) (*docstore.Store, error) {
 		}
 	}
 	return s, nil
+}
+
+// trackedByProject warns when the project's git tracks files of the
+// store: a `git checkout` there rewrites documents the sync owns, and the
+// next round would push the old copies, and the deletions, to every
+// machine as this machine's changes. "" when not (or no project git).
+func (sy *Syncer) trackedByProject() string {
+	root := sy.s.Root()
+	out, err := runGit("", nil, nil, "-C", filepath.Dir(root), "ls-files", "-z", "--", filepath.Base(root))
+	if err != nil || len(out) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s is tracked by the project's git: a git checkout rewrites documents the sync owns, and the next round pushes that to every machine; "+
+		"take it out with `git rm -r --cached %s` and add %s/ to the project's .gitignore", root, filepath.Base(root), filepath.Base(root))
 }
 
 // renameJournal is the round's first step when this clone synced as old
