@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -1187,32 +1188,17 @@ func (sy *Syncer) renameJournal(old, head string) error {
 			continue
 		}
 		path := filepath.Join(jdir, e.Name())
-		mine, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rest := mine
-		if oid, ok := pushed[e.Name()]; ok && bytes.HasPrefix(mine, data[oid]) {
-			rest = mine[len(data[oid]):]
-		}
-		back, err := os.ReadFile(filepath.Join(own, e.Name()))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		if len(back)+len(rest) == 0 {
-			if err := os.Remove(path); err != nil {
-				return err
+		if err := sy.rewriteDay(path, func(mine []byte) ([]byte, error) {
+			rest := mine
+			if oid, ok := pushed[e.Name()]; ok && bytes.HasPrefix(mine, data[oid]) {
+				rest = mine[len(data[oid]):]
 			}
-			continue
-		}
-		if len(back) == 0 && len(rest) == len(mine) {
-			continue
-		}
-		tmp := path + ".rename"
-		if err := os.WriteFile(tmp, append(back, rest...), 0o644); err != nil {
-			return err
-		}
-		if err := os.Rename(tmp, path); err != nil {
+			back, err := os.ReadFile(filepath.Join(own, e.Name()))
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, err
+			}
+			return append(back, rest...), nil
+		}); err != nil {
 			return err
 		}
 		os.Remove(filepath.Join(own, e.Name()))
@@ -1231,6 +1217,42 @@ func (sy *Syncer) renameJournal(old, head string) error {
 		os.Remove(own)
 	}
 	return nil
+}
+
+// rewriteDay replaces journal day file path with edit of its content,
+// under the file's flock, which appenders take too: an event appended
+// before is in what edit sees, one appended after goes to the new file
+// (the journal reopens a day file renamed over). Empty: the file goes.
+func (sy *Syncer) rewriteDay(path string, edit func([]byte) ([]byte, error)) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for {
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != syscall.EINTR {
+			if err != nil {
+				return err
+			}
+			break
+		}
+	}
+	mine, err := io.ReadAll(f)
+	if err != nil {
+		return err
+	}
+	out, err := edit(mine)
+	if err != nil || bytes.Equal(out, mine) {
+		return err
+	}
+	if len(out) == 0 {
+		return os.Remove(path)
+	}
+	tmp := path + ".rename"
+	if err := os.WriteFile(tmp, out, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // cloneSuffix and the cloning process's pid make the directory next to
