@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -465,3 +466,32 @@ func (e *RevError) Unwrap() error { return ErrBadRev }
 
 // Position gives the document's path to a JSON error object.
 func (e *RevError) Position() (string, int, int) { return e.Path, 0, 0 }
+
+// CloneSuffix and a pid name the directory beside a store (.tavern.clone-
+// PID) where `tavern sync --clone` builds it before renaming it into
+// place (queues/gitsync.Clone).
+const CloneSuffix = ".clone-"
+
+// NoStoreError is ErrNoStore where a `tavern sync --clone` was building
+// the store (killed, or still running): Leftover is its directory. The
+// cure is to clone again, not `tavern init`, whose store the next clone
+// refuses to replace.
+type NoStoreError struct {
+	Op       string
+	Path     string
+	Leftover string
+}
+
+func (e *NoStoreError) Error() string {
+	return fmt.Sprintf("%s %s: %s: %s is what a killed `tavern sync --clone` left (run the clone again: it removes it)", e.Op, e.Path, ErrNoStore, e.Leftover)
+}
+func (e *NoStoreError) Unwrap() error { return ErrNoStore }
+
+// noStore is ErrNoStore for a store expected at dir (a .tavern directory),
+// a *NoStoreError if a clone was building one there.
+func noStore(op, dir string, err error) error {
+	if m, _ := filepath.Glob(filepath.Join(filepath.Dir(dir), filepath.Base(dir)+CloneSuffix+"*")); len(m) > 0 {
+		return &NoStoreError{Op: op, Path: dir, Leftover: m[0]}
+	}
+	return err
+}

@@ -80,6 +80,7 @@ func Find(start string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	first := filepath.Join(dir, DirName)
 	for {
 		cand := filepath.Join(dir, DirName)
 		if fi, err := os.Stat(cand); err == nil && fi.IsDir() {
@@ -87,7 +88,7 @@ func Find(start string) (string, error) {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", ErrNoStore
+			return "", noStore("find", first, ErrNoStore)
 		}
 		dir = parent
 	}
@@ -120,7 +121,7 @@ func OpenAnyConfig(dir string) (*Store, error) {
 	root, err := filepath.EvalSymlinks(abs)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, pathErr("open", abs, ErrNoStore)
+			return nil, noStore("open", abs, pathErr("open", abs, ErrNoStore))
 		}
 		return nil, err
 	}

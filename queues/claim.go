@@ -179,6 +179,9 @@ func (b *Broker) fencedIn(op, queue, id string, attempt int, instance, as string
 			if loc, err := b.locate(id); err == nil {
 				state = loc.state
 			}
+			if where := b.elsewhere(queue, id); where != "" {
+				return nil, &ItemError{Op: op, ID: id, Path: rel, Err: fmt.Errorf("%w: the item is %s", ErrStale, where)}
+			}
 			if attempt == 0 { // no attempt named: the item is simply not claimed
 				return nil, &ItemError{Op: op, ID: id, Path: rel, Err: fmt.Errorf("%w: the item is not claimed, it is %s", ErrStale, state)}
 			}

@@ -604,6 +604,30 @@ func (b *Broker) recoverAfter() time.Duration {
 	return 3 * every
 }
 
+// elsewhere says what the engine knows of an item that has no claimed
+// copy here when another machine holds or finished it: its copy has not
+// synced here yet, and "not claimed, it is pending" would read as if
+// nobody held it. "" without an engine, when it cannot be asked, or when
+// the state is this machine's own.
+func (b *Broker) elsewhere(queue, id string) string {
+	if b.coord == nil {
+		return ""
+	}
+	ctx, cancel := b.coordCtx()
+	st, err := b.coord.State(ctx, ItemKey(queue, id))
+	cancel()
+	if err != nil || st.Machine == "" || st.Machine == b.coord.Machine() {
+		return ""
+	}
+	switch {
+	case st.Held:
+		return fmt.Sprintf("held by %s on %s (attempt %d; its copy has not synced here yet)", st.Holder, st.Machine, st.Fence)
+	case st.Finished != "":
+		return fmt.Sprintf("%s on %s (its copy has not synced here yet)", st.Finished, st.Machine)
+	}
+	return ""
+}
+
 // coordRecover writes the done/ or dead/ copy of an item the engine says
 // is finished by another claim, once that is RecoverAfter old.
 func (b *Broker) coordRecover(l *docstore.Lock, it *Item) error {

@@ -315,6 +315,8 @@ func hint(err error) string {
 	var nte *tuples.NearTokenError
 	var ce *messages.ChannelError
 	switch {
+	case errors.As(err, new(*docstore.NoStoreError)):
+		return "" // it says what to do
 	case errors.Is(err, docstore.ErrNoStore):
 		return " (run `tavern init`, or pass --dir / set TAVERN_DIR)"
 	case errors.As(err, &ke) && ke.Name != "":

@@ -211,6 +211,9 @@ func printGitSyncReport(c *cli.Context, sy *gitsync.Syncer, rep *gitsync.Report,
 	for _, p := range rep.Problems {
 		errf(c, "not synced: %s\n", p)
 	}
+	for _, w := range rep.Warnings {
+		errf(c, "warning: %s\n", w)
+	}
 	if rep.Offline != "" && loop {
 		errf(c, "offline: %s\n", rep.Offline)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -242,6 +243,7 @@ type Report struct {
 	Deferred  []string         `json:"deferred"` // changed locally during the round: merged next round
 	Conflicts []Loss           `json:"conflicts"`
 	Problems  []string         `json:"problems,omitempty"` // files that cannot travel (symlinks, ...)
+	Warnings  []string         `json:"warnings,omitempty"` // the round ran, but something around it puts the store at risk
 	Offline   string           `json:"offline,omitempty"`  // the remote could not be reached (local changes are committed)
 	Started   schema.Timestamp `json:"started"`            // when the round began (before waiting for another round of this clone)
 	Duration  time.Duration    `json:"duration"`
@@ -271,6 +273,11 @@ type syncState struct {
 	// the same values a second time, with this machine's own commits
 	// taken for the other side.
 	Merged string `json:"merged,omitempty"`
+	// Machine is the name this clone synced as. A round under another
+	// name (TAVERN_MACHINE changed) hands the journal written so far to
+	// the old name first (renameJournal): pushed under the new name it
+	// would be on the remote twice.
+	Machine string `json:"machine,omitempty"`
 	// Losses are the values the round's merges dropped, each with the
 	// commit that dropped it, saved before they are journaled: those a
 	// killed round did not journal are journaled by the next (once).
@@ -297,6 +304,7 @@ func (sy *Syncer) loadState() syncState {
 }
 
 func (sy *Syncer) saveState(st syncState) error {
+	st.Machine = sy.machine
 	st.PendRaw = map[string][2]string{}
 	for p, e := range st.Pending {
 		st.PendRaw[p] = [2]string{e.mode, e.oid}
@@ -328,6 +336,14 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 	rep := &Report{Started: schema.TimeOf(start.UTC()), Applied: []Change{}, Deferred: []string{}, Conflicts: []Loss{}} // lists, never null in JSON
 	defer func() { rep.Duration = time.Since(start) }()
 	st := sy.loadState()
+	if st.Machine != "" && st.Machine != sy.machine {
+		if err := sy.renameJournal(st.Machine, st.Head); err != nil {
+			return nil, err
+		}
+		if err := sy.saveState(st); err != nil { // under the new name from now on
+			return nil, err
+		}
+	}
 	if len(st.Losses) > 0 {
 		// A round killed while it journaled its merges' losses.
 		sy.journalMissing(st.Losses, rep)
@@ -339,6 +355,9 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 	}
 	for _, e := range snap.bad {
 		rep.Problems = append(rep.Problems, e.Error())
+	}
+	if w := sy.trackedByProject(); w != "" {
+		rep.Warnings = append(rep.Warnings, w)
 	}
 	work := snap.files // what the worktree holds
 	head := st.Head
@@ -1012,8 +1031,25 @@ func Clone(dir, remote, ref string) (*docstore.Store, error) {
 	for _, p := range CloneLeftovers(dir) { // killed clones' (a whole copy of the store each)
 		os.RemoveAll(p)
 	}
+	// The directories up to dir that do not exist yet are made for the
+	// clone; a clone that fails removes them again (if still empty), as
+	// it removes tmp: a failed command leaves things as they were.
+	made := ""
+	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil || filepath.Dir(d) == d {
+			break
+		}
+		made = d
+	}
 	fail := func(err error) (*docstore.Store, error) {
 		os.RemoveAll(tmp)
+		if made != "" {
+			for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+				if os.Remove(d) != nil || d == made {
+					break
+				}
+			}
+		}
 		return nil, err
 	}
 	r, err := openRepo(filepath.Join(tmp, Dir, "git"), "clone")
@@ -1056,6 +1092,18 @@ func Clone(dir, remote, ref string) (*docstore.Store, error) {
 		return fail(err)
 	}
 	st := syncState{Head: R}
+	// A name given for the clone is the clone's name from now on, not
+	// only while the variable is set: a later command without it would
+	// otherwise sync as <hostname>-xxxx, a machine of its own.
+	if m := os.Getenv("TAVERN_MACHINE"); m != "" {
+		if err := schema.ValidName(m); err != nil {
+			return fail(fmt.Errorf("TAVERN_MACHINE: %w", err))
+		}
+		if err := os.WriteFile(filepath.Join(tmp, queues.MachineFile), []byte(m+"\n"), 0o644); err != nil {
+			return fail(err)
+		}
+		st.Machine = m
+	}
 	b, _ := json.Marshal(st)
 	if err := os.WriteFile(filepath.Join(tmp, Dir, "state.json"), b, 0o644); err != nil {
 		return fail(err)
@@ -1087,9 +1135,129 @@ func Clone(dir, remote, ref string) (*docstore.Store, error) {
 	return s, nil
 }
 
+// trackedByProject warns when the project's git tracks files of the
+// store: a `git checkout` there rewrites documents the sync owns, and the
+// next round would push the old copies, and the deletions, to every
+// machine as this machine's changes. "" when not (or no project git).
+func (sy *Syncer) trackedByProject() string {
+	root := sy.s.Root()
+	out, err := runGit("", nil, nil, "-C", filepath.Dir(root), "ls-files", "-z", "--", filepath.Base(root))
+	if err != nil || len(out) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s is tracked by the project's git: a git checkout rewrites documents the sync owns, and the next round pushes that to every machine; "+
+		"take it out with `git rm -r --cached %s` and add %s/ to the project's .gitignore", root, filepath.Base(root), filepath.Base(root))
+}
+
+// renameJournal is the round's first step when this clone synced as old
+// and its name is now another (TAVERN_MACHINE changed). Its own journal
+// (events/<day>.jsonl) begins with what it pushed as old, which the
+// shared tree keeps in events/<old>/: that part is dropped here, and what
+// follows it is the new name's, after what the clone once pushed under
+// the new name if it did (events/<new>/, taken back as Clone does).
+// Pushed whole under the new name, every event of old would be on the
+// remote twice.
+func (sy *Syncer) renameJournal(old, head string) error {
+	jdir := filepath.Join(sy.s.Root(), docstore.JournalDir)
+	ents, err := os.ReadDir(jdir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	files, err := sy.repo.readTree(head)
+	if err != nil {
+		return err
+	}
+	pushed := map[string]string{} // day file -> oid under old
+	var oids []string
+	for p, e := range files {
+		if name, ok := strings.CutPrefix(p, docstore.JournalDir+"/"+old+"/"); ok {
+			pushed[name] = e.oid
+			oids = append(oids, e.oid)
+		}
+	}
+	data, err := sy.repo.blobs(dedup(oids))
+	if err != nil {
+		return err
+	}
+	own := filepath.Join(jdir, sy.machine)
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		path := filepath.Join(jdir, e.Name())
+		if err := sy.rewriteDay(path, func(mine []byte) ([]byte, error) {
+			rest := mine
+			if oid, ok := pushed[e.Name()]; ok && bytes.HasPrefix(mine, data[oid]) {
+				rest = mine[len(data[oid]):]
+			}
+			back, err := os.ReadFile(filepath.Join(own, e.Name()))
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, err
+			}
+			return append(back, rest...), nil
+		}); err != nil {
+			return err
+		}
+		os.Remove(filepath.Join(own, e.Name()))
+	}
+	// Days the clone wrote under the new name and not since.
+	if back, err := os.ReadDir(own); err == nil {
+		for _, e := range back {
+			dst := filepath.Join(jdir, e.Name())
+			if _, err := os.Stat(dst); err == nil {
+				continue
+			}
+			if err := os.Rename(filepath.Join(own, e.Name()), dst); err != nil {
+				return err
+			}
+		}
+		os.Remove(own)
+	}
+	return nil
+}
+
+// rewriteDay replaces journal day file path with edit of its content,
+// under the file's flock, which appenders take too: an event appended
+// before is in what edit sees, one appended after goes to the new file
+// (the journal reopens a day file renamed over). Empty: the file goes.
+func (sy *Syncer) rewriteDay(path string, edit func([]byte) ([]byte, error)) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for {
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != syscall.EINTR {
+			if err != nil {
+				return err
+			}
+			break
+		}
+	}
+	mine, err := io.ReadAll(f)
+	if err != nil {
+		return err
+	}
+	out, err := edit(mine)
+	if err != nil || bytes.Equal(out, mine) {
+		return err
+	}
+	if len(out) == 0 {
+		return os.Remove(path)
+	}
+	tmp := path + ".rename"
+	if err := os.WriteFile(tmp, out, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
 // cloneSuffix and the cloning process's pid make the directory next to
 // the store where Clone builds it before renaming it into place.
-const cloneSuffix = ".clone-"
+const cloneSuffix = docstore.CloneSuffix
 
 // CloneLeftovers returns the directories next to store dir (dir +
 // ".clone-<pid>") that a Clone killed before its rename left: those of

@@ -438,6 +438,7 @@ func TestJournalSurvivesRename(t *testing.T) {
 	syncOnce(t, a)
 	setMachine(t, a, "alpha2")
 	setField(t, a, "agents/ann.md", "role", "x", time.Now())
+	journalEdit(t, a, "agents/ann.md")
 	rep := syncOnce(t, a)
 	for _, c := range rep.Conflicts {
 		t.Errorf("conflict %+v", c)
@@ -446,8 +447,24 @@ func TestJournalSurvivesRename(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(b.Root(), "events", "alpha")); err != nil {
 		t.Fatalf("alpha's journal is gone from the shared tree: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(b.Root(), "events", "alpha2")); err != nil {
-		t.Fatalf("alpha2's journal did not arrive: %v", err)
+	// alpha2's journal holds what was journaled under that name, not
+	// alpha's events a second time.
+	got := 0
+	for _, f := range []string{"alpha", "alpha2"} {
+		ents, err := os.ReadDir(filepath.Join(b.Root(), "events", f))
+		if err != nil {
+			t.Fatalf("%s's journal did not arrive: %v", f, err)
+		}
+		for _, e := range ents {
+			data, err := os.ReadFile(filepath.Join(b.Root(), "events", f, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got += strings.Count(string(data), `"type":"doc.updated"`)
+		}
+	}
+	if want := 2; got != want {
+		t.Errorf("doc.updated events in alpha's and alpha2's journals: got %d, want %d", got, want)
 	}
 }
 

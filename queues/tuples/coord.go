@@ -117,6 +117,40 @@ func (sp *Space) coordRelease(d *docstore.Doc) {
 	_ = d.Delete("claim_fence")
 }
 
+// coordRetire marks a slot that token init dropped as finished on the
+// engine, so that other machines, which still know its number, do not
+// take it for a slot released elsewhere and on its way (slotsInTransit).
+// Best effort: an engine that cannot be reached leaves it as it was.
+func (sp *Space) coordRetire(name string, slot int64) {
+	c, err := sp.coord()
+	if err != nil || c == nil {
+		return
+	}
+	ctx, cancel := coordCtx()
+	defer cancel()
+	g, err := c.Claim(ctx, tokenKey(name, slot), queues.ClaimRequest{Holder: "token init", TTL: time.Minute})
+	if err != nil {
+		return
+	}
+	_ = c.Finish(ctx, tokenKey(name, slot), g.Fence, "dead", "retired by token init")
+}
+
+// coordRevive makes the number of a slot token init creates claimable on
+// the engine again if an earlier init retired it.
+func (sp *Space) coordRevive(name string, slot int64) error {
+	c, err := sp.coord()
+	if err != nil || c == nil {
+		return err
+	}
+	ctx, cancel := coordCtx()
+	defer cancel()
+	st, err := c.State(ctx, tokenKey(name, slot))
+	if err != nil || st.Finished == "" {
+		return err
+	}
+	return c.Reopen(ctx, tokenKey(name, slot))
+}
+
 func reservationKey(agent, glob string) string {
 	h := sha256.Sum256([]byte(glob))
 	return "reservations/" + agent + "/" + hex.EncodeToString(h[:8])
@@ -294,13 +328,20 @@ type slotRef struct {
 // only one that knows. Without an engine, or one that cannot list or be
 // reached: none (the local files decide, as with local coordination).
 func (sp *Space) engineSlots(name string) map[slotRef]queues.ClaimState {
+	m, _ := sp.engineSlotsErr(name)
+	return m
+}
+
+// engineSlotsErr is engineSlots with the engine's error (nil, nil
+// without an engine).
+func (sp *Space) engineSlotsErr(name string) (map[slotRef]queues.ClaimState, error) {
 	c, err := sp.coord()
 	if err != nil || c == nil {
-		return nil
+		return nil, err
 	}
 	l, ok := c.(queues.Lister)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	prefix := "tokens/"
 	if name != "" {
@@ -310,7 +351,7 @@ func (sp *Space) engineSlots(name string) map[slotRef]queues.ClaimState {
 	defer cancel()
 	held, err := l.List(ctx, prefix)
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	out := map[slotRef]queues.ClaimState{}
 	for key, st := range held {
@@ -327,7 +368,7 @@ func (sp *Space) engineSlots(name string) map[slotRef]queues.ClaimState {
 			out[slotRef{rest[:i], n}] = st
 		}
 	}
-	return out
+	return out, nil
 }
 
 // withEngineSlots makes a listing of slots agree with the engine: a slot
@@ -335,8 +376,7 @@ func (sp *Space) engineSlots(name string) map[slotRef]queues.ClaimState {
 // the engine's holder, on its machine, in place of its free copies; and,
 // as the engine knows a slot by its number only, two copies of one slot
 // (two machines that made the token before syncing) are listed once.
-func (sp *Space) withEngineSlots(name string, slots []TokenSlot) []TokenSlot {
-	eng := sp.engineSlots(name)
+func (sp *Space) withEngineSlots(name string, slots []TokenSlot, eng map[slotRef]queues.ClaimState) []TokenSlot {
 	if eng == nil {
 		if c, err := sp.coord(); err != nil || c == nil {
 			return slots // local coordination: each copy is a slot of its own
@@ -376,6 +416,35 @@ func (sp *Space) withEngineSlots(name string, slots []TokenSlot) []TokenSlot {
 		}
 		return out[i].Slot < out[j].Slot
 	})
+	return out
+}
+
+// slotsInTransit returns the slots of token name the engine knows and
+// that are neither here nor held (here(n) says which are): released or
+// expired on another machine, whose files reach this one with the next
+// sync. Slots are numbered from 0, so the probe stops at the first number
+// that is not here and that the engine never saw. Without an engine, or
+// one that cannot be reached: none (the local files decide).
+func (sp *Space) slotsInTransit(name string, here func(int64) bool) []SlotInTransitError {
+	c, err := sp.coord()
+	if err != nil || c == nil {
+		return nil
+	}
+	ctx, cancel := coordCtx()
+	defer cancel()
+	var out []SlotInTransitError
+	for i := int64(0); i < 1024; i++ {
+		if here(i) {
+			continue
+		}
+		st, err := c.State(ctx, tokenKey(name, i))
+		if err != nil || (st.Fence == 0 && !st.Held) {
+			break
+		}
+		if !st.Held && st.Finished == "" { // finished: retired by token init
+			out = append(out, SlotInTransitError{Op: "init", Name: name, Slot: i, Machine: st.Machine})
+		}
+	}
 	return out
 }
 

@@ -332,3 +332,18 @@ func (e *NoSlotError) Error() string {
 }
 
 func (e *NoSlotError) Unwrap() []error { return []error{ErrNoSlot, schema.ErrUnknownName} }
+
+// EngineViewError is a warning of a listing made without the engine's
+// view (coordination etcd or git, the engine out of reach): what other
+// machines hold is not in it, so a slot held there may be listed as
+// free. Err is the engine's error (queues.ErrUnavailable).
+type EngineViewError struct {
+	Op   string
+	Path string
+	Err  error
+}
+
+func (e *EngineViewError) Error() string {
+	return fmt.Sprintf("%s %s: slots held on other machines are not shown (a slot listed free may be held there): %v", e.Op, e.Path, e.Err)
+}
+func (e *EngineViewError) Unwrap() error { return e.Err }

@@ -171,7 +171,8 @@ func (sp *Space) InitTokenWith(name string, count int, opt InitTokenOptions) (in
 	// making it again would be a second copy of its number.
 	elsewhere := 0
 	var machines []string
-	for ref, st := range sp.engineSlots(name) {
+	eng := sp.engineSlots(name)
+	for ref, st := range eng {
 		if !local[ref.slot] {
 			elsewhere++
 			maxSlot = max(maxSlot, ref.slot)
@@ -181,6 +182,13 @@ func (sp *Space) InitTokenWith(name string, count int, opt InitTokenOptions) (in
 		}
 	}
 	total += elsewhere
+	// And a slot released there (or whose lease ran out there) is free
+	// on the engine while its file is still on that machine: a slot too.
+	transit := sp.slotsInTransit(name, func(n int64) bool { return local[n] || eng[slotRef{name, n}].Held })
+	for _, t := range transit {
+		maxSlot = max(maxSlot, t.Slot)
+	}
+	total += len(transit)
 	if count == 0 && total == 0 {
 		// Zero retires the free slots of a token; of one that has none it
 		// would do nothing and say it did: a typo, or a token not made yet.
@@ -197,12 +205,19 @@ func (sp *Space) InitTokenWith(name string, count int, opt InitTokenOptions) (in
 	case count > total:
 		for i := 0; i < count-total; i++ {
 			maxSlot++
+			if err := sp.coordRevive(name, maxSlot); err != nil {
+				return i, err
+			}
 			if _, err := sp.out(TokenType, []docstore.Field{{Key: "token", Value: name}, {Key: "slot", Value: maxSlot}, {Key: "epoch", Value: 0}}, OutOptions{}); err != nil {
 				return i, err
 			}
 		}
 	case count < total:
 		drop := total - count
+		if drop > len(free) && drop <= len(free)+len(transit) {
+			// Free, but not here to drop: it is on its way.
+			return 0, &transit[0]
+		}
 		if drop > len(free) {
 			on := ""
 			switch {
@@ -227,6 +242,8 @@ func (sp *Space) InitTokenWith(name string, count int, opt InitTokenOptions) (in
 			}
 			if ok {
 				removed++
+				slot, _ := d.Int("slot")
+				sp.coordRetire(name, slot)
 			}
 		}
 		if removed < drop {
@@ -975,13 +992,19 @@ func (sp *Space) TokenSlots(name string) ([]TokenSlot, error) {
 
 // TokenSlotsChecked is TokenSlots that also returns the slot files that
 // could not be read (a hand edit that broke the frontmatter: path:line:col),
-// for a listing to warn about; those slots are not listed.
+// for a listing to warn about; those slots are not listed; and an
+// *EngineViewError when the engine could not be asked what other machines
+// hold.
 func (sp *Space) TokenSlotsChecked(name string) ([]TokenSlot, []error, error) {
 	_, _ = sp.reapTaken(TokenType)
 	var bad []error
 	slots, err := sp.slotList(name, func(err error) { bad = append(bad, err) })
 	if err == nil {
-		slots = sp.withEngineSlots(name, slots) // several machines (coord.go)
+		eng, eerr := sp.engineSlotsErr(name)
+		if eerr != nil {
+			bad = append(bad, &EngineViewError{Op: "list", Path: "tuples/" + TokenType, Err: eerr})
+		}
+		slots = sp.withEngineSlots(name, slots, eng) // several machines (coord.go)
 	}
 	if err == nil && name != "" && len(slots) == 0 {
 		if slot, machine, ok := sp.slotInTransit(name); ok {
