@@ -1184,8 +1184,8 @@ func (sy *Syncer) renameJournal(old, head string) error {
 	}
 	own := filepath.Join(jdir, sy.machine)
 	for _, e := range ents {
-		if !e.Type().IsRegular() {
-			continue
+		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".jsonl") {
+			continue // day files only (not a .rename a crash left)
 		}
 		path := filepath.Join(jdir, e.Name())
 		if err := sy.rewriteDay(path, func(mine []byte) ([]byte, error) {
@@ -1248,11 +1248,32 @@ func (sy *Syncer) rewriteDay(path string, edit func([]byte) ([]byte, error)) err
 	if len(out) == 0 {
 		return os.Remove(path)
 	}
+	// Durable before it replaces the day file: a crash must leave the
+	// old journal or the new one, never an empty file in its place.
 	tmp := path + ".rename"
-	if err := os.WriteFile(tmp, out, 0o644); err != nil {
+	t, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	if _, err := t.Write(out); err != nil {
+		t.Close()
+		return err
+	}
+	if err := t.Sync(); err != nil {
+		t.Close()
+		return err
+	}
+	if err := t.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
 }
 
 // cloneSuffix and the cloning process's pid make the directory next to
