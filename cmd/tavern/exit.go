@@ -131,6 +131,7 @@ var exitCodes = []struct {
 	{queues.ErrNoEngine, exitUsage},
 	{gitsync.ErrNoRemote, exitUsage},
 	{gitsync.ErrBadRef, exitUsage},
+	{gitsync.ErrNoState, exitNotFound}, // sync --clone of a remote no machine synced to
 	{queues.ErrGated, exitConflict},
 	{queues.ErrRejected, exitConflict},
 	{queues.ErrNotHuman, exitConflict},

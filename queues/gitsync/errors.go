@@ -15,6 +15,9 @@ var (
 	// ErrBadRef: a remote ref given to Clone that is not a full, valid
 	// ref name (refs/...).
 	ErrBadRef = errors.New("bad sync ref")
+	// ErrNoState: the remote Clone was given has no store yet (no
+	// machine has synced to it): nothing to clone.
+	ErrNoState = errors.New("no store on the remote yet")
 )
 
 // CheckRef reports whether ref is a full ref name git accepts

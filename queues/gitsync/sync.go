@@ -1061,7 +1061,7 @@ func Clone(dir, remote, ref string) (*docstore.Store, error) {
 		return fail(&SyncError{Op: "clone", Path: remote, Err: err})
 	}
 	if missing {
-		return fail(&SyncError{Op: "clone", Path: remote, Err: fmt.Errorf("%s has no %s yet: run `tavern sync` on a machine that has the store first", remote, ref)})
+		return fail(&SyncError{Op: "clone", Path: remote, Err: fmt.Errorf("%w (no %s): run `tavern sync` on a machine that has the store first", ErrNoState, ref)})
 	}
 	R := r.revParse("refs/tavern/remote")
 	files, err := r.readTree(R)
