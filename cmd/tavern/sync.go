@@ -155,6 +155,11 @@ func printGitSyncReport(c *cli.Context, sy *gitsync.Syncer, rep *gitsync.Report,
 	quiet := c.Bool("quiet")
 	if c.Bool("json") && loop {
 		jsonLine(c, rep) // a stream: one object per line, as watch --json
+		if rep.Offline != "" {
+			// A failed round is an error object on stderr too (README),
+			// as the text form says "offline: ..." there.
+			reportErr(c, "sync", fmt.Errorf("%w: %s (local changes are committed and go out with the next round)", errOffline, rep.Offline))
+		}
 		return
 	}
 	// Pushed alone is news too: the commits an outage held back went out.

@@ -61,3 +61,55 @@ func TestSyncEveryJSONStream(t *testing.T) {
 		}
 	}
 }
+
+// An offline round of `sync --every --json` is an error object on
+// stderr, as README says of a failed round (it was only the report's
+// offline field on stdout; the text form says "offline: ..." on stderr).
+func TestSyncEveryJSONOffline(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	p := newProject(t)
+	p.env = append(p.env, "TAVERN_SYNC_REMOTE="+filepath.Join(t.TempDir(), "nowhere.git"), "TAVERN_MACHINE=alpha")
+	cmd := p.tavern("sync", "--every", "100ms", "--json")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	if !sc.Scan() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("no round (%v); stderr:\n%s", sc.Err(), errb.String())
+	}
+	var rep map[string]any
+	if err := json.Unmarshal(sc.Bytes(), &rep); err != nil || rep["offline"] == nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("line %q: not an offline round's JSON object (%v)", sc.Text(), err)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	for sc.Scan() {
+	}
+	cmd.Wait()
+	found := false
+	for _, line := range strings.Split(strings.TrimSpace(errb.String()), "\n") {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(line), &obj); err != nil {
+			t.Errorf("stderr line under --json is not a JSON object: %q", line)
+			continue
+		}
+		if msg, _ := obj["error"].(string); strings.Contains(msg, "sync remote unreachable") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no error object for the offline round on stderr:\n%s", errb.String())
+	}
+}
