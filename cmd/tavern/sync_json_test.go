@@ -25,18 +25,7 @@ func TestSyncEveryJSONStream(t *testing.T) {
 	if out, err := exec.Command("git", "init", "-q", "--bare", remote).CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v: %s", err, out)
 	}
-	p.env = append(p.env, "TAVERN_SYNC_REMOTE="+remote, "TAVERN_MACHINE=alpha")
-	cmd := p.tavern("sync", "--every", "100ms", "--json")
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
+	cmd, sc, errb := startSyncEvery(t, p, remote)
 	for i := 0; i < 2; i++ {
 		if !sc.Scan() {
 			cmd.Process.Kill()
@@ -71,18 +60,7 @@ func TestSyncEveryJSONOffline(t *testing.T) {
 		t.Skip("git is not installed")
 	}
 	p := newProject(t)
-	p.env = append(p.env, "TAVERN_SYNC_REMOTE="+filepath.Join(t.TempDir(), "nowhere.git"), "TAVERN_MACHINE=alpha")
-	cmd := p.tavern("sync", "--every", "100ms", "--json")
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
+	cmd, sc, errb := startSyncEvery(t, p, filepath.Join(t.TempDir(), "nowhere.git"))
 	if !sc.Scan() {
 		cmd.Process.Kill()
 		cmd.Wait()
@@ -112,4 +90,22 @@ func TestSyncEveryJSONOffline(t *testing.T) {
 	if !found {
 		t.Errorf("no error object for the offline round on stderr:\n%s", errb.String())
 	}
+}
+
+// startSyncEvery starts `sync --every 100ms --json` of p as machine alpha
+// against remote: its stdout to scan line by line, its stderr gathered.
+func startSyncEvery(t *testing.T, p *project, remote string) (*exec.Cmd, *bufio.Scanner, *bytes.Buffer) {
+	t.Helper()
+	p.env = append(p.env, "TAVERN_SYNC_REMOTE="+remote, "TAVERN_MACHINE=alpha")
+	cmd := p.tavern("sync", "--every", "100ms", "--json")
+	errb := &bytes.Buffer{}
+	cmd.Stderr = errb
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, bufio.NewScanner(stdout), errb
 }
