@@ -5,11 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -87,7 +87,64 @@ func BenchmarkRawQueueCycleGuarded(b *testing.B) {
 	}
 }
 
+// BenchmarkRawQueueCycleWork is BenchmarkRawQueueCycleGuarded (durable,
+// 8 workers) with a given amount of CPU work per cycle added under the
+// item lock, half in each state change where the engine parses, edits,
+// validates and renders the item: how cycles/s fall as an
+// implementation's own CPU per cycle grows, to read off how little of it
+// the engine may spend for a ratio it is asked for. The amounts, in
+// microseconds, come from TAVERN_BENCH_WORK_US (e.g. "0,50,100,150");
+// without it the benchmark is skipped, so `make bench` does not run it.
+func BenchmarkRawQueueCycleWork(b *testing.B) {
+	list := os.Getenv("TAVERN_BENCH_WORK_US")
+	if list == "" {
+		b.Skip("TAVERN_BENCH_WORK_US not set")
+	}
+	perUS := spinCalibrate(b)
+	for _, f := range strings.Split(list, ",") {
+		us, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || us < 0 {
+			b.Fatalf("TAVERN_BENCH_WORK_US: %q is not a number of microseconds", f)
+		}
+		b.Run(fmt.Sprintf("durable/workers=8/work=%dus", us), func(b *testing.B) {
+			rawQueueCycleWork(b, 8, true, true, perUS*us/2)
+		})
+	}
+}
+
+// spinSink keeps the compiler from removing spin's loop.
+var spinSink atomic.Uint64
+
+// spin burns CPU: n rounds of a multiply-xor hash.
+func spin(n int) {
+	h := uint64(14695981039346656037)
+	for i := 0; i < n; i++ {
+		h ^= uint64(i)
+		h *= 1099511628211
+	}
+	spinSink.Add(h)
+}
+
+// spinCalibrate returns spin rounds per microsecond of this process's
+// CPU time (getrusage), so the figure holds on a busy machine too.
+func spinCalibrate(b *testing.B) int {
+	b.Helper()
+	const rounds = 20_000_000
+	c0 := storetest.CPUNow(b)
+	spin(rounds)
+	c1 := storetest.CPUNow(b)
+	us := (c1.User + c1.Sys - c0.User - c0.Sys).Microseconds()
+	if us <= 0 {
+		b.Fatal("spin calibration took no CPU time")
+	}
+	return int(rounds / us)
+}
+
 func rawQueueCycle(b *testing.B, workers int, durable, guarded bool) {
+	rawQueueCycleWork(b, workers, durable, guarded, 0)
+}
+
+func rawQueueCycleWork(b *testing.B, workers int, durable, guarded bool, work int) {
 	root := storetest.BenchDir(b)
 	tmp := filepath.Join(root, ".tmp")
 	locks := filepath.Join(root, ".locks")
@@ -142,7 +199,7 @@ func rawQueueCycle(b *testing.B, workers int, durable, guarded bool) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errc := make(chan error, workers)
-	cpu0 := rawCPUTime(b)
+	cpu0 := storetest.CPUNow(b)
 	b.ResetTimer()
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
@@ -180,6 +237,7 @@ func rawQueueCycle(b *testing.B, workers int, durable, guarded bool) {
 				if err != nil {
 					return err
 				}
+				spin(work) // where the engine parses, edits, validates, renders
 				// The new copy, over a spare, durable before its name appears.
 				s, err := sp.take()
 				if err != nil {
@@ -300,7 +358,7 @@ func rawQueueCycle(b *testing.B, workers int, durable, guarded bool) {
 	}
 	wg.Wait()
 	b.StopTimer()
-	b.ReportMetric(float64((rawCPUTime(b)-cpu0).Microseconds())/float64(n), "cpu-µs/op")
+	storetest.ReportCPU(b, cpu0, n)
 	close(errc)
 	for err := range errc {
 		b.Fatal(err)
@@ -358,14 +416,4 @@ func (p *rawSpares) take() (string, error) {
 	s := p.ready[len(p.ready)-1]
 	p.ready = p.ready[:len(p.ready)-1]
 	return s, nil
-}
-
-// rawCPUTime is the process's user+system CPU time so far.
-func rawCPUTime(tb testing.TB) time.Duration {
-	tb.Helper()
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		tb.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/docstore/storetest"
@@ -79,7 +78,7 @@ func benchTakeDone(b *testing.B, workers int, durability string) {
 	var wg sync.WaitGroup
 	errc := make(chan error, workers)
 	counts := make([]int, workers)
-	cpu0 := cpuTime(b)
+	cpu0 := storetest.CPUNow(b)
 	b.ResetTimer()
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
@@ -104,7 +103,7 @@ func benchTakeDone(b *testing.B, workers int, durability string) {
 	}
 	wg.Wait()
 	b.StopTimer()
-	b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+	storetest.ReportCPU(b, cpu0, b.N)
 	close(errc)
 	for err := range errc {
 		b.Fatal(err)
@@ -117,15 +116,4 @@ func benchTakeDone(b *testing.B, workers int, durability string) {
 		b.Fatalf("completed %d items, want %d", total, b.N)
 	}
 	storetest.ReportOpsPerSec(b, b.N)
-}
-
-// cpuTime is the process's user+system CPU time so far. CPU per cycle
-// moves far less than cycles/s when other work shares the machine.
-func cpuTime(tb testing.TB) time.Duration {
-	tb.Helper()
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		tb.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

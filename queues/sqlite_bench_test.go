@@ -110,7 +110,7 @@ func benchSQLiteQueue(b *testing.B, synchronous string, workers int) {
 	claims := make([][]int64, workers)
 	errc := make(chan error, workers)
 	var wg sync.WaitGroup
-	cpu0 := cpuTime(b)
+	cpu0 := storetest.CPUNow(b)
 	b.ResetTimer()
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
@@ -150,7 +150,7 @@ func benchSQLiteQueue(b *testing.B, synchronous string, workers int) {
 	}
 	wg.Wait()
 	b.StopTimer()
-	b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+	storetest.ReportCPU(b, cpu0, b.N)
 	close(errc)
 	for err := range errc {
 		b.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // BenchDir returns a fresh, empty directory on the work disk for one
@@ -60,6 +61,35 @@ func ReportOpsPerSec(b *testing.B, ops int) {
 	if s := b.Elapsed().Seconds(); s > 0 {
 		b.ReportMetric(float64(ops)/s, "ops/s")
 	}
+}
+
+// CPU is the process's CPU time so far, user and system apart: with
+// the system calls of two protocols alike, the user part is what an
+// implementation's own work costs.
+type CPU struct{ User, Sys time.Duration }
+
+// CPUNow reads the process's CPU time (getrusage RUSAGE_SELF).
+func CPUNow(tb testing.TB) CPU {
+	tb.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return CPU{User: time.Duration(ru.Utime.Nano()), Sys: time.Duration(ru.Stime.Nano())}
+}
+
+// ReportCPU reports the CPU time since start per op: cpu-µs/op (user
+// plus system; CPU per cycle moves far less than cycles/s when other
+// work shares the machine) and user-µs/op.
+func ReportCPU(b *testing.B, start CPU, ops int) {
+	b.Helper()
+	if ops <= 0 {
+		return
+	}
+	now := CPUNow(b)
+	user, sys := now.User-start.User, now.Sys-start.Sys
+	b.ReportMetric(float64((user+sys).Microseconds())/float64(ops), "cpu-µs/op")
+	b.ReportMetric(float64(user.Microseconds())/float64(ops), "user-µs/op")
 }
 
 // helperEnv names a helper process's role. One name for every package:
