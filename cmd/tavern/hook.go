@@ -37,7 +37,9 @@ them by hand. EVENT (the tools' own names are accepted too):
    post-tool-use        the same, after each tool call
    stop                 blocks the stop while the agent holds an item, or
                         marked one done in this session, and its
-                        commitments do not pass
+                        commitments do not pass; not twice in a row (with
+                        stop_hook_active it lets the stop through and
+                        says which commitments fail)
    session-end          releases what the session held, writes the sleep
                         summary
 
