@@ -187,6 +187,10 @@ func TestShellWriteForms(t *testing.T) {
 		{"bash -c 'echo \"$(cd src/parser && touch b.go)\"'", true},
 		{"echo $(git status) > src/lexer/out.txt", false},
 		{"echo $((1 + 2)) `date`", false},
+		// A here-document in a substitution is text: its apostrophe opens
+		// no quote (the commit message form Claude Code writes).
+		{"git commit -m \"$(cat <<'EOF'\nDon't (really)\nEOF\n)\" && rm src/parser/a.go", true},
+		{"git commit -m \"$(cat <<'EOF'\nDon't (really)\nEOF\n)\"", false},
 	} {
 		input, _ := json.Marshal(map[string]any{"command": tt.cmd})
 		in := &Input{Tool: Claude, Event: PreToolUse, Cwd: proj, ToolName: "Bash", ToolInput: input}

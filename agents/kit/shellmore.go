@@ -35,10 +35,51 @@ func substitution(rs []rune, i int) (end int, script string, ok bool) {
 	}
 	arith := i+2 < len(rs) && rs[i+2] == '('
 	depth := 0
+	var delims []string // here-documents opened on the current line
 	for j := i + 1; j < len(rs); j++ {
 		switch rs[j] {
 		case '\\':
 			j++
+		case '<':
+			// A here-document's body is text, not shell: an apostrophe
+			// in it (git commit -m "$(cat <<'EOF' ... EOF)") opens no
+			// quote. Its delimiter is read here, the body skipped at the
+			// end of the line.
+			if arith || j+1 >= len(rs) || rs[j+1] != '<' || (j+2 < len(rs) && rs[j+2] == '<') {
+				continue
+			}
+			k := j + 2
+			if k < len(rs) && rs[k] == '-' {
+				k++
+			}
+			for k < len(rs) && (rs[k] == ' ' || rs[k] == '\t') {
+				k++
+			}
+			var d strings.Builder
+			for ; k < len(rs) && !strings.ContainsRune(" \t\n;|&<>()", rs[k]); k++ {
+				if rs[k] != '\'' && rs[k] != '"' && rs[k] != '\\' {
+					d.WriteRune(rs[k])
+				}
+			}
+			if d.Len() > 0 {
+				delims = append(delims, d.String())
+			}
+			j = k - 1
+		case '\n':
+			for _, delim := range delims {
+				for j+1 < len(rs) {
+					e := j + 1
+					for e < len(rs) && rs[e] != '\n' {
+						e++
+					}
+					line := strings.TrimLeft(string(rs[j+1:e]), "\t")
+					j = e // the newline that ends the line (or len(rs))
+					if line == delim {
+						break
+					}
+				}
+			}
+			delims = nil
 		case '\'', '"':
 			if arith {
 				continue
