@@ -203,3 +203,28 @@ func TestShellWriteForms(t *testing.T) {
 		}
 	}
 }
+
+// diffWrites' paths: absolute ones stay absolute, -d and --directory
+// move the relative ones, and a value that is not clear writes nothing
+// Tavern can name.
+func TestDiffWritesPaths(t *testing.T) {
+	const hunk = "--- a/x.go\n+++ b/x.go\n@@ -1 +1 @@\n-a\n+b\n"
+	for _, tt := range []struct {
+		cmd  string
+		want []string
+	}{
+		{"patch -p1 -o /tmp/out.go <<EOF\n" + hunk + "EOF", []string{"/tmp/out.go"}},
+		{"patch -p1 -o - <<EOF\n" + hunk + "EOF", nil},
+		{"patch -p1 -d sub <<EOF\n" + hunk + "EOF", []string{"/p/sub/x.go"}},
+		{"patch -p1 -d \"$D\" <<EOF\n" + hunk + "EOF", nil},
+		{"patch /abs/y.go <<EOF\n" + hunk + "EOF", []string{"/abs/y.go"}},
+		{"git -C /q apply --directory=mod <<EOF\n" + hunk + "EOF", []string{"/q/mod/x.go"}},
+		{"git apply -p0 <<EOF\n--- /etc/x\n+++ /etc/x\nEOF", []string{"/etc/x"}},
+		{"patch <<EOF\n--- a/x.go\n+++ a/x.go\nEOF", []string{"/p/x.go"}}, // no -p, and no directory a/: the file name
+	} {
+		input, _ := json.Marshal(map[string]any{"command": tt.cmd})
+		if got := WritePaths("Bash", input, "/p"); !slices.Equal(got, tt.want) {
+			t.Errorf("%q: got %q, want %q", tt.cmd, got, tt.want)
+		}
+	}
+}

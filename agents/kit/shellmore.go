@@ -225,7 +225,9 @@ func diffWrites(c simpleCommand, rebase func([]string) []string, v *fsView) []st
 		if !ok || len(args) == 0 || args[0] != "apply" {
 			return nil
 		}
-		base = filepath.Join(base, gdir)
+		if gdir != "" {
+			base = under(base, gdir)
+		}
 		// git apply takes the diff's paths from the top of the work tree.
 		if top := v.gitTop(base); top != "" {
 			base = top
@@ -263,7 +265,9 @@ func diffWrites(c simpleCommand, rebase func([]string) []string, v *fsView) []st
 		if (check && !apply) || cached {
 			return nil // the work tree is not written
 		}
-		base = filepath.Join(base, prefix)
+		if prefix != "" {
+			base = under(base, prefix)
+		}
 	case "patch":
 		strip = -1 // patch's default: see below
 		var ops []string
@@ -297,9 +301,9 @@ func diffWrites(c simpleCommand, rebase func([]string) []string, v *fsView) []st
 			case strings.HasPrefix(a, "-i"):
 				files = append(files, a[2:])
 			case a == "-d" || a == "--directory":
-				base = filepath.Join(base, next())
+				base = under(base, next())
 			case strings.HasPrefix(a, "--directory="):
-				base = filepath.Join(base, strings.TrimPrefix(a, "--directory="))
+				base = under(base, strings.TrimPrefix(a, "--directory="))
 			case a == "-o" || a == "--output":
 				output = next()
 			case strings.HasPrefix(a, "--output="):
@@ -317,15 +321,18 @@ func diffWrites(c simpleCommand, rebase func([]string) []string, v *fsView) []st
 			files = append(files, ops[1])
 		}
 		switch {
-		case output != "" && output != "-":
-			return cleanPaths([]string{filepath.Join(base, output)})
-		case output == "-":
-			return nil
+		case base == "" || output == "-":
+			return nil // -d DIR not clear; -o - writes no file
+		case output != "":
+			return cleanPaths([]string{under(base, output)})
 		case len(ops) > 0:
-			return cleanPaths([]string{filepath.Join(base, ops[0])})
+			return cleanPaths([]string{under(base, ops[0])})
 		}
 	default:
 		return nil
+	}
+	if base == "" {
+		return nil // a directory that is not clear
 	}
 	if len(files) == 0 {
 		files = []string{"-"}
@@ -355,10 +362,22 @@ func diffWrites(c simpleCommand, rebase func([]string) []string, v *fsView) []st
 					p = filepath.Base(p)
 				}
 			}
-			out = append(out, filepath.Join(base, p))
+			out = append(out, under(base, p))
 		}
 	}
 	return cleanPaths(out)
+}
+
+// under is p taken from dir: p itself when absolute, "" when either is
+// not clear (a dynamic word is "").
+func under(dir, p string) string {
+	switch {
+	case dir == "" || p == "":
+		return ""
+	case filepath.IsAbs(p):
+		return p
+	}
+	return filepath.Join(dir, p)
 }
 
 func atoiOr(s string, def int) int {
