@@ -51,6 +51,10 @@ type WakeItem struct {
 	Title   string `json:"title,omitempty"`
 	Attempt int64  `json:"attempt,omitempty"` // the claim's fencing token (item done --attempt)
 	Path    string `json:"path"`
+	// LeaseUntil is when a claim taken as a lease (no session or spawn
+	// keeps the agent alive) lapses unless renewed; "" for a claim tied
+	// to the agent's life.
+	LeaseUntil string `json:"lease_until,omitempty"`
 }
 
 // WakeQuestion is an open question addressed to the agent.
@@ -176,7 +180,11 @@ func ClaimedItems(s *docstore.Store, agent string) ([]WakeItem, error) {
 			}
 			_, caps, _ := schema.KindOfPath(d.Path)
 			attempt, _ := d.Int("claim_attempt")
-			out = append(out, WakeItem{ID: caps["id"], Queue: caps["queue"], Title: d.String("title"), Attempt: attempt, Path: d.Path})
+			it := WakeItem{ID: caps["id"], Queue: caps["queue"], Title: d.String("title"), Attempt: attempt, Path: d.Path}
+			if until, ok := d.Time("lease_until"); ok && d.String("claim_kind") == "lease" {
+				it.LeaseUntil = schema.FormatTime(until)
+			}
+			out = append(out, it)
 		}
 	}
 	return out, nil

@@ -28,7 +28,8 @@
 //	user-prompt-submit  Deliver: new messages, answers, questions, once each
 //	post-tool-use       Deliver
 //	stop                StopGate: block while an item is held (or was done in
-//	                    this session) and commitments fail
+//	                    this session) and commitments fail; not twice in a
+//	                    row (stop_hook_active: let through, said, journaled)
 //	session-end         EndSession: release items and reservations, sleep summary
 //
 // Identity: --as / $TAVERN_AGENT, else SessionAgent(tool, session id), a

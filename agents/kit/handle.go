@@ -96,11 +96,21 @@ func Handle(ctx context.Context, e *Env, in *Input, opt HookOptions) (*Response,
 		}
 		return &Response{Context: text}, err
 	case Stop:
-		reason, err := StopGate(ctx, e, agent)
-		if reason == "" {
+		f, err := stopCheck(ctx, e, agent)
+		if f == nil {
 			return nil, err
 		}
-		return &Response{Block: reason}, err
+		if in.StopHookActive {
+			// The tool is already going on because a stop hook blocked
+			// (Claude Code, Codex and Gemini all say so in
+			// stop_hook_active): blocking again could keep the session
+			// from ever stopping. The stop goes through; the user is
+			// told, and the journal keeps it.
+			_, _ = e.Manager.Journal.Append(journal.Event{Type: EventStopUnverified, Kind: "agent", Agent: agent,
+				Data: map[string]any{"session": in.SessionID, "failing": f.names}})
+			return &Response{Message: f.message(agent)}, err
+		}
+		return &Response{Block: f.reason(agent)}, err
 	case SessionEnd:
 		return nil, EndSession(e, agent, in.SessionID, in.Reason)
 	}
@@ -308,10 +318,31 @@ func denyReason(e *Env, agent string, cs []tuples.Conflict) string {
 //
 // The commitments are read first: an agent whose commitments all passed
 // (or who made none), the common stop, costs one directory read.
+//
+// Handle does not block twice in a row: when the tool says it is already
+// going on because of a stop hook (stop_hook_active), a failing check
+// lets the stop through with a message to the user instead.
 func StopGate(ctx context.Context, e *Env, agent string) (string, error) {
+	f, err := stopCheck(ctx, e, agent)
+	if f == nil {
+		return "", err
+	}
+	return f.reason(agent), err
+}
+
+// stopFailure is what a stop check found failing: the held and completed
+// items it was about, and each failing commitment.
+type stopFailure struct {
+	what, way []string
+	fails     []string // one line (and its output) per failing commitment
+	names     []string // the failing commitments' descriptions
+}
+
+// stopCheck is StopGate's check; nil when the stop may go through.
+func stopCheck(ctx context.Context, e *Env, agent string) (*stopFailure, error) {
 	cs, err := e.Manager.Commitments(agent)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	open := 0
 	for _, c := range cs {
@@ -320,18 +351,18 @@ func StopGate(ctx context.Context, e *Env, agent string) (string, error) {
 		}
 	}
 	if open == 0 {
-		return "", nil
+		return nil, nil
 	}
 	items, err := agents.ClaimedItems(e.Store, agent)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	done, err := CompletedInSession(e, agent)
 	if err != nil || len(items)+len(done) == 0 {
-		return "", err
+		return nil, err
 	}
 	results, err := e.Manager.Verify(ctx, agent, "hook:stop")
-	var fails []string
+	f := &stopFailure{}
 	var runErrs []error
 	for _, r := range results {
 		switch {
@@ -346,41 +377,58 @@ func StopGate(ctx context.Context, e *Env, agent string) (string, error) {
 			if out := lastLines(r.Output, 4); out != "" {
 				line += "\n  " + strings.ReplaceAll(out, "\n", "\n  ")
 			}
-			fails = append(fails, line)
+			f.fails = append(f.fails, line)
+			f.names = append(f.names, r.Commitment.Description)
 		}
 	}
 	err = errors.Join(append([]error{err}, runErrs...)...)
-	if len(fails) == 0 {
-		return "", err
+	if len(f.fails) == 0 {
+		return nil, err
 	}
-	var what, way []string
 	if len(items) > 0 {
 		var held []string
 		for _, it := range items {
 			held = append(held, fmt.Sprintf("%s/%s (attempt %d)", it.Queue, it.ID, it.Attempt))
 		}
-		what = append(what, "you hold "+strings.Join(held, ", "))
-		way = append(way, fmt.Sprintf("or give the item back: `tavern item release %s --attempt %d`", items[0].ID, items[0].Attempt))
+		f.what = append(f.what, "you hold "+strings.Join(held, ", "))
+		f.way = append(f.way, fmt.Sprintf("or give the item back: `tavern item release %s --attempt %d`", items[0].ID, items[0].Attempt))
 	}
 	if len(done) > 0 {
 		var ids []string
 		for _, ev := range done {
 			ids = append(ids, ev.Queue+"/"+ev.Item)
 		}
-		what = append(what, "you marked "+strings.Join(ids, ", ")+" done in this session")
+		f.what = append(f.what, "you marked "+strings.Join(ids, ", ")+" done in this session")
 		if len(items) == 0 {
-			way = append(way, "marking an item done does not end the check")
+			f.way = append(f.way, "marking an item done does not end the check")
 		}
 	}
+	return f, err
+}
+
+// reason is the block's reason, addressed to the model.
+func (f *stopFailure) reason(agent string) string {
 	verb, they, it := "do", "they pass; they are", "one cannot pass"
-	if len(fails) == 1 {
+	if len(f.fails) == 1 {
 		verb, they, it = "does", "it passes; it is", "it cannot pass"
 	}
-	reason := fmt.Sprintf("Tavern: %s and %d of your commitments %s not pass yet:\n%s\n"+
+	return fmt.Sprintf("Tavern: %s and %d of your commitments %s not pass yet:\n%s\n"+
 		"Keep working until %s checked again when you stop. "+
 		"If %s, say so to the user (`tavern ask --to user \"...\" --as %s`)%s.",
-		strings.Join(what, "; "), len(fails), verb, strings.Join(fails, "\n"), they, it, agent, prefixed(", ", strings.Join(way, "; ")))
-	return reason, err
+		strings.Join(f.what, "; "), len(f.fails), verb, strings.Join(f.fails, "\n"), they, it, agent, prefixed(", ", strings.Join(f.way, "; ")))
+}
+
+// message is what the user is told when the stop goes through anyway (a
+// stop hook blocked it already: see Handle).
+func (f *stopFailure) message(agent string) string {
+	verb := "do"
+	if len(f.fails) == 1 {
+		verb = "does"
+	}
+	return fmt.Sprintf("Tavern: %s stops with %d of its commitments that %s not pass:\n%s\n"+
+		"The stop gate blocked once already and does not block twice in a row (that could keep the session from ever stopping); "+
+		"`tavern verify %s` checks them again.",
+		agent, len(f.fails), verb, strings.Join(f.fails, "\n"), agent)
 }
 
 func prefixed(p, s string) string {

@@ -9,7 +9,10 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/tavernhq/tavern/schema"
 )
 
 // Tool is an agent tool Tavern integrates with.
@@ -30,12 +33,36 @@ var Tools = []Tool{Claude, Codex, Gemini, Aider}
 // HookTools are the tools with hooks.
 var HookTools = []Tool{Claude, Codex, Gemini}
 
-// ParseTool checks a tool name.
+// ParseTool checks a tool name setup knows (Tools).
 func ParseTool(s string) (Tool, error) {
-	if t := Tool(s); slices.Contains(Tools, t) {
+	return parseTool(s, Tools)
+}
+
+// ParseHookTool checks the tool name a hook is given (--tool): one of
+// HookTools. Aider has no hooks, so a hook run for it is a mistake.
+func ParseHookTool(s string) (Tool, error) {
+	return parseTool(s, HookTools)
+}
+
+// parseTool is s if it is one of known, else an ErrUnknownTool that
+// names the near ones ("did you mean") and lists them all.
+func parseTool(s string, known []Tool) (Tool, error) {
+	if t := Tool(s); slices.Contains(known, t) {
 		return t, nil
 	}
-	return "", &Error{Op: "tool", Path: s, Err: fmt.Errorf("%w (one of claude, codex, gemini, aider)", ErrUnknownTool)}
+	names := make([]string, len(known))
+	for i, t := range known {
+		names[i] = string(t)
+	}
+	msg := "%w (one of " + strings.Join(names, ", ") + ")"
+	if near := schema.Near(strings.ToLower(s), names); len(near) > 0 {
+		msg = "%w (did you mean " + schema.NearList(near) + "? one of " + strings.Join(names, ", ") + ")"
+	} else if slices.Contains(Tools, Tool(s)) {
+		msg = "%w: " + s + " has no hooks (one of " + strings.Join(names, ", ") + ")"
+	} else if slices.Contains(names, strings.ToLower(s)) {
+		msg = "%w (did you mean " + strconv.Quote(strings.ToLower(s)) + "? one of " + strings.Join(names, ", ") + ")"
+	}
+	return "", &Error{Op: "tool", Path: s, Err: fmt.Errorf(msg, ErrUnknownTool)}
 }
 
 // Event is a hook event, by Tavern's name for it (`tavern hook EVENT`).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -20,6 +21,7 @@ import (
 	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/queues/tuples"
 	"github.com/tavernhq/tavern/schema"
+	"github.com/tavernhq/tavern/watcher/journal"
 )
 
 // newEnv is an Env on a fresh store in a temp dir.
@@ -321,6 +323,57 @@ func TestStopGate(t *testing.T) {
 	cs, _ := m.Commitments("me")
 	if cs[0].Status != agents.StatusPassed || cs[0].VerifiedBy != "hook:stop" {
 		t.Errorf("commitment after the passing stop: %+v", cs[0])
+	}
+}
+
+// The stop gate does not block twice in a row: when the tool says it is
+// already going on because of a stop hook (stop_hook_active, in all three
+// tools' Stop payloads), a failing check lets the stop through, tells the
+// user (systemMessage) and journals it. Blocking again could keep the
+// session from ever stopping.
+func TestStopGateNotTwiceInARow(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	if _, err := e.Manager.CreateAgent(agents.AgentSpec{Name: "me"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Manager.AddCommitment("me", "the flag exists", "test -f done.flag", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	mustQueueItem(t, e, "build", "make the flag")
+	b, _ := e.Broker()
+	if _, err := Take(ctx, b, "me", nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range HookTools {
+		stop := func(active bool) *Response {
+			t.Helper()
+			data := fmt.Sprintf(`{"session_id":"s1234567890","stop_hook_active":%v}`, active)
+			in, err := ParseInput(tool, Stop, []byte(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := Handle(ctx, e, in, HookOptions{Agent: "me"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		if r := stop(false); r == nil || !strings.Contains(r.Block, "the flag exists") {
+			t.Fatalf("%s: first stop: got %+v, want it blocked", tool, r)
+		}
+		r := stop(true)
+		if r == nil || r.Block != "" || !strings.Contains(r.Message, "the flag exists") || !strings.Contains(r.Message, "does not block twice") {
+			t.Fatalf("%s: stop with stop_hook_active: got %+v, want it let through with a message", tool, r)
+		}
+		out, err := r.Render(tool, Stop)
+		if err != nil || strings.Contains(string(out), `"decision"`) || !strings.Contains(string(out), `"systemMessage"`) {
+			t.Errorf("%s: rendered: %s %v", tool, out, err)
+		}
+	}
+	evs, _, err := journal.Tail(e.Store.Root(), 10, journal.Filter{Types: []string{"session.stop_unverified"}, Agent: "me"})
+	if err != nil || len(evs) != len(HookTools) {
+		t.Errorf("journaled stops let through: %d %v, want %d", len(evs), err, len(HookTools))
 	}
 }
 

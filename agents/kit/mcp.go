@@ -241,13 +241,14 @@ type reportIn struct {
 }
 
 func (ms *mcpServer) report(_ context.Context, _ *mcp.CallToolRequest, in reportIn) (*mcp.CallToolResult, any, error) {
-	// The attempt is the fence, as in `tavern item done`; but a name given
-	// must still be an agent's (a typo reports nothing), and without an
-	// attempt the claim must be its (queues.CompleteAs).
-	if ms.opt.Agent != "" {
-		if _, err := ms.whoami(); err != nil {
-			return nil, nil, err
-		}
+	// The attempt is the fence, as in `tavern item done --as`; report
+	// acts as the server's agent like every other tool: with none it
+	// refuses (ErrNoAgent) instead of reporting as nobody, the person's
+	// way; a typo reports nothing; without an attempt the claim must be
+	// the agent's (queues.CompleteAs).
+	agent, err := ms.whoami()
+	if err != nil {
+		return nil, nil, err
 	}
 	b, err := ms.e.Broker()
 	if err != nil {
@@ -255,19 +256,19 @@ func (ms *mcpServer) report(_ context.Context, _ *mcp.CallToolRequest, in report
 	}
 	switch in.Outcome {
 	case "done":
-		it, err := b.CompleteAs(in.ID, in.Attempt, ms.opt.Agent, in.Text)
+		it, err := b.CompleteAs(in.ID, in.Attempt, agent, in.Text)
 		if err != nil {
 			return nil, nil, err
 		}
 		return text(it.ID + " " + it.State), nil, nil
 	case "failed", "fail":
-		it, err := b.FailAs(in.ID, in.Attempt, ms.opt.Agent, in.Text)
+		it, err := b.FailAs(in.ID, in.Attempt, agent, in.Text)
 		if err != nil {
 			return nil, nil, err
 		}
 		return text(it.ID + " " + it.State), nil, nil
 	case "released", "release":
-		it, err := b.ReleaseAs(in.ID, in.Attempt, ms.opt.Agent)
+		it, err := b.ReleaseAs(in.ID, in.Attempt, agent)
 		if err != nil {
 			return nil, nil, err
 		}

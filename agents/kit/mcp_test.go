@@ -174,3 +174,43 @@ func connectMCP(t *testing.T, e *Env) *mcp.ClientSession {
 	t.Cleanup(func() { cs.Close() })
 	return cs
 }
+
+// report acts as the server's agent like every other tool: with none (no
+// --as, no $TAVERN_AGENT, no hooked session) it refuses with
+// ErrNoAgent and reports nothing — it completed the item as nobody, the
+// person's way (fenced by the attempt only). With the session's agent it
+// reports as that agent, so its own claim needs no attempt.
+func TestMCPReportNeedsIdentity(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	m := e.Manager
+	const agent = "claude-12345678"
+	if _, err := m.CreateAgent(agents.AgentSpec{Name: agent}); err != nil {
+		t.Fatal(err)
+	}
+	mustQueueItem(t, e, "build", "compile")
+	b, _ := e.Broker()
+	c, err := Take(ctx, b, agent, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nobody := &mcpServer{e: e}
+	if _, _, err := nobody.report(ctx, nil, reportIn{ID: c.ID, Attempt: c.Attempt, Outcome: "done"}); !errors.Is(err, ErrNoAgent) {
+		t.Errorf("report with no identity: got %v, want ErrNoAgent", err)
+	}
+	if it, err := b.Get(c.ID); err != nil || it.State != "claimed" {
+		t.Fatalf("item after the refused report: %+v %v, want still claimed", it, err)
+	}
+	if _, err := m.EditAgent(agent, func(d *docstore.Doc) error {
+		return d.SetMany([]docstore.Field{{Key: "session_id", Value: "s1"}, {Key: "host", Value: m.Host}, {Key: "pid", Value: os.Getppid()}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	res, _, err := (&mcpServer{e: e}).report(ctx, nil, reportIn{ID: c.ID, Outcome: "done", Text: "ok"})
+	if err != nil {
+		t.Fatalf("report as the session's agent, no attempt: %v", err)
+	}
+	if got := res.Content[0].(*mcp.TextContent).Text; !strings.HasSuffix(got, " done") {
+		t.Errorf("report: %q", got)
+	}
+}

@@ -39,26 +39,73 @@ func WritePaths(toolName string, toolInput json.RawMessage, cwd string) []string
 		}
 	case "Bash", "run_shell_command", "shell", "local_shell", "exec_command", "container.exec":
 		cwd = shellDir(in, cwd)
-		switch c := in["command"].(type) {
-		case string:
-			rel = append(rel, ShellWrites(c)...)
-		case []any: // argv form (older Codex shell tools)
-			var words []string
-			for _, w := range c {
-				if s, ok := w.(string); ok {
-					words = append(words, s)
-				}
-			}
-			if len(words) == 3 && (words[0] == "bash" || words[0] == "sh" || words[0] == "zsh") && (words[1] == "-c" || words[1] == "-lc") {
-				rel = append(rel, ShellWrites(words[2])...)
-			} else if len(words) > 0 && words[0] == "apply_patch" && len(words) == 2 {
-				rel = append(rel, PatchPaths(words[1])...)
-			} else {
-				rel = append(rel, commandWrites(words)...)
-			}
-		}
+		rel = append(rel, shellToolPaths(in["command"], &fsView{cwd: cwd}, false)...)
 	}
 	return absUnique(cwd, rel)
+}
+
+// shellToolPaths reads a shell tool's command — a line, or an argv (older
+// Codex shell tools) — and returns the paths it writes, or with trees the
+// directories it removes or moves whole (commandTrees). v looks at the
+// files where that decides (nil: it does not).
+func shellToolPaths(command any, v *fsView, trees bool) []string {
+	var line string
+	switch c := command.(type) {
+	case string:
+		line = c
+	case []any:
+		var words []string
+		for _, w := range c {
+			if s, ok := w.(string); ok {
+				words = append(words, s)
+			}
+		}
+		switch {
+		case len(words) == 3 && (words[0] == "bash" || words[0] == "sh" || words[0] == "zsh") && (words[1] == "-c" || words[1] == "-lc"):
+			line = words[2]
+		case len(words) == 2 && words[0] == "apply_patch" && !trees:
+			return PatchPaths(words[1])
+		default:
+			return simplePaths(simpleCommand{words: words}, func(p []string) []string { return p }, v, trees)
+		}
+	default:
+		return nil
+	}
+	cmds, ok := parseShell(line)
+	if !ok {
+		return nil
+	}
+	var out []string
+	walkShell(cmds, func(c simpleCommand, rebase func([]string) []string) {
+		out = append(out, simplePaths(c, rebase, v, trees)...)
+	})
+	return out
+}
+
+// simplePaths is what one simple command writes (or, with trees, removes
+// or moves whole), its relative paths made relative to where the line
+// is by then (rebase).
+func simplePaths(c simpleCommand, rebase func([]string) []string, v *fsView, trees bool) []string {
+	// git checkout NAME (no --) restores NAME when it is a path, else
+	// switches to the branch NAME: a path that exists is read as one.
+	restored := v.existing(rebase(gitCheckoutOperands(c.words)))
+	if trees {
+		return append(rebase(commandTrees(c.words)), restored...)
+	}
+	out := rebase(c.redirects)
+	out = append(out, rebase(commandWrites(c.words))...)
+	// Codex runs `apply_patch <<'EOF'` (and `apply_patch 'PATCH'`)
+	// given to its shell tool as the patch itself: its files are
+	// written. The body is the command's stdin, so it is only read for
+	// apply_patch.
+	if w := commandWords(c.words); len(w) > 0 && (filepath.Base(w[0]) == "apply_patch" || filepath.Base(w[0]) == "applypatch") {
+		if len(w) > 1 {
+			out = append(out, rebase(PatchPaths(w[1]))...)
+		}
+		out = append(out, rebase(PatchPaths(c.heredoc))...)
+	}
+	out = append(out, diffWrites(c, rebase, v)...)
+	return append(out, restored...)
 }
 
 // shellDir is the directory a shell tool runs its command in: Gemini's
@@ -118,36 +165,24 @@ func PatchPaths(patch string) []string {
 
 // ShellWrites returns the paths a shell command line clearly writes:
 // targets of output redirections (>, >>, &>, >|, N>), files given to tee,
-// touch, rm, rmdir, mkdir, truncate, sed -i, perl -i, the destination of
-// cp, ln and install (and DIR/NAME when the destination is a directory),
-// both sides of mv, dd's of=, git mv / git rm / git restore / git
-// checkout -- (after git's -C), and the files of a patch
-// given to apply_patch (as its argument or here-document, as Codex runs it),
-// and all of these in the script of a `sh -c` (inlineShells).
-// Relative paths are taken from the directory a cd before them went to
-// (walkShell). Words with expansions ($, `, globs) are not clear and are
-// skipped, as is a line that does not tokenize (an open quote).
+// touch, rm, rmdir, mkdir, truncate, sed -i, perl -i, gofmt -w and
+// goimports -w, the destination of cp, ln and install (and DIR/NAME when
+// the destination is a directory), both sides of mv, dd's of=, git mv /
+// git rm / git restore / git checkout -- (after git's -C), the files of a
+// patch given to apply_patch (as its argument or here-document, as Codex
+// runs it) and of a diff in the here-document of git apply or patch, the
+// static arguments of a writing command run by xargs, and all of these
+// in the script of a `sh -c` (inlineShells) and in command substitutions
+// ($(...), backquotes). Relative paths are taken from the directory a cd
+// before them went to (walkShell). Words with expansions ($, `, globs)
+// are not clear and are skipped, as is a line that does not tokenize (an
+// open quote).
+//
+// It reads no file: WritePaths also reads the patch files given to git
+// apply and patch, and takes `git checkout NAME` (no --) as a write of
+// NAME when NAME exists.
 func ShellWrites(line string) []string {
-	cmds, ok := parseShell(line)
-	if !ok {
-		return nil
-	}
-	var out []string
-	walkShell(cmds, func(c simpleCommand, rebase func([]string) []string) {
-		out = append(out, rebase(c.redirects)...)
-		out = append(out, rebase(commandWrites(c.words))...)
-		// Codex runs `apply_patch <<'EOF'` (and `apply_patch 'PATCH'`)
-		// given to its shell tool as the patch itself: its files are
-		// written. The body is the command's stdin, so it is only read for
-		// apply_patch.
-		if w := commandWords(c.words); len(w) > 0 && (filepath.Base(w[0]) == "apply_patch" || filepath.Base(w[0]) == "applypatch") {
-			if len(w) > 1 {
-				out = append(out, rebase(PatchPaths(w[1]))...)
-			}
-			out = append(out, rebase(PatchPaths(c.heredoc))...)
-		}
-	})
-	return out
+	return shellToolPaths(line, nil, false)
 }
 
 // unknownDir is the directory after a cd Tavern cannot follow.
@@ -221,6 +256,8 @@ type simpleCommand struct {
 	words     []string // static words; a dynamic word is ""
 	redirects []string // static output redirection targets
 	heredoc   string   // the bodies of its here-documents (apply_patch reads its patch there)
+	stdin     string   // a static input redirection's file (< FILE): git apply and patch read their patch there
+	subs      []string // the scripts of its command substitutions, $(...) and `...`
 	depth     int      // how many ( ) subshells it is in
 }
 
@@ -241,7 +278,7 @@ func parseShell(line string) ([]simpleCommand, bool) {
 	i := 0
 	depth := 0
 	flush := func() {
-		if len(cur.words) > 0 || len(cur.redirects) > 0 {
+		if len(cur.words) > 0 || len(cur.redirects) > 0 || len(cur.subs) > 0 {
 			cur.depth = depth
 			cmds = append(cmds, cur)
 		}
@@ -250,6 +287,16 @@ func parseShell(line string) ([]simpleCommand, bool) {
 	readWord := func() (shellWord, bool) {
 		var w strings.Builder
 		dyn := false
+		// A brace expansion ({a,b}, {1..3}) makes several words; a lone
+		// {} (find -exec, xargs -I{}) is one word.
+		brace := false
+		word := func() shellWord {
+			t := w.String()
+			if brace && strings.Contains(t, "}") && (strings.Contains(t, ",") || strings.Contains(t, "..")) {
+				dyn = true
+			}
+			return shellWord{text: t, dynamic: dyn}
+		}
 		for i < len(rs) {
 			r := rs[i]
 			switch {
@@ -264,19 +311,39 @@ func parseShell(line string) ([]simpleCommand, bool) {
 				w.WriteString(string(rs[i+1 : j]))
 				i = j + 1
 			case r == '"':
+				// Inside double quotes a backslash escapes only $ ` " \
+				// and a newline; substitutions still run.
 				j := i + 1
 				for j < len(rs) && rs[j] != '"' {
-					if rs[j] == '\\' && j+1 < len(rs) {
-						j++
-					} else if rs[j] == '$' || rs[j] == '`' {
+					switch {
+					case rs[j] == '\\' && j+1 < len(rs):
+						if strings.ContainsRune("$`\"\\", rs[j+1]) {
+							w.WriteRune(rs[j+1])
+						} else if rs[j+1] != '\n' {
+							w.WriteRune(rs[j])
+							w.WriteRune(rs[j+1])
+						}
+						j += 2
+						continue
+					case rs[j] == '$' || rs[j] == '`':
 						dyn = true
+						end, script, ok := substitution(rs, j)
+						if end < 0 {
+							return shellWord{}, false
+						}
+						if ok {
+							cur.subs = append(cur.subs, script)
+							w.WriteString(string(rs[j:end]))
+							j = end
+							continue
+						}
 					}
+					w.WriteRune(rs[j])
 					j++
 				}
 				if j >= len(rs) {
 					return shellWord{}, false
 				}
-				w.WriteString(strings.ReplaceAll(string(rs[i+1:j]), "\\\"", "\""))
 				i = j + 1
 			case r == '\\':
 				if i+1 < len(rs) {
@@ -286,16 +353,32 @@ func parseShell(line string) ([]simpleCommand, bool) {
 					i++
 				}
 			case r == ' ' || r == '\t' || r == '\n' || r == ';' || r == '&' || r == '|' || r == '<' || r == '>' || r == '(' || r == ')':
-				return shellWord{text: w.String(), dynamic: dyn}, true
+				return word(), true
 			default:
-				if r == '$' || r == '`' || r == '*' || r == '?' || r == '[' || r == '{' || r == '~' {
+				if r == '$' || r == '`' {
+					end, script, ok := substitution(rs, i)
+					if end < 0 {
+						return shellWord{}, false
+					}
+					if ok {
+						cur.subs = append(cur.subs, script)
+						dyn = true
+						w.WriteString(string(rs[i:end]))
+						i = end
+						continue
+					}
+				}
+				if r == '$' || r == '`' || r == '*' || r == '?' || r == '[' || r == '~' {
 					dyn = true
+				}
+				if r == '{' {
+					brace = true
 				}
 				w.WriteRune(r)
 				i++
 			}
 		}
-		return shellWord{text: w.String(), dynamic: dyn}, true
+		return word(), true
 	}
 	skipBlanks := func() {
 		for i < len(rs) && (rs[i] == ' ' || rs[i] == '\t') {
@@ -371,8 +454,12 @@ func parseShell(line string) ([]simpleCommand, bool) {
 			}
 			i++
 			skipBlanks()
-			if _, ok := readWord(); !ok { // input redirection: read, not write
+			w, ok := readWord() // input redirection: read, not write
+			if !ok {
 				return nil, false
+			}
+			if !w.dynamic && w.text != "" {
+				cur.stdin = w.text
 			}
 		case r == '>':
 			i++
@@ -416,12 +503,22 @@ func parseShell(line string) ([]simpleCommand, bool) {
 }
 
 // inlineShells puts the commands of each `sh -c SCRIPT` (bash, zsh...)
-// right after it, one subshell deeper: what the script writes, the line
+// right after it, and those of its command substitutions right before
+// it, one subshell deeper: what the script writes, the line
 // writes, and a cd in it moves only its own commands. The script is
 // shorter than the line it is in, so the recursion ends.
 func inlineShells(cmds []simpleCommand) []simpleCommand {
 	var out []simpleCommand
 	for _, c := range cmds {
+		// A command substitution runs before its command, in a subshell.
+		for _, sub := range c.subs {
+			if inner, ok := parseShell(sub); ok {
+				for _, ic := range inner {
+					ic.depth += c.depth + 1
+					out = append(out, ic)
+				}
+			}
+		}
 		out = append(out, c)
 		script := shellScript(c.words)
 		if script == "" {
@@ -485,6 +582,12 @@ func commandWrites(words []string) []string {
 	switch name {
 	case "tee", "touch", "rm", "rmdir", "mkdir", "shred", "unlink":
 		return clean(operands(args))
+	case "gofmt", "goimports":
+		return gofmtWrites(args)
+	case "xargs":
+		// What xargs appends comes from its input and is not clear (see
+		// commandTrees); the words it is given are.
+		return commandWrites(xargsCommand(args))
 	case "truncate":
 		var out []string
 		for i := 0; i < len(args); i++ {
@@ -658,7 +761,9 @@ func cleanPaths(ps []string) []string {
 
 // TreePaths returns the directories a tool call removes or moves as a
 // whole, everything under them with them, as absolute paths: the
-// operands of rm -r, rmdir and git rm -r, the sources of mv and git
+// operands of rm -r, rmdir, git rm -r and gofmt -w, the starting
+// points of find -delete, the directory xargs runs a writing command in
+// (what it writes comes from its input), the sources of mv and git
 // mv, and what git checkout/restore, reset --hard, stash and clean -f
 // discard (gitDiscarded) (in shell commands, as ShellWrites reads them). WritePaths has them
 // too, as paths; a reservation of a path under one of them is written by
@@ -672,30 +777,7 @@ func TreePaths(toolName string, toolInput json.RawMessage, cwd string) []string 
 	switch toolName {
 	case "Bash", "run_shell_command", "shell", "local_shell", "exec_command", "container.exec":
 		cwd = shellDir(in, cwd)
-		switch c := in["command"].(type) {
-		case string:
-			if cmds, ok := parseShell(c); ok {
-				walkShell(cmds, func(sc simpleCommand, rebase func([]string) []string) {
-					rel = append(rel, rebase(commandTrees(sc.words))...)
-				})
-			}
-		case []any:
-			var words []string
-			for _, w := range c {
-				if s, ok := w.(string); ok {
-					words = append(words, s)
-				}
-			}
-			if len(words) == 3 && (words[0] == "bash" || words[0] == "sh" || words[0] == "zsh") && (words[1] == "-c" || words[1] == "-lc") {
-				if cmds, ok := parseShell(words[2]); ok {
-					walkShell(cmds, func(sc simpleCommand, rebase func([]string) []string) {
-						rel = append(rel, rebase(commandTrees(sc.words))...)
-					})
-				}
-			} else {
-				rel = append(rel, commandTrees(words)...)
-			}
-		}
+		rel = append(rel, shellToolPaths(in["command"], &fsView{cwd: cwd}, true)...)
 	}
 	return absUnique(cwd, rel)
 }
@@ -741,6 +823,17 @@ func commandTrees(words []string) []string {
 		return cleanPaths(shellOperands(args))
 	case "mv":
 		return cleanPaths(sources(args))
+	case "gofmt", "goimports":
+		return gofmtWrites(args)
+	case "find":
+		return findDeletes(args)
+	case "xargs":
+		// A writing command run on what comes in (`find ... | xargs
+		// rm`, `grep -l x | xargs sed -i ...`) writes paths the line
+		// does not say: anywhere under the directory it runs in.
+		if writesMore(xargsCommand(args)) {
+			return []string{"."}
+		}
 	case "git":
 		dir, args, ok := gitCommand(args)
 		if !ok {

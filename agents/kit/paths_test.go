@@ -3,6 +3,8 @@ package kit
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -102,6 +104,127 @@ func TestTreePaths(t *testing.T) {
 		got := TreePaths(tt.tool, json.RawMessage(tt.input), "/p")
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("TreePaths(%s, %s) = %q, want %q", tt.tool, tt.input, got, tt.want)
+		}
+	}
+}
+
+// The gate's decision on shell forms that write files the words do not
+// name as plainly as `rm FILE`: git checkout FILE without --, git apply
+// and patch (the diff's files), find -delete, gofmt -w, xargs running a
+// writer, and commands in $(...) or backquotes, in a sh -c script too.
+// src/parser/** is bob's; each line is run by the session "me".
+func TestShellWriteForms(t *testing.T) {
+	e := newEnv(t)
+	proj := filepath.Dir(e.Store.Root())
+	reserve(t, e, "bob", "src/parser/**")
+	for _, d := range []string{".git", "src/parser", "src/lexer", "docs"} {
+		if err := os.MkdirAll(filepath.Join(proj, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := map[string]string{
+		"src/parser/a.go": "package parser\n",
+		"src/lexer/l.go":  "package lexer\n",
+		"parser.patch":    "diff --git a/src/parser/a.go b/src/parser/a.go\n--- a/src/parser/a.go\n+++ b/src/parser/a.go\n@@ -1 +1 @@\n-package parser\n+package parser // x\n",
+		"lexer.patch":     "--- a/src/lexer/l.go\n+++ b/src/lexer/l.go\n@@ -1 +1 @@\n--- package lexer\n+++ b/src/parser/not-a-header.go\n",
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(proj, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const hunk = "--- a/src/parser/a.go\n+++ b/src/parser/a.go\n@@ -1 +1 @@\n-x\n+y\n"
+	for _, tt := range []struct {
+		cmd  string
+		deny bool
+	}{
+		// git checkout NAME without --: a path when it exists.
+		{"git checkout src/parser/a.go", true},
+		{"git checkout HEAD~1 src/parser", true},
+		{"git -C src checkout parser/a.go", true},
+		{"git checkout main", false},
+		{"git checkout -b src/parser/a.go", false},
+		{"git checkout src/lexer/l.go", false},
+		// git apply and patch: the diff's files, from a file, < FILE or a
+		// here-document.
+		{"git apply parser.patch", true},
+		{"git apply --check parser.patch", false},
+		{"git apply --cached parser.patch", false},
+		{"git apply lexer.patch", false}, // a removed "-- x" line is no header
+		{"git apply -p1 < parser.patch", true},
+		{"cd src && git apply ../parser.patch", true}, // from the work tree's top
+		{"git apply <<'EOF'\n" + hunk + "EOF", true},
+		{"patch -p1 < parser.patch", true},
+		{"patch -p1 -i parser.patch", true},
+		{"patch -p0 --dry-run < parser.patch", false},
+		{"patch src/parser/a.go parser.patch", true},
+		{"patch -p1 -o out.go < parser.patch", false},
+		{"patch -p1 <<EOF\n" + hunk + "EOF", true},
+		{"cat parser.patch | git apply", false}, // from a pipe: not clear
+		// find -delete and -exec of a writer: everything under the start.
+		{"find src -name '*.orig' -delete", true},
+		{"find . -name x -exec rm {} +", true},
+		{"find src/lexer -delete", false},
+		{"find src -name '*.go'", false},
+		{"find src -exec grep -l x {} ;", false},
+		// gofmt -w, goimports -w: files and directories.
+		{"gofmt -w src/parser/a.go", true},
+		{"gofmt -l -w .", true},
+		{"goimports -w -local example.com src", true},
+		{"gofmt -l src/parser", false},
+		{"gofmt -w src/lexer", false},
+		// xargs running a writer: anywhere under where it runs.
+		{"git ls-files src/parser | xargs rm", true},
+		{"grep -l x -r src | xargs sed -i s/a/b/", true},
+		{"find . -name '*.go' | xargs -n 1 -I{} mv {} /tmp/", true},
+		{"cd docs && ls | xargs rm", false},
+		{"find src -name '*.go' | xargs grep -l foo", false},
+		// Command substitutions, at the top and in sh -c.
+		{"echo `touch src/parser/b.go`", true},
+		{"echo \"$(rm src/parser/a.go)\"", true},
+		{"sh -c 'echo $(touch src/parser/b.go)'", true},
+		{"sh -c \"x=\\`rm -f src/parser/a.go\\`\"", true},
+		{"bash -c 'echo \"$(cd src/parser && touch b.go)\"'", true},
+		{"echo $(git status) > src/lexer/out.txt", false},
+		{"echo $((1 + 2)) `date`", false},
+		// A here-document in a substitution is text: its apostrophe opens
+		// no quote (the commit message form Claude Code writes).
+		{"git commit -m \"$(cat <<'EOF'\nDon't (really)\nEOF\n)\" && rm src/parser/a.go", true},
+		{"git commit -m \"$(cat <<'EOF'\nDon't (really)\nEOF\n)\"", false},
+	} {
+		input, _ := json.Marshal(map[string]any{"command": tt.cmd})
+		in := &Input{Tool: Claude, Event: PreToolUse, Cwd: proj, ToolName: "Bash", ToolInput: input}
+		r, err := CheckWrite(e, in, "me")
+		if err != nil {
+			t.Errorf("%q: %v", tt.cmd, err)
+		}
+		if got := r != nil && r.Deny != ""; got != tt.deny {
+			t.Errorf("%q: denied %v, want %v (%+v)", tt.cmd, got, tt.deny, r)
+		}
+	}
+}
+
+// diffWrites' paths: absolute ones stay absolute, -d and --directory
+// move the relative ones, and a value that is not clear writes nothing
+// Tavern can name.
+func TestDiffWritesPaths(t *testing.T) {
+	const hunk = "--- a/x.go\n+++ b/x.go\n@@ -1 +1 @@\n-a\n+b\n"
+	for _, tt := range []struct {
+		cmd  string
+		want []string
+	}{
+		{"patch -p1 -o /tmp/out.go <<EOF\n" + hunk + "EOF", []string{"/tmp/out.go"}},
+		{"patch -p1 -o - <<EOF\n" + hunk + "EOF", nil},
+		{"patch -p1 -d sub <<EOF\n" + hunk + "EOF", []string{"/p/sub/x.go"}},
+		{"patch -p1 -d \"$D\" <<EOF\n" + hunk + "EOF", nil},
+		{"patch /abs/y.go <<EOF\n" + hunk + "EOF", []string{"/abs/y.go"}},
+		{"git -C /q apply --directory=mod <<EOF\n" + hunk + "EOF", []string{"/q/mod/x.go"}},
+		{"git apply -p0 <<EOF\n--- /etc/x\n+++ /etc/x\nEOF", []string{"/etc/x"}},
+		{"patch <<EOF\n--- a/x.go\n+++ a/x.go\nEOF", []string{"/p/x.go"}}, // no -p, and no directory a/: the file name
+	} {
+		input, _ := json.Marshal(map[string]any{"command": tt.cmd})
+		if got := WritePaths("Bash", input, "/p"); !slices.Equal(got, tt.want) {
+			t.Errorf("%q: got %q, want %q", tt.cmd, got, tt.want)
 		}
 	}
 }

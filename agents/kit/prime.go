@@ -262,13 +262,24 @@ func (p *Prime) Text() string {
 		}
 	}
 	var lines []string
+	leased := false
 	for i, it := range p.Items {
 		if i == primeItems {
 			break
 		}
-		lines = append(lines, fmt.Sprintf("- %s/%s %q (attempt %d)", it.Queue, it.ID, it.Title, it.Attempt))
+		lease := ""
+		if it.LeaseUntil != "" {
+			lease, leased = ", a lease until "+it.LeaseUntil, true
+		}
+		lines = append(lines, fmt.Sprintf("- %s/%s %q (attempt %d%s)", it.Queue, it.ID, it.Title, it.Attempt, lease))
 	}
-	add("Your items (report with `tavern item done|fail ID --attempt N`)", lines, max(0, len(p.Items)-primeItems), "tavern ls items --where claimed_by="+p.Agent)
+	itemsTitle := "Your items (report with `tavern item done|fail ID --attempt N`)"
+	if leased {
+		// A lease lapses and the item goes back to the queue for another
+		// agent: the one holding it must know to renew it.
+		itemsTitle = "Your items (report with `tavern item done|fail ID --attempt N`; renew a lease before it ends, `tavern item renew ID --attempt N --as " + p.Agent + "`, or it goes back to the queue)"
+	}
+	add(itemsTitle, lines, max(0, len(p.Items)-primeItems), "tavern ls items --where claimed_by="+p.Agent)
 	lines = nil
 	for _, it := range p.Next {
 		lines = append(lines, fmt.Sprintf("- %s/%s %q", it.Queue, it.ID, it.Title))

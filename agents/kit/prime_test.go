@@ -191,3 +191,36 @@ func TestNextNeverOffersHeld(t *testing.T) {
 		t.Fatalf("take: %v %v, want %s", c, err, dep.ID)
 	}
 }
+
+// An item the agent holds as a lease (no session or spawn keeps it
+// alive) lapses unless renewed: prime says until when and how to renew
+// it. A claim tied to the agent's life says nothing of a lease.
+func TestPrimeLease(t *testing.T) {
+	e := newEnv(t)
+	if _, err := e.Manager.CreateAgent(agents.AgentSpec{Name: "me"}); err != nil {
+		t.Fatal(err)
+	}
+	mustQueueItem(t, e, "build", "compile the parser")
+	b, _ := e.Broker()
+	c, err := Take(context.Background(), b, "me", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	until, ok := c.Doc.Time("lease_until")
+	if !ok || c.Doc.String("claim_kind") != "lease" {
+		t.Fatalf("claim without a session: %v, want a lease", c.Doc)
+	}
+	p, err := BuildPrime(e.Store, "me", PrimeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Items) != 1 || p.Items[0].LeaseUntil != schema.FormatTime(until) {
+		t.Errorf("items: %+v, want the lease's end", p.Items)
+	}
+	text := p.Text()
+	for _, want := range []string{"(attempt 1, a lease until " + schema.FormatTime(until) + ")", "`tavern item renew ID --attempt N --as me`"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("prime lacks %q:\n%s", want, text)
+		}
+	}
+}

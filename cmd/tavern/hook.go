@@ -37,7 +37,9 @@ them by hand. EVENT (the tools' own names are accepted too):
    post-tool-use        the same, after each tool call
    stop                 blocks the stop while the agent holds an item, or
                         marked one done in this session, and its
-                        commitments do not pass
+                        commitments do not pass; not twice in a row (with
+                        stop_hook_active it lets the stop through and
+                        says which commitments fail)
    session-end          releases what the session held, writes the sleep
                         summary
 
@@ -51,8 +53,12 @@ how to create it with ` + "`tavern agent new NAME`" + `); the other hooks write
 nothing for an unknown agent.
 
 A hook never stops the tool because of Tavern's own trouble: errors go to
-stderr and the exit status is 0, usage errors (an event, tool or flag
-this Tavern does not know) included, since the tools read exit 2 as block. The reservation and stop gates decide
+stderr and the exit status is 0, usage errors (an event or flag this
+Tavern does not know) included, since the tools read exit 2 as block. An
+unknown --tool is the exception: it exits 2 (naming the tools, "did you
+mean"), so a misconfigured hook refuses edits instead of letting them all
+through unchecked; only a stop already held once (stop_hook_active) goes
+through. The reservation and stop gates decide
 against the tool only on a definite conflict; a reservation file the gate
 cannot read is named (path:line:col) in the answer's systemMessage and on
 stderr, and the edit goes on. Outside a Tavern project every hook prints
@@ -102,7 +108,7 @@ func runHook(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return failOpen(c, "", usageErr("hook takes EVENT (session-start, pre-tool-use, user-prompt-submit, post-tool-use, stop, session-end)"))
 	}
-	// An event or tool this Tavern does not know fails open too (see
+	// An event this Tavern does not know fails open too (see
 	// hookFailsOpen).
 	ev, err := kit.ParseEvent(c.Args().First())
 	if err != nil {
@@ -110,8 +116,8 @@ func runHook(c *cli.Context) error {
 	}
 	var tool kit.Tool
 	if t := c.String("tool"); t != "" {
-		if tool, err = kit.ParseTool(t); err != nil {
-			return failOpen(c, ev, err)
+		if tool, err = kit.ParseHookTool(t); err != nil {
+			return unknownHookTool(c, ev, err)
 		}
 	}
 	in, err := kit.ReadInput(tool, ev, c.App.Reader)
@@ -155,6 +161,22 @@ func runHook(c *cli.Context) error {
 		return failOpen(c, ev, herr)
 	}
 	return nil
+}
+
+// unknownHookTool refuses a hook run for a tool Tavern does not know
+// (--tool cursor): a usage error, exit 2. Failing open would let every
+// edit through unchecked without a word anyone reads; exit 2 is the
+// tools' "block", so the edit is refused and the error shown. The one
+// exception is a stop the tool is already going on from
+// (stop_hook_active): blocking it again could keep the session from ever
+// stopping, as the stop gate knows (kit.Handle).
+func unknownHookTool(c *cli.Context, ev kit.Event, err error) error {
+	if ev == kit.Stop {
+		if in, rerr := kit.ReadInput("", ev, c.App.Reader); rerr == nil && in.StopHookActive {
+			return failOpen(c, ev, err)
+		}
+	}
+	return err
 }
 
 // failOpen reports Tavern's own error on stderr, with the advice other

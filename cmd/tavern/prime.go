@@ -15,7 +15,8 @@ func newPrimeCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "prime",
 		Usage: "print what an agent needs to start working (at most 1,000 tokens)",
-		Description: `Prints who the agent is, the items it holds (or the next ones nobody holds),
+		Description: `Prints who the agent is, the items it holds (for one held as a lease, when
+the lease ends and how to renew it) or the next ones nobody holds,
 its unread messages, open questions addressed to it, its reservations and
 commitments, its core memories, and the commands it will use, each with one
 example: at most 1,000 tokens (characters/4), lists cut with a pointer to the

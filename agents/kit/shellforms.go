@@ -1,0 +1,576 @@
+package kit
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// substitution reads the command substitution at rs[i] — $(...) or
+// `...` — and returns the index after it and its script. ok is false
+// when there is none at i ($VAR, ${X}); end is -1 when one is not closed
+// (the line does not tokenize). An arithmetic $((...)) is read whole, its
+// script "".
+func substitution(rs []rune, i int) (end int, script string, ok bool) {
+	if rs[i] == '`' {
+		var b strings.Builder
+		for j := i + 1; j < len(rs); j++ {
+			switch {
+			case rs[j] == '\\' && j+1 < len(rs) && (rs[j+1] == '`' || rs[j+1] == '\\' || rs[j+1] == '$'):
+				b.WriteRune(rs[j+1])
+				j++
+			case rs[j] == '`':
+				return j + 1, b.String(), true
+			default:
+				b.WriteRune(rs[j])
+			}
+		}
+		return -1, "", false
+	}
+	if rs[i] != '$' || i+1 >= len(rs) || rs[i+1] != '(' {
+		return 0, "", false
+	}
+	arith := i+2 < len(rs) && rs[i+2] == '('
+	depth := 0
+	var delims []string // here-documents opened on the current line
+	for j := i + 1; j < len(rs); j++ {
+		switch rs[j] {
+		case '\\':
+			j++
+		case '<':
+			// A here-document's body is text, not shell: an apostrophe
+			// in it (git commit -m "$(cat <<'EOF' ... EOF)") opens no
+			// quote. Its delimiter is read here, the body skipped at the
+			// end of the line.
+			if arith || j+1 >= len(rs) || rs[j+1] != '<' || (j+2 < len(rs) && rs[j+2] == '<') {
+				continue
+			}
+			k := j + 2
+			if k < len(rs) && rs[k] == '-' {
+				k++
+			}
+			for k < len(rs) && (rs[k] == ' ' || rs[k] == '\t') {
+				k++
+			}
+			var d strings.Builder
+			for ; k < len(rs) && !strings.ContainsRune(" \t\n;|&<>()", rs[k]); k++ {
+				if rs[k] != '\'' && rs[k] != '"' && rs[k] != '\\' {
+					d.WriteRune(rs[k])
+				}
+			}
+			if d.Len() > 0 {
+				delims = append(delims, d.String())
+			}
+			j = k - 1
+		case '\n':
+			for _, delim := range delims {
+				for j+1 < len(rs) {
+					e := j + 1
+					for e < len(rs) && rs[e] != '\n' {
+						e++
+					}
+					line := strings.TrimLeft(string(rs[j+1:e]), "\t")
+					j = e // the newline that ends the line (or len(rs))
+					if line == delim {
+						break
+					}
+				}
+			}
+			delims = nil
+		case '\'', '"':
+			if arith {
+				continue
+			}
+			q := rs[j]
+			for j++; j < len(rs) && rs[j] != q; j++ {
+				if q == '"' && rs[j] == '\\' {
+					j++
+				}
+			}
+		case '(':
+			depth++
+		case ')':
+			depth--
+			if depth == 0 {
+				if arith {
+					return j + 1, "", true
+				}
+				return j + 1, string(rs[i+2 : j]), true
+			}
+		}
+	}
+	return -1, "", false
+}
+
+// fsView is what the gate reads of the files, where the command line
+// alone does not say what it writes: whether `git checkout NAME` names a
+// path, and the patches git apply and patch read. A nil *fsView reads
+// nothing (ShellWrites).
+type fsView struct {
+	cwd string
+}
+
+// maxPatchRead bounds what the gate reads of a patch file.
+const maxPatchRead = 16 << 20
+
+func (v *fsView) abs(p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(v.cwd, p)
+}
+
+// existing keeps the paths that exist.
+func (v *fsView) existing(paths []string) []string {
+	if v == nil {
+		return nil
+	}
+	var out []string
+	for _, p := range paths {
+		if _, err := os.Lstat(v.abs(p)); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (v *fsView) isDir(p string) bool {
+	if v == nil {
+		return false
+	}
+	fi, err := os.Stat(v.abs(p))
+	return err == nil && fi.IsDir()
+}
+
+// read is the text of the file p (its first maxPatchRead bytes), "" when
+// it cannot be read.
+func (v *fsView) read(p string) string {
+	if v == nil || p == "" {
+		return ""
+	}
+	f, err := os.Open(v.abs(p))
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	data, _ := io.ReadAll(io.LimitReader(f, maxPatchRead))
+	return string(data)
+}
+
+// gitTop is the work tree dir is in (the nearest directory up from it
+// holding .git), absolute; "" for none.
+func (v *fsView) gitTop(dir string) string {
+	if v == nil {
+		return ""
+	}
+	d := v.abs(dir)
+	for {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+		up := filepath.Dir(d)
+		if up == d {
+			return ""
+		}
+		d = up
+	}
+}
+
+// gitCheckoutOperands are the operands of `git checkout` without "--":
+// each is a path it restores or the branch (or commit) it switches to,
+// which the command line does not tell apart. simplePaths keeps the ones
+// that exist. A checkout that makes a branch (-b, -B, --orphan) or
+// detaches restores nothing.
+func gitCheckoutOperands(words []string) []string {
+	w := commandWords(words)
+	if len(w) == 0 || filepath.Base(w[0]) != "git" {
+		return nil
+	}
+	dir, args, ok := gitCommand(w[1:])
+	if !ok || len(args) == 0 || args[0] != "checkout" || slices.Contains(args, "--") { // with --: gitRestored
+		return nil
+	}
+	for _, a := range args[1:] {
+		if a == "-b" || a == "-B" || a == "--orphan" || a == "--detach" || a == "-d" {
+			return nil
+		}
+	}
+	return cleanPaths(inDir(dir, shellOperands(dropOptionValues(args[1:], "--pathspec-from-file"))))
+}
+
+// diffWrites returns the files `git apply` and `patch` write: the files
+// named in the diff they read — the here-document or < FILE that is
+// their input, or the patch files they are given (v reads them) — after
+// their -p strip, under git apply's work tree and --directory or patch's
+// -d; patch's ORIGFILE operand or -o FILE instead when given. A patch
+// read from a pipe is not clear. Paths are rebased like the others.
+func diffWrites(c simpleCommand, rebase func([]string) []string, v *fsView) []string {
+	w := commandWords(c.words)
+	if len(w) == 0 {
+		return nil
+	}
+	here := rebase([]string{"."})
+	if len(here) == 0 {
+		return nil // after a cd Tavern cannot follow
+	}
+	base := here[0]
+	var files []string // patch files; "-" is stdin
+	strip := 1
+	switch filepath.Base(w[0]) {
+	case "git":
+		gdir, args, ok := gitCommand(w[1:])
+		if !ok || len(args) == 0 || args[0] != "apply" {
+			return nil
+		}
+		if gdir != "" {
+			base = under(base, gdir)
+		}
+		// git apply takes the diff's paths from the top of the work tree.
+		if top := v.gitTop(base); top != "" {
+			base = top
+		}
+		check, apply, cached, prefix := false, false, false, ""
+		for i := 1; i < len(args); i++ {
+			a := args[i]
+			switch {
+			case a == "--":
+				files = append(files, args[i+1:]...)
+				i = len(args)
+			case a == "--check" || a == "--stat" || a == "--numstat" || a == "--summary":
+				check = true
+			case a == "--apply":
+				apply = true
+			case a == "--cached":
+				cached = true
+			case a == "-p" && i+1 < len(args):
+				i++
+				strip = atoiOr(args[i], 1)
+			case strings.HasPrefix(a, "-p"):
+				strip = atoiOr(a[2:], 1)
+			case a == "--directory" && i+1 < len(args):
+				i++
+				prefix = args[i]
+			case strings.HasPrefix(a, "--directory="):
+				prefix = strings.TrimPrefix(a, "--directory=")
+			case a == "--exclude" || a == "--include" || a == "--whitespace" || a == "--build-fake-ancestor":
+				i++
+			case strings.HasPrefix(a, "-"):
+			default:
+				files = append(files, a)
+			}
+		}
+		if (check && !apply) || cached {
+			return nil // the work tree is not written
+		}
+		if prefix != "" {
+			base = under(base, prefix)
+		}
+	case "patch":
+		strip = -1 // patch's default: see below
+		var ops []string
+		var output string
+		args := w[1:]
+		for i := 0; i < len(args); i++ {
+			a := args[i]
+			next := func() string {
+				if i+1 < len(args) {
+					i++
+					return args[i]
+				}
+				return ""
+			}
+			switch {
+			case a == "--":
+				ops = append(ops, args[i+1:]...)
+				i = len(args)
+			case a == "--dry-run" || a == "--check":
+				return nil
+			case a == "-p" || a == "--strip":
+				strip = atoiOr(next(), 0)
+			case strings.HasPrefix(a, "--strip="):
+				strip = atoiOr(strings.TrimPrefix(a, "--strip="), 0)
+			case strings.HasPrefix(a, "-p"):
+				strip = atoiOr(a[2:], 0)
+			case a == "-i" || a == "--input":
+				files = append(files, next())
+			case strings.HasPrefix(a, "--input="):
+				files = append(files, strings.TrimPrefix(a, "--input="))
+			case strings.HasPrefix(a, "-i"):
+				files = append(files, a[2:])
+			case a == "-d" || a == "--directory":
+				base = under(base, next())
+			case strings.HasPrefix(a, "--directory="):
+				base = under(base, strings.TrimPrefix(a, "--directory="))
+			case a == "-o" || a == "--output":
+				output = next()
+			case strings.HasPrefix(a, "--output="):
+				output = strings.TrimPrefix(a, "--output=")
+			case slices.Contains([]string{"-B", "--prefix", "-z", "--suffix", "-V", "--version-control", "-r", "--reject-file",
+				"-F", "--fuzz", "-D", "--ifdef", "-Y", "--basename-prefix", "-g", "--get", "--quoting-style"}, a):
+				i++
+			case strings.HasPrefix(a, "-"):
+			default:
+				ops = append(ops, a)
+			}
+		}
+		// patch [ORIGFILE [PATCHFILE]]: ORIGFILE is the one file written.
+		if len(ops) > 1 {
+			files = append(files, ops[1])
+		}
+		switch {
+		case base == "" || output == "-":
+			return nil // -d DIR not clear; -o - writes no file
+		case output != "":
+			return cleanPaths([]string{under(base, output)})
+		case len(ops) > 0:
+			return cleanPaths([]string{under(base, ops[0])})
+		}
+	default:
+		return nil
+	}
+	if base == "" {
+		return nil // a directory that is not clear
+	}
+	if len(files) == 0 {
+		files = []string{"-"}
+	}
+	var out []string
+	for _, f := range files {
+		text := ""
+		switch {
+		case f == "" || f == "-" && c.heredoc == "" && c.stdin == "":
+			continue // from a pipe, or dynamic: not clear
+		case f == "-" && c.heredoc != "":
+			text = c.heredoc
+		case f == "-":
+			if r := rebase([]string{c.stdin}); len(r) == 1 {
+				text = v.read(r[0])
+			}
+		default:
+			if r := rebase([]string{f}); len(r) == 1 {
+				text = v.read(r[0])
+			}
+		}
+		for _, p := range diffPaths(text, strip) {
+			if strip < 0 {
+				// GNU patch without -p: the whole name when its
+				// directories exist, else the file name alone.
+				if d := filepath.Dir(p); d != "." && !v.isDir(filepath.Join(base, d)) {
+					p = filepath.Base(p)
+				}
+			}
+			out = append(out, under(base, p))
+		}
+	}
+	return cleanPaths(out)
+}
+
+// under is p taken from dir: p itself when absolute, "" when either is
+// not clear (a dynamic word is "").
+func under(dir, p string) string {
+	switch {
+	case dir == "" || p == "":
+		return ""
+	case filepath.IsAbs(p):
+		return p
+	}
+	return filepath.Join(dir, p)
+}
+
+func atoiOr(s string, def int) int {
+	if n, err := strconv.Atoi(s); err == nil && n >= 0 {
+		return n
+	}
+	return def
+}
+
+// diffPaths returns the files a unified diff (as diff -u and git diff
+// write it) names: both names of each "--- A" / "+++ B" pair and of each
+// "diff --git a/A b/B" line outside the hunks, /dev/null left out, each with its first
+// strip directories taken off (git apply's and patch's -p; strip < 0
+// takes none off). A name with fewer directories than strip is dropped.
+func diffPaths(diff string, strip int) []string {
+	name := func(s string) string {
+		s = strings.TrimRight(s, "\r")
+		if t := strings.IndexByte(s, '\t'); t >= 0 {
+			s = s[:t]
+		}
+		s = strings.TrimSpace(s)
+		if strings.HasPrefix(s, `"`) {
+			if u, err := strconv.Unquote(s); err == nil {
+				s = u
+			}
+		}
+		if s == "/dev/null" || s == "" {
+			return ""
+		}
+		if strip > 0 {
+			parts := strings.Split(s, "/")
+			if len(parts) <= strip {
+				return ""
+			}
+			s = strings.Join(parts[strip:], "/")
+		}
+		return s
+	}
+	var out []string
+	add := func(ps ...string) {
+		for _, p := range ps {
+			if p = name(p); p != "" && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	lines := strings.Split(diff, "\n")
+	for i := 0; i < len(lines); i++ {
+		l := strings.TrimRight(lines[i], "\r")
+		if old, added, ok := hunkHeader(l); ok {
+			// The hunk's own lines: a removed "-- x" reads "--- x".
+		hunk:
+			for ; i+1 < len(lines) && (old > 0 || added > 0); i++ {
+				switch n := strings.TrimRight(lines[i+1], "\r"); {
+				case strings.HasPrefix(n, "\\"): // \ No newline at end of file
+				case strings.HasPrefix(n, "-"):
+					old--
+				case strings.HasPrefix(n, "+"):
+					added--
+				case strings.HasPrefix(n, " ") || n == "":
+					old, added = old-1, added-1
+				default:
+					break hunk
+				}
+			}
+			continue
+		}
+		if rest, ok := strings.CutPrefix(l, "diff --git "); ok {
+			if j := strings.Index(rest, " b/"); j > 0 {
+				add(rest[:j], rest[j+1:])
+			} else if f := strings.Fields(rest); len(f) == 2 {
+				add(f[0], f[1])
+			}
+			continue
+		}
+		if rest, ok := strings.CutPrefix(l, "--- "); ok && i+1 < len(lines) && strings.HasPrefix(lines[i+1], "+++ ") {
+			add(rest, lines[i+1][4:])
+			i++
+		}
+	}
+	return out
+}
+
+// hunkHeader reads "@@ -OLD[,N] +NEW[,M] @@": how many old and new lines
+// the hunk has (N and M, 1 when left out).
+func hunkHeader(l string) (old, added int, ok bool) {
+	rest, ok := strings.CutPrefix(l, "@@ -")
+	if !ok {
+		return 0, 0, false
+	}
+	f := strings.Fields(rest)
+	if len(f) < 2 || !strings.HasPrefix(f[1], "+") {
+		return 0, 0, false
+	}
+	count := func(r string) (int, bool) {
+		_, n, found := strings.Cut(r, ",")
+		if !found {
+			return 1, true
+		}
+		c, err := strconv.Atoi(n)
+		return c, err == nil
+	}
+	o, ok1 := count(f[0])
+	a, ok2 := count(strings.TrimPrefix(f[1], "+"))
+	return o, a, ok1 && ok2
+}
+
+// xargsCommand is the command xargs runs and its static arguments: its
+// words after xargs's own options.
+func xargsCommand(args []string) []string {
+	i := 0
+	for ; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			i++
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			break
+		}
+		switch a {
+		case "-I", "-n", "-P", "-L", "-s", "-d", "-E", "-a":
+			i++ // takes a value
+		}
+	}
+	if i >= len(args) {
+		return nil
+	}
+	return args[i:]
+}
+
+// writesMore says whether the command words, given one more operand (as
+// xargs and find -exec give it), write it.
+func writesMore(cmd []string) bool {
+	if len(cmd) == 0 {
+		return false
+	}
+	more := append(slices.Clone(cmd), "x")
+	return slices.Contains(commandWrites(more), "x") || len(commandTrees(more)) > 0
+}
+
+// findDeletes returns the starting points of a find that deletes what it
+// finds (-delete, or -exec/-execdir of a command that writes its
+// operand): everything under them may be removed. "." when none is given.
+func findDeletes(args []string) []string {
+	i := 0
+	for i < len(args) {
+		a := args[i]
+		if a == "-H" || a == "-L" || a == "-P" || strings.HasPrefix(a, "-O") {
+			i++
+			continue
+		}
+		if a == "-D" {
+			i += 2
+			continue
+		}
+		break
+	}
+	var starts []string
+	for ; i < len(args); i++ {
+		a := args[i]
+		if strings.HasPrefix(a, "-") || a == "(" || a == "!" || a == ")" || a == "," {
+			break
+		}
+		starts = append(starts, a)
+	}
+	deletes := false
+	for j := i; j < len(args); j++ {
+		switch args[j] {
+		case "-delete":
+			deletes = true
+		case "-exec", "-execdir", "-ok", "-okdir":
+			var cmd []string
+			for k := j + 1; k < len(args) && args[k] != ";" && args[k] != "+"; k++ {
+				cmd = append(cmd, args[k])
+			}
+			deletes = deletes || writesMore(cmd)
+		}
+	}
+	if !deletes {
+		return nil
+	}
+	if len(starts) == 0 {
+		return []string{"."}
+	}
+	return cleanPaths(starts)
+}
+
+// gofmtWrites returns the files and directories gofmt -w and goimports
+// -w rewrite in place (a directory: every .go file under it).
+func gofmtWrites(args []string) []string {
+	if !slices.ContainsFunc(args, func(a string) bool { return a == "-w" || a == "--w" || a == "-w=true" || a == "--w=true" }) {
+		return nil
+	}
+	return cleanPaths(shellOperands(dropOptionValues(args, "-r", "--r", "-cpuprofile", "-local", "--local", "-srcdir", "--srcdir")))
+}
