@@ -154,7 +154,7 @@ func jsonScenario() []jsonStep {
 		{name: "tuple gc", args: []string{"tuple", "gc", "--json"}},
 		{name: "token init", args: []string{"token", "init", "gpu", "--count", "2", "--json"}},
 		{name: "token acquire", args: []string{"token", "acquire", "gpu", "--ttl", "1m", "--json"}, capture: map[string]string{"HANDLE": ".handle"}},
-		{name: "token ls", args: []string{"token", "ls", "--json"}},
+		{name: "token ls", args: []string{"token", "ls", "--json"}, note: "A slot held on another machine (coordination etcd or git: known from the engine only) has `machine` (string) and `held_by`, and no `id`, `epoch` or `path`, which only that machine knows."},
 		{name: "token release", args: []string{"token", "release", "gpu", "$HANDLE", "--json"}},
 		{name: "reserve", args: []string{"reserve", "src/*", "--as", "alice", "--reason", "refactor", "--json"}},
 		{name: "reservations", args: []string{"reservations", "--json"}},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -269,7 +270,11 @@ func runTokenLs(c *cli.Context) error {
 		if !s.LeaseUntil.IsZero() {
 			lease = schema.FormatTime(s.LeaseUntil.Time)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s:%d\n", s.Name, s.Slot, state, s.HeldBy, s.Hold, lease, s.ID, s.Epoch)
+		handle := s.ID + ":" + strconv.FormatInt(s.Epoch, 10)
+		if s.Machine != "" {
+			handle = "(on " + s.Machine + ")" // its handle is that machine's
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Slot, state, s.HeldBy, s.Hold, lease, handle)
 	}
 	return tw.Flush()
 }

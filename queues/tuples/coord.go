@@ -400,10 +400,11 @@ func (sp *Space) withEngineSlots(name string, slots []TokenSlot, eng map[slotRef
 		if ok && !out[i].Free {
 			continue
 		}
-		s := TokenSlot{Name: ref.name, Slot: ref.slot, HeldBy: st.Holder, Path: "(held on " + st.Machine + ", not synced yet)"}
+		// The local copy's id and epoch are not the holding's (the
+		// acquire there raised the epoch): the handle is that machine's.
+		s := TokenSlot{Name: ref.name, Slot: ref.slot, HeldBy: st.Holder, Machine: st.Machine}
 		s.LeaseUntil.Time = st.LeaseUntil
 		if ok {
-			s.ID, s.Epoch = out[i].ID, out[i].Epoch
 			out[i] = s
 			continue
 		}
