@@ -30,16 +30,45 @@ type Stats struct {
 	DeadOwners    map[string]int // claimed_by -> claims whose holder is dead (its liveness lock is free) and that no reaper has returned yet
 	Hung          int            // claims past their lease
 	Invalid       []error        // item files that do not parse or validate
+
+	// Elsewhere counts, per machine, the items whose copy here is pending
+	// and that the coordination engine says that machine holds (claimed
+	// there, not synced yet): StatsWithEngine counts them as claimed (by
+	// their holder, in Owners), not pending. Empty without an engine.
+	Elsewhere map[string]int
+	// EngineErr is set when StatsWithEngine could not ask the engine
+	// (*EngineViewError): the counts are this clone's files only.
+	EngineErr error
 }
 
 // Stats reads the state of one queue. Pending and claimed items are
 // parsed (done and dead are only counted).
 func (b *Broker) Stats(queue string) (*Stats, error) {
+	return b.stats(queue, false)
+}
+
+// StatsWithEngine is Stats that, with coordination etcd or git, also asks
+// the engine which items other machines hold: their copies here stay in
+// pending/ until the next sync, yet a take here passes them over (and
+// `item done` names their holder), so they are counted as claimed, by
+// their holder, in Elsewhere too. An engine out of reach leaves the
+// counts as Stats's and sets EngineErr. The engine call costs a round
+// trip (a fetch with git), which is why Stats, which pools call at every
+// tick, does not make it.
+func (b *Broker) StatsWithEngine(queue string) (*Stats, error) {
+	return b.stats(queue, true)
+}
+
+func (b *Broker) stats(queue string, withEngine bool) (*Stats, error) {
 	q, err := b.Queue(queue)
 	if err != nil {
 		return nil, err
 	}
-	st := &Stats{Queue: q.Name, Priority: q.Priority, Steal: q.Steal, OnEmpty: q.OnEmpty, Owners: map[string]int{}, DeadOwners: map[string]int{}}
+	st := &Stats{Queue: q.Name, Priority: q.Priority, Steal: q.Steal, OnEmpty: q.OnEmpty, Owners: map[string]int{}, DeadOwners: map[string]int{}, Elsewhere: map[string]int{}}
+	var held map[string]ClaimState // item key -> held on another machine
+	if withEngine {
+		held, st.EngineErr = b.heldElsewhere(q.Name)
+	}
 	now := b.now()
 	counts := map[string]*int{Pending: &st.Pending, Claimed: &st.Claimed, Done: &st.Done, Dead: &st.Dead}
 	for _, state := range schema.ItemStates {
@@ -47,7 +76,7 @@ func (b *Broker) Stats(queue string) (*Stats, error) {
 		if err != nil {
 			return nil, err
 		}
-		*counts[state] = len(ids)
+		*counts[state] += len(ids) // +=: Claimed already counts pending copies held elsewhere
 		if state != Pending && state != Claimed {
 			continue
 		}
@@ -71,6 +100,13 @@ func (b *Broker) Stats(queue string) (*Stats, error) {
 				if !it.LeaseUntil.IsZero() && now.After(it.LeaseUntil) {
 					st.Hung++
 				}
+				continue
+			}
+			if h, ok := held[ItemKey(q.Name, id)]; ok {
+				st.Pending--
+				st.Claimed++
+				st.Owners[h.Holder]++
+				st.Elsewhere[h.Machine]++
 				continue
 			}
 			created := it.Created
@@ -114,6 +150,28 @@ func (b *Broker) Stats(queue string) (*Stats, error) {
 		}
 	}
 	return st, nil
+}
+
+// heldElsewhere returns the item keys of queue that the engine says
+// another machine holds; nil without an engine (or one that cannot list).
+func (b *Broker) heldElsewhere(queue string) (map[string]ClaimState, error) {
+	l, ok := b.coord.(Lister)
+	if b.coord == nil || !ok {
+		return nil, nil
+	}
+	ctx, cancel := b.coordCtx()
+	defer cancel()
+	all, err := l.List(ctx, ItemKey(queue, ""))
+	if err != nil {
+		return nil, &EngineViewError{Op: "list", Path: "queues/" + queue, Err: err}
+	}
+	held := map[string]ClaimState{}
+	for k, st := range all {
+		if st.Held && st.Machine != b.coord.Machine() {
+			held[k] = st
+		}
+	}
+	return held, nil
 }
 
 // idTime is the creation time embedded in an id made by NewItemID.
