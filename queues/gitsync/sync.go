@@ -344,6 +344,11 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 			return nil, err
 		}
 	}
+	// The name this round syncs under is the clone's from now on, with or
+	// without TAVERN_MACHINE (a no-op when it came from .machine).
+	if err := queues.SaveMachineName(sy.s, sy.machine); err != nil {
+		return nil, err
+	}
 	if len(st.Losses) > 0 {
 		// A round killed while it journaled its merges' losses.
 		sy.journalMissing(st.Losses, rep)
