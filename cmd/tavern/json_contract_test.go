@@ -157,7 +157,7 @@ func jsonScenario() []jsonStep {
 		{name: "token ls", args: []string{"token", "ls", "--json"}, note: "A slot held on another machine (coordination etcd or git: known from the engine only) has `machine` (string) and `held_by`, and no `id`, `epoch` or `path`, which only that machine knows."},
 		{name: "token release", args: []string{"token", "release", "gpu", "$HANDLE", "--json"}},
 		{name: "reserve", args: []string{"reserve", "src/*", "--as", "alice", "--reason", "refactor", "--json"}},
-		{name: "reservations", args: []string{"reservations", "--json"}},
+		{name: "reservations", args: []string{"reservations", "--json"}, note: "A reservation made on another machine whose file has not synced here (coordination etcd or git: known from the engine only) has `machine` (string), and no `id`, `created` or `path`, which only that machine has."},
 		{name: "unreserve", args: []string{"unreserve", "--as", "alice", "--json"}},
 		{args: []string{"memory", "add", "--as", "alice", "--core", "--topic", "style", "short functions", "--json"}},
 		{args: []string{"ask", "--as", "bob", "--to", "alice", "and the tag?", "--json"}},

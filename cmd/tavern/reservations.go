@@ -29,7 +29,7 @@ func runReservations(c *cli.Context) error {
 	}
 	rs, errs := sp.Reservations()
 	for _, e := range errs {
-		errf(c, "tavern: %v\n", e)
+		warn(c, e) // a JSON object under --json
 	}
 	if c.Bool("json") {
 		return printJSON(c, orEmpty(rs))
