@@ -116,6 +116,11 @@ Examples:
 				ArgsUsage: "[NAME]",
 				Description: `List the slots of a token (of every token).
 
+With coordination etcd or git, a slot held on another machine is listed as
+held by its holder, its HANDLE "(on MACHINE)" (JSON: machine, and no id, epoch
+or path: only that machine has them); with the engine out of reach, a warning
+says such slots may be listed free (a JSON error object on stderr under --json).
+
 Examples:
    tavern token ls
    tavern token ls merge --json`,
