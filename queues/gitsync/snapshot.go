@@ -215,6 +215,9 @@ func (sy *Syncer) journalEntries(journals []string) (map[string]entry, error) {
 // round late, only with this machine's next round.
 func (sy *Syncer) withJournal(c string) (string, error) {
 	ents, err := os.ReadDir(filepath.Join(sy.s.Root(), docstore.JournalDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return c, nil // nothing journaled here
+	}
 	if err != nil {
 		return "", err
 	}
