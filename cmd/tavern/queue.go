@@ -300,16 +300,12 @@ func runQueueLs(c *cli.Context) error {
 			names = append(names, q.Name)
 		}
 	}
-	var stats []*queues.Stats
-	for _, n := range names {
-		st, err := b.StatsWithEngine(n)
-		if err != nil {
-			return err
-		}
-		if st.EngineErr != nil {
-			warn(c, st.EngineErr) // a JSON object under --json
-		}
-		stats = append(stats, st)
+	stats, view, err := b.StatsWithEngine(names)
+	if view != nil {
+		warn(c, view) // a JSON object under --json
+	}
+	if err != nil {
+		return err
 	}
 	if c.Bool("json") {
 		return printJSON(c, queueStatsJSON(stats, time.Now()))
