@@ -332,11 +332,8 @@ const MachineFile = ".machine"
 // first use as <hostname>-<4 random letters> so two clones on one host
 // differ too. Names are schema names (no /, no leading dot).
 func MachineName(s *docstore.Store) (string, error) {
-	if m := os.Getenv("TAVERN_MACHINE"); m != "" {
-		if err := schema.ValidName(m); err != nil {
-			return "", fmt.Errorf("TAVERN_MACHINE: %w", err)
-		}
-		return m, nil
+	if m, err := EnvMachine(); m != "" || err != nil {
+		return m, err
 	}
 	path := filepath.Join(s.Root(), MachineFile)
 	if b, err := os.ReadFile(path); err == nil {
@@ -375,6 +372,44 @@ func MachineName(s *docstore.Store) (string, error) {
 	}
 	os.Remove(tmp)
 	return MachineName(s)
+}
+
+// EnvMachine returns $TAVERN_MACHINE ("" when unset), checked as a
+// machine name.
+func EnvMachine() (string, error) {
+	m := os.Getenv("TAVERN_MACHINE")
+	if m == "" {
+		return "", nil
+	}
+	if err := schema.ValidName(m); err != nil {
+		return "", fmt.Errorf("TAVERN_MACHINE: %w", err)
+	}
+	return m, nil
+}
+
+// SaveMachineName makes name this clone's name from now on: it writes it
+// to .tavern/.machine unless the file names it already. A name given with
+// TAVERN_MACHINE to `tavern init` or to a sync would otherwise last only
+// while the variable is set: the next command without it would be
+// <hostname>-xxxx, a machine of its own, under which the clone's journal
+// would be pushed a second time.
+func SaveMachineName(s *docstore.Store, name string) error {
+	if err := schema.ValidName(name); err != nil {
+		return fmt.Errorf("TAVERN_MACHINE: %w", err)
+	}
+	path := filepath.Join(s.Root(), MachineFile)
+	if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) == name {
+		return nil
+	}
+	tmp := fmt.Sprintf("%s.tmp%d", path, os.Getpid())
+	if err := os.WriteFile(tmp, []byte(name+"\n"), 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
 }
 
 // ItemKey is the coordination key of an item.

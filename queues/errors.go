@@ -142,3 +142,19 @@ func (e *DependencyError) Error() string {
 }
 
 func (e *DependencyError) Unwrap() error { return ErrBadDependency }
+
+// EngineViewError is a warning of counts made without the coordination
+// engine's view (etcd or git, out of reach): claims other machines hold
+// on items whose copy here is pending are not known, so such an item may
+// be counted ready. Err is the engine's error (ErrUnavailable).
+type EngineViewError struct {
+	Op   string
+	Path string
+	Err  error
+}
+
+func (e *EngineViewError) Error() string {
+	return fmt.Sprintf("%s %s: claims held on other machines are not counted (an item counted ready may be held there): %v", e.Op, e.Path, e.Err)
+}
+
+func (e *EngineViewError) Unwrap() error { return e.Err }

@@ -30,16 +30,56 @@ type Stats struct {
 	DeadOwners    map[string]int // claimed_by -> claims whose holder is dead (its liveness lock is free) and that no reaper has returned yet
 	Hung          int            // claims past their lease
 	Invalid       []error        // item files that do not parse or validate
+
+	// Elsewhere counts, per machine, the items whose copy here is pending
+	// and that the coordination engine says that machine holds (claimed
+	// there, not synced yet): StatsWithEngine counts them as claimed (by
+	// their holder, in Owners), not pending. Empty without an engine.
+	Elsewhere map[string]int
 }
 
 // Stats reads the state of one queue. Pending and claimed items are
 // parsed (done and dead are only counted).
 func (b *Broker) Stats(queue string) (*Stats, error) {
+	return b.stats(queue, nil)
+}
+
+// StatsWithEngine is Stats of each of names that, with coordination etcd
+// or git, also asks the engine which items other machines hold: their
+// copies here stay in pending/ until the next sync, yet a take here
+// passes them over (and `item done` names their holder), so they are
+// counted as claimed, by their holder, in Elsewhere too. The engine is
+// asked once for all of names: it costs a round trip (a fetch with git),
+// which is why Stats, which pools call at every tick, does not ask it.
+// An engine out of reach leaves the counts as Stats's and is returned as
+// view (*EngineViewError), a warning; err is a failure.
+func (b *Broker) StatsWithEngine(names []string) (stats []*Stats, view, err error) {
+	prefix, path := "items/", "queues"
+	if len(names) == 1 {
+		prefix, path = ItemKey(names[0], ""), "queues/"+names[0]
+	}
+	var held map[string]ClaimState
+	if len(names) > 0 {
+		held, view = b.heldElsewhere(prefix, path)
+	}
+	for _, n := range names {
+		st, err := b.stats(n, held)
+		if err != nil {
+			return nil, view, err
+		}
+		stats = append(stats, st)
+	}
+	return stats, view, nil
+}
+
+// stats is Stats counting the pending items in held (item key -> the
+// engine's claim on another machine) as claimed there.
+func (b *Broker) stats(queue string, held map[string]ClaimState) (*Stats, error) {
 	q, err := b.Queue(queue)
 	if err != nil {
 		return nil, err
 	}
-	st := &Stats{Queue: q.Name, Priority: q.Priority, Steal: q.Steal, OnEmpty: q.OnEmpty, Owners: map[string]int{}, DeadOwners: map[string]int{}}
+	st := &Stats{Queue: q.Name, Priority: q.Priority, Steal: q.Steal, OnEmpty: q.OnEmpty, Owners: map[string]int{}, DeadOwners: map[string]int{}, Elsewhere: map[string]int{}}
 	now := b.now()
 	counts := map[string]*int{Pending: &st.Pending, Claimed: &st.Claimed, Done: &st.Done, Dead: &st.Dead}
 	for _, state := range schema.ItemStates {
@@ -47,7 +87,7 @@ func (b *Broker) Stats(queue string) (*Stats, error) {
 		if err != nil {
 			return nil, err
 		}
-		*counts[state] = len(ids)
+		*counts[state] += len(ids) // +=: Claimed already counts pending copies held elsewhere
 		if state != Pending && state != Claimed {
 			continue
 		}
@@ -71,6 +111,13 @@ func (b *Broker) Stats(queue string) (*Stats, error) {
 				if !it.LeaseUntil.IsZero() && now.After(it.LeaseUntil) {
 					st.Hung++
 				}
+				continue
+			}
+			if h, ok := held[ItemKey(q.Name, id)]; ok {
+				st.Pending--
+				st.Claimed++
+				st.Owners[h.Holder]++
+				st.Elsewhere[h.Machine]++
 				continue
 			}
 			created := it.Created
@@ -114,6 +161,29 @@ func (b *Broker) Stats(queue string) (*Stats, error) {
 		}
 	}
 	return st, nil
+}
+
+// heldElsewhere returns the item keys under prefix that the engine says
+// another machine holds; nil without an engine (or one that cannot list).
+// path names what is listed, in the error.
+func (b *Broker) heldElsewhere(prefix, path string) (map[string]ClaimState, error) {
+	l, ok := b.coord.(Lister)
+	if b.coord == nil || !ok {
+		return nil, nil
+	}
+	ctx, cancel := b.coordCtx()
+	defer cancel()
+	all, err := l.List(ctx, prefix)
+	if err != nil {
+		return nil, &EngineViewError{Op: "list", Path: path, Err: err}
+	}
+	held := map[string]ClaimState{}
+	for k, st := range all {
+		if st.Held && st.Machine != b.coord.Machine() {
+			held[k] = st
+		}
+	}
+	return held, nil
 }
 
 // idTime is the creation time embedded in an id made by NewItemID.

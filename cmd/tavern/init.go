@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
 
@@ -53,12 +54,22 @@ func runInit(c *cli.Context) error {
 		}
 		name = filepath.Base(filepath.Dir(abs))
 	}
+	machine, err := queues.EnvMachine() // checked before anything is made
+	if err != nil {
+		return err // as every command that uses the name says it
+	}
 	s, created, err := docstore.Init(dir, name)
 	if err != nil {
 		return err
 	}
 	if created {
 		journalInit(c, s)
+		if machine != "" {
+			// The store's name on other machines once it syncs.
+			if err := queues.SaveMachineName(s, machine); err != nil {
+				return err
+			}
+		}
 	}
 	switch {
 	case c.Bool("json"):

@@ -256,7 +256,11 @@ func newQueueLsCommand() *cli.Command {
 		Description: `One line per queue (or just Q): items per state; of the pending ones how many
 are ready, in backoff, waiting for dependencies; the age of the oldest pending
 item; who holds the claims (a holder that died and was not reaped yet is shown
-as dead: NAME(N, D dead)). Items blocked by a dead dependency and invalid
+as dead: NAME(N, D dead)). With coordination etcd or git, an item another
+machine holds, whose copy here stays pending until the next sync, is counted
+as claimed by its holder (JSON: claimed_elsewhere, per machine); with the
+engine out of reach, a warning says such items may be counted ready (a JSON
+error object on stderr under --json). Items blocked by a dead dependency and invalid
 item files are reported on stderr (path:line:col); with --json they are in
 each queue's blocked and invalid, and a queue file that does not parse is a
 JSON error object on stderr.
@@ -296,13 +300,12 @@ func runQueueLs(c *cli.Context) error {
 			names = append(names, q.Name)
 		}
 	}
-	var stats []*queues.Stats
-	for _, n := range names {
-		st, err := b.Stats(n)
-		if err != nil {
-			return err
-		}
-		stats = append(stats, st)
+	stats, view, err := b.StatsWithEngine(names)
+	if view != nil {
+		warn(c, view) // a JSON object under --json
+	}
+	if err != nil {
+		return err
 	}
 	if c.Bool("json") {
 		return printJSON(c, queueStatsJSON(stats, time.Now()))
@@ -322,6 +325,7 @@ func queueStatsJSON(stats []*queues.Stats, now time.Time) []map[string]any {
 			"pending": st.Pending, "claimed": st.Claimed, "done": st.Done, "dead": st.Dead,
 			"ready": st.Ready, "backoff": st.Backoff, "waiting": st.Waiting, "hung": st.Hung,
 			"blocked": blockedJSON(st.Blocked), "invalid": errorsJSON(st.Invalid), "owners": st.Owners, "dead_owners": st.DeadOwners,
+			"claimed_elsewhere": st.Elsewhere,
 		}
 		if !st.OldestPending.IsZero() {
 			m["oldest_pending"] = schema.FormatTime(st.OldestPending)

@@ -14,6 +14,11 @@ func newReservationsCommand() *cli.Command {
 		Usage: "list live path reservations",
 		Description: `List live path reservations.
 
+With coordination etcd or git, a reservation made on another machine whose
+file has not synced here yet is listed from the engine (JSON: machine, and no
+id, created or path); with the engine out of reach, a warning says those are
+not shown (a JSON error object on stderr under --json).
+
 Examples:
    tavern reservations
    tavern reservations --json`,
@@ -29,7 +34,7 @@ func runReservations(c *cli.Context) error {
 	}
 	rs, errs := sp.Reservations()
 	for _, e := range errs {
-		errf(c, "tavern: %v\n", e)
+		warn(c, e) // a JSON object under --json
 	}
 	if c.Bool("json") {
 		return printJSON(c, orEmpty(rs))

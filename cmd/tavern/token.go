@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -114,6 +115,11 @@ Examples:
 				Usage:     "list the slots of a token (of every token)",
 				ArgsUsage: "[NAME]",
 				Description: `List the slots of a token (of every token).
+
+With coordination etcd or git, a slot held on another machine is listed as
+held by its holder, its HANDLE "(on MACHINE)" (JSON: machine, and no id, epoch
+or path: only that machine has them); with the engine out of reach, a warning
+says such slots may be listed free (a JSON error object on stderr under --json).
 
 Examples:
    tavern token ls
@@ -269,7 +275,11 @@ func runTokenLs(c *cli.Context) error {
 		if !s.LeaseUntil.IsZero() {
 			lease = schema.FormatTime(s.LeaseUntil.Time)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s:%d\n", s.Name, s.Slot, state, s.HeldBy, s.Hold, lease, s.ID, s.Epoch)
+		handle := s.ID + ":" + strconv.FormatInt(s.Epoch, 10)
+		if s.Machine != "" {
+			handle = "(on " + s.Machine + ")" // its handle is that machine's
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Slot, state, s.HeldBy, s.Hold, lease, handle)
 	}
 	return tw.Flush()
 }

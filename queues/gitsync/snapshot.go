@@ -162,11 +162,30 @@ func (sy *Syncer) snapshotWork() (*snapshot, error) {
 		fresh[rel] = k
 		snap.files[sy.treePath(rel)] = entry{mode: k.Mode, oid: ids[i]}
 	}
-	// Own journal days: up to the last complete line (an append may be
-	// in progress).
+	jfiles, err := sy.journalEntries(journals)
+	if err != nil {
+		return nil, err
+	}
+	for p, e := range jfiles {
+		snap.files[p] = e
+	}
+	if b, err := json.Marshal(fresh); err == nil {
+		tmp := sy.statFile + ".tmp"
+		if os.WriteFile(tmp, b, 0o644) == nil {
+			os.Rename(tmp, sy.statFile)
+		}
+	}
+	return snap, nil
+}
+
+// journalEntries writes this machine's journal days (worktree paths
+// events/<day>.jsonl) as blobs, up to their last complete line (an append
+// may be in progress), and returns them by tree path.
+func (sy *Syncer) journalEntries(journals []string) (map[string]entry, error) {
 	var jblobs [][]byte
+	var read []string
 	for _, rel := range journals {
-		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
+		b, err := os.ReadFile(filepath.Join(sy.s.Root(), filepath.FromSlash(rel)))
 		if err != nil {
 			continue
 		}
@@ -176,19 +195,58 @@ func (sy *Syncer) snapshotWork() (*snapshot, error) {
 			b = nil
 		}
 		jblobs = append(jblobs, b)
+		read = append(read, rel)
 	}
 	jids, err := sy.repo.writeBlobs(jblobs)
 	if err != nil {
 		return nil, err
 	}
-	for i, rel := range journals {
-		snap.files[sy.treePath(rel)] = entry{mode: "100644", oid: jids[i]}
+	out := make(map[string]entry, len(read))
+	for i, rel := range read {
+		out[sy.treePath(rel)] = entry{mode: "100644", oid: jids[i]}
 	}
-	if b, err := json.Marshal(fresh); err == nil {
-		tmp := sy.statFile + ".tmp"
-		if os.WriteFile(tmp, b, 0o644) == nil {
-			os.Rename(tmp, sy.statFile)
+	return out, nil
+}
+
+// withJournal returns a commit on top of c whose tree has this machine's
+// journal days as they are now, or c if it has them already. A round
+// whose merge dropped values journals them (sync.conflict) after its
+// snapshot: pushed as they were in c, they would reach other machines a
+// round late, only with this machine's next round.
+func (sy *Syncer) withJournal(c string) (string, error) {
+	ents, err := os.ReadDir(filepath.Join(sy.s.Root(), docstore.JournalDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return c, nil // nothing journaled here
+	}
+	if err != nil {
+		return "", err
+	}
+	var journals []string
+	for _, e := range ents {
+		if rel := docstore.JournalDir + "/" + e.Name(); e.Type().IsRegular() && ownJournal(rel) {
+			journals = append(journals, rel)
 		}
 	}
-	return snap, nil
+	jfiles, err := sy.journalEntries(journals)
+	if err != nil {
+		return "", err
+	}
+	files, err := sy.repo.readTree(c)
+	if err != nil {
+		return "", err
+	}
+	changed := false
+	for p, e := range jfiles {
+		if files[p] != e {
+			files[p], changed = e, true
+		}
+	}
+	if !changed {
+		return c, nil
+	}
+	t, err := sy.repo.writeTree(files)
+	if err != nil {
+		return "", err
+	}
+	return sy.repo.commitTree(t, "tavern sync: "+sy.machine+" journal\n", c)
 }

@@ -44,6 +44,10 @@ const (
 // (tests change a file there, as a concurrent writer would).
 var testHookBeforeApply func()
 
+// testHookBeforeJournal runs between saving a merge's dropped values and
+// journaling them (tests: a round killed there).
+var testHookBeforeJournal func()
+
 // Options configure Open. The zero value reads everything from tavern.md.
 type Options struct {
 	// Remote is the git remote (URL or path). Default: $TAVERN_SYNC_REMOTE,
@@ -344,6 +348,11 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 			return nil, err
 		}
 	}
+	// The name this round syncs under is the clone's from now on, with or
+	// without TAVERN_MACHINE (a no-op when it came from .machine).
+	if err := queues.SaveMachineName(sy.s, sy.machine); err != nil {
+		return nil, err
+	}
 	if len(st.Losses) > 0 {
 		// A round killed while it journaled its merges' losses.
 		sy.journalMissing(st.Losses, rep)
@@ -435,6 +444,9 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 		if err := sy.saveState(inter); err != nil {
 			return err
 		}
+		if testHookBeforeJournal != nil && len(losses) > 0 {
+			testHookBeforeJournal()
+		}
 		rep.Conflicts = append(rep.Conflicts, losses...)
 		sy.journalLosses(losses, c)
 		return nil
@@ -513,6 +525,12 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 		}
 		if err := settleS(); err != nil {
 			return nil, err
+		}
+		if len(rep.Conflicts) > 0 {
+			// Journaled after the snapshot: push them with this round.
+			if M, err = sy.withJournal(M); err != nil {
+				return nil, err
+			}
 		}
 		res, err := sy.repo.push(sy.remote, M, sy.ref, nil)
 		if res == pushOK {

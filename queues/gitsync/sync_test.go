@@ -309,6 +309,20 @@ func TestConcurrentFieldEdits(t *testing.T) {
 	if len(ev) != 1 || ev[0].Path != "agents/ann.md" || ev[0].Data["lost"] != "reviewer" || ev[0].Data["kept"] != "tester" {
 		t.Fatalf("journaled conflicts %+v", ev)
 	}
+	// The round that merged pushed its sync.conflict: beta has it after
+	// one more round of its own, not only after alpha's next round.
+	days, _ := filepath.Glob(filepath.Join(b.Root(), docstore.JournalDir, "alpha", "*.jsonl"))
+	got := 0
+	for _, p := range days {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got += strings.Count(string(data), `"type":"`+gitsync.EventConflict+`"`)
+	}
+	if got != 1 {
+		t.Fatalf("beta has %d of alpha's sync.conflict events, want 1 (pushed by the round that merged)", got)
+	}
 	for _, s := range []*docstore.Store{a, b} {
 		checkClean(t, s)
 	}

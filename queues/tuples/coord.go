@@ -15,6 +15,7 @@ import (
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/schema"
 )
 
 // Several machines (tavern.md coordination: etcd or git). Token slots and
@@ -160,7 +161,14 @@ type reservationRecord struct {
 	Agent  string `json:"agent"`
 	Glob   string `json:"glob"`
 	Reason string `json:"reason,omitempty"`
+	// Expires is the file's expires (a TTL), for other machines to show
+	// before the file reaches them; absent: until unreserved (or a
+	// record of an older tavern).
+	Expires schema.Timestamp `json:"expires,omitzero"`
 }
+
+// noTTLLease is the engine lease of a reservation without a TTL.
+const noTTLLease = 50 * 365 * 24 * time.Hour
 
 // coordReserveLock takes the engine's reservations lock (a claim of
 // locks/reservations, retried for up to 15s); the returned function
@@ -197,21 +205,28 @@ func (sp *Space) coordReserveLock() (func(), error) {
 // without an engine, or one that cannot list or be reached (then the
 // local files decide).
 func (sp *Space) engineReservations() map[string]queues.ClaimState {
+	held, _ := sp.engineReservationsErr()
+	return held
+}
+
+// engineReservationsErr is engineReservations with the engine's error
+// (nil, nil without an engine).
+func (sp *Space) engineReservationsErr() (map[string]queues.ClaimState, error) {
 	c, err := sp.coord()
 	if err != nil || c == nil {
-		return nil
+		return nil, err
 	}
 	l, ok := c.(queues.Lister)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	ctx, cancel := coordCtx()
 	defer cancel()
 	held, err := l.List(ctx, "reservations/")
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	return held
+	return held, nil
 }
 
 // unregistered says whether reservation file d was registered on the
@@ -257,7 +272,14 @@ func (sp *Space) withRemote(live []*Reservation, held map[string]queues.ClaimSta
 		if err != nil {
 			continue
 		}
-		live = append(live, &Reservation{Agent: rec.Agent, Glob: rec.Glob, Reason: rec.Reason, Path: "(" + st.Machine + ", not synced yet)", glob: g})
+		r := &Reservation{Agent: rec.Agent, Glob: rec.Glob, Reason: rec.Reason, Machine: st.Machine, Expires: rec.Expires, glob: g}
+		// A renewal there moves the engine's lease, not the record (git
+		// knows the lease; etcd's List does not say). A lease of about
+		// noTTLLease is a reservation without a TTL.
+		if lu := st.LeaseUntil; lu.After(r.Expires.Time) && lu.Before(time.Now().Add(noTTLLease/2)) {
+			r.Expires.Time = lu
+		}
+		live = append(live, r)
 	}
 	return live
 }
@@ -272,7 +294,7 @@ func (sp *Space) coordReserve(agent string, g Glob, opt ReserveOptions, cur *doc
 	}
 	ttl := opt.TTL
 	if ttl <= 0 {
-		ttl = 50 * 365 * 24 * time.Hour
+		ttl = noTTLLease
 	}
 	key := reservationKey(agent, g.String())
 	ctx, cancel := coordCtx()
@@ -284,7 +306,11 @@ func (sp *Space) coordReserve(agent string, g Glob, opt ReserveOptions, cur *doc
 			}
 		}
 	}
-	holder, _ := json.Marshal(reservationRecord{Agent: agent, Glob: g.String(), Reason: opt.Reason})
+	rec := reservationRecord{Agent: agent, Glob: g.String(), Reason: opt.Reason}
+	if opt.TTL > 0 {
+		rec.Expires.Time = sp.now().Add(opt.TTL)
+	}
+	holder, _ := json.Marshal(rec)
 	gr, err := c.Claim(ctx, key, queues.ClaimRequest{Holder: string(holder), TTL: ttl})
 	if err != nil {
 		return nil, err
@@ -400,10 +426,11 @@ func (sp *Space) withEngineSlots(name string, slots []TokenSlot, eng map[slotRef
 		if ok && !out[i].Free {
 			continue
 		}
-		s := TokenSlot{Name: ref.name, Slot: ref.slot, HeldBy: st.Holder, Path: "(held on " + st.Machine + ", not synced yet)"}
+		// The local copy's id and epoch are not the holding's (the
+		// acquire there raised the epoch): the handle is that machine's.
+		s := TokenSlot{Name: ref.name, Slot: ref.slot, HeldBy: st.Holder, Machine: st.Machine}
 		s.LeaseUntil.Time = st.LeaseUntil
 		if ok {
-			s.ID, s.Epoch = out[i].ID, out[i].Epoch
 			out[i] = s
 			continue
 		}

@@ -95,6 +95,30 @@ func TestReservationAcrossMachines(t *testing.T) {
 	if err != nil || len(cs) != 1 {
 		t.Fatalf("guard on the other machine: %v %v", cs, err)
 	}
+	// Listed on the other machine from the engine: its machine, no path
+	// (the file is not there), and its expiry when it has one.
+	if _, err := a.Reserve("alice", []string{"docs/**"}, tuples.ReserveOptions{TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	rs, errs := b.Reservations()
+	if len(errs) != 0 || len(rs) != 2 {
+		t.Fatalf("Reservations on the other machine = %v, %v; want alice's two", rs, errs)
+	}
+	for _, r := range rs {
+		if r.Machine == "" || r.Path != "" {
+			t.Errorf("%s: Machine %q, Path %q; want a machine and no path", r.Glob, r.Machine, r.Path)
+		}
+		wantTTL := r.Glob == "docs/**"
+		if got := !r.Expires.IsZero(); got != wantTTL {
+			t.Errorf("%s: Expires %v; want set %v", r.Glob, r.Expires, wantTTL)
+		}
+		if wantTTL && time.Until(r.Expires.Time) < 50*time.Minute {
+			t.Errorf("%s: Expires %v; want about an hour from now", r.Glob, r.Expires)
+		}
+	}
+	if _, err := a.Unreserve("alice", []string{"docs/**"}, tuples.UnreserveOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if n, err := a.Unreserve("alice", nil, tuples.UnreserveOptions{}); err != nil || n != 1 {
 		t.Fatalf("unreserve: %d %v", n, err)
 	}

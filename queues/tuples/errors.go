@@ -336,7 +336,7 @@ func (e *NoSlotError) Unwrap() []error { return []error{ErrNoSlot, schema.ErrUnk
 // EngineViewError is a warning of a listing made without the engine's
 // view (coordination etcd or git, the engine out of reach): what other
 // machines hold is not in it, so a slot held there may be listed as
-// free. Err is the engine's error (queues.ErrUnavailable).
+// free, and a reservation made there is not listed. Err is the engine's error (queues.ErrUnavailable).
 type EngineViewError struct {
 	Op   string
 	Path string
@@ -344,6 +344,9 @@ type EngineViewError struct {
 }
 
 func (e *EngineViewError) Error() string {
+	if e.Path == "tuples/"+ReservationType {
+		return fmt.Sprintf("%s %s: reservations made on other machines are not shown (until their files sync here): %v", e.Op, e.Path, e.Err)
+	}
 	return fmt.Sprintf("%s %s: slots held on other machines are not shown (a slot listed free may be held there): %v", e.Op, e.Path, e.Err)
 }
 func (e *EngineViewError) Unwrap() error { return e.Err }

@@ -2,6 +2,7 @@ package tuples
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -40,9 +41,29 @@ type Reservation struct {
 	Hold     string           `json:"hold,omitempty"`   // HoldAgent, HoldProcess; "": a lease (Expires) or until unreserved
 	Instance string           `json:"instance,omitempty"`
 	Path     string           `json:"path"`
+	// Machine is set for a reservation made on another machine whose file
+	// has not synced here yet, known from the coordination engine only:
+	// it has no Path, ID or Created here, and its JSON leaves them out.
+	Machine string `json:"machine,omitempty"`
 
 	lockKey string // liveness_lock
 	glob    Glob
+}
+
+// MarshalJSON leaves out what a reservation made on another machine does
+// not have here (id, created, path).
+func (r Reservation) MarshalJSON() ([]byte, error) {
+	type plain Reservation
+	if r.Machine == "" {
+		return json.Marshal(plain(r))
+	}
+	return json.Marshal(struct {
+		Agent   string           `json:"agent"`
+		Glob    string           `json:"glob"`
+		Reason  string           `json:"reason,omitempty"`
+		Expires schema.Timestamp `json:"expires,omitzero"`
+		Machine string           `json:"machine"`
+	}{r.Agent, r.Glob, r.Reason, r.Expires, r.Machine})
 }
 
 // Conflict is one overlap between what an agent asked for (a glob to
@@ -67,6 +88,9 @@ func (c Conflict) String() string {
 	}
 	if c.Held.Reason != "" {
 		s += " (" + c.Held.Reason + ")"
+	}
+	if c.Held.Machine != "" {
+		s += " on " + c.Held.Machine
 	}
 	return s
 }
@@ -165,6 +189,10 @@ func conflictData(cs []Conflict) []map[string]any {
 	out := make([]map[string]any, len(cs))
 	for i, c := range cs {
 		out[i] = map[string]any{"glob": c.Want, "held_glob": c.Held.Glob, "held_by": c.Held.Agent, "path": c.Held.Path}
+		if c.Held.Machine != "" { // made there, its file not here yet
+			delete(out[i], "path")
+			out[i]["machine"] = c.Held.Machine
+		}
 	}
 	return out
 }
@@ -366,8 +394,21 @@ func (sp *Space) reservationOf(d *docstore.Doc) *Reservation {
 // Reservations returns every live reservation, oldest first. Expired ones
 // and those whose holder is gone are released on the way. A reservation
 // file whose glob does not parse is reported in the errors and ignored.
+// With coordination etcd or git, those made on other machines whose files
+// have not synced here are listed from the engine (Machine set); an
+// engine out of reach is an *EngineViewError among the errors.
 func (sp *Space) Reservations() ([]*Reservation, []error) {
-	return sp.reservations(nil)
+	var docs []*docstore.Doc
+	var errs []error
+	if err := sp.scanAll(ReservationType, func(err error) { errs = append(errs, err) }, func(d *docstore.Doc) { docs = append(docs, d) }); err != nil {
+		errs = append(errs, err)
+	}
+	held, err := sp.engineReservationsErr()
+	if err != nil {
+		errs = append(errs, &EngineViewError{Op: "list", Path: "tuples/" + ReservationType, Err: err})
+	}
+	out, rerrs := sp.reservationsHeld(docs, nil, nil, held)
+	return out, append(errs, rerrs...)
 }
 
 func (sp *Space) reservations(released func(Conflict)) ([]*Reservation, []error) {
@@ -407,9 +448,14 @@ func (sp *Space) reservationsOf(docs []*docstore.Doc, released func(Conflict)) (
 // broken, when set, besides reporting them in the errors: unreserve can
 // still drop them by id or agent.
 func (sp *Space) reservationsOrBroken(docs []*docstore.Doc, released func(Conflict), broken func(*Reservation)) ([]*Reservation, []error) {
+	return sp.reservationsHeld(docs, released, broken, sp.engineReservations()) // several machines (coord.go)
+}
+
+// reservationsHeld is reservationsOrBroken given the engine's live
+// reservations (nil: none known).
+func (sp *Space) reservationsHeld(docs []*docstore.Doc, released func(Conflict), broken func(*Reservation), held map[string]queues.ClaimState) ([]*Reservation, []error) {
 	var errs []error
 	out := make([]*Reservation, 0, len(docs))
-	held := sp.engineReservations() // several machines (coord.go)
 	goneHere := func(d *docstore.Doc) (string, bool) {
 		if why, gone := sp.reservationGone(d); gone {
 			return why, true

@@ -2,6 +2,7 @@ package tuples
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -979,6 +980,29 @@ type TokenSlot struct {
 	Acquired   schema.Timestamp `json:"acquired,omitzero"`
 	LeaseUntil schema.Timestamp `json:"lease_until,omitzero"`
 	Path       string           `json:"path"`
+	// Machine is set for a slot held on another machine, known from the
+	// coordination engine only: its file is in that machine's .taken/,
+	// so Path, ID and Epoch (the handle) are not known here and are left
+	// out of the JSON; HeldBy is the engine's holder.
+	Machine string `json:"machine,omitempty"`
+}
+
+// MarshalJSON leaves out what a slot held on another machine does not
+// have here (path, id, epoch) rather than write a stale copy's values.
+func (s TokenSlot) MarshalJSON() ([]byte, error) {
+	type plain TokenSlot
+	if s.Machine == "" {
+		return json.Marshal(plain(s))
+	}
+	return json.Marshal(struct {
+		Name       string           `json:"token"`
+		Slot       int64            `json:"slot"`
+		Free       bool             `json:"free"`
+		Hold       string           `json:"hold,omitempty"`
+		HeldBy     string           `json:"held_by,omitempty"`
+		LeaseUntil schema.Timestamp `json:"lease_until,omitzero"`
+		Machine    string           `json:"machine"`
+	}{s.Name, s.Slot, s.Free, s.Hold, s.HeldBy, s.LeaseUntil, s.Machine})
 }
 
 // TokenSlots returns the slots of token name (of every token if name is

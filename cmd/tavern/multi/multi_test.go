@@ -679,6 +679,18 @@ func TestMultiPartitionEtcd(t *testing.T) {
 	var id string
 	var fence int
 	fmt.Sscan(out, &id, &fence)
+	// a's copy of the item is pending until a sync; etcd says p holds
+	// it, so a counts it claimed (on p), not ready.
+	var ls []struct {
+		Ready, Pending, Claimed int
+		Elsewhere               map[string]int `json:"claimed_elsewhere"`
+	}
+	if err := json.Unmarshal([]byte(c.ok(a, "queue", "ls", "work", "--json")), &ls); err != nil {
+		t.Fatal(err)
+	}
+	if len(ls) != 1 || ls[0].Ready != 1 || ls[0].Pending != 1 || ls[0].Claimed != 1 || len(ls[0].Elsewhere) != 1 {
+		t.Fatalf("queue ls on the other machine: %+v, want 1 ready, 1 claimed elsewhere", ls)
+	}
 	px.Cut()
 	r := p.run(t, "", nil, "queue", "take", "work")
 	if r.code == 0 || r.code == 3 || !strings.Contains(r.err, "unavailable") {

@@ -2,6 +2,8 @@ package multi
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -68,15 +70,28 @@ func TestMultiTokenHeldElsewhere(t *testing.T) {
 					t.Fatalf("%s: token ls of a token held on another machine: %s", m.name, r)
 				}
 				var slots []struct {
-					Slot   int64  `json:"slot"`
-					Free   bool   `json:"free"`
-					HeldBy string `json:"held_by"`
+					Slot    int64   `json:"slot"`
+					Free    bool    `json:"free"`
+					HeldBy  string  `json:"held_by"`
+					Machine string  `json:"machine"`
+					Path    *string `json:"path"`
+					Epoch   *int64  `json:"epoch"`
 				}
 				if err := json.Unmarshal([]byte(r.out), &slots); err != nil {
 					t.Fatalf("%s: %v: %s", m.name, err, r)
 				}
 				if len(slots) != 1 || slots[0].Slot != 0 || slots[0].Free || slots[0].HeldBy != "ann" {
 					t.Fatalf("%s: got %+v, want slot 0 held by ann, once", m.name, slots)
+				}
+				// Held on a: data saying so on b (its machine; no path or
+				// epoch, which are a's), its own slot file on a.
+				nameA, _ := os.ReadFile(filepath.Join(a.store(), ".machine"))
+				s := slots[0]
+				if m == a && (s.Machine != "" || s.Path == nil || s.Epoch == nil) {
+					t.Fatalf("%s: got %+v, want the slot file here (path, epoch, no machine): %s", m.name, s, r)
+				}
+				if m == b && (s.Machine != strings.TrimSpace(string(nameA)) || s.Path != nil || s.Epoch != nil) {
+					t.Fatalf("%s: got %+v, want machine %s and no path or epoch: %s", m.name, s, nameA, r)
 				}
 			}
 			wantOneHeld(b)
