@@ -149,10 +149,12 @@ func (e *RefEngine) unavailable(op, key string, err error) error {
 
 // refresh fetches the claim refs of key's directory (one fetch for a
 // whole queue) and rebuilds their view.
-func (e *RefEngine) refresh(key string) error { return e.refreshDir(keyDir(key)) }
+func (e *RefEngine) refresh(ctx context.Context, key string) error {
+	return e.refreshDir(ctx, keyDir(key))
+}
 
 // refreshDir fetches the claim refs under dir (every depth).
-func (e *RefEngine) refreshDir(dir string) error {
+func (e *RefEngine) refreshDir(ctx context.Context, dir string) error {
 	key := dir
 	// Fetches of one clone update the same local refs: one at a time.
 	l, err := e.s.Lock("gitclaims")
@@ -165,7 +167,7 @@ func (e *RefEngine) refreshDir(dir string) error {
 	if err := e.repo.clearStaleLocks(localClaims + refName(dir) + "/"); err != nil { // a killed fetch's
 		return err
 	}
-	if _, err := e.repo.fetch(e.remote, "+"+src+":"+dst); err != nil {
+	if _, err := e.repo.fetch(ctx, e.remote, "+"+src+":"+dst); err != nil {
 		return e.unavailable("fetch", key, err)
 	}
 	out, err := e.repo.git(nil, "for-each-ref", "--format=%(refname)%09%(objectname)%09%(contents:subject)", localClaims+refName(dir)+"/")
@@ -242,7 +244,7 @@ func (e *RefEngine) Hint(key, lease string) {
 
 // lookup returns the key's record, fetching if the view is older than
 // maxAge or force (a hinted record is tried once without fetching).
-func (e *RefEngine) lookup(key string, force bool) (viewEntry, bool, error) {
+func (e *RefEngine) lookup(ctx context.Context, key string, force bool) (viewEntry, bool, error) {
 	e.mu.Lock()
 	at := e.viewAt[keyDir(key)]
 	if v, ok := e.view[key]; ok && e.hinted[key] && !force {
@@ -252,7 +254,7 @@ func (e *RefEngine) lookup(key string, force bool) (viewEntry, bool, error) {
 	}
 	e.mu.Unlock()
 	if force || time.Since(at) > e.maxAge {
-		if err := e.refresh(key); err != nil {
+		if err := e.refresh(ctx, key); err != nil {
 			return viewEntry{}, false, err
 		}
 	}
@@ -264,7 +266,7 @@ func (e *RefEngine) lookup(key string, force bool) (viewEntry, bool, error) {
 
 // cas writes rec as key's next record if the remote still has prev
 // ("" = no record). It reports false when another push won.
-func (e *RefEngine) cas(key string, prev viewEntry, hadPrev bool, rec record) (bool, error) {
+func (e *RefEngine) cas(ctx context.Context, key string, prev viewEntry, hadPrev bool, rec record) (bool, error) {
 	msg, _ := json.Marshal(rec)
 	parent := ""
 	expect := ""
@@ -275,7 +277,7 @@ func (e *RefEngine) cas(key string, prev viewEntry, hadPrev bool, rec record) (b
 	if err != nil {
 		return false, err
 	}
-	res, err := e.repo.push(e.remote, oid, ClaimRefs+refName(key), &expect)
+	res, err := e.repo.push(ctx, e.remote, oid, ClaimRefs+refName(key), &expect)
 	switch res {
 	case pushOK:
 		e.mu.Lock()
@@ -320,7 +322,7 @@ func (e *RefEngine) Claim(ctx context.Context, key string, req queues.ClaimReque
 		if err := ctx.Err(); err != nil {
 			return queues.Grant{}, err
 		}
-		cur, ok, err := e.lookup(key, force)
+		cur, ok, err := e.lookup(ctx, key, force)
 		if err != nil {
 			return queues.Grant{}, err
 		}
@@ -335,7 +337,7 @@ func (e *RefEngine) Claim(ctx context.Context, key string, req queues.ClaimReque
 				next.Fence, next.Attempts = r.Fence+1, r.Attempts+1
 			}
 		}
-		won, err := e.cas(key, cur, ok, next)
+		won, err := e.cas(ctx, key, cur, ok, next)
 		if err != nil {
 			return queues.Grant{}, err
 		}
@@ -354,10 +356,10 @@ func (e *RefEngine) Claim(ctx context.Context, key string, req queues.ClaimReque
 }
 
 // change rewrites a held key's record if fence still holds it.
-func (e *RefEngine) change(key string, fence int64, edit func(r *record)) error {
+func (e *RefEngine) change(ctx context.Context, key string, fence int64, edit func(r *record)) error {
 	force := false
 	for try := 0; try < 3; try++ {
-		cur, ok, err := e.lookup(key, force)
+		cur, ok, err := e.lookup(ctx, key, force)
 		if err != nil {
 			return err
 		}
@@ -376,7 +378,7 @@ func (e *RefEngine) change(key string, fence int64, edit func(r *record)) error 
 		// push decides, and a lost race is a lost claim.
 		next := cur.rec
 		edit(&next)
-		won, err := e.cas(key, cur, true, next)
+		won, err := e.cas(ctx, key, cur, true, next)
 		if err != nil {
 			return err
 		}
@@ -389,17 +391,17 @@ func (e *RefEngine) change(key string, fence int64, edit func(r *record)) error 
 }
 
 // Renew implements queues.Coordinator.
-func (e *RefEngine) Renew(_ context.Context, key string, fence int64, ttl time.Duration) error {
+func (e *RefEngine) Renew(ctx context.Context, key string, fence int64, ttl time.Duration) error {
 	if ttl <= 0 {
 		ttl = e.liveTTL
 	}
-	return e.change(key, fence, func(r *record) { r.LeaseUntil = schema.TimeOf(time.Now().Add(ttl).UTC()) })
+	return e.change(ctx, key, fence, func(r *record) { r.LeaseUntil = schema.TimeOf(time.Now().Add(ttl).UTC()) })
 }
 
 // Release implements queues.Coordinator.
-func (e *RefEngine) Release(_ context.Context, key string, fence int64, giveBack bool) error {
+func (e *RefEngine) Release(ctx context.Context, key string, fence int64, giveBack bool) error {
 	e.forget(key)
-	return e.change(key, fence, func(r *record) {
+	return e.change(ctx, key, fence, func(r *record) {
 		r.State, r.LeaseUntil = "free", schema.TimeOf(time.Time{})
 		if giveBack && r.Attempts > 0 {
 			r.Attempts--
@@ -408,21 +410,21 @@ func (e *RefEngine) Release(_ context.Context, key string, fence int64, giveBack
 }
 
 // Finish implements queues.Coordinator.
-func (e *RefEngine) Finish(_ context.Context, key string, fence int64, outcome, result string) error {
+func (e *RefEngine) Finish(ctx context.Context, key string, fence int64, outcome, result string) error {
 	e.forget(key)
 	if len(result) > 4096 {
 		result = result[:4096]
 	}
-	return e.change(key, fence, func(r *record) {
+	return e.change(ctx, key, fence, func(r *record) {
 		r.State, r.Result, r.LeaseUntil, r.At = outcome, result, schema.TimeOf(time.Time{}), schema.TimeOf(time.Now().UTC())
 	})
 }
 
 // Reopen implements queues.Coordinator.
-func (e *RefEngine) Reopen(_ context.Context, key string) error {
+func (e *RefEngine) Reopen(ctx context.Context, key string) error {
 	force := false
 	for try := 0; try < 5; try++ {
-		cur, ok, err := e.lookup(key, force)
+		cur, ok, err := e.lookup(ctx, key, force)
 		if err != nil {
 			return err
 		}
@@ -430,7 +432,7 @@ func (e *RefEngine) Reopen(_ context.Context, key string) error {
 			return nil
 		}
 		next := record{State: "free", Fence: cur.rec.Fence, Attempts: 0}
-		won, err := e.cas(key, cur, true, next)
+		won, err := e.cas(ctx, key, cur, true, next)
 		if err != nil || won {
 			return err
 		}
@@ -440,8 +442,8 @@ func (e *RefEngine) Reopen(_ context.Context, key string) error {
 }
 
 // State implements queues.Coordinator.
-func (e *RefEngine) State(_ context.Context, key string) (queues.ClaimState, error) {
-	cur, ok, err := e.lookup(key, false)
+func (e *RefEngine) State(ctx context.Context, key string) (queues.ClaimState, error) {
+	cur, ok, err := e.lookup(ctx, key, false)
 	if err != nil || !ok {
 		return queues.ClaimState{}, err
 	}
@@ -480,7 +482,10 @@ func (e *RefEngine) keepAlive(key string, fence int64) {
 			if !ok || f != fence {
 				return
 			}
-			err := e.Renew(context.Background(), key, fence, e.liveTTL)
+			// A renewal that cannot finish before the next is due gives up.
+			ctx, cancel := context.WithTimeout(context.Background(), e.liveTTL/3)
+			err := e.Renew(ctx, key, fence, e.liveTTL)
+			cancel()
 			if errors.Is(err, queues.ErrLostClaim) {
 				e.forget(key)
 				return
@@ -499,7 +504,7 @@ func (e *RefEngine) forget(key string) {
 func (e *RefEngine) List(ctx context.Context, prefix string) (map[string]queues.ClaimState, error) {
 	dir := strings.TrimSuffix(prefix, "/")
 	// refresh fetches the directory of a key: one below prefix.
-	if err := e.refreshDir(dir); err != nil {
+	if err := e.refreshDir(ctx, dir); err != nil {
 		return nil, err
 	}
 	e.mu.Lock()

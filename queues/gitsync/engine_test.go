@@ -249,3 +249,57 @@ func TestRefEngineStaleRefLock(t *testing.T) {
 		t.Fatalf("stale lock still there: %v", err)
 	}
 }
+
+// TestRefEngineUnresponsiveRemote: a remote that accepts the connection
+// and never answers (here an ssh command that hangs) holds no engine
+// call past its context's deadline: the call fails as unavailable, and
+// git and the command it started are killed, not left running.
+func TestRefEngineUnresponsiveRemote(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "ssh.pid")
+	hang := filepath.Join(dir, "hang-ssh")
+	if err := os.WriteFile(hang, []byte("#!/bin/sh\necho $$ > "+pidFile+"\nexec sleep 600\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GIT_SSH_COMMAND", hang)
+	e := gitEngine(t, t.TempDir(), "alpha", "ssh://git.invalid/p")
+	for _, call := range []struct {
+		name string
+		run  func(ctx context.Context) error
+	}{
+		{"list", func(ctx context.Context) error {
+			_, err := e.(queues.Lister).List(ctx, "items/q/")
+			return err
+		}},
+		{"claim", func(ctx context.Context) error {
+			_, err := e.Claim(ctx, "items/q/x", queues.ClaimRequest{Holder: "w", TTL: time.Minute})
+			return err
+		}},
+	} {
+		os.Remove(pidFile)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		errc := make(chan error, 1)
+		go func() { errc <- call.run(ctx) }()
+		var err error
+		select {
+		case err = <-errc:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s still waits on the remote 30s past a 1s deadline", call.name)
+		}
+		cancel()
+		if !errors.Is(err, queues.ErrUnavailable) {
+			t.Errorf("%s: err = %v, want ErrUnavailable", call.name, err)
+		}
+		pid, rerr := os.ReadFile(pidFile)
+		if rerr != nil {
+			t.Logf("%s: git was stopped before it started ssh: %v", call.name, rerr)
+			continue
+		}
+		// Killed with its group: /proc/PID is gone once it is reaped by
+		// init, and a zombie's state is Z, so either way it is not sleeping.
+		stat, _ := os.ReadFile("/proc/" + strings.TrimSpace(string(pid)) + "/stat")
+		if f := strings.Fields(string(stat)); len(f) > 2 && f[2] != "Z" {
+			t.Errorf("%s: the hung ssh command (pid %s) still runs: state %s", call.name, strings.TrimSpace(string(pid)), f[2])
+		}
+	}
+}

@@ -3,6 +3,7 @@ package gitsync
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
@@ -15,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 )
 
 // emptyTree is git's well-known empty tree object.
@@ -88,16 +91,30 @@ func gitEnv(extra []string) []string {
 }
 
 func runGit(gitDir string, env []string, stdin io.Reader, args ...string) ([]byte, error) {
+	return runGitContext(context.Background(), gitDir, env, stdin, args...)
+}
+
+// runGitContext is runGit that gives up when ctx ends: git and what it
+// started (ssh, a credential helper) are killed as one process group, so
+// an unresponsive remote cannot hold a caller, or the locks it holds,
+// past its deadline.
+func runGitContext(ctx context.Context, gitDir string, env []string, stdin io.Reader, args ...string) ([]byte, error) {
 	full := args
 	if gitDir != "" {
 		full = append([]string{"--git-dir=" + gitDir}, args...)
 	}
-	cmd := exec.Command("git", full...)
+	cmd := exec.CommandContext(ctx, "git", full...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second // a child that escaped the group keeps no pipe open past it
 	cmd.Env = gitEnv(env)
 	cmd.Stdin = stdin
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+		}
 		return out.Bytes(), &GitError{Args: args, Stderr: errb.String(), Err: err}
 	}
 	return out.Bytes(), nil
@@ -106,9 +123,14 @@ func runGit(gitDir string, env []string, stdin io.Reader, args ...string) ([]byt
 // git runs a git command in the repository with this machine as author
 // and committer.
 func (r *repo) git(stdin io.Reader, args ...string) ([]byte, error) {
+	return r.gitContext(context.Background(), stdin, args...)
+}
+
+// gitContext is git bounded by ctx (runGitContext).
+func (r *repo) gitContext(ctx context.Context, stdin io.Reader, args ...string) ([]byte, error) {
 	env := []string{"GIT_AUTHOR_NAME=" + r.machine, "GIT_AUTHOR_EMAIL=" + r.machine + "@tavern",
 		"GIT_COMMITTER_NAME=" + r.machine, "GIT_COMMITTER_EMAIL=" + r.machine + "@tavern"}
-	return runGit(r.dir, env, stdin, args...)
+	return runGitContext(ctx, r.dir, env, stdin, args...)
 }
 
 func (r *repo) gitEnv(env []string, stdin io.Reader, args ...string) ([]byte, error) {
@@ -346,13 +368,13 @@ const (
 // failed to update ref / cannot lock ref). A rejection for any other
 // reason (a hook declined it, a protected or hidden ref, a full disk)
 // would be the same next time: it is a failure, with git's reason.
-func (r *repo) push(remote, src, dst string, expect *string) (pushResult, error) {
+func (r *repo) push(ctx context.Context, remote, src, dst string, expect *string) (pushResult, error) {
 	args := []string{"push", "--porcelain", "--quiet"}
 	if expect != nil {
 		args = append(args, "--force-with-lease="+dst+":"+*expect)
 	}
 	args = append(args, remote, src+":"+dst)
-	out, err := r.git(nil, args...)
+	out, err := r.gitContext(ctx, nil, args...)
 	if err == nil {
 		return pushOK, nil
 	}
@@ -435,9 +457,9 @@ func (r *repo) clearStaleLocks(ref string) error {
 
 // fetch runs git fetch of refspecs from remote. A refspec whose remote
 // ref does not exist is not an error (missing reports it).
-func (r *repo) fetch(remote string, refspecs ...string) (missing bool, err error) {
+func (r *repo) fetch(ctx context.Context, remote string, refspecs ...string) (missing bool, err error) {
 	args := append([]string{"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-auto-gc", remote}, refspecs...)
-	_, err = r.git(nil, args...)
+	_, err = r.gitContext(ctx, nil, args...)
 	var ge *GitError
 	if errors.As(err, &ge) && strings.Contains(ge.Stderr, "couldn't find remote ref") {
 		return true, nil

@@ -489,7 +489,7 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		missing, err := sy.repo.fetch(sy.remote, "+"+sy.ref+":"+remoteRef)
+		missing, err := sy.repo.fetch(context.Background(), sy.remote, "+"+sy.ref+":"+remoteRef)
 		if err != nil {
 			rep.Offline = err.Error()
 			break
@@ -532,7 +532,7 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 				return nil, err
 			}
 		}
-		res, err := sy.repo.push(sy.remote, M, sy.ref, nil)
+		res, err := sy.repo.push(context.Background(), sy.remote, M, sy.ref, nil)
 		if res == pushOK {
 			rep.Pushed = true
 			break
@@ -1074,7 +1074,7 @@ func Clone(dir, remote, ref string) (*docstore.Store, error) {
 	if err != nil {
 		return fail(err)
 	}
-	missing, err := r.fetch(remote, "+"+ref+":refs/tavern/remote")
+	missing, err := r.fetch(context.Background(), remote, "+"+ref+":refs/tavern/remote")
 	if err != nil {
 		return fail(&SyncError{Op: "clone", Path: remote, Err: err})
 	}
