@@ -17,7 +17,8 @@ func newReservationsCommand() *cli.Command {
 With coordination etcd or git, a reservation made on another machine whose
 file has not synced here yet is listed from the engine (JSON: machine, and no
 id, created or path); with the engine out of reach, a warning says those are
-not shown (a JSON error object on stderr under --json).
+not shown (a JSON error object on stderr under --json). In the table, such a
+reservation's AGENT says which machine: "ann (on alpha)".
 
 Examples:
    tavern reservations
@@ -46,7 +47,11 @@ func runReservations(c *cli.Context) error {
 		if !r.Expires.IsZero() {
 			exp = schema.FormatTime(r.Expires.Time)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Agent, r.Glob, exp, r.Reason)
+		agent := r.Agent
+		if r.Machine != "" {
+			agent += " (on " + r.Machine + ")" // its file has not synced here yet
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", agent, r.Glob, exp, r.Reason)
 	}
 	return tw.Flush()
 }
