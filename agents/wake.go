@@ -292,7 +292,13 @@ func (b *Briefing) Text() string {
 	if len(b.Items) > 0 {
 		w.WriteString("\n## your open items\n")
 		for _, it := range b.Items {
-			fmt.Fprintf(&w, "- %s/%s %s\n", it.Queue, it.ID, it.Title)
+			lease := ""
+			if it.LeaseUntil != "" {
+				// A lease lapses and the item goes back to the queue: the
+				// agent holding it must know to renew it.
+				lease = fmt.Sprintf(" (a lease until %s: renew it, `tavern item renew %s --attempt %d --as %s`)", it.LeaseUntil, it.ID, it.Attempt, b.Agent)
+			}
+			fmt.Fprintf(&w, "- %s/%s %s%s\n", it.Queue, it.ID, it.Title, lease)
 		}
 	}
 	if len(b.Questions) > 0 {

@@ -223,4 +223,12 @@ func TestPrimeLease(t *testing.T) {
 			t.Errorf("prime lacks %q:\n%s", want, text)
 		}
 	}
+	// wake's briefing says so too.
+	w, err := agents.Wake(e.Store, "me", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "(a lease until " + schema.FormatTime(until) + ": renew it, `tavern item renew " + c.ID + " --attempt 1 --as me`)"; !strings.Contains(w.Text(), want) {
+		t.Errorf("wake lacks %q:\n%s", want, w.Text())
+	}
 }
