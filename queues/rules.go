@@ -39,6 +39,50 @@ const (
 func InstallRules(s *docstore.Store) {
 	s.AddRule(RuleItemPath, itemPathRule)
 	s.AddRule(RuleItemCycle, func(w docstore.Write) error { return cycleRule(s, w) })
+	s.AddOwner(OwnerItemGates, func(d *docstore.Doc) []string { return itemGates(s, d) })
+}
+
+// OwnerItemGates is the docstore.Owner by which an item owns its gates:
+// `tavern rm` of an item moves its gates to .trash/ with it, and `tavern
+// trash restore` of the item brings them back. A gate names its item and
+// is read only through it, so one left behind would hold nothing, and
+// check would report it (refsCheck).
+const OwnerItemGates = "queues/item-gates"
+
+// itemGates lists the gate documents of item d: those of its gates
+// (gateIDs) whose item: names it, or that are missing (to restore).
+// None while another copy of the item is in its queue (a crash leftover
+// being removed): the gates are that copy's.
+func itemGates(s *docstore.Store, d *docstore.Doc) []string {
+	if d.Kind != schema.Item {
+		return nil
+	}
+	var buf [3]string
+	caps, ok := schema.Item.Captures(d.Path, buf[:0]) // queue, state, id
+	if !ok || len(caps) != 3 {
+		return nil
+	}
+	queue, id := caps[0], caps[2]
+	for _, st := range schema.ItemStates {
+		if rel := ItemPath(queue, st, id); rel != d.Path {
+			if _, err := s.Stat(rel); err == nil {
+				return nil
+			}
+		}
+	}
+	it := &Item{ID: id, Gate: d.String("gate"), Gates: d.Strings("gates")}
+	var out []string
+	for _, g := range it.gateIDs() {
+		if schema.ValidName(g) != nil {
+			continue
+		}
+		gd, err := s.Get(GatePath(g))
+		if err == nil && gd.String("item") != id {
+			continue // another item's gate, named here by a hand edit
+		}
+		out = append(out, GatePath(g))
+	}
+	return out
 }
 
 // PathFields are the fields of the item at rel that its path decides:
