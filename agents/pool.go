@@ -154,7 +154,7 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 	switch opt.OnEmpty {
 	case EmptyIdle, EmptyHibernate, EmptyTerminate:
 	default:
-		return nil, fmt.Errorf("pool: %w: on_empty %q: want idle, hibernate or terminate", ErrBadPool, opt.OnEmpty)
+		return nil, fmt.Errorf("pool: %w: on_empty %q: want idle, hibernate or terminate%s", ErrBadPool, opt.OnEmpty, schema.ChoiceHint(opt.OnEmpty, []string{"idle", "hibernate", "terminate"}))
 	}
 	report := func(err error) {
 		if err != nil && opt.OnError != nil {

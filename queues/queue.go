@@ -103,7 +103,7 @@ func (b *Broker) CreateQueue(name string, opt QueueOptions) (*Queue, error) {
 		return nil, &QueueError{Op: "create", Queue: name, Err: fmt.Errorf("%w: lease 0: every claim would expire as it is made", ErrBadOption)}
 	}
 	if opt.OnEmpty != "" && !slices.Contains(schema.EmptyModes, opt.OnEmpty) {
-		return nil, &QueueError{Op: "create", Queue: name, Err: fmt.Errorf("%w: on-empty must be one of %s", ErrBadOption, strings.Join(schema.EmptyModes, ", "))}
+		return nil, &QueueError{Op: "create", Queue: name, Err: fmt.Errorf("%w: on-empty %q must be one of %s%s", ErrBadOption, opt.OnEmpty, strings.Join(schema.EmptyModes, ", "), schema.ChoiceHint(opt.OnEmpty, schema.EmptyModes))}
 	}
 	if _, err := ParseOnDead(opt.OnDead); err != nil {
 		return nil, &QueueError{Op: "create", Queue: name, Err: err}

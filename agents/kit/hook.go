@@ -10,6 +10,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/tavernhq/tavern/schema"
 )
 
 // Tool is an agent tool Tavern integrates with.
@@ -35,7 +37,11 @@ func ParseTool(s string) (Tool, error) {
 	if t := Tool(s); slices.Contains(Tools, t) {
 		return t, nil
 	}
-	return "", &Error{Op: "tool", Path: s, Err: fmt.Errorf("%w (one of claude, codex, gemini, aider)", ErrUnknownTool)}
+	names := make([]string, len(Tools))
+	for i, t := range Tools {
+		names[i] = string(t)
+	}
+	return "", &Error{Op: "tool", Path: s, Err: fmt.Errorf("%w (one of claude, codex, gemini, aider)%s", ErrUnknownTool, schema.ChoiceHint(s, names))}
 }
 
 // Event is a hook event, by Tavern's name for it (`tavern hook EVENT`).
@@ -67,7 +73,11 @@ func ParseEvent(s string) (Event, error) {
 			}
 		}
 	}
-	return "", &Error{Op: "hook", Path: s, Err: fmt.Errorf("%w (one of session-start, pre-tool-use, user-prompt-submit, post-tool-use, stop, session-end)", ErrUnknownEvent)}
+	names := make([]string, len(Events))
+	for i, e := range Events {
+		names[i] = string(e)
+	}
+	return "", &Error{Op: "hook", Path: s, Err: fmt.Errorf("%w (one of session-start, pre-tool-use, user-prompt-submit, post-tool-use, stop, session-end)%s", ErrUnknownEvent, schema.ChoiceHint(s, names))}
 }
 
 // NativeEvent is the tool's name for an event. Claude Code and Codex CLI
