@@ -401,3 +401,18 @@ func TestDeleteItemTakesItsGates(t *testing.T) {
 		t.Fatalf("the gate of the item's live copy: %v", err)
 	}
 }
+
+// TestAddGateBlankReason: a person's gate shows its reason to the person
+// who decides; a blank one asks nothing and is refused, nothing written.
+func TestAddGateBlankReason(t *testing.T) {
+	s := newStore(t, true)
+	b := newBroker(t, s, nil)
+	mustQueue(t, b, "q", queues.QueueOptions{})
+	it := mustAdd(t, b, "q", queues.AddOptions{Title: "deploy"})
+	if _, err := b.AddGate(it.ID, queues.GateOptions{Reason: " \n "}); !errors.Is(err, queues.ErrBadOption) {
+		t.Fatalf("AddGate with a blank reason: got %v, want ErrBadOption", err)
+	}
+	if got, _ := b.GateDocs(false); len(got) != 0 {
+		t.Fatalf("gates after a refused AddGate: %+v, want none", got)
+	}
+}
