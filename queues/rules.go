@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
+	"strings"
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
@@ -40,6 +41,38 @@ func InstallRules(s *docstore.Store) {
 	s.AddRule(RuleItemPath, itemPathRule)
 	s.AddRule(RuleItemCycle, func(w docstore.Write) error { return cycleRule(s, w) })
 	s.AddOwner(OwnerItemGates, func(d *docstore.Doc) []string { return itemGates(s, d) })
+	s.AddRule(RuleQueueNotEmpty, func(w docstore.Write) error { return queueRemoveRule(s, w) })
+}
+
+// RuleQueueNotEmpty: a queue's queue.md is not removed while items are
+// pending or claimed in it (ErrQueueNotEmpty); done and dead items are
+// history and do not hold it.
+const RuleQueueNotEmpty = "queues/not-empty"
+
+func queueRemoveRule(s *docstore.Store, w docstore.Write) error {
+	if w.Op != "delete" {
+		return nil
+	}
+	queue, ok := strings.CutPrefix(w.Path, "queues/")
+	if queue, ok = strings.CutSuffix(queue, "/"+queueFile); !ok || strings.Contains(queue, "/") {
+		return nil
+	}
+	count := func(st string) int {
+		names, _ := s.Names("queues/" + queue + "/" + st)
+		n := 0
+		for _, name := range names {
+			if strings.HasSuffix(name, ".md") {
+				n++
+			}
+		}
+		return n
+	}
+	pending, claimed := count(Pending), count(Claimed)
+	if pending+claimed == 0 {
+		return nil
+	}
+	return &QueueError{Op: "remove", Queue: queue, Err: fmt.Errorf("%w: %d pending and %d claimed items would be left in no queue (finish or remove them first: `tavern ls queues/%s/pending/`, `tavern rm items/ID...`)",
+		ErrQueueNotEmpty, pending, claimed, queue)}
 }
 
 // OwnerItemGates is the docstore.Owner by which an item owns its gates:

@@ -17,7 +17,8 @@ func newRmCommand() *cli.Command {
 ` + "`tavern trash restore`" + ` brings them back. Engine files (tavern.md, the journal,
 dot names) are refused (exit 2): every later command needs them. An agent
 (TAVERN_AGENT) may not remove its own commitments (exit 4); a person or
-another agent may. A REF that names no document (exit 3, did you mean) stops
+another agent may. A queue's queue.md is not removed while items are pending
+or claimed in it (exit 4). A REF that names no document (exit 3, did you mean) stops
 rm before it removes any. Removing an item removes its gates with it (a gate
 means nothing without its item); restoring the item brings them back.
 
