@@ -133,6 +133,14 @@ func CreateChannel(s *docstore.Store, name, topic string) (*Channel, error) {
 		}
 		return nil, &schema.UnknownError{What: "agent", Name: agent, Near: schema.Near(agent, agents)}
 	}
+	// Gen beside gen: one file on a case-insensitive file system (macOS,
+	// Windows), and a typo everywhere else.
+	names, _ := s.Names(schema.Channel.Dir())
+	for _, n := range names {
+		if other, ok := strings.CutSuffix(n, ".md"); ok && other != name && strings.EqualFold(other, name) {
+			return nil, &fs.PathError{Op: "create", Path: rel, Err: fmt.Errorf("%w: channel %q differs from it only in case (the same file on a case-insensitive file system)", docstore.ErrExist, other)}
+		}
+	}
 	return createChannel(s, rel, name, topic)
 }
 
