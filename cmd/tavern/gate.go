@@ -50,7 +50,7 @@ Examples:
    tavern gate add p00-0193... --until 2026-02-01T09:00:00Z`,
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "reason", Usage: "what the person decides (shown in the needs-you list)"},
-					&cli.StringFlag{Name: "before", Usage: "claim | complete (default complete; claim for --until)"},
+					&cli.StringFlag{Name: "before", Usage: "claim | complete (default complete; claim for --until)", Action: choiceGiven("before", "claim or complete")},
 					&cli.StringFlag{Name: "until", Usage: "a timer gate: not before `TIME` (RFC 3339, or a duration from now)"},
 					jsonFlag(),
 				},

@@ -74,7 +74,7 @@ Example:
 				&cli.StringSliceFlag{Name: "queue", Usage: "queue `Q` (repeatable, or Q1,Q2; required)"},
 				&cli.IntFlag{Name: "min", Usage: "drones to keep (idle mode)", Value: 0},
 				&cli.IntFlag{Name: "max", Usage: "most drones at once", Value: 4, Action: atLeastOne("max", "a pool of no drones does nothing")},
-				&cli.StringFlag{Name: "on-empty", Usage: "idle | hibernate | terminate"},
+				&cli.StringFlag{Name: "on-empty", Usage: "idle | hibernate | terminate", Action: choiceGiven("on-empty", "idle, hibernate or terminate")},
 				&cli.BoolFlag{Name: "steal", Usage: "drones take from other queues when these are empty"},
 				&cli.StringFlag{Name: "model", Usage: "model `M` for the drones"},
 				&cli.StringFlag{Name: "role", Usage: "role `R` of the drones"},

@@ -50,7 +50,7 @@ Examples:
    tavern ui --json --lens needs`,
 		Flags: []cli.Flag{
 			jsonFlag(),
-			&cli.StringFlag{Name: "lens", Usage: "with --json, only `PART`: needs, agents, queues, questions, commitments, channels, reservations, tokens, pools, invalid, journal"},
+			&cli.StringFlag{Name: "lens", Usage: "with --json, only `PART`: needs, agents, queues, questions, commitments, channels, reservations, tokens, pools, invalid, journal", Action: choiceGiven("lens", "needs, agents, queues, questions, commitments, channels, reservations, tokens, pools, invalid or journal")},
 			personFlag(), pollFlag(),
 		},
 		Action: runUI,
