@@ -42,6 +42,35 @@ func InstallRules(s *docstore.Store) {
 	s.AddRule(RuleItemCycle, func(w docstore.Write) error { return cycleRule(s, w) })
 	s.AddOwner(OwnerItemGates, func(d *docstore.Doc) []string { return itemGates(s, d) })
 	s.AddRule(RuleQueueNotEmpty, func(w docstore.Write) error { return queueRemoveRule(s, w) })
+	s.AddRule(RuleClaimedRemove, func(w docstore.Write) error { return claimedRemoveRule(s, w) })
+}
+
+// RuleClaimedRemove: a claimed item is not removed under its holder
+// (ErrState, exit 4), as git rm refuses a file with changes: its done or
+// fail would find no item. A crash leftover (another copy of the item in
+// its queue) is removed as before.
+const RuleClaimedRemove = "queues/claimed-remove"
+
+func claimedRemoveRule(s *docstore.Store, w docstore.Write) error {
+	if w.Op != "delete" || w.Prev == nil || w.Prev.Kind != schema.Item {
+		return nil
+	}
+	var buf [3]string
+	caps, ok := schema.Item.Captures(w.Path, buf[:0]) // queue, state, id
+	if !ok || len(caps) != 3 || caps[1] != Claimed {
+		return nil
+	}
+	queue, id := caps[0], caps[2]
+	for _, st := range schema.ItemStates {
+		if st != Claimed {
+			if _, err := s.Stat(ItemPath(queue, st, id)); err == nil {
+				return nil // a leftover copy
+			}
+		}
+	}
+	holder := w.Prev.String("claimed_by")
+	return &ItemError{Op: "remove", ID: id, Path: w.Path, Err: fmt.Errorf("%w: claimed by %s: it would vanish under its holder (release or finish it first: `tavern item release %s --as %s`; `tavern reap` returns it if its holder is gone)",
+		ErrState, holder, id, holder)}
 }
 
 // RuleQueueNotEmpty: a queue's queue.md is not removed while items are

@@ -18,7 +18,7 @@ func newRmCommand() *cli.Command {
 dot names) are refused (exit 2): every later command needs them. An agent
 (TAVERN_AGENT) may not remove its own commitments (exit 4); a person or
 another agent may. A queue's queue.md is not removed while items are pending
-or claimed in it (exit 4). A REF that names no document (exit 3, did you mean) stops
+or claimed in it, nor a claimed item under its holder (exit 4). A REF that names no document (exit 3, did you mean) stops
 rm before it removes any. Removing an item removes its gates with it (a gate
 means nothing without its item); restoring the item brings them back.
 
