@@ -41,6 +41,7 @@ type PoolOptions struct {
 	Max     int
 	OnEmpty string // idle | hibernate | terminate; "" takes the first queue's on_empty
 	Steal   bool
+	NewPool bool // Name is new on purpose: not refused as a typo of an existing pool (usage.InstallRules)
 	Model   string
 	Command []string // the drones' command (recorded in the pool document)
 	// Drone builds the process of one drone for agent name: a spawn
@@ -154,7 +155,7 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 	switch opt.OnEmpty {
 	case EmptyIdle, EmptyHibernate, EmptyTerminate:
 	default:
-		return nil, fmt.Errorf("pool: %w: on_empty %q: want idle, hibernate or terminate", ErrBadPool, opt.OnEmpty)
+		return nil, fmt.Errorf("pool: %w: on_empty %q: want idle, hibernate or terminate%s", ErrBadPool, opt.OnEmpty, schema.ChoiceHint(opt.OnEmpty, []string{"idle", "hibernate", "terminate"}))
 	}
 	report := func(err error) {
 		if err != nil && opt.OnError != nil {
@@ -638,7 +639,7 @@ func (p *poolRun) writeDoc(first bool) error {
 		if err := set(d); err != nil {
 			return err
 		}
-		if err := p.m.Store.Create(rel, d); err == nil || !errors.Is(err, docstore.ErrExist) {
+		if err := p.m.Store.CreateWith(rel, d, docstore.CreateOptions{Force: p.opt.NewPool}); err == nil || !errors.Is(err, docstore.ErrExist) {
 			return err
 		}
 		// An existing pool document (an earlier run): its counters

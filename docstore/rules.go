@@ -151,3 +151,45 @@ func (s *Store) runChecks() []Check {
 	}
 	return out
 }
+
+// An Owner lists the documents that belong to d (package queues: an
+// item's gates, gates/<id>.md), which name d and mean nothing without
+// it. DeleteAll removes those that exist after it removes d, and
+// RestoreTrashAll brings back those that are missing after it restores
+// d: rm and restore keep an owner and what it owns together. d is the
+// document as it was (a delete) or is again (a restore), never nil; an
+// Owner must not list what still belongs to another copy of d.
+type Owner func(d *Doc) []string
+
+type namedOwner struct {
+	name string
+	fn   Owner
+}
+
+// AddOwner installs an Owner under a name (replacing one of the same
+// name). Install owners before sharing the Store between goroutines.
+func (s *Store) AddOwner(name string, fn Owner) {
+	i := slices.IndexFunc(s.owners, func(o namedOwner) bool { return o.name == name })
+	if i >= 0 {
+		s.owners[i].fn = fn
+		return
+	}
+	s.owners = append(s.owners, namedOwner{name, fn})
+}
+
+// owned lists what the owners say d owns (none for nil: a file that
+// does not parse names nothing).
+func (s *Store) owned(d *Doc) []string {
+	if d == nil {
+		return nil
+	}
+	var out []string
+	for _, o := range s.owners {
+		for _, p := range o.fn(d) {
+			if p != d.Path && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}

@@ -37,6 +37,7 @@ type Store struct {
 	rules     []namedRule  // rules.go
 	amends    []namedAmend // rules.go
 	checks    []namedCheck // check.go
+	owners    []namedOwner // rules.go
 	spares    sparePool    // retired files for reuse (spare.go)
 	lockOnce  sync.Once
 	lockc     *lockCache // open lock files (lockcache.go)
@@ -600,45 +601,75 @@ func (s *Store) updateHeld(rel string, opt UpdateOptions, fn func(*Doc) error) (
 	return d, nil
 }
 
-// Delete moves the document to .trash/ (never an unlink of user data).
-// Engine files (EngineFile: tavern.md, the journal, dot names) are
-// refused with ErrEngineFile.
+// Delete moves the document to .trash/ (never an unlink of user data),
+// with the documents it owns (DeleteAll). Engine files (EngineFile:
+// tavern.md, the journal, dot names) are refused with ErrEngineFile.
 func (s *Store) Delete(rel string) error {
+	_, err := s.DeleteAll(rel)
+	return err
+}
+
+// DeleteAll is Delete that also moves to .trash/ the documents rel owns
+// (AddOwner: an item's gates), which would otherwise name a document that
+// is gone. It returns the paths it removed, rel first; on an error, those
+// it removed before it.
+func (s *Store) DeleteAll(rel string) ([]string, error) {
+	prev, err := s.delete(rel)
+	if err != nil {
+		return nil, err
+	}
+	removed := []string{rel}
+	// After rel's lock is released: an owned document's lock is never
+	// taken inside its owner's.
+	for _, p := range s.owned(prev) {
+		if _, err := os.Lstat(filepath.Join(s.root, filepath.FromSlash(p))); err != nil {
+			continue
+		}
+		got, err := s.DeleteAll(p)
+		removed = append(removed, got...)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) { // gone since: as wanted
+			return removed, err
+		}
+	}
+	return removed, nil
+}
+
+func (s *Store) delete(rel string) (*Doc, error) {
 	if EngineFile(rel) {
-		return pathErr("delete", rel, ErrEngineFile)
+		return nil, pathErr("delete", rel, ErrEngineFile)
 	}
 	l, err := s.lockExistingDoc("delete", rel)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer l.Unlock()
 	prev, _ := s.Get(rel)
 	full, err := s.abs(rel)
 	if err != nil {
-		return pathErr("delete", rel, err)
+		return nil, pathErr("delete", rel, err)
 	}
 	if _, err := os.Lstat(full); err != nil {
-		return pathErr("delete", rel, unwrapPath(err))
+		return nil, pathErr("delete", rel, unwrapPath(err))
 	}
 	// A removal is a write too (package agents: an agent may not remove
 	// its own commitment).
 	if err := s.checkRules(Write{Op: "delete", Path: rel, Prev: prev}); err != nil {
-		return err
+		return nil, err
 	}
 	trash := filepath.Join(s.root, trashDir, time.Now().UTC().Format(trashStamp)+"-"+strings.ReplaceAll(rel, "/", "__"))
 	if err := os.Rename(full, trash); err != nil {
-		return pathErr("delete", rel, unwrapPath(err))
+		return nil, pathErr("delete", rel, unwrapPath(err))
 	}
 	// Both directories: the entry must be durably gone from one and
 	// present in the other, or a crash could lose the document.
 	if err := s.syncDir(filepath.Dir(full)); err != nil {
-		return err
+		return nil, err
 	}
 	if err := s.syncDir(filepath.Dir(trash)); err != nil {
-		return err
+		return nil, err
 	}
 	s.notify(Mutation{Op: "delete", Path: rel, Prev: prev})
-	return nil
+	return prev, nil
 }
 
 // Move writes the document at from, after fn edits it, to the new path to

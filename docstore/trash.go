@@ -117,6 +117,45 @@ func (s *Store) RestoreTrash(ref string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return s.restoreTrash(ref, entries)
+}
+
+// RestoreTrashAll is RestoreTrash that also brings back what the restored
+// document owns (AddOwner: an item's gates) and is missing, each from its
+// newest trash entry: what DeleteAll removed with it. It returns the
+// paths it restored, the document's first; on an error, those restored
+// before it.
+func (s *Store) RestoreTrashAll(ref string) ([]string, error) {
+	entries, err := s.Trash()
+	if err != nil {
+		return nil, err
+	}
+	rel, err := s.restoreTrash(ref, entries)
+	if err != nil {
+		return nil, err
+	}
+	restored := []string{rel}
+	d, err := s.Get(rel)
+	if err != nil {
+		return restored, nil // a file that does not parse owns nothing
+	}
+	for _, p := range s.owned(d) {
+		if _, err := os.Lstat(filepath.Join(s.root, filepath.FromSlash(p))); err == nil {
+			continue // there (never removed, or restored by hand)
+		}
+		if !slices.ContainsFunc(entries, func(e TrashEntry) bool { return e.Path == p }) {
+			continue // not in the trash: nothing to bring back
+		}
+		got, err := s.RestoreTrashAll(p)
+		restored = append(restored, got...)
+		if err != nil {
+			return restored, err
+		}
+	}
+	return restored, nil
+}
+
+func (s *Store) restoreTrash(ref string, entries []TrashEntry) (string, error) {
 	var e *TrashEntry
 	for i := range entries {
 		if entries[i].Name == ref || entries[i].Path == ref || entries[i].Path == ref+".md" {

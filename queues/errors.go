@@ -18,6 +18,11 @@ var (
 	// ErrQueueExists is returned by CreateQueue when the queue exists.
 	ErrQueueExists = errors.New("queue already exists")
 
+	// ErrQueueNotEmpty refuses the removal of a queue's queue.md while
+	// items are pending or claimed in it: they would be left in no queue,
+	// never taken, listed by nothing.
+	ErrQueueNotEmpty = errors.New("queue has work left")
+
 	// ErrEmpty is returned by Take when no item of the queues it looked at
 	// is claimable (after waiting, if it was asked to wait).
 	ErrEmpty = errors.New("no claimable item")

@@ -355,8 +355,13 @@ func (b *Broker) AddGate(id string, opt GateOptions) (*Gate, error) {
 	if opt.Stage == "" {
 		opt.Stage = StageComplete
 	}
+	if typ == GateHuman && strings.TrimSpace(opt.Reason) == "" {
+		// The person is shown the reason to decide on: a gate without
+		// one asks nothing.
+		return nil, &ItemError{Op: "gate", ID: id, Err: fmt.Errorf("%w: a person's gate needs a reason (what the person decides)", ErrBadOption)}
+	}
 	if opt.Stage != StageClaim && opt.Stage != StageComplete {
-		return nil, &ItemError{Op: "gate", ID: id, Err: fmt.Errorf("%w: stage %q (want claim or complete)", ErrBadOption, opt.Stage)}
+		return nil, &ItemError{Op: "gate", ID: id, Err: fmt.Errorf("%w: stage %q (want claim or complete)%s", ErrBadOption, opt.Stage, schema.ChoiceHint(opt.Stage, []string{StageClaim, StageComplete}))}
 	}
 	// A timer gate whose time has passed would open as it is made: a
 	// typo (-5m for 5m, a past date), never a gate anyone wants.

@@ -3,6 +3,7 @@ package queues_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -351,5 +352,67 @@ func TestAddGateTwice(t *testing.T) {
 	g3, err := b.AddGate(it.ID, queues.GateOptions{Until: until.Add(time.Minute)})
 	if err != nil || g3.ID == g1.ID || g3.Existing {
 		t.Fatalf("a later until: %+v, %v; want a new gate", g3, err)
+	}
+}
+
+// TestDeleteItemTakesItsGates: removing an item (the store's Delete, as
+// `tavern rm` does) moves its gates to the trash with it, so no gate is
+// left naming an item that is gone; restoring the item brings them back.
+// A crash leftover's removal, while another copy lives, keeps them.
+func TestDeleteItemTakesItsGates(t *testing.T) {
+	s := newStore(t, true)
+	b := newBroker(t, s, nil)
+	mustQueue(t, b, "q", queues.QueueOptions{})
+	it := mustAdd(t, b, "q", queues.AddOptions{Title: "deploy"})
+	g, err := b.AddGate(it.ID, queues.GateOptions{Reason: "review"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := queues.ItemPath("q", queues.Pending, it.ID)
+	got, err := s.DeleteAll(rel)
+	if want := []string{rel, g.Path}; err != nil || !slices.Equal(got, want) {
+		t.Fatalf("DeleteAll(%s) = %v, %v; want %v", rel, got, err, want)
+	}
+	if _, err := s.Stat(g.Path); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the gate of a removed item: Stat = %v, want not exist", err)
+	}
+	got, err = s.RestoreTrashAll(rel)
+	if want := []string{rel, g.Path}; err != nil || !slices.Equal(got, want) {
+		t.Fatalf("RestoreTrashAll(%s) = %v, %v; want %v", rel, got, err, want)
+	}
+
+	// A second copy in claimed/ (a crash between the writes of a move):
+	// removing it leaves the gate to the pending copy.
+	data, err := os.ReadFile(filepath.Join(s.Root(), rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dup := queues.ItemPath("q", queues.Claimed, it.ID)
+	if err := os.MkdirAll(filepath.Dir(filepath.Join(s.Root(), dup)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.Root(), dup), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.DeleteAll(dup); err != nil || len(got) != 1 {
+		t.Fatalf("DeleteAll of a leftover copy = %v, %v; want it alone", got, err)
+	}
+	if _, err := s.Stat(g.Path); err != nil {
+		t.Fatalf("the gate of the item's live copy: %v", err)
+	}
+}
+
+// TestAddGateBlankReason: a person's gate shows its reason to the person
+// who decides; a blank one asks nothing and is refused, nothing written.
+func TestAddGateBlankReason(t *testing.T) {
+	s := newStore(t, true)
+	b := newBroker(t, s, nil)
+	mustQueue(t, b, "q", queues.QueueOptions{})
+	it := mustAdd(t, b, "q", queues.AddOptions{Title: "deploy"})
+	if _, err := b.AddGate(it.ID, queues.GateOptions{Reason: " \n "}); !errors.Is(err, queues.ErrBadOption) {
+		t.Fatalf("AddGate with a blank reason: got %v, want ErrBadOption", err)
+	}
+	if got, _ := b.GateDocs(false); len(got) != 0 {
+		t.Fatalf("gates after a refused AddGate: %+v, want none", got)
 	}
 }

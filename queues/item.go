@@ -190,7 +190,7 @@ func (b *Broker) Add(queue string, opt AddOptions) (*Item, error) {
 	}
 	if opt.Gate != "" {
 		if opt.Gate != GateHuman {
-			return nil, &QueueError{Op: "add to", Queue: queue, Err: fmt.Errorf("%w: gate %q (want human)", ErrBadOption, opt.Gate)}
+			return nil, &QueueError{Op: "add to", Queue: queue, Err: fmt.Errorf("%w: gate %q (want human)%s", ErrBadOption, opt.Gate, schema.ChoiceHint(opt.Gate, []string{GateHuman}))}
 		}
 		fields = append(fields, docstore.Field{Key: "gate", Value: opt.Gate})
 	}

@@ -30,7 +30,7 @@ func ParseOnDead(s string) (OnDead, error) {
 		}
 		return OnDead{Channel: f[1]}, nil
 	}
-	return OnDead{}, fmt.Errorf("%w: on_dead %q (want: ask parent | ask user | notify CHANNEL)", ErrBadOption, s)
+	return OnDead{}, fmt.Errorf("%w: on_dead %q (want: ask parent | ask user | notify CHANNEL)%s", ErrBadOption, s, schema.ChoiceHint(strings.Join(f, " "), []string{"ask parent", "ask user"}))
 }
 
 func (o OnDead) String() string {

@@ -93,8 +93,18 @@ func (b *Broker) CreateQueue(name string, opt QueueOptions) (*Queue, error) {
 	if opt.Priority < MinPriority || opt.Priority > MaxPriority {
 		return nil, &QueueError{Op: "create", Queue: name, Err: fmt.Errorf("%w: %d is not in %d..%d", ErrPriority, opt.Priority, MinPriority, MaxPriority)}
 	}
-	if opt.MaxAttempts < 0 || opt.Lease < 0 || opt.LeaseGrace < 0 || opt.Backoff < 0 || opt.BackoffMax < 0 {
-		return nil, &QueueError{Op: "create", Queue: name, Err: fmt.Errorf("%w: negative max-attempts or duration", ErrBadOption)}
+	if opt.MaxAttempts < 0 {
+		return nil, &QueueError{Op: "create", Queue: name, Err: fmt.Errorf("%w: max attempts %d: a count cannot be negative", ErrBadOption, opt.MaxAttempts)}
+	}
+	// Each duration by name: "a negative duration" alone leaves the
+	// user to guess which flag.
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"lease", opt.Lease}, {"lease grace", opt.LeaseGrace}, {"backoff", opt.Backoff}, {"backoff max", opt.BackoffMax}} {
+		if d.v < 0 {
+			return nil, &QueueError{Op: "create", Queue: name, Err: fmt.Errorf("%w: %s %s: a duration cannot be negative", ErrBadOption, d.name, d.v)}
+		}
 	}
 	if slices.Contains(opt.Explicit, "max_attempts") && opt.MaxAttempts == 0 {
 		return nil, &QueueError{Op: "create", Queue: name, Err: fmt.Errorf("%w: max attempts 0: an item needs at least one attempt", ErrBadOption)}
@@ -103,7 +113,7 @@ func (b *Broker) CreateQueue(name string, opt QueueOptions) (*Queue, error) {
 		return nil, &QueueError{Op: "create", Queue: name, Err: fmt.Errorf("%w: lease 0: every claim would expire as it is made", ErrBadOption)}
 	}
 	if opt.OnEmpty != "" && !slices.Contains(schema.EmptyModes, opt.OnEmpty) {
-		return nil, &QueueError{Op: "create", Queue: name, Err: fmt.Errorf("%w: on-empty must be one of %s", ErrBadOption, strings.Join(schema.EmptyModes, ", "))}
+		return nil, &QueueError{Op: "create", Queue: name, Err: fmt.Errorf("%w: on-empty %q must be one of %s%s", ErrBadOption, opt.OnEmpty, strings.Join(schema.EmptyModes, ", "), schema.ChoiceHint(opt.OnEmpty, schema.EmptyModes))}
 	}
 	if _, err := ParseOnDead(opt.OnDead); err != nil {
 		return nil, &QueueError{Op: "create", Queue: name, Err: err}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
+	"strings"
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
@@ -39,6 +40,111 @@ const (
 func InstallRules(s *docstore.Store) {
 	s.AddRule(RuleItemPath, itemPathRule)
 	s.AddRule(RuleItemCycle, func(w docstore.Write) error { return cycleRule(s, w) })
+	s.AddOwner(OwnerItemGates, func(d *docstore.Doc) []string { return itemGates(s, d) })
+	s.AddRule(RuleQueueNotEmpty, func(w docstore.Write) error { return queueRemoveRule(s, w) })
+	s.AddRule(RuleClaimedRemove, func(w docstore.Write) error { return claimedRemoveRule(s, w) })
+}
+
+// RuleClaimedRemove: a claimed item is not removed under its holder
+// (ErrState, exit 4), as git rm refuses a file with changes: its done or
+// fail would find no item. A crash leftover (another copy of the item in
+// its queue) is removed as before.
+const RuleClaimedRemove = "queues/claimed-remove"
+
+func claimedRemoveRule(s *docstore.Store, w docstore.Write) error {
+	if w.Op != "delete" || w.Prev == nil || w.Prev.Kind != schema.Item {
+		return nil
+	}
+	var buf [3]string
+	caps, ok := schema.Item.Captures(w.Path, buf[:0]) // queue, state, id
+	if !ok || len(caps) != 3 || caps[1] != Claimed {
+		return nil
+	}
+	queue, id := caps[0], caps[2]
+	for _, st := range schema.ItemStates {
+		if st != Claimed {
+			if _, err := s.Stat(ItemPath(queue, st, id)); err == nil {
+				return nil // a leftover copy
+			}
+		}
+	}
+	holder := w.Prev.String("claimed_by")
+	return &ItemError{Op: "remove", ID: id, Path: w.Path, Err: fmt.Errorf("%w: claimed by %s: it would vanish under its holder (release or finish it first: `tavern item release %s --as %s`; `tavern reap` returns it if its holder is gone)",
+		ErrState, holder, id, holder)}
+}
+
+// RuleQueueNotEmpty: a queue's queue.md is not removed while items are
+// pending or claimed in it (ErrQueueNotEmpty); done and dead items are
+// history and do not hold it.
+const RuleQueueNotEmpty = "queues/not-empty"
+
+func queueRemoveRule(s *docstore.Store, w docstore.Write) error {
+	if w.Op != "delete" {
+		return nil
+	}
+	queue, ok := strings.CutPrefix(w.Path, "queues/")
+	if queue, ok = strings.CutSuffix(queue, "/"+queueFile); !ok || strings.Contains(queue, "/") {
+		return nil
+	}
+	count := func(st string) int {
+		names, _ := s.Names("queues/" + queue + "/" + st)
+		n := 0
+		for _, name := range names {
+			if strings.HasSuffix(name, ".md") {
+				n++
+			}
+		}
+		return n
+	}
+	pending, claimed := count(Pending), count(Claimed)
+	if pending+claimed == 0 {
+		return nil
+	}
+	return &QueueError{Op: "remove", Queue: queue, Err: fmt.Errorf("%w: %d pending and %d claimed items would be left in no queue (finish or remove them first: `tavern ls queues/%s/pending/`, `tavern rm items/ID...`)",
+		ErrQueueNotEmpty, pending, claimed, queue)}
+}
+
+// OwnerItemGates is the docstore.Owner by which an item owns its gates:
+// `tavern rm` of an item moves its gates to .trash/ with it, and `tavern
+// trash restore` of the item brings them back. A gate names its item and
+// is read only through it, so one left behind would hold nothing, and
+// check would report it (refsCheck).
+const OwnerItemGates = "queues/item-gates"
+
+// itemGates lists the gate documents of item d: those of its gates
+// (gateIDs) whose item: names it, or that are missing (to restore).
+// None while another copy of the item is in its queue (a crash leftover
+// being removed): the gates are that copy's.
+func itemGates(s *docstore.Store, d *docstore.Doc) []string {
+	if d.Kind != schema.Item {
+		return nil
+	}
+	var buf [3]string
+	caps, ok := schema.Item.Captures(d.Path, buf[:0]) // queue, state, id
+	if !ok || len(caps) != 3 {
+		return nil
+	}
+	queue, id := caps[0], caps[2]
+	for _, st := range schema.ItemStates {
+		if rel := ItemPath(queue, st, id); rel != d.Path {
+			if _, err := s.Stat(rel); err == nil {
+				return nil
+			}
+		}
+	}
+	it := &Item{ID: id, Gate: d.String("gate"), Gates: d.Strings("gates")}
+	var out []string
+	for _, g := range it.gateIDs() {
+		if schema.ValidName(g) != nil {
+			continue
+		}
+		gd, err := s.Get(GatePath(g))
+		if err == nil && gd.String("item") != id {
+			continue // another item's gate, named here by a hand edit
+		}
+		out = append(out, GatePath(g))
+	}
+	return out
 }
 
 // PathFields are the fields of the item at rel that its path decides:

@@ -122,6 +122,13 @@ func EditDistance(a, b string) int {
 	return prev[len(y)]
 }
 
+// ChoiceHint is the "; did you mean X?" of a value given for one of a
+// closed set of choices (a flag's: --by itme, --before clam), or "" when
+// none is near: a value outside the set is the caller's error, and this
+// is its hint, as an enum field's (a value in another case counts as
+// near: Claim for claim).
+func ChoiceHint(value string, choices []string) string { return enumHint(value, choices) }
+
 // NearList is the "did you mean" list of near (Near's answer): at most
 // the first three, quoted, as `"a", "b" or "c"`; "" when near is empty.
 func NearList(near []string) string {

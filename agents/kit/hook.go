@@ -94,7 +94,11 @@ func ParseEvent(s string) (Event, error) {
 			}
 		}
 	}
-	return "", &Error{Op: "hook", Path: s, Err: fmt.Errorf("%w (one of session-start, pre-tool-use, user-prompt-submit, post-tool-use, stop, session-end)", ErrUnknownEvent)}
+	names := make([]string, len(Events))
+	for i, e := range Events {
+		names[i] = string(e)
+	}
+	return "", &Error{Op: "hook", Path: s, Err: fmt.Errorf("%w (one of session-start, pre-tool-use, user-prompt-submit, post-tool-use, stop, session-end)%s", ErrUnknownEvent, schema.ChoiceHint(s, names))}
 }
 
 // NativeEvent is the tool's name for an event. Claude Code and Codex CLI

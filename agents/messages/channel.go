@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -48,6 +49,29 @@ const person = "user"
 func CanRead(s *docstore.Store, reader, channel string) bool {
 	agent, direct := strings.CutPrefix(channel, "@")
 	return !direct || reader == "" || reader == person || reader == agent || ancestor(s, reader, agent)
+}
+
+// CheckRead refuses reader (op: "show", "edit", ...) the document at rel
+// when it is a note or a message chunk of a channel CanRead denies it
+// (*DirectError): commands that read any document by its path (show, ls,
+// edit, trace --at) hold the rule recv and notes hold. Other documents,
+// a channel's own document among them, are nil.
+func CheckRead(s *docstore.Store, op, reader, rel string) error {
+	channel := PathChannel(rel)
+	if channel == "" {
+		return nil
+	}
+	return checkReader(s, op, reader, channel)
+}
+
+// PathChannel is the channel whose note or message chunk is at rel (or
+// under rel, a directory: notes/@bob/), or "".
+func PathChannel(rel string) string {
+	parts := strings.SplitN(strings.TrimPrefix(path.Clean(filepath.ToSlash(rel)), "./"), "/", 3)
+	if len(parts) < 2 || (parts[0] != schema.Note.Dir() && parts[0] != schema.Chunk.Dir()) {
+		return ""
+	}
+	return parts[1]
 }
 
 // checkReader refuses a read (op) of channel by reader that CanRead
@@ -108,6 +132,14 @@ func CreateChannel(s *docstore.Store, name, topic string) (*Channel, error) {
 			}
 		}
 		return nil, &schema.UnknownError{What: "agent", Name: agent, Near: schema.Near(agent, agents)}
+	}
+	// Gen beside gen: one file on a case-insensitive file system (macOS,
+	// Windows), and a typo everywhere else.
+	names, _ := s.Names(schema.Channel.Dir())
+	for _, n := range names {
+		if other, ok := strings.CutSuffix(n, ".md"); ok && other != name && strings.EqualFold(other, name) {
+			return nil, &fs.PathError{Op: "create", Path: rel, Err: fmt.Errorf("%w: channel %q differs from it only in case (the same file on a case-insensitive file system)", docstore.ErrExist, other)}
+		}
 	}
 	return createChannel(s, rel, name, topic)
 }

@@ -438,3 +438,30 @@ func TestChunkHandAppended(t *testing.T) {
 		t.Errorf("got %+v, want texts one and hand added", got)
 	}
 }
+
+// TestCheckRead: a read by path (show, ls, edit) of a direct channel's
+// notes and messages holds CanRead's rule; other documents, the channel's
+// own among them, and the person are never refused.
+func TestCheckRead(t *testing.T) {
+	s := msgStore(t)
+	tests := []struct {
+		reader, rel string
+		refused     bool
+	}{
+		{"alice", "notes/@bob/01a2.md", true},
+		{"alice", "messages/@bob/01a2.md", true},
+		{"alice", "notes/@bob/", true},
+		{"bob", "notes/@bob/01a2.md", false},
+		{"", "notes/@bob/01a2.md", false},
+		{"user", "messages/@bob/01a2.md", false},
+		{"alice", "notes/general/01a2.md", false},
+		{"alice", "channels/@bob.md", false},
+		{"alice", "notes/", false},
+	}
+	for _, tt := range tests {
+		err := CheckRead(s, "show", tt.reader, tt.rel)
+		if got := errors.Is(err, ErrNotYours); got != tt.refused {
+			t.Errorf("CheckRead(%q, %q) = %v; want refused %v", tt.reader, tt.rel, err, tt.refused)
+		}
+	}
+}

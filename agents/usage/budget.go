@@ -173,8 +173,45 @@ const RuleBudgetPool = "budgets/pool"
 // budgets/NAME pool=P`, edit) obeys SetBudget's rule for it: the plain
 // name rule, and no likely typo of an existing pool (*PoolError,
 // ErrNearPool) unless forced (SetBudget's NewPool, as Write.Force).
+//
+// And a write that creates a pool's document (`tavern pool run NAME`,
+// `tavern new pool`) obeys the same rule for its name: a pool near an
+// existing one (dornes beside drones) is a typo that would start a second
+// pool on the same queues, refused unless forced (agents.PoolOptions.NewPool,
+// `pool run --new-pool`).
 func InstallRules(s *docstore.Store) {
 	s.AddRule(RuleBudgetPool, func(w docstore.Write) error { return budgetPoolRule(s, w) })
+	s.AddRule(RulePoolName, func(w docstore.Write) error { return poolNameRule(s, w) })
+}
+
+// RulePoolName names the rule on a new pool's name (InstallRules).
+const RulePoolName = "pools/name"
+
+func poolNameRule(s *docstore.Store, w docstore.Write) error {
+	if w.Op != "create" || w.Doc == nil || w.Doc.Kind != schema.Pool || w.Force {
+		return nil
+	}
+	if _, err := s.Stat(w.Path); err == nil {
+		return nil // an earlier run's document: the create fails as existing
+	}
+	pool := strings.TrimSuffix(strings.TrimPrefix(w.Path, "pools/"), ".md")
+	names := PoolNames(s)
+	budgets, _ := Budgets(s)
+	for _, b := range budgets {
+		if b.Pool == pool {
+			return nil // a budget was set for it first: expected
+		}
+		if b.Pool != "" {
+			names = append(names, b.Pool)
+		}
+	}
+	names = slices.DeleteFunc(names, func(n string) bool { return n == pool }) // an earlier run's: not new
+	slices.Sort(names)
+	// NearNew: drones-2 beside drones-1 is a series, not a typo.
+	if near := schema.NearNew(pool, slices.Compact(names)); len(near) > 0 {
+		return &PoolError{Op: "pool run", Path: w.Path, Pool: pool, Near: near, Err: ErrNearPool}
+	}
+	return nil
 }
 
 func budgetPoolRule(s *docstore.Store, w docstore.Write) error {

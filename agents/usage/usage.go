@@ -169,7 +169,7 @@ func Summarize(recs []Record, by string) ([]Row, Row, error) {
 		"day":   func(r Record) string { return r.Started.UTC().Format("2006-01-02") },
 	}[by]
 	if key == nil {
-		return nil, Row{}, fmt.Errorf("%w %q (want %s)", ErrGrouping, by, strings.Join(Groupings, ", "))
+		return nil, Row{}, fmt.Errorf("%w %q (want %s)%s", ErrGrouping, by, strings.Join(Groupings, ", "), schema.ChoiceHint(by, Groupings))
 	}
 	rows := map[string]*Row{}
 	total := Row{Key: "total"}

@@ -155,7 +155,7 @@ func openRepo(ctx context.Context, opt Options) (*Workspaces, error) {
 		opt.Mode = "rebase"
 	case "rebase", "merge":
 	default:
-		return nil, fmt.Errorf("%w: mode %q (want rebase or merge)", ErrConfig, opt.Mode)
+		return nil, fmt.Errorf("%w: mode %q (want rebase or merge)%s", ErrConfig, opt.Mode, schema.ChoiceHint(opt.Mode, []string{"rebase", "merge"}))
 	}
 	if opt.CheckTimeout <= 0 {
 		opt.CheckTimeout = 10 * time.Minute

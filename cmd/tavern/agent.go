@@ -82,6 +82,10 @@ func runAgentNew(c *cli.Context) error {
 	if c.NArg() > 1 {
 		return usageErr("agent new takes at most one NAME")
 	}
+	// An unset variable ("$NAME") must not make an agent of a themed name.
+	if c.NArg() == 1 && c.Args().First() == "" {
+		return usageErr(`agent new "": empty NAME; give a name, or leave NAME out for a themed one`)
+	}
 	m, err := openManager(c)
 	if err != nil {
 		return err

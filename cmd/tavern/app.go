@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -343,9 +344,21 @@ func jsonWanted(c *cli.Context) bool {
 	return c.Bool("json")
 }
 
-// unknownCommand is the usage error for name, with the nearest command
-// name (at most two edits away) as a suggestion.
+// habits are the names other tools give a command (git, kubectl, gh):
+// spelling suggests nothing for them, or worse (get: set, cat: gate).
+var habits = map[string]string{
+	"delete": "rm", "remove": "rm",
+	"cat": "show", "get": "show", "describe": "show",
+	"list": "ls", "create": "new",
+}
+
+// unknownCommand is the usage error for name, with the command another
+// tool's name stands for (habits), else the nearest command name (at
+// most two edits away), as a suggestion.
 func unknownCommand(name string, cmds []*cli.Command) error {
+	if alt, ok := habits[name]; ok && slices.ContainsFunc(cmds, func(c *cli.Command) bool { return c.HasName(alt) }) {
+		return usageErr("unknown command %q; did you mean %q?", name, alt)
+	}
 	best, dist := "", 3
 	for _, c := range cmds {
 		for _, n := range c.Names() {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/docstore"
 )
 
@@ -52,6 +53,9 @@ func runEdit(c *cli.Context) error {
 		return err
 	}
 	if err := configFor(s, rel); err != nil {
+		return err
+	}
+	if err := messages.CheckRead(s, "edit", envAgent(), rel); err != nil {
 		return err
 	}
 	orig, err := s.Get(rel)

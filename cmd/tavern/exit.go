@@ -122,6 +122,7 @@ var exitCodes = []struct {
 	{queues.ErrNotHolder, exitConflict},
 	{queues.ErrState, exitConflict},
 	{queues.ErrQueueExists, exitConflict},
+	{queues.ErrQueueNotEmpty, exitConflict}, // rm of a queue with work left
 	{queues.ErrPriority, exitUsage},
 	{queues.ErrCycle, exitUsage},
 	{queues.ErrPathField, exitUsage},

@@ -104,6 +104,18 @@ func notNegative(name string) func(*cli.Context, time.Duration) error {
 	}
 }
 
+// choiceGiven refuses an empty value for a flag of a closed set of
+// choices (want): given as "" (an unset variable in --before "$STAGE"),
+// it would silently be the default, which the user did not choose.
+func choiceGiven(name, want string) func(*cli.Context, string) error {
+	return func(_ *cli.Context, v string) error {
+		if strings.TrimSpace(v) == "" {
+			return usageErr("--%s %q: empty; want %s (or leave --%s out for the default)", name, v, want, name)
+		}
+		return nil
+	}
+}
+
 // limitFlag is --limit N: at most N results. Zero would show nothing, so
 // it is refused (as gh does); def 0 means no limit unless given.
 func limitFlag(usage string, def int) *cli.IntFlag {

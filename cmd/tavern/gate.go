@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -49,7 +50,7 @@ Examples:
    tavern gate add p00-0193... --until 2026-02-01T09:00:00Z`,
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "reason", Usage: "what the person decides (shown in the needs-you list)"},
-					&cli.StringFlag{Name: "before", Usage: "claim | complete (default complete; claim for --until)"},
+					&cli.StringFlag{Name: "before", Usage: "claim | complete (default complete; claim for --until)", Action: choiceGiven("before", "claim or complete")},
 					&cli.StringFlag{Name: "until", Usage: "a timer gate: not before `TIME` (RFC 3339, or a duration from now)"},
 					jsonFlag(),
 				},
@@ -73,6 +74,11 @@ func runGateAdd(c *cli.Context) error {
 		return usageErr("gate add takes one ITEM")
 	}
 	opt := queues.GateOptions{Reason: c.String("reason"), Stage: c.String("before")}
+	// An unset variable (--until "$T") must not turn a timer gate into a
+	// person's.
+	if c.IsSet("until") && strings.TrimSpace(c.String("until")) == "" {
+		return usageErr("--until %q: empty; give a time (RFC 3339) or a duration from now", c.String("until"))
+	}
 	if u := c.String("until"); u != "" {
 		if d, err := time.ParseDuration(u); err == nil {
 			opt.Until = time.Now().Add(d)
@@ -82,7 +88,7 @@ func runGateAdd(c *cli.Context) error {
 			return usageErr("--until %q: want an RFC 3339 time or a duration", u)
 		}
 	}
-	if opt.Until.IsZero() && opt.Reason == "" {
+	if opt.Until.IsZero() && strings.TrimSpace(opt.Reason) == "" {
 		return usageErr("gate add needs --reason (what the person decides) or --until")
 	}
 	s, b, err := openBroker(c)

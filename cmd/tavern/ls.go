@@ -9,12 +9,14 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/agents"
+	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher"
@@ -108,6 +110,17 @@ func runLs(c *cli.Context) error {
 			warnf(c, "--sort %s: %w", args.Sort, err) // the listing would keep its order
 		}
 	}
+	// Notes and messages of a direct channel are its readers' (the rule of
+	// recv and notes): the directory of one is refused, a listing leaves
+	// them out, before --limit counts.
+	reader := envAgent()
+	private := (k == schema.Note || k == schema.Chunk) && reader != ""
+	if private {
+		if err := messages.CheckRead(s, "ls", reader, under); err != nil {
+			return err
+		}
+		args.Limit = 0
+	}
 	if under != "" {
 		// A directory that names nothing (a typo: queues/biuld/pending/)
 		// is not an empty listing; one not made yet (queues/Q/dead/) is.
@@ -121,6 +134,9 @@ func runLs(c *cli.Context) error {
 	res, err := lsSelect(c, s, args)
 	if err != nil {
 		return err
+	}
+	if private {
+		res.readable(s, reader, under == "", c.Int("limit"))
 	}
 	if under != "" {
 		res.under(under, c.Int("limit"))
@@ -227,6 +243,17 @@ func (r *lsResult) under(dir string, limit int) {
 		entries = entries[:limit]
 	}
 	r.Entries = entries
+}
+
+// readable keeps the documents reader may read (messages.CheckRead),
+// and their problems, then, when limit applies here, at most limit.
+func (r *lsResult) readable(s *docstore.Store, reader string, limit bool, n int) {
+	ok := func(p string) bool { return messages.CheckRead(s, "ls", reader, p) == nil }
+	r.Problems = slices.DeleteFunc(r.Problems, func(pr pathProblem) bool { return !ok(pr.Path) })
+	r.Entries = slices.DeleteFunc(r.Entries, func(e watcher.Entry) bool { return !ok(e.Path) })
+	if limit && n > 0 && len(r.Entries) > n {
+		r.Entries = r.Entries[:n]
+	}
 }
 
 // lsArgs is an ls query, as sent to the query daemon.

@@ -40,7 +40,9 @@ exits. The pool scales with the number of claimable items, replaces drones as
 they exit (a crashed drone's item comes back by liveness), and keeps
 pools/NAME.md up to date: drones running, items done/failed, throughput,
 utilization, amplification, steals. A command that cannot be found is refused
-before any drone starts (exit 3). Drones that crash in a row (the wrapper dies
+before any drone starts (exit 3); so is a NAME near an existing pool's (dornes
+beside drones: a typo that would start a second pool; exit 2, did you mean)
+unless --new-pool. Drones that crash in a row (the wrapper dies
 before it reports) are replaced after 1s, 2s, 4s... up to 1m, until one reports.
 
 --on-empty (default: the first queue's on_empty):
@@ -72,12 +74,13 @@ Example:
 				&cli.StringSliceFlag{Name: "queue", Usage: "queue `Q` (repeatable, or Q1,Q2; required)"},
 				&cli.IntFlag{Name: "min", Usage: "drones to keep (idle mode)", Value: 0},
 				&cli.IntFlag{Name: "max", Usage: "most drones at once", Value: 4, Action: atLeastOne("max", "a pool of no drones does nothing")},
-				&cli.StringFlag{Name: "on-empty", Usage: "idle | hibernate | terminate"},
+				&cli.StringFlag{Name: "on-empty", Usage: "idle | hibernate | terminate", Action: choiceGiven("on-empty", "idle, hibernate or terminate")},
 				&cli.BoolFlag{Name: "steal", Usage: "drones take from other queues when these are empty"},
 				&cli.StringFlag{Name: "model", Usage: "model `M` for the drones"},
 				&cli.StringFlag{Name: "role", Usage: "role `R` of the drones"},
 				&cli.DurationFlag{Name: "idle-wait", Value: time.Minute, Usage: "how long an idle drone waits for an item", Action: positiveDur("idle-wait", "idle drones that do not wait are --on-empty hibernate")},
 				&cli.BoolFlag{Name: "quiet", Usage: "no progress line"},
+				&cli.BoolFlag{Name: "new-pool", Usage: "NAME is a new pool on purpose: it is not refused as a typo of an existing one"},
 				jsonFlag(),
 			}, worktreeFlags()...),
 			Before: requireFlags("queue"),
@@ -185,6 +188,7 @@ func poolOptions(c *cli.Context, m *agents.Manager, b *queues.Broker, name strin
 	parent := envAgent()
 	lastTick := ""
 	return agents.PoolOptions{
+		NewPool: c.Bool("new-pool"),
 		// A spent budget pauses the pool (tavern budget).
 		Admit: usage.Admit(m.Store, name),
 		// Plans follow hand edits; dead letters are escalated.

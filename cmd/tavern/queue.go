@@ -60,7 +60,7 @@ Examples:
 			&cli.DurationFlag{Name: "backoff", Usage: "delay after the first failure, doubled per attempt (0: retry at once)", DefaultText: "10s"},
 			&cli.DurationFlag{Name: "backoff-max", Usage: "backoff cap (0: retry at once)", DefaultText: "10m"},
 			&cli.DurationFlag{Name: "lease-grace", Usage: "how long a hung holder keeps an expired claim (0: reclaimed as its lease ends)", DefaultText: "30s"},
-			&cli.StringFlag{Name: "on-empty", Usage: "what pools do when it is empty: idle | hibernate | terminate | steal"},
+			&cli.StringFlag{Name: "on-empty", Usage: "what pools do when it is empty: idle | hibernate | terminate | steal", Action: choiceGiven("on-empty", "idle, hibernate, terminate or steal")},
 			&cli.BoolFlag{Name: "no-steal", Usage: "other queues' workers may not steal from this one"},
 			&cli.StringFlag{Name: "on-dead", Usage: "where dead items are escalated: 'ask parent' | 'ask user' | 'notify CHANNEL'"},
 			jsonFlag(),

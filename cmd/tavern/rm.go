@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"io/fs"
+	"slices"
 
 	"github.com/urfave/cli/v2"
 )
@@ -16,8 +17,10 @@ func newRmCommand() *cli.Command {
 ` + "`tavern trash restore`" + ` brings them back. Engine files (tavern.md, the journal,
 dot names) are refused (exit 2): every later command needs them. An agent
 (TAVERN_AGENT) may not remove its own commitments (exit 4); a person or
-another agent may. A REF that names no document (exit 3, did you mean) stops
-rm before it removes any.
+another agent may. A queue's queue.md is not removed while items are pending
+or claimed in it, nor a claimed item under its holder (exit 4). A REF that names no document (exit 3, did you mean) stops
+rm before it removes any. Removing an item removes its gates with it (a gate
+means nothing without its item); restoring the item brings them back.
 
 Examples:
    tavern rm agents/old-bot
@@ -52,18 +55,29 @@ func runRm(c *cli.Context) error {
 	removed := []string{}
 	for _, ref := range c.Args().Slice() {
 		rel, err := resolveRef(s, ref)
-		if err == nil {
-			err = s.NotFound("rm", rel, s.Delete(rel))
+		if err == nil && slices.Contains(removed, rel) {
+			continue // an earlier REF's: rm items/X gates/G
 		}
+		var got []string
+		if err == nil {
+			got, err = s.DeleteAll(rel)
+			err = s.NotFound("rm", rel, err)
+		}
+		for i, p := range got {
+			if !c.Bool("json") {
+				if i == 0 {
+					outf(c, "removed %s (`tavern trash restore %s` brings it back)\n", p, p)
+				} else {
+					outf(c, "removed %s (it belongs to %s: restoring that brings it back)\n", p, rel)
+				}
+			}
+		}
+		removed = append(removed, got...)
 		if err != nil {
 			if c.Bool("json") && len(removed) > 0 {
 				printJSON(c, map[string]any{"removed": removed})
 			}
 			return err
-		}
-		removed = append(removed, rel)
-		if !c.Bool("json") {
-			outf(c, "removed %s (`tavern trash restore %s` brings it back)\n", rel, rel)
 		}
 	}
 	if c.Bool("json") {

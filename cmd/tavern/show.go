@@ -2,6 +2,8 @@ package main
 
 import (
 	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/agents/messages"
 )
 
 func newShowCommand() *cli.Command {
@@ -12,7 +14,9 @@ func newShowCommand() *cli.Command {
 		Description: `REF is kind/name (agents/alice, agent/alice, items/ID, commitments/alice/ID),
 a path to the file, a path in the store with or without .md
 (queues/build/pending/ID), or an item's bare id as queue add prints it. Text
-output is the file as it is on disk.
+output is the file as it is on disk. A note or message of another agent's
+direct channel is refused to an agent ($TAVERN_AGENT, exit 4), as notes and
+recv refuse it.
 
 Examples:
    tavern show agents/alice
@@ -32,6 +36,9 @@ func runShow(c *cli.Context) error {
 	}
 	rel, err := resolveRef(s, c.Args().First())
 	if err != nil {
+		return err
+	}
+	if err := messages.CheckRead(s, "show", envAgent(), rel); err != nil {
 		return err
 	}
 	d, err := s.Get(rel)

@@ -119,6 +119,10 @@ func runSpawn(c *cli.Context) error {
 	if c.NArg() == 0 {
 		return usageErr("spawn needs a command after --")
 	}
+	// An unset variable (--name "$NAME") must not run a new themed agent.
+	if c.IsSet("name") && c.String("name") == "" {
+		return usageErr(`--name "": empty; give the agent's name, or leave --name out for a themed one`)
+	}
 	if err := worktreeAlone(c); err != nil {
 		return err
 	}

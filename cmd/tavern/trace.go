@@ -6,6 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/agents/trace"
 	"github.com/tavernhq/tavern/agents/view"
 	"github.com/tavernhq/tavern/schema"
@@ -62,6 +63,9 @@ func runTrace(c *cli.Context) error {
 		}
 		snap, err := trace.At(b, c.Args().First(), when)
 		if err != nil {
+			return err
+		}
+		if err := messages.CheckRead(b.Store(), "trace", envAgent(), snap.Path); err != nil {
 			return err
 		}
 		if c.Bool("json") {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/urfave/cli/v2"
 
@@ -37,7 +38,8 @@ Examples:
 				ArgsUsage: "NAME|PATH...",
 				Description: `Moves each entry (its name in .tavern/.trash/, or the document path it had:
 then the newest entry of that path) back into place. A document that exists
-again at that path is left alone (exit 4). Journaled as a creation.
+again at that path is left alone (exit 4). Journaled as a creation. An item
+comes back with the gates rm removed with it.
 
 Examples:
    tavern rm agents/old-bot && tavern trash restore agents/old-bot.md`,
@@ -72,16 +74,21 @@ func runTrashRestore(c *cli.Context, s *docstore.Store) error {
 	}
 	restored := []string{}
 	for _, ref := range c.Args().Slice() {
-		rel, err := s.RestoreTrash(ref)
+		if slices.Contains(restored, ref) || slices.Contains(restored, ref+".md") {
+			continue // an earlier REF's: an item's gate, restored with it
+		}
+		got, err := s.RestoreTrashAll(ref)
+		if !c.Bool("json") {
+			for _, rel := range got {
+				outf(c, "restored %s\n", rel)
+			}
+		}
+		restored = append(restored, got...)
 		if err != nil {
 			if c.Bool("json") && len(restored) > 0 {
 				printJSON(c, map[string]any{"restored": restored})
 			}
 			return err
-		}
-		restored = append(restored, rel)
-		if !c.Bool("json") {
-			outf(c, "restored %s\n", rel)
 		}
 	}
 	if c.Bool("json") {

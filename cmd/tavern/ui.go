@@ -1,13 +1,16 @@
 package main
 
 import (
+	"maps"
 	"os"
+	"slices"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
 	"github.com/tavernhq/tavern/agents/view"
 	"github.com/tavernhq/tavern/agents/view/tui"
+	"github.com/tavernhq/tavern/schema"
 )
 
 // lenses are the parts of the snapshot `tavern ui --json --lens` prints.
@@ -47,7 +50,7 @@ Examples:
    tavern ui --json --lens needs`,
 		Flags: []cli.Flag{
 			jsonFlag(),
-			&cli.StringFlag{Name: "lens", Usage: "with --json, only `PART`: needs, agents, queues, questions, commitments, channels, reservations, tokens, pools, invalid, journal"},
+			&cli.StringFlag{Name: "lens", Usage: "with --json, only `PART`: needs, agents, queues, questions, commitments, channels, reservations, tokens, pools, invalid, journal", Action: choiceGiven("lens", "needs, agents, queues, questions, commitments, channels, reservations, tokens, pools, invalid or journal")},
 			personFlag(), pollFlag(),
 		},
 		Action: runUI,
@@ -61,7 +64,7 @@ func runUI(c *cli.Context) error {
 	lens := c.String("lens")
 	if lens != "" {
 		if _, ok := lenses[lens]; !ok {
-			return usageErr("unknown --lens %q (needs, agents, queues, questions, commitments, channels, reservations, tokens, pools, invalid, journal)", lens)
+			return usageErr("unknown --lens %q (needs, agents, queues, questions, commitments, channels, reservations, tokens, pools, invalid, journal)%s", lens, schema.ChoiceHint(lens, slices.Sorted(maps.Keys(lenses))))
 		}
 		if !c.Bool("json") {
 			return usageErr("--lens goes with --json")

@@ -27,7 +27,7 @@ func worktreeFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "worktree", Usage: "run the drone in its item's own git worktree and merge its branch through the merge queue when it succeeds"},
 		&cli.StringFlag{Name: "base", Value: "main", Usage: "with --worktree: the `BRANCH` worktrees start from and merges land on"},
 		&cli.StringFlag{Name: "repo", Usage: "with --worktree: a `DIR` in the git repository (default: the project directory)"},
-		&cli.StringFlag{Name: "merge-mode", Value: "rebase", Usage: "with --worktree: rebase | merge (how a branch comes onto the base)"},
+		&cli.StringFlag{Name: "merge-mode", Value: "rebase", Usage: "with --worktree: rebase | merge (how a branch comes onto the base)", Action: choiceGiven("merge-mode", "rebase or merge")},
 		&cli.StringFlag{Name: "check", Usage: "with --worktree: shell `CMD` run in the worktree after the rebase; the base moves only if it exits 0"},
 		&cli.DurationFlag{Name: "check-timeout", Value: 10 * time.Minute, Usage: "with --worktree: how long --check may run", Action: positiveDur("check-timeout", "--check would be killed before it runs")},
 		&cli.IntFlag{Name: "max-worktrees", Value: 64, Usage: "with --worktree: most worktrees at once (orphans are pruned first)", Action: atLeastOne("max-worktrees", "no worktree could be made")},

@@ -119,7 +119,7 @@ func (sp *Space) InitTokenWith(name string, count int, opt InitTokenOptions) (in
 		return 0, fmt.Errorf("token name: %w", err)
 	}
 	if count < 0 {
-		return 0, fmt.Errorf("%w: negative count %d", ErrBadTuple, count)
+		return 0, fmt.Errorf("%w: token %s: count %d: a count cannot be negative", ErrBadTuple, name, count)
 	}
 	plainErr := schema.ValidPlainName("token", name)
 	var near []string
