@@ -26,14 +26,19 @@ TESTBIN := bin/test
 # wait for: each paid the second.
 TESTRACE := GORACE='atexit_sleep_ms=0 $(GORACE)'
 
+# tavern_no_sqlite_baseline leaves out the SQLite baseline benchmark
+# (queues/sqlite_bench_test.go): no benchmark runs here, and compiling
+# modernc.org/sqlite under -race was ~50 s of CPU in a cold make test.
+TESTTAGS := tavern_no_sqlite_baseline
+
 test: tools
 	$(GO) build -o $(TESTBIN)/tavern ./cmd/tavern
-	$(TESTRACE) TAVERN_TEST_BINDIR=$(CURDIR)/$(TESTBIN) $(GO) test -race -timeout 9m $(PKGS)
+	$(TESTRACE) TAVERN_TEST_BINDIR=$(CURDIR)/$(TESTBIN) $(GO) test -race -tags $(TESTTAGS) -timeout 9m $(PKGS)
 
 # Soak and large-scale tests that do not fit in `make test`.
 test-long: tools
 	$(GO) build -o $(TESTBIN)/tavern ./cmd/tavern
-	$(TESTRACE) TAVERN_TEST_BINDIR=$(CURDIR)/$(TESTBIN) $(GO) test -race -tags long -timeout 150m $(PKGS)
+	$(TESTRACE) TAVERN_TEST_BINDIR=$(CURDIR)/$(TESTBIN) $(GO) test -race -tags long,$(TESTTAGS) -timeout 150m $(PKGS)
 
 # Programs the tests drive as a user would (the journal's hand-edit
 # tests: vim, git, rsync; unshare for the inotify limit; the completion
