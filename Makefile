@@ -28,7 +28,7 @@ TESTRACE := GORACE='atexit_sleep_ms=0 $(GORACE)'
 
 # tavern_no_sqlite_baseline leaves out the SQLite baseline benchmark
 # (queues/sqlite_bench_test.go): no benchmark runs here, and compiling
-# modernc.org/sqlite under -race was ~50 s of CPU in a cold make test.
+# modernc.org/sqlite under -race was ~58 s of CPU in a cold make test.
 TESTTAGS := tavern_no_sqlite_baseline
 
 test: tools
