@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -12,6 +13,10 @@ import (
 	"github.com/tavernhq/tavern/docstore/storetest"
 	"github.com/tavernhq/tavern/queues"
 )
+
+// payload is the body of every benchmark item, here and in
+// BenchmarkSQLiteQueue.
+var payload = strings.Repeat("x", 1024)
 
 // BenchmarkQueueTakeDone measures durable take+done cycles per second:
 // workers goroutines share one Broker, each loops Take (HoldLock, the

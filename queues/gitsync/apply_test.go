@@ -30,10 +30,22 @@ func mustSync(t *testing.T, s *docstore.Store) *Report {
 	return rep
 }
 
+// lastSet is the updated time the last set wrote. Each set writes a later
+// one, a millisecond (updated's resolution) after it at least, so that the
+// order of the calls is the order of the writes: on tmpfs two calls fell
+// in one millisecond, tied, and the merge kept the wrong side. The tests
+// that call set are not parallel.
+var lastSet time.Time
+
 func set(t *testing.T, s *docstore.Store, k, v string) {
 	t.Helper()
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	if !at.After(lastSet) {
+		at = lastSet.Add(time.Millisecond)
+	}
+	lastSet = at
 	if _, err := s.Update("agents/ann.md", func(d *docstore.Doc) error {
-		return d.SetMany([]docstore.Field{{Key: k, Value: v}, {Key: "updated", Value: time.Now().UTC()}})
+		return d.SetMany([]docstore.Field{{Key: k, Value: v}, {Key: "updated", Value: at}})
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,7 @@ func gitEngine(t *testing.T, root, machine, url string) queues.Coordinator {
 }
 
 func TestRefEngineRaceExactlyOne(t *testing.T) {
+	t.Parallel() // waits on git processes and the daemon: overlap them
 	srv := gittest.Start(t)
 	url := srv.Repo(t, "p")
 	root := t.TempDir()
@@ -80,6 +81,7 @@ func TestRefEngineRaceExactlyOne(t *testing.T) {
 }
 
 func TestRefEngineFenceAndLease(t *testing.T) {
+	t.Parallel() // waits on git processes and the daemon: overlap them
 	srv := gittest.Start(t)
 	url := srv.Repo(t, "p")
 	root := t.TempDir()
@@ -162,6 +164,7 @@ func TestRefEngineFenceAndLease(t *testing.T) {
 // process of the same clone must not take that claim for a dead one (it
 // did: the holder's completion was then refused and the item ran twice).
 func TestRefEngineStaleViewDoesNotReap(t *testing.T) {
+	t.Parallel() // waits on git processes and the daemon: overlap them
 	srv := gittest.Start(t)
 	url := srv.Repo(t, "p")
 	root := t.TempDir()
@@ -220,6 +223,7 @@ func TestRefEngineStaleViewDoesNotReap(t *testing.T) {
 // claims must not fail on it for as long as the clone lives (it did:
 // every claim of the queue on that machine was "unavailable").
 func TestRefEngineStaleRefLock(t *testing.T) {
+	t.Parallel() // waits on git processes and the daemon: overlap them
 	srv := gittest.Start(t)
 	url := srv.Repo(t, "p")
 	root := t.TempDir()

@@ -31,6 +31,7 @@ func remoteFiles(t *testing.T, dir, ref string) []string {
 // swap files never reach the remote, whatever a store holds while it
 // syncs; the shared tree has documents and journals only.
 func TestEnginePrivateFilesNeverCommitted(t *testing.T) {
+	t.Parallel() // waits on git processes and the daemon: overlap them
 	srv := gittest.Start(t)
 	url := srv.Repo(t, "p")
 	root := t.TempDir()
@@ -101,6 +102,7 @@ func TestEnginePrivateFilesNeverCommitted(t *testing.T) {
 // written into .tavern/. A broken hand edit on one side makes the whole
 // document the last writer's, also without markers.
 func TestOverlappingEditsNeverWriteMarkers(t *testing.T) {
+	t.Parallel() // waits on git processes and the daemon: overlap them
 	srv := gittest.Start(t)
 	url := srv.Repo(t, "p")
 	root := t.TempDir()
@@ -171,6 +173,7 @@ func TestOverlappingEditsNeverWriteMarkers(t *testing.T) {
 // offline and loses nothing; once the remote accepts again the next
 // round pushes it and the other machine gets it.
 func TestRemoteRejectingPushes(t *testing.T) {
+	t.Parallel() // waits on git processes and the daemon: overlap them
 	srv := gittest.Start(t)
 	url := srv.Repo(t, "p")
 	root := t.TempDir()
@@ -220,6 +223,7 @@ func TestRemoteRejectingPushes(t *testing.T) {
 // be made, and the claim says why (queues.ErrUnavailable with the
 // remote's reason) instead of passing the item over as held elsewhere.
 func TestRefEngineRemoteDeclines(t *testing.T) {
+	t.Parallel() // waits on git processes and the daemon: overlap them
 	srv := gittest.Start(t)
 	url := srv.Repo(t, "p")
 	e := gitEngine(t, t.TempDir(), "ma", url)
@@ -244,6 +248,7 @@ func TestRefEngineRemoteDeclines(t *testing.T) {
 // carry time-ordered ids (UUIDv7), so both sets merge without a conflict
 // and `ls` lists them in creation order on every clone.
 func TestNewDocumentsOnTwoMachinesNeverCollide(t *testing.T) {
+	t.Parallel() // waits on git processes and the daemon: overlap them
 	srv := gittest.Start(t)
 	url := srv.Repo(t, "p")
 	root := t.TempDir()
@@ -306,6 +311,7 @@ func TestNewDocumentsOnTwoMachinesNeverCollide(t *testing.T) {
 // itself, which was a change for the next round to commit: every machine
 // pushed every interval forever, and the others lost push races to it.)
 func TestIdleRoundsPushNothing(t *testing.T) {
+	t.Parallel() // waits on git processes and the daemon: overlap them
 	srv := gittest.Start(t)
 	url := srv.Repo(t, "p")
 	root := t.TempDir()
@@ -347,6 +353,7 @@ func TestIdleRoundsPushNothing(t *testing.T) {
 // directories `tavern init` makes and each queue's state directories),
 // also for a queue that arrives later by a sync round.
 func TestCloneHasTheLayout(t *testing.T) {
+	t.Parallel() // waits on git processes and the daemon: overlap them
 	srv := gittest.Start(t)
 	url := srv.Repo(t, "p")
 	root := t.TempDir()

@@ -181,6 +181,7 @@ func events(t *testing.T, s *docstore.Store, typ string) []journal.Event {
 }
 
 func TestCloneAndConverge(t *testing.T) {
+	t.Parallel() // waits on git processes and the daemon: overlap them
 	srv := gittest.Start(t)
 	url := srv.Repo(t, "p")
 	root := t.TempDir()
@@ -248,6 +249,7 @@ func TestCloneAndConverge(t *testing.T) {
 // Two machines edit one agent document: different fields merge; the same
 // field takes the later `updated` and journals the other value.
 func TestConcurrentFieldEdits(t *testing.T) {
+	t.Parallel() // waits on git processes and the daemon: overlap them
 	srv := gittest.Start(t)
 	url := srv.Repo(t, "p")
 	root := t.TempDir()
@@ -330,6 +332,7 @@ func TestConcurrentFieldEdits(t *testing.T) {
 
 // A document deleted on one machine and edited on the other is kept.
 func TestDeleteVersusEdit(t *testing.T) {
+	t.Parallel() // waits on git processes and the daemon: overlap them
 	srv := gittest.Start(t)
 	url := srv.Repo(t, "p")
 	root := t.TempDir()
@@ -357,6 +360,7 @@ func TestDeleteVersusEdit(t *testing.T) {
 // Items moved on two machines (no coordination engine: both may take one
 // item) keep exactly one copy, the later claim's, and journal the other.
 func TestItemMovedOnTwoMachines(t *testing.T) {
+	t.Parallel() // waits on git processes and the daemon: overlap them
 	srv := gittest.Start(t)
 	url := srv.Repo(t, "p")
 	root := t.TempDir()
@@ -406,6 +410,7 @@ func TestItemMovedOnTwoMachines(t *testing.T) {
 // differ are still a conflict: only a copy that says nothing the kept one
 // does not (one recovered from the engine's record) goes unjournaled.
 func TestItemDoneTwiceSameAttempt(t *testing.T) {
+	t.Parallel() // waits on git processes and the daemon: overlap them
 	srv := gittest.Start(t)
 	url := srv.Repo(t, "p")
 	root := t.TempDir()
@@ -441,6 +446,7 @@ func TestItemDoneTwiceSameAttempt(t *testing.T) {
 // A machine renamed (or a clone re-made under another name) does not
 // delete its old journal from the shared tree: journals only grow.
 func TestJournalSurvivesRename(t *testing.T) {
+	t.Parallel() // waits on git processes and the daemon: overlap them
 	srv := gittest.Start(t)
 	url := srv.Repo(t, "p")
 	root := t.TempDir()
@@ -502,6 +508,7 @@ func journalEdit(t *testing.T, s *docstore.Store, path string) {
 // the lock is stale: it must sync, not report the remote unreachable
 // forever (it did: "cannot lock ref ... remote.lock: File exists").
 func TestSyncAfterKilledRound(t *testing.T) {
+	t.Parallel() // waits on git processes and the daemon: overlap them
 	srv := gittest.Start(t)
 	url := srv.Repo(t, "p")
 	root := t.TempDir()
@@ -530,6 +537,7 @@ func TestSyncAfterKilledRound(t *testing.T) {
 // verifier elsewhere). The round that meets its own journal changed by
 // another clone refuses, naming the clash, and pushes nothing.
 func TestCopiedCloneSameMachineRefused(t *testing.T) {
+	t.Parallel() // waits on git processes and the daemon: overlap them
 	srv := gittest.Start(t)
 	url := srv.Repo(t, "p")
 	root := t.TempDir()
@@ -586,6 +594,7 @@ func TestCopiedCloneSameMachineRefused(t *testing.T) {
 // so: its rule said "both machines moved the item", which sent the user
 // looking for a claim nobody made.
 func TestItemEditedInPlaceOnTwoMachines(t *testing.T) {
+	t.Parallel() // waits on git processes and the daemon: overlap them
 	srv := gittest.Start(t)
 	url := srv.Repo(t, "p")
 	root := t.TempDir()
@@ -614,6 +623,7 @@ func TestItemEditedInPlaceOnTwoMachines(t *testing.T) {
 // quoted; a key both changed to different values keeps the last
 // writer's and journals the other.
 func TestMapFieldMergesKeyByKey(t *testing.T) {
+	t.Parallel() // waits on git processes and the daemon: overlap them
 	srv := gittest.Start(t)
 	url := srv.Repo(t, "p")
 	root := t.TempDir()
