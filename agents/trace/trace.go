@@ -155,7 +155,7 @@ func Item(b *queues.Broker, id string) (*Trace, error) {
 			if err != nil {
 				continue
 			}
-			if c, ok := d.Time("created"); ok && !c.Before(a.Claimed.Time) && c.Before(end.Time) {
+			if c, ok := d.Time("created"); ok && !c.Before(a.Claimed.Time) && !c.After(end.Time) { // end inclusive, as sentBy
 				t.Timeline = append(t.Timeline, Entry{Time: schema.TimeOf(c), Kind: "commitment", Type: "commitment", Actor: a.Holder, Attempt: a.N,
 					Summary: fmt.Sprintf("%q: %s (status %s)", d.String("description"), d.String("assertion"), d.String("status")), Ref: rel})
 			}
@@ -239,7 +239,9 @@ func holderEvents(s *docstore.Store, a Attempt, end time.Time) []Entry {
 }
 
 // sentBy lists the messages an agent (or its captured streams,
-// "agent:stderr") sent in [from, to), in every channel.
+// "agent:stderr") sent in [from, to], in every channel. The end is
+// inclusive: times are kept to the millisecond, and a drone's captured
+// output is saved in the millisecond its item is completed.
 func sentBy(s *docstore.Store, agent string, from, to time.Time) ([]messages.Message, []error) {
 	dirs, err := os.ReadDir(filepath.Join(s.Root(), "messages"))
 	if err != nil {
@@ -258,7 +260,7 @@ func sentBy(s *docstore.Store, agent string, from, to time.Time) ([]messages.Mes
 		}
 		for _, m := range msgs {
 			who, _, _ := strings.Cut(m.Sender, ":")
-			if who == agent && !m.Time.Before(from) && m.Time.Before(to) {
+			if who == agent && !m.Time.Before(from) && !m.Time.After(to) {
 				out = append(out, m)
 			}
 		}
