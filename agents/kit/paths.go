@@ -88,7 +88,11 @@ func shellToolPaths(command any, v *fsView, trees bool) []string {
 func simplePaths(c simpleCommand, rebase func([]string) []string, v *fsView, trees bool) []string {
 	// git checkout NAME (no --) restores NAME when it is a path, else
 	// switches to the branch NAME: a path that exists is read as one.
-	restored := v.existing(rebase(gitCheckoutOperands(c.words)))
+	here := ""
+	if r := rebase([]string{"."}); len(r) == 1 && v != nil {
+		here = v.abs(r[0])
+	}
+	restored := v.existing(rebase(gitCheckoutOperands(c.words, here, v)))
 	if trees {
 		return append(rebase(commandTrees(c.words)), restored...)
 	}
@@ -265,6 +269,17 @@ type simpleCommand struct {
 // & && || | and newlines), with quotes removed, output redirection
 // targets collected, and here-document bodies skipped.
 func parseShell(line string) ([]simpleCommand, bool) {
+	return parseShellIn(line, 0)
+}
+
+// maxShellNesting is how deep in sh -c scripts and command
+// substitutions the gate reads: each level is read again from its text,
+// so a line of thousands of nested $( would take minutes. Deeper
+// commands are not read (as a line that does not tokenize is not).
+const maxShellNesting = 16
+
+// parseShellIn is parseShell of a script nest levels deep.
+func parseShellIn(line string, nest int) ([]simpleCommand, bool) {
 	var cmds []simpleCommand
 	var cur simpleCommand
 	// Here-documents waiting for the next newline: the delimiter and the
@@ -499,7 +514,7 @@ func parseShell(line string) ([]simpleCommand, bool) {
 		}
 	}
 	flush()
-	return inlineShells(cmds), true
+	return inlineShells(cmds, nest), true
 }
 
 // inlineShells puts the commands of each `sh -c SCRIPT` (bash, zsh...)
@@ -507,12 +522,15 @@ func parseShell(line string) ([]simpleCommand, bool) {
 // it, one subshell deeper: what the script writes, the line
 // writes, and a cd in it moves only its own commands. The script is
 // shorter than the line it is in, so the recursion ends.
-func inlineShells(cmds []simpleCommand) []simpleCommand {
+func inlineShells(cmds []simpleCommand, nest int) []simpleCommand {
+	if nest >= maxShellNesting {
+		return cmds
+	}
 	var out []simpleCommand
 	for _, c := range cmds {
 		// A command substitution runs before its command, in a subshell.
 		for _, sub := range c.subs {
-			if inner, ok := parseShell(sub); ok {
+			if inner, ok := parseShellIn(sub, nest+1); ok {
 				for _, ic := range inner {
 					ic.depth += c.depth + 1
 					out = append(out, ic)
@@ -524,7 +542,7 @@ func inlineShells(cmds []simpleCommand) []simpleCommand {
 		if script == "" {
 			continue
 		}
-		inner, ok := parseShell(script)
+		inner, ok := parseShellIn(script, nest+1)
 		if !ok {
 			continue
 		}
@@ -587,7 +605,11 @@ func commandWrites(words []string) []string {
 	case "xargs":
 		// What xargs appends comes from its input and is not clear (see
 		// commandTrees); the words it is given are.
-		return commandWrites(xargsCommand(args))
+		cmd, repl := xargsCommand(args)
+		if repl != "" {
+			cmd = withFound(cmd, repl)
+		}
+		return cleanFound(commandWrites(cmd))
 	case "truncate":
 		var out []string
 		for i := 0; i < len(args); i++ {
@@ -662,12 +684,14 @@ func commandWrites(words []string) []string {
 			switch {
 			case a == "-i" || strings.HasPrefix(a, "-i") || a == "--in-place" || strings.HasPrefix(a, "--in-place="):
 				inPlace = true
-			case name == "perl" && strings.HasPrefix(a, "-") && strings.Contains(a, "i") && !strings.HasPrefix(a, "--"):
+			case name == "perl" && strings.HasPrefix(a, "-") && perlInPlace(a):
 				inPlace = true
 				if strings.Contains(a, "e") {
 					script = false
 					i++ // -pie 'script'
 				}
+			case name == "perl" && (a == "-I" || a == "-x" || a == "-M" || a == "-m"):
+				i++
 			case a == "-e" || a == "-f" || a == "--expression" || a == "--file":
 				script = false
 				i++
@@ -687,11 +711,35 @@ func commandWrites(words []string) []string {
 			return nil
 		}
 		if len(args) > 0 && (args[0] == "mv" || args[0] == "rm") {
+			if !gitTouchesTree(args) {
+				return nil
+			}
 			return clean(inDir(dir, operands(args[1:])))
 		}
 		return clean(inDir(dir, gitRestored(args)))
 	}
 	return nil
+}
+
+// perlInPlace says whether a cluster of perl switches (-pi, -i.bak,
+// -lpi) holds -i: the letters before it are ones that take no value
+// from the rest of the word (-Mstrict, -MList::Util=min, -Ilib and -x
+// do: their i is part of the value).
+func perlInPlace(a string) bool {
+	if strings.HasPrefix(a, "--") {
+		return false
+	}
+	for _, r := range a[1:] {
+		switch {
+		case r == 'i':
+			return true
+		case strings.ContainsRune("MmIxdDCFV", r):
+			return false // the rest of the word is this switch's value
+		case !strings.ContainsRune("nparsTtuUwWcEeSXl0123456789", r):
+			return false
+		}
+	}
+	return false
 }
 
 // commandWords skips the assignments and wrappers (sudo, env, nohup...)
@@ -744,6 +792,17 @@ func shellOperands(args []string) []string {
 		case strings.HasPrefix(a, "-") && a != "-":
 		default:
 			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// cleanFound drops foundArg and the paths made from it.
+func cleanFound(ps []string) []string {
+	var out []string
+	for _, p := range ps {
+		if !strings.Contains(p, foundArg) {
+			out = append(out, p)
 		}
 	}
 	return out
@@ -831,12 +890,15 @@ func commandTrees(words []string) []string {
 		// A writing command run on what comes in (`find ... | xargs
 		// rm`, `grep -l x | xargs sed -i ...`) writes paths the line
 		// does not say: anywhere under the directory it runs in.
-		if writesMore(xargsCommand(args)) {
+		if writesFound(xargsCommand(args)) {
 			return []string{"."}
 		}
 	case "git":
 		dir, args, ok := gitCommand(args)
 		if !ok {
+			return nil
+		}
+		if len(args) > 0 && (args[0] == "rm" || args[0] == "mv") && !gitTouchesTree(args) {
 			return nil
 		}
 		if len(args) > 0 && args[0] == "rm" && recursive(args[1:]) {
@@ -876,6 +938,23 @@ func gitCommand(args []string) (dir string, rest []string, ok bool) {
 		}
 	}
 	return dir, nil, true
+}
+
+// gitTouchesTree says whether git mv or git rm (args[0]) changes the
+// work tree: not under -n/--dry-run, nor git rm --cached (the index
+// alone).
+func gitTouchesTree(args []string) bool {
+	for _, a := range args[1:] {
+		switch {
+		case a == "--":
+			return true
+		case a == "--dry-run" || a == "-n" || (args[0] == "rm" && a == "--cached"):
+			return false
+		case strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "n"):
+			return false // -nf, -rn
+		}
+	}
+	return true
 }
 
 // gitRestored returns the paths a git subcommand overwrites in the work
