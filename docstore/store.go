@@ -634,6 +634,29 @@ func (s *Store) DeleteAll(rel string) ([]string, error) {
 	return removed, nil
 }
 
+// CheckDelete says whether a Delete (DeleteAll) of rel would be refused,
+// by the store or by a rule, without removing anything: a command that
+// removes several documents asks for each first, so one refused leaves
+// every file as it was. Rules see the documents as they are now.
+func (s *Store) CheckDelete(rel string) error {
+	if EngineFile(rel) {
+		return pathErr("delete", rel, ErrEngineFile)
+	}
+	prev, _ := s.Get(rel)
+	if err := s.checkRules(Write{Op: "delete", Path: rel, Prev: prev}); err != nil {
+		return err
+	}
+	for _, p := range s.owned(prev) {
+		if _, err := os.Lstat(filepath.Join(s.root, filepath.FromSlash(p))); err != nil {
+			continue
+		}
+		if err := s.CheckDelete(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (s *Store) delete(rel string) (*Doc, error) {
 	if EngineFile(rel) {
 		return nil, pathErr("delete", rel, ErrEngineFile)

@@ -18,8 +18,9 @@ func newRmCommand() *cli.Command {
 dot names) are refused (exit 2): every later command needs them. An agent
 (TAVERN_AGENT) may not remove its own commitments (exit 4); a person or
 another agent may. A queue's queue.md is not removed while items are pending
-or claimed in it, nor a claimed item under its holder (exit 4). A REF that names no document (exit 3, did you mean) stops
-rm before it removes any. Removing an item removes its gates with it (a gate
+or claimed in it, nor a claimed item under its holder (exit 4). A REF that names no document (exit 3, did you mean) or is
+refused stops rm before it removes any (remove a queue's items in one rm,
+its queue.md in the next). Removing an item removes its gates with it (a gate
 means nothing without its item); restoring the item brings them back.
 
 Examples:
@@ -47,6 +48,11 @@ func runRm(c *cli.Context) error {
 				err = &fs.PathError{Op: "delete", Path: rel, Err: pe.Err} // as Delete says it
 			}
 			err = s.NotFound("rm", rel, err)
+		}
+		if err == nil {
+			// Refused (a queue with work left, a claimed item): before
+			// any REF is removed, so none is.
+			err = s.CheckDelete(rel)
 		}
 		if err != nil {
 			return err
