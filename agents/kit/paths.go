@@ -361,10 +361,13 @@ func parseShellIn(line string, nest int) ([]simpleCommand, bool) {
 				}
 				i = j + 1
 			case r == '\\':
-				if i+1 < len(rs) {
+				switch {
+				case i+1 < len(rs) && rs[i+1] == '\n':
+					i += 2 // a line continuation joins the word's parts
+				case i+1 < len(rs):
 					w.WriteRune(rs[i+1])
 					i += 2
-				} else {
+				default:
 					i++
 				}
 			case r == ' ' || r == '\t' || r == '\n' || r == ';' || r == '&' || r == '|' || r == '<' || r == '>' || r == '(' || r == ')':
@@ -405,6 +408,8 @@ func parseShellIn(line string, nest int) ([]simpleCommand, bool) {
 		switch {
 		case r == ' ' || r == '\t':
 			i++
+		case r == '\\' && i+1 < len(rs) && rs[i+1] == '\n':
+			i += 2 // a line continuation (cmd \<newline> args) is a blank
 		case r == '#' && (i == 0 || rs[i-1] == ' ' || rs[i-1] == '\t' || rs[i-1] == '\n' || rs[i-1] == ';'):
 			for i < len(rs) && rs[i] != '\n' {
 				i++

@@ -148,6 +148,10 @@ func TestShellWriteForms(t *testing.T) {
 		{"git checkout main", false},
 		{"git checkout -b src/parser/a.go", false},
 		// A branch whose name is also a path: git switches to the branch.
+		// A line continuation is a blank, not a word.
+		{"git \\\n  checkout \\\n  src/parser/a.go", true},
+		{"git checkout \\\n  src/parser", false},
+		{"sed -i s/a/b/ src/par\\\nser/a.go", true},
 		{"git checkout src/parser", false},
 		{"git checkout src", false},
 		{"git checkout src/parser src/parser/a.go", true},
