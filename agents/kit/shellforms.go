@@ -244,14 +244,15 @@ func (v *fsView) isRef(dir, name string) bool {
 			}
 		}
 	}
-	for _, ref := range []string{"refs/heads/" + name, "refs/tags/" + name} {
+	refs := []string{"refs/heads/" + name, "refs/tags/" + name}
+	for _, ref := range refs {
 		if fi, err := os.Stat(filepath.Join(gitDir, filepath.FromSlash(ref))); err == nil && fi.Mode().IsRegular() {
 			return true
 		}
-		for _, l := range strings.Split(v.read(filepath.Join(gitDir, "packed-refs")), "\n") {
-			if f := strings.Fields(l); len(f) == 2 && f[1] == ref {
-				return true
-			}
+	}
+	for _, l := range strings.Split(v.read(filepath.Join(gitDir, "packed-refs")), "\n") {
+		if f := strings.Fields(l); len(f) == 2 && slices.Contains(refs, f[1]) {
+			return true
 		}
 	}
 	return false
