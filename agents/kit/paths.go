@@ -194,7 +194,7 @@ const unknownDir = "\x00?"
 
 // walkShell calls fn for each command but cd, with rebase, which makes
 // the command's relative paths relative to the directory the line is in
-// by then: a `cd DIR` (pushd DIR) before it, in its own subshell or an
+// by then: a `cd DIR` (pushd DIR, until its popd) before it, in its own subshell or an
 // enclosing one, moves it (`cd src && sed -i ... a.go` writes src/a.go).
 // After a cd to a place that is not clear (cd "$X", cd -, cd alone),
 // relative paths are not clear either and rebase drops them.
@@ -211,8 +211,31 @@ func walkShell(cmds []simpleCommand, fn func(c simpleCommand, rebase func([]stri
 		dirs = dirs[:d+1] // a subshell deeper than d has ended
 		return dirs[d]
 	}
+	// pushd's stack: the directory each pushd left, and the depth it ran at.
+	type pushed struct {
+		depth int
+		dir   string
+	}
+	var stack []pushed
 	for _, c := range cmds {
 		dir := at(c.depth)
+		for len(stack) > 0 && stack[len(stack)-1].depth > c.depth {
+			stack = stack[:len(stack)-1] // its subshell has ended
+		}
+		if w := commandWords(c.words); len(w) > 0 && w[0] == "popd" {
+			// Back where the last pushd was: without it the rest of the
+			// line was read under the pushd's directory.
+			if n := len(stack); n > 0 && stack[n-1].depth == c.depth {
+				dirs[c.depth] = stack[n-1].dir
+				stack = stack[:n-1]
+			} else {
+				dirs[c.depth] = unknownDir
+			}
+			continue
+		}
+		if w := commandWords(c.words); len(w) > 0 && w[0] == "pushd" {
+			stack = append(stack, pushed{c.depth, dir})
+		}
 		if w := commandWords(c.words); len(w) > 0 && (w[0] == "cd" || w[0] == "pushd") {
 			var ops []string
 			for _, a := range w[1:] {

@@ -148,6 +148,10 @@ func TestShellWriteForms(t *testing.T) {
 		{"git checkout main", false},
 		{"git checkout -b src/parser/a.go", false},
 		// A branch whose name is also a path: git switches to the branch.
+		// popd goes back where pushd was.
+		{"pushd src/parser && go test . ; popd && touch notes.txt", false},
+		{"pushd src >/dev/null; popd; pushd src; touch parser/b.go; popd", true},
+		{"(pushd src/lexer; popd); rm parser.patch", false},
 		// A line continuation is a blank, not a word.
 		{"git \\\n  checkout \\\n  src/parser/a.go", true},
 		{"git checkout \\\n  src/parser", false},
