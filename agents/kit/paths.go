@@ -626,8 +626,16 @@ func commandWrites(words []string) []string {
 	operands := func(args []string) []string { return shellOperands(args) }
 	clean := cleanPaths
 	switch name {
-	case "tee", "touch", "rm", "rmdir", "mkdir", "shred", "unlink":
+	case "tee", "rm", "rmdir", "unlink":
 		return clean(operands(args))
+	case "touch":
+		// touch -r FILE reads FILE's times: the values of the options
+		// that take one are no operands.
+		return clean(operands(dropOptionValues(args, "-r", "--reference", "-d", "--date", "-t")))
+	case "mkdir":
+		return clean(operands(dropOptionValues(args, "-m", "--mode", "--context")))
+	case "shred":
+		return clean(operands(dropOptionValues(args, "-n", "--iterations", "-s", "--size", "--random-source")))
 	case "gofmt", "goimports":
 		return gofmtWrites(args)
 	case "xargs":

@@ -148,6 +148,11 @@ func TestShellWriteForms(t *testing.T) {
 		{"git checkout main", false},
 		{"git checkout -b src/parser/a.go", false},
 		// A branch whose name is also a path: git switches to the branch.
+		// An option's value is no operand: touch -r reads its file.
+		{"touch -r src/parser/a.go build.stamp", false},
+		{"touch -d '2 hours ago' src/parser/a.go", true},
+		{"mkdir -m 755 src/parser/x", true},
+		{"rm -r src/parser", true},
 		// popd goes back where pushd was.
 		{"pushd src/parser && go test . ; popd && touch notes.txt", false},
 		{"pushd src >/dev/null; popd; pushd src; touch parser/b.go; popd", true},
