@@ -731,6 +731,8 @@ func commandWrites(words []string) []string {
 			case a == "-e" || a == "-f" || a == "--expression" || a == "--file":
 				script = false
 				i++
+			case strings.HasPrefix(a, "--expression=") || strings.HasPrefix(a, "--file="):
+				script = false
 			case strings.HasPrefix(a, "-"):
 			case script:
 				script = false

@@ -148,6 +148,8 @@ func TestShellWriteForms(t *testing.T) {
 		{"git checkout main", false},
 		{"git checkout -b src/parser/a.go", false},
 		// A branch whose name is also a path: git switches to the branch.
+		{"sed -i --expression=s/a/b/ src/parser/a.go", true},
+		{"sed --expression=s/a/b/ src/parser/a.go", false},
 		// An option's value is no operand: touch -r reads its file.
 		{"touch -r src/parser/a.go build.stamp", false},
 		{"touch -d '2 hours ago' src/parser/a.go", true},
