@@ -1053,6 +1053,13 @@ func gitDiscarded(args []string) []string {
 		return nil
 	}
 	sub, rest := args[0], args[1:]
+	opts := rest
+	if i := slices.Index(rest, "--"); i >= 0 {
+		opts = rest[:i]
+	}
+	if slices.Contains(opts, "--help") || slices.Contains(opts, "-h") {
+		return nil // git stash --help shows its manual, and does no more
+	}
 	pathspecs := func(rest []string, valued ...string) []string {
 		if i := slices.Index(rest, "--"); i >= 0 {
 			if ps := rest[i+1:]; len(ps) > 0 {

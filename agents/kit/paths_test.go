@@ -150,6 +150,8 @@ func TestShellWriteForms(t *testing.T) {
 		// A branch whose name is also a path: git switches to the branch.
 		{"sed -i --expression=s/a/b/ src/parser/a.go", true},
 		{"sed --expression=s/a/b/ src/parser/a.go", false},
+		{"git stash --help", false},
+		{"git stash -u", true},
 		// An option's value is no operand: touch -r reads its file.
 		{"touch -r src/parser/a.go build.stamp", false},
 		{"touch -d '2 hours ago' src/parser/a.go", true},
