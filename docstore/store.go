@@ -643,18 +643,19 @@ func (s *Store) CheckDelete(rel string) error {
 		return pathErr("delete", rel, ErrEngineFile)
 	}
 	prev, _ := s.Get(rel)
-	if err := s.checkRules(Write{Op: "delete", Path: rel, Prev: prev}); err != nil {
-		return err
+	// What rel owns is removed after it, by then without its owner:
+	// checked then (DeleteAll), not here.
+	return s.checkRules(Write{Op: "delete", Path: rel, Prev: prev})
+}
+
+// Owned lists the documents rel owns (AddOwner), which DeleteAll
+// removes with it.
+func (s *Store) Owned(rel string) []string {
+	d, err := s.Get(rel)
+	if err != nil {
+		return nil
 	}
-	for _, p := range s.owned(prev) {
-		if _, err := os.Lstat(filepath.Join(s.root, filepath.FromSlash(p))); err != nil {
-			continue
-		}
-		if err := s.CheckDelete(p); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.owned(d)
 }
 
 func (s *Store) delete(rel string) (*Doc, error) {
