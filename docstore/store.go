@@ -634,6 +634,30 @@ func (s *Store) DeleteAll(rel string) ([]string, error) {
 	return removed, nil
 }
 
+// CheckDelete says whether a Delete (DeleteAll) of rel would be refused,
+// by the store or by a rule, without removing anything: a command that
+// removes several documents asks for each first, so one refused leaves
+// every file as it was. Rules see the documents as they are now.
+func (s *Store) CheckDelete(rel string) error {
+	if EngineFile(rel) {
+		return pathErr("delete", rel, ErrEngineFile)
+	}
+	prev, _ := s.Get(rel)
+	// What rel owns is removed after it, by then without its owner:
+	// checked then (DeleteAll), not here.
+	return s.checkRules(Write{Op: "delete", Path: rel, Prev: prev})
+}
+
+// Owned lists the documents rel owns (AddOwner), which DeleteAll
+// removes with it.
+func (s *Store) Owned(rel string) []string {
+	d, err := s.Get(rel)
+	if err != nil {
+		return nil
+	}
+	return s.owned(d)
+}
+
 func (s *Store) delete(rel string) (*Doc, error) {
 	if EngineFile(rel) {
 		return nil, pathErr("delete", rel, ErrEngineFile)

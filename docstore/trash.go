@@ -155,7 +155,34 @@ func (s *Store) RestoreTrashAll(ref string) ([]string, error) {
 	return restored, nil
 }
 
-func (s *Store) restoreTrash(ref string, entries []TrashEntry) (string, error) {
+// CheckRestore says whether a RestoreTrash of ref would be refused (no
+// such entry, or a document at its path again) without restoring
+// anything: a command that restores several asks for each first, so one
+// refused leaves every file as it was.
+func (s *Store) CheckRestore(ref string) error {
+	entries, err := s.Trash()
+	if err != nil {
+		return err
+	}
+	e, err := findTrash(ref, entries)
+	if err != nil {
+		return err
+	}
+	full, err := s.abs(e.Path)
+	if err != nil {
+		return pathErr("restore", e.Path, err)
+	}
+	if _, err := os.Lstat(full); err == nil {
+		return pathErr("restore", e.Path, errThereAgain)
+	}
+	return nil
+}
+
+var errThereAgain = fmt.Errorf("%w: a document is there again (rm it first to restore this one)", ErrExist)
+
+// findTrash is the entry ref names (its name, its path, or its path
+// without .md), the first of entries (newest first) that does.
+func findTrash(ref string, entries []TrashEntry) (*TrashEntry, error) {
 	var e *TrashEntry
 	for i := range entries {
 		if entries[i].Name == ref || entries[i].Path == ref || entries[i].Path == ref+".md" {
@@ -164,10 +191,18 @@ func (s *Store) restoreTrash(ref string, entries []TrashEntry) (string, error) {
 		}
 	}
 	if e == nil {
-		return "", pathErr("restore", ref, fmt.Errorf("%w in .trash/%s", ErrNotExist, trashHint(ref, entries)))
+		return nil, pathErr("restore", ref, fmt.Errorf("%w in .trash/%s", ErrNotExist, trashHint(ref, entries)))
 	}
 	if e.Path == "" {
-		return "", pathErr("restore", e.Name, fmt.Errorf("%w: cannot tell the path it had", ErrNotExist))
+		return nil, pathErr("restore", e.Name, fmt.Errorf("%w: cannot tell the path it had", ErrNotExist))
+	}
+	return e, nil
+}
+
+func (s *Store) restoreTrash(ref string, entries []TrashEntry) (string, error) {
+	e, err := findTrash(ref, entries)
+	if err != nil {
+		return "", err
 	}
 	rel := e.Path
 	l, err := s.Lock(DocLockKey(rel))
@@ -188,7 +223,7 @@ func (s *Store) restoreTrash(ref string, entries []TrashEntry) (string, error) {
 	if err := os.Link(from, full); err != nil {
 		err = unwrapLink(err)
 		if errors.Is(err, ErrExist) {
-			err = fmt.Errorf("%w: a document is there again (rm it first to restore this one)", ErrExist)
+			err = errThereAgain
 		}
 		return "", pathErr("restore", rel, err)
 	}

@@ -43,6 +43,7 @@ func InstallRules(s *docstore.Store) {
 	s.AddOwner(OwnerItemGates, func(d *docstore.Doc) []string { return itemGates(s, d) })
 	s.AddRule(RuleQueueNotEmpty, func(w docstore.Write) error { return queueRemoveRule(s, w) })
 	s.AddRule(RuleClaimedRemove, func(w docstore.Write) error { return claimedRemoveRule(s, w) })
+	s.AddRule(RuleGateInUse, func(w docstore.Write) error { return gateRemoveRule(s, w) })
 }
 
 // RuleClaimedRemove: a claimed item is not removed under its holder
@@ -71,6 +72,34 @@ func claimedRemoveRule(s *docstore.Store, w docstore.Write) error {
 	holder := w.Prev.String("claimed_by")
 	return &ItemError{Op: "remove", ID: id, Path: w.Path, Err: fmt.Errorf("%w: claimed by %s: it would vanish under its holder (release or finish it first: `tavern item release %s --as %s`; `tavern reap` returns it if its holder is gone)",
 		ErrState, holder, id, holder)}
+}
+
+// RuleGateInUse: a gate is not removed alone while an item still to do
+// (pending or claimed) lists it: a gate with no document is never
+// passed, so the item could be claimed but never finished (ErrState).
+// Removing the item takes its gates with it (OwnerItemGates): the item
+// is gone by the time its gates are removed.
+const RuleGateInUse = "queues/gate-in-use"
+
+func gateRemoveRule(s *docstore.Store, w docstore.Write) error {
+	if w.Op != "delete" || w.Prev == nil || w.Prev.Kind != schema.Gate {
+		return nil
+	}
+	gate, queue, id := w.Prev.Name, w.Prev.String("queue"), w.Prev.String("item")
+	if schema.ValidName(queue) != nil || schema.ValidName(id) != nil {
+		return nil
+	}
+	for _, st := range []string{Pending, Claimed} {
+		d, err := s.Get(ItemPath(queue, st, id))
+		if err != nil {
+			continue
+		}
+		if d.String("gate") == gate || slices.Contains(d.Strings("gates"), gate) {
+			return &ItemError{Op: "remove", ID: id, Path: w.Path, Err: fmt.Errorf("%w: item %s is %s and waits on it: a gate with no document is never passed, so it could never be finished (decide it: `tavern approve %s` or `tavern reject %s`; or `tavern rm items/%s`, which takes its gates)",
+				ErrState, id, st, gate, gate, id)}
+		}
+	}
+	return nil
 }
 
 // RuleQueueNotEmpty: a queue's queue.md is not removed while items are

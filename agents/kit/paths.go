@@ -88,7 +88,11 @@ func shellToolPaths(command any, v *fsView, trees bool) []string {
 func simplePaths(c simpleCommand, rebase func([]string) []string, v *fsView, trees bool) []string {
 	// git checkout NAME (no --) restores NAME when it is a path, else
 	// switches to the branch NAME: a path that exists is read as one.
-	restored := v.existing(rebase(gitCheckoutOperands(c.words)))
+	here := ""
+	if r := rebase([]string{"."}); len(r) == 1 && v != nil {
+		here = v.abs(r[0])
+	}
+	restored := v.existing(rebase(gitCheckoutOperands(c.words, here, v)))
 	if trees {
 		return append(rebase(commandTrees(c.words)), restored...)
 	}
@@ -190,7 +194,7 @@ const unknownDir = "\x00?"
 
 // walkShell calls fn for each command but cd, with rebase, which makes
 // the command's relative paths relative to the directory the line is in
-// by then: a `cd DIR` (pushd DIR) before it, in its own subshell or an
+// by then: a `cd DIR` (pushd DIR, until its popd) before it, in its own subshell or an
 // enclosing one, moves it (`cd src && sed -i ... a.go` writes src/a.go).
 // After a cd to a place that is not clear (cd "$X", cd -, cd alone),
 // relative paths are not clear either and rebase drops them.
@@ -207,8 +211,31 @@ func walkShell(cmds []simpleCommand, fn func(c simpleCommand, rebase func([]stri
 		dirs = dirs[:d+1] // a subshell deeper than d has ended
 		return dirs[d]
 	}
+	// pushd's stack: the directory each pushd left, and the depth it ran at.
+	type pushed struct {
+		depth int
+		dir   string
+	}
+	var stack []pushed
 	for _, c := range cmds {
 		dir := at(c.depth)
+		for len(stack) > 0 && stack[len(stack)-1].depth > c.depth {
+			stack = stack[:len(stack)-1] // its subshell has ended
+		}
+		if w := commandWords(c.words); len(w) > 0 && w[0] == "popd" {
+			// Back where the last pushd was: without it the rest of the
+			// line was read under the pushd's directory.
+			if n := len(stack); n > 0 && stack[n-1].depth == c.depth {
+				dirs[c.depth] = stack[n-1].dir
+				stack = stack[:n-1]
+			} else {
+				dirs[c.depth] = unknownDir
+			}
+			continue
+		}
+		if w := commandWords(c.words); len(w) > 0 && w[0] == "pushd" {
+			stack = append(stack, pushed{c.depth, dir})
+		}
 		if w := commandWords(c.words); len(w) > 0 && (w[0] == "cd" || w[0] == "pushd") {
 			var ops []string
 			for _, a := range w[1:] {
@@ -265,6 +292,17 @@ type simpleCommand struct {
 // & && || | and newlines), with quotes removed, output redirection
 // targets collected, and here-document bodies skipped.
 func parseShell(line string) ([]simpleCommand, bool) {
+	return parseShellIn(line, 0)
+}
+
+// maxShellNesting is how deep in sh -c scripts and command
+// substitutions the gate reads: each level is read again from its text,
+// so a line of thousands of nested $( would take minutes. Deeper
+// commands are not read (as a line that does not tokenize is not).
+const maxShellNesting = 16
+
+// parseShellIn is parseShell of a script nest levels deep.
+func parseShellIn(line string, nest int) ([]simpleCommand, bool) {
 	var cmds []simpleCommand
 	var cur simpleCommand
 	// Here-documents waiting for the next newline: the delimiter and the
@@ -346,10 +384,13 @@ func parseShell(line string) ([]simpleCommand, bool) {
 				}
 				i = j + 1
 			case r == '\\':
-				if i+1 < len(rs) {
+				switch {
+				case i+1 < len(rs) && rs[i+1] == '\n':
+					i += 2 // a line continuation joins the word's parts
+				case i+1 < len(rs):
 					w.WriteRune(rs[i+1])
 					i += 2
-				} else {
+				default:
 					i++
 				}
 			case r == ' ' || r == '\t' || r == '\n' || r == ';' || r == '&' || r == '|' || r == '<' || r == '>' || r == '(' || r == ')':
@@ -390,6 +431,8 @@ func parseShell(line string) ([]simpleCommand, bool) {
 		switch {
 		case r == ' ' || r == '\t':
 			i++
+		case r == '\\' && i+1 < len(rs) && rs[i+1] == '\n':
+			i += 2 // a line continuation (cmd \<newline> args) is a blank
 		case r == '#' && (i == 0 || rs[i-1] == ' ' || rs[i-1] == '\t' || rs[i-1] == '\n' || rs[i-1] == ';'):
 			for i < len(rs) && rs[i] != '\n' {
 				i++
@@ -499,7 +542,7 @@ func parseShell(line string) ([]simpleCommand, bool) {
 		}
 	}
 	flush()
-	return inlineShells(cmds), true
+	return inlineShells(cmds, nest), true
 }
 
 // inlineShells puts the commands of each `sh -c SCRIPT` (bash, zsh...)
@@ -507,12 +550,15 @@ func parseShell(line string) ([]simpleCommand, bool) {
 // it, one subshell deeper: what the script writes, the line
 // writes, and a cd in it moves only its own commands. The script is
 // shorter than the line it is in, so the recursion ends.
-func inlineShells(cmds []simpleCommand) []simpleCommand {
+func inlineShells(cmds []simpleCommand, nest int) []simpleCommand {
+	if nest >= maxShellNesting {
+		return cmds
+	}
 	var out []simpleCommand
 	for _, c := range cmds {
 		// A command substitution runs before its command, in a subshell.
 		for _, sub := range c.subs {
-			if inner, ok := parseShell(sub); ok {
+			if inner, ok := parseShellIn(sub, nest+1); ok {
 				for _, ic := range inner {
 					ic.depth += c.depth + 1
 					out = append(out, ic)
@@ -524,7 +570,7 @@ func inlineShells(cmds []simpleCommand) []simpleCommand {
 		if script == "" {
 			continue
 		}
-		inner, ok := parseShell(script)
+		inner, ok := parseShellIn(script, nest+1)
 		if !ok {
 			continue
 		}
@@ -580,14 +626,26 @@ func commandWrites(words []string) []string {
 	operands := func(args []string) []string { return shellOperands(args) }
 	clean := cleanPaths
 	switch name {
-	case "tee", "touch", "rm", "rmdir", "mkdir", "shred", "unlink":
+	case "tee", "rm", "rmdir", "unlink":
 		return clean(operands(args))
+	case "touch":
+		// touch -r FILE reads FILE's times: the values of the options
+		// that take one are no operands.
+		return clean(operands(dropOptionValues(args, "-r", "--reference", "-d", "--date", "-t")))
+	case "mkdir":
+		return clean(operands(dropOptionValues(args, "-m", "--mode", "--context")))
+	case "shred":
+		return clean(operands(dropOptionValues(args, "-n", "--iterations", "-s", "--size", "--random-source")))
 	case "gofmt", "goimports":
 		return gofmtWrites(args)
 	case "xargs":
 		// What xargs appends comes from its input and is not clear (see
 		// commandTrees); the words it is given are.
-		return commandWrites(xargsCommand(args))
+		cmd, repl := xargsCommand(args)
+		if repl != "" {
+			cmd = withFound(cmd, repl)
+		}
+		return cleanFound(commandWrites(cmd))
 	case "truncate":
 		var out []string
 		for i := 0; i < len(args); i++ {
@@ -662,15 +720,19 @@ func commandWrites(words []string) []string {
 			switch {
 			case a == "-i" || strings.HasPrefix(a, "-i") || a == "--in-place" || strings.HasPrefix(a, "--in-place="):
 				inPlace = true
-			case name == "perl" && strings.HasPrefix(a, "-") && strings.Contains(a, "i") && !strings.HasPrefix(a, "--"):
+			case name == "perl" && strings.HasPrefix(a, "-") && perlInPlace(a):
 				inPlace = true
 				if strings.Contains(a, "e") {
 					script = false
 					i++ // -pie 'script'
 				}
+			case name == "perl" && (a == "-I" || a == "-x" || a == "-M" || a == "-m"):
+				i++
 			case a == "-e" || a == "-f" || a == "--expression" || a == "--file":
 				script = false
 				i++
+			case strings.HasPrefix(a, "--expression=") || strings.HasPrefix(a, "--file="):
+				script = false
 			case strings.HasPrefix(a, "-"):
 			case script:
 				script = false
@@ -687,11 +749,35 @@ func commandWrites(words []string) []string {
 			return nil
 		}
 		if len(args) > 0 && (args[0] == "mv" || args[0] == "rm") {
+			if !gitTouchesTree(args) {
+				return nil
+			}
 			return clean(inDir(dir, operands(args[1:])))
 		}
 		return clean(inDir(dir, gitRestored(args)))
 	}
 	return nil
+}
+
+// perlInPlace says whether a cluster of perl switches (-pi, -i.bak,
+// -lpi) holds -i: the letters before it are ones that take no value
+// from the rest of the word (-Mstrict, -MList::Util=min, -Ilib and -x
+// do: their i is part of the value).
+func perlInPlace(a string) bool {
+	if strings.HasPrefix(a, "--") {
+		return false
+	}
+	for _, r := range a[1:] {
+		switch {
+		case r == 'i':
+			return true
+		case strings.ContainsRune("MmIxdDCFV", r):
+			return false // the rest of the word is this switch's value
+		case !strings.ContainsRune("nparsTtuUwWcEeSXl0123456789", r):
+			return false
+		}
+	}
+	return false
 }
 
 // commandWords skips the assignments and wrappers (sudo, env, nohup...)
@@ -744,6 +830,17 @@ func shellOperands(args []string) []string {
 		case strings.HasPrefix(a, "-") && a != "-":
 		default:
 			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// cleanFound drops foundArg and the paths made from it.
+func cleanFound(ps []string) []string {
+	var out []string
+	for _, p := range ps {
+		if !strings.Contains(p, foundArg) {
+			out = append(out, p)
 		}
 	}
 	return out
@@ -831,12 +928,15 @@ func commandTrees(words []string) []string {
 		// A writing command run on what comes in (`find ... | xargs
 		// rm`, `grep -l x | xargs sed -i ...`) writes paths the line
 		// does not say: anywhere under the directory it runs in.
-		if writesMore(xargsCommand(args)) {
+		if writesFound(xargsCommand(args)) {
 			return []string{"."}
 		}
 	case "git":
 		dir, args, ok := gitCommand(args)
 		if !ok {
+			return nil
+		}
+		if len(args) > 0 && (args[0] == "rm" || args[0] == "mv") && !gitTouchesTree(args) {
 			return nil
 		}
 		if len(args) > 0 && args[0] == "rm" && recursive(args[1:]) {
@@ -876,6 +976,23 @@ func gitCommand(args []string) (dir string, rest []string, ok bool) {
 		}
 	}
 	return dir, nil, true
+}
+
+// gitTouchesTree says whether git mv or git rm (args[0]) changes the
+// work tree: not under -n/--dry-run, nor git rm --cached (the index
+// alone).
+func gitTouchesTree(args []string) bool {
+	for _, a := range args[1:] {
+		switch {
+		case a == "--":
+			return true
+		case a == "--dry-run" || a == "-n" || (args[0] == "rm" && a == "--cached"):
+			return false
+		case strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "n"):
+			return false // -nf, -rn
+		}
+	}
+	return true
 }
 
 // gitRestored returns the paths a git subcommand overwrites in the work
@@ -936,6 +1053,13 @@ func gitDiscarded(args []string) []string {
 		return nil
 	}
 	sub, rest := args[0], args[1:]
+	opts := rest
+	if i := slices.Index(rest, "--"); i >= 0 {
+		opts = rest[:i]
+	}
+	if slices.Contains(opts, "--help") || slices.Contains(opts, "-h") {
+		return nil // git stash --help shows its manual, and does no more
+	}
 	pathspecs := func(rest []string, valued ...string) []string {
 		if i := slices.Index(rest, "--"); i >= 0 {
 			if ps := rest[i+1:]; len(ps) > 0 {

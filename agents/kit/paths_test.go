@@ -117,7 +117,7 @@ func TestShellWriteForms(t *testing.T) {
 	e := newEnv(t)
 	proj := filepath.Dir(e.Store.Root())
 	reserve(t, e, "bob", "src/parser/**")
-	for _, d := range []string{".git", "src/parser", "src/lexer", "docs"} {
+	for _, d := range []string{".git/refs/heads/src", "src/parser", "src/lexer", "docs"} {
 		if err := os.MkdirAll(filepath.Join(proj, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -127,6 +127,9 @@ func TestShellWriteForms(t *testing.T) {
 		"src/lexer/l.go":  "package lexer\n",
 		"parser.patch":    "diff --git a/src/parser/a.go b/src/parser/a.go\n--- a/src/parser/a.go\n+++ b/src/parser/a.go\n@@ -1 +1 @@\n-package parser\n+package parser // x\n",
 		"lexer.patch":     "--- a/src/lexer/l.go\n+++ b/src/lexer/l.go\n@@ -1 +1 @@\n--- package lexer\n+++ b/src/parser/not-a-header.go\n",
+		// A branch and a tag named like directories (loose and packed).
+		".git/refs/heads/src/parser": "0123456789012345678901234567890123456789\n",
+		".git/packed-refs":           "# pack-refs with: peeled\n0123456789012345678901234567890123456789 refs/tags/src\n",
 	}
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(proj, name), []byte(text), 0o644); err != nil {
@@ -144,6 +147,37 @@ func TestShellWriteForms(t *testing.T) {
 		{"git -C src checkout parser/a.go", true},
 		{"git checkout main", false},
 		{"git checkout -b src/parser/a.go", false},
+		// A branch whose name is also a path: git switches to the branch.
+		{"sed -i --expression=s/a/b/ src/parser/a.go", true},
+		{"sed --expression=s/a/b/ src/parser/a.go", false},
+		{"git stash --help", false},
+		{"git stash -u", true},
+		// An option's value is no operand: touch -r reads its file.
+		{"touch -r src/parser/a.go build.stamp", false},
+		{"touch -d '2 hours ago' src/parser/a.go", true},
+		{"mkdir -m 755 src/parser/x", true},
+		{"rm -r src/parser", true},
+		// popd goes back where pushd was.
+		{"pushd src/parser && go test . ; popd && touch notes.txt", false},
+		{"pushd src >/dev/null; popd; pushd src; touch parser/b.go; popd", true},
+		{"(pushd src/lexer; popd); rm parser.patch", false},
+		// A line continuation is a blank, not a word.
+		{"git \\\n  checkout \\\n  src/parser/a.go", true},
+		{"git checkout \\\n  src/parser", false},
+		{"sed -i s/a/b/ src/par\\\nser/a.go", true},
+		{"git checkout src/parser", false},
+		{"git checkout src", false},
+		{"git checkout src/parser src/parser/a.go", true},
+		// The index alone, or a dry run: the work tree is not written.
+		{"git rm --cached src/parser/a.go", false},
+		{"git rm -r --cached src/parser", false},
+		{"git mv -n src/parser/a.go x.go", false},
+		{"git rm src/parser/a.go", true},
+		// perl's -M and -I take the rest of the word: -Mstrict is no -i.
+		{"perl -Mstrict -ne 'print' src/parser/a.go", false},
+		{"perl -MList::Util=min -lane 'print' src/parser/a.go", false},
+		{"perl -pi -e 's/a/b/' src/parser/a.go", true},
+		{"perl -i.bak -pe 's/a/b/' src/parser/a.go", true},
 		{"git checkout src/lexer/l.go", false},
 		// git apply and patch: the diff's files, from a file, < FILE or a
 		// here-document.
@@ -167,6 +201,13 @@ func TestShellWriteForms(t *testing.T) {
 		{"find src/lexer -delete", false},
 		{"find src -name '*.go'", false},
 		{"find src -exec grep -l x {} ;", false},
+		// What find -exec and xargs -I put where {} is: a copy reads it.
+		{"find src -type d -exec mkdir -p /tmp/{} ;", false},
+		{"find src -name '*.go' -exec cp {} /tmp/ ;", false},
+		{"find src -name '*.go' -exec mv {} /tmp/ ;", true},
+		{"git ls-files | xargs -I{} cp {} /tmp/", false},
+		{"git ls-files | xargs -I % mv % /tmp/", true},
+		{"git ls-files | xargs -i cp {} /tmp/", false},
 		// gofmt -w, goimports -w: files and directories.
 		{"gofmt -w src/parser/a.go", true},
 		{"gofmt -l -w .", true},
@@ -178,6 +219,10 @@ func TestShellWriteForms(t *testing.T) {
 		{"grep -l x -r src | xargs sed -i s/a/b/", true},
 		{"find . -name '*.go' | xargs -n 1 -I{} mv {} /tmp/", true},
 		{"cd docs && ls | xargs rm", false},
+		// Substitutions nested deeper than any command line writes them
+		// are not read (reading each level again would take minutes).
+		{"echo " + strings.Repeat("$(", 8) + "rm src/parser/a.go" + strings.Repeat(")", 8), true},
+		{"echo " + strings.Repeat("$(", maxShellNesting+1) + "rm src/parser/a.go" + strings.Repeat(")", maxShellNesting+1), false},
 		{"find src -name '*.go' | xargs grep -l foo", false},
 		// Command substitutions, at the top and in sh -c.
 		{"echo `touch src/parser/b.go`", true},

@@ -184,7 +184,10 @@ func (v *fsView) gitTop(dir string) string {
 // which the command line does not tell apart. simplePaths keeps the ones
 // that exist. A checkout that makes a branch (-b, -B, --orphan) or
 // detaches restores nothing.
-func gitCheckoutOperands(words []string) []string {
+//
+// here is the directory the command runs in ("" when not clear); v
+// reads the repository's refs from there.
+func gitCheckoutOperands(words []string, here string, v *fsView) []string {
 	w := commandWords(words)
 	if len(w) == 0 || filepath.Base(w[0]) != "git" {
 		return nil
@@ -198,7 +201,61 @@ func gitCheckoutOperands(words []string) []string {
 			return nil
 		}
 	}
-	return cleanPaths(inDir(dir, shellOperands(dropOptionValues(args[1:], "--pathspec-from-file"))))
+	ops := shellOperands(dropOptionValues(args[1:], "--pathspec-from-file"))
+	// git takes the first operand as the branch (or tag) it names, even
+	// when a path has that name too ("git checkout docs" with a docs/
+	// directory switches to the branch docs).
+	repo := here
+	if dir != "" {
+		repo = under(here, dir)
+	}
+	if len(ops) > 0 && v.isRef(repo, ops[0]) {
+		ops = ops[1:]
+	}
+	return cleanPaths(inDir(dir, ops))
+}
+
+// isRef says whether name is a branch or tag of the repository dir is
+// in: a loose ref file, or a line of packed-refs. A nil *fsView reads
+// nothing: no name is a ref.
+func (v *fsView) isRef(dir, name string) bool {
+	if v == nil || dir == "" || dir == unknownDir || name == "" || strings.Contains(name, "..") {
+		return false
+	}
+	top := v.gitTop(dir)
+	if top == "" {
+		return false
+	}
+	gitDir := filepath.Join(top, ".git")
+	// A linked worktree's .git is a file naming its own git directory,
+	// whose commondir holds the refs.
+	if data, err := os.ReadFile(gitDir); err == nil {
+		if g, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir:"); ok {
+			gitDir = strings.TrimSpace(g)
+			if !filepath.IsAbs(gitDir) {
+				gitDir = filepath.Join(top, gitDir)
+			}
+			if c, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+				common := strings.TrimSpace(string(c))
+				if !filepath.IsAbs(common) {
+					common = filepath.Join(gitDir, common)
+				}
+				gitDir = common
+			}
+		}
+	}
+	refs := []string{"refs/heads/" + name, "refs/tags/" + name}
+	for _, ref := range refs {
+		if fi, err := os.Stat(filepath.Join(gitDir, filepath.FromSlash(ref))); err == nil && fi.Mode().IsRegular() {
+			return true
+		}
+	}
+	for _, l := range strings.Split(v.read(filepath.Join(gitDir, "packed-refs")), "\n") {
+		if f := strings.Fields(l); len(f) == 2 && slices.Contains(refs, f[1]) {
+			return true
+		}
+	}
+	return false
 }
 
 // diffWrites returns the files `git apply` and `patch` write: the files
@@ -486,8 +543,9 @@ func hunkHeader(l string) (old, added int, ok bool) {
 }
 
 // xargsCommand is the command xargs runs and its static arguments: its
-// words after xargs's own options.
-func xargsCommand(args []string) []string {
+// words after xargs's own options; and the string -I (-i, --replace)
+// says to replace with each input line, "" when it appends them.
+func xargsCommand(args []string) (cmd []string, repl string) {
 	i := 0
 	for ; i < len(args); i++ {
 		a := args[i]
@@ -498,25 +556,62 @@ func xargsCommand(args []string) []string {
 		if !strings.HasPrefix(a, "-") || a == "-" {
 			break
 		}
-		switch a {
-		case "-I", "-n", "-P", "-L", "-s", "-d", "-E", "-a":
+		switch {
+		case a == "-I" && i+1 < len(args):
+			repl = args[i+1]
+			i++
+		case strings.HasPrefix(a, "-I"):
+			repl = a[2:]
+		case a == "-i" || a == "--replace":
+			repl = "{}"
+		case strings.HasPrefix(a, "-i"):
+			repl = a[2:]
+		case strings.HasPrefix(a, "--replace="):
+			repl = strings.TrimPrefix(a, "--replace=")
+		case a == "-n" || a == "-P" || a == "-L" || a == "-s" || a == "-d" || a == "-E" || a == "-a":
 			i++ // takes a value
 		}
 	}
 	if i >= len(args) {
-		return nil
+		return nil, repl
 	}
-	return args[i:]
+	return args[i:], repl
 }
 
-// writesMore says whether the command words, given one more operand (as
-// xargs and find -exec give it), write it.
-func writesMore(cmd []string) bool {
+// foundArg stands for what find -exec and xargs give the command they
+// run: no word on a command line is it.
+const foundArg = "\x00found"
+
+// withFound is cmd given what find or xargs found: in place of each word
+// that is repl (find's {}, xargs -I's string), or after the words when
+// repl is "". A word that holds repl among other text (/tmp/{}) names a
+// path that is not clear ("").
+func withFound(cmd []string, repl string) []string {
+	if repl == "" {
+		return append(slices.Clone(cmd), foundArg)
+	}
+	out := make([]string, len(cmd))
+	for i, w := range cmd {
+		switch {
+		case i > 0 && w == repl:
+			out[i] = foundArg
+		case i > 0 && strings.Contains(w, repl):
+			out[i] = ""
+		default:
+			out[i] = w
+		}
+	}
+	return out
+}
+
+// writesFound says whether the command words, given what find -exec or
+// xargs found (withFound), write it.
+func writesFound(cmd []string, repl string) bool {
 	if len(cmd) == 0 {
 		return false
 	}
-	more := append(slices.Clone(cmd), "x")
-	return slices.Contains(commandWrites(more), "x") || len(commandTrees(more)) > 0
+	more := withFound(cmd, repl)
+	return slices.Contains(commandWrites(more), foundArg) || len(commandTrees(more)) > 0
 }
 
 // findDeletes returns the starting points of a find that deletes what it
@@ -554,7 +649,7 @@ func findDeletes(args []string) []string {
 			for k := j + 1; k < len(args) && args[k] != ";" && args[k] != "+"; k++ {
 				cmd = append(cmd, args[k])
 			}
-			deletes = deletes || writesMore(cmd)
+			deletes = deletes || writesFound(cmd, "{}")
 		}
 	}
 	if !deletes {

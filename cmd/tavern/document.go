@@ -25,6 +25,13 @@ func resolveRef(s *docstore.Store, ref string) (string, error) {
 			return "", err // an absolute path outside the store is not a kind/name
 		}
 	}
+	if slash := filepath.ToSlash(ref); strings.HasPrefix(slash, ".tavern/") || strings.Contains(slash, "/.tavern/") {
+		// A path to the store's file without its .md (as ls prints a
+		// document's name): the file it names.
+		if rel, err := s.Rel(ref + ".md"); err == nil {
+			return rel, nil
+		}
+	}
 	rel, err := s.Resolve(ref)
 	var ke *schema.UnknownKindError
 	if _, ok := queues.IDPriority(ref); ok && !strings.Contains(ref, "/") && errors.As(err, &ke) {

@@ -18,8 +18,11 @@ func newRmCommand() *cli.Command {
 dot names) are refused (exit 2): every later command needs them. An agent
 (TAVERN_AGENT) may not remove its own commitments (exit 4); a person or
 another agent may. A queue's queue.md is not removed while items are pending
-or claimed in it, nor a claimed item under its holder (exit 4). A REF that names no document (exit 3, did you mean) stops
-rm before it removes any. Removing an item removes its gates with it (a gate
+or claimed in it, nor a claimed item under its holder, nor a gate alone while
+its item (pending or claimed) waits on it: the item could never be finished
+(exit 4; approve or reject the gate, or rm the item, which takes its gates). A REF that names no document (exit 3, did you mean) or is
+refused stops rm before it removes any (remove a queue's items in one rm,
+its queue.md in the next). Removing an item removes its gates with it (a gate
 means nothing without its item); restoring the item brings them back.
 
 Examples:
@@ -37,6 +40,23 @@ func runRm(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// A REF another REF owns (rm items/X gates/G) goes with its owner:
+	// it is neither checked nor removed on its own (its item, still
+	// there, would refuse it).
+	var rels []string
+	for _, ref := range c.Args().Slice() {
+		if rel, err := resolveRef(s, ref); err == nil {
+			rels = append(rels, rel)
+		}
+	}
+	withOwner := map[string]bool{}
+	for _, rel := range rels {
+		for _, p := range s.Owned(rel) {
+			if slices.Contains(rels, p) {
+				withOwner[p] = true
+			}
+		}
+	}
 	// Every REF is found before any is removed, as git rm does: a typo
 	// in the last one leaves the others where they are.
 	for _, ref := range c.Args().Slice() {
@@ -48,6 +68,11 @@ func runRm(c *cli.Context) error {
 			}
 			err = s.NotFound("rm", rel, err)
 		}
+		if err == nil && !withOwner[rel] {
+			// Refused (a queue with work left, a claimed item): before
+			// any REF is removed, so none is.
+			err = s.CheckDelete(rel)
+		}
 		if err != nil {
 			return err
 		}
@@ -55,8 +80,8 @@ func runRm(c *cli.Context) error {
 	removed := []string{}
 	for _, ref := range c.Args().Slice() {
 		rel, err := resolveRef(s, ref)
-		if err == nil && slices.Contains(removed, rel) {
-			continue // an earlier REF's: rm items/X gates/G
+		if err == nil && (slices.Contains(removed, rel) || withOwner[rel]) {
+			continue // an owner's, removed with it: rm items/X gates/G
 		}
 		var got []string
 		if err == nil {

@@ -38,8 +38,9 @@ Examples:
 				ArgsUsage: "NAME|PATH...",
 				Description: `Moves each entry (its name in .tavern/.trash/, or the document path it had:
 then the newest entry of that path) back into place. A document that exists
-again at that path is left alone (exit 4). Journaled as a creation. An item
-comes back with the gates rm removed with it.
+again at that path is left alone (exit 4). Every entry is checked first: one
+that is not in the trash (exit 3) or whose path is taken again restores none.
+Journaled as a creation. An item comes back with the gates rm removed with it.
 
 Examples:
    tavern rm agents/old-bot && tavern trash restore agents/old-bot.md`,
@@ -71,6 +72,13 @@ func runTrashLs(c *cli.Context, s *docstore.Store) error {
 func runTrashRestore(c *cli.Context, s *docstore.Store) error {
 	if c.NArg() == 0 {
 		return usageErr("trash restore takes NAME|PATH...")
+	}
+	// Every REF is checked before any is restored: one that names no
+	// entry, or whose path is taken again, leaves the others in .trash/.
+	for _, ref := range c.Args().Slice() {
+		if err := s.CheckRestore(ref); err != nil {
+			return err
+		}
 	}
 	restored := []string{}
 	for _, ref := range c.Args().Slice() {
