@@ -977,6 +977,11 @@ func patchSafe(n *yaml.Node, text string) bool {
 	case "!!str":
 		return plainSafe(n.Value)
 	case "!!timestamp":
+		// FormatTime's form, the one stamp the engine writes, checked
+		// without time.Parse's layout engine; anything else asks it.
+		if v := n.Value; len(v) == len("2006-01-02T15:04:05.000Z") && v[19] == '.' && schema.IsStamp(v) {
+			return true
+		}
 		_, err := time.Parse("2006-01-02T15:04:05.000Z", n.Value)
 		return err == nil
 	case "!!int":

@@ -36,12 +36,18 @@ func AppendTimeJSON(b []byte, t time.Time) ([]byte, error) {
 	if y := u.Year(); y < 0 || y > 9999 {
 		return nil, fmt.Errorf("schema.Timestamp.MarshalJSON: year %d outside of range [0,9999]", y)
 	}
-	// By hand: the journal stamps every event with it, and AppendFormat
-	// with a layout that is not one of its RFC 3339 fast paths costs
-	// several times more.
+	b = append(b, '"')
+	b = appendStamp(b, u)
+	return append(b, '"'), nil
+}
+
+// appendStamp appends FormatTime's string for u, in UTC with a year in
+// [0,9999]. By hand: every event and every state change writes stamps,
+// and AppendFormat with a layout that is not one of its RFC 3339 fast
+// paths costs several times more.
+func appendStamp(b []byte, u time.Time) []byte {
 	y, mo, d := u.Date()
 	h, mi, sec := u.Clock()
-	b = append(b, '"')
 	b = appendDigits(b, y, 4)
 	b = append(b, '-')
 	b = appendDigits(b, int(mo), 2)
@@ -55,7 +61,7 @@ func AppendTimeJSON(b []byte, t time.Time) ([]byte, error) {
 	b = appendDigits(b, sec, 2)
 	b = append(b, '.')
 	b = appendDigits(b, u.Nanosecond()/1e6, 3)
-	return append(b, 'Z', '"'), nil
+	return append(b, 'Z')
 }
 
 // appendDigits appends n (0 <= n < 10^width) in exactly width digits.

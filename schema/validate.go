@@ -388,7 +388,21 @@ func ParseTime(s string) (time.Time, error) {
 // FormatTime is the one timestamp format the engine writes: RFC 3339 in
 // UTC with millisecond precision, which sorts lexically.
 func FormatTime(t time.Time) string {
-	return t.UTC().Format(TimeLayout)
+	u := t.UTC()
+	if y := u.Year(); y < 0 || y > 9999 {
+		return u.Format(TimeLayout)
+	}
+	var buf [len("2006-01-02T15:04:05.000Z")]byte
+	return string(appendStamp(buf[:0], u))
+}
+
+// IsStamp reports whether s is RFC 3339 in UTC with 0 to 9 fraction
+// digits and in range: a string time.Parse(time.RFC3339Nano, s) accepts,
+// checked without its layout interpretation. false says nothing: s may
+// still be a time in another form.
+func IsStamp(s string) bool {
+	_, ok := parseStamp(s)
+	return ok
 }
 
 // seenBefore reports whether key is among the keys of the mapping

@@ -32,9 +32,40 @@ func TestParseStampMatchesTimeParse(t *testing.T) {
 		if !got.Equal(want) || got.Location() != want.Location() {
 			t.Errorf("parseStamp(%q) = %v, want %v", s, got, want)
 		}
+		if !IsStamp(s) {
+			t.Errorf("IsStamp(%q) = false, parseStamp accepts it", s)
+		}
 	}
 	if _, ok := parseStamp("2026-11-22T05:34:04.123Z"); !ok {
 		t.Errorf("parseStamp refused FormatTime's own form")
+	}
+}
+
+// TestFormatTimeMatchesFormat checks the hand-written FormatTime against
+// the layout it stands for, across zones, sub-millisecond nanoseconds
+// (truncated, never rounded) and the years at and past its fast path's
+// edges.
+func TestFormatTimeMatchesFormat(t *testing.T) {
+	east := time.FixedZone("east", 5*3600+30*60)
+	times := []time.Time{
+		time.Date(2026, 11, 22, 5, 34, 4, 123456789, time.UTC),
+		time.Date(2026, 11, 22, 5, 34, 4, 999999999, east),
+		time.Date(2024, 2, 29, 23, 59, 59, 0, time.UTC),
+		time.Date(2026, 1, 1, 0, 0, 0, 1, east), // the day before in UTC
+		time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999000000, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 12, 31, 23, 59, 59, 0, time.UTC),
+		time.Date(7, 3, 4, 5, 6, 7, 8000000, time.UTC),
+		{},
+	}
+	for s := int64(0); s < 2000; s++ {
+		times = append(times, time.Unix(s*987654321%253402300799, s*7919*104729%1e9))
+	}
+	for _, tm := range times {
+		if got, want := FormatTime(tm), tm.UTC().Format(TimeLayout); got != want {
+			t.Errorf("FormatTime(%v) = %q, want %q", tm, got, want)
+		}
 	}
 }
 
