@@ -638,6 +638,8 @@ func commandWrites(words []string) []string {
 		return clean(operands(dropOptionValues(args, "-n", "--iterations", "-s", "--size", "--random-source")))
 	case "gofmt", "goimports":
 		return gofmtWrites(args)
+	case "go":
+		return goFmtWrites(args)
 	case "xargs":
 		// What xargs appends comes from its input and is not clear (see
 		// commandTrees); the words it is given are.
@@ -922,6 +924,8 @@ func commandTrees(words []string) []string {
 		return cleanPaths(sources(args))
 	case "gofmt", "goimports":
 		return gofmtWrites(args)
+	case "go":
+		return goFmtWrites(args)
 	case "find":
 		return findDeletes(args)
 	case "xargs":
@@ -1044,7 +1048,8 @@ func gitRestored(args []string) []string {
 
 // gitDiscarded returns the directories a git subcommand resets or cleans
 // as a whole, "." for the whole work tree: `git checkout .` (restoring
-// it, as `git checkout -- .` does), `git reset --hard`, `git stash`
+// it, as `git checkout -- .` does), `git checkout -f` and `git switch
+// --discard-changes` (a forced switch), `git reset --hard`, `git stash`
 // (push or save; its pathspecs, else everything changed) and `git clean
 // -f` (its paths, else all untracked files). Each throws away
 // uncommitted changes, another agent's among them, in a shared checkout.
@@ -1073,8 +1078,15 @@ func gitDiscarded(args []string) []string {
 		return []string{"."}
 	}
 	switch sub {
-	case "checkout":
-		if !slices.Contains(rest, "--") && slices.Equal(shellOperands(rest), []string{"."}) {
+	case "checkout", "switch":
+		// -f / --force (switch: --discard-changes too) throws away every
+		// local change the switch meets, whichever branch it goes to.
+		for _, a := range opts {
+			if a == "--force" || a == "--discard-changes" || (strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "f") && !slices.Contains([]string{"-b", "-B", "-c", "-C"}, a)) {
+				return []string{"."}
+			}
+		}
+		if sub == "checkout" && !slices.Contains(rest, "--") && slices.Equal(shellOperands(rest), []string{"."}) {
 			return []string{"."}
 		}
 	case "reset":

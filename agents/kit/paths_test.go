@@ -152,6 +152,20 @@ func TestShellWriteForms(t *testing.T) {
 		{"sed --expression=s/a/b/ src/parser/a.go", false},
 		{"git stash --help", false},
 		{"git stash -u", true},
+		// A forced switch throws away every local change.
+		{"git checkout -f main", true},
+		{"git checkout --force main", true},
+		{"git switch --discard-changes main", true},
+		{"git switch -f main", true},
+		{"git switch main", false},
+		{"git switch -c feature", false},
+		// go fmt rewrites its packages' files.
+		{"go fmt ./...", true},
+		{"go fmt ./src/parser", true},
+		{"go fmt ./src/lexer", false},
+		{"go fmt ./docs/...", false},
+		{"go vet ./...", false},
+		{"go test ./src/parser/...", false},
 		// An option's value is no operand: touch -r reads its file.
 		{"touch -r src/parser/a.go build.stamp", false},
 		{"touch -d '2 hours ago' src/parser/a.go", true},

@@ -661,6 +661,37 @@ func findDeletes(args []string) []string {
 	return cleanPaths(starts)
 }
 
+// goFmtWrites returns the directories `go fmt PACKAGES` rewrites (it runs
+// gofmt -l -w on the packages' files): a pattern's directory (./x/...
+// is x), the current directory with no package named. Any other go
+// subcommand writes nothing the gate guards. A package named by import
+// path rather than by directory is not resolved: it is let through.
+func goFmtWrites(args []string) []string {
+	if len(args) == 0 || args[0] != "fmt" {
+		return nil
+	}
+	pkgs := shellOperands(dropOptionValues(args[1:], "-mod", "-modfile"))
+	if len(pkgs) == 0 {
+		return []string{"."}
+	}
+	var dirs []string
+	for _, p := range pkgs {
+		if p == "all" || p == "..." {
+			dirs = append(dirs, ".")
+			continue
+		}
+		if !strings.HasPrefix(p, ".") && !strings.HasPrefix(p, "/") {
+			continue // an import path
+		}
+		p = strings.TrimSuffix(strings.TrimSuffix(p, "..."), "/")
+		if p == "" {
+			p = "."
+		}
+		dirs = append(dirs, p)
+	}
+	return cleanPaths(dirs)
+}
+
 // gofmtWrites returns the files and directories gofmt -w and goimports
 // -w rewrite in place (a directory: every .go file under it).
 func gofmtWrites(args []string) []string {
