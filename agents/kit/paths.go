@@ -169,9 +169,10 @@ func PatchPaths(patch string) []string {
 
 // ShellWrites returns the paths a shell command line clearly writes:
 // targets of output redirections (>, >>, &>, >|, N>), files given to tee,
-// touch, rm, rmdir, mkdir, truncate, sed -i, perl -i, gofmt -w and
-// goimports -w, the destination of cp, ln and install (and DIR/NAME when
-// the destination is a directory), both sides of mv, dd's of=, git mv /
+// touch, rm, rmdir, mkdir, truncate, sed -i, perl -i, gofmt -w,
+// goimports -w and go fmt, the file sort -o, curl -o and wget -O name,
+// the destination of cp, ln and install (and DIR/NAME when the
+// destination is a directory), both sides of mv, dd's of=, git mv /
 // git rm / git restore / git checkout -- (after git's -C), the files of a
 // patch given to apply_patch (as its argument or here-document, as Codex
 // runs it) and of a diff in the here-document of git apply or patch, the
@@ -640,6 +641,12 @@ func commandWrites(words []string) []string {
 		return gofmtWrites(args)
 	case "go":
 		return goFmtWrites(args)
+	case "sort":
+		return clean(optionValues(args, "-o", "--output"))
+	case "curl":
+		return clean(optionValues(args, "-o", "--output"))
+	case "wget":
+		return clean(optionValues(args, "-O", "--output-document"))
 	case "xargs":
 		// What xargs appends comes from its input and is not clear (see
 		// commandTrees); the words it is given are.
@@ -814,6 +821,30 @@ func dropOptionValues(args []string, opts ...string) []string {
 			continue
 		}
 		out = append(out, args[i])
+	}
+	return out
+}
+
+// optionValues returns the values given to the options named (`-o F`,
+// `--output F`, `--output=F`, and `-oF` for a one-letter one), up to
+// "--": sort -o and curl -o write the file they name.
+func optionValues(args []string, opts ...string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		for _, o := range opts {
+			switch {
+			case a == o && i+1 < len(args):
+				out = append(out, args[i+1])
+			case strings.HasPrefix(o, "--") && strings.HasPrefix(a, o+"="):
+				out = append(out, a[len(o)+1:])
+			case len(o) == 2 && o[0] == '-' && o[1] != '-' && strings.HasPrefix(a, o) && len(a) > 2:
+				out = append(out, a[2:])
+			}
+		}
 	}
 	return out
 }

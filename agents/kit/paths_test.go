@@ -166,6 +166,15 @@ func TestShellWriteForms(t *testing.T) {
 		{"go fmt ./docs/...", false},
 		{"go vet ./...", false},
 		{"go test ./src/parser/...", false},
+		// An option's value that names the file written.
+		{"sort -o src/parser/a.go src/parser/a.go", true},
+		{"sort --output=src/parser/a.go x", true},
+		{"sort src/parser/a.go -o sorted.txt", false},
+		{"curl -sSL https://example.com/a.go -o src/parser/a.go", true},
+		{"curl -osrc/parser/a.go https://example.com/a.go", true},
+		{"curl https://example.com/a.go", false},
+		{"wget -O src/parser/b.go https://example.com/b.go", true},
+		{"wget -q https://example.com/b.go", false},
 		// An option's value is no operand: touch -r reads its file.
 		{"touch -r src/parser/a.go build.stamp", false},
 		{"touch -d '2 hours ago' src/parser/a.go", true},
