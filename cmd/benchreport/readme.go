@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -56,9 +57,9 @@ func renderReadme(w io.Writer, runs []*results, names []string, pairs []pair) {
 		case p.AbsMax > 0:
 			goal = "≤ " + num(p.AbsMax)
 		case p.Min > 0:
-			goal = fmt.Sprintf("≥ %.2g×", p.Min)
+			goal = "≥ " + goalNum(p.Min) + "×"
 		case p.Max > 0:
-			goal = fmt.Sprintf("≤ %.2g×", p.Max)
+			goal = "≤ " + goalNum(p.Max) + "×"
 		}
 		if goal != "-" {
 			goal += " (" + strings.Join(status, " / ") + ")"
@@ -121,4 +122,13 @@ func updateReadme(path string, section []byte) error {
 	out.Write(section)
 	out.Write(data[j:])
 	return os.WriteFile(path, out.Bytes(), 0o644)
+}
+
+// goalNum writes a goal's factor as the issue states it: 1.2, 0.5, and
+// 1,560 for the views' large ones (%g wrote 1.6e+03).
+func goalNum(v float64) string {
+	if v >= 100 {
+		return num(v)
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
 }
