@@ -296,10 +296,22 @@ func onUsageError(c *cli.Context, err error, _ bool) error {
 	if len(name) > 1 {
 		msg = undefined + "-" + name
 	}
+	if alt, ok := flagHabits[name]; ok && hasFlag(c.Command, alt) {
+		return usageErr("%s (did you mean --%s?)", msg, alt)
+	}
 	if near := schema.Near(name, names); len(near) > 0 {
 		return usageErr("%s (did you mean --%s?)", msg, near[0])
 	}
 	return usageErr("%s", msg)
+}
+
+// flagHabits are the flags other tools give what a tavern flag does
+// (kubectl's -o json and -l SELECTOR, head's -n): spelling suggests
+// nothing for them.
+var flagHabits = map[string]string{
+	"o": "json", "output": "json",
+	"l": "where", "selector": "where",
+	"n": "limit",
 }
 
 // rootAction runs when the first argument names no command: without
