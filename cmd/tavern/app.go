@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -280,6 +281,16 @@ func hasFlag(c *cli.Command, name string) bool {
 // not defined.
 func onUsageError(c *cli.Context, err error, _ bool) error {
 	const undefined = "flag provided but not defined: -"
+	if m := badFlagValue.FindStringSubmatch(err.Error()); m != nil && c != nil {
+		var flags []cli.Flag
+		if c.App != nil {
+			flags = c.App.Flags // before the command: tavern --json=x
+		}
+		if c.Command != nil {
+			flags = c.Command.Flags
+		}
+		return usageErr("invalid value %q for --%s: want %s", m[1], m[2], flagWants(flags, m[2]))
+	}
 	name, ok := strings.CutPrefix(err.Error(), undefined)
 	if !ok || c == nil || c.Command == nil {
 		return usageErr("%v", err)
@@ -303,6 +314,30 @@ func onUsageError(c *cli.Context, err error, _ bool) error {
 		return usageErr("%s (did you mean --%s?)", msg, near[0])
 	}
 	return usageErr("%s", msg)
+}
+
+// badFlagValue is Go's flag package's error for a value of the wrong
+// type: `invalid value "x" for flag -limit: parse error`.
+var badFlagValue = regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for (?:flag )?-(\S+): `)
+
+// flagWants says what form the flag name of flags takes.
+func flagWants(flags []cli.Flag, name string) string {
+	for _, f := range flags {
+		if !slices.Contains(f.Names(), name) {
+			continue
+		}
+		switch f.(type) {
+		case *cli.IntFlag, *cli.Int64Flag, *cli.UintFlag, *cli.Uint64Flag:
+			return "a whole number"
+		case *cli.Float64Flag:
+			return "a number"
+		case *cli.DurationFlag:
+			return "a duration such as 30s, 5m or 2h"
+		case *cli.BoolFlag:
+			return "true or false"
+		}
+	}
+	return "a value of its type (see --help)"
 }
 
 // flagHabits are the flags other tools give what a tavern flag does
