@@ -241,6 +241,10 @@ func checkArity(n int, next cli.BeforeFunc) cli.BeforeFunc {
 			case 0:
 				return usageErr("%s takes no arguments (got %q)", name, c.Args().Slice())
 			case 1:
+				if got == 2 && hasFlag(c.Command, "title") {
+					// The title as an argument, as gh issue create takes it.
+					return usageErr("%s takes at most 1 argument, %s (got %d); a title is --title %q", name, c.Command.ArgsUsage, got, c.Args().Get(1))
+				}
 				return usageErr("%s takes at most 1 argument, %s (got %d)", name, c.Command.ArgsUsage, got)
 			}
 			return usageErr("%s takes at most %d arguments, %s (got %d)", name, n, c.Command.ArgsUsage, got)
