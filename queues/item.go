@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -349,10 +350,26 @@ func (b *Broker) itemState(queue, id string) string {
 
 // ResolveID finds the item ref names and returns its id. ref is an id,
 // "QUEUE/ID" (the names `tavern ls items` prints), or a unique prefix of
-// the id in either form. No match is fs.ErrNotExist, several are
-// docstore.ErrAmbiguous; an unknown QUEUE is a *schema.UnknownError.
+// the id in either form, or the store path of its file
+// (queues/QUEUE/STATE/ID.md, as ls and git status print it; the item is
+// found wherever it has moved since). No match is fs.ErrNotExist, several
+// are docstore.ErrAmbiguous; an unknown QUEUE is a *schema.UnknownError.
 func (b *Broker) ResolveID(ref string) (string, error) {
+	if slash := filepath.ToSlash(ref); filepath.IsAbs(ref) || strings.HasPrefix(slash, ".tavern/") || strings.Contains(slash, "/.tavern/") {
+		// The file as a shell names it (ls .tavern/queues/Q/pending/):
+		// its path in the store.
+		if rel, err := b.Store().Rel(ref); err == nil {
+			ref = rel
+		}
+	}
 	ref = strings.TrimSuffix(strings.TrimPrefix(ref, "items/"), ".md")
+	if rest, ok := strings.CutPrefix(ref, "queues/"); ok {
+		if q, tail, ok := strings.Cut(rest, "/"); ok {
+			if st, id, ok := strings.Cut(tail, "/"); ok && slices.Contains(schema.ItemStates, st) {
+				ref = q + "/" + id
+			}
+		}
+	}
 	queue, id, hasQueue := strings.Cut(ref, "/")
 	if !hasQueue {
 		queue, id = "", ref

@@ -214,7 +214,9 @@ func DefaultCommands(agent string) []Command {
 	return []Command{
 		{"take the next item (prints ID and ATTEMPT)", "tavern next --take" + as},
 		{"report it done, or failed", "tavern item done ID --attempt N --result out.txt  |  tavern item fail ID --attempt N --reason \"why\""},
-		{"send a message (@name: direct)", "tavern send @lead \"parser done, see PR\"" + as},
+		// @user: the person's direct channel, which every store has (an
+		// agent named in the example might not exist).
+		{"send a message (@name: direct)", "tavern send @user \"parser done, see PR\"" + as},
 		{"read your messages", "tavern recv @" + agent + as},
 		{"ask the user (or --to an agent)", "tavern ask --to user \"Postgres or SQLite?\"" + as},
 		{"reserve paths before editing them", "tavern reserve 'src/parser/**'" + as + " --ttl 2h"},

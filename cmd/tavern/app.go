@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -240,6 +241,10 @@ func checkArity(n int, next cli.BeforeFunc) cli.BeforeFunc {
 			case 0:
 				return usageErr("%s takes no arguments (got %q)", name, c.Args().Slice())
 			case 1:
+				if got == 2 && hasFlag(c.Command, "title") {
+					// The title as an argument, as gh issue create takes it.
+					return usageErr("%s takes at most 1 argument, %s (got %d); a title is --title %q", name, c.Command.ArgsUsage, got, c.Args().Get(1))
+				}
 				return usageErr("%s takes at most 1 argument, %s (got %d)", name, c.Command.ArgsUsage, got)
 			}
 			return usageErr("%s takes at most %d arguments, %s (got %d)", name, n, c.Command.ArgsUsage, got)
@@ -280,6 +285,16 @@ func hasFlag(c *cli.Command, name string) bool {
 // not defined.
 func onUsageError(c *cli.Context, err error, _ bool) error {
 	const undefined = "flag provided but not defined: -"
+	if m := badFlagValue.FindStringSubmatch(err.Error()); m != nil && c != nil {
+		var flags []cli.Flag
+		if c.App != nil {
+			flags = c.App.Flags // before the command: tavern --json=x
+		}
+		if c.Command != nil {
+			flags = c.Command.Flags
+		}
+		return usageErr("invalid value %q for --%s: want %s", m[1], m[2], flagWants(flags, m[2]))
+	}
 	name, ok := strings.CutPrefix(err.Error(), undefined)
 	if !ok || c == nil || c.Command == nil {
 		return usageErr("%v", err)
@@ -296,10 +311,46 @@ func onUsageError(c *cli.Context, err error, _ bool) error {
 	if len(name) > 1 {
 		msg = undefined + "-" + name
 	}
+	if alt, ok := flagHabits[name]; ok && hasFlag(c.Command, alt) {
+		return usageErr("%s (did you mean --%s?)", msg, alt)
+	}
 	if near := schema.Near(name, names); len(near) > 0 {
 		return usageErr("%s (did you mean --%s?)", msg, near[0])
 	}
 	return usageErr("%s", msg)
+}
+
+// badFlagValue is Go's flag package's error for a value of the wrong
+// type: `invalid value "x" for flag -limit: parse error`.
+var badFlagValue = regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for (?:flag )?-(\S+): `)
+
+// flagWants says what form the flag name of flags takes.
+func flagWants(flags []cli.Flag, name string) string {
+	for _, f := range flags {
+		if !slices.Contains(f.Names(), name) {
+			continue
+		}
+		switch f.(type) {
+		case *cli.IntFlag, *cli.Int64Flag, *cli.UintFlag, *cli.Uint64Flag:
+			return "a whole number"
+		case *cli.Float64Flag:
+			return "a number"
+		case *cli.DurationFlag:
+			return "a duration such as 30s, 5m or 2h"
+		case *cli.BoolFlag:
+			return "true or false"
+		}
+	}
+	return "a value of its type (see --help)"
+}
+
+// flagHabits are the flags other tools give what a tavern flag does
+// (kubectl's -o json and -l SELECTOR, head's -n): spelling suggests
+// nothing for them.
+var flagHabits = map[string]string{
+	"o": "json", "output": "json",
+	"l": "where", "selector": "where",
+	"n": "limit",
 }
 
 // rootAction runs when the first argument names no command: without

@@ -17,8 +17,9 @@ func newCheckCommand() *cli.Command {
 		Name:      "check",
 		Usage:     "validate the store or the given files",
 		ArgsUsage: "[PATH...]",
-		Description: `Parses and validates every document (or the given files and directories) and
-lists every problem as path:line:col: field: message. Exit 5 if any document is
+		Description: `Parses and validates every document (or the given files and directories:
+a path, or as show and ls name them a REF such as agents/alice or a directory
+of the store such as agents or queues/build/) and lists every problem as path:line:col: field: message. Exit 5 if any document is
 invalid. Unknown fields are reported only with --strict, except in tavern.md,
 where they are errors (every other command refuses an invalid tavern.md; check
 lists all of its problems). Beyond the schema it
@@ -42,7 +43,7 @@ item was removed and an approval of a removed gate or item.
 
 Examples:
    tavern check
-   tavern check --strict .tavern/agents
+   tavern check --strict agents
    tavern check --json`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "strict", Usage: "also report fields the schema does not know"},
@@ -106,7 +107,7 @@ func runCheck(c *cli.Context, s *docstore.Store) error {
 // checkTarget turns an argument of check into a store-relative path: a
 // file or directory (relative to the working directory), else a REF
 // (agents/alice) or a path inside the store (agents/alice.md), as show
-// takes.
+// takes, or a directory inside the store (agents, queues/build/).
 func checkTarget(s *docstore.Store, arg string) (string, error) {
 	abs, err := filepath.Abs(arg)
 	if err != nil {
@@ -115,12 +116,29 @@ func checkTarget(s *docstore.Store, arg string) (string, error) {
 	// Lstat: a symlink is checked as what it is (check reports it), not
 	// followed to where it points.
 	_, err = os.Lstat(abs)
+	if err == nil && !filepath.IsAbs(arg) {
+		if _, rerr := s.RelLink(abs); rerr != nil {
+			// Outside the store a path is no document; the store's own
+			// (agents/ of a project that has a directory agents/ too)
+			// is the one meant, when it has it.
+			if in := filepath.Join(s.Root(), filepath.FromSlash(arg)); lexists(in) {
+				abs = in
+			}
+		}
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		if rel, rerr := resolveRef(s, arg); rerr == nil {
 			// Not s.Abs: it follows a symlink there, and refuses
 			// one that leaves the store; RelLink below checks the
 			// place.
 			abs = filepath.Join(s.Root(), filepath.FromSlash(rel))
+			_, err = os.Lstat(abs)
+		} else if !filepath.IsAbs(arg) {
+			// A directory of the store as ls names it (agents,
+			// queues/build/): show and check take agents/alice, so
+			// agents is what a user tries next. RelLink below
+			// refuses one that leaves the store (../x).
+			abs = filepath.Join(s.Root(), filepath.FromSlash(arg))
 			_, err = os.Lstat(abs)
 		}
 	}
@@ -136,4 +154,10 @@ func checkTarget(s *docstore.Store, arg string) (string, error) {
 		return "", nil // the whole store
 	}
 	return s.RelLink(abs)
+}
+
+// lexists reports whether path names a file, a directory or a symlink.
+func lexists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }

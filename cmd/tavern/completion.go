@@ -92,6 +92,9 @@ func runCompletion(c *cli.Context) error {
 	}
 	script, ok := completionScripts[c.Args().First()]
 	if !ok {
+		if near := schema.Near(c.Args().First(), []string{"bash", "zsh", "fish"}); len(near) > 0 {
+			return usageErr("completion: unknown shell %q (did you mean %q? bash, zsh or fish)", c.Args().First(), near[0])
+		}
 		return usageErr("completion: unknown shell %q (bash, zsh or fish)", c.Args().First())
 	}
 	if c.Bool("json") {

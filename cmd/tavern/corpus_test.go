@@ -142,6 +142,93 @@ func helpCommands(help string) []string {
 	return names
 }
 
+// helpExamples returns the lines of a help text's Examples: block.
+func helpExamples(help string) []string {
+	var out []string
+	in := false
+	for _, line := range strings.Split(help, "\n") {
+		switch {
+		case strings.TrimSpace(line) == "Examples:":
+			in = true
+		case in && (strings.TrimSpace(line) == "" || !strings.HasPrefix(line, "   ")):
+			in = false
+		case in:
+			out = append(out, strings.TrimSpace(line))
+		}
+	}
+	return out
+}
+
+// shellRedirect returns the word of line that a shell would cut at an
+// unquoted < or > into a redirection (priority<2 reads the file 2), or
+// "" if none: a < or > after a word with a letter in it, outside quotes.
+// File descriptors (2>&1) and redirections after a space are meant.
+func shellRedirect(line string) string {
+	var quote byte
+	start := 0
+	for i := 0; i < len(line); i++ {
+		ch := line[i]
+		switch {
+		case quote != 0:
+			if ch == quote {
+				quote = 0
+			} else if ch == '\\' && quote == '"' {
+				i++
+			}
+		case ch == '\\':
+			i++
+		case ch == '\'' || ch == '"':
+			quote = ch
+		case ch == ' ' || ch == '\t' || ch == '(' || ch == '|' || ch == ';':
+			start = i + 1
+		case ch == '<' || ch == '>':
+			if strings.ContainsFunc(line[start:i], func(r rune) bool { return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' }) {
+				end := strings.IndexAny(line[i:], " \t")
+				if end < 0 {
+					end = len(line) - i
+				}
+				return line[start : i+end]
+			}
+			start = i + 1
+		}
+	}
+	return ""
+}
+
+// Every example in --help runs as shown when pasted into a shell: an
+// expression such as --where priority<2 is quoted, or the shell reads
+// it as a redirection (here from a file named 2).
+func TestHelpExamplesQuoted(t *testing.T) {
+	for _, c := range []struct{ line, want string }{
+		{`tavern ls items --where priority<2 --limit 1`, "priority<2"},
+		{`tavern tuple ls job 'n>2'`, ""},
+		{`make test 2>&1 | tavern send @lead --as ci`, ""},
+		{`tavern prime --hook-json < hook-payload.json`, ""},
+		{`read id attempt < <(tavern queue take build | head -1)`, ""},
+		{`tavern ls agents --where "spawns>=2"`, ""},
+	} {
+		if got := shellRedirect(c.line); got != c.want {
+			t.Errorf("shellRedirect(%q) = %q, want %q", c.line, got, c.want)
+		}
+	}
+	p := newProject(t)
+	var helps []string
+	for _, c := range helpCommands(p.ok("--help")) {
+		help := p.ok(c, "--help")
+		helps = append(helps, help)
+		for _, s := range helpCommands(help) {
+			helps = append(helps, p.ok(c, s, "--help"))
+		}
+	}
+	for _, help := range helps {
+		for _, line := range helpExamples(help) {
+			if w := shellRedirect(line); w != "" {
+				t.Errorf("example %q: the shell reads %q as a redirection; quote it", line, w)
+			}
+		}
+	}
+}
+
 // Every command and subcommand shows at least one example in --help.
 func TestHelpHasExamples(t *testing.T) {
 	p := newProject(t)

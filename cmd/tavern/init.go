@@ -15,7 +15,9 @@ func newInitCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "init",
 		Usage: "create .tavern/ with tavern.md and the kind directories",
-		Description: `Creates .tavern/ in the working directory (or the directory named by --dir).
+		Description: `Creates .tavern/ in the working directory, or in the project directory --dir
+names (an existing directory that holds no store); a --dir ending in .tavern,
+not made yet, or holding a store already is the store itself.
 Running it again on an existing store only adds missing directories. Inside
 a project that already has a store in a parent directory, init refuses
 (exit 4: commands there would use the outer store) unless --nested. Inside
@@ -40,6 +42,13 @@ func runInit(c *cli.Context) error {
 			return err
 		}
 		dir = filepath.Join(wd, docstore.DirName)
+	} else if filepath.Base(filepath.Clean(dir)) != docstore.DirName && !lexists(filepath.Join(dir, docstore.ConfigFile)) {
+		// An existing directory that is no store is a project, as every
+		// other command takes --dir: its .tavern/, not tavern.md and the
+		// kind directories among the project's files.
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+			dir = filepath.Join(dir, docstore.DirName)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, docstore.ConfigFile)); err != nil && !c.Bool("nested") {
 		if err := docstore.CheckNested(dir); err != nil {

@@ -21,8 +21,9 @@ reaped, released or completed since) exits 4 and changes nothing. Without
 (--as, $TAVERN_AGENT) acts only on its own claim: another's exits 4, naming
 its holder and attempt. Its --attempt given on purpose takes the claim over.
 
-ID is the item's id, QUEUE/ID (as ` + "`tavern ls items`" + ` prints it), or a unique
-prefix of either.
+ID is the item's id, QUEUE/ID (as ` + "`tavern ls items`" + ` prints it), a unique
+prefix of either, or the path of its file (.tavern/queues/QUEUE/STATE/ID.md, as
+ls and git status print it; the item wherever it is now).
 
 Examples:
    tavern item show ID --json

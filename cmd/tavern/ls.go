@@ -63,7 +63,7 @@ An empty result is not an error: exit 0, and [] under --json.
 Examples:
    tavern ls agents --where state=working
    tavern ls queues/build/pending/
-   tavern ls items --where queue=build --where priority<2 --sort priority --limit 10 --json`,
+   tavern ls items --where queue=build --where 'priority<2' --sort priority --limit 10 --json`,
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "where", Aliases: []string{"w"}, Usage: "filter `EXPR` (repeatable)"},
 			&cli.StringFlag{Name: "sort", Usage: "sort by `FIELD` (-FIELD for descending)"},

@@ -20,7 +20,7 @@ recv refuse it.
 
 Examples:
    tavern show agents/alice
-   tavern show .tavern/queues/build/pending/0001.md --json`,
+   tavern show .tavern/queues/build/pending/p00-0193....md --json`,
 		Flags:  []cli.Flag{jsonFlag()},
 		Action: runShow,
 	}

@@ -21,7 +21,7 @@ func newTraceCommand() *cli.Command {
 documents: who added it, every claim with its holder, attempt and liveness,
 failures and reaps with their reasons, what the holder sent and committed
 while it held the item, gates and who decided them from which process, the
-merge, the usage. ITEM is an item's id or a unique prefix of it.
+merge, the usage. ITEM is an item's id, a unique prefix of it or its file's path.
 
 tavern trace --at TIME KIND/NAME shows a document as it was at TIME (RFC 3339,
 a date, or a duration ago): where it was, its revision and the events before
@@ -74,7 +74,15 @@ func runTrace(c *cli.Context) error {
 		printSnapshot(c, snap)
 		return nil
 	}
-	id, err := itemRef(b, c.Args().First())
+	ref := c.Args().First()
+	if rel, err := resolveRef(b.Store(), ref); err == nil {
+		// Another kind's document (agents/alice): trace ITEM would call
+		// it an invalid item name; --at is what shows it.
+		if k, _, err := schema.KindOfPath(rel); err == nil && k.Name != "item" {
+			return usageErr("%s is no item; a document at a past time: tavern trace --at TIME %s", ref, ref)
+		}
+	}
+	id, err := itemRef(b, ref)
 	if err != nil {
 		return err
 	}
