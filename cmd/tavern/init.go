@@ -15,9 +15,9 @@ func newInitCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "init",
 		Usage: "create .tavern/ with tavern.md and the kind directories",
-		Description: `Creates .tavern/ in the working directory, or in the project directory --dir
-names (an existing directory that holds no store); a --dir ending in .tavern,
-not made yet, or holding a store already is the store itself.
+		Description: `Creates .tavern/ in the working directory. --dir names the store (.tavern)
+directory itself, except a git repository's root holding no store: that is
+the project, and init makes its .tavern/.
 Running it again on an existing store only adds missing directories. Inside
 a project that already has a store in a parent directory, init refuses
 (exit 4: commands there would use the outer store) unless --nested. Inside
@@ -43,10 +43,12 @@ func runInit(c *cli.Context) error {
 		}
 		dir = filepath.Join(wd, docstore.DirName)
 	} else if filepath.Base(filepath.Clean(dir)) != docstore.DirName && !lexists(filepath.Join(dir, docstore.ConfigFile)) {
-		// An existing directory that is no store is a project, as every
+		// A git repository's root that is no store is a project, as every
 		// other command takes --dir: its .tavern/, not tavern.md and the
-		// kind directories among the project's files.
-		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		// kind directories among the project's files. Any other directory
+		// is the store, as README's --dir says: an empty one made by
+		// mktemp -d for TAVERN_DIR stays the store itself.
+		if lexists(filepath.Join(dir, ".git")) {
 			dir = filepath.Join(dir, docstore.DirName)
 		}
 	}
