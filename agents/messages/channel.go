@@ -114,11 +114,27 @@ func channelPath(name string) (string, error) {
 
 func messagesDir(name string) string { return "messages/" + name }
 
+// CreateOptions are CreateChannelWith's options.
+type CreateOptions struct {
+	// New makes the channel though its name is near an existing
+	// channel's (schema.NearNew): `channel create --new`.
+	New bool
+}
+
 // CreateChannel creates channels/<name>.md. It fails with ErrExist (from
 // docstore) if the channel exists. A direct channel ("@agent") is an
 // agent's: one for an agent that does not exist (a typo, "@bbo") is a
-// *schema.UnknownError for the agent, and nothing is created.
+// *schema.UnknownError for the agent, and nothing is created. A name
+// near an existing channel's (gne beside gen) is a *ChannelError
+// (ErrNearChannel), as token init and budget set refuse one: most likely
+// a typo, which would split the conversation in two. CreateChannelWith
+// with New makes it anyway.
 func CreateChannel(s *docstore.Store, name, topic string) (*Channel, error) {
+	return CreateChannelWith(s, name, topic, CreateOptions{})
+}
+
+// CreateChannelWith is CreateChannel with options.
+func CreateChannelWith(s *docstore.Store, name, topic string, opt CreateOptions) (*Channel, error) {
 	rel, err := channelPath(name)
 	if err != nil {
 		return nil, err
@@ -139,6 +155,19 @@ func CreateChannel(s *docstore.Store, name, topic string) (*Channel, error) {
 	for _, n := range names {
 		if other, ok := strings.CutSuffix(n, ".md"); ok && other != name && strings.EqualFold(other, name) {
 			return nil, &fs.PathError{Op: "create", Path: rel, Err: fmt.Errorf("%w: channel %q differs from it only in case (the same file on a case-insensitive file system)", docstore.ErrExist, other)}
+		}
+	}
+	// A direct channel is judged by its agent (above); numbered names
+	// (team-2 beside team-1) are a series (NearNew leaves them out).
+	if !opt.New && !strings.HasPrefix(name, "@") && !exists(s, rel) {
+		var others []string
+		for _, n := range names {
+			if n, ok := strings.CutSuffix(n, ".md"); ok && !strings.HasPrefix(n, "@") && ValidChannel(n) == nil {
+				others = append(others, n)
+			}
+		}
+		if near := schema.NearNew(name, others); len(near) > 0 {
+			return nil, &ChannelError{Op: "create", Path: rel, Channel: name, Near: near}
 		}
 	}
 	return createChannel(s, rel, name, topic)
