@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -620,6 +621,7 @@ func (s *Store) DeleteAll(rel string) ([]string, error) {
 		return nil, err
 	}
 	removed := []string{rel}
+	var dirs []string
 	// After rel's lock is released: an owned document's lock is never
 	// taken inside its owner's.
 	for _, p := range s.owned(prev) {
@@ -631,6 +633,15 @@ func (s *Store) DeleteAll(rel string) ([]string, error) {
 		if err != nil && !errors.Is(err, fs.ErrNotExist) { // gone since: as wanted
 			return removed, err
 		}
+		if dir := path.Dir(p); strings.Contains(dir, "/") && !slices.Contains(dirs, dir) {
+			dirs = append(dirs, dir)
+		}
+	}
+	// A directory of the owner's own (messages/<channel>/, not gates/)
+	// left empty goes too: left, it would name an owner that is gone.
+	// Remove fails on one that is not empty (a file came since): kept.
+	for _, dir := range dirs {
+		_ = os.Remove(filepath.Join(s.root, filepath.FromSlash(dir)))
 	}
 	return removed, nil
 }

@@ -130,6 +130,10 @@ func (s *Store) RestoreTrashAll(ref string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	var since time.Time
+	if e, err := findTrash(ref, entries); err == nil {
+		since = e.Deleted.Time
+	}
 	rel, err := s.restoreTrash(ref, entries)
 	if err != nil {
 		return nil, err
@@ -143,7 +147,10 @@ func (s *Store) RestoreTrashAll(ref string) ([]string, error) {
 		if _, err := os.Lstat(filepath.Join(s.root, filepath.FromSlash(p))); err == nil {
 			continue // there (never removed, or restored by hand)
 		}
-		if !slices.ContainsFunc(entries, func(e TrashEntry) bool { return e.Path == p }) {
+		// Removed with it, so after it: an entry older than the owner's
+		// went with an earlier copy of it (a channel removed, made
+		// again and removed again), which stays in the trash.
+		if !slices.ContainsFunc(entries, func(e TrashEntry) bool { return e.Path == p && !e.Deleted.Before(since) }) {
 			continue // not in the trash: nothing to bring back
 		}
 		got, err := s.RestoreTrashAll(p)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -434,4 +435,55 @@ func ancestor(s *docstore.Store, reader, agent string) bool {
 		}
 	}
 	return false
+}
+
+// OwnerChannelFiles is the docstore.Owner by which a channel owns its
+// messages (messages/<name>/) and notes (notes/<name>/): `tavern rm` of
+// the channel moves them to .trash/ with it, and `tavern trash restore`
+// of the channel brings them back. Left behind they were a channel
+// without its document, which `tavern doctor --fix` made again: the rm
+// undone.
+const OwnerChannelFiles = "messages/channel-files"
+
+// ChannelFiles lists the files channel document d owns: those in its
+// messages and notes directories, and those of its paths in .trash/
+// (what a removal of it took, for a restore to bring back).
+func ChannelFiles(s *docstore.Store, d *docstore.Doc) []string {
+	if d.Kind != schema.Channel {
+		return nil
+	}
+	name, ok := strings.CutSuffix(strings.TrimPrefix(d.Path, schema.Channel.Dir()+"/"), ".md")
+	if !ok || ValidChannel(name) != nil {
+		return nil
+	}
+	dirs := []string{messagesDir(name) + "/", schema.Note.Dir() + "/" + name + "/"}
+	var out []string
+	for _, dir := range dirs {
+		ents, _ := os.ReadDir(filepath.Join(s.Root(), filepath.FromSlash(dir)))
+		for _, e := range ents {
+			if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".md") {
+				out = append(out, dir+e.Name())
+			}
+		}
+	}
+	trash, _ := s.Trash()
+	for _, e := range trash {
+		for _, dir := range dirs {
+			if strings.HasPrefix(e.Path, dir) && !strings.Contains(e.Path[len(dir):], "/") && !slices.Contains(out, e.Path) {
+				out = append(out, e.Path)
+			}
+		}
+	}
+	return out
+}
+
+// ChunkLocks is the docstore.Locker of a message chunk: the channel's
+// append lock (schema.ChannelLockKey), which senders hold, so a removal
+// never moves a chunk a send is writing.
+func ChunkLocks(rel string) []string {
+	var buf [2]string
+	if caps, ok := schema.Chunk.Captures(rel, buf[:0]); ok && len(caps) == 2 {
+		return []string{schema.ChannelLockKey(caps[0])}
+	}
+	return nil
 }
