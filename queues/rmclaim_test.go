@@ -119,3 +119,63 @@ func TestRmItemClaimedSinceCheck(t *testing.T) {
 		t.Errorf("trash = %v, want none", got)
 	}
 }
+
+// rm of a gate alone is allowed while its item is dead, refused while the
+// item waits on it (pending or claimed). A retry (dead to pending) that
+// falls between rm's check and its rename left the item pending on a
+// gate in the trash, never passed. rm of a gate holds its item's lock:
+// the retry waits for it (here, trying it, finds it held).
+func TestRmGateSerialisesWithRetry(t *testing.T) {
+	s := newStore(t, true)
+	b := newBroker(t, s, nil)
+	mustQueue(t, b, "q", queues.QueueOptions{MaxAttempts: 1})
+	it := mustAdd(t, b, "q", queues.AddOptions{Title: "a"})
+	g, err := b.AddGate(it.ID, queues.GateOptions{Reason: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Approve(g.ID, queues.Decision{Caller: human()}); err != nil {
+		t.Fatal(err)
+	}
+	c := mustTake(t, b, take1("q"))
+	if _, err := c.Fail("boom"); err != nil {
+		t.Fatal(err)
+	}
+	if got := stateOf(t, b, it.ID); got != queues.Dead {
+		t.Fatalf("item is %s, want dead", got)
+	}
+	if err := s.CheckDelete(g.Path); err != nil { // rm's check: the item is dead
+		t.Fatal(err)
+	}
+	s2, err := docstore.Open(s.Root())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2 := newBroker(t, s2, nil)
+	retried := false
+	armed := true
+	s.AddRule("test/retry", func(w docstore.Write) error {
+		if !armed || w.Op != "delete" || w.Path != g.Path {
+			return nil
+		}
+		armed = false
+		// Another process's retry takes the item lock; one that waits
+		// would wait for rm here, so try it.
+		l, ok, err := s2.TryLock(queues.ItemLockKey("q", it.ID))
+		if err != nil || !ok {
+			return err
+		}
+		l.Unlock()
+		if _, err := b2.Retry("q", it.ID); err != nil {
+			t.Errorf("retry: %v", err)
+		}
+		retried = true
+		return nil
+	})
+	_, rmErr := s.DeleteAll(g.Path)
+	_, gateErr := os.Stat(filepath.Join(s.Root(), g.Path))
+	st := stateOf(t, b, it.ID)
+	if errors.Is(gateErr, fs.ErrNotExist) && (st == queues.Pending || st == queues.Claimed) {
+		t.Fatalf("gate removed (rm: %v, retried %v) while its item is %s and waits on it", rmErr, retried, st)
+	}
+}
