@@ -153,8 +153,8 @@ func (s *Store) runChecks() []Check {
 }
 
 // An Owner lists the documents that belong to d (package queues: an
-// item's gates, gates/<id>.md), which name d and mean nothing without
-// it. DeleteAll removes those that exist after it removes d, and
+// item's gates, gates/<id>.md; package messages: a channel's messages and
+// notes), which name d and mean nothing without it. DeleteAll removes those that exist after it removes d, and
 // RestoreTrashAll brings back those that are missing after it restores
 // d: rm and restore keep an owner and what it owns together. d is the
 // document as it was (a delete) or is again (a restore), never nil; an

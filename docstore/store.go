@@ -612,9 +612,9 @@ func (s *Store) Delete(rel string) error {
 }
 
 // DeleteAll is Delete that also moves to .trash/ the documents rel owns
-// (AddOwner: an item's gates), which would otherwise name a document that
-// is gone. It returns the paths it removed, rel first; on an error, those
-// it removed before it.
+// (AddOwner: an item's gates, a channel's messages and notes), which would
+// otherwise name a document that is gone. It returns the paths it
+// removed, rel first; on an error, those it removed before it.
 func (s *Store) DeleteAll(rel string) ([]string, error) {
 	prev, err := s.delete(rel, false)
 	if err != nil {

@@ -121,8 +121,9 @@ func (s *Store) RestoreTrash(ref string) (string, error) {
 }
 
 // RestoreTrashAll is RestoreTrash that also brings back what the restored
-// document owns (AddOwner: an item's gates) and is missing, each from its
-// newest trash entry: what DeleteAll removed with it. It returns the
+// document owns (AddOwner: an item's gates, a channel's messages) and is
+// missing, each from its newest trash entry removed no earlier than the
+// document: what DeleteAll removed with it. It returns the
 // paths it restored, the document's first; on an error, those restored
 // before it.
 func (s *Store) RestoreTrashAll(ref string) ([]string, error) {
