@@ -153,8 +153,8 @@ func (s *Store) runChecks() []Check {
 }
 
 // An Owner lists the documents that belong to d (package queues: an
-// item's gates, gates/<id>.md), which name d and mean nothing without
-// it. DeleteAll removes those that exist after it removes d, and
+// item's gates, gates/<id>.md; package messages: a channel's messages and
+// notes), which name d and mean nothing without it. DeleteAll removes those that exist after it removes d, and
 // RestoreTrashAll brings back those that are missing after it restores
 // d: rm and restore keep an owner and what it owns together. d is the
 // document as it was (a delete) or is again (a restore), never nil; an
@@ -175,6 +175,50 @@ func (s *Store) AddOwner(name string, fn Owner) {
 		return
 	}
 	s.owners = append(s.owners, namedOwner{name, fn})
+}
+
+// A Locker names the locks, besides its document lock, that serialise
+// the engine's writers of the document at rel (package queues: an item's
+// state changes hold its item lock, not the document lock), or none.
+// Delete takes them, in order, before the document lock, so a removal
+// never falls between the two steps of a claim.
+type Locker func(rel string) []string
+
+type namedLocker struct {
+	name string
+	fn   Locker
+}
+
+// AddLocker installs a Locker under a name (replacing one of the same
+// name). Install lockers before sharing the Store between goroutines.
+func (s *Store) AddLocker(name string, fn Locker) {
+	i := slices.IndexFunc(s.lockers, func(o namedLocker) bool { return o.name == name })
+	if i >= 0 {
+		s.lockers[i].fn = fn
+		return
+	}
+	s.lockers = append(s.lockers, namedLocker{name, fn})
+}
+
+// writerLocks takes the lockers' locks of rel; release unlocks them.
+func (s *Store) writerLocks(rel string) (release func(), err error) {
+	var held []*Lock
+	release = func() {
+		for i := len(held) - 1; i >= 0; i-- {
+			held[i].Unlock()
+		}
+	}
+	for _, o := range s.lockers {
+		for _, k := range o.fn(rel) {
+			l, err := s.Lock(k)
+			if err != nil {
+				release()
+				return nil, err
+			}
+			held = append(held, l)
+		}
+	}
+	return release, nil
 }
 
 // owned lists what the owners say d owns (none for nil: a file that

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -34,11 +35,12 @@ type Store struct {
 	root      string // absolute, symlinks resolved
 	durable   bool
 	observers []func(Mutation)
-	rules     []namedRule  // rules.go
-	amends    []namedAmend // rules.go
-	checks    []namedCheck // check.go
-	owners    []namedOwner // rules.go
-	spares    sparePool    // retired files for reuse (spare.go)
+	rules     []namedRule   // rules.go
+	amends    []namedAmend  // rules.go
+	checks    []namedCheck  // check.go
+	owners    []namedOwner  // rules.go
+	lockers   []namedLocker // rules.go
+	spares    sparePool     // retired files for reuse (spare.go)
 	lockOnce  sync.Once
 	lockc     *lockCache // open lock files (lockcache.go)
 	tmpOnce   sync.Once
@@ -610,15 +612,16 @@ func (s *Store) Delete(rel string) error {
 }
 
 // DeleteAll is Delete that also moves to .trash/ the documents rel owns
-// (AddOwner: an item's gates), which would otherwise name a document that
-// is gone. It returns the paths it removed, rel first; on an error, those
-// it removed before it.
+// (AddOwner: an item's gates, a channel's messages and notes), which would
+// otherwise name a document that is gone. It returns the paths it
+// removed, rel first; on an error, those it removed before it.
 func (s *Store) DeleteAll(rel string) ([]string, error) {
-	prev, err := s.delete(rel)
+	prev, err := s.delete(rel, false)
 	if err != nil {
 		return nil, err
 	}
 	removed := []string{rel}
+	var dirs []string
 	// After rel's lock is released: an owned document's lock is never
 	// taken inside its owner's.
 	for _, p := range s.owned(prev) {
@@ -630,6 +633,15 @@ func (s *Store) DeleteAll(rel string) ([]string, error) {
 		if err != nil && !errors.Is(err, fs.ErrNotExist) { // gone since: as wanted
 			return removed, err
 		}
+		if dir := path.Dir(p); strings.Contains(dir, "/") && !slices.Contains(dirs, dir) {
+			dirs = append(dirs, dir)
+		}
+	}
+	// A directory of the owner's own (messages/<channel>/, not gates/)
+	// left empty goes too: left, it would name an owner that is gone.
+	// Remove fails on one that is not empty (a file came since): kept.
+	for _, dir := range dirs {
+		_ = os.Remove(filepath.Join(s.root, filepath.FromSlash(dir)))
 	}
 	return removed, nil
 }
@@ -658,13 +670,29 @@ func (s *Store) Owned(rel string) []string {
 	return s.owned(d)
 }
 
-func (s *Store) delete(rel string) (*Doc, error) {
+// DeleteHeld is Delete (without what rel owns) for a caller that already
+// holds the lock its Locker names (e.g. a queue item's lock, while it
+// trashes a crash leftover copy). l is not used beyond documenting that
+// contract.
+func (s *Store) DeleteHeld(l *Lock, rel string) error {
+	_, err := s.delete(rel, true)
+	return err
+}
+
+func (s *Store) delete(rel string, held bool) (*Doc, error) {
 	if EngineFile(rel) {
 		return nil, pathErr("delete", rel, ErrEngineFile)
 	}
+	if !held {
+		release, err := s.writerLocks(rel)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+	}
 	l, err := s.lockExistingDoc("delete", rel)
 	if err != nil {
-		return nil, err
+		return nil, s.goneErr(rel, err)
 	}
 	defer l.Unlock()
 	prev, _ := s.Get(rel)
@@ -673,7 +701,7 @@ func (s *Store) delete(rel string) (*Doc, error) {
 		return nil, pathErr("delete", rel, err)
 	}
 	if _, err := os.Lstat(full); err != nil {
-		return nil, pathErr("delete", rel, unwrapPath(err))
+		return nil, s.goneErr(rel, pathErr("delete", rel, unwrapPath(err)))
 	}
 	// A removal is a write too (package agents: an agent may not remove
 	// its own commitment).
@@ -694,6 +722,20 @@ func (s *Store) delete(rel string) (*Doc, error) {
 	}
 	s.notify(Mutation{Op: "delete", Path: rel, Prev: prev})
 	return prev, nil
+}
+
+// goneErr is the error of a delete of rel that found no file (err): a
+// rule's, when one says where the document went and why it may not be
+// removed there (package queues: the item was claimed since rm checked
+// it), else err.
+func (s *Store) goneErr(rel string, err error) error {
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if rerr := s.checkRules(Write{Op: "delete", Path: rel}); rerr != nil {
+		return rerr
+	}
+	return err
 }
 
 // Move writes the document at from, after fn edits it, to the new path to

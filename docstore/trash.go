@@ -121,14 +121,19 @@ func (s *Store) RestoreTrash(ref string) (string, error) {
 }
 
 // RestoreTrashAll is RestoreTrash that also brings back what the restored
-// document owns (AddOwner: an item's gates) and is missing, each from its
-// newest trash entry: what DeleteAll removed with it. It returns the
+// document owns (AddOwner: an item's gates, a channel's messages) and is
+// missing, each from its newest trash entry removed no earlier than the
+// document: what DeleteAll removed with it. It returns the
 // paths it restored, the document's first; on an error, those restored
 // before it.
 func (s *Store) RestoreTrashAll(ref string) ([]string, error) {
 	entries, err := s.Trash()
 	if err != nil {
 		return nil, err
+	}
+	var since time.Time
+	if e, err := findTrash(ref, entries); err == nil {
+		since = e.Deleted.Time
 	}
 	rel, err := s.restoreTrash(ref, entries)
 	if err != nil {
@@ -143,7 +148,10 @@ func (s *Store) RestoreTrashAll(ref string) ([]string, error) {
 		if _, err := os.Lstat(filepath.Join(s.root, filepath.FromSlash(p))); err == nil {
 			continue // there (never removed, or restored by hand)
 		}
-		if !slices.ContainsFunc(entries, func(e TrashEntry) bool { return e.Path == p }) {
+		// Removed with it, so after it: an entry older than the owner's
+		// went with an earlier copy of it (a channel removed, made
+		// again and removed again), which stays in the trash.
+		if !slices.ContainsFunc(entries, func(e TrashEntry) bool { return e.Path == p && !e.Deleted.Before(since) }) {
 			continue // not in the trash: nothing to bring back
 		}
 		got, err := s.RestoreTrashAll(p)

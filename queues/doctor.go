@@ -150,7 +150,7 @@ func (b *Broker) resolveCopies(queue, id string) error {
 	}
 	for _, c := range copies {
 		if c != win {
-			if err := b.s.Delete(ItemPath(queue, c.state, id)); err != nil {
+			if err := b.s.DeleteHeld(l, ItemPath(queue, c.state, id)); err != nil {
 				return err
 			}
 		}

@@ -133,7 +133,7 @@ func (b *Broker) reapOne(q *Queue, id string, rep *ReapReport) error {
 		return err
 	}
 	if b.leftover(it) {
-		return b.s.Delete(rel)
+		return b.s.DeleteHeld(l, rel)
 	}
 	if b.coord != nil {
 		return b.coordReap(l, q, it, rep)
@@ -216,7 +216,7 @@ func (b *Broker) giveBack(l *docstore.Lock, q *Queue, it *Item, why string, rep 
 	})
 	if err != nil {
 		if errors.Is(err, fs.ErrExist) { // a pending copy exists (crash leftover): keep the newer
-			b.resolveDup(q.Name, it.ID, &Diagnostics{})
+			b.resolveDup(l, q.Name, it.ID, &Diagnostics{})
 			return nil
 		}
 		return err

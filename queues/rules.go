@@ -44,6 +44,32 @@ func InstallRules(s *docstore.Store) {
 	s.AddRule(RuleQueueNotEmpty, func(w docstore.Write) error { return queueRemoveRule(s, w) })
 	s.AddRule(RuleClaimedRemove, func(w docstore.Write) error { return claimedRemoveRule(s, w) })
 	s.AddRule(RuleGateInUse, func(w docstore.Write) error { return gateRemoveRule(s, w) })
+	s.AddLocker(LockerItem, func(rel string) []string { return itemLocks(s, rel) })
+}
+
+// LockerItem is the docstore.Locker by which a removal of an item, or of
+// a gate, holds its item's lock (ItemLockKey), which takers, reapers and
+// completions hold for each state change: rm checks the item (a claimed
+// one is refused; a gate its item waits on is) and renames it with no
+// claim, retry or release in between.
+const LockerItem = "queues/item-lock"
+
+func itemLocks(s *docstore.Store, rel string) []string {
+	var buf [3]string
+	if caps, ok := schema.Item.Captures(rel, buf[:0]); ok && len(caps) == 3 { // queue, state, id
+		return []string{ItemLockKey(caps[0], caps[2])}
+	}
+	if caps, ok := schema.Gate.Captures(rel, buf[:0]); ok && len(caps) == 1 {
+		d, err := s.Get(rel)
+		if err != nil {
+			return nil // a gate that does not parse names no item
+		}
+		queue, id := d.String("queue"), d.String("item")
+		if schema.ValidName(queue) == nil && schema.ValidName(id) == nil {
+			return []string{ItemLockKey(queue, id)}
+		}
+	}
+	return nil
 }
 
 // RuleClaimedRemove: a claimed item is not removed under its holder
@@ -53,15 +79,31 @@ func InstallRules(s *docstore.Store) {
 const RuleClaimedRemove = "queues/claimed-remove"
 
 func claimedRemoveRule(s *docstore.Store, w docstore.Write) error {
-	if w.Op != "delete" || w.Prev == nil || w.Prev.Kind != schema.Item {
+	if w.Op != "delete" {
 		return nil
 	}
 	var buf [3]string
 	caps, ok := schema.Item.Captures(w.Path, buf[:0]) // queue, state, id
-	if !ok || len(caps) != 3 || caps[1] != Claimed {
+	if !ok || len(caps) != 3 {
 		return nil
 	}
 	queue, id := caps[0], caps[2]
+	if w.Prev == nil && caps[1] != Claimed {
+		// Gone from where rm found it: claimed since (rm checked it
+		// before), it is refused as a claimed item is.
+		if _, err := s.Stat(w.Path); !errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		rel := ItemPath(queue, Claimed, id)
+		d, err := s.Get(rel)
+		if err != nil {
+			return nil
+		}
+		return claimedRemoveRule(s, docstore.Write{Op: "delete", Path: rel, Prev: d})
+	}
+	if w.Prev == nil || w.Prev.Kind != schema.Item || caps[1] != Claimed {
+		return nil
+	}
 	for _, st := range schema.ItemStates {
 		if st != Claimed {
 			if _, err := s.Stat(ItemPath(queue, st, id)); err == nil {

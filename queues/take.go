@@ -431,7 +431,7 @@ func (b *Broker) claimOne(q *Queue, id string, h holder, diag *Diagnostics) (*Cl
 		if err != nil {
 			return err
 		}
-		if b.staleCopy(it) {
+		if b.staleCopy(l, it) {
 			return errSkip{}
 		}
 		if it.NotBefore.After(now) {
@@ -501,7 +501,7 @@ func (b *Broker) claimOne(q *Queue, id string, h holder, diag *Diagnostics) (*Cl
 		case errors.Is(err, fs.ErrExist):
 			// A claimed copy exists already: a crash between writing a
 			// new copy and removing the old one. Keep the newer.
-			b.resolveDup(q.Name, id, diag)
+			b.resolveDup(l, q.Name, id, diag)
 			return nil, nil
 		}
 		return nil, err
@@ -520,7 +520,7 @@ func (b *Broker) claimOne(q *Queue, id string, h holder, diag *Diagnostics) (*Cl
 // (left by a crash in the middle of a move). The copy with the later
 // `updated` stamp wins; the other goes to .trash/. The caller holds the
 // item lock.
-func (b *Broker) resolveDup(queue, id string, diag *Diagnostics) {
+func (b *Broker) resolveDup(l *docstore.Lock, queue, id string, diag *Diagnostics) {
 	p, perr := b.readItem(ItemPath(queue, Pending, id))
 	c, cerr := b.readItem(ItemPath(queue, Claimed, id))
 	if perr != nil || cerr != nil {
@@ -530,9 +530,9 @@ func (b *Broker) resolveDup(queue, id string, diag *Diagnostics) {
 	pu, _ := p.Doc.Time("updated")
 	cu, _ := c.Doc.Time("updated")
 	if pu.After(cu) {
-		_ = b.s.Delete(c.Path)
+		_ = b.s.DeleteHeld(l, c.Path)
 	} else {
-		_ = b.s.Delete(p.Path)
+		_ = b.s.DeleteHeld(l, p.Path)
 	}
 }
 
@@ -540,9 +540,9 @@ func (b *Broker) resolveDup(queue, id string, diag *Diagnostics) {
 // later copy of the item exists in done/ (final) or a newer one in dead/;
 // the stale copy goes to .trash/. An older dead copy left by a crashed
 // retry is trashed instead. The caller holds the item lock.
-func (b *Broker) staleCopy(p *Item) bool {
+func (b *Broker) staleCopy(l *docstore.Lock, p *Item) bool {
 	if b.exists(ItemPath(p.Queue, Done, p.ID)) {
-		_ = b.s.Delete(p.Path)
+		_ = b.s.DeleteHeld(l, p.Path)
 		return true
 	}
 	deadRel := ItemPath(p.Queue, Dead, p.ID)
@@ -556,9 +556,9 @@ func (b *Broker) staleCopy(p *Item) bool {
 	pu, _ := p.Doc.Time("updated")
 	du, _ := dd.Time("updated")
 	if pu.After(du) {
-		_ = b.s.Delete(deadRel)
+		_ = b.s.DeleteHeld(l, deadRel)
 		return false
 	}
-	_ = b.s.Delete(p.Path)
+	_ = b.s.DeleteHeld(l, p.Path)
 	return true
 }

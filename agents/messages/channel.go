@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -114,11 +115,27 @@ func channelPath(name string) (string, error) {
 
 func messagesDir(name string) string { return "messages/" + name }
 
+// CreateOptions are CreateChannelWith's options.
+type CreateOptions struct {
+	// New makes the channel though its name is near an existing
+	// channel's (schema.NearNew): `channel create --new`.
+	New bool
+}
+
 // CreateChannel creates channels/<name>.md. It fails with ErrExist (from
 // docstore) if the channel exists. A direct channel ("@agent") is an
 // agent's: one for an agent that does not exist (a typo, "@bbo") is a
-// *schema.UnknownError for the agent, and nothing is created.
+// *schema.UnknownError for the agent, and nothing is created. A name
+// near an existing channel's (gne beside gen) is a *ChannelError
+// (ErrNearChannel), as token init and budget set refuse one: most likely
+// a typo, which would split the conversation in two. CreateChannelWith
+// with New makes it anyway.
 func CreateChannel(s *docstore.Store, name, topic string) (*Channel, error) {
+	return CreateChannelWith(s, name, topic, CreateOptions{})
+}
+
+// CreateChannelWith is CreateChannel with options.
+func CreateChannelWith(s *docstore.Store, name, topic string, opt CreateOptions) (*Channel, error) {
 	rel, err := channelPath(name)
 	if err != nil {
 		return nil, err
@@ -139,6 +156,19 @@ func CreateChannel(s *docstore.Store, name, topic string) (*Channel, error) {
 	for _, n := range names {
 		if other, ok := strings.CutSuffix(n, ".md"); ok && other != name && strings.EqualFold(other, name) {
 			return nil, &fs.PathError{Op: "create", Path: rel, Err: fmt.Errorf("%w: channel %q differs from it only in case (the same file on a case-insensitive file system)", docstore.ErrExist, other)}
+		}
+	}
+	// A direct channel is judged by its agent (above); numbered names
+	// (team-2 beside team-1) are a series (NearNew leaves them out).
+	if !opt.New && !strings.HasPrefix(name, "@") && !exists(s, rel) {
+		var others []string
+		for _, n := range names {
+			if n, ok := strings.CutSuffix(n, ".md"); ok && !strings.HasPrefix(n, "@") && ValidChannel(n) == nil {
+				others = append(others, n)
+			}
+		}
+		if near := schema.NearNew(name, others); len(near) > 0 {
+			return nil, &ChannelError{Op: "create", Path: rel, Channel: name, Near: near}
 		}
 	}
 	return createChannel(s, rel, name, topic)
@@ -405,4 +435,55 @@ func ancestor(s *docstore.Store, reader, agent string) bool {
 		}
 	}
 	return false
+}
+
+// OwnerChannelFiles is the docstore.Owner by which a channel owns its
+// messages (messages/<name>/) and notes (notes/<name>/): `tavern rm` of
+// the channel moves them to .trash/ with it, and `tavern trash restore`
+// of the channel brings them back. Left behind they were a channel
+// without its document, which `tavern doctor --fix` made again: the rm
+// undone.
+const OwnerChannelFiles = "messages/channel-files"
+
+// ChannelFiles lists the files channel document d owns: those in its
+// messages and notes directories, and those of its paths in .trash/
+// (what a removal of it took, for a restore to bring back).
+func ChannelFiles(s *docstore.Store, d *docstore.Doc) []string {
+	if d.Kind != schema.Channel {
+		return nil
+	}
+	name, ok := strings.CutSuffix(strings.TrimPrefix(d.Path, schema.Channel.Dir()+"/"), ".md")
+	if !ok || ValidChannel(name) != nil {
+		return nil
+	}
+	dirs := []string{messagesDir(name) + "/", schema.Note.Dir() + "/" + name + "/"}
+	var out []string
+	for _, dir := range dirs {
+		ents, _ := os.ReadDir(filepath.Join(s.Root(), filepath.FromSlash(dir)))
+		for _, e := range ents {
+			if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".md") {
+				out = append(out, dir+e.Name())
+			}
+		}
+	}
+	trash, _ := s.Trash()
+	for _, e := range trash {
+		for _, dir := range dirs {
+			if strings.HasPrefix(e.Path, dir) && !strings.Contains(e.Path[len(dir):], "/") && !slices.Contains(out, e.Path) {
+				out = append(out, e.Path)
+			}
+		}
+	}
+	return out
+}
+
+// ChunkLocks is the docstore.Locker of a message chunk: the channel's
+// append lock (schema.ChannelLockKey), which senders hold, so a removal
+// never moves a chunk a send is writing.
+func ChunkLocks(rel string) []string {
+	var buf [2]string
+	if caps, ok := schema.Chunk.Captures(rel, buf[:0]); ok && len(caps) == 2 {
+		return []string{schema.ChannelLockKey(caps[0])}
+	}
+	return nil
 }

@@ -50,7 +50,9 @@ func Findings(s *docstore.Store) ([]docstore.Finding, error) {
 		if len(files) > 0 {
 			detail = "no channel document channels/" + name + ".md; " + strconv.Itoa(len(files)) + " files (--fix creates the document)"
 			repair = func() error {
-				_, err := CreateChannel(s, name, "")
+				// Its messages are there: a name near another's is
+				// not a typo to refuse.
+				_, err := CreateChannelWith(s, name, "", CreateOptions{New: true})
 				if errors.Is(err, fs.ErrExist) {
 					return nil
 				}

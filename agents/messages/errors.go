@@ -50,11 +50,12 @@ func skipped(errs []error) error {
 // with Create would make is near an existing one, a likely typo.
 var ErrNearChannel = errors.New("likely typo of a channel")
 
-// ChannelError is a channel a create-on-send would make whose name is near
-// an existing channel's (`gneral` beside `general`). Nothing is written:
-// CreateChannel (`tavern channel create`) makes it on purpose.
+// ChannelError is a channel a create-on-send or CreateChannel would make
+// whose name is near an existing channel's (`gneral` beside `general`).
+// Nothing is written: CreateChannelWith with New (`tavern channel create
+// --new`) makes it on purpose.
 type ChannelError struct {
-	Op      string   // "send"
+	Op      string   // "send", "create"
 	Path    string   // the channel document it would have written
 	Channel string   // the name given
 	Near    []string // existing channels, nearest first (schema.Near)

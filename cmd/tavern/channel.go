@@ -27,9 +27,16 @@ Examples:
 				ArgsUsage: "NAME",
 				Description: `Create a channel.
 
+A name near an existing channel's (gne beside gen) is refused as a likely
+typo (exit 2, did you mean; nothing written), as token init and budget set
+refuse one: --new makes it anyway. Numbered names (team-2 beside team-1)
+are a series, not typos.
+
 Examples:
-   tavern channel create general --topic "project chat"`,
-				Flags:  []cli.Flag{&cli.StringFlag{Name: "topic", Usage: "what the channel is for"}, jsonFlag()},
+   tavern channel create general --topic "project chat"
+   tavern channel create gne --new`,
+				Flags: []cli.Flag{&cli.StringFlag{Name: "topic", Usage: "what the channel is for"},
+					&cli.BoolFlag{Name: "new", Usage: "NAME is a new channel, though its name is near an existing one"}, jsonFlag()},
 				Action: runChannelCreate,
 			},
 			{
@@ -70,7 +77,7 @@ func runChannelCreate(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	ch, err := messages.CreateChannel(s, c.Args().First(), c.String("topic"))
+	ch, err := messages.CreateChannelWith(s, c.Args().First(), c.String("topic"), messages.CreateOptions{New: c.Bool("new")})
 	if err != nil {
 		return err
 	}

@@ -342,8 +342,10 @@ func hint(err error) string {
 		return fmt.Sprintf(" (if it is a new domain: `tavern knowledge add --domain %s --new-domain`)", de.Domain)
 	case errors.As(err, &de):
 		return " (pass --new-domain to create it)"
+	case errors.As(err, &ce) && ce.Op == "create":
+		return fmt.Sprintf(" (if it is a new channel: pass --new, `tavern channel create %s --new`)", ce.Channel)
 	case errors.As(err, &ce):
-		return fmt.Sprintf(" (if it is a new channel: `tavern channel create %s`)", ce.Channel)
+		return fmt.Sprintf(" (if it is a new channel: `tavern channel create %s --new`)", ce.Channel)
 	case errors.As(err, &pe) && !strings.HasPrefix(pe.Path, "budgets/"):
 		return " (if it is a new pool: pass --new-pool)"
 	case errors.As(err, &pe):

@@ -24,6 +24,10 @@ its item (pending or claimed) waits on it: the item could never be finished
 refused stops rm before it removes any (remove a queue's items in one rm,
 its queue.md in the next). Removing an item removes its gates with it (a gate
 means nothing without its item); restoring the item brings them back.
+Removing a channel (a direct @AGENT one too) removes its messages and notes
+with it (messages/NAME/, notes/NAME/); restoring the channel brings back
+those removed with it. Read positions are kept: reading resumes where it
+was after a restore. An item claimed since rm checked it is refused (exit 4).
 
 Examples:
    tavern rm agents/old-bot
