@@ -89,6 +89,24 @@ type Lister interface {
 	List(ctx context.Context, prefix string) (map[string]ClaimState, error)
 }
 
+// LeaseLister is implemented by engines whose List leaves LeaseUntil
+// unknown (etcd keeps a claim's end on its lease, not on its key):
+// ListLeases is List with LeaseUntil, the lease's current end (renewals
+// on any machine included), at the cost of a round trip per lease. Item
+// listings do without it; reservations and token slots show it.
+type LeaseLister interface {
+	ListLeases(ctx context.Context, prefix string) (map[string]ClaimState, error)
+}
+
+// ListWithLeases lists the claims under prefix with their LeaseUntil
+// where the engine can say it (LeaseLister), else as List does.
+func ListWithLeases(ctx context.Context, l Lister, prefix string) (map[string]ClaimState, error) {
+	if ll, ok := l.(LeaseLister); ok {
+		return ll.ListLeases(ctx, prefix)
+	}
+	return l.List(ctx, prefix)
+}
+
 // ClaimRequest says who claims and what keeps the claim alive.
 type ClaimRequest struct {
 	Holder string

@@ -222,7 +222,7 @@ func (sp *Space) engineReservationsErr() (map[string]queues.ClaimState, error) {
 	}
 	ctx, cancel := coordCtx()
 	defer cancel()
-	held, err := l.List(ctx, "reservations/")
+	held, err := queues.ListWithLeases(ctx, l, "reservations/")
 	if err != nil {
 		return nil, err
 	}
@@ -250,6 +250,36 @@ func unregistered(d *docstore.Doc, held map[string]queues.ClaimState) (string, b
 	return "released on another machine (the engine has no record of it)", true
 }
 
+// renewedUntil returns the end of a reservation's engine lease when it is
+// later than expires, the end its file or record says: renewed on another
+// machine since (etcd's lease end is known to the second; a little
+// earlier than the record's own is not a renewal). A lease of about
+// noTTLLease is a reservation without a TTL.
+func renewedUntil(st queues.ClaimState, expires time.Time) (time.Time, bool) {
+	lu := st.LeaseUntil
+	if !st.Held || expires.IsZero() || !lu.After(expires) || !lu.Before(time.Now().Add(noTTLLease/2)) {
+		return time.Time{}, false
+	}
+	return lu, true
+}
+
+// renewedElsewhere returns the engine's lease end of reservation file d
+// when the engine holds its key under the fence d records and that end is
+// later than d's expires: the reservation was renewed on another machine
+// and the renewed file has not synced here yet.
+func renewedElsewhere(d *docstore.Doc, held map[string]queues.ClaimState) (time.Time, bool) {
+	fence, ok := d.Int("claim_fence")
+	if !ok || held == nil {
+		return time.Time{}, false
+	}
+	st, ok := held[reservationKey(d.String("agent"), d.String("glob"))]
+	if !ok || st.Fence != fence {
+		return time.Time{}, false
+	}
+	exp, _ := d.Time("expires")
+	return renewedUntil(st, exp)
+}
+
 // withRemote adds the engine's live reservations that have no local file
 // yet (made on another machine, not synced) to live.
 func (sp *Space) withRemote(live []*Reservation, held map[string]queues.ClaimState) []*Reservation {
@@ -273,10 +303,8 @@ func (sp *Space) withRemote(live []*Reservation, held map[string]queues.ClaimSta
 			continue
 		}
 		r := &Reservation{Agent: rec.Agent, Glob: rec.Glob, Reason: rec.Reason, Machine: st.Machine, Expires: rec.Expires, glob: g}
-		// A renewal there moves the engine's lease, not the record (git
-		// knows the lease; etcd's List does not say). A lease of about
-		// noTTLLease is a reservation without a TTL.
-		if lu := st.LeaseUntil; lu.After(r.Expires.Time) && lu.Before(time.Now().Add(noTTLLease/2)) {
+		// A renewal there moves the engine's lease, not the record.
+		if lu, ok := renewedUntil(st, r.Expires.Time); ok {
 			r.Expires.Time = lu
 		}
 		live = append(live, r)
@@ -375,7 +403,7 @@ func (sp *Space) engineSlotsErr(name string) (map[slotRef]queues.ClaimState, err
 	}
 	ctx, cancel := coordCtx()
 	defer cancel()
-	held, err := l.List(ctx, prefix)
+	held, err := queues.ListWithLeases(ctx, l, prefix)
 	if err != nil {
 		return nil, err
 	}
