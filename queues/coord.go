@@ -98,6 +98,16 @@ type LeaseLister interface {
 	ListLeases(ctx context.Context, prefix string) (map[string]ClaimState, error)
 }
 
+// FinishedLister is implemented by engines that can say of many keys at
+// once which are finished (done or dead), by which machine: `queue ls`
+// counts the pending copies of items finished on another machine as done
+// or dead there until the sync brings their done/ or dead/ copies. prefix
+// is the List prefix the keys are under (git fetches its directory once,
+// unless List just did). Keys that are not finished are left out.
+type FinishedLister interface {
+	Finished(ctx context.Context, prefix string, keys []string) (map[string]ClaimState, error)
+}
+
 // ListWithLeases lists the claims under prefix with their LeaseUntil
 // where the engine can say it (LeaseLister), else as List does.
 func ListWithLeases(ctx context.Context, l Lister, prefix string) (map[string]ClaimState, error) {

@@ -765,3 +765,39 @@ func (e *Engine) ListLeases(parent context.Context, prefix string) (map[string]q
 	}
 	return out, nil
 }
+
+// finishedBatch is how many done records one Finished transaction reads
+// (etcd refuses transactions of more than 128 operations by default).
+const finishedBatch = 100
+
+// Finished implements queues.FinishedLister: the done records of keys,
+// read finishedBatch at a time, each batch one transaction.
+func (e *Engine) Finished(parent context.Context, prefix string, keys []string) (map[string]queues.ClaimState, error) {
+	ctx, cancel := e.ctx(parent)
+	defer cancel()
+	out := map[string]queues.ClaimState{}
+	for len(keys) > 0 {
+		batch := keys[:min(len(keys), finishedBatch)]
+		keys = keys[len(batch):]
+		ops := make([]clientv3.Op, len(batch))
+		for i, k := range batch {
+			ops[i] = clientv3.OpGet(e.doneKey(k))
+		}
+		r, err := e.cli.Txn(ctx).Then(ops...).Commit()
+		if err != nil {
+			return nil, e.fail("list", prefix, err)
+		}
+		for i, k := range batch {
+			g := r.Responses[i].GetResponseRange()
+			if g == nil || len(g.Kvs) == 0 {
+				continue
+			}
+			var d doneVal
+			_ = json.Unmarshal(g.Kvs[0].Value, &d)
+			st := queues.ClaimState{Finished: d.Outcome, FinishedBy: d.Fence, Fence: d.Fence, Machine: d.Machine, Result: d.Result}
+			st.FinishedAt, _ = time.Parse(time.RFC3339Nano, d.At)
+			out[k] = st
+		}
+	}
+	return out, nil
+}

@@ -517,3 +517,29 @@ func (e *RefEngine) List(ctx context.Context, prefix string) (map[string]queues.
 	}
 	return out, nil
 }
+
+// Finished implements queues.FinishedLister from the view of prefix's
+// claim refs, fetched again unless List (or another fetch) of prefix did
+// within maxAge.
+func (e *RefEngine) Finished(ctx context.Context, prefix string, keys []string) (map[string]queues.ClaimState, error) {
+	dir := strings.TrimSuffix(prefix, "/")
+	e.mu.Lock()
+	at := e.viewAt[dir]
+	e.mu.Unlock()
+	if time.Since(at) > e.maxAge {
+		if err := e.refreshDir(ctx, dir); err != nil {
+			return nil, err
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := map[string]queues.ClaimState{}
+	for _, k := range keys {
+		if v, ok := e.view[k]; ok {
+			if st := stateOf(v.rec); st.Finished != "" {
+				out[k] = st
+			}
+		}
+	}
+	return out, nil
+}
