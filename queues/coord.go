@@ -108,6 +108,25 @@ type FinishedLister interface {
 	Finished(ctx context.Context, prefix string, keys []string) (map[string]ClaimState, error)
 }
 
+// listingKey marks the context of a read-only listing (ForListing).
+type listingKey struct{}
+
+// ForListing marks ctx as a read-only listing's (`queue ls`,
+// `reservations`, `token ls`): an engine that cannot connect within a
+// short time gives up at once (ErrUnavailable) and the listing shows
+// local state with a warning, instead of waiting its full dial timeout.
+// Claims, renewals and every other call that decides something never
+// carry it: they wait as long as the engine's settings say.
+func ForListing(ctx context.Context) context.Context {
+	return context.WithValue(ctx, listingKey{}, true)
+}
+
+// IsListing reports whether ctx is a read-only listing's (ForListing).
+func IsListing(ctx context.Context) bool {
+	v, _ := ctx.Value(listingKey{}).(bool)
+	return v
+}
+
 // ListWithLeases lists the claims under prefix with their LeaseUntil
 // where the engine can say it (LeaseLister), else as List does.
 func ListWithLeases(ctx context.Context, l Lister, prefix string) (map[string]ClaimState, error) {

@@ -196,7 +196,7 @@ func (b *Broker) heldElsewhere(prefix, path string) (map[string]ClaimState, erro
 	}
 	ctx, cancel := b.coordCtx()
 	defer cancel()
-	all, err := l.List(ctx, prefix)
+	all, err := l.List(ForListing(ctx), prefix)
 	if err != nil {
 		return nil, &EngineViewError{Op: "list", Path: path, Err: err}
 	}
@@ -235,7 +235,7 @@ func (b *Broker) finishedElsewhere(names []string, prefix, path string, held map
 	}
 	ctx, cancel := b.coordCtx()
 	defer cancel()
-	all, err := fl.Finished(ctx, prefix, keys)
+	all, err := fl.Finished(ForListing(ctx), prefix, keys)
 	if err != nil {
 		return nil, &EngineViewError{Op: "list", Path: path, Err: err}
 	}

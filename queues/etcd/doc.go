@@ -66,6 +66,12 @@
 // that TTL in a transaction that requires the fence, and revokes the old
 // one. ListLeases reports each claim's lease end (TimeToLive).
 //
+// Read-only listings (queues.ForListing: queue ls, reservations, token
+// ls) wait at most a second (or dial_timeout) for a connection, and none
+// when every endpoint refused it; the engine then remembers for the
+// process that it is down and later listings give up at once. Claims,
+// renewals and completions wait op_timeout as always.
+//
 // # Caveats
 //
 //   - Version skew: the client is v3.7; tests run Debian's 3.4 server. Only

@@ -17,6 +17,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/connectivity"
 
 	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/schema"
@@ -242,6 +243,56 @@ type Engine struct {
 	cancel   context.CancelFunc
 	finished map[string]time.Time // keys seen finished (Claim answers without a round trip)
 	seenHeld map[string]time.Time // keys seen held by another claim (Skip, briefly)
+	down     error                // why a listing could not connect (later listings give up at once)
+}
+
+// listingConnect bounds how long a read-only listing (queues.ForListing)
+// waits for a connection to etcd (or dial_timeout, if shorter): a
+// connection to a reachable etcd is up in milliseconds, and a listing
+// that cannot have one shows local state with a warning rather than
+// waiting dial_timeout. Claims and renewals wait their full timeouts.
+const listingConnect = time.Second
+
+// connected returns nil when ctx is not a listing's, or once the
+// connection to etcd is up; for a listing it fails at once when every
+// endpoint refused it, and after listingConnect when none answered.
+func (e *Engine) connected(ctx context.Context, op, key string) error {
+	if !queues.IsListing(ctx) {
+		return nil
+	}
+	e.mu.Lock()
+	down := e.down
+	e.mu.Unlock()
+	if down != nil {
+		return e.fail(op, key, down)
+	}
+	wait := min(e.cfg.DialTimeout, listingConnect)
+	if wait <= 0 {
+		wait = listingConnect
+	}
+	cctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	conn := e.cli.ActiveConnection()
+	conn.Connect()
+	for {
+		st := conn.GetState()
+		var err error
+		switch st {
+		case connectivity.Ready:
+			return nil
+		case connectivity.TransientFailure, connectivity.Shutdown:
+			err = fmt.Errorf("cannot connect (%s)", strings.ToLower(st.String()))
+		default:
+			if conn.WaitForStateChange(cctx, st) {
+				continue
+			}
+			err = fmt.Errorf("not connected within %v", wait)
+		}
+		e.mu.Lock()
+		e.down = err
+		e.mu.Unlock()
+		return e.fail(op, key, err)
+	}
 }
 
 // heldMemory is how long Skip remembers a key held elsewhere; finished
@@ -712,6 +763,9 @@ func (e *Engine) List(parent context.Context, prefix string) (map[string]queues.
 }
 
 func (e *Engine) list(parent context.Context, prefix string) (map[string]queues.ClaimState, map[string]clientv3.LeaseID, error) {
+	if err := e.connected(parent, "list", prefix); err != nil {
+		return nil, nil, err
+	}
 	ctx, cancel := e.ctx(parent)
 	defer cancel()
 	r, err := e.cli.Get(ctx, e.claimKey(prefix), clientv3.WithPrefix())
@@ -773,6 +827,9 @@ const finishedBatch = 100
 // Finished implements queues.FinishedLister: the done records of keys,
 // read finishedBatch at a time, each batch one transaction.
 func (e *Engine) Finished(parent context.Context, prefix string, keys []string) (map[string]queues.ClaimState, error) {
+	if err := e.connected(parent, "list", prefix); err != nil {
+		return nil, err
+	}
 	ctx, cancel := e.ctx(parent)
 	defer cancel()
 	out := map[string]queues.ClaimState{}

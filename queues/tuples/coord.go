@@ -205,13 +205,14 @@ func (sp *Space) coordReserveLock() (func(), error) {
 // without an engine, or one that cannot list or be reached (then the
 // local files decide).
 func (sp *Space) engineReservations() map[string]queues.ClaimState {
-	held, _ := sp.engineReservationsErr()
+	held, _ := sp.engineReservationsErr(false)
 	return held
 }
 
 // engineReservationsErr is engineReservations with the engine's error
-// (nil, nil without an engine).
-func (sp *Space) engineReservationsErr() (map[string]queues.ClaimState, error) {
+// (nil, nil without an engine). listing: for a read-only listing, which
+// gives up at once when the engine cannot be connected (ForListing).
+func (sp *Space) engineReservationsErr(listing bool) (map[string]queues.ClaimState, error) {
 	c, err := sp.coord()
 	if err != nil || c == nil {
 		return nil, err
@@ -222,6 +223,9 @@ func (sp *Space) engineReservationsErr() (map[string]queues.ClaimState, error) {
 	}
 	ctx, cancel := coordCtx()
 	defer cancel()
+	if listing {
+		ctx = queues.ForListing(ctx)
+	}
 	held, err := queues.ListWithLeases(ctx, l, "reservations/")
 	if err != nil {
 		return nil, err
@@ -382,13 +386,13 @@ type slotRef struct {
 // only one that knows. Without an engine, or one that cannot list or be
 // reached: none (the local files decide, as with local coordination).
 func (sp *Space) engineSlots(name string) map[slotRef]queues.ClaimState {
-	m, _ := sp.engineSlotsErr(name)
+	m, _ := sp.engineSlotsErr(name, false)
 	return m
 }
 
 // engineSlotsErr is engineSlots with the engine's error (nil, nil
-// without an engine).
-func (sp *Space) engineSlotsErr(name string) (map[slotRef]queues.ClaimState, error) {
+// without an engine). listing: for a read-only listing (ForListing).
+func (sp *Space) engineSlotsErr(name string, listing bool) (map[slotRef]queues.ClaimState, error) {
 	c, err := sp.coord()
 	if err != nil || c == nil {
 		return nil, err
@@ -403,6 +407,9 @@ func (sp *Space) engineSlotsErr(name string) (map[slotRef]queues.ClaimState, err
 	}
 	ctx, cancel := coordCtx()
 	defer cancel()
+	if listing {
+		ctx = queues.ForListing(ctx)
+	}
 	held, err := queues.ListWithLeases(ctx, l, prefix)
 	if err != nil {
 		return nil, err

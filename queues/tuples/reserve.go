@@ -403,7 +403,7 @@ func (sp *Space) Reservations() ([]*Reservation, []error) {
 	if err := sp.scanAll(ReservationType, func(err error) { errs = append(errs, err) }, func(d *docstore.Doc) { docs = append(docs, d) }); err != nil {
 		errs = append(errs, err)
 	}
-	held, err := sp.engineReservationsErr()
+	held, err := sp.engineReservationsErr(true)
 	if err != nil {
 		errs = append(errs, &EngineViewError{Op: "list", Path: "tuples/" + ReservationType, Err: err})
 	}

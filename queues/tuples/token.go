@@ -1022,17 +1022,22 @@ func (sp *Space) TokenSlots(name string) ([]TokenSlot, error) {
 func (sp *Space) TokenSlotsChecked(name string) ([]TokenSlot, []error, error) {
 	_, _ = sp.reapTaken(TokenType)
 	var bad []error
+	var eerr error // the engine could not be asked
 	slots, err := sp.slotList(name, func(err error) { bad = append(bad, err) })
 	if err == nil {
-		eng, eerr := sp.engineSlotsErr(name)
-		if eerr != nil {
+		eng, lerr := sp.engineSlotsErr(name, true)
+		if eerr = lerr; eerr != nil {
 			bad = append(bad, &EngineViewError{Op: "list", Path: "tuples/" + TokenType, Err: eerr})
 		}
 		slots = sp.withEngineSlots(name, slots, eng) // several machines (coord.go)
 	}
 	if err == nil && name != "" && len(slots) == 0 {
-		if slot, machine, ok := sp.slotInTransit(name); ok {
-			return nil, bad, &SlotInTransitError{Op: "ls", Name: name, Slot: slot, Machine: machine}
+		// An engine that could not be reached just now is not asked
+		// again (it would wait its full timeout to say the same).
+		if eerr == nil {
+			if slot, machine, ok := sp.slotInTransit(name); ok {
+				return nil, bad, &SlotInTransitError{Op: "ls", Name: name, Slot: slot, Machine: machine}
+			}
 		}
 		return nil, bad, sp.unknownToken(name)
 	}
