@@ -127,6 +127,30 @@ func IsListing(ctx context.Context) bool {
 	return v
 }
 
+// ViewAge lets a listing accept the engine's view of other machines up
+// to MaxAge old instead of asking the engine again (git: the claim refs
+// an earlier command fetched, when it was less than MaxAge ago, from the
+// same remote), and tells it how old the view it got is: At is when that
+// view was fetched (zero: asked now). Only listings shown to a person or
+// a script pass it; decisions always ask.
+type ViewAge struct {
+	MaxAge time.Duration
+	At     time.Time
+}
+
+type viewAgeKey struct{}
+
+// WithViewAge returns ctx carrying va for the engine to honour and fill.
+func WithViewAge(ctx context.Context, va *ViewAge) context.Context {
+	return context.WithValue(ctx, viewAgeKey{}, va)
+}
+
+// ViewAgeOf returns the ViewAge ctx carries, or nil.
+func ViewAgeOf(ctx context.Context) *ViewAge {
+	va, _ := ctx.Value(viewAgeKey{}).(*ViewAge)
+	return va
+}
+
 // ListWithLeases lists the claims under prefix with their LeaseUntil
 // where the engine can say it (LeaseLister), else as List does.
 func ListWithLeases(ctx context.Context, l Lister, prefix string) (map[string]ClaimState, error) {

@@ -386,13 +386,23 @@ type slotRef struct {
 // only one that knows. Without an engine, or one that cannot list or be
 // reached: none (the local files decide, as with local coordination).
 func (sp *Space) engineSlots(name string) map[slotRef]queues.ClaimState {
-	m, _ := sp.engineSlotsErr(name, false)
+	m, _ := sp.engineSlotsErr(name, nil)
 	return m
 }
 
+// engineSlotsListing is engineSlotsErr for `token ls`: it gives up fast
+// on an engine it cannot connect to (ForListing) and accepts a view up to
+// maxAge old, returning when it was fetched (zero: just now).
+func (sp *Space) engineSlotsListing(name string, maxAge time.Duration) (map[slotRef]queues.ClaimState, time.Time, error) {
+	va := &queues.ViewAge{MaxAge: maxAge}
+	m, err := sp.engineSlotsErr(name, va)
+	return m, va.At, err
+}
+
 // engineSlotsErr is engineSlots with the engine's error (nil, nil
-// without an engine). listing: for a read-only listing (ForListing).
-func (sp *Space) engineSlotsErr(name string, listing bool) (map[slotRef]queues.ClaimState, error) {
+// without an engine). A read-only listing passes va (ForListing, and a
+// view up to va.MaxAge old, which va.At then says).
+func (sp *Space) engineSlotsErr(name string, va *queues.ViewAge) (map[slotRef]queues.ClaimState, error) {
 	c, err := sp.coord()
 	if err != nil || c == nil {
 		return nil, err
@@ -407,8 +417,8 @@ func (sp *Space) engineSlotsErr(name string, listing bool) (map[slotRef]queues.C
 	}
 	ctx, cancel := coordCtx()
 	defer cancel()
-	if listing {
-		ctx = queues.ForListing(ctx)
+	if va != nil {
+		ctx = queues.WithViewAge(queues.ForListing(ctx), va)
 	}
 	held, err := queues.ListWithLeases(ctx, l, prefix)
 	if err != nil {
