@@ -439,3 +439,38 @@ func TestTLSAndAuth(t *testing.T) {
 		t.Fatalf("claims in etcd: %v %v", resp, err)
 	}
 }
+
+// A renewal for a longer TTL than the claim's lease was granted makes
+// the engine hold the claim that long, under the same fence, and
+// ListLeases (on another engine, as another machine lists) says so: a
+// keep-alive would have restarted the first TTL only, and List says
+// nothing of a lease's end.
+func TestRenewLongerTTL(t *testing.T) {
+	srv := etcdtest.Start(t)
+	a := newEngine(t, srv.Client, "ma", 5*time.Second)
+	b := newEngine(t, srv.Client, "mb", 5*time.Second)
+	ctx := context.Background()
+	key := "reservations/alice/x"
+	g, err := a.Claim(ctx, key, queues.ClaimRequest{Holder: "alice", TTL: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Renew(ctx, key, g.Fence, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.ListLeases(ctx, "reservations/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := got[key]
+	if !st.Held || st.Fence != g.Fence || time.Until(st.LeaseUntil) < time.Hour-5*time.Second {
+		t.Fatalf("after a renewal for 1h: %+v; want held by fence %d until about an hour from now", st, g.Fence)
+	}
+	// The same TTL again is a keep-alive of the new lease.
+	if err := a.Renew(ctx, key, g.Fence, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx, key, g.Fence, false); err != nil {
+		t.Fatalf("release after the renewals: %v", err)
+	}
+}
