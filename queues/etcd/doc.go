@@ -68,8 +68,8 @@
 //
 // Read-only listings (queues.ForListing: queue ls, reservations, token
 // ls) wait at most a second (or dial_timeout) for a connection, and none
-// when every endpoint refused it; the engine then remembers for the
-// process that it is down and later listings give up at once. Claims,
+// when every endpoint refused it; the engine then remembers for 5s that
+// it is down (later listings of the process give up at once). Claims,
 // renewals and completions wait op_timeout as always.
 //
 // # Caveats

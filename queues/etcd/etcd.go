@@ -243,8 +243,14 @@ type Engine struct {
 	cancel   context.CancelFunc
 	finished map[string]time.Time // keys seen finished (Claim answers without a round trip)
 	seenHeld map[string]time.Time // keys seen held by another claim (Skip, briefly)
-	down     error                // why a listing could not connect (later listings give up at once)
+	down     error                // why a listing could not connect (listings give up at once until downUntil)
+	downTill time.Time
 }
+
+// downMemory is how long a failed listing connect makes later listings
+// of this process give up at once (a long-lived process lists again
+// after it, and as soon as the connection is up).
+const downMemory = 5 * time.Second
 
 // listingConnect bounds how long a read-only listing (queues.ForListing)
 // waits for a connection to etcd (or dial_timeout, if shorter): a
@@ -255,13 +261,21 @@ const listingConnect = time.Second
 
 // connected returns nil when ctx is not a listing's, or once the
 // connection to etcd is up; for a listing it fails at once when every
-// endpoint refused it, and after listingConnect when none answered.
+// endpoint refused it, or a listing of this process could not connect
+// within downMemory, and after listingConnect when none answered.
 func (e *Engine) connected(ctx context.Context, op, key string) error {
 	if !queues.IsListing(ctx) {
 		return nil
 	}
+	conn := e.cli.ActiveConnection()
+	if conn.GetState() == connectivity.Ready {
+		return nil
+	}
 	e.mu.Lock()
 	down := e.down
+	if time.Now().After(e.downTill) {
+		down = nil
+	}
 	e.mu.Unlock()
 	if down != nil {
 		return e.fail(op, key, down)
@@ -272,7 +286,6 @@ func (e *Engine) connected(ctx context.Context, op, key string) error {
 	}
 	cctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	conn := e.cli.ActiveConnection()
 	conn.Connect()
 	for {
 		st := conn.GetState()
@@ -289,7 +302,7 @@ func (e *Engine) connected(ctx context.Context, op, key string) error {
 			err = fmt.Errorf("not connected within %v", wait)
 		}
 		e.mu.Lock()
-		e.down = err
+		e.down, e.downTill = err, time.Now().Add(downMemory)
 		e.mu.Unlock()
 		return e.fail(op, key, err)
 	}

@@ -474,3 +474,26 @@ func TestRenewLongerTTL(t *testing.T) {
 		t.Fatalf("release after the renewals: %v", err)
 	}
 }
+
+// A listing (queues.ForListing) gives up at once on an etcd it cannot
+// connect to, instead of waiting the op timeout, and lists again once
+// etcd is back (a long-lived process is not told "down" for ever).
+func TestListingGivesUpFast(t *testing.T) {
+	srv := etcdtest.Start(t)
+	p := etcdtest.NewProxy(t, srv.Client)
+	p.Cut()
+	e := newEngine(t, p.Addr, "ma", 5*time.Second)
+	ctx := queues.ForListing(context.Background())
+	for _, what := range []string{"first", "second"} {
+		start := time.Now()
+		_, err := e.List(ctx, "items/")
+		if !errors.Is(err, queues.ErrUnavailable) || time.Since(start) > 2*time.Second {
+			t.Fatalf("%s list with etcd cut off: %v after %v; want ErrUnavailable within 2s", what, err, time.Since(start))
+		}
+	}
+	p.Heal()
+	waitFor(t, "a listing after the heal", 20*time.Second, func() bool {
+		_, err := e.List(ctx, "items/")
+		return err == nil
+	})
+}
