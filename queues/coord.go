@@ -89,6 +89,77 @@ type Lister interface {
 	List(ctx context.Context, prefix string) (map[string]ClaimState, error)
 }
 
+// LeaseLister is implemented by engines whose List leaves LeaseUntil
+// unknown (etcd keeps a claim's end on its lease, not on its key):
+// ListLeases is List with LeaseUntil, the lease's current end (renewals
+// on any machine included), at the cost of a round trip per lease. Item
+// listings do without it; reservations and token slots show it.
+type LeaseLister interface {
+	ListLeases(ctx context.Context, prefix string) (map[string]ClaimState, error)
+}
+
+// FinishedLister is implemented by engines that can say of many keys at
+// once which are finished (done or dead), by which machine: `queue ls`
+// counts the pending copies of items finished on another machine as done
+// or dead there until the sync brings their done/ or dead/ copies. prefix
+// is the List prefix the keys are under (git fetches its directory once,
+// unless List just did). Keys that are not finished are left out.
+type FinishedLister interface {
+	Finished(ctx context.Context, prefix string, keys []string) (map[string]ClaimState, error)
+}
+
+// listingKey marks the context of a read-only listing (ForListing).
+type listingKey struct{}
+
+// ForListing marks ctx as a read-only listing's (`queue ls`,
+// `reservations`, `token ls`): an engine that cannot connect within a
+// short time gives up at once (ErrUnavailable) and the listing shows
+// local state with a warning, instead of waiting its full dial timeout.
+// Claims, renewals and every other call that decides something never
+// carry it: they wait as long as the engine's settings say.
+func ForListing(ctx context.Context) context.Context {
+	return context.WithValue(ctx, listingKey{}, true)
+}
+
+// IsListing reports whether ctx is a read-only listing's (ForListing).
+func IsListing(ctx context.Context) bool {
+	v, _ := ctx.Value(listingKey{}).(bool)
+	return v
+}
+
+// ViewAge lets a listing accept the engine's view of other machines up
+// to MaxAge old instead of asking the engine again (git: the claim refs
+// an earlier command fetched, when it was less than MaxAge ago, from the
+// same remote), and tells it how old the view it got is: At is when that
+// view was fetched (zero: asked now). Only listings shown to a person or
+// a script pass it; decisions always ask.
+type ViewAge struct {
+	MaxAge time.Duration
+	At     time.Time
+}
+
+type viewAgeKey struct{}
+
+// WithViewAge returns ctx carrying va for the engine to honour and fill.
+func WithViewAge(ctx context.Context, va *ViewAge) context.Context {
+	return context.WithValue(ctx, viewAgeKey{}, va)
+}
+
+// ViewAgeOf returns the ViewAge ctx carries, or nil.
+func ViewAgeOf(ctx context.Context) *ViewAge {
+	va, _ := ctx.Value(viewAgeKey{}).(*ViewAge)
+	return va
+}
+
+// ListWithLeases lists the claims under prefix with their LeaseUntil
+// where the engine can say it (LeaseLister), else as List does.
+func ListWithLeases(ctx context.Context, l Lister, prefix string) (map[string]ClaimState, error) {
+	if ll, ok := l.(LeaseLister); ok {
+		return ll.ListLeases(ctx, prefix)
+	}
+	return l.List(ctx, prefix)
+}
+
 // ClaimRequest says who claims and what keeps the claim alive.
 type ClaimRequest struct {
 	Holder string

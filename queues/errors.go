@@ -149,9 +149,9 @@ func (e *DependencyError) Error() string {
 func (e *DependencyError) Unwrap() error { return ErrBadDependency }
 
 // EngineViewError is a warning of counts made without the coordination
-// engine's view (etcd or git, out of reach): claims other machines hold
-// on items whose copy here is pending are not known, so such an item may
-// be counted ready. Err is the engine's error (ErrUnavailable).
+// engine's view (etcd or git, out of reach): claims other machines hold,
+// and items they finished, whose copy here is pending are not known, so
+// such an item may be counted ready. Err is the engine's error (ErrUnavailable).
 type EngineViewError struct {
 	Op   string
 	Path string
@@ -159,7 +159,7 @@ type EngineViewError struct {
 }
 
 func (e *EngineViewError) Error() string {
-	return fmt.Sprintf("%s %s: claims held on other machines are not counted (an item counted ready may be held there): %v", e.Op, e.Path, e.Err)
+	return fmt.Sprintf("%s %s: claims held and items finished on other machines are not counted (an item counted ready may be held or finished there): %v", e.Op, e.Path, e.Err)
 }
 
 func (e *EngineViewError) Unwrap() error { return e.Err }

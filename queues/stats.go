@@ -36,34 +36,44 @@ type Stats struct {
 	// there, not synced yet): StatsWithEngine counts them as claimed (by
 	// their holder, in Owners), not pending. Empty without an engine.
 	Elsewhere map[string]int
+	// DoneElsewhere and DeadElsewhere count, per machine, the items whose
+	// copy here is pending and that the engine says that machine finished
+	// (done, dead; not synced yet): StatsWithEngine counts them in Done
+	// and Dead, not pending. Empty without an engine.
+	DoneElsewhere, DeadElsewhere map[string]int
 }
 
 // Stats reads the state of one queue. Pending and claimed items are
 // parsed (done and dead are only counted).
 func (b *Broker) Stats(queue string) (*Stats, error) {
-	return b.stats(queue, nil)
+	return b.stats(queue, nil, nil)
 }
 
 // StatsWithEngine is Stats of each of names that, with coordination etcd
-// or git, also asks the engine which items other machines hold: their
-// copies here stay in pending/ until the next sync, yet a take here
-// passes them over (and `item done` names their holder), so they are
-// counted as claimed, by their holder, in Elsewhere too. The engine is
-// asked once for all of names: it costs a round trip (a fetch with git),
-// which is why Stats, which pools call at every tick, does not ask it.
-// An engine out of reach leaves the counts as Stats's and is returned as
-// view (*EngineViewError), a warning; err is a failure.
+// or git, also asks the engine which items other machines hold or
+// finished: their copies here stay in pending/ until the next sync, yet a
+// take here passes them over (and `item done` names their holder), so
+// they are counted as claimed, by their holder, in Elsewhere, or as done
+// or dead, in DoneElsewhere and DeadElsewhere. The engine is asked once
+// for all of names (etcd: two round trips and one per 100 pending items;
+// git: one fetch), which is why Stats, which pools call at every tick,
+// does not ask it. An engine out of reach leaves the counts as Stats's
+// and is returned as view (*EngineViewError), a warning; err is a
+// failure.
 func (b *Broker) StatsWithEngine(names []string) (stats []*Stats, view, err error) {
 	prefix, path := "items/", "queues"
 	if len(names) == 1 {
 		prefix, path = ItemKey(names[0], ""), "queues/"+names[0]
 	}
-	var held map[string]ClaimState
+	var held, finished map[string]ClaimState
 	if len(names) > 0 {
 		held, view = b.heldElsewhere(prefix, path)
 	}
+	if len(names) > 0 && view == nil {
+		finished, view = b.finishedElsewhere(names, prefix, path, held)
+	}
 	for _, n := range names {
-		st, err := b.stats(n, held)
+		st, err := b.stats(n, held, finished)
 		if err != nil {
 			return nil, view, err
 		}
@@ -73,13 +83,15 @@ func (b *Broker) StatsWithEngine(names []string) (stats []*Stats, view, err erro
 }
 
 // stats is Stats counting the pending items in held (item key -> the
-// engine's claim on another machine) as claimed there.
-func (b *Broker) stats(queue string, held map[string]ClaimState) (*Stats, error) {
+// engine's claim on another machine) as claimed there, and those in
+// finished (item key -> the engine's record) as done or dead there.
+func (b *Broker) stats(queue string, held, finished map[string]ClaimState) (*Stats, error) {
 	q, err := b.Queue(queue)
 	if err != nil {
 		return nil, err
 	}
-	st := &Stats{Queue: q.Name, Priority: q.Priority, Steal: q.Steal, OnEmpty: q.OnEmpty, Owners: map[string]int{}, DeadOwners: map[string]int{}, Elsewhere: map[string]int{}}
+	st := &Stats{Queue: q.Name, Priority: q.Priority, Steal: q.Steal, OnEmpty: q.OnEmpty, Owners: map[string]int{}, DeadOwners: map[string]int{}, Elsewhere: map[string]int{},
+		DoneElsewhere: map[string]int{}, DeadElsewhere: map[string]int{}}
 	now := b.now()
 	counts := map[string]*int{Pending: &st.Pending, Claimed: &st.Claimed, Done: &st.Done, Dead: &st.Dead}
 	for _, state := range schema.ItemStates {
@@ -118,6 +130,17 @@ func (b *Broker) stats(queue string, held map[string]ClaimState) (*Stats, error)
 				st.Claimed++
 				st.Owners[h.Holder]++
 				st.Elsewhere[h.Machine]++
+				continue
+			}
+			if f, ok := finished[ItemKey(q.Name, id)]; ok {
+				st.Pending--
+				if f.Finished == "dead" {
+					st.Dead++
+					st.DeadElsewhere[f.Machine]++
+				} else {
+					st.Done++
+					st.DoneElsewhere[f.Machine]++
+				}
 				continue
 			}
 			created := it.Created
@@ -173,7 +196,7 @@ func (b *Broker) heldElsewhere(prefix, path string) (map[string]ClaimState, erro
 	}
 	ctx, cancel := b.coordCtx()
 	defer cancel()
-	all, err := l.List(ctx, prefix)
+	all, err := l.List(ForListing(ctx), prefix)
 	if err != nil {
 		return nil, &EngineViewError{Op: "list", Path: path, Err: err}
 	}
@@ -184,6 +207,45 @@ func (b *Broker) heldElsewhere(prefix, path string) (map[string]ClaimState, erro
 		}
 	}
 	return held, nil
+}
+
+// finishedElsewhere returns the items of names whose copy here is pending
+// (and not in held) that the engine says another machine finished; nil
+// without an engine (or one that cannot say). prefix and path are
+// heldElsewhere's.
+func (b *Broker) finishedElsewhere(names []string, prefix, path string, held map[string]ClaimState) (map[string]ClaimState, error) {
+	fl, ok := b.coord.(FinishedLister)
+	if b.coord == nil || !ok {
+		return nil, nil
+	}
+	var keys []string
+	for _, n := range names {
+		ids, err := b.listDir(n, Pending)
+		if err != nil {
+			continue // stats reports it
+		}
+		for _, id := range ids {
+			if k := ItemKey(n, id); !isHeld(held, k) {
+				keys = append(keys, k)
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := b.coordCtx()
+	defer cancel()
+	all, err := fl.Finished(ForListing(ctx), prefix, keys)
+	if err != nil {
+		return nil, &EngineViewError{Op: "list", Path: path, Err: err}
+	}
+	out := map[string]ClaimState{}
+	for k, st := range all {
+		if st.Finished != "" && st.Machine != b.coord.Machine() {
+			out[k] = st
+		}
+	}
+	return out, nil
 }
 
 // idTime is the creation time embedded in an id made by NewItemID.
@@ -208,4 +270,9 @@ func (b *Broker) holderDead(it *Item) bool {
 	}
 	free, err := b.s.LockFree(it.LivenessLock)
 	return err == nil && free
+}
+
+func isHeld(held map[string]ClaimState, key string) bool {
+	_, ok := held[key]
+	return ok
 }

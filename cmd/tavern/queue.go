@@ -258,9 +258,10 @@ are ready, in backoff, waiting for dependencies; the age of the oldest pending
 item; who holds the claims (a holder that died and was not reaped yet is shown
 as dead: NAME(N, D dead)). With coordination etcd or git, an item another
 machine holds, whose copy here stays pending until the next sync, is counted
-as claimed by its holder (JSON: claimed_elsewhere, per machine); with the
-engine out of reach, a warning says such items may be counted ready (a JSON
-error object on stderr under --json). Items blocked by a dead dependency and invalid
+as claimed by its holder (JSON: claimed_elsewhere, per machine), and an item
+another machine finished as done or dead (JSON: done_elsewhere,
+dead_elsewhere, per machine); with the engine out of reach, a warning says
+such items may be counted ready (a JSON error object on stderr under --json). Items blocked by a dead dependency and invalid
 item files are reported on stderr (path:line:col); with --json they are in
 each queue's blocked and invalid, and a queue file that does not parse is a
 JSON error object on stderr.
@@ -325,7 +326,7 @@ func queueStatsJSON(stats []*queues.Stats, now time.Time) []map[string]any {
 			"pending": st.Pending, "claimed": st.Claimed, "done": st.Done, "dead": st.Dead,
 			"ready": st.Ready, "backoff": st.Backoff, "waiting": st.Waiting, "hung": st.Hung,
 			"blocked": blockedJSON(st.Blocked), "invalid": errorsJSON(st.Invalid), "owners": st.Owners, "dead_owners": st.DeadOwners,
-			"claimed_elsewhere": st.Elsewhere,
+			"claimed_elsewhere": st.Elsewhere, "done_elsewhere": st.DoneElsewhere, "dead_elsewhere": st.DeadElsewhere,
 		}
 		if !st.OldestPending.IsZero() {
 			m["oldest_pending"] = schema.FormatTime(st.OldestPending)

@@ -120,11 +120,17 @@ With coordination etcd or git, a slot held on another machine is listed as
 held by its holder, its HANDLE "(on MACHINE)" (JSON: machine, and no id, epoch
 or path: only that machine has them); with the engine out of reach, a warning
 says such slots may be listed free (a JSON error object on stderr under --json).
+With coordination git each listing fetches the remote's claim refs; --max-age
+DUR lists from the refs an earlier command fetched from the same remote less
+than DUR ago instead, and a warning says how old that view is (a JSON error
+object on stderr under --json): for a script or status line that polls.
 
 Examples:
    tavern token ls
-   tavern token ls merge --json`,
-				Flags:  []cli.Flag{jsonFlag()},
+   tavern token ls merge --json
+   tavern token ls --max-age 10s`,
+				Flags: []cli.Flag{jsonFlag(), &cli.DurationFlag{Name: "max-age", Action: notNegative("max-age"),
+					Usage: "with coordination git, list other machines' slots from a fetch of the claim refs up to DUR old (0: fetch now)"}},
 				Action: runTokenLs,
 			},
 		},
@@ -255,7 +261,7 @@ func runTokenLs(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	slots, bad, err := sp.TokenSlotsChecked(c.Args().First())
+	slots, bad, err := sp.ListTokenSlots(c.Args().First(), tuples.TokenListOptions{MaxAge: c.Duration("max-age")})
 	for _, e := range bad {
 		warn(c, e) // a JSON object under --json
 	}

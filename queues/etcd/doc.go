@@ -60,7 +60,17 @@
 // claims lease_ttl later, and they can be taken again. One-shot claims
 // (`tavern queue take`) get a lease of the queue's lease, renewed by
 // `tavern item renew` (one keep-alive), which, as on one machine, the
-// holder must call while it works longer than that.
+// holder must call while it works longer than that. A renewal for
+// another TTL than the lease's (a reservation made again with a longer
+// --ttl; the claim records its TTL) moves the claim key to a new lease of
+// that TTL in a transaction that requires the fence, and revokes the old
+// one. ListLeases reports each claim's lease end (TimeToLive).
+//
+// Read-only listings (queues.ForListing: queue ls, reservations, token
+// ls) wait at most a second (or dial_timeout) for a connection, and none
+// when every endpoint refused it; the engine then remembers for 5s that
+// it is down (later listings of the process give up at once). Claims,
+// renewals and completions wait op_timeout as always.
 //
 // # Caveats
 //

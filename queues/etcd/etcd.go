@@ -17,6 +17,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/connectivity"
 
 	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/schema"
@@ -242,6 +243,69 @@ type Engine struct {
 	cancel   context.CancelFunc
 	finished map[string]time.Time // keys seen finished (Claim answers without a round trip)
 	seenHeld map[string]time.Time // keys seen held by another claim (Skip, briefly)
+	down     error                // why a listing could not connect (listings give up at once until downUntil)
+	downTill time.Time
+}
+
+// downMemory is how long a failed listing connect makes later listings
+// of this process give up at once (a long-lived process lists again
+// after it, and as soon as the connection is up).
+const downMemory = 5 * time.Second
+
+// listingConnect bounds how long a read-only listing (queues.ForListing)
+// waits for a connection to etcd (or dial_timeout, if shorter): a
+// connection to a reachable etcd is up in milliseconds, and a listing
+// that cannot have one shows local state with a warning rather than
+// waiting dial_timeout. Claims and renewals wait their full timeouts.
+const listingConnect = time.Second
+
+// connected returns nil when ctx is not a listing's, or once the
+// connection to etcd is up; for a listing it fails at once when every
+// endpoint refused it, or a listing of this process could not connect
+// within downMemory, and after listingConnect when none answered.
+func (e *Engine) connected(ctx context.Context, op, key string) error {
+	if !queues.IsListing(ctx) {
+		return nil
+	}
+	conn := e.cli.ActiveConnection()
+	if conn.GetState() == connectivity.Ready {
+		return nil
+	}
+	e.mu.Lock()
+	down := e.down
+	if time.Now().After(e.downTill) {
+		down = nil
+	}
+	e.mu.Unlock()
+	if down != nil {
+		return e.fail(op, key, down)
+	}
+	wait := min(e.cfg.DialTimeout, listingConnect)
+	if wait <= 0 {
+		wait = listingConnect
+	}
+	cctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	conn.Connect()
+	for {
+		st := conn.GetState()
+		var err error
+		switch st {
+		case connectivity.Ready:
+			return nil
+		case connectivity.TransientFailure, connectivity.Shutdown:
+			err = fmt.Errorf("cannot connect (%s)", strings.ToLower(st.String()))
+		default:
+			if conn.WaitForStateChange(cctx, st) {
+				continue
+			}
+			err = fmt.Errorf("not connected within %v", wait)
+		}
+		e.mu.Lock()
+		e.down, e.downTill = err, time.Now().Add(downMemory)
+		e.mu.Unlock()
+		return e.fail(op, key, err)
+	}
 }
 
 // heldMemory is how long Skip remembers a key held elsewhere; finished
@@ -321,6 +385,10 @@ type claimVal struct {
 	Lease   string `json:"lease"`
 	Live    bool   `json:"live,omitempty"`
 	At      string `json:"at"`
+	// TTL is the granted TTL of a per-claim lease, in seconds: a renewal
+	// asking for another one moves the claim to a new lease (absent: a
+	// record of an older tavern, renewed with the lease it has).
+	TTL int64 `json:"ttl,omitempty"`
 }
 
 type doneVal struct {
@@ -388,7 +456,11 @@ func (e *Engine) Claim(parent context.Context, key string, req queues.ClaimReque
 	if err != nil {
 		return queues.Grant{}, e.fail("claim", key, err)
 	}
-	cv, _ := json.Marshal(claimVal{Holder: req.Holder, Machine: e.machine, Lease: strconv.FormatInt(int64(lease), 16), Live: req.Live, At: time.Now().UTC().Format(time.RFC3339Nano)})
+	cv0 := claimVal{Holder: req.Holder, Machine: e.machine, Lease: strconv.FormatInt(int64(lease), 16), Live: req.Live, At: time.Now().UTC().Format(time.RFC3339Nano)}
+	if !req.Live {
+		cv0.TTL = ttlSeconds(req.TTL)
+	}
+	cv, _ := json.Marshal(cv0)
 	r, err := e.cli.Txn(ctx).If(
 		clientv3.Compare(clientv3.CreateRevision(e.claimKey(key)), "=", 0),
 		clientv3.Compare(clientv3.CreateRevision(e.doneKey(key)), "=", 0),
@@ -441,15 +513,20 @@ func (e *Engine) lease(ctx context.Context, req queues.ClaimRequest) (clientv3.L
 	if req.Live {
 		return e.sessionLease(ctx)
 	}
-	ttl := int64((req.TTL + time.Second - 1) / time.Second)
-	if ttl < 1 {
-		ttl = 1
-	}
-	g, err := e.cli.Grant(ctx, ttl)
+	g, err := e.cli.Grant(ctx, ttlSeconds(req.TTL))
 	if err != nil {
 		return 0, err
 	}
 	return g.ID, nil
+}
+
+// ttlSeconds is the lease TTL of a claim of ttl: whole seconds, at least 1.
+func ttlSeconds(ttl time.Duration) int64 {
+	s := int64((ttl + time.Second - 1) / time.Second)
+	if s < 1 {
+		s = 1
+	}
+	return s
 }
 
 func (e *Engine) sessionLease(ctx context.Context) (clientv3.LeaseID, error) {
@@ -528,8 +605,13 @@ func (e *Engine) lost(ctx context.Context, key string, fence int64) error {
 
 // Renew implements queues.Coordinator: one keep-alive of the claim's own
 // lease (a Live claim's session lease is kept alive continuously; its
-// renewal only checks the fence and that the session is not lost).
-func (e *Engine) Renew(parent context.Context, key string, fence int64, _ time.Duration) error {
+// renewal only checks the fence and that the session is not lost). A
+// renewal for another TTL than the lease was granted (a reservation made
+// again with a longer --ttl) moves the claim to a new lease of ttl, as the
+// git engine sets lease_until to now + ttl: a keep-alive only restarts the
+// lease's own TTL, and the engine would let the claim go before the
+// holder's file says it ends.
+func (e *Engine) Renew(parent context.Context, key string, fence int64, ttl time.Duration) error {
 	ctx, cancel := e.ctx(parent)
 	defer cancel()
 	v, err := e.held(ctx, key, fence)
@@ -539,6 +621,9 @@ func (e *Engine) Renew(parent context.Context, key string, fence int64, _ time.D
 	id, err := strconv.ParseInt(v.Lease, 16, 64)
 	if err != nil {
 		return e.fail("renew", key, fmt.Errorf("claim record has lease %q", v.Lease))
+	}
+	if !v.Live && v.TTL > 0 && ttl > 0 && ttlSeconds(ttl) != v.TTL {
+		return e.moveLease(ctx, key, fence, *v, clientv3.LeaseID(id), ttlSeconds(ttl))
 	}
 	r, err := e.cli.KeepAliveOnce(ctx, clientv3.LeaseID(id))
 	if err != nil {
@@ -550,6 +635,30 @@ func (e *Engine) Renew(parent context.Context, key string, fence int64, _ time.D
 	if r.TTL <= 0 {
 		return e.lost(ctx, key, fence)
 	}
+	return nil
+}
+
+// moveLease moves the claim fence holds on key to a new lease of ttl
+// seconds: the claim key is put again (its create revision, the fence,
+// stays) bound to the new lease if fence still holds it, and the old
+// lease is revoked.
+func (e *Engine) moveLease(ctx context.Context, key string, fence int64, v claimVal, old clientv3.LeaseID, ttl int64) error {
+	g, err := e.cli.Grant(ctx, ttl)
+	if err != nil {
+		return e.fail("renew", key, err)
+	}
+	v.Lease, v.TTL = strconv.FormatInt(int64(g.ID), 16), ttl
+	cv, _ := json.Marshal(v)
+	r, err := e.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(e.claimKey(key)), "=", fence)).
+		Then(clientv3.OpPut(e.claimKey(key), string(cv), clientv3.WithLease(g.ID))).Commit()
+	if err != nil || !r.Succeeded {
+		e.revokeLater(g.ID)
+		if err != nil {
+			return e.fail("renew", key, err)
+		}
+		return e.lost(ctx, key, fence)
+	}
+	e.revokeLater(old)
 	return nil
 }
 
@@ -659,20 +768,106 @@ func (e *Engine) State(parent context.Context, key string) (queues.ClaimState, e
 	return st, nil
 }
 
-// List implements queues.Lister: the claims held under prefix.
+// List implements queues.Lister: the claims held under prefix. Their
+// LeaseUntil is left unknown (etcd keeps it on the lease: ListLeases).
 func (e *Engine) List(parent context.Context, prefix string) (map[string]queues.ClaimState, error) {
+	out, _, err := e.list(parent, prefix)
+	return out, err
+}
+
+func (e *Engine) list(parent context.Context, prefix string) (map[string]queues.ClaimState, map[string]clientv3.LeaseID, error) {
+	if err := e.connected(parent, "list", prefix); err != nil {
+		return nil, nil, err
+	}
 	ctx, cancel := e.ctx(parent)
 	defer cancel()
 	r, err := e.cli.Get(ctx, e.claimKey(prefix), clientv3.WithPrefix())
 	if err != nil {
-		return nil, e.fail("list", prefix, err)
+		return nil, nil, e.fail("list", prefix, err)
 	}
 	out := map[string]queues.ClaimState{}
+	leases := map[string]clientv3.LeaseID{}
 	for _, kv := range r.Kvs {
 		var v claimVal
 		_ = json.Unmarshal(kv.Value, &v)
 		key := strings.TrimPrefix(string(kv.Key), e.claimKey(""))
 		out[key] = queues.ClaimState{Held: true, Fence: kv.CreateRevision, Holder: v.Holder, Machine: v.Machine}
+		if kv.Lease != 0 {
+			leases[key] = clientv3.LeaseID(kv.Lease)
+		}
+	}
+	return out, leases, nil
+}
+
+// ListLeases implements queues.LeaseLister: List with each claim's
+// LeaseUntil, the end of its lease as etcd has it now (renewals on any
+// machine included), to the second: one more round trip per lease.
+func (e *Engine) ListLeases(parent context.Context, prefix string) (map[string]queues.ClaimState, error) {
+	out, leases, err := e.list(parent, prefix)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := e.ctx(parent)
+	defer cancel()
+	until := map[clientv3.LeaseID]time.Time{}
+	for key, id := range leases {
+		t, ok := until[id]
+		if !ok {
+			r, err := e.cli.TimeToLive(ctx, id)
+			if err != nil {
+				return nil, e.fail("list", prefix, err)
+			}
+			if r.TTL > 0 { // -1: the lease ended since the Get
+				t = time.Now().Add(time.Duration(r.TTL) * time.Second)
+			}
+			until[id] = t
+		}
+		if t.IsZero() {
+			delete(out, key)
+			continue
+		}
+		st := out[key]
+		st.LeaseUntil = t
+		out[key] = st
+	}
+	return out, nil
+}
+
+// finishedBatch is how many done records one Finished transaction reads
+// (etcd refuses transactions of more than 128 operations by default).
+const finishedBatch = 100
+
+// Finished implements queues.FinishedLister: the done records of keys,
+// read finishedBatch at a time, each batch one transaction.
+func (e *Engine) Finished(parent context.Context, prefix string, keys []string) (map[string]queues.ClaimState, error) {
+	if err := e.connected(parent, "list", prefix); err != nil {
+		return nil, err
+	}
+	ctx, cancel := e.ctx(parent)
+	defer cancel()
+	out := map[string]queues.ClaimState{}
+	for len(keys) > 0 {
+		batch := keys[:min(len(keys), finishedBatch)]
+		keys = keys[len(batch):]
+		ops := make([]clientv3.Op, len(batch))
+		for i, k := range batch {
+			ops[i] = clientv3.OpGet(e.doneKey(k))
+		}
+		r, err := e.cli.Txn(ctx).Then(ops...).Commit()
+		if err != nil {
+			return nil, e.fail("list", prefix, err)
+		}
+		for i, k := range batch {
+			g := r.Responses[i].GetResponseRange()
+			if g == nil || len(g.Kvs) == 0 {
+				continue
+			}
+			var d doneVal
+			_ = json.Unmarshal(g.Kvs[0].Value, &d)
+			st := queues.ClaimState{Finished: d.Outcome, FinishedBy: d.Fence, Fence: d.Fence, Machine: d.Machine, Result: d.Result}
+			st.FinishedAt, _ = time.Parse(time.RFC3339Nano, d.At)
+			out[k] = st
+		}
 	}
 	return out, nil
 }

@@ -439,3 +439,61 @@ func TestTLSAndAuth(t *testing.T) {
 		t.Fatalf("claims in etcd: %v %v", resp, err)
 	}
 }
+
+// A renewal for a longer TTL than the claim's lease was granted makes
+// the engine hold the claim that long, under the same fence, and
+// ListLeases (on another engine, as another machine lists) says so: a
+// keep-alive would have restarted the first TTL only, and List says
+// nothing of a lease's end.
+func TestRenewLongerTTL(t *testing.T) {
+	srv := etcdtest.Start(t)
+	a := newEngine(t, srv.Client, "ma", 5*time.Second)
+	b := newEngine(t, srv.Client, "mb", 5*time.Second)
+	ctx := context.Background()
+	key := "reservations/alice/x"
+	g, err := a.Claim(ctx, key, queues.ClaimRequest{Holder: "alice", TTL: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Renew(ctx, key, g.Fence, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.ListLeases(ctx, "reservations/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := got[key]
+	if !st.Held || st.Fence != g.Fence || time.Until(st.LeaseUntil) < time.Hour-5*time.Second {
+		t.Fatalf("after a renewal for 1h: %+v; want held by fence %d until about an hour from now", st, g.Fence)
+	}
+	// The same TTL again is a keep-alive of the new lease.
+	if err := a.Renew(ctx, key, g.Fence, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx, key, g.Fence, false); err != nil {
+		t.Fatalf("release after the renewals: %v", err)
+	}
+}
+
+// A listing (queues.ForListing) gives up at once on an etcd it cannot
+// connect to, instead of waiting the op timeout, and lists again once
+// etcd is back (a long-lived process is not told "down" for ever).
+func TestListingGivesUpFast(t *testing.T) {
+	srv := etcdtest.Start(t)
+	p := etcdtest.NewProxy(t, srv.Client)
+	p.Cut()
+	e := newEngine(t, p.Addr, "ma", 5*time.Second)
+	ctx := queues.ForListing(context.Background())
+	for _, what := range []string{"first", "second"} {
+		start := time.Now()
+		_, err := e.List(ctx, "items/")
+		if !errors.Is(err, queues.ErrUnavailable) || time.Since(start) > 2*time.Second {
+			t.Fatalf("%s list with etcd cut off: %v after %v; want ErrUnavailable within 2s", what, err, time.Since(start))
+		}
+	}
+	p.Heal()
+	waitFor(t, "a listing after the heal", 20*time.Second, func() bool {
+		_, err := e.List(ctx, "items/")
+		return err == nil
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -153,8 +154,15 @@ func (e *RefEngine) refresh(ctx context.Context, key string) error {
 	return e.refreshDir(ctx, keyDir(key))
 }
 
-// refreshDir fetches the claim refs under dir (every depth).
+// refreshDir fetches the claim refs under dir (every depth) and records
+// when (fetchedAt).
 func (e *RefEngine) refreshDir(ctx context.Context, dir string) error {
+	return e.loadDir(ctx, dir, true)
+}
+
+// loadDir rebuilds the view of the claim refs under dir from the local
+// copies, fetching them first if fetch.
+func (e *RefEngine) loadDir(ctx context.Context, dir string, fetch bool) error {
 	key := dir
 	// Fetches of one clone update the same local refs: one at a time.
 	l, err := e.s.Lock("gitclaims")
@@ -164,11 +172,17 @@ func (e *RefEngine) refreshDir(ctx context.Context, dir string) error {
 	defer l.Unlock()
 	src := ClaimRefs + refName(dir) + "/*"
 	dst := localClaims + refName(dir) + "/*"
-	if err := e.repo.clearStaleLocks(localClaims + refName(dir) + "/"); err != nil { // a killed fetch's
+	at := time.Now()
+	if fetch {
+		if err := e.repo.clearStaleLocks(localClaims + refName(dir) + "/"); err != nil { // a killed fetch's
+			return err
+		}
+		if _, err := e.repo.fetch(ctx, e.remote, "+"+src+":"+dst); err != nil {
+			return e.unavailable("fetch", key, err)
+		}
+		e.recordFetch(dir, at)
+	} else if at, err = e.fetchedAt(dir); err != nil {
 		return err
-	}
-	if _, err := e.repo.fetch(ctx, e.remote, "+"+src+":"+dst); err != nil {
-		return e.unavailable("fetch", key, err)
 	}
 	out, err := e.repo.git(nil, "for-each-ref", "--format=%(refname)%09%(objectname)%09%(contents:subject)", localClaims+refName(dir)+"/")
 	if err != nil {
@@ -192,8 +206,47 @@ func (e *RefEngine) refreshDir(ctx context.Context, dir string) error {
 		}
 		e.view[k] = viewEntry{oid: f[1], rec: r}
 	}
-	e.viewAt[dir] = time.Now()
+	e.viewAt[dir] = at
 	return nil
+}
+
+// fetchedFile is where the time of the last fetch of dir's claim refs is
+// recorded, with the remote fetched, for commands that come later
+// (queues.ViewAge): .tavern/.sync/git/tavern-fetched/<dir>.
+func (e *RefEngine) fetchedFile(dir string) string {
+	return filepath.Join(e.repo.dir, "tavern-fetched", strings.ReplaceAll(refName(dir), "/", "+"))
+}
+
+// recordFetch records a fetch of dir's claim refs that started at at
+// (best effort: without the record the next listing fetches).
+func (e *RefEngine) recordFetch(dir string, at time.Time) {
+	path := e.fetchedFile(dir)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return
+	}
+	tmp := fmt.Sprintf("%s.tmp%d", path, os.Getpid())
+	if os.WriteFile(tmp, []byte(at.UTC().Format(time.RFC3339Nano)+"\t"+e.remote+"\n"), 0o644) != nil || os.Rename(tmp, path) != nil {
+		os.Remove(tmp)
+	}
+}
+
+// errNoFetch: no usable record of an earlier fetch (none, another
+// remote's, or from the future).
+var errNoFetch = errors.New("no recent fetch of the claim refs")
+
+// fetchedAt returns when dir's claim refs were last fetched from this
+// engine's remote.
+func (e *RefEngine) fetchedAt(dir string) (time.Time, error) {
+	b, err := os.ReadFile(e.fetchedFile(dir))
+	if err != nil {
+		return time.Time{}, errNoFetch
+	}
+	ts, remote, _ := strings.Cut(strings.TrimSpace(string(b)), "\t")
+	at, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil || remote != e.remote || at.After(time.Now()) {
+		return time.Time{}, errNoFetch
+	}
+	return at, nil
 }
 
 func unescape(s string) string {
@@ -501,11 +554,26 @@ func (e *RefEngine) forget(key string) {
 }
 
 // List implements queues.Lister from a fresh fetch of prefix's claim refs.
+// A listing that accepts an older view (queues.ViewAge) is answered from
+// the claim refs an earlier command fetched, if that is recent enough,
+// and is told when they were fetched.
 func (e *RefEngine) List(ctx context.Context, prefix string) (map[string]queues.ClaimState, error) {
 	dir := strings.TrimSuffix(prefix, "/")
+	va := queues.ViewAgeOf(ctx)
+	fetch := true
+	if va != nil && va.MaxAge > 0 {
+		if at, err := e.fetchedAt(dir); err == nil && time.Since(at) < va.MaxAge {
+			fetch = false
+		}
+	}
 	// refresh fetches the directory of a key: one below prefix.
-	if err := e.refreshDir(ctx, dir); err != nil {
+	if err := e.loadDir(ctx, dir, fetch); err != nil {
 		return nil, err
+	}
+	if va != nil && !fetch {
+		e.mu.Lock()
+		va.At = e.viewAt[dir]
+		e.mu.Unlock()
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -513,6 +581,32 @@ func (e *RefEngine) List(ctx context.Context, prefix string) (map[string]queues.
 	for k, v := range e.view {
 		if st := stateOf(v.rec); strings.HasPrefix(k, dir+"/") && st.Held {
 			out[k] = st
+		}
+	}
+	return out, nil
+}
+
+// Finished implements queues.FinishedLister from the view of prefix's
+// claim refs, fetched again unless List (or another fetch) of prefix did
+// within maxAge.
+func (e *RefEngine) Finished(ctx context.Context, prefix string, keys []string) (map[string]queues.ClaimState, error) {
+	dir := strings.TrimSuffix(prefix, "/")
+	e.mu.Lock()
+	at := e.viewAt[dir]
+	e.mu.Unlock()
+	if time.Since(at) > e.maxAge {
+		if err := e.refreshDir(ctx, dir); err != nil {
+			return nil, err
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := map[string]queues.ClaimState{}
+	for _, k := range keys {
+		if v, ok := e.view[k]; ok {
+			if st := stateOf(v.rec); st.Finished != "" {
+				out[k] = st
+			}
 		}
 	}
 	return out, nil

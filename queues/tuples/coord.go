@@ -205,13 +205,14 @@ func (sp *Space) coordReserveLock() (func(), error) {
 // without an engine, or one that cannot list or be reached (then the
 // local files decide).
 func (sp *Space) engineReservations() map[string]queues.ClaimState {
-	held, _ := sp.engineReservationsErr()
+	held, _ := sp.engineReservationsErr(false)
 	return held
 }
 
 // engineReservationsErr is engineReservations with the engine's error
-// (nil, nil without an engine).
-func (sp *Space) engineReservationsErr() (map[string]queues.ClaimState, error) {
+// (nil, nil without an engine). listing: for a read-only listing, which
+// gives up at once when the engine cannot be connected (ForListing).
+func (sp *Space) engineReservationsErr(listing bool) (map[string]queues.ClaimState, error) {
 	c, err := sp.coord()
 	if err != nil || c == nil {
 		return nil, err
@@ -222,7 +223,10 @@ func (sp *Space) engineReservationsErr() (map[string]queues.ClaimState, error) {
 	}
 	ctx, cancel := coordCtx()
 	defer cancel()
-	held, err := l.List(ctx, "reservations/")
+	if listing {
+		ctx = queues.ForListing(ctx)
+	}
+	held, err := queues.ListWithLeases(ctx, l, "reservations/")
 	if err != nil {
 		return nil, err
 	}
@@ -250,6 +254,36 @@ func unregistered(d *docstore.Doc, held map[string]queues.ClaimState) (string, b
 	return "released on another machine (the engine has no record of it)", true
 }
 
+// renewedUntil returns the end of a reservation's engine lease when it is
+// later than expires, the end its file or record says: renewed on another
+// machine since (etcd's lease end is known to the second; a little
+// earlier than the record's own is not a renewal). A lease of about
+// noTTLLease is a reservation without a TTL.
+func renewedUntil(st queues.ClaimState, expires time.Time) (time.Time, bool) {
+	lu := st.LeaseUntil
+	if !st.Held || expires.IsZero() || !lu.After(expires) || !lu.Before(time.Now().Add(noTTLLease/2)) {
+		return time.Time{}, false
+	}
+	return lu, true
+}
+
+// renewedElsewhere returns the engine's lease end of reservation file d
+// when the engine holds its key under the fence d records and that end is
+// later than d's expires: the reservation was renewed on another machine
+// and the renewed file has not synced here yet.
+func renewedElsewhere(d *docstore.Doc, held map[string]queues.ClaimState) (time.Time, bool) {
+	fence, ok := d.Int("claim_fence")
+	if !ok || held == nil {
+		return time.Time{}, false
+	}
+	st, ok := held[reservationKey(d.String("agent"), d.String("glob"))]
+	if !ok || st.Fence != fence {
+		return time.Time{}, false
+	}
+	exp, _ := d.Time("expires")
+	return renewedUntil(st, exp)
+}
+
 // withRemote adds the engine's live reservations that have no local file
 // yet (made on another machine, not synced) to live.
 func (sp *Space) withRemote(live []*Reservation, held map[string]queues.ClaimState) []*Reservation {
@@ -273,10 +307,8 @@ func (sp *Space) withRemote(live []*Reservation, held map[string]queues.ClaimSta
 			continue
 		}
 		r := &Reservation{Agent: rec.Agent, Glob: rec.Glob, Reason: rec.Reason, Machine: st.Machine, Expires: rec.Expires, glob: g}
-		// A renewal there moves the engine's lease, not the record (git
-		// knows the lease; etcd's List does not say). A lease of about
-		// noTTLLease is a reservation without a TTL.
-		if lu := st.LeaseUntil; lu.After(r.Expires.Time) && lu.Before(time.Now().Add(noTTLLease/2)) {
+		// A renewal there moves the engine's lease, not the record.
+		if lu, ok := renewedUntil(st, r.Expires.Time); ok {
 			r.Expires.Time = lu
 		}
 		live = append(live, r)
@@ -354,13 +386,23 @@ type slotRef struct {
 // only one that knows. Without an engine, or one that cannot list or be
 // reached: none (the local files decide, as with local coordination).
 func (sp *Space) engineSlots(name string) map[slotRef]queues.ClaimState {
-	m, _ := sp.engineSlotsErr(name)
+	m, _ := sp.engineSlotsErr(name, nil)
 	return m
 }
 
+// engineSlotsListing is engineSlotsErr for `token ls`: it gives up fast
+// on an engine it cannot connect to (ForListing) and accepts a view up to
+// maxAge old, returning when it was fetched (zero: just now).
+func (sp *Space) engineSlotsListing(name string, maxAge time.Duration) (map[slotRef]queues.ClaimState, time.Time, error) {
+	va := &queues.ViewAge{MaxAge: maxAge}
+	m, err := sp.engineSlotsErr(name, va)
+	return m, va.At, err
+}
+
 // engineSlotsErr is engineSlots with the engine's error (nil, nil
-// without an engine).
-func (sp *Space) engineSlotsErr(name string) (map[slotRef]queues.ClaimState, error) {
+// without an engine). A read-only listing passes va (ForListing, and a
+// view up to va.MaxAge old, which va.At then says).
+func (sp *Space) engineSlotsErr(name string, va *queues.ViewAge) (map[slotRef]queues.ClaimState, error) {
 	c, err := sp.coord()
 	if err != nil || c == nil {
 		return nil, err
@@ -375,7 +417,10 @@ func (sp *Space) engineSlotsErr(name string) (map[slotRef]queues.ClaimState, err
 	}
 	ctx, cancel := coordCtx()
 	defer cancel()
-	held, err := l.List(ctx, prefix)
+	if va != nil {
+		ctx = queues.WithViewAge(queues.ForListing(ctx), va)
+	}
+	held, err := queues.ListWithLeases(ctx, l, prefix)
 	if err != nil {
 		return nil, err
 	}

@@ -126,3 +126,59 @@ func TestReservationAcrossMachines(t *testing.T) {
 		t.Fatalf("reserve after the other machine let go: %v", err)
 	}
 }
+
+// A reservation renewed on one machine (reserved again with a longer
+// TTL) whose older file the other machine has, past that file's expires:
+// the other machine used to take it for expired, archive it and release
+// its engine key (the fence is the same), so the renewed reservation was
+// gone everywhere. It stands, listed with the engine's lease end, and
+// still refuses an overlapping reservation there.
+func TestReservationRenewedElsewhereNotExpired(t *testing.T) {
+	a, b0 := twoClones(t)
+	if _, err := a.Reserve("alice", []string{"src/**"}, tuples.ReserveOptions{TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	// The sync brings the first file to b.
+	dir := filepath.Join("tuples", tuples.ReservationType)
+	ents, err := os.ReadDir(filepath.Join(a.Store().Root(), dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(b0.Store().Root(), dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if filepath.Ext(e.Name()) == ".md" {
+			b, err := os.ReadFile(filepath.Join(a.Store().Root(), dir, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(b0.Store().Root(), dir, e.Name()), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := a.Reserve("alice", []string{"src/**"}, tuples.ReserveOptions{TTL: 3 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	// b, two hours on: its copy's expires (one hour) has passed.
+	later := time.Now().Add(2 * time.Hour)
+	b, err := tuples.NewSpace(b0.Store(), tuples.SpaceOptions{Now: func() time.Time { return later }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, errs := b.Reservations()
+	if len(errs) != 0 || len(rs) != 1 || rs[0].Agent != "alice" {
+		t.Fatalf("Reservations on the other machine = %v, %v; want alice's src/**", rs, errs)
+	}
+	if d := time.Until(rs[0].Expires.Time); d < 3*time.Hour-5*time.Second || d > 3*time.Hour+5*time.Second {
+		t.Errorf("Expires %v; want the renewed end, about 3h from now", rs[0].Expires)
+	}
+	var re *tuples.ReservedError
+	if _, err := b.Reserve("bob", []string{"src/a.go"}, tuples.ReserveOptions{}); !errors.As(err, &re) {
+		t.Fatalf("overlapping reservation on the other machine: %v, want *ReservedError", err)
+	}
+	if rs, errs := a.Reservations(); len(errs) != 0 || len(rs) != 1 {
+		t.Fatalf("Reservations where it was renewed = %v, %v; want it still", rs, errs)
+	}
+}

@@ -350,3 +350,20 @@ func (e *EngineViewError) Error() string {
 	return fmt.Sprintf("%s %s: slots held on other machines are not shown (a slot listed free may be held there): %v", e.Op, e.Path, e.Err)
 }
 func (e *EngineViewError) Unwrap() error { return e.Err }
+
+// EngineViewAgeError is a note on a listing answered from the engine's
+// view as an earlier command fetched it (coordination git, within the
+// listing's MaxAge of that fetch) instead of asking again: what other
+// machines held then is shown, and a change made there since is not.
+type EngineViewAgeError struct {
+	Op     string
+	Path   string
+	At     time.Time // when the view was fetched
+	Now    time.Time
+	MaxAge time.Duration
+}
+
+func (e *EngineViewAgeError) Error() string {
+	return fmt.Sprintf("%s %s: slots held on other machines as of %s ago (the engine's view fetched by an earlier command, within --max-age %s)",
+		e.Op, e.Path, e.Now.Sub(e.At).Round(100*time.Millisecond), e.MaxAge)
+}

@@ -403,7 +403,7 @@ func (sp *Space) Reservations() ([]*Reservation, []error) {
 	if err := sp.scanAll(ReservationType, func(err error) { errs = append(errs, err) }, func(d *docstore.Doc) { docs = append(docs, d) }); err != nil {
 		errs = append(errs, err)
 	}
-	held, err := sp.engineReservationsErr()
+	held, err := sp.engineReservationsErr(true)
 	if err != nil {
 		errs = append(errs, &EngineViewError{Op: "list", Path: "tuples/" + ReservationType, Err: err})
 	}
@@ -458,9 +458,20 @@ func (sp *Space) reservationsHeld(docs []*docstore.Doc, released func(Conflict),
 	out := make([]*Reservation, 0, len(docs))
 	goneHere := func(d *docstore.Doc) (string, bool) {
 		if why, gone := sp.reservationGone(d); gone {
-			return why, true
+			if lu, ok := renewedElsewhere(d, held); !ok || why != "expired" || !sp.now().Before(lu) {
+				return why, true
+			}
+			// Renewed on another machine: this copy's expires is old.
 		}
 		return unregistered(d, held)
+	}
+	// The engine's lease end of a reservation renewed on another machine
+	// whose renewed file has not synced here yet.
+	renewed := func(r *Reservation, d *docstore.Doc) *Reservation {
+		if lu, ok := renewedElsewhere(d, held); ok {
+			r.Expires.Time = lu
+		}
+		return r
 	}
 	for _, d := range docs {
 		r := sp.reservationOf(d)
@@ -487,7 +498,7 @@ func (sp *Space) reservationsHeld(docs []*docstore.Doc, released func(Conflict),
 				// someone else is releasing it. Read it again.
 				if d, err := sp.store.Get(r.Path); err == nil {
 					if _, gone := goneHere(d); !gone {
-						nr := sp.reservationOf(d)
+						nr := renewed(sp.reservationOf(d), d)
 						nr.glob = g
 						out = append(out, nr)
 					}
@@ -495,7 +506,7 @@ func (sp *Space) reservationsHeld(docs []*docstore.Doc, released func(Conflict),
 			}
 			continue
 		}
-		out = append(out, r)
+		out = append(out, renewed(r, d))
 	}
 	return sp.withRemote(out, held), errs // several machines (coord.go)
 }

@@ -1020,19 +1020,41 @@ func (sp *Space) TokenSlots(name string) ([]TokenSlot, error) {
 // *EngineViewError when the engine could not be asked what other machines
 // hold.
 func (sp *Space) TokenSlotsChecked(name string) ([]TokenSlot, []error, error) {
+	return sp.ListTokenSlots(name, TokenListOptions{})
+}
+
+// TokenListOptions tune ListTokenSlots.
+type TokenListOptions struct {
+	// MaxAge lets the listing use the engine's view of the slots other
+	// machines hold up to MaxAge old (coordination git: the claim refs an
+	// earlier command fetched from the same remote, saving a fetch); an
+	// *EngineViewAgeError among the errors then says how old. 0: ask.
+	MaxAge time.Duration
+}
+
+// ListTokenSlots is TokenSlotsChecked with options.
+func (sp *Space) ListTokenSlots(name string, opt TokenListOptions) ([]TokenSlot, []error, error) {
 	_, _ = sp.reapTaken(TokenType)
 	var bad []error
+	var eerr error // the engine could not be asked
 	slots, err := sp.slotList(name, func(err error) { bad = append(bad, err) })
 	if err == nil {
-		eng, eerr := sp.engineSlotsErr(name)
-		if eerr != nil {
+		eng, at, lerr := sp.engineSlotsListing(name, opt.MaxAge)
+		if eerr = lerr; eerr != nil {
 			bad = append(bad, &EngineViewError{Op: "list", Path: "tuples/" + TokenType, Err: eerr})
+		}
+		if !at.IsZero() {
+			bad = append(bad, &EngineViewAgeError{Op: "list", Path: "tuples/" + TokenType, At: at, Now: time.Now(), MaxAge: opt.MaxAge})
 		}
 		slots = sp.withEngineSlots(name, slots, eng) // several machines (coord.go)
 	}
 	if err == nil && name != "" && len(slots) == 0 {
-		if slot, machine, ok := sp.slotInTransit(name); ok {
-			return nil, bad, &SlotInTransitError{Op: "ls", Name: name, Slot: slot, Machine: machine}
+		// An engine that could not be reached just now is not asked
+		// again (it would wait its full timeout to say the same).
+		if eerr == nil {
+			if slot, machine, ok := sp.slotInTransit(name); ok {
+				return nil, bad, &SlotInTransitError{Op: "ls", Name: name, Slot: slot, Machine: machine}
+			}
 		}
 		return nil, bad, sp.unknownToken(name)
 	}
