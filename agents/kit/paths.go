@@ -87,12 +87,15 @@ func shellToolPaths(command any, v *fsView, trees bool) []string {
 // is by then (rebase).
 func simplePaths(c simpleCommand, rebase func([]string) []string, v *fsView, trees bool) []string {
 	// git checkout NAME (no --) restores NAME when it is a path, else
-	// switches to the branch NAME: a path that exists is read as one.
+	// switches to the branch NAME (gitCheckoutOperands tells which).
 	here := ""
 	if r := rebase([]string{"."}); len(r) == 1 && v != nil {
 		here = v.abs(r[0])
 	}
-	restored := v.existing(rebase(gitCheckoutOperands(c.words, here, v)))
+	restored := rebase(gitCheckoutOperands(c.words, here, v))
+	// What go.mod says a go command writes: the packages named by
+	// import path (go fmt, go generate), go.mod and go.sum.
+	restored = append(restored, goModuleWrites(c.words, here, v)...)
 	if trees {
 		return append(rebase(commandTrees(c.words)), restored...)
 	}
@@ -170,7 +173,8 @@ func PatchPaths(patch string) []string {
 // ShellWrites returns the paths a shell command line clearly writes:
 // targets of output redirections (>, >>, &>, >|, N>), files given to tee,
 // touch, rm, rmdir, mkdir, truncate, sed -i, perl -i, gofmt -w,
-// goimports -w and go fmt, the file sort -o, curl -o and wget -O name,
+// goimports -w and go fmt (and go generate), the file sort -o, curl -o,
+// wget -O and find -fprint (-fprint0, -fls, -fprintf) name,
 // the destination of cp, ln and install (and DIR/NAME when the
 // destination is a directory), both sides of mv, dd's of=, git mv /
 // git rm / git restore / git checkout -- (after git's -C), the files of a
@@ -641,6 +645,8 @@ func commandWrites(words []string) []string {
 		return gofmtWrites(args)
 	case "go":
 		return goFmtWrites(args)
+	case "find":
+		return clean(findWrites(args))
 	case "sort":
 		return clean(optionValues(args, "-o", "--output"))
 	case "curl":
@@ -729,6 +735,8 @@ func commandWrites(words []string) []string {
 			switch {
 			case a == "-i" || strings.HasPrefix(a, "-i") || a == "--in-place" || strings.HasPrefix(a, "--in-place="):
 				inPlace = true
+			case name == "sed" && sedInPlace(a):
+				inPlace = true // -Ei, -ni: a cluster ending in -i[SUFFIX]
 			case name == "perl" && strings.HasPrefix(a, "-") && perlInPlace(a):
 				inPlace = true
 				if strings.Contains(a, "e") {
@@ -768,6 +776,24 @@ func commandWrites(words []string) []string {
 	return nil
 }
 
+// sedInPlace says whether a cluster of sed switches (-Ei, -ni.bak)
+// holds -i: the letters before it take no value (-e, -f, -l do, and
+// take the rest of the word or the next).
+func sedInPlace(a string) bool {
+	if strings.HasPrefix(a, "--") || !strings.HasPrefix(a, "-") {
+		return false
+	}
+	for _, r := range a[1:] {
+		switch {
+		case r == 'i':
+			return true
+		case !strings.ContainsRune("nrEsuz", r):
+			return false
+		}
+	}
+	return false
+}
+
 // perlInPlace says whether a cluster of perl switches (-pi, -i.bak,
 // -lpi) holds -i: the letters before it are ones that take no value
 // from the rest of the word (-Mstrict, -MList::Util=min, -Ilib and -x
@@ -789,10 +815,23 @@ func perlInPlace(a string) bool {
 	return false
 }
 
-// commandWords skips the assignments and wrappers (sudo, env, nohup...)
-// before the command that runs: its first word is the command's name.
+// commandWords skips the assignments, the shell's reserved words that
+// start a command (do, then, else, !, {...) and the wrappers (sudo,
+// env, nohup, timeout, nice...) with their own options before the
+// command that runs: its first word is the command's name.
 func commandWords(words []string) []string {
-	// Skip assignments and wrappers that run the rest as a command.
+	// The options of a wrapper that take a separate value; timeout's
+	// first operand is its duration, busybox's its applet.
+	wrappers := map[string][]string{
+		"sudo":    {"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "--user", "--group", "--chdir", "--host", "--prompt"},
+		"doas":    {"-u", "-C"},
+		"env":     {"-u", "-C", "--unset", "--chdir"},
+		"nice":    {"-n", "--adjustment"},
+		"ionice":  {"-c", "-n", "--class", "--classdata"},
+		"stdbuf":  {"-i", "-o", "-e", "--input", "--output", "--error"},
+		"timeout": {"-s", "-k", "--signal", "--kill-after"},
+		"command": nil, "nohup": nil, "time": nil, "exec": nil, "busybox": nil,
+	}
 	for len(words) > 0 {
 		w := words[0]
 		if w == "" {
@@ -802,11 +841,32 @@ func commandWords(words []string) []string {
 			words = words[1:]
 			continue
 		}
-		if w == "sudo" || w == "command" || w == "nohup" || w == "time" || w == "exec" || w == "env" || w == "nice" {
+		switch w {
+		case "!", "{", "do", "then", "else", "elif", "if", "while", "until":
 			words = words[1:]
 			continue
 		}
-		break
+		valued, ok := wrappers[w]
+		if !ok {
+			break
+		}
+		if w == "command" && len(words) > 1 && (words[1] == "-v" || words[1] == "-V") {
+			return nil // says what the name is; runs nothing
+		}
+		words = words[1:]
+		for len(words) > 0 && strings.HasPrefix(words[0], "-") && len(words[0]) > 1 {
+			if words[0] == "--" {
+				words = words[1:]
+				break
+			}
+			if slices.Contains(valued, words[0]) {
+				words = words[1:]
+			}
+			words = words[1:]
+		}
+		if w == "timeout" && len(words) > 0 {
+			words = words[1:] // the duration
+		}
 	}
 	return words
 }

@@ -116,8 +116,8 @@ func TestTreePaths(t *testing.T) {
 func TestShellWriteForms(t *testing.T) {
 	e := newEnv(t)
 	proj := filepath.Dir(e.Store.Root())
-	reserve(t, e, "bob", "src/parser/**")
-	for _, d := range []string{".git/refs/heads/src", "src/parser", "src/lexer", "docs"} {
+	reserve(t, e, "bob", "src/parser/**", "go.sum")
+	for _, d := range []string{".git/refs/heads/src", ".git/refs/remotes/origin/src/parser", "src/parser", "src/lexer", "docs"} {
 		if err := os.MkdirAll(filepath.Join(proj, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -129,7 +129,10 @@ func TestShellWriteForms(t *testing.T) {
 		"lexer.patch":     "--- a/src/lexer/l.go\n+++ b/src/lexer/l.go\n@@ -1 +1 @@\n--- package lexer\n+++ b/src/parser/not-a-header.go\n",
 		// A branch and a tag named like directories (loose and packed).
 		".git/refs/heads/src/parser": "0123456789012345678901234567890123456789\n",
-		".git/packed-refs":           "# pack-refs with: peeled\n0123456789012345678901234567890123456789 refs/tags/src\n",
+		".git/packed-refs":           "# pack-refs with: peeled\n0123456789012345678901234567890123456789 refs/tags/src\n0123456789012345678901234567890123456789 refs/remotes/origin/src/parser/rel\n",
+		// A remote's branch named like a path under src/parser.
+		".git/refs/remotes/origin/src/parser/next": "0123456789012345678901234567890123456789\n",
+		"go.mod": "module example.com/m // the module\n\ngo 1.22\n",
 	}
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(proj, name), []byte(text), 0o644); err != nil {
@@ -259,6 +262,72 @@ func TestShellWriteForms(t *testing.T) {
 		// no quote (the commit message form Claude Code writes).
 		{"git commit -m \"$(cat <<'EOF'\nDon't (really)\nEOF\n)\" && rm src/parser/a.go", true},
 		{"git commit -m \"$(cat <<'EOF'\nDon't (really)\nEOF\n)\"", false},
+		// find writes the file -fprint, -fprint0, -fls and -fprintf name,
+		// and what -exec's command names.
+		{"find src -name '*.go' -fprint src/parser/list.txt", true},
+		{"find . -fprint0 src/parser/list0", true},
+		{"find . -fprintf src/parser/f.txt '%p\\n'", true},
+		{"find . -fls src/parser/ls.txt", true},
+		{"find . -name '*.orig' -exec sed -i s/a/b/ src/parser/a.go ;", true},
+		{"find src/parser -fprint /tmp/list.txt", false},
+		{"find src/parser -fprintf /tmp/f.txt '%p' -print", false},
+		// xargs's options with a value, short and long, joined, separate
+		// and at the end of a cluster: the value is no command.
+		{"git ls-files src | xargs --max-args 1 rm", true},
+		{"git ls-files src | xargs --max-procs=4 --max-lines 1 rm", true},
+		{"xargs --arg-file list.txt rm", true},
+		{"xargs --delimiter x rm", true},
+		{"xargs --process-slot-var SLOT rm", true},
+		{"xargs -rn 1 rm", true},
+		{"xargs -0rP 4 -s 100 rm", true},
+		{"xargs -a list.txt -d x -E END -L 2 rm", true},
+		{"git ls-files | xargs -rE rm grep -l x", false},
+		{"git ls-files | xargs -0rI{} cp {} /tmp/", false},
+		{"git ls-files | xargs --replace=% cp % /tmp/", false},
+		// go: packages by import path (go.mod's module line), and go.mod /
+		// go.sum, which go mod tidy and go get write.
+		{"go fmt example.com/m/src/parser", true},
+		{"go fmt example.com/m/src/...", true},
+		{"cd src/lexer && go fmt example.com/m/...", true},
+		{"go generate ./src/parser", true},
+		{"go generate -run stringer example.com/m/src/parser/...", true},
+		{"go mod tidy", true},
+		{"cd src/lexer && go get golang.org/x/text@latest", true},
+		{"go mod edit -require=golang.org/x/text@v0.3.0", true},
+		{"go fmt example.com/m/src/lexer", false},
+		{"go fmt example.com/other/src/parser", false},
+		{"go generate -n ./...", false},
+		{"go generate ./src/lexer", false},
+		{"go build example.com/m/src/parser", false},
+		{"go mod edit -json", false},
+		{"go mod download", false},
+		// git checkout of a path deleted in the work tree brings it back;
+		// a name that is a remote's branch or a revision is switched to.
+		{"git checkout src/parser/gone.go", true},
+		{"git checkout HEAD src/parser/gone.go", true},
+		{"cd src && git checkout parser/gone.go", true},
+		{"git checkout --theirs src/parser", true},
+		{"git checkout src/parser/next", false},
+		{"git checkout src/parser/rel", false},
+		{"git checkout feature", false},
+		{"git checkout HEAD~1", false},
+		{"git checkout 0123abc", false},
+		// Reserved words and wrappers before the command that runs.
+		{"for f in a b; do rm src/parser/a.go; done", true},
+		{"if true; then rm src/parser/a.go; fi", true},
+		{"! rm src/parser/a.go", true},
+		{"timeout 10 rm src/parser/a.go", true},
+		{"timeout -s KILL 10s rm src/parser/a.go", true},
+		{"nice -n 5 rm src/parser/a.go", true},
+		{"sudo -u bob rm src/parser/a.go", true},
+		{"env -u FOO rm src/parser/a.go", true},
+		{"if grep -q x src/parser/a.go; then echo y; fi", false},
+		{"timeout 10 cat src/parser/a.go", false},
+		{"command -v rm src/parser/a.go", false},
+		// sed -i at the end of a cluster of switches.
+		{"sed -Ei s/a/b/ src/parser/a.go", true},
+		{"sed -ni s/a/b/p src/parser/a.go", true},
+		{"sed -ne s/a/b/p src/parser/a.go", false},
 	} {
 		input, _ := json.Marshal(map[string]any{"command": tt.cmd})
 		in := &Input{Tool: Claude, Event: PreToolUse, Cwd: proj, ToolName: "Bash", ToolInput: input}

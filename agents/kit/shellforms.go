@@ -179,40 +179,67 @@ func (v *fsView) gitTop(dir string) string {
 	}
 }
 
-// gitCheckoutOperands are the operands of `git checkout` without "--":
-// each is a path it restores or the branch (or commit) it switches to,
-// which the command line does not tell apart. simplePaths keeps the ones
-// that exist. A checkout that makes a branch (-b, -B, --orphan) or
-// detaches restores nothing.
+// gitCheckoutOperands are the paths `git checkout` without "--"
+// restores. Its first operand is the branch (or commit) it switches to
+// or a path, which the command line does not tell apart; the ones after
+// it are paths either way (`git checkout HEAD~1 a.go`), as are all of
+// them under --ours/--theirs. The first is a branch when it is one of
+// the repository's refs (git takes a ref first even when a path has its
+// name: "git checkout docs" with a docs/ directory switches to the
+// branch docs), a remote's branch (which git checks out as a new local
+// one), a revision (HEAD~1, v1^, a hex commit id) or, alone, a name
+// without a slash or a dot that does not exist (main, feature). Else it
+// is a path: one that exists, or one that does not (deleted in the work
+// tree, which the checkout brings back) and has a slash or a dot. A
+// checkout that makes a branch (-b, -B, --orphan) or detaches restores
+// nothing. v reads the files and refs (nil: nothing is read, no path).
 //
-// here is the directory the command runs in ("" when not clear); v
-// reads the repository's refs from there.
+// here is the directory the command runs in ("" when not clear).
 func gitCheckoutOperands(words []string, here string, v *fsView) []string {
 	w := commandWords(words)
-	if len(w) == 0 || filepath.Base(w[0]) != "git" {
+	if v == nil || len(w) == 0 || filepath.Base(w[0]) != "git" {
 		return nil
 	}
 	dir, args, ok := gitCommand(w[1:])
 	if !ok || len(args) == 0 || args[0] != "checkout" || slices.Contains(args, "--") { // with --: gitRestored
 		return nil
 	}
+	stage := false
 	for _, a := range args[1:] {
 		if a == "-b" || a == "-B" || a == "--orphan" || a == "--detach" || a == "-d" {
 			return nil
 		}
+		stage = stage || a == "--ours" || a == "--theirs"
 	}
-	ops := shellOperands(dropOptionValues(args[1:], "--pathspec-from-file"))
-	// git takes the first operand as the branch (or tag) it names, even
-	// when a path has that name too ("git checkout docs" with a docs/
-	// directory switches to the branch docs).
+	ops := shellOperands(dropOptionValues(args[1:], "--pathspec-from-file", "--conflict"))
 	repo := here
 	if dir != "" {
 		repo = under(here, dir)
 	}
-	if len(ops) > 0 && v.isRef(repo, ops[0]) {
-		ops = ops[1:]
+	if len(ops) > 0 && !stage {
+		first := ops[0]
+		switch {
+		case first == "" || v.isRef(repo, first):
+			ops = ops[1:]
+		case repo != "" && len(v.existing([]string{under(repo, first)})) == 1:
+		case len(ops) > 1 || isRevision(first) || !strings.ContainsAny(first, "/."):
+			ops = ops[1:]
+		}
 	}
 	return cleanPaths(inDir(dir, ops))
+}
+
+// isRevision says whether name reads as a revision rather than a path:
+// HEAD and its kin, a name with a revision suffix (~, ^, @{...}, :path)
+// or a commit id (four to forty hex digits).
+func isRevision(name string) bool {
+	if slices.Contains([]string{"HEAD", "FETCH_HEAD", "ORIG_HEAD", "MERGE_HEAD", "@", "-"}, name) || strings.ContainsAny(name, "~^:") || strings.Contains(name, "@{") {
+		return true
+	}
+	if len(name) < 4 || len(name) > 40 {
+		return false
+	}
+	return strings.Trim(strings.ToLower(name), "0123456789abcdef") == ""
 }
 
 // isRef says whether name is a branch or tag of the repository dir is
@@ -250,9 +277,27 @@ func (v *fsView) isRef(dir, name string) bool {
 			return true
 		}
 	}
+	// A remote's branch: git checkout NAME makes the local branch NAME
+	// from origin/NAME.
+	if remotes, err := os.ReadDir(filepath.Join(gitDir, "refs", "remotes")); err == nil {
+		for _, r := range remotes {
+			if fi, err := os.Stat(filepath.Join(gitDir, "refs", "remotes", r.Name(), filepath.FromSlash(name))); err == nil && fi.Mode().IsRegular() {
+				return true
+			}
+		}
+	}
 	for _, l := range strings.Split(v.read(filepath.Join(gitDir, "packed-refs")), "\n") {
-		if f := strings.Fields(l); len(f) == 2 && slices.Contains(refs, f[1]) {
+		f := strings.Fields(l)
+		if len(f) != 2 {
+			continue
+		}
+		if slices.Contains(refs, f[1]) {
 			return true
+		}
+		if r, ok := strings.CutPrefix(f[1], "refs/remotes/"); ok {
+			if _, b, ok := strings.Cut(r, "/"); ok && b == name {
+				return true
+			}
 		}
 	}
 	return false
@@ -543,9 +588,15 @@ func hunkHeader(l string) (old, added int, ok bool) {
 }
 
 // xargsCommand is the command xargs runs and its static arguments: its
-// words after xargs's own options; and the string -I (-i, --replace)
-// says to replace with each input line, "" when it appends them.
+// words after xargs's own options; and the string -I (-i, --replace,
+// BSD's -J) says to replace with each input line, "" when it appends
+// them. Every option that takes a value is read with it — separate
+// (-n 1, --max-args 1), joined (-n1, --max-args=1) or at the end of a
+// cluster (-rn 1, -0I{}) — so the value is not taken for the command.
 func xargsCommand(args []string) (cmd []string, repl string) {
+	// Long options that take a value, and those whose value is optional
+	// (only --opt=VALUE gives one).
+	longValue := []string{"--arg-file", "--delimiter", "--max-lines", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"}
 	i := 0
 	for ; i < len(args); i++ {
 		a := args[i]
@@ -556,20 +607,43 @@ func xargsCommand(args []string) (cmd []string, repl string) {
 		if !strings.HasPrefix(a, "-") || a == "-" {
 			break
 		}
-		switch {
-		case a == "-I" && i+1 < len(args):
-			repl = args[i+1]
-			i++
-		case strings.HasPrefix(a, "-I"):
-			repl = a[2:]
-		case a == "-i" || a == "--replace":
-			repl = "{}"
-		case strings.HasPrefix(a, "-i"):
-			repl = a[2:]
-		case strings.HasPrefix(a, "--replace="):
-			repl = strings.TrimPrefix(a, "--replace=")
-		case a == "-n" || a == "-P" || a == "-L" || a == "-s" || a == "-d" || a == "-E" || a == "-a":
-			i++ // takes a value
+		if strings.HasPrefix(a, "--") {
+			name, val, hasVal := strings.Cut(a, "=")
+			switch {
+			case name == "--replace":
+				repl = "{}"
+				if hasVal {
+					repl = val
+				}
+			case slices.Contains(longValue, name) && !hasVal:
+				i++
+			}
+			continue
+		}
+		// A cluster of one-letter options: a letter that takes a value
+		// takes the rest of the word, or the next word when none is left.
+	cluster:
+		for j := 1; j < len(a); j++ {
+			c, rest := a[j], a[j+1:]
+			switch {
+			case strings.IndexByte("aEdLnPsIJRS", c) >= 0:
+				if rest == "" && i+1 < len(args) {
+					i++
+					rest = args[i]
+				}
+				if c == 'I' || c == 'J' {
+					repl = rest
+				}
+			case c == 'i': // -i[REPLACE]: the value only joined
+				repl = "{}"
+				if rest != "" {
+					repl = rest
+				}
+			case c == 'e' || c == 'l': // -e[EOF], -l[LINES]: the value only joined
+			default:
+				continue // a letter without a value (-0, -r, -t, -p, -x, -o)
+			}
+			break cluster
 		}
 	}
 	if i >= len(args) {
@@ -661,16 +735,52 @@ func findDeletes(args []string) []string {
 	return cleanPaths(starts)
 }
 
+// findWrites returns the files a find writes by name: the FILE of
+// -fprint, -fprint0, -fls and -fprintf FILE FORMAT (each truncates it
+// and writes its list there), and what a command run by -exec/-execdir
+// writes among its static words (`-exec sed -i s/a/b/ x.go ;`); what it
+// does to the files found is findDeletes'.
+func findWrites(args []string) []string {
+	var out []string
+	for j := 0; j < len(args); j++ {
+		switch args[j] {
+		case "-fprint", "-fprint0", "-fls", "-fprintf":
+			if j+1 < len(args) {
+				out = append(out, args[j+1])
+			}
+			j++
+			if args[j-1] == "-fprintf" {
+				j++ // the format
+			}
+		case "-exec", "-execdir", "-ok", "-okdir":
+			var cmd []string
+			k := j + 1
+			for ; k < len(args) && args[k] != ";" && args[k] != "+"; k++ {
+				cmd = append(cmd, args[k])
+			}
+			out = append(out, cleanFound(commandWrites(withFound(cmd, "{}")))...)
+			j = k
+		}
+	}
+	return out
+}
+
 // goFmtWrites returns the directories `go fmt PACKAGES` rewrites (it runs
-// gofmt -l -w on the packages' files): a pattern's directory (./x/...
-// is x), the current directory with no package named. Any other go
-// subcommand writes nothing the gate guards. A package named by import
-// path rather than by directory is not resolved: it is let through.
+// gofmt -l -w on the packages' files) and `go generate PACKAGES` runs
+// its generators in (what they write is up to them: Tavern takes it as
+// anywhere under the packages' directories): a pattern's directory
+// (./x/... is x), the current directory with no package named. Any
+// other go subcommand writes nothing here (goModuleWrites reads the
+// rest). A package named by import path rather than by directory is
+// resolved by goModuleWrites, which reads go.mod.
 func goFmtWrites(args []string) []string {
-	if len(args) == 0 || args[0] != "fmt" {
+	if len(args) == 0 || (args[0] != "fmt" && args[0] != "generate") {
 		return nil
 	}
-	pkgs := shellOperands(dropOptionValues(args[1:], "-mod", "-modfile"))
+	if args[0] == "generate" && slices.Contains(args[1:], "-n") {
+		return nil // prints the commands, runs none
+	}
+	pkgs := shellOperands(dropOptionValues(args[1:], "-mod", "-modfile", "-run", "-skip"))
 	if len(pkgs) == 0 {
 		return []string{"."}
 	}
@@ -681,7 +791,7 @@ func goFmtWrites(args []string) []string {
 			continue
 		}
 		if !strings.HasPrefix(p, ".") && !strings.HasPrefix(p, "/") {
-			continue // an import path
+			continue // an import path: goModuleWrites
 		}
 		p = strings.TrimSuffix(strings.TrimSuffix(p, "..."), "/")
 		if p == "" {
@@ -690,6 +800,73 @@ func goFmtWrites(args []string) []string {
 		dirs = append(dirs, p)
 	}
 	return cleanPaths(dirs)
+}
+
+// goModuleWrites returns, as absolute paths, what a go command writes
+// that only go.mod says: the directories of the packages `go fmt` and
+// `go generate` name by import path in the module here is in
+// (example.com/m/internal/x is internal/x under go.mod's directory;
+// x/... everything under it), and go.mod and go.sum, which `go mod
+// tidy`, `go get`, `go mod edit` (but -print, -json) and `go mod init`
+// (here) write, vendor/ too for `go mod vendor`. It reads go.mod, runs
+// nothing; nil when here is not clear or no go.mod is found.
+func goModuleWrites(words []string, here string, v *fsView) []string {
+	w := commandWords(words)
+	if v == nil || here == "" || len(w) < 2 || filepath.Base(w[0]) != "go" {
+		return nil
+	}
+	args := w[1:]
+	if args[0] == "mod" && len(args) > 1 && args[1] == "init" {
+		return []string{filepath.Join(here, "go.mod"), filepath.Join(here, "go.sum")}
+	}
+	root := ""
+	for d := here; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			root = d
+			break
+		}
+		if filepath.Dir(d) == d {
+			return nil
+		}
+	}
+	modFiles := []string{filepath.Join(root, "go.mod"), filepath.Join(root, "go.sum")}
+	switch {
+	case args[0] == "get":
+		return modFiles
+	case args[0] == "mod" && len(args) > 1 && (args[1] == "tidy"):
+		return modFiles
+	case args[0] == "mod" && len(args) > 1 && args[1] == "edit":
+		if slices.Contains(args, "-print") || slices.Contains(args, "-json") {
+			return nil
+		}
+		return modFiles
+	case args[0] == "mod" && len(args) > 1 && args[1] == "vendor":
+		return append(modFiles, filepath.Join(root, "vendor"))
+	case args[0] != "fmt" && args[0] != "generate":
+		return nil
+	case args[0] == "generate" && slices.Contains(args[1:], "-n"):
+		return nil
+	}
+	module := ""
+	for _, l := range strings.Split(v.read(filepath.Join(root, "go.mod")), "\n") {
+		if m, ok := strings.CutPrefix(strings.TrimSpace(l), "module"); ok && m != "" && (m[0] == ' ' || m[0] == '\t') {
+			module = strings.Trim(strings.TrimSpace(strings.SplitN(strings.TrimSpace(m), "//", 2)[0]), `"`)
+			break
+		}
+	}
+	if module == "" {
+		return nil
+	}
+	var dirs []string
+	for _, p := range shellOperands(dropOptionValues(args[1:], "-mod", "-modfile", "-run", "-skip")) {
+		p = strings.TrimSuffix(strings.TrimSuffix(p, "..."), "/")
+		if p == module {
+			dirs = append(dirs, root)
+		} else if rest, ok := strings.CutPrefix(p, module+"/"); ok && rest != "" {
+			dirs = append(dirs, filepath.Join(root, filepath.FromSlash(rest)))
+		}
+	}
+	return dirs
 }
 
 // gofmtWrites returns the files and directories gofmt -w and goimports
