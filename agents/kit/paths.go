@@ -174,7 +174,10 @@ func PatchPaths(patch string) []string {
 // targets of output redirections (>, >>, &>, >|, N>), files given to tee,
 // touch, rm, rmdir, mkdir, truncate, sed -i, perl -i, gofmt -w,
 // goimports -w and go fmt (and go generate), the file sort -o, curl -o,
-// wget -O and find -fprint (-fprint0, -fls, -fprintf) name,
+// wget -O and find -fprint (-fprint0, -fls, -fprintf) name, the
+// archives and compressed files tar -c, zip and gzip (bzip2, xz) write,
+// the files chmod, chown and chgrp change, the local destination of
+// rsync and scp,
 // the destination of cp, ln and install (and DIR/NAME when the
 // destination is a directory), both sides of mv, dd's of=, git mv /
 // git rm / git restore / git checkout -- (after git's -C), the files of a
@@ -647,6 +650,9 @@ func commandWrites(words []string) []string {
 		return goFmtWrites(args)
 	case "find":
 		return clean(findWrites(args))
+	case "tar", "unzip", "zip", "gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz":
+		files, trees := archiveWrites(name, args)
+		return append(files, trees...)
 	case "sort":
 		return clean(optionValues(args, "-o", "--output"))
 	case "curl":
@@ -674,9 +680,26 @@ func commandWrites(words []string) []string {
 			}
 		}
 		return clean(out)
-	case "mv", "cp", "ln", "install":
+	case "chmod", "chown", "chgrp":
+		return clean(modeOperands(name, args))
+	case "rsync":
+		files, trees := rsyncWrites(args)
+		return clean(append(files, trees...))
+	case "mv", "cp", "ln", "install", "scp":
 		if name == "install" {
 			args = dropOptionValues(args, "-m", "--mode", "-o", "--owner", "-g", "--group", "-S", "--suffix")
+			if slices.Contains(args, "-d") || slices.Contains(args, "--directory") {
+				return clean(operands(args)) // each one a directory made
+			}
+		}
+		if name == "scp" {
+			// A remote side (host:path) is not a file here; a remote
+			// source's name is still the file written in a local
+			// directory.
+			args = dropOptionValues(args, "-P", "-i", "-o", "-F", "-l", "-c", "-J", "-S")
+			if ops := operands(args); len(ops) < 2 || remotePath(ops[len(ops)-1]) {
+				return nil
+			}
 		}
 		var out []string
 		if name == "mv" {
@@ -714,6 +737,9 @@ func commandWrites(words []string) []string {
 		}
 		if !slices.Contains(args, "-T") && !slices.Contains(args, "--no-target-directory") && !(name == "install" && slices.Contains(args, "-d")) {
 			for _, s := range srcs {
+				if name == "scp" && remotePath(s) {
+					s = s[strings.IndexByte(s, ':')+1:] // host:dir/a.go writes DEST/a.go
+				}
 				if b := filepath.Base(s); b != "." && b != "/" && b != ".." {
 					out = append(out, filepath.Join(dest, b))
 				}
@@ -954,7 +980,10 @@ func cleanPaths(ps []string) []string {
 // operands of rm -r, rmdir, git rm -r and gofmt -w, the starting
 // points of find -delete, the directory xargs runs a writing command in
 // (what it writes comes from its input), the sources of mv and git
-// mv, and what git checkout/restore, reset --hard, stash and clean -f
+// mv, the directory tar -x and unzip extract into, a recursive rsync's
+// destination, the copies a recursive cp or scp makes, the operands of
+// chmod/chown/chgrp -R, the packages go fmt and go generate name,
+// and what git checkout/restore, reset --hard, stash and clean -f
 // discard (gitDiscarded) (in shell commands, as ShellWrites reads them). WritePaths has them
 // too, as paths; a reservation of a path under one of them is written by
 // the call as well. Relative paths are taken from cwd.
@@ -1019,6 +1048,29 @@ func commandTrees(words []string) []string {
 		return goFmtWrites(args)
 	case "find":
 		return findDeletes(args)
+	case "tar", "unzip":
+		_, trees := archiveWrites(name, args)
+		return trees
+	case "rsync":
+		_, trees := rsyncWrites(args)
+		return cleanPaths(trees)
+	case "cp", "scp":
+		// A recursive copy writes the whole tree it copies: DEST/NAME for
+		// each source (DEST itself under -T), anything under it.
+		if !recursive(args) && !slices.ContainsFunc(args, func(a string) bool {
+			return a == "--archive" || strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "a")
+		}) {
+			return nil
+		}
+		out := commandWrites(words)
+		if len(out) > 0 && !slices.Contains(args, "-T") && !slices.Contains(args, "--no-target-directory") {
+			out = out[1:] // DEST, which holds the copies
+		}
+		return cleanPaths(out)
+	case "chmod", "chown", "chgrp":
+		if recursive(args) {
+			return cleanPaths(modeOperands(name, args))
+		}
 	case "xargs":
 		// A writing command run on what comes in (`find ... | xargs
 		// rm`, `grep -l x | xargs sed -i ...`) writes paths the line

@@ -877,3 +877,254 @@ func gofmtWrites(args []string) []string {
 	}
 	return cleanPaths(shellOperands(dropOptionValues(args, "-r", "--r", "-cpuprofile", "-local", "--local", "-srcdir", "--srcdir")))
 }
+
+// archiveWrites returns what an archiver writes: the files (the archive
+// tar -c/-r/-u/--delete and zip write; the file gzip, bzip2 and xz
+// compress or uncompress in place, and the one they make) and the trees
+// (the directory tar -x and unzip extract into — the archive's members
+// are not on the command line, so anywhere under it: tar's -C, unzip's
+// -d, else the current directory). Listing, testing and extracting to
+// stdout write nothing.
+func archiveWrites(name string, args []string) (files, trees []string) {
+	switch name {
+	case "tar":
+		mode, archive, dir := "", "", ""
+		valued := "bCfFgHIKLNTVX" // the one-letter options that take a value
+		take := func(c byte, v string) {
+			switch c {
+			case 'f':
+				archive = v
+			case 'C':
+				dir = v
+			}
+		}
+		setMode := func(c byte) {
+			if strings.IndexByte("xcrutAd", c) >= 0 && mode == "" {
+				mode = string(c)
+			}
+		}
+		toStdout := false
+		for i := 0; i < len(args); i++ {
+			a := args[i]
+			switch {
+			case i == 0 && !strings.HasPrefix(a, "-"):
+				// Old style: tar xzf FILE; each letter with a value
+				// takes the next word, in order.
+				for j := 0; j < len(a); j++ {
+					setMode(a[j])
+					toStdout = toStdout || a[j] == 'O'
+					if strings.IndexByte(valued, a[j]) >= 0 && i+1 < len(args) {
+						i++
+						take(a[j], args[i])
+					}
+				}
+			case a == "--":
+				i = len(args)
+			case strings.HasPrefix(a, "--"):
+				n, v, has := strings.Cut(a, "=")
+				if !has && slices.Contains([]string{"--file", "--directory", "--files-from", "--exclude-from", "--transform", "--xform"}, n) && i+1 < len(args) {
+					i++
+					v = args[i]
+				}
+				switch n {
+				case "--extract", "--get":
+					mode = "x"
+				case "--create", "--append", "--update", "--delete":
+					mode = "c"
+				case "--list", "--diff", "--compare":
+					mode = "t"
+				case "--to-stdout", "--to-command":
+					toStdout = true
+				case "--file":
+					archive = v
+				case "--directory":
+					dir = v
+				}
+			case strings.HasPrefix(a, "-") && len(a) > 1:
+				for j := 1; j < len(a); j++ {
+					setMode(a[j])
+					toStdout = toStdout || a[j] == 'O'
+					if strings.IndexByte(valued, a[j]) >= 0 {
+						v := a[j+1:]
+						if v == "" && i+1 < len(args) {
+							i++
+							v = args[i]
+						}
+						take(a[j], v)
+						break
+					}
+				}
+			}
+		}
+		switch {
+		case mode == "x" && !toStdout:
+			if dir == "" {
+				dir = "."
+			}
+			return nil, cleanPaths([]string{dir})
+		case mode == "c" || mode == "r" || mode == "u" || mode == "A":
+			// The archive is opened where tar starts, before any -C.
+			return cleanPaths([]string{archive}), nil
+		}
+	case "unzip":
+		dir := "."
+		for i := 0; i < len(args); i++ {
+			a := args[i]
+			switch {
+			case a == "-d" && i+1 < len(args):
+				i++
+				dir = args[i]
+			case strings.HasPrefix(a, "-d") && len(a) > 2:
+				dir = a[2:]
+			case a == "-Z" || strings.HasPrefix(a, "-") && strings.ContainsAny(a[1:], "lptcvz"):
+				return nil, nil // lists, tests or prints: writes nothing
+			}
+		}
+		return nil, cleanPaths([]string{dir})
+	case "zip":
+		if ops := shellOperands(dropOptionValues(args, "-b", "-n", "-t", "-tt", "-P", "-O", "--out")); len(ops) > 0 {
+			return cleanPaths(append([]string{ops[0]}, optionValues(args, "-O", "--out")...)), nil
+		}
+	case "gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz":
+		ops := shellOperands(dropOptionValues(args, "-S", "--suffix"))
+		un := strings.HasPrefix(name, "un") || strings.HasPrefix(name, "gun") || strings.HasPrefix(name, "bun")
+		keep := false
+		for _, a := range args {
+			switch {
+			case a == "--":
+			case a == "--stdout" || a == "--to-stdout" || a == "--list" || a == "--test":
+				return nil, nil
+			case a == "--decompress" || a == "--uncompress":
+				un = true
+			case a == "--keep":
+				keep = true
+			case strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--"):
+				if strings.ContainsAny(a[1:], "clt") {
+					return nil, nil
+				}
+				un = un || strings.Contains(a, "d")
+				keep = keep || strings.Contains(a, "k")
+			}
+		}
+		ext := map[string]string{"gzip": ".gz", "gunzip": ".gz", "bzip2": ".bz2", "bunzip2": ".bz2", "xz": ".xz", "unxz": ".xz"}[name]
+		for _, o := range ops {
+			if o == "" || o == "-" {
+				continue
+			}
+			if !keep {
+				files = append(files, o) // removed
+			}
+			if un {
+				if t, ok := strings.CutSuffix(o, ext); ok {
+					files = append(files, t)
+				} else if t, ok := strings.CutSuffix(o, ".tgz"); ok && name == "gunzip" {
+					files = append(files, t+".tar")
+				}
+			} else {
+				files = append(files, o+ext)
+			}
+		}
+		return cleanPaths(files), nil
+	}
+	return nil, nil
+}
+
+// modeOperands are the files chmod, chown and chgrp change (their mode
+// or owner is part of what the file is: git sees a mode change): the
+// operands after the mode or owner, or all of them with --reference. A
+// mode that reads as an option (chmod -x f) is the mode.
+func modeOperands(name string, args []string) []string {
+	haveMode := false
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			for _, o := range args[i+1:] {
+				if haveMode {
+					out = append(out, o)
+				}
+				haveMode = true
+			}
+			return out
+		case strings.HasPrefix(a, "--reference"):
+			haveMode = true
+			if a == "--reference" {
+				i++
+			}
+		case name == "chmod" && !haveMode && len(a) > 1 && (a[0] == '-' || a[0] == '+') && strings.Trim(a[1:], "rwxXstugo") == "":
+			haveMode = true // -x, -w: a mode, not an option
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+		case !haveMode:
+			haveMode = true
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// remotePath says whether an scp or rsync operand names another host's
+// file (host:path, user@host:path, rsync://...), not one here.
+func remotePath(p string) bool {
+	if strings.Contains(p, "://") {
+		return true
+	}
+	c := strings.IndexByte(p, ':')
+	return c > 0 && !strings.Contains(p[:c], "/")
+}
+
+// rsyncWrites returns what rsync writes here: its local destination (the
+// last operand) — as a tree when it copies recursively (-r, -a), since
+// anything under it may be written or, with --delete, removed; else the
+// file and DEST/NAME as cp does — and its local sources when it removes
+// them (--remove-source-files). A dry run writes nothing.
+func rsyncWrites(args []string) (files, trees []string) {
+	valued := []string{"-e", "--rsh", "--exclude", "--include", "-f", "--filter", "--exclude-from", "--include-from", "--files-from",
+		"-T", "--temp-dir", "--backup-dir", "--suffix", "--chmod", "--log-file", "--password-file", "--port", "--partial-dir",
+		"--compare-dest", "--link-dest", "--copy-dest", "-B", "--block-size", "--bwlimit", "--timeout", "--max-size", "--min-size",
+		"--max-delete", "--out-format", "--info", "--debug", "-M", "--remote-option", "--rsync-path", "--chown", "--usermap", "--groupmap"}
+	rest := dropOptionValues(args, valued...)
+	recursive, remove := false, false
+	for _, a := range rest {
+		switch {
+		case a == "--":
+		case a == "--dry-run" || a == "--list-only":
+			return nil, nil
+		case a == "--recursive" || a == "--archive":
+			recursive = true
+		case a == "--remove-source-files":
+			remove = true
+		case strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--"):
+			if strings.Contains(a, "n") {
+				return nil, nil
+			}
+			recursive = recursive || strings.ContainsAny(a, "ra")
+		}
+	}
+	ops := shellOperands(rest)
+	if len(ops) < 2 {
+		return nil, nil // one operand lists it
+	}
+	dest, srcs := ops[len(ops)-1], ops[:len(ops)-1]
+	if remove {
+		for _, s := range srcs {
+			if !remotePath(s) {
+				files = append(files, s)
+			}
+		}
+	}
+	if remotePath(dest) {
+		return files, nil
+	}
+	if recursive {
+		return files, []string{dest}
+	}
+	files = append(files, dest)
+	for _, s := range srcs {
+		if b := filepath.Base(s); b != "." && b != "/" && b != ".." && !strings.HasSuffix(s, "/") {
+			files = append(files, filepath.Join(dest, b))
+		}
+	}
+	return files, nil
+}
