@@ -177,7 +177,8 @@ func PatchPaths(patch string) []string {
 // wget -O and find -fprint (-fprint0, -fls, -fprintf) name, the
 // archives and compressed files tar -c, zip and gzip (bzip2, xz) write,
 // the files chmod, chown and chgrp change, the local destination of
-// rsync and scp,
+// rsync and scp, what formatters and fixers rewrite in place
+// (formatterWrites),
 // the destination of cp, ln and install (and DIR/NAME when the
 // destination is a directory), both sides of mv, dd's of=, git mv /
 // git rm / git restore / git checkout -- (after git's -C), the files of a
@@ -682,6 +683,8 @@ func commandWrites(words []string) []string {
 		return clean(out)
 	case "chmod", "chown", "chgrp":
 		return clean(modeOperands(name, args))
+	case "prettier", "eslint", "black", "ruff", "rustfmt", "cargo", "clang-format", "yq", "awk", "gawk", "dos2unix", "unix2dos":
+		return clean(formatterWrites(name, args))
 	case "rsync":
 		files, trees := rsyncWrites(args)
 		return clean(append(files, trees...))
@@ -856,6 +859,8 @@ func commandWords(words []string) []string {
 		"ionice":  {"-c", "-n", "--class", "--classdata"},
 		"stdbuf":  {"-i", "-o", "-e", "--input", "--output", "--error"},
 		"timeout": {"-s", "-k", "--signal", "--kill-after"},
+		"npx":     {"-p", "--package", "-c", "--call"},
+		"bunx":    {"-p", "--package"},
 		"command": nil, "nohup": nil, "time": nil, "exec": nil, "busybox": nil,
 	}
 	for len(words) > 0 {
@@ -1054,6 +1059,8 @@ func commandTrees(words []string) []string {
 	case "rsync":
 		_, trees := rsyncWrites(args)
 		return cleanPaths(trees)
+	case "prettier", "eslint", "black", "ruff", "rustfmt", "cargo", "clang-format":
+		return cleanPaths(formatterWrites(name, args)) // a directory: every file under it
 	case "cp", "scp":
 		// A recursive copy writes the whole tree it copies: DEST/NAME for
 		// each source (DEST itself under -T), anything under it.

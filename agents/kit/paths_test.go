@@ -376,6 +376,33 @@ func TestShellWriteForms(t *testing.T) {
 		{"cp -rT /tmp/x src/parser", true},
 		{"cp -r /tmp/x src", false},
 		{"cp -a /tmp/x src/lexer/", false},
+		// Formatters and fixers that rewrite in place (a directory: every
+		// file under it); their checks write nothing.
+		{"npx prettier --write src/parser/a.go", true},
+		{"prettier -w src", true},
+		{"eslint --fix src/parser", true},
+		{"eslint -o src/parser/report.txt src/lexer", true},
+		{"black src/parser/a.go", true},
+		{"ruff format", true},
+		{"ruff check --fix src/parser", true},
+		{"rustfmt src/parser/a.go", true},
+		{"cargo fmt", true},
+		{"clang-format -i src/parser/a.go", true},
+		{"yq -i '.a=1' src/parser/c.yaml", true},
+		{"awk -i inplace '{print}' src/parser/a.go", true},
+		{"dos2unix src/parser/a.go", true},
+		{"prettier --check src/parser", false},
+		{"eslint src/parser", false},
+		{"black --check src", false},
+		{"ruff check src/parser", false},
+		{"ruff format --diff src", false},
+		{"rustfmt --check src/parser/a.go", false},
+		{"cargo fmt --check", false},
+		{"cargo build", false},
+		{"clang-format src/parser/a.go", false},
+		{"yq '.a' src/parser/c.yaml", false},
+		{"awk '{print}' src/parser/a.go", false},
+		{"go fmt -n ./...", false},
 	} {
 		input, _ := json.Marshal(map[string]any{"command": tt.cmd})
 		in := &Input{Tool: Claude, Event: PreToolUse, Cwd: proj, ToolName: "Bash", ToolInput: input}

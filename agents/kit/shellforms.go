@@ -271,7 +271,7 @@ func (v *fsView) isRef(dir, name string) bool {
 			}
 		}
 	}
-	refs := []string{"refs/heads/" + name, "refs/tags/" + name}
+	refs := []string{"refs/heads/" + name, "refs/tags/" + name, "refs/remotes/" + name} // origin/main
 	for _, ref := range refs {
 		if fi, err := os.Stat(filepath.Join(gitDir, filepath.FromSlash(ref))); err == nil && fi.Mode().IsRegular() {
 			return true
@@ -777,7 +777,7 @@ func goFmtWrites(args []string) []string {
 	if len(args) == 0 || (args[0] != "fmt" && args[0] != "generate") {
 		return nil
 	}
-	if args[0] == "generate" && slices.Contains(args[1:], "-n") {
+	if slices.Contains(args[1:], "-n") {
 		return nil // prints the commands, runs none
 	}
 	pkgs := shellOperands(dropOptionValues(args[1:], "-mod", "-modfile", "-run", "-skip"))
@@ -844,8 +844,8 @@ func goModuleWrites(words []string, here string, v *fsView) []string {
 		return append(modFiles, filepath.Join(root, "vendor"))
 	case args[0] != "fmt" && args[0] != "generate":
 		return nil
-	case args[0] == "generate" && slices.Contains(args[1:], "-n"):
-		return nil
+	case slices.Contains(args[1:], "-n"):
+		return nil // go fmt -n, go generate -n: print the commands
 	}
 	module := ""
 	for _, l := range strings.Split(v.read(filepath.Join(root, "go.mod")), "\n") {
@@ -1127,4 +1127,115 @@ func rsyncWrites(args []string) (files, trees []string) {
 		}
 	}
 	return files, nil
+}
+
+// formatterWrites returns the files and directories (everything under
+// them) a formatter or fixer rewrites in place: prettier --write,
+// eslint --fix (and its --output-file), black, ruff format, ruff check
+// --fix, rustfmt, cargo fmt/fix (the crate: the current directory),
+// clang-format -i, yq -i, awk -i inplace, dos2unix. Their checks and
+// diffs (--check, --diff, dry runs) write nothing. The default of a
+// tool that formats the current directory when given no path is ".".
+func formatterWrites(name string, args []string) []string {
+	has := func(opts ...string) bool {
+		return slices.ContainsFunc(args, func(a string) bool { return slices.Contains(opts, a) })
+	}
+	orDot := func(ops []string) []string {
+		if len(ops) == 0 {
+			return []string{"."}
+		}
+		return ops
+	}
+	switch name {
+	case "prettier":
+		if has("--write", "-w") {
+			return shellOperands(dropOptionValues(args, "--config", "--ignore-path", "--plugin", "--parser", "--log-level", "--cache-location",
+				"--stdin-filepath", "--tab-width", "--print-width", "--trailing-comma", "--end-of-line", "--arrow-parens", "--prose-wrap",
+				"--quote-props", "--cache-strategy", "--config-precedence"))
+		}
+	case "eslint":
+		out := optionValues(args, "-o", "--output-file")
+		if has("--fix") {
+			out = append(out, shellOperands(dropOptionValues(args, "-c", "--config", "--ext", "--rule", "-f", "--format", "--parser",
+				"--parser-options", "--plugin", "--resolve-plugins-relative-to", "--ignore-path", "--ignore-pattern", "--max-warnings",
+				"--cache-location", "--env", "--global", "--rulesdir", "-o", "--output-file", "--fix-type"))...)
+		}
+		return out
+	case "black":
+		if has("--check", "--diff", "-c", "--code") {
+			return nil
+		}
+		return shellOperands(dropOptionValues(args, "-l", "--line-length", "-t", "--target-version", "--include", "--exclude",
+			"--extend-exclude", "--force-exclude", "--config", "--required-version", "-W", "--workers", "--stdin-filename", "--python-cell-magics"))
+	case "ruff":
+		if len(args) == 0 {
+			return nil
+		}
+		rest := args[1:]
+		valued := []string{"--config", "--select", "--ignore", "--extend-select", "--line-length", "--target-version", "--exclude",
+			"--extend-exclude", "--per-file-ignores", "--output-format", "-o", "--output-file", "--stdin-filename", "--cache-dir", "--fixable", "--unfixable"}
+		out := optionValues(rest, "-o", "--output-file")
+		switch {
+		case args[0] == "format" && !slices.Contains(rest, "--check") && !slices.Contains(rest, "--diff"):
+			return append(out, orDot(shellOperands(dropOptionValues(rest, valued...)))...)
+		case args[0] == "check" && (slices.Contains(rest, "--fix") || slices.Contains(rest, "--fix-only")) && !slices.Contains(rest, "--diff"):
+			return append(out, orDot(shellOperands(dropOptionValues(rest, valued...)))...)
+		}
+		return out
+	case "rustfmt":
+		if has("--check", "--emit") {
+			return nil
+		}
+		return shellOperands(dropOptionValues(args, "--edition", "--config", "--config-path", "--style-edition", "--color"))
+	case "cargo":
+		if len(args) > 0 && (args[0] == "fmt" && !has("--check") || args[0] == "fix" || args[0] == "clippy" && has("--fix")) {
+			return []string{"."}
+		}
+	case "clang-format":
+		if has("-i", "--i") {
+			return shellOperands(dropOptionValues(args, "--style", "-style", "--assume-filename", "--lines", "--offset", "--length"))
+		}
+	case "yq":
+		if !has("-i", "--inplace") {
+			return nil
+		}
+		ops := shellOperands(dropOptionValues(args, "-o", "--output-format", "-p", "--input-format", "--from-file", "--indent", "-I"))
+		if len(ops) > 0 && (ops[0] == "e" || ops[0] == "eval" || ops[0] == "ea" || ops[0] == "eval-all") {
+			ops = ops[1:]
+		}
+		if len(ops) > 1 {
+			return ops[1:] // after the expression
+		}
+	case "awk", "gawk":
+		inplace := false
+		prog := true // the first operand is the program unless -f gave one
+		var files []string
+		for i := 0; i < len(args); i++ {
+			a := args[i]
+			switch {
+			case (a == "-i" || a == "--include") && i+1 < len(args):
+				i++
+				inplace = inplace || args[i] == "inplace"
+			case a == "-iinplace" || a == "--include=inplace":
+				inplace = true
+			case a == "-f" || a == "--file":
+				prog = false
+				i++
+			case a == "-v" || a == "-F" || a == "--assign" || a == "--field-separator":
+				i++
+			case strings.HasPrefix(a, "-"):
+			case prog:
+				prog = false
+			case strings.Contains(a, "="): // an assignment operand
+			default:
+				files = append(files, a)
+			}
+		}
+		if inplace {
+			return files
+		}
+	case "dos2unix", "unix2dos":
+		return shellOperands(args)
+	}
+	return nil
 }
