@@ -403,6 +403,12 @@ func TestShellWriteForms(t *testing.T) {
 		{"yq '.a' src/parser/c.yaml", false},
 		{"awk '{print}' src/parser/a.go", false},
 		{"go fmt -n ./...", false},
+		// go fmt of one package formats its directory's files, not the
+		// packages under it.
+		{"go fmt ./src", false},
+		{"cd src && go fmt", false},
+		{"cd src/parser && go fmt", true},
+		{"go fmt example.com/m/src", false},
 	} {
 		input, _ := json.Marshal(map[string]any{"command": tt.cmd})
 		in := &Input{Tool: Claude, Event: PreToolUse, Cwd: proj, ToolName: "Bash", ToolInput: input}

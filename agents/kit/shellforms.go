@@ -765,20 +765,15 @@ func findWrites(args []string) []string {
 	return out
 }
 
-// goFmtWrites returns the directories `go fmt PACKAGES` rewrites (it runs
-// gofmt -l -w on the packages' files) and `go generate PACKAGES` runs
-// its generators in (what they write is up to them: Tavern takes it as
+// goFmtWrites returns the directories `go generate PACKAGES` runs its
+// generators in (what they write is up to them: Tavern takes it as
 // anywhere under the packages' directories): a pattern's directory
-// (./x/... is x), the current directory with no package named. Any
-// other go subcommand writes nothing here (goModuleWrites reads the
-// rest). A package named by import path rather than by directory is
-// resolved by goModuleWrites, which reads go.mod.
+// (./x/... is x), the current directory with no package named. go fmt's
+// files, and packages named by import path, are goModuleWrites', which
+// reads the directories and go.mod.
 func goFmtWrites(args []string) []string {
-	if len(args) == 0 || (args[0] != "fmt" && args[0] != "generate") {
-		return nil
-	}
-	if slices.Contains(args[1:], "-n") {
-		return nil // prints the commands, runs none
+	if len(args) == 0 || args[0] != "generate" || slices.Contains(args[1:], "-n") {
+		return nil // -n prints the commands, runs none
 	}
 	pkgs := shellOperands(dropOptionValues(args[1:], "-mod", "-modfile", "-run", "-skip"))
 	if len(pkgs) == 0 {
@@ -803,13 +798,16 @@ func goFmtWrites(args []string) []string {
 }
 
 // goModuleWrites returns, as absolute paths, what a go command writes
-// that only go.mod says: the directories of the packages `go fmt` and
-// `go generate` name by import path in the module here is in
-// (example.com/m/internal/x is internal/x under go.mod's directory;
-// x/... everything under it), and go.mod and go.sum, which `go mod
-// tidy`, `go get`, `go mod edit` (but -print, -json) and `go mod init`
-// (here) write, vendor/ too for `go mod vendor`. It reads go.mod, runs
-// nothing; nil when here is not clear or no go.mod is found.
+// that the files say: the .go files of the packages `go fmt` formats
+// (it runs gofmt -l -w on them: a package is its directory's .go files,
+// x/... every directory under x, taken whole; none named is the current
+// directory's), the directories of the packages go generate names by
+// import path in the module here is in (example.com/m/internal/x is
+// internal/x under go.mod's directory), and go.mod and go.sum, which
+// `go mod tidy`, `go get`, `go mod edit` (but -print, -json) and `go mod
+// init` (here) write, vendor/ too for `go mod vendor`. It reads go.mod
+// and the packages' directories, runs nothing; nil when here is not
+// clear.
 func goModuleWrites(words []string, here string, v *fsView) []string {
 	w := commandWords(words)
 	if v == nil || here == "" || len(w) < 2 || filepath.Base(w[0]) != "go" {
@@ -826,11 +824,13 @@ func goModuleWrites(words []string, here string, v *fsView) []string {
 			break
 		}
 		if filepath.Dir(d) == d {
-			return nil
+			break
 		}
 	}
 	modFiles := []string{filepath.Join(root, "go.mod"), filepath.Join(root, "go.sum")}
 	switch {
+	case args[0] != "fmt" && args[0] != "generate" && root == "":
+		return nil
 	case args[0] == "get":
 		return modFiles
 	case args[0] == "mod" && len(args) > 1 && (args[1] == "tidy"):
@@ -848,25 +848,54 @@ func goModuleWrites(words []string, here string, v *fsView) []string {
 		return nil // go fmt -n, go generate -n: print the commands
 	}
 	module := ""
-	for _, l := range strings.Split(v.read(filepath.Join(root, "go.mod")), "\n") {
-		if m, ok := strings.CutPrefix(strings.TrimSpace(l), "module"); ok && m != "" && (m[0] == ' ' || m[0] == '\t') {
-			module = strings.Trim(strings.TrimSpace(strings.SplitN(strings.TrimSpace(m), "//", 2)[0]), `"`)
-			break
+	if root != "" {
+		for _, l := range strings.Split(v.read(filepath.Join(root, "go.mod")), "\n") {
+			if m, ok := strings.CutPrefix(strings.TrimSpace(l), "module"); ok && m != "" && (m[0] == ' ' || m[0] == '\t') {
+				module = strings.Trim(strings.TrimSpace(strings.SplitN(strings.TrimSpace(m), "//", 2)[0]), `"`)
+				break
+			}
 		}
 	}
-	if module == "" {
-		return nil
+	fmtCmd := args[0] == "fmt"
+	pkgs := shellOperands(dropOptionValues(args[1:], "-mod", "-modfile", "-run", "-skip"))
+	if len(pkgs) == 0 && fmtCmd {
+		pkgs = []string{"."}
 	}
-	var dirs []string
-	for _, p := range shellOperands(dropOptionValues(args[1:], "-mod", "-modfile", "-run", "-skip")) {
+	var out []string
+	for _, p := range pkgs {
+		all := strings.HasSuffix(p, "...") || p == "all"
 		p = strings.TrimSuffix(strings.TrimSuffix(p, "..."), "/")
-		if p == module {
-			dirs = append(dirs, root)
-		} else if rest, ok := strings.CutPrefix(p, module+"/"); ok && rest != "" {
-			dirs = append(dirs, filepath.Join(root, filepath.FromSlash(rest)))
+		var dir string
+		switch {
+		case p == "all" && root != "":
+			dir = root
+		case !fmtCmd && (p == "" || strings.HasPrefix(p, ".") || strings.HasPrefix(p, "/")):
+			continue // goFmtWrites
+		case p == "" || strings.HasPrefix(p, ".") || strings.HasPrefix(p, "/"):
+			dir = under(here, p)
+			if p == "" {
+				dir = here
+			}
+		case module != "" && p == module:
+			dir = root
+		case module != "" && strings.HasPrefix(p, module+"/"):
+			dir = filepath.Join(root, filepath.FromSlash(strings.TrimPrefix(p, module+"/")))
+		default:
+			continue // another module's package, or the standard library
+		}
+		if all || !fmtCmd {
+			out = append(out, dir)
+			continue
+		}
+		// One package: its directory's .go files, not its subdirectories.
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if !e.IsDir() && strings.HasSuffix(e.Name(), ".go") {
+				out = append(out, filepath.Join(dir, e.Name()))
+			}
 		}
 	}
-	return dirs
+	return out
 }
 
 // gofmtWrites returns the files and directories gofmt -w and goimports
