@@ -171,7 +171,7 @@ func PatchPaths(patch string) []string {
 }
 
 // ShellWrites returns the paths a shell command line clearly writes:
-// targets of output redirections (>, >>, &>, >|, N>), files given to tee,
+// targets of output redirections (>, >>, &>, >&FILE, >|, N>), files given to tee, sponge,
 // touch, rm, rmdir, mkdir, truncate, sed -i, perl -i, gofmt -w,
 // goimports -w and go fmt (and go generate), the file sort -o, curl -o,
 // wget -O and find -fprint (-fprint0, -fls, -fprintf) name, the
@@ -185,7 +185,7 @@ func PatchPaths(patch string) []string {
 // patch given to apply_patch (as its argument or here-document, as Codex
 // runs it) and of a diff in the here-document of git apply or patch, the
 // static arguments of a writing command run by xargs, and all of these
-// in the script of a `sh -c` (inlineShells) and in command substitutions
+// in the script of a `sh -c` or an eval (inlineShells) and in command substitutions
 // ($(...), backquotes). Relative paths are taken from the directory a cd
 // before them went to (walkShell). Words with expansions ($, `, globs)
 // are not clear and are skipped, as is a line that does not tokenize (an
@@ -518,11 +518,15 @@ func parseShellIn(line string, nest int) ([]simpleCommand, bool) {
 			if i < len(rs) && (rs[i] == '>' || rs[i] == '|') {
 				i++
 			}
-			if i < len(rs) && rs[i] == '&' { // >&2: a descriptor, not a file
+			if i < len(rs) && rs[i] == '&' { // >&2: a descriptor; >&FILE (both streams) a file
 				i++
 				skipBlanks()
-				if _, ok := readWord(); !ok {
+				w, ok := readWord()
+				if !ok {
 					return nil, false
+				}
+				if !w.dynamic && w.text != "" && w.text != "-" && strings.Trim(w.text, "0123456789") != "" && !strings.HasPrefix(w.text, "/dev/") {
+					cur.redirects = append(cur.redirects, w.text)
 				}
 				continue
 			}
@@ -596,6 +600,14 @@ func inlineShells(cmds []simpleCommand, nest int) []simpleCommand {
 // command or a script that is not clear.
 func shellScript(words []string) string {
 	w := commandWords(words)
+	if len(w) > 1 && w[0] == "eval" {
+		// eval runs its arguments, joined by spaces, as a line; a word
+		// that is not clear leaves it not clear.
+		if slices.Contains(w[1:], "") {
+			return ""
+		}
+		return strings.Join(w[1:], " ")
+	}
 	if len(w) < 3 {
 		return ""
 	}
@@ -635,7 +647,7 @@ func commandWrites(words []string) []string {
 	operands := func(args []string) []string { return shellOperands(args) }
 	clean := cleanPaths
 	switch name {
-	case "tee", "rm", "rmdir", "unlink":
+	case "tee", "rm", "rmdir", "unlink", "sponge":
 		return clean(operands(args))
 	case "touch":
 		// touch -r FILE reads FILE's times: the values of the options
@@ -1070,8 +1082,9 @@ func commandTrees(words []string) []string {
 			return nil
 		}
 		out := commandWrites(words)
-		if len(out) > 0 && !slices.Contains(args, "-T") && !slices.Contains(args, "--no-target-directory") {
-			out = out[1:] // DEST, which holds the copies
+		if len(out) > 0 && !slices.Contains(args, "-T") && !slices.Contains(args, "--no-target-directory") &&
+			!slices.ContainsFunc(shellOperands(args), func(s string) bool { return filepath.Base(s) == "." }) {
+			out = out[1:] // DEST, which holds the copies (cp -r a/. DEST copies into DEST itself)
 		}
 		return cleanPaths(out)
 	case "chmod", "chown", "chgrp":

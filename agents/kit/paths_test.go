@@ -409,6 +409,17 @@ func TestShellWriteForms(t *testing.T) {
 		{"cd src && go fmt", false},
 		{"cd src/parser && go fmt", true},
 		{"go fmt example.com/m/src", false},
+		// >&FILE sends both streams to FILE; eval runs its words as a
+		// line; sponge writes its file; cp -r DIR/. DEST copies into DEST.
+		{"make >&src/parser/build.log", true},
+		{"make >& src/parser/build.log", true},
+		{"make 2>&1 >&- | tee /tmp/log", false},
+		{"eval \"rm src/parser/a.go\"", true},
+		{"eval rm src/parser/a.go", true},
+		{"eval echo src/parser/a.go", false},
+		{"sort src/parser/a.go | sponge src/parser/a.go", true},
+		{"cp -r /tmp/x/. src/", true},
+		{"cp -r /tmp/x/. src/lexer/", false},
 	} {
 		input, _ := json.Marshal(map[string]any{"command": tt.cmd})
 		in := &Input{Tool: Claude, Event: PreToolUse, Cwd: proj, ToolName: "Bash", ToolInput: input}
