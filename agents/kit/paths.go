@@ -902,8 +902,8 @@ func commandWords(words []string) []string {
 				words = words[1:]
 				break
 			}
-			if slices.Contains(valued, words[0]) {
-				words = words[1:]
+			if slices.Contains(valued, words[0]) && len(words) > 1 {
+				words = words[1:] // the option's value
 			}
 			words = words[1:]
 		}

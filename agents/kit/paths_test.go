@@ -87,6 +87,41 @@ func FuzzShellWrites(f *testing.F) {
 	})
 }
 
+// Every prefix of the forms the gate reads options of (an option
+// without its value, a wrapper with nothing after it) is read without a
+// panic: the hook runs on every tool call.
+func TestShellFormPrefixes(t *testing.T) {
+	dir := t.TempDir()
+	for name, text := range map[string]string{"go.mod": "module example.com/m\n", ".git/refs/remotes/origin/x": "0\n"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	forms := []string{"find . -fprintf a b", "find . -exec sed -i a ;", "xargs -0I{} --max-args 1 -n", "tar -xzf a -C b", "tar xfC a b",
+		"tar --file a --directory b", "unzip -d a", "zip a", "gunzip -d a", "chmod --reference a -R b", "rsync -a --exclude a b", "scp -P 1 host:a b",
+		"install -d a", "cp -rT a b", "eslint --fix -o a b", "ruff check --fix -o a", "yq -i e a b", "awk -i inplace -f a b", "eval rm a",
+		"go mod init", "go fmt example.com/m/...", "go generate -run a b", "git checkout --theirs a", "sudo -u a env -u b timeout -s c 1 nice -n 2 npx -p d rm e",
+		"sed -Ei a b", "echo >& a"}
+	for _, f := range forms {
+		for i := 0; i <= len(f); i++ {
+			line := f[:i]
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Errorf("%q: %v", line, r)
+					}
+				}()
+				in, _ := json.Marshal(map[string]any{"command": line})
+				WritePaths("Bash", in, dir)
+				TreePaths("Bash", in, dir)
+			}()
+		}
+	}
+}
+
 func TestTreePaths(t *testing.T) {
 	for _, tt := range []struct {
 		tool, input string
@@ -324,6 +359,8 @@ func TestShellWriteForms(t *testing.T) {
 		{"if grep -q x src/parser/a.go; then echo y; fi", false},
 		{"timeout 10 cat src/parser/a.go", false},
 		{"command -v rm src/parser/a.go", false},
+		{"sudo -u", false}, // a wrapper's option without its value
+		{"timeout -s", false},
 		// sed -i at the end of a cluster of switches.
 		{"sed -Ei s/a/b/ src/parser/a.go", true},
 		{"sed -ni s/a/b/p src/parser/a.go", true},
