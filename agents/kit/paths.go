@@ -87,12 +87,15 @@ func shellToolPaths(command any, v *fsView, trees bool) []string {
 // is by then (rebase).
 func simplePaths(c simpleCommand, rebase func([]string) []string, v *fsView, trees bool) []string {
 	// git checkout NAME (no --) restores NAME when it is a path, else
-	// switches to the branch NAME: a path that exists is read as one.
+	// switches to the branch NAME (gitCheckoutOperands tells which).
 	here := ""
 	if r := rebase([]string{"."}); len(r) == 1 && v != nil {
 		here = v.abs(r[0])
 	}
-	restored := v.existing(rebase(gitCheckoutOperands(c.words, here, v)))
+	restored := rebase(gitCheckoutOperands(c.words, here, v))
+	// What go.mod says a go command writes: the packages named by
+	// import path (go fmt, go generate), go.mod and go.sum.
+	restored = append(restored, goModuleWrites(c.words, here, v)...)
 	if trees {
 		return append(rebase(commandTrees(c.words)), restored...)
 	}
@@ -168,16 +171,21 @@ func PatchPaths(patch string) []string {
 }
 
 // ShellWrites returns the paths a shell command line clearly writes:
-// targets of output redirections (>, >>, &>, >|, N>), files given to tee,
+// targets of output redirections (>, >>, &>, >&FILE, >|, N>), files given to tee, sponge,
 // touch, rm, rmdir, mkdir, truncate, sed -i, perl -i, gofmt -w,
-// goimports -w and go fmt, the file sort -o, curl -o and wget -O name,
+// goimports -w and go fmt (and go generate), the file sort -o, curl -o,
+// wget -O and find -fprint (-fprint0, -fls, -fprintf) name, the
+// archives and compressed files tar -c, zip and gzip (bzip2, xz) write,
+// the files chmod, chown and chgrp change, the local destination of
+// rsync and scp, what formatters and fixers rewrite in place
+// (formatterWrites),
 // the destination of cp, ln and install (and DIR/NAME when the
 // destination is a directory), both sides of mv, dd's of=, git mv /
 // git rm / git restore / git checkout -- (after git's -C), the files of a
 // patch given to apply_patch (as its argument or here-document, as Codex
 // runs it) and of a diff in the here-document of git apply or patch, the
 // static arguments of a writing command run by xargs, and all of these
-// in the script of a `sh -c` (inlineShells) and in command substitutions
+// in the script of a `sh -c` or an eval (inlineShells) and in command substitutions
 // ($(...), backquotes). Relative paths are taken from the directory a cd
 // before them went to (walkShell). Words with expansions ($, `, globs)
 // are not clear and are skipped, as is a line that does not tokenize (an
@@ -510,11 +518,15 @@ func parseShellIn(line string, nest int) ([]simpleCommand, bool) {
 			if i < len(rs) && (rs[i] == '>' || rs[i] == '|') {
 				i++
 			}
-			if i < len(rs) && rs[i] == '&' { // >&2: a descriptor, not a file
+			if i < len(rs) && rs[i] == '&' { // >&2: a descriptor; >&FILE (both streams) a file
 				i++
 				skipBlanks()
-				if _, ok := readWord(); !ok {
+				w, ok := readWord()
+				if !ok {
 					return nil, false
+				}
+				if !w.dynamic && w.text != "" && w.text != "-" && strings.Trim(w.text, "0123456789") != "" && !strings.HasPrefix(w.text, "/dev/") {
+					cur.redirects = append(cur.redirects, w.text)
 				}
 				continue
 			}
@@ -588,6 +600,14 @@ func inlineShells(cmds []simpleCommand, nest int) []simpleCommand {
 // command or a script that is not clear.
 func shellScript(words []string) string {
 	w := commandWords(words)
+	if len(w) > 1 && w[0] == "eval" {
+		// eval runs its arguments, joined by spaces, as a line; a word
+		// that is not clear leaves it not clear.
+		if slices.Contains(w[1:], "") {
+			return ""
+		}
+		return strings.Join(w[1:], " ")
+	}
 	if len(w) < 3 {
 		return ""
 	}
@@ -627,7 +647,7 @@ func commandWrites(words []string) []string {
 	operands := func(args []string) []string { return shellOperands(args) }
 	clean := cleanPaths
 	switch name {
-	case "tee", "rm", "rmdir", "unlink":
+	case "tee", "rm", "rmdir", "unlink", "sponge":
 		return clean(operands(args))
 	case "touch":
 		// touch -r FILE reads FILE's times: the values of the options
@@ -641,6 +661,11 @@ func commandWrites(words []string) []string {
 		return gofmtWrites(args)
 	case "go":
 		return goFmtWrites(args)
+	case "find":
+		return clean(findWrites(args))
+	case "tar", "unzip", "zip", "gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz":
+		files, trees := archiveWrites(name, args)
+		return append(files, trees...)
 	case "sort":
 		return clean(optionValues(args, "-o", "--output"))
 	case "curl":
@@ -668,9 +693,28 @@ func commandWrites(words []string) []string {
 			}
 		}
 		return clean(out)
-	case "mv", "cp", "ln", "install":
+	case "chmod", "chown", "chgrp":
+		return clean(modeOperands(name, args))
+	case "prettier", "eslint", "black", "ruff", "rustfmt", "cargo", "clang-format", "yq", "awk", "gawk", "dos2unix", "unix2dos":
+		return clean(formatterWrites(name, args))
+	case "rsync":
+		files, trees := rsyncWrites(args)
+		return clean(append(files, trees...))
+	case "mv", "cp", "ln", "install", "scp":
 		if name == "install" {
 			args = dropOptionValues(args, "-m", "--mode", "-o", "--owner", "-g", "--group", "-S", "--suffix")
+			if slices.Contains(args, "-d") || slices.Contains(args, "--directory") {
+				return clean(operands(args)) // each one a directory made
+			}
+		}
+		if name == "scp" {
+			// A remote side (host:path) is not a file here; a remote
+			// source's name is still the file written in a local
+			// directory.
+			args = dropOptionValues(args, "-P", "-i", "-o", "-F", "-l", "-c", "-J", "-S")
+			if ops := operands(args); len(ops) < 2 || remotePath(ops[len(ops)-1]) {
+				return nil
+			}
 		}
 		var out []string
 		if name == "mv" {
@@ -708,6 +752,9 @@ func commandWrites(words []string) []string {
 		}
 		if !slices.Contains(args, "-T") && !slices.Contains(args, "--no-target-directory") && !(name == "install" && slices.Contains(args, "-d")) {
 			for _, s := range srcs {
+				if name == "scp" && remotePath(s) {
+					s = s[strings.IndexByte(s, ':')+1:] // host:dir/a.go writes DEST/a.go
+				}
 				if b := filepath.Base(s); b != "." && b != "/" && b != ".." {
 					out = append(out, filepath.Join(dest, b))
 				}
@@ -729,6 +776,8 @@ func commandWrites(words []string) []string {
 			switch {
 			case a == "-i" || strings.HasPrefix(a, "-i") || a == "--in-place" || strings.HasPrefix(a, "--in-place="):
 				inPlace = true
+			case name == "sed" && sedInPlace(a):
+				inPlace = true // -Ei, -ni: a cluster ending in -i[SUFFIX]
 			case name == "perl" && strings.HasPrefix(a, "-") && perlInPlace(a):
 				inPlace = true
 				if strings.Contains(a, "e") {
@@ -768,6 +817,24 @@ func commandWrites(words []string) []string {
 	return nil
 }
 
+// sedInPlace says whether a cluster of sed switches (-Ei, -ni.bak)
+// holds -i: the letters before it take no value (-e, -f, -l do, and
+// take the rest of the word or the next).
+func sedInPlace(a string) bool {
+	if strings.HasPrefix(a, "--") || !strings.HasPrefix(a, "-") {
+		return false
+	}
+	for _, r := range a[1:] {
+		switch {
+		case r == 'i':
+			return true
+		case !strings.ContainsRune("nrEsuz", r):
+			return false
+		}
+	}
+	return false
+}
+
 // perlInPlace says whether a cluster of perl switches (-pi, -i.bak,
 // -lpi) holds -i: the letters before it are ones that take no value
 // from the rest of the word (-Mstrict, -MList::Util=min, -Ilib and -x
@@ -789,10 +856,25 @@ func perlInPlace(a string) bool {
 	return false
 }
 
-// commandWords skips the assignments and wrappers (sudo, env, nohup...)
-// before the command that runs: its first word is the command's name.
+// commandWords skips the assignments, the shell's reserved words that
+// start a command (do, then, else, !, {...) and the wrappers (sudo,
+// env, nohup, timeout, nice...) with their own options before the
+// command that runs: its first word is the command's name.
 func commandWords(words []string) []string {
-	// Skip assignments and wrappers that run the rest as a command.
+	// The options of a wrapper that take a separate value; timeout's
+	// first operand is its duration, busybox's its applet.
+	wrappers := map[string][]string{
+		"sudo":    {"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "--user", "--group", "--chdir", "--host", "--prompt"},
+		"doas":    {"-u", "-C"},
+		"env":     {"-u", "-C", "--unset", "--chdir"},
+		"nice":    {"-n", "--adjustment"},
+		"ionice":  {"-c", "-n", "--class", "--classdata"},
+		"stdbuf":  {"-i", "-o", "-e", "--input", "--output", "--error"},
+		"timeout": {"-s", "-k", "--signal", "--kill-after"},
+		"npx":     {"-p", "--package", "-c", "--call"},
+		"bunx":    {"-p", "--package"},
+		"command": nil, "nohup": nil, "time": nil, "exec": nil, "busybox": nil,
+	}
 	for len(words) > 0 {
 		w := words[0]
 		if w == "" {
@@ -802,11 +884,32 @@ func commandWords(words []string) []string {
 			words = words[1:]
 			continue
 		}
-		if w == "sudo" || w == "command" || w == "nohup" || w == "time" || w == "exec" || w == "env" || w == "nice" {
+		switch w {
+		case "!", "{", "do", "then", "else", "elif", "if", "while", "until":
 			words = words[1:]
 			continue
 		}
-		break
+		valued, ok := wrappers[w]
+		if !ok {
+			break
+		}
+		if w == "command" && len(words) > 1 && (words[1] == "-v" || words[1] == "-V") {
+			return nil // says what the name is; runs nothing
+		}
+		words = words[1:]
+		for len(words) > 0 && strings.HasPrefix(words[0], "-") && len(words[0]) > 1 {
+			if words[0] == "--" {
+				words = words[1:]
+				break
+			}
+			if slices.Contains(valued, words[0]) && len(words) > 1 {
+				words = words[1:] // the option's value
+			}
+			words = words[1:]
+		}
+		if w == "timeout" && len(words) > 0 {
+			words = words[1:] // the duration
+		}
 	}
 	return words
 }
@@ -894,7 +997,10 @@ func cleanPaths(ps []string) []string {
 // operands of rm -r, rmdir, git rm -r and gofmt -w, the starting
 // points of find -delete, the directory xargs runs a writing command in
 // (what it writes comes from its input), the sources of mv and git
-// mv, and what git checkout/restore, reset --hard, stash and clean -f
+// mv, the directory tar -x and unzip extract into, a recursive rsync's
+// destination, the copies a recursive cp or scp makes, the operands of
+// chmod/chown/chgrp -R, the packages go fmt and go generate name,
+// and what git checkout/restore, reset --hard, stash and clean -f
 // discard (gitDiscarded) (in shell commands, as ShellWrites reads them). WritePaths has them
 // too, as paths; a reservation of a path under one of them is written by
 // the call as well. Relative paths are taken from cwd.
@@ -959,6 +1065,32 @@ func commandTrees(words []string) []string {
 		return goFmtWrites(args)
 	case "find":
 		return findDeletes(args)
+	case "tar", "unzip":
+		_, trees := archiveWrites(name, args)
+		return trees
+	case "rsync":
+		_, trees := rsyncWrites(args)
+		return cleanPaths(trees)
+	case "prettier", "eslint", "black", "ruff", "rustfmt", "cargo", "clang-format":
+		return cleanPaths(formatterWrites(name, args)) // a directory: every file under it
+	case "cp", "scp":
+		// A recursive copy writes the whole tree it copies: DEST/NAME for
+		// each source (DEST itself under -T), anything under it.
+		if !recursive(args) && !slices.ContainsFunc(args, func(a string) bool {
+			return a == "--archive" || strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "a")
+		}) {
+			return nil
+		}
+		out := commandWrites(words)
+		if len(out) > 0 && !slices.Contains(args, "-T") && !slices.Contains(args, "--no-target-directory") &&
+			!slices.ContainsFunc(shellOperands(args), func(s string) bool { return filepath.Base(s) == "." }) {
+			out = out[1:] // DEST, which holds the copies (cp -r a/. DEST copies into DEST itself)
+		}
+		return cleanPaths(out)
+	case "chmod", "chown", "chgrp":
+		if recursive(args) {
+			return cleanPaths(modeOperands(name, args))
+		}
 	case "xargs":
 		// A writing command run on what comes in (`find ... | xargs
 		// rm`, `grep -l x | xargs sed -i ...`) writes paths the line

@@ -87,6 +87,41 @@ func FuzzShellWrites(f *testing.F) {
 	})
 }
 
+// Every prefix of the forms the gate reads options of (an option
+// without its value, a wrapper with nothing after it) is read without a
+// panic: the hook runs on every tool call.
+func TestShellFormPrefixes(t *testing.T) {
+	dir := t.TempDir()
+	for name, text := range map[string]string{"go.mod": "module example.com/m\n", ".git/refs/remotes/origin/x": "0\n"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	forms := []string{"find . -fprintf a b", "find . -exec sed -i a ;", "xargs -0I{} --max-args 1 -n", "tar -xzf a -C b", "tar xfC a b",
+		"tar --file a --directory b", "unzip -d a", "zip a", "gunzip -d a", "chmod --reference a -R b", "rsync -a --exclude a b", "scp -P 1 host:a b",
+		"install -d a", "cp -rT a b", "eslint --fix -o a b", "ruff check --fix -o a", "yq -i e a b", "awk -i inplace -f a b", "eval rm a",
+		"go mod init", "go fmt example.com/m/...", "go generate -run a b", "git checkout --theirs a", "sudo -u a env -u b timeout -s c 1 nice -n 2 npx -p d rm e",
+		"sed -Ei a b", "echo >& a"}
+	for _, f := range forms {
+		for i := 0; i <= len(f); i++ {
+			line := f[:i]
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Errorf("%q: %v", line, r)
+					}
+				}()
+				in, _ := json.Marshal(map[string]any{"command": line})
+				WritePaths("Bash", in, dir)
+				TreePaths("Bash", in, dir)
+			}()
+		}
+	}
+}
+
 func TestTreePaths(t *testing.T) {
 	for _, tt := range []struct {
 		tool, input string
@@ -116,8 +151,8 @@ func TestTreePaths(t *testing.T) {
 func TestShellWriteForms(t *testing.T) {
 	e := newEnv(t)
 	proj := filepath.Dir(e.Store.Root())
-	reserve(t, e, "bob", "src/parser/**")
-	for _, d := range []string{".git/refs/heads/src", "src/parser", "src/lexer", "docs"} {
+	reserve(t, e, "bob", "src/parser/**", "go.sum")
+	for _, d := range []string{".git/refs/heads/src", ".git/refs/remotes/origin/src/parser", "src/parser", "src/lexer", "docs"} {
 		if err := os.MkdirAll(filepath.Join(proj, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -129,7 +164,10 @@ func TestShellWriteForms(t *testing.T) {
 		"lexer.patch":     "--- a/src/lexer/l.go\n+++ b/src/lexer/l.go\n@@ -1 +1 @@\n--- package lexer\n+++ b/src/parser/not-a-header.go\n",
 		// A branch and a tag named like directories (loose and packed).
 		".git/refs/heads/src/parser": "0123456789012345678901234567890123456789\n",
-		".git/packed-refs":           "# pack-refs with: peeled\n0123456789012345678901234567890123456789 refs/tags/src\n",
+		".git/packed-refs":           "# pack-refs with: peeled\n0123456789012345678901234567890123456789 refs/tags/src\n0123456789012345678901234567890123456789 refs/remotes/origin/src/parser/rel\n",
+		// A remote's branch named like a path under src/parser.
+		".git/refs/remotes/origin/src/parser/next": "0123456789012345678901234567890123456789\n",
+		"go.mod": "module example.com/m // the module\n\ngo 1.22\n",
 	}
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(proj, name), []byte(text), 0o644); err != nil {
@@ -259,6 +297,166 @@ func TestShellWriteForms(t *testing.T) {
 		// no quote (the commit message form Claude Code writes).
 		{"git commit -m \"$(cat <<'EOF'\nDon't (really)\nEOF\n)\" && rm src/parser/a.go", true},
 		{"git commit -m \"$(cat <<'EOF'\nDon't (really)\nEOF\n)\"", false},
+		// find writes the file -fprint, -fprint0, -fls and -fprintf name,
+		// and what -exec's command names.
+		{"find src -name '*.go' -fprint src/parser/list.txt", true},
+		{"find . -fprint0 src/parser/list0", true},
+		{"find . -fprintf src/parser/f.txt '%p\\n'", true},
+		{"find . -fls src/parser/ls.txt", true},
+		{"find . -name '*.orig' -exec sed -i s/a/b/ src/parser/a.go ;", true},
+		{"find src/parser -fprint /tmp/list.txt", false},
+		{"find src/parser -fprintf /tmp/f.txt '%p' -print", false},
+		// xargs's options with a value, short and long, joined, separate
+		// and at the end of a cluster: the value is no command.
+		{"git ls-files src | xargs --max-args 1 rm", true},
+		{"git ls-files src | xargs --max-procs=4 --max-lines 1 rm", true},
+		{"xargs --arg-file list.txt rm", true},
+		{"xargs --delimiter x rm", true},
+		{"xargs --process-slot-var SLOT rm", true},
+		{"xargs -rn 1 rm", true},
+		{"xargs -0rP 4 -s 100 rm", true},
+		{"xargs -a list.txt -d x -E END -L 2 rm", true},
+		{"git ls-files | xargs -rE rm grep -l x", false},
+		{"git ls-files | xargs -0rI{} cp {} /tmp/", false},
+		{"git ls-files | xargs --replace=% cp % /tmp/", false},
+		// go: packages by import path (go.mod's module line), and go.mod /
+		// go.sum, which go mod tidy and go get write.
+		{"go fmt example.com/m/src/parser", true},
+		{"go fmt example.com/m/src/...", true},
+		{"cd src/lexer && go fmt example.com/m/...", true},
+		{"go generate ./src/parser", true},
+		{"go generate -run stringer example.com/m/src/parser/...", true},
+		{"go mod tidy", true},
+		{"cd src/lexer && go get golang.org/x/text@latest", true},
+		{"go mod edit -require=golang.org/x/text@v0.3.0", true},
+		{"go fmt example.com/m/src/lexer", false},
+		{"go fmt example.com/other/src/parser", false},
+		{"go generate -n ./...", false},
+		{"go generate ./src/lexer", false},
+		{"go build example.com/m/src/parser", false},
+		{"go mod edit -json", false},
+		{"go mod download", false},
+		// git checkout of a path deleted in the work tree brings it back;
+		// a name that is a remote's branch or a revision is switched to.
+		{"git checkout src/parser/gone.go", true},
+		{"git checkout HEAD src/parser/gone.go", true},
+		{"cd src && git checkout parser/gone.go", true},
+		{"git checkout --theirs src/parser", true},
+		{"git checkout src/parser/next", false},
+		{"git checkout src/parser/rel", false},
+		{"git checkout feature", false},
+		{"git checkout HEAD~1", false},
+		{"git checkout 0123abc", false},
+		// Reserved words and wrappers before the command that runs.
+		{"for f in a b; do rm src/parser/a.go; done", true},
+		{"if true; then rm src/parser/a.go; fi", true},
+		{"! rm src/parser/a.go", true},
+		{"timeout 10 rm src/parser/a.go", true},
+		{"timeout -s KILL 10s rm src/parser/a.go", true},
+		{"nice -n 5 rm src/parser/a.go", true},
+		{"sudo -u bob rm src/parser/a.go", true},
+		{"env -u FOO rm src/parser/a.go", true},
+		{"if grep -q x src/parser/a.go; then echo y; fi", false},
+		{"timeout 10 cat src/parser/a.go", false},
+		{"command -v rm src/parser/a.go", false},
+		{"sudo -u", false}, // a wrapper's option without its value
+		{"timeout -s", false},
+		// sed -i at the end of a cluster of switches.
+		{"sed -Ei s/a/b/ src/parser/a.go", true},
+		{"sed -ni s/a/b/p src/parser/a.go", true},
+		{"sed -ne s/a/b/p src/parser/a.go", false},
+		// Archivers: tar -x and unzip may write anything under where they
+		// extract; tar -c, zip and gzip write the files they name.
+		{"tar -xzf x.tgz -C src", true},
+		{"tar xf x.tar", true},
+		{"cd src/parser && tar -xf /tmp/x.tar", true},
+		{"tar --extract --file x.tar --directory src", true},
+		{"tar -czf src/parser/out.tgz docs", true},
+		{"tar cf src/parser/out.tar docs", true},
+		{"unzip -o x.zip -d src/parser", true},
+		{"unzip x.zip", true},
+		{"zip src/parser/a.zip docs", true},
+		{"gzip src/parser/a.go", true},
+		{"gunzip src/parser/a.go.gz", true},
+		{"tar -xzf x.tgz -C /tmp/x", false},
+		{"tar -tzf x.tgz", false},
+		{"tar -xOf x.tar a", false},
+		{"tar -czf /tmp/out.tgz src/parser", false},
+		{"cd docs && tar xf /tmp/x.tar", false},
+		{"unzip -l x.zip", false},
+		{"unzip x.zip -d /tmp/u", false},
+		{"zip -r /tmp/s.zip src/parser", false},
+		{"gzip -c src/parser/a.go", false},
+		// A file's mode and owner are part of it.
+		{"chmod +x src/parser/a.go", true},
+		{"chmod -x src/parser/a.go", true},
+		{"chmod -R u+w src", true},
+		{"chown -R me src/parser", true},
+		{"chmod +x docs/x.sh", false},
+		{"chmod --reference=src/parser/a.go docs/x", false},
+		// rsync and scp: the local destination (a recursive rsync's as a
+		// tree); install -d makes every operand.
+		{"rsync -a /tmp/x/ src/", true},
+		{"rsync -av --delete build/ src/parser", true},
+		{"rsync --exclude .git /tmp/a.go src/parser/", true},
+		{"scp host:a.go src/parser/", true},
+		{"scp -r host:parser src", true},
+		{"install -d src/parser/x docs/y", true},
+		{"rsync -a src/parser/ /tmp/p/", false},
+		{"rsync -n -a /tmp/x/ src/", false},
+		{"rsync -a /tmp/x/ host:src/parser/", false},
+		{"scp src/parser/a.go host:a.go", false},
+		{"scp -P 2222 src/parser/a.go host:", false},
+		// A recursive copy writes everything under the copy.
+		{"cp -r /tmp/parser src", true},
+		{"cp -a /tmp/parser src/", true},
+		{"cp -rT /tmp/x src/parser", true},
+		{"cp -r /tmp/x src", false},
+		{"cp -a /tmp/x src/lexer/", false},
+		// Formatters and fixers that rewrite in place (a directory: every
+		// file under it); their checks write nothing.
+		{"npx prettier --write src/parser/a.go", true},
+		{"prettier -w src", true},
+		{"eslint --fix src/parser", true},
+		{"eslint -o src/parser/report.txt src/lexer", true},
+		{"black src/parser/a.go", true},
+		{"ruff format", true},
+		{"ruff check --fix src/parser", true},
+		{"rustfmt src/parser/a.go", true},
+		{"cargo fmt", true},
+		{"clang-format -i src/parser/a.go", true},
+		{"yq -i '.a=1' src/parser/c.yaml", true},
+		{"awk -i inplace '{print}' src/parser/a.go", true},
+		{"dos2unix src/parser/a.go", true},
+		{"prettier --check src/parser", false},
+		{"eslint src/parser", false},
+		{"black --check src", false},
+		{"ruff check src/parser", false},
+		{"ruff format --diff src", false},
+		{"rustfmt --check src/parser/a.go", false},
+		{"cargo fmt --check", false},
+		{"cargo build", false},
+		{"clang-format src/parser/a.go", false},
+		{"yq '.a' src/parser/c.yaml", false},
+		{"awk '{print}' src/parser/a.go", false},
+		{"go fmt -n ./...", false},
+		// go fmt of one package formats its directory's files, not the
+		// packages under it.
+		{"go fmt ./src", false},
+		{"cd src && go fmt", false},
+		{"cd src/parser && go fmt", true},
+		{"go fmt example.com/m/src", false},
+		// >&FILE sends both streams to FILE; eval runs its words as a
+		// line; sponge writes its file; cp -r DIR/. DEST copies into DEST.
+		{"make >&src/parser/build.log", true},
+		{"make >& src/parser/build.log", true},
+		{"make 2>&1 >&- | tee /tmp/log", false},
+		{"eval \"rm src/parser/a.go\"", true},
+		{"eval rm src/parser/a.go", true},
+		{"eval echo src/parser/a.go", false},
+		{"sort src/parser/a.go | sponge src/parser/a.go", true},
+		{"cp -r /tmp/x/. src/", true},
+		{"cp -r /tmp/x/. src/lexer/", false},
 	} {
 		input, _ := json.Marshal(map[string]any{"command": tt.cmd})
 		in := &Input{Tool: Claude, Event: PreToolUse, Cwd: proj, ToolName: "Bash", ToolInput: input}

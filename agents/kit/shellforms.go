@@ -179,40 +179,67 @@ func (v *fsView) gitTop(dir string) string {
 	}
 }
 
-// gitCheckoutOperands are the operands of `git checkout` without "--":
-// each is a path it restores or the branch (or commit) it switches to,
-// which the command line does not tell apart. simplePaths keeps the ones
-// that exist. A checkout that makes a branch (-b, -B, --orphan) or
-// detaches restores nothing.
+// gitCheckoutOperands are the paths `git checkout` without "--"
+// restores. Its first operand is the branch (or commit) it switches to
+// or a path, which the command line does not tell apart; the ones after
+// it are paths either way (`git checkout HEAD~1 a.go`), as are all of
+// them under --ours/--theirs. The first is a branch when it is one of
+// the repository's refs (git takes a ref first even when a path has its
+// name: "git checkout docs" with a docs/ directory switches to the
+// branch docs), a remote's branch (which git checks out as a new local
+// one), a revision (HEAD~1, v1^, a hex commit id) or, alone, a name
+// without a slash or a dot that does not exist (main, feature). Else it
+// is a path: one that exists, or one that does not (deleted in the work
+// tree, which the checkout brings back) and has a slash or a dot. A
+// checkout that makes a branch (-b, -B, --orphan) or detaches restores
+// nothing. v reads the files and refs (nil: nothing is read, no path).
 //
-// here is the directory the command runs in ("" when not clear); v
-// reads the repository's refs from there.
+// here is the directory the command runs in ("" when not clear).
 func gitCheckoutOperands(words []string, here string, v *fsView) []string {
 	w := commandWords(words)
-	if len(w) == 0 || filepath.Base(w[0]) != "git" {
+	if v == nil || len(w) == 0 || filepath.Base(w[0]) != "git" {
 		return nil
 	}
 	dir, args, ok := gitCommand(w[1:])
 	if !ok || len(args) == 0 || args[0] != "checkout" || slices.Contains(args, "--") { // with --: gitRestored
 		return nil
 	}
+	stage := false
 	for _, a := range args[1:] {
 		if a == "-b" || a == "-B" || a == "--orphan" || a == "--detach" || a == "-d" {
 			return nil
 		}
+		stage = stage || a == "--ours" || a == "--theirs"
 	}
-	ops := shellOperands(dropOptionValues(args[1:], "--pathspec-from-file"))
-	// git takes the first operand as the branch (or tag) it names, even
-	// when a path has that name too ("git checkout docs" with a docs/
-	// directory switches to the branch docs).
+	ops := shellOperands(dropOptionValues(args[1:], "--pathspec-from-file", "--conflict"))
 	repo := here
 	if dir != "" {
 		repo = under(here, dir)
 	}
-	if len(ops) > 0 && v.isRef(repo, ops[0]) {
-		ops = ops[1:]
+	if len(ops) > 0 && !stage {
+		first := ops[0]
+		switch {
+		case first == "" || v.isRef(repo, first):
+			ops = ops[1:]
+		case repo != "" && len(v.existing([]string{under(repo, first)})) == 1:
+		case len(ops) > 1 || isRevision(first) || !strings.ContainsAny(first, "/."):
+			ops = ops[1:]
+		}
 	}
 	return cleanPaths(inDir(dir, ops))
+}
+
+// isRevision says whether name reads as a revision rather than a path:
+// HEAD and its kin, a name with a revision suffix (~, ^, @{...}, :path)
+// or a commit id (four to forty hex digits).
+func isRevision(name string) bool {
+	if slices.Contains([]string{"HEAD", "FETCH_HEAD", "ORIG_HEAD", "MERGE_HEAD", "@", "-"}, name) || strings.ContainsAny(name, "~^:") || strings.Contains(name, "@{") {
+		return true
+	}
+	if len(name) < 4 || len(name) > 40 {
+		return false
+	}
+	return strings.Trim(strings.ToLower(name), "0123456789abcdef") == ""
 }
 
 // isRef says whether name is a branch or tag of the repository dir is
@@ -244,15 +271,33 @@ func (v *fsView) isRef(dir, name string) bool {
 			}
 		}
 	}
-	refs := []string{"refs/heads/" + name, "refs/tags/" + name}
+	refs := []string{"refs/heads/" + name, "refs/tags/" + name, "refs/remotes/" + name} // origin/main
 	for _, ref := range refs {
 		if fi, err := os.Stat(filepath.Join(gitDir, filepath.FromSlash(ref))); err == nil && fi.Mode().IsRegular() {
 			return true
 		}
 	}
+	// A remote's branch: git checkout NAME makes the local branch NAME
+	// from origin/NAME.
+	if remotes, err := os.ReadDir(filepath.Join(gitDir, "refs", "remotes")); err == nil {
+		for _, r := range remotes {
+			if fi, err := os.Stat(filepath.Join(gitDir, "refs", "remotes", r.Name(), filepath.FromSlash(name))); err == nil && fi.Mode().IsRegular() {
+				return true
+			}
+		}
+	}
 	for _, l := range strings.Split(v.read(filepath.Join(gitDir, "packed-refs")), "\n") {
-		if f := strings.Fields(l); len(f) == 2 && slices.Contains(refs, f[1]) {
+		f := strings.Fields(l)
+		if len(f) != 2 {
+			continue
+		}
+		if slices.Contains(refs, f[1]) {
 			return true
+		}
+		if r, ok := strings.CutPrefix(f[1], "refs/remotes/"); ok {
+			if _, b, ok := strings.Cut(r, "/"); ok && b == name {
+				return true
+			}
 		}
 	}
 	return false
@@ -543,9 +588,15 @@ func hunkHeader(l string) (old, added int, ok bool) {
 }
 
 // xargsCommand is the command xargs runs and its static arguments: its
-// words after xargs's own options; and the string -I (-i, --replace)
-// says to replace with each input line, "" when it appends them.
+// words after xargs's own options; and the string -I (-i, --replace,
+// BSD's -J) says to replace with each input line, "" when it appends
+// them. Every option that takes a value is read with it — separate
+// (-n 1, --max-args 1), joined (-n1, --max-args=1) or at the end of a
+// cluster (-rn 1, -0I{}) — so the value is not taken for the command.
 func xargsCommand(args []string) (cmd []string, repl string) {
+	// Long options that take a value, and those whose value is optional
+	// (only --opt=VALUE gives one).
+	longValue := []string{"--arg-file", "--delimiter", "--max-lines", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"}
 	i := 0
 	for ; i < len(args); i++ {
 		a := args[i]
@@ -556,20 +607,43 @@ func xargsCommand(args []string) (cmd []string, repl string) {
 		if !strings.HasPrefix(a, "-") || a == "-" {
 			break
 		}
-		switch {
-		case a == "-I" && i+1 < len(args):
-			repl = args[i+1]
-			i++
-		case strings.HasPrefix(a, "-I"):
-			repl = a[2:]
-		case a == "-i" || a == "--replace":
-			repl = "{}"
-		case strings.HasPrefix(a, "-i"):
-			repl = a[2:]
-		case strings.HasPrefix(a, "--replace="):
-			repl = strings.TrimPrefix(a, "--replace=")
-		case a == "-n" || a == "-P" || a == "-L" || a == "-s" || a == "-d" || a == "-E" || a == "-a":
-			i++ // takes a value
+		if strings.HasPrefix(a, "--") {
+			name, val, hasVal := strings.Cut(a, "=")
+			switch {
+			case name == "--replace":
+				repl = "{}"
+				if hasVal {
+					repl = val
+				}
+			case slices.Contains(longValue, name) && !hasVal:
+				i++
+			}
+			continue
+		}
+		// A cluster of one-letter options: a letter that takes a value
+		// takes the rest of the word, or the next word when none is left.
+	cluster:
+		for j := 1; j < len(a); j++ {
+			c, rest := a[j], a[j+1:]
+			switch {
+			case strings.IndexByte("aEdLnPsIJRS", c) >= 0:
+				if rest == "" && i+1 < len(args) {
+					i++
+					rest = args[i]
+				}
+				if c == 'I' || c == 'J' {
+					repl = rest
+				}
+			case c == 'i': // -i[REPLACE]: the value only joined
+				repl = "{}"
+				if rest != "" {
+					repl = rest
+				}
+			case c == 'e' || c == 'l': // -e[EOF], -l[LINES]: the value only joined
+			default:
+				continue // a letter without a value (-0, -r, -t, -p, -x, -o)
+			}
+			break cluster
 		}
 	}
 	if i >= len(args) {
@@ -661,16 +735,47 @@ func findDeletes(args []string) []string {
 	return cleanPaths(starts)
 }
 
-// goFmtWrites returns the directories `go fmt PACKAGES` rewrites (it runs
-// gofmt -l -w on the packages' files): a pattern's directory (./x/...
-// is x), the current directory with no package named. Any other go
-// subcommand writes nothing the gate guards. A package named by import
-// path rather than by directory is not resolved: it is let through.
-func goFmtWrites(args []string) []string {
-	if len(args) == 0 || args[0] != "fmt" {
-		return nil
+// findWrites returns the files a find writes by name: the FILE of
+// -fprint, -fprint0, -fls and -fprintf FILE FORMAT (each truncates it
+// and writes its list there), and what a command run by -exec/-execdir
+// writes among its static words (`-exec sed -i s/a/b/ x.go ;`); what it
+// does to the files found is findDeletes'.
+func findWrites(args []string) []string {
+	var out []string
+	for j := 0; j < len(args); j++ {
+		switch args[j] {
+		case "-fprint", "-fprint0", "-fls", "-fprintf":
+			if j+1 < len(args) {
+				out = append(out, args[j+1])
+			}
+			j++
+			if args[j-1] == "-fprintf" {
+				j++ // the format
+			}
+		case "-exec", "-execdir", "-ok", "-okdir":
+			var cmd []string
+			k := j + 1
+			for ; k < len(args) && args[k] != ";" && args[k] != "+"; k++ {
+				cmd = append(cmd, args[k])
+			}
+			out = append(out, cleanFound(commandWrites(withFound(cmd, "{}")))...)
+			j = k
+		}
 	}
-	pkgs := shellOperands(dropOptionValues(args[1:], "-mod", "-modfile"))
+	return out
+}
+
+// goFmtWrites returns the directories `go generate PACKAGES` runs its
+// generators in (what they write is up to them: Tavern takes it as
+// anywhere under the packages' directories): a pattern's directory
+// (./x/... is x), the current directory with no package named. go fmt's
+// files, and packages named by import path, are goModuleWrites', which
+// reads the directories and go.mod.
+func goFmtWrites(args []string) []string {
+	if len(args) == 0 || args[0] != "generate" || slices.Contains(args[1:], "-n") {
+		return nil // -n prints the commands, runs none
+	}
+	pkgs := shellOperands(dropOptionValues(args[1:], "-mod", "-modfile", "-run", "-skip"))
 	if len(pkgs) == 0 {
 		return []string{"."}
 	}
@@ -681,7 +786,7 @@ func goFmtWrites(args []string) []string {
 			continue
 		}
 		if !strings.HasPrefix(p, ".") && !strings.HasPrefix(p, "/") {
-			continue // an import path
+			continue // an import path: goModuleWrites
 		}
 		p = strings.TrimSuffix(strings.TrimSuffix(p, "..."), "/")
 		if p == "" {
@@ -692,6 +797,107 @@ func goFmtWrites(args []string) []string {
 	return cleanPaths(dirs)
 }
 
+// goModuleWrites returns, as absolute paths, what a go command writes
+// that the files say: the .go files of the packages `go fmt` formats
+// (it runs gofmt -l -w on them: a package is its directory's .go files,
+// x/... every directory under x, taken whole; none named is the current
+// directory's), the directories of the packages go generate names by
+// import path in the module here is in (example.com/m/internal/x is
+// internal/x under go.mod's directory), and go.mod and go.sum, which
+// `go mod tidy`, `go get`, `go mod edit` (but -print, -json) and `go mod
+// init` (here) write, vendor/ too for `go mod vendor`. It reads go.mod
+// and the packages' directories, runs nothing; nil when here is not
+// clear.
+func goModuleWrites(words []string, here string, v *fsView) []string {
+	w := commandWords(words)
+	if v == nil || here == "" || len(w) < 2 || filepath.Base(w[0]) != "go" {
+		return nil
+	}
+	args := w[1:]
+	if args[0] == "mod" && len(args) > 1 && args[1] == "init" {
+		return []string{filepath.Join(here, "go.mod"), filepath.Join(here, "go.sum")}
+	}
+	root := ""
+	for d := here; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			root = d
+			break
+		}
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	modFiles := []string{filepath.Join(root, "go.mod"), filepath.Join(root, "go.sum")}
+	switch {
+	case args[0] != "fmt" && args[0] != "generate" && root == "":
+		return nil
+	case args[0] == "get":
+		return modFiles
+	case args[0] == "mod" && len(args) > 1 && (args[1] == "tidy"):
+		return modFiles
+	case args[0] == "mod" && len(args) > 1 && args[1] == "edit":
+		if slices.Contains(args, "-print") || slices.Contains(args, "-json") {
+			return nil
+		}
+		return modFiles
+	case args[0] == "mod" && len(args) > 1 && args[1] == "vendor":
+		return append(modFiles, filepath.Join(root, "vendor"))
+	case args[0] != "fmt" && args[0] != "generate":
+		return nil
+	case slices.Contains(args[1:], "-n"):
+		return nil // go fmt -n, go generate -n: print the commands
+	}
+	module := ""
+	if root != "" {
+		for _, l := range strings.Split(v.read(filepath.Join(root, "go.mod")), "\n") {
+			if m, ok := strings.CutPrefix(strings.TrimSpace(l), "module"); ok && m != "" && (m[0] == ' ' || m[0] == '\t') {
+				module = strings.Trim(strings.TrimSpace(strings.SplitN(strings.TrimSpace(m), "//", 2)[0]), `"`)
+				break
+			}
+		}
+	}
+	fmtCmd := args[0] == "fmt"
+	pkgs := shellOperands(dropOptionValues(args[1:], "-mod", "-modfile", "-run", "-skip"))
+	if len(pkgs) == 0 && fmtCmd {
+		pkgs = []string{"."}
+	}
+	var out []string
+	for _, p := range pkgs {
+		all := strings.HasSuffix(p, "...") || p == "all"
+		p = strings.TrimSuffix(strings.TrimSuffix(p, "..."), "/")
+		var dir string
+		switch {
+		case p == "all" && root != "":
+			dir = root
+		case !fmtCmd && (p == "" || strings.HasPrefix(p, ".") || strings.HasPrefix(p, "/")):
+			continue // goFmtWrites
+		case p == "" || strings.HasPrefix(p, ".") || strings.HasPrefix(p, "/"):
+			dir = under(here, p)
+			if p == "" {
+				dir = here
+			}
+		case module != "" && p == module:
+			dir = root
+		case module != "" && strings.HasPrefix(p, module+"/"):
+			dir = filepath.Join(root, filepath.FromSlash(strings.TrimPrefix(p, module+"/")))
+		default:
+			continue // another module's package, or the standard library
+		}
+		if all || !fmtCmd {
+			out = append(out, dir)
+			continue
+		}
+		// One package: its directory's .go files, not its subdirectories.
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if !e.IsDir() && strings.HasSuffix(e.Name(), ".go") {
+				out = append(out, filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	return out
+}
+
 // gofmtWrites returns the files and directories gofmt -w and goimports
 // -w rewrite in place (a directory: every .go file under it).
 func gofmtWrites(args []string) []string {
@@ -699,4 +905,366 @@ func gofmtWrites(args []string) []string {
 		return nil
 	}
 	return cleanPaths(shellOperands(dropOptionValues(args, "-r", "--r", "-cpuprofile", "-local", "--local", "-srcdir", "--srcdir")))
+}
+
+// archiveWrites returns what an archiver writes: the files (the archive
+// tar -c/-r/-u/--delete and zip write; the file gzip, bzip2 and xz
+// compress or uncompress in place, and the one they make) and the trees
+// (the directory tar -x and unzip extract into — the archive's members
+// are not on the command line, so anywhere under it: tar's -C, unzip's
+// -d, else the current directory). Listing, testing and extracting to
+// stdout write nothing.
+func archiveWrites(name string, args []string) (files, trees []string) {
+	switch name {
+	case "tar":
+		mode, archive, dir := "", "", ""
+		valued := "bCfFgHIKLNTVX" // the one-letter options that take a value
+		take := func(c byte, v string) {
+			switch c {
+			case 'f':
+				archive = v
+			case 'C':
+				dir = v
+			}
+		}
+		setMode := func(c byte) {
+			if strings.IndexByte("xcrutAd", c) >= 0 && mode == "" {
+				mode = string(c)
+			}
+		}
+		toStdout := false
+		for i := 0; i < len(args); i++ {
+			a := args[i]
+			switch {
+			case i == 0 && !strings.HasPrefix(a, "-"):
+				// Old style: tar xzf FILE; each letter with a value
+				// takes the next word, in order.
+				for j := 0; j < len(a); j++ {
+					setMode(a[j])
+					toStdout = toStdout || a[j] == 'O'
+					if strings.IndexByte(valued, a[j]) >= 0 && i+1 < len(args) {
+						i++
+						take(a[j], args[i])
+					}
+				}
+			case a == "--":
+				i = len(args)
+			case strings.HasPrefix(a, "--"):
+				n, v, has := strings.Cut(a, "=")
+				if !has && slices.Contains([]string{"--file", "--directory", "--files-from", "--exclude-from", "--transform", "--xform"}, n) && i+1 < len(args) {
+					i++
+					v = args[i]
+				}
+				switch n {
+				case "--extract", "--get":
+					mode = "x"
+				case "--create", "--append", "--update", "--delete":
+					mode = "c"
+				case "--list", "--diff", "--compare":
+					mode = "t"
+				case "--to-stdout", "--to-command":
+					toStdout = true
+				case "--file":
+					archive = v
+				case "--directory":
+					dir = v
+				}
+			case strings.HasPrefix(a, "-") && len(a) > 1:
+				for j := 1; j < len(a); j++ {
+					setMode(a[j])
+					toStdout = toStdout || a[j] == 'O'
+					if strings.IndexByte(valued, a[j]) >= 0 {
+						v := a[j+1:]
+						if v == "" && i+1 < len(args) {
+							i++
+							v = args[i]
+						}
+						take(a[j], v)
+						break
+					}
+				}
+			}
+		}
+		switch {
+		case mode == "x" && !toStdout:
+			if dir == "" {
+				dir = "."
+			}
+			return nil, cleanPaths([]string{dir})
+		case mode == "c" || mode == "r" || mode == "u" || mode == "A":
+			// The archive is opened where tar starts, before any -C.
+			return cleanPaths([]string{archive}), nil
+		}
+	case "unzip":
+		dir := "."
+		for i := 0; i < len(args); i++ {
+			a := args[i]
+			switch {
+			case a == "-d" && i+1 < len(args):
+				i++
+				dir = args[i]
+			case strings.HasPrefix(a, "-d") && len(a) > 2:
+				dir = a[2:]
+			case a == "-Z" || strings.HasPrefix(a, "-") && strings.ContainsAny(a[1:], "lptcvz"):
+				return nil, nil // lists, tests or prints: writes nothing
+			}
+		}
+		return nil, cleanPaths([]string{dir})
+	case "zip":
+		if ops := shellOperands(dropOptionValues(args, "-b", "-n", "-t", "-tt", "-P", "-O", "--out")); len(ops) > 0 {
+			return cleanPaths(append([]string{ops[0]}, optionValues(args, "-O", "--out")...)), nil
+		}
+	case "gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz":
+		ops := shellOperands(dropOptionValues(args, "-S", "--suffix"))
+		un := strings.HasPrefix(name, "un") || strings.HasPrefix(name, "gun") || strings.HasPrefix(name, "bun")
+		keep := false
+		for _, a := range args {
+			switch {
+			case a == "--":
+			case a == "--stdout" || a == "--to-stdout" || a == "--list" || a == "--test":
+				return nil, nil
+			case a == "--decompress" || a == "--uncompress":
+				un = true
+			case a == "--keep":
+				keep = true
+			case strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--"):
+				if strings.ContainsAny(a[1:], "clt") {
+					return nil, nil
+				}
+				un = un || strings.Contains(a, "d")
+				keep = keep || strings.Contains(a, "k")
+			}
+		}
+		ext := map[string]string{"gzip": ".gz", "gunzip": ".gz", "bzip2": ".bz2", "bunzip2": ".bz2", "xz": ".xz", "unxz": ".xz"}[name]
+		for _, o := range ops {
+			if o == "" || o == "-" {
+				continue
+			}
+			if !keep {
+				files = append(files, o) // removed
+			}
+			if un {
+				if t, ok := strings.CutSuffix(o, ext); ok {
+					files = append(files, t)
+				} else if t, ok := strings.CutSuffix(o, ".tgz"); ok && name == "gunzip" {
+					files = append(files, t+".tar")
+				}
+			} else {
+				files = append(files, o+ext)
+			}
+		}
+		return cleanPaths(files), nil
+	}
+	return nil, nil
+}
+
+// modeOperands are the files chmod, chown and chgrp change (their mode
+// or owner is part of what the file is: git sees a mode change): the
+// operands after the mode or owner, or all of them with --reference. A
+// mode that reads as an option (chmod -x f) is the mode.
+func modeOperands(name string, args []string) []string {
+	haveMode := false
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			for _, o := range args[i+1:] {
+				if haveMode {
+					out = append(out, o)
+				}
+				haveMode = true
+			}
+			return out
+		case strings.HasPrefix(a, "--reference"):
+			haveMode = true
+			if a == "--reference" {
+				i++
+			}
+		case name == "chmod" && !haveMode && len(a) > 1 && (a[0] == '-' || a[0] == '+') && strings.Trim(a[1:], "rwxXstugo") == "":
+			haveMode = true // -x, -w: a mode, not an option
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+		case !haveMode:
+			haveMode = true
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// remotePath says whether an scp or rsync operand names another host's
+// file (host:path, user@host:path, rsync://...), not one here.
+func remotePath(p string) bool {
+	if strings.Contains(p, "://") {
+		return true
+	}
+	c := strings.IndexByte(p, ':')
+	return c > 0 && !strings.Contains(p[:c], "/")
+}
+
+// rsyncWrites returns what rsync writes here: its local destination (the
+// last operand) — as a tree when it copies recursively (-r, -a), since
+// anything under it may be written or, with --delete, removed; else the
+// file and DEST/NAME as cp does — and its local sources when it removes
+// them (--remove-source-files). A dry run writes nothing.
+func rsyncWrites(args []string) (files, trees []string) {
+	valued := []string{"-e", "--rsh", "--exclude", "--include", "-f", "--filter", "--exclude-from", "--include-from", "--files-from",
+		"-T", "--temp-dir", "--backup-dir", "--suffix", "--chmod", "--log-file", "--password-file", "--port", "--partial-dir",
+		"--compare-dest", "--link-dest", "--copy-dest", "-B", "--block-size", "--bwlimit", "--timeout", "--max-size", "--min-size",
+		"--max-delete", "--out-format", "--info", "--debug", "-M", "--remote-option", "--rsync-path", "--chown", "--usermap", "--groupmap"}
+	rest := dropOptionValues(args, valued...)
+	recursive, remove := false, false
+	for _, a := range rest {
+		switch {
+		case a == "--":
+		case a == "--dry-run" || a == "--list-only":
+			return nil, nil
+		case a == "--recursive" || a == "--archive":
+			recursive = true
+		case a == "--remove-source-files":
+			remove = true
+		case strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--"):
+			if strings.Contains(a, "n") {
+				return nil, nil
+			}
+			recursive = recursive || strings.ContainsAny(a, "ra")
+		}
+	}
+	ops := shellOperands(rest)
+	if len(ops) < 2 {
+		return nil, nil // one operand lists it
+	}
+	dest, srcs := ops[len(ops)-1], ops[:len(ops)-1]
+	if remove {
+		for _, s := range srcs {
+			if !remotePath(s) {
+				files = append(files, s)
+			}
+		}
+	}
+	if remotePath(dest) {
+		return files, nil
+	}
+	if recursive {
+		return files, []string{dest}
+	}
+	files = append(files, dest)
+	for _, s := range srcs {
+		if b := filepath.Base(s); b != "." && b != "/" && b != ".." && !strings.HasSuffix(s, "/") {
+			files = append(files, filepath.Join(dest, b))
+		}
+	}
+	return files, nil
+}
+
+// formatterWrites returns the files and directories (everything under
+// them) a formatter or fixer rewrites in place: prettier --write,
+// eslint --fix (and its --output-file), black, ruff format, ruff check
+// --fix, rustfmt, cargo fmt/fix (the crate: the current directory),
+// clang-format -i, yq -i, awk -i inplace, dos2unix. Their checks and
+// diffs (--check, --diff, dry runs) write nothing. The default of a
+// tool that formats the current directory when given no path is ".".
+func formatterWrites(name string, args []string) []string {
+	has := func(opts ...string) bool {
+		return slices.ContainsFunc(args, func(a string) bool { return slices.Contains(opts, a) })
+	}
+	orDot := func(ops []string) []string {
+		if len(ops) == 0 {
+			return []string{"."}
+		}
+		return ops
+	}
+	switch name {
+	case "prettier":
+		if has("--write", "-w") {
+			return shellOperands(dropOptionValues(args, "--config", "--ignore-path", "--plugin", "--parser", "--log-level", "--cache-location",
+				"--stdin-filepath", "--tab-width", "--print-width", "--trailing-comma", "--end-of-line", "--arrow-parens", "--prose-wrap",
+				"--quote-props", "--cache-strategy", "--config-precedence"))
+		}
+	case "eslint":
+		out := optionValues(args, "-o", "--output-file")
+		if has("--fix") {
+			out = append(out, shellOperands(dropOptionValues(args, "-c", "--config", "--ext", "--rule", "-f", "--format", "--parser",
+				"--parser-options", "--plugin", "--resolve-plugins-relative-to", "--ignore-path", "--ignore-pattern", "--max-warnings",
+				"--cache-location", "--env", "--global", "--rulesdir", "-o", "--output-file", "--fix-type"))...)
+		}
+		return out
+	case "black":
+		if has("--check", "--diff", "-c", "--code") {
+			return nil
+		}
+		return shellOperands(dropOptionValues(args, "-l", "--line-length", "-t", "--target-version", "--include", "--exclude",
+			"--extend-exclude", "--force-exclude", "--config", "--required-version", "-W", "--workers", "--stdin-filename", "--python-cell-magics"))
+	case "ruff":
+		if len(args) == 0 {
+			return nil
+		}
+		rest := args[1:]
+		valued := []string{"--config", "--select", "--ignore", "--extend-select", "--line-length", "--target-version", "--exclude",
+			"--extend-exclude", "--per-file-ignores", "--output-format", "-o", "--output-file", "--stdin-filename", "--cache-dir", "--fixable", "--unfixable"}
+		out := optionValues(rest, "-o", "--output-file")
+		switch {
+		case args[0] == "format" && !slices.Contains(rest, "--check") && !slices.Contains(rest, "--diff"):
+			return append(out, orDot(shellOperands(dropOptionValues(rest, valued...)))...)
+		case args[0] == "check" && (slices.Contains(rest, "--fix") || slices.Contains(rest, "--fix-only")) && !slices.Contains(rest, "--diff"):
+			return append(out, orDot(shellOperands(dropOptionValues(rest, valued...)))...)
+		}
+		return out
+	case "rustfmt":
+		if has("--check", "--emit") {
+			return nil
+		}
+		return shellOperands(dropOptionValues(args, "--edition", "--config", "--config-path", "--style-edition", "--color"))
+	case "cargo":
+		if len(args) > 0 && (args[0] == "fmt" && !has("--check") || args[0] == "fix" || args[0] == "clippy" && has("--fix")) {
+			return []string{"."}
+		}
+	case "clang-format":
+		if has("-i", "--i") {
+			return shellOperands(dropOptionValues(args, "--style", "-style", "--assume-filename", "--lines", "--offset", "--length"))
+		}
+	case "yq":
+		if !has("-i", "--inplace") {
+			return nil
+		}
+		ops := shellOperands(dropOptionValues(args, "-o", "--output-format", "-p", "--input-format", "--from-file", "--indent", "-I"))
+		if len(ops) > 0 && (ops[0] == "e" || ops[0] == "eval" || ops[0] == "ea" || ops[0] == "eval-all") {
+			ops = ops[1:]
+		}
+		if len(ops) > 1 {
+			return ops[1:] // after the expression
+		}
+	case "awk", "gawk":
+		inplace := false
+		prog := true // the first operand is the program unless -f gave one
+		var files []string
+		for i := 0; i < len(args); i++ {
+			a := args[i]
+			switch {
+			case (a == "-i" || a == "--include") && i+1 < len(args):
+				i++
+				inplace = inplace || args[i] == "inplace"
+			case a == "-iinplace" || a == "--include=inplace":
+				inplace = true
+			case a == "-f" || a == "--file":
+				prog = false
+				i++
+			case a == "-v" || a == "-F" || a == "--assign" || a == "--field-separator":
+				i++
+			case strings.HasPrefix(a, "-"):
+			case prog:
+				prog = false
+			case strings.Contains(a, "="): // an assignment operand
+			default:
+				files = append(files, a)
+			}
+		}
+		if inplace {
+			return files
+		}
+	case "dos2unix", "unix2dos":
+		return shellOperands(args)
+	}
+	return nil
 }
