@@ -29,6 +29,10 @@ var ErrUnknownEvent = errors.New("unknown hook event")
 // tool documents.
 var ErrBadPayload = errors.New("bad hook payload")
 
+// ErrHandlerPanic is wrapped by the error Handle returns when a handler
+// panicked: the hook fails open on it, as on Tavern's other trouble.
+var ErrHandlerPanic = errors.New("hook handler panicked")
+
 // ErrBadConfig is returned when a tool's configuration file (settings.json,
 // hooks.json, .aider.conf.yml) cannot be parsed: setup leaves it as it is.
 var ErrBadConfig = errors.New("bad configuration file")

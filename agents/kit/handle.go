@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -43,7 +44,25 @@ func HookAgent(in *Input, opt HookOptions) string {
 // fails open, and the two gates (pre-tool-use, stop) decide against the
 // tool only on a definite conflict. A response may come with an error
 // (part of a delivery failed): both count.
-func Handle(ctx context.Context, e *Env, in *Input, opt HookOptions) (*Response, error) {
+//
+// A panic in a handler (a parser bug on a command line nobody foresaw) is
+// Tavern's trouble too: it is returned as an error wrapping
+// ErrHandlerPanic, so the tool goes on. Left to crash, Go exits 2, which
+// the tools read as "block".
+func Handle(ctx context.Context, e *Env, in *Input, opt HookOptions) (resp *Response, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			ev := ""
+			if in != nil {
+				ev = string(in.Event)
+			}
+			resp, err = nil, &Error{Op: "hook", Path: ev, Err: fmt.Errorf("%w: %v\n%s", ErrHandlerPanic, r, debug.Stack())}
+		}
+	}()
+	return handle(ctx, e, in, opt)
+}
+
+func handle(ctx context.Context, e *Env, in *Input, opt HookOptions) (*Response, error) {
 	agent := HookAgent(in, opt)
 	// A tavern.md Tavern does not accept stops every command (exit 5), and
 	// every hook but the gate: the gate reads only reservations, and one

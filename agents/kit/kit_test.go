@@ -586,3 +586,15 @@ func startSleeper(tb testing.TB) *exec.Cmd {
 	})
 	return cmd
 }
+
+// TestHandlePanicFailsOpen: a handler that panics (here on an Env that
+// was never opened) returns an error the hook fails open on, instead of
+// crashing the process with exit 2, which the tools read as "block".
+func TestHandlePanicFailsOpen(t *testing.T) {
+	for _, ev := range []Event{PreToolUse, SessionStart, Stop} {
+		resp, err := Handle(context.Background(), nil, &Input{Event: ev, Tool: Claude}, HookOptions{Agent: "alice"})
+		if resp != nil || !errors.Is(err, ErrHandlerPanic) {
+			t.Errorf("%s: got %v, %v; want nil and an error wrapping ErrHandlerPanic", ev, resp, err)
+		}
+	}
+}
