@@ -40,6 +40,11 @@ func parseEdit(rel string, data []byte) (*Doc, error) {
 // someone else changed the document meanwhile: the caller keeps the
 // person's text so nothing typed is lost.
 func (s *Store) SaveEdit(rel, baseRev string, data []byte) (*Doc, error) {
+	release, err := s.writerLocks(rel) // as Update (see UpdateWith)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	l, err := s.lockExistingDoc("read", rel)
 	if err != nil {
 		return nil, err

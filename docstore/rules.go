@@ -180,8 +180,9 @@ func (s *Store) AddOwner(name string, fn Owner) {
 // A Locker names the locks, besides its document lock, that serialise
 // the engine's writers of the document at rel (package queues: an item's
 // state changes hold its item lock, not the document lock), or none.
-// Delete takes them, in order, before the document lock, so a removal
-// never falls between the two steps of a claim.
+// Delete, Update and SaveEdit take them, in order, before the document
+// lock, so a removal or an edit never falls between the two steps of a
+// claim.
 type Locker func(rel string) []string
 
 type namedLocker struct {

@@ -540,6 +540,15 @@ func (s *Store) UpdateWith(rel string, opt UpdateOptions, fn func(*Doc) error) (
 	if opt.IfRev != "" && !ValidRevision(opt.IfRev) {
 		return nil, &RevError{Op: "update", Path: rel, Rev: opt.IfRev}
 	}
+	// The lockers' locks first (an item's lock, which its claims and
+	// completions hold instead of the document lock), as Delete takes
+	// them: a set that read a pending item must not write it back after
+	// a claim moved it, beside the claimed copy (its change then lost).
+	release, err := s.writerLocks(rel)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	l, err := s.lockExistingDoc("read", rel)
 	if err != nil {
 		return nil, err
@@ -549,8 +558,9 @@ func (s *Store) UpdateWith(rel string, opt UpdateOptions, fn func(*Doc) error) (
 }
 
 // UpdateHeld is Update for a caller that already holds the lock which
-// serialises writers of rel (e.g. a queue item's claim lock). l is not
-// used beyond documenting that contract.
+// serialises writers of rel (e.g. a queue item's claim lock, which
+// Update takes through the lockers, AddLocker). l is not used beyond
+// documenting that contract.
 func (s *Store) UpdateHeld(l *Lock, rel string, fn func(*Doc) error) (*Doc, error) {
 	return s.updateHeld(rel, UpdateOptions{}, fn)
 }

@@ -254,7 +254,9 @@ func (b *Broker) reopenGates(it *Item) {
 			continue
 		}
 		now := b.now()
-		if _, err := b.s.Update(g.Path, func(d *docstore.Doc) error {
+		// UpdateHeld: Update would take the item lock (LockerItem),
+		// which this caller holds.
+		if _, err := b.s.UpdateHeld(nil, g.Path, func(d *docstore.Doc) error {
 			return d.Edit([]docstore.Field{{Key: "status", Value: GatePending}, {Key: "updated", Value: now}},
 				"decided_by", "decided_at", "decision_reason", "approval")
 		}); err == nil {

@@ -47,11 +47,13 @@ func InstallRules(s *docstore.Store) {
 	s.AddLocker(LockerItem, func(rel string) []string { return itemLocks(s, rel) })
 }
 
-// LockerItem is the docstore.Locker by which a removal of an item, or of
-// a gate, holds its item's lock (ItemLockKey), which takers, reapers and
-// completions hold for each state change: rm checks the item (a claimed
-// one is refused; a gate its item waits on is) and renames it with no
-// claim, retry or release in between.
+// LockerItem is the docstore.Locker by which a removal or an update
+// (set, edit) of an item, or of a gate, holds its item's lock
+// (ItemLockKey), which takers, reapers and completions hold for each
+// state change: rm checks the item (a claimed one is refused; a gate its
+// item waits on is) and renames it with no claim, retry or release in
+// between, and a set never writes a pending copy back after a claim moved
+// it. Engine code that holds the item lock writes with UpdateHeld.
 const LockerItem = "queues/item-lock"
 
 func itemLocks(s *docstore.Store, rel string) []string {
