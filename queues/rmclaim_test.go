@@ -29,6 +29,22 @@ func trashed(tb testing.TB, s *docstore.Store, prefix string) []string {
 	return out
 }
 
+// oneItemTwoStores makes a queue q with one pending item, and a second
+// Store and Broker on the same directory (another process's view), for a
+// taker that races this Store's writes.
+func oneItemTwoStores(tb testing.TB) (s *docstore.Store, it *queues.Item, rel string, b2 *queues.Broker) {
+	tb.Helper()
+	s = newStore(tb, true)
+	b := newBroker(tb, s, nil)
+	mustQueue(tb, b, "q", queues.QueueOptions{})
+	it = mustAdd(tb, b, "q", queues.AddOptions{Title: "a"})
+	s2, err := docstore.Open(s.Root())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s, it, queues.ItemPath("q", queues.Pending, it.ID), newBroker(tb, s2, nil)
+}
+
 // A taker (another process: its own Store) claims the item between rm's
 // checks and its rename (the test's rule runs there, as rm's delete
 // checks its rules). rm used the document lock, not the item lock the
@@ -38,17 +54,7 @@ func trashed(tb testing.TB, s *docstore.Store, prefix string) []string {
 // with the queue's item lock: the taker, trying it, skips the item, and
 // rm removes it whole; had the claim won, rm is refused (claimed).
 func TestRmItemSerialisesWithTake(t *testing.T) {
-	s := newStore(t, true)
-	b := newBroker(t, s, nil)
-	mustQueue(t, b, "q", queues.QueueOptions{})
-	it := mustAdd(t, b, "q", queues.AddOptions{Title: "a"})
-	rel := queues.ItemPath("q", queues.Pending, it.ID)
-
-	s2, err := docstore.Open(s.Root())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b2 := newBroker(t, s2, nil)
+	s, it, rel, b2 := oneItemTwoStores(t)
 	if err := s.CheckDelete(rel); err != nil { // rm's check, before the claim
 		t.Fatal(err)
 	}
@@ -95,23 +101,14 @@ func TestRmItemSerialisesWithTake(t *testing.T) {
 // before rm removed it: rm is refused as rm of a claimed item is (exit
 // 4), not "no such file", and removes nothing.
 func TestRmItemClaimedSinceCheck(t *testing.T) {
-	s := newStore(t, true)
-	b := newBroker(t, s, nil)
-	mustQueue(t, b, "q", queues.QueueOptions{})
-	it := mustAdd(t, b, "q", queues.AddOptions{Title: "a"})
-	rel := queues.ItemPath("q", queues.Pending, it.ID)
+	s, _, rel, b2 := oneItemTwoStores(t)
 	if err := s.CheckDelete(rel); err != nil {
 		t.Fatal(err)
 	}
-	s2, err := docstore.Open(s.Root())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b2 := newBroker(t, s2, nil)
 	if c, err := b2.Take(context.Background(), queues.TakeOptions{Queues: []string{"q"}, As: "taker"}); err != nil || c == nil {
 		t.Fatalf("take: %v %v", c, err)
 	}
-	_, err = s.DeleteAll(rel)
+	_, err := s.DeleteAll(rel)
 	if !errors.Is(err, queues.ErrState) {
 		t.Errorf("rm: got %v, want ErrState (claimed by taker)", err)
 	}

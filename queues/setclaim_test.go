@@ -47,17 +47,7 @@ func TestWriteItemSerialisesWithTake(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newStore(t, true)
-			b := newBroker(t, s, nil)
-			mustQueue(t, b, "q", queues.QueueOptions{})
-			it := mustAdd(t, b, "q", queues.AddOptions{Title: "a"})
-			rel := queues.ItemPath("q", queues.Pending, it.ID)
-
-			s2, err := docstore.Open(s.Root())
-			if err != nil {
-				t.Fatal(err)
-			}
-			b2 := newBroker(t, s2, nil)
+			s, it, rel, b2 := oneItemTwoStores(t)
 			var claim *queues.Claim
 			var takeErr error
 			armed := true
