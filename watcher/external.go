@@ -53,7 +53,9 @@ func newExternals(p *Projection, j *journal.Journal, h *journal.Heads, start tim
 	return &externals{p: p, j: j, h: h, last: map[string]int64{}, start: start, saved: time.Now()}
 }
 
-// observe queues a change for its decision.
+// observe queues a change for its decision. The projection calls it
+// under p.mu (the order is p.mu, then x.mu), so x.mu is never held while
+// calling into the projection.
 func (x *externals) observe(o *observation) {
 	x.mu.Lock()
 	defer x.mu.Unlock()

@@ -487,7 +487,6 @@ func (p *Projection) apply(cs []Change) {
 
 	now := time.Now().UTC()
 	var events []docEvent
-	var obs []*observation
 	p.mu.Lock()
 	for i, c := range cs {
 		var ev docEvent
@@ -525,14 +524,16 @@ func (p *Projection) apply(cs []Change) {
 			}
 			p.put(compact(e, key))
 			ev = docEvent{e: docEventOf(e, old, prev, now), fields: e.Fields}
-			p.wake(e)
 			if p.startup {
 				if _, ok := p.startPrev[c.Path]; !ok {
 					p.startPrev[c.Path] = prev
 				}
 			} else if p.ext != nil {
-				obs = append(obs, &observation{path: cmp.Or(key, c.Path), kind: e.Kind, present: true, entry: e, prev: prev, seen: seenTime(c.State.Seen)})
+				p.ext.observe(&observation{path: cmp.Or(key, c.Path), kind: e.Kind, present: true, entry: e, prev: prev, seen: seenTime(c.State.Seen)})
 			}
+			// Woken (and published, below) after it is queued for the
+			// externals' decision: a waiter may count on that.
+			p.wake(e)
 		case OpRemove:
 			old := p.docs[c.Path]
 			if old == nil {
@@ -547,7 +548,7 @@ func (p *Projection) apply(cs []Change) {
 			p.dirty[old.Kind] = true
 			ev = docEvent{e: journal.Event{Type: journal.TypeRemoved, Time: schema.TimeOf(now), Kind: old.Kind, Path: c.Path}, gone: true}
 			if !p.startup && p.ext != nil {
-				obs = append(obs, &observation{path: c.Path, kind: old.Kind, prev: prev, seen: time.Now()})
+				p.ext.observe(&observation{path: c.Path, kind: old.Kind, prev: prev, seen: time.Now()})
 			}
 		case OpError:
 			ev = docEvent{e: journal.Event{Type: journal.TypeError, Time: schema.TimeOf(now), Path: c.Path, Data: map[string]any{"error": c.Err.Error()}}}
@@ -557,9 +558,6 @@ func (p *Projection) apply(cs []Change) {
 	p.mu.Unlock()
 	for _, ev := range events {
 		p.publishDoc(ev)
-	}
-	for _, o := range obs {
-		p.ext.observe(o)
 	}
 }
 

@@ -746,6 +746,63 @@ func TestEditedEntryLayout(t *testing.T) {
 	}
 }
 
+// TestPublishedChangeIsObserved: a change is queued for the externals'
+// decision before anyone hears of it, so a WaitFor that returns can count
+// on it. CI saw TestEditedEntryLayout's WaitFor return first. The test
+// holds the externals' lock: before the fix, the change was published
+// while its observation waited for that lock.
+func TestPublishedChangeIsObserved(t *testing.T) {
+	s := newStore(t)
+	j, err := journal.Open(s.Root(), journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	writeDoc(t, s, "agents/a00.md", agentDoc("a00", "idle"))
+	p := openProj(t, s, Options{Watch: true, Journal: j})
+	observed := func() bool {
+		_, ok := p.ext.last["agents/a00.md"]
+		return ok
+	}
+	p.ext.mu.Lock()
+	locked := true
+	unlock := func() {
+		if locked {
+			locked = false
+			p.ext.mu.Unlock()
+		}
+	}
+	defer unlock()
+	writeDoc(t, s, "agents/a00.md", agentDoc("a00", "working"))
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := p.WaitFor(ctx, "agent", func(e Entry) bool { return e.Fields["state"] == "working" })
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !observed() {
+			t.Fatal("the change was published before it was queued for the externals")
+		}
+	case <-time.After(500 * time.Millisecond):
+		// Not published while its observation waits: as it should be.
+	}
+	unlock()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	p.ext.mu.Lock()
+	defer p.ext.mu.Unlock()
+	if !observed() {
+		t.Error("the hand edit was not observed")
+	}
+}
+
 // TestInitialSaveIsCurrent: the index a watching projection saves a few
 // seconds after Open (initialSaveDelay) is what the files are then, like
 // Close's. Before, files removed or moved shortly before that save (a
