@@ -162,12 +162,64 @@ func (p *plainer) plain(n *yaml.Node) any {
 	case "!!null":
 		return nil
 	case "!!int", "!!float", "!!bool":
+		if v, ok := plainScalar(n); ok {
+			return v
+		}
 		var v any
 		if err := n.Decode(&v); err == nil {
 			return v
 		}
 	}
 	return n.Value
+}
+
+// plainScalar decodes the common untagged booleans and decimal integers
+// without yaml's decoder, which costs a decoder per value and was most of
+// Fields' time. It answers only where the result is yaml's own
+// (FuzzPlainScalar holds it to Node.Decode); anything else is left to
+// Decode.
+func plainScalar(n *yaml.Node) (any, bool) {
+	if n.Style != 0 {
+		return nil, false
+	}
+	v := n.Value
+	switch n.Tag {
+	case "!!bool":
+		switch v {
+		case "true", "True", "TRUE":
+			return true, true
+		case "false", "False", "FALSE":
+			return false, true
+		}
+	case "!!int":
+		if !decimalInt(v) {
+			return nil, false
+		}
+		if i, err := strconv.Atoi(v); err == nil {
+			return i, true
+		}
+	}
+	return nil, false
+}
+
+// decimalInt reports whether v is 0 or an optionally negative decimal
+// with no leading zero, short enough to fit an int64: the integers whose
+// meaning no YAML rule (octal, base prefixes, underscores, a plus sign)
+// could change.
+func decimalInt(v string) bool {
+	digits := strings.TrimPrefix(v, "-")
+	if v == "0" {
+		return true
+	}
+	if len(digits) == 0 || len(digits) > 18 || digits[0] < '1' || digits[0] > '9' {
+		return false
+	}
+	for i := 1; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // Set sets a top-level field to v, encoded as YAML. A *yaml.Node is used

@@ -201,3 +201,46 @@ func FuzzParseWhere(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPlainScalar holds plainScalar, Fields' fast path for booleans and
+// integers, to yaml's own decoder: wherever it answers, Node.Decode gives
+// the same value of the same type. Both the nodes yaml's parser makes of
+// `k: <text>` and bare nodes carrying the text under each tag are tried.
+func FuzzPlainScalar(f *testing.F) {
+	for _, s := range []string{"0", "-0", "7", "-12", "007", "010", "-010", "0x1f", "0o17", "1_000", "+3",
+		"9223372036854775807", "-9223372036854775808", "99999999999999999999",
+		"true", "True", "TRUE", "tRUE", "yes", "on", "false", "no", "1.5", ".inf", "!!int 3", "'3'", "\"true\""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		check := func(n *yaml.Node) {
+			got, ok := plainScalar(n)
+			if !ok {
+				return
+			}
+			var want any
+			if err := n.Decode(&want); err != nil {
+				t.Fatalf("plainScalar(%s %q, style %v) = %#v, Decode fails: %v", n.Tag, n.Value, n.Style, got, err)
+			}
+			if got != want {
+				t.Fatalf("plainScalar(%s %q, style %v) = %#v (%T), Decode gives %#v (%T)", n.Tag, n.Value, n.Style, got, got, want, want)
+			}
+		}
+		var doc yaml.Node
+		if yaml.Unmarshal([]byte("k: "+text), &doc) == nil {
+			var walk func(*yaml.Node)
+			walk = func(n *yaml.Node) {
+				if n.Kind == yaml.ScalarNode {
+					check(n)
+				}
+				for _, c := range n.Content {
+					walk(c)
+				}
+			}
+			walk(&doc)
+		}
+		for _, tag := range []string{"!!int", "!!bool", "!!float"} {
+			check(&yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: text})
+		}
+	})
+}
