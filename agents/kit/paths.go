@@ -2,6 +2,7 @@ package kit
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -1484,7 +1485,9 @@ func globPrefix(p string) string {
 // without -- stays as it is unless it names a path that exists (:/TEXT
 // is also the revision whose message has TEXT). here is where the
 // command runs, absolute ("" when not clear). Under git
-// --literal-pathspecs nothing is magic.
+// --literal-pathspecs (GIT_LITERAL_PATHSPECS=1) nothing is magic;
+// --noglob-pathspecs and --icase-pathspecs (and their variables) are
+// read too.
 func gitPathspecs(words []string, here string, v *fsView) (out, trees []string) {
 	w := commandWords(words)
 	if len(w) == 0 || filepath.Base(w[0]) != "git" {
@@ -1494,11 +1497,18 @@ func gitPathspecs(words []string, here string, v *fsView) (out, trees []string) 
 	if !ok || len(args) < 2 {
 		return words, nil
 	}
+	// git's own options, and the environment the line gives it, may make
+	// every pathspec literal, literal as to wildcards, or of any case.
 	gitOpts := w[1 : len(w)-len(args)]
-	if slices.Contains(gitOpts, "--literal-pathspecs") {
+	env := words[:len(words)-len(w)]
+	set := func(opt, variable string) bool {
+		return slices.Contains(gitOpts, opt) || slices.Contains(env, variable+"=1") || slices.Contains(env, variable+"=true")
+	}
+	if set("--literal-pathspecs", "GIT_LITERAL_PATHSPECS") {
 		return words, nil
 	}
-	noglob := slices.Contains(gitOpts, "--noglob-pathspecs")
+	noglob := set("--noglob-pathspecs", "GIT_NOGLOB_PATHSPECS")
+	icase := set("--icase-pathspecs", "GIT_ICASE_PATHSPECS")
 	first := 1 // where the operands start
 	var valued []string
 	switch args[0] {
@@ -1523,7 +1533,7 @@ func gitPathspecs(words []string, here string, v *fsView) (out, trees []string) 
 	}
 	top := ""
 	if here != "" {
-		top = v.gitTop(under(here, dir))
+		top = v.gitTop(under(here, inDirOne(dir, ".")))
 	}
 	dd := slices.Index(args, "--")
 	rewritten := slices.Clone(args[:first])
@@ -1545,6 +1555,7 @@ func gitPathspecs(words []string, here string, v *fsView) (out, trees []string) 
 			continue
 		}
 		pat, m, ok := parsePathspec(a)
+		m.icase = m.icase || icase
 		firstOfCheckout := branch && others+excludes == 0
 		switch {
 		case a == "" || !ok:
@@ -1575,11 +1586,30 @@ func gitPathspecs(words []string, here string, v *fsView) (out, trees []string) 
 				path = a
 			}
 		case m.icase:
-			path = "." // any case: anything under where it is taken from
-			if base != "" {
-				path = base
+			// Any case: the paths on disk it names (their fixed part, for
+			// a wildcard), each as a tree; not clear where the command
+			// runs, anything under there.
+			fixed := pat
+			if !m.literal && !noglob {
+				fixed = globPrefix(pat)
 			}
-			trees = append(trees, inDirOne(dir, path))
+			from := base
+			if from == "" && here != "" {
+				from = under(here, inDirOne(dir, "."))
+			}
+			if from == "" {
+				trees = append(trees, inDirOne(dir, "."))
+				rewritten = append(rewritten, ".")
+				continue
+			}
+			for _, p := range v.caseVariants(from, fixed) {
+				if base != "" {
+					p = filepath.Join(base, p)
+				}
+				trees = append(trees, inDirOne(dir, p))
+				rewritten = append(rewritten, p)
+			}
+			continue
 		case !m.literal && (m.glob || !noglob):
 			if g := globPrefix(pat); g != pat {
 				path = g
@@ -1608,6 +1638,35 @@ func gitPathspecs(words []string, here string, v *fsView) (out, trees []string) 
 		trees = nil
 	}
 	return out, trees
+}
+
+// caseVariants returns the paths under dir (absolute) that rel names in
+// any case, relative to dir: each of its parts matched against the
+// entries of the directory before it (a.go and A.go both match), or kept
+// as it is where none does (a file git would bring back). "." for rel ".".
+func (v *fsView) caseVariants(dir, rel string) []string {
+	cur := []string{"."}
+	for _, part := range strings.Split(filepath.ToSlash(filepath.Clean(rel)), "/") {
+		if part == "." || part == "" {
+			continue
+		}
+		var next []string
+		for _, c := range cur {
+			entries, _ := os.ReadDir(filepath.Join(dir, c))
+			found := false
+			for _, e := range entries {
+				if strings.EqualFold(e.Name(), part) {
+					next = append(next, filepath.Join(c, e.Name()))
+					found = true
+				}
+			}
+			if !found {
+				next = append(next, filepath.Join(c, part))
+			}
+		}
+		cur = next
+	}
+	return cur
 }
 
 // inDirOne is inDir of one path.

@@ -569,6 +569,16 @@ func TestShellWriteForms(t *testing.T) {
 		{"cd src/parser && git stash push -- ':/docs'", false},
 		{"git checkout ':/fix the parser'", false},
 		{"git rm -r --cached 'src/*'", false},
+		// Commands that read pathspecs, or write no work-tree file.
+		{"git diff -- ':!vendor' ':/src/parser'", false},
+		{"git log -p -- 'src/parser/*.go'", false},
+		{"git ls-files ':(glob)src/**'", false},
+		{"git grep -n x -- ':/src/parser'", false},
+		{"git add ':/src/parser' && git commit -m wip", false},
+		{"git status && git show HEAD:src/parser/a.go && git blame src/parser/a.go", false},
+		{"git cherry -v main && git rebase -h && git revert -h && git am -h && git apply --help", false},
+		{"git stash show -p && git stash create && git stash store 0123abc", false},
+		{"git push origin HEAD && git tag v1 && git branch -d old", false},
 		{"git checkout main -- ':!docs'", true},
 		{"git checkout main -- ':(top)src/lexer'", false},
 		{"git restore --staged ':(icase)SRC/PARSER'", false},
@@ -577,6 +587,12 @@ func TestShellWriteForms(t *testing.T) {
 		{"git clean -f ':(top)src/parser'", true},
 		{"git clean -n ':(top)src/parser'", false},
 		{"git --literal-pathspecs checkout -- 'src/*/a.go'", false},
+		{"GIT_LITERAL_PATHSPECS=1 git checkout -- 'src/*/a.go'", false},
+		{"git --noglob-pathspecs checkout -- 'src/*/a.go'", false},
+		{"git --icase-pathspecs checkout -- SRC/PARSER/a.go", true},
+		{"GIT_ICASE_PATHSPECS=1 git restore Src", true},
+		{"git --icase-pathspecs restore docs", false},
+		{"cd /tmp && git checkout -- ':/src/parser/a.go'", false}, // another work tree, or none
 	} {
 		input, _ := json.Marshal(map[string]any{"command": tt.cmd})
 		in := &Input{Tool: Claude, Event: PreToolUse, Cwd: proj, ToolName: "Bash", ToolInput: input}
