@@ -1538,6 +1538,7 @@ func gitPathspecs(words []string, here string, v *fsView) (out, trees []string) 
 	dd := slices.Index(args, "--")
 	rewritten := slices.Clone(args[:first])
 	excludes, others := 0, 0
+	seenFirst := false
 	branch := args[0] == "checkout" && dd < 0 // its first operand may be a branch or revision
 	for i := first; i < len(args); i++ {
 		a := args[i]
@@ -1556,7 +1557,8 @@ func gitPathspecs(words []string, here string, v *fsView) (out, trees []string) 
 		}
 		pat, m, ok := parsePathspec(a)
 		m.icase = m.icase || icase
-		firstOfCheckout := branch && others+excludes == 0
+		firstOfCheckout := branch && !seenFirst
+		seenFirst = true
 		switch {
 		case a == "" || !ok:
 			others++
@@ -1566,7 +1568,9 @@ func gitPathspecs(words []string, here string, v *fsView) (out, trees []string) 
 			excludes++
 			continue
 		}
-		others++
+		if !firstOfCheckout {
+			others++ // a checkout's first operand may be the commit (git checkout main ':!x')
+		}
 		base := "" // relative to where git runs
 		if m.top {
 			if top == "" {

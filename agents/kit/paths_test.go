@@ -580,6 +580,8 @@ func TestShellWriteForms(t *testing.T) {
 		{"git stash show -p && git stash create && git stash store 0123abc", false},
 		{"git push origin HEAD && git tag v1 && git branch -d old", false},
 		{"git checkout main -- ':!docs'", true},
+		{"git checkout main ':!docs'", true},
+		{"git checkout main", false},
 		{"git checkout main -- ':(top)src/lexer'", false},
 		{"git restore --staged ':(icase)SRC/PARSER'", false},
 		{"git restore --staged ':!docs'", false},
