@@ -1649,6 +1649,9 @@ func gitPathspecs(words []string, here string, v *fsView) (out, trees []string) 
 // entries of the directory before it (a.go and A.go both match), or kept
 // as it is where none does (a file git would bring back). "." for rel ".".
 func (v *fsView) caseVariants(dir, rel string) []string {
+	if v == nil {
+		return []string{rel} // reads nothing
+	}
 	cur := []string{"."}
 	for _, part := range strings.Split(filepath.ToSlash(filepath.Clean(rel)), "/") {
 		if part == "." || part == "" {
