@@ -2,6 +2,7 @@ package kit
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -92,12 +93,27 @@ func simplePaths(c simpleCommand, rebase func([]string) []string, v *fsView, tre
 	if r := rebase([]string{"."}); len(r) == 1 && v != nil {
 		here = v.abs(r[0])
 	}
+	// git's pathspec magic (:(top)a.go, :/a.go, globs, :!x) made into
+	// the paths and trees it stands for.
+	words, specTrees := gitPathspecs(c.words, here, v)
+	c.words = words
 	restored := rebase(gitCheckoutOperands(c.words, here, v))
 	// What go.mod says a go command writes: the packages named by
 	// import path (go fmt, go generate), go.mod and go.sum.
 	restored = append(restored, goModuleWrites(c.words, here, v)...)
+	diffFiles, diffTree := diffWrites(c, rebase, v)
 	if trees {
-		return append(rebase(commandTrees(c.words)), restored...)
+		ts := commandTrees(c.words)
+		for i, t := range ts {
+			if t == gitTopDir {
+				ts[i] = gitTree(c.words, here, v)
+			}
+		}
+		out := append(rebase(append(ts, specTrees...)), restored...)
+		if diffTree != "" {
+			out = append(out, diffTree) // a patch Tavern cannot read
+		}
+		return out
 	}
 	out := rebase(c.redirects)
 	out = append(out, rebase(commandWrites(c.words))...)
@@ -111,7 +127,7 @@ func simplePaths(c simpleCommand, rebase func([]string) []string, v *fsView, tre
 		}
 		out = append(out, rebase(PatchPaths(c.heredoc))...)
 	}
-	out = append(out, diffWrites(c, rebase, v)...)
+	out = append(out, diffFiles...)
 	return append(out, restored...)
 }
 
@@ -180,13 +196,15 @@ func PatchPaths(patch string) []string {
 // rsync and scp, what formatters and fixers rewrite in place
 // (formatterWrites),
 // the destination of cp, ln and install (and DIR/NAME when the
-// destination is a directory), both sides of mv, dd's of=, git mv /
-// git rm / git restore / git checkout -- (after git's -C), the files of a
-// patch given to apply_patch (as its argument or here-document, as Codex
-// runs it) and of a diff in the here-document of git apply or patch, the
+// destination is a directory; ./NAME for ln with one operand), both
+// sides of mv, dd's of=, git mv / git rm / git restore / git checkout --
+// (after git's -C; pathspec magic read as git does, gitPathspecs), the
+// files of a patch given to apply_patch (as its argument or
+// here-document, as Codex runs it) and of a diff in the here-document
+// of git apply, git am or patch, the
 // static arguments of a writing command run by xargs, and all of these
-// in the script of a `sh -c` or an eval (inlineShells) and in command substitutions
-// ($(...), backquotes). Relative paths are taken from the directory a cd
+// in the script of a `sh -c` or an eval (inlineShells), in command substitutions
+// ($(...), backquotes) and in shell functions' bodies. Relative paths are taken from the directory a cd
 // before them went to (walkShell). Words with expansions ($, `, globs)
 // are not clear and are skipped, as is a line that does not tokenize (an
 // open quote).
@@ -707,6 +725,9 @@ func commandWrites(words []string) []string {
 				return clean(operands(args)) // each one a directory made
 			}
 		}
+		if name == "ln" {
+			args = dropOptionValues(args, "-S", "--suffix")
+		}
 		if name == "scp" {
 			// A remote side (host:path) is not a file here; a remote
 			// source's name is still the file written in a local
@@ -742,7 +763,14 @@ func commandWrites(words []string) []string {
 		}
 		if dest == "" {
 			ops := operands(args)
-			if len(ops) < 2 {
+			switch {
+			case len(ops) == 1 && name == "ln":
+				// ln TARGET makes the link ./NAME, NAME TARGET's last part.
+				if b := filepath.Base(ops[0]); ops[0] != "" && b != "." && b != "/" && b != ".." {
+					out = append(out, b)
+				}
+				return clean(out)
+			case len(ops) < 2:
 				return clean(out)
 			}
 			dest, srcs = ops[len(ops)-1], ops[:len(ops)-1]
@@ -888,6 +916,12 @@ func commandWords(words []string) []string {
 		case "!", "{", "do", "then", "else", "elif", "if", "while", "until":
 			words = words[1:]
 			continue
+		case "function":
+			// `function f { BODY; }`: the body is read as if it ran (a
+			// function is defined to be run); f() { BODY; } splits at
+			// the parentheses and reads the same.
+			words = words[min(2, len(words)):]
+			continue
 		}
 		valued, ok := wrappers[w]
 		if !ok {
@@ -1000,8 +1034,12 @@ func cleanPaths(ps []string) []string {
 // mv, the directory tar -x and unzip extract into, a recursive rsync's
 // destination, the copies a recursive cp or scp makes, the operands of
 // chmod/chown/chgrp -R, the packages go fmt and go generate name,
-// and what git checkout/restore, reset --hard, stash and clean -f
-// discard (gitDiscarded) (in shell commands, as ShellWrites reads them). WritePaths has them
+// what git checkout/restore, stash and clean -f discard (gitDiscarded),
+// the whole work tree for the git commands that rewrite files their
+// line does not name (merge, pull, rebase, reset --hard...: gitRewrites)
+// and for a patch git apply or git am cannot be read from, the directory
+// patch runs in for one it cannot, what a wildcard or :(icase) pathspec
+// stands for (in shell commands, as ShellWrites reads them). WritePaths has them
 // too, as paths; a reservation of a path under one of them is written by
 // the call as well. Relative paths are taken from cwd.
 func TreePaths(toolName string, toolInput json.RawMessage, cwd string) []string {
@@ -1112,8 +1150,12 @@ func commandTrees(words []string) []string {
 		if len(args) > 0 && args[0] == "mv" {
 			return cleanPaths(inDir(dir, sources(args[1:])))
 		}
+		discarded := gitDiscarded(args)
+		if slices.Contains(discarded, gitTopDir) || gitRewrites(args) {
+			return []string{gitTopDir} // simplePaths finds where it is
+		}
 		// A directory restored is everything under it.
-		return cleanPaths(inDir(dir, append(gitRestored(args), gitDiscarded(args)...)))
+		return cleanPaths(inDir(dir, append(gitRestored(args), discarded...)))
 	}
 	return nil
 }
@@ -1210,12 +1252,13 @@ func gitRestored(args []string) []string {
 }
 
 // gitDiscarded returns the directories a git subcommand resets or cleans
-// as a whole, "." for the whole work tree: `git checkout .` (restoring
-// it, as `git checkout -- .` does), `git checkout -f` and `git switch
-// --discard-changes` (a forced switch), `git reset --hard`, `git stash`
-// (push or save; its pathspecs, else everything changed) and `git clean
-// -f` (its paths, else all untracked files). Each throws away
-// uncommitted changes, another agent's among them, in a shared checkout.
+// as a whole, gitTopDir for the whole work tree: `git checkout .`
+// (restoring the current directory, as `git checkout -- .` does), `git
+// checkout -f` and `git switch --discard-changes` (a forced switch),
+// `git stash` (push or save; its pathspecs, else everything changed) and
+// `git clean -f` (its paths, else the untracked files under the current
+// directory). Each throws away uncommitted changes, another agent's
+// among them, in a shared checkout.
 func gitDiscarded(args []string) []string {
 	if len(args) == 0 {
 		return nil
@@ -1228,17 +1271,19 @@ func gitDiscarded(args []string) []string {
 	if slices.Contains(opts, "--help") || slices.Contains(opts, "-h") {
 		return nil // git stash --help shows its manual, and does no more
 	}
-	pathspecs := func(rest []string, valued ...string) []string {
+	// none is what the command does without pathspecs: git stash the
+	// whole work tree, git clean the directory it runs in.
+	pathspecs := func(none string, rest []string, valued ...string) []string {
 		if i := slices.Index(rest, "--"); i >= 0 {
 			if ps := rest[i+1:]; len(ps) > 0 {
 				return ps
 			}
-			return []string{"."}
+			return []string{none}
 		}
 		if ps := shellOperands(dropOptionValues(rest, valued...)); len(ps) > 0 {
 			return ps
 		}
-		return []string{"."}
+		return []string{none}
 	}
 	switch sub {
 	case "checkout", "switch":
@@ -1246,28 +1291,24 @@ func gitDiscarded(args []string) []string {
 		// local change the switch meets, whichever branch it goes to.
 		for _, a := range opts {
 			if a == "--force" || a == "--discard-changes" || (strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "f") && !slices.Contains([]string{"-b", "-B", "-c", "-C"}, a)) {
-				return []string{"."}
+				return []string{gitTopDir}
 			}
 		}
 		if sub == "checkout" && !slices.Contains(rest, "--") && slices.Equal(shellOperands(rest), []string{"."}) {
 			return []string{"."}
 		}
-	case "reset":
-		if slices.Contains(rest, "--hard") {
-			return []string{"."}
-		}
 	case "stash":
 		if len(rest) == 0 {
-			return []string{"."}
+			return []string{gitTopDir}
 		}
 		switch rest[0] {
 		case "push":
-			return pathspecs(rest[1:], "-m", "--message", "--pathspec-from-file")
+			return pathspecs(gitTopDir, rest[1:], "-m", "--message", "--pathspec-from-file")
 		case "save":
-			return []string{"."} // its operand is the message
+			return []string{gitTopDir} // its operand is the message
 		}
 		if strings.HasPrefix(rest[0], "-") { // `git stash -u`: push
-			return pathspecs(rest, "-m", "--message", "--pathspec-from-file")
+			return pathspecs(gitTopDir, rest, "-m", "--message", "--pathspec-from-file")
 		}
 	case "clean":
 		force, dry := false, false
@@ -1284,10 +1325,360 @@ func gitDiscarded(args []string) []string {
 			}
 		}
 		if force && !dry {
-			return pathspecs(rest, "-e", "--exclude")
+			return pathspecs(".", rest, "-e", "--exclude")
 		}
 	}
 	return nil
+}
+
+// gitTopDir stands, in what commandTrees returns, for the top of the
+// work tree the git command runs in: simplePaths finds it (gitTree).
+const gitTopDir = "\x00top"
+
+// gitRewrites says whether a git subcommand rewrites work-tree files that
+// its command line does not name: which ones follows from commits, a
+// stash or a fetch, known only once it runs. git merge, pull, rebase,
+// cherry-pick and revert (and their --abort, --continue, --skip, which
+// restore or go on writing), git stash pop, apply and branch, git reset
+// --hard, --keep and --merge, and git am's --abort, --skip and
+// --continue (its patches are read: diffWrites). The gate takes each as a
+// write of the whole work tree: it runs no git to learn the files, and
+// a merge that changes a file another agent reserved is as much an
+// edit of it as a sed -i. Their read-only forms (--help, --quit,
+// rebase --show-current-patch and --edit-todo) write nothing.
+func gitRewrites(args []string) bool {
+	if len(args) == 0 {
+		return false
+	}
+	sub, rest := args[0], args[1:]
+	opts := rest
+	if i := slices.Index(rest, "--"); i >= 0 {
+		opts = rest[:i]
+	}
+	has := func(names ...string) bool {
+		return slices.ContainsFunc(opts, func(a string) bool { return slices.Contains(names, a) })
+	}
+	if has("-h", "--help") {
+		return false
+	}
+	switch sub {
+	case "merge":
+		return !has("--quit", "--continue") // --continue commits what is there
+	case "pull":
+		return true
+	case "rebase":
+		return !has("--quit", "--show-current-patch", "--edit-todo")
+	case "cherry-pick", "revert":
+		return !has("--quit")
+	case "am":
+		return has("--abort", "--skip", "--continue", "-r", "--resolved", "--retry")
+	case "stash":
+		return len(rest) > 0 && (rest[0] == "pop" || rest[0] == "apply" || rest[0] == "branch")
+	case "reset":
+		return has("--hard", "--keep", "--merge")
+	}
+	return false
+}
+
+// gitTree is the work tree a git command runs in: the top of it (after
+// -C), absolute, when the files say (here is where the command runs,
+// absolute; "" when not clear); else the directory the command runs in,
+// relative as the line's other paths are.
+func gitTree(words []string, here string, v *fsView) string {
+	dir := "."
+	if w := commandWords(words); len(w) > 0 {
+		if d, _, ok := gitCommand(w[1:]); ok && d != "" {
+			dir = d
+		}
+	}
+	if here != "" {
+		if top := v.gitTop(under(here, dir)); top != "" {
+			return top
+		}
+	}
+	return dir
+}
+
+// pathMagic is what a git pathspec's magic says (gitglossary, pathspec):
+// from the work tree's top, no wildcards, wildcards that do not cross a
+// slash unless **, either case, left out.
+type pathMagic struct {
+	top, literal, glob, icase, exclude bool
+}
+
+// parsePathspec splits a pathspec into its magic and its pattern:
+// ":(top,icase)PAT" (attr: takes nothing away from what is written),
+// the short form ":/PAT", ":!PAT", ":^PAT" (its magic letters ended by
+// ":" or the pattern's first other character), or PAT. ok is false for a
+// magic git refuses.
+func parsePathspec(s string) (pat string, m pathMagic, ok bool) {
+	rest, isMagic := strings.CutPrefix(s, ":")
+	if !isMagic {
+		return s, m, true
+	}
+	if long, ok := strings.CutPrefix(rest, "("); ok {
+		end := strings.IndexByte(long, ')')
+		if end < 0 {
+			return "", m, false
+		}
+		for _, w := range strings.Split(long[:end], ",") {
+			switch w = strings.TrimSpace(w); {
+			case w == "top":
+				m.top = true
+			case w == "literal":
+				m.literal = true
+			case w == "glob":
+				m.glob = true
+			case w == "icase":
+				m.icase = true
+			case w == "exclude":
+				m.exclude = true
+			case w == "" || strings.HasPrefix(w, "attr:"):
+			default:
+				return "", m, false
+			}
+		}
+		return long[end+1:], m, true
+	}
+	for ; rest != ""; rest = rest[1:] {
+		switch rest[0] {
+		case '/':
+			m.top = true
+		case '!', '^':
+			m.exclude = true
+		case ':':
+			return rest[1:], m, true
+		default:
+			return rest, m, true
+		}
+	}
+	return "", m, true
+}
+
+// globPrefix is the directory a wildcard pattern cannot match outside:
+// its part before the first wildcard, up to the last slash ("." for
+// none). A pattern without wildcards is itself.
+func globPrefix(p string) string {
+	i := strings.IndexAny(p, "*?[\\")
+	if i < 0 {
+		return p
+	}
+	if j := strings.LastIndexByte(p[:i], '/'); j > 0 {
+		return p[:j]
+	}
+	return "."
+}
+
+// gitPathspecs rewrites the pathspecs of the git commands that write
+// what they name (checkout, restore, rm, stash, clean) as the paths they
+// stand for, so the readers after it take them as plain paths: :(top)P
+// and :/P become P under the work tree's top (absolute; not clear, "",
+// when the top is not known); :(literal)P is P; a wildcard pattern (git
+// matches * ? [ in pathspecs unless told not to, :(glob) too) becomes
+// the directory it cannot match outside, returned in trees as well, as
+// is the directory an :(icase) one is in. An exclusion (:!P, :^P,
+// :(exclude)P) is taken out: it can only leave files as they are, and
+// the gate is conservative — it does not subtract it from the rest;
+// when every pathspec is one, git takes it as if none were given, and
+// the whole work tree is in trees (and an operand). Trees are returned
+// only when the command, so rewritten, writes what it names. The first operand of a checkout
+// without -- stays as it is unless it names a path that exists (:/TEXT
+// is also the revision whose message has TEXT). here is where the
+// command runs, absolute ("" when not clear). Under git
+// --literal-pathspecs (GIT_LITERAL_PATHSPECS=1) nothing is magic;
+// --noglob-pathspecs and --icase-pathspecs (and their variables) are
+// read too.
+func gitPathspecs(words []string, here string, v *fsView) (out, trees []string) {
+	w := commandWords(words)
+	if len(w) == 0 || filepath.Base(w[0]) != "git" {
+		return words, nil
+	}
+	dir, args, ok := gitCommand(w[1:])
+	if !ok || len(args) < 2 {
+		return words, nil
+	}
+	// git's own options, and the environment the line gives it, may make
+	// every pathspec literal, literal as to wildcards, or of any case.
+	gitOpts := w[1 : len(w)-len(args)]
+	env := words[:len(words)-len(w)]
+	set := func(opt, variable string) bool {
+		return slices.Contains(gitOpts, opt) || slices.Contains(env, variable+"=1") || slices.Contains(env, variable+"=true")
+	}
+	if set("--literal-pathspecs", "GIT_LITERAL_PATHSPECS") {
+		return words, nil
+	}
+	noglob := set("--noglob-pathspecs", "GIT_NOGLOB_PATHSPECS")
+	icase := set("--icase-pathspecs", "GIT_ICASE_PATHSPECS")
+	first := 1 // where the operands start
+	var valued []string
+	switch args[0] {
+	case "checkout":
+		valued = []string{"-b", "-B", "--orphan", "--conflict", "--pathspec-from-file"}
+	case "restore":
+		valued = []string{"-s", "--source", "--pathspec-from-file"}
+	case "rm":
+		valued = []string{"--pathspec-from-file"}
+	case "clean":
+		valued = []string{"-e", "--exclude"}
+	case "stash":
+		switch {
+		case args[1] == "push":
+			first = 2
+		case !strings.HasPrefix(args[1], "-"):
+			return words, nil // pop, apply, show...: a stash, no pathspecs
+		}
+		valued = []string{"-m", "--message", "--pathspec-from-file"}
+	default:
+		return words, nil
+	}
+	top := ""
+	if here != "" {
+		top = v.gitTop(under(here, inDirOne(dir, ".")))
+	}
+	dd := slices.Index(args, "--")
+	rewritten := slices.Clone(args[:first])
+	excludes, others := 0, 0
+	seenFirst := false
+	branch := args[0] == "checkout" && dd < 0 // its first operand may be a branch or revision
+	for i := first; i < len(args); i++ {
+		a := args[i]
+		operand := dd >= 0 && i > dd
+		if dd >= 0 && i < dd && !strings.HasPrefix(a, "-") {
+			rewritten = append(rewritten, a) // before --: the commit (git checkout main -- P)
+			continue
+		}
+		if !operand && (i == dd || strings.HasPrefix(a, "-") && a != "-") {
+			rewritten = append(rewritten, a)
+			if slices.Contains(valued, a) && i+1 < len(args) {
+				i++
+				rewritten = append(rewritten, args[i])
+			}
+			continue
+		}
+		pat, m, ok := parsePathspec(a)
+		m.icase = m.icase || icase
+		firstOfCheckout := branch && !seenFirst
+		seenFirst = true
+		switch {
+		case a == "" || !ok:
+			others++
+			rewritten = append(rewritten, "")
+			continue
+		case m.exclude:
+			excludes++
+			continue
+		}
+		if !firstOfCheckout {
+			others++ // a checkout's first operand may be the commit (git checkout main ':!x')
+		}
+		base := "" // relative to where git runs
+		if m.top {
+			if top == "" {
+				rewritten = append(rewritten, "") // not clear
+				continue
+			}
+			base = top
+		}
+		path := pat
+		if base != "" {
+			path = filepath.Join(base, pat)
+		}
+		switch {
+		case firstOfCheckout && a != path:
+			// Magic on what may be a revision: a path only when it is one.
+			if under(here, inDirOne(dir, path)) == "" || len(v.existing([]string{under(here, inDirOne(dir, path))})) == 0 {
+				path = a
+			}
+		case m.icase:
+			// Any case: the paths on disk it names (their fixed part, for
+			// a wildcard), each as a tree; not clear where the command
+			// runs, anything under there.
+			fixed := pat
+			if !m.literal && !noglob {
+				fixed = globPrefix(pat)
+			}
+			from := base
+			if from == "" && here != "" {
+				from = under(here, inDirOne(dir, "."))
+			}
+			if from == "" {
+				trees = append(trees, inDirOne(dir, "."))
+				rewritten = append(rewritten, ".")
+				continue
+			}
+			for _, p := range v.caseVariants(from, fixed) {
+				if base != "" {
+					p = filepath.Join(base, p)
+				}
+				trees = append(trees, inDirOne(dir, p))
+				rewritten = append(rewritten, p)
+			}
+			continue
+		case !m.literal && (m.glob || !noglob):
+			if g := globPrefix(pat); g != pat {
+				path = g
+				if base != "" {
+					path = filepath.Join(base, g)
+				}
+				trees = append(trees, inDirOne(dir, path))
+			}
+		}
+		rewritten = append(rewritten, path)
+	}
+	if excludes > 0 && others == 0 {
+		// The whole work tree, as an operand too, so that the readers
+		// below see the command write it.
+		all := "."
+		if top != "" {
+			all = top
+		}
+		rewritten = append(rewritten, all)
+		trees = append(trees, gitTree(words, here, v))
+	}
+	out = append(slices.Clone(words[:len(words)-len(args)]), rewritten...)
+	// The trees are written only when the command writes its pathspecs
+	// (not git rm --cached, git restore --staged).
+	if len(commandWrites(out)) == 0 && len(commandTrees(out)) == 0 && len(gitCheckoutOperands(out, here, v)) == 0 {
+		trees = nil
+	}
+	return out, trees
+}
+
+// caseVariants returns the paths under dir (absolute) that rel names in
+// any case, relative to dir: each of its parts matched against the
+// entries of the directory before it (a.go and A.go both match), or kept
+// as it is where none does (a file git would bring back). "." for rel ".".
+func (v *fsView) caseVariants(dir, rel string) []string {
+	if v == nil {
+		return []string{rel} // reads nothing
+	}
+	cur := []string{"."}
+	for _, part := range strings.Split(filepath.ToSlash(filepath.Clean(rel)), "/") {
+		if part == "." || part == "" {
+			continue
+		}
+		var next []string
+		for _, c := range cur {
+			entries, _ := os.ReadDir(filepath.Join(dir, c))
+			found := false
+			for _, e := range entries {
+				if strings.EqualFold(e.Name(), part) {
+					next = append(next, filepath.Join(c, e.Name()))
+					found = true
+				}
+			}
+			if !found {
+				next = append(next, filepath.Join(c, part))
+			}
+		}
+		cur = next
+	}
+	return cur
+}
+
+// inDirOne is inDir of one path.
+func inDirOne(dir, p string) string {
+	return inDir(dir, []string{p})[0]
 }
 
 // inDir makes relative paths relative to dir (git -C).

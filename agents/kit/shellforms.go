@@ -148,16 +148,25 @@ func (v *fsView) isDir(p string) bool {
 // read is the text of the file p (its first maxPatchRead bytes), "" when
 // it cannot be read.
 func (v *fsView) read(p string) string {
+	text, _ := v.readOK(p)
+	return text
+}
+
+// readOK is read, and whether p could be read (a directory cannot).
+func (v *fsView) readOK(p string) (string, bool) {
 	if v == nil || p == "" {
-		return ""
+		return "", false
 	}
 	f, err := os.Open(v.abs(p))
 	if err != nil {
-		return ""
+		return "", false
 	}
 	defer f.Close()
-	data, _ := io.ReadAll(io.LimitReader(f, maxPatchRead))
-	return string(data)
+	data, err := io.ReadAll(io.LimitReader(f, maxPatchRead))
+	if err != nil {
+		return "", false
+	}
+	return string(data), true
 }
 
 // gitTop is the work tree dir is in (the nearest directory up from it
@@ -303,20 +312,23 @@ func (v *fsView) isRef(dir, name string) bool {
 	return false
 }
 
-// diffWrites returns the files `git apply` and `patch` write: the files
-// named in the diff they read — the here-document or < FILE that is
-// their input, or the patch files they are given (v reads them) — after
-// their -p strip, under git apply's work tree and --directory or patch's
-// -d; patch's ORIGFILE operand or -o FILE instead when given. A patch
-// read from a pipe is not clear. Paths are rebased like the others.
-func diffWrites(c simpleCommand, rebase func([]string) []string, v *fsView) []string {
+// diffWrites returns the files `git apply`, `git am` and `patch` write:
+// the files named in the diff they read — the here-document or < FILE
+// that is their input, or the patch files they are given (v reads them)
+// — after their -p strip, under git's work tree and --directory or
+// patch's -d; patch's ORIGFILE operand or -o FILE instead when given.
+// A patch Tavern cannot read (from a pipe, a file that is not there or
+// not clear) may name any file: tree is then the directory it may write
+// anything under (git's work tree, patch's directory), else "". Paths
+// are rebased like the others.
+func diffWrites(c simpleCommand, rebase func([]string) []string, v *fsView) (paths []string, tree string) {
 	w := commandWords(c.words)
 	if len(w) == 0 {
-		return nil
+		return nil, ""
 	}
 	here := rebase([]string{"."})
 	if len(here) == 0 {
-		return nil // after a cd Tavern cannot follow
+		return nil, "" // after a cd Tavern cannot follow
 	}
 	base := here[0]
 	var files []string // patch files; "-" is stdin
@@ -324,8 +336,15 @@ func diffWrites(c simpleCommand, rebase func([]string) []string, v *fsView) []st
 	switch filepath.Base(w[0]) {
 	case "git":
 		gdir, args, ok := gitCommand(w[1:])
-		if !ok || len(args) == 0 || args[0] != "apply" {
-			return nil
+		if !ok || len(args) == 0 || (args[0] != "apply" && args[0] != "am") {
+			return nil, ""
+		}
+		if slices.ContainsFunc(args[1:], func(a string) bool {
+			return slices.Contains([]string{"-h", "--help"}, a) || args[0] == "am" &&
+				(slices.Contains([]string{"--abort", "--skip", "--continue", "-r", "--resolved", "--retry", "--quit", "--show-current-patch"}, a) ||
+					strings.HasPrefix(a, "--show-current-patch="))
+		}) {
+			return nil, "" // writes nothing, or nothing a patch names (gitRewrites)
 		}
 		if gdir != "" {
 			base = under(base, gdir)
@@ -365,7 +384,7 @@ func diffWrites(c simpleCommand, rebase func([]string) []string, v *fsView) []st
 			}
 		}
 		if (check && !apply) || cached {
-			return nil // the work tree is not written
+			return nil, "" // the work tree is not written
 		}
 		if prefix != "" {
 			base = under(base, prefix)
@@ -388,8 +407,8 @@ func diffWrites(c simpleCommand, rebase func([]string) []string, v *fsView) []st
 			case a == "--":
 				ops = append(ops, args[i+1:]...)
 				i = len(args)
-			case a == "--dry-run" || a == "--check":
-				return nil
+			case a == "--dry-run" || a == "--check" || a == "--help" || a == "-v" || a == "--version":
+				return nil, ""
 			case a == "-p" || a == "--strip":
 				strip = atoiOr(next(), 0)
 			case strings.HasPrefix(a, "--strip="):
@@ -424,37 +443,41 @@ func diffWrites(c simpleCommand, rebase func([]string) []string, v *fsView) []st
 		}
 		switch {
 		case base == "" || output == "-":
-			return nil // -d DIR not clear; -o - writes no file
+			return nil, "" // -d DIR not clear; -o - writes no file
 		case output != "":
-			return cleanPaths([]string{under(base, output)})
+			return cleanPaths([]string{under(base, output)}), ""
 		case len(ops) > 0:
-			return cleanPaths([]string{under(base, ops[0])})
+			return cleanPaths([]string{under(base, ops[0])}), ""
 		}
 	default:
-		return nil
+		return nil, ""
 	}
 	if base == "" {
-		return nil // a directory that is not clear
+		return nil, "" // a directory that is not clear
 	}
 	if len(files) == 0 {
 		files = []string{"-"}
 	}
 	var out []string
 	for _, f := range files {
-		text := ""
+		text, ok := "", false
 		switch {
-		case f == "" || f == "-" && c.heredoc == "" && c.stdin == "":
-			continue // from a pipe, or dynamic: not clear
 		case f == "-" && c.heredoc != "":
-			text = c.heredoc
-		case f == "-":
+			text, ok = c.heredoc, true
+		case f == "-" && c.stdin != "":
 			if r := rebase([]string{c.stdin}); len(r) == 1 {
-				text = v.read(r[0])
+				text, ok = v.readOK(r[0])
 			}
-		default:
+		case f != "" && f != "-":
 			if r := rebase([]string{f}); len(r) == 1 {
-				text = v.read(r[0])
+				text, ok = v.readOK(r[0])
 			}
+		}
+		if !ok {
+			// From a pipe, a file not there, or a name not clear: the
+			// patch may name any file under base.
+			tree = base
+			continue
 		}
 		for _, p := range diffPaths(text, strip) {
 			if strip < 0 {
@@ -467,7 +490,7 @@ func diffWrites(c simpleCommand, rebase func([]string) []string, v *fsView) []st
 			out = append(out, under(base, p))
 		}
 	}
-	return cleanPaths(out)
+	return cleanPaths(out), tree
 }
 
 // under is p taken from dir: p itself when absolute, "" when either is
