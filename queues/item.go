@@ -1,6 +1,7 @@
 package queues
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -152,7 +153,7 @@ type AddOptions struct {
 }
 
 // Add enqueues a new item in pending/ and returns it. The queue must
-// exist. Every depends_on id must name an existing item (in any queue),
+// exist, and the item needs a title or a body (ErrEmptyItem). Every depends_on id must name an existing item (in any queue),
 // and the dependency graph reachable from the new item must be acyclic
 // (a cycle could never become claimable).
 func (b *Broker) Add(queue string, opt AddOptions) (*Item, error) {
@@ -170,6 +171,9 @@ func (b *Broker) Add(queue string, opt AddOptions) (*Item, error) {
 	}
 	if err := b.checkDeps(opt.DependsOn); err != nil {
 		return nil, &QueueError{Op: "add to", Queue: queue, Err: err}
+	}
+	if strings.TrimSpace(opt.Title) == "" && len(bytes.TrimSpace(opt.Body)) == 0 {
+		return nil, &QueueError{Op: "add to", Queue: queue, Err: fmt.Errorf("%w: no title and no body (give one: --title TEXT, or --body FILE, - for stdin)", ErrEmptyItem)}
 	}
 	id := NewItemID(opt.Priority)
 	now := b.now()
