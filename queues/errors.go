@@ -59,11 +59,6 @@ var (
 	// edit that did.
 	ErrPathField = errors.New("field contradicts the item's path")
 
-	// ErrEmptyItem is returned by Add for an item with nothing to do: no
-	// title and no body (blank ones count as none). Its worker would be
-	// handed nothing.
-	ErrEmptyItem = errors.New("an item needs something to do")
-
 	// ErrBadOption is returned for an invalid option value (negative
 	// duration, unknown on_empty mode, max_attempts < 1...).
 	ErrBadOption = errors.New("invalid option")

@@ -24,7 +24,7 @@ func TestOddFilesDoNotBlockQueue(t *testing.T) {
 	s := newStore(t, true)
 	b := newBroker(t, s, nil)
 	mustQueue(t, b, "q", queues.QueueOptions{})
-	good := mustAdd(t, b, "q", queues.AddOptions{Title: "t", Priority: 5})
+	good := mustAdd(t, b, "q", queues.AddOptions{Priority: 5})
 	pend := filepath.Join(s.Root(), "queues/q/pending")
 	fifo := filepath.Join(pend, "p00-a-fifo.md")
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
@@ -35,7 +35,7 @@ func TestOddFilesDoNotBlockQueue(t *testing.T) {
 	}
 	// A symlink to a valid item elsewhere in the store, and one to a file
 	// outside it.
-	other := mustAdd(t, b, "q", queues.AddOptions{Title: "t", Priority: 9})
+	other := mustAdd(t, b, "q", queues.AddOptions{Priority: 9})
 	inside := filepath.Join(s.Root(), "queues/q/elsewhere.md")
 	if err := os.Rename(filepath.Join(pend, other.ID+".md"), inside); err != nil {
 		t.Fatal(err)
@@ -115,7 +115,7 @@ func TestFailedTakeUndoesClaim(t *testing.T) {
 	s := newStore(t, true)
 	b := newBroker(t, s, nil)
 	mustQueue(t, b, "q", queues.QueueOptions{})
-	it := mustAdd(t, b, "q", queues.AddOptions{Title: "t"})
+	it := mustAdd(t, b, "q", queues.AddOptions{})
 	pend := filepath.Join(s.Root(), "queues/q/pending")
 	if out, err := exec.Command("chattr", "+i", pend).CombinedOutput(); err != nil {
 		t.Skipf("chattr +i is not possible here (%v: %s); the test needs an immutable directory", err, out)
@@ -178,7 +178,7 @@ func TestTakeAsChecksTheName(t *testing.T) {
 	s := newStore(t, true)
 	b := newBroker(t, s, nil)
 	mustQueue(t, b, "q", queues.QueueOptions{})
-	mustAdd(t, b, "q", queues.AddOptions{Title: "t"})
+	mustAdd(t, b, "q", queues.AddOptions{})
 	for _, as := range []string{"", "a\nb", "a/b", "@../x", "../x", "Bob"} {
 		_, err := b.Take(context.Background(), queues.TakeOptions{Queues: []string{"q"}, As: as, Liveness: queues.AgentLock})
 		if !errors.Is(err, schema.ErrInvalidName) {
@@ -197,7 +197,7 @@ func TestInstanceFence(t *testing.T) {
 	s := newStore(t, true)
 	mustQueue(t, newBroker(t, s, nil), "q", queues.QueueOptions{})
 	b0 := newBroker(t, s, nil)
-	it := mustAdd(t, b0, "q", queues.AddOptions{Title: "t"})
+	it := mustAdd(t, b0, "q", queues.AddOptions{})
 	old, err := queues.Open(s, queues.Options{Instance: "inst-old"})
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package queues
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -153,7 +152,7 @@ type AddOptions struct {
 }
 
 // Add enqueues a new item in pending/ and returns it. The queue must
-// exist, and the item needs a title or a body (ErrEmptyItem). Every depends_on id must name an existing item (in any queue),
+// exist. Every depends_on id must name an existing item (in any queue),
 // and the dependency graph reachable from the new item must be acyclic
 // (a cycle could never become claimable).
 func (b *Broker) Add(queue string, opt AddOptions) (*Item, error) {
@@ -171,9 +170,6 @@ func (b *Broker) Add(queue string, opt AddOptions) (*Item, error) {
 	}
 	if err := b.checkDeps(opt.DependsOn); err != nil {
 		return nil, &QueueError{Op: "add to", Queue: queue, Err: err}
-	}
-	if strings.TrimSpace(opt.Title) == "" && len(bytes.TrimSpace(opt.Body)) == 0 {
-		return nil, &QueueError{Op: "add to", Queue: queue, Err: fmt.Errorf("%w: no title and no body (give one: --title TEXT, or --body FILE, - for stdin)", ErrEmptyItem)}
 	}
 	id := NewItemID(opt.Priority)
 	now := b.now()

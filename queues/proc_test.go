@@ -133,7 +133,7 @@ func TestExactlyOnceProcesses(t *testing.T) {
 	mustQueue(t, b, "q", queues.QueueOptions{})
 	want := map[string]bool{}
 	for i := 0; i < n; i++ {
-		want[mustAdd(t, b, "q", queues.AddOptions{Title: "t", Priority: i % 3}).ID] = true
+		want[mustAdd(t, b, "q", queues.AddOptions{Priority: i % 3}).ID] = true
 	}
 	if durable {
 		setDurability(t, s, "durable")
@@ -209,7 +209,7 @@ func TestKilledHolderReapedAtOnce(t *testing.T) {
 	s := newStore(t, true)
 	b := newBroker(t, s, nil)
 	mustQueue(t, b, "q", queues.QueueOptions{Lease: time.Hour})
-	it := mustAdd(t, b, "q", queues.AddOptions{Title: "t"})
+	it := mustAdd(t, b, "q", queues.AddOptions{})
 	h := startHelper(t, s, "hold", "victim")
 	fields := strings.Fields(readLine(t, h.out, 30*time.Second))
 	if len(fields) != 2 || fields[0] != it.ID || fields[1] != "1" {
@@ -254,7 +254,7 @@ func TestStoppedHolderLeaseExpiry(t *testing.T) {
 	clk := &clock{}
 	b := newBroker(t, s, clk)
 	mustQueue(t, b, "q", queues.QueueOptions{Lease: time.Minute, LeaseGrace: 30 * time.Second})
-	it := mustAdd(t, b, "q", queues.AddOptions{Title: "t"})
+	it := mustAdd(t, b, "q", queues.AddOptions{})
 	h := startHelper(t, s, "hold", "sleeper")
 	if got := readLine(t, h.out, 30*time.Second); got != it.ID+" 1" {
 		t.Fatalf("helper: %q", got)
@@ -296,8 +296,8 @@ func TestAgentLivenessClaim(t *testing.T) {
 	s := newStore(t, true)
 	b := newBroker(t, s, nil)
 	mustQueue(t, b, "q", queues.QueueOptions{Lease: time.Hour})
-	mustAdd(t, b, "q", queues.AddOptions{Title: "t"})
-	mustAdd(t, b, "q", queues.AddOptions{Title: "t"})
+	mustAdd(t, b, "q", queues.AddOptions{})
+	mustAdd(t, b, "q", queues.AddOptions{})
 
 	c := mustTake(t, b, queues.TakeOptions{Queues: []string{"q"}, As: "ghost", Liveness: queues.AgentLock})
 	if c.ClaimKind != "lease" || c.LivenessLock != "" {

@@ -147,7 +147,7 @@ func TestLongResultGoesToBody(t *testing.T) {
 	s := newStore(t, true)
 	b := newBroker(t, s, nil)
 	mustQueue(t, b, "q", queues.QueueOptions{})
-	mustAdd(t, b, "q", queues.AddOptions{Title: "t"})
+	mustAdd(t, b, "q", queues.AddOptions{})
 	c := mustTake(t, b, take1("q"))
 	it, err := c.Complete("first line\nsecond line\n")
 	if err != nil {
@@ -163,7 +163,7 @@ func TestFailBackoffDeadRetry(t *testing.T) {
 	clk := &clock{}
 	b := newBroker(t, s, clk)
 	mustQueue(t, b, "q", queues.QueueOptions{MaxAttempts: 3, Backoff: 10 * time.Second, BackoffMax: 15 * time.Second})
-	it := mustAdd(t, b, "q", queues.AddOptions{Title: "t"})
+	it := mustAdd(t, b, "q", queues.AddOptions{})
 	wantDelay := []time.Duration{10 * time.Second, 15 * time.Second} // 10s, then 20s capped at 15s
 	for attempt := 1; attempt <= 3; attempt++ {
 		c := mustTake(t, b, take1("q"))
@@ -219,7 +219,7 @@ func TestReleaseDoesNotCountAttempt(t *testing.T) {
 	s := newStore(t, true)
 	b := newBroker(t, s, nil)
 	mustQueue(t, b, "q", queues.QueueOptions{})
-	mustAdd(t, b, "q", queues.AddOptions{Title: "t"})
+	mustAdd(t, b, "q", queues.AddOptions{})
 	c := mustTake(t, b, take1("q"))
 	r, err := c.Release()
 	if err != nil || r.State != "pending" || r.Attempts != 0 {
@@ -291,7 +291,7 @@ func TestBadItemDoesNotBlockQueue(t *testing.T) {
 	s := newStore(t, true)
 	b := newBroker(t, s, nil)
 	mustQueue(t, b, "q", queues.QueueOptions{})
-	good := mustAdd(t, b, "q", queues.AddOptions{Title: "t", Priority: 5})
+	good := mustAdd(t, b, "q", queues.AddOptions{Priority: 5})
 	// Hand-edited items at the head of the queue: broken YAML, and a
 	// field of the wrong type.
 	broken := filepath.Join(s.Root(), "queues/q/pending/p00-broken.md")
@@ -335,8 +335,8 @@ func TestMultiQueueTakeAndStealFairness(t *testing.T) {
 	mustQueue(t, b, "hi", queues.QueueOptions{Priority: 0})
 	mustQueue(t, b, "lo", queues.QueueOptions{Priority: 3})
 	// Own queues in queue priority order, whatever order they are named in.
-	o := mustAdd(t, b, "own", queues.AddOptions{Title: "t"})
-	u := mustAdd(t, b, "urgent", queues.AddOptions{Title: "t"})
+	o := mustAdd(t, b, "own", queues.AddOptions{})
+	u := mustAdd(t, b, "urgent", queues.AddOptions{})
 	if c := mustTake(t, b, take1("own", "urgent")); c.ID != u.ID {
 		t.Errorf("took from %s, want urgent (priority 0) first", c.Queue)
 	}
@@ -345,9 +345,9 @@ func TestMultiQueueTakeAndStealFairness(t *testing.T) {
 	}
 	// Without --steal nothing else is taken.
 	for i := 0; i < 200; i++ {
-		mustAdd(t, b, "hi", queues.AddOptions{Title: "t"})
-		mustAdd(t, b, "lo", queues.AddOptions{Title: "t"})
-		mustAdd(t, b, "private", queues.AddOptions{Title: "t"})
+		mustAdd(t, b, "hi", queues.AddOptions{})
+		mustAdd(t, b, "lo", queues.AddOptions{})
+		mustAdd(t, b, "private", queues.AddOptions{})
 	}
 	if _, err := b.Take(context.Background(), take1("own")); !isEmpty(err) {
 		t.Fatalf("take without steal: %v", err)
@@ -408,7 +408,7 @@ func TestTakeWaitWakesOnAdd(t *testing.T) {
 	// Another broker (as another process would) adds the item; the
 	// waiter is woken by the file event.
 	b2 := newBroker(t, s, nil)
-	it := mustAdd(t, b2, "q", queues.AddOptions{Title: "t"})
+	it := mustAdd(t, b2, "q", queues.AddOptions{})
 	select {
 	case c := <-got:
 		if c == nil || c.ID != it.ID {
@@ -423,7 +423,7 @@ func TestJournalEvents(t *testing.T) {
 	s := newStore(t, true)
 	b := newBroker(t, s, nil)
 	mustQueue(t, b, "q", queues.QueueOptions{MaxAttempts: 1})
-	it := mustAdd(t, b, "q", queues.AddOptions{Title: "t"})
+	it := mustAdd(t, b, "q", queues.AddOptions{})
 	c := mustTake(t, b, take1("q"))
 	c.Fail("x")
 	b.Retry("q")

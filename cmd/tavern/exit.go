@@ -129,7 +129,6 @@ var exitCodes = []struct {
 	{queues.ErrPathField, exitUsage},
 	{queues.ErrBadDependency, exitUsage},
 	{queues.ErrBadOption, exitUsage},
-	{queues.ErrEmptyItem, exitUsage},
 	{queues.ErrUnavailable, exitError}, // several machines: etcd or the git remote is away
 	{queues.ErrNoEngine, exitUsage},
 	{gitsync.ErrNoRemote, exitUsage},

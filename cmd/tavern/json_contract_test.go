@@ -127,7 +127,7 @@ func jsonScenario() []jsonStep {
 		{name: "context", args: []string{"context", "hello", "--json"}},
 		{name: "pool run", args: []string{"pool", "run", "builders", "--queue", "build", "--max", "1", "--on-empty", "terminate", "--quiet", "--json", "--", "true"}},
 		{args: []string{"queue", "create", "tiny", "--max-attempts", "1", "--json"}},
-		{args: []string{"queue", "add", "tiny", "--title", "t", "--json"}, capture: map[string]string{"DEAD": ".id"}},
+		{args: []string{"queue", "add", "tiny", "--json"}, capture: map[string]string{"DEAD": ".id"}},
 		{args: []string{"queue", "take", "tiny", "--json"}},
 		{args: []string{"item", "fail", "$DEAD", "--json"}},
 		{name: "queue retry", args: []string{"queue", "retry", "tiny", "--json"}},

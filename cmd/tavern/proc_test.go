@@ -480,7 +480,7 @@ func TestQueueAgentLiveness(t *testing.T) {
 	p := newProject(t)
 	p.ok("queue", "create", "q", "--lease", "1h")
 	p.ok("agent", "new", "alice")
-	id := strings.TrimSpace(p.ok("queue", "add", "q", "--title", "t"))
+	id := strings.TrimSpace(p.ok("queue", "add", "q"))
 	s, err := docstore.Open(p.path(""))
 	if err != nil {
 		t.Fatal(err)

@@ -103,9 +103,7 @@ func newQueueAddCommand() *cli.Command {
 		Usage:     "enqueue an item; prints its id",
 		ArgsUsage: "Q",
 		Description: `Creates queues/Q/pending/<id>.md; the body (--body FILE, or - for stdin) is
-the assignment. An item needs something to do: a --title, a body, or both
-(neither, or only blanks: exit 2, nothing written). The id is
-p<priority>-<uuidv7>, so pending/ lists in take order.
+the assignment. The id is p<priority>-<uuidv7>, so pending/ lists in take order.
 Priority: 0 (highest) .. 99; anything else is rejected (exit 2). Every
 --depends-on must name an existing item; the item is claimable once all of
 them are in done/. A dependency graph with a cycle is rejected (exit 2).

@@ -18,7 +18,7 @@ import (
 func TestDeadHolderShownAndReapedInBackground(t *testing.T) {
 	p := newProject(t)
 	p.ok("queue", "create", "q")
-	id := strings.TrimSpace(p.ok("queue", "add", "q", "--title", "t"))
+	id := strings.TrimSpace(p.ok("queue", "add", "q"))
 	w := p.tavern("spawn", "--name", "d1", "--queue", "q", "--", "sleep", "600")
 	if err := w.Start(); err != nil {
 		t.Fatal(err)

@@ -36,7 +36,7 @@ var badCorpus = map[string]string{
 func badInput(e *env) row {
 	dir := e.project("badinput")
 	e.must(dir, "queue", "create", "q")
-	good := strings.TrimSpace(e.must(dir, "queue", "add", "q", "--title", "good", "--priority", "9"))
+	good := strings.TrimSpace(e.must(dir, "queue", "add", "q", "--priority", "9"))
 	pend := filepath.Join(dir, ".tavern/queues/q/pending")
 	files := map[string]string{}
 	for name, data := range badCorpus {

@@ -92,7 +92,7 @@ func faultInjection(e *env) row {
 	// Read-only: every write fails, nothing changes.
 	before := snapshot(dir)
 	if err := unix.Mount("", mnt, "", unix.MS_REMOUNT|unix.MS_RDONLY, ""); err == nil {
-		for _, args := range [][]string{{"queue", "take", "q"}, {"set", "agents/a", "n=ro"}, {"queue", "add", "q", "--title", "ro"}, {"send", "c", "ro"}} {
+		for _, args := range [][]string{{"queue", "take", "q"}, {"set", "agents/a", "n=ro"}, {"queue", "add", "q"}, {"send", "c", "ro"}} {
 			r.tried++
 			if res := fe.tavern(dir, args...); res.code == 0 {
 				r.lost++ // a write "succeeded" on a read-only disk: a lie
@@ -108,7 +108,7 @@ func faultInjection(e *env) row {
 	// EACCES: another user may read but not write.
 	nobody := &syscall.Credential{Uid: 65534, Gid: 65534}
 	before = snapshot(dir)
-	for _, args := range [][]string{{"queue", "take", "q"}, {"set", "agents/a", "n=x"}, {"queue", "add", "q", "--title", "x"}} {
+	for _, args := range [][]string{{"queue", "take", "q"}, {"set", "agents/a", "n=x"}, {"queue", "add", "q"}} {
 		r.tried++
 		if res := fe.tavernAs(dir, nobody, args...); res.code == 0 {
 			r.lost++
