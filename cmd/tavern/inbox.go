@@ -1,8 +1,6 @@
 package main
 
 import (
-	"slices"
-
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/agents/messages"
@@ -12,18 +10,13 @@ func newInboxCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "inbox",
 		Usage: "unread message counts per channel, highest first",
-		Description: `Lists the agent's unread counts of the active channels that have unread
-messages (other agents' @direct channels excluded), highest first; with
---all, every channel it reads, 0 included. Nothing unread prints nothing
-(with --json, []) and exits 0. The agent's own messages are not unread.
+		Description: `Lists the agent's unread counts for every active channel (other agents'
+@direct channels excluded), highest first. The agent's own messages are
+not unread.
 
 Example:
    tavern inbox --as zealot-1`,
-		Flags: []cli.Flag{
-			asFlag(),
-			&cli.BoolFlag{Name: "all", Usage: "list the channels with nothing unread too"},
-			jsonFlag(),
-		},
+		Flags:  []cli.Flag{asFlag(), jsonFlag()},
 		Action: runInbox,
 	}
 }
@@ -40,9 +33,6 @@ func runInbox(c *cli.Context) error {
 	u, err := messages.Inbox(s, as.Name)
 	if err = warnSkipped(c, err); err != nil { // a broken chunk hides no other count
 		return err
-	}
-	if !c.Bool("all") {
-		u = slices.DeleteFunc(u, func(x messages.Unread) bool { return x.Count == 0 })
 	}
 	if c.Bool("json") {
 		return printJSON(c, orEmpty(u))
