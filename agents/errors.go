@@ -134,6 +134,12 @@ var (
 	// ErrDuplicateID is matched by an *IdentityError: an agent document
 	// whose id another agent document has too (a copied file).
 	ErrDuplicateID = errors.New("agent id shared with another agent")
+
+	// ErrIDChanged is matched by an *IdentityError: a write that changes
+	// or removes an agent's id, its identity from the moment it is made
+	// (journal events, spawns and claims name the agent by it). Only a
+	// copy's id, which another agent has too, may be replaced.
+	ErrIDChanged = errors.New("an agent's id cannot change")
 )
 
 // IdentityError is an agent's name or id that contradicts its path or
@@ -148,15 +154,21 @@ type IdentityError struct {
 	Field     string // "name" or "id"
 	Value     string
 	Others    []string // ErrDuplicateID: the other documents with that id
+	Was       string   // ErrIDChanged: the id before the write
 	Err       error
 }
 
 func (e *IdentityError) field() *schema.FieldError {
 	var msg string
-	if errors.Is(e.Err, ErrDuplicateID) {
+	switch {
+	case errors.Is(e.Err, ErrIDChanged) && !e.present():
+		msg = fmt.Sprintf("the agent's id %s cannot be removed: an agent's id is its identity, given when it is made", e.Was)
+	case errors.Is(e.Err, ErrIDChanged):
+		msg = fmt.Sprintf("%q is not the agent's id %s: an agent's id is its identity, given when it is made, and cannot be changed (only a copied file's, shared with another agent, may be replaced)", e.Value, e.Was)
+	case errors.Is(e.Err, ErrDuplicateID):
 		msg = fmt.Sprintf("%s is also the id of %s: each agent has its own id (a copied file? remove the copy, or give it an id of its own)",
 			e.Value, strings.Join(e.Others, ", "))
-	} else {
+	default:
 		kind, name, _ := schema.NameOfPath(e.Path)
 		what, from := "agent", "file name"
 		if kind != nil {
@@ -169,6 +181,9 @@ func (e *IdentityError) field() *schema.FieldError {
 	}
 	return &schema.FieldError{Path: e.Path, Line: e.Line, Col: e.Col, Field: e.Field, Msg: msg}
 }
+
+// present: the write keeps a value of the field (an --unset has none).
+func (e *IdentityError) present() bool { return e.Value != "" }
 
 func (e *IdentityError) Error() string   { return e.field().Error() }
 func (e *IdentityError) Unwrap() []error { return []error{e.Err, e.field()} }

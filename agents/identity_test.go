@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"testing"
 
@@ -22,13 +23,15 @@ func TestAgentIdentity(t *testing.T) {
 	mustAgent(t, m, AgentSpec{Name: "carol"})
 	s := m.Store
 	// alice made long ago: a create looks for an id only when it was not
-	// just minted (justMinted).
+	// just minted (justMinted). By hand: a write may not change an
+	// agent's id (TestAgentIDFixed).
 	const aliceID = "01890000-0000-7000-8000-00000000a11c"
-	if _, err := s.Update("agents/alice.md", func(d *docstore.Doc) error { return d.Set("id", aliceID) }); err != nil {
-		t.Fatal(err)
-	}
 	data, err := os.ReadFile(filepath.Join(s.Root(), "agents/alice.md"))
 	if err != nil {
+		t.Fatal(err)
+	}
+	data = regexp.MustCompile(`(?m)^id: .*$`).ReplaceAll(data, []byte("id: "+aliceID))
+	if err := os.WriteFile(filepath.Join(s.Root(), "agents/alice.md"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(s.Root(), "agents/bob.md"), data, 0o644); err != nil {
@@ -106,5 +109,38 @@ func TestAgentIdentity(t *testing.T) {
 	}
 	if rep, err := s.Check(nil, false); err != nil || len(rep.Problems) != 0 {
 		t.Fatalf("check after the fix: %v %+v, want no problem", err, rep)
+	}
+}
+
+// An agent's id is its identity: a write through the store that changes
+// or removes it is refused (ErrIDChanged) and leaves the file as it was;
+// other writes go on.
+func TestAgentIDFixed(t *testing.T) {
+	m := newManager(t)
+	mustAgent(t, m, AgentSpec{Name: "alice"})
+	s := m.Store
+	before, err := os.ReadFile(filepath.Join(s.Root(), "agents/alice.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, edit := range map[string]func(*docstore.Doc) error{
+		"set":   func(d *docstore.Doc) error { return d.Set("id", docstore.NewID()) },
+		"unset": func(d *docstore.Doc) error { return d.Delete("id") },
+	} {
+		_, err := s.Update("agents/alice.md", edit)
+		var ie *IdentityError
+		if !errors.As(err, &ie) || !errors.Is(err, ErrIDChanged) || !errors.Is(err, docstore.ErrRefused) || ie.Field != "id" || ie.Line != 3 {
+			t.Errorf("%s id: %v, want refused with ErrIDChanged at line 3", name, err)
+		}
+	}
+	after, err := os.ReadFile(filepath.Join(s.Root(), "agents/alice.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(after) != string(before) {
+		t.Errorf("refused writes changed the file:\n%s\nwant\n%s", after, before)
+	}
+	if _, err := s.Update("agents/alice.md", func(d *docstore.Doc) error { return d.Set("role", "reviewer") }); err != nil {
+		t.Fatalf("a write that leaves the id alone: %v", err)
 	}
 }

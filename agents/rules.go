@@ -50,8 +50,10 @@ const (
 //     (agents/<name>.md, channels/<name>.md, queues/<name>/queue.md), and
 //     an agent's id (random, given when it is made) is no other agent's:
 //     a write that
-//     sets name to another value, or id to another agent's, is refused
-//     with an *IdentityError (ErrNameNotPath, ErrDuplicateID; a create
+//     sets name to another value, or id to another agent's, or changes
+//     the id an agent has (unless another agent has it too: a copy's),
+//     is refused with an *IdentityError (ErrNameNotPath, ErrDuplicateID,
+//     ErrIDChanged; a create
 //     does not look for an id minted moments ago: justMinted). As for an
 //     item's path fields (queues.InstallRules), a write that leaves them
 //     as they were is allowed even if a hand edit (cp of another agent's
@@ -450,7 +452,38 @@ func identityRule(s *docstore.Store, w docstore.Write) error {
 			return identityError(w.Op, w.Path, d, "id", others, ErrDuplicateID)
 		}
 	}
-	return nil
+	return idChangeError(s, w)
+}
+
+// idChangeError refuses a write that changes or removes the id an agent
+// already has (ErrIDChanged): the id is its identity, as an item's is its
+// file name. An agent that had none may be given one, and a copy's id,
+// shared with another agent (a cp of its file), may be replaced: that is
+// how a copy is made an agent of its own.
+func idChangeError(s *docstore.Store, w docstore.Write) error {
+	d, prev := w.Doc, w.Prev
+	if d.Kind != schema.Agent || prev == nil || prev.Kind != schema.Agent {
+		return nil
+	}
+	was := prev.String("id")
+	if was == "" || (d.Has("id") && d.String("id") == was) {
+		return nil
+	}
+	docs, _ := s.Grep("agents", was) // parses only the files holding was
+	for _, o := range docs {
+		if o.Path != w.Path && o.Path != prev.Path && o.Kind == schema.Agent && o.String("id") == was {
+			return nil // a copy's id: not its own
+		}
+	}
+	e := identityError(w.Op, w.Path, d, "id", nil, ErrIDChanged)
+	e.Was = was
+	if !d.Has("id") { // removed: at the line it was on
+		e.Line, e.Col = prev.KeyLine("id"), 1
+		if n := prev.Get("id"); n != nil && n.Column > 0 {
+			e.Col = n.Column
+		}
+	}
+	return e
 }
 
 // mintedWithin bounds justMinted: far above the time between minting an

@@ -175,17 +175,19 @@ func (b *Broker) fencedIn(op, queue, id string, attempt int, instance, as string
 	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			state := "gone"
+			// Named where the item is now (done/, pending/...), not the
+			// claimed/ path it is not at; by its id when it is nowhere here.
+			state, at := "gone", ""
 			if loc, err := b.locate(id); err == nil {
-				state = loc.state
+				state, at = loc.state, loc.path
 			}
 			if where := b.elsewhere(queue, id); where != "" {
-				return nil, &ItemError{Op: op, ID: id, Path: rel, Err: fmt.Errorf("%w: the item is %s", ErrStale, where)}
+				return nil, &ItemError{Op: op, ID: id, Path: at, Err: fmt.Errorf("%w: the item is %s", ErrStale, where)}
 			}
 			if attempt == 0 { // no attempt named: the item is simply not claimed
-				return nil, &ItemError{Op: op, ID: id, Path: rel, Err: fmt.Errorf("%w: the item is not claimed, it is %s", ErrStale, state)}
+				return nil, &ItemError{Op: op, ID: id, Path: at, Err: fmt.Errorf("%w: the item is not claimed, it is %s", ErrStale, state)}
 			}
-			return nil, &ItemError{Op: op, ID: id, Path: rel, Err: fmt.Errorf("%w: attempt %d is over, the item is %s", ErrStale, attempt, state)}
+			return nil, &ItemError{Op: op, ID: id, Path: at, Err: fmt.Errorf("%w: attempt %d is over, the item is %s", ErrStale, attempt, state)}
 		}
 		return nil, err
 	}

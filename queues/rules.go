@@ -31,6 +31,8 @@ const (
 //     moved to another queue or re-prioritised after `queue add`.
 //   - A write that adds dependencies may not close a dependency cycle
 //     (ErrCycle), as Add refuses.
+//   - A gate written or given another item: names an item that exists
+//     (RuleGateItem): a *docstore.RefError, schema.ErrUnknownName.
 //
 // A write that leaves such a field as it was is allowed even if a hand
 // edit made it disagree (a hand edit never blocks other work): `tavern
@@ -44,6 +46,7 @@ func InstallRules(s *docstore.Store) {
 	s.AddRule(RuleQueueNotEmpty, func(w docstore.Write) error { return queueRemoveRule(s, w) })
 	s.AddRule(RuleClaimedRemove, func(w docstore.Write) error { return claimedRemoveRule(s, w) })
 	s.AddRule(RuleGateInUse, func(w docstore.Write) error { return gateRemoveRule(s, w) })
+	s.AddRule(RuleGateItem, func(w docstore.Write) error { return gateItemRule(s, w) })
 	s.AddLocker(LockerItem, func(rel string) []string { return itemLocks(s, rel) })
 }
 
@@ -144,6 +147,44 @@ func gateRemoveRule(s *docstore.Store, w docstore.Write) error {
 		}
 	}
 	return nil
+}
+
+// RuleGateItem: a gate written (`tavern new gate`, set, edit, the
+// library) names an item that exists in some queue, when it is created
+// or its item: changes. A gate is read only through its item, so one of
+// no item holds nothing and check reports it (refsCheck); the write is
+// refused instead, as a depends_on on no item is (cycleRule), with the
+// items near the name. A write that leaves item: as it was goes on: the
+// item removed since is check's to report, not a reason to block others.
+const RuleGateItem = "queues/gate-item"
+
+func gateItemRule(s *docstore.Store, w docstore.Write) error {
+	d := w.Doc
+	if d == nil || d.Kind != schema.Gate {
+		return nil
+	}
+	id := d.String("item")
+	if w.Prev != nil && w.Op != "move" && w.Prev.Has("item") == d.Has("item") && w.Prev.String("item") == id {
+		return nil
+	}
+	if schema.ValidName(id) != nil {
+		return nil // absent or no name: the schema's, or check's, to report
+	}
+	b := &Broker{s: s, dirRecheck: -1, qcache: map[string]cachedQueue{}, pending: newPendingIndex()}
+	defer b.Close()
+	if _, err := b.locate(id); !errors.Is(err, fs.ErrNotExist) {
+		return nil // there, or unreadable (reported where it is read)
+	}
+	var near []string
+	if ids := b.itemIDs(); ids != nil {
+		all := make([]string, 0, len(ids))
+		for i := range ids {
+			all = append(all, i)
+		}
+		near = schema.Near(id, all)
+	}
+	return d.RefAt("item", "item", id, near,
+		"no queue has it: a gate is read only through its item, so it would hold nothing (`tavern gate add ITEM` makes a gate of an item)", false)
 }
 
 // RuleQueueNotEmpty: a queue's queue.md is not removed while items are

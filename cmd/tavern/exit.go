@@ -91,6 +91,7 @@ var exitCodes = []struct {
 	{messages.ErrNearChannel, exitUsage}, // and a channel send --create would make
 	{agents.ErrNameNotPath, exitUsage},   // as an item's path fields
 	{agents.ErrDuplicateID, exitUsage},
+	{agents.ErrIDChanged, exitUsage}, // as an item's path fields
 
 	// agents/view
 	{view.ErrNoInput, exitUsage},

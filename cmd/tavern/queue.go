@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sort"
@@ -149,6 +150,11 @@ func runQueueAdd(c *cli.Context) error {
 	})
 	if err != nil {
 		return err
+	}
+	// Made, as the contract says (`queue add Q` prints the id), but a
+	// worker is handed nothing: most likely the title was forgotten.
+	if strings.TrimSpace(c.String("title")) == "" && len(bytes.TrimSpace(body)) == 0 {
+		warnf(c, "item %s has no title and no body: give one with --title TEXT or --body FILE", it.ID)
 	}
 	if c.Bool("json") {
 		return printJSON(c, itemObject(s, it))

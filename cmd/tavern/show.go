@@ -14,14 +14,19 @@ func newShowCommand() *cli.Command {
 		Description: `REF is kind/name (agents/alice, agent/alice, items/ID, commitments/alice/ID),
 a path to the file, a path in the store with or without .md
 (queues/build/pending/ID), or an item's bare id as queue add prints it. Text
-output is the file as it is on disk. A note or message of another agent's
+output is the file as it is on disk; --body prints only its body, after
+the frontmatter (the text of a constitution, say, to put into a prompt). A note or message of another agent's
 direct channel is refused to an agent ($TAVERN_AGENT, exit 4), as notes and
 recv refuse it.
 
 Examples:
    tavern show agents/alice
-   tavern show .tavern/queues/build/pending/p00-0193....md --json`,
-		Flags:  []cli.Flag{jsonFlag()},
+   tavern show .tavern/queues/build/pending/p00-0193....md --json
+   tavern show "$TAVERN_CONSTITUTION" --body`,
+		Flags: []cli.Flag{
+			jsonFlag(),
+			&cli.BoolFlag{Name: "body", Usage: "print only the body, without the frontmatter"},
+		},
 		Action: runShow,
 	}
 }
@@ -29,6 +34,9 @@ Examples:
 func runShow(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return usageErr("show takes one REF")
+	}
+	if c.Bool("body") && c.Bool("json") {
+		return usageErr("show --body prints the body as text; with --json it is the object's body")
 	}
 	s, err := openStoreAnyConfig(c) // a read: show config shows what check refuses
 	if err != nil {
@@ -53,7 +61,11 @@ func runShow(c *cli.Context) error {
 		_, err = c.App.Writer.Write(append(b, '\n'))
 		return err
 	}
-	_, err = c.App.Writer.Write(d.Bytes())
+	out := d.Bytes()
+	if c.Bool("body") {
+		out = d.Body()
+	}
+	_, err = c.App.Writer.Write(out)
 	for _, e := range d.Validate(false) {
 		errf(c, "tavern: warning: %v\n", e)
 	}

@@ -25,7 +25,8 @@ of the child, and with --queue claims one item first (a drone: one task, then
 exit). The child runs in the project directory with the item body on stdin and
 TAVERN_DIR, TAVERN_AGENT, TAVERN_INSTANCE, TAVERN_PARENT, TAVERN_ITEM, TAVERN_ITEM_PATH,
 TAVERN_QUEUE, TAVERN_ATTEMPT, TAVERN_RESULT (a file it may write its result to),
-TAVERN_ROLE, TAVERN_CONSTITUTION and TAVERN_MODEL in its environment. Its
+TAVERN_ROLE, TAVERN_CONSTITUTION (the path of the role's constitution; tavern show
+"$TAVERN_CONSTITUTION" --body prints its text) and TAVERN_MODEL in its environment. Its
 stdout and stderr are captured line by line into the agent's messages
 (messages/@NAME/), and copied to the terminal with --tee. A new --name that
 is a clear typo of an existing agent's (two adjacent letters swapped: alcie
