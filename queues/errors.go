@@ -94,6 +94,9 @@ func (e *ItemError) Error() string {
 
 func (e *ItemError) Unwrap() error { return e.Err }
 
+// Position gives --json error objects the item's path (docstore.Position).
+func (e *ItemError) Position() (path string, line, col int) { return e.Path, 0, 0 }
+
 // HolderError is a change refused because the claim is As's to name, not
 // its holder's: it says whose claim it is and which attempt takes it over
 // on purpose. It unwraps to ErrNotHolder.
