@@ -253,7 +253,7 @@ func poolWarn(c *cli.Context, err error) {
 // terminal's rewritten line; it prints nothing when no line was shown (a
 // pool refused before it started leaves no blank line).
 func progressLine(c *cli.Context) (show func(agents.PoolMetrics), end func()) {
-	last, lastAt := "", time.Time{}
+	last, lastAt, lastState := "", time.Time{}, ""
 	tty := isTerminal(c.App.ErrWriter)
 	end = func() {
 		if tty && last != "" {
@@ -269,9 +269,12 @@ func progressLine(c *cli.Context) (show func(agents.PoolMetrics), end func()) {
 		switch {
 		case tty:
 			fmt.Fprintf(c.App.ErrWriter, "\r%-100s", line)
-		case time.Since(lastAt) >= 3*time.Second || p.State != "running":
+		// A log line: at once when the state changes, else every 3s
+		// at most, in every state (a draining pool's throughput decays
+		// at each tick: each line differs).
+		case time.Since(lastAt) >= 3*time.Second || p.State != lastState:
 			fmt.Fprintln(c.App.ErrWriter, line)
-			lastAt = time.Now()
+			lastAt, lastState = time.Now(), p.State
 		default:
 			return
 		}
