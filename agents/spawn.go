@@ -1138,6 +1138,12 @@ func (m *Manager) finish(name string, res *SpawnResult, c *capture) (string, err
 	}
 	to := Failed
 	reason := "exit status " + strconv.Itoa(res.ExitCode)
+	if res.Outcome == OutcomeFailed && res.Failure != "" {
+		// The item failed after the command (a rejected gate, the merge
+		// queue's check): that is why, not the command's status 0.
+		first, _, _ := strings.Cut(res.Failure, "\n")
+		reason = first + " (its command: " + reason + ")"
+	}
 	switch res.Outcome {
 	case OutcomeReleased:
 		to, reason = Idle, "interrupted"
