@@ -95,6 +95,10 @@ type PoolMetrics struct {
 	// Paused is why no drones are launched (a spent budget), "" when
 	// they are: a terminating pool that stops paused says why.
 	Paused string `json:"paused,omitempty"`
+	// Blocked counts the pending items a terminating pool stopped with
+	// because each waits on a dead or missing item (directly or through
+	// another) and nothing else was left to run or wait for.
+	Blocked int `json:"blocked,omitempty"`
 }
 
 // PoolPath is the document path of a pool.
@@ -273,6 +277,14 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 			if opt.OnEmpty == EmptyTerminate && len(p.running) == 0 && st.pending == 0 && st.claimed == 0 {
 				break
 			}
+			if opt.OnEmpty == EmptyTerminate && len(p.running) == 0 && st.claimed == 0 && p.stuck(st) {
+				// Nothing runs, and nothing left will be claimable until
+				// a person retries a dead item: it would idle for ever.
+				p.mu.Lock()
+				p.metrics.Blocked = st.pending
+				p.mu.Unlock()
+				break
+			}
 		} else if len(p.running) == 0 {
 			break
 		}
@@ -394,6 +406,7 @@ func (p *poolRun) reap(report func(error)) {
 
 type poolStats struct {
 	ready, pending, claimed int
+	blocked, backoff        int            // of the pool's own queues
 	owners                  map[string]int // claimed_by -> claims, in every queue looked at
 }
 
@@ -425,12 +438,35 @@ func (p *poolRun) stats() (poolStats, error) {
 		if own {
 			st.pending += s.Pending
 			st.claimed += s.Claimed
+			st.blocked += len(s.Blocked)
+			st.backoff += s.Backoff
 		}
 	}
 	p.mu.Lock()
 	p.metrics.Pending, p.metrics.Claimed = st.pending, st.claimed
 	p.mu.Unlock()
 	return st, errors.Join(errs...)
+}
+
+// stuck reports whether the pending items of the pool's queues can never
+// become claimable by themselves: some wait on a dead or missing item, and
+// none is claimable, in backoff (time readies it) or held at a claim-stage
+// gate (a person or a timer readies it). Then every pending item waits,
+// directly or through another, on a dead or missing one.
+func (p *poolRun) stuck(st poolStats) bool {
+	if st.blocked == 0 || st.ready > 0 || st.backoff > 0 {
+		return false
+	}
+	gates, errs := p.opt.Broker.PendingGates()
+	if len(errs) > 0 {
+		return false
+	}
+	for _, g := range gates {
+		if g.Stage == queues.StageClaim && slices.Contains(p.opt.Queues, g.Queue) {
+			return false
+		}
+	}
+	return true
 }
 
 // droneName picks the lowest-numbered drone name not running now and not

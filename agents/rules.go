@@ -10,6 +10,7 @@ import (
 	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/queues/plans"
 	"github.com/tavernhq/tavern/queues/tuples"
 	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher/journal"
@@ -108,6 +109,7 @@ func InstallRules(s *docstore.Store, actor string) {
 	queues.InstallRules(s)  // an item's path decides its id, queue and priority; no dependency cycles
 	queues.InstallChecks(s) // gates decided by hand without a record, dependency cycles, path fields
 	tuples.InstallChecks(s) // reservations whose glob or agent a hand edit broke
+	plans.InstallChecks(s)  // plans that plan sync refuses (a cycle, an (after:) naming no task)
 }
 
 // followState makes a write that changes an agent's state and leaves

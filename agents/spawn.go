@@ -850,9 +850,18 @@ func (r *spawnRun) settle(ctx context.Context) (*SpawnResult, error) {
 				// on the work, so released as an interrupted child's
 				// item is (no attempt spent), the agent back to idle.
 				res.Outcome, res.Interrupted = OutcomeReleased, true
-				res.InterruptedBy = signalName(syscall.SIGTERM)
+				// The signal that cancelled ctx is still in Signals
+				// (nothing reads it once the child has exited): exit
+				// 128+N names it. Without one, the pool is gone: SIGTERM.
+				sig := os.Signal(syscall.SIGTERM)
+				select {
+				case got := <-r.opt.Signals:
+					sig = got
+				default:
+				}
+				res.InterruptedBy = signalName(sig)
 				r.stopRenewal()
-				itemErr = claim.Release("wrapper interrupted while finishing: " + err.Error())
+				itemErr = claim.Release("wrapper interrupted by " + signalName(sig) + " while finishing: " + err.Error())
 			} else if err != nil {
 				res.Outcome, res.Failure = OutcomeFailed, err.Error()
 				r.stopRenewal()
@@ -1129,6 +1138,12 @@ func (m *Manager) finish(name string, res *SpawnResult, c *capture) (string, err
 	}
 	to := Failed
 	reason := "exit status " + strconv.Itoa(res.ExitCode)
+	if res.Outcome == OutcomeFailed && res.Failure != "" {
+		// The item failed after the command (a rejected gate, the merge
+		// queue's check): that is why, not the command's status 0.
+		first, _, _ := strings.Cut(res.Failure, "\n")
+		reason = first + " (its command: " + reason + ")"
+	}
 	switch res.Outcome {
 	case OutcomeReleased:
 		to, reason = Idle, "interrupted"

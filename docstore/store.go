@@ -77,24 +77,81 @@ func (s *Store) notify(m Mutation) {
 }
 
 // Find searches start and its parents for a .tavern directory, like git
-// does for .git, and returns its absolute path.
+// does for .git, and returns its absolute path. In a linked git worktree
+// (`git worktree add`, a drone's --worktree) the store is the main
+// worktree's, as git's objects are: a .tavern/ there is a checkout of a
+// store committed to git, a copy that the engine does not write (its
+// gates are not the ones waiting, and writes to it would land on the
+// worktree's branch); with the store not in git there is none, and the
+// main worktree's is found as well.
 func Find(start string) (string, error) {
 	dir, err := filepath.Abs(start)
 	if err != nil {
 		return "", err
 	}
 	first := filepath.Join(dir, DirName)
+	linked := "" // the main worktree of the first linked worktree passed
 	for {
+		if linked == "" {
+			linked = mainWorktree(dir)
+		}
 		cand := filepath.Join(dir, DirName)
 		if fi, err := os.Stat(cand); err == nil && fi.IsDir() {
+			if m := filepath.Join(linked, DirName); linked != "" && isDir(m) {
+				return m, nil
+			}
 			return cand, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
+			if m := filepath.Join(linked, DirName); linked != "" && isDir(m) {
+				return m, nil
+			}
 			return "", noStore("find", first, ErrNoStore)
 		}
 		dir = parent
 	}
+}
+
+// mainWorktree is the directory of the main worktree of the repository
+// when dir is the top of a linked worktree (its .git is a file naming
+// <main>/.git/worktrees/<name>, whose commondir is <main>/.git); "" for
+// anything else (a main worktree, a bare repository's worktree, no git).
+func mainWorktree(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, ".git"))
+	if err != nil { // no .git, or a directory: not a linked worktree
+		return ""
+	}
+	gitdir, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
+	if !ok {
+		return ""
+	}
+	gitdir = strings.TrimSpace(gitdir)
+	if !filepath.IsAbs(gitdir) {
+		gitdir = filepath.Join(dir, gitdir)
+	}
+	c, err := os.ReadFile(filepath.Join(gitdir, "commondir"))
+	if err != nil { // a submodule's .git file: no commondir
+		return ""
+	}
+	common := strings.TrimSpace(string(c))
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(gitdir, common)
+	}
+	common = filepath.Clean(common)
+	if filepath.Base(common) != ".git" {
+		return "" // a bare repository: no main worktree
+	}
+	main := filepath.Dir(common)
+	if main == filepath.Clean(dir) {
+		return ""
+	}
+	return main
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 // Open opens the store at dir, the .tavern directory itself. A tavern.md

@@ -753,6 +753,31 @@ func (b *Broker) resolveGate(op, ref string) (*Gate, error) {
 	return nil, &GateError{Op: op, Gate: ref, Path: it.Path, Err: fmt.Errorf("%w: item %s has %d pending gates (%s); name one", docstore.ErrAmbiguous, ref, len(open), strings.Join(ids, ", "))}
 }
 
+// GateItem is the id of the item of the gate ref names: the gate's id
+// or a unique prefix of it, as approve takes (gate ls lists a gate's id
+// first, and trace is given it). fs.ErrNotExist when no gate has it;
+// docstore.ErrAmbiguous when several gates do, or another item's id too.
+func (b *Broker) GateItem(ref string) (string, error) {
+	if err := schema.ValidName(ref); err != nil {
+		return "", &GateError{Op: "find", Gate: ref, Err: err}
+	}
+	d, err := b.s.Get(GatePath(ref))
+	if errors.Is(err, fs.ErrNotExist) {
+		g, perr := b.gateByPrefix("find", ref)
+		if perr != nil {
+			return "", perr
+		}
+		if g == nil {
+			return "", &GateError{Op: "find", Gate: ref, Err: &schema.UnknownError{What: "gate", Name: ref, Err: fs.ErrNotExist}}
+		}
+		return g.Item, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return gateFromDoc(d).Item, nil
+}
+
 // gateByPrefix is the gate whose id ref is a unique prefix of; nil, nil
 // when none is (ref may still be an item's), ErrAmbiguous when several,
 // or when ref is also the prefix of another item's id (an item's own

@@ -25,6 +25,9 @@ var (
 	// branch. The record is left unfinished, for the next merger to roll
 	// back as a killed merger's.
 	ErrInterrupted = errors.New("merge interrupted")
+	// ErrBranchTaken: every name Prepare tries for a new item's branch
+	// is a branch with commits of its own (someone else's).
+	ErrBranchTaken = errors.New("branch names taken")
 )
 
 // MergeError is a merge that did not land: why (Err: ErrConflict,

@@ -262,7 +262,11 @@ func (w *Workspaces) Prepare(ctx context.Context, it *queues.Item) (*Workspace, 
 		return nil, err
 	}
 	if branch == "" {
-		branch = w.BranchName(it)
+		b, err := w.freeBranch(ctx, w.BranchName(it))
+		if err != nil {
+			return nil, err
+		}
+		branch = b
 	}
 	path := filepath.Join(w.root, it.ID)
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
@@ -295,6 +299,29 @@ func (w *Workspaces) Prepare(ctx context.Context, it *queues.Item) (*Workspace, 
 		return nil, err
 	}
 	return &Workspace{Item: it.ID, Path: path, Branch: branch, Base: w.opt.Base}, nil
+}
+
+// freeBranch is the branch a new item's worktree goes on: name, or
+// name-2, name-3... when a branch of that name has commits the base does
+// not (a person's, or one fetched from another clone). The item records
+// no branch, so no attempt of its own made it; a drone's work on it would
+// merge the stranger's commits onto the base. A branch of the name with
+// no commits of its own is taken: an earlier attempt made it and stopped
+// before recording it.
+func (w *Workspaces) freeBranch(ctx context.Context, name string) (string, error) {
+	for n := 1; n < 100; n++ {
+		cand := name
+		if n > 1 {
+			cand = fmt.Sprintf("%s-%d", name, n)
+		}
+		if _, err := git(ctx, w.top, nil, "rev-parse", "--verify", "--quiet", "refs/heads/"+cand); err != nil {
+			return cand, nil // no such branch
+		}
+		if _, err := git(ctx, w.top, nil, "merge-base", "--is-ancestor", "refs/heads/"+cand, w.opt.Base); err == nil {
+			return cand, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %s and %s-2 to -99 all have commits the base lacks (delete or rename some)", ErrBranchTaken, name, name)
 }
 
 // registered reports whether git lists path as a worktree of this

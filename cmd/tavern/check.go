@@ -30,7 +30,8 @@ assertion changed since they were made, and, under coordination: etcd, what
 the etcd engine would refuse of tavern.md on this machine (a tls file
 missing or no PEM, an empty password_env variable), without dialling it.
 It reports names that name no document: a gate whose item is in no queue,
-an item waiting on a gate with no document;
+an item waiting on a gate with no document, a plan that plan sync refuses
+(a dependency cycle, an (after:) naming no task or the task itself);
 commitments, bookmarks, reservations and open questions of an agent with
 no document, and an agent's queues or a bookmark's channels naming none
 (errors when near an existing name and in no journal, a typo; warnings

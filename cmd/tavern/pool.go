@@ -63,7 +63,9 @@ own git worktree and merges successful branches through the merge queue.
 A budget (tavern budget) that is spent pauses the pool: no new drones until
 the next day or a raised budget; pools/NAME.md says why (paused:). With
 --on-empty terminate, a pool paused with no drone running stops: it says so
-and why on stderr (paused in --json) and exits 4 while items are left. On every
+and why on stderr (paused in --json) and exits 4 while items are left; so does
+one with nothing to run whose pending items all wait, directly or through
+another, on a dead or missing item (blocked in --json). On every
 tick the pool syncs the plans of its queues (tavern plan) and escalates dead
 letters as their queue's on_dead says.
 
@@ -154,6 +156,11 @@ func runPoolRun(c *cli.Context) error {
 		// queues: 'pool run ... && deploy' must not go on (exit 4, as a
 		// spawn a spent budget refuses).
 		return withCode(exitConflict, fmt.Errorf("pool %s stopped paused with %s pending: %s", name, counted(left, "item"), mt.Paused))
+	}
+	if mt.Blocked > 0 {
+		// Stopped with items only a person can unblock (retry the dead
+		// one): not drained, as above.
+		return withCode(exitConflict, fmt.Errorf("pool %s stopped with %s pending that wait on a dead or missing item (tavern queue ls %s)", name, counted(mt.Blocked, "item"), strings.Join(opt.Queues, ",")))
 	}
 	return nil
 }
@@ -253,7 +260,7 @@ func poolWarn(c *cli.Context, err error) {
 // terminal's rewritten line; it prints nothing when no line was shown (a
 // pool refused before it started leaves no blank line).
 func progressLine(c *cli.Context) (show func(agents.PoolMetrics), end func()) {
-	last, lastAt := "", time.Time{}
+	last, lastAt, lastState := "", time.Time{}, ""
 	tty := isTerminal(c.App.ErrWriter)
 	end = func() {
 		if tty && last != "" {
@@ -269,9 +276,12 @@ func progressLine(c *cli.Context) (show func(agents.PoolMetrics), end func()) {
 		switch {
 		case tty:
 			fmt.Fprintf(c.App.ErrWriter, "\r%-100s", line)
-		case time.Since(lastAt) >= 3*time.Second || p.State != "running":
+		// A log line: at once when the state changes, else every 3s
+		// at most, in every state (a draining pool's throughput decays
+		// at each tick: each line differs).
+		case time.Since(lastAt) >= 3*time.Second || p.State != lastState:
 			fmt.Fprintln(c.App.ErrWriter, line)
-			lastAt = time.Now()
+			lastAt, lastState = time.Now(), p.State
 		default:
 			return
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/agents/trace"
 	"github.com/tavernhq/tavern/agents/view"
+	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
 )
 
@@ -21,7 +23,8 @@ func newTraceCommand() *cli.Command {
 documents: who added it, every claim with its holder, attempt and liveness,
 failures and reaps with their reasons, what the holder sent and committed
 while it held the item, gates and who decided them from which process, the
-merge, the usage. ITEM is an item's id, a unique prefix of it or its file's path.
+merge, the usage. ITEM is an item's id, a unique prefix of it or its file's path,
+or a gate's id (or prefix), for the gate's item.
 
 tavern trace --at TIME KIND/NAME shows a document as it was at TIME (RFC 3339,
 a date, or a duration ago): where it was, its revision and the events before
@@ -85,6 +88,16 @@ func runTrace(c *cli.Context) error {
 	id, err := itemRef(b, ref)
 	if err != nil {
 		return err
+	}
+	if _, rerr := b.ResolveID(ref); rerr != nil {
+		// No item has it: a gate's id (gate ls lists it first) traces
+		// the gate's item.
+		switch item, gerr := b.GateItem(ref); {
+		case gerr == nil:
+			id = item
+		case errors.Is(gerr, docstore.ErrAmbiguous):
+			return gerr
+		}
 	}
 	t, err := trace.Item(b, id)
 	if err != nil {

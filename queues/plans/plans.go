@@ -216,8 +216,14 @@ func checkTasks(path string, firstLine int, tasks []*Task) error {
 			errs = append(errs, &PlanError{Path: path, Line: firstLine + t.Line, Msg: t.MarkErr})
 		}
 		for _, ref := range t.After {
-			if _, err := resolveAfter(tasks, ref, firstLine); err != nil {
+			d, err := resolveAfter(tasks, ref, firstLine)
+			switch {
+			case err != nil:
 				errs = append(errs, &PlanError{Path: path, Line: firstLine + t.Line, Msg: err.Error()})
+			case d == t:
+				// deps leaves it out: the box would wait for nothing
+				// while its (after:) says it waits.
+				errs = append(errs, &PlanError{Path: path, Line: firstLine + t.Line, Msg: fmt.Sprintf("(after: %s) names the task itself; name another task", ref)})
 			}
 		}
 	}
@@ -232,6 +238,32 @@ func checkTasks(path string, firstLine int, tasks []*Task) error {
 		return err
 	}
 	return nil
+}
+
+// InstallChecks adds to `tavern check` what plan import and plan sync
+// refuse in a plan: a marker that cannot be read, an (after:) that names
+// no task or the task itself, a dependency cycle, each at path:line. A
+// plan edited into one by hand was "valid" to check while every sync of
+// it (a pool's, at each tick) failed.
+func InstallChecks(s *docstore.Store) {
+	s.AddCheck("plans", checkPlan)
+}
+
+func checkPlan(d *docstore.Doc) []error {
+	if d.Kind != schema.Plan {
+		return nil
+	}
+	tasks, err := Parse(d.Body())
+	if err == nil {
+		err = checkTasks(d.Path, bodyLine(d), tasks)
+	}
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 // deps lists the tasks t waits for: its children, then the tasks its
