@@ -180,9 +180,10 @@ func (s *Store) AddOwner(name string, fn Owner) {
 // A Locker names the locks, besides its document lock, that serialise
 // the engine's writers of the document at rel (package queues: an item's
 // state changes hold its item lock, not the document lock), or none.
-// Delete, Update and SaveEdit take them, in order, before the document
-// lock, so a removal or an edit never falls between the two steps of a
-// claim.
+// Delete, Update, SaveEdit and RestoreTrash take them, in order, before
+// the document lock, so a removal, a restore or an edit never falls
+// between the two steps of a claim. DeleteAll and RestoreTrashAll hold
+// them until what the document owns has moved with it.
 type Locker func(rel string) []string
 
 type namedLocker struct {
@@ -203,23 +204,38 @@ func (s *Store) AddLocker(name string, fn Locker) {
 
 // writerLocks takes the lockers' locks of rel; release unlocks them.
 func (s *Store) writerLocks(rel string) (release func(), err error) {
+	release, _, err = s.moreWriterLocks(rel, nil)
+	return release, err
+}
+
+// moreWriterLocks is writerLocks for a caller that holds the locks keys
+// already (DeleteAll and RestoreTrashAll hold an owner's while they move
+// what it owns, whose lockers name the same: a gate its item's lock, a
+// chunk its channel's): those are not taken again, as a Store's locks
+// are not re-entrant. It returns keys with the ones it took added.
+func (s *Store) moreWriterLocks(rel string, keys []string) (release func(), all []string, err error) {
 	var held []*Lock
 	release = func() {
 		for i := len(held) - 1; i >= 0; i-- {
 			held[i].Unlock()
 		}
 	}
+	all = slices.Clip(keys)
 	for _, o := range s.lockers {
 		for _, k := range o.fn(rel) {
+			if slices.Contains(all, k) {
+				continue
+			}
 			l, err := s.Lock(k)
 			if err != nil {
 				release()
-				return nil, err
+				return nil, nil, err
 			}
 			held = append(held, l)
+			all = append(all, k)
 		}
 	}
-	return release, nil
+	return release, all, nil
 }
 
 // owned lists what the owners say d owns (none for nil: a file that

@@ -683,19 +683,36 @@ func (s *Store) Delete(rel string) error {
 // otherwise name a document that is gone. It returns the paths it
 // removed, rel first; on an error, those it removed before it.
 func (s *Store) DeleteAll(rel string) ([]string, error) {
-	prev, err := s.delete(rel, false)
+	return s.deleteAll(rel, nil)
+}
+
+// deleteAll is DeleteAll by a caller that holds the lockers' locks keys.
+func (s *Store) deleteAll(rel string, keys []string) ([]string, error) {
+	if EngineFile(rel) {
+		return nil, pathErr("delete", rel, ErrEngineFile)
+	}
+	// The lockers' locks (an item's, a channel's) are held until what rel
+	// owns is gone too: a claim of the item, or a send to the channel,
+	// in between would find the owner gone and its parts still there (a
+	// send made the channel again, its messages then trashed under it).
+	release, keys, err := s.moreWriterLocks(rel, keys)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	prev, err := s.delete(rel)
 	if err != nil {
 		return nil, err
 	}
 	removed := []string{rel}
 	var dirs []string
-	// After rel's lock is released: an owned document's lock is never
-	// taken inside its owner's.
+	// After rel's document lock is released: an owned document's lock
+	// is never taken inside its owner's.
 	for _, p := range s.owned(prev) {
 		if _, err := os.Lstat(filepath.Join(s.root, filepath.FromSlash(p))); err != nil {
 			continue
 		}
-		got, err := s.DeleteAll(p)
+		got, err := s.deleteAll(p, keys)
 		removed = append(removed, got...)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) { // gone since: as wanted
 			return removed, err
@@ -742,20 +759,14 @@ func (s *Store) Owned(rel string) []string {
 // trashes a crash leftover copy). l is not used beyond documenting that
 // contract.
 func (s *Store) DeleteHeld(l *Lock, rel string) error {
-	_, err := s.delete(rel, true)
+	_, err := s.delete(rel)
 	return err
 }
 
-func (s *Store) delete(rel string, held bool) (*Doc, error) {
+// delete moves rel to the trash; the caller holds its lockers' locks.
+func (s *Store) delete(rel string) (*Doc, error) {
 	if EngineFile(rel) {
 		return nil, pathErr("delete", rel, ErrEngineFile)
-	}
-	if !held {
-		release, err := s.writerLocks(rel)
-		if err != nil {
-			return nil, err
-		}
-		defer release()
 	}
 	l, err := s.lockExistingDoc("delete", rel)
 	if err != nil {

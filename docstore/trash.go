@@ -113,11 +113,43 @@ func trashPath(enc string) (string, error) {
 // that path is not overwritten (ErrExist). The move is journaled as a
 // creation.
 func (s *Store) RestoreTrash(ref string) (string, error) {
-	entries, err := s.Trash()
+	rel, release, _, err := s.restoreLocked(ref, nil)
 	if err != nil {
 		return "", err
 	}
-	return s.restoreTrash(ref, entries)
+	release()
+	return rel, nil
+}
+
+// restoreLocked is RestoreTrash by a caller that holds the lockers' locks
+// keys. It takes the rest of the restored path's (an item's lock, a
+// channel's: a restore is a write of the document, as Update), and
+// returns with them held (release; all are keys and those), for
+// RestoreTrashAll to bring back what the document owns under them too;
+// on an error it has released them.
+func (s *Store) restoreLocked(ref string, keys []string) (rel string, release func(), all []string, err error) {
+	entries, err := s.Trash()
+	if err != nil {
+		return "", nil, nil, err
+	}
+	e, err := findTrash(ref, entries)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	release, all, err = s.moreWriterLocks(e.Path, keys)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	// Listed again under the locks: another restore may have taken the
+	// entry meanwhile.
+	if entries, err = s.Trash(); err == nil {
+		rel, err = s.restoreTrash(ref, entries)
+	}
+	if err != nil {
+		release()
+		return "", nil, nil, err
+	}
+	return rel, release, all, nil
 }
 
 // RestoreTrashAll is RestoreTrash that also brings back what the restored
@@ -127,6 +159,12 @@ func (s *Store) RestoreTrash(ref string) (string, error) {
 // paths it restored, the document's first; on an error, those restored
 // before it.
 func (s *Store) RestoreTrashAll(ref string) ([]string, error) {
+	return s.restoreTrashAll(ref, nil)
+}
+
+// restoreTrashAll is RestoreTrashAll by a caller that holds the lockers'
+// locks keys.
+func (s *Store) restoreTrashAll(ref string, keys []string) ([]string, error) {
 	entries, err := s.Trash()
 	if err != nil {
 		return nil, err
@@ -135,9 +173,17 @@ func (s *Store) RestoreTrashAll(ref string) ([]string, error) {
 	if e, err := findTrash(ref, entries); err == nil {
 		since = e.Deleted.Time
 	}
-	rel, err := s.restoreTrash(ref, entries)
+	// The lockers' locks are held until what rel owns is back too: a
+	// claim in between would take an item whose claim gate is still in
+	// the trash.
+	rel, release, keys, err := s.restoreLocked(ref, keys)
 	if err != nil {
 		return nil, err
+	}
+	defer release()
+	entries, err = s.Trash()
+	if err != nil {
+		return []string{rel}, err
 	}
 	restored := []string{rel}
 	d, err := s.Get(rel)
@@ -154,7 +200,7 @@ func (s *Store) RestoreTrashAll(ref string) ([]string, error) {
 		if !slices.ContainsFunc(entries, func(e TrashEntry) bool { return e.Path == p && !e.Deleted.Before(since) }) {
 			continue // not in the trash: nothing to bring back
 		}
-		got, err := s.RestoreTrashAll(p)
+		got, err := s.restoreTrashAll(p, keys)
 		restored = append(restored, got...)
 		if err != nil {
 			return restored, err

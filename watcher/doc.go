@@ -108,7 +108,10 @@
 //     FSOptions.Debounce (2ms) of quiet.
 //   - Settle is a bound: a writer that keeps a file open half written
 //     longer than FSOptions.Settle is read as it is (and again when it
-//     closes it), and a removal is reported Settle late. Without close
+//     closes it), and a removal is reported Settle late. A file still
+//     empty then waits for its close up to ten times Settle: no document
+//     is empty, and a writer stalled between its open and its write (git
+//     checkout on a loaded machine) would have it reported invalid. Without close
 //     events (polling, network filesystems, other OSes) a file is read
 //     after the debounce, and a save split by a longer pause may show its
 //     intermediate state; the final state is always right.

@@ -145,7 +145,10 @@ type FSOptions struct {
 	// Settle bounds how long a path may be in the middle of a change
 	// before it is reported as it is (default DefaultSettle, 1s). A file
 	// a writer created or wrote in place is read once the writer closes
-	// it (Linux: IN_CLOSE_WRITE), or after Settle if it keeps it open; a
+	// it (Linux: IN_CLOSE_WRITE), or after Settle if it keeps it open
+	// (if it is still empty then, after ten Settles: no document is
+	// empty, and a writer stalled between its open and its write on a
+	// loaded machine would have it reported invalid); a
 	// known file or directory that disappears is reported removed only if
 	// it is still gone after Settle, so a save that replaces it (vim's
 	// rename and rewrite, git's unlink and create) is one update. A path
@@ -198,11 +201,17 @@ type FSWatcher struct {
 	// files whose writer opened or closed them meanwhile: a read that
 	// raced its writer is dropped (see readPending).
 	overdue map[string]bool
-	raced   map[string]bool
-	reading bool
-	moved   map[string]bool
-	cookies map[uint32]string
-	cookieQ []uint32
+	// emptyOpen holds files read empty while their writer kept them open
+	// past Settle (since when): no document is empty, so the writer is
+	// most likely stalled between its open and its write (git checkout
+	// on a loaded machine). They are read again at its close, and
+	// reported empty only after emptyHold settle times.
+	emptyOpen map[string]time.Time
+	raced     map[string]bool
+	reading   bool
+	moved     map[string]bool
+	cookies   map[uint32]string
+	cookieQ   []uint32
 	// degrade: the notifier failed (out of watches); process switches
 	// to polling.
 	degrade error
@@ -298,6 +307,7 @@ func WatchFS(root string, opt FSOptions) (*FSWatcher, error) {
 		writing:   map[string]time.Time{},
 		gone:      map[string]time.Time{},
 		overdue:   map[string]bool{},
+		emptyOpen: map[string]time.Time{},
 		raced:     map[string]bool{},
 		moved:     map[string]bool{},
 		cookies:   map[uint32]string{},
@@ -1002,6 +1012,7 @@ func (w *FSWatcher) applyDegrade() {
 	w.pmu.Lock()
 	clear(w.writing) // no close events any more
 	clear(w.overdue)
+	clear(w.emptyOpen)
 	w.full = true // what happened since the failed watch
 	// Syncs waiting for their marker's event get the rescan instead.
 	for name, r := range w.markers {
@@ -1494,11 +1505,16 @@ func (w *FSWatcher) apply(rel string, r readResult) {
 		w.pmu.Unlock()
 		w.poke()
 		return
+	case r.err == nil && len(r.data) == 0 && w.closeInfo && !w.force && w.holdEmpty(rel):
+		return // read again when its writer closes it
 	case r.err != nil:
 		w.reportErr(rel, "read", r.err)
 		return
 	}
 	delete(w.emptyOnce, rel)
+	w.pmu.Lock()
+	delete(w.emptyOpen, rel)
+	w.pmu.Unlock()
 	old, known := w.files[rel]
 	_, hadErr := w.errs[rel]
 	w.clearErr(rel)
@@ -1514,6 +1530,36 @@ func (w *FSWatcher) apply(rel string, r readResult) {
 	case old != r.st:
 		w.restat = append(w.restat, rel)
 	}
+}
+
+// emptyHold is how many settle times an empty file whose writer keeps it
+// open waits for its writer before it is reported as it is (empty).
+const emptyHold = 10
+
+// holdEmpty reports whether rel, just read empty, is held back: its
+// writer keeps it open past the settle time (overdue), for less than
+// emptyHold settle times since it was first read so. Its settle time
+// starts again (a writer that never closes it is looked at once per
+// settle time); its close makes it read at once. smu is held.
+func (w *FSWatcher) holdEmpty(rel string) bool {
+	w.pmu.Lock()
+	defer w.pmu.Unlock()
+	if !w.overdue[rel] {
+		return false // closed: it is what it is
+	}
+	now := time.Now()
+	since, ok := w.emptyOpen[rel]
+	if !ok {
+		since = now
+		w.emptyOpen[rel] = now
+	}
+	if now.Sub(since) >= emptyHold*w.settle {
+		return false
+	}
+	delete(w.overdue, rel)
+	w.writing[rel] = now
+	w.poke() // arm the timer for its settle time
+	return true
 }
 
 func (w *FSWatcher) reportErr(rel, op string, err error) {
@@ -1537,6 +1583,7 @@ func (w *FSWatcher) removePath(rel string) {
 	delete(w.gone, rel)
 	delete(w.writing, rel)
 	delete(w.overdue, rel)
+	delete(w.emptyOpen, rel)
 	w.pmu.Unlock()
 }
 

@@ -477,13 +477,21 @@ func ChannelFiles(s *docstore.Store, d *docstore.Doc) []string {
 	return out
 }
 
-// ChunkLocks is the docstore.Locker of a message chunk: the channel's
-// append lock (schema.ChannelLockKey), which senders hold, so a removal
-// never moves a chunk a send is writing.
-func ChunkLocks(rel string) []string {
+// ChannelLocks is the docstore.Locker of a channel's files (its
+// document, message chunks and notes): the channel's lock
+// (schema.ChannelLockKey), which senders hold while they check the
+// channel and write to it. An rm of the channel holds it until its
+// messages and notes have gone to the trash with it (DeleteAll), so a
+// send lands before the rm, and goes with it, or after it, and is
+// refused (no such channel): it never makes the channel again half way
+// through the removal, nor leaves a chunk of it behind.
+func ChannelLocks(rel string) []string {
 	var buf [2]string
-	if caps, ok := schema.Chunk.Captures(rel, buf[:0]); ok && len(caps) == 2 {
-		return []string{schema.ChannelLockKey(caps[0])}
+	for _, k := range []*schema.Kind{schema.Chunk, schema.Note, schema.Channel} {
+		// A name no channel may have is no channel's: nobody sends to it.
+		if caps, ok := k.Captures(rel, buf[:0]); ok && len(caps) > 0 && ValidChannel(caps[0]) == nil {
+			return []string{schema.ChannelLockKey(caps[0])}
+		}
 	}
 	return nil
 }

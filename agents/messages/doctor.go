@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
 )
 
 // Findings reports message directories that have no channel document
@@ -40,26 +41,48 @@ func Findings(s *docstore.Store) ([]docstore.Finding, error) {
 			continue
 		}
 		detail := "no channel document channels/" + name + ".md; empty (--fix removes it)"
-		repair := func() error {
-			err := os.Remove(dir) // fails if a message arrived since: then it stays
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
 		if len(files) > 0 {
 			detail = "no channel document channels/" + name + ".md; " + strconv.Itoa(len(files)) + " files (--fix creates the document)"
-			repair = func() error {
-				// Its messages are there: a name near another's is
-				// not a typo to refuse.
-				_, err := CreateChannelWith(s, name, "", CreateOptions{New: true})
-				if errors.Is(err, fs.ErrExist) {
-					return nil
-				}
-				return err
-			}
 		}
+		repair := func() error { return repairStray(s, name, rel, dir) }
 		out = append(out, docstore.Finding{Kind: docstore.FindingStrayDir, Path: messagesDir(name), Detail: detail, Repair: repair})
 	}
 	return out, nil
+}
+
+// repairStray removes the empty messages directory dir of channel name,
+// or gives the messages in it their channel document rel: as the
+// directory is now, under the channel's lock. What doctor saw may have
+// been an rm of the channel half way (it holds that lock until the
+// messages are in the trash too): made again, the rm would be undone.
+func repairStray(s *docstore.Store, name, rel, dir string) error {
+	l, err := s.Lock(schema.ChannelLockKey(name))
+	if err != nil {
+		return err
+	}
+	defer l.Unlock()
+	if exists(s, rel) {
+		return nil
+	}
+	files, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		err := os.Remove(dir) // fails if a message arrived since: then it stays
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	// Its messages are there: a name near another's is not a typo to
+	// refuse.
+	_, err = CreateChannelWith(s, name, "", CreateOptions{New: true})
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	return err
 }

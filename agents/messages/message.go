@@ -64,7 +64,14 @@ func Send(s *docstore.Store, channel, sender, text string, opt SendOptions) (str
 			return "", err
 		}
 	}
-	return SendMessage(s, channel, sender, text)
+	// Without Create, the channel is checked again under its lock: an rm
+	// of it since the check above holds that lock until its messages are
+	// gone, and after it the send is refused, never the channel made again.
+	ids, err := sendMessages(s, channel, sender, []string{text}, !opt.Create)
+	if err != nil {
+		return "", err
+	}
+	return ids[0], nil
 }
 
 // SendMessage appends one message from sender to channel and returns its
@@ -91,6 +98,13 @@ func SendMessage(s *docstore.Store, channel, sender, text string) (id string, er
 // Trailing newlines of a text are dropped; an empty text is refused
 // (ErrEmptyMessage) so a stray blank line never becomes a message.
 func SendMessages(s *docstore.Store, channel, sender string, texts []string) (ids []string, err error) {
+	return sendMessages(s, channel, sender, texts, false)
+}
+
+// sendMessages is SendMessages that, with known, refuses a channel that
+// does not exist (CheckChannel) instead of making it: checked under the
+// channel's lock, which an rm of the channel holds until it is all gone.
+func sendMessages(s *docstore.Store, channel, sender string, texts []string, known bool) (ids []string, err error) {
 	if err := ValidChannel(channel); err != nil {
 		return nil, err
 	}
@@ -121,6 +135,11 @@ func SendMessages(s *docstore.Store, channel, sender string, texts []string) (id
 		return nil, err
 	}
 	defer l.Unlock()
+	if known {
+		if err := CheckChannel(s, channel); err != nil {
+			return nil, err
+		}
+	}
 	ch, err := ensureChannel(s, channel)
 	if err != nil {
 		return nil, err

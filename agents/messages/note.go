@@ -34,6 +34,17 @@ func AddNote(s *docstore.Store, channel, agent, text string) (*Note, error) {
 	if strings.TrimSpace(text) == "" {
 		return nil, ErrEmptyMessage
 	}
+	// Checked again under the channel's lock, which an rm of the channel
+	// holds until its notes are in the trash (ChannelLocks): a note after
+	// the rm is refused, never left without its channel.
+	l, err := s.Lock(schema.ChannelLockKey(channel))
+	if err != nil {
+		return nil, err
+	}
+	defer l.Unlock()
+	if err := CheckChannel(s, channel); err != nil {
+		return nil, err
+	}
 	d, err := s.CreateEntry(schema.Note, channel, []docstore.Field{
 		{Key: "channel", Value: channel},
 		{Key: "agent", Value: agent},
