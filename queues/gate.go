@@ -845,7 +845,7 @@ type Caller struct {
 // Proc is one process of a Caller's ancestry.
 type Proc struct {
 	PID     int
-	Command string
+	Command string // its program, never its arguments (programOf)
 	// Agent is the TAVERN_AGENT (or TAVERN_INSTANCE) in its environment.
 	Agent string
 	// Wrapper: the process is a tavern spawn wrapper or pool.
@@ -912,10 +912,7 @@ func ancestry(pid int) []Proc {
 		p := Proc{PID: pid}
 		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		args := strings.Split(strings.TrimRight(string(cmd), "\x00"), "\x00")
-		p.Command = strings.Join(args, " ")
-		if len(p.Command) > 120 {
-			p.Command = p.Command[:120] + "…"
-		}
+		p.Command = programOf(args)
 		p.Wrapper = isWrapper(args)
 		if env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid)); err == nil {
 			for _, kv := range strings.Split(string(env), "\x00") {
@@ -933,6 +930,32 @@ func ancestry(pid int) []Proc {
 		pid = ppid
 	}
 	return out
+}
+
+// programOf names a process by its program, and a tavern by its
+// subcommand too ("bash", "tavern approve"): never by its arguments,
+// which can hold a secret (a token given as a flag) and would be kept in
+// the approval record, a file git and sync carry.
+func programOf(args []string) string {
+	if len(args) == 0 || args[0] == "" {
+		return "?"
+	}
+	name := args[0]
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	if strings.HasPrefix(name, "tavern") {
+		for _, a := range args[1:] {
+			if strings.HasPrefix(a, "-") {
+				continue
+			}
+			if schema.ValidName(a) == nil {
+				name += " " + a
+			}
+			break
+		}
+	}
+	return name
 }
 
 // isWrapper reports whether argv is a tavern spawn wrapper or pool
