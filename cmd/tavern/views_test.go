@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html"
 	"io"
@@ -27,6 +28,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
@@ -284,10 +286,29 @@ func TestServeBrowser(t *testing.T) {
 	}
 	saveScreenshot(t, "tavern-serve.png", shot)
 
-	// 3. Answer it from the page; the asker wakes with the answer.
-	if err := chromedp.Do(ctx,
-		chromedp.SendKeys(sel, "SQLite"),
-		chromedp.Click(`li.k-question button[type=submit]`),
+	// 3. Answer it from the page; the asker wakes with the answer. A live
+	// refresh (the asker's agent going to waiting) can replace the form
+	// between finding its textarea and typing into it: the protocol then
+	// answers that the node is gone, and the new form is typed into, as
+	// a person would. What was typed survives a refresh (it is kept by
+	// the textarea's id), so the form is sent from the page as it is
+	// then, through its submit button and confirmation.
+	for attempt := 1; ; attempt++ {
+		err := chromedp.Do(ctx,
+			chromedp.WaitVisible(sel),
+			chromedp.Evaluate[chromedp.Void](`document.querySelector("`+sel+`").value = ""`),
+			chromedp.SendKeys(sel, "SQLite"),
+		)
+		var gone *cdproto.Error
+		if err == nil {
+			break
+		} else if !errors.As(err, &gone) || attempt == 10 {
+			t.Fatalf("typing the answer: %v", err)
+		}
+		t.Logf("typing the answer, attempt %d: %v", attempt, err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](
+		`(function () { var f = document.querySelector("`+sel+`").form; f.requestSubmit(f.querySelector("button[type=submit]")); })()`),
 	); err != nil {
 		t.Fatalf("answering: %v", err)
 	}
