@@ -220,6 +220,9 @@ func eventFilter(c *cli.Context) (journal.Filter, error) {
 // as usage errors rather than answered with an empty list. With follow
 // (log --follow), 0 means something: only the events from now on.
 func parseSince(s string, follow bool) (time.Time, error) {
+	if s == "now" {
+		s = "0s" // as journalctl --since now: from this instant
+	}
 	if d, err := time.ParseDuration(s); err == nil {
 		switch {
 		case d < 0:
@@ -234,6 +237,9 @@ func parseSince(s string, follow bool) (time.Time, error) {
 // parseWhen reads "90m" (ago, if ago is allowed), an RFC 3339 time or a
 // date. A negative duration would be a time in the future: refused.
 func parseWhen(s string, ago bool) (time.Time, error) {
+	if s == "now" {
+		return time.Now(), nil
+	}
 	if ago {
 		if d, err := time.ParseDuration(s); err == nil {
 			if d < 0 {
@@ -248,7 +254,7 @@ func parseWhen(s string, ago bool) (time.Time, error) {
 	if t, err := time.ParseInLocation(time.DateOnly, s, time.Local); err == nil {
 		return t, nil
 	}
-	return time.Time{}, usageErr("bad time %q: want a duration like 90m, an RFC 3339 time or YYYY-MM-DD", s)
+	return time.Time{}, usageErr("bad time %q: want a duration like 90m, an RFC 3339 time, YYYY-MM-DD or now", s)
 }
 
 // eventPrinter prints events as JSON lines or one readable line each;

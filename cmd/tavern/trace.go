@@ -38,7 +38,7 @@ Examples:
    tavern trace --at 2h agents/alice
    tavern trace --at 2026-01-20T10:00:00Z items/p00-0193...`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "at", Usage: "show the document as of `TIME` (RFC 3339, date, or duration ago)"},
+			&cli.StringFlag{Name: "at", Usage: "show the document as of `TIME` (RFC 3339, date, duration ago, or now)"},
 			jsonFlag(),
 		},
 		Action: runTrace,
