@@ -64,6 +64,35 @@ var (
 	ErrBadOption = errors.New("invalid option")
 )
 
+// ErrGateUnlisted is matched by a *GateUnlistedError: a gate document
+// its item's gates: list does not name. The engine reads an item's gates
+// through that list, so such a gate holds nothing: written through new,
+// set or edit it would look like a gate to a person and gate nothing.
+var ErrGateUnlisted = errors.New("gates nothing")
+
+// GateUnlistedError is a gate whose item does not list it (ErrGateUnlisted):
+// a write refused (Write) or a document check reports, at the item field.
+type GateUnlistedError struct {
+	Path      string // the gate's document
+	Line, Col int    // its item: value
+	Gate      string
+	Item      string
+	Write     bool // a write refused: "would gate nothing"
+}
+
+func (e *GateUnlistedError) Error() string {
+	what := "gates nothing"
+	if e.Write {
+		what = "would gate nothing"
+	}
+	return fmt.Sprintf("%s:%d:%d: item: %s: its item %s does not list it (the engine reads gates only through the item's gates:); `tavern gate add %s` makes a gate", e.Path, e.Line, e.Col, what, e.Item, e.Item)
+}
+
+func (e *GateUnlistedError) Unwrap() error { return ErrGateUnlisted }
+
+// Position places the error at the gate's item field (docstore.Position).
+func (e *GateUnlistedError) Position() (path string, line, col int) { return e.Path, e.Line, e.Col }
+
 // ErrGateItemGone is matched when a gate is decided (approve, reject)
 // whose item is in no queue (removed by rm or by hand): the decision
 // would decide nothing. It matches fs.ErrNotExist too.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -114,6 +115,9 @@ type Gate struct {
 	Problem string `json:"problem,omitempty"`
 	// Implicit: implied by the item's gate: field, no document yet.
 	Implicit bool `json:"implicit,omitempty"`
+	// Unlisted: its item does not list it (ErrGateUnlisted), so it gates
+	// nothing and waits for no one (Gates fills it).
+	Unlisted bool `json:"unlisted,omitempty"`
 	// Existing: AddGate found this gate already on the item and added
 	// nothing.
 	Existing bool `json:"existing,omitempty"`
@@ -403,13 +407,27 @@ func (b *Broker) AddGate(id string, opt GateOptions) (*Gate, error) {
 		if err != nil {
 			return err
 		}
-		if err := b.s.Create(GatePath(gid), d); err != nil {
-			return err
-		}
+		// The item's list first: a gate document is only written for an
+		// item that lists it (RuleGateItem), as the engine reads gates
+		// only through that list. A crash in between leaves the item
+		// waiting on a gate with no document (held, and check reports
+		// it), never a gate that holds nothing.
 		gates := append(append([]string(nil), it.Gates...), gid)
 		if _, err := b.s.UpdateHeld(l, it.Path, func(d *docstore.Doc) error {
 			return d.SetMany([]docstore.Field{{Key: "gates", Value: gates}, {Key: "updated", Value: now}})
 		}); err != nil {
+			return err
+		}
+		if err := b.s.Create(GatePath(gid), d); err != nil {
+			// Back as it was: the item would wait for ever on a gate
+			// with no document.
+			prev := it.Gates
+			_, _ = b.s.UpdateHeld(l, it.Path, func(d *docstore.Doc) error {
+				if len(prev) == 0 {
+					return d.Edit(nil, "gates")
+				}
+				return d.SetMany([]docstore.Field{{Key: "gates", Value: prev}})
+			})
 			return err
 		}
 		out = gateFromDoc(d)
@@ -509,6 +527,10 @@ func (b *Broker) gates(pendingOnly, implied bool) ([]*Gate, []error) {
 		seen[g.ID] = true
 		if it := itemOf(g.Item); it != nil {
 			g.Title, g.ItemState = it.Title, it.State
+			if !slices.Contains(it.gateIDs(), g.ID) {
+				g.Unlisted = true
+				g.Problem = fmt.Sprintf("%v: its item %s does not list it; `tavern gate add %s` makes a gate", ErrGateUnlisted, it.ID, it.ID)
+			}
 		}
 		out = append(out, g)
 	}
@@ -547,7 +569,7 @@ func (b *Broker) gates(pendingOnly, implied bool) ([]*Gate, []error) {
 	if pendingOnly {
 		keep := out[:0]
 		for _, g := range out {
-			if g.Type == GateHuman && g.State == GateStatePending && g.ItemState != "" && g.ItemState != Done && g.ItemState != Dead {
+			if g.Type == GateHuman && g.State == GateStatePending && !g.Unlisted && g.ItemState != "" && g.ItemState != Done && g.ItemState != Dead {
 				keep = append(keep, g)
 			}
 		}
@@ -628,6 +650,11 @@ func (b *Broker) decide(op, ref, status string, d Decision) (*Gate, error) {
 	// nothing; saying "approved" would claim it did.
 	if _, err := b.locate(g.Item); errors.Is(err, fs.ErrNotExist) {
 		return nil, &GateError{Op: op, Gate: g.ID, Path: g.Path, Err: fmt.Errorf("%w: item %s is in no queue (removed? `tavern trash` lists it)", ErrGateItemGone, g.Item)}
+	}
+	// Nor does one of a gate its item does not list: it gates nothing,
+	// and a rejection would still send the item to dead/.
+	if it, err := b.Get(g.Item); err == nil && !slices.Contains(it.gateIDs(), g.ID) {
+		return nil, &GateError{Op: op, Gate: g.ID, Path: g.Path, Err: fmt.Errorf("%w: its item %s does not list it; `tavern gate add %s` makes a gate", ErrGateUnlisted, g.Item, g.Item)}
 	}
 	if g.Implicit {
 		if err := b.createImplicit(g); err != nil && !errors.Is(err, fs.ErrExist) {

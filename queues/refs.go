@@ -21,6 +21,10 @@ import (
 //     both), so no other machine explains it: the field was edited, or
 //     the item removed (`tavern trash restore` brings it back; `tavern rm
 //     gates/ID` drops the gate).
+//   - A gate whose item does not list it in its gates: (made by hand:
+//     `tavern gate add` lists it, and the write rules refuse one that is
+//     not) is an error (ErrGateUnlisted): the engine reads gates only
+//     through the item's list, so it gates nothing.
 //   - A pending or claimed item whose gates: list names a gate with no
 //     document is an error: the engine counts such a gate as pending, so
 //     the item never passes it (`gate add` writes the gate and the list
@@ -56,6 +60,15 @@ func docRefs(b *Broker, d *docstore.Doc, itemExists func(string) bool) []error {
 		if !itemExists(id) {
 			return []error{d.RefAt("item", "item", id, nil,
 				fmt.Sprintf("no queue has it (the field edited, or the item removed): the engine never reads this gate and approve refuses it (`tavern trash restore` the item, or `tavern rm gates/%s`)", d.Name), false)}
+		}
+		// Its item there but not listing it (a gate written by hand):
+		// the engine never reads it, though it looks like a gate.
+		if loc, err := b.locate(id); err == nil {
+			if it, err := b.readItem(loc.path); err == nil {
+				if err := unlistedGate(d, it, false); err != nil {
+					return []error{err}
+				}
+			}
 		}
 	case schema.Item:
 		// Only an item still to do waits on its gates.

@@ -150,8 +150,9 @@ func gateRemoveRule(s *docstore.Store, w docstore.Write) error {
 }
 
 // RuleGateItem: a gate written (`tavern new gate`, set, edit, the
-// library) names an item that exists in some queue, when it is created
-// or its item: changes. A gate is read only through its item, so one of
+// library) names an item that exists in some queue and lists the gate in
+// its gates: (ErrGateUnlisted; `tavern gate add` is how a gate is made),
+// when it is created or its item: changes. A gate is read only through its item, so one of
 // no item holds nothing and check reports it (refsCheck); the write is
 // refused instead, as a depends_on on no item is (cycleRule), with the
 // items near the name. A write that leaves item: as it was goes on: the
@@ -172,8 +173,22 @@ func gateItemRule(s *docstore.Store, w docstore.Write) error {
 	}
 	b := &Broker{s: s, dirRecheck: -1, qcache: map[string]cachedQueue{}, pending: newPendingIndex()}
 	defer b.Close()
-	if _, err := b.locate(id); !errors.Is(err, fs.ErrNotExist) {
-		return nil // there, or unreadable (reported where it is read)
+	loc, err := b.locate(id)
+	if err == nil {
+		// The engine reads a gate only through its item's gates: list,
+		// so one the item does not list would look like a gate and
+		// hold nothing. AddGate lists it first, under the item lock.
+		it, err := b.readItem(loc.path)
+		if err != nil {
+			return nil // unreadable: reported where it is read
+		}
+		if err := unlistedGate(d, it, true); err != nil {
+			return err
+		}
+		return nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil // unreadable (reported where it is read)
 	}
 	var near []string
 	if ids := b.itemIDs(); ids != nil {
@@ -453,4 +468,15 @@ func itemPathCheck(d *docstore.Doc) []error {
 		return nil
 	}
 	return pathFieldErrors(d.Path, d, nil)
+}
+
+// unlistedGate is a *GateUnlistedError when item it does not list gate
+// document d among its gates (its gates: list, or its own id for gate:
+// human), nil when it does.
+func unlistedGate(d *docstore.Doc, it *Item, write bool) error {
+	if slices.Contains(it.gateIDs(), d.Name) {
+		return nil
+	}
+	at := d.RefAt("item", "item", it.ID, nil, "", false) // where the item: value is
+	return &GateUnlistedError{Path: d.Path, Line: at.Line, Col: at.Col, Gate: d.Name, Item: it.ID, Write: write}
 }

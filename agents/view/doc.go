@@ -32,7 +32,7 @@
 // holder died and were not reaped yet (a free liveness lock; an agent
 // whose wrapper died on this host), hung claims (lease over, holder
 // alive), dead letters, pending items blocked forever by a dead or missing
-// dependency, and invalid documents (path:line:col). Each says what it is,
+// dependency (directly or through other pending items), and invalid documents (path:line:col). Each says what it is,
 // why it is there and what to do, and offers Actions. Options.Needs and
 // Options.Actions are the hook for kinds this package does not know yet.
 //

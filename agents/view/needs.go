@@ -170,30 +170,29 @@ func (v *View) needs(s *Snapshot, claims []claimed, now time.Time) []Need {
 		}
 	}
 
-	v.mu.Lock()
-	for id := range v.items.deps {
-		loc := v.items.where[id]
-		if loc == nil || loc.states&1 == 0 || len(loc.deps) == 0 {
-			continue
-		}
-		for _, dep := range loc.deps {
-			st := v.items.state(dep)
-			if st != queues.Dead && st != "" {
-				continue
+	for _, bl := range v.blocked() {
+		id, q := bl.id, bl.queue
+		path := queues.ItemPath(q, queues.Pending, id)
+		root := bl.chain[len(bl.chain)-1]
+		why := "it depends on "
+		for i, dep := range bl.chain {
+			if i > 0 {
+				why += ", which waits on "
 			}
-			if st == "" {
-				st = "missing"
-			}
-			add(Need{Key: "blocked:" + loc.queue + "/" + id, Kind: NeedBlocked, Severity: 1,
-				What:    "item " + id + " in " + loc.queue + " can never run",
-				Why:     "it depends on " + dep + ", which is " + st,
-				Do:      "retry the dependency, or edit depends_on",
-				Path:    queues.ItemPath(loc.queue, queues.Pending, id),
-				Actions: []Action{{Name: ActEdit, Label: "Edit item", Target: queues.ItemPath(loc.queue, queues.Pending, id), Input: "document"}}})
-			break
+			why += v.itemRef(dep)
 		}
+		why += ", which is " + bl.state
+		do := "retry the dependency, or edit depends_on"
+		if bl.state == queues.Dead {
+			do = "retry " + v.itemRef(root) + ", or edit depends_on (tavern queue retry " + bl.rootQueue + " " + root + ")"
+		}
+		add(Need{Key: "blocked:" + q + "/" + id, Kind: NeedBlocked, Severity: 1,
+			What:    "item " + v.itemRef(id) + " in " + q + " can never run",
+			Why:     why,
+			Do:      do,
+			Path:    path,
+			Actions: []Action{{Name: ActEdit, Label: "Edit item", Target: path, Input: "document"}}})
 	}
-	v.mu.Unlock()
 
 	for _, inv := range s.Invalid {
 		add(Need{Key: "invalid:" + inv.Path, Kind: NeedInvalid, Severity: 2,
@@ -281,3 +280,98 @@ func age(now, t time.Time) string {
 
 // Age is age for the faces.
 func Age(now, t time.Time) string { return age(now, t) }
+
+// blockedItem is a pending item that can never run: chain is the
+// dependencies it waits on, one through the next, the last dead or
+// missing (state).
+type blockedItem struct {
+	id, queue string
+	chain     []string
+	state     string // dead or missing
+	rootQueue string // the last one's queue ("" when missing)
+}
+
+// blocked lists the pending items that wait, directly or through pending
+// items, on a dead or missing one: the item a dead one blocks blocks its
+// own dependents as surely.
+func (v *View) blocked() []blockedItem {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	pending := func(id string) *itemLoc {
+		if loc := v.items.where[id]; loc != nil && loc.states&1 != 0 {
+			return loc
+		}
+		return nil
+	}
+	// From the dead and missing outward, through the pending items that
+	// wait on a blocked one: each is visited once, so a cycle ends it,
+	// and next is the first step of a shortest chain.
+	next := map[string]string{}
+	dependents := map[string][]string{}
+	var frontier []string
+	for id := range v.items.deps {
+		loc := pending(id)
+		if loc == nil {
+			continue
+		}
+		for _, dep := range loc.deps {
+			if st := v.items.state(dep); st == queues.Dead || st == "" {
+				if _, ok := next[id]; !ok {
+					next[id] = dep
+					frontier = append(frontier, id)
+				}
+			} else if st == queues.Pending {
+				dependents[dep] = append(dependents[dep], id)
+			}
+		}
+	}
+	sort.Strings(frontier) // a stable "first" dependency across snapshots
+	for len(frontier) > 0 {
+		id := frontier[0]
+		frontier = frontier[1:]
+		for _, w := range dependents[id] {
+			if _, ok := next[w]; !ok {
+				next[w] = id
+				frontier = append(frontier, w)
+			}
+		}
+	}
+	out := make([]blockedItem, 0, len(next))
+	for id := range next {
+		bl := blockedItem{id: id, queue: v.items.where[id].queue}
+		for at := next[id]; ; at = next[at] {
+			bl.chain = append(bl.chain, at)
+			if _, ok := next[at]; !ok {
+				break
+			}
+		}
+		root := bl.chain[len(bl.chain)-1]
+		if bl.state = v.items.state(root); bl.state == "" {
+			bl.state = "missing"
+		} else {
+			bl.rootQueue = v.items.where[root].queue
+		}
+		out = append(out, bl)
+	}
+	return out
+}
+
+// itemRef names an item for a person: "title" (id), or the id when its
+// document has no title or cannot be read.
+func (v *View) itemRef(id string) string {
+	v.mu.Lock()
+	loc := v.items.where[id]
+	var rel string
+	if loc != nil {
+		rel = queues.ItemPath(loc.queue, v.items.state(id), id)
+	}
+	v.mu.Unlock()
+	if rel == "" {
+		return id
+	}
+	d, err := v.s.Get(rel)
+	if err != nil || d.String("title") == "" {
+		return id
+	}
+	return fmt.Sprintf("%q (%s)", d.String("title"), id)
+}

@@ -207,6 +207,54 @@ func TestNeedsBlockedItem(t *testing.T) {
 	if !strings.Contains(n.Why, dep.ID) || !strings.Contains(n.Why, "dead") {
 		t.Errorf("why: %q", n.Why)
 	}
+	// A person knows the item by its title: the id alone named it.
+	if want := `"second"`; !strings.Contains(n.What, want) || !strings.Contains(n.What, later.ID) {
+		t.Errorf("what: %q, want the title %s and the id", n.What, want)
+	}
+	if !strings.Contains(n.Why, `"first"`) {
+		t.Errorf("why: %q, want the dependency's title", n.Why)
+	}
+}
+
+// TestNeedsBlockedTransitively: C depends on B, which depends on dead A.
+// B was listed as blocked, C (which can never run either) was not.
+func TestNeedsBlockedTransitively(t *testing.T) {
+	s := newStore(t)
+	b := must(queues.Open(s, queues.Options{}))
+	defer b.Close()
+	must(b.CreateQueue("q", queues.QueueOptions{MaxAttempts: 1}))
+	a := must(b.Add("q", queues.AddOptions{Title: "alpha"}))
+	c := must(b.Take(context.Background(), queues.TakeOptions{Queues: []string{"q"}}))
+	must(c.Fail("no"))
+	bb := must(b.Add("q", queues.AddOptions{Title: "beta", DependsOn: []string{a.ID}}))
+	cc := must(b.Add("q", queues.AddOptions{Title: "gamma", DependsOn: []string{bb.ID}}))
+	v := must(Open(s, Options{Person: "pat"}))
+	defer v.Close()
+	snap := must(v.Snapshot())
+	if _, ok := findNeed(snap.Needs, "blocked:q/"+bb.ID); !ok {
+		t.Fatalf("no blocked need for beta in %v", needKeys(snap.Needs))
+	}
+	n, ok := findNeed(snap.Needs, "blocked:q/"+cc.ID)
+	if !ok {
+		t.Fatalf("no blocked need for gamma (through beta) in %v", needKeys(snap.Needs))
+	}
+	if !strings.Contains(n.What, `"gamma"`) {
+		t.Errorf("what: %q", n.What)
+	}
+	for _, want := range []string{`"beta"`, `"alpha"`, a.ID, "dead"} {
+		if !strings.Contains(n.Why, want) {
+			t.Errorf("why: %q, want %s", n.Why, want)
+		}
+	}
+	got := 0
+	for _, n := range snap.Needs {
+		if n.Kind == NeedBlocked {
+			got++
+		}
+	}
+	if got != 2 {
+		t.Errorf("%d blocked needs, want 2 (beta, gamma): %v", got, needKeys(snap.Needs))
+	}
 }
 
 // TestLiveUpdates drives the view the way a face does: wait on Updates,

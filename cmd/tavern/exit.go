@@ -139,6 +139,7 @@ var exitCodes = []struct {
 	{queues.ErrNotHuman, exitConflict},
 	{queues.ErrDecided, exitConflict},
 	{queues.ErrForged, exitInvalid},
+	{queues.ErrGateUnlisted, exitUsage}, // a gate its item does not list: gate add makes gates
 
 	// queues/plans
 	{plans.ErrPlan, exitInvalid},

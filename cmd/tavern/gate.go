@@ -152,7 +152,10 @@ func runGateLs(c *cli.Context) error {
 		if g.Type == queues.GateTimer {
 			state += " (until " + schema.FormatTime(g.Until.Time) + ")"
 		}
-		if g.Problem != "" {
+		switch {
+		case g.Unlisted:
+			state += " (gates nothing: its item does not list it)"
+		case g.Problem != "":
 			state += " (!)"
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", g.ID, g.Item, g.Stage, state, what)
