@@ -48,6 +48,11 @@ var testHookBeforeApply func()
 // journaling them (tests: a round killed there).
 var testHookBeforeJournal func()
 
+// testHookAfterUnit runs after apply wrote the paths of one lock's unit
+// and released the lock (tests write there, as a local writer between
+// two units would).
+var testHookAfterUnit func(key string, paths []string)
+
 // Options configure Open. The zero value reads everything from tavern.md.
 type Options struct {
 	// Remote is the git remote (URL or path). Default: $TAVERN_SYNC_REMOTE,
@@ -710,16 +715,18 @@ func (sy *Syncer) attribution(from, to string) map[string]string {
 }
 
 // lockKey is the lock that serialises the engine's writers of a path:
-// an item's claim lock, a channel's lock for its message chunks, the
-// document lock otherwise.
+// an item's claim lock, a channel's lock for its document, message
+// chunks and notes, the document lock otherwise. A channel's files are
+// one unit under its lock, as `tavern rm` holds it: another machine's
+// removal of the channel is taken in whole, never with a send between
+// its chunks and its document (a chunk left without its channel).
 func lockKey(rel string) string {
 	if g, _ := itemOf(rel); g != "" {
 		q, id, _ := strings.Cut(g, "/")
 		return queues.ItemLockKey(q, id)
 	}
-	var buf [2]string
-	if caps, ok := schema.Chunk.Captures(rel, buf[:0]); ok && len(caps) == 2 {
-		return schema.ChannelLockKey(caps[0])
+	if ch := schema.ChannelOfFile(rel); ch != "" {
+		return schema.ChannelLockKey(ch)
 	}
 	return docstore.DocLockKey(rel)
 }
@@ -772,6 +779,9 @@ func (sy *Syncer) apply(work, m map[string]entry, origin map[string]string, rep 
 		sort.Strings(paths)
 		if err := sy.applyUnit(k, paths, work, m, data, origin, pending, rep); err != nil {
 			return nil, err
+		}
+		if testHookAfterUnit != nil {
+			testHookAfterUnit(k, paths)
 		}
 	}
 	return pending, nil
