@@ -10,6 +10,7 @@ import (
 	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/agents/messages"
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/queues/gitsync"
 	"github.com/tavernhq/tavern/queues/gitsync/gittest"
 	"github.com/tavernhq/tavern/schema"
@@ -121,5 +122,44 @@ func TestSyncChannelRemovalIsOneStep(t *testing.T) {
 	}
 	if left := leftOfGen(t, a); len(left) > 0 {
 		t.Errorf("left of the removed channel: %v", left)
+	}
+}
+
+// After a channel's removal came in by sync, its emptied messages/gen/
+// and notes/gen/ directories go too, as after a local rm: the sync left
+// them, and doctor reported messages/gen as stray messages. A directory
+// that still holds a file (an editor's, which the sync does not carry)
+// is kept.
+func TestSyncChannelRemovalLeavesNoDirs(t *testing.T) {
+	a := channelRemovedOnBeta(t)
+	swap := filepath.Join(a.Root(), "notes", "gen", ".draft.swp")
+	if err := os.WriteFile(swap, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	agentSync(t, a)
+	for _, dir := range []string{"channels/gen.md", "messages/gen"} {
+		if _, err := os.Stat(filepath.Join(a.Root(), filepath.FromSlash(dir))); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s after the removal came in: %v, want gone", dir, err)
+		}
+	}
+	if left := leftOfGen(t, a); len(left) != 1 || left[0] != "notes/gen/.draft.swp" {
+		t.Errorf("left of gen: %v, want only the editor's file", left)
+	}
+	m, err := agents.NewManager(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	br, err := queues.Open(a, queues.Options{Journal: m.Journal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer br.Close()
+	findings, err := m.Doctor(br, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range findings {
+		t.Errorf("doctor: %s %s: %s", f.Kind, f.Path, f.Detail)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -883,7 +884,21 @@ func (sy *Syncer) remove(p string) error {
 	if err := os.Rename(full, trash); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	return docstore.SyncDir(filepath.Dir(full))
+	dir := filepath.Dir(full)
+	if err := docstore.SyncDir(dir); err != nil {
+		return err
+	}
+	// A channel's own directory (messages/<channel>/, notes/<channel>/)
+	// that its last file left goes too, as after a local rm: left, it
+	// names a channel that is gone (doctor's stray-messages). Remove
+	// fails on one that is not empty (a file came since): kept. The
+	// caller holds the channel's lock, which its writers take.
+	if schema.ChannelOfFile(p) != "" && path.Dir(p) != schema.Channel.Dir() {
+		if os.Remove(dir) == nil {
+			return docstore.SyncDir(filepath.Dir(dir))
+		}
+	}
+	return nil
 }
 
 // journalLosses journals every value the merge of commit merge dropped.
