@@ -103,7 +103,7 @@ func InstallRules(s *docstore.Store, actor string) {
 	s.AddCheck("agents", func(d *docstore.Doc) []error { return checkDoc(records, d) })
 	s.AddCheck("messages", messages.CheckChunk) // a section recv would refuse
 	s.AddOwner(messages.OwnerChannelFiles, func(d *docstore.Doc) []string { return messages.ChannelFiles(s, d) })
-	s.AddLocker(messages.OwnerChannelFiles, messages.ChannelLocks)
+	s.AddLocker(messages.OwnerChannelFiles, func(rel string, _ *docstore.Doc) []string { return messages.ChannelLocks(rel) })
 	s.AddRunCheck(RuleIdentity, func() docstore.Check { return identityCheck(s) })
 	s.AddRunCheck(RuleRefs, func() docstore.Check { return refsCheck(s) })
 	queues.InstallRules(s)  // an item's path decides its id, queue and priority; no dependency cycles

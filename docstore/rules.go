@@ -183,8 +183,11 @@ func (s *Store) AddOwner(name string, fn Owner) {
 // Delete, Update, SaveEdit and RestoreTrash take them, in order, before
 // the document lock, so a removal, a restore or an edit never falls
 // between the two steps of a claim. DeleteAll and RestoreTrashAll hold
-// them until what the document owns has moved with it.
-type Locker func(rel string) []string
+// them until what the document owns has moved with it. d is the
+// document when the caller has it and it is at no path yet (a restore:
+// its copy in the trash, so a gate names its item there too); nil: the
+// locker reads rel if it needs the document.
+type Locker func(rel string, d *Doc) []string
 
 type namedLocker struct {
 	name string
@@ -204,7 +207,7 @@ func (s *Store) AddLocker(name string, fn Locker) {
 
 // writerLocks takes the lockers' locks of rel; release unlocks them.
 func (s *Store) writerLocks(rel string) (release func(), err error) {
-	release, _, err = s.moreWriterLocks(rel, nil)
+	release, _, err = s.moreWriterLocks(rel, nil, nil)
 	return release, err
 }
 
@@ -212,8 +215,9 @@ func (s *Store) writerLocks(rel string) (release func(), err error) {
 // already (DeleteAll and RestoreTrashAll hold an owner's while they move
 // what it owns, whose lockers name the same: a gate its item's lock, a
 // chunk its channel's): those are not taken again, as a Store's locks
-// are not re-entrant. It returns keys with the ones it took added.
-func (s *Store) moreWriterLocks(rel string, keys []string) (release func(), all []string, err error) {
+// are not re-entrant. It returns keys with the ones it took added. d is
+// passed to the lockers (Locker).
+func (s *Store) moreWriterLocks(rel string, d *Doc, keys []string) (release func(), all []string, err error) {
 	var held []*Lock
 	release = func() {
 		for i := len(held) - 1; i >= 0; i-- {
@@ -222,7 +226,7 @@ func (s *Store) moreWriterLocks(rel string, keys []string) (release func(), all 
 	}
 	all = slices.Clip(keys)
 	for _, o := range s.lockers {
-		for _, k := range o.fn(rel) {
+		for _, k := range o.fn(rel, d) {
 			if slices.Contains(all, k) {
 				continue
 			}

@@ -695,7 +695,7 @@ func (s *Store) deleteAll(rel string, keys []string) ([]string, error) {
 	// owns is gone too: a claim of the item, or a send to the channel,
 	// in between would find the owner gone and its parts still there (a
 	// send made the channel again, its messages then trashed under it).
-	release, keys, err := s.moreWriterLocks(rel, keys)
+	release, keys, err := s.moreWriterLocks(rel, nil, keys)
 	if err != nil {
 		return nil, err
 	}

@@ -136,20 +136,46 @@ func (s *Store) restoreLocked(ref string, keys []string) (rel string, release fu
 	if err != nil {
 		return "", nil, nil, err
 	}
-	release, all, err = s.moreWriterLocks(e.Path, keys)
+	for try := 0; ; try++ {
+		// The lockers see the trashed copy: the document is at no path
+		// yet (a gate names its item only in the file).
+		release, all, err = s.moreWriterLocks(e.Path, s.trashedDoc(e), keys)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		// Listed again under the locks: another restore may have taken
+		// the entry meanwhile, and another entry of its path be the one
+		// ref names now (its lockers may differ: a gate of another item).
+		if entries, err = s.Trash(); err == nil {
+			var now *TrashEntry
+			if now, err = findTrash(ref, entries); err == nil && now.Name != e.Name && try < 3 {
+				release()
+				e = now
+				continue
+			}
+			rel, err = s.restoreTrash(ref, entries)
+		}
+		if err != nil {
+			release()
+			return "", nil, nil, err
+		}
+		return rel, release, all, nil
+	}
+}
+
+// trashedDoc is trash entry e parsed as the document at its path, or nil
+// if it does not parse (it names nothing then, as at its path).
+func (s *Store) trashedDoc(e *TrashEntry) *Doc {
+	data, err := os.ReadFile(filepath.Join(s.root, trashDir, e.Name))
 	if err != nil {
-		return "", nil, nil, err
+		return nil
 	}
-	// Listed again under the locks: another restore may have taken the
-	// entry meanwhile.
-	if entries, err = s.Trash(); err == nil {
-		rel, err = s.restoreTrash(ref, entries)
-	}
+	d, err := Parse(e.Path, data)
 	if err != nil {
-		release()
-		return "", nil, nil, err
+		return nil
 	}
-	return rel, release, all, nil
+	s.classify(d)
+	return d
 }
 
 // RestoreTrashAll is RestoreTrash that also brings back what the restored

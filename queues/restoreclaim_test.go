@@ -110,3 +110,59 @@ func TestRestoreItemRacing(t *testing.T) {
 		t.Errorf("left in the trash: %v", left)
 	}
 }
+
+// `tavern trash restore gates/G.md` of a gate alone (its item is not in
+// the trash with it) holds the gate's item lock while it brings the gate
+// back, as rm, set and edit of a gate do (LockerItem): claims, reaps and
+// completions of the item, which hold that lock for each state change,
+// see the gate there or not, never arriving between their check of the
+// item's gates and their move. The Locker read the gate to learn its
+// item, and a gate in the trash cannot be read at its path: the restore
+// took no item lock (a taker from another process, mid-restore, found
+// the item lock free). It is read from the trashed file now.
+func TestRestoreGateAloneHoldsItemLock(t *testing.T) {
+	s, it, rel, b2 := oneItemTwoStores(t)
+	b := newBroker(t, s, nil)
+	g, err := b.AddGate(it.ID, queues.GateOptions{Reason: "review", Stage: queues.StageClaim})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The item and its gate go to the trash; the item alone comes back.
+	if _, err := s.DeleteAll(rel); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RestoreTrash(rel); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := docstore.Open(s.Root()) // another process's view
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := queues.ItemLockKey("q", it.ID)
+	var free bool
+	var freeErr, takeErr error
+	var claim *queues.Claim
+	armed := true
+	s.Observe(func(m docstore.Mutation) {
+		if armed && m.Op == "create" && m.Path == g.Path {
+			armed = false
+			free, freeErr = s2.LockFree(key)
+			claim, takeErr = b2.Take(context.Background(), queues.TakeOptions{Queues: []string{"q"}, As: "taker"})
+		}
+	})
+	if got, err := s.RestoreTrash(g.Path); err != nil || got != g.Path {
+		t.Fatalf("RestoreTrash(%s) = %q, %v", g.Path, got, err)
+	}
+	if armed {
+		t.Fatal("the restore never journaled the gate")
+	}
+	if freeErr != nil || free {
+		t.Errorf("item lock %s free during the gate's restore: %v, %v; want held", key, free, freeErr)
+	}
+	if claim != nil || !errors.Is(takeErr, queues.ErrEmpty) {
+		t.Errorf("take during the restore: got %v, %v; want nothing claimable", claim, takeErr)
+	}
+	if c, err := b2.Take(context.Background(), queues.TakeOptions{Queues: []string{"q"}, As: "taker"}); c != nil || !errors.Is(err, queues.ErrEmpty) {
+		t.Errorf("take after the restore: got %v, %v; want nothing (waiting at the gate)", c, err)
+	}
+}

@@ -47,7 +47,7 @@ func InstallRules(s *docstore.Store) {
 	s.AddRule(RuleClaimedRemove, func(w docstore.Write) error { return claimedRemoveRule(s, w) })
 	s.AddRule(RuleGateInUse, func(w docstore.Write) error { return gateRemoveRule(s, w) })
 	s.AddRule(RuleGateItem, func(w docstore.Write) error { return gateItemRule(s, w) })
-	s.AddLocker(LockerItem, func(rel string) []string { return itemLocks(s, rel) })
+	s.AddLocker(LockerItem, func(rel string, d *docstore.Doc) []string { return itemLocks(s, rel, d) })
 }
 
 // LockerItem is the docstore.Locker by which a removal or an update
@@ -59,15 +59,20 @@ func InstallRules(s *docstore.Store) {
 // it. Engine code that holds the item lock writes with UpdateHeld.
 const LockerItem = "queues/item-lock"
 
-func itemLocks(s *docstore.Store, rel string) []string {
+// itemLocks is LockerItem: an item's lock for the item, its gate's item's
+// for a gate, read from d if given (a restore: the copy in the trash),
+// else from rel.
+func itemLocks(s *docstore.Store, rel string, d *docstore.Doc) []string {
 	var buf [3]string
 	if caps, ok := schema.Item.Captures(rel, buf[:0]); ok && len(caps) == 3 { // queue, state, id
 		return []string{ItemLockKey(caps[0], caps[2])}
 	}
 	if caps, ok := schema.Gate.Captures(rel, buf[:0]); ok && len(caps) == 1 {
-		d, err := s.Get(rel)
-		if err != nil {
-			return nil // a gate that does not parse names no item
+		if d == nil {
+			var err error
+			if d, err = s.Get(rel); err != nil {
+				return nil // a gate that does not parse names no item
+			}
 		}
 		queue, id := d.String("queue"), d.String("item")
 		if schema.ValidName(queue) == nil && schema.ValidName(id) == nil {

@@ -1,5 +1,11 @@
 package schema
 
+import (
+	"fmt"
+	"strings"
+	"unicode"
+)
+
 // ValidAgentName is the one name rule for agents: 1-64 bytes of
 // [a-z0-9._-] starting with a letter or digit. Agent names become file
 // names (agents/<name>.md, memory/<name>/), lock keys and the
@@ -75,3 +81,39 @@ func PoolLockKey(name string) string { return "pools/" + name }
 // ChannelLockKey is the lock key that serialises appends to one channel's
 // message chunks (backup takes it too, for a consistent copy).
 func ChannelLockKey(channel string) string { return "channels/" + channel }
+
+// ValidChannel reports whether name may be a channel: a path-safe name
+// without white space, so it works as a directory name and in a shell. A
+// leading "@" marks a direct-message channel; the rest must then be a valid
+// agent name.
+func ValidChannel(name string) error {
+	if err := ValidName(name); err != nil {
+		return fmt.Errorf("channel %w", err)
+	}
+	if strings.IndexFunc(name, unicode.IsSpace) >= 0 {
+		return &NameError{Name: name, Reason: "channel names cannot contain white space"}
+	}
+	if rest, ok := strings.CutPrefix(name, "@"); ok {
+		if err := ValidAgentName(rest); err != nil {
+			return err
+		}
+	} else if strings.Contains(name, "@") {
+		return &NameError{Name: name, Reason: `"@" may only start a channel name (direct messages: @agent)`}
+	}
+	return nil
+}
+
+// ChannelOfFile is the channel whose document, message chunk or note rel
+// is, or "": the files whose writers hold the channel's lock
+// (ChannelLockKey), a local rm of the channel and a sync that takes in
+// another machine's alike. A name no channel may have is no channel's:
+// nobody sends to it.
+func ChannelOfFile(rel string) string {
+	var buf [2]string
+	for _, k := range []*Kind{Chunk, Note, Channel} {
+		if caps, ok := k.Captures(rel, buf[:0]); ok && len(caps) > 0 && ValidChannel(caps[0]) == nil {
+			return caps[0]
+		}
+	}
+	return ""
+}

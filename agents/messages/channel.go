@@ -13,7 +13,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unicode"
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
@@ -88,23 +87,9 @@ func checkReader(s *docstore.Store, op, reader, channel string) error {
 // ValidChannel reports whether name may be a channel: a path-safe name
 // without white space, so it works as a directory name and in a shell. A
 // leading "@" marks a direct-message channel; the rest must then be a valid
-// agent name.
-func ValidChannel(name string) error {
-	if err := schema.ValidName(name); err != nil {
-		return fmt.Errorf("channel %w", err)
-	}
-	if strings.IndexFunc(name, unicode.IsSpace) >= 0 {
-		return &schema.NameError{Name: name, Reason: "channel names cannot contain white space"}
-	}
-	if rest, ok := strings.CutPrefix(name, "@"); ok {
-		if err := schema.ValidAgentName(rest); err != nil {
-			return err
-		}
-	} else if strings.Contains(name, "@") {
-		return &schema.NameError{Name: name, Reason: `"@" may only start a channel name (direct messages: @agent)`}
-	}
-	return nil
-}
+// agent name. The rule is schema.ValidChannel (the channel's lock of a
+// file, schema.ChannelOfFile, needs it below this package).
+func ValidChannel(name string) error { return schema.ValidChannel(name) }
 
 func channelPath(name string) (string, error) {
 	if err := ValidChannel(name); err != nil {
@@ -486,12 +471,8 @@ func ChannelFiles(s *docstore.Store, d *docstore.Doc) []string {
 // refused (no such channel): it never makes the channel again half way
 // through the removal, nor leaves a chunk of it behind.
 func ChannelLocks(rel string) []string {
-	var buf [2]string
-	for _, k := range []*schema.Kind{schema.Chunk, schema.Note, schema.Channel} {
-		// A name no channel may have is no channel's: nobody sends to it.
-		if caps, ok := k.Captures(rel, buf[:0]); ok && len(caps) > 0 && ValidChannel(caps[0]) == nil {
-			return []string{schema.ChannelLockKey(caps[0])}
-		}
+	if ch := schema.ChannelOfFile(rel); ch != "" {
+		return []string{schema.ChannelLockKey(ch)}
 	}
 	return nil
 }

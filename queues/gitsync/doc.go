@@ -35,9 +35,13 @@
 //  4. Write into the store what the merge has and the store lacks. Each
 //     file is written (durable write: temp, fsync, rename) under the lock
 //     the engine's writers of it take (an item's claim lock, a channel's
-//     lock, the document lock), and only if it still holds the version
-//     the round started from. A file changed here meanwhile is left alone
-//     and merged next round against that version (Report.Deferred).
+//     lock for its document, chunks and notes, the document lock), and
+//     only if it still holds the version the round started from; the
+//     files of one lock are written all or nothing, so a channel removed
+//     on another machine goes in one step, as a local rm takes it. A
+//     file changed here meanwhile is left alone and merged next round
+//     against that version, with the others of its lock
+//     (Report.Deferred).
 //     Every changed document is journaled as `external` with the machine
 //     that made the change (Data.machine, Data.via = "sync"), so a
 //     watcher on this machine shows it once, naming its origin.

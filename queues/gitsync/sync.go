@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -47,6 +48,11 @@ var testHookBeforeApply func()
 // testHookBeforeJournal runs between saving a merge's dropped values and
 // journaling them (tests: a round killed there).
 var testHookBeforeJournal func()
+
+// testHookAfterUnit runs after apply wrote the paths of one lock's unit
+// and released the lock (tests write there, as a local writer between
+// two units would).
+var testHookAfterUnit func(key string, paths []string)
 
 // Options configure Open. The zero value reads everything from tavern.md.
 type Options struct {
@@ -710,16 +716,18 @@ func (sy *Syncer) attribution(from, to string) map[string]string {
 }
 
 // lockKey is the lock that serialises the engine's writers of a path:
-// an item's claim lock, a channel's lock for its message chunks, the
-// document lock otherwise.
+// an item's claim lock, a channel's lock for its document, message
+// chunks and notes, the document lock otherwise. A channel's files are
+// one unit under its lock, as `tavern rm` holds it: another machine's
+// removal of the channel is taken in whole, never with a send between
+// its chunks and its document (a chunk left without its channel).
 func lockKey(rel string) string {
 	if g, _ := itemOf(rel); g != "" {
 		q, id, _ := strings.Cut(g, "/")
 		return queues.ItemLockKey(q, id)
 	}
-	var buf [2]string
-	if caps, ok := schema.Chunk.Captures(rel, buf[:0]); ok && len(caps) == 2 {
-		return schema.ChannelLockKey(caps[0])
+	if ch := schema.ChannelOfFile(rel); ch != "" {
+		return schema.ChannelLockKey(ch)
 	}
 	return docstore.DocLockKey(rel)
 }
@@ -772,6 +780,9 @@ func (sy *Syncer) apply(work, m map[string]entry, origin map[string]string, rep 
 		sort.Strings(paths)
 		if err := sy.applyUnit(k, paths, work, m, data, origin, pending, rep); err != nil {
 			return nil, err
+		}
+		if testHookAfterUnit != nil {
+			testHookAfterUnit(k, paths)
 		}
 	}
 	return pending, nil
@@ -873,7 +884,21 @@ func (sy *Syncer) remove(p string) error {
 	if err := os.Rename(full, trash); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	return docstore.SyncDir(filepath.Dir(full))
+	dir := filepath.Dir(full)
+	if err := docstore.SyncDir(dir); err != nil {
+		return err
+	}
+	// A channel's own directory (messages/<channel>/, notes/<channel>/)
+	// that its last file left goes too, as after a local rm: left, it
+	// names a channel that is gone (doctor's stray-messages). Remove
+	// fails on one that is not empty (a file came since): kept. The
+	// caller holds the channel's lock, which its writers take.
+	if schema.ChannelOfFile(p) != "" && path.Dir(p) != schema.Channel.Dir() {
+		if os.Remove(dir) == nil {
+			return docstore.SyncDir(filepath.Dir(dir))
+		}
+	}
+	return nil
 }
 
 // journalLosses journals every value the merge of commit merge dropped.
