@@ -21,15 +21,7 @@ import (
 // item now holds its item lock until its gates are back: the taker skips
 // the item, and afterwards finds it waiting at its gate.
 func TestRestoreItemSerialisesWithTake(t *testing.T) {
-	s, it, rel, b2 := oneItemTwoStores(t)
-	b := newBroker(t, s, nil)
-	g, err := b.AddGate(it.ID, queues.GateOptions{Reason: "review", Stage: queues.StageClaim})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.DeleteAll(rel); err != nil {
-		t.Fatal(err)
-	}
+	s, it, rel, b2, g := gatedItemInTrash(t)
 	var claim *queues.Claim
 	var takeErr error
 	armed := true
@@ -61,15 +53,7 @@ func TestRestoreItemSerialisesWithTake(t *testing.T) {
 // run twice): exactly one brings it back with its gate, the others are
 // refused, and nothing is left in the trash or restored twice.
 func TestRestoreItemRacing(t *testing.T) {
-	s, it, rel, _ := oneItemTwoStores(t)
-	b := newBroker(t, s, nil)
-	g, err := b.AddGate(it.ID, queues.GateOptions{Reason: "review", Stage: queues.StageClaim})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.DeleteAll(rel); err != nil {
-		t.Fatal(err)
-	}
+	s, _, rel, _, g := gatedItemInTrash(t)
 	const n = 4
 	type result struct {
 		got []string
@@ -121,16 +105,8 @@ func TestRestoreItemRacing(t *testing.T) {
 // took no item lock (a taker from another process, mid-restore, found
 // the item lock free). It is read from the trashed file now.
 func TestRestoreGateAloneHoldsItemLock(t *testing.T) {
-	s, it, rel, b2 := oneItemTwoStores(t)
-	b := newBroker(t, s, nil)
-	g, err := b.AddGate(it.ID, queues.GateOptions{Reason: "review", Stage: queues.StageClaim})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The item and its gate go to the trash; the item alone comes back.
-	if _, err := s.DeleteAll(rel); err != nil {
-		t.Fatal(err)
-	}
+	s, it, rel, b2, g := gatedItemInTrash(t)
 	if _, err := s.RestoreTrash(rel); err != nil {
 		t.Fatal(err)
 	}
@@ -165,4 +141,19 @@ func TestRestoreGateAloneHoldsItemLock(t *testing.T) {
 	if c, err := b2.Take(context.Background(), queues.TakeOptions{Queues: []string{"q"}, As: "taker"}); c != nil || !errors.Is(err, queues.ErrEmpty) {
 		t.Errorf("take after the restore: got %v, %v; want nothing (waiting at the gate)", c, err)
 	}
+}
+
+// gatedItemInTrash is oneItemTwoStores with a claim gate on the item,
+// both then removed to the trash (`tavern rm` of the item).
+func gatedItemInTrash(tb testing.TB) (s *docstore.Store, it *queues.Item, rel string, b2 *queues.Broker, g *queues.Gate) {
+	tb.Helper()
+	s, it, rel, b2 = oneItemTwoStores(tb)
+	g, err := newBroker(tb, s, nil).AddGate(it.ID, queues.GateOptions{Reason: "review", Stage: queues.StageClaim})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := s.DeleteAll(rel); err != nil {
+		tb.Fatal(err)
+	}
+	return s, it, rel, b2, g
 }

@@ -689,14 +689,7 @@ func TestSaveCacheEncodesOutsideLocks(t *testing.T) {
 // hold, not the change's own copy (3 MB after 27,000 edits at 100k
 // documents), as does the externals' map of last observations.
 func TestEditedEntryLayout(t *testing.T) {
-	s := newStore(t)
-	j, err := journal.Open(s.Root(), journal.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	writeDoc(t, s, "agents/a00.md", agentDoc("a00", "idle"))
-	p := openProj(t, s, Options{Watch: true, Journal: j})
+	s, p := watchedAgent(t)
 	key := func() string {
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -746,20 +739,27 @@ func TestEditedEntryLayout(t *testing.T) {
 	}
 }
 
+// watchedAgent is a store with one idle agent, agents/a00.md, and a
+// watching projection that journals hand edits.
+func watchedAgent(tb testing.TB) (*docstore.Store, *Projection) {
+	tb.Helper()
+	s := newStore(tb)
+	j, err := journal.Open(s.Root(), journal.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { j.Close() })
+	writeDoc(tb, s, "agents/a00.md", agentDoc("a00", "idle"))
+	return s, openProj(tb, s, Options{Watch: true, Journal: j})
+}
+
 // TestPublishedChangeIsObserved: a change is queued for the externals'
 // decision before anyone hears of it, so a WaitFor that returns can count
 // on it. CI saw TestEditedEntryLayout's WaitFor return first. The test
 // holds the externals' lock: before the fix, the change was published
 // while its observation waited for that lock.
 func TestPublishedChangeIsObserved(t *testing.T) {
-	s := newStore(t)
-	j, err := journal.Open(s.Root(), journal.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	writeDoc(t, s, "agents/a00.md", agentDoc("a00", "idle"))
-	p := openProj(t, s, Options{Watch: true, Journal: j})
+	s, p := watchedAgent(t)
 	observed := func() bool {
 		_, ok := p.ext.last["agents/a00.md"]
 		return ok
