@@ -93,6 +93,8 @@ func simplePaths(c simpleCommand, rebase func([]string) []string, v *fsView, tre
 	if r := rebase([]string{"."}); len(r) == 1 && v != nil {
 		here = v.abs(r[0])
 	}
+	// git --work-tree, --git-dir: paths and the whole tree from there.
+	c.words, v = gitWorkTree(c.words, here, v)
 	// git's pathspec magic (:(top)a.go, :/a.go, globs, :!x) made into
 	// the paths and trees it stands for.
 	words, specTrees := gitPathspecs(c.words, here, v)

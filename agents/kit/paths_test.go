@@ -107,7 +107,7 @@ func TestShellFormPrefixes(t *testing.T) {
 		"install -d a", "cp -rT a b", "eslint --fix -o a b", "ruff check --fix -o a", "yq -i e a b", "awk -i inplace -f a b", "eval rm a",
 		"go mod init", "go fmt example.com/m/...", "go generate -run a b", "git checkout --theirs a", "sudo -u a env -u b timeout -s c 1 nice -n 2 npx -p d rm e",
 		"sed -Ei a b", "echo >& a", "git checkout -- :(top,icase)a", "git -C a stash push -m b -- :/!c", "git checkout :/a b",
-		"git clean -f -e a :(glob)b/*", "ln -S a b", "function f { g; }", "git am -p1 --directory=a b", "patch -i a -d b"}
+		"git clean -f -e a :(glob)b/*", "ln -S a b", "function f { g; }", "git --work-tree a --git-dir b checkout -- c", "GIT_DIR=a git --work-tree=b switch c", "git am -p1 --directory=a b", "patch -i a -d b"}
 	for _, f := range forms {
 		for i := 0; i <= len(f); i++ {
 			line := f[:i]
@@ -121,6 +121,24 @@ func TestShellFormPrefixes(t *testing.T) {
 				WritePaths("Bash", in, dir)
 				TreePaths("Bash", in, dir)
 			}()
+		}
+	}
+}
+
+// ShellWrites reads no file: git --work-tree is placed by its words
+// alone (outside a work tree given absolute, inside one of ..).
+func TestShellWritesWorkTree(t *testing.T) {
+	for _, tt := range []struct {
+		line string
+		want []string
+	}{
+		{"git --work-tree=/w checkout -- a.go", []string{"/w/a.go"}},
+		{"GIT_WORK_TREE=w git rm a.go", []string{"w/a.go"}},
+		{"git --work-tree=../.. restore a.go", []string{"a.go"}},
+		{"git --git-dir=/r/.git rm a.go", []string{"a.go"}},
+	} {
+		if got := ShellWrites(tt.line); !slices.Equal(got, tt.want) {
+			t.Errorf("ShellWrites(%q) = %q, want %q", tt.line, got, tt.want)
 		}
 	}
 }
@@ -650,8 +668,31 @@ func TestShellWriteForms(t *testing.T) {
 		{"GIT_ICASE_PATHSPECS=1 git restore Src", true},
 		{"git --icase-pathspecs restore docs", false},
 		{"cd /tmp && git checkout -- ':/src/parser/a.go'", false}, // another work tree, or none
+		// git --work-tree (GIT_WORK_TREE): paths from where git runs when
+		// that is in the work tree, else from its top; the whole work
+		// tree is it. --git-dir (GIT_DIR) alone: the work tree is where
+		// git runs. @PROJ is the project's directory.
+		{"git --work-tree=src/parser checkout -- a.go", true},
+		{"git --work-tree src/parser restore a.go", true},
+		{"GIT_WORK_TREE=src/parser git checkout -- a.go", true},
+		{"env GIT_WORK_TREE=src git rm parser/a.go", true},
+		{"cd /tmp && git --git-dir=@PROJ/.git --work-tree=@PROJ checkout -- src/parser/a.go", true},
+		{"cd /tmp && git --git-dir=@PROJ/.git --work-tree=@PROJ merge feature", true},
+		{"cd /tmp && GIT_DIR=@PROJ/.git GIT_WORK_TREE=@PROJ git reset --hard", true},
+		{"git --work-tree=src/parser switch feature", true},
+		{"git --work-tree=src checkout -- ':/parser/a.go'", true},
+		{"cd src && git --git-dir=../.git merge feature", true},
+		{"cd docs && git --work-tree=.. checkout -- src/parser/a.go", false}, // docs/src/parser/a.go
+		{"git --work-tree=src/lexer checkout -- a.go", false},
+		{"git --work-tree=/tmp/export checkout main -- .", false},
+		{"git --work-tree=/tmp/export reset --hard", false},
+		{"git --work-tree=docs switch feature", false},
+		{"GIT_WORK_TREE=docs git stash", false},
+		{"git --work-tree=docs checkout -- ':/src/parser/a.go'", false},
+		{"cd src/lexer && git --git-dir=../../.git reset --hard", false},
+		{"cd /tmp && git --git-dir=@PROJ/.git checkout -- src/parser/a.go", false}, // /tmp/src/parser/a.go
 	} {
-		input, _ := json.Marshal(map[string]any{"command": tt.cmd})
+		input, _ := json.Marshal(map[string]any{"command": strings.ReplaceAll(tt.cmd, "@PROJ", proj)})
 		in := &Input{Tool: Claude, Event: PreToolUse, Cwd: proj, ToolName: "Bash", ToolInput: input}
 		r, err := CheckWrite(e, in, "me")
 		if err != nil {

@@ -111,6 +111,10 @@ func substitution(rs []rune, i int) (end int, script string, ok bool) {
 // nothing (ShellWrites).
 type fsView struct {
 	cwd string
+	// For one git command given its work tree or git directory
+	// (gitWorkTree): the work tree's top and the git directory and the
+	// one holding its refs, absolute ("": found from the files).
+	top, gitDir, common string
 }
 
 // maxPatchRead bounds what the gate reads of a patch file.
@@ -174,6 +178,9 @@ func (v *fsView) readOK(p string) (string, bool) {
 func (v *fsView) gitTop(dir string) string {
 	if v == nil {
 		return ""
+	}
+	if v.top != "" {
+		return v.top
 	}
 	d := v.abs(dir)
 	for {
@@ -301,6 +308,9 @@ func (v *fsView) isRef(dir, name string) bool {
 // worktree, whose .git is a file naming its own git directory, whose
 // commondir holds the refs. Both "" outside a work tree.
 func (v *fsView) gitDirs(dir string) (gitDir, common string) {
+	if v.gitDir != "" {
+		return v.gitDir, v.common
+	}
 	top := v.gitTop(dir)
 	if top == "" {
 		return "", ""
@@ -326,6 +336,95 @@ func (v *fsView) gitDirs(dir string) (gitDir, common string) {
 		}
 	}
 	return gitDir, common
+}
+
+// gitWorkTree reads where a git command's work tree is when its line
+// says: git --work-tree W (GIT_WORK_TREE=W), or --git-dir G (GIT_DIR=G),
+// after which the work tree is where git runs. Run outside W, git takes
+// paths from W's top: the words returned have -C W before the
+// subcommand, so the readers take them from there. The view returned
+// has W as the top of the work tree (the whole tree a merge writes,
+// :/ pathspecs) and reads refs and HEAD from G, else from the
+// repository git runs in. Without either, or with one that is not
+// clear, words and v are as given. here is where the command runs,
+// absolute ("" when not clear).
+func gitWorkTree(words []string, here string, v *fsView) ([]string, *fsView) {
+	w := commandWords(words)
+	if len(w) == 0 || filepath.Base(w[0]) != "git" {
+		return words, v
+	}
+	dir, args, ok := gitCommand(w[1:])
+	if !ok || len(args) == 0 {
+		return words, v
+	}
+	var tree, gdir string
+	haveTree, haveDir := false, false
+	for _, e := range words[:len(words)-len(w)] {
+		if t, ok := strings.CutPrefix(e, "GIT_WORK_TREE="); ok {
+			tree, haveTree = t, true
+		}
+		if g, ok := strings.CutPrefix(e, "GIT_DIR="); ok {
+			gdir, haveDir = g, true
+		}
+	}
+	// git's options win over the environment.
+	opts := w[1 : len(w)-len(args)]
+	for i := 0; i < len(opts); i++ {
+		a := opts[i]
+		switch {
+		case (a == "--work-tree" || a == "--git-dir") && i+1 < len(opts):
+			i++
+			if a == "--work-tree" {
+				tree, haveTree = opts[i], true
+			} else {
+				gdir, haveDir = opts[i], true
+			}
+		case strings.HasPrefix(a, "--work-tree="):
+			tree, haveTree = strings.TrimPrefix(a, "--work-tree="), true
+		case strings.HasPrefix(a, "--git-dir="):
+			gdir, haveDir = strings.TrimPrefix(a, "--git-dir="), true
+		}
+	}
+	if !haveTree && !haveDir || haveTree && tree == "" {
+		return words, v
+	}
+	if !haveTree {
+		tree = "." // where git runs
+	}
+	cwd := under(here, inDirOne(dir, "."))
+	top := ""
+	switch {
+	case filepath.IsAbs(tree):
+		top = filepath.Clean(tree)
+	case cwd != "":
+		top = filepath.Join(cwd, tree)
+	}
+	var inside bool
+	if top != "" && cwd != "" {
+		inside = cwd == top || strings.HasPrefix(cwd, top+"/")
+	} else if !filepath.IsAbs(tree) {
+		// Not known where git runs: inside only when W is it or above it.
+		inside = strings.Trim(strings.ReplaceAll(filepath.ToSlash(filepath.Clean(tree)), "..", ""), "/") == "" || filepath.Clean(tree) == "."
+	}
+	if !inside {
+		n := len(words) - len(args)
+		words = append(append(slices.Clone(words[:n]), "-C", tree), args...)
+	}
+	if v == nil {
+		return words, nil
+	}
+	nv := &fsView{cwd: v.cwd, top: top}
+	switch {
+	case haveDir && gdir != "" && under(cwd, gdir) != "":
+		nv.gitDir = under(cwd, gdir)
+		nv.common = nv.gitDir
+		if c, err := os.ReadFile(filepath.Join(nv.gitDir, "commondir")); err == nil {
+			nv.common = under(nv.gitDir, strings.TrimSpace(string(c)))
+		}
+	case !haveDir && cwd != "":
+		nv.gitDir, nv.common = v.gitDirs(cwd)
+	}
+	return words, nv
 }
 
 // isHead says whether name is what the work tree dir is in has checked
