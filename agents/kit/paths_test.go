@@ -403,8 +403,15 @@ func TestShellWriteForms(t *testing.T) {
 		{"git bisect skip", true},
 		{"git bisect reset", true},
 		{"git bisect run go test ./...", true},
+		{"git switch --orphan=fresh", true},
+		{"git switch --create=new feature", true},
+		{"git checkout -bnew feature", true},
+		{"git switch -cnew feature", true},
 		{"git checkout -b new", false},
 		{"git switch -c new", false},
+		{"git switch --create=new", false},
+		{"git checkout -bnew", false},
+		{"git switch -Cnew", false},
 		{"git switch --create new", false},
 		{"git checkout --orphan fresh", false}, // git keeps the tree, all of it added
 		{"git checkout", false},
@@ -691,6 +698,8 @@ func TestShellWriteForms(t *testing.T) {
 		{"git --work-tree=docs checkout -- ':/src/parser/a.go'", false},
 		{"cd src/lexer && git --git-dir=../../.git reset --hard", false},
 		{"cd /tmp && git --git-dir=@PROJ/.git checkout -- src/parser/a.go", false}, // /tmp/src/parser/a.go
+		{"git --work-tree \"$W\" checkout -- src/parser/a.go", false},              // not clear, as git -C "$D"
+		{"git -C \"$D\" checkout -- src/parser/a.go", false},
 	} {
 		input, _ := json.Marshal(map[string]any{"command": strings.ReplaceAll(tt.cmd, "@PROJ", proj)})
 		in := &Input{Tool: Claude, Event: PreToolUse, Cwd: proj, ToolName: "Bash", ToolInput: input}

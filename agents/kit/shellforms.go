@@ -346,7 +346,8 @@ func (v *fsView) gitDirs(dir string) (gitDir, common string) {
 // has W as the top of the work tree (the whole tree a merge writes,
 // :/ pathspecs) and reads refs and HEAD from G, else from the
 // repository git runs in. Without either, or with one that is not
-// clear, words and v are as given. here is where the command runs,
+// clear, words and v are as given (a --work-tree that is not clear
+// makes the command's paths not clear). here is where the command runs,
 // absolute ("" when not clear).
 func gitWorkTree(words []string, here string, v *fsView) ([]string, *fsView) {
 	w := commandWords(words)
@@ -385,8 +386,14 @@ func gitWorkTree(words []string, here string, v *fsView) ([]string, *fsView) {
 			gdir, haveDir = strings.TrimPrefix(a, "--git-dir="), true
 		}
 	}
-	if !haveTree && !haveDir || haveTree && tree == "" {
+	if !haveTree && !haveDir {
 		return words, v
+	}
+	if haveTree && tree == "" {
+		// A work tree that is not clear: nothing the command writes is,
+		// as under git -C "$D".
+		n := len(words) - len(args)
+		return append(append(slices.Clone(words[:n]), "-C", ""), args...), v
 	}
 	if !haveTree {
 		tree = "." // where git runs
@@ -511,6 +518,8 @@ func gitSwitches(words []string, here string, v *fsView) bool {
 		case a == "--orphan":
 			orphan = true
 			i++
+		case strings.HasPrefix(a, "--orphan="):
+			orphan = true
 		case a == "--conflict" || a == "--pathspec-from-file":
 			i++
 		case a == "--detach" || (sub == "switch" && a == "-d"):
