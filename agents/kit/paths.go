@@ -93,6 +93,8 @@ func simplePaths(c simpleCommand, rebase func([]string) []string, v *fsView, tre
 	if r := rebase([]string{"."}); len(r) == 1 && v != nil {
 		here = v.abs(r[0])
 	}
+	// git --work-tree, --git-dir: paths and the whole tree from there.
+	c.words, v = gitWorkTree(c.words, here, v)
 	// git's pathspec magic (:(top)a.go, :/a.go, globs, :!x) made into
 	// the paths and trees it stands for.
 	words, specTrees := gitPathspecs(c.words, here, v)
@@ -108,6 +110,9 @@ func simplePaths(c simpleCommand, rebase func([]string) []string, v *fsView, tre
 			if t == gitTopDir {
 				ts[i] = gitTree(c.words, here, v)
 			}
+		}
+		if gitSwitches(c.words, here, v) {
+			ts = append(ts, gitTree(c.words, here, v))
 		}
 		out := append(rebase(append(ts, specTrees...)), restored...)
 		if diffTree != "" {
@@ -436,7 +441,10 @@ func parseShellIn(line string, nest int) ([]simpleCommand, bool) {
 						continue
 					}
 				}
-				if r == '$' || r == '`' || r == '*' || r == '?' || r == '[' || r == '~' {
+				// A tilde expands only at a word's start or after = or :
+				// (HEAD~1 is a revision, a~ a file).
+				tilde := r == '~' && (w.Len() == 0 || strings.HasSuffix(w.String(), "=") || strings.HasSuffix(w.String(), ":"))
+				if r == '$' || r == '`' || r == '*' || r == '?' || r == '[' || tilde {
 					dyn = true
 				}
 				if r == '{' {
@@ -1036,7 +1044,8 @@ func cleanPaths(ps []string) []string {
 // chmod/chown/chgrp -R, the packages go fmt and go generate name,
 // what git checkout/restore, stash and clean -f discard (gitDiscarded),
 // the whole work tree for the git commands that rewrite files their
-// line does not name (merge, pull, rebase, reset --hard...: gitRewrites)
+// line does not name (merge, pull, rebase, reset --hard...: gitRewrites;
+// a switch to another commit, git bisect: gitSwitches)
 // and for a patch git apply or git am cannot be read from, the directory
 // patch runs in for one it cannot, what a wildcard or :(icase) pathspec
 // stands for (in shell commands, as ShellWrites reads them). WritePaths has them
@@ -1345,7 +1354,9 @@ const gitTopDir = "\x00top"
 // write of the whole work tree: it runs no git to learn the files, and
 // a merge that changes a file another agent reserved is as much an
 // edit of it as a sed -i. Their read-only forms (--help, --quit,
-// rebase --show-current-patch and --edit-todo) write nothing.
+// rebase --show-current-patch and --edit-todo) write nothing. A switch
+// to another commit is one too, told from one that changes nothing by
+// reading the refs and HEAD: gitSwitches.
 func gitRewrites(args []string) bool {
 	if len(args) == 0 {
 		return false

@@ -60,6 +60,8 @@ func TestWritePaths(t *testing.T) {
 		{"Bash", `{"command":"cat > gen.go <<'EOF'\npackage gen\nrm -rf /\nEOF\necho done > done.txt"}`, []string{"/p/gen.go", "/p/done.txt"}},
 		// Expansions are not clear paths.
 		{"Bash", `{"command":"echo x > \"$OUT\" && rm *.tmp && touch ~/x"}`, nil},
+		// A tilde inside a word is no expansion: a~ is a file.
+		{"Bash", `{"command":"rm a.go~ x=~/y"}`, []string{"/p/a.go~"}},
 		// An open quote does not tokenize: nothing is clear.
 		{"Bash", `{"command":"echo 'oops > a.txt"}`, nil},
 		{"Bash", `{"command":"grep -r foo . 2>/dev/null >&2"}`, nil},
@@ -105,7 +107,7 @@ func TestShellFormPrefixes(t *testing.T) {
 		"install -d a", "cp -rT a b", "eslint --fix -o a b", "ruff check --fix -o a", "yq -i e a b", "awk -i inplace -f a b", "eval rm a",
 		"go mod init", "go fmt example.com/m/...", "go generate -run a b", "git checkout --theirs a", "sudo -u a env -u b timeout -s c 1 nice -n 2 npx -p d rm e",
 		"sed -Ei a b", "echo >& a", "git checkout -- :(top,icase)a", "git -C a stash push -m b -- :/!c", "git checkout :/a b",
-		"git clean -f -e a :(glob)b/*", "ln -S a b", "function f { g; }", "git am -p1 --directory=a b", "patch -i a -d b"}
+		"git clean -f -e a :(glob)b/*", "ln -S a b", "function f { g; }", "git --work-tree a --git-dir b checkout -- c", "GIT_DIR=a git --work-tree=b switch c", "git am -p1 --directory=a b", "patch -i a -d b"}
 	for _, f := range forms {
 		for i := 0; i <= len(f); i++ {
 			line := f[:i]
@@ -119,6 +121,24 @@ func TestShellFormPrefixes(t *testing.T) {
 				WritePaths("Bash", in, dir)
 				TreePaths("Bash", in, dir)
 			}()
+		}
+	}
+}
+
+// ShellWrites reads no file: git --work-tree is placed by its words
+// alone (outside a work tree given absolute, inside one of ..).
+func TestShellWritesWorkTree(t *testing.T) {
+	for _, tt := range []struct {
+		line string
+		want []string
+	}{
+		{"git --work-tree=/w checkout -- a.go", []string{"/w/a.go"}},
+		{"GIT_WORK_TREE=w git rm a.go", []string{"w/a.go"}},
+		{"git --work-tree=../.. restore a.go", []string{"a.go"}},
+		{"git --git-dir=/r/.git rm a.go", []string{"a.go"}},
+	} {
+		if got := ShellWrites(tt.line); !slices.Equal(got, tt.want) {
+			t.Errorf("ShellWrites(%q) = %q, want %q", tt.line, got, tt.want)
 		}
 	}
 }
@@ -166,6 +186,7 @@ func TestShellWriteForms(t *testing.T) {
 		"lexer.patch":      "--- a/src/lexer/l.go\n+++ b/src/lexer/l.go\n@@ -1 +1 @@\n--- package lexer\n+++ b/src/parser/not-a-header.go\n",
 		// A branch and a tag named like directories (loose and packed).
 		".git/refs/heads/src/parser": "0123456789012345678901234567890123456789\n",
+		".git/HEAD":                  "ref: refs/heads/work\n",
 		".git/packed-refs":           "# pack-refs with: peeled\n0123456789012345678901234567890123456789 refs/tags/src\n0123456789012345678901234567890123456789 refs/remotes/origin/src/parser/rel\n",
 		// A remote's branch named like a path under src/parser.
 		".git/refs/remotes/origin/src/parser/next": "0123456789012345678901234567890123456789\n",
@@ -185,9 +206,10 @@ func TestShellWriteForms(t *testing.T) {
 		{"git checkout src/parser/a.go", true},
 		{"git checkout HEAD~1 src/parser", true},
 		{"git -C src checkout parser/a.go", true},
-		{"git checkout main", false},
+		{"git checkout main", true},
 		{"git checkout -b src/parser/a.go", false},
-		// A branch whose name is also a path: git switches to the branch.
+		// A branch whose name is also a path: git switches to the branch,
+		// which rewrites the whole work tree (see below).
 		{"sed -i --expression=s/a/b/ src/parser/a.go", true},
 		{"sed --expression=s/a/b/ src/parser/a.go", false},
 		{"git stash --help", false},
@@ -197,7 +219,7 @@ func TestShellWriteForms(t *testing.T) {
 		{"git checkout --force main", true},
 		{"git switch --discard-changes main", true},
 		{"git switch -f main", true},
-		{"git switch main", false},
+		{"git switch main", true},
 		{"git switch -c feature", false},
 		// go fmt rewrites its packages' files.
 		{"go fmt ./...", true},
@@ -226,10 +248,10 @@ func TestShellWriteForms(t *testing.T) {
 		{"(pushd src/lexer; popd); rm parser.patch", false},
 		// A line continuation is a blank, not a word.
 		{"git \\\n  checkout \\\n  src/parser/a.go", true},
-		{"git checkout \\\n  src/parser", false},
+		{"git checkout \\\n  src/lexer/l.go", false},
 		{"sed -i s/a/b/ src/par\\\nser/a.go", true},
-		{"git checkout src/parser", false},
-		{"git checkout src", false},
+		{"git checkout src/parser", true},
+		{"git checkout src", true},
 		{"git checkout src/parser src/parser/a.go", true},
 		// The index alone, or a dry run: the work tree is not written.
 		{"git rm --cached src/parser/a.go", false},
@@ -344,16 +366,75 @@ func TestShellWriteForms(t *testing.T) {
 		{"go mod edit -json", false},
 		{"go mod download", false},
 		// git checkout of a path deleted in the work tree brings it back;
-		// a name that is a remote's branch or a revision is switched to.
+		// a name that is a remote's branch or a revision is switched to,
+		// a write of the whole work tree.
 		{"git checkout src/parser/gone.go", true},
 		{"git checkout HEAD src/parser/gone.go", true},
 		{"cd src && git checkout parser/gone.go", true},
 		{"git checkout --theirs src/parser", true},
-		{"git checkout src/parser/next", false},
-		{"git checkout src/parser/rel", false},
-		{"git checkout feature", false},
-		{"git checkout HEAD~1", false},
-		{"git checkout 0123abc", false},
+		{"git checkout src/parser/next", true},
+		{"git checkout src/parser/rel", true},
+		{"git checkout feature", true},
+		{"git checkout HEAD~1", true},
+		{"git checkout 0123abc", true},
+		// A switch to another commit rewrites every file that differs
+		// between the two, as a fast-forward merge does: the whole work
+		// tree, as git merge is. HEAD is on the branch work: a switch to
+		// it, a branch made where the tree is, changes no file.
+		{"git checkout -", true},
+		{"git switch -", true},
+		{"git switch feature", true},
+		{"cd docs && git switch feature", true},
+		{"git switch --detach HEAD~2", true},
+		{"git switch -d v1", true},
+		{"git checkout --detach feature", true},
+		{"git checkout -b new feature", true},
+		{"git checkout -B new origin/src/parser/next", true},
+		{"git switch -c new feature", true},
+		{"git switch -C new HEAD~1", true},
+		{"git switch --orphan fresh", true}, // an empty tree
+		{"git checkout --orphan fresh feature", true},
+		{"git checkout -q --recurse-submodules feature", true},
+		{"git checkout ':/fix the parser'", true}, // the commit whose message says it
+		{"git bisect start", true},
+		{"git bisect start HEAD v1", true},
+		{"git bisect good", true},
+		{"git bisect bad HEAD~3", true},
+		{"git bisect skip", true},
+		{"git bisect reset", true},
+		{"git bisect run go test ./...", true},
+		{"git switch --orphan=fresh", true},
+		{"git switch --create=new feature", true},
+		{"git checkout -bnew feature", true},
+		{"git switch -cnew feature", true},
+		{"git checkout -b new", false},
+		{"git switch -c new", false},
+		{"git switch --create=new", false},
+		{"git checkout -bnew", false},
+		{"git switch -Cnew", false},
+		{"git switch --create new", false},
+		{"git checkout --orphan fresh", false}, // git keeps the tree, all of it added
+		{"git checkout", false},
+		{"git switch", false},
+		{"git switch --help", false},
+		{"git checkout -h", false},
+		{"git checkout HEAD", false},
+		{"git checkout @", false},
+		{"git checkout work", false},
+		{"git switch work", false},
+		{"git checkout -b new work", false},
+		{"git checkout --detach", false},
+		{"git switch --detach", false},
+		{"git switch --detach work", false},
+		{"git checkout \"$B\"", false}, // not clear, as other words with expansions
+		{"git bisect log", false},
+		{"git bisect view", false},
+		{"git bisect visualize", false},
+		{"git bisect terms", false},
+		{"git bisect --help", false},
+		{"git bisect", false},
+		{"git bisect start --no-checkout", false},
+		{"git -C /tmp/elsewhere switch feature", false},
 		// Reserved words and wrappers before the command that runs.
 		{"for f in a b; do rm src/parser/a.go; done", true},
 		{"if true; then rm src/parser/a.go; fi", true},
@@ -567,7 +648,6 @@ func TestShellWriteForms(t *testing.T) {
 		{"git checkout -- 'src/lexer/*.go'", false},
 		{"git checkout -- ':(literal)src/*'", false},
 		{"cd src/parser && git stash push -- ':/docs'", false},
-		{"git checkout ':/fix the parser'", false},
 		{"git rm -r --cached 'src/*'", false},
 		// Commands that read pathspecs, or write no work-tree file.
 		{"git diff -- ':!vendor' ':/src/parser'", false},
@@ -581,7 +661,7 @@ func TestShellWriteForms(t *testing.T) {
 		{"git push origin HEAD && git tag v1 && git branch -d old", false},
 		{"git checkout main -- ':!docs'", true},
 		{"git checkout main ':!docs'", true},
-		{"git checkout main", false},
+		{"git checkout main -- ':(top)src/lexer/l.go'", false},
 		{"git checkout main -- ':(top)src/lexer'", false},
 		{"git restore --staged ':(icase)SRC/PARSER'", false},
 		{"git restore --staged ':!docs'", false},
@@ -595,8 +675,33 @@ func TestShellWriteForms(t *testing.T) {
 		{"GIT_ICASE_PATHSPECS=1 git restore Src", true},
 		{"git --icase-pathspecs restore docs", false},
 		{"cd /tmp && git checkout -- ':/src/parser/a.go'", false}, // another work tree, or none
+		// git --work-tree (GIT_WORK_TREE): paths from where git runs when
+		// that is in the work tree, else from its top; the whole work
+		// tree is it. --git-dir (GIT_DIR) alone: the work tree is where
+		// git runs. @PROJ is the project's directory.
+		{"git --work-tree=src/parser checkout -- a.go", true},
+		{"git --work-tree src/parser restore a.go", true},
+		{"GIT_WORK_TREE=src/parser git checkout -- a.go", true},
+		{"env GIT_WORK_TREE=src git rm parser/a.go", true},
+		{"cd /tmp && git --git-dir=@PROJ/.git --work-tree=@PROJ checkout -- src/parser/a.go", true},
+		{"cd /tmp && git --git-dir=@PROJ/.git --work-tree=@PROJ merge feature", true},
+		{"cd /tmp && GIT_DIR=@PROJ/.git GIT_WORK_TREE=@PROJ git reset --hard", true},
+		{"git --work-tree=src/parser switch feature", true},
+		{"git --work-tree=src checkout -- ':/parser/a.go'", true},
+		{"cd src && git --git-dir=../.git merge feature", true},
+		{"cd docs && git --work-tree=.. checkout -- src/parser/a.go", false}, // docs/src/parser/a.go
+		{"git --work-tree=src/lexer checkout -- a.go", false},
+		{"git --work-tree=/tmp/export checkout main -- .", false},
+		{"git --work-tree=/tmp/export reset --hard", false},
+		{"git --work-tree=docs switch feature", false},
+		{"GIT_WORK_TREE=docs git stash", false},
+		{"git --work-tree=docs checkout -- ':/src/parser/a.go'", false},
+		{"cd src/lexer && git --git-dir=../../.git reset --hard", false},
+		{"cd /tmp && git --git-dir=@PROJ/.git checkout -- src/parser/a.go", false}, // /tmp/src/parser/a.go
+		{"git --work-tree \"$W\" checkout -- src/parser/a.go", false},              // not clear, as git -C "$D"
+		{"git -C \"$D\" checkout -- src/parser/a.go", false},
 	} {
-		input, _ := json.Marshal(map[string]any{"command": tt.cmd})
+		input, _ := json.Marshal(map[string]any{"command": strings.ReplaceAll(tt.cmd, "@PROJ", proj)})
 		in := &Input{Tool: Claude, Event: PreToolUse, Cwd: proj, ToolName: "Bash", ToolInput: input}
 		r, err := CheckWrite(e, in, "me")
 		if err != nil {

@@ -111,6 +111,10 @@ func substitution(rs []rune, i int) (end int, script string, ok bool) {
 // nothing (ShellWrites).
 type fsView struct {
 	cwd string
+	// For one git command given its work tree or git directory
+	// (gitWorkTree): the work tree's top and the git directory and the
+	// one holding its refs, absolute ("": found from the files).
+	top, gitDir, common string
 }
 
 // maxPatchRead bounds what the gate reads of a patch file.
@@ -175,6 +179,9 @@ func (v *fsView) gitTop(dir string) string {
 	if v == nil {
 		return ""
 	}
+	if v.top != "" {
+		return v.top
+	}
 	d := v.abs(dir)
 	for {
 		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
@@ -201,7 +208,9 @@ func (v *fsView) gitTop(dir string) string {
 // is a path: one that exists, or one that does not (deleted in the work
 // tree, which the checkout brings back) and has a slash or a dot. A
 // checkout that makes a branch (-b, -B, --orphan) or detaches restores
-// nothing. v reads the files and refs (nil: nothing is read, no path).
+// nothing. A switch is a write of the whole work tree (gitSwitches),
+// not of its operand. v reads the files and refs (nil: nothing is read,
+// no path).
 //
 // here is the directory the command runs in ("" when not clear).
 func gitCheckoutOperands(words []string, here string, v *fsView) []string {
@@ -258,27 +267,9 @@ func (v *fsView) isRef(dir, name string) bool {
 	if v == nil || dir == "" || dir == unknownDir || name == "" || strings.Contains(name, "..") {
 		return false
 	}
-	top := v.gitTop(dir)
-	if top == "" {
+	_, gitDir := v.gitDirs(dir)
+	if gitDir == "" {
 		return false
-	}
-	gitDir := filepath.Join(top, ".git")
-	// A linked worktree's .git is a file naming its own git directory,
-	// whose commondir holds the refs.
-	if data, err := os.ReadFile(gitDir); err == nil {
-		if g, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir:"); ok {
-			gitDir = strings.TrimSpace(g)
-			if !filepath.IsAbs(gitDir) {
-				gitDir = filepath.Join(top, gitDir)
-			}
-			if c, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
-				common := strings.TrimSpace(string(c))
-				if !filepath.IsAbs(common) {
-					common = filepath.Join(gitDir, common)
-				}
-				gitDir = common
-			}
-		}
 	}
 	refs := []string{"refs/heads/" + name, "refs/tags/" + name, "refs/remotes/" + name} // origin/main
 	for _, ref := range refs {
@@ -310,6 +301,251 @@ func (v *fsView) isRef(dir, name string) bool {
 		}
 	}
 	return false
+}
+
+// gitDirs are the git directory of the work tree dir is in (its HEAD)
+// and the directory holding its refs: the same but for a linked
+// worktree, whose .git is a file naming its own git directory, whose
+// commondir holds the refs. Both "" outside a work tree.
+func (v *fsView) gitDirs(dir string) (gitDir, common string) {
+	if v.gitDir != "" {
+		return v.gitDir, v.common
+	}
+	top := v.gitTop(dir)
+	if top == "" {
+		return "", ""
+	}
+	gitDir = filepath.Join(top, ".git")
+	data, err := os.ReadFile(gitDir)
+	if err != nil {
+		return gitDir, gitDir
+	}
+	g, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir:")
+	if !ok {
+		return gitDir, gitDir
+	}
+	gitDir = strings.TrimSpace(g)
+	if !filepath.IsAbs(gitDir) {
+		gitDir = filepath.Join(top, gitDir)
+	}
+	common = gitDir
+	if c, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+		common = strings.TrimSpace(string(c))
+		if !filepath.IsAbs(common) {
+			common = filepath.Join(gitDir, common)
+		}
+	}
+	return gitDir, common
+}
+
+// gitWorkTree reads where a git command's work tree is when its line
+// says: git --work-tree W (GIT_WORK_TREE=W), or --git-dir G (GIT_DIR=G),
+// after which the work tree is where git runs. Run outside W, git takes
+// paths from W's top: the words returned have -C W before the
+// subcommand, so the readers take them from there. The view returned
+// has W as the top of the work tree (the whole tree a merge writes,
+// :/ pathspecs) and reads refs and HEAD from G, else from the
+// repository git runs in. Without either, or with one that is not
+// clear, words and v are as given (a --work-tree that is not clear
+// makes the command's paths not clear). here is where the command runs,
+// absolute ("" when not clear).
+func gitWorkTree(words []string, here string, v *fsView) ([]string, *fsView) {
+	w := commandWords(words)
+	if len(w) == 0 || filepath.Base(w[0]) != "git" {
+		return words, v
+	}
+	dir, args, ok := gitCommand(w[1:])
+	if !ok || len(args) == 0 {
+		return words, v
+	}
+	var tree, gdir string
+	haveTree, haveDir := false, false
+	for _, e := range words[:len(words)-len(w)] {
+		if t, ok := strings.CutPrefix(e, "GIT_WORK_TREE="); ok {
+			tree, haveTree = t, true
+		}
+		if g, ok := strings.CutPrefix(e, "GIT_DIR="); ok {
+			gdir, haveDir = g, true
+		}
+	}
+	// git's options win over the environment.
+	opts := w[1 : len(w)-len(args)]
+	for i := 0; i < len(opts); i++ {
+		a := opts[i]
+		switch {
+		case (a == "--work-tree" || a == "--git-dir") && i+1 < len(opts):
+			i++
+			if a == "--work-tree" {
+				tree, haveTree = opts[i], true
+			} else {
+				gdir, haveDir = opts[i], true
+			}
+		case strings.HasPrefix(a, "--work-tree="):
+			tree, haveTree = strings.TrimPrefix(a, "--work-tree="), true
+		case strings.HasPrefix(a, "--git-dir="):
+			gdir, haveDir = strings.TrimPrefix(a, "--git-dir="), true
+		}
+	}
+	if !haveTree && !haveDir {
+		return words, v
+	}
+	if haveTree && tree == "" {
+		// A work tree that is not clear: nothing the command writes is,
+		// as under git -C "$D".
+		n := len(words) - len(args)
+		return append(append(slices.Clone(words[:n]), "-C", ""), args...), v
+	}
+	if !haveTree {
+		tree = "." // where git runs
+	}
+	cwd := under(here, inDirOne(dir, "."))
+	top := ""
+	switch {
+	case filepath.IsAbs(tree):
+		top = filepath.Clean(tree)
+	case cwd != "":
+		top = filepath.Join(cwd, tree)
+	}
+	var inside bool
+	if top != "" && cwd != "" {
+		inside = cwd == top || strings.HasPrefix(cwd, top+"/")
+	} else if !filepath.IsAbs(tree) {
+		// Not known where git runs: inside only when W is it or above it.
+		inside = strings.Trim(strings.ReplaceAll(filepath.ToSlash(filepath.Clean(tree)), "..", ""), "/") == "" || filepath.Clean(tree) == "."
+	}
+	if !inside {
+		n := len(words) - len(args)
+		words = append(append(slices.Clone(words[:n]), "-C", tree), args...)
+	}
+	if v == nil {
+		return words, nil
+	}
+	nv := &fsView{cwd: v.cwd, top: top}
+	switch {
+	case haveDir && gdir != "" && under(cwd, gdir) != "":
+		nv.gitDir = under(cwd, gdir)
+		nv.common = nv.gitDir
+		if c, err := os.ReadFile(filepath.Join(nv.gitDir, "commondir")); err == nil {
+			nv.common = under(nv.gitDir, strings.TrimSpace(string(c)))
+		}
+	case !haveDir && cwd != "":
+		nv.gitDir, nv.common = v.gitDirs(cwd)
+	}
+	return words, nv
+}
+
+// isHead says whether name is what the work tree dir is in has checked
+// out: HEAD, @, the branch .git/HEAD names, or the commit it holds
+// when detached. A switch to it changes no file.
+func (v *fsView) isHead(dir, name string) bool {
+	if name == "HEAD" || name == "@" {
+		return true
+	}
+	if v == nil || dir == "" || dir == unknownDir || name == "" {
+		return false
+	}
+	gitDir, _ := v.gitDirs(dir)
+	if gitDir == "" {
+		return false
+	}
+	head := strings.TrimSpace(v.read(filepath.Join(gitDir, "HEAD")))
+	if ref, ok := strings.CutPrefix(head, "ref:"); ok {
+		ref = strings.TrimSpace(ref)
+		return ref == name || ref == "refs/heads/"+name
+	}
+	return head != "" && head == name
+}
+
+// gitSwitches says whether a git command moves the work tree to another
+// commit, rewriting every file that differs between the two (which ones
+// follows from the commits, as for gitRewrites): git checkout or switch
+// to a branch or revision that is not the one checked out (checkout's
+// operand read as gitCheckoutOperands reads it, no paths after it), to
+// the previous one (-), a branch made at another start point (-b, -B,
+// -c, -C, checkout --orphan), switch --orphan (an empty tree), --detach
+// at a revision, and git bisect but its read-only forms (log, view,
+// visualize, terms, start --no-checkout). A branch made where HEAD is
+// (-b NEW), and checkout --orphan NEW, leave the tree as it is. here is
+// where the command runs, absolute ("" when not clear).
+func gitSwitches(words []string, here string, v *fsView) bool {
+	w := commandWords(words)
+	if v == nil || len(w) == 0 || filepath.Base(w[0]) != "git" {
+		return false
+	}
+	dir, args, ok := gitCommand(w[1:])
+	if !ok || len(args) == 0 {
+		return false
+	}
+	sub, rest := args[0], args[1:]
+	opts := rest
+	if i := slices.Index(rest, "--"); i >= 0 {
+		if i < len(rest)-1 {
+			return false // pathspecs: gitRestored
+		}
+		opts = rest[:i]
+	}
+	if slices.Contains(opts, "-h") || slices.Contains(opts, "--help") {
+		return false
+	}
+	switch sub {
+	case "bisect":
+		if len(rest) == 0 {
+			return false
+		}
+		switch rest[0] {
+		case "log", "view", "visualize", "terms", "help":
+			return false
+		case "start":
+			return !slices.Contains(rest, "--no-checkout")
+		}
+		return true // good, bad, skip, reset, run, replay, custom terms
+	case "checkout", "switch":
+	default:
+		return false
+	}
+	repo := here
+	if dir != "" {
+		repo = under(here, dir)
+	}
+	create, orphan, detach := false, false, false
+	var ops []string
+	for i := 0; i < len(opts); i++ {
+		a := opts[i]
+		switch {
+		case a == "-b" || a == "-B" || (sub == "switch" && (a == "-c" || a == "-C" || a == "--create" || a == "--force-create")):
+			create = true
+			i++ // the new branch's name
+		case a == "--orphan":
+			orphan = true
+			i++
+		case strings.HasPrefix(a, "--orphan="):
+			orphan = true
+		case a == "--conflict" || a == "--pathspec-from-file":
+			i++
+		case a == "--detach" || (sub == "switch" && a == "-d"):
+			detach = true
+		case a == "--ours" || a == "--theirs" || a == "-p" || a == "--patch" || strings.HasPrefix(a, "--pathspec-from-file="):
+			return false // paths
+		case strings.HasPrefix(a, "-") && a != "-":
+		default:
+			ops = append(ops, a)
+		}
+	}
+	switch {
+	case orphan && sub == "switch":
+		return true
+	case len(ops) != 1 || ops[0] == "":
+		// None: the tree stays; several: checkout's paths
+		// (gitCheckoutOperands); a word not clear is skipped.
+		return false
+	case ops[0] == "-":
+		return true
+	case v.isHead(repo, ops[0]):
+		return false
+	case create || orphan || detach || sub == "switch":
+		return true
+	}
+	return len(gitCheckoutOperands(words, here, v)) == 0 // a branch or revision, not a path
 }
 
 // diffWrites returns the files `git apply`, `git am` and `patch` write:
