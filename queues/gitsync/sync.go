@@ -732,6 +732,37 @@ func lockKey(rel string) string {
 	return docstore.DocLockKey(rel)
 }
 
+// gateLockKey is the lock of gate rel's unit, given the gate as the
+// merge has it (data; for a gate the merge removes, the local file): its
+// item's lock, which a local rm of the item holds while it takes the item
+// and its gates to the trash, and a gate's set, edit, rm and restore hold
+// too (queues.LockerItem). An item removed on another machine with its
+// gates is so taken in one step: under their document locks, one by one,
+// a claim of the item whose gate was gone already fell in between (an
+// item that could never be finished). "" for no gate, or one that names
+// no item (its document lock, as before).
+func gateLockKey(rel string, data []byte) string {
+	if !isGate(rel) {
+		return ""
+	}
+	d, err := docstore.Parse(rel, data)
+	if err != nil {
+		return ""
+	}
+	queue, id := d.String("queue"), d.String("item")
+	if schema.ValidName(queue) != nil || schema.ValidName(id) != nil {
+		return ""
+	}
+	return queues.ItemLockKey(queue, id)
+}
+
+// isGate reports whether rel is a gate document (gates/<id>.md).
+func isGate(rel string) bool {
+	var buf [1]string
+	_, ok := schema.Gate.Captures(rel, buf[:0])
+	return ok
+}
+
 // apply writes into the store every path where m differs from work (what
 // the worktree held when the round began), each under the lock its
 // engine writers take, and only if the file still holds work's version:
@@ -739,8 +770,7 @@ func lockKey(rel string) string {
 // pending (its merge happens next round, against that base).
 func (sy *Syncer) apply(work, m map[string]entry, origin map[string]string, rep *Report) (map[string]entry, error) {
 	pending := map[string]entry{}
-	units := map[string][]string{} // lock key -> tree paths changed under it
-	var need []string
+	var changed, need []string
 	seen := map[string]bool{}
 	for _, t := range []map[string]entry{work, m} {
 		for p := range t {
@@ -753,22 +783,37 @@ func (sy *Syncer) apply(work, m map[string]entry, origin map[string]string, rep 
 			if same(w, e, wok, mok) {
 				continue
 			}
-			k := lockKey(p)
-			if strings.HasPrefix(p, docstore.JournalDir+"/") {
-				k = "" // other machines' journals: only this sync writes them
-			}
-			units[k] = append(units[k], p)
+			changed = append(changed, p)
 			if mok {
 				need = append(need, e.oid)
 			}
 		}
 	}
-	if len(units) == 0 {
+	if len(changed) == 0 {
 		return pending, nil
 	}
 	data, err := sy.repo.blobs(dedup(need))
 	if err != nil {
 		return nil, err
+	}
+	units := map[string][]string{} // lock key -> tree paths changed under it
+	for _, p := range changed {
+		k := lockKey(p)
+		if strings.HasPrefix(p, docstore.JournalDir+"/") {
+			k = "" // other machines' journals: only this sync writes them
+		} else if e, mok := m[p]; mok {
+			if g := gateLockKey(p, data[e.oid]); g != "" {
+				k = g
+			}
+		} else if cur, err := os.ReadFile(filepath.Join(sy.s.Root(), filepath.FromSlash(p))); err == nil {
+			// Removed: the gate as it is here names the item whose lock
+			// its local writers hold. One changed since is deferred by
+			// applyUnit's check, whatever lock it is under.
+			if g := gateLockKey(p, cur); g != "" {
+				k = g
+			}
+		}
+		units[k] = append(units[k], p)
 	}
 	keys := make([]string, 0, len(units))
 	for k := range units {
@@ -796,6 +841,18 @@ func (sy *Syncer) applyUnit(key string, paths []string, work, m map[string]entry
 			return err
 		}
 		defer l.Unlock()
+		// A gate under its item's lock: its document lock too, after
+		// it (the order of its local set and rm), as approve and reject
+		// hold only that one while they write the decision.
+		for _, p := range paths {
+			if k := docstore.DocLockKey(p); k != key && isGate(p) {
+				l, err := sy.s.Lock(k)
+				if err != nil {
+					return err
+				}
+				defer l.Unlock()
+			}
+		}
 	}
 	root := sy.s.Root()
 	// Check first: every path must still be as the round saw it.
