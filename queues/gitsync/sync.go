@@ -946,16 +946,30 @@ func (sy *Syncer) remove(p string) error {
 		return err
 	}
 	// A channel's own directory (messages/<channel>/, notes/<channel>/)
-	// that its last file left goes too, as after a local rm: left, it
-	// names a channel that is gone (doctor's stray-messages). Remove
-	// fails on one that is not empty (a file came since): kept. The
-	// caller holds the channel's lock, which its writers take.
-	if schema.ChannelOfFile(p) != "" && path.Dir(p) != schema.Channel.Dir() {
+	// that its last file left goes too once the channel is gone, as after
+	// a local rm of the channel: left, it names a channel that is gone
+	// (doctor's stray-messages). Not while the channel is there (a message
+	// or note removed alone, as a local rm of it leaves it): a waiter on
+	// the channel watches messages/<channel>/, and its watch would go with
+	// it. Remove fails on one that is not empty (a file came since): kept.
+	// The caller holds the channel's lock, which its writers take, and
+	// removes the channel's document before its files (path order).
+	if ch := schema.ChannelOfFile(p); ch != "" && path.Dir(p) != schema.Channel.Dir() && !sy.channelExists(ch) {
 		if os.Remove(dir) == nil {
 			return docstore.SyncDir(filepath.Dir(dir))
 		}
 	}
 	return nil
+}
+
+// channelExists reports whether channel ch has its document here.
+func (sy *Syncer) channelExists(ch string) bool {
+	rel, err := schema.Channel.Path(ch, nil)
+	if err != nil {
+		return false
+	}
+	_, err = os.Lstat(filepath.Join(sy.s.Root(), filepath.FromSlash(rel)))
+	return !errors.Is(err, fs.ErrNotExist)
 }
 
 // journalLosses journals every value the merge of commit merge dropped.
