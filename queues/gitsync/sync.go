@@ -937,7 +937,7 @@ func (sy *Syncer) remove(p string) error {
 		}
 		return docstore.SyncDir(filepath.Dir(full))
 	}
-	trash := filepath.Join(sy.s.Root(), ".trash", time.Now().UTC().Format("20060102T150405.000000000")+"-sync-"+strings.ReplaceAll(p, "/", "__"))
+	trash := filepath.Join(sy.s.Root(), ".trash", time.Now().UTC().Format("20060102T150405.000000000")+"-"+docstore.TrashSyncTag+strings.ReplaceAll(p, "/", "__"))
 	if err := os.Rename(full, trash); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
