@@ -876,11 +876,20 @@ func (sy *Syncer) applyUnit(key string, paths []string, work, m map[string]entry
 	}
 	// Creates and updates first, removals last: an item moved between
 	// state directories is never in none of them.
-	sort.SliceStable(paths, func(i, j int) bool {
-		_, a := m[paths[i]]
-		_, b := m[paths[j]]
-		return a && !b
-	})
+	// Among the removals, an item's gates after the item (a channel's
+	// files follow its document in path order): an owner first, as
+	// DeleteAll removes them, so a restore of it here finds what went
+	// with it, trashed no earlier than it.
+	rank := func(p string) int {
+		switch _, ok := m[p]; {
+		case ok:
+			return 0
+		case isGate(p):
+			return 2
+		}
+		return 1
+	}
+	sort.SliceStable(paths, func(i, j int) bool { return rank(paths[i]) < rank(paths[j]) })
 	for _, p := range paths {
 		e, mok := m[p]
 		_, wok := work[p]
@@ -900,7 +909,7 @@ func (sy *Syncer) applyUnit(key string, paths []string, work, m map[string]entry
 				ch.Op = "created"
 			}
 		default:
-			if err := sy.remove(p); err != nil {
+			if err := sy.remove(p, m); err != nil {
 				return err
 			}
 			ch.Op = "removed"
@@ -927,11 +936,11 @@ func (sy *Syncer) applyUnit(key string, paths []string, work, m map[string]entry
 
 // remove takes a file another machine removed out of the store: an item
 // copy that moved to another state directory is unlinked (the move's
-// other half is written), any other document goes to .trash/ like a
-// delete (never an unlink of user data).
-func (sy *Syncer) remove(p string) error {
+// other half is written, movedItem), any other document, an item removed
+// too, goes to .trash/ like a delete (never an unlink of user data).
+func (sy *Syncer) remove(p string, m map[string]entry) error {
 	full := filepath.Join(sy.s.Root(), filepath.FromSlash(p))
-	if g, _ := itemOf(p); g != "" || strings.HasPrefix(p, docstore.JournalDir+"/") {
+	if movedItem(p, m) || strings.HasPrefix(p, docstore.JournalDir+"/") {
 		if err := os.Remove(full); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
@@ -970,6 +979,25 @@ func (sy *Syncer) channelExists(ch string) bool {
 	}
 	_, err = os.Lstat(filepath.Join(sy.s.Root(), filepath.FromSlash(rel)))
 	return !errors.Is(err, fs.ErrNotExist)
+}
+
+// movedItem reports whether item path p is a copy the item's move to
+// another state left: m, the merge, has the item in another state (that
+// copy is written in the same unit, under the item's lock). An item m has
+// in no state was removed on another machine (`tavern rm items/ID`), and
+// goes to the trash as a local rm takes it.
+func movedItem(p string, m map[string]entry) bool {
+	var buf [3]string
+	caps, ok := schema.Item.Captures(p, buf[:0]) // queue, state, id
+	if !ok || len(caps) != 3 {
+		return false
+	}
+	for _, st := range schema.ItemStates {
+		if _, ok := m[queues.ItemPath(caps[0], st, caps[2])]; ok && st != caps[1] {
+			return true
+		}
+	}
+	return false
 }
 
 // journalLosses journals every value the merge of commit merge dropped.
