@@ -16,12 +16,19 @@ import (
 )
 
 // The trash: Delete moves a document to .trash/<stamp>-<path with "/" as
-// "__">, and consumed tuples are archived there the same way. Nothing in
-// it is a document any more; Trash lists it and RestoreTrash moves an
-// entry back.
+// "__">, and consumed tuples are archived there the same way (the git
+// sync, a document another machine removed, as <stamp>-sync-<path>).
+// Nothing in it is a document any more; Trash lists it and RestoreTrash
+// moves an entry back.
 
 // trashStamp is the layout of the time prefix of a trash entry.
 const trashStamp = "20060102T150405.000000000"
+
+// TrashSyncTag follows the stamp of an entry the git sync moved there
+// (<stamp>-sync-<path>: a document another machine removed); the path
+// after it is read as any other entry's, so such an entry is listed and
+// restored as a local rm's is.
+const TrashSyncTag = "sync-"
 
 // TrashEntry is one file in .trash/.
 type TrashEntry struct {
@@ -61,7 +68,12 @@ func (s *Store) Trash() ([]TrashEntry, error) {
 		te := TrashEntry{Name: e.Name()}
 		if stamp, enc, ok := strings.Cut(e.Name(), "-"); ok {
 			te.Deleted.Time, _ = time.Parse(trashStamp, stamp)
-			te.Path, _ = trashPath(enc)
+			var err error
+			if te.Path, err = trashPath(enc); err != nil {
+				if rest, ok := strings.CutPrefix(enc, TrashSyncTag); ok {
+					te.Path, _ = trashPath(rest)
+				}
+			}
 		}
 		if fi, err := e.Info(); err == nil {
 			te.Size = fi.Size()

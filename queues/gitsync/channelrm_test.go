@@ -163,3 +163,55 @@ func TestSyncChannelRemovalLeavesNoDirs(t *testing.T) {
 		t.Errorf("doctor: %s %s: %s", f.Kind, f.Path, f.Detail)
 	}
 }
+
+// A message or note removed alone on another machine (`tavern rm
+// messages/gen/ID`), its channel still there, leaves the channel's
+// directories as a local rm of it does: there. The sync removed the
+// emptied messages/gen/ as if the channel had gone, which a waiter on the
+// channel watches (WaitChannel makes it to watch it): its watch went with
+// it, and the channel's next message woke nobody until the waiter's safety
+// re-check.
+func TestSyncMessageRemovalKeepsChannelDirs(t *testing.T) {
+	srv := gittest.Start(t)
+	url := srv.Repo(t, "p")
+	root := t.TempDir()
+	a := newOrigin(t, root, "alpha", url)
+	agents.InstallRules(a, "")
+	if _, err := messages.CreateChannel(a, "gen", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := messages.Send(a, "gen", "ann", "hello", messages.SendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := messages.AddNote(a, "gen", "ann", "a note"); err != nil {
+		t.Fatal(err)
+	}
+	agentSync(t, a)
+	b := clone(t, root, "beta", url)
+	agents.InstallRules(b, "")
+	var files []string
+	for _, dir := range []string{"messages/gen", "notes/gen"} {
+		ents, err := os.ReadDir(filepath.Join(b.Root(), filepath.FromSlash(dir)))
+		if err != nil || len(ents) != 1 {
+			t.Fatalf("%s on beta: %v %v, want one file", dir, ents, err)
+		}
+		files = append(files, dir+"/"+ents[0].Name())
+	}
+	for _, p := range files {
+		if err := b.Delete(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	agentSync(t, b)
+	agentSync(t, a)
+	for _, s := range []*docstore.Store{b, a} {
+		if left := leftOfGen(t, s); len(left) != 1 || left[0] != "channels/gen.md" {
+			t.Errorf("%s: left of gen %v, want its document only", s.Root(), left)
+		}
+		for _, dir := range []string{"messages/gen", "notes/gen"} {
+			if _, err := os.Stat(filepath.Join(s.Root(), filepath.FromSlash(dir))); err != nil {
+				t.Errorf("%s: %s after its last file was removed, the channel still there: %v, want kept", s.Root(), dir, err)
+			}
+		}
+	}
+}

@@ -34,11 +34,12 @@
 //     ref) is not retried: the round reports it (Report.Offline).
 //  4. Write into the store what the merge has and the store lacks. Each
 //     file is written (durable write: temp, fsync, rename) under the lock
-//     the engine's writers of it take (an item's claim lock, a channel's
-//     lock for its document, chunks and notes, the document lock), and
-//     only if it still holds the version the round started from; the
-//     files of one lock are written all or nothing, so a channel removed
-//     on another machine goes in one step, as a local rm takes it. A
+//     the engine's writers of it take (an item's claim lock for the item
+//     and its gates, a gate's document lock too; a channel's lock for its
+//     document, chunks and notes; the document lock), and only if it
+//     still holds the version the round started from; the files of one
+//     lock are written all or nothing, so an item or a channel removed on
+//     another machine goes in one step, as a local rm takes it. A
 //     file changed here meanwhile is left alone and merged next round
 //     against that version, with the others of its lock
 //     (Report.Deferred).

@@ -732,6 +732,37 @@ func lockKey(rel string) string {
 	return docstore.DocLockKey(rel)
 }
 
+// gateLockKey is the lock of gate rel's unit, given the gate as the
+// merge has it (data; for a gate the merge removes, the local file): its
+// item's lock, which a local rm of the item holds while it takes the item
+// and its gates to the trash, and a gate's set, edit, rm and restore hold
+// too (queues.LockerItem). An item removed on another machine with its
+// gates is so taken in one step: under their document locks, one by one,
+// a claim of the item whose gate was gone already fell in between (an
+// item that could never be finished). "" for no gate, or one that names
+// no item (its document lock, as before).
+func gateLockKey(rel string, data []byte) string {
+	if !isGate(rel) {
+		return ""
+	}
+	d, err := docstore.Parse(rel, data)
+	if err != nil {
+		return ""
+	}
+	queue, id := d.String("queue"), d.String("item")
+	if schema.ValidName(queue) != nil || schema.ValidName(id) != nil {
+		return ""
+	}
+	return queues.ItemLockKey(queue, id)
+}
+
+// isGate reports whether rel is a gate document (gates/<id>.md).
+func isGate(rel string) bool {
+	var buf [1]string
+	_, ok := schema.Gate.Captures(rel, buf[:0])
+	return ok
+}
+
 // apply writes into the store every path where m differs from work (what
 // the worktree held when the round began), each under the lock its
 // engine writers take, and only if the file still holds work's version:
@@ -739,8 +770,7 @@ func lockKey(rel string) string {
 // pending (its merge happens next round, against that base).
 func (sy *Syncer) apply(work, m map[string]entry, origin map[string]string, rep *Report) (map[string]entry, error) {
 	pending := map[string]entry{}
-	units := map[string][]string{} // lock key -> tree paths changed under it
-	var need []string
+	var changed, need []string
 	seen := map[string]bool{}
 	for _, t := range []map[string]entry{work, m} {
 		for p := range t {
@@ -753,22 +783,37 @@ func (sy *Syncer) apply(work, m map[string]entry, origin map[string]string, rep 
 			if same(w, e, wok, mok) {
 				continue
 			}
-			k := lockKey(p)
-			if strings.HasPrefix(p, docstore.JournalDir+"/") {
-				k = "" // other machines' journals: only this sync writes them
-			}
-			units[k] = append(units[k], p)
+			changed = append(changed, p)
 			if mok {
 				need = append(need, e.oid)
 			}
 		}
 	}
-	if len(units) == 0 {
+	if len(changed) == 0 {
 		return pending, nil
 	}
 	data, err := sy.repo.blobs(dedup(need))
 	if err != nil {
 		return nil, err
+	}
+	units := map[string][]string{} // lock key -> tree paths changed under it
+	for _, p := range changed {
+		k := lockKey(p)
+		if strings.HasPrefix(p, docstore.JournalDir+"/") {
+			k = "" // other machines' journals: only this sync writes them
+		} else if e, mok := m[p]; mok {
+			if g := gateLockKey(p, data[e.oid]); g != "" {
+				k = g
+			}
+		} else if cur, err := os.ReadFile(filepath.Join(sy.s.Root(), filepath.FromSlash(p))); err == nil {
+			// Removed: the gate as it is here names the item whose lock
+			// its local writers hold. One changed since is deferred by
+			// applyUnit's check, whatever lock it is under.
+			if g := gateLockKey(p, cur); g != "" {
+				k = g
+			}
+		}
+		units[k] = append(units[k], p)
 	}
 	keys := make([]string, 0, len(units))
 	for k := range units {
@@ -796,6 +841,18 @@ func (sy *Syncer) applyUnit(key string, paths []string, work, m map[string]entry
 			return err
 		}
 		defer l.Unlock()
+		// A gate under its item's lock: its document lock too, after
+		// it (the order of its local set and rm), as approve and reject
+		// hold only that one while they write the decision.
+		for _, p := range paths {
+			if k := docstore.DocLockKey(p); k != key && isGate(p) {
+				l, err := sy.s.Lock(k)
+				if err != nil {
+					return err
+				}
+				defer l.Unlock()
+			}
+		}
 	}
 	root := sy.s.Root()
 	// Check first: every path must still be as the round saw it.
@@ -819,11 +876,20 @@ func (sy *Syncer) applyUnit(key string, paths []string, work, m map[string]entry
 	}
 	// Creates and updates first, removals last: an item moved between
 	// state directories is never in none of them.
-	sort.SliceStable(paths, func(i, j int) bool {
-		_, a := m[paths[i]]
-		_, b := m[paths[j]]
-		return a && !b
-	})
+	// Among the removals, an item's gates after the item (a channel's
+	// files follow its document in path order): an owner first, as
+	// DeleteAll removes them, so a restore of it here finds what went
+	// with it, trashed no earlier than it.
+	rank := func(p string) int {
+		switch _, ok := m[p]; {
+		case ok:
+			return 0
+		case isGate(p):
+			return 2
+		}
+		return 1
+	}
+	sort.SliceStable(paths, func(i, j int) bool { return rank(paths[i]) < rank(paths[j]) })
 	for _, p := range paths {
 		e, mok := m[p]
 		_, wok := work[p]
@@ -843,7 +909,7 @@ func (sy *Syncer) applyUnit(key string, paths []string, work, m map[string]entry
 				ch.Op = "created"
 			}
 		default:
-			if err := sy.remove(p); err != nil {
+			if err := sy.remove(p, m); err != nil {
 				return err
 			}
 			ch.Op = "removed"
@@ -870,17 +936,17 @@ func (sy *Syncer) applyUnit(key string, paths []string, work, m map[string]entry
 
 // remove takes a file another machine removed out of the store: an item
 // copy that moved to another state directory is unlinked (the move's
-// other half is written), any other document goes to .trash/ like a
-// delete (never an unlink of user data).
-func (sy *Syncer) remove(p string) error {
+// other half is written, movedItem), any other document, an item removed
+// too, goes to .trash/ like a delete (never an unlink of user data).
+func (sy *Syncer) remove(p string, m map[string]entry) error {
 	full := filepath.Join(sy.s.Root(), filepath.FromSlash(p))
-	if g, _ := itemOf(p); g != "" || strings.HasPrefix(p, docstore.JournalDir+"/") {
+	if movedItem(p, m) || strings.HasPrefix(p, docstore.JournalDir+"/") {
 		if err := os.Remove(full); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 		return docstore.SyncDir(filepath.Dir(full))
 	}
-	trash := filepath.Join(sy.s.Root(), ".trash", time.Now().UTC().Format("20060102T150405.000000000")+"-sync-"+strings.ReplaceAll(p, "/", "__"))
+	trash := filepath.Join(sy.s.Root(), ".trash", time.Now().UTC().Format("20060102T150405.000000000")+"-"+docstore.TrashSyncTag+strings.ReplaceAll(p, "/", "__"))
 	if err := os.Rename(full, trash); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
@@ -889,16 +955,49 @@ func (sy *Syncer) remove(p string) error {
 		return err
 	}
 	// A channel's own directory (messages/<channel>/, notes/<channel>/)
-	// that its last file left goes too, as after a local rm: left, it
-	// names a channel that is gone (doctor's stray-messages). Remove
-	// fails on one that is not empty (a file came since): kept. The
-	// caller holds the channel's lock, which its writers take.
-	if schema.ChannelOfFile(p) != "" && path.Dir(p) != schema.Channel.Dir() {
+	// that its last file left goes too once the channel is gone, as after
+	// a local rm of the channel: left, it names a channel that is gone
+	// (doctor's stray-messages). Not while the channel is there (a message
+	// or note removed alone, as a local rm of it leaves it): a waiter on
+	// the channel watches messages/<channel>/, and its watch would go with
+	// it. Remove fails on one that is not empty (a file came since): kept.
+	// The caller holds the channel's lock, which its writers take, and
+	// removes the channel's document before its files (path order).
+	if ch := schema.ChannelOfFile(p); ch != "" && path.Dir(p) != schema.Channel.Dir() && !sy.channelExists(ch) {
 		if os.Remove(dir) == nil {
 			return docstore.SyncDir(filepath.Dir(dir))
 		}
 	}
 	return nil
+}
+
+// channelExists reports whether channel ch has its document here.
+func (sy *Syncer) channelExists(ch string) bool {
+	rel, err := schema.Channel.Path(ch, nil)
+	if err != nil {
+		return false
+	}
+	_, err = os.Lstat(filepath.Join(sy.s.Root(), filepath.FromSlash(rel)))
+	return !errors.Is(err, fs.ErrNotExist)
+}
+
+// movedItem reports whether item path p is a copy the item's move to
+// another state left: m, the merge, has the item in another state (that
+// copy is written in the same unit, under the item's lock). An item m has
+// in no state was removed on another machine (`tavern rm items/ID`), and
+// goes to the trash as a local rm takes it.
+func movedItem(p string, m map[string]entry) bool {
+	var buf [3]string
+	caps, ok := schema.Item.Captures(p, buf[:0]) // queue, state, id
+	if !ok || len(caps) != 3 {
+		return false
+	}
+	for _, st := range schema.ItemStates {
+		if _, ok := m[queues.ItemPath(caps[0], st, caps[2])]; ok && st != caps[1] {
+			return true
+		}
+	}
+	return false
 }
 
 // journalLosses journals every value the merge of commit merge dropped.
