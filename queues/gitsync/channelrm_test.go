@@ -32,11 +32,9 @@ func agentSync(t *testing.T, s *docstore.Store) *gitsync.Report {
 	return rep
 }
 
-// channelRemovedOnBeta makes channel gen on alpha (a message, a note),
-// clones it on beta, and removes gen there (`tavern rm channels/gen`:
-// the document, its messages and notes) and syncs beta: alpha's next
-// round takes the removal in.
-func channelRemovedOnBeta(t *testing.T) (a *docstore.Store) {
+// channelOnTwoClones makes channel gen on alpha (a message, a note),
+// synced, and clones it on beta.
+func channelOnTwoClones(t *testing.T) (a, b *docstore.Store) {
 	t.Helper()
 	srv := gittest.Start(t)
 	url := srv.Repo(t, "p")
@@ -53,8 +51,18 @@ func channelRemovedOnBeta(t *testing.T) (a *docstore.Store) {
 		t.Fatal(err)
 	}
 	agentSync(t, a)
-	b := clone(t, root, "beta", url)
+	b = clone(t, root, "beta", url)
 	agents.InstallRules(b, "")
+	return a, b
+}
+
+// channelRemovedOnBeta makes channel gen on alpha (a message, a note),
+// clones it on beta, and removes gen there (`tavern rm channels/gen`:
+// the document, its messages and notes) and syncs beta: alpha's next
+// round takes the removal in.
+func channelRemovedOnBeta(t *testing.T) (a *docstore.Store) {
+	t.Helper()
+	a, b := channelOnTwoClones(t)
 	removed, err := b.DeleteAll("channels/gen.md")
 	if err != nil || len(removed) != 3 {
 		t.Fatalf("rm on beta: %v %v", removed, err)
@@ -172,23 +180,7 @@ func TestSyncChannelRemovalLeavesNoDirs(t *testing.T) {
 // it, and the channel's next message woke nobody until the waiter's safety
 // re-check.
 func TestSyncMessageRemovalKeepsChannelDirs(t *testing.T) {
-	srv := gittest.Start(t)
-	url := srv.Repo(t, "p")
-	root := t.TempDir()
-	a := newOrigin(t, root, "alpha", url)
-	agents.InstallRules(a, "")
-	if _, err := messages.CreateChannel(a, "gen", ""); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := messages.Send(a, "gen", "ann", "hello", messages.SendOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := messages.AddNote(a, "gen", "ann", "a note"); err != nil {
-		t.Fatal(err)
-	}
-	agentSync(t, a)
-	b := clone(t, root, "beta", url)
-	agents.InstallRules(b, "")
+	a, b := channelOnTwoClones(t)
 	var files []string
 	for _, dir := range []string{"messages/gen", "notes/gen"} {
 		ents, err := os.ReadDir(filepath.Join(b.Root(), filepath.FromSlash(dir)))
