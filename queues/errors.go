@@ -66,9 +66,9 @@ var (
 
 	// ErrIDChanged is matched by an *IDError: a write that changes or
 	// removes the id of a document named by its id (IDNamed: a gate, an
-	// approval, a question, a token slot...), which other documents and
-	// commands name it by. agents.ErrIDChanged is the same error, for an
-	// agent's id.
+	// approval, a question, a token slot, an item...), which other
+	// documents and commands name it by; and by the *PathFieldError of an
+	// item's id. agents.ErrIDChanged is the same error, for an agent's id.
 	ErrIDChanged = errors.New("an id cannot change")
 )
 

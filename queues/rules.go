@@ -310,8 +310,9 @@ func PathFields(rel string) []docstore.Field {
 }
 
 // PathFieldError is an item field that disagrees with the item's path
-// (PathFields): "path:line:col: field: why". It matches ErrPathField and,
-// through a *schema.FieldError, schema.ErrInvalid and docstore.Position.
+// (PathFields): "path:line:col: field: why". It matches ErrPathField (and,
+// for the id, ErrIDChanged) and, through a *schema.FieldError,
+// schema.ErrInvalid and docstore.Position.
 type PathFieldError struct {
 	Path      string
 	Line, Col int
@@ -323,8 +324,13 @@ func (e *PathFieldError) field() *schema.FieldError {
 	return &schema.FieldError{Path: e.Path, Line: e.Line, Col: e.Col, Field: e.Field, Msg: e.Msg}
 }
 
-func (e *PathFieldError) Error() string   { return e.field().Error() }
-func (e *PathFieldError) Unwrap() []error { return []error{ErrPathField, e.field()} }
+func (e *PathFieldError) Error() string { return e.field().Error() }
+func (e *PathFieldError) Unwrap() []error {
+	if e.Field == "id" { // an id changed, as RuleIDFixed refuses for other kinds
+		return []error{ErrPathField, ErrIDChanged, e.field()}
+	}
+	return []error{ErrPathField, e.field()}
+}
 
 // pathFieldErrors lists the fields of item d at rel that disagree with
 // its path. prev, when not nil, is the document before a write: a field
@@ -404,19 +410,20 @@ func IDNamed(k *schema.Kind) bool {
 }
 
 // idFixedRule refuses a write that changes or removes the id of a
-// document named by its id (IDNamed), but an item's (itemPathRule judges
-// those): the file keeps its name, so every reference by the field (the
-// engine's reads, listings, --json) would name a document that is not
-// there. Only fields the write changes are judged: a document that had no
-// id may be given one, and one whose id a hand edit made disagree with
-// its file name may be given its file name's.
+// document named by its id (IDNamed): the file keeps its name, so every
+// reference by the field (the engine's reads, listings, --json) would
+// name a document that is not there. An item's changed id is
+// itemPathRule's to refuse (its removal is this rule's). Only fields the
+// write changes are judged: a document that had no id may be given one,
+// and one whose id a hand edit made disagree with its file name may be
+// given its file name's.
 func idFixedRule(w docstore.Write) error {
 	d, prev := w.Doc, w.Prev
-	if d == nil || prev == nil || d.Kind != prev.Kind || d.Kind == schema.Item || !IDNamed(d.Kind) {
+	if d == nil || prev == nil || d.Kind != prev.Kind || !IDNamed(d.Kind) {
 		return nil
 	}
 	was := prev.String("id")
-	if was == "" || (d.Has("id") && d.String("id") == was) {
+	if was == "" || (d.Has("id") && (d.String("id") == was || d.Kind == schema.Item)) {
 		return nil
 	}
 	if d.Has("id") && d.String("id") == strings.TrimSuffix(path.Base(w.Path), ".md") {

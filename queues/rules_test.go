@@ -235,3 +235,26 @@ func TestIDFixedRule(t *testing.T) {
 		t.Errorf("set the file name's id: %v", err)
 	}
 }
+
+// An item's id is fixed as the others': a change is refused as a path
+// field (ErrPathField) and matches ErrIDChanged too; a removal is refused
+// with an *IDError.
+func TestItemIDFixed(t *testing.T) {
+	s := newStore(t, true)
+	b := newBroker(t, s, nil)
+	mustQueue(t, b, "q", queues.QueueOptions{})
+	it := mustAdd(t, b, "q", queues.AddOptions{Title: "a"})
+	before := readRaw(t, s, it.Path)
+	_, err := s.Update(it.Path, func(d *docstore.Doc) error { return d.Set("id", "other") })
+	if !errors.Is(err, queues.ErrPathField) || !errors.Is(err, queues.ErrIDChanged) {
+		t.Errorf("set id: got %v, want ErrPathField and ErrIDChanged", err)
+	}
+	_, err = s.Update(it.Path, func(d *docstore.Doc) error { return d.Delete("id") })
+	var ie *queues.IDError
+	if !errors.As(err, &ie) || !errors.Is(err, docstore.ErrRefused) || ie.Was != it.ID || ie.Kind != "item" {
+		t.Errorf("unset id: got %v, want a refused *IDError", err)
+	}
+	if got := readRaw(t, s, it.Path); !bytes.Equal(got, before) {
+		t.Errorf("refused writes changed the file:\n%s\nwant\n%s", got, before)
+	}
+}
