@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/schema"
 )
 
@@ -138,8 +139,10 @@ var (
 	// ErrIDChanged is matched by an *IdentityError: a write that changes
 	// or removes an agent's id, its identity from the moment it is made
 	// (journal events, spawns and claims name the agent by it). Only a
-	// copy's id, which another agent has too, may be replaced.
-	ErrIDChanged = errors.New("an agent's id cannot change")
+	// copy's id, which another agent has too, may be replaced. It is
+	// queues.ErrIDChanged, which the other kinds named by id refuse with
+	// (a *queues.IDError): one error for every id a write may not change.
+	ErrIDChanged = queues.ErrIDChanged
 )
 
 // IdentityError is an agent's name or id that contradicts its path or

@@ -99,6 +99,15 @@ type PoolMetrics struct {
 	// because each waits on a dead or missing item (directly or through
 	// another) and nothing else was left to run or wait for.
 	Blocked int `json:"blocked,omitempty"`
+	// ItemsDead counts the items of the pool's queues (every queue's,
+	// with Steal) that went to dead/ while it ran, whoever failed them
+	// (a drone, its command's own `tavern item fail`, a reap of a claim
+	// with no attempts left); DeadItems are their ids. Only the final
+	// metrics RunPool returns carry them: ItemsFailed counts attempts,
+	// and a failed attempt that is retried and then done is no failure
+	// of the run.
+	ItemsDead int      `json:"items_dead"`
+	DeadItems []string `json:"dead_items,omitempty"`
 }
 
 // PoolPath is the document path of a pool.
@@ -187,6 +196,7 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 	defer func() { _ = lk.WriteNote(nil) }() // the lock's release ends its admissions anyway
 
 	p := &poolRun{m: m, opt: opt, started: time.Now(), running: map[string]*drone{}, admission: admission}
+	p.deadBefore = p.deadItems(report)
 	p.metrics.Name, p.metrics.State = opt.Name, "running"
 	if err := p.writeDoc(true); err != nil {
 		return nil, err
@@ -325,11 +335,12 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 		}
 	}
 	p.reapWG.Wait()
+	p.countDead(report)
 	p.setState("stopped")
 	report(p.writeDoc(false))
 	final := p.snapshot()
 	report(m.event(journal.Event{Type: "pool.stopped", Kind: "pool", Path: PoolPath(opt.Name), Data: map[string]any{
-		"items_done": final.ItemsDone, "items_failed": final.ItemsFailed, "spawned": final.Spawned, "crashed": final.Crashed, "steals": final.Steals}}))
+		"items_done": final.ItemsDone, "items_failed": final.ItemsFailed, "items_dead": final.ItemsDead, "spawned": final.Spawned, "crashed": final.Crashed, "steals": final.Steals}}))
 	return &final, nil
 }
 
@@ -385,6 +396,53 @@ type poolRun struct {
 	next    int
 	reaping atomic.Bool // a background reap runs
 	reapWG  sync.WaitGroup
+	// deadBefore holds the items in dead/ when the run started
+	// (deadItems): those in dead/ at the end and not here died in it.
+	deadBefore map[string]bool
+}
+
+// deadQueues are the queues whose dead items the run answers for: its
+// own, and every queue when its drones steal.
+func (p *poolRun) deadQueues() ([]string, error) {
+	if !p.opt.Steal {
+		return p.opt.Queues, nil
+	}
+	return p.opt.Broker.QueueNames()
+}
+
+// deadItems lists the items in the dead/ directories of deadQueues, as
+// queue/id. A directory that cannot be read is reported and counts as
+// empty.
+func (p *poolRun) deadItems(report func(error)) map[string]bool {
+	names, err := p.deadQueues()
+	report(err)
+	out := map[string]bool{}
+	for _, q := range names {
+		files, err := p.m.Store.Names("queues/" + q + "/" + queues.Dead)
+		report(err)
+		for _, f := range files {
+			if id, ok := strings.CutSuffix(f, ".md"); ok && schema.ValidName(id) == nil {
+				out[q+"/"+id] = true
+			}
+		}
+	}
+	return out
+}
+
+// countDead sets ItemsDead and DeadItems: the items in dead/ now that
+// were not when the run started. An item retried and dead again counts
+// (it died in this run); one retried and done does not.
+func (p *poolRun) countDead(report func(error)) {
+	var ids []string
+	for key := range p.deadItems(report) {
+		if !p.deadBefore[key] {
+			ids = append(ids, key[strings.IndexByte(key, '/')+1:])
+		}
+	}
+	slices.Sort(ids)
+	p.mu.Lock()
+	p.metrics.ItemsDead, p.metrics.DeadItems = len(ids), ids
+	p.mu.Unlock()
 }
 
 // reap returns claims of dead holders in the pool's queues, and kills and

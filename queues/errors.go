@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
@@ -62,7 +63,46 @@ var (
 	// ErrBadOption is returned for an invalid option value (negative
 	// duration, unknown on_empty mode, max_attempts < 1...).
 	ErrBadOption = errors.New("invalid option")
+
+	// ErrIDChanged is matched by an *IDError: a write that changes or
+	// removes the id of a document named by its id (IDNamed: a gate, an
+	// approval, a question, a token slot, an item...), which other
+	// documents and commands name it by; and by the *PathFieldError of an
+	// item's id. agents.ErrIDChanged is the same error, for an agent's id.
+	ErrIDChanged = errors.New("an id cannot change")
 )
+
+// IDError is a write refused because it changes or removes the id of a
+// document whose file name is its id (RuleIDFixed): "path:line:col: id:
+// why". It matches ErrIDChanged and, through a *schema.FieldError,
+// schema.ErrInvalid and docstore.Position.
+type IDError struct {
+	Op        string // "update", "move"
+	Path      string // the document's path
+	Line, Col int    // of the id's value (of the id removed: where it was)
+	Kind      string // "gate", "question", ...
+	Value     string // the id written; "" when the write removes it
+	Was       string // the id before the write
+}
+
+func (e *IDError) field() *schema.FieldError {
+	why := fmt.Sprintf("a%s %s's id is its file name (%s), by which other documents and commands name it", article(e.Kind), e.Kind, e.Path)
+	msg := fmt.Sprintf("%q is not the %s's id %s: %s; it cannot be changed", e.Value, e.Kind, e.Was, why)
+	if e.Value == "" {
+		msg = fmt.Sprintf("the %s's id %s cannot be removed: %s", e.Kind, e.Was, why)
+	}
+	return &schema.FieldError{Path: e.Path, Line: e.Line, Col: e.Col, Field: "id", Msg: msg}
+}
+
+func (e *IDError) Error() string   { return e.field().Error() }
+func (e *IDError) Unwrap() []error { return []error{ErrIDChanged, e.field()} }
+
+func article(w string) string {
+	if w != "" && strings.ContainsRune("aeiou", rune(w[0])) {
+		return "n"
+	}
+	return ""
+}
 
 // ErrGateUnlisted is matched by a *GateUnlistedError: a gate document
 // its item's gates: list does not name. The engine reads an item's gates

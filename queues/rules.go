@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"slices"
 	"strings"
 
@@ -18,6 +19,9 @@ const (
 	RuleItemPath = "queues/item-path"
 	// RuleItemCycle: a write may not make a dependency cycle.
 	RuleItemCycle = "queues/dependency-cycle"
+	// RuleIDFixed: the id of a document named by its id (IDNamed) cannot
+	// be changed or removed by a write.
+	RuleIDFixed = "queues/id-fixed"
 )
 
 // InstallRules makes every write through s (`tavern set`, `tavern edit`,
@@ -33,6 +37,13 @@ const (
 //     (ErrCycle), as Add refuses.
 //   - A gate written or given another item: names an item that exists
 //     (RuleGateItem): a *docstore.RefError, schema.ErrUnknownName.
+//   - The id of a document whose file name is its id (IDNamed: gates,
+//     approvals, questions, commitments, token slots, reservations, ...)
+//     is how items, approvals and commands name it: a write that changes
+//     or removes it is refused with an *IDError (ErrIDChanged), as an
+//     agent's id is (package agents). A document that has no id may be
+//     given one, and one whose id is not its file name (a copied file)
+//     may be given its file name's (RuleIDFixed).
 //
 // A write that leaves such a field as it was is allowed even if a hand
 // edit made it disagree (a hand edit never blocks other work): `tavern
@@ -42,6 +53,7 @@ const (
 func InstallRules(s *docstore.Store) {
 	s.AddRule(RuleItemPath, itemPathRule)
 	s.AddRule(RuleItemCycle, func(w docstore.Write) error { return cycleRule(s, w) })
+	s.AddRule(RuleIDFixed, idFixedRule)
 	s.AddOwner(OwnerItemGates, func(d *docstore.Doc) []string { return itemGates(s, d) })
 	s.AddRule(RuleQueueNotEmpty, func(w docstore.Write) error { return queueRemoveRule(s, w) })
 	s.AddRule(RuleClaimedRemove, func(w docstore.Write) error { return claimedRemoveRule(s, w) })
@@ -298,8 +310,9 @@ func PathFields(rel string) []docstore.Field {
 }
 
 // PathFieldError is an item field that disagrees with the item's path
-// (PathFields): "path:line:col: field: why". It matches ErrPathField and,
-// through a *schema.FieldError, schema.ErrInvalid and docstore.Position.
+// (PathFields): "path:line:col: field: why". It matches ErrPathField (and,
+// for the id, ErrIDChanged) and, through a *schema.FieldError,
+// schema.ErrInvalid and docstore.Position.
 type PathFieldError struct {
 	Path      string
 	Line, Col int
@@ -311,8 +324,13 @@ func (e *PathFieldError) field() *schema.FieldError {
 	return &schema.FieldError{Path: e.Path, Line: e.Line, Col: e.Col, Field: e.Field, Msg: e.Msg}
 }
 
-func (e *PathFieldError) Error() string   { return e.field().Error() }
-func (e *PathFieldError) Unwrap() []error { return []error{ErrPathField, e.field()} }
+func (e *PathFieldError) Error() string { return e.field().Error() }
+func (e *PathFieldError) Unwrap() []error {
+	if e.Field == "id" { // an id changed, as RuleIDFixed refuses for other kinds
+		return []error{ErrPathField, ErrIDChanged, e.field()}
+	}
+	return []error{ErrPathField, e.field()}
+}
 
 // pathFieldErrors lists the fields of item d at rel that disagree with
 // its path. prev, when not nil, is the document before a write: a field
@@ -379,6 +397,50 @@ func itemPathRule(w docstore.Write) error {
 		return errs[0]
 	}
 	return nil
+}
+
+// IDNamed reports whether documents of kind k are named by their id: the
+// file name is the id (gates/<id>.md, questions/<id>.md,
+// tuples/<type>/<id>.md, ...), and other documents (an item's gates:, an
+// approval's gate:) and commands (`tavern approve ID`, `tavern answer
+// ID`, a token handle ID:EPOCH) name them by it. Items are named by their
+// id too; their path fields have their own rule (RuleItemPath).
+func IDNamed(k *schema.Kind) bool {
+	return k != nil && strings.HasSuffix(k.Pattern, "/{id}.md")
+}
+
+// idFixedRule refuses a write that changes or removes the id of a
+// document named by its id (IDNamed): the file keeps its name, so every
+// reference by the field (the engine's reads, listings, --json) would
+// name a document that is not there. An item's changed id is
+// itemPathRule's to refuse (its removal is this rule's). Only fields the
+// write changes are judged: a document that had no id may be given one,
+// and one whose id a hand edit made disagree with its file name may be
+// given its file name's.
+func idFixedRule(w docstore.Write) error {
+	d, prev := w.Doc, w.Prev
+	if d == nil || prev == nil || d.Kind != prev.Kind || !IDNamed(d.Kind) {
+		return nil
+	}
+	was := prev.String("id")
+	if was == "" || (d.Has("id") && (d.String("id") == was || d.Kind == schema.Item)) {
+		return nil
+	}
+	if d.Has("id") && d.String("id") == strings.TrimSuffix(path.Base(w.Path), ".md") {
+		return nil // a copy's id made its own
+	}
+	e := &IDError{Op: w.Op, Path: w.Path, Kind: d.Kind.Name, Was: was}
+	at, n := d, d.Get("id")
+	if d.Has("id") {
+		e.Value = d.String("id")
+	} else { // removed: at the line it was on
+		at, n = prev, prev.Get("id")
+	}
+	e.Line, e.Col = at.KeyLine("id"), 1
+	if n != nil && n.Column > 0 {
+		e.Col = n.Column
+	}
+	return e
 }
 
 // cycleRule refuses a write of an item whose new dependencies lead back

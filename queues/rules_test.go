@@ -193,3 +193,68 @@ func TestDanglingDependencyRule(t *testing.T) {
 		t.Errorf("complete an item whose dependency was removed: %v", err)
 	}
 }
+
+// A gate's id is its file name, by which its item and approvals name it:
+// a write through the store that changes or removes it is refused with
+// an *IDError (ErrIDChanged) and leaves the file as it was. An id a hand
+// edit made disagree with the file name may be given the file name's.
+func TestIDFixedRule(t *testing.T) {
+	s := newStore(t, true)
+	b := newBroker(t, s, nil)
+	mustQueue(t, b, "q", queues.QueueOptions{})
+	it := mustAdd(t, b, "q", queues.AddOptions{Title: "a"})
+	g, err := b.AddGate(it.ID, queues.GateOptions{Reason: "ok?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := readRaw(t, s, g.Path)
+	for name, edit := range map[string]func(*docstore.Doc) error{
+		"set":   func(d *docstore.Doc) error { return d.Set("id", docstore.NewID()) },
+		"unset": func(d *docstore.Doc) error { return d.Delete("id") },
+	} {
+		_, err := s.Update(g.Path, edit)
+		var ie *queues.IDError
+		if !errors.As(err, &ie) || !errors.Is(err, queues.ErrIDChanged) || !errors.Is(err, docstore.ErrRefused) || ie.Was != g.ID || ie.Line != 3 {
+			t.Errorf("%s id: got %v (%+v), want refused with ErrIDChanged at line 3", name, err, ie)
+		}
+	}
+	if got := readRaw(t, s, g.Path); !bytes.Equal(got, before) {
+		t.Errorf("refused writes changed the file:\n%s\nwant\n%s", got, before)
+	}
+	if _, err := s.Update(g.Path, func(d *docstore.Doc) error { return d.Set("reason", "ok now?") }); err != nil {
+		t.Fatalf("a write that leaves the id alone: %v", err)
+	}
+
+	// A hand edit (a copied file) left it another id: the fix is allowed,
+	// another id still is not.
+	handEdit(t, s, g.Path, func(d *docstore.Doc) error { return d.Set("id", "copied") })
+	if _, err := s.Update(g.Path, func(d *docstore.Doc) error { return d.Set("id", "other") }); !errors.Is(err, queues.ErrIDChanged) {
+		t.Errorf("set id=other on a copied id: got %v, want ErrIDChanged", err)
+	}
+	if _, err := s.Update(g.Path, func(d *docstore.Doc) error { return d.Set("id", g.ID) }); err != nil {
+		t.Errorf("set the file name's id: %v", err)
+	}
+}
+
+// An item's id is fixed as the others': a change is refused as a path
+// field (ErrPathField) and matches ErrIDChanged too; a removal is refused
+// with an *IDError.
+func TestItemIDFixed(t *testing.T) {
+	s := newStore(t, true)
+	b := newBroker(t, s, nil)
+	mustQueue(t, b, "q", queues.QueueOptions{})
+	it := mustAdd(t, b, "q", queues.AddOptions{Title: "a"})
+	before := readRaw(t, s, it.Path)
+	_, err := s.Update(it.Path, func(d *docstore.Doc) error { return d.Set("id", "other") })
+	if !errors.Is(err, queues.ErrPathField) || !errors.Is(err, queues.ErrIDChanged) {
+		t.Errorf("set id: got %v, want ErrPathField and ErrIDChanged", err)
+	}
+	_, err = s.Update(it.Path, func(d *docstore.Doc) error { return d.Delete("id") })
+	var ie *queues.IDError
+	if !errors.As(err, &ie) || !errors.Is(err, docstore.ErrRefused) || ie.Was != it.ID || ie.Kind != "item" {
+		t.Errorf("unset id: got %v, want a refused *IDError", err)
+	}
+	if got := readRaw(t, s, it.Path); !bytes.Equal(got, before) {
+		t.Errorf("refused writes changed the file:\n%s\nwant\n%s", got, before)
+	}
+}

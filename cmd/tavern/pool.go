@@ -50,6 +50,11 @@ before it reports) are replaced after 1s, 2s, 4s... up to 1m, until one reports.
    hibernate  no drones while the queues are empty; wake on new items
    terminate  exit once the queues are drained and nothing is claimed
 
+The summary it ends with says how many items were done and how many died in
+the run (went to dead/: items_dead and dead_items in --json). Dead items do
+not change the exit status unless --fail-on-dead, which exits 1 when any
+died: 'pool run ... --on-empty terminate --fail-on-dead && deploy'.
+
 Ctrl-C drains: no new drones, running ones finish. A second Ctrl-C forwards
 SIGTERM to the drones: their items are released, not failed (a drone's
 command that has not exited 10s later is killed: spawn --kill-grace). A pool
@@ -83,6 +88,7 @@ Example:
 				&cli.DurationFlag{Name: "idle-wait", Value: time.Minute, Usage: "how long an idle drone waits for an item", Action: positiveDur("idle-wait", "idle drones that do not wait are --on-empty hibernate")},
 				&cli.BoolFlag{Name: "quiet", Usage: "no progress line"},
 				&cli.BoolFlag{Name: "new-pool", Usage: "NAME is a new pool on purpose: it is not refused as a typo of an existing one"},
+				&cli.BoolFlag{Name: "fail-on-dead", Usage: "exit 1 if an item of the queues died (went to dead/) during the run"},
 				jsonFlag(),
 			}, worktreeFlags()...),
 			Before: requireFlags("queue"),
@@ -148,8 +154,8 @@ func runPoolRun(c *cli.Context) error {
 			return err
 		}
 	} else {
-		outf(c, "pool %s: %d done, %d failed, %d released, %s, %s spawned (peak %d, %d crashed) in %s; utilization %.2f\n",
-			name, mt.ItemsDone, mt.ItemsFailed, mt.ItemsReleased, counted(mt.Steals, "steal"), counted(mt.Spawned, "drone"), mt.PeakDrones, mt.Crashed, mt.Elapsed, mt.Utilization)
+		outf(c, "pool %s: %d done, %d failed, %d dead, %d released, %s, %s spawned (peak %d, %d crashed) in %s; utilization %.2f\n",
+			name, mt.ItemsDone, mt.ItemsFailed, mt.ItemsDead, mt.ItemsReleased, counted(mt.Steals, "steal"), counted(mt.Spawned, "drone"), mt.PeakDrones, mt.Crashed, mt.Elapsed, mt.Utilization)
 	}
 	if left := mt.Pending + mt.Claimed; mt.Paused != "" && left > 0 {
 		// A terminating pool stopped by its budget did not drain its
@@ -161,6 +167,13 @@ func runPoolRun(c *cli.Context) error {
 		// Stopped with items only a person can unblock (retry the dead
 		// one): not drained, as above.
 		return withCode(exitConflict, fmt.Errorf("pool %s stopped with %s pending that wait on a dead or missing item (tavern queue ls %s)", name, counted(mt.Blocked, "item"), strings.Join(opt.Queues, ",")))
+	}
+	if c.Bool("fail-on-dead") && mt.ItemsDead > 0 {
+		// Drained, but not all of it was done: 'pool run ... && deploy'
+		// must not deploy after failed builds. Opt-in: a run that ends
+		// with dead letters exited 0 before the flag, and scripts rely
+		// on that.
+		return withCode(exitError, fmt.Errorf("pool %s: %s died during the run: %s (why: tavern show items/ID; again: tavern queue retry)", name, counted(mt.ItemsDead, "item"), strings.Join(mt.DeadItems, ", ")))
 	}
 	return nil
 }
