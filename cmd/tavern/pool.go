@@ -154,8 +154,14 @@ func runPoolRun(c *cli.Context) error {
 			return err
 		}
 	} else {
-		outf(c, "pool %s: %d done, %d failed, %d dead, %d released, %s, %s spawned (peak %d, %d crashed) in %s; utilization %.2f\n",
-			name, mt.ItemsDone, mt.ItemsFailed, mt.ItemsDead, mt.ItemsReleased, counted(mt.Steals, "steal"), counted(mt.Spawned, "drone"), mt.PeakDrones, mt.Crashed, mt.Elapsed, mt.Utilization)
+		// The dead count is added only when items died, so the line a
+		// script already reads is unchanged for a clean run.
+		dead := ""
+		if mt.ItemsDead > 0 {
+			dead = fmt.Sprintf(" (%d dead)", mt.ItemsDead)
+		}
+		outf(c, "pool %s: %d done, %d failed%s, %d released, %s, %s spawned (peak %d, %d crashed) in %s; utilization %.2f\n",
+			name, mt.ItemsDone, mt.ItemsFailed, dead, mt.ItemsReleased, counted(mt.Steals, "steal"), counted(mt.Spawned, "drone"), mt.PeakDrones, mt.Crashed, mt.Elapsed, mt.Utilization)
 	}
 	if left := mt.Pending + mt.Claimed; mt.Paused != "" && left > 0 {
 		// A terminating pool stopped by its budget did not drain its
