@@ -56,6 +56,9 @@ const (
 	EventGateRejected = "gate.rejected"
 	EventGateReopened = "gate.reopened"
 	EventGateRefused  = "gate.refused" // an agent tried to decide
+	// A gate id taken out of its item's gates: because it has no
+	// document (doctor's repair of a crash inside AddGate).
+	EventGateDropped = "gate.dropped"
 )
 
 // Gate errors.
