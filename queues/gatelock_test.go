@@ -95,3 +95,59 @@ func TestDecideHoldsItemLockAgainstRm(t *testing.T) {
 		})
 	}
 }
+
+// An item added with gate: human, and an rm of it, are one after the
+// other. Add wrote the item, then its gate's document without the item's
+// lock: an rm between the two (the gate-item rule had seen the item)
+// removed the item before its gate was there to go with it, and the gate
+// was written for an item that was gone. The hook runs as the gate is
+// written, after the write rules looked at the item.
+func TestAddHumanGateHoldsItemLockAgainstRm(t *testing.T) {
+	s := newStore(t, true)
+	b := newBroker(t, s, nil)
+	mustQueue(t, b, "q", queues.QueueOptions{})
+	s2, err := docstore.Open(s.Root())
+	if err != nil {
+		t.Fatal(err)
+	}
+	newBroker(t, s2, nil)
+	rm := make(chan error, 1)
+	var rel string
+	hook := true
+	// After the queue rules (installed by newBroker): the gate-item rule
+	// has passed when it runs.
+	s.AddRule("test/add-hook", func(w docstore.Write) error {
+		if w.Op != "create" || !strings.HasPrefix(w.Path, "gates/") || !hook {
+			return nil
+		}
+		hook = false
+		id := w.Doc.String("item")
+		rel = queues.ItemPath("q", queues.Pending, id)
+		l, free, err := s2.TryLock(queues.ItemLockKey("q", id))
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		if free {
+			l.Unlock()
+			_, err := s2.DeleteAll(rel) // nothing holds it back
+			rm <- err
+			return nil
+		}
+		go func() {
+			_, err := s2.DeleteAll(rel)
+			rm <- err
+		}()
+		return nil
+	})
+	it := mustAdd(t, b, "q", queues.AddOptions{Title: "deploy", Gate: queues.GateHuman})
+	if err := <-rm; err != nil {
+		t.Fatalf("rm: %v", err)
+	}
+	if _, err := s.Stat(rel); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the removed item: %v", err)
+	}
+	if _, err := s.Stat(queues.GatePath(it.ID)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the gate of the removed item is left (its item in no queue): Stat = %v", err)
+	}
+}
