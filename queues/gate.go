@@ -642,8 +642,14 @@ func (b *Broker) decide(op, ref, status string, d Decision) (*Gate, error) {
 	// could be removed (or the gate moved to another item) between the
 	// checks and the writes, and the decision written for an item that
 	// is gone.
+	return b.decideGate(op, g, status, by, c, d.Reason)
+}
+
+// decideGate decides gate g as resolved, following it to the item it
+// names now if a sync moved it meanwhile.
+func (b *Broker) decideGate(op string, g *Gate, status, by string, c *Caller, reason string) (*Gate, error) {
 	for try := 1; ; try++ {
-		out, moved, err := b.decideLocked(op, g, status, by, c, d.Reason)
+		out, moved, err := b.decideLocked(op, g, status, by, c, reason)
 		if moved == "" || try == decideTries {
 			return out, err
 		}
