@@ -703,8 +703,8 @@ func (b *Broker) decideLocked(op string, g *Gate, status, by string, c *Caller, 
 			return nil, "", err
 		}
 	}
-	// The gate's document lock too, after the item's (the order of rm,
-	// set and a sync): a hand `tavern set` of the gate holds only it.
+	// The gate's document lock too, after the item's: the order rm, a
+	// set of the gate and a sync take them in.
 	out, err = b.writeDecision(op, g.ID, status, by, c, reason)
 	if err != nil || status != GateRejected {
 		return out, "", err
