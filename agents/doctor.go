@@ -34,7 +34,7 @@ import (
 //     runner died; repair: state stopped, drones 0, journaled as
 //     pool.reaped);
 //  2. queues (Broker.Findings): duplicate-copy, dead-claim, journal-gap,
-//     stale item and holder locks;
+//     dangling-gate, stale item and holder locks;
 //  3. stale-lock: instance locks nobody holds (their instance is over),
 //     agent locks of removed agents;
 //  4. temp-file: temp files and spares in .tmp/ nobody will reuse

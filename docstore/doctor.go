@@ -41,6 +41,9 @@ const (
 	FindingStaleLock  = "stale-lock"     // a lock file nobody will take again
 	FindingTempFile   = "temp-file"      // a temp file or spare nobody will reuse
 	FindingStaleIndex = "stale-index"    // an index cache saved with entries of files already gone
+	// An item still to do whose gates: names a gate with no document (a
+	// crash inside `gate add`): the gate is never passed.
+	FindingDanglingGate = "dangling-gate"
 	// A document that does not parse or validate, so the doctor could not
 	// judge it; it has no Repair (a person fixes it, e.g. `tavern edit`).
 	FindingInvalid  = "invalid-document"

@@ -110,8 +110,8 @@
 // watcher/journal): item.added, item.claimed, item.completed, item.failed,
 // item.dead, item.released, item.reaped, item.lease_expired, item.retried,
 // item.cancelled, item.annotated, queue.created, gate.added, gate.approved,
-// gate.rejected, gate.reopened, gate.refused. The files are the truth; a
-// journal write failure does not undo a state change. The move comes first
+// gate.rejected, gate.reopened, gate.refused, gate.dropped. The files are
+// the truth; a journal write failure does not undo a state change. The move comes first
 // and the event after: a process killed in between leaves a gap (an item
 // in done/ without its item.completed), which Findings reports and `tavern
 // doctor --fix` fills with the event marked "recovered": true. (Journaling

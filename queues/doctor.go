@@ -3,6 +3,7 @@ package queues
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"strings"
 	"time"
@@ -30,6 +31,11 @@ import (
 //     item), marked "recovered": true.
 //   - stale-lock: item lock stripes of a queue that no longer exists,
 //     and holder locks of dead Brokers; Repair removes the lock file.
+//   - dangling-gate: a pending or claimed item whose gates: names a gate
+//     with no document (a crash inside AddGate, which lists the gate
+//     before it writes its document): the gate is never passed, so the
+//     item is never done. Repair takes the id out of the list, as it was
+//     before that AddGate, and journals gate.dropped ("recovered": true).
 func (b *Broker) Findings() ([]docstore.Finding, error) {
 	names, err := b.QueueNames()
 	if err != nil {
@@ -48,6 +54,11 @@ func (b *Broker) Findings() ([]docstore.Finding, error) {
 		return out, err
 	}
 	out = append(out, gaps...)
+	dangling, err := b.danglingGates(names)
+	if err != nil {
+		return out, err
+	}
+	out = append(out, dangling...)
 	locks, err := b.lockFindings(names)
 	return append(out, locks...), err
 }
@@ -263,4 +274,87 @@ func (b *Broker) lockFindings(queues []string) ([]docstore.Finding, error) {
 			Repair: func() error { _, err := b.s.RemoveLock(key); return err }})
 	}
 	return out, nil
+}
+
+// danglingGates finds the items still to do whose gates: list names a
+// gate that has no document (AddGate interrupted between its writes).
+func (b *Broker) danglingGates(queues []string) ([]docstore.Finding, error) {
+	var out []docstore.Finding
+	for _, q := range queues {
+		for _, st := range []string{Pending, Claimed} {
+			// Only items that say gates: are parsed.
+			docs, _ := b.s.Grep("queues/"+q+"/"+st, "gates")
+			for _, d := range docs {
+				it, err := itemFromDoc(d)
+				if err != nil {
+					continue // reported by check
+				}
+				lost := b.lostGates(it)
+				if len(lost) == 0 {
+					continue
+				}
+				queue, id, rel := q, it.ID, d.Path
+				out = append(out, docstore.Finding{Kind: docstore.FindingDanglingGate, Path: rel,
+					Detail: fmt.Sprintf("item %s waits on gate %s, which has no document (a gate add was interrupted): it is never passed, so the item is never done",
+						id, strings.Join(lost, ", ")),
+					Repair: func() error { return b.dropLostGates(queue, id) }})
+			}
+		}
+	}
+	return out, nil
+}
+
+// lostGates lists the ids of it's gates: list that have no document. An
+// item's own id (gate: human) has none until it is decided: not lost.
+func (b *Broker) lostGates(it *Item) []string {
+	var lost []string
+	for _, g := range it.Gates {
+		if g == it.ID || schema.ValidName(g) != nil { // a bad name: check reports it
+			continue
+		}
+		if _, err := b.s.Stat(GatePath(g)); errors.Is(err, fs.ErrNotExist) {
+			lost = append(lost, g)
+		}
+	}
+	return lost
+}
+
+// dropLostGates takes the gates with no document out of item id's gates:
+// under its lock, which AddGate holds across both its writes (so a gate
+// add in progress is never taken for a crashed one).
+func (b *Broker) dropLostGates(queue, id string) error {
+	l, err := b.s.Lock(ItemLockKey(queue, id))
+	if err != nil {
+		return err
+	}
+	defer l.Unlock()
+	loc, err := b.locate(id)
+	if err != nil {
+		return err
+	}
+	it, err := b.readItem(loc.path)
+	if err != nil {
+		return err
+	}
+	lost := b.lostGates(it)
+	if len(lost) == 0 || (it.State != Pending && it.State != Claimed) {
+		return nil // repaired (or finished) since it was found
+	}
+	keep := slices.DeleteFunc(slices.Clone(it.Gates), func(g string) bool { return slices.Contains(lost, g) })
+	d, err := b.s.UpdateHeld(l, it.Path, func(d *docstore.Doc) error {
+		if len(keep) == 0 {
+			return d.Edit(nil, "gates")
+		}
+		return d.SetMany([]docstore.Field{{Key: "gates", Value: keep}})
+	})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, g := range lost {
+		_, err := b.j.Append(journal.Event{Type: EventGateDropped, Kind: "item", Path: d.Path, Item: id, Queue: queue, Rev: d.Rev,
+			Data: map[string]any{"gate": g, "recovered": true, "why": "no gate document (a gate add was interrupted)"}})
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }

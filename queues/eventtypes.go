@@ -8,5 +8,5 @@ func init() {
 	journal.RegisterTypes(EventAdded, EventClaimed, EventCompleted, EventFailed, EventDead,
 		EventReleased, EventReaped, EventLeaseExpired, EventRetried, EventQueueCreated,
 		EventCancelled, EventAnnotated,
-		EventGateAdded, EventGateApproved, EventGateRejected, EventGateReopened, EventGateRefused)
+		EventGateAdded, EventGateApproved, EventGateRejected, EventGateReopened, EventGateRefused, EventGateDropped)
 }

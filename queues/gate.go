@@ -56,6 +56,9 @@ const (
 	EventGateRejected = "gate.rejected"
 	EventGateReopened = "gate.reopened"
 	EventGateRefused  = "gate.refused" // an agent tried to decide
+	// A gate id taken out of its item's gates: because it has no
+	// document (doctor's repair of a crash inside AddGate).
+	EventGateDropped = "gate.dropped"
 )
 
 // Gate errors.
@@ -598,30 +601,18 @@ func (b *Broker) Approve(ref string, d Decision) (*Gate, error) {
 }
 
 // Reject rejects a human gate; the item goes to dead/ (retry brings it
-// back and re-opens the gate).
+// back and re-opens the gate), under the same hold of the item's lock as
+// the decision.
 func (b *Broker) Reject(ref string, d Decision) (*Gate, error) {
 	if strings.TrimSpace(d.Reason) == "" {
 		return nil, &GateError{Op: "reject", Gate: ref, Err: fmt.Errorf("%w: a rejection needs a reason", ErrBadOption)}
 	}
-	g, err := b.decide("reject", ref, GateRejected, d)
-	if err != nil {
-		return g, err
-	}
-	why := fmt.Sprintf("rejected at gate %s by %s: %s", g.ID, g.DecidedBy, d.Reason)
-	if err := b.editItem("reject", g.Item, func(l *docstore.Lock, it *Item) error {
-		if it.State == Done || it.State == Dead {
-			return nil
-		}
-		if err := b.coordSettle(it, "dead", why); err != nil { // several machines (coord.go)
-			return err
-		}
-		_, err := b.toDead(l, it, "", why, why)
-		return err
-	}); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return g, err
-	}
-	return g, nil
+	return b.decide("reject", ref, GateRejected, d)
 }
+
+// decideTries bounds how often decide follows a gate that moved to
+// another item (a sync) while it waited for the item's lock.
+const decideTries = 4
 
 func (b *Broker) decide(op, ref, status string, d Decision) (*Gate, error) {
 	c := d.Caller
@@ -646,27 +637,102 @@ func (b *Broker) decide(op, ref, status string, d Decision) (*Gate, error) {
 	if g.Type != GateHuman {
 		return nil, &GateError{Op: op, Gate: g.ID, Path: g.Path, Err: fmt.Errorf("%w: a %s gate opens by itself", ErrState, g.Type)}
 	}
+	// Under the item's lock, the one rm, trash restore, gate add and a
+	// sync of the item or its gates hold: checked without it, the item
+	// could be removed (or the gate moved to another item) between the
+	// checks and the writes, and the decision written for an item that
+	// is gone.
+	return b.decideGate(op, g, status, by, c, d.Reason)
+}
+
+// decideGate decides gate g as resolved, following it to the item it
+// names now if a sync moved it meanwhile.
+func (b *Broker) decideGate(op string, g *Gate, status, by string, c *Caller, reason string) (*Gate, error) {
+	for try := 1; ; try++ {
+		out, moved, err := b.decideLocked(op, g, status, by, c, reason)
+		if moved == "" || try == decideTries {
+			return out, err
+		}
+		g.Item = moved // a sync moved it while we waited: its new item's lock
+	}
+}
+
+// decideLocked is decide's checks and writes under the lock of g's item.
+// moved is the item the gate names now if that is another (a sync moved
+// it meanwhile): nothing is written then.
+func (b *Broker) decideLocked(op string, g *Gate, status, by string, c *Caller, reason string) (out *Gate, moved string, err error) {
 	// A decision about an item that is gone (removed: in .trash/) decides
 	// nothing; saying "approved" would claim it did.
-	if _, err := b.locate(g.Item); errors.Is(err, fs.ErrNotExist) {
-		return nil, &GateError{Op: op, Gate: g.ID, Path: g.Path, Err: fmt.Errorf("%w: item %s is in no queue (removed? `tavern trash` lists it)", ErrGateItemGone, g.Item)}
+	gone := func() error {
+		return &GateError{Op: op, Gate: g.ID, Path: g.Path, Err: fmt.Errorf("%w: item %s is in no queue (removed? `tavern trash` lists it)", ErrGateItemGone, g.Item)}
+	}
+	loc, err := b.locate(g.Item)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, "", gone()
+	} else if err != nil {
+		return nil, "", err
+	}
+	il, err := b.s.Lock(ItemLockKey(loc.queue, g.Item))
+	if err != nil {
+		return nil, "", err
+	}
+	defer il.Unlock()
+	if loc, err = b.locate(g.Item); errors.Is(err, fs.ErrNotExist) { // removed while we waited
+		return nil, "", gone()
+	} else if err != nil {
+		return nil, "", err
+	}
+	it, err := b.readItem(loc.path)
+	if err != nil {
+		return nil, "", err
+	}
+	cur, err := b.readGate(g.ID, it)
+	if err != nil {
+		return nil, "", err
+	}
+	if cur.Item != it.ID {
+		return nil, cur.Item, &GateError{Op: op, Gate: g.ID, Path: g.Path, Err: fmt.Errorf("%w: it moved from item %s to %s while deciding; try again", ErrState, it.ID, cur.Item)}
 	}
 	// Nor does one of a gate its item does not list: it gates nothing,
 	// and a rejection would still send the item to dead/.
-	if it, err := b.Get(g.Item); err == nil && !slices.Contains(it.gateIDs(), g.ID) {
-		return nil, &GateError{Op: op, Gate: g.ID, Path: g.Path, Err: fmt.Errorf("%w: its item %s does not list it; `tavern gate add %s` makes a gate", ErrGateUnlisted, g.Item, g.Item)}
+	if !slices.Contains(it.gateIDs(), g.ID) {
+		return nil, "", &GateError{Op: op, Gate: g.ID, Path: g.Path, Err: fmt.Errorf("%w: its item %s does not list it; `tavern gate add %s` makes a gate", ErrGateUnlisted, g.Item, g.Item)}
 	}
-	if g.Implicit {
-		if err := b.createImplicit(g); err != nil && !errors.Is(err, fs.ErrExist) {
-			return nil, err
+	if cur.Implicit {
+		if err := b.createImplicit(cur); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, "", err
 		}
 	}
-	l, err := b.s.Lock(docstore.DocLockKey(g.Path))
+	// The gate's document lock too, after the item's: the order rm, a
+	// set of the gate and a sync take them in.
+	out, err = b.writeDecision(op, g.ID, status, by, c, reason)
+	if err != nil || status != GateRejected {
+		return out, "", err
+	}
+	// Rejected: the item goes to dead/ in the same hold, so nothing
+	// claims or finishes it in between.
+	if it.State == Done || it.State == Dead {
+		return out, "", nil
+	}
+	why := fmt.Sprintf("rejected at gate %s by %s: %s", out.ID, out.DecidedBy, reason)
+	if err := b.coordSettle(it, "dead", why); err != nil { // several machines (coord.go)
+		return out, "", err
+	}
+	if _, err := b.toDead(il, it, "", why, why); err != nil {
+		return out, "", err
+	}
+	return out, "", nil
+}
+
+// writeDecision writes the approval record of gate id and points the gate
+// at it, under the gate's document lock; the caller holds its item's.
+func (b *Broker) writeDecision(op, id, status, by string, c *Caller, reason string) (*Gate, error) {
+	l, err := b.s.Lock(docstore.DocLockKey(GatePath(id)))
 	if err != nil {
 		return nil, err
 	}
 	defer l.Unlock()
-	cur, err := b.readGate(g.ID, nil)
+	cur, err := b.readGate(id, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -685,8 +751,8 @@ func (b *Broker) decide(op, ref, status string, d Decision) (*Gate, error) {
 	}
 	fields := []docstore.Field{{Key: schema.VersionField, Value: schema.Approval.Version}, {Key: "id", Value: recID},
 		{Key: "gate", Value: cur.ID}, {Key: "item", Value: cur.Item}, {Key: "decision", Value: status}, {Key: "by", Value: by}}
-	if d.Reason != "" {
-		fields = append(fields, docstore.Field{Key: "reason", Value: d.Reason})
+	if reason != "" {
+		fields = append(fields, docstore.Field{Key: "reason", Value: reason})
 	}
 	fields = append(fields, docstore.Field{Key: "uid", Value: c.UID}, docstore.Field{Key: "pid", Value: c.PID}, docstore.Field{Key: "host", Value: c.Host})
 	if c.TTY != "" {
@@ -705,8 +771,8 @@ func (b *Broker) decide(op, ref, status string, d Decision) (*Gate, error) {
 	}
 	set := []docstore.Field{{Key: "status", Value: status}, {Key: "decided_by", Value: by}, {Key: "decided_at", Value: now}}
 	del := []string{}
-	if d.Reason != "" {
-		set = append(set, docstore.Field{Key: "decision_reason", Value: d.Reason})
+	if reason != "" {
+		set = append(set, docstore.Field{Key: "decision_reason", Value: reason})
 	} else {
 		del = append(del, "decision_reason")
 	}
@@ -722,8 +788,8 @@ func (b *Broker) decide(op, ref, status string, d Decision) (*Gate, error) {
 		typ = EventGateRejected
 	}
 	data := map[string]any{"gate": out.ID, "approval": recID, "by": by}
-	if d.Reason != "" {
-		data["reason"] = d.Reason
+	if reason != "" {
+		data["reason"] = reason
 	}
 	_ = b.gateEvent(typ, out, "", data)
 	return out, nil

@@ -224,7 +224,14 @@ func (b *Broker) Add(queue string, opt AddOptions) (*Item, error) {
 		// Its gate's document now, so listings need not read every item to
 		// find it (GateDocs). Should this fail the gate still holds: the
 		// item's gate: field implies it until its document is written.
-		_ = b.createImplicit(&Gate{ID: it.ID, Item: it.ID, Queue: queue, Path: GatePath(it.ID)})
+		// Under the item's lock, which rm holds: an rm between the
+		// gate-item rule's look at the item and the write would leave
+		// the gate of an item that is gone (the rule, run under it,
+		// refuses the gate of one removed first).
+		if l, err := b.s.Lock(ItemLockKey(queue, id)); err == nil {
+			_ = b.createImplicit(&Gate{ID: it.ID, Item: it.ID, Queue: queue, Path: GatePath(it.ID)})
+			l.Unlock()
+		}
 	}
 	return it, nil
 }

@@ -28,7 +28,8 @@ import (
 //   - A pending or claimed item whose gates: list names a gate with no
 //     document is an error: the engine counts such a gate as pending, so
 //     the item never passes it (`gate add` writes the gate and the list
-//     together, and a sync brings both).
+//     together, and a sync brings both; a crash in between leaves it,
+//     which doctor's dangling-gate repairs).
 //   - An approval record whose gate or item is gone is a warning: it is
 //     append-only history of a decision that was made, and stays true
 //     after the gate or item is removed.
@@ -79,7 +80,7 @@ func docRefs(b *Broker, d *docstore.Doc, itemExists func(string) bool) []error {
 		for _, id := range d.Strings("gates") {
 			if id != d.Name && schema.ValidName(id) == nil && !b.exists(GatePath(id)) {
 				out = append(out, d.RefAt("gates", "gate", id, nil,
-					"a gate that has no document is never passed: the item waits for ever (`tavern gate add` makes one; or remove it from the list)", false))
+					"a gate that has no document is never passed: the item waits for ever (`tavern doctor --fix` removes it from the list; `tavern gate add` makes a gate)", false))
 			}
 		}
 		return out

@@ -26,6 +26,10 @@ func newDoctorCommand() *cli.Command {
    dead-claim      a claim whose holder is dead, not yet reaped
    journal-gap     an item done or dead whose event the journal lacks
    stale-lock      a lock file nobody will take again
+   dangling-gate   an item to do whose gates: names a gate with no document
+                   (a crash inside gate add): never passed, so the item is
+                   never done (--fix takes the name out of the list, as it
+                   was before that gate add, journaled as gate.dropped)
    temp-file       a temp file or spare in .tmp/ nobody will reuse
    stale-index     an index cache saved with entries of files already gone
                    (one merely behind the files is normal, not reported)

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -797,15 +798,32 @@ func (sy *Syncer) apply(work, m map[string]entry, origin map[string]string, rep 
 		return nil, err
 	}
 	units := map[string][]string{} // lock key -> tree paths changed under it
+	join := newKeyGroups()         // lock keys whose units are applied as one
 	for _, p := range changed {
 		k := lockKey(p)
+		var cur []byte // a gate as it is here: its item's lock is its local writers'
+		cerr := fs.ErrNotExist
+		if isGate(p) {
+			cur, cerr = os.ReadFile(filepath.Join(sy.s.Root(), filepath.FromSlash(p)))
+		}
 		if strings.HasPrefix(p, docstore.JournalDir+"/") {
 			k = "" // other machines' journals: only this sync writes them
 		} else if e, mok := m[p]; mok {
 			if g := gateLockKey(p, data[e.oid]); g != "" {
 				k = g
+				// A gate another machine moved to another item: the
+				// item it leaves is in the same step, under its lock
+				// too, which that item's local gate add, approve and rm
+				// hold. Apart, the old item listed a gate that gated
+				// another in between (or a gate named an item that did
+				// not list it).
+				if cerr == nil {
+					if old := gateLockKey(p, cur); old != "" && old != g {
+						join.union(g, old)
+					}
+				}
 			}
-		} else if cur, err := os.ReadFile(filepath.Join(sy.s.Root(), filepath.FromSlash(p))); err == nil {
+		} else if cerr == nil {
 			// Removed: the gate as it is here names the item whose lock
 			// its local writers hold. One changed since is deferred by
 			// applyUnit's check, whatever lock it is under.
@@ -815,37 +833,89 @@ func (sy *Syncer) apply(work, m map[string]entry, origin map[string]string, rep 
 		}
 		units[k] = append(units[k], p)
 	}
-	keys := make([]string, 0, len(units))
+	groups := map[string][]string{} // a group's root -> its keys
 	for k := range units {
-		keys = append(keys, k)
+		root := join.find(k)
+		groups[root] = append(groups[root], k)
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		paths := units[k]
+	for k := range join.parent { // a key with no paths of its own: locked all the same
+		if root := join.find(k); !slices.Contains(groups[root], k) && len(groups[root]) > 0 {
+			groups[root] = append(groups[root], k)
+		}
+	}
+	firsts := make([]string, 0, len(groups))
+	byFirst := map[string][]string{}
+	for _, keys := range groups {
+		sort.Strings(keys)
+		firsts = append(firsts, keys[0])
+		byFirst[keys[0]] = keys
+	}
+	sort.Strings(firsts)
+	for _, first := range firsts {
+		keys := byFirst[first]
+		var paths []string
+		for _, k := range keys {
+			paths = append(paths, units[k]...)
+		}
 		sort.Strings(paths)
-		if err := sy.applyUnit(k, paths, work, m, data, origin, pending, rep); err != nil {
+		if err := sy.applyUnit(keys, paths, work, m, data, origin, pending, rep); err != nil {
 			return nil, err
 		}
 		if testHookAfterUnit != nil {
-			testHookAfterUnit(k, paths)
+			testHookAfterUnit(strings.Join(keys, " "), paths)
 		}
 	}
 	return pending, nil
 }
 
-// applyUnit applies the changes of one lock's paths all or nothing.
-func (sy *Syncer) applyUnit(key string, paths []string, work, m map[string]entry, data map[string][]byte, origin map[string]string, pending map[string]entry, rep *Report) error {
-	if key != "" {
-		l, err := sy.s.Lock(key)
-		if err != nil {
-			return err
+// keyGroups joins lock keys whose units are applied as one (union-find).
+type keyGroups struct{ parent map[string]string }
+
+func newKeyGroups() *keyGroups { return &keyGroups{parent: map[string]string{}} }
+
+func (g *keyGroups) find(k string) string {
+	for {
+		p, ok := g.parent[k]
+		if !ok || p == k {
+			return k
 		}
-		defer l.Unlock()
+		k = p
+	}
+}
+
+// union joins the groups of a and b.
+func (g *keyGroups) union(a, b string) {
+	ra, rb := g.find(a), g.find(b)
+	if ra == rb {
+		return
+	}
+	if rb < ra {
+		ra, rb = rb, ra
+	}
+	g.parent[ra] = ra
+	g.parent[rb] = ra
+	g.parent[a], g.parent[b] = ra, ra
+}
+
+// applyUnit applies the changes of one lock's paths all or nothing.
+//
+// keys are the unit's locks, sorted: most units have one; a gate moved
+// from one item to another has both items' (taken in key order, as no
+// other writer holds two item locks, so no two take them crosswise).
+func (sy *Syncer) applyUnit(keys []string, paths []string, work, m map[string]entry, data map[string][]byte, origin map[string]string, pending map[string]entry, rep *Report) error {
+	if len(keys) > 0 && keys[0] != "" {
+		for _, key := range keys {
+			l, err := sy.s.Lock(key)
+			if err != nil {
+				return err
+			}
+			defer l.Unlock()
+		}
 		// A gate under its item's lock: its document lock too, after
-		// it (the order of its local set and rm), as approve and reject
-		// hold only that one while they write the decision.
+		// it (the order of its local set and rm, and of approve and
+		// reject, which write the decision under both).
 		for _, p := range paths {
-			if k := docstore.DocLockKey(p); k != key && isGate(p) {
+			if k := docstore.DocLockKey(p); !slices.Contains(keys, k) && isGate(p) {
 				l, err := sy.s.Lock(k)
 				if err != nil {
 					return err
