@@ -1298,8 +1298,11 @@ func gitDiscarded(args []string) []string {
 	case "checkout", "switch":
 		// -f / --force (switch: --discard-changes too) throws away every
 		// local change the switch meets, whichever branch it goes to.
+		// A new branch's name glued to -b (-c) is no cluster of
+		// switches: -bfix makes fix, it forces nothing.
 		for _, a := range opts {
-			if a == "--force" || a == "--discard-changes" || (strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "f") && !slices.Contains([]string{"-b", "-B", "-c", "-C"}, a)) {
+			letters, _, _, short := gitShortOpts(a, gitBranchOpts(sub))
+			if a == "--force" || a == "--discard-changes" || short && strings.Contains(letters, "f") {
 				return []string{gitTopDir}
 			}
 		}

@@ -413,6 +413,17 @@ func TestShellWriteForms(t *testing.T) {
 		{"git checkout -bnew", false},
 		{"git switch -Cnew", false},
 		{"git switch --create new", false},
+		// A new branch's name glued to -b/-c is its value, not a cluster
+		// of switches: the f of fix is no -f (a forced switch).
+		{"git checkout -bfix", false},
+		{"git switch -cfix", false},
+		{"git checkout -Bfix", false}, // reset to HEAD: the tree stays
+		{"git switch -Cfix", false},
+		{"git checkout -qbfix", false},
+		{"git checkout -Bfix feature", true},
+		{"git switch -Cfix HEAD~1", true},
+		{"git checkout -fbfix", true}, // -f, then -b fix
+		{"git switch -fcfix", true},
 		{"git checkout --orphan fresh", false}, // git keeps the tree, all of it added
 		{"git checkout", false},
 		{"git switch", false},

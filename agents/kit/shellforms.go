@@ -224,7 +224,10 @@ func gitCheckoutOperands(words []string, here string, v *fsView) []string {
 	}
 	stage := false
 	for _, a := range args[1:] {
-		if a == "-b" || a == "-B" || a == "--orphan" || a == "--detach" || a == "-d" {
+		if letters, value, _, ok := gitShortOpts(a, "bB"); ok && (value != 0 || strings.Contains(letters, "d")) {
+			return nil // -b NEW, -bNEW, -qb NEW
+		}
+		if a == "--orphan" || strings.HasPrefix(a, "--orphan=") || a == "--detach" {
 			return nil
 		}
 		stage = stage || a == "--ours" || a == "--theirs"
@@ -511,8 +514,15 @@ func gitSwitches(words []string, here string, v *fsView) bool {
 	var ops []string
 	for i := 0; i < len(opts); i++ {
 		a := opts[i]
+		_, value, taken, short := gitShortOpts(a, gitBranchOpts(sub))
 		switch {
-		case a == "-b" || a == "-B" || (sub == "switch" && (a == "-c" || a == "-C" || a == "--create" || a == "--force-create")):
+		case short && value != 0:
+			// -b NEW, -bNEW (a cluster: -qb NEW): the new branch's name.
+			create = true
+			if taken {
+				i++
+			}
+		case sub == "switch" && (a == "--create" || a == "--force-create"):
 			create = true
 			i++ // the new branch's name
 		case a == "--orphan":
@@ -1526,4 +1536,30 @@ func formatterWrites(name string, args []string) []string {
 		return shellOperands(args)
 	}
 	return nil
+}
+
+// gitShortOpts reads a cluster of one-letter git options (-qf, -bNEW,
+// -fb NEW): the letters it sets, up to the first of valued, which takes
+// the rest of the word as its value (none left: the next word, taken
+// says). ok is false for a word that is no cluster (a long option, an
+// operand, "-").
+func gitShortOpts(a, valued string) (letters string, value byte, taken, ok bool) {
+	if len(a) < 2 || a[0] != '-' || a[1] == '-' {
+		return "", 0, false, false
+	}
+	for j := 1; j < len(a); j++ {
+		if strings.IndexByte(valued, a[j]) >= 0 {
+			return a[1:j], a[j], j == len(a)-1, true
+		}
+	}
+	return a[1:], 0, false, true
+}
+
+// gitBranchOpts are the one-letter options of git checkout (switch)
+// that take a new branch's name.
+func gitBranchOpts(sub string) string {
+	if sub == "switch" {
+		return "cC"
+	}
+	return "bB"
 }
