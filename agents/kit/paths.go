@@ -111,7 +111,7 @@ func simplePaths(c simpleCommand, rebase func([]string) []string, v *fsView, tre
 				ts[i] = gitTree(c.words, here, v)
 			}
 		}
-		if gitSwitches(c.words, here, v) {
+		if gitSwitches(c.words, here, v) || gitPatchAll(c.words, here, v) {
 			ts = append(ts, gitTree(c.words, here, v))
 		}
 		out := append(rebase(append(ts, specTrees...)), restored...)

@@ -413,6 +413,31 @@ func TestShellWriteForms(t *testing.T) {
 		{"git checkout -bnew", false},
 		{"git switch -Cnew", false},
 		{"git switch --create new", false},
+		// git checkout -p and git restore -p offer to take back each change
+		// in their pathspecs, in the whole work tree when given none: a
+		// write of those paths, or of the whole work tree.
+		{"git checkout -p HEAD~1", true},
+		{"git checkout -p", true},
+		{"git checkout --patch feature --", true},
+		{"git checkout -qp main", true},
+		{"cd docs && git checkout -p HEAD~1", true},
+		{"git restore -p", true},
+		{"git restore --patch --source HEAD~1", true},
+		{"git restore -p -s HEAD~1 -W", true},
+		{"git checkout -p \"$REV\"", true}, // a revision, or a path: not clear
+		{"git checkout --patch HEAD~1 -- src/parser/a.go", true},
+		{"git checkout -p HEAD~1 src/parser/a.go", true},
+		{"git checkout -p src/parser/a.go", true},
+		{"git restore -p src/parser", true},
+		{"git checkout -p HEAD~1 -- docs", false},
+		{"git checkout -p HEAD~1 docs", false},
+		{"git checkout -p docs", false},
+		{"git restore -p docs src/lexer", false},
+		{"git restore -p --staged", false}, // the index alone
+		{"git restore -p -S -s HEAD~1", false},
+		{"git checkout -p -h", false},
+		{"git reset -p", false},
+		{"git add -p", false},
 		// A new branch's name glued to -b/-c is its value, not a cluster
 		// of switches: the f of fix is no -f (a forced switch).
 		{"git checkout -bfix", false},

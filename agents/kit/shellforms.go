@@ -558,6 +558,73 @@ func gitSwitches(words []string, here string, v *fsView) bool {
 	return len(gitCheckoutOperands(words, here, v)) == 0 // a branch or revision, not a path
 }
 
+// gitPatchAll says whether git checkout -p or git restore -p (--patch)
+// is given no pathspec: it offers to take back every change in the work
+// tree, from the index or a commit, and which ones the user takes only
+// running it tells — a write of the whole work tree, as git stash -p is.
+// Given pathspecs it writes them (gitCheckoutOperands, gitRestored).
+// checkout's one operand is its tree-ish unless it names a path; one
+// that is not clear may be either, and is taken as the tree-ish. restore
+// --staged alone writes the index, not the work tree. here is where the
+// command runs, absolute ("" when not clear).
+func gitPatchAll(words []string, here string, v *fsView) bool {
+	w := commandWords(words)
+	if len(w) == 0 || filepath.Base(w[0]) != "git" {
+		return false
+	}
+	_, args, ok := gitCommand(w[1:])
+	if !ok || len(args) == 0 || (args[0] != "checkout" && args[0] != "restore") {
+		return false
+	}
+	sub, rest := args[0], args[1:]
+	opts := rest
+	dd := slices.Index(rest, "--")
+	if dd >= 0 {
+		opts = rest[:dd]
+	}
+	valued := "bB"
+	if sub == "restore" {
+		valued = "s"
+	}
+	patch, staged, worktree := false, false, false
+	for _, a := range opts {
+		letters, _, _, short := gitShortOpts(a, valued)
+		switch {
+		case a == "-h" || a == "--help":
+			return false
+		case a == "--patch":
+			patch = true
+		case a == "--staged":
+			staged = true
+		case a == "--worktree":
+			worktree = true
+		case short:
+			patch = patch || strings.Contains(letters, "p")
+			staged = staged || sub == "restore" && strings.Contains(letters, "S")
+			worktree = worktree || sub == "restore" && strings.Contains(letters, "W")
+		}
+	}
+	if !patch || staged && !worktree {
+		return false
+	}
+	if dd >= 0 {
+		return dd == len(rest)-1 // no pathspec after --
+	}
+	var ops []string
+	if sub == "restore" {
+		ops = shellOperands(dropOptionValues(opts, "-s", "--source", "--pathspec-from-file", "--conflict"))
+	} else {
+		ops = shellOperands(dropOptionValues(opts, "-b", "-B", "--orphan", "--pathspec-from-file", "--conflict"))
+	}
+	switch {
+	case len(ops) == 0:
+		return true
+	case sub == "checkout" && len(ops) == 1:
+		return ops[0] == "" || len(gitCheckoutOperands(words, here, v)) == 0
+	}
+	return false
+}
+
 // diffWrites returns the files `git apply`, `git am` and `patch` write:
 // the files named in the diff they read — the here-document or < FILE
 // that is their input, or the patch files they are given (v reads them)
