@@ -462,7 +462,23 @@ func TestShellWriteForms(t *testing.T) {
 		{"git checkout --detach", false},
 		{"git switch --detach", false},
 		{"git switch --detach work", false},
-		{"git checkout \"$B\"", false}, // not clear, as other words with expansions
+		// A branch named by a word that is not clear may be any branch:
+		// a switch, a write of the whole work tree. A new branch's name
+		// that is not clear is made where HEAD is; paths after the
+		// first operand are paths.
+		{"git checkout \"$B\"", true},
+		{"git switch $BR", true},
+		{"git checkout \"$B\" --", true},
+		{"git checkout -b new \"$START\"", true},
+		{"git switch --detach \"$REV\"", true},
+		{"git checkout \"$B\" src/parser/a.go", true},
+		{"git checkout -b \"$NEW\"", false},
+		{"git switch -c \"$NEW\"", false},
+		{"git checkout \"$B\" docs", false},
+		{"git checkout \"$B\" -- docs", false},
+		{"git switch \"$B\" --help", false},
+		{"git -C /tmp/elsewhere switch \"$B\"", false},
+		{"git log \"$B\" && git diff \"$B\" && git show \"$B\"", false},
 		{"git bisect log", false},
 		{"git bisect view", false},
 		{"git bisect visualize", false},

@@ -468,8 +468,9 @@ func (v *fsView) isHead(dir, name string) bool {
 // -c, -C, checkout --orphan), switch --orphan (an empty tree), --detach
 // at a revision, and git bisect but its read-only forms (log, view,
 // visualize, terms, start --no-checkout). A branch made where HEAD is
-// (-b NEW), and checkout --orphan NEW, leave the tree as it is. here is
-// where the command runs, absolute ("" when not clear).
+// (-b NEW), and checkout --orphan NEW, leave the tree as it is. A lone
+// operand that is not clear (git checkout "$B", git switch $BR) is a
+// switch. here is where the command runs, absolute ("" when not clear).
 func gitSwitches(words []string, here string, v *fsView) bool {
 	w := commandWords(words)
 	if v == nil || len(w) == 0 || filepath.Base(w[0]) != "git" {
@@ -544,10 +545,15 @@ func gitSwitches(words []string, here string, v *fsView) bool {
 	switch {
 	case orphan && sub == "switch":
 		return true
-	case len(ops) != 1 || ops[0] == "":
+	case len(ops) != 1:
 		// None: the tree stays; several: checkout's paths
-		// (gitCheckoutOperands); a word not clear is skipped.
+		// (gitCheckoutOperands).
 		return false
+	case ops[0] == "":
+		// Not clear ("$B"): it may name any branch or commit, so it is
+		// taken as a switch — unlike a path that is not clear, which is
+		// skipped, it may write every file.
+		return true
 	case ops[0] == "-":
 		return true
 	case v.isHead(repo, ops[0]):
