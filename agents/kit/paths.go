@@ -230,18 +230,32 @@ const unknownDir = "\x00?"
 // enclosing one, moves it (`cd src && sed -i ... a.go` writes src/a.go).
 // After a cd to a place that is not clear (cd "$X", cd -, cd alone),
 // relative paths are not clear either and rebase drops them.
+//
+// git's variables (GIT_WORK_TREE, GIT_DIR, any GIT_*) that the line
+// exports before a command — export NAME=VALUE, declare -x, or NAME=VALUE
+// then export NAME — are given to it as if assigned before its words
+// (`export GIT_WORK_TREE=../b; git checkout main` runs git in ../b), in
+// the same subshell and those under it, until unset or export -n. A
+// variable assigned but not exported is not git's.
 func walkShell(cmds []simpleCommand, fn func(c simpleCommand, rebase func([]string) []string)) {
-	var dirs []string // dirs[d]: the directory at subshell depth d, "" the start
-	at := func(d int) string {
-		for len(dirs) <= d {
-			inherit := ""
-			if len(dirs) > 0 {
-				inherit = dirs[len(dirs)-1]
+	// states[d]: the directory at subshell depth d ("" the start) and
+	// git's variables there.
+	type state struct {
+		dir        string
+		env, local []string // NAME=VALUE, exported and only assigned
+	}
+	var states []state
+	at := func(d int) *state {
+		for len(states) <= d {
+			var inherit state
+			if len(states) > 0 {
+				inherit = states[len(states)-1]
+				inherit.env, inherit.local = slices.Clone(inherit.env), slices.Clone(inherit.local)
 			}
-			dirs = append(dirs, inherit)
+			states = append(states, inherit)
 		}
-		dirs = dirs[:d+1] // a subshell deeper than d has ended
-		return dirs[d]
+		states = states[:d+1] // a subshell deeper than d has ended
+		return &states[d]
 	}
 	// pushd's stack: the directory each pushd left, and the depth it ran at.
 	type pushed struct {
@@ -250,25 +264,27 @@ func walkShell(cmds []simpleCommand, fn func(c simpleCommand, rebase func([]stri
 	}
 	var stack []pushed
 	for _, c := range cmds {
-		dir := at(c.depth)
+		st := at(c.depth)
+		dir := st.dir
 		for len(stack) > 0 && stack[len(stack)-1].depth > c.depth {
 			stack = stack[:len(stack)-1] // its subshell has ended
 		}
-		if w := commandWords(c.words); len(w) > 0 && w[0] == "popd" {
+		w := commandWords(c.words)
+		if len(w) > 0 && w[0] == "popd" {
 			// Back where the last pushd was: without it the rest of the
 			// line was read under the pushd's directory.
 			if n := len(stack); n > 0 && stack[n-1].depth == c.depth {
-				dirs[c.depth] = stack[n-1].dir
+				st.dir = stack[n-1].dir
 				stack = stack[:n-1]
 			} else {
-				dirs[c.depth] = unknownDir
+				st.dir = unknownDir
 			}
 			continue
 		}
-		if w := commandWords(c.words); len(w) > 0 && w[0] == "pushd" {
+		if len(w) > 0 && w[0] == "pushd" {
 			stack = append(stack, pushed{c.depth, dir})
 		}
-		if w := commandWords(c.words); len(w) > 0 && (w[0] == "cd" || w[0] == "pushd") {
+		if len(w) > 0 && (w[0] == "cd" || w[0] == "pushd") {
 			var ops []string
 			for _, a := range w[1:] {
 				if a != "-L" && a != "-P" && a != "-e" && a != "-@" {
@@ -277,14 +293,20 @@ func walkShell(cmds []simpleCommand, fn func(c simpleCommand, rebase func([]stri
 			}
 			switch {
 			case len(ops) != 1 || ops[0] == "" || ops[0] == "-":
-				dirs[c.depth] = unknownDir
+				st.dir = unknownDir
 			case filepath.IsAbs(ops[0]):
-				dirs[c.depth] = ops[0]
+				st.dir = ops[0]
 			case dir == unknownDir:
 			default:
-				dirs[c.depth] = filepath.Join(dir, ops[0])
+				st.dir = filepath.Join(dir, ops[0])
 			}
 			continue
+		}
+		// export and assignments write no file of their own, but may
+		// redirect to one: they are read too.
+		gitVariables(c.words, w, &st.env, &st.local)
+		if len(st.env) > 0 && len(w) > 0 {
+			c.words = append(slices.Clone(st.env), c.words...)
 		}
 		fn(c, func(paths []string) []string {
 			if dir == "" {
@@ -304,6 +326,102 @@ func walkShell(cmds []simpleCommand, fn func(c simpleCommand, rebase func([]stri
 			return out
 		})
 	}
+}
+
+// gitVariables reads a command that sets or exports git's variables
+// (GIT_*) into env (exported) and local (assigned only): assignments alone (NAME=VALUE; an exported one
+// stays exported), export and declare/typeset/local -x (+x, export -n
+// take the export back), unset. w is the command's words after its
+// assignments. A word that is not clear names no variable Tavern knows.
+func gitVariables(words, w []string, env, local *[]string) {
+	isGit := func(name string) bool { return strings.HasPrefix(name, "GIT_") }
+	set := func(list *[]string, name, value string) {
+		unsetVariable(list, name)
+		*list = append(*list, name+"="+value)
+	}
+	// assign sets name where it is: exported once exported.
+	assign := func(name, value string) {
+		if slices.ContainsFunc(*env, func(e string) bool { return strings.HasPrefix(e, name+"=") }) {
+			set(env, name, value)
+		} else {
+			set(local, name, value)
+		}
+	}
+	if len(w) == 0 {
+		if slices.Contains(words, "") {
+			return
+		}
+		for _, a := range words {
+			if name, value, _ := strings.Cut(a, "="); isGit(name) {
+				assign(name, value)
+			}
+		}
+		return
+	}
+	export, unexport := false, false
+	switch w[0] {
+	case "export":
+		export = true
+	case "declare", "typeset", "local":
+	case "unset":
+		for _, a := range w[1:] {
+			unsetVariable(env, a)
+			unsetVariable(local, a)
+		}
+		return
+	default:
+		return
+	}
+	var operands []string
+	for _, a := range w[1:] {
+		switch {
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			export = export || strings.Contains(a, "x")
+			unexport = unexport || w[0] == "export" && strings.Contains(a, "n")
+		case strings.HasPrefix(a, "+") && len(a) > 1:
+			unexport = unexport || strings.Contains(a, "x")
+		default:
+			operands = append(operands, a)
+		}
+	}
+	for _, a := range operands {
+		name, value, assigned := strings.Cut(a, "=")
+		if !isGit(name) {
+			continue
+		}
+		if !assigned {
+			// export NAME: the value it was assigned, if any.
+			for _, l := range *local {
+				if n, val, _ := strings.Cut(l, "="); n == name {
+					value, assigned = val, true
+				}
+			}
+		}
+		switch {
+		case unexport:
+			if !assigned {
+				for _, e := range *env {
+					if n, val, _ := strings.Cut(e, "="); n == name {
+						value, assigned = val, true
+					}
+				}
+			}
+			unsetVariable(env, name)
+			if assigned {
+				set(local, name, value)
+			}
+		case export && assigned:
+			unsetVariable(local, name)
+			set(env, name, value)
+		case assigned:
+			assign(name, value)
+		}
+	}
+}
+
+// unsetVariable takes the variable name out of list (NAME=VALUE words).
+func unsetVariable(list *[]string, name string) {
+	*list = slices.DeleteFunc(*list, func(e string) bool { return strings.HasPrefix(e, name+"=") })
 }
 
 type shellWord struct {

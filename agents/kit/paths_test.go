@@ -107,7 +107,8 @@ func TestShellFormPrefixes(t *testing.T) {
 		"install -d a", "cp -rT a b", "eslint --fix -o a b", "ruff check --fix -o a", "yq -i e a b", "awk -i inplace -f a b", "eval rm a",
 		"go mod init", "go fmt example.com/m/...", "go generate -run a b", "git checkout --theirs a", "sudo -u a env -u b timeout -s c 1 nice -n 2 npx -p d rm e",
 		"sed -Ei a b", "echo >& a", "git checkout -- :(top,icase)a", "git -C a stash push -m b -- :/!c", "git checkout :/a b",
-		"git clean -f -e a :(glob)b/*", "ln -S a b", "function f { g; }", "git --work-tree a --git-dir b checkout -- c", "GIT_DIR=a git --work-tree=b switch c", "git am -p1 --directory=a b", "patch -i a -d b"}
+		"git clean -f -e a :(glob)b/*", "ln -S a b", "function f { g; }", "git --work-tree a --git-dir b checkout -- c", "GIT_DIR=a git --work-tree=b switch c", "git am -p1 --directory=a b", "patch -i a -d b",
+		"export GIT_WORK_TREE=a GIT_DIR; unset GIT_DIR; git reset --hard", "declare -x +x GIT_DIR=a; export -n GIT_DIR"}
 	for _, f := range forms {
 		for i := 0; i <= len(f); i++ {
 			line := f[:i]
@@ -739,6 +740,33 @@ func TestShellWriteForms(t *testing.T) {
 		{"cd /tmp && git --git-dir=@PROJ/.git --work-tree=@PROJ merge feature", true},
 		{"cd /tmp && GIT_DIR=@PROJ/.git GIT_WORK_TREE=@PROJ git reset --hard", true},
 		{"git --work-tree=src/parser switch feature", true},
+		// An exported GIT_WORK_TREE / GIT_DIR holds for the git commands
+		// after it on the line (in its subshell, and the scripts it
+		// runs), taken from where each runs; a plain assignment only
+		// once exported, unset takes it back.
+		{"export GIT_WORK_TREE=src/parser; git checkout -- a.go", true},
+		{"export GIT_WORK_TREE=src && git rm parser/a.go", true},
+		{"cd docs && export GIT_WORK_TREE=../src/parser && git checkout -- a.go", true},
+		{"export GIT_DIR=@PROJ/.git GIT_WORK_TREE=@PROJ; cd /tmp && git checkout -- src/parser/a.go", true},
+		{"cd /tmp; export GIT_WORK_TREE=@PROJ GIT_DIR=@PROJ/.git; git reset --hard", true},
+		{"export GIT_WORK_TREE=src/parser\nbash -c 'git checkout -- a.go'", true},
+		{"(export GIT_WORK_TREE=docs); git reset --hard", true},
+		{"export GIT_WORK_TREE=docs; unset GIT_WORK_TREE; git reset --hard", true},
+		{"export GIT_WORK_TREE=docs; export -n GIT_WORK_TREE; git reset --hard", true},
+		{"GIT_WORK_TREE=docs; git reset --hard", true}, // not exported: git runs here
+		{"export GIT_WORK_TREE=docs; GIT_WORK_TREE=src/parser; git checkout -- a.go", true},
+		{"export GIT_WORK_TREE=docs; declare GIT_WORK_TREE=src/parser; git checkout -- a.go", true},
+		{"export GIT_WORK_TREE=docs > src/parser/log.txt", true}, // its redirection still writes
+		{"export GIT_WORK_TREE=docs; git reset --hard", false},
+		{"export GIT_WORK_TREE=docs\ngit switch feature", false},
+		{"GIT_WORK_TREE=docs; export GIT_WORK_TREE; git stash", false},
+		{"declare -x GIT_WORK_TREE=docs; git merge feature", false},
+		{"export GIT_WORK_TREE=src/lexer; git checkout -- a.go", false},
+		{"export GIT_WORK_TREE=/tmp/export; git checkout main -- .", false},
+		{"export GIT_WORK_TREE=src/parser; GIT_WORK_TREE=docs git checkout -- a.go", false},
+		{"export GIT_WORK_TREE=src/parser; git --work-tree=docs checkout -- a.go", false},
+		{"cd src/lexer && export GIT_DIR=../../.git && git reset --hard", false},
+		{"export GIT_LITERAL_PATHSPECS=1; git checkout -- 'src/*/a.go'", false},
 		{"git --work-tree=src checkout -- ':/parser/a.go'", true},
 		{"cd src && git --git-dir=../.git merge feature", true},
 		{"cd docs && git --work-tree=.. checkout -- src/parser/a.go", false}, // docs/src/parser/a.go
