@@ -105,16 +105,21 @@ func simplePaths(c simpleCommand, rebase func([]string) []string, v *fsView, tre
 	restored = append(restored, goModuleWrites(c.words, here, v)...)
 	diffFiles, diffTree := diffWrites(c, rebase, v)
 	if trees {
-		ts := commandTrees(c.words)
-		for i, t := range ts {
+		var ts, whole []string // whole: git work trees written whole
+		for _, t := range commandTrees(c.words) {
 			if t == gitTopDir {
-				ts[i] = gitTree(c.words, here, v)
+				whole = append(whole, gitTree(c.words, here, v))
+			} else {
+				ts = append(ts, t)
 			}
 		}
 		if gitSwitches(c.words, here, v) || gitPatchAll(c.words, here, v) {
-			ts = append(ts, gitTree(c.words, here, v))
+			whole = append(whole, gitTree(c.words, here, v))
 		}
 		out := append(rebase(append(ts, specTrees...)), restored...)
+		for _, w := range rebase(whole) {
+			out = append(out, wholeTreeMark+w)
+		}
 		if diffTree != "" {
 			out = append(out, diffTree) // a patch Tavern cannot read
 		}
@@ -1170,17 +1175,35 @@ func cleanPaths(ps []string) []string {
 // too, as paths; a reservation of a path under one of them is written by
 // the call as well. Relative paths are taken from cwd.
 func TreePaths(toolName string, toolInput json.RawMessage, cwd string) []string {
+	trees, _ := treePaths(toolName, toolInput, cwd)
+	return trees
+}
+
+// wholeTreeMark starts, in what simplePaths returns for trees, a git
+// work tree the command writes whole (a merge, a switch): the gate's
+// denial names it as one.
+const wholeTreeMark = "\x00whole:"
+
+// treePaths is TreePaths, and which of them are git work trees the call
+// writes whole (gitRewrites, gitSwitches...).
+func treePaths(toolName string, toolInput json.RawMessage, cwd string) (trees, whole []string) {
 	var in map[string]any
 	if len(toolInput) == 0 || json.Unmarshal(toolInput, &in) != nil {
-		return nil
+		return nil, nil
 	}
-	var rel []string
+	var rel, wholeRel []string
 	switch toolName {
 	case "Bash", "run_shell_command", "shell", "local_shell", "exec_command", "container.exec":
 		cwd = shellDir(in, cwd)
-		rel = append(rel, shellToolPaths(in["command"], &fsView{cwd: cwd}, true)...)
+		for _, p := range shellToolPaths(in["command"], &fsView{cwd: cwd}, true) {
+			if w, ok := strings.CutPrefix(p, wholeTreeMark); ok {
+				p = w
+				wholeRel = append(wholeRel, w)
+			}
+			rel = append(rel, p)
+		}
 	}
-	return absUnique(cwd, rel)
+	return absUnique(cwd, rel), absUnique(cwd, wholeRel)
 }
 
 // commandTrees returns the directories one simple command removes or

@@ -817,3 +817,41 @@ func TestDiffWritesPaths(t *testing.T) {
 		}
 	}
 }
+
+// A denial of a command that writes a whole tree names the tree: the
+// git work tree it writes (relative to the project when in it, else
+// absolute), or the directory holding the project that it removes.
+func TestDenyNamesWholeTree(t *testing.T) {
+	e := newEnv(t)
+	proj := filepath.Dir(e.Store.Root())
+	reserve(t, e, "bob", "src/parser/**")
+	for _, d := range []string{".git/refs/heads", "src/parser"} {
+		if err := os.MkdirAll(filepath.Join(proj, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(proj, ".git/HEAD"), []byte("ref: refs/heads/work\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	parent := filepath.Dir(proj)
+	for _, tt := range []struct{ cmd, want string }{
+		{"git reset --hard", "Tavern: the whole work tree (.), which this command changes, has paths reserved by bob (src/parser/**"},
+		{"cd src && git merge feature", "Tavern: the whole work tree (.), which this command changes"},
+		{"git --work-tree=src reset --hard", "Tavern: the whole work tree (src), which this command changes, has paths reserved by bob"},
+		{"cd src && git --work-tree=. switch feature", "Tavern: the whole work tree (src), which this command changes"},
+		{"export GIT_WORK_TREE=src/parser; git checkout -p HEAD~1", "Tavern: the whole work tree (src/parser), which this command changes"},
+		{"git --work-tree=.. checkout \"$B\"", "Tavern: the whole work tree (" + parent + "), which this command changes"},
+		{"rm -rf .", "Tavern: the whole work tree (.), which this command changes"},
+		{"rm -rf ..", "Tavern: " + parent + ", which this command changes, holds paths reserved by bob (src/parser/**"},
+	} {
+		input, _ := json.Marshal(map[string]any{"command": tt.cmd})
+		in := &Input{Tool: Claude, Event: PreToolUse, Cwd: proj, ToolName: "Bash", ToolInput: input}
+		r, err := CheckWrite(e, in, "me")
+		if err != nil {
+			t.Errorf("%q: %v", tt.cmd, err)
+		}
+		if r == nil || !strings.HasPrefix(r.Deny, tt.want) {
+			t.Errorf("%q: got %+v, want a denial starting %q", tt.cmd, r, tt.want)
+		}
+	}
+}
