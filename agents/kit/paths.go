@@ -198,7 +198,7 @@ func PatchPaths(patch string) []string {
 
 // ShellWrites returns the paths a shell command line clearly writes:
 // targets of output redirections (>, >>, &>, >&FILE, >|, N>), files given to tee, sponge,
-// touch, rm, rmdir, mkdir, truncate, sed -i, perl -i, gofmt -w,
+// touch, rm, rmdir, mkdir, truncate, sed -i, perl -i, ruby -i, gofmt -w,
 // goimports -w and go fmt (and go generate), the file sort -o, curl -o,
 // wget -O and find -fprint (-fprint0, -fls, -fprintf) name, the
 // archives and compressed files tar -c, zip and gzip (bzip2, xz) write,
@@ -926,7 +926,7 @@ func commandWrites(words []string) []string {
 				return clean([]string{f})
 			}
 		}
-	case "sed", "perl":
+	case "sed", "perl", "ruby":
 		inPlace := false
 		script := true // the first operand is the script unless -e/-f gave one
 		var files []string
@@ -937,13 +937,14 @@ func commandWrites(words []string) []string {
 				inPlace = true
 			case name == "sed" && sedInPlace(a):
 				inPlace = true // -Ei, -ni: a cluster ending in -i[SUFFIX]
-			case name == "perl" && strings.HasPrefix(a, "-") && perlInPlace(a):
+			case strings.HasPrefix(a, "-") && (name == "perl" && perlInPlace(a) || name == "ruby" && rubyInPlace(a)):
 				inPlace = true
 				if strings.Contains(a, "e") {
 					script = false
 					i++ // -pie 'script'
 				}
-			case name == "perl" && (a == "-I" || a == "-x" || a == "-M" || a == "-m"):
+			case name == "perl" && (a == "-I" || a == "-x" || a == "-M" || a == "-m"),
+				name == "ruby" && (a == "-I" || a == "-r" || a == "-C" || a == "-E"):
 				i++
 			case a == "-e" || a == "-f" || a == "--expression" || a == "--file":
 				script = false
@@ -1009,6 +1010,26 @@ func perlInPlace(a string) bool {
 		case strings.ContainsRune("MmIxdDCFV", r):
 			return false // the rest of the word is this switch's value
 		case !strings.ContainsRune("nparsTtuUwWcEeSXl0123456789", r):
+			return false
+		}
+	}
+	return false
+}
+
+// rubyInPlace is perlInPlace for ruby's switches (-pi, -i.bak, -ni):
+// -r, -I, -C, -E, -F, -K, -W, -x and -0 take the rest of the word
+// (-rjson, -Ilib: their i is part of the value).
+func rubyInPlace(a string) bool {
+	if strings.HasPrefix(a, "--") {
+		return false
+	}
+	for _, r := range a[1:] {
+		switch {
+		case r == 'i':
+			return true
+		case strings.ContainsRune("rICEFKWx0", r):
+			return false
+		case !strings.ContainsRune("nplasSwvdyUce", r):
 			return false
 		}
 	}

@@ -264,6 +264,25 @@ func TestShellWriteForms(t *testing.T) {
 		{"perl -MList::Util=min -lane 'print' src/parser/a.go", false},
 		{"perl -pi -e 's/a/b/' src/parser/a.go", true},
 		{"perl -i.bak -pe 's/a/b/' src/parser/a.go", true},
+		{"perl -0777 -i -pe 's/a/b/' src/parser/a.go", true},
+		{"perl -i -p -e 's/a/b/' -e 's/c/d/' src/parser/a.go", true},
+		{"perl -ne 'print' -i src/parser/a.go", true},
+		// ruby -i edits its files in place as perl -i does; -r, -I, -C
+		// and -E take the rest of the word (or the next).
+		{"ruby -pi -e 'gsub(/a/, \"b\")' src/parser/a.go", true},
+		{"ruby -i.bak -pe 'x' src/parser/a.go", true},
+		{"ruby -i -n -e 'x' src/parser/a.go", true},
+		{"ruby -rjson -i -pe 'x' src/parser/a.go", true},
+		{"ruby -I lib -i -pe 'x' src/parser/a.go", true},
+		{"ruby -pe 'x' src/parser/a.go", false},
+		{"ruby -Ilib -e 'x' src/parser/a.go", false},
+		{"ruby -ryaml -e 'x' src/parser/a.go", false},
+		{"ruby -I i -e 'x' src/parser/a.go", false},
+		{"ruby src/parser/a.go", false},
+		// What an interpreter's own code writes is not read.
+		{"python3 -c \"open('src/parser/a.go', 'w')\"", false},
+		{"node -e \"require('fs').writeFileSync('src/parser/a.go', '')\"", false},
+		{"perl -e \"open(F, '>', 'src/parser/a.go')\"", false},
 		{"git checkout src/lexer/l.go", false},
 		// git apply and patch: the diff's files, from a file, < FILE or a
 		// here-document.
