@@ -933,24 +933,26 @@ func commandWrites(words []string) []string {
 		for i := 0; i < len(args); i++ {
 			a := args[i]
 			switch {
-			case a == "-i" || strings.HasPrefix(a, "-i") || a == "--in-place" || strings.HasPrefix(a, "--in-place="):
+			case a == "--in-place" || strings.HasPrefix(a, "--in-place="):
 				inPlace = true
-			case name == "sed" && sedInPlace(a):
-				inPlace = true // -Ei, -ni: a cluster ending in -i[SUFFIX]
-			case strings.HasPrefix(a, "-") && (name == "perl" && perlInPlace(a) || name == "ruby" && rubyInPlace(a)):
-				inPlace = true
-				if strings.Contains(a, "e") {
-					script = false
-					i++ // -pie 'script'
-				}
-			case name == "perl" && (a == "-I" || a == "-x" || a == "-M" || a == "-m"),
-				name == "ruby" && (a == "-I" || a == "-r" || a == "-C" || a == "-E"):
-				i++
-			case a == "-e" || a == "-f" || a == "--expression" || a == "--file":
+			case a == "--expression" || a == "--file":
 				script = false
 				i++
 			case strings.HasPrefix(a, "--expression=") || strings.HasPrefix(a, "--file="):
 				script = false
+			case name == "perl" && (a == "-I" || a == "-x" || a == "-M" || a == "-m"),
+				name == "ruby" && (a == "-I" || a == "-r" || a == "-C" || a == "-E"),
+				name == "sed" && a == "-l":
+				i++ // a separate value
+			case strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && a != "-":
+				inP, scr, next := editCluster(name, a)
+				inPlace = inPlace || inP
+				if scr {
+					script = false
+					if next {
+						i++ // -pe 'CODE'
+					}
+				}
 			case strings.HasPrefix(a, "-"):
 			case script:
 				script = false
@@ -977,63 +979,32 @@ func commandWrites(words []string) []string {
 	return nil
 }
 
-// sedInPlace says whether a cluster of sed switches (-Ei, -ni.bak)
-// holds -i: the letters before it take no value (-e, -f, -l do, and
-// take the rest of the word or the next).
-func sedInPlace(a string) bool {
-	if strings.HasPrefix(a, "--") || !strings.HasPrefix(a, "-") {
-		return false
+// editCluster reads a cluster of sed's, perl's or ruby's one-letter
+// switches (-i, -Ei, -pi.bak, -ne's/x/y/p'): whether it holds -i, which
+// takes the rest of the word as its backup suffix, and whether it gives
+// the script (sed's -e and -f, perl's -e and -E, ruby's -e): joined
+// (-es/a/b/) or, when it ends the word, as the next word (next). A
+// letter that takes a value (perl's -Mstrict and -Ilib, ruby's -rjson,
+// sed's -l) ends the cluster: an i in its value is no -i.
+func editCluster(name, a string) (inPlace, script, next bool) {
+	flags, scripts := "nrEsuz", "ef" // sed
+	switch name {
+	case "perl":
+		flags, scripts = "nparsTtuUwWcSXl0123456789", "eE"
+	case "ruby":
+		flags, scripts = "nplasSwvdyUc", "e"
 	}
-	for _, r := range a[1:] {
-		switch {
-		case r == 'i':
-			return true
-		case !strings.ContainsRune("nrEsuz", r):
-			return false
+	for j := 1; j < len(a); j++ {
+		switch c := rune(a[j]); {
+		case c == 'i':
+			return true, false, false
+		case strings.ContainsRune(scripts, c):
+			return false, true, j == len(a)-1
+		case !strings.ContainsRune(flags, c):
+			return false, false, false
 		}
 	}
-	return false
-}
-
-// perlInPlace says whether a cluster of perl switches (-pi, -i.bak,
-// -lpi) holds -i: the letters before it are ones that take no value
-// from the rest of the word (-Mstrict, -MList::Util=min, -Ilib and -x
-// do: their i is part of the value).
-func perlInPlace(a string) bool {
-	if strings.HasPrefix(a, "--") {
-		return false
-	}
-	for _, r := range a[1:] {
-		switch {
-		case r == 'i':
-			return true
-		case strings.ContainsRune("MmIxdDCFV", r):
-			return false // the rest of the word is this switch's value
-		case !strings.ContainsRune("nparsTtuUwWcEeSXl0123456789", r):
-			return false
-		}
-	}
-	return false
-}
-
-// rubyInPlace is perlInPlace for ruby's switches (-pi, -i.bak, -ni):
-// -r, -I, -C, -E, -F, -K, -W, -x and -0 take the rest of the word
-// (-rjson, -Ilib: their i is part of the value).
-func rubyInPlace(a string) bool {
-	if strings.HasPrefix(a, "--") {
-		return false
-	}
-	for _, r := range a[1:] {
-		switch {
-		case r == 'i':
-			return true
-		case strings.ContainsRune("rICEFKWx0", r):
-			return false
-		case !strings.ContainsRune("nplasSwvdyUce", r):
-			return false
-		}
-	}
-	return false
+	return false, false, false
 }
 
 // commandWords skips the assignments, the shell's reserved words that

@@ -267,6 +267,16 @@ func TestShellWriteForms(t *testing.T) {
 		{"perl -0777 -i -pe 's/a/b/' src/parser/a.go", true},
 		{"perl -i -p -e 's/a/b/' -e 's/c/d/' src/parser/a.go", true},
 		{"perl -ne 'print' -i src/parser/a.go", true},
+		// A script glued to -e (-e's/a/b/', -pes/a/b/) is the script, and
+		// the word after it a file.
+		{"sed -i -e's/a/b/' src/parser/a.go", true},
+		{"sed -i -es/a/b/ -fx.sed src/parser/a.go", true},
+		{"sed -l 80 -i s/a/b/ src/parser/a.go", true},
+		{"perl -pi -e's/a/b/' src/parser/a.go", true},
+		{"perl -i -pes/a/b/ src/parser/a.go", true},
+		{"ruby -i -e'x' src/parser/a.go", true},
+		{"sed -ne's/a/b/p' src/parser/a.go", false},
+		{"perl -ne'print' src/parser/a.go", false},
 		// ruby -i edits its files in place as perl -i does; -r, -I, -C
 		// and -E take the rest of the word (or the next).
 		{"ruby -pi -e 'gsub(/a/, \"b\")' src/parser/a.go", true},
