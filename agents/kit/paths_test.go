@@ -137,6 +137,8 @@ func TestShellWritesWorkTree(t *testing.T) {
 		{"GIT_WORK_TREE=w git rm a.go", []string{"w/a.go"}},
 		{"git --work-tree=../.. restore a.go", []string{"a.go"}},
 		{"git --git-dir=/r/.git rm a.go", []string{"a.go"}},
+		{"export GIT_WORK_TREE=/w; git checkout -- a.go", []string{"/w/a.go"}},
+		{"(export GIT_WORK_TREE=/w); git rm a.go", []string{"a.go"}},
 	} {
 		if got := ShellWrites(tt.line); !slices.Equal(got, tt.want) {
 			t.Errorf("ShellWrites(%q) = %q, want %q", tt.line, got, tt.want)
@@ -870,6 +872,7 @@ func TestDenyNamesWholeTree(t *testing.T) {
 		{"cd src && git --work-tree=. switch feature", "Tavern: the whole work tree (src), which this command changes"},
 		{"export GIT_WORK_TREE=src/parser; git checkout -p HEAD~1", "Tavern: the whole work tree (src/parser), which this command changes"},
 		{"git --work-tree=.. checkout \"$B\"", "Tavern: the whole work tree (" + parent + "), which this command changes"},
+		{"cd .. && git reset --hard", "Tavern: the whole work tree (" + parent + "), which this command changes"},
 		{"rm -rf .", "Tavern: the whole work tree (.), which this command changes"},
 		{"rm -rf ..", "Tavern: " + parent + ", which this command changes, holds paths reserved by bob (src/parser/**"},
 	} {

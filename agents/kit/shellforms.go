@@ -342,7 +342,8 @@ func (v *fsView) gitDirs(dir string) (gitDir, common string) {
 }
 
 // gitWorkTree reads where a git command's work tree is when its line
-// says: git --work-tree W (GIT_WORK_TREE=W), or --git-dir G (GIT_DIR=G),
+// says: git --work-tree W (GIT_WORK_TREE=W, on its words or exported
+// before it: walkShell), or --git-dir G (GIT_DIR=G),
 // after which the work tree is where git runs. Run outside W, git takes
 // paths from W's top: the words returned have -C W before the
 // subcommand, so the readers take them from there. The view returned
