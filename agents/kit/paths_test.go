@@ -108,7 +108,8 @@ func TestShellFormPrefixes(t *testing.T) {
 		"go mod init", "go fmt example.com/m/...", "go generate -run a b", "git checkout --theirs a", "sudo -u a env -u b timeout -s c 1 nice -n 2 npx -p d rm e",
 		"sed -Ei a b", "echo >& a", "git checkout -- :(top,icase)a", "git -C a stash push -m b -- :/!c", "git checkout :/a b",
 		"git clean -f -e a :(glob)b/*", "ln -S a b", "function f { g; }", "git --work-tree a --git-dir b checkout -- c", "GIT_DIR=a git --work-tree=b switch c", "git am -p1 --directory=a b", "patch -i a -d b",
-		"export GIT_WORK_TREE=a GIT_DIR; unset GIT_DIR; git reset --hard", "declare -x +x GIT_DIR=a; export -n GIT_DIR"}
+		"export GIT_WORK_TREE=a GIT_DIR; unset GIT_DIR; git reset --hard", "declare -x +x GIT_DIR=a; export -n GIT_DIR",
+		"git checkout -qp -b a -- b", "git restore -pW -s a --staged b", "git switch -fcx -d y", "sed -l 1 -ie a b", "perl -I a -pie b c", "ruby -r a -ie b c"}
 	for _, f := range forms {
 		for i := 0; i <= len(f); i++ {
 			line := f[:i]
