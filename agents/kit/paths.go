@@ -121,7 +121,12 @@ func simplePaths(c simpleCommand, rebase func([]string) []string, v *fsView, tre
 			out = append(out, wholeTreeMark+w)
 		}
 		if diffTree != "" {
-			out = append(out, diffTree) // a patch Tavern cannot read
+			// A patch Tavern cannot read: git apply's may write all of
+			// its work tree (unless --directory narrows it).
+			if w := commandWords(c.words); len(w) > 0 && filepath.Base(w[0]) == "git" && slices.Equal(rebase([]string{gitTree(c.words, here, v)}), []string{diffTree}) {
+				diffTree = wholeTreeMark + diffTree
+			}
+			out = append(out, diffTree)
 		}
 		return out
 	}

@@ -873,6 +873,8 @@ func TestDenyNamesWholeTree(t *testing.T) {
 		{"cd src && git --work-tree=. switch feature", "Tavern: the whole work tree (src), which this command changes"},
 		{"export GIT_WORK_TREE=src/parser; git checkout -p HEAD~1", "Tavern: the whole work tree (src/parser), which this command changes"},
 		{"git --work-tree=.. checkout \"$B\"", "Tavern: the whole work tree (" + parent + "), which this command changes"},
+		{"cat x.diff | git --work-tree=src apply", "Tavern: the whole work tree (src), which this command changes"},
+		{"cat x.diff | git apply", "Tavern: the whole work tree (.), which this command changes"},
 		{"cd .. && git reset --hard", "Tavern: the whole work tree (" + parent + "), which this command changes"},
 		{"rm -rf .", "Tavern: the whole work tree (.), which this command changes"},
 		{"rm -rf ..", "Tavern: " + parent + ", which this command changes, holds paths reserved by bob (src/parser/**"},
