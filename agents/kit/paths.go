@@ -106,24 +106,36 @@ func simplePaths(c simpleCommand, rebase func([]string) []string, v *fsView, tre
 	diffFiles, diffTree := diffWrites(c, rebase, v)
 	if trees {
 		var ts, whole []string // whole: git work trees written whole
+		// The work tree git runs in, looked for only for a git command.
+		top := ""
+		if w := commandWords(c.words); len(w) > 0 && filepath.Base(w[0]) == "git" {
+			top = gitTree(c.words, here, v)
+		}
 		for _, t := range commandTrees(c.words) {
 			if t == gitTopDir {
-				whole = append(whole, gitTree(c.words, here, v))
+				whole = append(whole, top)
+			} else {
+				ts = append(ts, t)
+			}
+		}
+		for _, t := range specTrees {
+			if t == top {
+				whole = append(whole, t) // exclusions alone: the whole work tree
 			} else {
 				ts = append(ts, t)
 			}
 		}
 		if gitSwitches(c.words, here, v) || gitPatchAll(c.words, here, v) {
-			whole = append(whole, gitTree(c.words, here, v))
+			whole = append(whole, top)
 		}
-		out := append(rebase(append(ts, specTrees...)), restored...)
+		out := append(rebase(ts), restored...)
 		for _, w := range rebase(whole) {
 			out = append(out, wholeTreeMark+w)
 		}
 		if diffTree != "" {
 			// A patch Tavern cannot read: git apply's may write all of
 			// its work tree (unless --directory narrows it).
-			if w := commandWords(c.words); len(w) > 0 && filepath.Base(w[0]) == "git" && slices.Equal(rebase([]string{gitTree(c.words, here, v)}), []string{diffTree}) {
+			if top != "" && slices.Equal(rebase([]string{top}), []string{diffTree}) {
 				diffTree = wholeTreeMark + diffTree
 			}
 			out = append(out, diffTree)

@@ -875,6 +875,7 @@ func TestDenyNamesWholeTree(t *testing.T) {
 		{"git --work-tree=.. checkout \"$B\"", "Tavern: the whole work tree (" + parent + "), which this command changes"},
 		{"cat x.diff | git --work-tree=src apply", "Tavern: the whole work tree (src), which this command changes"},
 		{"cat x.diff | git apply", "Tavern: the whole work tree (.), which this command changes"},
+		{"git --work-tree=src checkout -- ':!lexer'", "Tavern: the whole work tree (src), which this command changes"},
 		{"cd .. && git reset --hard", "Tavern: the whole work tree (" + parent + "), which this command changes"},
 		{"rm -rf .", "Tavern: the whole work tree (.), which this command changes"},
 		{"rm -rf ..", "Tavern: " + parent + ", which this command changes, holds paths reserved by bob (src/parser/**"},
