@@ -224,7 +224,7 @@ func gitCheckoutOperands(words []string, here string, v *fsView) []string {
 	}
 	stage := false
 	for _, a := range args[1:] {
-		if letters, value, _, ok := gitShortOpts(a, "bB"); ok && (value != 0 || strings.Contains(letters, "d")) {
+		if letters, opt, _, ok := gitShortOpts(a, "bB"); ok && (opt != 0 || strings.Contains(letters, "d")) {
 			return nil // -b NEW, -bNEW, -qb NEW
 		}
 		if a == "--orphan" || strings.HasPrefix(a, "--orphan=") || a == "--detach" {
@@ -516,12 +516,12 @@ func gitSwitches(words []string, here string, v *fsView) bool {
 	var ops []string
 	for i := 0; i < len(opts); i++ {
 		a := opts[i]
-		_, value, taken, short := gitShortOpts(a, gitBranchOpts(sub))
+		_, opt, next, short := gitShortOpts(a, gitBranchOpts(sub))
 		switch {
-		case short && value != 0:
+		case short && opt != 0:
 			// -b NEW, -bNEW (a cluster: -qb NEW): the new branch's name.
 			create = true
-			if taken {
+			if next {
 				i++
 			}
 		case sub == "switch" && (a == "--create" || a == "--force-create"):
@@ -1613,11 +1613,11 @@ func formatterWrites(name string, args []string) []string {
 }
 
 // gitShortOpts reads a cluster of one-letter git options (-qf, -bNEW,
-// -fb NEW): the letters it sets, up to the first of valued, which takes
-// the rest of the word as its value (none left: the next word, taken
-// says). ok is false for a word that is no cluster (a long option, an
-// operand, "-").
-func gitShortOpts(a, valued string) (letters string, value byte, taken, ok bool) {
+// -fb NEW): the letters it sets before the first of valued, that letter
+// (opt, 0 for none), which takes the rest of the word as its value, or
+// the next word when none is left (next). ok is false for a word that
+// is no cluster (a long option, an operand, "-").
+func gitShortOpts(a, valued string) (letters string, opt byte, next, ok bool) {
 	if len(a) < 2 || a[0] != '-' || a[1] == '-' {
 		return "", 0, false, false
 	}
