@@ -351,10 +351,11 @@ func walkShell(cmds []simpleCommand, fn func(c simpleCommand, rebase func([]stri
 }
 
 // gitVariables reads a command that sets or exports git's variables
-// (GIT_*) into env (exported) and local (assigned only): assignments alone (NAME=VALUE; an exported one
-// stays exported), export and declare/typeset/local -x (+x, export -n
-// take the export back), unset. w is the command's words after its
-// assignments. A word that is not clear names no variable Tavern knows.
+// (GIT_*) into env (exported) and local (assigned only): assignments
+// alone (NAME=VALUE; an exported one stays exported), export and
+// declare/typeset/local -x (+x, export -n take the export back), unset.
+// w is the command's words after its assignments and wrappers. A word
+// that is not clear names no variable Tavern knows.
 func gitVariables(words, w []string, env, local *[]string) {
 	isGit := func(name string) bool { return strings.HasPrefix(name, "GIT_") }
 	set := func(list *[]string, name, value string) {
@@ -370,7 +371,11 @@ func gitVariables(words, w []string, env, local *[]string) {
 		}
 	}
 	if len(w) == 0 {
-		if slices.Contains(words, "") {
+		// Assignments alone, not a wrapper's (env X=1 sets nothing here).
+		if slices.ContainsFunc(words, func(a string) bool {
+			eq := strings.IndexByte(a, '=')
+			return eq <= 0 || strings.ContainsAny(a[:eq], "/-.")
+		}) {
 			return
 		}
 		for _, a := range words {
