@@ -791,6 +791,8 @@ func TestShellWriteForms(t *testing.T) {
 		{"export GIT_WORK_TREE=docs > src/parser/log.txt", true}, // its redirection still writes
 		{"export GIT_WORK_TREE=src/parser; env GIT_WORK_TREE=docs; git checkout -- a.go", true},
 		{"export GIT_WORK_TREE=docs; git reset --hard", false},
+		{"export GIT_WORK_TREE=../b; git checkout feature", false}, // another tree: ../b
+		{"export GIT_WORK_TREE=../b; git checkout feature; unset GIT_WORK_TREE; git checkout feature", true},
 		{"export GIT_WORK_TREE=docs\ngit switch feature", false},
 		{"GIT_WORK_TREE=docs; export GIT_WORK_TREE; git stash", false},
 		{"declare -x GIT_WORK_TREE=docs; git merge feature", false},
