@@ -70,8 +70,13 @@
 // Caveats:
 //   - WritePaths reads shell commands with a small tokenizer: it knows
 //     redirections, tee, sed -i, cp/mv, cd and a few more, and skips words with
-//     expansions. A write it cannot see is not denied (the git guard still
-//     checks at commit time). A write it sees but whose files only running
+//     expansions — but for a branch a git checkout or switch names with
+//     one ("$B"), which may be any, so the switch is taken as a write of
+//     the whole work tree. A write it cannot see is not denied (the git
+//     guard still checks at commit time): among them, whatever the code
+//     an interpreter runs writes (python -c, node -e, perl -e or ruby -e
+//     without -i, a script file); perl -i and ruby -i write their file
+//     operands, as sed -i does. A write it sees but whose files only running
 //     it would tell (git merge, rebase, pull, stash pop; a patch from a
 //     pipe) is taken as a write of everything it may write: the whole
 //     work tree, which any reservation of another agent in it denies.

@@ -1,6 +1,7 @@
 package kit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -155,7 +156,8 @@ func CheckWrite(e *Env, in *Input, agent string) (*Response, error) {
 		cwd = proj
 	}
 	abs := resolveDirs(WritePaths(in.ToolName, in.ToolInput, cwd))
-	treeAbs := resolveDirs(TreePaths(in.ToolName, in.ToolInput, cwd)) // git reset --hard writes no one path
+	treeAbs, wholeAbs := treePaths(in.ToolName, in.ToolInput, cwd) // git reset --hard writes no one path
+	treeAbs = resolveDirs(treeAbs)
 	if len(abs) == 0 && len(treeAbs) == 0 {
 		return nil, nil
 	}
@@ -177,21 +179,32 @@ func CheckWrite(e *Env, in *Input, agent string) (*Response, error) {
 	// them is written, the project itself when one holds it ("").
 	var trees []string
 	for _, p := range treeAbs {
-		for _, root := range roots {
-			r, err := filepath.Rel(root, p)
-			if err != nil {
-				continue
-			}
-			if r == "." || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
-				if up, err := filepath.Rel(p, root); err == nil && up != ".." && !strings.HasPrefix(up, ".."+string(filepath.Separator)) {
-					trees = append(trees, "") // p is the project or holds it
-					break
-				}
-				continue
-			}
-			trees = append(trees, filepath.ToSlash(r))
-			break
+		if key, ok := treeKey(p, roots); ok {
+			trees = append(trees, key)
 		}
+	}
+	// What the denial calls each tree (its key as CheckTrees has it,
+	// "." for ""): the directory itself, not "." for one that holds the
+	// project; and which ones are git work trees written whole.
+	names := treeNames{name: map[string]string{}, whole: map[string]bool{}}
+	for _, p := range resolveDirs(wholeAbs) {
+		if key, ok := treeKey(p, roots); ok {
+			names.whole[cmp.Or(key, ".")] = true
+		}
+	}
+	for _, p := range treeAbs {
+		key, ok := treeKey(p, roots)
+		if !ok || names.name[cmp.Or(key, ".")] != "" {
+			continue
+		}
+		name := key
+		if key == "" {
+			name = p // holds the project
+			if slices.Contains(roots, filepath.Clean(p)) {
+				name = "."
+			}
+		}
+		names.name[cmp.Or(key, ".")] = name
 	}
 	if len(rels) == 0 && len(trees) == 0 {
 		return nil, nil
@@ -243,7 +256,7 @@ func CheckWrite(e *Env, in *Input, agent string) (*Response, error) {
 	if len(conflicts) > 0 {
 		_, _ = e.Manager.Journal.Append(journal.Event{Type: "reservation.denied", Kind: "tuple", Agent: agent, Path: conflicts[0].Held.Path,
 			Data: map[string]any{"path": conflicts[0].Want, "held_by": conflicts[0].Held.Agent, "glob": conflicts[0].Held.Glob, "tool": in.ToolName}})
-		r.Deny = denyReason(e, agent, conflicts)
+		r.Deny = denyReason(e, agent, conflicts, names)
 	}
 	if r.Message == "" && r.Deny == "" {
 		return nil, nil
@@ -292,17 +305,52 @@ func resolveDirs(paths []string) []string {
 	return out
 }
 
+// treeKey is the directory p (absolute) as CheckTrees takes it: relative
+// to the project (one of roots), slash-separated, or "" when p is the
+// project or holds it; ok is false when p is elsewhere.
+func treeKey(p string, roots []string) (key string, ok bool) {
+	for _, root := range roots {
+		r, err := filepath.Rel(root, p)
+		if err != nil {
+			continue
+		}
+		if r == "." || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+			if up, err := filepath.Rel(p, root); err == nil && up != ".." && !strings.HasPrefix(up, ".."+string(filepath.Separator)) {
+				return "", true
+			}
+			continue
+		}
+		return filepath.ToSlash(r), true
+	}
+	return "", false
+}
+
+// treeNames are what a denial calls the trees a command writes, by the
+// Want of their conflicts: name the directory (relative to the project
+// when in it, else absolute), whole the git work trees written whole.
+type treeNames struct {
+	name  map[string]string
+	whole map[string]bool
+}
+
 // denyReason says who holds what and the ways out. The commands it
 // offers act --as the asker, so for a name that is no agent's (invalid,
 // or one no session registered) it offers none, and says why instead: a
 // command the model runs as told must not fail for its name.
-func denyReason(e *Env, agent string, cs []tuples.Conflict) string {
+func denyReason(e *Env, agent string, cs []tuples.Conflict, trees treeNames) string {
 	var b strings.Builder
 	seen := map[string]bool{}
 	for _, c := range cs {
 		line := fmt.Sprintf("%s is reserved by %s (%s", c.Want, c.Held.Agent, c.Held.Glob)
-		if c.Want == "." { // git reset --hard, rm -r .: ". is reserved" would say what is not so
-			line = fmt.Sprintf("the whole work tree (.), which this command changes, has paths reserved by %s (%s", c.Held.Agent, c.Held.Glob)
+		// git reset --hard, rm -r .: ". is reserved" would say what is
+		// not so, and "." what the tree is not when it holds the project
+		// or is a work tree in it (git --work-tree=src merge).
+		name := cmp.Or(trees.name[c.Want], c.Want)
+		switch {
+		case trees.whole[c.Want] || name == ".":
+			line = fmt.Sprintf("the whole work tree (%s), which this command changes, has paths reserved by %s (%s", name, c.Held.Agent, c.Held.Glob)
+		case c.Want == ".":
+			line = fmt.Sprintf("%s, which this command changes, holds paths reserved by %s (%s", name, c.Held.Agent, c.Held.Glob)
 		}
 		if !c.Held.Expires.IsZero() {
 			line += ", until " + schema.FormatTime(c.Held.Expires.Time)
@@ -321,7 +369,7 @@ func denyReason(e *Env, agent string, cs []tuples.Conflict) string {
 		fmt.Fprintf(&b, "Do not edit it now. Ask %s to release it, wait until the reservation lapses, or take other work; `tavern reservations` lists them all.\n%s", h, who)
 		return b.String()
 	}
-	fmt.Fprintf(&b, "Do not edit it now. Ask %s to release it (`tavern send @%s \"need %s\" --as %s`), wait until the reservation lapses, or take other work; `tavern reservations` lists them all.", h, h, cs[0].Want, agent)
+	fmt.Fprintf(&b, "Do not edit it now. Ask %s to release it (`tavern send @%s \"need %s\" --as %s`), wait until the reservation lapses, or take other work; `tavern reservations` lists them all.", h, h, cmp.Or(trees.name[cs[0].Want], cs[0].Want), agent)
 	return b.String()
 }
 

@@ -105,18 +105,40 @@ func simplePaths(c simpleCommand, rebase func([]string) []string, v *fsView, tre
 	restored = append(restored, goModuleWrites(c.words, here, v)...)
 	diffFiles, diffTree := diffWrites(c, rebase, v)
 	if trees {
-		ts := commandTrees(c.words)
-		for i, t := range ts {
+		var ts, whole []string // whole: git work trees written whole
+		// The work tree git runs in, looked for only for a git command.
+		top := ""
+		if w := commandWords(c.words); len(w) > 0 && filepath.Base(w[0]) == "git" {
+			top = gitTree(c.words, here, v)
+		}
+		for _, t := range commandTrees(c.words) {
 			if t == gitTopDir {
-				ts[i] = gitTree(c.words, here, v)
+				whole = append(whole, top)
+			} else {
+				ts = append(ts, t)
 			}
 		}
-		if gitSwitches(c.words, here, v) {
-			ts = append(ts, gitTree(c.words, here, v))
+		for _, t := range specTrees {
+			if t == top {
+				whole = append(whole, t) // exclusions alone: the whole work tree
+			} else {
+				ts = append(ts, t)
+			}
 		}
-		out := append(rebase(append(ts, specTrees...)), restored...)
+		if gitSwitches(c.words, here, v) || gitPatchAll(c.words, here, v) {
+			whole = append(whole, top)
+		}
+		out := append(rebase(ts), restored...)
+		for _, w := range rebase(whole) {
+			out = append(out, wholeTreeMark+w)
+		}
 		if diffTree != "" {
-			out = append(out, diffTree) // a patch Tavern cannot read
+			// A patch Tavern cannot read: git apply's may write all of
+			// its work tree (unless --directory narrows it).
+			if top != "" && slices.Equal(rebase([]string{top}), []string{diffTree}) {
+				diffTree = wholeTreeMark + diffTree
+			}
+			out = append(out, diffTree)
 		}
 		return out
 	}
@@ -193,7 +215,7 @@ func PatchPaths(patch string) []string {
 
 // ShellWrites returns the paths a shell command line clearly writes:
 // targets of output redirections (>, >>, &>, >&FILE, >|, N>), files given to tee, sponge,
-// touch, rm, rmdir, mkdir, truncate, sed -i, perl -i, gofmt -w,
+// touch, rm, rmdir, mkdir, truncate, sed -i, perl -i, ruby -i, gofmt -w,
 // goimports -w and go fmt (and go generate), the file sort -o, curl -o,
 // wget -O and find -fprint (-fprint0, -fls, -fprintf) name, the
 // archives and compressed files tar -c, zip and gzip (bzip2, xz) write,
@@ -230,18 +252,32 @@ const unknownDir = "\x00?"
 // enclosing one, moves it (`cd src && sed -i ... a.go` writes src/a.go).
 // After a cd to a place that is not clear (cd "$X", cd -, cd alone),
 // relative paths are not clear either and rebase drops them.
+//
+// git's variables (GIT_WORK_TREE, GIT_DIR, any GIT_*) that the line
+// exports before a command — export NAME=VALUE, declare -x, or NAME=VALUE
+// then export NAME — are given to it as if assigned before its words
+// (`export GIT_WORK_TREE=../b; git checkout main` runs git in ../b), in
+// the same subshell and those under it, until unset or export -n. A
+// variable assigned but not exported is not git's.
 func walkShell(cmds []simpleCommand, fn func(c simpleCommand, rebase func([]string) []string)) {
-	var dirs []string // dirs[d]: the directory at subshell depth d, "" the start
-	at := func(d int) string {
-		for len(dirs) <= d {
-			inherit := ""
-			if len(dirs) > 0 {
-				inherit = dirs[len(dirs)-1]
+	// states[d]: the directory at subshell depth d ("" the start) and
+	// git's variables there.
+	type state struct {
+		dir        string
+		env, local []string // NAME=VALUE, exported and only assigned
+	}
+	var states []state
+	at := func(d int) *state {
+		for len(states) <= d {
+			var inherit state
+			if len(states) > 0 {
+				inherit = states[len(states)-1]
+				inherit.env, inherit.local = slices.Clone(inherit.env), slices.Clone(inherit.local)
 			}
-			dirs = append(dirs, inherit)
+			states = append(states, inherit)
 		}
-		dirs = dirs[:d+1] // a subshell deeper than d has ended
-		return dirs[d]
+		states = states[:d+1] // a subshell deeper than d has ended
+		return &states[d]
 	}
 	// pushd's stack: the directory each pushd left, and the depth it ran at.
 	type pushed struct {
@@ -250,25 +286,27 @@ func walkShell(cmds []simpleCommand, fn func(c simpleCommand, rebase func([]stri
 	}
 	var stack []pushed
 	for _, c := range cmds {
-		dir := at(c.depth)
+		st := at(c.depth)
+		dir := st.dir
 		for len(stack) > 0 && stack[len(stack)-1].depth > c.depth {
 			stack = stack[:len(stack)-1] // its subshell has ended
 		}
-		if w := commandWords(c.words); len(w) > 0 && w[0] == "popd" {
+		w := commandWords(c.words)
+		if len(w) > 0 && w[0] == "popd" {
 			// Back where the last pushd was: without it the rest of the
 			// line was read under the pushd's directory.
 			if n := len(stack); n > 0 && stack[n-1].depth == c.depth {
-				dirs[c.depth] = stack[n-1].dir
+				st.dir = stack[n-1].dir
 				stack = stack[:n-1]
 			} else {
-				dirs[c.depth] = unknownDir
+				st.dir = unknownDir
 			}
 			continue
 		}
-		if w := commandWords(c.words); len(w) > 0 && w[0] == "pushd" {
+		if len(w) > 0 && w[0] == "pushd" {
 			stack = append(stack, pushed{c.depth, dir})
 		}
-		if w := commandWords(c.words); len(w) > 0 && (w[0] == "cd" || w[0] == "pushd") {
+		if len(w) > 0 && (w[0] == "cd" || w[0] == "pushd") {
 			var ops []string
 			for _, a := range w[1:] {
 				if a != "-L" && a != "-P" && a != "-e" && a != "-@" {
@@ -277,14 +315,20 @@ func walkShell(cmds []simpleCommand, fn func(c simpleCommand, rebase func([]stri
 			}
 			switch {
 			case len(ops) != 1 || ops[0] == "" || ops[0] == "-":
-				dirs[c.depth] = unknownDir
+				st.dir = unknownDir
 			case filepath.IsAbs(ops[0]):
-				dirs[c.depth] = ops[0]
+				st.dir = ops[0]
 			case dir == unknownDir:
 			default:
-				dirs[c.depth] = filepath.Join(dir, ops[0])
+				st.dir = filepath.Join(dir, ops[0])
 			}
 			continue
+		}
+		// export and assignments write no file of their own, but may
+		// redirect to one: they are read too.
+		gitVariables(c.words, w, &st.env, &st.local)
+		if len(st.env) > 0 && len(w) > 0 {
+			c.words = append(slices.Clone(st.env), c.words...)
 		}
 		fn(c, func(paths []string) []string {
 			if dir == "" {
@@ -304,6 +348,107 @@ func walkShell(cmds []simpleCommand, fn func(c simpleCommand, rebase func([]stri
 			return out
 		})
 	}
+}
+
+// gitVariables reads a command that sets or exports git's variables
+// (GIT_*) into env (exported) and local (assigned only): assignments
+// alone (NAME=VALUE; an exported one stays exported), export and
+// declare/typeset/local -x (+x, export -n take the export back), unset.
+// w is the command's words after its assignments and wrappers. A word
+// that is not clear names no variable Tavern knows.
+func gitVariables(words, w []string, env, local *[]string) {
+	isGit := func(name string) bool { return strings.HasPrefix(name, "GIT_") }
+	set := func(list *[]string, name, value string) {
+		unsetVariable(list, name)
+		*list = append(*list, name+"="+value)
+	}
+	// assign sets name where it is: exported once exported.
+	assign := func(name, value string) {
+		if slices.ContainsFunc(*env, func(e string) bool { return strings.HasPrefix(e, name+"=") }) {
+			set(env, name, value)
+		} else {
+			set(local, name, value)
+		}
+	}
+	if len(w) == 0 {
+		// Assignments alone, not a wrapper's (env X=1 sets nothing here).
+		if slices.ContainsFunc(words, func(a string) bool {
+			eq := strings.IndexByte(a, '=')
+			return eq <= 0 || strings.ContainsAny(a[:eq], "/-.")
+		}) {
+			return
+		}
+		for _, a := range words {
+			if name, value, _ := strings.Cut(a, "="); isGit(name) {
+				assign(name, value)
+			}
+		}
+		return
+	}
+	export, unexport := false, false
+	switch w[0] {
+	case "export":
+		export = true
+	case "declare", "typeset", "local":
+	case "unset":
+		for _, a := range w[1:] {
+			unsetVariable(env, a)
+			unsetVariable(local, a)
+		}
+		return
+	default:
+		return
+	}
+	var operands []string
+	for _, a := range w[1:] {
+		switch {
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			export = export || strings.Contains(a, "x")
+			unexport = unexport || w[0] == "export" && strings.Contains(a, "n")
+		case strings.HasPrefix(a, "+") && len(a) > 1:
+			unexport = unexport || strings.Contains(a, "x")
+		default:
+			operands = append(operands, a)
+		}
+	}
+	for _, a := range operands {
+		name, value, assigned := strings.Cut(a, "=")
+		if !isGit(name) {
+			continue
+		}
+		if !assigned {
+			// export NAME: the value it was assigned, if any.
+			for _, l := range *local {
+				if n, val, _ := strings.Cut(l, "="); n == name {
+					value, assigned = val, true
+				}
+			}
+		}
+		switch {
+		case unexport:
+			if !assigned {
+				for _, e := range *env {
+					if n, val, _ := strings.Cut(e, "="); n == name {
+						value, assigned = val, true
+					}
+				}
+			}
+			unsetVariable(env, name)
+			if assigned {
+				set(local, name, value)
+			}
+		case export && assigned:
+			unsetVariable(local, name)
+			set(env, name, value)
+		case assigned:
+			assign(name, value)
+		}
+	}
+}
+
+// unsetVariable takes the variable name out of list (NAME=VALUE words).
+func unsetVariable(list *[]string, name string) {
+	*list = slices.DeleteFunc(*list, func(e string) bool { return strings.HasPrefix(e, name+"=") })
 }
 
 type shellWord struct {
@@ -803,30 +948,33 @@ func commandWrites(words []string) []string {
 				return clean([]string{f})
 			}
 		}
-	case "sed", "perl":
+	case "sed", "perl", "ruby":
 		inPlace := false
 		script := true // the first operand is the script unless -e/-f gave one
 		var files []string
 		for i := 0; i < len(args); i++ {
 			a := args[i]
 			switch {
-			case a == "-i" || strings.HasPrefix(a, "-i") || a == "--in-place" || strings.HasPrefix(a, "--in-place="):
+			case a == "--in-place" || strings.HasPrefix(a, "--in-place="):
 				inPlace = true
-			case name == "sed" && sedInPlace(a):
-				inPlace = true // -Ei, -ni: a cluster ending in -i[SUFFIX]
-			case name == "perl" && strings.HasPrefix(a, "-") && perlInPlace(a):
-				inPlace = true
-				if strings.Contains(a, "e") {
-					script = false
-					i++ // -pie 'script'
-				}
-			case name == "perl" && (a == "-I" || a == "-x" || a == "-M" || a == "-m"):
-				i++
-			case a == "-e" || a == "-f" || a == "--expression" || a == "--file":
+			case a == "--expression" || a == "--file":
 				script = false
 				i++
 			case strings.HasPrefix(a, "--expression=") || strings.HasPrefix(a, "--file="):
 				script = false
+			case name == "perl" && (a == "-I" || a == "-x" || a == "-M" || a == "-m"),
+				name == "ruby" && (a == "-I" || a == "-r" || a == "-C" || a == "-E"),
+				name == "sed" && a == "-l":
+				i++ // a separate value
+			case strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && a != "-":
+				inP, scr, next := editCluster(name, a)
+				inPlace = inPlace || inP
+				if scr {
+					script = false
+					if next {
+						i++ // -pe 'CODE'
+					}
+				}
 			case strings.HasPrefix(a, "-"):
 			case script:
 				script = false
@@ -853,43 +1001,32 @@ func commandWrites(words []string) []string {
 	return nil
 }
 
-// sedInPlace says whether a cluster of sed switches (-Ei, -ni.bak)
-// holds -i: the letters before it take no value (-e, -f, -l do, and
-// take the rest of the word or the next).
-func sedInPlace(a string) bool {
-	if strings.HasPrefix(a, "--") || !strings.HasPrefix(a, "-") {
-		return false
+// editCluster reads a cluster of sed's, perl's or ruby's one-letter
+// switches (-i, -Ei, -pi.bak, -ne's/x/y/p'): whether it holds -i, which
+// takes the rest of the word as its backup suffix, and whether it gives
+// the script (sed's -e and -f, perl's -e and -E, ruby's -e): joined
+// (-es/a/b/) or, when it ends the word, as the next word (next). A
+// letter that takes a value (perl's -Mstrict and -Ilib, ruby's -rjson,
+// sed's -l) ends the cluster: an i in its value is no -i.
+func editCluster(name, a string) (inPlace, script, next bool) {
+	flags, scripts := "nrEsuz", "ef" // sed
+	switch name {
+	case "perl":
+		flags, scripts = "nparsTtuUwWcSXl0123456789", "eE"
+	case "ruby":
+		flags, scripts = "nplasSwvdyUc", "e"
 	}
-	for _, r := range a[1:] {
-		switch {
-		case r == 'i':
-			return true
-		case !strings.ContainsRune("nrEsuz", r):
-			return false
+	for j := 1; j < len(a); j++ {
+		switch c := rune(a[j]); {
+		case c == 'i':
+			return true, false, false
+		case strings.ContainsRune(scripts, c):
+			return false, true, j == len(a)-1
+		case !strings.ContainsRune(flags, c):
+			return false, false, false
 		}
 	}
-	return false
-}
-
-// perlInPlace says whether a cluster of perl switches (-pi, -i.bak,
-// -lpi) holds -i: the letters before it are ones that take no value
-// from the rest of the word (-Mstrict, -MList::Util=min, -Ilib and -x
-// do: their i is part of the value).
-func perlInPlace(a string) bool {
-	if strings.HasPrefix(a, "--") {
-		return false
-	}
-	for _, r := range a[1:] {
-		switch {
-		case r == 'i':
-			return true
-		case strings.ContainsRune("MmIxdDCFV", r):
-			return false // the rest of the word is this switch's value
-		case !strings.ContainsRune("nparsTtuUwWcEeSXl0123456789", r):
-			return false
-		}
-	}
-	return false
+	return false, false, false
 }
 
 // commandWords skips the assignments, the shell's reserved words that
@@ -1052,17 +1189,35 @@ func cleanPaths(ps []string) []string {
 // too, as paths; a reservation of a path under one of them is written by
 // the call as well. Relative paths are taken from cwd.
 func TreePaths(toolName string, toolInput json.RawMessage, cwd string) []string {
+	trees, _ := treePaths(toolName, toolInput, cwd)
+	return trees
+}
+
+// wholeTreeMark starts, in what simplePaths returns for trees, a git
+// work tree the command writes whole (a merge, a switch): the gate's
+// denial names it as one.
+const wholeTreeMark = "\x00whole:"
+
+// treePaths is TreePaths, and which of them are git work trees the call
+// writes whole (gitRewrites, gitSwitches...).
+func treePaths(toolName string, toolInput json.RawMessage, cwd string) (trees, whole []string) {
 	var in map[string]any
 	if len(toolInput) == 0 || json.Unmarshal(toolInput, &in) != nil {
-		return nil
+		return nil, nil
 	}
-	var rel []string
+	var rel, wholeRel []string
 	switch toolName {
 	case "Bash", "run_shell_command", "shell", "local_shell", "exec_command", "container.exec":
 		cwd = shellDir(in, cwd)
-		rel = append(rel, shellToolPaths(in["command"], &fsView{cwd: cwd}, true)...)
+		for _, p := range shellToolPaths(in["command"], &fsView{cwd: cwd}, true) {
+			if w, ok := strings.CutPrefix(p, wholeTreeMark); ok {
+				p = w
+				wholeRel = append(wholeRel, w)
+			}
+			rel = append(rel, p)
+		}
 	}
-	return absUnique(cwd, rel)
+	return absUnique(cwd, rel), absUnique(cwd, wholeRel)
 }
 
 // commandTrees returns the directories one simple command removes or
@@ -1298,8 +1453,11 @@ func gitDiscarded(args []string) []string {
 	case "checkout", "switch":
 		// -f / --force (switch: --discard-changes too) throws away every
 		// local change the switch meets, whichever branch it goes to.
+		// A new branch's name glued to -b (-c) is no cluster of
+		// switches: -bfix makes fix, it forces nothing.
 		for _, a := range opts {
-			if a == "--force" || a == "--discard-changes" || (strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "f") && !slices.Contains([]string{"-b", "-B", "-c", "-C"}, a)) {
+			letters, _, _, short := gitShortOpts(a, gitBranchOpts(sub))
+			if a == "--force" || a == "--discard-changes" || short && strings.Contains(letters, "f") {
 				return []string{gitTopDir}
 			}
 		}

@@ -107,7 +107,9 @@ func TestShellFormPrefixes(t *testing.T) {
 		"install -d a", "cp -rT a b", "eslint --fix -o a b", "ruff check --fix -o a", "yq -i e a b", "awk -i inplace -f a b", "eval rm a",
 		"go mod init", "go fmt example.com/m/...", "go generate -run a b", "git checkout --theirs a", "sudo -u a env -u b timeout -s c 1 nice -n 2 npx -p d rm e",
 		"sed -Ei a b", "echo >& a", "git checkout -- :(top,icase)a", "git -C a stash push -m b -- :/!c", "git checkout :/a b",
-		"git clean -f -e a :(glob)b/*", "ln -S a b", "function f { g; }", "git --work-tree a --git-dir b checkout -- c", "GIT_DIR=a git --work-tree=b switch c", "git am -p1 --directory=a b", "patch -i a -d b"}
+		"git clean -f -e a :(glob)b/*", "ln -S a b", "function f { g; }", "git --work-tree a --git-dir b checkout -- c", "GIT_DIR=a git --work-tree=b switch c", "git am -p1 --directory=a b", "patch -i a -d b",
+		"export GIT_WORK_TREE=a GIT_DIR; unset GIT_DIR; git reset --hard", "declare -x +x GIT_DIR=a; export -n GIT_DIR",
+		"git checkout -qp -b a -- b", "git restore -pW -s a --staged b", "git switch -fcx -d y", "sed -l 1 -ie a b", "perl -I a -pie b c", "ruby -r a -ie b c"}
 	for _, f := range forms {
 		for i := 0; i <= len(f); i++ {
 			line := f[:i]
@@ -136,6 +138,8 @@ func TestShellWritesWorkTree(t *testing.T) {
 		{"GIT_WORK_TREE=w git rm a.go", []string{"w/a.go"}},
 		{"git --work-tree=../.. restore a.go", []string{"a.go"}},
 		{"git --git-dir=/r/.git rm a.go", []string{"a.go"}},
+		{"export GIT_WORK_TREE=/w; git checkout -- a.go", []string{"/w/a.go"}},
+		{"(export GIT_WORK_TREE=/w); git rm a.go", []string{"a.go"}},
 	} {
 		if got := ShellWrites(tt.line); !slices.Equal(got, tt.want) {
 			t.Errorf("ShellWrites(%q) = %q, want %q", tt.line, got, tt.want)
@@ -263,6 +267,35 @@ func TestShellWriteForms(t *testing.T) {
 		{"perl -MList::Util=min -lane 'print' src/parser/a.go", false},
 		{"perl -pi -e 's/a/b/' src/parser/a.go", true},
 		{"perl -i.bak -pe 's/a/b/' src/parser/a.go", true},
+		{"perl -0777 -i -pe 's/a/b/' src/parser/a.go", true},
+		{"perl -i -p -e 's/a/b/' -e 's/c/d/' src/parser/a.go", true},
+		{"perl -ne 'print' -i src/parser/a.go", true},
+		// A script glued to -e (-e's/a/b/', -pes/a/b/) is the script, and
+		// the word after it a file.
+		{"sed -i -e's/a/b/' src/parser/a.go", true},
+		{"sed -i -es/a/b/ -fx.sed src/parser/a.go", true},
+		{"sed -l 80 -i s/a/b/ src/parser/a.go", true},
+		{"perl -pi -e's/a/b/' src/parser/a.go", true},
+		{"perl -i -pes/a/b/ src/parser/a.go", true},
+		{"ruby -i -e'x' src/parser/a.go", true},
+		{"sed -ne's/a/b/p' src/parser/a.go", false},
+		{"perl -ne'print' src/parser/a.go", false},
+		// ruby -i edits its files in place as perl -i does; -r, -I, -C
+		// and -E take the rest of the word (or the next).
+		{"ruby -pi -e 'gsub(/a/, \"b\")' src/parser/a.go", true},
+		{"ruby -i.bak -pe 'x' src/parser/a.go", true},
+		{"ruby -i -n -e 'x' src/parser/a.go", true},
+		{"ruby -rjson -i -pe 'x' src/parser/a.go", true},
+		{"ruby -I lib -i -pe 'x' src/parser/a.go", true},
+		{"ruby -pe 'x' src/parser/a.go", false},
+		{"ruby -Ilib -e 'x' src/parser/a.go", false},
+		{"ruby -ryaml -e 'x' src/parser/a.go", false},
+		{"ruby -I i -e 'x' src/parser/a.go", false},
+		{"ruby src/parser/a.go", false},
+		// What an interpreter's own code writes is not read.
+		{"python3 -c \"open('src/parser/a.go', 'w')\"", false},
+		{"node -e \"require('fs').writeFileSync('src/parser/a.go', '')\"", false},
+		{"perl -e \"open(F, '>', 'src/parser/a.go')\"", false},
 		{"git checkout src/lexer/l.go", false},
 		// git apply and patch: the diff's files, from a file, < FILE or a
 		// here-document.
@@ -413,6 +446,42 @@ func TestShellWriteForms(t *testing.T) {
 		{"git checkout -bnew", false},
 		{"git switch -Cnew", false},
 		{"git switch --create new", false},
+		// git checkout -p and git restore -p offer to take back each change
+		// in their pathspecs, in the whole work tree when given none: a
+		// write of those paths, or of the whole work tree.
+		{"git checkout -p HEAD~1", true},
+		{"git checkout -p", true},
+		{"git checkout --patch feature --", true},
+		{"git checkout -qp main", true},
+		{"cd docs && git checkout -p HEAD~1", true},
+		{"git restore -p", true},
+		{"git restore --patch --source HEAD~1", true},
+		{"git restore -p -s HEAD~1 -W", true},
+		{"git checkout -p \"$REV\"", true}, // a revision, or a path: not clear
+		{"git checkout --patch HEAD~1 -- src/parser/a.go", true},
+		{"git checkout -p HEAD~1 src/parser/a.go", true},
+		{"git checkout -p src/parser/a.go", true},
+		{"git restore -p src/parser", true},
+		{"git checkout -p HEAD~1 -- docs", false},
+		{"git checkout -p HEAD~1 docs", false},
+		{"git checkout -p docs", false},
+		{"git restore -p docs src/lexer", false},
+		{"git restore -p --staged", false}, // the index alone
+		{"git restore -p -S -s HEAD~1", false},
+		{"git checkout -p -h", false},
+		{"git reset -p", false},
+		{"git add -p", false},
+		// A new branch's name glued to -b/-c is its value, not a cluster
+		// of switches: the f of fix is no -f (a forced switch).
+		{"git checkout -bfix", false},
+		{"git switch -cfix", false},
+		{"git checkout -Bfix", false}, // reset to HEAD: the tree stays
+		{"git switch -Cfix", false},
+		{"git checkout -qbfix", false},
+		{"git checkout -Bfix feature", true},
+		{"git switch -Cfix HEAD~1", true},
+		{"git checkout -fbfix", true}, // -f, then -b fix
+		{"git switch -fcfix", true},
 		{"git checkout --orphan fresh", false}, // git keeps the tree, all of it added
 		{"git checkout", false},
 		{"git switch", false},
@@ -426,7 +495,23 @@ func TestShellWriteForms(t *testing.T) {
 		{"git checkout --detach", false},
 		{"git switch --detach", false},
 		{"git switch --detach work", false},
-		{"git checkout \"$B\"", false}, // not clear, as other words with expansions
+		// A branch named by a word that is not clear may be any branch:
+		// a switch, a write of the whole work tree. A new branch's name
+		// that is not clear is made where HEAD is; paths after the
+		// first operand are paths.
+		{"git checkout \"$B\"", true},
+		{"git switch $BR", true},
+		{"git checkout \"$B\" --", true},
+		{"git checkout -b new \"$START\"", true},
+		{"git switch --detach \"$REV\"", true},
+		{"git checkout \"$B\" src/parser/a.go", true},
+		{"git checkout -b \"$NEW\"", false},
+		{"git switch -c \"$NEW\"", false},
+		{"git checkout \"$B\" docs", false},
+		{"git checkout \"$B\" -- docs", false},
+		{"git switch \"$B\" --help", false},
+		{"git -C /tmp/elsewhere switch \"$B\"", false},
+		{"git log \"$B\" && git diff \"$B\" && git show \"$B\"", false},
 		{"git bisect log", false},
 		{"git bisect view", false},
 		{"git bisect visualize", false},
@@ -687,6 +772,36 @@ func TestShellWriteForms(t *testing.T) {
 		{"cd /tmp && git --git-dir=@PROJ/.git --work-tree=@PROJ merge feature", true},
 		{"cd /tmp && GIT_DIR=@PROJ/.git GIT_WORK_TREE=@PROJ git reset --hard", true},
 		{"git --work-tree=src/parser switch feature", true},
+		// An exported GIT_WORK_TREE / GIT_DIR holds for the git commands
+		// after it on the line (in its subshell, and the scripts it
+		// runs), taken from where each runs; a plain assignment only
+		// once exported, unset takes it back.
+		{"export GIT_WORK_TREE=src/parser; git checkout -- a.go", true},
+		{"export GIT_WORK_TREE=src && git rm parser/a.go", true},
+		{"cd docs && export GIT_WORK_TREE=../src/parser && git checkout -- a.go", true},
+		{"export GIT_DIR=@PROJ/.git GIT_WORK_TREE=@PROJ; cd /tmp && git checkout -- src/parser/a.go", true},
+		{"cd /tmp; export GIT_WORK_TREE=@PROJ GIT_DIR=@PROJ/.git; git reset --hard", true},
+		{"export GIT_WORK_TREE=src/parser\nbash -c 'git checkout -- a.go'", true},
+		{"(export GIT_WORK_TREE=docs); git reset --hard", true},
+		{"export GIT_WORK_TREE=docs; unset GIT_WORK_TREE; git reset --hard", true},
+		{"export GIT_WORK_TREE=docs; export -n GIT_WORK_TREE; git reset --hard", true},
+		{"GIT_WORK_TREE=docs; git reset --hard", true}, // not exported: git runs here
+		{"export GIT_WORK_TREE=docs; GIT_WORK_TREE=src/parser; git checkout -- a.go", true},
+		{"export GIT_WORK_TREE=docs; declare GIT_WORK_TREE=src/parser; git checkout -- a.go", true},
+		{"export GIT_WORK_TREE=docs > src/parser/log.txt", true}, // its redirection still writes
+		{"export GIT_WORK_TREE=src/parser; env GIT_WORK_TREE=docs; git checkout -- a.go", true},
+		{"export GIT_WORK_TREE=docs; git reset --hard", false},
+		{"export GIT_WORK_TREE=../b; git checkout feature", false}, // another tree: ../b
+		{"export GIT_WORK_TREE=../b; git checkout feature; unset GIT_WORK_TREE; git checkout feature", true},
+		{"export GIT_WORK_TREE=docs\ngit switch feature", false},
+		{"GIT_WORK_TREE=docs; export GIT_WORK_TREE; git stash", false},
+		{"declare -x GIT_WORK_TREE=docs; git merge feature", false},
+		{"export GIT_WORK_TREE=src/lexer; git checkout -- a.go", false},
+		{"export GIT_WORK_TREE=/tmp/export; git checkout main -- .", false},
+		{"export GIT_WORK_TREE=src/parser; GIT_WORK_TREE=docs git checkout -- a.go", false},
+		{"export GIT_WORK_TREE=src/parser; git --work-tree=docs checkout -- a.go", false},
+		{"cd src/lexer && export GIT_DIR=../../.git && git reset --hard", false},
+		{"export GIT_LITERAL_PATHSPECS=1; git checkout -- 'src/*/a.go'", false},
 		{"git --work-tree=src checkout -- ':/parser/a.go'", true},
 		{"cd src && git --git-dir=../.git merge feature", true},
 		{"cd docs && git --work-tree=.. checkout -- src/parser/a.go", false}, // docs/src/parser/a.go
@@ -734,6 +849,48 @@ func TestDiffWritesPaths(t *testing.T) {
 		input, _ := json.Marshal(map[string]any{"command": tt.cmd})
 		if got := WritePaths("Bash", input, "/p"); !slices.Equal(got, tt.want) {
 			t.Errorf("%q: got %q, want %q", tt.cmd, got, tt.want)
+		}
+	}
+}
+
+// A denial of a command that writes a whole tree names the tree: the
+// git work tree it writes (relative to the project when in it, else
+// absolute), or the directory holding the project that it removes.
+func TestDenyNamesWholeTree(t *testing.T) {
+	e := newEnv(t)
+	proj := filepath.Dir(e.Store.Root())
+	reserve(t, e, "bob", "src/parser/**")
+	for _, d := range []string{".git/refs/heads", "src/parser"} {
+		if err := os.MkdirAll(filepath.Join(proj, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(proj, ".git/HEAD"), []byte("ref: refs/heads/work\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	parent := filepath.Dir(proj)
+	for _, tt := range []struct{ cmd, want string }{
+		{"git reset --hard", "Tavern: the whole work tree (.), which this command changes, has paths reserved by bob (src/parser/**"},
+		{"cd src && git merge feature", "Tavern: the whole work tree (.), which this command changes"},
+		{"git --work-tree=src reset --hard", "Tavern: the whole work tree (src), which this command changes, has paths reserved by bob"},
+		{"cd src && git --work-tree=. switch feature", "Tavern: the whole work tree (src), which this command changes"},
+		{"export GIT_WORK_TREE=src/parser; git checkout -p HEAD~1", "Tavern: the whole work tree (src/parser), which this command changes"},
+		{"git --work-tree=.. checkout \"$B\"", "Tavern: the whole work tree (" + parent + "), which this command changes"},
+		{"cat x.diff | git --work-tree=src apply", "Tavern: the whole work tree (src), which this command changes"},
+		{"cat x.diff | git apply", "Tavern: the whole work tree (.), which this command changes"},
+		{"git --work-tree=src checkout -- ':!lexer'", "Tavern: the whole work tree (src), which this command changes"},
+		{"cd .. && git reset --hard", "Tavern: the whole work tree (" + parent + "), which this command changes"},
+		{"rm -rf .", "Tavern: the whole work tree (.), which this command changes"},
+		{"rm -rf ..", "Tavern: " + parent + ", which this command changes, holds paths reserved by bob (src/parser/**"},
+	} {
+		input, _ := json.Marshal(map[string]any{"command": tt.cmd})
+		in := &Input{Tool: Claude, Event: PreToolUse, Cwd: proj, ToolName: "Bash", ToolInput: input}
+		r, err := CheckWrite(e, in, "me")
+		if err != nil {
+			t.Errorf("%q: %v", tt.cmd, err)
+		}
+		if r == nil || !strings.HasPrefix(r.Deny, tt.want) {
+			t.Errorf("%q: got %+v, want a denial starting %q", tt.cmd, r, tt.want)
 		}
 	}
 }

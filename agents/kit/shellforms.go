@@ -224,7 +224,10 @@ func gitCheckoutOperands(words []string, here string, v *fsView) []string {
 	}
 	stage := false
 	for _, a := range args[1:] {
-		if a == "-b" || a == "-B" || a == "--orphan" || a == "--detach" || a == "-d" {
+		if letters, opt, _, ok := gitShortOpts(a, "bB"); ok && (opt != 0 || strings.Contains(letters, "d")) {
+			return nil // -b NEW, -bNEW, -qb NEW
+		}
+		if a == "--orphan" || strings.HasPrefix(a, "--orphan=") || a == "--detach" {
 			return nil
 		}
 		stage = stage || a == "--ours" || a == "--theirs"
@@ -339,7 +342,8 @@ func (v *fsView) gitDirs(dir string) (gitDir, common string) {
 }
 
 // gitWorkTree reads where a git command's work tree is when its line
-// says: git --work-tree W (GIT_WORK_TREE=W), or --git-dir G (GIT_DIR=G),
+// says: git --work-tree W (GIT_WORK_TREE=W, on its words or exported
+// before it: walkShell), or --git-dir G (GIT_DIR=G),
 // after which the work tree is where git runs. Run outside W, git takes
 // paths from W's top: the words returned have -C W before the
 // subcommand, so the readers take them from there. The view returned
@@ -465,8 +469,9 @@ func (v *fsView) isHead(dir, name string) bool {
 // -c, -C, checkout --orphan), switch --orphan (an empty tree), --detach
 // at a revision, and git bisect but its read-only forms (log, view,
 // visualize, terms, start --no-checkout). A branch made where HEAD is
-// (-b NEW), and checkout --orphan NEW, leave the tree as it is. here is
-// where the command runs, absolute ("" when not clear).
+// (-b NEW), and checkout --orphan NEW, leave the tree as it is. A lone
+// operand that is not clear (git checkout "$B", git switch $BR) is a
+// switch. here is where the command runs, absolute ("" when not clear).
 func gitSwitches(words []string, here string, v *fsView) bool {
 	w := commandWords(words)
 	if v == nil || len(w) == 0 || filepath.Base(w[0]) != "git" {
@@ -511,8 +516,15 @@ func gitSwitches(words []string, here string, v *fsView) bool {
 	var ops []string
 	for i := 0; i < len(opts); i++ {
 		a := opts[i]
+		_, opt, next, short := gitShortOpts(a, gitBranchOpts(sub))
 		switch {
-		case a == "-b" || a == "-B" || (sub == "switch" && (a == "-c" || a == "-C" || a == "--create" || a == "--force-create")):
+		case short && opt != 0:
+			// -b NEW, -bNEW (a cluster: -qb NEW): the new branch's name.
+			create = true
+			if next {
+				i++
+			}
+		case sub == "switch" && (a == "--create" || a == "--force-create"):
 			create = true
 			i++ // the new branch's name
 		case a == "--orphan":
@@ -534,10 +546,15 @@ func gitSwitches(words []string, here string, v *fsView) bool {
 	switch {
 	case orphan && sub == "switch":
 		return true
-	case len(ops) != 1 || ops[0] == "":
+	case len(ops) != 1:
 		// None: the tree stays; several: checkout's paths
-		// (gitCheckoutOperands); a word not clear is skipped.
+		// (gitCheckoutOperands).
 		return false
+	case ops[0] == "":
+		// Not clear ("$B"): it may name any branch or commit, so it is
+		// taken as a switch — unlike a path that is not clear, which is
+		// skipped, it may write every file.
+		return true
 	case ops[0] == "-":
 		return true
 	case v.isHead(repo, ops[0]):
@@ -546,6 +563,73 @@ func gitSwitches(words []string, here string, v *fsView) bool {
 		return true
 	}
 	return len(gitCheckoutOperands(words, here, v)) == 0 // a branch or revision, not a path
+}
+
+// gitPatchAll says whether git checkout -p or git restore -p (--patch)
+// is given no pathspec: it offers to take back every change in the work
+// tree, from the index or a commit, and which ones the user takes only
+// running it tells — a write of the whole work tree, as git stash -p is.
+// Given pathspecs it writes them (gitCheckoutOperands, gitRestored).
+// checkout's one operand is its tree-ish unless it names a path; one
+// that is not clear may be either, and is taken as the tree-ish. restore
+// --staged alone writes the index, not the work tree. here is where the
+// command runs, absolute ("" when not clear).
+func gitPatchAll(words []string, here string, v *fsView) bool {
+	w := commandWords(words)
+	if len(w) == 0 || filepath.Base(w[0]) != "git" {
+		return false
+	}
+	_, args, ok := gitCommand(w[1:])
+	if !ok || len(args) == 0 || (args[0] != "checkout" && args[0] != "restore") {
+		return false
+	}
+	sub, rest := args[0], args[1:]
+	opts := rest
+	dd := slices.Index(rest, "--")
+	if dd >= 0 {
+		opts = rest[:dd]
+	}
+	valued := "bB"
+	if sub == "restore" {
+		valued = "s"
+	}
+	patch, staged, worktree := false, false, false
+	for _, a := range opts {
+		letters, _, _, short := gitShortOpts(a, valued)
+		switch {
+		case a == "-h" || a == "--help":
+			return false
+		case a == "--patch":
+			patch = true
+		case a == "--staged":
+			staged = true
+		case a == "--worktree":
+			worktree = true
+		case short:
+			patch = patch || strings.Contains(letters, "p")
+			staged = staged || sub == "restore" && strings.Contains(letters, "S")
+			worktree = worktree || sub == "restore" && strings.Contains(letters, "W")
+		}
+	}
+	if !patch || staged && !worktree {
+		return false
+	}
+	if dd >= 0 {
+		return dd == len(rest)-1 // no pathspec after --
+	}
+	var ops []string
+	if sub == "restore" {
+		ops = shellOperands(dropOptionValues(opts, "-s", "--source", "--pathspec-from-file", "--conflict"))
+	} else {
+		ops = shellOperands(dropOptionValues(opts, "-b", "-B", "--orphan", "--pathspec-from-file", "--conflict"))
+	}
+	switch {
+	case len(ops) == 0:
+		return true
+	case sub == "checkout" && len(ops) == 1:
+		return ops[0] == "" || len(gitCheckoutOperands(words, here, v)) == 0
+	}
+	return false
 }
 
 // diffWrites returns the files `git apply`, `git am` and `patch` write:
@@ -1526,4 +1610,30 @@ func formatterWrites(name string, args []string) []string {
 		return shellOperands(args)
 	}
 	return nil
+}
+
+// gitShortOpts reads a cluster of one-letter git options (-qf, -bNEW,
+// -fb NEW): the letters it sets before the first of valued, that letter
+// (opt, 0 for none), which takes the rest of the word as its value, or
+// the next word when none is left (next). ok is false for a word that
+// is no cluster (a long option, an operand, "-").
+func gitShortOpts(a, valued string) (letters string, opt byte, next, ok bool) {
+	if len(a) < 2 || a[0] != '-' || a[1] == '-' {
+		return "", 0, false, false
+	}
+	for j := 1; j < len(a); j++ {
+		if strings.IndexByte(valued, a[j]) >= 0 {
+			return a[1:j], a[j], j == len(a)-1, true
+		}
+	}
+	return a[1:], 0, false, true
+}
+
+// gitBranchOpts are the one-letter options of git checkout (switch)
+// that take a new branch's name.
+func gitBranchOpts(sub string) string {
+	if sub == "switch" {
+		return "cC"
+	}
+	return "bB"
 }
