@@ -416,3 +416,59 @@ func TestAddGateBlankReason(t *testing.T) {
 		t.Fatalf("gates after a refused AddGate: %+v, want none", got)
 	}
 }
+
+// MarkWorkDone survives the ends of a claim that leave the work done (a
+// release: the wrapper interrupted at the gate) and goes with the ends
+// that say it must be done again: a failure (a failed merge), a
+// rejection (dead), the completion.
+func TestWorkDoneKeptByReleaseOnly(t *testing.T) {
+	s := newStore(t, true)
+	clk := &clock{}
+	b := newBroker(t, s, clk)
+	mustQueue(t, b, "q", queues.QueueOptions{MaxAttempts: 5})
+	it := mustAdd(t, b, "q", queues.AddOptions{Title: "deploy", Gate: "human"})
+	markAndTake := func() *queues.Claim {
+		t.Helper()
+		c := mustTake(t, b, take1("q"))
+		if _, err := c.MarkWorkDone("built"); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	workDone := func() (time.Time, string) {
+		t.Helper()
+		got, err := b.Get(it.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.WorkDone, got.WorkResult
+	}
+	c := markAndTake()
+	if _, err := c.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if when, res := workDone(); when.IsZero() || res != "built" {
+		t.Fatalf("after a release: work_done %v, work_result %q; want both kept", when, res)
+	}
+	again := mustTake(t, b, take1("q"))
+	if again.WorkDone.IsZero() {
+		t.Fatal("the next claim does not see the work done")
+	}
+	if _, err := again.Fail("merge conflict"); err != nil {
+		t.Fatal(err)
+	}
+	if when, res := workDone(); !when.IsZero() || res != "" {
+		t.Fatalf("after a failure: work_done %v, work_result %q; want none", when, res)
+	}
+	clk.Advance(time.Hour) // past the backoff
+	markAndTake()
+	if _, err := b.Reject(it.ID, queues.Decision{Reason: "no", Caller: human()}); err != nil {
+		t.Fatal(err)
+	}
+	if when, res := workDone(); !when.IsZero() || res != "" {
+		t.Fatalf("after a rejection: work_done %v, work_result %q; want none", when, res)
+	}
+	if _, err := c.MarkWorkDone("late"); !errors.Is(err, queues.ErrStale) {
+		t.Fatalf("MarkWorkDone of an ended claim: %v, want ErrStale", err)
+	}
+}

@@ -50,7 +50,10 @@ before it reports) are replaced after 1s, 2s, 4s... up to 1m, until one reports.
    hibernate  no drones while the queues are empty; wake on new items
    terminate  exit once the queues are drained and nothing is claimed
 
-Ctrl-C drains: no new drones, running ones finish. A second Ctrl-C forwards
+Ctrl-C drains: no new drones, running ones finish (a drone whose command
+succeeded and that waits at a human gate runs nothing: its item goes back to
+pending with its work done, and the next run waits at the gate again without
+running the command). A second Ctrl-C forwards
 SIGTERM to the drones: their items are released, not failed (a drone's
 command that has not exited 10s later is killed: spawn --kill-grace). A pool
 that dies (SIGKILL, a crash) takes its drones with it as a second Ctrl-C
