@@ -62,8 +62,13 @@ func TestGateHumanBlocksCompletionUntilApproved(t *testing.T) {
 	if _, err := c.Complete("shipped"); err != nil {
 		t.Fatalf("complete after approval: %v", err)
 	}
-	if _, err := b.Approve(it.ID, queues.Decision{Caller: human()}); err == nil {
-		t.Fatal("a second approval of a decided gate was accepted")
+	// The same decision again is a no-op; the other one a conflict.
+	again, err := b.Approve(it.ID, queues.Decision{By: "bob", Caller: human()})
+	if err != nil || !again.AlreadyDecided || again.DecidedBy != "ann" || again.Approval != g.Approval {
+		t.Fatalf("a second approval: %+v, %v; want the first one, already decided", again, err)
+	}
+	if _, err := b.Reject(it.ID, queues.Decision{Reason: "no", Caller: human()}); !errors.Is(err, queues.ErrDecided) {
+		t.Fatalf("a rejection of an approved gate: %v, want ErrDecided", err)
 	}
 	if pend, _ := b.PendingGates(); len(pend) != 0 {
 		t.Fatalf("pending gates after approval: %+v", pend)
