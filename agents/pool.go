@@ -99,6 +99,9 @@ type PoolMetrics struct {
 	// because each waits on a dead or missing item (directly or through
 	// another) and nothing else was left to run or wait for.
 	Blocked int `json:"blocked,omitempty"`
+	// AtGates counts the drones a drain interrupted at a human gate, their
+	// work done (leaveGates): their items wait for a person, then a run.
+	AtGates int `json:"at_gates,omitempty"`
 }
 
 // PoolPath is the document path of a pool.
@@ -613,6 +616,9 @@ func (p *poolRun) leaveGates(done map[string]bool, report func(error)) {
 			continue
 		}
 		done[d.name] = true
+		p.mu.Lock()
+		p.metrics.AtGates++
+		p.mu.Unlock()
 		_ = syscall.Kill(d.cmd.Process.Pid, syscall.SIGINT)
 	}
 }

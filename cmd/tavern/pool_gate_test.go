@@ -21,7 +21,8 @@ type gatedPool struct {
 	*project
 	id     string
 	runs   string
-	stderr bytes.Buffer // the pools'
+	stdout bytes.Buffer // the pools'
+	stderr bytes.Buffer
 }
 
 func newGatedPool(t *testing.T) *gatedPool {
@@ -60,7 +61,7 @@ func (g *gatedPool) start(ctx context.Context, extra ...string) *exec.Cmd {
 	args = append(args, "--", "sh", "-c", `echo "$TAVERN_ATTEMPT" >> "$RUNS"; echo f >> f.txt; git add f.txt; git commit -q -m "add f"`)
 	cmd := g.cmd(ctx, tavernBin(g.t), args...)
 	cmd.Env = append(cmd.Env, "RUNS="+g.runs)
-	cmd.Stderr = &g.stderr
+	cmd.Stdout, cmd.Stderr = &g.stdout, &g.stderr
 	if err := cmd.Start(); err != nil {
 		g.t.Fatal(err)
 	}
@@ -171,6 +172,9 @@ func TestPoolFirstInterruptLeavesGates(t *testing.T) {
 	pool.Process.Signal(syscall.SIGINT)
 	exitsWithin(t, ctx, pool, "pool run after one Ctrl-C with a drone at a gate", &g.stderr)
 	drained.Stop()
+	if want := "1 item left at a human gate with the work done"; !strings.Contains(g.stdout.String(), want) {
+		t.Errorf("pool run's report %q does not say %q", g.stdout.String(), want)
+	}
 	if _, err := os.Stat(g.path("queues/work/pending/" + g.id + ".md")); err != nil {
 		t.Fatalf("the item is not back in pending: %v", err)
 	}
