@@ -292,7 +292,7 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 		} else if len(p.running) == 0 {
 			break
 		} else if !forwarded {
-			p.leaveGates(atGate, report)
+			p.leaveGates(atGate)
 		}
 		p.progress()
 		select {
@@ -598,11 +598,9 @@ func (p *poolRun) finish(e droneExit, report func(error)) bool {
 // pool waits at the gate again without running the command. Each drone
 // is interrupted once (done); a drone that reaches its gate later is
 // found at a later turn (its item's write wakes the pool).
-func (p *poolRun) leaveGates(done map[string]bool, report func(error)) {
-	gates, errs := p.opt.Broker.PendingGates()
-	for _, err := range errs {
-		report(err)
-	}
+func (p *poolRun) leaveGates(done map[string]bool) {
+	// A gate that cannot be read is check's to report, not every turn's.
+	gates, _ := p.opt.Broker.PendingGates()
 	for _, g := range gates {
 		if g.Stage != queues.StageComplete {
 			continue

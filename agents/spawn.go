@@ -880,9 +880,10 @@ func (r *spawnRun) settle(ctx context.Context) (*SpawnResult, error) {
 			}
 			var intr *interruptedError
 			if err := m.awaitGates(ctx, r.name, claim, r.hook.Result, r.opt.Signals); errors.As(err, &intr) {
-				// Interrupted as a running child would be: the work is
-				// not done until a person decides, so the item goes
-				// back (no attempt spent) and the agent to idle.
+				// Interrupted as a running child would be: the item
+				// is not done until a person decides, so it goes back
+				// (no attempt spent; its work_done kept: the next
+				// claim waits here again) and the agent to idle.
 				res.Outcome, res.Interrupted = OutcomeReleased, true
 				res.InterruptedBy = signalName(intr.sig)
 				r.stopRenewal()
