@@ -129,7 +129,12 @@
 // plans). Before Finish, an item with a complete-stage gate (package
 // queues) holds the wrapper: the agent goes to waiting until a person
 // approves (then on) or rejects (the item is dead, the run failed); the
-// lease is renewed meanwhile. Every run whose command starts appends a usage record
+// lease is renewed meanwhile. Before it waits, the item records work_done
+// (queues.Claim.MarkWorkDone): a wait that ends undecided gives the item
+// back with its work done, and a spawn that claims such an item starts no
+// child, waits at the gate and finishes (spawnRun.resume); a draining
+// pool interrupts its drones that wait so (leaveGates), since they run
+// nothing. Every run whose command starts appends a usage record
 // (usage/<agent>/<id>.md: wall and CPU time, exit status, and the tokens
 // and cost the child reported in Claude Code, Codex or Gemini CLI JSON
 // output; see usage.go and ParseUsage), and a failed run whose item went

@@ -25,7 +25,13 @@ const gateRecheck = 2 * time.Second
 // an error, which fails the run. A signal on interrupts, or ctx done, ends
 // it with an *interruptedError: the run is interrupted, not failed.
 // Claims that are not queue claims have no gates.
-func (m *Manager) awaitGates(ctx context.Context, name string, claim WorkClaim, interrupts <-chan os.Signal) error {
+//
+// Before it waits, the item records that its work is done (result: the
+// run's; queues.Claim.MarkWorkDone): a wait that ends before a person decides
+// (a signal, the pool gone, the wrapper killed) gives the item back with
+// its work done, and the next claim waits at the gate again instead of
+// running the command a second time (spawnRun.resume).
+func (m *Manager) awaitGates(ctx context.Context, name string, claim WorkClaim, result string, interrupts <-chan os.Signal) error {
 	qc, ok := claim.(*queueClaim)
 	if !ok {
 		return nil
@@ -75,6 +81,11 @@ func (m *Manager) awaitGates(ctx context.Context, name string, claim WorkClaim, 
 			return nil
 		}
 		if !waiting {
+			if it.WorkDone.IsZero() {
+				if _, err := qc.c.MarkWorkDone(result); err != nil {
+					return err
+				}
+			}
 			var ids []string
 			for _, g := range open {
 				ids = append(ids, g.ID)

@@ -108,6 +108,9 @@ type PoolMetrics struct {
 	// of the run.
 	ItemsDead int      `json:"items_dead"`
 	DeadItems []string `json:"dead_items,omitempty"`
+	// AtGates counts the drones a drain interrupted at a human gate, their
+	// work done (leaveGates): their items wait for a person, then a run.
+	AtGates int `json:"at_gates,omitempty"`
 }
 
 // PoolPath is the document path of a pool.
@@ -222,6 +225,7 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 	defer tick.Stop()
 
 	draining, forwarded := false, false
+	atGate := map[string]bool{} // drones a drain interrupted at a gate
 	paused := ""
 	quiet := false // drones found no work: launch again only after a change
 	var crashes crashBackoff
@@ -297,6 +301,8 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 			}
 		} else if len(p.running) == 0 {
 			break
+		} else if !forwarded {
+			p.leaveGates(atGate)
 		}
 		p.progress()
 		select {
@@ -640,6 +646,37 @@ func (p *poolRun) finish(e droneExit, report func(error)) bool {
 		}
 	}
 	return noWork
+}
+
+// leaveGates, while the pool drains, interrupts (SIGINT) the drones
+// whose command has succeeded and that wait at a human gate: they run
+// nothing, they wait for a person, so a drain that waited for them would
+// last until someone decides. The drone gives its item back with its
+// work done (queues.Claim.MarkWorkDone) and exits; the next run of the
+// pool waits at the gate again without running the command. Each drone
+// is interrupted once (done); a drone that reaches its gate later is
+// found at a later turn (its item's write wakes the pool).
+func (p *poolRun) leaveGates(done map[string]bool) {
+	// A gate that cannot be read is check's to report, not every turn's.
+	gates, _ := p.opt.Broker.PendingGates()
+	for _, g := range gates {
+		if g.Stage != queues.StageComplete {
+			continue
+		}
+		it, err := p.opt.Broker.Get(g.Item)
+		if err != nil || it.State != queues.Claimed || it.WorkDone.IsZero() {
+			continue
+		}
+		d, ok := p.running[it.ClaimedBy]
+		if !ok || done[d.name] {
+			continue
+		}
+		done[d.name] = true
+		p.mu.Lock()
+		p.metrics.AtGates++
+		p.mu.Unlock()
+		_ = syscall.Kill(d.cmd.Process.Pid, syscall.SIGINT)
+	}
 }
 
 func (p *poolRun) setPaused(why string) {

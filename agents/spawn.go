@@ -229,6 +229,15 @@ func (m *Manager) Spawn(ctx context.Context, opt SpawnOptions) (*SpawnResult, er
 		}
 		return nil, r.abort(err)
 	}
+	if r.workDone() {
+		// An earlier claim ran the command to success and waited at
+		// the item's gate until its wrapper stopped: wait again, then
+		// finish (merge), without running the command a second time.
+		if err := r.resume(); err != nil {
+			return nil, r.abort(err)
+		}
+		return r.settle(ctx)
+	}
 	if err := r.startChild(); err != nil {
 		return nil, r.abort(err)
 	}
@@ -273,6 +282,9 @@ type spawnRun struct {
 
 	waitErr   error
 	forwarded os.Signal
+	// resumed: no child ran; the item's work was done by an earlier
+	// claim (work_done) and this run waits at its gate (resume).
+	resumed bool
 	// roleChanged: spawn --role gave the agent another role (prepare).
 	roleChanged bool
 }
@@ -655,33 +667,72 @@ func (r *spawnRun) waitChild() error {
 	return r.cmd.Wait()
 }
 
-// supervise renews the lease while the child runs (and after, until
-// settle stops it: gates and Finish hooks hold the item too) and forwards
-// signals (and the cancellation of ctx, as SIGTERM) to its process group.
-func (r *spawnRun) supervise(ctx context.Context) {
-	if c := r.claim; c != nil {
-		r.stopRenew = make(chan struct{})
-		stop := r.stopRenew
-		r.renewWG.Add(1)
-		go func() {
-			defer r.renewWG.Done()
-			every := max(c.Lease()/3, 10*time.Millisecond)
-			t := time.NewTicker(every)
-			defer t.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-t.C:
-					if err := c.Renew(); err != nil {
-						r.renewMu.Lock()
-						r.renewErr = err
-						r.renewMu.Unlock()
-					}
+// workDone reports whether the claimed item's work was done by an
+// earlier claim that a complete-stage gate held (queues.Claim.MarkWorkDone).
+func (r *spawnRun) workDone() bool {
+	qc, ok := r.claim.(*queueClaim)
+	return ok && !qc.c.WorkDone.IsZero()
+}
+
+// resume stands in for the child of a run whose item's work is done: the
+// agent goes to working, the lease is renewed, and the run is settled as
+// a child that exited 0 with the recorded result would be (its gates,
+// the Finish hooks). Nothing is started, so no usage is recorded.
+func (r *spawnRun) resume() error {
+	qc := r.claim.(*queueClaim)
+	_, err := r.m.Transition(r.name, Working, TransitionOptions{By: "spawn", Reason: "its item's work is done (work_done): it waits at the gate", Edit: func(d *docstore.Doc) error {
+		kv := []docstore.Field{{Key: "host", Value: r.m.Host}, {Key: "instance", Value: r.instance}}
+		if r.opt.Pool != "" {
+			kv = append(kv, docstore.Field{Key: "pool", Value: r.opt.Pool})
+		}
+		return d.SetMany(kv)
+	}})
+	if err != nil {
+		return err
+	}
+	r.working, r.resumed = true, true
+	now := time.Now()
+	r.hook.Started, r.hook.Ended = now, now
+	r.hook.Result = qc.c.WorkResult
+	r.startRenewal()
+	return nil
+}
+
+// startRenewal renews the claim's lease until stopRenewal (while the
+// child runs, and after, until settle stops it: gates and Finish hooks
+// hold the item too).
+func (r *spawnRun) startRenewal() {
+	c := r.claim
+	if c == nil {
+		return
+	}
+	r.stopRenew = make(chan struct{})
+	stop := r.stopRenew
+	r.renewWG.Add(1)
+	go func() {
+		defer r.renewWG.Done()
+		every := max(c.Lease()/3, 10*time.Millisecond)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				if err := c.Renew(); err != nil {
+					r.renewMu.Lock()
+					r.renewErr = err
+					r.renewMu.Unlock()
 				}
 			}
-		}()
-	}
+		}
+	}()
+}
+
+// supervise renews the lease (startRenewal) and forwards signals (and
+// the cancellation of ctx, as SIGTERM) to the child's process group.
+func (r *spawnRun) supervise(ctx context.Context) {
+	r.startRenewal()
 	pgid := r.cmd.Process.Pid
 	ctxDone := ctx.Done()
 	grace := r.opt.KillGrace
@@ -824,12 +875,15 @@ func (r *spawnRun) settle(ctx context.Context) (*SpawnResult, error) {
 	case res.ExitCode == 0:
 		res.Outcome = OutcomeDone
 		if claim != nil {
-			r.hook.Result = m.result(filepath.Join(r.scratch, "result"), r.capt, r.opt.ResultLines)
+			if !r.resumed {
+				r.hook.Result = m.result(filepath.Join(r.scratch, "result"), r.capt, r.opt.ResultLines)
+			}
 			var intr *interruptedError
-			if err := m.awaitGates(ctx, r.name, claim, r.opt.Signals); errors.As(err, &intr) {
-				// Interrupted as a running child would be: the work is
-				// not done until a person decides, so the item goes
-				// back (no attempt spent) and the agent to idle.
+			if err := m.awaitGates(ctx, r.name, claim, r.hook.Result, r.opt.Signals); errors.As(err, &intr) {
+				// Interrupted as a running child would be: the item
+				// is not done until a person decides, so it goes back
+				// (no attempt spent; its work_done kept: the next
+				// claim waits here again) and the agent to idle.
 				res.Outcome, res.Interrupted = OutcomeReleased, true
 				res.InterruptedBy = signalName(intr.sig)
 				r.stopRenewal()
@@ -915,10 +969,16 @@ func (r *spawnRun) settle(ctx context.Context) (*SpawnResult, error) {
 	if res.ItemError != "" {
 		data["item_error"] = res.ItemError
 	}
+	if r.resumed {
+		data["resumed"] = "work_done" // no child ran: the work was done by an earlier claim
+	}
 	jerr := errors.Join(r.jerr, m.event(journal.Event{Type: "agent.exited", Kind: "agent", Path: AgentPath(r.name), Agent: r.name, Parent: r.a.Parent, Item: res.Item, Queue: res.Queue, Data: data}))
 	// The ledger, the hooks' cleanup, dead-letter escalation: reported,
 	// never changing the outcome.
-	jerr = errors.Join(jerr, m.recordUsage(r.hook, res), runExit(r.opt.Hooks, r.hook, res))
+	if !r.resumed { // nothing ran: nothing to record
+		jerr = errors.Join(jerr, m.recordUsage(r.hook, res))
+	}
+	jerr = errors.Join(jerr, runExit(r.opt.Hooks, r.hook, res))
 	if res.Outcome == OutcomeFailed {
 		if qc, ok := claim.(*queueClaim); ok {
 			_, eerr := m.EscalateDead(qc.b, claim.Queue())
@@ -1119,7 +1179,10 @@ func (m *Manager) result(file string, c *capture, lines int) string {
 // finish moves the agent after the child exited and clears pid/host, all
 // in the writes that precede the release of the liveness lock.
 func (m *Manager) finish(name string, res *SpawnResult, c *capture) (string, error) {
-	recent := c.recentSection()
+	recent := ""
+	if c != nil { // nil: no child ran (resume)
+		recent = c.recentSection()
+	}
 	edit := func(d *docstore.Doc) error {
 		if recent != "" {
 			d.SetBody(SetSection(d.Body(), SectionMessages, recent))

@@ -98,6 +98,50 @@ func (c *Claim) Release() (*Item, error) {
 	return c.b.release(c.ID, c.Attempt, c.instance, "")
 }
 
+// MarkWorkDone records on the claimed item that its work is done (its
+// command succeeded, result is what it produced) and that only its
+// complete-stage gates hold it: work_done and work_result. The claim
+// goes on. Should it end before a person decides (released: the wrapper
+// was interrupted at the gate; reaped: it died there), the next claim
+// finds the work done and waits at the gate without doing it again.
+// Failing, dying or completing clears them: a next attempt redoes the
+// work (a failed merge needs a new run).
+func (c *Claim) MarkWorkDone(result string) (*Item, error) {
+	b := c.b
+	it, err := b.fencedIn("work done", c.Queue, c.ID, c.Attempt, c.instance, "", nil, func(l *docstore.Lock, it *Item) (*Item, error) {
+		now := b.now()
+		d, err := b.s.UpdateHeld(l, it.Path, func(d *docstore.Doc) error {
+			if result == "" {
+				return editFields(d, []docstore.Field{{Key: "work_done", Value: now}, {Key: "updated", Value: now}}, "work_result")
+			}
+			return setFields(d, docstore.Field{Key: "work_done", Value: now}, docstore.Field{Key: "work_result", Value: result}, docstore.Field{Key: "updated", Value: now})
+		})
+		if err != nil {
+			return nil, err
+		}
+		out, err := itemFromDoc(d)
+		if err != nil {
+			return nil, err
+		}
+		_ = b.journal(EventAnnotated, out, "", map[string]any{"fields": "work_done,work_result"})
+		return out, nil
+	})
+	if err == nil {
+		c.Item = it
+	}
+	return it, err
+}
+
+// workDone is the fields of MarkWorkDone that it has, for an end of its
+// attempt other than a release (or a reap back to pending) to take
+// away; none for the many items that have none (no edit to make).
+func workDone(it *Item) []string {
+	if it.WorkDone.IsZero() && !it.Doc.Has("work_result") {
+		return nil
+	}
+	return []string{"work_done", "work_result"}
+}
+
 // Renew extends the lease by the queue's lease duration.
 func (c *Claim) Renew() (*Item, error) {
 	it, err := c.b.renew(c.ID, c.Attempt, c.instance, "")
@@ -247,7 +291,7 @@ func (b *Broker) complete(queue, id string, attempt int, instance, as, result st
 		now := b.now()
 		d, err := b.moveDoc(l, it.Doc, ItemPath(it.Queue, Done, id), func(d *docstore.Doc) error {
 			summary, full := resultText(result)
-			if err := editFields(d, []docstore.Field{{Key: "completed", Value: now}, {Key: "updated", Value: now}, {Key: "result", Value: summary}}, "lease_until", "hung_since"); err != nil {
+			if err := editFields(d, []docstore.Field{{Key: "completed", Value: now}, {Key: "updated", Value: now}, {Key: "result", Value: summary}}, append([]string{"lease_until", "hung_since"}, workDone(it)...)...); err != nil {
 				return err
 			}
 			if full != "" {
@@ -326,7 +370,7 @@ func (b *Broker) fail(id string, attempt int, instance, as, reason string) (*Ite
 		}
 		delay := backoff(q, it.Attempts)
 		d, err := b.moveDoc(l, it.Doc, ItemPath(it.Queue, Pending, id), func(d *docstore.Doc) error {
-			if err := setFields(d, docstore.Field{Key: "last_error", Value: reason}, docstore.Field{Key: "not_before", Value: now.Add(delay)}, docstore.Field{Key: "updated", Value: now}); err != nil {
+			if err := editFields(d, []docstore.Field{{Key: "last_error", Value: reason}, {Key: "not_before", Value: now.Add(delay)}, {Key: "updated", Value: now}}, workDone(it)...); err != nil {
 				return err
 			}
 			return clearClaim(d)
@@ -368,7 +412,7 @@ func (b *Broker) toDead(l *docstore.Lock, it *Item, as, lastErr, why string) (*I
 		if it.ClaimedBy != "" {
 			f = append(f, docstore.Field{Key: "last_claimed_by", Value: it.ClaimedBy}) // who to escalate from (on_dead)
 		}
-		if err := setFields(d, f...); err != nil {
+		if err := editFields(d, f, workDone(it)...); err != nil {
 			return err
 		}
 		return clearClaim(d)
@@ -561,7 +605,7 @@ func (b *Broker) retryOne(queue, id string) (*Item, error) {
 		if err := setFields(d, docstore.Field{Key: "attempts", Value: 0}, docstore.Field{Key: "updated", Value: now}); err != nil {
 			return err
 		}
-		return delFields(d, "dead_reason", "not_before", "cancelled")
+		return delFields(d, append([]string{"dead_reason", "not_before", "cancelled"}, workDone(it)...)...)
 	})
 	if err != nil {
 		return nil, err

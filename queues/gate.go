@@ -124,6 +124,9 @@ type Gate struct {
 	// Existing: AddGate found this gate already on the item and added
 	// nothing.
 	Existing bool `json:"existing,omitempty"`
+	// AlreadyDecided: Approve (Reject) found the gate approved (rejected)
+	// already and wrote nothing: deciding twice the same way is a no-op.
+	AlreadyDecided bool `json:"already_decided,omitempty"`
 	// Title and ItemState describe the item (GateList fills them).
 	Title     string        `json:"title,omitempty"`
 	ItemState string        `json:"item_state,omitempty"`
@@ -714,7 +717,9 @@ func (b *Broker) decideLocked(op string, g *Gate, status, by string, c *Caller, 
 	if it.State == Done || it.State == Dead {
 		return out, "", nil
 	}
-	why := fmt.Sprintf("rejected at gate %s by %s: %s", out.ID, out.DecidedBy, reason)
+	// An already rejected gate (AlreadyDecided) finishes a move a crash
+	// cut short, with the reason that was given then.
+	why := fmt.Sprintf("rejected at gate %s by %s: %s", out.ID, out.DecidedBy, out.DecisionReason)
 	if err := b.coordSettle(it, "dead", why); err != nil { // several machines (coord.go)
 		return out, "", err
 	}
@@ -739,7 +744,24 @@ func (b *Broker) writeDecision(op, id, status, by string, c *Caller, reason stri
 	now := b.now()
 	b.evaluate(cur, now)
 	if cur.State != GateStatePending {
-		return nil, &GateError{Op: op, Gate: cur.ID, Path: cur.Path, Err: fmt.Errorf("%w: %s by %s at %s", ErrDecided, cur.Status, cur.DecidedBy, schema.FormatTime(cur.DecidedAt.Time))}
+		if cur.Status == status {
+			// The same decision again (a script, a second click): it
+			// stands as made, by whom it was made; nothing is written.
+			cur.AlreadyDecided = true
+			return cur, nil
+		}
+		what := fmt.Sprintf("%s by %s at %s", cur.Status, cur.DecidedBy, schema.FormatTime(cur.DecidedAt.Time))
+		switch status {
+		case GateApproved: // it was rejected: the item is dead
+			q := cur.Queue
+			if it, err := b.Get(cur.Item); err == nil {
+				q = it.Queue
+			}
+			what += fmt.Sprintf("; a rejected gate is not approved: `tavern queue retry %s %s` brings the item back with the gate open", q, cur.Item)
+		default:
+			what += "; an approval stands: the item goes on (a new request is `tavern gate add " + cur.Item + "`)"
+		}
+		return nil, &GateError{Op: op, Gate: cur.ID, Path: cur.Path, Err: fmt.Errorf("%w: %s", ErrDecided, what)}
 	}
 	// The record first: a gate never points at a decision that is not on
 	// disk. A crash in between leaves an unreferenced record and a
@@ -835,6 +857,17 @@ func (b *Broker) resolveGate(op, ref string) (*Gate, error) {
 	}
 	switch len(open) {
 	case 0:
+		// Its one human gate, decided: deciding it again is a no-op or
+		// a conflict (decide), as when the gate is named.
+		var decided []*Gate
+		for _, g := range b.ItemGates(it) {
+			if g.Type == GateHuman && !g.Implicit {
+				decided = append(decided, g)
+			}
+		}
+		if len(decided) == 1 {
+			return decided[0], nil
+		}
 		return nil, &GateError{Op: op, Gate: ref, Path: it.Path, Err: fmt.Errorf("%w: item %s has no pending human gate", fs.ErrNotExist, ref)}
 	case 1:
 		return open[0], nil

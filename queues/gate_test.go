@@ -62,8 +62,13 @@ func TestGateHumanBlocksCompletionUntilApproved(t *testing.T) {
 	if _, err := c.Complete("shipped"); err != nil {
 		t.Fatalf("complete after approval: %v", err)
 	}
-	if _, err := b.Approve(it.ID, queues.Decision{Caller: human()}); err == nil {
-		t.Fatal("a second approval of a decided gate was accepted")
+	// The same decision again is a no-op; the other one a conflict.
+	again, err := b.Approve(it.ID, queues.Decision{By: "bob", Caller: human()})
+	if err != nil || !again.AlreadyDecided || again.DecidedBy != "ann" || again.Approval != g.Approval {
+		t.Fatalf("a second approval: %+v, %v; want the first one, already decided", again, err)
+	}
+	if _, err := b.Reject(it.ID, queues.Decision{Reason: "no", Caller: human()}); !errors.Is(err, queues.ErrDecided) {
+		t.Fatalf("a rejection of an approved gate: %v, want ErrDecided", err)
 	}
 	if pend, _ := b.PendingGates(); len(pend) != 0 {
 		t.Fatalf("pending gates after approval: %+v", pend)
@@ -414,5 +419,61 @@ func TestAddGateBlankReason(t *testing.T) {
 	}
 	if got, _ := b.GateDocs(false); len(got) != 0 {
 		t.Fatalf("gates after a refused AddGate: %+v, want none", got)
+	}
+}
+
+// MarkWorkDone survives the ends of a claim that leave the work done (a
+// release: the wrapper interrupted at the gate) and goes with the ends
+// that say it must be done again: a failure (a failed merge), a
+// rejection (dead), the completion.
+func TestWorkDoneKeptByReleaseOnly(t *testing.T) {
+	s := newStore(t, true)
+	clk := &clock{}
+	b := newBroker(t, s, clk)
+	mustQueue(t, b, "q", queues.QueueOptions{MaxAttempts: 5})
+	it := mustAdd(t, b, "q", queues.AddOptions{Title: "deploy", Gate: "human"})
+	markAndTake := func() *queues.Claim {
+		t.Helper()
+		c := mustTake(t, b, take1("q"))
+		if _, err := c.MarkWorkDone("built"); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	workDone := func() (time.Time, string) {
+		t.Helper()
+		got, err := b.Get(it.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.WorkDone, got.WorkResult
+	}
+	c := markAndTake()
+	if _, err := c.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if when, res := workDone(); when.IsZero() || res != "built" {
+		t.Fatalf("after a release: work_done %v, work_result %q; want both kept", when, res)
+	}
+	again := mustTake(t, b, take1("q"))
+	if again.WorkDone.IsZero() {
+		t.Fatal("the next claim does not see the work done")
+	}
+	if _, err := again.Fail("merge conflict"); err != nil {
+		t.Fatal(err)
+	}
+	if when, res := workDone(); !when.IsZero() || res != "" {
+		t.Fatalf("after a failure: work_done %v, work_result %q; want none", when, res)
+	}
+	clk.Advance(time.Hour) // past the backoff
+	markAndTake()
+	if _, err := b.Reject(it.ID, queues.Decision{Reason: "no", Caller: human()}); err != nil {
+		t.Fatal(err)
+	}
+	if when, res := workDone(); !when.IsZero() || res != "" {
+		t.Fatalf("after a rejection: work_done %v, work_result %q; want none", when, res)
+	}
+	if _, err := c.MarkWorkDone("late"); !errors.Is(err, queues.ErrStale) {
+		t.Fatalf("MarkWorkDone of an ended claim: %v, want ErrStale", err)
 	}
 }

@@ -49,8 +49,14 @@ type Item struct {
 	Base      string
 	Merged    string
 	Cancelled bool
-	Path      string
-	Doc       *docstore.Doc
+	// WorkDone is when the item's command succeeded in a claim that a
+	// complete-stage gate then held (WorkResult its result): the work is
+	// done and waits only for a person; a later claim does not redo it
+	// (Claim.MarkWorkDone).
+	WorkDone   time.Time
+	WorkResult string
+	Path       string
+	Doc        *docstore.Doc
 }
 
 // NewItemID returns a new item id: "p" + two-digit priority + "-" +
@@ -105,7 +111,7 @@ func itemFromDoc(d *docstore.Doc) (*Item, error) {
 	it.Result = d.String("result")
 	it.LastError = d.String("last_error")
 	it.DeadReason = d.String("dead_reason")
-	if d.Has("plan") || d.Has("gate") || d.Has("gates") || d.Has("worktree") || d.Has("cancelled") {
+	if d.Has("plan") || d.Has("gate") || d.Has("gates") || d.Has("worktree") || d.Has("cancelled") || d.Has("work_done") {
 		it.Plan = d.String("plan")
 		it.Gate = d.String("gate")
 		it.Gates = d.Strings("gates")
@@ -114,6 +120,8 @@ func itemFromDoc(d *docstore.Doc) (*Item, error) {
 		it.Base = d.String("base")
 		it.Merged = d.String("merged")
 		it.Cancelled = d.Bool("cancelled")
+		it.WorkDone = gett("work_done")
+		it.WorkResult = d.String("work_result")
 	}
 	return it, nil
 }

@@ -157,7 +157,7 @@ func (b *Broker) Annotate(id string, fields []docstore.Field, del ...string) (*I
 func engineField(k string) bool {
 	switch k {
 	case "id", "queue", "attempts", "claimed_by", "claim_attempt", "claim_kind", "liveness_lock", "lease_until", "hung_since",
-		"started", "completed", schema.VersionField:
+		"started", "completed", "work_done", "work_result", schema.VersionField:
 		return true
 	}
 	return false

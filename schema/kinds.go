@@ -120,6 +120,8 @@ var (
 			Field{Name: "result", Type: String},
 			Field{Name: "last_error", Type: String},
 			Field{Name: "dead_reason", Type: String},
+			Field{Name: "work_done", Type: Time, Doc: "when its command succeeded in a claim a complete-stage gate then held: the next claim waits at the gate without running it again (cleared when the item fails, dies or is done)"},
+			Field{Name: "work_result", Type: String, Doc: "the result of that run (work_done)"},
 		)}
 
 	Commitment = &Kind{Name: "commitment", Plural: "commitments", Pattern: "commitments/{agent}/{id}.md", Version: 1,

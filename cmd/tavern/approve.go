@@ -4,6 +4,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/schema"
 )
 
 func newApproveCommand() *cli.Command {
@@ -15,7 +16,9 @@ func newApproveCommand() *cli.Command {
 id, as item show takes one). Writes the decision record
 (.tavern/approvals/<id>.md: who, when, from which process and its parents),
 then marks the gate approved. The item can then be claimed or completed; a
-drone waiting at the gate goes on.
+drone waiting at the gate goes on. Approving an approved gate is a no-op
+(exit 0, "already approved"; already_decided in --json); approving a rejected
+one exits 4 (queue retry brings its item back with the gate open).
 
 Refused (exit 4) for agents: TAVERN_AGENT or TAVERN_INSTANCE set, or a parent
 process that is an agent or a spawn wrapper.
@@ -59,6 +62,10 @@ func decide(c *cli.Context, op string) error {
 	}
 	if c.Bool("json") {
 		return printJSON(c, g)
+	}
+	if g.AlreadyDecided {
+		outf(c, "%s already %s (item %s, by %s at %s)\n", g.ID, g.Status, g.Item, g.DecidedBy, schema.FormatTime(g.DecidedAt.Time))
+		return nil
 	}
 	outf(c, "%s %s (item %s)\n", g.ID, g.Status, g.Item)
 	return nil

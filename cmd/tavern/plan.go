@@ -49,7 +49,10 @@ Examples:
 				ArgsUsage: "FILE.md",
 				Description: `Copies FILE.md into .tavern/plans/NAME.md (the body byte for byte) and adds an
 item to Q for every unchecked box, children before parents. Prints the plan's
-path and the number of items. A plan that exists already exits 4; a plan whose
+path and the number of items. A plan that exists already exits 4, and so does a
+FILE.md imported already under another name (a plan file is imported once:
+the error names its plan); the plan records FILE.md as source:, relative to
+the project root (the directory holding .tavern/). A plan whose
 markers cannot be read (an (after:) naming no task, a cycle) exits 5 with
 FILE:LINE and changes nothing. FILE.md that is a directory exits 2.
 
@@ -146,7 +149,13 @@ func runPlanImport(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	rep, err := plans.Import(b, plans.ImportOptions{Name: name, Queue: c.String("queue"), Source: file, Data: data, By: by})
+	// The library records it from the project root: give it the
+	// file's whole path (the relative one is from here).
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return err
+	}
+	rep, err := plans.Import(b, plans.ImportOptions{Name: name, Queue: c.String("queue"), Source: file, File: abs, Data: data, By: by})
 	if err != nil {
 		return err
 	}

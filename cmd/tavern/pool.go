@@ -55,8 +55,11 @@ the run (went to dead/: items_dead and dead_items in --json). Dead items do
 not change the exit status unless --fail-on-dead, which exits 1 when any
 died: 'pool run ... --on-empty terminate --fail-on-dead && deploy'.
 
-Ctrl-C drains: no new drones, running ones finish. A second Ctrl-C forwards
-SIGTERM to the drones: their items are released, not failed (a drone's
+Ctrl-C drains: no new drones, running ones finish (a drone whose command
+succeeded and that waits at a human gate runs nothing: its item goes back to
+pending with its work done, the pool says how many (at_gates in --json), and
+the next run waits at the gate again without running the command). A second
+Ctrl-C forwards SIGTERM to the drones: their items are released, not failed (a drone's
 command that has not exited 10s later is killed: spawn --kill-grace). A pool
 that dies (SIGKILL, a crash) takes its drones with it as a second Ctrl-C
 would: they get SIGTERM (Linux), or see the pool's liveness lock come free
@@ -162,6 +165,9 @@ func runPoolRun(c *cli.Context) error {
 		}
 		outf(c, "pool %s: %d done, %d failed%s, %d released, %s, %s spawned (peak %d, %d crashed) in %s; utilization %.2f\n",
 			name, mt.ItemsDone, mt.ItemsFailed, dead, mt.ItemsReleased, counted(mt.Steals, "steal"), counted(mt.Spawned, "drone"), mt.PeakDrones, mt.Crashed, mt.Elapsed, mt.Utilization)
+		if mt.AtGates > 0 {
+			outf(c, "pool %s: %s left at a human gate with the work done (tavern gate ls; once approved, the next run finishes it without running the command)\n", name, counted(mt.AtGates, "item"))
+		}
 	}
 	if left := mt.Pending + mt.Claimed; mt.Paused != "" && left > 0 {
 		// A terminating pool stopped by its budget did not drain its

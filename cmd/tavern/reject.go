@@ -11,7 +11,9 @@ func newRejectCommand() *cli.Command {
 id, as item show takes one). Writes the decision record,
 marks the gate rejected and moves the item to dead/ with the reason (a drone
 waiting at the gate stops, its run failed). ` + "`tavern queue retry`" + ` brings the
-item back and re-opens the gate. Refused (exit 4) for agents, as approve.
+item back and re-opens the gate. Rejecting a rejected gate is a no-op (exit 0,
+"already rejected"; already_decided in --json); rejecting an approved one exits
+4. Refused (exit 4) for agents, as approve.
 
 Example:
    tavern reject p00-0193... --reason "wrong approach: use the existing parser"`,

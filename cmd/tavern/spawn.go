@@ -84,7 +84,10 @@ in the worktree, then the base moves by compare-and-swap. A conflict or a
 failing check fails the item with the output (retried like any failure);
 a signal before the base moves stops the check and releases the item.
 An item with a pending complete-stage gate (tavern gate) holds its wrapper
-in "waiting" until a person approves or rejects it.
+in "waiting" until a person approves or rejects it. The item records that its
+work is done (work_done) first: interrupted there, the wrapper gives it back
+with its work done, and the next spawn that claims it waits at the gate
+without running its command, then finishes (merges) once approved.
 
 Every run whose command starts appends a usage record (tavern usage); a command
 that cannot start (not found, not executable) fails the agent with the reason

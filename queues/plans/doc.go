@@ -80,7 +80,9 @@
 //     is acted on at the next of these, not at once.
 //   - A done item whose box is unticked by hand is ticked again: to redo
 //     a task, add a new box.
-//   - Import refuses an existing plan; a crash while it adds items leaves
+//   - Import refuses an existing plan, and a file a plan was imported
+//     from already (ImportedError: a plan file is imported once; source:
+//     is the file relative to the project root). A crash while it adds items leaves
 //     a plan whose next Sync adopts the items already made (by plan and
 //     title) instead of adding them twice.
 package plans

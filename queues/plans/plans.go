@@ -98,11 +98,18 @@ func Path(name string) string { return "plans/" + name + ".md" }
 
 // ImportOptions describe a plan to import.
 type ImportOptions struct {
-	Name   string // the plan's name (plans/<name>.md)
-	Queue  string // the queue its items go to; must exist
-	Source string // where it came from (recorded, informational)
-	Data   []byte // the markdown checklist (frontmatter, if any, is kept)
-	By     string // who imports (journaled)
+	Name  string // the plan's name (plans/<name>.md)
+	Queue string // the queue its items go to; must exist
+	// Source names the file it came from, as given (errors at its lines
+	// say FILE:LINE with it).
+	Source string
+	// File is the file's path: absolute, or relative to the project root
+	// (the directory holding .tavern/); "" takes Source. It is recorded
+	// as source:, relative to the project root when inside it, and a
+	// file that a plan was imported from already is refused (ImportedError).
+	File string
+	Data []byte // the markdown checklist (frontmatter, if any, is kept)
+	By   string // who imports (journaled)
 }
 
 // Import writes plans/<name>.md from a markdown checklist and makes an
@@ -111,6 +118,7 @@ type ImportOptions struct {
 // (after: ...) marker names. The body is kept byte for byte.
 func Import(b *queues.Broker, opt ImportOptions) (*Report, error) {
 	s := b.Store()
+	given := opt.Source
 	if err := schema.ValidPlainName("plan", opt.Name); err != nil {
 		return nil, err
 	}
@@ -126,15 +134,19 @@ func Import(b *queues.Broker, opt ImportOptions) (*Report, error) {
 	if _, err := s.ReadFile(rel); err == nil {
 		return nil, fmt.Errorf("%s: %w (to follow changes to its file, edit the plan and run `tavern plan sync %s`)", rel, ErrExists, opt.Name)
 	}
+	record := sourceRecord(s, cmp.Or(opt.File, opt.Source))
+	if record != "" {
+		if other := importedFrom(s, record); other != "" {
+			return nil, &ImportedError{Op: "plan import", Path: rel, Source: cmp.Or(opt.Source, record), Plan: other}
+		}
+	}
+	opt.Source = record
 	front, body := splitFront(opt.Data)
 	tasks, err := Parse(body)
 	if err != nil {
 		return nil, err
 	}
-	src := opt.Source
-	if src == "" {
-		src = rel
-	}
+	src := cmp.Or(given, rel)
 	// Lines are the file's: its own frontmatter, if any, comes first.
 	first := bytes.Count(front, []byte("\n"))
 	if err := checkTasks(src, first, tasks); err != nil {
@@ -172,6 +184,61 @@ func Import(b *queues.Broker, opt ImportOptions) (*Report, error) {
 }
 
 func lockKey(name string) string { return "plans/" + name }
+
+// sourceRecord is what a plan records as its source: file (absolute, or
+// relative to the project root) relative to the project root, with
+// slashes, when it is inside it; else absolute. "" for none.
+func sourceRecord(s *docstore.Store, file string) string {
+	if file == "" {
+		return ""
+	}
+	root := filepath.Dir(s.Root())
+	abs := file
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(root, abs)
+	}
+	abs = filepath.Clean(abs)
+	if r, err := filepath.Rel(root, abs); err == nil && r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+		return filepath.ToSlash(r)
+	}
+	return abs
+}
+
+// sourcePath is the file a plan's recorded source names: relative to the
+// project root (also a value recorded, before, relative to where import
+// ran: it names the file where it resolves from the project root).
+func sourcePath(s *docstore.Store, source string) string {
+	if filepath.IsAbs(source) {
+		return filepath.Clean(source)
+	}
+	return filepath.Join(filepath.Dir(s.Root()), filepath.FromSlash(source))
+}
+
+// importedFrom is the name of a plan imported from the file record names
+// (sourceRecord), "" when none is: the same path, or another path to the
+// same file (a link).
+func importedFrom(s *docstore.Store, record string) string {
+	docs, _ := s.List(schema.Plan) // a plan that cannot be read is sync's to report
+	want := sourcePath(s, record)
+	wantInfo, werr := os.Stat(want)
+	for _, d := range docs {
+		src := d.String("source")
+		if src == "" {
+			continue
+		}
+		have := sourcePath(s, src)
+		if have == want {
+			return d.Name
+		}
+		if werr != nil {
+			continue
+		}
+		if fi, err := os.Stat(have); err == nil && os.SameFile(fi, wantInfo) {
+			return d.Name
+		}
+	}
+	return ""
+}
 
 // splitFront separates an optional frontmatter block from a markdown file.
 func splitFront(data []byte) (front, body []byte) {

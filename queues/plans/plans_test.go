@@ -601,3 +601,50 @@ func TestSyncDropsOnlyItsOwnDependenciesOnCancelledTasks(t *testing.T) {
 		t.Errorf("%d plan.dependency_dropped events, want %d", got, want)
 	}
 }
+
+// A plan file is imported once per store: the same file under another
+// name (by its path from the project root, an absolute one, or a link) is
+// refused, naming the plan, and nothing is made. source: is the file
+// relative to the project root.
+func TestImportOncePerFile(t *testing.T) {
+	e := newEnv(t)
+	root := filepath.Dir(e.s.Root())
+	if err := os.MkdirAll(filepath.Join(root, "docs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(root, "docs", "todo.md")
+	if err := os.WriteFile(file, []byte("- [ ] A\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(file, filepath.Join(root, "todo-link.md")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plans.Import(e.b, plans.ImportOptions{Name: "todo", Queue: "work", Source: "todo.md", File: file, Data: []byte("- [ ] A\n")}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := e.s.Get(plans.Path("todo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := d.String("source"), "docs/todo.md"; got != want {
+		t.Fatalf("source: %q, want %q", got, want)
+	}
+	for name, opt := range map[string]plans.ImportOptions{
+		"root-relative": {Source: "docs/todo.md"},
+		"absolute":      {Source: "x.md", File: file},
+		"link":          {Source: "todo-link.md", File: filepath.Join(root, "todo-link.md")},
+	} {
+		opt.Name, opt.Queue, opt.Data = "other", "work", []byte("- [ ] A\n")
+		_, err := plans.Import(e.b, opt)
+		var ie *plans.ImportedError
+		if !errors.As(err, &ie) || ie.Plan != "todo" || !errors.Is(err, plans.ErrExists) {
+			t.Fatalf("%s: import of the imported file: %v, want an ImportedError naming todo", name, err)
+		}
+		if _, err := e.s.Get(plans.Path("other")); err == nil {
+			t.Fatalf("%s: a refused import wrote plans/other.md", name)
+		}
+	}
+	if n := len(e.byTitle()); n != 1 {
+		t.Fatalf("%d items, want 1", n)
+	}
+}
