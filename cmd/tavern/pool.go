@@ -59,8 +59,9 @@ Ctrl-C drains: no new drones, running ones finish (a drone whose command
 succeeded and that waits at a human gate runs nothing: its item goes back to
 pending with its work done, the pool says how many (at_gates in --json), and
 the next run waits at the gate again without running the command). A second
-Ctrl-C forwards SIGTERM to the drones: their items are released, not failed (a drone's
-command that has not exited 10s later is killed: spawn --kill-grace). A pool
+Ctrl-C forwards SIGTERM to the drones: their items are released, not failed
+(a drone's command that has not exited 10s later is killed: spawn
+--kill-grace). A pool
 that dies (SIGKILL, a crash) takes its drones with it as a second Ctrl-C
 would: they get SIGTERM (Linux), or see the pool's liveness lock come free
 within a second; a busy drone's item is released, an idle one claims nothing.
