@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues/tuples"
 	"github.com/tavernhq/tavern/schema"
 )
 
@@ -233,10 +234,28 @@ func argValues(c *cli.Context, cmd *cli.Command, i int, cur string) []string {
 		return []string{"bash", "fish", "zsh"}
 	case word == "KIND":
 		return kindNames()
-	case strings.HasPrefix(word, "REF"), word == "NAME|PATH":
+	case word == "NAME|PATH":
+		return trashNames()
+	case strings.HasPrefix(word, "REF"):
 		return refs(c, cur)
 	case strings.HasPrefix(word, "Q"):
-		return storeNames(c, "queues")
+		return queueList(c, cur)
+	case word == "NAME" && parentIs(c, cmd, "channel"):
+		return storeNames(c, "channels")
+	case word == "NAME" && parentIs(c, cmd, "token"):
+		return tokenNames()
+	case word == "NAME" && parentIs(c, cmd, "plan"):
+		return storeNames(c, "plans")
+	case word == "NAME" && parentIs(c, cmd, "budget"):
+		return storeNames(c, "budgets")
+	case word == "NAME" && parentIs(c, cmd, "pool"):
+		return storeNames(c, "pools")
+	case word == "ID" && cmd.Name == "answer":
+		return storeNames(c, "questions")
+	case word == "ID" && (cmd.Name == "approve" || cmd.Name == "reject"):
+		return storeNames(c, "gates")
+	case word == "ITEM":
+		return itemNames(c)
 	case word == "CHANNEL":
 		return channelNames(c)
 	case word == "AGENT", word == "NAME" && parentIs(c, cmd, "agent"):
@@ -317,6 +336,60 @@ func channelNames(c *cli.Context) []string {
 	out := storeNames(c, "channels") // a message directory alone is no channel
 	for _, a := range storeNames(c, "agents") {
 		out = append(out, "@"+a)
+	}
+	return dedupe(out)
+}
+
+// queueList completes a queue, or the next of a comma-separated list
+// (build,docs) with the queues not in it yet.
+func queueList(c *cli.Context, cur string) []string {
+	i := strings.LastIndex(cur, ",")
+	if i < 0 {
+		return storeNames(c, "queues")
+	}
+	prefix := cur[:i+1]
+	given := strings.Split(cur[:i], ",")
+	var out []string
+	for _, q := range storeNames(c, "queues") {
+		if !slices.Contains(given, q) {
+			out = append(out, prefix+q)
+		}
+	}
+	return out
+}
+
+// tokenNames lists the tokens that have a slot.
+func tokenNames() []string {
+	s := completionStore()
+	if s == nil {
+		return nil
+	}
+	sp, err := tuples.NewSpace(s, tuples.SpaceOptions{})
+	if err != nil {
+		return nil
+	}
+	slots, _ := sp.Slots("")
+	var out []string
+	for _, sl := range slots {
+		out = append(out, sl.Name)
+	}
+	return dedupe(out)
+}
+
+// trashNames lists the trash's entries by name and by the path each had,
+// as trash restore takes them.
+func trashNames() []string {
+	s := completionStore()
+	if s == nil {
+		return nil
+	}
+	entries, _ := s.Trash()
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name)
+		if e.Path != "" {
+			out = append(out, e.Path)
+		}
 	}
 	return dedupe(out)
 }
