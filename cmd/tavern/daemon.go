@@ -543,6 +543,6 @@ func runDaemonStatus(c *cli.Context) error {
 	}
 	outf(c, "%s (pid %d) serves %s\n", st.Who, st.PID, st.Root)
 	outf(c, "  since %s, %s, %s\n", st.Started.Format(time.RFC3339), counted(st.Docs, "document"), st.Mode)
-	outf(c, "  %d syncs, %d queries answered\n", st.Gen, st.Served)
+	outf(c, "  %s, %s answered\n", counted(int(st.Gen), "sync"), counted(int(st.Served), "query", "queries"))
 	return nil
 }
