@@ -357,7 +357,7 @@ func (ms *mcpServer) ask(_ context.Context, _ *mcp.CallToolRequest, in askIn) (*
 }
 
 type reserveIn struct {
-	Globs   []string `json:"globs" jsonschema:"e.g. src/parser/**"`
+	Globs   []string `json:"globs,omitempty" jsonschema:"e.g. src/parser/**"`
 	TTL     string   `json:"ttl,omitempty" jsonschema:"e.g. 2h (default 1h; 0: until released)"`
 	Release bool     `json:"release,omitempty" jsonschema:"release these (all if none)"`
 }

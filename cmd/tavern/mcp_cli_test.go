@@ -268,3 +268,24 @@ func TestMCPReportTakesNextsName(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPReleaseAll: reserve's release says "all if none", but its globs
+// were required by the schema, so {"release": true} was refused by the
+// SDK's validation and the agent's reservations stayed. Without globs it
+// releases them all; without globs and release it reserves nothing.
+func TestMCPReleaseAll(t *testing.T) {
+	p := newProject(t)
+	p.ok("agent", "new", "me")
+	ctx, cs, call := startMCP(t, p, "me")
+	call("reserve", map[string]any{"globs": []string{"src/a/**", "src/b/**"}})
+	if out := call("reserve", map[string]any{"release": true}); !strings.Contains(out, "released 2") {
+		t.Errorf("release all: %s", out)
+	}
+	if out := p.ok("reservations", "--json"); strings.Contains(out, "src/") {
+		t.Errorf("reservations after release all:\n%s", out)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "reserve", Arguments: map[string]any{}})
+	if err != nil || !res.IsError {
+		t.Errorf("reserve of nothing: %+v %v, want a tool error", res, err)
+	}
+}
