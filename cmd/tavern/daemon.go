@@ -353,7 +353,7 @@ func runDaemonStart(c *cli.Context) error {
 			if st, err := daemon.GetStatus(c.Context, dir, daemonTimeout()); err == nil && st.PID != cmd.Process.Pid {
 				return served(st)
 			}
-			return fmt.Errorf("daemon pid %d did not answer within %s and was stopped (see %s): %w", cmd.Process.Pid, c.Duration("wait"), keepLog(), context.DeadlineExceeded)
+			return fmt.Errorf("%w and was stopped (see %s)", timedOut(context.DeadlineExceeded, c.Duration("wait"), "daemon pid %d did not answer", cmd.Process.Pid), keepLog())
 		}
 	}
 }
