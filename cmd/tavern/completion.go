@@ -127,6 +127,7 @@ func runComplete(c *cli.Context) error {
 	if len(words) > 0 {
 		cur, words = words[len(words)-1], words[:len(words)-1]
 	}
+	completeDir = dirWord(words)
 	for _, cand := range completions(c, words, cur) {
 		if strings.HasPrefix(cand, cur) {
 			outf(c, "%s\n", cand)
@@ -297,11 +298,37 @@ func kindNames() []string {
 	return dedupe(out)
 }
 
-// completionStore opens the store of the working directory (or
-// $TAVERN_DIR) for reading names, or nil.
+// completeDir is the --dir of the command line being completed, if any.
+var completeDir string
+
+// dirWord is the value of the last --dir among words (--dir D or --dir=D).
+func dirWord(words []string) string {
+	dir := ""
+	for i, w := range words {
+		if v, ok := strings.CutPrefix(w, "--dir="); ok {
+			dir = v
+		} else if w == "--dir" && i+1 < len(words) {
+			dir = words[i+1]
+		}
+	}
+	return dir
+}
+
+// completionStore opens the store the command line names (--dir), else
+// that of the working directory (or $TAVERN_DIR), for reading names, or
+// nil.
 func completionStore() *docstore.Store {
 	dir := os.Getenv("TAVERN_DIR")
-	if dir == "" {
+	if completeDir != "" {
+		dir = completeDir
+	}
+	if dir != "" {
+		d, err := namedStoreDir(dir)
+		if err != nil {
+			return nil
+		}
+		dir = d
+	} else {
 		wd, err := os.Getwd()
 		if err != nil {
 			return nil
