@@ -379,11 +379,15 @@ var ErrNested = errors.New("a store already exists above")
 
 // NestedError names the store above the one being created.
 type NestedError struct {
-	Path  string // the .tavern directory being created
-	Above string // the .tavern directory of the enclosing project
+	Path     string // the .tavern directory being created
+	Above    string // the .tavern directory of the enclosing project
+	Worktree string // the main worktree, when Path is in a linked git worktree of it
 }
 
 func (e *NestedError) Error() string {
+	if e.Worktree != "" {
+		return fmt.Sprintf("a store already exists at %s; this is a linked git worktree of %s, and commands in it use that store", e.Above, e.Worktree)
+	}
 	return fmt.Sprintf("a store already exists at %s; commands below it use that store", e.Above)
 }
 

@@ -1055,7 +1055,9 @@ func (s *Store) Subdirs(rel string, keep func(dir string) bool) ([]string, error
 // created) lies in the project of another store: a store in a parent
 // directory, which commands run below it would otherwise use. Creating
 // one there is allowed, but only on purpose (`tavern init --nested`).
-// A dir inside another store's .tavern directory is the error Init gives
+// So is one in a linked git worktree of a project that has a store, even
+// over a copy of it checked out there (commands there use the main
+// worktree's); a store of its own elsewhere is no error. A dir inside another store's .tavern directory is the error Init gives
 // (ErrInsideStore), which no flag allows.
 func CheckNested(dir string) error {
 	abs, err := filepath.Abs(dir)
@@ -1068,12 +1070,41 @@ func CheckNested(dir string) error {
 		return pathErr("init", dir, fmt.Errorf("%w %s", ErrInsideStore, outer))
 	}
 	project := filepath.Dir(abs)
+	// In a linked git worktree every command finds the main worktree's
+	// store (Find), whatever is here: a store made here, or a committed
+	// copy checked out here, is one nothing reads.
+	if main := linkedMain(project); main != "" {
+		if m := filepath.Join(main, DirName); m != abs && isDir(m) {
+			return &NestedError{Path: abs, Above: m, Worktree: main}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(abs, ConfigFile)); err == nil {
+		return nil // init again on a store: it only adds directories
+	}
 	if parent := filepath.Dir(project); parent != project {
 		if above, err := Find(parent); err == nil && above != abs {
 			return &NestedError{Path: abs, Above: above}
 		}
 	}
 	return nil
+}
+
+// linkedMain is the main worktree of the first linked git worktree dir is
+// in (dir or a parent of it being its top), as Find walks, or "".
+func linkedMain(dir string) string {
+	for {
+		if m := mainWorktree(dir); m != "" {
+			return m
+		}
+		if isDir(filepath.Join(dir, ".git")) {
+			return "" // a main worktree, or a repository of its own
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
 }
 
 // Grep returns the documents directly in rel whose text contains needle,

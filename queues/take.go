@@ -81,11 +81,15 @@ func (d *Diagnostics) wakeAt(t time.Time) {
 type EmptyError struct {
 	Queues []string
 	Diag   *Diagnostics
+	Waited time.Duration // how long a take with Wait waited (0: it did not)
 }
 
 func (e *EmptyError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "no claimable item in %s", strings.Join(e.Queues, ", "))
+	if e.Waited > 0 {
+		fmt.Fprintf(&b, " within %s", e.Waited)
+	}
 	var why []string
 	if e.Diag != nil {
 		if e.Diag.Backoff > 0 {
@@ -103,7 +107,9 @@ func (e *EmptyError) Error() string {
 		if n := len(e.Diag.Blocked); n > 0 {
 			why = append(why, fmt.Sprintf("%d blocked by dead dependencies", n))
 		}
-		if n := len(e.Diag.Invalid); n > 0 {
+		if n := len(e.Diag.Invalid); n == 1 {
+			why = append(why, "1 invalid item file")
+		} else if n > 0 {
 			why = append(why, fmt.Sprintf("%d invalid item files", n))
 		}
 		for _, c := range e.Diag.Cycles {
@@ -176,6 +182,7 @@ func (b *Broker) Take(ctx context.Context, opt TakeOptions) (*Claim, error) {
 			h.kind, h.lock = "liveness", key
 		}
 	}
+	start := time.Now()
 	if opt.Wait > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, opt.Wait)
@@ -202,7 +209,11 @@ func (b *Broker) Take(ctx context.Context, opt TakeOptions) (*Claim, error) {
 		return c, werr
 	}
 	if ctx.Err() != nil {
-		return nil, b.withCycles(&EmptyError{Queues: opt.Queues, Diag: diag})
+		waited := opt.Wait // the deadline; an earlier cancel waited less
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			waited = time.Since(start).Round(time.Millisecond)
+		}
+		return nil, b.withCycles(&EmptyError{Queues: opt.Queues, Diag: diag, Waited: waited})
 	}
 	return nil, werr
 }

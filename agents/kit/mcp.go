@@ -234,8 +234,8 @@ func (ms *mcpServer) next(ctx context.Context, _ *mcp.CallToolRequest, in nextIn
 }
 
 type reportIn struct {
-	ID      string `json:"id"`
-	Attempt int    `json:"attempt"`
+	ID      string `json:"id" jsonschema:"as next names it (QUEUE/ID), or a unique id prefix"`
+	Attempt int    `json:"attempt,omitempty" jsonschema:"the attempt next gave (default: your claim)"`
 	Outcome string `json:"outcome" jsonschema:"done, failed or released"`
 	Text    string `json:"text,omitempty" jsonschema:"result (done) or reason (failed)"`
 }
@@ -252,6 +252,11 @@ func (ms *mcpServer) report(_ context.Context, _ *mcp.CallToolRequest, in report
 	}
 	b, err := ms.e.Broker()
 	if err != nil {
+		return nil, nil, err
+	}
+	// The names `tavern item done` takes: QUEUE/ID as next prints it, a
+	// unique prefix.
+	if in.ID, err = b.ResolveID(in.ID); err != nil {
 		return nil, nil, err
 	}
 	switch in.Outcome {
@@ -352,7 +357,7 @@ func (ms *mcpServer) ask(_ context.Context, _ *mcp.CallToolRequest, in askIn) (*
 }
 
 type reserveIn struct {
-	Globs   []string `json:"globs" jsonschema:"e.g. src/parser/**"`
+	Globs   []string `json:"globs,omitempty" jsonschema:"e.g. src/parser/**"`
 	TTL     string   `json:"ttl,omitempty" jsonschema:"e.g. 2h (default 1h; 0: until released)"`
 	Release bool     `json:"release,omitempty" jsonschema:"release these (all if none)"`
 }

@@ -342,8 +342,12 @@ func CheckChunk(d *docstore.Doc) []error {
 	// from message_count without parsing the chunk, so a stale one
 	// miscounts until it is set right.
 	if n, ok := d.Int("message_count"); ok && int(n) != len(msgs) {
+		held := fmt.Sprintf("%d messages", len(msgs))
+		if len(msgs) == 1 {
+			held = "1 message"
+		}
 		return []error{&docstore.ParseError{Path: d.Path, Line: d.KeyLine("message_count"), Col: 1,
-			Msg: fmt.Sprintf("message_count is %d, but the chunk holds %d messages (edited by hand?): inbox counts from it; set it to %d", n, len(msgs), len(msgs))}}
+			Msg: fmt.Sprintf("message_count is %d, but the chunk holds %s (edited by hand?): inbox counts from it; set it to %d", n, held, len(msgs))}}
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues/tuples"
 	"github.com/tavernhq/tavern/schema"
 )
 
@@ -126,6 +127,7 @@ func runComplete(c *cli.Context) error {
 	if len(words) > 0 {
 		cur, words = words[len(words)-1], words[:len(words)-1]
 	}
+	completeDir = dirWord(words)
 	for _, cand := range completions(c, words, cur) {
 		if strings.HasPrefix(cand, cur) {
 			outf(c, "%s\n", cand)
@@ -233,10 +235,28 @@ func argValues(c *cli.Context, cmd *cli.Command, i int, cur string) []string {
 		return []string{"bash", "fish", "zsh"}
 	case word == "KIND":
 		return kindNames()
-	case strings.HasPrefix(word, "REF"), word == "NAME|PATH":
+	case word == "NAME|PATH":
+		return trashNames()
+	case strings.HasPrefix(word, "REF"):
 		return refs(c, cur)
 	case strings.HasPrefix(word, "Q"):
-		return storeNames(c, "queues")
+		return queueList(c, cur)
+	case word == "NAME" && parentIs(c, cmd, "channel"):
+		return storeNames(c, "channels")
+	case word == "NAME" && parentIs(c, cmd, "token"):
+		return tokenNames()
+	case word == "NAME" && parentIs(c, cmd, "plan"):
+		return storeNames(c, "plans")
+	case word == "NAME" && parentIs(c, cmd, "budget"):
+		return storeNames(c, "budgets")
+	case word == "NAME" && parentIs(c, cmd, "pool"):
+		return storeNames(c, "pools")
+	case word == "ID" && cmd.Name == "answer":
+		return storeNames(c, "questions")
+	case word == "ID" && (cmd.Name == "approve" || cmd.Name == "reject"):
+		return storeNames(c, "gates")
+	case word == "ITEM":
+		return itemNames(c)
 	case word == "CHANNEL":
 		return channelNames(c)
 	case word == "AGENT", word == "NAME" && parentIs(c, cmd, "agent"):
@@ -278,11 +298,37 @@ func kindNames() []string {
 	return dedupe(out)
 }
 
-// completionStore opens the store of the working directory (or
-// $TAVERN_DIR) for reading names, or nil.
+// completeDir is the --dir of the command line being completed, if any.
+var completeDir string
+
+// dirWord is the value of the last --dir among words (--dir D or --dir=D).
+func dirWord(words []string) string {
+	dir := ""
+	for i, w := range words {
+		if v, ok := strings.CutPrefix(w, "--dir="); ok {
+			dir = v
+		} else if w == "--dir" && i+1 < len(words) {
+			dir = words[i+1]
+		}
+	}
+	return dir
+}
+
+// completionStore opens the store the command line names (--dir), else
+// that of the working directory (or $TAVERN_DIR), for reading names, or
+// nil.
 func completionStore() *docstore.Store {
 	dir := os.Getenv("TAVERN_DIR")
-	if dir == "" {
+	if completeDir != "" {
+		dir = completeDir
+	}
+	if dir != "" {
+		d, err := namedStoreDir(dir)
+		if err != nil {
+			return nil
+		}
+		dir = d
+	} else {
 		wd, err := os.Getwd()
 		if err != nil {
 			return nil
@@ -317,6 +363,60 @@ func channelNames(c *cli.Context) []string {
 	out := storeNames(c, "channels") // a message directory alone is no channel
 	for _, a := range storeNames(c, "agents") {
 		out = append(out, "@"+a)
+	}
+	return dedupe(out)
+}
+
+// queueList completes a queue, or the next of a comma-separated list
+// (build,docs) with the queues not in it yet.
+func queueList(c *cli.Context, cur string) []string {
+	i := strings.LastIndex(cur, ",")
+	if i < 0 {
+		return storeNames(c, "queues")
+	}
+	prefix := cur[:i+1]
+	given := strings.Split(cur[:i], ",")
+	var out []string
+	for _, q := range storeNames(c, "queues") {
+		if !slices.Contains(given, q) {
+			out = append(out, prefix+q)
+		}
+	}
+	return out
+}
+
+// tokenNames lists the tokens that have a slot.
+func tokenNames() []string {
+	s := completionStore()
+	if s == nil {
+		return nil
+	}
+	sp, err := tuples.NewSpace(s, tuples.SpaceOptions{})
+	if err != nil {
+		return nil
+	}
+	slots, _ := sp.Slots("")
+	var out []string
+	for _, sl := range slots {
+		out = append(out, sl.Name)
+	}
+	return dedupe(out)
+}
+
+// trashNames lists the trash's entries by name and by the path each had,
+// as trash restore takes them.
+func trashNames() []string {
+	s := completionStore()
+	if s == nil {
+		return nil
+	}
+	entries, _ := s.Trash()
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name)
+		if e.Path != "" {
+			out = append(out, e.Path)
+		}
 	}
 	return dedupe(out)
 }

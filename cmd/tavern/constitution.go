@@ -42,7 +42,10 @@ Examples:
 				Name:      "sha",
 				Usage:     "print the sha256 agents record for ROLE",
 				ArgsUsage: "ROLE",
-				Description: `Print the sha256 agents record for ROLE.
+				Description: `Print the sha256 agents record for ROLE. It hashes the instructions
+only (the constitution's markdown body): its frontmatter (description,
+updated) does not count, so setting the same text again keeps the hash and
+no agent of the role has to --accept-constitution.
 
 Examples:
    tavern constitution sha builder`,

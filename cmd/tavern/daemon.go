@@ -353,7 +353,7 @@ func runDaemonStart(c *cli.Context) error {
 			if st, err := daemon.GetStatus(c.Context, dir, daemonTimeout()); err == nil && st.PID != cmd.Process.Pid {
 				return served(st)
 			}
-			return fmt.Errorf("daemon pid %d did not answer within %s and was stopped (see %s): %w", cmd.Process.Pid, c.Duration("wait"), keepLog(), context.DeadlineExceeded)
+			return fmt.Errorf("%w and was stopped (see %s)", timedOut(context.DeadlineExceeded, c.Duration("wait"), "daemon pid %d did not answer", cmd.Process.Pid), keepLog())
 		}
 	}
 }
@@ -543,6 +543,6 @@ func runDaemonStatus(c *cli.Context) error {
 	}
 	outf(c, "%s (pid %d) serves %s\n", st.Who, st.PID, st.Root)
 	outf(c, "  since %s, %s, %s\n", st.Started.Format(time.RFC3339), counted(st.Docs, "document"), st.Mode)
-	outf(c, "  %d syncs, %d queries answered\n", st.Gen, st.Served)
+	outf(c, "  %s, %s answered\n", counted(int(st.Gen), "sync"), counted(int(st.Served), "query", "queries"))
 	return nil
 }

@@ -45,7 +45,60 @@ func resolveRef(s *docstore.Store, ref string) (string, error) {
 			return "", usageErr("%s: a document is named KIND/NAME; did you mean %s?", ref, schema.NearList(named))
 		}
 	}
+	if errors.As(err, &ke) && strings.Contains(ref, "/") {
+		// A name as ls prints it, without its kind: an item's QUEUE/ID
+		// names the item (as the item commands take it), any other the
+		// documents that have it.
+		if queue, id, _ := strings.Cut(ref, "/"); !strings.Contains(id, "/") {
+			if _, ok := queues.IDPriority(id); ok && isDirectory(s, "queues/"+queue) {
+				return s.Resolve("items/" + ref)
+			}
+		}
+		if named := docsNamedParts(s, ref); len(named) > 0 {
+			return "", usageErr("%s: a document is named KIND/NAME; did you mean %s?", ref, schema.NearList(named))
+		}
+	}
 	return rel, err
+}
+
+// isDirectory reports whether rel is a directory of the store.
+func isDirectory(s *docstore.Store, rel string) bool {
+	fi, err := statRel(s, rel)
+	return err == nil && fi.IsDir()
+}
+
+// isFile reports whether rel is a regular file of the store.
+func isFile(s *docstore.Store, rel string) bool {
+	fi, err := statRel(s, rel)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+func statRel(s *docstore.Store, rel string) (os.FileInfo, error) {
+	abs, err := s.Abs(rel)
+	if err != nil {
+		return nil, err
+	}
+	return os.Stat(abs)
+}
+
+// docsNamedParts lists the KIND/NAME references of the documents named
+// name in kinds whose names have that many parts (commitments/bob/ID).
+func docsNamedParts(s *docstore.Store, name string) []string {
+	n := strings.Count(name, "/") + 1
+	var out []string
+	for _, k := range schema.Kinds() {
+		if k.NameParts() != n {
+			continue
+		}
+		rel, err := s.Resolve(k.Plural + "/" + name) // names a path, there or not
+		if err != nil {
+			continue
+		}
+		if isFile(s, rel) {
+			out = append(out, k.Plural+"/"+name)
+		}
+	}
+	return out
 }
 
 // docsNamed lists the KIND/NAME references of the documents named name
@@ -60,10 +113,8 @@ func docsNamed(s *docstore.Store, name string) []string {
 		if err != nil {
 			continue
 		}
-		if abs, err := s.Abs(rel); err == nil {
-			if fi, err := os.Stat(abs); err == nil && fi.Mode().IsRegular() {
-				out = append(out, k.Plural+"/"+name)
-			}
+		if isFile(s, rel) {
+			out = append(out, k.Plural+"/"+name)
 		}
 	}
 	return out

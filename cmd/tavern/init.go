@@ -20,7 +20,9 @@ directory itself, except a git repository's root holding no store: that is
 the project, and init makes its .tavern/.
 Running it again on an existing store only adds missing directories. Inside
 a project that already has a store in a parent directory, init refuses
-(exit 4: commands there would use the outer store) unless --nested. Inside
+(exit 4: commands there would use the outer store) unless --nested; so it
+does in a linked git worktree of a project that has a store (commands there
+use the main worktree's), even over a copy of it checked out there. Inside
 another store's .tavern/ directory it refuses even with --nested (exit 2).
 
 Examples:
@@ -52,7 +54,7 @@ func runInit(c *cli.Context) error {
 			dir = filepath.Join(dir, docstore.DirName)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, docstore.ConfigFile)); err != nil && !c.Bool("nested") {
+	if !c.Bool("nested") {
 		if err := docstore.CheckNested(dir); err != nil {
 			return err
 		}

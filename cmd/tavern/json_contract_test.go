@@ -43,15 +43,12 @@ var noJSON = map[string]string{
 	"completion":    "prints a shell script",
 	"demo":          "a narrated run for people",
 	"demo workflow": "a narrated run for people",
-	"guard":         "a git hook: its answer is its exit status",
 	"hook":          "speaks each agent tool's own hook protocol on stdout",
 	"mcp":           "speaks JSON-RPC (the Model Context Protocol) on stdin and stdout",
 	"serve":         "serves HTTP; /api/snapshot is the `ui --json` snapshot",
-	"setup":         "writes configuration files for an agent tool",
 	"verifier":      "a daemon: with --json, one object per line per verification (event, agent, state, passed, failed) or bubbled question (event, question, to)",
 	"watch":         "a stream: with --json, one journal event per line (as `log --json`)",
 	"export":        "with --json prints the `ui --json` snapshot",
-	"prime":         "prints the agent's context for its prompt",
 }
 
 func jsonScenario() []jsonStep {
@@ -111,6 +108,10 @@ func jsonScenario() []jsonStep {
 		{args: []string{"queue", "add", "build", "--title", "ship", "--json"}, capture: map[string]string{"ITEM3": ".id"}},
 		{name: "queue ls", args: []string{"queue", "ls", "--json"}},
 		{name: "next", args: []string{"next", "--as", "alice", "--json"}},
+		{name: "prime", args: []string{"prime", "--as", "alice", "--json"}, note: "What `tavern prime` prints, as data: lists uncut. `--hook-json` prints the SessionStart envelope of the agent tools instead."},
+		{name: "setup", args: []string{"setup", "claude", "--json"}, note: "One entry per file setup wrote or left (`action`: created, updated, unchanged, removed with --remove, note)."},
+		{name: "guard", args: []string{"guard", "--as", "alice", "--json"}, note: "The staged paths checked against other agents' reservations: `conflicts` (each staged path and the reservation it hits), `skipped` (reservation files that do not parse); exit 4 when there is a conflict."},
+		{name: "setup --check", args: []string{"setup", "claude", "--check", "--json"}, note: "One entry per part installed (`status`: ok, outdated, missing, warning); exit 3 when a part is missing or outdated."},
 		{name: "queue take", args: []string{"queue", "take", "build", "--json"}, note: "The `show --json` object of the item plus id, queue, state and attempt, and what the take saw besides claimable items, as `queue ls --json` shows them: `invalid` (item files that do not parse: error, path, line, col) and `blocked` (items whose dependency is dead or missing: id, queue, path, dep, dep_state). `next --take --json` prints the same. When nothing is claimable (exit 3), the error object on stderr carries `invalid` and `blocked` too; no warning is printed as text."},
 		{args: []string{"queue", "create", "idle", "--json"}},
 		{name: "queue take: nothing to claim", args: []string{"queue", "take", "idle", "--json"}, code: 3, stderr: true, note: "The error object (exit 3), with what the take saw besides claimable items (as above)."},

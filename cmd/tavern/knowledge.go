@@ -26,9 +26,9 @@ Examples:
 		Subcommands: []*cli.Command{
 			{
 				Name: "add", Usage: "add an entry", ArgsUsage: "[TEXT...]",
-				Description: `Add an entry. Without --as the contributor is "user". A domain that has
-no entries yet and is near an existing one ("decisoin" beside "decision") is
-refused as a likely typo (exit 2); --new-domain creates it.
+				Description: `Add an entry. Without --as the contributor is $TAVERN_AGENT, else "user". A
+domain that has no entries yet and is near an existing one ("decisoin" beside
+"decision") is refused as a likely typo (exit 2); --new-domain creates it.
 
 Examples:
    tavern knowledge add --domain decision --as alice "we use postgres"

@@ -235,3 +235,57 @@ func TestMCPNextSkipped(t *testing.T) {
 		t.Errorf("next: got %s, want no item and both skipped (the broken file at 3:1, the item blocked by %s)", out, a)
 	}
 }
+
+// TestMCPReportTakesNextsName: next answers "claimed QUEUE/ID ...,
+// attempt N", and report refused that name ("invalid name ... contains a
+// path separator") and a unique id prefix, which `tavern item done`
+// takes; its attempt, which the tool's code treats as optional (the
+// agent's own claim), was required by the schema, so a client could not
+// leave it out. report takes the names the item commands take now, and
+// no attempt for the agent's own claim.
+func TestMCPReportTakesNextsName(t *testing.T) {
+	p := newProject(t)
+	p.ok("queue", "create", "build")
+	p.ok("queue", "add", "build", "--title", "one")
+	p.ok("queue", "add", "build", "--title", "two")
+	p.ok("agent", "new", "me")
+	_, _, call := startMCP(t, p, "me")
+	for _, title := range []string{"one", "two"} {
+		out := call("next", map[string]any{"take": true})
+		name, _, ok := strings.Cut(strings.TrimPrefix(out, "claimed "), " ")
+		if !strings.HasPrefix(out, "claimed build/") || !ok {
+			t.Fatalf("next take: %s", out)
+		}
+		ref := name // build/ID, as next printed it
+		if title == "two" {
+			ref = strings.TrimPrefix(name, "build/")[:26] // a unique prefix of the id
+		}
+		if got := call("report", map[string]any{"id": ref, "outcome": "done", "text": "ok " + title}); !strings.Contains(got, "done") {
+			t.Errorf("report %s: %s", ref, got)
+		}
+		if out := p.ok("show", "items/"+strings.TrimPrefix(name, "build/"), "--json"); !strings.Contains(out, "/done/") {
+			t.Errorf("item %s after report:\n%s", name, out)
+		}
+	}
+}
+
+// TestMCPReleaseAll: reserve's release says "all if none", but its globs
+// were required by the schema, so {"release": true} was refused by the
+// SDK's validation and the agent's reservations stayed. Without globs it
+// releases them all; without globs and release it reserves nothing.
+func TestMCPReleaseAll(t *testing.T) {
+	p := newProject(t)
+	p.ok("agent", "new", "me")
+	ctx, cs, call := startMCP(t, p, "me")
+	call("reserve", map[string]any{"globs": []string{"src/a/**", "src/b/**"}})
+	if out := call("reserve", map[string]any{"release": true}); !strings.Contains(out, "released 2") {
+		t.Errorf("release all: %s", out)
+	}
+	if out := p.ok("reservations", "--json"); strings.Contains(out, "src/") {
+		t.Errorf("reservations after release all:\n%s", out)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "reserve", Arguments: map[string]any{}})
+	if err != nil || !res.IsError {
+		t.Errorf("reserve of nothing: %+v %v, want a tool error", res, err)
+	}
+}

@@ -28,22 +28,28 @@ func envAgent() string { return os.Getenv("TAVERN_AGENT") }
 // itself; a project directory holding a .tavern/ is accepted too.
 func storeDir(c *cli.Context) (string, error) {
 	if d := dirOption(c); d != "" {
-		abs, err := filepath.Abs(d)
-		if err != nil {
-			return "", err
-		}
-		if _, err := os.Stat(filepath.Join(abs, docstore.ConfigFile)); err != nil {
-			if fi, err := os.Stat(filepath.Join(abs, docstore.DirName, docstore.ConfigFile)); err == nil && !fi.IsDir() {
-				return filepath.Join(abs, docstore.DirName), nil
-			}
-		}
-		return abs, nil
+		return namedStoreDir(d)
 	}
 	wd, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
 	return docstore.Find(wd)
+}
+
+// namedStoreDir is the store a --dir (or TAVERN_DIR) names: the .tavern
+// directory itself, or a project directory holding one.
+func namedStoreDir(d string) (string, error) {
+	abs, err := filepath.Abs(d)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(filepath.Join(abs, docstore.ConfigFile)); err != nil {
+		if fi, err := os.Stat(filepath.Join(abs, docstore.DirName, docstore.ConfigFile)); err == nil && !fi.IsDir() {
+			return filepath.Join(abs, docstore.DirName), nil
+		}
+	}
+	return abs, nil
 }
 
 // dirOption is the --dir value: given after the command, else before it

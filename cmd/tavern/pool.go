@@ -130,7 +130,11 @@ func runPoolRun(c *cli.Context) error {
 			return err
 		}
 	}
-	if err := commandFound(command[0]); err != nil {
+	dir := m.ProjectDir() // where drones run, and resolve a relative path
+	if c.Bool("worktree") {
+		dir = "" // the item's worktree, which does not exist yet
+	}
+	if err := commandFound(command[0], dir); err != nil {
 		return err
 	}
 	if c.Bool("worktree") {
@@ -194,11 +198,17 @@ func runPoolRun(c *cli.Context) error {
 // commandFound refuses a pool whose command cannot be found before any
 // drone starts: each drone would fail to start it and be replaced, a
 // crash loop that only fills the journal (exit 3, as spawn's). A path
-// relative to a directory (./build-one.sh) is the drone's to resolve: in
-// --worktree mode it names a file of the item's worktree, which does not
-// exist yet.
-func commandFound(prog string) error {
+// relative to a directory (./build-one.sh) is resolved in dir, where the
+// drones run; in --worktree mode (dir "") it names a file of the item's
+// worktree, which does not exist yet, and is the drone's to resolve.
+func commandFound(prog, dir string) error {
 	if strings.Contains(prog, "/") && !filepath.IsAbs(prog) {
+		if dir == "" {
+			return nil
+		}
+		if _, err := os.Stat(filepath.Join(dir, prog)); errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("pool run: %s: no such file in %s, where the drones run: %w", prog, dir, fs.ErrNotExist)
+		}
 		return nil
 	}
 	if _, err := exec.LookPath(prog); err != nil {

@@ -709,12 +709,14 @@ func TestSpawnInterruptedAtGate(t *testing.T) {
 
 // A pool whose command cannot be found is refused before any drone
 // starts (exit 3): each drone would fail to start it, release its item
-// and be replaced at once, forever.
+// and be replaced at once, forever. A path relative to the project
+// directory, where drones run (./nosuch.sh), was not checked: the pool
+// crash-looped for ever.
 func TestPoolCommandNotFound(t *testing.T) {
 	p := newProject(t)
 	p.ok("queue", "create", "q")
 	p.ok("queue", "add", "q", "--title", "x")
-	for _, prog := range []string{"tavern-no-such-command", "/nonexistent/cmd"} {
+	for _, prog := range []string{"tavern-no-such-command", "/nonexistent/cmd", "./nosuch.sh", "bin/nosuch"} {
 		// Bounded: the pool this refuses used to run forever.
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		cmd := p.cmd(ctx, tavernBin(t), "pool", "run", "p", "--queue", "q", "--max", "2", "--quiet", "--", prog)

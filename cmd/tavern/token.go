@@ -183,6 +183,10 @@ func runTokenAcquire(c *cli.Context) error {
 			ctx, cancel := context.WithTimeout(c.Context, wait)
 			defer cancel()
 			tok, err := sp.Acquire(ctx, name, opt)
+			if errors.Is(err, tuples.ErrTokenBusy) && ctx.Err() != nil {
+				// The wait ran out on a busy token: say so, with why.
+				return nil, fmt.Errorf("%w: %v", timedOut(context.DeadlineExceeded, wait, "no slot of token %s came free", name), err)
+			}
 			return tok, timedOut(err, wait, "no slot of token %s came free", name)
 		}
 		return sp.TryAcquire(name, opt)

@@ -516,7 +516,7 @@ func (sp *Space) holdFor(op, as, instance string, ttl time.Duration) (holder, er
 			h.instance = cur // the live instance the hold is tied to
 		}
 	case ttl == 0:
-		return h, fmt.Errorf("%w: %s (lock %s is free); run it under `tavern spawn` or give a --ttl", ErrHolderNotAlive, as, key)
+		return h, fmt.Errorf("%w: %s (lock %s is free); run it under `tavern spawn`, or give a --ttl above 0 (a TTL of 0 holds only while the agent's spawn lives)", ErrHolderNotAlive, as, key)
 	default:
 		h.hold = HoldLease
 	}
