@@ -76,6 +76,13 @@ func ParseConfig(cc queues.CoordConfig) (Config, error) {
 	}
 	if env := os.Getenv("TAVERN_ETCD_ENDPOINTS"); env != "" {
 		cfg.Endpoints = splitList(env)
+		// tavern.md's endpoints are checked when it is read; the
+		// variable's only here (a typo would wait for a connection).
+		for _, e := range cfg.Endpoints {
+			if msg := schema.CheckEndpoint(e); msg != "" {
+				return cfg, bad("endpoints", "$TAVERN_ETCD_ENDPOINTS: "+msg)
+			}
+		}
 	}
 	if len(cfg.Endpoints) == 0 {
 		return cfg, bad("endpoints", "missing (tavern.md etcd: endpoints: [host:port], or $TAVERN_ETCD_ENDPOINTS)")
