@@ -77,3 +77,39 @@ func (w *watchProc) waitEvent(what string, pred func(journal.Event) bool) {
 		}
 	}
 }
+
+// The documents `tavern sync --clone` brings are journaled by the clone
+// as arrivals from the machine that last changed each (external, via
+// clone), as a round journals what it applies. They were journaled by
+// nobody: the clone's first watcher (watch, pool run, serve) took every
+// document of the store for a hand edit, journaling an external
+// doc.created naming no machine for each, which its next round pushed
+// to every machine.
+func TestCloneNotTakenForHandEdits(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	remote := filepath.Join(t.TempDir(), "remote.git")
+	if out, err := exec.Command("git", "init", "-q", "--bare", remote).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v: %s", err, out)
+	}
+	a := newProject(t)
+	a.env = append(a.env, "TAVERN_MACHINE=alpha", "TAVERN_SYNC_REMOTE="+remote)
+	a.ok("new", "agent", "ann")
+	a.ok("sync")
+	b := &project{t: t, dir: t.TempDir(), env: []string{"TAVERN_MACHINE=beta"}}
+	b.ok("sync", "--clone", remote)
+	b.ok("set", "tavern.md", "external_grace="+journalGrace, "settle="+journalSettle)
+
+	watchJSON(t, b)
+	var got []journal.Event
+	for _, e := range fence(t, b) {
+		if e.Path == "agents/ann.md" {
+			got = append(got, e)
+		}
+	}
+	if len(got) != 1 || got[0].Data["machine"] != "alpha" || got[0].Data["op"] != journal.TypeCreated {
+		t.Errorf("externals of agents/ann.md in the clone: want one doc.created from alpha, got:\n%s", describeEvents(got))
+	}
+}

@@ -690,6 +690,10 @@ func (sy *Syncer) mergePending(pend, work, head map[string]entry, headID string)
 // attribution names, for each path changed in from..to, the machine of
 // the newest commit that changed it (commits are authored by machine).
 func (sy *Syncer) attribution(from, to string) map[string]string {
+	return sy.repo.attribution(from, to)
+}
+
+func (r *repo) attribution(from, to string) map[string]string {
 	out := map[string]string{}
 	if to == "" || from == to {
 		return out
@@ -698,7 +702,7 @@ func (sy *Syncer) attribution(from, to string) map[string]string {
 	if from != "" {
 		rng = from + ".." + to
 	}
-	b, err := sy.repo.git(nil, "log", "--no-renames", "--format=@@%an", "--name-only", rng)
+	b, err := r.git(nil, "log", "--no-renames", "--format=@@%an", "--name-only", rng)
 	if err != nil {
 		return out
 	}
@@ -1323,6 +1327,7 @@ func Clone(dir, remote, ref string) (*docstore.Store, error) {
 	if err := ensureLayout(tmp, files); err != nil {
 		return fail(err)
 	}
+	arrived := cloneArrivals(r, R, files, data)
 	if err := os.Rename(tmp, dir); err != nil {
 		return fail(err)
 	}
@@ -1344,7 +1349,44 @@ func Clone(dir, remote, ref string) (*docstore.Store, error) {
 			os.Remove(own)
 		}
 	}
+	// What the clone brought is journaled as a round journals what it
+	// applies: otherwise the clone's first watcher would take every
+	// document for a hand edit (and its next round push that to every
+	// machine). A failure here loses only those records: the store is
+	// in place, so it is not the clone's failure.
+	if len(arrived) > 0 {
+		if j, err := journal.Open(s.Root(), journal.Options{}); err == nil {
+			if h, err := journal.LoadHeads(s.Root()); err == nil {
+				_, _ = j.AppendIf(h, arrived, func(*journal.Event) bool { return true })
+			}
+			j.Close()
+		}
+	}
 	return s, nil
+}
+
+// cloneArrivals are the external events (via clone) of the documents a
+// clone of R writes: each from the machine that last changed it.
+func cloneArrivals(r *repo, R string, files map[string]entry, data map[string][]byte) []journal.Event {
+	origin := r.attribution("", R)
+	var out []journal.Event
+	for p, e := range files {
+		if private(p) || strings.HasPrefix(p, docstore.JournalDir+"/") || !strings.HasSuffix(p, ".md") {
+			continue
+		}
+		kind := ""
+		if k, _, err := schema.NameOfPath(p); err == nil && k != nil {
+			kind = k.Name
+		}
+		m := origin[p]
+		if m == "" {
+			m = "remote"
+		}
+		out = append(out, journal.Event{Type: journal.TypeExternal, Kind: kind, Path: p, Rev: docstore.Revision(data[e.oid]),
+			Data: map[string]any{"op": journal.TypeCreated, "machine": m, "via": "clone"}})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
 }
 
 // trackedByProject warns when the project's git tracks files of the
