@@ -348,6 +348,9 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 	defer func() { rep.Duration = time.Since(start) }()
 	st := sy.loadState()
 	if st.Machine != "" && st.Machine != sy.machine {
+		if err := sy.checkRename(st.Machine); err != nil {
+			return nil, err
+		}
 		if err := sy.renameJournal(st.Machine, st.Head); err != nil {
 			return nil, err
 		}
@@ -1401,6 +1404,54 @@ func (sy *Syncer) trackedByProject() string {
 	}
 	return fmt.Sprintf("%s is tracked by the project's git: a git checkout rewrites documents the sync owns, and the next round pushes that to every machine; "+
 		"take it out with `git rm -r --cached %s` and add %s/ to the project's .gitignore", root, filepath.Base(root), filepath.Base(root))
+}
+
+// checkRename refuses, before the clone is renamed from old, a round
+// under a name another clone syncs as: the remote's journal of that name
+// holds what this clone's copy of it does not (the test checkOwnJournal
+// makes later in the round, too late: by then the refused round had
+// made the name the clone's and handed its journal to old). An
+// unreachable remote checks nothing here; checkOwnJournal still does.
+func (sy *Syncer) checkRename(old string) error {
+	const ref = "refs/tavern/remote"
+	if err := sy.repo.clearStaleLocks(ref); err != nil {
+		return err
+	}
+	missing, err := sy.repo.fetch(context.Background(), sy.remote, "+"+sy.ref+":"+ref)
+	if err != nil || missing {
+		return nil
+	}
+	files, err := sy.repo.readTree(sy.repo.revParse(ref))
+	if err != nil {
+		return err
+	}
+	prefix := docstore.JournalDir + "/" + sy.machine + "/"
+	var paths, oids []string
+	for p, e := range files {
+		if strings.HasPrefix(p, prefix) {
+			paths = append(paths, p)
+			oids = append(oids, e.oid)
+		}
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	data, err := sy.repo.blobs(dedup(oids))
+	if err != nil {
+		return err
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		local, err := os.ReadFile(filepath.Join(sy.s.Root(), filepath.FromSlash(p)))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if !bytes.HasPrefix(local, data[files[p].oid]) {
+			return &SyncError{Op: "sync", Path: p, Err: fmt.Errorf("%w: another clone syncs as machine %q and has journaled there what this clone has not seen: "+
+				"this clone keeps its name %q (give it a name of its own with TAVERN_MACHINE); nothing changed", ErrSameMachine, sy.machine, old)}
+		}
+	}
+	return nil
 }
 
 // renameJournal is the round's first step when this clone synced as old
