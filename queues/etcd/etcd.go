@@ -473,7 +473,10 @@ func (e *Engine) Claim(parent context.Context, key string, req queues.ClaimReque
 		clientv3.Compare(clientv3.CreateRevision(e.doneKey(key)), "=", 0),
 	).Then(
 		clientv3.OpPut(e.claimKey(key), string(cv), clientv3.WithLease(lease)),
-		clientv3.OpPut(e.metaKey(key), ""),
+		// The counter's value names the claiming machine: a release
+		// deletes the claim key, and a slot released there is still
+		// "released on MACHINE" until its file syncs here.
+		clientv3.OpPut(e.metaKey(key), e.machine),
 		clientv3.OpGet(e.metaKey(key)),
 		clientv3.OpGet(e.backKey(key)),
 	).Else(
@@ -760,6 +763,7 @@ func (e *Engine) State(parent context.Context, key string) (queues.ClaimState, e
 		// Not held: the fence of the last claim is the claims counter's
 		// revision (it is put in the claim's transaction, and only there).
 		st.Fence = meta.Kvs[0].ModRevision
+		st.Machine = string(meta.Kvs[0].Value) // the last claim's ("" before it was recorded)
 	}
 	if len(claim.Kvs) > 0 {
 		var v claimVal
