@@ -185,7 +185,7 @@ type ClaimState struct {
 	// (0: none known; the git engine's cached view may lag behind).
 	Fence      int64
 	Holder     string
-	Machine    string
+	Machine    string    // the holder's, the finisher's, or else the last claim's
 	LeaseUntil time.Time // when known (git: the claim's own lease_until)
 	Finished   string    // "done" or "dead" once finished
 	FinishedBy int64     // the fence that finished it

@@ -85,6 +85,11 @@ func checkEndpoints(n *yaml.Node) string {
 	return ""
 }
 
+// CheckEndpoint says what is wrong with an etcd endpoint, "" if nothing:
+// the rule tavern.md's etcd.endpoints follows, for the endpoints that
+// come from elsewhere ($TAVERN_ETCD_ENDPOINTS).
+func CheckEndpoint(e string) string { return checkEndpoint(e) }
+
 func checkEndpoint(e string) string {
 	if strings.HasPrefix(e, "unix:") || strings.HasPrefix(e, "unixs:") {
 		return "" // a socket: unix:path, unix:///abs/path

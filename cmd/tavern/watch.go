@@ -21,7 +21,9 @@ invalid with path:line:col) and every event other processes journal
 (item.claimed, agent.spawned...), until interrupted. Changes no tavern
 command made (hand edits, git checkout) are also journaled as "external";
 each is printed once, as the change (an "external" line only for a change
-not printed as one, e.g. with --type external).
+not printed as one, e.g. with --type external), except a change another
+machine made, which tavern sync brought: its "external" line follows,
+naming that machine.
 A line "watch.missed" means output could not keep up and N events were
 dropped: re-run ls or log to resync. --poll forces polling (network
 filesystems are detected and polled automatically, and a store too big for
@@ -155,7 +157,8 @@ func runWatch(c *cli.Context) error {
 // entry this process journals for it after the grace period would print
 // it a second time. An external entry is printed only when the change it
 // records was not (a --type filter that keeps external, a change seen
-// before watch started, or another process's change it journaled).
+// before watch started, or another process's change it journaled), or
+// when it names the machine a sync brought the change from.
 type onceEach struct {
 	printed map[string]bool // "path type rev" of changes printed, until their external
 }
@@ -172,7 +175,14 @@ func (o *onceEach) first(e journal.Event) bool {
 		o.printed[e.Path+" "+e.Type+" "+e.Rev] = true
 	case journal.TypeExternal:
 		op, _ := e.Data["op"].(string)
-		if k := e.Path + " " + op + " " + e.Rev; o.printed[k] {
+		k := e.Path + " " + op + " " + e.Rev
+		if m, _ := e.Data["machine"].(string); m != "" {
+			// A change that came through a sync: the watcher's line
+			// cannot say from which machine, this one does.
+			delete(o.printed, k)
+			return true
+		}
+		if o.printed[k] {
 			delete(o.printed, k)
 			return false
 		}

@@ -76,6 +76,13 @@ func ParseConfig(cc queues.CoordConfig) (Config, error) {
 	}
 	if env := os.Getenv("TAVERN_ETCD_ENDPOINTS"); env != "" {
 		cfg.Endpoints = splitList(env)
+		// tavern.md's endpoints are checked when it is read; the
+		// variable's only here (a typo would wait for a connection).
+		for _, e := range cfg.Endpoints {
+			if msg := schema.CheckEndpoint(e); msg != "" {
+				return cfg, bad("endpoints", "$TAVERN_ETCD_ENDPOINTS: "+msg)
+			}
+		}
 	}
 	if len(cfg.Endpoints) == 0 {
 		return cfg, bad("endpoints", "missing (tavern.md etcd: endpoints: [host:port], or $TAVERN_ETCD_ENDPOINTS)")
@@ -466,7 +473,10 @@ func (e *Engine) Claim(parent context.Context, key string, req queues.ClaimReque
 		clientv3.Compare(clientv3.CreateRevision(e.doneKey(key)), "=", 0),
 	).Then(
 		clientv3.OpPut(e.claimKey(key), string(cv), clientv3.WithLease(lease)),
-		clientv3.OpPut(e.metaKey(key), ""),
+		// The counter's value names the claiming machine: a release
+		// deletes the claim key, and a slot released there is still
+		// "released on MACHINE" until its file syncs here.
+		clientv3.OpPut(e.metaKey(key), e.machine),
 		clientv3.OpGet(e.metaKey(key)),
 		clientv3.OpGet(e.backKey(key)),
 	).Else(
@@ -753,6 +763,7 @@ func (e *Engine) State(parent context.Context, key string) (queues.ClaimState, e
 		// Not held: the fence of the last claim is the claims counter's
 		// revision (it is put in the claim's transaction, and only there).
 		st.Fence = meta.Kvs[0].ModRevision
+		st.Machine = string(meta.Kvs[0].Value) // the last claim's ("" before it was recorded)
 	}
 	if len(claim.Kvs) > 0 {
 		var v claimVal

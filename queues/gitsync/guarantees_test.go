@@ -181,6 +181,7 @@ func TestRemoteRejectingPushes(t *testing.T) {
 	newAgent(t, a, "ann")
 	syncOnce(t, a)
 	b := clone(t, root, "beta", url)
+	syncOnce(t, b) // pushes its journal of the clone, before the hook
 	hook := filepath.Join(srv.Base, "p.git", "hooks", "pre-receive")
 	if err := os.WriteFile(hook, []byte("#!/bin/sh\necho 'refs/tavern/* are protected' >&2\nexit 1\n"), 0o755); err != nil {
 		t.Fatal(err)

@@ -348,6 +348,9 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 	defer func() { rep.Duration = time.Since(start) }()
 	st := sy.loadState()
 	if st.Machine != "" && st.Machine != sy.machine {
+		if err := sy.checkRename(st.Machine); err != nil {
+			return nil, err
+		}
 		if err := sy.renameJournal(st.Machine, st.Head); err != nil {
 			return nil, err
 		}
@@ -690,6 +693,10 @@ func (sy *Syncer) mergePending(pend, work, head map[string]entry, headID string)
 // attribution names, for each path changed in from..to, the machine of
 // the newest commit that changed it (commits are authored by machine).
 func (sy *Syncer) attribution(from, to string) map[string]string {
+	return sy.repo.attribution(from, to)
+}
+
+func (r *repo) attribution(from, to string) map[string]string {
 	out := map[string]string{}
 	if to == "" || from == to {
 		return out
@@ -698,7 +705,7 @@ func (sy *Syncer) attribution(from, to string) map[string]string {
 	if from != "" {
 		rng = from + ".." + to
 	}
-	b, err := sy.repo.git(nil, "log", "--no-renames", "--format=@@%an", "--name-only", rng)
+	b, err := r.git(nil, "log", "--no-renames", "--format=@@%an", "--name-only", rng)
 	if err != nil {
 		return out
 	}
@@ -1323,6 +1330,7 @@ func Clone(dir, remote, ref string) (*docstore.Store, error) {
 	if err := ensureLayout(tmp, files); err != nil {
 		return fail(err)
 	}
+	arrived := cloneArrivals(r, R, files, data)
 	if err := os.Rename(tmp, dir); err != nil {
 		return fail(err)
 	}
@@ -1344,7 +1352,44 @@ func Clone(dir, remote, ref string) (*docstore.Store, error) {
 			os.Remove(own)
 		}
 	}
+	// What the clone brought is journaled as a round journals what it
+	// applies: otherwise the clone's first watcher would take every
+	// document for a hand edit (and its next round push that to every
+	// machine). A failure here loses only those records: the store is
+	// in place, so it is not the clone's failure.
+	if len(arrived) > 0 {
+		if j, err := journal.Open(s.Root(), journal.Options{}); err == nil {
+			if h, err := journal.LoadHeads(s.Root()); err == nil {
+				_, _ = j.AppendIf(h, arrived, func(*journal.Event) bool { return true })
+			}
+			j.Close()
+		}
+	}
 	return s, nil
+}
+
+// cloneArrivals are the external events (via clone) of the documents a
+// clone of R writes: each from the machine that last changed it.
+func cloneArrivals(r *repo, R string, files map[string]entry, data map[string][]byte) []journal.Event {
+	origin := r.attribution("", R)
+	var out []journal.Event
+	for p, e := range files {
+		if private(p) || strings.HasPrefix(p, docstore.JournalDir+"/") || !strings.HasSuffix(p, ".md") {
+			continue
+		}
+		kind := ""
+		if k, _, err := schema.NameOfPath(p); err == nil && k != nil {
+			kind = k.Name
+		}
+		m := origin[p]
+		if m == "" {
+			m = "remote"
+		}
+		out = append(out, journal.Event{Type: journal.TypeExternal, Kind: kind, Path: p, Rev: docstore.Revision(data[e.oid]),
+			Data: map[string]any{"op": journal.TypeCreated, "machine": m, "via": "clone"}})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
 }
 
 // trackedByProject warns when the project's git tracks files of the
@@ -1359,6 +1404,54 @@ func (sy *Syncer) trackedByProject() string {
 	}
 	return fmt.Sprintf("%s is tracked by the project's git: a git checkout rewrites documents the sync owns, and the next round pushes that to every machine; "+
 		"take it out with `git rm -r --cached %s` and add %s/ to the project's .gitignore", root, filepath.Base(root), filepath.Base(root))
+}
+
+// checkRename refuses, before the clone is renamed from old, a round
+// under a name another clone syncs as: the remote's journal of that name
+// holds what this clone's copy of it does not (the test checkOwnJournal
+// makes later in the round, too late: by then the refused round had
+// made the name the clone's and handed its journal to old). An
+// unreachable remote checks nothing here; checkOwnJournal still does.
+func (sy *Syncer) checkRename(old string) error {
+	const ref = "refs/tavern/remote"
+	if err := sy.repo.clearStaleLocks(ref); err != nil {
+		return err
+	}
+	missing, err := sy.repo.fetch(context.Background(), sy.remote, "+"+sy.ref+":"+ref)
+	if err != nil || missing {
+		return nil
+	}
+	files, err := sy.repo.readTree(sy.repo.revParse(ref))
+	if err != nil {
+		return err
+	}
+	prefix := docstore.JournalDir + "/" + sy.machine + "/"
+	var paths, oids []string
+	for p, e := range files {
+		if strings.HasPrefix(p, prefix) {
+			paths = append(paths, p)
+			oids = append(oids, e.oid)
+		}
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	data, err := sy.repo.blobs(dedup(oids))
+	if err != nil {
+		return err
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		local, err := os.ReadFile(filepath.Join(sy.s.Root(), filepath.FromSlash(p)))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if !bytes.HasPrefix(local, data[files[p].oid]) {
+			return &SyncError{Op: "sync", Path: p, Err: fmt.Errorf("%w: another clone syncs as machine %q and has journaled there what this clone has not seen: "+
+				"this clone keeps its name %q (give it a name of its own with TAVERN_MACHINE); nothing changed", ErrSameMachine, sy.machine, old)}
+		}
+	}
+	return nil
 }
 
 // renameJournal is the round's first step when this clone synced as old

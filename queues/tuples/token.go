@@ -159,15 +159,28 @@ func (sp *Space) InitTokenWith(name string, count int, opt InitTokenOptions) (in
 	if err != nil {
 		return 0, err
 	}
-	total := len(free) + len(held)
+	// A slot is its number: two machines that made the token before
+	// syncing leave two copies of each number, one slot on the engine.
+	// Counted by file, an init with the same count "dropped" the copies
+	// and retired their numbers, leaving slots listed free that no
+	// acquire could take.
 	var maxSlot int64 = -1
 	local := map[int64]bool{}
-	for _, d := range append(append([]*docstore.Doc{}, free...), held...) {
-		if n, ok := d.Int("slot"); ok {
-			local[n] = true
-			maxSlot = max(maxSlot, n)
+	heldNum := map[int64]bool{}
+	unnumbered := 0
+	for i, d := range append(append([]*docstore.Doc{}, free...), held...) {
+		n, ok := d.Int("slot")
+		if !ok {
+			unnumbered++
+			continue
+		}
+		local[n] = true
+		maxSlot = max(maxSlot, n)
+		if i >= len(free) {
+			heldNum[n] = true
 		}
 	}
+	total := len(local) + unnumbered
 	// Several machines: a slot held elsewhere has no file here (coord.go);
 	// making it again would be a second copy of its number.
 	elsewhere := 0
@@ -190,6 +203,31 @@ func (sp *Space) InitTokenWith(name string, count int, opt InitTokenOptions) (in
 		maxSlot = max(maxSlot, t.Slot)
 	}
 	total += len(transit)
+	// What a smaller count can drop: each free slot number with all its
+	// copies (none held, here or on the engine), highest first so
+	// numbering stays compact.
+	type unit struct {
+		slot int64 // -1: a slot file without a number
+		docs []*docstore.Doc
+	}
+	var units []unit
+	byNum := map[int64]int{}
+	for _, d := range free {
+		n, ok := d.Int("slot")
+		switch {
+		case !ok:
+			units = append(units, unit{slot: -1, docs: []*docstore.Doc{d}})
+		case heldNum[n] || eng[slotRef{name, n}].Held:
+		default:
+			if i, seen := byNum[n]; seen {
+				units[i].docs = append(units[i].docs, d)
+				continue
+			}
+			byNum[n] = len(units)
+			units = append(units, unit{slot: n, docs: []*docstore.Doc{d}})
+		}
+	}
+	sort.SliceStable(units, func(i, j int) bool { return units[i].slot > units[j].slot })
 	if count == 0 && total == 0 {
 		// Zero retires the free slots of a token; of one that has none it
 		// would do nothing and say it did: a typo, or a token not made yet.
@@ -215,11 +253,11 @@ func (sp *Space) InitTokenWith(name string, count int, opt InitTokenOptions) (in
 		}
 	case count < total:
 		drop := total - count
-		if drop > len(free) && drop <= len(free)+len(transit) {
+		if drop > len(units) && drop <= len(units)+len(transit) {
 			// Free, but not here to drop: it is on its way.
 			return 0, &transit[0]
 		}
-		if drop > len(free) {
+		if drop > len(units) {
 			on := ""
 			switch {
 			case len(machines) > 0:
@@ -228,23 +266,28 @@ func (sp *Space) InitTokenWith(name string, count int, opt InitTokenOptions) (in
 			case elsewhere > 0:
 				on = fmt.Sprintf(" (%d on other machines)", elsewhere)
 			}
-			return 0, fmt.Errorf("%w: slots of %s: %d, %d held%s; release some first", ErrTokenCount, name, total, len(held)+elsewhere, on)
+			return 0, fmt.Errorf("%w: slots of %s: %d, %d held%s; release some first", ErrTokenCount, name, total, total-len(units)-len(transit), on)
 		}
-		// Drop the highest slots first so numbering stays compact.
-		sort.Slice(free, func(i, j int) bool { a, _ := free[i].Int("slot"); b, _ := free[j].Int("slot"); return a > b })
 		removed := 0
-		for _, d := range free {
+		for _, u := range units {
 			if removed == drop {
 				break
 			}
-			ok, err := sp.discard(TokenType, d.String("id"), nil)
-			if err != nil {
-				return -removed, err
+			all := true
+			for _, d := range u.docs {
+				ok, err := sp.discard(TokenType, d.String("id"), nil)
+				if err != nil {
+					return -removed, err
+				}
+				all = all && ok
 			}
-			if ok {
-				removed++
-				slot, _ := d.Int("slot")
-				sp.coordRetire(name, slot)
+			if !all {
+				// A copy was acquired meanwhile: the number lives on.
+				continue
+			}
+			removed++
+			if u.slot >= 0 {
+				sp.coordRetire(name, u.slot)
 			}
 		}
 		if removed < drop {

@@ -159,3 +159,26 @@ func TestMultiTokenHeldElsewhere(t *testing.T) {
 		})
 	}
 }
+
+// A slot released on another machine whose file has not synced here yet
+// is named with that machine (README: "slot N was released on MACHINE"),
+// by either engine. Under etcd it said "on another machine": the release
+// deletes the claim key, and the machine went with it.
+func TestMultiTokenReleasedOnMachine(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"etcd", "git"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			c, a, b := heldToken(t, mode)
+			c.ok(a, "token", "release", "gpu", "--as", "ann")
+			nameA, _ := os.ReadFile(filepath.Join(a.store(), ".machine"))
+			want := "slot 0 was released on " + strings.TrimSpace(string(nameA)) + " and has not synced here yet"
+			for _, args := range [][]string{{"token", "acquire", "gpu", "--as", "bea"}, {"token", "ls", "gpu"}} {
+				r := b.run(t, "", nil, args...)
+				if r.code != 3 || !strings.Contains(r.err, want) {
+					t.Errorf("tavern %s on the other machine: want exit 3 and %q: %s", strings.Join(args, " "), want, r)
+				}
+			}
+		})
+	}
+}
