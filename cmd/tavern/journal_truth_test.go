@@ -1031,3 +1031,36 @@ func TestWatchShowsHandEditOnce(t *testing.T) {
 	w.mu.Unlock()
 	checkTally(t, "stream", docEvents(all, rel), want)
 }
+
+// TestWatchShowsRevertedEditsOnce: a field toggled back and forth by hand
+// (vim saves, git checkout back and forth) brings the same revision back
+// several times. Each change is one line of the stream: the external
+// entries the watch journals for them are not printed again, however
+// many times a revision recurs before its entry arrives. The grace is
+// long enough that all four changes are printed before the first
+// external entry is journaled.
+func TestWatchShowsRevertedEditsOnce(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	p.ok("set", "tavern.md", "external_grace=4s", "settle="+journalSettle)
+	p.env = append(p.env, "TAVERN_DAEMON=off")
+	p.ok("agent", "new", "marker")
+	w := watchJSON(t, p)
+	base := len(fence(t, p))
+	rel := "agents/dan.md"
+	writeAtomic(t, p.path(rel), agentText("dan", "idle"))
+	w.waitStream("create", 1, func(e journal.Event) bool { return e.Path == rel })
+	for i, state := range []string{"working", "idle", "working", "idle"} {
+		writeAtomic(t, p.path(rel), agentText("dan", state))
+		w.waitStream("update "+state, i+1, func(e journal.Event) bool { return e.Path == rel && e.Type == journal.TypeUpdated })
+	}
+	ext := since(fence(t, p), base)
+	want := map[string]int{rel + " doc.created <nil>": 1, rel + " doc.updated [state]": 4}
+	checkTally(t, "journal", ext, want)
+	p.ok("set", "agents/marker", "note=caught-up")
+	w.waitStream("the marker", 1, func(e journal.Event) bool { return e.Path == "agents/marker.md" && e.Type == journal.TypeUpdated })
+	w.mu.Lock()
+	all := slices.Clone(w.events) // externals included, unlike streamed
+	w.mu.Unlock()
+	checkTally(t, "stream", docEvents(all, rel), want)
+}

@@ -157,7 +157,10 @@ func runWatch(c *cli.Context) error {
 // records was not (a --type filter that keeps external, a change seen
 // before watch started, or another process's change it journaled).
 type onceEach struct {
-	printed map[string]bool // "path type rev" of changes printed, until their external
+	// "path type rev" of changes printed, until their externals: a
+	// count, since a revision toggled back and forth is printed (and
+	// journaled) once per change.
+	printed map[string]int
 }
 
 // first reports whether e is to be printed.
@@ -167,13 +170,15 @@ func (o *onceEach) first(e journal.Event) bool {
 		if o.printed == nil || len(o.printed) > 1<<14 {
 			// Engine writes are never followed by an external entry: a
 			// bound on what waits for one.
-			o.printed = map[string]bool{}
+			o.printed = map[string]int{}
 		}
-		o.printed[e.Path+" "+e.Type+" "+e.Rev] = true
+		o.printed[e.Path+" "+e.Type+" "+e.Rev]++
 	case journal.TypeExternal:
 		op, _ := e.Data["op"].(string)
-		if k := e.Path + " " + op + " " + e.Rev; o.printed[k] {
-			delete(o.printed, k)
+		if k := e.Path + " " + op + " " + e.Rev; o.printed[k] > 0 {
+			if o.printed[k]--; o.printed[k] == 0 {
+				delete(o.printed, k)
+			}
 			return false
 		}
 	}
