@@ -46,7 +46,7 @@ var noJSON = map[string]string{
 	"guard":         "a git hook: its answer is its exit status",
 	"hook":          "speaks each agent tool's own hook protocol on stdout",
 	"mcp":           "speaks JSON-RPC (the Model Context Protocol) on stdin and stdout",
-	"serve":         "serves HTTP; /api/snapshot is the `ui --json` snapshot",
+	"serve":         "serves HTTP; with --json its first line is one object (url, listen, root, person, token when not on loopback); /api/snapshot is the `ui --json` snapshot",
 	"setup":         "writes configuration files for an agent tool",
 	"verifier":      "a daemon: with --json, one object per line per verification (event, agent, state, passed, failed) or bubbled question (event, question, to)",
 	"watch":         "a stream: with --json, one journal event per line (as `log --json`)",
