@@ -1064,3 +1064,40 @@ func TestWatchShowsRevertedEditsOnce(t *testing.T) {
 	w.mu.Unlock()
 	checkTally(t, "stream", docEvents(all, rel), want)
 }
+
+// TestWatchStartsWhileFileBeingWritten: a watcher that starts while a
+// writer has a document truncated and not yet written (vim's or git's
+// rewrite in progress, a tavern watch or pool started meanwhile) does
+// not journal the empty file as a state: it waits for the writer's close
+// (within the settle bound) and journals the one update. It used to
+// journal doc.invalid "missing frontmatter" for good.
+func TestWatchStartsWhileFileBeingWritten(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	// A long settle: the writer's close decides, however slow the machine.
+	p.ok("set", "tavern.md", "external_grace="+journalGrace, "settle=30s")
+	p.env = append(p.env, "TAVERN_DAEMON=off")
+	p.ok("agent", "new", "dan")
+	p.ok("ls", "agents") // the index has dan's fields: the changed list is known
+	rel := "agents/dan.md"
+	text := strings.Replace(p.read(rel), "---\n", "---\nnote: hand\n", 1)
+	f, err := os.OpenFile(p.path(rel), os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := watchJSON(t, p)
+	if _, err := f.WriteString(text); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w.waitStream("the update", 1, func(e journal.Event) bool { return e.Path == rel && e.Type == journal.TypeUpdated })
+	checkTally(t, "journal", fence(t, p), map[string]int{rel + " doc.updated [note]": 1})
+	for _, e := range w.streamed() {
+		if e.Path == rel && e.Type != journal.TypeUpdated {
+			t.Errorf("watch printed %s %s %v, want only the update", e.Type, e.Path, e.Data)
+		}
+	}
+}
