@@ -1101,3 +1101,23 @@ func TestWatchStartsWhileFileBeingWritten(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchInterruptedJournalsWhatItPrinted: a hand edit that `tavern
+// watch` printed is in `tavern log` once the watch has exited, even when
+// it is interrupted (Ctrl-C) before the edit's external entry was due.
+// It used to drop the entries still waiting out external_grace: the log
+// missed the change until the next watcher started.
+func TestWatchInterruptedJournalsWhatItPrinted(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	p.ok("set", "tavern.md", "external_grace=3s", "settle="+journalSettle)
+	p.env = append(p.env, "TAVERN_DAEMON=off")
+	p.ok("agent", "new", "dan")
+	p.ok("ls", "agents")
+	rel := "agents/dan.md"
+	w := watchJSON(t, p)
+	writeAtomic(t, p.path(rel), strings.Replace(p.read(rel), "---\n", "---\nnote: hand\n", 1))
+	w.waitStream("the update", 1, func(e journal.Event) bool { return e.Path == rel && e.Type == journal.TypeUpdated })
+	w.stop()
+	checkTally(t, "journal", externals(t, p), map[string]int{rel + " doc.updated [note]": 1})
+}

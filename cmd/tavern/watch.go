@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 
@@ -21,7 +22,8 @@ invalid with path:line:col) and every event other processes journal
 (item.claimed, agent.spawned...), until interrupted. Changes no tavern
 command made (hand edits, git checkout) are also journaled as "external";
 each is printed once, as the change (an "external" line only for a change
-not printed as one, e.g. with --type external).
+not printed as one, e.g. with --type external). Interrupted, it exits once
+the changes it printed are journaled (within external_grace, 2s).
 A line "watch.missed" means output could not keep up and N events were
 dropped: re-run ls or log to resync. --poll forces polling (network
 filesystems are detected and polled automatically, and a store too big for
@@ -132,6 +134,12 @@ func runWatch(c *cli.Context) error {
 	for {
 		select {
 		case <-c.Context.Done():
+			// Interrupted: the hand edits printed are journaled before
+			// exiting (within external_grace), not left to the next
+			// watcher.
+			ctx, cancel := context.WithTimeout(context.Background(), max(grace, 2*time.Second)+5*time.Second)
+			p.SettleExternals(ctx)
+			cancel()
 			return nil
 		case e, ok := <-sub.C:
 			if !ok {
