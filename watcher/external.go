@@ -1,6 +1,7 @@
 package watcher
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"time"
@@ -36,6 +37,9 @@ type externals struct {
 	saved   time.Time // last checkpoint of h
 	stopped bool
 	busy    sync.WaitGroup // a decision batch in flight
+	// dmu keeps decision batches in observation order: the timer's and
+	// settle's may run at once.
+	dmu sync.Mutex
 }
 
 // observation is one change the projection saw.
@@ -92,6 +96,8 @@ func (x *externals) arm() {
 
 // decide journals the observations whose grace has passed.
 func (x *externals) decide() {
+	x.dmu.Lock()
+	defer x.dmu.Unlock()
 	x.mu.Lock()
 	if x.stopped {
 		x.mu.Unlock()
@@ -194,6 +200,28 @@ func (x *externals) seenState(o *observation) {
 	if o.present && o.entry.Valid && o.entry.Fields != nil {
 		x.h.SetFields(o.path, o.entry.Rev, o.entry.Fields)
 	}
+}
+
+// settle waits until every change observed so far is past its grace and
+// decided (journaled if external), or until ctx is done.
+func (x *externals) settle(ctx context.Context) {
+	x.mu.Lock()
+	if x.stopped || len(x.queue) == 0 {
+		x.mu.Unlock()
+		x.dmu.Lock() // a batch in flight is journaled
+		x.dmu.Unlock()
+		return
+	}
+	due := x.queue[len(x.queue)-1].seen.Add(x.p.opt.ExternalGrace)
+	x.mu.Unlock()
+	t := time.NewTimer(time.Until(due))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return
+	case <-t.C:
+	}
+	x.decide()
 }
 
 // stop cancels the decisions not yet due and waits for one in flight.

@@ -244,6 +244,8 @@ type FSWatcher struct {
 	// force: this batch answers Sync or Rescan: a path found missing is
 	// removed now, without waiting for it to come back.
 	force bool
+	// starting: this batch is the first scan, in WatchFS.
+	starting bool
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -373,8 +375,9 @@ func WatchFS(root string, opt FSOptions) (*FSWatcher, error) {
 	// on: a long first scan must not let the kernel queue overflow.
 	w.smu.Lock()
 	w.force = true // the first scan reports what is there now
+	w.starting = true
 	w.reconcile("")
-	w.force = false
+	w.force, w.starting = false, false
 	w.pre = nil
 	w.smu.Unlock()
 	w.applyDegrade()
@@ -1507,6 +1510,9 @@ func (w *FSWatcher) apply(rel string, r readResult) {
 		return
 	case r.err == nil && len(r.data) == 0 && w.closeInfo && !w.force && w.holdEmpty(rel):
 		return // read again when its writer closes it
+	case r.err == nil && len(r.data) == 0 && w.closeInfo && w.starting:
+		w.holdStartEmpty(rel)
+		return // read again when its writer closes it, or at the settle bound
 	case r.err != nil:
 		w.reportErr(rel, "read", r.err)
 		return
@@ -1560,6 +1566,26 @@ func (w *FSWatcher) holdEmpty(rel string) bool {
 	w.writing[rel] = now
 	w.poke() // arm the timer for its settle time
 	return true
+}
+
+// holdStartEmpty holds back rel, found empty by the first scan: no
+// document is empty, so a writer most likely truncated it and has not
+// written it yet (vim's or git's rewrite under way when the watcher
+// started), but its open came before the watch, so nothing says so. It
+// is held as a file its writer has open, for one settle time only (the
+// writer is a guess): its close makes it read at once; past the bound it
+// is read as it is. smu is held.
+func (w *FSWatcher) holdStartEmpty(rel string) {
+	w.pmu.Lock()
+	defer w.pmu.Unlock()
+	now := time.Now()
+	if _, ok := w.writing[rel]; !ok {
+		w.writing[rel] = now
+	}
+	if _, ok := w.emptyOpen[rel]; !ok {
+		w.emptyOpen[rel] = now.Add(-(emptyHold - 1) * w.settle) // so holdEmpty waits no longer
+	}
+	w.poke() // arm the timer for its settle time
 }
 
 func (w *FSWatcher) reportErr(rel, op string, err error) {

@@ -368,6 +368,19 @@ func ignoreNonDocs(rel string, dir bool) bool {
 }
 
 // Close stops watching and saves the index cache if enabled.
+// SettleExternals waits until the changes the projection has seen so far
+// are decided: those no engine call made are journaled as external (each
+// waits Options.ExternalGrace for the engine's own entry first). Close
+// drops the ones not yet due; a process that stops on request (tavern
+// watch interrupted) calls this first so that what it printed is in the
+// journal. It returns early when ctx is done; without a journal it
+// returns at once.
+func (p *Projection) SettleExternals(ctx context.Context) {
+	if p.ext != nil {
+		p.ext.settle(ctx)
+	}
+}
+
 func (p *Projection) Close() error {
 	if p.opt.Cache && p.opt.Watch && p.fw != nil {
 		// The index saved below must be what the files are now: changes

@@ -116,6 +116,7 @@ type Agent struct {
 	Spawns       int              `json:"spawns"`
 	Claims       []string         `json:"claims,omitempty"` // item ids it holds
 	LastActivity schema.Timestamp `json:"last_activity,omitzero"`
+	StateChanged schema.Timestamp `json:"state_changed,omitzero"`   // when it entered State
 	OpenAsked    int              `json:"open_questions,omitempty"` // open questions it asked
 	Commitments  string           `json:"commitments,omitempty"`    // "2/3 passed"
 	Unread       int              `json:"unread,omitempty"`         // unread messages in its inbox

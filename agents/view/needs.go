@@ -8,6 +8,7 @@ import (
 
 	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/schema"
 )
 
 // needs builds the Needs-you lens of s: everything that waits on a person,
@@ -103,7 +104,7 @@ func (v *View) needs(s *Snapshot, claims []claimed, now time.Time) []Need {
 			add(Need{Key: "failed:" + a.Name, Kind: NeedFailed, Severity: 2,
 				What: "agent " + a.Name + " failed", Why: why,
 				Do:   "read its output (@" + a.Name + "), then respawn it or leave it (tavern agent state " + a.Name + " idle)",
-				Path: a.Path, Agent: a.Name, Since: a.LastActivity,
+				Path: a.Path, Agent: a.Name, Since: a.failedSince(),
 				Actions: []Action{
 					{Name: ActRespawn, Label: "Respawn (to idle)", Target: a.Name, Confirm: "Move " + a.Name + " from failed to idle?"},
 					{Name: ActSend, Label: "Message", Target: "@" + a.Name, Input: "message", Confirm: "Send this message to @" + a.Name + "?"},
@@ -374,4 +375,13 @@ func (v *View) itemRef(id string) string {
 		return id
 	}
 	return fmt.Sprintf("%q (%s)", d.String("title"), id)
+}
+
+// failedSince is when the agent failed: activity since (a message for
+// it, a note set on it) does not make it newly failed.
+func (a Agent) failedSince() schema.Timestamp {
+	if !a.StateChanged.IsZero() {
+		return a.StateChanged
+	}
+	return a.LastActivity
 }

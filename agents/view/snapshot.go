@@ -282,6 +282,7 @@ func (v *View) agentsOf(docs []watcher.Entry, claims []claimed, qs []Question, c
 		if a.State == agents.Working || a.State == agents.Waiting {
 			a.Alive = v.alive(schema.AgentLockKey(e.Name))
 		}
+		a.StateChanged.Time = ftime(f, "state_changed")
 		a.LastActivity.Time = activity[e.Name]
 		for _, k := range []string{"updated", "state_changed"} {
 			if t := ftime(f, k); t.After(a.LastActivity.Time) {

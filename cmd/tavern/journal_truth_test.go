@@ -1031,3 +1031,93 @@ func TestWatchShowsHandEditOnce(t *testing.T) {
 	w.mu.Unlock()
 	checkTally(t, "stream", docEvents(all, rel), want)
 }
+
+// TestWatchShowsRevertedEditsOnce: a field toggled back and forth by hand
+// (vim saves, git checkout back and forth) brings the same revision back
+// several times. Each change is one line of the stream: the external
+// entries the watch journals for them are not printed again, however
+// many times a revision recurs before its entry arrives. The grace is
+// long enough that all four changes are printed before the first
+// external entry is journaled.
+func TestWatchShowsRevertedEditsOnce(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	p.ok("set", "tavern.md", "external_grace=4s", "settle="+journalSettle)
+	p.env = append(p.env, "TAVERN_DAEMON=off")
+	p.ok("agent", "new", "marker")
+	w := watchJSON(t, p)
+	base := len(fence(t, p))
+	rel := "agents/dan.md"
+	writeAtomic(t, p.path(rel), agentText("dan", "idle"))
+	w.waitStream("create", 1, func(e journal.Event) bool { return e.Path == rel })
+	for i, state := range []string{"working", "idle", "working", "idle"} {
+		writeAtomic(t, p.path(rel), agentText("dan", state))
+		w.waitStream("update "+state, i+1, func(e journal.Event) bool { return e.Path == rel && e.Type == journal.TypeUpdated })
+	}
+	ext := since(fence(t, p), base)
+	want := map[string]int{rel + " doc.created <nil>": 1, rel + " doc.updated [state]": 4}
+	checkTally(t, "journal", ext, want)
+	p.ok("set", "agents/marker", "note=caught-up")
+	w.waitStream("the marker", 1, func(e journal.Event) bool { return e.Path == "agents/marker.md" && e.Type == journal.TypeUpdated })
+	w.mu.Lock()
+	all := slices.Clone(w.events) // externals included, unlike streamed
+	w.mu.Unlock()
+	checkTally(t, "stream", docEvents(all, rel), want)
+}
+
+// TestWatchStartsWhileFileBeingWritten: a watcher that starts while a
+// writer has a document truncated and not yet written (vim's or git's
+// rewrite in progress, a tavern watch or pool started meanwhile) does
+// not journal the empty file as a state: it waits for the writer's close
+// (within the settle bound) and journals the one update. It used to
+// journal doc.invalid "missing frontmatter" for good.
+func TestWatchStartsWhileFileBeingWritten(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	// A long settle: the writer's close decides, however slow the machine.
+	p.ok("set", "tavern.md", "external_grace="+journalGrace, "settle=30s")
+	p.env = append(p.env, "TAVERN_DAEMON=off")
+	p.ok("agent", "new", "dan")
+	p.ok("ls", "agents") // the index has dan's fields: the changed list is known
+	rel := "agents/dan.md"
+	text := strings.Replace(p.read(rel), "---\n", "---\nnote: hand\n", 1)
+	f, err := os.OpenFile(p.path(rel), os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := watchJSON(t, p)
+	if _, err := f.WriteString(text); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w.waitStream("the update", 1, func(e journal.Event) bool { return e.Path == rel && e.Type == journal.TypeUpdated })
+	checkTally(t, "journal", fence(t, p), map[string]int{rel + " doc.updated [note]": 1})
+	for _, e := range w.streamed() {
+		if e.Path == rel && e.Type != journal.TypeUpdated {
+			t.Errorf("watch printed %s %s %v, want only the update", e.Type, e.Path, e.Data)
+		}
+	}
+}
+
+// TestWatchInterruptedJournalsWhatItPrinted: a hand edit that `tavern
+// watch` printed is in `tavern log` once the watch has exited, even when
+// it is interrupted (Ctrl-C) before the edit's external entry was due.
+// It used to drop the entries still waiting out external_grace: the log
+// missed the change until the next watcher started.
+func TestWatchInterruptedJournalsWhatItPrinted(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	p.ok("set", "tavern.md", "external_grace=3s", "settle="+journalSettle)
+	p.env = append(p.env, "TAVERN_DAEMON=off")
+	p.ok("agent", "new", "dan")
+	p.ok("ls", "agents")
+	rel := "agents/dan.md"
+	w := watchJSON(t, p)
+	writeAtomic(t, p.path(rel), strings.Replace(p.read(rel), "---\n", "---\nnote: hand\n", 1))
+	w.waitStream("the update", 1, func(e journal.Event) bool { return e.Path == rel && e.Type == journal.TypeUpdated })
+	w.stop()
+	checkTally(t, "journal", externals(t, p), map[string]int{rel + " doc.updated [note]": 1})
+}

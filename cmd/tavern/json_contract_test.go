@@ -45,7 +45,7 @@ var noJSON = map[string]string{
 	"demo workflow": "a narrated run for people",
 	"hook":          "speaks each agent tool's own hook protocol on stdout",
 	"mcp":           "speaks JSON-RPC (the Model Context Protocol) on stdin and stdout",
-	"serve":         "serves HTTP; /api/snapshot is the `ui --json` snapshot",
+	"serve":         "serves HTTP; with --json its first line is one object (url, listen, root, person, token when not on loopback); /api/snapshot is the `ui --json` snapshot",
 	"verifier":      "a daemon: with --json, one object per line per verification (event, agent, state, passed, failed) or bubbled question (event, question, to)",
 	"watch":         "a stream: with --json, one journal event per line (as `log --json`)",
 	"export":        "with --json prints the `ui --json` snapshot",

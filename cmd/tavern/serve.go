@@ -51,7 +51,9 @@ from an agent's process (or one that cannot be identified).
 It listens on ` + defaultListen + `. Another address only with --listen; an
 address other than loopback then requires the token printed at start-up
 (open the printed URL once; the browser keeps it in a cookie). The pages
-are also at /api/snapshot as JSON (the same as tavern ui --json).
+are also at /api/snapshot as JSON (the same as tavern ui --json). The
+first line on stdout is the URL to open; with --json it is one JSON object
+(url, listen, root, person, and token when one is needed).
 
 Examples:
    tavern serve
@@ -114,8 +116,17 @@ func runServe(c *cli.Context) error {
 	srv := &http.Server{Handler: web.New(v, opt), ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return c.Context }}
 	// The URL line is the ready signal: everything is set up, requests
-	// are served from here on.
-	outf(c, "%s\n", url)
+	// are served from here on. Under --json it is one JSON object, for
+	// a script to read the address (and token) from.
+	if c.Bool("json") {
+		ready := map[string]any{"url": url, "listen": ln.Addr().String(), "root": v.Store().Root(), "person": v.Person()}
+		if opt.Token != "" {
+			ready["token"] = opt.Token
+		}
+		jsonLine(c, ready)
+	} else {
+		outf(c, "%s\n", url)
+	}
 	if opt.Token != "" {
 		errf(c, "tavern: serving %s on %s: not loopback, so every request needs the token %s\n", v.Store().Root(), ln.Addr(), opt.Token)
 	} else {

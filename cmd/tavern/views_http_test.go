@@ -467,3 +467,27 @@ func TestServeFilterKeepsTyping(t *testing.T) {
 		}
 	}
 }
+
+// TestServeJSON: under --json the ready line on stdout is one JSON object
+// (the address to open, where it listens, the store, the person), not the
+// bare URL meant for a person; a script reads the port from it.
+func TestServeJSON(t *testing.T) {
+	p := newProject(t)
+	line, stderr := startServeLine(t, p, "--listen", "127.0.0.1:0", "--json")
+	var got struct {
+		URL    string  `json:"url"`
+		Listen string  `json:"listen"`
+		Root   string  `json:"root"`
+		Person string  `json:"person"`
+		Token  *string `json:"token"`
+	}
+	if err := json.Unmarshal([]byte(line), &got); err != nil {
+		t.Fatalf("serve --json printed %q, want one JSON object: %v; stderr:\n%s", line, err, stderr)
+	}
+	if got.URL != "http://"+got.Listen+"/" || got.Person != "pat" || got.Root != p.path("") || got.Token != nil {
+		t.Errorf("serve --json: got %+v, want the URL of the listening address, person pat, root %s and no token on loopback", got, p.path(""))
+	}
+	if body := newServeClient(t, got.URL).get("api/snapshot"); !strings.Contains(body, `"needs_you"`) {
+		t.Errorf("/api/snapshot at the printed URL: %.200s", body)
+	}
+}

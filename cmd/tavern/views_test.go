@@ -106,13 +106,24 @@ func waitExit(t *testing.T, cmd *exec.Cmd, d time.Duration) int {
 
 func startServe(t *testing.T, p *project, args ...string) string {
 	t.Helper()
+	u, stderr := startServeLine(t, p, args...)
+	if !strings.HasPrefix(u, "http://") {
+		t.Fatalf("serve printed %q; stderr:\n%s", u, stderr.String())
+	}
+	return u
+}
+
+// startServeLine starts tavern serve and returns its first line of
+// output (the ready signal) and its stderr so far and to come.
+func startServeLine(t *testing.T, p *project, args ...string) (string, *bytes.Buffer) {
+	t.Helper()
 	cmd := p.tavern(append([]string{"serve", "--as", "pat"}, args...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &bytes.Buffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -136,14 +147,11 @@ func startServe(t *testing.T, p *project, args ...string) string {
 	}()
 	select {
 	case u := <-line:
-		if !strings.HasPrefix(u, "http://") {
-			t.Fatalf("serve printed %q; stderr:\n%s", u, stderr.String())
-		}
-		return u
+		return u, stderr
 	case <-time.After(30 * time.Second):
 		t.Fatalf("serve printed no URL; stderr:\n%s", stderr.String())
 	}
-	return ""
+	return "", stderr
 }
 
 func TestServeTokenOffLoopback(t *testing.T) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 
@@ -23,7 +24,8 @@ command made (hand edits, git checkout) are also journaled as "external";
 each is printed once, as the change (an "external" line only for a change
 not printed as one, e.g. with --type external), except a change another
 machine made, which tavern sync brought: its "external" line follows,
-naming that machine.
+naming that machine. Interrupted, it exits once the changes it printed are
+journaled (within external_grace, 2s).
 A line "watch.missed" means output could not keep up and N events were
 dropped: re-run ls or log to resync. --poll forces polling (network
 filesystems are detected and polled automatically, and a store too big for
@@ -134,6 +136,12 @@ func runWatch(c *cli.Context) error {
 	for {
 		select {
 		case <-c.Context.Done():
+			// Interrupted: the hand edits printed are journaled before
+			// exiting (within external_grace), not left to the next
+			// watcher.
+			ctx, cancel := context.WithTimeout(context.Background(), max(grace, 2*time.Second)+5*time.Second)
+			p.SettleExternals(ctx)
+			cancel()
 			return nil
 		case e, ok := <-sub.C:
 			if !ok {
@@ -160,7 +168,10 @@ func runWatch(c *cli.Context) error {
 // before watch started, or another process's change it journaled), or
 // when it names the machine a sync brought the change from.
 type onceEach struct {
-	printed map[string]bool // "path type rev" of changes printed, until their external
+	// "path type rev" of changes printed, until their externals: a
+	// count, since a revision toggled back and forth is printed (and
+	// journaled) once per change.
+	printed map[string]int
 }
 
 // first reports whether e is to be printed.
@@ -170,20 +181,26 @@ func (o *onceEach) first(e journal.Event) bool {
 		if o.printed == nil || len(o.printed) > 1<<14 {
 			// Engine writes are never followed by an external entry: a
 			// bound on what waits for one.
-			o.printed = map[string]bool{}
+			o.printed = map[string]int{}
 		}
-		o.printed[e.Path+" "+e.Type+" "+e.Rev] = true
+		o.printed[e.Path+" "+e.Type+" "+e.Rev]++
 	case journal.TypeExternal:
 		op, _ := e.Data["op"].(string)
 		k := e.Path + " " + op + " " + e.Rev
 		if m, _ := e.Data["machine"].(string); m != "" {
 			// A change that came through a sync: the watcher's line
 			// cannot say from which machine, this one does.
-			delete(o.printed, k)
+			if o.printed[k] > 0 {
+				if o.printed[k]--; o.printed[k] == 0 {
+					delete(o.printed, k)
+				}
+			}
 			return true
 		}
-		if o.printed[k] {
-			delete(o.printed, k)
+		if o.printed[k] > 0 {
+			if o.printed[k]--; o.printed[k] == 0 {
+				delete(o.printed, k)
+			}
 			return false
 		}
 	}

@@ -35,9 +35,17 @@ type Options struct {
 	// too, goes at the next key press: an error stays until then, so it
 	// is not missed by someone who looked away.
 	StatusTimeout time.Duration
+	// AgeRefresh is how often the screen takes the view's snapshot
+	// again although nothing changed, so that ages ("open for 3m",
+	// "since 5m ago") move on; default 5s. (The view rechecks every
+	// view.Options.Recheck and caches its snapshot in between.)
+	AgeRefresh time.Duration
 }
 
-const defaultStatusTimeout = 5 * time.Second
+const (
+	defaultStatusTimeout = 5 * time.Second
+	defaultAgeRefresh    = 5 * time.Second
+)
 
 // Run runs the UI on in/out (a terminal) until the person quits or ctx
 // ends.
@@ -110,6 +118,7 @@ type (
 	}
 	editedMsg  struct{ err error }
 	statusTick struct{ seq int }
+	ageTick    struct{}
 )
 
 // New returns the model of the view v.
@@ -125,7 +134,7 @@ func New(v *view.View, opt Options) *Model {
 
 func (m *Model) Init() tea.Cmd {
 	m.ups, m.stopUps = m.v.Updates()
-	cmds := []tea.Cmd{m.snapshot(), m.waitUpdate()}
+	cmds := []tea.Cmd{m.snapshot(), m.waitUpdate(), m.ageTick()}
 	if m.opt.Glamour == "" {
 		// Dark or light markdown colours: ask the terminal, inside the
 		// program; the answer (if any) comes as a BackgroundColorMsg.
@@ -139,6 +148,16 @@ func (m *Model) snapshot() tea.Cmd {
 		s, err := m.v.Snapshot()
 		return snapMsg{s, err}
 	}
+}
+
+// ageTick asks for the snapshot again after AgeRefresh: ages are no
+// change the view announces (it would be one every second).
+func (m *Model) ageTick() tea.Cmd {
+	d := m.opt.AgeRefresh
+	if d <= 0 {
+		d = defaultAgeRefresh
+	}
+	return tea.Tick(d, func(time.Time) tea.Msg { return ageTick{} })
 }
 
 // waitUpdate blocks on the view's updates: live, no polling.
@@ -195,6 +214,8 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case updateMsg:
 		return m, tea.Batch(m.snapshot(), m.waitUpdate())
+	case ageTick:
+		return m, tea.Batch(m.snapshot(), m.ageTick())
 	case actionMsg:
 		if msg.err != nil {
 			m.setStatus(msg.err.Error(), true)

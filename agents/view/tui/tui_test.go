@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -332,4 +333,33 @@ func TestInvalidMarked(t *testing.T) {
 		}
 	}
 	t.Fatal("no row for zoe")
+}
+
+// TestAgesMoveOn: a screen left open says how long a question has been
+// waiting as time goes by, not the age it had when the view last changed
+// ("open for 2s" for minutes). The view's clock moves on twice; no
+// document changes.
+func TestAgesMoveOn(t *testing.T) {
+	s, _, err := docstore.Init(filepath.Join(t.TempDir(), ".tavern"), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := must(agents.NewManager(s))
+	defer m.Close()
+	must(m.CreateAgent(agents.AgentSpec{Name: "alice"}))
+	must(m.Transition("alice", agents.Working, agents.TransitionOptions{By: "test"}))
+	must(m.Ask("alice", "user", 0, "Postgres or SQLite?"))
+	var skew atomic.Int64
+	v := must(view.Open(must(docstore.Open(s.Root())), view.Options{Person: "pat", Face: "tui", Watch: true,
+		Now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }}))
+	t.Cleanup(func() { v.Close() })
+	f := &fixture{s: s, m: m, v: v}
+	tm := f.start(t, Options{AgeRefresh: 20 * time.Millisecond})
+	waitOutput(t, tm, "open for 0s")
+	// Twice: a change the view announces once after it starts (which
+	// would refresh the screen either way) cannot answer both.
+	skew.Store(int64(40 * time.Second))
+	waitOutput(t, tm, "open for 4")
+	skew.Store(int64(3 * time.Minute))
+	waitOutput(t, tm, "open for 3m")
 }

@@ -38,6 +38,10 @@ type Options struct {
 	// Heartbeat is how often an idle event stream gets a comment, so
 	// proxies and browsers keep it open. Default 15s.
 	Heartbeat time.Duration
+	// AgeRefresh is how often an open page is told ("ages") to fetch its
+	// content again although nothing changed, so that its ages ("open
+	// for 3m", "2m ago") move on. Default 30s.
+	AgeRefresh time.Duration
 }
 
 // Server is the browser face: an http.Handler serving the pages, the
@@ -59,6 +63,9 @@ const tokenCookie = "tavern_token"
 func New(v *view.View, opt Options) *Server {
 	if opt.Heartbeat <= 0 {
 		opt.Heartbeat = 15 * time.Second
+	}
+	if opt.AgeRefresh <= 0 {
+		opt.AgeRefresh = 30 * time.Second
 	}
 	s := &Server{v: v, opt: opt, csrf: randomHex(16), mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /{$}", s.page("needs"))
@@ -245,7 +252,8 @@ func (s *Server) apiSnapshot(w http.ResponseWriter, r *http.Request) {
 }
 
 // events is the server-sent event stream: "change" with the view's version
-// whenever something changed. The page refetches its main content then.
+// whenever something changed, "ages" every AgeRefresh (the view announces
+// no change for ages). The page refetches its main content on either.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
@@ -261,6 +269,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	fl.Flush()
 	tick := time.NewTicker(s.opt.Heartbeat)
 	defer tick.Stop()
+	ages := time.NewTicker(s.opt.AgeRefresh)
+	defer ages.Stop()
 	for {
 		select {
 		case <-r.Context().Done():
@@ -273,6 +283,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			fl.Flush()
 		case <-tick.C:
 			fmt.Fprint(w, ": ping\n\n")
+			fl.Flush()
+		case <-ages.C:
+			fmt.Fprintf(w, "event: ages\ndata: %d\n\n", s.v.Version())
 			fl.Flush()
 		}
 	}

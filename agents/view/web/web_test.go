@@ -511,3 +511,25 @@ func TestStaticNoListing(t *testing.T) {
 		}
 	}
 }
+
+// TestEventsAges: a page left open is told to refetch now and then
+// although nothing changed, so that its ages ("open for 3m", "2m ago")
+// move on; the view announces no change for them.
+func TestEventsAges(t *testing.T) {
+	f := newFixture(t, Options{AgeRefresh: 10 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req := must(http.NewRequestWithContext(ctx, "GET", f.srv.URL+"/events", nil))
+	resp := must(http.DefaultClient.Do(req))
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("stream: %v; no ages event within 20s", err)
+		}
+		if strings.TrimSpace(line) == "event: ages" {
+			return
+		}
+	}
+}

@@ -1,5 +1,5 @@
-// tavern serve: live updates without a framework. On every "change"
-// event of /events, fetch the page's content again (X-Tavern-Fragment) and
+// tavern serve: live updates without a framework. On every "change" (and
+// "ages") event of /events, fetch the page's content again (X-Tavern-Fragment) and
 // swap it in, keeping what the person is typing (and an edit's revision
 // with its text: a save of text based on an older revision must conflict,
 // not overwrite the change that came meanwhile). Forms that ask for a
@@ -77,5 +77,6 @@
   var es = new EventSource("/events");
   es.addEventListener("hello", function () { setLive(true); refresh(); });
   es.addEventListener("change", refresh);
+  es.addEventListener("ages", refresh); // nothing changed, but ages move on
   es.onerror = function () { setLive(false); };
 })();
