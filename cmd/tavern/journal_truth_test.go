@@ -1022,14 +1022,7 @@ func TestWatchShowsHandEditOnce(t *testing.T) {
 	ext := since(fence(t, p), base)
 	want := map[string]int{rel + " doc.created <nil>": 1, rel + " doc.updated [state]": 1, rel + " doc.removed <nil>": 1}
 	checkTally(t, "journal", ext, want)
-	// Everything journaled so far has been published; an engine write
-	// after it marks where the stream has caught up.
-	p.ok("set", "agents/marker", "note=caught-up")
-	w.waitStream("the marker", 1, func(e journal.Event) bool { return e.Path == "agents/marker.md" && e.Type == journal.TypeUpdated })
-	w.mu.Lock()
-	all := slices.Clone(w.events) // externals included, unlike streamed
-	w.mu.Unlock()
-	checkTally(t, "stream", docEvents(all, rel), want)
+	checkStreamTally(t, p, w, rel, want)
 }
 
 // TestWatchShowsRevertedEditsOnce: a field toggled back and forth by hand
@@ -1057,6 +1050,15 @@ func TestWatchShowsRevertedEditsOnce(t *testing.T) {
 	ext := since(fence(t, p), base)
 	want := map[string]int{rel + " doc.created <nil>": 1, rel + " doc.updated [state]": 4}
 	checkTally(t, "journal", ext, want)
+	checkStreamTally(t, p, w, rel, want)
+}
+
+// checkStreamTally checks that the watch printed rel's changes as want
+// tallies them, external entries included. Everything journaled so far
+// has been published; an engine write to agents/marker after it marks
+// where the stream has caught up.
+func checkStreamTally(t *testing.T, p *project, w *watchProc, rel string, want map[string]int) {
+	t.Helper()
 	p.ok("set", "agents/marker", "note=caught-up")
 	w.waitStream("the marker", 1, func(e journal.Event) bool { return e.Path == "agents/marker.md" && e.Type == journal.TypeUpdated })
 	w.mu.Lock()

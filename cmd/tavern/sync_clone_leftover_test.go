@@ -39,13 +39,7 @@ func leftover(t *testing.T, dir string, pid int) string {
 // A live process's (a clone under way) is left alone by both.
 func TestSyncCloneLeftover(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
-	remote := filepath.Join(t.TempDir(), "remote.git")
-	if out, err := exec.Command("git", "init", "-q", "--bare", remote).CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v: %s", err, out)
-	}
+	remote := bareRemote(t)
 	p := newProject(t)
 	p.env = append(p.env, "TAVERN_SYNC_REMOTE="+remote)
 	p.ok("sync")

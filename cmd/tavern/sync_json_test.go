@@ -17,14 +17,8 @@ import (
 // object of many lines.
 func TestSyncEveryJSONStream(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	remote := bareRemote(t)
 	p := newProject(t)
-	remote := filepath.Join(t.TempDir(), "remote.git")
-	if out, err := exec.Command("git", "init", "-q", "--bare", remote).CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v: %s", err, out)
-	}
 	cmd, sc, errb := startSyncEvery(t, p, remote)
 	for i := 0; i < 2; i++ {
 		if !sc.Scan() {

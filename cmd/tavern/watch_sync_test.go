@@ -17,19 +17,7 @@ import (
 // entry as a repeat of it: only `watch --type external` named the machine.
 func TestWatchNamesSyncingMachine(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
-	remote := filepath.Join(t.TempDir(), "remote.git")
-	if out, err := exec.Command("git", "init", "-q", "--bare", remote).CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v: %s", err, out)
-	}
-	a := newProject(t)
-	a.env = append(a.env, "TAVERN_MACHINE=alpha", "TAVERN_SYNC_REMOTE="+remote)
-	a.ok("new", "agent", "ann")
-	a.ok("sync")
-	b := &project{t: t, dir: t.TempDir(), env: []string{"TAVERN_MACHINE=beta"}}
-	b.ok("sync", "--clone", remote)
+	a, b := annOnAlphaAndBeta(t)
 
 	w := watchJSON(t, a)
 	b.ok("set", "agents/ann", "role=reviewer")
@@ -87,19 +75,7 @@ func (w *watchProc) waitEvent(what string, pred func(journal.Event) bool) {
 // to every machine.
 func TestCloneNotTakenForHandEdits(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
-	remote := filepath.Join(t.TempDir(), "remote.git")
-	if out, err := exec.Command("git", "init", "-q", "--bare", remote).CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v: %s", err, out)
-	}
-	a := newProject(t)
-	a.env = append(a.env, "TAVERN_MACHINE=alpha", "TAVERN_SYNC_REMOTE="+remote)
-	a.ok("new", "agent", "ann")
-	a.ok("sync")
-	b := &project{t: t, dir: t.TempDir(), env: []string{"TAVERN_MACHINE=beta"}}
-	b.ok("sync", "--clone", remote)
+	_, b := annOnAlphaAndBeta(t)
 	b.ok("set", "tavern.md", "external_grace="+journalGrace, "settle="+journalSettle)
 
 	watchJSON(t, b)
@@ -112,4 +88,32 @@ func TestCloneNotTakenForHandEdits(t *testing.T) {
 	if len(got) != 1 || got[0].Data["machine"] != "alpha" || got[0].Data["op"] != journal.TypeCreated {
 		t.Errorf("externals of agents/ann.md in the clone: want one doc.created from alpha, got:\n%s", describeEvents(got))
 	}
+}
+
+// bareRemote is a new bare git repository for stores to sync through;
+// it skips the test where git is not installed.
+func bareRemote(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	remote := filepath.Join(t.TempDir(), "remote.git")
+	if out, err := exec.Command("git", "init", "-q", "--bare", remote).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v: %s", err, out)
+	}
+	return remote
+}
+
+// annOnAlphaAndBeta is machine alpha's store with agent ann, synced
+// through a bare remote, and machine beta's clone of it.
+func annOnAlphaAndBeta(t *testing.T) (a, b *project) {
+	t.Helper()
+	remote := bareRemote(t)
+	a = newProject(t)
+	a.env = append(a.env, "TAVERN_MACHINE=alpha", "TAVERN_SYNC_REMOTE="+remote)
+	a.ok("new", "agent", "ann")
+	a.ok("sync")
+	b = &project{t: t, dir: t.TempDir(), env: []string{"TAVERN_MACHINE=beta"}}
+	b.ok("sync", "--clone", remote)
+	return a, b
 }
