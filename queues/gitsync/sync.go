@@ -519,10 +519,16 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 		case sy.repo.isAncestor(M, R):
 			M = R
 		default:
+			base := sy.repo.mergeBase(M, R)
+			if base == "" {
+				if err := sy.checkSameStore(work, R); err != nil {
+					return nil, err
+				}
+			}
 			if err := settleS(); err != nil {
 				return nil, err
 			}
-			if M, err = sy.mergeCommits(sy.repo.mergeBase(M, R), M, R, rep); err != nil {
+			if M, err = sy.mergeCommits(base, M, R, rep); err != nil {
 				return nil, err
 			}
 			if err := settle(M, rep.pendingLosses); err != nil {
@@ -1654,6 +1660,49 @@ func (sy *Syncer) checkOwnJournal(work map[string]entry, R string) error {
 		}
 	}
 	return nil
+}
+
+// checkSameStore refuses to merge the remote state R into a history that
+// shares no commit with it when the two are different stores: this one
+// was made by `tavern init` rather than joined with `tavern sync --clone`.
+// Merging them would fold two stores into one and keep the later
+// tavern.md, renaming the team's store (and, under etcd, moving the
+// default key prefix /tavern/<name>/ away from every held claim). A
+// history with no common commit is also what a clone whose .sync/ was
+// removed has: its tavern.md is still the team's (same created, same
+// name), so that one merges as before.
+func (sy *Syncer) checkSameStore(work map[string]entry, R string) error {
+	rf, err := sy.repo.readTree(R)
+	if err != nil {
+		return err
+	}
+	theirs, ok := rf[docstore.ConfigFile]
+	if !ok {
+		return nil // not a store's state: nothing to be renamed
+	}
+	mine, ok := work[docstore.ConfigFile]
+	if !ok || mine.oid == theirs.oid {
+		return nil
+	}
+	data, err := sy.repo.blobs(dedup([]string{mine.oid, theirs.oid}))
+	if err != nil {
+		return err
+	}
+	md, err1 := docstore.Parse(docstore.ConfigFile, data[mine.oid])
+	td, err2 := docstore.Parse(docstore.ConfigFile, data[theirs.oid])
+	if err1 != nil || err2 != nil {
+		return nil // the merge reports a tavern.md it cannot read
+	}
+	if md.String("created") == td.String("created") && md.String("name") == td.String("name") {
+		return nil
+	}
+	local := filepath.Dir(sy.s.Root())
+	return &SyncError{Op: "sync", Path: docstore.ConfigFile, Err: fmt.Errorf("%w: the remote's store %q (created %s) is not this one, %q (created %s), and their histories share nothing: "+
+		"this store was made by `tavern init`, not joined with `tavern sync --clone`. Join the team's store instead: "+
+		"move this one aside (mv %s %s.mine), run `tavern sync --clone %s` in %s, then move in any documents of your own "+
+		"(from %s.mine/, e.g. agents/ or a queue's items) and `tavern sync`; nothing was pushed or changed",
+		ErrUnrelated, td.String("name"), td.String("created"), md.String("name"), md.String("created"),
+		sy.s.Root(), sy.s.Root(), sy.remote, local, sy.s.Root())}
 }
 
 // ConfigError is a bad sync: setting in tavern.md, with its position
