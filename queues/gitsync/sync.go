@@ -145,7 +145,7 @@ func Open(s *docstore.Store, opt Options) (*Syncer, error) {
 	if bad != nil {
 		return nil, bad
 	}
-	if sy.remote, err = remoteOf(s, opt.Remote, remote); err != nil {
+	if sy.remote, err = remoteOf(s.Root(), opt.Remote, remote); err != nil {
 		return nil, err
 	}
 	sy.ref = opt.Ref
@@ -185,14 +185,14 @@ func Open(s *docstore.Store, opt Options) (*Syncer, error) {
 // clone's .sync/remote (written by Clone), tavern.md, then the origin of
 // the project repository (the directory holding .tavern/). A relative
 // path is relative to the project directory.
-func remoteOf(s *docstore.Store, explicit, configured string) (string, error) {
-	project := filepath.Dir(s.Root())
+func remoteOf(root, explicit, configured string) (string, error) {
+	project := filepath.Dir(root)
 	r := explicit
 	if r == "" {
 		r = os.Getenv("TAVERN_SYNC_REMOTE")
 	}
 	if r == "" {
-		if b, err := os.ReadFile(filepath.Join(s.Root(), Dir, "remote")); err == nil {
+		if b, err := os.ReadFile(filepath.Join(root, Dir, "remote")); err == nil {
 			r = strings.TrimSpace(string(b))
 		}
 	}
