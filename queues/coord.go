@@ -227,6 +227,10 @@ func (e *HeldError) Unwrap() error { return ErrHeld }
 type CoordConfig struct {
 	Store   *docstore.Store
 	Machine string
+	// Dir is the store's directory (.tavern), also given to an
+	// EngineCheck, which has no Store: what it looks at on this machine
+	// (the git engine: .sync/remote, the project's origin) is there.
+	Dir string
 	// Fields is tavern.md's frontmatter as plain values.
 	Fields map[string]any
 	// Doc is tavern.md, for the positions of bad settings (Pos).
@@ -300,7 +304,8 @@ func RegisterEngine(name string, open EngineOpener) {
 
 // An EngineCheck checks tavern.md's settings of an engine as far as this
 // machine can without the network (its files, its environment): what
-// opening the engine would refuse. cc has no Store or Machine. It returns
+// opening the engine would refuse. cc has no Store or Machine (Dir is
+// set when the store's directory is known). It returns
 // the first problem, at its tavern.md position where it has one.
 type EngineCheck func(cc CoordConfig) error
 
@@ -318,7 +323,7 @@ func RegisterEngineCheck(name string, check EngineCheck) {
 // coordConfigCheck runs the check of the engine tavern.md names. A
 // tavern.md the schema refuses for its coordination or that engine's
 // section is reported by the schema alone, once.
-func coordConfigCheck(d *docstore.Doc) []error {
+func coordConfigCheck(dir string, d *docstore.Doc) []error {
 	if d.Path != docstore.ConfigFile {
 		return nil
 	}
@@ -334,7 +339,7 @@ func coordConfigCheck(d *docstore.Doc) []error {
 			return nil
 		}
 	}
-	if err := check(CoordConfig{Fields: d.Fields(), Doc: d}); err != nil {
+	if err := check(CoordConfig{Fields: d.Fields(), Doc: d, Dir: dir}); err != nil {
 		return []error{err}
 	}
 	return nil
@@ -375,7 +380,7 @@ func OpenCoordinator(s *docstore.Store) (Coordinator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return open(CoordConfig{Store: s, Machine: m, Fields: cfg.Fields(), Doc: cfg})
+	return open(CoordConfig{Store: s, Machine: m, Fields: cfg.Fields(), Doc: cfg, Dir: s.Root()})
 }
 
 func engineImport(name string) string {

@@ -1137,7 +1137,7 @@ func parentPID(pid int) int {
 func InstallChecks(s *docstore.Store) {
 	installCycleCheck(s)
 	s.AddCheck(RuleItemPath, itemPathCheck)
-	s.AddCheck("queues/coordination", coordConfigCheck)
+	s.AddCheck("queues/coordination", func(d *docstore.Doc) []error { return coordConfigCheck(s.Root(), d) })
 	s.AddRunCheck("queues/refs", func() docstore.Check { return refsCheck(s) })
 	s.AddCheck("queues/gates", func(d *docstore.Doc) []error {
 		if err := CheckGate(s, d); err != nil {

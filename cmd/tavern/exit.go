@@ -133,7 +133,8 @@ var exitCodes = []struct {
 	{queues.ErrNoEngine, exitUsage},
 	{gitsync.ErrNoRemote, exitUsage},
 	{gitsync.ErrBadRef, exitUsage},
-	{gitsync.ErrNoState, exitNotFound}, // sync --clone of a remote no machine synced to
+	{gitsync.ErrNoState, exitNotFound},   // sync --clone of a remote no machine synced to
+	{gitsync.ErrUnrelated, exitConflict}, // a first sync of a store made by init, not --clone
 	{queues.ErrGated, exitConflict},
 	{queues.ErrRejected, exitConflict},
 	{queues.ErrNotHuman, exitConflict},

@@ -48,7 +48,11 @@ round ran is merged next round.
 --every runs rounds until interrupted, every DUR and soon after local
 changes (the long-running commands 'pool run', 'verifier' and 'serve' do
 this on their own when the store syncs). --clone creates .tavern/ here (or
---dir) from the remote's state: how a new machine joins.
+--dir) from the remote's state: how a new machine joins. A store made by
+'tavern init' whose first round finds another store on the remote joins
+that store if it holds nothing but what init made (JSON: adopted, the
+store's name), and is refused otherwise (exit 4; nothing changes here or on
+the remote): clone, then move its documents in.
 
 Exit 1 if the remote cannot be reached or keeps rejecting the push (local
 changes are committed in .tavern/.sync/ and go out with the next round).
@@ -163,9 +167,12 @@ func printGitSyncReport(c *cli.Context, sy *gitsync.Syncer, rep *gitsync.Report,
 		return
 	}
 	// Pushed alone is news too: the commits an outage held back went out.
-	busy := rep.Committed || rep.Merged || len(rep.Applied) > 0 || rep.Pushed || rep.Offline != ""
+	busy := rep.Committed || rep.Merged || len(rep.Applied) > 0 || rep.Pushed || rep.Offline != "" || rep.Adopted != ""
 	if !quiet && (busy || !loop) {
 		var parts []string
+		if rep.Adopted != "" {
+			parts = append(parts, fmt.Sprintf("joined the remote's store %q (this one, made by init, held no documents)", rep.Adopted))
+		}
 		if rep.Committed {
 			parts = append(parts, "committed local changes")
 		}

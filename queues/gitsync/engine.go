@@ -16,7 +16,10 @@ import (
 	"github.com/tavernhq/tavern/schema"
 )
 
-func init() { queues.RegisterEngine("git", OpenEngine) }
+func init() {
+	queues.RegisterEngine("git", OpenEngine)
+	queues.RegisterEngineCheck("git", checkRemote)
+}
 
 // ClaimRefs is the remote namespace of the git engine's claim records:
 // refs/tavern/claims/<key>, e.g. refs/tavern/claims/items/build/p05-019a...
@@ -80,7 +83,10 @@ func OpenEngine(cc queues.CoordConfig) (queues.Coordinator, error) {
 	}
 	sec := cc.Section("sync")
 	get := func(k string) string { v, _ := sec[k].(string); return v }
-	remote, err := remoteOf(cc.Store, "", get("remote"))
+	remote, err := remoteOf(cc.Store.Root(), "", get("remote"))
+	if errors.Is(err, ErrNoRemote) {
+		return noRemote{machine: cc.Machine}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -610,4 +616,57 @@ func (e *RefEngine) Finished(ctx context.Context, prefix string, keys []string) 
 		}
 	}
 	return out, nil
+}
+
+// noRemote is coordination: git on a clone that names no remote (no
+// sync: remote:, no $TAVERN_SYNC_REMOTE, no origin). It opens, so that
+// what reads (queue ls, token ls, reservations, doctor) shows this
+// machine's state with a warning, as with a remote out of reach; every
+// call that would decide something through the remote fails with
+// ErrNoRemote, never falling back to local claims. `tavern check` reports
+// the missing remote at tavern.md's coordination line (checkRemote).
+type noRemote struct{ machine string }
+
+func (n noRemote) err(op, key string) error { return &SyncError{Op: op, Path: key, Err: ErrNoRemote} }
+
+func (n noRemote) Engine() string  { return "git" }
+func (n noRemote) Machine() string { return n.machine }
+func (n noRemote) Close() error    { return nil }
+func (n noRemote) Claim(_ context.Context, key string, _ queues.ClaimRequest) (queues.Grant, error) {
+	return queues.Grant{}, n.err("claim", key)
+}
+func (n noRemote) Renew(_ context.Context, key string, _ int64, _ time.Duration) error {
+	return n.err("renew", key)
+}
+func (n noRemote) Release(_ context.Context, key string, _ int64, _ bool) error {
+	return n.err("release", key)
+}
+func (n noRemote) Finish(_ context.Context, key string, _ int64, _, _ string) error {
+	return n.err("finish", key)
+}
+func (n noRemote) Reopen(_ context.Context, key string) error { return n.err("reopen", key) }
+func (n noRemote) State(_ context.Context, key string) (queues.ClaimState, error) {
+	return queues.ClaimState{}, n.err("state", key)
+}
+func (n noRemote) List(_ context.Context, prefix string) (map[string]queues.ClaimState, error) {
+	return nil, n.err("list", prefix)
+}
+func (n noRemote) Finished(_ context.Context, prefix string, _ []string) (map[string]queues.ClaimState, error) {
+	return nil, n.err("list", prefix)
+}
+
+// checkRemote is `tavern check`'s look at coordination: git on this
+// machine: a clone that names no remote cannot claim anything (exit 5,
+// at tavern.md's coordination line), where before check said the store
+// was valid and the first claim failed.
+func checkRemote(cc queues.CoordConfig) error {
+	if cc.Dir == "" {
+		return nil
+	}
+	remote, _ := cc.Section("sync")["remote"].(string)
+	if _, err := remoteOf(cc.Dir, "", remote); errors.Is(err, ErrNoRemote) {
+		path, line, col := cc.Pos("coordination")
+		return &ConfigError{Path: path, Line: line, Col: col, Field: "coordination", Msg: "git: " + ErrNoRemote.Error()}
+	}
+	return nil
 }

@@ -18,6 +18,10 @@ var (
 	// ErrNoState: the remote Clone was given has no store yet (no
 	// machine has synced to it): nothing to clone.
 	ErrNoState = errors.New("no store on the remote yet")
+	// ErrUnrelated: the remote holds another store than this one (a
+	// second `tavern init` rather than `tavern sync --clone`): refused,
+	// merging would fold the two into one.
+	ErrUnrelated = errors.New("the remote holds another store")
 )
 
 // CheckRef reports whether ref is a full ref name git accepts

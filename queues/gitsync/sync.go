@@ -145,7 +145,7 @@ func Open(s *docstore.Store, opt Options) (*Syncer, error) {
 	if bad != nil {
 		return nil, bad
 	}
-	if sy.remote, err = remoteOf(s, opt.Remote, remote); err != nil {
+	if sy.remote, err = remoteOf(s.Root(), opt.Remote, remote); err != nil {
 		return nil, err
 	}
 	sy.ref = opt.Ref
@@ -185,14 +185,14 @@ func Open(s *docstore.Store, opt Options) (*Syncer, error) {
 // clone's .sync/remote (written by Clone), tavern.md, then the origin of
 // the project repository (the directory holding .tavern/). A relative
 // path is relative to the project directory.
-func remoteOf(s *docstore.Store, explicit, configured string) (string, error) {
-	project := filepath.Dir(s.Root())
+func remoteOf(root, explicit, configured string) (string, error) {
+	project := filepath.Dir(root)
 	r := explicit
 	if r == "" {
 		r = os.Getenv("TAVERN_SYNC_REMOTE")
 	}
 	if r == "" {
-		if b, err := os.ReadFile(filepath.Join(s.Root(), Dir, "remote")); err == nil {
+		if b, err := os.ReadFile(filepath.Join(root, Dir, "remote")); err == nil {
 			r = strings.TrimSpace(string(b))
 		}
 	}
@@ -256,6 +256,7 @@ type Report struct {
 	Problems  []string         `json:"problems,omitempty"` // files that cannot travel (symlinks, ...)
 	Warnings  []string         `json:"warnings,omitempty"` // the round ran, but something around it puts the store at risk
 	Offline   string           `json:"offline,omitempty"`  // the remote could not be reached (local changes are committed)
+	Adopted   string           `json:"adopted,omitempty"`  // this store, made by init and holding no documents, became the remote's store of this name
 	Started   schema.Timestamp `json:"started"`            // when the round began (before waiting for another round of this clone)
 	Duration  time.Duration    `json:"duration"`
 
@@ -519,10 +520,25 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 		case sy.repo.isAncestor(M, R):
 			M = R
 		default:
+			base := sy.repo.mergeBase(M, R)
+			if base == "" {
+				adopt, err := sy.checkSameStore(work, R)
+				if err != nil {
+					return nil, err
+				}
+				if adopt != "" {
+					// Nothing of this store's own to keep: take the
+					// remote's as --clone would (this machine's journal
+					// stays and goes out next round).
+					// The local commit is dropped, not pushed.
+					M, rep.Adopted, rep.Committed = R, adopt, false
+					break
+				}
+			}
 			if err := settleS(); err != nil {
 				return nil, err
 			}
-			if M, err = sy.mergeCommits(sy.repo.mergeBase(M, R), M, R, rep); err != nil {
+			if M, err = sy.mergeCommits(base, M, R, rep); err != nil {
 				return nil, err
 			}
 			if err := settle(M, rep.pendingLosses); err != nil {
@@ -1654,6 +1670,64 @@ func (sy *Syncer) checkOwnJournal(work map[string]entry, R string) error {
 		}
 	}
 	return nil
+}
+
+// checkSameStore refuses to merge the remote state R into a history that
+// shares no commit with it when the two are different stores: this one
+// was made by `tavern init` rather than joined with `tavern sync --clone`.
+// Merging them would fold two stores into one and keep the later
+// tavern.md, renaming the team's store (and, under etcd, moving the
+// default key prefix /tavern/<name>/ away from every held claim). A
+// history with no common commit is also what a clone whose .sync/ was
+// removed has: its tavern.md is still the team's (same created, same
+// name), so that one merges as before.
+//
+// A store that holds nothing but what `tavern init` made (tavern.md,
+// .gitignore, this machine's journal) has nothing to lose: it adopts the
+// remote's store, as `tavern sync --clone` would have made it; the
+// returned name is the remote store's then ("" when the round merges).
+func (sy *Syncer) checkSameStore(work map[string]entry, R string) (string, error) {
+	rf, err := sy.repo.readTree(R)
+	if err != nil {
+		return "", err
+	}
+	theirs, ok := rf[docstore.ConfigFile]
+	if !ok {
+		return "", nil // not a store's state: nothing to be renamed
+	}
+	mine, ok := work[docstore.ConfigFile]
+	if !ok || mine.oid == theirs.oid {
+		return "", nil
+	}
+	data, err := sy.repo.blobs(dedup([]string{mine.oid, theirs.oid}))
+	if err != nil {
+		return "", err
+	}
+	md, err1 := docstore.Parse(docstore.ConfigFile, data[mine.oid])
+	td, err2 := docstore.Parse(docstore.ConfigFile, data[theirs.oid])
+	if err1 != nil || err2 != nil {
+		return "", nil // the merge reports a tavern.md it cannot read
+	}
+	if md.String("created") == td.String("created") && md.String("name") == td.String("name") {
+		return "", nil
+	}
+	initOnly := true
+	for p := range work {
+		if p != docstore.ConfigFile && p != ".gitignore" && !strings.HasPrefix(p, docstore.JournalDir+"/") {
+			initOnly = false
+			break
+		}
+	}
+	if initOnly {
+		return td.String("name"), nil
+	}
+	local := filepath.Dir(sy.s.Root())
+	return "", &SyncError{Op: "sync", Path: docstore.ConfigFile, Err: fmt.Errorf("%w: the remote's store %q (created %s) is not this one, %q (created %s), and their histories share nothing: "+
+		"this store was made by `tavern init`, not joined with `tavern sync --clone`. Join the team's store instead: "+
+		"move this one aside (mv %s %s.mine), run `tavern sync --clone %s` in %s, then move in any documents of your own "+
+		"(from %s.mine/, e.g. agents/ or a queue's items) and `tavern sync`; nothing was pushed or changed",
+		ErrUnrelated, td.String("name"), td.String("created"), md.String("name"), md.String("created"),
+		sy.s.Root(), sy.s.Root(), sy.remote, local, sy.s.Root())}
 }
 
 // ConfigError is a bad sync: setting in tavern.md, with its position
