@@ -2,6 +2,7 @@ package agents
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -33,7 +34,9 @@ import (
 //     messages (a recv there starts from nothing again);
 //   - a pool document's queues naming a queue with no queue.md: the
 //     record of what its last `pool run` was given (nothing reads it as
-//     configuration), so a warning whatever the name.
+//     configuration), so a warning whatever the name;
+//   - a message chunk under a channel with no document (doctor's
+//     stray-messages): an error whatever the name.
 //
 // What each is follows the near-typo rules the writes obey (ownerRule,
 // namesRule): a name near an existing one (alcie beside alice) is an
@@ -137,6 +140,24 @@ func refsCheck(s *docstore.Store) docstore.Check {
 						cerr = nil // messages without a channel document: doctor's stray-messages
 					}
 					add(ref(d, "channels", "channel", ch, "channels/"+ch+".md", "a bookmark of a channel that has no document", cerr, false))
+				}
+			}
+		case schema.Chunk:
+			// Doctor's stray-messages, file by file: messages under a
+			// channel that has no document are read and listed by
+			// nothing. An error whatever the name: the sync and rm take
+			// a channel's messages with its document.
+			if _, caps, err := schema.KindOfPath(d.Path); err == nil {
+				ch := caps["channel"]
+				rel, err := schema.Channel.Path(ch, nil)
+				if _, serr := os.Stat(filepath.Join(s.Root(), filepath.FromSlash(rel))); err == nil && errors.Is(serr, fs.ErrNotExist) {
+					var near []string
+					var ue *schema.UnknownError
+					if errors.As(messages.CheckChannel(s, ch), &ue) {
+						near = ue.Near
+					}
+					add(d.RefAt("channel", "channel", ch, near, "messages of a channel that has no document "+rel+
+						": nothing lists or reads them (`tavern doctor --fix` creates the document)", false))
 				}
 			}
 		case schema.Tuple:

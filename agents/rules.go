@@ -308,11 +308,12 @@ func namesRule(s *docstore.Store, w docstore.Write) error {
 
 // containerRule is ownerRule for the queue an item is made in and the
 // channel a message chunk or note is made under (`tavern new item
-// biuld/x`, `tavern new note genral/n`): refused when that queue or
-// channel does not exist and its name is near one that does, for a typo
-// would leave the item where no worker takes it, the note where no
-// listing shows it. Only a document's creation or a move is judged, as
-// in ownerRule, and a name near nothing is left alone.
+// biuld/x`, `tavern new note genral/n`): refused when that queue does
+// not exist and its name is near one that does, for a typo would leave
+// the item where no worker takes it, and whenever that channel does not
+// exist, for the chunk or note would be where no listing shows it. Only
+// a document's creation or a move is judged, as in ownerRule; a queue
+// name near nothing is left alone.
 func containerRule(s *docstore.Store, w docstore.Write) error {
 	if w.Prev != nil && w.Op != "move" {
 		return nil
@@ -326,13 +327,18 @@ func containerRule(s *docstore.Store, w docstore.Write) error {
 			return nil // a claim, a completion: the item stays in its queue
 		}
 	}
+	var ue *schema.UnknownError
 	switch {
 	case caps["queue"] != "":
 		err = queues.CheckQueue(s, caps["queue"])
 	case caps["channel"] != "":
-		err = messages.CheckChannel(s, caps["channel"])
+		// Any unknown channel, near a name or not: its files are no
+		// channel (no listing shows them; doctor's stray-messages), and
+		// a channel another machine made arrives with its document first.
+		if err = messages.CheckChannel(s, caps["channel"]); errors.As(err, &ue) {
+			return fmt.Errorf("%s: %w", w.Path, err)
+		}
 	}
-	var ue *schema.UnknownError
 	if errors.As(err, &ue) && len(ue.Near) > 0 {
 		return fmt.Errorf("%s: %w", w.Path, err)
 	}

@@ -104,7 +104,7 @@ func (v *View) needs(s *Snapshot, claims []claimed, now time.Time) []Need {
 			add(Need{Key: "failed:" + a.Name, Kind: NeedFailed, Severity: 2,
 				What: "agent " + a.Name + " failed", Why: why,
 				Do:   "read its output (@" + a.Name + "), then respawn it or leave it (tavern agent state " + a.Name + " idle)",
-				Path: a.Path, Agent: a.Name, Since: a.failedSince(),
+				Path: a.Path, Agent: a.Name, Since: a.stateSince(),
 				Actions: []Action{
 					{Name: ActRespawn, Label: "Respawn (to idle)", Target: a.Name, Confirm: "Move " + a.Name + " from failed to idle?"},
 					{Name: ActSend, Label: "Message", Target: "@" + a.Name, Input: "message", Confirm: "Send this message to @" + a.Name + "?"},
@@ -113,7 +113,7 @@ func (v *View) needs(s *Snapshot, claims []claimed, now time.Time) []Need {
 			add(Need{Key: "dead-agent:" + a.Name, Kind: NeedDeadHolder, Severity: 2,
 				What: "agent " + a.Name + "'s process died", Why: fmt.Sprintf("it is %s on this host (pid %d) but nobody holds its liveness lock; it has not been reaped yet", a.State, a.PID),
 				Do:   "reap it: it moves to failed and its item goes back to its queue (tavern agent reap)",
-				Path: a.Path, Agent: a.Name, Since: a.LastActivity,
+				Path: a.Path, Agent: a.Name, Since: a.stateSince(),
 				Actions: []Action{{Name: ActReap, Label: "Reap", Target: ReapAgents, Confirm: "Mark " + a.Name + " failed?"}}})
 		}
 	}
@@ -377,9 +377,11 @@ func (v *View) itemRef(id string) string {
 	return fmt.Sprintf("%q (%s)", d.String("title"), id)
 }
 
-// failedSince is when the agent failed: activity since (a message for
-// it, a note set on it) does not make it newly failed.
-func (a Agent) failedSince() schema.Timestamp {
+// stateSince is when the agent entered its state: when it failed, or,
+// for a process that died working, the earliest it can have died (a
+// released lock records no time). Activity since (a message for it, a
+// note set on it) does not make it newly failed or dead.
+func (a Agent) stateSince() schema.Timestamp {
 	if !a.StateChanged.IsZero() {
 		return a.StateChanged
 	}

@@ -3,6 +3,7 @@ package workspace
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 )
 
@@ -65,3 +66,18 @@ func (e *MergeError) Error() string {
 }
 
 func (e *MergeError) Unwrap() error { return e.Err }
+
+// CommandError is a drone command given as a path relative to the
+// worktree (./build-one.sh) that the base branch does not hold
+// (CommandFound). It matches fs.ErrNotExist.
+type CommandError struct {
+	Op   string
+	Path string // the command as given
+	Base string // the branch the worktrees start from
+}
+
+func (e *CommandError) Error() string {
+	return fmt.Sprintf("%s: %s: no such file in branch %s, which the worktrees start from (commit it there)", e.Op, e.Path, e.Base)
+}
+
+func (e *CommandError) Unwrap() error { return fs.ErrNotExist }

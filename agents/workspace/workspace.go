@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -197,6 +198,28 @@ func openRepo(ctx context.Context, opt Options) (*Workspaces, error) {
 
 // Base is the base branch.
 func (w *Workspaces) Base() string { return w.opt.Base }
+
+// CommandFound refuses a drone command given as a path relative to the
+// worktree it runs in (./build-one.sh, bin/x) that the base branch does
+// not hold (a *CommandError): every worktree starts from the base, so
+// every drone would fail to start it and be replaced, a crash loop. A
+// command found on $PATH, an absolute path and one leaving the worktree
+// (../x) are not judged here.
+func (w *Workspaces) CommandFound(ctx context.Context, op, prog string) error {
+	if !strings.Contains(prog, "/") || filepath.IsAbs(prog) {
+		return nil
+	}
+	rel := path.Clean(filepath.ToSlash(prog))
+	if rel == ".." || strings.HasPrefix(rel, "../") {
+		return nil
+	}
+	_, err := git(ctx, w.top, nil, "cat-file", "-e", w.opt.Base+":"+rel)
+	var ge *GitError
+	if errors.As(err, &ge) && ge.Code > 0 {
+		return &CommandError{Op: op, Path: prog, Base: w.opt.Base}
+	}
+	return err
+}
 
 // Repo is the repository's main worktree.
 func (w *Workspaces) Repo() string { return w.top }

@@ -11,16 +11,18 @@ func newAskCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "ask",
 		Usage:     "raise a question to the parent, an agent or the user",
-		ArgsUsage: "QUESTION...",
+		ArgsUsage: "[QUESTION...]",
 		Description: `Writes questions/<id>.md addressed to --to (parent: the asking agent's parent,
 or the user when it has none; user; or an agent name) and moves the asking
-agent (--as or TAVERN_AGENT) to waiting. With --wait it blocks until the
+agent (--as or TAVERN_AGENT) to waiting. Without QUESTION (or with -) the
+question is read from stdin, as send reads its text. With --wait it blocks until the
 question is answered (woken by the watcher) and prints the answer; exit 3 if
 the wait times out (the question stays open). Unanswered questions bubble up
 to the next parent after bubble_after (see 'tavern bubble', 'tavern verifier').
 
 Example (inside a spawned agent):
-   answer=$(tavern ask --wait 30m "Postgres or SQLite for the cache?")`,
+   answer=$(tavern ask --wait 30m "Postgres or SQLite for the cache?")
+   git diff | tavern ask --to reviewer`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "to", Value: "parent", Usage: "`parent`, user or an agent name (or @NAME)"},
 			&cli.IntFlag{Name: "priority", Usage: "priority `N` (0 is highest)"},
@@ -32,9 +34,6 @@ Example (inside a spawned agent):
 }
 
 func runAsk(c *cli.Context) error {
-	if c.NArg() < 1 {
-		return usageErr("ask takes the QUESTION")
-	}
 	// An empty --to (an unset variable in --to "$LEAD") is not the
 	// default: asking the parent instead would send it elsewhere unsaid.
 	if c.IsSet("to") && strings.TrimSpace(c.String("to")) == "" {
@@ -49,7 +48,11 @@ func runAsk(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	q, err := m.Ask(from.AgentName(), c.String("to"), c.Int("priority"), strings.Join(c.Args().Slice(), " "))
+	text, err := textArg(c, 0)
+	if err != nil {
+		return err
+	}
+	q, err := m.Ask(from.AgentName(), c.String("to"), c.Int("priority"), text)
 	if err != nil {
 		return err
 	}

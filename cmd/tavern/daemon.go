@@ -75,12 +75,17 @@ Examples:
 			{
 				Name:  "stop",
 				Usage: "stop the explicit daemon",
-				Description: `Asks the explicit daemon to stop and waits until it has. Exit 3 if none
-serves; exit 1 if the store is served by another kind of process (stop that
-process instead).
+				Description: `Asks the explicit daemon to stop and waits until it has (at most --wait).
+Exit 3 if none serves or it still serves after --wait; exit 1 if the store
+is served by another kind of process (stop that process instead).
 
 Examples:
-   tavern daemon stop`,
+   tavern daemon stop
+   tavern daemon stop --wait 5s`,
+				Flags: []cli.Flag{
+					&cli.DurationFlag{Name: "wait", Value: 30 * time.Second, Usage: "wait at most `DUR` for the daemon to stop serving",
+						Action: positiveDur("wait", "the stop would be given up on before the daemon could stop")},
+				},
 				Action: runDaemonStop,
 			},
 			{
@@ -505,7 +510,7 @@ func runDaemonStop(c *cli.Context) error {
 	if err := daemon.Stop(c.Context, dir, daemonTimeout()); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(c.Duration("wait"))
 	for {
 		cur, err := daemon.GetStatus(c.Context, dir, daemonTimeout())
 		if err != nil || cur.PID != st.PID {
@@ -516,7 +521,7 @@ func runDaemonStop(c *cli.Context) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("daemon pid %d still serves after 30s: %w", st.PID, context.DeadlineExceeded)
+			return timedOut(context.DeadlineExceeded, c.Duration("wait"), "daemon pid %d did not stop", st.PID)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

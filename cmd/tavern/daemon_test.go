@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -605,5 +606,53 @@ func TestDaemonStartWaitRunsOut(t *testing.T) {
 			p.run("daemon", "stop")
 			t.Fatalf("a daemon serves after a start that failed: %s", r)
 		}
+	}
+}
+
+// stubbornDaemon serves the store's daemon socket as an explicit daemon
+// that says yes to stop and goes on serving: what `daemon stop` sees of
+// a daemon that hangs on its way out.
+func stubbornDaemon(t *testing.T, p *project) {
+	t.Helper()
+	ln, err := net.Listen("unix", filepath.Join(p.dir, ".tavern", daemon.SocketName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	status, err := json.Marshal(daemon.Status{PID: os.Getpid(), Who: "tavern daemon", Explicit: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			var req daemon.Request
+			if err := json.NewDecoder(conn).Decode(&req); err == nil {
+				h := daemon.Header{V: daemon.Version}
+				if req.Op == "status" {
+					h.Info = status
+				}
+				line, _ := json.Marshal(h)
+				conn.Write(append(line, '\n'))
+			}
+			conn.Close()
+		}
+	}()
+}
+
+// TestDaemonStopStillServes: a daemon that still serves once stop's wait
+// is over is said in words, exit 3. Before, the message ended with Go's
+// "context deadline exceeded" after a fixed 30s.
+func TestDaemonStopStillServes(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	stubbornDaemon(t, p)
+	r := p.run("daemon", "stop", "--wait", "200ms")
+	want := fmt.Sprintf("tavern: daemon pid %d did not stop within 200ms", os.Getpid())
+	if r.code != 3 || !strings.Contains(r.err, want) || strings.Contains(r.err, "deadline exceeded") {
+		t.Fatalf("daemon stop --wait 200ms: %s\nwant exit 3 and %q", r, want)
 	}
 }

@@ -67,6 +67,7 @@ var exitCodes = []struct {
 	{agents.ErrStateChanged, exitConflict},
 	{agents.ErrParentCycle, exitInvalid},
 	{web.ErrNotExport, exitConflict}, // an export would overwrite someone's file
+	{web.ErrNotDir, exitUsage},       // an export DIR that is a file
 	{agents.ErrConstitutionChanged, exitConflict},
 	{agents.ErrBusy, exitConflict},
 	{agents.ErrSelfVerify, exitConflict},

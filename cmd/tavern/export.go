@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"path/filepath"
 
 	"github.com/urfave/cli/v2"
@@ -63,6 +64,16 @@ func runExport(c *cli.Context) error {
 		return err
 	}
 	defer v.Close()
+	if dir != "" {
+		// Before --json prints: a DIR refused leaves stdout empty.
+		flag := "md"
+		if html {
+			flag = "html"
+		}
+		if err := web.CheckExportDir(v, dir); err != nil {
+			return exportDirErr(flag, dir, err)
+		}
+	}
 	if asJSON {
 		snap, err := v.Snapshot()
 		if err != nil {
@@ -94,4 +105,13 @@ func runExport(c *cli.Context) error {
 		errf(c, "tavern: wrote %d Markdown files to %s\n", len(files), dir)
 	}
 	return nil
+}
+
+// exportDirErr says which flag took a DIR that is not a directory: a
+// usage error (exit 2), not a failure to write.
+func exportDirErr(flag, dir string, err error) error {
+	if errors.Is(err, web.ErrNotDir) {
+		return usageErr("--%s takes a directory to write the pages into: %s is not a directory", flag, dir)
+	}
+	return err
 }

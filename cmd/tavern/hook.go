@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -278,8 +277,10 @@ func runHookKeep(c *cli.Context) error {
 		return err
 	}
 	defer e.Close()
-	ctx := context.WithoutCancel(c.Context) // a Ctrl-C in the tool's terminal is not the session's end
-	err = kit.KeepSession(ctx, e, c.String("agent"), c.String("session"), c.Int("pid"))
+	// c.Context ends on SIGTERM or SIGINT (`kill PID`): the keeper then
+	// lets the lock go as when the session ends. A Ctrl-C in the tool's
+	// terminal does not reach it: it runs in its own session.
+	err = kit.KeepSession(c.Context, e, c.String("agent"), c.String("session"), c.Int("pid"))
 	if err != nil {
 		_, _ = e.Manager.Journal.Append(journal.Event{Type: kit.EventKeeperError, Kind: "agent", Agent: c.String("agent"),
 			Data: map[string]any{"session": c.String("session"), "error": err.Error()}})

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -903,4 +904,82 @@ func TestHookSecondSessionSameAgent(t *testing.T) {
 	if !strings.Contains(string(out), "you are alice") || strings.Contains(string(out), "another session") {
 		t.Errorf("the spawned tool's session-start: %s", out)
 	}
+}
+
+// keeperPIDs finds the session keepers (`tavern hook keep`) running on
+// the project's store, from /proc: a zombie's command line is empty, so
+// a keeper that exited is not listed.
+func keeperPIDs(t *testing.T, p *project) []int {
+	t.Helper()
+	root := filepath.Join(p.dir, ".tavern")
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, e := range ents {
+		var pid int
+		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(data), "\x00")
+		if len(args) > 2 && args[1] == "hook" && args[2] == "keep" && strings.Contains(string(data), "\x00--dir\x00"+root+"\x00") {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// `kill PID` (SIGTERM) or SIGINT stops a session keeper at once, and it
+// lets go of the agent's lock as it does when the session ends.
+func TestHookKeeperStopsOnSignal(t *testing.T) {
+	p := newProject(t)
+	p.ok("setup", "claude", "--bin", tavernBin(t))
+	tool := standIn(t)
+	s := newSession(t, p, kit.Claude, ".claude/settings.json", "TAVERN_SESSION_PID="+fmt.Sprint(tool.Process.Pid))
+	store := openProjectStore(t, p)
+	agent := "claude-0f1e2d3c"
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		s.fire(kit.SessionStart, "")
+		pids := keeperPIDs(t, p)
+		if len(pids) != 1 {
+			t.Fatalf("%v: keepers running: %v, want one", sig, pids)
+		}
+		if held, _ := agents.LockHeld(store, schema.AgentLockKey(agent)); !held {
+			t.Fatalf("%v: nobody holds the agent's lock after session start", sig)
+		}
+		// A signal that comes before the keeper's main has armed its
+		// handler ends it the Go runtime's way: wait for its first look
+		// at the agent document, which only the keeper opens now.
+		waitOpened(t, filepath.Join(p.dir, ".tavern", agents.AgentPath(agent)))
+		if err := syscall.Kill(pids[0], sig); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 10*time.Second, fmt.Sprintf("the keeper to stop on %v", sig), func() bool {
+			held, _ := agents.LockHeld(store, schema.AgentLockKey(agent))
+			return !held && len(keeperPIDs(t, p)) == 0
+		})
+	}
+}
+
+// waitOpened waits until some process opens path (inotify IN_OPEN).
+func waitOpened(t *testing.T, path string) {
+	t.Helper()
+	fd, err := syscall.InotifyInit1(syscall.IN_CLOEXEC | syscall.IN_NONBLOCK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	if _, err := syscall.InotifyAddWatch(fd, path, syscall.IN_OPEN); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	waitFor(t, 10*time.Second, "a process to open "+path, func() bool {
+		n, _ := syscall.Read(fd, buf)
+		return n > 0
+	})
 }

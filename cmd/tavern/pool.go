@@ -138,8 +138,13 @@ func runPoolRun(c *cli.Context) error {
 		return err
 	}
 	if c.Bool("worktree") {
-		// Fail before any drone starts: no repository, no base.
-		if _, err := openWorkspaces(c, m.Store, b); err != nil {
+		// Fail before any drone starts: no repository, no base, a
+		// relative command the base (each worktree's start) does not hold.
+		ws, err := openWorkspaces(c, m.Store, b)
+		if err != nil {
+			return err
+		}
+		if err := ws.CommandFound(c.Context, "pool run", command[0]); err != nil {
 			return err
 		}
 	}
@@ -200,7 +205,8 @@ func runPoolRun(c *cli.Context) error {
 // crash loop that only fills the journal (exit 3, as spawn's). A path
 // relative to a directory (./build-one.sh) is resolved in dir, where the
 // drones run; in --worktree mode (dir "") it names a file of the item's
-// worktree, which does not exist yet, and is the drone's to resolve.
+// worktree, which does not exist yet: the workspace looks for it in the
+// base branch instead (Workspaces.CommandFound).
 func commandFound(prog, dir string) error {
 	if strings.Contains(prog, "/") && !filepath.IsAbs(prog) {
 		if dir == "" {

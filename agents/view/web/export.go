@@ -24,7 +24,7 @@ import (
 // export's pages of agents, items and channels gone since are removed. It
 // returns the files written.
 func ExportHTML(v *view.View, dir string) ([]string, error) {
-	if err := outsideStore(v, dir); err != nil {
+	if err := CheckExportDir(v, dir); err != nil {
 		return nil, err
 	}
 	snap, err := v.Snapshot()
@@ -191,7 +191,7 @@ var mdSections = []struct {
 // README.md (Needs you), agents.md, queues.md, channels.md, resources.md,
 // journal.md. It returns the files written.
 func ExportMarkdown(v *view.View, dir string) ([]string, error) {
-	if err := outsideStore(v, dir); err != nil {
+	if err := CheckExportDir(v, dir); err != nil {
 		return nil, err
 	}
 	snap, err := v.Snapshot()
@@ -417,11 +417,19 @@ func mdJournal(w io.Writer, s *view.Snapshot) {
 	table(w, []string{"time", "type", "agent", "path", "details"}, rows)
 }
 
-// outsideStore refuses an export DIR inside the store (the pages would be
-// taken for documents there, and travel with sync and backup).
-func outsideStore(v *view.View, dir string) error {
+// CheckExportDir refuses an export DIR inside the store (the pages would
+// be taken for documents there, and travel with sync and backup:
+// ErrInsideStore) or one that exists and is not a
+// directory (ErrNotDir). The exports check it first; a caller that prints
+// something before exporting checks it itself.
+func CheckExportDir(v *view.View, dir string) error {
 	if v.Store().Contains(dir) {
 		return &fs.PathError{Op: "export", Path: dir, Err: docstore.ErrInsideStore}
+	}
+	// Refused before anything is rendered, with its own error rather
+	// than the first page's "open DIR/index.html: not a directory".
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		return &fs.PathError{Op: "export", Path: dir, Err: ErrNotDir}
 	}
 	return nil
 }
