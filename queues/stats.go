@@ -186,6 +186,19 @@ func (b *Broker) stats(queue string, held, finished map[string]ClaimState) (*Sta
 	return st, nil
 }
 
+// HeldElsewhere is what a listing of the items of names (every queue when
+// names is empty) asks the coordination engine: the item keys another
+// machine holds (nil without an engine). An engine out of reach is
+// returned as view (*EngineViewError), a warning as StatsWithEngine's:
+// the listing shows this machine's state.
+func (b *Broker) HeldElsewhere(names []string) (held map[string]ClaimState, view error) {
+	prefix, path := "items/", "queues"
+	if len(names) == 1 {
+		prefix, path = ItemKey(names[0], ""), "queues/"+names[0]
+	}
+	return b.heldElsewhere(prefix, path)
+}
+
 // heldElsewhere returns the item keys under prefix that the engine says
 // another machine holds; nil without an engine (or one that cannot list).
 // path names what is listed, in the error.

@@ -59,6 +59,12 @@ func Next(b *queues.Broker, agent string, opt NextOptions) ([]NextItem, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opt.Diag != nil {
+		// An item offered here may be held on another machine, which
+		// only the engine knows: say so when it cannot be asked, as
+		// queue ls does.
+		_, opt.Diag.View = b.HeldElsewhere(names)
+	}
 	s := b.Store()
 	out := []NextItem{}
 	for _, q := range names {

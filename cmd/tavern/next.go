@@ -29,7 +29,10 @@ as warnings on stderr). Exit 3 if nothing is claimable (after --wait).
 Without --take next is a listing: with nothing to do it prints nothing ("[]"
 with --json) and exits 0. Item files it passed over that do not parse, and
 items blocked by a dead or missing dependency, are warnings on stderr
-(path:line:col; JSON error objects with --json). The agent is --as, else $TAVERN_AGENT, else the
+(path:line:col; JSON error objects with --json). With coordination etcd or
+git and the engine out of reach (no sync remote), a warning says an item
+listed may be held or finished on another machine, as queue ls's does (a
+JSON error object on stderr under --json); the listing is this machine's. The agent is --as, else $TAVERN_AGENT, else the
 person (who holds nothing listed here); one that names no agent exits 3
 ("unknown agent").
 
@@ -104,6 +107,9 @@ func runNext(c *cli.Context) error {
 	// What it passed over that waiting will not fix: warnings (JSON error
 	// objects on stderr under --json, as ls's), so that a broken item file
 	// is never a silent "nothing to do".
+	if diag.View != nil {
+		warn(c, diag.View) // a JSON object under --json, as queue ls's
+	}
 	if c.Bool("json") {
 		for _, e := range diag.Invalid {
 			warn(c, e)
