@@ -18,7 +18,9 @@ func newNextCommand() *cli.Command {
 		Description: `Lists the next claimable items of the agent's queues (its queues: field, else
 every queue by priority), in the order take would claim them: pending, not
 held by anyone, not_before passed, dependencies done. It never offers an item
-someone holds. Items the agent already holds come first, marked "held".
+someone holds (with coordination etcd or git it asks the engine, as queue ls
+does: an item another machine holds or finished, pending here until the
+sync, is not offered). Items the agent already holds come first, marked "held".
 
 --take claims the next item for the agent, like 'tavern queue take' (a
 liveness claim while the agent's session or spawn wrapper runs, else a lease):
