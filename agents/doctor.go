@@ -67,6 +67,7 @@ func (m *Manager) Doctor(b *queues.Broker, fix bool) ([]docstore.Finding, error)
 			all = append(all, *f)
 		}
 	}
+	phase(m.configFindings())
 	phase(m.agentFindings())
 	phase(m.poolFindings())
 	phase(b.Findings())
@@ -239,6 +240,25 @@ func (m *Manager) reapPool(name string) error {
 	}
 	return m.event(journal.Event{Type: "pool.reaped", Kind: "pool", Path: PoolPath(name),
 		Data: map[string]any{"state": was, "pid": pid, "host": m.Host, "by": "doctor"}})
+}
+
+// configFindings reports what `tavern check` finds wrong with tavern.md
+// although the store opened (coordination: git on a clone that names no
+// remote): the same problem, where check puts it, as an InvalidFinding
+// with no repair: the setting is a person's to make.
+func (m *Manager) configFindings() ([]docstore.Finding, error) {
+	r, err := m.Store.Check([]string{docstore.ConfigFile}, false)
+	if err != nil {
+		return nil, err
+	}
+	var out []docstore.Finding
+	for _, p := range r.Problems {
+		if p.Warning || p.Unknown || p.Err == nil {
+			continue
+		}
+		out = append(out, InvalidFinding(p.Err))
+	}
+	return out, nil
 }
 
 // InvalidFinding is the doctor's finding for a document that does not

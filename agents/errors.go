@@ -91,6 +91,11 @@ var (
 	// field naming the agent).
 	ErrAskSelf = errors.New("an agent cannot ask itself")
 
+	// ErrPersonAskSelf is returned when the person asks the user (--to
+	// user, or the default: the person has no parent): the question
+	// would go from @user to @user, the one asking.
+	ErrPersonAskSelf = errors.New("the person cannot ask the user, itself: give --to WHO (an agent)")
+
 	// ErrAnswered is returned when a question that is already answered is
 	// answered again.
 	ErrAnswered = errors.New("question already answered")

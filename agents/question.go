@@ -121,12 +121,21 @@ func (m *Manager) recipient(from, to string) (string, error) {
 	return name, nil
 }
 
-// Ask raises a question from an agent (from; "" for a person) to "parent"
-// (the default), "user" or an agent. The asking agent goes to waiting if it
-// was working. Journaled as "question.raised".
+// Ask raises a question from an agent (from), the person (Person), or
+// tavern itself ("": a dead item's escalation) to "parent" (the default),
+// "user" or an agent. The asking agent goes to waiting if it was working.
+// Journaled as "question.raised".
 func (m *Manager) Ask(from, to string, priority int, text string) (*Question, error) {
 	if strings.TrimSpace(text) == "" {
 		return nil, fmt.Errorf("%w: a question needs text", ErrEmptyText)
+	}
+	if from == Person || from == User {
+		// The person's question to the user would wait for an answer
+		// only the asker could give, as an agent asking itself would.
+		if t, err := m.recipient("", to); err == nil && t == User {
+			return nil, &AgentError{Op: "ask", Path: "questions/", Err: ErrPersonAskSelf}
+		}
+		from = "" // the person is written as @user, and is not an agent
 	}
 	if from != "" {
 		if err := ValidAgentName(from); err != nil {

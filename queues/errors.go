@@ -235,3 +235,7 @@ func (e *EngineViewError) Error() string {
 }
 
 func (e *EngineViewError) Unwrap() error { return e.Err }
+
+// Position is the directory listed (docstore.Positioner: the --json
+// warning object's path).
+func (e *EngineViewError) Position() (string, int, int) { return e.Path, 0, 0 }

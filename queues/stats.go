@@ -186,6 +186,34 @@ func (b *Broker) stats(queue string, held, finished map[string]ClaimState) (*Sta
 	return st, nil
 }
 
+// Elsewhere is what a listing of the items of names asks the
+// coordination engine, as StatsWithEngine does: the item keys another
+// machine holds or finished, whose copies here stay in pending/ until the
+// next sync and which a take here passes over (nil without an engine). An
+// engine out of reach is returned as view (*EngineViewError), a warning:
+// the listing shows this machine's state.
+func (b *Broker) Elsewhere(names []string) (keys map[string]ClaimState, view error) {
+	prefix, path := "items/", "queues"
+	if len(names) == 1 {
+		prefix, path = ItemKey(names[0], ""), "queues/"+names[0]
+	}
+	held, view := b.heldElsewhere(prefix, path)
+	if view != nil {
+		return nil, view
+	}
+	finished, view := b.finishedElsewhere(names, prefix, path, held)
+	if view != nil {
+		return held, view
+	}
+	for k, st := range finished {
+		if held == nil {
+			held = map[string]ClaimState{}
+		}
+		held[k] = st
+	}
+	return held, nil
+}
+
 // heldElsewhere returns the item keys under prefix that the engine says
 // another machine holds; nil without an engine (or one that cannot list).
 // path names what is listed, in the error.

@@ -68,6 +68,9 @@ type Diagnostics struct {
 	// finished on another machine (their local copy is not synced yet).
 	Elsewhere int
 	Wake      time.Time // earliest known moment something may become claimable
+	// View is a listing's warning that the engine could not be asked
+	// (*EngineViewError): what it lists is this machine's state.
+	View error
 }
 
 func (d *Diagnostics) wakeAt(t time.Time) {

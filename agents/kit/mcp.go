@@ -229,6 +229,11 @@ func (ms *mcpServer) next(ctx context.Context, _ *mcp.CallToolRequest, in nextIn
 	if len(skipped) > 0 {
 		answer["skipped"] = skipped
 	}
+	if diag.View != nil {
+		// The engine could not be asked: an item offered may be held
+		// or finished on another machine (the CLI's next warns so).
+		answer["warning"] = diag.View.Error()
+	}
 	r, err := jsonText(answer)
 	return r, nil, err
 }

@@ -40,12 +40,17 @@ type NextOptions struct {
 	// Take reports them. A listing that only said nothing would read as
 	// "no work".
 	Diag *queues.Diagnostics
+	// Local answers from this machine's state without asking the
+	// coordination engine (prime: a session's start must not wait on
+	// the network for a hint; take still asks).
+	Local bool
 }
 
 // Next answers "what should I do next": the first claimable pending items
 // of the agent's queues, in take order (queue priority, then item priority
 // and age). It only offers items in pending/ that no one holds: not an
-// item with a claimed copy (a crash left both), not one whose not_before
+// item with a claimed copy (a crash left both), not one the coordination
+// engine says another machine holds or finished, not one whose not_before
 // is in the future or whose dependencies are not all done. It does not
 // claim; Take does. The items the agent already holds are in Held.
 func Next(b *queues.Broker, agent string, opt NextOptions) ([]NextItem, error) {
@@ -59,6 +64,17 @@ func Next(b *queues.Broker, agent string, opt NextOptions) ([]NextItem, error) {
 	if err != nil {
 		return nil, err
 	}
+	// An item another machine holds or finished is pending here until
+	// the sync: only the engine knows, and take passes it over. Out of
+	// reach, it is said (as queue ls does) and this machine's state shown.
+	var elsewhere map[string]queues.ClaimState
+	if !opt.Local {
+		var view error
+		elsewhere, view = b.Elsewhere(names)
+		if opt.Diag != nil {
+			opt.Diag.View = view
+		}
+	}
 	s := b.Store()
 	out := []NextItem{}
 	for _, q := range names {
@@ -67,6 +83,9 @@ func Next(b *queues.Broker, agent string, opt NextOptions) ([]NextItem, error) {
 			return nil, err
 		}
 		for _, id := range ids {
+			if _, ok := elsewhere[queues.ItemKey(q, id)]; ok {
+				continue
+			}
 			it, ok := claimable(b, q, id, opt.Now, opt.Diag)
 			if !ok {
 				continue

@@ -146,7 +146,7 @@ func BuildPrime(s *docstore.Store, agent string, opt PrimeOptions) (*Prime, erro
 		note("queues", err)
 	} else {
 		if len(p.Items) == 0 {
-			next, err := Next(b, agent, NextOptions{Limit: primeNext, Now: opt.Now})
+			next, err := Next(b, agent, NextOptions{Limit: primeNext, Now: opt.Now, Local: true})
 			note("next", err)
 			if next != nil {
 				p.Next = next

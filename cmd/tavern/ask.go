@@ -15,7 +15,10 @@ func newAskCommand() *cli.Command {
 		Description: `Writes questions/<id>.md addressed to --to (parent: the asking agent's parent,
 or the user when it has none; user; or an agent name) and moves the asking
 agent (--as or TAVERN_AGENT) to waiting. Without QUESTION (or with -) the
-question is read from stdin, as send reads its text. With --wait it blocks until the
+question is read from stdin, as send reads its text. The person (no --as,
+no TAVERN_AGENT) has no parent and is the user: it asks an agent, with --to
+WHO; asking the user, as an agent asking itself, is a usage error (exit 2).
+With --wait it blocks until the
 question is answered (woken by the watcher) and prints the answer; exit 3 if
 the wait times out (the question stays open). Unanswered questions bubble up
 to the next parent after bubble_after (see 'tavern bubble', 'tavern verifier').
@@ -52,7 +55,7 @@ func runAsk(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	q, err := m.Ask(from.AgentName(), c.String("to"), c.Int("priority"), text)
+	q, err := m.Ask(from.Name, c.String("to"), c.Int("priority"), text)
 	if err != nil {
 		return err
 	}

@@ -53,7 +53,9 @@ func newDoctorCommand() *cli.Command {
    invalid-document an agent file that does not parse or validate, so the
                    rest could not be judged for it (DETAIL is LINE:COL:
                    the error; --fix leaves it: fix it by hand, e.g.
-                   tavern edit)
+                   tavern edit); tavern.md too, for what tavern check
+                   finds in it although the store opens (coordination: git
+                   with no sync remote: DETAIL says what to set)
 
 Nothing found is said on stderr (stdout stays empty). Without --fix it
 changes nothing and exits 5 if it found anything. With

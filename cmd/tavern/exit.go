@@ -78,6 +78,7 @@ var exitCodes = []struct {
 	{agents.ErrAnswered, exitConflict},
 	{agents.ErrEmptyText, exitUsage},
 	{agents.ErrAskSelf, exitUsage},
+	{agents.ErrPersonAskSelf, exitUsage},
 	{agents.ErrNoWork, exitNotFound},
 	{agents.ErrNotEmpty, exitConflict},
 	{agents.ErrNotBackup, exitNotFound}, // restore SRC holds no store

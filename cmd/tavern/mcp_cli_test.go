@@ -289,3 +289,28 @@ func TestMCPReleaseAll(t *testing.T) {
 		t.Errorf("reserve of nothing: %+v %v, want a tool error", res, err)
 	}
 }
+
+// TestMCPNextEngineUnreachable: with coordination git and no sync remote
+// the next tool answered this machine's items without a word, where the
+// CLI's next and queue ls warn that items held or finished on other
+// machines are not known. It answers the warning too.
+func TestMCPNextEngineUnreachable(t *testing.T) {
+	t.Setenv("TAVERN_SYNC_REMOTE", "")
+	p := newProject(t)
+	p.ok("agent", "new", "me")
+	p.ok("queue", "create", "build")
+	p.ok("queue", "add", "build", "--title", "a")
+	p.ok("set", "tavern.md", "coordination=git")
+	_, _, call := startMCP(t, p, "me")
+	var got struct {
+		Next    []any  `json:"next"`
+		Warning string `json:"warning"`
+	}
+	out := call("next", nil)
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("next: %v\n%s", err, out)
+	}
+	if len(got.Next) != 1 || !strings.Contains(got.Warning, "no sync remote") {
+		t.Errorf("next: got %s, want the item and a warning naming the missing remote", out)
+	}
+}

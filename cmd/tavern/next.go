@@ -18,7 +18,9 @@ func newNextCommand() *cli.Command {
 		Description: `Lists the next claimable items of the agent's queues (its queues: field, else
 every queue by priority), in the order take would claim them: pending, not
 held by anyone, not_before passed, dependencies done. It never offers an item
-someone holds. Items the agent already holds come first, marked "held".
+someone holds (with coordination etcd or git it asks the engine, as queue ls
+does: an item another machine holds or finished, pending here until the
+sync, is not offered). Items the agent already holds come first, marked "held".
 
 --take claims the next item for the agent, like 'tavern queue take' (a
 liveness claim while the agent's session or spawn wrapper runs, else a lease):
@@ -29,7 +31,10 @@ as warnings on stderr). Exit 3 if nothing is claimable (after --wait).
 Without --take next is a listing: with nothing to do it prints nothing ("[]"
 with --json) and exits 0. Item files it passed over that do not parse, and
 items blocked by a dead or missing dependency, are warnings on stderr
-(path:line:col; JSON error objects with --json). The agent is --as, else $TAVERN_AGENT, else the
+(path:line:col; JSON error objects with --json). With coordination etcd or
+git and the engine out of reach (no sync remote), a warning says an item
+listed may be held or finished on another machine, as queue ls's does (a
+JSON error object on stderr under --json); the listing is this machine's. The agent is --as, else $TAVERN_AGENT, else the
 person (who holds nothing listed here); one that names no agent exits 3
 ("unknown agent").
 
@@ -104,6 +109,9 @@ func runNext(c *cli.Context) error {
 	// What it passed over that waiting will not fix: warnings (JSON error
 	// objects on stderr under --json, as ls's), so that a broken item file
 	// is never a silent "nothing to do".
+	if diag.View != nil {
+		warn(c, diag.View) // a JSON object under --json, as queue ls's
+	}
 	if c.Bool("json") {
 		for _, e := range diag.Invalid {
 			warn(c, e)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
 )
 
@@ -49,7 +50,21 @@ func CheckRef(ref string) error {
 type SyncError struct {
 	Op   string
 	Path string
-	Err  error
+	// File, Line and Col place a failure about a store file (tavern.md)
+	// for --json error objects; File is empty where Path names no store
+	// file (an engine key, a remote, a directory).
+	File      string
+	Line, Col int
+	Err       error
+}
+
+// Position is File, Line and Col (docstore.Positioner: the --json error
+// object's path, line and col); without File, the wrapped error's.
+func (e *SyncError) Position() (string, int, int) {
+	if e.File == "" {
+		return docstore.Position(e.Err)
+	}
+	return e.File, e.Line, e.Col
 }
 
 func (e *SyncError) Error() string {

@@ -1722,7 +1722,11 @@ func (sy *Syncer) checkSameStore(work map[string]entry, R string) (string, error
 		return td.String("name"), nil
 	}
 	local := filepath.Dir(sy.s.Root())
-	return "", &SyncError{Op: "sync", Path: docstore.ConfigFile, Err: fmt.Errorf("%w: the remote's store %q (created %s) is not this one, %q (created %s), and their histories share nothing: "+
+	line, col := md.KeyLine("name"), 1 // the name that is not the remote's
+	if line == 0 {
+		col = 0
+	}
+	return "", &SyncError{Op: "sync", Path: docstore.ConfigFile, File: docstore.ConfigFile, Line: line, Col: col, Err: fmt.Errorf("%w: the remote's store %q (created %s) is not this one, %q (created %s), and their histories share nothing: "+
 		"this store was made by `tavern init`, not joined with `tavern sync --clone`. Join the team's store instead: "+
 		"move this one aside (mv %s %s.mine), run `tavern sync --clone %s` in %s, then move in any documents of your own "+
 		"(from %s.mine/, e.g. agents/ or a queue's items) and `tavern sync`; nothing was pushed or changed",
