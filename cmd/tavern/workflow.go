@@ -120,6 +120,12 @@ func spawnHooks(c *cli.Context, s *docstore.Store, b *queues.Broker) ([]agents.S
 		if err != nil {
 			return nil, err
 		}
+		// A relative command the base does not hold cannot start in the
+		// item's worktree: refused before an agent, a claim and a
+		// worktree are made for nothing (exit 3, as pool run's check).
+		if err := ws.CommandFound(c.Context, "spawn", c.Args().First()); err != nil {
+			return nil, err
+		}
 		hooks = append(hooks, ws.Hooks())
 	}
 	hooks = append(hooks, agents.SpawnHooks{Exit: func(run *agents.Run, _ *agents.SpawnResult) error {
