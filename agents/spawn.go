@@ -572,6 +572,11 @@ func (r *spawnRun) startChild() error {
 		if opt.Model != "" {
 			kv = append(kv, docstore.Field{Key: "model", Value: opt.Model})
 		}
+		if opt.Parent != "" && opt.Parent != a.Parent {
+			// The child is told TAVERN_PARENT=P: its questions must
+			// bubble to P too.
+			kv = append(kv, docstore.Field{Key: "parent", Value: opt.Parent})
+		}
 		if r.roleChanged {
 			kv = append(kv, docstore.Field{Key: "role", Value: r.a.Role})
 			if r.sha == "" {
@@ -1084,6 +1089,17 @@ func (m *Manager) spawnRefusal(name string, opt SpawnOptions) error {
 			return err
 		}
 		a = withRole(a, opt.Role)
+	}
+	if opt.Parent != "" && opt.Parent != a.Parent && opt.Parent != Person {
+		// The run records the parent (startChild), as --role and --model
+		// are recorded: judged here as the write would judge it, so a
+		// typo or a cycle is refused before anything is claimed or run.
+		if err := AgentExists(m.Store, opt.Parent); err != nil {
+			return &AgentError{Op: "spawn", Path: AgentPath(name), Err: fmt.Errorf("parent: %w", err)}
+		}
+		if chain := parentChain(m.Store, name, opt.Parent); chain != "" {
+			return &AgentError{Op: "spawn", Path: AgentPath(name), Err: fmt.Errorf("%w: %s", ErrParentCycle, chain)}
+		}
 	}
 	if _, _, err = m.checkConstitution(a, opt.AcceptConstitution); err != nil {
 		return err
