@@ -64,10 +64,15 @@ type SpawnOptions struct {
 	Name   string // "" draws a themed name
 	Role   string
 	Parent string
-	Model  string
-	Pool   string
-	Queues []string // claim one item first (drone: one task, then exit)
-	Steal  bool
+	// ParentFromCaller: Parent is the caller's own identity
+	// ($TAVERN_AGENT), not a --parent given: a new agent's parent, and
+	// the child's TAVERN_PARENT, but never written over an existing
+	// agent's (an agent may run its own parent).
+	ParentFromCaller bool
+	Model            string
+	Pool             string
+	Queues           []string // claim one item first (drone: one task, then exit)
+	Steal            bool
 	// Wait is how long to wait for an item when none is claimable (an
 	// idle drone); 0 returns ErrNoWork at once.
 	Wait    time.Duration
@@ -572,7 +577,7 @@ func (r *spawnRun) startChild() error {
 		if opt.Model != "" {
 			kv = append(kv, docstore.Field{Key: "model", Value: opt.Model})
 		}
-		if opt.Parent != "" && opt.Parent != a.Parent {
+		if opt.Parent != "" && !opt.ParentFromCaller && opt.Parent != a.Parent {
 			// The child is told TAVERN_PARENT=P: its questions must
 			// bubble to P too.
 			kv = append(kv, docstore.Field{Key: "parent", Value: opt.Parent})
@@ -1090,7 +1095,7 @@ func (m *Manager) spawnRefusal(name string, opt SpawnOptions) error {
 		}
 		a = withRole(a, opt.Role)
 	}
-	if opt.Parent != "" && opt.Parent != a.Parent && opt.Parent != Person {
+	if opt.Parent != "" && !opt.ParentFromCaller && opt.Parent != a.Parent && opt.Parent != Person {
 		// The run records the parent (startChild), as --role and --model
 		// are recorded: judged here as the write would judge it, so a
 		// typo or a cycle is refused before anything is claimed or run.

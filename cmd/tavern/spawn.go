@@ -140,12 +140,12 @@ func runSpawn(c *cli.Context) error {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
-	parent := c.String("parent")
+	parent, fromCaller := c.String("parent"), false
 	if parent == "" {
-		parent = envAgent()
+		parent, fromCaller = envAgent(), true
 	}
 	opt := agents.SpawnOptions{
-		Name: c.String("name"), Role: c.String("role"), Parent: parent, Model: c.String("model"), Pool: c.String("pool"),
+		Name: c.String("name"), Role: c.String("role"), Parent: parent, ParentFromCaller: fromCaller, Model: c.String("model"), Pool: c.String("pool"),
 		Queues: splitList(c.StringSlice("queue")), Steal: c.Bool("steal"), Wait: c.Duration("wait"),
 		Command: c.Args().Slice(), Env: childBaseEnv(), Stdin: c.App.Reader, Signals: sigs,
 		AcceptConstitution: c.Bool("accept-constitution"), KillGrace: c.Duration("kill-grace"),
