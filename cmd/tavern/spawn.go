@@ -100,7 +100,7 @@ Examples:
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "name", Usage: "agent `NAME` (default: a new themed name)"},
 			&cli.StringFlag{Name: "role", Usage: "role `R` (constitutions/R.md); an existing agent takes it from this run on, its constitution recorded as at a first spawn"},
-			&cli.StringFlag{Name: "parent", Usage: "parent agent `P` (default $TAVERN_AGENT)"},
+			&cli.StringFlag{Name: "parent", Usage: "parent agent `P`; an existing agent takes it from this run on (default: $TAVERN_AGENT, for a new agent only)"},
 			&cli.StringSliceFlag{Name: "queue", Usage: "claim one item from `Q` first (repeatable, or Q1,Q2)"},
 			&cli.BoolFlag{Name: "steal", Usage: "with --queue: take from other queues when these are empty"},
 			waitFlag("with --queue: wait up to `DUR` for an item"),
