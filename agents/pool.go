@@ -117,11 +117,14 @@ type PoolMetrics struct {
 func PoolPath(name string) string { return "pools/" + name + ".md" }
 
 type drone struct {
-	name   string
-	cmd    *exec.Cmd
-	start  time.Time
-	stdout bytes.Buffer
-	stderr tailBuffer
+	name  string
+	cmd   *exec.Cmd
+	start time.Time
+	wait  time.Duration // how long it waits for an item (idle drones)
+	// stopped: a drain interrupted it while it waited (stopWaiters).
+	stopped bool
+	stdout  bytes.Buffer
+	stderr  tailBuffer
 }
 
 type droneExit struct {
@@ -303,6 +306,7 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 			break
 		} else if !forwarded {
 			p.leaveGates(atGate)
+			p.stopWaiters()
 		}
 		p.progress()
 		select {
@@ -556,7 +560,7 @@ func (p *poolRun) droneName() string {
 
 func (p *poolRun) launch(wait time.Duration, exits chan<- droneExit) error {
 	name := p.droneName()
-	d := &drone{name: name, cmd: p.opt.Drone(name, wait), start: time.Now()}
+	d := &drone{name: name, cmd: p.opt.Drone(name, wait), start: time.Now(), wait: wait}
 	if d.cmd.Env == nil {
 		d.cmd.Env = os.Environ()
 	}
@@ -675,6 +679,41 @@ func (p *poolRun) leaveGates(done map[string]bool) {
 		p.mu.Lock()
 		p.metrics.AtGates++
 		p.mu.Unlock()
+		_ = syscall.Kill(d.cmd.Process.Pid, syscall.SIGINT)
+	}
+}
+
+// stopWaiters, while the pool drains, interrupts (SIGINT) the drones that
+// wait for an item (--on-empty idle) and hold no claim: a drain makes no
+// new claims, and left alone they would wait out IdleWait (a minute)
+// before the drain could end. A waiting wrapper interrupted claims
+// nothing (outcome no_work). Only a drone that holds its agent's lock is
+// signalled: it took its signals before it took the lock, so a SIGINT
+// cannot kill it as a crash. One that claims an item in the instant
+// between the look and the signal forwards it to its command and
+// releases the item, as a second Ctrl-C would.
+func (p *poolRun) stopWaiters() {
+	var waiting []*drone
+	for _, d := range p.running {
+		if d.wait > 0 && !d.stopped {
+			waiting = append(waiting, d)
+		}
+	}
+	if len(waiting) == 0 {
+		return
+	}
+	st, err := p.stats()
+	if err != nil {
+		return // the next turn looks again
+	}
+	for _, d := range waiting {
+		if st.owners[d.name] > 0 {
+			continue
+		}
+		if free, err := p.m.Store.LockFree(schema.AgentLockKey(d.name)); err != nil || free {
+			continue // not in the wrapper's wait yet: a later turn
+		}
+		d.stopped = true
 		_ = syscall.Kill(d.cmd.Process.Pid, syscall.SIGINT)
 	}
 }

@@ -64,10 +64,15 @@ type SpawnOptions struct {
 	Name   string // "" draws a themed name
 	Role   string
 	Parent string
-	Model  string
-	Pool   string
-	Queues []string // claim one item first (drone: one task, then exit)
-	Steal  bool
+	// ParentFromCaller: Parent is the caller's own identity
+	// ($TAVERN_AGENT), not a --parent given: a new agent's parent, and
+	// the child's TAVERN_PARENT, but never written over an existing
+	// agent's (an agent may run its own parent).
+	ParentFromCaller bool
+	Model            string
+	Pool             string
+	Queues           []string // claim one item first (drone: one task, then exit)
+	Steal            bool
 	// Wait is how long to wait for an item when none is claimable (an
 	// idle drone); 0 returns ErrNoWork at once.
 	Wait    time.Duration
@@ -571,6 +576,11 @@ func (r *spawnRun) startChild() error {
 		}
 		if opt.Model != "" {
 			kv = append(kv, docstore.Field{Key: "model", Value: opt.Model})
+		}
+		if opt.Parent != "" && !opt.ParentFromCaller && opt.Parent != a.Parent {
+			// The child is told TAVERN_PARENT=P: its questions must
+			// bubble to P too.
+			kv = append(kv, docstore.Field{Key: "parent", Value: opt.Parent})
 		}
 		if r.roleChanged {
 			kv = append(kv, docstore.Field{Key: "role", Value: r.a.Role})
@@ -1084,6 +1094,17 @@ func (m *Manager) spawnRefusal(name string, opt SpawnOptions) error {
 			return err
 		}
 		a = withRole(a, opt.Role)
+	}
+	if opt.Parent != "" && !opt.ParentFromCaller && opt.Parent != a.Parent && opt.Parent != Person {
+		// The run records the parent (startChild), as --role and --model
+		// are recorded: judged here as the write would judge it, so a
+		// typo or a cycle is refused before anything is claimed or run.
+		if err := AgentExists(m.Store, opt.Parent); err != nil {
+			return &AgentError{Op: "spawn", Path: AgentPath(name), Err: fmt.Errorf("parent: %w", err)}
+		}
+		if chain := parentChain(m.Store, name, opt.Parent); chain != "" {
+			return &AgentError{Op: "spawn", Path: AgentPath(name), Err: fmt.Errorf("%w: %s", ErrParentCycle, chain)}
+		}
 	}
 	if _, _, err = m.checkConstitution(a, opt.AcceptConstitution); err != nil {
 		return err

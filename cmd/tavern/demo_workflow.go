@@ -47,6 +47,9 @@ Examples:
    make demo-workflow   # the same, from a clone`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "keep", Usage: "keep the demo directory"},
+			// As tavern demo's --rm: the default here, accepted so that
+			// the flag the first demo taught is not refused.
+			&cli.BoolFlag{Name: "rm", Usage: "remove the demo directory at the end (the default; --rm wins over --keep, as in tavern demo)"},
 			&cli.IntFlag{Name: "max", Value: 4, Usage: "most drones at once (at least 2)"},
 		},
 		Action: runDemoWorkflow,
@@ -65,7 +68,8 @@ func runDemoWorkflow(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if !c.Bool("keep") {
+	keep := c.Bool("keep") && !c.Bool("rm")
+	if !keep {
 		defer os.RemoveAll(dir)
 	}
 	say := func(format string, args ...any) { outf(c, "demo: "+format+"\n", args...) }
@@ -225,7 +229,7 @@ func runDemoWorkflow(c *cli.Context) error {
 	outf(c, "\npool: %s spawned (peak %d), %s failed and were retried; %s left\n", counted(mt.Spawned, "drone"), mt.PeakDrones, counted(mt.ItemsFailed, "run"), counted(len(ws), "worktree"))
 	outf(c, "gate approved by a person: %s\n", strings.Join(gates, ", "))
 	outf(c, "finished in %s\n", time.Since(start).Round(time.Millisecond))
-	if c.Bool("keep") {
+	if keep {
 		outf(c, "kept %s — try: cd %s && tavern plan status release && tavern usage --by item && git log --graph --oneline main\n", dir, dir)
 	}
 	var problems []string

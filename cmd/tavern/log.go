@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -223,7 +224,7 @@ func parseSince(s string, follow bool) (time.Time, error) {
 	if s == "now" {
 		s = "0s" // as journalctl --since now: from this instant
 	}
-	if d, err := time.ParseDuration(s); err == nil {
+	if d, err := parseDuration(s); err == nil {
 		switch {
 		case d < 0:
 			return time.Time{}, usageErr("--since %s: a duration cannot be negative; give how far back, like 90m", s)
@@ -234,6 +235,33 @@ func parseSince(s string, follow bool) (time.Time, error) {
 	return parseWhen(s, true)
 }
 
+// parseDuration is time.ParseDuration with days in front ("7d",
+// "1d12h", "-1d"): a week back is what people type, and Go has no unit
+// for it. A day is 24 hours.
+func parseDuration(s string) (time.Duration, error) {
+	num, rest, ok := strings.Cut(s, "d")
+	if !ok {
+		return time.ParseDuration(s)
+	}
+	neg := strings.HasPrefix(num, "-")
+	n, err := strconv.ParseUint(strings.TrimPrefix(num, "-"), 10, 16)
+	if err != nil || num == "" {
+		return time.ParseDuration(s) // its error names s
+	}
+	d := time.Duration(n) * 24 * time.Hour
+	if rest != "" {
+		r, err := time.ParseDuration(rest)
+		if err != nil || r < 0 {
+			return time.ParseDuration(s)
+		}
+		d += r
+	}
+	if neg {
+		d = -d
+	}
+	return d, nil
+}
+
 // parseWhen reads "90m" (ago, if ago is allowed), an RFC 3339 time or a
 // date. A negative duration would be a time in the future: refused.
 func parseWhen(s string, ago bool) (time.Time, error) {
@@ -241,7 +269,7 @@ func parseWhen(s string, ago bool) (time.Time, error) {
 		return time.Now(), nil
 	}
 	if ago {
-		if d, err := time.ParseDuration(s); err == nil {
+		if d, err := parseDuration(s); err == nil {
 			if d < 0 {
 				return time.Time{}, usageErr("%s: a duration cannot be negative; give how far back, like 90m", s)
 			}
@@ -254,7 +282,7 @@ func parseWhen(s string, ago bool) (time.Time, error) {
 	if t, err := time.ParseInLocation(time.DateOnly, s, time.Local); err == nil {
 		return t, nil
 	}
-	return time.Time{}, usageErr("bad time %q: want a duration like 90m, an RFC 3339 time, YYYY-MM-DD or now", s)
+	return time.Time{}, usageErr("bad time %q: want a duration like 90m or 7d, an RFC 3339 time, YYYY-MM-DD or now", s)
 }
 
 // eventPrinter prints events as JSON lines or one readable line each;

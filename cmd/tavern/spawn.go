@@ -100,7 +100,7 @@ Examples:
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "name", Usage: "agent `NAME` (default: a new themed name)"},
 			&cli.StringFlag{Name: "role", Usage: "role `R` (constitutions/R.md); an existing agent takes it from this run on, its constitution recorded as at a first spawn"},
-			&cli.StringFlag{Name: "parent", Usage: "parent agent `P` (default $TAVERN_AGENT)"},
+			&cli.StringFlag{Name: "parent", Usage: "parent agent `P`; an existing agent takes it from this run on (default: $TAVERN_AGENT, for a new agent only)"},
 			&cli.StringSliceFlag{Name: "queue", Usage: "claim one item from `Q` first (repeatable, or Q1,Q2)"},
 			&cli.BoolFlag{Name: "steal", Usage: "with --queue: take from other queues when these are empty"},
 			waitFlag("with --queue: wait up to `DUR` for an item"),
@@ -140,12 +140,12 @@ func runSpawn(c *cli.Context) error {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
-	parent := c.String("parent")
+	parent, fromCaller := c.String("parent"), false
 	if parent == "" {
-		parent = envAgent()
+		parent, fromCaller = envAgent(), true
 	}
 	opt := agents.SpawnOptions{
-		Name: c.String("name"), Role: c.String("role"), Parent: parent, Model: c.String("model"), Pool: c.String("pool"),
+		Name: c.String("name"), Role: c.String("role"), Parent: parent, ParentFromCaller: fromCaller, Model: c.String("model"), Pool: c.String("pool"),
 		Queues: splitList(c.StringSlice("queue")), Steal: c.Bool("steal"), Wait: c.Duration("wait"),
 		Command: c.Args().Slice(), Env: childBaseEnv(), Stdin: c.App.Reader, Signals: sigs,
 		AcceptConstitution: c.Bool("accept-constitution"), KillGrace: c.Duration("kill-grace"),

@@ -15,7 +15,8 @@ func newVerifierCommand() *cli.Command {
 		Name:  "verifier",
 		Usage: "run the verification daemon",
 		Description: `Watches agents/ and verifies every agent that enters verifying, moving it to
-done or back to working with the failures in its Notes. On each pass it also
+done or back to working with the failures in its Notes (a spawned agent whose
+command has exited: to failed, resumed by its next spawn). On each pass it also
 marks failed the agents whose spawn wrapper died, and bubbles questions left
 unanswered for longer than bubble_after (tavern.md) to the next parent.
 Runs until interrupted; --once does one pass. With --json each

@@ -16,7 +16,9 @@ each under its timeout; the process group is killed on timeout) and writes
 status, exit_code, output, verified_at and verified_by into each commitment.
 An assertion changed since the commitment was made is not run and fails.
 An agent in state verifying then moves on: done if all passed, else back to
-working (or failed after --max-attempts) with the failures in its Notes.
+working (or failed after --max-attempts) with the failures in its Notes. A
+spawned agent whose command has exited goes to failed instead (no process
+would work on it; its next spawn resumes it with those Notes).
 An agent cannot verify itself (TAVERN_AGENT or --as equal to AGENT: exit 4).
 Exit 1 if any assertion failed.
 
