@@ -84,6 +84,11 @@ func runLog(c *cli.Context) error {
 		}
 	}
 	if s := c.String("until"); s != "" {
+		// A time, not a duration: with --follow it may be one to come,
+		// so "90m" would be ambiguous.
+		if _, derr := time.ParseDuration(s); derr == nil {
+			return usageErr("--until %s: a time, not a duration: an RFC 3339 time, YYYY-MM-DD or now", s)
+		}
 		if f.Until, err = parseWhen(s, false); err != nil {
 			return err
 		}
@@ -240,19 +245,20 @@ func parseWhen(s string, ago bool) (time.Time, error) {
 	if s == "now" {
 		return time.Now(), nil
 	}
-	if ago {
-		if d, err := time.ParseDuration(s); err == nil {
-			if d < 0 {
-				return time.Time{}, usageErr("%s: a duration cannot be negative; give how far back, like 90m", s)
-			}
-			return time.Now().Add(-d), nil
+	if d, err := time.ParseDuration(s); err == nil && ago {
+		if d < 0 {
+			return time.Time{}, usageErr("%s: a duration cannot be negative; give how far back, like 90m", s)
 		}
+		return time.Now().Add(-d), nil
 	}
 	if t, err := schema.ParseTime(s); err == nil {
 		return t, nil
 	}
 	if t, err := time.ParseInLocation(time.DateOnly, s, time.Local); err == nil {
 		return t, nil
+	}
+	if !ago {
+		return time.Time{}, usageErr("bad time %q: want an RFC 3339 time, YYYY-MM-DD or now", s)
 	}
 	return time.Time{}, usageErr("bad time %q: want a duration like 90m, an RFC 3339 time, YYYY-MM-DD or now", s)
 }
