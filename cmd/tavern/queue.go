@@ -394,7 +394,7 @@ func newQueueRetryCommand() *cli.Command {
 		ArgsUsage: "Q [ID...]",
 		Description: `Moves the given dead items (all of Q's dead items if none are given) back to
 pending/ with attempts reset to 0; last_error is kept. An ID may be a unique
-prefix. Every ID is checked before any item moves: one that names no item
+prefix, QUEUE/ID (as ls prints it) or the item's file. Every ID is checked before any item moves: one that names no item
 exits 3, an item that is not in dead/ exits 4, and nothing is retried.
 
 Examples:
