@@ -174,7 +174,7 @@ func runLog(c *cli.Context) error {
 }
 
 func whereFlag() cli.Flag {
-	return &cli.StringSliceFlag{Name: "where", Aliases: []string{"w"}, Usage: "only documents whose fields match `EXPR` (as ls --where; repeatable)"}
+	return exprFlag("where", []string{"w"}, "only documents whose fields match `EXPR` (as ls --where; repeatable)")
 }
 
 func pathFlag() cli.Flag {
@@ -187,7 +187,7 @@ func pathFlag() cli.Flag {
 // warnWhere, once the store is open.
 func whereConds(c *cli.Context) ([]docstore.Cond, *schema.Kind, error) {
 	var conds []docstore.Cond
-	for _, w := range c.StringSlice("where") {
+	for _, w := range exprs(c, "where") {
 		cond, err := docstore.ParseWhere(w)
 		if err != nil {
 			return nil, nil, err
