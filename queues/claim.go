@@ -536,12 +536,23 @@ func (b *Broker) Retry(queue string, ids ...string) ([]*Item, error) {
 	return out, nil
 }
 
-// deadIDs resolves the ids retry was given: a dead item's id, or a unique
-// prefix of one in queue. An item that is not dead (or in another queue)
+// deadIDs resolves the ids retry was given: a dead item's id, a unique
+// prefix of one in queue, QUEUE/ID or the item's file (ResolveID). An item that is not dead (or in another queue)
 // is retryOne's error; an id that names no item is an unknown item.
 func (b *Broker) deadIDs(queue string, ids []string) ([]string, error) {
 	out := make([]string, 0, len(ids))
 	for _, id := range ids {
+		if strings.ContainsAny(id, "/\\") {
+			// QUEUE/ID as ls prints it, or the item's file: the item it
+			// names, as every ID argument takes it.
+			full, err := b.ResolveID(id)
+			if errors.Is(err, docstore.ErrAmbiguous) {
+				return nil, &ItemError{Op: "retry", ID: id, Err: err}
+			}
+			if err == nil {
+				id = full
+			}
+		}
 		if err := validID(id); err != nil {
 			return nil, &ItemError{Op: "retry", ID: id, Err: err}
 		}

@@ -16,6 +16,7 @@ import (
 	"unsafe"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
 
@@ -488,6 +489,55 @@ func TestExternalEdits(t *testing.T) {
 	if got := strings.Join(types, ","); got != want {
 		t.Errorf("journal: got %s, want %s", got, want)
 	}
+}
+
+// TestStartupLateCreate: a `tuple out` journals its doc.created after
+// the file is visible, and a `tuple in --wait` woken by it journals its
+// move away first (seen in a real run's journal; so can a `queue take
+// --wait` racing `queue add`). A watcher started later took the late
+// creation for the head and journaled an external removal of a tuple
+// the engine took. A path removed by hand is still journaled.
+func TestStartupLateCreate(t *testing.T) {
+	s := newStore(t)
+	j, err := journal.Open(s.Root(), journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	now := time.Now().UTC().Add(-time.Minute).Truncate(time.Millisecond)
+	at := func(ms int) schema.Timestamp { return schema.TimeOf(now.Add(time.Duration(ms) * time.Millisecond)) }
+	for _, e := range []journal.Event{
+		{Type: journal.TypeMoved, Path: "tuples/job/.taken/a.md", Time: at(0), Data: map[string]any{"from": "tuples/job/a.md"}},
+		{Type: journal.TypeMoved, Path: ".trash/x-tuples__job__a.md", Time: at(0), Data: map[string]any{"from": "tuples/job/.taken/a.md"}},
+		{Type: "tuple.in", Kind: "tuple", Path: "tuples/job/a.md", Rev: "ra", Time: at(0)},
+		{Type: journal.TypeCreated, Kind: "tuple", Path: "tuples/job/a.md", Rev: "ra", Time: at(1)},
+		// Created by the engine, then removed by hand.
+		{Type: journal.TypeCreated, Kind: "agent", Path: "agents/gone.md", Rev: "rg", Time: at(2)},
+	} {
+		if _, err := j.Append(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := openProj(t, s, Options{Watch: true, Reconcile: -1, Journal: j, ExternalGrace: time.Millisecond})
+	// The startup's observations are decided in one batch: once the hand
+	// removal is journaled, so would the tuple's be.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = journal.Follow(ctx, s.Root(), journal.Cursor{}, journal.Filter{Types: []string{journal.TypeExternal}}, 0, func(e journal.Event, err error) bool {
+		return err != nil || e.Path != "agents/gone.md"
+	})
+	if err != nil {
+		t.Fatalf("no external removal of agents/gone.md: %v", err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	journal.Read(s.Root(), journal.Filter{Types: []string{journal.TypeExternal}}, func(e journal.Event, err error) bool {
+		if err == nil && strings.HasPrefix(e.Path, "tuples/") {
+			t.Errorf("external event for a tuple the engine took: %+v", e)
+		}
+		return true
+	})
 }
 
 func TestProjectionSeesNewDirectories(t *testing.T) {

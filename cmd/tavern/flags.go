@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"regexp"
 	"strings"
 	"time"
@@ -153,3 +154,56 @@ var noDefault = regexp.MustCompile(` \(default: (false|0|0s|"")\)`)
 // each default that matters is said once, from the flag's Value or
 // DefaultText, never also in its usage.
 func flagString(f cli.Flag) string { return noDefault.ReplaceAllString(urfaveFlagString(f), "") }
+
+// exprSlice is the value of a repeatable flag whose every value is kept
+// whole. A StringSliceFlag splits a value at commas, and a --where
+// expression may hold one (title=build, then test).
+type exprSlice []string
+
+// exprSerial marks the whole list as urfave/cli copies it between a
+// flag's names (Serialize, then Set): it replaces, where a value appends.
+const exprSerial = "\x00exprs:"
+
+func (s *exprSlice) Set(v string) error {
+	if rest, ok := strings.CutPrefix(v, exprSerial); ok {
+		return json.Unmarshal([]byte(rest), (*[]string)(s))
+	}
+	*s = append(*s, v)
+	return nil
+}
+
+func (s *exprSlice) String() string {
+	if s == nil {
+		return ""
+	}
+	return strings.Join(*s, " ")
+}
+
+// Serialize is cli.Serializer: the list as Set takes it back whole.
+func (s *exprSlice) Serialize() string {
+	b, _ := json.Marshal([]string(*s))
+	return exprSerial + string(b)
+}
+
+// exprFlag is a repeatable flag of whole values (exprSlice); exprs reads it.
+func exprFlag(name string, aliases []string, usage string) cli.Flag {
+	return exprGenericFlag{&cli.GenericFlag{Name: name, Aliases: aliases, Value: &exprSlice{}, Usage: usage}}
+}
+
+// exprGenericFlag is a GenericFlag that help shows as repeatable, as it
+// shows a StringSliceFlag ([ --where EXPR ]).
+type exprGenericFlag struct{ *cli.GenericFlag }
+
+func (exprGenericFlag) IsSliceFlag() bool { return true }
+
+// String is the help line: GenericFlag's own would describe the embedded
+// flag, not this one.
+func (f exprGenericFlag) String() string { return cli.FlagStringer(f) }
+
+// exprs returns the values given to an exprFlag, in order.
+func exprs(c *cli.Context, name string) []string {
+	if v, ok := c.Generic(name).(*exprSlice); ok && v != nil {
+		return *v
+	}
+	return nil
+}

@@ -85,6 +85,11 @@ func runLog(c *cli.Context) error {
 		}
 	}
 	if s := c.String("until"); s != "" {
+		// A time, not a duration: with --follow it may be one to come,
+		// so "90m" would be ambiguous.
+		if _, derr := time.ParseDuration(s); derr == nil {
+			return usageErr("--until %s: a time, not a duration: an RFC 3339 time, YYYY-MM-DD or now", s)
+		}
 		if f.Until, err = parseWhen(s, false); err != nil {
 			return err
 		}
@@ -170,7 +175,7 @@ func runLog(c *cli.Context) error {
 }
 
 func whereFlag() cli.Flag {
-	return &cli.StringSliceFlag{Name: "where", Aliases: []string{"w"}, Usage: "only documents whose fields match `EXPR` (as ls --where; repeatable)"}
+	return exprFlag("where", []string{"w"}, "only documents whose fields match `EXPR` (as ls --where; repeatable)")
 }
 
 func pathFlag() cli.Flag {
@@ -183,7 +188,7 @@ func pathFlag() cli.Flag {
 // warnWhere, once the store is open.
 func whereConds(c *cli.Context) ([]docstore.Cond, *schema.Kind, error) {
 	var conds []docstore.Cond
-	for _, w := range c.StringSlice("where") {
+	for _, w := range exprs(c, "where") {
 		cond, err := docstore.ParseWhere(w)
 		if err != nil {
 			return nil, nil, err
@@ -281,6 +286,9 @@ func parseWhen(s string, ago bool) (time.Time, error) {
 	}
 	if t, err := time.ParseInLocation(time.DateOnly, s, time.Local); err == nil {
 		return t, nil
+	}
+	if !ago {
+		return time.Time{}, usageErr("bad time %q: want an RFC 3339 time, YYYY-MM-DD or now", s)
 	}
 	return time.Time{}, usageErr("bad time %q: want a duration like 90m or 7d, an RFC 3339 time, YYYY-MM-DD or now", s)
 }

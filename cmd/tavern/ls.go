@@ -65,7 +65,7 @@ Examples:
    tavern ls queues/build/pending/
    tavern ls items --where queue=build --where 'priority<2' --sort priority --limit 10 --json`,
 		Flags: []cli.Flag{
-			&cli.StringSliceFlag{Name: "where", Aliases: []string{"w"}, Usage: "filter `EXPR` (repeatable)"},
+			exprFlag("where", []string{"w"}, "filter `EXPR` (repeatable)"),
 			&cli.StringFlag{Name: "sort", Usage: "sort by `FIELD` (-FIELD for descending)"},
 			limitFlag("print at most `N` documents (default: all)", 0),
 			&cli.BoolFlag{Name: "body", Usage: "include bodies in --json output"},
@@ -95,7 +95,7 @@ func runLs(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	args := lsArgs{Kind: k.Name, Where: c.StringSlice("where"), Sort: c.String("sort"), Limit: c.Int("limit")}
+	args := lsArgs{Kind: k.Name, Where: exprs(c, "where"), Sort: c.String("sort"), Limit: c.Int("limit")}
 	conds, _, err := lsConditions(k, args.Where)
 	if err != nil {
 		return err

@@ -106,8 +106,9 @@ func newQueueAddCommand() *cli.Command {
 		Description: `Creates queues/Q/pending/<id>.md; the body (--body FILE, or - for stdin) is
 the assignment. The id is p<priority>-<uuidv7>, so pending/ lists in take order.
 Priority: 0 (highest) .. 99; anything else is rejected (exit 2). Every
---depends-on must name an existing item; the item is claimable once all of
-them are in done/. A dependency graph with a cycle is rejected (exit 2).
+--depends-on must name an existing item (its id, a unique prefix of it,
+QUEUE/ID as ls prints it, or its file's path; the id is recorded); the item
+is claimable once all of them are in done/. A dependency graph with a cycle is rejected (exit 2).
 
 Examples:
    id=$(tavern queue add build --title "compile parser" --priority 1)
@@ -143,8 +144,19 @@ func runQueueAdd(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// Each --depends-on names an item as every ITEM argument does (its
+	// id, a unique prefix, QUEUE/ID as ls prints it, its file's path);
+	// the item records the id.
+	var deps []string
+	for _, ref := range c.StringSlice("depends-on") {
+		id, err := itemRef(b, ref)
+		if err != nil {
+			return err
+		}
+		deps = append(deps, id)
+	}
 	it, err := b.Add(c.Args().First(), queues.AddOptions{
-		Title: c.String("title"), Priority: c.Int("priority"), DependsOn: c.StringSlice("depends-on"),
+		Title: c.String("title"), Priority: c.Int("priority"), DependsOn: deps,
 		MaxAttempts: c.Int("max-attempts"), Body: body, Gate: c.String("gate"), By: by,
 		Explicit: explicit(c, "max-attempts"),
 	})
@@ -382,7 +394,7 @@ func newQueueRetryCommand() *cli.Command {
 		ArgsUsage: "Q [ID...]",
 		Description: `Moves the given dead items (all of Q's dead items if none are given) back to
 pending/ with attempts reset to 0; last_error is kept. An ID may be a unique
-prefix. Every ID is checked before any item moves: one that names no item
+prefix, QUEUE/ID (as ls prints it) or the item's file. Every ID is checked before any item moves: one that names no item
 exits 3, an item that is not in dead/ exits 4, and nothing is retried.
 
 Examples:

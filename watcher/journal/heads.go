@@ -52,7 +52,11 @@ type Head struct {
 // the record has none: a rename keeps the content), an external record
 // (Data["op"] says which), and any other doc.* record with a revision
 // (doc.created, doc.updated: the engine wrote that revision). Domain
-// events (item.claimed...) and records without a revision do not.
+// events (item.claimed...) and records without a revision do not. A
+// doc.created that follows, within lateCreate, the removal of a path the
+// journal had no record of is that removal's own creation journaled
+// late (its writer appends after the rename that woke the consumer): it
+// is kept as a state before the removal, which stays the head.
 //
 // A Heads is kept current by CatchUp, which reads the journal from where
 // it stopped; Save writes a checkpoint (events/.heads: the heads and the
@@ -84,7 +88,20 @@ type headState struct {
 	// Kept encoded (encodeDigest): one string, not a map per path.
 	fieldsRev string
 	fields    string
+	// unseenGone: the head is a removal of a path the journal had no
+	// record of. A writer journals its create after the file is visible,
+	// so a consumer woken by it (tuple in, queue take) may journal the
+	// move first: the doc.created that follows within lateCreate is
+	// that creation (lateCreate). lateRev is the one taken so.
+	// Neither is kept by a checkpoint (the race is milliseconds wide).
+	unseenGone bool
+	lateRev    string
 }
+
+// lateCreate bounds how long after such a removal a doc.created is taken
+// for the creation it undid, rather than a new one: the time a writer
+// takes from its rename to its journal append, with room.
+const lateCreate = time.Second
 
 // mark is one record of a path: the state it gives and its time, in
 // unix nanoseconds (markTime): 48 bytes, where a time.Time made it 64, and
@@ -343,7 +360,7 @@ func (h *Heads) apply(e Event) {
 	case TypeError, TypeMissed, TypeDegraded:
 		return
 	case TypeRemoved:
-		h.set(e.Path, "", false, false, at)
+		h.setGone(e.Path, at)
 	case TypeMoved:
 		from, _ := e.Data["from"].(string)
 		rev := e.Rev
@@ -351,7 +368,7 @@ func (h *Heads) apply(e Event) {
 			if s := h.paths[from]; rev == "" && s != nil && s.Present {
 				rev = s.Rev // a rename keeps the content
 			}
-			h.set(from, "", false, false, at)
+			h.setGone(from, at)
 		}
 		if rev != "" {
 			h.set(e.Path, rev, true, true, at)
@@ -381,9 +398,42 @@ func (h *Heads) apply(e Event) {
 		// event of the same write says, sometimes for a path the
 		// document has already left: only doc.* events set heads.
 		if e.Rev != "" && strings.HasPrefix(e.Type, "doc.") {
+			if e.Type == TypeCreated && h.late(e.Path, e.Rev, at) {
+				return
+			}
 			h.set(e.Path, e.Rev, true, true, at)
 		}
 	}
+}
+
+// setGone records path removed at at, by the engine; a path the journal
+// had no record of is marked unseenGone.
+func (h *Heads) setGone(path string, at time.Time) {
+	first := h.paths[path] == nil
+	h.set(path, "", false, false, at)
+	if s := h.paths[path]; first && s != nil && !s.Present {
+		s.unseenGone = true
+	}
+}
+
+// late reports whether a doc.created of path (rev, at) is the late record
+// of the creation that an unseenGone removal undid, and if so records it
+// as a state before the removal: it happened, and the path stays removed.
+func (h *Heads) late(path, rev string, at time.Time) bool {
+	s := h.paths[path]
+	if s == nil || !s.unseenGone || s.Present {
+		return false
+	}
+	if s.lateRev != "" {
+		return s.lateRev == rev // applied again (Apply, then CatchUp)
+	}
+	if at.Before(s.At) || at.Sub(s.At) > lateCreate {
+		return false
+	}
+	s.lateRev = rev
+	s.recent = addMark(s.recent, mark{rev: rev, present: true, valid: true, at: markTime(s.At) - 1})
+	h.dirty = true
+	return true
 }
 
 func (h *Heads) set(path, rev string, present, valid bool, at time.Time) {
@@ -416,6 +466,7 @@ func (h *Heads) set(path, rev string, present, valid bool, at time.Time) {
 		return
 	}
 	s.Rev, s.Present, s.Valid, s.At = rev, present, valid, at
+	s.unseenGone, s.lateRev = false, ""
 	switch {
 	case !present:
 		s.LastValid = ""

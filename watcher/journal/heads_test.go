@@ -400,3 +400,71 @@ func TestMarkTime(t *testing.T) {
 		}
 	}
 }
+
+// TestHeadsLateCreate: a writer journals its create after the file is
+// visible, so a consumer woken by it (tuple in --wait, queue take
+// --wait) can move the file away and journal that first, as seen in the
+// journal of a real `tuple in --wait` racing `tuple out`. The late
+// doc.created is the creation the removal undid: the path stays removed
+// (it was reported as present, and a watcher started later journaled an
+// external removal of it), and the creation is still accounted for.
+// Paths the journal had seen, and creations long after the removal,
+// are real re-creations.
+func TestHeadsLateCreate(t *testing.T) {
+	root, j := openHeadsJournal(t)
+	t0 := time.Now().UTC().Add(-time.Minute).Truncate(time.Millisecond)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	for _, e := range []Event{
+		// The race, as journaled: the consumer's move, then the creation.
+		{Type: TypeMoved, Path: "tuples/job/.taken/a.md", Time: schema.TimeOf(ms(0)), Data: map[string]any{"from": "tuples/job/a.md"}},
+		{Type: TypeCreated, Path: "tuples/job/a.md", Rev: "ra", Time: schema.TimeOf(ms(1))},
+		// The same with a removal (queue take) and an equal time.
+		{Type: TypeRemoved, Path: "queues/q/pending/b.md", Time: schema.TimeOf(ms(2))},
+		{Type: TypeCreated, Path: "queues/q/pending/b.md", Rev: "rb", Time: schema.TimeOf(ms(2))},
+		// A path journaled before: removed, then made again.
+		{Type: TypeCreated, Path: "c.md", Rev: "c1", Time: schema.TimeOf(ms(3))},
+		{Type: TypeRemoved, Path: "c.md", Time: schema.TimeOf(ms(4))},
+		{Type: TypeCreated, Path: "c.md", Rev: "c2", Time: schema.TimeOf(ms(5))},
+		// A removal of a file nobody journaled (made by hand), and a
+		// creation long after it.
+		{Type: TypeRemoved, Path: "d.md", Time: schema.TimeOf(ms(6))},
+		{Type: TypeCreated, Path: "d.md", Rev: "d1", Time: schema.TimeOf(ms(10006))},
+	} {
+		if _, err := j.Append(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := LoadHeads(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path, rev string
+		present   bool
+	}{
+		{"tuples/job/a.md", "", false},
+		{"queues/q/pending/b.md", "", false},
+		{"c.md", "c2", true},
+		{"d.md", "d1", true},
+	} {
+		got, _ := h.Get(tc.path)
+		if got.Present != tc.present || got.Rev != tc.rev {
+			t.Errorf("%s: got %+v, want present %v rev %q", tc.path, got, tc.present, tc.rev)
+		}
+	}
+	// The creation happened: a watcher that saw the file is answered.
+	for _, p := range []struct{ path, rev string }{{"tuples/job/a.md", "ra"}, {"queues/q/pending/b.md", "rb"}} {
+		if !h.Explained(p.path, p.rev, true, ms(-1000)) {
+			t.Errorf("Explained(%s, %s, present): the late creation is not accounted for", p.path, p.rev)
+		}
+		if !h.Explained(p.path, "", false, ms(-1000)) {
+			t.Errorf("Explained(%s, removed): got false", p.path)
+		}
+	}
+	// Applied twice (AppendIf's Apply, then CatchUp reading it back):
+	// the same answer.
+	h.Apply(Event{Type: TypeCreated, Path: "tuples/job/a.md", Rev: "ra", Time: schema.TimeOf(ms(1))})
+	if got, _ := h.Get("tuples/job/a.md"); got.Present {
+		t.Errorf("tuples/job/a.md after the record applied again: %+v", got)
+	}
+}

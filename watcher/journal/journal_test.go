@@ -372,6 +372,7 @@ func TestTypeHint(t *testing.T) {
 		{"frobnicate", ""},
 		{"doc.update", `doc.update: no such event type (did you mean "doc.updated"?)`},
 		{"doc", `doc: no such event type (did you mean "doc."?)`},
+		{"updated", `updated: no such event type (did you mean "*.updated" or "doc.updated"?)`},
 		{"watch.nope", "watch.nope: no such event type (the watch. types: watch.degraded, watch.error, watch.missed)"},
 	} {
 		got := ""

@@ -59,7 +59,9 @@ func IsTypePattern(t string) bool {
 // refusal.
 //
 // Near: one or two edits from a type (item.claimd: item.claimed). A
-// family name without its dot (item): the prefix filter "item.". An
+// family name without its dot (item): the prefix filter "item.". The
+// last part of types without the family (claimed): those types and the
+// glob "*.claimed". An
 // unknown type of a known family (item.nope): that family's types.
 func TypeHint(t string) *TypeHintError {
 	if t == "" || IsTypePattern(t) {
@@ -71,6 +73,24 @@ func TypeHint(t string) *TypeHintError {
 	}
 	if slices.ContainsFunc(known, func(k string) bool { return strings.HasPrefix(k, t+".") }) {
 		return &TypeHintError{Type: t, Near: []string{t + "."}}
+	}
+	if !strings.Contains(t, ".") {
+		// The last part of types without their family (created, as one
+		// says "a created event"): those types, and the glob of them all.
+		// The glob first, then the document event (doc.created): a hint
+		// names at most three.
+		ends := []string{"*." + t}
+		if k := "doc." + t; slices.Contains(known, k) {
+			ends = append(ends, k)
+		}
+		for _, k := range known {
+			if strings.HasSuffix(k, "."+t) && k != "doc."+t {
+				ends = append(ends, k)
+			}
+		}
+		if len(ends) > 1 {
+			return &TypeHintError{Type: t, Near: ends}
+		}
 	}
 	if near := schema.Near(t, known); len(near) > 0 {
 		return &TypeHintError{Type: t, Near: near}
