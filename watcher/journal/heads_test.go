@@ -429,6 +429,10 @@ func TestHeadsLateCreate(t *testing.T) {
 		// creation long after it.
 		{Type: TypeRemoved, Path: "d.md", Time: schema.TimeOf(ms(6))},
 		{Type: TypeCreated, Path: "d.md", Rev: "d1", Time: schema.TimeOf(ms(10006))},
+		// A creation stamped before the removal it was undone by (its
+		// writer read the clock first) but journaled after it.
+		{Type: TypeRemoved, Path: "e.md", Time: schema.TimeOf(ms(8))},
+		{Type: TypeCreated, Path: "e.md", Rev: "e1", Time: schema.TimeOf(ms(7))},
 	} {
 		if _, err := j.Append(e); err != nil {
 			t.Fatal(err)
@@ -446,6 +450,7 @@ func TestHeadsLateCreate(t *testing.T) {
 		{"queues/q/pending/b.md", "", false},
 		{"c.md", "c2", true},
 		{"d.md", "d1", true},
+		{"e.md", "", false},
 	} {
 		got, _ := h.Get(tc.path)
 		if got.Present != tc.present || got.Rev != tc.rev {
