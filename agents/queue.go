@@ -19,18 +19,18 @@ func QueueWork(b *queues.Broker) WorkSource { return queueWork{b} }
 
 type queueWork struct{ b *queues.Broker }
 
-func (w queueWork) Take(ctx context.Context, qs []string, agent, lockKey string, steal bool, wait time.Duration) (WorkClaim, error) {
+func (w queueWork) Take(ctx context.Context, qs []string, agent, lockKey string, steal bool, wait time.Duration, guard func() error) (WorkClaim, error) {
 	if lockKey != schema.AgentLockKey(agent) {
 		return nil, fmt.Errorf("take: liveness lock %q is not the agent lock %q", lockKey, schema.AgentLockKey(agent))
 	}
-	return w.TakeFor(ctx, qs, agent, "", steal, wait)
+	return w.TakeFor(ctx, qs, agent, "", steal, wait, guard)
 }
 
 // TakeFor claims for a spawn instance: the claim records the instance and
 // lives as long as its lock (schema.InstanceLockKey) is held, by the
 // wrapper or any process of its child's tree.
-func (w queueWork) TakeFor(ctx context.Context, qs []string, agent, instance string, steal bool, wait time.Duration) (WorkClaim, error) {
-	c, err := w.b.Take(ctx, queues.TakeOptions{Queues: qs, Steal: steal, As: agent, Instance: instance, Liveness: queues.AgentLock, Wait: wait})
+func (w queueWork) TakeFor(ctx context.Context, qs []string, agent, instance string, steal bool, wait time.Duration, guard func() error) (WorkClaim, error) {
+	c, err := w.b.Take(ctx, queues.TakeOptions{Queues: qs, Steal: steal, As: agent, Instance: instance, Liveness: queues.AgentLock, Wait: wait, Guard: guard})
 	if errors.Is(err, queues.ErrEmpty) {
 		return nil, fmt.Errorf("%w: %w", ErrNoWork, err)
 	}

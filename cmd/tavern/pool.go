@@ -55,7 +55,8 @@ the run (went to dead/: items_dead and dead_items in --json). Dead items do
 not change the exit status unless --fail-on-dead, which exits 1 when any
 died: 'pool run ... --on-empty terminate --fail-on-dead && deploy'.
 
-Ctrl-C drains: no new drones, running ones finish (a drone whose command
+Ctrl-C drains: no new drones, running ones finish, and no drone claims a
+new item (an idle one ends its wait and exits; a drone whose command
 succeeded and that waits at a human gate runs nothing: its item goes back to
 pending with its work done, the pool says how many (at_gates in --json), and
 the next run waits at the gate again without running the command). A second
