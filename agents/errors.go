@@ -81,6 +81,13 @@ var (
 	// died (SpawnOptions.PoolRun): the pool's liveness lock is free.
 	ErrPoolGone = errors.New("the drone's pool is gone (its liveness lock is free)")
 
+	// ErrAgentDown is why an agent that failed (state failed), or whose
+	// spawn wrapper died and was not reaped yet, claims nothing
+	// (CheckTaker): its claim would outlive no process and its work would
+	// be done by nobody. Reviving it (tavern agent state NAME idle, or a
+	// spawn of it) lets it take again. Wrapped in an *AgentError.
+	ErrAgentDown = errors.New("the agent is not alive")
+
 	// ErrPoolDraining is why a drone of a pool that drains (its document
 	// says draining) claims nothing: it ends its wait for an item, and
 	// only drones that already hold one finish.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/agents/view"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
@@ -192,7 +193,9 @@ The claim is lease-only (this process exits at once): renew it with
 --as AGENT while AGENT's liveness lock (.locks/agents/AGENT.lock, held by its
 spawn wrapper) is held, the claim is a liveness claim tied to that lock:
 when the wrapper dies the item returns to pending at the next take or reap,
-without waiting for the lease.
+without waiting for the lease. An agent that is down takes nothing (exit 4):
+one in state failed, or whose spawn wrapper died (working in its document,
+not reaped yet); revive it first (tavern agent state AGENT idle, or a spawn).
 
 Examples:
    read id attempt < <(tavern queue take build | head -1)
@@ -223,6 +226,7 @@ func runQueueTake(c *cli.Context) error {
 	opt := queues.TakeOptions{Queues: splitList([]string{c.Args().First()}), Steal: c.Bool("steal"), Wait: c.Duration("wait"), As: as.Name}
 	if as.Agent {
 		opt.Liveness = queues.AgentLock
+		agents.GuardTake(s, &opt) // a failed or dead agent claims nothing (exit 4)
 	}
 	cl, err := b.Take(c.Context, opt)
 	if err != nil {
