@@ -105,7 +105,10 @@ type PoolMetrics struct {
 	// with no attempts left); DeadItems are their ids. Only the final
 	// metrics RunPool returns carry them: ItemsFailed counts attempts,
 	// and a failed attempt that is retried and then done is no failure
-	// of the run.
+	// of the run. It is this store's dead/: an item that died on another
+	// machine (coordination etcd or git) counts once its death synced
+	// here; asking the engine at the start and the end of every run for
+	// the deaths it knows of was not worth its round trips.
 	ItemsDead int      `json:"items_dead"`
 	DeadItems []string `json:"dead_items,omitempty"`
 	// AtGates counts the drones a drain interrupted at a human gate, their
