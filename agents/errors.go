@@ -86,7 +86,7 @@ var (
 	// (CheckTaker): its claim would outlive no process and its work would
 	// be done by nobody. Reviving it (tavern agent state NAME idle, or a
 	// spawn of it) lets it take again. Wrapped in an *AgentError.
-	ErrAgentDown = errors.New("the agent is not alive")
+	ErrAgentDown = errors.New("agent is down")
 
 	// ErrPoolDraining is why a drone of a pool that drains (its document
 	// says draining) claims nothing: it ends its wait for an item, and

@@ -53,12 +53,12 @@ func CheckTaker(s *docstore.Store, agent string) error {
 		return nil
 	}
 	a := agentFromDoc(d)
-	revive := fmt.Sprintf("revive it first: tavern agent state %s idle, or tavern spawn --name %s", agent, agent)
+	revive := fmt.Sprintf("tavern agent state %s idle, or tavern spawn --name %s", agent, agent)
 	switch st := a.Effective(); {
 	case st == Failed:
-		return &AgentError{Op: "take", Path: AgentPath(agent), Err: fmt.Errorf("%w: agent %s is failed: it claims nothing (%s)", ErrAgentDown, agent, revive)}
+		return &AgentError{Op: "take", Path: AgentPath(agent), Err: fmt.Errorf("%w: %s is failed: it claims nothing until revived (%s)", ErrAgentDown, agent, revive)}
 	case running(st) && deadSpawn(s, a):
-		return &AgentError{Op: "take", Path: AgentPath(agent), Err: fmt.Errorf("%w: agent %s is %s but its spawn wrapper (pid %d) is gone: it claims nothing (tavern agent reap marks it failed; then %s)",
+		return &AgentError{Op: "take", Path: AgentPath(agent), Err: fmt.Errorf("%w: %s is %s but its spawn wrapper (pid %d) is gone: it claims nothing until revived (tavern agent reap marks it failed; then %s)",
 			ErrAgentDown, agent, st, a.PID, revive)}
 	}
 	return nil

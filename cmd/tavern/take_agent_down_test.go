@@ -43,7 +43,7 @@ func TestTakeRefusesDeadAgent(t *testing.T) {
 	}
 
 	r := p.fails(4, "queue", "take", "q", "--as", "bob")
-	for _, want := range []string{"agent bob is working but its spawn wrapper", "is gone", "tavern agent reap", "tavern spawn --name bob"} {
+	for _, want := range []string{"agent is down: bob is working but its spawn wrapper", "is gone", "tavern agent reap", "tavern spawn --name bob"} {
 		if !strings.Contains(r.err, want) {
 			t.Errorf("take's error %q does not say %q", r.err, want)
 		}
@@ -54,7 +54,7 @@ func TestTakeRefusesDeadAgent(t *testing.T) {
 
 	p.ok("agent", "reap")
 	r = p.fails(4, "queue", "take", "q", "--as", "bob")
-	if !strings.Contains(r.err, "agent bob is failed") {
+	if !strings.Contains(r.err, "agent is down: bob is failed") {
 		t.Errorf("take's error after the reap %q does not say the agent is failed", r.err)
 	}
 
