@@ -81,6 +81,18 @@ var (
 	// died (SpawnOptions.PoolRun): the pool's liveness lock is free.
 	ErrPoolGone = errors.New("the drone's pool is gone (its liveness lock is free)")
 
+	// ErrAgentDown is why an agent that failed (state failed), or whose
+	// spawn wrapper died and was not reaped yet, claims nothing
+	// (CheckTaker): its claim would outlive no process and its work would
+	// be done by nobody. Reviving it (tavern agent state NAME idle, or a
+	// spawn of it) lets it take again. Wrapped in an *AgentError.
+	ErrAgentDown = errors.New("agent is down")
+
+	// ErrPoolDraining is why a drone of a pool that drains (its document
+	// says draining) claims nothing: it ends its wait for an item, and
+	// only drones that already hold one finish.
+	ErrPoolDraining = errors.New("the drone's pool is draining: no new claims")
+
 	// ErrEmptyText is returned for a question, an answer, an agent note,
 	// or a commitment's description or assertion, that is empty or only
 	// white space: nothing is written.

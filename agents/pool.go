@@ -105,7 +105,10 @@ type PoolMetrics struct {
 	// with no attempts left); DeadItems are their ids. Only the final
 	// metrics RunPool returns carry them: ItemsFailed counts attempts,
 	// and a failed attempt that is retried and then done is no failure
-	// of the run.
+	// of the run. It is this store's dead/: an item that died on another
+	// machine (coordination etcd or git) counts once its death synced
+	// here; asking the engine at the start and the end of every run for
+	// the deaths it knows of was not worth its round trips.
 	ItemsDead int      `json:"items_dead"`
 	DeadItems []string `json:"dead_items,omitempty"`
 	// AtGates counts the drones a drain interrupted at a human gate, their
@@ -312,12 +315,14 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 		select {
 		case <-ctxDone:
 			ctxDone = nil
-			draining = true
-			p.setState("draining")
+			if !draining {
+				draining = true
+				p.drain(report)
+			}
 		case sig := <-opt.Interrupt:
 			if !draining {
 				draining = true
-				p.setState("draining")
+				p.drain(report)
 			} else if !forwarded {
 				forwarded = true
 				for _, d := range p.running {
@@ -731,6 +736,16 @@ func (p *poolRun) setPaused(why string) {
 	p.mu.Unlock()
 }
 
+// drain stops the launches and tells the running drones, through the
+// pool's document (state: draining, written now rather than at the next
+// tick), to claim nothing more (Manager.poolDraining): an idle drone ends
+// its wait at once instead of taking an item, or holding the drain, for
+// up to IdleWait; a drone that holds an item finishes it.
+func (p *poolRun) drain(report func(error)) {
+	p.setState("draining")
+	report(p.writeDoc(false))
+}
+
 func (p *poolRun) setState(s string) {
 	p.mu.Lock()
 	p.metrics.State = s
@@ -865,14 +880,23 @@ const poolWatchEvery = time.Second
 // poolWatchEvery), or when ctx is done; stop ends the watch. An error
 // reading the lock is no proof of death: the watch goes on.
 func (m *Manager) watchPool(ctx context.Context, pool string) (context.Context, context.CancelFunc) {
+	return m.watchCond(ctx, func() error {
+		free, err := m.Store.LockFree(schema.PoolLockKey(pool))
+		if err == nil && free {
+			return &AgentError{Op: "spawn", Path: PoolPath(pool), Err: ErrPoolGone}
+		}
+		return nil
+	})
+}
+
+// watchCond returns a context cancelled with check's error as its cause
+// once check returns one (asked now, then every poolWatchEvery), or when
+// ctx is done; stop ends the watch.
+func (m *Manager) watchCond(ctx context.Context, check func() error) (context.Context, context.CancelFunc) {
 	wctx, cancel := context.WithCancelCause(ctx)
 	stop := func() { cancel(context.Canceled) }
-	gone := func() bool {
-		free, err := m.Store.LockFree(schema.PoolLockKey(pool))
-		return err == nil && free
-	}
-	if gone() {
-		cancel(&AgentError{Op: "spawn", Path: PoolPath(pool), Err: ErrPoolGone})
+	if err := check(); err != nil {
+		cancel(err)
 		return wctx, stop
 	}
 	go func() {
@@ -883,12 +907,27 @@ func (m *Manager) watchPool(ctx context.Context, pool string) (context.Context, 
 			case <-wctx.Done():
 				return
 			case <-t.C:
-				if gone() {
-					cancel(&AgentError{Op: "spawn", Path: PoolPath(pool), Err: ErrPoolGone})
+				if err := check(); err != nil {
+					cancel(err)
 					return
 				}
 			}
 		}
 	}()
 	return wctx, stop
+}
+
+// poolDraining returns ErrPoolDraining when pool's document says it
+// drains (or has stopped): its drones claim nothing more. The run writes
+// its state there before it launches a drone and as soon as it drains
+// (poolRun.drain). A document that cannot be read is no proof of a drain.
+func (m *Manager) poolDraining(pool string) error {
+	d, err := m.Store.Get(PoolPath(pool))
+	if err != nil {
+		return nil
+	}
+	if st := d.String("state"); st == "draining" || st == "stopped" {
+		return &AgentError{Op: "spawn", Path: PoolPath(pool), Err: ErrPoolDraining}
+	}
+	return nil
 }

@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"time"
 
+	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/schema"
 )
@@ -19,18 +21,80 @@ func QueueWork(b *queues.Broker) WorkSource { return queueWork{b} }
 
 type queueWork struct{ b *queues.Broker }
 
-func (w queueWork) Take(ctx context.Context, qs []string, agent, lockKey string, steal bool, wait time.Duration) (WorkClaim, error) {
+// GuardTake makes a take for an agent (opt.Liveness AgentLock, opt.As
+// the agent) obey CheckTaker before every attempt to claim, along with
+// the guard opt has: whoever takes for an agent — queue take --as, next
+// --take, MCP's next, a spawn — is refused an agent that is down.
+func GuardTake(s *docstore.Store, opt *queues.TakeOptions) {
+	if opt.Liveness != queues.AgentLock || opt.As == "" {
+		return
+	}
+	prev, agent := opt.Guard, opt.As
+	opt.Guard = func() error {
+		if err := CheckTaker(s, agent); err != nil {
+			return err
+		}
+		if prev != nil {
+			return prev()
+		}
+		return nil
+	}
+}
+
+// CheckTaker returns an *AgentError wrapping ErrAgentDown when agent
+// may claim no item: it is failed, or in working or waiting while the
+// spawn wrapper of this host its document names is gone (dead, not
+// reaped yet). The error says how to revive it. A document that cannot
+// be read is not refused here (an unknown agent is ResolveActor's, a
+// broken one check's).
+func CheckTaker(s *docstore.Store, agent string) error {
+	d, err := s.Get(AgentPath(agent))
+	if err != nil {
+		return nil
+	}
+	a := agentFromDoc(d)
+	revive := fmt.Sprintf("tavern agent state %s idle, or tavern spawn --name %s", agent, agent)
+	switch st := a.Effective(); {
+	case st == Failed:
+		return &AgentError{Op: "take", Path: AgentPath(agent), Err: fmt.Errorf("%w: %s is failed: it claims nothing until revived (%s)", ErrAgentDown, agent, revive)}
+	case running(st) && deadSpawn(s, a):
+		return &AgentError{Op: "take", Path: AgentPath(agent), Err: fmt.Errorf("%w: %s is %s but its spawn wrapper (pid %d) is gone: it claims nothing until revived (tavern agent reap marks it failed; then %s)",
+			ErrAgentDown, agent, st, a.PID, revive)}
+	}
+	return nil
+}
+
+// deadSpawn reports whether a's document names a spawn instance of this
+// host whose wrapper and process tree are gone: neither the agent's lock
+// nor the instance's is held. An agent in working without an instance (a
+// hooked session's) is no spawn's, and never dead here.
+func deadSpawn(s *docstore.Store, a *Agent) bool {
+	host, _ := os.Hostname()
+	if a.Host == "" || a.Host != host || a.Instance == "" || schema.ValidName(a.Instance) != nil {
+		return false
+	}
+	for _, key := range []string{schema.InstanceLockKey(a.Instance), schema.AgentLockKey(a.Name)} {
+		if free, err := s.LockFree(key); err != nil || !free {
+			return false
+		}
+	}
+	return true
+}
+
+func (w queueWork) Take(ctx context.Context, qs []string, agent, lockKey string, steal bool, wait time.Duration, guard func() error) (WorkClaim, error) {
 	if lockKey != schema.AgentLockKey(agent) {
 		return nil, fmt.Errorf("take: liveness lock %q is not the agent lock %q", lockKey, schema.AgentLockKey(agent))
 	}
-	return w.TakeFor(ctx, qs, agent, "", steal, wait)
+	return w.TakeFor(ctx, qs, agent, "", steal, wait, guard)
 }
 
 // TakeFor claims for a spawn instance: the claim records the instance and
 // lives as long as its lock (schema.InstanceLockKey) is held, by the
 // wrapper or any process of its child's tree.
-func (w queueWork) TakeFor(ctx context.Context, qs []string, agent, instance string, steal bool, wait time.Duration) (WorkClaim, error) {
-	c, err := w.b.Take(ctx, queues.TakeOptions{Queues: qs, Steal: steal, As: agent, Instance: instance, Liveness: queues.AgentLock, Wait: wait})
+func (w queueWork) TakeFor(ctx context.Context, qs []string, agent, instance string, steal bool, wait time.Duration, guard func() error) (WorkClaim, error) {
+	opt := queues.TakeOptions{Queues: qs, Steal: steal, As: agent, Instance: instance, Liveness: queues.AgentLock, Wait: wait, Guard: guard}
+	GuardTake(w.b.Store(), &opt)
+	c, err := w.b.Take(ctx, opt)
 	if errors.Is(err, queues.ErrEmpty) {
 		return nil, fmt.Errorf("%w: %w", ErrNoWork, err)
 	}

@@ -47,16 +47,17 @@ type WorkClaim interface {
 // as long as the instance's lock (schema.InstanceLockKey), which the
 // wrapper and its child's whole tree hold, instead of the agent's.
 type InstanceSource interface {
-	TakeFor(ctx context.Context, queues []string, agent, instance string, steal bool, wait time.Duration) (WorkClaim, error)
+	TakeFor(ctx context.Context, queues []string, agent, instance string, steal bool, wait time.Duration, guard func() error) (WorkClaim, error)
 }
 
 // WorkSource hands out claims. Take claims one item from queues (in
 // order, stealing from others when steal is set) for agent, as a liveness
 // claim kept alive by the lock named lockKey, which the caller holds,
 // waiting up to wait for one. It returns ErrNoWork when there is nothing
-// to claim.
+// to claim. guard, when not nil, is asked before every attempt to claim:
+// its error ends the take, nothing claimed (queues.TakeOptions.Guard).
 type WorkSource interface {
-	Take(ctx context.Context, queues []string, agent, lockKey string, steal bool, wait time.Duration) (WorkClaim, error)
+	Take(ctx context.Context, queues []string, agent, lockKey string, steal bool, wait time.Duration, guard func() error) (WorkClaim, error)
 }
 
 // SpawnOptions describe one run of the spawn wrapper.
@@ -473,7 +474,26 @@ func (r *spawnRun) claimWork(ctx context.Context) error {
 			// A take without a wait would claim all the same.
 			return fmt.Errorf("%w: %w", ErrNoWork, err)
 		}
-		c, err := takeFor(ctx, opt.Work, opt.Queues, r.name, r.instance, opt.Steal, opt.Wait)
+		var guard func() error
+		if opt.PoolRun && opt.Pool != "" {
+			// Once its pool drains, a drone claims nothing: the guard
+			// is asked before every attempt of the take, and the watch
+			// ends an idle drone's wait (else it would wait, and hold
+			// the drain, for up to --idle-wait).
+			guard = func() error { return r.m.poolDraining(opt.Pool) }
+			var stop context.CancelFunc
+			ctx, stop = r.m.watchCond(ctx, guard)
+			defer stop()
+		}
+		c, err := takeFor(ctx, opt.Work, opt.Queues, r.name, r.instance, opt.Steal, opt.Wait, guard)
+		if err != nil && guard != nil {
+			if cause := context.Cause(ctx); errors.Is(cause, ErrPoolDraining) {
+				err = cause // the watch ended the wait
+			}
+			if errors.Is(err, ErrPoolDraining) {
+				err = fmt.Errorf("%w: %w", ErrNoWork, err)
+			}
+		}
 		if err != nil {
 			return err
 		}
@@ -490,11 +510,11 @@ func (r *spawnRun) claimWork(ctx context.Context) error {
 
 // takeFor takes from w for the instance: an InstanceSource ties the
 // claim to the instance's lock; another WorkSource to the agent's.
-func takeFor(ctx context.Context, w WorkSource, qs []string, agent, instance string, steal bool, wait time.Duration) (WorkClaim, error) {
+func takeFor(ctx context.Context, w WorkSource, qs []string, agent, instance string, steal bool, wait time.Duration, guard func() error) (WorkClaim, error) {
 	if is, ok := w.(InstanceSource); ok {
-		return is.TakeFor(ctx, qs, agent, instance, steal, wait)
+		return is.TakeFor(ctx, qs, agent, instance, steal, wait, guard)
 	}
-	return w.Take(ctx, qs, agent, schema.AgentLockKey(agent), steal, wait)
+	return w.Take(ctx, qs, agent, schema.AgentLockKey(agent), steal, wait, guard)
 }
 
 // prepareHooks builds what the hooks see (Run) and runs their Prepare

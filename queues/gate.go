@@ -338,6 +338,74 @@ func (b *Broker) completeGate(it *Item) error {
 	return nil
 }
 
+// DoneWork is what is left of an item whose work is done (work_done:
+// an earlier claim ran its command to success and waited at a
+// complete-stage gate, then gave the item back undecided): the gates that
+// hold its completion. Whoever claims it next has no work to redo, only
+// the gates to see through (Broker.DoneWork).
+type DoneWork struct {
+	ID     string
+	At     time.Time // work_done
+	Result string    // work_result
+	// Gates are those that keep the item from completing: pending (a
+	// person decides) or rejected (it can only fail now). None: the
+	// gates have passed, it can be completed.
+	Gates []*Gate
+}
+
+// DoneWork returns what is left of it when its work is done, nil when it
+// is not (a fresh item, or one whose earlier attempt failed: work_done is
+// cleared then, and the work is to be done again).
+func (b *Broker) DoneWork(it *Item) *DoneWork {
+	if it == nil || it.WorkDone.IsZero() {
+		return nil
+	}
+	w := &DoneWork{ID: it.ID, At: it.WorkDone}
+	if it.Doc != nil {
+		w.Result = it.Doc.String("work_result")
+	}
+	for _, g := range b.ItemGates(it) {
+		// As completeGate: a claim-stage gate holds completion only
+		// when it rejected the item.
+		if g.State == GateStatePassed || g.Stage == StageClaim && g.State != GateStateRejected {
+			continue
+		}
+		w.Gates = append(w.Gates, g)
+	}
+	return w
+}
+
+// GateIDs lists the ids of the gates that hold the item.
+func (w *DoneWork) GateIDs() []string {
+	ids := make([]string, 0, len(w.Gates))
+	for _, g := range w.Gates {
+		ids = append(ids, g.ID)
+	}
+	return ids
+}
+
+// Next says what whoever holds the item does next: the work is not to be
+// done again, only the gates decided, then the item completed (or, a
+// gate rejected it, failed).
+func (w *DoneWork) Next() string {
+	var pending, rejected []string
+	for _, g := range w.Gates {
+		if g.State == GateStateRejected {
+			rejected = append(rejected, g.ID)
+		} else {
+			pending = append(pending, g.ID)
+		}
+	}
+	switch {
+	case len(rejected) > 0:
+		return fmt.Sprintf("gate %s rejected it: tavern item fail %s", strings.Join(rejected, ", "), w.ID)
+	case len(pending) > 0:
+		return fmt.Sprintf("do not redo the work: decide gate %s (tavern approve %s, or tavern reject %s), then tavern item done %s",
+			strings.Join(pending, ", "), pending[0], pending[0], w.ID)
+	}
+	return fmt.Sprintf("do not redo the work: its gates have passed: tavern item done %s", w.ID)
+}
+
 // GateOptions describe a new gate (AddGate).
 type GateOptions struct {
 	Reason string

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -595,5 +596,59 @@ func TestStateDirRecheck(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(done+".old", it.ID+".md")); err == nil {
 		t.Errorf("completed item written into the done/ renamed away")
+	}
+}
+
+// TakeOptions.Guard is asked before every attempt to claim: its error
+// ends the take with nothing claimed, at once when the item is there,
+// and at the first attempt a wait makes when it arrives later (a drone of
+// a draining pool, an agent that failed meanwhile).
+func TestTakeGuard(t *testing.T) {
+	s := newStore(t, true)
+	b, err := queues.Open(s, queues.Options{Recheck: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	mustQueue(t, b, "q", queues.QueueOptions{})
+	errStop := errors.New("stop")
+	var stop atomic.Bool
+	asked := make(chan struct{}, 1)
+	guard := func() error {
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+		if stop.Load() {
+			return errStop
+		}
+		return nil
+	}
+	got := make(chan error, 1)
+	go func() {
+		c, err := b.Take(context.Background(), queues.TakeOptions{Queues: []string{"q"}, Wait: time.Minute, Guard: guard})
+		if c != nil {
+			err = fmt.Errorf("claimed %s", c.ID)
+		}
+		got <- err
+	}()
+	// The waiter has made its first attempt (nothing to claim) and
+	// waits; the guard turns, then an item arrives and wakes it.
+	<-asked
+	stop.Store(true)
+	it := mustAdd(t, newBroker(t, s, nil), "q", queues.AddOptions{})
+	select {
+	case err := <-got:
+		if !errors.Is(err, errStop) {
+			t.Fatalf("take woken with the guard stopping it: %v, want the guard's error", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the waiter was not woken by the add")
+	}
+	if _, err := b.Take(context.Background(), queues.TakeOptions{Queues: []string{"q"}, Guard: guard}); !errors.Is(err, errStop) {
+		t.Fatalf("take with the item there and the guard stopping it: %v, want the guard's error", err)
+	}
+	if got := ls(t, s, "q", queues.Pending); len(got) != 1 || got[0] != it.ID {
+		t.Fatalf("pending = %v, want the item, unclaimed", got)
 	}
 }

@@ -42,6 +42,11 @@ type TakeOptions struct {
 	// wait is event-driven (inotify on the pending and done directories,
 	// timers for backoffs and lease expiries), not a polling loop.
 	Wait time.Duration
+	// Guard, when set, is asked before every attempt to claim (the first
+	// scan and each one a wait makes): an error ends the take with
+	// nothing claimed and is returned as it is. A drone of a pool that
+	// drains claims nothing from then on (agents: ErrPoolDraining).
+	Guard func() error
 }
 
 // Blocked is a pending item that can never be claimed as things stand:
@@ -191,6 +196,13 @@ func (b *Broker) Take(ctx context.Context, opt TakeOptions) (*Claim, error) {
 		ctx, cancel = context.WithTimeout(ctx, opt.Wait)
 		defer cancel()
 	}
+	guard := opt.Guard
+	if guard == nil {
+		guard = func() error { return nil }
+	}
+	if err := guard(); err != nil {
+		return nil, err
+	}
 	c, diag, err := b.tryTake(own, opt.Steal, h)
 	if c != nil || err != nil {
 		return c, err
@@ -205,6 +217,9 @@ func (b *Broker) Take(ctx context.Context, opt TakeOptions) (*Claim, error) {
 		Wake:    func() time.Time { return diag.Wake },
 		Journal: b.j, Root: b.s.Root(), // a poll forced by inotify's limits is journaled
 	}, func() (bool, error) {
+		if err := guard(); err != nil {
+			return false, err
+		}
 		c, diag, err = b.tryTake(own, opt.Steal, h)
 		return c != nil, err
 	})

@@ -204,6 +204,10 @@ func (ms *mcpServer) next(ctx context.Context, _ *mcp.CallToolRequest, in nextIn
 		if note := LeaseNote(c, agent); note != "" {
 			head += ". " + note
 		}
+		if w := b.DoneWork(c.Item); w != nil {
+			// Its work was done by an earlier claim: not to be redone.
+			head += ". Its work is done already (work_done): " + w.Next()
+		}
 		return text(head + "\n\n" + body), nil, nil
 	}
 	held, err := agents.ClaimedItems(ms.e.Store, agent)

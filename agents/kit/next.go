@@ -226,7 +226,9 @@ func Take(ctx context.Context, b *queues.Broker, agent string, queueNames []stri
 	}
 	// AgentLock falls back to a lease by itself when nobody holds the
 	// agent's lock.
-	return b.Take(ctx, queues.TakeOptions{Queues: names, As: agent, Wait: wait, Liveness: queues.AgentLock})
+	opt := queues.TakeOptions{Queues: names, As: agent, Wait: wait, Liveness: queues.AgentLock}
+	agents.GuardTake(b.Store(), &opt) // a failed or dead agent claims nothing
+	return b.Take(ctx, opt)
 }
 
 // LeaseNote is what a claim taken as a lease (no session or spawn keeps

@@ -83,7 +83,7 @@ func runNext(c *cli.Context) error {
 			warnEmpty(c, err)
 			return err
 		}
-		return printClaim(c, s, cl)
+		return printClaim(c, s, b, cl)
 	}
 	type row struct {
 		kit.NextItem

@@ -53,9 +53,13 @@ before it reports) are replaced after 1s, 2s, 4s... up to 1m, until one reports.
 The summary it ends with says how many items were done and how many died in
 the run (went to dead/: items_dead and dead_items in --json). Dead items do
 not change the exit status unless --fail-on-dead, which exits 1 when any
-died: 'pool run ... --on-empty terminate --fail-on-dead && deploy'.
+died: 'pool run ... --on-empty terminate --fail-on-dead && deploy'. They are
+counted in this machine's dead/: with coordination etcd or git, an item that
+died on another machine counts only if its death synced here before the run
+ended (queue ls shows it meanwhile as dead_elsewhere).
 
-Ctrl-C drains: no new drones, running ones finish (a drone whose command
+Ctrl-C drains: no new drones, running ones finish, and no drone claims a
+new item (an idle one ends its wait and exits; a drone whose command
 succeeded and that waits at a human gate runs nothing: its item goes back to
 pending with its work done, the pool says how many (at_gates in --json), and
 the next run waits at the gate again without running the command). A second
@@ -92,7 +96,7 @@ Example:
 				&cli.DurationFlag{Name: "idle-wait", Value: time.Minute, Usage: "how long an idle drone waits for an item", Action: positiveDur("idle-wait", "idle drones that do not wait are --on-empty hibernate")},
 				&cli.BoolFlag{Name: "quiet", Usage: "no progress line"},
 				&cli.BoolFlag{Name: "new-pool", Usage: "NAME is a new pool on purpose: it is not refused as a typo of an existing one"},
-				&cli.BoolFlag{Name: "fail-on-dead", Usage: "exit 1 if an item of the queues died (went to dead/) during the run"},
+				&cli.BoolFlag{Name: "fail-on-dead", Usage: "exit 1 if an item of the queues died (went to dead/ here: a death on another machine counts once synced) during the run"},
 				jsonFlag(),
 			}, worktreeFlags()...),
 			Before: requireFlags("queue"),

@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/agents/view"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
@@ -193,12 +194,20 @@ stderr (path:line:col) and skipped; with --json they are in the answer's
 invalid and blocked instead (in the error object when nothing is claimable).
 Exit 3 if nothing is claimable (after --wait).
 
+An item whose work is done (work_done: a spawn ran its command to success,
+waited at a human gate and was interrupted there) is claimed like any other,
+but its work is not to be done again: stderr says so, names the gates it
+waits at and the next step (tavern approve or reject the gate, then tavern
+item done); with --json: work_done: true, waits_at, next_step.
+
 The claim is lease-only (this process exits at once): renew it with
 ` + "`tavern item renew`" + ` or it returns to pending when the lease runs out. With
 --as AGENT while AGENT's liveness lock (.locks/agents/AGENT.lock, held by its
 spawn wrapper) is held, the claim is a liveness claim tied to that lock:
 when the wrapper dies the item returns to pending at the next take or reap,
-without waiting for the lease.
+without waiting for the lease. An agent that is down takes nothing (exit 4):
+one in state failed, or whose spawn wrapper died (working in its document,
+not reaped yet); revive it first (tavern agent state AGENT idle, or a spawn).
 
 Examples:
    read id attempt < <(tavern queue take build | head -1)
@@ -229,28 +238,41 @@ func runQueueTake(c *cli.Context) error {
 	opt := queues.TakeOptions{Queues: splitList([]string{c.Args().First()}), Steal: c.Bool("steal"), Wait: c.Duration("wait"), As: as.Name}
 	if as.Agent {
 		opt.Liveness = queues.AgentLock
+		agents.GuardTake(s, &opt) // a failed or dead agent claims nothing (exit 4)
 	}
 	cl, err := b.Take(c.Context, opt)
 	if err != nil {
 		warnEmpty(c, err)
 		return err
 	}
-	return printClaim(c, s, cl)
+	return printClaim(c, s, b, cl)
 }
 
 // printClaim prints what take and next --take claimed: "ID ATTEMPT" and
 // the file, after the warnings of what it saw besides; with --json the
-// item object with them in invalid and blocked.
-func printClaim(c *cli.Context, s *docstore.Store, cl *queues.Claim) error {
+// item object with them in invalid and blocked. An item whose work is
+// done (queues.DoneWork) is said to be so, with the gates it waits at
+// and what to do next, so that nobody redoes the work.
+func printClaim(c *cli.Context, s *docstore.Store, b *queues.Broker, cl *queues.Claim) error {
 	diag := cl.Notes
 	if diag == nil {
 		diag = &queues.Diagnostics{}
 	}
+	done := b.DoneWork(cl.Item)
 	if c.Bool("json") {
-		return printJSON(c, &claimJSON{itemJSON: itemObject(s, cl.Item),
-			Invalid: errorsJSON(diag.Invalid), Blocked: blockedJSON(diag.Blocked)})
+		out := &claimJSON{itemJSON: itemObject(s, cl.Item),
+			Invalid: errorsJSON(diag.Invalid), Blocked: blockedJSON(diag.Blocked)}
+		if done != nil {
+			out.WorkDone, out.WaitsAt, out.NextStep = true, done.GateIDs(), done.Next()
+		}
+		return printJSON(c, out)
 	}
 	warnDiag(c, diag.Invalid, diag.Blocked)
+	if done != nil {
+		// On stderr: stdout's "ID ATTEMPT" and file are what scripts read.
+		errf(c, "tavern: %s: its work is done already (work_done %s, by an earlier claim)%s; %s\n",
+			cl.ID, done.At.UTC().Format(time.RFC3339), waitsAt(done), done.Next())
+	}
 	outf(c, "%s %d\n", cl.ID, cl.Attempt)
 	_, err := c.App.Writer.Write(cl.Doc.Bytes())
 	return err
@@ -454,6 +476,19 @@ type claimJSON struct {
 	*itemJSON
 	Invalid []map[string]any    `json:"invalid"`
 	Blocked []map[string]string `json:"blocked"`
+	// An item whose work is done (queues.DoneWork): the gates it waits
+	// at and what to do next instead of the work.
+	WorkDone bool     `json:"work_done,omitempty"`
+	WaitsAt  []string `json:"waits_at,omitempty"`
+	NextStep string   `json:"next_step,omitempty"`
+}
+
+// waitsAt names the gates that hold an item whose work is done.
+func waitsAt(w *queues.DoneWork) string {
+	if len(w.Gates) == 0 {
+		return ""
+	}
+	return " and waits at gate " + strings.Join(w.GateIDs(), ", ")
 }
 
 // itemJSON is the JSON of an item: the `show --json` object plus id,

@@ -53,7 +53,6 @@ func viewsProject(t *testing.T) *project {
 	p := newProject(t)
 	p.ok("agent", "new", "alice", "--role", "coder")
 	p.ok("agent", "new", "bob", "--role", "tester")
-	p.ok("agent", "state", "bob", "failed")
 	p.ok("queue", "create", "build", "--max-attempts", "1")
 	p.ok("queue", "add", "build", "--title", "flaky integration test")
 	id := strings.TrimSpace(p.ok("queue", "take", "build", "--as", "bob", "--json"))
@@ -65,6 +64,7 @@ func viewsProject(t *testing.T) *project {
 		t.Fatalf("queue take --json: %v\n%s", err, id)
 	}
 	p.ok("item", "fail", claim.ID, "--attempt", fmt.Sprint(claim.Attempt), "--reason", "segfault in the linker")
+	p.ok("agent", "state", "bob", "failed") // after its take: a failed agent claims nothing
 	p.ok("queue", "add", "build", "--title", "compile the parser", "--priority", "2")
 	return p
 }
