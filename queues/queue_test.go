@@ -613,11 +613,15 @@ func TestTakeGuard(t *testing.T) {
 	mustQueue(t, b, "q", queues.QueueOptions{})
 	errStop := errors.New("stop")
 	var stop atomic.Bool
-	asked := make(chan struct{}, 1)
+	var calls atomic.Int32
+	// The second call is the wait's first attempt, after the first found
+	// nothing: it holds there while the guard turns and an item arrives,
+	// so that attempt is the one that would claim it.
+	asked, release := make(chan struct{}), make(chan struct{})
 	guard := func() error {
-		select {
-		case asked <- struct{}{}:
-		default:
+		if calls.Add(1) == 2 {
+			close(asked)
+			<-release
 		}
 		if stop.Load() {
 			return errStop
@@ -632,11 +636,10 @@ func TestTakeGuard(t *testing.T) {
 		}
 		got <- err
 	}()
-	// The waiter has made its first attempt (nothing to claim) and
-	// waits; the guard turns, then an item arrives and wakes it.
 	<-asked
 	stop.Store(true)
 	it := mustAdd(t, newBroker(t, s, nil), "q", queues.AddOptions{})
+	close(release)
 	select {
 	case err := <-got:
 		if !errors.Is(err, errStop) {
