@@ -1137,6 +1137,7 @@ func parentPID(pid int) int {
 func InstallChecks(s *docstore.Store) {
 	installCycleCheck(s)
 	s.AddCheck(RuleItemPath, itemPathCheck)
+	s.AddCheck(RuleIDFixed, idPathCheck) // an id that is not the file name
 	s.AddCheck("queues/coordination", func(d *docstore.Doc) []error { return coordConfigCheck(s.Root(), d) })
 	s.AddRunCheck("queues/refs", func() docstore.Check { return refsCheck(s) })
 	s.AddCheck("queues/gates", func(d *docstore.Doc) []error {

@@ -419,6 +419,9 @@ func IDNamed(k *schema.Kind) bool {
 // given its file name's.
 func idFixedRule(w docstore.Write) error {
 	d, prev := w.Doc, w.Prev
+	if d != nil && prev == nil && w.Op == "create" {
+		return idNotPath(w.Op, w.Path, d) // made with another id: named by none
+	}
 	if d == nil || prev == nil || d.Kind != prev.Kind || !IDNamed(d.Kind) {
 		return nil
 	}
@@ -441,6 +444,37 @@ func idFixedRule(w docstore.Write) error {
 		e.Col = n.Column
 	}
 	return e
+}
+
+// idNotPath is the *IDError (ErrIDNotPath) of d at rel, a document named
+// by its id whose id is not its file name, or nil. An item's id is
+// itemPathRule's (and check's itemPathCheck); a document without an id
+// is left alone (the schema says whether it needs one).
+func idNotPath(op, rel string, d *docstore.Doc) error {
+	if !IDNamed(d.Kind) || d.Kind == schema.Item || !d.Has("id") {
+		return nil
+	}
+	name := strings.TrimSuffix(path.Base(rel), ".md")
+	id := d.String("id")
+	if id == name {
+		return nil
+	}
+	e := &IDError{Op: op, Path: rel, Kind: d.Kind.Name, Value: id, Name: name}
+	e.Line, e.Col = d.KeyLine("id"), 1
+	if n := d.Get("id"); n != nil && n.Column > 0 {
+		e.Col = n.Column
+	}
+	return e
+}
+
+// idPathCheck is RuleIDFixed's part of `tavern check`: a document named
+// by its id whose id a hand edit (or a copied file) made other than its
+// file name, which the rule refuses at create.
+func idPathCheck(d *docstore.Doc) []error {
+	if err := idNotPath("check", d.Path, d); err != nil {
+		return []error{err}
+	}
+	return nil
 }
 
 // cycleRule refuses a write of an item whose new dependencies lead back
