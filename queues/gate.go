@@ -424,7 +424,7 @@ func (b *Broker) AddGate(id string, opt GateOptions) (*Gate, error) {
 		}); err != nil {
 			return err
 		}
-		if err := b.s.Create(GatePath(gid), d); err != nil {
+		if err := b.s.CreateWith(GatePath(gid), d, docstore.CreateOptions{Held: []string{l.Key}}); err != nil {
 			// Back as it was: the item would wait for ever on a gate
 			// with no document.
 			prev := it.Gates
@@ -702,7 +702,7 @@ func (b *Broker) decideLocked(op string, g *Gate, status, by string, c *Caller, 
 		return nil, "", &GateError{Op: op, Gate: g.ID, Path: g.Path, Err: fmt.Errorf("%w: its item %s does not list it; `tavern gate add %s` makes a gate", ErrGateUnlisted, g.Item, g.Item)}
 	}
 	if cur.Implicit {
-		if err := b.createImplicit(cur); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := b.createImplicit(cur, il.Key); err != nil && !errors.Is(err, fs.ErrExist) {
 			return nil, "", err
 		}
 	}
@@ -939,8 +939,9 @@ func (b *Broker) gateByPrefix(op, ref string) (*Gate, error) {
 	return gateFromDoc(d), nil
 }
 
-// createImplicit writes the document of an item's gate: human gate.
-func (b *Broker) createImplicit(g *Gate) error {
+// createImplicit writes the document of an item's gate: human gate. The
+// caller holds the item's lock, held.
+func (b *Broker) createImplicit(g *Gate, held string) error {
 	now := b.now()
 	d, err := docstore.New(schema.Gate, []docstore.Field{{Key: schema.VersionField, Value: schema.Gate.Version}, {Key: "id", Value: g.ID},
 		{Key: "item", Value: g.Item}, {Key: "queue", Value: g.Queue}, {Key: "stage", Value: StageComplete}, {Key: "type", Value: GateHuman},
@@ -949,7 +950,7 @@ func (b *Broker) createImplicit(g *Gate) error {
 	if err != nil {
 		return err
 	}
-	return b.s.Create(g.Path, d)
+	return b.s.CreateWith(g.Path, d, docstore.CreateOptions{Held: []string{held}})
 }
 
 // Caller describes the process that asks to decide at a gate.
