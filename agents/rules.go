@@ -313,7 +313,10 @@ func namesRule(s *docstore.Store, w docstore.Write) error {
 // the item where no worker takes it, and whenever that channel does not
 // exist, for the chunk or note would be where no listing shows it. Only
 // a document's creation or a move is judged, as in ownerRule; a queue
-// name near nothing is left alone.
+// name near nothing is left alone. A chunk under an existing agent's
+// direct channel that has no document yet is not refused: the rule makes
+// the document, as send does on the first message to that agent (the
+// one write a rule makes, and only what doctor --fix would).
 func containerRule(s *docstore.Store, w docstore.Write) error {
 	if w.Prev != nil && w.Op != "move" {
 		return nil
@@ -337,6 +340,16 @@ func containerRule(s *docstore.Store, w docstore.Write) error {
 		// a channel another machine made arrives with its document first.
 		if err = messages.CheckChannel(s, caps["channel"]); errors.As(err, &ue) {
 			return fmt.Errorf("%s: %w", w.Path, err)
+		}
+		// A chunk in the direct channel of an existing agent that has
+		// never been sent a message (no channels/@alice.md yet) gets the
+		// channel document, as the first `tavern send @alice` makes it:
+		// without it the chunk's messages are listed by nothing, and
+		// check and doctor report them. Notes need no document.
+		if err == nil && w.Doc != nil && w.Doc.Kind == schema.Chunk {
+			if err := messages.EnsureChannel(s, caps["channel"]); err != nil {
+				return fmt.Errorf("%s: %w", w.Path, err)
+			}
 		}
 	}
 	if errors.As(err, &ue) && len(ue.Near) > 0 {

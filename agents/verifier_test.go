@@ -130,9 +130,10 @@ func TestTamperedAssertionNotRun(t *testing.T) {
 	mustAgent(t, m, AgentSpec{Name: "tam"})
 	ok, _ := m.AddCommitment("tam", "kept", "true", 0)
 	bad, _ := m.AddCommitment("tam", "changed", "test -f never", 0)
-	hand, _ := docstore.NewDoc(schema.Commitment, docstore.Template{Fields: []docstore.Field{
+	handID := docstore.NewID()
+	hand, _ := docstore.NewDoc(schema.Commitment, docstore.Template{ID: handID, Fields: []docstore.Field{
 		{Key: "agent", Value: "tam"}, {Key: "description", Value: "by hand"}, {Key: "assertion", Value: "touch ran-hand"}}})
-	handPath := "commitments/tam/" + docstore.NewID() + ".md"
+	handPath := "commitments/tam/" + handID + ".md"
 	if err := m.Store.Create(handPath, hand); err != nil {
 		t.Fatal(err)
 	}

@@ -40,11 +40,16 @@ func parseEdit(rel string, data []byte) (*Doc, error) {
 // someone else changed the document meanwhile: the caller keeps the
 // person's text so nothing typed is lost.
 func (s *Store) SaveEdit(rel, baseRev string, data []byte) (*Doc, error) {
-	release, err := s.writerLocks(rel) // as Update (see UpdateWith)
-	if err != nil {
-		return nil, err
+	// As Update (see UpdateWith): the lockers' locks of the document as
+	// it is and as edited (a gate given another item: that item's too).
+	var want []string
+	if d, err := parseEdit(rel, data); err == nil {
+		want = lockerKeys(s.lockers, rel, d)
 	}
-	defer release()
+	return s.relock(rel, want, func(h *heldLocks) (*Doc, error) { return s.saveEdit(rel, baseRev, data, h) })
+}
+
+func (s *Store) saveEdit(rel, baseRev string, data []byte, h *heldLocks) (*Doc, error) {
 	l, err := s.lockExistingDoc("read", rel)
 	if err != nil {
 		return nil, err
@@ -91,6 +96,10 @@ func (s *Store) SaveEdit(rel, baseRev string, data []byte) (*Doc, error) {
 			data = d.Bytes()
 			d.Rev = Revision(data)
 		}
+	}
+	need := append(lockerKeys(s.lockers, rel, prev), lockerKeys(s.lockers, rel, d)...)
+	if err := s.lockMore(h, need); err != nil {
+		return nil, err
 	}
 	if err := s.checkRules(Write{Op: "update", Path: rel, Prev: prev, Doc: d}); err != nil {
 		return nil, err

@@ -1,6 +1,9 @@
 package docstore
 
-import "slices"
+import (
+	"errors"
+	"slices"
+)
 
 // Write is one change about to be made through a Store, as its rules see
 // it: nothing has reached the disk yet.
@@ -205,17 +208,126 @@ func (s *Store) AddLocker(name string, fn Locker) {
 	s.lockers = append(s.lockers, namedLocker{name, fn})
 }
 
-// writerLocks takes the lockers' locks of rel; release unlocks them.
-func (s *Store) writerLocks(rel string) (release func(), err error) {
-	release, _, err = s.moreWriterLocks(rel, nil, nil)
-	return release, err
+// AddCreateLocker installs a Locker whose locks a Create takes too, around
+// its rules and its write (package queues: a gate's item's lock, which rm
+// and claims hold, so the gate-item rule's look at the item holds until
+// the gate is written). Plain lockers (AddLocker) are not taken by a
+// create: engine code creates a channel's chunks under the channel's lock
+// it already holds. An engine caller that holds a create locker's lock
+// says so (CreateOptions.Held). One of the same name is replaced.
+func (s *Store) AddCreateLocker(name string, fn Locker) {
+	i := slices.IndexFunc(s.createLockers, func(o namedLocker) bool { return o.name == name })
+	if i >= 0 {
+		s.createLockers[i].fn = fn
+		return
+	}
+	s.createLockers = append(s.createLockers, namedLocker{name, fn})
 }
 
-// moreWriterLocks is writerLocks for a caller that holds the locks keys
-// already (DeleteAll and RestoreTrashAll hold an owner's while they move
-// what it owns, whose lockers name the same: a gate its item's lock, a
-// chunk its channel's): those are not taken again, as a Store's locks
-// are not re-entrant. It returns keys with the ones it took added. d is
+// lockerKeys lists the keys lockers name for rel (d as lockerFn's d),
+// sorted, without duplicates.
+func lockerKeys(lockers []namedLocker, rel string, d *Doc) []string {
+	var out []string
+	for _, o := range lockers {
+		out = append(out, o.fn(rel, d)...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// heldLocks is a set of lockers' locks a write holds.
+type heldLocks struct {
+	keys  []string
+	locks []*Lock
+}
+
+func (h *heldLocks) release() {
+	for i := len(h.locks) - 1; i >= 0; i-- {
+		h.locks[i].Unlock()
+	}
+	h.locks = nil
+}
+
+// lockSorted takes keys, blocking, in sorted order: two writers that need
+// the same two locks (a gate set from item A to B and another from B to
+// A) take them in the same order, never each one and waiting for the
+// other's.
+func (s *Store) lockSorted(keys []string) (*heldLocks, error) {
+	keys = slices.Clone(keys)
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	h := &heldLocks{}
+	for _, k := range keys {
+		l, err := s.Lock(k)
+		if err != nil {
+			h.release()
+			return nil, err
+		}
+		h.locks = append(h.locks, l)
+		h.keys = append(h.keys, k)
+	}
+	return h, nil
+}
+
+// errRelock is what a write that found it needs a lock it does not hold,
+// and that another holds, returns to its caller, which takes them all
+// again in order (lockSorted) and starts over (relock).
+var errRelock = errors.New("relock")
+
+// lockMore takes the keys of need that h does not hold, without waiting:
+// h holds locks already, and waiting for one out of order could deadlock.
+// One that is busy ends it with errRelock, after need is added to h.keys,
+// for the caller to start over holding all of them (relock).
+func (s *Store) lockMore(h *heldLocks, need []string) error {
+	for _, k := range need {
+		if slices.Contains(h.keys, k) {
+			continue
+		}
+		l, ok, err := s.TryLock(k)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			for _, k := range need {
+				if !slices.Contains(h.keys, k) {
+					h.keys = append(h.keys, k)
+				}
+			}
+			return errRelock
+		}
+		h.locks = append(h.locks, l)
+		h.keys = append(h.keys, k)
+	}
+	return nil
+}
+
+// relock runs write holding the lockers' locks of rel as it is now (want
+// too, and first), sorted, and again, holding more, each time write says
+// it needs locks another held (errRelock): a write that changes what its
+// document's lockers name (a gate given another item) needs those of the
+// document it writes as well as of the one it replaces, and learns them
+// only once it has read and changed it.
+func (s *Store) relock(rel string, want []string, write func(h *heldLocks) (*Doc, error)) (*Doc, error) {
+	for {
+		keys := append(slices.Clone(want), lockerKeys(s.lockers, rel, nil)...)
+		h, err := s.lockSorted(keys)
+		if err != nil {
+			return nil, err
+		}
+		d, err := write(h)
+		h.release()
+		if !errors.Is(err, errRelock) {
+			return d, err
+		}
+		want = h.keys
+	}
+}
+
+// moreWriterLocks takes the lockers' locks of rel but keys, which the
+// caller holds already (DeleteAll and RestoreTrashAll hold an owner's
+// while they move what it owns, whose lockers name the same: a gate its
+// item's lock, a chunk its channel's): those are not taken again, as a
+// Store's locks are not re-entrant. It returns keys with the ones it took added. d is
 // passed to the lockers (Locker).
 func (s *Store) moreWriterLocks(rel string, d *Doc, keys []string) (release func(), all []string, err error) {
 	var held []*Lock

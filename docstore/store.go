@@ -32,20 +32,21 @@ const (
 
 // Store is an open .tavern directory.
 type Store struct {
-	root      string // absolute, symlinks resolved
-	durable   bool
-	observers []func(Mutation)
-	rules     []namedRule   // rules.go
-	amends    []namedAmend  // rules.go
-	checks    []namedCheck  // check.go
-	owners    []namedOwner  // rules.go
-	lockers   []namedLocker // rules.go
-	spares    sparePool     // retired files for reuse (spare.go)
-	lockOnce  sync.Once
-	lockc     *lockCache // open lock files (lockcache.go)
-	tmpOnce   sync.Once
-	tmpfd     int   // .tmp/, for spares (dir.go); -1 if it cannot be opened
-	cfgErr    error // tavern.md's first problem when opened (ConfigErr)
+	root          string // absolute, symlinks resolved
+	durable       bool
+	observers     []func(Mutation)
+	rules         []namedRule   // rules.go
+	amends        []namedAmend  // rules.go
+	checks        []namedCheck  // check.go
+	owners        []namedOwner  // rules.go
+	lockers       []namedLocker // rules.go
+	createLockers []namedLocker // rules.go: AddCreateLocker
+	spares        sparePool     // retired files for reuse (spare.go)
+	lockOnce      sync.Once
+	lockc         *lockCache // open lock files (lockcache.go)
+	tmpOnce       sync.Once
+	tmpfd         int   // .tmp/, for spares (dir.go); -1 if it cannot be opened
+	cfgErr        error // tavern.md's first problem when opened (ConfigErr)
 }
 
 // Mutation describes a change the engine made, for journaling.
@@ -534,6 +535,11 @@ func (s *Store) Create(rel string, d *Doc) error {
 type CreateOptions struct {
 	// Force is passed to the rules as Write.Force, as UpdateOptions.Force.
 	Force bool
+	// Held are locks the caller holds already (engine code that creates
+	// a gate under its item's lock): the create lockers' locks
+	// (AddCreateLocker) among them are not taken again, as a Store's
+	// locks are not re-entrant.
+	Held []string
 }
 
 // CreateWith is Create with options.
@@ -546,6 +552,21 @@ func (s *Store) CreateWith(rel string, d *Doc, opt CreateOptions) error {
 	derived, err := s.amend(Write{Op: "create", Path: rel, Doc: d, Force: opt.Force})
 	if err != nil {
 		return err
+	}
+	// The create lockers' locks, around the rules and the write: what a
+	// rule looks at (a gate's item) does not change before the write.
+	if len(s.createLockers) > 0 {
+		var keys []string
+		for _, k := range lockerKeys(s.createLockers, rel, d) {
+			if !slices.Contains(opt.Held, k) {
+				keys = append(keys, k)
+			}
+		}
+		h, err := s.lockSorted(keys)
+		if err != nil {
+			return err
+		}
+		defer h.release()
 	}
 	if errs := d.Validate(false); len(errs) > 0 {
 		return &ValidationError{Path: rel, Errors: errs}
@@ -601,17 +622,17 @@ func (s *Store) UpdateWith(rel string, opt UpdateOptions, fn func(*Doc) error) (
 	// completions hold instead of the document lock), as Delete takes
 	// them: a set that read a pending item must not write it back after
 	// a claim moved it, beside the claimed copy (its change then lost).
-	release, err := s.writerLocks(rel)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	l, err := s.lockExistingDoc("read", rel)
-	if err != nil {
-		return nil, err
-	}
-	defer l.Unlock()
-	return s.updateHeld(rel, opt, fn)
+	// Those of the document as fn leaves it too (a gate given another
+	// item: that item's), taken again in order if another holds one
+	// (relock): fn may run more than once.
+	return s.relock(rel, nil, func(h *heldLocks) (*Doc, error) {
+		l, err := s.lockExistingDoc("read", rel)
+		if err != nil {
+			return nil, err
+		}
+		defer l.Unlock()
+		return s.updateLocked(rel, opt, fn, h)
+	})
 }
 
 // UpdateHeld is Update for a caller that already holds the lock which
@@ -623,6 +644,14 @@ func (s *Store) UpdateHeld(l *Lock, rel string, fn func(*Doc) error) (*Doc, erro
 }
 
 func (s *Store) updateHeld(rel string, opt UpdateOptions, fn func(*Doc) error) (*Doc, error) {
+	return s.updateLocked(rel, opt, fn, nil)
+}
+
+// updateLocked is updateHeld by a writer that holds the lockers' locks
+// h (nil: a caller that holds what it needs, UpdateHeld): those the
+// document before and after fn names that h lacks are taken (lockMore),
+// before the rules look at the write.
+func (s *Store) updateLocked(rel string, opt UpdateOptions, fn func(*Doc) error, h *heldLocks) (*Doc, error) {
 	d, err := s.Get(rel)
 	if err != nil {
 		return nil, err
@@ -650,6 +679,12 @@ func (s *Store) updateHeld(rel string, opt UpdateOptions, fn func(*Doc) error) (
 	}
 	if errs := d.Validate(false); len(errs) > 0 {
 		return nil, &ValidationError{Path: rel, Errors: errs}
+	}
+	if h != nil {
+		need := append(lockerKeys(s.lockers, rel, prev), lockerKeys(s.lockers, rel, d)...)
+		if err := s.lockMore(h, need); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.checkRules(Write{Op: "update", Path: rel, Prev: prev, Doc: d, Force: opt.Force}); err != nil {
 		return nil, err

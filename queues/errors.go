@@ -70,32 +70,50 @@ var (
 	// documents and commands name it by; and by the *PathFieldError of an
 	// item's id. agents.ErrIDChanged is the same error, for an agent's id.
 	ErrIDChanged = errors.New("an id cannot change")
+
+	// ErrIDNotPath is matched by an *IDError whose id is not its file
+	// name: a document named by its id (IDNamed) created with another id
+	// (`tavern new question foo id=bar`), refused (RuleIDFixed), or found
+	// so by check (a file written or copied by hand).
+	ErrIDNotPath = errors.New("id is not the file name")
 )
 
 // IDError is a write refused because it changes or removes the id of a
-// document whose file name is its id (RuleIDFixed): "path:line:col: id:
-// why". It matches ErrIDChanged and, through a *schema.FieldError,
-// schema.ErrInvalid and docstore.Position.
+// document whose file name is its id (RuleIDFixed), or, with Name set, an
+// id that is not the file name (a create refused; check): "path:line:col:
+// id: why". It matches ErrIDChanged (with Name: ErrIDNotPath) and,
+// through a *schema.FieldError, schema.ErrInvalid and docstore.Position.
 type IDError struct {
-	Op        string // "update", "move"
+	Op        string // "create", "update", "move"; "check" for check's report
 	Path      string // the document's path
 	Line, Col int    // of the id's value (of the id removed: where it was)
 	Kind      string // "gate", "question", ...
 	Value     string // the id written; "" when the write removes it
 	Was       string // the id before the write
+	Name      string // the file name's id, which Value is not (ErrIDNotPath)
 }
 
 func (e *IDError) field() *schema.FieldError {
 	why := fmt.Sprintf("a%s %s's id is its file name (%s), by which other documents and commands name it", article(e.Kind), e.Kind, e.Path)
 	msg := fmt.Sprintf("%q is not the %s's id %s: %s; it cannot be changed", e.Value, e.Kind, e.Was, why)
-	if e.Value == "" {
+	switch {
+	case e.Name != "" && e.Op == "check":
+		msg = fmt.Sprintf("%q is not the file name %s: %s; set it to %s", e.Value, e.Name, why, e.Name)
+	case e.Name != "":
+		msg = fmt.Sprintf("%q is not the file name %s: %s; leave id out, or name the file by it", e.Value, e.Name, why)
+	case e.Value == "":
 		msg = fmt.Sprintf("the %s's id %s cannot be removed: %s", e.Kind, e.Was, why)
 	}
 	return &schema.FieldError{Path: e.Path, Line: e.Line, Col: e.Col, Field: "id", Msg: msg}
 }
 
-func (e *IDError) Error() string   { return e.field().Error() }
-func (e *IDError) Unwrap() []error { return []error{ErrIDChanged, e.field()} }
+func (e *IDError) Error() string { return e.field().Error() }
+func (e *IDError) Unwrap() []error {
+	if e.Name != "" {
+		return []error{ErrIDNotPath, e.field()}
+	}
+	return []error{ErrIDChanged, e.field()}
+}
 
 func article(w string) string {
 	if w != "" && strings.ContainsRune("aeiou", rune(w[0])) {

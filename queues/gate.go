@@ -492,7 +492,7 @@ func (b *Broker) AddGate(id string, opt GateOptions) (*Gate, error) {
 		}); err != nil {
 			return err
 		}
-		if err := b.s.Create(GatePath(gid), d); err != nil {
+		if err := b.s.CreateWith(GatePath(gid), d, docstore.CreateOptions{Held: []string{l.Key}}); err != nil {
 			// Back as it was: the item would wait for ever on a gate
 			// with no document.
 			prev := it.Gates
@@ -770,7 +770,7 @@ func (b *Broker) decideLocked(op string, g *Gate, status, by string, c *Caller, 
 		return nil, "", &GateError{Op: op, Gate: g.ID, Path: g.Path, Err: fmt.Errorf("%w: its item %s does not list it; `tavern gate add %s` makes a gate", ErrGateUnlisted, g.Item, g.Item)}
 	}
 	if cur.Implicit {
-		if err := b.createImplicit(cur); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := b.createImplicit(cur, il.Key); err != nil && !errors.Is(err, fs.ErrExist) {
 			return nil, "", err
 		}
 	}
@@ -1007,8 +1007,9 @@ func (b *Broker) gateByPrefix(op, ref string) (*Gate, error) {
 	return gateFromDoc(d), nil
 }
 
-// createImplicit writes the document of an item's gate: human gate.
-func (b *Broker) createImplicit(g *Gate) error {
+// createImplicit writes the document of an item's gate: human gate. The
+// caller holds the item's lock, held.
+func (b *Broker) createImplicit(g *Gate, held string) error {
 	now := b.now()
 	d, err := docstore.New(schema.Gate, []docstore.Field{{Key: schema.VersionField, Value: schema.Gate.Version}, {Key: "id", Value: g.ID},
 		{Key: "item", Value: g.Item}, {Key: "queue", Value: g.Queue}, {Key: "stage", Value: StageComplete}, {Key: "type", Value: GateHuman},
@@ -1017,7 +1018,7 @@ func (b *Broker) createImplicit(g *Gate) error {
 	if err != nil {
 		return err
 	}
-	return b.s.Create(g.Path, d)
+	return b.s.CreateWith(g.Path, d, docstore.CreateOptions{Held: []string{held}})
 }
 
 // Caller describes the process that asks to decide at a gate.
@@ -1205,6 +1206,7 @@ func parentPID(pid int) int {
 func InstallChecks(s *docstore.Store) {
 	installCycleCheck(s)
 	s.AddCheck(RuleItemPath, itemPathCheck)
+	s.AddCheck(RuleIDFixed, idPathCheck) // an id that is not the file name
 	s.AddCheck("queues/coordination", func(d *docstore.Doc) []error { return coordConfigCheck(s.Root(), d) })
 	s.AddRunCheck("queues/refs", func() docstore.Check { return refsCheck(s) })
 	s.AddCheck("queues/gates", func(d *docstore.Doc) []error {

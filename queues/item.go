@@ -237,7 +237,7 @@ func (b *Broker) Add(queue string, opt AddOptions) (*Item, error) {
 		// the gate of an item that is gone (the rule, run under it,
 		// refuses the gate of one removed first).
 		if l, err := b.s.Lock(ItemLockKey(queue, id)); err == nil {
-			_ = b.createImplicit(&Gate{ID: it.ID, Item: it.ID, Queue: queue, Path: GatePath(it.ID)})
+			_ = b.createImplicit(&Gate{ID: it.ID, Item: it.ID, Queue: queue, Path: GatePath(it.ID)}, l.Key)
 			l.Unlock()
 		}
 	}

@@ -60,6 +60,7 @@ func InstallRules(s *docstore.Store) {
 	s.AddRule(RuleGateInUse, func(w docstore.Write) error { return gateRemoveRule(s, w) })
 	s.AddRule(RuleGateItem, func(w docstore.Write) error { return gateItemRule(s, w) })
 	s.AddLocker(LockerItem, func(rel string, d *docstore.Doc) []string { return itemLocks(s, rel, d) })
+	s.AddCreateLocker(LockerItem, func(rel string, d *docstore.Doc) []string { return gateCreateLocks(s, rel, d) })
 }
 
 // LockerItem is the docstore.Locker by which a removal or an update
@@ -68,12 +69,17 @@ func InstallRules(s *docstore.Store) {
 // state change: rm checks the item (a claimed one is refused; a gate its
 // item waits on is) and renames it with no claim, retry or release in
 // between, and a set never writes a pending copy back after a claim moved
-// it. Engine code that holds the item lock writes with UpdateHeld.
+// it. A gate's set or edit that gives it another item holds that item's
+// lock too, and so does a gate's create (AddCreateLocker: `tavern new
+// gate`): the gate-item rule's look at the item holds until the gate is
+// written, and an rm of the item in between cannot leave a gate of an
+// item that is gone. Engine code that holds the item lock writes with
+// UpdateHeld, and creates with CreateOptions.Held.
 const LockerItem = "queues/item-lock"
 
 // itemLocks is LockerItem: an item's lock for the item, its gate's item's
-// for a gate, read from d if given (a restore: the copy in the trash),
-// else from rel.
+// for a gate, read from d if given (a restore: the copy in the trash; an
+// update: the document as written), else from rel.
 func itemLocks(s *docstore.Store, rel string, d *docstore.Doc) []string {
 	var buf [3]string
 	if caps, ok := schema.Item.Captures(rel, buf[:0]); ok && len(caps) == 3 { // queue, state, id
@@ -86,10 +92,42 @@ func itemLocks(s *docstore.Store, rel string, d *docstore.Doc) []string {
 				return nil // a gate that does not parse names no item
 			}
 		}
-		queue, id := d.String("queue"), d.String("item")
-		if schema.ValidName(queue) == nil && schema.ValidName(id) == nil {
-			return []string{ItemLockKey(queue, id)}
+		return gateItemLock(s, d)
+	}
+	return nil
+}
+
+// gateCreateLocks is LockerItem for a create: a gate's item's lock.
+func gateCreateLocks(s *docstore.Store, rel string, d *docstore.Doc) []string {
+	if d == nil || d.Kind != schema.Gate {
+		return nil
+	}
+	return gateItemLock(s, d)
+}
+
+// gateItemLock is the lock of gate d's item: in the queue the gate names
+// if the item is there, else in the queue that has it (a gate written by
+// hand may name none, or another), as the engine locks an item it has
+// located; by the gate's queue if no queue has it.
+func gateItemLock(s *docstore.Store, d *docstore.Doc) []string {
+	queue, id := d.String("queue"), d.String("item")
+	if schema.ValidName(id) != nil {
+		return nil
+	}
+	if schema.ValidName(queue) == nil {
+		for _, st := range schema.ItemStates {
+			if _, err := s.Stat(ItemPath(queue, st, id)); err == nil {
+				return []string{ItemLockKey(queue, id)}
+			}
 		}
+	}
+	b := &Broker{s: s, dirRecheck: -1, qcache: map[string]cachedQueue{}, pending: newPendingIndex()}
+	defer b.Close()
+	if loc, err := b.locate(id); err == nil {
+		return []string{ItemLockKey(loc.queue, id)}
+	}
+	if schema.ValidName(queue) == nil {
+		return []string{ItemLockKey(queue, id)}
 	}
 	return nil
 }
@@ -419,6 +457,9 @@ func IDNamed(k *schema.Kind) bool {
 // given its file name's.
 func idFixedRule(w docstore.Write) error {
 	d, prev := w.Doc, w.Prev
+	if d != nil && prev == nil && w.Op == "create" {
+		return idNotPath(w.Op, w.Path, d) // made with another id: named by none
+	}
 	if d == nil || prev == nil || d.Kind != prev.Kind || !IDNamed(d.Kind) {
 		return nil
 	}
@@ -441,6 +482,37 @@ func idFixedRule(w docstore.Write) error {
 		e.Col = n.Column
 	}
 	return e
+}
+
+// idNotPath is the *IDError (ErrIDNotPath) of d at rel, a document named
+// by its id whose id is not its file name, or nil. An item's id is
+// itemPathRule's (and check's itemPathCheck); a document without an id
+// is left alone (the schema says whether it needs one).
+func idNotPath(op, rel string, d *docstore.Doc) error {
+	if !IDNamed(d.Kind) || d.Kind == schema.Item || !d.Has("id") {
+		return nil
+	}
+	name := strings.TrimSuffix(path.Base(rel), ".md")
+	id := d.String("id")
+	if id == name {
+		return nil
+	}
+	e := &IDError{Op: op, Path: rel, Kind: d.Kind.Name, Value: id, Name: name}
+	e.Line, e.Col = d.KeyLine("id"), 1
+	if n := d.Get("id"); n != nil && n.Column > 0 {
+		e.Col = n.Column
+	}
+	return e
+}
+
+// idPathCheck is RuleIDFixed's part of `tavern check`: a document named
+// by its id whose id a hand edit (or a copied file) made other than its
+// file name, which the rule refuses at create.
+func idPathCheck(d *docstore.Doc) []error {
+	if err := idNotPath("check", d.Path, d); err != nil {
+		return []error{err}
+	}
+	return nil
 }
 
 // cycleRule refuses a write of an item whose new dependencies lead back

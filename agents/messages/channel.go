@@ -203,6 +203,19 @@ func ensureChannel(s *docstore.Store, name string) (*docstore.Doc, error) {
 	return cachedGet(s, rel)
 }
 
+// EnsureChannel gives channel name its document if it has none and
+// CheckChannel accepts it, as the first send to it does (ensureChannel):
+// in practice an existing agent's direct channel ("@alice") that has
+// never been sent a message. A channel CheckChannel refuses gets its
+// error and nothing is made.
+func EnsureChannel(s *docstore.Store, name string) error {
+	if err := CheckChannel(s, name); err != nil {
+		return err
+	}
+	_, err := ensureChannel(s, name)
+	return err
+}
+
 // docCache holds parsed documents that are read on every send (tavern.md,
 // channel documents), keyed by file identity. Every engine write replaces
 // the file by rename, so a new version has a new inode; size and mtime

@@ -520,7 +520,7 @@ func TestMergeWithCommittedStore(t *testing.T) {
 	// restores the checkout, not the store.
 	old := f.base()
 	now := time.Now()
-	rec, err := docstore.New(schema.Merge, []docstore.Field{{Key: schema.VersionField, Value: schema.Merge.Version}, {Key: "id", Value: docstore.NewID()},
+	rec, err := docstore.New(schema.Merge, []docstore.Field{{Key: schema.VersionField, Value: schema.Merge.Version}, {Key: "id", Value: "dead"},
 		{Key: "item", Value: "gone"}, {Key: "repo", Value: run(t, f.dir, "git", "rev-parse", "--show-toplevel")}, {Key: "base", Value: "main"}, {Key: "status", Value: "landing"}, {Key: "old", Value: old},
 		{Key: "head", Value: strings.Repeat("0", 40)}, {Key: "created", Value: now}, {Key: "updated", Value: now}}, nil)
 	if err != nil {
@@ -581,7 +581,7 @@ func TestRecoverLandingKeepsOtherEdits(t *testing.T) {
 	it, ws := f.work(w, "half", func(dir string) { os.WriteFile(filepath.Join(dir, "half.txt"), []byte("from the branch\n"), 0o644) })
 	head := run(t, ws.Path, "git", "rev-parse", "HEAD")
 	now := time.Now()
-	rec, err := docstore.New(schema.Merge, []docstore.Field{{Key: schema.VersionField, Value: schema.Merge.Version}, {Key: "id", Value: docstore.NewID()},
+	rec, err := docstore.New(schema.Merge, []docstore.Field{{Key: schema.VersionField, Value: schema.Merge.Version}, {Key: "id", Value: "dead"},
 		{Key: "item", Value: it.ID}, {Key: "repo", Value: run(t, f.dir, "git", "rev-parse", "--show-toplevel")}, {Key: "base", Value: "main"}, {Key: "status", Value: "landing"},
 		{Key: "old", Value: old}, {Key: "head", Value: head}, {Key: "created", Value: now}, {Key: "updated", Value: now}}, nil)
 	if err != nil {

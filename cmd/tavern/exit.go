@@ -130,6 +130,7 @@ var exitCodes = []struct {
 	{queues.ErrPriority, exitUsage},
 	{queues.ErrCycle, exitUsage},
 	{queues.ErrPathField, exitUsage},
+	{queues.ErrIDNotPath, exitUsage}, // as a changed id (agents.ErrIDChanged)
 	{queues.ErrBadDependency, exitUsage},
 	{queues.ErrBadOption, exitUsage},
 	{queues.ErrUnavailable, exitError}, // several machines: etcd or the git remote is away

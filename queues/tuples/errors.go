@@ -351,6 +351,10 @@ func (e *EngineViewError) Error() string {
 }
 func (e *EngineViewError) Unwrap() error { return e.Err }
 
+// Position is the directory listed (docstore.Positioner: the --json
+// warning object's path), as queues.EngineViewError's.
+func (e *EngineViewError) Position() (string, int, int) { return e.Path, 0, 0 }
+
 // EngineViewAgeError is a note on a listing answered from the engine's
 // view as an earlier command fetched it (coordination git, within the
 // listing's MaxAge of that fetch) instead of asking again: what other
@@ -367,3 +371,6 @@ func (e *EngineViewAgeError) Error() string {
 	return fmt.Sprintf("%s %s: slots held on other machines as of %s ago (the engine's view fetched by an earlier command, within --max-age %s)",
 		e.Op, e.Path, e.Now.Sub(e.At).Round(100*time.Millisecond), e.MaxAge)
 }
+
+// Position is the directory listed, as EngineViewError's.
+func (e *EngineViewAgeError) Position() (string, int, int) { return e.Path, 0, 0 }
