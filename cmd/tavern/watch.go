@@ -8,7 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/agents"
-	"github.com/tavernhq/tavern/schema"
+	"github.com/tavernhq/tavern/docstore"
 
 	"github.com/tavernhq/tavern/watcher"
 	"github.com/tavernhq/tavern/watcher/journal"
@@ -153,7 +153,10 @@ func runWatch(c *cli.Context) error {
 			}
 			if asJSON {
 				if e.ID == "" {
-					e.ID = pathDocID(e.Path)
+					// A change the watcher saw, which no journal
+					// entry names yet: an event id of its own, so
+					// that "id" keys every line of the stream.
+					e.ID = docstore.NewID()
 				}
 				b, _ := json.Marshal(e)
 				outf(c, "%s\n", b)
@@ -162,19 +165,6 @@ func runWatch(c *cli.Context) error {
 			}
 		}
 	}
-}
-
-// pathDocID is the id watch --json gives a change the watcher saw, which
-// no journal entry names (a hand edit: its event has no id of its own):
-// the document's id as its path says it, the file name of a kind named by
-// id (questions/q1.md: q1, as ls --json's fields.id), else its name
-// (agents/alice.md: alice, ls --json's name). "" for a path of no kind.
-func pathDocID(rel string) string {
-	if _, caps, err := schema.KindOfPath(rel); err == nil && caps["id"] != "" {
-		return caps["id"]
-	}
-	_, name, _ := schema.NameOfPath(rel)
-	return name
 }
 
 // onceEach keeps a hand edit to one line of the stream: the change is
