@@ -239,3 +239,32 @@ func (e *EngineViewError) Unwrap() error { return e.Err }
 // Position is the directory listed (docstore.Positioner: the --json
 // warning object's path).
 func (e *EngineViewError) Position() (string, int, int) { return e.Path, 0, 0 }
+
+// EnvMachineVar is the variable that names this machine (MachineName).
+const EnvMachineVar = "TAVERN_MACHINE"
+
+// MachineNameError is a machine name refused by schema.ValidMachineName
+// where it was read: $TAVERN_MACHINE (Path empty) or this clone's
+// .machine file (Path, store-relative). It matches schema.ErrInvalidName.
+type MachineNameError struct {
+	Op   string // what read it: "machine", "init", "clone", "save"
+	Path string // MachineFile when read from the file; "" for the variable
+	Err  error  // the *schema.NameError
+}
+
+func (e *MachineNameError) Error() string {
+	if e.Path == "" {
+		return EnvMachineVar + ": " + e.Err.Error()
+	}
+	return fmt.Sprintf("%s:1:1: %v (write this clone's name there)", e.Path, e.Err)
+}
+
+func (e *MachineNameError) Unwrap() error { return e.Err }
+
+// Position is the .machine file's first line (none for the variable).
+func (e *MachineNameError) Position() (string, int, int) {
+	if e.Path == "" {
+		return "", 0, 0
+	}
+	return e.Path, 1, 1
+}

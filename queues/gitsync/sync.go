@@ -1253,6 +1253,11 @@ func Clone(dir, remote, ref string) (*docstore.Store, error) {
 	if err := CheckRef(ref); err != nil {
 		return nil, err
 	}
+	// A name given for the clone is checked before anything is made.
+	envM, err := queues.EnvMachine()
+	if err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat(dir); err == nil {
 		return nil, &SyncError{Op: "clone", Path: dir, Err: fmt.Errorf("%w: a store is already here (tavern sync exchanges it with the remote)", fs.ErrExist)}
 	}
@@ -1330,10 +1335,7 @@ func Clone(dir, remote, ref string) (*docstore.Store, error) {
 	// A name given for the clone is the clone's name from now on, not
 	// only while the variable is set: a later command without it would
 	// otherwise sync as <hostname>-xxxx, a machine of its own.
-	if m := os.Getenv("TAVERN_MACHINE"); m != "" {
-		if err := schema.ValidName(m); err != nil {
-			return fail(fmt.Errorf("TAVERN_MACHINE: %w", err))
-		}
+	if m := envM; m != "" {
 		if err := os.WriteFile(filepath.Join(tmp, queues.MachineFile), []byte(m+"\n"), 0o644); err != nil {
 			return fail(err)
 		}
