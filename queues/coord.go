@@ -427,13 +427,8 @@ func MachineName(s *docstore.Store) (string, error) {
 			return m, nil
 		}
 	}
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	for i := range b {
-		b[i] = "abcdefghijklmnopqrstuvwxyz"[int(b[i])%26]
-	}
-	m := hostPrefix() + "-" + string(b[:])
-	tmp := path + ".tmp" + string(b[:])
+	m := NewMachineName()
+	tmp := path + ".tmp" + m[len(m)-4:]
 	if err := os.WriteFile(tmp, []byte(m+"\n"), 0o644); err != nil {
 		return "", err
 	}
@@ -445,6 +440,17 @@ func MachineName(s *docstore.Store) (string, error) {
 	}
 	os.Remove(tmp)
 	return MachineName(s)
+}
+
+// NewMachineName is a new machine's default name: <hostname>-<4 random
+// letters>, so two clones on one host differ too.
+func NewMachineName() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	for i := range b {
+		b[i] = "abcdefghijklmnopqrstuvwxyz"[int(b[i])%26]
+	}
+	return hostPrefix() + "-" + string(b[:])
 }
 
 // hostPrefix is the host name made fit for a machine name (lower case,
