@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+	"time"
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
@@ -268,3 +269,25 @@ func (e *MachineNameError) Position() (string, int, int) {
 	}
 	return e.Path, 1, 1
 }
+
+// EngineViewAgeError is a note on a listing of items answered from the
+// engine's view as an earlier command fetched it (coordination git,
+// within the listing's MaxAge of that fetch, queues.ViewAge) instead of
+// asking again: an item another machine took or finished since may be
+// listed as free. A take never decides on such a view.
+type EngineViewAgeError struct {
+	Op     string
+	Path   string
+	At     time.Time // when the view was fetched
+	Now    time.Time
+	MaxAge time.Duration
+}
+
+func (e *EngineViewAgeError) Error() string {
+	return fmt.Sprintf("%s %s: items held or finished on other machines as of %s ago (the engine's view fetched by an earlier command, within --max-age %s)",
+		e.Op, e.Path, e.Now.Sub(e.At).Round(100*time.Millisecond), e.MaxAge)
+}
+
+// Position is the directory listed (docstore.Positioner: the --json
+// warning object's path).
+func (e *EngineViewAgeError) Position() (string, int, int) { return e.Path, 0, 0 }
