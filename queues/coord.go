@@ -327,22 +327,28 @@ func coordConfigCheck(dir string, d *docstore.Doc) []error {
 	if d.Path != docstore.ConfigFile {
 		return nil
 	}
+	var out []error
+	// With tavern.md, as the clone's other settings: a .machine that
+	// every sync and engine refuses, whatever the coordination.
+	if err := CheckMachineFile(dir); err != nil {
+		out = append(out, err)
+	}
 	name := d.String("coordination")
 	enginesMu.Lock()
 	check := engineChecks[name]
 	enginesMu.Unlock()
 	if check == nil {
-		return nil
+		return out
 	}
 	for _, e := range d.Validate(false) {
 		if e.Field == "coordination" || e.Field == name || strings.HasPrefix(e.Field, name+".") {
-			return nil
+			return out
 		}
 	}
 	if err := check(CoordConfig{Fields: d.Fields(), Doc: d, Dir: dir}); err != nil {
-		return []error{err}
+		out = append(out, err)
 	}
-	return nil
+	return out
 }
 
 // Engines lists the registered engines.
@@ -406,7 +412,8 @@ const MachineFile = ".machine"
 // MachineName returns the name of this machine (this clone of the store):
 // $TAVERN_MACHINE, else the name in .tavern/.machine, which is created on
 // first use as <hostname>-<4 random letters> so two clones on one host
-// differ too. Names are schema names (no /, no leading dot).
+// differ too. Names follow schema.ValidMachineName wherever they come
+// from (a *MachineNameError otherwise).
 func MachineName(s *docstore.Store) (string, error) {
 	if m, err := EnvMachine(); m != "" || err != nil {
 		return m, err
@@ -414,29 +421,14 @@ func MachineName(s *docstore.Store) (string, error) {
 	path := filepath.Join(s.Root(), MachineFile)
 	if b, err := os.ReadFile(path); err == nil {
 		if m := strings.TrimSpace(string(b)); m != "" {
-			if err := schema.ValidName(m); err != nil {
-				return "", fmt.Errorf("%s: %w", path, err)
+			if err := schema.ValidMachineName(m); err != nil {
+				return "", &MachineNameError{Op: "machine", Path: MachineFile, Err: err}
 			}
 			return m, nil
 		}
 	}
-	host, _ := os.Hostname()
-	host = strings.Map(func(r rune) rune {
-		if r == '/' || r == '\\' || r < ' ' {
-			return '-'
-		}
-		return r
-	}, strings.TrimLeft(host, "."))
-	if host == "" {
-		host = "machine"
-	}
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	for i := range b {
-		b[i] = "abcdefghijklmnopqrstuvwxyz"[int(b[i])%26]
-	}
-	m := host + "-" + string(b[:])
-	tmp := path + ".tmp" + string(b[:])
+	m := NewMachineName()
+	tmp := path + ".tmp" + m[len(m)-4:]
 	if err := os.WriteFile(tmp, []byte(m+"\n"), 0o644); err != nil {
 		return "", err
 	}
@@ -450,17 +442,68 @@ func MachineName(s *docstore.Store) (string, error) {
 	return MachineName(s)
 }
 
+// NewMachineName is a new machine's default name: <hostname>-<4 random
+// letters>, so two clones on one host differ too.
+func NewMachineName() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	for i := range b {
+		b[i] = "abcdefghijklmnopqrstuvwxyz"[int(b[i])%26]
+	}
+	return hostPrefix() + "-" + string(b[:])
+}
+
+// hostPrefix is the host name made fit for a machine name (lower case,
+// any other character '-', at most 95 bytes), "machine" when nothing of
+// it is left.
+func hostPrefix() string {
+	host, _ := os.Hostname()
+	host = strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + 'a' - 'A'
+		}
+		return '-'
+	}, host)
+	if len(host) > 95 {
+		host = host[:95]
+	}
+	host = strings.TrimLeft(host, "-_.")
+	if host == "" {
+		host = "machine"
+	}
+	return host
+}
+
 // EnvMachine returns $TAVERN_MACHINE ("" when unset), checked as a
 // machine name.
 func EnvMachine() (string, error) {
-	m := os.Getenv("TAVERN_MACHINE")
+	m := os.Getenv(EnvMachineVar)
 	if m == "" {
 		return "", nil
 	}
-	if err := schema.ValidName(m); err != nil {
-		return "", fmt.Errorf("TAVERN_MACHINE: %w", err)
+	if err := schema.ValidMachineName(m); err != nil {
+		return "", &MachineNameError{Op: "machine", Err: err}
 	}
 	return m, nil
+}
+
+// CheckMachineFile is `tavern check`'s look at this clone's .machine
+// file in store dir: a name there that every sync would refuse (written
+// by hand, or by an older tavern). nil when the file is absent or empty.
+func CheckMachineFile(dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, MachineFile))
+	if err != nil {
+		return nil
+	}
+	if m := strings.TrimSpace(string(b)); m != "" {
+		if err := schema.ValidMachineName(m); err != nil {
+			return &MachineNameError{Op: "check", Path: MachineFile, Err: err}
+		}
+	}
+	return nil
 }
 
 // SaveMachineName makes name this clone's name from now on: it writes it
@@ -470,8 +513,8 @@ func EnvMachine() (string, error) {
 // <hostname>-xxxx, a machine of its own, under which the clone's journal
 // would be pushed a second time.
 func SaveMachineName(s *docstore.Store, name string) error {
-	if err := schema.ValidName(name); err != nil {
-		return fmt.Errorf("TAVERN_MACHINE: %w", err)
+	if err := schema.ValidMachineName(name); err != nil {
+		return &MachineNameError{Op: "save", Err: err}
 	}
 	path := filepath.Join(s.Root(), MachineFile)
 	if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) == name {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+	"time"
 
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
@@ -257,3 +258,54 @@ func (e *EngineViewError) Unwrap() error { return e.Err }
 // Position is the directory listed (docstore.Positioner: the --json
 // warning object's path).
 func (e *EngineViewError) Position() (string, int, int) { return e.Path, 0, 0 }
+
+// EnvMachineVar is the variable that names this machine (MachineName).
+const EnvMachineVar = "TAVERN_MACHINE"
+
+// MachineNameError is a machine name refused by schema.ValidMachineName
+// where it was read: $TAVERN_MACHINE (Path empty) or this clone's
+// .machine file (Path, store-relative). It matches schema.ErrInvalidName.
+type MachineNameError struct {
+	Op   string // what read it: "machine", "init", "clone", "save"
+	Path string // MachineFile when read from the file; "" for the variable
+	Err  error  // the *schema.NameError
+}
+
+func (e *MachineNameError) Error() string {
+	if e.Path == "" {
+		return EnvMachineVar + ": " + e.Err.Error()
+	}
+	return fmt.Sprintf("%s:1:1: %v (write this clone's name there)", e.Path, e.Err)
+}
+
+func (e *MachineNameError) Unwrap() error { return e.Err }
+
+// Position is the .machine file's first line (none for the variable).
+func (e *MachineNameError) Position() (string, int, int) {
+	if e.Path == "" {
+		return "", 0, 0
+	}
+	return e.Path, 1, 1
+}
+
+// EngineViewAgeError is a note on a listing of items answered from the
+// engine's view as an earlier command fetched it (coordination git,
+// within the listing's MaxAge of that fetch, queues.ViewAge) instead of
+// asking again: an item another machine took or finished since may be
+// listed as free. A take never decides on such a view.
+type EngineViewAgeError struct {
+	Op     string
+	Path   string
+	At     time.Time // when the view was fetched
+	Now    time.Time
+	MaxAge time.Duration
+}
+
+func (e *EngineViewAgeError) Error() string {
+	return fmt.Sprintf("%s %s: items held or finished on other machines as of %s ago (the engine's view fetched by an earlier command, within --max-age %s)",
+		e.Op, e.Path, e.Now.Sub(e.At).Round(100*time.Millisecond), e.MaxAge)
+}
+
+// Position is the directory listed (docstore.Positioner: the --json
+// warning object's path).
+func (e *EngineViewAgeError) Position() (string, int, int) { return e.Path, 0, 0 }

@@ -1,6 +1,7 @@
 package queues
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"time"
@@ -67,10 +68,10 @@ func (b *Broker) StatsWithEngine(names []string) (stats []*Stats, view, err erro
 	}
 	var held, finished map[string]ClaimState
 	if len(names) > 0 {
-		held, view = b.heldElsewhere(prefix, path)
+		held, view = b.heldElsewhere(prefix, path, nil)
 	}
 	if len(names) > 0 && view == nil {
-		finished, view = b.finishedElsewhere(names, prefix, path, held)
+		finished, view = b.finishedElsewhere(names, prefix, path, held, nil)
 	}
 	for _, n := range names {
 		st, err := b.stats(n, held, finished)
@@ -193,15 +194,24 @@ func (b *Broker) stats(queue string, held, finished map[string]ClaimState) (*Sta
 // engine out of reach is returned as view (*EngineViewError), a warning:
 // the listing shows this machine's state.
 func (b *Broker) Elsewhere(names []string) (keys map[string]ClaimState, view error) {
+	return b.ElsewhereWithin(names, nil)
+}
+
+// ElsewhereWithin is Elsewhere for a listing that accepts the engine's
+// view up to va.MaxAge old (git: the claim refs an earlier command
+// fetched, without a fetch), and learns in va.At when that view was
+// fetched (zero: asked now). A claim is never decided on it: take always
+// asks.
+func (b *Broker) ElsewhereWithin(names []string, va *ViewAge) (keys map[string]ClaimState, view error) {
 	prefix, path := "items/", "queues"
 	if len(names) == 1 {
 		prefix, path = ItemKey(names[0], ""), "queues/"+names[0]
 	}
-	held, view := b.heldElsewhere(prefix, path)
+	held, view := b.heldElsewhere(prefix, path, va)
 	if view != nil {
 		return nil, view
 	}
-	finished, view := b.finishedElsewhere(names, prefix, path, held)
+	finished, view := b.finishedElsewhere(names, prefix, path, held, va)
 	if view != nil {
 		return held, view
 	}
@@ -214,17 +224,27 @@ func (b *Broker) Elsewhere(names []string) (keys map[string]ClaimState, view err
 	return held, nil
 }
 
+// listingCtx is ctx for a read-only listing (ForListing) that accepts
+// the view va allows, if any.
+func listingCtx(ctx context.Context, va *ViewAge) context.Context {
+	ctx = ForListing(ctx)
+	if va != nil {
+		ctx = WithViewAge(ctx, va)
+	}
+	return ctx
+}
+
 // heldElsewhere returns the item keys under prefix that the engine says
 // another machine holds; nil without an engine (or one that cannot list).
 // path names what is listed, in the error.
-func (b *Broker) heldElsewhere(prefix, path string) (map[string]ClaimState, error) {
+func (b *Broker) heldElsewhere(prefix, path string, va *ViewAge) (map[string]ClaimState, error) {
 	l, ok := b.coord.(Lister)
 	if b.coord == nil || !ok {
 		return nil, nil
 	}
 	ctx, cancel := b.coordCtx()
 	defer cancel()
-	all, err := l.List(ForListing(ctx), prefix)
+	all, err := l.List(listingCtx(ctx, va), prefix)
 	if err != nil {
 		return nil, &EngineViewError{Op: "list", Path: path, Err: err}
 	}
@@ -241,7 +261,7 @@ func (b *Broker) heldElsewhere(prefix, path string) (map[string]ClaimState, erro
 // (and not in held) that the engine says another machine finished; nil
 // without an engine (or one that cannot say). prefix and path are
 // heldElsewhere's.
-func (b *Broker) finishedElsewhere(names []string, prefix, path string, held map[string]ClaimState) (map[string]ClaimState, error) {
+func (b *Broker) finishedElsewhere(names []string, prefix, path string, held map[string]ClaimState, va *ViewAge) (map[string]ClaimState, error) {
 	fl, ok := b.coord.(FinishedLister)
 	if b.coord == nil || !ok {
 		return nil, nil
@@ -263,7 +283,7 @@ func (b *Broker) finishedElsewhere(names []string, prefix, path string, held map
 	}
 	ctx, cancel := b.coordCtx()
 	defer cancel()
-	all, err := fl.Finished(ForListing(ctx), prefix, keys)
+	all, err := fl.Finished(listingCtx(ctx, va), prefix, keys)
 	if err != nil {
 		return nil, &EngineViewError{Op: "list", Path: path, Err: err}
 	}

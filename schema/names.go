@@ -33,6 +33,34 @@ func ValidPlainName(what, name string) error {
 	return nil
 }
 
+// ValidMachineName is the rule of a machine's name (a clone of the store,
+// TAVERN_MACHINE): the agent name rule, with upper-case letters too, as
+// host names have them (the default name is the host's), 1 to 100 bytes,
+// and not ending with '.'. The name is a directory of every clone's
+// journal (events/<machine>/), the author of the machine's sync commits,
+// which is how a sync says which machine changed a file, and the holder
+// of its claims: git drops a trailing '.' from an author (a commit of
+// "x." reads back as machine "x"), and a space would split it in two.
+func ValidMachineName(name string) error {
+	if len(name) == 0 || len(name) > 100 {
+		return &NameError{Name: name, Reason: "1 to 100 characters", What: "machine"}
+	}
+	for i, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case (r == '-' || r == '_' || r == '.') && i > 0:
+		default:
+			return &NameError{Name: name, Reason: machineRule, What: "machine"}
+		}
+	}
+	if strings.HasSuffix(name, ".") {
+		return &NameError{Name: name, Reason: machineRule, What: "machine"}
+	}
+	return nil
+}
+
+const machineRule = "use letters, digits, '-', '_' and '.', starting with a letter or digit and not ending with '.'"
+
 // ValidKebab is the rule of a kebab-case field (a memory's topic):
 // lower-case letters and digits, in words joined by single hyphens. A
 // value given for such a field (--topic) is checked with it before the

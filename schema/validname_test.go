@@ -66,3 +66,20 @@ func TestValidPlainName(t *testing.T) {
 		}
 	}
 }
+
+// Machine names: the plain rule with upper case (host names) and up to
+// 100 bytes, never ending with '.' (git drops it from a commit's author,
+// which is how a sync names the machine that changed a file).
+func TestValidMachineName(t *testing.T) {
+	for _, s := range []string{"alpha", "MacBook-Pro.local-abcd", "vm_2", "a", strings.Repeat("x", 100)} {
+		if err := ValidMachineName(s); err != nil {
+			t.Errorf("ValidMachineName(%q): %v", s, err)
+		}
+	}
+	for _, s := range []string{"", "bad name", "x.", "-x", ".x", "_x", "a/b", `a\b`, "a:b", "a@b", "a<b", "tab\there", "é", strings.Repeat("x", 101)} {
+		err := ValidMachineName(s)
+		if !errors.Is(err, ErrInvalidName) || !strings.HasPrefix(err.Error(), "invalid machine name ") {
+			t.Errorf("ValidMachineName(%q) = %v, want an invalid machine name", s, err)
+		}
+	}
+}

@@ -44,6 +44,11 @@ type NextOptions struct {
 	// coordination engine (prime: a session's start must not wait on
 	// the network for a hint; take still asks).
 	Local bool
+	// MaxAge lets the listing use the engine's view of other machines'
+	// claims up to this old, as an earlier command fetched it (git:
+	// without a fetch of its own); Diag.View then says how old
+	// (*queues.EngineViewAgeError). It only suggests: take always asks.
+	MaxAge time.Duration
 }
 
 // Next answers "what should I do next": the first claimable pending items
@@ -70,7 +75,15 @@ func Next(b *queues.Broker, agent string, opt NextOptions) ([]NextItem, error) {
 	var elsewhere map[string]queues.ClaimState
 	if !opt.Local {
 		var view error
-		elsewhere, view = b.Elsewhere(names)
+		va := &queues.ViewAge{MaxAge: opt.MaxAge}
+		elsewhere, view = b.ElsewhereWithin(names, va)
+		if view == nil && !va.At.IsZero() {
+			path := "queues"
+			if len(names) == 1 {
+				path += "/" + names[0]
+			}
+			view = &queues.EngineViewAgeError{Op: "list", Path: path, At: va.At, Now: time.Now(), MaxAge: opt.MaxAge}
+		}
 		if opt.Diag != nil {
 			opt.Diag.View = view
 		}

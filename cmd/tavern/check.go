@@ -29,7 +29,8 @@ whose id, queue or priority disagree with their path, and commitments whose
 assertion changed since they were made, and, under coordination: etcd, what
 the etcd engine would refuse of tavern.md on this machine (a tls file
 missing or no PEM, an empty password_env variable), without dialling it,
-and, under coordination: git, a clone that names no sync remote.
+and, under coordination: git, a clone that names no sync remote, and a
+machine name in .tavern/.machine that sync refuses.
 It reports names that name no document: a gate whose item is in no queue,
 an item waiting on a gate with no document, a plan that plan sync refuses
 (a dependency cycle, an (after:) naming no task or the task itself);

@@ -137,8 +137,9 @@ var exitCodes = []struct {
 	{queues.ErrNoEngine, exitUsage},
 	{gitsync.ErrNoRemote, exitUsage},
 	{gitsync.ErrBadRef, exitUsage},
-	{gitsync.ErrNoState, exitNotFound},   // sync --clone of a remote no machine synced to
-	{gitsync.ErrUnrelated, exitConflict}, // a first sync of a store made by init, not --clone
+	{gitsync.ErrNoState, exitNotFound},      // sync --clone of a remote no machine synced to
+	{gitsync.ErrUnrelated, exitConflict},    // a first sync of a store made by init, not --clone
+	{gitsync.ErrMachineTaken, exitConflict}, // a join or rename under a name another clone syncs as
 	{queues.ErrGated, exitConflict},
 	{queues.ErrRejected, exitConflict},
 	{queues.ErrNotHuman, exitConflict},

@@ -34,12 +34,19 @@ items blocked by a dead or missing dependency, are warnings on stderr
 (path:line:col; JSON error objects with --json). With coordination etcd or
 git and the engine out of reach (no sync remote), a warning says an item
 listed may be held or finished on another machine, as queue ls's does (a
-JSON error object on stderr under --json); the listing is this machine's. The agent is --as, else $TAVERN_AGENT, else the
+JSON error object on stderr under --json); the listing is this machine's.
+With coordination git every listing fetches the claim refs; --max-age DUR
+(for a script or status line that polls) lists from the refs an earlier
+command fetched from the same remote less than DUR ago, without a fetch, and
+warns how old that view is: an item taken elsewhere since may be offered
+until DUR has passed. --take never uses it: a claim always asks the remote.
+The agent is --as, else $TAVERN_AGENT, else the
 person (who holds nothing listed here); one that names no agent exits 3
 ("unknown agent").
 
 Examples:
    tavern next --as alice
+   tavern next --as alice --max-age 10s
    read id attempt < <(tavern next --take --as alice | head -1)`,
 		Flags: []cli.Flag{
 			asFlag(),
@@ -47,6 +54,8 @@ Examples:
 			limitFlag("offer up to `N` items", 3),
 			&cli.BoolFlag{Name: "take", Usage: "claim the next item"},
 			waitFlag("with --take: wait up to `DUR` for an item"),
+			&cli.DurationFlag{Name: "max-age", Action: notNegative("max-age"),
+				Usage: "coordination git: list from other machines' claims fetched up to `DUR` ago (no fetch; not with --take)"},
 			jsonFlag(),
 		},
 		Action: runNext,
@@ -57,6 +66,10 @@ func runNext(c *cli.Context) error {
 	if c.IsSet("wait") && !c.Bool("take") {
 		// A listing does not wait: the flag would be ignored silently.
 		return usageErr("next --wait needs --take (a listing answers at once)")
+	}
+	if c.IsSet("max-age") && c.Bool("take") {
+		// A claim decided on an older view could be another machine's.
+		return usageErr("next --max-age is for the listing: --take always asks the remote")
 	}
 	var names []string
 	for _, q := range c.StringSlice("queue") {
@@ -102,7 +115,7 @@ func runNext(c *cli.Context) error {
 		}
 	}
 	var diag queues.Diagnostics
-	next, err := kit.Next(b, agent, kit.NextOptions{Queues: names, Limit: c.Int("limit"), Diag: &diag})
+	next, err := kit.Next(b, agent, kit.NextOptions{Queues: names, Limit: c.Int("limit"), Diag: &diag, MaxAge: c.Duration("max-age")})
 	if err != nil {
 		return err
 	}

@@ -52,7 +52,16 @@ this on their own when the store syncs). --clone creates .tavern/ here (or
 'tavern init' whose first round finds another store on the remote joins
 that store if it holds nothing but what init made (JSON: adopted, the
 store's name), and is refused otherwise (exit 4; nothing changes here or on
-the remote): clone, then move its documents in.
+the remote): clone, then move its documents in. The journal of the store
+init made is not sent to the others (it is kept in .tavern/.sync/adopted/).
+
+One clone writes under each machine name ($TAVERN_MACHINE, .tavern/.machine).
+A clone or a first sync that joins under a name the remote has a journal of,
+or a round that renames the clone to such a name (not one it synced as
+before), is refused (exit 4, with a free name to use; nothing is made or
+changed): another clone syncs, or synced, under it. --takeover joins or
+renames anyway, taking that journal as this clone's: only for a machine
+re-made whose old clone will never sync again.
 
 Exit 1 if the remote cannot be reached or keeps rejecting the push (local
 changes are committed in .tavern/.sync/ and go out with the next round).
@@ -61,6 +70,7 @@ Examples:
    tavern sync
    tavern sync --every 10s
    tavern sync --clone git@host:team/project.git
+   TAVERN_MACHINE=laptop tavern sync --clone git@host:team/project.git --takeover
    tavern sync --json`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "clone", Usage: "create .tavern/ from the state on `REMOTE`"},
@@ -68,6 +78,7 @@ Examples:
 			&cli.DurationFlag{Name: "every", Usage: "keep syncing every `DUR` (and on local changes) until interrupted",
 				Action: positiveDur("every", "rounds without a pause would keep the remote busy")},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only conflicts and errors"},
+			&cli.BoolFlag{Name: "takeover", Usage: "join or rename under a machine name another clone synced as (that clone never syncs again)"},
 			jsonFlag(),
 		},
 		Action: runSync,
@@ -98,6 +109,9 @@ func runSync(c *cli.Context) error {
 		return err
 	}
 	defer sy.Close()
+	if c.Bool("takeover") {
+		sy.AllowTakeOver()
+	}
 	if every := c.Duration("every"); every > 0 {
 		if !c.Bool("json") { // under --json stderr carries JSON error objects only
 			errf(c, "tavern: syncing %s with %s every %s as %s\n", s.Root(), sy.Remote(), every, sy.Machine())
@@ -137,7 +151,7 @@ func runSyncClone(c *cli.Context, url string) error {
 		}
 		dir = filepath.Join(wd, docstore.DirName)
 	}
-	s, err := gitsync.Clone(dir, url, c.String("ref"))
+	s, err := gitsync.CloneWith(dir, url, c.String("ref"), gitsync.CloneOptions{TakeOver: c.Bool("takeover")})
 	if err != nil {
 		return err
 	}

@@ -67,7 +67,13 @@
 //   - The journal is per writer: this machine's events/<day>.jsonl is
 //     committed as events/<machine>/<day>.jsonl and every other machine's
 //     arrives under events/<that machine>/. One writer per file: never a
-//     conflict.
+//     conflict. One clone per machine name keeps it so: a clone, a store
+//     init made joining on its first round, or a rename, under a name the
+//     remote has a journal of (that the clone never synced as) is refused
+//     (ErrMachineTaken) unless taken over (CloneOptions.TakeOver,
+//     Syncer.AllowTakeOver). A store init made that joins (adopts) the
+//     remote's keeps its journal so far in .sync/adopted/: no other
+//     machine knew that store.
 //   - Message chunks both machines appended to merge as the union of
 //     their messages in id order (messages.MergeChunk); a reader's
 //     bookmark changed on both as the furthest read message of each

@@ -594,13 +594,18 @@ func (e *RefEngine) List(ctx context.Context, prefix string) (map[string]queues.
 
 // Finished implements queues.FinishedLister from the view of prefix's
 // claim refs, fetched again unless List (or another fetch) of prefix did
-// within maxAge.
+// within maxAge, or within the older view a listing accepts
+// (queues.ViewAge, which List then loaded).
 func (e *RefEngine) Finished(ctx context.Context, prefix string, keys []string) (map[string]queues.ClaimState, error) {
 	dir := strings.TrimSuffix(prefix, "/")
 	e.mu.Lock()
 	at := e.viewAt[dir]
 	e.mu.Unlock()
-	if time.Since(at) > e.maxAge {
+	maxAge := e.maxAge
+	if va := queues.ViewAgeOf(ctx); va != nil && va.MaxAge > maxAge && !at.IsZero() {
+		maxAge = va.MaxAge
+	}
+	if time.Since(at) > maxAge {
 		if err := e.refreshDir(ctx, dir); err != nil {
 			return nil, err
 		}

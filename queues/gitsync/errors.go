@@ -23,7 +23,43 @@ var (
 	// second `tavern init` rather than `tavern sync --clone`): refused,
 	// merging would fold the two into one.
 	ErrUnrelated = errors.New("the remote holds another store")
+	// ErrMachineTaken: a clone joins, or is renamed, under a machine name
+	// the remote holds a journal of (events/<machine>/): another clone
+	// writes, or wrote, under that name, and only one may. Matched by a
+	// *MachineTakenError.
+	ErrMachineTaken = errors.New("machine name taken")
 )
+
+// MachineTakenError is a join or a rename refused under a machine name
+// the remote has a journal of (ErrMachineTaken), with a free name to use
+// instead and how to take the name over.
+type MachineTakenError struct {
+	Op     string // "clone", "join" (the first sync of a store init made) or "rename"
+	Path   string // the journal on the remote: events/<machine>/
+	Name   string // the name refused
+	Free   string // a name the remote has no journal of
+	Old    string // rename: the name the clone keeps
+	Remote string
+}
+
+func (e *MachineTakenError) Error() string {
+	var how string
+	switch e.Op {
+	case "clone":
+		how = fmt.Sprintf("choose a name of this machine's own (TAVERN_MACHINE=%s tavern sync --clone %s), or, if this machine is %s re-made and its old clone will never sync again, add --takeover; nothing was made",
+			e.Free, e.Remote, e.Name)
+	case "join":
+		how = fmt.Sprintf("choose a name of this machine's own (TAVERN_MACHINE=%s tavern sync), or, if this machine is %s re-made and its old clone will never sync again, run `tavern sync --takeover`; nothing was pushed or changed",
+			e.Free, e.Name)
+	default:
+		how = fmt.Sprintf("this clone keeps its name %q; choose another (TAVERN_MACHINE=%s tavern sync), or, if the clone that synced as %s will never sync again, run `tavern sync --takeover`; nothing changed",
+			e.Old, e.Free, e.Name)
+	}
+	return fmt.Sprintf("%s: machine name %q is taken: the remote has its journal (%s), written by another clone, and two clones under one name overwrite each other's journal: %s",
+		e.Op, e.Name, e.Path, how)
+}
+
+func (e *MachineTakenError) Unwrap() error { return ErrMachineTaken }
 
 // CheckRef reports whether ref is a full ref name git accepts
 // (refs/tavern/state, not tavern/state or "refs/a b"): ErrBadRef if not.

@@ -103,6 +103,7 @@ type Syncer struct {
 	afterKind map[string]bool
 	statFile  string
 	stateFile string
+	takeOver  bool
 }
 
 // Open prepares the sync of s (creating .sync/git on first use).
@@ -219,6 +220,12 @@ func remoteOf(root, explicit, configured string) (string, error) {
 // Machine is this clone's machine name.
 func (sy *Syncer) Machine() string { return sy.machine }
 
+// AllowTakeOver lets the rounds of sy join, or rename the clone, under
+// a machine name the remote has a journal of (refused otherwise with
+// ErrMachineTaken): the user says the clone that wrote it, this machine's
+// old one, will never sync again.
+func (sy *Syncer) AllowTakeOver() { sy.takeOver = true }
+
 // Remote is the remote the sync exchanges with.
 func (sy *Syncer) Remote() string { return sy.remote }
 
@@ -290,6 +297,10 @@ type syncState struct {
 	// the old name first (renameJournal): pushed under the new name it
 	// would be on the remote twice.
 	Machine string `json:"machine,omitempty"`
+	// Names are the names this clone has synced as: a rename back to one
+	// of them takes back a journal of its own, not another clone's
+	// (ErrMachineTaken).
+	Names []string `json:"names,omitempty"`
 	// Losses are the values the round's merges dropped, each with the
 	// commit that dropped it, saved before they are journaled: those a
 	// killed round did not journal are journaled by the next (once).
@@ -308,6 +319,9 @@ func (sy *Syncer) loadState() syncState {
 	if b, err := os.ReadFile(sy.stateFile); err == nil {
 		_ = json.Unmarshal(b, &st)
 	}
+	if len(st.Names) == 0 && st.Machine != "" {
+		st.Names = []string{st.Machine} // a state saved before Names
+	}
 	st.Pending = map[string]entry{}
 	for p, v := range st.PendRaw {
 		st.Pending[p] = entry{mode: v[0], oid: v[1]}
@@ -317,6 +331,9 @@ func (sy *Syncer) loadState() syncState {
 
 func (sy *Syncer) saveState(st syncState) error {
 	st.Machine = sy.machine
+	if !slices.Contains(st.Names, sy.machine) {
+		st.Names = append(slices.Clip(st.Names), sy.machine)
+	}
 	st.PendRaw = map[string][2]string{}
 	for p, e := range st.Pending {
 		st.PendRaw[p] = [2]string{e.mode, e.oid}
@@ -348,8 +365,9 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 	rep := &Report{Started: schema.TimeOf(start.UTC()), Applied: []Change{}, Deferred: []string{}, Conflicts: []Loss{}} // lists, never null in JSON
 	defer func() { rep.Duration = time.Since(start) }()
 	st := sy.loadState()
+	names := st.Names
 	if st.Machine != "" && st.Machine != sy.machine {
-		if err := sy.checkRename(st.Machine); err != nil {
+		if err := sy.checkRename(st); err != nil {
 			return nil, err
 		}
 		if err := sy.renameJournal(st.Machine, st.Head); err != nil {
@@ -435,7 +453,7 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 	if st.Merged != "" && head != "" && st.Merged != head && sy.repo.treeOf(st.Merged) != "" && sy.repo.isAncestor(head, st.Merged) {
 		resumed = st.Merged
 	}
-	inter := syncState{Head: S, Pending: map[string]entry{}, Merged: resumed}
+	inter := syncState{Head: S, Pending: map[string]entry{}, Merged: resumed, Names: names}
 	for p := range st.Pending {
 		inter.Pending[p] = work[p] // absent: zero entry, oid ""
 	}
@@ -510,30 +528,47 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 		if !missing {
 			R = sy.repo.revParse(remoteRef)
 		}
-		if R != "" && R != M && R != head {
+		// A history that shares nothing with the remote's: another
+		// store (refused), the team's store whose .sync/ was removed
+		// (merged), or one init made and nothing more, which joins the
+		// remote's (adopt, the remote store's name) under a name of its
+		// own, before its journal is compared with the remote's.
+		rInM := R == "" || sy.repo.isAncestor(R, M)
+		mInR := !rInM && sy.repo.isAncestor(M, R)
+		base, adopt := "", ""
+		if !rInM && !mInR {
+			base = sy.repo.mergeBase(M, R)
+		}
+		if !rInM && !mInR && base == "" {
+			if adopt, err = sy.checkSameStore(work, R); err != nil {
+				return nil, err
+			}
+			if adopt != "" && !sy.takeOver {
+				if err := sy.checkFreeName(R, "join", ""); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if R != "" && R != M && R != head && adopt == "" {
 			if err := sy.checkOwnJournal(work, R); err != nil {
 				return nil, err
 			}
 		}
 		switch {
-		case R == "" || sy.repo.isAncestor(R, M):
-		case sy.repo.isAncestor(M, R):
+		case rInM:
+		case mInR:
 			M = R
 		default:
-			base := sy.repo.mergeBase(M, R)
-			if base == "" {
-				adopt, err := sy.checkSameStore(work, R)
-				if err != nil {
+			if adopt != "" {
+				// Nothing of this store's own to keep: take the
+				// remote's as --clone would. The local commit is
+				// dropped, not pushed, and so is the journal of the
+				// store init made, which no other machine knew.
+				if err := sy.adoptJournal(R); err != nil {
 					return nil, err
 				}
-				if adopt != "" {
-					// Nothing of this store's own to keep: take the
-					// remote's as --clone would (this machine's journal
-					// stays and goes out next round).
-					// The local commit is dropped, not pushed.
-					M, rep.Adopted, rep.Committed = R, adopt, false
-					break
-				}
+				M, rep.Adopted, rep.Committed = R, adopt, false
+				break
 			}
 			if err := settleS(); err != nil {
 				return nil, err
@@ -603,7 +638,7 @@ func (sy *Syncer) Sync(ctx context.Context) (*Report, error) {
 	if err := ensureLayout(sy.s.Root(), mFiles); err != nil {
 		return nil, err
 	}
-	st = syncState{Head: M, Pending: pending}
+	st = syncState{Head: M, Pending: pending, Names: names}
 	rep.Head = M
 	if err := sy.saveState(st); err != nil {
 		return nil, err
@@ -1247,10 +1282,31 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // yet) from the state on remote: the way a new machine joins. The remote
 // is remembered in .sync/remote for later rounds.
 func Clone(dir, remote, ref string) (*docstore.Store, error) {
+	return CloneWith(dir, remote, ref, CloneOptions{})
+}
+
+// CloneOptions are the choices of a clone beyond Clone's.
+type CloneOptions struct {
+	// TakeOver joins under $TAVERN_MACHINE even when the remote has a
+	// journal of that name (refused otherwise, ErrMachineTaken): this
+	// machine is that one re-made, and its old clone never syncs again.
+	// The clone takes that journal back as its own.
+	TakeOver bool
+}
+
+// CloneWith is Clone with options. The clone's machine name is
+// $TAVERN_MACHINE, else a new default name (queues.NewMachineName) the
+// remote has no journal of; it is written to the clone's .machine.
+func CloneWith(dir, remote, ref string, opt CloneOptions) (*docstore.Store, error) {
 	if ref == "" {
 		ref = DefaultRef
 	}
 	if err := CheckRef(ref); err != nil {
+		return nil, err
+	}
+	// A name given for the clone is checked before anything is made.
+	envM, err := queues.EnvMachine()
+	if err != nil {
 		return nil, err
 	}
 	if _, err := os.Stat(dir); err == nil {
@@ -1303,6 +1359,17 @@ func Clone(dir, remote, ref string) (*docstore.Store, error) {
 	if err != nil {
 		return fail(err)
 	}
+	// One clone per machine name: a name the remote has a journal of is
+	// another clone's, however current this copy of that journal is.
+	m := envM
+	if m == "" {
+		for m = queues.NewMachineName(); hasJournal(files, m); m = queues.NewMachineName() {
+		}
+	} else if !opt.TakeOver {
+		if err := takenIn(files, m, "clone", "", remote); err != nil {
+			return fail(err)
+		}
+	}
 	var oids []string
 	for _, e := range files {
 		oids = append(oids, e.oid)
@@ -1326,19 +1393,13 @@ func Clone(dir, remote, ref string) (*docstore.Store, error) {
 	if err := os.WriteFile(filepath.Join(tmp, Dir, "remote"), []byte(remote+"\n"), 0o644); err != nil {
 		return fail(err)
 	}
-	st := syncState{Head: R}
-	// A name given for the clone is the clone's name from now on, not
-	// only while the variable is set: a later command without it would
-	// otherwise sync as <hostname>-xxxx, a machine of its own.
-	if m := os.Getenv("TAVERN_MACHINE"); m != "" {
-		if err := schema.ValidName(m); err != nil {
-			return fail(fmt.Errorf("TAVERN_MACHINE: %w", err))
-		}
-		if err := os.WriteFile(filepath.Join(tmp, queues.MachineFile), []byte(m+"\n"), 0o644); err != nil {
-			return fail(err)
-		}
-		st.Machine = m
+	// The clone's name from now on, not only while the variable is set:
+	// a later command without it would otherwise sync as
+	// <hostname>-xxxx, a machine of its own.
+	if err := os.WriteFile(filepath.Join(tmp, queues.MachineFile), []byte(m+"\n"), 0o644); err != nil {
+		return fail(err)
 	}
+	st := syncState{Head: R, Machine: m, Names: []string{m}}
 	b, _ := json.Marshal(st)
 	if err := os.WriteFile(filepath.Join(tmp, Dir, "state.json"), b, 0o644); err != nil {
 		return fail(err)
@@ -1422,25 +1483,51 @@ func (sy *Syncer) trackedByProject() string {
 		"take it out with `git rm -r --cached %s` and add %s/ to the project's .gitignore", root, filepath.Base(root), filepath.Base(root))
 }
 
-// checkRename refuses, before the clone is renamed from old, a round
-// under a name another clone syncs as: the remote's journal of that name
-// holds what this clone's copy of it does not (the test checkOwnJournal
-// makes later in the round, too late: by then the refused round had
-// made the name the clone's and handed its journal to old). An
-// unreachable remote checks nothing here; checkOwnJournal still does.
-func (sy *Syncer) checkRename(old string) error {
+// checkRename refuses, before the clone is renamed from st.Machine, a
+// round under a name another clone syncs as. A name the remote (or, out
+// of reach, the state this clone last synced) has a journal of, which
+// this clone never synced as, is another clone's, however current this
+// clone's copy of that journal is (ErrMachineTaken, unless taken over).
+// And under a name this clone may take, the remote's journal of that
+// name must hold nothing this clone's copy does not (the test
+// checkOwnJournal makes later in the round, too late: by then the
+// refused round had made the name the clone's and handed its journal to
+// the old name). An unreachable remote checks only the last synced
+// state; checkOwnJournal still does the rest.
+func (sy *Syncer) checkRename(st syncState) error {
+	old := st.Machine
 	const ref = "refs/tavern/remote"
 	if err := sy.repo.clearStaleLocks(ref); err != nil {
 		return err
 	}
+	free := slices.Contains(st.Names, sy.machine) || sy.takeOver
 	missing, err := sy.repo.fetch(context.Background(), sy.remote, "+"+sy.ref+":"+ref)
 	if err != nil || missing {
+		if !free && st.Head != "" && sy.repo.treeOf(st.Head) != "" {
+			return sy.checkFreeName(st.Head, "rename", old)
+		}
 		return nil
 	}
-	files, err := sy.repo.readTree(sy.repo.revParse(ref))
+	R := sy.repo.revParse(ref)
+	files, err := sy.repo.readTree(R)
 	if err != nil {
 		return err
 	}
+	// A stale copy first: that refusal (ErrSameMachine, exit 1) was
+	// there before the name rule, and holds under --takeover too.
+	if err := sy.checkStaleCopy(files, old); err != nil {
+		return err
+	}
+	if free {
+		return nil
+	}
+	return takenIn(files, sy.machine, "rename", old, sy.remote)
+}
+
+// checkStaleCopy refuses (ErrSameMachine) a rename from old to this
+// clone's name when the remote's journal of that name (in its state
+// files) holds what this clone's copy does not.
+func (sy *Syncer) checkStaleCopy(files map[string]entry, old string) error {
 	prefix := docstore.JournalDir + "/" + sy.machine + "/"
 	var paths, oids []string
 	for p, e := range files {
@@ -1468,6 +1555,119 @@ func (sy *Syncer) checkRename(old string) error {
 		}
 	}
 	return nil
+}
+
+// checkFreeName refuses (ErrMachineTaken) to join or rename under this
+// clone's name when state commit c holds a journal of it: another clone
+// writes, or wrote, it.
+func (sy *Syncer) checkFreeName(c, op, old string) error {
+	files, err := sy.repo.readTree(c)
+	if err != nil {
+		return err
+	}
+	return takenIn(files, sy.machine, op, old, sy.remote)
+}
+
+// takenIn is the *MachineTakenError of joining (op) under name when the
+// state files hold a journal of it, nil when they hold none.
+func takenIn(files map[string]entry, name, op, old, remote string) error {
+	if !hasJournal(files, name) {
+		return nil
+	}
+	free := name
+	for i := 2; hasJournal(files, free) || free == name; i++ {
+		suffix := "-" + strconv.Itoa(i)
+		base := name
+		if len(base)+len(suffix) > 100 {
+			base = strings.TrimRight(base[:100-len(suffix)], ".")
+		}
+		free = base + suffix
+	}
+	return &MachineTakenError{Op: op, Path: docstore.JournalDir + "/" + name + "/", Name: name, Free: free, Old: old, Remote: remote}
+}
+
+// hasJournal reports whether the state files hold a journal of machine.
+func hasJournal(files map[string]entry, machine string) bool {
+	prefix := docstore.JournalDir + "/" + machine + "/"
+	for p := range files {
+		if strings.HasPrefix(p, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// adoptJournal is the journal's part of an adopt (a store init made
+// joining the remote's store R on its first round): this clone's own
+// journal so far tells of a store no other machine knew, and it must not
+// go out to them. Its day files are moved aside into .sync/adopted/
+// (kept, never synced), and the clone's journal starts again: empty, or,
+// when the clone takes over a name the remote has a journal of, as that
+// journal, as Clone takes it back.
+func (sy *Syncer) adoptJournal(R string) error {
+	jdir := filepath.Join(sy.s.Root(), docstore.JournalDir)
+	aside := filepath.Join(sy.s.Root(), Dir, "adopted")
+	files, err := sy.repo.readTree(R)
+	if err != nil {
+		return err
+	}
+	prefix := docstore.JournalDir + "/" + sy.machine + "/"
+	back := map[string]string{} // day file -> oid of the remote's copy
+	var oids []string
+	for p, e := range files {
+		if name, ok := strings.CutPrefix(p, prefix); ok && !strings.Contains(name, "/") {
+			back[name] = e.oid
+			oids = append(oids, e.oid)
+		}
+	}
+	data, err := sy.repo.blobs(dedup(oids))
+	if err != nil {
+		return err
+	}
+	ents, err := os.ReadDir(jdir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".jsonl") {
+			continue // day files only
+		}
+		if err := sy.rewriteDay(filepath.Join(jdir, e.Name()), func(mine []byte) ([]byte, error) {
+			if err := appendFile(filepath.Join(aside, e.Name()), mine); err != nil {
+				return nil, err
+			}
+			return data[back[e.Name()]], nil
+		}); err != nil {
+			return err
+		}
+		delete(back, e.Name())
+	}
+	for name, oid := range back { // days only the remote's copy has
+		tmp := filepath.Join(jdir, name+".adopt")
+		if err := os.WriteFile(tmp, data[oid], 0o644); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, filepath.Join(jdir, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// appendFile appends b to path, making it and its directory.
+func appendFile(path string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // renameJournal is the round's first step when this clone synced as old
