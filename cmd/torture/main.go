@@ -13,7 +13,8 @@
 // (documents that do not parse), left (findings `tavern doctor` still
 // reports after `tavern doctor --fix`). Every column but tried must be 0;
 // the exit status is 1 otherwise. TORTURE_SCALE=10 multiplies the sizes
-// (the 10^5-claim version); TORTURE_DIR puts the scratch stores elsewhere
+// (the 10^5-claim version); TORTURE_KEEP=1 keeps the scratch stores for a
+// post-mortem; TORTURE_DIR puts the scratch stores elsewhere
 // (default: the system temp directory); TORTURE_TAVERN runs another build
 // of tavern instead of building this tree's (to compare with an older
 // commit). Fault injection needs mount
@@ -65,7 +66,11 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
-	defer os.RemoveAll(scratch)
+	if os.Getenv("TORTURE_KEEP") == "" {
+		defer os.RemoveAll(scratch)
+	} else {
+		fmt.Fprintf(os.Stderr, "torture: keeping %s\n", scratch)
+	}
 	bin := filepath.Join(scratch, "tavern")
 	if other := os.Getenv("TORTURE_TAVERN"); other != "" {
 		// Another build (an older commit's, to compare): copied, so that
