@@ -107,7 +107,7 @@ func jsonScenario() []jsonStep {
 		{args: []string{"queue", "add", "build", "--title", "link", "--json"}, capture: map[string]string{"ITEM2": ".id"}},
 		{args: []string{"queue", "add", "build", "--title", "ship", "--json"}, capture: map[string]string{"ITEM3": ".id"}},
 		{name: "queue ls", args: []string{"queue", "ls", "--json"}},
-		{name: "next", args: []string{"next", "--as", "alice", "--json"}},
+		{name: "next", args: []string{"next", "--as", "alice", "--json"}, note: "The items take would claim, in its order; those the agent holds first, with `held: true` and `attempt`. An item whose work is done (an earlier claim ran its command and waited at a gate) adds `work_done: true`, `waits_at` (the ids of the gates that hold it) and `next_step` (what to do instead of the work), as `queue take --json` does."},
 		{name: "prime", args: []string{"prime", "--as", "alice", "--json"}, note: "What `tavern prime` prints, as data: lists uncut. `--hook-json` prints the SessionStart envelope of the agent tools instead."},
 		{name: "setup", args: []string{"setup", "claude", "--json"}, note: "One entry per file setup wrote or left (`action`: created, updated, unchanged, removed with --remove, note)."},
 		{name: "guard", args: []string{"guard", "--as", "alice", "--json"}, note: "The staged paths checked against other agents' reservations: `conflicts` (each staged path and the reservation it hits), `skipped` (reservation files that do not parse); exit 4 when there is a conflict."},
