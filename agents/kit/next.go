@@ -34,6 +34,20 @@ type NextItem struct {
 	NextStep string   `json:"next_step,omitempty"`
 }
 
+// primeLine is the item as a prime lists it; one whose work is done says
+// so, so that nobody takes it to redo the work.
+func (n NextItem) primeLine() string {
+	line := fmt.Sprintf("- %s/%s %q", n.Queue, n.ID, n.Title)
+	if n.WorkDone {
+		line += " (work done"
+		if len(n.WaitsAt) > 0 {
+			line += ", waits at gate " + strings.Join(n.WaitsAt, ", ")
+		}
+		line += ")"
+	}
+	return line
+}
+
 // MarkDoneWork fills n's work_done, waits_at and next_step from it when
 // its work is done (queues.Broker.DoneWork); otherwise n is unchanged.
 func MarkDoneWork(b *queues.Broker, it *queues.Item, n *NextItem) {

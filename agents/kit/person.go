@@ -119,7 +119,7 @@ func (p *PersonPrime) Text() string {
 	secs = addSection(secs, "Needs you", lines, max(0, len(p.Needs)-primeNeeds), "tavern ui --json --lens needs")
 	lines = nil
 	for _, it := range p.Next {
-		lines = append(lines, fmt.Sprintf("- %s/%s %q", it.Queue, it.ID, it.Title))
+		lines = append(lines, it.primeLine())
 	}
 	secs = addSection(secs, "Next, held by nobody (take one with `tavern next --take`)", lines, 0, "tavern next")
 	if len(p.Needs) == 0 {

@@ -274,7 +274,7 @@ func (p *Prime) Text() string {
 	add(itemsTitle, lines, max(0, len(p.Items)-primeItems), "tavern ls items --where claimed_by="+p.Agent)
 	lines = nil
 	for _, it := range p.Next {
-		lines = append(lines, fmt.Sprintf("- %s/%s %q", it.Queue, it.ID, it.Title))
+		lines = append(lines, it.primeLine())
 	}
 	add("Next, held by nobody (take with `tavern next --take --as "+p.Agent+"`)", lines, 0, "")
 	lines = nil

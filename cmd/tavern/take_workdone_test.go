@@ -134,6 +134,11 @@ func TestNextSaysWorkDone(t *testing.T) {
 		t.Errorf("next does not list %s:\n%s", id, out)
 	}
 
+	// The person's prime lists it as next, marked the same way.
+	if out := p.ok("prime"); !strings.Contains(out, `"review me" (work done, waits at gate `+id+")") {
+		t.Errorf("prime does not mark %s:\n%s", id, out)
+	}
+
 	// Held by an agent, it says so too.
 	p.ok("agent", "new", "bob")
 	p.ok("queue", "take", "q", "--as", "bob")
