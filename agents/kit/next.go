@@ -25,6 +25,35 @@ type NextItem struct {
 	Priority int    `json:"priority"`
 	Attempts int    `json:"attempts,omitempty"`
 	Path     string `json:"path"`
+	// An item whose work is done (queues.DoneWork: an earlier claim ran
+	// its command to success, then gave it back undecided at a gate): the
+	// gates it waits at and what whoever takes it does instead of the
+	// work, as a take says, so that a listing does not offer it as work.
+	WorkDone bool     `json:"work_done,omitempty"`
+	WaitsAt  []string `json:"waits_at,omitempty"`
+	NextStep string   `json:"next_step,omitempty"`
+}
+
+// primeLine is the item as a prime lists it; one whose work is done says
+// so, so that nobody takes it to redo the work.
+func (n NextItem) primeLine() string {
+	line := fmt.Sprintf("- %s/%s %q", n.Queue, n.ID, n.Title)
+	if n.WorkDone {
+		line += " (work done"
+		if len(n.WaitsAt) > 0 {
+			line += ", waits at gate " + strings.Join(n.WaitsAt, ", ")
+		}
+		line += ")"
+	}
+	return line
+}
+
+// MarkDoneWork fills n's work_done, waits_at and next_step from it when
+// its work is done (queues.Broker.DoneWork); otherwise n is unchanged.
+func MarkDoneWork(b *queues.Broker, it *queues.Item, n *NextItem) {
+	if w := b.DoneWork(it); w != nil {
+		n.WorkDone, n.WaitsAt, n.NextStep = true, w.GateIDs(), w.Next()
+	}
 }
 
 // NextOptions tune Next.
@@ -218,7 +247,13 @@ func claimable(b *queues.Broker, queue, id string, now time.Time, diag *queues.D
 		}
 	}
 	n, _ := d.Int("attempts")
-	return NextItem{ID: id, Queue: queue, Title: d.String("title"), Priority: int(p), Attempts: int(n), Path: rel}, true
+	out := NextItem{ID: id, Queue: queue, Title: d.String("title"), Priority: int(p), Attempts: int(n), Path: rel}
+	if d.Has("work_done") {
+		if it, err := b.Get(id); err == nil {
+			MarkDoneWork(b, it, &out)
+		}
+	}
+	return out, true
 }
 
 // Take claims the next item for agent, as Next would offer it: a liveness

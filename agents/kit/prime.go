@@ -236,7 +236,6 @@ func writeCommands(w *strings.Builder, cmds []Command) {
 // first entry before any list's second — so a long list cannot crowd out
 // a short one; a cut list ends with how to see the rest.
 func (p *Prime) Text() string {
-	budget := PrimeTokens * 4
 	var head, usage strings.Builder
 	role := ""
 	if p.Role != "" {
@@ -250,18 +249,9 @@ func (p *Prime) Text() string {
 	} else {
 		writeCommands(&usage, p.Commands)
 	}
-	type section struct {
-		title string
-		lines []string
-		more  int    // entries beyond lines (not even offered)
-		hint  string // how to see the rest
-		shown int
-	}
-	var secs []*section
+	var secs []*primeSection
 	add := func(title string, lines []string, more int, hint string) {
-		if len(lines) > 0 {
-			secs = append(secs, &section{title: title, lines: lines, more: more, hint: hint})
-		}
+		secs = addSection(secs, title, lines, more, hint)
 	}
 	var lines []string
 	leased := false
@@ -284,7 +274,7 @@ func (p *Prime) Text() string {
 	add(itemsTitle, lines, max(0, len(p.Items)-primeItems), "tavern ls items --where claimed_by="+p.Agent)
 	lines = nil
 	for _, it := range p.Next {
-		lines = append(lines, fmt.Sprintf("- %s/%s %q", it.Queue, it.ID, it.Title))
+		lines = append(lines, it.primeLine())
 	}
 	add("Next, held by nobody (take with `tavern next --take --as "+p.Agent+"`)", lines, 0, "")
 	lines = nil
@@ -337,13 +327,39 @@ func (p *Prime) Text() string {
 		lines = append(lines, fmt.Sprintf("- [%s] %s", m.Topic, oneLine(m.Text)))
 	}
 	add("Core memories", lines, 0, "tavern memory ls --core --as "+p.Agent)
+	return fillBudget(head.String(), usage.String(), secs)
+}
+
+// primeSection is one list of a prime: its lines, the entries beyond them
+// (not even offered), how to see the rest, and how many lines fit.
+type primeSection struct {
+	title string
+	lines []string
+	more  int
+	hint  string
+	shown int
+}
+
+// addSection adds a list to secs unless it is empty.
+func addSection(secs []*primeSection, title string, lines []string, more int, hint string) []*primeSection {
+	if len(lines) == 0 {
+		return secs
+	}
+	return append(secs, &primeSection{title: title, lines: lines, more: more, hint: hint})
+}
+
+// fillBudget renders head, the sections and tail in at most PrimeTokens
+// tokens: head and tail always, the lists filled in turns — every list's
+// first entry before any list's second — so a long list cannot crowd out
+// a short one; a cut list ends with how to see the rest.
+func fillBudget(head, tail string, secs []*primeSection) string {
+	budget := PrimeTokens * 4
 	for _, sec := range secs {
 		for i, l := range sec.lines {
 			sec.lines[i] = clipLine(l)
 		}
 	}
-
-	render := func(sec *section) string {
+	render := func(sec *primeSection) string {
 		if sec.shown == 0 {
 			return ""
 		}
@@ -357,7 +373,7 @@ func (p *Prime) Text() string {
 		}
 		return b.String()
 	}
-	total := head.Len() + usage.Len()
+	total := len(head) + len(tail)
 	for grew := true; grew; {
 		grew = false
 		for _, sec := range secs {
@@ -378,7 +394,7 @@ func (p *Prime) Text() string {
 	for _, sec := range secs {
 		body.WriteString(render(sec))
 	}
-	return head.String() + body.String() + usage.String()
+	return head + body.String() + tail
 }
 
 func moreLine(n int, hint string) string {

@@ -223,8 +223,8 @@ func (d *demoRun) summary(lead *agents.Agent, mt *agents.PoolMetrics) error {
 	}
 	outf(c, "\n== summary ==\n")
 	outf(c, "items: %d done, %d dead (after %d attempts), %d pending\n", st.Done, st.Dead, 3, st.Pending)
-	outf(c, "pool: %s spawned (peak %d concurrent), %s failed and were retried or dead-lettered, utilization %.2f, amplification %.2f\n",
-		counted(mt.Spawned, "drone"), mt.PeakDrones, counted(mt.ItemsFailed, "run"), mt.Utilization, mt.Amplification)
+	outf(c, "pool: %s spawned (peak %d concurrent), %s failed and %s retried or dead-lettered, utilization %.2f, amplification %.2f\n",
+		counted(mt.Spawned, "drone"), mt.PeakDrones, counted(mt.ItemsFailed, "run"), were(mt.ItemsFailed), mt.Utilization, mt.Amplification)
 	cs, _ := d.m.Commitments("lead")
 	outf(c, "lead: %s\n", lead.State)
 	for _, cm := range cs {

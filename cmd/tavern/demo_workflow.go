@@ -226,7 +226,7 @@ func runDemoWorkflow(c *cli.Context) error {
 	}
 
 	ws, _ := os.ReadDir(filepath.Join(dir, ".git", "tavern", "worktrees"))
-	outf(c, "\npool: %s spawned (peak %d), %s failed and were retried; %s left\n", counted(mt.Spawned, "drone"), mt.PeakDrones, counted(mt.ItemsFailed, "run"), counted(len(ws), "worktree"))
+	outf(c, "\n%s\n", workflowPoolLine(mt, len(ws)))
 	outf(c, "gate approved by a person: %s\n", strings.Join(gates, ", "))
 	outf(c, "finished in %s\n", time.Since(start).Round(time.Millisecond))
 	if keep {
@@ -286,4 +286,11 @@ func person(ctx context.Context, b *queues.Broker, self, store string, approved 
 			}
 		}
 	}
+}
+
+// workflowPoolLine is the demo's pool summary, its verbs agreeing with
+// its counts.
+func workflowPoolLine(mt *agents.PoolMetrics, worktrees int) string {
+	return fmt.Sprintf("pool: %s spawned (peak %d), %s failed and %s retried; %s left",
+		counted(mt.Spawned, "drone"), mt.PeakDrones, counted(mt.ItemsFailed, "run"), were(mt.ItemsFailed), counted(worktrees, "worktree"))
 }

@@ -458,7 +458,10 @@ func TestPrimeCLI(t *testing.T) {
 	if !strings.Contains(r.out, "you are claude-0f1e2d3c") {
 		t.Errorf("prime --hook-json with a payload: %s", r)
 	}
-	p.fails(2, "prime")
+	// No identity: the person's prime (prime_person.txtar).
+	if out := p.ok("prime"); !strings.Contains(out, "you are the person") {
+		t.Errorf("prime without an agent:\n%s", out)
+	}
 	// PRIME.md replaces the commands; check accepts it.
 	os.WriteFile(p.path("PRIME.md"), []byte("Use make only, {{agent}}.\n"), 0o644)
 	if out := p.ok("prime", "--as", "alice"); !strings.Contains(out, "Use make only, alice.") || strings.Contains(out, "remember something") {

@@ -21,6 +21,9 @@ held by anyone, not_before passed, dependencies done. It never offers an item
 someone holds (with coordination etcd or git it asks the engine, as queue ls
 does: an item another machine holds or finished, pending here until the
 sync, is not offered). Items the agent already holds come first, marked "held".
+An item whose work is done (work_done: an earlier claim ran its command to
+success, then gave it back at a gate) is marked "work done, waits at gate G"
+(with --json: work_done: true, waits_at, next_step), as queue take says it.
 
 --take claims the next item for the agent, like 'tavern queue take' (a
 liveness claim while the agent's session or spawn wrapper runs, else a lease):
@@ -111,7 +114,11 @@ func runNext(c *cli.Context) error {
 			return err
 		}
 		for _, it := range held {
-			rows = append(rows, row{NextItem: kit.NextItem{ID: it.ID, Queue: it.Queue, Title: it.Title, Path: it.Path}, Held: true, Attempt: it.Attempt})
+			r := row{NextItem: kit.NextItem{ID: it.ID, Queue: it.Queue, Title: it.Title, Path: it.Path}, Held: true, Attempt: it.Attempt}
+			if qi, err := b.Get(it.ID); err == nil {
+				kit.MarkDoneWork(b, qi, &r.NextItem)
+			}
+			rows = append(rows, r)
 		}
 	}
 	var diag queues.Diagnostics
@@ -148,6 +155,13 @@ func runNext(c *cli.Context) error {
 			mark := "next"
 			if r.Held {
 				mark = fmt.Sprintf("held (attempt %d)", r.Attempt)
+			}
+			if r.WorkDone {
+				// Not work to do: only its gates to see through.
+				mark += ", work done"
+				if len(r.WaitsAt) > 0 {
+					mark += ", waits at gate " + strings.Join(r.WaitsAt, ", ")
+				}
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ID, r.Queue, mark, r.Title)
 		}

@@ -161,6 +161,15 @@ func counted(n int, noun string, plural ...string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
+// were is the verb that agrees with counted(n, …): "1 run failed and
+// was retried", "2 runs failed and were retried".
+func were(n int) string {
+	if n == 1 {
+		return "was"
+	}
+	return "were"
+}
+
 // A table is a tabwriter whose cells show control characters escaped
 // (view.Visible): every text table prints user text (titles, names,
 // reasons), and a raw ESC or \r in one would reach the terminal.

@@ -89,3 +89,60 @@ func TestTakeSaysWorkDone(t *testing.T) {
 		t.Fatalf("take of a fresh item: %s", r)
 	}
 }
+
+// The plain `tavern next` listing offered an item whose work is done as
+// if it were work to do: it is marked now, "work done, waits at gate G"
+// in text and work_done, waits_at, next_step under --json, as take says.
+func TestNextSaysWorkDone(t *testing.T) {
+	p := newProject(t)
+	id, _ := workDoneItem(t, p, "q")
+	fresh := strings.TrimSpace(p.ok("queue", "add", "q", "--title", "fresh"))
+
+	var got []struct {
+		ID       string   `json:"id"`
+		WorkDone bool     `json:"work_done"`
+		WaitsAt  []string `json:"waits_at"`
+		NextStep string   `json:"next_step"`
+	}
+	p.json(&got, "next", "--json")
+	if len(got) != 2 {
+		t.Fatalf("next --json = %+v, want 2 items", got)
+	}
+	for _, g := range got {
+		switch g.ID {
+		case id:
+			if !g.WorkDone || !slices.Equal(g.WaitsAt, []string{id}) || !strings.Contains(g.NextStep, "tavern approve "+id) {
+				t.Errorf("next --json: %+v, want work_done, waits_at [%s] and the next step", g, id)
+			}
+		case fresh:
+			if g.WorkDone || g.WaitsAt != nil || g.NextStep != "" {
+				t.Errorf("next --json: fresh item %+v says its work is done", g)
+			}
+		default:
+			t.Errorf("next --json: unexpected %+v", g)
+		}
+	}
+
+	out := p.ok("next")
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		marked := strings.Contains(line, "work done, waits at gate "+id)
+		if strings.HasPrefix(line, id+" ") != marked {
+			t.Errorf("next: line %q: marked %v", line, marked)
+		}
+	}
+	if !strings.Contains(out, id+" ") {
+		t.Errorf("next does not list %s:\n%s", id, out)
+	}
+
+	// The person's prime lists it as next, marked the same way.
+	if out := p.ok("prime"); !strings.Contains(out, `"review me" (work done, waits at gate `+id+")") {
+		t.Errorf("prime does not mark %s:\n%s", id, out)
+	}
+
+	// Held by an agent, it says so too.
+	p.ok("agent", "new", "bob")
+	p.ok("queue", "take", "q", "--as", "bob")
+	if out := p.ok("next", "--as", "bob"); !strings.Contains(out, "held (attempt") || !strings.Contains(out, "work done, waits at gate "+id) {
+		t.Errorf("next --as bob:\n%s", out)
+	}
+}
