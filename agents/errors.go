@@ -122,6 +122,11 @@ var (
 	// overwrite each other's metrics and double the drones.
 	ErrPoolRunning = errors.New("pool is already running")
 
+	// ErrPoolElsewhere is returned by DrainPool for a pool whose document
+	// says another machine runs it: this machine cannot see its liveness
+	// lock, and the document is that run's to write.
+	ErrPoolElsewhere = errors.New("pool runs on another machine")
+
 	// ErrNotAdmitted is returned by CheckPoolAdmission for a spawn that
 	// says its pool admitted it (spawn --admitted-by-pool, which skips
 	// the budgets) and was not started by that pool's live run.

@@ -9,7 +9,7 @@ func init() {
 		"agent.created", "agent.state", "agent.spawned", "agent.spawn_refused", "agent.exited",
 		"agent.reaped", "agent.gated", "agent.output_error", "agent.orphans_killed",
 		"pool.started", "pool.stopped", "pool.paused", "pool.resumed", "pool.interrupted",
-		"pool.backoff", "pool.drone_crashed", "pool.reaped",
+		"pool.backoff", "pool.drone_crashed", "pool.reaped", "pool.drain_requested",
 		"question.raised", "question.answered", "question.bubbled",
 		"commitment.added", "commitment.verified",
 		"usage.recorded", "item.escalated", "constitution.written")

@@ -226,6 +226,21 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 		return nil, err
 	}
 	defer w.Close()
+	// A drain asked from another process (DrainPool) writes state:
+	// draining in the pool's document: its change wakes the run.
+	var docChanged atomic.Bool
+	docName := opt.Name + ".md"
+	dw, err := watcher.WatchFS(filepath.Join(m.Store.Root(), "pools"), watcher.FSOptions{
+		OnChange: func(cs []watcher.Change) {
+			if slices.ContainsFunc(cs, func(c watcher.Change) bool { return c.Path == docName }) {
+				docChanged.Store(true)
+				poke()
+			}
+		}, Reconcile: -1, OnDegrade: m.degraded})
+	if err != nil {
+		return nil, err
+	}
+	defer dw.Close()
 	exits := make(chan droneExit, opt.Max)
 	tick := time.NewTicker(opt.Tick)
 	defer tick.Stop()
@@ -237,6 +252,11 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 	var crashes crashBackoff
 	ctxDone := ctx.Done()
 	for {
+		if !draining && (p.drainAsked.Load() || docChanged.Swap(false) && p.askedToDrain()) {
+			// DrainPool: as the first Ctrl-C.
+			draining = true
+			p.drain(report)
+		}
 		if !draining {
 			st, err := p.stats()
 			report(err)
@@ -411,6 +431,9 @@ type poolRun struct {
 	next    int
 	reaping atomic.Bool // a background reap runs
 	reapWG  sync.WaitGroup
+	// drainAsked: the document said draining while the run ran
+	// (DrainPool): the run drains as at a first Ctrl-C.
+	drainAsked atomic.Bool
 	// deadBefore holds the items in dead/ when the run started
 	// (deadItems): those in dead/ at the end and not here died in it.
 	deadBefore map[string]bool
@@ -746,6 +769,17 @@ func (p *poolRun) drain(report func(error)) {
 	report(p.writeDoc(false))
 }
 
+// askedToDrain reports whether the pool's document says draining while
+// the run has not drained (DrainPool wrote it).
+func (p *poolRun) askedToDrain() bool {
+	d, err := p.m.Store.Get(PoolPath(p.opt.Name))
+	if err != nil || d.String("state") != "draining" {
+		return false
+	}
+	p.drainAsked.Store(true)
+	return true
+}
+
 func (p *poolRun) setState(s string) {
 	p.mu.Lock()
 	p.metrics.State = s
@@ -800,8 +834,17 @@ func (p *poolRun) writeDoc(first bool) error {
 		}
 	}
 	set := func(d *docstore.Doc) error {
+		// A drain asked of the running pool (DrainPool) is kept, not
+		// overwritten by the metrics of a run that has not seen it yet.
+		asked := !first && d.String("state") == "draining" && (mt.State == "running" || mt.State == "paused")
 		if err := d.SetMany(fields); err != nil {
 			return err
+		}
+		if asked {
+			p.drainAsked.Store(true)
+			if err := d.Set("state", "draining"); err != nil {
+				return err
+			}
 		}
 		if first && p.opt.Model == "" {
 			// An earlier run's model is not this run's.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -95,6 +96,11 @@ func (b *Broker) stats(queue string, held, finished map[string]ClaimState) (*Sta
 		DoneElsewhere: map[string]int{}, DeadElsewhere: map[string]int{}}
 	now := b.now()
 	counts := map[string]*int{Pending: &st.Pending, Claimed: &st.Claimed, Done: &st.Done, Dead: &st.Dead}
+	// An item claimed while the directories are read (a claim creates
+	// claimed/ID before it removes pending/ID) is listed in pending/ and
+	// then in claimed/: it is counted once, as claimed. Counted ready as
+	// well, a pool over one item started a second drone for it.
+	pendingAs := map[string]*int{} // pending id -> the counter it went to (nil: none)
 	for _, state := range schema.ItemStates {
 		ids, err := b.listDir(q.Name, state)
 		if err != nil {
@@ -105,6 +111,15 @@ func (b *Broker) stats(queue string, held, finished map[string]ClaimState) (*Sta
 			continue
 		}
 		for _, id := range ids {
+			if state == Pending {
+				pendingAs[id] = nil
+			} else if c, ok := pendingAs[id]; ok {
+				st.Pending--
+				if c != nil {
+					*c--
+				}
+				st.Blocked = slices.DeleteFunc(st.Blocked, func(bl Blocked) bool { return bl.ID == id })
+			}
 			it, err := b.readItem(ItemPath(q.Name, state, id))
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
@@ -127,6 +142,7 @@ func (b *Broker) stats(queue string, held, finished map[string]ClaimState) (*Sta
 				continue
 			}
 			if h, ok := held[ItemKey(q.Name, id)]; ok {
+				delete(pendingAs, id) // counted as claimed already
 				st.Pending--
 				st.Claimed++
 				st.Owners[h.Holder]++
@@ -134,6 +150,7 @@ func (b *Broker) stats(queue string, held, finished map[string]ClaimState) (*Sta
 				continue
 			}
 			if f, ok := finished[ItemKey(q.Name, id)]; ok {
+				delete(pendingAs, id) // counted as done or dead already
 				st.Pending--
 				if f.Finished == "dead" {
 					st.Dead++
@@ -154,6 +171,7 @@ func (b *Broker) stats(queue string, held, finished map[string]ClaimState) (*Sta
 			switch {
 			case it.NotBefore.After(now):
 				st.Backoff++
+				pendingAs[id] = &st.Backoff
 			default:
 				ready := true
 			deps:
@@ -168,6 +186,7 @@ func (b *Broker) stats(queue string, held, finished map[string]ClaimState) (*Sta
 						st.Blocked = append(st.Blocked, Blocked{ID: id, Queue: q.Name, Path: it.Path, Dep: dep, DepState: s})
 					default:
 						st.Waiting++
+						pendingAs[id] = &st.Waiting
 					}
 					ready = false
 					break deps
@@ -178,8 +197,10 @@ func (b *Broker) stats(queue string, held, finished map[string]ClaimState) (*Sta
 					// opens its gate: a pool must not start a drone
 					// for it (one a second, finding nothing).
 					st.Waiting++
+					pendingAs[id] = &st.Waiting
 				case ready:
 					st.Ready++
+					pendingAs[id] = &st.Ready
 				}
 			}
 		}

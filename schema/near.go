@@ -53,8 +53,10 @@ func Near(name string, candidates []string) []string {
 
 // NearNew is Near for a name about to be created: the existing names it
 // may be a typo of. Numbered siblings are left out: d3 next to d2, team-2
-// next to team-1 are a series, not typos; so are short names one letter
-// apart (cpu, gpu, tpu; db1 is a numbered one): a name of three letters
+// next to team-1 are a series, not typos, and so is a name that is
+// another plus an optional '-' or '_' and digits (builders-2, builders2
+// beside builders or each other, builders beside builders-2); so are
+// short names one letter apart (cpu, gpu, tpu; db1 is a numbered one): a name of three letters
 // or fewer is refused only for an existing name of another length (gpu
 // beside gpus) or with two adjacent letters swapped (bbo beside bob: the
 // same letters, not another name of a series). It is the one "did you
@@ -70,12 +72,37 @@ func NearNew(name string, names []string) []string {
 			return r
 		}, s)
 	}
+	if b := seriesBase(name); b != name && slices.Contains(names, b) {
+		// The next of an existing name's series (drones3 beside drones):
+		// near other names only through that one (dornes).
+		return nil
+	}
 	return slices.DeleteFunc(Near(name, names), func(n string) bool {
 		if len(name) <= 3 && len(n) == len(name) && !Swapped(name, n) {
 			return true
 		}
+		if b := seriesBase(name); b == seriesBase(n) && (b != name || b != n) {
+			return true
+		}
 		return strings.ContainsFunc(name, digits) && strings.ContainsFunc(n, digits) && strip(n) == strip(name)
 	})
+}
+
+// seriesBase is name without the number that ends it and the '-' or '_'
+// before that number (builders-2, builders2, builders_2: builders), or
+// name when it ends with no digit.
+func seriesBase(name string) string {
+	b := strings.TrimRight(name, "0123456789")
+	if b == name || b == "" {
+		return name
+	}
+	if c := b[len(b)-1]; c == '-' || c == '_' {
+		b = b[:len(b)-1]
+	}
+	if b == "" {
+		return name
+	}
+	return b
 }
 
 // Swapped says whether b is a with two adjacent letters swapped.

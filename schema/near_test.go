@@ -62,6 +62,22 @@ func TestNearNew(t *testing.T) {
 		{"bbo", []string{"bob"}, []string{"bob"}}, // a swap of short names: a typo
 		{"ab", []string{"ba"}, []string{"ba"}},
 		{"tpu", []string{"tup"}, []string{"tup"}},
+		// An existing name plus an optional '-' or '_' and digits is the
+		// next of a series, either way round: builders-2 beside builders.
+		{"builders-2", []string{"builders"}, nil},
+		{"builders2", []string{"builders"}, nil},
+		{"gpus_3", []string{"gpus"}, nil},
+		{"builders", []string{"builders-2"}, nil},
+		{"drones-12", []string{"drones"}, nil},
+		{"drones3", []string{"drones-2"}, nil},
+		{"drones3", []string{"dornes", "drones", "drones-2"}, nil},
+		// Real typos stay refused; so does a suffix that is not a number.
+		{"drnoes", []string{"drones"}, []string{"drones"}},
+		{"wroker", []string{"worker"}, []string{"worker"}},
+		{"gpsu", []string{"gpus"}, []string{"gpus"}},
+		{"builders-", []string{"builders"}, []string{"builders"}},
+		{"builders-x", []string{"builders"}, []string{"builders"}},
+		{"builder-2", []string{"builders"}, []string{"builders"}},
 	}
 	for _, tt := range tests {
 		if got := NearNew(tt.name, tt.names); !slices.Equal(got, tt.want) {

@@ -85,6 +85,7 @@ var exitCodes = []struct {
 	{agents.ErrPersonNotAgent, exitUsage},
 	{agents.ErrBadPool, exitUsage},
 	{agents.ErrPoolRunning, exitConflict},
+	{agents.ErrPoolElsewhere, exitConflict},
 	{agents.ErrAgentDown, exitConflict}, // a failed or dead agent takes nothing until revived
 	// A spawn that says its pool admitted it, and was not its drone:
 	// refused as a spent budget is.

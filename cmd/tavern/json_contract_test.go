@@ -128,6 +128,7 @@ func jsonScenario() []jsonStep {
 		{name: "agent log", args: []string{"agent", "log", "drone-1", "--json"}},
 		{name: "context", args: []string{"context", "hello", "--json"}},
 		{name: "pool run", args: []string{"pool", "run", "builders", "--queue", "build", "--max", "1", "--on-empty", "terminate", "--quiet", "--json", "--", "true"}},
+		{name: "pool drain", args: []string{"pool", "drain", "builders", "--json"}, note: "A pool that is not running: `running` false, `state` stopped; pid and host are its last run's."},
 		{args: []string{"queue", "create", "tiny", "--max-attempts", "1", "--json"}},
 		{args: []string{"queue", "add", "tiny", "--json"}, capture: map[string]string{"DEAD": ".id"}},
 		{args: []string{"queue", "take", "tiny", "--json"}},

@@ -29,7 +29,8 @@ func newPoolCommand() *cli.Command {
 		Description: `Run a pool of drones on queues.
 
 Examples:
-   tavern pool run builders --queue build,test --max 8 --on-empty terminate -- ./build-one.sh`,
+   tavern pool run builders --queue build,test --max 8 --on-empty terminate -- ./build-one.sh
+   tavern pool drain builders --wait 10m`,
 		Subcommands: []*cli.Command{{
 			Name:      "run",
 			Usage:     "keep MIN..MAX drones working on the queues",
@@ -62,7 +63,8 @@ Ctrl-C drains: no new drones, running ones finish, and no drone claims a
 new item (an idle one ends its wait and exits; a drone whose command
 succeeded and that waits at a human gate runs nothing: its item goes back to
 pending with its work done, the pool says how many (at_gates in --json), and
-the next run waits at the gate again without running the command). A second
+the next run waits at the gate again without running the command).
+'tavern pool drain NAME' does the same from another terminal. A second
 Ctrl-C forwards SIGTERM to the drones: their items are released, not failed
 (a drone's command that has not exited 10s later is killed: spawn
 --kill-grace). A pool
@@ -101,7 +103,7 @@ Example:
 			}, worktreeFlags()...),
 			Before: requireFlags("queue"),
 			Action: runPoolRun,
-		}},
+		}, newPoolDrainCommand()},
 	}
 }
 
