@@ -45,6 +45,9 @@ import (
 //  7. clone-leftover and restore-leftover: copies of the store that a
 //     killed `sync --clone` or `restore` left next to it.
 //
+// The machine name is DoctorMachine's: it is judged before the Broker
+// opens (b's claims engine needs it).
+//
 // The report lists every finding with Fixed or Error set when fix is on.
 // Liveness is judged on this host only (locks, pids): run doctor where
 // the store's processes run.
@@ -78,6 +81,59 @@ func (m *Manager) Doctor(b *queues.Broker, fix bool) ([]docstore.Finding, error)
 	phase(cloneFindings(m.Store.Root()), nil)
 	phase(restoreFindings(m.Store.Root()), nil)
 	return all, errors.Join(errs...)
+}
+
+// DoctorMachine is the doctor's look at this clone's machine name, made
+// before anything that needs the name (the claims engine of
+// coordination: git or etcd opens under it, and refuses a bad one): a
+// .tavern/.machine holding a name every sync and engine refuses
+// (queues.CheckMachineFile) is a machine-name finding. With fix it is
+// repaired when the clone never synced or claimed under that name
+// (gitsync.SyncedAs): the clone gets back the name it last synced as,
+// else a new default name (queues.NewMachineName). Under a name it did
+// sync as, the remote holds its journal and claims: no name is made up
+// for it, and the finding says what to do.
+func (m *Manager) DoctorMachine(fix bool) ([]docstore.Finding, error) {
+	var mn *queues.MachineNameError
+	if !errors.As(queues.CheckMachineFile(m.Store.Root()), &mn) {
+		return nil, nil
+	}
+	path := filepath.Join(m.Store.Root(), queues.MachineFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	old := strings.TrimSpace(string(b))
+	f := docstore.Finding{Kind: docstore.FindingMachineName, Path: queues.MachineFile, Detail: mn.Err.Error()}
+	synced, last, err := gitsync.SyncedAs(m.Store.Root(), old)
+	switch {
+	case err != nil:
+		f.Detail += fmt.Sprintf("; whether this clone synced as %q is unknown (%v): write its name there by hand", old, err)
+	case synced:
+		f.Detail += fmt.Sprintf("; this clone synced as %q, so its journal and claims on the remote are under that name and no other is made up for it: "+
+			"write a valid name there (or set %s); the next tavern sync renames the clone, its journal so far staying under %q", old, queues.EnvMachineVar, old)
+	default:
+		name, why := last, ", the name it syncs as"
+		if schema.ValidMachineName(name) != nil {
+			name, why = queues.NewMachineName(), ""
+		}
+		f.Detail += fmt.Sprintf("; this clone never synced as %q: --fix names it %s%s", old, name, why)
+		f.Repair = func() error {
+			b, err := os.ReadFile(path)
+			if err != nil || strings.TrimSpace(string(b)) != old {
+				return err // named again since: nothing to repair
+			}
+			return queues.SaveMachineName(m.Store, name)
+		}
+	}
+	if fix && f.Repair != nil {
+		if err := f.Repair(); err != nil {
+			f.Error = err.Error()
+		} else {
+			f.Fixed = true
+		}
+	}
+	return []docstore.Finding{f}, nil
 }
 
 // restoreFindings reports the new stores that killed `tavern restore`s
@@ -255,6 +311,10 @@ func (m *Manager) configFindings() ([]docstore.Finding, error) {
 	for _, p := range r.Problems {
 		if p.Warning || p.Unknown || p.Err == nil {
 			continue
+		}
+		var mn *queues.MachineNameError
+		if errors.As(p.Err, &mn) {
+			continue // DoctorMachine's finding, with its repair
 		}
 		out = append(out, InvalidFinding(p.Err))
 	}

@@ -54,6 +54,9 @@ const (
 	// A killed `tavern restore`'s new store being assembled next to the
 	// store (.tavern.restore-<time>-<pid>, of a process that no longer runs).
 	FindingRestoreLeftover = "restore-leftover"
+	// This clone's .machine holds a name every sync and claims engine
+	// refuses (written by an older tavern, or by hand).
+	FindingMachineName = "machine-name"
 )
 
 // LockFree reports whether nobody holds the lock of key, without

@@ -314,6 +314,21 @@ func (d *Doc) EqualBytes(data []byte) bool {
 // Body returns the markdown after the frontmatter.
 func (d *Doc) Body() []byte { return d.body }
 
+// Text returns the body as its writer gave it: without the one blank
+// line the store writes between the frontmatter and the body (NewDoc
+// puts it in front of a body that does not start with one; the writers
+// of ledgers and constitutions write "\n" + text). A body that does not
+// start with a blank line, written by hand, is returned as it is.
+func (d *Doc) Text() []byte {
+	if b, ok := bytes.CutPrefix(d.body, []byte("\r\n")); ok {
+		return b
+	}
+	if b, ok := bytes.CutPrefix(d.body, []byte("\n")); ok {
+		return b
+	}
+	return d.body
+}
+
 // SetBody replaces the markdown body.
 func (d *Doc) SetBody(b []byte) {
 	if len(b) > 0 && !bytes.HasSuffix(d.tail, []byte("\n")) {

@@ -245,3 +245,23 @@ func TestEqualBytes(t *testing.T) {
 		}
 	}
 }
+
+// Text leaves out the one blank line the store writes after the
+// frontmatter (either line ending), and nothing of a body without it.
+func TestDocText(t *testing.T) {
+	for _, c := range []struct{ file, want string }{
+		{"---\nid: a\n---\n\nhello\n", "hello\n"},
+		{"---\r\nid: a\r\n---\r\n\r\nhello\r\n", "hello\r\n"},
+		{"---\nid: a\n---\nhello\n", "hello\n"},
+		{"---\nid: a\n---\n\n\nhello\n", "\nhello\n"},
+		{"---\nid: a\n---\n\n", ""},
+	} {
+		d, err := Parse("x.md", []byte(c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(d.Text()); got != c.want {
+			t.Errorf("Text of %q: got %q, want %q", c.file, got, c.want)
+		}
+	}
+}

@@ -50,6 +50,12 @@ func newDoctorCommand() *cli.Command {
                    next to the store (../.tavern.restore-TIME-PID, its
                    process gone; the store was not replaced; --fix
                    removes it)
+   machine-name    this clone's .tavern/.machine holds a name every sync
+                   and claims engine refuses (written by an older tavern or
+                   by hand; found first, as the claims engine opens under
+                   the name); --fix names the clone again when it never
+                   synced under that name (the name it last synced as, else
+                   a new default name), else DETAIL says what to do
    invalid-document an agent file that does not parse or validate, so the
                    rest could not be judged for it (DETAIL is LINE:COL:
                    the error; --fix leaves it: fix it by hand, e.g.
@@ -61,7 +67,8 @@ Nothing found is said on stderr (stdout stays empty). Without --fix it
 changes nothing and exits 5 if it found anything. With
 --fix it repairs each finding (missing journal events are appended marked
 "recovered": true; losing copies go to .trash/) and exits 0, or 1 if a
-repair failed, or 5 if invalid documents remain (it never rewrites them). Liveness (locks, pids) is judged on this host: run it where
+repair failed, or 5 if invalid documents remain (it never rewrites them)
+or a machine name it could not repair. Liveness (locks, pids) is judged on this host: run it where
 the store's processes run.
 
 Examples:
@@ -84,37 +91,46 @@ func runDoctor(c *cli.Context) error {
 		return err
 	}
 	defer m.Close()
-	b, err := queues.Open(m.Store, queues.Options{Journal: m.Journal})
-	if err != nil {
-		return err
-	}
-	defer b.Close()
 	fix := c.Bool("fix")
-	findings, derr := m.Doctor(b, fix)
-	// The drones' git worktrees are the workspace package's (above agents).
-	if sp, err := tuples.NewSpace(m.Store, tuples.SpaceOptions{Journal: m.Journal}); err != nil {
-		derr = errors.Join(derr, err)
-	} else {
-		wf, err := workspace.Doctor(c.Context, workspace.Options{Broker: b, Space: sp})
-		derr = errors.Join(derr, err)
-		for i := range wf {
-			if fix && wf[i].Repair != nil {
-				if err := wf[i].Repair(); err != nil {
-					wf[i].Error = err.Error()
-				} else {
-					wf[i].Fixed = true
+	// The machine name first: the broker opens the claims engine under it.
+	findings, derr := m.DoctorMachine(fix)
+	b, err := queues.Open(m.Store, queues.Options{Journal: m.Journal})
+	var mn *queues.MachineNameError
+	switch {
+	case err != nil && errors.As(err, &mn) && mn.Path != "" && len(findings) > 0:
+		// Left as it is: the other checks wait for a name (the finding
+		// says what to do).
+	case err != nil:
+		return err
+	default:
+		defer b.Close()
+		more, err := m.Doctor(b, fix)
+		findings, derr = append(findings, more...), errors.Join(derr, err)
+		// The drones' git worktrees are the workspace package's (above agents).
+		if sp, err := tuples.NewSpace(m.Store, tuples.SpaceOptions{Journal: m.Journal}); err != nil {
+			derr = errors.Join(derr, err)
+		} else {
+			wf, err := workspace.Doctor(c.Context, workspace.Options{Broker: b, Space: sp})
+			derr = errors.Join(derr, err)
+			for i := range wf {
+				if fix && wf[i].Repair != nil {
+					if err := wf[i].Repair(); err != nil {
+						wf[i].Error = err.Error()
+					} else {
+						wf[i].Fixed = true
+					}
 				}
 			}
+			findings = append(findings, wf...)
+			sp.Close()
 		}
-		findings = append(findings, wf...)
-		sp.Close()
 	}
 	failed, invalid := 0, 0
 	for _, f := range findings {
 		switch {
 		case f.Error != "":
 			failed++
-		case f.Kind == docstore.FindingInvalid:
+		case f.Kind == docstore.FindingInvalid, f.Kind == docstore.FindingMachineName && !f.Fixed:
 			invalid++
 		}
 	}

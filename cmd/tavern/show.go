@@ -15,7 +15,9 @@ func newShowCommand() *cli.Command {
 a path to the file, a path in the store with or without .md
 (queues/build/pending/ID), or an item's bare id as queue add prints it. Text
 output is the file as it is on disk; --body prints only its body, after
-the frontmatter (the text of a constitution, say, to put into a prompt). A note or message of another agent's
+the frontmatter and the blank line the store writes after it, as its
+writer gave it (the text of a constitution, say, to put into a prompt);
+--json's "body" is the bytes after the frontmatter, that line included. A note or message of another agent's
 direct channel is refused to an agent ($TAVERN_AGENT, exit 4), as notes and
 recv refuse it.
 
@@ -25,7 +27,7 @@ Examples:
    tavern show "$TAVERN_CONSTITUTION" --body`,
 		Flags: []cli.Flag{
 			jsonFlag(),
-			&cli.BoolFlag{Name: "body", Usage: "print only the body, without the frontmatter"},
+			&cli.BoolFlag{Name: "body", Usage: "print only the body, without the frontmatter and the blank line after it"},
 		},
 		Action: runShow,
 	}
@@ -63,7 +65,7 @@ func runShow(c *cli.Context) error {
 	}
 	out := d.Bytes()
 	if c.Bool("body") {
-		out = d.Body()
+		out = d.Text()
 	}
 	_, err = c.App.Writer.Write(out)
 	for _, e := range d.Validate(false) {

@@ -94,7 +94,7 @@ that cannot start (not found, not executable) fails the agent with the reason
 and releases its item, and the run is journaled, not billed.
 
 Examples:
-   tavern spawn --name critic --role reviewer -- claude -p "Review the diff in HEAD"
+   tavern spawn --name critic --role reviewer -- claude -p "Review the diff in HEAD" --output-format json
    tavern spawn --queue build --tee -- ./build-one.sh
    tavern spawn --queue code --worktree --check "go test ./..." -- ./agent.sh`,
 		Flags: append([]cli.Flag{

@@ -26,10 +26,43 @@ prompt="$(tavern prime --as "$TAVERN_AGENT")
 $item
 
 Do it, write what you did to \$TAVERN_RESULT, and stop."
+# Each tool runs in its JSON mode: its report (the last thing on stdout)
+# gives the usage ledger the run's tokens and cost, and says whether the
+# run succeeded. The exit status alone does not: Claude Code can end a
+# failed run (an API error, the turn limit) with a result and status 0.
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+status=0
 case "$tool" in
-  claude) exec claude -p "$prompt" --permission-mode acceptEdits ;;
-  codex) exec codex exec "$prompt" ;;
-  gemini) exec gemini -p "$prompt" --yolo ;;
+  claude) claude -p "$prompt" --permission-mode acceptEdits --output-format json >"$out" || status=$? ;;
+  codex) codex exec --json --full-auto "$prompt" >"$out" || status=$? ;;
+  gemini) gemini -p "$prompt" --yolo --output-format json >"$out" || status=$? ;;
   aider) exec aider --message "$prompt" --yes-always --read AGENTS.md ;;
   *) echo "drone.sh: unknown tool $tool (claude, codex, gemini, aider)" >&2; exit 2 ;;
 esac
+cat "$out"
+[ "$status" -eq 0 ] || exit "$status"
+fail() { echo "drone.sh: $tool: $*" >&2; exit 1; }
+case "$tool" in
+  claude)
+    # One compact result object: {"type":"result","subtype":"success",
+    # "is_error":false,...}; anything else is a failed run.
+    result=$(grep '"type": *"result"' "$out" | tail -n 1)
+    [ -n "$result" ] || fail "no result object in its output"
+    subtype=$(printf '%s\n' "$result" | sed -n 's/.*"subtype": *"\([^"]*\)".*/\1/p')
+    [ "$subtype" = success ] || fail "the run ended with $subtype"
+    printf '%s\n' "$result" | grep -q '"is_error": *false' || fail "the run ended in an error"
+    ;;
+  codex)
+    # JSON lines; a turn.failed or error event is a failed run.
+    if grep -q -e '"type": *"turn\.failed"' -e '"type": *"error"' "$out"; then
+      fail "$(grep -e '"type": *"turn\.failed"' -e '"type": *"error"' "$out" | tail -n 1)"
+    fi
+    grep -q '"type": *"turn\.completed"' "$out" || fail "no completed turn in its output"
+    ;;
+  gemini)
+    # One object, printed indented; a top-level "error" is a failed run.
+    if grep -q '^  "error":' "$out"; then fail "the run ended in an error"; fi
+    ;;
+esac
+exit 0
