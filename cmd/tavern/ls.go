@@ -107,7 +107,7 @@ func runLs(c *cli.Context) error {
 	warnWhere(c, s, k, conds)
 	if f := strings.TrimPrefix(args.Sort, "-"); f != "" {
 		if err := k.FieldHint(f, "", false); err != nil {
-			warnf(c, "--sort %s: %w", args.Sort, err) // the listing would keep its order
+			warnf(c, nil, "--sort %s: %w", args.Sort, err) // the listing would keep its order
 		}
 	}
 	// Notes and messages of a direct channel are its readers' (the rule of
@@ -359,7 +359,7 @@ func lsConditions(k *schema.Kind, where []string) (conds, stateConds []docstore.
 // query still runs.
 func warnWhere(c *cli.Context, s *docstore.Store, k *schema.Kind, conds []docstore.Cond) {
 	for _, err := range agents.WhereHints(s, k, conds) {
-		warnf(c, "%w", err)
+		warnf(c, nil, "%w", err)
 	}
 }
 

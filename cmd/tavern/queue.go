@@ -167,7 +167,7 @@ func runQueueAdd(c *cli.Context) error {
 	// Made, as the contract says (`queue add Q` prints the id), but a
 	// worker is handed nothing: most likely the title was forgotten.
 	if strings.TrimSpace(c.String("title")) == "" && len(bytes.TrimSpace(body)) == 0 {
-		warnf(c, "item %s has no title and no body: give one with --title TEXT or --body FILE", it.ID)
+		warnf(c, errUsage, "item %s has no title and no body: give one with --title TEXT or --body FILE", it.ID)
 	}
 	if c.Bool("json") {
 		return printJSON(c, itemObject(s, it))
