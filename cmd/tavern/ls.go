@@ -55,7 +55,8 @@ compare as text: a time is RFC 3339 (2026-11-26T10:00:00Z), a date
 its first instant; durations (2h) are not bounds.
 --sort -field sorts descending; documents without the field sort last.
 --limit applies after sorting. Documents that fail validation are listed and
-marked INVALID; files that do not parse are not listed. Each problem gives
+marked INVALID; files that do not parse are not listed, and are reported
+whatever --where says (no condition can hold for them). Each problem gives
 one line on stderr (a JSON error object under --json) and ls still exits 0.
 An empty result is not an error: exit 0, and [] under --json.
 --json prints an array of show --json objects without "body" (add --body).
@@ -312,7 +313,9 @@ func lsRun(p *watcher.Projection, a lsArgs, encoded bool) (*lsResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	entries, err := p.Query(watcher.Query{Kind: k.Name, Where: conds, Sort: a.Sort, Encoded: encoded})
+	// Files that do not parse are reported whatever --where says, as
+	// without it: a condition on a field would pass over them in silence.
+	entries, err := p.Query(watcher.Query{Kind: k.Name, Where: conds, Sort: a.Sort, Encoded: encoded, Unparsed: true})
 	if err != nil {
 		return nil, err
 	}
