@@ -38,7 +38,8 @@ items; a DIR that names nothing (queues/typo/pending/) exits 3, while
 one not made yet (queues/Q/dead/) is an empty list. A KIND/NAME reference (items/ID, agents/alice) is not a directory:
 show prints that document, and --where filters a kind (--where queue=Q).
 EXPR is field=value, field!=value, field<N, field<=N, field>N, field>=N,
-field~substring (case-insensitive) or field? (exists). Fields may be dotted
+field~substring (case-insensitive) or field? (exists); spaces around the
+field and the value are dropped ('state = idle'). Fields may be dotted
 (bookmarks.general). A field one letter from one of the kind's (stat for
 state), field=value with a value outside the field's enum (state=idel),
 or a queue or agent name near an existing one that names none
