@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"path"
 	"path/filepath"
@@ -54,7 +55,9 @@ when both are timestamps, else as text; a field the kind declares numeric
 compare as text: a time is RFC 3339 (2026-11-26T10:00:00Z), a date
 (2026-11-26, midnight UTC), a month (2026-11) or a year (2026), each from
 its first instant; durations (2h) are not bounds.
---sort -field sorts descending; documents without the field sort last.
+--sort -field sorts descending; documents without the field sort last. A
+--sort field the kind does not declare and no listed document has sorts
+nothing: a warning says so, with the fields near it.
 --limit applies after sorting. Documents that fail validation are listed and
 marked INVALID; files that do not parse are not listed, and are reported
 whatever --where says (no condition can hold for them). Each problem gives
@@ -107,9 +110,11 @@ func runLs(c *cli.Context) error {
 		return err
 	}
 	warnWhere(c, s, k, conds)
+	sortHinted := false
 	if f := strings.TrimPrefix(args.Sort, "-"); f != "" {
 		if err := k.FieldHint(f, "", false); err != nil {
 			warnf(c, nil, "--sort %s: %w", args.Sort, err) // the listing would keep its order
+			sortHinted = true
 		}
 	}
 	// Notes and messages of a direct channel are its readers' (the rule of
@@ -148,6 +153,11 @@ func runLs(c *cli.Context) error {
 	for _, pr := range res.Problems {
 		warnProblem(c, pr.Path, pr.Problem)
 	}
+	if args.Sort != "" && !sortHinted {
+		if err := agents.SortHint(k, args.Sort, entryFields(res.Entries)); err != nil {
+			warnf(c, nil, "%w", err)
+		}
+	}
 	if c.Bool("json") {
 		return printEntries(c, s, res.Entries)
 	}
@@ -156,6 +166,20 @@ func runLs(c *cli.Context) error {
 	}
 	printTable(c, k, res.Entries)
 	return nil
+}
+
+// entryFields yields the frontmatter of entries, decoding each as it
+// goes (the daemon's answer keeps them encoded): a caller that stops
+// early decodes no more.
+func entryFields(entries []watcher.Entry) iter.Seq[map[string]any] {
+	return func(yield func(map[string]any) bool) {
+		for i := range entries {
+			entries[i].Decode()
+			if !yield(entries[i].Fields) {
+				return
+			}
+		}
+	}
 }
 
 // nearDirHint is the "did you mean" of a directory the store does not
