@@ -275,6 +275,27 @@ type WhereHintError struct {
 func (e *WhereHintError) Error() string { return "--where " + e.Cond.String() + ": " + e.Err.Error() }
 func (e *WhereHintError) Unwrap() error { return e.Err }
 
+// SortHintError is a warning of a query's --sort (SortHint): a field the
+// kind does not declare and no listed document has, so the sort orders
+// nothing. It matches schema.ErrLikelyTypo.
+type SortHintError struct {
+	Op    string   // "sort"
+	Path  string   // the documents listed: the kind's plural (items)
+	Kind  string   // the kind's singular
+	Field string   // as given, "-" and all
+	Near  []string // fields near it, the kind's and the documents' own, nearest first
+}
+
+func (e *SortHintError) Error() string {
+	msg := fmt.Sprintf("--sort %s: no %s listed has a field %q, and %s documents declare none: the order is unchanged", e.Field, e.Kind, strings.TrimPrefix(e.Field, "-"), e.Kind)
+	if len(e.Near) > 0 {
+		msg += " (did you mean " + schema.NearList(e.Near) + "?)"
+	}
+	return msg
+}
+
+func (e *SortHintError) Unwrap() error { return schema.ErrLikelyTypo }
+
 // RefHintError is a name of a queue or an agent a query gives
 // (queue=biuld) that names none but is near some that exist (build): a
 // warning, not a refusal. It matches schema.ErrLikelyTypo.

@@ -1,7 +1,10 @@
 package agents
 
 import (
+	"iter"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/tavernhq/tavern/docstore"
@@ -102,4 +105,38 @@ func refHint(s *docstore.Store, c docstore.Cond) error {
 		path = dir + "/" + c.Value + ".md"
 	}
 	return &RefHintError{Op: "where", Path: path, What: what, Name: c.Value, Near: near}
+}
+
+// SortHint is the warning of a sort by a field that nothing listed has (a
+// *SortHintError): kind k does not declare it and none of docs (the
+// listed documents' frontmatter) has it, so the sort keeps the listing's
+// order, most likely by a typo. Near names the fields, the kind's and the
+// documents' own, nearest to it. nil when k declares the field (a sort by
+// a field a document may have), some document has it, or nothing is
+// listed. field may start with "-" (descending) and be dotted.
+func SortHint(k *schema.Kind, field string, docs iter.Seq[map[string]any]) error {
+	name := strings.TrimPrefix(field, "-")
+	top, _, _ := strings.Cut(name, ".")
+	if name == "" || k.Field(top) != nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	listed := false
+	for fields := range docs {
+		listed = true
+		if _, ok := docstore.Lookup(fields, name); ok {
+			return nil
+		}
+		for key := range fields {
+			seen[key] = true
+		}
+	}
+	if !listed {
+		return nil
+	}
+	for _, f := range k.Fields {
+		seen[f.Name] = true
+	}
+	return &SortHintError{Op: "sort", Path: k.Plural, Kind: k.Name, Field: field,
+		Near: schema.Near(top, slices.Sorted(maps.Keys(seen)))}
 }

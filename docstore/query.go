@@ -39,17 +39,24 @@ func (c Cond) String() string {
 	if c.Op == OpExists {
 		return c.Field + "?"
 	}
+	// A value after < or > that starts with = would read back as <= or
+	// >=: a space keeps them apart (ParseWhere trims it).
+	if (c.Op == OpLt || c.Op == OpGt) && strings.HasPrefix(c.Value, "=") {
+		return c.Field + string(c.Op) + " " + c.Value
+	}
 	return c.Field + string(c.Op) + c.Value
 }
 
 // ParseWhere parses "field=value", "field!=value", "field<N", "field<=N",
-// "field>N", "field>=N", "field~substring" or "field?".
+// "field>N", "field>=N", "field~substring" or "field?". Spaces around the
+// field and the value are not theirs ("state = idle" is state=idle):
+// the syntax has no quoting, and a value read as " idle" matches nothing.
 func ParseWhere(expr string) (Cond, error) {
 	bad := func(why string) (Cond, error) {
 		return Cond{}, &ExprError{Op: "where", Expr: expr, Why: why + " (want field=value, field!=value, field<N, field>=N, field~text or field?)"}
 	}
-	if f, ok := strings.CutSuffix(expr, "?"); ok && validField(f) {
-		return Cond{Field: f, Op: OpExists}, nil
+	if f, ok := strings.CutSuffix(strings.TrimSpace(expr), "?"); ok && validField(strings.TrimSpace(f)) {
+		return Cond{Field: strings.TrimSpace(f), Op: OpExists}, nil
 	}
 	best, bestOp := -1, Op("")
 	for _, op := range ops {
@@ -60,7 +67,7 @@ func ParseWhere(expr string) (Cond, error) {
 	if best < 0 {
 		return bad("no operator")
 	}
-	c := Cond{Field: strings.TrimSpace(expr[:best]), Op: bestOp, Value: expr[best+len(bestOp):]}
+	c := Cond{Field: strings.TrimSpace(expr[:best]), Op: bestOp, Value: strings.TrimSpace(expr[best+len(bestOp):])}
 	if !validField(c.Field) {
 		return bad("missing or invalid field name")
 	}

@@ -63,16 +63,31 @@ func (b *Broker) Stats(queue string) (*Stats, error) {
 // and is returned as view (*EngineViewError), a warning; err is a
 // failure.
 func (b *Broker) StatsWithEngine(names []string) (stats []*Stats, view, err error) {
+	return b.StatsWithEngineWithin(names, 0)
+}
+
+// StatsWithEngineWithin is StatsWithEngine for a listing that accepts the
+// engine's view up to maxAge old (git: the claim refs an earlier command
+// fetched, without a fetch; 0: ask), as ElsewhereWithin; a view that old
+// is said in view, an *EngineViewAgeError.
+func (b *Broker) StatsWithEngineWithin(names []string, maxAge time.Duration) (stats []*Stats, view, err error) {
 	prefix, path := "items/", "queues"
 	if len(names) == 1 {
 		prefix, path = ItemKey(names[0], ""), "queues/"+names[0]
 	}
+	var va *ViewAge
+	if maxAge > 0 {
+		va = &ViewAge{MaxAge: maxAge}
+	}
 	var held, finished map[string]ClaimState
 	if len(names) > 0 {
-		held, view = b.heldElsewhere(prefix, path, nil)
+		held, view = b.heldElsewhere(prefix, path, va)
 	}
 	if len(names) > 0 && view == nil {
-		finished, view = b.finishedElsewhere(names, prefix, path, held, nil)
+		finished, view = b.finishedElsewhere(names, prefix, path, held, va)
+	}
+	if view == nil && va != nil && !va.At.IsZero() {
+		view = &EngineViewAgeError{Op: "list", Path: path, At: va.At, Now: time.Now(), MaxAge: maxAge}
 	}
 	for _, n := range names {
 		st, err := b.stats(n, held, finished)

@@ -16,8 +16,9 @@ import (
 // An index maps each scalar text of the field (as docstore.Cond compares
 // it; every element of a list of scalars) to the entries that have it.
 // Entries whose value the index cannot hold (a map, a list holding lists
-// or maps) are kept aside and always checked. Entries without the field,
-// or without fields at all, never match an equality and are not indexed.
+// or maps) are kept aside and always checked, and so are the entries of
+// files that did not parse, for a query that selects them (Unparsed).
+// Entries without the field never match an equality and are not indexed.
 
 // maxIndexes bounds the indexes of a projection; the least recently
 // used one is dropped for a new one.
@@ -105,6 +106,9 @@ func indexable(c docstore.Cond) bool {
 // texts returns the index keys of e's value of the field; odd is true if
 // the value cannot be indexed.
 func (x *fieldIndex) texts(e *Entry, buf []byte) (keys []string, odd bool) {
+	if !e.Parsed() {
+		return nil, true
+	}
 	raw := e.raw
 	if raw == "" {
 		var err error

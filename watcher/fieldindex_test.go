@@ -44,19 +44,30 @@ func TestFieldIndexFollowsChanges(t *testing.T) {
 				}
 				conds = append(conds, c)
 			}
-			names := func(p *Projection) []string {
-				es, err := p.Query(Query{Kind: "agents", Where: conds})
-				if err != nil {
-					t.Fatal(err)
+			// With Unparsed, the files that do not parse besides: the
+			// index keeps them aside, as a scan finds them.
+			for _, unparsed := range []bool{false, true} {
+				names := func(p *Projection) (out []string, broken int) {
+					es, err := p.Query(Query{Kind: "agents", Where: conds, Unparsed: unparsed})
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, e := range es {
+						out = append(out, e.Path+" "+e.Rev)
+						if !e.Parsed() {
+							broken++
+						}
+					}
+					return out, broken
 				}
-				var out []string
-				for _, e := range es {
-					out = append(out, e.Path+" "+e.Rev)
+				got, gotBroken := names(p)
+				want, wantBroken := names(scan)
+				if !slices.Equal(got, want) {
+					t.Errorf("%s: %v (unparsed %v): the watching projection lists %d documents, a scan %d\n got %v\nwant %v", stage, q, unparsed, len(got), len(want), got, want)
 				}
-				return out
-			}
-			if got, want := names(p), names(scan); !slices.Equal(got, want) {
-				t.Errorf("%s: %v: the watching projection lists %d documents, a scan %d\n got %v\nwant %v", stage, q, len(got), len(want), got, want)
+				if gotBroken != wantBroken || unparsed != (gotBroken > 0) && stage != "first" {
+					t.Errorf("%s: %v (unparsed %v): %d files that do not parse listed, a scan %d", stage, q, unparsed, gotBroken, wantBroken)
+				}
 			}
 		}
 		scan.Close()

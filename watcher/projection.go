@@ -793,6 +793,11 @@ type Query struct {
 	// answer decoding fields to encode them again. It is ignored with
 	// Match or Sort, which read the fields.
 	Encoded bool
+	// Unparsed also selects the entries of files that did not parse
+	// (Parsed false, their Errors say why), which no Where condition can
+	// match: a listing reports them whatever it filters on, as it does
+	// without Where. It is ignored with Match.
+	Unparsed bool
 }
 
 // Query returns the entries selected by q. The entries are copies, but
@@ -871,7 +876,7 @@ func gather(src iter.Seq[*Entry], n int, q Query, keys []string, view func(*Entr
 		matched = make([]*Entry, 0, n)
 	}
 	for e := range src {
-		if len(q.Where) == 0 || matchEntry(e, q.Where, keys, some) {
+		if len(q.Where) == 0 || matchEntry(e, q.Where, keys, some) || (q.Unparsed && !e.Parsed()) {
 			matched = append(matched, e)
 		}
 	}

@@ -195,7 +195,7 @@ func inheritJSON(next cli.BeforeFunc) cli.BeforeFunc {
 		}
 		if c.Bool("json") {
 			// Under --json a polling watch says so as a JSON object too.
-			watcher.SetDegradeHandler(func(err error) { warnf(c, "%w", err) })
+			watcher.SetDegradeHandler(func(err error) { warnf(c, nil, "%w", err) })
 		}
 		if next != nil {
 			return next(c)

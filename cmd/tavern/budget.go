@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tavernhq/tavern/agents/usage"
+	"github.com/tavernhq/tavern/schema"
 )
 
 func newBudgetCommand() *cli.Command {
@@ -81,7 +82,7 @@ func runBudgetSet(c *cli.Context) error {
 	}
 	if p := c.String("pool"); p != "" {
 		if exists, _ := usage.PoolKnown(s, p); !exists {
-			warnf(c, "--pool %s: no such pool yet; the budget limits it once it runs", p)
+			warnf(c, schema.ErrUnknownName, "--pool %s: no such pool yet; the budget limits it once it runs", p)
 		}
 	}
 	if c.Bool("json") {

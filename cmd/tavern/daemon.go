@@ -185,7 +185,7 @@ func openServingProjection(c *cli.Context, m *agents.Manager, who string, onlyIf
 		}
 		p, err := watcher.Open(m.Store, watcher.Options{Watch: true, Cache: true})
 		if err != nil {
-			warnf(c, "no query daemon: %w", err)
+			warnf(c, nil, "no query daemon: %w", err)
 			return
 		}
 		mu.Lock()

@@ -59,6 +59,7 @@ var exitCodes = []struct {
 	{schema.ErrUnknownKind, exitUsage},
 	{schema.ErrInvalidName, exitUsage},
 	{schema.ErrBadAgentName, exitUsage},
+	{schema.ErrLikelyTypo, exitUsage}, // a warning's: a typo of a field, value or name, as one refused is
 
 	// agents (before docstore: a refused write takes the rule's code)
 	{agents.ErrUnknownState, exitUsage}, // a typo, before the transition it also is
@@ -190,7 +191,8 @@ var exitCodes = []struct {
 	{docstore.ErrEngineFile, exitUsage},
 	{docstore.ErrBadExpr, exitUsage},
 	{docstore.ErrAmbiguous, exitUsage},
-	{docstore.ErrBadRev, exitUsage}, // no revision at all, not a stale one
+	{docstore.ErrBadRev, exitUsage},     // no revision at all, not a stale one
+	{docstore.ErrNoField, exitNotFound}, // a warning's: set FIELD- of a field the document lacks
 	{docstore.ErrConflict, exitConflict},
 	{docstore.ErrLost, exitConflict},
 	{docstore.ErrRefused, exitConflict},
@@ -493,14 +495,31 @@ func jsonError(err error, code int) string {
 // warnf reports a condition a command goes on despite (no background
 // reaper, a watch that polls): "tavern: warning: ..." text, or under
 // --json the JSON error object warn writes, so that stderr parses too.
-func warnf(c *cli.Context, format string, args ...any) {
+// class is the error of the exit-code table the problem is (its JSON
+// "code": a typo of a name 2, a name that names nothing 3), or nil when
+// the message wraps (%w) a library error that says so itself.
+func warnf(c *cli.Context, class error, format string, args ...any) {
 	err := fmt.Errorf(format, args...)
+	if class != nil {
+		err = &warning{err: err, class: class}
+	}
 	if c.Bool("json") {
 		warn(c, err)
 		return
 	}
 	errf(c, "tavern: warning: %v\n", err)
 }
+
+// warning is a warning's message with the error it would be had it
+// stopped the command: exitCode gives a warning the code of its problem,
+// never 1 for want of a library error.
+type warning struct {
+	err   error
+	class error
+}
+
+func (w *warning) Error() string   { return w.err.Error() }
+func (w *warning) Unwrap() []error { return []error{w.err, w.class} }
 
 // reportErr reports an error of a long-running command's background work
 // (the reaper, the daemon's server), which goes on: "tavern: WHAT: ..."

@@ -54,7 +54,7 @@ var noJSON = map[string]string{
 func jsonScenario() []jsonStep {
 	return []jsonStep{
 		{name: "version", args: []string{"--version", "--json"}, note: "`tavern --version --json`: json_schema_version is the version of every shape below."},
-		{name: "error", args: []string{"show", "agents/nobody", "--json"}, code: 3, stderr: true, note: "Every error with --json: one object on stderr; path, line and col are null when the error has none."},
+		{name: "error", args: []string{"show", "agents/nobody", "--json"}, code: 3, stderr: true, note: "Every error with --json: one object on stderr; path, line and col are null when the error has none. `code` is the exit code (README's table). A warning (a problem the command goes on despite: a file that does not parse, a likely typo of a name or field) is an object of this shape on stderr too, one per line; its `code` is the exit code its problem maps to as if it had stopped the command (2 a typo, 3 a name that names nothing, 5 a document that does not parse), and the command's own exit status says whether it failed."},
 		{name: "error", args: []string{"show", "agents/broken", "--json"}, code: 5, stderr: true, write: [2]string{".tavern/agents/broken.md", "---\nname: broken\nstate: [\n---\n"}},
 		{args: []string{"rm", "agents/broken", "--json"}},
 		{name: "new", args: []string{"new", "agent", "alice", "role=reviewer", "--json"}, note: "A document (show, set, new, ls and others print documents in this shape): `fields` is the frontmatter, migrated to the current schema version; `tavern schema KIND` lists a kind's fields."},

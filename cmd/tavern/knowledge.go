@@ -117,7 +117,7 @@ func runKnowledgeAdd(c *cli.Context) error {
 func warnNearDomains(c *cli.Context, s *docstore.Store) {
 	for _, d := range c.StringSlice("domain") {
 		if exists, near, err := recall.KnownDomain(s, d); err == nil && !exists && len(near) > 0 {
-			warnf(c, "--domain %q: no such domain; did you mean %s?", d, schema.NearList(near))
+			warnf(c, recall.ErrNearDomain, "--domain %q: no such domain; did you mean %s?", d, schema.NearList(near))
 		}
 	}
 }

@@ -385,7 +385,7 @@ func eventPath(s *docstore.Store, p string) string {
 func warnNearTypes(c *cli.Context, types []string) {
 	for _, t := range types {
 		if h := journal.TypeHint(t); h != nil {
-			warnf(c, "--type %v; showing its events, if any", h)
+			warnf(c, nil, "--type %w; showing its events, if any", h)
 		}
 	}
 }
@@ -400,7 +400,7 @@ func warnNearPath(c *cli.Context, s *docstore.Store, given, rel string) {
 		return
 	}
 	if near := s.NearPath(rel); len(near) > 0 {
-		warnf(c, "--path %s: no such document or directory (did you mean %s?); showing its events, if any", given, schema.NearList(near))
+		warnf(c, schema.ErrLikelyTypo, "--path %s: no such document or directory (did you mean %s?); showing its events, if any", given, schema.NearList(near))
 	}
 }
 
@@ -411,6 +411,6 @@ func warnNearPath(c *cli.Context, s *docstore.Store, given, rel string) {
 func warnNearAgent(c *cli.Context, s *docstore.Store, flag, name string) {
 	var hint *agents.RefHintError
 	if errors.As(agents.AgentHint(s, "--"+flag, name), &hint) {
-		warnf(c, "--%s %s: no such agent (did you mean %s?); showing its events, if any", flag, name, schema.NearList(hint.Near))
+		warnf(c, hint, "--%s %s: no such agent (did you mean %s?); showing its events, if any", flag, name, schema.NearList(hint.Near))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"path"
 	"path/filepath"
@@ -38,7 +39,8 @@ items; a DIR that names nothing (queues/typo/pending/) exits 3, while
 one not made yet (queues/Q/dead/) is an empty list. A KIND/NAME reference (items/ID, agents/alice) is not a directory:
 show prints that document, and --where filters a kind (--where queue=Q).
 EXPR is field=value, field!=value, field<N, field<=N, field>N, field>=N,
-field~substring (case-insensitive) or field? (exists). Fields may be dotted
+field~substring (case-insensitive) or field? (exists); spaces around the
+field and the value are dropped ('state = idle'). Fields may be dotted
 (bookmarks.general). A field one letter from one of the kind's (stat for
 state), field=value with a value outside the field's enum (state=idel),
 or a queue or agent name near an existing one that names none
@@ -53,9 +55,12 @@ when both are timestamps, else as text; a field the kind declares numeric
 compare as text: a time is RFC 3339 (2026-11-26T10:00:00Z), a date
 (2026-11-26, midnight UTC), a month (2026-11) or a year (2026), each from
 its first instant; durations (2h) are not bounds.
---sort -field sorts descending; documents without the field sort last.
+--sort -field sorts descending; documents without the field sort last. A
+--sort field the kind does not declare and no listed document has sorts
+nothing: a warning says so, with the fields near it.
 --limit applies after sorting. Documents that fail validation are listed and
-marked INVALID; files that do not parse are not listed. Each problem gives
+marked INVALID; files that do not parse are not listed, and are reported
+whatever --where says (no condition can hold for them). Each problem gives
 one line on stderr (a JSON error object under --json) and ls still exits 0.
 An empty result is not an error: exit 0, and [] under --json.
 --json prints an array of show --json objects without "body" (add --body).
@@ -105,9 +110,11 @@ func runLs(c *cli.Context) error {
 		return err
 	}
 	warnWhere(c, s, k, conds)
+	sortHinted := false
 	if f := strings.TrimPrefix(args.Sort, "-"); f != "" {
 		if err := k.FieldHint(f, "", false); err != nil {
-			warnf(c, "--sort %s: %w", args.Sort, err) // the listing would keep its order
+			warnf(c, nil, "--sort %s: %w", args.Sort, err) // the listing would keep its order
+			sortHinted = true
 		}
 	}
 	// Notes and messages of a direct channel are its readers' (the rule of
@@ -146,6 +153,11 @@ func runLs(c *cli.Context) error {
 	for _, pr := range res.Problems {
 		warnProblem(c, pr.Path, pr.Problem)
 	}
+	if args.Sort != "" && !sortHinted {
+		if err := agents.SortHint(k, args.Sort, entryFields(res.Entries)); err != nil {
+			warnf(c, nil, "%w", err)
+		}
+	}
 	if c.Bool("json") {
 		return printEntries(c, s, res.Entries)
 	}
@@ -154,6 +166,20 @@ func runLs(c *cli.Context) error {
 	}
 	printTable(c, k, res.Entries)
 	return nil
+}
+
+// entryFields yields the frontmatter of entries, decoding each as it
+// goes (the daemon's answer keeps them encoded): a caller that stops
+// early decodes no more.
+func entryFields(entries []watcher.Entry) iter.Seq[map[string]any] {
+	return func(yield func(map[string]any) bool) {
+		for i := range entries {
+			entries[i].Decode()
+			if !yield(entries[i].Fields) {
+				return
+			}
+		}
+	}
 }
 
 // nearDirHint is the "did you mean" of a directory the store does not
@@ -312,7 +338,9 @@ func lsRun(p *watcher.Projection, a lsArgs, encoded bool) (*lsResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	entries, err := p.Query(watcher.Query{Kind: k.Name, Where: conds, Sort: a.Sort, Encoded: encoded})
+	// Files that do not parse are reported whatever --where says, as
+	// without it: a condition on a field would pass over them in silence.
+	entries, err := p.Query(watcher.Query{Kind: k.Name, Where: conds, Sort: a.Sort, Encoded: encoded, Unparsed: true})
 	if err != nil {
 		return nil, err
 	}
@@ -359,7 +387,7 @@ func lsConditions(k *schema.Kind, where []string) (conds, stateConds []docstore.
 // query still runs.
 func warnWhere(c *cli.Context, s *docstore.Store, k *schema.Kind, conds []docstore.Cond) {
 	for _, err := range agents.WhereHints(s, k, conds) {
-		warnf(c, "%w", err)
+		warnf(c, nil, "%w", err)
 	}
 }
 

@@ -136,7 +136,7 @@ func runMemoryAdd(c *cli.Context) error {
 		return err
 	}
 	if len(near) > 0 {
-		warnf(c, "--topic %q: a new topic; did you mean %s?", c.String("topic"), schema.NearList(near))
+		warnf(c, schema.ErrLikelyTypo, "--topic %q: a new topic; did you mean %s?", c.String("topic"), schema.NearList(near))
 	}
 	if c.Bool("json") {
 		return printJSON(c, m)
@@ -149,7 +149,7 @@ func runMemoryLs(c *cli.Context, s *docstore.Store, agent string) error {
 	// A filter that names no topic but is near one: empty for a typo.
 	if topic := c.String("topic"); topic != "" {
 		if exists, near, err := recall.KnownTopic(s, agent, topic); err == nil && !exists && len(near) > 0 {
-			warnf(c, "--topic %q: no such topic; did you mean %s?", topic, schema.NearList(near))
+			warnf(c, schema.ErrLikelyTypo, "--topic %q: no such topic; did you mean %s?", topic, schema.NearList(near))
 		}
 	}
 	list, err := recall.ListMemory(s, agent, recall.MemoryFilter{Topic: c.String("topic"), CoreOnly: c.Bool("core"), Archived: c.Bool("archived")})

@@ -119,7 +119,7 @@ func fieldHints(c *cli.Context, k *schema.Kind, name string, assigns [][2]string
 	}
 	return func() {
 		for _, h := range hints {
-			warnf(c, "new %s %s: %w", k.Name, name, h)
+			warnf(c, nil, "new %s %s: %w", k.Name, name, h)
 		}
 	}
 }

@@ -167,7 +167,7 @@ func runQueueAdd(c *cli.Context) error {
 	// Made, as the contract says (`queue add Q` prints the id), but a
 	// worker is handed nothing: most likely the title was forgotten.
 	if strings.TrimSpace(c.String("title")) == "" && len(bytes.TrimSpace(body)) == 0 {
-		warnf(c, "item %s has no title and no body: give one with --title TEXT or --body FILE", it.ID)
+		warnf(c, errUsage, "item %s has no title and no body: give one with --title TEXT or --body FILE", it.ID)
 	}
 	if c.Bool("json") {
 		return printJSON(c, itemObject(s, it))
@@ -304,12 +304,18 @@ dead_elsewhere, per machine); with the engine out of reach, a warning says
 such items may be counted ready (a JSON error object on stderr under --json). Items blocked by a dead dependency and invalid
 item files are reported on stderr (path:line:col); with --json they are in
 each queue's blocked and invalid, and a queue file that does not parse is a
-JSON error object on stderr.
+JSON error object on stderr. With coordination git each listing fetches the
+remote's claim refs; --max-age DUR lists from the refs an earlier command
+fetched from the same remote less than DUR ago instead, and a warning says
+how old that view is (a JSON error object on stderr under --json): for a
+script or status line that polls.
 
 Examples:
    tavern queue ls
-   tavern queue ls build --json`,
-		Flags:  []cli.Flag{jsonFlag()},
+   tavern queue ls build --json
+   tavern queue ls --max-age 10s`,
+		Flags: []cli.Flag{jsonFlag(), &cli.DurationFlag{Name: "max-age", Action: notNegative("max-age"),
+			Usage: "with coordination git, count other machines' claims from a fetch of the claim refs up to `DUR` old (0: fetch now)"}},
 		Action: runQueueLs,
 	}
 }
@@ -341,7 +347,7 @@ func runQueueLs(c *cli.Context) error {
 			names = append(names, q.Name)
 		}
 	}
-	stats, view, err := b.StatsWithEngine(names)
+	stats, view, err := b.StatsWithEngineWithin(names, c.Duration("max-age"))
 	if view != nil {
 		warn(c, view) // a JSON object under --json
 	}

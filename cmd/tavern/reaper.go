@@ -19,7 +19,7 @@ import (
 func startReaper(c *cli.Context, s *docstore.Store) func() {
 	m, err := agents.NewManager(s)
 	if err != nil {
-		warnf(c, "no background reaper: %w", err)
+		warnf(c, nil, "no background reaper: %w", err)
 		return func() {}
 	}
 	stop := startReaperWith(c, m)
@@ -34,7 +34,7 @@ func startReaper(c *cli.Context, s *docstore.Store) func() {
 func startReaperWith(c *cli.Context, m *agents.Manager) func() {
 	b, err := queues.Open(m.Store, queues.Options{Journal: m.Journal})
 	if err != nil {
-		warnf(c, "no background reaper: %w", err)
+		warnf(c, nil, "no background reaper: %w", err)
 		return func() {}
 	}
 	stop := runReaper(c, m, b)

@@ -121,10 +121,10 @@ func runSet(c *cli.Context) error {
 	}
 	for _, h := range hints {
 		if errors.Is(h, docstore.ErrNoField) {
-			warnf(c, "set %w", h) // it names the path
+			warnf(c, nil, "set %w", h) // it names the path
 			continue
 		}
-		warnf(c, "set %s: %w", rel, h)
+		warnf(c, nil, "set %s: %w", rel, h)
 	}
 	if c.Bool("json") {
 		return printJSON(c, docJSON(s, d, false))

@@ -235,7 +235,7 @@ func runTupleRead(c *cli.Context, take bool) error {
 // reader may come before its writer, so it is a warning.
 func warnNearType(c *cli.Context, sp *tuples.Space, typ string) {
 	if exists, near, err := sp.KnownType(typ); err == nil && !exists && len(near) > 0 {
-		warnf(c, "no tuple type %q yet; did you mean %s?", typ, schema.NearList(near))
+		warnf(c, schema.ErrLikelyTypo, "no tuple type %q yet; did you mean %s?", typ, schema.NearList(near))
 	}
 }
 

@@ -59,14 +59,14 @@ func runUnreserve(c *cli.Context) error {
 		// Its files that cannot be used (a glob broken by hand): that
 		// may be the reservation meant; unreserve --id drops it.
 		for _, err := range errs {
-			warnf(c, "%v (unreserve --id drops it)", err)
+			warnf(c, nil, "%w (unreserve --id drops it)", err)
 		}
 		switch {
 		case len(held) == 0 && len(errs) > 0:
 		case len(held) == 0:
-			warnf(c, "%s holds no reservation", as.Name)
+			warnf(c, tuples.ErrNotReserved, "%s holds no reservation", as.Name)
 		default:
-			warnf(c, "%s holds no reservation of %s (it holds %s)", as.Name, strings.Join(c.Args().Slice(), " "), strings.Join(held, " "))
+			warnf(c, tuples.ErrNotReserved, "%s holds no reservation of %s (it holds %s)", as.Name, strings.Join(c.Args().Slice(), " "), strings.Join(held, " "))
 		}
 	}
 	if c.Bool("json") {

@@ -80,7 +80,7 @@ func runUsage(c *cli.Context) error {
 		for _, e := range usage.Unknown(s, f) {
 			var ue *schema.UnknownError
 			if errors.As(e, &ue) {
-				warnf(c, "--%s %s: no such %s, and no run of the ledger has it%s; it counts nothing", ue.What, ue.Name, ue.What, nearHint(ue.Near))
+				warnf(c, ue, "--%s %s: no such %s, and no run of the ledger has it%s; it counts nothing", ue.What, ue.Name, ue.What, nearHint(ue.Near))
 			}
 		}
 	}

@@ -205,14 +205,15 @@ func (sp *Space) coordReserveLock() (func(), error) {
 // without an engine, or one that cannot list or be reached (then the
 // local files decide).
 func (sp *Space) engineReservations() map[string]queues.ClaimState {
-	held, _ := sp.engineReservationsErr(false)
+	held, _ := sp.engineReservationsErr(nil)
 	return held
 }
 
 // engineReservationsErr is engineReservations with the engine's error
-// (nil, nil without an engine). listing: for a read-only listing, which
-// gives up at once when the engine cannot be connected (ForListing).
-func (sp *Space) engineReservationsErr(listing bool) (map[string]queues.ClaimState, error) {
+// (nil, nil without an engine). A read-only listing passes va: it gives
+// up at once when the engine cannot be connected (ForListing) and
+// accepts a view up to va.MaxAge old, which va.At then says.
+func (sp *Space) engineReservationsErr(va *queues.ViewAge) (map[string]queues.ClaimState, error) {
 	c, err := sp.coord()
 	if err != nil || c == nil {
 		return nil, err
@@ -223,8 +224,8 @@ func (sp *Space) engineReservationsErr(listing bool) (map[string]queues.ClaimSta
 	}
 	ctx, cancel := coordCtx()
 	defer cancel()
-	if listing {
-		ctx = queues.ForListing(ctx)
+	if va != nil {
+		ctx = queues.WithViewAge(queues.ForListing(ctx), va)
 	}
 	held, err := queues.ListWithLeases(ctx, l, "reservations/")
 	if err != nil {

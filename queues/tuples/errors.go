@@ -368,8 +368,12 @@ type EngineViewAgeError struct {
 }
 
 func (e *EngineViewAgeError) Error() string {
-	return fmt.Sprintf("%s %s: slots held on other machines as of %s ago (the engine's view fetched by an earlier command, within --max-age %s)",
-		e.Op, e.Path, e.Now.Sub(e.At).Round(100*time.Millisecond), e.MaxAge)
+	what := "slots held"
+	if e.Path == "tuples/"+ReservationType {
+		what = "reservations made"
+	}
+	return fmt.Sprintf("%s %s: %s on other machines as of %s ago (the engine's view fetched by an earlier command, within --max-age %s)",
+		e.Op, e.Path, what, e.Now.Sub(e.At).Round(100*time.Millisecond), e.MaxAge)
 }
 
 // Position is the directory listed, as EngineViewError's.

@@ -398,14 +398,33 @@ func (sp *Space) reservationOf(d *docstore.Doc) *Reservation {
 // have not synced here are listed from the engine (Machine set); an
 // engine out of reach is an *EngineViewError among the errors.
 func (sp *Space) Reservations() ([]*Reservation, []error) {
+	return sp.ListReservations(ReservationListOptions{})
+}
+
+// ReservationListOptions tune ListReservations.
+type ReservationListOptions struct {
+	// MaxAge lets the listing use the engine's view of the reservations
+	// other machines made up to MaxAge old (coordination git: the claim
+	// refs an earlier command fetched from the same remote, saving a
+	// fetch); an *EngineViewAgeError among the errors then says how old.
+	// 0: ask.
+	MaxAge time.Duration
+}
+
+// ListReservations is Reservations with options.
+func (sp *Space) ListReservations(opt ReservationListOptions) ([]*Reservation, []error) {
 	var docs []*docstore.Doc
 	var errs []error
 	if err := sp.scanAll(ReservationType, func(err error) { errs = append(errs, err) }, func(d *docstore.Doc) { docs = append(docs, d) }); err != nil {
 		errs = append(errs, err)
 	}
-	held, err := sp.engineReservationsErr(true)
+	va := &queues.ViewAge{MaxAge: opt.MaxAge}
+	held, err := sp.engineReservationsErr(va)
 	if err != nil {
 		errs = append(errs, &EngineViewError{Op: "list", Path: "tuples/" + ReservationType, Err: err})
+	}
+	if err == nil && !va.At.IsZero() {
+		errs = append(errs, &EngineViewAgeError{Op: "list", Path: "tuples/" + ReservationType, At: va.At, Now: time.Now(), MaxAge: opt.MaxAge})
 	}
 	out, rerrs := sp.reservationsHeld(docs, nil, nil, held)
 	return out, append(errs, rerrs...)

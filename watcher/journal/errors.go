@@ -51,6 +51,10 @@ func (e *TypeHintError) Error() string {
 	return fmt.Sprintf("%s: no such event type (the %s types: %s)", e.Type, family, strings.Join(e.Family, ", "))
 }
 
+// Unwrap makes a type hint a likely typo, as the schema's field hints
+// are (schema.ErrLikelyTypo).
+func (e *TypeHintError) Unwrap() error { return schema.ErrLikelyTypo }
+
 // ErrBadTypePattern is matched by every *TypePatternError.
 var ErrBadTypePattern = errors.New("bad event type pattern")
 
