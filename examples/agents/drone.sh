@@ -30,17 +30,19 @@ Do it, write what you did to \$TAVERN_RESULT, and stop."
 # gives the usage ledger the run's tokens and cost, and says whether the
 # run succeeded. The exit status alone does not: Claude Code can end a
 # failed run (an API error, the turn limit) with a result and status 0.
+# The report goes to stdout as the tool prints it (live under spawn
+# --tee) and to $out, read below.
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
-status=0
+trap 'rm -f "$out" "$out.status"' EXIT
+run() { "$@" || echo $? >"$out.status"; }
 case "$tool" in
-  claude) claude -p "$prompt" --permission-mode acceptEdits --output-format json >"$out" || status=$? ;;
-  codex) codex exec --json --full-auto "$prompt" >"$out" || status=$? ;;
-  gemini) gemini -p "$prompt" --yolo --output-format json >"$out" || status=$? ;;
+  claude) run claude -p "$prompt" --permission-mode acceptEdits --output-format json | tee "$out" ;;
+  codex) run codex exec --json --full-auto "$prompt" | tee "$out" ;;
+  gemini) run gemini -p "$prompt" --yolo --output-format json | tee "$out" ;;
   aider) exec aider --message "$prompt" --yes-always --read AGENTS.md ;;
   *) echo "drone.sh: unknown tool $tool (claude, codex, gemini, aider)" >&2; exit 2 ;;
 esac
-cat "$out"
+status=$(cat "$out.status" 2>/dev/null || echo 0)
 [ "$status" -eq 0 ] || exit "$status"
 fail() { echo "drone.sh: $tool: $*" >&2; exit 1; }
 case "$tool" in
