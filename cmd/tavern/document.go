@@ -129,7 +129,7 @@ type docObject struct {
 	Rev    string         `json:"rev"`
 	Valid  bool           `json:"valid"`
 	State  string         `json:"state,omitempty"` // an item's state: its directory
-	Errors []string       `json:"errors,omitempty"`
+	Errors []string       `json:"errors"`          // [] for a valid document
 	Fields map[string]any `json:"fields"`
 	Body   *string        `json:"body,omitempty"`
 
@@ -149,6 +149,7 @@ func docJSON(s *docstore.Store, d *docstore.Doc, withBody bool) *docObject {
 		Rev:    d.Rev,
 		Fields: d.View().Fields(),
 		Valid:  true,
+		Errors: []string{},
 	}
 	if d.Kind != nil {
 		o.Kind = d.Kind.Name
@@ -178,6 +179,7 @@ func entryJSON(s *docstore.Store, e *watcher.Entry, withBody bool) (*docObject, 
 		Fields: e.Fields,
 		Valid:  e.Valid,
 		State:  itemState(e.Kind, e.Path),
+		Errors: []string{},
 	}
 	if e.Fields == nil && e.Parsed() {
 		o.entry = e

@@ -61,23 +61,23 @@ func appendDoc(b []byte, d *docObject, indent string) ([]byte, error) {
 	if d.State != "" {
 		b = appendKeyString(b, in, `"state": `, d.State, false)
 	}
-	if len(d.Errors) > 0 {
-		b = append(b, ",\n"...)
-		b = append(b, in...)
-		b = append(b, "\"errors\": ["...)
-		for j, e := range d.Errors {
-			if j > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, '\n')
-			b = append(b, in...)
-			b = append(b, "  "...)
-			b = docstore.AppendJSONString(b, e)
+	b = append(b, ",\n"...)
+	b = append(b, in...)
+	b = append(b, "\"errors\": ["...)
+	for j, e := range d.Errors {
+		if j > 0 {
+			b = append(b, ',')
 		}
 		b = append(b, '\n')
 		b = append(b, in...)
-		b = append(b, ']')
+		b = append(b, "  "...)
+		b = docstore.AppendJSONString(b, e)
 	}
+	if len(d.Errors) > 0 {
+		b = append(b, '\n')
+		b = append(b, in...)
+	}
+	b = append(b, ']')
 	b = append(b, ",\n"...)
 	b = append(b, in...)
 	b = append(b, "\"fields\": "...)

@@ -35,7 +35,7 @@ func TestAppendDocsLikeEncodingJSON(t *testing.T) {
 	for i := range 300 {
 		var docs []*docObject
 		for j := range i % 4 {
-			d := &docObject{Path: "/p/" + strs[r.IntN(len(strs))], Rel: "agents/a.md", Kind: "agent", Name: strs[j%len(strs)], Rev: "0123456789abcdef", Valid: r.IntN(2) == 0}
+			d := &docObject{Path: "/p/" + strs[r.IntN(len(strs))], Rel: "agents/a.md", Kind: "agent", Name: strs[j%len(strs)], Rev: "0123456789abcdef", Valid: r.IntN(2) == 0, Errors: []string{}}
 			if r.IntN(2) == 0 {
 				d.State = "pending"
 			}
