@@ -178,12 +178,25 @@ func (h *Heads) CatchUp() error {
 }
 
 func (h *Heads) catchUp() error {
-	cur, err := readFrom(h.dir, h.cur, Filter{}, func(e Event, err error) bool {
+	rewritten := false
+	apply := func(e Event, err error) bool {
+		if errors.Is(err, ErrRewritten) {
+			rewritten = true
+			return false
+		}
 		if err == nil {
 			h.apply(e)
 		}
 		return true
-	})
+	}
+	cur, err := readFrom(h.dir, h.cur, Filter{}, apply)
+	if rewritten {
+		// Not the journal the heads were read from (a sync adopted the
+		// remote's store): rebuilt from the whole journal, as LoadHeads
+		// without a checkpoint would.
+		h.paths, h.dirty = map[string]*headState{}, true
+		cur, err = readFrom(h.dir, Cursor{}, Filter{}, apply)
+	}
 	h.cur = cur
 	if now := time.Now(); now.Sub(h.trimmed) > markKeep/10 {
 		h.trim(now)
@@ -727,6 +740,11 @@ func (h *Heads) load() error {
 	}
 	cur := Cursor{Day: hdr.Day, Offset: hdr.Offset}
 	if tail, err := tailDigest(h.dir, cur); err != nil || tail != hdr.Tail {
+		return errBadCheckpoint
+	}
+	// Marked now that the file is known to be the one: a rewrite from
+	// here on is told from an append (readDay).
+	if cur.last, err = markDay(h.dir, cur); err != nil {
 		return errBadCheckpoint
 	}
 	// Read in place: decodeHeads copies what it keeps.
