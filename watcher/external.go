@@ -287,7 +287,7 @@ func (p *Projection) saveReplaced(replaced map[string][]*Entry) error {
 			}
 		}
 	}
-	if !set {
+	if !set && !h.Stale() {
 		return nil // after engine writes: their records are the heads
 	}
 	return h.Save()

@@ -73,6 +73,7 @@ type Heads struct {
 	cur     Cursor
 	paths   map[string]*headState
 	dirty   bool      // changed since loaded or saved
+	stale   bool      // LoadHeads read much past the checkpoint (Stale)
 	trimmed time.Time // last trim of old marks
 }
 
@@ -164,10 +165,25 @@ func LoadHeads(root string) (*Heads, error) {
 		// A checkpoint that cannot be used costs a full read, not truth.
 		h.cur, h.paths = Cursor{}, map[string]*headState{}
 	}
+	from := h.cur
 	if err := h.CatchUp(); err != nil {
 		return nil, err
 	}
+	h.stale = h.cur.Day != from.Day || h.cur.Offset-from.Offset > staleBytes
 	return h, nil
+}
+
+// staleBytes is how much journal past its checkpoint LoadHeads reads
+// before Stale says a new checkpoint is worth its write.
+const staleBytes = 1 << 20
+
+// Stale reports whether LoadHeads read much of the journal past the
+// checkpoint (or had none to start from): a caller that would not save
+// the heads otherwise saves them, or every load pays that read again.
+func (h *Heads) Stale() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stale
 }
 
 // CatchUp applies the journal lines appended since the last call.

@@ -157,3 +157,28 @@ func TestHeadsAfterRewrite(t *testing.T) {
 		}
 	}
 }
+
+// TestHeadsStale: heads loaded without a checkpoint read the whole
+// journal and say so (a one-shot ls then saves them, or every ls after
+// an engine write would read it all again); loaded from a fresh one,
+// they do not.
+func TestHeadsStale(t *testing.T) {
+	root := t.TempDir()
+	appendEvents(t, root, "r1", "x1.md", "x2.md")
+	h, err := LoadHeads(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !h.Stale() {
+		t.Errorf("no checkpoint: not stale")
+	}
+	if err := h.Save(); err != nil {
+		t.Fatal(err)
+	}
+	appendEvents(t, root, "r2", "x1.md")
+	if h, err = LoadHeads(root); err != nil {
+		t.Fatal(err)
+	} else if h.Stale() {
+		t.Errorf("a line past the checkpoint: stale")
+	}
+}
