@@ -319,8 +319,12 @@ func (p *Projection) SaveCache() error {
 	}
 	dirty := p.dirty
 	p.dirty = map[string]bool{}
+	replaced := p.replaced
+	p.replaced = nil
 	p.mu.Unlock()
-	var firstErr error
+	// Before the index forgets them: the next watcher's changed fields
+	// may be relative to one of them.
+	firstErr := p.saveReplaced(replaced)
 	for kind := range dirty {
 		// Only the picking holds the locks: encoding 100k entries under
 		// them held every change (and so every page) back for as long.

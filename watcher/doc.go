@@ -84,8 +84,11 @@
 // engine's writes from any process never are, and several watchers
 // record a change once. The operation and the changed fields are relative
 // to the journal's state when the change was seen; the fields of a
-// revision are known if the projection held them or a watcher saw that
-// revision before (the heads keep a digest per path), and left out
+// revision are known if the projection held them, a watcher saw that
+// revision before (the heads keep a digest per path), or a projection
+// that does not journal (a one-shot ls, the query daemon) replaced it in
+// the index cache (its SaveCache puts the replaced state's digest in the
+// heads, if it is the journal's last valid one); they are left out
 // otherwise.
 //
 // # Caveats
@@ -127,6 +130,9 @@
 //     Record times are compared across processes: on several machines
 //     (a network filesystem) their clocks must agree to well within the
 //     grace.
+//   - A revision the engine wrote while no watcher ran, edited by hand
+//     before any projection read it, has unknown fields: the external
+//     entry of the edit has no changed list.
 //   - A projection journals external changes when it stops, only those
 //     decided by then; the rest are journaled by the next one to start.
 //   - Concurrent writers of the index cache each replace a whole section;

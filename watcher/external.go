@@ -237,3 +237,58 @@ func (x *externals) stop() {
 	x.busy.Wait()
 	_ = x.h.Save()
 }
+
+// maxReplaced bounds the replaced states kept per path between saves: the
+// one the journal last recorded valid is the latest engine write, which
+// a few hand edits at most follow.
+const maxReplaced = 8
+
+// keepReplaced remembers old, a valid entry the index cache holds, which
+// a change replaces; p.mu is held. Called only by a projection that does
+// not journal externals: once its SaveCache writes the index, nothing
+// else knows old's fields, and a hand edit that the next watcher journals
+// would have no changed fields.
+func (p *Projection) keepReplaced(path string, old *Entry) {
+	if p.replaced == nil {
+		p.replaced = map[string][]*Entry{}
+	}
+	olds := append(p.replaced[path], old)
+	if len(olds) > maxReplaced {
+		olds = slices.Delete(olds, 0, len(olds)-maxReplaced)
+	}
+	p.replaced[path] = olds
+}
+
+// saveReplaced records in the journal's heads the fields of the replaced
+// states the journal last recorded valid and no watcher saw, so the next
+// watcher's external entry for the change lists the changed fields.
+// The heads are loaded only when there are any: a one-shot ls that found
+// nothing changed reads no journal.
+func (p *Projection) saveReplaced(replaced map[string][]*Entry) error {
+	if len(replaced) == 0 {
+		return nil
+	}
+	h, err := journal.LoadHeads(p.root)
+	if err != nil {
+		return err
+	}
+	set := false
+	for path, olds := range replaced {
+		hd, ok := h.Get(path)
+		if !ok || hd.LastValid == "" || h.HasFields(path, hd.LastValid) {
+			continue
+		}
+		for _, old := range slices.Backward(olds) {
+			if old.Rev == hd.LastValid {
+				v := old.view()
+				h.SetFields(path, v.Rev, v.Fields)
+				set = true
+				break
+			}
+		}
+	}
+	if !set && !h.Stale() {
+		return nil // after engine writes: their records are the heads
+	}
+	return h.Save()
+}

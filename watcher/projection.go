@@ -153,6 +153,11 @@ type Projection struct {
 	// cached entries it replaced, for their fields).
 	startup   bool
 	startPrev map[string]*Entry
+	// replaced: the valid cached entries a projection that does not
+	// journal externals replaced (a one-shot ls after a hand edit, the
+	// query daemon), oldest first, until SaveCache forgets them on disk
+	// and hands their fields to the journal's heads (keepReplaced).
+	replaced map[string][]*Entry
 	// Field indexes (fieldindex.go), built by queries of a watching
 	// projection.
 	indexes    map[indexKey]*fieldIndex
@@ -520,6 +525,9 @@ func (p *Projection) apply(cs []Change) {
 				// restart): not a change.
 				p.put(compact(e, key))
 				continue
+			}
+			if p.ext == nil && p.opt.Cache && old != nil && old.Valid {
+				p.keepReplaced(c.Path, old)
 			}
 			if old != nil && old.raw != "" {
 				o := old.view()

@@ -35,7 +35,9 @@ is warned about, and still looked for. --since takes a
 duration back from now (90m, 2h; not negative, and 0 only with --follow:
 the events from now on) or a time (RFC 3339, or YYYY-MM-DD); --until a
 time (with --follow, one to come). --follow keeps printing new events
-until interrupted; --poll goes with it.
+until interrupted; --poll goes with it. A day file rewritten under
+--follow (a first sync joining the team's store) is said so on stderr and
+read again from its start, unless it still holds the last line printed.
 --path keeps the events of one document (agents/bob.md, the reference
 agents/bob, or the file's path), or of the documents under a directory
 (agents/ or agents); a path that names nothing in the store but is near

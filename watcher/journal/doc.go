@@ -30,7 +30,14 @@
 //
 // Read calls a function for every event that matches a Filter and returns
 // a Cursor; Follow continues from a Cursor as lines are appended (End is
-// the Cursor of "only new events").
+// the Cursor of "only new events"). A cursor knows the line it ends
+// after, so a day file rewritten rather than appended to under a reader
+// (a sync adopting the remote's store, renaming the machine or taking a
+// name over rewrites a clone's day files) is never read on from the old
+// offset: the reader goes on after that line if the new content still
+// holds it, and otherwise is passed a *RewriteError (ErrRewritten) and
+// reads the new content from its start. Heads caught up so are rebuilt
+// from the whole journal.
 //
 // Engine mutations are journaled through docstore's observer hook:
 //

@@ -73,6 +73,7 @@ type Heads struct {
 	cur     Cursor
 	paths   map[string]*headState
 	dirty   bool      // changed since loaded or saved
+	stale   bool      // LoadHeads read much past the checkpoint (Stale)
 	trimmed time.Time // last trim of old marks
 }
 
@@ -164,10 +165,25 @@ func LoadHeads(root string) (*Heads, error) {
 		// A checkpoint that cannot be used costs a full read, not truth.
 		h.cur, h.paths = Cursor{}, map[string]*headState{}
 	}
+	from := h.cur
 	if err := h.CatchUp(); err != nil {
 		return nil, err
 	}
+	h.stale = h.cur.Day != from.Day || h.cur.Offset-from.Offset > staleBytes
 	return h, nil
+}
+
+// staleBytes is how much journal past its checkpoint LoadHeads reads
+// before Stale says a new checkpoint is worth its write.
+const staleBytes = 1 << 20
+
+// Stale reports whether LoadHeads read much of the journal past the
+// checkpoint (or had none to start from): a caller that would not save
+// the heads otherwise saves them, or every load pays that read again.
+func (h *Heads) Stale() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stale
 }
 
 // CatchUp applies the journal lines appended since the last call.
@@ -178,12 +194,25 @@ func (h *Heads) CatchUp() error {
 }
 
 func (h *Heads) catchUp() error {
-	cur, err := readFrom(h.dir, h.cur, Filter{}, func(e Event, err error) bool {
+	rewritten := false
+	apply := func(e Event, err error) bool {
+		if errors.Is(err, ErrRewritten) {
+			rewritten = true
+			return false
+		}
 		if err == nil {
 			h.apply(e)
 		}
 		return true
-	})
+	}
+	cur, err := readFrom(h.dir, h.cur, Filter{}, apply)
+	if rewritten {
+		// Not the journal the heads were read from (a sync adopted the
+		// remote's store): rebuilt from the whole journal, as LoadHeads
+		// without a checkpoint would.
+		h.paths, h.dirty = map[string]*headState{}, true
+		cur, err = readFrom(h.dir, Cursor{}, Filter{}, apply)
+	}
 	h.cur = cur
 	if now := time.Now(); now.Sub(h.trimmed) > markKeep/10 {
 		h.trim(now)
@@ -727,6 +756,11 @@ func (h *Heads) load() error {
 	}
 	cur := Cursor{Day: hdr.Day, Offset: hdr.Offset}
 	if tail, err := tailDigest(h.dir, cur); err != nil || tail != hdr.Tail {
+		return errBadCheckpoint
+	}
+	// Marked now that the file is known to be the one: a rewrite from
+	// here on is told from an append (readDay).
+	if cur.last, err = markDay(h.dir, cur); err != nil {
 		return errBadCheckpoint
 	}
 	// Read in place: decodeHeads copies what it keeps.

@@ -673,6 +673,9 @@ func ParseEventLine(line []byte) (Event, error) {
 type Cursor struct {
 	Day    string // yyyy-mm-dd
 	Offset int64
+	// last marks the line before Offset in a cursor a read returned, so
+	// the next read can tell a rewritten day file from an appended one.
+	last lineMark
 }
 
 // Read calls fn for every event in the journal of the store at root
@@ -758,15 +761,15 @@ func readFrom(dir string, from Cursor, f Filter, fn func(Event, error) bool) (Cu
 		if !f.Until.IsZero() && day > f.Until.UTC().Format(time.DateOnly) {
 			continue
 		}
-		off := int64(0)
+		at := Cursor{Day: day}
 		if day == from.Day {
-			off = from.Offset
+			at = from
 		}
-		end, stop, err := readDay(filepath.Join(dir, day+".jsonl"), off, f, fn)
+		next, stop, err := readDay(filepath.Join(dir, day+".jsonl"), at, f, fn)
 		if err != nil {
 			return cur, err
 		}
-		cur = Cursor{Day: day, Offset: end}
+		cur = next
 		if stop {
 			return cur, nil
 		}
@@ -774,32 +777,66 @@ func readFrom(dir string, from Cursor, f Filter, fn func(Event, error) bool) (Cu
 	return cur, nil
 }
 
-// readDay reads complete lines of one file from off; it returns the offset
-// after the last complete line (a line still being written is left for the
-// next read).
-func readDay(path string, off int64, f Filter, fn func(Event, error) bool) (int64, bool, error) {
+// readDay reads complete lines of one day file from cursor at; it returns
+// the cursor after the last complete line (a line still being written is
+// left for the next read). A file that no longer holds the line at's
+// mark was rewritten: reading goes on after that line if it is still in
+// the file, or else from the start, after fn is passed a *RewriteError.
+func readDay(path string, at Cursor, f Filter, fn func(Event, error) bool) (Cursor, bool, error) {
 	fh, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return off, false, nil
+			return at, false, nil
 		}
-		return off, false, err
+		return at, false, err
 	}
 	defer fh.Close()
+	off, last := at.Offset, at.last
+	if off > 0 && last.n > 0 {
+		same := false
+		if off >= last.n {
+			buf := make([]byte, last.n)
+			if _, err := fh.ReadAt(buf, off-last.n); err == nil {
+				same = markOf(buf) == last
+			}
+		}
+		if !same {
+			to, found, err := resume(fh, last)
+			if err != nil {
+				return at, false, err
+			}
+			if !found {
+				to = 0
+				last = lineMark{}
+				if !fn(Event{}, &RewriteError{Op: "read", Path: path, Offset: off}) {
+					return Cursor{Day: at.Day}, true, nil
+				}
+			}
+			off = to
+		}
+	}
 	if _, err := fh.Seek(off, io.SeekStart); err != nil {
-		return off, false, err
+		return at, false, err
+	}
+	var lastLine []byte // hashed once, when returning: not every line
+	cur := func() Cursor {
+		if lastLine != nil {
+			last = markOf(lastLine)
+		}
+		return Cursor{Day: at.Day, Offset: off, last: last}
 	}
 	br := bufio.NewReaderSize(fh, 256<<10)
 	lineNo := 0 // relative when off > 0; only used in messages
 	for {
 		line, err := br.ReadBytes('\n')
 		if err == io.EOF {
-			return off, false, nil // partial tail: not consumed
+			return cur(), false, nil // partial tail: not consumed
 		}
 		if err != nil {
-			return off, false, err
+			return cur(), false, err
 		}
 		off += int64(len(line))
+		lastLine = line
 		lineNo++
 		body := bytes.TrimSpace(line)
 		if len(body) == 0 {
@@ -808,12 +845,12 @@ func readDay(path string, off int64, f Filter, fn func(Event, error) bool) (int6
 		e, perr := ParseEventLine(body)
 		if perr != nil {
 			if !fn(Event{}, &LineError{Path: path, Line: lineNo, Err: perr}) {
-				return off, true, nil
+				return cur(), true, nil
 			}
 			continue
 		}
 		if f.Match(e) && !fn(e, nil) {
-			return off, true, nil
+			return cur(), true, nil
 		}
 	}
 }
@@ -844,7 +881,9 @@ func End(root string) (Cursor, error) {
 			return Cursor{}, err
 		}
 		if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
-			return Cursor{Day: day, Offset: start + int64(i) + 1}, nil
+			c := Cursor{Day: day, Offset: start + int64(i) + 1}
+			c.last, err = markAt(f, c.Offset)
+			return c, err
 		}
 		end = start
 	}

@@ -41,12 +41,12 @@ func Tail(root string, n int, f Filter) ([]Event, Cursor, error) {
 		if !f.Since.IsZero() && day < f.Since.UTC().Format("2006-01-02") {
 			break
 		}
-		end, err := tailDay(filepath.Join(dir, day+".jsonl"), n, f, &out)
+		end, last, err := tailDay(filepath.Join(dir, day+".jsonl"), n, f, &out)
 		if err != nil {
 			return nil, Cursor{}, err
 		}
 		if i == len(days)-1 {
-			cur = Cursor{Day: day, Offset: end}
+			cur = Cursor{Day: day, Offset: end, last: last}
 		}
 		if len(out) >= n {
 			break
@@ -58,16 +58,25 @@ func Tail(root string, n int, f Filter) ([]Event, Cursor, error) {
 
 // tailDay appends to out, newest first, matching events of one day file
 // until out holds n, and returns the offset after the file's last complete
-// line.
-func tailDay(path string, n int, f Filter, out *[]Event) (int64, error) {
+// line, and that line's mark.
+func tailDay(path string, n int, f Filter, out *[]Event) (int64, lineMark, error) {
 	fh, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return 0, nil
+			return 0, lineMark{}, nil
 		}
-		return 0, err
+		return 0, lineMark{}, err
 	}
 	defer fh.Close()
+	end, err := tailLines(fh, n, f, out)
+	if err != nil {
+		return 0, lineMark{}, err
+	}
+	last, err := markAt(fh, end)
+	return end, last, err
+}
+
+func tailLines(fh *os.File, n int, f Filter, out *[]Event) (int64, error) {
 	fi, err := fh.Stat()
 	if err != nil {
 		return 0, err
