@@ -102,7 +102,7 @@ func PersonCommands() []Command {
 	return []Command{
 		{"approve a gate, or reject it with a reason", "tavern approve GATE  |  tavern reject GATE --reason \"why\""},
 		{"answer a question", "tavern answer QUESTION \"use SQLite\""},
-		{"retry a dead item (attempts reset)", "tavern queue retry QUEUE ID"},
+		{"retry a dead item (attempts reset)", "tavern item retry ITEM"},
 		{"respawn a failed agent (to idle)", "tavern agent state NAME idle"},
 		{"take an item yourself", "tavern next --take"},
 		{"watch it all live: needs you, agents, queues", "tavern ui"},

@@ -39,7 +39,7 @@ may not be registered yet (its own parts are then empty). With no identity at
 all (or --as user), prime is the person's: what needs you, as 'tavern ui'
 lists it (gates waiting for a decision, questions to the user, dead items,
 failed agents...), the next items nobody holds, and the commands only a
-person runs (approve, reject, answer, queue retry), each with one example;
+person runs (approve, reject, answer, item retry), each with one example;
 --json and --hook-json give the same ("for": "user" in the JSON, "agent" in
 an agent's). A hook payload without a session id and no --as or
 $TAVERN_AGENT gets the person's brief, which says so at its top. Outside a
