@@ -34,12 +34,13 @@ session; prefer it, see 'tavern setup').
 
 The agent is --as, else $TAVERN_AGENT; one that names no agent exits 3
 ("unknown agent", with the nearest names; not under --hook-json, below) and
-prints nothing on stdout. With neither, --hook-json takes the session's agent from a payload on stdin, which
-may not be registered yet (its own parts are then empty). With no identity at
-all (or --as user), prime is the person's: what needs you, as 'tavern ui'
-lists it (gates waiting for a decision, questions to the user, dead items,
-failed agents...), the next items nobody holds, and the commands only a
-person runs (approve, reject, answer, item retry), each with one example;
+prints nothing on stdout. With neither, --hook-json takes the session's agent
+from a payload on stdin, which may not be registered yet (its own parts are
+then empty). With no identity at all (or --as user), prime is the person's:
+what needs you, as 'tavern ui' lists it (gates waiting for a decision,
+questions to the user, dead items, failed agents...), the next items nobody
+holds, and the commands only a person runs (approve, reject, answer, item
+retry), each with one example;
 --json and --hook-json give the same ("for": "user" in the JSON, "agent" in
 an agent's). A hook payload without a session id and no --as or
 $TAVERN_AGENT gets the person's brief, which says so at its top. Outside a
