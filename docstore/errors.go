@@ -89,6 +89,12 @@ var (
 	// parses but orders a field its kind declares by a bound of no type
 	// the field can be ordered by (spawns<abc).
 	ErrBadBound = errors.New("bound of the wrong type for the field")
+
+	// ErrNote is matched by an error that reports no problem, only a
+	// fact its reader should know (a listing answered from the view an
+	// earlier command fetched, queues.EngineViewAgeError): returned
+	// beside an answer, never instead of one.
+	ErrNote = errors.New("note")
 )
 
 // ExprError is a --where expression refused before anything is read.

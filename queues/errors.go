@@ -309,3 +309,6 @@ func (e *EngineViewAgeError) Error() string {
 // Position is the directory listed (docstore.Positioner: the --json
 // warning object's path).
 func (e *EngineViewAgeError) Position() (string, int, int) { return e.Path, 0, 0 }
+
+// Unwrap is docstore.ErrNote: the view's age is no problem.
+func (e *EngineViewAgeError) Unwrap() error { return docstore.ErrNote }

@@ -1,7 +1,7 @@
 package kit
 
 import (
-	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tavernhq/tavern/agents"
@@ -37,24 +37,48 @@ type PersonPrime struct {
 	Needs    []PersonNeed `json:"needs_you"`
 	Next     []NextItem   `json:"next"`
 	Commands []Command    `json:"commands"`
+	Usage    string       `json:"usage,omitempty"` // PRIME.md as applied, as in an agent's Prime
 	Errors   []string     `json:"errors,omitempty"`
+	For      string       `json:"for"` // ForPerson
+	// Why says why a hook got the person's brief rather than an agent's
+	// (PersonPrimeOptions.Why): a payload without a session id, say.
+	Why string `json:"why,omitempty"`
+}
+
+// PersonPrimeOptions tune BuildPersonPrime.
+type PersonPrimeOptions struct {
+	Now time.Time
+	// Why is said at the top of the brief when it was asked for as an
+	// agent's might have been (a hook whose payload named no session):
+	// the reader must not take it for their own agent's.
+	Why string
 }
 
 // BuildPersonPrime gathers the person's prime from needs (the Needs-you
 // lens) and the queues; person is the name the person acts under
 // (agents.ResolvePerson). Parts that cannot be read are reported in Errors
 // and left out, as BuildPrime's.
-func BuildPersonPrime(s *docstore.Store, person string, needs []PersonNeed, now time.Time) *PersonPrime {
+func BuildPersonPrime(s *docstore.Store, person string, needs []PersonNeed, opt PersonPrimeOptions) *PersonPrime {
+	now := opt.Now
 	if now.IsZero() {
 		now = time.Now()
 	}
 	if person == "" {
 		person = agents.Person
 	}
-	p := &PersonPrime{Person: person, Needs: needs, Next: []NextItem{}, Commands: PersonCommands()}
+	p := &PersonPrime{Person: person, Needs: needs, Next: []NextItem{}, Commands: PersonCommands(), For: ForPerson, Why: opt.Why}
 	if p.Needs == nil {
 		p.Needs = []PersonNeed{}
 	}
+	// The project's PRIME.md speaks to whoever works here, the person
+	// too: applied as for an agent, with the person's own commands for
+	// {{commands}} and "user" (the name --as takes for the person) for
+	// {{agent}}, so that a command it teaches works as written.
+	usage, err := readPrimeFile(s, agents.Person, p.Commands)
+	if err != nil {
+		p.Errors = append(p.Errors, PrimeFile+": "+err.Error())
+	}
+	p.Usage = usage
 	b, err := queues.Open(s, queues.Options{})
 	if err != nil {
 		p.Errors = append(p.Errors, "queues: "+err.Error())
@@ -78,7 +102,7 @@ func PersonCommands() []Command {
 	return []Command{
 		{"approve a gate, or reject it with a reason", "tavern approve GATE  |  tavern reject GATE --reason \"why\""},
 		{"answer a question", "tavern answer QUESTION \"use SQLite\""},
-		{"retry a dead item (attempts reset)", "tavern queue retry QUEUE ID"},
+		{"retry a dead item (attempts reset)", "tavern item retry ITEM"},
 		{"respawn a failed agent (to idle)", "tavern agent state NAME idle"},
 		{"take an item yourself", "tavern next --take"},
 		{"watch it all live: needs you, agents, queues", "tavern ui"},
@@ -90,9 +114,15 @@ func PersonCommands() []Command {
 func (p *PersonPrime) Text() string {
 	head := "# Tavern: you are the person (" + p.Person + "), not an agent\n" +
 		"Agents cannot approve gates or answer for you. If this is cut off, run `tavern prime` or `tavern ui`.\n"
-	var tail = "\n## Commands\n"
-	for _, c := range p.Commands {
-		tail += fmt.Sprintf("- %s: `%s`\n", c.Does, c.Example)
+	if p.Why != "" {
+		head += p.Why + "\n"
+	}
+	var tail strings.Builder
+	tail.WriteString("\n## Commands\n")
+	if p.Usage != "" {
+		tail.WriteString(p.Usage + "\n")
+	} else {
+		writeCommands(&tail, p.Commands)
 	}
 	var secs []*primeSection
 	var lines []string
@@ -125,5 +155,5 @@ func (p *PersonPrime) Text() string {
 	if len(p.Needs) == 0 {
 		head += "\nNothing waits on you.\n"
 	}
-	return fillBudget(head, tail, secs)
+	return fillBudget(head, tail.String(), secs)
 }

@@ -19,7 +19,7 @@ func TestPersonPrimeBudget(t *testing.T) {
 			Why:  strings.Repeat("a very long reason ", 30),
 			Do:   fmt.Sprintf("approve it (tavern approve gate-%02d)", i)})
 	}
-	p := BuildPersonPrime(e.Store, "pat", needs, time.Now())
+	p := BuildPersonPrime(e.Store, "pat", needs, PersonPrimeOptions{Now: time.Now()})
 	text := p.Text()
 	if n := tokens(text); n > PrimeTokens {
 		t.Errorf("%d tokens, want at most %d:\n%s", n, PrimeTokens, text)
@@ -32,7 +32,7 @@ func TestPersonPrimeBudget(t *testing.T) {
 	if len(p.Needs) != 40 {
 		t.Errorf("JSON has %d needs, want all 40", len(p.Needs))
 	}
-	empty := BuildPersonPrime(e.Store, "", nil, time.Time{})
+	empty := BuildPersonPrime(e.Store, "", nil, PersonPrimeOptions{})
 	if got := empty.Text(); !strings.Contains(got, "Nothing waits on you") || !strings.Contains(got, "(user)") || empty.Needs == nil || empty.Next == nil {
 		t.Errorf("nothing waiting: %+v\n%s", empty, got)
 	}

@@ -71,7 +71,17 @@ type Prime struct {
 	Commands []Command      `json:"commands"`
 	Usage    string         `json:"usage,omitempty"` // PRIME.md as applied, when there is one
 	Errors   []string       `json:"errors,omitempty"`
+	// For says whose brief this is: ForAgent here, ForPerson in a
+	// PersonPrime, so that a reader of either JSON need not guess from
+	// the keys.
+	For string `json:"for"`
 }
+
+// Whose brief a prime is (the JSON "for").
+const (
+	ForAgent  = "agent"
+	ForPerson = agents.Person
+)
 
 // PrimeOptions tune BuildPrime.
 type PrimeOptions struct {
@@ -102,7 +112,7 @@ func BuildPrime(s *docstore.Store, agent string, opt PrimeOptions) (*Prime, erro
 	}
 	p := &Prime{Agent: agent, Items: []agents.WakeItem{}, Next: []NextItem{}, Unread: []messages.Unread{},
 		Questions: []agents.WakeQuestion{}, Reservations: []*tuples.Reservation{}, Commitments: []*agents.Commitment{},
-		Core: []*recall.Memory{}, Gates: []*queues.Gate{}, Commands: DefaultCommands(agent)}
+		Core: []*recall.Memory{}, Gates: []*queues.Gate{}, Commands: DefaultCommands(agent), For: ForAgent}
 	note := func(what string, err error) {
 		if err != nil {
 			p.Errors = append(p.Errors, what+": "+err.Error())
@@ -130,7 +140,7 @@ func BuildPrime(s *docstore.Store, agent string, opt PrimeOptions) (*Prime, erro
 		}
 		p.Core = append(p.Core, m)
 	}
-	usage, err := readPrimeFile(s, agent)
+	usage, err := readPrimeFile(s, agent, p.Commands)
 	note(PrimeFile, err)
 	p.Usage = usage
 	if opt.MemoriesOnly {
@@ -188,9 +198,11 @@ func BuildPrime(s *docstore.Store, agent string, opt PrimeOptions) (*Prime, erro
 	return p, nil
 }
 
-// readPrimeFile returns PRIME.md applied for agent ("" when there is
-// none).
-func readPrimeFile(s *docstore.Store, agent string) (string, error) {
+// readPrimeFile returns PRIME.md applied for name, whose default
+// commands are cmds ("" when there is no PRIME.md). The agent's brief and
+// the person's apply it alike: {{commands}} is the reader's own list,
+// {{agent}} the reader's name.
+func readPrimeFile(s *docstore.Store, name string, cmds []Command) (string, error) {
 	data, err := os.ReadFile(filepath.Join(s.Root(), PrimeFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
@@ -202,10 +214,10 @@ func readPrimeFile(s *docstore.Store, agent string) (string, error) {
 	if len(text) > primeFileMax {
 		text = text[:primeFileMax] + "\n… (" + PrimeFile + " is longer: read .tavern/" + PrimeFile + ")"
 	}
-	var cmds strings.Builder
-	writeCommands(&cmds, DefaultCommands(agent))
-	text = strings.ReplaceAll(text, "{{commands}}", strings.TrimRight(cmds.String(), "\n"))
-	return strings.ReplaceAll(text, "{{agent}}", agent), nil
+	var list strings.Builder
+	writeCommands(&list, cmds)
+	text = strings.ReplaceAll(text, "{{commands}}", strings.TrimRight(list.String(), "\n"))
+	return strings.ReplaceAll(text, "{{agent}}", name), nil
 }
 
 // DefaultCommands are the commands prime teaches, for agent.
@@ -430,4 +442,23 @@ func oneLine(text string) string {
 // and Gemini CLI share.
 func HookJSON(text string) map[string]any {
 	return map[string]any{"hookSpecificOutput": map[string]any{"hookEventName": "SessionStart", "additionalContext": text}}
+}
+
+// NoSessionNote heads the person's brief a hook got (prime --hook-json
+// with a payload) when neither the payload's session id nor --as nor
+// $TAVERN_AGENT named an agent.
+const NoSessionNote = "(Asked by a hook whose payload has no session id, with no --as or $TAVERN_AGENT: this is the person's brief, not an agent's. An agent's session sets TAVERN_AGENT, or runs `tavern prime --as NAME`.)"
+
+// HookJSONFailed is the SessionStart envelope of a brief that could not
+// be made (an --as naming no agent, a broken tavern.md): what went wrong,
+// for the model (additionalContext) and the user (systemMessage, which
+// Claude Code, Codex CLI and Gemini CLI all show), since a hook's stderr
+// reaches neither and its exit status must not stop the session.
+func HookJSONFailed(msg string) map[string]any {
+	head := "Tavern could not brief this session: " + msg + "."
+	return map[string]any{
+		"hookSpecificOutput": map[string]any{"hookEventName": "SessionStart",
+			"additionalContext": head + " Until the user says which agent this session is, do not act as one in tavern commands; `tavern prime --as NAME` briefs an agent, `tavern prime` the person."},
+		"systemMessage": head,
+	}
 }

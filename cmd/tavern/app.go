@@ -112,6 +112,9 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		if c.Name == "hook" {
 			hookFailsOpen(c)
 		}
+		if c.Name == "prime" {
+			primeFailsSoft(c)
+		}
 	}
 	return &cli.App{
 		Name:  "tavern",

@@ -214,7 +214,7 @@ func TestExitCodesEveryCommand(t *testing.T) {
 				}
 				return
 			}
-			if r.code != exitUsage || json.Unmarshal([]byte(r.err), &obj) != nil || obj["code"] != float64(exitUsage) || len(obj) != 5 {
+			if r.code != exitUsage || json.Unmarshal([]byte(r.err), &obj) != nil || obj["code"] != float64(exitUsage) || obj["kind"] != "error" || len(obj) != 6 {
 				t.Errorf("tavern %s: want exit 2 and a JSON error object, got %s", strings.Join(args, " "), r)
 			}
 			if n := maxArgs(j.c.ArgsUsage); n >= 0 {

@@ -482,7 +482,7 @@ func TestDaemonStartChildCode(t *testing.T) {
 		}
 		want := "tavern: agents/x.md:3:8: state: \"dancing\" is not a state\n"
 		if asJSON {
-			want = `{"code":5,"col":8,"error":"agents/x.md:3:8: state: \"dancing\" is not a state","line":3,"path":"agents/x.md"}` + "\n"
+			want = `{"code":5,"col":8,"error":"agents/x.md:3:8: state: \"dancing\" is not a state","kind":"error","line":3,"path":"agents/x.md"}` + "\n"
 		}
 		if code != 5 || errb.String() != want {
 			t.Errorf("daemon start (json %v), the child exiting 5: got exit %d, stderr %q; want 5, %q", asJSON, code, errb.String(), want)

@@ -438,7 +438,7 @@ func reportError(stderr io.Writer, args []string, err error) int {
 		return code
 	}
 	if wantsJSON(args) {
-		fmt.Fprintln(stderr, jsonError(err, code))
+		fmt.Fprintln(stderr, jsonError(err, code, kindError))
 		return code
 	}
 	// An error can quote what someone wrote (a field's value): its
@@ -465,9 +465,20 @@ func wantsJSON(args []string) bool {
 // jsonError renders err as the one-line JSON error object of the CLI
 // contract. Every key is always present (path, line and col are null when
 // the error has none), so consumers need no existence checks.
-func jsonError(err error, code int) string {
+// The kinds of JSON error object (its "kind"): the error that stopped
+// the command (its code is the exit status), a problem the command went
+// on despite (its code is the one the problem would have exited with), a
+// note that is no problem at all (code 0: a listing's view is seconds
+// old), so that a script tells them apart without reading the text.
+const (
+	kindError   = "error"
+	kindWarning = "warning"
+	kindNote    = "note"
+)
+
+func jsonError(err error, code int, kind string) string {
 	path, line, col := docstore.Position(err)
-	obj := map[string]any{"error": err.Error() + hint(err), "code": code, "path": nil, "line": nil, "col": nil}
+	obj := map[string]any{"error": err.Error() + hint(err), "code": code, "kind": kind, "path": nil, "line": nil, "col": nil}
 	if path != "" {
 		obj["path"] = path
 	}
@@ -533,10 +544,15 @@ func reportErr(c *cli.Context, what string, err error) {
 }
 
 // warn reports a problem that does not stop the command (a document ls
-// could not read): a JSON error object under --json, else a text line.
+// could not read), or a note that is no problem (docstore.ErrNote: code 0,
+// kind note): a JSON error object under --json, else a text line.
 func warn(c *cli.Context, err error) {
 	if c.Bool("json") {
-		errf(c, "%s\n", jsonError(err, exitCode(err)))
+		if errors.Is(err, docstore.ErrNote) {
+			errf(c, "%s\n", jsonError(err, exitOK, kindNote))
+			return
+		}
+		errf(c, "%s\n", jsonError(err, exitCode(err), kindWarning))
 		return
 	}
 	errf(c, "tavern: %s\n", view.Visible(err.Error()))

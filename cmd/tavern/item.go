@@ -13,7 +13,7 @@ import (
 func newItemCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "item",
-		Usage: "work items: show, done, fail, renew, release",
+		Usage: "work items: show, done, fail, renew, release, retry",
 		Description: `Every change to a claimed item carries the claim attempt printed by
 ` + "`tavern queue take`" + ` (--attempt N, the fencing token): a stale attempt (the item was
 reaped, released or completed since) exits 4 and changes nothing. Without
@@ -53,6 +53,7 @@ max_attempts.
 
 Example:
    tavern item release "$id" --attempt "$attempt"`, nil, itemRelease),
+			newItemRetryCommand(),
 		},
 	}
 }
@@ -94,6 +95,56 @@ func runItemShow(c *cli.Context) error {
 	}
 	_, err = c.App.Writer.Write(it.Doc.Bytes())
 	return err
+}
+
+func newItemRetryCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "retry",
+		Usage:     "move a dead item back to pending (attempts reset)",
+		ArgsUsage: "ID",
+		Description: `Does what ` + "`tavern queue retry QUEUE ID`" + ` does for the item, in its own queue:
+back to pending/ with attempts reset to 0; last_error is kept. A person's
+command: a dead item waits for someone to decide it is worth another try.
+
+Prints "ID pending". An ID that names no item exits 3, an item that is not in
+dead/ exits 4 (saying where it is), and nothing moves.
+
+Example:
+   tavern item retry p01-0193...`,
+		Flags:  []cli.Flag{jsonFlag()},
+		Action: runItemRetry,
+	}
+}
+
+func runItemRetry(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageErr("item retry takes one ID")
+	}
+	s, b, err := openBroker(c)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	id, err := b.ResolveID(c.Args().First())
+	if err != nil {
+		return err
+	}
+	it, err := b.Get(id)
+	if err != nil {
+		return err
+	}
+	// queue retry's own call, so that both say and refuse the same: one
+	// id given, one item moved or an error.
+	items, err := b.Retry(it.Queue, id)
+	if err != nil {
+		return err
+	}
+	it = items[0]
+	if c.Bool("json") {
+		return printJSON(c, itemObject(s, it))
+	}
+	outf(c, "%s %s\n", it.ID, it.State)
+	return nil
 }
 
 // itemChange is one change of a claimed item (done, fail, renew,

@@ -490,7 +490,7 @@ func warnProblem(c *cli.Context, path string, pr watcher.Problem) {
 		errf(c, "tavern: %s\n", pr.Msg)
 		return
 	}
-	obj := map[string]any{"error": pr.Msg, "code": exitInvalid, "path": path, "line": nil, "col": nil}
+	obj := map[string]any{"error": pr.Msg, "code": exitInvalid, "kind": kindWarning, "path": path, "line": nil, "col": nil}
 	if pr.Line > 0 {
 		obj["line"], obj["col"] = pr.Line, pr.Col
 	}

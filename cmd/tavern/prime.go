@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -30,17 +33,30 @@ from the session as 'tavern hook session-start' does (which also registers the
 session; prefer it, see 'tavern setup').
 
 The agent is --as, else $TAVERN_AGENT; one that names no agent exits 3
-("unknown agent", with the nearest names) and prints nothing on stdout. With
-neither, --hook-json takes the session's agent from a payload on stdin, which
-may not be registered yet (its own parts are then empty). With no identity at
-all (or --as user), prime is the person's: what needs you, as 'tavern ui'
-lists it (gates waiting for a decision, questions to the user, dead items,
-failed agents...), the next items nobody holds, and the commands only a
-person runs (approve, reject, answer, queue retry), each with one example;
---json and --hook-json give the same. Outside a Tavern project prime prints
-nothing and exits 0, so a global hook does no harm. .tavern/PRIME.md replaces
-the command list; a line {{commands}} in it puts the default list there, and
-{{agent}} is replaced by the agent's name.
+("unknown agent", with the nearest names; not under --hook-json, below) and
+prints nothing on stdout. With neither, --hook-json takes the session's agent
+from a payload on stdin, which may not be registered yet (its own parts are
+then empty). With no identity at all (or --as user), prime is the person's:
+what needs you, as 'tavern ui' lists it (gates waiting for a decision,
+questions to the user, dead items, failed agents...), the next items nobody
+holds, and the commands only a person runs (approve, reject, answer, item
+retry), each with one example;
+--json and --hook-json give the same ("for": "user" in the JSON, "agent" in
+an agent's). A hook payload without a session id and no --as or
+$TAVERN_AGENT gets the person's brief, which says so at its top. Outside a
+Tavern project prime prints nothing and exits 0, so a global hook does no
+harm.
+
+Under --hook-json prime fails soft, as the hooks do: an --as or
+$TAVERN_AGENT naming no agent, a usage error, a tavern.md Tavern does not
+accept exit 0, the error on stderr and in the envelope ("Tavern could not
+brief this session: ...", also as its systemMessage), no brief.
+
+.tavern/PRIME.md, the project's word to whoever works in it, replaces the
+command list of both briefs: a line {{commands}} in it puts the reader's
+default list there (an agent's, or the person's), and {{agent}} is replaced
+by the agent's name, or by "user" in the person's brief (the name --as takes
+for the person).
 
 Examples:
    tavern prime --as alice
@@ -57,6 +73,14 @@ Examples:
 }
 
 func runPrime(c *cli.Context) error {
+	err := prime(c)
+	if err != nil && c.Bool("hook-json") {
+		return primeFailSoft(c, err)
+	}
+	return err
+}
+
+func prime(c *cli.Context) error {
 	s, err := openStore(c)
 	if errors.Is(err, docstore.ErrNoStore) {
 		return nil // hooks run everywhere: outside a project, say nothing
@@ -69,9 +93,16 @@ func runPrime(c *cli.Context) error {
 	}
 	agent := asOrEnv(c)
 	session := false
+	why := ""
 	if agent == "" && c.Bool("hook-json") {
-		agent = hookPayloadAgent(c.App.Reader)
+		var payload bool
+		agent, payload = hookPayloadAgent(c.App.Reader)
 		session = agent != ""
+		if payload && !session {
+			// A hook, in some agent's session perhaps: its reader must
+			// not take the person's brief for that agent's.
+			why = kit.NoSessionNote
+		}
 	}
 	if c.IsSet("as") && c.String("as") == "" {
 		// --as '' names nobody: a bad name, not "the person".
@@ -79,7 +110,7 @@ func runPrime(c *cli.Context) error {
 	}
 	if agent == "" || agent == agents.Person {
 		// The person at a shell, who is no agent: what waits on them.
-		return primePerson(c, s)
+		return primePerson(c, s, why)
 	}
 	// A named agent must exist (exit 3, nothing printed); the session's
 	// own agent may be one `hook session-start` has yet to register.
@@ -101,10 +132,51 @@ func runPrime(c *cli.Context) error {
 	return nil
 }
 
+// primeFailSoft answers a --hook-json prime that failed (an --as or
+// $TAVERN_AGENT naming no agent, a broken tavern.md, a usage error in a
+// hand-written hook) as the hooks do: exit 0, the error on stderr, and
+// the envelope telling the model and the user, since the tools read a
+// hook's exit 2 as "block" and show its stderr to nobody.
+func primeFailSoft(c *cli.Context, err error) error {
+	msg := err.Error() + hint(err)
+	errf(c, "tavern prime: %s (ignored: the tool goes on)\n", msg)
+	return printJSON(c, kit.HookJSONFailed(msg))
+}
+
+// primeFailsSoft makes prime's command-line errors under --hook-json (an
+// unknown flag, an argument too many: a newer Tavern's hook in a shared
+// settings file) fail soft as its other errors do.
+func primeFailsSoft(cmd *cli.Command) {
+	usage := cmd.OnUsageError
+	cmd.OnUsageError = func(c *cli.Context, err error, sub bool) error {
+		err = usage(c, err, sub)
+		// Nothing of prime's command line is parsed yet: it is in the
+		// parent's arguments.
+		if l := c.Lineage(); len(l) > 1 {
+			hook := func(a string) bool {
+				name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+				return strings.HasPrefix(a, "-") && name == "hook-json"
+			}
+			if slices.ContainsFunc(l[1].Args().Slice(), hook) {
+				return primeFailSoft(c, err)
+			}
+		}
+		return err
+	}
+	before := cmd.Before
+	cmd.Before = func(c *cli.Context) error {
+		err := before(c)
+		if err != nil && c.Bool("hook-json") {
+			return primeFailSoft(c, err)
+		}
+		return err
+	}
+}
+
 // primePerson prints the person's prime: the Needs-you lens of the views
 // (gates, questions to the user, dead items, failed agents...), the items
 // nobody holds and the person's commands.
-func primePerson(c *cli.Context, s *docstore.Store) error {
+func primePerson(c *cli.Context, s *docstore.Store, why string) error {
 	v, err := openView(c, false, "prime")
 	if err != nil {
 		return err
@@ -120,7 +192,7 @@ func primePerson(c *cli.Context, s *docstore.Store) error {
 	}
 	// Who decides: the name approve and answer record (--as user, else
 	// $TAVERN_USER, else the login name).
-	p := kit.BuildPersonPrime(s, agents.ResolvePerson(c.String("as")), needs, snap.Time.Time)
+	p := kit.BuildPersonPrime(s, agents.ResolvePerson(c.String("as")), needs, kit.PersonPrimeOptions{Now: snap.Time.Time, Why: why})
 	if c.Bool("json") {
 		return printJSON(c, p)
 	}
@@ -135,16 +207,21 @@ func primePerson(c *cli.Context, s *docstore.Store) error {
 }
 
 // hookPayloadAgent reads a hook payload from stdin (not a terminal) and
-// returns the agent of its session, or "".
-func hookPayloadAgent(r io.Reader) string {
+// returns the agent of its session, or "", and whether there was a
+// payload at all (stdin not empty).
+func hookPayloadAgent(r io.Reader) (string, bool) {
 	if f, ok := r.(*os.File); ok {
 		if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeCharDevice != 0 {
-			return ""
+			return "", false
 		}
 	}
-	in, err := kit.ReadInput("", kit.SessionStart, r)
-	if err != nil {
-		return ""
+	data, err := io.ReadAll(io.LimitReader(r, kit.MaxPayload+1))
+	if err != nil || len(bytes.TrimSpace(data)) == 0 || len(data) > kit.MaxPayload {
+		return "", false
 	}
-	return kit.HookAgent(in, kit.HookOptions{})
+	in, err := kit.ParseInput("", kit.SessionStart, data)
+	if err != nil {
+		return "", true
+	}
+	return kit.HookAgent(in, kit.HookOptions{}), true
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/schema"
 )
 
@@ -378,3 +379,6 @@ func (e *EngineViewAgeError) Error() string {
 
 // Position is the directory listed, as EngineViewError's.
 func (e *EngineViewAgeError) Position() (string, int, int) { return e.Path, 0, 0 }
+
+// Unwrap is docstore.ErrNote: the view's age is no problem.
+func (e *EngineViewAgeError) Unwrap() error { return docstore.ErrNote }
