@@ -293,17 +293,24 @@ func (e *MachineNameError) Position() (string, int, int) {
 // within the listing's MaxAge of that fetch, queues.ViewAge) instead of
 // asking again: an item another machine took or finished since may be
 // listed as free. A take never decides on such a view.
+// queues/tuples lists its slots and reservations with the same note
+// (What says what the view holds there).
 type EngineViewAgeError struct {
 	Op     string
 	Path   string
+	What   string    // what the view shows of other machines; "" is items
 	At     time.Time // when the view was fetched
 	Now    time.Time
 	MaxAge time.Duration
 }
 
 func (e *EngineViewAgeError) Error() string {
-	return fmt.Sprintf("%s %s: items held or finished on other machines as of %s ago (the engine's view fetched by an earlier command, within --max-age %s)",
-		e.Op, e.Path, e.Now.Sub(e.At).Round(100*time.Millisecond), e.MaxAge)
+	what := e.What
+	if what == "" {
+		what = "items held or finished"
+	}
+	return fmt.Sprintf("%s %s: %s on other machines as of %s ago (the engine's view fetched by an earlier command, within --max-age %s)",
+		e.Op, e.Path, what, e.Now.Sub(e.At).Round(100*time.Millisecond), e.MaxAge)
 }
 
 // Position is the directory listed (docstore.Positioner: the --json

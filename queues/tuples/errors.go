@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/queues"
 	"github.com/tavernhq/tavern/schema"
 )
 
@@ -360,25 +360,5 @@ func (e *EngineViewError) Position() (string, int, int) { return e.Path, 0, 0 }
 // view as an earlier command fetched it (coordination git, within the
 // listing's MaxAge of that fetch) instead of asking again: what other
 // machines held then is shown, and a change made there since is not.
-type EngineViewAgeError struct {
-	Op     string
-	Path   string
-	At     time.Time // when the view was fetched
-	Now    time.Time
-	MaxAge time.Duration
-}
-
-func (e *EngineViewAgeError) Error() string {
-	what := "slots held"
-	if e.Path == "tuples/"+ReservationType {
-		what = "reservations made"
-	}
-	return fmt.Sprintf("%s %s: %s on other machines as of %s ago (the engine's view fetched by an earlier command, within --max-age %s)",
-		e.Op, e.Path, what, e.Now.Sub(e.At).Round(100*time.Millisecond), e.MaxAge)
-}
-
-// Position is the directory listed, as EngineViewError's.
-func (e *EngineViewAgeError) Position() (string, int, int) { return e.Path, 0, 0 }
-
-// Unwrap is docstore.ErrNote: the view's age is no problem.
-func (e *EngineViewAgeError) Unwrap() error { return docstore.ErrNote }
+// It is the queues' note, with What naming slots or reservations.
+type EngineViewAgeError = queues.EngineViewAgeError

@@ -424,7 +424,7 @@ func (sp *Space) ListReservations(opt ReservationListOptions) ([]*Reservation, [
 		errs = append(errs, &EngineViewError{Op: "list", Path: "tuples/" + ReservationType, Err: err})
 	}
 	if err == nil && !va.At.IsZero() {
-		errs = append(errs, &EngineViewAgeError{Op: "list", Path: "tuples/" + ReservationType, At: va.At, Now: time.Now(), MaxAge: opt.MaxAge})
+		errs = append(errs, &EngineViewAgeError{Op: "list", What: "reservations made", Path: "tuples/" + ReservationType, At: va.At, Now: time.Now(), MaxAge: opt.MaxAge})
 	}
 	out, rerrs := sp.reservationsHeld(docs, nil, nil, held)
 	return out, append(errs, rerrs...)

@@ -1087,7 +1087,7 @@ func (sp *Space) ListTokenSlots(name string, opt TokenListOptions) ([]TokenSlot,
 			bad = append(bad, &EngineViewError{Op: "list", Path: "tuples/" + TokenType, Err: eerr})
 		}
 		if !at.IsZero() {
-			bad = append(bad, &EngineViewAgeError{Op: "list", Path: "tuples/" + TokenType, At: at, Now: time.Now(), MaxAge: opt.MaxAge})
+			bad = append(bad, &EngineViewAgeError{Op: "list", What: "slots held", Path: "tuples/" + TokenType, At: at, Now: time.Now(), MaxAge: opt.MaxAge})
 		}
 		slots = sp.withEngineSlots(name, slots, eng) // several machines (coord.go)
 	}
