@@ -14,8 +14,20 @@ import (
 )
 
 // resolveRef accepts kind/name references and file paths (relative to
-// the working directory or absolute).
+// the working directory or absolute). An item's file path names the item
+// wherever it has moved since (queues.ItemNow), as for the item commands.
 func resolveRef(s *docstore.Store, ref string) (string, error) {
+	rel, err := resolveNamed(s, ref)
+	if err == nil {
+		if now, ok := queues.ItemNow(s, rel); ok {
+			return now, nil
+		}
+	}
+	return rel, err
+}
+
+// resolveNamed is resolveRef without following a moved item.
+func resolveNamed(s *docstore.Store, ref string) (string, error) {
 	if filepath.IsAbs(ref) || filepath.Ext(ref) == ".md" {
 		rel, err := s.Rel(ref)
 		if err == nil {
