@@ -28,6 +28,11 @@ func resolveRef(s *docstore.Store, ref string) (string, error) {
 
 // resolveNamed is resolveRef without following a moved item.
 func resolveNamed(s *docstore.Store, ref string) (string, error) {
+	if k, err := schema.Lookup(strings.TrimSuffix(filepath.ToSlash(ref), "/")); err == nil && k.NameParts() > 0 {
+		// show agents: a kind names its documents, not one (it said
+		// `invalid name "": empty name`).
+		return "", usageErr("%s is a kind, not a document: `tavern ls %s` lists its documents; name one as %s/NAME", ref, k.Plural, k.Plural)
+	}
 	if filepath.IsAbs(ref) || filepath.Ext(ref) == ".md" {
 		rel, err := s.Rel(ref)
 		if err == nil {
