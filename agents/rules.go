@@ -24,6 +24,7 @@ const (
 	RuleIdentity   = "agents/identity"   // an agent's name is its file name; its id is its own
 	RuleRole       = "agents/role"       // a changed role is no typo of one that has a constitution
 	RuleRefs       = "agents/refs"       // check: names of agents, queues, channels that have no document
+	RuleNewName    = "agents/new-name"   // a new queue, plan, budget, pool, role or tuple type is named as an agent is
 )
 
 // InstallRules makes every write through s obey the agent rules, whatever
@@ -95,6 +96,7 @@ func InstallRules(s *docstore.Store, actor string) {
 	s.AddAmend(RuleAgentState, func(w docstore.Write) error { return followState(actor, w) })
 	s.AddRule(RuleAgentState, func(w docstore.Write) error { return agentStateRule(s, w) })
 	s.AddRule(RuleCommitment, func(w docstore.Write) error { return commitmentRule(actor, w) })
+	s.AddRule(RuleNewName, func(w docstore.Write) error { return newNameRule(s, w) }) // before what the document names: its own name first
 	s.AddRule(RuleNames, func(w docstore.Write) error { return namesRule(s, w) })
 	s.AddRule(RuleIdentity, func(w docstore.Write) error { return identityRule(s, w) })
 	s.AddAmend(RuleRole, func(w docstore.Write) error { return followRole(s, w) })
@@ -241,6 +243,49 @@ func checkDoc(records *assertionRecords, d *docstore.Doc) []error {
 		if err := records.check(commitmentFromDoc(d)); err != nil {
 			return []error{err}
 		}
+	}
+	return nil
+}
+
+// newNameCaptures are the kinds whose document a person makes by a new
+// name, and the part of its path that is that name.
+var newNameCaptures = map[*schema.Kind][2]string{
+	schema.Queue:        {"queue", "queue"},
+	schema.Plan:         {"name", "plan"},
+	schema.Budget:       {"name", "budget"},
+	schema.Pool:         {"name", "pool"},
+	schema.Constitution: {"role", "role"},
+	schema.Tuple:        {"type", "tuple type"},
+}
+
+// newNameRule refuses a document created under a name the plain name
+// rule refuses (schema.ValidPlainName: a queue "Bad", a plan "My Plan"),
+// as queue create, plan import, budget set, pool run, constitution set and
+// tuple out refuse it: `tavern new queue Bad` made what no other command
+// would, and what --where queue=NAME and a case-insensitive file system
+// cannot tell apart. Only new names: a document made before the rule is
+// still found, changed and restored by its name, and a role agents were
+// made with may be given its constitution (checkNewRole).
+func newNameRule(s *docstore.Store, w docstore.Write) error {
+	if w.Op != "create" || w.Prev != nil || w.Doc == nil {
+		return nil
+	}
+	c, ok := newNameCaptures[w.Doc.Kind]
+	if !ok {
+		return nil
+	}
+	_, caps, err := schema.KindOfPath(w.Path)
+	if err != nil {
+		return nil // the path rule reports it
+	}
+	if _, err := s.Stat(w.Path); err == nil {
+		return nil // there already: the create fails as existing
+	}
+	if w.Doc.Kind == schema.Constitution && roleInUse(s, caps[c[0]]) {
+		return nil
+	}
+	if err := schema.ValidPlainName(c[1], caps[c[0]]); err != nil {
+		return fmt.Errorf("%s: %w", w.Path, err)
 	}
 	return nil
 }

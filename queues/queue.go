@@ -75,6 +75,36 @@ func ItemPath(queue, state, id string) string {
 	return "queues/" + queue + "/" + state + "/" + id + ".md"
 }
 
+// ItemNow returns where the item whose file rel names
+// (queues/QUEUE/STATE/ID.md, as ls and git status print it) is now, when
+// rel is no longer there: take, done, fail, reap and retry move the file
+// between the state directories, and a path printed a moment ago still
+// names the item, as it does for the item commands (ResolveID). ok is
+// false when rel is no item's path, is still there, or the item is in no
+// state of its queue. Of two copies (a crash leftover) the later state
+// wins, as for the item commands.
+func ItemNow(s *docstore.Store, rel string) (now string, ok bool) {
+	parts := strings.Split(rel, "/")
+	if len(parts) != 4 || parts[0] != "queues" || !slices.Contains(schema.ItemStates, parts[2]) {
+		return "", false
+	}
+	id, isMD := strings.CutSuffix(parts[3], ".md")
+	if !isMD || schema.ValidName(id) != nil {
+		return "", false
+	}
+	if _, err := s.Stat(rel); !errors.Is(err, fs.ErrNotExist) {
+		return "", false // there (or unreadable: its own error says why)
+	}
+	best := -1
+	for _, st := range schema.ItemStates {
+		p := ItemPath(parts[1], st, id)
+		if fi, err := s.Stat(p); err == nil && fi.Mode().IsRegular() && stateRank[st] > best {
+			now, best = p, stateRank[st]
+		}
+	}
+	return now, best >= 0
+}
+
 // States of an item, in lifecycle order; the directory is the state.
 const (
 	Pending = "pending"

@@ -173,6 +173,9 @@ func NearList(near []string) string {
 	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
 }
 
+// itemStateField is what --where calls an item's state (its directory).
+const itemStateField = "state"
+
 // FieldHint reports a field name or value given for k (ls --where, set)
 // that looks like a typo, as a *HintError, or nil: a name that is none of
 // k's fields (nor, for an open kind, anything) but one edit from one of
@@ -181,6 +184,14 @@ func NearList(near []string) string {
 // of their own, so this is a warning, not a refusal; a distance of one
 // (not Near's two) keeps fields of one's own like "status" quiet.
 func (k *Kind) FieldHint(field, value string, eq bool) error {
+	if k == Item && field == itemStateField {
+		// An item's state is its directory, not a field: its values are
+		// the pattern's (ls items --where state=claimd listed nothing).
+		if eq && !slices.Contains(ItemStates, value) {
+			return &HintError{Kind: k.Name, Field: field, Value: value, Enum: ItemStates}
+		}
+		return nil
+	}
 	if f := k.Field(field); f != nil {
 		if eq && len(f.Enum) > 0 && !slices.Contains(f.Enum, value) {
 			return &HintError{Kind: k.Name, Field: field, Value: value, Enum: f.Enum}
@@ -195,6 +206,9 @@ func (k *Kind) FieldHint(field, value string, eq bool) error {
 		if EditDistance(field, f.Name) == 1 {
 			near = append(near, f.Name)
 		}
+	}
+	if k == Item && EditDistance(field, itemStateField) == 1 {
+		near = append(near, itemStateField)
 	}
 	if len(near) == 0 {
 		return nil

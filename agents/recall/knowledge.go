@@ -101,12 +101,18 @@ func InstallRules(s *docstore.Store) {
 
 // checkDomain is the rule for a new entry at path in domain.
 func checkDomain(s *docstore.Store, op, path, domain string, newDomain bool) error {
-	if newDomain {
-		return nil
-	}
 	exists, near, err := KnownDomain(s, domain)
-	if err != nil || exists || len(near) == 0 {
+	if err != nil || exists {
 		return err
+	}
+	// A new domain is named as knowledge add names it, forced or not
+	// (`tavern new knowledge Bad/x` made one add would refuse); an
+	// existing one made before the rule still takes entries.
+	if err := schema.ValidPlainName("domain", domain); err != nil {
+		return err
+	}
+	if newDomain || len(near) == 0 {
+		return nil
 	}
 	return &DomainError{Op: op, Path: path, Domain: domain, Near: near, Err: ErrNearDomain}
 }

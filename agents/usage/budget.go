@@ -209,7 +209,8 @@ func poolNameRule(s *docstore.Store, w docstore.Write) error {
 	slices.Sort(names)
 	// NearNew: drones-2 beside drones-1 is a series, not a typo.
 	if near := schema.NearNew(pool, slices.Compact(names)); len(near) > 0 {
-		return &PoolError{Op: "pool run", Path: w.Path, Pool: pool, Near: near, Err: ErrNearPool}
+		// Not "pool run": `tavern new pool` meets the rule too.
+		return &PoolError{Op: "create pool", Path: w.Path, Pool: pool, Near: near, Err: ErrNearPool}
 	}
 	return nil
 }

@@ -59,7 +59,7 @@ func (e *BudgetError) Unwrap() error { return e.Err }
 // PoolError is a pool name SetBudget or AdmitSpawn refused; nothing was
 // written.
 type PoolError struct {
-	Op   string   // "set budget", "spawn --pool", "pool run"
+	Op   string   // "set budget", "spawn --pool", "create pool" (pool run, new pool)
 	Path string   // the budget it would have written, or the pool's document
 	Pool string   // the pool given
 	Near []string // existing pools, nearest first (schema.Near)
@@ -67,7 +67,7 @@ type PoolError struct {
 }
 
 func (e *PoolError) Error() string {
-	if e.Op == "pool run" { // a new pool's name, not a reference to one
+	if e.Op == "create pool" { // a new pool's name, not a reference to one
 		return fmt.Sprintf("%s %s: %q is a new pool near an existing one; did you mean %s?", e.Op, e.Path, e.Pool, schema.NearList(e.Near))
 	}
 	return fmt.Sprintf("%s %s: %q names no pool; did you mean %s?", e.Op, e.Path, e.Pool, schema.NearList(e.Near))

@@ -502,7 +502,7 @@ func runDaemonStop(c *cli.Context) error {
 	}
 	st, err := daemon.GetStatus(c.Context, dir, daemonTimeout())
 	if err != nil {
-		return fmt.Errorf("no daemon serves %s: %w", dir, errNothing)
+		return &notFoundError{msg: "no daemon serves " + dir}
 	}
 	if !st.Explicit {
 		return fmt.Errorf("%s is served by %s (pid %d), which does not stop on request: stop that process", dir, st.Who, st.PID)
@@ -538,7 +538,7 @@ func runDaemonStatus(c *cli.Context) error {
 			printJSON(c, map[string]any{"running": false, "root": dir})
 			return errSilentNothing
 		}
-		return fmt.Errorf("no daemon serves %s: %w", dir, errNothing)
+		return &notFoundError{msg: "no daemon serves " + dir}
 	}
 	if c.Bool("json") {
 		return printJSON(c, struct {

@@ -14,8 +14,25 @@ import (
 )
 
 // resolveRef accepts kind/name references and file paths (relative to
-// the working directory or absolute).
+// the working directory or absolute). An item's file path names the item
+// wherever it has moved since (queues.ItemNow), as for the item commands.
 func resolveRef(s *docstore.Store, ref string) (string, error) {
+	rel, err := resolveNamed(s, ref)
+	if err == nil {
+		if now, ok := queues.ItemNow(s, rel); ok {
+			return now, nil
+		}
+	}
+	return rel, err
+}
+
+// resolveNamed is resolveRef without following a moved item.
+func resolveNamed(s *docstore.Store, ref string) (string, error) {
+	if k, err := schema.Lookup(strings.TrimSuffix(filepath.ToSlash(ref), "/")); err == nil && k.NameParts() > 0 {
+		// show agents: a kind names its documents, not one (it said
+		// `invalid name "": empty name`).
+		return "", usageErr("%s is a kind, not a document: `tavern ls %s` lists its documents; name one as %s/NAME", ref, k.Plural, k.Plural)
+	}
 	if filepath.IsAbs(ref) || filepath.Ext(ref) == ".md" {
 		rel, err := s.Rel(ref)
 		if err == nil {

@@ -357,6 +357,9 @@ func hint(err error) string {
 		return fmt.Sprintf(" (if it is a new channel: pass --new, `tavern channel create %s --new`)", ce.Channel)
 	case errors.As(err, &ce):
 		return fmt.Sprintf(" (if it is a new channel: `tavern channel create %s --new`)", ce.Channel)
+	case errors.As(err, &pe) && pe.Op == "create pool":
+		// new pool has no --new-pool: pool run is what makes it on purpose.
+		return fmt.Sprintf(" (if it is a new pool: `tavern pool run %s --new-pool ...` makes it)", pe.Pool)
 	case errors.As(err, &pe) && !strings.HasPrefix(pe.Path, "budgets/"):
 		return " (if it is a new pool: pass --new-pool)"
 	case errors.As(err, &pe):

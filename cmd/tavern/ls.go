@@ -101,7 +101,7 @@ func runLs(c *cli.Context) error {
 		return err
 	}
 	args := lsArgs{Kind: k.Name, Where: exprs(c, "where"), Sort: c.String("sort"), Limit: c.Int("limit")}
-	conds, _, err := lsConditions(k, args.Where)
+	conds, stateConds, err := lsConditions(k, args.Where)
 	if err != nil {
 		return err
 	}
@@ -109,7 +109,8 @@ func runLs(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	warnWhere(c, s, k, conds)
+	// An item's state too (state=claimd): it is matched apart, not lost.
+	warnWhere(c, s, k, append(conds, stateConds...))
 	sortHinted := false
 	if f := strings.TrimPrefix(args.Sort, "-"); f != "" {
 		if err := k.FieldHint(f, "", false); err != nil {

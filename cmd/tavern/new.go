@@ -9,6 +9,7 @@ import (
 	"github.com/tavernhq/tavern/agents"
 	"github.com/tavernhq/tavern/docstore"
 	"github.com/tavernhq/tavern/queues"
+	"github.com/tavernhq/tavern/queues/tuples"
 	"github.com/tavernhq/tavern/schema"
 )
 
@@ -65,6 +66,13 @@ func runNew(c *cli.Context) error {
 	}
 	if k == schema.Agent {
 		return newAgent(c, s, name, assigns, body)
+	}
+	if k == schema.Tuple {
+		if typ, _, _ := strings.Cut(name, "/"); typ != "" {
+			if err := tuples.EngineType("new", typ); err != nil {
+				return err
+			}
+		}
 	}
 	said := fieldHints(c, k, name, assigns)
 	// An item's id, queue and priority are its path's (the rule refuses

@@ -140,7 +140,7 @@ func runPoolRun(c *cli.Context) error {
 	if c.Bool("worktree") {
 		dir = "" // the item's worktree, which does not exist yet
 	}
-	if err := commandFound(command[0], dir); err != nil {
+	if err := commandFound("pool run", command[0], dir); err != nil {
 		return err
 	}
 	if c.Bool("worktree") {
@@ -208,18 +208,19 @@ func runPoolRun(c *cli.Context) error {
 
 // commandFound refuses a pool whose command cannot be found before any
 // drone starts: each drone would fail to start it and be replaced, a
-// crash loop that only fills the journal (exit 3, as spawn's). A path
+// crash loop that only fills the journal (exit 3); and a spawn's, before
+// its agent is made, counted or failed for a typo. A path
 // relative to a directory (./build-one.sh) is resolved in dir, where the
 // drones run; in --worktree mode (dir "") it names a file of the item's
 // worktree, which does not exist yet: the workspace looks for it in the
 // base branch instead (Workspaces.CommandFound).
-func commandFound(prog, dir string) error {
+func commandFound(op, prog, dir string) error {
 	if strings.Contains(prog, "/") && !filepath.IsAbs(prog) {
 		if dir == "" {
 			return nil
 		}
 		if _, err := os.Stat(filepath.Join(dir, prog)); errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("pool run: %s: no such file in %s, where the drones run: %w", prog, dir, fs.ErrNotExist)
+			return fmt.Errorf("%s: %s: no such file in %s, where the command runs: %w", op, prog, dir, fs.ErrNotExist)
 		}
 		return nil
 	}
@@ -227,9 +228,9 @@ func commandFound(prog, dir string) error {
 		var ee *exec.Error
 		if errors.As(err, &ee) && errors.Is(ee.Err, exec.ErrNotFound) {
 			// exec.ErrNotFound is no fs.ErrNotExist: say both.
-			return fmt.Errorf("pool run: %w (%w)", err, fs.ErrNotExist)
+			return fmt.Errorf("%s: %w (%w)", op, err, fs.ErrNotExist)
 		}
-		return fmt.Errorf("pool run: %w", err)
+		return fmt.Errorf("%s: %w", op, err)
 	}
 	return nil
 }

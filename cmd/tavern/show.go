@@ -13,7 +13,9 @@ func newShowCommand() *cli.Command {
 		ArgsUsage: "REF",
 		Description: `REF is kind/name (agents/alice, agent/alice, items/ID, commitments/alice/ID),
 a path to the file, a path in the store with or without .md
-(queues/build/pending/ID), or an item's bare id as queue add prints it. Text
+(queues/build/pending/ID: an item's path names the item wherever it has
+moved since, as for set, edit, rm and the item commands), or an item's
+bare id as queue add prints it. Text
 output is the file as it is on disk; --body prints only its body, after
 the frontmatter and the blank line the store writes after it, as its
 writer gave it (the text of a constitution, say, to put into a prompt);

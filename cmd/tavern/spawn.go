@@ -63,7 +63,8 @@ or 128+N when signal N interrupted the wrapper after its child exited 0 (while
 it waited at the item's gate: the item is released, not failed),
 or 3 when --queue found no item, --name is a typo of an existing agent's
 (did you mean) or the command cannot be found (not on
-$PATH, no such file: as pool run's refusal), 4 when a budget is spent (tavern budget:
+$PATH, no such file: refused before the agent is made, counted or failed,
+as pool run's refusal), 4 when a budget is spent (tavern budget:
 those of --pool P and of every pool; pool run's own drones were admitted by
 the pool, and a spawn that says so but was not started by the pool's live
 run is refused) or the agent is busy (another wrapper or
@@ -135,6 +136,17 @@ func runSpawn(c *cli.Context) error {
 		return err
 	}
 	defer m.Close()
+	// A command that cannot be found is refused before the agent is made,
+	// counted a spawn or failed for a typo (exit 3, as pool run's). In
+	// --worktree mode a relative one is looked for in the base branch
+	// (spawnHooks).
+	dir := m.ProjectDir()
+	if c.Bool("worktree") {
+		dir = ""
+	}
+	if err := commandFound("spawn", c.Args().First(), dir); err != nil {
+		return err
+	}
 	// Take the signals ourselves (main's context would only say
 	// that one came): each is forwarded to the child's group.
 	sigs := make(chan os.Signal, 4)

@@ -112,6 +112,12 @@ func (e *EngineTypeError) Unwrap() error { return ErrEngineType }
 // Position gives the type's directory to a JSON error object.
 func (e *EngineTypeError) Position() (string, int, int) { return e.Path, 0, 0 }
 
+// EngineType refuses op on typ when typ is kept by its own rules (token,
+// reservation): out, in and inp refuse them, and so does a document made
+// by name (`tavern new tuple token/x`), which would be a slot or a
+// reservation none of their rules checked.
+func EngineType(op, typ string) error { return engineType(op, typ) }
+
 // engineType refuses op on typ when typ is kept by its own rules.
 func engineType(op, typ string) error {
 	switch typ {
