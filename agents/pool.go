@@ -185,6 +185,12 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 		}
 	}
 
+	// The drains asked so far, read before the lock is taken: DrainPool
+	// counts a drain (drain_requests) whenever a run holds the lock, also
+	// before this run's first write, when the document still says what an
+	// earlier run left; one counted after this read is this run's (or, at
+	// most, that of a run ending as this one starts) and drains it.
+	drains := m.poolDrainRequests(opt.Name)
 	// The pool's liveness lock, held until the run ends: a document that
 	// says running while it is free was left by a runner that died
 	// (Doctor: dead-pool).
@@ -196,6 +202,9 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 		return nil, &AgentError{Op: "pool run", Path: PoolPath(opt.Name), Err: fmt.Errorf("%w: another process holds its liveness lock", ErrPoolRunning)}
 	}
 	defer lk.Unlock()
+	if testHookPoolLocked != nil {
+		testHookPoolLocked(opt.Name)
+	}
 	// Its drones skip the budget check it made for them: they prove
 	// they are its own with this run's token (CheckPoolAdmission).
 	admission, err := newAdmission(lk)
@@ -204,7 +213,7 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 	}
 	defer func() { _ = lk.WriteNote(nil) }() // the lock's release ends its admissions anyway
 
-	p := &poolRun{m: m, opt: opt, started: time.Now(), running: map[string]*drone{}, admission: admission, launched: map[string]bool{}}
+	p := &poolRun{m: m, opt: opt, started: time.Now(), running: map[string]*drone{}, admission: admission, launched: map[string]bool{}, drainsBefore: drains}
 	p.completions, err = journal.End(m.Store.Root())
 	report(err) // from the journal's start then: no drone of this run completed anything yet
 	p.deadBefore = p.deadItems(report)
@@ -457,6 +466,24 @@ type poolRun struct {
 	// both are the pool loop's own.
 	launched    map[string]bool
 	completions journal.Cursor
+	// drainsBefore is the document's drain_requests before the run took
+	// the pool's lock: its first write drains the run if it grew since.
+	drainsBefore int
+}
+
+// testHookPoolLocked, when set (tests), runs right after RunPool took the
+// pool's liveness lock, before the run writes its document: where a drain
+// used to be lost.
+var testHookPoolLocked func(pool string)
+
+// poolDrainRequests is the drain_requests of pool's document (0 without
+// one).
+func (m *Manager) poolDrainRequests(pool string) int {
+	d, err := m.Store.Get(PoolPath(pool))
+	if err != nil {
+		return 0
+	}
+	return docInt(d, "drain_requests")
 }
 
 // completedByDrones reports whether a drone of this run completed an
@@ -874,8 +901,11 @@ func (p *poolRun) writeDoc(first bool) error {
 	}
 	set := func(d *docstore.Doc) error {
 		// A drain asked of the running pool (DrainPool) is kept, not
-		// overwritten by the metrics of a run that has not seen it yet.
-		asked := !first && d.String("state") == "draining" && (mt.State == "running" || mt.State == "paused")
+		// overwritten by the metrics of a run that has not seen it yet;
+		// one asked between the lock and the first write is counted in
+		// drain_requests only (the state said what an earlier run left).
+		live := mt.State == "running" || mt.State == "paused"
+		asked := live && (!first && d.String("state") == "draining" || first && docInt(d, "drain_requests") != p.drainsBefore)
 		if err := d.SetMany(fields); err != nil {
 			return err
 		}
