@@ -134,9 +134,9 @@ func (m *Manager) drainFirstRun(name string) (*docstore.Doc, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Not forced: the pool name rule (a typo of another pool's name) is
-	// the run's to pass at its first write, which this create would skip;
-	// a refusal is returned, the drain refused rather than lost.
+	// Not forced: the pool name rule (a typo of another pool's name)
+	// holds for this create as for the run's first write; a refusal is
+	// returned: the drain is refused, not lost.
 	if err := m.Store.Create(PoolPath(name), d); err != nil && !errors.Is(err, docstore.ErrExist) {
 		return nil, err
 	}
