@@ -185,6 +185,12 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 		}
 	}
 
+	// The drains asked so far, read before the lock is taken: DrainPool
+	// counts a drain (drain_requests) whenever a run holds the lock, also
+	// before this run's first write, when the document still says what an
+	// earlier run left; one counted after this read is this run's (or, at
+	// most, that of a run ending as this one starts) and drains it.
+	drains := m.poolDrainRequests(opt.Name)
 	// The pool's liveness lock, held until the run ends: a document that
 	// says running while it is free was left by a runner that died
 	// (Doctor: dead-pool).
@@ -196,6 +202,9 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 		return nil, &AgentError{Op: "pool run", Path: PoolPath(opt.Name), Err: fmt.Errorf("%w: another process holds its liveness lock", ErrPoolRunning)}
 	}
 	defer lk.Unlock()
+	if testHookPoolLocked != nil {
+		testHookPoolLocked(opt.Name)
+	}
 	// Its drones skip the budget check it made for them: they prove
 	// they are its own with this run's token (CheckPoolAdmission).
 	admission, err := newAdmission(lk)
@@ -204,7 +213,9 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 	}
 	defer func() { _ = lk.WriteNote(nil) }() // the lock's release ends its admissions anyway
 
-	p := &poolRun{m: m, opt: opt, started: time.Now(), running: map[string]*drone{}, admission: admission}
+	p := &poolRun{m: m, opt: opt, started: time.Now(), running: map[string]*drone{}, admission: admission, launched: map[string]bool{}, drainsBefore: drains}
+	p.completions, err = journal.End(m.Store.Root())
+	report(err) // from the journal's start then: no drone of this run completed anything yet
 	p.deadBefore = p.deadItems(report)
 	p.metrics.Name, p.metrics.State = opt.Name, "running"
 	if err := p.writeDoc(true); err != nil {
@@ -353,6 +364,9 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 		case e := <-exits:
 			noWork := p.finish(e, report)
 			quiet = noWork
+			if e.res == nil && p.completedByDrones(report) {
+				crashes.progressed()
+			}
 			if hold := crashes.exited(e.res == nil, time.Now()); hold > 0 {
 				report(fmt.Errorf("pool %s: %d drones crashed in a row: the next starts in %s", opt.Name, crashes.streak, hold))
 				_ = m.event(journal.Event{Type: "pool.backoff", Kind: "pool", Path: PoolPath(opt.Name),
@@ -364,6 +378,9 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 			quiet = false
 			if opt.OnTick != nil {
 				opt.OnTick()
+			}
+			if crashes.streak > 0 && p.completedByDrones(report) {
+				crashes.progressed() // launches resume now, not when the wait ends
 			}
 			report(p.writeDoc(false))
 			p.reap(report)
@@ -384,8 +401,12 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 // store it cannot open): one crash is replaced at once, as a drone
 // SIGKILLed by accident should be; from the second in a row the next
 // drone waits 1s, then 2s, 4s... up to maxCrashWait, until a drone
-// reports (done, failed, released or no work), which ends the streak.
-// Without it such a pool starts drones as fast as they die.
+// reports (done, failed, released or no work) or a drone of the pool
+// completes an item (progressed: also one whose wrapper then died, so no
+// report tells), which ends the streak. Crashes count "in a row" only
+// while the pool makes no progress: a pool whose wrappers are killed now
+// and then while its drones finish items works, and is not held back.
+// Without it a crash-looping pool starts drones as fast as they die.
 type crashBackoff struct {
 	streak int
 	until  time.Time
@@ -412,6 +433,9 @@ func (c *crashBackoff) exited(crashed bool, now time.Time) time.Duration {
 	return wait
 }
 
+// progressed ends the streak: a drone of the pool completed an item.
+func (c *crashBackoff) progressed() { c.streak, c.until = 0, time.Time{} }
+
 // holding reports whether launches wait at now.
 func (c *crashBackoff) holding(now time.Time) bool { return now.Before(c.until) }
 
@@ -437,6 +461,47 @@ type poolRun struct {
 	// deadBefore holds the items in dead/ when the run started
 	// (deadItems): those in dead/ at the end and not here died in it.
 	deadBefore map[string]bool
+	// launched names the drones this run started (agent names), and
+	// completions is where completedByDrones looks next in the journal;
+	// both are the pool loop's own.
+	launched    map[string]bool
+	completions journal.Cursor
+	// drainsBefore is the document's drain_requests before the run took
+	// the pool's lock: its first write drains the run if it grew since.
+	drainsBefore int
+}
+
+// testHookPoolLocked, when set (tests), runs right after RunPool took the
+// pool's liveness lock, before the run writes its document: where a drain
+// used to be lost.
+var testHookPoolLocked func(pool string)
+
+// poolDrainRequests is the drain_requests of pool's document (0 without
+// one).
+func (m *Manager) poolDrainRequests(pool string) int {
+	d, err := m.Store.Get(PoolPath(pool))
+	if err != nil {
+		return 0
+	}
+	return docInt(d, "drain_requests")
+}
+
+// completedByDrones reports whether a drone of this run completed an
+// item since the last look: an item.completed in the journal whose agent
+// (the claim's holder) is one of its drones, be it by its wrapper or by
+// its command (`tavern item done`), and whether or not the wrapper lived
+// to report it. A completion whose journal line a kill prevented is not
+// seen: that crash counts.
+func (p *poolRun) completedByDrones(report func(error)) bool {
+	found := false
+	cur, err := journal.ReadFrom(p.m.Store.Root(), p.completions, journal.Filter{Types: []string{queues.EventCompleted}},
+		func(e journal.Event, err error) bool {
+			found = found || err == nil && p.launched[e.Agent]
+			return true
+		})
+	p.completions = cur
+	report(err)
+	return found
 }
 
 // deadQueues are the queues whose dead items the run answers for: its
@@ -621,6 +686,7 @@ func (p *poolRun) launch(wait time.Duration, exits chan<- droneExit) error {
 	if err := <-started; err != nil {
 		return fmt.Errorf("pool %s: start drone %s: %w", p.opt.Name, name, err)
 	}
+	p.launched[name] = true
 	p.mu.Lock()
 	p.running[name] = d
 	p.metrics.Spawned++
@@ -835,8 +901,11 @@ func (p *poolRun) writeDoc(first bool) error {
 	}
 	set := func(d *docstore.Doc) error {
 		// A drain asked of the running pool (DrainPool) is kept, not
-		// overwritten by the metrics of a run that has not seen it yet.
-		asked := !first && d.String("state") == "draining" && (mt.State == "running" || mt.State == "paused")
+		// overwritten by the metrics of a run that has not seen it yet;
+		// one asked between the lock and the first write is counted in
+		// drain_requests only (the state said what an earlier run left).
+		live := mt.State == "running" || mt.State == "paused"
+		asked := live && (!first && d.String("state") == "draining" || first && docInt(d, "drain_requests") != p.drainsBefore)
 		if err := d.SetMany(fields); err != nil {
 			return err
 		}

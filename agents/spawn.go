@@ -364,10 +364,11 @@ func series(a, b string) bool {
 func (r *spawnRun) lock() error {
 	m := r.m
 	l, ok, err := m.Store.TryLock(schema.AgentLockKey(r.name))
-	if err == nil && !ok && m.deadWrapper(r.name) {
-		// Held while the document shows a dead wrapper: a reaper is
-		// marking the agent failed (a pool replacing a crashed drone).
-		// It lets go in a moment; "busy" would be a lie.
+	if err == nil && !ok && m.reaperMayHold(r.name) {
+		// Held while the document shows a dead wrapper, or an agent
+		// just marked failed: a reaper is marking it failed, or has and
+		// is about to let go (a pool replacing a crashed drone). "Busy"
+		// would be a lie, and a pool would count it as a crash.
 		l, ok, err = m.awaitAgentLock(r.name)
 	}
 	if err != nil {
@@ -411,11 +412,32 @@ func (m *Manager) deadWrapper(name string) bool {
 	return err == nil && free
 }
 
-// awaitAgentLock waits up to agentLockWait for the agent's lock while its
-// document shows a dead wrapper (a reaper holds the lock); ok is false
-// when it stops showing one without the lock coming free (a wrapper took
-// it), or the wait ran out.
+// reaperMayHold reports whether the holder of the agent's lock may be a
+// reaper (reapOne), which holds it only for its writes: the document shows
+// a dead wrapper (it is about to mark the agent failed), or a failed agent
+// that names no process (marked so, host and pid cleared, by a reaper
+// that has not let go yet). Another holder of a failed agent's lock (a
+// spawn reviving it) soon makes the document say otherwise.
+func (m *Manager) reaperMayHold(name string) bool {
+	if m.deadWrapper(name) {
+		return true
+	}
+	a, err := m.GetAgent(name)
+	return err == nil && a.Effective() == Failed && a.Host == "" && a.PID == 0
+}
+
+// testHookAwaitAgentLock, when set (tests), runs as a spawn starts to wait
+// for an agent's lock a reaper may hold.
+var testHookAwaitAgentLock func(agent string)
+
+// awaitAgentLock waits up to agentLockWait for the agent's lock while a
+// reaper may hold it (reaperMayHold); ok is false when the document stops
+// saying so without the lock coming free (a wrapper took it), or the wait
+// ran out.
 func (m *Manager) awaitAgentLock(name string) (*docstore.Lock, bool, error) {
+	if testHookAwaitAgentLock != nil {
+		testHookAwaitAgentLock(name)
+	}
 	deadline := time.Now().Add(agentLockWait)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -427,7 +449,7 @@ func (m *Manager) awaitAgentLock(name string) (*docstore.Lock, bool, error) {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			return nil, false, err
 		}
-		if time.Now().After(deadline) || !m.deadWrapper(name) {
+		if time.Now().After(deadline) || !m.reaperMayHold(name) {
 			return nil, false, nil
 		}
 	}

@@ -210,6 +210,7 @@ var (
 			Field{Name: "throughput", Type: Number, Doc: "items done per minute since start"},
 			Field{Name: "utilization", Type: Number, Doc: "drone-seconds busy / (max drones x seconds running)"},
 			Field{Name: "amplification", Type: Number, Doc: "average concurrent drones"},
+			Field{Name: "drain_requests", Type: Int, Min: atLeast(0), Doc: "drains asked (tavern pool drain) over the pool's runs"},
 		)}
 
 	Question = &Kind{Name: "question", Plural: "questions", Pattern: "questions/{id}.md", Version: 1,

@@ -44,7 +44,9 @@ utilization, amplification, steals. A command that cannot be found is refused
 before any drone starts (exit 3); so is a NAME near an existing pool's (dornes
 beside drones: a typo that would start a second pool; exit 2, did you mean)
 unless --new-pool. Drones that crash in a row (the wrapper dies
-before it reports) are replaced after 1s, 2s, 4s... up to 1m, until one reports.
+before it reports) are replaced after 1s, 2s, 4s... up to 1m, until one reports
+or a drone of the pool completes an item (also one whose wrapper was killed
+before it could report): a pool that finishes items is not held back.
 
 --on-empty (default: the first queue's on_empty):
    idle       keep --min drones waiting for items

@@ -17,7 +17,10 @@ drone claims a new item; the run starts no more drones, interrupts those that
 wait for an item, and returns once the drones that hold one have finished.
 No signal is sent (the run sees its document change). A pool that drains
 already is left as it is (a second drain is not a second Ctrl-C: it never
-interrupts busy drones).
+interrupts busy drones). A drain is not lost to a run that is starting (it
+holds the pool but has not written its document yet): it is counted in the
+document's drain_requests and the run drains from its first write ("was":
+"starting" in --json).
 
 --wait DUR waits up to DUR for the run to return (exit 3 if it has not); 0, the
 default, returns at once.
@@ -69,6 +72,8 @@ func runPoolDrain(c *cli.Context) error {
 		outf(c, "pool %s: drained and stopped\n", name)
 	case d.Was == "draining":
 		outf(c, "pool %s: draining already (pid %d)\n", name, d.PID)
+	case d.PID == 0: // a run starting: its document does not name it yet
+		outf(c, "pool %s: draining: no new claims; drones with an item finish\n", name)
 	default:
 		outf(c, "pool %s: draining (pid %d): no new claims; drones with an item finish\n", name, d.PID)
 	}

@@ -206,8 +206,10 @@ The claim is lease-only (this process exits at once): renew it with
 spawn wrapper) is held, the claim is a liveness claim tied to that lock:
 when the wrapper dies the item returns to pending at the next take or reap,
 without waiting for the lease. An agent that is down takes nothing (exit 4):
-one in state failed, or whose spawn wrapper died (working in its document,
-not reaped yet); revive it first (tavern agent state AGENT idle, or a spawn).
+one in state failed (on every machine: its document says so), or whose spawn
+wrapper died on this machine (working in its document, not reaped yet; another
+machine's wrapper is that machine's to reap); revive it first (tavern agent
+state AGENT idle, or a spawn).
 
 Examples:
    read id attempt < <(tavern queue take build | head -1)

@@ -97,8 +97,8 @@ func poolChaos(e *env) row {
 	}
 	// Kills in quick succession are crashes in a row to the pool, which
 	// then holds its next launch up to agents' maxCrashWait (a minute)
-	// before a drone's report ends the streak: room for that wait and
-	// the items left after it.
+	// until a drone's report or an item one of its drones completes ends
+	// the streak: room for that wait and the items left after it.
 	select {
 	case <-exited:
 	case <-time.After(time.Until(deadline) + 3*time.Minute):

@@ -687,6 +687,13 @@ func Read(root string, f Filter, fn func(Event, error) bool) (Cursor, error) {
 	return readFrom(filepath.Join(root, Dir), Cursor{}, f, fn)
 }
 
+// ReadFrom is Read from cursor from (a Cursor that Read, ReadFrom or
+// End returned): only the events appended since, for a reader that looks
+// again and again without reading the whole journal each time.
+func ReadFrom(root string, from Cursor, f Filter, fn func(Event, error) bool) (Cursor, error) {
+	return readFrom(filepath.Join(root, Dir), from, f, fn)
+}
+
 // ReadOthers reads, as Read does, the journals of other machines that
 // the git sync (queues/gitsync) brings into this store, one directory
 // per machine: events/<machine>/<day>.jsonl, machines in name order. fn
