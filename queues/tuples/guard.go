@@ -57,12 +57,23 @@ func (sp *Space) StagedPaths(ctx context.Context, dir string) ([]string, error) 
 // for a broken file), and a *SkippedError naming them is returned with
 // the conflicts, joined with the *ReservedError when there is one, so the
 // caller can say which files were left out.
-func (sp *Space) Guard(ctx context.Context, dir, agent string) ([]Conflict, error) {
+//
+// instance is the committer's instance ($TAVERN_INSTANCE, set by tavern
+// spawn), or "". A commit of an instance that a newer spawn of agent
+// replaced is a dead instance's late action: refused with a *FencedError
+// whatever it touches. With instance set, a reservation recorded by
+// another instance of agent counts as another holder's.
+func (sp *Space) Guard(ctx context.Context, dir, agent, instance string) ([]Conflict, error) {
+	if agent != "" && instance != "" {
+		if cur := sp.agentInstance(agent); cur != "" && cur != instance {
+			return nil, &FencedError{Op: "guard", Agent: agent, Instance: instance, Holder: cur, Superseded: true}
+		}
+	}
 	paths, err := sp.StagedPaths(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
-	conflicts, err := sp.CheckPaths(agent, paths)
+	conflicts, err := sp.checkPaths(agent, instance, paths)
 	var skipped *SkippedError
 	if err != nil && !errors.As(err, &skipped) {
 		return nil, err
