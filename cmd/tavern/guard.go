@@ -28,10 +28,11 @@ hook at its top).
 git commit --no-verify skips the hook.
 
 Instances: the committer's instance is --instance (default $TAVERN_INSTANCE,
-set by tavern spawn). A reservation made by another instance of the same
-agent (a respawned successor's) counts as another holder's, and a commit by
-an instance that a newer spawn of its agent replaced (an orphan of a killed
-wrapper) is refused whatever it touches (exit 4, "fenced").
+set by tavern spawn). A commit by a dead instance — its spawn wrapper is
+gone, or a newer spawn of its agent replaced it: an orphan of a killed
+wrapper — is refused whatever it touches (exit 4, "fenced"), and a
+reservation made by another instance of the same agent counts as another
+holder's.
 
 Examples:
    tavern guard --install
