@@ -84,7 +84,8 @@ docs:
 	$(GO) test -count=1 -run '^(TestDocs|TestJSONContract)$$' ./cmd/tavern -update
 
 # The torture harness (cmd/torture): crash points, queue and pool chaos,
-# fault injection (tmpfs; needs root), bad input; prints a table and fails
+# fault injection (tmpfs; needs root), bad input, tuples (tokens,
+# reservations, tuple in under contention: issue 15's stresses, larger); prints a table and fails
 # unless nothing was lost, executed twice, torn or left after doctor.
 # About 5-10 minutes on 2 cores; TORTURE_SCALE=10 for the 10^5-claim run.
 # Not part of `make test`.

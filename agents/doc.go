@@ -170,6 +170,10 @@
 //     with their groups, and waited for; the item then goes back.
 //   - A late done/fail/renew/release of another instance is refused
 //     (queues.ErrStale; tokens and reservations: tuples.ErrFenced).
+//   - A hung instance (alive, but its lease and lease_grace ran out: a
+//     stopped wrapper) has its tree SIGKILLed by the queue reaper before
+//     its item goes back (docstore.KillLockHolders), so the stopped
+//     wrapper's running child never overlaps the next execution.
 //   - Long-running processes reap every second (RunReaper), since a
 //     holder's death drops a flock, which is no file event. Pools fill
 //     every free slot (busy drones do not count against claimable items)

@@ -196,7 +196,8 @@ func (m *Manager) agentFindings() ([]docstore.Finding, error) {
 				// record is the agent's command's, not the wrapper's.
 				Detail: "state " + a.Effective() + " but its wrapper is gone (the agent's process was pid " + itoa(a.PID) + ")",
 				Repair: func() error { _, err := m.reapOne(name); return err }})
-			continue
+			// Its tree may outlive it too (reported below: the repair
+			// above kills it, the one below then finds nothing to do).
 		}
 		if a.Instance == "" || schema.ValidName(a.Instance) != nil {
 			continue

@@ -359,6 +359,7 @@ func Position(err error) (path string, line, col int) {
 	var ve *ValidationError
 	var ce *ConflictError
 	var re *RefusedError
+	var oe *OddFileError
 	var ph *fs.PathError
 	switch {
 	case errors.As(err, &pe):
@@ -371,6 +372,10 @@ func Position(err error) (path string, line, col int) {
 		return ce.Path, 0, 0
 	case errors.As(err, &re):
 		return re.Path, 0, 0
+	case errors.As(err, &oe):
+		// Before PathError: an unreadable file's cause is one, with the
+		// absolute path; the odd file is named by its store path.
+		return oe.Path, 0, 0
 	case errors.As(err, &ph):
 		return ph.Path, 0, 0
 	case errors.As(err, &pos):

@@ -6,8 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -187,4 +189,42 @@ func holdsFlock(fdinfo string) bool {
 		}
 	}
 	return false
+}
+
+// KillLockHolders SIGKILLs the processes other than this one that hold
+// the lock of key, and the process groups they lead (a spawn child's
+// group, whose members may have closed the descriptor), then waits up to
+// grace for the lock to come free. It returns the pids killed, and
+// whether the lock is free at the end. A reaper that takes a claim from a
+// holder that is alive but hung (a stopped wrapper: its child may still
+// be executing the item) uses it so that the item is never handed out
+// while an earlier execution runs. ErrNoProc where holders cannot be
+// found (not Linux).
+func (s *Store) KillLockHolders(key string, grace time.Duration) ([]int, bool, error) {
+	var killed []int
+	deadline := time.Now().Add(grace)
+	for {
+		holders, err := s.LockHolders(key)
+		if err != nil {
+			return killed, false, err
+		}
+		holders = slices.DeleteFunc(holders, func(p int) bool { return p == os.Getpid() })
+		if len(holders) == 0 {
+			free, err := s.LockFree(key)
+			return killed, err == nil && free, err
+		}
+		if time.Now().After(deadline) {
+			return killed, false, nil
+		}
+		for _, p := range holders {
+			if !slices.Contains(killed, p) {
+				killed = append(killed, p)
+			}
+			if g, err := unix.Getpgid(p); err == nil && g == p {
+				_ = unix.Kill(-g, unix.SIGKILL)
+			}
+			_ = unix.Kill(p, unix.SIGKILL)
+		}
+		time.Sleep(2 * time.Millisecond) // SIGKILLed processes release their files as they exit
+	}
 }

@@ -189,8 +189,24 @@ func (b *Broker) reapOne(q *Queue, id string, rep *ReapReport) error {
 		rep.next(it.LeaseUntil.Add(q.LeaseGrace))
 		return nil
 	}
-	return b.giveBack(l, q, it, fmt.Sprintf("lease expired at %s and the holder stayed hung past the %s grace", schema.FormatTime(it.LeaseUntil), q.LeaseGrace), rep)
+	why := fmt.Sprintf("lease expired at %s and the holder stayed hung past the %s grace", schema.FormatTime(it.LeaseUntil), q.LeaseGrace)
+	if strings.HasPrefix(it.LivenessLock, "instances/") {
+		// A spawn instance's tree holds the lock: a stopped wrapper stops
+		// renewing while its child may still be executing the item. Kill
+		// the tree first, so that the item never runs twice at once.
+		if killed, _, err := b.s.KillLockHolders(it.LivenessLock, hungKillGrace); err == nil && len(killed) > 0 {
+			why += fmt.Sprintf("; its processes %v were killed", killed)
+		}
+		if ll, ok, err := b.s.TryLock(it.LivenessLock); err == nil && ok {
+			ll.Remove()
+		}
+	}
+	return b.giveBack(l, q, it, why, rep)
 }
+
+// hungKillGrace bounds the wait for a hung instance's SIGKILLed processes
+// to exit (only an uninterruptible sleep delays them).
+const hungKillGrace = 5 * time.Second
 
 // giveBack returns a reaped item to pending/ (its attempt stays counted),
 // or to dead/ if that was its last attempt.

@@ -27,12 +27,20 @@ binary's guard (an existing foreign hook is kept unless --force), with
 hook at its top).
 git commit --no-verify skips the hook.
 
+Instances: the committer's instance is --instance (default $TAVERN_INSTANCE,
+set by tavern spawn). A commit by a dead instance — its spawn wrapper is
+gone, or a newer spawn of its agent replaced it: an orphan of a killed
+wrapper — is refused whatever it touches (exit 4, "fenced"), and a
+reservation made by another instance of the same agent counts as another
+holder's.
+
 Examples:
    tavern guard --install
    TAVERN_AGENT=alice git commit -m "parser: rewrite"
    tavern guard --as alice --json`,
 		Flags: []cli.Flag{
 			asFlag(),
+			instanceFlag(),
 			&cli.BoolFlag{Name: "install", Usage: "install as the pre-commit hook of the git repository here"},
 			&cli.BoolFlag{Name: "force", Usage: "with --install: replace an existing pre-commit hook"},
 			jsonFlag(),
@@ -69,7 +77,7 @@ func runGuard(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	conflicts, err := sp.Guard(c.Context, wd, as.Name)
+	conflicts, err := sp.Guard(c.Context, wd, as.Name, c.String("instance"))
 	if err != nil && !errors.Is(err, tuples.ErrReserved) && !errors.Is(err, tuples.ErrSkipped) {
 		return err
 	}

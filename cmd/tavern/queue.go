@@ -61,7 +61,7 @@ Examples:
 			&cli.DurationFlag{Name: "lease", Usage: "claim lease", DefaultText: "tavern.md default_lease"},
 			&cli.DurationFlag{Name: "backoff", Usage: "delay after the first failure, doubled per attempt (0: retry at once)", DefaultText: "10s"},
 			&cli.DurationFlag{Name: "backoff-max", Usage: "backoff cap (0: retry at once)", DefaultText: "10m"},
-			&cli.DurationFlag{Name: "lease-grace", Usage: "how long a hung holder keeps an expired claim (0: reclaimed as its lease ends)", DefaultText: "30s"},
+			&cli.DurationFlag{Name: "lease-grace", Usage: "how long a hung holder keeps an expired claim (0: reclaimed as its lease ends); a hung spawn instance's processes are then killed before the item goes back", DefaultText: "30s"},
 			&cli.StringFlag{Name: "on-empty", Usage: "what pools do when it is empty: idle | hibernate | terminate | steal", Action: choiceGiven("on-empty", "idle, hibernate, terminate or steal")},
 			&cli.BoolFlag{Name: "no-steal", Usage: "other queues' workers may not steal from this one"},
 			&cli.StringFlag{Name: "on-dead", Usage: "where dead items are escalated: 'ask parent' | 'ask user' | 'notify CHANNEL'"},

@@ -7,6 +7,8 @@
 //	pool chaos       tavern pool run while wrappers and drones are SIGKILLed
 //	fault injection  a small tmpfs filled to ENOSPC, remounted read-only, EACCES
 //	bad input        a corpus of broken and odd files in pending/
+//	tuples           8 processes racing for tokens (count 1 and 3),
+//	                 intersecting reservations and tuple in (issue 15)
 //
 // Columns: tried (crash points, items or files), lost, executed twice
 // (completed twice, or two executions of one item at once), torn
@@ -96,6 +98,7 @@ func main() {
 		{"pool chaos", poolChaos},
 		{"fault injection", faultInjection},
 		{"bad input", badInput},
+		{"tuples", tupleStress},
 	}
 	var rows []row
 	for _, s := range scenarios {

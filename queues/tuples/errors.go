@@ -214,10 +214,14 @@ type FencedError struct {
 	Instance   string // the caller's instance
 	Holder     string // the instance recorded on the hold, or the agent's current one
 	Superseded bool   // the caller's instance was replaced by Holder
+	Dead       bool   // the caller's instance is current but its spawn wrapper is gone
 	Path       string // the held slot or reservation, if one
 }
 
 func (e *FencedError) Error() string {
+	if e.Dead {
+		return fmt.Sprintf("%s: %v: instance %s of %s is not alive (its spawn wrapper is gone)", e.Op, ErrFenced, e.Instance, e.Agent)
+	}
 	if e.Superseded {
 		return fmt.Sprintf("%s: %v: instance %s of %s was replaced by instance %s", e.Op, ErrFenced, e.Instance, e.Agent, e.Holder)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/tavernhq/tavern/docstore"
+	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
 
@@ -57,12 +58,32 @@ func (sp *Space) StagedPaths(ctx context.Context, dir string) ([]string, error) 
 // for a broken file), and a *SkippedError naming them is returned with
 // the conflicts, joined with the *ReservedError when there is one, so the
 // caller can say which files were left out.
-func (sp *Space) Guard(ctx context.Context, dir, agent string) ([]Conflict, error) {
+//
+// instance is the committer's instance ($TAVERN_INSTANCE, set by tavern
+// spawn), or "". A commit of an instance that a newer spawn of agent
+// replaced, or whose spawn wrapper is gone, is a dead instance's late
+// action: refused with a *FencedError whatever it touches. With instance set, a reservation recorded by
+// another instance of agent counts as another holder's.
+func (sp *Space) Guard(ctx context.Context, dir, agent, instance string) ([]Conflict, error) {
+	if agent != "" && instance != "" {
+		cur := sp.agentInstance(agent)
+		if cur != "" && cur != instance {
+			return nil, &FencedError{Op: "guard", Agent: agent, Instance: instance, Holder: cur, Superseded: true}
+		}
+		// The current instance whose wrapper is gone (the agent's lock is
+		// free): what commits is an orphan of a killed wrapper, whose
+		// reservations and merge slot already came back. The wrapper holds
+		// the lock for the whole life of its child, so a live instance's
+		// commit is never refused here.
+		if cur == instance && !sp.lockHeld(schema.AgentLockKey(agent)) {
+			return nil, &FencedError{Op: "guard", Agent: agent, Instance: instance, Holder: cur, Dead: true}
+		}
+	}
 	paths, err := sp.StagedPaths(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
-	conflicts, err := sp.CheckPaths(agent, paths)
+	conflicts, err := sp.checkPaths(agent, instance, paths)
 	var skipped *SkippedError
 	if err != nil && !errors.As(err, &skipped) {
 		return nil, err

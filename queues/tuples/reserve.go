@@ -702,10 +702,20 @@ func (sp *Space) unreserve(load func() ([]*Reservation, []error), match func(*Re
 // paths are compiled, matched and checked for liveness (and released when
 // gone); the others cannot match.
 func (sp *Space) CheckPaths(agent string, paths []string) ([]Conflict, error) {
+	return sp.checkPaths(agent, "", paths)
+}
+
+// checkPaths is CheckPaths for the committer's instance: with instance
+// set, a reservation of another instance of agent is another holder's (a
+// respawned successor's), not the committer's own.
+func (sp *Space) checkPaths(agent, instance string, paths []string) ([]Conflict, error) {
+	own := func(agentOf, instanceOf string) bool {
+		return agentOf == agent && (instance == "" || instanceOf == "" || instanceOf == instance)
+	}
 	var docs []*docstore.Doc
 	var bad []error
 	err := sp.scanAll(ReservationType, func(err error) { bad = append(bad, err) }, func(d *docstore.Doc) {
-		if d.String("agent") == agent {
+		if own(d.String("agent"), d.String("instance")) {
 			return
 		}
 		pre := globPrefix(d.String("glob"))
@@ -723,7 +733,7 @@ func (sp *Space) CheckPaths(agent string, paths []string) ([]Conflict, error) {
 	var out []Conflict
 	for _, p := range paths {
 		for _, r := range live {
-			if r.Agent != agent && r.glob.Match(p) {
+			if !own(r.Agent, r.Instance) && r.glob.Match(p) {
 				out = append(out, Conflict{Want: p, Held: r})
 			}
 		}

@@ -236,15 +236,15 @@ func TestGuardStaged(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "README.md"), "hi\n")
 	runGit(t, dir, "add", "README.md")
 	ctx := context.Background()
-	if c, err := sp.Guard(ctx, dir, "bob"); err != nil || len(c) != 0 {
+	if c, err := sp.Guard(ctx, dir, "bob", ""); err != nil || len(c) != 0 {
 		t.Fatalf("guard with README staged = %v, %v", c, err)
 	}
 	runGit(t, dir, "add", "src/a/b.go")
-	c, err := sp.Guard(ctx, filepath.Join(dir, "src"), "bob") // from a subdirectory
+	c, err := sp.Guard(ctx, filepath.Join(dir, "src"), "bob", "") // from a subdirectory
 	if !errors.Is(err, ErrReserved) || len(c) != 1 || c[0].Want != "src/a/b.go" {
 		t.Fatalf("bob's guard = %v, %v", c, err)
 	}
-	if c, err := sp.Guard(ctx, dir, "alice"); err != nil || len(c) != 0 {
+	if c, err := sp.Guard(ctx, dir, "alice", ""); err != nil || len(c) != 0 {
 		t.Fatalf("alice's guard = %v, %v", c, err)
 	}
 }
