@@ -86,10 +86,12 @@
 // to the journal's state when the change was seen; the fields of a
 // revision are known if the projection held them, a watcher saw that
 // revision before (the heads keep a digest per path), or a projection
-// that does not journal (a one-shot ls, the query daemon) replaced it in
-// the index cache (its SaveCache puts the replaced state's digest in the
-// heads, if it is the journal's last valid one); they are left out
-// otherwise.
+// that does not journal and does not watch (a one-shot ls) replaced it
+// in the index cache (its SaveCache puts the replaced state's digest in
+// the heads, if it is the journal's last valid one); they are left out
+// otherwise. The query daemon keeps no replaced states: it would hold
+// one per edited path until it stops, so a hand edit it indexed first
+// may be journaled by the next watcher without its changed fields.
 //
 // # Caveats
 //

@@ -526,7 +526,10 @@ func (p *Projection) apply(cs []Change) {
 				p.put(compact(e, key))
 				continue
 			}
-			if p.ext == nil && p.opt.Cache && old != nil && old.Valid {
+			if p.ext == nil && p.opt.Cache && !p.opt.Watch && old != nil && old.Valid {
+				// One-shot only: a watching projection (the query daemon)
+				// saves its index at Close, and would hold every edited
+				// path's old states until then (issue 21's flat memory).
 				p.keepReplaced(c.Path, old)
 			}
 			if old != nil && old.raw != "" {
