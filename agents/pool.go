@@ -213,7 +213,7 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 	}
 	defer func() { _ = lk.WriteNote(nil) }() // the lock's release ends its admissions anyway
 
-	p := &poolRun{m: m, opt: opt, started: time.Now(), running: map[string]*drone{}, admission: admission, launched: map[string]bool{}, drainsBefore: drains}
+	p := &poolRun{m: m, opt: opt, started: time.Now(), running: map[string]*drone{}, admission: admission, launched: map[string]bool{}, doneItems: map[string]bool{}, drainsBefore: drains}
 	p.completions, err = journal.End(m.Store.Root())
 	report(err) // from the journal's start then: no drone of this run completed anything yet
 	p.deadBefore = p.deadItems(report)
@@ -364,7 +364,7 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 		case e := <-exits:
 			noWork := p.finish(e, report)
 			quiet = noWork
-			if e.res == nil && p.completedByDrones(report) {
+			if p.completedByDrones(report) {
 				crashes.progressed()
 			}
 			if hold := crashes.exited(e.res == nil, time.Now()); hold > 0 {
@@ -379,7 +379,7 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 			if opt.OnTick != nil {
 				opt.OnTick()
 			}
-			if crashes.streak > 0 && p.completedByDrones(report) {
+			if p.completedByDrones(report) {
 				crashes.progressed() // launches resume now, not when the wait ends
 			}
 			report(p.writeDoc(false))
@@ -387,6 +387,7 @@ func (m *Manager) RunPool(ctx context.Context, opt PoolOptions) (*PoolMetrics, e
 		}
 	}
 	p.reapWG.Wait()
+	p.completedByDrones(report) // a completion journaled as the last drone died
 	p.countDead(report)
 	p.setState("stopped")
 	report(p.writeDoc(false))
@@ -466,6 +467,11 @@ type poolRun struct {
 	// both are the pool loop's own.
 	launched    map[string]bool
 	completions journal.Cursor
+	// doneItems are the items (queue/id) this run's drones completed,
+	// from their wrappers' reports and from the journal: ItemsDone is
+	// how many, so an item counts once whichever told of it, also when
+	// its wrapper was killed before it could report. Under mu.
+	doneItems map[string]bool
 	// drainsBefore is the document's drain_requests before the run took
 	// the pool's lock: its first write drains the run if it grew since.
 	drainsBefore int
@@ -490,18 +496,37 @@ func (m *Manager) poolDrainRequests(pool string) int {
 // item since the last look: an item.completed in the journal whose agent
 // (the claim's holder) is one of its drones, be it by its wrapper or by
 // its command (`tavern item done`), and whether or not the wrapper lived
-// to report it. A completion whose journal line a kill prevented is not
-// seen: that crash counts.
+// to report it. Each such item counts in ItemsDone (once: countDone). A
+// completion whose journal line a kill prevented is not seen: that crash
+// counts, and the item is not in ItemsDone unless a wrapper reported it.
 func (p *poolRun) completedByDrones(report func(error)) bool {
 	found := false
+	var items []string
 	cur, err := journal.ReadFrom(p.m.Store.Root(), p.completions, journal.Filter{Types: []string{queues.EventCompleted}},
 		func(e journal.Event, err error) bool {
-			found = found || err == nil && p.launched[e.Agent]
+			if err == nil && p.launched[e.Agent] {
+				found = true
+				items = append(items, e.Queue+"/"+e.Item)
+			}
 			return true
 		})
 	p.completions = cur
 	report(err)
+	if len(items) > 0 {
+		p.mu.Lock()
+		for _, key := range items {
+			p.countDone(key)
+		}
+		p.mu.Unlock()
+	}
 	return found
+}
+
+// countDone counts item key (queue/id) as done by the run, once. The
+// caller holds mu.
+func (p *poolRun) countDone(key string) {
+	p.doneItems[key] = true
+	p.metrics.ItemsDone = len(p.doneItems)
 }
 
 // deadQueues are the queues whose dead items the run answers for: its
@@ -733,7 +758,7 @@ func (p *poolRun) finish(e droneExit, report func(error)) bool {
 		case e.res.ItemError != "":
 			report(fmt.Errorf("pool %s: drone %s: item %s: %s", p.opt.Name, e.d.name, e.res.Item, e.res.ItemError))
 		case e.res.Outcome == OutcomeDone:
-			p.metrics.ItemsDone++
+			p.countDone(e.res.Queue + "/" + e.res.Item)
 		case e.res.Outcome == OutcomeFailed:
 			p.metrics.ItemsFailed++
 		case e.res.Outcome == OutcomeReleased:

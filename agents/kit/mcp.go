@@ -40,8 +40,13 @@ type MCPOptions struct {
 	// the hooked session whose tool started this server (the agent whose
 	// pid is the server's parent); without one, the tools that act as an
 	// agent say so.
-	Agent   string
-	Version string
+	Agent string
+	// Instance is the agent's spawn instance (--instance,
+	// $TAVERN_INSTANCE), or "": reserve records it, and refuses it when
+	// it is dead (replaced, or its spawn wrapper gone: tuples.ErrFenced),
+	// as the CLI's reserve does.
+	Instance string
+	Version  string
 }
 
 type mcpServer struct {
@@ -381,7 +386,7 @@ func (ms *mcpServer) reserve(_ context.Context, _ *mcp.CallToolRequest, in reser
 		return nil, nil, err
 	}
 	if in.Release {
-		n, err := sp.Unreserve(agent, in.Globs, tuples.UnreserveOptions{})
+		n, err := sp.Unreserve(agent, in.Globs, tuples.UnreserveOptions{Instance: ms.opt.Instance})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -394,7 +399,7 @@ func (ms *mcpServer) reserve(_ context.Context, _ *mcp.CallToolRequest, in reser
 			return nil, nil, fmt.Errorf("ttl %q: want a duration such as 2h or 30m (0: until released)", in.TTL)
 		}
 	}
-	rs, err := sp.Reserve(agent, in.Globs, tuples.ReserveOptions{TTL: ttl})
+	rs, err := sp.Reserve(agent, in.Globs, tuples.ReserveOptions{TTL: ttl, Instance: ms.opt.Instance})
 	var re *tuples.ReservedError
 	if errors.As(err, &re) {
 		var lines []string

@@ -21,7 +21,10 @@ is the second, for tools that prefer MCP.
 The agent is --as, else $TAVERN_AGENT, else the agent of the hooked session
 whose tool started the server. A name that names no agent (a typo) acts as
 nobody: the tools answer "unknown agent" with the nearest names, and write
-nothing.
+nothing. reserve records the agent's instance (--instance, default
+$TAVERN_INSTANCE, set by tavern spawn); a dead instance (replaced by a newer
+spawn, or whose spawn wrapper is gone) reserves nothing (a "fenced" tool
+error), as tavern reserve.
 
 Requests piped in are all answered before it exits at the end of its input
 (printf '...' | tavern mcp); the answers come as each request finishes. A line
@@ -29,7 +32,7 @@ that is not a JSON-RPC message gets a JSON-RPC error, and the server goes on.
 
 Example (Claude Code, .mcp.json):
    {"mcpServers": {"tavern": {"command": "tavern", "args": ["mcp"]}}}`,
-		Flags:  []cli.Flag{sessionAgentFlag()},
+		Flags:  []cli.Flag{sessionAgentFlag(), instanceFlag()},
 		Action: runMCP,
 	}
 }
@@ -44,7 +47,7 @@ func runMCP(c *cli.Context) error {
 		return err
 	}
 	defer e.Close()
-	srv := kit.NewMCPServer(e, kit.MCPOptions{Agent: asOrEnv(c), Version: c.App.Version})
+	srv := kit.NewMCPServer(e, kit.MCPOptions{Agent: asOrEnv(c), Instance: c.String("instance"), Version: c.App.Version})
 	// kit's transport answers what was asked before the input ended.
 	return srv.Run(c.Context, kit.StdioTransport(os.Stdin, os.Stdout))
 }

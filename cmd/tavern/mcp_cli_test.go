@@ -170,16 +170,22 @@ func TestMCPPipedRequests(t *testing.T) {
 // test on a tool error.
 func startMCP(t *testing.T, p *project, agent string) (context.Context, *mcp.ClientSession, func(string, map[string]any) string) {
 	t.Helper()
+	return startMCPEnv(t, p, agent)
+}
+
+// startMCPEnv is startMCP with env added to the server's environment.
+func startMCPEnv(t *testing.T, p *project, agent string, env ...string) (context.Context, *mcp.ClientSession, func(string, map[string]any) string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	cmd := exec.Command(tavernBin(t), "mcp")
 	cmd.Dir = p.dir
 	for _, e := range os.Environ() {
-		if k, _, _ := strings.Cut(e, "="); k != "TAVERN_DIR" && k != "TAVERN_AGENT" {
+		if k, _, _ := strings.Cut(e, "="); k != "TAVERN_DIR" && k != "TAVERN_AGENT" && k != "TAVERN_INSTANCE" {
 			cmd.Env = append(cmd.Env, e)
 		}
 	}
-	cmd.Env = append(cmd.Env, "TAVERN_AGENT="+agent)
+	cmd.Env = append(append(cmd.Env, "TAVERN_AGENT="+agent), env...)
 	client := mcp.NewClient(&mcp.Implementation{Name: "tavern-test", Version: "v0"}, nil)
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
@@ -313,4 +319,40 @@ func TestMCPNextEngineUnreachable(t *testing.T) {
 	if len(got.Next) != 1 || !strings.Contains(got.Warning, "no sync remote") {
 		t.Errorf("next: got %s, want the item and a warning naming the missing remote", out)
 	}
+}
+
+// TestMCPReserveDeadInstanceFenced: the MCP server's reserve obeys the
+// instance fence of `tavern reserve`: a server running as a dead spawn
+// instance ($TAVERN_INSTANCE of a wrapper that has exited: what an
+// orphan of a killed wrapper's tool would run) reserves nothing and
+// answers "fenced"; it used to take a 1h reservation in the agent's name.
+// A server with no instance (a person's, a hooked session's) reserves.
+func TestMCPReserveDeadInstanceFenced(t *testing.T) {
+	p := newProject(t)
+	p.ok("agent", "new", "me")
+	p.ok("spawn", "--name", "me", "--", "true")
+	var doc struct{ Fields struct{ Instance string } }
+	p.json(&doc, "show", "agents/me")
+	if doc.Fields.Instance == "" {
+		t.Fatal("spawn recorded no instance")
+	}
+	ctx, cs, _ := startMCPEnv(t, p, "me", "TAVERN_INSTANCE="+doc.Fields.Instance)
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "reserve", Arguments: map[string]any{"globs": []string{"src/**"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			text.WriteString(tc.Text)
+		}
+	}
+	if !res.IsError || !strings.Contains(text.String(), "fenced") || !strings.Contains(text.String(), "instance "+doc.Fields.Instance+" of me is not alive") {
+		t.Errorf("reserve as the dead instance: error %v: %s", res.IsError, text.String())
+	}
+	if out := p.ok("reservations", "--json"); strings.TrimSpace(out) != "[]" {
+		t.Errorf("reservations after a fenced reserve:\n%s", out)
+	}
+	_, _, call := startMCP(t, p, "me")
+	call("reserve", map[string]any{"globs": []string{"src/**"}})
 }

@@ -54,7 +54,10 @@ before it could report): a pool that finishes items is not held back.
    terminate  exit once the queues are drained and nothing is claimed
 
 The summary it ends with says how many items were done and how many died in
-the run (went to dead/: items_dead and dead_items in --json). Dead items do
+the run (went to dead/: items_dead and dead_items in --json). Done
+(items_done) counts each item the run's drones completed once, whether its
+wrapper reported it or the journal's item.completed names the drone (a
+wrapper killed after its item was done). Dead items do
 not change the exit status unless --fail-on-dead, which exits 1 when any
 died: 'pool run ... --on-empty terminate --fail-on-dead && deploy'. They are
 counted in this machine's dead/: with coordination etcd or git, an item that

@@ -38,8 +38,10 @@ reservations are collected as they are met.
 
 Instances: a reservation records --instance (default $TAVERN_INSTANCE, set
 by tavern spawn); unreserve --as A from another instance of A changes
-nothing (exit 4, "fenced"). unreserve --id ID drops one reservation by its
-id, whatever the instance.
+nothing (exit 4, "fenced"). A reserve by a dead instance (replaced by a
+newer spawn of its agent, or whose spawn wrapper is gone: an orphan of a
+killed wrapper) exits 4 ("fenced") and writes nothing. unreserve --id ID
+drops one reservation by its id, whatever the instance.
 
 GLOB: * and ? within a path segment, [a-z] classes, ** for any number of
 segments, a trailing / for everything below, \x for a literal x.

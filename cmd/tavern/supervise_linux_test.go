@@ -4,6 +4,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -113,5 +114,98 @@ func TestDoctorReportsOrphanOfKilledWrapper(t *testing.T) {
 	}
 	if r := p.run("doctor"); r.code != 0 {
 		t.Fatalf("doctor after --fix: %v", r)
+	}
+}
+
+// A dead instance that nothing replaced acquires nothing (issue 13: "late
+// actions from a dead instance are fenced"). A spawn's child takes the
+// merge slot and reserves src/** (a live instance: no false fence), and
+// leaves a background grandchild; the wrapper is kill -9'd. The grandchild
+// runs on with the instance's environment ($TAVERN_AGENT,
+// $TAVERN_INSTANCE): its token acquire and reserve, with or without a
+// TTL or a wait, exit 4 (fenced, the instance is not alive) and write
+// nothing; what the live instance held comes back. Before the fence these
+// fell back to a lease in the agent's name and got the slot.
+func TestDeadInstanceAcquireFenced(t *testing.T) {
+	p := newProject(t)
+	p.ok("token", "init", "merge", "--count", "1")
+	files := filepath.Join(t.TempDir(), "f")
+	late := [][]string{
+		{"token", "acquire", "merge"},
+		{"token", "acquire", "merge", "--ttl", "1m", "--wait", "5s"},
+		{"reserve", "src/**"},
+		{"reserve", "doc/**", "--ttl", "1h", "--wait", "5s"},
+	}
+	var orphan strings.Builder
+	fmt.Fprintf(&orphan, "while [ ! -e %s.go ]; do sleep 0.05; done\n", files)
+	for i, args := range late {
+		fmt.Fprintf(&orphan, "%s '%s' > %s.%d.out 2> %s.%d.err; echo $? > %s.%d.rc\n", tavernBin(t), strings.Join(args, "' '"), files, i, files, i, files, i)
+	}
+	fmt.Fprintf(&orphan, "touch %s.done\n", files)
+	if err := os.WriteFile(files+".orphan.sh", []byte(orphan.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := fmt.Sprintf(`set -e
+printf %%s "$TAVERN_INSTANCE" > %[2]s.instance
+%[1]s token acquire merge > %[2]s.handle
+%[1]s reserve 'src/**' > %[2]s.reserve
+sh %[2]s.orphan.sh & echo $! > %[2]s.pid.tmp && mv %[2]s.pid.tmp %[2]s.pid
+wait`, tavernBin(t), files)
+	w := p.tavern("spawn", "--name", "alice", "--", "sh", "-c", script)
+	w.Stderr = os.Stderr
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	t.Cleanup(func() {
+		w.Process.Kill()
+		w.Wait()
+		if pid > 0 {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	poll(t, "the live instance to hold and start the grandchild", func() bool {
+		data, err := os.ReadFile(files + ".pid")
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+		return err == nil && pid > 0
+	})
+	instance, _ := os.ReadFile(files + ".instance")
+	slots := tokenSlots(t, p)
+	if len(slots) != 1 || slots[0].Free || slots[0].Hold != "agent" || slots[0].Instance != string(instance) {
+		t.Fatalf("the live instance's slot = %+v, want held by agent alice instance %s", slots, instance)
+	}
+	w.Process.Kill()
+	w.Wait()
+	if !alive(pid) {
+		t.Skip("the grandchild died with the wrapper: nothing outlived it")
+	}
+	if err := os.WriteFile(files+".go", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the grandchild's late commands", func() bool {
+		_, err := os.Stat(files + ".done")
+		return err == nil
+	})
+	for i, args := range late {
+		rc, _ := os.ReadFile(fmt.Sprintf("%s.%d.rc", files, i))
+		errs, _ := os.ReadFile(fmt.Sprintf("%s.%d.err", files, i))
+		out, _ := os.ReadFile(fmt.Sprintf("%s.%d.out", files, i))
+		if strings.TrimSpace(string(rc)) != "4" || !strings.Contains(string(errs), "fenced: instance "+string(instance)+" of alice is not alive") {
+			t.Errorf("late %v from the dead instance: exit %s\nstdout: %s\nstderr: %s", args, rc, out, errs)
+		}
+	}
+	// Nothing was written for the dead instance; what the live one held
+	// comes back at this look.
+	if slots := tokenSlots(t, p); len(slots) != 1 || !slots[0].Free {
+		t.Errorf("slot after the late acquires = %+v, want free", slots)
+	}
+	if out := p.ok("reservations", "--json"); strings.TrimSpace(out) != "[]" {
+		t.Errorf("reservations after the late reserves: %s", out)
+	}
+	if n := len(journalEvents(t, p.dir, "token.acquired")); n != 1 {
+		t.Errorf("%d token.acquired, want the live instance's only", n)
+	}
+	if n := len(journalEvents(t, p.dir, "reservation.made")); n != 1 {
+		t.Errorf("%d reservation.made, want the live instance's only", n)
 	}
 }

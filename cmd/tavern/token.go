@@ -41,7 +41,10 @@ a filesystem event) or when the first lease runs out.
 Instances: a slot records the acquirer's instance (--instance, default
 $TAVERN_INSTANCE, set by tavern spawn). release --as A, or by bare ID, from
 another instance of A changes nothing (exit 4, "fenced"): a late release of
-a dead instance cannot free what its successor holds. A full handle
+a dead instance cannot free what its successor holds. An acquire by a dead
+instance (replaced by a newer spawn of A, or whose spawn wrapper is gone: an
+orphan of a killed wrapper) exits 4 ("fenced") and takes nothing, not even a
+lease. A full handle
 ID:EPOCH releases that holding whatever the instance, and from anyone
 (without --as: with --as, only as its holder).
 

@@ -59,8 +59,9 @@
 // Identity: every holder name passes schema.ValidAgentName, and slots and
 // reservations record the agent instance that took them (each spawn is
 // one, $TAVERN_INSTANCE; the agent document names the current one). A
-// release or unreserve by name from another instance, or an acquire or
-// reserve by a replaced one, changes nothing: *FencedError (ErrFenced).
+// release or unreserve by name from another instance, or an acquire,
+// reserve or Guard by a dead one (replaced, or its spawn wrapper gone: the
+// agent's liveness lock free), changes nothing: *FencedError (ErrFenced).
 // A full handle, or UnreserveID, names one holding and works from
 // anywhere. A hold of a replaced instance is reclaimed like a dead one.
 //

@@ -66,8 +66,9 @@ var (
 
 	// ErrFenced is matched by *FencedError: a release or unreserve by
 	// name from an instance of an agent other than the one recorded on
-	// the hold, or an acquire or reserve by an instance that a newer
-	// spawn of the agent replaced. Nothing was changed.
+	// the hold, or an acquire, reserve or guarded commit by a dead
+	// instance (one that a newer spawn of the agent replaced, or whose
+	// spawn wrapper is gone). Nothing was changed.
 	ErrFenced = errors.New("fenced")
 
 	// ErrBadGlob is returned (wrapped) for a reservation glob that does not

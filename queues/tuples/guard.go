@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/tavernhq/tavern/docstore"
-	"github.com/tavernhq/tavern/schema"
 	"github.com/tavernhq/tavern/watcher/journal"
 )
 
@@ -65,19 +64,8 @@ func (sp *Space) StagedPaths(ctx context.Context, dir string) ([]string, error) 
 // action: refused with a *FencedError whatever it touches. With instance set, a reservation recorded by
 // another instance of agent counts as another holder's.
 func (sp *Space) Guard(ctx context.Context, dir, agent, instance string) ([]Conflict, error) {
-	if agent != "" && instance != "" {
-		cur := sp.agentInstance(agent)
-		if cur != "" && cur != instance {
-			return nil, &FencedError{Op: "guard", Agent: agent, Instance: instance, Holder: cur, Superseded: true}
-		}
-		// The current instance whose wrapper is gone (the agent's lock is
-		// free): what commits is an orphan of a killed wrapper, whose
-		// reservations and merge slot already came back. The wrapper holds
-		// the lock for the whole life of its child, so a live instance's
-		// commit is never refused here.
-		if cur == instance && !sp.lockHeld(schema.AgentLockKey(agent)) {
-			return nil, &FencedError{Op: "guard", Agent: agent, Instance: instance, Holder: cur, Dead: true}
-		}
+	if _, err := sp.fence("guard", agent, instance); err != nil {
+		return nil, err
 	}
 	paths, err := sp.StagedPaths(ctx, dir)
 	if err != nil {

@@ -101,8 +101,8 @@ type ReserveOptions struct {
 	Reason string
 	// Instance is the caller's instance of the agent ($TAVERN_INSTANCE).
 	// It is recorded, so an unreserve by another instance of the same
-	// agent name is fenced; an instance that a newer spawn replaced
-	// cannot reserve.
+	// agent name is fenced; a dead instance (replaced by a newer spawn,
+	// or whose spawn wrapper is gone) cannot reserve.
 	Instance string
 	// Process ties reservations of an agent that has no live liveness
 	// lock to this Space's process instead: they are released when the

@@ -76,8 +76,9 @@ type AcquireOptions struct {
 	TTL time.Duration
 	// Instance is the caller's instance of As (a spawned agent's
 	// $TAVERN_INSTANCE). It is recorded on the slot, so a release by
-	// name from another instance of the same agent is fenced; an
-	// instance that a newer spawn of As replaced cannot acquire. Empty
+	// name from another instance of the same agent is fenced; a dead
+	// instance of As (replaced by a newer spawn, or whose spawn wrapper
+	// is gone) cannot acquire, not even a lease. Empty
 	// with a live As: the instance in As's agent document, if any.
 	Instance string
 }
@@ -427,8 +428,9 @@ func (sp *Space) heldSlots(name string) ([]*docstore.Doc, error) {
 // holders are gone. It fails at once with ErrTokenBusy when every slot is
 // held, ErrUnknownToken when the token has no slots at all (said only of a
 // token that has none: a slot changing hands while we look is not taken
-// for a missing one), and a *FencedError when opt.Instance is an instance
-// of opt.As that a newer one replaced.
+// for a missing one), and a *FencedError when opt.Instance is a dead
+// instance of opt.As: replaced by a newer one, or current with its spawn
+// wrapper gone (fence).
 //
 // The returned Token holds the slot's lock: for HoldProcess that lock is
 // the hold. Call Release when done, or Detach to leave an agent or lease
@@ -527,8 +529,7 @@ type holder struct {
 }
 
 // holdFor decides what keeps a hold of agent as (or of the calling
-// process, as empty) alive, and refuses a caller whose instance a newer
-// instance of the agent replaced.
+// process, as empty) alive, and refuses a dead instance's caller (fence).
 func (sp *Space) holdFor(op, as, instance string, ttl time.Duration) (holder, error) {
 	h := holder{hold: HoldProcess, as: as, instance: instance}
 	if ttl < 0 {
@@ -548,9 +549,9 @@ func (sp *Space) holdFor(op, as, instance string, ttl time.Duration) (holder, er
 	if err := schema.ValidAgentName(as); err != nil {
 		return h, err
 	}
-	cur := sp.agentInstance(as)
-	if instance != "" && cur != "" && cur != instance {
-		return h, &FencedError{Op: op, Agent: as, Instance: instance, Holder: cur, Superseded: true}
+	cur, err := sp.fence(op, as, instance)
+	if err != nil {
+		return h, err
 	}
 	switch key := schema.AgentLockKey(as); {
 	case sp.lockHeld(key):
@@ -564,6 +565,33 @@ func (sp *Space) holdFor(op, as, instance string, ttl time.Duration) (holder, er
 		h.hold = HoldLease
 	}
 	return h, nil
+}
+
+// fence refuses a late action of a dead instance of agent, and returns
+// the agent's current instance ("" if none is recorded). instance is the
+// caller's ($TAVERN_INSTANCE). Dead is replaced (the agent document names
+// a newer spawn) or current with its spawn wrapper gone (the agent's
+// liveness lock is free: the wrapper holds it for the whole life of its
+// child, so what acts is an orphan of a killed wrapper, whose holds have
+// already come back or will at the next look). Either is a *FencedError.
+// No instance (a person, a session without spawn) or none recorded for
+// the agent: nothing to fence. Guard, acquire and reserve all decide by
+// this one rule.
+func (sp *Space) fence(op, agent, instance string) (string, error) {
+	if agent == "" {
+		return "", nil
+	}
+	cur := sp.agentInstance(agent)
+	if instance == "" || cur == "" {
+		return cur, nil
+	}
+	if cur != instance {
+		return cur, &FencedError{Op: op, Agent: agent, Instance: instance, Holder: cur, Superseded: true}
+	}
+	if !sp.lockHeld(schema.AgentLockKey(agent)) {
+		return cur, &FencedError{Op: op, Agent: agent, Instance: instance, Holder: cur, Dead: true}
+	}
+	return cur, nil
 }
 
 // agentInstance returns the instance recorded in agent's document (its
