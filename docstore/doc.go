@@ -85,7 +85,8 @@
 // TryLockInheritable takes a lock on a descriptor a child process can
 // inherit (it then stays held while any holder lives); LockHolders lists
 // the processes holding it (Linux /proc). Finding is what `tavern doctor`
-// reports; TempFindings, LockKeys, LockFree and RemoveLock serve it.
+// reports; TempFindings, DocLockFindings, LockKeys, LockFree and
+// RemoveLock serve it.
 //
 // # Caveats
 //
@@ -104,6 +105,15 @@
 //     file still has a link. The second assumes lock files are only
 //     created and removed, never renamed: do not move files under
 //     .tavern/.locks/ by hand while Tavern runs (deleting them is safe).
+//   - A document's lock file (DocLockKey) is removed with the document
+//     (Delete, under the lock) and when a move leaves its path
+//     (DropDocLock: only if nobody holds it; one lstat when there is
+//     none). Store.Move leaves the lock its caller holds, even that of
+//     from: the caller unlocks it. Files left anyway (a writer that
+//     raced the removal, a held lock, an older version) are
+//     DocLockFindings, a note for doctor. Directories under .locks/ are
+//     never removed: an acquirer between its mkdir and its open would
+//     fail.
 //   - A Store keeps the lock files it has used open (up to 1024
 //     descriptors, released when the Store is garbage): goroutines of one
 //     Store exclude each other with a mutex per lock file, and the flock

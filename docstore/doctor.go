@@ -2,6 +2,7 @@ package docstore
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -26,6 +27,10 @@ type Finding struct {
 	Detail string `json:"detail"`
 	Fixed  bool   `json:"fixed"`
 	Error  string `json:"error,omitempty"` // the repair failed
+	// A note is no fault: what normal use leaves (lock files of removed
+	// documents), reported so --fix tidies it; it does not make doctor
+	// exit 5.
+	Note bool `json:"note,omitempty"`
 
 	Repair func() error `json:"-"`
 }
@@ -128,6 +133,70 @@ func (s *Store) RemoveLock(key string) (bool, error) {
 		return false, err
 	}
 	return true, l.Remove()
+}
+
+// maxNotedPaths bounds the paths a note names; the count says the rest.
+const maxNotedPaths = 3
+
+// DocLockFindings reports the document lock files (.locks/docs/) of
+// documents that no longer exist and that nobody holds, as one note:
+// what a removal or move that could not take its lock file along (a
+// concurrent writer, another machine's sync, an older tavern) left.
+// They are harmless (a lock file is not a document); Repair removes
+// each it can lock without waiting, and whose document is still absent
+// under the lock, and leaves a held one.
+func (s *Store) DocLockFindings() ([]Finding, error) {
+	keys, err := s.LockKeys()
+	if err != nil {
+		return nil, err
+	}
+	var stale []string // document paths
+	for _, key := range keys {
+		rel, ok := strings.CutPrefix(key, "docs/")
+		if !ok {
+			continue
+		}
+		full, err := s.abs(rel)
+		if err != nil {
+			continue
+		}
+		if _, err := os.Lstat(full); !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if free, err := s.LockFree(key); err != nil || !free {
+			continue
+		}
+		stale = append(stale, rel)
+	}
+	if len(stale) == 0 {
+		return nil, nil
+	}
+	named := strings.Join(stale[:min(len(stale), maxNotedPaths)], ", ")
+	if len(stale) > maxNotedPaths {
+		named += ", ..."
+	}
+	what := "lock file of a document that no longer exists"
+	if len(stale) > 1 {
+		what = "lock files of documents that no longer exist"
+	}
+	return []Finding{{Kind: FindingStaleLock, Path: locksDir + "/docs/", Note: true,
+		Detail: fmt.Sprintf("%d %s (%s): harmless, --fix removes them", len(stale), what, named),
+		Repair: func() error {
+			var errs []error
+			for _, rel := range stale {
+				l, ok, err := s.TryLock(DocLockKey(rel))
+				if err != nil {
+					errs = append(errs, err)
+				}
+				if !ok {
+					continue // held again: in use, not stale
+				}
+				if _, err := s.removeDocLock(l, rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					errs = append(errs, pathErr("remove lock", DocLockKey(rel), err))
+				}
+			}
+			return errors.Join(errs...)
+		}}}, nil
 }
 
 // TempFindings lists the files in .tmp/ that nobody will reuse: temp

@@ -52,6 +52,43 @@ func (s *Store) lockExistingDoc(op, rel string) (*Lock, error) {
 	return s.Lock(DocLockKey(rel))
 }
 
+// DropDocLock removes the document lock file of rel, a path a document
+// just left (moved away), if there is one and nobody holds it: without
+// this, every path ever written keeps its lock file. It is best effort
+// (a held or busy lock stays; doctor reports what is left) and costs one
+// lstat when rel was never locked, the common case. It never waits, so a
+// caller may hold other locks.
+func (s *Store) DropDocLock(rel string) {
+	key := DocLockKey(rel)
+	path, err := s.lockPath(key)
+	if err != nil {
+		return
+	}
+	if _, err := os.Lstat(path); err != nil {
+		return
+	}
+	l, ok, err := s.TryLock(key)
+	if err != nil || !ok {
+		return
+	}
+	s.removeDocLock(l, rel)
+}
+
+// removeDocLock deletes l, the held lock of document rel, unless a
+// document is at rel again (then it only unlocks). Removing under the
+// lock is safe: every acquirer checks that the file it locked is still
+// linked (lockcache.go, tryLock) and retries on the new one.
+func (s *Store) removeDocLock(l *Lock, rel string) (bool, error) {
+	full, err := s.abs(rel)
+	if err != nil {
+		return false, l.Unlock()
+	}
+	if _, err := os.Lstat(full); !errors.Is(err, fs.ErrNotExist) {
+		return false, l.Unlock()
+	}
+	return true, l.Remove()
+}
+
 func (s *Store) lockPath(key string) (string, error) {
 	for _, part := range strings.Split(key, "/") {
 		if part == "" || part == "." || part == ".." || strings.ContainsRune(part, 0) {

@@ -7,6 +7,7 @@ package docstore
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -78,6 +79,56 @@ func runHelper(mode, dir, rel, nstr string) error {
 			seq, _ := d.Int("seq")
 			fmt.Fprintln(out, seq)
 			out.Flush()
+		}
+	case "lockremove":
+		// Hold the document lock (every acquisition path in turn), prove
+		// no one else holds it (a marker only a holder creates, O_EXCL),
+		// then release it or remove its file under it, as rm, a move and
+		// doctor --fix do.
+		key := DocLockKey(rel)
+		marker := filepath.Join(dir, "holder")
+		for i := 0; i < n; i++ {
+			var l *Lock
+			var err error
+			switch i % 3 {
+			case 0:
+				l, err = s.Lock(key) // the Store's cached descriptor
+			case 1:
+				ctx, cancel := context.WithCancel(context.Background())
+				l, err = s.LockContext(ctx, key) // a descriptor of its own
+				cancel()
+			default:
+				for ok := false; !ok && err == nil; {
+					l, ok, err = s.TryLock(key)
+				}
+			}
+			if err != nil {
+				return err
+			}
+			f, err := os.OpenFile(marker, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o666)
+			if err != nil {
+				return fmt.Errorf("iteration %d: two holders of %s: %w", i, key, err)
+			}
+			f.Close()
+			if err := os.Remove(marker); err != nil {
+				return err
+			}
+			if i%2 == 0 {
+				err = l.Remove()
+			} else {
+				err = l.Unlock()
+			}
+			if err != nil {
+				return err
+			}
+		}
+	case "dropper":
+		// doctor --fix's and a move's way: take the lock without waiting
+		// if free and remove its file.
+		for i := 0; i < n; i++ {
+			if _, err := s.RemoveLock(DocLockKey(rel)); err != nil {
+				return err
+			}
 		}
 	default:
 		return fmt.Errorf("unknown helper mode %q", mode)
@@ -178,6 +229,52 @@ func createAgent(tb testing.TB, s *Store, name string, fields ...Field) string {
 		tb.Fatal(err)
 	}
 	return rel
+}
+
+// Lock files removed under their lock never let two processes hold the
+// "same" lock (the flock+unlink race: a waiter locking the unlinked
+// inode while a newcomer locks the new file). Processes take a document
+// lock by every path (the Store's cached descriptor, LockContext's own,
+// TryLock), check they are alone, and half the time remove the lock file
+// as they let go; others only remove it (doctor --fix), and others
+// increment a field through Update, which must lose nothing. It catches
+// an acquirer that trusts its descriptor: with the cache's link check
+// disabled it finds two holders at once.
+func TestDocLockRemovalProcesses(t *testing.T) {
+	const lockers, droppers, incrementers, each = 4, 2, 2, 300
+	s := newTestStore(t)
+	rel := createAgent(t, s, "counter", Field{Key: "spawns", Value: 0})
+	var cmds []*exec.Cmd
+	var releases []func()
+	start := func(mode string, n int) {
+		cmd, release, _ := helper(t, mode, s.Root(), rel, n)
+		cmds = append(cmds, cmd)
+		releases = append(releases, release)
+	}
+	for range lockers {
+		start("lockremove", each)
+	}
+	for range droppers {
+		start("dropper", each)
+	}
+	for range incrementers {
+		start("increment", each/3)
+	}
+	for _, r := range releases {
+		r()
+	}
+	for _, c := range cmds {
+		if err := c.Wait(); err != nil {
+			t.Fatalf("worker %d: %v", c.Process.Pid, err)
+		}
+	}
+	d, err := s.Get(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := d.String("spawns"), strconv.Itoa(incrementers*(each/3)); got != want {
+		t.Fatalf("spawns = %s after %s increments: updates were lost", got, want)
+	}
 }
 
 // 8 processes × 200 read-modify-write Updates of one field end at exactly

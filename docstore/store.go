@@ -807,7 +807,7 @@ func (s *Store) delete(rel string) (*Doc, error) {
 	if err != nil {
 		return nil, s.goneErr(rel, err)
 	}
-	defer l.Unlock()
+	defer l.Unlock() // a no-op after removeDocLock
 	prev, _ := s.Get(rel)
 	full, err := s.abs(rel)
 	if err != nil {
@@ -833,6 +833,10 @@ func (s *Store) delete(rel string) (*Doc, error) {
 	if err := s.syncDir(filepath.Dir(trash)); err != nil {
 		return nil, err
 	}
+	// The document is gone: so goes its lock file, under the lock (else
+	// every path ever removed keeps one). A failure leaves a file doctor
+	// reports; the delete stands.
+	_, _ = s.removeDocLock(l, rel)
 	s.notify(Mutation{Op: "delete", Path: rel, Prev: prev})
 	return prev, nil
 }
@@ -893,6 +897,9 @@ func (s *Store) Move(l *Lock, from, to string, fn func(*Doc) error) (*Doc, error
 	if err := s.syncDir(filepath.Dir(fromAbs)); err != nil {
 		return nil, err
 	}
+	// from's lock file, unless the caller holds that lock (l): it stays
+	// the caller's until it unlocks.
+	s.DropDocLock(from)
 	d.Rev = Revision(data)
 	s.notify(Mutation{Op: "move", Path: to, From: from, Doc: d, Prev: prev, Derived: derived})
 	return d, nil

@@ -56,6 +56,9 @@ func (b *Broker) moveDoc(l *docstore.Lock, d *docstore.Doc, to string, fn func(*
 		}
 		return nil, err
 	}
+	// A set or edit of the item at from left its document lock file
+	// there: it goes with the path (one lstat when there is none).
+	b.s.DropDocLock(from)
 	return d, nil
 }
 

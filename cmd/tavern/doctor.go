@@ -25,7 +25,11 @@ func newDoctorCommand() *cli.Command {
    duplicate-copy  an item in two state directories
    dead-claim      a claim whose holder is dead, not yet reaped
    journal-gap     an item done or dead whose event the journal lacks
-   stale-lock      a lock file nobody will take again
+   stale-lock      a lock file nobody will take again; those of documents
+                   that no longer exist are one note ("note": true in
+                   --json), "N lock files of documents that no longer
+                   exist (a few paths)": harmless, --fix removes each
+                   nobody holds
    dangling-gate   an item to do whose gates: names a gate with no document
                    (a crash inside gate add): never passed, so the item is
                    never done (--fix takes the name out of the list, as it
@@ -64,7 +68,8 @@ func newDoctorCommand() *cli.Command {
                    with no sync remote: DETAIL says what to set)
 
 Nothing found is said on stderr (stdout stays empty). Without --fix it
-changes nothing and exits 5 if it found anything. With
+changes nothing and exits 5 if it found anything but notes (what normal
+use leaves, no crash: printed, exit 0). With
 --fix it repairs each finding (missing journal events are appended marked
 "recovered": true; losing copies go to .trash/) and exits 0, or 1 if a
 repair failed, or 5 if invalid documents remain (it never rewrites them)
@@ -125,8 +130,11 @@ func runDoctor(c *cli.Context) error {
 			sp.Close()
 		}
 	}
-	failed, invalid := 0, 0
+	failed, invalid, faults := 0, 0, 0
 	for _, f := range findings {
+		if !f.Note {
+			faults++
+		}
 		switch {
 		case f.Error != "":
 			failed++
@@ -166,7 +174,7 @@ func runDoctor(c *cli.Context) error {
 	switch {
 	case failed > 0:
 		return withCode(exitError, errSilent)
-	case !fix && len(findings) > 0, invalid > 0:
+	case !fix && faults > 0, invalid > 0:
 		return withCode(exitInvalid, errSilent)
 	}
 	return nil
