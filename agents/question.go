@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -209,7 +210,12 @@ func (m *Manager) QuestionID(ref string) (string, error) {
 			ids = append(ids, id)
 		}
 	}
-	return docstore.MatchPrefix("question", ref, ids)
+	id, err := docstore.MatchPrefix("question", ref, ids)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Named as an unknown item is, with the ids a mistyped one is near.
+		return "", &schema.UnknownError{What: "question", Name: ref, Near: schema.Near(ref, ids), Err: fs.ErrNotExist}
+	}
+	return id, err
 }
 
 // GetQuestion reads a question by id (or unique id prefix).

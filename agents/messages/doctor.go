@@ -42,7 +42,11 @@ func Findings(s *docstore.Store) ([]docstore.Finding, error) {
 		}
 		detail := "no channel document channels/" + name + ".md; empty (--fix removes it)"
 		if len(files) > 0 {
-			detail = "no channel document channels/" + name + ".md; " + strconv.Itoa(len(files)) + " files (--fix creates the document)"
+			n := strconv.Itoa(len(files)) + " files"
+			if len(files) == 1 {
+				n = "1 file"
+			}
+			detail = "no channel document channels/" + name + ".md; " + n + " (--fix creates the document)"
 		}
 		repair := func() error { return repairStray(s, name, rel, dir) }
 		out = append(out, docstore.Finding{Kind: docstore.FindingStrayDir, Path: messagesDir(name), Detail: detail, Repair: repair})

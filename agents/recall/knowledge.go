@@ -192,7 +192,7 @@ func GetKnowledge(s *docstore.Store, id string) (*Knowledge, error) {
 	if err != nil && Skipped(err) == nil {
 		return nil, err
 	}
-	return pickByID(all, id, func(k *Knowledge) string { return k.ID }, "knowledge")
+	return pickByID(all, id, func(k *Knowledge) string { return k.ID }, "knowledge", "knowledge entry")
 }
 
 // ArchiveKnowledge marks an entry archived: hidden, kept.

@@ -166,12 +166,12 @@ func GetMemory(s *docstore.Store, agent, id string) (*Memory, error) {
 	if err != nil && Skipped(err) == nil {
 		return nil, err
 	}
-	return pickByID(all, id, func(m *Memory) string { return m.ID }, "memory/"+agent)
+	return pickByID(all, id, func(m *Memory) string { return m.ID }, "memory/"+agent, "memory entry")
 }
 
 // pickByID finds the entry whose id is id, or the only one starting with
 // it (ids are long; people paste prefixes).
-func pickByID[T any](list []T, id string, idOf func(T) string, where string) (T, error) {
+func pickByID[T any](list []T, id string, idOf func(T) string, where, what string) (T, error) {
 	var zero T
 	var found []T
 	for _, x := range list {
@@ -186,7 +186,13 @@ func pickByID[T any](list []T, id string, idOf func(T) string, where string) (T,
 	case 1:
 		return found[0], nil
 	case 0:
-		return zero, &fs.PathError{Op: "find", Path: where + "/" + id, Err: fs.ErrNotExist}
+		// Named as the other commands name what they do not find, with
+		// the ids a mistyped one is near (a pasted id with a letter off).
+		ids := make([]string, 0, len(list))
+		for _, x := range list {
+			ids = append(ids, idOf(x))
+		}
+		return zero, &schema.UnknownError{What: what, Name: id, Near: schema.Near(id, ids), Err: fs.ErrNotExist}
 	}
 	return zero, &fs.PathError{Op: "find", Path: where + "/" + id, Err: fmt.Errorf("%w: %d entries start with %q", docstore.ErrAmbiguous, len(found), id)}
 }

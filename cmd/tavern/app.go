@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -371,7 +372,7 @@ func rootAction(c *cli.Context) error {
 	if c.Args().First() == "version" { // as gh, kubectl and go have it
 		return usageErr("unknown command %q; did you mean %q?", "version", "tavern --version")
 	}
-	return unknownCommand(c.Args().First(), c.App.Commands)
+	return unknownCommand(c.Args().First(), "", c.App.Commands)
 }
 
 // parentAction is the action of every command with subcommands: urfave/cli
@@ -383,7 +384,7 @@ func parentAction(c *cli.Context) error {
 		}
 		return cli.ShowSubcommandHelp(c)
 	}
-	return unknownCommand(c.Args().First(), c.Command.Subcommands)
+	return unknownCommand(c.Args().First(), commandPath(c), c.Command.Subcommands)
 }
 
 // jsonWanted reports whether --json was given to the running command or
@@ -408,10 +409,16 @@ var habits = map[string]string{
 
 // unknownCommand is the usage error for name, with the command another
 // tool's name stands for (habits), else the nearest command name (at
-// most two edits away), as a suggestion.
-func unknownCommand(name string, cmds []*cli.Command) error {
+// most two edits away), as a suggestion. parent is the group name was
+// looked for in ("queue"; "" for tavern's own commands), so that
+// `tavern queue nosuch` says it is no command of tavern queue.
+func unknownCommand(name, parent string, cmds []*cli.Command) error {
+	what := strconv.Quote(name)
+	if parent != "" {
+		what += fmt.Sprintf(" for %q", "tavern "+parent)
+	}
 	if alt, ok := habits[name]; ok && slices.ContainsFunc(cmds, func(c *cli.Command) bool { return c.HasName(alt) }) {
-		return usageErr("unknown command %q; did you mean %q?", name, alt)
+		return usageErr("unknown command %s; did you mean %q?", what, alt)
 	}
 	best, dist := "", 3
 	for _, c := range cmds {
@@ -422,9 +429,9 @@ func unknownCommand(name string, cmds []*cli.Command) error {
 		}
 	}
 	if best != "" {
-		return usageErr("unknown command %q; did you mean %q?", name, best)
+		return usageErr("unknown command %s; did you mean %q?", what, best)
 	}
-	return usageErr("unknown command %q", name)
+	return usageErr("unknown command %s", what)
 }
 
 // editDistance is the Levenshtein distance of two short strings.

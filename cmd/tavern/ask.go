@@ -20,7 +20,9 @@ no TAVERN_AGENT) has no parent and is the user: it asks an agent, with --to
 WHO; asking the user, as an agent asking itself, is a usage error (exit 2).
 With --wait it blocks until the
 question is answered (woken by the watcher) and prints the answer; exit 3 if
-the wait times out (the question stays open). Unanswered questions bubble up
+the wait times out (the question stays open). The agent waits with or
+without --wait (--wait 0s is no wait: ask and return): its answer moves it
+back to working. Unanswered questions bubble up
 to the next parent after bubble_after (see 'tavern bubble', 'tavern verifier').
 
 Example (inside a spawned agent):

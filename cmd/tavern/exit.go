@@ -425,6 +425,12 @@ func unknownHint(e *schema.UnknownError) string {
 		return fmt.Sprintf(" (create it with `tavern channel create %s`, or send --create)", e.Name)
 	case "queue":
 		return fmt.Sprintf(" (create it with `tavern queue create %s`)", e.Name)
+	case "question":
+		return " (`tavern questions --all` lists them)"
+	case "memory entry":
+		return " (`tavern memory ls --as AGENT` lists an agent's)"
+	case "knowledge entry":
+		return " (`tavern knowledge ls` lists them)"
 	case "plan":
 		return " (import one with `tavern plan import FILE.md --queue Q`)"
 	case "constitution":

@@ -37,7 +37,7 @@ func runHelp(c *cli.Context) error {
 			}
 		}
 		if found == nil {
-			return unknownCommand(name, cmds)
+			return unknownCommand(name, strings.Join(path[:i], " "), cmds)
 		}
 		cmd, cmds = found, found.Subcommands
 		if len(cmds) == 0 && i < len(path)-1 {

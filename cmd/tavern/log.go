@@ -47,10 +47,13 @@ hold, with its warnings of a likely typo): the journal records revisions, not fi
 never matches. --machines also prints the journals of the other machines
 of a synced store (tavern sync brings them to .tavern/events/<machine>/),
 after this machine's, each event marked with its machine (text: the name
-first; JSON: "from_machine").
+first; JSON: "from_machine"). --limit N prints only the newest N events
+that match the other filters, still oldest first (tail -n N); with --follow,
+those and then the new ones (tail -n N -f).
 
 Examples:
    tavern log --since 1h
+   tavern log --type item. --limit 20
    tavern log --type external --json
    tavern log --agent alice --follow
    tavern log --path agents/alice.md
@@ -67,6 +70,7 @@ Examples:
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "wait for and print new events"},
 			&cli.DurationFlag{Name: "poll", Usage: "with --follow, also re-read every `DUR` (network filesystems; 0: inotify only)", Action: notNegative("poll")},
 			&cli.BoolFlag{Name: "machines", Usage: "also the journals of other machines (a synced store; not with --follow)"},
+			limitFlag("print only the newest `N` matching events, still oldest first (with --follow: then the new ones; not with --machines)", 0),
 			jsonFlag(),
 		},
 		Action: runLog,
@@ -128,22 +132,45 @@ func runLog(c *cli.Context) error {
 	warnWhere(c, s, kind, where)
 	f.Path = eventPath(s, f.Path)
 	warnNearPath(c, s, c.String("path"), f.Path)
-	print := eventPrinter(c)
+	out := eventPrinter(c)
 	var m *watcher.DocMatcher
 	if len(where) > 0 {
 		m = watcher.NewDocMatcher(s, where)
-		all := print
-		print = func(e journal.Event, err error) bool {
+	}
+	matching := func(p func(journal.Event, error) bool) func(journal.Event, error) bool {
+		if m == nil {
+			return p
+		}
+		return func(e journal.Event, err error) bool {
 			if err != nil || m.Match(e) {
-				return all(e, err)
+				return p(e, err)
 			}
 			return true
 		}
 	}
+	print := matching(out)
 	if c.Bool("machines") && c.Bool("follow") {
 		return usageErr("--machines reads what the last sync brought: it does not go with --follow")
 	}
-	cur, err := journal.Read(dir, f, print)
+	if c.IsSet("limit") && c.Bool("machines") {
+		return usageErr("--limit keeps this machine's newest events: it does not go with --machines")
+	}
+	read := print
+	var tail *eventTail
+	if n := c.Int("limit"); n > 0 {
+		tail = &eventTail{n: n}
+		read = matching(func(e journal.Event, err error) bool {
+			if err != nil {
+				return out(e, err) // a bad line is said at once, not counted
+			}
+			tail.add(e)
+			return true
+		})
+	}
+	cur, err := journal.Read(dir, f, read)
+	if tail != nil {
+		tail.flush(out)
+	}
 	if err == nil && c.Bool("machines") {
 		asJSON := c.Bool("json")
 		err = journal.ReadOthers(dir, f, func(machine string, e journal.Event, err error) bool {
@@ -174,6 +201,29 @@ func runLog(c *cli.Context) error {
 		return nil // interrupted: the normal way to stop --follow
 	}
 	return err
+}
+
+// eventTail keeps the newest n events read, for log --limit: the
+// journal is read oldest first, so which are the newest is known only at
+// its end.
+type eventTail struct {
+	n      int
+	events []journal.Event
+}
+
+func (t *eventTail) add(e journal.Event) {
+	if len(t.events) == t.n {
+		t.events = append(t.events[:0], t.events[1:]...)
+	}
+	t.events = append(t.events, e)
+}
+
+// flush prints the events kept, oldest first, as log prints them.
+func (t *eventTail) flush(print func(journal.Event, error) bool) {
+	for _, e := range t.events {
+		print(e, nil)
+	}
+	t.events = nil
 }
 
 func whereFlag() cli.Flag {

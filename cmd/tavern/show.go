@@ -1,7 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"errors"
+	"unicode/utf8"
+
 	"github.com/urfave/cli/v2"
+
+	"github.com/tavernhq/tavern/docstore"
 
 	"github.com/tavernhq/tavern/agents/messages"
 )
@@ -19,7 +25,10 @@ bare id as queue add prints it. Text
 output is the file as it is on disk; --body prints only its body, after
 the frontmatter and the blank line the store writes after it, as its
 writer gave it (the text of a constitution, say, to put into a prompt);
---json's "body" is the bytes after the frontmatter, that line included. A note or message of another agent's
+--json's "body" is the bytes after the frontmatter, that line included. A
+file whose frontmatter does not parse exits 5 with its path:line:col on
+stderr, and its text is still printed as it is (not with --json or --body,
+nor a file that is not text), to see what is broken. A note or message of another agent's
 direct channel is refused to an agent ($TAVERN_AGENT, exit 4), as notes and
 recv refuse it.
 
@@ -55,6 +64,7 @@ func runShow(c *cli.Context) error {
 	}
 	d, err := s.Get(rel)
 	if err != nil {
+		printUnparsed(c, s, rel, err)
 		return s.NotFound("show", rel, err)
 	}
 	if c.Bool("json") {
@@ -74,4 +84,20 @@ func runShow(c *cli.Context) error {
 		errf(c, "tavern: warning: %v\n", e)
 	}
 	return err
+}
+
+// printUnparsed prints a document whose frontmatter does not parse as it
+// is on disk, so that show still lets its reader see what is broken (the
+// error on stderr says where, and show still exits 5). Not with --json,
+// whose stdout is one object of a parsed document, nor with --body, which
+// has no body to give without the frontmatter's end; nor a file too large
+// to read, nor one that is not text (a NUL byte, not UTF-8), which would
+// only garble the terminal.
+func printUnparsed(c *cli.Context, s *docstore.Store, rel string, err error) {
+	if c.Bool("json") || c.Bool("body") || !errors.Is(err, docstore.ErrParse) || errors.Is(err, docstore.ErrTooLarge) {
+		return
+	}
+	if raw, rerr := s.ReadFile(rel); rerr == nil && utf8.Valid(raw) && bytes.IndexByte(raw, 0) < 0 {
+		_, _ = c.App.Writer.Write(raw)
+	}
 }

@@ -206,7 +206,7 @@ func printGitSyncReport(c *cli.Context, sy *gitsync.Syncer, rep *gitsync.Report,
 			}
 			sort.Strings(fs)
 			if journals > 0 {
-				fs = append(fs, fmt.Sprintf("%d journal files", journals))
+				fs = append(fs, counted(journals, "journal file"))
 			}
 			parts = append(parts, "applied "+strings.Join(fs, ", "))
 		}
