@@ -74,22 +74,11 @@ Examples:
 }
 
 func runItemShow(c *cli.Context) error {
-	if c.NArg() != 1 {
-		return usageErr("item show takes one ID")
-	}
-	s, b, err := openBroker(c)
+	s, b, it, err := openItem(c, "item show")
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	id, err := b.ResolveID(c.Args().First())
-	if err != nil {
-		return err
-	}
-	it, err := b.Get(id)
-	if err != nil {
-		return err
-	}
 	if c.Bool("json") {
 		return printJSON(c, itemObject(s, it))
 	}
@@ -117,25 +106,14 @@ Example:
 }
 
 func runItemRetry(c *cli.Context) error {
-	if c.NArg() != 1 {
-		return usageErr("item retry takes one ID")
-	}
-	s, b, err := openBroker(c)
+	s, b, it, err := openItem(c, "item retry")
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	id, err := b.ResolveID(c.Args().First())
-	if err != nil {
-		return err
-	}
-	it, err := b.Get(id)
-	if err != nil {
-		return err
-	}
 	// queue retry's own call, so that both say and refuse the same: one
 	// id given, one item moved or an error.
-	items, err := b.Retry(it.Queue, id)
+	items, err := b.Retry(it.Queue, it.ID)
 	if err != nil {
 		return err
 	}
@@ -145,6 +123,28 @@ func runItemRetry(c *cli.Context) error {
 	}
 	outf(c, "%s %s\n", it.ID, it.State)
 	return nil
+}
+
+// openItem opens the store's broker and the item the command's one
+// argument names (an id, a prefix, Q/ID or a file path), wherever it is.
+// The caller closes b.
+func openItem(c *cli.Context, cmd string) (*docstore.Store, *queues.Broker, *queues.Item, error) {
+	if c.NArg() != 1 {
+		return nil, nil, nil, usageErr("%s takes one ID", cmd)
+	}
+	s, b, err := openBroker(c)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	id, err := b.ResolveID(c.Args().First())
+	if err == nil {
+		var it *queues.Item
+		if it, err = b.Get(id); err == nil {
+			return s, b, it, nil
+		}
+	}
+	b.Close()
+	return nil, nil, nil, err
 }
 
 // itemChange is one change of a claimed item (done, fail, renew,
