@@ -118,12 +118,7 @@ func (p *PersonPrime) Text() string {
 		head += p.Why + "\n"
 	}
 	var tail strings.Builder
-	tail.WriteString("\n## Commands\n")
-	if p.Usage != "" {
-		tail.WriteString(p.Usage + "\n")
-	} else {
-		writeCommands(&tail, p.Commands)
-	}
+	writeCommandsSection(&tail, p.Usage, p.Commands)
 	var secs []*primeSection
 	var lines []string
 	for i, n := range p.Needs {

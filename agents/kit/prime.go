@@ -237,6 +237,17 @@ func DefaultCommands(agent string) []Command {
 	}
 }
 
+// writeCommandsSection writes a brief's command section: PRIME.md's text
+// (usage) where the project has one, else the default list.
+func writeCommandsSection(w *strings.Builder, usage string, cmds []Command) {
+	w.WriteString("\n## Commands\n")
+	if usage != "" {
+		w.WriteString(usage + "\n")
+	} else {
+		writeCommands(w, cmds)
+	}
+}
+
 func writeCommands(w *strings.Builder, cmds []Command) {
 	for _, c := range cmds {
 		fmt.Fprintf(w, "- %s: `%s`\n", c.Does, c.Example)
@@ -255,12 +266,7 @@ func (p *Prime) Text() string {
 	}
 	fmt.Fprintf(&head, "# Tavern: you are %s%s\n", p.Agent, role)
 	fmt.Fprintf(&head, "Act as %s in every tavern command (--as %s). If this is cut off, run `tavern prime --as %s`.\n", p.Agent, p.Agent, p.Agent)
-	usage.WriteString("\n## Commands\n")
-	if p.Usage != "" {
-		usage.WriteString(p.Usage + "\n")
-	} else {
-		writeCommands(&usage, p.Commands)
-	}
+	writeCommandsSection(&usage, p.Usage, p.Commands)
 	var secs []*primeSection
 	add := func(title string, lines []string, more int, hint string) {
 		secs = addSection(secs, title, lines, more, hint)
